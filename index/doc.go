@@ -1,0 +1,26 @@
+// Package index holds walq's in-memory indexes: the messages that the log
+// cursor no longer accounts for (ready again, delayed, leased, dead), the
+// producer-id dedup set, and the sorted index used by sorted queues.
+//
+// # What is in memory
+//
+// A message that was enqueued and never delivered has no entry here at all:
+// it is an enqueue record after the queue's log cursor. An Entry exists only
+// for a message that was delivered at least once, is delayed, or is dead,
+// and it holds metadata only (ids, times, counts, the LSN of the record that
+// holds the payload), never the payload. Memory therefore grows with the
+// number of such exceptions and with producer-given ids, not with payload
+// bytes.
+//
+// # Snapshots
+//
+// Every ordered structure is a github.com/google/btree BTreeG of values, so
+// Clone is a constant-time copy-on-write snapshot: the queue clones under
+// its lock and encodes the clone without it.
+//
+// # Concurrency
+//
+// Nothing here is safe for concurrent mutation. The owner (a queue) guards
+// each structure with its own mutex. A clone may be read by another
+// goroutine while the original keeps changing.
+package index

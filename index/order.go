@@ -1,0 +1,138 @@
+package index
+
+import "github.com/google/btree"
+
+// Counts is the number of entries in each state.
+type Counts struct {
+	Ready, Delayed, Leased, Dead int
+}
+
+// Counts returns the number of entries in each state.
+func (t *Table) Counts() Counts {
+	return Counts{
+		Ready:   t.ready.Len(),
+		Delayed: t.delayed.Len(),
+		Leased:  t.leases.Len(),
+		Dead:    t.dead.Len(),
+	}
+}
+
+// Promote makes every Delayed entry whose Due is at or before now Ready, and
+// returns how many it moved.
+func (t *Table) Promote(now int64) int {
+	n := 0
+	for {
+		k, ok := t.delayed.Min()
+		if !ok || k.at > now {
+			return n
+		}
+		e, _ := t.Get(k.seq)
+		e.State, e.Due = Ready, 0
+		t.Put(e)
+		n++
+	}
+}
+
+// FirstReady returns the Ready entry with the lowest Seq.
+func (t *Table) FirstReady() (Entry, bool) {
+	seq, ok := t.ready.Min()
+	if !ok {
+		return Entry{}, false
+	}
+	return t.Get(seq)
+}
+
+// NextDue returns the earliest Due among Delayed entries.
+func (t *Table) NextDue() (int64, bool) {
+	k, ok := t.delayed.Min()
+	return k.at, ok
+}
+
+// NextDeadline returns the earliest lease deadline.
+func (t *Table) NextDeadline() (int64, bool) {
+	k, ok := t.leases.Min()
+	return k.at, ok
+}
+
+// Expired returns up to max Leased entries whose deadline is at or before
+// now, earliest first.
+func (t *Table) Expired(now int64, max int) []Entry {
+	var out []Entry
+	t.leases.Ascend(func(k timeKey) bool {
+		if k.at > now || len(out) >= max {
+			return false
+		}
+		e, _ := t.Get(k.seq)
+		out = append(out, e)
+		return true
+	})
+	return out
+}
+
+// Leased calls fn for every Leased entry, earliest deadline first, until fn
+// returns false.
+func (t *Table) Leased(fn func(Entry) bool) {
+	t.leases.Ascend(func(k timeKey) bool {
+		e, _ := t.Get(k.seq)
+		return fn(e)
+	})
+}
+
+// Dead calls fn for every Dead entry in Seq order, starting at from, until
+// fn returns false.
+func (t *Table) Dead(from uint64, fn func(Entry) bool) {
+	t.dead.AscendGreaterOrEqual(from, func(seq uint64) bool {
+		e, _ := t.Get(seq)
+		return fn(e)
+	})
+}
+
+// Ascend calls fn for every entry in Seq order until fn returns false.
+func (t *Table) Ascend(fn func(Entry) bool) { t.entries.Ascend(fn) }
+
+// MinLoc returns the lowest Loc of any entry: the oldest log position the
+// table still needs.
+func (t *Table) MinLoc() (uint64, bool) {
+	var min uint64
+	found := false
+	t.entries.Ascend(func(e Entry) bool {
+		if !found || e.Loc < min {
+			min, found = e.Loc, true
+		}
+		return true
+	})
+	return min, found
+}
+
+// MinEnqueuedAt returns the earliest EnqueuedAt of any entry that is not
+// dead.
+func (t *Table) MinEnqueuedAt() (int64, bool) {
+	var min int64
+	found := false
+	t.entries.Ascend(func(e Entry) bool {
+		if e.State != Dead && (!found || e.EnqueuedAt < min) {
+			min, found = e.EnqueuedAt, true
+		}
+		return true
+	})
+	return min, found
+}
+
+// Snapshot returns a copy-on-write clone of the entries, to be read while
+// the table keeps changing.
+func (t *Table) Snapshot() *Snapshot {
+	return &Snapshot{entries: t.entries.Clone()}
+}
+
+// Snapshot is a frozen view of a Table's entries.
+type Snapshot struct {
+	entries *btree.BTreeG[Entry] // a clone; never mutated
+}
+
+// Len is the number of entries in the view.
+func (s *Snapshot) Len() int { return s.entries.Len() }
+
+// Ascend calls fn for every entry in Seq order until fn returns false.
+func (s *Snapshot) Ascend(fn func(Entry) bool) {
+	s.entries.Ascend(func(e Entry) bool { return fn(e) })
+}

@@ -1,0 +1,302 @@
+package index
+
+import (
+	"bytes"
+
+	"github.com/google/btree"
+)
+
+// SortedValue is one value published to a sorted queue.
+type SortedValue struct {
+	_msgpack struct{} `msgpack:",as_array"` // stored in snapshots as an array
+
+	Key        string // message key: a key's pending values are pulled together
+	Sort       []byte // sort key, encoded so that byte order is key order
+	Seq        uint64 // LSN of the publish record: the value's identity
+	Loc        uint64 // LSN of the record holding the payload: Seq until moved
+	Size       uint32 // bytes of the record at Loc
+	At         int64  // unix ns of the publish
+	Deliveries uint32 // times pulled so far
+	Reason     string // dead: why
+
+	// Payload is the value's payload while it is cached in memory; nil when
+	// it must be read from the log. Never stored in snapshots.
+	Payload []byte `msgpack:"-"`
+}
+
+func lessValue(a, b SortedValue) bool {
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	if c := bytes.Compare(a.Sort, b.Sort); c != 0 {
+		return c < 0
+	}
+	return a.Seq < b.Seq
+}
+
+// Batch is a key's values pulled together and leased as one.
+type Batch struct {
+	_msgpack struct{} `msgpack:",as_array"` // stored in snapshots as an array
+
+	Lease  uint64        // LSN of the pull record: the batch's identity
+	Key    string        // the key
+	Due    int64         // lease deadline, unix ns
+	At     int64         // unix ns of the pull
+	Values []SortedValue // in sort order
+}
+
+// keyPos is a key's place in the pull order: its smallest pending sort key.
+type keyPos struct {
+	sort []byte
+	key  string
+}
+
+func lessKeyPos(a, b keyPos) bool {
+	if c := bytes.Compare(a.sort, b.sort); c != 0 {
+		return c < 0
+	}
+	return a.key < b.key
+}
+
+// hold keeps a key out of the pull order until a time (a nack delay).
+type hold struct {
+	at  int64 // unix ns
+	key string
+}
+
+// Sorted is the index of a sorted queue: pending values by key and sort
+// key, the pull order of keys, leased batches and dead values.
+type Sorted struct {
+	pending   *btree.BTreeG[SortedValue] // pending values by (Key, Sort, Seq)
+	order     *btree.BTreeG[keyPos]      // pullable keys by smallest pending sort key
+	batches   *btree.BTreeG[Batch]       // leased batches by Lease
+	deadlines *btree.BTreeG[timeKey]     // (deadline, lease) of leased batches
+	holds     *btree.BTreeG[hold]        // keys held back by a nack delay, by time
+	held      map[string]int64           // key -> hold time
+	inflight  map[string]int             // key -> leased batches
+	dead      *btree.BTreeG[SortedValue] // dead values by Seq
+	single    bool                       // a key with a leased batch is not pullable
+	cached    int64                      // payload bytes cached in SortedValue.Payload
+	bytes     int64                      // sum of Size over all values
+}
+
+// NewSorted returns an empty index. With singleFlight, a key that has a
+// leased batch is not pulled again until that batch is acked or returned.
+func NewSorted(singleFlight bool) *Sorted {
+	return &Sorted{
+		pending:   btree.NewG(degree, lessValue),
+		order:     btree.NewG(degree, lessKeyPos),
+		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
+		deadlines: btree.NewG(degree, lessTimeKey),
+		holds: btree.NewG(degree, func(a, b hold) bool {
+			if a.at != b.at {
+				return a.at < b.at
+			}
+			return a.key < b.key
+		}),
+		held:     make(map[string]int64),
+		inflight: make(map[string]int),
+		dead:     btree.NewG(degree, func(a, b SortedValue) bool { return a.Seq < b.Seq }),
+		single:   singleFlight,
+	}
+}
+
+// SortedCounts is the size of a Sorted index.
+type SortedCounts struct {
+	Pending, Keys, Batches, Leased, Dead int
+}
+
+// Counts returns the number of pending values, keys with pending values
+// that can be pulled, leased batches and their values, and dead values.
+func (s *Sorted) Counts() SortedCounts {
+	c := SortedCounts{Pending: s.pending.Len(), Keys: s.order.Len(), Batches: s.batches.Len(), Dead: s.dead.Len()}
+	s.batches.Ascend(func(b Batch) bool { c.Leased += len(b.Values); return true })
+	return c
+}
+
+// CachedBytes is the payload bytes held in memory.
+func (s *Sorted) CachedBytes() int64 { return s.cached }
+
+// Publish adds a pending value.
+func (s *Sorted) Publish(v SortedValue) {
+	s.unplace(v.Key)
+	s.pending.ReplaceOrInsert(v)
+	s.cached += int64(len(v.Payload))
+	s.bytes += int64(v.Size)
+	s.place(v.Key)
+}
+
+// Bytes is the sum of the values' Size: the log bytes they need.
+func (s *Sorted) Bytes() int64 { return s.bytes }
+
+// firstPending returns the key's pending value with the smallest sort key.
+func (s *Sorted) firstPending(key string) (SortedValue, bool) {
+	var first SortedValue
+	found := false
+	s.pending.AscendGreaterOrEqual(SortedValue{Key: key}, func(v SortedValue) bool {
+		found = v.Key == key
+		first = v
+		return false
+	})
+	return first, found
+}
+
+// unplace removes key from the pull order.
+func (s *Sorted) unplace(key string) {
+	if v, ok := s.firstPending(key); ok {
+		s.order.Delete(keyPos{v.Sort, key})
+	}
+}
+
+// place puts key in the pull order if it has pending values and is neither
+// held nor, under single flight, leased.
+func (s *Sorted) place(key string) {
+	if _, held := s.held[key]; held || (s.single && s.inflight[key] > 0) {
+		return
+	}
+	if v, ok := s.firstPending(key); ok {
+		s.order.ReplaceOrInsert(keyPos{v.Sort, key})
+	}
+}
+
+// Next returns the key first in pull order and its smallest sort key.
+func (s *Sorted) Next() (key string, sort []byte, ok bool) {
+	p, ok := s.order.Min()
+	return p.key, p.sort, ok
+}
+
+// Take removes every pending value of key and leases them as one batch.
+func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
+	s.unplace(key)
+	b := Batch{Lease: lease, Key: key, Due: due, At: at}
+	for {
+		v, ok := s.firstPending(key)
+		if !ok {
+			break
+		}
+		s.pending.Delete(v)
+		v.Deliveries++
+		b.Values = append(b.Values, v)
+	}
+	s.putBatch(b)
+	return b
+}
+
+func (s *Sorted) putBatch(b Batch) {
+	s.batches.ReplaceOrInsert(b)
+	s.deadlines.ReplaceOrInsert(timeKey{b.Due, b.Lease})
+	s.inflight[b.Key]++
+}
+
+// Batch returns the leased batch with the given lease.
+func (s *Sorted) Batch(lease uint64) (Batch, bool) { return s.batches.Get(Batch{Lease: lease}) }
+
+// Extend moves a leased batch's deadline.
+func (s *Sorted) Extend(lease uint64, due int64) bool {
+	b, ok := s.removeBatch(lease)
+	if ok {
+		b.Due = due
+		s.putBatch(b)
+	}
+	return ok
+}
+
+// Ack removes a leased batch for good.
+func (s *Sorted) Ack(lease uint64) (Batch, bool) {
+	b, ok := s.removeBatch(lease)
+	if ok {
+		for _, v := range b.Values {
+			s.cached -= int64(len(v.Payload))
+			s.bytes -= int64(v.Size)
+		}
+		s.place(b.Key)
+	}
+	return b, ok
+}
+
+// Return puts a leased batch's values back at their sort keys. Values for
+// which dead returns true go to the dead set instead, with reason. With
+// holdUntil > 0 the key is not pulled before that time.
+func (s *Sorted) Return(lease uint64, holdUntil int64, dead func(SortedValue) bool, reason string) (Batch, bool) {
+	b, ok := s.removeBatch(lease)
+	if !ok {
+		return b, false
+	}
+	s.unplace(b.Key)
+	for _, v := range b.Values {
+		if dead(v) {
+			s.cached -= int64(len(v.Payload))
+			v.Payload, v.Reason = nil, reason
+			s.dead.ReplaceOrInsert(v)
+			continue
+		}
+		s.pending.ReplaceOrInsert(v)
+	}
+	if holdUntil > 0 {
+		s.Hold(b.Key, holdUntil)
+	}
+	s.place(b.Key)
+	return b, true
+}
+
+func (s *Sorted) removeBatch(lease uint64) (Batch, bool) {
+	b, ok := s.batches.Delete(Batch{Lease: lease})
+	if !ok {
+		return b, false
+	}
+	s.deadlines.Delete(timeKey{b.Due, b.Lease})
+	if s.inflight[b.Key]--; s.inflight[b.Key] <= 0 {
+		delete(s.inflight, b.Key)
+	}
+	return b, true
+}
+
+// Hold keeps key out of the pull order until at.
+func (s *Sorted) Hold(key string, at int64) {
+	if old, ok := s.held[key]; ok {
+		s.holds.Delete(hold{old, key})
+	}
+	s.unplace(key)
+	s.held[key] = at
+	s.holds.ReplaceOrInsert(hold{at, key})
+}
+
+// Release ends every hold whose time is at or before now.
+func (s *Sorted) Release(now int64) {
+	for {
+		h, ok := s.holds.Min()
+		if !ok || h.at > now {
+			return
+		}
+		s.holds.DeleteMin()
+		delete(s.held, h.key)
+		s.place(h.key)
+	}
+}
+
+// NextHold returns the earliest hold time.
+func (s *Sorted) NextHold() (int64, bool) {
+	h, ok := s.holds.Min()
+	return h.at, ok
+}
+
+// NextDeadline returns the earliest batch deadline.
+func (s *Sorted) NextDeadline() (int64, bool) {
+	k, ok := s.deadlines.Min()
+	return k.at, ok
+}
+
+// Expired returns up to max leased batches whose deadline is at or before
+// now.
+func (s *Sorted) Expired(now int64, max int) []Batch {
+	var out []Batch
+	s.deadlines.Ascend(func(k timeKey) bool {
+		if k.at > now || len(out) >= max {
+			return false
+		}
+		b, _ := s.Batch(k.seq)
+		out = append(out, b)
+		return true
+	})
+	return out
+}

@@ -1,0 +1,101 @@
+package index
+
+import "github.com/google/btree"
+
+const degree = 32
+
+// Table holds every Entry, keyed by Seq, with one ordered set per state.
+// Put is the only way an entry changes state, so the sets never disagree
+// with the entries.
+type Table struct {
+	entries *btree.BTreeG[Entry]   // all entries, by Seq
+	ready   *btree.BTreeG[uint64]  // Seq of Ready entries
+	delayed *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
+	leases  *btree.BTreeG[timeKey] // Leased entries by (deadline, Seq)
+	dead    *btree.BTreeG[uint64]  // Seq of Dead entries
+	byID    map[string]uint64      // ID -> Seq, for every entry with an ID
+	bytes   int64                  // sum of Size over entries
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{
+		entries: btree.NewG(degree, lessEntry),
+		ready:   btree.NewOrderedG[uint64](degree),
+		delayed: btree.NewG(degree, lessTimeKey),
+		leases:  btree.NewG(degree, lessTimeKey),
+		dead:    btree.NewOrderedG[uint64](degree),
+		byID:    make(map[string]uint64),
+	}
+}
+
+// Len is the number of entries.
+func (t *Table) Len() int { return t.entries.Len() }
+
+// Bytes is the sum of the entries' Size.
+func (t *Table) Bytes() int64 { return t.bytes }
+
+// Get returns the entry with sequence seq.
+func (t *Table) Get(seq uint64) (Entry, bool) {
+	return t.entries.Get(Entry{Seq: seq})
+}
+
+// GetByID returns the entry whose message id is id.
+func (t *Table) GetByID(id string) (Entry, bool) {
+	seq, ok := t.byID[id]
+	if !ok {
+		return Entry{}, false
+	}
+	return t.Get(seq)
+}
+
+// Put inserts e or replaces the entry with the same Seq.
+func (t *Table) Put(e Entry) {
+	if old, ok := t.entries.ReplaceOrInsert(e); ok {
+		t.unlink(old)
+	}
+	t.link(e)
+}
+
+// Delete removes the entry with sequence seq and returns it.
+func (t *Table) Delete(seq uint64) (Entry, bool) {
+	e, ok := t.entries.Delete(Entry{Seq: seq})
+	if ok {
+		t.unlink(e)
+	}
+	return e, ok
+}
+
+func (t *Table) link(e Entry) {
+	switch e.State {
+	case Ready:
+		t.ready.ReplaceOrInsert(e.Seq)
+	case Delayed:
+		t.delayed.ReplaceOrInsert(timeKey{e.Due, e.Seq})
+	case Leased:
+		t.leases.ReplaceOrInsert(timeKey{e.Due, e.Seq})
+	case Dead:
+		t.dead.ReplaceOrInsert(e.Seq)
+	}
+	if e.ID != "" {
+		t.byID[e.ID] = e.Seq
+	}
+	t.bytes += int64(e.Size)
+}
+
+func (t *Table) unlink(e Entry) {
+	switch e.State {
+	case Ready:
+		t.ready.Delete(e.Seq)
+	case Delayed:
+		t.delayed.Delete(timeKey{e.Due, e.Seq})
+	case Leased:
+		t.leases.Delete(timeKey{e.Due, e.Seq})
+	case Dead:
+		t.dead.Delete(e.Seq)
+	}
+	if e.ID != "" && t.byID[e.ID] == e.Seq {
+		delete(t.byID, e.ID)
+	}
+	t.bytes -= int64(e.Size)
+}

@@ -1,0 +1,86 @@
+package index_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/index"
+)
+
+func TestTableStates(t *testing.T) {
+	tb := index.NewTable()
+	tb.Put(index.Entry{Seq: 3, Loc: 3, ID: "c", Size: 10, State: index.Ready})
+	tb.Put(index.Entry{Seq: 1, Loc: 1, ID: "a", Size: 10, State: index.Delayed, Due: 100})
+	tb.Put(index.Entry{Seq: 2, Loc: 2, ID: "b", Size: 10, State: index.Leased, Due: 50, Lease: 7})
+	require.Equal(t, index.Counts{Ready: 1, Delayed: 1, Leased: 1}, tb.Counts())
+	require.EqualValues(t, 30, tb.Bytes())
+
+	e, ok := tb.FirstReady()
+	require.True(t, ok)
+	require.EqualValues(t, 3, e.Seq)
+	require.Equal(t, 0, tb.Promote(99))
+	require.Equal(t, 1, tb.Promote(100))
+	e, _ = tb.FirstReady()
+	require.EqualValues(t, 1, e.Seq, "a promoted entry is ordered by sequence")
+
+	require.Empty(t, tb.Expired(49, 10))
+	require.Len(t, tb.Expired(50, 10), 1)
+	d, ok := tb.NextDeadline()
+	require.True(t, ok)
+	require.EqualValues(t, 50, d)
+
+	// A state change through Put moves the entry between the sets.
+	e, _ = tb.Get(2)
+	e.State, e.Reason = index.Dead, "x"
+	tb.Put(e)
+	require.Equal(t, index.Counts{Ready: 2, Dead: 1}, tb.Counts())
+	_, ok = tb.NextDeadline()
+	require.False(t, ok)
+
+	byID, ok := tb.GetByID("b")
+	require.True(t, ok)
+	require.Equal(t, index.Dead, byID.State)
+	loc, _ := tb.MinLoc()
+	require.EqualValues(t, 1, loc)
+
+	_, ok = tb.Delete(2)
+	require.True(t, ok)
+	_, ok = tb.GetByID("b")
+	require.False(t, ok)
+	require.EqualValues(t, 20, tb.Bytes())
+}
+
+func TestTableSnapshotIsFrozen(t *testing.T) {
+	tb := index.NewTable()
+	for i := uint64(1); i <= 100; i++ {
+		tb.Put(index.Entry{Seq: i, State: index.Ready})
+	}
+	snap := tb.Snapshot()
+	for i := uint64(1); i <= 50; i++ {
+		tb.Delete(i)
+	}
+	tb.Put(index.Entry{Seq: 500, State: index.Dead})
+	require.Equal(t, 100, snap.Len())
+	var seqs []uint64
+	snap.Ascend(func(e index.Entry) bool { seqs = append(seqs, e.Seq); return true })
+	require.Len(t, seqs, 100)
+	require.EqualValues(t, 1, seqs[0])
+	require.EqualValues(t, 100, seqs[99])
+}
+
+func TestDedupWindow(t *testing.T) {
+	d := index.NewDedup()
+	d.Put(index.DedupItem{ID: "x", Seq: 1})
+	d.Put(index.DedupItem{ID: "y", Seq: 2})
+	require.True(t, d.Has("x"))
+	d.Acked("x", 99, 10, true)
+	require.True(t, d.Has("x"), "an ack for another message leaves the id alone")
+	d.Acked("x", 1, 10, true)
+	d.Acked("y", 2, 20, false)
+	require.False(t, d.Has("y"), "without a window an acked id is forgotten")
+	require.Equal(t, 0, d.Expire(10))
+	require.True(t, d.Has("x"))
+	require.Equal(t, 1, d.Expire(11))
+	require.False(t, d.Has("x"))
+	require.Equal(t, 0, d.Len())
+}

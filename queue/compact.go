@@ -1,0 +1,198 @@
+package queue
+
+import (
+	"fmt"
+
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/recovery"
+)
+
+// Compact takes a snapshot now and removes the log segments that neither
+// the snapshot nor any live message needs. Messages that have stayed in
+// the queue long enough to hold back more log than the live data itself
+// are first copied forward, so that a few old messages cannot pin the
+// whole log. The queue compacts by itself as the log grows.
+func (q *Queue) Compact() error {
+	q.mu.Lock()
+	closed := q.mu.closed
+	q.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return q.compact()
+}
+
+// compactDue reports whether the log has grown enough for a compaction:
+// SnapshotBytes since the last snapshot, or a segment since it while the
+// log holds more than twice the live bytes plus two segments.
+func (q *Queue) compactDue() bool {
+	q.mu.Lock()
+	since, live := q.mu.sinceSnap, q.mu.st.liveBytes()
+	q.mu.Unlock()
+	if since >= q.opts.SnapshotBytes {
+		return true
+	}
+	return since >= q.opts.SegmentSize && q.overBound(live)
+}
+
+// overBound reports whether the log holds more than twice the live bytes
+// plus two segments.
+func (q *Queue) overBound(live int64) bool {
+	return q.log.Size() > 2*live+2*q.opts.SegmentSize
+}
+
+// compact snapshots and truncates; if old messages still pin more log than
+// the bound allows, it copies them forward and does it once more.
+func (q *Queue) compact() error {
+	if err := q.snapshot(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	live := q.mu.st.liveBytes()
+	q.mu.Unlock()
+	if !q.overBound(live) {
+		return nil
+	}
+	moved, err := q.movePinned()
+	if err != nil || moved == 0 {
+		return err
+	}
+	return q.snapshot()
+}
+
+// snapshot freezes the state, makes the log durable up to it, writes the
+// snapshot file and truncates the log front.
+func (q *Queue) snapshot() error {
+	q.compactMu.Lock()
+	defer q.compactMu.Unlock()
+	q.mu.Lock()
+	f := q.mu.st.freeze()
+	low := q.lowWaterLocked()
+	unchanged := f.last == q.mu.snapLSN
+	q.mu.sinceSnap = 0
+	q.mu.Unlock()
+	if unchanged {
+		return nil
+	}
+	if err := q.log.Flush(); err != nil {
+		return fmt.Errorf("queue: snapshot: %w", err)
+	}
+	body, err := f.encode()
+	if err != nil {
+		return err
+	}
+	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.SnapshotStep}
+	if _, err := recovery.Write(q.dir, f.last, body, opts); err != nil {
+		return fmt.Errorf("queue: snapshot: %w", err)
+	}
+	q.mu.Lock()
+	q.mu.snapLSN, q.mu.snapAt = f.last, q.opts.Clock.Now()
+	q.mu.Unlock()
+	if err := q.log.TruncateFront(min(low, f.last+1)); err != nil {
+		return fmt.Errorf("queue: truncate log: %w", err)
+	}
+	return nil
+}
+
+// lowWaterLocked is the lowest LSN the live messages need: the cursor, or
+// the payload record of the oldest message the table holds.
+func (q *Queue) lowWaterLocked() uint64 {
+	low := q.mu.st.cursor
+	if loc, ok := q.mu.st.table.MinLoc(); ok && loc < low {
+		low = loc
+	}
+	if loc, ok := q.mu.st.sorted.MinLoc(); ok && loc < low {
+		low = loc
+	}
+	return low
+}
+
+// movePinned copies forward every message whose payload record lies in a
+// segment before the one that holds the cursor, so that those segments can
+// go. It returns how many it moved.
+func (q *Queue) movePinned() (int, error) {
+	q.mu.Lock()
+	target := q.segmentStart(q.mu.st.cursor)
+	var pinned []index.Entry
+	q.mu.st.table.Ascend(func(e index.Entry) bool {
+		if e.Loc < target {
+			pinned = append(pinned, e)
+		}
+		return true
+	})
+	var values []index.SortedValue
+	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
+		if v.Loc < target {
+			values = append(values, v)
+		}
+		return true
+	})
+	q.mu.Unlock()
+	moved := 0
+	for _, e := range pinned {
+		ok, err := q.moveOne(e)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	for _, v := range values {
+		ok, err := q.moveValue(v)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	return moved, q.log.Flush()
+}
+
+// segmentStart returns the first LSN of the segment that holds lsn.
+func (q *Queue) segmentStart(lsn uint64) uint64 {
+	start := uint64(0)
+	for _, s := range q.log.Segments() {
+		if s.FirstLSN != 0 && s.FirstLSN <= lsn {
+			start = s.FirstLSN
+		}
+	}
+	return start
+}
+
+// moveOne copies the payload record of e forward if e is still where it
+// was; it reads the payload without the lock.
+func (q *Queue) moveOne(e index.Entry) (bool, error) {
+	r, err := q.readRecord(e.Loc)
+	if err != nil {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cur, ok := q.mu.st.table.Get(e.Seq)
+	if !ok || cur.Loc != e.Loc {
+		return false, nil
+	}
+	mv := &record{Op: opMove, Seq: e.Seq, ID: cur.ID, At: q.now(), Enq: cur.EnqueuedAt,
+		Count: cur.Deliveries, Headers: r.Headers, Payload: r.Payload}
+	_, err = q.appendLocked(mv, nil)
+	return err == nil, err
+}
+
+// moveValue copies a sorted queue's pending or dead value forward.
+func (q *Queue) moveValue(v index.SortedValue) (bool, error) {
+	r, err := q.readRecord(v.Loc)
+	if err != nil {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	mv := &record{Op: opMove, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort,
+		At: q.now(), Enq: v.At, Payload: r.Payload}
+	if !q.mu.st.sorted.HasValueAt(v) {
+		return false, nil
+	}
+	_, err = q.appendLocked(mv, nil)
+	return err == nil, err
+}

@@ -1,0 +1,237 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/walq/walq/wal"
+)
+
+// Dequeue returns the next ready message, leased to the caller for
+// Options.AckTimeout. It blocks until a message is ready, ctx ends or the
+// queue is closed; it never polls. Under SyncAlways the lease is durable
+// when Dequeue returns, so a crash while the message is processed counts
+// as a delivery.
+func (q *Queue) Dequeue(ctx context.Context) (*Message, error) {
+	ms, err := q.dequeue(ctx, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	return ms[0], nil
+}
+
+// TryDequeue is Dequeue without waiting: it returns ErrEmpty at once when
+// no message is ready.
+func (q *Queue) TryDequeue() (*Message, error) {
+	ms, err := q.dequeue(context.Background(), 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return ms[0], nil
+}
+
+// DequeueBatch leases up to max ready messages, blocking until at least one
+// is ready, ctx ends or the queue is closed.
+func (q *Queue) DequeueBatch(ctx context.Context, max int) ([]*Message, error) {
+	return q.dequeue(ctx, max, true)
+}
+
+// delivery is a message leased under the lock whose payload may still have
+// to be read from the log.
+type delivery struct {
+	m   *Message
+	loc uint64 // LSN of the payload's record; 0 when m.Payload is filled
+}
+
+func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: dequeue of %d messages", ErrInvalidOptions, max)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		q.waiters.Add(1)
+		q.mu.Lock()
+		ds, c, err := q.leaseLocked(max)
+		if err != nil || len(ds) > 0 || !block {
+			q.mu.Unlock()
+			q.waiters.Add(-1)
+			if err == nil && len(ds) == 0 {
+				err = ErrEmpty
+			}
+			if err != nil {
+				return nil, err
+			}
+			return q.deliver(ds, c)
+		}
+		changed, due := q.mu.changed, q.untilDueLocked()
+		q.mu.Unlock()
+		err = q.sleep(ctx, changed, due)
+		q.waiters.Add(-1)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// untilDueLocked returns how long until the next delayed message is due, or
+// -1 when none is delayed.
+func (q *Queue) untilDueLocked() time.Duration {
+	due, ok := q.mu.st.table.NextDue()
+	if !ok {
+		return -1
+	}
+	return max(0, time.Duration(due-q.now()))
+}
+
+// sleep waits until changed is closed, d passes (d >= 0), or ctx ends.
+func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	var timer <-chan time.Time
+	if d >= 0 {
+		timer = q.opts.Clock.After(d)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	case <-timer:
+	}
+	return nil
+}
+
+// leaseLocked leases up to max ready messages: those ready again or due
+// first, oldest first, then never-delivered ones from the cursor.
+func (q *Queue) leaseLocked(max int) ([]delivery, *wal.Commit, error) {
+	if q.mu.closed {
+		return nil, nil, ErrClosed
+	}
+	now := q.now()
+	q.mu.st.table.Promote(now)
+	var out []delivery
+	var last *wal.Commit
+	for len(out) < max {
+		d, c, err := q.leaseOneLocked(now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if d.m == nil {
+			break
+		}
+		out, last = append(out, d), c
+	}
+	if len(out) > 0 {
+		q.noteLeaseLocked(now + int64(q.opts.AckTimeout))
+	}
+	return out, last, nil
+}
+
+func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
+	deadline := now + int64(q.opts.AckTimeout)
+	if e, ok := q.mu.st.table.FirstReady(); ok {
+		lsn, c, err := q.appendLSNLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil)
+		if err != nil {
+			return delivery{}, nil, err
+		}
+		m := &Message{ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt), DeliveredAt: time.Unix(0, now),
+			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn}, q: q}
+		return delivery{m: m, loc: e.Loc}, c, nil
+	}
+	seq, er, size, err := q.cursorNextLocked()
+	if err != nil || seq == 0 {
+		return delivery{}, nil, err
+	}
+	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
+	lsn, c, err := q.appendLSNLocked(r, nil)
+	if err != nil {
+		return delivery{}, nil, err
+	}
+	m := &Message{ID: er.ID, Payload: er.Payload, Headers: er.Headers, EnqueuedAt: time.Unix(0, er.At),
+		DeliveredAt: time.Unix(0, now), Deliveries: 1, Receipt: Receipt{Seq: seq, Lease: lsn}, q: q}
+	return delivery{m: m}, c, nil
+}
+
+// cursorNextLocked reads the log from the cursor to the next enqueue record
+// that the cursor owns (not delayed), and returns its LSN, the record and
+// its size; LSN 0 when the written log holds none.
+func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
+	st := q.mu.st
+	for {
+		lsn, b, err := q.mu.cursor.Next()
+		if errors.Is(err, io.EOF) {
+			return 0, nil, 0, nil
+		}
+		if err != nil {
+			return 0, nil, 0, wrapCorrupt("read at cursor", err)
+		}
+		if peekOp(b) != opEnqueue {
+			st.cursor = lsn + 1
+			continue
+		}
+		if _, delayed := st.table.Get(lsn); delayed {
+			st.cursor = lsn + 1
+			continue
+		}
+		r := new(record)
+		if err := decodeRecord(b, r); err != nil {
+			return 0, nil, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		return lsn, r, len(b), nil
+	}
+}
+
+// deliver waits for the leases' commit and reads the payloads that were not
+// read under the lock.
+func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]*Message, error) {
+	if err := wait(c); err != nil {
+		return nil, err
+	}
+	out := make([]*Message, len(ds))
+	for i, d := range ds {
+		if d.loc != 0 {
+			if err := q.readPayload(d.m, d.loc); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = d.m
+	}
+	return out, nil
+}
+
+// readPayload fills m's payload and headers from the record at loc. If a
+// compaction moved the message meanwhile, it follows the move.
+func (q *Queue) readPayload(m *Message, loc uint64) error {
+	for tries := 0; ; tries++ {
+		r, err := q.readRecord(loc)
+		if err == nil {
+			m.Payload, m.Headers = r.Payload, r.Headers
+			return nil
+		}
+		if !errors.Is(err, wal.ErrNotFound) || tries > 2 {
+			return err
+		}
+		q.mu.Lock()
+		e, ok := q.mu.st.table.Get(m.Receipt.Seq)
+		q.mu.Unlock()
+		if !ok || e.Loc == loc {
+			return err
+		}
+		loc = e.Loc
+	}
+}
+
+// readRecord reads and decodes the record at lsn.
+func (q *Queue) readRecord(lsn uint64) (*record, error) {
+	b, err := q.log.Read(lsn)
+	if err != nil {
+		return nil, wrapCorrupt(fmt.Sprintf("read LSN %d", lsn), err)
+	}
+	r := new(record)
+	if err := decodeRecord(b, r); err != nil {
+		return nil, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+	}
+	return r, nil
+}

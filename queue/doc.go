@@ -1,0 +1,82 @@
+// Package queue is walq's public API: a durable ack queue in a directory,
+// safe for any number of producers and competing consumers in one process.
+//
+//	q, err := queue.Open("/var/lib/app/jobs", &queue.Options{AckTimeout: 30 * time.Second})
+//	defer q.Close()
+//	id, err := q.Enqueue(ctx, payload)  // durable when it returns (SyncAlways)
+//	m, err := q.Dequeue(ctx)            // blocks until a message is ready
+//	... process m.Payload ...
+//	err = m.Ack()                       // or m.Nack(delay), m.Extend(d), m.DeadLetter(why)
+//
+// # Delivery
+//
+// A dequeued message is leased to its consumer for AckTimeout, counted from
+// the delivery (not from the enqueue). Until it is acked, nacked,
+// dead-lettered or the lease runs out, no other consumer gets it. Each
+// delivery has its own Receipt; an ack, nack or extend with the receipt of
+// a lease that ran out fails with ErrLeaseLost, so a slow consumer cannot
+// ack a message that another consumer now owns. A lease that runs out
+// makes the message ready again; the delivery count is kept, and after
+// MaxDeliveries the message goes to the dead-letter set instead, where it
+// can be listed, requeued or purged.
+//
+// Delivery is at least once: a message is delivered again only if its
+// consumer did not ack it in time, nacked it, or died. An enqueue with a
+// producer-given id (WithID) that is already live, or was acked within
+// DedupWindow, fails with ErrDuplicate, so a producer that retries after
+// an error enqueues once.
+//
+// # Order
+//
+// Messages that are ready again (nacked, lease ran out, left leased by a
+// crashed process) and delayed messages whose time has come are delivered
+// first, lowest sequence (oldest enqueue) first. Then never-delivered
+// messages are delivered in enqueue order. With one consumer and no
+// redeliveries the queue is strictly FIFO.
+//
+// # Durability
+//
+// Every change (enqueue, lease, ack, nack, extend, expiry, dead-letter) is
+// a record in a write-ahead log (package wal) before the call returns.
+// Concurrent calls share commits: one write and one fsync cover every
+// record gathered while the previous fsync ran, so acks and leases cost
+// no fsync of their own.
+//
+//   - SyncAlways (default): a call returns after the fsync that covers its
+//     record. Nothing that returned success is lost by a crash or a power
+//     loss.
+//   - SyncInterval: a call returns after the write; fsync at most every
+//     SyncInterval. A process crash loses nothing that returned; a power
+//     loss may lose the last interval.
+//   - SyncNever: fsync only at segment roll-over, snapshots and Close. A
+//     process crash loses nothing that returned; a power loss may lose
+//     everything since the last of those.
+//
+// After a crash, Open repairs a torn log tail, replays the log after the
+// newest snapshot, and makes every message that was leased ready again at
+// once (its consumers died with the process), keeping its delivery count,
+// so a message that crashes its consumer reaches the dead-letter set after
+// MaxDeliveries crashes instead of crash-looping forever. After a clean
+// Close, leases keep running until their deadline, so a receipt can be
+// acked by the next process.
+//
+// # Memory and disk
+//
+// A message that was never delivered costs no memory: it is an enqueue
+// record after the log cursor, and its payload is read back from the log
+// when it is delivered. Memory grows with the messages delivered but not
+// acked, delayed, dead or ready again (a small entry each, no payload),
+// and with producer-given ids. Snapshots record that metadata; the log is
+// truncated at segment boundaries once every message before a boundary is
+// gone, and messages that would pin old segments are copied forward, so
+// the log stays within about twice the live bytes plus two segments.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use. One mutex guards the indexes;
+// payload reads, fsync waits and snapshot encoding happen outside it. A
+// background goroutine ends expired leases (at the earliest deadline, not
+// by polling) and compacts; Close stops it and waits for it. A directory is
+// locked (flock) by the process that has it open: a second Open gets
+// ErrLocked.
+package queue

@@ -1,0 +1,174 @@
+package queue
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/walq/walq/wal"
+)
+
+// Item is one message to enqueue with EnqueueBatch.
+type Item struct {
+	ID        string            // optional; generated when empty; a producer-given id takes part in dedup
+	Payload   []byte            // the message body
+	Headers   map[string]string // optional
+	Delay     time.Duration     // optional: not delivered before now+Delay
+	DeliverAt time.Time         // optional: not delivered before this time
+}
+
+// EnqueueOption sets a property of an enqueued message.
+type EnqueueOption func(*Item)
+
+// WithID sets the message id. An enqueue with the id of a live message, or
+// of one acked within Options.DedupWindow, fails with ErrDuplicate.
+func WithID(id string) EnqueueOption { return func(it *Item) { it.ID = id } }
+
+// WithHeaders attaches headers to the message.
+func WithHeaders(h map[string]string) EnqueueOption { return func(it *Item) { it.Headers = h } }
+
+// WithDelay keeps the message from delivery until d has passed.
+func WithDelay(d time.Duration) EnqueueOption { return func(it *Item) { it.Delay = d } }
+
+// WithDeliverAt keeps the message from delivery until t.
+func WithDeliverAt(t time.Time) EnqueueOption { return func(it *Item) { it.DeliverAt = t } }
+
+// Enqueue adds a message and returns its id. Under SyncAlways it returns
+// after the message is durable.
+func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
+	it := Item{Payload: payload}
+	for _, o := range opts {
+		o(&it)
+	}
+	ids, err := q.EnqueueBatch(ctx, []Item{it})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// EnqueueBatch adds the items in order and returns their ids. If any id is
+// a duplicate (ErrDuplicate) or any item is invalid, none is enqueued. The
+// batch shares commits and fsyncs; after a crash before it returned, a
+// prefix of it may be present.
+func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	now := q.now()
+	recs := make([]record, len(items))
+	encs := make([][]byte, len(items))
+	ids := make([]string, len(items))
+	for i := range items {
+		if err := q.prepare(&items[i], now, &recs[i]); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		encs[i] = encodeRecord(nil, &recs[i])
+		ids[i] = recs[i].ID
+	}
+	c, err := q.enqueueLocked(recs, encs)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(c); err != nil {
+		return nil, err
+	}
+	q.signal()
+	return ids, nil
+}
+
+// prepare checks an item and fills its enqueue record.
+func (q *Queue) prepare(it *Item, now int64, r *record) error {
+	if len(it.Payload) > q.opts.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(it.Payload), q.opts.MaxMessageSize)
+	}
+	*r = record{Op: opEnqueue, ID: it.ID, At: now, Headers: it.Headers, Payload: it.Payload}
+	if it.ID != "" {
+		r.Flags = flagProducerID
+	} else {
+		r.ID = newID()
+	}
+	due := it.DeliverAt.UnixNano()
+	if it.DeliverAt.IsZero() {
+		due = 0
+	}
+	if it.Delay > 0 {
+		due = max(due, now+int64(it.Delay))
+	}
+	if due > now {
+		r.Due = due
+	}
+	return nil
+}
+
+// enqueueLocked appends the enqueue records after checking their ids, and
+// returns the commit of the last.
+func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return nil, ErrClosed
+	}
+	if err := q.checkIDsLocked(recs); err != nil {
+		return nil, err
+	}
+	var last *wal.Commit
+	for i := range recs {
+		c, err := q.appendLocked(&recs[i], encs[i])
+		if err != nil {
+			return nil, err
+		}
+		last = c
+	}
+	return last, nil
+}
+
+// checkIDsLocked refuses producer-given ids already in use, in the dedup
+// window, or repeated within the batch.
+func (q *Queue) checkIDsLocked(recs []record) error {
+	q.mu.st.dedup.Expire(q.now() - int64(q.opts.DedupWindow))
+	var seen map[string]bool
+	for i := range recs {
+		if recs[i].Flags&flagProducerID == 0 {
+			continue
+		}
+		id := recs[i].ID
+		if q.mu.st.dedup.Has(id) || seen[id] {
+			return fmt.Errorf("%w: %q", ErrDuplicate, id)
+		}
+		if len(recs) > 1 {
+			if seen == nil {
+				seen = make(map[string]bool)
+			}
+			seen[id] = true
+		}
+	}
+	return nil
+}
+
+// newID returns a random version-4 UUID.
+func newID() string {
+	var b [16]byte
+	a, c := rand.Uint64(), rand.Uint64()
+	for i := 0; i < 8; i++ {
+		b[i], b[8+i] = byte(a>>(8*i)), byte(c>>(8*i))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}

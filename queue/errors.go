@@ -1,0 +1,30 @@
+package queue
+
+import "errors"
+
+var (
+	// ErrClosed is returned when the queue has been closed.
+	ErrClosed = errors.New("queue: closed")
+	// ErrEmpty is returned by TryDequeue when no message is ready.
+	ErrEmpty = errors.New("queue: empty")
+	// ErrLeaseLost is returned when an ack, nack, extend or dead-letter
+	// names a delivery that no longer owns its message: the lease expired
+	// and the message went back to the queue (and perhaps to another
+	// consumer), or it was already acked.
+	ErrLeaseLost = errors.New("queue: lease lost")
+	// ErrNotFound is returned when no message has the given id or receipt.
+	ErrNotFound = errors.New("queue: message not found")
+	// ErrDuplicate is returned when an enqueue reuses the id of a live
+	// message or of one acked within the dedup window.
+	ErrDuplicate = errors.New("queue: duplicate message id")
+	// ErrTooLarge is returned when a message is larger than
+	// Options.MaxMessageSize.
+	ErrTooLarge = errors.New("queue: message too large")
+	// ErrLocked is returned when another process has the directory open.
+	ErrLocked = errors.New("queue: directory locked by another process")
+	// ErrInvalidOptions is returned when Options or an argument is invalid.
+	ErrInvalidOptions = errors.New("queue: invalid options")
+	// ErrCorrupt is returned when the log or a snapshot fails its checks;
+	// the error says where.
+	ErrCorrupt = errors.New("queue: corrupt")
+)

@@ -1,0 +1,105 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/walq/walq/index"
+)
+
+// housekeep is the queue's background goroutine. It owns two jobs: ending
+// leases whose deadline passed (unless ManualRequeue) and compacting the
+// log when it has grown. It sleeps until the next lease deadline or a kick;
+// Close stops it and waits for it.
+func (q *Queue) housekeep() {
+	defer q.wg.Done()
+	for {
+		if !q.opts.ManualRequeue {
+			// An error here is the log's sticky error; every caller sees it.
+			_, _ = q.RequeueExpired()
+		}
+		if q.compactDue() {
+			_ = q.compact()
+		}
+		var timer <-chan time.Time
+		if d := q.untilDeadline(); d >= 0 {
+			timer = q.opts.Clock.After(d)
+		}
+		select {
+		case <-q.stop:
+			return
+		case <-q.kick:
+		case <-timer:
+		}
+	}
+}
+
+// untilDeadline returns how long until the earliest lease deadline, or -1
+// when nothing is leased.
+func (q *Queue) untilDeadline() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	due, ok := q.mu.st.table.NextDeadline()
+	if bdue, bok := q.mu.st.sorted.NextDeadline(); bok && (!ok || bdue < due) {
+		due, ok = bdue, true
+	}
+	if !ok || q.opts.ManualRequeue {
+		q.mu.armed = 0
+		return -1
+	}
+	q.mu.armed = due
+	return max(0, time.Duration(due-q.now()))
+}
+
+// RequeueExpired ends every lease whose deadline has passed: its message is
+// ready again (a sorted queue's batch: its values back in place), or dead
+// once it has had MaxDeliveries. It returns how many leases it ended. The queue does this by itself unless
+// Options.ManualRequeue is set.
+func (q *Queue) RequeueExpired() (int, error) {
+	n := 0
+	for {
+		done, err := q.requeueSome(1024)
+		n += done
+		if err != nil || done < 1024 {
+			if n > 0 {
+				q.signal()
+			}
+			return n, err
+		}
+	}
+}
+
+func (q *Queue) requeueSome(max int) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return 0, ErrClosed
+	}
+	now := q.now()
+	expired := q.mu.st.table.Expired(now, max)
+	for i, e := range expired {
+		if _, err := q.appendLocked(q.endLease(e, "ack timeout"), nil); err != nil {
+			return i, err
+		}
+	}
+	n, err := q.expireBatchesLocked(now, max-len(expired))
+	return len(expired) + n, err
+}
+
+// noteLeaseLocked wakes the housekeeper when a lease deadline is earlier
+// than the one it sleeps until.
+func (q *Queue) noteLeaseLocked(deadline int64) {
+	if q.mu.armed == 0 || deadline < q.mu.armed {
+		q.mu.armed = deadline
+		q.wakeHousekeeper()
+	}
+}
+
+// leasedEntries returns every leased entry.
+func leasedEntries(t *index.Table) []index.Entry {
+	var out []index.Entry
+	t.Leased(func(e index.Entry) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
+}

@@ -1,0 +1,58 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Message is one delivery of a message to a consumer. The consumer owns it
+// until it acks, nacks or dead-letters it, or until its lease runs out.
+type Message struct {
+	ID          string            // producer-given or generated; unique among live messages
+	Payload     []byte            // the message body
+	Headers     map[string]string // producer-given; nil when none
+	EnqueuedAt  time.Time         // when it was enqueued
+	DeliveredAt time.Time         // when this delivery began
+	Deliveries  int               // deliveries so far, this one included
+	Receipt     Receipt           // names this delivery
+
+	q *Queue // the queue it came from
+}
+
+// Ack removes the message for good. It fails with ErrLeaseLost if the
+// lease ran out and the message went back to the queue.
+func (m *Message) Ack() error { return m.q.Ack(m.Receipt) }
+
+// Nack gives the message back: ready again after delay (at once when delay
+// is 0), or dead once it has had MaxDeliveries.
+func (m *Message) Nack(delay time.Duration) error { return m.q.Nack(m.Receipt, delay) }
+
+// Extend sets the lease to run out d from now.
+func (m *Message) Extend(d time.Duration) error { return m.q.Extend(m.Receipt, d) }
+
+// DeadLetter moves the message to the dead-letter set with a reason.
+func (m *Message) DeadLetter(reason string) error { return m.q.DeadLetter(m.Receipt, reason) }
+
+// Receipt names one delivery of one message. It stays valid across a clean
+// Close and Open, so another process can ack it; it is lost when the lease
+// runs out or the process that leased it crashes.
+type Receipt struct {
+	Seq   uint64 // the message's sequence number
+	Lease uint64 // the delivery's lease number
+}
+
+// String returns the receipt as "seq.lease", the form ParseReceipt reads.
+func (r Receipt) String() string { return fmt.Sprintf("%d.%d", r.Seq, r.Lease) }
+
+// ParseReceipt reads a receipt written by Receipt.String.
+func ParseReceipt(s string) (Receipt, error) {
+	a, b, ok := strings.Cut(s, ".")
+	seq, err1 := strconv.ParseUint(a, 10, 64)
+	lease, err2 := strconv.ParseUint(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || seq == 0 || lease == 0 {
+		return Receipt{}, fmt.Errorf("%w: receipt %q is not seq.lease", ErrInvalidOptions, s)
+	}
+	return Receipt{Seq: seq, Lease: lease}, nil
+}

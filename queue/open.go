@@ -1,0 +1,173 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
+)
+
+// logDir is the sub-directory that holds the log segments.
+const logDir = "log"
+
+// Open opens the queue in dir, creating it if needed. A nil opts means the
+// defaults. Open takes the directory's lock (ErrLocked if another process
+// holds it), loads the newest snapshot, repairs a torn log tail, replays
+// the log after the snapshot and, if the previous process crashed, makes
+// every message it had leased ready again.
+func Open(dir string, opts *Options) (*Queue, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, o.DirMode); err != nil {
+		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
+	}
+	lock, err := lockDir(dir, o.FileMode, true)
+	if err != nil {
+		return nil, err
+	}
+	q, err := open(dir, o, lock)
+	if err != nil {
+		unlockDir(lock)
+		return nil, err
+	}
+	return q, nil
+}
+
+func open(dir string, o Options, lock *os.File) (*Queue, error) {
+	start := o.Clock.Now()
+	q := &Queue{dir: dir, opts: o, lockFile: lock, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	// 1. The newest snapshot, if any.
+	st, snapLSN, err := loadSnapshot(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	// 2. The log, with its torn tail repaired.
+	q.log, err = wal.Open(filepath.Join(dir, logDir), q.walOptions(snapLSN+1))
+	if err != nil {
+		return nil, wrapCorrupt("open log", err)
+	}
+	if err := q.recover(st, snapLSN); err != nil {
+		q.log.Close()
+		return nil, err
+	}
+	q.recovery.Duration = o.Clock.Now().Sub(start)
+	q.wg.Add(1)
+	go q.housekeep()
+	return q, nil
+}
+
+func (q *Queue) walOptions(start uint64) *wal.Options {
+	return &wal.Options{
+		SegmentSize:  q.opts.SegmentSize,
+		Sync:         q.opts.Sync,
+		SyncInterval: q.opts.SyncInterval,
+		// A payload plus its record fields and headers.
+		MaxRecordSize: q.opts.MaxMessageSize + 1<<20,
+		Salvage:       q.opts.Salvage,
+		FileMode:      q.opts.FileMode,
+		DirMode:       q.opts.DirMode,
+		StartLSN:      start,
+	}
+}
+
+// recover replays the log after the snapshot into st and installs it.
+func (q *Queue) recover(st *state, snapLSN uint64) error {
+	// 3. The log must reach back to the snapshot.
+	if first := q.log.FirstLSN(); first > snapLSN+1 {
+		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
+	}
+	// 4. Replay every record after the snapshot.
+	n, err := recovery.Replay(q.log, snapLSN+1, func(lsn uint64, b []byte) error {
+		var r record
+		if err := decodeRecord(b, &r); err != nil {
+			return err
+		}
+		return st.apply(lsn, &r, len(b))
+	})
+	if err != nil {
+		return wrapCorrupt("replay", err)
+	}
+	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report()}
+	q.mu.st = st
+	q.mu.changed = make(chan struct{})
+	q.mu.snapLSN = snapLSN
+	q.mu.cursor = q.log.NewReader(st.cursor)
+	// 5. A crashed process's consumers died with it: their leases end now.
+	if !st.clean {
+		return q.requeueCrashed()
+	}
+	return nil
+}
+
+// requeueCrashed ends every lease left by a crashed process: the message is
+// ready again, or dead if it has had MaxDeliveries.
+func (q *Queue) requeueCrashed() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range leasedEntries(q.mu.st.table) {
+		r := q.endLease(e, "process crashed while the message was leased")
+		if r.Op == opDead {
+			q.recovery.DeadOnOpen++
+		}
+		if _, err := q.appendLocked(r, nil); err != nil {
+			return err
+		}
+		q.recovery.Requeued++
+	}
+	for _, b := range q.mu.st.sorted.Expired(1<<63-1, 1<<31) {
+		r := q.returnBatch(b, q.now(), "process crashed while the batch was leased")
+		if _, err := q.appendLocked(r, nil); err != nil {
+			return err
+		}
+		q.recovery.Requeued++
+	}
+	return nil
+}
+
+// endLease returns the record that ends the lease of e without an ack:
+// expire, or dead once e has had MaxDeliveries.
+func (q *Queue) endLease(e index.Entry, why string) *record {
+	if q.opts.MaxDeliveries > 0 && int(e.Deliveries) >= q.opts.MaxDeliveries {
+		return &record{Op: opDead, Seq: e.Seq, Lease: e.Lease, At: q.now(),
+			Reason: fmt.Sprintf("%d deliveries; last: %s", e.Deliveries, why)}
+	}
+	return &record{Op: opExpire, Seq: e.Seq, Lease: e.Lease, At: q.now()}
+}
+
+// loadSnapshot returns the state of the newest snapshot in dir, or a new
+// state when there is none.
+func loadSnapshot(dir string, o *Options) (*state, uint64, error) {
+	info, body, err := recovery.Latest(dir)
+	if errors.Is(err, recovery.ErrNoSnapshot) {
+		return newState(o), 0, nil
+	}
+	if err != nil {
+		return nil, 0, wrapCorrupt("load snapshot", err)
+	}
+	st, err := decodeState(body, o)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", info.Path, err)
+	}
+	if st.last != info.LSN {
+		return nil, 0, fmt.Errorf("%w: %s reflects LSN %d", ErrCorrupt, info.Path, st.last)
+	}
+	return st, info.LSN, nil
+}
+
+// wrapCorrupt adds ErrCorrupt to an error that is a corruption of the log
+// or of a snapshot, so that callers need test only queue.ErrCorrupt.
+func wrapCorrupt(what string, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("queue: %s: %w", what, err)
+	}
+	if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, recovery.ErrCorrupt) {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
+	}
+	return fmt.Errorf("queue: %s: %w", what, err)
+}

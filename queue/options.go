@@ -1,0 +1,126 @@
+package queue
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/walq/walq/wal"
+)
+
+// SyncMode says when the queue fsyncs its log; see the package
+// documentation for what a crash can lose in each mode.
+type SyncMode = wal.SyncMode
+
+// The sync modes.
+const (
+	// SyncAlways: every call returns after the fsync that covers its record.
+	SyncAlways = wal.SyncAlways
+	// SyncInterval: calls return after the write; fsync at most every
+	// Options.SyncInterval.
+	SyncInterval = wal.SyncInterval
+	// SyncNever: calls return after the write; fsync only at segment
+	// roll-over, snapshots and Close.
+	SyncNever = wal.SyncNever
+)
+
+// Options configures a queue. A nil *Options means the defaults; zero
+// fields take their defaults.
+type Options struct {
+	// AckTimeout is how long a delivery owns its message, counted from the
+	// delivery. Default 30s.
+	AckTimeout time.Duration
+	// MaxDeliveries is how many deliveries a message gets before a nack or
+	// an expired lease moves it to the dead-letter set. Default 10; a
+	// negative value means no limit.
+	MaxDeliveries int
+	// Sync is the fsync policy. Default SyncAlways.
+	Sync SyncMode
+	// SyncInterval is SyncInterval's period. Default 50ms.
+	SyncInterval time.Duration
+	// DedupWindow is how long the id of an acked message with a
+	// producer-given id keeps refusing duplicates. Default 0: only live
+	// messages refuse them.
+	DedupWindow time.Duration
+	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
+	MaxMessageSize int
+	// SegmentSize is the target size of a log segment file. Default 8 MiB.
+	SegmentSize int64
+	// SnapshotBytes is how many log bytes written since the last snapshot
+	// make the queue take another one, bounding replay time. Default 64 MiB.
+	SnapshotBytes int64
+	// ManualRequeue turns off the automatic return of expired leases; call
+	// RequeueExpired instead.
+	ManualRequeue bool
+	// Salvage makes Open skip damaged entries in the middle of the log
+	// instead of failing; Recovery reports what was skipped.
+	Salvage bool
+	// Clock is the source of time. Default the system clock.
+	Clock Clock
+	// FileMode and DirMode are the permissions of created files and
+	// directories. Default 0600 and 0700.
+	FileMode, DirMode os.FileMode
+	// SnapshotStep, when set, is called after each step of writing a
+	// snapshot; crash tests use it to stop the process at that point.
+	SnapshotStep func(step string)
+
+	singleFlight bool  // sorted queues: set from SortedOptions
+	cacheBytes   int64 // sorted queues: set from SortedOptions
+}
+
+// withDefaults returns a validated copy of o with defaults filled in.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	fill := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	fill(&c.AckTimeout, 30*time.Second)
+	fill(&c.SyncInterval, 50*time.Millisecond)
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = 10
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = 4 << 20
+	}
+	if c.SegmentSize == 0 {
+		c.SegmentSize = 8 << 20
+	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = 64 << 20
+	}
+	if c.FileMode == 0 {
+		c.FileMode = 0o600
+	}
+	if c.DirMode == 0 {
+		c.DirMode = 0o700
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	return c, c.validate()
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.AckTimeout < 0:
+		return fmt.Errorf("%w: AckTimeout %v is negative", ErrInvalidOptions, o.AckTimeout)
+	case o.SyncInterval < 0:
+		return fmt.Errorf("%w: SyncInterval %v is negative", ErrInvalidOptions, o.SyncInterval)
+	case o.DedupWindow < 0:
+		return fmt.Errorf("%w: DedupWindow %v is negative", ErrInvalidOptions, o.DedupWindow)
+	case o.Sync > SyncNever:
+		return fmt.Errorf("%w: unknown Sync mode %d", ErrInvalidOptions, o.Sync)
+	case o.MaxMessageSize < 0 || o.MaxMessageSize > 1<<30:
+		return fmt.Errorf("%w: MaxMessageSize %d out of range", ErrInvalidOptions, o.MaxMessageSize)
+	case o.SegmentSize < 4096:
+		return fmt.Errorf("%w: SegmentSize %d below 4096", ErrInvalidOptions, o.SegmentSize)
+	case o.SnapshotBytes < 0:
+		return fmt.Errorf("%w: SnapshotBytes %d is negative", ErrInvalidOptions, o.SnapshotBytes)
+	}
+	return nil
+}

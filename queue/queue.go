@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/walq/walq/wal"
+)
+
+// Queue is a durable ack queue in one directory. It is safe for concurrent
+// use by any number of producers and consumers.
+type Queue struct {
+	dir      string   // the queue directory
+	opts     Options  // validated, defaults filled
+	log      *wal.Log // the write-ahead log; safe for concurrent use
+	lockFile *os.File // holds the directory's flock until Close
+	recovery Recovery // what Open found; set before Open returns
+
+	// mu guards the state and everything that must change with it. Heavy
+	// work (payload reads, fsync waits, snapshot encoding) runs outside it.
+	mu struct {
+		sync.Mutex
+		st        *state        // the indexes
+		cursor    *wal.Reader   // reads enqueue records from st.cursor on
+		closed    bool          // Close has begun
+		changed   chan struct{} // closed and replaced when a message may have become ready
+		sinceSnap int64         // log bytes appended since the last snapshot
+		snapLSN   uint64        // LSN of the last snapshot
+		snapAt    time.Time     // when it was taken
+		armed     int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
+	}
+
+	waiters    atomic.Int32  // consumers between looking for a message and waiting
+	kick       chan struct{} // wakes the housekeeper; buffered, one slot
+	stop       chan struct{} // closed by Close to stop the housekeeper
+	wg         sync.WaitGroup
+	compacting atomic.Bool // a background compaction is running
+	compactMu  sync.Mutex  // one snapshot at a time
+}
+
+// Recovery says what Open found and did.
+type Recovery struct {
+	SnapshotLSN uint64        // LSN of the snapshot loaded; 0 when none
+	Replayed    int           // log records replayed after it
+	Requeued    int           // leases of a crashed process made ready again
+	DeadOnOpen  int           // of those, messages that reached MaxDeliveries
+	Clean       bool          // the previous process closed the queue cleanly
+	Log         wal.Report    // torn tail cut, damage salvaged
+	Duration    time.Duration // time Open took
+}
+
+// Recovery returns what Open found and did.
+func (q *Queue) Recovery() Recovery { return q.recovery }
+
+// Dir returns the queue's directory.
+func (q *Queue) Dir() string { return q.dir }
+
+// now returns the queue clock's time in unix nanoseconds.
+func (q *Queue) now() int64 { return q.opts.Clock.Now().UnixNano() }
+
+// appendLocked appends the record r, whose msgpack form is enc (nil to
+// encode it here), and applies it to the state. q.mu must be held.
+func (q *Queue) appendLocked(r *record, enc []byte) (*wal.Commit, error) {
+	_, c, err := q.appendLSNLocked(r, enc)
+	return c, err
+}
+
+// appendLSNLocked is appendLocked that also returns the record's LSN.
+func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, error) {
+	if q.mu.closed {
+		return 0, nil, ErrClosed
+	}
+	if enc == nil {
+		enc = encodeRecord(nil, r)
+	}
+	lsn, c, err := q.log.Append(enc)
+	if err != nil {
+		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
+	}
+	if err := q.mu.st.apply(lsn, r, len(enc)); err != nil {
+		panic(fmt.Sprintf("queue: live %s does not apply: %v", opName(r.Op), err))
+	}
+	before := q.mu.sinceSnap
+	q.mu.sinceSnap += int64(len(enc))
+	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {
+		q.wakeHousekeeper()
+	}
+	return lsn, c, nil
+}
+
+// wait waits for c, the commit of a record this call appended.
+func wait(c *wal.Commit) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.Wait(); err != nil {
+		return fmt.Errorf("queue: commit: %w", err)
+	}
+	return nil
+}
+
+// signal wakes the consumers waiting for a message, if any.
+func (q *Queue) signal() {
+	if q.waiters.Load() == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.broadcastLocked()
+	q.mu.Unlock()
+}
+
+func (q *Queue) broadcastLocked() {
+	close(q.mu.changed)
+	q.mu.changed = make(chan struct{})
+}
+
+// wakeHousekeeper asks the housekeeper to look at deadlines and the log
+// size again.
+func (q *Queue) wakeHousekeeper() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the queue: it wakes blocked consumers with ErrClosed, records
+// a clean shutdown, takes a snapshot, and closes the log and the directory
+// lock. Leases held at Close keep running after the next Open until their
+// deadline, so a receipt can still be acked by the next process.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	c, appendErr := q.appendLocked(&record{Op: opClose, At: q.now()}, nil)
+	q.mu.closed = true
+	q.broadcastLocked()
+	q.mu.Unlock()
+	close(q.stop)
+	q.wg.Wait()
+	err := wait(c)
+	if appendErr != nil {
+		err = appendErr
+	}
+	if err == nil && q.log.Err() == nil {
+		err = q.snapshot()
+	}
+	if cerr := q.log.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("queue: close log: %w", cerr)
+	}
+	if uerr := unlockDir(q.lockFile); err == nil {
+		err = uerr
+	}
+	return err
+}

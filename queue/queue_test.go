@@ -1,0 +1,362 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+)
+
+func TestFIFOAndAck(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	for i := 0; i < 5; i++ {
+		enqueue(t, q, fmt.Sprint("m", i))
+	}
+	for i := 0; i < 5; i++ {
+		m := tryDequeue(t, q)
+		require.Equal(t, fmt.Sprint("m", i), string(m.Payload))
+		require.Equal(t, 1, m.Deliveries)
+		require.NoError(t, m.Ack())
+	}
+	requireEmpty(t, q)
+	st := q.Stats()
+	require.EqualValues(t, 5, st.Enqueued)
+	require.EqualValues(t, 5, st.Acked)
+	require.Zero(t, st.Ready+st.InFlight+st.Delayed+st.Dead)
+}
+
+func TestMessageFields(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk})
+	defer q.Close()
+	id := enqueue(t, q, "hello", queue.WithHeaders(map[string]string{"k": "v"}))
+	require.Len(t, id, 36, "generated ids are UUIDs")
+	clk.Advance(time.Second)
+	m := tryDequeue(t, q)
+	require.Equal(t, id, m.ID)
+	require.Equal(t, map[string]string{"k": "v"}, m.Headers)
+	require.True(t, m.EnqueuedAt.Equal(clk.Now().Add(-time.Second)))
+	require.True(t, m.DeliveredAt.Equal(clk.Now()))
+	r, err := queue.ParseReceipt(m.Receipt.String())
+	require.NoError(t, err)
+	require.Equal(t, m.Receipt, r)
+}
+
+func TestDequeueBlocksUntilEnqueue(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	got := make(chan *queue.Message)
+	go func() {
+		m, err := q.Dequeue(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		got <- m
+	}()
+	enqueue(t, q, "wake")
+	select {
+	case m := <-got:
+		require.Equal(t, "wake", string(m.Payload))
+	case <-time.After(10 * time.Second):
+		t.Fatal("Dequeue was not woken by Enqueue")
+	}
+}
+
+func TestDequeueEndsWithContextAndClose(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	go func() { _, err := q.Dequeue(ctx); errs <- err }()
+	cancel()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	go func() { _, err := q.Dequeue(context.Background()); errs <- err }()
+	time.Sleep(10 * time.Millisecond) // let it block; correctness does not depend on it
+	require.NoError(t, q.Close())
+	require.ErrorIs(t, <-errs, queue.ErrClosed)
+}
+
+func TestAckTimeoutRedelivers(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk, AckTimeout: time.Minute, ManualRequeue: true})
+	defer q.Close()
+	enqueue(t, q, "a")
+	first := tryDequeue(t, q)
+	requireEmpty(t, q)
+
+	clk.Advance(59 * time.Second)
+	n, err := q.RequeueExpired()
+	require.NoError(t, err)
+	require.Zero(t, n, "the lease runs from delivery and has a second left")
+
+	clk.Advance(2 * time.Second)
+	n, err = q.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	second := tryDequeue(t, q)
+	require.Equal(t, first.ID, second.ID)
+	require.Equal(t, 2, second.Deliveries)
+	require.True(t, first.EnqueuedAt.Equal(second.EnqueuedAt))
+
+	require.ErrorIs(t, first.Ack(), queue.ErrLeaseLost, "the first consumer's receipt is fenced off")
+	require.ErrorIs(t, first.Nack(0), queue.ErrLeaseLost)
+	require.ErrorIs(t, first.Extend(time.Second), queue.ErrLeaseLost)
+	require.NoError(t, second.Ack())
+	require.ErrorIs(t, second.Ack(), queue.ErrLeaseLost, "a second ack finds no lease")
+}
+
+func TestAutomaticRequeue(t *testing.T) {
+	q := open(t, t.TempDir(), &queue.Options{AckTimeout: 20 * time.Millisecond})
+	defer q.Close()
+	enqueue(t, q, "a")
+	first := tryDequeue(t, q)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	again, err := q.Dequeue(ctx) // woken by the housekeeper when the lease runs out
+	require.NoError(t, err)
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, 2, again.Deliveries)
+}
+
+func TestNackAndDelay(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk})
+	defer q.Close()
+	enqueue(t, q, "a")
+	m := tryDequeue(t, q)
+	require.NoError(t, m.Nack(10*time.Second))
+	requireEmpty(t, q)
+	require.EqualValues(t, 1, q.Stats().Delayed)
+	clk.Advance(10 * time.Second)
+	m = tryDequeue(t, q)
+	require.Equal(t, "a", string(m.Payload))
+	require.NoError(t, m.Nack(0))
+	m = tryDequeue(t, q)
+	require.Equal(t, 3, m.Deliveries)
+	require.NoError(t, m.Ack())
+}
+
+func TestDelayedEnqueue(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk})
+	defer q.Close()
+	enqueue(t, q, "later", queue.WithDelay(time.Minute))
+	enqueue(t, q, "at", queue.WithDeliverAt(clk.Now().Add(30*time.Second)))
+	enqueue(t, q, "now")
+	m := tryDequeue(t, q)
+	require.Equal(t, "now", string(m.Payload))
+	require.NoError(t, m.Ack())
+	requireEmpty(t, q)
+	clk.Advance(30 * time.Second)
+	m = tryDequeue(t, q)
+	require.Equal(t, "at", string(m.Payload))
+	require.NoError(t, m.Ack())
+	requireEmpty(t, q)
+
+	got := make(chan string)
+	go func() {
+		m, err := q.Dequeue(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		got <- string(m.Payload)
+	}()
+	for {
+		clk.Advance(time.Second) // the waiting Dequeue's timer fires at the due time
+		select {
+		case p := <-got:
+			require.Equal(t, "later", p)
+			require.False(t, clk.Now().Before(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func TestExtend(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk, AckTimeout: time.Minute, ManualRequeue: true})
+	defer q.Close()
+	enqueue(t, q, "a")
+	m := tryDequeue(t, q)
+	clk.Advance(50 * time.Second)
+	require.NoError(t, m.Extend(time.Minute))
+	clk.Advance(50 * time.Second)
+	n, err := q.RequeueExpired()
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.NoError(t, m.Ack())
+}
+
+func TestMaxDeliveriesAndDeadLetters(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk, MaxDeliveries: 2, ManualRequeue: true, AckTimeout: time.Second})
+	defer q.Close()
+	id := enqueue(t, q, "poison")
+	require.NoError(t, tryDequeue(t, q).Nack(0))
+	clk.Advance(0)
+	tryDequeue(t, q)
+	clk.Advance(2 * time.Second)
+	_, err := q.RequeueExpired()
+	require.NoError(t, err)
+	requireEmpty(t, q)
+
+	dl, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	require.Equal(t, id, dl[0].ID)
+	require.Equal(t, "poison", string(dl[0].Payload))
+	require.Equal(t, 2, dl[0].Deliveries)
+	require.Contains(t, dl[0].Reason, "ack timeout")
+	require.EqualValues(t, 1, q.Stats().Dead)
+
+	require.NoError(t, q.RequeueDead(id))
+	m := tryDequeue(t, q)
+	require.Equal(t, 1, m.Deliveries, "a requeued dead letter starts counting again")
+	require.NoError(t, m.DeadLetter("bad input"))
+	dl, err = q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Equal(t, "bad input", dl[0].Reason)
+	require.NoError(t, q.PurgeDead(id))
+	require.ErrorIs(t, q.PurgeDead(id), queue.ErrNotFound)
+	require.EqualValues(t, 0, q.Stats().Dead)
+}
+
+func TestDeadLetterAll(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	for i := 0; i < 3; i++ {
+		enqueue(t, q, fmt.Sprint(i))
+		require.NoError(t, tryDequeue(t, q).DeadLetter("x"))
+	}
+	n, err := q.RequeueAllDead()
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, tryDequeue(t, q).DeadLetter("y"))
+	}
+	n, err = q.PurgeAllDead()
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	requireEmpty(t, q)
+}
+
+func TestByID(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	enqueue(t, q, "a", queue.WithID("job-1"))
+	enqueue(t, q, "b", queue.WithID("job-2"))
+	require.ErrorIs(t, q.AckID("job-1"), queue.ErrNotFound, "not delivered yet")
+	tryDequeue(t, q)
+	tryDequeue(t, q)
+	require.NoError(t, q.AckID("job-1"))
+	require.NoError(t, q.ExtendID("job-2", time.Minute))
+	require.NoError(t, q.NackID("job-2", 0))
+	tryDequeue(t, q)
+	require.NoError(t, q.DeadLetterID("job-2", "manual"))
+	require.ErrorIs(t, q.AckID("nope"), queue.ErrNotFound)
+}
+
+func TestDedup(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	defer q.Close()
+	ctx := context.Background()
+	enqueue(t, q, "a", queue.WithID("x"))
+	_, err := q.Enqueue(ctx, []byte("a"), queue.WithID("x"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "live id")
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{ID: "y"}, {ID: "y"}})
+	require.ErrorIs(t, err, queue.ErrDuplicate, "repeated within a batch")
+	require.NoError(t, tryDequeue(t, q).Ack())
+	requireEmpty(t, q)
+	_, err = q.Enqueue(ctx, []byte("a"), queue.WithID("x"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "acked within the window")
+	clk.Advance(time.Hour + time.Second)
+	enqueue(t, q, "a2", queue.WithID("x"))
+	require.Equal(t, "a2", string(tryDequeue(t, q).Payload))
+}
+
+func TestDedupWithoutWindow(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	enqueue(t, q, "a", queue.WithID("x"))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	enqueue(t, q, "b", queue.WithID("x"))
+}
+
+func TestEnqueueBatchAndDequeueBatch(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	items := make([]queue.Item, 10)
+	for i := range items {
+		items[i].Payload = []byte(fmt.Sprint(i))
+	}
+	ids, err := q.EnqueueBatch(context.Background(), items)
+	require.NoError(t, err)
+	require.Len(t, ids, 10)
+	ms, err := q.DequeueBatch(context.Background(), 4)
+	require.NoError(t, err)
+	require.Len(t, ms, 4)
+	for i, m := range ms {
+		require.Equal(t, ids[i], m.ID)
+	}
+	ms, err = q.DequeueBatch(context.Background(), 100)
+	require.NoError(t, err)
+	require.Len(t, ms, 6)
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{MaxMessageSize: 10})
+	_, err := queue.Open(dir, nil)
+	require.ErrorIs(t, err, queue.ErrLocked)
+	_, err = q.Enqueue(context.Background(), make([]byte, 11))
+	require.ErrorIs(t, err, queue.ErrTooLarge)
+	_, err = q.DequeueBatch(context.Background(), 0)
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorIs(t, q.Ack(queue.Receipt{Seq: 99, Lease: 100}), queue.ErrLeaseLost)
+	_, err = queue.ParseReceipt("x")
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.NoError(t, q.Close())
+	require.ErrorIs(t, q.Close(), queue.ErrClosed)
+	_, err = q.Enqueue(context.Background(), nil)
+	require.ErrorIs(t, err, queue.ErrClosed)
+	_, err = q.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrClosed)
+	require.ErrorIs(t, q.Compact(), queue.ErrClosed)
+}
+
+func TestInvalidOptions(t *testing.T) {
+	for name, o := range map[string]*queue.Options{
+		"negative ack timeout": {AckTimeout: -1},
+		"tiny segment":         {SegmentSize: 100},
+		"unknown sync":         {Sync: 9},
+		"negative window":      {DedupWindow: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := queue.Open(t.TempDir(), o)
+			require.ErrorIs(t, err, queue.ErrInvalidOptions)
+		})
+	}
+}
+
+func TestTyped(t *testing.T) {
+	type job struct {
+		Name string
+		N    int
+	}
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	tq := queue.NewTyped[job](q)
+	_, err := tq.Enqueue(context.Background(), job{"a", 1})
+	require.NoError(t, err)
+	v, m, err := tq.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, job{"a", 1}, v)
+	require.NoError(t, m.Ack())
+	_, _, err = tq.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrEmpty)
+}

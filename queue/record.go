@@ -1,0 +1,223 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// op is a record's kind. These values are part of the log format and must
+// not be changed.
+type op uint8
+
+const (
+	opEnqueue     op = 1  // a message: the record's LSN is its Seq
+	opLease       op = 2  // a delivery: the record's LSN is the lease (receipt)
+	opAck         op = 3  // the lease's consumer finished the message
+	opNack        op = 4  // the lease's consumer gave it back, ready at Due
+	opExtend      op = 5  // the lease's deadline moved to Due
+	opExpire      op = 6  // the lease ran out (or its process died): ready again
+	opDead        op = 7  // moved to the dead-letter set, with Reason
+	opRequeueDead op = 8  // a dead letter made ready again
+	opPurge       op = 9  // a dead letter removed for good
+	opMove        op = 10 // a long-lived message copied forward: the record's LSN is its new Loc
+	opClose       op = 11 // clean shutdown
+
+	// Sorted queues.
+	opPublish     op = 12 // a value: the record's LSN is its Seq
+	opPull        op = 13 // a key's pending values leased as one batch: the LSN is the lease
+	opBatchAck    op = 14 // the batch is done
+	opBatchReturn op = 15 // the batch's values go back (nack, expiry, crash); Count is MaxDeliveries
+	opBatchExtend op = 16 // the batch's deadline moved to Due
+	opBatchDead   op = 17 // the batch's values go to the dead set
+	opValueRevive op = 18 // a dead value made pending again
+	opValuePurge  op = 19 // a dead value removed for good
+
+	lastOp = opValuePurge
+)
+
+// recordFields is the number of fields in every record's msgpack array.
+const recordFields = 15
+
+// Record flags.
+const (
+	flagProducerID = 1 // an enqueue whose ID the producer chose: it takes part in dedup
+	flagSorted     = 2 // a move of a sorted queue's value
+)
+
+// record is one state change, stored in the log as a msgpack array:
+//
+//	[Op, Seq, Lease, ID, Flags, At, Due, Enq, Size, Count, Reason, Headers, Payload, Key, Sort]
+//
+// Fields a kind does not use are zero (one byte each).
+type record struct {
+	Op      op                // what happened
+	Seq     uint64            // the message (LSN of its enqueue record); 0 in an enqueue
+	Lease   uint64            // the lease the change applies to
+	ID      string            // message id (enqueue, lease from the cursor, move)
+	Flags   uint8             // flagProducerID
+	At      int64             // unix ns when it happened
+	Due     int64             // unix ns: deliver-at (enqueue, nack), deadline (lease, extend)
+	Enq     int64             // unix ns of the enqueue (lease from the cursor, move)
+	Size    uint32            // bytes of the message's payload record (lease from the cursor)
+	Count   uint32            // deliveries so far (move)
+	Reason  string            // dead-letter reason
+	Headers map[string]string // message headers (enqueue, move)
+	Payload []byte            // message payload (enqueue, move)
+	Key     string            // sorted queue: the message key
+	Sort    []byte            // sorted queue: the encoded sort key
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeRecord appends the msgpack form of r to dst.
+func encodeRecord(dst []byte, r *record) []byte {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := msgpack.GetEncoder()
+	enc.Reset(buf)
+	// Writes to a bytes.Buffer cannot fail.
+	_ = enc.EncodeArrayLen(recordFields)
+	_ = enc.EncodeUint(uint64(r.Op))
+	_ = enc.EncodeUint(r.Seq)
+	_ = enc.EncodeUint(r.Lease)
+	_ = enc.EncodeString(r.ID)
+	_ = enc.EncodeUint(uint64(r.Flags))
+	_ = enc.EncodeInt(r.At)
+	_ = enc.EncodeInt(r.Due)
+	_ = enc.EncodeInt(r.Enq)
+	_ = enc.EncodeUint(uint64(r.Size))
+	_ = enc.EncodeUint(uint64(r.Count))
+	_ = enc.EncodeString(r.Reason)
+	encodeHeaders(enc, r.Headers)
+	_ = enc.EncodeBytes(r.Payload)
+	_ = enc.EncodeString(r.Key)
+	_ = enc.EncodeBytes(r.Sort)
+	msgpack.PutEncoder(enc)
+	dst = append(dst, buf.Bytes()...)
+	bufPool.Put(buf)
+	return dst
+}
+
+func encodeHeaders(enc *msgpack.Encoder, h map[string]string) {
+	if h == nil {
+		_ = enc.EncodeNil()
+		return
+	}
+	_ = enc.EncodeMapLen(len(h))
+	for k, v := range h {
+		_ = enc.EncodeString(k)
+		_ = enc.EncodeString(v)
+	}
+}
+
+// decodeRecord parses b, the msgpack form of a record.
+func decodeRecord(b []byte, r *record) error {
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(bytes.NewReader(b))
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return fmt.Errorf("%w: record header: %v", ErrCorrupt, err)
+	}
+	if n != recordFields {
+		return fmt.Errorf("%w: record has %d fields, want %d", ErrCorrupt, n, recordFields)
+	}
+	if err := decodeFields(dec, r); err != nil {
+		return fmt.Errorf("%w: record: %v", ErrCorrupt, err)
+	}
+	if r.Op < opEnqueue || r.Op > lastOp {
+		return fmt.Errorf("%w: unknown record op %d", ErrCorrupt, r.Op)
+	}
+	return nil
+}
+
+func decodeFields(dec *msgpack.Decoder, r *record) error {
+	d := fieldReader{dec: dec}
+	o := d.uint(255)
+	r.Seq = d.uint(1<<64 - 1)
+	r.Lease = d.uint(1<<64 - 1)
+	r.ID = d.string()
+	flags := d.uint(255)
+	r.At, r.Due, r.Enq = d.int(), d.int(), d.int()
+	size, count := d.uint(1<<32-1), d.uint(1<<32-1)
+	r.Reason = d.string()
+	if d.err == nil {
+		r.Headers, d.err = decodeHeaders(dec)
+	}
+	if d.err == nil {
+		r.Payload, d.err = dec.DecodeBytes()
+	}
+	r.Key = d.string()
+	if d.err == nil {
+		r.Sort, d.err = dec.DecodeBytes()
+	}
+	r.Op, r.Flags, r.Size, r.Count = op(o), uint8(flags), uint32(size), uint32(count)
+	return d.err
+}
+
+// fieldReader decodes fields in order and keeps the first error.
+type fieldReader struct {
+	dec *msgpack.Decoder
+	err error // first error; later reads are skipped
+}
+
+func (d *fieldReader) uint(max uint64) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := d.dec.DecodeUint64()
+	if err == nil && v > max {
+		err = fmt.Errorf("field value %d out of range", v)
+	}
+	d.err = err
+	return v
+}
+
+func (d *fieldReader) int() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := d.dec.DecodeInt64()
+	d.err = err
+	return v
+}
+
+func (d *fieldReader) string() string {
+	if d.err != nil {
+		return ""
+	}
+	v, err := d.dec.DecodeString()
+	d.err = err
+	return v
+}
+
+func decodeHeaders(dec *msgpack.Decoder) (map[string]string, error) {
+	n, err := dec.DecodeMapLen()
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	h := make(map[string]string, min(n, 64))
+	for i := 0; i < n; i++ {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return nil, err
+		}
+		v, err := dec.DecodeString()
+		if err != nil {
+			return nil, err
+		}
+		h[k] = v
+	}
+	return h, nil
+}
+
+// peekOp returns the op of an encoded record without decoding it, or 0.
+func peekOp(b []byte) op {
+	if len(b) < 2 || b[0] != 0x90|recordFields || b[1] > 0x7f {
+		return 0
+	}
+	return op(b[1])
+}

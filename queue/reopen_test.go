@@ -1,0 +1,263 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+)
+
+func TestReopenAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, nil)
+	for i := 0; i < 4; i++ {
+		enqueue(t, q, fmt.Sprint(i), queue.WithID(fmt.Sprint("id", i)))
+	}
+	acked := tryDequeue(t, q)
+	require.NoError(t, acked.Ack())
+	held := tryDequeue(t, q)
+	require.NoError(t, q.Close())
+
+	q = open(t, dir, nil)
+	defer q.Close()
+	require.True(t, q.Recovery().Clean)
+	require.NoError(t, q.Ack(held.Receipt), "a lease survives a clean close")
+	require.Equal(t, "2", string(tryDequeue(t, q).Payload))
+	require.Equal(t, "3", string(tryDequeue(t, q).Payload))
+	requireEmpty(t, q)
+	_, err := q.Enqueue(context.Background(), nil, queue.WithID("id2"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "dedup survives reopen")
+}
+
+func TestCrashMakesLeasesReady(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{MaxDeliveries: 2})
+	defer q.Close()
+	enqueue(t, q, "a")
+	enqueue(t, q, "b")
+	enqueue(t, q, "c")
+	require.NoError(t, tryDequeue(t, q).Ack())
+	tryDequeue(t, q) // b: leased when the process dies
+
+	img := crashImage(t, dir)
+	q2 := open(t, img, &queue.Options{MaxDeliveries: 2})
+	rec := q2.Recovery()
+	require.False(t, rec.Clean)
+	require.Equal(t, 1, rec.Requeued)
+	m := tryDequeue(t, q2)
+	require.Equal(t, "b", string(m.Payload), "a crashed lease is ready at once, first")
+	require.Equal(t, 2, m.Deliveries, "the crashed delivery counts")
+	require.Equal(t, "c", string(tryDequeue(t, q2).Payload))
+
+	// b crashes its consumer a second time: MaxDeliveries reached.
+	img2 := crashImage(t, img)
+	require.NoError(t, q2.Close())
+	q3 := open(t, img2, &queue.Options{MaxDeliveries: 2})
+	defer q3.Close()
+	require.Equal(t, 1, q3.Recovery().DeadOnOpen)
+	require.Equal(t, "c", string(tryDequeue(t, q3).Payload))
+	requireEmpty(t, q3)
+	dl, err := q3.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	require.Equal(t, "b", string(dl[0].Payload))
+	require.Contains(t, dl[0].Reason, "crashed")
+}
+
+func TestTornTailIsRepaired(t *testing.T) {
+	cases := map[string]func(t *testing.T, path string){
+		"cut mid-record": func(t *testing.T, path string) {
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			require.NoError(t, os.Truncate(path, fi.Size()-5))
+		},
+		"zero-filled tail": func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.Write(make([]byte, 4096))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		},
+	}
+	for name, corrupt := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			q := open(t, dir, nil)
+			defer q.Close()
+			for i := 0; i < 10; i++ {
+				enqueue(t, q, fmt.Sprint(i))
+			}
+			img := crashImage(t, dir)
+			segs := segments(t, img)
+			corrupt(t, segs[len(segs)-1])
+			q2 := open(t, img, nil)
+			defer q2.Close()
+			require.NotNil(t, q2.Recovery().Log.Torn, "the cut is reported")
+			var got []string
+			for {
+				m, err := q2.TryDequeue()
+				if err != nil {
+					require.ErrorIs(t, err, queue.ErrEmpty)
+					break
+				}
+				got = append(got, string(m.Payload))
+			}
+			want := 10
+			if name == "cut mid-record" {
+				want = 9
+			}
+			require.Len(t, got, want)
+			for i, p := range got {
+				require.Equal(t, fmt.Sprint(i), p)
+			}
+		})
+	}
+}
+
+func TestBitFlipInSealedSegmentIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	o := &queue.Options{SegmentSize: 4096}
+	q := open(t, dir, o)
+	for i := 0; i < 200; i++ {
+		enqueue(t, q, fmt.Sprintf("message %03d", i))
+	}
+	img := crashImage(t, dir)
+	require.NoError(t, q.Close())
+	segs := segments(t, img)
+	require.Greater(t, len(segs), 2)
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0x10
+	require.NoError(t, os.WriteFile(segs[0], b, 0o600))
+
+	q2, err := queue.Open(img, o)
+	if err == nil {
+		// The segment is checked when it is read: delivering its messages.
+		defer q2.Close()
+		for err == nil {
+			_, err = q2.TryDequeue()
+		}
+	}
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.Contains(t, err.Error(), segs[0][len(img):], "the error names the segment")
+}
+
+func TestSnapshotAndTruncation(t *testing.T) {
+	dir := t.TempDir()
+	o := &queue.Options{SegmentSize: 4096}
+	q := open(t, dir, o)
+	for i := 0; i < 300; i++ {
+		enqueue(t, q, fmt.Sprintf("message %03d", i))
+	}
+	require.Greater(t, len(segments(t, dir)), 3)
+	var cursor uint64
+	for i := 0; i < 250; i++ {
+		m := tryDequeue(t, q)
+		cursor = m.Receipt.Seq + 1
+		require.NoError(t, m.Ack())
+	}
+	require.NoError(t, q.Compact())
+	st := q.Stats()
+	require.LessOrEqual(t, st.Segments[0].FirstLSN, cursor)
+	require.Greater(t, st.Segments[1].FirstLSN, cursor,
+		"every segment before the one holding the oldest live message is removed")
+	require.NotZero(t, st.SnapshotLSN)
+	require.EqualValues(t, 50, st.Ready)
+
+	img := crashImage(t, dir)
+	q2 := open(t, img, o)
+	defer q2.Close()
+	require.Equal(t, st.SnapshotLSN, q2.Recovery().SnapshotLSN)
+	for i := 250; i < 300; i++ {
+		m := tryDequeue(t, q2)
+		require.Equal(t, fmt.Sprintf("message %03d", i), string(m.Payload))
+	}
+	requireEmpty(t, q2)
+	require.NoError(t, q.Close())
+}
+
+func TestOldMessagesDoNotPinTheLog(t *testing.T) {
+	dir := t.TempDir()
+	o := &queue.Options{SegmentSize: 4096}
+	q := open(t, dir, o)
+	enqueue(t, q, "dead early")
+	require.NoError(t, tryDequeue(t, q).DeadLetter("kept for inspection"))
+	enqueue(t, q, "delayed", queue.WithDelay(time.Hour))
+	payload := make([]byte, 200)
+	for i := 0; i < 500; i++ {
+		_, err := q.Enqueue(context.Background(), payload)
+		require.NoError(t, err)
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	require.NoError(t, q.Compact())
+	st := q.Stats()
+	require.LessOrEqual(t, st.LogBytes, 2*st.LiveBytes+2*4096+4096, "log bounded by live bytes")
+	require.GreaterOrEqual(t, st.Moved, uint64(2), "the dead and the delayed message were copied forward")
+	require.NoError(t, q.Close())
+
+	q = open(t, dir, o)
+	defer q.Close()
+	dl, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Equal(t, "dead early", string(dl[0].Payload))
+	require.EqualValues(t, 1, q.Stats().Delayed)
+}
+
+func TestConcurrentConsumersEachMessageOnce(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	const producers, consumers, each = 4, 4, 250
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				_, err := q.Enqueue(context.Background(), []byte(fmt.Sprintf("%d-%d", p, i)))
+				if err != nil {
+					panic(err)
+				}
+			}
+		}(p)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var cw sync.WaitGroup
+	for c := 0; c < consumers; c++ {
+		cw.Add(1)
+		go func() {
+			defer cw.Done()
+			for {
+				ms, err := q.DequeueBatch(ctx, 8)
+				if err != nil {
+					return // ctx ended: all seen, or the test timed out
+				}
+				for _, m := range ms {
+					if err := m.Ack(); err != nil {
+						panic(err)
+					}
+					mu.Lock()
+					seen[string(m.Payload)]++
+					if len(seen) == producers*each {
+						cancel()
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	cw.Wait()
+	require.ErrorIs(t, ctx.Err(), context.Canceled, "ended by the last ack, not by the deadline")
+	require.Len(t, seen, producers*each)
+	for k, n := range seen {
+		require.Equal(t, 1, n, "message %s delivered %d times", k, n)
+	}
+}

@@ -1,0 +1,177 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SortedOptions configures a sorted queue. A nil *SortedOptions means the
+// defaults.
+type SortedOptions struct {
+	// Options are the engine's options: AckTimeout (the lease of a pulled
+	// batch), MaxDeliveries, Sync, and the rest.
+	Options
+	// SingleFlight keeps a key that has a leased batch from being pulled
+	// again until that batch is acked or returned, so that a key's
+	// batches are handled in order, one at a time.
+	SingleFlight bool
+	// CacheBytes is how many payload bytes of pending values are kept in
+	// memory; the rest are read back from the log when pulled. Default
+	// 32 MiB; negative means none.
+	CacheBytes int64
+}
+
+// Sorted is a durable queue of values ordered by a sort key of type K and
+// pulled in batches grouped by a message key. A key's place in the order is
+// the smallest sort key among its pending values; Pull returns whole keys
+// in that order, each with all its pending values in sort order. A pulled
+// batch is leased like a message of the ack queue: Ack removes it; Nack,
+// an expired lease or a crash puts its values back at their original sort
+// keys; after MaxDeliveries the values go to the dead set.
+//
+// It is safe for concurrent use by any number of publishers and pullers.
+type Sorted[K SortKey] struct {
+	q      *Queue        // the engine: log, indexes, housekeeper
+	window time.Duration // windowed form: a key is due Window after its oldest value
+}
+
+// Batch is one key's values, pulled and leased together.
+type Batch[K SortKey] struct {
+	Key      string     // the message key
+	Values   []Value[K] // the key's values, in sort order
+	Lease    uint64     // names this delivery of the batch
+	PulledAt time.Time  // when it was pulled
+
+	q *Queue // the queue it came from
+}
+
+// Value is one published value in a batch.
+type Value[K SortKey] struct {
+	Sort        K         // its sort key
+	Payload     []byte    // its payload
+	PublishedAt time.Time // when it was published
+	Deliveries  int       // times pulled, this one included
+}
+
+// Payloads returns the batch's payloads in sort order.
+func (b *Batch[K]) Payloads() [][]byte {
+	out := make([][]byte, len(b.Values))
+	for i, v := range b.Values {
+		out[i] = v.Payload
+	}
+	return out
+}
+
+// OpenSorted opens the sorted queue in dir, creating it if needed. The
+// directory must always be opened with the same K.
+func OpenSorted[K SortKey](dir string, opts *SortedOptions) (*Sorted[K], error) {
+	q, err := openSorted(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Sorted[K]{q: q}, nil
+}
+
+func openSorted(dir string, opts *SortedOptions) (*Queue, error) {
+	var so SortedOptions
+	if opts != nil {
+		so = *opts
+	}
+	o := so.Options
+	o.singleFlight = so.SingleFlight
+	switch {
+	case so.CacheBytes == 0:
+		o.cacheBytes = 32 << 20
+	case so.CacheBytes > 0:
+		o.cacheBytes = so.CacheBytes
+	}
+	return Open(dir, &o)
+}
+
+// Publish adds a value under key at sort position sort. Under SyncAlways it
+// returns after the value is durable.
+func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
+	enc, err := encodeSort(sort)
+	if err != nil {
+		return err
+	}
+	return s.q.publish(ctx, enc, key, payload)
+}
+
+// Pull returns the batches of up to about max values, keys in order of
+// their smallest pending sort key. Keys are never split: Pull stops once
+// it has max values or more, so the last batch may take it past max (a key
+// with more than max pending values comes whole, alone). It blocks until a
+// key can be pulled, ctx ends or the queue is closed.
+func (s *Sorted[K]) Pull(ctx context.Context, max int) ([]*Batch[K], error) {
+	return s.pull(ctx, max, true)
+}
+
+// TryPull is Pull without waiting: ErrEmpty when no key can be pulled.
+func (s *Sorted[K]) TryPull(max int) ([]*Batch[K], error) {
+	return s.pull(context.Background(), max, false)
+}
+
+// RequeueExpired returns the values of every batch whose lease ran out;
+// the queue does this by itself unless ManualRequeue is set.
+func (s *Sorted[K]) RequeueExpired() (int, error) { return s.q.RequeueExpired() }
+
+// Stats returns counts, sizes and log positions.
+func (s *Sorted[K]) Stats() Stats { return s.q.Stats() }
+
+// Recovery returns what Open found and did.
+func (s *Sorted[K]) Recovery() Recovery { return s.q.Recovery() }
+
+// Compact takes a snapshot now and truncates the log.
+func (s *Sorted[K]) Compact() error { return s.q.Compact() }
+
+// Close closes the queue; see Queue.Close.
+func (s *Sorted[K]) Close() error { return s.q.Close() }
+
+// Ack removes the batch for good. ErrLeaseLost if its lease ran out.
+func (b *Batch[K]) Ack() error { return b.q.ackBatch(b.Lease) }
+
+// Nack puts the batch's values back at their sort keys; the key is not
+// pulled again before delay has passed. Values that have had
+// MaxDeliveries go to the dead set instead.
+func (b *Batch[K]) Nack(delay time.Duration) error { return b.q.nackBatch(b.Lease, delay) }
+
+// Extend sets the batch's lease to run out d from now.
+func (b *Batch[K]) Extend(d time.Duration) error { return b.q.extendBatch(b.Lease, d) }
+
+// DeadLetter moves all the batch's values to the dead set.
+func (b *Batch[K]) DeadLetter(reason string) error { return b.q.deadBatch(b.Lease, reason) }
+
+// WindowOptions configures a windowed queue.
+type WindowOptions struct {
+	SortedOptions
+	// Window is how long after its oldest pending value was published a
+	// key's batch becomes due. Required.
+	Window time.Duration
+}
+
+// Windowed batches values per key by time: a key's batch is due Window
+// after its oldest pending value was published; values published after the
+// batch was pulled start a new window. It is a Sorted queue whose sort key
+// is the publish time.
+type Windowed struct {
+	*Sorted[time.Time]
+}
+
+// OpenWindowed opens the windowed queue in dir.
+func OpenWindowed(dir string, opts *WindowOptions) (*Windowed, error) {
+	if opts == nil || opts.Window <= 0 {
+		return nil, fmt.Errorf("%w: WindowOptions.Window must be positive", ErrInvalidOptions)
+	}
+	q, err := openSorted(dir, &opts.SortedOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &Windowed{&Sorted[time.Time]{q: q, window: opts.Window}}, nil
+}
+
+// Publish adds a value under key, stamped with the current time.
+func (w *Windowed) Publish(ctx context.Context, key string, payload []byte) error {
+	return w.Sorted.Publish(ctx, w.q.opts.Clock.Now(), key, payload)
+}

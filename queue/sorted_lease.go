@@ -1,0 +1,95 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/walq/walq/index"
+)
+
+func (q *Queue) ackBatch(lease uint64) error {
+	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
+		return &record{Op: opBatchAck, Lease: lease, At: now}
+	})
+}
+
+func (q *Queue) nackBatch(lease uint64, delay time.Duration) error {
+	if delay < 0 {
+		return fmt.Errorf("%w: negative nack delay %v", ErrInvalidOptions, delay)
+	}
+	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
+		r := q.returnBatch(b, now, "nacked")
+		if delay > 0 {
+			r.Due = now + int64(delay)
+		}
+		return r
+	})
+}
+
+func (q *Queue) extendBatch(lease uint64, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: lease extension %v is not positive", ErrInvalidOptions, d)
+	}
+	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
+		return &record{Op: opBatchExtend, Lease: lease, At: now, Due: now + int64(d)}
+	})
+}
+
+func (q *Queue) deadBatch(lease uint64, reason string) error {
+	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
+		return &record{Op: opBatchDead, Lease: lease, At: now, Reason: reason}
+	})
+}
+
+// returnBatch is the record that puts b's values back; it carries the
+// MaxDeliveries limit so that replay decides as the live queue did.
+func (q *Queue) returnBatch(b index.Batch, now int64, why string) *record {
+	r := &record{Op: opBatchReturn, Lease: b.Lease, At: now}
+	if q.opts.MaxDeliveries > 0 {
+		r.Count = uint32(q.opts.MaxDeliveries)
+		r.Reason = fmt.Sprintf("%d deliveries; last: %s", q.opts.MaxDeliveries, why)
+	}
+	return r
+}
+
+// changeBatch appends the record mk builds for the leased batch and waits.
+func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *record) error {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	b, ok := q.mu.st.sorted.Batch(lease)
+	if !ok {
+		q.mu.Unlock()
+		return fmt.Errorf("%w: batch %d", ErrLeaseLost, lease)
+	}
+	rec := mk(b, q.now())
+	c, err := q.appendLocked(rec, nil)
+	if err == nil && rec.Op == opBatchExtend {
+		q.noteLeaseLocked(rec.Due)
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := wait(c); err != nil {
+		return err
+	}
+	if rec.Op != opBatchExtend {
+		q.signal()
+	}
+	return nil
+}
+
+// expireBatchesLocked returns the values of up to max batches whose lease
+// ran out.
+func (q *Queue) expireBatchesLocked(now int64, max int) (int, error) {
+	expired := q.mu.st.sorted.Expired(now, max)
+	for i, b := range expired {
+		if _, err := q.appendLocked(q.returnBatch(b, now, "ack timeout"), nil); err != nil {
+			return i, err
+		}
+	}
+	return len(expired), nil
+}

@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
+)
+
+// publish appends a publish record.
+func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(payload) > q.opts.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(payload), q.opts.MaxMessageSize)
+	}
+	r := &record{Op: opPublish, Key: key, Sort: sort, At: q.now(), Payload: payload}
+	enc := encodeRecord(nil, r)
+	q.mu.Lock()
+	c, err := q.appendLocked(r, enc)
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := wait(c); err != nil {
+		return err
+	}
+	q.signal()
+	return nil
+}
+
+func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K], error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: pull of %d values", ErrInvalidOptions, max)
+	}
+	q := s.q
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		q.waiters.Add(1)
+		q.mu.Lock()
+		bs, c, err := q.pullLocked(max, s.bound())
+		if err != nil || len(bs) > 0 || !block {
+			q.mu.Unlock()
+			q.waiters.Add(-1)
+			if err == nil && len(bs) == 0 {
+				err = ErrEmpty
+			}
+			if err != nil {
+				return nil, err
+			}
+			return s.deliver(bs, c)
+		}
+		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
+		q.mu.Unlock()
+		err = q.sleep(ctx, changed, d)
+		q.waiters.Add(-1)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// bound is the largest sort key that may be pulled now: for a windowed
+// queue, now minus the window; nil otherwise.
+func (s *Sorted[K]) bound() []byte {
+	if s.window <= 0 {
+		return nil
+	}
+	return orderedInt(s.q.now() - int64(s.window))
+}
+
+// pullLocked leases whole keys, in order, until max values are taken.
+func (q *Queue) pullLocked(max int, bound []byte) ([]index.Batch, *wal.Commit, error) {
+	if q.mu.closed {
+		return nil, nil, ErrClosed
+	}
+	sq := q.mu.st.sorted
+	now := q.now()
+	sq.Release(now)
+	deadline := now + int64(q.opts.AckTimeout)
+	var out []index.Batch
+	var last *wal.Commit
+	for n := 0; n < max; {
+		key, sort, ok := sq.Next()
+		if !ok || (bound != nil && bytes.Compare(sort, bound) > 0) {
+			break
+		}
+		lsn, c, err := q.appendLSNLocked(&record{Op: opPull, Key: key, At: now, Due: deadline}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, _ := sq.Batch(lsn)
+		out, last, n = append(out, b), c, n+len(b.Values)
+	}
+	if len(out) > 0 {
+		q.noteLeaseLocked(deadline)
+	}
+	return out, last, nil
+}
+
+// untilPullableLocked returns how long until a key may become pullable by
+// time alone (a hold ends, or, windowed, the first key's window closes),
+// or -1 when only a publish or a returned batch can make one pullable.
+func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
+	sq, now := q.mu.st.sorted, q.now()
+	at, ok := sq.NextHold()
+	if _, sort, found := sq.Next(); found && window > 0 {
+		if t, err := orderedIntValue(sort); err == nil && (!ok || t+int64(window) < at) {
+			at, ok = t+int64(window), true
+		}
+	}
+	if !ok {
+		return -1
+	}
+	return max(0, time.Duration(at-now))
+}
+
+// deliver waits for the pulls' commit and fills the payloads not cached.
+func (s *Sorted[K]) deliver(bs []index.Batch, c *wal.Commit) ([]*Batch[K], error) {
+	if err := wait(c); err != nil {
+		return nil, err
+	}
+	out := make([]*Batch[K], len(bs))
+	for i, b := range bs {
+		pb := &Batch[K]{Key: b.Key, Lease: b.Lease, PulledAt: time.Unix(0, b.At), q: s.q,
+			Values: make([]Value[K], len(b.Values))}
+		for j, v := range b.Values {
+			val, err := s.value(v)
+			if err != nil {
+				return nil, err
+			}
+			pb.Values[j] = val
+		}
+		out[i] = pb
+	}
+	return out, nil
+}
+
+func (s *Sorted[K]) value(v index.SortedValue) (Value[K], error) {
+	sort, err := decodeSort[K](v.Sort)
+	if err != nil {
+		return Value[K]{}, err
+	}
+	out := Value[K]{Sort: sort, Payload: v.Payload, PublishedAt: time.Unix(0, v.At), Deliveries: int(v.Deliveries)}
+	if out.Payload == nil {
+		r, err := s.q.readRecord(v.Loc)
+		if err != nil {
+			return Value[K]{}, err
+		}
+		out.Payload = r.Payload
+	}
+	return out, nil
+}

@@ -1,0 +1,103 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/walq/walq/wal"
+)
+
+// Stats is a point-in-time view of a queue.
+type Stats struct {
+	Ready    int64 // deliverable now (delayed messages whose time has come included)
+	Delayed  int64 // waiting for their deliver-at time or a nack delay
+	InFlight int64 // leased to a consumer
+	Dead     int64 // in the dead-letter set
+
+	Enqueued     uint64 // lifetime totals
+	Delivered    uint64
+	Acked        uint64
+	Nacked       uint64
+	Expired      uint64
+	DeadLettered uint64
+	Moved        uint64 // messages copied forward by compaction
+
+	// Sorted queues.
+	SortedPending int    // values waiting to be pulled
+	SortedKeys    int    // keys that can be pulled now or when their window closes
+	SortedBatches int    // batches leased
+	SortedLeased  int    // values in leased batches
+	SortedDead    int    // values in the dead set
+	Published     uint64 // lifetime totals
+	Pulled        uint64
+	BatchesAcked  uint64
+
+	OldestEnqueuedAt time.Time // of the live, not dead, messages; zero when none
+	DedupIDs         int       // producer-given ids remembered for dedup
+
+	LiveBytes   int64         // log bytes the live messages need
+	LogBytes    int64         // bytes of all log segments
+	Segments    []wal.SegmentInfo
+	SnapshotLSN uint64        // LSN of the last snapshot; 0 when none
+	SnapshotAt  time.Time     // when this process took it; zero if it did not
+	LastLSN     uint64        // LSN of the last record appended
+	DurableLSN  uint64        // LSN of the last record fsynced
+	Sync        SyncMode      // the fsync policy
+	AckTimeout  time.Duration // the lease length
+}
+
+// Stats returns counts, sizes and log positions. It reads the oldest
+// never-delivered message's record from the log.
+func (q *Queue) Stats() Stats {
+	q.mu.Lock()
+	st := q.mu.st
+	now := q.now()
+	st.table.Promote(now)
+	c2 := st.table.Counts()
+	s := Stats{
+		Ready: st.pending + int64(c2.Ready), Delayed: int64(c2.Delayed), InFlight: int64(c2.Leased), Dead: int64(c2.Dead),
+		Enqueued: st.counts.Enqueued, Delivered: st.counts.Delivered, Acked: st.counts.Acked, Nacked: st.counts.Nacked,
+		Expired: st.counts.Expired, DeadLettered: st.counts.DeadLettered, Moved: st.counts.Moved,
+		DedupIDs: st.dedup.Len(), LiveBytes: st.liveBytes(), SnapshotLSN: q.mu.snapLSN, SnapshotAt: q.mu.snapAt,
+		Sync: q.opts.Sync, AckTimeout: q.opts.AckTimeout,
+		Published: st.counts.Published, Pulled: st.counts.Pulled, BatchesAcked: st.counts.BatchesAcked,
+	}
+	sc := st.sorted.Counts()
+	s.SortedPending, s.SortedKeys, s.SortedBatches, s.SortedLeased, s.SortedDead = sc.Pending, sc.Keys, sc.Batches, sc.Leased, sc.Dead
+	oldest, ok := st.table.MinEnqueuedAt()
+	cursor, pending := st.cursor, st.pending
+	q.mu.Unlock()
+	if pending > 0 {
+		if at, found := q.firstPendingAt(cursor); found && (!ok || at < oldest) {
+			oldest, ok = at, true
+		}
+	}
+	if ok {
+		s.OldestEnqueuedAt = time.Unix(0, oldest)
+	}
+	s.LogBytes, s.Segments = q.log.Size(), q.log.Segments()
+	s.LastLSN, s.DurableLSN = q.log.LastLSN(), q.log.DurableLSN()
+	return s
+}
+
+// firstPendingAt returns the enqueue time of the first enqueue record at or
+// after the cursor; the oldest never-delivered message.
+func (q *Queue) firstPendingAt(cursor uint64) (int64, bool) {
+	r := q.log.NewReader(cursor)
+	defer r.Close()
+	for {
+		_, b, err := r.Next()
+		if err != nil {
+			return 0, false
+		}
+		if peekOp(b) != opEnqueue {
+			continue
+		}
+		var rec record
+		if decodeRecord(b, &rec) != nil {
+			return 0, false
+		}
+		if rec.Due == 0 {
+			return rec.At, true
+		}
+	}
+}

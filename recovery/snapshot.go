@@ -1,0 +1,119 @@
+package recovery
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// These constants are part of the snapshot file format.
+const (
+	magic      = "WALQSNAP"
+	version    = 1
+	headerSize = 8 + 1 + 4 + 8 + 8
+	prefix     = "snapshot-"
+	suffix     = ".snap"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Info describes one snapshot file.
+type Info struct {
+	Path  string // file path
+	LSN   uint64 // last log record the snapshot reflects
+	Bytes int64  // file size
+}
+
+// Name returns the file name of the snapshot at lsn.
+func Name(lsn uint64) string { return fmt.Sprintf("%s%020d%s", prefix, lsn, suffix) }
+
+// Encode returns the file bytes of a snapshot.
+func Encode(lsn uint64, body []byte) []byte {
+	b := make([]byte, headerSize+len(body))
+	copy(b, magic)
+	b[8] = version
+	binary.LittleEndian.PutUint64(b[13:], lsn)
+	binary.LittleEndian.PutUint64(b[21:], uint64(len(body)))
+	copy(b[headerSize:], body)
+	binary.LittleEndian.PutUint32(b[9:], crc32.Checksum(b[13:], castagnoli))
+	return b
+}
+
+// Decode checks the file bytes of a snapshot and returns its LSN and body.
+func Decode(b []byte) (uint64, []byte, error) {
+	if len(b) < headerSize || string(b[:8]) != magic {
+		return 0, nil, fmt.Errorf("%w: bad header at offset 0", ErrCorrupt)
+	}
+	if b[8] != version {
+		return 0, nil, fmt.Errorf("%w: version %d at offset 8", ErrCorrupt, b[8])
+	}
+	n := binary.LittleEndian.Uint64(b[21:])
+	if n != uint64(len(b)-headerSize) {
+		return 0, nil, fmt.Errorf("%w: body length %d, file has %d bytes after the header", ErrCorrupt, n, len(b)-headerSize)
+	}
+	if crc32.Checksum(b[13:], castagnoli) != binary.LittleEndian.Uint32(b[9:]) {
+		return 0, nil, fmt.Errorf("%w: checksum mismatch over bytes 13..%d", ErrCorrupt, len(b))
+	}
+	return binary.LittleEndian.Uint64(b[13:]), b[headerSize:], nil
+}
+
+// List returns the snapshots in dir, oldest first.
+func List(dir string) ([]Info, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("recovery: list %s: %w", dir, err)
+	}
+	var out []Info
+	for _, de := range des {
+		lsn, ok := parseName(de.Name())
+		if !ok || de.IsDir() {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return nil, fmt.Errorf("recovery: stat %s: %w", de.Name(), err)
+		}
+		out = append(out, Info{Path: filepath.Join(dir, de.Name()), LSN: lsn, Bytes: fi.Size()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LSN < out[j].LSN })
+	return out, nil
+}
+
+func parseName(name string) (uint64, bool) {
+	if !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	lsn, err := strconv.ParseUint(name[len(prefix):len(name)-len(suffix)], 10, 64)
+	return lsn, err == nil && len(name) == len(Name(lsn))
+}
+
+// Latest loads the newest snapshot in dir. It returns ErrNoSnapshot when
+// there is none, and ErrCorrupt, naming the file, when the newest fails its
+// checks.
+func Latest(dir string) (Info, []byte, error) {
+	infos, err := List(dir)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	if len(infos) == 0 {
+		return Info{}, nil, ErrNoSnapshot
+	}
+	info := infos[len(infos)-1]
+	b, err := os.ReadFile(info.Path)
+	if err != nil {
+		return info, nil, fmt.Errorf("recovery: read %s: %w", info.Path, err)
+	}
+	lsn, body, err := Decode(b)
+	if err != nil {
+		return info, nil, fmt.Errorf("%s: %w", info.Path, err)
+	}
+	if lsn != info.LSN {
+		return info, nil, fmt.Errorf("%w: %s holds LSN %d", ErrCorrupt, info.Path, lsn)
+	}
+	return info, body, nil
+}

@@ -1,0 +1,97 @@
+package recovery_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/recovery"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/snapshot.golden")
+
+func TestSnapshotGolden(t *testing.T) {
+	got := recovery.Encode(42, []byte("body"))
+	path := filepath.Join("testdata", "snapshot.golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the snapshot file format changed")
+	lsn, body, err := recovery.Decode(want)
+	require.NoError(t, err)
+	require.EqualValues(t, 42, lsn)
+	require.Equal(t, "body", string(body))
+}
+
+func TestDecodeRejectsDamage(t *testing.T) {
+	good := recovery.Encode(7, []byte("some state"))
+	for name, damage := range map[string]func([]byte) []byte{
+		"empty":        func(b []byte) []byte { return nil },
+		"short header": func(b []byte) []byte { return b[:20] },
+		"bad magic":    func(b []byte) []byte { b[0] = 'X'; return b },
+		"bad version":  func(b []byte) []byte { b[8] = 9; return b },
+		"truncated":    func(b []byte) []byte { return b[:len(b)-1] },
+		"appended":     func(b []byte) []byte { return append(b, 0) },
+		"bit flip":     func(b []byte) []byte { b[len(b)-2] ^= 1; return b },
+		"lsn flip":     func(b []byte) []byte { b[13] ^= 1; return b },
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := damage(append([]byte(nil), good...))
+			_, _, err := recovery.Decode(b)
+			require.ErrorIs(t, err, recovery.ErrCorrupt)
+		})
+	}
+}
+
+func TestWriteLatestAndRemoveOlder(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := recovery.Latest(dir)
+	require.ErrorIs(t, err, recovery.ErrNoSnapshot)
+
+	var steps []string
+	_, err = recovery.Write(dir, 10, []byte("ten"), &recovery.WriteOptions{Step: func(s string) { steps = append(steps, s) }})
+	require.NoError(t, err)
+	require.Equal(t, []string{"written", "synced", "renamed", "dir-synced", "removed"}, steps)
+	info, err := recovery.Write(dir, 20, []byte("twenty"), nil)
+	require.NoError(t, err)
+	fi, err := os.Stat(info.Path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	infos, err := recovery.List(dir)
+	require.NoError(t, err)
+	require.Len(t, infos, 1, "older snapshots are removed")
+	got, body, err := recovery.Latest(dir)
+	require.NoError(t, err)
+	require.EqualValues(t, 20, got.LSN)
+	require.Equal(t, "twenty", string(body))
+}
+
+func TestLatestCorruptIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	info, err := recovery.Write(dir, 5, []byte("five"), nil)
+	require.NoError(t, err)
+	b, err := os.ReadFile(info.Path)
+	require.NoError(t, err)
+	b[len(b)-1] ^= 0xff
+	require.NoError(t, os.WriteFile(info.Path, b, 0o600))
+	_, _, err = recovery.Latest(dir)
+	require.ErrorIs(t, err, recovery.ErrCorrupt)
+	require.Contains(t, err.Error(), info.Path, "the error names the file")
+}
+
+func TestLeftoverTempIsIgnoredAndRemoved(t *testing.T) {
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, recovery.Name(9)+".tmp")
+	require.NoError(t, os.WriteFile(tmp, []byte("half written"), 0o600))
+	_, _, err := recovery.Latest(dir)
+	require.ErrorIs(t, err, recovery.ErrNoSnapshot, "a temp file is never loaded")
+	_, err = recovery.Write(dir, 10, nil, nil)
+	require.NoError(t, err)
+	_, err = os.Stat(tmp)
+	require.True(t, os.IsNotExist(err))
+}

@@ -1,0 +1,275 @@
+package wal
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	twal "github.com/tidwall/wal"
+)
+
+// faults replaces the committer's disk operations in white-box tests.
+// Production uses the tidwall/wal methods.
+type faults struct {
+	writeBatch func(tw *twal.Log, b *twal.Batch) error
+	sync       func(tw *twal.Log) error
+}
+
+func (f *faults) fill() {
+	if f.writeBatch == nil {
+		f.writeBatch = (*twal.Log).WriteBatch
+	}
+	if f.sync == nil {
+		f.sync = (*twal.Log).Sync
+	}
+}
+
+// request is a Flush or TruncateFront handed to the committer.
+type request struct {
+	truncate bool       // TruncateFront(lsn) rather than Flush
+	lsn      LSN        // TruncateFront's argument
+	done     chan error // capacity 1; receives the outcome
+}
+
+// committer is the goroutine that owns the tidwall/wal handle. It writes
+// commit groups, fsyncs, rolls and truncates segments. All its fields are
+// owned by its goroutine; it shares state with the rest of the Log only
+// through Log.mu (groups, sticky error), Log.seg (segment list) and the
+// LSN atomics.
+type committer struct {
+	l  *Log
+	tw *twal.Log
+	f  faults
+
+	batch  twal.Batch // reused for every write
+	groups []*group   // groups being written
+	done   []*group   // groups written; their buffers go back to Log.mu.free
+	frames []int64    // framed size of each group's entry
+
+	nextIndex uint64   // tidwall/wal index the next entry will get
+	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
+	tail      *segment // the tail segment (also the last of Log.seg.list)
+
+	dirty    bool        // entries written since the last fsync
+	lastSync time.Time   // time of the last fsync
+	timer    *time.Timer // SyncInterval's deadline; armed when timerOn
+	timerOn  bool
+
+	closeErr error // Close's result; read by Close after exited is closed
+}
+
+func (c *committer) run() {
+	defer close(c.l.exited)
+	for {
+		var tick <-chan time.Time
+		if c.timerOn {
+			tick = c.timer.C
+		}
+		select {
+		case <-c.l.wake:
+			c.commit()
+		case <-tick:
+			c.timerOn = false
+			_ = c.syncIfDirty() // a failure poisons the Log
+		case req := <-c.l.reqs:
+			c.commit()
+			req.done <- c.serve(req)
+		case <-c.l.stop:
+			c.commit()
+			c.shutdown()
+			return
+		}
+	}
+}
+
+func (c *committer) serve(req request) error {
+	if req.truncate {
+		return c.truncateFront(req.lsn)
+	}
+	return c.syncIfDirty()
+}
+
+// commit writes every waiting group as one batch and completes their
+// Commits according to the sync mode.
+func (c *committer) commit() {
+	c.groups = c.l.takeGroups(c.groups[:0], c.done)
+	clear(c.done)
+	c.done = c.done[:0]
+	if len(c.groups) == 0 {
+		return
+	}
+	err := c.l.Err()
+	if err == nil {
+		err = c.write()
+	}
+	if err == nil {
+		err = c.afterWrite()
+	}
+	if err != nil {
+		err = c.l.poison(err)
+	}
+	for _, g := range c.groups {
+		g.commit.finish(err)
+	}
+	c.done = append(c.done, c.groups...)
+	clear(c.groups)
+}
+
+// write writes the groups with one WriteBatch, then publishes the new
+// entries to readers.
+func (c *committer) write() error {
+	c.batch.Clear()
+	c.frames = c.frames[:0]
+	for i, g := range c.groups {
+		sealEntry(g.buf, g.header())
+		c.batch.Write(c.nextIndex+uint64(i), g.buf)
+		c.frames = append(c.frames, frameSize(len(g.buf)))
+	}
+	plan := planRolls(c.tailBytes, c.l.opts.SegmentSize, c.frames)
+	if err := c.f.writeBatch(c.tw, &c.batch); err != nil {
+		first, last := c.groups[0], c.groups[len(c.groups)-1]
+		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",
+			first.first, last.header().end()-1, err)
+	}
+	segs, err := c.adoptRolls(plan)
+	if err != nil {
+		return err
+	}
+	c.publish(plan, segs)
+	return nil
+}
+
+// adoptRolls checks the files a batch rolled over to and opens them. The
+// directory is fsynced because tidwall/wal does not, and tidwall/wal's cache
+// is cleared so the sealed segment does not stay in memory.
+func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
+	if len(plan.starts) == 0 {
+		return nil, nil
+	}
+	segs := make([]*segment, 0, len(plan.starts))
+	prev := c.tail
+	for j, k := range plan.starts {
+		s, err := c.openRolled(prev, plan.sealed[j], k)
+		if err != nil {
+			for _, s := range segs {
+				_ = s.file.release()
+			}
+			return nil, err
+		}
+		segs = append(segs, s)
+		prev = s
+	}
+	if err := syncDir(c.l.dir); err != nil {
+		return nil, fmt.Errorf("%w (after segment roll), log poisoned", err)
+	}
+	if err := c.tw.ClearCache(); err != nil {
+		return nil, fmt.Errorf("wal: segment roll: %w", err)
+	}
+	return segs, nil
+}
+
+// openRolled checks that prev was sealed at the predicted size and opens
+// the segment whose first entry is batch entry k.
+func (c *committer) openRolled(prev *segment, size int64, k int) (*segment, error) {
+	fi, err := prev.file.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("wal: segment roll: %w", err)
+	}
+	if fi.Size() != size {
+		return nil, fmt.Errorf("wal: segment roll mispredicted: %s holds %d bytes, expected %d; log poisoned",
+			prev.path, fi.Size(), size)
+	}
+	index := c.nextIndex + uint64(k)
+	path := filepath.Join(c.l.dir, segmentName(index))
+	file, err := openSegFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("wal: segment roll mispredicted: %w; log poisoned", err)
+	}
+	first := c.groups[len(c.groups)-1].header().end()
+	if k < len(c.groups) {
+		first = c.groups[k].first
+	}
+	return &segment{path: path, firstIndex: index, file: file, firstLSN: first, indexed: true}, nil
+}
+
+// publish makes the written entries visible to readers: it places each
+// entry in its segment, seals rolled segments and appends the new ones.
+func (c *committer) publish(plan rollPlan, segs []*segment) {
+	l := c.l
+	l.seg.Lock()
+	s, j := c.tail, 0
+	for i, g := range c.groups {
+		for ; j < len(plan.starts) && plan.starts[j] == i; j++ {
+			s = c.seal(s, segs[j])
+		}
+		s.addEntry(g.header(), plan.offs[i], c.frames[i])
+	}
+	for ; j < len(plan.starts); j++ {
+		s = c.seal(s, segs[j])
+	}
+	l.writtenLSN.Store(c.groups[len(c.groups)-1].header().end() - 1)
+	l.seg.Unlock()
+	if len(segs) > 0 { // tidwall/wal fsynced every segment it sealed
+		l.durableLSN.Store(max(l.durableLSN.Load(), s.firstLSN-1))
+	}
+	c.tail, c.tailBytes = s, plan.tail
+	c.nextIndex += uint64(len(c.groups))
+}
+
+// seal marks s sealed and appends next to the list; the caller holds Log.seg.
+func (c *committer) seal(s, next *segment) *segment {
+	s.sealed = true
+	c.l.seg.list = append(c.l.seg.list, next)
+	return next
+}
+
+// afterWrite fsyncs as the sync mode asks.
+func (c *committer) afterWrite() error {
+	c.dirty = true
+	switch c.l.opts.Sync {
+	case SyncAlways:
+		return c.sync()
+	case SyncInterval:
+		since := time.Since(c.lastSync)
+		if since >= c.l.opts.SyncInterval {
+			return c.sync()
+		}
+		if !c.timerOn {
+			c.timer.Reset(c.l.opts.SyncInterval - since)
+			c.timerOn = true
+		}
+	}
+	return nil
+}
+
+// sync fsyncs the tail segment; every other segment was fsynced when sealed.
+func (c *committer) sync() error {
+	if err := c.f.sync(c.tw); err != nil {
+		return fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", c.tail.path, err)
+	}
+	c.dirty, c.lastSync = false, time.Now()
+	c.l.durableLSN.Store(c.l.writtenLSN.Load())
+	return nil
+}
+
+// syncIfDirty fsyncs if anything was written since the last fsync; it
+// returns the sticky error if the Log is poisoned.
+func (c *committer) syncIfDirty() error {
+	if err := c.l.Err(); err != nil || !c.dirty {
+		return err
+	}
+	if err := c.sync(); err != nil {
+		return c.l.poison(err)
+	}
+	return nil
+}
+
+// shutdown makes everything durable and closes tidwall/wal.
+func (c *committer) shutdown() {
+	c.timer.Stop()
+	err := c.syncIfDirty()
+	if cerr := c.tw.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("wal: close: %w", cerr)
+	}
+	c.closeErr = err
+}

@@ -1,0 +1,155 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// File names in a log directory, as tidwall/wal v1.2.1 writes them:
+// NAME is the 20-digit index of the segment's first entry; TruncateFront
+// writes NAME.START.TEMP, renames it to NAME.START, removes older segments
+// and renames NAME.START to NAME.
+const (
+	nameDigits  = 20
+	startSuffix = ".START"
+	endSuffix   = ".END"
+	tempSuffix  = ".TEMP"
+)
+
+func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
+
+// segName is a segment file found in the log directory.
+type segName struct {
+	index uint64
+	path  string
+}
+
+// dirListing is what a log directory holds.
+type dirListing struct {
+	segs  []segName // NAME files, ascending
+	start *segName  // NAME.START left by an interrupted TruncateFront
+	ends  []string  // NAME.END files (tidwall/wal TruncateBack, never used here)
+	temps []string  // *.TEMP files left by an interrupted atomic write
+}
+
+// listDir reads a log directory; other files are ignored, as tidwall/wal does.
+func listDir(dir string) (dirListing, error) {
+	var d dirListing
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return d, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	for _, de := range des {
+		name := de.Name()
+		index, ok := parseIndex(name)
+		if de.IsDir() || !ok {
+			continue
+		}
+		sn := segName{index: index, path: filepath.Join(dir, name)}
+		switch rest := name[nameDigits:]; {
+		case rest == "":
+			d.segs = append(d.segs, sn)
+		case rest == startSuffix && d.start == nil:
+			d.start = &sn
+		case rest == endSuffix:
+			d.ends = append(d.ends, sn.path)
+		case strings.HasSuffix(rest, tempSuffix):
+			d.temps = append(d.temps, sn.path)
+		}
+	}
+	sort.Slice(d.segs, func(i, j int) bool { return d.segs[i].index < d.segs[j].index })
+	return d, nil
+}
+
+// parseIndex parses the 20-digit index a segment file name starts with.
+func parseIndex(name string) (uint64, bool) {
+	if len(name) < nameDigits {
+		return 0, false
+	}
+	index, err := strconv.ParseUint(name[:nameDigits], 10, 64)
+	return index, err == nil && index > 0
+}
+
+// effective returns the segments as they will be once an interrupted
+// truncation is finished: a START file stands for every segment up to its
+// index (those were about to be removed). A read-only Log reads it in place.
+func (d dirListing) effective() []segName {
+	if d.start == nil {
+		return d.segs
+	}
+	out := []segName{*d.start}
+	for _, s := range d.segs {
+		if s.index > d.start.index {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// prepareDir leaves a writable log directory in the state tidwall/wal's
+// Open expects and the repair can work on: leftover temp files removed, an
+// interrupted truncation finished (what tidwall/wal's load would do, plus
+// the directory fsync it lacks). It returns the segments.
+func prepareDir(dir string, d dirListing) ([]segName, error) {
+	if len(d.ends) > 0 {
+		return nil, fmt.Errorf("%w: unexpected tidwall/wal END file %s", ErrCorrupt, d.ends[0])
+	}
+	changed := len(d.temps) > 0
+	for _, p := range d.temps {
+		if err := os.Remove(p); err != nil {
+			return nil, fmt.Errorf("wal: remove temp file: %w", err)
+		}
+	}
+	if d.start != nil {
+		if err := finishStart(d); err != nil {
+			return nil, err
+		}
+		changed = true
+	}
+	if !changed {
+		return d.segs, nil
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	d, err := listDir(dir)
+	return d.segs, err
+}
+
+// finishStart removes the segments a START file replaces, then renames it.
+func finishStart(d dirListing) error {
+	for _, s := range d.segs {
+		if s.index > d.start.index {
+			break
+		}
+		if err := os.Remove(s.path); err != nil {
+			return fmt.Errorf("wal: finish interrupted truncation: %w", err)
+		}
+	}
+	final := d.start.path[:len(d.start.path)-len(startSuffix)]
+	if err := os.Rename(d.start.path, final); err != nil {
+		return fmt.Errorf("wal: finish interrupted truncation: %w", err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so that creates, renames and removes in it
+// survive a power loss.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("wal: fsync directory %s: %w", dir, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// Entry layout (one commit group; see doc.go):
+//
+//	| CRC-32C (4B LE) | Version (1B) | First LSN (8B LE) | Count (4B LE) |
+//	| Count × ( uvarint(len(record)) | record ) |
+//
+// tidwall/wal stores each entry as | uvarint(len(entry)) | entry |.
+//
+// These constants are part of the wire format and must not be changed;
+// testdata/entry.golden pins them.
+const (
+	entryVersion = 1  // the only version this package reads and writes
+	offVersion   = 4  // after the CRC
+	offFirstLSN  = 5  // after the version
+	offCount     = 13 // after the first LSN
+	headerSize   = 17 // CRC + version + first LSN + count
+)
+
+// castagnoli is the CRC-32C table; read-only after package init.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// entryHeader is the decoded fixed part of an entry.
+type entryHeader struct {
+	first LSN    // LSN of the entry's first record
+	count uint32 // records in the entry, > 0
+}
+
+// end returns the LSN just after the entry's last record.
+func (h entryHeader) end() LSN { return h.first + LSN(h.count) }
+
+// contains reports whether lsn is one of the entry's records.
+func (h entryHeader) contains(lsn LSN) bool { return lsn >= h.first && lsn < h.end() }
+
+// formatError is the reason why bytes are not a valid frame or entry.
+type formatError string
+
+func (e formatError) Error() string { return string(e) }
+
+// Reasons for rejecting a frame or an entry.
+const (
+	errShortFrame   formatError = "frame runs past the end of the file"
+	errZeroFrame    formatError = "zero-length frame"
+	errBadFrameLen  formatError = "unreadable frame length"
+	errShortEntry   formatError = "entry shorter than its header"
+	errBadCRC       formatError = "CRC mismatch"
+	errZeroCount    formatError = "entry with zero records"
+	errBadRecord    formatError = "record framing does not match the count"
+	errLSNOutOfLine formatError = "LSN discontinuity"
+)
+
+// newEntry returns an empty entry in dst's storage with room for the header.
+func newEntry(dst []byte) []byte {
+	return append(dst[:0], make([]byte, headerSize)...)
+}
+
+// appendRecord appends one record to an entry started with newEntry.
+func appendRecord(e, rec []byte) []byte {
+	e = binary.AppendUvarint(e, uint64(len(rec)))
+	return append(e, rec...)
+}
+
+// recordSize is the number of bytes appendRecord adds for a record of n bytes.
+func recordSize(n int) int { return uvarintLen(uint64(n)) + n }
+
+// sealEntry writes the header and the CRC into an entry built by newEntry
+// and appendRecord.
+func sealEntry(e []byte, h entryHeader) {
+	e[offVersion] = entryVersion
+	binary.LittleEndian.PutUint64(e[offFirstLSN:], h.first)
+	binary.LittleEndian.PutUint32(e[offCount:], h.count)
+	binary.LittleEndian.PutUint32(e, crc32.Checksum(e[offVersion:], castagnoli))
+}
+
+// encodeEntry builds a sealed entry holding recs, numbered from first.
+func encodeEntry(first LSN, recs [][]byte) []byte {
+	e := newEntry(nil)
+	for _, r := range recs {
+		e = appendRecord(e, r)
+	}
+	sealEntry(e, entryHeader{first: first, count: uint32(len(recs))})
+	return e
+}
+
+// peekHeader decodes the header without checking the CRC; it rejects what
+// can be rejected cheaply (length, version, zero count).
+func peekHeader(e []byte) (entryHeader, error) {
+	if len(e) < headerSize {
+		return entryHeader{}, errShortEntry
+	}
+	if v := e[offVersion]; v != entryVersion {
+		return entryHeader{}, formatError(fmt.Sprintf("unsupported version %d", v))
+	}
+	h := entryHeader{
+		first: binary.LittleEndian.Uint64(e[offFirstLSN:]),
+		count: binary.LittleEndian.Uint32(e[offCount:]),
+	}
+	if h.count == 0 {
+		return entryHeader{}, errZeroCount
+	}
+	return h, nil
+}
+
+// decodeEntry checks an entry completely (CRC, version, count, record
+// framing) and returns its header. The records follow e[headerSize:].
+func decodeEntry(e []byte) (entryHeader, error) {
+	if len(e) < headerSize {
+		return entryHeader{}, errShortEntry
+	}
+	if binary.LittleEndian.Uint32(e) != crc32.Checksum(e[offVersion:], castagnoli) {
+		return entryHeader{}, errBadCRC
+	}
+	h, err := peekHeader(e)
+	if err != nil {
+		return h, err
+	}
+	return h, checkRecords(e[headerSize:], h.count)
+}
+
+// checkRecords reports whether body holds exactly count framed records.
+func checkRecords(body []byte, count uint32) error {
+	for i := uint32(0); i < count; i++ {
+		var err error
+		if _, body, err = nextRecord(body); err != nil {
+			return err
+		}
+	}
+	if len(body) != 0 {
+		return errBadRecord
+	}
+	return nil
+}
+
+// nextRecord splits the first record off an entry body.
+func nextRecord(body []byte) (rec, rest []byte, err error) {
+	n, k := binary.Uvarint(body)
+	if k <= 0 || n > uint64(len(body)-k) {
+		return nil, nil, errBadRecord
+	}
+	end := k + int(n)
+	return body[k:end:end], body[end:], nil
+}
+
+// appendFrame frames an entry the way tidwall/wal's binary format does.
+func appendFrame(dst, e []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(e)))
+	return append(dst, e...)
+}
+
+// frameSize is the number of bytes tidwall/wal writes for an entry of n bytes.
+func frameSize(n int) int64 { return int64(uvarintLen(uint64(n)) + n) }
+
+// decodeFrame reads a frame header from b, the bytes at the frame's start;
+// avail is how many bytes the file holds from there on. It returns the
+// header length and the entry length.
+func decodeFrame(b []byte, avail int64) (hdr int, size int64, err error) {
+	n, k := binary.Uvarint(b)
+	switch {
+	case k == 0 && int64(len(b)) >= avail:
+		return 0, 0, errShortFrame // the varint itself is cut off
+	case k <= 0:
+		return 0, 0, errBadFrameLen
+	case n == 0:
+		return 0, 0, errZeroFrame
+	case n > uint64(avail-int64(k)):
+		return 0, 0, errShortFrame
+	}
+	return k, int64(n), nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}

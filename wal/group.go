@@ -1,0 +1,165 @@
+package wal
+
+import (
+	"fmt"
+	"math"
+)
+
+// Commit is the outcome of one commit group, shared by all its records.
+type Commit struct {
+	done chan struct{} // closed once the group is written (and fsynced under SyncAlways) or failed
+	err  error         // written before done is closed
+}
+
+// Wait blocks until the group is written and, under SyncAlways, fsynced;
+// it returns nil, or the error that poisoned the Log.
+func (c *Commit) Wait() error {
+	<-c.done
+	return c.err
+}
+
+// Done returns a channel closed when Wait would return.
+func (c *Commit) Done() <-chan struct{} { return c.done }
+
+func (c *Commit) finish(err error) {
+	c.err = err
+	close(c.done)
+}
+
+// group is a commit group on its way to disk: the records of one entry.
+type group struct {
+	buf    []byte  // the entry: header room (filled by the committer) then the records
+	first  LSN     // LSN of the first record
+	count  uint32  // records in buf
+	commit *Commit // shared by the group's records
+}
+
+func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
+
+// maxFreeBufs bounds the entry buffers kept for reuse.
+const maxFreeBufs = 4
+
+// Append adds a record to the log and returns its LSN and the Commit of
+// its group. It only copies the record under a short mutex and wakes the
+// committer, so it may be called while holding the caller's own lock; the
+// order of Append calls is the order of LSNs. rec may be reused once
+// Append returns.
+func (l *Log) Append(rec []byte) (LSN, *Commit, error) {
+	if l.opts.ReadOnly {
+		return 0, nil, ErrReadOnly
+	}
+	l.mu.Lock()
+	if err := l.appendErrLocked(len(rec)); err != nil {
+		l.mu.Unlock()
+		return 0, nil, err
+	}
+	g := l.groupForLocked(len(rec))
+	lsn := l.mu.nextLSN
+	l.mu.nextLSN++
+	g.buf = appendRecord(g.buf, rec)
+	g.count++
+	if len(g.buf) >= l.opts.MaxGroupBytes || g.count == math.MaxUint32 {
+		l.sealOpenLocked()
+	}
+	l.lastLSN.Store(lsn)
+	l.mu.Unlock()
+	l.wakeCommitter()
+	return lsn, g.commit, nil
+}
+
+// appendErrLocked says why a record of n bytes cannot be appended.
+func (l *Log) appendErrLocked(n int) error {
+	switch {
+	case l.mu.closed:
+		return ErrClosed
+	case l.mu.err != nil:
+		return l.mu.err
+	case n > l.opts.MaxRecordSize:
+		return fmt.Errorf("%w: %d bytes, Options.MaxRecordSize is %d", ErrTooLarge, n, l.opts.MaxRecordSize)
+	}
+	return nil
+}
+
+// groupForLocked returns the open group, first sealing it if a record of
+// n bytes would take it past MaxGroupBytes.
+func (l *Log) groupForLocked(n int) *group {
+	if g := l.mu.open; g != nil && g.count > 0 && len(g.buf)+recordSize(n) > l.opts.MaxGroupBytes {
+		l.sealOpenLocked()
+	}
+	if l.mu.open == nil {
+		l.mu.open = &group{
+			buf:    newEntry(l.freeBufLocked()),
+			first:  l.mu.nextLSN,
+			commit: &Commit{done: make(chan struct{})},
+		}
+	}
+	return l.mu.open
+}
+
+func (l *Log) freeBufLocked() []byte {
+	n := len(l.mu.free)
+	if n == 0 {
+		return nil
+	}
+	b := l.mu.free[n-1]
+	l.mu.free = l.mu.free[:n-1]
+	return b
+}
+
+// sealOpenLocked queues the open group for the committer.
+func (l *Log) sealOpenLocked() {
+	if g := l.mu.open; g != nil {
+		l.mu.sealed = append(l.mu.sealed, g)
+		l.mu.open = nil
+	}
+}
+
+// wakeCommitter tells the committer that groups are waiting.
+func (l *Log) wakeCommitter() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeGroups seals the open group and hands every queued group to the
+// committer; it takes back the buffers of groups already written.
+func (l *Log) takeGroups(dst []*group, done []*group) []*group {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range done {
+		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= 2*l.opts.MaxGroupBytes {
+			l.mu.free = append(l.mu.free, g.buf[:0])
+		}
+	}
+	l.sealOpenLocked()
+	dst = append(dst, l.mu.sealed...)
+	clear(l.mu.sealed)
+	l.mu.sealed = l.mu.sealed[:0]
+	return dst
+}
+
+// poison makes err sticky and fails every group not yet handed to the
+// committer. It returns the sticky error (the first one wins).
+func (l *Log) poison(err error) error {
+	l.mu.Lock()
+	if l.mu.err == nil {
+		l.mu.err = err
+	}
+	err = l.mu.err
+	l.sealOpenLocked()
+	pending := l.mu.sealed
+	l.mu.sealed = nil
+	l.mu.Unlock()
+	for _, g := range pending {
+		g.commit.finish(err)
+	}
+	return err
+}
+
+// Err returns the error that poisoned the Log, or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.err
+}

@@ -1,0 +1,406 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	twal "github.com/tidwall/wal"
+)
+
+// Log is a write-ahead log in one directory. See the package documentation
+// for its guarantees and concurrency rules.
+type Log struct {
+	dir  string
+	opts Options // resolved at Open; immutable
+
+	// mu guards the append side. It is held only to copy a record into the
+	// open group, so Append stays cheap.
+	mu struct {
+		sync.Mutex
+		open    *group   // group receiving records; nil when none
+		sealed  []*group // full groups waiting for the committer, in LSN order
+		free    [][]byte // entry buffers handed back by the committer
+		nextLSN LSN      // LSN the next record gets
+		closed  bool     // Close was called
+		err     error    // sticky write/fsync failure; nil while healthy
+	}
+
+	// seg guards the segment list and every segment's mutable fields. The
+	// committer takes it for writing to publish entries and rolls, and
+	// truncation to drop segments; readers take it for reading to find a
+	// segment, learn how far they may read and pin its file.
+	seg struct {
+		sync.RWMutex
+		list []*segment // ascending by first index; the last one is the tail
+	}
+
+	firstLSN   atomic.Uint64 // first LSN in the log; stored under seg
+	lastLSN    atomic.Uint64 // last LSN appended; stored under mu
+	writtenLSN atomic.Uint64 // last LSN in the segment files; stored by the committer under seg
+	durableLSN atomic.Uint64 // last LSN covered by an fsync; stored by the committer
+	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
+
+	report Report     // what Open cut or skipped; immutable after Open
+	cache  entryCache // recently decoded entries, for Read
+
+	wake   chan struct{} // capacity 1: groups are waiting for the committer
+	reqs   chan request  // Flush and TruncateFront requests to the committer
+	stop   chan struct{} // closed by Close to stop the committer
+	exited chan struct{} // closed by the committer when it returns
+	c      *committer    // nil when read-only; owned by its goroutine
+}
+
+// Open opens the log in dir, creating the directory if needed (unless
+// read-only). It cuts a torn tail of the last segment back to the last
+// whole entry and reports the cut in Report; damage anywhere else is
+// ErrCorrupt unless opts.Salvage is set. A nil opts means defaults.
+func Open(dir string, opts *Options) (*Log, error) {
+	return open(dir, opts, faults{})
+}
+
+func open(dir string, opts *Options, f faults) (*Log, error) {
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: o, wake: make(chan struct{}, 1),
+		reqs: make(chan request), stop: make(chan struct{}), exited: make(chan struct{})}
+	// 1. Find the segments, finishing an interrupted truncation first.
+	names, err := l.listSegments()
+	if err != nil {
+		return nil, err
+	}
+	// 2. Repair the tail, learn where every segment starts.
+	if err := l.load(names); err != nil {
+		l.releaseAll()
+		return nil, err
+	}
+	if o.ReadOnly {
+		close(l.exited) // no committer: requests get ErrClosed
+		if err := l.setLSNs(); err != nil {
+			l.releaseAll()
+			return nil, err
+		}
+		return l, nil
+	}
+	// 3. Hand the directory to tidwall/wal and start the committer.
+	if err := l.startCommitter(f); err != nil {
+		l.releaseAll()
+		return nil, err
+	}
+	return l, nil
+}
+
+// listSegments prepares the directory and returns its segments.
+func (l *Log) listSegments() ([]segName, error) {
+	if !l.opts.ReadOnly {
+		if err := os.MkdirAll(l.dir, l.opts.DirMode); err != nil {
+			return nil, fmt.Errorf("wal: create %s: %w", l.dir, err)
+		}
+	}
+	d, err := listDir(l.dir)
+	if err != nil || l.opts.ReadOnly {
+		return d.effective(), err
+	}
+	return prepareDir(l.dir, d)
+}
+
+// load opens every segment, repairs the tail and reads the sealed
+// segments' first headers (or, under Salvage, scans them all).
+func (l *Log) load(names []segName) error {
+	for _, n := range names {
+		file, err := openSegFile(n.path)
+		if err != nil {
+			return err
+		}
+		s := &segment{path: n.path, firstIndex: n.index, file: file}
+		l.seg.list = append(l.seg.list, s)
+		fi, err := file.f.Stat()
+		if err != nil {
+			return fmt.Errorf("wal: stat segment: %w", err)
+		}
+		s.size = fi.Size()
+	}
+	if len(l.seg.list) == 0 {
+		return nil
+	}
+	sealed := l.seg.list[:len(l.seg.list)-1]
+	for _, s := range sealed {
+		s.sealed = true
+	}
+	if err := l.repairTail(l.seg.list[len(l.seg.list)-1]); err != nil {
+		return err
+	}
+	if !l.opts.Salvage {
+		return l.readFirstHeaders(sealed)
+	}
+	if err := l.salvageSealed(sealed); err != nil {
+		return err
+	}
+	sort.SliceStable(l.report.Salvaged, func(i, j int) bool { // names sort by index
+		a, b := l.report.Salvaged[i], l.report.Salvaged[j]
+		return a.Segment < b.Segment || (a.Segment == b.Segment && a.Offset < b.Offset)
+	})
+	return nil
+}
+
+// readFirstHeaders learns each sealed segment's first LSN from the header
+// of its first entry (the rest is verified lazily, when first read) and
+// checks that first LSNs grow at least as fast as entry indexes.
+func (l *Log) readFirstHeaders(sealed []*segment) error {
+	r := &segReader{}
+	for _, s := range sealed {
+		r.reset(s.file.f)
+		_, h, err := r.header(0, s.size)
+		if err != nil && isFormatError(err) {
+			return corruptAt(s.loc(0, 0), "first entry of a sealed segment: "+err.Error())
+		}
+		if err != nil {
+			return fmt.Errorf("wal: read %s: %w", s.loc(0, 0), err)
+		}
+		s.firstLSN = h.first
+	}
+	return l.checkFirstLSNs()
+}
+
+// checkFirstLSNs checks that each segment starts at least one LSN per entry
+// after the previous one.
+func (l *Log) checkFirstLSNs() error {
+	list := l.seg.list
+	for i := 1; i < len(list); i++ {
+		prev, s := list[i-1], list[i]
+		if s.size == 0 || prev.firstLSN == 0 {
+			continue
+		}
+		if s.firstLSN < prev.firstLSN+(s.firstIndex-prev.firstIndex) {
+			return corruptAt(s.loc(0, 0), fmt.Sprintf("%s: segment starts at LSN %d but %s starts at LSN %d with %d entries",
+				errLSNOutOfLine, s.firstLSN, prev.path, prev.firstLSN, s.firstIndex-prev.firstIndex))
+		}
+	}
+	return nil
+}
+
+// startCommitter opens tidwall/wal on the repaired directory, derives the
+// next LSN and starts the committer goroutine.
+func (l *Log) startCommitter(f faults) error {
+	tw, err := twal.Open(l.dir, &twal.Options{
+		NoSync:           true, // the committer fsyncs
+		SegmentSize:      int(l.opts.SegmentSize),
+		LogFormat:        twal.Binary,
+		SegmentCacheSize: 1,
+		AllowEmpty:       true, // a repair may cut the only segment to nothing
+		DirPerms:         l.opts.DirMode,
+		FilePerms:        l.opts.FileMode,
+	})
+	if err != nil {
+		return fmt.Errorf("wal: open tidwall/wal in %s: %w", l.dir, err)
+	}
+	c, err := l.newCommitter(tw, f)
+	if err != nil {
+		_ = tw.Close()
+		return err
+	}
+	l.c = c
+	go c.run()
+	return nil
+}
+
+// newCommitter checks that tidwall/wal sees the segments this package
+// sees, and makes everything on disk durable so DurableLSN can start at
+// WrittenLSN.
+func (l *Log) newCommitter(tw *twal.Log, f faults) (*committer, error) {
+	f.fill()
+	if err := syncDir(l.dir); err != nil { // tidwall/wal may have created segment 1
+		return nil, err
+	}
+	if len(l.seg.list) == 0 {
+		if err := l.adoptFirstSegment(); err != nil {
+			return nil, err
+		}
+	}
+	tail := l.seg.list[len(l.seg.list)-1]
+	if err := l.checkTidwall(tw, tail); err != nil {
+		return nil, err
+	}
+	if err := tw.Sync(); err != nil {
+		return nil, fmt.Errorf("wal: fsync %s: %w", tail.path, err)
+	}
+	if err := l.setLSNs(); err != nil {
+		return nil, err
+	}
+	c := &committer{l: l, tw: tw, f: f, tail: tail, tailBytes: tail.size,
+		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour)}
+	c.timer.Stop()
+	return c, nil
+}
+
+// adoptFirstSegment registers the segment tidwall/wal created in an empty
+// directory.
+func (l *Log) adoptFirstSegment() error {
+	d, err := listDir(l.dir)
+	if err != nil {
+		return err
+	}
+	if len(d.segs) != 1 || d.segs[0].index != 1 {
+		return fmt.Errorf("wal: tidwall/wal created %d segments in an empty directory, want one with index 1", len(d.segs))
+	}
+	file, err := openSegFile(d.segs[0].path)
+	if err != nil {
+		return err
+	}
+	l.seg.list = []*segment{{path: d.segs[0].path, firstIndex: 1, file: file, indexed: true}}
+	return nil
+}
+
+// checkTidwall compares tidwall/wal's first and last index with ours.
+func (l *Log) checkTidwall(tw *twal.Log, tail *segment) error {
+	first, err := tw.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("wal: tidwall/wal: %w", err)
+	}
+	last, err := tw.LastIndex()
+	if err != nil {
+		return fmt.Errorf("wal: tidwall/wal: %w", err)
+	}
+	wantLast := tail.firstIndex + uint64(tail.entries) - 1
+	if first != l.seg.list[0].firstIndex || last != wantLast {
+		return fmt.Errorf("%w: tidwall/wal sees entries %d-%d, segments hold %d-%d",
+			ErrCorrupt, first, last, l.seg.list[0].firstIndex, wantLast)
+	}
+	return nil
+}
+
+// setLSNs derives the next LSN from the last segment holding records (or
+// StartLSN) and initializes the LSN counters.
+func (l *Log) setLSNs() error {
+	next, err := l.endOfLog()
+	if err != nil {
+		return err
+	}
+	first := next
+	if len(l.seg.list) > 0 {
+		tail := l.seg.list[len(l.seg.list)-1]
+		if tail.entries == 0 {
+			tail.firstLSN, tail.endLSN = next, next
+		}
+		first = l.seg.list[0].firstLSN
+	}
+	l.mu.nextLSN = next
+	l.firstLSN.Store(first)
+	for _, a := range []*atomic.Uint64{&l.lastLSN, &l.writtenLSN, &l.durableLSN} {
+		a.Store(next - 1)
+	}
+	if t := l.report.Torn; t != nil && t.Entries > 0 && t.FirstLSN == 0 {
+		t.FirstLSN = next // the torn entries were the first of the tail
+	}
+	return nil
+}
+
+// endOfLog returns the LSN after the last record, indexing the last
+// sealed segment if the tail holds no records.
+func (l *Log) endOfLog() (LSN, error) {
+	for i := len(l.seg.list) - 1; i >= 0; i-- {
+		s := l.seg.list[i]
+		if err := l.ensureIndexed(s); err != nil {
+			return 0, err
+		}
+		if s.entries > 0 {
+			return s.endLSN, nil
+		}
+	}
+	return l.opts.StartLSN, nil
+}
+
+// releaseAll drops the list's references on the segment files.
+func (l *Log) releaseAll() {
+	l.seg.Lock()
+	defer l.seg.Unlock()
+	for _, s := range l.seg.list {
+		s.drop()
+	}
+	l.seg.list = nil
+}
+
+// Report returns what Open cut or skipped.
+func (l *Log) Report() Report { return l.report.clone() }
+
+// FirstLSN returns the LSN of the first record still in the log (for an
+// empty log, the LSN the first record will get).
+func (l *Log) FirstLSN() LSN { return l.firstLSN.Load() }
+
+// LastLSN returns the LSN of the last record appended, written or not;
+// FirstLSN-1 when the log is empty.
+func (l *Log) LastLSN() LSN { return l.lastLSN.Load() }
+
+// WrittenLSN returns the LSN of the last record written to the segment
+// files: readable, but not necessarily durable.
+func (l *Log) WrittenLSN() LSN { return l.writtenLSN.Load() }
+
+// DurableLSN returns the LSN of the last record covered by an fsync.
+func (l *Log) DurableLSN() LSN { return l.durableLSN.Load() }
+
+// Segments describes the segment files, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.seg.RLock()
+	defer l.seg.RUnlock()
+	out := make([]SegmentInfo, len(l.seg.list))
+	for i, s := range l.seg.list {
+		out[i] = s.info()
+	}
+	return out
+}
+
+// Size returns the bytes held by the segment files.
+func (l *Log) Size() int64 {
+	l.seg.RLock()
+	defer l.seg.RUnlock()
+	var n int64
+	for _, s := range l.seg.list {
+		n += s.size
+	}
+	return n
+}
+
+// Flush writes and fsyncs every record appended so far, whatever the sync
+// mode. It returns the sticky error if the Log is poisoned.
+func (l *Log) Flush() error {
+	if l.opts.ReadOnly {
+		return nil
+	}
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.sealOpenLocked()
+	l.mu.Unlock()
+	return l.request(request{})
+}
+
+// Close flushes, stops the committer, closes tidwall/wal and the segment
+// files, and returns the sticky error if the Log was poisoned. Readers
+// still open keep their segment file open until their own Close. A second
+// Close returns ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.mu.closed = true
+	l.sealOpenLocked()
+	l.mu.Unlock()
+	l.closed.Store(true)
+	var err error
+	if l.c != nil {
+		close(l.stop)
+		<-l.exited
+		err = l.c.closeErr
+	}
+	l.releaseAll()
+	return err
+}

@@ -1,0 +1,121 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// LSN is a record's log sequence number. The first record of a new log is
+// Options.StartLSN (1 by default); LSN 0 means "none".
+type LSN = uint64
+
+// SyncMode says when the log fsyncs.
+type SyncMode uint8
+
+const (
+	SyncAlways   SyncMode = iota // fsync every group before its Wait returns
+	SyncInterval                 // write at once, fsync at most every Options.SyncInterval
+	SyncNever                    // fsync only at segment roll-over and Close
+)
+
+// Defaults applied by Open to zero-valued Options fields.
+const (
+	defaultSegmentSize   = 8 << 20
+	defaultSyncInterval  = 50 * time.Millisecond
+	defaultMaxGroupBytes = 4 << 20
+	defaultMaxRecordSize = 64 << 20
+	defaultFileMode      = os.FileMode(0o600)
+	defaultDirMode       = os.FileMode(0o700)
+)
+
+// Limits checked by Open.
+const (
+	minSegmentSize = 64      // smaller segments would roll after every entry anyway
+	maxSizeOption  = 1 << 30 // bound for the byte-size options (1 GiB)
+)
+
+// Options configure a Log. Open copies them; a nil *Options means defaults.
+// A zero field means its default.
+type Options struct {
+	SegmentSize   int64         // target bytes per segment; default 8 MiB
+	Sync          SyncMode      // default SyncAlways
+	SyncInterval  time.Duration // SyncInterval's period; default 50ms
+	MaxGroupBytes int           // records gathered into one entry; default 4 MiB
+	MaxRecordSize int           // largest record accepted; default 64 MiB
+	Salvage       bool          // skip damaged entries in sealed segments instead of failing Open/reads
+	FileMode      os.FileMode   // default 0600
+	DirMode       os.FileMode   // default 0700
+
+	// StartLSN is the LSN of the first record when the log holds no
+	// records (a new directory, or one whose only segment was cut back to
+	// empty by repair); default 1. It is ignored when the log holds records.
+	// A caller that keeps its own high-water mark (a snapshot) passes
+	// mark+1 so that LSNs are never reused.
+	StartLSN LSN
+	// ReadOnly opens the log without tidwall/wal and without repairing or
+	// writing anything: a torn tail is reported by Report but not cut, and
+	// Append, Flush's writes and TruncateFront are refused. Used by tools
+	// (verify, dump) and tests.
+	ReadOnly bool
+}
+
+// resolveOptions copies opts, fills in defaults and validates the result.
+func resolveOptions(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.fillDefaults()
+	return o, o.validate()
+}
+
+func (o *Options) fillDefaults() {
+	if o.SegmentSize == 0 {
+		o.SegmentSize = defaultSegmentSize
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = defaultSyncInterval
+	}
+	if o.MaxGroupBytes == 0 {
+		o.MaxGroupBytes = defaultMaxGroupBytes
+	}
+	if o.MaxRecordSize == 0 {
+		o.MaxRecordSize = defaultMaxRecordSize
+	}
+	if o.FileMode == 0 {
+		o.FileMode = defaultFileMode
+	}
+	if o.DirMode == 0 {
+		o.DirMode = defaultDirMode
+	}
+	if o.StartLSN == 0 {
+		o.StartLSN = 1
+	}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.SegmentSize < minSegmentSize || o.SegmentSize > maxSizeOption:
+		return invalid("SegmentSize", o.SegmentSize)
+	case o.Sync > SyncNever:
+		return invalid("Sync", o.Sync)
+	case o.SyncInterval < 0:
+		return invalid("SyncInterval", o.SyncInterval)
+	case o.MaxGroupBytes < 0 || o.MaxGroupBytes > maxSizeOption:
+		return invalid("MaxGroupBytes", o.MaxGroupBytes)
+	case o.MaxRecordSize < 0 || o.MaxRecordSize > maxSizeOption:
+		return invalid("MaxRecordSize", o.MaxRecordSize)
+	case o.FileMode&^os.ModePerm != 0:
+		return invalid("FileMode", o.FileMode)
+	case o.DirMode&^os.ModePerm != 0:
+		return invalid("DirMode", o.DirMode)
+	case o.StartLSN >= 1<<62:
+		return invalid("StartLSN", o.StartLSN)
+	}
+	return nil
+}
+
+func invalid(field string, v any) error {
+	return fmt.Errorf("%w: %s = %v", ErrInvalidOptions, field, v)
+}

@@ -1,0 +1,42 @@
+package wal
+
+import "fmt"
+
+// Damage describes one damaged region of a segment file: a torn tail that
+// Open cut, entries skipped under Options.Salvage, or a problem found by
+// Verify.
+type Damage struct {
+	Segment  string // file path
+	Offset   int64  // byte offset of the damage in the segment
+	Bytes    int64  // bytes cut or skipped
+	Entries  int    // whole entries lost, where known
+	FirstLSN LSN    // first LSN lost, 0 when unknown
+	LastLSN  LSN    // last LSN lost, 0 when unknown
+	Reason   string
+}
+
+func (d Damage) String() string {
+	lost := "LSNs unknown"
+	if d.FirstLSN != 0 && d.LastLSN != 0 {
+		lost = fmt.Sprintf("LSNs %d-%d", d.FirstLSN, d.LastLSN)
+	}
+	return fmt.Sprintf("%s offset %d: %d bytes, %d entries, %s: %s",
+		d.Segment, d.Offset, d.Bytes, d.Entries, lost, d.Reason)
+}
+
+// Report says what Open repaired or skipped. From Verify, Torn is a torn
+// tail that Open would cut and Salvaged lists every other damaged region.
+type Report struct {
+	Torn     *Damage  // tail cut on Open; nil when the tail was clean
+	Salvaged []Damage // entries skipped under Options.Salvage
+}
+
+// clone returns a deep copy so callers cannot alter the Log's report.
+func (r Report) clone() Report {
+	out := Report{Salvaged: append([]Damage(nil), r.Salvaged...)}
+	if r.Torn != nil {
+		t := *r.Torn
+		out.Torn = &t
+	}
+	return out
+}

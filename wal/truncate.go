@@ -1,0 +1,97 @@
+package wal
+
+import (
+	"fmt"
+	"sort"
+)
+
+// TruncateFront removes every whole segment all of whose records are below
+// lsn. The tail segment, and the last segment holding records, are never
+// removed, so a log that holds records keeps some. FirstLSN advances to the
+// first LSN of the first segment kept. It returns nil if nothing is
+// removed.
+//
+// The removal runs on the committer goroutine (it owns tidwall/wal), so it
+// waits for the groups being written. Readers positioned in a removed
+// segment finish reading it from their open handle; Readers and Reads that
+// start below the new FirstLSN get ErrNotFound.
+func (l *Log) TruncateFront(lsn LSN) error {
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return l.request(request{truncate: true, lsn: lsn})
+}
+
+// request hands a request to the committer and waits for its outcome.
+func (l *Log) request(req request) error {
+	req.done = make(chan error, 1)
+	select {
+	case l.reqs <- req:
+	case <-l.exited:
+		return ErrClosed
+	}
+	return <-req.done
+}
+
+// truncateFront runs on the committer goroutine.
+func (c *committer) truncateFront(lsn LSN) error {
+	if err := c.l.Err(); err != nil {
+		return err
+	}
+	target, i := c.l.truncateTarget(lsn)
+	if i == 0 {
+		return nil
+	}
+	// tidwall/wal removes every segment before the one holding the index
+	// and rewrites that one from the index on (NAME.START.TEMP, fsync,
+	// rename to NAME.START, remove older files, rename to NAME). Cutting at
+	// the segment's first index keeps the rewrite to a copy of one segment;
+	// it still costs a read and a write of up to SegmentSize bytes.
+	if err := c.tw.TruncateFront(target.firstIndex); err != nil {
+		return c.l.poison(fmt.Errorf("wal: truncate front at index %d (LSN %d) failed, log poisoned: %w",
+			target.firstIndex, target.firstLSN, err))
+	}
+	if err := syncDir(c.l.dir); err != nil {
+		return c.l.poison(fmt.Errorf("%w (after truncation), log poisoned", err))
+	}
+	file, err := openSegFile(target.path) // the rewritten copy
+	if err != nil {
+		return c.l.poison(fmt.Errorf("wal: after truncation: %w; log poisoned", err))
+	}
+	c.l.dropFront(i, file)
+	return nil
+}
+
+// truncateTarget returns the first segment to keep for TruncateFront(lsn)
+// and its position: the last segment starting at or below lsn, but no
+// later than the last segment that holds records.
+func (l *Log) truncateTarget(lsn LSN) (*segment, int) {
+	l.seg.RLock()
+	defer l.seg.RUnlock()
+	list := l.seg.list
+	last := len(list) - 1
+	for last > 0 && list[last].size == 0 {
+		last--
+	}
+	i := sort.Search(last+1, func(i int) bool { return list[i].firstLSN > lsn }) - 1
+	if i <= 0 {
+		return nil, 0
+	}
+	return list[i], i
+}
+
+// dropFront removes the first i segments from the list and gives segment i
+// its new file handle. Handles are closed once no reader pins them.
+func (l *Log) dropFront(i int, file *segFile) {
+	l.seg.Lock()
+	defer l.seg.Unlock()
+	list := l.seg.list
+	for _, s := range list[:i] {
+		s.drop()
+	}
+	target := list[i]
+	_ = target.file.release() // read-only handle: a close error loses nothing
+	target.file = file
+	l.seg.list = append([]*segment(nil), list[i:]...)
+	l.firstLSN.Store(target.firstLSN)
+}
