@@ -66,3 +66,52 @@ func ExampleTyped() {
 	m.Ack()
 	// Output: resize 3
 }
+
+// Work ordered by priority: a key's place is its most urgent value, and a
+// pull takes a key's values together.
+func ExampleOpenSorted() {
+	dir, _ := os.MkdirTemp("", "walq-example")
+	defer os.RemoveAll(dir)
+	sq, _ := queue.OpenSorted[int](dir, nil)
+	defer sq.Close()
+	ctx := context.Background()
+	sq.Publish(ctx, 3, "customer-7", []byte("report"))
+	sq.Publish(ctx, 1, "customer-42", []byte("invoice"))
+	sq.Publish(ctx, 2, "customer-7", []byte("refund"))
+
+	batches, _ := sq.Pull(ctx, 100)
+	for _, b := range batches {
+		fmt.Print(b.Key)
+		for _, v := range b.Values {
+			fmt.Printf(" %d:%s", v.Sort, v.Payload)
+		}
+		fmt.Println()
+		b.Ack()
+	}
+	// Output:
+	// customer-42 1:invoice
+	// customer-7 2:refund 3:report
+}
+
+// Per-customer batching: a customer's records are shipped together once the
+// oldest has waited the window.
+func ExampleOpenWindowed() {
+	dir, _ := os.MkdirTemp("", "walq-example")
+	defer os.RemoveAll(dir)
+	w, _ := queue.OpenWindowed(dir, &queue.WindowOptions{Window: 50 * time.Millisecond})
+	defer w.Close()
+	ctx := context.Background()
+	w.Publish(ctx, "customer-42", []byte("a"))
+	w.Publish(ctx, "customer-42", []byte("b"))
+	if _, err := w.TryPull(100); errors.Is(err, queue.ErrEmpty) {
+		fmt.Println("window still open")
+	}
+	batches, _ := w.Pull(ctx, 100) // waits until the window closes
+	for _, b := range batches {
+		fmt.Println(b.Key, len(b.Values), "values")
+		b.Ack()
+	}
+	// Output:
+	// window still open
+	// customer-42 2 values
+}

@@ -143,6 +143,15 @@ func (b *Batch[K]) Extend(d time.Duration) error { return b.q.extendBatch(b.Leas
 // DeadLetter moves all the batch's values to the dead set.
 func (b *Batch[K]) DeadLetter(reason string) error { return b.q.deadBatch(b.Lease, reason) }
 
+// Ack acks the batch leased as lease (Batch.Lease), for a process that
+// holds the lease number but not the Batch. Leases survive a clean Close.
+func (s *Sorted[K]) Ack(lease uint64) error { return s.q.ackBatch(lease) }
+
+// Nack is Batch.Nack by lease number.
+func (s *Sorted[K]) Nack(lease uint64, delay time.Duration) error {
+	return s.q.nackBatch(lease, delay)
+}
+
 // WindowOptions configures a windowed queue.
 type WindowOptions struct {
 	SortedOptions
