@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -135,3 +136,5 @@ func segments(t *testing.T, dir string) []string {
 	require.NoError(t, err)
 	return m
 }
+
+func ncpu() int { return runtime.GOMAXPROCS(0) }

@@ -41,10 +41,11 @@ type committer struct {
 	tw *twal.Log
 	f  faults
 
-	batch  twal.Batch // reused for every write
-	groups []*group   // groups being written
-	done   []*group   // groups written; their buffers go back to Log.mu.free
-	frames []int64    // framed size of each group's entry
+	batch      twal.Batch // reused for every write
+	batchBytes int        // bytes in batch (its buffer's capacity is at least the largest so far)
+	groups     []*group   // groups being written
+	done       []*group   // groups written; their buffers go back to Log.mu.free
+	frames     []int64    // framed size of each group's entry
 
 	nextIndex uint64   // tidwall/wal index the next entry will get
 	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
@@ -113,17 +114,21 @@ func (c *committer) commit() {
 	}
 	c.done = append(c.done, c.groups...)
 	clear(c.groups)
+	if c.batchBytes > maxFreeBuf {
+		c.batch = twal.Batch{} // do not pin the memory of a large batch
+	}
 }
 
 // write writes the groups with one WriteBatch, then publishes the new
 // entries to readers.
 func (c *committer) write() error {
 	c.batch.Clear()
-	c.frames = c.frames[:0]
+	c.frames, c.batchBytes = c.frames[:0], 0
 	for i, g := range c.groups {
 		sealEntry(g.buf, g.header())
 		c.batch.Write(c.nextIndex+uint64(i), g.buf)
 		c.frames = append(c.frames, frameSize(len(g.buf)))
+		c.batchBytes += len(g.buf)
 	}
 	plan := planRolls(c.tailBytes, c.l.opts.SegmentSize, c.frames)
 	if err := c.f.writeBatch(c.tw, &c.batch); err != nil {

@@ -3,6 +3,7 @@ package wal_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -490,5 +491,138 @@ func TestNoPanicOnGarbage(t *testing.T) {
 			_, _ = l.Verify()
 			closeLog(t, l)
 		}
+	}
+}
+
+// TestTailSalvageCut: under Salvage, damage in the last segment with valid
+// entries after it is cut there, and the LSNs dropped are reported.
+func TestTailSalvageCut(t *testing.T) {
+	src, lay := pristine(t)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	tail := lastSegEntries(lay)
+	e := tail[len(tail)/2]
+	seg := filepath.Join(dir, filepath.Base(e.seg))
+	flipBit(t, seg, e.off+e.size-1)
+	opts := harnessOpts
+	opts.Salvage = true
+	l := openLog(t, dir, &opts)
+	defer closeLog(t, l)
+	rep := l.Report()
+	last := lay[len(lay)-1]
+	if rep.Torn != nil || len(rep.Salvaged) != 1 {
+		t.Fatalf("Report = %+v", rep)
+	}
+	if d := rep.Salvaged[0]; d.Offset != e.off || d.FirstLSN != e.first || d.LastLSN != last.first || d.Segment != seg {
+		t.Fatalf("Salvaged[0] = %+v, want offset %d LSNs %d-%d", d, e.off, e.first, last.first)
+	}
+	checkRecords(t, l, 1, 0, int(e.first-1))
+	if fi, err := os.Stat(seg); err != nil || fi.Size() != e.off {
+		t.Fatalf("tail not cut at %d: %v %v", e.off, fi.Size(), err)
+	}
+}
+
+// TestReadOnlyTornTail: a read-only Log reports a torn tail without
+// cutting it, reads the whole entries before it, and Verify agrees.
+func TestReadOnlyTornTail(t *testing.T) {
+	src, lay := pristine(t)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	last := lay[len(lay)-1]
+	seg := filepath.Join(dir, filepath.Base(last.seg))
+	if err := os.Truncate(seg, last.off+last.size-3); err != nil {
+		t.Fatal(err)
+	}
+	before := dirSnapshot(t, dir)
+	opts := harnessOpts
+	opts.ReadOnly = true
+	l := openLog(t, dir, &opts)
+	rep := l.Report()
+	if rep.Torn == nil || rep.Torn.Offset != last.off || rep.Torn.Bytes != last.size-3 {
+		t.Fatalf("Torn = %+v", rep.Torn)
+	}
+	checkRecords(t, l, 1, 0, harnessRecords-1)
+	vrep, err := l.Verify()
+	if err != nil || vrep.Torn == nil || *vrep.Torn != *rep.Torn || len(vrep.Salvaged) != 0 {
+		t.Fatalf("Verify = %+v (torn %+v), %v; want the same torn tail", vrep, vrep.Torn, err)
+	}
+	closeLog(t, l)
+	if after := dirSnapshot(t, dir); after != before {
+		t.Fatal("read-only Open changed the directory")
+	}
+}
+
+// TestVerifyReadOnlySalvage: a damaged sealed segment is listed by Verify
+// on a read-only, salvaging Log (how a verify tool inspects a broken log).
+func TestVerifyReadOnlySalvage(t *testing.T) {
+	src, lay := pristine(t)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	e := middleSealed(lay)
+	flipBit(t, filepath.Join(dir, filepath.Base(e.seg)), e.off+e.size-1)
+	l := openLog(t, dir, &wal.Options{ReadOnly: true, Salvage: true})
+	defer closeLog(t, l)
+	rep, err := l.Verify()
+	if !errors.Is(err, wal.ErrCorrupt) || len(rep.Salvaged) != 1 || rep.Salvaged[0].FirstLSN != e.first || rep.Salvaged[0].LastLSN != e.first {
+		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}
+
+// TestEmptyTailSegment: a crash right after a roll leaves an empty last
+// segment; Open learns the next LSN from the segment before it.
+func TestEmptyTailSegment(t *testing.T) {
+	src, lay := pristine(t)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	segs := segmentFiles(t, dir)
+	lastIndex := uint64(len(lay)) // one entry per record, indexes from 1
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", lastIndex+1)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := harnessOpts
+	opts.StartLSN = 7 // ignored: the log holds records
+	l := openLog(t, dir, &opts)
+	if n := len(l.Segments()); n != len(segs)+1 || l.WrittenLSN() != harnessRecords {
+		t.Fatalf("%d segments, WrittenLSN %d", n, l.WrittenLSN())
+	}
+	appendN(t, l, harnessRecords, 5)
+	closeLog(t, l)
+	l = openLog(t, dir, &opts)
+	defer closeLog(t, l)
+	checkRecords(t, l, 1, 0, harnessRecords+5)
+}
+
+// TestOnlySegmentTornToNothing: after truncation left one segment, a tear
+// that empties it leaves a log with no records; StartLSN then says where
+// numbering resumes.
+func TestOnlySegmentTornToNothing(t *testing.T) {
+	dir := t.TempDir()
+	opts := &wal.Options{SegmentSize: 4 << 10, MaxGroupBytes: 512}
+	l := openLog(t, dir, opts)
+	appendN(t, l, 0, 300)
+	if err := l.TruncateFront(1 << 40); err != nil {
+		t.Fatal(err)
+	}
+	segs := l.Segments()
+	closeLog(t, l)
+	switch {
+	case len(segs) == 2 && segs[1].Bytes == 0: // an empty tail after a roll: drop it
+		if err := os.Remove(segs[1].Path); err != nil {
+			t.Fatal(err)
+		}
+	case len(segs) != 1:
+		t.Fatalf("segments after truncation: %+v", segs)
+	}
+	if err := os.Truncate(segs[0].Path, 0); err != nil {
+		t.Fatal(err)
+	}
+	opts.StartLSN = 301
+	l = openLog(t, dir, opts)
+	defer closeLog(t, l)
+	if l.FirstLSN() != 301 || l.WrittenLSN() != 300 {
+		t.Fatalf("First/Written %d/%d, want 301/300", l.FirstLSN(), l.WrittenLSN())
+	}
+	if lsn := appendN(t, l, 300, 1)[0]; lsn != 301 {
+		t.Fatalf("next LSN %d, want 301", lsn)
 	}
 }

@@ -24,8 +24,8 @@ func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
 
 // segName is a segment file found in the log directory.
 type segName struct {
-	index uint64
-	path  string
+	index uint64 // tidwall/wal index of its first entry, from the name
+	path  string // file path
 }
 
 // dirListing is what a log directory holds.

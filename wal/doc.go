@@ -2,36 +2,65 @@
 // log sequence number (LSN), stored in segment files written through
 // github.com/tidwall/wal and framed so that every byte is checked.
 //
+// # Usage
+//
+//	l, err := wal.Open(dir, nil) // nil: defaults (SyncAlways, 8 MiB segments)
+//	lsn, commit, err := l.Append(rec) // cheap; call it under your own lock
+//	err = commit.Wait()               // durable once it returns nil
+//	r := l.NewReader(lsn)             // or l.Read(lsn) for one record
+//	lsn, rec, err = r.Next()          // io.EOF once caught up
+//	err = l.TruncateFront(lsn)        // drop whole segments below lsn
+//	err = l.Close()
+//
 // # Guarantees
 //
-//   - Records are numbered 1, 2, 3, … in the order Append was called; an LSN
-//     is never reused, and it is stable across restarts, repairs and
-//     truncation.
+//   - Records are numbered Options.StartLSN (1 by default), +1, +2, … in
+//     the order Append was called; an LSN is stable across restarts,
+//     repairs and truncation. It is never reused, except for the records
+//     of a torn tail (never acknowledged under SyncAlways) and those dropped
+//     by a Salvage cut of the last segment. A log left with no records at
+//     all (its only segment torn to nothing) resumes at StartLSN, so a
+//     caller with its own high-water mark passes mark+1.
 //   - Group commit: records appended while the previous group was being
 //     written form the next group, which is written as one log entry with
 //     one CRC and, under SyncAlways, covered by one fsync. Commit.Wait
 //     returns only after the fsync that covers its record.
 //   - A failed write or fsync poisons the Log: the error is sticky, every
-//     later Append and Wait returns it, and nothing is retried and trusted
-//     (the kernel may have dropped the dirty pages).
+//     later Append, Flush, TruncateFront and Wait returns it, and nothing
+//     is retried and trusted (the kernel may have dropped the dirty pages).
+//     Reads of what was written before keep working. Reopen to recover.
 //   - Every segment create, rename and remove is followed by an fsync of the
-//     directory.
+//     directory (tidwall/wal does none).
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage;
-//     the cut is reported by Report. Damage anywhere else is ErrCorrupt,
-//     wrapped with the segment, the byte offset and the entry index, unless
-//     Options.Salvage is set, in which case the damaged entries are skipped
-//     and each skip is reported.
+//     the cut is reported by Report().Torn. Damage anywhere else is
+//     ErrCorrupt, wrapped with the segment, the byte offset and the entry
+//     index: in the last segment and in sealed segments' first headers at
+//     Open; elsewhere in sealed segments when a Reader or Read first touches
+//     the segment (each sealed segment is verified in full, once, on first
+//     use), or by Verify. Nothing is ever truncated silently.
+//   - With Options.Salvage every sealed segment is scanned at Open; damaged
+//     entries are skipped (Readers jump over them, Read returns ErrNotFound
+//     for their LSNs) and each skip is reported in Report().Salvaged with the
+//     LSNs lost. Damage in the last segment is then cut at its first bad
+//     entry, dropping what follows, and reported the same way.
+//   - Options.ReadOnly opens without tidwall/wal and writes nothing: a torn
+//     tail is reported but not cut. Verify checks every entry of every
+//     segment; to inspect a damaged log, open it ReadOnly with Salvage.
 //
 // # Sync modes and what a crash can lose
 //
 //   - SyncAlways (default): nothing whose Wait returned nil is lost.
 //   - SyncInterval: groups are written at once and fsynced at most every
-//     Options.SyncInterval; a power loss can lose the records of the last
-//     interval. A process crash (kill -9) loses nothing that was written.
-//   - SyncNever: fsync only at segment roll-over and Close; a power loss can
-//     lose everything since the last roll-over; a process crash loses
-//     nothing that was written.
+//     Options.SyncInterval; Wait returns after the write. A power loss can
+//     lose the records of the last interval. A process crash (kill -9)
+//     loses nothing that was written.
+//   - SyncNever: fsync only at segment roll-over, Flush and Close; Wait
+//     returns after the write. A power loss can lose everything since the
+//     last roll-over; a process crash loses nothing that was written.
+//
+// In every mode Flush returns once everything appended before it is
+// written and fsynced, and DurableLSN tells what an fsync covers.
 //
 // # On-disk format
 //
@@ -47,20 +76,58 @@
 //	| First LSN (8B, little endian) | Count (4B, little endian) |
 //	| Count × ( uvarint(len(record)) | record ) |
 //
-// The CRC-32C (Castagnoli) covers every byte after itself. The records of an
-// entry have LSNs First LSN … First LSN+Count-1, and the First LSN of an
-// entry is the First LSN plus Count of the entry before it. These constants
-// are part of the wire format and must not be changed; testdata/entry.golden
-// pins them.
+// The CRC-32C (Castagnoli) covers every byte after itself. Count is at
+// least 1. The records of an entry have LSNs First LSN … First LSN+Count-1,
+// and the First LSN of an entry is the First LSN plus Count of the entry
+// before it, across segment boundaries too. These constants are part of
+// the wire format and must not be changed; testdata/entry.golden pins them.
+//
+// tidwall/wal rolls to a new segment before a batch if the tail holds more
+// than Options.SegmentSize bytes, and after any entry that brings it to at
+// least SegmentSize; so a segment exceeds SegmentSize by less than one
+// entry, and a batch that fills a segment exactly leaves an empty tail.
+// TruncateFront leaves NAME.START (and NAME.START.TEMP) files if
+// interrupted; Open finishes the truncation and removes temp files.
+//
+// # Crash recovery at Open
+//
+//  1. Remove *.TEMP files; finish an interrupted truncation (remove the
+//     segments a NAME.START file replaces, rename it); fsync the directory.
+//  2. Scan the last segment: framing, CRC, version, LSN continuity. At the
+//     first bad entry, search every later offset for a valid entry: if one
+//     exists, fail with ErrCorrupt (or cut under Salvage); otherwise
+//     ftruncate at the bad entry, fsync the file and the directory, and
+//     report the cut.
+//  3. Read the first entry header of every sealed segment (one small pread
+//     each) and check that first LSNs grow at least as fast as entry
+//     indexes. (Under Salvage: scan them all.)
+//  4. Open tidwall/wal, check that it sees the same first and last index,
+//     fsync the directory and the tail; WrittenLSN and DurableLSN start at
+//     the last record on disk.
 //
 // # Concurrency
 //
 // A Log is safe for concurrent use. Append only copies the record into the
-// open group under a short mutex, so callers may call it while holding their
-// own lock, which is how they fix the order of their records. One committer
-// goroutine owns the tidwall/wal handle; it writes groups, fsyncs, rolls and
-// truncates segments. Readers never call tidwall/wal's Read (it mutates a
-// shared cache under a read lock): they pread the segment files themselves,
-// and only up to the bytes the committer has finished writing. A Reader is
-// not safe for concurrent use; create one per goroutine.
+// open group under a short mutex (Log.mu), so callers may call it while
+// holding their own lock, which is how they fix the order of their records.
+// One committer goroutine owns the tidwall/wal handle; it writes groups,
+// fsyncs, rolls and truncates segments (TruncateFront and Flush are
+// requests to it). The segment list and each segment's size and index are
+// guarded by an RWMutex (Log.seg): the committer publishes a write under it
+// only after WriteBatch returned, so readers see only whole entries.
+// Readers never call tidwall/wal's Read (it mutates a shared cache under a
+// read lock): they pread the segment files themselves through read-only
+// handles that are reference counted. A Reader pins the file of the
+// segment it is reading, so TruncateFront never closes a file under it; the
+// file (and its disk space, once removed) is released when the Reader
+// moves on or is closed. A Reader is not safe for concurrent use; create
+// one per goroutine, and Close it.
+//
+// # Memory
+//
+// tidwall/wal keeps the tail segment in memory (up to SegmentSize). Each
+// Reader has a 256 KiB read-ahead buffer; Read keeps the last four decoded
+// entries (one, if larger than 1 MiB). Each indexed segment keeps a sparse
+// index of one point per 64 KiB. Appended records wait in memory until
+// written; Append does not block when the disk falls behind.
 package wal

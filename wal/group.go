@@ -36,8 +36,13 @@ type group struct {
 
 func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
 
-// maxFreeBufs bounds the entry buffers kept for reuse.
-const maxFreeBufs = 4
+// The committer hands written groups' buffers back for reuse: at most
+// maxFreeBufs of them, of at most maxFreeBuf bytes (large groups are rare;
+// keeping their buffers would pin memory).
+const (
+	maxFreeBufs = 4
+	maxFreeBuf  = 1 << 20
+)
 
 // Append adds a record to the log and returns its LSN and the Commit of
 // its group. It only copies the record under a short mutex and wakes the
@@ -128,7 +133,7 @@ func (l *Log) takeGroups(dst []*group, done []*group) []*group {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range done {
-		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= 2*l.opts.MaxGroupBytes {
+		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf {
 			l.mu.free = append(l.mu.free, g.buf[:0])
 		}
 	}

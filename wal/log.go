@@ -44,14 +44,16 @@ type Log struct {
 	durableLSN atomic.Uint64 // last LSN covered by an fsync; stored by the committer
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
 
-	report Report     // what Open cut or skipped; immutable after Open
-	cache  entryCache // recently decoded entries, for Read
+	report  Report     // what Open cut or skipped; immutable after Open
+	cache   entryCache // recently decoded entries, for Read
+	readers sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
 
 	wake   chan struct{} // capacity 1: groups are waiting for the committer
 	reqs   chan request  // Flush and TruncateFront requests to the committer
 	stop   chan struct{} // closed by Close to stop the committer
 	exited chan struct{} // closed by the committer when it returns
 	c      *committer    // nil when read-only; owned by its goroutine
+	lock   *os.File      // holds the directory's flock; nil when read-only
 }
 
 // Open opens the log in dir, creating the directory if needed (unless
@@ -69,9 +71,12 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 	}
 	l := &Log{dir: dir, opts: o, wake: make(chan struct{}, 1),
 		reqs: make(chan request), stop: make(chan struct{}), exited: make(chan struct{})}
-	// 1. Find the segments, finishing an interrupted truncation first.
+	l.readers.New = func() any { return &segReader{ahead: indexSpacing} }
+	// 1. Lock the directory; find the segments, finishing an interrupted
+	//    truncation first.
 	names, err := l.listSegments()
 	if err != nil {
+		l.unlock()
 		return nil, err
 	}
 	// 2. Repair the tail, learn where every segment starts.
@@ -81,14 +86,12 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 	}
 	if o.ReadOnly {
 		close(l.exited) // no committer: requests get ErrClosed
-		if err := l.setLSNs(); err != nil {
-			l.releaseAll()
-			return nil, err
-		}
-		return l, nil
+		err = l.setLSNs()
+	} else {
+		// 3. Hand the directory to tidwall/wal and start the committer.
+		err = l.startCommitter(f)
 	}
-	// 3. Hand the directory to tidwall/wal and start the committer.
-	if err := l.startCommitter(f); err != nil {
+	if err != nil {
 		l.releaseAll()
 		return nil, err
 	}
@@ -100,6 +103,10 @@ func (l *Log) listSegments() ([]segName, error) {
 	if !l.opts.ReadOnly {
 		if err := os.MkdirAll(l.dir, l.opts.DirMode); err != nil {
 			return nil, fmt.Errorf("wal: create %s: %w", l.dir, err)
+		}
+		var err error
+		if l.lock, err = lockDir(l.dir, l.opts.FileMode); err != nil {
+			return nil, err
 		}
 	}
 	d, err := listDir(l.dir)
@@ -152,7 +159,7 @@ func (l *Log) load(names []segName) error {
 // of its first entry (the rest is verified lazily, when first read) and
 // checks that first LSNs grow at least as fast as entry indexes.
 func (l *Log) readFirstHeaders(sealed []*segment) error {
-	r := &segReader{}
+	r := &segReader{ahead: 64} // a header, not the segment
 	for _, s := range sealed {
 		r.reset(s.file.f)
 		_, h, err := r.header(0, s.size)
@@ -315,14 +322,23 @@ func (l *Log) endOfLog() (LSN, error) {
 	return l.opts.StartLSN, nil
 }
 
-// releaseAll drops the list's references on the segment files.
+// releaseAll drops the list's references on the segment files and
+// releases the directory lock.
 func (l *Log) releaseAll() {
 	l.seg.Lock()
-	defer l.seg.Unlock()
 	for _, s := range l.seg.list {
 		s.drop()
 	}
 	l.seg.list = nil
+	l.seg.Unlock()
+	l.unlock()
+}
+
+func (l *Log) unlock() {
+	if l.lock != nil {
+		_ = l.lock.Close() // closing the file releases the flock
+		l.lock = nil
+	}
 }
 
 // Report returns what Open cut or skipped.
@@ -354,7 +370,8 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
-// Size returns the bytes held by the segment files.
+// Size returns the bytes held by the segment files (for a read-only Log,
+// not counting a torn tail).
 func (l *Log) Size() int64 {
 	l.seg.RLock()
 	defer l.seg.RUnlock()
@@ -368,16 +385,16 @@ func (l *Log) Size() int64 {
 // Flush writes and fsyncs every record appended so far, whatever the sync
 // mode. It returns the sticky error if the Log is poisoned.
 func (l *Log) Flush() error {
-	if l.opts.ReadOnly {
-		return nil
-	}
 	l.mu.Lock()
-	if l.mu.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
+	closed := l.mu.closed
 	l.sealOpenLocked()
 	l.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case l.opts.ReadOnly:
+		return nil
+	}
 	return l.request(request{})
 }
 

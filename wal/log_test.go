@@ -181,3 +181,48 @@ func dirSnapshot(t testing.TB, dir string) string {
 	}
 	return s
 }
+
+// TestNoFileLeak: after Close and Reader.Close, no segment file stays open,
+// even across rolls and truncations with Readers pinning removed segments.
+func TestNoFileLeak(t *testing.T) {
+	before := openFDs(t)
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 4 << 10, MaxGroupBytes: 512})
+	appendN(t, l, 0, 300)
+	r := l.NewReader(1)
+	if _, _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateFront(200); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(250); err != nil {
+		t.Fatal(err)
+	}
+	closeLog(t, l)
+	r.Close()
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d file descriptors open before, %d after", before, after)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	des, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(des)
+}
+
+func TestDirectoryLock(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, nil)
+	if _, err := wal.Open(dir, nil); err == nil {
+		t.Fatal("a second writable Open of the same directory succeeded")
+	}
+	ro := openLog(t, dir, &wal.Options{ReadOnly: true}) // tools may look
+	closeLog(t, ro)
+	closeLog(t, l)
+	closeLog(t, openLog(t, dir, nil))
+}

@@ -38,11 +38,11 @@ const (
 // Options configure a Log. Open copies them; a nil *Options means defaults.
 // A zero field means its default.
 type Options struct {
-	SegmentSize   int64         // target bytes per segment; default 8 MiB
+	SegmentSize   int64         // target bytes per segment; default 8 MiB; 64 B to 1 GiB
 	Sync          SyncMode      // default SyncAlways
 	SyncInterval  time.Duration // SyncInterval's period; default 50ms
-	MaxGroupBytes int           // records gathered into one entry; default 4 MiB
-	MaxRecordSize int           // largest record accepted; default 64 MiB
+	MaxGroupBytes int           // records gathered into one entry; default 4 MiB; at most 1 GiB
+	MaxRecordSize int           // largest record accepted; default 64 MiB; at most 1 GiB
 	Salvage       bool          // skip damaged entries in sealed segments instead of failing Open/reads
 	FileMode      os.FileMode   // default 0600
 	DirMode       os.FileMode   // default 0700

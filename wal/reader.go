@@ -234,7 +234,9 @@ func (l *Log) readEntry(lsn LSN) (*decodedEntry, error) {
 	l.seg.RLock()
 	limit := s.size
 	l.seg.RUnlock()
-	r := &segReader{f: file.f, ahead: indexSpacing}
+	r := l.readers.Get().(*segReader)
+	defer l.readers.Put(r)
+	r.reset(file.f)
 	off, ord, want := pt.off, pt.ord, pt.lsn
 	for off < limit {
 		n, h, err := r.header(off, limit)
@@ -311,8 +313,13 @@ func (d *decodedEntry) record(lsn LSN) []byte {
 	return append([]byte{}, b[k:k+int(n)]...)
 }
 
-// cacheSlots is the number of decoded entries Read keeps.
-const cacheSlots = 4
+// cacheSlots is the number of decoded entries Read keeps; cacheBigEntry is
+// the entry size above which the cache keeps that entry alone, so that it
+// holds at most max(cacheSlots × cacheBigEntry, one entry) bytes.
+const (
+	cacheSlots    = 4
+	cacheBigEntry = 1 << 20
+)
 
 // entryCache keeps the last few entries Read decoded, so that reading
 // consecutive LSNs (or a few interleaved streams of them) reads and checks
@@ -332,5 +339,12 @@ func (c *entryCache) get(lsn LSN) *decodedEntry {
 }
 
 func (c *entryCache) put(e *decodedEntry) {
-	c.slots[c.next.Add(1)%cacheSlots].Store(e)
+	if len(e.data) <= cacheBigEntry {
+		c.slots[c.next.Add(1)%cacheSlots].Store(e)
+		return
+	}
+	for i := range c.slots {
+		c.slots[i].Store(nil)
+	}
+	c.slots[0].Store(e)
 }

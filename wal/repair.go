@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -125,8 +126,8 @@ func scanSegmentFrom(r *segReader, s *segment, off int64) (scanResult, error) {
 
 // offsetReader reads a file from a fixed offset on.
 type offsetReader struct {
-	f   interface{ ReadAt([]byte, int64) (int, error) }
-	off int64
+	f   io.ReaderAt // the file
+	off int64       // file offset that reads as offset 0
 }
 
 func (o offsetReader) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p, o.off+off) }

@@ -100,12 +100,15 @@ func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, n
 }
 
 // findValid searches, byte by byte, for the first offset in [from, limit)
-// where a whole valid entry starts. When floor is not 0, entries numbered
-// below it are ignored (they cannot continue the log).
+// where a whole valid entry starts. When floor (the first LSN after the last
+// valid entry) is not 0, only entries that can continue the log count: they
+// start at or after floor, and no further after it than there are bytes
+// before them (every record takes at least one byte). These checks, and the
+// ones of header, reject almost every offset before the CRC is computed.
 func findValid(r *segReader, from, limit int64, floor LSN) (int64, entryHeader, bool, error) {
 	for off := from; off < limit; off++ {
 		_, h, err := r.header(off, limit)
-		if err != nil || (floor != 0 && h.first < floor) {
+		if err != nil || (floor != 0 && (h.first < floor || h.first-floor > uint64(off))) {
 			if err != nil && !isFormatError(err) {
 				return 0, h, false, err
 			}

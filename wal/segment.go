@@ -155,11 +155,11 @@ const readAhead = 256 << 10
 // segReader reads entries of one segment file with pread through a
 // read-ahead buffer. Slices it returns are valid until its next call.
 type segReader struct {
-	f     io.ReaderAt
-	ahead int    // bytes to read at once; readAhead when 0
-	buf []byte // buf[:n] holds the file's bytes from off
-	off int64
-	n   int
+	f     io.ReaderAt // the segment file
+	ahead int         // bytes to read at once; readAhead when 0
+	buf   []byte      // buf[:n] holds the file's bytes from offset off
+	off   int64       // file offset of buf[0]
+	n     int         // valid bytes in buf
 }
 
 func (r *segReader) reset(f io.ReaderAt) {
@@ -231,6 +231,9 @@ func (r *segReader) header(off, limit int64) (int64, entryHeader, error) {
 		return 0, entryHeader{}, errShortEntry
 	}
 	h, err := peekHeader(b[k:])
+	if err == nil && int64(h.count) > size-headerSize {
+		err = errBadRecord // every record takes at least one byte
+	}
 	return int64(k) + size, h, err
 }
 

@@ -1,0 +1,91 @@
+package wal_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/walq/walq/wal"
+)
+
+// BenchmarkAppend measures Append+Wait of 128-byte records: one goroutine
+// and 64 goroutines under SyncAlways (group commit), and SyncNever.
+func BenchmarkAppend(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		sync       wal.SyncMode
+		goroutines int
+	}{
+		{"SyncAlways/goroutines=1", wal.SyncAlways, 1},
+		{"SyncAlways/goroutines=64", wal.SyncAlways, 64},
+		{"SyncNever/goroutines=1", wal.SyncNever, 1},
+		{"SyncNever/goroutines=64", wal.SyncNever, 64},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			l := openLog(b, b.TempDir(), &wal.Options{Sync: bc.sync})
+			rec := make([]byte, 128)
+			b.SetBytes(int64(len(rec)))
+			b.SetParallelism(max(1, bc.goroutines/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			if bc.goroutines == 1 {
+				for range b.N {
+					appendWait(b, l, rec)
+				}
+			} else {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						appendWait(b, l, rec)
+					}
+				})
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			closeLog(b, l)
+		})
+	}
+}
+
+func appendWait(b *testing.B, l *wal.Log, rec []byte) {
+	_, c, err := l.Append(rec)
+	if err == nil {
+		err = c.Wait()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRead measures Read of consecutive LSNs (the entry cache path)
+// and a Reader scan, over 128-byte records in groups of about 64.
+func BenchmarkRead(b *testing.B) {
+	l := openLog(b, b.TempDir(), &wal.Options{Sync: wal.SyncNever, MaxGroupBytes: 64 * 130})
+	defer closeLog(b, l)
+	const n = 100000
+	rec := make([]byte, 128)
+	for range n {
+		if _, _, err := l.Append(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Read/consecutive", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := l.Read(wal.LSN(i%n + 1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	b.Run("Reader", func(b *testing.B) {
+		r := l.NewReader(1)
+		defer r.Close()
+		for range b.N {
+			if _, _, err := r.Next(); err != nil {
+				r.Close()
+				r = l.NewReader(1)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+}
