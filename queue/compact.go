@@ -94,10 +94,11 @@ func (q *Queue) snapshot() error {
 	return nil
 }
 
-// lowWaterLocked is the lowest LSN the live messages need: the cursor, or
-// the payload record of the oldest message the table holds.
+// lowWaterLocked is the lowest LSN the live messages need: the cursor (or,
+// when no never-delivered message is left after it, the next LSN), or the
+// payload record of the oldest message the indexes hold.
 func (q *Queue) lowWaterLocked() uint64 {
-	low := q.mu.st.cursor
+	low := q.cursorNeedLocked()
 	if loc, ok := q.mu.st.table.MinLoc(); ok && loc < low {
 		low = loc
 	}
@@ -107,12 +108,21 @@ func (q *Queue) lowWaterLocked() uint64 {
 	return low
 }
 
+// cursorNeedLocked is the lowest LSN the cursor region needs: the cursor,
+// or past the last record when no never-delivered message is left.
+func (q *Queue) cursorNeedLocked() uint64 {
+	if q.mu.st.pending == 0 {
+		return q.mu.st.last + 1
+	}
+	return q.mu.st.cursor
+}
+
 // movePinned copies forward every message whose payload record lies in a
 // segment before the one that holds the cursor, so that those segments can
 // go. It returns how many it moved.
 func (q *Queue) movePinned() (int, error) {
 	q.mu.Lock()
-	target := q.segmentStart(q.mu.st.cursor)
+	target := q.segmentStart(q.cursorNeedLocked())
 	var pinned []index.Entry
 	q.mu.st.table.Ascend(func(e index.Entry) bool {
 		if e.Loc < target {

@@ -261,3 +261,19 @@ func TestConcurrentConsumersEachMessageOnce(t *testing.T) {
 		require.Equal(t, 1, n, "message %s delivered %d times", k, n)
 	}
 }
+
+func TestDrainReclaimsDisk(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{SegmentSize: 4096})
+	defer q.Close()
+	for i := 0; i < 300; i++ {
+		enqueue(t, q, fmt.Sprintf("message %03d", i))
+	}
+	for i := 0; i < 300; i++ {
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	require.NoError(t, q.Compact())
+	st := q.Stats()
+	require.Len(t, st.Segments, 1, "a drained queue keeps only the tail segment")
+	require.Zero(t, st.LiveBytes)
+}
