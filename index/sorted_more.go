@@ -141,3 +141,17 @@ func (s *Sorted) HasValueAt(v SortedValue) bool {
 	cur, ok := s.dead.Get(SortedValue{Seq: v.Seq})
 	return ok && cur.Loc == v.Loc
 }
+
+// Drop removes a pending or dead value for good.
+func (s *Sorted) Drop(v SortedValue) bool {
+	if cur, ok := s.pending.Get(v); ok {
+		s.unplace(v.Key)
+		s.pending.Delete(cur)
+		s.cached -= int64(len(cur.Payload))
+		s.bytes -= int64(cur.Size)
+		s.place(v.Key)
+		return true
+	}
+	_, ok := s.RemoveDead(v.Seq)
+	return ok
+}

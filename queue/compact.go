@@ -3,8 +3,7 @@ package queue
 import (
 	"fmt"
 
-	"github.com/walq/walq/index"
-	"github.com/walq/walq/recovery"
+		"github.com/walq/walq/recovery"
 )
 
 // Compact takes a snapshot now and removes the log segments that neither
@@ -53,7 +52,10 @@ func (q *Queue) compact() error {
 	if !q.overBound(live) {
 		return nil
 	}
-	moved, err := q.movePinned()
+	q.mu.Lock()
+	target := q.segmentStart(q.mu.st.last)
+	q.mu.Unlock()
+	moved, err := q.movePinned(target, false)
 	if err != nil || moved == 0 {
 		return err
 	}
@@ -117,49 +119,6 @@ func (q *Queue) cursorNeedLocked() uint64 {
 	return q.mu.st.cursor
 }
 
-// movePinned copies forward every message whose payload record lies in a
-// segment before the one that holds the cursor, so that those segments can
-// go. It returns how many it moved.
-func (q *Queue) movePinned() (int, error) {
-	q.mu.Lock()
-	target := q.segmentStart(q.cursorNeedLocked())
-	var pinned []index.Entry
-	q.mu.st.table.Ascend(func(e index.Entry) bool {
-		if e.Loc < target {
-			pinned = append(pinned, e)
-		}
-		return true
-	})
-	var values []index.SortedValue
-	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
-		if v.Loc < target {
-			values = append(values, v)
-		}
-		return true
-	})
-	q.mu.Unlock()
-	moved := 0
-	for _, e := range pinned {
-		ok, err := q.moveOne(e)
-		if err != nil {
-			return moved, err
-		}
-		if ok {
-			moved++
-		}
-	}
-	for _, v := range values {
-		ok, err := q.moveValue(v)
-		if err != nil {
-			return moved, err
-		}
-		if ok {
-			moved++
-		}
-	}
-	return moved, q.log.Flush()
-}
-
 // segmentStart returns the first LSN of the segment that holds lsn.
 func (q *Queue) segmentStart(lsn uint64) uint64 {
 	start := uint64(0)
@@ -171,38 +130,3 @@ func (q *Queue) segmentStart(lsn uint64) uint64 {
 	return start
 }
 
-// moveOne copies the payload record of e forward if e is still where it
-// was; it reads the payload without the lock.
-func (q *Queue) moveOne(e index.Entry) (bool, error) {
-	r, err := q.readRecord(e.Loc)
-	if err != nil {
-		return false, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	cur, ok := q.mu.st.table.Get(e.Seq)
-	if !ok || cur.Loc != e.Loc {
-		return false, nil
-	}
-	mv := &record{Op: opMove, Seq: e.Seq, ID: cur.ID, At: q.now(), Enq: cur.EnqueuedAt,
-		Count: cur.Deliveries, Headers: r.Headers, Payload: r.Payload}
-	_, err = q.appendLocked(mv, nil)
-	return err == nil, err
-}
-
-// moveValue copies a sorted queue's pending or dead value forward.
-func (q *Queue) moveValue(v index.SortedValue) (bool, error) {
-	r, err := q.readRecord(v.Loc)
-	if err != nil {
-		return false, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	mv := &record{Op: opMove, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort,
-		At: q.now(), Enq: v.At, Payload: r.Payload}
-	if !q.mu.st.sorted.HasValueAt(v) {
-		return false, nil
-	}
-	_, err = q.appendLocked(mv, nil)
-	return err == nil, err
-}

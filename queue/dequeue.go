@@ -171,13 +171,16 @@ func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		if _, delayed := st.table.Get(lsn); delayed {
-			st.cursor = lsn + 1
-			continue
-		}
 		r := new(record)
 		if err := decodeRecord(b, r); err != nil {
 			return 0, nil, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		if r.Due != 0 {
+			// Enqueued with a delay: the table owns it (applyEnqueue), and
+			// still does or did until it was acked or purged. Asking the
+			// table instead would deliver an acked one a second time.
+			st.cursor = lsn + 1
+			continue
 		}
 		return lsn, r, len(b), nil
 	}

@@ -60,6 +60,20 @@
 // Close, leases keep running until their deadline, so a receipt can be
 // acked by the next process.
 //
+// # Sorted and windowed queues
+//
+// OpenSorted opens a queue of values ordered by a sort key (any integer,
+// float or string type, or time.Time) and grouped by a message key. A
+// key's place is the smallest sort key among its pending values; Pull
+// returns whole keys in that order, each with all its pending values, and
+// leases each key's batch like a message: Ack removes it, Nack, an expired
+// lease or a crash puts its values back at their own sort keys, and after
+// MaxDeliveries they go to the dead set. OpenWindowed is the form whose
+// sort key is the publish time: a key is due Window after its oldest
+// pending value was published, and a blocking Pull sleeps exactly until
+// the next key is due. Both run on the same log, snapshots and recovery as
+// the ack queue.
+//
 // # Memory and disk
 //
 // A message that was never delivered costs no memory: it is an enqueue

@@ -47,7 +47,10 @@ func ReadLog(dir string, from uint64, fn func(Record) error) error {
 		}
 		return fn(publicRecord(lsn, &r, len(b)))
 	})
-	return wrapCorrupt("read log", err)
+	if err != nil {
+		return wrapCorrupt("read log", err)
+	}
+	return nil
 }
 
 func openReadOnly(dir string) (*wal.Log, error) {

@@ -82,27 +82,84 @@ func (q *Queue) recover(st *state, snapLSN uint64) error {
 	if first := q.log.FirstLSN(); first > snapLSN+1 {
 		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
 	}
-	// 4. Replay every record after the snapshot.
+	// 4. Replay every record after the snapshot. A salvaging open skips the
+	// records that no longer apply because others were lost.
+	skipped := 0
 	n, err := recovery.Replay(q.log, snapLSN+1, func(lsn uint64, b []byte) error {
 		var r record
-		if err := decodeRecord(b, &r); err != nil {
-			return err
+		err := decodeRecord(b, &r)
+		if err == nil {
+			err = st.apply(lsn, &r, len(b))
 		}
-		return st.apply(lsn, &r, len(b))
+		if err != nil && q.opts.Salvage {
+			skipped++
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		return wrapCorrupt("replay", err)
 	}
-	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report()}
+	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Skipped: skipped, Clean: st.clean, Log: q.log.Report()}
 	q.mu.st = st
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN
-	q.mu.cursor = q.log.NewReader(st.cursor)
+	q.resetCursorLocked()
 	// 5. A crashed process's consumers died with it: their leases end now.
 	if !st.clean {
-		return q.requeueCrashed()
+		if err := q.requeueCrashed(); err != nil {
+			return err
+		}
+	}
+	// 6. After a salvage, copy what lives in damaged segments forward and
+	// cut them off, so that the damage is gone from disk.
+	return q.rewritePastDamage()
+}
+
+// rewritePastDamage moves every live message out of the segments up to the
+// last damaged one, drops those whose records were lost, recounts the
+// never-delivered messages and truncates the log past the damage.
+func (q *Queue) rewritePastDamage() error {
+	target := q.pastDamage()
+	if target == 0 {
+		return nil
+	}
+	moved, err := q.movePinned(target, true)
+	q.recovery.Rewritten = moved
+	if err == nil {
+		err = q.snapshot()
+	}
+	if err != nil {
+		return fmt.Errorf("queue: rewrite past damaged log: %w", err)
 	}
 	return nil
+}
+
+// pastDamage returns the first LSN of the segment after the last one with
+// salvaged damage, or 0 when no sealed segment is damaged.
+func (q *Queue) pastDamage() uint64 {
+	damaged := map[string]bool{}
+	for _, d := range q.recovery.Log.Salvaged {
+		damaged[d.Segment] = true
+	}
+	var target uint64
+	segs := q.log.Segments()
+	for i := 0; i+1 < len(segs); i++ {
+		if damaged[segs[i].Path] {
+			target = segs[i+1].FirstLSN
+		}
+	}
+	return target
+}
+
+// resetCursorLocked points the cursor's reader at the cursor. The log may
+// start after the cursor: compaction cuts past it when nothing after it is
+// live, so reading starts where the log does.
+func (q *Queue) resetCursorLocked() {
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
+	}
+	q.mu.cursor = q.log.NewReader(max(q.mu.st.cursor, q.log.FirstLSN()))
 }
 
 // requeueCrashed ends every lease left by a crashed process: the message is

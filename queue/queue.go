@@ -39,12 +39,15 @@ type Queue struct {
 	wg         sync.WaitGroup
 	compacting atomic.Bool // a background compaction is running
 	compactMu  sync.Mutex  // one snapshot at a time
+	moveMu     sync.Mutex  // one copy-forward pass at a time
 }
 
 // Recovery says what Open found and did.
 type Recovery struct {
 	SnapshotLSN uint64        // LSN of the snapshot loaded; 0 when none
 	Replayed    int           // log records replayed after it
+	Skipped     int           // records a salvaging open could not apply (others were lost)
+	Rewritten   int           // messages a salvaging open copied past the damage or dropped
 	Requeued    int           // leases of a crashed process made ready again
 	DeadOnOpen  int           // of those, messages that reached MaxDeliveries
 	Clean       bool          // the previous process closed the queue cleanly

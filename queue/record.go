@@ -35,7 +35,11 @@ const (
 	opValueRevive op = 18 // a dead value made pending again
 	opValuePurge  op = 19 // a dead value removed for good
 
-	lastOp = opValuePurge
+	// Compaction and repair.
+	opAdvance op = 20 // the cursor moves to Seq; with flagRecount, Enq and Due are the new pending count and bytes
+	opDrop    op = 21 // a message (flagSorted: a value) whose record was lost to log damage is forgotten
+
+	lastOp = opDrop
 )
 
 // recordFields is the number of fields in every record's msgpack array.
@@ -44,7 +48,9 @@ const recordFields = 15
 // Record flags.
 const (
 	flagProducerID = 1 // an enqueue whose ID the producer chose: it takes part in dedup
-	flagSorted     = 2 // a move of a sorted queue's value
+	flagSorted     = 2 // a move or drop of a sorted queue's value
+	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size
+	flagRecount    = 8 // an advance that resets the pending count
 )
 
 // record is one state change, stored in the log as a msgpack array:

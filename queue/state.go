@@ -65,6 +65,11 @@ func (s *state) apply(lsn uint64, r *record, size int) error {
 		return s.applySorted(lsn, r, size)
 	case opClose:
 		return nil
+	case opAdvance:
+		s.applyAdvance(r)
+		return nil
+	case opDrop:
+		return s.applyDrop(r)
 	}
 	e, ok := s.table.Get(r.Seq)
 	if !ok {
@@ -178,6 +183,9 @@ func (s *state) applyMove(lsn uint64, r *record, size int) error {
 		s.counts.Moved++
 		return nil
 	}
+	if r.Flags&flagCursor != 0 {
+		return s.applyCursorMove(lsn, r, size)
+	}
 	e, ok := s.table.Get(r.Seq)
 	if !ok {
 		return fmt.Errorf("%w: move of unknown message %d", ErrCorrupt, r.Seq)
@@ -197,9 +205,50 @@ func (s *state) forgetID(e index.Entry, at int64) {
 
 func opName(o op) string {
 	names := [...]string{"?", "enqueue", "lease", "ack", "nack", "extend", "expire", "dead", "requeue-dead", "purge", "move", "close",
-		"publish", "pull", "batch-ack", "batch-return", "batch-extend", "batch-dead", "value-revive", "value-purge"}
+		"publish", "pull", "batch-ack", "batch-return", "batch-extend", "batch-dead", "value-revive", "value-purge",
+		"advance", "drop"}
 	if int(o) < len(names) {
 		return names[o]
 	}
 	return fmt.Sprintf("op%d", o)
+}
+
+// applyCursorMove indexes a never-delivered message copied forward: it
+// leaves the cursor's count and becomes a ready entry whose payload is the
+// move record.
+func (s *state) applyCursorMove(lsn uint64, r *record, size int) error {
+	if r.Seq < s.cursor {
+		return fmt.Errorf("%w: move %d of message %d behind the cursor %d", ErrCorrupt, lsn, r.Seq, s.cursor)
+	}
+	if _, ok := s.table.Get(r.Seq); ok {
+		return fmt.Errorf("%w: move %d of indexed message %d", ErrCorrupt, lsn, r.Seq)
+	}
+	s.pending--
+	s.pendingBytes -= int64(r.Size)
+	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq, State: index.Ready})
+	s.counts.Moved++
+	return nil
+}
+
+func (s *state) applyAdvance(r *record) {
+	s.cursor = max(s.cursor, r.Seq)
+	if r.Flags&flagRecount != 0 {
+		s.pending, s.pendingBytes = r.Enq, r.Due
+	}
+}
+
+// applyDrop forgets a message or sorted value whose record was lost.
+func (s *state) applyDrop(r *record) error {
+	if r.Flags&flagSorted != 0 {
+		if !s.sorted.Drop(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
+			return fmt.Errorf("%w: drop of unknown value %d", ErrCorrupt, r.Seq)
+		}
+		return nil
+	}
+	e, ok := s.table.Delete(r.Seq)
+	if !ok {
+		return fmt.Errorf("%w: drop of unknown message %d", ErrCorrupt, r.Seq)
+	}
+	s.forgetID(e, r.At)
+	return nil
 }

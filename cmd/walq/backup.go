@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// backupDir copies the tree at src to dst, which must not exist, and
+// fsyncs every file and directory it creates, so that the copy is on disk
+// before the caller changes src. It returns the bytes copied.
+func backupDir(e *env, src, dst string) (int64, error) {
+	if _, err := os.Lstat(dst); err == nil {
+		return 0, fmt.Errorf("backup %s already exists", dst)
+	}
+	if inside(src, dst) {
+		return 0, fmt.Errorf("backup %s is inside %s", dst, src)
+	}
+	bar := e.bytesBar(treeBytes(src), "backup")
+	defer bar.done()
+	var n int64
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.Mkdir(target, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("backup: %s is not a regular file", path)
+		}
+		c, err := copyFile(path, target)
+		n += c
+		bar.add(c)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("backup %s to %s: %w", src, dst, err)
+	}
+	if err := syncTree(dst); err != nil {
+		return n, err
+	}
+	return n, syncDir(filepath.Dir(dst))
+}
+
+// copyFile copies the regular file src to the new file dst with src's
+// permissions, and fsyncs it.
+func copyFile(src, dst string) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return 0, err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// syncTree fsyncs every directory under root, root included, so that the
+// names of the copied files are durable too.
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return syncDir(path)
+	})
+}
+
+// syncDir fsyncs the directory dir.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// treeBytes returns the bytes of the regular files under root, for
+// progress; errors are left for the copy to report.
+func treeBytes(root string) int64 {
+	var n int64
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// inside reports whether path is dir or lies under it.
+func inside(dir, path string) bool {
+	a, err1 := filepath.Abs(dir)
+	b, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(a, b)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

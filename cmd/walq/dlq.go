@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/walq/walq/queue"
+)
+
+// dlqPage is how many dead letters are read at a time.
+const dlqPage = 256
+
+var dlqExits = []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound}
+
+var dlqListCmd = &command{
+	name:  "dlq list",
+	args:  "[--json] [--limit N] DIR",
+	short: "list the dead letters",
+	long: `Dlq list prints the dead letters of the queue in DIR, oldest first: id,
+sequence, deliveries, enqueue time, payload bytes and the reason it was
+dead-lettered. With --json, one JSON object a line, payload included.`,
+	example: `walq dlq list /var/lib/app/jobs
+walq dlq list --json /var/lib/app/jobs | jq -r .id`,
+	exits: dlqExits,
+	nargs: [2]int{1, 1},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		asJSON := fs.Bool("json", false, "one JSON object a line, with payloads")
+		limit := fs.Int("limit", 0, "list at most `N` (0: all)")
+		return func(e *env, args []string) error { return runDLQList(e, args[0], *asJSON, *limit) }
+	},
+}
+
+var dlqShowCmd = &command{
+	name:  "dlq show",
+	args:  "[--json] DIR ID",
+	short: "show one dead letter with its payload",
+	long: `Dlq show prints the dead letter ID of the queue in DIR: its fields,
+headers and payload (as text when printable, else base64).`,
+	example: `walq dlq show /var/lib/app/jobs order-1234`,
+	exits:   dlqExits,
+	nargs:   [2]int{2, 2},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		return func(e *env, args []string) error { return runDLQShow(e, args[0], args[1], *asJSON) }
+	},
+}
+
+var dlqRequeueCmd = &command{
+	name:  "dlq requeue",
+	args:  "DIR ID | --all DIR",
+	short: "make dead letters ready again",
+	long: `Dlq requeue makes the dead letter ID (or, with --all, every dead letter)
+of the queue in DIR ready again, with its delivery count reset.`,
+	example: `walq dlq requeue /var/lib/app/jobs order-1234
+walq dlq requeue --all /var/lib/app/jobs`,
+	exits: dlqExits,
+	nargs: [2]int{1, 2},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		all := fs.Bool("all", false, "every dead letter")
+		return func(e *env, args []string) error { return runDLQChange(e, args, *all, false) }
+	},
+}
+
+var dlqPurgeCmd = &command{
+	name:  "dlq purge",
+	args:  "DIR ID | --all DIR",
+	short: "remove dead letters for good",
+	long: `Dlq purge removes the dead letter ID (or, with --all, every dead letter)
+of the queue in DIR for good.`,
+	example: `walq dlq purge /var/lib/app/jobs order-1234
+walq dlq purge --all /var/lib/app/jobs`,
+	exits: dlqExits,
+	nargs: [2]int{1, 2},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		all := fs.Bool("all", false, "every dead letter")
+		return func(e *env, args []string) error { return runDLQChange(e, args, *all, true) }
+	},
+}
+
+// deadJSON is a dead letter as dlq prints it with --json.
+type deadJSON struct {
+	ID         string            `json:"id"`
+	Seq        uint64            `json:"seq"`
+	Deliveries int               `json:"deliveries"`
+	EnqueuedAt string            `json:"enqueued_at,omitempty"`
+	Reason     string            `json:"reason"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Bytes      int               `json:"payload_bytes"`
+	Payload    string            `json:"payload"`
+	Encoding   string            `json:"payload_encoding"`
+}
+
+func toDeadJSON(d queue.DeadLetter) deadJSON {
+	p, enc := payloadText(d.Payload)
+	return deadJSON{ID: d.ID, Seq: d.Seq, Deliveries: d.Deliveries, EnqueuedAt: jsonTime(d.EnqueuedAt),
+		Reason: d.Reason, Headers: d.Headers, Bytes: len(d.Payload), Payload: p, Encoding: enc}
+}
+
+// eachDead calls fn for every dead letter, oldest first, until it returns
+// false.
+func eachDead(q *queue.Queue, fn func(queue.DeadLetter) bool) error {
+	from := uint64(0)
+	for {
+		page, err := q.DeadLetters(from, dlqPage)
+		if err != nil {
+			return err
+		}
+		for _, d := range page {
+			if !fn(d) {
+				return nil
+			}
+			from = d.Seq + 1
+		}
+		if len(page) < dlqPage {
+			return nil
+		}
+	}
+}
+
+func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
+	q, err := openQueue(e, dir, nil)
+	if err != nil {
+		return err
+	}
+	defer closeQueue(q, &err)
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "ID\tSEQ\tDELIVERIES\tENQUEUED\tBYTES\tREASON")
+	}
+	n := 0
+	var werr error
+	err = eachDead(q, func(d queue.DeadLetter) bool {
+		if asJSON {
+			werr = enc.Encode(toDeadJSON(d))
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\n", d.ID, d.Seq, d.Deliveries, shortTime(d.EnqueuedAt), len(d.Payload), d.Reason)
+		}
+		n++
+		return werr == nil && (limit <= 0 || n < limit)
+	})
+	if err == nil {
+		err = werr
+	}
+	if ferr := tw.Flush(); err == nil && !asJSON {
+		err = ferr
+	}
+	return err
+}
+
+func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
+	q, err := openQueue(e, dir, nil)
+	if err != nil {
+		return err
+	}
+	defer closeQueue(q, &err)
+	var found *queue.DeadLetter
+	err = eachDead(q, func(d queue.DeadLetter) bool {
+		if d.ID == id {
+			found = &d
+		}
+		return found == nil
+	})
+	if err != nil {
+		return err
+	}
+	if found == nil {
+		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
+	}
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(toDeadJSON(*found))
+	}
+	printDead(e.stdout, *found)
+	return nil
+}
+
+// printDead prints one dead letter for people.
+func printDead(w io.Writer, d queue.DeadLetter) {
+	j := toDeadJSON(d)
+	fmt.Fprintf(w, "id:         %s\nseq:        %d\ndeliveries: %d\nenqueued:   %s\nreason:     %s\n",
+		j.ID, j.Seq, j.Deliveries, shortTime(d.EnqueuedAt), j.Reason)
+	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
+		fmt.Fprintf(w, "header:     %s=%s\n", k, d.Headers[k])
+	}
+	fmt.Fprintf(w, "payload:    %d bytes, %s\n%s\n", j.Bytes, j.Encoding, j.Payload)
+}
+
+// runDLQChange requeues or purges one dead letter or all of them.
+func runDLQChange(e *env, args []string, all, purge bool) (err error) {
+	if all == (len(args) == 2) {
+		return usagef("name one dead letter ID or give --all")
+	}
+	q, err := openQueue(e, args[0], nil)
+	if err != nil {
+		return err
+	}
+	defer closeQueue(q, &err)
+	verb := map[bool]string{false: "requeued", true: "purged"}[purge]
+	if all {
+		n, err := changeAllDead(q, purge)
+		fmt.Fprintf(e.stdout, "%s %d dead letters\n", verb, n)
+		return err
+	}
+	if purge {
+		err = q.PurgeDead(args[1])
+	} else {
+		err = q.RequeueDead(args[1])
+	}
+	if err == nil {
+		fmt.Fprintf(e.stdout, "%s %s\n", verb, args[1])
+	}
+	return err
+}
+
+func changeAllDead(q *queue.Queue, purge bool) (int, error) {
+	if purge {
+		return q.PurgeAllDead()
+	}
+	return q.RequeueAllDead()
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/walq/walq/queue"
+)
+
+var dumpCmd = &command{
+	name:  "dump",
+	args:  "[--from LSN] [--to LSN] [--limit N] [--payload=false] DIR",
+	short: "every log record as one JSON line",
+	long: `Dump prints the records of the log in DIR, oldest first, one JSON object
+a line: lsn, op (enqueue, lease, ack, nack, extend, expire, dead,
+requeue-dead, purge, move, close), seq (the message), lease (the
+delivery), id, size (encoded record bytes), at, due, reason, headers and
+the payload. A payload that is printable UTF-8 is shown as text
+("payload_encoding": "text"), any other as base64 ("base64").
+
+Dump changes nothing. It reads under a shared lock, so it refuses a
+directory that a queue has open. Records before the last snapshot may be
+gone: the log is truncated at segment boundaries.`,
+	example: `walq dump /var/lib/app/jobs | head
+walq dump --from 1200 --to 1300 --payload=false /var/lib/app/jobs
+walq dump /var/lib/app/jobs > jobs.jsonl   # progress on stderr`,
+	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	nargs: [2]int{1, 1},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		var o dumpOptions
+		fs.Uint64Var(&o.from, "from", 0, "first `LSN` to print")
+		fs.Uint64Var(&o.to, "to", 0, "last `LSN` to print (0: to the end)")
+		fs.IntVar(&o.limit, "limit", 0, "print at most `N` records (0: no limit)")
+		fs.BoolVar(&o.payload, "payload", true, "include payloads")
+		return func(e *env, args []string) error { return runDump(e, args[0], o) }
+	},
+}
+
+type dumpOptions struct {
+	from, to uint64 // LSN range, inclusive; to 0 means the end
+	limit    int    // records at most; 0 means no limit
+	payload  bool   // print payloads
+}
+
+// dumpRecord is one line of dump.
+type dumpRecord struct {
+	LSN        uint64            `json:"lsn"`
+	Op         string            `json:"op"`
+	Seq        uint64            `json:"seq,omitempty"`
+	Lease      uint64            `json:"lease,omitempty"`
+	ID         string            `json:"id,omitempty"`
+	ProducerID bool              `json:"producer_id,omitempty"`
+	Size       int               `json:"size"`
+	At         string            `json:"at,omitempty"`
+	Due        string            `json:"due,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	PayloadLen *int              `json:"payload_bytes,omitempty"`
+	Payload    *string           `json:"payload,omitempty"`
+	Encoding   string            `json:"payload_encoding,omitempty"`
+}
+
+// errStopDump ends the walk through the log early.
+var errStopDump = errors.New("stop dump")
+
+func runDump(e *env, dir string, o dumpOptions) error {
+	if err := checkQueueDir(dir); err != nil {
+		return err
+	}
+	if o.to != 0 && o.to < o.from {
+		return usagef("--to %d is before --from %d", o.to, o.from)
+	}
+	w := bufio.NewWriter(e.stdout)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	var bar *progress
+	if !e.outTTY {
+		bar = e.bytesBar(logBytes(dir), "dump")
+	}
+	n, first := 0, uint64(0)
+	err := queue.ReadLog(dir, o.from, func(r queue.Record) error {
+		if first == 0 {
+			first = r.LSN
+		}
+		if (o.to != 0 && r.LSN > o.to) || (o.limit > 0 && n >= o.limit) {
+			return errStopDump
+		}
+		n++
+		bar.add(int64(r.Size))
+		return enc.Encode(toDump(r, o.payload))
+	})
+	bar.done()
+	if errors.Is(err, errStopDump) {
+		err = nil
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if err == nil && first > o.from && o.from > 0 {
+		fmt.Fprintf(e.stderr, "walq: note: the log starts at LSN %d; the records before it were compacted into the snapshot\n", first)
+	}
+	return err
+}
+
+// toDump converts a record to its JSON line.
+func toDump(r queue.Record, payload bool) dumpRecord {
+	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ID: r.ID, ProducerID: r.ProducerID,
+		Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due), Reason: r.Reason, Headers: r.Headers}
+	if r.Op != "enqueue" && r.Op != "move" {
+		return d
+	}
+	n := len(r.Payload)
+	d.PayloadLen = &n
+	if payload {
+		s, enc := payloadText(r.Payload)
+		d.Payload, d.Encoding = &s, enc
+	}
+	return d
+}
+
+// payloadText returns b as text when it is printable UTF-8, or else as
+// base64, with the name of the encoding used.
+func payloadText(b []byte) (string, string) {
+	if printable(b) {
+		return string(b), "text"
+	}
+	return base64.StdEncoding.EncodeToString(b), "base64"
+}
+
+// printable reports whether b is valid UTF-8 made of printable characters
+// and ordinary white space.
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// logBytes returns the bytes of the log segment files in dir, for
+// progress; 0 when they cannot be listed.
+func logBytes(dir string) int64 {
+	segs, err := segmentFiles(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, s := range segs {
+		if fi, err := os.Stat(s); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}

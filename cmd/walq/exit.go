@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/walq/walq/queue"
+)
+
+// The exit statuses, documented in every command's help.
+const (
+	exitOK        = 0 // success
+	exitFailure   = 1 // usage error or failure; verify: torn tail
+	exitCorrupt   = 2 // the queue is corrupt
+	exitLocked    = 3 // another process has the directory open
+	exitEmpty     = 4 // dequeue: no message ready
+	exitNotFound  = 5 // no such delivery (lease lost) or dead letter
+	exitDuplicate = 6 // enqueue: id already in use
+)
+
+// exitText says what each status means, for the help.
+var exitText = map[int]string{
+	exitOK:        "success",
+	exitFailure:   "usage error or failure",
+	exitCorrupt:   "the queue is corrupt (walq verify says where)",
+	exitLocked:    "another process has the directory open",
+	exitEmpty:     "no message is ready",
+	exitNotFound:  "no such delivery (its lease was lost) or dead letter",
+	exitDuplicate: "the id is already in use",
+}
+
+// allExits lists every status, for the overview.
+var allExits = []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitEmpty, exitNotFound, exitDuplicate}
+
+// printExits prints the exit statuses in codes; notes replaces the
+// meaning of some of them for one command.
+func printExits(w io.Writer, codes []int, notes map[int]string) {
+	fmt.Fprint(w, "Exit status:\n")
+	for _, c := range codes {
+		text := exitText[c]
+		if n, ok := notes[c]; ok {
+			text = n
+		}
+		fmt.Fprintf(w, "  %d  %s\n", c, text)
+	}
+}
+
+// overviewNotes are the command-specific meanings the overview mentions.
+var overviewNotes = map[int]string{
+	exitFailure: "usage error or failure; verify: a torn tail (repairable); demo: a message was lost",
+	exitEmpty:   "dequeue: no message is ready",
+}
+
+// exitError is an error that carries its exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExit gives err the exit status code.
+func withExit(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// exitCode maps an error to the exit status the help documents.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, queue.ErrCorrupt):
+		return exitCorrupt
+	case errors.Is(err, queue.ErrLocked):
+		return exitLocked
+	case errors.Is(err, queue.ErrEmpty):
+		return exitEmpty
+	case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrLeaseLost):
+		return exitNotFound
+	case errors.Is(err, queue.ErrDuplicate):
+		return exitDuplicate
+	}
+	return exitFailure
+}
+
+// hint returns a line of advice for err from the command cmd, or "".
+func hint(err error, cmd, dir string) string {
+	switch {
+	case errors.Is(err, queue.ErrLocked):
+		return fmt.Sprintf("another process has %s open; walq does not read or change a queue while its owner runs. Stop that process first.", dir)
+	case errors.Is(err, queue.ErrCorrupt) && cmd != "verify" && cmd != "repair":
+		return fmt.Sprintf("run 'walq verify %s' to see every problem, and 'walq repair %s' to skip the damage after a backup.", dir, dir)
+	case errors.Is(err, queue.ErrLeaseLost):
+		return "the lease ran out or the message was already acked; it is ready again (or delivered to another consumer)."
+	}
+	return ""
+}

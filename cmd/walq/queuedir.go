@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// checkQueueDir returns an error unless dir holds a queue, so that a typo
+// does not make a command create an empty queue.
+func checkQueueDir(dir string) error {
+	fi, err := os.Stat(filepath.Join(dir, "log"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, derr := os.Stat(dir); derr != nil {
+			return fmt.Errorf("%s: no such directory", dir)
+		}
+		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a walq queue directory (log is not a directory)", dir)
+	}
+	return nil
+}
+
+// openQueue opens the existing queue in dir as its owner.
+func openQueue(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
+	if err := checkQueueDir(dir); err != nil {
+		return nil, err
+	}
+	return openDir(e, dir, o)
+}
+
+// openAny is openQueue that creates the queue if dir does not exist or is
+// empty; it refuses a directory that holds other files.
+func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
+	if err := checkQueueDir(dir); err != nil {
+		if des, rerr := os.ReadDir(dir); rerr == nil && len(des) > 0 {
+			return nil, err
+		}
+	}
+	return openDir(e, dir, o)
+}
+
+// openDir opens the queue in dir and prints on stderr what the open
+// repaired, if anything.
+func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
+	sp := e.spinner("opening " + dir)
+	q, err := queue.Open(dir, o)
+	sp.done()
+	if err != nil {
+		return nil, err
+	}
+	noteRecovery(e.stderr, q.Recovery())
+	return q, nil
+}
+
+// closeQueue closes q, keeping the first error.
+func closeQueue(q *queue.Queue, err *error) {
+	if cerr := q.Close(); *err == nil && cerr != nil {
+		*err = cerr
+	}
+}
+
+// noteRecovery prints what Open changed: a torn tail cut, damage skipped,
+// leases of a crashed process made ready again.
+func noteRecovery(w io.Writer, r queue.Recovery) {
+	if t := r.Log.Torn; t != nil {
+		fmt.Fprintf(w, "walq: note: cut a torn log tail: %s\n", describeDamage(*t))
+	}
+	for _, d := range r.Log.Salvaged {
+		fmt.Fprintf(w, "walq: note: skipped damaged log entries: %s\n", describeDamage(d))
+	}
+	if r.Requeued > 0 {
+		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again (%d of them dead after too many deliveries)\n",
+			r.Requeued, r.DeadOnOpen)
+	}
+}
+
+// shortTime formats t for people, in UTC; "-" when zero.
+func shortTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// jsonTime formats t for JSON output; "" (omitted) when zero.
+func jsonTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// sizeText formats a byte count in IEC units.
+func sizeText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// plural formats a count with its noun, adding an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// segmentFiles returns the paths of the log segment files of the queue in
+// dir, oldest first: the files of DIR/log named by 20 digits.
+func segmentFiles(dir string) ([]string, error) {
+	des, err := os.ReadDir(filepath.Join(dir, "log"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if isSegmentName(de.Name()) && de.Type().IsRegular() {
+			out = append(out, filepath.Join(dir, "log", de.Name()))
+		}
+	}
+	return out, nil
+}
+
+// isSegmentName reports whether name is a segment file name.
+func isSegmentName(name string) bool {
+	if len(name) != 20 {
+		return false
+	}
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

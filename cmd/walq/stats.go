@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/recovery"
+)
+
+// segmentsShown is how many segments stats lists at each end of a long log.
+const segmentsShown = 5
+
+var statsCmd = &command{
+	name:  "stats",
+	args:  "[--json] [--segments] DIR",
+	short: "counts, ages, bytes on disk, log positions",
+	long: `Stats prints how many messages the queue in DIR holds (ready, in flight,
+delayed, dead), how old the oldest is, the bytes on disk of every log
+segment and snapshot, the live bytes against the log bytes, the last
+snapshot and the log positions, and the lifetime totals.
+
+Stats opens the queue as its owner: like any open after a crash it cuts a
+torn log tail and makes the leases of the crashed process ready again, and
+says so on stderr. 'walq verify' changes nothing.
+
+The sync mode and ack timeout shown are walq's own; the directory does not
+record those of the application that writes it.`,
+	example: `walq stats /var/lib/app/jobs
+walq stats --json /var/lib/app/jobs | jq .ready`,
+	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	nargs: [2]int{1, 1},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		all := fs.Bool("segments", false, "list every segment (the text lists the first and last few)")
+		return func(e *env, args []string) error { return runStats(e, args[0], *asJSON, *all) }
+	},
+}
+
+// statsReport is what stats prints; its JSON form is stats --json.
+type statsReport struct {
+	Dir           string        `json:"dir"`
+	Ready         int64         `json:"ready"`
+	InFlight      int64         `json:"in_flight"`
+	Delayed       int64         `json:"delayed"`
+	Dead          int64         `json:"dead"`
+	OldestAt      string        `json:"oldest_enqueued_at,omitempty"`
+	OldestAge     float64       `json:"oldest_age_seconds"` // 0 when the queue is empty
+	DedupIDs      int           `json:"dedup_ids"`
+	LiveBytes     int64         `json:"live_bytes"`
+	LogBytes      int64         `json:"log_bytes"`
+	Segments      []segmentJSON `json:"segments"`
+	Snapshots     []fileJSON    `json:"snapshots"`
+	SnapshotLSN   uint64        `json:"snapshot_lsn"`
+	LastLSN       uint64        `json:"last_lsn"`
+	DurableLSN    uint64        `json:"durable_lsn"`
+	Sync          string        `json:"sync"`
+	AckTimeout    string        `json:"ack_timeout"`
+	Totals        totalsJSON    `json:"totals"`
+	RecoveredFrom *recoveryJSON `json:"recovered,omitempty"` // what this open repaired
+}
+
+type segmentJSON struct {
+	Path     string `json:"path"`
+	FirstLSN uint64 `json:"first_lsn"`
+	Bytes    int64  `json:"bytes"`
+}
+
+type fileJSON struct {
+	Path  string `json:"path"`
+	LSN   uint64 `json:"lsn"`
+	Bytes int64  `json:"bytes"`
+}
+
+type totalsJSON struct {
+	Enqueued     uint64 `json:"enqueued"`
+	Delivered    uint64 `json:"delivered"`
+	Acked        uint64 `json:"acked"`
+	Nacked       uint64 `json:"nacked"`
+	Expired      uint64 `json:"expired"`
+	DeadLettered uint64 `json:"dead_lettered"`
+	Moved        uint64 `json:"moved"`
+}
+
+type recoveryJSON struct {
+	TornBytes int64 `json:"torn_bytes"`
+	Salvaged  int   `json:"salvaged"`
+	Requeued  int   `json:"requeued"`
+}
+
+func runStats(e *env, dir string, asJSON, all bool) (err error) {
+	q, err := openQueue(e, dir, nil)
+	if err != nil {
+		return err
+	}
+	defer closeQueue(q, &err)
+	r, err := buildStats(dir, q.Stats(), q.Recovery())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printStats(e.stdout, r, all)
+	return nil
+}
+
+// buildStats gathers the queue's statistics and its snapshot files.
+func buildStats(dir string, s queue.Stats, rec queue.Recovery) (*statsReport, error) {
+	snaps, err := recovery.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &statsReport{Dir: dir, Ready: s.Ready, InFlight: s.InFlight, Delayed: s.Delayed, Dead: s.Dead,
+		DedupIDs: s.DedupIDs, LiveBytes: s.LiveBytes, LogBytes: s.LogBytes, SnapshotLSN: s.SnapshotLSN,
+		LastLSN: s.LastLSN, DurableLSN: s.DurableLSN, Sync: syncName(s.Sync), AckTimeout: s.AckTimeout.String(),
+		Totals:   totalsJSON{s.Enqueued, s.Delivered, s.Acked, s.Nacked, s.Expired, s.DeadLettered, s.Moved},
+		Segments: []segmentJSON{}, Snapshots: []fileJSON{}}
+	if !s.OldestEnqueuedAt.IsZero() {
+		r.OldestAt = jsonTime(s.OldestEnqueuedAt)
+		r.OldestAge = time.Since(s.OldestEnqueuedAt).Seconds()
+	}
+	for _, sg := range s.Segments {
+		r.Segments = append(r.Segments, segmentJSON{Path: sg.Path, FirstLSN: sg.FirstLSN, Bytes: sg.Bytes})
+	}
+	for _, sn := range snaps {
+		r.Snapshots = append(r.Snapshots, fileJSON{Path: sn.Path, LSN: sn.LSN, Bytes: sn.Bytes})
+	}
+	if rec.Log.Torn != nil || len(rec.Log.Salvaged) > 0 || rec.Requeued > 0 {
+		r.RecoveredFrom = &recoveryJSON{Salvaged: len(rec.Log.Salvaged), Requeued: rec.Requeued}
+		if rec.Log.Torn != nil {
+			r.RecoveredFrom.TornBytes = rec.Log.Torn.Bytes
+		}
+	}
+	return r, nil
+}
+
+// syncName names a sync mode as the options do.
+func syncName(m queue.SyncMode) string {
+	switch m {
+	case queue.SyncAlways:
+		return "always"
+	case queue.SyncInterval:
+		return "interval"
+	case queue.SyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("unknown(%d)", m)
+}
+
+// printStats prints r for people.
+func printStats(w io.Writer, r *statsReport, all bool) {
+	fmt.Fprintf(w, "queue %s\n", r.Dir)
+	fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
+	fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
+	fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+	printDisk(w, r, all)
+	fmt.Fprintf(w, "log positions\n  last LSN %d, durable %d, last snapshot at LSN %d\n", r.LastLSN, r.DurableLSN, r.SnapshotLSN)
+	t := r.Totals
+	fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d, moved %d\n",
+		t.Enqueued, t.Delivered, t.Acked, t.Nacked, t.Expired, t.DeadLettered, t.Moved)
+	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
+}
+
+// oldestText is the age of the oldest live message, or "none".
+func oldestText(r *statsReport) string {
+	if r.OldestAt == "" {
+		return "none"
+	}
+	age := time.Duration(r.OldestAge * float64(time.Second)).Round(time.Millisecond)
+	return fmt.Sprintf("%s ago (enqueued %s)", age, r.OldestAt)
+}
+
+// printDisk prints the bytes on disk, file by file.
+func printDisk(w io.Writer, r *statsReport, all bool) {
+	total := r.LogBytes
+	for _, s := range r.Snapshots {
+		total += s.Bytes
+	}
+	fmt.Fprintf(w, "disk          %s in %s and %s\n", sizeText(total),
+		plural(len(r.Segments), "segment"), plural(len(r.Snapshots), "snapshot"))
+	pct := 0.0
+	if r.LogBytes > 0 {
+		pct = 100 * float64(r.LiveBytes) / float64(r.LogBytes)
+	}
+	fmt.Fprintf(w, "  log         %s, of which live %s (%.0f%%)\n", sizeText(r.LogBytes), sizeText(r.LiveBytes), pct)
+	segs := r.Segments
+	if !all && len(segs) > 2*segmentsShown {
+		segs = segs[:segmentsShown]
+	}
+	for _, s := range segs {
+		fmt.Fprintf(w, "    %-36s %10s  first LSN %d\n", filepath.Base(s.Path), sizeText(s.Bytes), s.FirstLSN)
+	}
+	if len(segs) < len(r.Segments) {
+		fmt.Fprintf(w, "    … %d more segments (--segments lists them all)\n", len(r.Segments)-2*segmentsShown)
+		for _, s := range r.Segments[len(r.Segments)-segmentsShown:] {
+			fmt.Fprintf(w, "    %-36s %10s  first LSN %d\n", filepath.Base(s.Path), sizeText(s.Bytes), s.FirstLSN)
+		}
+	}
+	for _, s := range r.Snapshots {
+		fmt.Fprintf(w, "    %-36s %10s  at LSN %d\n", filepath.Base(s.Path), sizeText(s.Bytes), s.LSN)
+	}
+}

@@ -1,0 +1,254 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
+)
+
+// moveChunk is how many payload bytes of never-delivered messages a move
+// reads before it takes the lock to append their copies.
+const moveChunk = 4 << 20
+
+// movePinned copies forward every live message whose record lies before
+// target, so that the segments before target hold nothing live: the
+// indexed messages (delivered, delayed, dead, sorted values) and the
+// never-delivered messages between the cursor and target, after which the
+// cursor advances to target. A message whose record a salvaging open could
+// not read is dropped, and said so in the log. With recount, the number of
+// never-delivered messages is counted again from the log (after a salvage
+// it may be off). It returns how many messages it moved or dropped.
+func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
+	q.moveMu.Lock()
+	defer q.moveMu.Unlock()
+	n, err := q.moveIndexed(target)
+	if err != nil {
+		return n, err
+	}
+	m, err := q.moveCursorRegion(target, recount)
+	if err == nil {
+		err = q.log.Flush()
+	}
+	return n + m, err
+}
+
+// moveIndexed copies forward the indexed messages whose record is before
+// target.
+func (q *Queue) moveIndexed(target uint64) (int, error) {
+	q.mu.Lock()
+	var entries []index.Entry
+	q.mu.st.table.Ascend(func(e index.Entry) bool {
+		if e.Loc < target && e.State != index.Leased {
+			entries = append(entries, e)
+		}
+		return true
+	})
+	var values []index.SortedValue
+	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
+		if v.Loc < target {
+			values = append(values, v)
+		}
+		return true
+	})
+	q.mu.Unlock()
+	moved := 0
+	for _, e := range entries {
+		ok, err := q.moveEntry(e)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	for _, v := range values {
+		ok, err := q.moveValue(v)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	return moved, nil
+}
+
+// moveEntry copies the payload record of e forward if e is still where it
+// was; it reads the payload without the lock.
+func (q *Queue) moveEntry(e index.Entry) (bool, error) {
+	r, err := q.readRecord(e.Loc)
+	lost := errors.Is(err, wal.ErrNotFound) && q.opts.Salvage
+	if err != nil && !lost {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cur, ok := q.mu.st.table.Get(e.Seq)
+	if !ok || cur.Loc != e.Loc || cur.State == index.Leased {
+		return false, nil
+	}
+	rec := &record{Op: opDrop, Seq: e.Seq, At: q.now(), Reason: "record lost to log damage"}
+	if !lost {
+		rec = &record{Op: opMove, Seq: e.Seq, ID: cur.ID, At: q.now(), Enq: cur.EnqueuedAt,
+			Count: cur.Deliveries, Headers: r.Headers, Payload: r.Payload}
+	}
+	_, err = q.appendLocked(rec, nil)
+	return err == nil, err
+}
+
+// moveValue copies a sorted queue's pending or dead value forward.
+func (q *Queue) moveValue(v index.SortedValue) (bool, error) {
+	r, err := q.readRecord(v.Loc)
+	lost := errors.Is(err, wal.ErrNotFound) && q.opts.Salvage
+	if err != nil && !lost {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.mu.st.sorted.HasValueAt(v) {
+		return false, nil
+	}
+	rec := &record{Op: opDrop, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort, At: q.now(),
+		Reason: "record lost to log damage"}
+	if !lost {
+		rec = &record{Op: opMove, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort,
+			At: q.now(), Enq: v.At, Payload: r.Payload}
+	}
+	_, err = q.appendLocked(rec, nil)
+	return err == nil, err
+}
+
+// candidate is a never-delivered message read from the cursor region.
+type candidate struct {
+	lsn  uint64  // its enqueue record
+	rec  *record // the record
+	size int     // the record's encoded size
+}
+
+// moveCursorRegion copies forward the never-delivered messages between the
+// cursor and target, then advances the cursor to target.
+func (q *Queue) moveCursorRegion(target uint64, recount bool) (int, error) {
+	q.mu.Lock()
+	from := q.mu.st.cursor
+	q.mu.Unlock()
+	moved := 0
+	for from < target {
+		batch, next, err := q.readCandidates(from, target)
+		if err != nil {
+			return moved, err
+		}
+		n, err := q.moveCandidates(batch)
+		moved += n
+		if err != nil {
+			return moved, err
+		}
+		from = next
+	}
+	return moved, q.advanceCursor(target, recount)
+}
+
+// readCandidates reads enqueue records from from up to target, about
+// moveChunk payload bytes of them, and returns them with the LSN to go on
+// from.
+func (q *Queue) readCandidates(from, target uint64) ([]candidate, uint64, error) {
+	// A compaction may have cut the log past from meanwhile: it cuts only
+	// what holds nothing live, so the reading goes on where the log starts.
+	r := q.log.NewReader(max(from, q.log.FirstLSN()))
+	defer r.Close()
+	var out []candidate
+	bytes := 0
+	for bytes < moveChunk {
+		lsn, b, err := r.Next()
+		if errors.Is(err, io.EOF) || (err == nil && lsn >= target) {
+			return out, target, nil
+		}
+		if err != nil {
+			return nil, 0, wrapCorrupt("read cursor region", err)
+		}
+		from = lsn + 1
+		if peekOp(b) != opEnqueue {
+			continue
+		}
+		rec := new(record)
+		if err := decodeRecord(b, rec); err != nil {
+			return nil, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		out = append(out, candidate{lsn: lsn, rec: rec, size: len(b)})
+		bytes += len(b)
+	}
+	return out, from, nil
+}
+
+// moveCandidates appends a copy of each candidate that the cursor still
+// owns: not yet delivered, not delayed.
+func (q *Queue) moveCandidates(cs []candidate) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.mu.st
+	moved := 0
+	for _, c := range cs {
+		if _, indexed := st.table.Get(c.lsn); indexed || c.lsn < st.cursor {
+			continue
+		}
+		rec := &record{Op: opMove, Seq: c.lsn, Flags: flagCursor, ID: c.rec.ID, At: q.now(),
+			Enq: c.rec.At, Size: uint32(c.size), Headers: c.rec.Headers, Payload: c.rec.Payload}
+		if _, err := q.appendLocked(rec, nil); err != nil {
+			return moved, err
+		}
+		moved++
+	}
+	return moved, nil
+}
+
+// advanceCursor moves the cursor to target (if it is not past it) with a
+// record, and repositions the cursor's reader. With recount it first
+// counts the never-delivered messages from target on.
+func (q *Queue) advanceCursor(target uint64, recount bool) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.mu.st
+	if st.cursor >= target && !recount {
+		return nil
+	}
+	rec := &record{Op: opAdvance, Seq: max(target, st.cursor), At: q.now()}
+	if recount {
+		rec.Flags = flagRecount
+		n, bytes, err := q.countPending(rec.Seq)
+		if err != nil {
+			return err
+		}
+		rec.Enq, rec.Due = n, bytes
+	}
+	if _, err := q.appendLocked(rec, nil); err != nil {
+		return err
+	}
+	q.resetCursorLocked()
+	return nil
+}
+
+// countPending counts the never-delivered, non-delayed enqueue records from
+// from on, and their bytes. The caller holds the lock.
+func (q *Queue) countPending(from uint64) (int64, int64, error) {
+	r := q.log.NewReader(from)
+	defer r.Close()
+	var n, bytes int64
+	for {
+		lsn, b, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return n, bytes, nil
+		}
+		if err != nil {
+			return 0, 0, wrapCorrupt("count pending", err)
+		}
+		if peekOp(b) != opEnqueue {
+			continue
+		}
+		if _, indexed := q.mu.st.table.Get(lsn); !indexed {
+			n++
+			bytes += int64(len(b))
+		}
+	}
+}
