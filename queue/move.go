@@ -140,7 +140,7 @@ func (q *Queue) moveCursorRegion(target uint64, recount bool) (int, error) {
 		if err != nil {
 			return moved, err
 		}
-		n, err := q.moveCandidates(batch)
+		n, err := q.moveCandidates(batch, next)
 		moved += n
 		if err != nil {
 			return moved, err
@@ -176,6 +176,9 @@ func (q *Queue) readCandidates(from, target uint64) ([]candidate, uint64, error)
 		if err := decodeRecord(b, rec); err != nil {
 			return nil, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 		}
+		if rec.Due != 0 {
+			continue // delayed: the table owns it, not the cursor
+		}
 		out = append(out, candidate{lsn: lsn, rec: rec, size: len(b)})
 		bytes += len(b)
 	}
@@ -183,14 +186,16 @@ func (q *Queue) readCandidates(from, target uint64) ([]candidate, uint64, error)
 }
 
 // moveCandidates appends a copy of each candidate that the cursor still
-// owns: not yet delivered, not delayed.
-func (q *Queue) moveCandidates(cs []candidate) (int, error) {
+// owns (not delivered since it was read), then advances the cursor to next,
+// all under one hold of the lock, so that the cursor never meets the
+// original of a message it no longer owns.
+func (q *Queue) moveCandidates(cs []candidate, next uint64) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := q.mu.st
 	moved := 0
 	for _, c := range cs {
-		if _, indexed := st.table.Get(c.lsn); indexed || c.lsn < st.cursor {
+		if c.lsn < st.cursor {
 			continue
 		}
 		rec := &record{Op: opMove, Seq: c.lsn, Flags: flagCursor, ID: c.rec.ID, At: q.now(),
@@ -200,6 +205,13 @@ func (q *Queue) moveCandidates(cs []candidate) (int, error) {
 		}
 		moved++
 	}
+	if next <= st.cursor {
+		return moved, nil
+	}
+	if _, err := q.appendLocked(&record{Op: opAdvance, Seq: next, At: q.now()}, nil); err != nil {
+		return moved, err
+	}
+	q.resetCursorLocked()
 	return moved, nil
 }
 
@@ -246,7 +258,11 @@ func (q *Queue) countPending(from uint64) (int64, int64, error) {
 		if peekOp(b) != opEnqueue {
 			continue
 		}
-		if _, indexed := q.mu.st.table.Get(lsn); !indexed {
+		var rec record
+		if err := decodeRecord(b, &rec); err != nil {
+			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		if rec.Due == 0 { // a delayed message is the table's
 			n++
 			bytes += int64(len(b))
 		}
