@@ -12,9 +12,12 @@ import (
 
 // Dequeue returns the next ready message, leased to the caller for
 // Options.AckTimeout. It blocks until a message is ready, ctx ends or the
-// queue is closed; it never polls. Under SyncAlways the lease is durable
-// when Dequeue returns, so a crash while the message is processed counts
-// as a delivery.
+// queue is closed; it never polls. The lease record is written when
+// Dequeue returns, so a crash of the process while the message is being
+// processed counts as a delivery; it is fsynced with the next commit (the
+// ack's, at the latest), so Dequeue does not wait for an fsync of its own.
+// A power loss before that fsync can only make the delivery count one
+// lower.
 func (q *Queue) Dequeue(ctx context.Context) (*Message, error) {
 	ms, err := q.dequeue(ctx, 1, true)
 	if err != nil {
@@ -186,10 +189,10 @@ func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
 	}
 }
 
-// deliver waits for the leases' commit and reads the payloads that were not
-// read under the lock.
+// deliver waits until the leases are written and reads the payloads that
+// were not read under the lock.
 func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]*Message, error) {
-	if err := wait(c); err != nil {
+	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
 	out := make([]*Message, len(ds))

@@ -40,7 +40,9 @@
 // a record in a write-ahead log (package wal) before the call returns.
 // Concurrent calls share commits: one write and one fsync cover every
 // record gathered while the previous fsync ran, so acks and leases cost
-// no fsync of their own.
+// no fsync of their own. Dequeue and Pull return once their lease is
+// written, without waiting for its fsync: a crash of the process keeps it,
+// and the ack that follows waits for the fsync that covers both.
 //
 //   - SyncAlways (default): a call returns after the fsync that covers its
 //     record. Nothing that returned success is lost by a crash or a power

@@ -105,6 +105,18 @@ func wait(c *wal.Commit) error {
 	return nil
 }
 
+// waitWritten waits until c, the commit of a record this call appended, is
+// written: readable, and safe from a crash of the process.
+func waitWritten(c *wal.Commit) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.WaitWritten(); err != nil {
+		return fmt.Errorf("queue: commit: %w", err)
+	}
+	return nil
+}
+
 // signal wakes the consumers waiting for a message, if any.
 func (q *Queue) signal() {
 	if q.waiters.Load() == 0 {

@@ -18,7 +18,9 @@ func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []
 	if len(payload) > q.opts.MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(payload), q.opts.MaxMessageSize)
 	}
-	r := &record{Op: opPublish, Key: key, Sort: sort, At: q.now(), Payload: payload}
+	// The payload may be cached in the index: keep a copy, not the
+	// caller's buffer, which it may reuse once Publish returns.
+	r := &record{Op: opPublish, Key: key, Sort: sort, At: q.now(), Payload: bytes.Clone(payload)}
 	enc := encodeRecord(nil, r)
 	q.mu.Lock()
 	c, err := q.appendLocked(r, enc)
@@ -121,9 +123,10 @@ func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
 	return max(0, time.Duration(at-now))
 }
 
-// deliver waits for the pulls' commit and fills the payloads not cached.
+// deliver waits until the pulls are written (as Dequeue does) and fills
+// the payloads not cached.
 func (s *Sorted[K]) deliver(bs []index.Batch, c *wal.Commit) ([]*Batch[K], error) {
-	if err := wait(c); err != nil {
+	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
 	out := make([]*Batch[K], len(bs))

@@ -316,3 +316,15 @@ func TestSortedConcurrentPublishersAndPullers(t *testing.T) {
 		require.Equal(t, 1, n, "value %s pulled %d times", v, n)
 	}
 }
+
+func TestSortedPublishCopiesPayload(t *testing.T) {
+	sq, err := queue.OpenSorted[int](t.TempDir(), nil)
+	require.NoError(t, err)
+	defer sq.Close()
+	buf := []byte("first")
+	require.NoError(t, sq.Publish(context.Background(), 1, "k", buf))
+	copy(buf, "XXXXX") // the caller reuses its buffer
+	bs, err := sq.TryPull(10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"first"}, payloads(bs[0]))
+}

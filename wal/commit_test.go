@@ -289,3 +289,32 @@ func randomReads(t *testing.T, l *wal.Log, stop *atomic.Bool, seed uint64) {
 		}
 	}
 }
+
+// TestWaitWritten: once WaitWritten returns, the record is readable (a
+// crash of the process can no longer lose it), and Wait still reports the
+// fsync under SyncAlways.
+func TestWaitWritten(t *testing.T) {
+	l := openLog(t, t.TempDir(), nil)
+	for i := range 50 {
+		lsn, c, err := l.Append([]byte{byte(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitWritten(); err != nil {
+			t.Fatal(err)
+		}
+		if w := l.WrittenLSN(); w < lsn {
+			t.Fatalf("WaitWritten returned with WrittenLSN %d < %d", w, lsn)
+		}
+		rec, err := l.Read(lsn)
+		if err != nil || len(rec) != 1 || rec[0] != byte(i) {
+			t.Fatalf("Read(%d) after WaitWritten = %v, %v", lsn, rec, err)
+		}
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if d := l.DurableLSN(); d < lsn {
+			t.Fatalf("Wait returned with DurableLSN %d < %d", d, lsn)
+		}
+	}
+}

@@ -104,6 +104,9 @@ func (c *committer) commit() {
 		err = c.write()
 	}
 	if err == nil {
+		for _, g := range c.groups {
+			g.commit.markWritten(nil)
+		}
 		err = c.afterWrite()
 	}
 	if err != nil {

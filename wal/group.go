@@ -6,9 +6,34 @@ import (
 )
 
 // Commit is the outcome of one commit group, shared by all its records.
+// Only the committer goroutine completes it.
 type Commit struct {
-	done chan struct{} // closed once the group is written (and fsynced under SyncAlways) or failed
-	err  error         // written before done is closed
+	written chan struct{} // closed once the group is written (or failed)
+	werr    error         // set before written is closed
+	wrote   bool          // written is closed; owned by the committer
+	done    chan struct{} // closed once the group is written (and fsynced under SyncAlways) or failed
+	err     error         // set before done is closed
+}
+
+func newCommit() *Commit {
+	return &Commit{written: make(chan struct{}), done: make(chan struct{})}
+}
+
+// WaitWritten blocks until the group is written to its segment file, where
+// readers see it and a crash of the process cannot lose it (a power loss
+// still can before the fsync); it returns nil, or the error that poisoned
+// the Log.
+func (c *Commit) WaitWritten() error {
+	<-c.written
+	return c.werr
+}
+
+// markWritten completes WaitWritten.
+func (c *Commit) markWritten(err error) {
+	if !c.wrote {
+		c.werr, c.wrote = err, true
+		close(c.written)
+	}
 }
 
 // Wait blocks until the group is written and, under SyncAlways, fsynced;
@@ -22,6 +47,7 @@ func (c *Commit) Wait() error {
 func (c *Commit) Done() <-chan struct{} { return c.done }
 
 func (c *Commit) finish(err error) {
+	c.markWritten(err)
 	c.err = err
 	close(c.done)
 }
@@ -95,7 +121,7 @@ func (l *Log) groupForLocked(n int) *group {
 		l.mu.open = &group{
 			buf:    newEntry(l.freeBufLocked()),
 			first:  l.mu.nextLSN,
-			commit: &Commit{done: make(chan struct{})},
+			commit: newCommit(),
 		}
 	}
 	return l.mu.open
