@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 type faults struct {
 	writeBatch func(tw *twal.Log, b *twal.Batch) error
 	sync       func(tw *twal.Log) error
+	datasync   func(f *os.File) error // the syncer's fsync of the tail segment
 }
 
 func (f *faults) fill() {
@@ -21,6 +23,9 @@ func (f *faults) fill() {
 	}
 	if f.sync == nil {
 		f.sync = (*twal.Log).Sync
+	}
+	if f.datasync == nil {
+		f.datasync = datasync
 	}
 }
 
@@ -51,7 +56,11 @@ type committer struct {
 	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
 	tail      *segment // the tail segment (also the last of Log.seg.list)
 
-	dirty    bool        // entries written since the last fsync
+	dirty    bool      // entries written since the last fsync
+	waiting  []*Commit // SyncAlways: written, waiting for the next fsync
+	inflight *syncJob  // SyncAlways: the fsync the syncer is running; nil when idle
+	syncJobs chan *syncJob
+	syncDone chan *syncJob
 	lastSync time.Time   // time of the last fsync
 	timer    *time.Timer // SyncInterval's deadline; armed when timerOn
 	timerOn  bool
@@ -61,6 +70,9 @@ type committer struct {
 
 func (c *committer) run() {
 	defer close(c.l.exited)
+	c.syncJobs, c.syncDone = make(chan *syncJob), make(chan *syncJob)
+	go c.syncer(c.syncJobs, c.syncDone)
+	defer close(c.syncJobs)
 	for {
 		var tick <-chan time.Time
 		if c.timerOn {
@@ -68,15 +80,23 @@ func (c *committer) run() {
 		}
 		select {
 		case <-c.l.wake:
-			c.commit()
+			if c.inflight == nil || c.l.urgent() {
+				c.commit()
+			}
 		case <-tick:
 			c.timerOn = false
 			_ = c.syncIfDirty() // a failure poisons the Log
+		case job := <-c.syncDone:
+			c.synced(job)
+			c.commit() // what gathered during the fsync
+			c.startSync()
 		case req := <-c.l.reqs:
 			c.commit()
+			c.drainSyncs()
 			req.done <- c.serve(req)
 		case <-c.l.stop:
 			c.commit()
+			c.drainSyncs()
 			c.shutdown()
 			return
 		}
@@ -111,8 +131,13 @@ func (c *committer) commit() {
 	}
 	if err != nil {
 		err = c.l.poison(err)
+		c.failWaiting(err)
 	}
 	for _, g := range c.groups {
+		if err == nil && c.l.opts.Sync == SyncAlways {
+			c.queueSync(g.commit)
+			continue
+		}
 		g.commit.finish(err)
 	}
 	c.done = append(c.done, c.groups...)
@@ -236,7 +261,7 @@ func (c *committer) afterWrite() error {
 	c.dirty = true
 	switch c.l.opts.Sync {
 	case SyncAlways:
-		return c.sync()
+		return nil // the syncer's job: see queueSync
 	case SyncInterval:
 		since := time.Since(c.lastSync)
 		if since >= c.l.opts.SyncInterval {

@@ -3,11 +3,14 @@ package wal
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // Commit is the outcome of one commit group, shared by all its records.
 // Only the committer goroutine completes it.
 type Commit struct {
+	l       *Log          // woken when a WaitWritten caller is waiting
+	urgent  atomic.Bool   // a caller waits for the write: do not hold it back for an fsync
 	written chan struct{} // closed once the group is written (or failed)
 	werr    error         // set before written is closed
 	wrote   bool          // written is closed; owned by the committer
@@ -15,15 +18,29 @@ type Commit struct {
 	err     error         // set before done is closed
 }
 
-func newCommit() *Commit {
-	return &Commit{written: make(chan struct{}), done: make(chan struct{})}
+func newCommit(l *Log) *Commit {
+	return &Commit{l: l, written: make(chan struct{}), done: make(chan struct{})}
 }
 
 // WaitWritten blocks until the group is written to its segment file, where
 // readers see it and a crash of the process cannot lose it (a power loss
 // still can before the fsync); it returns nil, or the error that poisoned
 // the Log.
+//
+// Under SyncAlways the committer holds back the write of a group whose
+// records only wait for durability while an fsync is in flight (they need
+// the next fsync anyway, and one larger write costs less); a WaitWritten
+// caller marks its group urgent, and it is written at once.
 func (c *Commit) WaitWritten() error {
+	select {
+	case <-c.written:
+		return c.werr
+	default:
+	}
+	if c.l != nil {
+		c.urgent.Store(true)
+		c.l.wakeCommitter()
+	}
 	<-c.written
 	return c.werr
 }
@@ -121,7 +138,7 @@ func (l *Log) groupForLocked(n int) *group {
 		l.mu.open = &group{
 			buf:    newEntry(l.freeBufLocked()),
 			first:  l.mu.nextLSN,
-			commit: newCommit(),
+			commit: newCommit(l),
 		}
 	}
 	return l.mu.open
@@ -151,6 +168,21 @@ func (l *Log) wakeCommitter() {
 	case l.wake <- struct{}{}:
 	default:
 	}
+}
+
+// urgent reports whether a queued group has a WaitWritten caller.
+func (l *Log) urgent() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g := l.mu.open; g != nil && g.commit.urgent.Load() {
+		return true
+	}
+	for _, g := range l.mu.sealed {
+		if g.commit.urgent.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // takeGroups seals the open group and hands every queued group to the

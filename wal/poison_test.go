@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -37,6 +38,12 @@ func failingFaults(on *atomic.Bool, kind string) faults {
 				return errInjected
 			}
 			return tw.Sync()
+		}
+		f.datasync = func(file *os.File) error {
+			if on.Load() {
+				return errInjected
+			}
+			return file.Sync()
 		}
 	}
 	return f

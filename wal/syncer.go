@@ -1,0 +1,99 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Under SyncAlways the committer does not fsync inline: it hands the fsync
+// to the syncer goroutine. While the fsync runs, groups that only wait for
+// durability gather (they need the next fsync anyway, and one large write
+// costs less than many small ones); a group with a WaitWritten caller is
+// written at once, so that a reader such as a dequeue does not wait for an
+// fsync it does not need. One fsync covers every group written before it
+// started; as soon as it ends, the gathered groups are written and the
+// next fsync starts.
+//
+// The syncer fsyncs the tail segment through this package's own handle,
+// not through tidwall/wal, whose Sync holds the lock its writes need.
+// Segments sealed meanwhile were fsynced by tidwall/wal at roll-over.
+
+// syncJob is one fsync and the commits it makes durable.
+type syncJob struct {
+	upTo    LSN       // every record up to here was written before the fsync
+	file    *segFile  // the tail segment, pinned for the fsync
+	path    string    // its path, for errors
+	commits []*Commit // completed by the fsync
+	err     error     // the fsync's outcome, set by the syncer
+}
+
+// syncer runs fsync jobs until jobs is closed. It completes the job's
+// commits itself, so that a waiter wakes one hand-off sooner, then hands
+// the job back to the committer.
+func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
+	for job := range jobs {
+		err := c.f.datasync(job.file.f)
+		_ = job.file.release() // read-only handle: a close error loses nothing
+		if err != nil {
+			err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
+		} else if err = c.l.Err(); err == nil {
+			c.l.durableLSN.Store(max(c.l.durableLSN.Load(), job.upTo))
+		}
+		job.err = err
+		for _, cm := range job.commits {
+			cm.finish(err)
+		}
+		done <- job
+	}
+}
+
+// queueSync records commits that wait for an fsync and starts one if none
+// is running.
+func (c *committer) queueSync(commits ...*Commit) {
+	c.waiting = append(c.waiting, commits...)
+	c.dirty = true
+	c.startSync()
+}
+
+// startSync hands the waiting commits to the syncer if it is idle.
+func (c *committer) startSync() {
+	if c.inflight != nil || len(c.waiting) == 0 {
+		return
+	}
+	c.l.seg.RLock()
+	job := &syncJob{upTo: c.l.writtenLSN.Load(), file: c.tail.file.pin(), path: c.tail.path, commits: c.waiting}
+	c.l.seg.RUnlock()
+	c.waiting = nil
+	c.inflight = job
+	c.syncJobs <- job
+}
+
+// synced takes back a completed fsync job; the caller starts the next one.
+func (c *committer) synced(job *syncJob) {
+	c.inflight = nil
+	if job.err != nil {
+		c.failWaiting(job.err)
+		return
+	}
+	c.lastSync = time.Now()
+	c.dirty = c.l.writtenLSN.Load() > job.upTo
+}
+
+// failWaiting fails the commits that wait for an fsync.
+func (c *committer) failWaiting(err error) {
+	for _, cm := range c.waiting {
+		cm.finish(err)
+	}
+	c.waiting = nil
+}
+
+// drainSyncs waits until no commit waits for the syncer.
+func (c *committer) drainSyncs() {
+	for {
+		c.startSync()
+		if c.inflight == nil {
+			return
+		}
+		c.synced(<-c.syncDone)
+	}
+}
