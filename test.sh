@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The test suite: vet, every test under the race detector, short fuzz runs
-# of every fuzz target, and a quick run of the benchmark harness so that it
-# cannot rot. Long runs: see README.md, "Crash safety".
+# The test suite: vet, every test under the race detector, the crash suite
+# at full size and a short run of every fuzz target (fuzz/ci.sh), and the
+# benchmark harness's own tests plus a quick run, so that it cannot rot.
+# Long runs: README.md, "Crash safety" and "Performance".
 set -euo pipefail
 cd "$(dirname "$0")"
 go vet ./...
-go test -race -count=1 -timeout 20m ./...
+go test -race -count=1 -timeout 30m ./...
+FUZZTIME="${FUZZTIME:-5s}" ./fuzz/ci.sh
+cd bench
+go vet ./...
+go test -count=1 -timeout 20m ./...
+go run . -quick -n 2000 -q

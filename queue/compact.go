@@ -3,7 +3,7 @@ package queue
 import (
 	"fmt"
 
-		"github.com/walq/walq/recovery"
+	"github.com/walq/walq/recovery"
 )
 
 // Compact takes a snapshot now and removes the log segments that neither
@@ -74,7 +74,7 @@ func (q *Queue) snapshot() error {
 	q.mu.sinceSnap = 0
 	q.mu.Unlock()
 	if unchanged {
-		return nil
+		return q.log.Err() // nothing to write, but a poisoned log still says so
 	}
 	if err := q.log.Flush(); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
@@ -129,4 +129,3 @@ func (q *Queue) segmentStart(lsn uint64) uint64 {
 	}
 	return start
 }
-

@@ -162,13 +162,25 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 // its size; LSN 0 when the written log holds none.
 func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
 	st := q.mu.st
+	reset := false
 	for {
 		lsn, b, err := q.mu.cursor.Next()
 		if errors.Is(err, io.EOF) {
 			return 0, nil, 0, nil
 		}
+		if errors.Is(err, wal.ErrNotFound) && !reset {
+			// A compaction cut the log past the reader's position: it cuts
+			// only what the cursor no longer needs (cursorNeedLocked).
+			// Read on from the cursor, or from the log's start.
+			q.resetCursorLocked()
+			reset = true
+			continue
+		}
 		if err != nil {
 			return 0, nil, 0, wrapCorrupt("read at cursor", err)
+		}
+		if lsn < st.cursor {
+			continue // the cursor passed it: a copy forward took it (applyCursorMove)
 		}
 		if peekOp(b) != opEnqueue {
 			st.cursor = lsn + 1

@@ -78,14 +78,27 @@ func (q *Queue) walOptions(start uint64) *wal.Options {
 
 // recover replays the log after the snapshot into st and installs it.
 func (q *Queue) recover(st *state, snapLSN uint64) error {
-	// 3. The log must reach back to the snapshot.
-	if first := q.log.FirstLSN(); first > snapLSN+1 {
-		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
+	// 3. The log must reach back to the snapshot, and to the oldest record
+	// the snapshot's messages need (a payload, a pending message), which is
+	// where the truncation after the snapshot stopped: a lost front segment
+	// must not open as a queue whose messages fail at delivery or are
+	// skipped. (A salvaging open drops what was lost instead.)
+	from := snapLSN + 1
+	if first := q.log.FirstLSN(); first > from {
+		if !q.opts.Salvage {
+			return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
+		}
+		from = first // the salvage report accounts for the records lost before it
+	}
+	q.mu.st = st
+	if first, need := q.log.FirstLSN(), q.lowWaterLocked(); need < first && !q.opts.Salvage {
+		return fmt.Errorf("%w: log starts at LSN %d (%s), but the snapshot's messages need LSN %d: a segment is missing",
+			ErrCorrupt, first, q.log.Segments()[0].Path, need)
 	}
 	// 4. Replay every record after the snapshot. A salvaging open skips the
 	// records that no longer apply because others were lost.
 	skipped := 0
-	n, err := recovery.Replay(q.log, snapLSN+1, func(lsn uint64, b []byte) error {
+	n, err := recovery.Replay(q.log, from, func(lsn uint64, b []byte) error {
 		var r record
 		err := decodeRecord(b, &r)
 		if err == nil {

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -123,7 +124,8 @@ func encodeHeaders(enc *msgpack.Encoder, h map[string]string) {
 func decodeRecord(b []byte, r *record) error {
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
-	dec.Reset(bytes.NewReader(b))
+	in := bytes.NewReader(b) // an io.ByteScanner: the decoder reads it directly, unbuffered
+	dec.Reset(in)
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
 		return fmt.Errorf("%w: record header: %v", ErrCorrupt, err)
@@ -131,7 +133,7 @@ func decodeRecord(b []byte, r *record) error {
 	if n != recordFields {
 		return fmt.Errorf("%w: record has %d fields, want %d", ErrCorrupt, n, recordFields)
 	}
-	if err := decodeFields(dec, r); err != nil {
+	if err := decodeFields(dec, in.Len, r); err != nil {
 		return fmt.Errorf("%w: record: %v", ErrCorrupt, err)
 	}
 	if r.Op < opEnqueue || r.Op > lastOp {
@@ -140,8 +142,8 @@ func decodeRecord(b []byte, r *record) error {
 	return nil
 }
 
-func decodeFields(dec *msgpack.Decoder, r *record) error {
-	d := fieldReader{dec: dec}
+func decodeFields(dec *msgpack.Decoder, left func() int, r *record) error {
+	d := fieldReader{dec: dec, left: left}
 	o := d.uint(255)
 	r.Seq = d.uint(1<<64 - 1)
 	r.Lease = d.uint(1<<64 - 1)
@@ -150,24 +152,40 @@ func decodeFields(dec *msgpack.Decoder, r *record) error {
 	r.At, r.Due, r.Enq = d.int(), d.int(), d.int()
 	size, count := d.uint(1<<32-1), d.uint(1<<32-1)
 	r.Reason = d.string()
-	if d.err == nil {
-		r.Headers, d.err = decodeHeaders(dec)
-	}
-	if d.err == nil {
-		r.Payload, d.err = dec.DecodeBytes()
-	}
+	r.Headers = d.headers()
+	r.Payload = d.bytes()
 	r.Key = d.string()
-	if d.err == nil {
-		r.Sort, d.err = dec.DecodeBytes()
-	}
+	r.Sort = d.bytes()
 	r.Op, r.Flags, r.Size, r.Count = op(o), uint8(flags), uint32(size), uint32(count)
 	return d.err
 }
 
 // fieldReader decodes fields in order and keeps the first error.
 type fieldReader struct {
-	dec *msgpack.Decoder
-	err error // first error; later reads are skipped
+	dec  *msgpack.Decoder
+	left func() int // bytes of the input not read yet
+	err  error      // first error; later reads are skipped
+}
+
+// bytes decodes a byte string no longer than the input left: msgpack
+// v5.4.1's DecodeBytes allocates whatever length the input claims (up to
+// 4 GiB) before reading a byte of it. The decoder reads the input
+// directly (it is an io.ByteScanner), so the bytes are read from there.
+func (d *fieldReader) bytes() []byte {
+	if d.err != nil {
+		return nil
+	}
+	n, err := d.dec.DecodeBytesLen()
+	if err == nil && n > d.left() {
+		err = fmt.Errorf("byte string of %d bytes with %d left", n, d.left())
+	}
+	if err != nil || n < 0 {
+		d.err = err
+		return nil
+	}
+	b := make([]byte, n)
+	_, d.err = io.ReadFull(d.dec.Buffered(), b)
+	return b
 }
 
 func (d *fieldReader) uint(max uint64) uint64 {
@@ -191,33 +209,28 @@ func (d *fieldReader) int() int64 {
 	return v
 }
 
+// string decodes a string no longer than the input left (see bytes; for
+// strings msgpack allocates in chunks, but a lying length still costs
+// megabytes).
 func (d *fieldReader) string() string {
-	if d.err != nil {
-		return ""
-	}
-	v, err := d.dec.DecodeString()
-	d.err = err
-	return v
+	return string(d.bytes())
 }
 
-func decodeHeaders(dec *msgpack.Decoder) (map[string]string, error) {
-	n, err := dec.DecodeMapLen()
+func (d *fieldReader) headers() map[string]string {
+	if d.err != nil {
+		return nil
+	}
+	n, err := d.dec.DecodeMapLen()
 	if err != nil || n <= 0 {
-		return nil, err
+		d.err = err
+		return nil
 	}
 	h := make(map[string]string, min(n, 64))
-	for i := 0; i < n; i++ {
-		k, err := dec.DecodeString()
-		if err != nil {
-			return nil, err
-		}
-		v, err := dec.DecodeString()
-		if err != nil {
-			return nil, err
-		}
-		h[k] = v
+	for i := 0; i < n && d.err == nil; i++ {
+		k := d.string()
+		h[k] = d.string()
 	}
-	return h, nil
+	return h
 }
 
 // peekOp returns the op of an encoded record without decoding it, or 0.

@@ -73,7 +73,8 @@ func (f *frozen) encode() ([]byte, error) {
 // decodeState rebuilds a state from a snapshot body.
 func decodeState(body []byte, o *Options) (*state, error) {
 	st := newState(o)
-	dec := msgpack.NewDecoder(bytes.NewReader(body))
+	r := bytes.NewReader(body)
+	dec := msgpack.NewDecoder(r)
 	var version int
 	err := dec.DecodeMulti(&version, &st.cursor, &st.last, &st.pending, &st.pendingBytes, &st.clean, &st.counts)
 	if err == nil && version != snapshotVersion {
@@ -100,7 +101,7 @@ func decodeState(body []byte, o *Options) (*state, error) {
 		})
 	}
 	if err == nil {
-		err = st.decodeSorted(dec)
+		err = st.decodeSorted(dec, r.Len)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: snapshot body: %v", ErrCorrupt, err)
@@ -154,12 +155,13 @@ func (f *frozen) encodeSorted(enc *msgpack.Encoder) error {
 	return err
 }
 
-// decodeSorted reads what encodeSorted wrote into st.sorted.
-func (st *state) decodeSorted(dec *msgpack.Decoder) error {
+// decodeSorted reads what encodeSorted wrote into st.sorted; left is how
+// many bytes of the body remain.
+func (st *state) decodeSorted(dec *msgpack.Decoder, left func() int) error {
 	value := func(put func(index.SortedValue)) func() error {
 		return func() error {
-			var v index.SortedValue
-			if err := dec.Decode(&v); err != nil {
+			v, err := decodeSortedValue(dec, left)
+			if err != nil {
 				return err
 			}
 			put(v)
@@ -172,8 +174,8 @@ func (st *state) decodeSorted(dec *msgpack.Decoder) error {
 	}
 	if err == nil {
 		err = decodeEach(dec, func() error {
-			var b index.Batch
-			if err := dec.Decode(&b); err != nil {
+			b, err := decodeBatch(dec, left)
+			if err != nil {
 				return err
 			}
 			st.sorted.PutBatch(b)
@@ -192,4 +194,56 @@ func (st *state) decodeSorted(dec *msgpack.Decoder) error {
 		})
 	}
 	return err
+}
+
+// decodeBatch reads an index.Batch, which msgpack writes as the array of
+// its five fields. It reads the value array itself: msgpack v5.4.1
+// allocates a slice of whatever length an array claims before reading an
+// element (decodeSliceValue's allocation limit never applies), so a
+// damaged body could make it allocate gigabytes. Every value takes at
+// least one byte of the body left.
+func decodeBatch(dec *msgpack.Decoder, left func() int) (index.Batch, error) {
+	var b index.Batch
+	n, err := dec.DecodeArrayLen()
+	if err == nil && n != 5 {
+		err = fmt.Errorf("batch of %d fields, want 5", n)
+	}
+	if err == nil {
+		err = dec.DecodeMulti(&b.Lease, &b.Key, &b.Due, &b.At)
+	}
+	if err == nil {
+		n, err = dec.DecodeArrayLen()
+	}
+	if err == nil && n > left() {
+		err = fmt.Errorf("batch claims %d values in %d bytes", n, left())
+	}
+	for i := 0; err == nil && i < n; i++ {
+		var v index.SortedValue
+		if v, err = decodeSortedValue(dec, left); err == nil {
+			b.Values = append(b.Values, v)
+		}
+	}
+	return b, err
+}
+
+// decodeSortedValue reads an index.SortedValue, which msgpack writes as
+// the array of its eight stored fields, with fieldReader, whose byte
+// strings are bounded by the input (see fieldReader.bytes).
+func decodeSortedValue(dec *msgpack.Decoder, left func() int) (index.SortedValue, error) {
+	var v index.SortedValue
+	n, err := dec.DecodeArrayLen()
+	if err == nil && n != 8 {
+		err = fmt.Errorf("sorted value of %d fields, want 8", n)
+	}
+	if err != nil {
+		return v, err
+	}
+	d := fieldReader{dec: dec, left: left}
+	v.Key, v.Sort = d.string(), d.bytes()
+	v.Seq, v.Loc = d.uint(1<<64-1), d.uint(1<<64-1)
+	v.Size = uint32(d.uint(1<<32 - 1))
+	v.At = d.int()
+	v.Deliveries = uint32(d.uint(1<<32 - 1))
+	v.Reason = d.string()
+	return v, d.err
 }

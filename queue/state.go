@@ -24,15 +24,15 @@ type counters struct {
 // state is everything recovery rebuilds: the result of applying every
 // record in LSN order. The queue guards it with its mutex.
 type state struct {
-	table        *index.Table // messages the cursor no longer accounts for
-	dedup        *index.Dedup // producer-given ids that refuse duplicates
-	cursor       uint64       // next LSN the cursor examines
-	pending      int64        // never-delivered, non-delayed messages at or after cursor
-	pendingBytes int64        // bytes of their enqueue records
-	last         uint64       // LSN of the last record applied
-	clean        bool         // the last record applied was a clean close
-	counts       counters     // lifetime totals
-	dedupWindow  bool         // acked producer ids are remembered (DedupWindow > 0)
+	table        *index.Table  // messages the cursor no longer accounts for
+	dedup        *index.Dedup  // producer-given ids that refuse duplicates
+	cursor       uint64        // next LSN the cursor examines
+	pending      int64         // never-delivered, non-delayed messages at or after cursor
+	pendingBytes int64         // bytes of their enqueue records
+	last         uint64        // LSN of the last record applied
+	clean        bool          // the last record applied was a clean close
+	counts       counters      // lifetime totals
+	dedupWindow  bool          // acked producer ids are remembered (DedupWindow > 0)
 	sorted       *index.Sorted // a sorted queue's values and batches
 	cacheBytes   int64         // payload bytes of sorted values kept in memory at most
 }
@@ -227,6 +227,13 @@ func (s *state) applyCursorMove(lsn uint64, r *record, size int) error {
 	s.pendingBytes -= int64(r.Size)
 	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq, State: index.Ready})
 	s.counts.Moved++
+	// The cursor passes the original at once, not only at the advance
+	// record that follows the copies: a crash can keep the copies and lose
+	// the advance (the log may put them in different entries), and the
+	// cursor must not deliver the original of a copied message. Copies are
+	// made in LSN order of every never-delivered message from the cursor
+	// on, so this skips nothing the cursor owns.
+	s.cursor = max(s.cursor, r.Seq+1)
 	return nil
 }
 

@@ -34,8 +34,8 @@ type Stats struct {
 	OldestEnqueuedAt time.Time // of the live, not dead, messages; zero when none
 	DedupIDs         int       // producer-given ids remembered for dedup
 
-	LiveBytes   int64         // log bytes the live messages need
-	LogBytes    int64         // bytes of all log segments
+	LiveBytes   int64 // log bytes the live messages need
+	LogBytes    int64 // bytes of all log segments
 	Segments    []wal.SegmentInfo
 	SnapshotLSN uint64        // LSN of the last snapshot; 0 when none
 	SnapshotAt  time.Time     // when this process took it; zero if it did not

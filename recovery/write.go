@@ -35,6 +35,11 @@ func Write(dir string, lsn uint64, body []byte, opts *WriteOptions) (Info, error
 	tmp := final + ".tmp"
 	data := Encode(lsn, body)
 	if err := writeSynced(tmp, data, o.FileMode, step); err != nil {
+		// A temporary file is never loaded; removing it keeps a full disk
+		// from filling with one more at each retry.
+		if rerr := os.Remove(tmp); rerr != nil && !os.IsNotExist(rerr) {
+			err = fmt.Errorf("%w (and removing %s: %v)", err, tmp, rerr)
+		}
 		return Info{}, err
 	}
 	if err := os.Rename(tmp, final); err != nil {

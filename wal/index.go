@@ -154,7 +154,14 @@ func (l *Log) fillSalvaged(damage [][]Damage) error {
 			s.firstLSN = max(next, prevEnd)
 			s.endLSN = s.firstLSN
 		}
-		ds := fillLost(damage[i], prevEnd, next)
+		start := prevEnd
+		if i == 0 {
+			start = l.opts.StartLSN // damage before the first valid entry loses from there
+		}
+		ds := fillLost(damage[i], start, next)
+		if i == len(list)-1 && s.entries == 0 && prevEnd != 0 {
+			l.fixTailCut(s.path, prevEnd)
+		}
 		if s.entries > 0 && prevEnd != 0 {
 			if s.firstLSN < prevEnd {
 				return corruptAt(s.loc(0, 0), fmt.Sprintf("%s: segment starts at LSN %d, below the previous end %d",
@@ -171,6 +178,18 @@ func (l *Log) fillSalvaged(damage [][]Damage) error {
 		}
 	}
 	return nil
+}
+
+// fixTailCut completes the report of a salvage cut that removed every
+// entry of the tail segment: its first lost LSN is the end of the segment
+// before, which the tail's repair (run first) could not know.
+func (l *Log) fixTailCut(path string, prevEnd LSN) {
+	for i := range l.report.Salvaged {
+		d := &l.report.Salvaged[i]
+		if d.Segment == path && d.Offset == 0 && (d.FirstLSN == 0 || d.FirstLSN > prevEnd) {
+			d.FirstLSN = prevEnd
+		}
+	}
 }
 
 // firstLSNAfter returns the first LSN of the first segment after list[i]

@@ -1,0 +1,691 @@
+package fuzz_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
+)
+
+// The go test -fuzz targets. Each has a seed corpus under
+// testdata/fuzz/<target>/ and runs its seeds in a plain go test. Short runs
+// (CI) and long runs: see README.md.
+
+// FuzzQueueModel decodes the input as a sequence of operations (enqueue,
+// delayed, with a producer id, duplicate, batch, dequeue, batch dequeue,
+// ack, nack, extend, dead-letter, clock advance and expiry, requeue of the
+// dead, compaction, stats, clean close and reopen, crash-image reopen) and
+// runs it on a real queue and on the in-memory model (model_test.go):
+// every delivery (which message, its delivery count), every outcome (nil,
+// ErrLeaseLost, ErrDuplicate, ErrEmpty), the counts and, at the end, the
+// dead letters and a full drain must agree.
+//
+//	go test ./fuzz -run '^$' -fuzz '^FuzzQueueModel$' -fuzztime 30s
+func FuzzQueueModel(f *testing.F) {
+	for _, s := range modelSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 600 {
+			ops = ops[:600]
+		}
+		r := newModelRun(t)
+		defer r.close()
+		for in := (&opReader{b: ops}); !in.done(); {
+			r.step(in)
+		}
+		r.finish()
+	})
+}
+
+// modelSeeds are hand-written sequences, one operation code per byte
+// (see modelRun.step) with its arguments after it.
+var modelSeeds = [][]byte{
+	{0, 9, 0, 9, 5, 5, 7, 0, 7, 0},
+	{1, 2, 0, 11, 3, 5, 5, 8, 0, 2, 5, 10, 0, 12},
+	{2, 2, 3, 0, 4, 3, 6, 4, 7, 0, 14, 7, 0, 5},
+	{0, 0, 0, 0, 5, 5, 15, 5, 5, 7, 0, 7, 1, 16, 11, 30, 5},
+	{0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 12, 16, 5, 7, 0},
+	{4, 5, 6, 9, 9, 0, 40, 11, 20, 6, 9, 13, 15, 6, 9, 16},
+	{1, 1, 1, 3, 11, 2, 5, 5, 14, 5, 7, 0, 15, 7, 0, 16},
+}
+
+// opReader hands out the bytes of a fuzz input; 0 once it is used up.
+type opReader struct {
+	b []byte
+	i int
+}
+
+func (r *opReader) done() bool { return r.i >= len(r.b) }
+
+func (r *opReader) next() int {
+	if r.done() {
+		return 0
+	}
+	r.i++
+	return int(r.b[r.i-1])
+}
+
+// modelRun is one FuzzQueueModel input being run.
+type modelRun struct {
+	t     *testing.T
+	dir   string
+	clock *manualClock
+	q     *queue.Queue
+	m     *model
+	held  []heldMsg // deliveries the test holds
+	freed []string  // producer ids of messages that are gone: free again
+	n     int       // tokens made
+	log   []string  // operations so far, for failure messages
+
+	// unflushed: RequeueExpired appended records and returned without
+	// waiting for them (the lease that next delivers the message waits);
+	// a crash copy must not race with their write.
+	unflushed bool
+}
+
+// heldMsg is a delivery: the token, its model lease and its receipt.
+type heldMsg struct {
+	tok   string
+	lease int
+	r     queue.Receipt
+}
+
+func newModelRun(t *testing.T) *modelRun {
+	r := &modelRun{t: t, dir: scratchDir(t), clock: newManualClock(), m: newModel(3, 10*time.Second)}
+	r.open()
+	return r
+}
+
+// opts: no background compaction (one 64 KiB segment holds a whole input),
+// so that a crash image copied from a live directory is a state that a
+// crash can leave; SyncNever, because a kill -9 keeps what was written.
+func (r *modelRun) opts() *queue.Options {
+	return &queue.Options{Clock: r.clock, ManualRequeue: true, MaxDeliveries: r.m.maxDeliver,
+		AckTimeout: r.m.ackTimeout, SegmentSize: 64 << 10, SnapshotBytes: 1 << 30, Sync: queue.SyncNever}
+}
+
+func (r *modelRun) open() {
+	q, err := queue.Open(r.dir, r.opts())
+	if err != nil {
+		r.failf("open: %v", err)
+	}
+	r.q = q
+}
+
+func (r *modelRun) close() {
+	if r.q != nil {
+		r.q.Close()
+	}
+}
+
+func (r *modelRun) failf(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("after %s: %s", strings.Join(r.log, ", "), fmt.Sprintf(format, args...))
+}
+
+func (r *modelRun) now() int64 { return r.clock.Now().UnixNano() }
+
+// step runs one operation.
+func (r *modelRun) step(in *opReader) {
+	op := in.next() % 17
+	switch op {
+	case 0, 1, 2:
+		r.enqueue(op, in.next())
+	case 3:
+		r.duplicate()
+	case 4:
+		r.batch(2 + in.next()%4)
+	case 5:
+		r.dequeue()
+	case 6:
+		r.dequeueBatch(1 + in.next()%5)
+	case 7, 8, 9, 10:
+		r.settle(op, in.next(), in.next())
+	case 11:
+		r.advance(time.Duration(1+in.next()%20) * time.Second)
+	case 12:
+		r.requeueDead()
+	case 13:
+		r.logf("compact")
+		if err := r.q.Compact(); err != nil {
+			r.failf("compact: %v", err)
+		}
+	case 14:
+		r.reopen()
+	case 15:
+		r.crash()
+	case 16:
+		r.stats()
+	}
+}
+
+func (r *modelRun) logf(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf(format, args...))
+}
+
+// enqueue adds one message: plain (0), delayed (1) or with a producer id
+// (2), which may be the freed id of a message that is gone.
+func (r *modelRun) enqueue(kind, arg int) {
+	r.n++
+	tok := fmt.Sprintf("M%d", r.n)
+	var opts []queue.EnqueueOption
+	var id string
+	var due int64
+	switch kind {
+	case 1:
+		d := time.Duration(1+arg%5) * time.Second
+		due = r.now() + int64(d)
+		opts = append(opts, queue.WithDelay(d))
+	case 2:
+		id = "id-" + tok
+		if len(r.freed) > 0 && arg%2 == 0 {
+			id, r.freed = r.freed[0], r.freed[1:]
+		}
+		opts = append(opts, queue.WithID(id))
+	}
+	r.logf("enqueue %s %d", tok, kind)
+	if _, err := r.q.Enqueue(context.Background(), payload(tok, arg), opts...); err != nil {
+		r.failf("enqueue %s: %v", tok, err)
+	}
+	r.m.enqueue(tok, id, due)
+	r.m.dirty = true
+}
+
+// duplicate enqueues with the id of a live message: ErrDuplicate.
+func (r *modelRun) duplicate() {
+	for _, msg := range r.m.msgs {
+		if msg.id == "" {
+			continue
+		}
+		r.logf("duplicate %s", msg.id)
+		if _, err := r.q.Enqueue(context.Background(), []byte("dup|"), queue.WithID(msg.id)); !errors.Is(err, queue.ErrDuplicate) {
+			r.failf("enqueue of the live id %s: %v, want ErrDuplicate", msg.id, err)
+		}
+		return
+	}
+}
+
+func (r *modelRun) batch(n int) {
+	items := make([]queue.Item, n)
+	toks := make([]string, n)
+	for i := range items {
+		r.n++
+		toks[i] = fmt.Sprintf("M%d", r.n)
+		items[i] = queue.Item{Payload: payload(toks[i], i)}
+	}
+	r.logf("batch %v", toks)
+	if _, err := r.q.EnqueueBatch(context.Background(), items); err != nil {
+		r.failf("batch: %v", err)
+	}
+	for _, tok := range toks {
+		r.m.enqueue(tok, "", 0)
+	}
+	r.m.dirty = true
+}
+
+// dequeue takes one message; the model says which, or that none is ready.
+func (r *modelRun) dequeue() {
+	r.logf("dequeue")
+	want := r.m.next(r.now())
+	m, err := r.q.TryDequeue()
+	if want == nil {
+		if !errors.Is(err, queue.ErrEmpty) {
+			r.failf("dequeue: got %v, %v; the model has nothing ready", describeMsg(m), err)
+		}
+		return
+	}
+	if err != nil {
+		r.failf("dequeue: %v; the model delivers %s", err, want.tok)
+	}
+	r.delivered(m, want)
+}
+
+// dequeueBatch takes up to max messages (only when the model has one
+// ready: DequeueBatch blocks otherwise).
+func (r *modelRun) dequeueBatch(max int) {
+	now := r.now()
+	if r.m.next(now) == nil {
+		r.dequeue()
+		return
+	}
+	r.logf("dequeue batch %d", max)
+	ms, err := r.q.DequeueBatch(context.Background(), max)
+	if err != nil {
+		r.failf("dequeue batch: %v", err)
+	}
+	for _, m := range ms {
+		want := r.m.next(now)
+		if want == nil {
+			r.failf("dequeue batch: got %s, the model has nothing more ready", describeMsg(m))
+		}
+		r.delivered(m, want)
+	}
+	if len(ms) < max && r.m.next(now) != nil {
+		r.failf("dequeue batch of %d returned %d, the model has %s ready too", max, len(ms), r.m.next(now).tok)
+	}
+}
+
+// delivered checks a delivery against the model's and holds it.
+func (r *modelRun) delivered(m *queue.Message, want *modelMsg) {
+	if tok := tokenOf(m.Payload); tok != want.tok || m.Deliveries != want.deliveries+1 {
+		r.failf("delivered %s, the model delivers %s (delivery %d)", describeMsg(m), want.tok, want.deliveries+1)
+	}
+	lease := r.m.deliver(want, r.now())
+	r.m.dirty = true
+	r.held = append(r.held, heldMsg{tok: want.tok, lease: lease, r: m.Receipt})
+}
+
+func describeMsg(m *queue.Message) string {
+	if m == nil {
+		return "nothing"
+	}
+	return fmt.Sprintf("%s (delivery %d)", tokenOf(m.Payload), m.Deliveries)
+}
+
+// settle acks (7), nacks (8), extends (9) or dead-letters (10) a held
+// delivery; the model says whether it still owns its message.
+func (r *modelRun) settle(op, which, arg int) {
+	if len(r.held) == 0 {
+		return
+	}
+	i := which % len(r.held)
+	h := r.held[i]
+	r.held = slices.Delete(r.held, i, i+1)
+	msg, owns := r.m.owns(h.tok, h.lease)
+	now := r.now()
+	var err error
+	switch op {
+	case 7:
+		r.logf("ack %s", h.tok)
+		err = r.q.Ack(h.r)
+		if owns {
+			delete(r.m.msgs, h.tok)
+			if msg.id != "" {
+				r.freed = append(r.freed, msg.id)
+			}
+		}
+	case 8:
+		d := time.Duration(arg%3) * time.Second
+		r.logf("nack %s %v", h.tok, d)
+		err = r.q.Nack(h.r, d)
+		if owns {
+			r.m.endLease(msg, map[bool]int64{true: now + int64(d)}[d > 0])
+		}
+	case 9:
+		d := time.Duration(1+arg%20) * time.Second
+		r.logf("extend %s %v", h.tok, d)
+		err = r.q.Extend(h.r, d)
+		if owns {
+			msg.due = now + int64(d)
+			r.held = append(r.held, h)
+		}
+	case 10:
+		r.logf("dead-letter %s", h.tok)
+		err = r.q.DeadLetter(h.r, "model")
+		if owns {
+			msg.state, msg.due = modelDead, 0
+		}
+	}
+	if owns && err != nil || !owns && !errors.Is(err, queue.ErrLeaseLost) {
+		r.failf("settle %s: %v; the model says the delivery owns its message: %v", h.tok, err, owns)
+	}
+	r.m.dirty = r.m.dirty || owns
+}
+
+// advance moves the clock and ends the leases that ran out.
+func (r *modelRun) advance(d time.Duration) {
+	r.logf("advance %v", d)
+	r.clock.Advance(d)
+	n, err := r.q.RequeueExpired()
+	if err != nil {
+		r.failf("requeue expired: %v", err)
+	}
+	r.m.expire(r.now())
+	r.m.dirty = r.m.dirty || n > 0
+	r.unflushed = r.unflushed || n > 0
+}
+
+func (r *modelRun) requeueDead() {
+	r.logf("requeue dead")
+	n, err := r.q.RequeueAllDead()
+	if want := r.m.requeueDead(); err != nil || n != want {
+		r.failf("requeue dead: %d, %v; the model has %d", n, err, want)
+	}
+	r.m.dirty = r.m.dirty || n > 0
+}
+
+// reopen closes the queue cleanly and opens it again: leases keep running,
+// receipts stay valid.
+func (r *modelRun) reopen() {
+	r.logf("close and reopen")
+	if err := r.q.Close(); err != nil {
+		r.failf("close: %v", err)
+	}
+	r.q = nil
+	r.open()
+	if !r.q.Recovery().Clean {
+		r.failf("reopen after Close: not clean")
+	}
+	r.m.dirty = false
+}
+
+// crash copies the directory as a kill -9 leaves it and opens the copy:
+// every lease ends.
+func (r *modelRun) crash() {
+	if r.unflushed {
+		r.logf("compact (to flush the expiries)")
+		if err := r.q.Compact(); err != nil {
+			r.failf("compact: %v", err)
+		}
+		r.unflushed = false
+	}
+	r.logf("crash")
+	img := scratchDir(r.t)
+	if err := copyDir(r.dir, img); err != nil {
+		r.failf("crash image: %v", err)
+	}
+	r.q.Close()
+	r.q, r.dir = nil, img
+	r.open()
+	if r.q.Recovery().Clean == r.m.dirty {
+		r.failf("crash: Recovery().Clean is %v, but the crashed process appended records: %v", r.q.Recovery().Clean, r.m.dirty)
+	}
+	r.m.crash()
+	r.m.dirty = r.m.dirty || r.q.Recovery().Requeued > 0
+}
+
+// stats compares the counts.
+func (r *modelRun) stats() {
+	r.logf("stats")
+	st := r.q.Stats()
+	got := fmt.Sprintf("ready=%d delayed=%d inflight=%d dead=%d", st.Ready, st.Delayed, st.InFlight, st.Dead)
+	if want := r.m.counts(r.now()); got != want {
+		r.failf("stats %s, the model has %s", got, want)
+	}
+}
+
+// finish lets every lease and delay run out, then compares the dead
+// letters and drains the queue in the model's order.
+func (r *modelRun) finish() {
+	r.advance(time.Hour)
+	r.stats()
+	dl, err := r.q.DeadLetters(0, 1<<20)
+	if err != nil {
+		r.failf("dead letters: %v", err)
+	}
+	var dead []string
+	for _, d := range dl {
+		dead = append(dead, tokenOf(d.Payload))
+	}
+	if want := r.m.deadTokens(); !slices.Equal(dead, want) {
+		r.failf("dead letters %v, the model has %v", dead, want)
+	}
+	for i := 0; i <= len(r.m.msgs); i++ {
+		r.dequeue()
+	}
+}
+
+// FuzzSegment writes the input as segment files of a queue's log and opens
+// them with wal (read-only: Verify and a full read) and with the queue
+// (then drains it). Nothing may panic or hang, every failure must wrap
+// ErrCorrupt, and nothing may allocate far beyond the input. The first
+// byte picks the layout:
+//
+//	0: the input is the only segment;
+//	1: a valid log (from a real queue), then the input appended to its tail;
+//	2: a valid sealed segment, then the input as the tail segment;
+//	3: a valid log, then an entry with a correct CRC whose records are cut
+//	   from the input (random records reach the queue's decoder and replay).
+//
+//	go test ./fuzz -run '^$' -fuzz '^FuzzSegment$' -fuzztime 30s
+func FuzzSegment(f *testing.F) {
+	valid := validLog(f)
+	f.Add(byte(0), valid)
+	f.Add(byte(1), []byte{0x05, 1, 2, 3, 4, 5})
+	f.Add(byte(2), valid)
+	f.Add(byte(3), []byte{3, 0x9f, 1, 0, 0, 0xa0, 0, 0, 0, 0, 0, 0, 0xa0, 0xc0, 0xc4, 0, 0xa0, 0xc4, 0})
+	f.Fuzz(func(t *testing.T, mode byte, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		dir := scratchDir(t)
+		if err := writeDir(dir, segmentLayout(mode%4, valid, data)); err != nil {
+			t.Fatal(err)
+		}
+		n := allocatedBy(func() { checkLogFiles(t, dir) })
+		if limit := openAllocBound(len(data) + len(valid)); n > limit {
+			t.Fatalf("opening %d bytes of segments allocated %d (limit %d)", len(data)+len(valid), n, limit)
+		}
+	})
+}
+
+// openAllocBound is what opening and draining a queue of n bytes may
+// allocate: the fixed cost of a queue (buffers, indexes, goroutines,
+// tidwall/wal's copy of the tail segment) plus a small multiple of n.
+func openAllocBound(n int) uint64 { return 24<<20 + 64*uint64(n) }
+
+var allocMu sync.Mutex // TotalAlloc counts every goroutine: one measurement at a time
+
+// allocatedBy returns the bytes allocated while fn ran.
+func allocatedBy(fn func()) uint64 {
+	allocMu.Lock()
+	defer allocMu.Unlock()
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// validLog returns the segment of a real queue log: enqueues, a lease, an
+// ack, a batch and a close.
+func validLog(f testing.TB) []byte {
+	dir := f.TempDir()
+	q, err := queue.Open(dir, &queue.Options{Sync: queue.SyncNever, SnapshotBytes: 1 << 30})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if _, err := q.Enqueue(context.Background(), payload(fmt.Sprint("v", i), 20), queue.WithID(fmt.Sprint("id", i))); err != nil {
+			f.Fatal(err)
+		}
+	}
+	m, err := q.TryDequeue()
+	if err == nil {
+		err = m.Ack()
+	}
+	if err == nil {
+		_, err = q.EnqueueBatch(context.Background(), []queue.Item{{Payload: []byte("b0|")}, {Payload: []byte("b1|")}})
+	}
+	if err != nil {
+		f.Fatal(err)
+	}
+	img, err := readDir(dir)
+	q.Close()
+	if err != nil {
+		f.Fatal(err)
+	}
+	return img[segmentFiles(img)[0]]
+}
+
+// segmentLayout builds the log files for a FuzzSegment input.
+func segmentLayout(mode byte, valid, data []byte) map[string][]byte {
+	seg := func(index int) string { return filepath.Join("log", fmt.Sprintf("%020d", index)) }
+	switch mode {
+	case 0:
+		return map[string][]byte{seg(1): data}
+	case 1:
+		return map[string][]byte{seg(1): append(slices.Clone(valid), data...)}
+	case 2:
+		return map[string][]byte{seg(1): valid, seg(1 + len(parseSegment(valid))): data}
+	}
+	ents := parseSegment(valid)
+	last := ents[len(ents)-1].lastLSN()
+	return map[string][]byte{seg(1): append(slices.Clone(valid), frameEntry(last+1, cutRecords(data))...)}
+}
+
+// cutRecords splits data into records: each starts with its length byte.
+func cutRecords(data []byte) [][]byte {
+	var recs [][]byte
+	for len(data) > 0 {
+		n := min(int(data[0]), len(data)-1)
+		recs = append(recs, data[1:1+n])
+		data = data[1+n:]
+	}
+	if len(recs) == 0 {
+		recs = [][]byte{{}}
+	}
+	return recs
+}
+
+// checkLogFiles opens the log read-only and reads it, then opens and drains
+// the queue; every error must wrap ErrCorrupt.
+func checkLogFiles(t *testing.T, dir string) {
+	l, err := wal.Open(filepath.Join(dir, "log"), &wal.Options{ReadOnly: true})
+	if err == nil {
+		if _, err = l.Verify(); err == nil || errors.Is(err, wal.ErrCorrupt) {
+			err = readLog(l)
+		}
+		l.Close()
+	}
+	if err != nil && !errors.Is(err, wal.ErrCorrupt) && !errors.Is(err, wal.ErrNotFound) {
+		t.Fatalf("read-only log: %v", err)
+	}
+	if _, err := drainFor(dir, fuzzDrainTime); err != nil && !errors.Is(err, queue.ErrCorrupt) {
+		t.Fatalf("queue: %v", err)
+	}
+}
+
+// readLog reads every record of l.
+func readLog(l *wal.Log) error {
+	r := l.NewReader(l.FirstLSN())
+	defer r.Close()
+	for {
+		_, _, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// fuzzDrainTime bounds the drain of a fuzzed directory: a forged log or
+// snapshot may hold thousands of messages, or counts that never reach zero.
+const fuzzDrainTime = 250 * time.Millisecond
+
+// drainFor opens and drains a queue directory within d, whatever its
+// counts say: a bounded number of TryDequeue calls.
+func drainFor(dir string, d time.Duration) ([]string, error) {
+	o := drainOptions()
+	q, err := queue.Open(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	var toks []string
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		m, err := q.TryDequeue()
+		if errors.Is(err, queue.ErrEmpty) {
+			return toks, nil
+		}
+		if err != nil {
+			return toks, err
+		}
+		toks = append(toks, tokenOf(m.Payload))
+	}
+	return toks, fmt.Errorf("drain of %s took more than %v", dir, d)
+}
+
+// FuzzSnapshotFile writes the input as the directory's snapshot file and
+// opens the queue: no panic, no hang, Open fails with ErrCorrupt or
+// succeeds, and nothing allocates far beyond the input. With wrap, the
+// input is the body of a file with a valid header and checksum, so that
+// random bodies reach the state decoder (a body that decodes but does not
+// match the log may fail the drain with any error, but must not panic).
+//
+//	go test ./fuzz -run '^$' -fuzz '^FuzzSnapshotFile$' -fuzztime 30s
+func FuzzSnapshotFile(f *testing.F) {
+	for _, body := range realSnapshotBodies(f) {
+		f.Add(true, body)
+		f.Add(false, recovery.Encode(9, body))
+	}
+	f.Fuzz(func(t *testing.T, wrap bool, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		dir := scratchDir(t)
+		file := data
+		if wrap {
+			file = recovery.Encode(9, data)
+		}
+		if err := os.WriteFile(filepath.Join(dir, recovery.Name(9)), file, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n := allocatedBy(func() {
+			if _, err := drainFor(dir, fuzzDrainTime); err != nil && !wrap && !errors.Is(err, queue.ErrCorrupt) {
+				t.Fatalf("open: %v", err)
+			}
+		})
+		if limit := openAllocBound(len(data)); n > limit {
+			t.Fatalf("opening a %d-byte snapshot allocated %d (limit %d)", len(data), n, limit)
+		}
+	})
+}
+
+// realSnapshotBodies returns the bodies of snapshots of an ack queue and a
+// sorted queue with entries of every kind.
+func realSnapshotBodies(f testing.TB) [][]byte {
+	clock := newManualClock()
+	o := queue.Options{Sync: queue.SyncNever, Clock: clock, ManualRequeue: true, MaxDeliveries: 1}
+	dir := f.TempDir()
+	q, err := queue.Open(dir, &o)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		_, err = q.Enqueue(ctx, payload(fmt.Sprint("s", i), 8), queue.WithID(fmt.Sprint("id", i)))
+	}
+	_, err = q.Enqueue(ctx, []byte("later|"), queue.WithDelay(time.Hour))
+	m, _ := q.TryDequeue()
+	_ = m.Nack(0) // dead: MaxDeliveries 1
+	_, _ = q.TryDequeue()
+	q.Close()
+	sdir := f.TempDir()
+	s, err := queue.OpenSorted[int64](sdir, &queue.SortedOptions{Options: o})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		_ = s.Publish(ctx, int64(i%3), fmt.Sprint("k", i%2), []byte(fmt.Sprint("w", i, "|")))
+	}
+	bs, _ := s.TryPull(1)
+	_ = bs[0].Nack(time.Minute)
+	_, _ = s.TryPull(10)
+	s.Close()
+	var out [][]byte
+	for _, d := range []string{dir, sdir} {
+		_, body, err := recovery.Latest(d)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, body)
+	}
+	return out
+}

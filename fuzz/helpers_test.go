@@ -1,0 +1,417 @@
+package fuzz_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// scaled returns n, or n/div under the race detector (at least 1).
+func scaled(n, div int) int {
+	if raceEnabled {
+		return max(1, n/div)
+	}
+	return n
+}
+
+// envInt returns the integer in the environment variable name, or def.
+func envInt(t testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
+}
+
+// testRand returns a generator seeded from WALQ_SEED or the clock, and logs
+// the seed so that a failure can be replayed.
+func testRand(t testing.TB) (*rand.Rand, uint64) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("WALQ_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WALQ_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (replay: WALQ_SEED=%d go test ./fuzz -run '^%s$')", seed, seed, t.Name())
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed
+}
+
+var scratch struct {
+	once sync.Once
+	base string // "" means the test's temp dir
+}
+
+// scratchDir returns a new empty directory for a crash state that is built,
+// opened and thrown away. It lives on a tmpfs (/dev/shm, or WALQ_SCRATCH)
+// when there is one: the states are built byte by byte, so the disk adds
+// nothing but the cost of the drain's fsyncs.
+func scratchDir(t testing.TB) string {
+	t.Helper()
+	scratch.once.Do(func() {
+		scratch.base = os.Getenv("WALQ_SCRATCH")
+		if scratch.base == "" {
+			if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+				scratch.base = "/dev/shm"
+			}
+		}
+		if scratch.base != "" {
+			d, err := os.MkdirTemp(scratch.base, "walq-probe-")
+			if err != nil {
+				scratch.base = ""
+				return
+			}
+			os.RemoveAll(d)
+		}
+	})
+	if scratch.base == "" {
+		return t.TempDir()
+	}
+	d, err := os.MkdirTemp(scratch.base, "walq-fuzz-")
+	if err != nil {
+		t.Fatalf("scratch dir: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// copyDir copies the files under src to dst (created if needed), leaving
+// out the LOCK file: what a kill -9 at this moment leaves on disk.
+func copyDir(src, dst string) error {
+	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case info.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case rel == "LOCK":
+			return nil
+		}
+		return copyFile(path, target)
+	})
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed while we copied (a snapshot or segment)
+		}
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// readDir returns the contents of every file under dir but LOCK, by path
+// relative to dir.
+func readDir(dir string) (map[string][]byte, error) {
+	out := make(map[string][]byte)
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed while we walked: a compaction is running
+		}
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "LOCK" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		out[rel] = b
+		return err
+	})
+	return out, err
+}
+
+// quietDir reads dir once it has stopped changing (a background compaction
+// may be running): two reads 10ms apart must agree.
+func quietDir(dir string) (map[string][]byte, error) {
+	prev, err := readDir(dir)
+	for i := 0; err == nil && i < 200; i++ {
+		time.Sleep(10 * time.Millisecond)
+		var cur map[string][]byte
+		if cur, err = readDir(dir); err == nil && sameFiles(prev, cur) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	if err == nil {
+		err = fmt.Errorf("%s kept changing for 2s", dir)
+	}
+	return nil, err
+}
+
+func sameFiles(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeDir creates the files of a directory image under dir.
+func writeDir(dir string, files map[string][]byte) error {
+	for rel, b := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return err
+		}
+	}
+	return os.MkdirAll(filepath.Join(dir, "log"), 0o700)
+}
+
+// payload returns a message body that carries tok, padded to about pad
+// bytes with filler that depends on the token.
+func payload(tok string, pad int) []byte {
+	b := make([]byte, 0, len(tok)+1+pad)
+	b = append(b, tok...)
+	b = append(b, '|')
+	for i := 0; i < pad; i++ {
+		b = append(b, 'a'+byte((i+len(tok))%26))
+	}
+	return b
+}
+
+// tokenOf returns the token a payload carries.
+func tokenOf(p []byte) string {
+	if i := bytes.IndexByte(p, '|'); i >= 0 {
+		return string(p[:i])
+	}
+	return string(p)
+}
+
+// futureClock is the system clock moved forward: a drain opens with it so
+// that every delay, nack delay and hold has passed.
+type futureClock struct{ ahead time.Duration }
+
+func (c futureClock) Now() time.Time                         { return time.Now().Add(c.ahead) }
+func (c futureClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// manualClock moves only when the test advances it.
+type manualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []manualWaiter
+}
+
+type manualWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, manualWaiter{at: c.now.Add(d), ch: ch})
+	return ch
+}
+
+// Advance moves the clock and fires the timers that are due.
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- c.now
+	}
+	c.waiters = kept
+}
+
+// drainOptions are the options a drain opens a recovered directory with:
+// no fsync (nothing the drain writes matters), a clock a day ahead (every
+// delay has passed), no automatic requeue and no delivery limit, so that
+// the drain itself moves nothing to the dead-letter set.
+func drainOptions() queue.Options {
+	return queue.Options{
+		Sync: queue.SyncNever, Clock: futureClock{24 * time.Hour}, ManualRequeue: true,
+		MaxDeliveries: -1, AckTimeout: time.Hour, SnapshotBytes: 1 << 30,
+	}
+}
+
+// drained is what a full drain of a queue directory returned.
+type drained struct {
+	tokens   []string       // every message, dead letters included, in delivery order
+	recovery queue.Recovery // what Open found
+	open     time.Duration  // wall time of Open
+}
+
+// drainQueue opens the ack queue in dir, ends its leases, requeues its dead
+// letters and leases every message; it returns their tokens.
+func drainQueue(dir string) (drained, error) {
+	var d drained
+	o := drainOptions()
+	start := time.Now()
+	q, err := queue.Open(dir, &o)
+	if err != nil {
+		return d, err
+	}
+	d.open, d.recovery = time.Since(start), q.Recovery()
+	// Leases that survived a clean Close have run out by the drain's clock.
+	if _, err := q.RequeueExpired(); err != nil {
+		q.Close()
+		return d, err
+	}
+	if _, err := q.RequeueAllDead(); err != nil {
+		q.Close()
+		return d, err
+	}
+	// Stats says whether anything is ready; a DequeueBatch that then
+	// blocks means the counts are wrong, which the timeout reports.
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for q.Stats().Ready > 0 {
+		ms, err := q.DequeueBatch(ctx, 4096)
+		if err != nil {
+			q.Close()
+			return d, fmt.Errorf("drain with %d ready: %w", q.Stats().Ready, err)
+		}
+		for _, m := range ms {
+			d.tokens = append(d.tokens, tokenOf(m.Payload))
+		}
+	}
+	if _, err := q.TryDequeue(); !errors.Is(err, queue.ErrEmpty) {
+		q.Close()
+		return d, fmt.Errorf("drain: Stats says nothing is ready, TryDequeue says %v", err)
+	}
+	return d, q.Close()
+}
+
+// drainTimeout bounds a drain; only an engine bug makes one block.
+const drainTimeout = 30 * time.Second
+
+// drainSorted opens the sorted queue in dir and pulls every value; it
+// returns their tokens.
+func drainSorted(dir string) (drained, error) {
+	var d drained
+	start := time.Now()
+	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: drainOptions()})
+	if err != nil {
+		return d, err
+	}
+	d.open, d.recovery = time.Since(start), s.Recovery()
+	if _, err := s.RequeueExpired(); err != nil {
+		s.Close()
+		return d, err
+	}
+	for {
+		bs, err := s.TryPull(1024)
+		if errors.Is(err, queue.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			s.Close()
+			return d, err
+		}
+		for _, b := range bs {
+			for _, v := range b.Values {
+				d.tokens = append(d.tokens, tokenOf(v.Payload))
+			}
+		}
+	}
+	return d, s.Close()
+}
+
+// mustEnqueue enqueues payload or fails the test.
+func mustEnqueue(t testing.TB, q *queue.Queue, p []byte, opts ...queue.EnqueueOption) string {
+	t.Helper()
+	id, err := q.Enqueue(context.Background(), p, opts...)
+	if err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	return id
+}
+
+// mustOpen opens a queue or fails the test.
+func mustOpen(t testing.TB, dir string, o *queue.Options) *queue.Queue {
+	t.Helper()
+	q, err := queue.Open(dir, o)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	return q
+}
+
+// percentile returns the p-th percentile (0..100) of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+// failOracle fails the test with the oracle's result if it did not pass.
+func failOracle(t testing.TB, what string, r interface {
+	OK() bool
+	String() string
+}) {
+	t.Helper()
+	if !r.OK() {
+		t.Fatalf("%s: %s", what, r.String())
+	}
+}
+
+// describe names a crash state in failure messages.
+func describe(parts ...any) string { return fmt.Sprint(parts...) }

@@ -1,0 +1,507 @@
+package fuzz_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/walq/walq/fuzz"
+	"github.com/walq/walq/queue"
+)
+
+// snapshotSteps are the names recovery.Write passes to Options.SnapshotStep.
+var snapshotSteps = []string{"written", "synced", "renamed", "dir-synced", "removed"}
+
+// TestKill9 runs a child process with concurrent producers and consumers on
+// an ack queue and on a sorted queue, SIGKILLs it at a random moment (or
+// lets it kill itself at a snapshot step), checks the recovered queues with
+// the oracle on a copy of their directories, and repeats on the same
+// directories. The last cycle drains the directories themselves.
+//
+// Short run: 100 cycles (fewer under -race). Long run:
+//
+//	WALQ_CRASH_CYCLES=1000 go test ./fuzz -run '^TestKill9$' -timeout 2h -v
+func TestKill9(t *testing.T) {
+	if cfg := childConfigFromEnv(t, "kill9"); cfg != nil {
+		runKill9Child(cfg)
+		return
+	}
+	cycles := envInt(t, "WALQ_CRASH_CYCLES", scaled(100, 3))
+	rng, _ := testRand(t)
+	h := &kill9Parent{t: t, rng: rng, dirA: t.TempDir(), dirB: t.TempDir(),
+		oa: fuzz.NewOracle(), ob: fuzz.NewOracle(), stepKills: make(map[string]int), syncs: make(map[int]int)}
+	start := time.Now()
+	for cycle := 1; cycle <= cycles; cycle++ {
+		h.cycle(cycle)
+	}
+	h.finalDrain()
+	h.summary(cycles, time.Since(start))
+}
+
+// kill9Parent is the parent side of TestKill9.
+type kill9Parent struct {
+	t          *testing.T
+	rng        *rand.Rand
+	dirA, dirB string       // the ack queue's and the sorted queue's directories
+	oa, ob     *fuzz.Oracle // their oracles
+	recA, recB []time.Duration
+	stepKills  map[string]int    // cycles that ended at a snapshot step, by step
+	syncs      map[int]int       // cycles by sync mode
+	violations []string          // "!" lines
+	hist       map[string]string // this cycle's report codes by token, to explain a failure
+}
+
+// maxRun is how long after its start a child is killed at the latest.
+var maxRun = time.Duration(scaled(1, 1)) * 350 * time.Millisecond
+
+func (h *kill9Parent) cycle(n int) {
+	t := h.t
+	cfg := childConfig{Mode: "kill9", Dir: h.dirA, Sorted: h.dirB, Cycle: n, Seed: h.rng.Uint64(),
+		Sync: pickSync(h.rng), Lifetime: time.Minute}
+	if h.rng.IntN(4) == 0 {
+		cfg.DieAt = snapshotSteps[h.rng.IntN(len(snapshotSteps))]
+	}
+	h.syncs[cfg.Sync]++
+	h.hist = make(map[string]string)
+	run := time.Duration(h.rng.Int64N(int64(maxRun)))
+	if raceEnabled {
+		run *= 3
+	}
+	c := startChild(t, "TestKill9", cfg)
+	timer := time.NewTimer(run)
+	defer timer.Stop()
+	lines := c.lines
+	for lines != nil {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			h.apply(l)
+		case <-timer.C:
+			c.kill()
+		}
+	}
+	<-c.done
+	if !c.killed() {
+		t.Fatalf("cycle %d: the child was not killed but exited (%v); its output:\n%s", n, c.err, c.output())
+	}
+	if len(h.violations) > 0 {
+		t.Fatalf("cycle %d: the child saw: %s\nits output:\n%s", n, strings.Join(h.violations, "; "), c.output())
+	}
+	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
+	h.check(what+" ack queue", h.oa, h.dirA, drainQueue, true)
+	h.check(what+" sorted queue", h.ob, h.dirB, drainSorted, true)
+}
+
+// apply feeds one report line to the oracles.
+func (h *kill9Parent) apply(l string) {
+	if len(l) < 2 {
+		return
+	}
+	code, arg := l[0], l[2:]
+	h.hist[arg] += string(code)
+	switch code {
+	case 'a':
+		h.oa.EnqueueAttempt(arg)
+	case 'e':
+		h.oa.Enqueued(arg)
+	case 'd':
+		h.oa.Delivered(arg)
+	case 'k':
+		h.oa.AckAttempt(arg)
+	case 'K':
+		h.oa.Acked(arg)
+	case 'x':
+		h.oa.AckFailed(arg)
+	case 'R':
+		h.oa.Released(arg)
+	case 'p':
+		h.ob.EnqueueAttempt(arg)
+	case 'P':
+		h.ob.Enqueued(arg)
+	case 'l':
+		h.ob.Delivered(arg)
+	case 'b':
+		h.ob.AckAttempt(arg)
+	case 'B':
+		h.ob.Acked(arg)
+	case 'y':
+		h.ob.AckFailed(arg)
+	case 'M':
+		h.ob.Released(arg)
+	case 'r':
+		a, b, _ := strings.Cut(arg, " ")
+		na, _ := strconv.ParseInt(a, 10, 64)
+		nb, _ := strconv.ParseInt(b, 10, 64)
+		h.recA, h.recB = append(h.recA, time.Duration(na)), append(h.recB, time.Duration(nb))
+	case 's':
+		h.stepKills[arg]++
+	case '!':
+		h.violations = append(h.violations, arg)
+	}
+}
+
+// check drains a copy of dir (or dir itself when copy is false) and feeds
+// the drain to the oracle.
+func (h *kill9Parent) check(what string, o *fuzz.Oracle, dir string, drain func(string) (drained, error), copy bool) {
+	t := h.t
+	img := dir
+	if copy {
+		img = scratchDir(t)
+		if err := copyDir(dir, img); err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(img)
+		// A child killed before it opened this queue left no log: nothing to
+		// verify (the drain opens it as a new queue).
+		if _, err := os.Stat(filepath.Join(img, "log")); err == nil {
+			if _, err := queue.Verify(img); err != nil {
+				t.Fatalf("%s: Verify: %v", what, err)
+			}
+		}
+	}
+	before := scratchDir(t) // the state before the drain, to explain a failure
+	if err := copyDir(img, before); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(before)
+	d, err := drain(img)
+	if err != nil {
+		t.Fatalf("%s: drain: %v", what, err)
+	}
+	if r := o.Recovered(d.tokens); !r.OK() {
+		tok, _, _ := strings.Cut(r.Examples[0], ":")
+		t.Logf("%s: this cycle's report codes: %q; log records:\n%s", tok, h.hist[tok], explainToken(before, tok))
+		t.Fatalf("%s: %s", what, r)
+	}
+}
+
+// finalDrain drains the directories themselves, then checks that they are
+// empty.
+func (h *kill9Parent) finalDrain() {
+	h.check("final drain, ack queue", h.oa, h.dirA, drainQueue, false)
+	h.check("final drain, sorted queue", h.ob, h.dirB, drainSorted, false)
+}
+
+func (h *kill9Parent) summary(cycles int, took time.Duration) {
+	t := h.t
+	ra, rb := h.oa.Result(), h.ob.Result()
+	slices.Sort(h.recA)
+	slices.Sort(h.recB)
+	t.Logf("ack queue:    %s", ra)
+	t.Logf("sorted queue: %s", rb)
+	t.Logf("cycles by sync mode (0 always, 1 interval, 2 never): %v; killed at a snapshot step: %v", h.syncs, h.stepKills)
+	t.Logf("recovery (Open) ack queue p50 %v p99 %v max %v; sorted p50 %v p99 %v (%d samples)",
+		percentile(h.recA, 50), percentile(h.recA, 99), percentile(h.recA, 100),
+		percentile(h.recB, 50), percentile(h.recB, 99), len(h.recA))
+	t.Logf("SUMMARY kill9: cycles=%d enqueued=%d acked=%d lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d recovery-p50=%v recovery-p99=%v in %v",
+		cycles, ra.Enqueued+rb.Enqueued, ra.Acked+rb.Acked, ra.Lost+rb.Lost, ra.Unexpected+rb.Unexpected,
+		ra.RedeliveredAfterAck+rb.RedeliveredAfterAck, ra.Duplicates+rb.Duplicates,
+		percentile(h.recA, 50), percentile(h.recA, 99), took.Round(time.Second))
+}
+
+// explainToken returns the log records of the message that carries tok
+// in the queue directory dir (an ack queue's, or a sorted queue's).
+func explainToken(dir, tok string) string {
+	var b strings.Builder
+	var seq uint64
+	err := queue.ReadLog(dir, 0, func(r queue.Record) error {
+		if (r.Op == "enqueue" || r.Op == "publish") && tokenOf(r.Payload) == tok {
+			seq = r.Seq
+			if r.Op == "publish" {
+				seq = r.LSN
+			}
+		}
+		if seq != 0 && (r.Seq == seq || r.LSN == seq) {
+			fmt.Fprintf(&b, "  LSN %d %s seq %d lease %d at %d due %d\n", r.LSN, r.Op, r.Seq, r.Lease, r.At.UnixNano(), r.Due.UnixNano())
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "  ReadLog: %v\n", err)
+	}
+	if seq == 0 {
+		b.WriteString("  (no enqueue record in the log kept)\n")
+	}
+	return b.String()
+}
+
+// pickSync chooses a sync mode: mostly SyncAlways. A kill -9 must lose
+// nothing that returned in any mode.
+func pickSync(rng *rand.Rand) int {
+	switch r := rng.IntN(10); {
+	case r < 7:
+		return int(queue.SyncAlways)
+	case r < 8:
+		return int(queue.SyncInterval)
+	default:
+		return int(queue.SyncNever)
+	}
+}
+
+// kill9Child is the child side: the workload.
+type kill9Child struct {
+	cfg         *childConfig
+	rep         *reporter
+	q           *queue.Queue
+	s           *queue.Sorted[int64]
+	outstanding atomic.Int64 // ack queue messages enqueued and not acked, roughly
+	sortedOut   atomic.Int64 // sorted values published and not acked, roughly
+}
+
+// runKill9Child opens both queues and runs the workload until it is
+// killed.
+func runKill9Child(cfg *childConfig) {
+	c := &kill9Child{cfg: cfg, rep: newReporter()}
+	go func() {
+		time.Sleep(cfg.Lifetime)
+		os.Exit(0) // the parent is gone
+	}()
+	common := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: 32 << 10, SnapshotBytes: 128 << 10,
+		AckTimeout: 400 * time.Millisecond, SnapshotStep: c.step}
+	o := common
+	o.MaxDeliveries = 4
+	var err error
+	if c.q, err = queue.Open(cfg.Dir, &o); err != nil {
+		c.rep.failf("open ack queue after a crash: %v", err)
+		os.Exit(2)
+	}
+	so := &queue.SortedOptions{Options: common, SingleFlight: true}
+	so.MaxDeliveries = -1 // a sorted queue's dead values cannot be listed for the drain
+	if c.s, err = queue.OpenSorted[int64](cfg.Sorted, so); err != nil {
+		c.rep.failf("open sorted queue after a crash: %v", err)
+		os.Exit(2)
+	}
+	c.rep.line('r', fmt.Sprintf("%d %d", c.q.Recovery().Duration, c.s.Recovery().Duration))
+	st, sst := c.q.Stats(), c.s.Stats()
+	c.outstanding.Store(st.Ready + st.Delayed + st.InFlight + st.Dead)
+	c.sortedOut.Store(int64(sst.SortedPending + sst.SortedLeased + sst.SortedDead))
+	for i := range 2 {
+		go c.produce(i)
+		go c.consume(i)
+	}
+	go c.publish()
+	go c.pull()
+	c.housekeep()
+}
+
+// rng returns a generator for one goroutine of the child.
+func (c *kill9Child) rng(i int) *rand.Rand {
+	return rand.New(rand.NewPCG(c.cfg.Seed, uint64(i)))
+}
+
+// step is the snapshot hook: at the configured step, the child kills
+// itself.
+func (c *kill9Child) step(name string) {
+	if name != c.cfg.DieAt {
+		return
+	}
+	c.rep.line('s', name)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+func (c *kill9Child) produce(i int) {
+	rng, ctx := c.rng(10+i), context.Background()
+	for n := 0; ; n++ {
+		if c.outstanding.Load() > 300 {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		tok := fmt.Sprintf("A%d.%d.%d", c.cfg.Cycle, i, n)
+		if rng.IntN(100) < 15 {
+			c.produceBatch(rng, tok, 2+rng.IntN(4))
+			continue
+		}
+		var opts []queue.EnqueueOption
+		switch r := rng.IntN(100); {
+		case r < 12:
+			opts = append(opts, queue.WithDelay(time.Duration(1+rng.IntN(150))*time.Millisecond))
+		case r < 20:
+			opts = append(opts, queue.WithID(tok))
+		}
+		c.rep.line('a', tok)
+		if _, err := c.q.Enqueue(ctx, payload(tok, rng.IntN(400)), opts...); err != nil {
+			c.rep.failf("enqueue %s: %v", tok, err)
+			continue
+		}
+		c.rep.line('e', tok)
+		c.outstanding.Add(1)
+	}
+}
+
+func (c *kill9Child) produceBatch(rng *rand.Rand, prefix string, n int) {
+	toks := make([]string, n)
+	items := make([]queue.Item, n)
+	for j := range items {
+		toks[j] = fmt.Sprintf("%s.b%d", prefix, j)
+		items[j] = queue.Item{Payload: payload(toks[j], rng.IntN(200))}
+	}
+	c.rep.line('a', toks...)
+	if _, err := c.q.EnqueueBatch(context.Background(), items); err != nil {
+		c.rep.failf("enqueue batch %s: %v", prefix, err)
+		return
+	}
+	c.rep.line('e', toks...)
+	c.outstanding.Add(int64(n))
+}
+
+func (c *kill9Child) consume(i int) {
+	rng := c.rng(20 + i)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ms, err := c.q.DequeueBatch(ctx, 1+rng.IntN(6))
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				c.rep.failf("dequeue: %v", err)
+			}
+			continue
+		}
+		toks := make([]string, len(ms))
+		for j, m := range ms {
+			toks[j] = tokenOf(m.Payload)
+		}
+		c.rep.line('d', toks...)
+		for _, m := range ms {
+			c.handle(rng, m)
+		}
+	}
+}
+
+// handle acks, nacks, extends, dead-letters or forgets a delivery.
+func (c *kill9Child) handle(rng *rand.Rand, m *queue.Message) {
+	tok := tokenOf(m.Payload)
+	switch r := rng.IntN(100); {
+	case r < 72:
+		c.ack(m, tok)
+	case r < 80:
+		c.release(m.Nack(time.Duration(rng.IntN(3)*rng.IntN(60))*time.Millisecond), "nack", tok)
+	case r < 85:
+		if err := m.Extend(300 * time.Millisecond); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+			c.rep.failf("extend %s: %v", tok, err)
+		}
+		c.ack(m, tok)
+	case r < 88:
+		c.release(m.DeadLetter("kill9 test"), "dead-letter", tok)
+	default:
+		// Forget it: the lease runs out and the message comes back.
+	}
+}
+
+func (c *kill9Child) ack(m *queue.Message, tok string) {
+	c.rep.line('k', tok)
+	switch err := m.Ack(); {
+	case err == nil:
+		c.rep.line('K', tok)
+		c.outstanding.Add(-1)
+	case errors.Is(err, queue.ErrLeaseLost):
+		c.rep.line('x', tok)
+	default:
+		c.rep.failf("ack %s: %v", tok, err)
+	}
+}
+
+func (c *kill9Child) release(err error, what, tok string) {
+	switch {
+	case err == nil:
+		c.rep.line('R', tok)
+	case !errors.Is(err, queue.ErrLeaseLost):
+		c.rep.failf("%s %s: %v", what, tok, err)
+	}
+}
+
+func (c *kill9Child) publish() {
+	rng, ctx := c.rng(30), context.Background()
+	for n := 0; ; n++ {
+		if c.sortedOut.Load() > 300 {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		tok := fmt.Sprintf("S%d.%d", c.cfg.Cycle, n)
+		c.rep.line('p', tok)
+		if err := c.s.Publish(ctx, rng.Int64N(1000), fmt.Sprintf("k%d", rng.IntN(8)), payload(tok, rng.IntN(200))); err != nil {
+			c.rep.failf("publish %s: %v", tok, err)
+			continue
+		}
+		c.rep.line('P', tok)
+		c.sortedOut.Add(1)
+	}
+}
+
+func (c *kill9Child) pull() {
+	rng := c.rng(31)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		bs, err := c.s.Pull(ctx, 1+rng.IntN(20))
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				c.rep.failf("pull: %v", err)
+			}
+			continue
+		}
+		for _, b := range bs {
+			c.settle(rng, b)
+		}
+	}
+}
+
+// settle acks or nacks a pulled batch.
+func (c *kill9Child) settle(rng *rand.Rand, b *queue.Batch[int64]) {
+	toks := make([]string, len(b.Values))
+	for j, v := range b.Values {
+		toks[j] = tokenOf(v.Payload)
+	}
+	c.rep.line('l', toks...)
+	if rng.IntN(100) < 15 {
+		switch err := b.Nack(time.Duration(rng.IntN(50)) * time.Millisecond); {
+		case err == nil:
+			c.rep.line('M', toks...)
+		case !errors.Is(err, queue.ErrLeaseLost):
+			c.rep.failf("batch nack: %v", err)
+		}
+		return
+	}
+	c.rep.line('b', toks...)
+	switch err := b.Ack(); {
+	case err == nil:
+		c.rep.line('B', toks...)
+		c.sortedOut.Add(-int64(len(toks)))
+	case errors.Is(err, queue.ErrLeaseLost):
+		c.rep.line('y', toks...)
+	default:
+		c.rep.failf("batch ack: %v", err)
+	}
+}
+
+// housekeep compacts both queues now and then, and requeues dead letters.
+func (c *kill9Child) housekeep() {
+	rng := c.rng(40)
+	for {
+		time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
+		if err := c.q.Compact(); err != nil {
+			c.rep.failf("compact ack queue: %v", err)
+		}
+		if err := c.s.Compact(); err != nil {
+			c.rep.failf("compact sorted queue: %v", err)
+		}
+		if rng.IntN(4) == 0 {
+			if _, err := c.q.RequeueAllDead(); err != nil {
+				c.rep.failf("requeue dead: %v", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package fuzz_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/walq/walq/fuzz"
+	"github.com/walq/walq/queue"
+)
+
+// TestTailEveryOffset damages the end of the log at every byte of its last
+// entries and checks, through the queue and the oracle, that recovery keeps
+// exactly the messages of the whole entries before the damage (reporting
+// the cut), and that the repaired log takes ten more messages that survive
+// a reopen after them, in order. Damage:
+//
+//   - cut: the file ends at the offset;
+//   - cut, then zeros to the end of the 512-byte sector, or then garbage;
+//   - zeros from a sector boundary to the end of the file (a sector that
+//     never made it);
+//   - zeros or garbage appended after the last entry (nothing lost).
+//
+// Two logs: one whose last entry is a single record, one whose last entry
+// is a batch of three (an entry is a commit group: all or nothing).
+func TestTailEveryOffset(t *testing.T) {
+	for _, lastBatch := range []int{1, 3} {
+		t.Run(fmt.Sprintf("last entry of %d", lastBatch), func(t *testing.T) {
+			rng, _ := testRand(t)
+			img, toks := tailLog(t, rng, lastBatch)
+			seg := segmentFiles(img)[0]
+			ents := parseSegment(img[seg])
+			if len(ents) != len(toks) {
+				t.Fatalf("%d entries for %d operations", len(ents), len(toks))
+			}
+			var res fuzz.Result
+			n := 0
+			for _, c := range tailCases(rng, img[seg], ents) {
+				r := checkTail(t, img, seg, c, ents, toks)
+				res, n = res.Add(r), n+1
+			}
+			t.Logf("SUMMARY tail (last entry of %d records): cases=%d %s", lastBatch, n, res)
+		})
+	}
+}
+
+// tailCase is one damaged tail: the new file and how many whole entries
+// must survive.
+type tailCase struct {
+	name string
+	data []byte
+	keep int // entries kept
+}
+
+// tailLog builds a queue log of single-message entries ending with an
+// entry of lastBatch messages, and returns the directory image and each
+// entry's tokens.
+func tailLog(t *testing.T, rng *rand.Rand, lastBatch int) (map[string][]byte, [][]string) {
+	dir := scratchDir(t)
+	q := mustOpen(t, dir, nil)
+	defer q.Close()
+	var toks [][]string
+	for i := 0; i < 12; i++ {
+		tok := fmt.Sprintf("T%d", i)
+		mustEnqueue(t, q, payload(tok, 50+rng.IntN(150)))
+		toks = append(toks, []string{tok})
+	}
+	var items []queue.Item
+	var last []string
+	for j := 0; j < lastBatch; j++ {
+		tok := fmt.Sprintf("T12.%d", j)
+		items = append(items, queue.Item{Payload: payload(tok, 50+rng.IntN(150))})
+		last = append(last, tok)
+	}
+	if _, err := q.EnqueueBatch(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+	img, err := readDir(dir) // a crash image: everything written
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img, append(toks, last)
+}
+
+// tailCases lists the damage for every offset of the last three entries
+// (every third offset under the race detector for the earlier two).
+func tailCases(rng *rand.Rand, b []byte, ents []entryInfo) []tailCase {
+	var cs []tailCase
+	keepBefore := func(off int64) int {
+		n := 0
+		for _, e := range ents {
+			if e.end <= off {
+				n++
+			}
+		}
+		return n
+	}
+	last := ents[len(ents)-1]
+	for off := ents[len(ents)-3].off; off < int64(len(b)); off++ {
+		if raceEnabled && off < last.off && off%3 != 0 {
+			continue
+		}
+		cut, k := b[:off:off], keepBefore(off)
+		cs = append(cs, tailCase{fmt.Sprintf("cut at %d", off), cut, k})
+		if off < last.off {
+			continue
+		}
+		pad := 512 - int(off)%512
+		cs = append(cs, tailCase{fmt.Sprintf("cut at %d, zeros to the sector end", off), append(cut, make([]byte, pad)...), k})
+		cs = append(cs, tailCase{fmt.Sprintf("cut at %d, garbage", off), append(cut, garbage(rng, 1+rng.IntN(700))...), k})
+	}
+	for sec := ents[len(ents)-3].off / 512 * 512; sec < int64(len(b)); sec += 512 {
+		z := slices.Clone(b)
+		clear(z[sec:])
+		cs = append(cs, tailCase{fmt.Sprintf("zeros from sector %d to the end", sec), z, keepBefore(sec)})
+	}
+	for _, n := range []int{1, 2, 17, 511, 512, 4096} {
+		cs = append(cs, tailCase{fmt.Sprintf("%d zeros appended", n), append(slices.Clone(b), make([]byte, n)...), len(ents)})
+	}
+	for i := 0; i < 20; i++ {
+		cs = append(cs, tailCase{"garbage appended", append(slices.Clone(b), garbage(rng, 1+rng.IntN(2000))...), len(ents)})
+	}
+	return cs
+}
+
+// garbage returns n random bytes.
+func garbage(rng *rand.Rand, n int) []byte {
+	g := make([]byte, n)
+	for i := range g {
+		g[i] = byte(rng.Uint32())
+	}
+	return g
+}
+
+// checkTail opens the damaged log, checks the repair report, adds ten
+// messages, reopens and drains: the whole-entry prefix and the ten, in
+// order.
+func checkTail(t *testing.T, img map[string][]byte, seg string, c tailCase, ents []entryInfo, toks [][]string) fuzz.Result {
+	t.Helper()
+	dir := filepath.Join(scratchDir(t), "q")
+	files := map[string][]byte{seg: c.data}
+	if err := writeDir(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	q, err := queue.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("%s: Open: %v", c.name, err)
+	}
+	whole := c.keep == len(ents) && int64(len(c.data)) == ents[len(ents)-1].end ||
+		c.keep < len(ents) && int64(len(c.data)) == ents[c.keep].off
+	if torn := q.Recovery().Log.Torn; (torn == nil) != whole {
+		t.Fatalf("%s: Recovery().Log.Torn = %v, but the file ends with a whole entry: %v", c.name, torn, whole)
+	}
+	var want []string
+	o := fuzz.NewOracle()
+	for _, ts := range toks[:c.keep] {
+		for _, tok := range ts {
+			want = append(want, tok)
+			o.Enqueued(tok)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		tok := fmt.Sprintf("N%d", i)
+		mustEnqueue(t, q, payload(tok, 10))
+		want = append(want, tok)
+		o.Enqueued(tok)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatalf("%s: Close: %v", c.name, err)
+	}
+	d, err := drainQueue(dir)
+	if err != nil {
+		t.Fatalf("%s: drain: %v", c.name, err)
+	}
+	r := o.Recovered(d.tokens)
+	if !r.OK() || !slices.Equal(d.tokens, want) {
+		t.Fatalf("%s: drained %v, want %v: %s", c.name, d.tokens, want, r)
+	}
+	return o.Result()
+}
