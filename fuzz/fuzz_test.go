@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/walq/walq/internal/fakeclock"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,7 +83,7 @@ func (r *opReader) next() int {
 type modelRun struct {
 	t     *testing.T
 	dir   string
-	clock *manualClock
+	clock *fakeclock.Clock
 	q     *queue.Queue
 	m     *model
 	held  []heldMsg // deliveries the test holds

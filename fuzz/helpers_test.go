@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/walq/walq/internal/fakeclock"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -229,55 +230,8 @@ type futureClock struct{ ahead time.Duration }
 func (c futureClock) Now() time.Time                         { return time.Now().Add(c.ahead) }
 func (c futureClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// manualClock moves only when the test advances it.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []manualWaiter
-}
-
-type manualWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, manualWaiter{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-// Advance moves the clock and fires the timers that are due.
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = kept
-}
+// newManualClock returns a clock that moves only when the test advances it.
+func newManualClock() *fakeclock.Clock { return fakeclock.New() }
 
 // drainOptions are the options a drain opens a recovered directory with:
 // no fsync (nothing the drain writes matters), a clock a day ahead (every

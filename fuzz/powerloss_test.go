@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/walq/walq/internal/fakeclock"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -195,7 +196,7 @@ type plWorkload struct {
 	t     *testing.T
 	q     *queue.Queue
 	rng   *rand.Rand
-	clock *manualClock
+	clock *fakeclock.Clock
 	held  []*queue.Message // delivered, not yet acked or given back
 	n     int              // tokens made
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/walq/walq/internal/fakeclock"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ type stepRun struct {
 	t      *testing.T
 	rng    *rand.Rand
 	dir    string
-	clock  *manualClock
+	clock  *fakeclock.Clock
 	sorted bool
 	q      *queue.Queue
 	s      *queue.Sorted[int64]

@@ -3,7 +3,11 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/walq/walq/queue"
 )
@@ -75,4 +79,83 @@ func BenchmarkCycle(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 		})
 	}
+}
+
+// BenchmarkSorted publishes WALQ_SORTED_VALUES values (default 100,000;
+// the README's figure uses 1,000,000) over 10,000 keys from 16 publishers,
+// then pulls batches of about 100 values and acks them all, and reports
+// values/s for each phase and the process's peak RSS. Run it with
+// -benchtime 1x.
+func BenchmarkSorted(b *testing.B) {
+	values := 100_000
+	if s := os.Getenv("WALQ_SORTED_VALUES"); s != "" {
+		fmt.Sscan(s, &values)
+	}
+	for _, mode := range []struct {
+		name string
+		sync queue.SyncMode
+	}{{"never", queue.SyncNever}, {"always", queue.SyncAlways}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				publish, pull := sortedRun(b, mode.sync, values, 10_000, 16)
+				b.ReportMetric(publish, "published/s")
+				b.ReportMetric(pull, "pulled+acked/s")
+			}
+			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
+		})
+	}
+}
+
+func sortedRun(b *testing.B, mode queue.SyncMode, values, keys, publishers int) (float64, float64) {
+	sq, err := queue.OpenSorted[int64](b.TempDir(), &queue.SortedOptions{Options: queue.Options{Sync: mode}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sq.Close()
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p := range publishers {
+		wg.Go(func() {
+			for i := p; i < values; i += publishers {
+				if err := sq.Publish(ctx, int64(i), fmt.Sprint("key-", i%keys), payload); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	published := float64(values) / time.Since(start).Seconds()
+	start = time.Now()
+	for got := 0; got < values; {
+		bs, err := sq.TryPull(100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, bt := range bs {
+			got += len(bt.Values)
+			if err := bt.Ack(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return published, float64(values) / time.Since(start).Seconds()
+}
+
+// peakRSS returns the process's peak resident set size in bytes (Linux).
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var n int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), &n)
+			return n << 10
+		}
+	}
+	return 0
 }

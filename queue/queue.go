@@ -79,7 +79,13 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 	if enc == nil {
 		enc = encodeRecord(nil, r)
 	}
-	lsn, c, err := q.log.Append(enc)
+	appendRec := q.log.Append
+	if r.Op == opLease || r.Op == opPull {
+		// A delivery waits for the write only (see Dequeue); the ack
+		// that follows makes it durable.
+		appendRec = q.log.AppendLazy
+	}
+	lsn, c, err := appendRec(enc)
 	if err != nil {
 		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
 	}

@@ -318,3 +318,29 @@ func TestWaitWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendLazy: a lazy record is written without an fsync of its own and
+// becomes durable with the next Append's.
+func TestAppendLazy(t *testing.T) {
+	l := openLog(t, t.TempDir(), nil)
+	lazy, c, err := l.AppendLazy([]byte("lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if w := l.WrittenLSN(); w < lazy {
+		t.Fatalf("lazy record not written: WrittenLSN %d < %d", w, lazy)
+	}
+	lsn, c, err := l.Append([]byte("ack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if d := l.DurableLSN(); d < lsn || d < lazy {
+		t.Fatalf("DurableLSN %d does not cover %d and %d", d, lazy, lsn)
+	}
+}

@@ -56,14 +56,18 @@ type committer struct {
 	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
 	tail      *segment // the tail segment (also the last of Log.seg.list)
 
-	dirty    bool      // entries written since the last fsync
-	waiting  []*Commit // SyncAlways: written, waiting for the next fsync
-	inflight *syncJob  // SyncAlways: the fsync the syncer is running; nil when idle
-	syncJobs chan *syncJob
-	syncDone chan *syncJob
-	lastSync time.Time   // time of the last fsync
-	timer    *time.Timer // SyncInterval's deadline; armed when timerOn
-	timerOn  bool
+	dirty          bool          // entries written since the last fsync
+	waiting        []*Commit     // SyncAlways: written, waiting for the next fsync
+	waitingRecords int           // records of the waiting commits
+	expect         int           // records the last fsync covered: callers likely to return
+	gatherFor      time.Duration // how long a gathering may hold an fsync back (the last fsync's time)
+	gatherUntil    time.Time     // when the current gathering starts its fsync anyway; zero when none
+	inflight       *syncJob      // SyncAlways: the fsync the syncer is running; nil when idle
+	syncJobs       chan *syncJob
+	syncDone       chan *syncJob
+	lastSync       time.Time   // time of the last fsync
+	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
+	timerOn        bool
 
 	closeErr error // Close's result; read by Close after exited is closed
 }
@@ -85,11 +89,15 @@ func (c *committer) run() {
 			}
 		case <-tick:
 			c.timerOn = false
-			_ = c.syncIfDirty() // a failure poisons the Log
+			if c.l.opts.Sync == SyncAlways {
+				c.startSync(false) // a gathering's time is up
+			} else {
+				_ = c.syncIfDirty() // a failure poisons the Log
+			}
 		case job := <-c.syncDone:
 			c.synced(job)
 			c.commit() // what gathered during the fsync
-			c.startSync()
+			c.startSync(false)
 		case req := <-c.l.reqs:
 			c.commit()
 			c.drainSyncs()
@@ -134,8 +142,8 @@ func (c *committer) commit() {
 		c.failWaiting(err)
 	}
 	for _, g := range c.groups {
-		if err == nil && c.l.opts.Sync == SyncAlways {
-			c.queueSync(g.commit)
+		if err == nil && c.l.opts.Sync == SyncAlways && g.sync {
+			c.queueSync(g.commit, int(g.count))
 			continue
 		}
 		g.commit.finish(err)

@@ -75,6 +75,7 @@ type group struct {
 	first  LSN     // LSN of the first record
 	count  uint32  // records in buf
 	commit *Commit // shared by the group's records
+	sync   bool    // a record was appended by Append, not AppendLazy: its Wait needs an fsync
 }
 
 func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
@@ -93,6 +94,19 @@ const (
 // order of Append calls is the order of LSNs. rec may be reused once
 // Append returns.
 func (l *Log) Append(rec []byte) (LSN, *Commit, error) {
+	return l.append(rec, true)
+}
+
+// AppendLazy is Append for a record whose writer needs it written but not
+// fsynced (it calls WaitWritten only): under SyncAlways the record starts
+// no fsync of its own and becomes durable with the next one, which the
+// next Append's Wait causes. The Wait of a group that holds only lazy
+// records returns once it is written.
+func (l *Log) AppendLazy(rec []byte) (LSN, *Commit, error) {
+	return l.append(rec, false)
+}
+
+func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
 	if l.opts.ReadOnly {
 		return 0, nil, ErrReadOnly
 	}
@@ -106,6 +120,7 @@ func (l *Log) Append(rec []byte) (LSN, *Commit, error) {
 	l.mu.nextLSN++
 	g.buf = appendRecord(g.buf, rec)
 	g.count++
+	g.sync = g.sync || sync
 	if len(g.buf) >= l.opts.MaxGroupBytes || g.count == math.MaxUint32 {
 		l.sealOpenLocked()
 	}

@@ -20,11 +20,13 @@ import (
 
 // syncJob is one fsync and the commits it makes durable.
 type syncJob struct {
-	upTo    LSN       // every record up to here was written before the fsync
-	file    *segFile  // the tail segment, pinned for the fsync
-	path    string    // its path, for errors
-	commits []*Commit // completed by the fsync
-	err     error     // the fsync's outcome, set by the syncer
+	records int           // records the fsync makes durable
+	took    time.Duration // how long the fsync took, set by the syncer
+	upTo    LSN           // every record up to here was written before the fsync
+	file    *segFile      // the tail segment, pinned for the fsync
+	path    string        // its path, for errors
+	commits []*Commit     // completed by the fsync
+	err     error         // the fsync's outcome, set by the syncer
 }
 
 // syncer runs fsync jobs until jobs is closed. It completes the job's
@@ -32,7 +34,9 @@ type syncJob struct {
 // the job back to the committer.
 func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
 	for job := range jobs {
+		start := time.Now()
 		err := c.f.datasync(job.file.f)
+		job.took = time.Since(start)
 		_ = job.file.release() // read-only handle: a close error loses nothing
 		if err != nil {
 			err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
@@ -47,23 +51,47 @@ func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
 	}
 }
 
-// queueSync records commits that wait for an fsync and starts one if none
-// is running.
-func (c *committer) queueSync(commits ...*Commit) {
-	c.waiting = append(c.waiting, commits...)
+// queueSync records a commit of n records that waits for an fsync, and
+// starts one if the syncer is idle.
+func (c *committer) queueSync(cm *Commit, n int) {
+	c.waiting = append(c.waiting, cm)
+	c.waitingRecords += n
 	c.dirty = true
-	c.startSync()
+	c.startSync(false)
 }
 
-// startSync hands the waiting commits to the syncer if it is idle.
-func (c *committer) startSync() {
+// maxExpect caps how many returning callers a gathering waits for.
+const maxExpect = 1024
+
+// startSync hands the waiting commits to the syncer if it is idle. Unless
+// forced, it first gathers: the callers the last fsync released are likely
+// to append again within moments, and one fsync for all of them beats one
+// for the first and another for the rest. It waits until as many records
+// wait as the last fsync covered, or at most as long as that fsync took,
+// so a lone caller is never held back.
+func (c *committer) startSync(force bool) {
 	if c.inflight != nil || len(c.waiting) == 0 {
 		return
 	}
+	if !force && c.waitingRecords < c.expect {
+		now := time.Now()
+		if c.gatherUntil.IsZero() {
+			c.gatherUntil = now.Add(c.gatherFor)
+		}
+		if now.Before(c.gatherUntil) {
+			if !c.timerOn {
+				c.timer.Reset(c.gatherUntil.Sub(now))
+				c.timerOn = true
+			}
+			return
+		}
+	}
+	c.gatherUntil = time.Time{}
 	c.l.seg.RLock()
-	job := &syncJob{upTo: c.l.writtenLSN.Load(), file: c.tail.file.pin(), path: c.tail.path, commits: c.waiting}
+	job := &syncJob{records: c.waitingRecords, upTo: c.l.writtenLSN.Load(), file: c.tail.file.pin(),
+		path: c.tail.path, commits: c.waiting}
 	c.l.seg.RUnlock()
-	c.waiting = nil
+	c.waiting, c.waitingRecords = nil, 0
 	c.inflight = job
 	c.syncJobs <- job
 }
@@ -77,6 +105,8 @@ func (c *committer) synced(job *syncJob) {
 	}
 	c.lastSync = time.Now()
 	c.dirty = c.l.writtenLSN.Load() > job.upTo
+	c.expect = min(job.records, maxExpect)
+	c.gatherFor = min(job.took, time.Millisecond)
 }
 
 // failWaiting fails the commits that wait for an fsync.
@@ -84,13 +114,13 @@ func (c *committer) failWaiting(err error) {
 	for _, cm := range c.waiting {
 		cm.finish(err)
 	}
-	c.waiting = nil
+	c.waiting, c.waitingRecords = nil, 0
 }
 
 // drainSyncs waits until no commit waits for the syncer.
 func (c *committer) drainSyncs() {
 	for {
-		c.startSync()
+		c.startSync(true)
 		if c.inflight == nil {
 			return
 		}
