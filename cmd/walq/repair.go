@@ -19,13 +19,16 @@ var repairCmd = &command{
 is clean it does nothing. Otherwise it first copies DIR to a backup
 (DIR.bak-<time> unless --backup names another path; the copy is fsynced
 before anything else happens), then opens the queue with salvage on: a torn
-tail is cut and damaged log entries are skipped. It prints exactly what was
-dropped (segment, offset, bytes, entries, LSN range), compacts, and runs
-verify again.
+tail is cut, damaged log entries are skipped, the live messages in the
+damaged segments are copied past them and those segments removed. It
+prints exactly what was dropped (segment, offset, bytes, entries, LSN
+range), compacts, and runs verify again.
 
 The messages in skipped entries are lost; the backup keeps the bytes for
 forensics. A corrupt snapshot cannot be salvaged: repair stops, the
-directory unchanged.`,
+directory unchanged. Verify, the backup and the salvage each take the
+directory lock on their own, so do not start the queue's owner while
+repair runs.`,
 	example: `walq repair /var/lib/app/jobs
 walq repair --backup /srv/backups/jobs-before-repair /var/lib/app/jobs`,
 	exits:     []int{exitOK, exitFailure, exitCorrupt, exitLocked},
