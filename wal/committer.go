@@ -251,7 +251,7 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	l.writtenLSN.Store(c.groups[len(c.groups)-1].header().end() - 1)
 	l.seg.Unlock()
 	if len(segs) > 0 { // tidwall/wal fsynced every segment it sealed
-		l.durableLSN.Store(max(l.durableLSN.Load(), s.firstLSN-1))
+		l.advanceDurable(s.firstLSN - 1)
 	}
 	c.tail, c.tailBytes = s, plan.tail
 	c.nextIndex += uint64(len(c.groups))
@@ -289,7 +289,7 @@ func (c *committer) sync() error {
 		return fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", c.tail.path, err)
 	}
 	c.dirty, c.lastSync = false, time.Now()
-	c.l.durableLSN.Store(c.l.writtenLSN.Load())
+	c.l.advanceDurable(c.l.writtenLSN.Load())
 	return nil
 }
 

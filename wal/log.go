@@ -41,7 +41,7 @@ type Log struct {
 	firstLSN   atomic.Uint64 // first LSN in the log; stored under seg
 	lastLSN    atomic.Uint64 // last LSN appended; stored under mu
 	writtenLSN atomic.Uint64 // last LSN in the segment files; stored by the committer under seg
-	durableLSN atomic.Uint64 // last LSN covered by an fsync; stored by the committer
+	durableLSN atomic.Uint64 // last LSN covered by an fsync; only raised, by advanceDurable
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
 
 	report  Report     // what Open cut or skipped; immutable after Open

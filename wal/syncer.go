@@ -41,7 +41,7 @@ func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
 		if err != nil {
 			err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
 		} else if err = c.l.Err(); err == nil {
-			c.l.durableLSN.Store(max(c.l.durableLSN.Load(), job.upTo))
+			c.l.advanceDurable(job.upTo)
 		}
 		job.err = err
 		for _, cm := range job.commits {
@@ -125,5 +125,17 @@ func (c *committer) drainSyncs() {
 			return
 		}
 		c.synced(<-c.syncDone)
+	}
+}
+
+// advanceDurable raises DurableLSN to lsn unless it is already higher. The
+// committer (at a roll-over, whose fsync tidwall/wal did) and the syncer
+// both raise it, concurrently: a plain load-and-store could lower it.
+func (l *Log) advanceDurable(lsn LSN) {
+	for {
+		cur := l.durableLSN.Load()
+		if cur >= lsn || l.durableLSN.CompareAndSwap(cur, lsn) {
+			return
+		}
 	}
 }
