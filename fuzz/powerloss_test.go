@@ -184,6 +184,12 @@ func (h *plHistory) checkBounds(t *testing.T) {
 				}
 			}
 		}
+		if noWait[h.ops[k].kind] {
+			// The operation returned before its records were written: the
+			// committer may be between a roll-over (tidwall/wal creates the
+			// next file and fsyncs the sealed one) and raising DurableLSN.
+			continue
+		}
 		names := sortedNames(s.sizes)
 		for _, name := range names[:max(0, len(names)-1)] {
 			for _, e := range parseSegment(h.final[name][:s.sizes[name]]) {
