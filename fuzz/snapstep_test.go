@@ -111,7 +111,7 @@ func (s *stepRun) run() {
 	// one of the checked compactions truncated.
 	truncated := false
 	for round := 0; round < 12 || !truncated; round++ {
-		if round == 30 {
+		if round == 100 {
 			t.Fatalf("no checked compaction truncated the log in %d rounds: the truncation states were not exercised", round)
 		}
 		s.workload(round)
