@@ -3,11 +3,13 @@
 #  1. every crash test at full size, without the race detector, printing the
 #     SUMMARY lines whose figures go in the README (test.sh runs the same
 #     tests again, scaled down, under -race);
-#  2. every go test -fuzz target for FUZZTIME (default 10s).
+#  2. every go test -fuzz target, for a fixed number of executions sized
+#     to take a few seconds each (FUZZTIME overrides it, e.g. FUZZTIME=10m;
+#     a count has no wall-clock deadline, so a slow machine cannot fail a
+#     run that found nothing).
 # Long runs: fuzz/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZTIME=${FUZZTIME:-10s}
 
 go test -count=1 -timeout 20m -v ./fuzz 2>&1 | tee /tmp/walq-fuzz-ci.log | grep -E '^(--- |ok|FAIL|PASS)|SUMMARY' || true
 if ! grep -q '^ok' /tmp/walq-fuzz-ci.log; then
@@ -15,17 +17,25 @@ if ! grep -q '^ok' /tmp/walq-fuzz-ci.log; then
 	exit 1
 fi
 
+# target:executions
 targets=(
-	./fuzz:FuzzQueueModel
-	./fuzz:FuzzSegment
-	./fuzz:FuzzSnapshotFile
-	./queue:FuzzDecodeRecord
-	./queue:FuzzDecodeState
-	./recovery:FuzzDecode
-	./recovery:FuzzEncode
+	./fuzz:FuzzQueueModel:3000x
+	./fuzz:FuzzSegment:10000x
+	./fuzz:FuzzSnapshotFile:20000x
+	./queue:FuzzDecodeRecord:40000x
+	./queue:FuzzDecodeState:30000x
+	./recovery:FuzzDecode:50000x
+	./recovery:FuzzEncode:50000x
 )
 for t in "${targets[@]}"; do
-	pkg=${t%%:*} name=${t##*:}
-	echo "fuzz $pkg $name for $FUZZTIME"
-	go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" 2>&1 | tail -n 3
+	IFS=: read -r pkg name count <<<"$t"
+	budget=${FUZZTIME:-$count}
+	echo "fuzz $pkg $name for $budget"
+	log=/tmp/walq-fuzz-$name.log
+	if ! go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$budget" >"$log" 2>&1; then
+		grep -v '^fuzz: elapsed' "$log" >&2
+		echo "fuzz target $name failed; a failing input is kept under $pkg/testdata/fuzz/$name" >&2
+		exit 1
+	fi
+	tail -n 1 "$log"
 done
