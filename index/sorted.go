@@ -6,22 +6,23 @@ import (
 	"github.com/google/btree"
 )
 
-// SortedValue is one value published to a sorted queue.
+// SortedValue is one value published to a sorted queue. It is kept small:
+// a large backlog holds one per pending value. Its payload stays in the
+// log unless the index caches it (Sorted.Cache).
 type SortedValue struct {
-	_msgpack struct{} `msgpack:",as_array"` // stored in snapshots as an array
-
 	Key        string // message key: a key's pending values are pulled together
 	Sort       []byte // sort key, encoded so that byte order is key order
 	Seq        uint64 // LSN of the publish record: the value's identity
 	Loc        uint64 // LSN of the record holding the payload: Seq until moved
-	Size       uint32 // bytes of the record at Loc
 	At         int64  // unix ns of the publish
+	Size       uint32 // bytes of the record at Loc
 	Deliveries uint32 // times pulled so far
-	Reason     string // dead: why
+}
 
-	// Payload is the value's payload while it is cached in memory; nil when
-	// it must be read from the log. Never stored in snapshots.
-	Payload []byte `msgpack:"-"`
+// DeadValue is a value in the dead set, with why it is there.
+type DeadValue struct {
+	SortedValue
+	Reason string
 }
 
 func lessValue(a, b SortedValue) bool {
@@ -36,8 +37,6 @@ func lessValue(a, b SortedValue) bool {
 
 // Batch is a key's values pulled together and leased as one.
 type Batch struct {
-	_msgpack struct{} `msgpack:",as_array"` // stored in snapshots as an array
-
 	Lease  uint64        // LSN of the pull record: the batch's identity
 	Key    string        // the key
 	Due    int64         // lease deadline, unix ns
@@ -74,9 +73,10 @@ type Sorted struct {
 	holds     *btree.BTreeG[hold]        // keys held back by a nack delay, by time
 	held      map[string]int64           // key -> hold time
 	inflight  map[string]int             // key -> leased batches
-	dead      *btree.BTreeG[SortedValue] // dead values by Seq
+	dead      *btree.BTreeG[DeadValue]   // dead values by Seq
 	single    bool                       // a key with a leased batch is not pullable
-	cached    int64                      // payload bytes cached in SortedValue.Payload
+	cache     map[uint64][]byte          // Seq -> payload of some pending or leased values
+	cached    int64                      // payload bytes in cache
 	bytes     int64                      // sum of Size over all values
 }
 
@@ -96,8 +96,9 @@ func NewSorted(singleFlight bool) *Sorted {
 		}),
 		held:     make(map[string]int64),
 		inflight: make(map[string]int),
-		dead:     btree.NewG(degree, func(a, b SortedValue) bool { return a.Seq < b.Seq }),
+		dead:     btree.NewG(degree, func(a, b DeadValue) bool { return a.Seq < b.Seq }),
 		single:   singleFlight,
+		cache:    make(map[uint64][]byte),
 	}
 }
 
@@ -117,11 +118,35 @@ func (s *Sorted) Counts() SortedCounts {
 // CachedBytes is the payload bytes held in memory.
 func (s *Sorted) CachedBytes() int64 { return s.cached }
 
-// Publish adds a pending value.
+// Cache keeps the payload of the pending value seq in memory until the
+// value is acked, dropped or dead.
+func (s *Sorted) Cache(seq uint64, payload []byte) {
+	s.uncache(seq)
+	s.cache[seq] = payload
+	s.cached += int64(len(payload))
+}
+
+// Cached returns the payload of value seq if it is held in memory.
+func (s *Sorted) Cached(seq uint64) ([]byte, bool) {
+	p, ok := s.cache[seq]
+	return p, ok
+}
+
+func (s *Sorted) uncache(seq uint64) {
+	if p, ok := s.cache[seq]; ok {
+		s.cached -= int64(len(p))
+		delete(s.cache, seq)
+	}
+}
+
+// Publish adds a pending value. Values of one key share one copy of the
+// key string.
 func (s *Sorted) Publish(v SortedValue) {
-	s.unplace(v.Key)
+	if first, ok := s.firstPending(v.Key); ok {
+		v.Key = first.Key
+		s.order.Delete(keyPos{first.Sort, first.Key})
+	}
 	s.pending.ReplaceOrInsert(v)
-	s.cached += int64(len(v.Payload))
 	s.bytes += int64(v.Size)
 	s.place(v.Key)
 }
@@ -206,7 +231,7 @@ func (s *Sorted) Ack(lease uint64) (Batch, bool) {
 	b, ok := s.removeBatch(lease)
 	if ok {
 		for _, v := range b.Values {
-			s.cached -= int64(len(v.Payload))
+			s.uncache(v.Seq)
 			s.bytes -= int64(v.Size)
 		}
 		s.place(b.Key)
@@ -225,9 +250,8 @@ func (s *Sorted) Return(lease uint64, holdUntil int64, dead func(SortedValue) bo
 	s.unplace(b.Key)
 	for _, v := range b.Values {
 		if dead(v) {
-			s.cached -= int64(len(v.Payload))
-			v.Payload, v.Reason = nil, reason
-			s.dead.ReplaceOrInsert(v)
+			s.uncache(v.Seq)
+			s.dead.ReplaceOrInsert(DeadValue{v, reason})
 			continue
 		}
 		s.pending.ReplaceOrInsert(v)

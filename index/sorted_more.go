@@ -11,7 +11,7 @@ func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 		s.pending.ReplaceOrInsert(cur)
 		return true
 	}
-	if cur, ok := s.dead.Get(SortedValue{Seq: v.Seq}); ok {
+	if cur, ok := s.dead.Get(DeadValue{SortedValue: SortedValue{Seq: v.Seq}}); ok {
 		s.bytes += int64(size) - int64(cur.Size)
 		cur.Loc, cur.Size = loc, size
 		s.dead.ReplaceOrInsert(cur)
@@ -21,11 +21,11 @@ func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 }
 
 // Dead calls fn for every dead value in Seq order until fn returns false.
-func (s *Sorted) Dead(fn func(SortedValue) bool) { s.dead.Ascend(fn) }
+func (s *Sorted) Dead(fn func(DeadValue) bool) { s.dead.Ascend(fn) }
 
 // RemoveDead removes a dead value.
-func (s *Sorted) RemoveDead(seq uint64) (SortedValue, bool) {
-	v, ok := s.dead.Delete(SortedValue{Seq: seq})
+func (s *Sorted) RemoveDead(seq uint64) (DeadValue, bool) {
+	v, ok := s.dead.Delete(DeadValue{SortedValue: SortedValue{Seq: seq}})
 	if ok {
 		s.bytes -= int64(v.Size)
 	}
@@ -35,16 +35,16 @@ func (s *Sorted) RemoveDead(seq uint64) (SortedValue, bool) {
 // Revive puts a dead value back among the pending ones with its delivery
 // count reset.
 func (s *Sorted) Revive(seq uint64) bool {
-	v, ok := s.RemoveDead(seq)
+	d, ok := s.RemoveDead(seq)
 	if ok {
-		v.Deliveries, v.Reason = 0, ""
-		s.Publish(v)
+		d.Deliveries = 0
+		s.Publish(d.SortedValue)
 	}
 	return ok
 }
 
 // PutDead adds a dead value (used when loading a snapshot).
-func (s *Sorted) PutDead(v SortedValue) {
+func (s *Sorted) PutDead(v DeadValue) {
 	s.dead.ReplaceOrInsert(v)
 	s.bytes += int64(v.Size)
 }
@@ -71,7 +71,7 @@ func (s *Sorted) MinLoc() (uint64, bool) {
 		return true
 	}
 	s.pending.Ascend(see)
-	s.dead.Ascend(see)
+	s.dead.Ascend(func(d DeadValue) bool { return see(d.SortedValue) })
 	s.batches.Ascend(func(b Batch) bool {
 		for _, v := range b.Values {
 			see(v)
@@ -87,7 +87,7 @@ func (s *Sorted) Values(fn func(SortedValue) bool) {
 	stopped := false
 	s.pending.Ascend(func(v SortedValue) bool { stopped = !fn(v); return !stopped })
 	if !stopped {
-		s.dead.Ascend(fn)
+		s.dead.Ascend(func(d DeadValue) bool { return fn(d.SortedValue) })
 	}
 }
 
@@ -102,7 +102,7 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 // SortedSnapshot is a frozen view of a Sorted index.
 type SortedSnapshot struct {
 	pending *btree.BTreeG[SortedValue] // clones; never mutated
-	dead    *btree.BTreeG[SortedValue]
+	dead    *btree.BTreeG[DeadValue]
 	batches *btree.BTreeG[Batch]
 	holds   *btree.BTreeG[hold]
 }
@@ -116,7 +116,7 @@ func (s *SortedSnapshot) Len() (pending, dead, batches, holds int) {
 func (s *SortedSnapshot) Pending(fn func(SortedValue) bool) { s.pending.Ascend(fn) }
 
 // Dead calls fn for every dead value until it returns false.
-func (s *SortedSnapshot) Dead(fn func(SortedValue) bool) { s.dead.Ascend(fn) }
+func (s *SortedSnapshot) Dead(fn func(DeadValue) bool) { s.dead.Ascend(fn) }
 
 // Batches calls fn for every leased batch until it returns false.
 func (s *SortedSnapshot) Batches(fn func(Batch) bool) { s.batches.Ascend(fn) }
@@ -138,7 +138,7 @@ func (s *Sorted) HasValueAt(v SortedValue) bool {
 	if cur, ok := s.pending.Get(v); ok {
 		return cur.Loc == v.Loc
 	}
-	cur, ok := s.dead.Get(SortedValue{Seq: v.Seq})
+	cur, ok := s.dead.Get(DeadValue{SortedValue: SortedValue{Seq: v.Seq}})
 	return ok && cur.Loc == v.Loc
 }
 
@@ -147,7 +147,7 @@ func (s *Sorted) Drop(v SortedValue) bool {
 	if cur, ok := s.pending.Get(v); ok {
 		s.unplace(v.Key)
 		s.pending.Delete(cur)
-		s.cached -= int64(len(cur.Payload))
+		s.uncache(cur.Seq)
 		s.bytes -= int64(cur.Size)
 		s.place(v.Key)
 		return true

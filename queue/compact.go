@@ -79,12 +79,8 @@ func (q *Queue) snapshot() error {
 	if err := q.log.Flush(); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}
-	body, err := f.encode()
-	if err != nil {
-		return err
-	}
 	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.SnapshotStep}
-	if _, err := recovery.Write(q.dir, f.last, body, opts); err != nil {
+	if _, err := recovery.WriteFunc(q.dir, f.last, f.encodeTo, opts); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}
 	q.mu.Lock()

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/index"
@@ -37,11 +38,17 @@ func (s *state) freeze() *frozen {
 //
 //	[Version, Cursor, Last, Pending, PendingBytes, Clean, Counters,
 //	 Entries (array of index.Entry), Dedup (array of index.DedupItem),
-//	 Pending (array of index.SortedValue), Dead (array of index.SortedValue),
-//	 Batches (array of index.Batch), Holds (array of [key, unix ns])]
+//	 Pending (array of storedValue), Dead (array of storedValue),
+//	 Batches (array of storedBatch), Holds (array of [key, unix ns])]
 func (f *frozen) encode() ([]byte, error) {
 	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
+	err := f.encodeTo(&buf)
+	return buf.Bytes(), err
+}
+
+// encodeTo writes the snapshot body to w.
+func (f *frozen) encodeTo(w io.Writer) error {
+	enc := msgpack.NewEncoder(w)
 	err := enc.EncodeMulti(snapshotVersion, f.cursor, f.last, f.pending, f.pendingBytes, f.clean, &f.counts)
 	if err == nil {
 		err = enc.EncodeArrayLen(f.table.Len())
@@ -65,9 +72,9 @@ func (f *frozen) encode() ([]byte, error) {
 		err = f.encodeSorted(enc)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: encode snapshot: %w", err)
+		return fmt.Errorf("queue: encode snapshot: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // decodeState rebuilds a state from a snapshot body.
@@ -123,6 +130,37 @@ func decodeEach(dec *msgpack.Decoder, one func() error) error {
 	return nil
 }
 
+// storedValue is an index.SortedValue or index.DeadValue as a snapshot
+// stores it: an array of its eight fields (Reason empty unless dead).
+type storedValue struct {
+	_msgpack struct{} `msgpack:",as_array"`
+
+	Key        string
+	Sort       []byte
+	Seq, Loc   uint64
+	Size       uint32
+	At         int64
+	Deliveries uint32
+	Reason     string
+}
+
+func toStored(v index.SortedValue, reason string) *storedValue {
+	return &storedValue{Key: v.Key, Sort: v.Sort, Seq: v.Seq, Loc: v.Loc, Size: v.Size, At: v.At,
+		Deliveries: v.Deliveries, Reason: reason}
+}
+
+// storedBatch is an index.Batch as a snapshot stores it: an array of its
+// five fields.
+type storedBatch struct {
+	_msgpack struct{} `msgpack:",as_array"`
+
+	Lease  uint64
+	Key    string
+	Due    int64
+	At     int64
+	Values []storedValue
+}
+
 // encodeSorted writes the sorted index's four arrays.
 func (f *frozen) encodeSorted(enc *msgpack.Encoder) error {
 	pending, dead, batches, holds := f.sorted.Len()
@@ -134,15 +172,21 @@ func (f *frozen) encodeSorted(enc *msgpack.Encoder) error {
 		return err == nil
 	}
 	err = enc.EncodeArrayLen(pending)
-	f.sorted.Pending(func(v index.SortedValue) bool { return put(&v) })
+	f.sorted.Pending(func(v index.SortedValue) bool { return put(toStored(v, "")) })
 	if err == nil {
 		err = enc.EncodeArrayLen(dead)
 	}
-	f.sorted.Dead(func(v index.SortedValue) bool { return put(&v) })
+	f.sorted.Dead(func(d index.DeadValue) bool { return put(toStored(d.SortedValue, d.Reason)) })
 	if err == nil {
 		err = enc.EncodeArrayLen(batches)
 	}
-	f.sorted.Batches(func(b index.Batch) bool { return put(&b) })
+	f.sorted.Batches(func(b index.Batch) bool {
+		sb := &storedBatch{Lease: b.Lease, Key: b.Key, Due: b.Due, At: b.At, Values: make([]storedValue, len(b.Values))}
+		for i, v := range b.Values {
+			sb.Values[i] = *toStored(v, "")
+		}
+		return put(sb)
+	})
 	if err == nil {
 		err = enc.EncodeArrayLen(holds)
 	}
@@ -158,7 +202,7 @@ func (f *frozen) encodeSorted(enc *msgpack.Encoder) error {
 // decodeSorted reads what encodeSorted wrote into st.sorted; left is how
 // many bytes of the body remain.
 func (st *state) decodeSorted(dec *msgpack.Decoder, left func() int) error {
-	value := func(put func(index.SortedValue)) func() error {
+	value := func(put func(index.DeadValue)) func() error {
 		return func() error {
 			v, err := decodeSortedValue(dec, left)
 			if err != nil {
@@ -168,7 +212,7 @@ func (st *state) decodeSorted(dec *msgpack.Decoder, left func() int) error {
 			return nil
 		}
 	}
-	err := decodeEach(dec, value(st.sorted.Publish))
+	err := decodeEach(dec, value(func(d index.DeadValue) { st.sorted.Publish(d.SortedValue) }))
 	if err == nil {
 		err = decodeEach(dec, value(st.sorted.PutDead))
 	}
@@ -218,19 +262,18 @@ func decodeBatch(dec *msgpack.Decoder, left func() int) (index.Batch, error) {
 		err = fmt.Errorf("batch claims %d values in %d bytes", n, left())
 	}
 	for i := 0; err == nil && i < n; i++ {
-		var v index.SortedValue
+		var v index.DeadValue
 		if v, err = decodeSortedValue(dec, left); err == nil {
-			b.Values = append(b.Values, v)
+			b.Values = append(b.Values, v.SortedValue)
 		}
 	}
 	return b, err
 }
 
-// decodeSortedValue reads an index.SortedValue, which msgpack writes as
-// the array of its eight stored fields, with fieldReader, whose byte
+// decodeSortedValue reads a storedValue with fieldReader, whose byte
 // strings are bounded by the input (see fieldReader.bytes).
-func decodeSortedValue(dec *msgpack.Decoder, left func() int) (index.SortedValue, error) {
-	var v index.SortedValue
+func decodeSortedValue(dec *msgpack.Decoder, left func() int) (index.DeadValue, error) {
+	var v index.DeadValue
 	n, err := dec.DecodeArrayLen()
 	if err == nil && n != 8 {
 		err = fmt.Errorf("sorted value of %d fields, want 8", n)

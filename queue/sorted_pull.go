@@ -77,8 +77,15 @@ func (s *Sorted[K]) bound() []byte {
 	return orderedInt(s.q.now() - int64(s.window))
 }
 
+// pulled is a batch just leased, with the payloads the index had cached
+// (nil where a payload must be read from the log).
+type pulled struct {
+	index.Batch
+	payloads [][]byte
+}
+
 // pullLocked leases whole keys, in order, until max values are taken.
-func (q *Queue) pullLocked(max int, bound []byte) ([]index.Batch, *wal.Commit, error) {
+func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -86,7 +93,7 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]index.Batch, *wal.Commit, e
 	now := q.now()
 	sq.Release(now)
 	deadline := now + int64(q.opts.AckTimeout)
-	var out []index.Batch
+	var out []pulled
 	var last *wal.Commit
 	for n := 0; n < max; {
 		key, sort, ok := sq.Next()
@@ -98,7 +105,11 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]index.Batch, *wal.Commit, e
 			return nil, nil, err
 		}
 		b, _ := sq.Batch(lsn)
-		out, last, n = append(out, b), c, n+len(b.Values)
+		p := pulled{Batch: b, payloads: make([][]byte, len(b.Values))}
+		for i, v := range b.Values {
+			p.payloads[i], _ = sq.Cached(v.Seq)
+		}
+		out, last, n = append(out, p), c, n+len(b.Values)
 	}
 	if len(out) > 0 {
 		q.noteLeaseLocked(deadline)
@@ -125,7 +136,7 @@ func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
 
 // deliver waits until the pulls are written (as Dequeue does) and fills
 // the payloads not cached.
-func (s *Sorted[K]) deliver(bs []index.Batch, c *wal.Commit) ([]*Batch[K], error) {
+func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
@@ -134,7 +145,7 @@ func (s *Sorted[K]) deliver(bs []index.Batch, c *wal.Commit) ([]*Batch[K], error
 		pb := &Batch[K]{Key: b.Key, Lease: b.Lease, PulledAt: time.Unix(0, b.At), q: s.q,
 			Values: make([]Value[K], len(b.Values))}
 		for j, v := range b.Values {
-			val, err := s.value(v)
+			val, err := s.value(v, b.payloads[j])
 			if err != nil {
 				return nil, err
 			}
@@ -145,12 +156,12 @@ func (s *Sorted[K]) deliver(bs []index.Batch, c *wal.Commit) ([]*Batch[K], error
 	return out, nil
 }
 
-func (s *Sorted[K]) value(v index.SortedValue) (Value[K], error) {
+func (s *Sorted[K]) value(v index.SortedValue, payload []byte) (Value[K], error) {
 	sort, err := decodeSort[K](v.Sort)
 	if err != nil {
 		return Value[K]{}, err
 	}
-	out := Value[K]{Sort: sort, Payload: v.Payload, PublishedAt: time.Unix(0, v.At), Deliveries: int(v.Deliveries)}
+	out := Value[K]{Sort: sort, Payload: payload, PublishedAt: time.Unix(0, v.At), Deliveries: int(v.Deliveries)}
 	if out.Payload == nil {
 		r, err := s.q.readRecord(v.Loc)
 		if err != nil {

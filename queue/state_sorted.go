@@ -11,11 +11,10 @@ func (s *state) applySorted(lsn uint64, r *record, size int) error {
 	sq := s.sorted
 	switch r.Op {
 	case opPublish:
-		v := index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: lsn, Loc: lsn, Size: uint32(size), At: r.At}
+		sq.Publish(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: lsn, Loc: lsn, Size: uint32(size), At: r.At})
 		if sq.CachedBytes()+int64(len(r.Payload)) <= s.cacheBytes {
-			v.Payload = r.Payload
+			sq.Cache(lsn, r.Payload)
 		}
-		sq.Publish(v)
 		s.counts.Published++
 		return nil
 	case opPull:

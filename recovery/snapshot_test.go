@@ -1,7 +1,9 @@
 package recovery_test
 
 import (
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,4 +96,40 @@ func TestLeftoverTempIsIgnoredAndRemoved(t *testing.T) {
 	require.NoError(t, err)
 	_, err = os.Stat(tmp)
 	require.True(t, os.IsNotExist(err))
+}
+
+// TestWriteFuncStreams checks that a streamed body makes the same file as
+// Encode, whatever the sizes of the writes, and that a failed encode
+// leaves no file behind.
+func TestWriteFuncStreams(t *testing.T) {
+	dir := t.TempDir()
+	body := make([]byte, 1<<20+37)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	info, err := recovery.WriteFunc(dir, 42, func(w io.Writer) error {
+		for rest, n := body, 1; len(rest) > 0; n = n*3 + 1 {
+			n = min(n, len(rest))
+			if _, err := w.Write(rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	}, nil)
+	require.NoError(t, err)
+	got, err := os.ReadFile(info.Path)
+	require.NoError(t, err)
+	require.Equal(t, recovery.Encode(42, body), got)
+	require.Equal(t, int64(len(got)), info.Bytes)
+
+	boom := errors.New("boom")
+	_, err = recovery.WriteFunc(dir, 43, func(w io.Writer) error {
+		_, _ = w.Write([]byte("partial"))
+		return boom
+	}, nil)
+	require.ErrorIs(t, err, boom)
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	require.Equal(t, []string{info.Path}, names, "only the good snapshot is left")
 }

@@ -1,7 +1,11 @@
 package recovery
 
 import (
+	"bufio"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -19,6 +23,17 @@ type WriteOptions struct {
 // fsync, rename, directory fsync, then removal of older snapshots and a
 // second directory fsync. It returns the new snapshot's Info.
 func Write(dir string, lsn uint64, body []byte, opts *WriteOptions) (Info, error) {
+	return WriteFunc(dir, lsn, func(w io.Writer) error {
+		_, err := w.Write(body)
+		return err
+	}, opts)
+}
+
+// WriteFunc is Write with the body written to w by encode, which streams
+// it to the temporary file: a large body is never held in memory whole.
+// An error from encode is returned as it is, after the temporary file is
+// removed.
+func WriteFunc(dir string, lsn uint64, encode func(w io.Writer) error, opts *WriteOptions) (Info, error) {
 	o := WriteOptions{FileMode: 0o600}
 	if opts != nil {
 		o = *opts
@@ -33,8 +48,8 @@ func Write(dir string, lsn uint64, body []byte, opts *WriteOptions) (Info, error
 	}
 	final := filepath.Join(dir, Name(lsn))
 	tmp := final + ".tmp"
-	data := Encode(lsn, body)
-	if err := writeSynced(tmp, data, o.FileMode, step); err != nil {
+	size, err := writeSynced(tmp, lsn, encode, o.FileMode, step)
+	if err != nil {
 		// A temporary file is never loaded; removing it keeps a full disk
 		// from filling with one more at each retry.
 		if rerr := os.Remove(tmp); rerr != nil && !os.IsNotExist(rerr) {
@@ -54,28 +69,75 @@ func Write(dir string, lsn uint64, body []byte, opts *WriteOptions) (Info, error
 		return Info{}, err
 	}
 	step("removed")
-	return Info{Path: final, LSN: lsn, Bytes: int64(len(data))}, nil
+	return Info{Path: final, LSN: lsn, Bytes: size}, nil
 }
 
-func writeSynced(path string, data []byte, mode os.FileMode, step func(string)) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+// writeSynced writes the snapshot file at path and fsyncs it; it returns
+// the file's size.
+func writeSynced(path string, lsn uint64, encode func(io.Writer) error, mode os.FileMode, step func(string)) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, mode)
 	if err != nil {
-		return fmt.Errorf("recovery: create %s: %w", path, err)
+		return 0, fmt.Errorf("recovery: create %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	size, err := writeFile(f, lsn, encode)
+	if err != nil {
 		f.Close()
-		return fmt.Errorf("recovery: write %s: %w", path, err)
+		return 0, fmt.Errorf("recovery: write %s: %w", path, err)
 	}
 	step("written")
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("recovery: fsync %s: %w", path, err)
+		return 0, fmt.Errorf("recovery: fsync %s: %w", path, err)
 	}
 	step("synced")
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("recovery: close %s: %w", path, err)
+		return 0, fmt.Errorf("recovery: close %s: %w", path, err)
 	}
-	return nil
+	return size, nil
+}
+
+// writeFile streams the body after room for the header, then writes the
+// header, whose checksum covers the body: it is computed by reading the
+// body back, which the page cache still holds.
+func writeFile(f *os.File, lsn uint64, encode func(io.Writer) error) (int64, error) {
+	if _, err := f.Seek(headerSize, io.SeekStart); err != nil {
+		return 0, err
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	cw := &countingWriter{w: bw}
+	if err := encode(cw); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	h := make([]byte, headerSize)
+	copy(h, magic)
+	h[8] = version
+	binary.LittleEndian.PutUint64(h[13:], lsn)
+	binary.LittleEndian.PutUint64(h[21:], uint64(cw.n))
+	sum := crc32.New(castagnoli)
+	sum.Write(h[13:])
+	if _, err := io.Copy(sum, io.NewSectionReader(f, headerSize, cw.n)); err != nil {
+		return 0, err
+	}
+	binary.LittleEndian.PutUint32(h[9:], sum.Sum32())
+	if _, err := f.WriteAt(h, 0); err != nil {
+		return 0, err
+	}
+	return headerSize + cw.n, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // removeOlder removes snapshots older than lsn and leftover temporary files.

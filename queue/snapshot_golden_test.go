@@ -1,0 +1,60 @@
+package queue
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// goldenState builds a state by applying fixed records: ack-queue messages
+// in each state, and a sorted index with pending values, a leased batch, a
+// dead value and a held key.
+func goldenState(t *testing.T) *state {
+	st := newState(&Options{DedupWindow: 1, cacheBytes: 1 << 20})
+	recs := []record{
+		{Op: opEnqueue, ID: "a", At: 10, Payload: []byte("one")},
+		{Op: opEnqueue, ID: "b", At: 11, Payload: []byte("two")},
+		{Op: opPublish, Key: "k1", Sort: []byte{0, 5}, At: 20, Payload: []byte("v1")},
+		{Op: opPublish, Key: "k1", Sort: []byte{0, 3}, At: 21, Payload: []byte("v2")},
+		{Op: opPublish, Key: "k2", Sort: []byte{0, 4}, At: 22, Payload: []byte("v3")},
+		{Op: opPull, Key: "k1", At: 30, Due: 90},
+		{Op: opPublish, Key: "k3", Sort: []byte{0, 9}, At: 23, Payload: []byte("v4")},
+		{Op: opPull, Key: "k3", At: 31, Due: 91},
+		{Op: opBatchDead, Lease: 8, Reason: "poison"},
+		{Op: opBatchReturn, Lease: 6, Due: 95, Reason: "nack"},
+		{Op: opPull, Key: "k2", At: 32, Due: 92},
+	}
+	for i := range recs {
+		require.NoError(t, st.apply(uint64(i+1), &recs[i], 40+i), "record %d", i+1)
+	}
+	return st
+}
+
+// TestSnapshotBodyGolden pins the snapshot body's bytes, part of the file
+// format (see frozen.encode), and checks that they decode to the same
+// state. WALQ_WRITE_GOLDEN=1 rewrites testdata/state.golden.
+func TestSnapshotBodyGolden(t *testing.T) {
+	body, err := goldenState(t).freeze().encode()
+	require.NoError(t, err)
+	path := filepath.Join("testdata", "state.golden")
+	if os.Getenv("WALQ_WRITE_GOLDEN") == "1" {
+		require.NoError(t, os.WriteFile(path, body, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, body), "snapshot body changed:\n got %x\nwant %x", body, want)
+
+	st, err := decodeState(want, &Options{DedupWindow: 1})
+	require.NoError(t, err)
+	again, err := st.freeze().encode()
+	require.NoError(t, err)
+	require.Equal(t, want, again, "decode then encode")
+	c := st.sorted.Counts()
+	require.Equal(t, 2, c.Pending)
+	require.Equal(t, 1, c.Batches)
+	require.Equal(t, 1, c.Leased)
+	require.Equal(t, 1, c.Dead)
+}
