@@ -41,7 +41,8 @@ func (q *Queue) overBound(live int64) bool {
 }
 
 // compact snapshots and truncates; if old messages still pin more log than
-// the bound allows, it copies them forward and does it once more.
+// the bound allows, it copies them forward (moveTargetLocked says which)
+// and does it once more.
 func (q *Queue) compact() error {
 	if err := q.snapshot(); err != nil {
 		return err
@@ -53,7 +54,7 @@ func (q *Queue) compact() error {
 		return nil
 	}
 	q.mu.Lock()
-	target := q.segmentStart(q.mu.st.last)
+	target := q.moveTargetLocked()
 	q.mu.Unlock()
 	moved, err := q.movePinned(target, false)
 	if err != nil || moved == 0 {
@@ -113,6 +114,30 @@ func (q *Queue) cursorNeedLocked() uint64 {
 		return q.mu.st.last + 1
 	}
 	return q.mu.st.cursor
+}
+
+// A compaction copies the never-delivered messages from the cursor on only
+// while there are at most this many, of at most this many bytes: each copy
+// becomes an index entry in memory.
+const (
+	maxCursorCopy      = 1 << 14
+	maxCursorCopyBytes = 16 << 20
+)
+
+// moveTargetLocked returns the LSN before which a compaction copies live
+// messages forward. The delivered, delayed and dead messages and the sorted
+// values are always copied. The never-delivered messages from the cursor on
+// are copied too when they are few (maxCursorCopy); when they are many,
+// what lies between and after them (chiefly the consumers' own lease and
+// ack records during a drain) is freed as the cursor passes it, and copying
+// them would write a large backlog again and hold an index entry in memory
+// for each copy: the target is then the cursor's segment.
+func (q *Queue) moveTargetLocked() uint64 {
+	st := q.mu.st
+	if st.pending <= maxCursorCopy && st.pendingBytes <= maxCursorCopyBytes {
+		return q.segmentStart(st.last)
+	}
+	return q.segmentStart(q.cursorNeedLocked())
 }
 
 // segmentStart returns the first LSN of the segment that holds lsn.

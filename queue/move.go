@@ -10,8 +10,27 @@ import (
 )
 
 // moveChunk is how many payload bytes of never-delivered messages a move
-// reads before it takes the lock to append their copies.
+// reads before it takes the lock to append their copies, and how many
+// bytes of copies it appends before it waits for them to be written.
 const moveChunk = 4 << 20
+
+// pacer makes a move wait, every moveChunk bytes it appended, until they
+// are written, so that copies never pile up in memory faster than the log
+// takes them.
+type pacer struct {
+	bytes int
+	last  *wal.Commit
+}
+
+// add notes a copy of n bytes appended with commit c.
+func (p *pacer) add(c *wal.Commit, n int) error {
+	p.last, p.bytes = c, p.bytes+n
+	if p.bytes < moveChunk {
+		return nil
+	}
+	p.bytes = 0
+	return waitWritten(p.last)
+}
 
 // movePinned copies forward every live message whose record lies before
 // target, so that the segments before target hold nothing live: the
@@ -55,8 +74,9 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 	})
 	q.mu.Unlock()
 	moved := 0
+	var p pacer
 	for _, e := range entries {
-		ok, err := q.moveEntry(e)
+		ok, err := q.moveEntry(e, &p)
 		if err != nil {
 			return moved, err
 		}
@@ -65,7 +85,7 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 		}
 	}
 	for _, v := range values {
-		ok, err := q.moveValue(v)
+		ok, err := q.moveValue(v, &p)
 		if err != nil {
 			return moved, err
 		}
@@ -78,7 +98,7 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 
 // moveEntry copies the payload record of e forward if e is still where it
 // was; it reads the payload without the lock.
-func (q *Queue) moveEntry(e index.Entry) (bool, error) {
+func (q *Queue) moveEntry(e index.Entry, p *pacer) (bool, error) {
 	r, err := q.readRecord(e.Loc)
 	lost := errors.Is(err, wal.ErrNotFound) && q.opts.Salvage
 	if err != nil && !lost {
@@ -95,12 +115,24 @@ func (q *Queue) moveEntry(e index.Entry) (bool, error) {
 		rec = &record{Op: opMove, Seq: e.Seq, ID: cur.ID, At: q.now(), Enq: cur.EnqueuedAt,
 			Count: cur.Deliveries, Headers: r.Headers, Payload: r.Payload}
 	}
-	_, err = q.appendLocked(rec, nil)
+	return q.appendPaced(rec, p)
+}
+
+// appendPaced appends a move's record and then, without the lock (which
+// the caller holds and gets back), waits as p says.
+func (q *Queue) appendPaced(rec *record, p *pacer) (bool, error) {
+	c, err := q.appendLocked(rec, nil)
+	if err != nil {
+		return false, err
+	}
+	q.mu.Unlock()
+	err = p.add(c, len(rec.Payload))
+	q.mu.Lock()
 	return err == nil, err
 }
 
 // moveValue copies a sorted queue's pending or dead value forward.
-func (q *Queue) moveValue(v index.SortedValue) (bool, error) {
+func (q *Queue) moveValue(v index.SortedValue, p *pacer) (bool, error) {
 	r, err := q.readRecord(v.Loc)
 	lost := errors.Is(err, wal.ErrNotFound) && q.opts.Salvage
 	if err != nil && !lost {
@@ -117,8 +149,7 @@ func (q *Queue) moveValue(v index.SortedValue) (bool, error) {
 		rec = &record{Op: opMove, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort,
 			At: q.now(), Enq: v.At, Payload: r.Payload}
 	}
-	_, err = q.appendLocked(rec, nil)
-	return err == nil, err
+	return q.appendPaced(rec, p)
 }
 
 // candidate is a never-delivered message read from the cursor region.
@@ -140,8 +171,11 @@ func (q *Queue) moveCursorRegion(target uint64, recount bool) (int, error) {
 		if err != nil {
 			return moved, err
 		}
-		n, err := q.moveCandidates(batch, next)
+		n, c, err := q.moveCandidates(batch, next)
 		moved += n
+		if err == nil {
+			err = waitWritten(c) // at most a chunk of copies in memory
+		}
 		if err != nil {
 			return moved, err
 		}
@@ -188,31 +222,35 @@ func (q *Queue) readCandidates(from, target uint64) ([]candidate, uint64, error)
 // moveCandidates appends a copy of each candidate that the cursor still
 // owns (not delivered since it was read), then advances the cursor to next,
 // all under one hold of the lock, so that the cursor never meets the
-// original of a message it no longer owns.
-func (q *Queue) moveCandidates(cs []candidate, next uint64) (int, error) {
+// original of a message it no longer owns. It returns the last commit.
+func (q *Queue) moveCandidates(cs []candidate, next uint64) (int, *wal.Commit, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := q.mu.st
 	moved := 0
+	var last *wal.Commit
 	for _, c := range cs {
 		if c.lsn < st.cursor {
 			continue
 		}
 		rec := &record{Op: opMove, Seq: c.lsn, Flags: flagCursor, ID: c.rec.ID, At: q.now(),
 			Enq: c.rec.At, Size: uint32(c.size), Headers: c.rec.Headers, Payload: c.rec.Payload}
-		if _, err := q.appendLocked(rec, nil); err != nil {
-			return moved, err
+		cm, err := q.appendLocked(rec, nil)
+		if err != nil {
+			return moved, nil, err
 		}
+		last = cm
 		moved++
 	}
 	if next <= st.cursor {
-		return moved, nil
+		return moved, last, nil
 	}
-	if _, err := q.appendLocked(&record{Op: opAdvance, Seq: next, At: q.now()}, nil); err != nil {
-		return moved, err
+	cm, err := q.appendLocked(&record{Op: opAdvance, Seq: next, At: q.now()}, nil)
+	if err != nil {
+		return moved, nil, err
 	}
 	q.resetCursorLocked()
-	return moved, nil
+	return moved, cm, nil
 }
 
 // advanceCursor moves the cursor to target (if it is not past it) with a

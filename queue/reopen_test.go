@@ -208,6 +208,53 @@ func TestOldMessagesDoNotPinTheLog(t *testing.T) {
 	require.EqualValues(t, 1, q.Stats().Delayed)
 }
 
+// TestDrainCopiesNothingForward: while a large backlog drains, the log
+// holds the drain's own lease and ack records behind the never-delivered
+// messages. Copying a large backlog forward would write it again and hold
+// an index entry per copy in memory; compaction leaves it in place and
+// frees the log as the cursor passes. (A few never-delivered messages, up
+// to 16,384, are copied: TestSnapshotAndTruncation.)
+func TestDrainCopiesNothingForward(t *testing.T) {
+	const n, seg = 30_000, 64 << 10
+	o := &queue.Options{SegmentSize: seg, Sync: queue.SyncNever}
+	q := open(t, t.TempDir(), o)
+	defer q.Close()
+	ctx := context.Background()
+	items := make([]queue.Item, 1000)
+	for i := range items {
+		items[i] = queue.Item{Payload: []byte("payload")}
+	}
+	for i := 0; i < n; i += len(items) {
+		_, err := q.EnqueueBatch(ctx, items)
+		require.NoError(t, err)
+	}
+	for drained := 0; drained < n-17_000; {
+		ms, err := q.DequeueBatch(ctx, 500)
+		require.NoError(t, err)
+		for _, m := range ms {
+			require.NoError(t, m.Ack())
+		}
+		drained += len(ms)
+		require.NoError(t, q.Compact())
+	}
+	st := q.Stats()
+	require.Greater(t, st.LogBytes, 2*st.LiveBytes+2*seg, "the acks outweigh the backlog's rest")
+	require.Zero(t, st.Moved, "no message was copied forward")
+	for {
+		ms, err := q.DequeueBatch(ctx, 500)
+		require.NoError(t, err)
+		for _, m := range ms {
+			require.NoError(t, m.Ack())
+		}
+		if q.Stats().Ready == 0 {
+			break
+		}
+	}
+	require.NoError(t, q.Compact())
+	st = q.Stats()
+	require.LessOrEqual(t, st.LogBytes, int64(2*seg), "the drained log is freed")
+}
+
 func TestConcurrentConsumersEachMessageOnce(t *testing.T) {
 	q := open(t, t.TempDir(), nil)
 	defer q.Close()
