@@ -44,7 +44,8 @@ type Options struct {
 	DedupWindow time.Duration
 	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
 	MaxMessageSize int
-	// SegmentSize is the target size of a log segment file. Default 8 MiB.
+	// SegmentSize is the target size of a log segment file. Default 4 MiB:
+	// the log keeps its last segment in memory while writing it.
 	SegmentSize int64
 	// SnapshotBytes is how many log bytes written since the last snapshot
 	// make the queue take another one, bounding replay time. Default 64 MiB.
@@ -88,7 +89,7 @@ func (o *Options) withDefaults() (Options, error) {
 		c.MaxMessageSize = 4 << 20
 	}
 	if c.SegmentSize == 0 {
-		c.SegmentSize = 8 << 20
+		c.SegmentSize = 4 << 20
 	}
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 64 << 20

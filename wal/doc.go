@@ -4,7 +4,7 @@
 //
 // # Usage
 //
-//	l, err := wal.Open(dir, nil) // nil: defaults (SyncAlways, 8 MiB segments)
+//	l, err := wal.Open(dir, nil) // nil: defaults (SyncAlways, 4 MiB segments)
 //	lsn, commit, err := l.Append(rec) // cheap; call it under your own lock
 //	err = commit.Wait()               // durable once it returns nil
 //	r := l.NewReader(lsn)             // or l.Read(lsn) for one record

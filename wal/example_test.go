@@ -15,7 +15,7 @@ func ExampleLog() {
 	}
 	defer os.RemoveAll(dir)
 
-	l, err := wal.Open(dir, nil) // defaults: SyncAlways, 8 MiB segments
+	l, err := wal.Open(dir, nil) // defaults: SyncAlways, 4 MiB segments
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,7 +21,7 @@ const (
 
 // Defaults applied by Open to zero-valued Options fields.
 const (
-	defaultSegmentSize   = 8 << 20
+	defaultSegmentSize   = 4 << 20
 	defaultSyncInterval  = 50 * time.Millisecond
 	defaultMaxGroupBytes = 4 << 20
 	defaultMaxRecordSize = 64 << 20
@@ -38,7 +38,7 @@ const (
 // Options configure a Log. Open copies them; a nil *Options means defaults.
 // A zero field means its default.
 type Options struct {
-	SegmentSize   int64         // target bytes per segment; default 8 MiB; 64 B to 1 GiB
+	SegmentSize   int64         // target bytes per segment; default 4 MiB; 64 B to 1 GiB
 	Sync          SyncMode      // default SyncAlways
 	SyncInterval  time.Duration // SyncInterval's period; default 50ms
 	MaxGroupBytes int           // records gathered into one entry; default 4 MiB; at most 1 GiB
