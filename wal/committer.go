@@ -148,6 +148,7 @@ func (c *committer) commit() {
 		}
 		g.commit.finish(err)
 	}
+	c.startSync(false)
 	c.done = append(c.done, c.groups...)
 	clear(c.groups)
 	if c.batchBytes > maxFreeBuf {

@@ -34,30 +34,34 @@ type syncJob struct {
 // the job back to the committer.
 func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
 	for job := range jobs {
-		start := time.Now()
-		err := c.f.datasync(job.file.f)
-		job.took = time.Since(start)
-		_ = job.file.release() // read-only handle: a close error loses nothing
-		if err != nil {
-			err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
-		} else if err = c.l.Err(); err == nil {
-			c.l.advanceDurable(job.upTo)
-		}
-		job.err = err
-		for _, cm := range job.commits {
-			cm.finish(err)
-		}
+		c.runSync(job)
 		done <- job
 	}
 }
 
-// queueSync records a commit of n records that waits for an fsync, and
-// starts one if the syncer is idle.
+// runSync fsyncs the job's segment and completes its commits.
+func (c *committer) runSync(job *syncJob) {
+	start := time.Now()
+	err := c.f.datasync(job.file.f)
+	job.took = time.Since(start)
+	_ = job.file.release() // read-only handle: a close error loses nothing
+	if err != nil {
+		err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
+	} else if err = c.l.Err(); err == nil {
+		c.l.advanceDurable(job.upTo)
+	}
+	job.err = err
+	for _, cm := range job.commits {
+		cm.finish(err)
+	}
+}
+
+// queueSync records a commit of n records that waits for an fsync; the
+// caller then calls startSync.
 func (c *committer) queueSync(cm *Commit, n int) {
 	c.waiting = append(c.waiting, cm)
 	c.waitingRecords += n
 	c.dirty = true
-	c.startSync(false)
 }
 
 // maxExpect caps how many returning callers a gathering waits for.
