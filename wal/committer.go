@@ -258,9 +258,16 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	c.nextIndex += uint64(len(c.groups))
 }
 
-// seal marks s sealed and appends next to the list; the caller holds Log.seg.
+// seal marks s sealed and appends next to the list; the caller holds
+// Log.seg.
 func (c *committer) seal(s, next *segment) *segment {
 	s.sealed = true
+	// Its index is dropped: a backlog of sealed segments read in order
+	// needs none, and the first lookup that does rebuilds it. Under
+	// Salvage it is kept: it may hold the resync targets past damage.
+	if !c.l.opts.Salvage {
+		s.points, s.indexed = nil, false
+	}
 	c.l.seg.list = append(c.l.seg.list, next)
 	return next
 }

@@ -127,7 +127,8 @@
 //
 // tidwall/wal keeps the tail segment in memory (up to SegmentSize). Each
 // Reader has a 256 KiB read-ahead buffer; Read keeps the last four decoded
-// entries (one, if larger than 1 MiB). Each indexed segment keeps a sparse
-// index of one point per 64 KiB. Appended records wait in memory until
+// entries (one, if larger than 1 MiB). The tail segment, and each sealed
+// segment read out of order since Open, keeps a sparse index of one point
+// (24 bytes) per 4 KiB. Appended records wait in memory until
 // written; Append does not block when the disk falls behind.
 package wal

@@ -6,10 +6,10 @@ import (
 )
 
 // This file finds records: which segment holds an LSN, and where in it.
-// Segments written by this process are indexed as they are written; the
-// tail is indexed by the repair at Open; other sealed segments are
-// indexed lazily, on the first lookup that needs them, by a scan that
-// verifies every entry (or eagerly at Open under Salvage).
+// The tail is indexed by the repair at Open and as entries are written;
+// sealed segments are indexed lazily, on the first lookup that needs them,
+// by a scan that verifies every entry (or eagerly at Open under Salvage).
+// A lookup of a segment's first LSN needs no index.
 
 // locate pins the segment holding lsn and returns its file and the index
 // point at or before lsn. The caller releases the file.
@@ -18,8 +18,13 @@ func (l *Log) locate(lsn LSN) (*segment, *segFile, point, error) {
 	if err != nil {
 		return nil, nil, point{}, err
 	}
-	if err := l.ensureIndexed(s); err != nil {
-		return nil, nil, point{}, err
+	l.seg.RLock()
+	first := s.firstLSN == lsn
+	l.seg.RUnlock()
+	if !first {
+		if err := l.ensureIndexed(s); err != nil {
+			return nil, nil, point{}, err
+		}
 	}
 	l.seg.RLock()
 	defer l.seg.RUnlock()

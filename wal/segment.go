@@ -20,7 +20,7 @@ type SegmentInfo struct {
 
 // indexSpacing is the distance in bytes between two points of a segment's
 // sparse index: a lookup reads at most this much before the entry it wants.
-const indexSpacing = 64 << 10
+const indexSpacing = 4 << 10
 
 // point is one entry of a segment's sparse index.
 type point struct {
