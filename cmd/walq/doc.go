@@ -17,6 +17,7 @@
 //	enqueue     add a message (payload from the argument or stdin)
 //	dequeue     lease the next message and print it with its receipt
 //	ack, nack   finish or give back a delivery by its receipt
+//	extend      give a delivery more time by its receipt
 //	compact     snapshot and truncate the log now
 //
 // Flags come before DIR, as in "walq dump --from 100 DIR"; flags after it
@@ -30,7 +31,7 @@
 //	2  the queue is corrupt (verify and repair say where)
 //	3  another process has the directory open
 //	4  dequeue: no message is ready
-//	5  ack, nack, dlq: no such delivery or dead letter (lease lost)
+//	5  ack, nack, extend, dlq: no such delivery or dead letter (lease lost)
 //	6  enqueue: the id is already in use
 //
 // # Safety

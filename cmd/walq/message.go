@@ -271,7 +271,33 @@ walq nack --delay 1m /var/lib/app/jobs 17.42`,
 	},
 }
 
-// runSettle acks or nacks a delivery named by a receipt argument or --id.
+var extendCmd = &command{
+	name:  "extend",
+	args:  "[--for D] DIR RECEIPT | --id ID DIR",
+	short: "give a delivery more time by its receipt",
+	long: `Extend sets the lease of the delivery RECEIPT (or of the delivery of
+message --id) in the queue in DIR to run out --for from now, so that a
+consumer still at work keeps its message. Exit status 5 if the lease was
+already lost.`,
+	example: `walq extend /var/lib/app/jobs 17.42
+walq extend --for 10m --id order-1234 /var/lib/app/jobs`,
+	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
+	nargs: [2]int{1, 2},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		id := fs.String("id", "", "extend the delivery of message `ID` instead of a receipt")
+		d := fs.Duration("for", 30*time.Second, "the lease runs out `D` from now")
+		return func(e *env, args []string) error {
+			if *d <= 0 {
+				return usagef("--for must be positive, not %v", *d)
+			}
+			return runSettle(e, args, *id, func(q *queue.Queue, r queue.Receipt) error { return q.Extend(r, *d) },
+				func(q *queue.Queue, id string) error { return q.ExtendID(id, *d) }, "extended")
+		}
+	},
+}
+
+// runSettle acks, nacks or extends a delivery named by a receipt argument
+// or --id.
 func runSettle(e *env, args []string, id string, byReceipt func(*queue.Queue, queue.Receipt) error,
 	byID func(*queue.Queue, string) error, verb string) (err error) {
 	if (id == "") == (len(args) == 1) {

@@ -154,6 +154,22 @@ func TestDequeueLeaseRunsOut(t *testing.T) {
 	mustWalq(t, 0, "", "ack", dir, again.Receipt)
 }
 
+func TestExtend(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q")
+	mustWalq(t, 0, "", "enqueue", "--id", "long", dir, "work")
+	m := dequeueJSON(t, dir) // a 30 s lease
+	require.Equal(t, "extended\n", mustWalq(t, 0, "", "extend", "--for", "200ms", dir, m.Receipt).stdout)
+	again := dequeueJSON(t, dir, "--wait", "5s") // back once the shortened lease ran out
+	require.Equal(t, "long", again.ID)
+	require.Equal(t, 2, again.Deliveries)
+	mustWalq(t, 5, "", "extend", dir, m.Receipt) // that delivery's lease is gone
+	require.Equal(t, "extended\n", mustWalq(t, 0, "", "extend", "--for", "1h", "--id", "long", dir).stdout)
+	mustWalq(t, 4, "", "dequeue", "--wait", "300ms", dir) // still leased
+	r := mustWalq(t, 1, "", "extend", "--for", "0s", dir, again.Receipt)
+	require.Contains(t, r.stderr, "--for must be positive")
+	mustWalq(t, 0, "", "ack", dir, again.Receipt)
+}
+
 func TestEnqueueRefusesOtherDirectory(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
