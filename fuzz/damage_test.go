@@ -79,7 +79,9 @@ func damageImage(t *testing.T) (map[string][]byte, *fuzz.Oracle) {
 		t.Fatal(err)
 	}
 	round(60, 10, 8)
-	img, err := readDir(dir)
+	// A background compaction may be writing a snapshot: read the
+	// directory once it is still, so that it holds the new one or the old.
+	img, err := quietDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
