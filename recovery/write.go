@@ -31,8 +31,8 @@ func Write(dir string, lsn uint64, body []byte, opts *WriteOptions) (Info, error
 
 // WriteFunc is Write with the body written to w by encode, which streams
 // it to the temporary file: a large body is never held in memory whole.
-// An error from encode is returned as it is, after the temporary file is
-// removed.
+// An error from encode is returned wrapped (errors.Is finds it), after
+// the temporary file is removed. w also implements io.ByteWriter.
 func WriteFunc(dir string, lsn uint64, encode func(w io.Writer) error, opts *WriteOptions) (Info, error) {
 	o := WriteOptions{FileMode: 0o600}
 	if opts != nil {
@@ -128,9 +128,11 @@ func writeFile(f *os.File, lsn uint64, encode func(io.Writer) error) (int64, err
 	return headerSize + cw.n, nil
 }
 
-// countingWriter counts the bytes written through it.
+// countingWriter counts the bytes written through it. It is an
+// io.ByteWriter too, so that encoders writing a byte at a time (msgpack
+// type codes) do not allocate for each.
 type countingWriter struct {
-	w io.Writer
+	w *bufio.Writer
 	n int64
 }
 
@@ -138,6 +140,14 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+func (c *countingWriter) WriteByte(b byte) error {
+	if err := c.w.WriteByte(b); err != nil {
+		return err
+	}
+	c.n++
+	return nil
 }
 
 // removeOlder removes snapshots older than lsn and leftover temporary files.
