@@ -34,19 +34,12 @@ func (s *state) freeze() *frozen {
 	}
 }
 
-// encode returns the snapshot body, a msgpack array:
+// encodeTo writes the snapshot body to w, a msgpack array:
 //
 //	[Version, Cursor, Last, Pending, PendingBytes, Clean, Counters,
 //	 Entries (array of index.Entry), Dedup (array of index.DedupItem),
 //	 Pending (array of storedValue), Dead (array of storedValue),
 //	 Batches (array of storedBatch), Holds (array of [key, unix ns])]
-func (f *frozen) encode() ([]byte, error) {
-	var buf bytes.Buffer
-	err := f.encodeTo(&buf)
-	return buf.Bytes(), err
-}
-
-// encodeTo writes the snapshot body to w.
 func (f *frozen) encodeTo(w io.Writer) error {
 	enc := msgpack.NewEncoder(w)
 	err := enc.EncodeMulti(snapshotVersion, f.cursor, f.last, f.pending, f.pendingBytes, f.clean, &f.counts)

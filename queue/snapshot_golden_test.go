@@ -9,6 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// encode returns the snapshot body that encodeTo writes.
+func (f *frozen) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	err := f.encodeTo(&buf)
+	return buf.Bytes(), err
+}
+
 // goldenState builds a state by applying fixed records: ack-queue messages
 // in each state, and a sorted index with pending values, a leased batch, a
 // dead value and a held key.

@@ -35,14 +35,23 @@ func Name(lsn uint64) string { return fmt.Sprintf("%s%020d%s", prefix, lsn, suff
 // Encode returns the file bytes of a snapshot.
 func Encode(lsn uint64, body []byte) []byte {
 	b := make([]byte, headerSize+len(body))
-	copy(b, magic)
-	b[8] = version
-	binary.LittleEndian.PutUint64(b[13:], lsn)
-	binary.LittleEndian.PutUint64(b[21:], uint64(len(body)))
+	putHeader(b, lsn, len(body))
 	copy(b[headerSize:], body)
-	binary.LittleEndian.PutUint32(b[9:], crc32.Checksum(b[13:], castagnoli))
+	setChecksum(b, crc32.Checksum(b[13:], castagnoli))
 	return b
 }
+
+// putHeader writes the header of a snapshot of n body bytes at lsn into
+// h[:headerSize], all but the checksum, which covers h[13:] and the body.
+func putHeader(h []byte, lsn uint64, n int) {
+	copy(h, magic)
+	h[8] = version
+	binary.LittleEndian.PutUint64(h[13:], lsn)
+	binary.LittleEndian.PutUint64(h[21:], uint64(n))
+}
+
+// setChecksum stores the header's checksum.
+func setChecksum(h []byte, sum uint32) { binary.LittleEndian.PutUint32(h[9:], sum) }
 
 // Decode checks the file bytes of a snapshot and returns its LSN and body.
 func Decode(b []byte) (uint64, []byte, error) {

@@ -2,7 +2,6 @@ package recovery
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -112,16 +111,13 @@ func writeFile(f *os.File, lsn uint64, encode func(io.Writer) error) (int64, err
 		return 0, err
 	}
 	h := make([]byte, headerSize)
-	copy(h, magic)
-	h[8] = version
-	binary.LittleEndian.PutUint64(h[13:], lsn)
-	binary.LittleEndian.PutUint64(h[21:], uint64(cw.n))
+	putHeader(h, lsn, int(cw.n))
 	sum := crc32.New(castagnoli)
 	sum.Write(h[13:])
 	if _, err := io.Copy(sum, io.NewSectionReader(f, headerSize, cw.n)); err != nil {
 		return 0, err
 	}
-	binary.LittleEndian.PutUint32(h[9:], sum.Sum32())
+	setChecksum(h, sum.Sum32())
 	if _, err := f.WriteAt(h, 0); err != nil {
 		return 0, err
 	}
