@@ -58,4 +58,18 @@ func lessTimeKey(a, b timeKey) bool {
 	return a.seq < b.seq
 }
 
+// locKey orders entries by the LSN of their payload record, then by
+// sequence.
+type locKey struct {
+	loc uint64 // Entry.Loc
+	seq uint64 // tie breaker
+}
+
+func lessLocKey(a, b locKey) bool {
+	if a.loc != b.loc {
+		return a.loc < b.loc
+	}
+	return a.seq < b.seq
+}
+
 func lessEntry(a, b Entry) bool { return a.Seq < b.Seq }

@@ -91,31 +91,26 @@ func (t *Table) Dead(from uint64, fn func(Entry) bool) {
 func (t *Table) Ascend(fn func(Entry) bool) { t.entries.Ascend(fn) }
 
 // MinLoc returns the lowest Loc of any entry: the oldest log position the
-// table still needs.
+// table still needs. It takes O(log n).
 func (t *Table) MinLoc() (uint64, bool) {
-	var min uint64
-	found := false
-	t.entries.Ascend(func(e Entry) bool {
-		if !found || e.Loc < min {
-			min, found = e.Loc, true
-		}
-		return true
+	k, ok := t.locs.Min()
+	return k.loc, ok
+}
+
+// BelowLoc calls fn for every entry whose Loc is below loc, lowest Loc
+// first, until fn returns false. It takes O(log n) per entry visited.
+func (t *Table) BelowLoc(loc uint64, fn func(Entry) bool) {
+	t.locs.AscendLessThan(locKey{loc: loc}, func(k locKey) bool {
+		e, _ := t.Get(k.seq)
+		return fn(e)
 	})
-	return min, found
 }
 
 // MinEnqueuedAt returns the earliest EnqueuedAt of any entry that is not
-// dead.
+// dead. It takes O(log n).
 func (t *Table) MinEnqueuedAt() (int64, bool) {
-	var min int64
-	found := false
-	t.entries.Ascend(func(e Entry) bool {
-		if e.State != Dead && (!found || e.EnqueuedAt < min) {
-			min, found = e.EnqueuedAt, true
-		}
-		return true
-	})
-	return min, found
+	k, ok := t.enqueued.Min()
+	return k.at, ok
 }
 
 // Snapshot returns a copy-on-write clone of the entries, to be read while

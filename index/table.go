@@ -4,28 +4,33 @@ import "github.com/google/btree"
 
 const degree = 32
 
-// Table holds every Entry, keyed by Seq, with one ordered set per state.
-// Put is the only way an entry changes state, so the sets never disagree
-// with the entries.
+// Table holds every Entry, keyed by Seq, with one ordered set per state
+// and the orders that answer its minima (MinLoc, MinEnqueuedAt) in
+// O(log n). Put is the only way an entry changes, so the sets never
+// disagree with the entries.
 type Table struct {
-	entries *btree.BTreeG[Entry]   // all entries, by Seq
-	ready   *btree.BTreeG[uint64]  // Seq of Ready entries
-	delayed *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
-	leases  *btree.BTreeG[timeKey] // Leased entries by (deadline, Seq)
-	dead    *btree.BTreeG[uint64]  // Seq of Dead entries
-	byID    map[string]uint64      // ID -> Seq, for every entry with an ID
-	bytes   int64                  // sum of Size over entries
+	entries  *btree.BTreeG[Entry]   // all entries, by Seq
+	ready    *btree.BTreeG[uint64]  // Seq of Ready entries
+	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
+	leases   *btree.BTreeG[timeKey] // Leased entries by (deadline, Seq)
+	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
+	locs     *btree.BTreeG[locKey]  // every entry by (Loc, Seq)
+	enqueued *btree.BTreeG[timeKey] // entries that are not Dead by (EnqueuedAt, Seq)
+	byID     map[string]uint64      // ID -> Seq, for every entry with an ID
+	bytes    int64                  // sum of Size over entries
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
 	return &Table{
-		entries: btree.NewG(degree, lessEntry),
-		ready:   btree.NewOrderedG[uint64](degree),
-		delayed: btree.NewG(degree, lessTimeKey),
-		leases:  btree.NewG(degree, lessTimeKey),
-		dead:    btree.NewOrderedG[uint64](degree),
-		byID:    make(map[string]uint64),
+		entries:  btree.NewG(degree, lessEntry),
+		ready:    btree.NewOrderedG[uint64](degree),
+		delayed:  btree.NewG(degree, lessTimeKey),
+		leases:   btree.NewG(degree, lessTimeKey),
+		dead:     btree.NewOrderedG[uint64](degree),
+		locs:     btree.NewG(degree, lessLocKey),
+		enqueued: btree.NewG(degree, lessTimeKey),
+		byID:     make(map[string]uint64),
 	}
 }
 
@@ -77,6 +82,10 @@ func (t *Table) link(e Entry) {
 	case Dead:
 		t.dead.ReplaceOrInsert(e.Seq)
 	}
+	t.locs.ReplaceOrInsert(locKey{e.Loc, e.Seq})
+	if e.State != Dead {
+		t.enqueued.ReplaceOrInsert(timeKey{e.EnqueuedAt, e.Seq})
+	}
 	if e.ID != "" {
 		t.byID[e.ID] = e.Seq
 	}
@@ -93,6 +102,10 @@ func (t *Table) unlink(e Entry) {
 		t.leases.Delete(timeKey{e.Due, e.Seq})
 	case Dead:
 		t.dead.Delete(e.Seq)
+	}
+	t.locs.Delete(locKey{e.Loc, e.Seq})
+	if e.State != Dead {
+		t.enqueued.Delete(timeKey{e.EnqueuedAt, e.Seq})
 	}
 	if e.ID != "" && t.byID[e.ID] == e.Seq {
 		delete(t.byID, e.ID)

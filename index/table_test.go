@@ -1,7 +1,10 @@
 package index_test
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/index"
@@ -83,4 +86,58 @@ func TestDedupWindow(t *testing.T) {
 	require.Equal(t, 1, d.Expire(11))
 	require.False(t, d.Has("x"))
 	require.Equal(t, 0, d.Len())
+}
+
+// TestTableMinima checks MinLoc, MinEnqueuedAt and BelowLoc against a
+// walk of every entry after each of many random puts (moves, state
+// changes, clock steps backwards included) and deletes.
+func TestTableMinima(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	tb := index.NewTable()
+	states := []index.State{index.Ready, index.Delayed, index.Leased, index.Dead}
+	for i := 0; i < 5000; i++ {
+		seq := uint64(rng.IntN(300) + 1)
+		if rng.IntN(4) == 0 {
+			tb.Delete(seq)
+		} else {
+			tb.Put(index.Entry{Seq: seq, Loc: seq + uint64(rng.IntN(1000)), EnqueuedAt: rng.Int64N(500) - 100,
+				State: states[rng.IntN(len(states))], Due: rng.Int64N(100)})
+		}
+		wantLoc, wantAt, locOK, atOK := walkMinima(tb)
+		loc, ok := tb.MinLoc()
+		require.Equal(t, locOK, ok, "step %d", i)
+		require.Equal(t, wantLoc, loc, "MinLoc at step %d", i)
+		at, ok := tb.MinEnqueuedAt()
+		require.Equal(t, atOK, ok, "step %d", i)
+		require.Equal(t, wantAt, at, "MinEnqueuedAt at step %d", i)
+	}
+	below := uint64(600)
+	var got []uint64
+	tb.BelowLoc(below, func(e index.Entry) bool { got = append(got, e.Loc); return true })
+	var want []uint64
+	tb.Ascend(func(e index.Entry) bool {
+		if e.Loc < below {
+			want = append(want, e.Loc)
+		}
+		return true
+	})
+	slices.Sort(want)
+	require.Equal(t, want, got)
+}
+
+// walkMinima is what MinLoc and MinEnqueuedAt must return, found by
+// visiting every entry.
+func walkMinima(tb *index.Table) (loc uint64, at int64, locOK, atOK bool) {
+	tb.Ascend(func(e index.Entry) bool {
+		if !locOK || e.Loc < loc {
+			loc, locOK = e.Loc, true
+		}
+		if e.State != index.Dead && (!atOK || e.EnqueuedAt < at) {
+			at, atOK = e.EnqueuedAt, true
+		}
+		return true
+	})
+	return loc, at, locOK, atOK
 }
