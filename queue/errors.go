@@ -24,6 +24,11 @@ var (
 	ErrLocked = errors.New("queue: directory locked by another process")
 	// ErrInvalidOptions is returned when Options or an argument is invalid.
 	ErrInvalidOptions = errors.New("queue: invalid options")
+	// ErrInvalidChange is returned when a change does not apply to the
+	// state of what it names (a message or batch that is not where the
+	// change needs it). The change is refused before anything is written,
+	// and the queue goes on; replay reports such a record as ErrCorrupt.
+	ErrInvalidChange = errors.New("queue: change does not apply")
 	// ErrCorrupt is returned when the log or a snapshot fails its checks;
 	// the error says where.
 	ErrCorrupt = errors.New("queue: corrupt")

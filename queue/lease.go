@@ -111,12 +111,13 @@ func (q *Queue) changeLease(r Receipt, mk func(e index.Entry, now int64) *record
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	e, ok := q.mu.st.table.Get(r.Seq)
-	if !ok || e.State != index.Leased || e.Lease != r.Lease {
+	now := q.now()
+	e, err := q.mu.st.leased(r.Seq, r.Lease, now)
+	if err != nil {
 		q.mu.Unlock()
-		return fmt.Errorf("%w: receipt %s", ErrLeaseLost, r)
+		return err
 	}
-	rec := mk(e, q.now())
+	rec := mk(e, now)
 	c, err := q.appendLocked(rec, nil)
 	q.mu.Unlock()
 	if err != nil {

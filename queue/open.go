@@ -106,6 +106,7 @@ func (q *Queue) recover(st *state, snapLSN uint64) error {
 		}
 		if err != nil && q.opts.Salvage {
 			skipped++
+			st.skip(lsn)
 			return nil
 		}
 		return err

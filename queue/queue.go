@@ -33,13 +33,12 @@ type Queue struct {
 		armed     int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
 	}
 
-	waiters    atomic.Int32  // consumers between looking for a message and waiting
-	kick       chan struct{} // wakes the housekeeper; buffered, one slot
-	stop       chan struct{} // closed by Close to stop the housekeeper
-	wg         sync.WaitGroup
-	compacting atomic.Bool // a background compaction is running
-	compactMu  sync.Mutex  // one snapshot at a time
-	moveMu     sync.Mutex  // one copy-forward pass at a time
+	waiters   atomic.Int32  // consumers between looking for a message and waiting
+	kick      chan struct{} // wakes the housekeeper; buffered, one slot
+	stop      chan struct{} // closed by Close to stop the housekeeper
+	wg        sync.WaitGroup
+	compactMu sync.Mutex // one snapshot at a time
+	moveMu    sync.Mutex // one copy-forward pass at a time
 }
 
 // Recovery says what Open found and did.
@@ -65,7 +64,9 @@ func (q *Queue) Dir() string { return q.dir }
 func (q *Queue) now() int64 { return q.opts.Clock.Now().UnixNano() }
 
 // appendLocked appends the record r, whose msgpack form is enc (nil to
-// encode it here), and applies it to the state. q.mu must be held.
+// encode it here), and applies it to the state. A record that does not
+// apply to the state is refused with ErrInvalidChange before it is
+// written. q.mu must be held.
 func (q *Queue) appendLocked(r *record, enc []byte) (*wal.Commit, error) {
 	_, c, err := q.appendLSNLocked(r, enc)
 	return c, err
@@ -75,6 +76,11 @@ func (q *Queue) appendLocked(r *record, enc []byte) (*wal.Commit, error) {
 func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, error) {
 	if q.mu.closed {
 		return 0, nil, ErrClosed
+	}
+	// Validate first: once appended, a record must apply, or the log
+	// would no longer replay.
+	if err := q.mu.st.check(r); err != nil {
+		return 0, nil, fmt.Errorf("queue: %s refused: %w", opName(r.Op), err)
 	}
 	if enc == nil {
 		enc = encodeRecord(nil, r)
@@ -89,9 +95,7 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 	if err != nil {
 		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
 	}
-	if err := q.mu.st.apply(lsn, r, len(enc)); err != nil {
-		panic(fmt.Sprintf("queue: live %s does not apply: %v", opName(r.Op), err))
-	}
+	q.mu.st.change(lsn, r, len(enc))
 	before := q.mu.sinceSnap
 	q.mu.sinceSnap += int64(len(enc))
 	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {

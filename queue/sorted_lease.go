@@ -59,12 +59,13 @@ func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *rec
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	b, ok := q.mu.st.sorted.Batch(lease)
-	if !ok {
+	now := q.now()
+	b, err := q.mu.st.leasedBatch(lease, now)
+	if err != nil {
 		q.mu.Unlock()
-		return fmt.Errorf("%w: batch %d", ErrLeaseLost, lease)
+		return err
 	}
-	rec := mk(b, q.now())
+	rec := mk(b, now)
 	c, err := q.appendLocked(rec, nil)
 	if err == nil && rec.Op == opBatchExtend {
 		q.noteLeaseLocked(rec.Due)

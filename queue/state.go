@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/walq/walq/index"
 )
@@ -50,53 +51,137 @@ func (s *state) liveBytes() int64 { return s.table.Bytes() + s.pendingBytes + s.
 
 // apply changes the state by one record whose LSN is lsn and whose encoded
 // size is size. It is the only place the state changes, both live and
-// during replay, so the two cannot disagree.
+// during replay, so the two cannot disagree. It is all or nothing: a
+// record that does not apply (check) changes nothing and is reported as
+// ErrCorrupt, since a log record that does not apply is damage.
 func (s *state) apply(lsn uint64, r *record, size int) error {
+	if err := s.check(r); err != nil {
+		return fmt.Errorf("%w: LSN %d: %w", ErrCorrupt, lsn, err)
+	}
+	s.change(lsn, r, size)
+	return nil
+}
+
+// check reports whether the record r applies to the state: nil, or why
+// not, wrapping ErrInvalidChange. It changes nothing and does not depend
+// on the record's LSN or on the time: the queue runs it before it appends
+// a record (appendLSNLocked), so a record that would not apply is refused
+// and never written, and replay runs it again with the same answer.
+func (s *state) check(r *record) error {
+	switch r.Op {
+	case opEnqueue, opClose, opAdvance, opPublish:
+		return nil
+	case opLease:
+		return s.checkLease(r)
+	case opMove:
+		return s.checkMove(r)
+	case opDrop:
+		return s.checkDrop(r)
+	case opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
+		return s.checkSorted(r)
+	case opAck, opNack, opExtend, opExpire, opDead, opRequeueDead, opPurge:
+		e, ok := s.table.Get(r.Seq)
+		if !ok {
+			return fmt.Errorf("%w: %s of unknown message %d", ErrInvalidChange, opName(r.Op), r.Seq)
+		}
+		return checkNamed(r, e)
+	}
+	return fmt.Errorf("%w: unknown op %d", ErrInvalidChange, r.Op)
+}
+
+// change applies a record that check accepted; it cannot fail.
+func (s *state) change(lsn uint64, r *record, size int) {
 	s.last, s.clean = lsn, r.Op == opClose
 	switch r.Op {
 	case opEnqueue:
 		s.applyEnqueue(lsn, r, size)
-		return nil
 	case opLease:
-		return s.applyLease(lsn, r)
+		s.applyLease(lsn, r)
 	case opMove:
-		return s.applyMove(lsn, r, size)
+		s.applyMove(lsn, r, size)
 	case opPublish, opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
-		return s.applySorted(lsn, r, size)
-	case opClose:
-		return nil
+		s.applySorted(lsn, r, size)
 	case opAdvance:
 		s.applyAdvance(r)
-		return nil
 	case opDrop:
-		return s.applyDrop(r)
+		s.applyDrop(r)
+	case opAck, opNack, opExtend, opExpire, opDead, opRequeueDead, opPurge:
+		e, _ := s.table.Get(r.Seq) // check found it
+		s.applyChange(r, e)
 	}
-	e, ok := s.table.Get(r.Seq)
-	if !ok {
-		return fmt.Errorf("%w: %s of unknown message %d", ErrCorrupt, opName(r.Op), r.Seq)
-	}
-	if err := checkLease(r, e); err != nil {
-		return err
-	}
-	s.applyChange(r, e)
-	return nil
 }
 
-// checkLease verifies that a change that names a lease names the current one.
-func checkLease(r *record, e index.Entry) error {
+// skip records that replay passed over the record at lsn without applying
+// it (a salvaging open), so that the next snapshot covers it and a later
+// replay does not meet it again.
+func (s *state) skip(lsn uint64) { s.last, s.clean = max(s.last, lsn), false }
+
+// checkNamed verifies that a change of the message e finds it in the state
+// the change needs: a change that names a lease names the current one.
+func checkNamed(r *record, e index.Entry) error {
 	switch r.Op {
 	case opAck, opNack, opExtend, opExpire:
 		if e.State != index.Leased || e.Lease != r.Lease {
-			return fmt.Errorf("%w: %s of message %d names lease %d, current %d", ErrCorrupt, opName(r.Op), r.Seq, r.Lease, e.Lease)
+			return fmt.Errorf("%w: %s of message %d names lease %d, current %d", ErrInvalidChange, opName(r.Op), r.Seq, r.Lease, e.Lease)
 		}
 	case opDead:
 		if r.Lease != 0 && (e.State != index.Leased || e.Lease != r.Lease) {
-			return fmt.Errorf("%w: dead-letter of message %d names lease %d, current %d", ErrCorrupt, r.Seq, r.Lease, e.Lease)
+			return fmt.Errorf("%w: dead-letter of message %d names lease %d, current %d", ErrInvalidChange, r.Seq, r.Lease, e.Lease)
 		}
 	case opRequeueDead, opPurge:
 		if e.State != index.Dead {
-			return fmt.Errorf("%w: %s of message %d that is %s", ErrCorrupt, opName(r.Op), r.Seq, e.State)
+			return fmt.Errorf("%w: %s of message %d that is %s", ErrInvalidChange, opName(r.Op), r.Seq, e.State)
 		}
+	}
+	return nil
+}
+
+// checkLease verifies that a lease record leases a message that may be
+// delivered: a ready or delayed entry, or the next at or after the cursor.
+func (s *state) checkLease(r *record) error {
+	e, ok := s.table.Get(r.Seq)
+	switch {
+	case !ok && r.Seq < s.cursor:
+		return fmt.Errorf("%w: lease of message %d behind the cursor %d", ErrInvalidChange, r.Seq, s.cursor)
+	case ok && e.State != index.Ready && e.State != index.Delayed:
+		return fmt.Errorf("%w: lease of message %d that is %s", ErrInvalidChange, r.Seq, e.State)
+	}
+	return nil
+}
+
+// checkMove verifies that a move copies a value or message the state
+// still holds, or, with flagCursor, a never-delivered one the cursor owns.
+func (s *state) checkMove(r *record) error {
+	switch {
+	case r.Flags&flagSorted != 0:
+		if !s.sorted.HasValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
+			return fmt.Errorf("%w: move of unknown value %d", ErrInvalidChange, r.Seq)
+		}
+	case r.Flags&flagCursor != 0:
+		if r.Seq < s.cursor {
+			return fmt.Errorf("%w: move of message %d behind the cursor %d", ErrInvalidChange, r.Seq, s.cursor)
+		}
+		if _, ok := s.table.Get(r.Seq); ok {
+			return fmt.Errorf("%w: move of indexed message %d", ErrInvalidChange, r.Seq)
+		}
+	default:
+		if _, ok := s.table.Get(r.Seq); !ok {
+			return fmt.Errorf("%w: move of unknown message %d", ErrInvalidChange, r.Seq)
+		}
+	}
+	return nil
+}
+
+// checkDrop verifies that a drop names a message or value the state holds.
+func (s *state) checkDrop(r *record) error {
+	if r.Flags&flagSorted != 0 {
+		if !s.sorted.HasValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
+			return fmt.Errorf("%w: drop of unknown value %d", ErrInvalidChange, r.Seq)
+		}
+		return nil
+	}
+	if _, ok := s.table.Get(r.Seq); !ok {
+		return fmt.Errorf("%w: drop of unknown message %d", ErrInvalidChange, r.Seq)
 	}
 	return nil
 }
@@ -154,46 +239,33 @@ func (s *state) applyEnqueue(lsn uint64, r *record, size int) {
 	s.pendingBytes += int64(size)
 }
 
-func (s *state) applyLease(lsn uint64, r *record) error {
+func (s *state) applyLease(lsn uint64, r *record) {
 	s.counts.Delivered++
 	e, ok := s.table.Get(r.Seq)
 	if !ok {
 		// A first delivery, from the cursor.
-		if r.Seq < s.cursor {
-			return fmt.Errorf("%w: lease %d of message %d behind the cursor %d", ErrCorrupt, lsn, r.Seq, s.cursor)
-		}
 		s.cursor = r.Seq + 1
 		s.pending--
 		s.pendingBytes -= int64(r.Size)
 		e = index.Entry{Seq: r.Seq, Loc: r.Seq, ID: r.ID, Size: r.Size, EnqueuedAt: r.Enq}
-	} else if e.State != index.Ready && e.State != index.Delayed {
-		return fmt.Errorf("%w: lease %d of message %d that is %s", ErrCorrupt, lsn, r.Seq, e.State)
 	}
 	e.State, e.Due, e.Lease, e.DeliveredAt = index.Leased, r.Due, lsn, r.At
 	e.Deliveries++
 	s.table.Put(e)
-	return nil
 }
 
-func (s *state) applyMove(lsn uint64, r *record, size int) error {
-	if r.Flags&flagSorted != 0 {
-		if !s.sorted.MoveValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}, lsn, uint32(size)) {
-			return fmt.Errorf("%w: move of unknown value %d", ErrCorrupt, r.Seq)
-		}
-		s.counts.Moved++
-		return nil
-	}
-	if r.Flags&flagCursor != 0 {
-		return s.applyCursorMove(lsn, r, size)
-	}
-	e, ok := s.table.Get(r.Seq)
-	if !ok {
-		return fmt.Errorf("%w: move of unknown message %d", ErrCorrupt, r.Seq)
-	}
-	e.Loc, e.Size = lsn, uint32(size)
-	s.table.Put(e)
+func (s *state) applyMove(lsn uint64, r *record, size int) {
 	s.counts.Moved++
-	return nil
+	switch {
+	case r.Flags&flagSorted != 0:
+		s.sorted.MoveValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}, lsn, uint32(size)) // check found it
+	case r.Flags&flagCursor != 0:
+		s.applyCursorMove(lsn, r, size)
+	default:
+		e, _ := s.table.Get(r.Seq) // check found it
+		e.Loc, e.Size = lsn, uint32(size)
+		s.table.Put(e)
+	}
 }
 
 // forgetID updates the dedup set once the message e is gone.
@@ -216,17 +288,10 @@ func opName(o op) string {
 // applyCursorMove indexes a never-delivered message copied forward: it
 // leaves the cursor's count and becomes a ready entry whose payload is the
 // move record.
-func (s *state) applyCursorMove(lsn uint64, r *record, size int) error {
-	if r.Seq < s.cursor {
-		return fmt.Errorf("%w: move %d of message %d behind the cursor %d", ErrCorrupt, lsn, r.Seq, s.cursor)
-	}
-	if _, ok := s.table.Get(r.Seq); ok {
-		return fmt.Errorf("%w: move %d of indexed message %d", ErrCorrupt, lsn, r.Seq)
-	}
+func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 	s.pending--
 	s.pendingBytes -= int64(r.Size)
 	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq, State: index.Ready})
-	s.counts.Moved++
 	// The cursor passes the original at once, not only at the advance
 	// record that follows the copies: a crash can keep the copies and lose
 	// the advance (the log may put them in different entries), and the
@@ -234,7 +299,6 @@ func (s *state) applyCursorMove(lsn uint64, r *record, size int) error {
 	// made in LSN order of every never-delivered message from the cursor
 	// on, so this skips nothing the cursor owns.
 	s.cursor = max(s.cursor, r.Seq+1)
-	return nil
 }
 
 func (s *state) applyAdvance(r *record) {
@@ -245,17 +309,43 @@ func (s *state) applyAdvance(r *record) {
 }
 
 // applyDrop forgets a message or sorted value whose record was lost.
-func (s *state) applyDrop(r *record) error {
+func (s *state) applyDrop(r *record) {
 	if r.Flags&flagSorted != 0 {
-		if !s.sorted.Drop(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
-			return fmt.Errorf("%w: drop of unknown value %d", ErrCorrupt, r.Seq)
-		}
-		return nil
+		s.sorted.Drop(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) // check found it
+		return
 	}
-	e, ok := s.table.Delete(r.Seq)
-	if !ok {
-		return fmt.Errorf("%w: drop of unknown message %d", ErrCorrupt, r.Seq)
-	}
+	e, _ := s.table.Delete(r.Seq) // check found it
 	s.forgetID(e, r.At)
-	return nil
+}
+
+// leased returns the entry that the delivery with receipt (seq, lease)
+// still owns at now (unix ns, the queue's clock). It fails with
+// ErrLeaseLost when the message was settled, is leased by another
+// delivery, or the lease's deadline is at or before now, whether or not a
+// requeue has run since. Every settle path (ack, nack, extend,
+// dead-letter, one by one or in batches) calls it under the lock, with
+// the clock read there, before it builds its record: the appended record
+// is the decision, and replay applies it without asking the clock again.
+func (s *state) leased(seq, lease uint64, now int64) (index.Entry, error) {
+	e, ok := s.table.Get(seq)
+	if !ok || e.State != index.Leased || e.Lease != lease {
+		return index.Entry{}, fmt.Errorf("%w: receipt %d.%d", ErrLeaseLost, seq, lease)
+	}
+	if now >= e.Due {
+		return index.Entry{}, fmt.Errorf("%w: receipt %d.%d ran out %v ago", ErrLeaseLost, seq, lease, time.Duration(now-e.Due))
+	}
+	return e, nil
+}
+
+// leasedBatch is leased for a sorted queue's batch: the batch with the
+// given lease, while its deadline is after now.
+func (s *state) leasedBatch(lease uint64, now int64) (index.Batch, error) {
+	b, ok := s.sorted.Batch(lease)
+	if !ok {
+		return index.Batch{}, fmt.Errorf("%w: batch %d", ErrLeaseLost, lease)
+	}
+	if now >= b.Due {
+		return index.Batch{}, fmt.Errorf("%w: batch %d ran out %v ago", ErrLeaseLost, lease, time.Duration(now-b.Due))
+	}
+	return b, nil
 }

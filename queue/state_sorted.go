@@ -6,8 +6,30 @@ import (
 	"github.com/walq/walq/index"
 )
 
-// applySorted applies a sorted queue's record.
-func (s *state) applySorted(lsn uint64, r *record, size int) error {
+// checkSorted verifies that a sorted queue's record finds what it names:
+// pending values of the key it pulls, the batch it settles, the dead value
+// it revives or purges.
+func (s *state) checkSorted(r *record) error {
+	sq := s.sorted
+	switch r.Op {
+	case opPull:
+		if !sq.HasPending(r.Key) {
+			return fmt.Errorf("%w: pull of key %q with no pending values", ErrInvalidChange, r.Key)
+		}
+	case opValueRevive, opValuePurge:
+		if !sq.HasDead(r.Seq) {
+			return fmt.Errorf("%w: %s of unknown dead value %d", ErrInvalidChange, opName(r.Op), r.Seq)
+		}
+	case opBatchAck, opBatchExtend, opBatchReturn, opBatchDead:
+		if _, ok := sq.Batch(r.Lease); !ok {
+			return fmt.Errorf("%w: %s of unknown batch %d", ErrInvalidChange, opName(r.Op), r.Lease)
+		}
+	}
+	return nil
+}
+
+// applySorted applies a sorted queue's record that checkSorted accepted.
+func (s *state) applySorted(lsn uint64, r *record, size int) {
 	sq := s.sorted
 	switch r.Op {
 	case opPublish:
@@ -16,52 +38,33 @@ func (s *state) applySorted(lsn uint64, r *record, size int) error {
 			sq.Cache(lsn, r.Payload)
 		}
 		s.counts.Published++
-		return nil
 	case opPull:
-		if !sq.HasPending(r.Key) {
-			return fmt.Errorf("%w: pull %d of key %q with no pending values", ErrCorrupt, lsn, r.Key)
-		}
 		sq.Take(r.Key, lsn, r.At, r.Due)
 		s.counts.Pulled++
-		return nil
-	case opValueRevive, opValuePurge:
-		return s.applyDeadValue(r)
+	case opValueRevive:
+		sq.Revive(r.Seq)
+	case opValuePurge:
+		sq.RemoveDead(r.Seq)
+	default:
+		s.applyBatch(r)
 	}
-	return s.applyBatch(r)
 }
 
-func (s *state) applyBatch(r *record) error {
+// applyBatch settles a leased batch that checkSorted found.
+func (s *state) applyBatch(r *record) {
 	sq := s.sorted
-	var ok bool
 	switch r.Op {
 	case opBatchAck:
-		_, ok = sq.Ack(r.Lease)
+		sq.Ack(r.Lease)
 		s.counts.BatchesAcked++
 	case opBatchExtend:
-		ok = sq.Extend(r.Lease, r.Due)
+		sq.Extend(r.Lease, r.Due)
 	case opBatchReturn:
 		limit := r.Count
-		_, ok = sq.Return(r.Lease, r.Due, func(v index.SortedValue) bool {
+		sq.Return(r.Lease, r.Due, func(v index.SortedValue) bool {
 			return limit > 0 && v.Deliveries >= limit
 		}, r.Reason)
 	case opBatchDead:
-		_, ok = sq.Return(r.Lease, 0, func(index.SortedValue) bool { return true }, r.Reason)
+		sq.Return(r.Lease, 0, func(index.SortedValue) bool { return true }, r.Reason)
 	}
-	if !ok {
-		return fmt.Errorf("%w: %s of unknown batch %d", ErrCorrupt, opName(r.Op), r.Lease)
-	}
-	return nil
-}
-
-func (s *state) applyDeadValue(r *record) error {
-	ok := false
-	if r.Op == opValueRevive {
-		ok = s.sorted.Revive(r.Seq)
-	} else {
-		_, ok = s.sorted.RemoveDead(r.Seq)
-	}
-	if !ok {
-		return fmt.Errorf("%w: %s of unknown dead value %d", ErrCorrupt, opName(r.Op), r.Seq)
-	}
-	return nil
 }
