@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/walq/walq/fuzz"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
-// snapshotSteps are the names recovery.Write passes to Options.SnapshotStep.
+// snapshotSteps are the names recovery.Write passes to the snapshot hook
+// (testhook.SetSnapshotStep).
 var snapshotSteps = []string{"written", "synced", "renamed", "dir-synced", "removed"}
 
 // TestKill9 runs a child process with concurrent producers and consumers on
@@ -270,7 +272,8 @@ func runKill9Child(cfg *childConfig) {
 		os.Exit(0) // the parent is gone
 	}()
 	common := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: 32 << 10, SnapshotBytes: 128 << 10,
-		AckTimeout: 400 * time.Millisecond, SnapshotStep: c.step}
+		AckTimeout: 400 * time.Millisecond}
+	testhook.SetSnapshotStep(&common, c.step)
 	o := common
 	o.MaxDeliveries = 4
 	var err error

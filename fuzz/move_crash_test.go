@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/fuzz"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/recovery"
 )
@@ -40,8 +41,10 @@ func TestCrashBetweenMoveAndAdvance(t *testing.T) {
 		}
 	}
 	clock := newManualClock()
-	q := mustOpen(t, dir, &queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, ManualRequeue: true,
-		Clock: clock, AckTimeout: time.Hour, SnapshotStep: hook})
+	opts := &queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, ManualRequeue: true,
+		Clock: clock, AckTimeout: time.Hour}
+	testhook.SetSnapshotStep(opts, hook)
+	q := mustOpen(t, dir, opts)
 	o := fuzz.NewOracle()
 	for i := 0; i < 40; i++ {
 		tok := fmt.Sprintf("C%d", i)

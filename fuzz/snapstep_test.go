@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -22,7 +23,7 @@ import (
 // compaction: counts, dead letters, and every message in delivery order
 // with its delivery count.
 //
-// The crash points are the snapshot's own hook (Options.SnapshotStep): at
+// The crash points are the snapshot's own hook (testhook.SetSnapshotStep): at
 // each step the directory is copied, which is what a kill -9 there leaves.
 // The truncation (tidwall/wal's TruncateFront: NAME.START.TEMP written,
 // renamed to NAME.START, older segments removed, NAME.START renamed to
@@ -68,8 +69,10 @@ type stepImage struct {
 }
 
 func (s *stepRun) opts() queue.Options {
-	return queue.Options{SegmentSize: 4096, ManualRequeue: true, MaxDeliveries: 3, Clock: s.clock,
-		SnapshotBytes: 1 << 30, AckTimeout: time.Minute, SnapshotStep: s.hook}
+	o := queue.Options{SegmentSize: 4096, ManualRequeue: true, MaxDeliveries: 3, Clock: s.clock,
+		SnapshotBytes: 1 << 30, AckTimeout: time.Minute}
+	testhook.SetSnapshotStep(&o, s.hook)
+	return o
 }
 
 // hook copies the directory at a snapshot step.

@@ -80,7 +80,7 @@ func (q *Queue) snapshot() error {
 	if err := q.log.Flush(); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}
-	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.SnapshotStep}
+	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.snapshotStep}
 	if _, err := recovery.WriteFunc(q.dir, f.last, f.encodeTo, opts); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}

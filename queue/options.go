@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/wal"
 )
 
@@ -61,12 +62,15 @@ type Options struct {
 	// FileMode and DirMode are the permissions of created files and
 	// directories. Default 0600 and 0700.
 	FileMode, DirMode os.FileMode
-	// SnapshotStep, when set, is called after each step of writing a
-	// snapshot; crash tests use it to stop the process at that point.
-	SnapshotStep func(step string)
 
-	singleFlight bool  // sorted queues: set from SortedOptions
-	cacheBytes   int64 // sorted queues: set from SortedOptions
+	singleFlight bool              // sorted queues: set from SortedOptions
+	cacheBytes   int64             // sorted queues: set from SortedOptions
+	snapshotStep func(step string) // called after each step of writing a snapshot; see internal/testhook
+}
+
+// The crash tests' way to snapshotStep, which is not part of the API.
+func init() {
+	testhook.SetSnapshotStep = func(o any, step func(string)) { o.(*Options).snapshotStep = step }
 }
 
 // withDefaults returns a validated copy of o with defaults filled in.

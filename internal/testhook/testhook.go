@@ -1,0 +1,11 @@
+// Package testhook reaches the test hooks of package queue, which are not
+// part of its API: walq's own crash tests install them, and no other
+// module can import an internal package.
+package testhook
+
+// SetSnapshotStep installs step on opts, which must be a *queue.Options:
+// the queue calls step after each step of writing a snapshot ("written",
+// "synced", "renamed", "dir-synced", "removed"), so that a crash test can
+// copy the directory or stop the process there. Package queue sets this
+// function when it is initialized; it is never changed after that.
+var SetSnapshotStep func(opts any, step func(string))
