@@ -15,7 +15,10 @@
 // dead-lettered or the lease runs out, no other consumer gets it. Each
 // delivery has its own Receipt; an ack, nack or extend with the receipt of
 // a lease that ran out fails with ErrLeaseLost, so a slow consumer cannot
-// ack a message that another consumer now owns. A lease that runs out
+// ack a message that another consumer now owns. The deadline is judged by
+// the queue's clock when the call is made, whether or not the message has
+// been requeued yet; a settle that was written stands when the log is
+// replayed, whatever the clock says then. A lease that runs out
 // makes the message ready again; the delivery count is kept, and after
 // MaxDeliveries the message goes to the dead-letter set instead, where it
 // can be listed, requeued or purged.
@@ -53,6 +56,14 @@
 //   - SyncNever: fsync only at segment roll-over, snapshots and Close. A
 //     process crash loses nothing that returned; a power loss may lose
 //     everything since the last of those.
+//
+// A call checks its context before it writes anything (Dequeue and Pull
+// also while they wait for a message), but not while it waits for the
+// write and the fsync of a record it appended: the change is made
+// whatever the caller does next, and an error then would report as failed
+// an enqueue or ack that was made. Every record is checked against the
+// state before it is appended: one that does not apply fails with
+// ErrInvalidChange and nothing is written.
 //
 // After a crash, Open repairs a torn log tail, replays the log after the
 // newest snapshot, and makes every message that was leased ready again at
