@@ -3,7 +3,9 @@ package queue
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -184,4 +186,52 @@ func copyDir(t *testing.T, src string) string {
 	})
 	require.NoError(t, err)
 	return dst
+}
+
+// TestApplyRandomRecords applies random records, most of which do not
+// apply, to a state: each either applies or is refused leaving the state
+// byte for byte as it was, and none panics.
+func TestApplyRandomRecords(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	st := newState(&Options{DedupWindow: 1, cacheBytes: 1 << 10})
+	applied := 0
+	for lsn := uint64(1); lsn <= 2500; lsn++ {
+		r := randomRecord(rng, lsn)
+		before := frozenBytes(t, st)
+		if err := st.apply(lsn, r, 30); err != nil {
+			require.ErrorIs(t, err, ErrInvalidChange)
+			require.True(t, bytes.Equal(before, frozenBytes(t, st)), "LSN %d: refused %s changed the state", lsn, opName(r.Op))
+			continue
+		}
+		applied++
+	}
+	t.Logf("%d of 2500 records applied", applied)
+	require.Greater(t, applied, 250, "the generator must reach states where records apply")
+}
+
+// randomRecord returns a record of a random kind naming recent LSNs, so
+// that some apply.
+func randomRecord(rng *rand.Rand, lsn uint64) *record {
+	near := func() uint64 { return lsn - uint64(rng.IntN(int(min(lsn, 40)))) }
+	keys := []string{"a", "b", "c"}
+	r := &record{Op: op(rng.IntN(int(lastOp)) + 1), Seq: near(), Lease: near(), At: int64(lsn),
+		Due: int64(lsn) + rng.Int64N(50), Key: keys[rng.IntN(len(keys))], Sort: []byte{byte(rng.IntN(4))},
+		Payload: []byte("p"), ID: fmt.Sprintf("id%d", rng.IntN(20))}
+	switch rng.IntN(4) {
+	case 0:
+		r.Flags = flagSorted
+	case 1:
+		r.Flags = flagCursor
+	case 2:
+		r.Flags = flagProducerID
+	}
+	if r.Op == opEnqueue && rng.IntN(2) == 0 {
+		r.Due = 0
+	}
+	if r.Op == opAdvance {
+		r.Flags &^= flagRecount
+	}
+	return r
 }
