@@ -110,21 +110,8 @@ func lockBenchOptions() queue.Options {
 // delayed by a day.
 func openLockBenchQueue(n int) func(b *testing.B) (func() error, func() error, func()) {
 	return func(b *testing.B) (func() error, func() error, func()) {
-		o := lockBenchOptions()
-		q, err := queue.Open(b.TempDir(), &o)
-		if err != nil {
-			b.Fatal(err)
-		}
+		q := openDelayed(b, n)
 		ctx := context.Background()
-		items := make([]queue.Item, 1000)
-		for i := range items {
-			items[i] = queue.Item{Payload: make([]byte, 16), Delay: 24 * time.Hour}
-		}
-		for left := n; left > 0; left -= len(items) {
-			if _, err := q.EnqueueBatch(ctx, items[:min(left, len(items))]); err != nil {
-				b.Fatal(err)
-			}
-		}
 		payload := make([]byte, 16)
 		write := func() error { _, err := q.Enqueue(ctx, payload); return err }
 		house := func() error {
@@ -133,6 +120,25 @@ func openLockBenchQueue(n int) func(b *testing.B) (func() error, func() error, f
 		}
 		return write, house, func() { closeBench(b, q.Close) }
 	}
+}
+
+// openDelayed opens an ack queue holding n messages delayed by a day.
+func openDelayed(b *testing.B, n int) *queue.Queue {
+	o := lockBenchOptions()
+	q, err := queue.Open(b.TempDir(), &o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]queue.Item, 1000)
+	for i := range items {
+		items[i] = queue.Item{Payload: make([]byte, 16), Delay: 24 * time.Hour}
+	}
+	for left := n; left > 0; left -= len(items) {
+		if _, err := q.EnqueueBatch(context.Background(), items[:min(left, len(items))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return q
 }
 
 // openLockBenchSorted returns a case on a sorted queue holding n pending
@@ -164,5 +170,20 @@ func openLockBenchSorted(n int) func(b *testing.B) (func() error, func() error, 
 func closeBench(b *testing.B, closeFn func() error) {
 	if err := closeFn(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkStats measures one Stats call, which takes the queue's lock
+// for its counts and minima, with an empty queue and with a million
+// delayed messages.
+func BenchmarkStats(b *testing.B) {
+	for _, n := range []int{0, lockBenchBacklog} {
+		q := openDelayed(b, n)
+		b.Run(fmt.Sprintf("delayed=%d", n), func(b *testing.B) {
+			for range b.N {
+				q.Stats()
+			}
+		})
+		closeBench(b, q.Close)
 	}
 }
