@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -64,6 +65,12 @@ type Options struct {
 	// SnapshotStep, when set, is called after each step of writing a
 	// snapshot; crash tests use it to stop the process at that point.
 	SnapshotStep func(step string)
+	// Logger receives the queue's events: what Open repaired, background
+	// failures and their recovery, leases that ran out, dead-lettering, the
+	// log's sticky write error (Info and above), and snapshots, compactions
+	// and copy-forward with their durations (Debug). Nothing is logged per
+	// message on the enqueue and delivery paths. Default nil: no logging.
+	Logger *slog.Logger
 
 	singleFlight bool  // sorted queues: set from SortedOptions
 	cacheBytes   int64 // sorted queues: set from SortedOptions
