@@ -69,7 +69,7 @@ func TestBackgroundSnapshotFailureIsRetriedKeptAndLogged(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(blocker, "x"), 0o700))
 
 	enqueue(t, q, strings.Repeat("p", 5000)) // past SnapshotBytes: the housekeeper compacts
-	require.Eventually(t, func() bool { return q.Stats().BackgroundErr != nil }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return q.Stats().BackgroundErr != nil }, 30*time.Second, 5*time.Millisecond)
 	st := q.Stats()
 	assert.Contains(t, st.BackgroundErr.Error(), "snapshot")
 	assert.False(t, st.BackgroundErrAt.IsZero())
@@ -81,14 +81,14 @@ func TestBackgroundSnapshotFailureIsRetriedKeptAndLogged(t *testing.T) {
 	assert.Contains(t, failed[0]["err"], "snapshot")
 
 	require.NoError(t, os.RemoveAll(blocker))
-	require.Eventually(t, func() bool { return q.Stats().SnapshotLSN == next }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return q.Stats().SnapshotLSN == next }, 30*time.Second, 5*time.Millisecond,
 		"the failed snapshot is retried without further writes")
-	require.Eventually(t, func() bool { return q.Stats().BackgroundErr == nil }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return q.Stats().BackgroundErr == nil }, 30*time.Second, 5*time.Millisecond)
 	st = q.Stats()
 	assert.GreaterOrEqual(t, st.BackgroundErrors, uint64(1), "the count of failures stays")
 	assert.False(t, st.BackgroundErrAt.IsZero(), "the time of the last failure stays")
 	require.Eventually(t, func() bool { return len(logs.lines(t, "background compaction succeeded again")) == 1 },
-		10*time.Second, 5*time.Millisecond)
+		30*time.Second, 5*time.Millisecond)
 }
 
 // Open, dead-lettering and leases that run out are logged at Info; a
@@ -119,7 +119,7 @@ func TestEventsAreLogged(t *testing.T) {
 	enqueue(t, q, "slow")
 	tryDequeue(t, q)
 	clock.Advance(2 * time.Second)
-	require.Eventually(t, func() bool { return len(logs.lines(t, "leases ran out")) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(logs.lines(t, "leases ran out")) == 1 }, 30*time.Second, time.Millisecond)
 	assert.Equal(t, 1.0, logs.lines(t, "leases ran out")[0]["leases"])
 	require.NoError(t, q.Close())
 

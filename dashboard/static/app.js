@@ -28,7 +28,11 @@ function fmtAge(s) {
   if (s < 86400) return (s / 3600).toFixed(1) + " h";
   return (s / 86400).toFixed(1) + " d";
 }
-function fmtTime(t) { return t ? new Date(t).toLocaleString() : ""; }
+function fmtTime(t) {
+  if (!t) return "";
+  const d = new Date(t);
+  return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+}
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -116,9 +120,14 @@ async function refreshStats() {
   if (changed) await refreshList();
 }
 
+// columns are the list's columns per tab: a title and how to show a row.
+const idCell = (m) => el("code", { title: m.id }, m.id.length > 20 ? m.id.slice(0, 8) + "…" : m.id);
 const columns = {
-  message: ["Seq", "ID", "Enqueued", "Deliveries", "Due", "Reason", ""],
-  keys: ["Key", "Values", "First sort key", "Oldest"],
+  "ready": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries]],
+  "in-flight": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Lease ends", (m) => fmtTime(m.due)]],
+  "delayed": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Due", (m) => fmtTime(m.due)]],
+  "dead": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Reason", (m) => m.reason || ""]],
+  "keys": [["Key", (k) => el("code", {}, k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
 };
 
 async function refreshList() {
@@ -129,8 +138,12 @@ async function refreshList() {
     const q = new URLSearchParams({ limit: "50", after: state.after });
     if (!keys) q.set("state", state.tab);
     const r = await api((keys ? "api/keys?" : "api/messages?") + q);
-    const rows = keys ? r.keys.map(keyRow) : r.messages.map(messageRow);
-    $("list-head").replaceChildren(el("tr", {}, ...columns[keys ? "keys" : "message"].map((c) => el("th", {}, c))));
+    const cols = columns[state.tab];
+    const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
+      : r.messages.map((m) => messageRow(m, cols));
+    const titles = cols.map(([t]) => el("th", {}, t));
+    if (state.tab === "dead" && state.actions) titles.push(el("th", {}, ""));
+    $("list-head").replaceChildren(el("tr", {}, ...titles));
     $("list-body").replaceChildren(...rows);
     $("empty").hidden = rows.length > 0;
     $("next").hidden = !r.next;
@@ -143,22 +156,15 @@ async function refreshList() {
   }
 }
 
-function messageRow(m) {
+function messageRow(m, cols) {
   const tr = el("tr", { "data-ref": m.ref, "data-id": m.id },
-    el("td", {}, m.ref), el("td", {}, el("code", {}, m.id)), el("td", {}, fmtTime(m.enqueued_at)),
-    el("td", {}, m.deliveries), el("td", {}, fmtTime(m.due)), el("td", { class: "reason" }, m.reason || ""));
-  const acts = el("td", {});
+    ...cols.map(([t, f]) => el("td", { class: "col-" + t.toLowerCase().replace(" ", "-") }, f(m))));
   if (state.tab === "dead" && state.actions) {
-    acts.append(el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again" }, "Requeue"),
-      el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good" }, "Purge"));
+    tr.append(el("td", { class: "actions" },
+      el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again" }, "Requeue"),
+      el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good" }, "Purge")));
   }
-  tr.append(acts);
   return tr;
-}
-
-function keyRow(k) {
-  return el("tr", {}, el("td", {}, el("code", {}, k.key)), el("td", {}, fmtNum(k.values)),
-    el("td", {}, k.first), el("td", {}, fmtTime(k.oldest)));
 }
 
 async function showMessage(ref) {
