@@ -57,7 +57,7 @@ func withRemote(r *remoteFlags, remote func(e *env, c *client) error, local func
 	return func(e *env, args []string) error {
 		if *r.url == "" {
 			if len(args) != 1 {
-				return usagef("expected DIR (or --url URL)")
+				return usagef("missing DIR (or --url URL)")
 			}
 			return local(e, args)
 		}

@@ -83,7 +83,7 @@ func TestRemoteErrors(t *testing.T) {
 	r = mustWalq(t, 1, "", "stats", "--url", url, "somedir")
 	assert.Contains(t, r.stderr, "--url takes no DIR")
 	r = mustWalq(t, 1, "", "stats")
-	assert.Contains(t, r.stderr, "expected DIR")
+	assert.Contains(t, r.stderr, "missing DIR")
 	r = mustWalq(t, 5, "", "dlq", "list", "--url", url+"/nothing-here", "-H", "Authorization: Bearer s3cret")
 	assert.Contains(t, r.stderr, "404")
 }
