@@ -19,10 +19,10 @@
 //
 // It is read-only unless Options.Actions is set. Actions (requeue and
 // purge of dead letters) are accepted only as POST requests with a JSON
-// body, from the same origin: http.CrossOriginProtection rejects browser
-// requests from another site (Sec-Fetch-Site, Origin), and a JSON content
-// type cannot be sent cross-site without a CORS preflight, which the
-// handler never grants. GET requests never change anything.
+// body, from the same origin: a browser request from another site is
+// refused by its Sec-Fetch-Site header (or, from an older browser, its
+// Origin), and a JSON content type cannot be sent cross-site without a
+// CORS preflight, which the handler never grants. GET requests never change anything.
 //
 // # Sources
 //

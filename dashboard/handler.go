@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -38,7 +39,6 @@ type Handler struct {
 	src   Source
 	opts  Options
 	mux   *http.ServeMux
-	csrf  *http.CrossOriginProtection
 	hist  history
 	now   func() time.Time
 	files http.Handler
@@ -60,7 +60,7 @@ func New(src Source, opts *Options) *Handler {
 		o.PreviewBytes = 4096
 	}
 	sub, _ := fs.Sub(static, "static") // the embedded directory exists
-	h := &Handler{src: src, opts: o, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(),
+	h := &Handler{src: src, opts: o, mux: http.NewServeMux(),
 		hist: history{window: o.History}, now: time.Now, files: http.FileServerFS(sub)}
 	h.routes()
 	return h
@@ -242,11 +242,34 @@ func (h *Handler) allowAction(r *http.Request, supported bool) error {
 	if !h.opts.Actions || !supported {
 		return errors.New("actions are disabled")
 	}
-	if err := h.csrf.Check(r); err != nil {
+	if err := sameOrigin(r); err != nil {
 		return err
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return errors.New("actions take a JSON body (Content-Type: application/json)")
+	}
+	return nil
+}
+
+// sameOrigin refuses a browser request sent by another site: one whose
+// Sec-Fetch-Site (sent by every current browser) is neither same-origin
+// nor none (typed by the user), or, from an older browser, whose Origin's
+// host is not the request's. A request with neither header does not come
+// from a browser page (curl, the walq command) and cannot be forged by one.
+func sameOrigin(r *http.Request) error {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "same-origin", "none":
+		return nil
+	case "":
+	default:
+		return fmt.Errorf("cross-origin request refused (Sec-Fetch-Site: %s)", site)
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	if u, err := url.Parse(origin); err != nil || u.Host != r.Host {
+		return fmt.Errorf("cross-origin request refused (Origin: %s, Host: %s)", origin, r.Host)
 	}
 	return nil
 }

@@ -66,8 +66,8 @@ type Stats struct {
 	LiveBytes        int64   `json:"live_bytes"`         // bytes the live messages need
 
 	BackgroundError   string    `json:"background_error,omitempty"` // last failure of background work, while it lasts
-	BackgroundErrorAt time.Time `json:"background_error_at,omitzero"`
-	BackgroundErrors  uint64    `json:"background_errors"` // failures since the queue was opened
+	BackgroundErrorAt time.Time `json:"background_error_at"`        // of the last failure; zero when none since Open
+	BackgroundErrors  uint64    `json:"background_errors"`          // failures since the queue was opened
 }
 
 // Page is one page of messages.
@@ -82,7 +82,7 @@ type Message struct {
 	ID         string            `json:"id"`
 	State      string            `json:"state"`
 	EnqueuedAt time.Time         `json:"enqueued_at"`
-	Due        time.Time         `json:"due,omitzero"` // delayed: ready at; in flight: lease deadline
+	Due        time.Time         `json:"due"` // delayed: ready at; in flight: lease deadline; zero otherwise
 	Deliveries int               `json:"deliveries"`
 	Reason     string            `json:"reason,omitempty"` // dead: why
 	Size       int               `json:"size"`             // bytes it takes in the queue's storage

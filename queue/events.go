@@ -11,7 +11,15 @@ import (
 )
 
 // discard is the logger of a queue opened without Options.Logger.
-var discard = slog.New(slog.DiscardHandler)
+var discard = slog.New(discardHandler{})
+
+// discardHandler drops every record.
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h discardHandler) WithGroup(string) slog.Handler           { return h }
 
 // logger returns the queue's logger; never nil.
 func (q *Queue) logger() *slog.Logger {

@@ -29,8 +29,8 @@ function fmtAge(s) {
   return (s / 86400).toFixed(1) + " d";
 }
 function fmtTime(t) {
-  if (!t) return "";
-  const d = new Date(t);
+  const d = new Date(t || 0);
+  if (d.getUTCFullYear() < 1971) return ""; // Go's zero time: none
   return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
 }
 function el(tag, attrs, ...kids) {
