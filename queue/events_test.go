@@ -179,3 +179,28 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	assert.InDelta(t, 1.5, h.Sum, 1e-9)
 	assert.Equal(t, 2.048, h.Quantile(1), "1500 ms is in the bucket up to 2048 ms")
 }
+
+// Compactions are logged at Debug with their duration and the log bytes
+// before and after; at Info they are not.
+func TestCompactionIsLoggedAtDebug(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		t.Run(level.String(), func(t *testing.T) {
+			logger, logs := newLogger(level)
+			q := open(t, t.TempDir(), &queue.Options{SegmentSize: 4096, SnapshotBytes: 4096, Logger: logger})
+			defer q.Close()
+			enqueue(t, q, strings.Repeat("p", 5000))
+			require.Eventually(t, func() bool { return q.Stats().SnapshotLSN != 0 }, 30*time.Second, 5*time.Millisecond)
+			require.Eventually(t, func() bool { return len(logs.lines(t, "queue: compacted")) > 0 || level == slog.LevelInfo },
+				30*time.Second, 5*time.Millisecond)
+			lines := logs.lines(t, "queue: compacted")
+			if level == slog.LevelInfo {
+				assert.Empty(t, lines)
+				return
+			}
+			assert.Equal(t, "DEBUG", lines[0]["level"])
+			assert.Contains(t, lines[0], "duration")
+			assert.Contains(t, lines[0], "log_bytes_after")
+			assert.Equal(t, float64(q.Stats().SnapshotLSN), lines[0]["snapshot_lsn"])
+		})
+	}
+}
