@@ -72,9 +72,10 @@ func (q *Queue) snapshot() error {
 	f := q.mu.st.freeze()
 	low := q.lowWaterLocked()
 	unchanged := f.last == q.mu.snapLSN
-	q.mu.sinceSnap = 0
+	since := q.mu.sinceSnap // reset once the snapshot is written, so a failure is retried
 	q.mu.Unlock()
 	if unchanged {
+		q.clearSinceSnap(since)
 		return q.log.Err() // nothing to write, but a poisoned log still says so
 	}
 	if err := q.log.Flush(); err != nil {
@@ -86,11 +87,20 @@ func (q *Queue) snapshot() error {
 	}
 	q.mu.Lock()
 	q.mu.snapLSN, q.mu.snapAt = f.last, q.opts.Clock.Now()
+	q.mu.sinceSnap -= since
 	q.mu.Unlock()
 	if err := q.log.TruncateFront(min(low, f.last+1)); err != nil {
 		return fmt.Errorf("queue: truncate log: %w", err)
 	}
 	return nil
+}
+
+// clearSinceSnap takes the since bytes a snapshot covers off the count of
+// bytes written since the last one.
+func (q *Queue) clearSinceSnap(since int64) {
+	q.mu.Lock()
+	q.mu.sinceSnap -= since
+	q.mu.Unlock()
 }
 
 // lowWaterLocked is the lowest LSN the live messages need: the cursor (or,

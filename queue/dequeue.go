@@ -139,6 +139,7 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 		if err != nil {
 			return delivery{}, nil, err
 		}
+		q.obs.noteDelivery(e.Deliveries)
 		m := &Message{ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt), DeliveredAt: time.Unix(0, now),
 			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn}, q: q}
 		return delivery{m: m, loc: e.Loc}, c, nil

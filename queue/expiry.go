@@ -13,15 +13,13 @@ import (
 func (q *Queue) housekeep() {
 	defer q.wg.Done()
 	for {
-		if !q.opts.ManualRequeue {
-			// An error here is the log's sticky error; every caller sees it.
-			_, _ = q.RequeueExpired()
-		}
-		if q.compactDue() {
-			_ = q.compact()
-		}
+		// Failures are retried with backoff, kept in Stats and logged
+		// (events.go).
+		q.checkWriteError()
+		q.requeueInBackground()
+		q.compactInBackground()
 		var timer <-chan time.Time
-		if d := q.untilDeadline(); d >= 0 {
+		if d := q.nextWake(); d >= 0 {
 			timer = q.opts.Clock.After(d)
 		}
 		select {

@@ -131,6 +131,7 @@ func (q *Queue) changeLease(r Receipt, mk func(e index.Entry, now int64) *record
 	if err := wait(c); err != nil {
 		return err
 	}
+	q.noteSettled(e, rec)
 	if rec.Op == opNack {
 		q.signal()
 	}

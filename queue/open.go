@@ -57,6 +57,7 @@ func open(dir string, o Options, lock *os.File) (*Queue, error) {
 		return nil, err
 	}
 	q.recovery.Duration = o.Clock.Now().Sub(start)
+	q.logRecovery()
 	q.wg.Add(1)
 	go q.housekeep()
 	return q, nil

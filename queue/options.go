@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -62,6 +63,12 @@ type Options struct {
 	// FileMode and DirMode are the permissions of created files and
 	// directories. Default 0600 and 0700.
 	FileMode, DirMode os.FileMode
+	// Logger receives the queue's events: what Open repaired, background
+	// failures and their recovery, leases that ran out, dead-lettering, the
+	// log's sticky write error (Info and above), and snapshots, compactions
+	// and copy-forward with their durations (Debug). Nothing is logged per
+	// message on the enqueue and delivery paths. Default nil: no logging.
+	Logger *slog.Logger
 
 	singleFlight bool              // sorted queues: set from SortedOptions
 	cacheBytes   int64             // sorted queues: set from SortedOptions

@@ -39,6 +39,7 @@ type Queue struct {
 	wg        sync.WaitGroup
 	compactMu sync.Mutex // one snapshot at a time
 	moveMu    sync.Mutex // one copy-forward pass at a time
+	obs       observer   // histograms, background errors (metrics.go, events.go)
 }
 
 // Recovery says what Open found and did.
@@ -93,6 +94,7 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 	}
 	lsn, c, err := appendRec(enc)
 	if err != nil {
+		q.wakeHousekeeper() // it logs a sticky write error (events.go)
 		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
 	}
 	q.mu.st.change(lsn, r, len(enc))

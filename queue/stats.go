@@ -43,6 +43,12 @@ type Stats struct {
 	DurableLSN  uint64        // LSN of the last record fsynced
 	Sync        SyncMode      // the fsync policy
 	AckTimeout  time.Duration // the lease length
+
+	// Background work (lease requeue, snapshots, compaction, copy-forward)
+	// that fails is retried with backoff and logged through Options.Logger.
+	BackgroundErr    error     // the last failure; nil once every job that failed has succeeded since
+	BackgroundErrAt  time.Time // when it happened; kept after it clears
+	BackgroundErrors uint64    // failures since Open
 }
 
 // Stats returns counts, sizes and log positions. It reads the oldest
@@ -76,6 +82,7 @@ func (q *Queue) Stats() Stats {
 	}
 	s.LogBytes, s.Segments = q.log.Size(), q.log.Segments()
 	s.LastLSN, s.DurableLSN = q.log.LastLSN(), q.log.DurableLSN()
+	q.obs.bg.fill(&s)
 	return s
 }
 

@@ -54,6 +54,8 @@ type Log struct {
 	exited chan struct{} // closed by the committer when it returns
 	c      *committer    // nil when read-only; owned by its goroutine
 	lock   *os.File      // holds the directory's flock; nil when read-only
+
+	metrics syncMetrics // fsync latencies and sizes, bumped by the syncer (metrics.go)
 }
 
 // Open opens the log in dir, creating the directory if needed (unless

@@ -19,19 +19,22 @@ var dlqExits = []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound}
 
 var dlqListCmd = &command{
 	name:  "dlq list",
-	args:  "[--json] [--limit N] DIR",
+	args:  "[--json] [--limit N] DIR | [--json] [--limit N] --url URL",
 	short: "list the dead letters",
 	long: `Dlq list prints the dead letters of the queue in DIR, oldest first: id,
 sequence, deliveries, enqueue time, payload bytes and the reason it was
-dead-lettered. With --json, one JSON object a line, payload included.`,
+dead-lettered. With --json, one JSON object a line, payload included.
+With --url, it reads them from a running service's mounted dashboard
+(package dashboard), without payloads.`,
 	example: `walq dlq list /var/lib/app/jobs
 walq dlq list --json /var/lib/app/jobs | jq -r .id`,
 	exits: dlqExits,
-	nargs: [2]int{1, 1},
+	nargs: [2]int{0, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "one JSON object a line, with payloads")
 		limit := fs.Int("limit", 0, "list at most `N` (0: all)")
-		return func(e *env, args []string) error { return runDLQList(e, args[0], *asJSON, *limit) }
+		return withRemote(addRemoteFlags(fs, false), remoteDLQList(asJSON, limit), // remote.go
+			func(e *env, args []string) error { return runDLQList(e, args[0], *asJSON, *limit) })
 	},
 }
 

@@ -17,7 +17,7 @@ const segmentsShown = 5
 
 var statsCmd = &command{
 	name:  "stats",
-	args:  "[--json] [--segments] DIR",
+	args:  "[--json] [--segments] DIR | [--json] [--watch] --url URL",
 	short: "counts, ages, bytes on disk, log positions",
 	long: `Stats prints how many messages the queue in DIR holds (ready, in flight,
 delayed, dead), how old the oldest is, the bytes on disk of every log
@@ -29,15 +29,20 @@ torn log tail and makes the leases of the crashed process ready again, and
 says so on stderr. 'walq verify' changes nothing.
 
 The sync mode and ack timeout shown are walq's own; the directory does not
-record those of the application that writes it.`,
+record those of the application that writes it.
+
+With --url, stats reads the figures of a running service from its mounted
+dashboard (package dashboard) and changes nothing; --watch refreshes them.`,
 	example: `walq stats /var/lib/app/jobs
-walq stats --json /var/lib/app/jobs | jq .ready`,
+walq stats --json /var/lib/app/jobs | jq .ready
+walq stats --watch --url http://localhost:8080/queue/`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
-	nargs: [2]int{1, 1},
+	nargs: [2]int{0, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		all := fs.Bool("segments", false, "list every segment (the text lists the first and last few)")
-		return func(e *env, args []string) error { return runStats(e, args[0], *asJSON, *all) }
+		return withRemote(addRemoteFlags(fs, true), remoteStatsCmd(asJSON), // remote.go
+			func(e *env, args []string) error { return runStats(e, args[0], *asJSON, *all) })
 	},
 }
 

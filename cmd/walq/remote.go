@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/walq/walq/dashboard"
+)
+
+// remoteFlags are the flags of a command that can read a running service's
+// dashboard instead of a directory.
+type remoteFlags struct {
+	url      *string
+	watch    *bool
+	interval *time.Duration
+	times    *int
+	headers  headerList
+}
+
+// headerList is a repeatable -H "Name: value" flag.
+type headerList []string
+
+func (h *headerList) String() string { return strings.Join(*h, ", ") }
+
+func (h *headerList) Set(v string) error {
+	if name, _, ok := strings.Cut(v, ":"); !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("header %q is not Name: value", v)
+	}
+	*h = append(*h, v)
+	return nil
+}
+
+// addRemoteFlags declares --url, --watch, --interval, --times and -H on fs.
+func addRemoteFlags(fs *flag.FlagSet, watchable bool) *remoteFlags {
+	r := &remoteFlags{
+		url: fs.String("url", "", "read a running service's dashboard at `URL` instead of DIR"),
+	}
+	fs.Var(&r.headers, "H", "with --url: send the `header` \"Name: value\" (repeatable), e.g. for authentication")
+	if watchable {
+		r.watch = fs.Bool("watch", false, "with --url: refresh every --interval, in place on a terminal")
+		r.interval = fs.Duration("interval", 2*time.Second, "with --watch: time between refreshes")
+		r.times = fs.Int("times", 0, "with --watch: stop after `N` refreshes (0: until interrupted)")
+	}
+	return r
+}
+
+// withRemote returns a command's runner: the remote form when --url is set
+// (no positional argument), else local, which takes DIR.
+func withRemote(r *remoteFlags, remote func(e *env, c *client) error, local func(e *env, args []string) error) func(*env, []string) error {
+	return func(e *env, args []string) error {
+		if *r.url == "" {
+			if len(args) != 1 {
+				return usagef("missing DIR (or --url URL)")
+			}
+			return local(e, args)
+		}
+		if len(args) != 0 {
+			return usagef("--url takes no DIR")
+		}
+		c, err := newClient(*r.url, r.headers)
+		if err != nil {
+			return err
+		}
+		if r.watch == nil || !*r.watch {
+			return remote(e, c)
+		}
+		return watch(e, *r.interval, *r.times, func() error { return remote(e, c) })
+	}
+}
+
+// watch runs show every interval, clearing a terminal before each run, until
+// times runs (forever when 0) or an error.
+func watch(e *env, interval time.Duration, times int, show func() error) error {
+	if interval <= 0 {
+		return usagef("--interval must be positive")
+	}
+	for i := 0; times == 0 || i < times; i++ {
+		if i > 0 {
+			time.Sleep(interval)
+		}
+		if e.outTTY {
+			fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear screen
+		} else if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		if err := show(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// client reads a dashboard's JSON API.
+type client struct {
+	base    *url.URL
+	headers http.Header
+	http    *http.Client
+}
+
+func newClient(raw string, headers []string) (*client, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef("--url %q is not an http(s) URL", raw)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/" // the dashboard's mount point
+	}
+	c := &client{base: u, headers: http.Header{}, http: &http.Client{Timeout: 10 * time.Second}}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ":")
+		c.headers.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	return c, nil
+}
+
+// get reads the API path with query q into v.
+func (c *client) get(path string, q url.Values, v any) error {
+	u := c.base.JoinPath(path)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequest(http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header = c.headers.Clone()
+	req.Header.Set("Accept", "application/json")
+	res, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", u.Redacted(), err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", u.Redacted(), err)
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(body, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(body))
+		}
+		err := fmt.Errorf("%s: %s: %s", u.Redacted(), res.Status, e.Error)
+		if res.StatusCode == http.StatusNotFound {
+			return withExit(exitNotFound, err)
+		}
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s is not a walq dashboard: %w", u.Redacted(), err)
+	}
+	return nil
+}
+
+// remoteStats is the dashboard's api/stats reply.
+type remoteStats struct {
+	Title   string             `json:"title"`
+	Stats   dashboard.Stats    `json:"stats"`
+	History []dashboard.Sample `json:"history"`
+}
+
+// remoteStatsCmd prints a running service's figures.
+func remoteStatsCmd(asJSON *bool) func(e *env, c *client) error {
+	return func(e *env, c *client) error {
+		var r remoteStats
+		if err := c.get("api/stats", nil, &r); err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r.Stats)
+		}
+		printRemoteStats(e.stdout, c.base.Redacted(), &r)
+		return nil
+	}
+}
+
+func printRemoteStats(w io.Writer, where string, r *remoteStats) {
+	s := r.Stats
+	fmt.Fprintf(w, "%s %s (%s) at %s\n", s.Kind, r.Title, where, time.Now().Format(time.TimeOnly))
+	fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", s.Ready, s.InFlight, s.Delayed, s.Dead)
+	if s.Kind == "sorted" {
+		fmt.Fprintf(w, "  keys        %d\n", s.Keys)
+	}
+	oldest := "none"
+	if s.OldestAgeSeconds > 0 {
+		oldest = time.Duration(s.OldestAgeSeconds*float64(time.Second)).Round(time.Millisecond).String() + " ago"
+	}
+	fmt.Fprintf(w, "  oldest      %s\n", oldest)
+	fmt.Fprintf(w, "  log         %s, of which live %s\n", sizeText(s.LogBytes), sizeText(s.LiveBytes))
+	if enq, ack, ok := lastRates(r.History); ok {
+		fmt.Fprintf(w, "rates\n  enqueued %.1f/s, acked %.1f/s\n", enq, ack)
+	}
+	fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d\n",
+		s.Enqueued, s.Delivered, s.Acked, s.Nacked, s.Expired, s.DeadLettered)
+	if s.BackgroundError != "" {
+		fmt.Fprintf(w, "background work failing since %s (%d failures): %s\n",
+			s.BackgroundErrorAt.Format(time.RFC3339), s.BackgroundErrors, s.BackgroundError)
+	}
+}
+
+// lastRates returns the enqueue and ack rates between the last two
+// samples.
+func lastRates(h []dashboard.Sample) (enq, ack float64, ok bool) {
+	if len(h) < 2 {
+		return 0, 0, false
+	}
+	a, b := h[len(h)-2], h[len(h)-1]
+	dt := b.At.Sub(a.At).Seconds()
+	if dt <= 0 {
+		return 0, 0, false
+	}
+	return float64(b.Enqueued-a.Enqueued) / dt, float64(b.Acked-a.Acked) / dt, true
+}
+
+// remoteDLQList prints a running service's dead letters, oldest first.
+func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
+	return func(e *env, c *client) error {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		if !*asJSON {
+			fmt.Fprintln(tw, "ID\tSEQ\tDELIVERIES\tENQUEUED\tBYTES\tREASON")
+		}
+		n := 0
+		err := eachRemoteDead(c, func(m dashboard.Message) error {
+			n++
+			if *asJSON {
+				return enc.Encode(m)
+			}
+			_, err := fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", m.ID, m.Ref, m.Deliveries, jsonTime(m.EnqueuedAt), m.Size, m.Reason)
+			return err
+		}, *limit)
+		if err == nil && !*asJSON {
+			err = tw.Flush()
+		}
+		return err
+	}
+}
+
+// eachRemoteDead calls fn for up to limit (0: every) dead letter.
+func eachRemoteDead(c *client, fn func(dashboard.Message) error, limit int) error {
+	after, n := "", 0
+	for {
+		var p dashboard.Page
+		q := url.Values{"state": {"dead"}, "limit": {"500"}, "after": {after}}
+		if err := c.get("api/messages", q, &p); err != nil {
+			return err
+		}
+		for _, m := range p.Messages {
+			if limit > 0 && n == limit {
+				return nil
+			}
+			if err := fn(m); err != nil {
+				return err
+			}
+			n++
+		}
+		if p.Next == "" {
+			return nil
+		}
+		after = p.Next
+	}
+}

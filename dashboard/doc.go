@@ -1,0 +1,41 @@
+// Package dashboard is an http.Handler that a service mounts to show its
+// queue: a JSON API (figures, ready, in-flight, delayed and dead messages
+// paged, a message's headers and payload, a sorted queue's keys) and one
+// small page built on it, embedded in the binary, that loads nothing from
+// the internet.
+//
+// # Mounting
+//
+// The handler serves paths relative to where it is mounted; strip the
+// prefix:
+//
+//	h := dashboard.New(dashboard.ForQueue(q), nil)
+//	mux.Handle("/queue/", http.StripPrefix("/queue", requireAdmin(h)))
+//
+// The dashboard has no authentication of its own: wrap it in the
+// service's middleware, as requireAdmin does above (see Example).
+//
+// # Actions
+//
+// It is read-only unless Options.Actions is set. Actions (requeue and
+// purge of dead letters) are accepted only as POST requests with a JSON
+// body, from the same origin: a browser request from another site is
+// refused by its Sec-Fetch-Site header (or, from an older browser, its
+// Origin), and a JSON content type cannot be sent cross-site without a
+// CORS preflight, which the handler never grants. GET requests never change anything.
+//
+// # Sources
+//
+// The handler reads a Source, a small interface that every walq queue kind
+// satisfies through ForQueue and ForSorted, and that another backend can
+// implement. DeadActions and KeySource are optional.
+//
+// # History
+//
+// Depth and rates over the last minutes come from samples of the figures
+// the handler takes when the API is read (at most one per second), or
+// every interval while Run runs. Without Run, the history starts when the
+// page is first opened.
+//
+// A Handler is safe for concurrent use.
+package dashboard

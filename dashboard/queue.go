@@ -1,0 +1,175 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// ForQueue returns the Source of an ack queue. It implements DeadActions.
+func ForQueue(q *queue.Queue) Source { return queueSource{q} }
+
+type queueSource struct{ q *queue.Queue }
+
+func (s queueSource) Stats(context.Context) (Stats, error) {
+	return fromStats("queue", s.q.Stats(), time.Now()), nil
+}
+
+// fromStats converts a walq queue's Stats; a sorted queue's values take
+// the places of messages.
+func fromStats(kind string, st queue.Stats, now time.Time) Stats {
+	out := Stats{Kind: kind, Ready: st.Ready, InFlight: st.InFlight, Delayed: st.Delayed, Dead: st.Dead,
+		Enqueued: st.Enqueued, Delivered: st.Delivered, Acked: st.Acked, Nacked: st.Nacked,
+		Expired: st.Expired, DeadLettered: st.DeadLettered, LogBytes: st.LogBytes, LiveBytes: st.LiveBytes,
+		BackgroundErrorAt: st.BackgroundErrAt, BackgroundErrors: st.BackgroundErrors}
+	if kind == "sorted" {
+		out.Ready, out.InFlight, out.Dead = int64(st.SortedPending), int64(st.SortedLeased), int64(st.SortedDead)
+		out.Keys = int64(st.SortedKeys)
+		out.Enqueued, out.Delivered, out.Acked = st.Published, st.Pulled, st.BatchesAcked
+	}
+	if st.BackgroundErr != nil {
+		out.BackgroundError = st.BackgroundErr.Error()
+	}
+	if !st.OldestEnqueuedAt.IsZero() {
+		out.OldestAgeSeconds = max(0, now.Sub(st.OldestEnqueuedAt).Seconds())
+	}
+	return out
+}
+
+func (s queueSource) Messages(_ context.Context, state, after string, limit int) (Page, error) {
+	st, err := queue.ParseMessageState(state)
+	if err != nil {
+		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	from, err := parseRef(after, true)
+	if err != nil {
+		return Page{}, err
+	}
+	if after != "" {
+		from++
+	}
+	ms, err := s.q.Browse(st, from, limit+1)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Messages: make([]Message, 0, min(len(ms), limit))}
+	for i, m := range ms {
+		if i == limit {
+			p.Next = p.Messages[i-1].Ref
+			break
+		}
+		p.Messages = append(p.Messages, fromInfo(m))
+	}
+	return p, nil
+}
+
+func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
+	seq, err := parseRef(ref, false)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := s.q.Peek(seq)
+	if errors.Is(err, queue.ErrNotFound) {
+		return Message{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	if err != nil {
+		return Message{}, err
+	}
+	out := fromInfo(m)
+	out.Headers, out.Payload = m.Headers, m.Payload
+	return out, nil
+}
+
+func (s queueSource) RequeueDead(ctx context.Context, ref string) error {
+	return s.deadAction(ctx, ref, s.q.RequeueDead)
+}
+
+func (s queueSource) PurgeDead(ctx context.Context, ref string) error {
+	return s.deadAction(ctx, ref, s.q.PurgeDead)
+}
+
+// deadAction runs act on the id of the dead letter ref names.
+func (s queueSource) deadAction(ctx context.Context, ref string, act func(id string) error) error {
+	m, err := s.Message(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if m.State != queue.StateDead.String() {
+		return fmt.Errorf("%w: message %s is %s, not dead", ErrNotFound, ref, m.State)
+	}
+	if err := act(m.ID); err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func fromInfo(m queue.MessageInfo) Message {
+	return Message{Ref: strconv.FormatUint(m.Seq, 10), ID: m.ID, State: m.State.String(),
+		EnqueuedAt: m.EnqueuedAt, Due: m.Due, Deliveries: m.Deliveries, Reason: m.Reason, Size: m.Size}
+}
+
+// parseRef reads a message reference: its sequence number.
+func parseRef(ref string, empty bool) (uint64, error) {
+	if ref == "" && empty {
+		return 0, nil
+	}
+	seq, err := strconv.ParseUint(ref, 10, 64)
+	if err != nil || seq == 0 {
+		return 0, fmt.Errorf("%w: message reference %q is not a sequence number", ErrInvalid, ref)
+	}
+	return seq, nil
+}
+
+// ForSorted returns the Source of a sorted queue, or of a windowed one
+// (ForSorted(w.Sorted)). It implements KeySource; its message lists are
+// empty: a sorted queue's values are seen by key.
+func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
+
+type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
+
+func (s sortedSource[K]) Stats(context.Context) (Stats, error) {
+	return fromStats("sorted", s.s.Stats(), time.Now()), nil
+}
+
+func (s sortedSource[K]) Messages(_ context.Context, state, _ string, _ int) (Page, error) {
+	if _, err := queue.ParseMessageState(state); err != nil {
+		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return Page{Messages: []Message{}}, nil
+}
+
+func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error) {
+	return Message{}, fmt.Errorf("%w: a sorted queue's values are listed by key", ErrNotFound)
+}
+
+func (s sortedSource[K]) Keys(_ context.Context, after string, limit int) (KeyPage, error) {
+	ks, err := s.s.Keys(after, limit+1)
+	if err != nil {
+		return KeyPage{}, err
+	}
+	p := KeyPage{Keys: make([]Key, 0, min(len(ks), limit))}
+	for i, k := range ks {
+		if i == limit {
+			p.Next = p.Keys[i-1].Key
+			break
+		}
+		p.Keys = append(p.Keys, Key{Key: k.Key, Values: k.Values, First: formatSort(k.First), Oldest: k.Oldest})
+	}
+	return p, nil
+}
+
+// formatSort formats a sort key for display.
+func formatSort(v any) string {
+	switch k := v.(type) {
+	case time.Time:
+		return k.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,226 @@
+// The walq dashboard page: polls api/stats, draws the figures and charts,
+// lists messages by state, shows one message, and (when the service
+// enables actions) requeues and purges dead letters by POST.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, refreshing: false };
+
+async function api(path, opts) {
+  const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
+  const body = await res.json().catch(() => ({ error: res.statusText }));
+  if (!res.ok) throw new Error(body.error || res.statusText);
+  return body;
+}
+
+function fmtNum(n) { return Number(n).toLocaleString("en-US"); }
+function fmtRate(r) { return r < 10 ? r.toFixed(1) : fmtNum(Math.round(r)); }
+function fmtBytes(b) {
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+  return (i ? b.toFixed(1) : b) + " " + u[i];
+}
+function fmtAge(s) {
+  if (!s) return "–";
+  if (s < 60) return s.toFixed(1) + " s";
+  if (s < 3600) return (s / 60).toFixed(1) + " min";
+  if (s < 86400) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(1) + " d";
+}
+function fmtTime(t) {
+  const d = new Date(t || 0);
+  if (d.getUTCFullYear() < 1971) return ""; // Go's zero time: none
+  return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+}
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else if (k.startsWith("data-")) e.setAttribute(k, v); else e[k] = v;
+  }
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(k == null ? "" : String(k)));
+  return e;
+}
+
+// rates returns per-second rates of a counter between consecutive samples.
+function rates(h, field) {
+  const out = [];
+  for (let i = 1; i < h.length; i++) {
+    const dt = (new Date(h[i].at) - new Date(h[i - 1].at)) / 1000;
+    out.push({ at: h[i].at, v: dt > 0 ? Math.max(0, h[i][field] - h[i - 1][field]) / dt : 0 });
+  }
+  return out;
+}
+
+// chart draws one polyline per series into the svg, all on one scale.
+function chart(svg, series) {
+  svg.replaceChildren();
+  const all = series.flatMap((s) => s.points);
+  if (all.length === 0) return;
+  const t0 = Math.min(...all.map((p) => +new Date(p.at))), t1 = Math.max(...all.map((p) => +new Date(p.at)));
+  const top = Math.max(1, ...all.map((p) => p.v));
+  const ns = "http://www.w3.org/2000/svg";
+  for (const s of series) {
+    const pts = s.points.map((p) => {
+      const x = t1 > t0 ? ((+new Date(p.at) - t0) / (t1 - t0)) * 600 : 600;
+      return x.toFixed(1) + "," + (146 - (p.v / top) * 136).toFixed(1);
+    });
+    if (pts.length === 1) pts.unshift("0," + pts[0].split(",")[1]);
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("points", pts.join(" "));
+    line.setAttribute("class", s.cls);
+    svg.append(line);
+  }
+  const label = document.createElementNS(ns, "text");
+  label.setAttribute("x", "4"); label.setAttribute("y", "12");
+  label.textContent = fmtRate(top);
+  svg.append(label);
+  return (t1 - t0) / 1000;
+}
+
+function spanText(secs) { return secs ? "−" + fmtAge(secs) : ""; }
+
+async function refreshStats() {
+  let r;
+  try {
+    r = await api("api/stats");
+    $("fetch-error").hidden = true;
+  } catch (e) {
+    $("fetch-error").textContent = "Cannot read the queue: " + e.message;
+    $("fetch-error").hidden = false;
+    return;
+  }
+  const s = r.stats;
+  document.title = r.title + " · walq";
+  $("title").textContent = r.title;
+  $("kind").textContent = s.kind;
+  $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  for (const k of ["ready", "in_flight", "delayed", "dead"]) $("count-" + k.replace("_", "-")).textContent = fmtNum(s[k]);
+  $("oldest-age").textContent = fmtAge(s.oldest_age_seconds);
+  $("log-bytes").textContent = fmtBytes(s.log_bytes);
+  $("live-bytes").textContent = fmtBytes(s.live_bytes) + " live";
+  const bg = $("bg-error");
+  bg.hidden = !s.background_error;
+  bg.textContent = s.background_error ? "Background work failing since " + fmtTime(s.background_error_at) +
+    " (" + s.background_errors + " failures): " + s.background_error : "";
+  const h = r.history || [];
+  const enq = rates(h, "enqueued"), ack = rates(h, "acked");
+  $("rate-enqueued").textContent = enq.length ? fmtRate(enq[enq.length - 1].v) : "–";
+  $("rate-acked").textContent = ack.length ? fmtRate(ack[ack.length - 1].v) : "–";
+  const depth = (f) => h.map((p) => ({ at: p.at, v: p[f] }));
+  $("depth-span").textContent = spanText(chart($("chart-depth"), [
+    { cls: "delayed", points: depth("delayed") }, { cls: "dead", points: depth("dead") },
+    { cls: "in-flight", points: depth("in_flight") }, { cls: "ready", points: depth("ready") }]));
+  $("rates-span").textContent = spanText(chart($("chart-rates"), [
+    { cls: "enqueued", points: enq }, { cls: "acked", points: ack }]));
+  const changed = state.actions !== r.actions || state.keys !== r.keys;
+  state.actions = r.actions; state.keys = r.keys;
+  document.querySelector('[data-tab="keys"]').hidden = !r.keys;
+  $("mode").textContent = r.actions ? "actions enabled" : "read-only";
+  if (changed) await refreshList();
+}
+
+// columns are the list's columns per tab: a title and how to show a row.
+const idCell = (m) => el("code", { title: m.id }, m.id.length > 20 ? m.id.slice(0, 8) + "…" : m.id);
+const columns = {
+  "ready": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries]],
+  "in-flight": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Lease ends", (m) => fmtTime(m.due)]],
+  "delayed": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Due", (m) => fmtTime(m.due)]],
+  "dead": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Reason", (m) => m.reason || ""]],
+  "keys": [["Key", (k) => el("code", {}, k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
+};
+
+async function refreshList() {
+  if (state.refreshing) return;
+  state.refreshing = true;
+  try {
+    const keys = state.tab === "keys";
+    const q = new URLSearchParams({ limit: "50", after: state.after });
+    if (!keys) q.set("state", state.tab);
+    const r = await api((keys ? "api/keys?" : "api/messages?") + q);
+    const cols = columns[state.tab];
+    const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
+      : r.messages.map((m) => messageRow(m, cols));
+    const titles = cols.map(([t]) => el("th", {}, t));
+    if (state.tab === "dead" && state.actions) titles.push(el("th", {}, ""));
+    $("list-head").replaceChildren(el("tr", {}, ...titles));
+    $("list-body").replaceChildren(...rows);
+    $("empty").hidden = rows.length > 0;
+    $("next").hidden = !r.next;
+    $("next").dataset.after = r.next || "";
+    $("first").hidden = state.after === "";
+  } catch (e) {
+    $("list-body").replaceChildren(el("tr", {}, el("td", { colSpan: 7 }, "Cannot list: " + e.message)));
+  } finally {
+    state.refreshing = false;
+  }
+}
+
+function messageRow(m, cols) {
+  const tr = el("tr", { "data-ref": m.ref, "data-id": m.id },
+    ...cols.map(([t, f]) => el("td", { class: "col-" + t.toLowerCase().replace(" ", "-") }, f(m))));
+  if (state.tab === "dead" && state.actions) {
+    tr.append(el("td", { class: "actions" },
+      el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again" }, "Requeue"),
+      el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good" }, "Purge")));
+  }
+  return tr;
+}
+
+async function showMessage(ref) {
+  try {
+    const m = await api("api/message?ref=" + encodeURIComponent(ref));
+    $("detail-id").textContent = m.id;
+    const meta = [["Seq", m.ref], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],
+      ["Deliveries", m.deliveries], ["Due", fmtTime(m.due)], ["Reason", m.reason || ""]];
+    $("detail-meta").replaceChildren(...meta.filter((x) => x[1] !== "").flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+    const hs = Object.entries(m.headers || {});
+    $("detail-headers").tBodies[0].replaceChildren(...(hs.length ? hs.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))
+      : [el("tr", {}, el("td", { class: "muted" }, "none"))]));
+    $("detail-size").textContent = fmtBytes(m.payload_bytes) + (m.truncated ? ", preview" : "") + (m.payload_base64 ? ", binary (base64)" : "");
+    $("detail-payload").textContent = m.payload_base64 || m.payload_text || "";
+    $("detail").hidden = false;
+  } catch (e) {
+    $("detail").hidden = true;
+    alert("Cannot show the message: " + e.message);
+  }
+}
+
+async function act(action, ref) {
+  try {
+    await api("api/dead/" + action, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ref }) });
+  } catch (e) {
+    alert("Cannot " + action + ": " + e.message);
+  }
+  await refreshList();
+  await refreshStats();
+}
+
+function init() {
+  $("tabs").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-tab]");
+    if (!b) return;
+    document.querySelectorAll("#tabs button").forEach((x) => x.classList.toggle("active", x === b));
+    state.tab = b.dataset.tab; state.after = ""; state.pages = [];
+    $("detail").hidden = true;
+    refreshList();
+  });
+  $("list-body").addEventListener("click", (e) => {
+    const b = e.target.closest("button");
+    if (b && b.classList.contains("requeue")) { act("requeue", b.dataset.ref); return; }
+    if (b && b.classList.contains("purge")) {
+      if (!b.classList.contains("confirm")) { b.classList.add("confirm"); b.textContent = "Confirm purge"; return; }
+      act("purge", b.dataset.ref); return;
+    }
+    const tr = e.target.closest("tr[data-ref]");
+    if (tr) showMessage(tr.dataset.ref);
+  });
+  $("next").addEventListener("click", () => { state.pages.push(state.after); state.after = $("next").dataset.after; refreshList(); });
+  $("first").addEventListener("click", () => { state.after = ""; state.pages = []; refreshList(); });
+  $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  refreshStats();
+  setInterval(refreshStats, 2000);
+  setInterval(() => { if (state.after === "") refreshList(); }, 5000);
+}
+
+init();

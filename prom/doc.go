@@ -1,0 +1,22 @@
+// Package prom exposes a walq queue's metrics to Prometheus. It is its own
+// module, so that the walq module does not depend on the Prometheus
+// client.
+//
+//	reg.MustRegister(prom.NewCollector(q, prometheus.Labels{"queue": "orders"}))
+//
+// Every scrape calls Metrics once. The names follow Prometheus
+// conventions: counters end in _total, durations are in seconds and sizes
+// in bytes:
+//
+//	walq_messages_enqueued_total, _delivered_total, _redelivered_total,
+//	_acked_total, _nacked_total, _dead_lettered_total, _moved_total
+//	walq_leases_expired_total
+//	walq_sorted_values_published_total, walq_sorted_batches_pulled_total,
+//	walq_sorted_batches_acked_total
+//	walq_messages{state="ready|delayed|in_flight|dead"}
+//	walq_sorted_values{state="pending|leased|dead"}
+//	walq_oldest_message_age_seconds, walq_log_bytes, walq_live_bytes
+//	walq_fsync_duration_seconds, walq_fsync_records (histograms)
+//	walq_enqueue_to_ack_seconds (histogram)
+//	walq_background_errors_total
+package prom

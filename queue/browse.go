@@ -1,0 +1,247 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/walq/walq/index"
+)
+
+// MessageState selects the messages Browse lists.
+type MessageState int
+
+// The states a message can be in.
+const (
+	StateReady    MessageState = iota + 1 // deliverable now
+	StateDelayed                          // waiting for its deliver-at time or a nack delay
+	StateInFlight                         // leased to a consumer
+	StateDead                             // in the dead-letter set
+)
+
+// String returns "ready", "delayed", "in-flight" or "dead".
+func (s MessageState) String() string {
+	switch s {
+	case StateReady:
+		return "ready"
+	case StateDelayed:
+		return "delayed"
+	case StateInFlight:
+		return "in-flight"
+	case StateDead:
+		return "dead"
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// ParseMessageState reads a state written by MessageState.String.
+func ParseMessageState(s string) (MessageState, error) {
+	for st := StateReady; st <= StateDead; st++ {
+		if st.String() == s {
+			return st, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown message state %q", ErrInvalidOptions, s)
+}
+
+// MessageInfo is a message as the queue holds it, seen without delivering
+// it.
+type MessageInfo struct {
+	Seq        uint64            // sequence number: the LSN of its enqueue record
+	ID         string            // message id
+	State      MessageState      // where it stands
+	EnqueuedAt time.Time         // when it was enqueued
+	Due        time.Time         // delayed: when it becomes ready; in flight: the lease deadline
+	Deliveries int               // deliveries so far
+	Reason     string            // dead: why
+	Size       int               // bytes of the log record that holds it
+	Headers    map[string]string // Peek only
+	Payload    []byte            // Peek only
+}
+
+// Browse returns up to limit messages in state whose sequence is at least
+// from, in sequence order, without headers and payloads; the next page
+// starts at the last one's Seq+1. It changes nothing. The indexes are
+// copied under the queue's lock in constant time and read outside it;
+// ready messages never delivered are read from the log.
+func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
+	if limit <= 0 || state < StateReady || state > StateDead {
+		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
+	}
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return nil, ErrClosed
+	}
+	q.mu.st.table.Promote(q.now())
+	snap, cursor, pending := q.mu.st.table.Snapshot(), q.mu.st.cursor, q.mu.st.pending
+	q.mu.Unlock()
+	out := indexed(snap, state, from, limit)
+	if state != StateReady || pending == 0 {
+		return out, nil
+	}
+	fresh, err := q.pendingFrom(max(from, cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, fresh...)
+	slices.SortFunc(out, func(a, b MessageInfo) int { return cmpSeq(a.Seq, b.Seq) })
+	return out[:min(len(out), limit)], nil
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// indexed returns up to limit entries of the index in state from sequence
+// from on.
+func indexed(snap *index.Snapshot, state MessageState, from uint64, limit int) []MessageInfo {
+	want := map[MessageState]index.State{StateReady: index.Ready, StateDelayed: index.Delayed,
+		StateInFlight: index.Leased, StateDead: index.Dead}[state]
+	var out []MessageInfo
+	snap.Ascend(func(e index.Entry) bool {
+		if e.Seq >= from && e.State == want {
+			out = append(out, entryInfo(e))
+		}
+		return len(out) < limit
+	})
+	return out
+}
+
+func entryInfo(e index.Entry) MessageInfo {
+	m := MessageInfo{Seq: e.Seq, ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt),
+		Deliveries: int(e.Deliveries), Reason: e.Reason, Size: int(e.Size)}
+	switch e.State {
+	case index.Ready:
+		m.State = StateReady
+	case index.Delayed:
+		m.State, m.Due = StateDelayed, time.Unix(0, e.Due)
+	case index.Leased:
+		m.State, m.Due = StateInFlight, time.Unix(0, e.Due)
+	case index.Dead:
+		m.State = StateDead
+	}
+	return m
+}
+
+// pendingFrom reads up to limit never-delivered ready messages from the log
+// at from (at or after the cursor) on.
+func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
+	r := q.log.NewReader(max(from, q.log.FirstLSN()))
+	defer r.Close()
+	var out []MessageInfo
+	for len(out) < limit {
+		lsn, b, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, wrapCorrupt("browse log", err)
+		}
+		if peekOp(b) != opEnqueue {
+			continue
+		}
+		var rec record
+		if err := decodeRecord(b, &rec); err != nil {
+			return nil, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		if rec.Due == 0 {
+			out = append(out, MessageInfo{Seq: lsn, ID: rec.ID, State: StateReady,
+				EnqueuedAt: time.Unix(0, rec.At), Size: len(b)})
+		}
+	}
+	return out, nil
+}
+
+// Peek returns the message with sequence seq, headers and payload
+// included, without delivering it. ErrNotFound when no live or dead
+// message has that sequence.
+func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return MessageInfo{}, ErrClosed
+	}
+	e, indexed := q.mu.st.table.Get(seq)
+	cursor, pending := q.mu.st.cursor, q.mu.st.pending
+	q.mu.Unlock()
+	if indexed {
+		info := entryInfo(e)
+		m := &Message{Receipt: Receipt{Seq: e.Seq}}
+		if err := q.readPayload(m, e.Loc); err != nil {
+			return MessageInfo{}, err
+		}
+		info.Headers, info.Payload = m.Headers, m.Payload
+		return info, nil
+	}
+	notFound := fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
+	if seq < cursor || pending == 0 {
+		return MessageInfo{}, notFound
+	}
+	rec, err := q.readRecord(seq)
+	if err != nil || rec.Op != opEnqueue || rec.Due != 0 {
+		return MessageInfo{}, notFound
+	}
+	return MessageInfo{Seq: seq, ID: rec.ID, State: StateReady, EnqueuedAt: time.Unix(0, rec.At),
+		Headers: rec.Headers, Payload: rec.Payload}, nil
+}
+
+// KeyInfo is one key of a sorted queue with values waiting to be pulled.
+type KeyInfo[K SortKey] struct {
+	Key    string    // the message key
+	Values int       // its pending values
+	First  K         // its smallest pending sort key: its place in the pull order
+	Oldest time.Time // when its oldest pending value was published
+}
+
+// Keys returns up to limit keys after the key after (all keys when after is
+// ""), in key order, with their pending values. It changes nothing; the
+// index is copied under the lock and read outside it.
+func (s *Sorted[K]) Keys(after string, limit int) ([]KeyInfo[K], error) {
+	q := s.q
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return nil, ErrClosed
+	}
+	snap := q.mu.st.sorted.Snapshot()
+	q.mu.Unlock()
+	var out []KeyInfo[K]
+	var err error
+	snap.Pending(func(v index.SortedValue) bool {
+		if v.Key <= after && after != "" {
+			return true
+		}
+		if n := len(out); n > 0 && out[n-1].Key == v.Key {
+			k := &out[n-1]
+			k.Values++
+			k.Oldest = minTime(k.Oldest, time.Unix(0, v.At))
+			return true
+		}
+		if len(out) == limit {
+			return false
+		}
+		var first K
+		if first, err = decodeSort[K](v.Sort); err != nil {
+			return false
+		}
+		out = append(out, KeyInfo[K]{Key: v.Key, Values: 1, First: first, Oldest: time.Unix(0, v.At)})
+		return true
+	})
+	return out, err
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,255 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/walq/walq/index"
+)
+
+// discard is the logger of a queue opened without Options.Logger.
+var discard = slog.New(discardHandler{})
+
+// discardHandler drops every record.
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h discardHandler) WithGroup(string) slog.Handler           { return h }
+
+// logger returns the queue's logger; never nil.
+func (q *Queue) logger() *slog.Logger {
+	if q.opts.Logger == nil {
+		return discard
+	}
+	return q.opts.Logger
+}
+
+// logRecovery reports what Open found: at Info when the previous process
+// closed cleanly and nothing was repaired, at Warn otherwise.
+func (q *Queue) logRecovery() {
+	r := q.recovery
+	attrs := []any{"dir", q.dir, "snapshot_lsn", r.SnapshotLSN, "replayed", r.Replayed,
+		"clean", r.Clean, "duration", r.Duration}
+	level := slog.LevelInfo
+	if r.Log.Torn != nil {
+		attrs = append(attrs, "torn_tail_bytes", r.Log.Torn.Bytes, "torn_tail", r.Log.Torn.String())
+		level = slog.LevelWarn
+	}
+	if n := len(r.Log.Salvaged); n > 0 {
+		lost := 0
+		for _, d := range r.Log.Salvaged {
+			lost += d.Entries
+		}
+		attrs = append(attrs, "salvaged_regions", n, "salvaged_entries", lost,
+			"skipped_records", r.Skipped, "rewritten", r.Rewritten)
+		level = slog.LevelWarn
+	}
+	if r.Requeued > 0 {
+		attrs = append(attrs, "requeued", r.Requeued, "dead_on_open", r.DeadOnOpen)
+		level = slog.LevelWarn
+	}
+	q.logger().Log(context.Background(), level, "queue: opened", attrs...)
+}
+
+// noteSettled records what a consumer's settle did, after its commit: the
+// enqueue-to-ack time of an ack, a log line for a dead-lettering.
+func (q *Queue) noteSettled(e index.Entry, rec *record) {
+	switch rec.Op {
+	case opAck:
+		q.obs.observeAck(rec.At - e.EnqueuedAt)
+	case opDead:
+		q.logger().Info("queue: message dead-lettered", "id", e.ID, "seq", e.Seq,
+			"deliveries", e.Deliveries, "reason", rec.Reason)
+	}
+}
+
+// checkWriteError logs the log's sticky write error the first time it is
+// seen; every later write fails with it, so once is enough.
+func (q *Queue) checkWriteError() {
+	err := q.log.Err()
+	if err == nil || !q.obs.writeErrLogged.CompareAndSwap(false, true) {
+		return
+	}
+	q.logger().Error("queue: the log refuses writes; reopen the queue to recover", "dir", q.dir, "err", err)
+}
+
+// job names a kind of background work.
+type job int
+
+const (
+	jobRequeue job = iota // ending expired leases
+	jobCompact            // snapshot, copy-forward, truncation
+	jobs
+)
+
+func (j job) String() string { return [...]string{"requeue", "compaction"}[j] }
+
+// Backoff between attempts of a failing background job: doubling from
+// retryMin up to retryMax.
+const (
+	retryMin = 250 * time.Millisecond
+	retryMax = time.Minute
+)
+
+// background is the state of the housekeeper's failing jobs.
+type background struct {
+	mu    sync.Mutex
+	last  error        // the last failure; nil once every failed job has succeeded since
+	at    time.Time    // when it happened
+	count uint64       // failures since Open
+	job   [jobs]status // per job
+}
+
+// status is one job's run of failures.
+type status struct {
+	fails   int       // consecutive failures; 0 when the last attempt succeeded
+	retryAt time.Time // no attempt before this while failing
+}
+
+// due reports whether j may run at now: it is not backing off.
+func (b *background) due(j job, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.job[j].fails == 0 || !now.Before(b.job[j].retryAt)
+}
+
+// finish records the outcome of an attempt of j; it returns the number of
+// consecutive failures before it and, on failure, the wait before the next
+// attempt.
+func (b *background) finish(j job, err error, now time.Time) (int, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := &b.job[j]
+	prev := s.fails
+	if err == nil {
+		s.fails = 0
+		if b.healthy() {
+			b.last = nil
+		}
+		return prev, 0
+	}
+	s.fails++
+	wait := min(retryMin<<min(s.fails-1, 20), retryMax)
+	s.retryAt = now.Add(wait)
+	b.last, b.at = err, now
+	b.count++
+	return prev, wait
+}
+
+func (b *background) healthy() bool {
+	for _, s := range b.job {
+		if s.fails > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// wait returns how long until the earliest retry of a failing job, or -1
+// when none is failing.
+func (b *background) wait(j job, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.job[j].fails == 0 {
+		return -1
+	}
+	return max(0, b.job[j].retryAt.Sub(now))
+}
+
+// fill copies the background error figures into s.
+func (b *background) fill(s *Stats) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.BackgroundErr, s.BackgroundErrAt, s.BackgroundErrors = b.last, b.at, b.count
+}
+
+// report logs the outcome of an attempt of j and records it.
+func (q *Queue) report(j job, err error) {
+	prev, wait := q.obs.bg.finish(j, err, q.opts.Clock.Now())
+	switch {
+	case err != nil:
+		q.checkWriteError()
+		q.logger().Error("queue: background "+j.String()+" failed", "dir", q.dir,
+			"attempt", prev+1, "retry_in", wait, "err", err)
+	case prev > 0:
+		q.logger().Info("queue: background "+j.String()+" succeeded again", "dir", q.dir, "failures", prev)
+	}
+}
+
+// requeueInBackground ends expired leases unless ManualRequeue is set or a
+// failing attempt is backing off, and logs the leases that ran out.
+func (q *Queue) requeueInBackground() {
+	if q.opts.ManualRequeue || !q.obs.bg.due(jobRequeue, q.opts.Clock.Now()) {
+		return
+	}
+	before := q.deadLettered()
+	n, err := q.RequeueExpired()
+	if n > 0 {
+		dead := q.deadLettered() - before
+		q.logger().Info("queue: leases ran out", "dir", q.dir, "leases", n, "dead_lettered", dead)
+	}
+	if errors.Is(err, ErrClosed) {
+		return // Close is under way
+	}
+	q.report(jobRequeue, err)
+}
+
+// deadLettered returns the lifetime dead-letter count.
+func (q *Queue) deadLettered() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.st.counts.DeadLettered
+}
+
+// compactInBackground compacts when the log has grown enough, unless a
+// failing attempt is backing off, and logs what it did.
+func (q *Queue) compactInBackground() {
+	if !q.compactDue() || !q.obs.bg.due(jobCompact, q.opts.Clock.Now()) {
+		return
+	}
+	start := q.opts.Clock.Now()
+	before, moved := q.log.Size(), q.movedCount()
+	err := q.compact()
+	q.report(jobCompact, err)
+	if err != nil {
+		return
+	}
+	took := q.opts.Clock.Now().Sub(start)
+	q.logger().Debug("queue: compacted", "dir", q.dir, "duration", took,
+		"log_bytes_before", before, "log_bytes_after", q.log.Size(), "snapshot_lsn", q.snapshotLSN())
+	if n := q.movedCount() - moved; n > 0 {
+		q.logger().Debug("queue: copied old messages forward", "dir", q.dir, "messages", n)
+	}
+}
+
+func (q *Queue) movedCount() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.st.counts.Moved
+}
+
+func (q *Queue) snapshotLSN() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.snapLSN
+}
+
+// nextWake returns how long the housekeeper may sleep: until the next
+// lease deadline (or, while requeueing fails, its next attempt) or the
+// next attempt of a failing compaction; -1 for as long as it likes.
+func (q *Queue) nextWake() time.Duration {
+	d := q.untilDeadline()
+	now := q.opts.Clock.Now()
+	if w := q.obs.bg.wait(jobRequeue, now); w >= 0 && d >= 0 {
+		d = max(d, w)
+	}
+	if w := q.obs.bg.wait(jobCompact, now); w >= 0 && (d < 0 || w < d) {
+		d = w
+	}
+	return d
+}
