@@ -61,6 +61,10 @@ type Options struct {
 	// FileMode and DirMode are the permissions of created files and
 	// directories. Default 0600 and 0700.
 	FileMode, DirMode os.FileMode
+	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,
+	// SettleAsync, AckAsync) appended and not yet complete; such a call
+	// blocks while the window is full. Default 4096.
+	MaxPending int
 	// SnapshotStep, when set, is called after each step of writing a
 	// snapshot; crash tests use it to stop the process at that point.
 	SnapshotStep func(step string)
@@ -94,6 +98,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 64 << 20
 	}
+	if c.MaxPending == 0 {
+		c.MaxPending = 4096
+	}
 	if c.FileMode == 0 {
 		c.FileMode = 0o600
 	}
@@ -120,6 +127,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: MaxMessageSize %d out of range", ErrInvalidOptions, o.MaxMessageSize)
 	case o.SegmentSize < 4096:
 		return fmt.Errorf("%w: SegmentSize %d below 4096", ErrInvalidOptions, o.SegmentSize)
+	case o.MaxPending < 0:
+		return fmt.Errorf("%w: MaxPending %d is negative", ErrInvalidOptions, o.MaxPending)
 	case o.SnapshotBytes < 0:
 		return fmt.Errorf("%w: SnapshotBytes %d is negative", ErrInvalidOptions, o.SnapshotBytes)
 	}
