@@ -59,8 +59,9 @@ func (p *Pending) Wait(ctx context.Context) error {
 // for the first one not yet written, since the cursor reads only what is
 // written. q.mu guards it.
 type inflight struct {
-	flights []flight // oldest first
-	records int      // sum of flights[i].n
+	flights []flight // oldest first; flights[:head] are done and forgotten
+	head    int      // first flight not known to be done
+	records int      // sum of flights[head:][i].n
 }
 
 // flight is one commit that asynchronous calls wait for.
@@ -69,30 +70,35 @@ type flight struct {
 	n int // records of asynchronous calls in its group
 }
 
-// reap forgets the commits that completed, oldest first.
+// reap forgets the commits that completed, oldest first. The slice is
+// compacted once half of it is forgotten, so a reap costs O(1) amortized.
 func (a *inflight) reap() {
-	i := 0
-	for ; i < len(a.flights); i++ {
+	for ; a.head < len(a.flights); a.head++ {
+		f := &a.flights[a.head]
 		select {
-		case <-a.flights[i].c.Done():
-			a.records -= a.flights[i].n
+		case <-f.c.Done():
+			a.records -= f.n
+			*f = flight{}
 			continue
 		default:
 		}
 		break
 	}
-	if i > 0 {
-		n := copy(a.flights, a.flights[i:])
+	if a.head > 0 && a.head >= len(a.flights)/2 {
+		n := copy(a.flights, a.flights[a.head:])
 		clear(a.flights[n:])
-		a.flights = a.flights[:n]
+		a.flights, a.head = a.flights[:n], 0
 	}
 }
+
+// live returns the flights not known to be done, oldest first.
+func (a *inflight) live() []flight { return a.flights[a.head:] }
 
 // push adds n records appended under commit c, and reports whether c is
 // new to the list.
 func (a *inflight) push(c *wal.Commit, n int) bool {
 	a.records += n
-	if k := len(a.flights); k > 0 && a.flights[k-1].c == c {
+	if k := len(a.flights); k > a.head && a.flights[k-1].c == c {
 		a.flights[k-1].n += n
 		return false
 	}
@@ -103,7 +109,7 @@ func (a *inflight) push(c *wal.Commit, n int) bool {
 // unwritten returns the Written channel of the oldest commit not yet
 // written, or nil when every one is.
 func (a *inflight) unwritten() <-chan struct{} {
-	for _, f := range a.flights {
+	for _, f := range a.live() {
 		select {
 		case <-f.c.Written():
 		default:
@@ -126,7 +132,7 @@ func (q *Queue) reserveLocked(ctx context.Context, n int) error {
 		if a.records == 0 || a.records+n <= q.opts.MaxPending {
 			return nil
 		}
-		done := a.flights[0].c.Done()
+		done := a.live()[0].c.Done()
 		q.mu.Unlock()
 		select {
 		case <-done:
@@ -217,7 +223,7 @@ func (q *Queue) Flush(ctx context.Context) error {
 		return ErrClosed
 	}
 	q.mu.async.reap()
-	fs := append([]flight(nil), q.mu.async.flights...)
+	fs := append([]flight(nil), q.mu.async.live()...)
 	q.mu.Unlock()
 	for _, f := range fs {
 		select {
