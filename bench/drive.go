@@ -87,6 +87,11 @@ func produce(ctx context.Context, q Queue, producers, n, size int, stop *atomic.
 				}
 				out.counts[p]++
 			}
+			if f, ok := q.(flusher); ok {
+				if err := f.Flush(ctx); err != nil {
+					errs.add("flush", err)
+				}
+			}
 		})
 	}
 	wg.Wait()

@@ -26,6 +26,127 @@ func walqOptions(mode string) queue.Options {
 	return queue.Options{Sync: walqModes[mode], SyncInterval: walqSyncInterval, AckTimeout: walqAckTimeout}
 }
 
+// walqStreamBatch is how many messages a walq/stream consumer leases at once.
+const walqStreamBatch = 64
+
+// walqStreamSystem is walq's streaming API under SyncAlways: producers
+// enqueue with EnqueueAsync and wait for every Pending at the end of their
+// run (Flush, timed); consumers lease with DequeueBatch and settle each
+// batch's acks in one SettleAsync.
+func walqStreamSystem() System {
+	return System{
+		Name: "walq/stream", Family: "walq", Mode: "stream", Kind: KindQueue,
+		Durable: true, FIFO: true, Reader: "walq/never",
+		Config: func(Hint) string {
+			return fmt.Sprintf("SyncAlways (default); AckTimeout=%v; MaxPending default (4096); "+
+				"EnqueueAsync, each producer ends with Flush (timed: its messages are durable when it stops); "+
+				"per-message latency is the EnqueueAsync call; consumers DequeueBatch(%d) and settle a batch's acks "+
+				"in one SettleAsync before leasing the next; the run's last acks are waited for by Flush",
+				walqAckTimeout, walqStreamBatch)
+		},
+		Open: func(dir string, _ Hint) (Queue, error) {
+			w, err := openWalq(dir, "always")
+			if err != nil {
+				return nil, err
+			}
+			return &walqStream{w}, nil
+		},
+	}
+}
+
+// walqStream is the walq/stream adapter: a walqQueue whose Enqueue does
+// not wait for the commit.
+type walqStream struct{ *walqQueue }
+
+func (w *walqStream) Enqueue(ctx context.Context, payload []byte) error {
+	_, err := w.q.EnqueueAsync(ctx, payload)
+	return err
+}
+
+// Flush waits until every message enqueued so far is durable; produce
+// calls it at the end of each producer's run.
+func (w *walqStream) Flush(ctx context.Context) error { return w.q.Flush(ctx) }
+
+// Settle waits for the consumers' asynchronous acks.
+func (w *walqStream) Settle(ctx context.Context) error { return w.q.Flush(ctx) }
+
+// DequeueOne leases a single message, whose Ack is an AckAsync: a lone
+// dequeue must not leave a batch leased behind it.
+func (w *walqStream) DequeueOne(ctx context.Context) (Delivery, error) {
+	m, err := w.q.Dequeue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return walqAsyncDelivery{m}, nil
+}
+
+type walqAsyncDelivery struct{ m *queue.Message }
+
+func (d walqAsyncDelivery) Payload() []byte { return d.m.Payload }
+func (d walqAsyncDelivery) Ack() error {
+	_, err := d.m.AckAsync()
+	return err
+}
+
+func (w *walqStream) NewConsumer() (Consumer, error) { return &walqBatchConsumer{q: w.q}, nil }
+
+// walqBatchConsumer leases up to walqStreamBatch messages at once and
+// hands them out one by one; the acks of a batch are collected and
+// settled in one SettleAsync when the next batch is leased or the
+// consumer closes.
+type walqBatchConsumer struct {
+	q     *queue.Queue
+	ready queue.Messages  // leased, not yet handed out
+	acked []queue.Receipt // acked by the caller, not yet settled
+}
+
+func (c *walqBatchConsumer) Dequeue(ctx context.Context) (Delivery, error) {
+	if len(c.ready) == 0 {
+		if err := c.settle(); err != nil {
+			return nil, err
+		}
+		ms, err := c.q.DequeueBatch(ctx, walqStreamBatch)
+		if err != nil {
+			return nil, err
+		}
+		c.ready = ms
+	}
+	m := c.ready[0]
+	c.ready = c.ready[1:]
+	return walqBatchDelivery{c: c, m: m}, nil
+}
+
+// settle appends the collected acks in one commit, without waiting for it.
+func (c *walqBatchConsumer) settle() error {
+	if len(c.acked) == 0 {
+		return nil
+	}
+	ss := make([]queue.Settlement, len(c.acked))
+	for i, r := range c.acked {
+		ss[i] = queue.Settlement{Receipt: r, Op: queue.SettleAck}
+	}
+	c.acked = c.acked[:0]
+	_, err := c.q.SettleAsync(ss...)
+	return err
+}
+
+// Close settles what was acked; messages leased and not handed out go back
+// when their lease runs out (the workloads hand out everything they lease).
+func (c *walqBatchConsumer) Close() error { return c.settle() }
+
+type walqBatchDelivery struct {
+	c *walqBatchConsumer
+	m *queue.Message
+}
+
+func (d walqBatchDelivery) Payload() []byte { return d.m.Payload }
+
+// Ack collects the receipt for the batch's SettleAsync.
+func (d walqBatchDelivery) Ack() error {
+	d.c.acked = append(d.c.acked, d.m.Receipt)
+	return nil
+}
+
 func walqSystems() []System {
 	mk := func(mode string, durable, bulk bool, what string) System {
 		return System{
@@ -43,6 +164,7 @@ func walqSystems() []System {
 		mk("interval", false, false,
 			fmt.Sprintf("SyncInterval=%v: Enqueue returns after the write, fsync at most every period", walqSyncInterval)),
 		mk("never", false, true, "SyncNever: fsync at segment roll-over and Close only"),
+		walqStreamSystem(),
 	}
 }
 

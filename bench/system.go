@@ -105,6 +105,13 @@ type settler interface {
 	Settle(ctx context.Context) error
 }
 
+// flusher is implemented by systems whose Enqueue returns before the
+// message is stored; Flush returns once every message enqueued so far is,
+// and each producer calls it at the end of its run, inside the timing.
+type flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // allSystems lists every system in the order the table shows them: walq
 // first, so that each round starts with the reference.
 func allSystems() []System {

@@ -90,7 +90,7 @@ func applies(s System, workload string) bool {
 	case wBacklog, wRecovery:
 		return s.Kind == KindQueue && s.Bulk
 	case wSorted:
-		return s.Family == "walq" && s.Mode != "interval"
+		return s.Family == "walq" && s.Mode != "interval" && s.Mode != "stream"
 	}
 	return false
 }

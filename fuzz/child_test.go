@@ -35,6 +35,9 @@ import (
 //	s  "s <step>": the child kills itself at this snapshot step
 //	F  "F <text>": an injected I/O error surfaced (ioerror test)
 //	!  "! <text>": the child saw something it must not see; the test fails
+//
+// For an asynchronous call (EnqueueAsync, SettleAsync, AckAsync) "returned
+// success" (e, K) is written once its Pending completed without error.
 
 // childEnv selects the child workload; its value is the JSON configuration.
 const childEnv = "WALQ_FUZZ_CHILD"

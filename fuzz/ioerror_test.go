@@ -243,6 +243,8 @@ func setFileLimit(rep *reporter, n uint64) {
 // step runs one operation; a failure of the log is recorded as broken.
 func (c *ioChild) step() {
 	switch r := c.rng.IntN(100); {
+	case r < 15:
+		c.enqueueAsync(1 + c.rng.IntN(8))
 	case r < 55:
 		c.n++
 		tok := fmt.Sprintf("I%d", c.n)
@@ -269,8 +271,42 @@ func (c *ioChild) step() {
 	}
 }
 
+// enqueueAsync streams n enqueues, then waits for their Pendings in order.
+// Once one fails, every later one must fail too, with the injected cause:
+// the failure is sticky and fails every commit in flight.
+func (c *ioChild) enqueueAsync(n int) {
+	toks := make([]string, 0, n)
+	ps := make([]*queue.Pending, 0, n)
+	for range n {
+		c.n++
+		tok := fmt.Sprintf("I%d", c.n)
+		c.rep.line('a', tok)
+		p, err := c.q.EnqueueAsync(context.Background(), payload(tok, 50+c.rng.IntN(400)))
+		if err != nil {
+			c.logFailed("async enqueue", err)
+			break
+		}
+		toks, ps = append(toks, tok), append(ps, p)
+	}
+	var failed error
+	for i, p := range ps {
+		err := p.Wait(context.Background())
+		switch {
+		case err == nil && failed != nil:
+			c.rep.failf("async enqueue %s succeeded after an earlier one failed with %v", toks[i], failed)
+		case err == nil:
+			c.rep.line('e', toks[i])
+		case failed == nil:
+			failed = err
+			c.logFailed("async enqueue", err)
+		case !errors.Is(err, syscall.EFBIG) && !errors.Is(err, syscall.ENOSPC):
+			c.rep.failf("async enqueue %s failed without the injected cause: %v", toks[i], err)
+		}
+	}
+}
+
 // ack acks a held message, keeping some of them leased (they grow the
-// snapshot).
+// snapshot); half the time with AckAsync.
 func (c *ioChild) ack() {
 	if len(c.held) < 5 {
 		return
@@ -279,7 +315,16 @@ func (c *ioChild) ack() {
 	c.held = c.held[1:]
 	tok := tokenOf(m.Payload)
 	c.rep.line('k', tok)
-	if err := m.Ack(); err != nil {
+	var err error
+	if c.rng.IntN(2) == 0 {
+		var p *queue.Pending
+		if p, err = m.AckAsync(); err == nil {
+			err = p.Wait(context.Background())
+		}
+	} else {
+		err = m.Ack()
+	}
+	if err != nil {
 		c.logFailed("ack", err) // the outcome of the ack is unknown: no 'x'
 		return
 	}
@@ -345,6 +390,11 @@ func (c *ioChild) checkSticky() {
 		}
 		if err := m.Nack(0); err == nil {
 			c.rep.failf("not sticky: a nack succeeded after %v", c.broken)
+		}
+	}
+	if p, err := c.q.EnqueueAsync(context.Background(), payload(tok+"async", 10)); err == nil {
+		if err := p.Wait(context.Background()); err == nil {
+			c.rep.failf("not sticky: an async enqueue succeeded after %v", c.broken)
 		}
 	}
 	if m, err := c.q.TryDequeue(); err == nil {

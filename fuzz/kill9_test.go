@@ -261,6 +261,15 @@ type kill9Child struct {
 	s           *queue.Sorted[int64]
 	outstanding atomic.Int64 // ack queue messages enqueued and not acked, roughly
 	sortedOut   atomic.Int64 // sorted values published and not acked, roughly
+	awaiting    chan awaited // asynchronous calls whose outcome await reports
+}
+
+// awaited is an asynchronous call of the child: when its Pending completes
+// without error, await reports code for toks (e: enqueued, K: acked).
+type awaited struct {
+	p    *queue.Pending
+	code byte
+	toks []string
 }
 
 // runKill9Child opens both queues and runs the workload until it is
@@ -291,6 +300,8 @@ func runKill9Child(cfg *childConfig) {
 	st, sst := c.q.Stats(), c.s.Stats()
 	c.outstanding.Store(st.Ready + st.Delayed + st.InFlight + st.Dead)
 	c.sortedOut.Store(int64(sst.SortedPending + sst.SortedLeased + sst.SortedDead))
+	c.awaiting = make(chan awaited, 1024)
+	go c.await()
 	for i := range 2 {
 		go c.produce(i)
 		go c.consume(i)
@@ -324,8 +335,12 @@ func (c *kill9Child) produce(i int) {
 			continue
 		}
 		tok := fmt.Sprintf("A%d.%d.%d", c.cfg.Cycle, i, n)
-		if rng.IntN(100) < 15 {
+		switch r := rng.IntN(100); {
+		case r < 15:
 			c.produceBatch(rng, tok, 2+rng.IntN(4))
+			continue
+		case r < 35:
+			c.produceAsync(rng, tok, 1+rng.IntN(16))
 			continue
 		}
 		var opts []queue.EnqueueOption
@@ -361,6 +376,48 @@ func (c *kill9Child) produceBatch(rng *rand.Rand, prefix string, n int) {
 	c.outstanding.Add(int64(n))
 }
 
+// produceAsync streams n enqueues with EnqueueAsync; await reports each
+// one as enqueued once its Pending completed without error.
+func (c *kill9Child) produceAsync(rng *rand.Rand, prefix string, n int) {
+	ctx := context.Background()
+	for j := range n {
+		tok := fmt.Sprintf("%s.s%d", prefix, j)
+		var opts []queue.EnqueueOption
+		switch r := rng.IntN(100); {
+		case r < 10:
+			opts = append(opts, queue.WithDelay(time.Duration(1+rng.IntN(150))*time.Millisecond))
+		case r < 20:
+			opts = append(opts, queue.WithID(tok))
+		}
+		c.rep.line('a', tok)
+		p, err := c.q.EnqueueAsync(ctx, payload(tok, rng.IntN(400)), opts...)
+		if err != nil {
+			c.rep.failf("async enqueue %s: %v", tok, err)
+			return
+		}
+		c.awaiting <- awaited{p: p, code: 'e', toks: []string{tok}}
+	}
+}
+
+// await reports the asynchronous calls' outcomes, in the order they were
+// made; a Pending that fails is a violation (nothing fails the disk here).
+func (c *kill9Child) await() {
+	for a := range c.awaiting {
+		<-a.p.Done()
+		if err := a.p.Err(); err != nil {
+			c.rep.failf("pending %c %v: %v", a.code, a.toks, err)
+			continue
+		}
+		c.rep.line(a.code, a.toks...)
+		switch a.code {
+		case 'e':
+			c.outstanding.Add(int64(len(a.toks)))
+		case 'K':
+			c.outstanding.Add(-int64(len(a.toks)))
+		}
+	}
+}
+
 func (c *kill9Child) consume(i int) {
 	rng := c.rng(20 + i)
 	for {
@@ -378,8 +435,15 @@ func (c *kill9Child) consume(i int) {
 			toks[j] = tokenOf(m.Payload)
 		}
 		c.rep.line('d', toks...)
-		for _, m := range ms {
-			c.handle(rng, m)
+		switch r := rng.IntN(100); {
+		case r < 20:
+			c.settleBatch(rng, ms, toks)
+		case r < 35:
+			c.ackAsync(rng, ms, toks)
+		default:
+			for _, m := range ms {
+				c.handle(rng, m)
+			}
 		}
 	}
 }
@@ -401,6 +465,101 @@ func (c *kill9Child) handle(rng *rand.Rand, m *queue.Message) {
 		c.release(m.DeadLetter("kill9 test"), "dead-letter", tok)
 	default:
 		// Forget it: the lease runs out and the message comes back.
+	}
+}
+
+// settleBatch settles a dequeued batch in one Settle: each message is
+// acked, nacked, extended, dead-lettered or left to run out, and each
+// outcome is read from the *BatchError.
+func (c *kill9Child) settleBatch(rng *rand.Rand, ms queue.Messages, toks []string) {
+	var ss []queue.Settlement
+	var sToks []string
+	for j, m := range ms {
+		s := queue.Settlement{Receipt: m.Receipt}
+		switch r := rng.IntN(100); {
+		case r < 70:
+			s.Op = queue.SettleAck
+			c.rep.line('k', toks[j])
+		case r < 80:
+			s.Op, s.Delay = queue.SettleNack, time.Duration(rng.IntN(3)*rng.IntN(60))*time.Millisecond
+		case r < 85:
+			s.Op, s.Delay = queue.SettleExtend, 300*time.Millisecond
+		case r < 90:
+			s.Op, s.Reason = queue.SettleDeadLetter, "kill9 test batch"
+		default:
+			continue // forget it
+		}
+		ss, sToks = append(ss, s), append(sToks, toks[j])
+	}
+	errs := make([]error, len(ss))
+	var be *queue.BatchError
+	switch err := c.q.Settle(ss...); {
+	case errors.As(err, &be):
+		errs = be.Errs
+	case err != nil:
+		c.rep.failf("settle %v: %v", sToks, err)
+		return
+	}
+	for j, s := range ss {
+		c.settled(s.Op, sToks[j], errs[j])
+	}
+}
+
+// settled reports the outcome of one settlement of a batch.
+func (c *kill9Child) settled(op queue.SettleOp, tok string, err error) {
+	switch {
+	case err != nil && !errors.Is(err, queue.ErrLeaseLost):
+		c.rep.failf("settle %s: %v", tok, err)
+	case op == queue.SettleAck && err == nil:
+		c.rep.line('K', tok)
+		c.outstanding.Add(-1)
+	case op == queue.SettleAck:
+		c.rep.line('x', tok)
+	case (op == queue.SettleNack || op == queue.SettleDeadLetter) && err == nil:
+		c.rep.line('R', tok)
+	}
+}
+
+// ackAsync acks a dequeued batch without waiting: in one SettleAsync, or
+// one AckAsync per message. await reports the acks once their Pending
+// completed; a refused ack is reported at once.
+func (c *kill9Child) ackAsync(rng *rand.Rand, ms queue.Messages, toks []string) {
+	c.rep.line('k', toks...)
+	if rng.IntN(2) == 0 {
+		for j, m := range ms {
+			p, err := m.AckAsync()
+			c.asyncAcked(p, err, toks[j:j+1])
+		}
+		return
+	}
+	p, err := ms.AckAsync()
+	c.asyncAcked(p, err, toks)
+}
+
+// asyncAcked hands the acks of toks that p covers to await; err names the
+// refused ones.
+func (c *kill9Child) asyncAcked(p *queue.Pending, err error, toks []string) {
+	var be *queue.BatchError
+	var refused []error
+	switch {
+	case errors.As(err, &be):
+		refused = be.Errs
+	case errors.Is(err, queue.ErrLeaseLost):
+		refused = []error{err}
+	case err != nil:
+		c.rep.failf("async ack %v: %v", toks, err)
+		return
+	}
+	var applied []string
+	for j, tok := range toks {
+		if refused != nil && refused[j] != nil {
+			c.settled(queue.SettleAck, tok, refused[j])
+			continue
+		}
+		applied = append(applied, tok)
+	}
+	if p != nil {
+		c.awaiting <- awaited{p: p, code: 'K', toks: applied}
 	}
 }
 

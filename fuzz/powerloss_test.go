@@ -80,9 +80,12 @@ func TestPowerLoss(t *testing.T) {
 type plOp struct {
 	kind      string
 	enq       []string // tokens enqueued, in order (a batch may survive as a prefix)
-	ack       string   // token acked
+	acks      []string // tokens acked, in order (a batch ack)
 	delivered []string // tokens delivered
 	released  []string // tokens nacked, dead-lettered or expired: back in the queue
+	async     bool     // enq and acks returned before their commit: their Pendings report them
+	doneEnq   []string // tokens whose asynchronous enqueue a Pending reported done during this operation
+	doneAcks  []string // tokens whose asynchronous ack a Pending reported done during this operation
 }
 
 // plState is the directory after one operation.
@@ -100,8 +103,9 @@ type plHistory struct {
 	states []plState         // states[k]: after operation k (0: after Open)
 	ops    []plOp            // ops[k], k >= 1
 	enqAt  map[string]int    // token -> operation that enqueued it
-	ackAt  map[string]int    // token -> operation whose ack of it returned
+	ackAt  map[string]int    // token -> operation whose ack of it returned (or was appended, when asynchronous)
 	pos    map[string]int    // token -> position in its batch
+	ackPos map[string]int    // token -> position in its batch ack
 }
 
 // recordHistory runs the workload and records it.
@@ -112,7 +116,8 @@ func recordHistory(t *testing.T, mode queue.SyncMode, nops int, rng *rand.Rand) 
 		SnapshotBytes: 1 << 30, ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock})
 	defer q.Close()
 	h := &plHistory{mode: mode, final: make(map[string][]byte), ops: []plOp{{kind: "open"}},
-		enqAt: make(map[string]int), ackAt: make(map[string]int), pos: make(map[string]int)}
+		enqAt: make(map[string]int), ackAt: make(map[string]int), pos: make(map[string]int),
+		ackPos: make(map[string]int)}
 	w := &plWorkload{t: t, q: q, rng: rng, clock: clock}
 	h.record(t, q, dir)
 	for k := 1; k <= nops; k++ {
@@ -121,8 +126,8 @@ func recordHistory(t *testing.T, mode queue.SyncMode, nops int, rng *rand.Rand) 
 		for i, tok := range op.enq {
 			h.enqAt[tok], h.pos[tok] = k, i
 		}
-		if op.ack != "" {
-			h.ackAt[op.ack] = k
+		for i, tok := range op.acks {
+			h.ackAt[tok], h.ackPos[tok] = k, i
 		}
 		h.record(t, q, dir)
 	}
@@ -159,6 +164,7 @@ func (h *plHistory) record(t *testing.T, q *queue.Queue, dir string) {
 func (h *plHistory) checkBounds(t *testing.T) {
 	const slack = time.Second // scheduling on a loaded machine; the check is for "never fsyncs"
 	var need, prevLast uint64 // LSN the last waiting operation made durable
+	var asyncLast uint64      // last LSN of the last asynchronous operation
 	for k, s := range h.states {
 		switch h.mode {
 		case queue.SyncAlways:
@@ -172,10 +178,19 @@ func (h *plHistory) checkBounds(t *testing.T) {
 			if !noWait[h.ops[k].kind] && s.last > prevLast {
 				need = s.last
 			}
+			// An asynchronous call appends without waiting; Flush (await)
+			// waits for every one before it, not for the leases between.
+			if h.ops[k].async {
+				asyncLast = s.last
+			}
+			if h.ops[k].kind == "await" {
+				need = max(need, asyncLast)
+			}
 			prevLast = s.last
 			if s.durable < need {
 				t.Fatalf("SyncAlways: after operation %d (%s) DurableLSN %d < %d", k, h.ops[k].kind, s.durable, need)
 			}
+			h.checkReported(t, k)
 		case queue.SyncInterval:
 			for j := 0; j < k; j++ {
 				if s.at.Sub(h.states[j].at) > 2*time.Millisecond+slack && h.states[j].last > s.durable {
@@ -201,17 +216,47 @@ func (h *plHistory) checkBounds(t *testing.T) {
 	}
 }
 
+// checkReported checks, under SyncAlways, that every asynchronous call
+// whose Pending reported done during operation k was durable then: its
+// records at or below the DurableLSN recorded after k. The workload is one
+// goroutine and nothing runs in the background, so operation j appends
+// the LSNs after states[j-1].last, in call order.
+func (h *plHistory) checkReported(t *testing.T, k int) {
+	s, op := h.states[k], h.ops[k]
+	for _, tok := range op.doneEnq {
+		j := h.enqAt[tok]
+		if lsn := h.states[j-1].last + uint64(h.pos[tok]) + 1; lsn > s.durable {
+			t.Fatalf("SyncAlways: the Pending of enqueue %s (LSN %d) reported done during operation %d, DurableLSN %d", tok, lsn, k, s.durable)
+		}
+	}
+	for _, tok := range op.doneAcks {
+		if lsn := h.states[h.ackAt[tok]].last; lsn > s.durable {
+			t.Fatalf("SyncAlways: the Pending of ack %s (LSN %d) reported done during operation %d, DurableLSN %d", tok, lsn, k, s.durable)
+		}
+	}
+}
+
 // noWait names the operations that do not wait for a commit.
-var noWait = map[string]bool{"expire": true, "nothing held": true, "dequeue-empty": true, "dequeue": true}
+var noWait = map[string]bool{"expire": true, "nothing held": true, "dequeue-empty": true, "dequeue": true,
+	"async-enqueue": true, "async-ack": true}
 
 // plWorkload is the recorded workload's driver.
 type plWorkload struct {
-	t     *testing.T
-	q     *queue.Queue
-	rng   *rand.Rand
-	clock *fakeclock.Clock
-	held  []*queue.Message // delivered, not yet acked or given back
-	n     int              // tokens made
+	t      *testing.T
+	q      *queue.Queue
+	rng    *rand.Rand
+	clock  *fakeclock.Clock
+	held   []*queue.Message // delivered, not yet acked or given back
+	n      int              // tokens made
+	flying []plFlight       // asynchronous calls whose Pending has not been seen done
+}
+
+// plFlight is an asynchronous call of the workload and the tokens it
+// enqueued or acked.
+type plFlight struct {
+	p    *queue.Pending
+	toks []string
+	ack  bool // acks, not enqueues
 }
 
 func (w *plWorkload) token() string {
@@ -219,8 +264,102 @@ func (w *plWorkload) token() string {
 	return fmt.Sprintf("P%d", w.n)
 }
 
-// step runs one random operation.
+// step runs one random operation, then notes the asynchronous calls whose
+// Pending is done (before the state is recorded: DurableLSN was raised
+// before they completed).
 func (w *plWorkload) step(k int) plOp {
+	var op plOp
+	if w.rng.IntN(100) < 25 {
+		op = w.asyncStep()
+	} else {
+		op = w.syncStep()
+	}
+	op.doneEnq, op.doneAcks = w.reap()
+	return op
+}
+
+// asyncStep streams enqueues or acks without waiting, acks a batch in one
+// commit, or waits for everything in flight (Flush).
+func (w *plWorkload) asyncStep() plOp {
+	t, q, rng, ctx := w.t, w.q, w.rng, context.Background()
+	switch r := rng.IntN(100); {
+	case r < 40:
+		op := plOp{kind: "async-enqueue", async: true}
+		for range 1 + rng.IntN(4) {
+			tok := w.token()
+			var opts []queue.EnqueueOption
+			if rng.IntN(10) == 0 {
+				opts = append(opts, queue.WithDelay(time.Second))
+			}
+			p, err := q.EnqueueAsync(ctx, payload(tok, 20+rng.IntN(300)), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.flying = append(w.flying, plFlight{p: p, toks: []string{tok}})
+			op.enq = append(op.enq, tok)
+		}
+		return op
+	case r < 85:
+		if len(w.held) == 0 {
+			return plOp{kind: "nothing held"}
+		}
+		n := 1 + rng.IntN(min(4, len(w.held)))
+		ms := queue.Messages(w.held[:n])
+		w.held = append([]*queue.Message(nil), w.held[n:]...)
+		op := plOp{kind: "batch-ack", acks: toksOf(ms)}
+		if r < 60 {
+			if err := ms.Ack(); err != nil {
+				t.Fatalf("batch ack: %v", err)
+			}
+			return op
+		}
+		p, err := ms.AckAsync()
+		if err != nil {
+			t.Fatalf("async ack: %v", err)
+		}
+		w.flying = append(w.flying, plFlight{p: p, toks: op.acks, ack: true})
+		op.kind, op.async = "async-ack", true
+		return op
+	default:
+		if err := q.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return plOp{kind: "await"}
+	}
+}
+
+// reap returns the tokens of the asynchronous enqueues and acks now done.
+func (w *plWorkload) reap() (enq, acks []string) {
+	left := w.flying[:0]
+	for _, f := range w.flying {
+		select {
+		case <-f.p.Done():
+			if err := f.p.Err(); err != nil {
+				w.t.Fatalf("pending %v: %v", f.toks, err)
+			}
+			if f.ack {
+				acks = append(acks, f.toks...)
+			} else {
+				enq = append(enq, f.toks...)
+			}
+		default:
+			left = append(left, f)
+		}
+	}
+	w.flying = left
+	return enq, acks
+}
+
+func toksOf(ms queue.Messages) []string {
+	toks := make([]string, len(ms))
+	for i, m := range ms {
+		toks[i] = tokenOf(m.Payload)
+	}
+	return toks
+}
+
+// syncStep runs one random operation that waits for its commit.
+func (w *plWorkload) syncStep() plOp {
 	t, q, rng, ctx := w.t, w.q, w.rng, context.Background()
 	switch r := rng.IntN(100); {
 	case r < 38:
@@ -281,7 +420,7 @@ func (w *plWorkload) settle(r int) plOp {
 	op := plOp{released: []string{tok}}
 	switch {
 	case r < 75:
-		err, op = m.Ack(), plOp{kind: "ack", ack: tok}
+		err, op = m.Ack(), plOp{kind: "ack", acks: []string{tok}}
 	case r < 92:
 		err, op.kind = m.Nack(0), "nack"
 	case r < 97:
@@ -404,11 +543,17 @@ func (h *plHistory) durableOp(k int) int {
 }
 
 // oracle returns an oracle fed with operations 1..k+1: acknowledged up to
-// pDur, attempts after.
+// pDur, attempts after. An asynchronous enqueue or ack counts as
+// acknowledged under SyncAlways once its Pending reported it done during
+// an operation up to k, whatever DurableLSN says; under the other modes
+// it counts as the waiting calls do, by pDur.
 func (h *plHistory) oracle(k, pDur int) *fuzz.Oracle {
 	o := fuzz.NewOracle()
 	for j := 1; j <= k+1; j++ {
 		op, acked := h.ops[j], j <= pDur
+		if op.async && h.mode == queue.SyncAlways {
+			acked = false // acknowledged below, at the report
+		}
 		for _, tok := range op.enq {
 			o.EnqueueAttempt(tok)
 			if acked {
@@ -416,23 +561,38 @@ func (h *plHistory) oracle(k, pDur int) *fuzz.Oracle {
 			}
 		}
 		if !acked {
-			if op.ack != "" {
-				o.AckAttempt(op.ack)
+			for _, tok := range op.acks {
+				o.AckAttempt(tok)
 			}
+		}
+		if j <= k && h.mode == queue.SyncAlways {
+			h.reported(o, op)
+		}
+		if !acked {
 			continue
 		}
 		for _, tok := range op.delivered {
 			o.Delivered(tok)
 		}
-		if op.ack != "" {
-			o.AckAttempt(op.ack)
-			o.Acked(op.ack)
+		for _, tok := range op.acks {
+			o.AckAttempt(tok)
+			o.Acked(tok)
 		}
 		for _, tok := range op.released {
 			o.Released(tok)
 		}
 	}
 	return o
+}
+
+// reported feeds the oracle the asynchronous calls that op saw done.
+func (h *plHistory) reported(o *fuzz.Oracle, op plOp) {
+	for _, tok := range op.doneEnq {
+		o.Enqueued(tok)
+	}
+	for _, tok := range op.doneAcks {
+		o.Acked(tok)
+	}
 }
 
 // checkPrefix checks that the drained set is the state after some
@@ -453,11 +613,13 @@ func (h *plHistory) checkPrefix(drained []string, from, to int) error {
 // matches reports whether got is the live set after operation p, plus a
 // prefix of operation p+1's enqueues.
 func (h *plHistory) matches(got map[string]bool, p int) bool {
-	extra := 0
+	extra, gone := 0, 0
 	for tok, at := range h.enqAt {
 		ack, acked := h.ackAt[tok]
 		live := at <= p && (!acked || ack > p)
 		switch {
+		case live && !got[tok] && ack == p+1:
+			gone++ // acked by operation p+1's batch, which may survive as a prefix
 		case live && !got[tok]:
 			return false
 		case !live && got[tok]:
@@ -465,6 +627,11 @@ func (h *plHistory) matches(got map[string]bool, p int) bool {
 				return false
 			}
 			extra++
+		}
+	}
+	for tok, ack := range h.ackAt { // the acked ones must be the batch ack's first ones
+		if ack == p+1 && h.ackPos[tok] < gone && got[tok] {
+			return false
 		}
 	}
 	if extra == 0 {

@@ -38,7 +38,7 @@ func (q *Queue) TryDequeue() (*Message, error) {
 
 // DequeueBatch leases up to max ready messages, blocking until at least one
 // is ready, ctx ends or the queue is closed.
-func (q *Queue) DequeueBatch(ctx context.Context, max int) ([]*Message, error) {
+func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	return q.dequeue(ctx, max, true)
 }
 
@@ -71,9 +71,9 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, e
 			}
 			return q.deliver(ds, c)
 		}
-		changed, due := q.mu.changed, q.untilDueLocked()
+		changed, due, written := q.mu.changed, q.untilDueLocked(), q.asyncWrittenLocked()
 		q.mu.Unlock()
-		err = q.sleep(ctx, changed, due)
+		err = q.sleepFor(ctx, changed, written, due)
 		q.waiters.Add(-1)
 		if err != nil {
 			return nil, err
@@ -93,6 +93,12 @@ func (q *Queue) untilDueLocked() time.Duration {
 
 // sleep waits until changed is closed, d passes (d >= 0), or ctx ends.
 func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	return q.sleepFor(ctx, changed, nil, d)
+}
+
+// sleepFor is sleep that also ends when written (an asynchronous call's
+// group being written; nil when none) is closed.
+func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, d time.Duration) error {
 	var timer <-chan time.Time
 	if d >= 0 {
 		timer = q.opts.Clock.After(d)
@@ -101,6 +107,7 @@ func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Durat
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-changed:
+	case <-written:
 	case <-timer:
 	}
 	return nil

@@ -73,6 +73,27 @@
 // Close, leases keep running until their deadline, so a receipt can be
 // acked by the next process.
 //
+// # Streaming and batches
+//
+// EnqueueAsync, SettleAsync and AckAsync return a *Pending instead of
+// waiting: it completes when the call's records are as durable as the sync
+// mode promises of a call that returned (SyncAlways: after the fsync that
+// covers them), or with the error that poisoned the log, which fails every
+// call in flight. A Pending shares its log group's commit: it costs no
+// goroutine. Options.MaxPending bounds the records in flight (a call blocks
+// while the window is full); Flush waits for all of them. An asynchronous
+// ack or dead-letter takes the message out of the queue at once; if the
+// process dies or the power fails before its Pending completes, recovery
+// may undo it and the message is delivered again (at least once). Once it
+// completed without error, a kill of the process never undoes it, and
+// under SyncAlways neither does a power loss.
+//
+// Settle applies many acks, nacks, extends and dead-letters in one commit
+// (AckBatch, NackBatch, ExtendBatch, and Ack, Nack, Extend on the Messages
+// DequeueBatch returns). Each settlement is checked on its own: those whose
+// lease is lost are refused and listed in a *BatchError, the others are
+// applied.
+//
 // # Sorted and windowed queues
 //
 // OpenSorted opens a queue of values ordered by a sort key (any integer,

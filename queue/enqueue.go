@@ -151,6 +151,18 @@ func (q *Queue) checkIDsLocked(recs []record) error {
 	return nil
 }
 
+// checkIDLocked is checkIDsLocked for one record.
+func (q *Queue) checkIDLocked(r *record) error {
+	if r.Flags&flagProducerID == 0 {
+		return nil
+	}
+	q.mu.st.dedup.Expire(q.now() - int64(q.opts.DedupWindow))
+	if q.mu.st.dedup.Has(r.ID) {
+		return fmt.Errorf("%w: %q", ErrDuplicate, r.ID)
+	}
+	return nil
+}
+
 // newID returns a random version-4 UUID.
 func newID() string {
 	var b [16]byte

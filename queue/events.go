@@ -56,7 +56,7 @@ func (q *Queue) logRecovery() {
 	q.logger().Log(context.Background(), level, "queue: opened", attrs...)
 }
 
-// noteSettled records what a consumer's settle did, after its commit: the
+// noteSettled records what a consumer's settle did, once its record is appended: the
 // enqueue-to-ack time of an ack, a log line for a dead-lettering.
 func (q *Queue) noteSettled(e index.Entry, rec *record) {
 	switch rec.Op {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -114,4 +118,106 @@ func ExampleOpenWindowed() {
 	// Output:
 	// window still open
 	// customer-42 2 values
+}
+
+// The worker loop to copy: workers dequeue until the queue is closed or the
+// context ends; long work extends its lease; a failure nacks with a delay,
+// so the message comes back later; success acks. A streaming producer feeds
+// them without waiting for each fsync.
+func Example_worker() {
+	dir, _ := os.MkdirTemp("", "walq-example")
+	defer os.RemoveAll(dir)
+	q, err := queue.Open(dir, &queue.Options{AckTimeout: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// process fails the first delivery of "job-3", as a flaky dependency would.
+	process := func(m *queue.Message) error {
+		if string(m.Payload) == "job-3" && m.Deliveries == 1 {
+			return errors.New("upstream timeout")
+		}
+		return nil
+	}
+	acked := make(chan string, 4)
+	var workers sync.WaitGroup
+	for range 2 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for {
+				m, err := q.Dequeue(ctx)
+				if errors.Is(err, queue.ErrClosed) || ctx.Err() != nil {
+					return // shutting down
+				}
+				if err != nil {
+					log.Printf("dequeue: %v", err)
+					return
+				}
+				if strings.HasPrefix(string(m.Payload), "long") {
+					_ = m.Extend(10 * time.Minute) // the work takes longer than AckTimeout
+				}
+				if err := process(m); err != nil {
+					_ = m.Nack(10 * time.Millisecond) // try again a little later
+					continue
+				}
+				if err := m.Ack(); err != nil {
+					log.Printf("ack %s: %v", m.ID, err) // ErrLeaseLost: it was redelivered
+					continue
+				}
+				acked <- fmt.Sprintf("%s (delivery %d)", m.Payload, m.Deliveries)
+			}
+		}()
+	}
+
+	// The producer streams: no call waits for an fsync; Flush waits for all.
+	for _, job := range []string{"job-1", "job-2", "job-3", "long-job-4"} {
+		if _, err := q.EnqueueAsync(ctx, []byte(job)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := q.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	var done []string
+	for range 4 {
+		done = append(done, <-acked)
+	}
+	q.Close() // the workers' Dequeue returns ErrClosed
+	workers.Wait()
+	slices.Sort(done)
+	fmt.Println(strings.Join(done, "\n"))
+	// Output:
+	// job-1 (delivery 1)
+	// job-2 (delivery 1)
+	// job-3 (delivery 2)
+	// long-job-4 (delivery 1)
+}
+
+// A batch consumer leases many messages at once and settles them in one
+// commit: one write and one fsync for the whole batch.
+func ExampleQueue_DequeueBatch() {
+	dir, _ := os.MkdirTemp("", "walq-example")
+	defer os.RemoveAll(dir)
+	q, _ := queue.Open(dir, nil)
+	defer q.Close()
+	ctx := context.Background()
+	for i := range 5 {
+		q.EnqueueAsync(ctx, []byte(fmt.Sprint(i)))
+	}
+	q.Flush(ctx)
+
+	ms, _ := q.DequeueBatch(ctx, 10)
+	fmt.Println("leased", len(ms))
+	stale := ms[0].Receipt
+	fmt.Println("ack all:", ms.Ack())
+	err := q.AckBatch(stale, ms[1].Receipt) // both acked already
+	var be *queue.BatchError
+	fmt.Println(errors.As(err, &be), errors.Is(err, queue.ErrLeaseLost), len(be.Errs))
+	// Output:
+	// leased 5
+	// ack all: <nil>
+	// true true 2
 }

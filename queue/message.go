@@ -56,3 +56,7 @@ func ParseReceipt(s string) (Receipt, error) {
 	}
 	return Receipt{Seq: seq, Lease: lease}, nil
 }
+
+// AckAsync acks the message without waiting for the commit; see
+// Queue.SettleAsync.
+func (m *Message) AckAsync() (*Pending, error) { return m.q.AckAsync(m.Receipt) }

@@ -69,6 +69,10 @@ type Options struct {
 	// and copy-forward with their durations (Debug). Nothing is logged per
 	// message on the enqueue and delivery paths. Default nil: no logging.
 	Logger *slog.Logger
+	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,
+	// SettleAsync, AckAsync) appended and not yet complete; such a call
+	// blocks while the window is full. Default 4096.
+	MaxPending int
 
 	singleFlight bool              // sorted queues: set from SortedOptions
 	cacheBytes   int64             // sorted queues: set from SortedOptions
@@ -105,6 +109,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 64 << 20
 	}
+	if c.MaxPending == 0 {
+		c.MaxPending = 4096
+	}
 	if c.FileMode == 0 {
 		c.FileMode = 0o600
 	}
@@ -131,6 +138,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: MaxMessageSize %d out of range", ErrInvalidOptions, o.MaxMessageSize)
 	case o.SegmentSize < 4096:
 		return fmt.Errorf("%w: SegmentSize %d below 4096", ErrInvalidOptions, o.SegmentSize)
+	case o.MaxPending < 0:
+		return fmt.Errorf("%w: MaxPending %d is negative", ErrInvalidOptions, o.MaxPending)
 	case o.SnapshotBytes < 0:
 		return fmt.Errorf("%w: SnapshotBytes %d is negative", ErrInvalidOptions, o.SnapshotBytes)
 	}

@@ -31,6 +31,7 @@ type Queue struct {
 		snapLSN   uint64        // LSN of the last snapshot
 		snapAt    time.Time     // when it was taken
 		armed     int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
+		async     inflight      // asynchronous calls not yet complete (async.go)
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting

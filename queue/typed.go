@@ -25,6 +25,42 @@ func (t Typed[T]) Enqueue(ctx context.Context, v T, opts ...EnqueueOption) (stri
 	return t.Q.Enqueue(ctx, b, opts...)
 }
 
+// EnqueueAsync encodes v and enqueues it without waiting for the commit;
+// see Queue.EnqueueAsync.
+func (t Typed[T]) EnqueueAsync(ctx context.Context, v T, opts ...EnqueueOption) (*Pending, error) {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("queue: encode %T: %w", v, err)
+	}
+	return t.Q.EnqueueAsync(ctx, b, opts...)
+}
+
+// DequeueBatch is Queue.DequeueBatch that decodes each payload into a T;
+// vs[i] is the value of ms[i]. Payloads that do not decode leave a zero
+// value, and the error is a *BatchError naming them; every message is
+// returned, so the caller still owns them all (and should dead-letter
+// those). Settle the batch with ms.Ack(), ms.Nack(d) or Queue.Settle.
+func (t Typed[T]) DequeueBatch(ctx context.Context, max int) ([]T, Messages, error) {
+	ms, err := t.Q.DequeueBatch(ctx, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	vs := make([]T, len(ms))
+	var errs []error
+	for i, m := range ms {
+		if err := msgpack.Unmarshal(m.Payload, &vs[i]); err != nil {
+			if errs == nil {
+				errs = make([]error, len(ms))
+			}
+			errs[i] = fmt.Errorf("queue: decode %T from message %s: %w", vs[i], m.ID, err)
+		}
+	}
+	if errs != nil {
+		return vs, ms, &BatchError{Errs: errs}
+	}
+	return vs, ms, nil
+}
+
 // Dequeue is Queue.Dequeue that decodes the payload into a T. A payload
 // that does not decode is returned with the error; the caller still owns
 // the message and should dead-letter it.

@@ -1,0 +1,242 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/walq/walq/wal"
+)
+
+// Pending is the outcome of an asynchronous call (EnqueueAsync,
+// SettleAsync, AckAsync), known once Done is closed: the call's records
+// are then as durable as the sync mode promises of a call that returned
+// (SyncAlways: covered by an fsync; SyncInterval and SyncNever: written,
+// safe from a crash of the process), or they failed.
+//
+// A Pending costs no goroutine: it shares the commit of the log group that
+// holds its records.
+type Pending struct {
+	id string      // the enqueued message's id; "" for a settle
+	c  *wal.Commit // the commit of the group holding the call's last record
+}
+
+// ID returns the id of the message an EnqueueAsync enqueued, known at
+// once; "" for a settle.
+func (p *Pending) ID() string { return p.id }
+
+// Done returns a channel closed once the outcome is known.
+func (p *Pending) Done() <-chan struct{} { return p.c.Done() }
+
+// Err returns nil until Done is closed; then nil if the records are
+// durable, or the error that poisoned the log (a failed write or fsync:
+// the queue refuses every later write, and every Pending not yet complete
+// fails with the same error).
+func (p *Pending) Err() error {
+	select {
+	case <-p.c.Done():
+		return wait(p.c)
+	default:
+		return nil
+	}
+}
+
+// Wait blocks until Done is closed or ctx ends, and returns Err or the
+// context's error. A context that ends only stops the waiting: the
+// records stay appended.
+func (p *Pending) Wait(ctx context.Context) error {
+	select {
+	case <-p.c.Done():
+		return p.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// inflight is what the asynchronous calls appended and have not yet seen
+// complete: the commits of their groups in append (LSN) order, and how many
+// of their records each holds. Options.MaxPending bounds the records;
+// Flush waits for the commits; a consumer with nothing to deliver waits
+// for the first one not yet written, since the cursor reads only what is
+// written. q.mu guards it.
+type inflight struct {
+	flights []flight // oldest first; flights[:head] are done and forgotten
+	head    int      // first flight not known to be done
+	records int      // sum of flights[head:][i].n
+}
+
+// flight is one commit that asynchronous calls wait for.
+type flight struct {
+	c *wal.Commit
+	n int // records of asynchronous calls in its group
+}
+
+// reap forgets the commits that completed, oldest first. The slice is
+// compacted once half of it is forgotten, so a reap costs O(1) amortized.
+func (a *inflight) reap() {
+	for ; a.head < len(a.flights); a.head++ {
+		f := &a.flights[a.head]
+		select {
+		case <-f.c.Done():
+			a.records -= f.n
+			*f = flight{}
+			continue
+		default:
+		}
+		break
+	}
+	if a.head > 0 && a.head >= len(a.flights)/2 {
+		n := copy(a.flights, a.flights[a.head:])
+		clear(a.flights[n:])
+		a.flights, a.head = a.flights[:n], 0
+	}
+}
+
+// live returns the flights not known to be done, oldest first.
+func (a *inflight) live() []flight { return a.flights[a.head:] }
+
+// push adds n records appended under commit c, and reports whether c is
+// new to the list.
+func (a *inflight) push(c *wal.Commit, n int) bool {
+	a.records += n
+	if k := len(a.flights); k > a.head && a.flights[k-1].c == c {
+		a.flights[k-1].n += n
+		return false
+	}
+	a.flights = append(a.flights, flight{c: c, n: n})
+	return true
+}
+
+// unwritten returns the Written channel of the oldest commit not yet
+// written, or nil when every one is.
+func (a *inflight) unwritten() <-chan struct{} {
+	for _, f := range a.live() {
+		select {
+		case <-f.c.Written():
+		default:
+			return f.c.Written()
+		}
+	}
+	return nil
+}
+
+// reserveLocked waits until n more records fit in the MaxPending window
+// (a call larger than the window waits until it is empty). While it waits
+// it releases q.mu, so the caller must check the state after it returns.
+func (q *Queue) reserveLocked(ctx context.Context, n int) error {
+	for {
+		if q.mu.closed {
+			return ErrClosed
+		}
+		a := &q.mu.async
+		a.reap()
+		if a.records == 0 || a.records+n <= q.opts.MaxPending {
+			return nil
+		}
+		done := a.live()[0].c.Done()
+		q.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			q.mu.Lock()
+			return ctx.Err()
+		}
+		q.mu.Lock()
+	}
+}
+
+// pushAsyncLocked records n asynchronous records appended under c. When
+// wake is set (they may make messages ready once written), consumers
+// sleeping without a commit to wait for look again.
+func (q *Queue) pushAsyncLocked(c *wal.Commit, n int, wake bool) {
+	if q.mu.async.push(c, n) && wake && q.waiters.Load() > 0 {
+		q.broadcastLocked()
+	}
+}
+
+// asyncWrittenLocked is what a consumer that found nothing to deliver
+// waits for besides a signal: the write of the oldest asynchronous group
+// not yet written, nil when none.
+func (q *Queue) asyncWrittenLocked() <-chan struct{} {
+	q.mu.async.reap()
+	return q.mu.async.unwritten()
+}
+
+// EnqueueAsync adds a message like Enqueue but returns without waiting for
+// its commit: the Pending reports when the message is as durable as the
+// sync mode promises, or the error that kept it from being so. The id is
+// known at once (Pending.ID). An error returned at once (ErrDuplicate,
+// ErrTooLarge, ErrClosed, the context's) means nothing was appended.
+//
+// At most Options.MaxPending records of asynchronous calls are in flight;
+// EnqueueAsync blocks while the window is full, until the oldest commit
+// completes or ctx ends. Messages are appended in call order; consumers
+// see a message once it is written. Flush waits for every call in flight.
+//
+// If the process dies before the Pending completes, the message may or may
+// not be in the queue after recovery; once it completed without error it
+// is there, like a message whose Enqueue returned.
+func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...EnqueueOption) (*Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	it := Item{Payload: payload}
+	for _, o := range opts {
+		o(&it)
+	}
+	var r record
+	if err := q.prepare(&it, q.now(), &r); err != nil {
+		return nil, err
+	}
+	c, err := q.enqueueAsync(ctx, &r, encodeRecord(nil, &r))
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{id: r.ID, c: c}, nil
+}
+
+// enqueueAsync appends the enqueue record r, whose msgpack form is enc,
+// once the window has room, and returns its commit.
+func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.Commit, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.reserveLocked(ctx, 1); err != nil {
+		return nil, err
+	}
+	if err := q.checkIDLocked(r); err != nil {
+		return nil, err
+	}
+	c, err := q.appendLocked(r, enc)
+	if err != nil {
+		return nil, err
+	}
+	q.pushAsyncLocked(c, 1, true)
+	return c, nil
+}
+
+// Flush waits until every asynchronous call begun before it has completed
+// or ctx ends. It returns nil when all of them succeeded, else the error
+// that poisoned the log (every call in flight then failed with it).
+func (q *Queue) Flush(ctx context.Context) error {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	q.mu.async.reap()
+	fs := append([]flight(nil), q.mu.async.live()...)
+	q.mu.Unlock()
+	for _, f := range fs {
+		select {
+		case <-f.c.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := wait(f.c); err != nil {
+			return err
+		}
+	}
+	if err := q.log.Err(); err != nil {
+		return fmt.Errorf("queue: commit: %w", err)
+	}
+	return nil
+}

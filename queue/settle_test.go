@@ -1,0 +1,163 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+)
+
+// dequeueN leases n messages, one by one.
+func dequeueN(t *testing.T, q *queue.Queue, n int) queue.Messages {
+	t.Helper()
+	ms := make(queue.Messages, n)
+	for i := range ms {
+		ms[i] = tryDequeue(t, q)
+	}
+	return ms
+}
+
+// A batch ack checks every receipt on its own: the stale and unknown ones
+// are refused with ErrLeaseLost at their index, the others are acked.
+func TestAckBatchPerReceiptOutcomes(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	for _, p := range []string{"a", "b", "c", "d"} {
+		enqueue(t, q, p)
+	}
+	ms := dequeueN(t, q, 4)
+	require.NoError(t, ms[1].Ack()) // its receipt is now stale
+	rs := append(ms.Receipts(), queue.Receipt{Seq: 999, Lease: 1000})
+
+	err := q.AckBatch(rs...)
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Errs, 5)
+	for i, want := range []bool{false, true, false, false, true} {
+		if want {
+			require.ErrorIs(t, be.Errs[i], queue.ErrLeaseLost, "receipt %d", i)
+		} else {
+			require.NoError(t, be.Errs[i], "receipt %d", i)
+		}
+	}
+	require.ErrorIs(t, err, queue.ErrLeaseLost)
+	require.Contains(t, err.Error(), "2 of 5")
+	require.Contains(t, err.Error(), "[1] ")
+	require.Contains(t, err.Error(), "[4] ")
+	requireEmpty(t, q)
+	require.EqualValues(t, 4, q.Stats().Acked)
+	require.Zero(t, q.Stats().InFlight)
+}
+
+// Settle applies each kind in order, as one-by-one calls would.
+func TestSettleMixed(t *testing.T) {
+	clk := newFakeClock()
+	q := open(t, t.TempDir(), &queue.Options{Clock: clk, AckTimeout: time.Minute, ManualRequeue: true})
+	defer q.Close()
+	for _, p := range []string{"ack", "nack", "extend", "dead", "bad"} {
+		enqueue(t, q, p)
+	}
+	ms := dequeueN(t, q, 5)
+	err := q.Settle(
+		queue.Settlement{Receipt: ms[0].Receipt, Op: queue.SettleAck},
+		queue.Settlement{Receipt: ms[1].Receipt, Op: queue.SettleNack, Delay: 10 * time.Second},
+		queue.Settlement{Receipt: ms[2].Receipt, Op: queue.SettleExtend, Delay: 5 * time.Minute},
+		queue.Settlement{Receipt: ms[3].Receipt, Op: queue.SettleDeadLetter, Reason: "why"},
+		queue.Settlement{Receipt: ms[4].Receipt, Op: queue.SettleExtend}, // no length: refused
+		queue.Settlement{Receipt: ms[0].Receipt, Op: queue.SettleAck},    // acked above: refused
+	)
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be)
+	require.ErrorIs(t, be.Errs[4], queue.ErrInvalidOptions)
+	require.ErrorIs(t, be.Errs[5], queue.ErrLeaseLost)
+	for i := 0; i < 4; i++ {
+		require.NoError(t, be.Errs[i])
+	}
+
+	st := q.Stats()
+	require.EqualValues(t, 1, st.Acked)
+	require.EqualValues(t, 1, st.Delayed)
+	require.EqualValues(t, 1, st.Dead)
+	require.EqualValues(t, 2, st.InFlight) // extended, and the refused one
+	dead, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "why", dead[0].Reason)
+
+	clk.Advance(2 * time.Minute) // past the default lease, within the extension
+	n, err := q.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 1, n) // only the refused extension ran out
+	m := tryDequeue(t, q)
+	require.ElementsMatch(t, []string{"nack", "bad"}, []string{string(m.Payload), string(tryDequeue(t, q).Payload)})
+	require.NoError(t, ms[2].Ack())
+}
+
+// The messages of a DequeueBatch settle together, also on a Typed view.
+func TestMessagesSettle(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	jobs := queue.NewTyped[int](q)
+	ctx := context.Background()
+	for i := range 6 {
+		_, err := jobs.Enqueue(ctx, i)
+		require.NoError(t, err)
+	}
+	vs, ms, err := jobs.DequeueBatch(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2}, vs)
+	require.NoError(t, ms.Extend(time.Hour))
+	require.NoError(t, ms.Nack(0))
+	vs, ms, err = jobs.DequeueBatch(ctx, 10)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int{0, 1, 2, 3, 4, 5}, vs)
+	require.NoError(t, ms.Ack())
+	requireEmpty(t, q)
+	require.EqualValues(t, 6, q.Stats().Acked)
+	require.NoError(t, queue.Messages(nil).Ack())
+
+	_, err = q.Enqueue(ctx, []byte{0xc1}) // not msgpack
+	require.NoError(t, err)
+	_, err = jobs.Enqueue(ctx, 7)
+	require.NoError(t, err)
+	vs, ms, err = jobs.DequeueBatch(ctx, 10)
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Error(t, be.Errs[0])
+	require.NoError(t, be.Errs[1])
+	require.Equal(t, []int{0, 7}, vs)
+	require.Len(t, ms, 2)
+}
+
+// A settle survives a reopen (after a crash image too), and the refused
+// settlement leaves its message as it was.
+func TestSettleBatchSurvivesCrash(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, nil)
+	defer q.Close()
+	for range 10 {
+		enqueue(t, q, "m")
+	}
+	ms := dequeueN(t, q, 10)
+	require.NoError(t, ms[:7].Ack())
+	img := crashImage(t, dir)
+	q2 := open(t, img, nil)
+	defer q2.Close()
+	st := q2.Stats()
+	require.EqualValues(t, 7, st.Acked)
+	require.EqualValues(t, 3, st.Ready) // the process that leased them is gone
+}
+
+func TestSettleClosed(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	enqueue(t, q, "a")
+	m := tryDequeue(t, q)
+	require.NoError(t, q.Close())
+	require.ErrorIs(t, q.AckBatch(m.Receipt), queue.ErrClosed)
+	_, err := q.SettleAsync(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleAck})
+	require.ErrorIs(t, err, queue.ErrClosed)
+	require.False(t, errors.As(err, new(*queue.BatchError)))
+}
