@@ -18,22 +18,43 @@ type Message struct {
 	Deliveries  int               // deliveries so far, this one included
 	Receipt     Receipt           // names this delivery
 
-	q *Queue // the queue it came from
+	q *Queue // the queue it came from; nil for another engine's message
+	s Settler // another engine's message (NewMessage); nil when q is set
 }
 
 // Ack removes the message for good. It fails with ErrLeaseLost if the
 // lease ran out and the message went back to the queue.
-func (m *Message) Ack() error { return m.q.Ack(m.Receipt) }
+func (m *Message) Ack() error {
+	if m.q == nil {
+		return m.s.Ack(m.Receipt)
+	}
+	return m.q.Ack(m.Receipt)
+}
 
 // Nack gives the message back: ready again after delay (at once when delay
 // is 0), or dead once it has had MaxDeliveries.
-func (m *Message) Nack(delay time.Duration) error { return m.q.Nack(m.Receipt, delay) }
+func (m *Message) Nack(delay time.Duration) error {
+	if m.q == nil {
+		return m.s.Nack(m.Receipt, delay)
+	}
+	return m.q.Nack(m.Receipt, delay)
+}
 
 // Extend sets the lease to run out d from now.
-func (m *Message) Extend(d time.Duration) error { return m.q.Extend(m.Receipt, d) }
+func (m *Message) Extend(d time.Duration) error {
+	if m.q == nil {
+		return m.s.Extend(m.Receipt, d)
+	}
+	return m.q.Extend(m.Receipt, d)
+}
 
 // DeadLetter moves the message to the dead-letter set with a reason.
-func (m *Message) DeadLetter(reason string) error { return m.q.DeadLetter(m.Receipt, reason) }
+func (m *Message) DeadLetter(reason string) error {
+	if m.q == nil {
+		return m.s.DeadLetter(m.Receipt, reason)
+	}
+	return m.q.DeadLetter(m.Receipt, reason)
+}
 
 // Receipt names one delivery of one message. It stays valid across a clean
 // Close and Open, so another process can ack it; it is lost when the lease
