@@ -18,8 +18,9 @@ type Message struct {
 	Deliveries  int               // deliveries so far, this one included
 	Receipt     Receipt           // names this delivery
 
-	q *Queue // the queue it came from; nil for another engine's message
-	s Settler // another engine's message (NewMessage); nil when q is set
+	q *Queue // the queue it came from
+
+	s Settler // another engine's settler (NewMessage); used when q is nil
 }
 
 // Ack removes the message for good. It fails with ErrLeaseLost if the

@@ -43,8 +43,9 @@ type Batch[K SortKey] struct {
 	Lease    uint64     // names this delivery of the batch
 	PulledAt time.Time  // when it was pulled
 
-	q *Queue      // the queue it came from; nil for another engine's batch
-	s BatchSettler // another engine's batch (NewBatch); nil when q is set
+	q *Queue // the queue it came from
+
+	s BatchSettler // another engine's settler (NewBatch); used when q is nil
 }
 
 // Value is one published value in a batch.
