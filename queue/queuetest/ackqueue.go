@@ -275,7 +275,7 @@ func testReadyAgainFirst(t *testing.T, e Engine) {
 }
 
 func testNackDelay(t *testing.T, e Engine) {
-	v := open(t, e, Options{})
+	v := open(t, e, Options{AckTimeout: time.Hour})
 	v.enqueue("a")
 	v.enqueue("b")
 	m := v.next()

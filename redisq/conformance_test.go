@@ -1,0 +1,40 @@
+package redisq_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+var queueNames atomic.Int64
+
+// TestConformance runs the engine-independent suite against Redis: one
+// server for the suite, a fresh queue name per subtest; another handle
+// is a second Open of the same name.
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	queuetest.TestAckQueue(t, queuetest.Engine{
+		Open: func(t *testing.T, o queuetest.Options) (queue.AckQueue, func() queue.AckQueue) {
+			name := fmt.Sprint("conformance-", queueNames.Add(1))
+			opts := &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: o.MaxDeliveries,
+				DedupWindow: o.DedupWindow, Clock: o.Clock, ManualRequeue: true}
+			q, err := redisq.Open(context.Background(), rdb, name, opts)
+			require.NoError(t, err)
+			return q, func() queue.AckQueue {
+				q2, err := redisq.Open(context.Background(), rdb, name, opts)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = q2.Close() })
+				return q2
+			}
+		},
+		FencedAtDeadline: true,
+	})
+}

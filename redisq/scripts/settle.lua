@@ -1,0 +1,58 @@
+-- settle: ARGV[5] = op (ack, nack, extend, dead), ARGV[6] = its argument
+-- (nack delay µs, extension µs, dead-letter reason), ARGV[7] = how
+-- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
+-- (whichever delivery is in flight). Returns one code per delivery:
+-- 0 done, 1 lease lost, 2 no delivery of that id in flight.
+local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
+local codes = {}
+local acked, nacked, dead = 0, 0, 0
+
+local function apply(seq, r)
+  if op == 'ack' then
+    redis.call('ZREM', K_LEASE, seq)
+    forget(seq, r)
+    acked = acked + 1
+  elseif op == 'nack' then
+    if giveback(seq, r, tonumber(arg), 'nacked') then nacked = nacked + 1 end
+    if tonumber(arg) > 0 then earlier(K_DELAYED, now + tonumber(arg)) end
+  elseif op == 'extend' then
+    earlier(K_LEASE, now + tonumber(arg))
+    redis.call('ZADD', K_LEASE, now + tonumber(arg), seq)
+  else
+    redis.call('ZREM', K_LEASE, seq)
+    r[4], r[5] = '', arg
+    putrec(seq, r)
+    redis.call('ZADD', K_DEAD, seq, seq)
+    dead = dead + 1
+  end
+end
+
+local i = 8
+while i <= #ARGV do
+  local seq, r
+  if mode == 'r' then
+    seq = ARGV[i]
+    r = fence(seq, ARGV[i + 1])
+    i = i + 2
+  else
+    seq = redis.call('HGET', K_BYID, ARGV[i])
+    if seq then
+      r = getrec(seq)
+      if r and r[4] ~= '' then r = fence(seq, r[4]) else r = nil end
+    end
+    i = i + 1
+  end
+  if r then
+    apply(seq, r)
+    codes[#codes + 1] = 0
+  elseif mode == 'r' then
+    codes[#codes + 1] = 1
+  else
+    codes[#codes + 1] = 2
+  end
+end
+count('acked', acked)
+count('nacked', nacked)
+count('dead', dead)
+wake()
+return codes
