@@ -88,4 +88,3 @@ func (q *Queue) RequeueExpired() (int, error) {
 	n, _, err := q.sweep(true)
 	return n, err
 }
-

@@ -170,4 +170,3 @@ func (c *coalescer) do(q *Queue, r queue.Receipt) error {
 	c.mu.Unlock()
 	return req.err
 }
-

@@ -47,4 +47,3 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	}
 	return s, nil
 }
-
