@@ -49,13 +49,16 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		woken := q.ready.wait()
+		woken := q.ready.register()
 		ms, due, err := q.lease(ctx, max)
-		if err != nil || len(ms) > 0 {
+		if err != nil || len(ms) > 0 || !block {
+			// A wake-up received on the way out is passed on: more may be
+			// ready, or it came after this call looked.
+			q.pass(woken)
+			if err == nil && len(ms) == 0 {
+				err = queue.ErrEmpty
+			}
 			return ms, err
-		}
-		if !block {
-			return nil, queue.ErrEmpty
 		}
 		var timer <-chan time.Time
 		if !due.IsZero() {
@@ -63,12 +66,22 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 		}
 		select {
 		case <-ctx.Done():
+			q.pass(woken)
 			return nil, ctx.Err()
 		case <-q.closed:
 			return nil, queue.ErrClosed
 		case <-woken:
 		case <-timer:
+			q.pass(woken)
 		}
+	}
+}
+
+// pass deregisters a waiter that is leaving and hands a wake-up it
+// received on to another waiter.
+func (q *Queue) pass(woken chan struct{}) {
+	if q.ready.deregister(woken) {
+		q.ready.notifyOne()
 	}
 }
 

@@ -46,7 +46,6 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 	args := make([]any, 0, 1+4*len(items))
 	args = append(args, len(items))
 	ids := make([]string, len(items))
-	anyReady := false
 	for i, it := range items {
 		if len(it.Payload) > q.o.MaxMessageSize {
 			return nil, fmt.Errorf("%w: %d bytes, limit %d", queue.ErrTooLarge, len(it.Payload), q.o.MaxMessageSize)
@@ -62,8 +61,6 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		dueArg := "0"
 		if due.After(now) {
 			dueArg = unixMicros(due)
-		} else {
-			anyReady = true
 		}
 		if len(it.Headers) == 0 {
 			it.Headers = nil
@@ -77,9 +74,6 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 	}
 	if _, err := q.run(ctx, scriptEnqueue, now, args...); err != nil {
 		return nil, scriptErr("enqueue", err)
-	}
-	if anyReady {
-		q.ready.notify()
 	}
 	return ids, nil
 }

@@ -24,6 +24,7 @@ func (q *Queue) housekeep() {
 		case next >= 0:
 			wait = min(next, idleRecheck)
 		}
+		q.armed.Store(q.o.Clock.Now().Add(wait).UnixMicro())
 		select {
 		case <-q.closed:
 			return

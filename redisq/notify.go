@@ -1,33 +1,69 @@
 package redisq
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// notifier wakes every goroutine waiting on its channel at once: notify
-// closes the channel and installs a new one.
+// notifier wakes blocked consumers one at a time: each 'r' means at
+// least one message became ready, so it wakes one waiter; a waiter that
+// was woken and leased something wakes the next (more may be ready), one
+// that found nothing ends the chain. Waking every waiter for every
+// message would cost a script call per waiter.
 type notifier struct {
-	mu sync.Mutex
-	ch chan struct{} // closed at the next notify
+	mu      sync.Mutex
+	waiting []chan struct{} // registered waiters, oldest first; one-slot channels
 }
 
-func newNotifier() notifier { return notifier{ch: make(chan struct{})} }
-
-// wait returns the channel the next notify closes. Take it before looking
-// for work, so that a notify in between is not missed.
-func (n *notifier) wait() <-chan struct{} {
+// register adds a waiter. Register before looking for work, so that a
+// wake-up in between is not missed.
+func (n *notifier) register() chan struct{} {
+	ch := make(chan struct{}, 1)
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ch
+	n.waiting = append(n.waiting, ch)
+	n.mu.Unlock()
+	return ch
 }
 
-func (n *notifier) notify() {
+// deregister removes a waiter and says whether it had been woken.
+func (n *notifier) deregister(ch chan struct{}) bool {
+	n.mu.Lock()
+	for i, w := range n.waiting {
+		if w == ch {
+			n.waiting = append(n.waiting[:i], n.waiting[i+1:]...)
+			break
+		}
+	}
+	n.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// notifyOne wakes the oldest waiter.
+func (n *notifier) notifyOne() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	close(n.ch)
-	n.ch = make(chan struct{})
+	if len(n.waiting) > 0 {
+		n.waiting[0] <- struct{}{}
+		n.waiting = n.waiting[1:]
+	}
+}
+
+// notifyAll wakes every waiter.
+func (n *notifier) notifyAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, w := range n.waiting {
+		w <- struct{}{}
+	}
+	n.waiting = nil
 }
 
 // listen turns the subscription's messages into local wake-ups: 'r' a
@@ -40,12 +76,12 @@ func (q *Queue) listen(ch <-chan any) {
 		switch v := m.(type) {
 		case *redis.Message:
 			if v.Payload == "r" {
-				q.ready.notify()
-			} else {
+				q.ready.notifyOne()
+			} else if t, err := strconv.ParseInt(strings.TrimPrefix(v.Payload, "t"), 10, 64); err != nil || t < q.armed.Load() {
 				q.kickHousekeeper()
 			}
 		case *redis.Subscription:
-			q.ready.notify()
+			q.ready.notifyAll()
 			q.kickHousekeeper()
 		}
 	}

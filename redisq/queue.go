@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,8 +24,9 @@ type Queue struct {
 	k    keys                  // its keys and channel
 	o    Options               // with defaults filled in
 
-	ready  notifier      // closed and renewed whenever a message may have become ready
+	ready  notifier      // blocked consumers
 	kick   chan struct{} // one slot: a deadline earlier than the housekeeper's timer was set
+	armed  atomic.Int64  // when the housekeeper's timer fires, Unix µs
 	closed chan struct{} // closed by Close
 	once   sync.Once     // guards close(closed)
 	ps     *redis.PubSub // the handle's one subscription, to k.wake
@@ -46,7 +48,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
 	}
-	q := &Queue{rdb: rdb, name: name, k: newKeys(name), o: o, ready: newNotifier(),
+	q := &Queue{rdb: rdb, name: name, k: newKeys(name), o: o,
 		kick: make(chan struct{}, 1), closed: make(chan struct{})}
 	if !o.TrustServer {
 		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {

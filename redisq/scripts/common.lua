@@ -98,15 +98,17 @@ local function first(key)
   return -1
 end
 
--- earlier says whether t is before every deadline in key: the
--- housekeepers must re-arm their timers.
-local timers = false
+-- earlier notes t when it is before every deadline in key: housekeepers
+-- whose timer is later must re-arm.
+local timers = nil
 local function earlier(key, t)
   local f = first(key)
-  if f < 0 or t < f then timers = true end
+  if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
 end
 
+-- wake publishes 'r' when a message became ready, 't<µs>' when a deadline
+-- earlier than any before was set.
 local function wake()
   if woke then redis.call('PUBLISH', CHAN, 'r') end
-  if timers then redis.call('PUBLISH', CHAN, 't') end
+  if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
 end
