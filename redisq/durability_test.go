@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,17 +153,9 @@ func (c *shiftedClock) After(d time.Duration) <-chan time.Time { return time.Aft
 // without a replica to confirm it the call fails with ErrNotDurable,
 // having made the change.
 func TestReplicas(t *testing.T) {
-	primary := redistest.Start(t, append(append([]string{}, redistest.Durable...), "--repl-diskless-sync-delay", "0")...)
-	host, port, err := net.SplitHostPort(primary.Addr)
-	require.NoError(t, err)
-	replica := redistest.Start(t, append(append([]string{}, redistest.Durable...), "--replicaof", host, port)...)
+	primary, replica := startPair(t)
 	rdb := primary.Client()
 	ctx := context.Background()
-	require.Eventually(t, func() bool {
-		info, err := replica.Client().Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, 10*time.Second, 20*time.Millisecond)
-
 	q, err := redisq.Open(ctx, rdb, "replicas", &redisq.Options{Replicas: 1, WaitTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	defer q.Close()
