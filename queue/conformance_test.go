@@ -29,3 +29,25 @@ func TestConformance(t *testing.T) {
 		FencedAtDeadline: false,
 	})
 }
+
+// TestSortedConformance runs the suite of sorted and windowed queues
+// against the embedded ones.
+func TestSortedConformance(t *testing.T) {
+	opts := func(o queuetest.SortedOptions) queue.SortedOptions {
+		return queue.SortedOptions{SingleFlight: o.SingleFlight, Options: queue.Options{AckTimeout: o.AckTimeout,
+			MaxDeliveries: o.MaxDeliveries, Clock: o.Clock, ManualRequeue: true, Sync: queue.SyncNever}}
+	}
+	queuetest.TestSorted(t, queuetest.SortedEngine{
+		Open: func(t *testing.T, o queuetest.SortedOptions) queue.SortedQueue[int64] {
+			so := opts(o)
+			q, err := queue.OpenSorted[int64](t.TempDir(), &so)
+			require.NoError(t, err)
+			return q
+		},
+		OpenWindowed: func(t *testing.T, o queuetest.SortedOptions) queue.WindowedQueue {
+			q, err := queue.OpenWindowed(t.TempDir(), &queue.WindowOptions{SortedOptions: opts(o), Window: o.Window})
+			require.NoError(t, err)
+			return q
+		},
+	})
+}
