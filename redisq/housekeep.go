@@ -13,32 +13,25 @@ const idleRecheck = 30 * time.Second
 // (unless ManualRequeue) and promotes due delays, then sleeps until the
 // earliest deadline on the server, a 't' announcement of an earlier one,
 // or Close.
-func (q *Queue) housekeep() {
-	defer q.wg.Done()
+func (h *handle) housekeep(sweep sweepFunc) {
+	defer h.wg.Done()
 	for {
 		wait := idleRecheck
-		next, err := q.housekeepOnce(!q.o.ManualRequeue)
+		_, next, err := sweep(!h.o.ManualRequeue)
 		switch {
 		case err != nil:
 			wait = time.Second
 		case next >= 0:
 			wait = min(next, idleRecheck)
 		}
-		q.armed.Store(q.o.Clock.Now().Add(wait).UnixMicro())
+		h.armed.Store(h.o.Clock.Now().Add(wait).UnixMicro())
 		select {
-		case <-q.closed:
+		case <-h.closed:
 			return
-		case <-q.kick:
-		case <-q.o.Clock.After(wait):
+		case <-h.kick:
+		case <-h.o.Clock.After(wait):
 		}
 	}
-}
-
-// housekeepOnce runs the housekeeping script until it has caught up and
-// returns how long until the next deadline it must act on (-1: none).
-func (q *Queue) housekeepOnce(expire bool) (time.Duration, error) {
-	_, next, err := q.sweep(expire)
-	return next, err
 }
 
 // sweep runs the housekeeping script until it has caught up. It returns

@@ -70,26 +70,26 @@ func (n *notifier) notifyAll() {
 // message may be ready, 't' a deadline was set earlier than any known.
 // Pub/sub is at most once: after every (re)subscription everything
 // wakes and looks again.
-func (q *Queue) listen(ch <-chan any) {
-	defer q.wg.Done()
+func (h *handle) listen(ch <-chan any) {
+	defer h.wg.Done()
 	for m := range ch {
 		switch v := m.(type) {
 		case *redis.Message:
 			if v.Payload == "r" {
-				q.ready.notifyOne()
-			} else if t, err := strconv.ParseInt(strings.TrimPrefix(v.Payload, "t"), 10, 64); err != nil || t < q.armed.Load() {
-				q.kickHousekeeper()
+				h.ready.notifyOne()
+			} else if t, err := strconv.ParseInt(strings.TrimPrefix(v.Payload, "t"), 10, 64); err != nil || t < h.armed.Load() {
+				h.kickHousekeeper()
 			}
 		case *redis.Subscription:
-			q.ready.notifyAll()
-			q.kickHousekeeper()
+			h.ready.notifyAll()
+			h.kickHousekeeper()
 		}
 	}
 }
 
-func (q *Queue) kickHousekeeper() {
+func (h *handle) kickHousekeeper() {
 	select {
-	case q.kick <- struct{}{}:
+	case h.kick <- struct{}{}:
 	default:
 	}
 }
