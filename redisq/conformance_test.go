@@ -38,3 +38,29 @@ func TestConformance(t *testing.T) {
 		FencedAtDeadline: true,
 	})
 }
+
+// TestSortedConformance runs the suite of sorted and windowed queues
+// against Redis.
+func TestSortedConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	opts := func(o queuetest.SortedOptions) redisq.SortedOptions {
+		return redisq.SortedOptions{SingleFlight: o.SingleFlight, Options: redisq.Options{AckTimeout: o.AckTimeout,
+			MaxDeliveries: o.MaxDeliveries, Clock: o.Clock, ManualRequeue: true}}
+	}
+	queuetest.TestSorted(t, queuetest.SortedEngine{
+		Open: func(t *testing.T, o queuetest.SortedOptions) queue.SortedQueue[int64] {
+			so := opts(o)
+			q, err := redisq.OpenSorted[int64](ctx, rdb, fmt.Sprint("sorted-", queueNames.Add(1)), &so)
+			require.NoError(t, err)
+			return q
+		},
+		OpenWindowed: func(t *testing.T, o queuetest.SortedOptions) queue.WindowedQueue {
+			q, err := redisq.OpenWindowed(ctx, rdb, fmt.Sprint("windowed-", queueNames.Add(1)),
+				&redisq.WindowOptions{SortedOptions: opts(o), Window: o.Window})
+			require.NoError(t, err)
+			return q
+		},
+	})
+}

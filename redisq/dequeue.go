@@ -77,14 +77,6 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 	}
 }
 
-// pass deregisters a waiter that is leaving and hands a wake-up it
-// received on to another waiter.
-func (q *Queue) pass(woken chan struct{}) {
-	if q.ready.deregister(woken) {
-		q.ready.notifyOne()
-	}
-}
-
 // lease runs the dequeue script. With nothing ready it returns the time
 // the earliest delayed message is due (zero when none).
 func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {

@@ -20,7 +20,7 @@ import (
 func TestFailover(t *testing.T) {
 	primary, replica := startPair(t)
 	ctx := context.Background()
-	q, err := redisq.Open(ctx, primary.Client(), "failover", &redisq.Options{Replicas: 1, AckTimeout: time.Minute})
+	q, err := redisq.Open(ctx, primary.Client(), "failover", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second, AckTimeout: time.Minute})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b", "c"} {
 		_, err := q.Enqueue(ctx, []byte(id), queue.WithID(id))
