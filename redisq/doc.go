@@ -1,6 +1,8 @@
-// Package redisq runs walq's ack queue on Redis 7: the method set of
-// queue.AckQueue, the same errors, messages and receipts as the embedded
-// queue, for services that outgrow one machine. Many processes on many
+// Package redisq runs walq's queues on Redis 7: the ack queue (Open, the
+// method set of queue.AckQueue) and the sorted and windowed queues
+// (OpenSorted, OpenWindowed: queue.SortedQueue, queue.WindowedQueue),
+// with the same errors, messages, batches and receipts as the embedded
+// queues, for services that outgrow one machine. Many processes on many
 // hosts can share one queue. It is its own module so that users of the
 // embedded queue never download a Redis client.
 //
