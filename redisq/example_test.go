@@ -21,25 +21,22 @@ func consume(ctx context.Context, q queue.AckQueue) error {
 	return m.Ack()
 }
 
-// Switching engines is changing the Open call.
+// open picks the engine: Redis when an address is given, else the
+// embedded queue in dir. Switching engines is changing the Open call.
+func open(ctx context.Context, redisAddr, dir string) (queue.AckQueue, error) {
+	if redisAddr != "" {
+		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+		return redisq.Open(ctx, rdb, "jobs", &redisq.Options{AckTimeout: 30 * time.Second})
+	}
+	return queue.Open(dir, &queue.Options{AckTimeout: 30 * time.Second})
+}
+
 func Example() {
 	ctx := context.Background()
-	var q queue.AckQueue
-	if addr := "localhost:6379"; addr != "" {
-		rq, err := redisq.Open(ctx, redis.NewClient(&redis.Options{Addr: addr}), "jobs",
-			&redisq.Options{AckTimeout: 30 * time.Second})
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		q = rq
-	} else {
-		eq, err := queue.Open("/var/lib/app/jobs", &queue.Options{AckTimeout: 30 * time.Second})
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		q = eq
+	q, err := open(ctx, "localhost:6379", "")
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
 	defer q.Close()
 	if _, err := q.Enqueue(ctx, []byte("hello")); err != nil {
