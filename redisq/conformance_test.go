@@ -64,3 +64,37 @@ func TestSortedConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestAckSameReceiptConcurrently: concurrent Acks of one receipt are
+// coalesced into one script call, and only one of them succeeds.
+func TestAckSameReceiptConcurrently(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "same-receipt", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	for range 20 {
+		ids, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("decoy")}, {Payload: []byte("x")}})
+		require.NoError(t, err)
+		require.Len(t, ids, 2)
+		ms, err := q.DequeueBatch(ctx, 2)
+		require.NoError(t, err)
+		require.Len(t, ms, 2)
+		// The decoy's ack keeps the coalescer busy while the eight acks
+		// of one receipt queue up behind it and go out together.
+		errs := make(chan error, 9)
+		for range 8 {
+			go func() { errs <- ms[1].Ack() }()
+		}
+		go func() { errs <- ms[0].Ack() }() // started last, run first
+		ok := 0
+		for range 9 {
+			if err := <-errs; err == nil {
+				ok++
+			} else {
+				require.ErrorIs(t, err, queue.ErrLeaseLost)
+			}
+		}
+		require.Equal(t, 2, ok, "the decoy's ack and one ack of the other delivery succeed")
+	}
+}

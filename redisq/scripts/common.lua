@@ -39,6 +39,14 @@ local function ready(seq)
   woke = true
 end
 
+-- many calls cmd key with the items of list as arguments, at most 1000
+-- per call: one call for many messages is far cheaper in a script.
+local function many(cmd, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+
 local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
 end

@@ -9,16 +9,27 @@ local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local seqs = redis.call('ZRANGE', K_READY, 0, max - 1)
 local out = {-1}
 if #seqs > 0 then earlier(K_LEASE, now + ackto) end
+if #seqs > 0 then redis.call('ZREMRANGEBYRANK', K_READY, 0, #seqs - 1) end
+local recs, deadlines = {}, {}
 for i, seq in ipairs(seqs) do
-  redis.call('ZREM', K_READY, seq)
   local r = getrec(seq)
   r[3] = r[3] + 1
   r[4] = ARGV[6 + i]
-  putrec(seq, r)
-  redis.call('ZADD', K_LEASE, now + ackto, seq)
+  recs[#recs + 1] = seq
+  recs[#recs + 1] = cmsgpack.pack(r)
+  deadlines[#deadlines + 1] = now + ackto
+  deadlines[#deadlines + 1] = seq
   out[#out + 1] = seq
   out[#out + 1] = r[3]
-  out[#out + 1] = redis.call('HGET', K_BODY, seq)
+  out[#out + 1] = false
+end
+if #seqs > 0 then
+  many('HSET', K_INFO, recs)
+  many('ZADD', K_LEASE, deadlines)
+  for from = 1, #seqs, 1000 do
+    local bodies = redis.call('HMGET', K_BODY, unpack(seqs, from, math.min(from + 999, #seqs)))
+    for j, b in ipairs(bodies) do out[1 + (from + j - 1) * 3] = b end
+  end
 end
 count('delivered', #seqs)
 if #seqs == 0 then out[1] = first(K_DELAYED) end

@@ -7,10 +7,19 @@ local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
 local codes = {}
 local acked, nacked, dead = 0, 0, 0
 
+-- Acks gather their deletions and run them as one call per key.
+local gone, ids, stamps, pids = {}, {}, {}, 0
 local function apply(seq, r)
   if op == 'ack' then
-    redis.call('ZREM', K_LEASE, seq)
-    forget(seq, r)
+    gone[#gone + 1] = seq
+    ids[#ids + 1] = r[1]
+    if r[2] == 1 then
+      pids = pids + 1
+      if window > 0 then
+        stamps[#stamps + 1] = now
+        stamps[#stamps + 1] = r[1]
+      end
+    end
     acked = acked + 1
   elseif op == 'nack' then
     if giveback(seq, r, tonumber(arg), 'nacked') then nacked = nacked + 1 end
@@ -27,12 +36,14 @@ local function apply(seq, r)
   end
 end
 
-local i = 8
+local i, done = 8, {}
 while i <= #ARGV do
   local seq, r
   if mode == 'r' then
     seq = ARGV[i]
     r = fence(seq, ARGV[i + 1])
+    if done[seq] then r = nil end -- the same delivery twice in one call: settled once
+    done[seq] = true
     i = i + 2
   else
     seq = redis.call('HGET', K_BYID, ARGV[i])
@@ -50,6 +61,14 @@ while i <= #ARGV do
   else
     codes[#codes + 1] = 2
   end
+end
+if #gone > 0 then
+  many('ZREM', K_LEASE, gone)
+  many('HDEL', K_INFO, gone)
+  many('HDEL', K_BODY, gone)
+  many('HDEL', K_BYID, ids)
+  if #stamps > 0 then many('ZADD', K_ACKED, stamps) end
+  count('pids', -pids)
 end
 count('acked', acked)
 count('nacked', nacked)
