@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -86,5 +87,60 @@ func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 		t.Fatal("consumers did not finish")
+	}
+}
+
+// TestWakeAcrossHandles: a consumer blocked on one handle wakes when
+// another handle, on another client, nacks a message or when a delayed
+// message falls due through the other handle's housekeeper.
+func TestWakeAcrossHandles(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	a, err := redisq.Open(ctx, srv.Client(), "across", nil)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := redisq.Open(ctx, srv.Client(), "across", nil)
+	require.NoError(t, err)
+	defer b.Close()
+
+	_, err = b.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	m, err := b.TryDequeue()
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		m2, err := a.Dequeue(ctx)
+		if err == nil && m2.Deliveries != 2 {
+			err = fmt.Errorf("deliveries %d, want 2", m2.Deliveries)
+		}
+		if err == nil {
+			err = m2.Ack()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, m.Nack(0))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a nack through another handle did not wake the consumer")
+	}
+
+	go func() {
+		m2, err := a.Dequeue(ctx)
+		if err == nil {
+			err = m2.Ack()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	_, err = b.Enqueue(ctx, []byte("later"), queue.WithDelay(300*time.Millisecond))
+	require.NoError(t, err)
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a delay falling due did not wake the consumer on another handle")
 	}
 }
