@@ -18,26 +18,34 @@ for i = 0, n - 1 do
   seen[id] = true
 end
 local seqs, pids = {}, 0
+local bodies, recs, byid, ready, delayed, unstamp = {}, {}, {}, {}, {}, {}
+local first = redis.call('INCRBY', K_SEQ, n) - n
 for i = 0, n - 1 do
   local b = 6 + i * 4
   local id, p, due = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
-  local seq = redis.call('INCR', K_SEQ)
-  redis.call('HSET', K_BODY, seq, ARGV[b + 3])
-  putrec(seq, {id, p, 0, '', ''})
-  redis.call('HSET', K_BYID, id, seq)
+  local seq = first + i + 1
+  table.insert(bodies, seq); table.insert(bodies, ARGV[b + 3])
+  table.insert(recs, seq); table.insert(recs, cmsgpack.pack({id, p, 0, '', ''}))
+  table.insert(byid, id); table.insert(byid, seq)
   if p == 1 then
     pids = pids + 1
-    if window > 0 then redis.call('ZREM', K_ACKED, id) end
+    if window > 0 then table.insert(unstamp, id) end
   end
   if due > now then
     earlier(K_DELAYED, due)
-    redis.call('ZADD', K_DELAYED, due, seq)
+    table.insert(delayed, due); table.insert(delayed, seq)
   else
-    redis.call('ZADD', K_READY, FRESH + seq, seq)
+    table.insert(ready, FRESH + seq); table.insert(ready, seq)
     woke = true
   end
   seqs[#seqs + 1] = seq
 end
+many('HSET', K_BODY, bodies)
+many('HSET', K_INFO, recs)
+many('HSET', K_BYID, byid)
+if #unstamp > 0 then many('ZREM', K_ACKED, unstamp) end
+if #ready > 0 then many('ZADD', K_READY, ready) end
+if #delayed > 0 then many('ZADD', K_DELAYED, delayed) end
 count('enqueued', n)
 count('pids', pids)
 wake()
