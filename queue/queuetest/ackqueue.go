@@ -611,6 +611,8 @@ func testCancelAndClose(t *testing.T, e Engine) {
 	require.ErrorIs(t, err, queue.ErrClosed)
 	_, err = v.q.TryDequeue()
 	require.ErrorIs(t, err, queue.ErrClosed)
+	require.ErrorIs(t, v.q.Ack(queue.Receipt{Seq: 1, Lease: 1}), queue.ErrClosed)
+	require.ErrorIs(t, v.q.Close(), queue.ErrClosed, "a second Close")
 }
 
 func testCompeting(t *testing.T, e Engine) {
