@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,21 +20,43 @@ type Message struct {
 	Receipt     Receipt           // names this delivery
 
 	q *Queue // the queue it came from
+
+	s Settler // another engine's settler (NewMessage); used when q is nil
 }
 
 // Ack removes the message for good. It fails with ErrLeaseLost if the
 // lease ran out and the message went back to the queue.
-func (m *Message) Ack() error { return m.q.Ack(m.Receipt) }
+func (m *Message) Ack() error {
+	if m.q == nil {
+		return m.s.Ack(m.Receipt)
+	}
+	return m.q.Ack(m.Receipt)
+}
 
 // Nack gives the message back: ready again after delay (at once when delay
 // is 0), or dead once it has had MaxDeliveries.
-func (m *Message) Nack(delay time.Duration) error { return m.q.Nack(m.Receipt, delay) }
+func (m *Message) Nack(delay time.Duration) error {
+	if m.q == nil {
+		return m.s.Nack(m.Receipt, delay)
+	}
+	return m.q.Nack(m.Receipt, delay)
+}
 
 // Extend sets the lease to run out d from now.
-func (m *Message) Extend(d time.Duration) error { return m.q.Extend(m.Receipt, d) }
+func (m *Message) Extend(d time.Duration) error {
+	if m.q == nil {
+		return m.s.Extend(m.Receipt, d)
+	}
+	return m.q.Extend(m.Receipt, d)
+}
 
 // DeadLetter moves the message to the dead-letter set with a reason.
-func (m *Message) DeadLetter(reason string) error { return m.q.DeadLetter(m.Receipt, reason) }
+func (m *Message) DeadLetter(reason string) error {
+	if m.q == nil {
+		return m.s.DeadLetter(m.Receipt, reason)
+	}
+	return m.q.DeadLetter(m.Receipt, reason)
+}
 
 // Receipt names one delivery of one message. It stays valid across a clean
 // Close and Open, so another process can ack it; it is lost when the lease
@@ -58,5 +81,11 @@ func ParseReceipt(s string) (Receipt, error) {
 }
 
 // AckAsync acks the message without waiting for the commit; see
-// Queue.SettleAsync.
-func (m *Message) AckAsync() (*Pending, error) { return m.q.AckAsync(m.Receipt) }
+// Queue.SettleAsync. Only the embedded queue settles asynchronously: a
+// message of another engine fails with errors.ErrUnsupported (use Ack).
+func (m *Message) AckAsync() (*Pending, error) {
+	if m.q == nil {
+		return nil, fmt.Errorf("queue: AckAsync: %w by this engine", errors.ErrUnsupported)
+	}
+	return m.q.AckAsync(m.Receipt)
+}

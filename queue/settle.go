@@ -303,6 +303,9 @@ func (ms Messages) AckAsync() (*Pending, error) {
 }
 
 func (ms Messages) settle(op SettleOp, d time.Duration) error {
+	if len(ms) > 0 && ms[0].q == nil {
+		return ms.settleEach(op, d)
+	}
 	q, err := ms.queue()
 	if q == nil || err != nil {
 		return err
@@ -310,7 +313,30 @@ func (ms Messages) settle(op SettleOp, d time.Duration) error {
 	return q.Settle(settlements(ms.Receipts(), op, d)...)
 }
 
-// queue returns the queue the messages came from; nil when there are none.
+// settleEach settles messages of another engine (NewMessage) one by one,
+// through their own methods; a *BatchError names those that failed.
+func (ms Messages) settleEach(op SettleOp, d time.Duration) error {
+	errs := make([]error, len(ms))
+	failed := false
+	for i, m := range ms {
+		switch op {
+		case SettleAck:
+			errs[i] = m.Ack()
+		case SettleNack:
+			errs[i] = m.Nack(d)
+		case SettleExtend:
+			errs[i] = m.Extend(d)
+		}
+		failed = failed || errs[i] != nil
+	}
+	if !failed {
+		return nil
+	}
+	return &BatchError{Errs: errs}
+}
+
+// queue returns the embedded queue the messages came from; nil when there
+// are none.
 func (ms Messages) queue() (*Queue, error) {
 	if len(ms) == 0 {
 		return nil, nil

@@ -44,6 +44,8 @@ type Batch[K SortKey] struct {
 	PulledAt time.Time  // when it was pulled
 
 	q *Queue // the queue it came from
+
+	s BatchSettler // another engine's settler (NewBatch); used when q is nil
 }
 
 // Value is one published value in a batch.
@@ -130,18 +132,38 @@ func (s *Sorted[K]) Compact() error { return s.q.Compact() }
 func (s *Sorted[K]) Close() error { return s.q.Close() }
 
 // Ack removes the batch for good. ErrLeaseLost if its lease ran out.
-func (b *Batch[K]) Ack() error { return b.q.ackBatch(b.Lease) }
+func (b *Batch[K]) Ack() error {
+	if b.q == nil {
+		return b.s.Ack(b.Lease)
+	}
+	return b.q.ackBatch(b.Lease)
+}
 
 // Nack puts the batch's values back at their sort keys; the key is not
 // pulled again before delay has passed. Values that have had
 // MaxDeliveries go to the dead set instead.
-func (b *Batch[K]) Nack(delay time.Duration) error { return b.q.nackBatch(b.Lease, delay) }
+func (b *Batch[K]) Nack(delay time.Duration) error {
+	if b.q == nil {
+		return b.s.Nack(b.Lease, delay)
+	}
+	return b.q.nackBatch(b.Lease, delay)
+}
 
 // Extend sets the batch's lease to run out d from now.
-func (b *Batch[K]) Extend(d time.Duration) error { return b.q.extendBatch(b.Lease, d) }
+func (b *Batch[K]) Extend(d time.Duration) error {
+	if b.q == nil {
+		return b.s.Extend(b.Lease, d)
+	}
+	return b.q.extendBatch(b.Lease, d)
+}
 
 // DeadLetter moves all the batch's values to the dead set.
-func (b *Batch[K]) DeadLetter(reason string) error { return b.q.deadBatch(b.Lease, reason) }
+func (b *Batch[K]) DeadLetter(reason string) error {
+	if b.q == nil {
+		return b.s.DeadLetter(b.Lease, reason)
+	}
+	return b.q.deadBatch(b.Lease, reason)
+}
 
 // Ack acks the batch leased as lease (Batch.Lease), for a process that
 // holds the lease number but not the Batch. Leases survive a clean Close.

@@ -1,0 +1,120 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// The method sets every engine of walq offers: the embedded queue of this
+// package and the Redis backend (module github.com/walq/walq/redisq). Code
+// written against these interfaces runs on either; switching engines is
+// changing the Open call. Package queuetest checks an engine against the
+// guarantees documented here and in the package documentation.
+
+// Settler ends or extends one delivery of an ack queue, named by its
+// receipt. Message's methods call it.
+type Settler interface {
+	// Ack removes the message for good; ErrLeaseLost if the delivery no
+	// longer owns it.
+	Ack(r Receipt) error
+	// Nack gives the message back, ready after delay, or dead once it has
+	// had MaxDeliveries.
+	Nack(r Receipt, delay time.Duration) error
+	// Extend sets the lease to run out d from now, d of any length.
+	Extend(r Receipt, d time.Duration) error
+	// DeadLetter moves the message to the dead-letter set with a reason.
+	DeadLetter(r Receipt, reason string) error
+}
+
+// AckQueue is an ack queue with leases, competing consumers, dead letters
+// and producer-id dedup. *Queue is one; redisq.Queue is another.
+type AckQueue interface {
+	Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error)
+	EnqueueBatch(ctx context.Context, items []Item) ([]string, error)
+	Dequeue(ctx context.Context) (*Message, error)
+	TryDequeue() (*Message, error)
+	DequeueBatch(ctx context.Context, max int) (Messages, error)
+	Settler
+	AckID(id string) error
+	NackID(id string, delay time.Duration) error
+	ExtendID(id string, d time.Duration) error
+	DeadLetterID(id, reason string) error
+	DeadLetters(from uint64, max int) ([]DeadLetter, error)
+	RequeueDead(id string) error
+	PurgeDead(id string) error
+	RequeueAllDead() (int, error)
+	PurgeAllDead() (int, error)
+	RequeueExpired() (int, error)
+	Stats() Stats
+	Close() error
+}
+
+// BatchSettler ends or extends one leased batch of a sorted or windowed
+// queue, named by its lease number. Batch's methods call it.
+type BatchSettler interface {
+	Ack(lease uint64) error
+	Nack(lease uint64, delay time.Duration) error
+	Extend(lease uint64, d time.Duration) error
+	DeadLetter(lease uint64, reason string) error
+}
+
+// SortedQueue is a queue of values ordered by a sort key of type K and
+// pulled as whole keys. *Sorted[K] is one.
+type SortedQueue[K SortKey] interface {
+	Publish(ctx context.Context, sort K, key string, payload []byte) error
+	Pull(ctx context.Context, max int) ([]*Batch[K], error)
+	TryPull(max int) ([]*Batch[K], error)
+	BatchSettler
+	RequeueExpired() (int, error)
+	Stats() Stats
+	Close() error
+}
+
+// WindowedQueue is a sorted queue whose sort key is the publish time.
+// *Windowed is one.
+type WindowedQueue interface {
+	Publish(ctx context.Context, key string, payload []byte) error
+	Pull(ctx context.Context, max int) ([]*Batch[time.Time], error)
+	TryPull(max int) ([]*Batch[time.Time], error)
+	BatchSettler
+	RequeueExpired() (int, error)
+	Stats() Stats
+	Close() error
+}
+
+// Compile-time checks that the embedded engine offers every method set.
+var (
+	_ AckQueue               = (*Queue)(nil)
+	_ SortedQueue[int64]     = (*Sorted[int64])(nil)
+	_ SortedQueue[string]    = (*Sorted[string])(nil)
+	_ SortedQueue[time.Time] = (*Sorted[time.Time])(nil)
+	_ WindowedQueue          = (*Windowed)(nil)
+	_ BatchSettler           = (*Sorted[float64])(nil)
+)
+
+// NewMessage returns a copy of m whose Ack, Nack, Extend and DeadLetter
+// call s with m.Receipt. It is for engines outside this package; the
+// embedded queue binds its messages itself.
+func NewMessage(s Settler, m Message) *Message {
+	m.q, m.s = nil, s
+	return &m
+}
+
+// NewBatch returns a copy of b whose Ack, Nack, Extend and DeadLetter call
+// s with b.Lease. It is for engines outside this package.
+func NewBatch[K SortKey](s BatchSettler, b Batch[K]) *Batch[K] {
+	b.q, b.s = nil, s
+	return &b
+}
+
+// Extend sets the lease of the batch leased as lease to run out d from
+// now: Batch.Extend by lease number.
+func (s *Sorted[K]) Extend(lease uint64, d time.Duration) error {
+	return s.q.extendBatch(lease, d)
+}
+
+// DeadLetter moves every value of the batch leased as lease to the dead
+// set: Batch.DeadLetter by lease number.
+func (s *Sorted[K]) DeadLetter(lease uint64, reason string) error {
+	return s.q.deadBatch(lease, reason)
+}

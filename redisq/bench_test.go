@@ -1,0 +1,268 @@
+package redisq_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// The benchmarks run the full cycle (enqueue, dequeue, ack) of 100-byte
+// messages on a redis-server of their own, per appendfsync mode, through
+// redisq and through a bare stream loop of the same shape (XADD,
+// XREADGROUP, XACK+XDEL): the bound a queue on Redis streams cannot beat.
+// Besides cycles/s they report the server's CPU per message (used_cpu_sys
+// + used_cpu_user of INFO).
+
+var fsyncModes = []string{"always", "everysec"}
+
+func server(b *testing.B, fsync string) *redistest.Server {
+	return redistest.Start(b, "--appendonly", "yes", "--appendfsync", fsync, "--maxmemory-policy", "noeviction")
+}
+
+// BenchmarkCycle: 4 goroutines, each enqueues one message, dequeues one
+// and acks it, as queue's BenchmarkCycle.
+func BenchmarkCycle(b *testing.B) {
+	for _, fsync := range fsyncModes {
+		b.Run("redisq/"+fsync, func(b *testing.B) {
+			srv := server(b, fsync)
+			q := openBench(b, srv)
+			payload := make([]byte, 100)
+			ctx := context.Background()
+			cpu := serverCPU(b, srv)
+			b.SetParallelism(2) // 2 per core: 4 on the 2-core machine
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := q.Enqueue(ctx, payload); err != nil {
+						b.Error(err)
+						return
+					}
+					m, err := q.Dequeue(ctx)
+					if err == nil {
+						err = m.Ack()
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			report(b, srv, cpu, b.N)
+		})
+		b.Run("streams/"+fsync, func(b *testing.B) {
+			srv := server(b, fsync)
+			rdb := srv.Client()
+			ctx := context.Background()
+			setupStream(b, rdb)
+			payload := make([]byte, 100)
+			cpu := serverCPU(b, srv)
+			b.SetParallelism(2)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []any{"p", payload}}).Err(); err != nil {
+						b.Error(err)
+						return
+					}
+					ids, err := readStream(ctx, rdb, 1)
+					if err == nil {
+						err = ackStream(ctx, rdb, ids)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			report(b, srv, cpu, b.N)
+		})
+	}
+}
+
+// BenchmarkCycleBatch: one producer enqueues batches of 100, 4 consumers
+// dequeue batches of up to 100 and ack each message (redisq coalesces
+// concurrent acks into one script call; the bare loop acks a batch with
+// one XACK and one XDEL).
+func BenchmarkCycleBatch(b *testing.B) {
+	for _, fsync := range fsyncModes {
+		b.Run("redisq/"+fsync, func(b *testing.B) {
+			srv := server(b, fsync)
+			q := openBench(b, srv)
+			ctx := context.Background()
+			cpu := serverCPU(b, srv)
+			b.ResetTimer()
+			batchCycle(b, func() error {
+				items := make([]queue.Item, 100)
+				for i := range items {
+					items[i].Payload = make([]byte, 100)
+				}
+				_, err := q.EnqueueBatch(ctx, items)
+				return err
+			}, func(ctx context.Context) (int, error) {
+				ms, err := q.DequeueBatch(ctx, 100)
+				if err != nil {
+					return 0, err
+				}
+				var wg sync.WaitGroup
+				errs := make([]error, len(ms))
+				for i, m := range ms {
+					wg.Go(func() { errs[i] = m.Ack() })
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil {
+						return 0, err
+					}
+				}
+				return len(ms), nil
+			})
+			report(b, srv, cpu, b.N)
+		})
+		b.Run("streams/"+fsync, func(b *testing.B) {
+			srv := server(b, fsync)
+			rdb := srv.Client()
+			ctx := context.Background()
+			setupStream(b, rdb)
+			cpu := serverCPU(b, srv)
+			b.ResetTimer()
+			batchCycle(b, func() error {
+				pipe := rdb.Pipeline()
+				for range 100 {
+					pipe.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []any{"p", make([]byte, 100)}})
+				}
+				_, err := pipe.Exec(ctx)
+				return err
+			}, func(ctx context.Context) (int, error) {
+				ids, err := readStream(ctx, rdb, 100)
+				if err == nil {
+					err = ackStream(ctx, rdb, ids)
+				}
+				return len(ids), err
+			})
+			report(b, srv, cpu, b.N)
+		})
+	}
+}
+
+// batchCycle enqueues b.N messages (rounded up to batches of 100) from
+// one producer while 4 consumers take them.
+func batchCycle(b *testing.B, enqueue func() error, take func(ctx context.Context) (int, error)) {
+	total := (b.N + 99) / 100 * 100
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	taken := 0
+	wg.Go(func() {
+		for i := 0; i < total; i += 100 {
+			if err := enqueue(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				done := taken >= total
+				mu.Unlock()
+				if done || b.Failed() {
+					return
+				}
+				n, err := take(ctx)
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				taken += n
+				if taken >= total {
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func openBench(b *testing.B, srv *redistest.Server) *redisq.Queue {
+	q, err := redisq.Open(context.Background(), srv.Client(), "bench", &redisq.Options{TrustServer: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+func setupStream(b *testing.B, rdb *redis.Client) {
+	if err := rdb.XGroupCreateMkStream(context.Background(), "s", "g", "0").Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// readStream blocks for up to n entries of the group; a short BLOCK keeps
+// the consumers that finish first from waiting long.
+func readStream(ctx context.Context, rdb *redis.Client, n int64) ([]string, error) {
+	res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"s", ">"},
+		Count: n, Block: 100 * 1e6}).Result()
+	if err == redis.Nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, st := range res {
+		for _, m := range st.Messages {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids, nil
+}
+
+func ackStream(ctx context.Context, rdb *redis.Client, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	pipe := rdb.Pipeline()
+	pipe.XAck(ctx, "s", "g", ids...)
+	pipe.XDel(ctx, "s", ids...)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// serverCPU returns the server's CPU seconds so far.
+func serverCPU(b *testing.B, srv *redistest.Server) float64 {
+	info, err := srv.Client().Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return total
+}
+
+func report(b *testing.B, srv *redistest.Server, cpu0 float64, n int) {
+	b.StopTimer()
+	cpu := serverCPU(b, srv) - cpu0
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "cycles/s")
+	b.ReportMetric(cpu/float64(n)*1e6, "server-µs/msg")
+}

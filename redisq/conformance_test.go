@@ -1,0 +1,99 @@
+package redisq_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+var queueNames atomic.Int64
+
+// TestConformance runs the engine-independent suite against Redis: one
+// server for the suite, a fresh queue name per subtest; another handle
+// is a second Open of the same name.
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	queuetest.TestAckQueue(t, queuetest.Engine{
+		Open: func(t *testing.T, o queuetest.Options) (queue.AckQueue, func() queue.AckQueue) {
+			name := fmt.Sprint("conformance-", queueNames.Add(1))
+			opts := &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: o.MaxDeliveries,
+				DedupWindow: o.DedupWindow, Clock: o.Clock, ManualRequeue: true}
+			q, err := redisq.Open(context.Background(), rdb, name, opts)
+			require.NoError(t, err)
+			return q, func() queue.AckQueue {
+				q2, err := redisq.Open(context.Background(), rdb, name, opts)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = q2.Close() })
+				return q2
+			}
+		},
+	})
+}
+
+// TestSortedConformance runs the suite of sorted and windowed queues
+// against Redis.
+func TestSortedConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	opts := func(o queuetest.SortedOptions) redisq.SortedOptions {
+		return redisq.SortedOptions{SingleFlight: o.SingleFlight, Options: redisq.Options{AckTimeout: o.AckTimeout,
+			MaxDeliveries: o.MaxDeliveries, Clock: o.Clock, ManualRequeue: true}}
+	}
+	queuetest.TestSorted(t, queuetest.SortedEngine{
+		Open: func(t *testing.T, o queuetest.SortedOptions) queue.SortedQueue[int64] {
+			so := opts(o)
+			q, err := redisq.OpenSorted[int64](ctx, rdb, fmt.Sprint("sorted-", queueNames.Add(1)), &so)
+			require.NoError(t, err)
+			return q
+		},
+		OpenWindowed: func(t *testing.T, o queuetest.SortedOptions) queue.WindowedQueue {
+			q, err := redisq.OpenWindowed(ctx, rdb, fmt.Sprint("windowed-", queueNames.Add(1)),
+				&redisq.WindowOptions{SortedOptions: opts(o), Window: o.Window})
+			require.NoError(t, err)
+			return q
+		},
+	})
+}
+
+// TestAckSameReceiptConcurrently: concurrent Acks of one receipt are
+// coalesced into one script call, and only one of them succeeds.
+func TestAckSameReceiptConcurrently(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "same-receipt", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	for range 20 {
+		ids, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("decoy")}, {Payload: []byte("x")}})
+		require.NoError(t, err)
+		require.Len(t, ids, 2)
+		ms, err := q.DequeueBatch(ctx, 2)
+		require.NoError(t, err)
+		require.Len(t, ms, 2)
+		// The decoy's ack keeps the coalescer busy while the eight acks
+		// of one receipt queue up behind it and go out together.
+		errs := make(chan error, 9)
+		for range 8 {
+			go func() { errs <- ms[1].Ack() }()
+		}
+		go func() { errs <- ms[0].Ack() }() // started last, run first
+		ok := 0
+		for range 9 {
+			if err := <-errs; err == nil {
+				ok++
+			} else {
+				require.ErrorIs(t, err, queue.ErrLeaseLost)
+			}
+		}
+		require.Equal(t, 2, ok, "the decoy's ack and one ack of the other delivery succeed")
+	}
+}

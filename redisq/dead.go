@@ -1,0 +1,99 @@
+package redisq
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/queue"
+)
+
+// info is a message's mutable record as the scripts keep it (cmsgpack).
+type info struct {
+	_msgpack struct{} `msgpack:",as_array"` //nolint:unused // msgpack's layout tag
+
+	ID         string // message id
+	Producer   int    // 1 when the producer gave the id
+	Deliveries int    // deliveries so far
+	Token      string // the live delivery's lease token; "" when none
+	Reason     string // dead-letter reason
+}
+
+// DeadLetters returns up to max dead letters whose sequence is at least
+// from, oldest first, with their payloads.
+func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := q.opContext()
+	defer cancel()
+	v, err := q.run(ctx, scriptInspect, q.o.Clock.Now(), "dead", strconv.FormatUint(from, 10), max)
+	if err != nil {
+		return nil, scriptErr("dead letters", err)
+	}
+	reply, _ := v.([]any)
+	out := make([]queue.DeadLetter, 0, len(reply)/3)
+	for i := 0; i+2 < len(reply); i += 3 {
+		seq := uint64(toInt(reply[i]))
+		raw, _ := reply[i+1].(string)
+		var in info
+		if err := msgpack.Unmarshal([]byte(raw), &in); err != nil {
+			return nil, fmt.Errorf("redisq: dead letter %d: decode: %w", seq, err)
+		}
+		m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: seq})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, queue.DeadLetter{ID: in.ID, Seq: seq, Reason: in.Reason, Deliveries: in.Deliveries,
+			EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: m.Headers})
+	}
+	return out, nil
+}
+
+// RequeueDead makes the dead letter with id ready again, with its delivery
+// count reset.
+func (q *Queue) RequeueDead(id string) error { return q.changeDead("requeue", id) }
+
+// PurgeDead removes the dead letter with id for good.
+func (q *Queue) PurgeDead(id string) error { return q.changeDead("purge", id) }
+
+// RequeueAllDead makes every dead letter ready again and returns how many.
+func (q *Queue) RequeueAllDead() (int, error) { return q.changeAllDead("requeue") }
+
+// PurgeAllDead removes every dead letter and returns how many.
+func (q *Queue) PurgeAllDead() (int, error) { return q.changeAllDead("purge") }
+
+func (q *Queue) changeDead(op, id string) error {
+	n, err := q.runDead(op, id, 1)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
+	}
+	return nil
+}
+
+// changeAllDead works through the dead set in script calls of 1000, so
+// that no one call blocks the server for long.
+func (q *Queue) changeAllDead(op string) (int, error) {
+	const chunk = 1000
+	total := 0
+	for {
+		n, err := q.runDead(op, "", chunk)
+		total += n
+		if err != nil || n < chunk {
+			return total, err
+		}
+	}
+}
+
+func (q *Queue) runDead(op, id string, limit int) (int, error) {
+	ctx, cancel := q.opContext()
+	defer cancel()
+	v, err := q.run(ctx, scriptDead, q.o.Clock.Now(), op, id, limit)
+	if err != nil {
+		return 0, scriptErr(op+" dead", err)
+	}
+	return int(toInt(v)), nil
+}

@@ -1,0 +1,132 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/queue"
+)
+
+// Dequeue returns the next ready message, leased to the caller for
+// Options.AckTimeout. It blocks until a message is ready, ctx ends or the
+// handle is closed; it waits on the handle's subscription, never polls,
+// and holds no connection while it waits.
+func (q *Queue) Dequeue(ctx context.Context) (*queue.Message, error) {
+	ms, err := q.dequeue(ctx, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	return ms[0], nil
+}
+
+// TryDequeue is Dequeue without waiting: ErrEmpty at once when no message
+// is ready.
+func (q *Queue) TryDequeue() (*queue.Message, error) {
+	ctx, cancel := q.opContext()
+	defer cancel()
+	ms, err := q.dequeue(ctx, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return ms[0], nil
+}
+
+// DequeueBatch leases up to max ready messages, blocking until at least
+// one is ready, ctx ends or the handle is closed.
+func (q *Queue) DequeueBatch(ctx context.Context, max int) (queue.Messages, error) {
+	return q.dequeue(ctx, max, true)
+}
+
+func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Message, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: dequeue of %d messages", queue.ErrInvalidOptions, max)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		woken := q.ready.register()
+		ms, due, err := q.lease(ctx, max)
+		if err != nil || len(ms) > 0 || !block {
+			// A wake-up received on the way out is passed on: more may be
+			// ready, or it came after this call looked.
+			q.pass(woken)
+			if err == nil && len(ms) == 0 {
+				err = queue.ErrEmpty
+			}
+			return ms, err
+		}
+		var timer <-chan time.Time
+		if !due.IsZero() {
+			timer = q.o.Clock.After(due.Sub(q.o.Clock.Now()))
+		}
+		select {
+		case <-ctx.Done():
+			q.pass(woken)
+			return nil, ctx.Err()
+		case <-q.closed:
+			return nil, queue.ErrClosed
+		case <-woken:
+		case <-timer:
+			q.pass(woken)
+		}
+	}
+}
+
+// lease runs the dequeue script. With nothing ready it returns the time
+// the earliest delayed message is due (zero when none).
+func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
+	now := q.o.Clock.Now()
+	args := make([]any, 0, 2+max)
+	args = append(args, micros(q.o.AckTimeout), max)
+	for range max {
+		args = append(args, strconv.FormatUint(newToken(), 10))
+	}
+	v, err := q.run(ctx, scriptDequeue, now, args...)
+	if err != nil {
+		return nil, time.Time{}, scriptErr("dequeue", err)
+	}
+	reply, _ := v.([]any)
+	if len(reply) == 0 {
+		return nil, time.Time{}, fmt.Errorf("redisq: dequeue: unexpected reply %v", v)
+	}
+	var due time.Time
+	if hint := toInt(reply[0]); hint >= 0 {
+		due = time.UnixMicro(hint)
+	}
+	out := make([]*queue.Message, 0, (len(reply)-1)/3)
+	for i := 1; i+2 < len(reply); i += 3 {
+		tok, _ := strconv.ParseUint(args[2+len(out)].(string), 10, 64)
+		m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok})
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		m.DeliveredAt, m.Deliveries = now, int(toInt(reply[i+1]))
+		out = append(out, queue.NewMessage(q, *m))
+	}
+	return out, due, nil
+}
+
+func decodeMessage(raw any, r queue.Receipt) (*queue.Message, error) {
+	s, _ := raw.(string)
+	var b body
+	if err := msgpack.Unmarshal([]byte(s), &b); err != nil {
+		return nil, fmt.Errorf("redisq: message %d: decode: %w", r.Seq, err)
+	}
+	return &queue.Message{ID: b.ID, Payload: b.Payload, Headers: b.Headers,
+		EnqueuedAt: time.Unix(0, b.At), Receipt: r}, nil
+}
+
+// newToken returns a random non-zero lease token: a receipt of one
+// delivery cannot name another, even after a failover reissued a Seq.
+func newToken() uint64 {
+	for {
+		if t := rand.Uint64(); t != 0 {
+			return t
+		}
+	}
+}

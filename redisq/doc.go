@@ -1,0 +1,72 @@
+// Package redisq runs walq's queues on Redis 7: the ack queue (Open, the
+// method set of queue.AckQueue) and the sorted and windowed queues
+// (OpenSorted, OpenWindowed: queue.SortedQueue, queue.WindowedQueue),
+// with the same errors, messages, batches and receipts as the embedded
+// queues, for services that outgrow one machine. Many processes on many
+// hosts can share one queue. It is its own module so that users of the
+// embedded queue never download a Redis client.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	q, err := redisq.Open(ctx, rdb, "jobs", &redisq.Options{AckTimeout: 30 * time.Second})
+//	defer q.Close()
+//	id, err := q.Enqueue(ctx, payload)
+//	m, err := q.Dequeue(ctx)
+//	err = m.Ack()
+//
+// # How it maps onto Redis
+//
+// Every state change (enqueue, lease, ack, nack, extend, expiry, dead
+// letter, requeue, purge) is one Lua script, so it is atomic on the
+// server, also across a crash of the server (a script's writes reach the
+// AOF as one MULTI/EXEC, which loading reverts when torn). All keys of a
+// queue share the hash tag {name}: one queue is one Redis Cluster slot.
+//
+// A receipt is the message's sequence number and a random 64-bit token
+// drawn by the client for that delivery; an ack, nack, extend or dead
+// letter succeeds only while the server holds that token for that
+// message and the lease deadline is ahead, so a stale receipt fails with
+// queue.ErrLeaseLost, also after a failover that lost writes (a token is
+// never reissued).
+//
+// Blocking Dequeue waits on the handle's one pub/sub subscription: every
+// script that makes a message ready publishes on the queue's channel, so
+// no goroutine polls and no goroutine holds a connection while it waits;
+// a cancelled context or Close returns at once. Each open handle runs a
+// housekeeper that ends expired leases and promotes due delays at the
+// earliest deadline any handle set (announced on the same channel).
+//
+// # Time
+//
+// Scripts take the time from the calling client's Options.Clock (the
+// system clock by default): the hosts sharing a queue must keep their
+// clocks in step (NTP); a skew of s shifts lease deadlines and delays by s.
+//
+// # Durability
+//
+// Redis decides when it fsyncs; Open reads the server's configuration and
+// refuses (queue.ErrInvalidOptions, saying what to change) a server that
+// cannot keep the promise of Options.Sync: SyncAlways needs appendonly yes
+// and appendfsync always, SyncInterval appendonly yes and appendfsync
+// everysec or always; every mode needs maxmemory-policy noeviction, since
+// eviction would silently delete queue keys. Options.TrustServer skips the
+// check (for managed servers that refuse CONFIG). Options.Replicas makes
+// every change wait for that many replicas (WAIT); replication is
+// asynchronous, so a failover can still lose acknowledged writes (see the
+// README's table).
+//
+// # Differences from the embedded queue
+//
+//   - A receipt is lost at its deadline, before any housekeeper has ended
+//     the lease (the embedded queue ends it at the deadline itself).
+//   - Leases of a crashed consumer run to their deadline (the server does
+//     not know the process died); the embedded queue ends them when the
+//     next process opens the directory.
+//   - EnqueueBatch is all or nothing, also across a crash.
+//   - Everything lives in the server's memory, payloads included.
+//   - Stats fills the counts, counters, OldestEnqueuedAt, DedupIDs, Sync
+//     and AckTimeout; the log fields stay zero. StatsContext reports
+//     errors.
+//
+// A call that times out or loses its connection leaves its outcome
+// unknown: the script may have run. Retry an Enqueue only with WithID.
+package redisq

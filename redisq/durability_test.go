@@ -1,0 +1,179 @@
+package redisq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestOpenChecksServer: Open refuses a server that cannot keep the
+// durability asked for, and says what to change.
+func TestOpenChecksServer(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "no", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction")
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		config map[string]string
+		opts   redisq.Options
+		want   string // "" when Open must succeed
+	}{
+		{"no AOF, SyncAlways", nil, redisq.Options{}, "appendfsync always"},
+		{"no AOF, SyncInterval", nil, redisq.Options{Sync: queue.SyncInterval}, "appendonly yes"},
+		{"no AOF, SyncNever", nil, redisq.Options{Sync: queue.SyncNever}, ""},
+		{"no AOF, trusted", nil, redisq.Options{TrustServer: true}, ""},
+		{"everysec, SyncAlways", map[string]string{"appendonly": "yes"}, redisq.Options{}, "appendfsync always"},
+		{"everysec, SyncInterval", nil, redisq.Options{Sync: queue.SyncInterval}, ""},
+		{"always, SyncAlways", map[string]string{"appendfsync": "always"}, redisq.Options{}, ""},
+		{"eviction", map[string]string{"maxmemory-policy": "allkeys-lru"}, redisq.Options{}, "maxmemory-policy noeviction"},
+		{"eviction, SyncNever", nil, redisq.Options{Sync: queue.SyncNever}, "maxmemory-policy noeviction"},
+		{"eviction, trusted", nil, redisq.Options{TrustServer: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.config {
+				require.NoError(t, rdb.ConfigSet(ctx, k, v).Err())
+			}
+			q, err := redisq.Open(ctx, rdb, "check", &tc.opts)
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.NoError(t, q.Close())
+				return
+			}
+			require.ErrorIs(t, err, queue.ErrInvalidOptions)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestKillServer kills redis-server (SIGKILL) under traffic with
+// appendfsync always, restarts it on its files, and checks that no
+// enqueue and no ack that returned success was lost.
+func TestKillServer(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	q, err := redisq.Open(ctx, rdb, "kill", &redisq.Options{AckTimeout: time.Minute, OpTimeout: time.Second})
+	require.NoError(t, err)
+
+	var (
+		mu                     sync.Mutex
+		enqueued, acked, tried = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		next                   atomic.Int64
+		wg                     sync.WaitGroup
+	)
+	for range 4 {
+		wg.Go(func() { // producer: ids known before the call
+			for ctx.Err() == nil {
+				id := fmt.Sprint("k", next.Add(1))
+				if _, err := q.Enqueue(ctx, []byte("payload"), queue.WithID(id)); err == nil {
+					mu.Lock()
+					enqueued[id] = true
+					mu.Unlock()
+				}
+			}
+		})
+		wg.Go(func() { // consumer
+			for ctx.Err() == nil {
+				m, err := q.Dequeue(ctx)
+				if err != nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				err = m.Ack()
+				mu.Lock()
+				tried[m.ID] = true
+				if err == nil {
+					acked[m.ID] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	srv.Kill()
+	time.Sleep(100 * time.Millisecond) // calls in flight fail
+	cancel()
+	wg.Wait()
+	_ = q.Close()
+
+	srv.Restart()
+	later := &shiftedClock{d: time.Hour} // every lease of the dead server's clients has run out
+	q2, err := redisq.Open(context.Background(), rdb, "kill", &redisq.Options{Clock: later, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q2.Close()
+	_, err = q2.RequeueExpired()
+	require.NoError(t, err)
+	left := map[string]bool{}
+	for {
+		m, err := q2.TryDequeue()
+		if errors.Is(err, queue.ErrEmpty) {
+			break
+		}
+		require.NoError(t, err)
+		left[m.ID] = true
+		require.NoError(t, m.Ack())
+	}
+	require.NotEmpty(t, enqueued)
+	require.NotEmpty(t, acked)
+	lost := 0
+	for id := range enqueued {
+		if !left[id] && !tried[id] {
+			lost++
+		}
+	}
+	undone := 0
+	for id := range acked {
+		if left[id] {
+			undone++
+		}
+	}
+	t.Logf("acknowledged: %d enqueues, %d acks; after the restart %d messages left", len(enqueued), len(acked), len(left))
+	require.Zero(t, lost, "acknowledged enqueues lost")
+	require.Zero(t, undone, "acknowledged acks undone")
+}
+
+// shiftedClock is the system clock moved by d.
+type shiftedClock struct{ d time.Duration }
+
+func (c *shiftedClock) Now() time.Time                         { return time.Now().Add(c.d) }
+func (c *shiftedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// TestReplicas: with Options.Replicas every change waits for the replica;
+// without a replica to confirm it the call fails with ErrNotDurable,
+// having made the change.
+func TestReplicas(t *testing.T) {
+	primary, replica := startPair(t)
+	rdb := primary.Client()
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, rdb, "replicas", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("a"), queue.WithID("a"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.Ack())
+	n, err := replica.Client().HLen(ctx, "walq:{replicas}:body").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the replica has the ack")
+
+	replica.Kill()
+	short, err := redisq.Open(ctx, rdb, "replicas", &redisq.Options{Replicas: 1, WaitTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer short.Close()
+	_, err = short.Enqueue(ctx, []byte("b"), queue.WithID("b"))
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	_, err = q.Enqueue(ctx, []byte("b"), queue.WithID("b"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "the change was made on the primary")
+}

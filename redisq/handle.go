@@ -1,0 +1,139 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/walq/walq/queue"
+)
+
+// handle is what every kind of queue handle shares: the subscription to
+// the queue's wake channel, the blocked consumers it wakes, the
+// housekeeper, and Close.
+type handle struct {
+	rdb  redis.UniversalClient // the caller's client; Close leaves it open
+	keys []string              // the queue's keys, in its scripts' order, under one hash tag
+	wake string                // its pub/sub channel: 'r' ready, 't<µs>' an earlier deadline
+	o    Options               // with defaults filled in
+
+	ready  notifier      // blocked consumers
+	kick   chan struct{} // one slot: a deadline earlier than the housekeeper's timer was set
+	armed  atomic.Int64  // when the housekeeper's timer fires, Unix µs
+	closed chan struct{} // closed by Close
+	once   sync.Once     // guards close(closed)
+	ps     *redis.PubSub // the handle's one subscription
+	wg     sync.WaitGroup
+}
+
+// sweepFunc ends expired leases (when expire) and promotes what is due;
+// it returns how many leases it ended and how long until the next
+// deadline (-1: none).
+type sweepFunc func(expire bool) (int, time.Duration, error)
+
+func newHandle(rdb redis.UniversalClient, ks []string, wake string, o Options) *handle {
+	return &handle{rdb: rdb, keys: ks, wake: wake, o: o, kick: make(chan struct{}, 1), closed: make(chan struct{})}
+}
+
+// start subscribes (before anything can be missed: a message made ready
+// after this point reaches the handle) and starts the listener and the
+// housekeeper.
+func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
+	h.ps = h.rdb.Subscribe(ctx, h.wake)
+	if _, err := h.ps.Receive(ctx); err != nil {
+		_ = h.ps.Close()
+		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
+	}
+	h.wg.Add(2)
+	go h.listen(h.ps.ChannelWithSubscriptions())
+	go h.housekeep(sweep)
+	return nil
+}
+
+// Close stops the handle: it wakes blocked consumers with ErrClosed,
+// stops the housekeeper and the subscription, and waits for them. The
+// client stays open. Leases held through this handle keep running on the
+// server until their deadline, so they can be settled elsewhere.
+func (h *handle) Close() error {
+	first := false
+	h.once.Do(func() {
+		close(h.closed)
+		first = true
+	})
+	if !first {
+		return queue.ErrClosed
+	}
+	err := h.ps.Close()
+	h.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("redisq: close subscription: %w", err)
+	}
+	return nil
+}
+
+func (h *handle) isClosed() bool {
+	select {
+	case <-h.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// opContext bounds a call that takes no context by Options.OpTimeout.
+func (h *handle) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), h.o.OpTimeout)
+}
+
+// primary returns what talks to the server holding the queue's slot.
+func (h *handle) primary(ctx context.Context) redis.Cmdable {
+	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
+		if c, err := cc.MasterForKey(ctx, h.keys[0]); err == nil {
+			return c
+		}
+	}
+	return h.rdb
+}
+
+// runScript runs a script over the queue's keys, and with
+// Options.Replicas waits for the replicas on the same connection.
+func (h *handle) runScript(ctx context.Context, s *redis.Script, argv []any) (any, error) {
+	if h.isClosed() {
+		return nil, queue.ErrClosed
+	}
+	if h.o.Replicas == 0 {
+		return s.Run(ctx, h.rdb, h.keys, argv...).Result()
+	}
+	return h.runWait(ctx, s, argv)
+}
+
+// runWait pipelines the script and WAIT on one connection: WAIT counts the
+// replicas that received the writes of its own connection.
+func (h *handle) runWait(ctx context.Context, s *redis.Script, argv []any) (any, error) {
+	c := h.primary(ctx)
+	for try := 0; ; try++ {
+		pipe := c.Pipeline()
+		ev := pipe.EvalSha(ctx, s.Hash(), h.keys, argv...)
+		w := pipe.Do(ctx, "WAIT", h.o.Replicas, h.o.WaitTimeout.Milliseconds())
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		if err := ev.Err(); err != nil {
+			if try == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				if err := s.Load(ctx, c).Err(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, err
+		}
+		if err := w.Err(); err != nil {
+			return nil, fmt.Errorf("%w: WAIT: %v", ErrNotDurable, err)
+		}
+		if n, _ := w.Int64(); n < int64(h.o.Replicas) {
+			return ev.Val(), fmt.Errorf("%w: %d of %d replicas", ErrNotDurable, n, h.o.Replicas)
+		}
+		return ev.Val(), nil
+	}
+}

@@ -1,0 +1,84 @@
+package redisq
+
+import (
+	"time"
+)
+
+// idleRecheck bounds the housekeeper's sleep: pub/sub is at most once, so
+// a deadline announced while the subscription was down is found by the
+// next look at the latest.
+const idleRecheck = 30 * time.Second
+
+// housekeep is the handle's background goroutine: it ends expired leases
+// (unless ManualRequeue) and promotes due delays, then sleeps until the
+// earliest deadline on the server, a 't' announcement of an earlier one,
+// or Close.
+func (h *handle) housekeep(sweep sweepFunc) {
+	defer h.wg.Done()
+	for {
+		wait := idleRecheck
+		_, next, err := sweep(!h.o.ManualRequeue)
+		switch {
+		case err != nil:
+			wait = time.Second
+		case next >= 0:
+			wait = min(next, idleRecheck)
+		}
+		h.armed.Store(h.o.Clock.Now().Add(wait).UnixMicro())
+		select {
+		case <-h.closed:
+			return
+		case <-h.kick:
+		case <-h.o.Clock.After(wait):
+		}
+	}
+}
+
+// sweep runs the housekeeping script until it has caught up. It returns
+// the leases it ended and how long until the next deadline (-1: none).
+func (q *Queue) sweep(expire bool) (int, time.Duration, error) {
+	const limit = 1000
+	flag := "0"
+	if expire {
+		flag = "1"
+	}
+	total := 0
+	for {
+		ctx, cancel := q.opContext()
+		now := q.o.Clock.Now()
+		v, err := q.run(ctx, scriptHousekeep, now, flag, limit)
+		cancel()
+		if err != nil {
+			return total, -1, scriptErr("housekeep", err)
+		}
+		r, _ := v.([]any)
+		if len(r) != 3 {
+			return total, -1, nil
+		}
+		n := int(toInt(r[0]))
+		total += n
+		if n == limit {
+			continue
+		}
+		next := int64(-1)
+		if d := toInt(r[2]); d >= 0 {
+			next = d
+		}
+		if l := toInt(r[1]); expire && l >= 0 && (next < 0 || l < next) {
+			next = l
+		}
+		if next < 0 {
+			return total, -1, nil
+		}
+		return total, max(0, time.UnixMicro(next).Sub(now)), nil
+	}
+}
+
+// RequeueExpired ends every lease whose deadline has passed: its message
+// is ready again, or dead once it has had MaxDeliveries. It returns how
+// many leases it ended. Every open handle does this by itself unless
+// Options.ManualRequeue is set.
+func (q *Queue) RequeueExpired() (int, error) {
+	n, _, err := q.sweep(true)
+	return n, err
+}

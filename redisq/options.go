@@ -1,0 +1,87 @@
+package redisq
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// Options configures a queue handle. A nil *Options means the defaults;
+// zero fields take their defaults. The semantic fields carry the names
+// and defaults of queue.Options.
+type Options struct {
+	// AckTimeout is how long a delivery owns its message, counted from the
+	// delivery. Default 30s.
+	AckTimeout time.Duration
+	// MaxDeliveries is how many deliveries a message gets before a nack or
+	// an expired lease moves it to the dead-letter set. Default 10;
+	// negative means no limit.
+	MaxDeliveries int
+	// DedupWindow is how long the id of an acked message with a
+	// producer-given id keeps refusing duplicates. Default 0.
+	DedupWindow time.Duration
+	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
+	MaxMessageSize int
+	// Sync is the durability the server must give; Open checks the
+	// server's configuration against it. Default SyncAlways.
+	Sync queue.SyncMode
+	// TrustServer skips Open's check of the server's configuration, for
+	// servers that refuse CONFIG GET; durability is then the server's.
+	TrustServer bool
+	// Replicas, when positive, makes every change wait until that many
+	// replicas have received it (WAIT); fewer within WaitTimeout fails
+	// the call with ErrNotDurable (the change was made).
+	Replicas int
+	// WaitTimeout bounds the wait for Replicas. Default 1s.
+	WaitTimeout time.Duration
+	// OpTimeout bounds the calls that take no context (Ack, TryDequeue,
+	// Stats, ...). Default 5s.
+	OpTimeout time.Duration
+	// ManualRequeue turns off the automatic return of expired leases by
+	// this handle; call RequeueExpired instead. Other handles may still
+	// return them.
+	ManualRequeue bool
+	// Clock is the source of time for every script this handle runs.
+	// Default the system clock.
+	Clock queue.Clock
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// withDefaults returns a copy of o with defaults filled in, or an error
+// wrapping queue.ErrInvalidOptions.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.AckTimeout, 30*time.Second)
+	def(&c.WaitTimeout, time.Second)
+	def(&c.OpTimeout, 5*time.Second)
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = 10
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = 4 << 20
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	switch {
+	case c.AckTimeout < time.Millisecond, c.DedupWindow < 0, c.MaxMessageSize < 0, c.Replicas < 0,
+		c.WaitTimeout < 0, c.OpTimeout < 0:
+		return c, fmt.Errorf("%w: redisq: a duration or size is negative or AckTimeout is under 1ms", queue.ErrInvalidOptions)
+	case c.Sync != queue.SyncAlways && c.Sync != queue.SyncInterval && c.Sync != queue.SyncNever:
+		return c, fmt.Errorf("%w: redisq: unknown sync mode %v", queue.ErrInvalidOptions, c.Sync)
+	}
+	return c, nil
+}

@@ -1,0 +1,85 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/walq/walq/queue"
+)
+
+// Queue is a handle on an ack queue kept in Redis. Any number of handles,
+// in any number of processes, may share one queue; each is safe for
+// concurrent use. Close stops the handle, not the queue: leases and
+// messages live on in the server.
+type Queue struct {
+	*handle
+	name string    // the queue's name, inside the hash tag
+	acks coalescer // concurrent Acks, settled by one script call
+}
+
+var _ queue.AckQueue = (*Queue)(nil)
+
+// Open returns a handle on the queue called name in the server rdb talks
+// to, creating nothing until the first enqueue. Unless opts.TrustServer is
+// set it first checks that the server keeps the durability opts.Sync
+// asks for (see the package documentation).
+func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Options) (*Queue, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
+	}
+	k := newKeys(name)
+	q := &Queue{handle: newHandle(rdb, k.all, k.wake, o), name: name}
+	if !o.TrustServer {
+		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {
+			return nil, err
+		}
+	}
+	if err := q.start(ctx, q.sweep); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Name returns the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// run runs a state-changing script at time now.
+func (q *Queue) run(ctx context.Context, s *redis.Script, now time.Time, args ...any) (any, error) {
+	argv := append([]any{q.wake, unixMicros(now), q.o.MaxDeliveries, micros(q.o.DedupWindow)}, args...)
+	return q.runScript(ctx, s, argv)
+}
+
+// scriptErr maps a script's error replies onto walq's sentinels.
+func scriptErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, queue.ErrClosed), errors.Is(err, ErrNotDurable):
+		return err
+	case strings.Contains(err.Error(), "DUPLICATE"):
+		_, id, _ := strings.Cut(err.Error(), "DUPLICATE ")
+		return fmt.Errorf("%w: %q", queue.ErrDuplicate, id)
+	}
+	return fmt.Errorf("redisq: %s: %w", op, err)
+}
+
+// toInt reads an integer of a script's reply.
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,122 @@
+-- Shared head of every script of an ack queue. It is prepended to each
+-- script before loading, so each runs as one atomic step on the server.
+--
+-- KEYS, all under the queue's hash tag:
+--   1 seq      string  INCR counter, a message's Seq
+--   2 info     hash    seq -> cmsgpack {id, producer 0/1, deliveries, lease token, reason}
+--   3 body     hash    seq -> the client's encoding of id, enqueue time, headers, payload
+--   4 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
+--   5 delayed  zset    seq scored by its due time
+--   6 lease    zset    seq scored by its lease deadline
+--   7 dead     zset    seq scored seq
+--   8 byid     hash    id -> seq, every message that is not acked or purged
+--   9 acked    zset    producer id scored by ack time, for Options.DedupWindow
+--  10 stats    hash    lifetime counters
+-- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries (<= 0: no limit),
+-- 4 DedupWindow (µs); the script's own arguments follow from 5.
+-- Times are microseconds on the clients' clock, passed in by the caller.
+local K_SEQ, K_INFO, K_BODY, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local K_LEASE, K_DEAD, K_BYID, K_ACKED, K_STATS = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local CHAN = ARGV[1]
+local now = tonumber(ARGV[2])
+local maxd = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
+
+local function getrec(seq)
+  local raw = redis.call('HGET', K_INFO, seq)
+  if not raw then return nil end
+  return cmsgpack.unpack(raw)
+end
+
+local function putrec(seq, r)
+  redis.call('HSET', K_INFO, seq, cmsgpack.pack(r))
+end
+
+local woke = false -- a message became ready: PUBLISH once at the end
+local function ready(seq)
+  redis.call('ZADD', K_READY, seq, seq)
+  woke = true
+end
+
+-- many calls cmd key with the items of list as arguments, at most 1000
+-- per call: one call for many messages is far cheaper in a script.
+local function many(cmd, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+
+local function count(field, n)
+  if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
+end
+
+-- forget removes a message for good (ack, purge); a producer id keeps
+-- refusing duplicates for DedupWindow.
+local function forget(seq, r)
+  redis.call('HDEL', K_INFO, seq)
+  redis.call('HDEL', K_BODY, seq)
+  redis.call('HDEL', K_BYID, r[1])
+  if r[2] == 1 then
+    count('pids', -1)
+    if window > 0 then redis.call('ZADD', K_ACKED, now, r[1]) end
+  end
+end
+
+-- giveback ends a lease without an ack: dead at MaxDeliveries, else
+-- delayed or ready again.
+local function giveback(seq, r, delay, why)
+  redis.call('ZREM', K_LEASE, seq)
+  r[4] = ''
+  if maxd > 0 and r[3] >= maxd then
+    r[5] = r[3] .. ' deliveries; last: ' .. why
+    redis.call('ZADD', K_DEAD, seq, seq)
+    count('dead', 1)
+  elseif delay > 0 then
+    redis.call('ZADD', K_DELAYED, now + delay, seq)
+  else
+    ready(seq)
+  end
+  putrec(seq, r)
+  return r[5] == ''
+end
+
+-- fence returns the record of seq if tok names its live delivery.
+local function fence(seq, tok)
+  local r = getrec(seq)
+  if not r or r[4] ~= tok then return nil end
+  local dl = redis.call('ZSCORE', K_LEASE, seq)
+  if not dl or tonumber(dl) <= now then return nil end
+  return r
+end
+
+-- promote makes up to limit delayed messages whose time has come ready.
+local function promote(limit)
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
+  for _, seq in ipairs(due) do
+    redis.call('ZREM', K_DELAYED, seq)
+    ready(seq)
+  end
+  return #due
+end
+
+local function first(key)
+  local f = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if f[2] then return tonumber(f[2]) end
+  return -1
+end
+
+-- earlier notes t when it is before every deadline in key: housekeepers
+-- whose timer is later must re-arm.
+local timers = nil
+local function earlier(key, t)
+  local f = first(key)
+  if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
+end
+
+-- wake publishes 'r' when a message became ready, 't<µs>' when a deadline
+-- earlier than any before was set.
+local function wake()
+  if woke then redis.call('PUBLISH', CHAN, 'r') end
+  if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
+end

@@ -1,0 +1,37 @@
+-- inspect (read only): ARGV[5] = 'dead' with ARGV[6] = from seq and
+-- ARGV[7] = max: {seq, info, body, ...} of dead letters in seq order; or
+-- 'stats': {ready, delayed, in flight, dead, dedup ids, oldest body or
+-- '', counters...}.
+if ARGV[5] == 'dead' then
+  local out = {}
+  local seqs = redis.call('ZRANGEBYSCORE', K_DEAD, ARGV[6], '+inf', 'LIMIT', 0, tonumber(ARGV[7]))
+  for _, seq in ipairs(seqs) do
+    out[#out + 1] = seq
+    out[#out + 1] = redis.call('HGET', K_INFO, seq)
+    out[#out + 1] = redis.call('HGET', K_BODY, seq)
+  end
+  return out
+end
+-- The oldest live message that is not dead: the lowest seq among the
+-- ready, delayed and leased ones (the last two scanned up to 1000).
+local oldest = nil
+local function consider(seq)
+  if seq and (not oldest or tonumber(seq) < oldest) then oldest = tonumber(seq) end
+end
+local r = redis.call('ZRANGE', K_READY, 0, 0)
+consider(r[1])
+r = redis.call('ZRANGEBYSCORE', K_READY, FRESH, '+inf', 'LIMIT', 0, 1)
+consider(r[1])
+for _, key in ipairs({K_DELAYED, K_LEASE}) do
+  for _, seq in ipairs(redis.call('ZRANGE', key, 0, 999)) do consider(seq) end
+end
+local body = ''
+if oldest then body = redis.call('HGET', K_BODY, oldest) or '' end
+local acked = 0
+if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, '(' .. (now - window), '+inf') end
+local counters = redis.call('HGETALL', K_STATS)
+local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
+local out = {redis.call('ZCARD', K_READY), redis.call('ZCARD', K_DELAYED), redis.call('ZCARD', K_LEASE),
+  redis.call('ZCARD', K_DEAD), pids + acked, body}
+for _, v in ipairs(counters) do out[#out + 1] = v end
+return out

@@ -1,0 +1,99 @@
+-- settle: ARGV[5] = op (ack, nack, extend, dead), ARGV[6] = its argument
+-- (nack delay µs, extension µs, dead-letter reason), ARGV[7] = how
+-- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
+-- (whichever delivery is in flight). Returns one code per delivery:
+-- 0 done, 1 lease lost, 2 no delivery of that id in flight.
+local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
+local codes = {}
+local acked, nacked, dead = 0, 0, 0
+
+-- Acks gather their deletions and run them as one call per key.
+local gone, ids, stamps, pids = {}, {}, {}, 0
+local function apply(seq, r)
+  if op == 'ack' then
+    gone[#gone + 1] = seq
+    ids[#ids + 1] = r[1]
+    if r[2] == 1 then
+      pids = pids + 1
+      if window > 0 then
+        stamps[#stamps + 1] = now
+        stamps[#stamps + 1] = r[1]
+      end
+    end
+    acked = acked + 1
+  elseif op == 'nack' then
+    if giveback(seq, r, tonumber(arg), 'nacked') then nacked = nacked + 1 end
+    if tonumber(arg) > 0 then earlier(K_DELAYED, now + tonumber(arg)) end
+  elseif op == 'extend' then
+    earlier(K_LEASE, now + tonumber(arg))
+    redis.call('ZADD', K_LEASE, now + tonumber(arg), seq)
+  else
+    redis.call('ZREM', K_LEASE, seq)
+    r[4], r[5] = '', arg
+    putrec(seq, r)
+    redis.call('ZADD', K_DEAD, seq, seq)
+    dead = dead + 1
+  end
+end
+
+-- Many acks read their records and deadlines with one call each.
+local pre = nil
+if op == 'ack' and mode == 'r' and #ARGV > 9 then
+  pre = {}
+  local all = {}
+  for j = 8, #ARGV, 2 do all[#all + 1] = ARGV[j] end
+  for from = 1, #all, 1000 do
+    local part = {unpack(all, from, math.min(from + 999, #all))}
+    local raws = redis.call('HMGET', K_INFO, unpack(part))
+    local dls = redis.call('ZMSCORE', K_LEASE, unpack(part))
+    for j, seq in ipairs(part) do pre[seq] = {raws[j], dls[j]} end
+  end
+end
+
+local function prefenced(seq, tok)
+  local p = pre[seq]
+  if not p[1] or not p[2] or tonumber(p[2]) <= now then return nil end
+  local r = cmsgpack.unpack(p[1])
+  if r[4] ~= tok then return nil end
+  return r
+end
+
+local i, done = 8, {}
+while i <= #ARGV do
+  local seq, r
+  if mode == 'r' then
+    seq = ARGV[i]
+    if pre then r = prefenced(seq, ARGV[i + 1]) else r = fence(seq, ARGV[i + 1]) end
+    if done[seq] then r = nil end -- the same delivery twice in one call: settled once
+    done[seq] = true
+    i = i + 2
+  else
+    seq = redis.call('HGET', K_BYID, ARGV[i])
+    if seq then
+      r = getrec(seq)
+      if r and r[4] ~= '' then r = fence(seq, r[4]) else r = nil end
+    end
+    i = i + 1
+  end
+  if r then
+    apply(seq, r)
+    codes[#codes + 1] = 0
+  elseif mode == 'r' then
+    codes[#codes + 1] = 1
+  else
+    codes[#codes + 1] = 2
+  end
+end
+if #gone > 0 then
+  many('ZREM', K_LEASE, gone)
+  many('HDEL', K_INFO, gone)
+  many('HDEL', K_BODY, gone)
+  many('HDEL', K_BYID, ids)
+  if #stamps > 0 then many('ZADD', K_ACKED, stamps) end
+  count('pids', -pids)
+end
+count('acked', acked)
+count('nacked', nacked)
+count('dead', dead)
+wake()
+return codes

@@ -1,0 +1,266 @@
+-- The sorted and windowed queues: one script, one operation per call.
+--
+-- KEYS, all under the queue's hash tag:
+--   1 seq     string  INCR counter, a value's seq
+--   2 val     hash    seq -> the client's encoding of key, sort key, publish time, payload
+--   3 vinfo   hash    seq -> deliveries
+--   4 vreason hash    seq -> dead-letter reason
+--   5 pend    zset    every pending value, all scores 0, member
+--                     u16 len(key) | key | sortpart | u64 seq, so that one
+--                     key's values are one range in sort order
+--   6 order   zset    pullable keys, scores 0, member sortpart | key of the key's
+--                     smallest pending value
+--   7 pos     hash    key -> its member in order
+--   8 batch   hash    lease token -> cmsgpack {key, pend members, pulled at}
+--   9 bdue    zset    lease token scored by its deadline
+--  10 flight  hash    key -> leased batches
+--  11 hold    zset    key scored by the end of its nack delay
+--  12 dead    zset    seq scored seq
+--  13 stats   hash    lifetime counters
+-- sortpart is the sort key's order-preserving encoding: 8 bytes for
+-- numbers and times; for strings the bytes with 00 escaped as 00 FF and
+-- ended by 00 01, so that it delimits itself.
+-- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries, 4 single flight
+-- (1/0), 5 lease length (µs), 6 fixed-size sort keys (1/0), 7 operation;
+-- its arguments from 8.
+local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
+
+local woke, timers = false, nil
+
+local function keyprefix(key)
+  return string.char(math.floor(#key / 256), #key % 256) .. key
+end
+
+-- prefixEnd returns the smallest string after every string that starts
+-- with p (p never ends in FF: it starts with a length below 65535).
+local function prefixEnd(p)
+  local i = #p
+  while string.byte(p, i) == 255 do i = i - 1 end
+  return string.sub(p, 1, i - 1) .. string.char(string.byte(p, i) + 1)
+end
+
+local function seq8(n)
+  local s = ''
+  for _ = 1, 8 do
+    s = string.char(n % 256) .. s
+    n = math.floor(n / 256)
+  end
+  return s
+end
+
+local function unseq8(s)
+  local n = 0
+  for i = 1, 8 do n = n * 256 + string.byte(s, i) end
+  return n
+end
+
+-- Byte-wise comparison: Lua's < on strings follows the server's locale.
+local function bytesGreater(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+
+-- keyOf returns the key of an order member.
+local function keyOf(m)
+  if fixed then return string.sub(m, 9) end
+  local i = 1
+  while true do
+    if string.byte(m, i) == 0 then
+      if string.byte(m, i + 1) == 1 then return string.sub(m, i + 2) end
+      i = i + 2
+    else
+      i = i + 1
+    end
+  end
+end
+
+local function first(key)
+  local f = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if f[2] then return tonumber(f[2]) end
+  return -1
+end
+
+local function earlier(key, t)
+  local f = first(key)
+  if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
+end
+
+local function unplace(key)
+  local old = redis.call('HGET', K_POS, key)
+  if old then
+    redis.call('ZREM', K_ORDER, old)
+    redis.call('HDEL', K_POS, key)
+  end
+end
+
+-- place puts key in the pull order at its smallest pending value, unless
+-- it is held or, under single flight, has a batch out.
+local function place(key)
+  unplace(key)
+  if redis.call('ZSCORE', K_HOLD, key) then return end
+  if single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0 then return end
+  local p = keyprefix(key)
+  local f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
+  if not f then return end
+  local m = string.sub(f, #p + 1, #f - 8) .. key
+  redis.call('ZADD', K_ORDER, 0, m)
+  redis.call('HSET', K_POS, key, m)
+  woke = true
+end
+
+local function release()
+  local due = redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now)
+  for _, key in ipairs(due) do
+    redis.call('ZREM', K_HOLD, key)
+    place(key)
+  end
+end
+
+local function zremAll(key, members)
+  for i = 1, #members, 1000 do
+    redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
+
+local function fence(tok)
+  local raw = redis.call('HGET', K_BATCH, tok)
+  local dl = redis.call('ZSCORE', K_BDUE, tok)
+  if not raw or not dl or tonumber(dl) <= now then return nil end
+  return cmsgpack.unpack(raw)
+end
+
+local function drop(tok, b)
+  redis.call('HDEL', K_BATCH, tok)
+  redis.call('ZREM', K_BDUE, tok)
+  if redis.call('HINCRBY', K_FLIGHT, b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
+  redis.call('HINCRBY', K_STATS, 'leased', -#b[2])
+end
+
+local function toDead(seq, reason)
+  redis.call('ZADD', K_DEAD, seq, seq)
+  redis.call('HSET', K_VREASON, seq, reason)
+end
+
+-- giveback puts a batch's values back at their sort keys, or dead at
+-- MaxDeliveries; delay > 0 holds the key.
+local function giveback(tok, b, delay, why)
+  drop(tok, b)
+  for _, m in ipairs(b[2]) do
+    local seq = unseq8(string.sub(m, -8))
+    if maxd > 0 and tonumber(redis.call('HGET', K_VINFO, seq)) >= maxd then
+      toDead(seq, maxd .. ' deliveries; last: ' .. why)
+    else
+      redis.call('ZADD', K_PEND, 0, m)
+    end
+  end
+  if delay > 0 then
+    earlier(K_HOLD, now + delay)
+    redis.call('ZADD', K_HOLD, now + delay, b[1])
+  end
+  place(b[1])
+end
+
+local function wake()
+  if woke then redis.call('PUBLISH', CHAN, 'r') end
+  if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
+end
+
+local result
+if op == 'publish' then
+  -- 8 key, 9 sortpart, 10 body
+  local seq = redis.call('INCR', K_SEQ)
+  redis.call('HSET', K_VAL, seq, ARGV[10])
+  redis.call('HSET', K_VINFO, seq, 0)
+  redis.call('ZADD', K_PEND, 0, keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq))
+  redis.call('HINCRBY', K_STATS, 'published', 1)
+  place(ARGV[8])
+  result = seq
+elseif op == 'pull' then
+  -- 8 max, 9 bound ('' for none), 10.. lease tokens. Returns {batches,
+  -- earliest hold end or -1, sortpart of the first key or ''}.
+  release()
+  local max, bound = tonumber(ARGV[8]), ARGV[9]
+  local out, n = {}, 0
+  while n < max do
+    local m = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
+    if not m or (bound ~= '' and bytesGreater(string.sub(m, 1, #bound), bound)) then break end
+    local key = keyOf(m)
+    local p = keyprefix(key)
+    local members = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
+    unplace(key)
+    zremAll(K_PEND, members)
+    local tok = ARGV[10 + #out]
+    local vals = {}
+    for _, pm in ipairs(members) do
+      local seq = unseq8(string.sub(pm, -8))
+      vals[#vals + 1] = {seq, redis.call('HINCRBY', K_VINFO, seq, 1), redis.call('HGET', K_VAL, seq)}
+    end
+    if #out == 0 then earlier(K_BDUE, now + ackto) end
+    redis.call('HSET', K_BATCH, tok, cmsgpack.pack({key, members, now}))
+    redis.call('ZADD', K_BDUE, now + ackto, tok)
+    redis.call('HINCRBY', K_FLIGHT, key, 1)
+    redis.call('HINCRBY', K_STATS, 'pulled', 1)
+    redis.call('HINCRBY', K_STATS, 'leased', #members)
+    out[#out + 1] = {tok, key, vals}
+    n = n + #members
+  end
+  local head = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
+  if head then
+    if fixed then head = string.sub(head, 1, 8) else head = '' end
+  else
+    head = ''
+  end
+  result = {out, first(K_HOLD), head}
+elseif op == 'ack' or op == 'nack' or op == 'extend' or op == 'dead' then
+  -- 8 lease token, 9 argument. Returns 0, or 1 when the lease is lost.
+  local tok = ARGV[8]
+  local b = fence(tok)
+  if not b then return 1 end
+  if op == 'ack' then
+    drop(tok, b)
+    for _, m in ipairs(b[2]) do
+      local seq = unseq8(string.sub(m, -8))
+      redis.call('HDEL', K_VAL, seq)
+      redis.call('HDEL', K_VINFO, seq)
+    end
+    redis.call('HINCRBY', K_STATS, 'acked', 1)
+    place(b[1])
+  elseif op == 'nack' then
+    giveback(tok, b, tonumber(ARGV[9]), 'nacked')
+  elseif op == 'extend' then
+    earlier(K_BDUE, now + tonumber(ARGV[9]))
+    redis.call('ZADD', K_BDUE, now + tonumber(ARGV[9]), tok)
+  else
+    drop(tok, b)
+    for _, m in ipairs(b[2]) do toDead(unseq8(string.sub(m, -8)), ARGV[9]) end
+    place(b[1])
+  end
+  result = 0
+elseif op == 'housekeep' then
+  -- 8 end expired leases (1/0). Returns {batches returned, earliest
+  -- lease deadline, earliest hold end}.
+  release()
+  local n = 0
+  if ARGV[8] == '1' then
+    local due = redis.call('ZRANGEBYSCORE', K_BDUE, '-inf', now, 'LIMIT', 0, 1000)
+    for _, tok in ipairs(due) do
+      giveback(tok, cmsgpack.unpack(redis.call('HGET', K_BATCH, tok)), 0, 'ack timeout')
+      n = n + 1
+    end
+  end
+  result = {n, first(K_BDUE), first(K_HOLD)}
+elseif op == 'stats' then
+  local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
+  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER), redis.call('HLEN', K_BATCH),
+    redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
+else
+  return redis.error_reply('unknown operation ' .. op)
+end
+wake()
+return result

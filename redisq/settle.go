@@ -1,0 +1,172 @@
+package redisq
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// Ack removes the message of the delivery r for good; ErrLeaseLost if
+// that delivery no longer owns it. Concurrent Acks of one handle are
+// settled together by one script call.
+func (q *Queue) Ack(r queue.Receipt) error {
+	if q.isClosed() {
+		return queue.ErrClosed
+	}
+	return q.acks.do(q, r)
+}
+
+// Nack gives the message of the delivery r back: ready after delay (at
+// once when 0), or dead once it has had MaxDeliveries.
+func (q *Queue) Nack(r queue.Receipt, delay time.Duration) error {
+	if delay < 0 {
+		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
+	}
+	return q.settleOne("nack", micros(delay), r)
+}
+
+// Extend sets the lease of the delivery r to run out d from now; d may be
+// longer or shorter than AckTimeout.
+func (q *Queue) Extend(r queue.Receipt, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
+	}
+	return q.settleOne("extend", micros(d), r)
+}
+
+// DeadLetter moves the message of the delivery r to the dead-letter set.
+func (q *Queue) DeadLetter(r queue.Receipt, reason string) error {
+	return q.settleOne("dead", reason, r)
+}
+
+// AckID acks the message with the given id, whichever delivery holds it.
+// ErrNotFound if no delivery of that id is in flight.
+func (q *Queue) AckID(id string) error { return q.settleID("ack", "", id) }
+
+// NackID is Nack for the delivery that holds the message with id.
+func (q *Queue) NackID(id string, delay time.Duration) error {
+	if delay < 0 {
+		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
+	}
+	return q.settleID("nack", micros(delay), id)
+}
+
+// ExtendID is Extend for the delivery that holds the message with id.
+func (q *Queue) ExtendID(id string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
+	}
+	return q.settleID("extend", micros(d), id)
+}
+
+// DeadLetterID is DeadLetter for the delivery that holds the message with id.
+func (q *Queue) DeadLetterID(id, reason string) error { return q.settleID("dead", reason, id) }
+
+func (q *Queue) settleOne(op, arg string, r queue.Receipt) error {
+	errs := q.settle(op, arg, []queue.Receipt{r})
+	return errs[0]
+}
+
+// settle runs one settle script over receipts and returns an error per
+// receipt.
+func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
+	args := make([]any, 0, 3+2*len(rs))
+	args = append(args, op, arg, "r")
+	for _, r := range rs {
+		args = append(args, strconv.FormatUint(r.Seq, 10), strconv.FormatUint(r.Lease, 10))
+	}
+	codes, err := q.runSettle(op, args)
+	errs := make([]error, len(rs))
+	for i, r := range rs {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case codes[i] != 0:
+			errs[i] = fmt.Errorf("%w: receipt %s", queue.ErrLeaseLost, r)
+		}
+	}
+	return errs
+}
+
+func (q *Queue) settleID(op, arg, id string) error {
+	codes, err := q.runSettle(op, []any{op, arg, "i", id})
+	if err != nil {
+		return err
+	}
+	if codes[0] != 0 {
+		return fmt.Errorf("%w: no delivery of %q in flight", queue.ErrNotFound, id)
+	}
+	return nil
+}
+
+func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
+	ctx, cancel := q.opContext()
+	defer cancel()
+	v, err := q.run(ctx, scriptSettle, q.o.Clock.Now(), args...)
+	if err != nil {
+		return nil, scriptErr(op, err)
+	}
+	reply, _ := v.([]any)
+	codes := make([]int64, len(reply))
+	for i, c := range reply {
+		codes[i] = toInt(c)
+	}
+	per := 1
+	if args[2] == "r" {
+		per = 2
+	}
+	if len(codes) != (len(args)-3)/per {
+		return nil, fmt.Errorf("redisq: %s: unexpected reply %v", op, v)
+	}
+	return codes, nil
+}
+
+// coalescer gathers concurrent Acks: the first caller settles everything
+// queued while it runs, in script calls of up to maxCoalesce receipts;
+// the others wait for their result. The Redis counterpart of a group
+// commit: one script call and one fsync for many acks.
+type coalescer struct {
+	mu      sync.Mutex
+	pending []*ackReq // queued, not yet sent
+	busy    bool      // a caller is settling
+}
+
+const maxCoalesce = 512
+
+type ackReq struct {
+	r    queue.Receipt
+	err  error
+	done chan struct{} // closed when err is set
+}
+
+func (c *coalescer) do(q *Queue, r queue.Receipt) error {
+	req := &ackReq{r: r, done: make(chan struct{})}
+	c.mu.Lock()
+	c.pending = append(c.pending, req)
+	if c.busy {
+		c.mu.Unlock()
+		<-req.done
+		return req.err
+	}
+	c.busy = true
+	for len(c.pending) > 0 {
+		batch := c.pending[:min(len(c.pending), maxCoalesce)]
+		c.pending = c.pending[len(batch):]
+		c.mu.Unlock()
+		rs := make([]queue.Receipt, len(batch))
+		for i, b := range batch {
+			rs[i] = b.r
+		}
+		for i, err := range q.settle("ack", "", rs) {
+			batch[i].err = err
+			close(batch[i].done)
+		}
+		c.mu.Lock()
+	}
+	c.busy = false
+	c.mu.Unlock()
+	return req.err
+}

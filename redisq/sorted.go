@@ -1,0 +1,395 @@
+package redisq
+
+import (
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/queue"
+)
+
+//go:embed scripts/sorted.lua
+var sortedLua string
+
+var scriptSorted = redis.NewScript(sortedLua)
+
+// SortedOptions configures a sorted queue handle. A nil *SortedOptions
+// means the defaults.
+type SortedOptions struct {
+	// Options are the handle's options: AckTimeout is the lease of a
+	// pulled batch; DedupWindow does not apply.
+	Options
+	// SingleFlight keeps a key that has a leased batch from being pulled
+	// again until that batch is acked or returned. Every handle of a
+	// queue must agree on it.
+	SingleFlight bool
+}
+
+// Sorted is a handle on a sorted queue kept in Redis: values ordered by a
+// sort key of type K and pulled as whole keys, as queue.Sorted. Every
+// handle of a queue must use the same K.
+type Sorted[K queue.SortKey] struct {
+	*handle
+	single bool          // SortedOptions.SingleFlight
+	fixed  bool          // K's sort parts have 8 bytes
+	window time.Duration // windowed form: a key is due Window after its oldest value
+}
+
+var _ queue.SortedQueue[int64] = (*Sorted[int64])(nil)
+
+// sortedValue is a value as stored in the val hash; only clients read it.
+type sortedValue struct {
+	_msgpack struct{} `msgpack:",as_array"` //nolint:unused // msgpack's layout tag
+
+	Sort    []byte // its sort part
+	At      int64  // publish time, Unix nanoseconds
+	Payload []byte
+}
+
+// OpenSorted returns a handle on the sorted queue called name. It checks
+// the server as Open does.
+func OpenSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient, name string, opts *SortedOptions) (*Sorted[K], error) {
+	var so SortedOptions
+	if opts != nil {
+		so = *opts
+	}
+	return openSorted[K](ctx, rdb, name, so, 0)
+}
+
+func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient, name string, so SortedOptions, window time.Duration) (*Sorted[K], error) {
+	o, err := so.Options.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
+	}
+	p := "walq:{" + name + "}:s:"
+	var ks []string
+	for _, k := range []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"} {
+		ks = append(ks, p+k)
+	}
+	s := &Sorted[K]{handle: newHandle(rdb, ks, p+"wake", o), single: so.SingleFlight, fixed: isFixed[K](), window: window}
+	if !o.TrustServer {
+		if err := checkServer(ctx, s.primary(ctx), o.Sync); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.start(ctx, s.sweep); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// run runs the sorted script's operation op at time now.
+func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...any) (any, error) {
+	single, fixed := "0", "0"
+	if s.single {
+		single = "1"
+	}
+	if s.fixed {
+		fixed = "1"
+	}
+	argv := append([]any{s.wake, unixMicros(now), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), fixed, op}, args...)
+	v, err := s.runScript(ctx, scriptSorted, argv)
+	return v, scriptErr(op, err)
+}
+
+// Publish adds a value under key at sort position sort.
+func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
+	part, _, err := sortPart(sort)
+	if err != nil {
+		return err
+	}
+	return s.publish(ctx, s.o.Clock.Now(), part, key, payload)
+}
+
+func (s *Sorted[K]) publish(ctx context.Context, now time.Time, part []byte, key string, payload []byte) error {
+	if len(payload) > s.o.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes, limit %d", queue.ErrTooLarge, len(payload), s.o.MaxMessageSize)
+	}
+	if len(key) >= math.MaxUint16 {
+		return fmt.Errorf("%w: key of %d bytes", queue.ErrInvalidOptions, len(key))
+	}
+	b, err := msgpack.Marshal(&sortedValue{Sort: part, At: now.UnixNano(), Payload: payload})
+	if err != nil {
+		return fmt.Errorf("redisq: encode value: %w", err)
+	}
+	_, err = s.run(ctx, now, "publish", key, part, b)
+	return err
+}
+
+// Pull returns the batches of up to about max values, keys in order of
+// their smallest pending sort key, whole keys only (see queue.Sorted.Pull).
+// It blocks until a key can be pulled, ctx ends or the handle is closed.
+func (s *Sorted[K]) Pull(ctx context.Context, max int) ([]*queue.Batch[K], error) {
+	return s.pull(ctx, max, true)
+}
+
+// TryPull is Pull without waiting: ErrEmpty when no key can be pulled.
+func (s *Sorted[K]) TryPull(max int) ([]*queue.Batch[K], error) {
+	ctx, cancel := s.opContext()
+	defer cancel()
+	return s.pull(ctx, max, false)
+}
+
+func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Batch[K], error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: pull of %d values", queue.ErrInvalidOptions, max)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		woken := s.ready.register()
+		bs, due, err := s.pullOnce(ctx, max)
+		if err != nil || len(bs) > 0 || !block {
+			s.pass(woken)
+			if err == nil && len(bs) == 0 {
+				err = queue.ErrEmpty
+			}
+			return bs, err
+		}
+		var timer <-chan time.Time
+		if !due.IsZero() {
+			timer = s.o.Clock.After(due.Sub(s.o.Clock.Now()))
+		}
+		select {
+		case <-ctx.Done():
+			s.pass(woken)
+			return nil, ctx.Err()
+		case <-s.closed:
+			return nil, queue.ErrClosed
+		case <-woken:
+		case <-timer:
+			s.pass(woken)
+		}
+	}
+}
+
+// pass deregisters a waiter that is leaving and hands a wake-up it
+// received on to another waiter.
+func (h *handle) pass(woken chan struct{}) {
+	if h.ready.deregister(woken) {
+		h.ready.notifyOne()
+	}
+}
+
+// pullOnce runs one pull. With nothing pullable it returns when a key may
+// become pullable by time alone (a hold ends, a window closes), or zero.
+func (s *Sorted[K]) pullOnce(ctx context.Context, max int) ([]*queue.Batch[K], time.Time, error) {
+	now := s.o.Clock.Now()
+	bound := ""
+	if s.window > 0 {
+		bound = string(orderedInt(now.Add(-s.window).UnixNano()))
+	}
+	args := []any{max, bound}
+	for range max {
+		args = append(args, strconv.FormatUint(newToken(), 10))
+	}
+	v, err := s.run(ctx, now, "pull", args...)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	r, _ := v.([]any)
+	if len(r) != 3 {
+		return nil, time.Time{}, fmt.Errorf("redisq: pull: unexpected reply %v", v)
+	}
+	raw, _ := r[0].([]any)
+	out := make([]*queue.Batch[K], 0, len(raw))
+	for _, x := range raw {
+		b, err := s.decodeBatch(x, now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		out = append(out, b)
+	}
+	var due time.Time
+	if h := toInt(r[1]); h >= 0 {
+		due = time.UnixMicro(h)
+	}
+	if head, _ := r[2].(string); s.window > 0 && len(head) == 8 {
+		at := time.Unix(0, int64(binary.BigEndian.Uint64([]byte(head))^(1<<63))).Add(s.window)
+		if due.IsZero() || at.Before(due) {
+			due = at
+		}
+	}
+	return out, due, nil
+}
+
+func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
+	b, _ := x.([]any)
+	if len(b) != 3 {
+		return nil, fmt.Errorf("redisq: pull: unexpected batch %v", x)
+	}
+	tok, _ := strconv.ParseUint(fmt.Sprint(b[0]), 10, 64)
+	key, _ := b[1].(string)
+	vals, _ := b[2].([]any)
+	out := queue.Batch[K]{Key: key, Lease: tok, PulledAt: now, Values: make([]queue.Value[K], len(vals))}
+	for i, vx := range vals {
+		v, _ := vx.([]any)
+		if len(v) != 3 {
+			return nil, fmt.Errorf("redisq: pull: unexpected value %v", vx)
+		}
+		raw, _ := v[2].(string)
+		var sv sortedValue
+		if err := msgpack.Unmarshal([]byte(raw), &sv); err != nil {
+			return nil, fmt.Errorf("redisq: value %d: decode: %w", toInt(v[0]), err)
+		}
+		sort, err := fromSortPart[K](sv.Sort)
+		if err != nil {
+			return nil, err
+		}
+		out.Values[i] = queue.Value[K]{Sort: sort, Payload: sv.Payload, PublishedAt: time.Unix(0, sv.At),
+			Deliveries: int(toInt(v[1]))}
+	}
+	return queue.NewBatch[K](s, out), nil
+}
+
+// Ack removes the batch leased as lease for good; ErrLeaseLost if its
+// lease ran out or it was settled already.
+func (s *Sorted[K]) Ack(lease uint64) error { return s.settle("ack", lease, "") }
+
+// Nack puts the batch's values back at their sort keys; the key is not
+// pulled again before delay has passed. Values that have had
+// MaxDeliveries go to the dead set instead.
+func (s *Sorted[K]) Nack(lease uint64, delay time.Duration) error {
+	if delay < 0 {
+		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
+	}
+	return s.settle("nack", lease, micros(delay))
+}
+
+// Extend sets the batch's lease to run out d from now.
+func (s *Sorted[K]) Extend(lease uint64, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
+	}
+	return s.settle("extend", lease, micros(d))
+}
+
+// DeadLetter moves every value of the batch to the dead set.
+func (s *Sorted[K]) DeadLetter(lease uint64, reason string) error {
+	return s.settle("dead", lease, reason)
+}
+
+func (s *Sorted[K]) settle(op string, lease uint64, arg string) error {
+	ctx, cancel := s.opContext()
+	defer cancel()
+	v, err := s.run(ctx, s.o.Clock.Now(), op, strconv.FormatUint(lease, 10), arg)
+	if err != nil {
+		return err
+	}
+	if toInt(v) != 0 {
+		return fmt.Errorf("%w: batch lease %d", queue.ErrLeaseLost, lease)
+	}
+	return nil
+}
+
+// sweep ends expired batch leases (when expire) and releases due holds.
+func (s *Sorted[K]) sweep(expire bool) (int, time.Duration, error) {
+	flag := "0"
+	if expire {
+		flag = "1"
+	}
+	total := 0
+	for {
+		ctx, cancel := s.opContext()
+		now := s.o.Clock.Now()
+		v, err := s.run(ctx, now, "housekeep", flag)
+		cancel()
+		if err != nil {
+			return total, -1, err
+		}
+		r, _ := v.([]any)
+		if len(r) != 3 {
+			return total, -1, fmt.Errorf("redisq: housekeep: unexpected reply %v", v)
+		}
+		n := int(toInt(r[0]))
+		total += n
+		if n == 1000 {
+			continue
+		}
+		next := toInt(r[2])
+		if l := toInt(r[1]); expire && l >= 0 && (next < 0 || l < next) {
+			next = l
+		}
+		if next < 0 {
+			return total, -1, nil
+		}
+		return total, max(0, time.UnixMicro(next).Sub(now)), nil
+	}
+}
+
+// RequeueExpired returns the values of every batch whose lease ran out.
+// Every open handle does this by itself unless ManualRequeue is set.
+func (s *Sorted[K]) RequeueExpired() (int, error) {
+	n, _, err := s.sweep(true)
+	return n, err
+}
+
+// Stats returns the sorted queue's counts; see Queue.Stats.
+func (s *Sorted[K]) Stats() queue.Stats {
+	ctx, cancel := s.opContext()
+	defer cancel()
+	st, _ := s.StatsContext(ctx)
+	return st
+}
+
+// StatsContext is Stats with a context and an error.
+func (s *Sorted[K]) StatsContext(ctx context.Context) (queue.Stats, error) {
+	st := queue.Stats{Sync: s.o.Sync, AckTimeout: s.o.AckTimeout}
+	v, err := s.run(ctx, s.o.Clock.Now(), "stats")
+	if err != nil {
+		return st, err
+	}
+	r, _ := v.([]any)
+	if len(r) != 8 {
+		return st, fmt.Errorf("redisq: stats: unexpected reply %v", v)
+	}
+	st.SortedPending, st.SortedKeys, st.SortedBatches, st.SortedDead = int(toInt(r[0])), int(toInt(r[1])), int(toInt(r[2])), int(toInt(r[3]))
+	st.Published, st.Pulled, st.BatchesAcked = uint64(toInt(r[4])), uint64(toInt(r[5])), uint64(toInt(r[6]))
+	st.SortedLeased = int(toInt(r[7]))
+	return st, nil
+}
+
+// WindowOptions configures a windowed queue handle.
+type WindowOptions struct {
+	SortedOptions
+	// Window is how long after its oldest pending value was published a
+	// key's batch becomes due. Required; every handle must agree on it.
+	Window time.Duration
+}
+
+// Windowed batches values per key by time, as queue.Windowed: a key's
+// batch is due Window after its oldest pending value was published. The
+// publish time is the publishing client's clock.
+type Windowed struct {
+	*Sorted[time.Time]
+}
+
+var _ queue.WindowedQueue = (*Windowed)(nil)
+
+// OpenWindowed returns a handle on the windowed queue called name.
+func OpenWindowed(ctx context.Context, rdb redis.UniversalClient, name string, opts *WindowOptions) (*Windowed, error) {
+	if opts == nil || opts.Window <= 0 {
+		return nil, fmt.Errorf("%w: WindowOptions.Window must be positive", queue.ErrInvalidOptions)
+	}
+	s, err := openSorted[time.Time](ctx, rdb, name, opts.SortedOptions, opts.Window)
+	if err != nil {
+		return nil, err
+	}
+	return &Windowed{s}, nil
+}
+
+// Publish adds a value under key, stamped with the current time.
+func (w *Windowed) Publish(ctx context.Context, key string, payload []byte) error {
+	return w.Sorted.Publish(ctx, w.o.Clock.Now(), key, payload)
+}

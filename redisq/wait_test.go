@@ -1,0 +1,146 @@
+package redisq_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestWaitersHoldNoConnection: two hundred goroutines block in Dequeue on
+// a client with a pool of four connections; messages enqueued through
+// another handle reach every one of them, and the pool never grew past
+// its size (the waiters hold no connection, and nothing polls).
+func TestWaitersHoldNoConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	const pool, waiters = 4, 200
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool, PoolTimeout: time.Second})
+	defer rdb.Close()
+	ctx := context.Background()
+	consumer, err := redisq.Open(ctx, rdb, "waiters", nil)
+	require.NoError(t, err)
+	defer consumer.Close()
+	producer, err := redisq.Open(ctx, srv.Client(), "waiters", nil)
+	require.NoError(t, err)
+	defer producer.Close()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, waiters)
+	for range waiters {
+		wg.Go(func() {
+			m, err := consumer.Dequeue(ctx)
+			if err == nil {
+				err = m.Ack()
+			}
+			if err != nil {
+				errc <- err
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // all of them are waiting
+	before := evalCalls(t, srv)
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, before, evalCalls(t, srv), "waiting consumers run no scripts: they do not poll")
+
+	for i := range waiters {
+		_, err := producer.Enqueue(ctx, []byte(fmt.Sprint(i)))
+		require.NoError(t, err)
+	}
+	waitOrFail(t, &wg, 30*time.Second)
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, int(rdb.PoolStats().TotalConns), pool, "connections of the pool")
+	require.Equal(t, uint64(waiters), consumer.Stats().Acked)
+}
+
+// evalCalls returns how many scripts the server has run.
+func evalCalls(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Client().Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	var total int64
+	for _, cmd := range []string{"evalsha", "eval"} {
+		var n int64
+		if i := strings.Index(info, "cmdstat_"+cmd+":calls="); i >= 0 {
+			_, _ = fmt.Sscanf(info[i+len("cmdstat_"+cmd+":calls="):], "%d", &n)
+		}
+		total += n
+	}
+	return total
+}
+
+func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatal("consumers did not finish")
+	}
+}
+
+// TestWakeAcrossHandles: a consumer blocked on one handle wakes when
+// another handle, on another client, nacks a message or when a delayed
+// message falls due through the other handle's housekeeper.
+func TestWakeAcrossHandles(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	a, err := redisq.Open(ctx, srv.Client(), "across", nil)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := redisq.Open(ctx, srv.Client(), "across", nil)
+	require.NoError(t, err)
+	defer b.Close()
+
+	_, err = b.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	m, err := b.TryDequeue()
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		m2, err := a.Dequeue(ctx)
+		if err == nil && m2.Deliveries != 2 {
+			err = fmt.Errorf("deliveries %d, want 2", m2.Deliveries)
+		}
+		if err == nil {
+			err = m2.Ack()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, m.Nack(0))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a nack through another handle did not wake the consumer")
+	}
+
+	go func() {
+		m2, err := a.Dequeue(ctx)
+		if err == nil {
+			err = m2.Ack()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	_, err = b.Enqueue(ctx, []byte("later"), queue.WithDelay(300*time.Millisecond))
+	require.NoError(t, err)
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a delay falling due did not wake the consumer on another handle")
+	}
+}
