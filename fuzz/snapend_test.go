@@ -87,6 +87,17 @@ func snapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[string][
 	if err := q.Compact(); err != nil {
 		t.Fatal(err)
 	}
+	// Messages whose enqueue records are in the last segment, which the
+	// cuts lose: the snapshot counts them as never delivered.
+	for i := 0; i < 40; i++ {
+		tok := fmt.Sprintf("L%d", i)
+		p := payload(tok, 40+rng.IntN(120))
+		mustEnqueue(t, q, p)
+		want[tok] = p
+	}
+	if err := q.Compact(); err != nil {
+		t.Fatal(err)
+	}
 	img, err := quietDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +164,7 @@ func checkSalvagedSnapEnd(t *testing.T, img map[string][]byte, want map[string][
 		t.Errorf("Recovery().Log.Salvaged is empty; the lost records must be reported")
 	}
 	seen := drainChecked(t, q, want)
+	t.Logf("salvaged: %d messages delivered; recovery %+v", seen, q.Recovery())
 	if l := q.Stats().LastLSN; l < snapLSN {
 		t.Fatalf("after the salvage the log ends at LSN %d, below the snapshot's %d: new records would reuse its LSNs", l, snapLSN)
 	}

@@ -104,46 +104,54 @@ func (l *Log) checkTailName(tail *segment) error {
 // anything. Under Salvage the loss is reported and the log resumes after
 // MustReach (see resumeAfterGap).
 func (l *Log) checkReach() error {
-	must := l.opts.MustReach
-	if must == 0 {
-		return nil
-	}
 	end, err := l.recordsEnd()
-	if err != nil || (end != 0 && end > must) {
+	if err != nil {
 		return err
 	}
-	d := l.reachDamage(end, must)
-	if !l.opts.Salvage {
-		return fmt.Errorf("%w: %s", ErrCorrupt, d.Reason)
-	}
-	if t := l.report.Torn; t != nil { // the cut is part of the loss, not a torn write
-		t.Reason = "cut at damage: " + t.Reason
-		l.report.Salvaged = append(l.report.Salvaged, *t)
-		l.report.Torn = nil
-	}
-	l.report.Salvaged = append(l.report.Salvaged, d)
-	l.gap = must + 1
-	return nil
-}
-
-// reachDamage describes the records lost between end (the LSN after the
-// last record; 0 when the log holds none) and must.
-func (l *Log) reachDamage(end, must LSN) Damage {
 	where := l.dir
 	if n := len(l.seg.list); n > 0 {
 		where = l.seg.list[n-1].path
 	}
-	first := end
-	if end == 0 {
-		first = 0 // unknown: everything up to must
+	if l.reached(&l.report, where, end) {
+		return nil
 	}
-	last := fmt.Sprintf("LSN %d", end-1)
-	if end == 0 {
-		last = "no record"
+	if !l.opts.Salvage {
+		d := l.report.Salvaged[len(l.report.Salvaged)-1]
+		return fmt.Errorf("%w: %s", ErrCorrupt, d.Reason)
 	}
-	return Damage{Segment: where, FirstLSN: first, LastLSN: must,
+	l.gap = l.opts.MustReach + 1
+	return nil
+}
+
+// reachDamage describes the records lost between end (the LSN after the
+// last record; 0 when the log holds none) and must; where is the last
+// segment, or the directory when there is none.
+func reachDamage(where string, end, must LSN) Damage {
+	last := "no record"
+	if end != 0 {
+		last = fmt.Sprintf("LSN %d", end-1)
+	}
+	return Damage{Segment: where, FirstLSN: end, LastLSN: must,
 		Reason: fmt.Sprintf("the log ends at %s (%s), before LSN %d that must be in it (the snapshot reflects it): "+
 			"records were lost, which is damage, not a torn write", last, filepath.Base(where), must)}
+}
+
+// reached checks rep against MustReach for a log whose records end before
+// end (0: none): when it ends before MustReach, a torn tail is part of the
+// loss, and the loss is added to Salvaged. It reports whether the log
+// reaches far enough.
+func (l *Log) reached(rep *Report, where string, end LSN) bool {
+	must := l.opts.MustReach
+	if must == 0 || end > must {
+		return true
+	}
+	if t := rep.Torn; t != nil { // the cut is part of the loss, not a torn write
+		t.Reason = "cut at damage: " + t.Reason
+		rep.Salvaged = append(rep.Salvaged, *t)
+		rep.Torn = nil
+	}
+	rep.Salvaged = append(rep.Salvaged, reachDamage(where, end, must))
+	return false
 }
 
 // recordsEnd returns the LSN after the last record in the log, or 0 when
