@@ -170,6 +170,7 @@ func (q *Queue) rewritePastDamage() error {
 	if target == 0 {
 		return nil
 	}
+	q.recovery.Dropped = q.lostBelow(target)
 	moved, err := q.movePinned(target, true)
 	q.recovery.Rewritten = moved
 	if err == nil {

@@ -66,6 +66,10 @@ func examine(dir string) (Check, error) {
 	}
 	// 2. The log, entry by entry; it must reach the snapshot.
 	log, err := openLogReadOnly(dir, reach)
+	if errors.Is(err, ErrCorrupt) { // a log Open refuses before any entry check
+		c.Problems = append(c.Problems, err.Error())
+		return c, c.err()
+	}
 	if err != nil {
 		return c, err
 	}
