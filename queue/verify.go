@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
@@ -58,7 +59,7 @@ func examine(dir string) (Check, error) {
 	case err != nil && !errors.Is(err, ErrCorrupt):
 		return c, err
 	case err != nil:
-		c.Problems = append(c.Problems, err.Error())
+		c.Problems = append(c.Problems, problem(err))
 		st, reach = newState(&Options{}), lostSnapshotLSN(dir)
 	case snapLSN != 0:
 		info, _, _ := recovery.Latest(dir)
@@ -67,7 +68,7 @@ func examine(dir string) (Check, error) {
 	// 2. The log, entry by entry; it must reach the snapshot.
 	log, err := openLogReadOnly(dir, reach)
 	if errors.Is(err, ErrCorrupt) { // a log Open refuses before any entry check
-		c.Problems = append(c.Problems, err.Error())
+		c.Problems = append(c.Problems, problem(err))
 		return c, c.err()
 	}
 	if err != nil {
@@ -80,14 +81,14 @@ func examine(dir string) (Check, error) {
 	}
 	// 3. It must reach back to what the snapshot's messages need.
 	if first, need := log.FirstLSN(), min(lowWater(st), snapLSN+1); first > need {
-		c.Problems = append(c.Problems, coverageErr(first, snapLSN, need, log.Segments()).Error())
+		c.Problems = append(c.Problems, problem(coverageErr(first, snapLSN, need, log.Segments())))
 	}
 	// 4. Every record after the snapshot replays, if nothing above failed
 	//    (replay over damage only repeats it).
 	if c.Damaged() == 0 {
 		c.Records, err = replayInto(log, st, snapLSN+1)
 		if err != nil {
-			c.Problems = append(c.Problems, err.Error())
+			c.Problems = append(c.Problems, problem(err))
 		}
 	}
 	return c, c.err()
@@ -102,6 +103,16 @@ func (c Check) err() error {
 		return withWayOut(fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Problems[0])))
 	}
 	return nil
+}
+
+// problem is the text of err for Check.Problems, without the way out
+// (Verify's error names it once).
+func problem(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "; "+wayOut); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
 }
 
 // trimCorrupt drops a leading "queue: corrupt: " from a problem's text.
