@@ -256,8 +256,15 @@ func checkPayloadRecord(r *record, seq, loc uint64) error {
 		ErrCorrupt, loc, opName(r.Op), r.Seq, seq))
 }
 
-// readRecord reads and decodes the record at lsn.
+// readRecord reads and decodes the record at lsn. A copy forward appends
+// a message's copy and points the index at it before it is written: a
+// read of an LSN not written yet waits for the log to write it.
 func (q *Queue) readRecord(lsn uint64) (*record, error) {
+	if lsn > q.log.WrittenLSN() && lsn <= q.log.LastLSN() {
+		if err := q.log.Flush(); err != nil {
+			return nil, fmt.Errorf("queue: read LSN %d: %w", lsn, err)
+		}
+	}
 	b, err := q.log.Read(lsn)
 	if err != nil {
 		return nil, wrapCorrupt(fmt.Sprintf("read LSN %d", lsn), err)

@@ -219,6 +219,16 @@ func (q *Queue) resetCursorLocked() {
 	q.mu.cursor = q.log.NewReader(max(q.mu.st.cursor, q.log.FirstLSN()))
 }
 
+// closeCursor releases the cursor's reader and the segment file it pins;
+// Close calls it once nothing reads at the cursor any more.
+func (q *Queue) closeCursor() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
+	}
+}
+
 // requeueCrashed ends every lease left by a crashed process: the message is
 // ready again, or dead if it has had MaxDeliveries.
 func (q *Queue) requeueCrashed() error {

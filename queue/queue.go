@@ -174,6 +174,7 @@ func (q *Queue) Close() error {
 	if err == nil && q.log.Err() == nil {
 		err = q.snapshot()
 	}
+	q.closeCursor() // it may pin a segment the last snapshot removed
 	if cerr := q.log.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("queue: close log: %w", cerr)
 	}
