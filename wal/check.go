@@ -3,6 +3,7 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -38,15 +39,23 @@ func (l *Log) checkSealedEnds() error {
 	return nil
 }
 
-// endsAt reports whether a valid entry ending with the LSN before want
-// fills the end of the segment file f of size bytes. It searches backwards
-// from the end, doubling the bytes read, for a frame that ends exactly at
-// size and passes every check; a frame nested in a payload can end there
-// too, so a candidate with other LSNs does not stop the search.
-func endsAt(f interface {
-	ReadAt([]byte, int64) (int, error)
-}, size int64, want LSN) (bool, error) {
-	for back := min(size, 64<<10); ; back = min(size, 2*back) {
+// endWalk is how many frames endsAt follows from a segment's start before
+// it searches backwards from the end instead.
+const endWalk = 64
+
+// endsAt reports whether the last entry of the segment file f, size bytes
+// long, is valid and ends with the LSN before want. A segment of few
+// (large) entries is walked frame by frame from its start; otherwise the
+// end is searched backwards, doubling the bytes read, for a frame that ends
+// exactly at size and passes every check (a frame nested in a payload can
+// end there too, so a candidate with other LSNs does not stop the search).
+// Either way it reads about one entry.
+func endsAt(f io.ReaderAt, size int64, want LSN) (bool, error) {
+	ok, done, err := walkToEnd(f, size, want)
+	if done || err != nil {
+		return ok, err
+	}
+	for back := min(size, 4<<10); ; back = min(size, 2*back) {
 		buf := make([]byte, back)
 		if _, err := f.ReadAt(buf, size-back); err != nil {
 			return false, err
@@ -58,6 +67,35 @@ func endsAt(f interface {
 			return false, nil
 		}
 	}
+}
+
+// walkToEnd follows up to endWalk frame lengths of a segment from its
+// start; if it reaches the last frame it checks that one's header (its CRC
+// is checked when the segment is first read, as for any entry) and reports
+// done.
+func walkToEnd(f io.ReaderAt, size int64, want LSN) (ok, done bool, err error) {
+	r := &segReader{f: f, ahead: 4 << 10}
+	off := int64(0)
+	for i := 0; i < endWalk && off < size; i++ {
+		b, err := r.bytes(off, int(min(size-off, binary.MaxVarintLen64)), size)
+		if err != nil {
+			return false, true, err
+		}
+		k, n, err := decodeFrame(b, size-off)
+		if err != nil {
+			return false, true, nil // a damaged frame
+		}
+		if next := off + int64(k) + n; next < size {
+			off = next
+			continue
+		}
+		_, h, err := r.header(off, size)
+		if err != nil && !isFormatError(err) {
+			return false, true, err
+		}
+		return err == nil && h.end() == want, true, nil
+	}
+	return false, false, nil
 }
 
 // findEnding reports whether some offset of buf starts a valid entry frame
