@@ -11,8 +11,10 @@ import (
 // This file holds the checks Open runs on the shape of the log, besides
 // the entry checks of the tail scan: sealed segments follow on from each
 // other, the tail segment is one walq wrote, and the log reaches the LSN
-// its caller relies on (Options.MustReach). Verify runs the same checks,
-// through the same functions, on every segment.
+// its caller relies on (Options.MustReach). Verify, which reads every
+// entry, checks the reach through the same function (reached) and the
+// segment boundaries by its full scan; the tail's name was checked when the
+// Log it runs on was opened.
 
 // checkSealedEnds checks that every sealed segment's last entry ends at
 // the LSN the next segment starts at: a segment file that is missing in the
