@@ -15,20 +15,27 @@ import (
 	"github.com/walq/walq/queue"
 )
 
-// TestReadsBesideCompaction lists dead letters and delivers nacked
-// messages, checking every payload, while compactions copy those very
+// TestReadsBesideCompaction lists dead letters and delivers messages that
+// are nacked over and over, checking every payload, while compactions copy those very
 // messages forward and truncate the segments they were in. A read must
 // never fail and never return another message's bytes: it follows the
 // copy, and waits for a copy that is appended but not yet written.
 func TestReadsBesideCompaction(t *testing.T) {
 	dir := t.TempDir()
-	q := open(t, dir, &queue.Options{SegmentSize: 4096, MaxDeliveries: 1, ManualRequeue: true, Sync: queue.SyncNever})
+	q := open(t, dir, &queue.Options{SegmentSize: 4096, MaxDeliveries: -1, ManualRequeue: true, Sync: queue.SyncNever})
 	defer q.Close()
 	const dead = 150
 	payloadOf := func(i int) string { return fmt.Sprintf("dead-%d|%s", i, strings.Repeat("d", 40+i%50)) }
 	for i := 0; i < dead; i++ {
 		enqueue(t, q, payloadOf(i), queue.WithID(fmt.Sprintf("d%d", i)))
 		require.NoError(t, tryDequeue(t, q).DeadLetter("test"))
+	}
+	// Messages that are nacked whenever they come out: ready again, in the
+	// index, and copied forward by compactions while they cycle.
+	bodyOf := func(id string) string { return id + "|" + strings.Repeat("n", 60+len(id)) }
+	for i := 0; i < 50; i++ {
+		id := fmt.Sprintf("n%d", i)
+		enqueue(t, q, bodyOf(id), queue.WithID(id))
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -39,17 +46,16 @@ func TestReadsBesideCompaction(t *testing.T) {
 		defer stop.Store(true)
 		for i := 0; i < 40 && !stop.Load(); i++ {
 			for j := 0; j < 30; j++ {
-				if _, err := q.Enqueue(context.Background(), []byte(strings.Repeat("x", 100))); err != nil {
+				id := fmt.Sprintf("c%d.%d", i, j)
+				if _, err := q.Enqueue(context.Background(), []byte(bodyOf(id)), queue.WithID(id)); err != nil {
 					errs <- err
 					return
 				}
-				m, err := q.TryDequeue()
-				if err == nil {
-					err = m.Ack()
-				}
-				if err != nil {
-					errs <- err
-					return
+				for k := 0; k < 2; k++ { // a nacked message, then (usually) this one
+					if err := deliverChecked(q, bodyOf); err != nil {
+						errs <- err
+						return
+					}
 				}
 			}
 			if err := q.Compact(); err != nil {
@@ -89,6 +95,25 @@ func TestReadsBesideCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	require.Greater(t, q.Stats().Moved, uint64(0), "compaction copied the dead letters forward")
+}
+
+// deliverChecked dequeues a message, checks that its payload is its own,
+// and nacks it if its id starts with n (acks it otherwise).
+func deliverChecked(q *queue.Queue, bodyOf func(string) string) error {
+	m, err := q.TryDequeue()
+	if err == queue.ErrEmpty {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dequeue: %w", err)
+	}
+	if string(m.Payload) != bodyOf(m.ID) {
+		return fmt.Errorf("message %s delivered with payload %q", m.ID, m.Payload)
+	}
+	if strings.HasPrefix(m.ID, "n") {
+		return m.Nack(0)
+	}
+	return m.Ack()
 }
 
 // TestCloseClosesEveryFile checks that after Close no file descriptor of
