@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 )
 
 // statsJSON is the part of stats --json the tests read.
@@ -379,4 +381,34 @@ type repairOut struct {
 	Before   verifyOut   `json:"before"`
 	After    *verifyOut  `json:"after"`
 	LostLSNs [][2]uint64 `json:"lost_lsns"`
+}
+
+// TestSnapshotDeleted: a snapshot deleted by hand after the log was
+// truncated is damage (exit 2, not the torn-tail status), and repair
+// rebuilds what the log still holds and succeeds.
+func TestSnapshotDeleted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q")
+	q, err := queue.Open(dir, fixtureOptions())
+	require.NoError(t, err)
+	for i := range 200 {
+		_, err := q.Enqueue(context.Background(), []byte(fmt.Sprintf("payload %03d %s", i, strings.Repeat("x", 80))))
+		require.NoError(t, err)
+	}
+	for range 150 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	require.NoError(t, q.Compact())
+	require.NoError(t, q.Close())
+	snaps, err := filepath.Glob(filepath.Join(dir, "snapshot-*"))
+	require.NoError(t, err)
+	require.Len(t, snaps, 1)
+	require.NoError(t, os.Remove(snaps[0]))
+	r := mustWalq(t, 2, "", "verify", dir)
+	require.Contains(t, r.stdout, "there is no snapshot")
+	r = mustWalq(t, 0, "", "repair", dir)
+	require.Contains(t, r.stdout, "result: repaired")
+	mustWalq(t, 0, "", "verify", dir)
+	require.EqualValues(t, 50, stats(t, dir).Ready, "the 50 messages never delivered are in the log")
 }
