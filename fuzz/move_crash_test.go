@@ -85,10 +85,14 @@ func TestCrashBetweenMoveAndAdvance(t *testing.T) {
 }
 
 // lastMove returns, from the images taken when snapshots were written, a
-// crash state that holds the cursor moves of the last image but not the
-// advance after them (nor any snapshot that reflects it), or nil.
+// crash state that holds the cursor moves of the first image that has them
+// but not the advance after them (nor any snapshot that reflects it), or
+// nil. The first such image is the compaction's second snapshot, before
+// the truncation it allows: a later one (Close's) has a log truncated past
+// what any snapshot without the advance could replay from, a state no
+// crash leaves.
 func lastMove(t *testing.T, images []map[string][]byte) map[string][]byte {
-	for i := len(images) - 1; i >= 0; i-- {
+	for i := 0; i < len(images); i++ {
 		img := images[i]
 		dir := filepath.Join(scratchDir(t), "read")
 		if err := writeDir(dir, img); err != nil {

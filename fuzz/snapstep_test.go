@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +56,11 @@ type stepRun struct {
 	s      *queue.Sorted[int64]
 	n      int // tokens made
 
-	captured []stepImage // images taken by the hook during the current compaction
+	// mu guards captured and recording: the hook also runs on the queue's
+	// background compactions, on their own goroutine.
+	mu        sync.Mutex
+	captured  []stepImage // images taken by the hook during the current compaction
+	recording bool        // a checked compaction is running: the hook captures
 
 	compactions, states, truncations, variants int
 	steps                                      map[string]int
@@ -77,6 +82,11 @@ func (s *stepRun) opts() queue.Options {
 
 // hook copies the directory at a snapshot step.
 func (s *stepRun) hook(step string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.recording {
+		return // a background compaction, not the one being checked
+	}
 	files, err := readDir(s.dir)
 	if err != nil {
 		s.t.Errorf("copy at %s: %v", step, err)
@@ -259,6 +269,17 @@ func (s *stepRun) sortedWorkload(round int) {
 	}
 }
 
+// setRecording turns the hook's captures on (clearing the last ones) or
+// off.
+func (s *stepRun) setRecording(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.captured = nil
+	}
+	s.recording = on
+}
+
 // compactAndCheck compacts with the hook on, builds every crash state of
 // the compaction, and compares each with the state before it. It reports
 // whether the compaction truncated the log.
@@ -269,12 +290,13 @@ func (s *stepRun) compactAndCheck() bool {
 		t.Fatal(err)
 	}
 	want := s.fingerprintOf(stepImage{name: "before the compaction", files: before})
-	s.captured = nil
+	s.setRecording(true)
 	if s.sorted {
 		err = s.s.Compact()
 	} else {
 		err = s.q.Compact()
 	}
+	s.setRecording(false)
 	if err != nil {
 		t.Fatal(err)
 	}

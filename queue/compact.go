@@ -106,12 +106,15 @@ func (q *Queue) clearSinceSnap(since int64) {
 // lowWaterLocked is the lowest LSN the live messages need: the cursor (or,
 // when no never-delivered message is left after it, the next LSN), or the
 // payload record of the oldest message the indexes hold.
-func (q *Queue) lowWaterLocked() uint64 {
-	low := q.cursorNeedLocked()
-	if loc, ok := q.mu.st.table.MinLoc(); ok && loc < low {
+func (q *Queue) lowWaterLocked() uint64 { return lowWater(q.mu.st) }
+
+// lowWater is lowWaterLocked for a state that is not installed yet.
+func lowWater(st *state) uint64 {
+	low := cursorNeed(st)
+	if loc, ok := st.table.MinLoc(); ok && loc < low {
 		low = loc
 	}
-	if loc, ok := q.mu.st.sorted.MinLoc(); ok && loc < low {
+	if loc, ok := st.sorted.MinLoc(); ok && loc < low {
 		low = loc
 	}
 	return low
@@ -119,11 +122,13 @@ func (q *Queue) lowWaterLocked() uint64 {
 
 // cursorNeedLocked is the lowest LSN the cursor region needs: the cursor,
 // or past the last record when no never-delivered message is left.
-func (q *Queue) cursorNeedLocked() uint64 {
-	if q.mu.st.pending == 0 {
-		return q.mu.st.last + 1
+func (q *Queue) cursorNeedLocked() uint64 { return cursorNeed(q.mu.st) }
+
+func cursorNeed(st *state) uint64 {
+	if st.pending == 0 {
+		return st.last + 1
 	}
-	return q.mu.st.cursor
+	return st.cursor
 }
 
 // A compaction copies the never-delivered messages from the cursor on only

@@ -233,6 +233,9 @@ func (q *Queue) readPayload(m *Message, loc uint64) error {
 	for tries := 0; ; tries++ {
 		r, err := q.readRecord(loc)
 		if err == nil {
+			err = checkPayloadRecord(r, m.Receipt.Seq, loc)
+		}
+		if err == nil {
 			m.Payload, m.Headers = r.Payload, r.Headers
 			return nil
 		}
@@ -249,8 +252,27 @@ func (q *Queue) readPayload(m *Message, loc uint64) error {
 	}
 }
 
-// readRecord reads and decodes the record at lsn.
+// checkPayloadRecord checks that r, read at loc, holds the payload of
+// message seq: its enqueue record (whose LSN is the seq) or a copy of it.
+// Anything else means the index and the log disagree, and a payload is
+// never delivered from the wrong record.
+func checkPayloadRecord(r *record, seq, loc uint64) error {
+	if (r.Op == opEnqueue && loc == seq) || (r.Op == opMove && r.Seq == seq) {
+		return nil
+	}
+	return withWayOut(fmt.Errorf("%w: the record at LSN %d is a %s of message %d, not the payload of message %d",
+		ErrCorrupt, loc, opName(r.Op), r.Seq, seq))
+}
+
+// readRecord reads and decodes the record at lsn. A copy forward appends
+// a message's copy and points the index at it before it is written: a
+// read of an LSN not written yet waits for the log to write it.
 func (q *Queue) readRecord(lsn uint64) (*record, error) {
+	if lsn > q.log.WrittenLSN() && lsn <= q.log.LastLSN() {
+		if err := q.log.Flush(); err != nil {
+			return nil, fmt.Errorf("queue: read LSN %d: %w", lsn, err)
+		}
+	}
 	b, err := q.log.Read(lsn)
 	if err != nil {
 		return nil, wrapCorrupt(fmt.Sprintf("read LSN %d", lsn), err)

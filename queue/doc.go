@@ -94,6 +94,19 @@
 // lease is lost are refused and listed in a *BatchError, the others are
 // applied.
 //
+// # Damage
+//
+// Open, Verify and Repair run the same checks: every checksum, segment
+// files that follow on from each other, a log that reaches at least the
+// snapshot's LSN (a log that ends before it lost synced records: damage,
+// never a torn tail) and reaches back to what the snapshot's messages
+// need. Damage is ErrCorrupt naming the way out: Repair (walq repair),
+// which backs the directory up and salvages it under the directory lock,
+// or Options.Salvage. A salvage drops what was lost and reports it; it
+// never delivers a payload from bytes that failed their checksum or from
+// another record, never reuses an LSN, and recounts what is ready. A file
+// walq did not write is refused, never changed.
+//
 // # Sorted and windowed queues
 //
 // OpenSorted opens a queue of values ordered by a sort key (any integer,
@@ -120,7 +133,10 @@
 // the log stays within about twice the live bytes plus two segments;
 // except that more than 16,384 never-delivered messages are not copied:
 // the lease and ack records written behind them are freed as the cursor
-// passes them, not before.
+// passes them, not before. The bound is checked each time a segment's worth
+// of records has been written, so between two checks the log can exceed
+// it by up to one more segment, and a compaction that copies messages
+// forward holds the copies and the originals until it truncates.
 //
 // # Concurrency
 //

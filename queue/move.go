@@ -34,7 +34,8 @@ func (p *pacer) add(c *wal.Commit, n int) error {
 
 // movePinned copies forward every live message whose record lies before
 // target, so that the segments before target hold nothing live: the
-// indexed messages (delivered, delayed, dead, sorted values) and the
+// indexed messages (leased, ready again, delayed, dead, sorted values; a
+// delivery of a leased one follows the copy) and the
 // never-delivered messages between the cursor and target, after which the
 // cursor advances to target. A message whose record a salvaging open could
 // not read is dropped, and said so in the log. With recount, the number of
@@ -60,7 +61,7 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 	q.mu.Lock()
 	var entries []index.Entry
 	q.mu.st.table.Ascend(func(e index.Entry) bool {
-		if e.Loc < target && e.State != index.Leased {
+		if e.Loc < target {
 			entries = append(entries, e)
 		}
 		return true
@@ -107,7 +108,7 @@ func (q *Queue) moveEntry(e index.Entry, p *pacer) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	cur, ok := q.mu.st.table.Get(e.Seq)
-	if !ok || cur.Loc != e.Loc || cur.State == index.Leased {
+	if !ok || cur.Loc != e.Loc {
 		return false, nil
 	}
 	rec := &record{Op: opDrop, Seq: e.Seq, At: q.now(), Reason: "record lost to log damage"}

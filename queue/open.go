@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
@@ -34,7 +35,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	q, err := open(dir, o, lock)
 	if err != nil {
 		unlockDir(lock)
-		return nil, err
+		return nil, withWayOut(err)
 	}
 	return q, nil
 }
@@ -42,13 +43,15 @@ func Open(dir string, opts *Options) (*Queue, error) {
 func open(dir string, o Options, lock *os.File) (*Queue, error) {
 	start := o.Clock.Now()
 	q := &Queue{dir: dir, opts: o, lockFile: lock, kick: make(chan struct{}, 1), stop: make(chan struct{})}
-	// 1. The newest snapshot, if any.
-	st, snapLSN, err := loadSnapshot(dir, &o)
+	// 1. The newest snapshot, if any (a salvaging open sets a damaged one
+	//    aside and rebuilds the state from the log).
+	st, snapLSN, err := q.loadSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	// 2. The log, with its torn tail repaired.
-	q.log, err = wal.Open(filepath.Join(dir, logDir), q.walOptions(snapLSN+1))
+	// 2. The log, with its torn tail repaired. It must reach the snapshot:
+	//    a log that ends before it lost records (wal.Options.MustReach).
+	q.log, err = wal.Open(filepath.Join(dir, logDir), q.walOptions(snapLSN+1, q.recovery.mustReach(snapLSN)))
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)
 	}
@@ -63,7 +66,7 @@ func open(dir string, o Options, lock *os.File) (*Queue, error) {
 	return q, nil
 }
 
-func (q *Queue) walOptions(start uint64) *wal.Options {
+func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 	return &wal.Options{
 		SegmentSize:  q.opts.SegmentSize,
 		Sync:         q.opts.Sync,
@@ -74,6 +77,7 @@ func (q *Queue) walOptions(start uint64) *wal.Options {
 		FileMode:      q.opts.FileMode,
 		DirMode:       q.opts.DirMode,
 		StartLSN:      start,
+		MustReach:     reach,
 	}
 }
 
@@ -84,17 +88,9 @@ func (q *Queue) recover(st *state, snapLSN uint64) error {
 	// where the truncation after the snapshot stopped: a lost front segment
 	// must not open as a queue whose messages fail at delivery or are
 	// skipped. (A salvaging open drops what was lost instead.)
-	from := snapLSN + 1
-	if first := q.log.FirstLSN(); first > from {
-		if !q.opts.Salvage {
-			return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
-		}
-		from = first // the salvage report accounts for the records lost before it
-	}
-	q.mu.st = st
-	if first, need := q.log.FirstLSN(), q.lowWaterLocked(); need < first && !q.opts.Salvage {
-		return fmt.Errorf("%w: log starts at LSN %d (%s), but the snapshot's messages need LSN %d: a segment is missing",
-			ErrCorrupt, first, q.log.Segments()[0].Path, need)
+	from, err := q.checkCoverage(st, snapLSN)
+	if err != nil {
+		return err
 	}
 	// 4. Replay every record after the snapshot. A salvaging open skips the
 	// records that no longer apply because others were lost.
@@ -115,13 +111,15 @@ func (q *Queue) recover(st *state, snapLSN uint64) error {
 	if err != nil {
 		return wrapCorrupt("replay", err)
 	}
-	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Skipped: skipped, Clean: st.clean, Log: q.log.Report()}
+	q.recovery.SnapshotLSN, q.recovery.Replayed, q.recovery.Skipped = snapLSN, n, skipped
+	q.recovery.Clean, q.recovery.Log = st.clean, q.log.Report()
 	q.mu.st = st
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN
 	q.resetCursorLocked()
 	// 5. A crashed process's consumers died with it: their leases end now.
-	if !st.clean {
+	// After a salvage too: a lease may name a message whose record is lost.
+	if !st.clean || q.recovery.damaged() {
 		if err := q.requeueCrashed(); err != nil {
 			return err
 		}
@@ -131,14 +129,50 @@ func (q *Queue) recover(st *state, snapLSN uint64) error {
 	return q.rewritePastDamage()
 }
 
+// checkCoverage checks that the log holds what the snapshot's state st
+// needs: every record after the snapshot, and the records of its messages.
+// It returns the LSN replay starts at. A salvaging open accepts a log that
+// starts later and notes the records lost (Recovery.LostBefore).
+func (q *Queue) checkCoverage(st *state, snapLSN uint64) (uint64, error) {
+	first := q.log.FirstLSN()
+	need := min(lowWater(st), snapLSN+1)
+	if first <= need {
+		return snapLSN + 1, nil
+	}
+	if !q.opts.Salvage {
+		return 0, coverageErr(first, snapLSN, need, q.log.Segments())
+	}
+	q.recovery.LostBefore = first // the records before it are gone
+	return max(snapLSN+1, first), nil
+}
+
+// coverageErr says why a log that starts at first cannot serve a snapshot
+// at snapLSN whose messages need LSN need.
+func coverageErr(first, snapLSN, need uint64, segs []wal.SegmentInfo) error {
+	where := "the log holds no segment"
+	if len(segs) > 0 {
+		where = segs[0].Path
+	}
+	if first > snapLSN+1 {
+		what := fmt.Sprintf("snapshot LSN %d", snapLSN)
+		if snapLSN == 0 {
+			what = "LSN 1 (there is no snapshot: was it deleted?)"
+		}
+		return fmt.Errorf("%w: log starts at LSN %d (%s), after %s", ErrCorrupt, first, where, what)
+	}
+	return fmt.Errorf("%w: log starts at LSN %d (%s), but the snapshot's messages need LSN %d: a segment is missing",
+		ErrCorrupt, first, where, need)
+}
+
 // rewritePastDamage moves every live message out of the segments up to the
 // last damaged one, drops those whose records were lost, recounts the
 // never-delivered messages and truncates the log past the damage.
 func (q *Queue) rewritePastDamage() error {
-	target := q.pastDamage()
+	target := max(q.pastDamage(), q.recovery.LostBefore)
 	if target == 0 {
 		return nil
 	}
+	q.recovery.Dropped = q.lostBelow(target)
 	moved, err := q.movePinned(target, true)
 	q.recovery.Rewritten = moved
 	if err == nil {
@@ -150,19 +184,29 @@ func (q *Queue) rewritePastDamage() error {
 	return nil
 }
 
-// pastDamage returns the first LSN of the segment after the last one with
-// salvaged damage, or 0 when no sealed segment is damaged.
+// pastDamage returns the LSN past the salvaged damage: the first LSN of the
+// segment after the last one with damage, and at least the LSN after the
+// last record lost (a log that ended before its snapshot resumes there);
+// 0 when nothing was damaged.
 func (q *Queue) pastDamage() uint64 {
 	damaged := map[string]bool{}
+	var target uint64
 	for _, d := range q.recovery.Log.Salvaged {
 		damaged[d.Segment] = true
+		if d.LastLSN != 0 {
+			target = max(target, min(d.LastLSN+1, q.log.LastLSN()+1))
+		}
 	}
-	var target uint64
 	segs := q.log.Segments()
 	for i := 0; i+1 < len(segs); i++ {
-		if damaged[segs[i].Path] {
-			target = segs[i+1].FirstLSN
+		if !damaged[segs[i].Path] {
+			continue
 		}
+		next := segs[i+1].FirstLSN
+		if next == 0 { // the empty tail a loss at the end resumes in
+			next = q.log.LastLSN() + 1
+		}
+		target = max(target, next)
 	}
 	return target
 }
@@ -175,6 +219,16 @@ func (q *Queue) resetCursorLocked() {
 		q.mu.cursor.Close()
 	}
 	q.mu.cursor = q.log.NewReader(max(q.mu.st.cursor, q.log.FirstLSN()))
+}
+
+// closeCursor releases the cursor's reader and the segment file it pins;
+// Close calls it once nothing reads at the cursor any more.
+func (q *Queue) closeCursor() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
+	}
 }
 
 // requeueCrashed ends every lease left by a crashed process: the message is
@@ -212,6 +266,23 @@ func (q *Queue) endLease(e index.Entry, why string) *record {
 	return &record{Op: opExpire, Seq: e.Seq, Lease: e.Lease, At: q.now()}
 }
 
+// loadSnapshot returns the state of the newest snapshot in the queue's
+// directory and its LSN, or a new state when there is none. A salvaging
+// open sets a damaged snapshot aside (Recovery.SnapshotLost) and starts
+// from a new state: replay rebuilds what the log still holds.
+func (q *Queue) loadSnapshot() (*state, uint64, error) {
+	st, lsn, err := loadSnapshot(q.dir, &q.opts)
+	if err == nil || !q.opts.Salvage || !errors.Is(err, ErrCorrupt) {
+		return st, lsn, err
+	}
+	infos, lerr := recovery.List(q.dir)
+	if lerr != nil || len(infos) == 0 {
+		return nil, 0, err
+	}
+	q.recovery.SnapshotLost = infos[len(infos)-1]
+	return newState(&q.opts), 0, nil
+}
+
 // loadSnapshot returns the state of the newest snapshot in dir, or a new
 // state when there is none.
 func loadSnapshot(dir string, o *Options) (*state, uint64, error) {
@@ -233,13 +304,26 @@ func loadSnapshot(dir string, o *Options) (*state, uint64, error) {
 }
 
 // wrapCorrupt adds ErrCorrupt to an error that is a corruption of the log
-// or of a snapshot, so that callers need test only queue.ErrCorrupt.
+// or of a snapshot, so that callers need test only queue.ErrCorrupt, and
+// names the way out.
 func wrapCorrupt(what string, err error) error {
 	if errors.Is(err, ErrCorrupt) {
-		return fmt.Errorf("queue: %s: %w", what, err)
+		return withWayOut(fmt.Errorf("queue: %s: %w", what, err))
 	}
 	if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, recovery.ErrCorrupt) {
-		return fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
+		return withWayOut(fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err))
 	}
 	return fmt.Errorf("queue: %s: %w", what, err)
+}
+
+// wayOut is what every ErrCorrupt says last: the way out.
+const wayOut = "to recover, run 'walq repair DIR' (it backs the directory up, then salvages what is left) " +
+	"or open with Options.Salvage; 'walq verify DIR' lists the damage"
+
+// withWayOut names the way out in an error that wraps ErrCorrupt, once.
+func withWayOut(err error) error {
+	if err == nil || !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "walq repair") {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, wayOut)
 }

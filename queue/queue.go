@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
 )
 
@@ -45,15 +46,18 @@ type Queue struct {
 
 // Recovery says what Open found and did.
 type Recovery struct {
-	SnapshotLSN uint64        // LSN of the snapshot loaded; 0 when none
-	Replayed    int           // log records replayed after it
-	Skipped     int           // records a salvaging open could not apply (others were lost)
-	Rewritten   int           // messages a salvaging open copied past the damage or dropped
-	Requeued    int           // leases of a crashed process made ready again
-	DeadOnOpen  int           // of those, messages that reached MaxDeliveries
-	Clean       bool          // the previous process closed the queue cleanly
-	Log         wal.Report    // torn tail cut, damage salvaged
-	Duration    time.Duration // time Open took
+	SnapshotLSN  uint64        // LSN of the snapshot loaded; 0 when none
+	Replayed     int           // log records replayed after it
+	Skipped      int           // records a salvaging open could not apply (others were lost)
+	Rewritten    int           // messages a salvaging open copied past the damage or dropped
+	Requeued     int           // leases of a crashed process made ready again
+	DeadOnOpen   int           // of those, messages that reached MaxDeliveries
+	Clean        bool          // the previous process closed the queue cleanly
+	Log          wal.Report    // torn tail cut, damage salvaged
+	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
+	SnapshotLost recovery.Info // salvage: the damaged snapshot set aside (the state was rebuilt from the log); zero when none
+	Dropped      []Lost        // salvage: messages dropped because their records were lost
+	Duration     time.Duration // time Open took
 }
 
 // Recovery returns what Open found and did.
@@ -177,6 +181,7 @@ func (q *Queue) Close() error {
 	if err == nil && q.log.Err() == nil {
 		err = q.snapshot()
 	}
+	q.closeCursor() // it may pin a segment the last snapshot removed
 	if cerr := q.log.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("queue: close log: %w", cerr)
 	}

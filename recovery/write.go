@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/walq/walq/wal"
 )
 
 // WriteOptions tunes Write. A nil *WriteOptions means the defaults.
@@ -60,7 +62,7 @@ func WriteFunc(dir string, lsn uint64, encode func(w io.Writer) error, opts *Wri
 		return Info{}, fmt.Errorf("recovery: rename %s: %w", tmp, err)
 	}
 	step("renamed")
-	if err := SyncDir(dir); err != nil {
+	if err := wal.SyncDir(dir); err != nil {
 		return Info{}, err
 	}
 	step("dir-synced")
@@ -171,19 +173,5 @@ func removeOlder(dir string, lsn uint64) error {
 	if !removed {
 		return nil
 	}
-	return SyncDir(dir)
-}
-
-// SyncDir fsyncs a directory, so that the creation, renaming and removal
-// of the files in it are durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("recovery: open dir %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return fmt.Errorf("recovery: fsync dir %s: %w", dir, err)
-	}
-	return d.Close()
+	return wal.SyncDir(dir)
 }

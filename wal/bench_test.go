@@ -89,3 +89,22 @@ func BenchmarkRead(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	})
 }
+
+// BenchmarkOpen measures Open and Close of a log of 128 sealed segments of
+// 256 KiB (1 KiB records, one per entry): the checks Open runs on sealed
+// segments (first headers, and the end of each) without reading them all.
+func BenchmarkOpen(b *testing.B) {
+	dir := b.TempDir()
+	l := openLog(b, dir, &wal.Options{Sync: wal.SyncNever, SegmentSize: 256 << 10})
+	rec := make([]byte, 1024)
+	for len(l.Segments()) < 129 {
+		for range 256 {
+			appendWait(b, l, rec)
+		}
+	}
+	closeLog(b, l)
+	b.ResetTimer()
+	for range b.N {
+		closeLog(b, openLog(b, dir, nil))
+	}
+}

@@ -200,24 +200,24 @@ func TestCorruptionHarness(t *testing.T) {
 			flipBit(t, e.seg, e.off+e.hdr)
 			return e
 		}, corruptOnRead},
-		{"sealed: last 10 bytes cut fails Read and Reader", func(t *testing.T, lay []entryPos) entryPos {
+		{"sealed: last 10 bytes cut fails Open", func(t *testing.T, lay []entryPos) entryPos {
 			seg := middleSealed(lay).seg
 			e := lastOf(lay, seg)
 			fileOp(t, seg, func(b []byte) []byte { return b[:len(b)-10] })
 			return e
-		}, corruptOnRead},
+		}, corruptOnOpen},
 		{"sealed: whole entry removed fails Read and Reader", func(t *testing.T, lay []entryPos) entryPos {
 			e := middleSealed(lay)
 			fileOp(t, e.seg, func(b []byte) []byte { return append(b[:e.off:e.off], b[e.off+e.size:]...) })
 			return e
 		}, corruptOnRead},
-		{"sealed: segment file missing fails Read and Reader", func(t *testing.T, lay []entryPos) entryPos {
+		{"sealed: segment file missing fails Open", func(t *testing.T, lay []entryPos) entryPos {
 			e := firstOf(lay, middleSealed(lay).seg)
 			if err := os.Remove(e.seg); err != nil {
 				t.Fatal(err)
 			}
 			return e
-		}, corruptOnRead},
+		}, corruptOnOpen},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -113,7 +113,7 @@ func prepareDir(dir string, d dirListing) ([]segName, error) {
 	if !changed {
 		return d.segs, nil
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return nil, err
 	}
 	d, err := listDir(dir)
@@ -137,8 +137,11 @@ func finishStart(d dirListing) error {
 	return nil
 }
 
-// syncDir fsyncs a directory so that creates, renames and removes in it
-// survive a power loss.
+// SyncDir fsyncs a directory so that creates, renames and removes in it
+// survive a power loss. It is the one directory fsync of walq's packages
+// (recovery and the CLI call it too).
+func SyncDir(dir string) error { return syncDir(dir) }
+
 func syncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {

@@ -32,18 +32,26 @@
 //   - Every segment create, rename and remove is followed by an fsync of the
 //     directory (tidwall/wal does none).
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
-//     the last whole entry, but only when no valid entry follows the damage;
-//     the cut is reported by Report().Torn. Damage anywhere else is
+//     the last whole entry, but only when no valid entry follows the damage
+//     and the log still reaches Options.MustReach (a caller's snapshot);
+//     the cut is reported by Report().Torn. A log that ends before
+//     MustReach lost records: ErrCorrupt, never a torn tail. The cut is made
+//     only after every check of Open passed, so a refused log is left as
+//     it was; a tail file without one valid entry that is not named where
+//     walq's next segment would be is not walq's and is refused, never cut. Damage anywhere else is
 //     ErrCorrupt, wrapped with the segment, the byte offset and the entry
-//     index: in the last segment and in sealed segments' first headers at
-//     Open; elsewhere in sealed segments when a Reader or Read first touches
+//     index: in the last segment, in sealed segments' first headers, and
+//     where a sealed segment's last entry does not end at the LSN the next
+//     one starts at (a missing segment), at Open; elsewhere in sealed segments when a Reader or Read first touches
 //     the segment (each sealed segment is verified in full, once, on first
 //     use), or by Verify. Nothing is ever truncated silently.
 //   - With Options.Salvage every sealed segment is scanned at Open; damaged
 //     entries are skipped (Readers jump over them, Read returns ErrNotFound
 //     for their LSNs) and each skip is reported in Report().Salvaged with the
 //     LSNs lost. Damage in the last segment is then cut at its first bad
-//     entry, dropping what follows, and reported the same way.
+//     entry, dropping what follows, and reported the same way. A log that
+//     ends before MustReach is reported the same way, and the next record
+//     gets LSN MustReach+1 in a new segment, so no LSN is ever reused.
 //   - Options.ReadOnly opens without tidwall/wal and writes nothing: a torn
 //     tail is reported but not cut. Verify checks every entry of every
 //     segment; to inspect a damaged log, open it ReadOnly with Salvage.
@@ -95,13 +103,18 @@
 //     segments a NAME.START file replaces, rename it); fsync the directory.
 //  2. Scan the last segment: framing, CRC, version, LSN continuity. At the
 //     first bad entry, search every later offset for a valid entry: if one
-//     exists, fail with ErrCorrupt (or cut under Salvage); otherwise
-//     ftruncate at the bad entry, fsync the file and the directory, and
-//     report the cut.
+//     exists, fail with ErrCorrupt (or cut under Salvage); otherwise plan
+//     an ftruncate at the bad entry (made in step 4, with an fsync of the
+//     file and the directory) and report the cut.
 //  3. Read the first entry header of every sealed segment (one small pread
 //     each) and check that first LSNs grow at least as fast as entry
-//     indexes. (Under Salvage: scan them all.)
-//  4. Open tidwall/wal, check that it sees the same first and last index,
+//     indexes, and that each sealed segment's last entry (found by walking
+//     a few frames, or searching back from the end: about one entry read)
+//     ends where the next segment starts. (Under Salvage: scan them all.)
+//  4. Check that a tail without entries is where walq's next segment would
+//     be, and that the log reaches MustReach; only then make the cut of
+//     step 2.
+//  5. Open tidwall/wal, check that it sees the same first and last index,
 //     fsync the directory and the tail; WrittenLSN and DurableLSN start at
 //     the last record on disk.
 //

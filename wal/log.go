@@ -45,6 +45,8 @@ type Log struct {
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
 
 	report  Report     // what Open cut or skipped; immutable after Open
+	cut     *tailCut   // Open: the torn tail to cut once every check passed; nil when none
+	gap     LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
 	cache   entryCache // recently decoded entries, for Read
 	readers sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
 
@@ -81,8 +83,14 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 		l.unlock()
 		return nil, err
 	}
-	// 2. Repair the tail, learn where every segment starts.
+	// 2. Check the tail and learn where every segment starts; check the
+	//    shape of the log; only then cut a torn tail (so that a log that
+	//    fails a check is left as it was).
 	if err := l.load(names); err != nil {
+		l.releaseAll()
+		return nil, err
+	}
+	if err := l.repair(); err != nil {
 		l.releaseAll()
 		return nil, err
 	}
@@ -145,7 +153,10 @@ func (l *Log) load(names []segName) error {
 		return err
 	}
 	if !l.opts.Salvage {
-		return l.readFirstHeaders(sealed)
+		if err := l.readFirstHeaders(sealed); err != nil {
+			return err
+		}
+		return l.checkSealedEnds()
 	}
 	if err := l.salvageSealed(sealed); err != nil {
 		return err
@@ -155,6 +166,30 @@ func (l *Log) load(names []segName) error {
 		return a.Segment < b.Segment || (a.Segment == b.Segment && a.Offset < b.Offset)
 	})
 	return nil
+}
+
+// repair runs the checks on the whole log (a tail without entries is one
+// walq wrote, the log reaches MustReach) and then, unless read-only, cuts
+// the torn tail and, after a salvaged loss, starts the segment the log
+// resumes in.
+func (l *Log) repair() error {
+	if n := len(l.seg.list); n > 0 && l.seg.list[n-1].entries == 0 {
+		if err := l.checkTailName(l.seg.list[n-1]); err != nil {
+			return err
+		}
+	}
+	if err := l.checkReach(); err != nil {
+		return err
+	}
+	if l.opts.ReadOnly {
+		return nil
+	}
+	if l.cut != nil {
+		if err := cutFile(l.cut.path, l.cut.off); err != nil {
+			return err
+		}
+	}
+	return l.resumeAfterGap()
 }
 
 // readFirstHeaders learns each sealed segment's first LSN from the header
@@ -223,7 +258,7 @@ func (l *Log) startCommitter(f faults) error {
 // WrittenLSN.
 func (l *Log) newCommitter(tw *twal.Log, f faults) (*committer, error) {
 	f.fill()
-	if err := syncDir(l.dir); err != nil { // tidwall/wal may have created segment 1
+	if err := SyncDir(l.dir); err != nil { // tidwall/wal may have created segment 1
 		return nil, err
 	}
 	if len(l.seg.list) == 0 {
@@ -290,6 +325,7 @@ func (l *Log) setLSNs() error {
 	if err != nil {
 		return err
 	}
+	next = max(next, l.gap)
 	first := next
 	if len(l.seg.list) > 0 {
 		tail := l.seg.list[len(l.seg.list)-1]

@@ -53,6 +53,14 @@ type Options struct {
 	// A caller that keeps its own high-water mark (a snapshot) passes
 	// mark+1 so that LSNs are never reused.
 	StartLSN LSN
+	// MustReach is the LSN up to which the log must hold every record: a
+	// caller's snapshot reflects it, so the records up to it were written
+	// and synced. A log that ends before it (after a torn tail is cut) lost
+	// records: Open fails with ErrCorrupt and changes nothing, or under
+	// Salvage reports the loss in Report.Salvaged and gives the next record
+	// the LSN MustReach+1, in a new segment, so that no LSN is reused.
+	// 0 (the default) checks nothing.
+	MustReach LSN
 	// ReadOnly opens the log without tidwall/wal and without repairing or
 	// writing anything: a torn tail is reported by Report but not cut, and
 	// Append, Flush's writes and TruncateFront are refused. Used by tools
@@ -112,6 +120,8 @@ func (o *Options) validate() error {
 		return invalid("DirMode", o.DirMode)
 	case o.StartLSN >= 1<<62:
 		return invalid("StartLSN", o.StartLSN)
+	case o.MustReach >= 1<<62:
+		return invalid("MustReach", o.MustReach)
 	}
 	return nil
 }

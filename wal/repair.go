@@ -16,8 +16,8 @@ import (
 //   - Otherwise the tail is torn: it is cut (unless read-only) and reported
 //     in Report.Torn.
 //
-// The cut is an ftruncate followed by an fsync of the file and of the
-// directory. On return s describes the whole entries kept.
+// The cut (made by Open after its other checks) is an ftruncate followed by
+// an fsync of the file and of the directory. On return s describes the whole entries kept.
 func (l *Log) repairTail(s *segment) error {
 	r := &segReader{f: s.file.f}
 	res, err := scanSegment(r, scanSpec{seg: s, limit: s.size})
@@ -34,8 +34,8 @@ func (l *Log) repairTail(s *segment) error {
 	return nil
 }
 
-// handleTailDamage classifies and reports the damage res.bad, and cuts it
-// off when the Log is writable.
+// handleTailDamage classifies and reports the damage res.bad, and plans
+// the cut that Open makes, when the Log is writable, after its checks.
 func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	bad := res.bad
 	next, _, found, err := findValid(r, bad.off+1, s.size, res.endLSN)
@@ -60,10 +60,14 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 		}
 		l.report.Salvaged = append(l.report.Salvaged, d)
 	}
-	if l.opts.ReadOnly {
-		return nil
-	}
-	return cutFile(s.path, bad.off)
+	l.cut = &tailCut{path: s.path, off: bad.off} // once every check passed
+	return nil
+}
+
+// tailCut is a cut of the tail segment that Open decided on.
+type tailCut struct {
+	path string // the tail segment
+	off  int64  // bytes kept
 }
 
 // tearDamage describes the torn region [off, limit) of a tail segment. It
@@ -148,5 +152,5 @@ func cutFile(path string, off int64) error {
 	if err != nil {
 		return fmt.Errorf("wal: repair %s: cut at offset %d: %w", path, off, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }

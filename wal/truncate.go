@@ -51,7 +51,7 @@ func (c *committer) truncateFront(lsn LSN) error {
 		return c.l.poison(fmt.Errorf("wal: truncate front at index %d (LSN %d) failed, log poisoned: %w",
 			target.firstIndex, target.firstLSN, err))
 	}
-	if err := syncDir(c.l.dir); err != nil {
+	if err := SyncDir(c.l.dir); err != nil {
 		return c.l.poison(fmt.Errorf("%w (after truncation), log poisoned", err))
 	}
 	file, err := openSegFile(target.path) // the rewritten copy

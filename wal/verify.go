@@ -41,6 +41,7 @@ func (l *Log) Verify() (Report, error) {
 		rep.Torn, damage[n] = &d, nil
 	}
 	rep.Salvaged = verifyContinuity(views, results, damage)
+	l.reached(&rep, lastPath(l.dir, views), recordsEndOf(results))
 	if len(rep.Salvaged) > 0 {
 		return rep, fmt.Errorf("%w: %d damaged regions, the first: %s", ErrCorrupt, len(rep.Salvaged), rep.Salvaged[0])
 	}
@@ -110,4 +111,22 @@ func firstLSNOf(results []scanResult) LSN {
 		}
 	}
 	return 0
+}
+
+// recordsEndOf returns the LSN after the last record the scans found, or 0.
+func recordsEndOf(results []scanResult) LSN {
+	for i := len(results) - 1; i >= 0; i-- {
+		if results[i].entries > 0 {
+			return results[i].endLSN
+		}
+	}
+	return 0
+}
+
+// lastPath returns the path of the last segment viewed, or dir when none.
+func lastPath(dir string, views []segView) string {
+	if len(views) == 0 {
+		return dir
+	}
+	return views[len(views)-1].seg.path
 }

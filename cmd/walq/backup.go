@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/walq/walq/wal"
 )
 
 // backupDir copies the tree at src to dst, which must not exist, and
@@ -48,7 +50,7 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	if err := syncTree(dst); err != nil {
 		return n, err
 	}
-	return n, syncDir(filepath.Dir(dst))
+	return n, wal.SyncDir(filepath.Dir(dst))
 }
 
 // copyFile copies the regular file src to the new file dst with src's
@@ -84,21 +86,8 @@ func syncTree(root string) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		return syncDir(path)
+		return wal.SyncDir(path)
 	})
-}
-
-// syncDir fsyncs the directory dir.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // treeBytes returns the bytes of the regular files under root, for

@@ -12,7 +12,7 @@
 //	stats       counts, ages, bytes on disk, log positions
 //	dump        every log record as one JSON line
 //	verify      check every checksum and the replay, changing nothing
-//	repair      back the directory up, then cut or skip the damage verify found
+//	repair      back the directory up, then drop what damage lost (under the lock)
 //	dlq         list, show, requeue or purge dead letters
 //	enqueue     add a message (payload from the argument or stdin)
 //	dequeue     lease the next message and print it with its receipt
@@ -26,13 +26,13 @@
 // # Exit status
 //
 //	0  success
-//	1  usage error or failure; verify: a torn tail (repairable); demo: a
-//	   message was lost
+//	1  usage error or failure; demo: a message was lost
 //	2  the queue is corrupt (verify and repair say where)
 //	3  another process has the directory open
 //	4  dequeue: no message is ready
 //	5  ack, nack, extend, dlq: no such delivery or dead letter (lease lost)
 //	6  enqueue: the id is already in use
+//	7  verify: a torn tail only (repairable: the next open cuts it)
 //
 // # Safety
 //

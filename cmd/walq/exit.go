@@ -11,12 +11,13 @@ import (
 // The exit statuses, documented in every command's help.
 const (
 	exitOK        = 0 // success
-	exitFailure   = 1 // usage error or failure; verify: torn tail
+	exitFailure   = 1 // usage error or failure
 	exitCorrupt   = 2 // the queue is corrupt
 	exitLocked    = 3 // another process has the directory open
 	exitEmpty     = 4 // dequeue: no message ready
 	exitNotFound  = 5 // no such delivery (lease lost) or dead letter
 	exitDuplicate = 6 // enqueue: id already in use
+	exitTorn      = 7 // verify: a torn tail only, which the next open cuts
 )
 
 // exitText says what each status means, for the help.
@@ -28,10 +29,11 @@ var exitText = map[int]string{
 	exitEmpty:     "no message is ready",
 	exitNotFound:  "no such delivery (its lease was lost) or dead letter",
 	exitDuplicate: "the id is already in use",
+	exitTorn:      "verify: a torn tail only (repairable: the next open cuts it)",
 }
 
 // allExits lists every status, for the overview.
-var allExits = []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitEmpty, exitNotFound, exitDuplicate}
+var allExits = []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitEmpty, exitNotFound, exitDuplicate, exitTorn}
 
 // printExits prints the exit statuses in codes; notes replaces the
 // meaning of some of them for one command.
@@ -48,7 +50,7 @@ func printExits(w io.Writer, codes []int, notes map[int]string) {
 
 // overviewNotes are the command-specific meanings the overview mentions.
 var overviewNotes = map[int]string{
-	exitFailure: "usage error or failure; verify: a torn tail (repairable); demo: a message was lost",
+	exitFailure: "usage error or failure; demo: a message was lost",
 	exitEmpty:   "dequeue: no message is ready",
 }
 

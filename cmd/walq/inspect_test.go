@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 )
 
 // statsJSON is the part of stats --json the tests read.
@@ -183,10 +185,10 @@ func TestVerify(t *testing.T) {
 		{"with dead letters", deadQueue, 0, []string{"result: clean"}},
 		{"crashed", func(t *testing.T) string { return crashedQueue(t, 10) }, 0,
 			[]string{"records replayed", "result: clean"}},
-		{"torn tail", tornQueue, 1,
+		{"torn tail", tornQueue, 7,
 			[]string{"torn tail segment ", "/log/", " offset ", "torn write", "result: torn tail, repairable"}},
 		{"corrupt", corruptQueue, 2,
-			[]string{"damaged   segment ", "/log/00000000000000000001 offset ", "CRC mismatch", "corrupt   "}},
+			[]string{"damaged   segment ", "/log/00000000000000000001 offset ", "CRC mismatch", "result: corrupt; 'walq repair "}},
 		{"corrupt snapshot", corruptSnapshot, 2, []string{"corrupt   ", "snapshot-", "checksum mismatch"}},
 	}
 	for _, tt := range tests {
@@ -228,13 +230,13 @@ func TestRepairBackupPath(t *testing.T) {
 		dir := tornQueue(t)
 		r := mustWalq(t, 1, "", "repair", "--backup", filepath.Join(dir, "bak"), dir)
 		require.Contains(t, r.stderr, "is inside")
-		mustWalq(t, 1, "", "verify", dir)
+		mustWalq(t, 7, "", "verify", dir)
 	})
 	t.Run("existing backup path refused", func(t *testing.T) {
 		dir := tornQueue(t)
 		r := mustWalq(t, 1, "", "repair", "--backup", backup, dir)
 		require.Contains(t, r.stderr, "already exists")
-		mustWalq(t, 1, "", "verify", dir) // still torn: nothing was changed
+		mustWalq(t, 7, "", "verify", dir) // still torn: nothing was changed
 	})
 }
 
@@ -260,15 +262,19 @@ func TestRepairCorrupt(t *testing.T) {
 	mustWalq(t, 0, "", "verify", dir)
 }
 
+// TestRepairCorruptSnapshot: a damaged snapshot is set aside and the state
+// rebuilt by replaying the log, which still reaches back to LSN 1.
 func TestRepairCorruptSnapshot(t *testing.T) {
 	dir := corruptSnapshot(t)
 	before := treeDigest(t, dir)
-	r := mustWalq(t, 2, "", "repair", dir)
-	require.Contains(t, r.stdout, "result: NOT repaired: the damage is not in the log")
-	require.Contains(t, r.stderr, "was not changed")
+	r := mustWalq(t, 0, "", "repair", dir)
+	require.Contains(t, r.stdout, "snapshot set aside: ")
+	require.Contains(t, r.stdout, "result: repaired; verify finds it clean")
 	backups, _ := filepath.Glob(dir + ".bak-*")
-	require.Empty(t, backups)
-	require.Equal(t, before, treeDigest(t, dir))
+	require.Len(t, backups, 1)
+	require.Equal(t, before, treeDigest(t, backups[0]), "the backup is the directory before the repair")
+	mustWalq(t, 0, "", "verify", dir)
+	require.EqualValues(t, 5, stats(t, dir).Ready, "the log held every message")
 }
 
 // corruptSnapshot returns a queue directory whose snapshot has a byte
@@ -301,4 +307,108 @@ func treeDigest(t *testing.T, dir string) map[string]string {
 		return err
 	}))
 	return out
+}
+
+// TestVerifyExitCodes: a torn tail, damage and a check that cannot run
+// have exit statuses of their own.
+func TestVerifyExitCodes(t *testing.T) {
+	mustWalq(t, 7, "", "verify", tornQueue(t))
+	mustWalq(t, 2, "", "verify", corruptQueue(t))
+	mustWalq(t, 1, "", "verify", filepath.Join(t.TempDir(), "none"))
+}
+
+func TestVerifyJSON(t *testing.T) {
+	for _, tt := range []struct {
+		dir    func(*testing.T) string
+		code   int
+		result string
+	}{
+		{func(t *testing.T) string { return cleanQueue(t, 3) }, 0, "clean"},
+		{tornQueue, 7, "torn"},
+		{corruptQueue, 2, "corrupt"},
+	} {
+		t.Run(tt.result, func(t *testing.T) {
+			r := mustWalq(t, tt.code, "", "verify", "--json", tt.dir(t))
+			c := jsonLines[verifyOut](t, r.stdout)[0]
+			require.Equal(t, tt.result, c.Result)
+			require.Equal(t, tt.result == "torn", c.Torn != nil)
+			require.Equal(t, tt.result == "corrupt", len(c.Damaged) > 0)
+		})
+	}
+}
+
+// TestRepairJSON: repair --json says what was lost, and the directory then
+// verifies clean.
+func TestRepairJSON(t *testing.T) {
+	dir := corruptQueue(t)
+	r := mustWalq(t, 0, "", "repair", "--json", dir)
+	j := jsonLines[repairOut](t, r.stdout)[0]
+	require.Equal(t, "repaired", j.Result)
+	require.True(t, j.Repaired)
+	require.Equal(t, "corrupt", j.Before.Result)
+	require.Equal(t, "clean", j.After.Result)
+	require.NotEmpty(t, j.LostLSNs)
+	require.DirExists(t, j.Backup)
+	mustWalq(t, 0, "", "verify", dir)
+}
+
+// TestRepairMissingSegment: a segment deleted by hand in the middle of the
+// log is damage for verify, and repair makes the queue open clean.
+func TestRepairMissingSegment(t *testing.T) {
+	dir := cleanQueue(t, 200)
+	segs := segments(t, dir)
+	require.Greater(t, len(segs), 3)
+	require.NoError(t, os.Remove(segs[len(segs)/2]))
+	mustWalq(t, 2, "", "verify", dir)
+	r := mustWalq(t, 0, "", "repair", dir)
+	require.Contains(t, r.stdout, "lost LSNs: ")
+	mustWalq(t, 0, "", "verify", dir)
+	mustWalq(t, 0, "", "stats", dir)
+}
+
+// verifyOut is the part of verify --json the tests read.
+type verifyOut struct {
+	Result  string          `json:"result"`
+	Torn    *map[string]any `json:"torn"`
+	Damaged []any           `json:"damaged"`
+}
+
+// repairOut is the part of repair --json the tests read.
+type repairOut struct {
+	Result   string      `json:"result"`
+	Repaired bool        `json:"repaired"`
+	Backup   string      `json:"backup"`
+	Before   verifyOut   `json:"before"`
+	After    *verifyOut  `json:"after"`
+	LostLSNs [][2]uint64 `json:"lost_lsns"`
+}
+
+// TestSnapshotDeleted: a snapshot deleted by hand after the log was
+// truncated is damage (exit 2, not the torn-tail status), and repair
+// rebuilds what the log still holds and succeeds.
+func TestSnapshotDeleted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q")
+	q, err := queue.Open(dir, fixtureOptions())
+	require.NoError(t, err)
+	for i := range 200 {
+		_, err := q.Enqueue(context.Background(), []byte(fmt.Sprintf("payload %03d %s", i, strings.Repeat("x", 80))))
+		require.NoError(t, err)
+	}
+	for range 150 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	require.NoError(t, q.Compact())
+	require.NoError(t, q.Close())
+	snaps, err := filepath.Glob(filepath.Join(dir, "snapshot-*"))
+	require.NoError(t, err)
+	require.Len(t, snaps, 1)
+	require.NoError(t, os.Remove(snaps[0]))
+	r := mustWalq(t, 2, "", "verify", dir)
+	require.Contains(t, r.stdout, "there is no snapshot")
+	r = mustWalq(t, 0, "", "repair", dir)
+	require.Contains(t, r.stdout, "result: repaired")
+	mustWalq(t, 0, "", "verify", dir)
+	require.EqualValues(t, 50, stats(t, dir).Ready, "the 50 messages never delivered are in the log")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,95 +14,126 @@ import (
 
 var repairCmd = &command{
 	name:  "repair",
-	args:  "[--backup PATH] DIR",
-	short: "back the directory up, then cut or skip the damage verify found",
-	long: `Repair is the explicit salvage of a damaged queue. It runs verify; if DIR
-is clean it does nothing. Otherwise it first copies DIR to a backup
-(DIR.bak-<time> unless --backup names another path; the copy is fsynced
-before anything else happens), then opens the queue with salvage on: a torn
-tail is cut, damaged log entries are skipped, the live messages in the
-damaged segments are copied past them and those segments removed. It
-prints exactly what was dropped (segment, offset, bytes, entries, LSN
-range), compacts, and runs verify again.
+	args:  "[--json] [--backup PATH] DIR",
+	short: "back the directory up, then drop what damage lost",
+	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
+lock from start to end. It runs the checks of verify; if DIR is clean it
+does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
+unless --backup names another path; the copy is fsynced before anything
+else happens), then opens the queue with salvage on: a torn tail is cut,
+damaged log entries are skipped, a damaged or missing snapshot is rebuilt
+by replaying the log (what the log no longer holds is lost), the live
+messages in damaged segments are copied past them and those segments
+removed, and messages whose records were lost are dropped. It prints
+exactly what was lost (LSN ranges, and the sequence and id of each dropped
+message), compacts, and runs the checks again: it succeeds when the queue
+then opens clean.
 
-The messages in skipped entries are lost; the backup keeps the bytes for
-forensics. A corrupt snapshot cannot be salvaged: repair stops, the
-directory unchanged. Verify, the backup and the salvage each take the
-directory lock on their own, so do not start the queue's owner while
-repair runs.`,
+The lost messages are gone; the backup keeps the bytes for forensics. A
+file in the log directory that walq did not write (it only has a segment's
+name) is never changed: repair stops and names it.
+
+With --json it prints one JSON object: dir, before, backup, repaired,
+lost_lsns, dropped, after and result ("clean", "repaired" or "corrupt").`,
 	example: `walq repair /var/lib/app/jobs
 walq repair --backup /srv/backups/jobs-before-repair /var/lib/app/jobs`,
-	exits:     []int{exitOK, exitFailure, exitCorrupt, exitLocked},
-	exitNotes: map[int]string{exitOK: "repaired (verify finds it clean) or nothing to repair", exitCorrupt: "damage remains (the output says what)"},
-	nargs:     [2]int{1, 1},
+	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	exitNotes: map[int]string{
+		exitOK:      "repaired (the queue opens clean), or nothing to repair",
+		exitCorrupt: "damage remains (the output says what)",
+	},
+	nargs: [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		backup := fs.String("backup", "", "copy DIR to `PATH` before repairing (default DIR.bak-<time>)")
-		return func(e *env, args []string) error { return runRepair(e, filepath.Clean(args[0]), *backup) }
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		return func(e *env, args []string) error { return runRepair(e, filepath.Clean(args[0]), *backup, *asJSON) }
 	},
 }
 
-func runRepair(e *env, dir, backup string) error {
+func runRepair(e *env, dir, backup string, asJSON bool) error {
 	if err := checkQueueDir(dir); err != nil {
 		return err
 	}
-	// 1. See what is wrong, changing nothing.
-	c, err := queue.Verify(dir)
-	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
-		return err
-	}
-	printCheck(e.stdout, dir, c, err)
-	if err == nil && c.Log.Torn == nil {
-		fmt.Fprint(e.stdout, "result: clean, nothing to repair (no backup made)\n")
-		return nil
-	}
-	if !logDamaged(c) {
-		fmt.Fprint(e.stdout, "result: NOT repaired: the damage is not in the log, and only log damage can be cut or skipped\n")
-		return fmt.Errorf("%w; %s was not changed", err, dir)
-	}
-	// 2. Back up the directory before touching it.
 	if backup == "" {
 		backup = dir + ".bak-" + time.Now().Format("20060102-150405")
 	}
-	n, err := backupDir(e, dir, backup)
-	if err != nil {
-		return fmt.Errorf("%w; %s was not changed", err, dir)
+	var copied int64 = -1 // bytes backed up; -1 when no backup was made
+	sp := e.spinner("repairing " + dir)
+	rep, err := queue.Repair(dir, &queue.RepairOptions{Backup: func() error {
+		n, err := backupDir(e, dir, backup)
+		if err == nil {
+			copied = n
+		}
+		return err
+	}})
+	sp.done()
+	if copied < 0 {
+		backup = ""
+		if err != nil && !errors.Is(err, queue.ErrCorrupt) {
+			return err // locked, or the backup failed: nothing changed
+		}
 	}
-	fmt.Fprintf(e.stdout, "backup: copied %s to %s\n", sizeText(n), backup)
-	// 3. Salvage and compact.
-	if err := salvage(e, dir); err != nil {
+	if asJSON {
+		if jerr := json.NewEncoder(e.stdout).Encode(toRepairJSON(dir, backup, rep, err)); jerr != nil {
+			return jerr
+		}
+	} else {
+		printRepair(e.stdout, dir, backup, copied, rep, err)
+	}
+	if err != nil && backup != "" {
 		return fmt.Errorf("%w (the backup is %s)", err, backup)
 	}
-	// 4. Check the result.
-	return reverify(e, dir)
-}
-
-// salvage opens dir with salvage on, prints what it dropped, and compacts.
-func salvage(e *env, dir string) (err error) {
-	sp := e.spinner("repairing " + dir)
-	q, err := queue.Open(dir, &queue.Options{Salvage: true})
-	sp.done()
-	if err != nil {
-		return err
-	}
-	defer closeQueue(q, &err)
-	printDropped(e.stdout, q.Recovery())
-	sp = e.spinner("compacting " + dir)
-	err = q.Compact()
-	sp.done()
 	return err
 }
 
-// printDropped prints what a salvaging open cut and skipped.
-func printDropped(w io.Writer, r queue.Recovery) {
+// printRepair prints what repair found, lost and left.
+func printRepair(w io.Writer, dir, backup string, copied int64, rep queue.RepairReport, err error) {
+	printCheck(w, dir, rep.Before)
+	switch {
+	case err == nil && rep.Before.Clean():
+		fmt.Fprint(w, "result: clean, nothing to repair (no backup made)\n")
+		return
+	case backup != "":
+		fmt.Fprintf(w, "backup: copied %s to %s\n", sizeText(copied), backup)
+	}
+	if rep.Repaired {
+		printLost(w, rep)
+	}
+	switch {
+	case err == nil:
+		fmt.Fprint(w, "result: repaired; verify finds it clean and the queue opens\n")
+	case rep.Repaired:
+		printCheck(w, dir, rep.After)
+		fmt.Fprintf(w, "result: NOT repaired: damage remains after the salvage\n")
+	default:
+		fmt.Fprintf(w, "result: NOT repaired: %v\n", err)
+	}
+}
+
+// printLost prints what the salvage cut, skipped, dropped and rewrote.
+func printLost(w io.Writer, rep queue.RepairReport) {
+	r := rep.Recovery
 	if r.Log.Torn != nil {
 		fmt.Fprintf(w, "cut torn tail: %s\n", describeDamage(*r.Log.Torn))
 	}
 	for _, d := range r.Log.Salvaged {
 		fmt.Fprintf(w, "skipped: %s\n", describeDamage(d))
 	}
+	if s := r.SnapshotLost; s.Path != "" {
+		fmt.Fprintf(w, "snapshot set aside: %s (damaged); the state was rebuilt from the log\n", s.Path)
+	}
+	if r.LostBefore > 1 {
+		fmt.Fprintf(w, "lost: the log starts at LSN %d; what the snapshot needed before it is gone\n", r.LostBefore)
+	}
+	for _, l := range rep.LostLSNs() {
+		fmt.Fprintf(w, "lost LSNs: %s\n", lsnRange(l))
+	}
+	for _, m := range r.Dropped {
+		fmt.Fprintf(w, "dropped message: seq %d id %q\n", m.Seq, m.ID)
+	}
 	fmt.Fprintf(w, "replayed %d records after snapshot LSN %d", r.Replayed, r.SnapshotLSN)
 	if r.Requeued > 0 {
-		fmt.Fprintf(w, "; %d leases of the crashed process ready again", r.Requeued)
+		fmt.Fprintf(w, "; %d leases ready again", r.Requeued)
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, "; %d records no longer applied and were skipped", r.Skipped)
@@ -112,22 +144,54 @@ func printDropped(w io.Writer, r queue.Recovery) {
 	}
 }
 
-// reverify runs verify after the repair and says whether DIR is clean.
-func reverify(e *env, dir string) error {
-	c, err := queue.Verify(dir)
-	if errors.Is(err, queue.ErrCorrupt) {
-		for _, d := range c.Log.Salvaged {
-			fmt.Fprintf(e.stdout, "still damaged: %s\n", describeDamage(d))
+// lsnRange prints an LSN range, "unknown" for an unknown bound.
+func lsnRange(r [2]uint64) string {
+	b := func(v uint64) string {
+		if v == 0 {
+			return "unknown"
 		}
-		fmt.Fprint(e.stdout, "result: NOT repaired: damage remains after the salvage\n")
-		return fmt.Errorf("after repair: %w", err)
+		return fmt.Sprint(v)
 	}
-	if err != nil {
-		return fmt.Errorf("after repair: %w", err)
+	if r[0] == r[1] {
+		return b(r[0])
 	}
-	if c.Log.Torn != nil {
-		return fmt.Errorf("after repair: torn tail remains: %s", describeDamage(*c.Log.Torn))
+	return b(r[0]) + "-" + b(r[1])
+}
+
+// repairJSON is repair --json's object.
+type repairJSON struct {
+	Dir      string      `json:"dir"`
+	Before   checkJSON   `json:"before"`
+	Backup   string      `json:"backup"` // "" when none was made
+	Repaired bool        `json:"repaired"`
+	LostLSNs [][2]uint64 `json:"lost_lsns"` // first and last; 0 when unknown
+	Dropped  []lostJSON  `json:"dropped"`
+	After    *checkJSON  `json:"after"`  // null when no salvage ran
+	Result   string      `json:"result"` // clean, repaired or corrupt
+	Error    string      `json:"error,omitempty"`
+}
+
+type lostJSON struct {
+	Seq uint64 `json:"seq"`
+	ID  string `json:"id"`
+}
+
+func toRepairJSON(dir, backup string, rep queue.RepairReport, err error) repairJSON {
+	j := repairJSON{Dir: dir, Before: toCheckJSON(dir, rep.Before), Backup: backup, Repaired: rep.Repaired,
+		LostLSNs: [][2]uint64{}, Dropped: []lostJSON{}, Result: "repaired"}
+	if rep.Repaired {
+		j.LostLSNs = append(j.LostLSNs, rep.LostLSNs()...)
+		after := toCheckJSON(dir, rep.After)
+		j.After = &after
 	}
-	fmt.Fprint(e.stdout, "result: repaired; verify finds it clean\n")
-	return nil
+	for _, m := range rep.Recovery.Dropped {
+		j.Dropped = append(j.Dropped, lostJSON{Seq: m.Seq, ID: m.ID})
+	}
+	switch {
+	case err != nil:
+		j.Result, j.Error = "corrupt", err.Error()
+	case rep.Before.Clean():
+		j.Result = "clean"
+	}
+	return j
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,34 +14,43 @@ import (
 
 var verifyCmd = &command{
 	name:  "verify",
-	args:  "DIR",
+	args:  "[--json] DIR",
 	short: "check every checksum and the replay, changing nothing",
-	long: `Verify checks the queue in DIR without changing anything: the newest
-snapshot's checksum, the checksum and order of every log entry, and that
-every record after the snapshot replays. It prints every problem with its
-segment file and byte offset.
+	long: `Verify checks the queue in DIR without changing anything. It runs the
+checks the queue's open runs, on every byte: the newest snapshot's
+checksum; the framing, checksum and order of every log entry; segment files
+that follow on from each other (none missing); a log that reaches at least
+the snapshot's LSN and reaches back to every record the snapshot's messages
+need; and that every record after the snapshot replays. It prints every
+problem with its file and byte offset.
 
 A torn tail (the end of the last segment cut short by a crash) is
 repairable: the next open of the queue cuts it by itself, and so does
-'walq repair'. Any other damage is corruption: the queue refuses to open
-until 'walq repair' skips it.
+'walq repair'. Anything else is damage: the queue refuses to open until
+'walq repair' (or Options.Salvage) drops what was lost.
+
+With --json it prints one JSON object: dir, snapshot, records, torn,
+damaged, problems and result ("clean", "torn" or "corrupt").
 
 Verify reads under a shared lock, so it refuses a directory that a queue
 has open.`,
-	example: `walq verify /var/lib/app/jobs && echo clean`,
-	exits:   []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	example: `walq verify /var/lib/app/jobs && echo clean
+walq verify --json /var/lib/app/jobs | jq .result`,
+	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitTorn},
 	exitNotes: map[int]string{
 		exitOK:      "clean",
-		exitFailure: "a torn tail (repairable), or a usage error or failure",
-		exitCorrupt: "corrupt: damage other than a torn tail (walq repair skips it)",
+		exitFailure: "usage error, or the check could not run (the error says why)",
+		exitCorrupt: "damage other than a torn tail (walq repair drops what was lost)",
+		exitTorn:    "a torn tail only: repairable, the next open cuts it",
 	},
 	nargs: [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
-		return func(e *env, args []string) error { return runVerify(e, args[0]) }
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		return func(e *env, args []string) error { return runVerify(e, args[0], *asJSON) }
 	},
 }
 
-func runVerify(e *env, dir string) error {
+func runVerify(e *env, dir string, asJSON bool) error {
 	if err := checkQueueDir(dir); err != nil {
 		return err
 	}
@@ -50,34 +60,36 @@ func runVerify(e *env, dir string) error {
 	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
 		return err
 	}
-	printCheck(e.stdout, dir, c, err)
-	if err != nil {
-		if !logDamaged(c) {
-			return withExit(exitCorrupt, fmt.Errorf("%s is corrupt outside the log, which walq repair cannot skip", dir))
+	if asJSON {
+		if jerr := json.NewEncoder(e.stdout).Encode(toCheckJSON(dir, c)); jerr != nil {
+			return jerr
 		}
-		return withExit(exitCorrupt, fmt.Errorf("%s is corrupt; 'walq repair %s' skips the damage after a backup", dir, dir))
+	} else {
+		printCheck(e.stdout, dir, c)
+		printResult(e.stdout, dir, c)
 	}
-	if c.Log.Torn != nil {
-		fmt.Fprintf(e.stdout, "result: torn tail, repairable: the next open cuts it, or run 'walq repair %s'\n", dir)
-		return withExit(exitFailure, fmt.Errorf("%s has a torn tail", dir))
+	return verifyExit(dir, c, err)
+}
+
+// verifyExit returns the error that gives verify its exit status.
+func verifyExit(dir string, c queue.Check, err error) error {
+	switch {
+	case err != nil:
+		return withExit(exitCorrupt, err)
+	case c.Log.Torn != nil:
+		return withExit(exitTorn, fmt.Errorf("%s has a torn tail, which the next open cuts", dir))
 	}
-	fmt.Fprint(e.stdout, "result: clean\n")
 	return nil
 }
 
-// printCheck prints what Verify looked at and every problem it found,
-// verr being its error.
-func printCheck(w io.Writer, dir string, c queue.Check, verr error) {
+// printCheck prints what the checks looked at and every problem found.
+func printCheck(w io.Writer, dir string, c queue.Check) {
 	fmt.Fprintf(w, "verify %s\n", dir)
-	if verr != nil && !logDamaged(c) {
-		fmt.Fprintf(w, "  corrupt   %v\n", verr)
-		return
-	}
 	if s := c.Snapshot; s != nil {
 		fmt.Fprintf(w, "  snapshot  %s: LSN %d, %s, checksum ok\n", filepath.Base(s.Path), s.LSN, sizeText(s.Bytes))
 		fmt.Fprintf(w, "  log       %d records replayed after the snapshot\n", c.Records)
 	} else {
-		fmt.Fprintf(w, "  snapshot  none\n  log       %d records replayed\n", c.Records)
+		fmt.Fprintf(w, "  snapshot  none usable\n  log       %d records replayed\n", c.Records)
 	}
 	if c.Log.Torn != nil {
 		fmt.Fprintf(w, "  torn tail %s\n", describeDamage(*c.Log.Torn))
@@ -85,15 +97,66 @@ func printCheck(w io.Writer, dir string, c queue.Check, verr error) {
 	for _, d := range c.Log.Salvaged {
 		fmt.Fprintf(w, "  damaged   %s\n", describeDamage(d))
 	}
-	if verr != nil {
-		fmt.Fprintf(w, "  corrupt   %v\n", verr)
+	for _, p := range c.Problems {
+		fmt.Fprintf(w, "  corrupt   %s\n", p)
 	}
 }
 
-// logDamaged reports whether Verify found damage in the log, which is
-// what a salvage can cut or skip.
-func logDamaged(c queue.Check) bool {
-	return c.Log.Torn != nil || len(c.Log.Salvaged) > 0
+// printResult prints verify's last line.
+func printResult(w io.Writer, dir string, c queue.Check) {
+	switch {
+	case c.Damaged() > 0:
+		fmt.Fprintf(w, "result: corrupt; 'walq repair %s' backs it up and drops what was lost\n", dir)
+	case c.Log.Torn != nil:
+		fmt.Fprintf(w, "result: torn tail, repairable: the next open cuts it, or run 'walq repair %s'\n", dir)
+	default:
+		fmt.Fprint(w, "result: clean\n")
+	}
+}
+
+// checkJSON is verify --json's object.
+type checkJSON struct {
+	Dir      string       `json:"dir"`
+	Snapshot *fileJSON    `json:"snapshot"` // null when none is usable
+	Records  int          `json:"records"`
+	Torn     *damageJSON  `json:"torn"` // null when the tail is whole
+	Damaged  []damageJSON `json:"damaged"`
+	Problems []string     `json:"problems"`
+	Result   string       `json:"result"` // clean, torn or corrupt
+}
+
+// damageJSON is one damaged region of a segment.
+type damageJSON struct {
+	Segment  string `json:"segment"`
+	Offset   int64  `json:"offset"`
+	Bytes    int64  `json:"bytes"`
+	Entries  int    `json:"entries"`
+	FirstLSN uint64 `json:"first_lsn"` // 0 when unknown
+	LastLSN  uint64 `json:"last_lsn"`  // 0 when unknown
+	Reason   string `json:"reason"`
+}
+
+func toCheckJSON(dir string, c queue.Check) checkJSON {
+	j := checkJSON{Dir: dir, Records: c.Records, Damaged: []damageJSON{}, Problems: append([]string{}, c.Problems...), Result: "clean"}
+	if s := c.Snapshot; s != nil {
+		j.Snapshot = &fileJSON{Path: s.Path, LSN: s.LSN, Bytes: s.Bytes}
+	}
+	if t := c.Log.Torn; t != nil {
+		d := toDamageJSON(*t)
+		j.Torn, j.Result = &d, "torn"
+	}
+	for _, d := range c.Log.Salvaged {
+		j.Damaged = append(j.Damaged, toDamageJSON(d))
+	}
+	if c.Damaged() > 0 {
+		j.Result = "corrupt"
+	}
+	return j
+}
+
+func toDamageJSON(d wal.Damage) damageJSON {
+	return damageJSON{Segment: d.Segment, Offset: d.Offset, Bytes: d.Bytes, Entries: d.Entries,
+		FirstLSN: d.FirstLSN, LastLSN: d.LastLSN, Reason: d.Reason}
 }
 
 // describeDamage says where damage is and what it covers.

@@ -1,0 +1,181 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
+)
+
+// Lost names a message a salvage dropped because its record was lost.
+type Lost struct {
+	Seq uint64 // its sequence number (the LSN of its enqueue record)
+	ID  string // its id
+}
+
+// RepairOptions tunes Repair. A nil *RepairOptions means the defaults.
+type RepairOptions struct {
+	// Backup, when set, is called once the checks found something to
+	// repair and before anything changes, with the directory lock held;
+	// an error stops the repair with the directory unchanged.
+	Backup func() error
+	// Options are the options of the salvaging open; nil means defaults.
+	// Salvage is set whatever they say.
+	Options *Options
+}
+
+// RepairReport says what Repair found, did and left.
+type RepairReport struct {
+	Before   Check    // what the checks found first
+	Repaired bool     // a salvage ran (false: nothing to repair, or it failed)
+	Recovery Recovery // what the salvaging open cut, skipped, dropped and rewrote
+	After    Check    // what the checks found after the salvage
+}
+
+// LostLSNs returns the LSN ranges the salvage lost, first and last of each
+// (a message's sequence number is the LSN of its enqueue record, so the
+// never-delivered messages lost are among them); a range whose bounds are
+// unknown is [0, 0].
+func (r RepairReport) LostLSNs() [][2]uint64 {
+	var out [][2]uint64
+	for _, d := range r.Recovery.Log.Salvaged {
+		out = append(out, [2]uint64{d.FirstLSN, d.LastLSN})
+	}
+	if t := r.Recovery.Log.Torn; t != nil && t.FirstLSN != 0 {
+		out = append(out, [2]uint64{t.FirstLSN, t.LastLSN})
+	}
+	if r.Recovery.LostBefore > 1 {
+		out = append(out, [2]uint64{1, r.Recovery.LostBefore - 1})
+	}
+	return out
+}
+
+// Repair is the explicit salvage of a damaged queue directory. It takes the
+// directory lock exclusive and holds it from start to end. It runs the
+// checks of Verify; if the directory is clean it changes nothing.
+// Otherwise it calls opts.Backup, opens the queue with Options.Salvage
+// (a torn tail is cut, damaged entries are skipped, a damaged snapshot is
+// set aside and the state rebuilt from the log, the live messages in damaged
+// segments are copied past them and those segments removed, and messages
+// whose records were lost are dropped), compacts, closes, and runs the
+// checks again. It returns an error wrapping ErrCorrupt if damage remains;
+// the report says what was lost either way.
+//
+// Files walq did not write are never changed: a file in the log directory
+// that only has a segment's name makes Repair fail, naming it.
+func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
+	var o RepairOptions
+	if opts != nil {
+		o = *opts
+	}
+	var rep RepairReport
+	lock, err := lockDir(dir, 0o600, true)
+	if err != nil {
+		return rep, err
+	}
+	defer unlockDir(lock)
+	// 1. What is wrong, changing nothing.
+	if rep.Before, err = examine(dir); err != nil && !errors.Is(err, ErrCorrupt) {
+		return rep, err
+	}
+	if rep.Before.Clean() {
+		return rep, nil
+	}
+	// 2. The backup, before anything changes.
+	if o.Backup != nil {
+		if err := o.Backup(); err != nil {
+			return rep, fmt.Errorf("queue: repair: backup: %w; %s was not changed", err, dir)
+		}
+	}
+	// 3. The salvage, under the lock this call holds.
+	if rep.Recovery, err = salvageLocked(dir, o.Options); err != nil {
+		return rep, fmt.Errorf("queue: repair: %w", err)
+	}
+	rep.Repaired = true
+	// 4. The checks again: the queue must now open clean.
+	if rep.After, err = examine(dir); err != nil {
+		return rep, fmt.Errorf("queue: repair: damage remains after the salvage: %w", err)
+	}
+	if t := rep.After.Log.Torn; t != nil {
+		return rep, fmt.Errorf("%w: repair: a torn tail remains after the salvage: %s", ErrCorrupt, t)
+	}
+	return rep, nil
+}
+
+// salvageLocked opens the queue in dir with Salvage, compacts and closes
+// it; the caller holds the directory lock. The queue gets its own handle on
+// the lock file, holding no lock, so that its Close leaves the caller's
+// lock in place.
+func salvageLocked(dir string, opts *Options) (Recovery, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return Recovery{}, err
+	}
+	o.Salvage = true
+	handle, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR, 0)
+	if err != nil {
+		return Recovery{}, fmt.Errorf("queue: open lock file: %w", err)
+	}
+	q, err := open(dir, o, handle)
+	if err != nil {
+		handle.Close()
+		return Recovery{}, withWayOut(err)
+	}
+	rec := q.Recovery()
+	err = q.Compact()
+	if cerr := q.Close(); err == nil {
+		err = cerr
+	}
+	return rec, err
+}
+
+// damaged reports whether a salvaging Open found anything lost: damaged
+// log entries, a log that ends before the snapshot or starts after what it
+// needs, or a damaged snapshot.
+func (r Recovery) damaged() bool {
+	return len(r.Log.Salvaged) > 0 || r.LostBefore != 0 || r.SnapshotLost.Path != ""
+}
+
+// mustReach is the LSN the log must reach: the snapshot's, or that of the
+// damaged snapshot a salvage set aside (its records were written), so that
+// no LSN it reflects is ever given to a new record.
+func (r Recovery) mustReach(snapLSN uint64) uint64 {
+	return max(snapLSN, r.SnapshotLost.LSN)
+}
+
+// lostBelow returns the indexed messages and sorted values whose record,
+// below target, can no longer be read: a salvage drops them. It reads
+// without the lock; Open calls it before anything else runs.
+func (q *Queue) lostBelow(target uint64) []Lost {
+	q.mu.Lock()
+	var es []index.Entry
+	q.mu.st.table.Ascend(func(e index.Entry) bool {
+		if e.Loc < target {
+			es = append(es, e)
+		}
+		return true
+	})
+	var vs []index.SortedValue
+	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
+		if v.Loc < target {
+			vs = append(vs, v)
+		}
+		return true
+	})
+	q.mu.Unlock()
+	var out []Lost
+	for _, e := range es {
+		if _, err := q.log.Read(e.Loc); errors.Is(err, wal.ErrNotFound) {
+			out = append(out, Lost{Seq: e.Seq, ID: e.ID})
+		}
+	}
+	for _, v := range vs {
+		if _, err := q.log.Read(v.Loc); errors.Is(err, wal.ErrNotFound) {
+			out = append(out, Lost{Seq: v.Seq, ID: v.Key})
+		}
+	}
+	return out
+}

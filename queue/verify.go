@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
+)
+
+// Check is what Verify found.
+type Check struct {
+	Snapshot *recovery.Info // the snapshot checked; nil when none (or damaged)
+	Log      wal.Report     // the log's torn tail (repairable) and damaged regions
+	Records  int            // records replayed after the snapshot
+	// Problems lists damage outside the log's entries, each with where it
+	// is: a damaged snapshot, a log that does not reach back to what the
+	// snapshot needs, a record that does not replay.
+	Problems []string
+}
+
+// Clean reports whether Verify found nothing at all, not even a torn tail.
+func (c Check) Clean() bool {
+	return c.Log.Torn == nil && c.Damaged() == 0
+}
+
+// Damaged returns how many problems other than a torn tail Verify found.
+func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) }
+
+// Verify checks a queue directory without changing anything. It runs the
+// checks Open runs, on every byte: the newest snapshot's checksum; every
+// log entry's framing, checksum and LSN; segments that follow on from each
+// other; a log that reaches at least the snapshot's LSN and reaches back
+// to every record the snapshot's messages need; and that every record
+// after the snapshot replays. A torn log tail, which Open cuts by itself,
+// is reported in Check.Log.Torn with a nil error; anything else returns an
+// error wrapping ErrCorrupt, which Open would return too. It takes the
+// directory lock shared, so it fails with ErrLocked while a queue has it
+// open.
+func Verify(dir string) (Check, error) {
+	lock, err := lockDir(dir, 0o600, false)
+	if err != nil {
+		return Check{}, err
+	}
+	defer unlockDir(lock)
+	return examine(dir)
+}
+
+// examine is Verify without the lock, which the caller holds.
+func examine(dir string) (Check, error) {
+	var c Check
+	// 1. The newest snapshot. A damaged one is a problem; the log is still
+	//    checked, against the LSN its name says it reflects.
+	st, snapLSN, err := loadSnapshot(dir, &Options{})
+	reach := snapLSN
+	switch {
+	case err != nil && !errors.Is(err, ErrCorrupt):
+		return c, err
+	case err != nil:
+		c.Problems = append(c.Problems, problem(err))
+		st, reach = newState(&Options{}), lostSnapshotLSN(dir)
+	case snapLSN != 0:
+		info, _, _ := recovery.Latest(dir)
+		c.Snapshot = &info
+	}
+	// 2. The log, entry by entry; it must reach the snapshot.
+	log, err := openLogReadOnly(dir, reach)
+	if errors.Is(err, ErrCorrupt) { // a log Open refuses before any entry check
+		c.Problems = append(c.Problems, problem(err))
+		return c, c.err()
+	}
+	if err != nil {
+		return c, err
+	}
+	defer log.Close()
+	c.Log, err = log.Verify()
+	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
+		return c, err
+	}
+	// 3. It must reach back to what the snapshot's messages need.
+	if first, need := log.FirstLSN(), min(lowWater(st), snapLSN+1); first > need {
+		c.Problems = append(c.Problems, problem(coverageErr(first, snapLSN, need, log.Segments())))
+	}
+	// 4. Every record after the snapshot replays, if nothing above failed
+	//    (replay over damage only repeats it).
+	if c.Damaged() == 0 {
+		c.Records, err = replayInto(log, st, snapLSN+1)
+		if err != nil {
+			c.Problems = append(c.Problems, problem(err))
+		}
+	}
+	return c, c.err()
+}
+
+// err returns the error Verify returns for c: nil when clean or only torn.
+func (c Check) err() error {
+	switch {
+	case len(c.Log.Salvaged) > 0:
+		return withWayOut(fmt.Errorf("%w: %d damaged log regions, the first: %s", ErrCorrupt, len(c.Log.Salvaged), c.Log.Salvaged[0]))
+	case len(c.Problems) > 0:
+		return withWayOut(fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Problems[0])))
+	}
+	return nil
+}
+
+// problem is the text of err for Check.Problems, without the way out
+// (Verify's error names it once).
+func problem(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "; "+wayOut); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// trimCorrupt drops a leading "queue: corrupt: " from a problem's text.
+func trimCorrupt(s string) string {
+	const p = "queue: corrupt: "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// replayInto applies every record of log from from on to st.
+func replayInto(log *wal.Log, st *state, from uint64) (int, error) {
+	n, err := recovery.Replay(log, from, func(lsn uint64, b []byte) error {
+		var r record
+		if err := decodeRecord(b, &r); err != nil {
+			return err
+		}
+		return st.apply(lsn, &r, len(b))
+	})
+	if err != nil {
+		return n, wrapCorrupt("replay", err)
+	}
+	return n, nil
+}
+
+// lostSnapshotLSN returns the LSN the newest snapshot's name says it
+// reflects, or 0.
+func lostSnapshotLSN(dir string) uint64 {
+	infos, err := recovery.List(dir)
+	if err != nil || len(infos) == 0 {
+		return 0
+	}
+	return infos[len(infos)-1].LSN
+}
+
+// openLogReadOnly opens the queue log in dir without changing anything,
+// skipping damage so that Verify can list all of it.
+func openLogReadOnly(dir string, reach uint64) (*wal.Log, error) {
+	log, err := wal.Open(filepath.Join(dir, logDir), &wal.Options{ReadOnly: true, Salvage: true, MustReach: reach})
+	if err != nil {
+		return nil, wrapCorrupt("open log", err)
+	}
+	return log, nil
+}

@@ -1,0 +1,244 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// This file holds the checks Open runs on the shape of the log, besides
+// the entry checks of the tail scan: sealed segments follow on from each
+// other, the tail segment is one walq wrote, and the log reaches the LSN
+// its caller relies on (Options.MustReach). Verify, which reads every
+// entry, checks the reach through the same function (reached) and the
+// segment boundaries by its full scan; the tail's name was checked when the
+// Log it runs on was opened.
+
+// checkSealedEnds checks that every sealed segment's last entry ends at
+// the LSN the next segment starts at: a segment file that is missing in the
+// middle of the log, which first headers alone cannot show, fails here at
+// Open rather than at the first read that reaches the gap. It reads only
+// the end of each segment (about its last entry).
+func (l *Log) checkSealedEnds() error {
+	list := l.seg.list
+	for i := 0; i+1 < len(list); i++ {
+		s, next := list[i], list[i+1]
+		if next.size == 0 || s.size == 0 {
+			continue
+		}
+		ok, err := endsAt(s.file.f, s.size, next.firstLSN)
+		if err != nil {
+			return fmt.Errorf("wal: read %s: %w", s.loc(s.size, -1), err)
+		}
+		if !ok {
+			return corruptAt(next.loc(0, 0), fmt.Sprintf(
+				"%s: segment starts at LSN %d, but no entry at the end of the previous segment %s ends there (a segment file is missing or damaged)",
+				errLSNOutOfLine, next.firstLSN, filepath.Base(s.path)))
+		}
+	}
+	return nil
+}
+
+// endWalk is how many frames endsAt follows from a segment's start before
+// it searches backwards from the end instead.
+const endWalk = 64
+
+// endsAt reports whether the last entry of the segment file f, size bytes
+// long, is valid and ends with the LSN before want. A segment of few
+// (large) entries is walked frame by frame from its start; otherwise the
+// end is searched backwards, doubling the bytes read, for a frame that ends
+// exactly at size and passes every check (a frame nested in a payload can
+// end there too, so a candidate with other LSNs does not stop the search).
+// Either way it reads about one entry.
+func endsAt(f io.ReaderAt, size int64, want LSN) (bool, error) {
+	ok, done, err := walkToEnd(f, size, want)
+	if done || err != nil {
+		return ok, err
+	}
+	for back := min(size, 4<<10); ; back = min(size, 2*back) {
+		buf := make([]byte, back)
+		if _, err := f.ReadAt(buf, size-back); err != nil {
+			return false, err
+		}
+		if findEnding(buf, want) {
+			return true, nil
+		}
+		if back == size {
+			return false, nil
+		}
+	}
+}
+
+// walkToEnd follows up to endWalk frame lengths of a segment from its
+// start; if it reaches the last frame it checks that one's header (its CRC
+// is checked when the segment is first read, as for any entry) and reports
+// done.
+func walkToEnd(f io.ReaderAt, size int64, want LSN) (ok, done bool, err error) {
+	r := &segReader{f: f, ahead: 4 << 10}
+	off := int64(0)
+	for i := 0; i < endWalk && off < size; i++ {
+		b, err := r.bytes(off, int(min(size-off, binary.MaxVarintLen64)), size)
+		if err != nil {
+			return false, true, err
+		}
+		k, n, err := decodeFrame(b, size-off)
+		if err != nil {
+			return false, true, nil // a damaged frame
+		}
+		if next := off + int64(k) + n; next < size {
+			off = next
+			continue
+		}
+		_, h, err := r.header(off, size)
+		if err != nil && !isFormatError(err) {
+			return false, true, err
+		}
+		return err == nil && h.end() == want, true, nil
+	}
+	return false, false, nil
+}
+
+// findEnding reports whether some offset of buf starts a valid entry frame
+// that ends exactly at the end of buf and whose records end before want.
+func findEnding(buf []byte, want LSN) bool {
+	for off := len(buf) - headerSize - 2; off >= 0; off-- {
+		n, k := binary.Uvarint(buf[off:])
+		if k <= 0 || n != uint64(len(buf)-off-k) {
+			continue
+		}
+		h, err := decodeEntry(buf[off+k:])
+		if err == nil && h.end() == want {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTailName checks that a tail segment without one valid entry is
+// where walq's next segment would be: named by the index after the last
+// entry of the segment before it. A file that merely has a segment's name
+// (any junk of a few bytes) is then refused, never cut: walq changes only
+// files it wrote.
+func (l *Log) checkTailName(tail *segment) error {
+	list := l.seg.list
+	if len(list) < 2 {
+		return nil
+	}
+	prev := list[len(list)-2]
+	if err := l.ensureIndexed(prev); err != nil {
+		return err
+	}
+	if want := prev.firstIndex + uint64(prev.entries); tail.firstIndex != want {
+		return fmt.Errorf("%w: %s holds no valid entry and is not the segment after %s (that would be %s): "+
+			"not a file walq wrote; move it out of the log directory",
+			ErrCorrupt, tail.path, filepath.Base(prev.path), segmentName(want))
+	}
+	return nil
+}
+
+// checkReach checks that the log holds every record up to MustReach. A log
+// that ends before it lost records its caller relied on: that is damage,
+// never a torn write, and Open fails with ErrCorrupt before changing
+// anything. Under Salvage the loss is reported and the log resumes after
+// MustReach (see resumeAfterGap).
+func (l *Log) checkReach() error {
+	end, err := l.recordsEnd()
+	if err != nil {
+		return err
+	}
+	where := l.dir
+	if n := len(l.seg.list); n > 0 {
+		where = l.seg.list[n-1].path
+	}
+	if l.reached(&l.report, where, end) {
+		return nil
+	}
+	if !l.opts.Salvage {
+		d := l.report.Salvaged[len(l.report.Salvaged)-1]
+		return fmt.Errorf("%w: %s", ErrCorrupt, d.Reason)
+	}
+	l.gap = l.opts.MustReach + 1
+	return nil
+}
+
+// reachDamage describes the records lost between end (the LSN after the
+// last record; 0 when the log holds none) and must; where is the last
+// segment, or the directory when there is none.
+func reachDamage(where string, end, must LSN) Damage {
+	last := "no record"
+	if end != 0 {
+		last = fmt.Sprintf("LSN %d", end-1)
+	}
+	return Damage{Segment: where, FirstLSN: end, LastLSN: must,
+		Reason: fmt.Sprintf("the log ends at %s (%s), before LSN %d that must be in it (the snapshot reflects it): "+
+			"records were lost, which is damage, not a torn write", last, filepath.Base(where), must)}
+}
+
+// reached checks rep against MustReach for a log whose records end before
+// end (0: none): when it ends before MustReach, a torn tail is part of the
+// loss, and the loss is added to Salvaged. It reports whether the log
+// reaches far enough.
+func (l *Log) reached(rep *Report, where string, end LSN) bool {
+	must := l.opts.MustReach
+	if must == 0 || end > must {
+		return true
+	}
+	if t := rep.Torn; t != nil { // the cut is part of the loss, not a torn write
+		t.Reason = "cut at damage: " + t.Reason
+		rep.Salvaged = append(rep.Salvaged, *t)
+		rep.Torn = nil
+	}
+	rep.Salvaged = append(rep.Salvaged, reachDamage(where, end, must))
+	return false
+}
+
+// recordsEnd returns the LSN after the last record in the log, or 0 when
+// the log holds none.
+func (l *Log) recordsEnd() (LSN, error) {
+	for i := len(l.seg.list) - 1; i >= 0; i-- {
+		s := l.seg.list[i]
+		if err := l.ensureIndexed(s); err != nil {
+			return 0, err
+		}
+		if s.entries > 0 {
+			return s.endLSN, nil
+		}
+	}
+	return 0, nil
+}
+
+// resumeAfterGap makes the next record start a new segment when a
+// salvaging Open found the log ending before MustReach: the records up to
+// MustReach are lost, and the next LSN is MustReach+1 so that none is ever
+// reused. The LSN gap then lies at a segment boundary, where a caller can
+// cut it off (TruncateFront) once it has copied what it needs past it.
+func (l *Log) resumeAfterGap() error {
+	if l.gap == 0 || len(l.seg.list) == 0 {
+		return nil
+	}
+	tail := l.seg.list[len(l.seg.list)-1]
+	if tail.size == 0 {
+		return nil // the empty tail takes the next record
+	}
+	index := tail.firstIndex + uint64(tail.entries)
+	path := filepath.Join(l.dir, segmentName(index))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, l.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("wal: start a segment after the lost records: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: start a segment after the lost records: %w", err)
+	}
+	if err := SyncDir(l.dir); err != nil {
+		return err
+	}
+	file, err := openSegFile(path)
+	if err != nil {
+		return err
+	}
+	tail.sealed = true
+	l.seg.list = append(l.seg.list, &segment{path: path, firstIndex: index, file: file, indexed: true})
+	return nil
+}
