@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -39,7 +40,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	return q, nil
 }
 
-func open(dir string, o Options, lock *os.File) (*Queue, error) {
+func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	start := o.Clock.Now()
 	q := &Queue{dir: dir, opts: o, lockFile: lock, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	// 1. The newest snapshot, if any.
@@ -73,6 +74,7 @@ func (q *Queue) walOptions(start uint64) *wal.Options {
 		FileMode:      q.opts.FileMode,
 		DirMode:       q.opts.DirMode,
 		StartLSN:      start,
+		Locked:        true, // by the queue's lock on its directory
 	}
 }
 
@@ -190,7 +192,7 @@ func (q *Queue) requeueCrashed() error {
 		}
 		q.recovery.Requeued++
 	}
-	for _, b := range q.mu.st.sorted.Expired(1<<63-1, 1<<31) {
+	for _, b := range q.mu.st.sorted.Expired(math.MaxInt64, math.MaxInt) {
 		r := q.returnBatch(b, q.now(), "process crashed while the batch was leased")
 		if _, err := q.appendLocked(r, nil); err != nil {
 			return err

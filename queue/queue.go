@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +15,7 @@ type Queue struct {
 	dir      string   // the queue directory
 	opts     Options  // validated, defaults filled
 	log      *wal.Log // the write-ahead log; safe for concurrent use
-	lockFile *os.File // holds the directory's flock until Close
+	lockFile *dirLock // holds the directory's lock until Close
 	recovery Recovery // what Open found; set before Open returns
 
 	// mu guards the state and everything that must change with it. Heavy
