@@ -25,6 +25,9 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ReadOnly {
+		return openInspect(dir, o, o.ident)
+	}
 	if err := os.MkdirAll(dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
 	}
@@ -32,11 +35,16 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := open(dir, o, lock)
+	id, err := checkIdentity(dir, o)
+	var q *Queue
+	if err == nil {
+		q, err = open(dir, o, lock)
+	}
 	if err != nil {
 		unlockDir(lock)
 		return nil, err
 	}
+	q.ident = id
 	return q, nil
 }
 

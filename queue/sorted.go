@@ -66,19 +66,20 @@ func (b *Batch[K]) Payloads() [][]byte {
 // OpenSorted opens the sorted queue in dir, creating it if needed. The
 // directory must always be opened with the same K.
 func OpenSorted[K SortKey](dir string, opts *SortedOptions) (*Sorted[K], error) {
-	q, err := openSorted(dir, opts)
+	q, err := openSorted(dir, opts, Identity{Kind: KindSorted, SortKey: sortKeyType[K]()})
 	if err != nil {
 		return nil, err
 	}
 	return &Sorted[K]{q: q}, nil
 }
 
-func openSorted(dir string, opts *SortedOptions) (*Queue, error) {
+func openSorted(dir string, opts *SortedOptions, id Identity) (*Queue, error) {
 	var so SortedOptions
 	if opts != nil {
 		so = *opts
 	}
 	o := so.Options
+	o.ident = id
 	o.singleFlight = so.SingleFlight
 	switch {
 	case so.CacheBytes == 0:
@@ -173,7 +174,7 @@ func OpenWindowed(dir string, opts *WindowOptions) (*Windowed, error) {
 	if opts == nil || opts.Window <= 0 {
 		return nil, fmt.Errorf("%w: WindowOptions.Window must be positive", ErrInvalidOptions)
 	}
-	q, err := openSorted(dir, &opts.SortedOptions)
+	q, err := openSorted(dir, &opts.SortedOptions, Identity{Kind: KindWindowed, SortKey: "time"})
 	if err != nil {
 		return nil, err
 	}
