@@ -296,6 +296,32 @@ func (q *Queue) inferReadOnly(want Identity) error {
 	return nil
 }
 
+// decodeSortAny decodes an encoded sort key by the directory's sort key
+// type: every integer kind as int64 or uint64, floats as float64; the raw
+// bytes when the type is not recorded.
+func (id Identity) decodeSortAny(b []byte) any {
+	var v any
+	var err error
+	switch id.SortKey {
+	case "int", "int8", "int16", "int32", "int64":
+		v, err = decodeSort[int64](b)
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		v, err = decodeSort[uint64](b)
+	case "float32", "float64":
+		v, err = decodeSort[float64](b)
+	case "string":
+		v, err = decodeSort[string](b)
+	case "time":
+		v, err = decodeSort[time.Time](b)
+	default:
+		return b
+	}
+	if err != nil {
+		return b
+	}
+	return v
+}
+
 // Identity returns what the queue's directory says it holds (for a
 // directory written before identity files, what Open inferred or adopted;
 // Kind is zero if a read-only open found nothing to infer from).
