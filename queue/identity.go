@@ -203,28 +203,34 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return have, err
 	}
-	if err := adoptable(dir, o, want); err != nil {
-		return have, err
+	adopt, err := adoptable(dir, o, want)
+	if err != nil || !adopt {
+		return want, err
 	}
 	return want, writeIdentity(dir, want, o.FileMode)
 }
 
 // adoptable returns an error if dir, which has no identity file, holds
-// data that shows it is not of want's kind. A new directory is adoptable.
-func adoptable(dir string, o Options, want Identity) error {
+// data that shows it is not of want's kind, and whether to record want as
+// its identity. A new directory is adoptable. One whose files do not
+// replay read-only (damage that the open itself reports, or salvages) is
+// opened without an identity file, to be adopted by a later open.
+func adoptable(dir string, o Options, want Identity) (bool, error) {
 	if isNew, err := newDir(dir); isNew || err != nil {
-		return err
+		return isNew, err
 	}
 	probe, err := replayReadOnly(dir, o, Identity{}, false)
 	if err != nil {
-		return err
+		return false, nil
 	}
 	kind, known := inferKind(probe.mu.st)
-	probe.log.Close()
-	if known && !sameFamily(kind, want.Kind) {
-		return mismatch(dir, Identity{Kind: kind}, want, " (inferred from its log)")
+	if err := probe.closeReadOnly(); err != nil {
+		return false, err
 	}
-	return nil
+	if known && !sameFamily(kind, want.Kind) {
+		return false, mismatch(dir, Identity{Kind: kind}, want, " (inferred from its log)")
+	}
+	return true, nil
 }
 
 // newDir reports whether dir holds no queue yet: no snapshot, no log

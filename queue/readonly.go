@@ -58,11 +58,12 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)
 	}
-	if err := q.replayInto(st, snapLSN); err == nil {
+	err = q.replayInto(st, snapLSN)
+	if err == nil {
 		err = q.inferReadOnly(want)
 	}
 	if err != nil {
-		q.log.Close()
+		q.closeReadOnly() // the error that matters is err
 		return nil, err
 	}
 	return q, nil
@@ -106,7 +107,9 @@ func (q *Queue) closeReadOnly() error {
 		return ErrClosed
 	}
 	q.mu.closed = true
-	q.broadcastLocked()
+	if q.mu.changed != nil {
+		q.broadcastLocked()
+	}
 	if q.mu.cursor != nil {
 		q.mu.cursor.Close()
 	}

@@ -35,7 +35,7 @@ be gone: the log is truncated at segment boundaries.`,
 	example: `walq dump /var/lib/app/jobs | head
 walq dump --from 1200 --to 1300 --payload=false /var/lib/app/jobs
 walq dump /var/lib/app/jobs > jobs.jsonl   # progress on stderr`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	exits: []int{exitOK, exitFailure, exitCorrupt},
 	nargs: [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var o dumpOptions

@@ -36,7 +36,7 @@ The sync mode and ack timeout shown are walq's own; the directory does not
 record those of the application that writes it.`,
 	example: `walq stats /var/lib/app/jobs
 walq stats --json /var/lib/app/jobs | jq .ready`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	exits: []int{exitOK, exitFailure, exitCorrupt},
 	nargs: [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
