@@ -128,7 +128,7 @@ func startChild(t *testing.T, testName string, cfg childConfig) *child {
 	c.cmd.Env = append(os.Environ(), childEnv+"="+string(js))
 	c.cmd.Stdout, c.cmd.Stderr = &lockedWriter{mu: &c.readMu, w: &c.out}, &lockedWriter{mu: &c.readMu, w: &c.out}
 	c.cmd.ExtraFiles = []*os.File{pw}
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(c.cmd)
 	c.start = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -125,7 +125,7 @@ func sortedRun(b *testing.B, mode queue.SyncMode, values, keys, publishers int) 
 	start := time.Now()
 	var wg sync.WaitGroup
 	for p := range publishers {
-		wg.Go(func() {
+		spawn(&wg, func() {
 			for i := p; i < values; i += publishers {
 				if err := sq.Publish(ctx, int64(i), fmt.Sprint("key-", i%keys), payload); err != nil {
 					b.Error(err)

@@ -12,6 +12,9 @@ import (
 // are first copied forward, so that a few old messages cannot pin the
 // whole log. The queue compacts by itself as the log grows.
 func (q *Queue) Compact() error {
+	if q.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	q.mu.Lock()
 	closed := q.mu.closed
 	q.mu.Unlock()

@@ -20,7 +20,7 @@ type DeadLetter struct {
 }
 
 // DeadLetters returns up to max dead letters whose sequence is at least
-// from, oldest first, with their payloads.
+// from, oldest first, with their payloads; max <= 0 means all of them.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -30,7 +30,7 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 	var es []index.Entry
 	q.mu.st.table.Dead(from, func(e index.Entry) bool {
 		es = append(es, e)
-		return len(es) < max
+		return max <= 0 || len(es) < max
 	})
 	q.mu.Unlock()
 	out := make([]DeadLetter, 0, len(es))

@@ -119,7 +119,16 @@
 // sort key is the publish time: a key is due Window after its oldest
 // pending value was published, and a blocking Pull sleeps exactly until
 // the next key is due. Both run on the same log, snapshots and recovery as
-// the ack queue.
+// the ack queue. A batch's BatchReceipt lets another process ack, nack,
+// extend or dead-letter it; the dead set is listed (DeadValues), requeued
+// and purged as the ack queue's dead letters are.
+//
+// # Identity and inspection
+//
+// A directory records what it holds (ack, sorted or windowed, and the sort
+// key type) in a file written at creation; opening it as anything else
+// fails with ErrWrongKind. Options.ReadOnly opens a queue for inspection
+// without writing a byte, beside a process that has it open if need be.
 //
 // # Memory and disk
 //
@@ -144,6 +153,6 @@
 // payload reads, fsync waits and snapshot encoding happen outside it. A
 // background goroutine ends expired leases (at the earliest deadline, not
 // by polling) and compacts; Close stops it and waits for it. A directory is
-// locked (flock) by the process that has it open: a second Open gets
-// ErrLocked.
+// locked (flock, or LockFileEx on Windows) by the process that has it open:
+// a second Open gets ErrLocked.
 package queue

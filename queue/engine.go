@@ -50,12 +50,12 @@ type AckQueue interface {
 }
 
 // BatchSettler ends or extends one leased batch of a sorted or windowed
-// queue, named by its lease number. Batch's methods call it.
+// queue, named by its receipt. Batch's methods call it.
 type BatchSettler interface {
-	Ack(lease uint64) error
-	Nack(lease uint64, delay time.Duration) error
-	Extend(lease uint64, d time.Duration) error
-	DeadLetter(lease uint64, reason string) error
+	Ack(r BatchReceipt) error
+	Nack(r BatchReceipt, delay time.Duration) error
+	Extend(r BatchReceipt, d time.Duration) error
+	DeadLetter(r BatchReceipt, reason string) error
 }
 
 // SortedQueue is a queue of values ordered by a sort key of type K and
@@ -101,20 +101,8 @@ func NewMessage(s Settler, m Message) *Message {
 }
 
 // NewBatch returns a copy of b whose Ack, Nack, Extend and DeadLetter call
-// s with b.Lease. It is for engines outside this package.
+// s with b.Receipt. It is for engines outside this package.
 func NewBatch[K SortKey](s BatchSettler, b Batch[K]) *Batch[K] {
 	b.q, b.s = nil, s
 	return &b
-}
-
-// Extend sets the lease of the batch leased as lease to run out d from
-// now: Batch.Extend by lease number.
-func (s *Sorted[K]) Extend(lease uint64, d time.Duration) error {
-	return s.q.extendBatch(lease, d)
-}
-
-// DeadLetter moves every value of the batch leased as lease to the dead
-// set: Batch.DeadLetter by lease number.
-func (s *Sorted[K]) DeadLetter(lease uint64, reason string) error {
-	return s.q.deadBatch(lease, reason)
 }

@@ -22,6 +22,13 @@ var (
 	ErrTooLarge = errors.New("queue: message too large")
 	// ErrLocked is returned when another process has the directory open.
 	ErrLocked = errors.New("queue: directory locked by another process")
+	// ErrWrongKind is returned when a directory is opened as a kind of
+	// queue (or with a sort key type) other than the one it holds, or was
+	// written in a format this release does not read.
+	ErrWrongKind = errors.New("queue: directory holds another kind of queue")
+	// ErrReadOnly is returned by a call that would change a queue opened
+	// with Options.ReadOnly.
+	ErrReadOnly = errors.New("queue: opened read-only")
 	// ErrInvalidOptions is returned when Options or an argument is invalid.
 	ErrInvalidOptions = errors.New("queue: invalid options")
 	// ErrInvalidChange is returned when a change does not apply to the

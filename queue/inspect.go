@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,15 +24,18 @@ type Record struct {
 	Size       int               // encoded bytes of the record
 	Reason     string            // dead-letter reason
 	Headers    map[string]string // message headers (enqueue, move)
-	Payload    []byte            // message payload (enqueue, move)
+	Payload    []byte            // message payload (enqueue, move, publish)
+	Key        string            // sorted queues: the message key (publish, pull)
+	Sort       any               // publish: the sort key as int64, uint64, float64, string or time.Time; []byte when the directory does not record its type
 }
 
 // ReadLog calls fn for every record of the queue log in dir from LSN from
-// on, in order, without changing anything. It takes the directory lock
-// shared, so it fails with ErrLocked while a queue has the directory open.
+// on, in order, without creating or changing anything. It takes the
+// directory lock shared when it can; while a queue has the directory open
+// it reads the log as that queue has written it so far.
 func ReadLog(dir string, from uint64, fn func(Record) error) error {
-	lock, err := lockDir(dir, 0o600, false)
-	if err != nil {
+	lock, err := lockShared(dir)
+	if err != nil && !errors.Is(err, ErrLocked) {
 		return err
 	}
 	defer unlockDir(lock)
@@ -40,12 +44,13 @@ func ReadLog(dir string, from uint64, fn func(Record) error) error {
 		return err
 	}
 	defer log.Close()
+	id, _ := ReadIdentity(dir) // the sort key type, when recorded
 	_, err = recovery.Replay(log, max(from, log.FirstLSN()), func(lsn uint64, b []byte) error {
 		var r record
 		if err := decodeRecord(b, &r); err != nil {
 			return err
 		}
-		return fn(publicRecord(lsn, &r, len(b)))
+		return fn(publicRecord(lsn, &r, len(b), id))
 	})
 	if err != nil {
 		return wrapCorrupt("read log", err)
@@ -65,10 +70,13 @@ func openReadOnly(dir string) (*wal.Log, error) {
 	return log, nil
 }
 
-func publicRecord(lsn uint64, r *record, size int) Record {
+func publicRecord(lsn uint64, r *record, size int, id Identity) Record {
 	p := Record{LSN: lsn, Op: opName(r.Op), Seq: r.Seq, Lease: r.Lease, ID: r.ID,
 		ProducerID: r.Flags&flagProducerID != 0, At: unixTime(r.At), Due: unixTime(r.Due),
-		Size: size, Reason: r.Reason, Headers: r.Headers, Payload: r.Payload}
+		Size: size, Reason: r.Reason, Headers: r.Headers, Payload: r.Payload, Key: r.Key}
+	if r.Sort != nil {
+		p.Sort = id.decodeSortAny(r.Sort)
+	}
 	switch r.Op {
 	case opEnqueue:
 		p.Seq = lsn

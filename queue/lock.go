@@ -4,41 +4,44 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"syscall"
+
+	"github.com/walq/walq/internal/dirlock"
 )
 
-// lockName is the file a process holds an exclusive flock on while it has
-// the queue directory open.
-const lockName = "LOCK"
+// dirLock is a held lock on a queue directory.
+type dirLock = dirlock.Lock
 
 // lockDir takes the directory's lock without waiting: exclusive for a
-// queue, shared for a reader that must not run beside a writer.
-func lockDir(dir string, mode os.FileMode, exclusive bool) (*os.File, error) {
-	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, mode)
+// queue, shared for a reader that must not run beside a writer. It is the
+// directory's only lock: the log below it takes none of its own.
+func lockDir(dir string, mode os.FileMode, exclusive bool) (*dirlock.Lock, error) {
+	l, err := dirlock.Acquire(dir, mode, exclusive)
+	if errors.Is(err, dirlock.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: open lock %s: %w", path, err)
+		return nil, fmt.Errorf("queue: lock %s: %w", dir, err)
 	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
+	return l, nil
+}
+
+// lockShared takes the directory's lock shared without creating the lock
+// file; nil when there is none (no queue has ever opened dir for writing).
+func lockShared(dir string) (*dirlock.Lock, error) {
+	l, err := dirlock.AcquireShared(dir)
+	if errors.Is(err, dirlock.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 	}
-	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("queue: lock %s: %w", path, err)
+	if err != nil {
+		return nil, fmt.Errorf("queue: lock %s: %w", dir, err)
 	}
-	return f, nil
+	return l, nil
 }
 
 // unlockDir releases the lock taken by lockDir.
-func unlockDir(f *os.File) error {
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
-		f.Close()
+func unlockDir(l *dirlock.Lock) error {
+	if err := l.Release(); err != nil {
 		return fmt.Errorf("queue: unlock: %w", err)
 	}
-	return f.Close()
+	return nil
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,9 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ReadOnly {
+		return openInspect(dir, o, o.ident)
+	}
 	if err := os.MkdirAll(dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
 	}
@@ -32,15 +36,20 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := open(dir, o, lock)
+	id, err := checkIdentity(dir, o)
+	var q *Queue
+	if err == nil {
+		q, err = open(dir, o, lock)
+	}
 	if err != nil {
 		unlockDir(lock)
 		return nil, withWayOut(err)
 	}
+	q.ident = id
 	return q, nil
 }
 
-func open(dir string, o Options, lock *os.File) (*Queue, error) {
+func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	start := o.Clock.Now()
 	q := &Queue{dir: dir, opts: o, lockFile: lock, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	// 1. The newest snapshot, if any (a salvaging open sets a damaged one
@@ -78,6 +87,7 @@ func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 		DirMode:       q.opts.DirMode,
 		StartLSN:      start,
 		MustReach:     reach,
+		Locked:        true, // by the queue's lock on its directory
 	}
 }
 
@@ -246,7 +256,7 @@ func (q *Queue) requeueCrashed() error {
 		}
 		q.recovery.Requeued++
 	}
-	for _, b := range q.mu.st.sorted.Expired(1<<63-1, 1<<31) {
+	for _, b := range q.mu.st.sorted.Expired(math.MaxInt64, math.MaxInt) {
 		r := q.returnBatch(b, q.now(), "process crashed while the batch was leased")
 		if _, err := q.appendLocked(r, nil); err != nil {
 			return err

@@ -74,6 +74,19 @@ type Options struct {
 	// blocks while the window is full. Default 4096.
 	MaxPending int
 
+	// ReadOnly opens the queue for inspection and writes nothing: no lock
+	// file, no identity file, no torn tail cut, no lease of a crashed
+	// process ended, no snapshot at Close. Calls that would change the
+	// queue fail with ErrReadOnly. It opens beside a process that has the
+	// queue open, reading the files as that process last wrote them
+	// (Queue.InUse), and takes a queue of any kind unless opened through
+	// OpenSorted or OpenWindowed.
+	ReadOnly bool
+
+	// ident is what the directory must hold; set by OpenSorted and
+	// OpenWindowed (zero: an ack queue, or any kind when ReadOnly).
+	ident Identity
+
 	singleFlight bool              // sorted queues: set from SortedOptions
 	cacheBytes   int64             // sorted queues: set from SortedOptions
 	snapshotStep func(step string) // called after each step of writing a snapshot; see internal/testhook

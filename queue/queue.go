@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,8 +16,10 @@ type Queue struct {
 	dir      string   // the queue directory
 	opts     Options  // validated, defaults filled
 	log      *wal.Log // the write-ahead log; safe for concurrent use
-	lockFile *os.File // holds the directory's flock until Close
+	lockFile *dirLock // holds the directory's lock until Close
 	recovery Recovery // what Open found; set before Open returns
+	ident    Identity // what the directory holds
+	inUse    bool     // read-only, opened while another process had the directory open
 
 	// mu guards the state and everything that must change with it. Heavy
 	// work (payload reads, fsync waits, snapshot encoding) runs outside it.
@@ -82,6 +83,9 @@ func (q *Queue) appendLocked(r *record, enc []byte) (*wal.Commit, error) {
 func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, error) {
 	if q.mu.closed {
 		return 0, nil, ErrClosed
+	}
+	if q.opts.ReadOnly {
+		return 0, nil, ErrReadOnly
 	}
 	// Validate first: once appended, a record must apply, or the log
 	// would no longer replay.
@@ -163,6 +167,9 @@ func (q *Queue) wakeHousekeeper() {
 // lock. Leases held at Close keep running after the next Open until their
 // deadline, so a receipt can still be acked by the next process.
 func (q *Queue) Close() error {
+	if q.opts.ReadOnly {
+		return q.closeReadOnly()
+	}
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()

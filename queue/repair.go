@@ -3,8 +3,6 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/wal"
@@ -106,22 +104,16 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 }
 
 // salvageLocked opens the queue in dir with Salvage, compacts and closes
-// it; the caller holds the directory lock. The queue gets its own handle on
-// the lock file, holding no lock, so that its Close leaves the caller's
-// lock in place.
+// it; the caller holds the directory lock. The queue holds no lock of its
+// own (a nil lock), so that its Close leaves the caller's lock in place.
 func salvageLocked(dir string, opts *Options) (Recovery, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return Recovery{}, err
 	}
 	o.Salvage = true
-	handle, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR, 0)
+	q, err := open(dir, o, nil)
 	if err != nil {
-		return Recovery{}, fmt.Errorf("queue: open lock file: %w", err)
-	}
-	q, err := open(dir, o, handle)
-	if err != nil {
-		handle.Close()
 		return Recovery{}, withWayOut(err)
 	}
 	rec := q.Recovery()

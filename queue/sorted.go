@@ -38,10 +38,10 @@ type Sorted[K SortKey] struct {
 
 // Batch is one key's values, pulled and leased together.
 type Batch[K SortKey] struct {
-	Key      string     // the message key
-	Values   []Value[K] // the key's values, in sort order
-	Lease    uint64     // names this delivery of the batch
-	PulledAt time.Time  // when it was pulled
+	Key      string       // the message key
+	Values   []Value[K]   // the key's values, in sort order
+	Receipt  BatchReceipt // names this delivery of the batch
+	PulledAt time.Time    // when it was pulled
 
 	q *Queue // the queue it came from
 
@@ -68,19 +68,20 @@ func (b *Batch[K]) Payloads() [][]byte {
 // OpenSorted opens the sorted queue in dir, creating it if needed. The
 // directory must always be opened with the same K.
 func OpenSorted[K SortKey](dir string, opts *SortedOptions) (*Sorted[K], error) {
-	q, err := openSorted(dir, opts)
+	q, err := openSorted(dir, opts, Identity{Kind: KindSorted, SortKey: sortKeyType[K]()})
 	if err != nil {
 		return nil, err
 	}
 	return &Sorted[K]{q: q}, nil
 }
 
-func openSorted(dir string, opts *SortedOptions) (*Queue, error) {
+func openSorted(dir string, opts *SortedOptions, id Identity) (*Queue, error) {
 	var so SortedOptions
 	if opts != nil {
 		so = *opts
 	}
 	o := so.Options
+	o.ident = id
 	o.singleFlight = so.SingleFlight
 	switch {
 	case so.CacheBytes == 0:
@@ -134,9 +135,9 @@ func (s *Sorted[K]) Close() error { return s.q.Close() }
 // Ack removes the batch for good. ErrLeaseLost if its lease ran out.
 func (b *Batch[K]) Ack() error {
 	if b.q == nil {
-		return b.s.Ack(b.Lease)
+		return b.s.Ack(b.Receipt)
 	}
-	return b.q.ackBatch(b.Lease)
+	return b.q.ackBatch(b.Receipt.Lease)
 }
 
 // Nack puts the batch's values back at their sort keys; the key is not
@@ -144,35 +145,51 @@ func (b *Batch[K]) Ack() error {
 // MaxDeliveries go to the dead set instead.
 func (b *Batch[K]) Nack(delay time.Duration) error {
 	if b.q == nil {
-		return b.s.Nack(b.Lease, delay)
+		return b.s.Nack(b.Receipt, delay)
 	}
-	return b.q.nackBatch(b.Lease, delay)
+	return b.q.nackBatch(b.Receipt.Lease, delay)
 }
 
 // Extend sets the batch's lease to run out d from now.
 func (b *Batch[K]) Extend(d time.Duration) error {
 	if b.q == nil {
-		return b.s.Extend(b.Lease, d)
+		return b.s.Extend(b.Receipt, d)
 	}
-	return b.q.extendBatch(b.Lease, d)
+	return b.q.extendBatch(b.Receipt.Lease, d)
 }
 
 // DeadLetter moves all the batch's values to the dead set.
 func (b *Batch[K]) DeadLetter(reason string) error {
 	if b.q == nil {
-		return b.s.DeadLetter(b.Lease, reason)
+		return b.s.DeadLetter(b.Receipt, reason)
 	}
-	return b.q.deadBatch(b.Lease, reason)
+	return b.q.deadBatch(b.Receipt.Lease, reason)
 }
 
-// Ack acks the batch leased as lease (Batch.Lease), for a process that
-// holds the lease number but not the Batch. Leases survive a clean Close.
-func (s *Sorted[K]) Ack(lease uint64) error { return s.q.ackBatch(lease) }
+// Ack acks the batch delivered as r (Batch.Receipt), for a process that
+// holds the receipt but not the Batch. Receipts survive a clean Close.
+func (s *Sorted[K]) Ack(r BatchReceipt) error { return s.q.ackBatch(r.Lease) }
 
-// Nack is Batch.Nack by lease number.
-func (s *Sorted[K]) Nack(lease uint64, delay time.Duration) error {
-	return s.q.nackBatch(lease, delay)
+// Nack is Batch.Nack by receipt.
+func (s *Sorted[K]) Nack(r BatchReceipt, delay time.Duration) error {
+	return s.q.nackBatch(r.Lease, delay)
 }
+
+// Extend is Batch.Extend by receipt.
+func (s *Sorted[K]) Extend(r BatchReceipt, d time.Duration) error {
+	return s.q.extendBatch(r.Lease, d)
+}
+
+// DeadLetter is Batch.DeadLetter by receipt.
+func (s *Sorted[K]) DeadLetter(r BatchReceipt, reason string) error {
+	return s.q.deadBatch(r.Lease, reason)
+}
+
+// Identity returns what the queue's directory says it holds.
+func (s *Sorted[K]) Identity() Identity { return s.q.Identity() }
+
+// InUse is Queue.InUse: a read-only queue opened beside a running one.
+func (s *Sorted[K]) InUse() bool { return s.q.InUse() }
 
 // WindowOptions configures a windowed queue.
 type WindowOptions struct {
@@ -195,7 +212,7 @@ func OpenWindowed(dir string, opts *WindowOptions) (*Windowed, error) {
 	if opts == nil || opts.Window <= 0 {
 		return nil, fmt.Errorf("%w: WindowOptions.Window must be positive", ErrInvalidOptions)
 	}
-	q, err := openSorted(dir, &opts.SortedOptions)
+	q, err := openSorted(dir, &opts.SortedOptions, Identity{Kind: KindWindowed, SortKey: "time"})
 	if err != nil {
 		return nil, err
 	}

@@ -252,7 +252,7 @@ func TestSortedCrashAndReopen(t *testing.T) {
 	sq3, err := queue.OpenSorted[int](img, nil)
 	require.NoError(t, err)
 	defer sq3.Close()
-	require.NoError(t, sq3.Ack(bs[0].Lease), "a batch lease survives a clean close")
+	require.NoError(t, sq3.Ack(bs[0].Receipt), "a batch lease survives a clean close")
 	st := sq3.Stats()
 	require.Equal(t, 1, st.SortedPending)
 	require.Equal(t, 0, st.SortedBatches+st.SortedDead, "%+v", st)

@@ -40,7 +40,7 @@ func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) }
 // directory lock shared, so it fails with ErrLocked while a queue has it
 // open.
 func Verify(dir string) (Check, error) {
-	lock, err := lockDir(dir, 0o600, false)
+	lock, err := lockShared(dir) // creates no lock file
 	if err != nil {
 		return Check{}, err
 	}

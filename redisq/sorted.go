@@ -232,7 +232,7 @@ func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
 	tok, _ := strconv.ParseUint(fmt.Sprint(b[0]), 10, 64)
 	key, _ := b[1].(string)
 	vals, _ := b[2].([]any)
-	out := queue.Batch[K]{Key: key, Lease: tok, PulledAt: now, Values: make([]queue.Value[K], len(vals))}
+	out := queue.Batch[K]{Key: key, Receipt: queue.BatchReceipt{Lease: tok}, PulledAt: now, Values: make([]queue.Value[K], len(vals))}
 	for i, vx := range vals {
 		v, _ := vx.([]any)
 		if len(v) != 3 {
@@ -253,31 +253,31 @@ func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
 	return queue.NewBatch[K](s, out), nil
 }
 
-// Ack removes the batch leased as lease for good; ErrLeaseLost if its
+// Ack removes the batch delivered as r for good; ErrLeaseLost if its
 // lease ran out or it was settled already.
-func (s *Sorted[K]) Ack(lease uint64) error { return s.settle("ack", lease, "") }
+func (s *Sorted[K]) Ack(r queue.BatchReceipt) error { return s.settle("ack", r.Lease, "") }
 
 // Nack puts the batch's values back at their sort keys; the key is not
 // pulled again before delay has passed. Values that have had
 // MaxDeliveries go to the dead set instead.
-func (s *Sorted[K]) Nack(lease uint64, delay time.Duration) error {
+func (s *Sorted[K]) Nack(r queue.BatchReceipt, delay time.Duration) error {
 	if delay < 0 {
 		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
 	}
-	return s.settle("nack", lease, micros(delay))
+	return s.settle("nack", r.Lease, micros(delay))
 }
 
 // Extend sets the batch's lease to run out d from now.
-func (s *Sorted[K]) Extend(lease uint64, d time.Duration) error {
+func (s *Sorted[K]) Extend(r queue.BatchReceipt, d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
 	}
-	return s.settle("extend", lease, micros(d))
+	return s.settle("extend", r.Lease, micros(d))
 }
 
 // DeadLetter moves every value of the batch to the dead set.
-func (s *Sorted[K]) DeadLetter(lease uint64, reason string) error {
-	return s.settle("dead", lease, reason)
+func (s *Sorted[K]) DeadLetter(r queue.BatchReceipt, reason string) error {
+	return s.settle("dead", r.Lease, reason)
 }
 
 func (s *Sorted[K]) settle(op string, lease uint64, arg string) error {

@@ -26,7 +26,7 @@ func TestGroupCommit(t *testing.T) {
 	got := make([][]wal.LSN, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Go(func() {
+		spawn(&wg, func() {
 			for i := range perWriter {
 				lsn, c, err := l.Append(selfChecking(uint64(w*perWriter + i)))
 				if err != nil {
@@ -197,7 +197,7 @@ func TestConcurrentReadersWritersTruncation(t *testing.T) {
 	var stop atomic.Bool
 	var writers, others sync.WaitGroup
 	for w := range 4 {
-		writers.Go(func() {
+		spawn(&writers, func() {
 			for i := 0; i < 1500; i++ {
 				_, c, err := l.Append(selfChecking(uint64(w)<<32 | uint64(i)))
 				if err != nil {
@@ -214,10 +214,10 @@ func TestConcurrentReadersWritersTruncation(t *testing.T) {
 		})
 	}
 	for range 3 {
-		others.Go(func() { followLog(t, l, &stop) })
+		spawn(&others, func() { followLog(t, l, &stop) })
 	}
-	others.Go(func() { randomReads(t, l, &stop, seed) })
-	others.Go(func() {
+	spawn(&others, func() { randomReads(t, l, &stop, seed) })
+	spawn(&others, func() {
 		for !stop.Load() {
 			if w := l.WrittenLSN(); w > 2000 {
 				if err := l.TruncateFront(w - 2000); err != nil {

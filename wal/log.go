@@ -9,6 +9,8 @@ import (
 	"time"
 
 	twal "github.com/tidwall/wal"
+
+	"github.com/walq/walq/internal/dirlock"
 )
 
 // Log is a write-ahead log in one directory. See the package documentation
@@ -55,7 +57,7 @@ type Log struct {
 	stop   chan struct{} // closed by Close to stop the committer
 	exited chan struct{} // closed by the committer when it returns
 	c      *committer    // nil when read-only; owned by its goroutine
-	lock   *os.File      // holds the directory's flock; nil when read-only
+	lock   *dirlock.Lock // the directory's lock; nil when read-only or Options.Locked
 
 	metrics syncMetrics // fsync latencies and sizes, bumped by the syncer (metrics.go)
 }
@@ -115,8 +117,10 @@ func (l *Log) listSegments() ([]segName, error) {
 			return nil, fmt.Errorf("wal: create %s: %w", l.dir, err)
 		}
 		var err error
-		if l.lock, err = lockDir(l.dir, l.opts.FileMode); err != nil {
-			return nil, err
+		if !l.opts.Locked {
+			if l.lock, err = lockDir(l.dir, l.opts.FileMode); err != nil {
+				return nil, err
+			}
 		}
 	}
 	d, err := listDir(l.dir)
@@ -374,7 +378,7 @@ func (l *Log) releaseAll() {
 
 func (l *Log) unlock() {
 	if l.lock != nil {
-		_ = l.lock.Close() // closing the file releases the flock
+		_ = l.lock.Release() // an unlock error leaves nothing to do: the close releases it
 		l.lock = nil
 	}
 }

@@ -66,6 +66,10 @@ type Options struct {
 	// Append, Flush's writes and TruncateFront are refused. Used by tools
 	// (verify, dump) and tests.
 	ReadOnly bool
+	// Locked says that the caller holds an exclusive lock that covers the
+	// directory (a queue locks its own directory, the log's parent), so
+	// Open takes none of its own: one lock file per queue directory.
+	Locked bool
 }
 
 // resolveOptions copies opts, fills in defaults and validates the result.

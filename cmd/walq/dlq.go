@@ -23,9 +23,14 @@ var dlqListCmd = &command{
 	short: "list the dead letters",
 	long: `Dlq list prints the dead letters of the queue in DIR, oldest first: id,
 sequence, deliveries, enqueue time, payload bytes and the reason it was
-dead-lettered. With --json, one JSON object a line, payload included.
+dead-lettered. For a sorted or windowed queue it prints the dead values:
+sequence (their id), key, sort key, deliveries, publish time, payload
+bytes and reason. With --json, one JSON object a line, payload included.
 With --url, it reads them from a running service's mounted dashboard
-(package dashboard), without payloads.`,
+(package dashboard), without payloads.
+
+Dlq list and dlq show write nothing, and read a queue that another
+process has open as its files stand.`,
 	example: `walq dlq list /var/lib/app/jobs
 walq dlq list --json /var/lib/app/jobs | jq -r .id`,
 	exits: dlqExits,
@@ -43,7 +48,8 @@ var dlqShowCmd = &command{
 	args:  "[--json] DIR ID",
 	short: "show one dead letter with its payload",
 	long: `Dlq show prints the dead letter ID of the queue in DIR: its fields,
-headers and payload (as text when printable, else base64).`,
+headers and payload (as text when printable, else base64). In a sorted or
+windowed queue, ID is a dead value's sequence number.`,
 	example: `walq dlq show /var/lib/app/jobs order-1234`,
 	exits:   dlqExits,
 	nargs:   [2]int{2, 2},
@@ -58,7 +64,9 @@ var dlqRequeueCmd = &command{
 	args:  "DIR ID | --all DIR",
 	short: "make dead letters ready again",
 	long: `Dlq requeue makes the dead letter ID (or, with --all, every dead letter)
-of the queue in DIR ready again, with its delivery count reset.`,
+of the queue in DIR ready again, with its delivery count reset. In a
+sorted or windowed queue, ID is a dead value's sequence number, and the
+value goes back among the pending ones at its sort key.`,
 	example: `walq dlq requeue /var/lib/app/jobs order-1234
 walq dlq requeue --all /var/lib/app/jobs`,
 	exits: dlqExits,
@@ -74,7 +82,8 @@ var dlqPurgeCmd = &command{
 	args:  "DIR ID | --all DIR",
 	short: "remove dead letters for good",
 	long: `Dlq purge removes the dead letter ID (or, with --all, every dead letter)
-of the queue in DIR for good.`,
+of the queue in DIR for good. In a sorted or windowed queue, ID is a dead
+value's sequence number.`,
 	example: `walq dlq purge /var/lib/app/jobs order-1234
 walq dlq purge --all /var/lib/app/jobs`,
 	exits: dlqExits,
@@ -126,7 +135,14 @@ func eachDead(q *queue.Queue, fn func(queue.DeadLetter) bool) error {
 }
 
 func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
-	q, err := openQueue(e, dir, nil)
+	if sv, err := sortedDir(e, dir, true); err != nil || sv != nil {
+		if err != nil {
+			return err
+		}
+		defer closeView(sv, &err)
+		return listDeadValues(e, sv, asJSON, limit)
+	}
+	q, err := inspectQueue(e, dir)
 	if err != nil {
 		return err
 	}
@@ -158,7 +174,14 @@ func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
 }
 
 func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
-	q, err := openQueue(e, dir, nil)
+	if sv, err := sortedDir(e, dir, true); err != nil || sv != nil {
+		if err != nil {
+			return err
+		}
+		defer closeView(sv, &err)
+		return showDeadValue(e, sv, id, asJSON)
+	}
+	q, err := inspectQueue(e, dir)
 	if err != nil {
 		return err
 	}
@@ -198,6 +221,13 @@ func printDead(w io.Writer, d queue.DeadLetter) {
 func runDLQChange(e *env, args []string, all, purge bool) (err error) {
 	if all == (len(args) == 2) {
 		return usagef("name one dead letter ID or give --all")
+	}
+	if sv, err := sortedDir(e, args[0], false); err != nil || sv != nil {
+		if err != nil {
+			return err
+		}
+		defer closeView(sv, &err)
+		return changeDeadValues(e, sv, args, all, purge)
 	}
 	q, err := openQueue(e, args[0], nil)
 	if err != nil {

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,18 +22,20 @@ var dumpCmd = &command{
 	short: "every log record as one JSON line",
 	long: `Dump prints the records of the log in DIR, oldest first, one JSON object
 a line: lsn, op (enqueue, lease, ack, nack, extend, expire, dead,
-requeue-dead, purge, move, close), seq (the message), lease (the
-delivery), id, size (encoded record bytes), at, due, reason, headers and
-the payload. A payload that is printable UTF-8 is shown as text
-("payload_encoding": "text"), any other as base64 ("base64").
+requeue-dead, purge, move, close; for sorted and windowed queues publish,
+pull and the batch records), seq (the message), lease (the delivery),
+id, key and sort (a publish's message key and sort key), size (encoded
+record bytes), at, due, reason, headers and the payload. A payload that
+is printable UTF-8 is shown as text ("payload_encoding": "text"), any
+other as base64 ("base64").
 
-Dump changes nothing. It reads under a shared lock, so it refuses a
-directory that a queue has open. Records before the last snapshot may be
-gone: the log is truncated at segment boundaries.`,
+Dump writes nothing. A queue that another process has open is read as
+that process has written it so far. Records before the last snapshot may
+be gone: the log is truncated at segment boundaries.`,
 	example: `walq dump /var/lib/app/jobs | head
 walq dump --from 1200 --to 1300 --payload=false /var/lib/app/jobs
 walq dump /var/lib/app/jobs > jobs.jsonl   # progress on stderr`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	exits: []int{exitOK, exitFailure, exitCorrupt},
 	nargs: [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var o dumpOptions
@@ -56,6 +60,8 @@ type dumpRecord struct {
 	Seq        uint64            `json:"seq,omitempty"`
 	Lease      uint64            `json:"lease,omitempty"`
 	ID         string            `json:"id,omitempty"`
+	Key        string            `json:"key,omitempty"`
+	Sort       any               `json:"sort,omitempty"`
 	ProducerID bool              `json:"producer_id,omitempty"`
 	Size       int               `json:"size"`
 	At         string            `json:"at,omitempty"`
@@ -112,8 +118,9 @@ func runDump(e *env, dir string, o dumpOptions) error {
 // toDump converts a record to its JSON line.
 func toDump(r queue.Record, payload bool) dumpRecord {
 	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ID: r.ID, ProducerID: r.ProducerID,
-		Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due), Reason: r.Reason, Headers: r.Headers}
-	if r.Op != "enqueue" && r.Op != "move" {
+		Key: r.Key, Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due),
+		Reason: r.Reason, Headers: r.Headers}
+	if r.Op != "enqueue" && r.Op != "move" && r.Op != "publish" {
 		return d
 	}
 	n := len(r.Payload)
@@ -123,6 +130,19 @@ func toDump(r queue.Record, payload bool) dumpRecord {
 		d.Payload, d.Encoding = &s, enc
 	}
 	return d
+}
+
+// sortJSON is a sort key as dump prints it: numbers and strings as they
+// are, times in RFC 3339, raw bytes (a directory that does not record its
+// sort key type) in hex.
+func sortJSON(s any) any {
+	switch v := s.(type) {
+	case time.Time:
+		return jsonTime(v)
+	case []byte:
+		return hex.EncodeToString(v)
+	}
+	return s
 }
 
 // payloadText returns b as text when it is printable UTF-8, or else as

@@ -33,11 +33,16 @@ type statsJSON struct {
 		LSN   uint64
 		Bytes int64
 	}
-	Sync      string
-	Totals    struct{ Enqueued, Acked uint64 }
-	Recovered *struct {
-		Requeued int
-	} `json:"recovered"`
+	Sync       string
+	Totals     struct{ Enqueued, Acked uint64 }
+	Kind       string `json:"kind"`
+	SortKey    string `json:"sort_key"`
+	InUse      bool   `json:"in_use"`
+	CleanClose bool   `json:"clean_close"`
+	Sorted     *struct {
+		Pending, Keys, Dead int
+		Batches             int `json:"leased_batches"`
+	} `json:"sorted"`
 }
 
 // stats runs stats --json on dir and decodes it.
@@ -74,15 +79,18 @@ func TestStats(t *testing.T) {
 	require.Empty(t, r.stderr)
 }
 
+// TestStatsAfterCrash: stats shows a crashed queue as it was left, leases
+// and all, and leaves their end to the next open.
 func TestStatsAfterCrash(t *testing.T) {
 	dir := crashedQueue(t, 10)
 	r := mustWalq(t, 0, "", "stats", "--json", dir)
-	require.Contains(t, r.stderr, "the previous process crashed; 2 of its leases are ready again")
+	require.Contains(t, r.stderr, "the queue was not closed cleanly; its leases end when it is next opened")
 	var s statsJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
-	require.EqualValues(t, 10, s.Ready)
-	require.NotNil(t, s.Recovered)
-	require.Equal(t, 2, s.Recovered.Requeued)
+	require.EqualValues(t, 8, s.Ready)
+	require.EqualValues(t, 2, s.InFlight)
+	require.False(t, s.CleanClose)
+	require.Equal(t, "ack", s.Kind)
 }
 
 // dumpLine is one line of dump.

@@ -124,9 +124,9 @@ var dequeueCmd = &command{
 	short: "lease the next message and print it with its receipt",
 	long: `Dequeue leases the next ready message of the queue in DIR and prints it:
 a few header lines (receipt, id, delivery, enqueued, one "header: k=v"
-line per header), a blank line, then the payload exactly as enqueued.
-With --json it prints one JSON object instead, the payload as text when
-printable, else base64.
+line per header), a blank line, then the payload as enqueued, followed
+by a newline unless it ends with one. With --json it prints one JSON
+object instead, the payload as text when printable, else base64.
 
 The lease lasts --ack-timeout. Finish the message with 'walq ack DIR
 RECEIPT' (or give it back with 'walq nack'); if no ack comes in time, the
@@ -183,8 +183,8 @@ func runDequeue(e *env, dir string, o dequeueOptions) (err error) {
 	if err := printMessage(e.stdout, m); err != nil {
 		return err
 	}
-	if e.outTTY && !bytes.HasSuffix(m.Payload, []byte("\n")) {
-		fmt.Fprintln(e.stdout) // end the line for the prompt
+	if !bytes.HasSuffix(m.Payload, []byte("\n")) {
+		fmt.Fprintln(e.stdout) // the output ends with a newline; --json has the exact payload
 	}
 	return nil
 }

@@ -62,6 +62,33 @@ func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	return q, nil
 }
 
+// inspectQueue opens the queue in dir read-only: nothing is written, and
+// a queue that another process has open is read as its files stand.
+func inspectQueue(e *env, dir string) (*queue.Queue, error) {
+	if err := checkQueueDir(dir); err != nil {
+		return nil, err
+	}
+	q, err := queue.Open(dir, &queue.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	noteInspect(e.stderr, dir, q.InUse(), q.Recovery())
+	return q, nil
+}
+
+// noteInspect prints what a read-only open found and left as it was.
+func noteInspect(w io.Writer, dir string, inUse bool, r queue.Recovery) {
+	if inUse {
+		fmt.Fprintf(w, "walq: note: another process has %s open; these figures are as of its last write to the files\n", dir)
+	}
+	if t := r.Log.Torn; t != nil && !inUse {
+		fmt.Fprintf(w, "walq: note: the log ends in a torn tail, left as it is (the next open cuts it): %s\n", describeDamage(*t))
+	}
+	if !r.Clean && !inUse && r.SnapshotLSN+uint64(r.Replayed) > 0 {
+		fmt.Fprintln(w, "walq: note: the queue was not closed cleanly; its leases end when it is next opened")
+	}
+}
+
 // closeQueue closes q, keeping the first error.
 func closeQueue(q *queue.Queue, err *error) {
 	if cerr := q.Close(); *err == nil && cerr != nil {

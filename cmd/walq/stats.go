@@ -19,14 +19,18 @@ var statsCmd = &command{
 	name:  "stats",
 	args:  "[--json] [--segments] DIR | [--json] [--watch] --url URL",
 	short: "counts, ages, bytes on disk, log positions",
-	long: `Stats prints how many messages the queue in DIR holds (ready, in flight,
-delayed, dead), how old the oldest is, the bytes on disk of every log
-segment and snapshot, the live bytes against the log bytes, the last
-snapshot and the log positions, and the lifetime totals.
+	long: `Stats prints what the queue in DIR is (ack, sorted or windowed, and the
+sort key type), how many messages it holds (ready, in flight, delayed,
+dead; for a sorted queue, pending values, keys, leased batches and dead
+values), how old the oldest is, the bytes on disk of every log segment
+and snapshot, the live bytes against the log bytes, the last snapshot and
+the log positions, and the lifetime totals.
 
-Stats opens the queue as its owner: like any open after a crash it cuts a
-torn log tail and makes the leases of the crashed process ready again, and
-says so on stderr. 'walq verify' changes nothing.
+Stats writes nothing: it reads the newest snapshot and replays the log
+after it in memory. A torn log tail, or the leases of a process that
+crashed, are reported and left for the next open to handle. A queue that
+another process has open is read too, as its files stand: the figures
+are as of that process's last write, and stats says so on stderr.
 
 The sync mode and ack timeout shown are walq's own; the directory does not
 record those of the application that writes it.
@@ -36,7 +40,7 @@ dashboard (package dashboard) and changes nothing; --watch refreshes them.`,
 	example: `walq stats /var/lib/app/jobs
 walq stats --json /var/lib/app/jobs | jq .ready
 walq stats --watch --url http://localhost:8080/queue/`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	exits: []int{exitOK, exitFailure, exitCorrupt},
 	nargs: [2]int{0, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
@@ -48,25 +52,43 @@ walq stats --watch --url http://localhost:8080/queue/`,
 
 // statsReport is what stats prints; its JSON form is stats --json.
 type statsReport struct {
-	Dir           string        `json:"dir"`
-	Ready         int64         `json:"ready"`
-	InFlight      int64         `json:"in_flight"`
-	Delayed       int64         `json:"delayed"`
-	Dead          int64         `json:"dead"`
-	OldestAt      string        `json:"oldest_enqueued_at,omitempty"`
-	OldestAge     float64       `json:"oldest_age_seconds"` // 0 when the queue is empty
-	DedupIDs      int           `json:"dedup_ids"`
-	LiveBytes     int64         `json:"live_bytes"`
-	LogBytes      int64         `json:"log_bytes"`
-	Segments      []segmentJSON `json:"segments"`
-	Snapshots     []fileJSON    `json:"snapshots"`
-	SnapshotLSN   uint64        `json:"snapshot_lsn"`
-	LastLSN       uint64        `json:"last_lsn"`
-	DurableLSN    uint64        `json:"durable_lsn"`
-	Sync          string        `json:"sync"`
-	AckTimeout    string        `json:"ack_timeout"`
-	Totals        totalsJSON    `json:"totals"`
-	RecoveredFrom *recoveryJSON `json:"recovered,omitempty"` // what this open repaired
+	Dir         string        `json:"dir"`
+	Ready       int64         `json:"ready"`
+	InFlight    int64         `json:"in_flight"`
+	Delayed     int64         `json:"delayed"`
+	Dead        int64         `json:"dead"`
+	OldestAt    string        `json:"oldest_enqueued_at,omitempty"`
+	OldestAge   float64       `json:"oldest_age_seconds"` // 0 when the queue is empty
+	DedupIDs    int           `json:"dedup_ids"`
+	LiveBytes   int64         `json:"live_bytes"`
+	LogBytes    int64         `json:"log_bytes"`
+	Segments    []segmentJSON `json:"segments"`
+	Snapshots   []fileJSON    `json:"snapshots"`
+	SnapshotLSN uint64        `json:"snapshot_lsn"`
+	LastLSN     uint64        `json:"last_lsn"`
+	DurableLSN  uint64        `json:"durable_lsn"`
+	Sync        string        `json:"sync"`
+	AckTimeout  string        `json:"ack_timeout"`
+	Totals      totalsJSON    `json:"totals"`
+	Kind        string        `json:"kind"`               // ack, sorted, windowed
+	SortKey     string        `json:"sort_key,omitempty"` // a sorted queue's sort key type
+	Format      int           `json:"format"`             // the directory's format version
+	InUse       bool          `json:"in_use"`             // another process has it open: figures as of its last write
+	CleanClose  bool          `json:"clean_close"`        // the last process closed it cleanly
+	TornBytes   int64         `json:"torn_tail_bytes"`    // a torn log tail the next open cuts
+	Sorted      *sortedJSON   `json:"sorted,omitempty"`   // sorted and windowed queues
+}
+
+// sortedJSON is a sorted queue's part of stats.
+type sortedJSON struct {
+	Pending      int    `json:"pending"`
+	Keys         int    `json:"keys"`
+	Batches      int    `json:"leased_batches"`
+	Leased       int    `json:"leased_values"`
+	Dead         int    `json:"dead"`
+	Published    uint64 `json:"published"`
+	Pulled       uint64 `json:"pulled"`
+	BatchesAcked uint64 `json:"batches_acked"`
 }
 
 type segmentJSON struct {
@@ -91,14 +113,8 @@ type totalsJSON struct {
 	Moved        uint64 `json:"moved"`
 }
 
-type recoveryJSON struct {
-	TornBytes int64 `json:"torn_bytes"`
-	Salvaged  int   `json:"salvaged"`
-	Requeued  int   `json:"requeued"`
-}
-
 func runStats(e *env, dir string, asJSON, all bool) (err error) {
-	q, err := openQueue(e, dir, nil)
+	q, err := inspectQueue(e, dir)
 	if err != nil {
 		return err
 	}
@@ -107,6 +123,7 @@ func runStats(e *env, dir string, asJSON, all bool) (err error) {
 	if err != nil {
 		return err
 	}
+	addIdentity(r, q)
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -137,13 +154,26 @@ func buildStats(dir string, s queue.Stats, rec queue.Recovery) (*statsReport, er
 	for _, sn := range snaps {
 		r.Snapshots = append(r.Snapshots, fileJSON{Path: sn.Path, LSN: sn.LSN, Bytes: sn.Bytes})
 	}
-	if rec.Log.Torn != nil || len(rec.Log.Salvaged) > 0 || rec.Requeued > 0 {
-		r.RecoveredFrom = &recoveryJSON{Salvaged: len(rec.Log.Salvaged), Requeued: rec.Requeued}
-		if rec.Log.Torn != nil {
-			r.RecoveredFrom.TornBytes = rec.Log.Torn.Bytes
-		}
+	r.CleanClose = rec.Clean
+	if rec.Log.Torn != nil {
+		r.TornBytes = rec.Log.Torn.Bytes
 	}
 	return r, nil
+}
+
+// addIdentity adds what the directory is, and a sorted queue's counts.
+func addIdentity(r *statsReport, q *queue.Queue) {
+	id := q.Identity()
+	r.Kind, r.SortKey, r.Format, r.InUse = id.Kind.String(), id.SortKey, id.Format, q.InUse()
+	if id.Kind == 0 {
+		r.Kind = "unknown"
+	}
+	if !isSorted(id) {
+		return
+	}
+	s := q.Stats()
+	r.Sorted = &sortedJSON{Pending: s.SortedPending, Keys: s.SortedKeys, Batches: s.SortedBatches,
+		Leased: s.SortedLeased, Dead: s.SortedDead, Published: s.Published, Pulled: s.Pulled, BatchesAcked: s.BatchesAcked}
 }
 
 // syncName names a sync mode as the options do.
@@ -162,15 +192,35 @@ func syncName(m queue.SyncMode) string {
 // printStats prints r for people.
 func printStats(w io.Writer, r *statsReport, all bool) {
 	fmt.Fprintf(w, "queue %s\n", r.Dir)
-	fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
-	fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
-	fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+	fmt.Fprintf(w, "  kind        %s\n", kindLine(r))
+	if s := r.Sorted; s != nil {
+		fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
+			s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
+	} else {
+		fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
+		fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
+		fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+	}
 	printDisk(w, r, all)
 	fmt.Fprintf(w, "log positions\n  last LSN %d, durable %d, last snapshot at LSN %d\n", r.LastLSN, r.DurableLSN, r.SnapshotLSN)
 	t := r.Totals
-	fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d, moved %d\n",
-		t.Enqueued, t.Delivered, t.Acked, t.Nacked, t.Expired, t.DeadLettered, t.Moved)
+	if s := r.Sorted; s != nil {
+		fmt.Fprintf(w, "lifetime\n  published %d, pulled %d batches, acked %d batches, moved %d\n",
+			s.Published, s.Pulled, s.BatchesAcked, t.Moved)
+	} else {
+		fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d, moved %d\n",
+			t.Enqueued, t.Delivered, t.Acked, t.Nacked, t.Expired, t.DeadLettered, t.Moved)
+	}
 	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
+}
+
+// kindLine is the kind, its sort key type and the format version.
+func kindLine(r *statsReport) string {
+	s := r.Kind
+	if r.SortKey != "" {
+		s += ", " + r.SortKey + " sort keys"
+	}
+	return fmt.Sprintf("%s (format %d)", s, r.Format)
 }
 
 // oldestText is the age of the oldest live message, or "none".

@@ -611,7 +611,9 @@ func testCompeting(t *testing.T, e Engine) {
 	var wg sync.WaitGroup
 	errc := make(chan error, consumers+1)
 	for range consumers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				m, err := v.q.Dequeue(ctx)
 				if err != nil {
@@ -632,7 +634,7 @@ func testCompeting(t *testing.T, e Engine) {
 					cancel()
 				}
 			}
-		})
+		}()
 	}
 	for i := range messages {
 		if _, err := v.q.Enqueue(context.Background(), []byte(fmt.Sprint(i))); err != nil {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// deadValueRow is a sorted queue's dead value with its sort key as text.
+type deadValueRow struct {
+	Seq         uint64
+	Key         string
+	Sort        string
+	Reason      string
+	Deliveries  int
+	PublishedAt time.Time
+	Payload     []byte
+}
+
+// sortedView is a sorted or windowed queue seen without its key type: the
+// calls the CLI makes.
+type sortedView interface {
+	deadValues(from uint64, max int) ([]deadValueRow, error)
+	requeueDead(seq uint64) error
+	purgeDead(seq uint64) error
+	requeueAllDead() (int, error)
+	purgeAllDead() (int, error)
+	stats() queue.Stats
+	inUse() bool
+	close() error
+}
+
+// typedView is a sortedView of a Sorted[K].
+type typedView[K queue.SortKey] struct {
+	s    *queue.Sorted[K]
+	text func(K) string // the sort key for people
+}
+
+func (v typedView[K]) deadValues(from uint64, max int) ([]deadValueRow, error) {
+	ds, err := v.s.DeadValues(from, max)
+	out := make([]deadValueRow, len(ds))
+	for i, d := range ds {
+		out[i] = deadValueRow{Seq: d.Seq, Key: d.Key, Sort: v.text(d.Sort), Reason: d.Reason,
+			Deliveries: d.Deliveries, PublishedAt: d.PublishedAt, Payload: d.Payload}
+	}
+	return out, err
+}
+
+func (v typedView[K]) requeueDead(seq uint64) error { return v.s.RequeueDead(seq) }
+func (v typedView[K]) purgeDead(seq uint64) error   { return v.s.PurgeDead(seq) }
+func (v typedView[K]) requeueAllDead() (int, error) { return v.s.RequeueAllDead() }
+func (v typedView[K]) purgeAllDead() (int, error)   { return v.s.PurgeAllDead() }
+func (v typedView[K]) stats() queue.Stats           { return v.s.Stats() }
+func (v typedView[K]) inUse() bool                  { return v.s.InUse() }
+func (v typedView[K]) close() error                 { return v.s.Close() }
+func plainText[K queue.SortKey](k K) string         { return fmt.Sprint(k) }
+func timeText(t time.Time) string                   { return jsonTime(t) }
+func hexText(s string) string                       { return hex.EncodeToString([]byte(s)) }
+
+// openView opens dir as a Sorted[K], read-only or not.
+func openView[K queue.SortKey](dir string, readOnly bool, text func(K) string) (sortedView, error) {
+	s, err := queue.OpenSorted[K](dir, &queue.SortedOptions{Options: queue.Options{ReadOnly: readOnly}})
+	if err != nil {
+		return nil, err
+	}
+	return typedView[K]{s: s, text: text}, nil
+}
+
+// openSortedView opens the sorted or windowed queue in dir with the sort
+// key type its identity names. A directory written before identity files
+// does not say; its sort keys are shown as hex.
+func openSortedView(dir string, id queue.Identity, readOnly bool) (sortedView, error) {
+	if id.Kind == queue.KindWindowed {
+		// The window is the application's; listing and changing the dead
+		// set does not use it.
+		w, err := queue.OpenWindowed(dir, &queue.WindowOptions{Window: time.Second,
+			SortedOptions: queue.SortedOptions{Options: queue.Options{ReadOnly: readOnly}}})
+		if err != nil {
+			return nil, err
+		}
+		return typedView[time.Time]{s: w.Sorted, text: timeText}, nil
+	}
+	switch id.SortKey {
+	case "int":
+		return openView(dir, readOnly, plainText[int])
+	case "int8":
+		return openView(dir, readOnly, plainText[int8])
+	case "int16":
+		return openView(dir, readOnly, plainText[int16])
+	case "int32":
+		return openView(dir, readOnly, plainText[int32])
+	case "int64":
+		return openView(dir, readOnly, plainText[int64])
+	case "uint":
+		return openView(dir, readOnly, plainText[uint])
+	case "uint8":
+		return openView(dir, readOnly, plainText[uint8])
+	case "uint16":
+		return openView(dir, readOnly, plainText[uint16])
+	case "uint32":
+		return openView(dir, readOnly, plainText[uint32])
+	case "uint64":
+		return openView(dir, readOnly, plainText[uint64])
+	case "float32":
+		return openView(dir, readOnly, plainText[float32])
+	case "float64":
+		return openView(dir, readOnly, plainText[float64])
+	case "string":
+		return openView(dir, readOnly, plainText[string])
+	case "time":
+		return openView(dir, readOnly, timeText)
+	case "":
+		if !readOnly {
+			return nil, fmt.Errorf("%s was written before queue directories recorded their sort key type; open it once with OpenSorted[K] from the application, then run this again", dir)
+		}
+		return openView(dir, readOnly, hexText)
+	}
+	return nil, fmt.Errorf("%s: unknown sort key type %q", dir, id.SortKey)
+}
+
+// dirIdentity returns what dir says it holds; for a directory written
+// before identity files, what a read-only open infers from its log.
+func dirIdentity(dir string) (queue.Identity, error) {
+	id, err := queue.ReadIdentity(dir)
+	if err == nil {
+		return id, nil
+	}
+	q, oerr := queue.Open(dir, &queue.Options{ReadOnly: true})
+	if oerr != nil {
+		return id, oerr
+	}
+	id = q.Identity()
+	return id, q.Close()
+}
+
+// isSorted reports whether id is a sorted or windowed queue.
+func isSorted(id queue.Identity) bool {
+	return id.Kind == queue.KindSorted || id.Kind == queue.KindWindowed
+}
+
+// kindText describes id for people: "ack", "sorted (int64 sort keys)".
+func kindText(id queue.Identity) string {
+	switch {
+	case id.Kind == 0:
+		return "unknown (no identity file and no records)"
+	case !isSorted(id):
+		return id.Kind.String()
+	case id.SortKey == "":
+		return id.Kind.String() + " (sort key type not recorded)"
+	}
+	return fmt.Sprintf("%s (%s sort keys)", id.Kind, id.SortKey)
+}

@@ -1,0 +1,122 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
+)
+
+// liveTries is how many times a read-only open beside a running queue
+// starts over when that queue's compaction removed a file under it.
+const liveTries = 5
+
+// openInspect opens dir for inspection (Options.ReadOnly): the newest
+// snapshot and the log after it are replayed into memory and nothing is
+// written, created or repaired. It takes the directory's lock shared, so
+// that no queue starts writing while it reads; if a queue holds the lock,
+// it reads the files anyway and InUse reports that the figures are as of
+// that queue's last write to them.
+func openInspect(dir string, o Options, want Identity) (*Queue, error) {
+	if fi, err := os.Stat(filepath.Join(dir, logDir)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("queue: %s is not a queue directory (no %s/)", dir, logDir)
+	}
+	lock, err := lockShared(dir)
+	inUse := errors.Is(err, ErrLocked)
+	if err != nil && !inUse {
+		return nil, err
+	}
+	q, err := replayReadOnly(dir, o, want, inUse)
+	for tries := 1; inUse && err != nil && !errors.Is(err, ErrWrongKind) && tries < liveTries; tries++ {
+		q, err = replayReadOnly(dir, o, want, inUse)
+	}
+	if err != nil {
+		unlockDir(lock)
+		return nil, err
+	}
+	q.lockFile = lock
+	return q, nil
+}
+
+// replayReadOnly builds the queue's state from the files as they are.
+func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, error) {
+	q := &Queue{dir: dir, opts: o, inUse: inUse, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	id, err := q.checkIdentityReadOnly(want)
+	if err != nil {
+		return nil, err
+	}
+	q.ident = id
+	st, snapLSN, err := loadSnapshot(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	q.log, err = wal.Open(filepath.Join(dir, logDir), &wal.Options{ReadOnly: true, Salvage: o.Salvage,
+		MaxRecordSize: o.MaxMessageSize + 1<<20})
+	if err != nil {
+		return nil, wrapCorrupt("open log", err)
+	}
+	err = q.replayInto(st, snapLSN)
+	if err == nil {
+		err = q.inferReadOnly(want)
+	}
+	if err != nil {
+		q.closeReadOnly() // the error that matters is err
+		return nil, err
+	}
+	return q, nil
+}
+
+// replayInto applies the log after the snapshot to st and installs it.
+func (q *Queue) replayInto(st *state, snapLSN uint64) error {
+	if first := q.log.FirstLSN(); first > snapLSN+1 && !q.opts.Salvage {
+		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
+	}
+	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), func(lsn uint64, b []byte) error {
+		var r record
+		if err := decodeRecord(b, &r); err != nil {
+			return err
+		}
+		return st.apply(lsn, &r, len(b))
+	})
+	if err != nil {
+		return wrapCorrupt("replay", err)
+	}
+	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report()}
+	q.mu.st = st
+	q.mu.changed = make(chan struct{})
+	q.mu.snapLSN = snapLSN
+	q.resetCursorLocked()
+	return nil
+}
+
+// InUse reports whether a read-only queue (Options.ReadOnly) was opened
+// while another process had the directory open for writing. Its figures
+// are then as of that process's last write to the files, which may trail
+// what its callers were told by up to its sync interval.
+func (q *Queue) InUse() bool { return q.inUse }
+
+// closeReadOnly closes a read-only queue: the log's files and the shared
+// lock; nothing is written.
+func (q *Queue) closeReadOnly() error {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	q.mu.closed = true
+	if q.mu.changed != nil {
+		q.broadcastLocked()
+	}
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
+	}
+	q.mu.Unlock()
+	err := q.log.Close()
+	if uerr := unlockDir(q.lockFile); err == nil {
+		err = uerr
+	}
+	return err
+}

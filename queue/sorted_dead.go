@@ -1,0 +1,149 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
+)
+
+// BatchReceipt names one delivery of a pulled batch: with it a process
+// that no longer holds the Batch (another process, a later run) can ack,
+// nack, extend or dead-letter it. It stays valid across a clean Close.
+type BatchReceipt struct {
+	Lease uint64 // LSN of the pull record
+}
+
+// String returns the receipt as "b<lease>", the form ParseBatchReceipt
+// reads; the prefix keeps it apart from a message Receipt.
+func (r BatchReceipt) String() string { return "b" + strconv.FormatUint(r.Lease, 10) }
+
+// ParseBatchReceipt reads a receipt written by BatchReceipt.String.
+func ParseBatchReceipt(s string) (BatchReceipt, error) {
+	rest, ok := strings.CutPrefix(s, "b")
+	lease, err := strconv.ParseUint(rest, 10, 64)
+	if !ok || err != nil || lease == 0 {
+		return BatchReceipt{}, fmt.Errorf("%w: batch receipt %q is not b<lease>", ErrInvalidOptions, s)
+	}
+	return BatchReceipt{Lease: lease}, nil
+}
+
+// DeadValue is a value in a sorted queue's dead set.
+type DeadValue[K SortKey] struct {
+	Seq         uint64    // names the value: the LSN of its publish
+	Key         string    // its message key
+	Sort        K         // its sort key
+	Reason      string    // why it was dead-lettered
+	Deliveries  int       // times it was pulled
+	PublishedAt time.Time // when it was published
+	Payload     []byte    // its payload
+}
+
+// DeadValues returns up to max dead values whose Seq is at least from, in
+// Seq order, with their payloads; max <= 0 means all of them.
+func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
+	q := s.q
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return nil, ErrClosed
+	}
+	var ds []index.DeadValue
+	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
+		if d.Seq >= from {
+			ds = append(ds, d)
+		}
+		return max <= 0 || len(ds) < max
+	})
+	q.mu.Unlock()
+	out := make([]DeadValue[K], 0, len(ds))
+	for _, d := range ds {
+		v, err := s.value(d.SortedValue, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DeadValue[K]{Seq: d.Seq, Key: d.Key, Sort: v.Sort, Reason: d.Reason,
+			Deliveries: v.Deliveries, PublishedAt: v.PublishedAt, Payload: v.Payload})
+	}
+	return out, nil
+}
+
+// RequeueDead puts the dead value seq back among the pending ones, at its
+// sort key, with its delivery count reset.
+func (s *Sorted[K]) RequeueDead(seq uint64) error { return s.q.changeDeadValue(seq, opValueRevive) }
+
+// PurgeDead removes the dead value seq for good.
+func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.changeDeadValue(seq, opValuePurge) }
+
+// RequeueAllDead puts every dead value back and returns how many.
+func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.changeAllDeadValues(opValueRevive) }
+
+// PurgeAllDead removes every dead value and returns how many.
+func (s *Sorted[K]) PurgeAllDead() (int, error) { return s.q.changeAllDeadValues(opValuePurge) }
+
+// hasDeadValueLocked reports whether seq is in the dead set.
+func (q *Queue) hasDeadValueLocked(seq uint64) bool {
+	found := false
+	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
+		found = d.Seq == seq
+		return d.Seq < seq
+	})
+	return found
+}
+
+func (q *Queue) changeDeadValue(seq uint64, o op) error {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	if !q.hasDeadValueLocked(seq) {
+		q.mu.Unlock()
+		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
+	}
+	c, err := q.appendLocked(&record{Op: o, Seq: seq, At: q.now()}, nil)
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := wait(c); err != nil {
+		return err
+	}
+	if o == opValueRevive {
+		q.signal()
+	}
+	return nil
+}
+
+func (q *Queue) changeAllDeadValues(o op) (int, error) {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return 0, ErrClosed
+	}
+	var seqs []uint64
+	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
+		seqs = append(seqs, d.Seq)
+		return true
+	})
+	var last *wal.Commit
+	for i, seq := range seqs {
+		c, err := q.appendLocked(&record{Op: o, Seq: seq, At: q.now()}, nil)
+		if err != nil {
+			q.mu.Unlock()
+			return i, err
+		}
+		last = c
+	}
+	q.mu.Unlock()
+	if err := wait(last); err != nil {
+		return 0, err
+	}
+	if o == opValueRevive && len(seqs) > 0 {
+		q.signal()
+	}
+	return len(seqs), nil
+}
