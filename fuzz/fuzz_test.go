@@ -24,14 +24,19 @@ import (
 // testdata/fuzz/<target>/ and runs its seeds in a plain go test. Short runs
 // (CI) and long runs: see README.md.
 
-// FuzzQueueModel decodes the input as a sequence of operations (enqueue,
-// delayed, with a producer id, duplicate, batch, dequeue, batch dequeue,
-// ack, nack, extend, dead-letter, clock advance and expiry, requeue of the
-// dead, compaction, stats, clean close and reopen, crash-image reopen) and
-// runs it on a real queue and on the in-memory model (model_test.go):
-// every delivery (which message, its delivery count), every outcome (nil,
-// ErrLeaseLost, ErrDuplicate, ErrEmpty), the counts and, at the end, the
-// dead letters and a full drain must agree.
+// FuzzQueueModel decodes the input as a header that chooses the queue's
+// options (modelConfig: segment size, snapshot threshold, sync mode,
+// MaxDeliveries, DedupWindow, payload sizes), then a sequence of operations
+// (enqueue, delayed, with a producer id, duplicate, batch, dequeue, batch
+// dequeue, ack, nack, extend, dead-letter, clock advance and expiry,
+// requeue of the dead, compaction, stats, clean close and reopen,
+// crash-image reopen) and runs it on a real queue and on the in-memory
+// model (model_test.go): every delivery (which message, its delivery
+// count), every outcome (nil, ErrLeaseLost, ErrDuplicate, ErrEmpty), the
+// counts and, at the end, the dead letters and a full drain must agree.
+// Small segments and snapshot thresholds make the log roll over, the
+// housekeeper compact in the background and old messages be copied
+// forward while the operations run.
 //
 //	go test ./fuzz -run '^$' -fuzz '^FuzzQueueModel$' -fuzztime 30s
 func FuzzQueueModel(f *testing.F) {
@@ -39,28 +44,110 @@ func FuzzQueueModel(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) > 600 {
-			ops = ops[:600]
+		if len(ops) > maxModelInput {
+			ops = ops[:maxModelInput]
 		}
-		r := newModelRun(t)
+		in := &opReader{b: ops}
+		r := newModelRun(t, readModelConfig(in))
 		defer r.close()
-		for in := (&opReader{b: ops}); !in.done(); {
+		for n := 0; n < maxModelOps && !in.done(); n++ {
 			r.step(in)
 		}
 		r.finish()
 	})
 }
 
-// modelSeeds are hand-written sequences, one operation code per byte
-// (see modelRun.step) with its arguments after it.
+// The model fuzzers' input bounds: at most this many bytes and operations
+// (an operation takes one to three bytes). Enough for a few hundred
+// messages of up to 4 KiB to roll 4 KiB segments many times over.
+const (
+	maxModelInput = 2048
+	maxModelOps   = 400
+)
+
+// modelSeeds are hand-written inputs: a modelConfig header (modelHeader
+// bytes; all zero is the first choice of each option), then one operation
+// code per byte (see modelRun.step) with its arguments after it.
 var modelSeeds = [][]byte{
-	{0, 9, 0, 9, 5, 5, 7, 0, 7, 0},
-	{1, 2, 0, 11, 3, 5, 5, 8, 0, 2, 5, 10, 0, 12},
-	{2, 2, 3, 0, 4, 3, 6, 4, 7, 0, 14, 7, 0, 5},
-	{0, 0, 0, 0, 5, 5, 15, 5, 5, 7, 0, 7, 1, 16, 11, 30, 5},
-	{0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 12, 16, 5, 7, 0},
-	{4, 5, 6, 9, 9, 0, 40, 11, 20, 6, 9, 13, 15, 6, 9, 16},
-	{1, 1, 1, 3, 11, 2, 5, 5, 14, 5, 7, 0, 15, 7, 0, 16},
+	hdr(0, 0, 0, 0, 0, 0, 0, 9, 0, 9, 5, 5, 7, 0, 7, 0),
+	hdr(0, 0, 0, 0, 0, 0, 1, 2, 0, 11, 3, 5, 5, 8, 0, 2, 5, 10, 0, 12),
+	hdr(0, 0, 0, 0, 0, 0, 2, 2, 3, 0, 4, 3, 6, 4, 7, 0, 14, 7, 0, 5),
+	hdr(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 15, 5, 5, 7, 0, 7, 1, 16, 11, 30, 5),
+	hdr(0, 0, 0, 0, 0, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 12, 16, 5, 7, 0),
+	hdr(0, 0, 0, 0, 0, 0, 4, 5, 6, 9, 9, 0, 40, 11, 20, 6, 9, 13, 15, 6, 9, 16),
+	hdr(0, 0, 0, 0, 0, 0, 1, 1, 1, 3, 11, 2, 5, 5, 14, 5, 7, 0, 15, 7, 0, 16),
+	// 4 KiB segments, 4 KiB payloads, a manual snapshot threshold: an old
+	// delayed message pins the log while others churn, then Compact copies it
+	// forward; a crash and a reopen follow.
+	hdr(1, 0, 0, 0, 0, 2, slices.Concat([]byte{1, 200, 0, 200, 5}, churn(12, 250), []byte{13, 15, 16, 5, 7, 0, 14, 16})...),
+	// The same under SyncAlways with a small snapshot threshold: the
+	// housekeeper compacts and copies forward by itself.
+	hdr(1, 1, 1, 0, 0, 2, slices.Concat([]byte{0, 200, 1, 3, 2, 4, 5}, churn(16, 250), []byte{15, 5, 7, 0, 16, 13, 14})...),
+	// SyncInterval, one delivery, a dedup window: ids refused after their
+	// ack until the window passes; dead letters requeued; a crash.
+	hdr(2, 2, 2, 1, 1, 1, slices.Concat([]byte{2, 1, 5, 7, 0, 2, 0, 2, 0, 11, 6, 2, 0, 5, 8, 0, 1, 16, 12, 5, 15, 16}, churn(8, 100), []byte{11, 19, 2, 0, 16})...),
+	// No delivery limit, dedup window of a minute, 8 KiB segments,
+	// nacks and expiries across a reopen and a crash.
+	hdr(3, 2, 1, 4, 2, 1, slices.Concat([]byte{2, 9, 2, 8, 0, 100, 5, 5, 8, 0, 0, 11, 40, 5, 14, 5, 9, 0, 5}, churn(10, 180), []byte{15, 16, 13, 5, 7, 1, 2, 0, 16})...),
+}
+
+// hdr returns a model input: the six header bytes (segment, snapshot,
+// sync, deliveries, dedup, pad; see readModelConfig), then ops.
+func hdr(seg, snap, sync, deliveries, dedup, pad byte, ops ...byte) []byte {
+	return append([]byte{seg, snap, sync, deliveries, dedup, pad}, ops...)
+}
+
+// churn returns n rounds of enqueue (payload arg), dequeue and ack of a
+// held delivery (the last one while two are held): records that the log
+// accumulates and a compaction could drop, were it not for older messages.
+func churn(n int, arg byte) []byte {
+	var b []byte
+	for i := 0; i < n; i++ {
+		b = append(b, 0, arg, 5, 7, 255, 0)
+	}
+	return b
+}
+
+// modelConfig is what a model input's header chooses.
+type modelConfig struct {
+	segment    int64          // Options.SegmentSize
+	snapshot   int64          // Options.SnapshotBytes
+	sync       queue.SyncMode // Options.Sync
+	maxDeliver int            // Options.MaxDeliveries; negative: no limit
+	dedup      time.Duration  // Options.DedupWindow
+	pad        int            // payload bytes per unit of an operation's size argument
+}
+
+// The options a header byte chooses from (the byte modulo the length);
+// the first of each is the value of the fuzzer's first version, so an
+// all-zero header runs the operations as it did.
+var (
+	segmentChoices  = []int64{64 << 10, 4096, 8192, 16 << 10}
+	snapshotChoices = []int64{1 << 30, 4096, 32 << 10}
+	syncChoices     = []queue.SyncMode{queue.SyncNever, queue.SyncAlways, queue.SyncInterval}
+	deliverChoices  = []int{3, 1, 2, 5, -1}
+	dedupChoices    = []time.Duration{0, 5 * time.Second, time.Minute}
+	padChoices      = []int{1, 4, 16}
+)
+
+func choose[T any](in *opReader, choices []T) T { return choices[in.next()%len(choices)] }
+
+// readModelConfig reads the header of a FuzzQueueModel input.
+func readModelConfig(in *opReader) modelConfig {
+	return modelConfig{
+		segment: choose(in, segmentChoices), snapshot: choose(in, snapshotChoices),
+		sync: choose(in, syncChoices), maxDeliver: choose(in, deliverChoices),
+		dedup: choose(in, dedupChoices), pad: choose(in, padChoices),
+	}
+}
+
+// options returns the queue options of the config: a manual clock, manual
+// requeue (the model says when leases run out) and, under SyncInterval, a
+// period short enough for the syncer to run between operations.
+func (c modelConfig) options(clock queue.Clock, ackTimeout time.Duration) queue.Options {
+	return queue.Options{Clock: clock, ManualRequeue: true, MaxDeliveries: c.maxDeliver,
+		AckTimeout: ackTimeout, SegmentSize: c.segment, SnapshotBytes: c.snapshot, Sync: c.sync,
+		SyncInterval: time.Millisecond, DedupWindow: c.dedup}
 }
 
 // opReader hands out the bytes of a fuzz input; 0 once it is used up.
@@ -82,6 +169,7 @@ func (r *opReader) next() int {
 // modelRun is one FuzzQueueModel input being run.
 type modelRun struct {
 	t     *testing.T
+	cfg   modelConfig
 	dir   string
 	clock *fakeclock.Clock
 	q     *queue.Queue
@@ -104,22 +192,16 @@ type heldMsg struct {
 	r     queue.Receipt
 }
 
-func newModelRun(t *testing.T) *modelRun {
-	r := &modelRun{t: t, dir: scratchDir(t), clock: newManualClock(), m: newModel(3, 10*time.Second)}
+func newModelRun(t *testing.T, cfg modelConfig) *modelRun {
+	r := &modelRun{t: t, cfg: cfg, dir: scratchDir(t), clock: newManualClock(),
+		m: newModel(cfg.maxDeliver, 10*time.Second, cfg.dedup)}
 	r.open()
 	return r
 }
 
-// opts: no background compaction (one 64 KiB segment holds a whole input),
-// so that a crash image copied from a live directory is a state that a
-// crash can leave; SyncNever, because a kill -9 keeps what was written.
-func (r *modelRun) opts() *queue.Options {
-	return &queue.Options{Clock: r.clock, ManualRequeue: true, MaxDeliveries: r.m.maxDeliver,
-		AckTimeout: r.m.ackTimeout, SegmentSize: 64 << 10, SnapshotBytes: 1 << 30, Sync: queue.SyncNever}
-}
-
 func (r *modelRun) open() {
-	q, err := queue.Open(r.dir, r.opts())
+	o := r.cfg.options(r.clock, r.m.ackTimeout)
+	q, err := queue.Open(r.dir, &o)
 	if err != nil {
 		r.failf("open: %v", err)
 	}
@@ -197,8 +279,16 @@ func (r *modelRun) enqueue(kind, arg int) {
 		}
 		opts = append(opts, queue.WithID(id))
 	}
-	r.logf("enqueue %s %d", tok, kind)
-	if _, err := r.q.Enqueue(context.Background(), payload(tok, arg), opts...); err != nil {
+	r.logf("enqueue %s %d %q", tok, kind, id)
+	_, err := r.q.Enqueue(context.Background(), payload(tok, arg*r.cfg.pad), opts...)
+	if id != "" && r.m.idTaken(id, r.now()) {
+		if !errors.Is(err, queue.ErrDuplicate) {
+			r.failf("enqueue %s with id %s, acked within the dedup window: %v, want ErrDuplicate", tok, id, err)
+		}
+		r.freed = append(r.freed, id) // free again once the window has passed
+		return
+	}
+	if err != nil {
 		r.failf("enqueue %s: %v", tok, err)
 	}
 	r.m.enqueue(tok, id, due)
@@ -225,7 +315,7 @@ func (r *modelRun) batch(n int) {
 	for i := range items {
 		r.n++
 		toks[i] = fmt.Sprintf("M%d", r.n)
-		items[i] = queue.Item{Payload: payload(toks[i], i)}
+		items[i] = queue.Item{Payload: payload(toks[i], i*r.cfg.pad)}
 	}
 	r.logf("batch %v", toks)
 	if _, err := r.q.EnqueueBatch(context.Background(), items); err != nil {
@@ -313,7 +403,7 @@ func (r *modelRun) settle(op, which, arg int) {
 		r.logf("ack %s", h.tok)
 		err = r.q.Ack(h.r)
 		if owns {
-			delete(r.m.msgs, h.tok)
+			r.m.ack(msg, now)
 			if msg.id != "" {
 				r.freed = append(r.freed, msg.id)
 			}
@@ -384,7 +474,9 @@ func (r *modelRun) reopen() {
 }
 
 // crash copies the directory as a kill -9 leaves it and opens the copy:
-// every lease ends.
+// every lease ends. The expiries RequeueExpired appended without waiting
+// are flushed first: a process killed before they were written would have
+// returned from nothing that depends on them, but the model counts them.
 func (r *modelRun) crash() {
 	if r.unflushed {
 		r.logf("compact (to flush the expiries)")
@@ -394,8 +486,8 @@ func (r *modelRun) crash() {
 		r.unflushed = false
 	}
 	r.logf("crash")
-	img := scratchDir(r.t)
-	if err := copyDir(r.dir, img); err != nil {
+	img, err := crashImage(r.t, r.dir)
+	if err != nil {
 		r.failf("crash image: %v", err)
 	}
 	r.q.Close()
