@@ -85,7 +85,7 @@ var modelSeeds = [][]byte{
 	hdr(1, 1, 1, 0, 0, 2, slices.Concat([]byte{0, 200, 1, 3, 2, 4, 5}, churn(16, 250), []byte{15, 5, 7, 0, 16, 13, 14})...),
 	// SyncInterval, one delivery, a dedup window: ids refused after their
 	// ack until the window passes; dead letters requeued; a crash.
-	hdr(2, 2, 2, 1, 1, 1, slices.Concat([]byte{2, 1, 5, 7, 0, 2, 0, 2, 0, 11, 6, 2, 0, 5, 8, 0, 1, 16, 12, 5, 15, 16}, churn(8, 100), []byte{11, 19, 2, 0, 16})...),
+	hdr(2, 2, 2, 1, 1, 1, slices.Concat([]byte{2, 1, 5, 7, 0, 0, 2, 0, 11, 5, 2, 0, 0, 0, 6, 2, 8, 0, 1, 16, 12, 5, 15, 16}, churn(8, 100), []byte{11, 19, 3, 2, 0, 16})...),
 	// No delivery limit, dedup window of a minute, 8 KiB segments,
 	// nacks and expiries across a reopen and a crash.
 	hdr(3, 2, 1, 4, 2, 1, slices.Concat([]byte{2, 9, 2, 8, 0, 100, 5, 5, 8, 0, 0, 11, 40, 5, 14, 5, 9, 0, 5}, churn(10, 180), []byte{15, 16, 13, 5, 7, 1, 2, 0, 16})...),
@@ -242,10 +242,7 @@ func (r *modelRun) step(in *opReader) {
 	case 12:
 		r.requeueDead()
 	case 13:
-		r.logf("compact")
-		if err := r.q.Compact(); err != nil {
-			r.failf("compact: %v", err)
-		}
+		r.compact("compact")
 	case 14:
 		r.reopen()
 	case 15:
@@ -436,6 +433,17 @@ func (r *modelRun) settle(op, which, arg int) {
 	r.m.dirty = r.m.dirty || owns
 }
 
+// compact runs Compact. Messages it copies forward are records appended:
+// the log no longer ends with a clean close even if nothing else was.
+func (r *modelRun) compact(what string) {
+	r.logf("%s", what)
+	before := r.q.Stats().LastLSN
+	if err := r.q.Compact(); err != nil {
+		r.failf("compact: %v", err)
+	}
+	r.m.dirty = r.m.dirty || r.q.Stats().LastLSN != before
+}
+
 // advance moves the clock and ends the leases that ran out.
 func (r *modelRun) advance(d time.Duration) {
 	r.logf("advance %v", d)
@@ -479,10 +487,7 @@ func (r *modelRun) reopen() {
 // returned from nothing that depends on them, but the model counts them.
 func (r *modelRun) crash() {
 	if r.unflushed {
-		r.logf("compact (to flush the expiries)")
-		if err := r.q.Compact(); err != nil {
-			r.failf("compact: %v", err)
-		}
+		r.compact("compact (to flush the expiries)")
 		r.unflushed = false
 	}
 	r.logf("crash")
@@ -498,6 +503,9 @@ func (r *modelRun) crash() {
 	}
 	r.m.crash()
 	r.m.dirty = r.m.dirty || r.q.Recovery().Requeued > 0
+	// Open appended the returns of the crashed leases without waiting for
+	// them, as RequeueExpired does.
+	r.unflushed = r.unflushed || r.q.Recovery().Requeued > 0
 }
 
 // stats compares the counts.

@@ -33,7 +33,7 @@ type model struct {
 	ackTimeout time.Duration
 	dedup      time.Duration    // DedupWindow
 	acked      map[string]int64 // producer ids of acked messages: ack time (unix ns)
-	dirty      bool // the log does not end with a clean close: a record was appended since, or none ever was
+	dirty      bool             // the log does not end with a clean close: a record was appended since, or none ever was
 }
 
 // modelState is where a model message stands.
