@@ -117,6 +117,17 @@ func (m *model) next(now int64) *modelMsg {
 	return best
 }
 
+// oldestPending returns the never-delivered message enqueued first, or nil.
+func (m *model) oldestPending() *modelMsg {
+	var best *modelMsg
+	for _, msg := range m.msgs {
+		if msg.state == modelPending && (best == nil || msg.seq < best.seq) {
+			best = msg
+		}
+	}
+	return best
+}
+
 // less orders deliveries: ready before pending, then by enqueue order.
 func less(a, b *modelMsg) bool {
 	if (a.state == modelReady) != (b.state == modelReady) {
