@@ -176,6 +176,8 @@ type modelRun struct {
 	m     *model
 	held  []heldMsg // deliveries the test holds
 	freed []string  // producer ids of messages that are gone: free again
+	gen   int       // opens so far
+	deads int       // dead-letter operations so far: picks the next one's kind
 	n     int       // tokens made
 	log   []string  // operations so far, for failure messages
 
@@ -190,6 +192,8 @@ type heldMsg struct {
 	tok   string
 	lease int
 	r     queue.Receipt
+	m     *queue.Message // the delivery; its methods reach the queue it came from
+	gen   int            // modelRun.gen when it was delivered
 }
 
 func newModelRun(t *testing.T, cfg modelConfig) *modelRun {
@@ -206,6 +210,7 @@ func (r *modelRun) open() {
 		r.failf("open: %v", err)
 	}
 	r.q = q
+	r.gen++
 }
 
 func (r *modelRun) close() {
@@ -240,7 +245,7 @@ func (r *modelRun) step(in *opReader) {
 	case 11:
 		r.advance(time.Duration(1+in.next()%20) * time.Second)
 	case 12:
-		r.requeueDead()
+		r.deadOp()
 	case 13:
 		r.compact("compact")
 	case 14:
@@ -394,7 +399,7 @@ func (r *modelRun) delivered(m *queue.Message, want *modelMsg) {
 	}
 	lease := r.m.deliver(want, r.now())
 	r.m.dirty = true
-	r.held = append(r.held, heldMsg{tok: want.tok, lease: lease, r: m.Receipt})
+	r.held = append(r.held, heldMsg{tok: want.tok, lease: lease, r: m.Receipt, m: m, gen: r.gen})
 }
 
 func describeMsg(m *queue.Message) string {
@@ -405,7 +410,9 @@ func describeMsg(m *queue.Message) string {
 }
 
 // settle acks (7), nacks (8), extends (9) or dead-letters (10) a held
-// delivery; the model says whether it still owns its message.
+// delivery; the model says whether it still owns its message. A delivery
+// of the queue still open is settled with its Message's methods, one from
+// before a reopen with its receipt on the queue open now.
 func (r *modelRun) settle(op, which, arg int) {
 	if len(r.held) == 0 {
 		return
@@ -415,11 +422,16 @@ func (r *modelRun) settle(op, which, arg int) {
 	r.held = slices.Delete(r.held, i, i+1)
 	msg, owns := r.m.owns(h.tok, h.lease)
 	now := r.now()
+	own := h.gen == r.gen
 	var err error
 	switch op {
 	case 7:
 		r.logf("ack %s", h.tok)
-		err = r.q.Ack(h.r)
+		if own {
+			err = h.m.Ack()
+		} else {
+			err = r.q.Ack(h.r)
+		}
 		if owns {
 			r.m.ack(msg, now)
 			if msg.id != "" {
@@ -429,21 +441,33 @@ func (r *modelRun) settle(op, which, arg int) {
 	case 8:
 		d := time.Duration(arg%3) * time.Second
 		r.logf("nack %s %v", h.tok, d)
-		err = r.q.Nack(h.r, d)
+		if own {
+			err = h.m.Nack(d)
+		} else {
+			err = r.q.Nack(h.r, d)
+		}
 		if owns {
 			r.m.endLease(msg, map[bool]int64{true: now + int64(d)}[d > 0])
 		}
 	case 9:
 		d := time.Duration(1+arg%20) * time.Second
 		r.logf("extend %s %v", h.tok, d)
-		err = r.q.Extend(h.r, d)
+		if own {
+			err = h.m.Extend(d)
+		} else {
+			err = r.q.Extend(h.r, d)
+		}
 		if owns {
 			msg.due = now + int64(d)
 			r.held = append(r.held, h)
 		}
 	case 10:
 		r.logf("dead-letter %s", h.tok)
-		err = r.q.DeadLetter(h.r, "model")
+		if own {
+			err = h.m.DeadLetter("model")
+		} else {
+			err = r.q.DeadLetter(h.r, "model")
+		}
 		if owns {
 			msg.state, msg.due = modelDead, 0
 		}
@@ -478,6 +502,28 @@ func (r *modelRun) advance(d time.Duration) {
 	r.unflushed = r.unflushed || n > 0
 }
 
+// deadOp changes the dead letters, in turn: requeue all, requeue the
+// oldest by id, purge the oldest by id, purge all.
+func (r *modelRun) deadOp() {
+	r.deads++
+	switch r.deads % 4 {
+	case 1:
+		r.requeueDead()
+	case 2, 3:
+		r.changeOldestDead(r.deads%4 == 2)
+	case 0:
+		r.logf("purge dead")
+		n, err := r.q.PurgeAllDead()
+		dead := r.m.deadTokens()
+		if err != nil || n != len(dead) {
+			r.failf("purge dead: %d, %v; the model has %d", n, err, len(dead))
+		}
+		for _, tok := range dead {
+			r.purged(r.m.msgs[tok])
+		}
+	}
+}
+
 func (r *modelRun) requeueDead() {
 	r.logf("requeue dead")
 	n, err := r.q.RequeueAllDead()
@@ -485,6 +531,45 @@ func (r *modelRun) requeueDead() {
 		r.failf("requeue dead: %d, %v; the model has %d", n, err, want)
 	}
 	r.m.dirty = r.m.dirty || n > 0
+}
+
+// changeOldestDead requeues (or purges) the oldest dead letter by its id;
+// with none, an unknown id fails with ErrNotFound.
+func (r *modelRun) changeOldestDead(requeue bool) {
+	change := map[bool]func(string) error{true: r.q.RequeueDead, false: r.q.PurgeDead}[requeue]
+	dead := r.m.deadTokens()
+	if len(dead) == 0 {
+		r.logf("requeue or purge of an unknown dead letter")
+		if err := change("no-such-id"); !errors.Is(err, queue.ErrNotFound) {
+			r.failf("requeue or purge of an unknown dead letter: %v, want ErrNotFound", err)
+		}
+		return
+	}
+	dl, err := r.q.DeadLetters(0, 1)
+	if err != nil || len(dl) != 1 || tokenOf(dl[0].Payload) != dead[0] {
+		r.failf("oldest dead letter: %v, %v; the model has %s", dl, err, dead[0])
+	}
+	r.logf("requeue %v or purge dead %s", requeue, dead[0])
+	if err := change(dl[0].ID); err != nil {
+		r.failf("requeue %v or purge dead %s: %v", requeue, dead[0], err)
+	}
+	msg := r.m.msgs[dead[0]]
+	if requeue {
+		msg.state, msg.deliveries = modelReady, 0
+	} else {
+		r.purged(msg)
+	}
+	r.m.dirty = true
+}
+
+// purged removes a purged dead letter from the model: as an ack, its
+// producer id (if any) enters the dedup window.
+func (r *modelRun) purged(msg *modelMsg) {
+	r.m.ack(msg, r.now())
+	if msg.id != "" {
+		r.freed = append(r.freed, msg.id)
+	}
+	r.m.dirty = true
 }
 
 // reopen closes the queue cleanly and opens it again: leases keep running,
@@ -515,6 +600,9 @@ func (r *modelRun) crash() {
 	img, err := crashImage(r.t, r.dir)
 	if err != nil {
 		r.failf("crash image: %v", err)
+	}
+	if _, err := queue.Verify(img); err != nil {
+		r.failf("verify of the crash image: %v", err)
 	}
 	r.q.Close()
 	r.q, r.dir = nil, img

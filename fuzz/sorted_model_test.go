@@ -474,6 +474,9 @@ func (r *sortedRun) crash() {
 	if err != nil {
 		r.failf("crash image: %v", err)
 	}
+	if _, err := queue.Verify(img); err != nil {
+		r.failf("verify of the crash image: %v", err)
+	}
 	r.q.close()
 	r.open_, r.dir = false, img
 	r.open()
