@@ -29,7 +29,7 @@ import (
 // MaxDeliveries, DedupWindow, payload sizes), then a sequence of operations
 // (enqueue, delayed, with a producer id, duplicate, batch, dequeue, batch
 // dequeue, ack, nack, extend, dead-letter, clock advance and expiry,
-// requeue of the dead, compaction, stats, clean close and reopen,
+// requeue and purge of the dead, compaction, stats, clean close and reopen,
 // crash-image reopen) and runs it on a real queue and on the in-memory
 // model (model_test.go): every delivery (which message, its delivery
 // count), every outcome (nil, ErrLeaseLost, ErrDuplicate, ErrEmpty), the
@@ -65,9 +65,9 @@ const (
 	maxModelOps   = 400
 )
 
-// modelSeeds are hand-written inputs: a modelConfig header (modelHeader
-// bytes; all zero is the first choice of each option), then one operation
-// code per byte (see modelRun.step) with its arguments after it.
+// modelSeeds are hand-written inputs: the six header bytes (see hdr; all
+// zero is the first choice of each option), then one operation code per
+// byte (see modelRun.step) with its arguments after it.
 var modelSeeds = [][]byte{
 	hdr(0, 0, 0, 0, 0, 0, 0, 9, 0, 9, 5, 5, 7, 0, 7, 0),
 	hdr(0, 0, 0, 0, 0, 0, 1, 2, 0, 11, 3, 5, 5, 8, 0, 2, 5, 10, 0, 12),
