@@ -28,11 +28,22 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 		return nil, ErrClosed
 	}
 	var es []index.Entry
+	var last uint64 // the highest Loc
 	q.mu.st.table.Dead(from, func(e index.Entry) bool {
 		es = append(es, e)
+		if e.Loc > last {
+			last = e.Loc
+		}
 		return len(es) < max
 	})
 	q.mu.Unlock()
+	// A compaction may have just copied a dead letter forward: its record
+	// is appended but may not be written yet.
+	if last > q.log.WrittenLSN() {
+		if err := q.log.Flush(); err != nil {
+			return nil, fmt.Errorf("queue: dead letters: %w", err)
+		}
+	}
 	out := make([]DeadLetter, 0, len(es))
 	for _, e := range es {
 		d := DeadLetter{ID: e.ID, Seq: e.Seq, Reason: e.Reason, Deliveries: int(e.Deliveries),
