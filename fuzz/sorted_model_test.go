@@ -208,20 +208,20 @@ func openSortedView(dir string, c sortedConfig, clock *fakeclock.Clock, ackTimeo
 
 // sortedRun is one FuzzSortedModel input being run.
 type sortedRun struct {
-	t     *testing.T
-	cfg   sortedConfig
-	dir   string
-	clock *fakeclock.Clock
-	q     sortedView
-	open_ bool // q is open
-	gen   int  // opens so far: a batch's extend and dead-letter work on its own queue only
-	m     *sortedModel
-	held  []heldBatch
-	n     int      // tokens made
-	log   []string // operations so far, for failure messages
+	t      *testing.T
+	cfg    sortedConfig
+	dir    string
+	clock  *fakeclock.Clock
+	q      sortedView
+	opened bool // q is open
+	gen    int  // opens so far: a batch's extend and dead-letter work on its own queue only
+	m      *sortedModel
+	held   []heldBatch
+	n      int      // tokens made
+	log    []string // operations so far, for failure messages
 
-	// unflushed: RequeueExpired appended records without waiting for them;
-	// a crash copy must not race with their write.
+	// unflushed: RequeueExpired (or Open's crash requeue) appended records
+	// without waiting for them; a crash copy must not race with their write.
 	unflushed bool
 }
 
@@ -248,12 +248,12 @@ func (r *sortedRun) open() {
 	if err != nil {
 		r.failf("open: %v", err)
 	}
-	r.q, r.open_ = q, true
+	r.q, r.opened = q, true
 	r.gen++
 }
 
 func (r *sortedRun) close() {
-	if r.open_ {
+	if r.opened {
 		r.q.close()
 	}
 }
@@ -454,7 +454,7 @@ func (r *sortedRun) reopen() {
 	if err := r.q.close(); err != nil {
 		r.failf("close: %v", err)
 	}
-	r.open_ = false
+	r.opened = false
 	r.open()
 	if !r.q.recovery().Clean {
 		r.failf("reopen after Close: not clean")
@@ -478,7 +478,7 @@ func (r *sortedRun) crash() {
 		r.failf("verify of the crash image: %v", err)
 	}
 	r.q.close()
-	r.open_, r.dir = false, img
+	r.opened, r.dir = false, img
 	r.open()
 	rec := r.q.recovery()
 	if rec.Clean == r.m.dirty {
