@@ -24,12 +24,14 @@ rm -f "$log"
 # target:executions
 targets=(
 	./fuzz:FuzzQueueModel:3000x
+	./fuzz:FuzzSortedModel:2000x
 	./fuzz:FuzzSegment:10000x
 	./fuzz:FuzzSnapshotFile:20000x
 	./queue:FuzzDecodeRecord:40000x
 	./queue:FuzzDecodeState:30000x
 	./recovery:FuzzDecode:50000x
 	./recovery:FuzzEncode:50000x
+	./wal:FuzzDecodeEntry:50000x
 )
 for t in "${targets[@]}"; do
 	IFS=: read -r pkg name count <<<"$t"

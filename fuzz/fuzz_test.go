@@ -24,14 +24,19 @@ import (
 // testdata/fuzz/<target>/ and runs its seeds in a plain go test. Short runs
 // (CI) and long runs: see README.md.
 
-// FuzzQueueModel decodes the input as a sequence of operations (enqueue,
-// delayed, with a producer id, duplicate, batch, dequeue, batch dequeue,
-// ack, nack, extend, dead-letter, clock advance and expiry, requeue of the
-// dead, compaction, stats, clean close and reopen, crash-image reopen) and
-// runs it on a real queue and on the in-memory model (model_test.go):
-// every delivery (which message, its delivery count), every outcome (nil,
-// ErrLeaseLost, ErrDuplicate, ErrEmpty), the counts and, at the end, the
-// dead letters and a full drain must agree.
+// FuzzQueueModel decodes the input as a header that chooses the queue's
+// options (modelConfig: segment size, snapshot threshold, sync mode,
+// MaxDeliveries, DedupWindow, payload sizes), then a sequence of operations
+// (enqueue, delayed, with a producer id, duplicate, batch, dequeue, batch
+// dequeue, ack, nack, extend, dead-letter, clock advance and expiry,
+// requeue and purge of the dead, compaction, stats, clean close and reopen,
+// crash-image reopen) and runs it on a real queue and on the in-memory
+// model (model_test.go): every delivery (which message, its delivery
+// count), every outcome (nil, ErrLeaseLost, ErrDuplicate, ErrEmpty), the
+// counts and, at the end, the dead letters and a full drain must agree.
+// Small segments and snapshot thresholds make the log roll over, the
+// housekeeper compact in the background and old messages be copied
+// forward while the operations run.
 //
 //	go test ./fuzz -run '^$' -fuzz '^FuzzQueueModel$' -fuzztime 30s
 func FuzzQueueModel(f *testing.F) {
@@ -39,28 +44,110 @@ func FuzzQueueModel(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) > 600 {
-			ops = ops[:600]
+		if len(ops) > maxModelInput {
+			ops = ops[:maxModelInput]
 		}
-		r := newModelRun(t)
+		in := &opReader{b: ops}
+		r := newModelRun(t, readModelConfig(in))
 		defer r.close()
-		for in := (&opReader{b: ops}); !in.done(); {
+		for n := 0; n < maxModelOps && !in.done(); n++ {
 			r.step(in)
 		}
 		r.finish()
 	})
 }
 
-// modelSeeds are hand-written sequences, one operation code per byte
-// (see modelRun.step) with its arguments after it.
+// The model fuzzers' input bounds: at most this many bytes and operations
+// (an operation takes one to three bytes). Enough for a few hundred
+// messages of up to 4 KiB to roll 4 KiB segments many times over.
+const (
+	maxModelInput = 2048
+	maxModelOps   = 400
+)
+
+// modelSeeds are hand-written inputs: the six header bytes (see hdr; all
+// zero is the first choice of each option), then one operation code per
+// byte (see modelRun.step) with its arguments after it.
 var modelSeeds = [][]byte{
-	{0, 9, 0, 9, 5, 5, 7, 0, 7, 0},
-	{1, 2, 0, 11, 3, 5, 5, 8, 0, 2, 5, 10, 0, 12},
-	{2, 2, 3, 0, 4, 3, 6, 4, 7, 0, 14, 7, 0, 5},
-	{0, 0, 0, 0, 5, 5, 15, 5, 5, 7, 0, 7, 1, 16, 11, 30, 5},
-	{0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 12, 16, 5, 7, 0},
-	{4, 5, 6, 9, 9, 0, 40, 11, 20, 6, 9, 13, 15, 6, 9, 16},
-	{1, 1, 1, 3, 11, 2, 5, 5, 14, 5, 7, 0, 15, 7, 0, 16},
+	hdr(0, 0, 0, 0, 0, 0, 0, 9, 0, 9, 5, 5, 7, 0, 7, 0),
+	hdr(0, 0, 0, 0, 0, 0, 1, 2, 0, 11, 3, 5, 5, 8, 0, 2, 5, 10, 0, 12),
+	hdr(0, 0, 0, 0, 0, 0, 2, 2, 3, 0, 4, 3, 6, 4, 7, 0, 14, 7, 0, 5),
+	hdr(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 15, 5, 5, 7, 0, 7, 1, 16, 11, 30, 5),
+	hdr(0, 0, 0, 0, 0, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 12, 16, 5, 7, 0),
+	hdr(0, 0, 0, 0, 0, 0, 4, 5, 6, 9, 9, 0, 40, 11, 20, 6, 9, 13, 15, 6, 9, 16),
+	hdr(0, 0, 0, 0, 0, 0, 1, 1, 1, 3, 11, 2, 5, 5, 14, 5, 7, 0, 15, 7, 0, 16),
+	// 4 KiB segments, 4 KiB payloads, a manual snapshot threshold: an old
+	// delayed message pins the log while others churn, then Compact copies it
+	// forward; a crash and a reopen follow.
+	hdr(1, 0, 0, 0, 0, 2, slices.Concat([]byte{1, 200, 0, 200, 5}, churn(12, 250), []byte{13, 15, 16, 5, 7, 0, 14, 16})...),
+	// The same under SyncAlways with a small snapshot threshold: the
+	// housekeeper compacts and copies forward by itself.
+	hdr(1, 1, 1, 0, 0, 2, slices.Concat([]byte{0, 200, 1, 3, 2, 4, 5}, churn(16, 250), []byte{15, 5, 7, 0, 16, 13, 14})...),
+	// SyncInterval, one delivery, a dedup window: ids refused after their
+	// ack until the window passes; dead letters requeued; a crash.
+	hdr(2, 2, 2, 1, 1, 1, slices.Concat([]byte{2, 1, 5, 7, 0, 0, 2, 0, 11, 5, 2, 0, 0, 0, 6, 2, 8, 0, 1, 16, 12, 5, 15, 16}, churn(8, 100), []byte{11, 19, 3, 2, 0, 16})...),
+	// No delivery limit, dedup window of a minute, 8 KiB segments,
+	// nacks and expiries across a reopen and a crash.
+	hdr(3, 2, 1, 4, 2, 1, slices.Concat([]byte{2, 9, 2, 8, 0, 100, 5, 5, 8, 0, 0, 11, 40, 5, 14, 5, 9, 0, 5}, churn(10, 180), []byte{15, 16, 13, 5, 7, 1, 2, 0, 16})...),
+}
+
+// hdr returns a model input: the six header bytes (segment, snapshot,
+// sync, deliveries, dedup, pad; see readModelConfig), then ops.
+func hdr(seg, snap, sync, deliveries, dedup, pad byte, ops ...byte) []byte {
+	return append([]byte{seg, snap, sync, deliveries, dedup, pad}, ops...)
+}
+
+// churn returns n rounds of enqueue (payload arg), dequeue and ack of a
+// held delivery (the last one while two are held): records that the log
+// accumulates and a compaction could drop, were it not for older messages.
+func churn(n int, arg byte) []byte {
+	var b []byte
+	for i := 0; i < n; i++ {
+		b = append(b, 0, arg, 5, 7, 255, 0)
+	}
+	return b
+}
+
+// modelConfig is what a model input's header chooses.
+type modelConfig struct {
+	segment    int64          // Options.SegmentSize
+	snapshot   int64          // Options.SnapshotBytes
+	sync       queue.SyncMode // Options.Sync
+	maxDeliver int            // Options.MaxDeliveries; negative: no limit
+	dedup      time.Duration  // Options.DedupWindow
+	pad        int            // payload bytes per unit of an operation's size argument
+}
+
+// The options a header byte chooses from (the byte modulo the length);
+// the first of each is the value of the fuzzer's first version, so an
+// all-zero header runs the operations as it did.
+var (
+	segmentChoices  = []int64{64 << 10, 4096, 8192, 16 << 10}
+	snapshotChoices = []int64{1 << 30, 4096, 32 << 10}
+	syncChoices     = []queue.SyncMode{queue.SyncNever, queue.SyncAlways, queue.SyncInterval}
+	deliverChoices  = []int{3, 1, 2, 5, -1}
+	dedupChoices    = []time.Duration{0, 5 * time.Second, time.Minute}
+	padChoices      = []int{1, 4, 16}
+)
+
+func choose[T any](in *opReader, choices []T) T { return choices[in.next()%len(choices)] }
+
+// readModelConfig reads the header of a FuzzQueueModel input.
+func readModelConfig(in *opReader) modelConfig {
+	return modelConfig{
+		segment: choose(in, segmentChoices), snapshot: choose(in, snapshotChoices),
+		sync: choose(in, syncChoices), maxDeliver: choose(in, deliverChoices),
+		dedup: choose(in, dedupChoices), pad: choose(in, padChoices),
+	}
+}
+
+// options returns the queue options of the config: a manual clock, manual
+// requeue (the model says when leases run out) and, under SyncInterval, a
+// period short enough for the syncer to run between operations.
+func (c modelConfig) options(clock queue.Clock, ackTimeout time.Duration) queue.Options {
+	return queue.Options{Clock: clock, ManualRequeue: true, MaxDeliveries: c.maxDeliver,
+		AckTimeout: ackTimeout, SegmentSize: c.segment, SnapshotBytes: c.snapshot, Sync: c.sync,
+		SyncInterval: time.Millisecond, DedupWindow: c.dedup}
 }
 
 // opReader hands out the bytes of a fuzz input; 0 once it is used up.
@@ -82,12 +169,15 @@ func (r *opReader) next() int {
 // modelRun is one FuzzQueueModel input being run.
 type modelRun struct {
 	t     *testing.T
+	cfg   modelConfig
 	dir   string
 	clock *fakeclock.Clock
 	q     *queue.Queue
 	m     *model
 	held  []heldMsg // deliveries the test holds
 	freed []string  // producer ids of messages that are gone: free again
+	gen   int       // opens so far
+	deads int       // dead-letter operations so far: picks the next one's kind
 	n     int       // tokens made
 	log   []string  // operations so far, for failure messages
 
@@ -102,28 +192,25 @@ type heldMsg struct {
 	tok   string
 	lease int
 	r     queue.Receipt
+	m     *queue.Message // the delivery; its methods reach the queue it came from
+	gen   int            // modelRun.gen when it was delivered
 }
 
-func newModelRun(t *testing.T) *modelRun {
-	r := &modelRun{t: t, dir: scratchDir(t), clock: newManualClock(), m: newModel(3, 10*time.Second)}
+func newModelRun(t *testing.T, cfg modelConfig) *modelRun {
+	r := &modelRun{t: t, cfg: cfg, dir: scratchDir(t), clock: newManualClock(),
+		m: newModel(cfg.maxDeliver, 10*time.Second, cfg.dedup)}
 	r.open()
 	return r
 }
 
-// opts: no background compaction (one 64 KiB segment holds a whole input),
-// so that a crash image copied from a live directory is a state that a
-// crash can leave; SyncNever, because a kill -9 keeps what was written.
-func (r *modelRun) opts() *queue.Options {
-	return &queue.Options{Clock: r.clock, ManualRequeue: true, MaxDeliveries: r.m.maxDeliver,
-		AckTimeout: r.m.ackTimeout, SegmentSize: 64 << 10, SnapshotBytes: 1 << 30, Sync: queue.SyncNever}
-}
-
 func (r *modelRun) open() {
-	q, err := queue.Open(r.dir, r.opts())
+	o := r.cfg.options(r.clock, r.m.ackTimeout)
+	q, err := queue.Open(r.dir, &o)
 	if err != nil {
 		r.failf("open: %v", err)
 	}
 	r.q = q
+	r.gen++
 }
 
 func (r *modelRun) close() {
@@ -158,12 +245,9 @@ func (r *modelRun) step(in *opReader) {
 	case 11:
 		r.advance(time.Duration(1+in.next()%20) * time.Second)
 	case 12:
-		r.requeueDead()
+		r.deadOp()
 	case 13:
-		r.logf("compact")
-		if err := r.q.Compact(); err != nil {
-			r.failf("compact: %v", err)
-		}
+		r.compact("compact")
 	case 14:
 		r.reopen()
 	case 15:
@@ -197,8 +281,16 @@ func (r *modelRun) enqueue(kind, arg int) {
 		}
 		opts = append(opts, queue.WithID(id))
 	}
-	r.logf("enqueue %s %d", tok, kind)
-	if _, err := r.q.Enqueue(context.Background(), payload(tok, arg), opts...); err != nil {
+	r.logf("enqueue %s %d %q", tok, kind, id)
+	_, err := r.q.Enqueue(context.Background(), payload(tok, arg*r.cfg.pad), opts...)
+	if id != "" && r.m.idTaken(id, r.now()) {
+		if !errors.Is(err, queue.ErrDuplicate) {
+			r.failf("enqueue %s with id %s, acked within the dedup window: %v, want ErrDuplicate", tok, id, err)
+		}
+		r.freed = append(r.freed, id) // free again once the window has passed
+		return
+	}
+	if err != nil {
 		r.failf("enqueue %s: %v", tok, err)
 	}
 	r.m.enqueue(tok, id, due)
@@ -225,7 +317,7 @@ func (r *modelRun) batch(n int) {
 	for i := range items {
 		r.n++
 		toks[i] = fmt.Sprintf("M%d", r.n)
-		items[i] = queue.Item{Payload: payload(toks[i], i)}
+		items[i] = queue.Item{Payload: payload(toks[i], i*r.cfg.pad)}
 	}
 	r.logf("batch %v", toks)
 	if _, err := r.q.EnqueueBatch(context.Background(), items); err != nil {
@@ -251,7 +343,7 @@ func (r *modelRun) dequeue() {
 	if err != nil {
 		r.failf("dequeue: %v; the model delivers %s", err, want.tok)
 	}
-	r.delivered(m, want)
+	r.delivered(m, r.copiedAhead(m, want))
 }
 
 // dequeueBatch takes up to max messages (only when the model has one
@@ -272,11 +364,32 @@ func (r *modelRun) dequeueBatch(max int) {
 		if want == nil {
 			r.failf("dequeue batch: got %s, the model has nothing more ready", describeMsg(m))
 		}
-		r.delivered(m, want)
+		r.delivered(m, r.copiedAhead(m, want))
 	}
 	if len(ms) < max && r.m.next(now) != nil {
 		r.failf("dequeue batch of %d returned %d, the model has %s ready too", max, len(ms), r.m.next(now).tok)
 	}
+}
+
+// copiedAhead returns the model message that the delivery m is when the
+// queue delivers, instead of want, the oldest never-delivered message:
+// that is a known deviation from the documented order, allowed once a
+// compaction has copied messages forward (Stats().Moved > 0). A
+// never-delivered message that a compaction copies forward becomes an
+// entry of the ready set, which is ordered by sequence alone, so it goes
+// before messages that are ready again or whose delay has passed but were
+// enqueued after it; the documented order puts those first. Otherwise it
+// returns want.
+func (r *modelRun) copiedAhead(m *queue.Message, want *modelMsg) *modelMsg {
+	p := r.m.oldestPending()
+	if tokenOf(m.Payload) == want.tok || p == nil || tokenOf(m.Payload) != p.tok || p.seq > want.seq {
+		return want
+	}
+	if r.q.Stats().Moved == 0 {
+		return want
+	}
+	r.logf("(%s delivered before %s: copied forward)", p.tok, want.tok)
+	return p
 }
 
 // delivered checks a delivery against the model's and holds it.
@@ -286,7 +399,7 @@ func (r *modelRun) delivered(m *queue.Message, want *modelMsg) {
 	}
 	lease := r.m.deliver(want, r.now())
 	r.m.dirty = true
-	r.held = append(r.held, heldMsg{tok: want.tok, lease: lease, r: m.Receipt})
+	r.held = append(r.held, heldMsg{tok: want.tok, lease: lease, r: m.Receipt, m: m, gen: r.gen})
 }
 
 func describeMsg(m *queue.Message) string {
@@ -297,7 +410,9 @@ func describeMsg(m *queue.Message) string {
 }
 
 // settle acks (7), nacks (8), extends (9) or dead-letters (10) a held
-// delivery; the model says whether it still owns its message.
+// delivery; the model says whether it still owns its message. A delivery
+// of the queue still open is settled with its Message's methods, one from
+// before a reopen with its receipt on the queue open now.
 func (r *modelRun) settle(op, which, arg int) {
 	if len(r.held) == 0 {
 		return
@@ -307,13 +422,18 @@ func (r *modelRun) settle(op, which, arg int) {
 	r.held = slices.Delete(r.held, i, i+1)
 	msg, owns := r.m.owns(h.tok, h.lease)
 	now := r.now()
+	own := h.gen == r.gen
 	var err error
 	switch op {
 	case 7:
 		r.logf("ack %s", h.tok)
-		err = r.q.Ack(h.r)
+		if own {
+			err = h.m.Ack()
+		} else {
+			err = r.q.Ack(h.r)
+		}
 		if owns {
-			delete(r.m.msgs, h.tok)
+			r.m.ack(msg, now)
 			if msg.id != "" {
 				r.freed = append(r.freed, msg.id)
 			}
@@ -321,21 +441,33 @@ func (r *modelRun) settle(op, which, arg int) {
 	case 8:
 		d := time.Duration(arg%3) * time.Second
 		r.logf("nack %s %v", h.tok, d)
-		err = r.q.Nack(h.r, d)
+		if own {
+			err = h.m.Nack(d)
+		} else {
+			err = r.q.Nack(h.r, d)
+		}
 		if owns {
 			r.m.endLease(msg, map[bool]int64{true: now + int64(d)}[d > 0])
 		}
 	case 9:
 		d := time.Duration(1+arg%20) * time.Second
 		r.logf("extend %s %v", h.tok, d)
-		err = r.q.Extend(h.r, d)
+		if own {
+			err = h.m.Extend(d)
+		} else {
+			err = r.q.Extend(h.r, d)
+		}
 		if owns {
 			msg.due = now + int64(d)
 			r.held = append(r.held, h)
 		}
 	case 10:
 		r.logf("dead-letter %s", h.tok)
-		err = r.q.DeadLetter(h.r, "model")
+		if own {
+			err = h.m.DeadLetter("model")
+		} else {
+			err = r.q.DeadLetter(h.r, "model")
+		}
 		if owns {
 			msg.state, msg.due = modelDead, 0
 		}
@@ -344,6 +476,17 @@ func (r *modelRun) settle(op, which, arg int) {
 		r.failf("settle %s: %v; the model says the delivery owns its message: %v", h.tok, err, owns)
 	}
 	r.m.dirty = r.m.dirty || owns
+}
+
+// compact runs Compact. Messages it copies forward are records appended:
+// the log no longer ends with a clean close even if nothing else was.
+func (r *modelRun) compact(what string) {
+	r.logf("%s", what)
+	before := r.q.Stats().LastLSN
+	if err := r.q.Compact(); err != nil {
+		r.failf("compact: %v", err)
+	}
+	r.m.dirty = r.m.dirty || r.q.Stats().LastLSN != before
 }
 
 // advance moves the clock and ends the leases that ran out.
@@ -359,6 +502,28 @@ func (r *modelRun) advance(d time.Duration) {
 	r.unflushed = r.unflushed || n > 0
 }
 
+// deadOp changes the dead letters, in turn: requeue all, requeue the
+// oldest by id, purge the oldest by id, purge all.
+func (r *modelRun) deadOp() {
+	r.deads++
+	switch r.deads % 4 {
+	case 1:
+		r.requeueDead()
+	case 2, 3:
+		r.changeOldestDead(r.deads%4 == 2)
+	case 0:
+		r.logf("purge dead")
+		n, err := r.q.PurgeAllDead()
+		dead := r.m.deadTokens()
+		if err != nil || n != len(dead) {
+			r.failf("purge dead: %d, %v; the model has %d", n, err, len(dead))
+		}
+		for _, tok := range dead {
+			r.purged(r.m.msgs[tok])
+		}
+	}
+}
+
 func (r *modelRun) requeueDead() {
 	r.logf("requeue dead")
 	n, err := r.q.RequeueAllDead()
@@ -366,6 +531,45 @@ func (r *modelRun) requeueDead() {
 		r.failf("requeue dead: %d, %v; the model has %d", n, err, want)
 	}
 	r.m.dirty = r.m.dirty || n > 0
+}
+
+// changeOldestDead requeues (or purges) the oldest dead letter by its id;
+// with none, an unknown id fails with ErrNotFound.
+func (r *modelRun) changeOldestDead(requeue bool) {
+	change := map[bool]func(string) error{true: r.q.RequeueDead, false: r.q.PurgeDead}[requeue]
+	dead := r.m.deadTokens()
+	if len(dead) == 0 {
+		r.logf("requeue or purge of an unknown dead letter")
+		if err := change("no-such-id"); !errors.Is(err, queue.ErrNotFound) {
+			r.failf("requeue or purge of an unknown dead letter: %v, want ErrNotFound", err)
+		}
+		return
+	}
+	dl, err := r.q.DeadLetters(0, 1)
+	if err != nil || len(dl) != 1 || tokenOf(dl[0].Payload) != dead[0] {
+		r.failf("oldest dead letter: %v, %v; the model has %s", dl, err, dead[0])
+	}
+	r.logf("requeue %v or purge dead %s", requeue, dead[0])
+	if err := change(dl[0].ID); err != nil {
+		r.failf("requeue %v or purge dead %s: %v", requeue, dead[0], err)
+	}
+	msg := r.m.msgs[dead[0]]
+	if requeue {
+		msg.state, msg.deliveries = modelReady, 0
+	} else {
+		r.purged(msg)
+	}
+	r.m.dirty = true
+}
+
+// purged removes a purged dead letter from the model: as an ack, its
+// producer id (if any) enters the dedup window.
+func (r *modelRun) purged(msg *modelMsg) {
+	r.m.ack(msg, r.now())
+	if msg.id != "" {
+		r.freed = append(r.freed, msg.id)
+	}
+	r.m.dirty = true
 }
 
 // reopen closes the queue cleanly and opens it again: leases keep running,
@@ -384,19 +588,21 @@ func (r *modelRun) reopen() {
 }
 
 // crash copies the directory as a kill -9 leaves it and opens the copy:
-// every lease ends.
+// every lease ends. The expiries RequeueExpired appended without waiting
+// are flushed first: a process killed before they were written would have
+// returned from nothing that depends on them, but the model counts them.
 func (r *modelRun) crash() {
 	if r.unflushed {
-		r.logf("compact (to flush the expiries)")
-		if err := r.q.Compact(); err != nil {
-			r.failf("compact: %v", err)
-		}
+		r.compact("compact (to flush the expiries)")
 		r.unflushed = false
 	}
 	r.logf("crash")
-	img := scratchDir(r.t)
-	if err := copyDir(r.dir, img); err != nil {
+	img, err := crashImage(r.t, r.dir)
+	if err != nil {
 		r.failf("crash image: %v", err)
+	}
+	if _, err := queue.Verify(img); err != nil {
+		r.failf("verify of the crash image: %v", err)
 	}
 	r.q.Close()
 	r.q, r.dir = nil, img
@@ -406,6 +612,9 @@ func (r *modelRun) crash() {
 	}
 	r.m.crash()
 	r.m.dirty = r.m.dirty || r.q.Recovery().Requeued > 0
+	// Open appended the returns of the crashed leases without waiting for
+	// them, as RequeueExpired does.
+	r.unflushed = r.unflushed || r.q.Recovery().Requeued > 0
 }
 
 // stats compares the counts.

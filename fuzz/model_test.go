@@ -1,8 +1,12 @@
 package fuzz_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"testing"
 	"time"
 )
 
@@ -16,7 +20,8 @@ import (
 //   - a delivery leases the message until now + AckTimeout and counts;
 //   - a nack, an expired lease or a crash makes it ready again, or dead
 //     once it has had MaxDeliveries (a nack with a delay: delayed);
-//   - a producer-given id refuses a duplicate while its message is live;
+//   - a producer-given id refuses a duplicate while its message is live,
+//     and for DedupWindow after its ack (up to and including the end);
 //   - a clean close keeps leases running; a crash ends them, unless the
 //     crashed process appended nothing (its log still ends with the clean
 //     close of the process before, so the next open is clean too).
@@ -24,9 +29,11 @@ type model struct {
 	msgs       map[string]*modelMsg // live messages (dead included) by token
 	seq        int                  // enqueues so far: the next message's order
 	leases     int                  // deliveries so far: names a lease
-	maxDeliver int                  // MaxDeliveries (> 0)
+	maxDeliver int                  // MaxDeliveries; no limit when <= 0
 	ackTimeout time.Duration
-	dirty      bool // the log does not end with a clean close: a record was appended since, or none ever was
+	dedup      time.Duration    // DedupWindow
+	acked      map[string]int64 // producer ids of acked messages: ack time (unix ns)
+	dirty      bool             // the log does not end with a clean close: a record was appended since, or none ever was
 }
 
 // modelState is where a model message stands.
@@ -51,8 +58,9 @@ type modelMsg struct {
 	lease      int // the current lease, when leased
 }
 
-func newModel(maxDeliver int, ackTimeout time.Duration) *model {
-	return &model{msgs: make(map[string]*modelMsg), maxDeliver: maxDeliver, ackTimeout: ackTimeout, dirty: true}
+func newModel(maxDeliver int, ackTimeout, dedup time.Duration) *model {
+	return &model{msgs: make(map[string]*modelMsg), maxDeliver: maxDeliver, ackTimeout: ackTimeout,
+		dedup: dedup, acked: make(map[string]int64), dirty: true}
 }
 
 // enqueue adds a message; due > 0 delays it.
@@ -65,14 +73,24 @@ func (m *model) enqueue(tok, id string, due int64) {
 	m.msgs[tok] = msg
 }
 
-// idLive reports whether a live message has the producer id.
-func (m *model) idLive(id string) bool {
+// idTaken reports whether an enqueue with the producer id is refused at
+// now: a live message has it, or one acked within the dedup window.
+func (m *model) idTaken(id string, now int64) bool {
 	for _, msg := range m.msgs {
 		if msg.id == id {
 			return true
 		}
 	}
-	return false
+	at, ok := m.acked[id]
+	return ok && m.dedup > 0 && now-at <= int64(m.dedup)
+}
+
+// ack removes msg, acked at now; its id, if any, enters the dedup window.
+func (m *model) ack(msg *modelMsg, now int64) {
+	delete(m.msgs, msg.tok)
+	if msg.id != "" {
+		m.acked[msg.id] = now
+	}
 }
 
 // promote makes delayed messages whose time has come ready.
@@ -93,6 +111,17 @@ func (m *model) next(now int64) *modelMsg {
 			continue
 		}
 		if best == nil || less(msg, best) {
+			best = msg
+		}
+	}
+	return best
+}
+
+// oldestPending returns the never-delivered message enqueued first, or nil.
+func (m *model) oldestPending() *modelMsg {
+	var best *modelMsg
+	for _, msg := range m.msgs {
+		if msg.state == modelPending && (best == nil || msg.seq < best.seq) {
 			best = msg
 		}
 	}
@@ -125,7 +154,7 @@ func (m *model) owns(tok string, lease int) (*modelMsg, bool) {
 // dead once it has had MaxDeliveries.
 func (m *model) endLease(msg *modelMsg, due int64) {
 	switch {
-	case msg.deliveries >= m.maxDeliver:
+	case m.maxDeliver > 0 && msg.deliveries >= m.maxDeliver:
 		msg.state, msg.due = modelDead, 0
 	case due > 0:
 		msg.state, msg.due = modelDelayed, due
@@ -192,4 +221,66 @@ func (m *model) deadTokens() []string {
 		out[i] = msg.tok
 	}
 	return out
+}
+
+// crashImage copies dir as a kill -9 at one instant leaves it. The
+// housekeeper may be compacting while the files are copied (a snapshot
+// renamed in, front segments removed, copies appended), and a copy taken
+// across such a change holds files of two moments that no crash leaves, so
+// the copy is taken again until no file changed while it was made.
+func crashImage(t testing.TB, dir string) (string, error) {
+	for try := 0; ; try++ {
+		before, err := listFiles(dir)
+		if err != nil {
+			return "", err
+		}
+		img := scratchDir(t)
+		err = copyDir(dir, img)
+		if err != nil && !errors.Is(err, os.ErrNotExist) { // removed while walked: a change
+			return "", err
+		}
+		after, lerr := listFiles(dir)
+		if lerr != nil {
+			return "", lerr
+		}
+		if err == nil && unchangedFiles(before, after) {
+			return img, nil
+		}
+		if try == 1000 {
+			return "", fmt.Errorf("%s kept changing while it was copied", dir)
+		}
+		os.RemoveAll(img)
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// listFiles returns the files under dir by relative path.
+func listFiles(dir string) (map[string]os.FileInfo, error) {
+	out := make(map[string]os.FileInfo)
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed while walked: missing from one of the listings
+		}
+		if err != nil || info.IsDir() {
+			return err
+		}
+		out[path] = info
+		return nil
+	})
+	return out, err
+}
+
+// unchangedFiles reports whether two listings name the same files, each the
+// same file (not one renamed over it) of the same size and time.
+func unchangedFiles(a, b map[string]os.FileInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for path, fa := range a {
+		fb, ok := b[path]
+		if !ok || !os.SameFile(fa, fb) || fa.Size() != fb.Size() || !fa.ModTime().Equal(fb.ModTime()) {
+			return false
+		}
+	}
+	return true
 }

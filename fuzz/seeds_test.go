@@ -2,6 +2,7 @@ package fuzz_test
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,8 @@ var seedDirs = []string{
 	"../queue/testdata/fuzz/FuzzDecodeState",
 	"../recovery/testdata/fuzz/FuzzDecode",
 	"../recovery/testdata/fuzz/FuzzEncode",
+	"testdata/fuzz/FuzzSortedModel",
+	"../wal/testdata/fuzz/FuzzDecodeEntry",
 }
 
 // TestSeedCorpus checks that every fuzz target has its committed seeds. With
@@ -63,6 +66,15 @@ func writeSeeds(t *testing.T) {
 		}
 	}
 	writeSeed(t, seedDirs[1], "records", byte(3), recs)
+	for i, s := range sortedSeeds {
+		writeSeed(t, seedDirs[7], fmt.Sprint("sorted", i), s)
+	}
+	for _, e := range ents {
+		frame := valid[e.off:e.end]
+		_, k := binary.Uvarint(frame)
+		writeSeed(t, seedDirs[8], fmt.Sprint("entry-lsn", e.first), frame[k:])
+		writeSeed(t, seedDirs[8], fmt.Sprint("frame-lsn", e.first), frame)
+	}
 	for i, body := range realSnapshotBodies(t) {
 		writeSeed(t, seedDirs[2], fmt.Sprint("body", i), true, body)
 		writeSeed(t, seedDirs[2], fmt.Sprint("file", i), false, recovery.Encode(9, body))

@@ -72,6 +72,13 @@ func (q *Queue) snapshot() error {
 	q.compactMu.Lock()
 	defer q.compactMu.Unlock()
 	q.mu.Lock()
+	if st := q.mu.st; st.pending == 0 {
+		// The cursor owns nothing: the truncation below may cut past it
+		// (cursorNeedLocked), so it passes the end of the log first. A
+		// snapshot with the old cursor would claim, once messages are
+		// enqueued again, LSNs that the truncation removed.
+		st.cursor = max(st.cursor, st.last+1)
+	}
 	f := q.mu.st.freeze()
 	low := q.lowWaterLocked()
 	unchanged := f.last == q.mu.snapLSN

@@ -189,16 +189,24 @@ func (q *Queue) moveCursorRegion(target uint64, recount bool) (int, error) {
 // moveChunk payload bytes of them, and returns them with the LSN to go on
 // from.
 func (q *Queue) readCandidates(from, target uint64) ([]candidate, uint64, error) {
-	// A compaction may have cut the log past from meanwhile: it cuts only
-	// what holds nothing live, so the reading goes on where the log starts.
+	// A compaction may have cut the log past from, before the reading or
+	// while it goes on (the housekeeper's, woken by this move's copies): it
+	// cuts only what holds nothing live, so the reading goes on where the
+	// log starts.
 	r := q.log.NewReader(max(from, q.log.FirstLSN()))
-	defer r.Close()
+	defer func() { r.Close() }()
 	var out []candidate
 	bytes := 0
 	for bytes < moveChunk {
 		lsn, b, err := r.Next()
 		if errors.Is(err, io.EOF) || (err == nil && lsn >= target) {
 			return out, target, nil
+		}
+		if errors.Is(err, wal.ErrNotFound) && q.log.FirstLSN() > from {
+			from = q.log.FirstLSN()
+			r.Close()
+			r = q.log.NewReader(from)
+			continue
 		}
 		if err != nil {
 			return nil, 0, wrapCorrupt("read cursor region", err)

@@ -58,6 +58,7 @@ func (q *Queue) Stats() Stats {
 	st := q.mu.st
 	now := q.now()
 	st.table.Promote(now)
+	st.sorted.Release(now) // keys whose nack delay has passed count as pullable
 	c2 := st.table.Counts()
 	s := Stats{
 		Ready: st.pending + int64(c2.Ready), Delayed: int64(c2.Delayed), InFlight: int64(c2.Leased), Dead: int64(c2.Dead),
