@@ -246,3 +246,51 @@ func TestSortedQueueShowsKeys(t *testing.T) {
 	require.Len(t, kp.Keys, 1)
 	assert.Equal(t, "c", kp.Keys[0].Key)
 }
+
+func TestSortedQueueDeadValues(t *testing.T) {
+	sq, err := queue.OpenSorted[int](t.TempDir(), &queue.SortedOptions{Options: queue.Options{ManualRequeue: true}})
+	require.NoError(t, err)
+	defer sq.Close()
+	ctx := context.Background()
+	require.NoError(t, sq.Publish(ctx, 1, "acme", []byte("broken")))
+	require.NoError(t, sq.Publish(ctx, 2, "zeta", []byte("fine")))
+	bs, err := sq.TryPull(1)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.NoError(t, bs[0].DeadLetter("bad input"))
+	s := server(t, dashboard.ForSorted(sq), &dashboard.Options{Actions: true})
+
+	var p dashboard.Page
+	getJSON(t, s.URL+"/queue/api/messages?state=dead", &p)
+	require.Len(t, p.Messages, 1)
+	dead := p.Messages[0]
+	assert.Equal(t, "bad input", dead.Reason)
+	assert.Equal(t, "acme", dead.Headers["key"])
+	assert.Equal(t, "1", dead.Headers["sort"])
+	getJSON(t, s.URL+"/queue/api/messages?state=ready", &p)
+	assert.Empty(t, p.Messages, "pending values are listed by key")
+	var one struct {
+		dashboard.Message
+		PayloadText string `json:"payload_text"`
+	}
+	assert.Equal(t, 200, getJSON(t, s.URL+"/queue/api/message?ref="+dead.Ref, &one))
+	assert.Equal(t, dead.Ref, one.Ref)
+	assert.Equal(t, "broken", one.PayloadText)
+
+	same := map[string]string{"Origin": s.URL, "Sec-Fetch-Site": "same-origin"}
+	code, msg := post(t, s.URL+"/queue/api/dead/requeue", `{"ref":"`+dead.Ref+`"}`, same)
+	require.Equal(t, 200, code, msg)
+	bs, err = sq.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 2, "the requeued value is pending again")
+	require.Equal(t, "acme", bs[0].Key)
+	require.NoError(t, bs[0].DeadLetter("still broken"))
+	require.NoError(t, bs[1].Ack())
+	getJSON(t, s.URL+"/queue/api/messages?state=dead", &p)
+	require.Len(t, p.Messages, 1)
+	code, msg = post(t, s.URL+"/queue/api/dead/purge", `{"ref":"`+p.Messages[0].Ref+`"}`, same)
+	require.Equal(t, 200, code, msg)
+	assert.Equal(t, int64(0), sq.Stats().Dead)
+	code, _ = post(t, s.URL+"/queue/api/dead/purge", `{"ref":"`+p.Messages[0].Ref+`"}`, same)
+	assert.Equal(t, 404, code)
+}

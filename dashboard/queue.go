@@ -128,8 +128,9 @@ func parseRef(ref string, empty bool) (uint64, error) {
 }
 
 // ForSorted returns the Source of a sorted queue, or of a windowed one
-// (ForSorted(w.Sorted)). It implements KeySource; its message lists are
-// empty: a sorted queue's values are seen by key.
+// (ForSorted(w.Sorted)). It implements KeySource and DeadActions: pending
+// values are seen by key, and the message lists hold the dead values (Ref
+// is a value's sequence number; ID is "key/seq").
 func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
 
 type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
@@ -138,15 +139,81 @@ func (s sortedSource[K]) Stats(context.Context) (Stats, error) {
 	return fromStats("sorted", s.s.Stats(), time.Now()), nil
 }
 
-func (s sortedSource[K]) Messages(_ context.Context, state, _ string, _ int) (Page, error) {
-	if _, err := queue.ParseMessageState(state); err != nil {
+func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit int) (Page, error) {
+	st, err := queue.ParseMessageState(state)
+	if err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return Page{Messages: []Message{}}, nil
+	if st != queue.StateDead {
+		return Page{Messages: []Message{}}, nil
+	}
+	from, err := parseRef(after, true)
+	if err != nil {
+		return Page{}, err
+	}
+	if after != "" {
+		from++
+	}
+	ds, err := s.s.DeadValues(from, limit+1)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Messages: make([]Message, 0, min(len(ds), limit))}
+	for i, d := range ds {
+		if i == limit {
+			p.Next = p.Messages[i-1].Ref
+			break
+		}
+		p.Messages = append(p.Messages, fromDeadValue(d))
+	}
+	return p, nil
 }
 
 func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error) {
-	return Message{}, fmt.Errorf("%w: a sorted queue's values are listed by key", ErrNotFound)
+	seq, err := parseRef(ref, false)
+	if err != nil {
+		return Message{}, err
+	}
+	ds, err := s.s.DeadValues(seq, 1)
+	if err != nil {
+		return Message{}, err
+	}
+	if len(ds) == 0 || ds[0].Seq != seq {
+		return Message{}, fmt.Errorf("%w: no dead value %d (pending values are listed by key)", ErrNotFound, seq)
+	}
+	m := fromDeadValue(ds[0])
+	m.Payload = ds[0].Payload
+	return m, nil
+}
+
+func (s sortedSource[K]) RequeueDead(ctx context.Context, ref string) error {
+	return s.deadAction(ctx, ref, s.s.RequeueDead)
+}
+
+func (s sortedSource[K]) PurgeDead(ctx context.Context, ref string) error {
+	return s.deadAction(ctx, ref, s.s.PurgeDead)
+}
+
+// deadAction runs act on the dead value ref names.
+func (s sortedSource[K]) deadAction(ctx context.Context, ref string, act func(seq uint64) error) error {
+	seq, err := parseRef(ref, false)
+	if err != nil {
+		return err
+	}
+	if err := act(seq); err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func fromDeadValue[K queue.SortKey](d queue.DeadValue[K]) Message {
+	seq := strconv.FormatUint(d.Seq, 10)
+	return Message{Ref: seq, ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
+		Deliveries: d.Deliveries, Reason: d.Reason, Size: len(d.Payload),
+		Headers: map[string]string{"key": d.Key, "sort": formatSort(d.Sort)}}
 }
 
 func (s sortedSource[K]) Keys(_ context.Context, after string, limit int) (KeyPage, error) {
