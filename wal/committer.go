@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	twal "github.com/tidwall/wal"
@@ -36,12 +37,17 @@ type request struct {
 	done     chan error // capacity 1; receives the outcome
 }
 
-// committer is the goroutine that owns the tidwall/wal handle. It writes
-// commit groups, fsyncs, rolls and truncates segments. All its fields are
-// owned by its goroutine; it shares state with the rest of the Log only
+// committer owns the tidwall/wal handle. It writes commit groups, fsyncs,
+// rolls and truncates segments. Its goroutine serves timers, fsync
+// completions, requests and wake-ups; a caller blocked in Commit.Wait or
+// WaitWritten writes the gathered groups itself (see writeFor), which
+// saves two goroutine hand-offs per call. Both hold mu while they touch
+// the committer's fields; it shares state with the rest of the Log only
 // through Log.mu (groups, sticky error), Log.seg (segment list) and the
 // LSN atomics.
 type committer struct {
+	mu sync.Mutex // guards every field below, and the calls on tw
+
 	l  *Log
 	tw *twal.Log
 	f  faults
@@ -69,45 +75,86 @@ type committer struct {
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
 
+	stopped  bool  // shutdown ran: tw is closed
 	closeErr error // Close's result; read by Close after exited is closed
 }
 
 func (c *committer) run() {
 	defer close(c.l.exited)
-	c.syncJobs, c.syncDone = make(chan *syncJob), make(chan *syncJob)
 	go c.syncer(c.syncJobs, c.syncDone)
 	defer close(c.syncJobs)
 	for {
-		var tick <-chan time.Time
-		if c.timerOn {
-			tick = c.timer.C
-		}
+		// The timer's channel is always watched: a caller may arm it
+		// while this loop waits. A stale tick (timerOn false) is ignored.
 		select {
 		case <-c.l.wake:
+			c.mu.Lock()
 			if c.inflight == nil || c.l.urgent() {
 				c.commit()
+				c.startSync(false)
 			}
-		case <-tick:
-			c.timerOn = false
-			if c.l.opts.Sync == SyncAlways {
-				c.startSync(false) // a gathering's time is up
-			} else {
-				_ = c.syncIfDirty() // a failure poisons the Log
-			}
+			c.mu.Unlock()
+		case <-c.timer.C:
+			c.mu.Lock()
+			c.tick()
+			c.mu.Unlock()
 		case job := <-c.syncDone:
+			c.mu.Lock()
 			c.synced(job)
 			c.commit() // what gathered during the fsync
 			c.startSync(false)
+			c.mu.Unlock()
 		case req := <-c.l.reqs:
+			c.mu.Lock()
 			c.commit()
 			c.drainSyncs()
-			req.done <- c.serve(req)
+			err := c.serve(req)
+			c.mu.Unlock()
+			req.done <- err
 		case <-c.l.stop:
+			c.mu.Lock()
 			c.commit()
 			c.drainSyncs()
 			c.shutdown()
+			c.mu.Unlock()
 			return
 		}
+	}
+}
+
+// tick handles the timer: a gathering's time is up (SyncAlways), or the
+// SyncInterval deadline passed.
+func (c *committer) tick() {
+	if !c.timerOn {
+		return
+	}
+	c.timerOn = false
+	if c.l.opts.Sync == SyncAlways {
+		c.startSync(false)
+		return
+	}
+	_ = c.syncIfDirty() // a failure poisons the Log
+}
+
+// writeFor writes the gathered groups on behalf of a caller waiting for
+// cm, unless cm is already written, the committer has stopped, or cm only
+// waits for an fsync that is in flight (its group gathers for the next
+// one; urgent groups are written at once). If an fsync is due, the caller
+// runs it too, outside mu so that others keep writing, and posts it to
+// syncDone for the committer goroutine, which writes what gathered
+// meanwhile and starts the next one: a lone caller makes no hand-off.
+func (c *committer) writeFor(cm *Commit) {
+	c.mu.Lock()
+	if c.stopped || cm.isWritten() || (c.inflight != nil && !cm.urgent.Load()) {
+		c.mu.Unlock()
+		return
+	}
+	c.commit()
+	job := c.nextSync(false)
+	c.mu.Unlock()
+	if job != nil {
+		c.runSync(job)
+		c.syncDone <- job // capacity 1, and one job at a time: never blocks
 	}
 }
 
@@ -119,7 +166,8 @@ func (c *committer) serve(req request) error {
 }
 
 // commit writes every waiting group as one batch and completes their
-// Commits according to the sync mode.
+// Commits according to the sync mode; the caller then starts the fsync
+// (startSync or nextSync) under SyncAlways.
 func (c *committer) commit() {
 	c.groups = c.l.takeGroups(c.groups[:0], c.done)
 	clear(c.done)
@@ -148,7 +196,6 @@ func (c *committer) commit() {
 		}
 		g.commit.finish(err)
 	}
-	c.startSync(false)
 	c.done = append(c.done, c.groups...)
 	clear(c.groups)
 	if c.batchBytes > maxFreeBuf {
@@ -315,6 +362,7 @@ func (c *committer) syncIfDirty() error {
 
 // shutdown makes everything durable and closes tidwall/wal.
 func (c *committer) shutdown() {
+	c.stopped = true
 	c.timer.Stop()
 	err := c.syncIfDirty()
 	if cerr := c.tw.Close(); err == nil && cerr != nil {
