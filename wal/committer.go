@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	twal "github.com/tidwall/wal"
@@ -69,6 +70,7 @@ type committer struct {
 	gatherFor      time.Duration // how long a gathering may hold an fsync back (the last fsync's time)
 	gatherUntil    time.Time     // when the current gathering starts its fsync anyway; zero when none
 	inflight       *syncJob      // SyncAlways: the fsync the syncer is running; nil when idle
+	syncing        atomic.Bool   // inflight != nil; read without mu by writeFor
 	syncJobs       chan *syncJob
 	syncDone       chan *syncJob
 	lastSync       time.Time   // time of the last fsync
@@ -109,6 +111,8 @@ func (c *committer) run() {
 			c.commit()
 			c.drainSyncs()
 			err := c.serve(req)
+			c.commit() // what gathered during the drain: its callers saw an fsync in flight
+			c.startSync(false)
 			c.mu.Unlock()
 			req.done <- err
 		case <-c.l.stop:
@@ -144,6 +148,12 @@ func (c *committer) tick() {
 // syncDone for the committer goroutine, which writes what gathered
 // meanwhile and starts the next one: a lone caller makes no hand-off.
 func (c *committer) writeFor(cm *Commit) {
+	// Without the mutex first: with hundreds of callers, taking it only to
+	// learn that an fsync is in flight makes them a convoy. A stale read is
+	// harmless: the committer writes what gathered once that fsync ends.
+	if cm.isWritten() || (c.syncing.Load() && !cm.urgent.Load()) {
+		return
+	}
 	c.mu.Lock()
 	if c.stopped || cm.isWritten() || (c.inflight != nil && !cm.urgent.Load()) {
 		c.mu.Unlock()

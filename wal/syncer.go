@@ -105,12 +105,14 @@ func (c *committer) nextSync(force bool) *syncJob {
 	c.l.seg.RUnlock()
 	c.waiting, c.waitingRecords = nil, 0
 	c.inflight = job
+	c.syncing.Store(true)
 	return job
 }
 
 // synced takes back a completed fsync job; the caller starts the next one.
 func (c *committer) synced(job *syncJob) {
 	c.inflight = nil
+	c.syncing.Store(false)
 	if job.err != nil {
 		c.failWaiting(job.err)
 		return
