@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -22,24 +23,30 @@ var bboltBucket = []byte("queue")
 const bboltBatchDelay = 500 * time.Microsecond
 
 func bboltSystems() []System {
-	mk := func(batch bool) System {
+	mk := func(batch, noSync bool) System {
 		mode := "update"
 		if batch {
 			mode = "batch"
 		}
+		if noSync {
+			mode = "nosync"
+		}
 		return System{
 			Name: "bbolt/" + mode, Family: "bbolt", Mode: mode, Kind: KindQueue,
-			Durable: true, Bulk: batch, FIFO: true,
-			Config: func(h Hint) string { return bboltConfig(batch, h) },
-			Open:   func(dir string, h Hint) (Queue, error) { return openBbolt(dir, batch, h) },
+			Durable: !noSync, Bulk: batch && !noSync, FIFO: true,
+			Config: func(h Hint) string { return bboltConfig(batch, noSync, h) },
+			Open:   func(dir string, h Hint) (Queue, error) { return openBbolt(dir, batch, noSync, h) },
 		}
 	}
-	return []System{mk(false), mk(true)}
+	return []System{mk(false, false), mk(true, false), mk(true, true)}
 }
 
-func bboltConfig(batch bool, h Hint) string {
+func bboltConfig(batch, noSync bool, h Hint) string {
 	s := "one fsync per tx; NoFreelistSync+FreelistMapType (etcd's settings); " +
 		"enqueue = Put(NextSequence); dequeue = First+Delete in one tx, no ack (at-most-once)"
+	if noSync {
+		s = "NoSync (no fsync); " + strings.TrimPrefix(s, "one fsync per tx; ")
+	}
 	if !batch {
 		return "db.Update per op; " + s
 	}
@@ -59,11 +66,12 @@ type bboltQueue struct {
 	ready *wakeup // broadcast after every enqueue commits
 }
 
-func openBbolt(dir string, batch bool, h Hint) (*bboltQueue, error) {
+func openBbolt(dir string, batch, noSync bool, h Hint) (*bboltQueue, error) {
 	db, err := bolt.Open(filepath.Join(dir, "queue.db"), 0o600, &bolt.Options{
 		Timeout:        time.Second,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		NoSync:         noSync,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bbolt: open %s: %w", dir, err)

@@ -25,19 +25,28 @@ func fsyncSystems() []System {
 			return "lower bound: one file, O_APPEND write of uint32 len + payload, then fdatasync, " +
 				"one op at a time under a mutex (no grouping)"
 		},
-		Open: func(dir string, _ Hint) (Queue, error) { return openFsyncLoop(dir) },
+		Open: func(dir string, _ Hint) (Queue, error) { return openFsyncLoop(dir, true) },
+	}, {
+		Name: "append/loop", Family: "append", Mode: "loop", Kind: KindLog, FIFO: true,
+		Config: func(Hint) string {
+			return "lower bound without fsync: one file, O_APPEND write of uint32 len + payload, " +
+				"one write call per op under a mutex; drain.enqueue only"
+		},
+		Open: func(dir string, _ Hint) (Queue, error) { return openFsyncLoop(dir, false) },
 	}}
 }
 
-// fsyncLoop appends each record and fdatasyncs before returning: the cost of
-// one durable write on this disk, with no batching.
+// fsyncLoop appends each record and, when sync, fdatasyncs before
+// returning: the cost of one durable write on this disk (or of one write
+// call), with no batching.
 type fsyncLoop struct {
-	mu  sync.Mutex // serialises write+fdatasync and guards buf
-	f   *os.File
-	buf []byte // record being written; guarded by mu
+	mu   sync.Mutex // serialises write+fdatasync and guards buf
+	f    *os.File
+	sync bool   // fdatasync after every write
+	buf  []byte // record being written; guarded by mu
 }
 
-func openFsyncLoop(dir string) (*fsyncLoop, error) {
+func openFsyncLoop(dir string, sync bool) (*fsyncLoop, error) {
 	path := filepath.Join(dir, "log")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -46,7 +55,7 @@ func openFsyncLoop(dir string) (*fsyncLoop, error) {
 	if err := syncDir(dir); err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
-	return &fsyncLoop{f: f}, nil
+	return &fsyncLoop{f: f, sync: sync}, nil
 }
 
 // syncDir fsyncs a directory so that a file created in it survives a crash.
@@ -65,6 +74,9 @@ func (l *fsyncLoop) Enqueue(_ context.Context, payload []byte) error {
 	l.buf = append(l.buf, payload...)
 	if _, err := l.f.Write(l.buf); err != nil {
 		return fmt.Errorf("fsync: write: %w", err)
+	}
+	if !l.sync {
+		return nil
 	}
 	if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
 		return fmt.Errorf("fsync: fdatasync: %w", err)

@@ -83,7 +83,9 @@ func (s sample) opsPerSec() float64 {
 // applies reports whether a system takes part in a workload.
 func applies(s System, workload string) bool {
 	switch workload {
-	case wDrain, wCycle:
+	case wDrain:
+		return s.Kind == KindQueue || !s.Durable // a lower bound without fsync: the enqueue phase
+	case wCycle:
 		return s.Kind == KindQueue
 	case wEnqueue:
 		return s.Durable
@@ -112,6 +114,18 @@ func runDrain(ctx context.Context, q Queue, s System, dir string, c cell, o runO
 	prod := produce(ctx, q, 1, o.N, c.Payload, stop, &errs)
 	enq := sample{Phase: "enqueue", Ops: prod.total(), Elapsed: prod.elapsed,
 		Disk: diskUsage(dir), Errors: errs.list()}.withLat(&prod.lat)
+	if s.Kind == KindLog { // no consumer: read the log back, untimed
+		chk := newChecker(1, o.N, c.Payload, s.FIFO)
+		chk.expect(prod.counts)
+		if sc, ok := q.(scanner); ok {
+			v := chk.view()
+			if err := sc.Scan(func(p []byte) error { v.check(p); return nil }); err != nil {
+				errs.add("scan", err)
+			}
+		}
+		enq.Errors = append(errs.list(), chk.problems()...)
+		return []sample{enq}
+	}
 
 	var derrs errorLog
 	chk := newChecker(1, o.N, c.Payload, s.FIFO)

@@ -3,7 +3,8 @@ package index
 // HasValue reports whether the value v, found by Key, Sort and Seq, is
 // pending or dead: what MoveValue and Drop find.
 func (s *Sorted) HasValue(v SortedValue) bool {
-	return s.pending.Has(v) || s.HasDead(v.Seq)
+	_, _, _, ok := s.findPending(v)
+	return ok || s.HasDead(v.Seq)
 }
 
 // HasDead reports whether the value seq is in the dead set: what Revive

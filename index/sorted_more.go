@@ -1,23 +1,44 @@
 package index
 
-import "github.com/google/btree"
+import (
+	"slices"
+	"strings"
+
+	"github.com/google/btree"
+)
 
 // MoveValue changes the Loc and Size of the pending or dead value v (found
 // by Key, Sort and Seq) and reports whether it found it.
 func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
-	if cur, ok := s.pending.Get(v); ok {
-		s.bytes += int64(size) - int64(cur.Size)
-		cur.Loc, cur.Size = loc, size
-		s.pending.ReplaceOrInsert(cur)
+	if k, ci, i, ok := s.findPending(v); ok {
+		c := k.list.ownChunk(ci, s.gen)
+		cur := &c.vals[i]
+		s.locs.remove(cur.loc)
+		s.locs.add(loc)
+		s.bytes += int64(size) - int64(cur.size)
+		cur.loc, cur.size = loc, size
 		return true
 	}
 	if cur, ok := s.dead.Get(DeadValue{SortedValue: SortedValue{Seq: v.Seq}}); ok {
+		s.locs.remove(cur.Loc)
+		s.locs.add(loc)
 		s.bytes += int64(size) - int64(cur.Size)
 		cur.Loc, cur.Size = loc, size
 		s.dead.ReplaceOrInsert(cur)
 		return true
 	}
 	return false
+}
+
+// findPending returns the key and position of the pending value v (found
+// by Key, Sort and Seq).
+func (s *Sorted) findPending(v SortedValue) (*keyValues, int, int, bool) {
+	k := s.keys[v.Key]
+	if k == nil {
+		return nil, 0, 0, false
+	}
+	ci, i, ok := k.list.find(sortString(v.Sort), v.Seq)
+	return k, ci, i, ok
 }
 
 // Dead calls fn for every dead value in Seq order until fn returns false.
@@ -28,6 +49,7 @@ func (s *Sorted) RemoveDead(seq uint64) (DeadValue, bool) {
 	v, ok := s.dead.Delete(DeadValue{SortedValue: SortedValue{Seq: seq}})
 	if ok {
 		s.bytes -= int64(v.Size)
+		s.locs.remove(v.Loc)
 	}
 	return v, ok
 }
@@ -45,8 +67,12 @@ func (s *Sorted) Revive(seq uint64) bool {
 
 // PutDead adds a dead value (used when loading a snapshot).
 func (s *Sorted) PutDead(v DeadValue) {
-	s.dead.ReplaceOrInsert(v)
+	if old, ok := s.dead.ReplaceOrInsert(v); ok {
+		s.bytes -= int64(old.Size)
+		s.locs.remove(old.Loc)
+	}
 	s.bytes += int64(v.Size)
+	s.locs.add(v.Loc)
 }
 
 // PutBatch adds a leased batch (used when loading a snapshot).
@@ -55,65 +81,71 @@ func (s *Sorted) PutBatch(b Batch) {
 	s.putBatch(b)
 	for _, v := range b.Values {
 		s.bytes += int64(v.Size)
+		s.locs.add(v.Loc)
 	}
 	s.place(b.Key)
 }
 
 // MinLoc returns the lowest Loc of any value: the oldest log position the
-// index still needs.
-func (s *Sorted) MinLoc() (uint64, bool) {
-	var min uint64
-	found := false
-	see := func(v SortedValue) bool {
-		if !found || v.Loc < min {
-			min, found = v.Loc, true
-		}
-		return true
-	}
-	s.pending.Ascend(see)
-	s.dead.Ascend(func(d DeadValue) bool { return see(d.SortedValue) })
-	s.batches.Ascend(func(b Batch) bool {
-		for _, v := range b.Values {
-			see(v)
-		}
-		return true
-	})
-	return min, found
-}
+// index still needs. O(log n).
+func (s *Sorted) MinLoc() (uint64, bool) { return s.locs.min() }
 
 // Values calls fn for every pending and dead value, in no particular order,
 // until fn returns false.
 func (s *Sorted) Values(fn func(SortedValue) bool) {
-	stopped := false
-	s.pending.Ascend(func(v SortedValue) bool { stopped = !fn(v); return !stopped })
-	if !stopped {
-		s.dead.Ascend(func(d DeadValue) bool { return fn(d.SortedValue) })
+	for _, k := range s.keys {
+		if !eachValue(k.list.chunks, func(p *pendingValue) bool { return fn(p.value(k.name)) }) {
+			return
+		}
 	}
+	s.dead.Ascend(func(d DeadValue) bool { return fn(d.SortedValue) })
 }
 
-// Snapshot returns a frozen copy-on-write view of the index.
+// Snapshot returns a frozen copy-on-write view of the index. It costs a
+// slice header per key: the keys' lists and chunks are shared with the
+// index, which copies one before changing it.
 func (s *Sorted) Snapshot() *SortedSnapshot {
-	return &SortedSnapshot{
-		pending: s.pending.Clone(), dead: s.dead.Clone(),
-		batches: s.batches.Clone(), holds: s.holds.Clone(),
+	snap := &SortedSnapshot{
+		pending: make([]keySnapshot, 0, len(s.keys)), count: s.pending,
+		dead: s.dead.Clone(), batches: s.batches.Clone(), holds: s.holds.Clone(),
 	}
+	for _, k := range s.keys {
+		snap.pending = append(snap.pending, keySnapshot{k.name, k.list.chunks})
+	}
+	s.gen++
+	return snap
+}
+
+// keySnapshot is a key's pending values as a snapshot sees them.
+type keySnapshot struct {
+	name   string
+	chunks []*chunk // shared with the index; never changed after the snapshot
 }
 
 // SortedSnapshot is a frozen view of a Sorted index.
 type SortedSnapshot struct {
-	pending *btree.BTreeG[SortedValue] // clones; never mutated
-	dead    *btree.BTreeG[DeadValue]
+	pending []keySnapshot            // in no order until Pending sorts them by key
+	count   int                      // pending values
+	dead    *btree.BTreeG[DeadValue] // clones; never mutated
 	batches *btree.BTreeG[Batch]
 	holds   *btree.BTreeG[hold]
 }
 
 // Len returns the number of pending values, dead values, batches and holds.
 func (s *SortedSnapshot) Len() (pending, dead, batches, holds int) {
-	return s.pending.Len(), s.dead.Len(), s.batches.Len(), s.holds.Len()
+	return s.count, s.dead.Len(), s.batches.Len(), s.holds.Len()
 }
 
-// Pending calls fn for every pending value until it returns false.
-func (s *SortedSnapshot) Pending(fn func(SortedValue) bool) { s.pending.Ascend(fn) }
+// Pending calls fn for every pending value, by key, sort key and Seq,
+// until it returns false. It is not safe for concurrent use.
+func (s *SortedSnapshot) Pending(fn func(SortedValue) bool) {
+	slices.SortFunc(s.pending, func(a, b keySnapshot) int { return strings.Compare(a.name, b.name) })
+	for _, k := range s.pending {
+		if !eachValue(k.chunks, func(p *pendingValue) bool { return fn(p.value(k.name)) }) {
+			return
+		}
+	}
+}
 
 // Dead calls fn for every dead value until it returns false.
 func (s *SortedSnapshot) Dead(fn func(DeadValue) bool) { s.dead.Ascend(fn) }
@@ -128,15 +160,14 @@ func (s *SortedSnapshot) Holds(fn func(key string, at int64) bool) {
 
 // HasPending reports whether key has pending values.
 func (s *Sorted) HasPending(key string) bool {
-	_, ok := s.firstPending(key)
-	return ok
+	return s.keys[key] != nil
 }
 
 // HasValueAt reports whether the value v is still pending or dead with the
 // same Loc.
 func (s *Sorted) HasValueAt(v SortedValue) bool {
-	if cur, ok := s.pending.Get(v); ok {
-		return cur.Loc == v.Loc
+	if k, ci, i, ok := s.findPending(v); ok {
+		return k.list.chunks[ci].vals[i].loc == v.Loc
 	}
 	cur, ok := s.dead.Get(DeadValue{SortedValue: SortedValue{Seq: v.Seq}})
 	return ok && cur.Loc == v.Loc
@@ -144,12 +175,17 @@ func (s *Sorted) HasValueAt(v SortedValue) bool {
 
 // Drop removes a pending or dead value for good.
 func (s *Sorted) Drop(v SortedValue) bool {
-	if cur, ok := s.pending.Get(v); ok {
-		s.unplace(v.Key)
-		s.pending.Delete(cur)
-		s.uncache(cur.Seq)
-		s.bytes -= int64(cur.Size)
-		s.place(v.Key)
+	if k, ci, i, ok := s.findPending(v); ok {
+		s.unplace(k.name)
+		cur := k.list.removeAt(ci, i, s.gen)
+		s.pending--
+		if k.list.n == 0 {
+			delete(s.keys, k.name)
+		}
+		s.uncache(cur.seq)
+		s.bytes -= int64(cur.size)
+		s.locs.remove(cur.loc)
+		s.place(k.name)
 		return true
 	}
 	_, ok := s.RemoveDead(v.Seq)

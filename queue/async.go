@@ -205,7 +205,9 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 	if err := q.checkIDLocked(r); err != nil {
 		return nil, err
 	}
+	q.mu.noWait = true
 	c, err := q.appendLocked(r, enc)
+	q.mu.noWait = false
 	if err != nil {
 		return nil, err
 	}

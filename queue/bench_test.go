@@ -167,3 +167,66 @@ func peakRSS() int64 {
 	}
 	return 0
 }
+
+// BenchmarkSteady measures one operation at a time in steady state,
+// without fsync, 100-byte payloads, one goroutine: enqueue into a queue
+// that already holds a backlog, dequeue from a backlog of b.N messages,
+// and ack b.N leased messages. Run with -benchmem for allocs/op.
+func BenchmarkSteady(b *testing.B) {
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	open := func(b *testing.B, backlog int) *queue.Queue {
+		b.Helper()
+		q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range backlog {
+			if _, err := q.Enqueue(ctx, payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return q
+	}
+	b.Run("enqueue", func(b *testing.B) {
+		q := open(b, 1000)
+		defer q.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, err := q.Enqueue(ctx, payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dequeue", func(b *testing.B) {
+		q := open(b, b.N)
+		defer q.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, err := q.Dequeue(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ack", func(b *testing.B) {
+		q := open(b, b.N)
+		defer q.Close()
+		ms := make([]*queue.Message, b.N)
+		for i := range ms {
+			m, err := q.Dequeue(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms[i] = m
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, m := range ms {
+			if err := m.Ack(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

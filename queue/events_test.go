@@ -178,6 +178,13 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	assert.Equal(t, uint64(1), h.Count)
 	assert.InDelta(t, 1.5, h.Sum, 1e-9)
 	assert.Equal(t, 2.048, h.Quantile(1), "1500 ms is in the bucket up to 2048 ms")
+	// Every durable enqueue and ack above (SyncAlways) waited for an fsync
+	// of the tail segment, each counted with the records it covered.
+	fs, rs := m.FsyncSeconds, m.RecordsPerFsync
+	assert.Positive(t, fs.Count, "fsyncs are measured")
+	assert.Equal(t, fs.Count, rs.Count, "one records figure per fsync")
+	assert.GreaterOrEqual(t, rs.Sum, float64(m.Enqueued+m.Acked), "the enqueues and the ack were fsynced")
+	assert.Positive(t, fs.Sum)
 }
 
 // Compactions are logged at Debug with their duration and the log bytes

@@ -34,6 +34,8 @@ type Queue struct {
 		snapAt    time.Time     // when it was taken
 		armed     int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
 		async     inflight      // asynchronous calls not yet complete (async.go)
+		enc       []byte        // appendLSNLocked's encoding buffer; the log copies what it appends
+		noWait    bool          // set by an asynchronous call around its appends: nobody waits for them, so the committer must be woken
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting
@@ -93,15 +95,22 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 		return 0, nil, fmt.Errorf("queue: %s refused: %w", opName(r.Op), err)
 	}
 	if enc == nil {
-		enc = encodeRecord(nil, r)
+		q.mu.enc = encodeRecord(q.mu.enc[:0], r)
+		enc = q.mu.enc
 	}
-	appendRec := q.log.Append
-	if r.Op == opLease || r.Op == opPull {
-		// A delivery waits for the write only (see Dequeue); the ack
-		// that follows makes it durable.
-		appendRec = q.log.AppendLazy
+	// A delivery waits for the write only (see Dequeue); the ack that
+	// follows makes it durable.
+	lazy := r.Op == opLease || r.Op == opPull
+	var lsn uint64
+	var c *wal.Commit
+	var err error
+	if waitedOps[r.Op] && !q.mu.noWait {
+		lsn, c, err = q.log.AppendWaiting(enc, lazy)
+	} else if lazy {
+		lsn, c, err = q.log.AppendLazy(enc)
+	} else {
+		lsn, c, err = q.log.Append(enc)
 	}
-	lsn, c, err := appendRec(enc)
 	if err != nil {
 		q.wakeHousekeeper() // it logs a sticky write error (events.go)
 		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
@@ -114,6 +123,13 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 	}
 	return lsn, c, nil
 }
+
+// waitedOps are the records whose writer waits for the commit (or its
+// write) right after appending, unless it is an asynchronous call
+// (q.mu.noWait): the waiting call writes the group itself, so the append
+// does not wake the log's committer.
+var waitedOps = [lastOp + 1]bool{opEnqueue: true, opLease: true, opAck: true,
+	opPublish: true, opPull: true, opBatchAck: true}
 
 // wait waits for c, the commit of a record this call appended.
 func wait(c *wal.Commit) error {

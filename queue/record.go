@@ -2,9 +2,12 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
-	"sync"
+	"math"
+	"slices"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -77,47 +80,125 @@ type record struct {
 	Sort    []byte            // sorted queue: the encoded sort key
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// encodeRecord appends the msgpack form of r to dst.
+// encodeRecord appends the msgpack form of r to dst. It writes msgpack
+// directly, as vmihailenco/msgpack's Encoder would (smallest integer
+// form, str for strings, bin for byte strings, nil for a nil map or
+// slice), without an encoder or an intermediate buffer.
 func encodeRecord(dst []byte, r *record) []byte {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	enc := msgpack.GetEncoder()
-	enc.Reset(buf)
-	// Writes to a bytes.Buffer cannot fail.
-	_ = enc.EncodeArrayLen(recordFields)
-	_ = enc.EncodeUint(uint64(r.Op))
-	_ = enc.EncodeUint(r.Seq)
-	_ = enc.EncodeUint(r.Lease)
-	_ = enc.EncodeString(r.ID)
-	_ = enc.EncodeUint(uint64(r.Flags))
-	_ = enc.EncodeInt(r.At)
-	_ = enc.EncodeInt(r.Due)
-	_ = enc.EncodeInt(r.Enq)
-	_ = enc.EncodeUint(uint64(r.Size))
-	_ = enc.EncodeUint(uint64(r.Count))
-	_ = enc.EncodeString(r.Reason)
-	encodeHeaders(enc, r.Headers)
-	_ = enc.EncodeBytes(r.Payload)
-	_ = enc.EncodeString(r.Key)
-	_ = enc.EncodeBytes(r.Sort)
-	msgpack.PutEncoder(enc)
-	dst = append(dst, buf.Bytes()...)
-	bufPool.Put(buf)
-	return dst
+	dst = slices.Grow(dst, maxEncodedSize(r))
+	dst = append(dst, mpFixArray|recordFields)
+	dst = appendUint(dst, uint64(r.Op))
+	dst = appendUint(dst, r.Seq)
+	dst = appendUint(dst, r.Lease)
+	dst = appendString(dst, r.ID)
+	dst = appendUint(dst, uint64(r.Flags))
+	dst = appendInt(dst, r.At)
+	dst = appendInt(dst, r.Due)
+	dst = appendInt(dst, r.Enq)
+	dst = appendUint(dst, uint64(r.Size))
+	dst = appendUint(dst, uint64(r.Count))
+	dst = appendString(dst, r.Reason)
+	dst = appendHeaders(dst, r.Headers)
+	dst = appendBytes(dst, r.Payload)
+	dst = appendString(dst, r.Key)
+	return appendBytes(dst, r.Sort)
 }
 
-func encodeHeaders(enc *msgpack.Encoder, h map[string]string) {
+// maxEncodedSize bounds the bytes encodeRecord writes for r: at most nine
+// per number, five per length.
+func maxEncodedSize(r *record) int {
+	n := 1 + 10*9 + 6*5 + len(r.ID) + len(r.Reason) + len(r.Payload) + len(r.Key) + len(r.Sort)
+	for k, v := range r.Headers {
+		n += 10 + len(k) + len(v)
+	}
+	return n
+}
+
+// msgpack type codes used by the record encoder.
+const (
+	mpFixArray = 0x90
+	mpFixMap   = 0x80
+	mpFixStr   = 0xa0
+	mpNil      = 0xc0
+	mpBin8     = 0xc4
+	mpUint8    = 0xcc
+	mpInt8     = 0xd0
+	mpStr8     = 0xd9
+	mpMap16    = 0xde
+)
+
+// appendUint appends n as a positive fixint or uint8/16/32/64.
+func appendUint(dst []byte, n uint64) []byte {
+	switch {
+	case n <= math.MaxInt8:
+		return append(dst, byte(n))
+	case n <= math.MaxUint8:
+		return append(dst, mpUint8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(dst, mpUint8+1), uint16(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(dst, mpUint8+2), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, mpUint8+3), n)
+}
+
+// appendInt appends n as appendUint does when n >= 0, else as a negative
+// fixint or int8/16/32/64.
+func appendInt(dst []byte, n int64) []byte {
+	switch {
+	case n >= 0:
+		return appendUint(dst, uint64(n))
+	case n >= -32:
+		return append(dst, byte(n))
+	case n >= math.MinInt8:
+		return append(dst, mpInt8, byte(n))
+	case n >= math.MinInt16:
+		return binary.BigEndian.AppendUint16(append(dst, mpInt8+1), uint16(n))
+	case n >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(dst, mpInt8+2), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, mpInt8+3), uint64(n))
+}
+
+// appendLen appends a length with a fix code (for lengths below fixMax),
+// else with the 8/16/32-bit code sequence starting at code8 (code8 0 for
+// none: maps).
+func appendLen(dst []byte, n int, fix byte, fixMax int, code8 byte) []byte {
+	switch {
+	case n < fixMax:
+		return append(dst, fix|byte(n))
+	case code8 != 0 && n <= math.MaxUint8:
+		return append(dst, code8, byte(n))
+	}
+	if code8 == 0 {
+		code8 = mpMap16 - 1
+	}
+	if n <= math.MaxUint16 {
+		return binary.BigEndian.AppendUint16(append(dst, code8+1), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(dst, code8+2), uint32(n))
+}
+
+func appendString(dst []byte, s string) []byte {
+	return append(appendLen(dst, len(s), mpFixStr, 32, mpStr8), s...)
+}
+
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, mpNil)
+	}
+	return append(appendLen(dst, len(b), 0, 0, mpBin8), b...)
+}
+
+func appendHeaders(dst []byte, h map[string]string) []byte {
 	if h == nil {
-		_ = enc.EncodeNil()
-		return
+		return append(dst, mpNil)
 	}
-	_ = enc.EncodeMapLen(len(h))
+	dst = appendLen(dst, len(h), mpFixMap, 16, 0)
 	for k, v := range h {
-		_ = enc.EncodeString(k)
-		_ = enc.EncodeString(v)
+		dst = appendString(appendString(dst, k), v)
 	}
+	return dst
 }
 
 // decodeRecord parses b, the msgpack form of a record.
@@ -213,7 +294,11 @@ func (d *fieldReader) int() int64 {
 // strings msgpack allocates in chunks, but a lying length still costs
 // megabytes).
 func (d *fieldReader) string() string {
-	return string(d.bytes())
+	b := d.bytes()
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b)) // b is new and never written again
 }
 
 func (d *fieldReader) headers() map[string]string {

@@ -113,7 +113,9 @@ func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	if err := q.reserveLocked(context.Background(), len(ss)); err != nil {
 		return nil, err
 	}
+	q.mu.noWait = true
 	res, err := q.settleLocked(ss)
+	q.mu.noWait = false
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	twal "github.com/tidwall/wal"
@@ -36,12 +38,17 @@ type request struct {
 	done     chan error // capacity 1; receives the outcome
 }
 
-// committer is the goroutine that owns the tidwall/wal handle. It writes
-// commit groups, fsyncs, rolls and truncates segments. All its fields are
-// owned by its goroutine; it shares state with the rest of the Log only
+// committer owns the tidwall/wal handle. It writes commit groups, fsyncs,
+// rolls and truncates segments. Its goroutine serves timers, fsync
+// completions, requests and wake-ups; a caller blocked in Commit.Wait or
+// WaitWritten writes the gathered groups itself (see writeFor), which
+// saves two goroutine hand-offs per call. Both hold mu while they touch
+// the committer's fields; it shares state with the rest of the Log only
 // through Log.mu (groups, sticky error), Log.seg (segment list) and the
 // LSN atomics.
 type committer struct {
+	mu sync.Mutex // guards every field below, and the calls on tw
+
 	l  *Log
 	tw *twal.Log
 	f  faults
@@ -63,51 +70,101 @@ type committer struct {
 	gatherFor      time.Duration // how long a gathering may hold an fsync back (the last fsync's time)
 	gatherUntil    time.Time     // when the current gathering starts its fsync anyway; zero when none
 	inflight       *syncJob      // SyncAlways: the fsync the syncer is running; nil when idle
+	syncing        atomic.Bool   // inflight != nil; read without mu by writeFor
 	syncJobs       chan *syncJob
 	syncDone       chan *syncJob
 	lastSync       time.Time   // time of the last fsync
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
 
+	stopped  bool  // shutdown ran: tw is closed
 	closeErr error // Close's result; read by Close after exited is closed
 }
 
 func (c *committer) run() {
 	defer close(c.l.exited)
-	c.syncJobs, c.syncDone = make(chan *syncJob), make(chan *syncJob)
 	go c.syncer(c.syncJobs, c.syncDone)
 	defer close(c.syncJobs)
 	for {
-		var tick <-chan time.Time
-		if c.timerOn {
-			tick = c.timer.C
-		}
+		// The timer's channel is always watched: a caller may arm it
+		// while this loop waits. A stale tick (timerOn false) is ignored.
 		select {
 		case <-c.l.wake:
+			c.mu.Lock()
 			if c.inflight == nil || c.l.urgent() {
 				c.commit()
+				c.startSync(false)
 			}
-		case <-tick:
-			c.timerOn = false
-			if c.l.opts.Sync == SyncAlways {
-				c.startSync(false) // a gathering's time is up
-			} else {
-				_ = c.syncIfDirty() // a failure poisons the Log
-			}
+			c.mu.Unlock()
+		case <-c.timer.C:
+			c.mu.Lock()
+			c.tick()
+			c.mu.Unlock()
 		case job := <-c.syncDone:
+			c.mu.Lock()
 			c.synced(job)
 			c.commit() // what gathered during the fsync
 			c.startSync(false)
+			c.mu.Unlock()
 		case req := <-c.l.reqs:
+			c.mu.Lock()
 			c.commit()
 			c.drainSyncs()
-			req.done <- c.serve(req)
+			err := c.serve(req)
+			c.commit() // what gathered during the drain: its callers saw an fsync in flight
+			c.startSync(false)
+			c.mu.Unlock()
+			req.done <- err
 		case <-c.l.stop:
+			c.mu.Lock()
 			c.commit()
 			c.drainSyncs()
 			c.shutdown()
+			c.mu.Unlock()
 			return
 		}
+	}
+}
+
+// tick handles the timer: a gathering's time is up (SyncAlways), or the
+// SyncInterval deadline passed.
+func (c *committer) tick() {
+	if !c.timerOn {
+		return
+	}
+	c.timerOn = false
+	if c.l.opts.Sync == SyncAlways {
+		c.startSync(false)
+		return
+	}
+	_ = c.syncIfDirty() // a failure poisons the Log
+}
+
+// writeFor writes the gathered groups on behalf of a caller waiting for
+// cm, unless cm is already written, the committer has stopped, or cm only
+// waits for an fsync that is in flight (its group gathers for the next
+// one; urgent groups are written at once). If an fsync is due, the caller
+// runs it too, outside mu so that others keep writing, and posts it to
+// syncDone for the committer goroutine, which writes what gathered
+// meanwhile and starts the next one: a lone caller makes no hand-off.
+func (c *committer) writeFor(cm *Commit) {
+	// Without the mutex first: with hundreds of callers, taking it only to
+	// learn that an fsync is in flight makes them a convoy. A stale read is
+	// harmless: the committer writes what gathered once that fsync ends.
+	if cm.isWritten() || (c.syncing.Load() && !cm.urgent.Load()) {
+		return
+	}
+	c.mu.Lock()
+	if c.stopped || cm.isWritten() || (c.inflight != nil && !cm.urgent.Load()) {
+		c.mu.Unlock()
+		return
+	}
+	c.commit()
+	job := c.nextSync(false)
+	c.mu.Unlock()
+	if job != nil {
+		c.runSync(job)
+		c.syncDone <- job // capacity 1, and one job at a time: never blocks
 	}
 }
 
@@ -119,7 +176,8 @@ func (c *committer) serve(req request) error {
 }
 
 // commit writes every waiting group as one batch and completes their
-// Commits according to the sync mode.
+// Commits according to the sync mode; the caller then starts the fsync
+// (startSync or nextSync) under SyncAlways.
 func (c *committer) commit() {
 	c.groups = c.l.takeGroups(c.groups[:0], c.done)
 	clear(c.done)
@@ -148,7 +206,6 @@ func (c *committer) commit() {
 		}
 		g.commit.finish(err)
 	}
-	c.startSync(false)
 	c.done = append(c.done, c.groups...)
 	clear(c.groups)
 	if c.batchBytes > maxFreeBuf {
@@ -315,6 +372,7 @@ func (c *committer) syncIfDirty() error {
 
 // shutdown makes everything durable and closes tidwall/wal.
 func (c *committer) shutdown() {
+	c.stopped = true
 	c.timer.Stop()
 	err := c.syncIfDirty()
 	if cerr := c.tw.Close(); err == nil && cerr != nil {

@@ -19,7 +19,12 @@ type Commit struct {
 }
 
 func newCommit(l *Log) *Commit {
-	return &Commit{l: l, written: make(chan struct{}), done: make(chan struct{})}
+	c := &Commit{l: l, done: make(chan struct{})}
+	c.written = c.done
+	if l == nil || l.opts.Sync == SyncAlways {
+		c.written = make(chan struct{}) // only SyncAlways waits for more than the write
+	}
+	return c
 }
 
 // WaitWritten blocks until the group is written to its segment file, where
@@ -37,18 +42,38 @@ func (c *Commit) WaitWritten() error {
 		return c.werr
 	default:
 	}
-	if c.l != nil {
-		c.urgent.Store(true)
-		c.l.wakeCommitter()
-	}
+	c.urgent.Store(true)
+	c.write()
 	<-c.written
 	return c.werr
 }
 
-// markWritten completes WaitWritten.
+// write writes the group (with every other one gathered) from the caller's
+// goroutine, unless it is written already.
+func (c *Commit) write() {
+	if c.l != nil && c.l.c != nil {
+		c.l.c.writeFor(c)
+	}
+}
+
+// isWritten reports whether written is closed.
+func (c *Commit) isWritten() bool {
+	select {
+	case <-c.written:
+		return true
+	default:
+		return false
+	}
+}
+
+// markWritten completes WaitWritten (and Wait, when they share a channel:
+// then the group is done once written).
 func (c *Commit) markWritten(err error) {
 	if !c.wrote {
 		c.werr, c.wrote = err, true
+		if c.written == c.done {
+			c.err = err
+		}
 		close(c.written)
 	}
 }
@@ -56,14 +81,30 @@ func (c *Commit) markWritten(err error) {
 // Wait blocks until the group is written and, under SyncAlways, fsynced;
 // it returns nil, or the error that poisoned the Log.
 func (c *Commit) Wait() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+	}
+	c.write()
 	<-c.done
 	return c.err
 }
 
-// Done returns a channel closed when Wait would return.
-func (c *Commit) Done() <-chan struct{} { return c.done }
+// Done returns a channel closed when Wait would return. It wakes the
+// committer, in case the group was appended by AppendWaiting.
+func (c *Commit) Done() <-chan struct{} {
+	if c.l != nil && !c.isWritten() {
+		c.l.wakeCommitter()
+	}
+	return c.done
+}
 
 func (c *Commit) finish(err error) {
+	if c.written == c.done {
+		c.markWritten(err)
+		return
+	}
 	c.markWritten(err)
 	c.err = err
 	close(c.done)
@@ -106,7 +147,25 @@ func (l *Log) AppendLazy(rec []byte) (LSN, *Commit, error) {
 	return l.append(rec, false)
 }
 
+// AppendWaiting is Append (AppendLazy when lazy) for a caller that waits
+// for the returned Commit itself (Wait, WaitWritten or Done), soon: the
+// committer goroutine is not woken, since that call writes the group
+// from the caller's goroutine, with every group gathered before it. Until
+// then the record waits in memory, and is written with any later group.
+func (l *Log) AppendWaiting(rec []byte, lazy bool) (LSN, *Commit, error) {
+	return l.add(rec, !lazy)
+}
+
 func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
+	lsn, c, err := l.add(rec, sync)
+	if err == nil {
+		l.wakeCommitter()
+	}
+	return lsn, c, err
+}
+
+// add copies rec into the open group.
+func (l *Log) add(rec []byte, sync bool) (LSN, *Commit, error) {
 	if l.opts.ReadOnly {
 		return 0, nil, ErrReadOnly
 	}
@@ -126,7 +185,6 @@ func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
 	}
 	l.lastLSN.Store(lsn)
 	l.mu.Unlock()
-	l.wakeCommitter()
 	return lsn, g.commit, nil
 }
 

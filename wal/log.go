@@ -281,7 +281,8 @@ func (l *Log) newCommitter(tw *twal.Log, f faults) (*committer, error) {
 		return nil, err
 	}
 	c := &committer{l: l, tw: tw, f: f, tail: tail, tailBytes: tail.size,
-		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour)}
+		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
+		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
 	return c, nil
 }

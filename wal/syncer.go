@@ -44,6 +44,7 @@ func (c *committer) runSync(job *syncJob) {
 	start := time.Now()
 	err := c.f.datasync(job.file.f)
 	job.took = time.Since(start)
+	c.l.metrics.observeSync(job.took, job.records)
 	_ = job.file.release() // read-only handle: a close error loses nothing
 	if err != nil {
 		err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
@@ -74,8 +75,16 @@ const maxExpect = 1024
 // wait as the last fsync covered, or at most as long as that fsync took,
 // so a lone caller is never held back.
 func (c *committer) startSync(force bool) {
+	if job := c.nextSync(force); job != nil {
+		c.syncJobs <- job
+	}
+}
+
+// nextSync returns the fsync job to run now, marked in flight, or nil
+// (idle, already in flight, or gathering; see startSync).
+func (c *committer) nextSync(force bool) *syncJob {
 	if c.inflight != nil || len(c.waiting) == 0 {
-		return
+		return nil
 	}
 	if !force && c.waitingRecords < c.expect {
 		now := time.Now()
@@ -87,7 +96,7 @@ func (c *committer) startSync(force bool) {
 				c.timer.Reset(c.gatherUntil.Sub(now))
 				c.timerOn = true
 			}
-			return
+			return nil
 		}
 	}
 	c.gatherUntil = time.Time{}
@@ -97,12 +106,14 @@ func (c *committer) startSync(force bool) {
 	c.l.seg.RUnlock()
 	c.waiting, c.waitingRecords = nil, 0
 	c.inflight = job
-	c.syncJobs <- job
+	c.syncing.Store(true)
+	return job
 }
 
 // synced takes back a completed fsync job; the caller starts the next one.
 func (c *committer) synced(job *syncJob) {
 	c.inflight = nil
+	c.syncing.Store(false)
 	if job.err != nil {
 		c.failWaiting(job.err)
 		return

@@ -1,0 +1,83 @@
+package index_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/walq/walq/index"
+)
+
+// sortKey encodes i the way the queue encodes an int64 sort key: eight
+// big-endian bytes.
+func sortKey(i int) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(i)^1<<63)
+}
+
+// publishN publishes n values over keys keys, with sort keys ascending per
+// key, as a fresh slice per value (as a decoded record gives it).
+func publishN(s *index.Sorted, n, keys int) {
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = fmt.Sprint("key-", k)
+	}
+	for i := range n {
+		seq := uint64(i + 1)
+		s.Publish(index.SortedValue{Key: names[i%keys], Sort: sortKey(i), Seq: seq, Loc: seq, At: int64(i), Size: 150})
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkSortedMemory reports the live heap bytes a Sorted index holds
+// per pending value (no payload cache), for 1,000,000 values over a number
+// of keys, and the time per publish.
+func BenchmarkSortedMemory(b *testing.B) {
+	const n = 1_000_000
+	for _, keys := range []int{1, 10_000, n} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			for range b.N {
+				before := liveHeap()
+				s := index.NewSorted(true)
+				publishN(s, n, keys)
+				after := liveHeap()
+				b.ReportMetric(float64(after-before)/n, "bytes/value")
+				runtime.KeepAlive(s)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/publish")
+		})
+	}
+}
+
+// BenchmarkSortedPublishPull measures one publish plus its share of pulls
+// and acks with 100 values per key pending.
+func BenchmarkSortedPublishPull(b *testing.B) {
+	const keys = 1000
+	s := index.NewSorted(true)
+	publishN(s, 100*keys, keys)
+	lease := uint64(1 << 40)
+	b.ResetTimer()
+	for i := range b.N {
+		seq := uint64(1<<32 + i)
+		s.Publish(index.SortedValue{Key: fmt.Sprint("key-", i%keys), Sort: sortKey(100*keys + i), Seq: seq, Loc: seq, Size: 150})
+		if i%100 == 99 {
+			key, _, ok := s.Next()
+			if !ok {
+				b.Fatal("nothing to pull")
+			}
+			lease++
+			bt := s.Take(key, lease, 0, 1)
+			if _, ok := s.Ack(bt.Lease); !ok {
+				b.Fatal("ack of a leased batch failed")
+			}
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package index
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"unsafe"
+)
+
+// pendingValue is a pending value inside its key's list: a SortedValue
+// without the key, which the list's owner holds once for all its values.
+type pendingValue struct {
+	sort       string // sort key (sharing SortedValue.Sort's bytes, which are never changed)
+	seq        uint64 // LSN of the publish record
+	loc        uint64 // LSN of the record holding the payload
+	at         int64  // unix ns of the publish
+	size       uint32 // bytes of the record at loc
+	deliveries uint32 // times pulled so far
+}
+
+func (p *pendingValue) value(key string) SortedValue {
+	return SortedValue{Key: key, Sort: sortBytes(p.sort), Seq: p.seq, Loc: p.loc, At: p.at, Size: p.size, Deliveries: p.deliveries}
+}
+
+func pendingOf(v SortedValue) pendingValue {
+	return pendingValue{sort: sortString(v.Sort), seq: v.Seq, loc: v.Loc, at: v.At, size: v.Size, deliveries: v.Deliveries}
+}
+
+// sortString and sortBytes convert a sort key without copying it: a
+// string header is 8 bytes smaller than a slice header, and sort keys are
+// never changed once published.
+func sortString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func sortBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// cmpPending orders values by sort key, then by seq.
+func cmpPending(a *pendingValue, sort string, seq uint64) int {
+	if c := strings.Compare(a.sort, sort); c != 0 {
+		return c
+	}
+	switch {
+	case a.seq < seq:
+		return -1
+	case a.seq > seq:
+		return 1
+	}
+	return 0
+}
+
+// chunkMax is the most values a chunk holds: large enough that a chunk's
+// overhead is small per value, small enough that an insertion in the
+// middle moves little memory.
+const chunkMax = 128
+
+// chunk is a run of a key's values in order.
+type chunk struct {
+	vals []pendingValue // 1..chunkMax values in order
+	gen  uint64         // generation that may change it in place (see valueList)
+}
+
+// valueList holds one key's pending values in (sort, seq) order, in
+// chunks. Values published in order fill chunks completely (a value after
+// the last one starts a new chunk instead of splitting a full one).
+//
+// Snapshots share chunks copy-on-write: a list or chunk whose gen is not
+// the index's current generation may be seen by a snapshot, so it is
+// copied before it changes.
+type valueList struct {
+	chunks []*chunk // in order; none empty
+	n      int      // values in all chunks
+	gen    uint64   // generation that may change chunks (the slice) in place
+}
+
+// min returns the first value; the list must not be empty.
+func (l *valueList) min() *pendingValue { return &l.chunks[0].vals[0] }
+
+// own makes the chunk slice changeable in generation gen.
+func (l *valueList) own(gen uint64) {
+	if l.gen != gen {
+		l.chunks = slices.Clone(l.chunks)
+		l.gen = gen
+	}
+}
+
+// ownChunk makes chunk i changeable in generation gen and returns it.
+func (l *valueList) ownChunk(i int, gen uint64) *chunk {
+	l.own(gen)
+	c := l.chunks[i]
+	if c.gen != gen {
+		c = &chunk{vals: slices.Clone(c.vals), gen: gen}
+		l.chunks[i] = c
+	}
+	return c
+}
+
+// chunkFor returns the index of the chunk where (sort, seq) is or would
+// go: the first whose last value is not below it, else the last chunk.
+func (l *valueList) chunkFor(sortKey string, seq uint64) int {
+	i := sort.Search(len(l.chunks), func(i int) bool {
+		vals := l.chunks[i].vals
+		return cmpPending(&vals[len(vals)-1], sortKey, seq) >= 0
+	})
+	return min(i, len(l.chunks)-1)
+}
+
+// find returns the position of the value (sort, seq).
+func (l *valueList) find(sortKey string, seq uint64) (ci, i int, ok bool) {
+	if l.n == 0 {
+		return 0, 0, false
+	}
+	ci = l.chunkFor(sortKey, seq)
+	vals := l.chunks[ci].vals
+	i, ok = slices.BinarySearchFunc(vals, struct{}{}, func(v pendingValue, _ struct{}) int {
+		return cmpPending(&v, sortKey, seq)
+	})
+	return ci, i, ok
+}
+
+// insert adds v in order (a value already present is replaced).
+func (l *valueList) insert(v pendingValue, gen uint64) {
+	if l.n == 0 {
+		l.own(gen)
+		l.chunks = append(l.chunks[:0], &chunk{vals: []pendingValue{v}, gen: gen})
+		l.n = 1
+		return
+	}
+	ci, i, found := l.find(v.sort, v.seq)
+	if found {
+		l.ownChunk(ci, gen).vals[i] = v
+		return
+	}
+	c := l.ownChunk(ci, gen)
+	if len(c.vals) >= chunkMax {
+		if ci == len(l.chunks)-1 && i == len(c.vals) {
+			l.chunks = append(l.chunks, &chunk{vals: append(make([]pendingValue, 0, 4), v), gen: gen})
+			l.n++
+			return
+		}
+		c = l.split(ci, gen)
+		if i > len(c.vals) {
+			i -= len(c.vals)
+			ci++
+			c = l.chunks[ci]
+		}
+	}
+	if len(c.vals) == cap(c.vals) {
+		c.vals = growChunk(c.vals)
+	}
+	c.vals = slices.Insert(c.vals, i, v)
+	l.n++
+}
+
+// growChunk returns vals with room for about a quarter more values (append
+// would double it: a chunk's spare room is memory every value pays for).
+func growChunk(vals []pendingValue) []pendingValue {
+	grown := make([]pendingValue, len(vals), min(chunkMax, len(vals)+max(4, len(vals)/4)))
+	copy(grown, vals)
+	return grown
+}
+
+// split halves the full chunk ci (owned in gen) and returns its first half.
+func (l *valueList) split(ci int, gen uint64) *chunk {
+	c := l.chunks[ci]
+	half := len(c.vals) / 2
+	next := &chunk{vals: slices.Clone(c.vals[half:]), gen: gen}
+	c.vals = c.vals[:half] // the rest of its array is free room
+	l.chunks = slices.Insert(l.chunks, ci+1, next)
+	return c
+}
+
+// removeAt removes the value at (ci, i) and returns it.
+func (l *valueList) removeAt(ci, i int, gen uint64) pendingValue {
+	c := l.ownChunk(ci, gen)
+	v := c.vals[i]
+	c.vals = slices.Delete(c.vals, i, i+1)
+	if len(c.vals) == 0 {
+		l.chunks = slices.Delete(l.chunks, ci, ci+1)
+	}
+	l.n--
+	return v
+}
+
+// each calls fn for every value in order until fn returns false; it
+// reports whether it went through them all.
+func eachValue(chunks []*chunk, fn func(*pendingValue) bool) bool {
+	for _, c := range chunks {
+		for i := range c.vals {
+			if !fn(&c.vals[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
