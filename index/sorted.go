@@ -88,6 +88,7 @@ type Sorted struct {
 	holds     *btree.BTreeG[hold]      // keys held back by a nack delay, by time
 	held      map[string]int64         // key -> hold time
 	inflight  map[string]int           // key -> leased batches
+	leased    int                      // values in leased batches
 	dead      *btree.BTreeG[DeadValue] // dead values by Seq
 	single    bool                     // a key with a leased batch is not pullable
 	cache     map[uint64][]byte        // Seq -> payload of some pending or leased values
@@ -127,9 +128,8 @@ type SortedCounts struct {
 // Counts returns the number of pending values, keys with pending values
 // that can be pulled, leased batches and their values, and dead values.
 func (s *Sorted) Counts() SortedCounts {
-	c := SortedCounts{Pending: s.pending, Keys: s.order.Len(), Batches: s.batches.Len(), Dead: s.dead.Len()}
-	s.batches.Ascend(func(b Batch) bool { c.Leased += len(b.Values); return true })
-	return c
+	return SortedCounts{Pending: s.pending, Keys: s.order.Len(), Batches: s.batches.Len(),
+		Leased: s.leased, Dead: s.dead.Len()}
 }
 
 // CachedBytes is the payload bytes held in memory.
@@ -240,6 +240,7 @@ func (s *Sorted) putBatch(b Batch) {
 	s.batches.ReplaceOrInsert(b)
 	s.deadlines.ReplaceOrInsert(timeKey{b.Due, b.Lease})
 	s.inflight[b.Key]++
+	s.leased += len(b.Values)
 }
 
 // Batch returns the leased batch with the given lease.
@@ -299,6 +300,7 @@ func (s *Sorted) removeBatch(lease uint64) (Batch, bool) {
 		return b, false
 	}
 	s.deadlines.Delete(timeKey{b.Due, b.Lease})
+	s.leased -= len(b.Values)
 	if s.inflight[b.Key]--; s.inflight[b.Key] <= 0 {
 		delete(s.inflight, b.Key)
 	}

@@ -44,6 +44,11 @@ func (s *Sorted) findPending(v SortedValue) (*keyValues, int, int, bool) {
 // Dead calls fn for every dead value in Seq order until fn returns false.
 func (s *Sorted) Dead(fn func(DeadValue) bool) { s.dead.Ascend(fn) }
 
+// DeadFrom is Dead starting at the first value whose Seq is at least from.
+func (s *Sorted) DeadFrom(from uint64, fn func(DeadValue) bool) {
+	s.dead.AscendGreaterOrEqual(DeadValue{SortedValue: SortedValue{Seq: from}}, fn)
+}
+
 // RemoveDead removes a dead value.
 func (s *Sorted) RemoveDead(seq uint64) (DeadValue, bool) {
 	v, ok := s.dead.Delete(DeadValue{SortedValue: SortedValue{Seq: seq}})

@@ -52,10 +52,8 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 		return nil, ErrClosed
 	}
 	var ds []index.DeadValue
-	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
-		if d.Seq >= from {
-			ds = append(ds, d)
-		}
+	q.mu.st.sorted.DeadFrom(from, func(d index.DeadValue) bool {
+		ds = append(ds, d)
 		return max <= 0 || len(ds) < max
 	})
 	q.mu.Unlock()
@@ -86,12 +84,7 @@ func (s *Sorted[K]) PurgeAllDead() (int, error) { return s.q.changeAllDeadValues
 
 // hasDeadValueLocked reports whether seq is in the dead set.
 func (q *Queue) hasDeadValueLocked(seq uint64) bool {
-	found := false
-	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
-		found = d.Seq == seq
-		return d.Seq < seq
-	})
-	return found
+	return q.mu.st.sorted.HasDead(seq)
 }
 
 func (q *Queue) changeDeadValue(seq uint64, o op) error {
