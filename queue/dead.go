@@ -74,30 +74,28 @@ func (q *Queue) changeDead(id string, o op) error {
 		}
 		return fmt.Errorf("%w: no dead letter %q", ErrNotFound, id)
 	}
-	c, err := q.appendLocked(&record{Op: o, Seq: e.Seq, At: q.now()}, nil)
-	q.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := wait(c); err != nil {
-		return err
-	}
-	if o == opRequeueDead {
-		q.signal()
-	}
-	return nil
+	_, err := q.changeSeqsLocked(o, []uint64{e.Seq}, o == opRequeueDead)
+	return err
 }
 
 func (q *Queue) changeAllDead(o op) (int, error) {
 	q.mu.Lock()
-	var es []index.Entry
+	var seqs []uint64
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {
-		es = append(es, e)
+		seqs = append(seqs, e.Seq)
 		return true
 	})
+	return q.changeSeqsLocked(o, seqs, o == opRequeueDead)
+}
+
+// changeSeqsLocked appends a record of op o for each message (or sorted
+// value) seq, releases q.mu, which the caller holds, and waits for the
+// commit. With wake, consumers look again: the records made work ready.
+// It returns how many records it appended.
+func (q *Queue) changeSeqsLocked(o op, seqs []uint64, wake bool) (int, error) {
 	var last *wal.Commit
-	for i, e := range es {
-		c, err := q.appendLocked(&record{Op: o, Seq: e.Seq, At: q.now()}, nil)
+	for i, seq := range seqs {
+		c, err := q.appendLocked(&record{Op: o, Seq: seq, At: q.now()}, nil)
 		if err != nil {
 			q.mu.Unlock()
 			return i, err
@@ -108,10 +106,10 @@ func (q *Queue) changeAllDead(o op) (int, error) {
 	if err := wait(last); err != nil {
 		return 0, err
 	}
-	if o == opRequeueDead && len(es) > 0 {
+	if wake && len(seqs) > 0 {
 		q.signal()
 	}
-	return len(es), nil
+	return len(seqs), nil
 }
 
 func (q *Queue) isClosed() bool {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/walq/walq/index"
-	"github.com/walq/walq/wal"
 )
 
 // BatchReceipt names one delivery of a pulled batch: with it a process
@@ -97,18 +96,8 @@ func (q *Queue) changeDeadValue(seq uint64, o op) error {
 		q.mu.Unlock()
 		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
 	}
-	c, err := q.appendLocked(&record{Op: o, Seq: seq, At: q.now()}, nil)
-	q.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := wait(c); err != nil {
-		return err
-	}
-	if o == opValueRevive {
-		q.signal()
-	}
-	return nil
+	_, err := q.changeSeqsLocked(o, []uint64{seq}, o == opValueRevive)
+	return err
 }
 
 func (q *Queue) changeAllDeadValues(o op) (int, error) {
@@ -122,21 +111,5 @@ func (q *Queue) changeAllDeadValues(o op) (int, error) {
 		seqs = append(seqs, d.Seq)
 		return true
 	})
-	var last *wal.Commit
-	for i, seq := range seqs {
-		c, err := q.appendLocked(&record{Op: o, Seq: seq, At: q.now()}, nil)
-		if err != nil {
-			q.mu.Unlock()
-			return i, err
-		}
-		last = c
-	}
-	q.mu.Unlock()
-	if err := wait(last); err != nil {
-		return 0, err
-	}
-	if o == opValueRevive && len(seqs) > 0 {
-		q.signal()
-	}
-	return len(seqs), nil
+	return q.changeSeqsLocked(o, seqs, o == opValueRevive)
 }
