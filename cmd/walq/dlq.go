@@ -116,19 +116,26 @@ func toDeadJSON(d queue.DeadLetter) deadJSON {
 // eachDead calls fn for every dead letter, oldest first, until it returns
 // false.
 func eachDead(q *queue.Queue, fn func(queue.DeadLetter) bool) error {
+	return eachPaged(q.DeadLetters, func(d queue.DeadLetter) uint64 { return d.Seq }, fn)
+}
+
+// eachPaged calls fn for every item that page returns, dlqPage at a time
+// from sequence number 0 on, until fn returns false; seq names an item's
+// sequence number.
+func eachPaged[T any](page func(from uint64, max int) ([]T, error), seq func(T) uint64, fn func(T) bool) error {
 	from := uint64(0)
 	for {
-		page, err := q.DeadLetters(from, dlqPage)
+		items, err := page(from, dlqPage)
 		if err != nil {
 			return err
 		}
-		for _, d := range page {
-			if !fn(d) {
+		for _, it := range items {
+			if !fn(it) {
 				return nil
 			}
-			from = d.Seq + 1
+			from = seq(it) + 1
 		}
-		if len(page) < dlqPage {
+		if len(items) < dlqPage {
 			return nil
 		}
 	}

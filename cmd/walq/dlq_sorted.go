@@ -59,22 +59,7 @@ func toDeadValueJSON(d deadValueRow) deadValueJSON {
 // eachDeadValue calls fn for every dead value in sequence order until it
 // returns false.
 func eachDeadValue(sv sortedView, fn func(deadValueRow) bool) error {
-	from := uint64(0)
-	for {
-		page, err := sv.deadValues(from, dlqPage)
-		if err != nil {
-			return err
-		}
-		for _, d := range page {
-			if !fn(d) {
-				return nil
-			}
-			from = d.Seq + 1
-		}
-		if len(page) < dlqPage {
-			return nil
-		}
-	}
+	return eachPaged(sv.deadValues, func(d deadValueRow) uint64 { return d.Seq }, fn)
 }
 
 func listDeadValues(e *env, sv sortedView, asJSON bool, limit int) error {
