@@ -42,6 +42,11 @@ type Queue struct {
 	compactMu sync.Mutex // one snapshot at a time
 	moveMu    sync.Mutex // one copy-forward pass at a time
 	obs       observer   // histograms, background errors (metrics.go, events.go)
+
+	// foundNothing, when set (white-box tests only), is called under q.mu
+	// by a blocking consumer that found nothing to deliver, before it goes
+	// to sleep. Set before the queue is used.
+	foundNothing func()
 }
 
 // Recovery says what Open found and did.
