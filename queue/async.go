@@ -66,8 +66,9 @@ type inflight struct {
 
 // flight is one commit that asynchronous calls wait for.
 type flight struct {
-	c *wal.Commit
-	n int // records of asynchronous calls in its group
+	c     *wal.Commit
+	n     int  // records of asynchronous calls in its group
+	wakes bool // a record in its group may make a message ready: consumers were woken for it
 }
 
 // reap forgets the commits that completed, oldest first. The slice is
@@ -94,16 +95,21 @@ func (a *inflight) reap() {
 // live returns the flights not known to be done, oldest first.
 func (a *inflight) live() []flight { return a.flights[a.head:] }
 
-// push adds n records appended under commit c, and reports whether c is
-// new to the list.
-func (a *inflight) push(c *wal.Commit, n int) bool {
+// push adds n records appended under commit c; wake says they may make
+// messages ready once written. It reports whether c is new to the list
+// as a waking flight: a consumer that went to sleep before may not know of
+// c, and must look again.
+func (a *inflight) push(c *wal.Commit, n int, wake bool) bool {
 	a.records += n
 	if k := len(a.flights); k > a.head && a.flights[k-1].c == c {
-		a.flights[k-1].n += n
-		return false
+		f := &a.flights[k-1]
+		f.n += n
+		news := wake && !f.wakes
+		f.wakes = f.wakes || wake
+		return news
 	}
-	a.flights = append(a.flights, flight{c: c, n: n})
-	return true
+	a.flights = append(a.flights, flight{c: c, n: n, wakes: wake})
+	return wake
 }
 
 // unwritten returns the Written channel of the oldest commit not yet
@@ -145,17 +151,23 @@ func (q *Queue) reserveLocked(ctx context.Context, n int) error {
 }
 
 // pushAsyncLocked records n asynchronous records appended under c. When
-// wake is set (they may make messages ready once written), consumers
-// sleeping without a commit to wait for look again.
+// wake is set (they may make messages ready once written) and c was not
+// yet a waking flight, consumers asleep look again: one that slept with no
+// unwritten commit to wait for would not learn of c's write. A group that
+// a settle entered first (no wake) and an enqueue joined wakes them at the
+// enqueue's push.
 func (q *Queue) pushAsyncLocked(c *wal.Commit, n int, wake bool) {
-	if q.mu.async.push(c, n) && wake && q.waiters.Load() > 0 {
+	if q.mu.async.push(c, n, wake) && q.waiters.Load() > 0 {
 		q.broadcastLocked()
 	}
 }
 
-// asyncWrittenLocked is what a consumer that found nothing to deliver
+// asyncWrittenLocked is what a consumer that finds nothing to deliver
 // waits for besides a signal: the write of the oldest asynchronous group
-// not yet written, nil when none.
+// not yet written, nil when none. The consumer must take it before it
+// looks at the cursor: the committer writes without q.mu, and a group
+// written between the look and this call would be skipped here although
+// the look did not see its records, leaving nothing to wake the consumer.
 func (q *Queue) asyncWrittenLocked() <-chan struct{} {
 	q.mu.async.reap()
 	return q.mu.async.unwritten()

@@ -45,9 +45,15 @@ func (q *Queue) overBound(live int64) bool {
 
 // compact snapshots and truncates; if old messages still pin more log than
 // the bound allows, it copies them forward (moveTargetLocked says which)
-// and does it once more.
+// and does it once more. One pass runs at a time, whole: a Compact called
+// while the housekeeper's pass copies forward waits for it, then does its
+// own, so the log is within the bound when it returns (had it only waited
+// for the copies, it would find nothing left to move and return before the
+// other pass's second snapshot had truncated the log).
 func (q *Queue) compact() error {
-	if err := q.snapshot(); err != nil {
+	q.compactMu.Lock()
+	defer q.compactMu.Unlock()
+	if err := q.takeSnapshot(); err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -63,7 +69,7 @@ func (q *Queue) compact() error {
 	if err != nil || moved == 0 {
 		return err
 	}
-	return q.snapshot()
+	return q.takeSnapshot()
 }
 
 // snapshot freezes the state, makes the log durable up to it, writes the
@@ -71,6 +77,11 @@ func (q *Queue) compact() error {
 func (q *Queue) snapshot() error {
 	q.compactMu.Lock()
 	defer q.compactMu.Unlock()
+	return q.takeSnapshot()
+}
+
+// takeSnapshot is snapshot for a caller that holds q.compactMu.
+func (q *Queue) takeSnapshot() error {
 	q.mu.Lock()
 	if st := q.mu.st; st.pending == 0 {
 		// The cursor owns nothing: the truncation below may cut past it

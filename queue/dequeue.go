@@ -59,6 +59,13 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, e
 		}
 		q.waiters.Add(1)
 		q.mu.Lock()
+		// A group of asynchronous records is written without q.mu and
+		// then readable at the cursor: what to wait for is taken before
+		// looking, so a write that lands while we look still wakes us.
+		var written <-chan struct{}
+		if block {
+			written = q.asyncWrittenLocked()
+		}
 		ds, c, err := q.leaseLocked(max)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
@@ -71,7 +78,10 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, e
 			}
 			return q.deliver(ds, c)
 		}
-		changed, due, written := q.mu.changed, q.untilDueLocked(), q.asyncWrittenLocked()
+		if q.foundNothing != nil {
+			q.foundNothing()
+		}
+		changed, due := q.mu.changed, q.untilDueLocked()
 		q.mu.Unlock()
 		err = q.sleepFor(ctx, changed, written, due)
 		q.waiters.Add(-1)

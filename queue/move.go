@@ -44,6 +44,9 @@ func (p *pacer) add(c *wal.Commit, n int) error {
 func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
 	q.moveMu.Lock()
 	defer q.moveMu.Unlock()
+	if q.copying != nil {
+		q.copying()
+	}
 	n, err := q.moveIndexed(target)
 	if err != nil {
 		return n, err

@@ -42,9 +42,17 @@ type Queue struct {
 	kick      chan struct{} // wakes the housekeeper; buffered, one slot
 	stop      chan struct{} // closed by Close to stop the housekeeper
 	wg        sync.WaitGroup
-	compactMu sync.Mutex // one snapshot at a time
+	compactMu sync.Mutex // one snapshot, or one whole compaction pass (compact), at a time
 	moveMu    sync.Mutex // one copy-forward pass at a time
 	obs       observer   // histograms, background errors (metrics.go, events.go)
+
+	// foundNothing, when set (white-box tests only), is called under q.mu
+	// by a blocking consumer that found nothing to deliver, before it goes
+	// to sleep. Set before the queue is used.
+	foundNothing func()
+	// copying, when set (white-box tests only), is called by movePinned
+	// once it holds moveMu, before it copies. Set before the queue is used.
+	copying func()
 }
 
 // Recovery says what Open found and did.
