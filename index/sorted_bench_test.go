@@ -66,7 +66,7 @@ func BenchmarkSortedPublishPull(b *testing.B) {
 	lease := uint64(1 << 40)
 	b.ResetTimer()
 	for i := range b.N {
-		seq := uint64(1<<32 + i)
+		seq := uint64(1<<32) + uint64(i)
 		s.Publish(index.SortedValue{Key: fmt.Sprint("key-", i%keys), Sort: sortKey(100*keys + i), Seq: seq, Loc: seq, Size: 150})
 		if i%100 == 99 {
 			key, _, ok := s.Next()
