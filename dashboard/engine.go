@@ -1,0 +1,109 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// ForAckQueue returns the Source of any engine's ack queue through the
+// method set every engine offers (queue.AckQueue): the Redis backend's, or
+// the embedded queue seen through the interface. It shows the figures and
+// the dead-letter set, with requeue and purge; the ready, in-flight and
+// delayed lists are empty, since the shared method set cannot read
+// messages without delivering them (ForQueue can, for the embedded queue).
+func ForAckQueue(q queue.AckQueue) Source { return ackSource{q} }
+
+type ackSource struct{ q queue.AckQueue }
+
+func (s ackSource) Stats(context.Context) (Stats, error) {
+	return fromStats("queue", s.q.Stats(), time.Now()), nil
+}
+
+func (s ackSource) Messages(_ context.Context, state, after string, limit int) (Page, error) {
+	st, err := queue.ParseMessageState(state)
+	if err != nil {
+		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if st != queue.StateDead {
+		return Page{Messages: []Message{}}, nil
+	}
+	from, err := parseRef(after, true)
+	if err != nil {
+		return Page{}, err
+	}
+	if after != "" {
+		from++
+	}
+	ds, err := s.q.DeadLetters(from, limit+1)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Messages: make([]Message, 0, min(len(ds), limit))}
+	for i, d := range ds {
+		if i == limit {
+			p.Next = p.Messages[i-1].Ref
+			break
+		}
+		p.Messages = append(p.Messages, fromDeadLetter(d))
+	}
+	return p, nil
+}
+
+func (s ackSource) Message(_ context.Context, ref string) (Message, error) {
+	d, err := s.dead(ref)
+	if err != nil {
+		return Message{}, err
+	}
+	m := fromDeadLetter(d)
+	m.Headers, m.Payload = d.Headers, d.Payload
+	return m, nil
+}
+
+func (s ackSource) RequeueDead(_ context.Context, ref string) error {
+	return s.deadAction(ref, s.q.RequeueDead)
+}
+
+func (s ackSource) PurgeDead(_ context.Context, ref string) error {
+	return s.deadAction(ref, s.q.PurgeDead)
+}
+
+// dead returns the dead letter whose sequence number ref names.
+func (s ackSource) dead(ref string) (queue.DeadLetter, error) {
+	seq, err := parseRef(ref, false)
+	if err != nil {
+		return queue.DeadLetter{}, err
+	}
+	ds, err := s.q.DeadLetters(seq, 1)
+	if err != nil {
+		return queue.DeadLetter{}, err
+	}
+	if len(ds) == 0 || ds[0].Seq != seq {
+		return queue.DeadLetter{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, seq)
+	}
+	return ds[0], nil
+}
+
+// deadAction runs act on the id of the dead letter ref names.
+func (s ackSource) deadAction(ref string, act func(id string) error) error {
+	d, err := s.dead(ref)
+	if err != nil {
+		return err
+	}
+	if err := act(d.ID); err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func fromDeadLetter(d queue.DeadLetter) Message {
+	return Message{Ref: strconv.FormatUint(d.Seq, 10), ID: d.ID, State: queue.StateDead.String(),
+		EnqueuedAt: d.EnqueuedAt, Deliveries: d.Deliveries, Reason: d.Reason, Size: len(d.Payload)}
+}
