@@ -15,9 +15,11 @@ const idleRecheck = 30 * time.Second
 // or Close.
 func (h *handle) housekeep(sweep sweepFunc) {
 	defer h.wg.Done()
+	failing := false
 	for {
 		wait := idleRecheck
-		_, next, err := sweep(!h.o.ManualRequeue)
+		n, next, err := sweep(!h.o.ManualRequeue)
+		failing = h.logSweep(n, err, failing)
 		switch {
 		case err != nil:
 			wait = time.Second
@@ -32,6 +34,26 @@ func (h *handle) housekeep(sweep sweepFunc) {
 		case <-h.o.Clock.After(wait):
 		}
 	}
+}
+
+// logSweep logs what a housekeeping pass did: the leases it ended, its
+// failure (once, while it lasts) or the recovery after one. It returns
+// whether the pass failed.
+func (h *handle) logSweep(ended int, err error, failing bool) bool {
+	l := h.o.Logger
+	if l == nil {
+		return err != nil
+	}
+	switch {
+	case err != nil && !failing:
+		l.Warn("redisq: housekeeping failed; retrying every second", "err", err)
+	case err == nil && failing:
+		l.Info("redisq: housekeeping works again")
+	}
+	if ended > 0 {
+		l.Info("redisq: leases ran out", "ended", ended)
+	}
+	return err != nil
 }
 
 // sweep runs the housekeeping script until it has caught up. It returns

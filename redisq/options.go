@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -45,6 +46,11 @@ type Options struct {
 	// Clock is the source of time for every script this handle runs.
 	// Default the system clock.
 	Clock queue.Clock
+	// Logger receives the handle's background events at Info and above:
+	// leases that ran out (one line per pass that ended any), and a
+	// housekeeping failure and its recovery (the pass is retried every
+	// second). Nothing is logged per message. Default nil: no logging.
+	Logger *slog.Logger
 }
 
 type systemClock struct{}
