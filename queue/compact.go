@@ -28,6 +28,9 @@ func (q *Queue) Compact() error {
 // SnapshotBytes since the last snapshot, or a segment since it while the
 // log holds more than twice the live bytes plus two segments.
 func (q *Queue) compactDue() bool {
+	if q.opts.manualCompact {
+		return false
+	}
 	q.mu.Lock()
 	since, live := q.mu.sinceSnap, q.mu.st.liveBytes()
 	q.mu.Unlock()

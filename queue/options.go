@@ -87,14 +87,16 @@ type Options struct {
 	// OpenWindowed (zero: an ack queue, or any kind when ReadOnly).
 	ident Identity
 
-	singleFlight bool              // sorted queues: set from SortedOptions
-	cacheBytes   int64             // sorted queues: set from SortedOptions
-	snapshotStep func(step string) // called after each step of writing a snapshot; see internal/testhook
+	singleFlight  bool              // sorted queues: set from SortedOptions
+	cacheBytes    int64             // sorted queues: set from SortedOptions
+	snapshotStep  func(step string) // called after each step of writing a snapshot; see internal/testhook
+	manualCompact bool              // no background compaction, only Compact; see internal/testhook
 }
 
 // The crash tests' way to snapshotStep, which is not part of the API.
 func init() {
 	testhook.SetSnapshotStep = func(o any, step func(string)) { o.(*Options).snapshotStep = step }
+	testhook.SetManualCompaction = func(o any) { o.(*Options).manualCompact = true }
 }
 
 // withDefaults returns a validated copy of o with defaults filled in.

@@ -9,3 +9,9 @@ package testhook
 // copy the directory or stop the process there. Package queue sets this
 // function when it is initialized; it is never changed after that.
 var SetSnapshotStep func(opts any, step func(string))
+
+// SetManualCompaction turns off the background compaction of opts, which
+// must be a *queue.Options: the queue compacts only when Compact is
+// called, so that a crash test's own compactions are the ones that
+// truncate. Package queue sets this function when it is initialized.
+var SetManualCompaction func(opts any)
