@@ -146,10 +146,11 @@
 // the log stays within about twice the live bytes plus two segments;
 // except that more than 16,384 never-delivered messages are not copied:
 // the lease and ack records written behind them are freed as the cursor
-// passes them, not before. The bound is checked each time a segment's worth
-// of records has been written, so between two checks the log can exceed
-// it by up to one more segment, and a compaction that copies messages
-// forward holds the copies and the originals until it truncates.
+// passes them, not before. The bound holds after each compaction, which
+// runs in the background each time a segment's worth of records has been
+// written; between two compactions the log can exceed it by about one
+// more segment, and a compaction that copies messages forward holds the
+// copies and the originals until it truncates.
 //
 // # Concurrency
 //
