@@ -32,26 +32,15 @@ func (s ackSource) Messages(_ context.Context, state, after string, limit int) (
 	if st != queue.StateDead {
 		return Page{Messages: []Message{}}, nil
 	}
-	from, err := parseRef(after, true)
+	from, err := pageStart(after)
 	if err != nil {
 		return Page{}, err
-	}
-	if after != "" {
-		from++
 	}
 	ds, err := s.q.DeadLetters(from, limit+1)
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Messages: make([]Message, 0, min(len(ds), limit))}
-	for i, d := range ds {
-		if i == limit {
-			p.Next = p.Messages[i-1].Ref
-			break
-		}
-		p.Messages = append(p.Messages, fromDeadLetter(d))
-	}
-	return p, nil
+	return pageOf(ds, limit, fromDeadLetter), nil
 }
 
 func (s ackSource) Message(_ context.Context, ref string) (Message, error) {

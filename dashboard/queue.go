@@ -45,26 +45,15 @@ func (s queueSource) Messages(_ context.Context, state, after string, limit int)
 	if err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	from, err := parseRef(after, true)
+	from, err := pageStart(after)
 	if err != nil {
 		return Page{}, err
-	}
-	if after != "" {
-		from++
 	}
 	ms, err := s.q.Browse(st, from, limit+1)
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Messages: make([]Message, 0, min(len(ms), limit))}
-	for i, m := range ms {
-		if i == limit {
-			p.Next = p.Messages[i-1].Ref
-			break
-		}
-		p.Messages = append(p.Messages, fromInfo(m))
-	}
-	return p, nil
+	return pageOf(ms, limit, fromInfo), nil
 }
 
 func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
@@ -115,6 +104,30 @@ func fromInfo(m queue.MessageInfo) Message {
 		EnqueuedAt: m.EnqueuedAt, Due: m.Due, Deliveries: m.Deliveries, Reason: m.Reason, Size: m.Size}
 }
 
+// pageStart returns the first sequence number of the page after the
+// position after ("" for the first page).
+func pageStart(after string) (uint64, error) {
+	from, err := parseRef(after, true)
+	if err != nil || after == "" {
+		return from, err
+	}
+	return from + 1, nil
+}
+
+// pageOf makes a page of up to limit items; items holds one more than
+// limit when there is a next page.
+func pageOf[T any](items []T, limit int, conv func(T) Message) Page {
+	p := Page{Messages: make([]Message, 0, min(len(items), limit))}
+	for i, it := range items {
+		if i == limit {
+			p.Next = p.Messages[i-1].Ref
+			break
+		}
+		p.Messages = append(p.Messages, conv(it))
+	}
+	return p
+}
+
 // parseRef reads a message reference: its sequence number.
 func parseRef(ref string, empty bool) (uint64, error) {
 	if ref == "" && empty {
@@ -147,26 +160,15 @@ func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit 
 	if st != queue.StateDead {
 		return Page{Messages: []Message{}}, nil
 	}
-	from, err := parseRef(after, true)
+	from, err := pageStart(after)
 	if err != nil {
 		return Page{}, err
-	}
-	if after != "" {
-		from++
 	}
 	ds, err := s.s.DeadValues(from, limit+1)
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Messages: make([]Message, 0, min(len(ds), limit))}
-	for i, d := range ds {
-		if i == limit {
-			p.Next = p.Messages[i-1].Ref
-			break
-		}
-		p.Messages = append(p.Messages, fromDeadValue(d))
-	}
-	return p, nil
+	return pageOf(ds, limit, fromDeadValue), nil
 }
 
 func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error) {
