@@ -105,7 +105,7 @@ func (q *Queue) takeSnapshot() error {
 	if err := q.log.Flush(); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}
-	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.snapshotStep}
+	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.snapshotStep, FS: q.opts.FS}
 	if _, err := recovery.WriteFunc(q.dir, f.last, f.encodeTo, opts); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}

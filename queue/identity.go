@@ -124,9 +124,12 @@ func decodeIdentity(b []byte) (Identity, error) {
 // ReadIdentity returns what the queue directory dir says it holds. It
 // returns an error wrapping fs.ErrNotExist when dir has no identity file
 // (a directory created before they existed, until a queue opens it).
-func ReadIdentity(dir string) (Identity, error) {
+func ReadIdentity(dir string) (Identity, error) { return readIdentity(nil, dir) }
+
+// readIdentity is ReadIdentity through fsys (nil: the real file system).
+func readIdentity(fsys wal.FS, dir string) (Identity, error) {
 	path := filepath.Join(dir, identityName)
-	b, err := os.ReadFile(path)
+	b, err := wal.ReadFile(fsys, path)
 	if err != nil {
 		return Identity{}, fmt.Errorf("queue: read identity: %w", err)
 	}
@@ -139,10 +142,10 @@ func ReadIdentity(dir string) (Identity, error) {
 
 // writeIdentity writes dir's identity file durably: a temporary file,
 // fsynced, renamed into place, and the directory fsynced.
-func writeIdentity(dir string, id Identity, mode fs.FileMode) error {
+func writeIdentity(fsys wal.FS, dir string, id Identity, mode fs.FileMode) error {
 	path := filepath.Join(dir, identityName)
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
 	if err != nil {
 		return fmt.Errorf("queue: write identity: %w", err)
 	}
@@ -154,13 +157,13 @@ func writeIdentity(dir string, id Identity, mode fs.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = fsys.Rename(tmp, path)
 	}
 	if err == nil {
-		err = wal.SyncDir(dir)
+		err = wal.SyncDirFS(fsys, dir)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return fmt.Errorf("queue: write identity %s: %w", path, err)
 	}
 	return nil
@@ -195,7 +198,7 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 		want = Identity{Kind: KindAck}
 	}
 	want.Format = FormatVersion
-	have, err := ReadIdentity(dir)
+	have, err := readIdentity(o.FS, dir)
 	switch {
 	case err == nil && !have.matches(want):
 		return have, mismatch(dir, have, want, "")
@@ -208,7 +211,7 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 	if err != nil || !adopt {
 		return want, err
 	}
-	return want, writeIdentity(dir, want, o.FileMode)
+	return want, writeIdentity(o.fs(), dir, want, o.FileMode)
 }
 
 // adoptable returns an error if dir, which has no identity file, holds

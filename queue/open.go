@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -29,7 +28,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if o.ReadOnly {
 		return openInspect(dir, o, o.ident)
 	}
-	if err := os.MkdirAll(dir, o.DirMode); err != nil {
+	if err := o.fs().MkdirAll(dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(dir, o.FileMode, true)
@@ -76,7 +75,7 @@ func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 }
 
 func (q *Queue) walOptions(start, reach uint64) *wal.Options {
-	return &wal.Options{
+	o := &wal.Options{
 		SegmentSize:  q.opts.SegmentSize,
 		Sync:         q.opts.Sync,
 		SyncInterval: q.opts.SyncInterval,
@@ -88,7 +87,12 @@ func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 		StartLSN:      start,
 		MustReach:     reach,
 		Locked:        true, // by the queue's lock on its directory
+		FS:            q.opts.FS,
 	}
+	if q.opts.logOptions != nil {
+		q.opts.logOptions(o)
+	}
+	return o
 }
 
 // recover replays the log after the snapshot into st and installs it.
@@ -285,7 +289,7 @@ func (q *Queue) loadSnapshot() (*state, uint64, error) {
 	if err == nil || !q.opts.Salvage || !errors.Is(err, ErrCorrupt) {
 		return st, lsn, err
 	}
-	infos, lerr := recovery.List(q.dir)
+	infos, lerr := recovery.ListFS(q.opts.FS, q.dir)
 	if lerr != nil || len(infos) == 0 {
 		return nil, 0, err
 	}
@@ -296,7 +300,7 @@ func (q *Queue) loadSnapshot() (*state, uint64, error) {
 // loadSnapshot returns the state of the newest snapshot in dir, or a new
 // state when there is none.
 func loadSnapshot(dir string, o *Options) (*state, uint64, error) {
-	info, body, err := recovery.Latest(dir)
+	info, body, err := recovery.LatestFS(o.FS, dir)
 	if errors.Is(err, recovery.ErrNoSnapshot) {
 		return newState(o), 0, nil
 	}

@@ -82,6 +82,10 @@ type Options struct {
 	// (Queue.InUse), and takes a queue of any kind unless opened through
 	// OpenSorted or OpenWindowed.
 	ReadOnly bool
+	// FS is the file system the queue's log and snapshots are written
+	// through (see wal.FS); nil means the real one. Crash and fault tests
+	// pass their own.
+	FS wal.FS
 
 	// ident is what the directory must hold; set by OpenSorted and
 	// OpenWindowed (zero: an ack queue, or any kind when ReadOnly).
@@ -91,12 +95,14 @@ type Options struct {
 	cacheBytes    int64             // sorted queues: set from SortedOptions
 	snapshotStep  func(step string) // called after each step of writing a snapshot; see internal/testhook
 	manualCompact bool              // no background compaction, only Compact; see internal/testhook
+	logOptions    func(walOpts any) // edits the log's wal.Options; see internal/testhook
 }
 
 // The crash tests' way to snapshotStep, which is not part of the API.
 func init() {
 	testhook.SetSnapshotStep = func(o any, step func(string)) { o.(*Options).snapshotStep = step }
 	testhook.SetManualCompaction = func(o any) { o.(*Options).manualCompact = true }
+	testhook.SetLogOptions = func(o any, edit func(any)) { o.(*Options).logOptions = edit }
 }
 
 // withDefaults returns a validated copy of o with defaults filled in.
@@ -159,4 +165,12 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: SnapshotBytes %d is negative", ErrInvalidOptions, o.SnapshotBytes)
 	}
 	return nil
+}
+
+// fs returns the file system the queue works through.
+func (o *Options) fs() wal.FS {
+	if o.FS == nil {
+		return wal.OSFS{}
+	}
+	return o.FS
 }

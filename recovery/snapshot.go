@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/walq/walq/wal"
 )
 
 // These constants are part of the snapshot file format.
@@ -72,8 +73,14 @@ func Decode(b []byte) (uint64, []byte, error) {
 }
 
 // List returns the snapshots in dir, oldest first.
-func List(dir string) ([]Info, error) {
-	des, err := os.ReadDir(dir)
+func List(dir string) ([]Info, error) { return ListFS(nil, dir) }
+
+// ListFS is List through fsys (nil: the real file system).
+func ListFS(fsys wal.FS, dir string) ([]Info, error) {
+	if fsys == nil {
+		fsys = wal.OSFS{}
+	}
+	des, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("recovery: list %s: %w", dir, err)
 	}
@@ -104,8 +111,11 @@ func parseName(name string) (uint64, bool) {
 // Latest loads the newest snapshot in dir. It returns ErrNoSnapshot when
 // there is none, and ErrCorrupt, naming the file, when the newest fails its
 // checks.
-func Latest(dir string) (Info, []byte, error) {
-	infos, err := List(dir)
+func Latest(dir string) (Info, []byte, error) { return LatestFS(nil, dir) }
+
+// LatestFS is Latest through fsys (nil: the real file system).
+func LatestFS(fsys wal.FS, dir string) (Info, []byte, error) {
+	infos, err := ListFS(fsys, dir)
 	if err != nil {
 		return Info{}, nil, err
 	}
@@ -113,7 +123,7 @@ func Latest(dir string) (Info, []byte, error) {
 		return Info{}, nil, ErrNoSnapshot
 	}
 	info := infos[len(infos)-1]
-	b, err := os.ReadFile(info.Path)
+	b, err := wal.ReadFile(fsys, info.Path)
 	if err != nil {
 		return info, nil, fmt.Errorf("recovery: read %s: %w", info.Path, err)
 	}

@@ -14,6 +14,7 @@ import (
 // WriteOptions tunes Write. A nil *WriteOptions means the defaults.
 type WriteOptions struct {
 	FileMode os.FileMode // default 0600
+	FS       wal.FS      // the file system written through; default the real one (wal.OSFS)
 	// Step, when set, is called after each step of Write with its name
 	// ("written", "synced", "renamed", "dir-synced", "removed"); crash tests
 	// use it to stop the process at that point.
@@ -42,6 +43,9 @@ func WriteFunc(dir string, lsn uint64, encode func(w io.Writer) error, opts *Wri
 			o.FileMode = 0o600
 		}
 	}
+	if o.FS == nil {
+		o.FS = wal.OSFS{}
+	}
 	step := func(name string) {
 		if o.Step != nil {
 			o.Step(name)
@@ -49,24 +53,24 @@ func WriteFunc(dir string, lsn uint64, encode func(w io.Writer) error, opts *Wri
 	}
 	final := filepath.Join(dir, Name(lsn))
 	tmp := final + ".tmp"
-	size, err := writeSynced(tmp, lsn, encode, o.FileMode, step)
+	size, err := writeSynced(o.FS, tmp, lsn, encode, o.FileMode, step)
 	if err != nil {
 		// A temporary file is never loaded; removing it keeps a full disk
 		// from filling with one more at each retry.
-		if rerr := os.Remove(tmp); rerr != nil && !os.IsNotExist(rerr) {
+		if rerr := o.FS.Remove(tmp); rerr != nil && !os.IsNotExist(rerr) {
 			err = fmt.Errorf("%w (and removing %s: %v)", err, tmp, rerr)
 		}
 		return Info{}, err
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := o.FS.Rename(tmp, final); err != nil {
 		return Info{}, fmt.Errorf("recovery: rename %s: %w", tmp, err)
 	}
 	step("renamed")
-	if err := wal.SyncDir(dir); err != nil {
+	if err := wal.SyncDirFS(o.FS, dir); err != nil {
 		return Info{}, err
 	}
 	step("dir-synced")
-	if err := removeOlder(dir, lsn); err != nil {
+	if err := removeOlder(o.FS, dir, lsn); err != nil {
 		return Info{}, err
 	}
 	step("removed")
@@ -75,8 +79,8 @@ func WriteFunc(dir string, lsn uint64, encode func(w io.Writer) error, opts *Wri
 
 // writeSynced writes the snapshot file at path and fsyncs it; it returns
 // the file's size.
-func writeSynced(path string, lsn uint64, encode func(io.Writer) error, mode os.FileMode, step func(string)) (int64, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, mode)
+func writeSynced(fsys wal.FS, path string, lsn uint64, encode func(io.Writer) error, mode os.FileMode, step func(string)) (int64, error) {
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, mode)
 	if err != nil {
 		return 0, fmt.Errorf("recovery: create %s: %w", path, err)
 	}
@@ -100,7 +104,7 @@ func writeSynced(path string, lsn uint64, encode func(io.Writer) error, mode os.
 // writeFile streams the body after room for the header, then writes the
 // header, whose checksum covers the body: it is computed by reading the
 // body back, which the page cache still holds.
-func writeFile(f *os.File, lsn uint64, encode func(io.Writer) error) (int64, error) {
+func writeFile(f wal.File, lsn uint64, encode func(io.Writer) error) (int64, error) {
 	if _, err := f.Seek(headerSize, io.SeekStart); err != nil {
 		return 0, err
 	}
@@ -149,23 +153,26 @@ func (c *countingWriter) WriteByte(b byte) error {
 }
 
 // removeOlder removes snapshots older than lsn and leftover temporary files.
-func removeOlder(dir string, lsn uint64) error {
-	infos, err := List(dir)
+func removeOlder(fsys wal.FS, dir string, lsn uint64) error {
+	infos, err := ListFS(fsys, dir)
 	if err != nil {
 		return err
 	}
 	removed := false
 	for _, in := range infos {
 		if in.LSN < lsn {
-			if err := os.Remove(in.Path); err != nil {
+			if err := fsys.Remove(in.Path); err != nil {
 				return fmt.Errorf("recovery: remove %s: %w", in.Path, err)
 			}
 			removed = true
 		}
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, prefix+"*"+suffix+".tmp"))
+	tmps, err := tempFiles(fsys, dir)
+	if err != nil {
+		return err
+	}
 	for _, t := range tmps {
-		if err := os.Remove(t); err != nil {
+		if err := fsys.Remove(t); err != nil {
 			return fmt.Errorf("recovery: remove %s: %w", t, err)
 		}
 		removed = true
@@ -173,5 +180,20 @@ func removeOlder(dir string, lsn uint64) error {
 	if !removed {
 		return nil
 	}
-	return wal.SyncDir(dir)
+	return wal.SyncDirFS(fsys, dir)
+}
+
+// tempFiles lists the temporary snapshot files in dir.
+func tempFiles(fsys wal.FS, dir string) ([]string, error) {
+	des, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("recovery: list %s: %w", dir, err)
+	}
+	var out []string
+	for _, de := range des {
+		if ok, _ := filepath.Match(prefix+"*"+suffix+".tmp", de.Name()); ok {
+			out = append(out, filepath.Join(dir, de.Name()))
+		}
+	}
+	return out, nil
 }

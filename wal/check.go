@@ -224,17 +224,17 @@ func (l *Log) resumeAfterGap() error {
 	}
 	index := tail.firstIndex + uint64(tail.entries)
 	path := filepath.Join(l.dir, segmentName(index))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, l.opts.FileMode)
+	f, err := l.opts.FS.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, l.opts.FileMode)
 	if err != nil {
 		return fmt.Errorf("wal: start a segment after the lost records: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("wal: start a segment after the lost records: %w", err)
 	}
-	if err := SyncDir(l.dir); err != nil {
+	if err := SyncDirFS(l.opts.FS, l.dir); err != nil {
 		return err
 	}
-	file, err := openSegFile(path)
+	file, err := openSegFile(l.opts.FS, path)
 	if err != nil {
 		return err
 	}

@@ -2,32 +2,25 @@ package wal
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	twal "github.com/tidwall/wal"
 )
 
 // faults replaces the committer's disk operations in white-box tests.
-// Production uses the tidwall/wal methods.
+// Production uses the store's and the File's methods.
 type faults struct {
-	writeBatch func(tw *twal.Log, b *twal.Batch) error
-	sync       func(tw *twal.Log) error
-	datasync   func(f *os.File) error // the syncer's fsync of the tail segment
+	writeBatch func(st store, b *storeBatch) error
+	datasync   func(f File) error // every fsync of a segment file the committer and the syncer make
 }
 
 func (f *faults) fill() {
 	if f.writeBatch == nil {
-		f.writeBatch = (*twal.Log).WriteBatch
-	}
-	if f.sync == nil {
-		f.sync = (*twal.Log).Sync
+		f.writeBatch = store.writeBatch
 	}
 	if f.datasync == nil {
-		f.datasync = datasync
+		f.datasync = File.Datasync
 	}
 }
 
@@ -38,7 +31,7 @@ type request struct {
 	done     chan error // capacity 1; receives the outcome
 }
 
-// committer owns the tidwall/wal handle. It writes commit groups, fsyncs,
+// committer owns the store (tidwall/wal). It writes commit groups, fsyncs,
 // rolls and truncates segments. Its goroutine serves timers, fsync
 // completions, requests and wake-ups; a caller blocked in Commit.Wait or
 // WaitWritten writes the gathered groups itself (see writeFor), which
@@ -47,13 +40,13 @@ type request struct {
 // through Log.mu (groups, sticky error), Log.seg (segment list) and the
 // LSN atomics.
 type committer struct {
-	mu sync.Mutex // guards every field below, and the calls on tw
+	mu sync.Mutex // guards every field below, and the calls on st
 
 	l  *Log
-	tw *twal.Log
+	st store
 	f  faults
 
-	batch      twal.Batch // reused for every write
+	batch      storeBatch // reused for every write
 	batchBytes int        // bytes in batch (its buffer's capacity is at least the largest so far)
 	groups     []*group   // groups being written
 	done       []*group   // groups written; their buffers go back to Log.mu.free
@@ -77,7 +70,7 @@ type committer struct {
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
 
-	stopped  bool  // shutdown ran: tw is closed
+	stopped  bool  // shutdown ran: st is closed
 	closeErr error // Close's result; read by Close after exited is closed
 }
 
@@ -209,23 +202,23 @@ func (c *committer) commit() {
 	c.done = append(c.done, c.groups...)
 	clear(c.groups)
 	if c.batchBytes > maxFreeBuf {
-		c.batch = twal.Batch{} // do not pin the memory of a large batch
+		c.batch = storeBatch{} // do not pin the memory of a large batch
 	}
 }
 
 // write writes the groups with one WriteBatch, then publishes the new
 // entries to readers.
 func (c *committer) write() error {
-	c.batch.Clear()
+	c.batch.clear()
 	c.frames, c.batchBytes = c.frames[:0], 0
 	for i, g := range c.groups {
 		sealEntry(g.buf, g.header())
-		c.batch.Write(c.nextIndex+uint64(i), g.buf)
+		c.batch.add(c.nextIndex+uint64(i), g.buf)
 		c.frames = append(c.frames, frameSize(len(g.buf)))
 		c.batchBytes += len(g.buf)
 	}
 	plan := planRolls(c.tailBytes, c.l.opts.SegmentSize, c.frames)
-	if err := c.f.writeBatch(c.tw, &c.batch); err != nil {
+	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
 		first, last := c.groups[0], c.groups[len(c.groups)-1]
 		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",
 			first.first, last.header().end()-1, err)
@@ -238,9 +231,11 @@ func (c *committer) write() error {
 	return nil
 }
 
-// adoptRolls checks the files a batch rolled over to and opens them. The
-// directory is fsynced because tidwall/wal does not, and tidwall/wal's cache
-// is cleared so the sealed segment does not stay in memory.
+// adoptRolls checks the files a batch rolled over to and opens them. Each
+// sealed segment is fsynced through the Log's FS (tidwall/wal's own fsync
+// is not counted on: tidwall.go), then the directory, which tidwall/wal
+// does not fsync, and the store's cache is dropped so the sealed segment
+// does not stay in memory.
 func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
 	if len(plan.starts) == 0 {
 		return nil, nil
@@ -258,10 +253,10 @@ func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
 		segs = append(segs, s)
 		prev = s
 	}
-	if err := syncDir(c.l.dir); err != nil {
-		return nil, fmt.Errorf("%w (after segment roll), log poisoned", err)
+	if err := c.syncRolled(segs); err != nil {
+		return nil, err
 	}
-	if err := c.tw.ClearCache(); err != nil {
+	if err := c.st.dropCache(); err != nil {
 		return nil, fmt.Errorf("wal: segment roll: %w", err)
 	}
 	return segs, nil
@@ -280,7 +275,7 @@ func (c *committer) openRolled(prev *segment, size int64, k int) (*segment, erro
 	}
 	index := c.nextIndex + uint64(k)
 	path := filepath.Join(c.l.dir, segmentName(index))
-	file, err := openSegFile(path)
+	file, err := openSegFile(c.l.opts.FS, path)
 	if err != nil {
 		return nil, fmt.Errorf("wal: segment roll mispredicted: %w; log poisoned", err)
 	}
@@ -308,7 +303,7 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	}
 	l.writtenLSN.Store(c.groups[len(c.groups)-1].header().end() - 1)
 	l.seg.Unlock()
-	if len(segs) > 0 { // tidwall/wal fsynced every segment it sealed
+	if len(segs) > 0 { // syncRolled fsynced every segment sealed
 		l.advanceDurable(s.firstLSN - 1)
 	}
 	c.tail, c.tailBytes = s, plan.tail
@@ -350,7 +345,7 @@ func (c *committer) afterWrite() error {
 
 // sync fsyncs the tail segment; every other segment was fsynced when sealed.
 func (c *committer) sync() error {
-	if err := c.f.sync(c.tw); err != nil {
+	if err := c.f.datasync(c.tail.file.f); err != nil {
 		return fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", c.tail.path, err)
 	}
 	c.dirty, c.lastSync = false, time.Now()
@@ -370,13 +365,36 @@ func (c *committer) syncIfDirty() error {
 	return nil
 }
 
-// shutdown makes everything durable and closes tidwall/wal.
+// shutdown makes everything durable and closes the store.
 func (c *committer) shutdown() {
 	c.stopped = true
 	c.timer.Stop()
 	err := c.syncIfDirty()
-	if cerr := c.tw.Close(); err == nil && cerr != nil {
+	if cerr := c.st.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("wal: close: %w", cerr)
 	}
 	c.closeErr = err
+}
+
+// syncRolled fsyncs, through the Log's FS, each segment sealed by a roll
+// (the one before each new segment in segs), then the directory, whose new
+// names tidwall/wal does not fsync. The records of a sealed segment count
+// as durable only after both.
+func (c *committer) syncRolled(segs []*segment) error {
+	sealed := append([]*segment{c.tail}, segs[:len(segs)-1]...)
+	for _, s := range sealed {
+		if c.l.opts.plant == bugNoSealSync {
+			break
+		}
+		if err := c.f.datasync(s.file.f); err != nil {
+			return fmt.Errorf("wal: fsync of sealed segment %s failed, log poisoned: %w", s.path, err)
+		}
+	}
+	if c.l.opts.plant == bugNoRollDirSync {
+		return nil
+	}
+	if err := SyncDirFS(c.l.opts.FS, c.l.dir); err != nil {
+		return fmt.Errorf("%w (after segment roll), log poisoned", err)
+	}
+	return nil
 }

@@ -2,25 +2,13 @@ package wal
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// File names in a log directory, as tidwall/wal v1.2.1 writes them:
-// NAME is the 20-digit index of the segment's first entry; TruncateFront
-// writes NAME.START.TEMP, renames it to NAME.START, removes older segments
-// and renames NAME.START to NAME.
-const (
-	nameDigits  = 20
-	startSuffix = ".START"
-	endSuffix   = ".END"
-	tempSuffix  = ".TEMP"
-)
-
-func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
+// The file names are tidwall/wal's (tidwall.go).
 
 // segName is a segment file found in the log directory.
 type segName struct {
@@ -37,9 +25,9 @@ type dirListing struct {
 }
 
 // listDir reads a log directory; other files are ignored, as tidwall/wal does.
-func listDir(dir string) (dirListing, error) {
+func listDir(fsys FS, dir string) (dirListing, error) {
 	var d dirListing
-	des, err := os.ReadDir(dir)
+	des, err := fsys.ReadDir(dir)
 	if err != nil {
 		return d, fmt.Errorf("wal: list %s: %w", dir, err)
 	}
@@ -94,18 +82,18 @@ func (d dirListing) effective() []segName {
 // Open expects and the repair can work on: leftover temp files removed, an
 // interrupted truncation finished (what tidwall/wal's load would do, plus
 // the directory fsync it lacks). It returns the segments.
-func prepareDir(dir string, d dirListing) ([]segName, error) {
+func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
 	if len(d.ends) > 0 {
 		return nil, fmt.Errorf("%w: unexpected tidwall/wal END file %s", ErrCorrupt, d.ends[0])
 	}
 	changed := len(d.temps) > 0
 	for _, p := range d.temps {
-		if err := os.Remove(p); err != nil {
+		if err := fsys.Remove(p); err != nil {
 			return nil, fmt.Errorf("wal: remove temp file: %w", err)
 		}
 	}
 	if d.start != nil {
-		if err := finishStart(d); err != nil {
+		if err := finishStart(fsys, d); err != nil {
 			return nil, err
 		}
 		changed = true
@@ -113,46 +101,31 @@ func prepareDir(dir string, d dirListing) ([]segName, error) {
 	if !changed {
 		return d.segs, nil
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := SyncDirFS(fsys, dir); err != nil {
 		return nil, err
 	}
-	d, err := listDir(dir)
+	d, err := listDir(fsys, dir)
 	return d.segs, err
 }
 
 // finishStart removes the segments a START file replaces, then renames it.
-func finishStart(d dirListing) error {
+func finishStart(fsys FS, d dirListing) error {
 	for _, s := range d.segs {
 		if s.index > d.start.index {
 			break
 		}
-		if err := os.Remove(s.path); err != nil {
+		if err := fsys.Remove(s.path); err != nil {
 			return fmt.Errorf("wal: finish interrupted truncation: %w", err)
 		}
 	}
 	final := d.start.path[:len(d.start.path)-len(startSuffix)]
-	if err := os.Rename(d.start.path, final); err != nil {
+	if err := fsys.Rename(d.start.path, final); err != nil {
 		return fmt.Errorf("wal: finish interrupted truncation: %w", err)
 	}
 	return nil
 }
 
 // SyncDir fsyncs a directory so that creates, renames and removes in it
-// survive a power loss. It is the one directory fsync of walq's packages
-// (recovery and the CLI call it too).
-func SyncDir(dir string) error { return syncDir(dir) }
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("wal: fsync directory %s: %w", dir, err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("wal: fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
+// survive a power loss, through the real file system (SyncDirFS takes an
+// FS).
+func SyncDir(dir string) error { return SyncDirFS(nil, dir) }

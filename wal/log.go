@@ -2,13 +2,10 @@ package wal
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	twal "github.com/tidwall/wal"
 
 	"github.com/walq/walq/internal/dirlock"
 )
@@ -113,7 +110,7 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 // listSegments prepares the directory and returns its segments.
 func (l *Log) listSegments() ([]segName, error) {
 	if !l.opts.ReadOnly {
-		if err := os.MkdirAll(l.dir, l.opts.DirMode); err != nil {
+		if err := l.opts.FS.MkdirAll(l.dir, l.opts.DirMode); err != nil {
 			return nil, fmt.Errorf("wal: create %s: %w", l.dir, err)
 		}
 		var err error
@@ -123,18 +120,18 @@ func (l *Log) listSegments() ([]segName, error) {
 			}
 		}
 	}
-	d, err := listDir(l.dir)
+	d, err := listDir(l.opts.FS, l.dir)
 	if err != nil || l.opts.ReadOnly {
 		return d.effective(), err
 	}
-	return prepareDir(l.dir, d)
+	return prepareDir(l.opts.FS, l.dir, d)
 }
 
 // load opens every segment, repairs the tail and reads the sealed
 // segments' first headers (or, under Salvage, scans them all).
 func (l *Log) load(names []segName) error {
 	for _, n := range names {
-		file, err := openSegFile(n.path)
+		file, err := openSegFile(l.opts.FS, n.path)
 		if err != nil {
 			return err
 		}
@@ -189,7 +186,7 @@ func (l *Log) repair() error {
 		return nil
 	}
 	if l.cut != nil {
-		if err := cutFile(l.cut.path, l.cut.off); err != nil {
+		if err := cutFile(l.opts.FS, l.cut.path, l.cut.off); err != nil {
 			return err
 		}
 	}
@@ -232,24 +229,16 @@ func (l *Log) checkFirstLSNs() error {
 	return nil
 }
 
-// startCommitter opens tidwall/wal on the repaired directory, derives the
-// next LSN and starts the committer goroutine.
+// startCommitter opens the store (tidwall/wal) on the repaired directory,
+// derives the next LSN and starts the committer goroutine.
 func (l *Log) startCommitter(f faults) error {
-	tw, err := twal.Open(l.dir, &twal.Options{
-		NoSync:           true, // the committer fsyncs
-		SegmentSize:      int(l.opts.SegmentSize),
-		LogFormat:        twal.Binary,
-		SegmentCacheSize: 1,
-		AllowEmpty:       true, // a repair may cut the only segment to nothing
-		DirPerms:         l.opts.DirMode,
-		FilePerms:        l.opts.FileMode,
-	})
+	st, err := openStore(l.dir, l.opts)
 	if err != nil {
-		return fmt.Errorf("wal: open tidwall/wal in %s: %w", l.dir, err)
+		return err
 	}
-	c, err := l.newCommitter(tw, f)
+	c, err := l.newCommitter(st, f)
 	if err != nil {
-		_ = tw.Close()
+		_ = st.close()
 		return err
 	}
 	l.c = c
@@ -257,12 +246,12 @@ func (l *Log) startCommitter(f faults) error {
 	return nil
 }
 
-// newCommitter checks that tidwall/wal sees the segments this package
+// newCommitter checks that the store sees the segments this package
 // sees, and makes everything on disk durable so DurableLSN can start at
 // WrittenLSN.
-func (l *Log) newCommitter(tw *twal.Log, f faults) (*committer, error) {
+func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	f.fill()
-	if err := SyncDir(l.dir); err != nil { // tidwall/wal may have created segment 1
+	if err := SyncDirFS(l.opts.FS, l.dir); err != nil { // tidwall/wal may have created segment 1
 		return nil, err
 	}
 	if len(l.seg.list) == 0 {
@@ -271,16 +260,16 @@ func (l *Log) newCommitter(tw *twal.Log, f faults) (*committer, error) {
 		}
 	}
 	tail := l.seg.list[len(l.seg.list)-1]
-	if err := l.checkTidwall(tw, tail); err != nil {
+	if err := l.checkStore(st, tail); err != nil {
 		return nil, err
 	}
-	if err := tw.Sync(); err != nil {
+	if err := tail.file.f.Datasync(); err != nil {
 		return nil, fmt.Errorf("wal: fsync %s: %w", tail.path, err)
 	}
 	if err := l.setLSNs(); err != nil {
 		return nil, err
 	}
-	c := &committer{l: l, tw: tw, f: f, tail: tail, tailBytes: tail.size,
+	c := &committer{l: l, st: st, f: f, tail: tail, tailBytes: tail.size,
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
@@ -290,14 +279,14 @@ func (l *Log) newCommitter(tw *twal.Log, f faults) (*committer, error) {
 // adoptFirstSegment registers the segment tidwall/wal created in an empty
 // directory.
 func (l *Log) adoptFirstSegment() error {
-	d, err := listDir(l.dir)
+	d, err := listDir(l.opts.FS, l.dir)
 	if err != nil {
 		return err
 	}
 	if len(d.segs) != 1 || d.segs[0].index != 1 {
 		return fmt.Errorf("wal: tidwall/wal created %d segments in an empty directory, want one with index 1", len(d.segs))
 	}
-	file, err := openSegFile(d.segs[0].path)
+	file, err := openSegFile(l.opts.FS, d.segs[0].path)
 	if err != nil {
 		return err
 	}
@@ -305,13 +294,13 @@ func (l *Log) adoptFirstSegment() error {
 	return nil
 }
 
-// checkTidwall compares tidwall/wal's first and last index with ours.
-func (l *Log) checkTidwall(tw *twal.Log, tail *segment) error {
-	first, err := tw.FirstIndex()
+// checkStore compares the store's first and last index with ours.
+func (l *Log) checkStore(st store, tail *segment) error {
+	first, err := st.firstIndex()
 	if err != nil {
 		return fmt.Errorf("wal: tidwall/wal: %w", err)
 	}
-	last, err := tw.LastIndex()
+	last, err := st.lastIndex()
 	if err != nil {
 		return fmt.Errorf("wal: tidwall/wal: %w", err)
 	}

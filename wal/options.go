@@ -70,6 +70,11 @@ type Options struct {
 	// directory (a queue locks its own directory, the log's parent), so
 	// Open takes none of its own: one lock file per queue directory.
 	Locked bool
+	// FS is the file system the Log works through (see FS); nil means the
+	// real one, OSFS. Crash and fault tests pass their own.
+	FS FS
+
+	plant plantedBug // a durability bug planted by a crash test; see plant.go
 }
 
 // resolveOptions copies opts, fills in defaults and validates the result.
@@ -104,6 +109,7 @@ func (o *Options) fillDefaults() {
 	if o.StartLSN == 0 {
 		o.StartLSN = 1
 	}
+	o.FS = orOS(o.FS)
 }
 
 func (o *Options) validate() error {

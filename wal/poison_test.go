@@ -3,11 +3,9 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 
-	twal "github.com/tidwall/wal"
 )
 
 var errInjected = errors.New("injected disk failure")
@@ -18,28 +16,22 @@ func failingFaults(on *atomic.Bool, kind string) faults {
 	var f faults
 	switch kind {
 	case "write":
-		f.writeBatch = func(tw *twal.Log, b *twal.Batch) error {
+		f.writeBatch = func(st store, b *storeBatch) error {
 			if on.Load() {
 				return errInjected
 			}
-			return tw.WriteBatch(b)
+			return st.writeBatch(b)
 		}
 	case "write after bytes reach the file":
-		f.writeBatch = func(tw *twal.Log, b *twal.Batch) error {
-			err := tw.WriteBatch(b)
+		f.writeBatch = func(st store, b *storeBatch) error {
+			err := st.writeBatch(b)
 			if on.Load() {
 				return errInjected
 			}
 			return err
 		}
 	case "fsync":
-		f.sync = func(tw *twal.Log) error {
-			if on.Load() {
-				return errInjected
-			}
-			return tw.Sync()
-		}
-		f.datasync = func(file *os.File) error {
+		f.datasync = func(file File) error {
 			if on.Load() {
 				return errInjected
 			}

@@ -137,8 +137,8 @@ type offsetReader struct {
 func (o offsetReader) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p, o.off+off) }
 
 // cutFile truncates a segment at off and makes the cut durable.
-func cutFile(path string, off int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+func cutFile(fsys FS, path string, off int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: repair %s: %w", path, err)
 	}
@@ -152,5 +152,5 @@ func cutFile(path string, off int64) error {
 	if err != nil {
 		return fmt.Errorf("wal: repair %s: cut at offset %d: %w", path, off, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return SyncDirFS(fsys, filepath.Dir(path))
 }

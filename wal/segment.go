@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -35,12 +34,12 @@ type point struct {
 // it. The last release closes the file, so truncation never closes a file
 // under a reader and never leaks one.
 type segFile struct {
-	f    *os.File
+	f    File
 	refs atomic.Int32 // listed (1) + pins; the file is closed at 0
 }
 
-func openSegFile(path string) (*segFile, error) {
-	f, err := os.Open(path)
+func openSegFile(fsys FS, path string) (*segFile, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open segment: %w", err)
 	}

@@ -16,7 +16,8 @@ import (
 //
 // The syncer fsyncs the tail segment through this package's own handle,
 // not through tidwall/wal, whose Sync holds the lock its writes need.
-// Segments sealed meanwhile were fsynced by tidwall/wal at roll-over.
+// Segments sealed meanwhile were fsynced by the committer at roll-over
+// (syncRolled).
 
 // syncJob is one fsync and the commits it makes durable.
 type syncJob struct {
@@ -41,6 +42,13 @@ func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
 
 // runSync fsyncs the job's segment and completes its commits.
 func (c *committer) runSync(job *syncJob) {
+	if c.l.opts.plant == bugEarlyDurable {
+		c.l.advanceDurable(job.upTo)
+		for _, cm := range job.commits {
+			cm.finish(nil)
+		}
+		job.commits = nil
+	}
 	start := time.Now()
 	err := c.f.datasync(job.file.f)
 	job.took = time.Since(start)
@@ -144,7 +152,7 @@ func (c *committer) drainSyncs() {
 }
 
 // advanceDurable raises DurableLSN to lsn unless it is already higher. The
-// committer (at a roll-over, whose fsync tidwall/wal did) and the syncer
+// committer (at a roll-over, after syncRolled) and the syncer
 // both raise it, concurrently: a plain load-and-store could lower it.
 func (l *Log) advanceDurable(lsn LSN) {
 	for {

@@ -11,7 +11,7 @@ import (
 // first LSN of the first segment kept. It returns nil if nothing is
 // removed.
 //
-// The removal runs on the committer goroutine (it owns tidwall/wal), so it
+// The removal runs on the committer goroutine (it owns the store), so it
 // waits for the groups being written. Readers positioned in a removed
 // segment finish reading it from their open handle; Readers and Reads that
 // start below the new FirstLSN get ErrNotFound.
@@ -47,19 +47,35 @@ func (c *committer) truncateFront(lsn LSN) error {
 	// rename to NAME.START, remove older files, rename to NAME). Cutting at
 	// the segment's first index keeps the rewrite to a copy of one segment;
 	// it still costs a read and a write of up to SegmentSize bytes.
-	if err := c.tw.TruncateFront(target.firstIndex); err != nil {
+	if err := c.st.truncateFront(target.firstIndex); err != nil {
 		return c.l.poison(fmt.Errorf("wal: truncate front at index %d (LSN %d) failed, log poisoned: %w",
 			target.firstIndex, target.firstLSN, err))
 	}
-	if err := SyncDir(c.l.dir); err != nil {
-		return c.l.poison(fmt.Errorf("%w (after truncation), log poisoned", err))
-	}
-	file, err := openSegFile(target.path) // the rewritten copy
+	file, err := c.syncRewritten(target.path)
 	if err != nil {
-		return c.l.poison(fmt.Errorf("wal: after truncation: %w; log poisoned", err))
+		return c.l.poison(err)
 	}
 	c.l.dropFront(i, file)
 	return nil
+}
+
+// syncRewritten opens the segment file TruncateFront rewrote and fsyncs
+// it and the directory through the Log's FS (tidwall/wal's own fsync of
+// the copy is not counted on: tidwall.go).
+func (c *committer) syncRewritten(path string) (*segFile, error) {
+	file, err := openSegFile(c.l.opts.FS, path)
+	if err != nil {
+		return nil, fmt.Errorf("wal: after truncation: %w; log poisoned", err)
+	}
+	if err := c.f.datasync(file.f); err != nil {
+		_ = file.release()
+		return nil, fmt.Errorf("wal: fsync of %s after truncation failed, log poisoned: %w", path, err)
+	}
+	if err := SyncDirFS(c.l.opts.FS, c.l.dir); err != nil {
+		_ = file.release()
+		return nil, fmt.Errorf("%w (after truncation), log poisoned", err)
+	}
+	return file, nil
 }
 
 // truncateTarget returns the first segment to keep for TruncateFront(lsn)

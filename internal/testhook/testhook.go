@@ -15,3 +15,15 @@ var SetSnapshotStep func(opts any, step func(string))
 // called, so that a crash test's own compactions are the ones that
 // truncate. Package queue sets this function when it is initialized.
 var SetManualCompaction func(opts any)
+
+// PlantLogBug plants the durability bug named name ("early-durable",
+// "no-roll-dir-sync", "no-seal-sync") in opts, which must be a
+// *wal.Options, so that a crash test can show it catches the bug. Package
+// wal sets this function when it is initialized.
+var PlantLogBug func(opts any, name string)
+
+// SetLogOptions installs edit on opts, which must be a *queue.Options: the
+// queue calls it on the *wal.Options it opens its log with (as an any), so
+// that a crash test can plant a bug there (PlantLogBug). Package queue sets
+// this function when it is initialized.
+var SetLogOptions func(opts any, edit func(walOpts any))

@@ -1,0 +1,154 @@
+package wal
+
+import (
+	"fmt"
+
+	twal "github.com/tidwall/wal"
+)
+
+// This file holds everything walq assumes about github.com/tidwall/wal
+// v1.2.1, which appends the entries and rolls the segment files: its file
+// names, its roll rule and its calls. Nothing else in the package imports
+// it, so replacing or upgrading it touches this file (and the tests that
+// pin the roll rule, roll_test.go).
+//
+// What tidwall/wal does with package os directly, out of FS's sight:
+//
+//   - WriteBatch appends the entries to the tail file, and at a roll fsyncs
+//     the sealed file, closes it and creates the next one. walq fsyncs the
+//     sealed file again through FS, and the directory, before it counts
+//     the sealed records durable (committer.adoptRolls).
+//   - TruncateFront writes NAME.START.TEMP, fsyncs it, renames it to
+//     NAME.START, removes the older segments and renames NAME.START to
+//     NAME. walq then fsyncs the rewritten NAME and the directory through
+//     FS (committer.truncateFront), and Open finishes an interrupted
+//     truncation itself (prepareDir).
+//   - Open creates the first segment in an empty directory; walq fsyncs
+//     the directory and that file through FS.
+//
+// tidwall/wal's own fsyncs are never counted on: it is opened with NoSync,
+// and walq makes every fsync it counts through FS.
+
+// File names in a log directory, as tidwall/wal writes them: NAME is the
+// 20-digit index of the segment's first entry; TruncateFront writes
+// NAME.START.TEMP, renames it to NAME.START, removes older segments and
+// renames NAME.START to NAME.
+const (
+	nameDigits  = 20
+	startSuffix = ".START"
+	endSuffix   = ".END"
+	tempSuffix  = ".TEMP"
+)
+
+func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
+
+// store is the segment writer the committer drives: tidwall/wal
+// (tidwallStore) in production. Entry indexes are absolute; the first
+// entry of a new log is index 1.
+type store interface {
+	// writeBatch appends the batch's entries, rolling to new segment
+	// files as planRolls predicts; it does not fsync.
+	writeBatch(b *storeBatch) error
+	// truncateFront removes every segment before the one holding index
+	// and rewrites that one from index on.
+	truncateFront(index uint64) error
+	firstIndex() (uint64, error)
+	lastIndex() (uint64, error)
+	// dropCache forgets sealed segments the store kept in memory.
+	dropCache() error
+	close() error
+}
+
+// storeBatch is a batch of entries for store.writeBatch; add copies the
+// entry, so the caller may reuse its buffer at once.
+type storeBatch struct{ tw twal.Batch }
+
+func (b *storeBatch) add(index uint64, entry []byte) { b.tw.Write(index, entry) }
+func (b *storeBatch) clear()                         { b.tw.Clear() }
+
+// tidwallStore is a store over tidwall/wal. obs, when not nil, is told of
+// each write before it is made and may fail it (see FS).
+type tidwallStore struct {
+	tw  *twal.Log
+	obs storeObserver
+}
+
+// openStore opens tidwall/wal on a directory prepareDir left ready. fsys
+// is the Log's FS, told of each store write if it observes them.
+func openStore(dir string, o Options) (store, error) {
+	tw, err := twal.Open(dir, &twal.Options{
+		NoSync:           true, // walq fsyncs, through FS
+		SegmentSize:      int(o.SegmentSize),
+		LogFormat:        twal.Binary,
+		SegmentCacheSize: 1,
+		AllowEmpty:       true, // a repair may cut the only segment to nothing
+		DirPerms:         o.DirMode,
+		FilePerms:        o.FileMode,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wal: open tidwall/wal in %s: %w", dir, err)
+	}
+	s := &tidwallStore{tw: tw}
+	s.obs, _ = o.FS.(storeObserver)
+	return s, nil
+}
+
+func (s *tidwallStore) observe(op string) error {
+	if s.obs == nil {
+		return nil
+	}
+	return s.obs.StoreOp(op)
+}
+
+func (s *tidwallStore) writeBatch(b *storeBatch) error {
+	if err := s.observe(StoreWriteBatch); err != nil {
+		return err
+	}
+	return s.tw.WriteBatch(&b.tw)
+}
+
+func (s *tidwallStore) truncateFront(index uint64) error {
+	if err := s.observe(StoreTruncateFront); err != nil {
+		return err
+	}
+	return s.tw.TruncateFront(index)
+}
+
+func (s *tidwallStore) firstIndex() (uint64, error) { return s.tw.FirstIndex() }
+func (s *tidwallStore) lastIndex() (uint64, error)  { return s.tw.LastIndex() }
+func (s *tidwallStore) dropCache() error            { return s.tw.ClearCache() }
+func (s *tidwallStore) close() error                { return s.tw.Close() }
+
+// rollPlan says where tidwall/wal will put each entry of a batch. The
+// committer computes it before WriteBatch instead of asking tidwall/wal,
+// which does not expose offsets, and checks afterwards that the files it
+// predicts exist with the sizes it predicts.
+type rollPlan struct {
+	offs   []int64 // offs[i]: byte offset of entry i's frame in its segment
+	starts []int   // batch positions where a new segment starts, ascending; len(frames) for a new empty tail
+	sealed []int64 // sealed[j]: final size of the segment closed by roll j
+	tail   int64   // bytes in the tail segment after the batch
+}
+
+// planRolls replicates the roll rule of tidwall/wal v1.2.1's writeBatch:
+// before the batch, a tail of more than segSize bytes is sealed; after each
+// entry, a tail of at least segSize bytes is sealed. Sealing means fsync,
+// close and create the next file, named by the index of the entry that
+// will come next (so a batch that fills a segment exactly leaves a new,
+// empty tail). tail is the tail's size before the batch; frames are the
+// framed sizes of the batch's entries.
+func planRolls(tail, segSize int64, frames []int64) rollPlan {
+	p := rollPlan{offs: make([]int64, len(frames))}
+	if tail > segSize {
+		p.starts, p.sealed, tail = append(p.starts, 0), append(p.sealed, tail), 0
+	}
+	for i, n := range frames {
+		p.offs[i] = tail
+		tail += n
+		if tail >= segSize {
+			p.starts, p.sealed, tail = append(p.starts, i+1), append(p.sealed, tail), 0
+		}
+	}
+	p.tail = tail
+	return p
+}
