@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-
 )
 
 var errInjected = errors.New("injected disk failure")
