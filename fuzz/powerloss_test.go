@@ -1,262 +1,319 @@
 package fuzz_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/walq/walq/internal/fakeclock"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/walq/walq/fuzz"
+	"github.com/walq/walq/internal/crashfs"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
-// TestPowerLoss builds the on-disk states a power loss can leave and checks
-// each with the oracle. A kill -9 cannot lose what the page cache holds, so
-// these states are made by hand from a recorded history:
+// TestPowerLoss runs a workload on a crash file system (internal/crashfs)
+// that keeps only what was made durable: a file's data by an fsync or
+// fdatasync of that file, a name by an fsync of its directory. The run
+// "loses power" at the Nth durable operation, for every N the workload
+// reaches: that call and every later one fail, so nothing more becomes
+// durable. From each crash, several states a power loss can leave are
+// built in fresh directories (names as last fsynced, as cached, or mixed;
+// unsynced bytes dropped, kept in part, torn, zeroed, or with a hole), and
+// each is opened with the real file system, drained and judged by the
+// Oracle.
 //
-//  1. One goroutine runs a workload (enqueue, batch, delayed, dequeue, ack,
-//     nack, dead-letter, lease expiry) with automatic compaction out of the
-//     way, and after each operation k records the size of every segment
-//     file (they only grow; the recorder checks it) and the log's
-//     DurableLSN.
-//  2. A crash "during operation k+1" keeps every byte that was durable
-//     after operation k (sealed segments whole, the tail up to the last
-//     entry at or below DurableLSN), plus a prefix of the bytes written
-//     since, in the order they were written: a random length, torn at a
-//     random byte, then left clean, followed by zeros (a size update that
-//     beat the data), by zeros to the page boundary, or by garbage. A
-//     segment file created by operation k+1 may be missing (its directory
-//     entry was not fsynced) or empty; one exists only if the segment
-//     before it is whole (it was fsynced at the roll).
-//  3. Each state is written to a fresh directory, opened and drained; the
-//     oracle counts an operation as acknowledged if its records are at or
-//     below DurableLSN (all of operations 1..k under SyncAlways), as an
-//     attempt otherwise. Under SyncInterval and SyncNever the recovered
-//     queue must also be the state after some operation p between the
-//     last durable one and k+1 (the log is cut at one point: no holes).
-//     The repair must report a torn tail exactly when the last segment
-//     holds bytes past its last whole entry.
+// The Oracle is fed with what the callers were told, never with walq's own
+// durability accounting: under SyncAlways every call that returned nil
+// (an asynchronous call: its Pending reported done) before the crash is
+// acknowledged; under SyncInterval and SyncNever, whose calls return
+// before the fsync, only those made before a Compact (a snapshot) or a
+// Close that returned nil, and the others are attempts. (The time bound of
+// SyncInterval is not checked: the crash file system has no clock.) In every mode the recovered queue must also be the state after
+// some operation between the last acknowledged one and the crash (the log
+// is cut at one point: no holes). A state with a hole in its unsynced bytes
+// may be refused with ErrCorrupt (walq does not guess past damage followed
+// by valid entries), never opened wrong.
 //
-// Long run: WALQ_POWERLOSS_STATES=100000 go test ./fuzz -run '^TestPowerLoss$' -timeout 1h -v
+// Long run: WALQ_POWERLOSS_STATES=200000 go test ./fuzz -run '^TestPowerLoss$' -timeout 1h -v
 func TestPowerLoss(t *testing.T) {
-	states := envInt(t, "WALQ_POWERLOSS_STATES", scaled(10000, 5))
-	cases := []struct {
+	states := envInt(t, "WALQ_POWERLOSS_STATES", 10000)
+	var total plSummary
+	for _, c := range []struct {
 		name   string
 		mode   queue.SyncMode
-		ops    int
 		states int
 	}{
-		{"always", queue.SyncAlways, 300, states},
-		{"interval", queue.SyncInterval, 200, max(1, states/6)},
-		{"never", queue.SyncNever, 200, max(1, states/6)},
-	}
-	var total fuzz.Result
-	var count int
-	for _, c := range cases {
+		{"always", queue.SyncAlways, states * 6 / 10},
+		{"interval", queue.SyncInterval, states * 2 / 10},
+		{"never", queue.SyncNever, states * 2 / 10},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			rng, seed := testRand(t)
-			h := recordHistory(t, c.mode, c.ops, rng)
-			r, n, cov := h.crashAll(t, seed, c.states)
-			t.Logf("SUMMARY powerloss-%s: states=%d ops=%d segments=%d torn-tails-repaired=%d created-segment-dropped=%d %s",
-				c.name, n, c.ops, len(h.final), cov.torn, cov.missing, r)
-			total, count = total.Add(r), count+n
+			_, seed := testRand(t)
+			s, err := powerLoss(t, plConfig{mode: c.mode, states: c.states, seed: seed})
+			t.Logf("SUMMARY powerloss-%s: %s", c.name, s)
+			if err != nil {
+				t.Fatalf("%v\n(replay: WALQ_SEED=%d)", err, seed)
+			}
+			total = total.add(s)
 		})
 	}
-	t.Logf("SUMMARY powerloss: states=%d lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d",
-		count, total.Lost, total.Unexpected, total.RedeliveredAfterAck, total.Duplicates)
+	t.Logf("SUMMARY powerloss: %s", total)
 }
 
-// plOp is what one operation of the recorded workload did.
-type plOp struct {
-	kind      string
-	enq       []string // tokens enqueued, in order (a batch may survive as a prefix)
-	acks      []string // tokens acked, in order (a batch ack)
-	delivered []string // tokens delivered
-	released  []string // tokens nacked, dead-lettered or expired: back in the queue
-	async     bool     // enq and acks returned before their commit: their Pendings report them
-	doneEnq   []string // tokens whose asynchronous enqueue a Pending reported done during this operation
-	doneAcks  []string // tokens whose asynchronous ack a Pending reported done during this operation
+// TestPowerLossCatchesPlantedBugs plants each durability bug the power-loss
+// test exists for (internal/testhook.PlantLogBug) and checks that the test
+// reports a violation, so that its passing on the real code means
+// something:
+//
+//   - early-durable: commits complete before the fsync that covers them;
+//   - no-roll-dir-sync: the directory is not fsynced after a segment roll,
+//     so the new segment's name may vanish with the records in it;
+//   - no-seal-sync: a sealed segment is counted durable on tidwall/wal's
+//     own fsync, which the file system never saw (the log's behaviour
+//     before it fsynced sealed segments itself).
+func TestPowerLossCatchesPlantedBugs(t *testing.T) {
+	for _, bug := range []string{"early-durable", "no-roll-dir-sync", "no-seal-sync"} {
+		t.Run(bug, func(t *testing.T) {
+			_, seed := testRand(t)
+			s, err := powerLoss(t, plConfig{mode: queue.SyncAlways, states: 3000, seed: seed, bug: bug})
+			if err == nil {
+				t.Fatalf("with %s planted, %s: no violation found", bug, s)
+			}
+			t.Logf("with %s planted, after %d states: %v", bug, s.states, err)
+		})
+	}
 }
 
-// plState is the directory after one operation.
-type plState struct {
-	sizes   map[string]int64 // segment file sizes by relative path
-	durable uint64           // DurableLSN
-	last    uint64           // LastLSN
-	at      time.Time        // when the operation returned
-}
-
-// plHistory is a recorded workload.
-type plHistory struct {
+// plConfig is one power-loss run.
+type plConfig struct {
 	mode   queue.SyncMode
-	final  map[string][]byte // the last contents of each segment file
-	states []plState         // states[k]: after operation k (0: after Open)
-	ops    []plOp            // ops[k], k >= 1
-	enqAt  map[string]int    // token -> operation that enqueued it
-	ackAt  map[string]int    // token -> operation whose ack of it returned (or was appended, when asynchronous)
-	pos    map[string]int    // token -> position in its batch
-	ackPos map[string]int    // token -> position in its batch ack
+	states int    // crash states to check, about
+	seed   uint64 // the workload's and the states' generator
+	bug    string // a planted bug; "" for none
 }
 
-// recordHistory runs the workload and records it.
-func recordHistory(t *testing.T, mode queue.SyncMode, nops int, rng *rand.Rand) *plHistory {
-	dir := scratchDir(t)
-	clock := newManualClock()
-	q := mustOpen(t, dir, &queue.Options{Sync: mode, SyncInterval: 2 * time.Millisecond, SegmentSize: 4096,
-		SnapshotBytes: 1 << 30, ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock})
-	defer q.Close()
-	h := &plHistory{mode: mode, final: make(map[string][]byte), ops: []plOp{{kind: "open"}},
-		enqAt: make(map[string]int), ackAt: make(map[string]int), pos: make(map[string]int),
-		ackPos: make(map[string]int)}
-	w := &plWorkload{t: t, q: q, rng: rng, clock: clock}
-	h.record(t, q, dir)
-	for k := 1; k <= nops; k++ {
-		op := w.step(k)
-		h.ops = append(h.ops, op)
-		for i, tok := range op.enq {
-			h.enqAt[tok], h.pos[tok] = k, i
-		}
-		for i, tok := range op.acks {
-			h.ackAt[tok], h.ackPos[tok] = k, i
-		}
-		h.record(t, q, dir)
-	}
-	if st := q.Stats(); st.SnapshotLSN != 0 {
-		t.Fatalf("a compaction ran during the recorded workload; the recorder needs files that only grow")
-	}
-	h.checkBounds(t)
-	return h
+// plOps is the workload's length: short, so that every crash point is
+// reached by many states.
+const plOps = 40
+
+// plSummary counts what a run checked.
+type plSummary struct {
+	points   int // crash points (durable operations) the workload reached
+	states   int // crash states checked
+	refused  int // states with a hole that Open refused (ErrCorrupt)
+	names    int // states where a name was not as last fsynced
+	res      fuzz.Result
+	syncOps  map[string]int // durable operations of the whole workload, by kind
+	crashers map[string]int // the call the crash hit, by kind
 }
 
-// record notes the directory after an operation: the durable LSN first,
-// then the files, so that every durable byte is in what it reads.
-func (h *plHistory) record(t *testing.T, q *queue.Queue, dir string) {
-	st := q.Stats()
-	s := plState{sizes: make(map[string]int64), durable: st.DurableLSN, last: st.LastLSN, at: time.Now()}
-	for _, p := range segmentPaths(dir) {
-		b, err := os.ReadFile(p)
+func (s plSummary) add(o plSummary) plSummary {
+	s.points, s.states, s.refused, s.names = s.points+o.points, s.states+o.states, s.refused+o.refused, s.names+o.names
+	s.res = s.res.Add(o.res)
+	return s
+}
+
+func (s plSummary) String() string {
+	return fmt.Sprintf("crash-points=%d states=%d refused-with-hole=%d names-not-as-fsynced=%d durable-ops=%v lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d",
+		s.points, s.states, s.refused, s.names, s.syncOps, s.res.Lost, s.res.Unexpected, s.res.RedeliveredAfterAck, s.res.Duplicates)
+}
+
+// powerLoss runs the workload once without a crash to count its durable
+// operations, then crashes it at each one (and at its end) on as many
+// workers as there are CPUs, and checks the states built from each crash.
+// It returns the first violation.
+func powerLoss(t *testing.T, cfg plConfig) (plSummary, error) {
+	base := scratchDir(t)
+	dry, err := runCrashWorkload(filepath.Join(base, "dry"), cfg, 0)
+	if err != nil {
+		return plSummary{}, err
+	}
+	s := plSummary{points: dry.durable + 1, syncOps: dry.kinds}
+	perPoint := max(1, (cfg.states+s.points-1)/s.points)
+	points := make(chan int)
+	var mu sync.Mutex
+	var failure error
+	var wg sync.WaitGroup
+	for w := range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range points {
+				ps, err := checkCrashPoint(filepath.Join(base, fmt.Sprint(w)), cfg, n, perPoint)
+				mu.Lock()
+				s = s.add(ps)
+				if err != nil && failure == nil {
+					failure = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for n := 1; n <= s.points; n++ {
+		mu.Lock()
+		stop := failure != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		points <- n
+	}
+	close(points)
+	wg.Wait()
+	s.points = dry.durable + 1
+	return s, failure
+}
+
+// checkCrashPoint runs the workload crashing at durable operation n (past
+// its end: a power loss after it) and checks perPoint states built from
+// the crash.
+func checkCrashPoint(scratch string, cfg plConfig, n, perPoint int) (plSummary, error) {
+	var s plSummary
+	root := filepath.Join(scratch, fmt.Sprint("run-", n))
+	defer os.RemoveAll(root)
+	run, err := runCrashWorkload(root, cfg, n)
+	if err != nil {
+		return s, err
+	}
+	for v := range perPoint {
+		dst := filepath.Join(scratch, fmt.Sprint("state-", n, "-", v))
+		rng := rand.New(rand.NewPCG(cfg.seed, uint64(n)<<20|uint64(v)))
+		st, err := run.fsys.Materialize(dst, rng)
 		if err != nil {
-			t.Fatal(err)
+			return s, err
 		}
-		rel := filepath.Join("log", filepath.Base(p))
-		if old := h.final[rel]; !bytes.HasPrefix(b, old) {
-			t.Fatalf("%s was rewritten, not appended to (%d bytes, then %d)", rel, len(old), len(b))
+		what := fmt.Sprintf("crash at durable operation %d (%s), state %d: %s", n, run.crashed, v, st.Desc)
+		r, refused, err := run.check(dst, cfg.mode, st)
+		os.RemoveAll(dst)
+		s.states++
+		s.res = s.res.Add(r)
+		if refused {
+			s.refused++
 		}
-		h.final[rel], s.sizes[rel] = b, int64(len(b))
+		if st.Desc[:len("names as last")] != "names as last" {
+			s.names++
+		}
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", what, err)
+		}
 	}
-	h.states = append(h.states, s)
+	return s, nil
 }
 
-// checkBounds checks the documented loss bounds on the recorded DurableLSN:
-// under SyncAlways nothing returned is unsynced; under SyncInterval nothing
-// that returned more than the interval ago (plus scheduling slack); under
-// SyncNever nothing in a sealed segment.
-func (h *plHistory) checkBounds(t *testing.T) {
-	const slack = time.Second // scheduling on a loaded machine; the check is for "never fsyncs"
-	var need, prevLast uint64 // LSN the last waiting operation made durable
-	var asyncLast uint64      // last LSN of the last asynchronous operation
-	for k, s := range h.states {
-		switch h.mode {
-		case queue.SyncAlways:
-			// RequeueExpired does not wait for its records (the lease that
-			// next delivers the message waits for them), a dequeue waits
-			// for the write of its lease, not its fsync (the ack that
-			// follows waits for both), and an operation that appends
-			// nothing waits for nothing: after each operation, everything
-			// up to the last record of the last operation that waited is
-			// durable.
-			if !noWait[h.ops[k].kind] && s.last > prevLast {
-				need = s.last
-			}
-			// An asynchronous call appends without waiting; Flush (await)
-			// waits for every one before it, not for the leases between.
-			if h.ops[k].async {
-				asyncLast = s.last
-			}
-			if h.ops[k].kind == "await" {
-				need = max(need, asyncLast)
-			}
-			prevLast = s.last
-			if s.durable < need {
-				t.Fatalf("SyncAlways: after operation %d (%s) DurableLSN %d < %d", k, h.ops[k].kind, s.durable, need)
-			}
-			h.checkReported(t, k)
-		case queue.SyncInterval:
-			for j := 0; j < k; j++ {
-				if s.at.Sub(h.states[j].at) > 2*time.Millisecond+slack && h.states[j].last > s.durable {
-					t.Fatalf("SyncInterval: operation %d returned %v before operation %d, still not durable",
-						j, s.at.Sub(h.states[j].at), k)
-				}
-			}
-		}
-		if noWait[h.ops[k].kind] {
-			// The operation returned before its records were written: the
-			// committer may be between a roll-over (tidwall/wal creates the
-			// next file and fsyncs the sealed one) and raising DurableLSN.
-			continue
-		}
-		names := sortedNames(s.sizes)
-		for _, name := range names[:max(0, len(names)-1)] {
-			for _, e := range parseSegment(h.final[name][:s.sizes[name]]) {
-				if e.lastLSN() > s.durable {
-					t.Fatalf("after operation %d sealed segment %s holds LSN %d > DurableLSN %d", k, name, e.lastLSN(), s.durable)
-				}
-			}
-		}
-	}
+// plCrashRun is one run of the workload and what its callers were told.
+type plCrashRun struct {
+	fsys    *crashfs.FS
+	ops     []plOp         // in call order
+	flushed int            // ops[:flushed] were followed by a Compact or Close that returned nil
+	durable int            // durable operations made
+	kinds   map[string]int // durable operations made, by kind
+	crashed string         // the call the crash came during; "" when none did
 }
 
-// checkReported checks, under SyncAlways, that every asynchronous call
-// whose Pending reported done during operation k was durable then: its
-// records at or below the DurableLSN recorded after k. The workload is one
-// goroutine and nothing runs in the background, so operation j appends
-// the LSNs after states[j-1].last, in call order.
-func (h *plHistory) checkReported(t *testing.T, k int) {
-	s, op := h.states[k], h.ops[k]
-	for _, tok := range op.doneEnq {
-		j := h.enqAt[tok]
-		if lsn := h.states[j-1].last + uint64(h.pos[tok]) + 1; lsn > s.durable {
-			t.Fatalf("SyncAlways: the Pending of enqueue %s (LSN %d) reported done during operation %d, DurableLSN %d", tok, lsn, k, s.durable)
-		}
-	}
-	for _, tok := range op.doneAcks {
-		if lsn := h.states[h.ackAt[tok]].last; lsn > s.durable {
-			t.Fatalf("SyncAlways: the Pending of ack %s (LSN %d) reported done during operation %d, DurableLSN %d", tok, lsn, k, s.durable)
-		}
-	}
+// plOp is one call of the workload and its outcome.
+type plOp struct {
+	kind   string
+	enq    []string // tokens enqueued, in order
+	acks   []string // tokens acked, in order
+	ok     bool     // the caller was told success (asynchronous: its Pending reported done with nil)
+	failed bool     // the call returned an error: the crash
 }
 
-// noWait names the operations that do not wait for a commit.
-var noWait = map[string]bool{"expire": true, "nothing held": true, "dequeue-empty": true, "dequeue": true,
-	"async-enqueue": true, "async-ack": true}
+// runCrashWorkload runs the workload in root on a crash file system that
+// crashes at durable operation crashAt (0: never), closes the queue and
+// takes the image.
+func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	fsys, err := crashfs.New(root, crashAt)
+	if err != nil {
+		return nil, err
+	}
+	run := &plCrashRun{fsys: fsys, crashed: "Open"}
+	clock := newManualClock()
+	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: 4096, SnapshotBytes: 12000,
+		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
+	if cfg.bug != "" {
+		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.bug) })
+	}
+	q, err := queue.Open(filepath.Join(root, "q"), opts)
+	if err == nil {
+		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock}
+		run.crashed = w.run(run)
+		err = q.Close()
+		if err == nil {
+			run.flushed, run.crashed = len(run.ops), ""
+		} else if run.crashed == "" {
+			run.crashed = "Close"
+		}
+		w.reap(run) // what Close completed
+	}
+	if err != nil && !fsys.Crashed() {
+		return nil, fmt.Errorf("no crash yet (%s), and: %w", run.crashed, err)
+	}
+	if err := fsys.Image(); err != nil {
+		return nil, err
+	}
+	run.durable, run.kinds = fsys.Ops()
+	return run, nil
+}
 
-// plWorkload is the recorded workload's driver.
+// plWorkload drives the queue from one goroutine.
 type plWorkload struct {
-	t      *testing.T
 	q      *queue.Queue
 	rng    *rand.Rand
-	clock  *fakeclock.Clock
-	held   []*queue.Message // delivered, not yet acked or given back
+	clock  interface{ Advance(time.Duration) }
+	held   []*queue.Message // delivered, not acked or given back
 	n      int              // tokens made
-	flying []plFlight       // asynchronous calls whose Pending has not been seen done
+	flying []plFlight       // asynchronous calls not yet reported done
 }
 
-// plFlight is an asynchronous call of the workload and the tokens it
-// enqueued or acked.
+// plFlight is an asynchronous call and the op that records it.
 type plFlight struct {
-	p    *queue.Pending
-	toks []string
-	ack  bool // acks, not enqueues
+	p  *queue.Pending
+	op int // index in plCrashRun.ops
+}
+
+// run runs the workload until it ends or a call fails (the crash), and
+// returns the call the crash came during ("" when none did).
+func (w *plWorkload) run(run *plCrashRun) string {
+	for range plOps {
+		op, p := w.step()
+		run.ops = append(run.ops, op)
+		if p != nil {
+			w.flying = append(w.flying, plFlight{p: p, op: len(run.ops) - 1})
+		}
+		w.reap(run)
+		if op.failed {
+			return op.kind
+		}
+		if op.kind == "compact" {
+			run.flushed = len(run.ops) // a snapshot of everything so far
+		}
+	}
+	return ""
+}
+
+// reap marks the asynchronous calls whose Pending reported done with nil.
+func (w *plWorkload) reap(run *plCrashRun) {
+	left := w.flying[:0]
+	for _, f := range w.flying {
+		select {
+		case <-f.p.Done():
+			run.ops[f.op].ok = f.p.Err() == nil
+		default:
+			left = append(left, f)
+		}
+	}
+	w.flying = left
 }
 
 func (w *plWorkload) token() string {
@@ -264,358 +321,201 @@ func (w *plWorkload) token() string {
 	return fmt.Sprintf("P%d", w.n)
 }
 
-// step runs one random operation, then notes the asynchronous calls whose
-// Pending is done (before the state is recorded: DurableLSN was raised
-// before they completed).
-func (w *plWorkload) step(k int) plOp {
-	var op plOp
-	if w.rng.IntN(100) < 25 {
-		op = w.asyncStep()
-	} else {
-		op = w.syncStep()
-	}
-	op.doneEnq, op.doneAcks = w.reap()
+// done fills in a call's outcome.
+func done(op plOp, err error) plOp {
+	op.ok, op.failed = err == nil, err != nil
 	return op
 }
 
-// asyncStep streams enqueues or acks without waiting, acks a batch in one
-// commit, or waits for everything in flight (Flush).
-func (w *plWorkload) asyncStep() plOp {
-	t, q, rng, ctx := w.t, w.q, w.rng, context.Background()
+// step makes one random call; an asynchronous one returns its Pending.
+func (w *plWorkload) step() (plOp, *queue.Pending) {
+	ctx, rng := context.Background(), w.rng
 	switch r := rng.IntN(100); {
-	case r < 40:
-		op := plOp{kind: "async-enqueue", async: true}
-		for range 1 + rng.IntN(4) {
-			tok := w.token()
-			var opts []queue.EnqueueOption
-			if rng.IntN(10) == 0 {
-				opts = append(opts, queue.WithDelay(time.Second))
-			}
-			p, err := q.EnqueueAsync(ctx, payload(tok, 20+rng.IntN(300)), opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.flying = append(w.flying, plFlight{p: p, toks: []string{tok}})
-			op.enq = append(op.enq, tok)
-		}
-		return op
-	case r < 85:
-		if len(w.held) == 0 {
-			return plOp{kind: "nothing held"}
-		}
-		n := 1 + rng.IntN(min(4, len(w.held)))
-		ms := queue.Messages(w.held[:n])
-		w.held = append([]*queue.Message(nil), w.held[n:]...)
-		op := plOp{kind: "batch-ack", acks: toksOf(ms)}
-		if r < 60 {
-			if err := ms.Ack(); err != nil {
-				t.Fatalf("batch ack: %v", err)
-			}
-			return op
-		}
-		p, err := ms.AckAsync()
-		if err != nil {
-			t.Fatalf("async ack: %v", err)
-		}
-		w.flying = append(w.flying, plFlight{p: p, toks: op.acks, ack: true})
-		op.kind, op.async = "async-ack", true
-		return op
-	default:
-		if err := q.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return plOp{kind: "await"}
-	}
-}
-
-// reap returns the tokens of the asynchronous enqueues and acks now done.
-func (w *plWorkload) reap() (enq, acks []string) {
-	left := w.flying[:0]
-	for _, f := range w.flying {
-		select {
-		case <-f.p.Done():
-			if err := f.p.Err(); err != nil {
-				w.t.Fatalf("pending %v: %v", f.toks, err)
-			}
-			if f.ack {
-				acks = append(acks, f.toks...)
-			} else {
-				enq = append(enq, f.toks...)
-			}
-		default:
-			left = append(left, f)
-		}
-	}
-	w.flying = left
-	return enq, acks
-}
-
-func toksOf(ms queue.Messages) []string {
-	toks := make([]string, len(ms))
-	for i, m := range ms {
-		toks[i] = tokenOf(m.Payload)
-	}
-	return toks
-}
-
-// syncStep runs one random operation that waits for its commit.
-func (w *plWorkload) syncStep() plOp {
-	t, q, rng, ctx := w.t, w.q, w.rng, context.Background()
-	switch r := rng.IntN(100); {
-	case r < 38:
+	case r < 30:
 		tok := w.token()
 		var opts []queue.EnqueueOption
 		if rng.IntN(10) == 0 {
 			opts = append(opts, queue.WithDelay(time.Second))
 		}
-		mustEnqueue(t, q, payload(tok, 20+rng.IntN(300)), opts...)
-		return plOp{kind: "enqueue", enq: []string{tok}}
-	case r < 48:
-		toks := make([]string, 2+rng.IntN(3))
-		items := make([]queue.Item, len(toks))
-		for i := range toks {
-			toks[i] = w.token()
-			items[i] = queue.Item{Payload: payload(toks[i], 20+rng.IntN(200))}
+		_, err := w.q.Enqueue(ctx, payload(tok, 100+rng.IntN(300)), opts...)
+		return done(plOp{kind: "enqueue", enq: []string{tok}}, err), nil
+	case r < 38:
+		op := plOp{kind: "batch"}
+		items := make([]queue.Item, 2+rng.IntN(3))
+		for i := range items {
+			op.enq = append(op.enq, w.token())
+			items[i] = queue.Item{Payload: payload(op.enq[i], 100+rng.IntN(200))}
 		}
-		if _, err := q.EnqueueBatch(ctx, items); err != nil {
-			t.Fatal(err)
-		}
-		return plOp{kind: "batch", enq: toks}
-	case r < 72:
-		m, err := q.TryDequeue()
-		if errors.Is(err, queue.ErrEmpty) {
-			return plOp{kind: "dequeue-empty"}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.held = append(w.held, m)
-		return plOp{kind: "dequeue", delivered: []string{tokenOf(m.Payload)}}
-	case r < 97:
+		_, err := w.q.EnqueueBatch(ctx, items)
+		return done(op, err), nil
+	case r < 46:
+		tok := w.token()
+		p, err := w.q.EnqueueAsync(ctx, payload(tok, 100+rng.IntN(300)))
+		op := done(plOp{kind: "async-enqueue", enq: []string{tok}}, err)
+		op.ok = false // once its Pending reports done
+		return op, p
+	case r < 66:
+		return w.dequeue(), nil
+	case r < 92:
 		return w.settle(rng.IntN(100))
+	case r < 95:
+		return done(plOp{kind: "flush"}, w.q.Flush(ctx)), nil
+	case r < 97:
+		return done(plOp{kind: "compact"}, w.q.Compact()), nil
 	default:
 		w.clock.Advance(6 * time.Second)
-		if _, err := q.RequeueExpired(); err != nil {
-			t.Fatal(err)
-		}
-		op := plOp{kind: "expire"}
-		for _, m := range w.held {
-			op.released = append(op.released, tokenOf(m.Payload))
-		}
+		_, err := w.q.RequeueExpired()
 		w.held = nil
-		return op
+		return done(plOp{kind: "expire"}, err), nil
 	}
 }
 
-// settle acks (mostly), nacks or dead-letters a held message.
-func (w *plWorkload) settle(r int) plOp {
-	if len(w.held) == 0 {
-		return plOp{kind: "nothing held"}
+func (w *plWorkload) dequeue() plOp {
+	m, err := w.q.TryDequeue()
+	if errors.Is(err, queue.ErrEmpty) {
+		return plOp{kind: "dequeue-empty", ok: true}
 	}
-	i := w.rng.IntN(len(w.held))
-	m := w.held[i]
-	w.held = append(w.held[:i], w.held[i+1:]...)
-	tok := tokenOf(m.Payload)
-	var err error
-	op := plOp{released: []string{tok}}
-	switch {
-	case r < 75:
-		err, op = m.Ack(), plOp{kind: "ack", acks: []string{tok}}
-	case r < 92:
-		err, op.kind = m.Nack(0), "nack"
-	case r < 97:
-		err, op.kind = m.DeadLetter("power loss test"), "dead-letter"
-	default:
-		_, err = w.q.RequeueAllDead()
-		op.kind = "requeue-dead"
+	if err == nil {
 		w.held = append(w.held, m)
-		op.released = nil
 	}
-	if err != nil {
-		w.t.Fatalf("%s %s: %v", op.kind, tok, err)
-	}
-	return op
+	return done(plOp{kind: "dequeue"}, err)
 }
 
-// crashAll checks n crash states, spread over the operations, on as many
-// workers as there are CPUs; WALQ_POWERLOSS_STATE=i checks only state i.
-func (h *plHistory) crashAll(t *testing.T, seed uint64, n int) (fuzz.Result, int, plCoverage) {
-	nops := len(h.ops) - 1
-	only := envInt(t, "WALQ_POWERLOSS_STATE", -1)
-	idx := make(chan int)
-	var mu sync.Mutex
-	var total fuzz.Result
-	var cov plCoverage
-	var failure string
-	checked := 0
-	var wg sync.WaitGroup
-	base := scratchDir(t)
-	for w := range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range idx {
-				dir := filepath.Join(base, fmt.Sprint(w, "-", i))
-				r, c, err := h.crashOne(seed, i, nops, dir)
-				os.RemoveAll(dir)
-				mu.Lock()
-				total, checked = total.Add(r), checked+1
-				cov.torn, cov.missing = cov.torn+c.torn, cov.missing+c.missing
-				if err != nil && failure == "" {
-					failure = err.Error()
-				}
-				mu.Unlock()
-			}
-		}()
+// settle acks (one, a batch, or a batch asynchronously), nacks or
+// dead-letters held messages.
+func (w *plWorkload) settle(r int) (plOp, *queue.Pending) {
+	if len(w.held) == 0 {
+		return plOp{kind: "nothing held", ok: true}, nil
 	}
-	for i := 0; i < n; i++ {
-		if only >= 0 && i != only {
-			continue
-		}
-		mu.Lock()
-		stop := failure != ""
-		mu.Unlock()
-		if stop {
-			break
-		}
-		idx <- i
+	n := 1
+	if r >= 60 && r < 85 {
+		n += w.rng.IntN(min(3, len(w.held)))
 	}
-	close(idx)
-	wg.Wait()
-	if failure != "" {
-		t.Fatalf("%s\n(replay: WALQ_SEED=%d WALQ_POWERLOSS_STATE=<state>)", failure, seed)
+	ms := queue.Messages(w.held[:n])
+	w.held = append([]*queue.Message(nil), w.held[n:]...)
+	var toks []string
+	for _, m := range ms {
+		toks = append(toks, tokenOf(m.Payload))
 	}
-	return total, checked, cov
+	switch {
+	case r < 60:
+		return done(plOp{kind: "ack", acks: toks}, ms[0].Ack()), nil
+	case r < 75:
+		return done(plOp{kind: "batch-ack", acks: toks}, ms.Ack()), nil
+	case r < 85:
+		p, err := ms.AckAsync()
+		op := done(plOp{kind: "async-ack", acks: toks}, err)
+		op.ok = false // once its Pending reports done
+		return op, p
+	case r < 95:
+		return done(plOp{kind: "nack"}, ms[0].Nack(0)), nil
+	default:
+		return done(plOp{kind: "dead-letter"}, ms[0].DeadLetter("power loss test")), nil
+	}
 }
 
-// plCoverage counts what the crash states exercised.
-type plCoverage struct {
-	torn    int // states whose Open repaired a torn tail
-	missing int // states that lost a segment file the operation created
+// acked reports whether the caller of ops[i] was told that it is durable,
+// as the sync mode documents it.
+func (run *plCrashRun) acked(i int, mode queue.SyncMode) bool {
+	op := run.ops[i]
+	return !op.failed && (i < run.flushed || mode == queue.SyncAlways && op.ok)
 }
 
-// crashOne builds crash state i, drains it and checks it.
-func (h *plHistory) crashOne(seed uint64, i, nops int, dir string) (fuzz.Result, plCoverage, error) {
-	k := i % nops // a crash during operation k+1
-	rng := rand.New(rand.NewPCG(seed, uint64(i)))
-	files, desc := h.crashFiles(k, rng)
-	var cov plCoverage
-	if strings.Contains(desc, "missing") {
-		cov.missing = 1
-	}
-	what := fmt.Sprintf("state %d: crash during operation %d (%s), %s", i, k+1, h.ops[k+1].kind, desc)
-	if err := writeDir(dir, files); err != nil {
-		return fuzz.Result{}, cov, err
-	}
-	d, err := drainQueue(dir)
-	if err != nil {
-		return fuzz.Result{}, cov, fmt.Errorf("%s: %w", what, err)
-	}
-	if d.recovery.Log.Torn != nil {
-		cov.torn = 1
-	}
-	if err := h.checkTorn(files, d.recovery); err != nil {
-		return fuzz.Result{}, cov, fmt.Errorf("%s: %w", what, err)
-	}
-	pDur := h.durableOp(k)
-	o := h.oracle(k, pDur)
-	if r := o.Recovered(d.tokens); !r.OK() {
-		return o.Result(), cov, fmt.Errorf("%s: %s", what, r)
-	}
-	if h.mode != queue.SyncAlways {
-		if err := h.checkPrefix(d.tokens, pDur, k+1); err != nil {
-			return o.Result(), cov, fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	return o.Result(), cov, nil
-}
-
-// durableOp returns the last operation all of whose records were durable
-// after operation k.
-func (h *plHistory) durableOp(k int) int {
-	p := 0
-	for j := 0; j <= k; j++ {
-		if h.states[j].last <= h.states[k].durable {
-			p = j
-		}
-	}
-	return p
-}
-
-// oracle returns an oracle fed with operations 1..k+1: acknowledged up to
-// pDur, attempts after. An asynchronous enqueue or ack counts as
-// acknowledged under SyncAlways once its Pending reported it done during
-// an operation up to k, whatever DurableLSN says; under the other modes
-// it counts as the waiting calls do, by pDur.
-func (h *plHistory) oracle(k, pDur int) *fuzz.Oracle {
+// oracle returns an Oracle fed with what the callers were told.
+func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 	o := fuzz.NewOracle()
-	for j := 1; j <= k+1; j++ {
-		op, acked := h.ops[j], j <= pDur
-		if op.async && h.mode == queue.SyncAlways {
-			acked = false // acknowledged below, at the report
-		}
+	for i, op := range run.ops {
+		acked := run.acked(i, mode)
 		for _, tok := range op.enq {
 			o.EnqueueAttempt(tok)
 			if acked {
 				o.Enqueued(tok)
 			}
 		}
-		if !acked {
-			for _, tok := range op.acks {
-				o.AckAttempt(tok)
-			}
-		}
-		if j <= k && h.mode == queue.SyncAlways {
-			h.reported(o, op)
-		}
-		if !acked {
-			continue
-		}
-		for _, tok := range op.delivered {
-			o.Delivered(tok)
-		}
 		for _, tok := range op.acks {
 			o.AckAttempt(tok)
-			o.Acked(tok)
-		}
-		for _, tok := range op.released {
-			o.Released(tok)
+			if acked {
+				o.Acked(tok)
+			}
 		}
 	}
 	return o
 }
 
-// reported feeds the oracle the asynchronous calls that op saw done.
-func (h *plHistory) reported(o *fuzz.Oracle, op plOp) {
-	for _, tok := range op.doneEnq {
-		o.Enqueued(tok)
+// check drains the crash state in dir and judges it. A state with a hole
+// may be refused with ErrCorrupt, and so may one whose sealed segment lost
+// bytes (sealedLost); refused says so.
+func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) (fuzz.Result, bool, error) {
+	d, err := drainQueue(filepath.Join(dir, "q"))
+	if err != nil {
+		if errors.Is(err, queue.ErrCorrupt) && (st.Holes || sealedLost(dir, st.Lost)) {
+			return fuzz.Result{}, true, nil
+		}
+		return fuzz.Result{}, false, fmt.Errorf("open and drain: %w", err)
 	}
-	for _, tok := range op.doneAcks {
-		o.Acked(tok)
+	o := run.oracle(mode)
+	if r := o.Recovered(d.tokens); !r.OK() {
+		return o.Result(), false, fmt.Errorf("%s", r)
 	}
+	return o.Result(), false, run.checkPrefix(d.tokens, mode)
+}
+
+// sealedLost reports whether a log segment other than the last one in the
+// crash state lost bytes written before the crash. A real disk cannot
+// reach such a state: tidwall/wal fsyncs a segment before it creates the
+// next (wal/tidwall.go), an fsync the crash file system cannot see. walq
+// counts nothing durable on that fsync (the crash test proves it), but it
+// refuses to open such a log, as it refuses damage in a sealed segment.
+func sealedLost(dir string, lost []string) bool {
+	segs := segmentPaths(dir + "/q")
+	for _, p := range lost {
+		for _, s := range segs[:max(0, len(segs)-1)] {
+			if filepath.Join(dir, p) == s {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkPrefix checks that the drained set is the state after some
-// operation p in [from, to], with perhaps a prefix of operation p+1's batch.
-func (h *plHistory) checkPrefix(drained []string, from, to int) error {
+// operation p at or after the last one acknowledged, with perhaps a
+// prefix of operation p+1's batch: the log lost no record while keeping a
+// later one. Operations are numbered from 1; 0 is the empty queue.
+func (run *plCrashRun) checkPrefix(drained []string, mode queue.SyncMode) error {
+	from := run.flushed
+	for i, op := range run.ops {
+		if run.acked(i, mode) && len(op.enq)+len(op.acks) > 0 {
+			from = max(from, i+1)
+		}
+	}
 	got := make(map[string]bool, len(drained))
 	for _, tok := range drained {
 		got[tok] = true
 	}
-	for p := to; p >= from; p-- {
-		if h.matches(got, p) {
+	for p := len(run.ops); p >= from; p-- {
+		if run.matches(got, p) {
 			return nil
 		}
 	}
-	return fmt.Errorf("the recovered queue (%d messages) is not the state after any operation in [%d, %d]: the log lost a record and kept a later one", len(drained), from, to)
+	return fmt.Errorf("the recovered queue (%d messages) is not the state after any operation in [%d, %d]: the log lost a record and kept a later one", len(drained), from, len(run.ops))
 }
 
 // matches reports whether got is the live set after operation p, plus a
-// prefix of operation p+1's enqueues.
-func (h *plHistory) matches(got map[string]bool, p int) bool {
+// prefix of operation p+1's enqueues or minus a prefix of its acks.
+func (run *plCrashRun) matches(got map[string]bool, p int) bool {
+	enqAt, ackAt, pos, ackPos := make(map[string]int), make(map[string]int), make(map[string]int), make(map[string]int)
+	for i, op := range run.ops {
+		for j, tok := range op.enq {
+			enqAt[tok], pos[tok] = i+1, j
+		}
+		for j, tok := range op.acks {
+			ackAt[tok], ackPos[tok] = i+1, j
+		}
+	}
 	extra, gone := 0, 0
-	for tok, at := range h.enqAt {
-		ack, acked := h.ackAt[tok]
+	for tok, at := range enqAt {
+		ack, acked := ackAt[tok]
 		live := at <= p && (!acked || ack > p)
 		switch {
 		case live && !got[tok] && ack == p+1:
@@ -629,167 +529,15 @@ func (h *plHistory) matches(got map[string]bool, p int) bool {
 			extra++
 		}
 	}
-	for tok, ack := range h.ackAt { // the acked ones must be the batch ack's first ones
-		if ack == p+1 && h.ackPos[tok] < gone && got[tok] {
+	for tok, ack := range ackAt { // the acked ones must be the batch ack's first ones
+		if ack == p+1 && ackPos[tok] < gone && got[tok] {
 			return false
 		}
 	}
-	if extra == 0 {
-		return true
-	}
-	for tok, at := range h.enqAt { // the extras must be the batch's first ones
-		if at == p+1 && h.pos[tok] < extra && !got[tok] {
+	for tok, at := range enqAt { // the extras must be the batch's first ones
+		if at == p+1 && pos[tok] < extra && !got[tok] {
 			return false
 		}
 	}
 	return true
-}
-
-// checkTorn checks that Open reported a torn tail exactly when the last
-// segment held bytes after its last whole entry.
-func (h *plHistory) checkTorn(files map[string][]byte, rec queue.Recovery) error {
-	segs := segmentFiles(files)
-	junk := false
-	if len(segs) > 0 {
-		b := files[segs[len(segs)-1]]
-		ents := parseSegment(b)
-		end := int64(0)
-		if len(ents) > 0 {
-			end = ents[len(ents)-1].end
-		}
-		junk = int64(len(b)) > end
-	}
-	if junk != (rec.Log.Torn != nil) {
-		return fmt.Errorf("torn tail on disk %v, reported %v", junk, rec.Log.Torn)
-	}
-	return nil
-}
-
-// crashFiles builds the directory a power loss during operation k+1 can
-// leave, and describes it.
-func (h *plHistory) crashFiles(k int, rng *rand.Rand) (map[string][]byte, string) {
-	before, after := h.states[k], h.states[k+1]
-	names := sortedNames(after.sizes)
-	tail := ""
-	if bn := sortedNames(before.sizes); len(bn) > 0 {
-		tail = bn[len(bn)-1]
-	}
-	files := make(map[string][]byte)
-	var regions []plRegion // bytes not durable, in the order they were written
-	for _, name := range names {
-		content := h.final[name][:after.sizes[name]]
-		_, existed := before.sizes[name]
-		switch {
-		case existed && name != tail:
-			files[name] = content // sealed: fsynced at its roll
-		case existed:
-			d := h.durableOffset(name, before)
-			files[name] = content[:d]
-			regions = append(regions, plRegion{name: name, data: content, from: d})
-		default:
-			regions = append(regions, plRegion{name: name, data: content, created: true})
-		}
-	}
-	cut := chooseCut(rng, regions)
-	return files, applyCut(files, regions, cut, rng)
-}
-
-// plRegion is the part of a file written after the last fsync.
-type plRegion struct {
-	name    string
-	data    []byte // the file's contents after the operation
-	from    int64  // bytes durable
-	created bool   // the file was created by the operation
-}
-
-// chooseCut picks how many of the regions' bytes reached the disk: often an
-// entry boundary or a byte next to one, otherwise anywhere.
-func chooseCut(rng *rand.Rand, regions []plRegion) int64 {
-	var total int64
-	var bounds []int64
-	for _, r := range regions {
-		for _, e := range parseSegment(r.data) {
-			if e.end > r.from {
-				bounds = append(bounds, total+e.end-r.from)
-			}
-		}
-		total += int64(len(r.data)) - r.from
-	}
-	switch x := rng.IntN(10); {
-	case total == 0 || x == 0:
-		return 0
-	case x == 1:
-		return total
-	case x < 5 && len(bounds) > 0:
-		b := bounds[rng.IntN(len(bounds))] + int64(rng.IntN(3)) - 1
-		return min(max(b, 0), total)
-	default:
-		return rng.Int64N(total + 1)
-	}
-}
-
-// applyCut writes the first cut bytes of the regions into files, tears the
-// file where the cut falls, and returns a description.
-func applyCut(files map[string][]byte, regions []plRegion, cut int64, rng *rand.Rand) string {
-	desc := fmt.Sprintf("cut %d", cut)
-	for i, r := range regions {
-		n := int64(len(r.data)) - r.from
-		if cut >= n && i < len(regions)-1 && !(n == 0 && r.created && rng.IntN(2) == 0) {
-			files[r.name] = r.data // whole: the next file was created after its fsync
-			cut -= n
-			continue
-		}
-		if r.created && cut == 0 && rng.IntN(2) == 0 {
-			return desc + fmt.Sprintf(", %s missing (created, directory not fsynced)", r.name)
-		}
-		keep := r.from + min(cut, n)
-		b := append([]byte(nil), r.data[:keep]...)
-		b, tear := tearAt(b, rng)
-		files[r.name] = b
-		return desc + fmt.Sprintf(", %s kept %d of %d bytes, then %s", r.name, keep, len(r.data), tear)
-	}
-	return desc + ", nothing unsynced"
-}
-
-// tearAt adds what a torn write can leave after the last byte that reached
-// the disk.
-func tearAt(b []byte, rng *rand.Rand) ([]byte, string) {
-	switch rng.IntN(4) {
-	case 0:
-		return b, "clean"
-	case 1:
-		n := 1 + rng.IntN(600)
-		return append(b, make([]byte, n)...), fmt.Sprintf("%d zeros", n)
-	case 2:
-		n := 4096 - len(b)%4096
-		return append(b, make([]byte, n)...), fmt.Sprintf("zeros to the page end (%d)", n)
-	default:
-		g := make([]byte, 1+rng.IntN(300))
-		for i := range g {
-			g[i] = byte(rng.Uint32())
-		}
-		return append(b, g...), fmt.Sprintf("%d bytes of garbage", len(g))
-	}
-}
-
-// durableOffset returns how many bytes of a segment were durable in state
-// s: the whole entries at or below its DurableLSN.
-func (h *plHistory) durableOffset(name string, s plState) int64 {
-	var off int64
-	for _, e := range parseSegment(h.final[name][:s.sizes[name]]) {
-		if e.lastLSN() > s.durable {
-			break
-		}
-		off = e.end
-	}
-	return off
-}
-
-func sortedNames(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -28,7 +28,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if o.ReadOnly {
 		return openInspect(dir, o, o.ident)
 	}
-	if err := o.fs().MkdirAll(dir, o.DirMode); err != nil {
+	if err := wal.MkdirAll(o.FS, dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(dir, o.FileMode, true)

@@ -110,7 +110,7 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 // listSegments prepares the directory and returns its segments.
 func (l *Log) listSegments() ([]segName, error) {
 	if !l.opts.ReadOnly {
-		if err := l.opts.FS.MkdirAll(l.dir, l.opts.DirMode); err != nil {
+		if err := MkdirAll(l.opts.FS, l.dir, l.opts.DirMode); err != nil {
 			return nil, fmt.Errorf("wal: create %s: %w", l.dir, err)
 		}
 		var err error

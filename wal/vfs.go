@@ -1,9 +1,12 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // FS is the file system a Log (and a snapshot writer, package recovery)
@@ -152,4 +155,29 @@ func SyncDirFS(fsys FS, dir string) error {
 		return fmt.Errorf("wal: fsync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// MkdirAll creates dir and its missing parents through fsys (nil: OSFS)
+// and fsyncs the parent of each directory it creates: a new directory's
+// name is durable only once its parent is fsynced, and without it a power
+// loss can take the directory and every file fsynced in it.
+func MkdirAll(fsys FS, dir string, perm os.FileMode) error {
+	fsys = orOS(fsys)
+	fi, err := fsys.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(fsys, parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := fsys.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	return SyncDirFS(fsys, parent)
 }
