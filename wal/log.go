@@ -43,11 +43,12 @@ type Log struct {
 	durableLSN atomic.Uint64 // last LSN covered by an fsync; only raised, by advanceDurable
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
 
-	report  Report     // what Open cut or skipped; immutable after Open
-	cut     *tailCut   // Open: the torn tail to cut once every check passed; nil when none
-	gap     LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
-	cache   entryCache // recently decoded entries, for Read
-	readers sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
+	report   Report     // what Open cut or skipped; immutable after Open
+	cut      *tailCut   // Open: the torn tail to cut once every check passed; nil when none
+	dropTail string     // Open: the segment after a torn roll, removed before the cut; "" when none
+	gap      LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
+	cache    entryCache // recently decoded entries, for Read
+	readers  sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
 
 	wake   chan struct{} // capacity 1: groups are waiting for the committer
 	reqs   chan request  // Flush and TruncateFront requests to the committer
@@ -153,6 +154,10 @@ func (l *Log) load(names []segName) error {
 	if err := l.repairTail(l.seg.list[len(l.seg.list)-1]); err != nil {
 		return err
 	}
+	if err := l.tornRoll(); err != nil {
+		return err
+	}
+	sealed = l.seg.list[:len(l.seg.list)-1]
 	if !l.opts.Salvage {
 		if err := l.readFirstHeaders(sealed); err != nil {
 			return err
@@ -184,6 +189,9 @@ func (l *Log) repair() error {
 	}
 	if l.opts.ReadOnly {
 		return nil
+	}
+	if err := l.removeTornTail(); err != nil {
+		return err
 	}
 	if l.cut != nil {
 		if err := cutFile(l.opts.FS, l.cut.path, l.cut.off); err != nil {
