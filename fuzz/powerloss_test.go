@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestPowerLossCatchesPlantedBugs(t *testing.T) {
 	for _, bug := range []string{"early-durable", "no-roll-dir-sync", "no-seal-sync"} {
 		t.Run(bug, func(t *testing.T) {
 			_, seed := testRand(t)
-			s, err := powerLoss(t, plConfig{mode: queue.SyncAlways, states: 3000, seed: seed, bug: bug})
+			s, err := powerLoss(t, plConfig{mode: queue.SyncAlways, states: 2000, seed: seed, bug: bug})
 			if err == nil {
 				t.Fatalf("with %s planted, %s: no violation found", bug, s)
 			}
@@ -101,7 +102,7 @@ type plConfig struct {
 
 // plOps is the workload's length: short, so that every crash point is
 // reached by many states.
-const plOps = 40
+const plOps = 60
 
 // plSummary counts what a run checked.
 type plSummary struct {
@@ -109,6 +110,8 @@ type plSummary struct {
 	states   int // crash states checked
 	refused  int // states with a hole that Open refused (ErrCorrupt)
 	names    int // states where a name was not as last fsynced
+	torn     int // states whose Open cut a torn tail
+	rolls    int // of those, torn rolls (the segment after a torn sealed one removed)
 	res      fuzz.Result
 	syncOps  map[string]int // durable operations of the whole workload, by kind
 	crashers map[string]int // the call the crash hit, by kind
@@ -116,13 +119,14 @@ type plSummary struct {
 
 func (s plSummary) add(o plSummary) plSummary {
 	s.points, s.states, s.refused, s.names = s.points+o.points, s.states+o.states, s.refused+o.refused, s.names+o.names
+	s.torn, s.rolls = s.torn+o.torn, s.rolls+o.rolls
 	s.res = s.res.Add(o.res)
 	return s
 }
 
 func (s plSummary) String() string {
-	return fmt.Sprintf("crash-points=%d states=%d refused-with-hole=%d names-not-as-fsynced=%d durable-ops=%v lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d",
-		s.points, s.states, s.refused, s.names, s.syncOps, s.res.Lost, s.res.Unexpected, s.res.RedeliveredAfterAck, s.res.Duplicates)
+	return fmt.Sprintf("crash-points=%d states=%d refused-with-hole=%d names-not-as-fsynced=%d torn-tails-cut=%d torn-rolls-repaired=%d durable-ops=%v lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d",
+		s.points, s.states, s.refused, s.names, s.torn, s.rolls, s.syncOps, s.res.Lost, s.res.Unexpected, s.res.RedeliveredAfterAck, s.res.Duplicates)
 }
 
 // powerLoss runs the workload once without a crash to count its durable
@@ -135,8 +139,9 @@ func powerLoss(t *testing.T, cfg plConfig) (plSummary, error) {
 	if err != nil {
 		return plSummary{}, err
 	}
-	s := plSummary{points: dry.durable + 1, syncOps: dry.kinds}
-	perPoint := max(1, (cfg.states+s.points-1)/s.points)
+	npoints := dry.durable + 1
+	s := plSummary{syncOps: dry.kinds}
+	perPoint := max(1, (cfg.states+npoints-1)/npoints)
 	points := make(chan int)
 	var mu sync.Mutex
 	var failure error
@@ -156,7 +161,7 @@ func powerLoss(t *testing.T, cfg plConfig) (plSummary, error) {
 			}
 		}()
 	}
-	for n := 1; n <= s.points; n++ {
+	for n := 1; n <= npoints; n++ {
 		mu.Lock()
 		stop := failure != nil
 		mu.Unlock()
@@ -167,7 +172,7 @@ func powerLoss(t *testing.T, cfg plConfig) (plSummary, error) {
 	}
 	close(points)
 	wg.Wait()
-	s.points = dry.durable + 1
+	s.points = npoints
 	return s, failure
 }
 
@@ -190,12 +195,17 @@ func checkCrashPoint(scratch string, cfg plConfig, n, perPoint int) (plSummary, 
 			return s, err
 		}
 		what := fmt.Sprintf("crash at durable operation %d (%s), state %d: %s", n, run.crashed, v, st.Desc)
-		r, refused, err := run.check(dst, cfg.mode, st)
+		r, rec, err := run.check(dst, cfg.mode, st)
 		os.RemoveAll(dst)
 		s.states++
 		s.res = s.res.Add(r)
-		if refused {
+		switch t := rec.Log.Torn; {
+		case rec.refused:
 			s.refused++
+		case t != nil && strings.Contains(t.Reason, "segment roll"):
+			s.torn, s.rolls = s.torn+1, s.rolls+1
+		case t != nil:
+			s.torn++
 		}
 		if st.Desc[:len("names as last")] != "names as last" {
 			s.names++
@@ -239,7 +249,7 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	}
 	run := &plCrashRun{fsys: fsys, crashed: "Open"}
 	clock := newManualClock()
-	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: 4096, SnapshotBytes: 12000,
+	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: 4096, SnapshotBytes: 8000,
 		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
 	if cfg.bug != "" {
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.bug) })
@@ -444,19 +454,26 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 
 // check drains the crash state in dir and judges it. A state with a hole
 // may be refused with ErrCorrupt; refused says so.
-func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) (fuzz.Result, bool, error) {
+func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) (fuzz.Result, plRecovery, error) {
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {
 		if errors.Is(err, queue.ErrCorrupt) && st.Holes {
-			return fuzz.Result{}, true, nil
+			return fuzz.Result{}, plRecovery{refused: true}, nil
 		}
-		return fuzz.Result{}, false, fmt.Errorf("open and drain: %w", err)
+		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)
 	}
+	rec := plRecovery{Recovery: d.recovery}
 	o := run.oracle(mode)
 	if r := o.Recovered(d.tokens); !r.OK() {
-		return o.Result(), false, fmt.Errorf("%s", r)
+		return o.Result(), rec, fmt.Errorf("%s", r)
 	}
-	return o.Result(), false, run.checkPrefix(d.tokens, mode)
+	return o.Result(), rec, run.checkPrefix(d.tokens, mode)
+}
+
+// plRecovery is what the Open of a crash state found.
+type plRecovery struct {
+	queue.Recovery
+	refused bool // a state with a hole, refused with ErrCorrupt
 }
 
 // checkPrefix checks that the drained set is the state after some
