@@ -53,14 +53,14 @@ type FS struct {
 
 	mu struct {
 		sync.Mutex
-		ops     int                           // durable operations made (not counting the crash)
-		crashed bool                          // the crash happened
-		known   []*inode                      // files seen in the last look at the tree, or opened since
-		durable map[string]map[string]*inode  // directory (relative) -> name -> file, as its last fsync left it
-		image   map[string]map[string]*inode  // at the crash (or at Image): directory -> name -> file
-		content map[*inode][]byte             // at the crash: every file's bytes
-		kinds   map[string]int                // durable operations made, by kind, for coverage
-		dirs    map[string]bool               // directories seen (relative), for the image
+		ops     int                          // durable operations made (not counting the crash)
+		crashed bool                         // the crash happened
+		known   []*inode                     // files seen in the last look at the tree, or opened since
+		durable map[string]map[string]*inode // directory (relative) -> name -> file, as its last fsync left it
+		image   map[string]map[string]*inode // at the crash (or at Image): directory -> name -> file
+		content map[*inode][]byte            // at the crash: every file's bytes
+		kinds   map[string]int               // durable operations made, by kind, for coverage
+		dirs    map[string]bool              // directories seen (relative), for the image
 	}
 }
 
