@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,10 +19,12 @@ type segName struct {
 
 // dirListing is what a log directory holds.
 type dirListing struct {
-	segs  []segName // NAME files, ascending
-	start *segName  // NAME.START left by an interrupted TruncateFront
-	ends  []string  // NAME.END files (tidwall/wal TruncateBack, never used here)
-	temps []string  // *.TEMP files left by an interrupted atomic write
+	segs   []segName // NAME files, ascending
+	start  *segName  // NAME.START left by an interrupted tidwall/wal TruncateFront
+	front  uint64    // the highest NAME.FRONT: segments before NAME are being removed; 0 when none
+	fronts []string  // every NAME.FRONT file
+	ends   []string  // NAME.END files (tidwall/wal TruncateBack, never used here)
+	temps  []string  // *.TEMP files left by an interrupted atomic write
 }
 
 // listDir reads a log directory; other files are ignored, as tidwall/wal does.
@@ -43,6 +46,8 @@ func listDir(fsys FS, dir string) (dirListing, error) {
 			d.segs = append(d.segs, sn)
 		case rest == startSuffix && d.start == nil:
 			d.start = &sn
+		case rest == frontSuffix:
+			d.front, d.fronts = max(d.front, index), append(d.fronts, sn.path)
 		case rest == endSuffix:
 			d.ends = append(d.ends, sn.path)
 		case strings.HasSuffix(rest, tempSuffix):
@@ -66,11 +71,15 @@ func parseIndex(name string) (uint64, bool) {
 // truncation is finished: a START file stands for every segment up to its
 // index (those were about to be removed). A read-only Log reads it in place.
 func (d dirListing) effective() []segName {
+	segs := d.segs
+	for len(segs) > 0 && segs[0].index < d.front {
+		segs = segs[1:] // being removed
+	}
 	if d.start == nil {
-		return d.segs
+		return segs
 	}
 	out := []segName{*d.start}
-	for _, s := range d.segs {
+	for _, s := range segs {
 		if s.index > d.start.index {
 			out = append(out, s)
 		}
@@ -94,6 +103,12 @@ func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
 	}
 	if d.start != nil {
 		if err := finishStart(fsys, d); err != nil {
+			return nil, err
+		}
+		changed = true
+	}
+	if d.front != 0 {
+		if err := removeFront(fsys, dir, d.front); err != nil {
 			return nil, err
 		}
 		changed = true
@@ -129,3 +144,47 @@ func finishStart(fsys FS, d dirListing) error {
 // survive a power loss, through the real file system (SyncDirFS takes an
 // FS).
 func SyncDir(dir string) error { return SyncDirFS(nil, dir) }
+
+// removeFront removes, durably, every segment before the one that starts
+// at index: it creates NAME.FRONT for that segment and fsyncs the
+// directory, removes the older segments and fsyncs it again, then removes
+// every NAME.FRONT. A crash at any point leaves either the whole front
+// (no FRONT file yet) or a FRONT file, which Open obeys (prepareDir): a
+// power loss can never leave a hole of removed segments between kept ones.
+func removeFront(fsys FS, dir string, index uint64) error {
+	d, err := listDir(fsys, dir)
+	if err != nil {
+		return err
+	}
+	if d.front < index {
+		p := filepath.Join(dir, segmentName(index)+frontSuffix)
+		f, err := fsys.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("wal: truncate front: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("wal: truncate front: %w", err)
+		}
+		if err := SyncDirFS(fsys, dir); err != nil {
+			return err
+		}
+		d.fronts = append(d.fronts, p)
+	}
+	for _, s := range d.segs {
+		if s.index >= index {
+			break
+		}
+		if err := fsys.Remove(s.path); err != nil {
+			return fmt.Errorf("wal: truncate front: %w", err)
+		}
+	}
+	if err := SyncDirFS(fsys, dir); err != nil {
+		return err
+	}
+	for _, p := range d.fronts {
+		if err := fsys.Remove(p); err != nil {
+			return fmt.Errorf("wal: truncate front: %w", err)
+		}
+	}
+	return SyncDirFS(fsys, dir)
+}

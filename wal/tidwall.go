@@ -18,26 +18,30 @@ import (
 //     the sealed file, closes it and creates the next one. walq fsyncs the
 //     sealed file again through FS, and the directory, before it counts
 //     the sealed records durable (committer.adoptRolls).
-//   - TruncateFront writes NAME.START.TEMP, fsyncs it, renames it to
-//     NAME.START, removes the older segments and renames NAME.START to
-//     NAME. walq then fsyncs the rewritten NAME and the directory through
-//     FS (committer.truncateFront), and Open finishes an interrupted
-//     truncation itself (prepareDir).
 //   - Open creates the first segment in an empty directory; walq fsyncs
 //     the directory and that file through FS.
 //
 // tidwall/wal's own fsyncs are never counted on: it is opened with NoSync,
 // and walq makes every fsync it counts through FS.
+//
+// walq does not call tidwall/wal's TruncateFront, which rewrites the kept
+// segment into NAME.START.TEMP and renames it over NAME with os: a crash
+// could keep that rename and lose the copy's bytes, whose fsync the FS
+// never sees. It removes the front segments itself, through FS, and
+// reopens tidwall/wal (truncateFront below). Open still finishes a
+// truncation that an older walq began with tidwall/wal (prepareDir).
 
 // File names in a log directory, as tidwall/wal writes them: NAME is the
-// 20-digit index of the segment's first entry; TruncateFront writes
+// 20-digit index of the segment's first entry; its TruncateFront writes
 // NAME.START.TEMP, renames it to NAME.START, removes older segments and
-// renames NAME.START to NAME.
+// renames NAME.START to NAME. NAME.FRONT is walq's own: an empty file that
+// says the segments before NAME are being removed (tidwall/wal ignores it).
 const (
 	nameDigits  = 20
 	startSuffix = ".START"
 	endSuffix   = ".END"
 	tempSuffix  = ".TEMP"
+	frontSuffix = ".FRONT"
 )
 
 func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
@@ -49,8 +53,8 @@ type store interface {
 	// writeBatch appends the batch's entries, rolling to new segment
 	// files as planRolls predicts; it does not fsync.
 	writeBatch(b *storeBatch) error
-	// truncateFront removes every segment before the one holding index
-	// and rewrites that one from index on.
+	// truncateFront removes every segment before the one that starts at
+	// index, durably.
 	truncateFront(index uint64) error
 	firstIndex() (uint64, error)
 	lastIndex() (uint64, error)
@@ -69,13 +73,25 @@ func (b *storeBatch) clear()                         { b.tw.Clear() }
 // tidwallStore is a store over tidwall/wal. obs, when not nil, is told of
 // each write before it is made and may fail it (see FS).
 type tidwallStore struct {
-	tw  *twal.Log
-	obs storeObserver
+	tw   *twal.Log
+	obs  storeObserver
+	dir  string
+	opts Options // the Log's, to reopen tidwall/wal and reach its FS
 }
 
 // openStore opens tidwall/wal on a directory prepareDir left ready. fsys
 // is the Log's FS, told of each store write if it observes them.
 func openStore(dir string, o Options) (store, error) {
+	tw, err := openTidwall(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &tidwallStore{tw: tw, dir: dir, opts: o}
+	s.obs, _ = o.FS.(storeObserver)
+	return s, nil
+}
+
+func openTidwall(dir string, o Options) (*twal.Log, error) {
 	tw, err := twal.Open(dir, &twal.Options{
 		NoSync:           true, // walq fsyncs, through FS
 		SegmentSize:      int(o.SegmentSize),
@@ -88,9 +104,7 @@ func openStore(dir string, o Options) (store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open tidwall/wal in %s: %w", dir, err)
 	}
-	s := &tidwallStore{tw: tw}
-	s.obs, _ = o.FS.(storeObserver)
-	return s, nil
+	return tw, nil
 }
 
 func (s *tidwallStore) observe(op string) error {
@@ -107,11 +121,25 @@ func (s *tidwallStore) writeBatch(b *storeBatch) error {
 	return s.tw.WriteBatch(&b.tw)
 }
 
+// truncateFront closes tidwall/wal, removes the front segments through
+// the FS (removeFront) and reopens it. After a failure the store is
+// closed: the Log is poisoned anyway.
 func (s *tidwallStore) truncateFront(index uint64) error {
 	if err := s.observe(StoreTruncateFront); err != nil {
 		return err
 	}
-	return s.tw.TruncateFront(index)
+	if err := s.tw.Close(); err != nil {
+		return err
+	}
+	if err := removeFront(s.opts.FS, s.dir, index); err != nil {
+		return err
+	}
+	tw, err := openTidwall(s.dir, s.opts)
+	if err != nil {
+		return err
+	}
+	s.tw = tw
+	return nil
 }
 
 func (s *tidwallStore) firstIndex() (uint64, error) { return s.tw.FirstIndex() }

@@ -58,8 +58,27 @@ func (l *Log) tornRoll() error {
 		}
 	}
 	// Torn, or cut cleanly at an entry boundary before the entries the
-	// roll wrote (the tail is named past them).
+	// roll wrote (the tail is named past them). The tail must be one walq
+	// wrote: empty, zeros, or entries that carry on from s's LSNs.
+	ours, err := l.rolledTail(tail, res.endLSN)
+	if err != nil || !ours {
+		return err
+	}
 	return l.dropTornTail(s, tail)
+}
+
+// rolledTail reports whether tail looks like the segment a roll after s
+// created: no bytes, only zeros, or entries from LSN end (the LSN after
+// s's whole entries) on.
+func (l *Log) rolledTail(tail *segment, end LSN) (bool, error) {
+	if tail.entries > 0 {
+		return end != 0 && tail.firstLSN >= end, nil
+	}
+	fi, err := tail.file.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("wal: stat %s: %w", tail.path, err)
+	}
+	return zeroFilled(&segReader{f: tail.file.f}, 0, fi.Size())
 }
 
 // dropTornTail makes s, torn, the tail in place of tail.

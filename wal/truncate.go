@@ -42,40 +42,14 @@ func (c *committer) truncateFront(lsn LSN) error {
 	if i == 0 {
 		return nil
 	}
-	// tidwall/wal removes every segment before the one holding the index
-	// and rewrites that one from the index on (NAME.START.TEMP, fsync,
-	// rename to NAME.START, remove older files, rename to NAME). Cutting at
-	// the segment's first index keeps the rewrite to a copy of one segment;
-	// it still costs a read and a write of up to SegmentSize bytes.
+	// The store removes every segment before target, through the FS, and
+	// fsyncs the directory (tidwall.go); target itself is not rewritten.
 	if err := c.st.truncateFront(target.firstIndex); err != nil {
 		return c.l.poison(fmt.Errorf("wal: truncate front at index %d (LSN %d) failed, log poisoned: %w",
 			target.firstIndex, target.firstLSN, err))
 	}
-	file, err := c.syncRewritten(target.path)
-	if err != nil {
-		return c.l.poison(err)
-	}
-	c.l.dropFront(i, file)
+	c.l.dropFront(i)
 	return nil
-}
-
-// syncRewritten opens the segment file TruncateFront rewrote and fsyncs
-// it and the directory through the Log's FS (tidwall/wal's own fsync of
-// the copy is not counted on: tidwall.go).
-func (c *committer) syncRewritten(path string) (*segFile, error) {
-	file, err := openSegFile(c.l.opts.FS, path)
-	if err != nil {
-		return nil, fmt.Errorf("wal: after truncation: %w; log poisoned", err)
-	}
-	if err := c.f.datasync(file.f); err != nil {
-		_ = file.release()
-		return nil, fmt.Errorf("wal: fsync of %s after truncation failed, log poisoned: %w", path, err)
-	}
-	if err := SyncDirFS(c.l.opts.FS, c.l.dir); err != nil {
-		_ = file.release()
-		return nil, fmt.Errorf("%w (after truncation), log poisoned", err)
-	}
-	return file, nil
 }
 
 // truncateTarget returns the first segment to keep for TruncateFront(lsn)
@@ -96,18 +70,15 @@ func (l *Log) truncateTarget(lsn LSN) (*segment, int) {
 	return list[i], i
 }
 
-// dropFront removes the first i segments from the list and gives segment i
-// its new file handle. Handles are closed once no reader pins them.
-func (l *Log) dropFront(i int, file *segFile) {
+// dropFront removes the first i segments from the list. Handles are
+// closed once no reader pins them.
+func (l *Log) dropFront(i int) {
 	l.seg.Lock()
 	defer l.seg.Unlock()
 	list := l.seg.list
 	for _, s := range list[:i] {
 		s.drop()
 	}
-	target := list[i]
-	_ = target.file.release() // read-only handle: a close error loses nothing
-	target.file = file
 	l.seg.list = append([]*segment(nil), list[i:]...)
-	l.firstLSN.Store(target.firstLSN)
+	l.firstLSN.Store(list[i].firstLSN)
 }

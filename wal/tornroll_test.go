@@ -1,0 +1,127 @@
+package wal_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/walq/walq/wal"
+)
+
+// rolledLog writes a log whose tail holds entries after at least two
+// sealed segments, closes it and returns its segments.
+func rolledLog(t *testing.T, dir string) []wal.SegmentInfo {
+	t.Helper()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 1024})
+	appendN(t, l, 0, 60)
+	segs := l.Segments()
+	for i := 60; segs[len(segs)-1].Bytes == 0 || len(segs) < 3; i++ {
+		appendN(t, l, i, 1)
+		segs = l.Segments()
+	}
+	closeLog(t, l)
+	return segs
+}
+
+// TestTornRoll: the last sealed segment cut short (torn mid-entry, cut at
+// an entry boundary, or emptied) under a tail that the same roll created
+// is a torn tail one segment back: Open removes the tail, cuts the sealed
+// segment, reports it, and the log goes on from there.
+func TestTornRoll(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep func(size int64) int64 // bytes of the sealed segment kept
+	}{
+		{"torn mid-entry", func(size int64) int64 { return size - 7 }},
+		{"emptied", func(int64) int64 { return 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			segs := rolledLog(t, dir)
+			sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
+			if err := os.Truncate(sealed.Path, tc.keep(sealed.Bytes)); err != nil {
+				t.Fatal(err)
+			}
+			l := openLog(t, dir, &wal.Options{SegmentSize: 1024})
+			torn := l.Report().Torn
+			if torn == nil || !strings.Contains(torn.Reason, "segment roll") || torn.Segment != sealed.Path {
+				t.Fatalf("Report().Torn = %+v; want the torn roll of %s", torn, sealed.Path)
+			}
+			if _, err := os.Stat(tail.Path); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the tail after the torn roll is still there: %v", err)
+			}
+			if last := l.LastLSN(); last >= sealed.FirstLSN+100 || last+1 < segs[len(segs)-3].FirstLSN {
+				t.Fatalf("LastLSN %d after the repair", last)
+			}
+			next := appendN(t, l, 1000, 1)[0]
+			closeLog(t, l)
+			l = openLog(t, dir, &wal.Options{SegmentSize: 1024})
+			defer closeLog(t, l)
+			if got, err := l.Read(next); err != nil || string(got) != string(record(1000)) {
+				t.Fatalf("Read(%d) after the repair = %q, %v", next, got, err)
+			}
+		})
+	}
+}
+
+// TestTornRollNotGuessed: damage in the last sealed segment followed by
+// valid entries in it is corruption, not a torn roll: Open repairs
+// nothing (the damage is found when the segment is read, as always) and
+// removes nothing.
+func TestTornRollNotGuessed(t *testing.T) {
+	dir := t.TempDir()
+	segs := rolledLog(t, dir)
+	sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
+	b, err := os.ReadFile(sealed.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[30] ^= 0xff // inside the first entry
+	if err := os.WriteFile(sealed.Path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := wal.Open(dir, &wal.Options{SegmentSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if torn := l.Report().Torn; torn != nil {
+		t.Fatalf("Report().Torn = %+v; want none", torn)
+	}
+	if _, err := os.Stat(tail.Path); err != nil {
+		t.Fatalf("the tail was touched: %v", err)
+	}
+	if _, err := l.Read(sealed.FirstLSN); !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("Read of the damaged entry: %v; want ErrCorrupt", err)
+	}
+}
+
+// TestFrontMarker: a NAME.FRONT file left by a crash during TruncateFront
+// says the segments before NAME were being removed: Open (read-only too)
+// starts the log at NAME, and a writable Open finishes the removal.
+func TestFrontMarker(t *testing.T) {
+	dir := t.TempDir()
+	segs := rolledLog(t, dir)
+	keep := segs[1]
+	marker := keep.Path + ".FRONT"
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro := openLog(t, dir, &wal.Options{ReadOnly: true})
+	if got := ro.FirstLSN(); got != keep.FirstLSN {
+		t.Fatalf("read-only FirstLSN = %d, want %d", got, keep.FirstLSN)
+	}
+	closeLog(t, ro)
+	l := openLog(t, dir, &wal.Options{SegmentSize: 1024})
+	defer closeLog(t, l)
+	if got := l.FirstLSN(); got != keep.FirstLSN {
+		t.Fatalf("FirstLSN = %d, want %d", got, keep.FirstLSN)
+	}
+	for _, p := range []string{segs[0].Path, marker} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s is still there: %v", filepath.Base(p), err)
+		}
+	}
+}
