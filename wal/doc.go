@@ -30,7 +30,17 @@
 //     is retried and trusted (the kernel may have dropped the dirty pages).
 //     Reads of what was written before keep working. Reopen to recover.
 //   - Every segment create, rename and remove is followed by an fsync of the
-//     directory (tidwall/wal does none).
+//     directory (tidwall/wal does none), and every directory Open creates
+//     is fsynced into its parent (MkdirAll).
+//   - No durability rests on tidwall/wal's own fsyncs: walq fsyncs, itself,
+//     every segment whose records it counts durable (the tail after a
+//     write, a sealed segment at its roll before the directory) through
+//     Options.FS. See "The file-system seam" below.
+//   - A power loss during a roll can keep the new segment and lose the
+//     sealed segment's last bytes (nothing past them was acknowledged: they
+//     wait for the roll's fsync). Open repairs it as a torn tail one segment
+//     back: the tail, if it holds nothing but zeros or entries that carry on,
+//     is removed, then the sealed segment is cut (reported in Torn).
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage
 //     and the log still reaches Options.MustReach (a caller's snapshot);
@@ -94,13 +104,18 @@
 // than Options.SegmentSize bytes, and after any entry that brings it to at
 // least SegmentSize; so a segment exceeds SegmentSize by less than one
 // entry, and a batch that fills a segment exactly leaves an empty tail.
-// TruncateFront leaves NAME.START (and NAME.START.TEMP) files if
-// interrupted; Open finishes the truncation and removes temp files.
+// TruncateFront removes the front segments itself: it creates an empty
+// NAME.FRONT for the first segment kept, fsyncs the directory, removes the
+// older segments, fsyncs, and removes the marker; Open finishes a
+// truncation a crash interrupted. (An older walq truncated with tidwall/wal,
+// which leaves NAME.START and NAME.START.TEMP files; Open finishes those
+// too and removes temp files.)
 //
 // # Crash recovery at Open
 //
 //  1. Remove *.TEMP files; finish an interrupted truncation (remove the
-//     segments a NAME.START file replaces, rename it); fsync the directory.
+//     segments before a NAME.FRONT file, and the marker; or the segments a
+//     NAME.START file replaces, and rename it); fsync the directory.
 //  2. Scan the last segment: framing, CRC, version, LSN continuity. At the
 //     first bad entry, search every later offset for a valid entry: if one
 //     exists, fail with ErrCorrupt (or cut under Salvage); otherwise plan
@@ -111,19 +126,40 @@
 //     indexes, and that each sealed segment's last entry (found by walking
 //     a few frames, or searching back from the end: about one entry read)
 //     ends where the next segment starts. (Under Salvage: scan them all.)
+//     If the last sealed segment is torn, or ends short of the index the
+//     tail is named by, under a tail a roll created, the crash came during
+//     that roll: the sealed segment becomes the tail, and the old tail is
+//     to be removed before the cut.
 //  4. Check that a tail without entries is where walq's next segment would
-//     be, and that the log reaches MustReach; only then make the cut of
-//     step 2.
+//     be, and that the log reaches MustReach; only then remove the tail of
+//     a torn roll, fsync the directory, and make the cut of step 2.
 //  5. Open tidwall/wal, check that it sees the same first and last index,
 //     fsync the directory and the tail; WrittenLSN and DurableLSN start at
 //     the last record on disk.
+//
+// # The file-system seam
+//
+// Every file operation of the package (segment reads, fsyncs, directory
+// listings and fsyncs, the repair's cut, truncation's removals) goes
+// through Options.FS, a small interface (FS, File) with the real file
+// system, OSFS, behind it by default; package recovery writes snapshots
+// through the same seam. Crash tests put a file system there that keeps
+// only what was fsynced (internal/crashfs) or fails any one call
+// (internal/faultfs), and judge what survived from the calls the file
+// system received, never from this package's own accounting (DurableLSN).
+//
+// tidwall/wal writes and rolls the segment files with package os; it sits
+// behind a small interface of its own (store), and everything walq assumes
+// about it, its file names, its roll rule and which of its writes the FS
+// does not see, is in tidwall.go. An FS with a StoreOp method is told of
+// each write tidwall/wal makes, and may fail it.
 //
 // # Concurrency
 //
 // A Log is safe for concurrent use. Append only copies the record into the
 // open group under a short mutex (Log.mu), so callers may call it while
 // holding their own lock, which is how they fix the order of their records.
-// One committer goroutine owns the tidwall/wal handle; it writes groups,
+// One committer goroutine owns the store (tidwall/wal); it writes groups,
 // fsyncs, rolls and truncates segments (TruncateFront and Flush are
 // requests to it). The segment list and each segment's size and index are
 // guarded by an RWMutex (Log.seg): the committer publishes a write under it
