@@ -43,6 +43,7 @@ import (
 // by valid entries), never opened wrong.
 //
 // Long run: WALQ_POWERLOSS_STATES=200000 go test ./fuzz -run '^TestPowerLoss$' -timeout 1h -v
+// (the workload is the same; each crash point gets more states).
 func TestPowerLoss(t *testing.T) {
 	states := envInt(t, "WALQ_POWERLOSS_STATES", 10000)
 	var total plSummary
@@ -60,7 +61,7 @@ func TestPowerLoss(t *testing.T) {
 			s, err := powerLoss(t, plConfig{mode: c.mode, states: c.states, seed: seed})
 			t.Logf("SUMMARY powerloss-%s: %s", c.name, s)
 			if err != nil {
-				t.Fatalf("%v\n(replay: WALQ_SEED=%d)", err, seed)
+				t.Fatalf("%v\n(replay: WALQ_SEED=%d WALQ_POWERLOSS_POINT=<the durable operation>)", err, seed)
 			}
 			total = total.add(s)
 		})
@@ -161,7 +162,11 @@ func powerLoss(t *testing.T, cfg plConfig) (plSummary, error) {
 			}
 		}()
 	}
+	only := envInt(t, "WALQ_POWERLOSS_POINT", 0)
 	for n := 1; n <= npoints; n++ {
+		if only != 0 && n != only {
+			continue
+		}
 		mu.Lock()
 		stop := failure != nil
 		mu.Unlock()
