@@ -6,21 +6,25 @@ import (
 )
 
 // A power loss during a segment roll can leave the sealed segment torn
-// and the next segment present: tidwall/wal writes the batch, seals the
-// segment and creates the next file, and only then does walq fsync the
-// sealed segment and the directory (syncRolled). The new file's name can
-// reach the disk before the sealed segment's last bytes do. Nothing past
-// the tear was acknowledged: every record at or after it waits for
-// syncRolled, which fsyncs the sealed segment whole. So the tear is a torn
-// tail that happens to lie one segment back, and Open repairs it as one:
-// the segment after it is removed, then the torn segment is cut.
+// and the next segment present but empty: tidwall/wal writes the batch,
+// seals the segment and creates the next file, and only then does walq
+// fsync the sealed segment and the directory (syncRolled). The new file's
+// name can reach the disk before the sealed segment's last bytes do.
+// Nothing past the tear was acknowledged: every record at or after it
+// waits for syncRolled, which fsyncs the sealed segment whole. Since no
+// valid entry follows the damage anywhere, the tear is a torn tail that
+// happens to lie one segment back, and Open repairs it as one: the empty
+// segment after it is removed, then the torn segment is cut.
 //
-// Only the last sealed segment is considered, and only when it is torn
-// (no valid entry follows the damage in it) or ends at an entry boundary
-// short of the index the tail is named by; the tail must be named past its
-// whole entries. Anything else stays ErrCorrupt. (tidwall/wal
-// itself fsyncs the sealed file before creating the next, which rules this
-// state out on a real disk; walq does not count on that fsync: tidwall.go.)
+// Only the last sealed segment is considered, only when it is torn (no
+// valid entry follows the damage in it) or ends at an entry boundary short
+// of the index the tail is named by, and only when the tail holds nothing
+// but zeros. A tail with valid entries after a damaged sealed segment is
+// what mid-log damage looks like (a bit flip in a sealed segment's last
+// entry), and stays ErrCorrupt, as damage followed by a valid entry always
+// is. (tidwall/wal itself fsyncs the sealed file before creating the next,
+// which rules these states out on a real disk; walq does not count on that
+// fsync: tidwall.go.)
 
 // tornRoll checks for a torn roll after the tail was repaired and, when it
 // finds one, makes the torn segment the tail and plans the removal of the
@@ -31,14 +35,11 @@ func (l *Log) tornRoll() error {
 		return nil
 	}
 	s, tail := l.seg.list[n-2], l.seg.list[n-1]
+	if ours, err := l.emptyTail(tail); err != nil || !ours {
+		return err
+	}
 	if s.size == 0 { // tidwall/wal never seals an empty segment: every byte was lost
 		return l.dropTornTail(s, tail)
-	}
-	if tail.entries > 0 {
-		ok, err := endsAt(s.file.f, s.size, tail.firstLSN)
-		if err != nil || ok {
-			return err
-		}
 	}
 	r := &segReader{f: s.file.f}
 	res, err := scanSegment(r, scanSpec{seg: s, limit: s.size})
@@ -58,21 +59,15 @@ func (l *Log) tornRoll() error {
 		}
 	}
 	// Torn, or cut cleanly at an entry boundary before the entries the
-	// roll wrote (the tail is named past them). The tail must be one walq
-	// wrote: empty, zeros, or entries that carry on from s's LSNs.
-	ours, err := l.rolledTail(tail, res.endLSN)
-	if err != nil || !ours {
-		return err
-	}
+	// roll wrote (the tail is named past them).
 	return l.dropTornTail(s, tail)
 }
 
-// rolledTail reports whether tail looks like the segment a roll after s
-// created: no bytes, only zeros, or entries from LSN end (the LSN after
-// s's whole entries) on.
-func (l *Log) rolledTail(tail *segment, end LSN) (bool, error) {
+// emptyTail reports whether tail holds no entry and nothing but zeros:
+// the file a roll created, which lost whatever was written to it.
+func (l *Log) emptyTail(tail *segment) (bool, error) {
 	if tail.entries > 0 {
-		return end != 0 && tail.firstLSN >= end, nil
+		return false, nil
 	}
 	fi, err := tail.file.f.Stat()
 	if err != nil {
@@ -95,11 +90,8 @@ func (l *Log) dropTornTail(s, tail *segment) error {
 		l.report.Torn = &Damage{Segment: s.path, Reason: "torn write: the segment is empty"}
 	}
 	t := l.report.Torn
-	t.Reason += fmt.Sprintf("; the crash came during a segment roll: the segment after it, %s, written by the same roll and never fsynced, is removed",
+	t.Reason += fmt.Sprintf("; the crash came during a segment roll: the segment after it, %s, created by the same roll and holding nothing, is removed",
 		filepath.Base(tail.path))
-	if tail.entries > 0 {
-		t.LastLSN = max(t.LastLSN, tail.endLSN-1)
-	}
 	return nil
 }
 

@@ -25,23 +25,28 @@ func rolledLog(t *testing.T, dir string) []wal.SegmentInfo {
 	return segs
 }
 
-// TestTornRoll: the last sealed segment cut short (torn mid-entry, cut at
-// an entry boundary, or emptied) under a tail that the same roll created
+// TestTornRoll: the last sealed segment cut short (torn mid-entry, or
+// emptied) under an empty or zero-filled tail that the same roll created
 // is a torn tail one segment back: Open removes the tail, cuts the sealed
 // segment, reports it, and the log goes on from there.
 func TestTornRoll(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		keep func(size int64) int64 // bytes of the sealed segment kept
+		tail int64                  // zeros left in the tail
 	}{
-		{"torn mid-entry", func(size int64) int64 { return size - 7 }},
-		{"emptied", func(int64) int64 { return 0 }},
+		{"torn mid-entry, empty tail", func(size int64) int64 { return size - 7 }, 0},
+		{"torn mid-entry, zeros in the tail", func(size int64) int64 { return size - 7 }, 300},
+		{"emptied", func(int64) int64 { return 0 }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			segs := rolledLog(t, dir)
 			sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
 			if err := os.Truncate(sealed.Path, tc.keep(sealed.Bytes)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(tail.Path, make([]byte, tc.tail), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			l := openLog(t, dir, &wal.Options{SegmentSize: 1024})
@@ -66,11 +71,28 @@ func TestTornRoll(t *testing.T) {
 	}
 }
 
-// TestTornRollNotGuessed: damage in the last sealed segment followed by
-// valid entries in it is corruption, not a torn roll: Open repairs
-// nothing (the damage is found when the segment is read, as always) and
-// removes nothing.
+// TestTornRollNotGuessed: a sealed segment torn at its end under a tail
+// that holds entries is what mid-log damage looks like (a valid entry
+// follows the damage): Open refuses it and removes nothing.
 func TestTornRollNotGuessed(t *testing.T) {
+	dir := t.TempDir()
+	segs := rolledLog(t, dir)
+	sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
+	if err := os.Truncate(sealed.Path, sealed.Bytes-7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wal.Open(dir, &wal.Options{SegmentSize: 1024}); !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("Open: %v; want ErrCorrupt", err)
+	}
+	if fi, err := os.Stat(tail.Path); err != nil || fi.Size() != tail.Bytes {
+		t.Fatalf("the tail was touched: %v", err)
+	}
+}
+
+// TestTornRollNotGuessedMidSegment: damage in the last sealed segment
+// followed by valid entries in it is corruption, not a torn roll, even
+// under an empty tail: Open refuses it and removes nothing.
+func TestTornRollNotGuessedMidSegment(t *testing.T) {
 	dir := t.TempDir()
 	segs := rolledLog(t, dir)
 	sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
@@ -82,19 +104,14 @@ func TestTornRollNotGuessed(t *testing.T) {
 	if err := os.WriteFile(sealed.Path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := wal.Open(dir, &wal.Options{SegmentSize: 1024})
-	if err != nil {
+	if err := os.Truncate(tail.Path, 0); err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	if torn := l.Report().Torn; torn != nil {
-		t.Fatalf("Report().Torn = %+v; want none", torn)
+	if _, err := wal.Open(dir, &wal.Options{SegmentSize: 1024}); !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("Open: %v; want ErrCorrupt", err)
 	}
 	if _, err := os.Stat(tail.Path); err != nil {
-		t.Fatalf("the tail was touched: %v", err)
-	}
-	if _, err := l.Read(sealed.FirstLSN); !errors.Is(err, wal.ErrCorrupt) {
-		t.Fatalf("Read of the damaged entry: %v; want ErrCorrupt", err)
+		t.Fatalf("the tail was removed: %v", err)
 	}
 }
 

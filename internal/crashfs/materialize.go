@@ -20,6 +20,9 @@ type State struct {
 	// from what was written before the crash: unsynced bytes lost, torn,
 	// zeroed or followed by junk.
 	Lost []string
+	// Kept names the files that kept some of the bytes written to them
+	// since their last fsync.
+	Kept []string
 	// Desc says what was chosen, for a failure message.
 	Desc string
 }
@@ -48,7 +51,7 @@ func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 	if err := m.dir(".", dst); err != nil {
 		return State{}, err
 	}
-	return State{Holes: m.holes, Lost: m.lost, Desc: fmt.Sprintf("names %s; %s",
+	return State{Holes: m.holes, Lost: m.lost, Kept: m.kept, Desc: fmt.Sprintf("names %s; %s",
 		[]string{"as last fsynced", "as cached", "mixed"}[m.names], strings.Join(m.desc, "; "))}, nil
 }
 
@@ -59,6 +62,7 @@ type materializer struct {
 	names int      // namesSynced, namesCached or namesMixed
 	holes bool     // a file got a hole
 	lost  []string // files whose content is not what was written
+	kept  []string // files that kept unsynced bytes
 	desc  []string // what was chosen where it mattered
 }
 
@@ -140,6 +144,9 @@ func (m *materializer) content(name string, ino *inode) []byte {
 		keep = m.rng.IntN(len(ext) + 1)
 	}
 	b := append(base, ext[:keep]...)
+	if keep > 0 {
+		m.kept = append(m.kept, name)
+	}
 	tail, how := m.tear(b, len(base))
 	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d unsynced bytes after %d, then %s", name, keep, len(ext), len(base), how))
 	return tail
