@@ -107,15 +107,14 @@ const plOps = 60
 
 // plSummary counts what a run checked.
 type plSummary struct {
-	points   int // crash points (durable operations) the workload reached
-	states   int // crash states checked
-	refused  int // states with a hole or reordered writes that Open refused (ErrCorrupt)
-	names    int // states where a name was not as last fsynced
-	torn     int // states whose Open cut a torn tail
-	rolls    int // of those, torn rolls (the segment after a torn sealed one removed)
-	res      fuzz.Result
-	syncOps  map[string]int // durable operations of the whole workload, by kind
-	crashers map[string]int // the call the crash hit, by kind
+	points  int // crash points (durable operations) the workload reached
+	states  int // crash states checked
+	refused int // states with a hole or reordered writes that Open refused (ErrCorrupt)
+	names   int // states built with names as cached or mixed, not as last fsynced
+	torn    int // states whose Open cut a torn tail
+	rolls   int // of those, torn rolls (the segment after a torn sealed one removed)
+	res     fuzz.Result
+	syncOps map[string]int // durable operations of the whole workload, by kind
 }
 
 func (s plSummary) add(o plSummary) plSummary {
@@ -126,7 +125,7 @@ func (s plSummary) add(o plSummary) plSummary {
 }
 
 func (s plSummary) String() string {
-	return fmt.Sprintf("crash-points=%d states=%d refused(hole-or-reordered)=%d names-not-as-fsynced=%d torn-tails-cut=%d torn-rolls-repaired=%d durable-ops=%v lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d",
+	return fmt.Sprintf("crash-points=%d states=%d refused(hole-or-reordered)=%d names-cached-or-mixed=%d torn-tails-cut=%d torn-rolls-repaired=%d durable-ops=%v lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d",
 		s.points, s.states, s.refused, s.names, s.torn, s.rolls, s.syncOps, s.res.Lost, s.res.Unexpected, s.res.RedeliveredAfterAck, s.res.Duplicates)
 }
 

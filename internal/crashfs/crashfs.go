@@ -60,7 +60,6 @@ type FS struct {
 		image   map[string]map[string]*inode // at the crash (or at Image): directory -> name -> file
 		content map[*inode][]byte            // at the crash: every file's bytes
 		kinds   map[string]int               // durable operations made, by kind, for coverage
-		dirs    map[string]bool              // directories seen (relative), for the image
 	}
 }
 
@@ -78,7 +77,6 @@ func New(root string, crashAt int) (*FS, error) {
 	fsys := &FS{root: filepath.Clean(root), crashAt: crashAt}
 	fsys.mu.durable = make(map[string]map[string]*inode)
 	fsys.mu.kinds = make(map[string]int)
-	fsys.mu.dirs = map[string]bool{".": true}
 	tree, err := fsys.look()
 	if err != nil {
 		return nil, err
@@ -180,7 +178,6 @@ func (fsys *FS) look() (map[string]map[string]*inode, error) {
 		}
 		names := make(map[string]*inode, len(des))
 		tree[rel] = names
-		fsys.mu.dirs[rel] = true
 		for _, de := range des {
 			p := filepath.Join(rel, de.Name())
 			fi, err := os.Lstat(fsys.abs(p))
