@@ -17,7 +17,8 @@ import (
 	"github.com/walq/walq/queue"
 )
 
-// TestFaultEveryStep runs a fixed workload (an open that cuts a torn tail,
+// TestFaultEveryStep runs a fixed workload (an open that creates the
+// queue's directories, or one that cuts a torn tail,
 // enqueues, batches, dequeues, acks, nacks, compactions with their
 // snapshot and log truncation, segment rolls, close) on a file system that fails its Nth
 // operation (internal/faultfs: open, write, fsync, truncate, rename,
@@ -38,13 +39,17 @@ import (
 // The summary lists the N values run and the kinds of operation failed.
 func TestFaultEveryStep(t *testing.T) {
 	for _, mode := range []struct {
-		name string
-		sync queue.SyncMode
-	}{{"always", queue.SyncAlways}, {"never", queue.SyncNever}} {
+		name  string
+		sync  queue.SyncMode
+		fresh bool // start from no directory at all, not from the seed
+	}{{"always", queue.SyncAlways, false}, {"never", queue.SyncNever, false}, {"always/new-directory", queue.SyncAlways, true}} {
 		t.Run(mode.name, func(t *testing.T) {
 			base := scratchDir(t)
-			seed := filepath.Join(base, "seed")
-			seeded := faultSeed(t, seed, mode.sync)
+			seed, seeded := "", []string(nil)
+			if !mode.fresh {
+				seed = filepath.Join(base, "seed")
+				seeded = faultSeed(t, seed, mode.sync)
+			}
 			dry := runFaultWorkload(t, seed, filepath.Join(base, "dry"), mode.sync, 0)
 			if dry.err != nil {
 				t.Fatalf("the workload fails without a fault: %s: %v", dry.errCall, dry.err)
@@ -183,13 +188,15 @@ func faultSeed(t *testing.T, root string, mode queue.SyncMode) []string {
 	return toks
 }
 
-// runFaultWorkload copies the seed to root and runs the fixed workload in
+// runFaultWorkload copies the seed (if any) to root and runs the fixed workload in
 // root/q on an FS that fails its failAt-th operation (0: none), stopping at
 // the first error; then it tries one more enqueue and closes the queue.
 func runFaultWorkload(t *testing.T, seed, root string, mode queue.SyncMode, failAt int) *faultRun {
 	t.Helper()
-	if err := copyDir(seed, root); err != nil {
-		t.Fatal(err)
+	if seed != "" {
+		if err := copyDir(seed, root); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := &faultRun{fsys: faultfs.New(failAt)}
 	q, err := queue.Open(filepath.Join(root, "q"), faultOptions(mode, r.fsys))
