@@ -53,7 +53,7 @@ const recordFields = 15
 const (
 	flagProducerID = 1 // an enqueue whose ID the producer chose: it takes part in dedup
 	flagSorted     = 2 // a move or drop of a sorted queue's value
-	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size
+	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size; its entry is Undelivered
 	flagRecount    = 8 // an advance that resets the pending count
 )
 
