@@ -99,10 +99,10 @@ func TestRecover(t *testing.T) {
 		name     string
 		snapshot string // body of snapshot-2, "" for none
 		recs     []string
-		cut      bool   // the log's first segment is lost
+		cut      bool // the log's first segment is lost
 		salvage  bool
-		err      error  // an error that wraps it
-		errText  string // an error that says it
+		err      error    // an error that wraps it
+		errText  string   // an error that says it
 		n        uint64   // the installed state's count
 		calls    []string // what was asked of the target
 		rep      recovery.Report
