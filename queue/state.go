@@ -306,7 +306,7 @@ func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 func (s *state) applyAdvance(r *record) {
 	s.cursor = max(s.cursor, r.Seq)
 	if r.Flags&flagRecount != 0 {
-		s.pending, s.pendingBytes = r.Enq, r.Due
+		s.pending, s.pendingBytes = r.pendingCount()
 	}
 }
 
