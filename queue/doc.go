@@ -73,7 +73,9 @@
 // so a message that crashes its consumer reaches the dead-letter set after
 // MaxDeliveries crashes instead of crash-looping forever. After a clean
 // Close, leases keep running until their deadline, so a receipt can be
-// acked by the next process.
+// acked by the next process. The procedure is package recovery's
+// (recovery.Recover); the queue gives it its state and appends the
+// records that end the leases.
 //
 // # Streaming and batches
 //
