@@ -53,8 +53,11 @@ func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	// The procedure is recovery's: snapshot, log, replay, the leases of a
 	// crashed process, a salvage's rewrite (see package recovery).
 	log, rep, err := recovery.Recover(dir, newRecoverer(q), o.Salvage)
+	if err != nil && !errors.Is(err, ErrCorrupt) { // the queue's own errors say where already
+		err = wrapCorrupt("open", err)
+	}
 	if err != nil {
-		return nil, wrapCorrupt("recover", err)
+		return nil, err
 	}
 	q.log = log
 	q.recovery.fill(rep)
