@@ -262,9 +262,9 @@ func mentionsAny(err error, names []string) bool {
 // it with Options.Salvage: the queue must open, Recovery().Log.Salvaged
 // must name the file and exactly the LSNs of the damaged entry (in the
 // tail: from it to the end, which salvage cuts), and the drain must return
-// every message but those. Two known limitations are counted apart and
-// kept as failing cases in regress_test.go: damage in the log's first
-// entry, and in the tail segment's first entry.
+// every message but those. Damage in the log's first entry and in the
+// tail segment's first entry once failed; their regression tests are
+// queue's TestSalvageFirstEntry and wal's TestTailSalvageCut.
 func TestSalvageReportsExactly(t *testing.T) {
 	rng, _ := testRand(t)
 	img, toks := salvageImage(t, rng)

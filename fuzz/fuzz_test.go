@@ -343,7 +343,7 @@ func (r *modelRun) dequeue() {
 	if err != nil {
 		r.failf("dequeue: %v; the model delivers %s", err, want.tok)
 	}
-	r.delivered(m, r.copiedAhead(m, want))
+	r.delivered(m, want)
 }
 
 // dequeueBatch takes up to max messages (only when the model has one
@@ -364,32 +364,11 @@ func (r *modelRun) dequeueBatch(max int) {
 		if want == nil {
 			r.failf("dequeue batch: got %s, the model has nothing more ready", describeMsg(m))
 		}
-		r.delivered(m, r.copiedAhead(m, want))
+		r.delivered(m, want)
 	}
 	if len(ms) < max && r.m.next(now) != nil {
 		r.failf("dequeue batch of %d returned %d, the model has %s ready too", max, len(ms), r.m.next(now).tok)
 	}
-}
-
-// copiedAhead returns the model message that the delivery m is when the
-// queue delivers, instead of want, the oldest never-delivered message:
-// that is a known deviation from the documented order, allowed once a
-// compaction has copied messages forward (Stats().Moved > 0). A
-// never-delivered message that a compaction copies forward becomes an
-// entry of the ready set, which is ordered by sequence alone, so it goes
-// before messages that are ready again or whose delay has passed but were
-// enqueued after it; the documented order puts those first. Otherwise it
-// returns want.
-func (r *modelRun) copiedAhead(m *queue.Message, want *modelMsg) *modelMsg {
-	p := r.m.oldestPending()
-	if tokenOf(m.Payload) == want.tok || p == nil || tokenOf(m.Payload) != p.tok || p.seq > want.seq {
-		return want
-	}
-	if r.q.Stats().Moved == 0 {
-		return want
-	}
-	r.logf("(%s delivered before %s: copied forward)", p.tok, want.tok)
-	return p
 }
 
 // delivered checks a delivery against the model's and holds it.

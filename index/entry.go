@@ -43,6 +43,12 @@ type Entry struct {
 	Lease       uint64 // Leased: LSN of the lease record, the receipt
 	DeliveredAt int64  // Leased: unix ns of the current delivery
 	Reason      string // Dead: why
+	// Undelivered marks a Ready entry never delivered: a message copied
+	// forward from the cursor's region by a compaction. It is delivered
+	// after every other Ready entry, in Seq order, as the cursor's messages
+	// would have been. Put clears it for any other state, so it is false
+	// once the message is leased, delayed or dead.
+	Undelivered bool
 }
 
 // timeKey orders entries by a time, then by sequence.

@@ -10,7 +10,7 @@ type Counts struct {
 // Counts returns the number of entries in each state.
 func (t *Table) Counts() Counts {
 	return Counts{
-		Ready:   t.ready.Len(),
+		Ready:   t.ready.Len() + t.fresh.Len(),
 		Delayed: t.delayed.Len(),
 		Leased:  t.leases.Len(),
 		Dead:    t.dead.Len(),
@@ -33,9 +33,13 @@ func (t *Table) Promote(now int64) int {
 	}
 }
 
-// FirstReady returns the Ready entry with the lowest Seq.
+// FirstReady returns the Ready entry to deliver first: the lowest Seq of
+// those ready again (or due), else the lowest Seq of those Undelivered.
 func (t *Table) FirstReady() (Entry, bool) {
 	seq, ok := t.ready.Min()
+	if !ok {
+		seq, ok = t.fresh.Min()
+	}
 	if !ok {
 		return Entry{}, false
 	}

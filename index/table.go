@@ -10,7 +10,8 @@ const degree = 32
 // disagree with the entries.
 type Table struct {
 	entries  *btree.BTreeG[Entry]   // all entries, by Seq
-	ready    *btree.BTreeG[uint64]  // Seq of Ready entries
+	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered
+	fresh    *btree.BTreeG[uint64]  // Seq of Ready entries Undelivered: delivered after ready
 	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
 	leases   *btree.BTreeG[timeKey] // Leased entries by (deadline, Seq)
 	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
@@ -25,6 +26,7 @@ func NewTable() *Table {
 	return &Table{
 		entries:  btree.NewG(degree, lessEntry),
 		ready:    btree.NewOrderedG[uint64](degree),
+		fresh:    btree.NewOrderedG[uint64](degree),
 		delayed:  btree.NewG(degree, lessTimeKey),
 		leases:   btree.NewG(degree, lessTimeKey),
 		dead:     btree.NewOrderedG[uint64](degree),
@@ -54,8 +56,12 @@ func (t *Table) GetByID(id string) (Entry, bool) {
 	return t.Get(seq)
 }
 
-// Put inserts e or replaces the entry with the same Seq.
+// Put inserts e or replaces the entry with the same Seq. An entry that is
+// not Ready is never Undelivered: Put clears the flag.
 func (t *Table) Put(e Entry) {
+	if e.State != Ready {
+		e.Undelivered = false
+	}
 	if old, ok := t.entries.ReplaceOrInsert(e); ok {
 		t.unlink(old)
 	}
@@ -74,7 +80,7 @@ func (t *Table) Delete(seq uint64) (Entry, bool) {
 func (t *Table) link(e Entry) {
 	switch e.State {
 	case Ready:
-		t.ready.ReplaceOrInsert(e.Seq)
+		t.readySet(e).ReplaceOrInsert(e.Seq)
 	case Delayed:
 		t.delayed.ReplaceOrInsert(timeKey{e.Due, e.Seq})
 	case Leased:
@@ -95,7 +101,7 @@ func (t *Table) link(e Entry) {
 func (t *Table) unlink(e Entry) {
 	switch e.State {
 	case Ready:
-		t.ready.Delete(e.Seq)
+		t.readySet(e).Delete(e.Seq)
 	case Delayed:
 		t.delayed.Delete(timeKey{e.Due, e.Seq})
 	case Leased:
@@ -111,4 +117,12 @@ func (t *Table) unlink(e Entry) {
 		delete(t.byID, e.ID)
 	}
 	t.bytes -= int64(e.Size)
+}
+
+// readySet returns the set that holds the Ready entry e.
+func (t *Table) readySet(e Entry) *btree.BTreeG[uint64] {
+	if e.Undelivered {
+		return t.fresh
+	}
+	return t.ready
 }

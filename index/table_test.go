@@ -53,6 +53,43 @@ func TestTableStates(t *testing.T) {
 	require.EqualValues(t, 20, tb.Bytes())
 }
 
+// An Undelivered entry (a never-delivered message copied forward) is
+// delivered after every other Ready entry, whatever its Seq, and loses the
+// flag once it leaves the Ready state.
+func TestTableUndeliveredLast(t *testing.T) {
+	tb := index.NewTable()
+	tb.Put(index.Entry{Seq: 1, State: index.Ready, Undelivered: true})
+	tb.Put(index.Entry{Seq: 2, State: index.Ready, Undelivered: true})
+	tb.Put(index.Entry{Seq: 5, State: index.Delayed, Due: 10})
+	require.Equal(t, index.Counts{Ready: 2, Delayed: 1}, tb.Counts())
+	e, _ := tb.FirstReady()
+	require.EqualValues(t, 1, e.Seq, "among the undelivered: by Seq")
+
+	tb.Promote(10)
+	e, _ = tb.FirstReady()
+	require.EqualValues(t, 5, e.Seq, "a due message goes before the undelivered")
+	require.Equal(t, index.Counts{Ready: 3}, tb.Counts())
+
+	e, _ = tb.Get(1)
+	e.State, e.Due, e.Lease = index.Leased, 20, 9
+	tb.Put(e)
+	got, _ := tb.Get(1)
+	require.False(t, got.Undelivered, "a leased entry is delivered")
+	got.State, got.Due, got.Lease = index.Ready, 0, 0
+	tb.Put(got)
+	var order []uint64
+	for {
+		e, ok := tb.FirstReady()
+		if !ok {
+			break
+		}
+		order = append(order, e.Seq)
+		tb.Delete(e.Seq)
+	}
+	require.Equal(t, []uint64{1, 5, 2}, order, "ready again by Seq, then the undelivered")
+	require.Equal(t, index.Counts{}, tb.Counts())
+}
+
 func TestTableSnapshotIsFrozen(t *testing.T) {
 	tb := index.NewTable()
 	for i := uint64(1); i <= 100; i++ {

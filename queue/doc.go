@@ -35,11 +35,9 @@
 // crashed process) and delayed messages whose time has come are delivered
 // first, lowest sequence (oldest enqueue) first. Then never-delivered
 // messages are delivered in enqueue order. With one consumer and no
-// redeliveries the queue is strictly FIFO. One exception: a
-// never-delivered message that compaction copied forward is delivered
-// among the ready-again messages, by its sequence, so it can come before
-// a ready-again message enqueued after it; never-delivered messages keep
-// their order among themselves.
+// redeliveries the queue is strictly FIFO. A never-delivered message that
+// compaction copied forward keeps its place among the never-delivered
+// ones, across restarts.
 //
 // # Durability
 //
@@ -75,7 +73,9 @@
 // so a message that crashes its consumer reaches the dead-letter set after
 // MaxDeliveries crashes instead of crash-looping forever. After a clean
 // Close, leases keep running until their deadline, so a receipt can be
-// acked by the next process.
+// acked by the next process. The procedure is package recovery's
+// (recovery.Recover); the queue gives it its state and appends the
+// records that end the leases.
 //
 // # Streaming and batches
 //

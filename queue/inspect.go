@@ -82,6 +82,8 @@ func publicRecord(lsn uint64, r *record, size int, id Identity) Record {
 		p.Seq = lsn
 	case opLease:
 		p.Lease = lsn
+	case opAdvance:
+		p.Due = time.Time{} // Due holds a byte total (pendingCount), not a time
 	}
 	return p
 }

@@ -277,12 +277,11 @@ func (q *Queue) advanceCursor(target uint64, recount bool) error {
 	}
 	rec := &record{Op: opAdvance, Seq: max(target, st.cursor), At: q.now()}
 	if recount {
-		rec.Flags = flagRecount
 		n, bytes, err := q.countPending(rec.Seq)
 		if err != nil {
 			return err
 		}
-		rec.Enq, rec.Due = n, bytes
+		rec.setPendingCount(n, bytes)
 	}
 	if _, err := q.appendLocked(rec, nil); err != nil {
 		return err

@@ -1,9 +1,11 @@
 package queue_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,4 +52,39 @@ func TestDequeueAfterDrainedTruncation(t *testing.T) {
 	require.Len(t, q.Stats().Segments, 1, "the drained log keeps only its tail")
 	enqueue(t, q, "after")
 	require.Equal(t, "after", string(tryDequeue(t, q).Payload))
+}
+
+// TestSalvageFirstEntry is a regression test found by the damage suite
+// (fuzz/damage_test.go): when the log's first entry is damaged (no
+// snapshot yet), a salvaging Open refused the log with "log starts at LSN
+// 2, after snapshot LSN 0" although the report accounted for the gap, and
+// the report could not say which LSNs were lost there. The salvage now
+// replays from the log's first LSN and reports the entry's LSNs.
+func TestSalvageFirstEntry(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{SegmentSize: 4096})
+	defer q.Close()
+	var want []string
+	for i := 0; i < 120; i++ {
+		want = append(want, fmt.Sprintf("V%03d%s", i, strings.Repeat("x", 60+i%100)))
+		enqueue(t, q, want[i])
+	}
+	img := crashImage(t, dir) // no snapshot: every record is in the log
+	first := segments(t, img)[0]
+	b, err := os.ReadFile(first)
+	require.NoError(t, err)
+	_, k := binary.Uvarint(b) // the frame's length, then the entry: CRC (4B), version (1B), first LSN (8B), count (4B)
+	lastLost := binary.LittleEndian.Uint64(b[k+5:]) + uint64(binary.LittleEndian.Uint32(b[k+13:])) - 1
+	b[k] ^= 1 // the entry's CRC
+	require.NoError(t, os.WriteFile(first, b, 0o600))
+
+	q2, err := queue.Open(img, &queue.Options{SegmentSize: 4096, Salvage: true})
+	require.NoError(t, err)
+	defer q2.Close()
+	s := q2.Recovery().Log.Salvaged
+	require.Len(t, s, 1)
+	require.EqualValues(t, 1, s[0].FirstLSN, "the first LSN lost")
+	require.Equal(t, lastLost, s[0].LastLSN)
+	require.Equal(t, filepath.Base(first), filepath.Base(s[0].Segment))
+	requireOrder(t, q2, want[lastLost:]) // message i is LSN i+1
 }

@@ -74,13 +74,7 @@ func (q *Queue) replayInto(st *state, snapLSN uint64) error {
 	if first := q.log.FirstLSN(); first > snapLSN+1 && !q.opts.Salvage {
 		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
 	}
-	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), func(lsn uint64, b []byte) error {
-		var r record
-		if err := decodeRecord(b, &r); err != nil {
-			return err
-		}
-		return st.apply(lsn, &r, len(b))
-	})
+	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), st.Apply)
 	if err != nil {
 		return wrapCorrupt("replay", err)
 	}

@@ -53,7 +53,7 @@ const recordFields = 15
 const (
 	flagProducerID = 1 // an enqueue whose ID the producer chose: it takes part in dedup
 	flagSorted     = 2 // a move or drop of a sorted queue's value
-	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size
+	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size; its entry is Undelivered
 	flagRecount    = 8 // an advance that resets the pending count
 )
 
@@ -61,7 +61,41 @@ const (
 //
 //	[Op, Seq, Lease, ID, Flags, At, Due, Enq, Size, Count, Reason, Headers, Payload, Key, Sort]
 //
-// Fields a kind does not use are zero (one byte each).
+// Fields a kind does not use are zero (one byte each). Every record sets
+// At, the unix ns when it happened. Seq names a message (the LSN of its
+// enqueue record) or a sorted value (of its publish record); Lease names
+// a lease (the LSN of its lease or pull record). Times are unix ns. What
+// each op keeps in each other field:
+//
+//	op            fields
+//	enqueue       ID; Flags: flagProducerID; Due: deliver-at (0: now); Headers; Payload
+//	lease         Seq; Due: deadline. A first delivery (from the cursor) also: ID;
+//	              Enq: enqueue time; Size: bytes of the enqueue record
+//	ack           Seq; Lease
+//	nack          Seq; Lease; Due: ready-at (0: now)
+//	extend        Seq; Lease; Due: the new deadline
+//	expire        Seq; Lease
+//	dead          Seq; Lease (0: not leased); Reason
+//	requeue-dead  Seq
+//	purge         Seq
+//	move          Seq; ID; Enq: enqueue time; Count: deliveries so far (replay keeps the
+//	              entry's); Headers; Payload
+//	  flagCursor  a never-delivered message: Seq; ID; Enq; Size: bytes of its enqueue
+//	              record; Headers; Payload. Its entry is Undelivered.
+//	  flagSorted  a sorted value: Seq; Key; Sort; Enq: publish time; Payload
+//	close         -
+//	publish       Key; Sort; Payload
+//	pull          Key; Due: deadline
+//	batch-ack     Lease
+//	batch-return  Lease; Due: ready-at (0: now); Count: MaxDeliveries (maxDeliveries, 0:
+//	              no limit); Reason: for the values that reach it
+//	batch-extend  Lease; Due: the new deadline
+//	batch-dead    Lease; Reason
+//	value-revive  Seq
+//	value-purge   Seq
+//	advance       Seq: the new cursor. flagRecount: Enq, Due: the never-delivered
+//	              messages from it on and their bytes (pendingCount)
+//	drop          Seq; Reason. flagSorted: also Key; Sort
 type record struct {
 	Op      op                // what happened
 	Seq     uint64            // the message (LSN of its enqueue record); 0 in an enqueue
@@ -69,16 +103,30 @@ type record struct {
 	ID      string            // message id (enqueue, lease from the cursor, move)
 	Flags   uint8             // flagProducerID
 	At      int64             // unix ns when it happened
-	Due     int64             // unix ns: deliver-at (enqueue, nack), deadline (lease, extend)
-	Enq     int64             // unix ns of the enqueue (lease from the cursor, move)
-	Size    uint32            // bytes of the message's payload record (lease from the cursor)
-	Count   uint32            // deliveries so far (move)
+	Due     int64             // unix ns: deliver-at (enqueue, nack), deadline (lease, extend); advance: bytes
+	Enq     int64             // unix ns of the enqueue (lease from the cursor, move); advance: a count
+	Size    uint32            // bytes of the message's enqueue record (lease from the cursor, cursor move)
+	Count   uint32            // deliveries so far (move); batch-return: MaxDeliveries
 	Reason  string            // dead-letter reason
 	Headers map[string]string // message headers (enqueue, move)
 	Payload []byte            // message payload (enqueue, move)
 	Key     string            // sorted queue: the message key
 	Sort    []byte            // sorted queue: the encoded sort key
 }
+
+// pendingCount returns what an advance with flagRecount resets the
+// never-delivered count to: messages and their bytes, kept in Enq and Due.
+func (r *record) pendingCount() (n, bytes int64) { return r.Enq, r.Due }
+
+// setPendingCount makes an advance reset the never-delivered count.
+func (r *record) setPendingCount(n, bytes int64) {
+	r.Flags |= flagRecount
+	r.Enq, r.Due = n, bytes
+}
+
+// maxDeliveries returns a batch-return's delivery limit, kept in Count:
+// values delivered as often go to the dead set (0: no limit).
+func (r *record) maxDeliveries() uint32 { return r.Count }
 
 // encodeRecord appends the msgpack form of r to dst. It writes msgpack
 // directly, as vmihailenco/msgpack's Encoder would (smallest integer

@@ -10,8 +10,10 @@ import (
 )
 
 // snapshotVersion is the version of the snapshot body below. It is part of
-// the file format.
-const snapshotVersion = 1
+// the file format. Version 2 added index.Entry.Undelivered, the twelfth
+// field of an entry; a version 1 body, whose entries have eleven, is still
+// read (its entries are not Undelivered).
+const snapshotVersion = 2
 
 // frozen is a state frozen for a snapshot: scalars copied, indexes cloned
 // copy-on-write, so it can be encoded while the queue goes on.
@@ -37,7 +39,8 @@ func (s *state) freeze() *frozen {
 // encodeTo writes the snapshot body to w, a msgpack array:
 //
 //	[Version, Cursor, Last, Pending, PendingBytes, Clean, Counters,
-//	 Entries (array of index.Entry), Dedup (array of index.DedupItem),
+//	 Entries (array of index.Entry, each the array of its 12 fields),
+//	 Dedup (array of index.DedupItem),
 //	 Pending (array of storedValue), Dead (array of storedValue),
 //	 Batches (array of storedBatch), Holds (array of [key, unix ns])]
 func (f *frozen) encodeTo(w io.Writer) error {
@@ -77,13 +80,13 @@ func decodeState(body []byte, o *Options) (*state, error) {
 	dec := msgpack.NewDecoder(r)
 	var version int
 	err := dec.DecodeMulti(&version, &st.cursor, &st.last, &st.pending, &st.pendingBytes, &st.clean, &st.counts)
-	if err == nil && version != snapshotVersion {
+	if err == nil && (version < 1 || version > snapshotVersion) {
 		err = fmt.Errorf("snapshot body version %d", version)
 	}
 	if err == nil {
 		err = decodeEach(dec, func() error {
-			var e index.Entry
-			if err := dec.Decode(&e); err != nil {
+			e, err := decodeEntry(dec, version)
+			if err != nil {
 				return err
 			}
 			st.table.Put(e)
@@ -107,6 +110,25 @@ func decodeState(body []byte, o *Options) (*state, error) {
 		return nil, fmt.Errorf("%w: snapshot body: %v", ErrCorrupt, err)
 	}
 	return st, nil
+}
+
+// decodeEntry reads an index.Entry as a snapshot body of version stores
+// it: the array of its fields, without the last (Undelivered) in version 1.
+func decodeEntry(dec *msgpack.Decoder, version int) (index.Entry, error) {
+	var e index.Entry
+	if version >= 2 {
+		err := dec.Decode(&e)
+		return e, err
+	}
+	n, err := dec.DecodeArrayLen()
+	if err == nil && n != 11 {
+		err = fmt.Errorf("entry of %d fields, want 11", n)
+	}
+	if err == nil {
+		err = dec.DecodeMulti(&e.Seq, &e.Loc, &e.ID, &e.Size, &e.EnqueuedAt, &e.Deliveries, &e.State,
+			&e.Due, &e.Lease, &e.DeliveredAt, &e.Reason)
+	}
+	return e, err
 }
 
 // decodeEach reads an array length and calls one for each element.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/index"
 )
 
 // encode returns the snapshot body that encodeTo writes.
@@ -18,8 +19,8 @@ func (f *frozen) encode() ([]byte, error) {
 
 // goldenState builds a state by applying fixed records: ack-queue messages
 // in each state, and a sorted index with pending values, a leased batch, a
-// dead value and a held key.
-func goldenState(t *testing.T) *state {
+// dead value and a held key; then the records in more.
+func goldenState(t *testing.T, more ...record) *state {
 	st := newState(&Options{DedupWindow: 1, cacheBytes: 1 << 20})
 	recs := []record{
 		{Op: opEnqueue, ID: "a", At: 10, Payload: []byte("one")},
@@ -34,17 +35,24 @@ func goldenState(t *testing.T) *state {
 		{Op: opBatchReturn, Lease: 6, Due: 95, Reason: "nack"},
 		{Op: opPull, Key: "k2", At: 32, Due: 92},
 	}
+	recs = append(recs, more...)
 	for i := range recs {
 		require.NoError(t, st.apply(uint64(i+1), &recs[i], 40+i), "record %d", i+1)
 	}
 	return st
 }
 
+// copyOfFirst is the record of a compaction that copies the never-delivered
+// message at LSN 1 (of goldenState, 40 bytes) forward: its entry is
+// Undelivered.
+var copyOfFirst = record{Op: opMove, Seq: 1, Flags: flagCursor, ID: "a", At: 40, Enq: 10, Size: 40,
+	Payload: []byte("one")}
+
 // TestSnapshotBodyGolden pins the snapshot body's bytes, part of the file
 // format (see frozen.encode), and checks that they decode to the same
 // state. WALQ_WRITE_GOLDEN=1 rewrites testdata/state.golden.
 func TestSnapshotBodyGolden(t *testing.T) {
-	body, err := goldenState(t).freeze().encode()
+	body, err := goldenState(t, copyOfFirst).freeze().encode()
 	require.NoError(t, err)
 	path := filepath.Join("testdata", "state.golden")
 	if os.Getenv("WALQ_WRITE_GOLDEN") == "1" {
@@ -64,4 +72,32 @@ func TestSnapshotBodyGolden(t *testing.T) {
 	require.Equal(t, 1, c.Batches)
 	require.Equal(t, 1, c.Leased)
 	require.Equal(t, 1, c.Dead)
+}
+
+// TestSnapshotBodyV1 checks that a version 1 body (testdata/state-v1.golden,
+// written before entries had Undelivered) still decodes, to the state of
+// the records it was written from.
+func TestSnapshotBodyV1(t *testing.T) {
+	v1, err := os.ReadFile(filepath.Join("testdata", "state-v1.golden"))
+	require.NoError(t, err)
+	st, err := decodeState(v1, &Options{DedupWindow: 1})
+	require.NoError(t, err)
+	got, err := st.freeze().encode()
+	require.NoError(t, err)
+	want, err := goldenState(t).freeze().encode()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// The golden body holds the copied entry as Undelivered, and decoding it
+// keeps the flag: the copy is delivered after the messages ready again.
+func TestSnapshotKeepsUndelivered(t *testing.T) {
+	body, err := goldenState(t, copyOfFirst).freeze().encode()
+	require.NoError(t, err)
+	st, err := decodeState(body, &Options{DedupWindow: 1})
+	require.NoError(t, err)
+	e, ok := st.table.Get(1)
+	require.True(t, ok)
+	require.True(t, e.Undelivered)
+	require.Equal(t, index.Ready, e.State)
 }

@@ -287,11 +287,13 @@ func opName(o op) string {
 
 // applyCursorMove indexes a never-delivered message copied forward: it
 // leaves the cursor's count and becomes a ready entry whose payload is the
-// move record.
+// move record. The entry stays Undelivered, so it is delivered after the
+// messages ready again, in enqueue order, as the cursor would have.
 func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 	s.pending--
 	s.pendingBytes -= int64(r.Size)
-	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq, State: index.Ready})
+	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq,
+		State: index.Ready, Undelivered: true})
 	// The cursor passes the original at once, not only at the advance
 	// record that follows the copies: a crash can keep the copies and lose
 	// the advance (the log may put them in different entries), and the
@@ -304,7 +306,7 @@ func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 func (s *state) applyAdvance(r *record) {
 	s.cursor = max(s.cursor, r.Seq)
 	if r.Flags&flagRecount != 0 {
-		s.pending, s.pendingBytes = r.Enq, r.Due
+		s.pending, s.pendingBytes = r.pendingCount()
 	}
 }
 

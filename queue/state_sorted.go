@@ -60,7 +60,7 @@ func (s *state) applyBatch(r *record) {
 	case opBatchExtend:
 		sq.Extend(r.Lease, r.Due)
 	case opBatchReturn:
-		limit := r.Count
+		limit := r.maxDeliveries()
 		sq.Return(r.Lease, r.Due, func(v index.SortedValue) bool {
 			return limit > 0 && v.Deliveries >= limit
 		}, r.Reason)

@@ -80,8 +80,8 @@ func examine(dir string) (Check, error) {
 		return c, err
 	}
 	// 3. It must reach back to what the snapshot's messages need.
-	if first, need := log.FirstLSN(), min(lowWater(st), snapLSN+1); first > need {
-		c.Problems = append(c.Problems, problem(coverageErr(first, snapLSN, need, log.Segments())))
+	if _, err := recovery.Coverage(log, st, snapLSN); err != nil {
+		c.Problems = append(c.Problems, problem(wrapCorrupt("open", err)))
 	}
 	// 4. Every record after the snapshot replays, if nothing above failed
 	//    (replay over damage only repeats it).
@@ -126,13 +126,7 @@ func trimCorrupt(s string) string {
 
 // replayInto applies every record of log from from on to st.
 func replayInto(log *wal.Log, st *state, from uint64) (int, error) {
-	n, err := recovery.Replay(log, from, func(lsn uint64, b []byte) error {
-		var r record
-		if err := decodeRecord(b, &r); err != nil {
-			return err
-		}
-		return st.apply(lsn, &r, len(b))
-	})
+	n, err := recovery.Replay(log, from, st.Apply)
 	if err != nil {
 		return n, wrapCorrupt("replay", err)
 	}

@@ -1,15 +1,38 @@
-// Package recovery writes and loads walq's snapshots and replays the log
-// after them.
+// Package recovery writes and loads walq's snapshots and runs the recovery
+// procedure that opens a queue directory: the snapshot, the replay of the
+// log after it, and the requeue of the leases a crashed process left.
 //
 // # Procedure
 //
-// Opening a queue directory is:
+// Recover runs it for a Target, which defines the State that records
+// rebuild (walq's queue: its indexes, cursor and counters) and what
+// ending a lease appends; recovery never sees a record's fields. Opening a
+// queue directory is:
 //
-//  1. Load the newest snapshot (Latest). A snapshot whose checksum fails is
-//     ErrCorrupt, never silently skipped: the log before it may already be
-//     gone.
-//  2. Open the log (package wal), which repairs a torn tail.
-//  3. Replay every record after the snapshot's LSN into the indexes.
+//  1. Load the newest snapshot (Load): its body decoded by the Target, which
+//     must reflect the LSN in the file's name. A snapshot that fails its
+//     checks is ErrCorrupt, never silently skipped: the log before it may
+//     already be gone. A salvage sets it aside (Report.SnapshotLost) and
+//     starts from an empty state.
+//  2. Open the log (Target.OpenLog, package wal), which cuts a torn tail.
+//     It must reach the snapshot's LSN: a log that ends before it lost
+//     synced records.
+//  3. Check that the log reaches back to the snapshot and to the oldest
+//     record its messages need (Coverage): a lost front segment is
+//     ErrLogMissing. A salvage notes where the log starts
+//     (Report.LostBefore) and replays from there.
+//  4. Replay every record after the snapshot into the state. A salvage
+//     skips the records that no longer apply because others were lost.
+//  5. Install the state. If the last record replayed is not a clean close
+//     (or a salvage lost anything), the process before crashed and its
+//     consumers died with it: every lease ends now (Target.EndLeases),
+//     keeping its delivery count, so a message that crashes its consumer
+//     reaches the dead-letter set after MaxDeliveries crashes.
+//  6. After a salvage, copy what lives in the damaged segments past them
+//     and cut them off (Target.CopyPast), so the damage is gone from disk.
+//
+// The salvage steps sit in salvage.go; the log's own (damaged entries
+// skipped, the torn tail cut) are package wal's.
 //
 // Taking a snapshot is:
 //
@@ -38,4 +61,6 @@
 //
 // Write and Latest may run while the log is being appended to; two Writes
 // to one directory must not run at once (the queue has one compactor).
+// Recover runs before anything else uses the directory, and calls its
+// Target and State from one goroutine.
 package recovery

@@ -495,30 +495,42 @@ func TestNoPanicOnGarbage(t *testing.T) {
 }
 
 // TestTailSalvageCut: under Salvage, damage in the last segment with valid
-// entries after it is cut there, and the LSNs dropped are reported.
+// entries after it is cut there, and the LSNs dropped are reported. When
+// the damaged entry is the segment's first, the range starts at its own
+// LSN (it once started at the next valid entry: the damaged entry's LSNs
+// were missing from the report).
 func TestTailSalvageCut(t *testing.T) {
-	src, lay := pristine(t)
-	dir := t.TempDir()
-	copyDir(t, src, dir)
-	tail := lastSegEntries(lay)
-	e := tail[len(tail)/2]
-	seg := filepath.Join(dir, filepath.Base(e.seg))
-	flipBit(t, seg, e.off+e.size-1)
-	opts := harnessOpts
-	opts.Salvage = true
-	l := openLog(t, dir, &opts)
-	defer closeLog(t, l)
-	rep := l.Report()
-	last := lay[len(lay)-1]
-	if rep.Torn != nil || len(rep.Salvaged) != 1 {
-		t.Fatalf("Report = %+v", rep)
-	}
-	if d := rep.Salvaged[0]; d.Offset != e.off || d.FirstLSN != e.first || d.LastLSN != last.first || d.Segment != seg {
-		t.Fatalf("Salvaged[0] = %+v, want offset %d LSNs %d-%d", d, e.off, e.first, last.first)
-	}
-	checkRecords(t, l, 1, 0, int(e.first-1))
-	if fi, err := os.Stat(seg); err != nil || fi.Size() != e.off {
-		t.Fatalf("tail not cut at %d: %v %v", e.off, fi.Size(), err)
+	for _, tc := range []struct {
+		name string
+		pick func(tail []entryPos) entryPos
+	}{
+		{"middle entry", func(tail []entryPos) entryPos { return tail[len(tail)/2] }},
+		{"first entry", func(tail []entryPos) entryPos { return tail[0] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, lay := pristine(t)
+			dir := t.TempDir()
+			copyDir(t, src, dir)
+			e := tc.pick(lastSegEntries(lay))
+			seg := filepath.Join(dir, filepath.Base(e.seg))
+			flipBit(t, seg, e.off+e.size-1)
+			opts := harnessOpts
+			opts.Salvage = true
+			l := openLog(t, dir, &opts)
+			defer closeLog(t, l)
+			rep := l.Report()
+			last := lay[len(lay)-1]
+			if rep.Torn != nil || len(rep.Salvaged) != 1 {
+				t.Fatalf("Report = %+v", rep)
+			}
+			if d := rep.Salvaged[0]; d.Offset != e.off || d.FirstLSN != e.first || d.LastLSN != last.first || d.Segment != seg {
+				t.Fatalf("Salvaged[0] = %+v, want offset %d LSNs %d-%d", d, e.off, e.first, last.first)
+			}
+			checkRecords(t, l, 1, 0, int(e.first-1))
+			if fi, err := os.Stat(seg); err != nil || fi.Size() != e.off {
+				t.Fatalf("tail not cut at %d: %v %v", e.off, fi.Size(), err)
+			}
+		})
 	}
 }
 

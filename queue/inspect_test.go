@@ -1,0 +1,27 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ReadLog shows a record's Due as a time only where Due is one: an
+// advance that recounts keeps a byte total there (pendingCount).
+func TestPublicRecordDue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    record
+		due  time.Time
+	}{
+		{"nack", record{Op: opNack, Seq: 1, Lease: 2, At: 5, Due: 9}, time.Unix(0, 9)},
+		{"advance", record{Op: opAdvance, Seq: 9, At: 5}, time.Time{}},
+		{"advance that recounts", record{Op: opAdvance, Seq: 9, At: 5, Flags: flagRecount, Enq: 3, Due: 120}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := publicRecord(10, &tc.r, 20, Identity{})
+			require.Equal(t, tc.due, p.Due)
+		})
+	}
+}

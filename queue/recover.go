@@ -1,0 +1,132 @@
+package queue
+
+import (
+	"math"
+	"path/filepath"
+
+	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
+)
+
+// The queue's side of the recovery procedure, which package recovery runs
+// (recovery.Recover): how a snapshot body becomes a state, how the log is
+// opened, and what ending a crashed process's leases and rewriting past
+// damage append.
+
+// decoder makes the queue's states for recovery: from a snapshot body, or
+// empty.
+type decoder struct{ o *Options }
+
+func (d decoder) NewState() recovery.State { return newState(d.o) }
+
+func (d decoder) DecodeState(body []byte) (recovery.State, error) {
+	st, err := decodeState(body, d.o)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// loadSnapshot returns the state of the newest snapshot in dir and its
+// LSN, or a new state when there is none.
+func loadSnapshot(dir string, o *Options) (*state, uint64, error) {
+	st, lsn, err := recovery.Load(o.FS, dir, decoder{o})
+	if err != nil {
+		return nil, 0, wrapCorrupt("load snapshot", err)
+	}
+	return st.(*state), lsn, nil
+}
+
+// recoverer is a queue being opened, as the target of recovery.Recover.
+type recoverer struct {
+	decoder
+	q *Queue
+}
+
+func newRecoverer(q *Queue) *recoverer { return &recoverer{decoder: decoder{&q.opts}, q: q} }
+
+// OpenLog opens the queue's log, which becomes q.log.
+func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
+	log, err := wal.Open(filepath.Join(r.q.dir, logDir), r.q.walOptions(start, reach))
+	if err != nil {
+		return nil, wrapCorrupt("open log", err)
+	}
+	r.q.log = log
+	return log, nil
+}
+
+// Install makes st the queue's state and points the cursor's reader at
+// its cursor.
+func (r *recoverer) Install(st recovery.State, snapLSN uint64) {
+	q := r.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mu.st = st.(*state)
+	q.mu.changed = make(chan struct{})
+	q.mu.snapLSN = snapLSN
+	q.resetCursorLocked()
+}
+
+// EndLeases ends every lease left by a crashed process: the message is
+// ready again, or dead if it has had MaxDeliveries; a sorted queue's
+// batch goes back.
+func (r *recoverer) EndLeases() (ended, dead int, err error) {
+	q := r.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range leasedEntries(q.mu.st.table) {
+		rec := q.endLease(e, "process crashed while the message was leased")
+		if _, err := q.appendLocked(rec, nil); err != nil {
+			return ended, dead, err
+		}
+		ended++
+		if rec.Op == opDead {
+			dead++
+		}
+	}
+	for _, b := range q.mu.st.sorted.Expired(math.MaxInt64, math.MaxInt) {
+		rec := q.returnBatch(b, q.now(), "process crashed while the batch was leased")
+		if _, err := q.appendLocked(rec, nil); err != nil {
+			return ended, dead, err
+		}
+		ended++
+	}
+	return ended, dead, nil
+}
+
+// CopyPast moves every live message out of the log before lsn, drops
+// those whose records were lost (Recovery.Dropped), recounts the
+// never-delivered messages and snapshots, so that the log before lsn goes.
+func (r *recoverer) CopyPast(lsn uint64) (int, error) {
+	q := r.q
+	q.recovery.Dropped = q.lostBelow(lsn)
+	moved, err := q.movePinned(lsn, true)
+	if err == nil {
+		err = q.snapshot()
+	}
+	return moved, err
+}
+
+// The state as recovery sees it (recovery.State).
+
+// Apply decodes the record b, read at lsn, and applies it.
+func (s *state) Apply(lsn uint64, b []byte) error {
+	var r record
+	if err := decodeRecord(b, &r); err != nil {
+		return err
+	}
+	return s.apply(lsn, &r, len(b))
+}
+
+func (s *state) Skip(lsn uint64) { s.skip(lsn) }
+func (s *state) Last() uint64    { return s.last }
+func (s *state) Need() uint64    { return lowWater(s) }
+func (s *state) Clean() bool     { return s.clean }
+
+// fill copies what recovery.Recover reports into r.
+func (r *Recovery) fill(rep recovery.Report) {
+	r.SnapshotLSN, r.SnapshotLost, r.LostBefore = rep.SnapshotLSN, rep.SnapshotLost, rep.LostBefore
+	r.Log, r.Clean = rep.Log, rep.Clean
+	r.Replayed, r.Skipped, r.Rewritten = rep.Replayed, rep.Skipped, rep.Rewritten
+	r.Requeued, r.DeadOnOpen = rep.Requeued, rep.DeadOnOpen
+}
