@@ -193,8 +193,26 @@ func (c *committer) leadWrite(cm *Commit, yield bool) {
 	c.lead.release(yield)
 	if job != nil {
 		c.runSync(job)
-		c.syncDone <- job // capacity 1, and one job at a time: never blocks
+		c.syncedOwn(job)
 	}
+}
+
+// syncedOwn hands back an fsync a caller ran itself. If the mutex is free
+// it takes the job back at once, writes what gathered and starts the next
+// fsync, as the committer goroutine would: a lone caller's next record
+// then finds no fsync in flight and writes itself, instead of waiting for
+// the committer goroutine to wake and for the syncer. Otherwise (the
+// committer goroutine holds mu, perhaps draining the syncs and waiting for
+// this very job) it posts the job to syncDone.
+func (c *committer) syncedOwn(job *syncJob) {
+	if !c.mu.TryLock() {
+		c.syncDone <- job // capacity 1, and one job at a time: never blocks
+		return
+	}
+	c.synced(job)
+	c.commit() // what gathered during the fsync
+	c.startSync(false)
+	c.mu.Unlock()
 }
 
 func (c *committer) serve(req request) error {
