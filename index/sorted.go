@@ -44,29 +44,10 @@ type Batch struct {
 	Values []SortedValue // in sort order
 }
 
-// keyPos is a key's place in the pull order: its smallest pending sort key.
-type keyPos struct {
-	sort []byte
-	key  string
-}
-
-func lessKeyPos(a, b keyPos) bool {
-	if c := bytes.Compare(a.sort, b.sort); c != 0 {
-		return c < 0
-	}
-	return a.key < b.key
-}
-
 // hold keeps a key out of the pull order until a time (a nack delay).
 type hold struct {
 	at  int64 // unix ns
 	key string
-}
-
-// keyValues is a key with pending values.
-type keyValues struct {
-	name string    // the key; its values share this copy
-	list valueList // its pending values in (Sort, Seq) order
 }
 
 // Sorted is the index of a sorted queue: pending values by key and sort
@@ -75,35 +56,36 @@ type keyValues struct {
 // A pending value costs about 75-95 bytes of memory when keys hold many
 // values (BenchmarkSortedMemory): a key's values sit in its own list of
 // compact 48-byte entries (no key, no tree node per value), one small tree
-// orders the keys, and a tree of Locs answers MinLoc. A key with a single
-// value costs about 300 bytes.
+// of key pointers orders the keys, and a tree of Locs answers MinLoc. A
+// key with a single value keeps it inline and costs about 160 bytes with
+// its name and sort key (keySet, keyValues).
 type Sorted struct {
-	keys      map[string]*keyValues    // keys with pending values
-	pending   int                      // pending values in keys
-	gen       uint64                   // bumped by Snapshot: older lists and chunks are shared with one
-	locs      locSet                   // Loc of every pending, leased and dead value
-	order     *btree.BTreeG[keyPos]    // pullable keys by smallest pending sort key
-	batches   *btree.BTreeG[Batch]     // leased batches by Lease
-	deadlines *btree.BTreeG[timeKey]   // (deadline, lease) of leased batches
-	holds     *btree.BTreeG[hold]      // keys held back by a nack delay, by time
-	held      map[string]int64         // key -> hold time
-	inflight  map[string]int           // key -> leased batches
-	leased    int                      // values in leased batches
-	dead      *btree.BTreeG[DeadValue] // dead values by Seq
-	single    bool                     // a key with a leased batch is not pullable
-	cache     map[uint64][]byte        // Seq -> payload of some pending or leased values
-	cached    int64                    // payload bytes in cache
-	bytes     int64                    // sum of Size over all values
+	keys      keySet                    // keys with pending values
+	pending   int                       // pending values in keys
+	gen       uint64                    // bumped by Snapshot: older lists and chunks are shared with one
+	locs      locSet                    // Loc of every pending, leased and dead value
+	order     *btree.BTreeG[*keyValues] // pullable keys by smallest pending sort key (lessKeys)
+	batches   *btree.BTreeG[Batch]      // leased batches by Lease
+	deadlines *btree.BTreeG[timeKey]    // (deadline, lease) of leased batches
+	holds     *btree.BTreeG[hold]       // keys held back by a nack delay, by time
+	held      map[string]int64          // key -> hold time
+	inflight  map[string]int            // key -> leased batches
+	leased    int                       // values in leased batches
+	dead      *btree.BTreeG[DeadValue]  // dead values by Seq
+	single    bool                      // a key with a leased batch is not pullable
+	cache     map[uint64][]byte         // Seq -> payload of some pending or leased values
+	cached    int64                     // payload bytes in cache
+	bytes     int64                     // sum of Size over all values
 }
 
 // NewSorted returns an empty index. With singleFlight, a key that has a
 // leased batch is not pulled again until that batch is acked or returned.
 func NewSorted(singleFlight bool) *Sorted {
 	return &Sorted{
-		keys:      make(map[string]*keyValues),
+		keys:      newKeySet(),
 		gen:       1,
 		locs:      newLocSet(),
-		order:     btree.NewG(degree, lessKeyPos),
+		order:     btree.NewG(degree, lessKeys),
 		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
 		deadlines: btree.NewG(degree, lessTimeKey),
 		holds: btree.NewG(degree, func(a, b hold) bool {
@@ -167,16 +149,17 @@ func (s *Sorted) Publish(v SortedValue) {
 // addPending puts v among the pending values and keeps the key's place in
 // the pull order.
 func (s *Sorted) addPending(v SortedValue) {
-	k := s.keys[v.Key]
+	k := s.keys.get(v.Key)
 	if k == nil {
-		k = &keyValues{name: v.Key}
-		s.keys[v.Key] = k
+		k = &keyValues{name: v.Key, one: pendingOf(v)}
+		s.keys.put(k)
+		s.pending++
 	} else {
-		s.order.Delete(keyPos{sortBytes(k.list.min().sort), k.name})
+		s.order.Delete(k)
+		n := k.count()
+		k.insert(pendingOf(v), s.gen)
+		s.pending += k.count() - n
 	}
-	n := k.list.n
-	k.list.insert(pendingOf(v), s.gen)
-	s.pending += k.list.n - n
 	s.place(k.name)
 }
 
@@ -185,17 +168,17 @@ func (s *Sorted) Bytes() int64 { return s.bytes }
 
 // firstPending returns the key's pending value with the smallest sort key.
 func (s *Sorted) firstPending(key string) (SortedValue, bool) {
-	k := s.keys[key]
+	k := s.keys.get(key)
 	if k == nil {
 		return SortedValue{}, false
 	}
-	return k.list.min().value(k.name), true
+	return k.min().value(k.name), true
 }
 
 // unplace removes key from the pull order.
 func (s *Sorted) unplace(key string) {
-	if k := s.keys[key]; k != nil {
-		s.order.Delete(keyPos{sortBytes(k.list.min().sort), k.name})
+	if k := s.keys.get(key); k != nil {
+		s.order.Delete(k)
 	}
 }
 
@@ -205,32 +188,35 @@ func (s *Sorted) place(key string) {
 	if _, held := s.held[key]; held || (s.single && s.inflight[key] > 0) {
 		return
 	}
-	if k := s.keys[key]; k != nil {
-		s.order.ReplaceOrInsert(keyPos{sortBytes(k.list.min().sort), k.name})
+	if k := s.keys.get(key); k != nil {
+		s.order.ReplaceOrInsert(k)
 	}
 }
 
 // Next returns the key first in pull order and its smallest sort key.
 func (s *Sorted) Next() (key string, sort []byte, ok bool) {
-	p, ok := s.order.Min()
-	return p.key, p.sort, ok
+	k, ok := s.order.Min()
+	if !ok {
+		return "", nil, false
+	}
+	return k.name, sortBytes(k.min().sort), true
 }
 
 // Take removes every pending value of key and leases them as one batch.
 func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 	s.unplace(key)
 	b := Batch{Lease: lease, Key: key, Due: due, At: at}
-	if k := s.keys[key]; k != nil {
+	if k := s.keys.get(key); k != nil {
 		b.Key = k.name
-		b.Values = make([]SortedValue, 0, k.list.n)
-		eachValue(k.list.chunks, func(p *pendingValue) bool {
+		b.Values = make([]SortedValue, 0, k.count())
+		k.each(func(p *pendingValue) bool {
 			v := p.value(k.name)
 			v.Deliveries++
 			b.Values = append(b.Values, v)
 			return true
 		})
-		s.pending -= k.list.n
-		delete(s.keys, key)
+		s.pending -= k.count()
+		s.keys.remove(key)
 	}
 	s.putBatch(b)
 	return b

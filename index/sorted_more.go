@@ -11,8 +11,7 @@ import (
 // by Key, Sort and Seq) and reports whether it found it.
 func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 	if k, ci, i, ok := s.findPending(v); ok {
-		c := k.list.ownChunk(ci, s.gen)
-		cur := &c.vals[i]
+		cur := k.own(ci, i, s.gen)
 		s.locs.remove(cur.loc)
 		s.locs.add(loc)
 		s.bytes += int64(size) - int64(cur.size)
@@ -33,11 +32,11 @@ func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 // findPending returns the key and position of the pending value v (found
 // by Key, Sort and Seq).
 func (s *Sorted) findPending(v SortedValue) (*keyValues, int, int, bool) {
-	k := s.keys[v.Key]
+	k := s.keys.get(v.Key)
 	if k == nil {
 		return nil, 0, 0, false
 	}
-	ci, i, ok := k.list.find(sortString(v.Sort), v.Seq)
+	ci, i, ok := k.find(sortString(v.Sort), v.Seq)
 	return k, ci, i, ok
 }
 
@@ -98,25 +97,30 @@ func (s *Sorted) MinLoc() (uint64, bool) { return s.locs.min() }
 // Values calls fn for every pending and dead value, in no particular order,
 // until fn returns false.
 func (s *Sorted) Values(fn func(SortedValue) bool) {
-	for _, k := range s.keys {
-		if !eachValue(k.list.chunks, func(p *pendingValue) bool { return fn(p.value(k.name)) }) {
-			return
-		}
+	more := true
+	s.keys.each(func(k *keyValues) bool {
+		more = k.each(func(p *pendingValue) bool { return fn(p.value(k.name)) })
+		return more
+	})
+	if !more {
+		return
 	}
 	s.dead.Ascend(func(d DeadValue) bool { return fn(d.SortedValue) })
 }
 
 // Snapshot returns a frozen copy-on-write view of the index. It costs a
-// slice header per key: the keys' lists and chunks are shared with the
-// index, which copies one before changing it.
+// keySnapshot per key (the value itself for a key with one value): the
+// keys' lists and chunks are shared with the index, which copies one
+// before changing it.
 func (s *Sorted) Snapshot() *SortedSnapshot {
 	snap := &SortedSnapshot{
-		pending: make([]keySnapshot, 0, len(s.keys)), count: s.pending,
+		pending: make([]keySnapshot, 0, s.keys.n), count: s.pending,
 		dead: s.dead.Clone(), batches: s.batches.Clone(), holds: s.holds.Clone(),
 	}
-	for _, k := range s.keys {
-		snap.pending = append(snap.pending, keySnapshot{k.name, k.list.chunks})
-	}
+	s.keys.each(func(k *keyValues) bool {
+		snap.pending = append(snap.pending, k.snapshot())
+		return true
+	})
 	s.gen++
 	return snap
 }
@@ -124,7 +128,17 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 // keySnapshot is a key's pending values as a snapshot sees them.
 type keySnapshot struct {
 	name   string
-	chunks []*chunk // shared with the index; never changed after the snapshot
+	one    pendingValue // the key's only value, when chunks is nil
+	chunks []*chunk     // shared with the index; never changed after the snapshot
+}
+
+// each calls fn for every value in order until fn returns false; it
+// reports whether it went through them all.
+func (k *keySnapshot) each(fn func(*pendingValue) bool) bool {
+	if k.chunks == nil {
+		return fn(&k.one)
+	}
+	return eachValue(k.chunks, fn)
 }
 
 // SortedSnapshot is a frozen view of a Sorted index.
@@ -145,8 +159,9 @@ func (s *SortedSnapshot) Len() (pending, dead, batches, holds int) {
 // until it returns false. It is not safe for concurrent use.
 func (s *SortedSnapshot) Pending(fn func(SortedValue) bool) {
 	slices.SortFunc(s.pending, func(a, b keySnapshot) int { return strings.Compare(a.name, b.name) })
-	for _, k := range s.pending {
-		if !eachValue(k.chunks, func(p *pendingValue) bool { return fn(p.value(k.name)) }) {
+	for i := range s.pending {
+		k := &s.pending[i]
+		if !k.each(func(p *pendingValue) bool { return fn(p.value(k.name)) }) {
 			return
 		}
 	}
@@ -165,14 +180,14 @@ func (s *SortedSnapshot) Holds(fn func(key string, at int64) bool) {
 
 // HasPending reports whether key has pending values.
 func (s *Sorted) HasPending(key string) bool {
-	return s.keys[key] != nil
+	return s.keys.get(key) != nil
 }
 
 // HasValueAt reports whether the value v is still pending or dead with the
 // same Loc.
 func (s *Sorted) HasValueAt(v SortedValue) bool {
 	if k, ci, i, ok := s.findPending(v); ok {
-		return k.list.chunks[ci].vals[i].loc == v.Loc
+		return k.at(ci, i).loc == v.Loc
 	}
 	cur, ok := s.dead.Get(DeadValue{SortedValue: SortedValue{Seq: v.Seq}})
 	return ok && cur.Loc == v.Loc
@@ -182,10 +197,10 @@ func (s *Sorted) HasValueAt(v SortedValue) bool {
 func (s *Sorted) Drop(v SortedValue) bool {
 	if k, ci, i, ok := s.findPending(v); ok {
 		s.unplace(k.name)
-		cur := k.list.removeAt(ci, i, s.gen)
+		cur, empty := k.removeAt(ci, i, s.gen)
 		s.pending--
-		if k.list.n == 0 {
-			delete(s.keys, k.name)
+		if empty {
+			s.keys.remove(k.name)
 		}
 		s.uncache(cur.seq)
 		s.bytes -= int64(cur.size)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/walq/walq/wal"
@@ -39,14 +40,41 @@ func WithDeliverAt(t time.Time) EnqueueOption { return func(it *Item) { it.Deliv
 // after the message is durable.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
 	it := Item{Payload: payload}
-	for _, o := range opts {
-		o(&it)
+	if len(opts) > 0 {
+		it = withOptions(payload, opts)
 	}
-	ids, err := q.EnqueueBatch(ctx, []Item{it})
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	// EnqueueBatch for one item, without its slices: the record lives on
+	// the stack and is encoded into a pooled buffer (the log copies it).
+	var recs [1]record
+	if err := q.prepare(&it, q.now(), &recs[0]); err != nil {
+		return "", fmt.Errorf("item 0: %w", err)
+	}
+	buf := q.encBufs.get()
+	encs := [1][]byte{encodeRecord(*buf, &recs[0])}
+	c, err := q.enqueueLocked(recs[:], encs[:])
+	*buf = encs[0]
+	q.encBufs.put(buf)
 	if err != nil {
 		return "", err
 	}
-	return ids[0], nil
+	if err := wait(c); err != nil {
+		return "", err
+	}
+	q.signal()
+	return recs[0].ID, nil
+}
+
+// withOptions returns the item the options make of payload. (Apart from
+// Enqueue, so that an enqueue without options keeps its item on the stack.)
+func withOptions(payload []byte, opts []EnqueueOption) Item {
+	it := &Item{Payload: payload}
+	for _, o := range opts {
+		o(it)
+	}
+	return *it
 }
 
 // EnqueueBatch adds the items in order and returns their ids. If any id is
@@ -183,4 +211,25 @@ func newID() string {
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:])
 	return string(s[:])
+}
+
+// encBufs keeps encoding buffers for records encoded outside q.mu.
+type encBufs struct{ pool sync.Pool }
+
+// maxPooledEnc is the largest buffer put back: a large message's buffer
+// is left to the collector rather than pinned.
+const maxPooledEnc = 64 << 10
+
+func (p *encBufs) get() *[]byte {
+	if b, ok := p.pool.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+func (p *encBufs) put(b *[]byte) {
+	if cap(*b) <= maxPooledEnc {
+		*b = (*b)[:0]
+		p.pool.Put(b)
+	}
 }

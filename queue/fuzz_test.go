@@ -3,8 +3,11 @@ package queue
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -45,6 +48,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		{Op: opDead, Seq: 3, Lease: 7, Reason: "why"},
 		{Op: opPublish, Key: "key", Sort: []byte{1, 2, 3, 4, 5, 6, 7, 8}, Payload: []byte("v")},
 		{Op: opBatchReturn, Lease: 9, Count: 3, Reason: "nacked"},
+		{Op: opEnqueue, ID: strings.Repeat("i", 40), At: -5, Due: -200, Enq: -70000, Headers: map[string]string{}, Payload: []byte{}},
+		{Op: opLease, Seq: 1 << 40, Lease: 300, At: math.MinInt64, Due: math.MaxInt64, Enq: -1 << 40, Size: 70000, Count: 1<<32 - 1, Payload: make([]byte, 300)},
+		{Op: opEnqueue, Headers: manyHeaders(20), Payload: make([]byte, 70000)},
 	} {
 		f.Add(encodeRecord(nil, r))
 	}
@@ -54,6 +60,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		var err error
 		if n := allocated(func() { err = decodeRecord(b, &r) }); n > recordAllocBound(len(b)) {
 			t.Fatalf("decoding %d bytes allocated %d", len(b), n)
+		}
+		var slow record
+		if serr := decodeMsgpack(b, &slow); (err == nil) != (serr == nil) || !reflect.DeepEqual(r, slow) {
+			t.Fatalf("decodeRecord and the msgpack decoder differ:\n%v %#v\n%v %#v", err, r, serr, slow)
 		}
 		if err != nil {
 			return
@@ -66,6 +76,15 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("round trip changed the record:\n%+v\n%+v", r, again)
 		}
 	})
+}
+
+// manyHeaders returns n headers (16 or more need a map16).
+func manyHeaders(n int) map[string]string {
+	h := make(map[string]string, n)
+	for i := range n {
+		h[fmt.Sprint("h", i)] = strings.Repeat("v", i)
+	}
+	return h
 }
 
 // normal makes empty and nil fields compare equal.

@@ -45,6 +45,7 @@ type Queue struct {
 	compactMu sync.Mutex // one snapshot, or one whole compaction pass (compact), at a time
 	moveMu    sync.Mutex // one copy-forward pass at a time
 	obs       observer   // histograms, background errors (metrics.go, events.go)
+	encBufs   encBufs    // buffers for records encoded outside mu (Enqueue)
 
 	// foundNothing, when set (white-box tests only), is called under q.mu
 	// by a blocking consumer that found nothing to deliver, before it goes

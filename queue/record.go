@@ -249,8 +249,21 @@ func appendHeaders(dst []byte, h map[string]string) []byte {
 	return dst
 }
 
-// decodeRecord parses b, the msgpack form of a record.
+// decodeRecord parses b, the msgpack form of a record. A record in the
+// form encodeRecord writes (the same bytes vmihailenco's encoder wrote) is
+// read straight from b by decodeEncoded; any other msgpack form, and any
+// damage, goes through the msgpack decoder (decodeMsgpack), which says
+// what is wrong.
 func decodeRecord(b []byte, r *record) error {
+	if decodeEncoded(b, r) {
+		return checkOp(r.Op)
+	}
+	*r = record{}
+	return decodeMsgpack(b, r)
+}
+
+// decodeMsgpack is decodeRecord through the msgpack decoder.
+func decodeMsgpack(b []byte, r *record) error {
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
 	in := bytes.NewReader(b) // an io.ByteScanner: the decoder reads it directly, unbuffered
@@ -265,8 +278,12 @@ func decodeRecord(b []byte, r *record) error {
 	if err := decodeFields(dec, in.Len, r); err != nil {
 		return fmt.Errorf("%w: record: %v", ErrCorrupt, err)
 	}
-	if r.Op < opEnqueue || r.Op > lastOp {
-		return fmt.Errorf("%w: unknown record op %d", ErrCorrupt, r.Op)
+	return checkOp(r.Op)
+}
+
+func checkOp(o op) error {
+	if o < opEnqueue || o > lastOp {
+		return fmt.Errorf("%w: unknown record op %d", ErrCorrupt, o)
 	}
 	return nil
 }

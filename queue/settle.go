@@ -164,6 +164,9 @@ func settlements(rs []Receipt, op SettleOp, d time.Duration) []Settlement {
 // one turns the outcome of a settle of one settlement into that
 // settlement's own error.
 func one(p *Pending, err error) (*Pending, error) {
+	if err == nil {
+		return p, nil // before be, which escapes: no allocation per call
+	}
 	var be *BatchError
 	if errors.As(err, &be) && len(be.Errs) == 1 {
 		err = be.Errs[0]
@@ -225,14 +228,14 @@ func (q *Queue) settleOneLocked(s Settlement, now int64) (*wal.Commit, error) {
 		return nil, err
 	}
 	rec := q.settleRecord(s, e, now)
-	c, err := q.appendLocked(rec, nil)
+	c, err := q.appendLocked(&rec, nil)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Op == opExtend {
 		q.noteLeaseLocked(rec.Due)
 	}
-	q.noteSettled(e, rec)
+	q.noteSettled(e, &rec)
 	return c, nil
 }
 
@@ -250,8 +253,8 @@ func (s Settlement) check() error {
 }
 
 // settleRecord builds the record that s makes of the leased entry e.
-func (q *Queue) settleRecord(s Settlement, e index.Entry, now int64) *record {
-	rec := &record{Seq: e.Seq, Lease: e.Lease, At: now}
+func (q *Queue) settleRecord(s Settlement, e index.Entry, now int64) record {
+	rec := record{Seq: e.Seq, Lease: e.Lease, At: now}
 	switch s.Op {
 	case SettleAck:
 		rec.Op = opAck

@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,8 @@ type committer struct {
 	l  *Log
 	st store
 	f  faults
+
+	lead lead // which waiting caller writes (writeFor); taken before mu, never under it
 
 	batch      storeBatch // reused for every write
 	batchBytes int        // bytes in batch (its buffer's capacity is at least the largest so far)
@@ -136,29 +139,73 @@ func (c *committer) tick() {
 // writeFor writes the gathered groups on behalf of a caller waiting for
 // cm, unless cm is already written, the committer has stopped, or cm only
 // waits for an fsync that is in flight (its group gathers for the next
-// one; urgent groups are written at once). If an fsync is due, the caller
-// runs it too, outside mu so that others keep writing, and posts it to
-// syncDone for the committer goroutine, which writes what gathered
-// meanwhile and starts the next one: a lone caller makes no hand-off.
+// one; urgent groups are written at once). One caller at a time writes
+// (see lead.go): a caller that finds another one writing waits for that
+// write and leads the next one if its group was not in it. If an fsync
+// is due, the leader runs it too, outside mu so that others keep writing,
+// and posts it to syncDone for the committer goroutine, which writes what
+// gathered meanwhile and starts the next one: a lone caller makes no
+// hand-off.
 func (c *committer) writeFor(cm *Commit) {
-	// Without the mutex first: with hundreds of callers, taking it only to
-	// learn that an fsync is in flight makes them a convoy. A stale read is
-	// harmless: the committer writes what gathered once that fsync ends.
-	if cm.isWritten() || (c.syncing.Load() && !cm.urgent.Load()) {
-		return
+	for {
+		// Without the mutex first: with hundreds of callers, taking it only
+		// to learn that an fsync is in flight makes them a convoy. A stale
+		// read is harmless: the committer writes what gathered once that
+		// fsync ends.
+		if cm.isWritten() || (c.syncing.Load() && !cm.urgent.Load()) {
+			return
+		}
+		turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)
+		if turn == nil {
+			c.leadWrite(cm, yield)
+			return
+		}
+		select {
+		case <-cm.written:
+			return
+		case <-turn:
+		}
+	}
+}
+
+// leadWrite is writeFor for the leader; it first lets the goroutines
+// ready to run go first if yield is set (see lead.go).
+func (c *committer) leadWrite(cm *Commit, yield bool) {
+	if yield {
+		runtime.Gosched()
 	}
 	c.mu.Lock()
 	if c.stopped || cm.isWritten() || (c.inflight != nil && !cm.urgent.Load()) {
 		c.mu.Unlock()
+		c.lead.release(yield)
 		return
 	}
 	c.commit()
 	job := c.nextSync(false)
 	c.mu.Unlock()
+	c.lead.release(yield)
 	if job != nil {
 		c.runSync(job)
-		c.syncDone <- job // capacity 1, and one job at a time: never blocks
+		c.syncedOwn(job)
 	}
+}
+
+// syncedOwn hands back an fsync a caller ran itself. If the mutex is free
+// it takes the job back at once, writes what gathered and starts the next
+// fsync, as the committer goroutine would: a lone caller's next record
+// then finds no fsync in flight and writes itself, instead of waiting for
+// the committer goroutine to wake and for the syncer. Otherwise (the
+// committer goroutine holds mu, perhaps draining the syncs and waiting for
+// this very job) it posts the job to syncDone.
+func (c *committer) syncedOwn(job *syncJob) {
+	if !c.mu.TryLock() {
+		c.syncDone <- job // capacity 1, and one job at a time: never blocks
+		return
+	}
+	c.synced(job)
+	c.commit() // what gathered during the fsync
+	c.startSync(false)
+	c.mu.Unlock()
 }
 
 func (c *committer) serve(req request) error {

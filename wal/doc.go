@@ -161,7 +161,10 @@
 // holding their own lock, which is how they fix the order of their records.
 // One committer goroutine owns the store (tidwall/wal); it writes groups,
 // fsyncs, rolls and truncates segments (TruncateFront and Flush are
-// requests to it). The segment list and each segment's size and index are
+// requests to it). A caller blocked in Wait or WaitWritten writes the
+// gathered groups itself under the committer's mutex, one caller at a
+// time: the others wait for its write, and one of them writes whatever
+// gathered meanwhile (lead.go). The segment list and each segment's size and index are
 // guarded by an RWMutex (Log.seg): the committer publishes a write under it
 // only after WriteBatch returned, so readers see only whole entries.
 // Readers never call tidwall/wal's Read (it mutates a shared cache under a

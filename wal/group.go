@@ -18,13 +18,12 @@ type Commit struct {
 	err     error         // set before done is closed
 }
 
-func newCommit(l *Log) *Commit {
-	c := &Commit{l: l, done: make(chan struct{})}
+func (c *Commit) init(l *Log) {
+	c.l, c.done = l, make(chan struct{})
 	c.written = c.done
 	if l == nil || l.opts.Sync == SyncAlways {
 		c.written = make(chan struct{}) // only SyncAlways waits for more than the write
 	}
-	return c
 }
 
 // WaitWritten blocks until the group is written to its segment file, where
@@ -119,6 +118,21 @@ type group struct {
 	sync   bool    // a record was appended by Append, not AppendLazy: its Wait needs an fsync
 }
 
+// groupAndCommit puts a group and its Commit in one allocation. The
+// group's buffer is dropped once written (takeGroups), so a Commit held by
+// a caller pins a few words, not the entry.
+type groupAndCommit struct {
+	g group
+	c Commit
+}
+
+func newGroup(l *Log, buf []byte, first LSN) *group {
+	gc := &groupAndCommit{g: group{buf: buf, first: first}}
+	gc.c.init(l)
+	gc.g.commit = &gc.c
+	return &gc.g
+}
+
 func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
 
 // The committer hands written groups' buffers back for reuse: at most
@@ -208,11 +222,7 @@ func (l *Log) groupForLocked(n int) *group {
 		l.sealOpenLocked()
 	}
 	if l.mu.open == nil {
-		l.mu.open = &group{
-			buf:    newEntry(l.freeBufLocked()),
-			first:  l.mu.nextLSN,
-			commit: newCommit(l),
-		}
+		l.mu.open = newGroup(l, newEntry(l.freeBufLocked()), l.mu.nextLSN)
 	}
 	return l.mu.open
 }
@@ -267,6 +277,7 @@ func (l *Log) takeGroups(dst []*group, done []*group) []*group {
 		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf {
 			l.mu.free = append(l.mu.free, g.buf[:0])
 		}
+		g.buf = nil
 	}
 	l.sealOpenLocked()
 	dst = append(dst, l.mu.sealed...)

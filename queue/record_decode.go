@@ -1,0 +1,185 @@
+package queue
+
+import "encoding/binary"
+
+// decodeEncoded reads a record in the form encodeRecord writes, straight
+// from b: the same fields, the same values and the same nil-or-empty
+// distinctions as the msgpack decoder, without a decoder, a reader or an
+// error per field. It reports false, leaving r partly filled, for any byte
+// it does not expect; the caller then decodes b with the msgpack decoder.
+func decodeEncoded(b []byte, r *record) bool {
+	if len(b) == 0 || b[0] != mpFixArray|recordFields {
+		return false
+	}
+	d := encodedReader{b: b[1:], ok: true}
+	o := d.uint(255)
+	r.Seq = d.uint(1<<64 - 1)
+	r.Lease = d.uint(1<<64 - 1)
+	r.ID = d.string()
+	flags := d.uint(255)
+	r.At, r.Due, r.Enq = d.int(), d.int(), d.int()
+	size, count := d.uint(1<<32-1), d.uint(1<<32-1)
+	r.Reason = d.string()
+	r.Headers = d.headers()
+	r.Payload = d.bytes()
+	r.Key = d.string()
+	r.Sort = d.bytes()
+	r.Op, r.Flags, r.Size, r.Count = op(o), uint8(flags), uint32(size), uint32(count)
+	return d.ok
+}
+
+// encodedReader reads the fields of an encoded record in order; ok turns
+// false at the first unexpected byte, and later reads return zero values.
+type encodedReader struct {
+	b  []byte // the input not read yet
+	ok bool
+}
+
+// take returns the next n bytes, or nil and not ok.
+func (d *encodedReader) take(n int) []byte {
+	if !d.ok || n > len(d.b) {
+		d.ok = false
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// code returns the next type code, or 0 and not ok.
+func (d *encodedReader) code() byte {
+	if v := d.take(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+// bigEndian reads an n-byte (1, 2, 4 or 8) big-endian number.
+func (d *encodedReader) bigEndian(n int) uint64 {
+	v := d.take(n)
+	switch len(v) {
+	case 1:
+		return uint64(v[0])
+	case 2:
+		return uint64(binary.BigEndian.Uint16(v))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(v))
+	case 8:
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// uint reads a positive fixint or uint8/16/32/64 no larger than max.
+func (d *encodedReader) uint(max uint64) uint64 {
+	c := d.code()
+	var v uint64
+	switch {
+	case !d.ok:
+		return 0
+	case c <= 0x7f:
+		v = uint64(c)
+	case c >= mpUint8 && c <= mpUint8+3:
+		v = d.bigEndian(1 << (c - mpUint8))
+	default:
+		d.ok = false
+	}
+	if v > max {
+		d.ok = false
+	}
+	return v
+}
+
+// int reads what uint reads, or a negative fixint or int8/16/32/64.
+func (d *encodedReader) int() int64 {
+	if !d.ok || len(d.b) == 0 {
+		d.ok = false
+		return 0
+	}
+	switch c := d.b[0]; {
+	case c >= 0xe0:
+		d.b = d.b[1:]
+		return int64(int8(c))
+	case c >= mpInt8 && c <= mpInt8+3:
+		d.b = d.b[1:]
+		n := 1 << (c - mpInt8)
+		v := d.bigEndian(n)
+		shift := 64 - 8*n
+		return int64(v<<shift) >> shift
+	}
+	return int64(d.uint(1<<64 - 1))
+}
+
+// raw reads a str or bin (or nil) and returns its bytes within the input;
+// isNil reports a nil.
+func (d *encodedReader) raw() (v []byte, isNil bool) {
+	c := d.code()
+	var n uint64
+	switch {
+	case !d.ok:
+		return nil, false
+	case c == mpNil:
+		return nil, true
+	case c >= mpFixStr && c <= mpFixStr|31:
+		n = uint64(c & 31)
+	case c >= mpStr8 && c <= mpStr8+2:
+		n = d.bigEndian(1 << (c - mpStr8))
+	case c >= mpBin8 && c <= mpBin8+2:
+		n = d.bigEndian(1 << (c - mpBin8))
+	default:
+		d.ok = false
+		return nil, false
+	}
+	if n > uint64(len(d.b)) {
+		d.ok = false
+		return nil, false
+	}
+	return d.take(int(n)), false
+}
+
+// bytes reads a byte string into a new slice: nil for a nil, empty (not
+// nil) for an empty one, as the msgpack decoder does.
+func (d *encodedReader) bytes() []byte {
+	v, isNil := d.raw()
+	if isNil || !d.ok {
+		return nil
+	}
+	b := make([]byte, len(v))
+	copy(b, v)
+	return b
+}
+
+func (d *encodedReader) string() string {
+	v, _ := d.raw()
+	return string(v)
+}
+
+// headers reads a map of strings; nil when nil or empty.
+func (d *encodedReader) headers() map[string]string {
+	c := d.code()
+	var n uint64
+	switch {
+	case !d.ok || c == mpNil:
+		return nil
+	case c >= mpFixMap && c <= mpFixMap|15:
+		n = uint64(c & 15)
+	case c == mpMap16 || c == mpMap16+1:
+		n = d.bigEndian(2 << (c - mpMap16))
+	default:
+		d.ok = false
+		return nil
+	}
+	if n == 0 || !d.ok {
+		return nil
+	}
+	if n > uint64(len(d.b)) { // every entry takes at least two bytes
+		d.ok = false
+		return nil
+	}
+	h := make(map[string]string, min(n, 64))
+	for i := uint64(0); i < n && d.ok; i++ {
+		k := d.string()
+		h[k] = d.string()
+	}
+	return h
+}

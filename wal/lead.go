@@ -1,0 +1,86 @@
+package wal
+
+import "sync"
+
+// Callers that wait for their group write the gathered groups themselves
+// (Commit.Wait, WaitWritten). One of them at a time leads: it takes every
+// group gathered so far and writes them with one WriteBatch. A caller that
+// finds a leader at work does not queue on the committer's mutex: it waits
+// until either its own group is written (the leader took it) or the
+// leader is done, and then, if its group is still not written, it leads
+// the next write, which takes everything that gathered meanwhile. A lone
+// caller leads at once and waits for nobody.
+//
+// Without fsync a write is short, and callers that take turns at their
+// own lock (the queue's) rarely find one in progress: each would write its
+// own record. So, when the sync mode needs no fsync, a leader that saw
+// followers the last time it let others run first lets the goroutines
+// ready to run on its processor go first (runtime.Gosched, no sleep): a
+// caller its unlock just woke appends and becomes a follower, and one
+// write covers both. Once maxMisses yields in a row bring no follower,
+// leaders stop yielding and only try again every yieldProbe writes, so a
+// lone caller almost never yields.
+
+// maxMisses is how many yields in a row may bring no follower before the
+// leader stops yielding.
+const maxMisses = 4
+
+// yieldProbe is how many writes a leader makes without yielding, once
+// yielding stopped bringing followers, before it tries again.
+const yieldProbe = 64
+
+// lead says whether a caller is writing on behalf of the others.
+type lead struct {
+	mu        sync.Mutex
+	busy      bool          // a caller leads: it holds, or is about to take, committer.mu to write
+	turn      chan struct{} // closed when the leader is done; nil while no follower waits
+	followers int           // callers that found the current leader at work
+	misses    int           // yields in a row that brought no follower
+	unyielded int           // writes since the last yield
+}
+
+// take makes the caller the leader and returns nil, or, if another caller
+// leads, returns a channel closed when that leader is done. A new leader
+// learns whether it should yield before it writes (see above; only
+// asked when gather is set).
+func (d *lead) take(gather bool) (turn <-chan struct{}, yield bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy {
+		d.followers++
+		if d.turn == nil {
+			d.turn = make(chan struct{})
+		}
+		return d.turn, false
+	}
+	d.busy = true
+	if !gather {
+		return nil, false
+	}
+	d.unyielded++
+	if d.misses < maxMisses || d.unyielded >= yieldProbe {
+		d.unyielded = 0
+		return nil, true
+	}
+	return nil, false
+}
+
+// release ends the caller's lead and wakes the followers. yielded says
+// whether the leader yielded before its write.
+func (d *lead) release(yielded bool) {
+	d.mu.Lock()
+	switch {
+	case !yielded:
+	case d.followers > 0:
+		d.misses = 0
+	case d.misses < maxMisses:
+		d.misses++
+	}
+	d.busy, d.followers = false, 0
+	turn := d.turn
+	d.turn = nil
+	d.mu.Unlock()
+	if turn != nil {
+		close(turn)
+	}
+}
