@@ -7,14 +7,20 @@
 promote(128)
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local popped = redis.call('ZPOPMIN', K_READY, max)
+local seqs = {}
+for i = 1, #popped, 2 do
+  if popped[i] == KEEP then
+    redis.call('ZADD', K_READY, 'inf', KEEP)
+  else
+    seqs[#seqs + 1] = popped[i]
+  end
+end
 local out = {-1}
-if #popped == 0 then
+if #seqs == 0 then
   out[1] = first(K_DELAYED)
   wake()
   return out
 end
-local seqs = {}
-for i = 1, #popped, 2 do seqs[#seqs + 1] = popped[i] end
 earlier(K_LEASE, now + ackto)
 local recs, deadlines = {}, {}
 for from = 1, #seqs, 1000 do

@@ -29,6 +29,7 @@ end
 local seqs = {}
 local bodies, recs, byid, ready, delayed = {}, {}, {}, {}, {}
 local first = redis.call('INCRBY', K_SEQ, n) - n
+if first == 0 then keep() end
 for i = 0, n - 1 do
   local b = 6 + i * 4
   local id, p, due = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2])
