@@ -1,6 +1,6 @@
 module github.com/walq/walq/redisq
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/walq/walq => ../
 
