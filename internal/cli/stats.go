@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -114,6 +114,9 @@ type totalsJSON struct {
 }
 
 func runStats(e *env, dir string, asJSON, all bool) (err error) {
+	if e.owns(dir) {
+		return runEngineStats(e, dir, asJSON) // engine.go
+	}
 	q, err := inspectQueue(e, dir)
 	if err != nil {
 		return err
@@ -197,12 +200,23 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 		fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
 			s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
 	} else {
-		fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
-		fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
-		fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+		printCounts(w, r)
 	}
 	printDisk(w, r, all)
 	fmt.Fprintf(w, "log positions\n  last LSN %d, durable %d, last snapshot at LSN %d\n", r.LastLSN, r.DurableLSN, r.SnapshotLSN)
+	printTotals(w, r)
+	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
+}
+
+// printCounts prints an ack queue's counts.
+func printCounts(w io.Writer, r *statsReport) {
+	fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
+	fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
+	fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+}
+
+// printTotals prints the lifetime counters.
+func printTotals(w io.Writer, r *statsReport) {
 	t := r.Totals
 	if s := r.Sorted; s != nil {
 		fmt.Fprintf(w, "lifetime\n  published %d, pulled %d batches, acked %d batches, moved %d\n",
@@ -211,7 +225,6 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 		fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d, moved %d\n",
 			t.Enqueued, t.Delivered, t.Acked, t.Nacked, t.Expired, t.DeadLettered, t.Moved)
 	}
-	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
 }
 
 // kindLine is the kind, its sort key type and the format version.
