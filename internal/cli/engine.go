@@ -93,15 +93,9 @@ func sortedTarget(e *env, target string, readOnly bool) (sortedView, error) {
 // engineStatsJSON is stats --json for a queue of the engine: the counts
 // and counters; a server's queue has no files, log positions or identity.
 type engineStatsJSON struct {
-	Queue     string     `json:"queue"`
-	Ready     int64      `json:"ready"`
-	InFlight  int64      `json:"in_flight"`
-	Delayed   int64      `json:"delayed"`
-	Dead      int64      `json:"dead"`
-	OldestAt  string     `json:"oldest_enqueued_at,omitempty"`
-	OldestAge float64    `json:"oldest_age_seconds"` // 0 when the queue is empty
-	DedupIDs  int        `json:"dedup_ids"`
-	Totals    totalsJSON `json:"totals"`
+	Queue string `json:"queue"`
+	countsJSON
+	Totals totalsJSON `json:"totals"`
 }
 
 // runEngineStats prints the counts and counters of a queue of the engine.
@@ -115,17 +109,11 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 	if err != nil {
 		return err
 	}
-	r := &statsReport{Dir: target, Ready: s.Ready, InFlight: s.InFlight, Delayed: s.Delayed, Dead: s.Dead,
-		DedupIDs: s.DedupIDs, Totals: totalsJSON{s.Enqueued, s.Delivered, s.Acked, s.Nacked, s.Expired, s.DeadLettered, s.Moved}}
-	if !s.OldestEnqueuedAt.IsZero() {
-		r.OldestAt = jsonTime(s.OldestEnqueuedAt)
-		r.OldestAge = time.Since(s.OldestEnqueuedAt).Seconds()
-	}
+	r := &statsReport{Dir: target, countsJSON: newCounts(s), Totals: newTotals(s)}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(engineStatsJSON{Queue: target, Ready: r.Ready, InFlight: r.InFlight, Delayed: r.Delayed,
-			Dead: r.Dead, OldestAt: r.OldestAt, OldestAge: r.OldestAge, DedupIDs: r.DedupIDs, Totals: r.Totals})
+		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals})
 	}
 	fmt.Fprintf(e.stdout, "queue %s\n", target)
 	printCounts(e.stdout, r)
