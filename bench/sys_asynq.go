@@ -23,6 +23,9 @@ import (
 const asynqCheckInterval = 10 * time.Millisecond
 
 func asynqSystems() []System {
+	if !haveRedis() {
+		return nil
+	}
 	var out []System
 	for _, mode := range []string{"always", "everysec"} {
 		out = append(out, System{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -19,14 +20,24 @@ import (
 // COUNT 1 per dequeue; one XACK and one XDEL, pipelined, per ack): what a
 // queue on one Redis server cannot beat. Each opens a redis-server of its
 // own in the system's directory (AOF there; reopening the directory
-// replays it), on a free loopback port, killed by pid on Close. They need
-// redis-server on PATH.
+// replays it), on a free loopback port, stopped by pid on Close. They need
+// redis-server on PATH: without it they are left out, except under CI
+// (CI set), where they stay and fail.
 
 // redisModes maps a mode to the server's appendfsync and whether it is
 // durable: appendfsync always fsyncs every write before the reply.
 var redisModes = map[string]bool{"always": true, "everysec": false}
 
+// haveRedis reports whether the Redis rows take part.
+func haveRedis() bool {
+	_, err := exec.LookPath("redis-server")
+	return err == nil || os.Getenv("CI") != ""
+}
+
 func redisSystems() []System {
+	if !haveRedis() {
+		return nil
+	}
 	var out []System
 	for _, mode := range []string{"always", "everysec"} {
 		durable := redisModes[mode]
