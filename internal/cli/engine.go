@@ -18,7 +18,7 @@ type Engine interface {
 	// Owns reports whether target names a queue of the engine (a URL it
 	// knows) rather than a directory.
 	Owns(target string) bool
-	// Open opens the ack queue target names. inspect is true for the
+	// Open opens the ack queue target names. o.Inspect is set for the
 	// commands that only read (stats, dlq list and show): the engine
 	// skips what only matters for writes, such as its durability checks.
 	Open(ctx context.Context, target string, o EngineOptions) (queue.AckQueue, error)
