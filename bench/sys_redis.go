@@ -46,9 +46,9 @@ func redisSystems() []System {
 			Durable: durable, FIFO: true, Reader: "redisq/everysec",
 			Config: func(Hint) string {
 				return fmt.Sprintf("redis-server %s, appendonly yes, appendfsync %s, loopback TCP; "+
-					"walq's Redis backend, Sync %v, AckTimeout=%v; Enqueue, Dequeue, Ack one at a time "+
+					"walq's Redis backend, %s, AckTimeout=%v; Enqueue, Dequeue, Ack one at a time "+
 					"(concurrent Acks of the handle share one script call)", redisVersion(), mode,
-					redisqSync(mode), walqAckTimeout)
+					map[bool]string{true: "SyncAlways", false: "SyncInterval"}[durable], walqAckTimeout)
 			},
 			Open: func(dir string, _ Hint) (Queue, error) { return openRedisq(dir, mode) },
 		}, System{
