@@ -5,13 +5,24 @@ go 1.26.0
 replace github.com/walq/walq => ../
 
 require (
+	github.com/hibiken/asynq v0.26.0
 	github.com/joncrlsn/dque v0.0.0-20211108142734-c2ef48c5192a
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/wal v1.2.1
 	github.com/walq/walq v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/spf13/cast v1.10.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	google.golang.org/protobuf v1.36.10 // indirect
 )
 
 require (
@@ -31,6 +42,9 @@ require (
 	github.com/tidwall/tinylru v1.1.0 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	github.com/walq/walq/redisq v0.0.0-00010101000000-000000000000
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
+
+replace github.com/walq/walq/redisq => ../redisq

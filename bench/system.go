@@ -122,6 +122,8 @@ func allSystems() []System {
 	s = append(s, jetstreamSystems()...)
 	s = append(s, fsyncSystems()...)
 	s = append(s, tidwallSystems()...)
+	s = append(s, redisSystems()...)
+	s = append(s, asynqSystems()...)
 	return s
 }
 

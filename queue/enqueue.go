@@ -2,12 +2,11 @@ package queue
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/walq/walq/internal/msgid"
 	"github.com/walq/walq/wal"
 )
 
@@ -191,27 +190,9 @@ func (q *Queue) checkIDLocked(r *record) error {
 	return nil
 }
 
-// newID returns a random version-4 UUID.
-func newID() string {
-	var b [16]byte
-	a, c := rand.Uint64(), rand.Uint64()
-	for i := 0; i < 8; i++ {
-		b[i], b[8+i] = byte(a>>(8*i)), byte(c>>(8*i))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], b[10:])
-	return string(s[:])
-}
+// newID returns a random version-4 UUID (internal/msgid, shared with the
+// Redis backend).
+func newID() string { return msgid.New() }
 
 // encBufs keeps encoding buffers for records encoded outside q.mu.
 type encBufs struct{ pool sync.Pool }

@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,13 @@ import (
 // messages on a redis-server of their own, per appendfsync mode, through
 // redisq and through a bare stream loop of the same shape (XADD,
 // XREADGROUP, XACK+XDEL): the bound a queue on Redis streams cannot beat.
-// Besides cycles/s they report the server's CPU per message (used_cpu_sys
-// + used_cpu_user of INFO).
+// Besides cycles/s they report the server's cost per message two ways:
+// redis-µs/msg, the time the server spent in the top-level commands
+// (INFO commandstats: EVALSHA for redisq, the stream commands for the bare
+// loop; a script's time includes its nested calls), and server-µs/msg,
+// the process's CPU (used_cpu_sys + used_cpu_user of INFO), which adds
+// networking and the AOF. The other commands each ran, per message, are
+// logged.
 
 var fsyncModes = []string{"always", "everysec"}
 
@@ -35,7 +41,7 @@ func BenchmarkCycle(b *testing.B) {
 			q := openBench(b, srv)
 			payload := make([]byte, 100)
 			ctx := context.Background()
-			cpu := serverCPU(b, srv)
+			cpu := resetStats(b, srv)
 			b.SetParallelism(2) // 2 per core: 4 on the 2-core machine
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -62,7 +68,7 @@ func BenchmarkCycle(b *testing.B) {
 			ctx := context.Background()
 			setupStream(b, rdb)
 			payload := make([]byte, 100)
-			cpu := serverCPU(b, srv)
+			cpu := resetStats(b, srv)
 			b.SetParallelism(2)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -96,7 +102,7 @@ func BenchmarkCycleBatch(b *testing.B) {
 			srv := server(b, fsync)
 			q := openBench(b, srv)
 			ctx := context.Background()
-			cpu := serverCPU(b, srv)
+			cpu := resetStats(b, srv)
 			b.ResetTimer()
 			batchCycle(b, func() error {
 				items := make([]queue.Item, 100)
@@ -130,7 +136,7 @@ func BenchmarkCycleBatch(b *testing.B) {
 			rdb := srv.Client()
 			ctx := context.Background()
 			setupStream(b, rdb)
-			cpu := serverCPU(b, srv)
+			cpu := resetStats(b, srv)
 			b.ResetTimer()
 			batchCycle(b, func() error {
 				pipe := rdb.Pipeline()
@@ -263,6 +269,144 @@ func serverCPU(b *testing.B, srv *redistest.Server) float64 {
 func report(b *testing.B, srv *redistest.Server, cpu0 float64, n int) {
 	b.StopTimer()
 	cpu := serverCPU(b, srv) - cpu0
+	st := commandStats(b, srv)
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "cycles/s")
 	b.ReportMetric(cpu/float64(n)*1e6, "server-µs/msg")
+	top := 0.0
+	for _, name := range topLevel {
+		top += st[name].usec
+	}
+	b.ReportMetric(top/float64(n), "redis-µs/msg")
+	b.ReportMetric(st["evalsha"].calls/float64(n), "scripts/msg")
+	b.Logf("other commands, calls and µs per message: %s", nestedStats(st, n))
+}
+
+// topLevel are the commands the benchmarks send: their commandstats time
+// includes the nested calls of scripts, which are not added again.
+var topLevel = []string{"evalsha", "eval", "xadd", "xreadgroup", "xack", "xdel"}
+
+// resetStats zeroes the server's commandstats and returns its CPU seconds.
+func resetStats(b *testing.B, srv *redistest.Server) float64 {
+	if err := srv.Client().ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return serverCPU(b, srv)
+}
+
+type cmdStat struct{ calls, usec float64 }
+
+// commandStats parses INFO commandstats: cmdstat_<name>:calls=..,usec=..
+func commandStats(b *testing.B, srv *redistest.Server) map[string]cmdStat {
+	info, err := srv.Client().Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]cmdStat{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var st cmdStat
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				st.calls = f
+			case "usec":
+				st.usec = f
+			}
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = st
+	}
+	return out
+}
+
+// nestedStats renders the commands other than EVALSHA per message: calls
+// and µs.
+func nestedStats(st map[string]cmdStat, n int) string {
+	var out []string
+	for name, c := range st {
+		if name != "evalsha" && name != "config|resetstat" && name != "info" {
+			out = append(out, name+"="+strconv.FormatFloat(c.calls/float64(n), 'f', 2, 64)+
+				"/"+strconv.FormatFloat(c.usec/float64(n), 'f', 2, 64)+"µs")
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// BenchmarkScripts profiles redisq's scripts one at a time (appendfsync
+// everysec): b.N messages enqueued in batches of 100, then dequeued in
+// batches of 100, then acked 100 at a time concurrently (coalesced). It
+// reports each phase's EVALSHA time per message (commandstats) and the
+// server's CPU per message (INFO used_cpu_*), and logs the other
+// commands each phase ran per message.
+func BenchmarkScripts(b *testing.B) {
+	srv := server(b, "everysec")
+	q := openBench(b, srv)
+	ctx := context.Background()
+	total := (b.N + 99) / 100 * 100
+	items := make([]queue.Item, 100)
+	for i := range items {
+		items[i].Payload = make([]byte, 100)
+	}
+	var ms []*queue.Message
+	phases := []struct {
+		name string
+		run  func() error
+	}{
+		{"enqueue", func() error {
+			for i := 0; i < total; i += 100 {
+				if _, err := q.EnqueueBatch(ctx, items); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"dequeue", func() error {
+			for len(ms) < total {
+				got, err := q.DequeueBatch(ctx, 100)
+				if err != nil {
+					return err
+				}
+				ms = append(ms, got...)
+			}
+			return nil
+		}},
+		{"ack", func() error { return ackAll(ms) }},
+	}
+	b.ResetTimer()
+	for _, p := range phases {
+		cpu := resetStats(b, srv)
+		if err := p.run(); err != nil {
+			b.Fatal(err)
+		}
+		cpu = serverCPU(b, srv) - cpu
+		st := commandStats(b, srv)
+		b.ReportMetric(st["evalsha"].usec/float64(total), p.name+"-µs/msg")
+		b.ReportMetric(cpu*1e6/float64(total), p.name+"-cpu-µs/msg")
+		b.Logf("%s: %.0f script calls; other commands, calls and µs per message: %s",
+			p.name, st["evalsha"].calls, nestedStats(st, total))
+	}
+}
+
+// ackAll acks ms 100 at a time, each 100 concurrently.
+func ackAll(ms []*queue.Message) error {
+	for i := 0; i < len(ms); i += 100 {
+		part := ms[i:min(i+100, len(ms))]
+		errs := make([]error, len(part))
+		var wg sync.WaitGroup
+		for j, m := range part {
+			wg.Go(func() { errs[j] = m.Ack() })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -1,22 +1,39 @@
 package redisq
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/queue"
 )
 
-// info is a message's mutable record as the scripts keep it (cmsgpack).
+// info is a message's mutable record as the scripts keep it.
 type info struct {
-	_msgpack struct{} `msgpack:",as_array"` //nolint:unused // msgpack's layout tag
-
 	ID         string // message id
 	Producer   int    // 1 when the producer gave the id
 	Deliveries int    // deliveries so far
 	Token      string // the live delivery's lease token; "" when none
 	Reason     string // dead-letter reason
+}
+
+// decodeInfo is the mirror of scripts/common.lua's encode:
+//
+//	producer ':' deliveries ':' token ':' len(id) ':' id reason
+func decodeInfo(raw string) (info, error) {
+	var in info
+	parts := strings.SplitN(raw, ":", 5)
+	if len(parts) != 5 {
+		return in, fmt.Errorf("%w: record %q", queue.ErrCorrupt, raw)
+	}
+	p, err1 := strconv.Atoi(parts[0])
+	d, err2 := strconv.Atoi(parts[1])
+	n, err3 := strconv.Atoi(parts[3])
+	if err := errors.Join(err1, err2, err3); err != nil || n < 0 || n > len(parts[4]) {
+		return in, fmt.Errorf("%w: record %q", queue.ErrCorrupt, raw)
+	}
+	return info{ID: parts[4][:n], Producer: p, Deliveries: d, Token: parts[2], Reason: parts[4][n:]}, nil
 }
 
 // DeadLetters returns up to max dead letters whose sequence is at least
@@ -36,8 +53,8 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
 	for i := 0; i+2 < len(reply); i += 3 {
 		seq := uint64(toInt(reply[i]))
 		raw, _ := reply[i+1].(string)
-		var in info
-		if err := msgpack.Unmarshal([]byte(raw), &in); err != nil {
+		in, err := decodeInfo(raw)
+		if err != nil {
 			return nil, fmt.Errorf("redisq: dead letter %d: decode: %w", seq, err)
 		}
 		m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: seq})

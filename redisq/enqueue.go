@@ -2,11 +2,10 @@ package redisq
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/internal/msgid"
 	"github.com/walq/walq/queue"
 )
 
@@ -52,7 +51,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		}
 		producer := 1
 		if it.ID == "" {
-			it.ID, producer = newID(), 0
+			it.ID, producer = msgid.New(), 0
 		}
 		due := it.DeliverAt
 		if it.Delay > 0 {
@@ -76,24 +75,4 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		return nil, scriptErr("enqueue", err)
 	}
 	return ids, nil
-}
-
-// newID returns a random version-4 UUID, the form the embedded queue
-// generates.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], b[10:])
-	return string(s[:])
 }

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,12 +23,17 @@ type handle struct {
 
 	ready  notifier      // blocked consumers
 	kick   chan struct{} // one slot: a deadline earlier than the housekeeper's timer was set
-	armed  atomic.Int64  // when the housekeeper's timer fires, Unix µs
+	armed  atomic.Int64  // when the housekeeper's timer fires, Unix µs; unarmed (MaxInt64) during a pass
 	closed chan struct{} // closed by Close
 	once   sync.Once     // guards close(closed)
 	ps     *redis.PubSub // the handle's one subscription
 	wg     sync.WaitGroup
 }
+
+// unarmed is the housekeeper's timer while a pass runs: any deadline
+// announced then is earlier and kicks it, since the pass may have read the
+// server before that deadline was set.
+const unarmed = math.MaxInt64
 
 // sweepFunc ends expired leases (when expire) and promotes what is due;
 // it returns how many leases it ended and how long until the next
@@ -35,7 +41,9 @@ type handle struct {
 type sweepFunc func(expire bool) (int, time.Duration, error)
 
 func newHandle(rdb redis.UniversalClient, ks []string, wake string, o Options) *handle {
-	return &handle{rdb: rdb, keys: ks, wake: wake, o: o, kick: make(chan struct{}, 1), closed: make(chan struct{})}
+	h := &handle{rdb: rdb, keys: ks, wake: wake, o: o, kick: make(chan struct{}, 1), closed: make(chan struct{})}
+	h.armed.Store(unarmed)
+	return h
 }
 
 // start subscribes (before anything can be missed: a message made ready

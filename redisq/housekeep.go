@@ -18,6 +18,7 @@ func (h *handle) housekeep(sweep sweepFunc) {
 	failing := false
 	for {
 		wait := idleRecheck
+		h.armed.Store(unarmed)
 		n, next, err := sweep(!h.o.ManualRequeue)
 		failing = h.logSweep(n, err, failing)
 		switch {

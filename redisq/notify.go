@@ -77,13 +77,22 @@ func (h *handle) listen(ch <-chan any) {
 		case *redis.Message:
 			if v.Payload == "r" {
 				h.ready.notifyOne()
-			} else if t, err := strconv.ParseInt(strings.TrimPrefix(v.Payload, "t"), 10, 64); err != nil || t < h.armed.Load() {
-				h.kickHousekeeper()
+			} else {
+				h.announced(v.Payload)
 			}
 		case *redis.Subscription:
 			h.ready.notifyAll()
 			h.kickHousekeeper()
 		}
+	}
+}
+
+// announced wakes the housekeeper for a 't<µs>' announcement of a
+// deadline earlier than the one its timer is armed for.
+func (h *handle) announced(payload string) {
+	t, err := strconv.ParseInt(strings.TrimPrefix(payload, "t"), 10, 64)
+	if err != nil || t < h.armed.Load() {
+		h.kickHousekeeper()
 	}
 }
 

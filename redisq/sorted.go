@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/internal/sortkey"
 	"github.com/walq/walq/queue"
 )
 
@@ -104,7 +105,7 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 
 // Publish adds a value under key at sort position sort.
 func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
-	part, _, err := sortPart(sort)
+	part, err := sortPart(sort)
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) ([]*queue.Batch[K], t
 	now := s.o.Clock.Now()
 	bound := ""
 	if s.window > 0 {
-		bound = string(orderedInt(now.Add(-s.window).UnixNano()))
+		bound = string(sortkey.OrderedInt(now.Add(-s.window).UnixNano()))
 	}
 	args := []any{max, bound}
 	for range max {

@@ -3,7 +3,7 @@
 --
 -- KEYS, all under the queue's hash tag:
 --   1 seq      string  INCR counter, a message's Seq
---   2 info     hash    seq -> cmsgpack {id, producer 0/1, deliveries, lease token, reason}
+--   2 info     hash    seq -> record (below)
 --   3 body     hash    seq -> the client's encoding of id, enqueue time, headers, payload
 --   4 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
 --   5 delayed  zset    seq scored by its due time
@@ -23,14 +23,49 @@ local maxd = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
 
+-- KEEP is a field (of info, body, byid, under the field '') and a member
+-- (of ready and lease, scored +inf) that no seq or id can be, written at a
+-- queue's first enqueue and never removed. It keeps those keys from
+-- vanishing when the queue drains, and its length (past Redis's default
+-- *-max-listpack-value of 64) gives them the hashtable and skiplist
+-- encodings from the start: a small listpack key recreated at every
+-- drain made each batch's HSET, HMGET, ZADD and ZMSCORE linear in the
+-- key's size, several times slower in a busy small queue.
+local KEEP = string.rep('~', 256)
+local function keep()
+  for _, k in ipairs({K_INFO, K_BODY, K_BYID}) do redis.call('HSET', k, '', KEEP) end
+  for _, k in ipairs({K_READY, K_LEASE}) do redis.call('ZADD', k, 'inf', KEEP) end
+end
+
+-- card is the number of messages in the zset key.
+local function card(key)
+  local n = redis.call('ZCARD', key)
+  if redis.call('ZSCORE', key, KEEP) then n = n - 1 end
+  return n
+end
+
+-- A message's record is the table {id, producer 0/1, deliveries, lease
+-- token ('' when none), dead-letter reason ('' when none)}, stored as one
+-- plain string (cheaper than cmsgpack in a script; dead.go decodes it):
+--   producer ':' deliveries ':' token ':' len(id) ':' id reason
+local function decode(raw)
+  local p, d, tok, n, at = string.match(raw, '^(%d):(%d+):(%d*):(%d+):()')
+  local stop = at + tonumber(n)
+  return {string.sub(raw, at, stop - 1), tonumber(p), tonumber(d), tok, string.sub(raw, stop)}
+end
+
+local function encode(r)
+  return r[2] .. ':' .. string.format('%d', r[3]) .. ':' .. r[4] .. ':' .. #r[1] .. ':' .. r[1] .. r[5]
+end
+
 local function getrec(seq)
   local raw = redis.call('HGET', K_INFO, seq)
   if not raw then return nil end
-  return cmsgpack.unpack(raw)
+  return decode(raw)
 end
 
 local function putrec(seq, r)
-  redis.call('HSET', K_INFO, seq, cmsgpack.pack(r))
+  redis.call('HSET', K_INFO, seq, encode(r))
 end
 
 local woke = false -- a message became ready: PUBLISH once at the end
@@ -102,7 +137,7 @@ end
 
 local function first(key)
   local f = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if f[2] then return tonumber(f[2]) end
+  if f[2] and f[1] ~= KEEP then return tonumber(f[2]) end
   return -1
 end
 

@@ -16,7 +16,7 @@ end
 -- ready, delayed and leased ones (the last two scanned up to 1000).
 local oldest = nil
 local function consider(seq)
-  if seq and (not oldest or tonumber(seq) < oldest) then oldest = tonumber(seq) end
+  if seq and seq ~= KEEP and (not oldest or tonumber(seq) < oldest) then oldest = tonumber(seq) end
 end
 local r = redis.call('ZRANGE', K_READY, 0, 0)
 consider(r[1])
@@ -31,7 +31,7 @@ local acked = 0
 if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, '(' .. (now - window), '+inf') end
 local counters = redis.call('HGETALL', K_STATS)
 local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
-local out = {redis.call('ZCARD', K_READY), redis.call('ZCARD', K_DELAYED), redis.call('ZCARD', K_LEASE),
+local out = {card(K_READY), redis.call('ZCARD', K_DELAYED), card(K_LEASE),
   redis.call('ZCARD', K_DEAD), pids + acked, body}
 for _, v in ipairs(counters) do out[#out + 1] = v end
 return out

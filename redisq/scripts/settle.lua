@@ -53,7 +53,7 @@ end
 local function prefenced(seq, tok)
   local p = pre[seq]
   if not p[1] or not p[2] or tonumber(p[2]) <= now then return nil end
-  local r = cmsgpack.unpack(p[1])
+  local r = decode(p[1])
   if r[4] ~= tok then return nil end
   return r
 end

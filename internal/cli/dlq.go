@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -115,7 +115,7 @@ func toDeadJSON(d queue.DeadLetter) deadJSON {
 
 // eachDead calls fn for every dead letter, oldest first, until it returns
 // false.
-func eachDead(q *queue.Queue, fn func(queue.DeadLetter) bool) error {
+func eachDead(q queue.AckQueue, fn func(queue.DeadLetter) bool) error {
 	return eachPaged(q.DeadLetters, func(d queue.DeadLetter) uint64 { return d.Seq }, fn)
 }
 
@@ -142,18 +142,18 @@ func eachPaged[T any](page func(from uint64, max int) ([]T, error), seq func(T) 
 }
 
 func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
-	if sv, err := sortedDir(e, dir, true); err != nil || sv != nil {
+	if sv, err := sortedTarget(e, dir, true); err != nil || sv != nil {
 		if err != nil {
 			return err
 		}
 		defer closeView(sv, &err)
 		return listDeadValues(e, sv, asJSON, limit)
 	}
-	q, err := inspectQueue(e, dir)
+	q, err := inspectAck(e, dir)
 	if err != nil {
 		return err
 	}
-	defer closeQueue(q, &err)
+	defer closeAny(q, &err)
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -181,18 +181,18 @@ func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
 }
 
 func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
-	if sv, err := sortedDir(e, dir, true); err != nil || sv != nil {
+	if sv, err := sortedTarget(e, dir, true); err != nil || sv != nil {
 		if err != nil {
 			return err
 		}
 		defer closeView(sv, &err)
 		return showDeadValue(e, sv, id, asJSON)
 	}
-	q, err := inspectQueue(e, dir)
+	q, err := inspectAck(e, dir)
 	if err != nil {
 		return err
 	}
-	defer closeQueue(q, &err)
+	defer closeAny(q, &err)
 	var found *queue.DeadLetter
 	err = eachDead(q, func(d queue.DeadLetter) bool {
 		if d.ID == id {
@@ -229,18 +229,18 @@ func runDLQChange(e *env, args []string, all, purge bool) (err error) {
 	if all == (len(args) == 2) {
 		return usagef("name one dead letter ID or give --all")
 	}
-	if sv, err := sortedDir(e, args[0], false); err != nil || sv != nil {
+	if sv, err := sortedTarget(e, args[0], false); err != nil || sv != nil {
 		if err != nil {
 			return err
 		}
 		defer closeView(sv, &err)
 		return changeDeadValues(e, sv, args, all, purge)
 	}
-	q, err := openQueue(e, args[0], nil)
+	q, err := openAck(e, args[0], nil, false)
 	if err != nil {
 		return err
 	}
-	defer closeQueue(q, &err)
+	defer closeAny(q, &err)
 	verb := map[bool]string{false: "requeued", true: "purged"}[purge]
 	if all {
 		n, err := changeAllDead(q, purge)
@@ -258,7 +258,7 @@ func runDLQChange(e *env, args []string, all, purge bool) (err error) {
 	return err
 }
 
-func changeAllDead(q *queue.Queue, purge bool) (int, error) {
+func changeAllDead(q queue.AckQueue, purge bool) (int, error) {
 	if purge {
 		return q.PurgeAllDead()
 	}

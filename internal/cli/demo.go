@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const (
 
 var demoCmd = &command{
 	name:  "demo",
-	args:  "[--keep]",
+	args:  "[--keep] [--redis URL]",
 	short: "the ack-queue scenario end to end, with a crash and its recovery",
 	long: `Demo runs walq's ack queue end to end in a temporary directory and says
 what happens at each step:
@@ -34,23 +34,38 @@ what happens at each step:
      mid-stream, reopens the queue, shows what recovery did, drains the
      queue and checks that every acknowledged message is there.
 
-It exits with status 1 if any acknowledged message was lost.`,
+It exits with status 1 if any acknowledged message was lost.
+
+With --redis URL (walq-redis, the build with the Redis backend), steps 1
+and 2 run the same consumer code on a new queue in that server instead,
+named walq-demo-<time>; step 3 is the embedded queue's own recovery and is
+left out (on Redis, what survives a crash is what the server's AOF kept).`,
 	example: `go run ./cmd/walq demo
-walq demo --keep   # keep the directory to look at with walq stats, dump, verify`,
+walq demo --keep   # keep the directory to look at with walq stats, dump, verify
+walq-redis demo --redis redis://localhost:6379/0`,
 	exits:     []int{exitOK, exitFailure},
 	exitNotes: map[int]string{exitOK: "success: nothing acknowledged was lost", exitFailure: "an acknowledged message was lost, or a failure"},
 	nargs:     [2]int{0, 0},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		keep := fs.Bool("keep", false, "keep the queue directory instead of removing it")
-		return func(e *env, _ []string) error { return runDemo(e, *keep) }
+		server := fs.String("redis", "", "run steps 1 and 2 on the Redis server at `URL` (walq-redis only)")
+		return func(e *env, _ []string) error {
+			if *server != "" {
+				return runDemoOn(e, *server) // engine.go
+			}
+			return runDemo(e, *keep)
+		}
 	},
 }
 
 // demo is one run of the demo.
 type demo struct {
 	e     *env
-	dir   string    // the queue directory
+	dir   string    // the queue directory, or a queue's URL
 	start time.Time // when the demo began, for the timestamps it prints
+	// stored says when an Enqueue returns; "" means the embedded queue's
+	// "fsynced".
+	stored string
 }
 
 func runDemo(e *env, keep bool) (err error) {
@@ -96,6 +111,11 @@ func (d *demo) ackAndRedeliver() (err error) {
 		return err
 	}
 	defer closeQueue(q, &err)
+	return d.consumers(q)
+}
+
+// consumers runs steps 1 and 2 on q, of either engine: the same code.
+func (d *demo) consumers(q queue.AckQueue) error {
 	d.title("1. Enqueue, consume, ack")
 	if err := d.enqueueOrders(q); err != nil {
 		return err
@@ -108,19 +128,23 @@ func (d *demo) ackAndRedeliver() (err error) {
 }
 
 // enqueueOrders enqueues order-1 to order-3.
-func (d *demo) enqueueOrders(q *queue.Queue) error {
+func (d *demo) enqueueOrders(q queue.AckQueue) error {
 	for i, drink := range []string{"espresso", "latte", "flat white"} {
 		id := fmt.Sprintf("order-%d", i+1)
 		if _, err := q.Enqueue(context.Background(), []byte(drink), queue.WithID(id)); err != nil {
 			return err
 		}
 	}
-	d.say("producer enqueued order-1, order-2, order-3 (each fsynced before Enqueue returned)")
+	stored := d.stored
+	if stored == "" {
+		stored = "each fsynced before Enqueue returned"
+	}
+	d.say("producer enqueued order-1, order-2, order-3 (%s)", stored)
 	return nil
 }
 
 // consumeAndAck has consumer who take the next message and ack it.
-func (d *demo) consumeAndAck(q *queue.Queue, who string) error {
+func (d *demo) consumeAndAck(q queue.AckQueue, who string) error {
 	m, err := q.TryDequeue()
 	if err != nil {
 		return err
@@ -135,7 +159,7 @@ func (d *demo) consumeAndAck(q *queue.Queue, who string) error {
 
 // redeliver shows a consumer dying with a lease, the redelivery after the
 // ack timeout, and the refusal of the dead consumer's late ack.
-func (d *demo) redeliver(q *queue.Queue) error {
+func (d *demo) redeliver(q queue.AckQueue) error {
 	lost, err := q.TryDequeue()
 	if err != nil {
 		return err

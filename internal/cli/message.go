@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -80,11 +80,11 @@ func runEnqueue(e *env, args []string, o enqueueOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	q, err := openAny(e, args[0], nil)
+	q, err := openAck(e, args[0], nil, true)
 	if err != nil {
 		return err
 	}
-	defer closeQueue(q, &err)
+	defer closeAny(q, &err)
 	var opts []queue.EnqueueOption
 	if o.id != "" {
 		opts = append(opts, queue.WithID(o.id))
@@ -168,11 +168,11 @@ func runDequeue(e *env, dir string, o dequeueOptions) (err error) {
 	if o.wait < 0 || o.ackTimeout <= 0 {
 		return usagef("--wait must not be negative and --ack-timeout must be positive")
 	}
-	q, err := openQueue(e, dir, &queue.Options{AckTimeout: o.ackTimeout})
+	q, err := openAck(e, dir, &queue.Options{AckTimeout: o.ackTimeout}, false)
 	if err != nil {
 		return err
 	}
-	defer closeQueue(q, &err)
+	defer closeAny(q, &err)
 	m, err := take(q, o.wait)
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func runDequeue(e *env, dir string, o dequeueOptions) (err error) {
 }
 
 // take leases a message, waiting up to wait for one.
-func take(q *queue.Queue, wait time.Duration) (*queue.Message, error) {
+func take(q queue.AckQueue, wait time.Duration) (*queue.Message, error) {
 	if wait == 0 {
 		m, err := q.TryDequeue()
 		if errors.Is(err, queue.ErrEmpty) {
@@ -244,8 +244,8 @@ walq ack --id order-1234 /var/lib/app/jobs`,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		id := fs.String("id", "", "ack the delivery of message `ID` instead of a receipt")
 		return func(e *env, args []string) error {
-			return runSettle(e, args, *id, func(q *queue.Queue, r queue.Receipt) error { return q.Ack(r) },
-				func(q *queue.Queue, id string) error { return q.AckID(id) }, "acked")
+			return runSettle(e, args, *id, func(q queue.AckQueue, r queue.Receipt) error { return q.Ack(r) },
+				func(q queue.AckQueue, id string) error { return q.AckID(id) }, "acked")
 		}
 	},
 }
@@ -265,8 +265,8 @@ walq nack --delay 1m /var/lib/app/jobs 17.42`,
 		id := fs.String("id", "", "nack the delivery of message `ID` instead of a receipt")
 		delay := fs.Duration("delay", 0, "ready again after `D`")
 		return func(e *env, args []string) error {
-			return runSettle(e, args, *id, func(q *queue.Queue, r queue.Receipt) error { return q.Nack(r, *delay) },
-				func(q *queue.Queue, id string) error { return q.NackID(id, *delay) }, "nacked")
+			return runSettle(e, args, *id, func(q queue.AckQueue, r queue.Receipt) error { return q.Nack(r, *delay) },
+				func(q queue.AckQueue, id string) error { return q.NackID(id, *delay) }, "nacked")
 		}
 	},
 }
@@ -290,16 +290,16 @@ walq extend --for 10m --id order-1234 /var/lib/app/jobs`,
 			if *d <= 0 {
 				return usagef("--for must be positive, not %v", *d)
 			}
-			return runSettle(e, args, *id, func(q *queue.Queue, r queue.Receipt) error { return q.Extend(r, *d) },
-				func(q *queue.Queue, id string) error { return q.ExtendID(id, *d) }, "extended")
+			return runSettle(e, args, *id, func(q queue.AckQueue, r queue.Receipt) error { return q.Extend(r, *d) },
+				func(q queue.AckQueue, id string) error { return q.ExtendID(id, *d) }, "extended")
 		}
 	},
 }
 
 // runSettle acks, nacks or extends a delivery named by a receipt argument
 // or --id.
-func runSettle(e *env, args []string, id string, byReceipt func(*queue.Queue, queue.Receipt) error,
-	byID func(*queue.Queue, string) error, verb string) (err error) {
+func runSettle(e *env, args []string, id string, byReceipt func(queue.AckQueue, queue.Receipt) error,
+	byID func(queue.AckQueue, string) error, verb string) (err error) {
 	if (id == "") == (len(args) == 1) {
 		return usagef("name the delivery by RECEIPT or by --id, not both")
 	}
@@ -309,11 +309,11 @@ func runSettle(e *env, args []string, id string, byReceipt func(*queue.Queue, qu
 			return usagef("%v", err)
 		}
 	}
-	q, err := openQueue(e, args[0], nil)
+	q, err := openAck(e, args[0], nil, false)
 	if err != nil {
 		return err
 	}
-	defer closeQueue(q, &err)
+	defer closeAny(q, &err)
 	if id != "" {
 		err = byID(q, id)
 	} else {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -52,14 +52,8 @@ walq stats --watch --url http://localhost:8080/queue/`,
 
 // statsReport is what stats prints; its JSON form is stats --json.
 type statsReport struct {
-	Dir         string        `json:"dir"`
-	Ready       int64         `json:"ready"`
-	InFlight    int64         `json:"in_flight"`
-	Delayed     int64         `json:"delayed"`
-	Dead        int64         `json:"dead"`
-	OldestAt    string        `json:"oldest_enqueued_at,omitempty"`
-	OldestAge   float64       `json:"oldest_age_seconds"` // 0 when the queue is empty
-	DedupIDs    int           `json:"dedup_ids"`
+	Dir string `json:"dir"`
+	countsJSON
 	LiveBytes   int64         `json:"live_bytes"`
 	LogBytes    int64         `json:"log_bytes"`
 	Segments    []segmentJSON `json:"segments"`
@@ -77,6 +71,30 @@ type statsReport struct {
 	CleanClose  bool          `json:"clean_close"`        // the last process closed it cleanly
 	TornBytes   int64         `json:"torn_tail_bytes"`    // a torn log tail the next open cuts
 	Sorted      *sortedJSON   `json:"sorted,omitempty"`   // sorted and windowed queues
+}
+
+// countsJSON are an ack queue's counts, of either engine.
+type countsJSON struct {
+	Ready     int64   `json:"ready"`
+	InFlight  int64   `json:"in_flight"`
+	Delayed   int64   `json:"delayed"`
+	Dead      int64   `json:"dead"`
+	OldestAt  string  `json:"oldest_enqueued_at,omitempty"`
+	OldestAge float64 `json:"oldest_age_seconds"` // 0 when the queue is empty
+	DedupIDs  int     `json:"dedup_ids"`
+}
+
+func newCounts(s queue.Stats) countsJSON {
+	c := countsJSON{Ready: s.Ready, InFlight: s.InFlight, Delayed: s.Delayed, Dead: s.Dead, DedupIDs: s.DedupIDs}
+	if !s.OldestEnqueuedAt.IsZero() {
+		c.OldestAt = jsonTime(s.OldestEnqueuedAt)
+		c.OldestAge = time.Since(s.OldestEnqueuedAt).Seconds()
+	}
+	return c
+}
+
+func newTotals(s queue.Stats) totalsJSON {
+	return totalsJSON{s.Enqueued, s.Delivered, s.Acked, s.Nacked, s.Expired, s.DeadLettered, s.Moved}
 }
 
 // sortedJSON is a sorted queue's part of stats.
@@ -114,6 +132,9 @@ type totalsJSON struct {
 }
 
 func runStats(e *env, dir string, asJSON, all bool) (err error) {
+	if e.owns(dir) {
+		return runEngineStats(e, dir, asJSON) // engine.go
+	}
 	q, err := inspectQueue(e, dir)
 	if err != nil {
 		return err
@@ -139,15 +160,9 @@ func buildStats(dir string, s queue.Stats, rec queue.Recovery) (*statsReport, er
 	if err != nil {
 		return nil, err
 	}
-	r := &statsReport{Dir: dir, Ready: s.Ready, InFlight: s.InFlight, Delayed: s.Delayed, Dead: s.Dead,
-		DedupIDs: s.DedupIDs, LiveBytes: s.LiveBytes, LogBytes: s.LogBytes, SnapshotLSN: s.SnapshotLSN,
-		LastLSN: s.LastLSN, DurableLSN: s.DurableLSN, Sync: syncName(s.Sync), AckTimeout: s.AckTimeout.String(),
-		Totals:   totalsJSON{s.Enqueued, s.Delivered, s.Acked, s.Nacked, s.Expired, s.DeadLettered, s.Moved},
-		Segments: []segmentJSON{}, Snapshots: []fileJSON{}}
-	if !s.OldestEnqueuedAt.IsZero() {
-		r.OldestAt = jsonTime(s.OldestEnqueuedAt)
-		r.OldestAge = time.Since(s.OldestEnqueuedAt).Seconds()
-	}
+	r := &statsReport{Dir: dir, countsJSON: newCounts(s), LiveBytes: s.LiveBytes, LogBytes: s.LogBytes,
+		SnapshotLSN: s.SnapshotLSN, LastLSN: s.LastLSN, DurableLSN: s.DurableLSN, Sync: syncName(s.Sync),
+		AckTimeout: s.AckTimeout.String(), Totals: newTotals(s), Segments: []segmentJSON{}, Snapshots: []fileJSON{}}
 	for _, sg := range s.Segments {
 		r.Segments = append(r.Segments, segmentJSON{Path: sg.Path, FirstLSN: sg.FirstLSN, Bytes: sg.Bytes})
 	}
@@ -197,12 +212,23 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 		fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
 			s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
 	} else {
-		fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
-		fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
-		fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+		printCounts(w, r)
 	}
 	printDisk(w, r, all)
 	fmt.Fprintf(w, "log positions\n  last LSN %d, durable %d, last snapshot at LSN %d\n", r.LastLSN, r.DurableLSN, r.SnapshotLSN)
+	printTotals(w, r)
+	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
+}
+
+// printCounts prints an ack queue's counts.
+func printCounts(w io.Writer, r *statsReport) {
+	fmt.Fprintf(w, "  ready       %d\n  in flight   %d\n  delayed     %d\n  dead        %d\n", r.Ready, r.InFlight, r.Delayed, r.Dead)
+	fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
+	fmt.Fprintf(w, "  dedup ids   %d\n", r.DedupIDs)
+}
+
+// printTotals prints the lifetime counters.
+func printTotals(w io.Writer, r *statsReport) {
 	t := r.Totals
 	if s := r.Sorted; s != nil {
 		fmt.Fprintf(w, "lifetime\n  published %d, pulled %d batches, acked %d batches, moved %d\n",
@@ -211,7 +237,6 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 		fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d, moved %d\n",
 			t.Enqueued, t.Delivered, t.Acked, t.Nacked, t.Expired, t.DeadLettered, t.Moved)
 	}
-	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
 }
 
 // kindLine is the kind, its sort key type and the format version.

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// Engine opens ack queues that live on a server, named by a URL where the
+// commands take DIR.
+type Engine interface {
+	// Owns reports whether target names a queue of the engine (a URL it
+	// knows) rather than a directory.
+	Owns(target string) bool
+	// Open opens the ack queue target names. o.Inspect is set for the
+	// commands that only read (stats, dlq list and show): the engine
+	// skips what only matters for writes, such as its durability checks.
+	Open(ctx context.Context, target string, o EngineOptions) (queue.AckQueue, error)
+}
+
+// EngineOptions are what a command asks of the queue it opens.
+type EngineOptions struct {
+	AckTimeout time.Duration // the lease of a dequeue; 0: the engine's default
+	Inspect    bool          // the command only reads
+}
+
+// engineQueue opens target with the engine when the engine owns it; ok is
+// false when target is a directory.
+func engineQueue(e *env, target string, o EngineOptions) (q queue.AckQueue, ok bool, err error) {
+	if e.engine == nil || !e.engine.Owns(target) {
+		return nil, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err = e.engine.Open(ctx, target, o)
+	if err != nil {
+		return nil, true, fmt.Errorf("open %s: %w", target, err)
+	}
+	return q, true, nil
+}
+
+// openAck opens the ack queue target names: with the engine, or the
+// directory as openQueue (openAny when create) does.
+func openAck(e *env, target string, o *queue.Options, create bool) (queue.AckQueue, error) {
+	eo := EngineOptions{}
+	if o != nil {
+		eo.AckTimeout = o.AckTimeout
+	}
+	if q, ok, err := engineQueue(e, target, eo); ok {
+		return q, err
+	}
+	if create {
+		return openAny(e, target, o)
+	}
+	return openQueue(e, target, o)
+}
+
+// closeAny closes c, keeping the first error.
+func closeAny(c io.Closer, err *error) {
+	if cerr := c.Close(); *err == nil && cerr != nil {
+		*err = cerr
+	}
+}
+
+// owns reports whether target names a queue of the engine, not a
+// directory.
+func (e *env) owns(target string) bool { return e.engine != nil && e.engine.Owns(target) }
+
+// inspectAck opens target to read it: with the engine, or the directory
+// read-only as inspectQueue does.
+func inspectAck(e *env, target string) (queue.AckQueue, error) {
+	if q, ok, err := engineQueue(e, target, EngineOptions{Inspect: true}); ok {
+		return q, err
+	}
+	return inspectQueue(e, target)
+}
+
+// sortedTarget is sortedDir for a directory; an engine's queue is an ack
+// queue.
+func sortedTarget(e *env, target string, readOnly bool) (sortedView, error) {
+	if e.owns(target) {
+		return nil, nil
+	}
+	return sortedDir(e, target, readOnly)
+}
+
+// engineStatsJSON is stats --json for a queue of the engine: the counts
+// and counters; a server's queue has no files, log positions or identity.
+type engineStatsJSON struct {
+	Queue string `json:"queue"`
+	countsJSON
+	Totals totalsJSON `json:"totals"`
+}
+
+// runEngineStats prints the counts and counters of a queue of the engine.
+func runEngineStats(e *env, target string, asJSON bool) (err error) {
+	q, err := inspectAck(e, target)
+	if err != nil {
+		return err
+	}
+	defer closeAny(q, &err)
+	s, err := engineStats(q)
+	if err != nil {
+		return err
+	}
+	r := &statsReport{Dir: target, countsJSON: newCounts(s), Totals: newTotals(s)}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals})
+	}
+	fmt.Fprintf(e.stdout, "queue %s\n", target)
+	printCounts(e.stdout, r)
+	printTotals(e.stdout, r)
+	return nil
+}
+
+// runDemoOn runs the demo's steps 1 and 2 on a new queue of the engine in
+// the server that url names.
+func runDemoOn(e *env, url string) (err error) {
+	if e.engine == nil {
+		return usagef("this walq links no Redis backend: --redis needs walq-redis (go install github.com/walq/walq/redisq/cmd/walq-redis@latest)")
+	}
+	target := strings.TrimSuffix(url, "/") + "/walq-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if !e.engine.Owns(target) {
+		return usagef("--redis %q is not a URL walq-redis knows (redis://host:port/db)", url)
+	}
+	q, _, err := engineQueue(e, target, EngineOptions{AckTimeout: demoAckTimeout})
+	if err != nil {
+		return err
+	}
+	defer closeAny(q, &err)
+	d := &demo{e: e, dir: target, start: time.Now(),
+		stored: "each run by the server before Enqueue returned; fsynced if it runs appendfsync always"}
+	fmt.Fprintf(e.stdout, "walq demo: the ack queue %s, on the Redis server, driven by the same code as the embedded one\n", target)
+	if err := d.consumers(q); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\nStep 3, a crash and the recovery of a queue directory, is the embedded queue's.\n"+
+		"The queue stays on the server, empty: walq-redis stats %s\n", target)
+	return nil
+}
+
+// engineStats returns q's stats, with the error of an engine that
+// reports one (Stats alone cannot).
+func engineStats(q queue.AckQueue) (queue.Stats, error) {
+	type withContext interface {
+		StatsContext(ctx context.Context) (queue.Stats, error)
+	}
+	if sc, ok := q.(withContext); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return sc.StatsContext(ctx)
+	}
+	return q.Stats(), nil
+}

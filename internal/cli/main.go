@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// Main runs the command named by os.Args and returns its exit status.
+// engine opens the queues a command names by URL instead of a directory;
+// nil when the binary knows directories only (cmd/walq).
+func Main(engine Engine) int {
+	e := &env{
+		stdin:   os.Stdin,
+		inTTY:   term.IsTerminal(int(os.Stdin.Fd())),
+		stdout:  os.Stdout,
+		stderr:  os.Stderr,
+		outTTY:  term.IsTerminal(int(os.Stdout.Fd())),
+		progTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		engine:  engine,
+	}
+	return run(e, os.Args[1:])
+}
+
+// env is what a command reads and writes besides its queue directory.
+type env struct {
+	stdin   io.Reader
+	inTTY   bool      // stdin is a terminal
+	stdout  io.Writer // results
+	stderr  io.Writer // errors, notices and progress
+	outTTY  bool      // stdout is a terminal
+	progTTY bool      // stderr is a terminal: progress may be drawn on it
+	engine  Engine    // opens queues named by URL; nil: directories only
+}
+
+// run runs the command named by args and returns the exit status.
+func run(e *env, args []string) int {
+	if len(args) == 0 {
+		printOverview(e.stderr)
+		return exitFailure
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return help(e, args[1:])
+	}
+	c, rest := lookup(args)
+	if c == nil {
+		if printGroup(e.stderr, args[0]) {
+			return exitFailure
+		}
+		fmt.Fprintf(e.stderr, "walq: unknown command %q\nRun 'walq help' for the list of commands.\n", args[0])
+		return exitFailure
+	}
+	return c.execute(e, rest)
+}
+
+// printGroup prints the commands whose name starts with the word group
+// ("dlq") and reports whether there were any.
+func printGroup(w io.Writer, group string) bool {
+	found := false
+	for _, c := range commands() {
+		if rest, ok := strings.CutPrefix(c.name, group+" "); ok && !c.hidden {
+			if !found {
+				fmt.Fprintf(w, "Usage: walq %s <command> [flags] DIR [arguments]\n\nCommands:\n", group)
+				found = true
+			}
+			fmt.Fprintf(w, "  %-10s %s\n", rest, c.short)
+		}
+	}
+	if found {
+		fmt.Fprintf(w, "\nRun 'walq help %s <command>' for details.\n", group)
+	}
+	return found
+}
+
+// help prints the overview, or the help of the command named by args.
+func help(e *env, args []string) int {
+	if len(args) == 0 {
+		printOverview(e.stdout)
+		return exitOK
+	}
+	c, rest := lookup(args)
+	if c == nil && len(args) == 1 && printGroup(e.stdout, args[0]) {
+		return exitOK
+	}
+	if c == nil || len(rest) > 0 {
+		fmt.Fprintf(e.stderr, "walq help: unknown command %q\n", strings.Join(args, " "))
+		return exitFailure
+	}
+	c.printHelp(e.stdout)
+	return exitOK
+}
+
+// printOverview prints the list of commands.
+func printOverview(w io.Writer) {
+	fmt.Fprint(w, "walq looks inside a walq queue directory, repairs it and scripts it.\n\n")
+	fmt.Fprint(w, "Usage:\n  walq <command> [flags] DIR [arguments]\n  walq help <command>\n\nCommands:\n")
+	for _, c := range commands() {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)
+		}
+	}
+	fmt.Fprint(w, "\nStart with: walq demo\n\n")
+	printExits(w, allExits, overviewNotes)
+}

@@ -1,0 +1,187 @@
+// Package redisserver starts and stops redis-server processes for the
+// Redis backend's tests, the benchmark harness and the command's tests:
+// each on a free loopback port, in a directory of the caller's, stopped by
+// pid. It talks to the server with a bare RESP PING only, so the main
+// module needs no Redis client.
+//
+// A Server is not safe for concurrent use.
+package redisserver
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrNotInstalled is returned by Start when redis-server is not on PATH.
+var ErrNotInstalled = errors.New("redisserver: redis-server is not on PATH")
+
+// Durable is the configuration walq's SyncAlways needs.
+var Durable = []string{"--appendonly", "yes", "--appendfsync", "always", "--maxmemory-policy", "noeviction"}
+
+// Server is one redis-server process.
+type Server struct {
+	Addr string   // host:port on loopback
+	Dir  string   // its working directory: AOF, RDB, log
+	args []string // its command line without the port, for Restart
+	cmd  *exec.Cmd
+}
+
+// Start starts a redis-server in dir with the given extra arguments
+// (Durable when none) on a free loopback port, and returns once it
+// answers PING.
+func Start(dir string, extra ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	if len(extra) == 0 {
+		extra = Durable
+	}
+	s := &Server{Dir: dir}
+	s.args = append([]string{bin, "--bind", "127.0.0.1", "--save", "", "--dir", dir,
+		"--logfile", "redis.log", "--daemonize", "no"}, extra...)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return s, s.start(port)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisserver: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start(port int) error {
+	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
+	args := append(append([]string{}, s.args[1:]...), "--port", strconv.Itoa(port))
+	s.cmd = exec.Command(s.args[0], args...)
+	s.cmd.Dir = s.Dir
+	if err := s.cmd.Start(); err != nil {
+		s.cmd = nil
+		return fmt.Errorf("redisserver: start: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ping(s.Addr)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.Kill()
+			return fmt.Errorf("redisserver: %s did not answer: %w\n%s", s.Addr, err, s.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ping sends PING and expects +PONG: the server is up and has loaded its
+// files (it answers -LOADING meanwhile).
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return err
+	}
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("redisserver: PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the server and waits for it: what survives is
+// what the server had written to its files.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	_ = s.cmd.Wait() // the error is the kill itself
+	s.cmd = nil
+}
+
+// Stop asks the server to shut down (SIGTERM: it writes and fsyncs its
+// AOF, then exits) and waits for it, killing it after 10 s.
+func (s *Server) Stop() error {
+	if s.cmd == nil {
+		return nil
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.Kill()
+		return fmt.Errorf("redisserver: stop: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		s.cmd = nil
+		if err != nil {
+			return fmt.Errorf("redisserver: stop: %w", err)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		s.cmd = nil
+		return errors.New("redisserver: stop: no exit 10 s after SIGTERM; killed")
+	}
+}
+
+// Restart starts the server again on the same port and directory.
+func (s *Server) Restart() error {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("redisserver: address %q: %w", s.Addr, err)
+	}
+	return s.start(p)
+}
+
+// Pid returns the server's process id, 0 when it is not running.
+func (s *Server) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Log returns the last 20 lines of the server's log.
+func (s *Server) Log() string {
+	f, err := os.Open(filepath.Join(s.Dir, "redis.log"))
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,171 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// The command is tested as users run it: the binary, built once by
+// TestMain, against a redis-server of the test's own.
+
+var bin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "walq-redis-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(tmp, "walq-redis")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build walq-redis: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs the binary and fails the test unless it exits with want.
+func run(t *testing.T, want int, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	r := result{stdout: out.String(), stderr: errOut.String(), code: cmd.ProcessState.ExitCode()}
+	require.Equal(t, want, r.code, "walq-redis %v\nstdout:\n%s\nstderr:\n%s", args, r.stdout, r.stderr)
+	return r
+}
+
+// TestOperate runs enqueue, stats, dequeue and ack (by receipt and by id)
+// on a Redis queue named by URL.
+func TestOperate(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0/jobs"
+
+	require.Equal(t, "order-1\n", run(t, 0, "", "enqueue", "--id", "order-1", "--header", "tenant=acme", url, "latte").stdout)
+	run(t, 0, "espresso", "enqueue", "--id", "order-2", url)
+	r := run(t, 6, "", "enqueue", "--id", "order-1", url, "again")
+	require.Contains(t, r.stderr, "duplicate")
+
+	var st struct {
+		Ready  int64 `json:"ready"`
+		Totals struct {
+			Enqueued uint64 `json:"enqueued"`
+			Acked    uint64 `json:"acked"`
+		} `json:"totals"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", url).stdout), &st))
+	require.Equal(t, int64(2), st.Ready)
+	require.Equal(t, uint64(2), st.Totals.Enqueued)
+
+	var m struct {
+		Receipt string            `json:"receipt"`
+		ID      string            `json:"id"`
+		Payload string            `json:"payload"`
+		Headers map[string]string `json:"headers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "dequeue", "--json", url).stdout), &m))
+	require.Equal(t, "order-1", m.ID)
+	require.Equal(t, "latte", m.Payload)
+	require.Equal(t, map[string]string{"tenant": "acme"}, m.Headers)
+	require.Equal(t, "acked\n", run(t, 0, "", "ack", url, m.Receipt).stdout)
+	run(t, 5, "", "ack", url, m.Receipt) // acked already: the lease is gone
+
+	text := run(t, 0, "", "dequeue", url).stdout
+	require.Contains(t, text, "id: order-2\n")
+	require.True(t, strings.HasSuffix(text, "\nespresso\n"), text)
+	require.Equal(t, "acked\n", run(t, 0, "", "ack", "--id", "order-2", url).stdout)
+	run(t, 4, "", "dequeue", url) // empty
+
+	r = run(t, 0, "", "stats", url)
+	require.Contains(t, r.stdout, "queue "+url+"\n")
+	require.Contains(t, r.stdout, "enqueued 2, delivered 2, acked 2")
+}
+
+// TestDeadLetters lists, shows, requeues and purges the dead letters of a
+// Redis queue.
+func TestDeadLetters(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "jobs", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	for _, id := range []string{"dead-1", "dead-2", "dead-3"} {
+		_, err := q.Enqueue(ctx, []byte("body of "+id), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	for range 3 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.DeadLetter("poison "+m.ID))
+	}
+	url := "redis://" + srv.Addr + "/jobs"
+
+	list := run(t, 0, "", "dlq", "list", url).stdout
+	for _, id := range []string{"dead-1", "dead-2", "dead-3"} {
+		require.Contains(t, list, id)
+		require.Contains(t, list, "poison "+id)
+	}
+	require.Contains(t, run(t, 0, "", "dlq", "show", url, "dead-2").stdout, "body of dead-2")
+	require.Equal(t, "requeued dead-1\n", run(t, 0, "", "dlq", "requeue", url, "dead-1").stdout)
+	run(t, 5, "", "dlq", "requeue", url, "dead-1") // no longer dead
+	require.Equal(t, "purged dead-2\n", run(t, 0, "", "dlq", "purge", url, "dead-2").stdout)
+	require.Equal(t, "purged 1 dead letters\n", run(t, 0, "", "dlq", "purge", "--all", url).stdout)
+	s, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Ready, "dead-1 requeued")
+	require.Zero(t, s.Dead)
+}
+
+// TestRefusesServerForWrites: a server without appendonly is refused for
+// a change, with what to change, and still read by stats.
+func TestRefusesServerForWrites(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "no", "--maxmemory-policy", "noeviction")
+	url := "redis://" + srv.Addr + "/0/jobs"
+	r := run(t, 1, "", "enqueue", url, "x")
+	require.Contains(t, r.stderr, "appendonly")
+	run(t, 0, "", "stats", url)
+}
+
+// TestTargets: a URL without a queue name is refused with the form it
+// wants.
+func TestTargets(t *testing.T) {
+	srv := redistest.Start(t)
+	r := run(t, 1, "", "stats", "redis://"+srv.Addr)
+	require.Contains(t, r.stderr, "NAME")
+}
+
+// TestDemo runs the demo's consumer steps on the Redis server: the late
+// ack of the dead consumer is refused, the redelivery comes.
+func TestDemo(t *testing.T) {
+	srv := redistest.Start(t)
+	r := run(t, 0, "", "demo", "--redis", "redis://"+srv.Addr+"/0")
+	require.Contains(t, r.stdout, "(delivery 2, same id")
+	require.Contains(t, r.stdout, "late ack with its old receipt is refused")
+}

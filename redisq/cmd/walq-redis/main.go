@@ -1,0 +1,31 @@
+// Walq-redis is the walq command with the Redis backend linked in: every
+// command of walq, and where stats, dlq, enqueue, dequeue, ack, nack and
+// extend take DIR they also take the URL of a queue on a Redis server:
+//
+//	redis://[user:password@]host:port[/db]/NAME
+//	rediss://…/NAME   (TLS)
+//
+// The last path element is the queue's name (as given to redisq.Open);
+// what comes before it is the server, as go-redis's ParseURL reads it.
+//
+//	walq-redis enqueue redis://localhost:6379/0/jobs 'resize photo 42'
+//	walq-redis dequeue --wait 10s redis://localhost:6379/0/jobs
+//	walq-redis ack redis://localhost:6379/0/jobs 17.8812394723
+//	walq-redis stats redis://localhost:6379/0/jobs
+//	walq-redis dlq requeue --all redis://localhost:6379/0/jobs
+//	walq-redis demo --redis redis://localhost:6379/0
+//
+// Commands that only read (stats, dlq list, dlq show) do not check the
+// server's configuration. The others open the queue with
+// redisq.SyncInterval: they refuse a server without appendonly yes and
+// maxmemory-policy noeviction, and a change is fsynced when the command
+// returns only if the server runs appendfsync always.
+package main
+
+import (
+	"os"
+
+	"github.com/walq/walq/internal/cli"
+)
+
+func main() { os.Exit(cli.Main(engine{})) }
