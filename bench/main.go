@@ -55,6 +55,7 @@ type config struct {
 	chartPath   string
 	dir         string
 	quiet       bool
+	seed        uint64 // of the per-round order of the systems
 }
 
 // defaults are the settings of the full run and of -quick.
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	chartPath := fs.String("chart", "", "write an SVG bar chart of throughput to `FILE.svg`")
 	dir := fs.String("dir", os.TempDir(), "directory under which stores are created (put it on the disk to measure)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	seed := fs.Uint64("seed", 0, "seed of the order in which the systems run in each round (default: from the clock; printed)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -107,6 +109,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if *backlogTime > 0 {
 		c.backlogTime = *backlogTime
+	}
+	c.seed = *seed
+	if c.seed == 0 {
+		c.seed = uint64(time.Now().UnixNano())
 	}
 	return &c, c.parseLists(*payloads, *producers, *backlog, *recovery)
 }
@@ -232,11 +238,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		progress = io.Discard
 	}
 	m := &matrix{base: base, rounds: c.rounds, log: progress, systems: systems, start: time.Now(),
-		opts: runOpts{N: c.n, Cap: c.cap, Idle: c.idle}}
+		opts: runOpts{N: c.n, Cap: c.cap, Idle: c.idle}, order: newRoundOrder(c.seed)}
 
 	writeMachine(stdout, base)
 	fmt.Fprintf(stdout, "settings: rounds=%d, -n %d messages or -time %v per run, whichever first; payloads %v\n",
 		c.rounds, c.n, c.cap, c.payloads)
+	fmt.Fprintf(stdout, "round order: shuffled in every round, -seed %d\n", c.seed)
 	writeConfigs(stdout, systems)
 
 	start := time.Now()

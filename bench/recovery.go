@@ -12,7 +12,7 @@ import (
 //
 //  1. build: for each system, enqueue Size bytes of messages into a fresh
 //     store (recoveryProducers goroutines, not timed) and close it;
-//  2. rounds: open every store in turn, A B C A B C …, timing the open up to
+//  2. rounds: open every store in turn, in a shuffled order each round, timing the open up to
 //     the first delivery (stores that defer work to the first read pay it
 //     there), ack that message, close;
 //  3. verify: open each store once more and drain it, checking every message.
@@ -51,7 +51,8 @@ func (m *matrix) runRecovery(ctx context.Context, c cell, buildCap time.Duration
 		stores = append(stores, st)
 	}
 	for r := range m.rounds {
-		for _, st := range stores {
+		for _, i := range m.order.next(len(stores)) {
+			st := stores[i]
 			smp := st.openOnce(ctx, c)
 			st.rounds = append(st.rounds, []sample{smp})
 			m.logf("%-28s round %d/%d  %-17s open %v (%s)", c, r+1, m.rounds, st.s.Name,

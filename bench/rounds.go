@@ -69,12 +69,13 @@ func queueRunner(w func(context.Context, Queue, System, string, cell, runOpts) [
 // matrix runs cells of the report, each over the same systems in
 // alternating rounds.
 type matrix struct {
-	base    string    // directory under which every run gets a fresh one
-	rounds  int       // rounds per cell
-	opts    runOpts   // limits of every run
-	log     io.Writer // progress lines; io.Discard for none
-	systems []System  // selected systems, walq first
-	start   time.Time // of the whole run, for the progress lines
+	base    string      // directory under which every run gets a fresh one
+	rounds  int         // rounds per cell
+	opts    runOpts     // limits of every run
+	log     io.Writer   // progress lines; io.Discard for none
+	systems []System    // selected systems, walq first
+	start   time.Time   // of the whole run, for the progress lines
+	order   *roundOrder // the order of the systems in each round
 }
 
 // logf prints a progress line, stamped with the time since the run began.
@@ -82,8 +83,9 @@ func (m *matrix) logf(format string, args ...any) {
 	fmt.Fprintf(m.log, "[%5.0fs] "+format+"\n", append([]any{time.Since(m.start).Seconds()}, args...)...)
 }
 
-// runCell runs every system that takes part in c, rounds times, in the
-// order A B C A B C …, and returns a row per system and phase.
+// runCell runs every system that takes part in c, rounds times, each round
+// in an order of its own (A C B, B A C, …), and returns a row per system
+// and phase.
 func (m *matrix) runCell(ctx context.Context, c cell, run runner) []Result {
 	var systems []System
 	for _, s := range m.systems {
@@ -93,7 +95,8 @@ func (m *matrix) runCell(ctx context.Context, c cell, run runner) []Result {
 	}
 	runs := make(map[string][][]sample) // system → round → phases
 	for r := range m.rounds {
-		for _, s := range systems {
+		for _, i := range m.order.next(len(systems)) {
+			s := systems[i]
 			out := m.runOnce(ctx, s, c, run)
 			runs[s.Name] = append(runs[s.Name], out)
 			m.logf("%-28s round %d/%d  %-17s %s", c, r+1, m.rounds, s.Name, brief(out))
