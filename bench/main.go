@@ -51,6 +51,7 @@ type config struct {
 	backlog     int64
 	backlogTime time.Duration
 	recovery    []int64
+	crash       int64 // payload bytes the crash workload's store holds
 	jsonPath    string
 	chartPath   string
 	dir         string
@@ -58,13 +59,18 @@ type config struct {
 	seed        uint64 // of the per-round order of the systems
 }
 
+// defaultCrashBytes is the crash workload's store: 60 MiB of 1 KiB
+// payloads make about 62 MiB of walq log, under the 64 MiB of its default
+// SnapshotBytes, so that an open after the kill replays all of it.
+const defaultCrashBytes = 60 << 20
+
 // defaults are the settings of the full run and of -quick.
 var (
 	fullDefaults = config{n: 200_000, rounds: 3, cap: time.Second, payloads: []int{100, 1024},
 		producers: []int{1, 16, 64, 256}, backlog: 256 << 20, backlogTime: 60 * time.Second,
-		recovery: []int64{16 << 20, 128 << 20}}
+		recovery: []int64{16 << 20, 128 << 20}, crash: defaultCrashBytes}
 	quickDefaults = config{quick: true, n: 20_000, rounds: 2, cap: 300 * time.Millisecond, payloads: []int{100},
-		producers: []int{1, 64}, backlog: 32 << 20, backlogTime: 20 * time.Second, recovery: []int64{16 << 20}}
+		producers: []int{1, 64}, backlog: 32 << 20, backlogTime: 20 * time.Second, recovery: []int64{16 << 20}, crash: 8 << 20}
 )
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -82,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	backlog := fs.String("backlog", "", "bytes of 1 KiB messages the backlog workload grows to (default 256MiB, 32MiB with -quick)")
 	backlogTime := fs.Duration("backlog-time", 0, "most time a backlog grows (default 60s, 20s with -quick)")
 	recovery := fs.String("recovery", "", "log sizes for the recovery workload (default 16MiB,128MiB; 16MiB with -quick)")
+	crash := fs.String("crash", "", "bytes of 1 KiB messages in the store the crash workload kills (default 60MiB, 8MiB with -quick)")
 	jsonPath := fs.String("json", "", "write one JSON object per result, one per line, to `FILE`")
 	chartPath := fs.String("chart", "", "write an SVG bar chart of throughput to `FILE.svg`")
 	dir := fs.String("dir", os.TempDir(), "directory under which stores are created (put it on the disk to measure)")
@@ -113,6 +120,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.seed = *seed
 	if c.seed == 0 {
 		c.seed = uint64(time.Now().UnixNano())
+	}
+	if *crash != "" {
+		n, err := parseSize(*crash)
+		if err != nil {
+			return nil, err
+		}
+		c.crash = n
 	}
 	return &c, c.parseLists(*payloads, *producers, *backlog, *recovery)
 }
@@ -207,6 +221,9 @@ func (c *config) plan() []cell {
 			cells = append(cells, cell{Workload: wRecovery, Payload: 1024, Producers: recoveryProducers, Consumers: 1, Size: size})
 		}
 	}
+	if want(wCrash) {
+		cells = append(cells, cell{Workload: wCrash, Payload: 1024, Producers: recoveryProducers, Consumers: 1, Size: c.crash})
+	}
 	if want(wBacklog) {
 		cells = append(cells, cell{Workload: wBacklog, Payload: 1024, Producers: backlogProducers,
 			Consumers: backlogConsumers, Size: c.backlog})
@@ -276,7 +293,9 @@ func (m *matrix) runAll(ctx context.Context, c *config, exe string) []Result {
 		case wSorted:
 			rows = append(rows, m.runCell(ctx, cl, runSorted)...)
 		case wRecovery:
-			rows = append(rows, m.runRecovery(ctx, cl, c.backlogTime)...)
+			rows = append(rows, m.runRecovery(ctx, cl, m.buildClosed(c.backlogTime))...)
+		case wCrash:
+			rows = append(rows, m.runRecovery(ctx, cl, m.buildCrashed(exe, c.backlogTime))...)
 		case wBacklog:
 			once := *m
 			once.rounds = 1 // RSS and disk, not throughput: one round is enough

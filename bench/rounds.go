@@ -34,10 +34,12 @@ type Result struct {
 	P50       time.Duration // median over rounds
 	P99       time.Duration // median over rounds
 	RSS       int64         // largest over rounds; 0 when not measured
+	AnonRSS   int64         // largest over rounds; 0 when not measured
 	Disk      int64         // median over rounds; -1 when not measured
 	Open      time.Duration // median over rounds; recovery and backlog only
 
-	Curve []point // RSS and disk during the first round (backlog growth)
+	Curve []point // RSS and disk during the first round (backlog growth and drain)
+	Note  string  // the first round's note
 
 	Reference string  // the walq system Ratio is against
 	Ratio     float64 // median over rounds of ops/s ÷ the reference's ops/s in the same round; NaN when it did not run
@@ -221,9 +223,10 @@ func fillFigures(r *Result, ss []sample) {
 		open = append(open, float64(s.Open))
 		msgs = append(msgs, float64(s.Ops))
 		r.RSS = max(r.RSS, s.RSS)
+		r.AnonRSS = max(r.AnonRSS, s.AnonRSS)
 	}
 	r.Errors = roundErrors(ss)
-	r.Curve = ss[0].Curve
+	r.Curve, r.Note = ss[0].Curve, ss[0].Note
 	r.OpsPerSec = median(r.Ops)
 	r.OpsMin, r.OpsMax = minMax(r.Ops)
 	r.P50, r.P99 = time.Duration(median(p50)), time.Duration(median(p99))

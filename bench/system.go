@@ -48,6 +48,10 @@ type System struct {
 	// backlogs (backlog and recovery workloads): the on-disk format is the
 	// same in every mode, only the time to load it differs.
 	Bulk bool
+	// Workloads, when set, are the only workloads the system takes part
+	// in: a variant that differs from another system of its family only
+	// where those workloads look.
+	Workloads []string
 	// FIFO is true when the system promises that one producer's messages
 	// are delivered in the order they were enqueued.
 	FIFO bool
@@ -161,7 +165,7 @@ func appendUnique(list []System, s System) []System {
 // a workload: walq/always for durable systems, walq/never for the others and
 // for the workloads that load stores in bulk.
 func reference(s System, workload string) string {
-	if s.Durable && !slices.Contains([]string{wBacklog, wRecovery, wSorted}, workload) {
+	if s.Durable && !slices.Contains([]string{wBacklog, wRecovery, wSorted, wCrash}, workload) {
 		return "walq/always"
 	}
 	return "walq/never"

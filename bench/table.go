@@ -83,12 +83,12 @@ func writeCell(w io.Writer, rows []Result) {
 	}
 	fmt.Fprintf(w, "\n== %s (%d rounds) ==\n", title, r0.Rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tops/s\tmin–max\tvs walq\tp50\tp99\tmsgs\topen\tRSS\tdisk\t errors")
+	fmt.Fprintln(tw, "system\tops/s\tmin–max\tvs walq\tp50\tp99\tmsgs\topen\tRSS\tanon\tdisk\t errors")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s–%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t %s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s–%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t %s\n",
 			r.System, humanOps(r.OpsPerSec), humanOps(r.OpsMin), humanOps(r.OpsMax), ratioString(r),
-			durString(r.P50), durString(r.P99), r.Messages, durString(r.Open), bytesOrDash(r.RSS), diskString(r.Disk),
-			errorsString(r.Errors))
+			durString(r.P50), durString(r.P99), r.Messages, durString(r.Open), bytesOrDash(r.RSS),
+			bytesOrDash(r.AnonRSS), diskString(r.Disk), errorsString(r.Errors))
 	}
 	tw.Flush()
 }
