@@ -28,11 +28,11 @@ type recoveryStore struct {
 	// fresh copy of it, since an open repairs the store and a clean close
 	// leaves nothing to replay.
 	crashed bool
-	chk    *checker
-	first  *view      // checks the first message of each round
-	left   int64      // messages still in the store
-	rounds [][]sample // one sample per round
-	errs   errorLog
+	chk     *checker
+	first   *view      // checks the first message of each round
+	left    int64      // messages still in the store
+	rounds  [][]sample // one sample per round
+	errs    errorLog
 }
 
 // storeBuilder fills a fresh store of system s for cell c; it returns nil
