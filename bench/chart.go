@@ -34,6 +34,7 @@ var familyColors = map[string][3]int{
 	"jetstream": {0x75, 0x6b, 0xb1},
 	"fsync":     {0x63, 0x63, 0x63},
 	"tidwall":   {0x8c, 0x6d, 0x31},
+	"goqite":    {0x17, 0xbe, 0xcf},
 }
 
 // chartable reports whether a row is a rate that belongs on the chart.

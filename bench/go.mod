@@ -12,6 +12,8 @@ require (
 	github.com/walq/walq v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
+	maragu.dev/goqite v0.4.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -38,9 +40,7 @@ require (
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-	maragu.dev/goqite v0.4.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )

@@ -122,6 +122,7 @@ func allSystems() []System {
 	var s []System
 	s = append(s, walqSystems()...)
 	s = append(s, dqueSystems()...)
+	s = append(s, goqiteSystems()...)
 	s = append(s, bboltSystems()...)
 	s = append(s, jetstreamSystems()...)
 	s = append(s, fsyncSystems()...)
