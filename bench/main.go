@@ -67,10 +67,10 @@ const defaultCrashBytes = 60 << 20
 // defaults are the settings of the full run and of -quick.
 var (
 	fullDefaults = config{n: 200_000, rounds: 3, cap: time.Second, payloads: []int{100, 1024},
-		producers: []int{1, 16, 64, 256}, backlog: 256 << 20, backlogTime: 60 * time.Second,
+		producers: []int{1, 64, 256}, backlog: 256 << 20, backlogTime: 60 * time.Second,
 		recovery: []int64{16 << 20, 128 << 20}, crash: defaultCrashBytes}
 	quickDefaults = config{quick: true, n: 20_000, rounds: 2, cap: 300 * time.Millisecond, payloads: []int{100},
-		producers: []int{1, 64}, backlog: 32 << 20, backlogTime: 20 * time.Second, recovery: []int64{16 << 20}, crash: 8 << 20}
+		producers: []int{1, 64}, backlog: 16 << 20, backlogTime: 20 * time.Second, recovery: []int64{16 << 20}, crash: 8 << 20}
 )
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -84,8 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	systems := fs.String("systems", "", "comma-separated systems or families to run (default all), e.g. walq,bbolt/batch")
 	workloads := fs.String("workloads", "", "comma-separated workloads (default all): "+strings.Join(allWorkloads, ","))
 	payloads := fs.String("payloads", "", "payload sizes for drain, cycle and enqueue (default 100,1KiB; 100 with -quick)")
-	producers := fs.String("producers", "", "producer counts for the enqueue workload (default 1,16,64,256; 1,64 with -quick)")
-	backlog := fs.String("backlog", "", "bytes of 1 KiB messages the backlog workload grows to (default 256MiB, 32MiB with -quick)")
+	producers := fs.String("producers", "", "producer counts for the enqueue workload (default 1,64,256; 1,64 with -quick)")
+	backlog := fs.String("backlog", "", "bytes of 1 KiB messages the backlog workload grows to (default 256MiB, 16MiB with -quick)")
 	backlogTime := fs.Duration("backlog-time", 0, "most time a backlog grows (default 60s, 20s with -quick)")
 	recovery := fs.String("recovery", "", "log sizes for the recovery workload (default 16MiB,128MiB; 16MiB with -quick)")
 	crash := fs.String("crash", "", "bytes of 1 KiB messages in the store the crash workload kills (default 60MiB, 8MiB with -quick)")

@@ -46,8 +46,9 @@ func bboltSystems() []System {
 		mk(bboltVariant{mode: "update"}, false, nil),
 		mk(bboltVariant{mode: "batch", batch: true}, true, nil),
 		mk(bboltVariant{mode: "nosync", batch: true, noSync: true}, false, nil),
-		// The tuned variant only changes what open and a large file cost.
-		mk(bboltVariant{mode: "tuned", batch: true, tuned: true}, true, []string{wBacklog, wRecovery, wCrash}),
+		// The tuned variant changes what an open costs: it runs where opens
+		// are timed after a clean close and after a kill.
+		mk(bboltVariant{mode: "tuned", batch: true, tuned: true}, true, []string{wRecovery, wCrash}),
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 const (
 	wDrain    = "drain"    // enqueue N (1 producer), then drain with acks (1 consumer)
 	wCycle    = "cycle"    // 4 producers + 4 consumers at once: enqueue, dequeue, ack
-	wEnqueue  = "enqueue"  // durable enqueue at 1, 16, 64, 256 producers
+	wEnqueue  = "enqueue"  // durable enqueue at 1, 64, 256 producers (-producers)
 	wBacklog  = "backlog"  // grow a backlog to -backlog bytes, sample RSS and disk, drain
 	wRecovery = "recovery" // time to open a store holding a log of a given size
 	wSorted   = "sorted"   // walq's sorted queue: publish with keys, pull in key order
