@@ -54,6 +54,7 @@ type config struct {
 	crash       int64 // payload bytes the crash workload's store holds
 	jsonPath    string
 	chartPath   string
+	reportPath  string // print the report of this results file instead of running
 	dir         string
 	quiet       bool
 	seed        uint64 // of the per-round order of the systems
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	crash := fs.String("crash", "", "bytes of 1 KiB messages in the store the crash workload kills (default 60MiB, 8MiB with -quick)")
 	jsonPath := fs.String("json", "", "write one JSON object per result, one per line, to `FILE`")
 	chartPath := fs.String("chart", "", "write an SVG bar chart of throughput to `FILE.svg`")
+	reportPath := fs.String("report", "", "print the Markdown tables of the results `FILE` written by -json, and run nothing")
 	dir := fs.String("dir", os.TempDir(), "directory under which stores are created (put it on the disk to measure)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	seed := fs.Uint64("seed", 0, "seed of the order in which the systems run in each round (default: from the clock; printed)")
@@ -105,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c = quickDefaults
 	}
 	c.idle, c.systems, c.workloads, c.jsonPath, c.chartPath, c.dir, c.quiet = *idle, *systems, *workloads, *jsonPath, *chartPath, *dir, *quiet
+	c.reportPath = *reportPath
 	if *n > 0 {
 		c.n = *n
 	}
@@ -236,6 +239,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if c.reportPath != "" {
+		return reportFile(stdout, c.reportPath)
 	}
 	systems, err := selectSystems(allSystems(), c.systems)
 	if err != nil {
