@@ -275,7 +275,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ctx.Err()
 	}
 	writeTable(stdout, rows)
-	fmt.Fprintf(stdout, "\ntotal time %v\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "\ntotal time %v; load average at the end: %s\n", time.Since(start).Round(time.Second), loadAverage())
 	if err := writeOutputs(c, rows, systems); err != nil {
 		return err
 	}

@@ -15,6 +15,21 @@ import (
 func writeMachine(w io.Writer, base string) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs, %s/%s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(w, "stores under: %s (%s)\n", base, filesystemOf(base))
+	fmt.Fprintf(w, "load average at the start: %s\n", loadAverage())
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages from
+// /proc/loadavg: on a shared machine they say how loaded it was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // cpuModel returns the CPU's model name from /proc/cpuinfo, or "unknown CPU".
