@@ -3,8 +3,8 @@
 //
 // # Basics
 //
-//	go run . -quick                      # about a minute
-//	go run .                             # the full matrix, under 15 minutes
+//	go run . -quick                      # about two minutes
+//	go run .                             # the full matrix, about 20 minutes
 //	go run . -systems walq,bbolt -workloads cycle -n 50000
 //	go run . -json results.json -chart results.svg
 //

@@ -77,7 +77,7 @@ var (
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "small matrix and short runs: about a minute")
+	quick := fs.Bool("quick", false, "small matrix and short runs: about two minutes")
 	n := fs.Int("n", 0, "most messages per run (default 200000, 20000 with -quick)")
 	rounds := fs.Int("rounds", 0, "alternating rounds per cell (default 3, 2 with -quick)")
 	capD := fs.Duration("time", 0, "most time the producers of one run enqueue (default 1s, 300ms with -quick)")
