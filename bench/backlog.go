@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -35,7 +37,18 @@ const (
 type point struct {
 	Seconds float64 `json:"seconds"`
 	RSS     int64   `json:"rss_bytes"`
+	AnonRSS int64   `json:"rss_anon_bytes"`
 	Disk    int64   `json:"disk_bytes"`
+}
+
+// peakAnon is the largest anonymous RSS of a curve: the kernel keeps a
+// peak of the whole RSS (VmHWM) but not of its anonymous part.
+func peakAnon(curve []point) int64 {
+	var peak int64
+	for _, p := range curve {
+		peak = max(peak, p.AnonRSS)
+	}
+	return peak
 }
 
 // childReport is what a child prints on stdout, as JSON.
@@ -66,11 +79,17 @@ func backlogRunner(exe string, growCap time.Duration) runner {
 	}
 }
 
+// runChild runs `exe child args…` and reads its report. A child given
+// -kill must die of SIGKILL after reporting; any other child must exit 0.
 func runChild(ctx context.Context, exe string, args []string) (*childReport, error) {
 	cmd := exec.CommandContext(ctx, exe, append([]string{"child"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if slices.Contains(args, "-kill") {
+		err = killedBySIGKILL(err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("child %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	var rep childReport
@@ -78,6 +97,22 @@ func runChild(ctx context.Context, exe string, args []string) (*childReport, err
 		return nil, fmt.Errorf("child %s: bad report: %w", args[0], err)
 	}
 	return &rep, nil
+}
+
+// killedBySIGKILL returns nil when err says the process died of SIGKILL,
+// and an error saying how it ended otherwise.
+func killedBySIGKILL(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return nil
+		}
+		return err
+	}
+	if err == nil {
+		return errors.New("exited instead of being killed")
+	}
+	return err
 }
 
 // childMain is the entry point of `bench child grow|drain`.
@@ -93,6 +128,7 @@ func childMain(args []string) error {
 	limit := fs.Duration("time", time.Minute, "grow: most time to enqueue")
 	idle := fs.Duration("idle", 10*time.Second, "drain: give up after this long without a message")
 	counts := fs.String("counts", "", "drain: messages each producer enqueued")
+	kill := fs.Bool("kill", false, "grow: report, then die of SIGKILL without closing the store")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -103,7 +139,7 @@ func childMain(args []string) error {
 	var rep *childReport
 	switch args[0] {
 	case "grow":
-		rep, err = childGrow(systems[0], *dir, *payload, *size, *limit)
+		rep, err = childGrow(systems[0], *dir, *payload, *size, *limit, *kill)
 	case "drain":
 		rep, err = childDrain(systems[0], *dir, *payload, *size, *counts, *idle)
 	default:
@@ -115,7 +151,7 @@ func childMain(args []string) error {
 	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
-func childGrow(s System, dir string, payload int, size int64, limit time.Duration) (*childReport, error) {
+func childGrow(s System, dir string, payload int, size int64, limit time.Duration, kill bool) (*childReport, error) {
 	ctx := context.Background()
 	q, err := s.Open(dir, Hint{Producers: backlogProducers, Payload: payload})
 	if err != nil {
@@ -126,14 +162,30 @@ func childGrow(s System, dir string, payload int, size int64, limit time.Duratio
 	stop, cancel := stopAfter(limit)
 	defer cancel()
 	prod := produce(ctx, q, backlogProducers, int(size/int64(payload)), payload, stop, &errs)
+	if kill {
+		return nil, dieAfterReport(&childReport{Counts: prod.counts})
+	}
 	settle(ctx, q, &errs)
 	out := sample{Phase: "grow", Ops: prod.total(), Elapsed: prod.elapsed, RSS: procStatus("VmHWM"),
 		Disk: diskUsage(dir), Curve: stopCurve()}.withLat(&prod.lat)
+	out.AnonRSS = peakAnon(out.Curve)
 	if err := q.Close(); err != nil {
 		errs.add("close", err)
 	}
 	out.Errors = errs.list()
 	return &childReport{Samples: []sample{out}, Counts: prod.counts}, nil
+}
+
+// dieAfterReport writes rep to stdout, then kills this process with
+// SIGKILL: no deferred function, no Close, no flush runs.
+func dieAfterReport(rep *childReport) error {
+	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		return err
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {} // the signal is on its way
 }
 
 // sampleCurve samples RSS and disk every curveEvery until the returned stop
@@ -143,7 +195,8 @@ func sampleCurve(dir string) (stop func() []point) {
 	start := time.Now()
 	done, finished := make(chan struct{}), make(chan struct{})
 	take := func() {
-		curve = append(curve, point{Seconds: time.Since(start).Seconds(), RSS: procStatus("VmRSS"), Disk: diskUsage(dir)})
+		curve = append(curve, point{Seconds: time.Since(start).Seconds(), RSS: procStatus("VmRSS"),
+			AnonRSS: procStatus("RssAnon"), Disk: diskUsage(dir)})
 	}
 	go func() {
 		defer close(finished)
@@ -190,16 +243,21 @@ func childDrain(s System, dir string, payload int, size int64, countList string,
 	if total > 0 {
 		firstMessage(ctx, q, chk.view(), idle, &errs)
 	}
-	open := sample{Phase: "open", Ops: total, Elapsed: time.Since(start), RSS: procStatus("VmRSS"), Disk: diskUsage(dir)}
+	open := sample{Phase: "open", Ops: total, Elapsed: time.Since(start), RSS: procStatus("VmRSS"),
+		AnonRSS: procStatus("RssAnon"), Disk: diskUsage(dir)}
 	open.Open = open.Elapsed
 
+	stopCurve := sampleCurve(dir)
 	cons := drainAll(ctx, q, backlogConsumers, chk, max(total-1, 0), idle, &errs)
 	settle(ctx, q, &errs)
+	curve := stopCurve()
 	if err := q.Close(); err != nil {
 		errs.add("close", err)
 	}
+	// VmHWM is the peak of the whole process, open included: the drain's
+	// peak unless opening took more.
 	drain := sample{Phase: "drain", Ops: total, Elapsed: cons.elapsed, RSS: procStatus("VmHWM"),
-		Disk: diskUsage(dir)}.withLat(&cons.lat)
+		AnonRSS: max(peakAnon(curve), open.AnonRSS), Disk: diskUsage(dir), Curve: curve}.withLat(&cons.lat)
 	drain.Errors = append(errs.list(), chk.problems()...)
 	return &childReport{Samples: []sample{open, drain}}, nil
 }

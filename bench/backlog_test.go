@@ -52,6 +52,11 @@ func TestBacklogChildren(t *testing.T) {
 	if grow.RSS <= 0 || len(grow.Curve) == 0 {
 		t.Errorf("grow sampled no RSS (peak %d, %d curve points)", grow.RSS, len(grow.Curve))
 	}
+	for _, s := range out {
+		if s.AnonRSS <= 0 || s.AnonRSS > s.RSS {
+			t.Errorf("%s: anonymous RSS %d, want above 0 and at most the RSS %d", s.Phase, s.AnonRSS, s.RSS)
+		}
+	}
 	if grow.Disk < 1<<20 || drain.Disk >= grow.Disk {
 		t.Errorf("disk %d after growth, %d after drain: want ≥ 1 MiB, then less", grow.Disk, drain.Disk)
 	}

@@ -34,11 +34,12 @@ func benchSystem(b *testing.B, name string) System {
 // the system as one name component.
 func benchName(s string) string { return strings.ReplaceAll(s, "/", "-") }
 
-// BenchmarkDurableEnqueue: enqueues that return only once durable, with 1
-// and 64 producers: walq SyncAlways against the bare append+fdatasync loop
-// and the bare tidwall/wal WriteBatch+Sync group-commit prototype.
+// BenchmarkDurableEnqueue: durable enqueues with 1 and 64 producers: walq
+// SyncAlways, walq's streaming API (EnqueueAsync, each producer ending with
+// a Flush inside the timing), the bare append+fdatasync loop and the bare
+// tidwall/wal WriteBatch+Sync group-commit prototype.
 func BenchmarkDurableEnqueue(b *testing.B) {
-	for _, name := range []string{"walq/always", "fsync/loop", "tidwall/group"} {
+	for _, name := range []string{"walq/always", "walq/stream", "fsync/loop", "tidwall/group"} {
 		for _, producers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/producers=%d", benchName(name), producers), func(b *testing.B) {
 				benchEnqueue(b, benchSystem(b, name), producers)
@@ -68,10 +69,11 @@ func benchEnqueue(b *testing.B, s System, producers int) {
 }
 
 // BenchmarkFullCycle: 4 producers and 4 consumers at once, each message
-// enqueued, dequeued and acked, under SyncAlways and SyncNever. The harness
-// checks every message; a lost one fails the benchmark.
+// enqueued, dequeued and acked, under SyncAlways, with the streaming API
+// (EnqueueAsync; DequeueBatch and SettleAsync) and under SyncNever. The
+// harness checks every message; a lost one fails the benchmark.
 func BenchmarkFullCycle(b *testing.B) {
-	for _, name := range []string{"walq/always", "walq/never"} {
+	for _, name := range []string{"walq/always", "walq/stream", "walq/never"} {
 		b.Run(benchName(name), func(b *testing.B) {
 			s := benchSystem(b, name)
 			c := cell{Workload: wCycle, Payload: benchPayload, Producers: 4, Consumers: 4}

@@ -11,7 +11,7 @@ import (
 // The -chart file is an SVG drawn by hand: one group of bars per throughput
 // cell (workload, payload, producers, consumers), one bar per system, on a
 // log scale, since the systems differ by orders of magnitude. Open times
-// (recovery, backlog.open) are left out: they are durations, not rates.
+// (recovery, crash, backlog.open) are left out: they are durations, not rates.
 
 // Layout of the chart, in SVG user units (pixels).
 const (
@@ -34,11 +34,13 @@ var familyColors = map[string][3]int{
 	"jetstream": {0x75, 0x6b, 0xb1},
 	"fsync":     {0x63, 0x63, 0x63},
 	"tidwall":   {0x8c, 0x6d, 0x31},
+	"goqite":    {0x17, 0xbe, 0xcf},
 }
 
 // chartable reports whether a row is a rate that belongs on the chart.
 func chartable(r Result) bool {
-	return !strings.HasPrefix(r.Workload, wRecovery) && r.Workload != wBacklog+".open" && r.OpsPerSec > 0
+	return !strings.HasPrefix(r.Workload, wRecovery) && r.Workload != wCrash && r.Workload != wBacklog+".open" &&
+		r.OpsPerSec > 0
 }
 
 // writeChart draws rows; systems fixes the order and colour of the bars.

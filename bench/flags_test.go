@@ -63,7 +63,7 @@ func TestSelectSystems(t *testing.T) {
 	for _, s := range got {
 		names = append(names, s.Name)
 	}
-	if want := []string{"bbolt/update", "bbolt/batch", "bbolt/nosync", "fsync/loop"}; !slices.Equal(names, want) {
+	if want := []string{"bbolt/update", "bbolt/batch", "bbolt/nosync", "bbolt/tuned", "fsync/loop"}; !slices.Equal(names, want) {
 		t.Errorf("selected %v, want %v", names, want)
 	}
 	if _, err := selectSystems(all, "nope"); err == nil {

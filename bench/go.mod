@@ -14,6 +14,8 @@ require (
 	github.com/walq/walq v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
+	maragu.dev/goqite v0.4.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -27,15 +29,19 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
+	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/gofrs/flock v0.7.1 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/jwt/v2 v2.8.3 // indirect
 	github.com/nats-io/nkeys v0.4.17 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/tidwall/gjson v1.10.2 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
@@ -45,6 +51,9 @@ require (
 	github.com/walq/walq/redisq v0.0.0-00010101000000-000000000000
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
+	modernc.org/libc v1.80.1 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
 )
 
 replace github.com/walq/walq/redisq => ../redisq

@@ -33,6 +33,8 @@ type jsonResult struct {
 	OpenMs    float64   `json:"open_ms,omitempty"`
 	Config    string    `json:"config"`
 	Curve     []point   `json:"curve,omitempty"`
+	AnonRSS   int64     `json:"rss_anon_bytes"`
+	Note      string    `json:"note,omitempty"`
 }
 
 // writeJSON writes one JSON object per row, one per line.
@@ -47,6 +49,7 @@ func writeJSON(w io.Writer, rows []Result) error {
 			Family: r.Family, Rounds: r.Rounds, OpsMin: r.OpsMin, OpsMax: r.OpsMax, OpsRounds: r.Ops,
 			Reference: r.Reference, Messages: r.Messages, SizeBytes: r.Size,
 			OpenMs: float64(r.Open) / 1e6, Config: r.Config, Curve: r.Curve,
+			AnonRSS: r.AnonRSS, Note: r.Note,
 		}
 		if j.Errors == nil {
 			j.Errors = []string{}

@@ -51,25 +51,33 @@ type config struct {
 	backlog     int64
 	backlogTime time.Duration
 	recovery    []int64
+	crash       int64 // payload bytes the crash workload's store holds
 	jsonPath    string
 	chartPath   string
+	reportPath  string // print the report of this results file instead of running
 	dir         string
 	quiet       bool
+	seed        uint64 // of the per-round order of the systems
 }
+
+// defaultCrashBytes is the crash workload's store: 60 MiB of 1 KiB
+// payloads make about 62 MiB of walq log, under the 64 MiB of its default
+// SnapshotBytes, so that an open after the kill replays all of it.
+const defaultCrashBytes = 60 << 20
 
 // defaults are the settings of the full run and of -quick.
 var (
 	fullDefaults = config{n: 200_000, rounds: 3, cap: time.Second, payloads: []int{100, 1024},
-		producers: []int{1, 16, 64, 256}, backlog: 256 << 20, backlogTime: 60 * time.Second,
-		recovery: []int64{16 << 20, 128 << 20}}
+		producers: []int{1, 64, 256}, backlog: 256 << 20, backlogTime: 60 * time.Second,
+		recovery: []int64{16 << 20, 128 << 20}, crash: defaultCrashBytes}
 	quickDefaults = config{quick: true, n: 20_000, rounds: 2, cap: 300 * time.Millisecond, payloads: []int{100},
-		producers: []int{1, 64}, backlog: 32 << 20, backlogTime: 20 * time.Second, recovery: []int64{16 << 20}}
+		producers: []int{1, 64}, backlog: 16 << 20, backlogTime: 20 * time.Second, recovery: []int64{16 << 20}, crash: 8 << 20}
 )
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "small matrix and short runs: about a minute")
+	quick := fs.Bool("quick", false, "small matrix and short runs: about two minutes")
 	n := fs.Int("n", 0, "most messages per run (default 200000, 20000 with -quick)")
 	rounds := fs.Int("rounds", 0, "alternating rounds per cell (default 3, 2 with -quick)")
 	capD := fs.Duration("time", 0, "most time the producers of one run enqueue (default 1s, 300ms with -quick)")
@@ -77,14 +85,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	systems := fs.String("systems", "", "comma-separated systems or families to run (default all), e.g. walq,bbolt/batch")
 	workloads := fs.String("workloads", "", "comma-separated workloads (default all): "+strings.Join(allWorkloads, ","))
 	payloads := fs.String("payloads", "", "payload sizes for drain, cycle and enqueue (default 100,1KiB; 100 with -quick)")
-	producers := fs.String("producers", "", "producer counts for the enqueue workload (default 1,16,64,256; 1,64 with -quick)")
-	backlog := fs.String("backlog", "", "bytes of 1 KiB messages the backlog workload grows to (default 256MiB, 32MiB with -quick)")
+	producers := fs.String("producers", "", "producer counts for the enqueue workload (default 1,64,256; 1,64 with -quick)")
+	backlog := fs.String("backlog", "", "bytes of 1 KiB messages the backlog workload grows to (default 256MiB, 16MiB with -quick)")
 	backlogTime := fs.Duration("backlog-time", 0, "most time a backlog grows (default 60s, 20s with -quick)")
 	recovery := fs.String("recovery", "", "log sizes for the recovery workload (default 16MiB,128MiB; 16MiB with -quick)")
+	crash := fs.String("crash", "", "bytes of 1 KiB messages in the store the crash workload kills (default 60MiB, 8MiB with -quick)")
 	jsonPath := fs.String("json", "", "write one JSON object per result, one per line, to `FILE`")
 	chartPath := fs.String("chart", "", "write an SVG bar chart of throughput to `FILE.svg`")
+	reportPath := fs.String("report", "", "print the Markdown tables of the results `FILE` written by -json, and run nothing")
 	dir := fs.String("dir", os.TempDir(), "directory under which stores are created (put it on the disk to measure)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	seed := fs.Uint64("seed", 0, "seed of the order in which the systems run in each round (default: from the clock; printed)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -96,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c = quickDefaults
 	}
 	c.idle, c.systems, c.workloads, c.jsonPath, c.chartPath, c.dir, c.quiet = *idle, *systems, *workloads, *jsonPath, *chartPath, *dir, *quiet
+	c.reportPath = *reportPath
 	if *n > 0 {
 		c.n = *n
 	}
@@ -107,6 +119,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if *backlogTime > 0 {
 		c.backlogTime = *backlogTime
+	}
+	c.seed = *seed
+	if c.seed == 0 {
+		c.seed = uint64(time.Now().UnixNano())
+	}
+	if *crash != "" {
+		n, err := parseSize(*crash)
+		if err != nil {
+			return nil, err
+		}
+		c.crash = n
 	}
 	return &c, c.parseLists(*payloads, *producers, *backlog, *recovery)
 }
@@ -201,6 +224,9 @@ func (c *config) plan() []cell {
 			cells = append(cells, cell{Workload: wRecovery, Payload: 1024, Producers: recoveryProducers, Consumers: 1, Size: size})
 		}
 	}
+	if want(wCrash) {
+		cells = append(cells, cell{Workload: wCrash, Payload: 1024, Producers: recoveryProducers, Consumers: 1, Size: c.crash})
+	}
 	if want(wBacklog) {
 		cells = append(cells, cell{Workload: wBacklog, Payload: 1024, Producers: backlogProducers,
 			Consumers: backlogConsumers, Size: c.backlog})
@@ -213,6 +239,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if c.reportPath != "" {
+		return reportFile(stdout, c.reportPath)
 	}
 	systems, err := selectSystems(allSystems(), c.systems)
 	if err != nil {
@@ -232,11 +261,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		progress = io.Discard
 	}
 	m := &matrix{base: base, rounds: c.rounds, log: progress, systems: systems, start: time.Now(),
-		opts: runOpts{N: c.n, Cap: c.cap, Idle: c.idle}}
+		opts: runOpts{N: c.n, Cap: c.cap, Idle: c.idle}, order: newRoundOrder(c.seed)}
 
 	writeMachine(stdout, base)
 	fmt.Fprintf(stdout, "settings: rounds=%d, -n %d messages or -time %v per run, whichever first; payloads %v\n",
 		c.rounds, c.n, c.cap, c.payloads)
+	fmt.Fprintf(stdout, "round order: shuffled in every round, -seed %d\n", c.seed)
 	writeConfigs(stdout, systems)
 
 	start := time.Now()
@@ -245,7 +275,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ctx.Err()
 	}
 	writeTable(stdout, rows)
-	fmt.Fprintf(stdout, "\ntotal time %v\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "\ntotal time %v; load average at the end: %s\n", time.Since(start).Round(time.Second), loadAverage())
 	if err := writeOutputs(c, rows, systems); err != nil {
 		return err
 	}
@@ -269,7 +299,9 @@ func (m *matrix) runAll(ctx context.Context, c *config, exe string) []Result {
 		case wSorted:
 			rows = append(rows, m.runCell(ctx, cl, runSorted)...)
 		case wRecovery:
-			rows = append(rows, m.runRecovery(ctx, cl, c.backlogTime)...)
+			rows = append(rows, m.runRecovery(ctx, cl, m.buildClosed(c.backlogTime))...)
+		case wCrash:
+			rows = append(rows, m.runRecovery(ctx, cl, m.buildCrashed(exe, c.backlogTime))...)
 		case wBacklog:
 			once := *m
 			once.rounds = 1 // RSS and disk, not throughput: one round is enough

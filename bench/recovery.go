@@ -12,7 +12,7 @@ import (
 //
 //  1. build: for each system, enqueue Size bytes of messages into a fresh
 //     store (recoveryProducers goroutines, not timed) and close it;
-//  2. rounds: open every store in turn, A B C A B C …, timing the open up to
+//  2. rounds: open every store in turn, in a shuffled order each round, timing the open up to
 //     the first delivery (stores that defer work to the first read pay it
 //     there), ack that message, close;
 //  3. verify: open each store once more and drain it, checking every message.
@@ -22,24 +22,32 @@ const recoveryProducers = 16
 
 // recoveryStore is one system's store across the rounds.
 type recoveryStore struct {
-	s      System
-	dir    string
-	chk    *checker
-	first  *view      // checks the first message of each round
-	left   int64      // messages still in the store
-	rounds [][]sample // one sample per round
-	errs   errorLog
+	s   System
+	dir string
+	// crashed marks a store whose process was killed: each round opens a
+	// fresh copy of it, since an open repairs the store and a clean close
+	// leaves nothing to replay.
+	crashed bool
+	chk     *checker
+	first   *view      // checks the first message of each round
+	left    int64      // messages still in the store
+	rounds  [][]sample // one sample per round
+	errs    errorLog
 }
 
-// runRecovery runs the recovery workload for cell c; buildCap bounds each
-// build.
-func (m *matrix) runRecovery(ctx context.Context, c cell, buildCap time.Duration) []Result {
+// storeBuilder fills a fresh store of system s for cell c; it returns nil
+// when no store could be made.
+type storeBuilder func(ctx context.Context, s System, c cell) (*recoveryStore, error)
+
+// runRecovery runs the recovery workload (and the crash workload, whose
+// stores build differently) for cell c.
+func (m *matrix) runRecovery(ctx context.Context, c cell, build storeBuilder) []Result {
 	var stores []*recoveryStore
 	for _, s := range m.systems {
 		if !applies(s, c.Workload) {
 			continue
 		}
-		st, err := m.buildStore(ctx, s, c, buildCap)
+		st, err := build(ctx, s, c)
 		if st == nil {
 			m.logf("%-28s build  %-17s failed: %v", c, s.Name, err)
 			continue
@@ -51,18 +59,19 @@ func (m *matrix) runRecovery(ctx context.Context, c cell, buildCap time.Duration
 		stores = append(stores, st)
 	}
 	for r := range m.rounds {
-		for _, st := range stores {
+		for _, i := range m.order.next(len(stores)) {
+			st := stores[i]
 			smp := st.openOnce(ctx, c)
 			st.rounds = append(st.rounds, []sample{smp})
-			m.logf("%-28s round %d/%d  %-17s open %v (%s)", c, r+1, m.rounds, st.s.Name,
-				smp.Open.Round(time.Microsecond), sizeString(smp.Disk))
+			m.logf("%-28s round %d/%d  %-17s open %v (%s) %s", c, r+1, m.rounds, st.s.Name,
+				smp.Open.Round(time.Microsecond), sizeString(smp.Disk), smp.Note)
 		}
 	}
 	byName := make(map[string][][]sample)
 	for _, st := range stores {
 		st.verify(ctx, m.opts.Idle)
 		last := &st.rounds[len(st.rounds)-1][0]
-		last.Errors = append(st.errs.list(), st.chk.problems()...)
+		last.Errors = append(append(last.Errors, st.errs.list()...), st.chk.problems()...)
 		byName[st.s.Name] = st.rounds
 	}
 	var perSystem [][]Result
@@ -72,8 +81,10 @@ func (m *matrix) runRecovery(ctx context.Context, c cell, buildCap time.Duration
 	return phaseMajor(perSystem)
 }
 
-func (m *matrix) buildStore(ctx context.Context, s System, c cell, buildCap time.Duration) (*recoveryStore, error) {
-	dir, err := os.MkdirTemp(m.base, "recovery-")
+// newStore makes an empty directory for s's store and the checker of what
+// it will hold.
+func (m *matrix) newStore(s System, c cell) (*recoveryStore, error) {
+	dir, err := os.MkdirTemp(m.base, c.Workload+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +93,20 @@ func (m *matrix) buildStore(ctx context.Context, s System, c cell, buildCap time
 	st.chk = newChecker(recoveryProducers, per, c.Payload, s.FIFO)
 	st.chk.expect(make([]int64, recoveryProducers))
 	st.first = st.chk.view()
-	if err := os.Mkdir(st.dir, 0o700); err != nil {
+	return st, os.Mkdir(st.dir, 0o700)
+}
+
+// buildClosed returns the builder of the recovery workload: the store is
+// filled in this process, for at most buildCap, and closed cleanly.
+func (m *matrix) buildClosed(buildCap time.Duration) storeBuilder {
+	return func(ctx context.Context, s System, c cell) (*recoveryStore, error) {
+		return m.buildStore(ctx, s, c, buildCap)
+	}
+}
+
+func (m *matrix) buildStore(ctx context.Context, s System, c cell, buildCap time.Duration) (*recoveryStore, error) {
+	st, err := m.newStore(s, c)
+	if err != nil {
 		return st, err
 	}
 	q, err := s.Open(st.dir, Hint{Producers: recoveryProducers, Payload: c.Payload})
@@ -99,30 +123,51 @@ func (m *matrix) buildStore(ctx context.Context, s System, c cell, buildCap time
 	return st, q.Close()
 }
 
-// openOnce times one open up to the first delivery.
+// openOnce times one open up to the first delivery. A crashed store is
+// copied first (untimed) and the copy opened: the original stays as the
+// process left it, and its first message is not taken.
 func (st *recoveryStore) openOnce(ctx context.Context, c cell) sample {
-	out := sample{Ops: st.left, Disk: diskUsage(st.dir)}
+	dir := st.dir
+	if st.crashed {
+		var err error
+		if dir, err = copyStore(st.dir); err != nil {
+			st.errs.add("copy", err)
+			return sample{Disk: -1}
+		}
+		defer os.RemoveAll(dir)
+	}
+	out := sample{Ops: st.left, Disk: diskUsage(dir)}
 	start := time.Now()
-	q, err := st.s.Open(st.dir, Hint{Consumers: 1, Payload: c.Payload})
+	q, err := st.s.Open(dir, Hint{Consumers: 1, Payload: c.Payload})
 	if err != nil {
 		st.errs.add("open", err)
 		return out
 	}
-	if st.left > 0 {
+	if st.left > 0 && st.crashed {
+		// The copy's first message comes out again when the original is
+		// drained: check it apart, without counting it.
+		scratch := st.chk.fresh()
+		firstMessage(ctx, q, scratch.view(), 10*time.Second, &st.errs)
+		st.errs.addProblems("first message", scratch.damage())
+	} else if st.left > 0 {
 		firstMessage(ctx, q, st.first, 10*time.Second, &st.errs)
 		st.left--
 	}
 	out.Open = time.Since(start)
 	out.Elapsed = out.Open
+	if st.crashed {
+		out.Note, out.Errors = crashNote(q)
+	}
 	if err := q.Close(); err != nil {
 		st.errs.add("close", err)
 	}
 	return out
 }
 
-// verify drains what the rounds left and checks every message.
+// verify drains what the rounds left and checks every message, through
+// the system of the family that reads the store fastest.
 func (st *recoveryStore) verify(ctx context.Context, idle time.Duration) {
-	q, err := st.s.Open(st.dir, Hint{Consumers: verifyConsumers, Payload: st.chk.payload})
+	q, err := readerOf(st.s).Open(st.dir, Hint{Consumers: verifyConsumers, Payload: st.chk.payload})
 	if err != nil {
 		st.errs.add("verify open", err)
 		return

@@ -34,10 +34,12 @@ type Result struct {
 	P50       time.Duration // median over rounds
 	P99       time.Duration // median over rounds
 	RSS       int64         // largest over rounds; 0 when not measured
+	AnonRSS   int64         // largest over rounds; 0 when not measured
 	Disk      int64         // median over rounds; -1 when not measured
 	Open      time.Duration // median over rounds; recovery and backlog only
 
-	Curve []point // RSS and disk during the first round (backlog growth)
+	Curve []point // RSS and disk during the first round (backlog growth and drain)
+	Note  string  // the first round's note
 
 	Reference string  // the walq system Ratio is against
 	Ratio     float64 // median over rounds of ops/s ÷ the reference's ops/s in the same round; NaN when it did not run
@@ -69,12 +71,13 @@ func queueRunner(w func(context.Context, Queue, System, string, cell, runOpts) [
 // matrix runs cells of the report, each over the same systems in
 // alternating rounds.
 type matrix struct {
-	base    string    // directory under which every run gets a fresh one
-	rounds  int       // rounds per cell
-	opts    runOpts   // limits of every run
-	log     io.Writer // progress lines; io.Discard for none
-	systems []System  // selected systems, walq first
-	start   time.Time // of the whole run, for the progress lines
+	base    string      // directory under which every run gets a fresh one
+	rounds  int         // rounds per cell
+	opts    runOpts     // limits of every run
+	log     io.Writer   // progress lines; io.Discard for none
+	systems []System    // selected systems, walq first
+	start   time.Time   // of the whole run, for the progress lines
+	order   *roundOrder // the order of the systems in each round
 }
 
 // logf prints a progress line, stamped with the time since the run began.
@@ -82,8 +85,9 @@ func (m *matrix) logf(format string, args ...any) {
 	fmt.Fprintf(m.log, "[%5.0fs] "+format+"\n", append([]any{time.Since(m.start).Seconds()}, args...)...)
 }
 
-// runCell runs every system that takes part in c, rounds times, in the
-// order A B C A B C …, and returns a row per system and phase.
+// runCell runs every system that takes part in c, rounds times, each round
+// in an order of its own (A C B, B A C, …), and returns a row per system
+// and phase.
 func (m *matrix) runCell(ctx context.Context, c cell, run runner) []Result {
 	var systems []System
 	for _, s := range m.systems {
@@ -93,7 +97,8 @@ func (m *matrix) runCell(ctx context.Context, c cell, run runner) []Result {
 	}
 	runs := make(map[string][][]sample) // system → round → phases
 	for r := range m.rounds {
-		for _, s := range systems {
+		for _, i := range m.order.next(len(systems)) {
+			s := systems[i]
 			out := m.runOnce(ctx, s, c, run)
 			runs[s.Name] = append(runs[s.Name], out)
 			m.logf("%-28s round %d/%d  %-17s %s", c, r+1, m.rounds, s.Name, brief(out))
@@ -218,9 +223,10 @@ func fillFigures(r *Result, ss []sample) {
 		open = append(open, float64(s.Open))
 		msgs = append(msgs, float64(s.Ops))
 		r.RSS = max(r.RSS, s.RSS)
+		r.AnonRSS = max(r.AnonRSS, s.AnonRSS)
 	}
 	r.Errors = roundErrors(ss)
-	r.Curve = ss[0].Curve
+	r.Curve, r.Note = ss[0].Curve, ss[0].Note
 	r.OpsPerSec = median(r.Ops)
 	r.OpsMin, r.OpsMax = minMax(r.Ops)
 	r.P50, r.P99 = time.Duration(median(p50)), time.Duration(median(p99))

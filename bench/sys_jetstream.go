@@ -20,27 +20,45 @@ const (
 	jsAckWait = 30 * time.Second
 )
 
+// jsVariant is one configuration of the JetStream queue.
+type jsVariant struct {
+	mode       string
+	syncAlways bool // server option SyncAlways: every write fsynced before PubAck
+	// doubleAck acks with msg.DoubleAck, which waits for the server's
+	// confirmation, instead of msg.Ack, which does not.
+	doubleAck bool
+}
+
 func jetstreamSystems() []System {
-	mk := func(always bool) System {
-		mode := "default"
-		sync := "file store fsynced every 2m (server default sync_interval)"
-		if always {
-			mode = "sync"
-			sync = "file store with SyncAlways (every write fsynced)"
-		}
+	mk := func(v jsVariant, only []string) System {
 		return System{
-			Name: "jetstream/" + mode, Family: "jetstream", Mode: mode, Kind: KindQueue,
-			Durable: always, Bulk: !always, FIFO: true, Reader: "jetstream/default",
-			Config: func(Hint) string {
-				return sync + "; embedded server, in-process connection; stream WorkQueuePolicy " +
-					"(acked messages deleted); js.Publish waits for PubAck; one durable pull consumer, " +
-					"AckExplicit, AckWait 30s, Messages() iterator per consuming goroutine " +
-					"(default prefetch 500), msg.Ack()"
-			},
-			Open: func(dir string, _ Hint) (Queue, error) { return openJetStream(dir, always) },
+			Name: "jetstream/" + v.mode, Family: "jetstream", Mode: v.mode, Kind: KindQueue,
+			Durable: v.syncAlways, Bulk: !v.syncAlways, FIFO: true, Reader: "jetstream/default", Workloads: only,
+			Config: func(Hint) string { return jsConfig(v) },
+			Open:   func(dir string, _ Hint) (Queue, error) { return openJetStream(dir, v) },
 		}
 	}
-	return []System{mk(false), mk(true)}
+	return []System{
+		mk(jsVariant{mode: "default"}, nil),
+		mk(jsVariant{mode: "sync", syncAlways: true}, nil),
+		// Its enqueues are jetstream/sync's: it runs where messages are acked.
+		mk(jsVariant{mode: "doubleack", syncAlways: true, doubleAck: true}, []string{wDrain, wCycle}),
+	}
+}
+
+func jsConfig(v jsVariant) string {
+	sync := "file store fsynced every 2m (server default sync_interval)"
+	if v.syncAlways {
+		sync = "file store with SyncAlways (every write fsynced)"
+	}
+	ack := "msg.Ack() (does not wait for the server)"
+	if v.doubleAck {
+		ack = "msg.DoubleAck(ctx) (waits for the server's confirmation of each ack)"
+	}
+	return sync + "; embedded server, in-process connection; stream WorkQueuePolicy " +
+		"(acked messages deleted); js.Publish waits for PubAck; one durable pull consumer, " +
+		"AckExplicit, AckWait 30s, Messages() iterator per consuming goroutine " +
+		"(default prefetch 500), " + ack
 }
 
 // jsQueue is an embedded nats-server with JetStream and one client
@@ -50,13 +68,15 @@ type jsQueue struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	cons jetstream.Consumer
+	// doubleAck makes deliveries ack with DoubleAck.
+	doubleAck bool
 }
 
-func openJetStream(dir string, syncAlways bool) (q *jsQueue, err error) {
+func openJetStream(dir string, v jsVariant) (q *jsQueue, err error) {
 	srv, err := server.NewServer(&server.Options{
 		JetStream:  true,
 		StoreDir:   dir,
-		SyncAlways: syncAlways,
+		SyncAlways: v.syncAlways,
 		DontListen: true,
 		NoLog:      true,
 		NoSigs:     true,
@@ -64,7 +84,7 @@ func openJetStream(dir string, syncAlways bool) (q *jsQueue, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: new server: %w", err)
 	}
-	q = &jsQueue{srv: srv}
+	q = &jsQueue{srv: srv, doubleAck: v.doubleAck}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, q.Close())
@@ -118,7 +138,7 @@ func (q *jsQueue) NewConsumer() (Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: messages: %w", err)
 	}
-	return jsConsumerHandle{it}, nil
+	return jsConsumerHandle{it: it, doubleAck: q.doubleAck}, nil
 }
 
 // DequeueOne pulls exactly one message; the Messages iterator would prefetch
@@ -128,7 +148,7 @@ func (q *jsQueue) DequeueOne(ctx context.Context) (Delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jsDelivery{m}, nil
+	return jsDelivery{m: m, doubleAck: q.doubleAck}, nil
 }
 
 // Settle waits until the server has applied every ack: acks are sent without
@@ -160,7 +180,10 @@ func (q *jsQueue) Close() error {
 }
 
 // jsConsumerHandle is one goroutine's pull iterator.
-type jsConsumerHandle struct{ it jetstream.MessagesContext }
+type jsConsumerHandle struct {
+	it        jetstream.MessagesContext
+	doubleAck bool
+}
 
 func (c jsConsumerHandle) Dequeue(ctx context.Context) (Delivery, error) {
 	m, err := c.it.Next(jetstream.NextContext(ctx))
@@ -170,7 +193,7 @@ func (c jsConsumerHandle) Dequeue(ctx context.Context) (Delivery, error) {
 		}
 		return nil, err
 	}
-	return jsDelivery{m}, nil
+	return jsDelivery{m: m, doubleAck: c.doubleAck}, nil
 }
 
 func (c jsConsumerHandle) Close() error {
@@ -178,7 +201,21 @@ func (c jsConsumerHandle) Close() error {
 	return nil
 }
 
-type jsDelivery struct{ m jetstream.Msg }
+type jsDelivery struct {
+	m         jetstream.Msg
+	doubleAck bool
+}
 
 func (d jsDelivery) Payload() []byte { return d.m.Data() }
-func (d jsDelivery) Ack() error      { return d.m.Ack() }
+
+// jsDoubleAckWait bounds the wait for the server's confirmation of an ack.
+const jsDoubleAckWait = 30 * time.Second
+
+func (d jsDelivery) Ack() error {
+	if !d.doubleAck {
+		return d.m.Ack()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jsDoubleAckWait)
+	defer cancel()
+	return d.m.DoubleAck(ctx)
+}

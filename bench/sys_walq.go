@@ -188,6 +188,13 @@ func (w *walqQueue) NewConsumer() (Consumer, error) { return walqConsumer{w.q}, 
 
 func (w *walqQueue) Close() error { return w.q.Close() }
 
+// replayed says what the open replayed.
+func (w *walqQueue) replayed() (string, bool) {
+	r := w.q.Recovery()
+	return fmt.Sprintf("replayed %d records after snapshot LSN %d, requeued %d, torn tail cut %v",
+		r.Replayed, r.SnapshotLSN, r.Requeued, r.Log.Torn != nil), r.Clean
+}
+
 // walqConsumer is a consuming goroutine's handle: walq's queue is safe for
 // any number of consuming goroutines.
 type walqConsumer struct{ q *queue.Queue }

@@ -48,6 +48,10 @@ type System struct {
 	// backlogs (backlog and recovery workloads): the on-disk format is the
 	// same in every mode, only the time to load it differs.
 	Bulk bool
+	// Workloads, when set, are the only workloads the system takes part
+	// in: a variant that differs from another system of its family only
+	// where those workloads look.
+	Workloads []string
 	// FIFO is true when the system promises that one producer's messages
 	// are delivered in the order they were enqueued.
 	FIFO bool
@@ -118,6 +122,7 @@ func allSystems() []System {
 	var s []System
 	s = append(s, walqSystems()...)
 	s = append(s, dqueSystems()...)
+	s = append(s, goqiteSystems()...)
 	s = append(s, bboltSystems()...)
 	s = append(s, jetstreamSystems()...)
 	s = append(s, fsyncSystems()...)
@@ -163,7 +168,7 @@ func appendUnique(list []System, s System) []System {
 // a workload: walq/always for durable systems, walq/never for the others and
 // for the workloads that load stores in bulk.
 func reference(s System, workload string) string {
-	if s.Durable && !slices.Contains([]string{wBacklog, wRecovery, wSorted}, workload) {
+	if s.Durable && !slices.Contains([]string{wBacklog, wRecovery, wSorted, wCrash}, workload) {
 		return "walq/always"
 	}
 	return "walq/never"

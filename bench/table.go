@@ -15,6 +15,21 @@ import (
 func writeMachine(w io.Writer, base string) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs, %s/%s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(w, "stores under: %s (%s)\n", base, filesystemOf(base))
+	fmt.Fprintf(w, "load average at the start: %s\n", loadAverage())
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages from
+// /proc/loadavg: on a shared machine they say how loaded it was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // cpuModel returns the CPU's model name from /proc/cpuinfo, or "unknown CPU".
@@ -83,12 +98,12 @@ func writeCell(w io.Writer, rows []Result) {
 	}
 	fmt.Fprintf(w, "\n== %s (%d rounds) ==\n", title, r0.Rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tops/s\tmin–max\tvs walq\tp50\tp99\tmsgs\topen\tRSS\tdisk\t errors")
+	fmt.Fprintln(tw, "system\tops/s\tmin–max\tvs walq\tp50\tp99\tmsgs\topen\tRSS\tanon\tdisk\t errors")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s–%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t %s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s–%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t %s\n",
 			r.System, humanOps(r.OpsPerSec), humanOps(r.OpsMin), humanOps(r.OpsMax), ratioString(r),
-			durString(r.P50), durString(r.P99), r.Messages, durString(r.Open), bytesOrDash(r.RSS), diskString(r.Disk),
-			errorsString(r.Errors))
+			durString(r.P50), durString(r.P99), r.Messages, durString(r.Open), bytesOrDash(r.RSS),
+			bytesOrDash(r.AnonRSS), diskString(r.Disk), errorsString(r.Errors))
 	}
 	tw.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -11,13 +12,14 @@ import (
 const (
 	wDrain    = "drain"    // enqueue N (1 producer), then drain with acks (1 consumer)
 	wCycle    = "cycle"    // 4 producers + 4 consumers at once: enqueue, dequeue, ack
-	wEnqueue  = "enqueue"  // durable enqueue at 1, 16, 64, 256 producers
+	wEnqueue  = "enqueue"  // durable enqueue at 1, 64, 256 producers (-producers)
 	wBacklog  = "backlog"  // grow a backlog to -backlog bytes, sample RSS and disk, drain
 	wRecovery = "recovery" // time to open a store holding a log of a given size
 	wSorted   = "sorted"   // walq's sorted queue: publish with keys, pull in key order
+	wCrash    = "crash"    // time to open a store whose process was killed (kill -9)
 )
 
-var allWorkloads = []string{wDrain, wCycle, wEnqueue, wBacklog, wRecovery, wSorted}
+var allWorkloads = []string{wDrain, wCycle, wEnqueue, wBacklog, wRecovery, wSorted, wCrash}
 
 // cell is one point of the matrix: every selected system runs it, in
 // alternating rounds.
@@ -61,9 +63,11 @@ type sample struct {
 	P50     time.Duration // median per-op latency; 0 when not measured
 	P99     time.Duration // 99th percentile per-op latency; 0 when not measured
 	RSS     int64         // peak resident bytes; 0 when not measured
+	AnonRSS int64         // peak anonymous resident bytes (RssAnon: no file pages, so no mmapped store); 0 when not measured
 	Disk    int64         // bytes allocated on disk at the end of the phase; -1 when not measured
 	Open    time.Duration // time to open the store (recovery)
-	Curve   []point       // RSS and disk over time (backlog growth)
+	Curve   []point       // RSS and disk over time (backlog growth and drain)
+	Note    string        // what the system reported about the phase (crash: what walq replayed)
 	Errors  []string
 }
 
@@ -82,6 +86,9 @@ func (s sample) opsPerSec() float64 {
 
 // applies reports whether a system takes part in a workload.
 func applies(s System, workload string) bool {
+	if s.Workloads != nil && !slices.Contains(s.Workloads, workload) {
+		return false
+	}
 	switch workload {
 	case wDrain:
 		return s.Kind == KindQueue || !s.Durable // a lower bound without fsync: the enqueue phase
@@ -89,7 +96,7 @@ func applies(s System, workload string) bool {
 		return s.Kind == KindQueue
 	case wEnqueue:
 		return s.Durable
-	case wBacklog, wRecovery:
+	case wBacklog, wRecovery, wCrash:
 		return s.Kind == KindQueue && s.Bulk
 	case wSorted:
 		return s.Family == "walq" && s.Mode != "interval" && s.Mode != "stream"
