@@ -3,7 +3,6 @@ package redisq_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +23,11 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	const pool, waiters = 4, 200
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool, PoolTimeout: time.Second})
 	defer rdb.Close()
+	// Each waiter runs the dequeue script once before it blocks, and the
+	// handle's housekeeper runs its script once at Open (the queue holds
+	// no deadline): all of them have blocked once the client ran that many.
+	scripts := newScriptCounter(waiters + 1)
+	rdb.AddHook(scripts)
 	ctx := context.Background()
 	consumer, err := redisq.Open(ctx, rdb, "waiters", nil)
 	require.NoError(t, err)
@@ -45,10 +49,14 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // all of them are waiting
-	before := evalCalls(t, srv)
+	select {
+	case <-scripts.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the consumers ran %d scripts, want %d before they all wait", scripts.count(), waiters+1)
+	}
+	before := scripts.count()
 	time.Sleep(500 * time.Millisecond)
-	require.Equal(t, before, evalCalls(t, srv), "waiting consumers run no scripts: they do not poll")
+	require.Equal(t, before, scripts.count(), "waiting consumers run no scripts: they do not poll")
 
 	for i := range waiters {
 		_, err := producer.Enqueue(ctx, []byte(fmt.Sprint(i)))
@@ -63,20 +71,50 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	require.Equal(t, uint64(waiters), consumer.Stats().Acked)
 }
 
-// evalCalls returns how many scripts the server has run.
-func evalCalls(t *testing.T, srv *redistest.Server) int64 {
-	t.Helper()
-	info, err := srv.Client().Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	var total int64
-	for _, cmd := range []string{"evalsha", "eval"} {
-		var n int64
-		if i := strings.Index(info, "cmdstat_"+cmd+":calls="); i >= 0 {
-			_, _ = fmt.Sscanf(info[i+len("cmdstat_"+cmd+":calls="):], "%d", &n)
+// scriptCounter is a client hook that counts the scripts the client ran
+// (a script sent again after NOSCRIPT counts once) and closes reached once
+// there were target of them.
+type scriptCounter struct {
+	mu      sync.Mutex
+	n       int           // scripts run; guarded by mu
+	target  int           // n at which reached is closed
+	reached chan struct{} // closed when n reaches target
+}
+
+func newScriptCounter(target int) *scriptCounter {
+	return &scriptCounter{target: target, reached: make(chan struct{})}
+}
+
+func (c *scriptCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); (name == "evalsha" || name == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			c.add()
 		}
-		total += n
+		return err
 	}
-	return total
+}
+
+// ProcessPipelineHook counts nothing: without Options.Replicas a handle
+// runs its scripts one by one.
+func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (c *scriptCounter) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n++; c.n == c.target {
+		close(c.reached)
+	}
 }
 
 func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {

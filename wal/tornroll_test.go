@@ -1,6 +1,7 @@
 package wal_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,10 +12,14 @@ import (
 )
 
 // rolledLog writes a log whose tail holds entries after at least two
-// sealed segments, closes it and returns its segments.
+// sealed segments, closes it and returns its segments. Every entry holds
+// one record (MaxGroupBytes 1), so however the committer gathers the
+// appends, every sealed segment holds at least eight entries: a framed
+// entry takes at most 130 bytes, and a segment rolls at the entry that
+// takes it to 1024.
 func rolledLog(t *testing.T, dir string) []wal.SegmentInfo {
 	t.Helper()
-	l := openLog(t, dir, &wal.Options{SegmentSize: 1024})
+	l := openLog(t, dir, &wal.Options{SegmentSize: 1024, MaxGroupBytes: 1})
 	appendN(t, l, 0, 60)
 	segs := l.Segments()
 	for i := 60; segs[len(segs)-1].Bytes == 0 || len(segs) < 3; i++ {
@@ -100,7 +105,12 @@ func TestTornRollNotGuessedMidSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[30] ^= 0xff // inside the first entry
+	frames := frameSpans(t, b)
+	if len(frames) < 2 {
+		t.Fatalf("the sealed segment holds %d entries; the test needs a valid one after the damaged one", len(frames))
+	}
+	first := frames[0]
+	b[(first[0]+first[1])/2] ^= 0xff // inside the first entry
 	if err := os.WriteFile(sealed.Path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +123,23 @@ func TestTornRollNotGuessedMidSegment(t *testing.T) {
 	if _, err := os.Stat(tail.Path); err != nil {
 		t.Fatalf("the tail was removed: %v", err)
 	}
+}
+
+// frameSpans splits a segment file's bytes into tidwall/wal frames
+// (| uvarint(len(entry)) | entry |) and returns each entry's [start, end).
+func frameSpans(t *testing.T, b []byte) [][2]int {
+	t.Helper()
+	var spans [][2]int
+	for off := 0; off < len(b); {
+		n, k := binary.Uvarint(b[off:])
+		if k <= 0 || n == 0 || n > uint64(len(b)-off-k) {
+			t.Fatalf("no frame at offset %d", off)
+		}
+		start := off + k
+		off = start + int(n)
+		spans = append(spans, [2]int{start, off})
+	}
+	return spans
 }
 
 // TestFrontMarker: a NAME.FRONT file left by a crash during TruncateFront
