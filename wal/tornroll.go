@@ -18,8 +18,11 @@ import (
 //
 // Only the last sealed segment is considered, only when it is torn (no
 // valid entry follows the damage in it) or ends at an entry boundary short
-// of the index the tail is named by, and only when the tail holds nothing
-// but zeros. A tail with valid entries after a damaged sealed segment is
+// of the index the tail is named by while shorter than SegmentSize (a
+// segment that reached it was sealed whole: the tail then names a missing
+// segment's end), and only when the tail holds nothing but zeros. A
+// SegmentSize raised between runs could make a whole segment look short;
+// lowered, it can only make a torn roll look whole, which is refused. A tail with valid entries after a damaged sealed segment is
 // what mid-log damage looks like (a bit flip in a sealed segment's last
 // entry), and stays ErrCorrupt, as damage followed by a valid entry always
 // is. (tidwall/wal itself fsyncs the sealed file before creating the next,
@@ -52,6 +55,12 @@ func (l *Log) tornRoll() error {
 		return nil // not walq's next segment: the checks report it
 	case res.bad == nil && tail.firstIndex == whole:
 		return nil // whole, tail where it belongs: a gap, if any, is checkSealedEnds's to report
+	case res.bad == nil && s.size >= l.opts.SegmentSize:
+		// Clean and full: tidwall/wal seals a segment at the entry that
+		// takes it to SegmentSize, so a roll torn at an entry boundary
+		// leaves it shorter. The tail is named past a segment that is
+		// missing, which the checks report.
+		return nil
 	case res.bad != nil:
 		_, _, found, err := findValid(r, res.bad.off+1, s.size, res.endLSN)
 		if err != nil || found {

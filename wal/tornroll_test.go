@@ -169,3 +169,32 @@ func TestFrontMarker(t *testing.T) {
 		}
 	}
 }
+
+// TestTornRollNotGuessedMissingSegment: a whole sealed segment (at least
+// SegmentSize, as every segment tidwall/wal seals is) under an empty tail
+// named past its end means a segment between them is missing, not a torn
+// roll: Open refuses it and removes nothing, so the records of the missing
+// segment are never silently given up and their LSNs never given again.
+func TestTornRollNotGuessedMissingSegment(t *testing.T) {
+	dir := t.TempDir()
+	segs := rolledLog(t, dir)
+	if len(segs) < 4 {
+		t.Fatalf("rolledLog made %d segments, want at least 4", len(segs))
+	}
+	whole, missing, tail := segs[len(segs)-3], segs[len(segs)-2], segs[len(segs)-1]
+	if whole.Bytes < 1024 {
+		t.Fatalf("the sealed segment %s holds %d bytes, below SegmentSize", whole.Path, whole.Bytes)
+	}
+	if err := os.Remove(missing.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(tail.Path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wal.Open(dir, &wal.Options{SegmentSize: 1024}); !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("Open: %v; want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(tail.Path); err != nil {
+		t.Fatalf("the tail was removed: %v", err)
+	}
+}
