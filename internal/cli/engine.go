@@ -18,6 +18,9 @@ type Engine interface {
 	// Owns reports whether target names a queue of the engine (a URL it
 	// knows) rather than a directory.
 	Owns(target string) bool
+	// Form describes the targets it owns, for the help texts
+	// ("redis://host:port[/db]/NAME").
+	Form() string
 	// Open opens the ack queue target names. o.Inspect is set for the
 	// commands that only read (stats, dlq list and show): the engine
 	// skips what only matters for writes, such as its durability checks.

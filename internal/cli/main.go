@@ -39,7 +39,7 @@ type env struct {
 // run runs the command named by args and returns the exit status.
 func run(e *env, args []string) int {
 	if len(args) == 0 {
-		printOverview(e.stderr)
+		printOverview(e.stderr, e.engine)
 		return exitFailure
 	}
 	switch args[0] {
@@ -79,7 +79,7 @@ func printGroup(w io.Writer, group string) bool {
 // help prints the overview, or the help of the command named by args.
 func help(e *env, args []string) int {
 	if len(args) == 0 {
-		printOverview(e.stdout)
+		printOverview(e.stdout, e.engine)
 		return exitOK
 	}
 	c, rest := lookup(args)
@@ -94,10 +94,15 @@ func help(e *env, args []string) int {
 	return exitOK
 }
 
-// printOverview prints the list of commands.
-func printOverview(w io.Writer) {
+// printOverview prints the list of commands, and the targets engine
+// opens where they take DIR (engine may be nil).
+func printOverview(w io.Writer, engine Engine) {
 	fmt.Fprint(w, "walq looks inside a walq queue directory, repairs it and scripts it.\n\n")
-	fmt.Fprint(w, "Usage:\n  walq <command> [flags] DIR [arguments]\n  walq help <command>\n\nCommands:\n")
+	fmt.Fprint(w, "Usage:\n  walq <command> [flags] DIR [arguments]\n  walq help <command>\n\n")
+	if engine != nil {
+		fmt.Fprintf(w, "stats, dlq, enqueue, dequeue, ack, nack and extend also take, for DIR,\na queue on a server: %s\n\n", engine.Form())
+	}
+	fmt.Fprint(w, "Commands:\n")
 	for _, c := range commands() {
 		if !c.hidden {
 			fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)

@@ -161,6 +161,14 @@ func TestTargets(t *testing.T) {
 	require.Contains(t, r.stderr, "NAME")
 }
 
+// TestHelpNamesTheURL: the overview says which commands take a queue URL
+// and its form, so that a user need not read the package doc.
+func TestHelpNamesTheURL(t *testing.T) {
+	r := run(t, 0, "", "help")
+	require.Contains(t, r.stdout, "redis://[user:password@]host:port[/db]/NAME")
+	require.Contains(t, r.stdout, "stats, dlq, enqueue, dequeue, ack, nack and extend")
+}
+
 // TestDemo runs the demo's consumer steps on the Redis server: the late
 // ack of the dead consumer is refused, the redelivery comes.
 func TestDemo(t *testing.T) {

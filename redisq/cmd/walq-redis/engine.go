@@ -33,6 +33,8 @@ func splitTarget(target string) (server, name string, err error) {
 	return target[:i], target[i+1:], nil
 }
 
+func (engine) Form() string { return "redis://[user:password@]host:port[/db]/NAME" }
+
 func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (queue.AckQueue, error) {
 	server, name, err := splitTarget(target)
 	if err != nil {
