@@ -47,30 +47,46 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 	return cc
 }
 
-// TestCluster runs the ack queue's conformance suite over a Redis Cluster
-// of three masters: every queue's keys share one hash tag, so each
-// script runs on the one master that owns the queue's slot, and the
-// queues of the suite spread over all three.
+// TestCluster runs the conformance suites of the ack, sorted and windowed
+// queues over a Redis Cluster of three masters: every queue's keys share
+// one hash tag, so each script runs on the one master that owns the
+// queue's slot, and the queues of each suite spread over the masters.
 func TestCluster(t *testing.T) {
 	cc := startCluster(t)
-	owners := map[string]bool{}
-	queuetest.TestAckQueue(t, queuetest.Engine{
-		Open: func(t *testing.T, o queuetest.Options) (queue.AckQueue, func() queue.AckQueue) {
-			name := fmt.Sprint("cluster-", queueNames.Add(1))
-			opts := &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: o.MaxDeliveries,
-				DedupWindow: o.DedupWindow, Clock: o.Clock, ManualRequeue: true}
-			q, err := redisq.Open(context.Background(), cc, name, opts)
+	ctx := context.Background()
+	owners := map[string]map[string]bool{}
+	owned := func(suite string) func(t *testing.T, name string) {
+		owners[suite] = map[string]bool{}
+		return func(t *testing.T, name string) {
+			m, err := cc.MasterForKey(ctx, "walq:{"+name+"}:seq")
 			require.NoError(t, err)
-			m, err := cc.MasterForKey(context.Background(), "walq:{"+name+"}:seq")
-			require.NoError(t, err)
-			owners[m.Options().Addr] = true
-			return q, func() queue.AckQueue {
-				q2, err := redisq.Open(context.Background(), cc, name, opts)
+			owners[suite][m.Options().Addr] = true
+		}
+	}
+	t.Run("AckQueue", func(t *testing.T) {
+		seen := owned("ack")
+		queuetest.TestAckQueue(t, queuetest.Engine{
+			Open: func(t *testing.T, o queuetest.Options) (queue.AckQueue, func() queue.AckQueue) {
+				name := fmt.Sprint("cluster-", queueNames.Add(1))
+				seen(t, name)
+				opts := &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: o.MaxDeliveries,
+					DedupWindow: o.DedupWindow, Clock: o.Clock, ManualRequeue: true}
+				q, err := redisq.Open(ctx, cc, name, opts)
 				require.NoError(t, err)
-				t.Cleanup(func() { _ = q2.Close() })
-				return q2
-			}
-		},
+				return q, func() queue.AckQueue {
+					q2, err := redisq.Open(ctx, cc, name, opts)
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = q2.Close() })
+					return q2
+				}
+			},
+		})
+		require.Len(t, owners["ack"], 3, "the suite's queues live on every master")
 	})
-	require.Len(t, owners, 3, "the suite's queues live on every master")
+	t.Run("Sorted", func(t *testing.T) {
+		queuetest.TestSorted(t, sortedEngine(cc, "cluster-", owned("sorted")))
+		// About a dozen queues: all on one master would be one chance in
+		// some 10^5, all three masters hit is likely but not sure.
+		require.GreaterOrEqual(t, len(owners["sorted"]), 2, "the suite's queues live on more than one master")
+	})
 }

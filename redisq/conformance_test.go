@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/queue/queuetest"
@@ -42,26 +43,38 @@ func TestConformance(t *testing.T) {
 // against Redis.
 func TestSortedConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	rdb := srv.Client()
+	queuetest.TestSorted(t, sortedEngine(srv.Client(), "", nil))
+}
+
+// sortedEngine opens the suite's sorted and windowed queues on rdb, each
+// under a fresh name with prefix; opened, when not nil, sees every name.
+func sortedEngine(rdb redis.UniversalClient, prefix string, opened func(t *testing.T, name string)) queuetest.SortedEngine {
 	ctx := context.Background()
 	opts := func(o queuetest.SortedOptions) redisq.SortedOptions {
 		return redisq.SortedOptions{SingleFlight: o.SingleFlight, Options: redisq.Options{AckTimeout: o.AckTimeout,
 			MaxDeliveries: o.MaxDeliveries, Clock: o.Clock, ManualRequeue: true}}
 	}
-	queuetest.TestSorted(t, queuetest.SortedEngine{
+	name := func(t *testing.T, kind string) string {
+		n := fmt.Sprint(prefix, kind, "-", queueNames.Add(1))
+		if opened != nil {
+			opened(t, n)
+		}
+		return n
+	}
+	return queuetest.SortedEngine{
 		Open: func(t *testing.T, o queuetest.SortedOptions) queue.SortedQueue[int64] {
 			so := opts(o)
-			q, err := redisq.OpenSorted[int64](ctx, rdb, fmt.Sprint("sorted-", queueNames.Add(1)), &so)
+			q, err := redisq.OpenSorted[int64](ctx, rdb, name(t, "sorted"), &so)
 			require.NoError(t, err)
 			return q
 		},
 		OpenWindowed: func(t *testing.T, o queuetest.SortedOptions) queue.WindowedQueue {
-			q, err := redisq.OpenWindowed(ctx, rdb, fmt.Sprint("windowed-", queueNames.Add(1)),
+			q, err := redisq.OpenWindowed(ctx, rdb, name(t, "windowed"),
 				&redisq.WindowOptions{SortedOptions: opts(o), Window: o.Window})
 			require.NoError(t, err)
 			return q
 		},
-	})
+	}
 }
 
 // TestAckSameReceiptConcurrently: concurrent Acks of one receipt are
