@@ -63,6 +63,21 @@ func TestCluster(t *testing.T) {
 			owners[suite][m.Options().Addr] = true
 		}
 	}
+	t.Run("LibraryOnEveryMaster", func(t *testing.T) {
+		// Before any other queue: Open loads the library into every
+		// master, not only the one its queue lives on.
+		q, err := redisq.Open(ctx, cc, "cluster-first", nil)
+		require.NoError(t, err)
+		require.NoError(t, q.Close())
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: "walq_*"}).Result()
+			if err == nil && len(libs) != 1 {
+				err = fmt.Errorf("%s holds %d libraries", c.Options().Addr, len(libs))
+			}
+			return err
+		})
+		require.NoError(t, err)
+	})
 	t.Run("AckQueue", func(t *testing.T) {
 		seen := owned("ack")
 		queuetest.TestAckQueue(t, queuetest.Engine{
@@ -88,5 +103,17 @@ func TestCluster(t *testing.T) {
 		// About a dozen queues: all on one master would be one chance in
 		// some 10^5, all three masters hit is likely but not sure.
 		require.GreaterOrEqual(t, len(owners["sorted"]), 2, "the suite's queues live on more than one master")
+	})
+	t.Run("MasterWithoutLibrary", func(t *testing.T) {
+		// A master that never had the library, as one added to the
+		// cluster after the handle was opened.
+		name := fmt.Sprint("cluster-", queueNames.Add(1))
+		q, err := redisq.Open(ctx, cc, name, &redisq.Options{ManualRequeue: true})
+		require.NoError(t, err)
+		defer q.Close()
+		m, err := cc.MasterForKey(ctx, "walq:{"+name+"}:seq")
+		require.NoError(t, err)
+		require.NoError(t, m.FunctionFlush(ctx).Err())
+		roundTrip(t, q)
 	})
 }

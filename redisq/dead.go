@@ -44,7 +44,7 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
 	}
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.run(ctx, scriptInspect, q.o.Clock.Now(), "dead", strconv.FormatUint(from, 10), max)
+	v, err := q.run(ctx, fnInspect, q.o.Clock.Now(), "dead", strconv.FormatUint(from, 10), max)
 	if err != nil {
 		return nil, scriptErr("dead letters", err)
 	}
@@ -108,7 +108,7 @@ func (q *Queue) changeAllDead(op string) (int, error) {
 func (q *Queue) runDead(op, id string, limit int) (int, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.run(ctx, scriptDead, q.o.Clock.Now(), op, id, limit)
+	v, err := q.run(ctx, fnDead, q.o.Clock.Now(), op, id, limit)
 	if err != nil {
 		return 0, scriptErr(op+" dead", err)
 	}

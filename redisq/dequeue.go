@@ -86,7 +86,7 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 	for range max {
 		args = append(args, strconv.FormatUint(newToken(), 10))
 	}
-	v, err := q.run(ctx, scriptDequeue, now, args...)
+	v, err := q.run(ctx, fnDequeue, now, args...)
 	if err != nil {
 		return nil, time.Time{}, scriptErr("dequeue", err)
 	}

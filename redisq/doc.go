@@ -16,9 +16,14 @@
 // # How it maps onto Redis
 //
 // Every state change (enqueue, lease, ack, nack, extend, expiry, dead
-// letter, requeue, purge) is one Lua script, so it is atomic on the
-// server, also across a crash of the server (a script's writes reach the
-// AOF as one MULTI/EXEC, which loading reverts when torn). All keys of a
+// letter, requeue, purge) is one call of a Lua function, so it is atomic
+// on the server, also across a crash of the server (a call's writes reach
+// the AOF as one MULTI/EXEC, which loading reverts when torn). The ack
+// queue's functions are one library (Redis Functions), loaded by Open into
+// every master the client reaches and again by any call that finds a
+// server without it (a restart without persistence, a new master); its
+// name carries a digest of its code, so each version of this package runs
+// its own. The sorted queue runs one script by EVALSHA. All keys of a
 // queue share the hash tag {name}: one queue is one Redis Cluster slot.
 //
 // A receipt is the message's sequence number and a random 64-bit token
@@ -74,8 +79,9 @@
 //
 // The server does the work: a batched message (EnqueueBatch,
 // DequeueBatch, concurrent Acks) costs some 20-30 µs of Redis CPU, one
-// message per call several times more (each script call has a fixed
-// cost). A queue's hot keys are created with a 256-byte placeholder member
+// message per call several times more (each call has a fixed cost,
+// which the function library keeps lower than a script: its helpers are
+// made once per load, not once per call). A queue's hot keys are created with a 256-byte placeholder member
 // that is never removed, so that they keep Redis's hashtable and skiplist
 // encodings when the queue drains: recreated as small listpacks, every
 // batched command on them would be linear in their size.

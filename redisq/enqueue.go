@@ -71,7 +71,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		ids[i] = it.ID
 		args = append(args, it.ID, producer, dueArg, b)
 	}
-	if _, err := q.run(ctx, scriptEnqueue, now, args...); err != nil {
+	if _, err := q.run(ctx, fnEnqueue, now, args...); err != nil {
 		return nil, scriptErr("enqueue", err)
 	}
 	return ids, nil

@@ -115,21 +115,46 @@ func (h *handle) runScript(ctx context.Context, s *redis.Script, argv []any) (an
 	if h.o.Replicas == 0 {
 		return s.Run(ctx, h.rdb, h.keys, argv...).Result()
 	}
-	return h.runWait(ctx, s, argv)
+	return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, s.Hash(), h.keys, argv...) },
+		func(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") },
+		func(c redis.Cmdable) error { return s.Load(ctx, c).Err() })
 }
 
-// runWait pipelines the script and WAIT on one connection: WAIT counts the
-// replicas that received the writes of its own connection.
-func (h *handle) runWait(ctx context.Context, s *redis.Script, argv []any) (any, error) {
+// call runs a function of the library over the queue's keys, loading the
+// library first where the server lacks it, and with Options.Replicas
+// waits for the replicas on the same connection.
+func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
+	if h.isClosed() {
+		return nil, queue.ErrClosed
+	}
+	load := func(c redis.Cmdable) error { return library.load(ctx, c) }
+	if h.o.Replicas > 0 {
+		return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.FCall(ctx, string(f), h.keys, argv...) },
+			missing, load)
+	}
+	v, err := h.rdb.FCall(ctx, string(f), h.keys, argv...).Result()
+	if !missing(err) {
+		return v, err
+	}
+	if err := load(h.primary(ctx)); err != nil {
+		return nil, err
+	}
+	return h.rdb.FCall(ctx, string(f), h.keys, argv...).Result()
+}
+
+// runWait pipelines a call (send) and WAIT on one connection: WAIT counts
+// the replicas that received the writes of its own connection. When the
+// server lacks the code (absent), it loads it (load) and tries once more.
+func (h *handle) runWait(ctx context.Context, send func(redis.Pipeliner) *redis.Cmd, absent func(error) bool, load func(redis.Cmdable) error) (any, error) {
 	c := h.primary(ctx)
 	for try := 0; ; try++ {
 		pipe := c.Pipeline()
-		ev := pipe.EvalSha(ctx, s.Hash(), h.keys, argv...)
+		ev := send(pipe)
 		w := pipe.Do(ctx, "WAIT", h.o.Replicas, h.o.WaitTimeout.Milliseconds())
 		_, _ = pipe.Exec(ctx) // errors are read per command below
 		if err := ev.Err(); err != nil {
-			if try == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				if err := s.Load(ctx, c).Err(); err != nil {
+			if try == 0 && absent(err) {
+				if err := load(c); err != nil {
 					return nil, err
 				}
 				continue

@@ -69,7 +69,7 @@ func (q *Queue) sweep(expire bool) (int, time.Duration, error) {
 	for {
 		ctx, cancel := q.opContext()
 		now := q.o.Clock.Now()
-		v, err := q.run(ctx, scriptHousekeep, now, flag, limit)
+		v, err := q.run(ctx, fnHousekeep, now, flag, limit)
 		cancel()
 		if err != nil {
 			return total, -1, scriptErr("housekeep", err)

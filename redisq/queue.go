@@ -43,6 +43,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 			return nil, err
 		}
 	}
+	if err := library.loadAll(ctx, rdb); err != nil {
+		return nil, err
+	}
 	if err := q.start(ctx, q.sweep); err != nil {
 		return nil, err
 	}
@@ -52,10 +55,10 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.name }
 
-// run runs a state-changing script at time now.
-func (q *Queue) run(ctx context.Context, s *redis.Script, now time.Time, args ...any) (any, error) {
+// run runs the library's function f at time now.
+func (q *Queue) run(ctx context.Context, f function, now time.Time, args ...any) (any, error) {
 	argv := append([]any{q.wake, unixMicros(now), q.o.MaxDeliveries, micros(q.o.DedupWindow)}, args...)
-	return q.runScript(ctx, s, argv)
+	return q.call(ctx, f, argv)
 }
 
 // scriptErr maps a script's error replies onto walq's sentinels.

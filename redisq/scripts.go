@@ -1,7 +1,12 @@
 package redisq
 
 import (
+	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,14 +28,88 @@ var (
 	inspectLua string
 )
 
-// The scripts, each with the shared head. go-redis runs them by SHA and
-// falls back to the source when the server's script cache was emptied
-// (restart, failover).
+// function names one operation of the ack queue's library.
+type function string
+
+// The library of the ack queue: the shared head once, then each
+// operation as a function of its own. Its name carries a digest of its
+// code, so a server holding the library of another version of this
+// package runs that one for that version's handles, and this version's
+// handles load and run their own: code and library always match.
 var (
-	scriptEnqueue   = redis.NewScript(commonLua + enqueueLua)
-	scriptDequeue   = redis.NewScript(commonLua + dequeueLua)
-	scriptSettle    = redis.NewScript(commonLua + settleLua)
-	scriptHousekeep = redis.NewScript(commonLua + housekeepLua)
-	scriptDead      = redis.NewScript(commonLua + deadLua)
-	scriptInspect   = redis.NewScript(commonLua + inspectLua)
+	library                        = newLibrary()
+	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
+	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
 )
+
+type lib struct {
+	name string // walq_<digest>
+	code string // the source FUNCTION LOAD takes
+}
+
+// libOp is one function of the library: its operation's name, its body,
+// and its flags (see FUNCTION LOAD): enqueue and dequeue are refused
+// whole by a server past maxmemory, not halfway through; what only ends
+// or moves messages may run there, so that acks can still free memory;
+// inspect writes nothing.
+var libOps = []struct{ op, body, flags string }{
+	{"enqueue", enqueueLua, ""},
+	{"dequeue", dequeueLua, ""},
+	{"settle", settleLua, "allow-oom"},
+	{"housekeep", housekeepLua, "allow-oom"},
+	{"dead", deadLua, "allow-oom"},
+	{"inspect", inspectLua, "no-writes"},
+}
+
+func newLibrary() lib {
+	var body strings.Builder
+	body.WriteString(commonLua)
+	for _, o := range libOps {
+		flags := "{}"
+		if o.flags != "" {
+			flags = "{'" + o.flags + "'}"
+		}
+		fmt.Fprintf(&body, "\nredis.register_function{function_name = LIB .. '_%s', flags = %s, callback = function(KEYS, ARGV)\nbind(KEYS, ARGV)\n%s\nend}\n", o.op, flags, o.body)
+	}
+	sum := sha1.Sum([]byte(body.String()))
+	name := "walq_" + hex.EncodeToString(sum[:8])
+	return lib{name: name, code: "#!lua name=" + name + "\nlocal LIB = '" + name + "'\n" + body.String()}
+}
+
+func (l lib) fn(op string) function { return function(l.name + "_" + op) }
+
+// missing tells whether err says the server lacks the library: a new or
+// restarted server without persistence, a new cluster master.
+func missing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Function not found")
+}
+
+// load loads the library into the server c talks to; loading it again is
+// harmless (the same name is the same code).
+func (l lib) load(ctx context.Context, c redis.Cmdable) error {
+	if err := c.FunctionLoadReplace(ctx, l.code).Err(); err != nil {
+		return fmt.Errorf("redisq: load the function library %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// loadAll loads the library into every master rdb reaches, unless it is
+// there already.
+func (l lib) loadAll(ctx context.Context, rdb redis.UniversalClient) error {
+	each := func(ctx context.Context, c *redis.Client) error {
+		have, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: l.name}).Result()
+		if err == nil && len(have) > 0 {
+			return nil
+		}
+		return l.load(ctx, c)
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, each)
+	case *redis.Ring:
+		return c.ForEachShard(ctx, each)
+	case *redis.Client:
+		return each(ctx, c)
+	}
+	return l.load(ctx, rdb)
+}

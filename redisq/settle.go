@@ -105,7 +105,7 @@ func (q *Queue) settleID(op, arg, id string) error {
 func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.run(ctx, scriptSettle, q.o.Clock.Now(), args...)
+	v, err := q.run(ctx, fnSettle, q.o.Clock.Now(), args...)
 	if err != nil {
 		return nil, scriptErr(op, err)
 	}

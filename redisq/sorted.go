@@ -19,6 +19,9 @@ import (
 //go:embed scripts/sorted.lua
 var sortedLua string
 
+// scriptSorted runs by EVALSHA: one script, its operation an argument.
+// go-redis runs it by SHA and falls back to the source when the server's
+// script cache was emptied (restart, failover).
 var scriptSorted = redis.NewScript(sortedLua)
 
 // SortedOptions configures a sorted queue handle. A nil *SortedOptions

@@ -20,7 +20,7 @@ func (q *Queue) Stats() queue.Stats {
 // StatsContext is Stats with a context and an error.
 func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	s := queue.Stats{Sync: q.o.Sync, AckTimeout: q.o.AckTimeout}
-	v, err := q.run(ctx, scriptInspect, q.o.Clock.Now(), "stats")
+	v, err := q.run(ctx, fnInspect, q.o.Clock.Now(), "stats")
 	if err != nil {
 		return s, scriptErr("stats", err)
 	}

@@ -3,6 +3,7 @@ package redisq_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 }
 
 // scriptCounter is a client hook that counts the scripts the client ran
-// (a script sent again after NOSCRIPT counts once) and closes reached once
+// (one sent again after NOSCRIPT or a missing function counts once) and closes reached once
 // there were target of them.
 type scriptCounter struct {
 	mu      sync.Mutex
@@ -96,7 +97,8 @@ func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return ne
 func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if name := cmd.Name(); (name == "fcall" || name == "evalsha" || name == "eval") &&
+			!redis.HasErrorPrefix(err, "NOSCRIPT") && !strings.Contains(fmt.Sprint(err), "Function not found") {
 			c.add()
 		}
 		return err

@@ -1,5 +1,7 @@
--- Shared head of every script of an ack queue. It is prepended to each
--- script before loading, so each runs as one atomic step on the server.
+-- Shared head of the ack queue's library. The library is loaded into the
+-- server once (FUNCTION LOAD) and every operation is one of its functions
+-- (FCALL): the helpers below are made once per load, not once per call,
+-- and each call runs as one atomic step on the server.
 --
 -- KEYS, all under the queue's hash tag:
 --   1 seq      string  INCR counter, a message's Seq
@@ -13,14 +15,26 @@
 --   9 acked    zset    producer id scored by ack time, for Options.DedupWindow
 --  10 stats    hash    lifetime counters
 -- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries (<= 0: no limit),
--- 4 DedupWindow (µs); the script's own arguments follow from 5.
+-- 4 DedupWindow (µs); the function's own arguments follow from 5.
 -- Times are microseconds on the clients' clock, passed in by the caller.
-local K_SEQ, K_INFO, K_BODY, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local K_LEASE, K_DEAD, K_BYID, K_ACKED, K_STATS = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local CHAN = ARGV[1]
-local now = tonumber(ARGV[2])
-local maxd = tonumber(ARGV[3])
-local window = tonumber(ARGV[4])
+--
+-- The names below hold the call's keys and arguments: bind sets them at
+-- the start of every call (the server runs one call at a time), so the
+-- helpers defined once can use them.
+local K_SEQ, K_INFO, K_BODY, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_BYID, K_ACKED, K_STATS
+local CHAN, now, maxd, window
+local woke = false -- a message became ready: PUBLISH once at the end
+local timers = nil -- the earliest new deadline to announce, if any
+local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
+
+local function bind(KEYS, ARGV)
+  K_SEQ, K_INFO, K_BODY, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+  K_LEASE, K_DEAD, K_BYID, K_ACKED, K_STATS = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+  CHAN, now, maxd, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  woke, timers = false, nil
+  if not KEEP then KEEP = string.rep('~', 256) end
+end
+
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
 
 -- KEEP is a field (of info, body, byid, under the field '') and a member
@@ -31,7 +45,6 @@ local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after ever
 -- encodings from the start: a small listpack key recreated at every
 -- drain made each batch's HSET, HMGET, ZADD and ZMSCORE linear in the
 -- key's size, several times slower in a busy small queue.
-local KEEP = string.rep('~', 256)
 local function keep()
   for _, k in ipairs({K_INFO, K_BODY, K_BYID}) do redis.call('HSET', k, '', KEEP) end
   for _, k in ipairs({K_READY, K_LEASE}) do redis.call('ZADD', k, 'inf', KEEP) end
@@ -68,7 +81,6 @@ local function putrec(seq, r)
   redis.call('HSET', K_INFO, seq, encode(r))
 end
 
-local woke = false -- a message became ready: PUBLISH once at the end
 local function ready(seq)
   redis.call('ZADD', K_READY, seq, seq)
   woke = true
@@ -143,7 +155,6 @@ end
 
 -- earlier notes t when it is before every deadline in key: housekeepers
 -- whose timer is later must re-arm.
-local timers = nil
 local function earlier(key, t)
   local f = first(key)
   if (f < 0 or t < f) and (not timers or t < timers) then timers = t end

@@ -1,0 +1,100 @@
+package redisq_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestLibraryLost: a handle whose server lost the function library (a
+// restart without persistence, a replica or new master that never had
+// it) loads it again at the next call and carries on.
+func TestLibraryLost(t *testing.T) {
+	ctx := context.Background()
+	t.Run("restart without persistence", func(t *testing.T) {
+		srv := redistest.Start(t, "--appendonly", "no", "--save", "")
+		q, err := redisq.Open(ctx, srv.Client(), "lost", &redisq.Options{TrustServer: true})
+		require.NoError(t, err)
+		defer q.Close()
+		_, err = q.Enqueue(ctx, []byte("before"))
+		require.NoError(t, err)
+		srv.Kill()
+		srv.Restart()
+		requireNoLibrary(t, srv.Client())
+		roundTrip(t, q)
+	})
+	t.Run("flushed, with replicas", func(t *testing.T) {
+		primary, _ := startPair(t)
+		q, err := redisq.Open(ctx, primary.Client(), "lost", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second})
+		require.NoError(t, err)
+		defer q.Close()
+		require.NoError(t, primary.Client().FunctionFlush(ctx).Err())
+		requireNoLibrary(t, primary.Client())
+		roundTrip(t, q)
+	})
+}
+
+// requireNoLibrary checks that the server holds no function library.
+func requireNoLibrary(t *testing.T, c *redis.Client) {
+	t.Helper()
+	libs, err := c.FunctionList(context.Background(), redis.FunctionListQuery{}).Result()
+	require.NoError(t, err)
+	require.Empty(t, libs)
+}
+
+// roundTrip enqueues, dequeues and acks one message through q.
+func roundTrip(t *testing.T, q *redisq.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := q.Enqueue(ctx, []byte("after"), queue.WithID("after"))
+	require.NoError(t, err)
+	for {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+		if m.ID == "after" {
+			break
+		}
+	}
+	st, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.Ready+st.InFlight)
+}
+
+// TestLibraryPerVersion: the server keeps one library per version of the
+// code, named by its digest; a queue runs its own version's, whatever
+// other version is loaded beside it.
+func TestLibraryPerVersion(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, c, "versions", &redisq.Options{TrustServer: true})
+	require.NoError(t, err)
+	defer q.Close()
+	libs, err := c.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	require.NoError(t, err)
+	require.Len(t, libs, 1)
+	name := libs[0].Name
+	require.True(t, strings.HasPrefix(name, "walq_"), name)
+	// Another version: same operations under its own name, every one an error.
+	other := "#!lua name=walq_0000000000000000\n"
+	for _, op := range []string{"enqueue", "dequeue", "settle", "housekeep", "dead", "inspect"} {
+		other += "redis.register_function('walq_0000000000000000_" + op + "', function() return redis.error_reply('OLD') end)\n"
+	}
+	require.NoError(t, c.FunctionLoad(ctx, other).Err())
+	roundTrip(t, q)
+	q2, err := redisq.Open(ctx, c, "versions", &redisq.Options{TrustServer: true})
+	require.NoError(t, err)
+	defer q2.Close()
+	roundTrip(t, q2)
+	libs, err = c.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	require.NoError(t, err)
+	require.Len(t, libs, 2, "Open loads nothing when its version is there")
+}
