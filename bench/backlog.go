@@ -51,6 +51,33 @@ func peakAnon(curve []point) int64 {
 	return peak
 }
 
+// serverProcess is implemented by systems whose messages live in a server
+// process they started (the Redis rows): the backlog workload counts that
+// process's memory with the child's own, since a backlog there is in the
+// server's memory, not the client's.
+type serverProcess interface {
+	ServerPid() int // 0 when no server runs
+}
+
+// serverStatus is pidStatus of q's server, 0 when q has none.
+func serverStatus(q Queue, field string) int64 {
+	sp, ok := q.(serverProcess)
+	if !ok || sp.ServerPid() == 0 {
+		return 0
+	}
+	return pidStatus(strconv.Itoa(sp.ServerPid()), field)
+}
+
+// serverNote says what q's server held at the end of a phase, "" when q has
+// no server.
+func serverNote(q Queue) string {
+	if _, ok := q.(serverProcess); !ok {
+		return ""
+	}
+	return fmt.Sprintf("server process: peak RSS %d, anonymous RSS %d bytes, counted in the figures",
+		serverStatus(q, "VmHWM"), serverStatus(q, "RssAnon"))
+}
+
 // childReport is what a child prints on stdout, as JSON.
 type childReport struct {
 	Samples []sample
@@ -157,7 +184,7 @@ func childGrow(s System, dir string, payload int, size int64, limit time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	stopCurve := sampleCurve(dir)
+	stopCurve := sampleCurve(dir, q)
 	var errs errorLog
 	stop, cancel := stopAfter(limit)
 	defer cancel()
@@ -166,8 +193,8 @@ func childGrow(s System, dir string, payload int, size int64, limit time.Duratio
 		return nil, dieAfterReport(&childReport{Counts: prod.counts})
 	}
 	settle(ctx, q, &errs)
-	out := sample{Phase: "grow", Ops: prod.total(), Elapsed: prod.elapsed, RSS: procStatus("VmHWM"),
-		Disk: diskUsage(dir), Curve: stopCurve()}.withLat(&prod.lat)
+	out := sample{Phase: "grow", Ops: prod.total(), Elapsed: prod.elapsed, RSS: procStatus("VmHWM") + serverStatus(q, "VmHWM"),
+		Disk: diskUsage(dir), Curve: stopCurve(), Note: serverNote(q)}.withLat(&prod.lat)
 	out.AnonRSS = peakAnon(out.Curve)
 	if err := q.Close(); err != nil {
 		errs.add("close", err)
@@ -188,15 +215,15 @@ func dieAfterReport(rep *childReport) error {
 	select {} // the signal is on its way
 }
 
-// sampleCurve samples RSS and disk every curveEvery until the returned stop
-// is called, which returns the samples.
-func sampleCurve(dir string) (stop func() []point) {
+// sampleCurve samples RSS (with q's server's, if any) and disk every
+// curveEvery until the returned stop is called, which returns the samples.
+func sampleCurve(dir string, q Queue) (stop func() []point) {
 	var curve []point // owned by the sampling goroutine until finished closes
 	start := time.Now()
 	done, finished := make(chan struct{}), make(chan struct{})
 	take := func() {
-		curve = append(curve, point{Seconds: time.Since(start).Seconds(), RSS: procStatus("VmRSS"),
-			AnonRSS: procStatus("RssAnon"), Disk: diskUsage(dir)})
+		curve = append(curve, point{Seconds: time.Since(start).Seconds(), RSS: procStatus("VmRSS") + serverStatus(q, "VmRSS"),
+			AnonRSS: procStatus("RssAnon") + serverStatus(q, "RssAnon"), Disk: diskUsage(dir)})
 	}
 	go func() {
 		defer close(finished)
@@ -243,21 +270,22 @@ func childDrain(s System, dir string, payload int, size int64, countList string,
 	if total > 0 {
 		firstMessage(ctx, q, chk.view(), idle, &errs)
 	}
-	open := sample{Phase: "open", Ops: total, Elapsed: time.Since(start), RSS: procStatus("VmRSS"),
-		AnonRSS: procStatus("RssAnon"), Disk: diskUsage(dir)}
+	open := sample{Phase: "open", Ops: total, Elapsed: time.Since(start), RSS: procStatus("VmRSS") + serverStatus(q, "VmRSS"),
+		AnonRSS: procStatus("RssAnon") + serverStatus(q, "RssAnon"), Disk: diskUsage(dir)}
 	open.Open = open.Elapsed
 
-	stopCurve := sampleCurve(dir)
+	stopCurve := sampleCurve(dir, q)
 	cons := drainAll(ctx, q, backlogConsumers, chk, max(total-1, 0), idle, &errs)
 	settle(ctx, q, &errs)
 	curve := stopCurve()
+	srvPeak, note := serverStatus(q, "VmHWM"), serverNote(q) // before Close stops the server
 	if err := q.Close(); err != nil {
 		errs.add("close", err)
 	}
 	// VmHWM is the peak of the whole process, open included: the drain's
 	// peak unless opening took more.
-	drain := sample{Phase: "drain", Ops: total, Elapsed: cons.elapsed, RSS: procStatus("VmHWM"),
-		AnonRSS: max(peakAnon(curve), open.AnonRSS), Disk: diskUsage(dir), Curve: curve}.withLat(&cons.lat)
+	drain := sample{Phase: "drain", Ops: total, Elapsed: cons.elapsed, RSS: procStatus("VmHWM") + srvPeak,
+		AnonRSS: max(peakAnon(curve), open.AnonRSS), Disk: diskUsage(dir), Curve: curve, Note: note}.withLat(&cons.lat)
 	drain.Errors = append(errs.list(), chk.problems()...)
 	return &childReport{Samples: []sample{open, drain}}, nil
 }

@@ -38,8 +38,12 @@ func diskUsage(dir string) int64 {
 
 // procStatus returns a field of /proc/self/status in bytes ("VmRSS",
 // "VmHWM"), or 0 where /proc is missing.
-func procStatus(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func procStatus(field string) int64 { return pidStatus("self", field) }
+
+// pidStatus is procStatus of the process pid ("self" or a number): 0 when
+// it is gone.
+func pidStatus(pid, field string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
