@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -343,18 +344,25 @@ func nestedStats(st map[string]cmdStat, n int) string {
 	return strings.Join(out, " ")
 }
 
-// BenchmarkScripts profiles redisq's scripts one at a time (appendfsync
-// everysec): b.N messages enqueued in batches of 100, then dequeued in
-// batches of 100, then acked 100 at a time concurrently (coalesced). It
-// reports each phase's FCALL time per message (commandstats) and the
-// server's CPU per message (INFO used_cpu_*), and logs the other
-// commands each phase ran per message.
+// BenchmarkScripts profiles redisq's calls one at a time (appendfsync
+// everysec): b.N messages enqueued in batches of size, then dequeued in
+// batches of size, then acked size at a time concurrently (coalesced into
+// one call when size > 1). It reports each phase's FCALL time per message
+// (commandstats) and the server's CPU per message (INFO used_cpu_*), and
+// logs the other commands each phase ran per message. With size 1 the
+// FCALL time per message is the cost of one call.
 func BenchmarkScripts(b *testing.B) {
+	for _, size := range []int{1, 100} {
+		b.Run(fmt.Sprint("size=", size), func(b *testing.B) { benchScripts(b, size) })
+	}
+}
+
+func benchScripts(b *testing.B, size int) {
 	srv := server(b, "everysec")
 	q := openBench(b, srv)
 	ctx := context.Background()
-	total := (b.N + 99) / 100 * 100
-	items := make([]queue.Item, 100)
+	total := (b.N + size - 1) / size * size
+	items := make([]queue.Item, size)
 	for i := range items {
 		items[i].Payload = make([]byte, 100)
 	}
@@ -364,7 +372,7 @@ func BenchmarkScripts(b *testing.B) {
 		run  func() error
 	}{
 		{"enqueue", func() error {
-			for i := 0; i < total; i += 100 {
+			for i := 0; i < total; i += size {
 				if _, err := q.EnqueueBatch(ctx, items); err != nil {
 					return err
 				}
@@ -373,7 +381,7 @@ func BenchmarkScripts(b *testing.B) {
 		}},
 		{"dequeue", func() error {
 			for len(ms) < total {
-				got, err := q.DequeueBatch(ctx, 100)
+				got, err := q.DequeueBatch(ctx, size)
 				if err != nil {
 					return err
 				}
@@ -381,7 +389,7 @@ func BenchmarkScripts(b *testing.B) {
 			}
 			return nil
 		}},
-		{"ack", func() error { return ackAll(ms) }},
+		{"ack", func() error { return ackAll(ms, size) }},
 	}
 	b.ResetTimer()
 	for _, p := range phases {
@@ -398,10 +406,10 @@ func BenchmarkScripts(b *testing.B) {
 	}
 }
 
-// ackAll acks ms 100 at a time, each 100 concurrently.
-func ackAll(ms []*queue.Message) error {
-	for i := 0; i < len(ms); i += 100 {
-		part := ms[i:min(i+100, len(ms))]
+// ackAll acks ms size at a time, each size concurrently.
+func ackAll(ms []*queue.Message, size int) error {
+	for i := 0; i < len(ms); i += size {
+		part := ms[i:min(i+size, len(ms))]
 		errs := make([]error, len(part))
 		var wg sync.WaitGroup
 		for j, m := range part {
