@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/internal/msgid"
@@ -21,19 +22,73 @@ type body struct {
 
 // Enqueue adds a message and returns its id. It returns once the server
 // has run the enqueue (and, with Replicas, once the replicas have it).
+// Concurrent Enqueues of one handle go to the server together in one
+// call; each succeeds or fails (ErrDuplicate) on its own.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
+	if q.isClosed() {
+		return "", queue.ErrClosed
+	}
 	it := queue.Item{Payload: payload}
 	for _, o := range opts {
 		o(&it)
 	}
-	ids, err := q.EnqueueBatch(ctx, []queue.Item{it})
+	now := q.o.Clock.Now()
+	args, err := q.itemArgs(now, &it)
 	if err != nil {
 		return "", err
 	}
-	return ids[0], nil
+	if err := q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach); err != nil {
+		return "", err
+	}
+	return it.ID, nil
 }
 
-// EnqueueBatch adds the items in order in one script and returns their
+// enqueueReq is one Enqueue waiting to go to the server.
+type enqueueReq struct {
+	ctx  context.Context
+	now  time.Time
+	args [4]any // id, producer, due, body
+}
+
+// enqueueEach runs concurrent Enqueues in one call ('each': a duplicate
+// fails alone), without those whose context ended while they waited,
+// under OpTimeout: no one caller may cancel the call for the others. A
+// lone Enqueue runs as a batch of one, under its own context.
+func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
+	if len(reqs) == 1 {
+		_, err := q.enqueue(reqs[0].ctx, reqs[0].now, "all", reqs[0].args[:]...)
+		return []error{err}
+	}
+	errs := make([]error, len(reqs))
+	ctx, cancel := q.opContext()
+	defer cancel()
+	now := reqs[0].now
+	args := make([]any, 0, 4*len(reqs))
+	var sent []int // index in reqs of each item sent
+	for i, r := range reqs {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		sent = append(sent, i)
+		args = append(args, r.args[:]...)
+	}
+	if len(sent) == 0 {
+		return errs
+	}
+	codes, err := q.enqueue(ctx, now, "each", args...)
+	for j, i := range sent {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case codes[j] != 1:
+			errs[i] = fmt.Errorf("%w: %q", queue.ErrDuplicate, reqs[i].args[0])
+		}
+	}
+	return errs
+}
+
+// EnqueueBatch adds the items in order in one call and returns their
 // ids. If any id is a duplicate (ErrDuplicate) or any item is invalid,
 // none is enqueued; the batch is all or nothing, also across a crash of
 // the server.
@@ -42,37 +97,68 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		return nil, nil
 	}
 	now := q.o.Clock.Now()
-	args := make([]any, 0, 1+4*len(items))
-	args = append(args, len(items))
+	args := make([]any, 0, 4*len(items))
 	ids := make([]string, len(items))
-	for i, it := range items {
-		if len(it.Payload) > q.o.MaxMessageSize {
-			return nil, fmt.Errorf("%w: %d bytes, limit %d", queue.ErrTooLarge, len(it.Payload), q.o.MaxMessageSize)
-		}
-		producer := 1
-		if it.ID == "" {
-			it.ID, producer = msgid.New(), 0
-		}
-		due := it.DeliverAt
-		if it.Delay > 0 {
-			due = now.Add(it.Delay)
-		}
-		dueArg := "0"
-		if due.After(now) {
-			dueArg = unixMicros(due)
-		}
-		if len(it.Headers) == 0 {
-			it.Headers = nil
-		}
-		b, err := msgpack.Marshal(&body{ID: it.ID, At: now.UnixNano(), Headers: it.Headers, Payload: it.Payload})
+	for i := range items {
+		it := items[i]
+		a, err := q.itemArgs(now, &it)
 		if err != nil {
-			return nil, fmt.Errorf("redisq: encode message: %w", err)
+			return nil, err
 		}
 		ids[i] = it.ID
-		args = append(args, it.ID, producer, dueArg, b)
+		args = append(args, a[:]...)
 	}
-	if _, err := q.run(ctx, fnEnqueue, now, args...); err != nil {
-		return nil, scriptErr("enqueue", err)
+	if _, err := q.enqueue(ctx, now, "all", args...); err != nil {
+		return nil, err
 	}
 	return ids, nil
+}
+
+// enqueue runs the enqueue function in mode ('all' or 'each') over items,
+// four arguments each, and returns its code per item.
+func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items ...any) ([]int64, error) {
+	n := len(items) / 4
+	v, err := q.run(ctx, fnEnqueue, now, append([]any{mode, n}, items...)...)
+	if err != nil {
+		return nil, scriptErr("enqueue", err)
+	}
+	reply, _ := v.([]any)
+	if len(reply) != n {
+		return nil, fmt.Errorf("redisq: enqueue: unexpected reply %v", v)
+	}
+	codes := make([]int64, n)
+	for i, c := range reply {
+		codes[i] = toInt(c)
+	}
+	return codes, nil
+}
+
+// itemArgs checks an item and returns its arguments of the enqueue
+// function: id, producer (1 when the caller gave the id), due time (0:
+// now) and body. It fills in a generated id.
+func (q *Queue) itemArgs(now time.Time, it *queue.Item) ([4]any, error) {
+	if len(it.Payload) > q.o.MaxMessageSize {
+		return [4]any{}, fmt.Errorf("%w: %d bytes, limit %d", queue.ErrTooLarge, len(it.Payload), q.o.MaxMessageSize)
+	}
+	producer := 1
+	if it.ID == "" {
+		it.ID, producer = msgid.New(), 0
+	}
+	due := it.DeliverAt
+	if it.Delay > 0 {
+		due = now.Add(it.Delay)
+	}
+	dueArg := "0"
+	if due.After(now) {
+		dueArg = unixMicros(due)
+	}
+	headers := it.Headers
+	if len(headers) == 0 {
+		headers = nil
+	}
+	b, err := msgpack.Marshal(&body{ID: it.ID, At: now.UnixNano(), Headers: headers, Payload: it.Payload})
+	if err != nil {
+		return [4]any{}, fmt.Errorf("redisq: encode message: %w", err)
+	}
+	return [4]any{it.ID, producer, dueArg, b}, nil
 }

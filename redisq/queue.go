@@ -18,8 +18,9 @@ import (
 // messages live on in the server.
 type Queue struct {
 	*handle
-	name string    // the queue's name, inside the hash tag
-	acks coalescer // concurrent Acks, settled by one script call
+	name string                   // the queue's name, inside the hash tag
+	acks coalescer[queue.Receipt] // concurrent Acks, settled by one call
+	enqs coalescer[enqueueReq]    // concurrent Enqueues, run by one call
 }
 
 var _ queue.AckQueue = (*Queue)(nil)

@@ -3,7 +3,6 @@ package redisq
 import (
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -16,7 +15,7 @@ func (q *Queue) Ack(r queue.Receipt) error {
 	if q.isClosed() {
 		return queue.ErrClosed
 	}
-	return q.acks.do(q, r)
+	return q.acks.do(r, func(rs []queue.Receipt) []error { return q.settle("ack", "", rs) })
 }
 
 // Nack gives the message of the delivery r back: ready after delay (at
@@ -122,51 +121,4 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 		return nil, fmt.Errorf("redisq: %s: unexpected reply %v", op, v)
 	}
 	return codes, nil
-}
-
-// coalescer gathers concurrent Acks: the first caller settles everything
-// queued while it runs, in script calls of up to maxCoalesce receipts;
-// the others wait for their result. The Redis counterpart of a group
-// commit: one script call and one fsync for many acks.
-type coalescer struct {
-	mu      sync.Mutex
-	pending []*ackReq // queued, not yet sent
-	busy    bool      // a caller is settling
-}
-
-const maxCoalesce = 512
-
-type ackReq struct {
-	r    queue.Receipt
-	err  error
-	done chan struct{} // closed when err is set
-}
-
-func (c *coalescer) do(q *Queue, r queue.Receipt) error {
-	req := &ackReq{r: r, done: make(chan struct{})}
-	c.mu.Lock()
-	c.pending = append(c.pending, req)
-	if c.busy {
-		c.mu.Unlock()
-		<-req.done
-		return req.err
-	}
-	c.busy = true
-	for len(c.pending) > 0 {
-		batch := c.pending[:min(len(c.pending), maxCoalesce)]
-		c.pending = c.pending[len(batch):]
-		c.mu.Unlock()
-		rs := make([]queue.Receipt, len(batch))
-		for i, b := range batch {
-			rs[i] = b.r
-		}
-		for i, err := range q.settle("ack", "", rs) {
-			batch[i].err = err
-			close(batch[i].done)
-		}
-		c.mu.Lock()
-	}
-	c.busy = false
-	c.mu.Unlock()
-	return req.err
 }
