@@ -78,7 +78,8 @@
 // # Cost
 //
 // The server does the work: a batched message (EnqueueBatch,
-// DequeueBatch, concurrent Acks) costs some 20-30 µs of Redis CPU, one
+// DequeueBatch, concurrent Acks and Enqueues, which a handle gathers
+// into one call each) costs some 20-30 µs of Redis CPU, one
 // message per call several times more (each call has a fixed cost,
 // which the function library keeps lower than a script: its helpers are
 // made once per load, not once per call). A queue's hot keys are created with a 256-byte placeholder member
