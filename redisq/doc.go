@@ -23,8 +23,10 @@
 // every master the client reaches and again by any call that finds a
 // server without it (a restart without persistence, a new master); its
 // name carries a digest of its code, so each version of this package runs
-// its own. The sorted queue runs one script by EVALSHA. All keys of a
-// queue share the hash tag {name}: one queue is one Redis Cluster slot.
+// its own (a server with ACLs must let the client's user run FUNCTION
+// LOAD and LIST, and FCALL). The sorted queue runs one script by
+// EVALSHA. All keys of a queue share the hash tag {name}: one queue is
+// one Redis Cluster slot.
 //
 // A receipt is the message's sequence number and a random 64-bit token
 // drawn by the client for that delivery; an ack, nack, extend or dead
