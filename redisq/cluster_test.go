@@ -74,7 +74,7 @@ func TestCluster(t *testing.T) {
 			if err == nil && len(libs) != 1 {
 				err = fmt.Errorf("%s holds %d libraries", c.Options().Addr, len(libs))
 			}
-			return err
+			return err // the ack queue's: no sorted queue was opened yet
 		})
 		require.NoError(t, err)
 	})

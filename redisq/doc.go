@@ -18,15 +18,14 @@
 // Every state change (enqueue, lease, ack, nack, extend, expiry, dead
 // letter, requeue, purge) is one call of a Lua function, so it is atomic
 // on the server, also across a crash of the server (a call's writes reach
-// the AOF as one MULTI/EXEC, which loading reverts when torn). The ack
-// queue's functions are one library (Redis Functions), loaded by Open into
-// every master the client reaches and again by any call that finds a
-// server without it (a restart without persistence, a new master); its
-// name carries a digest of its code, so each version of this package runs
-// its own (a server with ACLs must let the client's user run FUNCTION
-// LOAD and LIST, and FCALL). The sorted queue runs one script by
-// EVALSHA. All keys of a queue share the hash tag {name}: one queue is
-// one Redis Cluster slot.
+// the AOF as one MULTI/EXEC, which loading reverts when torn). The
+// functions of each kind of queue (ack, sorted) are one library (Redis
+// Functions), loaded by Open into every master the client reaches and
+// again by any call that finds a server without it (a restart without
+// persistence, a new master); its name carries a digest of its code, so
+// each version of this package runs its own (a server with ACLs must let
+// the client's user run FUNCTION LOAD and LIST, and FCALL). All keys of a
+// queue share the hash tag {name}: one queue is one Redis Cluster slot.
 //
 // A receipt is the message's sequence number and a random 64-bit token
 // drawn by the client for that delivery; an ack, nack, extend or dead

@@ -106,40 +106,26 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 	return h.rdb
 }
 
-// runScript runs a script over the queue's keys, and with
-// Options.Replicas waits for the replicas on the same connection.
-func (h *handle) runScript(ctx context.Context, s *redis.Script, argv []any) (any, error) {
-	if h.isClosed() {
-		return nil, queue.ErrClosed
-	}
-	if h.o.Replicas == 0 {
-		return s.Run(ctx, h.rdb, h.keys, argv...).Result()
-	}
-	return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, s.Hash(), h.keys, argv...) },
-		func(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") },
-		func(c redis.Cmdable) error { return s.Load(ctx, c).Err() })
-}
-
-// call runs a function of the library over the queue's keys, loading the
-// library first where the server lacks it, and with Options.Replicas
-// waits for the replicas on the same connection.
+// call runs a function over the queue's keys, loading its library first
+// where the server lacks it, and with Options.Replicas waits for the
+// replicas on the same connection.
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() {
 		return nil, queue.ErrClosed
 	}
-	load := func(c redis.Cmdable) error { return library.load(ctx, c) }
+	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
 	if h.o.Replicas > 0 {
-		return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.FCall(ctx, string(f), h.keys, argv...) },
+		return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.FCall(ctx, f.name, h.keys, argv...) },
 			missing, load)
 	}
-	v, err := h.rdb.FCall(ctx, string(f), h.keys, argv...).Result()
+	v, err := h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
 	if !missing(err) {
 		return v, err
 	}
 	if err := load(h.primary(ctx)); err != nil {
 		return nil, err
 	}
-	return h.rdb.FCall(ctx, string(f), h.keys, argv...).Result()
+	return h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
 }
 
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts

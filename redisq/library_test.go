@@ -40,6 +40,21 @@ func TestLibraryLost(t *testing.T) {
 		roundTrip(t, q)
 		requireLoaded(t, primary.Client())
 	})
+	t.Run("sorted queue, flushed", func(t *testing.T) {
+		srv := redistest.Start(t)
+		c := srv.Client()
+		s, err := redisq.OpenSorted[int64](ctx, c, "lost", &redisq.SortedOptions{Options: redisq.Options{TrustServer: true}})
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, c.ConfigResetStat(ctx).Err())
+		require.NoError(t, c.FunctionFlush(ctx).Err())
+		require.NoError(t, s.Publish(ctx, 1, "k", []byte("v")))
+		bs, err := s.Pull(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		require.NoError(t, bs[0].Ack())
+		requireLoaded(t, c)
+	})
 }
 
 // requireLoaded checks that the server was sent the library since its

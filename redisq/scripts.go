@@ -26,45 +26,64 @@ var (
 	deadLua string
 	//go:embed scripts/inspect.lua
 	inspectLua string
+	//go:embed scripts/sorted.lua
+	sortedLua string
+	//go:embed scripts/sorted_ops.lua
+	sortedOpsLua string
 )
 
-// function names one operation of the ack queue's library.
-type function string
+// function is one operation of a library.
+type function struct {
+	lib  *lib
+	name string // <library>_<operation>
+}
 
-// The library of the ack queue: the shared head once, then each
-// operation as a function of its own. Its name carries a digest of its
-// code, so a server holding the library of another version of this
-// package runs that one for that version's handles, and this version's
-// handles load and run their own: code and library always match.
+// The libraries: the ack queue's (the shared head once, then each
+// operation as a function of its own) and the sorted queue's (its head,
+// then one function taking the operation as an argument). A library's
+// name carries a digest of its code, so a server holding the library of
+// another version of this package runs that one for that version's
+// handles, and this version's handles load and run their own: code and
+// library always match.
 var (
-	library                        = newLibrary()
+	library = newLibrary("walq", commonLua, []libOp{
+		// enqueue and dequeue are refused whole by a server past
+		// maxmemory, not halfway through; what only ends or moves
+		// messages may run there, so that acks can still free memory;
+		// inspect writes nothing.
+		{"enqueue", enqueueLua, ""},
+		{"dequeue", dequeueLua, ""},
+		{"settle", settleLua, "allow-oom"},
+		{"housekeep", housekeepLua, "allow-oom"},
+		{"dead", deadLua, "allow-oom"},
+		{"inspect", inspectLua, "no-writes"},
+	})
+	// The sorted queue's operations, under two names: publish and pull
+	// are refused whole past maxmemory, the others may run there.
+	sortedLibrary = newLibrary("walq_sorted", sortedLua, []libOp{
+		{"grow", sortedOpsLua, ""},
+		{"settle", sortedOpsLua, "allow-oom"},
+	})
+
 	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
 	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
+	fnSortedGrow, fnSortedSettle   = sortedLibrary.fn("grow"), sortedLibrary.fn("settle")
 )
 
+// lib is a library of functions, loaded with FUNCTION LOAD.
 type lib struct {
-	name string // walq_<digest>
+	name string // <prefix>_<digest>
 	code string // the source FUNCTION LOAD takes
 }
 
-// libOp is one function of the library: its operation's name, its body,
-// and its flags (see FUNCTION LOAD): enqueue and dequeue are refused
-// whole by a server past maxmemory, not halfway through; what only ends
-// or moves messages may run there, so that acks can still free memory;
-// inspect writes nothing.
-var libOps = []struct{ op, body, flags string }{
-	{"enqueue", enqueueLua, ""},
-	{"dequeue", dequeueLua, ""},
-	{"settle", settleLua, "allow-oom"},
-	{"housekeep", housekeepLua, "allow-oom"},
-	{"dead", deadLua, "allow-oom"},
-	{"inspect", inspectLua, "no-writes"},
-}
+// libOp is one function of a library: its operation's name, its body,
+// and its flags (see FUNCTION LOAD).
+type libOp struct{ op, body, flags string }
 
-func newLibrary() lib {
+func newLibrary(prefix, head string, ops []libOp) *lib {
 	var body strings.Builder
-	body.WriteString(commonLua)
-	for _, o := range libOps {
+	body.WriteString(head)
+	for _, o := range ops {
 		flags := "{}"
 		if o.flags != "" {
 			flags = "{'" + o.flags + "'}"
@@ -72,11 +91,11 @@ func newLibrary() lib {
 		fmt.Fprintf(&body, "\nredis.register_function{function_name = LIB .. '_%s', flags = %s, callback = function(KEYS, ARGV)\nbind(KEYS, ARGV)\n%s\nend}\n", o.op, flags, o.body)
 	}
 	sum := sha1.Sum([]byte(body.String()))
-	name := "walq_" + hex.EncodeToString(sum[:8])
-	return lib{name: name, code: "#!lua name=" + name + "\nlocal LIB = '" + name + "'\n" + body.String()}
+	name := prefix + "_" + hex.EncodeToString(sum[:8])
+	return &lib{name: name, code: "#!lua name=" + name + "\nlocal LIB = '" + name + "'\n" + body.String()}
 }
 
-func (l lib) fn(op string) function { return function(l.name + "_" + op) }
+func (l *lib) fn(op string) function { return function{lib: l, name: l.name + "_" + op} }
 
 // missing tells whether err says the server lacks the library: a new or
 // restarted server without persistence, a new cluster master.
@@ -86,7 +105,7 @@ func missing(err error) bool {
 
 // load loads the library into the server c talks to; loading it again is
 // harmless (the same name is the same code).
-func (l lib) load(ctx context.Context, c redis.Cmdable) error {
+func (l *lib) load(ctx context.Context, c redis.Cmdable) error {
 	if err := c.FunctionLoadReplace(ctx, l.code).Err(); err != nil {
 		return fmt.Errorf("redisq: load the function library %s: %w", l.name, err)
 	}
@@ -95,7 +114,7 @@ func (l lib) load(ctx context.Context, c redis.Cmdable) error {
 
 // loadAll loads the library into every master rdb reaches, unless it is
 // there already.
-func (l lib) loadAll(ctx context.Context, rdb redis.UniversalClient) error {
+func (l *lib) loadAll(ctx context.Context, rdb redis.UniversalClient) error {
 	each := func(ctx context.Context, c *redis.Client) error {
 		have, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: l.name}).Result()
 		if err == nil && len(have) > 0 {

@@ -16,14 +16,6 @@ import (
 	"github.com/walq/walq/queue"
 )
 
-//go:embed scripts/sorted.lua
-var sortedLua string
-
-// scriptSorted runs by EVALSHA: one script, its operation an argument.
-// go-redis runs it by SHA and falls back to the source when the server's
-// script cache was emptied (restart, failover).
-var scriptSorted = redis.NewScript(sortedLua)
-
 // SortedOptions configures a sorted queue handle. A nil *SortedOptions
 // means the defaults.
 type SortedOptions struct {
@@ -86,6 +78,9 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 			return nil, err
 		}
 	}
+	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
+		return nil, err
+	}
 	if err := s.start(ctx, s.sweep); err != nil {
 		return nil, err
 	}
@@ -102,7 +97,11 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 		fixed = "1"
 	}
 	argv := append([]any{s.wake, unixMicros(now), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), fixed, op}, args...)
-	v, err := s.runScript(ctx, scriptSorted, argv)
+	f := fnSortedSettle
+	if op == "publish" || op == "pull" {
+		f = fnSortedGrow
+	}
+	v, err := s.call(ctx, f, argv)
 	return v, scriptErr(op, err)
 }
 

@@ -1,4 +1,4 @@
--- The sorted and windowed queues: one script, one operation per call.
+-- The sorted and windowed queues: one function, one operation per call.
 --
 -- KEYS, all under the queue's hash tag:
 --   1 seq     string  INCR counter, a value's seq
@@ -23,12 +23,23 @@
 -- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries, 4 single flight
 -- (1/0), 5 lease length (µs), 6 fixed-size sort keys (1/0), 7 operation;
 -- its arguments from 8.
-local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
-local CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
-
+--
+-- The head is loaded once (FUNCTION LOAD, a library of its own); bind
+-- sets the call's keys and arguments at the start of every call, so the
+-- helpers below, made once per load, can use them. The operations are in
+-- sorted_ops.lua, the body of the library's one function.
+local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS
+local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS
+local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
+
+local function bind(KEYS, ARGV)
+  K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+  K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+  CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+  single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
+  woke, timers = false, nil
+end
 
 local function keyprefix(key)
   return string.char(math.floor(#key / 256), #key % 256) .. key
@@ -170,97 +181,3 @@ local function wake()
   if woke then redis.call('PUBLISH', CHAN, 'r') end
   if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
 end
-
-local result
-if op == 'publish' then
-  -- 8 key, 9 sortpart, 10 body
-  local seq = redis.call('INCR', K_SEQ)
-  redis.call('HSET', K_VAL, seq, ARGV[10])
-  redis.call('HSET', K_VINFO, seq, 0)
-  redis.call('ZADD', K_PEND, 0, keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq))
-  redis.call('HINCRBY', K_STATS, 'published', 1)
-  place(ARGV[8])
-  result = seq
-elseif op == 'pull' then
-  -- 8 max, 9 bound ('' for none), 10.. lease tokens. Returns {batches,
-  -- earliest hold end or -1, sortpart of the first key or ''}.
-  release()
-  local max, bound = tonumber(ARGV[8]), ARGV[9]
-  local out, n = {}, 0
-  while n < max do
-    local m = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
-    if not m or (bound ~= '' and bytesGreater(string.sub(m, 1, #bound), bound)) then break end
-    local key = keyOf(m)
-    local p = keyprefix(key)
-    local members = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
-    unplace(key)
-    zremAll(K_PEND, members)
-    local tok = ARGV[10 + #out]
-    local vals = {}
-    for _, pm in ipairs(members) do
-      local seq = unseq8(string.sub(pm, -8))
-      vals[#vals + 1] = {seq, redis.call('HINCRBY', K_VINFO, seq, 1), redis.call('HGET', K_VAL, seq)}
-    end
-    if #out == 0 then earlier(K_BDUE, now + ackto) end
-    redis.call('HSET', K_BATCH, tok, cmsgpack.pack({key, members, now}))
-    redis.call('ZADD', K_BDUE, now + ackto, tok)
-    redis.call('HINCRBY', K_FLIGHT, key, 1)
-    redis.call('HINCRBY', K_STATS, 'pulled', 1)
-    redis.call('HINCRBY', K_STATS, 'leased', #members)
-    out[#out + 1] = {tok, key, vals}
-    n = n + #members
-  end
-  local head = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
-  if head then
-    if fixed then head = string.sub(head, 1, 8) else head = '' end
-  else
-    head = ''
-  end
-  result = {out, first(K_HOLD), head}
-elseif op == 'ack' or op == 'nack' or op == 'extend' or op == 'dead' then
-  -- 8 lease token, 9 argument. Returns 0, or 1 when the lease is lost.
-  local tok = ARGV[8]
-  local b = fence(tok)
-  if not b then return 1 end
-  if op == 'ack' then
-    drop(tok, b)
-    for _, m in ipairs(b[2]) do
-      local seq = unseq8(string.sub(m, -8))
-      redis.call('HDEL', K_VAL, seq)
-      redis.call('HDEL', K_VINFO, seq)
-    end
-    redis.call('HINCRBY', K_STATS, 'acked', 1)
-    place(b[1])
-  elseif op == 'nack' then
-    giveback(tok, b, tonumber(ARGV[9]), 'nacked')
-  elseif op == 'extend' then
-    earlier(K_BDUE, now + tonumber(ARGV[9]))
-    redis.call('ZADD', K_BDUE, now + tonumber(ARGV[9]), tok)
-  else
-    drop(tok, b)
-    for _, m in ipairs(b[2]) do toDead(unseq8(string.sub(m, -8)), ARGV[9]) end
-    place(b[1])
-  end
-  result = 0
-elseif op == 'housekeep' then
-  -- 8 end expired leases (1/0). Returns {batches returned, earliest
-  -- lease deadline, earliest hold end}.
-  release()
-  local n = 0
-  if ARGV[8] == '1' then
-    local due = redis.call('ZRANGEBYSCORE', K_BDUE, '-inf', now, 'LIMIT', 0, 1000)
-    for _, tok in ipairs(due) do
-      giveback(tok, cmsgpack.unpack(redis.call('HGET', K_BATCH, tok)), 0, 'ack timeout')
-      n = n + 1
-    end
-  end
-  result = {n, first(K_BDUE), first(K_HOLD)}
-elseif op == 'stats' then
-  local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
-  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER), redis.call('HLEN', K_BATCH),
-    redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
-else
-  return redis.error_reply('unknown operation ' .. op)
-end
-wake()
-return result
