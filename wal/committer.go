@@ -59,14 +59,13 @@ type committer struct {
 	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
 	tail      *segment // the tail segment (also the last of Log.seg.list)
 
-	dirty          bool          // entries written since the last fsync
-	waiting        []*Commit     // SyncAlways: written, waiting for the next fsync
-	waitingRecords int           // records of the waiting commits
-	expect         int           // records the last fsync covered: callers likely to return
-	gatherFor      time.Duration // how long a gathering may hold an fsync back (the last fsync's time)
-	gatherUntil    time.Time     // when the current gathering starts its fsync anyway; zero when none
-	inflight       *syncJob      // SyncAlways: the fsync the syncer is running; nil when idle
-	syncing        atomic.Bool   // inflight != nil; read without mu by writeFor
+	dirty          bool        // entries written since the last fsync
+	waiting        []*Commit   // SyncAlways: written, waiting for the next fsync
+	waitingRecords int         // records of the waiting commits
+	gathering      gathering   // SyncAlways: holding an fsync back for the callers to come (gather.go)
+	inflight       *syncJob    // SyncAlways: the fsync the syncer is running; nil when idle
+	spare          *syncJob    // the last job, synced, reused by the next one; nil when none
+	syncing        atomic.Bool // inflight != nil; read without mu by writeFor
 	syncJobs       chan *syncJob
 	syncDone       chan *syncJob
 	lastSync       time.Time   // time of the last fsync
@@ -130,6 +129,7 @@ func (c *committer) tick() {
 	}
 	c.timerOn = false
 	if c.l.opts.Sync == SyncAlways {
+		c.commit() // the groups whose callers left them to the gathering (held)
 		c.startSync(false)
 		return
 	}
@@ -138,8 +138,9 @@ func (c *committer) tick() {
 
 // writeFor writes the gathered groups on behalf of a caller waiting for
 // cm, unless cm is already written, the committer has stopped, or cm only
-// waits for an fsync that is in flight (its group gathers for the next
-// one; urgent groups are written at once). One caller at a time writes
+// waits for an fsync that is in flight or held back for other callers
+// (its group gathers for the next one, see gather.go; urgent groups are
+// written at once). One caller at a time writes
 // (see lead.go): a caller that finds another one writing waits for that
 // write and leads the next one if its group was not in it. If an fsync
 // is due, the leader runs it too, outside mu so that others keep writing,
@@ -152,7 +153,7 @@ func (c *committer) writeFor(cm *Commit) {
 		// to learn that an fsync is in flight makes them a convoy. A stale
 		// read is harmless: the committer writes what gathered once that
 		// fsync ends.
-		if cm.isWritten() || (c.syncing.Load() && !cm.urgent.Load()) {
+		if cm.isWritten() || (!cm.urgent.Load() && (c.syncing.Load() || c.gathering.held())) {
 			return
 		}
 		turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)
@@ -160,11 +161,7 @@ func (c *committer) writeFor(cm *Commit) {
 			c.leadWrite(cm, yield)
 			return
 		}
-		select {
-		case <-cm.written:
-			return
-		case <-turn:
-		}
+		<-turn // the leader marks what it wrote before it is done
 	}
 }
 

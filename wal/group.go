@@ -3,27 +3,48 @@ package wal
 import (
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 )
 
 // Commit is the outcome of one commit group, shared by all its records.
-// Only the committer goroutine completes it.
+// Only the committer (or a caller writing on its behalf, or the syncer)
+// completes it.
+//
+// A caller that waits usually finds its group complete once it has
+// written it itself (see writeFor), so the channels that Done and Written
+// return are made on demand, when someone is about to block on one: a
+// commit whose callers never block allocates none.
 type Commit struct {
-	l       *Log          // woken when a WaitWritten caller is waiting
-	urgent  atomic.Bool   // a caller waits for the write: do not hold it back for an fsync
-	written chan struct{} // closed once the group is written (or failed)
-	werr    error         // set before written is closed
-	wrote   bool          // written is closed; owned by the committer
-	done    chan struct{} // closed once the group is written (and fsynced under SyncAlways) or failed
-	err     error         // set before done is closed
+	l       *Log        // woken when a WaitWritten caller is waiting
+	urgent  atomic.Bool // a caller waits for the write: do not hold it back for an fsync
+	state   atomic.Uint32
+	sleeps  atomic.Int32 // callers blocked in Wait for an fsync; -1 once done (see gather.go)
+	durable bool         // done needs an fsync after the write (SyncAlways); immutable
+	werr    error        // set before stateWritten
+	err     error        // set before stateDone
+
+	mu      sync.Mutex    // guards the channels, and the setting of state's bits
+	written chan struct{} // closed once the group is written (or failed); made on demand
+	done    chan struct{} // closed once the group is done; made on demand
 }
 
+// The bits of Commit.state.
+const (
+	stateWritten uint32 = 1 << iota // the group is written, or failed: werr is set
+	stateDone                       // Wait would return: err is set
+)
+
+// closed is a closed channel, returned for a Commit already complete.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 func (c *Commit) init(l *Log) {
-	c.l, c.done = l, make(chan struct{})
-	c.written = c.done
-	if l == nil || l.opts.Sync == SyncAlways {
-		c.written = make(chan struct{}) // only SyncAlways waits for more than the write
-	}
+	c.l = l
+	c.durable = l == nil || l.opts.Sync == SyncAlways // only SyncAlways waits for more than the write
 }
 
 // WaitWritten blocks until the group is written to its segment file, where
@@ -36,14 +57,11 @@ func (c *Commit) init(l *Log) {
 // the next fsync anyway, and one larger write costs less); a WaitWritten
 // caller marks its group urgent, and it is written at once.
 func (c *Commit) WaitWritten() error {
-	select {
-	case <-c.written:
-		return c.werr
-	default:
+	if !c.isWritten() {
+		c.urgent.Store(true)
+		c.write()
+		<-c.channel(stateWritten)
 	}
-	c.urgent.Store(true)
-	c.write()
-	<-c.written
 	return c.werr
 }
 
@@ -55,38 +73,76 @@ func (c *Commit) write() {
 	}
 }
 
-// isWritten reports whether written is closed.
-func (c *Commit) isWritten() bool {
-	select {
-	case <-c.written:
-		return true
-	default:
-		return false
+// isWritten reports whether the group is written (or failed).
+func (c *Commit) isWritten() bool { return c.state.Load()&stateWritten != 0 }
+
+// isDone reports whether Wait would return.
+func (c *Commit) isDone() bool { return c.state.Load()&stateDone != 0 }
+
+// channel returns the channel closed once the state bit is set, making it
+// if nobody asked for it before.
+func (c *Commit) channel(bit uint32) <-chan struct{} {
+	if c.state.Load()&bit != 0 {
+		return closed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load()&bit != 0 {
+		return closed
+	}
+	ch := &c.done
+	if bit == stateWritten {
+		ch = &c.written
+	}
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
+}
+
+// complete sets the state bits and closes the channels made for them.
+func (c *Commit) complete(bits uint32) {
+	c.mu.Lock()
+	c.state.Or(bits)
+	var w, d chan struct{}
+	if bits&stateWritten != 0 {
+		w, c.written = c.written, nil
+	}
+	if bits&stateDone != 0 {
+		d, c.done = c.done, nil
+	}
+	c.mu.Unlock()
+	if w != nil {
+		close(w)
+	}
+	if d != nil {
+		close(d)
 	}
 }
 
-// markWritten completes WaitWritten (and Wait, when they share a channel:
-// then the group is done once written).
+// markWritten completes WaitWritten (and Wait, unless the group waits
+// for an fsync: then it is done once written).
 func (c *Commit) markWritten(err error) {
-	if !c.wrote {
-		c.werr, c.wrote = err, true
-		if c.written == c.done {
-			c.err = err
-		}
-		close(c.written)
+	if c.isWritten() {
+		return
 	}
+	c.werr = err
+	if c.durable {
+		c.complete(stateWritten)
+		return
+	}
+	c.err = err
+	c.complete(stateWritten | stateDone)
 }
 
 // Wait blocks until the group is written and, under SyncAlways, fsynced;
 // it returns nil, or the error that poisoned the Log.
 func (c *Commit) Wait() error {
-	select {
-	case <-c.done:
-		return c.err
-	default:
+	if !c.isDone() {
+		c.sleep()
+		c.write()
+		<-c.channel(stateDone)
 	}
-	c.write()
-	<-c.done
 	return c.err
 }
 
@@ -96,17 +152,19 @@ func (c *Commit) Done() <-chan struct{} {
 	if c.l != nil && !c.isWritten() {
 		c.l.wakeCommitter()
 	}
-	return c.done
+	return c.channel(stateDone)
 }
 
+// finish completes the group with err: written, and done.
 func (c *Commit) finish(err error) {
-	if c.written == c.done {
+	if !c.durable {
 		c.markWritten(err)
 		return
 	}
 	c.markWritten(err)
 	c.err = err
-	close(c.done)
+	c.wake()
+	c.complete(stateDone)
 }
 
 // group is a commit group on its way to disk: the records of one entry.

@@ -6,4 +6,4 @@ package wal
 // committer may still hold the write back while an fsync runs. A reader
 // that wants to learn when records appended by others become readable
 // selects on it without a goroutine per record.
-func (c *Commit) Written() <-chan struct{} { return c.written }
+func (c *Commit) Written() <-chan struct{} { return c.channel(stateWritten) }

@@ -21,13 +21,16 @@ import (
 
 // syncJob is one fsync and the commits it makes durable.
 type syncJob struct {
-	records int           // records the fsync makes durable
-	took    time.Duration // how long the fsync took, set by the syncer
-	upTo    LSN           // every record up to here was written before the fsync
-	file    *segFile      // the tail segment, pinned for the fsync
-	path    string        // its path, for errors
-	commits []*Commit     // completed by the fsync
-	err     error         // the fsync's outcome, set by the syncer
+	records  int           // records the fsync makes durable
+	took     time.Duration // how long the fsync took, set by the syncer
+	end      time.Time     // when it ended, set by the syncer
+	sleepers int32         // callers blocked in Wait when it ended, set by the syncer
+	upTo     LSN           // every record up to here was written before the fsync
+	file     *segFile      // the tail segment, pinned for the fsync
+	path     string        // its path, for errors
+	commits  []*Commit     // completed by the fsync
+	spare    []*Commit     // once synced: the emptied commits slice, for the next waiting list
+	err      error         // the fsync's outcome, set by the syncer
 }
 
 // syncer runs fsync jobs until jobs is closed. It completes the job's
@@ -51,7 +54,9 @@ func (c *committer) runSync(job *syncJob) {
 	}
 	start := time.Now()
 	err := c.f.datasync(job.file.f)
-	job.took = time.Since(start)
+	job.end = time.Now()
+	job.took = job.end.Sub(start)
+	job.sleepers = c.gathering.sleepers.Load() // before the fsync wakes any
 	c.l.metrics.observeSync(job.took, job.records)
 	_ = job.file.release() // read-only handle: a close error loses nothing
 	if err != nil {
@@ -73,15 +78,9 @@ func (c *committer) queueSync(cm *Commit, n int) {
 	c.dirty = true
 }
 
-// maxExpect caps how many returning callers a gathering waits for.
-const maxExpect = 1024
-
 // startSync hands the waiting commits to the syncer if it is idle. Unless
-// forced, it first gathers: the callers the last fsync released are likely
-// to append again within moments, and one fsync for all of them beats one
-// for the first and another for the rest. It waits until as many records
-// wait as the last fsync covered, or at most as long as that fsync took,
-// so a lone caller is never held back.
+// forced, it first lets the fsync wait for the callers the last one
+// released (gather.go).
 func (c *committer) startSync(force bool) {
 	if job := c.nextSync(force); job != nil {
 		c.syncJobs <- job
@@ -94,42 +93,42 @@ func (c *committer) nextSync(force bool) *syncJob {
 	if c.inflight != nil || len(c.waiting) == 0 {
 		return nil
 	}
-	if !force && c.waitingRecords < c.expect {
-		now := time.Now()
-		if c.gatherUntil.IsZero() {
-			c.gatherUntil = now.Add(c.gatherFor)
-		}
-		if now.Before(c.gatherUntil) {
-			if !c.timerOn {
-				c.timer.Reset(c.gatherUntil.Sub(now))
-				c.timerOn = true
-			}
-			return nil
-		}
+	if !force && c.hold() {
+		return nil
 	}
-	c.gatherUntil = time.Time{}
+	job := c.spare // one job in flight at a time: the last one is reused
+	if job == nil {
+		job = new(syncJob)
+	}
+	next := job.spare
 	c.l.seg.RLock()
-	job := &syncJob{records: c.waitingRecords, upTo: c.l.writtenLSN.Load(), file: c.tail.file.pin(),
+	*job = syncJob{records: c.waitingRecords, upTo: c.l.writtenLSN.Load(), file: c.tail.file.pin(),
 		path: c.tail.path, commits: c.waiting}
 	c.l.seg.RUnlock()
-	c.waiting, c.waitingRecords = nil, 0
+	c.spare, c.waiting, c.waitingRecords = nil, next, 0
+	c.gathering.holding.Store(false)
 	c.inflight = job
 	c.syncing.Store(true)
 	return job
 }
 
 // synced takes back a completed fsync job; the caller starts the next one.
+// The job and its commits' slice are kept for the next fsync.
 func (c *committer) synced(job *syncJob) {
 	c.inflight = nil
 	c.syncing.Store(false)
-	if job.err != nil {
-		c.failWaiting(job.err)
-		return
+	err := job.err
+	if err == nil {
+		c.lastSync = job.end
+		c.gathering.ended(job)
+		c.dirty = c.l.writtenLSN.Load() > job.upTo
 	}
-	c.lastSync = time.Now()
-	c.dirty = c.l.writtenLSN.Load() > job.upTo
-	c.expect = min(job.records, maxExpect)
-	c.gatherFor = min(job.took, time.Millisecond)
+	clear(job.commits)
+	*job = syncJob{spare: job.commits[:0]}
+	c.spare = job
+	if err != nil {
+		c.failWaiting(err)
+	}
 }
 
 // failWaiting fails the commits that wait for an fsync.

@@ -1,0 +1,122 @@
+package wal
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Under SyncAlways each fsync covers the groups written before it starts.
+// The callers an fsync releases append their next records moments later.
+// If the next fsync started at once with only the callers that arrived
+// while the last one ran, the callers would split into two cohorts taking
+// turns, each call waiting for two fsyncs. So the committer gathers:
+//
+//   - The sleepers are the callers blocked in Commit.Wait for an fsync.
+//     When an fsync ends, before it wakes anyone, the sleepers are every
+//     caller it releases plus every caller already waiting for the next
+//     one: the siblings, the callers expected to wait together again.
+//   - While fewer sleepers than siblings wait, the next fsync is held back
+//     (held), at most until gatherFor after the last fsync ended. A caller
+//     that arrives meanwhile and does not complete the count leaves its
+//     group to the gathering; the one that completes it writes every
+//     gathered group and runs the fsync itself. If time runs out, the
+//     committer goroutine's timer writes and fsyncs what gathered.
+//   - gatherFor is a fraction of the last fsync's time: a gathering that
+//     waits in vain costs a fraction of an fsync; one that brings a caller
+//     in saves that caller a whole fsync.
+//
+// Nobody waits for a gathering alone. A lone caller is the only sleeper
+// when its fsync ends, so the siblings are one and it completes the count
+// itself; a caller that comes after a pause finds the deadline passed.
+// Callers that do not block in Wait (Done, WaitWritten) are not counted
+// and never held. Durability does not depend on any of this: a commit is
+// completed only by an fsync that started after its group was written.
+
+// gatherFraction is the inverse of the part of the last fsync's time that
+// the next one may be held back for siblings.
+const gatherFraction = 2
+
+// maxGather bounds the hold whatever an fsync took.
+const maxGather = time.Millisecond
+
+// gathering is the committer's count of the callers it gathers for. The
+// atomics are read without committer.mu by writeFor; the rest is guarded
+// by committer.mu.
+type gathering struct {
+	sleepers atomic.Int32 // callers blocked in Commit.Wait for an fsync
+	siblings atomic.Int32 // sleepers when the last fsync ended
+	holding  atomic.Bool  // the next fsync is held back for siblings
+
+	gatherFor time.Duration // how long after the last fsync ended the next one may be held
+	limit     time.Duration // bound of gatherFor; 0 means maxGather (tests raise it)
+	holds     int           // holds begun since Open; for tests
+}
+
+// ended takes the figures of an fsync that succeeded.
+func (g *gathering) ended(job *syncJob) {
+	limit := g.limit
+	if limit == 0 {
+		limit = maxGather
+	}
+	g.siblings.Store(job.sleepers)
+	g.gatherFor = min(job.took/gatherFraction, limit)
+}
+
+// held reports whether a caller that does not complete the siblings
+// leaves its group to the gathering (see writeFor). A stale answer only
+// costs a write or an fsync: the timer ends every hold.
+func (g *gathering) held() bool {
+	return g.holding.Load() && g.sleepers.Load() < g.siblings.Load()
+}
+
+// hold reports whether the next fsync should wait for siblings, given
+// when the last one ended, and arms the committer's timer for when it
+// stops waiting. The caller holds committer.mu.
+func (c *committer) hold() bool {
+	g := &c.gathering
+	n := g.sleepers.Load()
+	if n <= 0 || n >= g.siblings.Load() { // nobody blocks in Wait, or all are back
+		g.holding.Store(false)
+		return false
+	}
+	until := c.lastSync.Add(g.gatherFor)
+	now := time.Now()
+	if !now.Before(until) {
+		g.holding.Store(false)
+		return false
+	}
+	if !g.holding.Load() {
+		g.holds++
+		g.holding.Store(true)
+	}
+	if !c.timerOn {
+		c.timer.Reset(until.Sub(now))
+		c.timerOn = true
+	}
+	return true
+}
+
+// sleep counts the caller among the sleepers until the group is done.
+func (c *Commit) sleep() {
+	if !c.durable || c.l == nil || c.l.c == nil {
+		return
+	}
+	for {
+		n := c.sleeps.Load()
+		if n < 0 {
+			return // done already
+		}
+		if c.sleeps.CompareAndSwap(n, n+1) {
+			c.l.c.gathering.sleepers.Add(1)
+			return
+		}
+	}
+}
+
+// wake stops counting the group's callers among the sleepers; finish
+// calls it before the group is done.
+func (c *Commit) wake() {
+	if n := c.sleeps.Swap(-1); n > 0 {
+		c.l.c.gathering.sleepers.Add(-n)
+	}
+}
