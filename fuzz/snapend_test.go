@@ -88,19 +88,30 @@ func snapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[string][
 		t.Fatal(err)
 	}
 	// Messages whose enqueue records are in the last segment, which the
-	// cuts lose: the snapshot counts them as never delivered.
-	for i := 0; i < 40; i++ {
+	// cuts lose: the snapshot counts them as never delivered. The payload
+	// sizes are random, so a segment may have just rolled: more come until
+	// the last segment holds the three entries the cuts need.
+	var img map[string][]byte
+	for i := 0; img == nil; i++ {
 		tok := fmt.Sprintf("L%d", i)
 		p := payload(tok, 40+rng.IntN(120))
 		mustEnqueue(t, q, p)
 		want[tok] = p
-	}
-	if err := q.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	img, err := quietDir(dir)
-	if err != nil {
-		t.Fatal(err)
+		if i < 40 {
+			continue
+		}
+		if err := q.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := quietDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if segs := segmentFiles(got); len(parseSegment(got[segs[len(segs)-1]])) >= 3 {
+			img = got
+		} else if i > 200 {
+			t.Fatalf("the last segment never held three entries")
+		}
 	}
 	if len(snapshotFiles(img)) != 1 || len(segmentFiles(img)) < 3 {
 		t.Fatalf("image has %d snapshots, %d segments", len(snapshotFiles(img)), len(segmentFiles(img)))
