@@ -21,17 +21,17 @@ import "github.com/google/btree"
 // copied before it is changed.
 type seqs struct {
 	base   uint64               // Seq of the first slot of chunks[0]; above every Seq in old
-	chunks []*entryChunk             // chunk i holds Seqs base+i*slotsPerChunk on; nil when it holds none
+	chunks []*entryChunk        // chunk i holds Seqs base+i*slotsPerChunk on; nil when it holds none
 	live   int                  // entries in chunks
 	gen    uint64               // generation of the chunks this set may change in place
-	spare  *entryChunk               // an empty chunk of this generation, kept for reuse; nil when none
+	spare  *entryChunk          // an empty chunk of this generation, kept for reuse; nil when none
 	old    *btree.BTreeG[Entry] // entries below base, by Seq
 }
 
 const (
-	slotsPerChunk   = 32 // slots per chunk
-	spanPerLive = 8  // window slots allowed per live entry before spilling
-	spanSlack   = 64 // window chunks always allowed
+	slotsPerChunk = 32 // slots per chunk
+	spanPerLive   = 8  // window slots allowed per live entry before spilling
+	spanSlack     = 64 // window chunks always allowed
 )
 
 // entryChunk is slotsPerChunk slots; slot i holds the entry whose Seq is the
