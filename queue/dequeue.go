@@ -63,6 +63,12 @@ type delivery struct {
 // dequeue leases up to max messages, appended to buf, and delivers them:
 // it returns once their lease records are written and their payloads
 // read.
+//
+// A consumer counts itself among the waiters (whom a write that may make
+// a message ready must wake) only once a first look found nothing, and
+// then looks again: a consumer that finds a message at once costs the
+// producers nothing. The count is raised under q.mu before the second
+// look, so a message written after that look finds it counted.
 func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery) ([]delivery, error) {
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: dequeue of %d messages", ErrInvalidOptions, max)
@@ -71,26 +77,22 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		q.waiters.Add(1)
 		q.mu.Lock()
-		// A group of asynchronous records is written without q.mu and
-		// then readable at the cursor: what to wait for is taken before
-		// looking, so a write that lands while we look still wakes us.
-		var written <-chan struct{}
-		if block {
-			written = q.asyncWrittenLocked()
-		}
 		ds, c, err := q.leaseLocked(max, buf)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
+			return q.delivered(ds, c, err)
+		}
+		q.waiters.Add(1)
+		// A group of asynchronous records is written without q.mu and
+		// then readable at the cursor: what to wait for is taken before
+		// looking, so a write that lands while we look still wakes us.
+		written := q.asyncWrittenLocked()
+		ds, c, err = q.leaseLocked(max, buf)
+		if err != nil || len(ds) > 0 {
+			q.mu.Unlock()
 			q.waiters.Add(-1)
-			if err == nil && len(ds) == 0 {
-				err = ErrEmpty
-			}
-			if err != nil {
-				return nil, err
-			}
-			return ds, q.deliver(ds, c)
+			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing()
@@ -103,6 +105,18 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			return nil, err
 		}
 	}
+}
+
+// delivered ends a look that leased ds under c, or failed with err: it
+// delivers them, or reports ErrEmpty when there were none.
+func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
+	if err == nil && len(ds) == 0 {
+		err = ErrEmpty
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ds, q.deliver(ds, c)
 }
 
 // untilDueLocked returns how long until the next delayed message is due, or
