@@ -20,7 +20,7 @@ import "github.com/google/btree"
 // clone of old, and raises gen; a chunk from an older generation is
 // copied before it is changed.
 type seqs struct {
-	base   uint64               // Seq of the first slot of chunks[0]; above every Seq in old
+	base   uint64               // Seq of the first slot of chunks[0]; at least 1, above every Seq in old
 	chunks []*entryChunk        // chunk i holds Seqs base+i*slotsPerChunk on; nil when it holds none
 	live   int                  // entries in chunks
 	gen    uint64               // generation of the chunks this set may change in place
@@ -42,7 +42,7 @@ type entryChunk struct {
 	slots [slotsPerChunk]Entry
 }
 
-func newSeqs() seqs { return seqs{old: btree.NewG(degree, lessEntry)} }
+func newSeqs() seqs { return seqs{base: 1, old: btree.NewG(degree, lessEntry)} }
 
 // Len is the number of entries.
 func (s *seqs) Len() int { return s.live + s.old.Len() }
@@ -150,7 +150,7 @@ func (s *seqs) reachBack(seq uint64) bool {
 		return false
 	}
 	k := (s.base - seq + slotsPerChunk - 1) / slotsPerChunk
-	if k*slotsPerChunk > s.base || int(k)+len(s.chunks) > s.maxSpan() {
+	if k*slotsPerChunk >= s.base || int(k)+len(s.chunks) > s.maxSpan() {
 		return false
 	}
 	s.chunks = append(make([]*entryChunk, k, int(k)+len(s.chunks)), s.chunks...)
@@ -167,6 +167,7 @@ func (s *seqs) restart(seq uint64) {
 	if m, ok := s.old.Max(); ok && m.Seq >= seq {
 		seq = m.Seq + 1
 	}
+	seq = max(seq, 1) // Seq 0 marks an empty slot: it is never in the window
 	s.base, s.chunks = seq, s.chunks[:0]
 }
 

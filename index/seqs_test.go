@@ -135,3 +135,17 @@ func requireSame(t *testing.T, want map[uint64]Entry, s *seqs) {
 	})
 	require.Equal(t, len(want), n)
 }
+
+// Seq 0, which marks an empty slot in the window, is still kept.
+func TestSeqsZero(t *testing.T) {
+	s := newSeqs()
+	s.Put(Entry{Seq: 0, ID: "zero"})
+	s.Put(Entry{Seq: 1, ID: "one"})
+	e, ok := s.Get(0)
+	require.True(t, ok)
+	require.Equal(t, "zero", e.ID)
+	require.Equal(t, 2, s.Len())
+	_, ok = s.Delete(0)
+	require.True(t, ok)
+	require.Equal(t, 1, s.Len())
+}
