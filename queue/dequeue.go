@@ -83,6 +83,9 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			q.mu.Unlock()
 			return q.delivered(ds, c, err)
 		}
+		if q.foundNothing != nil {
+			q.foundNothing() // the gap before the count is raised
+		}
 		q.waiters.Add(1)
 		// A group of asynchronous records is written without q.mu and
 		// then readable at the cursor: what to wait for is taken before
