@@ -16,7 +16,11 @@
 //
 // Every ordered structure is a github.com/google/btree BTreeG of values, so
 // Clone is a constant-time copy-on-write snapshot: the queue clones under
-// its lock and encodes the clone without it.
+// its lock and encodes the clone without it. The one exception is the
+// table's entries by Seq: a window of fixed-size chunks indexed by a Seq's
+// offset (Get, Put and Delete in constant time), with a btree for the few
+// entries far behind the window. Its snapshot copies the chunk pointers,
+// one per 32 Seqs of the window, and the chunks are copy-on-write.
 //
 // # Concurrency
 //

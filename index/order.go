@@ -1,7 +1,5 @@
 package index
 
-import "github.com/google/btree"
-
 // Counts is the number of entries in each state.
 type Counts struct {
 	Ready, Delayed, Leased, Dead int
@@ -118,20 +116,19 @@ func (t *Table) MinEnqueuedAt() (int64, bool) {
 }
 
 // Snapshot returns a copy-on-write clone of the entries, to be read while
-// the table keeps changing.
+// the table keeps changing. It takes time in proportion to the span of the
+// entries' window (seqs), not to their number.
 func (t *Table) Snapshot() *Snapshot {
-	return &Snapshot{entries: t.entries.Clone()}
+	return &Snapshot{entries: t.entries.freeze()}
 }
 
 // Snapshot is a frozen view of a Table's entries.
 type Snapshot struct {
-	entries *btree.BTreeG[Entry] // a clone; never mutated
+	entries seqs // a frozen copy; never mutated
 }
 
 // Len is the number of entries in the view.
 func (s *Snapshot) Len() int { return s.entries.Len() }
 
 // Ascend calls fn for every entry in Seq order until fn returns false.
-func (s *Snapshot) Ascend(fn func(Entry) bool) {
-	s.entries.Ascend(func(e Entry) bool { return fn(e) })
-}
+func (s *Snapshot) Ascend(fn func(Entry) bool) { s.entries.Ascend(fn) }

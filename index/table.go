@@ -9,7 +9,7 @@ const degree = 32
 // O(log n). Put is the only way an entry changes, so the sets never
 // disagree with the entries.
 type Table struct {
-	entries  *btree.BTreeG[Entry]   // all entries, by Seq
+	entries  seqs                   // all entries, by Seq
 	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered
 	fresh    *btree.BTreeG[uint64]  // Seq of Ready entries Undelivered: delivered after ready
 	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
@@ -24,7 +24,7 @@ type Table struct {
 // NewTable returns an empty table.
 func NewTable() *Table {
 	return &Table{
-		entries:  btree.NewG(degree, lessEntry),
+		entries:  newSeqs(),
 		ready:    btree.NewOrderedG[uint64](degree),
 		fresh:    btree.NewOrderedG[uint64](degree),
 		delayed:  btree.NewG(degree, lessTimeKey),
@@ -44,7 +44,7 @@ func (t *Table) Bytes() int64 { return t.bytes }
 
 // Get returns the entry with sequence seq.
 func (t *Table) Get(seq uint64) (Entry, bool) {
-	return t.entries.Get(Entry{Seq: seq})
+	return t.entries.Get(seq)
 }
 
 // GetByID returns the entry whose message id is id.
@@ -62,7 +62,7 @@ func (t *Table) Put(e Entry) {
 	if e.State != Ready {
 		e.Undelivered = false
 	}
-	if old, ok := t.entries.ReplaceOrInsert(e); ok {
+	if old, ok := t.entries.Put(e); ok {
 		t.unlink(old)
 	}
 	t.link(e)
@@ -70,7 +70,7 @@ func (t *Table) Put(e Entry) {
 
 // Delete removes the entry with sequence seq and returns it.
 func (t *Table) Delete(seq uint64) (Entry, bool) {
-	e, ok := t.entries.Delete(Entry{Seq: seq})
+	e, ok := t.entries.Delete(seq)
 	if ok {
 		t.unlink(e)
 	}

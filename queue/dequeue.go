@@ -19,27 +19,38 @@ import (
 // A power loss before that fsync can only make the delivery count one
 // lower.
 func (q *Queue) Dequeue(ctx context.Context) (*Message, error) {
-	ms, err := q.dequeue(ctx, 1, true)
-	if err != nil {
-		return nil, err
-	}
-	return ms[0], nil
+	return q.dequeueOne(ctx, true)
 }
 
 // TryDequeue is Dequeue without waiting: it returns ErrEmpty at once when
 // no message is ready.
 func (q *Queue) TryDequeue() (*Message, error) {
-	ms, err := q.dequeue(context.Background(), 1, false)
-	if err != nil {
-		return nil, err
-	}
-	return ms[0], nil
+	return q.dequeueOne(context.Background(), false)
 }
 
 // DequeueBatch leases up to max ready messages, blocking until at least one
 // is ready, ctx ends or the queue is closed.
 func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
-	return q.dequeue(ctx, max, true)
+	ds, err := q.dequeue(ctx, max, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(Messages, len(ds))
+	for i, d := range ds {
+		out[i] = d.m
+	}
+	return out, nil
+}
+
+// dequeueOne leases and delivers one message; its delivery lives on the
+// stack, so the Message is the only allocation of the queue's own.
+func (q *Queue) dequeueOne(ctx context.Context, block bool) (*Message, error) {
+	var buf [1]delivery
+	ds, err := q.dequeue(ctx, 1, block, buf[:0])
+	if err != nil {
+		return nil, err
+	}
+	return ds[0].m, nil
 }
 
 // delivery is a message leased under the lock whose payload may still have
@@ -49,7 +60,16 @@ type delivery struct {
 	loc uint64 // LSN of the payload's record; 0 when m.Payload is filled
 }
 
-func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, error) {
+// dequeue leases up to max messages, appended to buf, and delivers them:
+// it returns once their lease records are written and their payloads
+// read.
+//
+// A consumer counts itself among the waiters (whom a write that may make
+// a message ready must wake) only once a first look found nothing, and
+// then looks again: a consumer that finds a message at once costs the
+// producers nothing. The count is raised under q.mu before the second
+// look, so a message written after that look finds it counted.
+func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery) ([]delivery, error) {
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: dequeue of %d messages", ErrInvalidOptions, max)
 	}
@@ -57,26 +77,25 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, e
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		q.waiters.Add(1)
 		q.mu.Lock()
+		ds, c, err := q.leaseLocked(max, buf)
+		if err != nil || len(ds) > 0 || !block {
+			q.mu.Unlock()
+			return q.delivered(ds, c, err)
+		}
+		if q.foundNothing != nil {
+			q.foundNothing() // the gap before the count is raised
+		}
+		q.waiters.Add(1)
 		// A group of asynchronous records is written without q.mu and
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
-		var written <-chan struct{}
-		if block {
-			written = q.asyncWrittenLocked()
-		}
-		ds, c, err := q.leaseLocked(max)
-		if err != nil || len(ds) > 0 || !block {
+		written := q.asyncWrittenLocked()
+		ds, c, err = q.leaseLocked(max, buf)
+		if err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			if err == nil && len(ds) == 0 {
-				err = ErrEmpty
-			}
-			if err != nil {
-				return nil, err
-			}
-			return q.deliver(ds, c)
+			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing()
@@ -89,6 +108,18 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*Message, e
 			return nil, err
 		}
 	}
+}
+
+// delivered ends a look that leased ds under c, or failed with err: it
+// delivers them, or reports ErrEmpty when there were none.
+func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
+	if err == nil && len(ds) == 0 {
+		err = ErrEmpty
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ds, q.deliver(ds, c)
 }
 
 // untilDueLocked returns how long until the next delayed message is due, or
@@ -124,14 +155,14 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 }
 
 // leaseLocked leases up to max ready messages: those ready again or due
-// first, oldest first, then never-delivered ones from the cursor.
-func (q *Queue) leaseLocked(max int) ([]delivery, *wal.Commit, error) {
+// first, oldest first, then never-delivered ones from the cursor. It
+// appends them to out.
+func (q *Queue) leaseLocked(max int, out []delivery) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
 	now := q.now()
 	q.mu.st.table.Promote(now)
-	var out []delivery
 	var last *wal.Commit
 	for len(out) < max {
 		d, c, err := q.leaseOneLocked(now)
@@ -161,7 +192,8 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn}, q: q}
 		return delivery{m: m, loc: e.Loc}, c, nil
 	}
-	seq, er, size, err := q.cursorNextLocked()
+	var er record
+	seq, size, err := q.cursorNextLocked(&er)
 	if err != nil || seq == 0 {
 		return delivery{}, nil, err
 	}
@@ -176,15 +208,15 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 }
 
 // cursorNextLocked reads the log from the cursor to the next enqueue record
-// that the cursor owns (not delayed), and returns its LSN, the record and
-// its size; LSN 0 when the written log holds none.
-func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
+// that the cursor owns (not delayed), decodes it into r, and returns its
+// LSN and its size; LSN 0 when the written log holds none.
+func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 	st := q.mu.st
 	reset := false
 	for {
 		lsn, b, err := q.mu.cursor.Next()
 		if errors.Is(err, io.EOF) {
-			return 0, nil, 0, nil
+			return 0, 0, nil
 		}
 		if errors.Is(err, wal.ErrNotFound) && !reset {
 			// A compaction cut the log past the reader's position: it cuts
@@ -195,7 +227,7 @@ func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, 0, wrapCorrupt("read at cursor", err)
+			return 0, 0, wrapCorrupt("read at cursor", err)
 		}
 		if lsn < st.cursor {
 			continue // the cursor passed it: a copy forward took it (applyCursorMove)
@@ -204,9 +236,8 @@ func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		r := new(record)
 		if err := decodeRecord(b, r); err != nil {
-			return 0, nil, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 		}
 		if r.Due != 0 {
 			// Enqueued with a delay: the table owns it (applyEnqueue), and
@@ -215,26 +246,24 @@ func (q *Queue) cursorNextLocked() (uint64, *record, int, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		return lsn, r, len(b), nil
+		return lsn, len(b), nil
 	}
 }
 
 // deliver waits until the leases are written and reads the payloads that
 // were not read under the lock.
-func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]*Message, error) {
+func (q *Queue) deliver(ds []delivery, c *wal.Commit) error {
 	if err := waitWritten(c); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]*Message, len(ds))
-	for i, d := range ds {
+	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		out[i] = d.m
 	}
-	return out, nil
+	return nil
 }
 
 // readPayload fills m's payload and headers from the record at loc. If a
