@@ -113,6 +113,15 @@ func TestSeqsModel(t *testing.T) {
 		require.Equal(t, wantOK, ok, "step %d get %d", step, seq)
 		require.Equal(t, want, got)
 		require.Equal(t, len(model), s.Len())
+		for k, v := range model { // an entry held, wherever it is
+			got, ok := s.Get(k)
+			require.True(t, ok, "step %d get %d", step, k)
+			require.Equal(t, v, got)
+			break
+		}
+		if m, ok := s.old.Max(); ok {
+			require.Less(t, m.Seq, s.base, "step %d: old reaches into the window", step)
+		}
 	}
 	requireSame(t, model, &s)
 	for _, v := range views {
@@ -148,4 +157,30 @@ func TestSeqsZero(t *testing.T) {
 	_, ok = s.Delete(0)
 	require.True(t, ok)
 	require.Equal(t, 1, s.Len())
+}
+
+// A window grown back towards the front never covers an entry that was
+// spilled into old: every Seq in old stays below base, and Get finds it.
+func TestSeqsReachBackStopsAboveOld(t *testing.T) {
+	s := newSeqs()
+	for _, seq := range []uint64{60, 90} {
+		s.Put(Entry{Seq: seq})
+	}
+	for seq := uint64(92); seq < 124; seq++ { // a full chunk after 60's
+		s.Put(Entry{Seq: seq})
+	}
+	far := 60 + uint64(s.maxSpan())*slotsPerChunk // spills 60's chunk, not 92's
+	s.Put(Entry{Seq: far})
+	require.Equal(t, uint64(92), s.base)
+	_, ok := s.Delete(far) // the window shrinks back to one chunk
+	require.True(t, ok)
+	s.Put(Entry{Seq: 91}) // just behind the window, just above 90 in old
+	for _, seq := range []uint64{60, 90, 91, 92, 123} {
+		_, ok := s.Get(seq)
+		require.True(t, ok, "seq %d", seq)
+	}
+	if m, ok := s.old.Max(); ok {
+		require.Less(t, m.Seq, s.base)
+	}
+	require.Equal(t, 35, s.Len())
 }
