@@ -61,10 +61,11 @@ type hold struct {
 // its name and sort key (keySet, keyValues).
 type Sorted struct {
 	keys      keySet                    // keys with pending values
+	lists     map[*keyValues]*valueList // the values of keys with more than one
 	pending   int                       // pending values in keys
 	gen       uint64                    // bumped by Snapshot: older lists and chunks are shared with one
 	locs      locSet                    // Loc of every pending, leased and dead value
-	order     *btree.BTreeG[*keyValues] // pullable keys by smallest pending sort key (lessKeys)
+	order     *chunkSet[*keyValues]     // pullable keys by smallest pending sort key (cmpKeys)
 	batches   *btree.BTreeG[Batch]      // leased batches by Lease
 	deadlines *btree.BTreeG[timeKey]    // (deadline, lease) of leased batches
 	holds     *btree.BTreeG[hold]       // keys held back by a nack delay, by time
@@ -83,9 +84,10 @@ type Sorted struct {
 func NewSorted(singleFlight bool) *Sorted {
 	return &Sorted{
 		keys:      newKeySet(),
+		lists:     make(map[*keyValues]*valueList),
 		gen:       1,
 		locs:      newLocSet(),
-		order:     btree.NewG(degree, lessKeys),
+		order:     newChunkSet(cmpKeys),
 		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
 		deadlines: btree.NewG(degree, lessTimeKey),
 		holds: btree.NewG(degree, func(a, b hold) bool {
@@ -149,18 +151,44 @@ func (s *Sorted) Publish(v SortedValue) {
 // addPending puts v among the pending values and keeps the key's place in
 // the pull order.
 func (s *Sorted) addPending(v SortedValue) {
-	k := s.keys.get(v.Key)
-	if k == nil {
-		k = &keyValues{name: v.Key, one: pendingOf(v)}
-		s.keys.put(k)
+	k, ok := s.key(v.Key)
+	if !ok {
+		kv := &keyValues{name: v.Key, one: pendingOf(v)}
+		s.keys.put(kv)
 		s.pending++
-	} else {
-		s.order.Delete(k)
-		n := k.count()
-		k.insert(pendingOf(v), s.gen)
-		s.pending += k.count() - n
+		s.place(kv.name)
+		return
 	}
+	s.order.Delete(k.keyValues)
+	n := k.count()
+	if l := k.insert(pendingOf(v), s.gen); l != k.list {
+		s.lists[k.keyValues] = l
+		k.list = l
+	}
+	s.pending += k.count() - n
 	s.place(k.name)
+}
+
+// key returns the key named name with its list, and whether it has
+// pending values.
+func (s *Sorted) key(name string) (keyRef, bool) {
+	kv := s.keys.get(name)
+	if kv == nil {
+		return keyRef{}, false
+	}
+	k := keyRef{keyValues: kv}
+	if len(s.lists) > 0 {
+		k.list = s.lists[kv]
+	}
+	return k, true
+}
+
+// removeKey forgets a key left without pending values.
+func (s *Sorted) removeKey(k keyRef) {
+	s.keys.remove(k.name)
+	if k.list != nil {
+		delete(s.lists, k.keyValues)
+	}
 }
 
 // Bytes is the sum of the values' Size: the log bytes they need.
@@ -168,8 +196,8 @@ func (s *Sorted) Bytes() int64 { return s.bytes }
 
 // firstPending returns the key's pending value with the smallest sort key.
 func (s *Sorted) firstPending(key string) (SortedValue, bool) {
-	k := s.keys.get(key)
-	if k == nil {
+	k, ok := s.key(key)
+	if !ok {
 		return SortedValue{}, false
 	}
 	return k.min().value(k.name), true
@@ -199,14 +227,14 @@ func (s *Sorted) Next() (key string, sort []byte, ok bool) {
 	if !ok {
 		return "", nil, false
 	}
-	return k.name, sortBytes(k.min().sort), true
+	return k.name, sortBytes(k.one.sort), true
 }
 
 // Take removes every pending value of key and leases them as one batch.
 func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 	s.unplace(key)
 	b := Batch{Lease: lease, Key: key, Due: due, At: at}
-	if k := s.keys.get(key); k != nil {
+	if k, ok := s.key(key); ok {
 		b.Key = k.name
 		b.Values = make([]SortedValue, 0, k.count())
 		k.each(func(p *pendingValue) bool {
@@ -216,7 +244,7 @@ func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 			return true
 		})
 		s.pending -= k.count()
-		s.keys.remove(key)
+		s.removeKey(k)
 	}
 	s.putBatch(b)
 	return b

@@ -31,10 +31,10 @@ func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 
 // findPending returns the key and position of the pending value v (found
 // by Key, Sort and Seq).
-func (s *Sorted) findPending(v SortedValue) (*keyValues, int, int, bool) {
-	k := s.keys.get(v.Key)
-	if k == nil {
-		return nil, 0, 0, false
+func (s *Sorted) findPending(v SortedValue) (keyRef, int, int, bool) {
+	k, ok := s.key(v.Key)
+	if !ok {
+		return k, 0, 0, false
 	}
 	ci, i, ok := k.find(sortString(v.Sort), v.Seq)
 	return k, ci, i, ok
@@ -98,7 +98,8 @@ func (s *Sorted) MinLoc() (uint64, bool) { return s.locs.min() }
 // until fn returns false.
 func (s *Sorted) Values(fn func(SortedValue) bool) {
 	more := true
-	s.keys.each(func(k *keyValues) bool {
+	s.keys.each(func(kv *keyValues) bool {
+		k := keyRef{keyValues: kv, list: s.lists[kv]}
 		more = k.each(func(p *pendingValue) bool { return fn(p.value(k.name)) })
 		return more
 	})
@@ -117,7 +118,8 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 		pending: make([]keySnapshot, 0, s.keys.n), count: s.pending,
 		dead: s.dead.Clone(), batches: s.batches.Clone(), holds: s.holds.Clone(),
 	}
-	s.keys.each(func(k *keyValues) bool {
+	s.keys.each(func(kv *keyValues) bool {
+		k := keyRef{keyValues: kv, list: s.lists[kv]}
 		snap.pending = append(snap.pending, k.snapshot())
 		return true
 	})
@@ -200,7 +202,7 @@ func (s *Sorted) Drop(v SortedValue) bool {
 		cur, empty := k.removeAt(ci, i, s.gen)
 		s.pending--
 		if empty {
-			s.keys.remove(k.name)
+			s.removeKey(k)
 		}
 		s.uncache(cur.seq)
 		s.bytes -= int64(cur.size)
