@@ -159,14 +159,22 @@ func (s *Sorted) addPending(v SortedValue) {
 		s.place(kv.name)
 		return
 	}
-	s.order.Delete(k.keyValues)
+	p := pendingOf(v)
+	// A value after the key's first leaves the key's place in the pull
+	// order as it is; one before it moves the key.
+	first := cmpPending(&k.one, p.sort, p.seq) > 0
+	if first {
+		s.order.Delete(k.keyValues)
+	}
 	n := k.count()
-	if l := k.insert(pendingOf(v), s.gen); l != k.list {
+	if l := k.insert(p, s.gen); l != k.list {
 		s.lists[k.keyValues] = l
 		k.list = l
 	}
 	s.pending += k.count() - n
-	s.place(k.name)
+	if first {
+		s.place(k.name)
+	}
 }
 
 // key returns the key named name with its list, and whether it has

@@ -17,7 +17,7 @@ type run[T any] struct{ items []T }
 // of up to runMax items, the runs ordered by a B-tree on their first item.
 //
 // Items added after the last one fill runs completely, and a run's spare
-// room grows by a quarter at a time: about 8.5 bytes per 8-byte item. A
+// room grows by half at a time: about 8.5 bytes per 8-byte item. A
 // B-tree of the items themselves keeps the left half of every split node
 // empty but allocated, which ascending inserts (publishes, LSNs) never
 // refill: 16-18 bytes per item.
@@ -94,30 +94,35 @@ func (s *chunkSet[T]) ReplaceOrInsert(v T) {
 	}
 	s.n++
 	if len(r.items) >= runMax {
-		if i == len(r.items) {
-			// After a full run: a run of its own (ascending inserts
-			// leave every run full).
+		switch next := s.after(r); {
+		case i < len(r.items):
+			next = s.split(r)
+			if i > len(r.items) {
+				i -= len(r.items)
+				r = next
+			}
+		case next != nil && len(next.items) < runMax:
+			r, i = next, 0 // at the front of the next run
+		default:
+			// A run of its own (ascending inserts leave every run full).
 			s.tree.ReplaceOrInsert(&run[T]{items: append(make([]T, 0, 4), v)})
 			return
 		}
-		next := s.split(r)
-		if i > len(r.items) {
-			i -= len(r.items)
-			r = next
-		}
 	}
-	// i == 0 only in the first run, for an item before all others: the
-	// run's new first item keeps the runs in order.
+	// i == 0 only in the first run, for an item before all others, or in
+	// the run after a full one, for an item between the two: the run's new
+	// first item keeps the runs in order.
 	if len(r.items) == cap(r.items) {
 		r.items = growRun(r.items)
 	}
 	r.items = slices.Insert(r.items, i, v)
 }
 
-// growRun returns items with room for about a quarter more (append would
-// double it: spare room is memory every item pays for).
+// growRun returns items with room for about half as many more (append
+// would double it: spare room is memory every item pays for; a quarter
+// copies a run's items some 19 times on its way to runMax, half 10).
 func growRun[T any](items []T) []T {
-	grown := make([]T, len(items), min(runMax, len(items)+max(4, len(items)/4)))
+	grown := make([]T, len(items), min(runMax, len(items)+max(4, len(items)/2)))
 	copy(grown, items)
 	return grown
 }
@@ -165,28 +170,39 @@ func (s *chunkSet[T]) Delete(v T) bool {
 // per item: whichever of two neighbours gets short last finds the other
 // short too.
 func (s *chunkSet[T]) merge(r *run[T]) {
-	var next, prev *run[T]
-	s.tree.AscendGreaterOrEqual(r, func(x *run[T]) bool {
-		if x != r {
-			next = x
-			return false
-		}
-		return true
-	})
-	if next != nil && len(r.items)+len(next.items) <= runMax/2 {
+	if next := s.after(r); next != nil && len(r.items)+len(next.items) <= runMax/2 {
 		s.tree.Delete(next)
 		r.items = append(r.items, next.items...)
 		return
 	}
-	s.tree.DescendLessOrEqual(r, func(x *run[T]) bool {
-		if x != r {
-			prev = x
-			return false
-		}
-		return true
-	})
-	if prev != nil && len(prev.items)+len(r.items) <= runMax/2 {
+	if prev := s.before(r); prev != nil && len(prev.items)+len(r.items) <= runMax/2 {
 		s.tree.Delete(r)
 		prev.items = append(prev.items, r.items...)
 	}
+}
+
+// after returns the run after r, or nil.
+func (s *chunkSet[T]) after(r *run[T]) *run[T] {
+	var next *run[T]
+	s.tree.AscendGreaterOrEqual(r, func(x *run[T]) bool {
+		if x == r {
+			return true
+		}
+		next = x
+		return false
+	})
+	return next
+}
+
+// before returns the run before r, or nil.
+func (s *chunkSet[T]) before(r *run[T]) *run[T] {
+	var prev *run[T]
+	s.tree.DescendLessOrEqual(r, func(x *run[T]) bool {
+		if x == r {
+			return true
+		}
+		prev = x
+		return false
+	})
+	return prev
 }
