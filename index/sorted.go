@@ -53,12 +53,12 @@ type hold struct {
 // Sorted is the index of a sorted queue: pending values by key and sort
 // key, the pull order of keys, leased batches and dead values.
 //
-// A pending value costs about 75-95 bytes of memory when keys hold many
+// A pending value costs about 60-72 bytes of memory when keys hold many
 // values (BenchmarkSortedMemory): a key's values sit in its own list of
-// compact 48-byte entries (no key, no tree node per value), one small tree
-// of key pointers orders the keys, and a tree of Locs answers MinLoc. A
-// key with a single value keeps it inline and costs about 160 bytes with
-// its name and sort key (keySet, keyValues).
+// compact 48-byte entries (no key, no tree node per value), filled runs of
+// key pointers order the keys, and bitmap words of Locs answer MinLoc. A
+// key with a single value keeps it inline and costs about 115 bytes with
+// its name and sort key (keySet, keyValues, chunkSet, locSet).
 type Sorted struct {
 	keys      keySet                    // keys with pending values
 	lists     map[*keyValues]*valueList // the values of keys with more than one
