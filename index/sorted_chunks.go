@@ -52,6 +52,18 @@ func (s *chunkSet[T]) Min() (T, bool) {
 // runFor returns the run where v is or would go: the last run whose first
 // item is not after v, else the first run; nil when the set is empty.
 func (s *chunkSet[T]) runFor(v T) *run[T] {
+	// Most items come after all others (publishes, LSNs) or go first
+	// (pulls take the first key): two comparisons instead of a search.
+	first, ok := s.tree.Min()
+	if !ok {
+		return nil
+	}
+	if s.cmp(v, first.items[len(first.items)-1]) <= 0 {
+		return first
+	}
+	if last, _ := s.tree.Max(); s.cmp(v, last.items[0]) >= 0 {
+		return last
+	}
 	var found *run[T]
 	s.probe.items[0] = v
 	s.tree.DescendLessOrEqual(&s.probe, func(r *run[T]) bool {
@@ -60,9 +72,6 @@ func (s *chunkSet[T]) runFor(v T) *run[T] {
 	})
 	var zero T
 	s.probe.items[0] = zero // hold no item past the call
-	if found == nil {
-		found, _ = s.tree.Min()
-	}
 	return found
 }
 
