@@ -42,7 +42,7 @@ func liveHeap() uint64 {
 // of keys, and the time per publish.
 func BenchmarkSortedMemory(b *testing.B) {
 	const n = 1_000_000
-	for _, keys := range []int{1, 10_000, n} {
+	for _, keys := range []int{1, 10_000, n / 2, n} {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
 			for range b.N {
 				before := liveHeap()

@@ -162,8 +162,14 @@ func (l *valueList) insert(v pendingValue, gen uint64) {
 
 // growChunk returns vals with room for about a quarter more values (append
 // would double it: a chunk's spare room is memory every value pays for).
+// A short chunk doubles, from one value: a key's second value alone costs
+// 48 bytes more, not four values' room.
 func growChunk(vals []pendingValue) []pendingValue {
-	grown := make([]pendingValue, len(vals), min(chunkMax, len(vals)+max(4, len(vals)/4)))
+	more := len(vals) / 4
+	if len(vals) < 8 {
+		more = max(1, len(vals))
+	}
+	grown := make([]pendingValue, len(vals), min(chunkMax, len(vals)+more))
 	copy(grown, vals)
 	return grown
 }
