@@ -208,7 +208,7 @@ func (s *Sorted) firstPending(key string) (SortedValue, bool) {
 	if !ok {
 		return SortedValue{}, false
 	}
-	return k.min().value(k.name), true
+	return k.one.value(k.name), true
 }
 
 // unplace removes key from the pull order.

@@ -81,9 +81,6 @@ type valueList struct {
 	gen    uint64   // generation that may change chunks (the slice) in place
 }
 
-// min returns the first value; the list must not be empty.
-func (l *valueList) min() *pendingValue { return &l.chunks[0].vals[0] }
-
 // own makes the chunk slice changeable in generation gen.
 func (l *valueList) own(gen uint64) {
 	if l.gen != gen {

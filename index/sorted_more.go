@@ -130,17 +130,14 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 // keySnapshot is a key's pending values as a snapshot sees them.
 type keySnapshot struct {
 	name   string
-	one    pendingValue // the key's only value, when chunks is nil
-	chunks []*chunk     // shared with the index; never changed after the snapshot
+	one    pendingValue // the key's first value
+	chunks []*chunk     // the values after it; shared with the index, never changed after the snapshot
 }
 
 // each calls fn for every value in order until fn returns false; it
 // reports whether it went through them all.
 func (k *keySnapshot) each(fn func(*pendingValue) bool) bool {
-	if k.chunks == nil {
-		return fn(&k.one)
-	}
-	return eachValue(k.chunks, fn)
+	return fn(&k.one) && eachValue(k.chunks, fn)
 }
 
 // SortedSnapshot is a frozen view of a Sorted index.
@@ -201,8 +198,11 @@ func (s *Sorted) Drop(v SortedValue) bool {
 		s.unplace(k.name)
 		cur, empty := k.removeAt(ci, i, s.gen)
 		s.pending--
-		if empty {
+		switch {
+		case empty:
 			s.removeKey(k)
+		case k.list != nil && k.list.n == 0:
+			delete(s.lists, k.keyValues) // the key is back to one value
 		}
 		s.uncache(cur.seq)
 		s.bytes -= int64(cur.size)
