@@ -61,7 +61,7 @@ type hold struct {
 // its name and sort key (keySet, keyValues, chunkSet, locSet).
 type Sorted struct {
 	keys      keySet                    // keys with pending values
-	lists     map[*keyValues]*valueList // the values of keys with more than one
+	lists     map[*keyValues]*valueList // the values after the first, of keys with more than one
 	pending   int                       // pending values in keys
 	gen       uint64                    // bumped by Snapshot: older lists and chunks are shared with one
 	locs      locSet                    // Loc of every pending, leased and dead value
