@@ -53,18 +53,19 @@ type hold struct {
 // Sorted is the index of a sorted queue: pending values by key and sort
 // key, the pull order of keys, leased batches and dead values.
 //
-// A pending value costs about 75-95 bytes of memory when keys hold many
+// A pending value costs about 60-72 bytes of memory when keys hold many
 // values (BenchmarkSortedMemory): a key's values sit in its own list of
-// compact 48-byte entries (no key, no tree node per value), one small tree
-// of key pointers orders the keys, and a tree of Locs answers MinLoc. A
-// key with a single value keeps it inline and costs about 160 bytes with
-// its name and sort key (keySet, keyValues).
+// compact 48-byte entries (no key, no tree node per value), filled runs of
+// key pointers order the keys, and bitmap words of Locs answer MinLoc. A
+// key with a single value keeps it inline and costs about 115 bytes with
+// its name and sort key (keySet, keyValues, chunkSet, locSet).
 type Sorted struct {
 	keys      keySet                    // keys with pending values
+	lists     map[*keyValues]*valueList // the values after the first, of keys with more than one
 	pending   int                       // pending values in keys
 	gen       uint64                    // bumped by Snapshot: older lists and chunks are shared with one
 	locs      locSet                    // Loc of every pending, leased and dead value
-	order     *btree.BTreeG[*keyValues] // pullable keys by smallest pending sort key (lessKeys)
+	order     *chunkSet[*keyValues]     // pullable keys by smallest pending sort key (cmpKeys)
 	batches   *btree.BTreeG[Batch]      // leased batches by Lease
 	deadlines *btree.BTreeG[timeKey]    // (deadline, lease) of leased batches
 	holds     *btree.BTreeG[hold]       // keys held back by a nack delay, by time
@@ -83,9 +84,10 @@ type Sorted struct {
 func NewSorted(singleFlight bool) *Sorted {
 	return &Sorted{
 		keys:      newKeySet(),
+		lists:     make(map[*keyValues]*valueList),
 		gen:       1,
 		locs:      newLocSet(),
-		order:     btree.NewG(degree, lessKeys),
+		order:     newChunkSet(cmpKeys),
 		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
 		deadlines: btree.NewG(degree, lessTimeKey),
 		holds: btree.NewG(degree, func(a, b hold) bool {
@@ -149,18 +151,52 @@ func (s *Sorted) Publish(v SortedValue) {
 // addPending puts v among the pending values and keeps the key's place in
 // the pull order.
 func (s *Sorted) addPending(v SortedValue) {
-	k := s.keys.get(v.Key)
-	if k == nil {
-		k = &keyValues{name: v.Key, one: pendingOf(v)}
-		s.keys.put(k)
+	k, ok := s.key(v.Key)
+	if !ok {
+		kv := &keyValues{name: v.Key, one: pendingOf(v)}
+		s.keys.put(kv)
 		s.pending++
-	} else {
-		s.order.Delete(k)
-		n := k.count()
-		k.insert(pendingOf(v), s.gen)
-		s.pending += k.count() - n
+		s.place(kv.name)
+		return
 	}
-	s.place(k.name)
+	p := pendingOf(v)
+	// A value after the key's first leaves the key's place in the pull
+	// order as it is; one before it moves the key.
+	first := cmpPending(&k.one, p.sort, p.seq) > 0
+	if first {
+		s.order.Delete(k.keyValues)
+	}
+	n := k.count()
+	if l := k.insert(p, s.gen); l != k.list {
+		s.lists[k.keyValues] = l
+		k.list = l
+	}
+	s.pending += k.count() - n
+	if first {
+		s.place(k.name)
+	}
+}
+
+// key returns the key named name with its list, and whether it has
+// pending values.
+func (s *Sorted) key(name string) (keyRef, bool) {
+	kv := s.keys.get(name)
+	if kv == nil {
+		return keyRef{}, false
+	}
+	k := keyRef{keyValues: kv}
+	if len(s.lists) > 0 {
+		k.list = s.lists[kv]
+	}
+	return k, true
+}
+
+// removeKey forgets a key left without pending values.
+func (s *Sorted) removeKey(k keyRef) {
+	s.keys.remove(k.name)
+	if k.list != nil {
+		delete(s.lists, k.keyValues)
+	}
 }
 
 // Bytes is the sum of the values' Size: the log bytes they need.
@@ -168,11 +204,11 @@ func (s *Sorted) Bytes() int64 { return s.bytes }
 
 // firstPending returns the key's pending value with the smallest sort key.
 func (s *Sorted) firstPending(key string) (SortedValue, bool) {
-	k := s.keys.get(key)
-	if k == nil {
+	k, ok := s.key(key)
+	if !ok {
 		return SortedValue{}, false
 	}
-	return k.min().value(k.name), true
+	return k.one.value(k.name), true
 }
 
 // unplace removes key from the pull order.
@@ -199,14 +235,14 @@ func (s *Sorted) Next() (key string, sort []byte, ok bool) {
 	if !ok {
 		return "", nil, false
 	}
-	return k.name, sortBytes(k.min().sort), true
+	return k.name, sortBytes(k.one.sort), true
 }
 
 // Take removes every pending value of key and leases them as one batch.
 func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 	s.unplace(key)
 	b := Batch{Lease: lease, Key: key, Due: due, At: at}
-	if k := s.keys.get(key); k != nil {
+	if k, ok := s.key(key); ok {
 		b.Key = k.name
 		b.Values = make([]SortedValue, 0, k.count())
 		k.each(func(p *pendingValue) bool {
@@ -216,7 +252,7 @@ func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 			return true
 		})
 		s.pending -= k.count()
-		s.keys.remove(key)
+		s.removeKey(k)
 	}
 	s.putBatch(b)
 	return b

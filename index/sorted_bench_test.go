@@ -42,7 +42,7 @@ func liveHeap() uint64 {
 // of keys, and the time per publish.
 func BenchmarkSortedMemory(b *testing.B) {
 	const n = 1_000_000
-	for _, keys := range []int{1, 10_000, n} {
+	for _, keys := range []int{1, 10_000, n / 2, n} {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
 			for range b.N {
 				before := liveHeap()
@@ -78,6 +78,34 @@ func BenchmarkSortedPublishPull(b *testing.B) {
 			if _, ok := s.Ack(bt.Lease); !ok {
 				b.Fatal("ack of a leased batch failed")
 			}
+		}
+	}
+}
+
+// BenchmarkSortedPublishPullSingle measures one publish plus one pull and
+// ack with 100,000 keys of one pending value each: every publish adds a
+// key to the pull order and every pull takes the first one out.
+func BenchmarkSortedPublishPullSingle(b *testing.B) {
+	const keys = 100_000
+	s := index.NewSorted(true)
+	publishN(s, keys, keys)
+	names := make([]string, b.N)
+	for i := range names {
+		names[i] = fmt.Sprint("new-", i)
+	}
+	lease := uint64(1 << 40)
+	b.ResetTimer()
+	for i := range b.N {
+		seq := uint64(1<<32) + uint64(i)
+		s.Publish(index.SortedValue{Key: names[i], Sort: sortKey(keys + i), Seq: seq, Loc: seq, Size: 150})
+		key, _, ok := s.Next()
+		if !ok {
+			b.Fatal("nothing to pull")
+		}
+		lease++
+		bt := s.Take(key, lease, 0, 1)
+		if _, ok := s.Ack(bt.Lease); !ok {
+			b.Fatal("ack of a leased batch failed")
 		}
 	}
 }

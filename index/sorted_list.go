@@ -81,9 +81,6 @@ type valueList struct {
 	gen    uint64   // generation that may change chunks (the slice) in place
 }
 
-// min returns the first value; the list must not be empty.
-func (l *valueList) min() *pendingValue { return &l.chunks[0].vals[0] }
-
 // own makes the chunk slice changeable in generation gen.
 func (l *valueList) own(gen uint64) {
 	if l.gen != gen {
@@ -162,8 +159,14 @@ func (l *valueList) insert(v pendingValue, gen uint64) {
 
 // growChunk returns vals with room for about a quarter more values (append
 // would double it: a chunk's spare room is memory every value pays for).
+// A short chunk doubles, from one value: a key's second value alone costs
+// 48 bytes more, not four values' room.
 func growChunk(vals []pendingValue) []pendingValue {
-	grown := make([]pendingValue, len(vals), min(chunkMax, len(vals)+max(4, len(vals)/4)))
+	more := len(vals) / 4
+	if len(vals) < 8 {
+		more = max(1, len(vals))
+	}
+	grown := make([]pendingValue, len(vals), min(chunkMax, len(vals)+more))
 	copy(grown, vals)
 	return grown
 }

@@ -31,10 +31,10 @@ func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 
 // findPending returns the key and position of the pending value v (found
 // by Key, Sort and Seq).
-func (s *Sorted) findPending(v SortedValue) (*keyValues, int, int, bool) {
-	k := s.keys.get(v.Key)
-	if k == nil {
-		return nil, 0, 0, false
+func (s *Sorted) findPending(v SortedValue) (keyRef, int, int, bool) {
+	k, ok := s.key(v.Key)
+	if !ok {
+		return k, 0, 0, false
 	}
 	ci, i, ok := k.find(sortString(v.Sort), v.Seq)
 	return k, ci, i, ok
@@ -98,7 +98,8 @@ func (s *Sorted) MinLoc() (uint64, bool) { return s.locs.min() }
 // until fn returns false.
 func (s *Sorted) Values(fn func(SortedValue) bool) {
 	more := true
-	s.keys.each(func(k *keyValues) bool {
+	s.keys.each(func(kv *keyValues) bool {
+		k := keyRef{keyValues: kv, list: s.lists[kv]}
 		more = k.each(func(p *pendingValue) bool { return fn(p.value(k.name)) })
 		return more
 	})
@@ -117,7 +118,8 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 		pending: make([]keySnapshot, 0, s.keys.n), count: s.pending,
 		dead: s.dead.Clone(), batches: s.batches.Clone(), holds: s.holds.Clone(),
 	}
-	s.keys.each(func(k *keyValues) bool {
+	s.keys.each(func(kv *keyValues) bool {
+		k := keyRef{keyValues: kv, list: s.lists[kv]}
 		snap.pending = append(snap.pending, k.snapshot())
 		return true
 	})
@@ -128,17 +130,14 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 // keySnapshot is a key's pending values as a snapshot sees them.
 type keySnapshot struct {
 	name   string
-	one    pendingValue // the key's only value, when chunks is nil
-	chunks []*chunk     // shared with the index; never changed after the snapshot
+	one    pendingValue // the key's first value
+	chunks []*chunk     // the values after it; shared with the index, never changed after the snapshot
 }
 
 // each calls fn for every value in order until fn returns false; it
 // reports whether it went through them all.
 func (k *keySnapshot) each(fn func(*pendingValue) bool) bool {
-	if k.chunks == nil {
-		return fn(&k.one)
-	}
-	return eachValue(k.chunks, fn)
+	return fn(&k.one) && eachValue(k.chunks, fn)
 }
 
 // SortedSnapshot is a frozen view of a Sorted index.
@@ -199,8 +198,11 @@ func (s *Sorted) Drop(v SortedValue) bool {
 		s.unplace(k.name)
 		cur, empty := k.removeAt(ci, i, s.gen)
 		s.pending--
-		if empty {
-			s.keys.remove(k.name)
+		switch {
+		case empty:
+			s.removeKey(k)
+		case k.list != nil && k.list.n == 0:
+			delete(s.lists, k.keyValues) // the key is back to one value
 		}
 		s.uncache(cur.seq)
 		s.bytes -= int64(cur.size)
