@@ -48,18 +48,17 @@ type gathering struct {
 	holding  atomic.Bool  // the next fsync is held back for siblings
 
 	gatherFor time.Duration // how long after the last fsync ended the next one may be held
-	limit     time.Duration // bound of gatherFor; 0 means maxGather (tests raise it)
+	fixed     time.Duration // tests: gatherFor, whatever the last fsync took; 0 in production
 	holds     int           // holds begun since Open; for tests
 }
 
 // ended takes the figures of an fsync that succeeded.
 func (g *gathering) ended(job *syncJob) {
-	limit := g.limit
-	if limit == 0 {
-		limit = maxGather
-	}
 	g.siblings.Store(job.sleepers)
-	g.gatherFor = min(job.took/gatherFraction, limit)
+	g.gatherFor = min(job.took/gatherFraction, maxGather)
+	if g.fixed > 0 {
+		g.gatherFor = g.fixed
+	}
 }
 
 // held reports whether a caller that does not complete the siblings

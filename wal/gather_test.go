@@ -148,6 +148,12 @@ func TestLoneCallerAfterACrowd(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// The crowd's last fsync may still be on its way back to the committer
+	// (its callers return before it is taken back, which sets lastSync):
+	// Flush takes it back first.
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	l.c.mu.Lock()
 	l.c.lastSync = l.c.lastSync.Add(-time.Hour)
 	l.c.mu.Unlock()
@@ -174,14 +180,16 @@ func TestGatherWaitsForReleasedCaller(t *testing.T) {
 	}
 	defer closeOrFail(t, l)
 	l.c.mu.Lock()
-	l.c.gathering.limit = time.Hour // the released caller always comes back in time
+	l.c.gathering.fixed = time.Hour // the hold lasts until the released caller comes back
 	l.c.mu.Unlock()
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { // A: the first fsync's, then comes back
+	back := make(chan struct{})
+	go func() { // A: the first fsync's, then comes back once the hold began
 		defer wg.Done()
 		if waitDurable(t, l, "a1") {
+			<-back
 			waitDurable(t, l, "a2")
 		}
 	}()
@@ -192,6 +200,8 @@ func TestGatherWaitsForReleasedCaller(t *testing.T) {
 	}()
 	sleepersReach(t, l, 2)
 	close(gate)
+	holdsReach(t, l, 1) // b1 is written and its fsync held for A
+	close(back)
 	wg.Wait()
 	m := l.SyncMetrics()
 	if m.Records.Count != 2 || m.Records.Sum != 3 {
@@ -246,6 +256,18 @@ func TestGatheringGivesUp(t *testing.T) {
 	}
 	if n := l.SyncMetrics().Records.Sum; n != 5 {
 		t.Fatalf("fsyncs covered %v records, want 5", n)
+	}
+}
+
+// holdsReach waits until the committer has held an fsync back n times.
+func holdsReach(t *testing.T, l *Log, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for holds(l) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d holds, want %d", holds(l), n)
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
