@@ -80,6 +80,13 @@
 // In every mode Flush returns once everything appended before it is
 // written and fsynced, and DurableLSN tells what an fsync covers.
 //
+// Under SyncAlways the callers an fsync releases usually append again at
+// once, so the next fsync waits for as many callers as were blocked in
+// Wait when the last one ended, at most half that fsync's time and never
+// more than a millisecond (gather.go). A lone caller, a caller after a
+// pause, and callers that wait only for the write (WaitWritten) are never
+// held. The wait changes only when an fsync starts, never what it covers.
+//
 // # On-disk format
 //
 // A log directory holds segment files named by the 20-digit tidwall/wal
