@@ -153,7 +153,11 @@ func (c *committer) writeFor(cm *Commit) {
 		// to learn that an fsync is in flight makes them a convoy. A stale
 		// read is harmless: the committer writes what gathered once that
 		// fsync ends.
-		if cm.isWritten() || (!cm.urgent.Load() && (c.syncing.Load() || c.gathering.held())) {
+		if cm.isWritten() {
+			c.endHold()
+			return
+		}
+		if !cm.urgent.Load() && (c.syncing.Load() || c.gathering.held()) {
 			return
 		}
 		turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)

@@ -119,3 +119,26 @@ func (c *Commit) wake() {
 		c.l.c.gathering.sleepers.Add(-n)
 	}
 }
+
+// endHold starts the fsync a gathering holds back once every caller it
+// waits for is back, for a caller whose group someone else already wrote
+// (an urgent caller's write, a Done wake): with nothing to write, that
+// caller would otherwise leave the fsync to the hold's deadline. A stale
+// read only costs a look under mu.
+func (c *committer) endHold() {
+	if !c.gathering.holding.Load() || c.gathering.held() {
+		return
+	}
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.commit()
+	job := c.nextSync(false)
+	c.mu.Unlock()
+	if job != nil {
+		c.runSync(job)
+		c.syncedOwn(job)
+	}
+}

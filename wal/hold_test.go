@@ -173,3 +173,41 @@ func TestHoldEndedByCount(t *testing.T) {
 	}
 	checkNoSleepers(t, l)
 }
+
+// TestHoldEndedByCountWhenAlreadyWritten: the caller that completes the
+// count ends the hold also when an urgent caller's write already wrote its
+// group (it then has nothing to write, but the fsync must not wait for the
+// hold's deadline, here an hour).
+func TestHoldEndedByCountWhenAlreadyWritten(t *testing.T) {
+	l, err := open(t.TempDir(), nil, faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOrFail(t, l)
+	x, y := heldPair(t, l)
+	zLSN, zc, err := l.AppendWaiting([]byte("z"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lease, err := l.AppendWaiting([]byte("lease"), true)
+	if err == nil {
+		err = lease.WaitWritten() // urgent: writes y's and z's groups too
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !zc.isWritten() {
+		t.Fatal("z's group not written by the urgent write")
+	}
+	z := &waiter{lsn: zLSN, c: zc, err: make(chan error, 1)}
+	go func() { z.err <- zc.Wait() }()
+	for _, w := range []*waiter{x, y, z} {
+		if err := w.result(t); err != nil {
+			t.Fatalf("LSN %d: %v", w.lsn, err)
+		}
+		if d := l.DurableLSN(); d < w.lsn {
+			t.Fatalf("LSN %d: Wait returned with DurableLSN %d", w.lsn, d)
+		}
+	}
+	checkNoSleepers(t, l)
+}
