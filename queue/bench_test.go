@@ -52,7 +52,8 @@ func BenchmarkEnqueue(b *testing.B) {
 }
 
 // BenchmarkCycle measures enqueue+dequeue+ack cycles per second with
-// concurrent producers and consumers.
+// concurrent producers and consumers, and the process's CPU time per
+// cycle beside the wall time.
 func BenchmarkCycle(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -67,7 +68,9 @@ func BenchmarkCycle(b *testing.B) {
 			payload := make([]byte, 100)
 			ctx := context.Background()
 			b.SetParallelism(4)
+			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := q.Enqueue(ctx, payload); err != nil {
@@ -84,6 +87,7 @@ func BenchmarkCycle(b *testing.B) {
 					}
 				}
 			})
+			reportCPU(b, cpu)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 		})
 	}
@@ -264,39 +268,4 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-}
-
-// BenchmarkCycleCPU is BenchmarkCycle without fsync (four goroutines, each
-// enqueue, dequeue, ack in turn), reporting the process's CPU time per
-// cycle beside the wall time.
-func BenchmarkCycleCPU(b *testing.B) {
-	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
-	payload := make([]byte, 100)
-	ctx := context.Background()
-	b.SetParallelism(4)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := processCPU()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := q.Enqueue(ctx, payload); err != nil {
-				b.Error(err)
-				return
-			}
-			m, err := q.Dequeue(ctx)
-			if err == nil {
-				err = m.Ack()
-			}
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	reportCPU(b, cpu)
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 }
