@@ -69,16 +69,21 @@ func BenchmarkSortedPublishPull(b *testing.B) {
 		seq := uint64(1<<32) + uint64(i)
 		s.Publish(index.SortedValue{Key: fmt.Sprint("key-", i%keys), Sort: sortKey(100*keys + i), Seq: seq, Loc: seq, Size: 150})
 		if i%100 == 99 {
-			key, _, ok := s.Next()
-			if !ok {
-				b.Fatal("nothing to pull")
-			}
 			lease++
-			bt := s.Take(key, lease, 0, 1)
-			if _, ok := s.Ack(bt.Lease); !ok {
-				b.Fatal("ack of a leased batch failed")
-			}
+			pullAck(b, s, lease)
 		}
+	}
+}
+
+// pullAck takes the first key of the pull order under lease and acks it.
+func pullAck(b *testing.B, s *index.Sorted, lease uint64) {
+	key, _, ok := s.Next()
+	if !ok {
+		b.Fatal("nothing to pull")
+	}
+	bt := s.Take(key, lease, 0, 1)
+	if _, ok := s.Ack(bt.Lease); !ok {
+		b.Fatal("ack of a leased batch failed")
 	}
 }
 
@@ -98,14 +103,7 @@ func BenchmarkSortedPublishPullSingle(b *testing.B) {
 	for i := range b.N {
 		seq := uint64(1<<32) + uint64(i)
 		s.Publish(index.SortedValue{Key: names[i], Sort: sortKey(keys + i), Seq: seq, Loc: seq, Size: 150})
-		key, _, ok := s.Next()
-		if !ok {
-			b.Fatal("nothing to pull")
-		}
 		lease++
-		bt := s.Take(key, lease, 0, 1)
-		if _, ok := s.Ack(bt.Lease); !ok {
-			b.Fatal("ack of a leased batch failed")
-		}
+		pullAck(b, s, lease)
 	}
 }
