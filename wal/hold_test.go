@@ -64,6 +64,20 @@ func heldPair(t *testing.T, l *Log) (x, y *waiter) {
 	return x, y
 }
 
+// requireDurable checks that every waiter's Wait returned nil with its
+// record durable.
+func requireDurable(t *testing.T, l *Log, ws ...*waiter) {
+	t.Helper()
+	for _, w := range ws {
+		if err := w.result(t); err != nil {
+			t.Fatalf("LSN %d: %v", w.lsn, err)
+		}
+		if d := l.DurableLSN(); d < w.lsn {
+			t.Fatalf("LSN %d: Wait returned with DurableLSN %d", w.lsn, d)
+		}
+	}
+}
+
 // checkNoSleepers checks that no caller is counted in Wait once all returned.
 func checkNoSleepers(t *testing.T, l *Log) {
 	t.Helper()
@@ -92,14 +106,7 @@ func TestHoldEndedByCloseOrFlush(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range []*waiter{x, y} {
-				if err := w.result(t); err != nil {
-					t.Fatalf("LSN %d: %v", w.lsn, err)
-				}
-				if d := l.DurableLSN(); d < w.lsn {
-					t.Fatalf("LSN %d: Wait returned with DurableLSN %d", w.lsn, d)
-				}
-			}
+			requireDurable(t, l, x, y)
 			<-done
 			<-written
 			checkNoSleepers(t, l)
@@ -163,14 +170,7 @@ func TestHoldEndedByCount(t *testing.T) {
 	defer closeOrFail(t, l)
 	x, y := heldPair(t, l)
 	z := startWait(t, l, "z")
-	for _, w := range []*waiter{x, y, z} {
-		if err := w.result(t); err != nil {
-			t.Fatalf("LSN %d: %v", w.lsn, err)
-		}
-		if d := l.DurableLSN(); d < w.lsn {
-			t.Fatalf("LSN %d: Wait returned with DurableLSN %d", w.lsn, d)
-		}
-	}
+	requireDurable(t, l, x, y, z)
 	checkNoSleepers(t, l)
 }
 
@@ -201,13 +201,6 @@ func TestHoldEndedByCountWhenAlreadyWritten(t *testing.T) {
 	}
 	z := &waiter{lsn: zLSN, c: zc, err: make(chan error, 1)}
 	go func() { z.err <- zc.Wait() }()
-	for _, w := range []*waiter{x, y, z} {
-		if err := w.result(t); err != nil {
-			t.Fatalf("LSN %d: %v", w.lsn, err)
-		}
-		if d := l.DurableLSN(); d < w.lsn {
-			t.Fatalf("LSN %d: Wait returned with DurableLSN %d", w.lsn, d)
-		}
-	}
+	requireDurable(t, l, x, y, z)
 	checkNoSleepers(t, l)
 }
