@@ -32,19 +32,7 @@ func TestBacklogChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cell{Workload: wBacklog, Payload: 1024, Producers: backlogProducers, Consumers: backlogConsumers, Size: 1 << 20}
-	run := backlogRunner(os.Args[0], time.Minute)
-	out := run(context.Background(), systems[0], t.TempDir(), c, runOpts{Idle: 10 * time.Second})
-	var phases []string
-	for _, s := range out {
-		phases = append(phases, s.Phase)
-	}
-	if got := strings.Join(phases, ","); got != "grow,open,drain" {
-		t.Fatalf("phases %q, want grow,open,drain; errors: %s", got, allErrors(out))
-	}
-	if e := allErrors(out); e != "" {
-		t.Errorf("errors: %s", e)
-	}
+	out := runBacklog(t, systems[0], 1<<20)
 	grow, drain := out[0], out[2]
 	if grow.Ops != 1024 || drain.Ops != 1024 {
 		t.Errorf("grew %d and drained %d messages, want 1024 each", grow.Ops, drain.Ops)
@@ -60,4 +48,24 @@ func TestBacklogChildren(t *testing.T) {
 	if grow.Disk < 1<<20 || drain.Disk >= grow.Disk {
 		t.Errorf("disk %d after growth, %d after drain: want ≥ 1 MiB, then less", grow.Disk, drain.Disk)
 	}
+}
+
+// runBacklog runs the backlog workload on sys with size bytes of 1 KiB
+// messages and checks that it reported its three phases without errors;
+// it returns the grow, open and drain samples.
+func runBacklog(t *testing.T, sys System, size int64) []sample {
+	t.Helper()
+	c := cell{Workload: wBacklog, Payload: 1024, Producers: backlogProducers, Consumers: backlogConsumers, Size: size}
+	out := backlogRunner(os.Args[0], time.Minute)(context.Background(), sys, t.TempDir(), c, runOpts{Idle: 10 * time.Second})
+	var phases []string
+	for _, s := range out {
+		phases = append(phases, s.Phase)
+	}
+	if got := strings.Join(phases, ","); got != "grow,open,drain" {
+		t.Fatalf("phases %q, want grow,open,drain; errors: %s", got, allErrors(out))
+	}
+	if e := allErrors(out); e != "" {
+		t.Errorf("errors: %s", e)
+	}
+	return out
 }

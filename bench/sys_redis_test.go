@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
-	"time"
 )
 
 // TestRedisBacklog runs the backlog workload on the Redis rows: every
@@ -29,18 +25,7 @@ func TestRedisBacklog(t *testing.T) {
 			if !applies(systems[0], wBacklog) {
 				t.Fatalf("%s does not take part in the backlog workload", name)
 			}
-			c := cell{Workload: wBacklog, Payload: 1024, Producers: backlogProducers, Consumers: backlogConsumers, Size: size}
-			out := backlogRunner(os.Args[0], time.Minute)(context.Background(), systems[0], t.TempDir(), c, runOpts{Idle: 10 * time.Second})
-			var phases []string
-			for _, s := range out {
-				phases = append(phases, s.Phase)
-			}
-			if got := strings.Join(phases, ","); got != "grow,open,drain" {
-				t.Fatalf("phases %q, want grow,open,drain; errors: %s", got, allErrors(out))
-			}
-			if e := allErrors(out); e != "" {
-				t.Errorf("errors: %s", e)
-			}
+			out := runBacklog(t, systems[0], size)
 			grow, drain := out[0], out[2]
 			if grow.Ops != size/1024 || drain.Ops != size/1024 {
 				t.Errorf("grew %d and drained %d messages, want %d each", grow.Ops, drain.Ops, size/1024)
