@@ -19,8 +19,10 @@ import (
 //     (held), at most until gatherFor after the last fsync ended. A caller
 //     that arrives meanwhile and does not complete the count leaves its
 //     group to the gathering; the one that completes it writes every
-//     gathered group and runs the fsync itself. If time runs out, the
-//     committer goroutine's timer writes and fsyncs what gathered.
+//     gathered group and runs the fsync itself. Once time runs out, the
+//     first caller to arrive does the same, without a hand-off; if none
+//     arrives, the committer goroutine's timer writes and fsyncs what
+//     gathered.
 //   - gatherFor is a fraction of the last fsync's time: a gathering that
 //     waits in vain costs a fraction of an fsync; one that brings a caller
 //     in saves that caller a whole fsync.
@@ -46,7 +48,9 @@ type gathering struct {
 	sleepers atomic.Int32 // callers blocked in Commit.Wait for an fsync
 	siblings atomic.Int32 // sleepers when the last fsync ended
 	holding  atomic.Bool  // the next fsync is held back for siblings
+	until    atomic.Int64 // while holding: when the hold ends, in ns since epoch
 
+	epoch     time.Time     // the origin of until; set at Open, immutable
 	gatherFor time.Duration // how long after the last fsync ended the next one may be held
 	fixed     time.Duration // tests: gatherFor, whatever the last fsync took; 0 in production
 	holds     int           // holds begun since Open; for tests
@@ -62,10 +66,13 @@ func (g *gathering) ended(job *syncJob) {
 }
 
 // held reports whether a caller that does not complete the siblings
-// leaves its group to the gathering (see writeFor). A stale answer only
-// costs a write or an fsync: the timer ends every hold.
+// leaves its group to the gathering (see writeFor): not once the hold's
+// time is up, so that the caller, rather than the timer's two hand-offs
+// (committer goroutine, then syncer), starts the fsync. A stale answer
+// only costs a write or an fsync: the timer ends every hold.
 func (g *gathering) held() bool {
-	return g.holding.Load() && g.sleepers.Load() < g.siblings.Load()
+	return g.holding.Load() && g.sleepers.Load() < g.siblings.Load() &&
+		int64(time.Since(g.epoch)) < g.until.Load()
 }
 
 // hold reports whether the next fsync should wait for siblings, given
@@ -86,6 +93,7 @@ func (c *committer) hold() bool {
 	}
 	if !g.holding.Load() {
 		g.holds++
+		g.until.Store(int64(until.Sub(g.epoch)))
 		g.holding.Store(true)
 	}
 	if !c.timerOn {
