@@ -322,6 +322,31 @@ func TestLateCallerEndsHold(t *testing.T) {
 	}
 }
 
+// TestGatherWindow pins how long the next fsync may be held back for
+// siblings.
+func TestGatherWindow(t *testing.T) {
+	const us = time.Microsecond
+	for _, tc := range []struct {
+		name       string
+		took, back time.Duration
+		want       time.Duration
+	}{
+		{"nobody held: half the fsync", 100 * us, 0, 50 * us},
+		{"siblings back early: still half the fsync", 100 * us, 10 * us, 50 * us},
+		{"siblings back late: twice their time", 100 * us, 40 * us, 80 * us},
+		{"siblings back later: at most the fsync", 100 * us, 70 * us, 100 * us},
+		{"window ran out: it grows, up to the fsync", 100 * us, 50 * us, 100 * us},
+		{"slow disk: at most maxGather", 10 * maxGather, 0, maxGather},
+		{"slow callers: at most maxGather", 10 * maxGather, 10 * maxGather, maxGather},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gatherWindow(tc.took, tc.back); got != tc.want {
+				t.Fatalf("gatherWindow(%v, %v) = %v, want %v", tc.took, tc.back, got, tc.want)
+			}
+		})
+	}
+}
+
 // holdsReach waits until the committer has held an fsync back n times.
 func holdsReach(t *testing.T, l *Log, n int) {
 	t.Helper()
