@@ -82,10 +82,13 @@
 //
 // Under SyncAlways the callers an fsync releases usually append again at
 // once, so the next fsync waits for as many callers as were blocked in
-// Wait when the last one ended, at most half that fsync's time and never
-// more than a millisecond (gather.go). A lone caller, a caller after a
-// pause, and callers that wait only for the write (WaitWritten) are never
-// held. The wait changes only when an fsync starts, never what it covers.
+// Wait when the last one ended, at most twice the time they took to come
+// back the round before, within half and the whole of that fsync's time
+// and never more than a millisecond (gather.go); the first caller to come
+// once that time is up starts the fsync itself. A lone caller, a caller
+// after a pause, and callers that wait only for the write (WaitWritten)
+// are never held. The wait changes only when an fsync starts, never what
+// it covers.
 //
 // # On-disk format
 //

@@ -19,11 +19,19 @@ import (
 //     (held), at most until gatherFor after the last fsync ended. A caller
 //     that arrives meanwhile and does not complete the count leaves its
 //     group to the gathering; the one that completes it writes every
-//     gathered group and runs the fsync itself. If time runs out, the
-//     committer goroutine's timer writes and fsyncs what gathered.
-//   - gatherFor is a fraction of the last fsync's time: a gathering that
-//     waits in vain costs a fraction of an fsync; one that brings a caller
-//     in saves that caller a whole fsync.
+//     gathered group and runs the fsync itself. Once time runs out, the
+//     first caller to arrive does the same, without a hand-off; if none
+//     arrives, the committer goroutine's timer writes and fsyncs what
+//     gathered.
+//   - gatherFor follows the callers and the disk (gatherWindow): twice the
+//     time the siblings took to come back in the last round, at least half
+//     and at most the whole of the last fsync's time. A gathering that
+//     waits in vain costs at most one fsync's time, once: the next round
+//     counts only the callers that came back. One that brings a caller in
+//     saves that caller a whole fsync and the gap that follows it. (With
+//     half an fsync as the only bound, callers that need a little longer
+//     than that to come back, as on a busy machine with few cores, lost
+//     every round to the timer and split into cohorts.)
 //
 // Nobody waits for a gathering alone. A lone caller is the only sleeper
 // when its fsync ends, so the siblings are one and it completes the count
@@ -33,8 +41,16 @@ import (
 // completed only by an fsync that started after its group was written.
 
 // gatherFraction is the inverse of the part of the last fsync's time that
-// the next one may be held back for siblings.
+// the next one is held back for siblings at least.
 const gatherFraction = 2
+
+// gatherWindow returns how long after an fsync that took took the next
+// one may be held, given how long after the previous fsync's end its
+// siblings were all back (back; the window itself when it ran out, 0
+// when nobody was held).
+func gatherWindow(took, back time.Duration) time.Duration {
+	return min(max(took/gatherFraction, 2*back), took, maxGather)
+}
 
 // maxGather bounds the hold whatever an fsync took.
 const maxGather = time.Millisecond
@@ -46,8 +62,11 @@ type gathering struct {
 	sleepers atomic.Int32 // callers blocked in Commit.Wait for an fsync
 	siblings atomic.Int32 // sleepers when the last fsync ended
 	holding  atomic.Bool  // the next fsync is held back for siblings
+	until    atomic.Int64 // while holding: when the hold ends, in ns since epoch
 
+	epoch     time.Time     // the origin of until; set at Open, immutable
 	gatherFor time.Duration // how long after the last fsync ended the next one may be held
+	back      time.Duration // how long after the last fsync ended the held siblings were back; gatherFor if never; 0 if none held
 	fixed     time.Duration // tests: gatherFor, whatever the last fsync took; 0 in production
 	holds     int           // holds begun since Open; for tests
 }
@@ -55,17 +74,21 @@ type gathering struct {
 // ended takes the figures of an fsync that succeeded.
 func (g *gathering) ended(job *syncJob) {
 	g.siblings.Store(job.sleepers)
-	g.gatherFor = min(job.took/gatherFraction, maxGather)
+	g.gatherFor = gatherWindow(job.took, g.back)
+	g.back = 0
 	if g.fixed > 0 {
 		g.gatherFor = g.fixed
 	}
 }
 
 // held reports whether a caller that does not complete the siblings
-// leaves its group to the gathering (see writeFor). A stale answer only
-// costs a write or an fsync: the timer ends every hold.
+// leaves its group to the gathering (see writeFor): not once the hold's
+// time is up, so that the caller, rather than the timer's two hand-offs
+// (committer goroutine, then syncer), starts the fsync. A stale answer
+// only costs a write or an fsync: the timer ends every hold.
 func (g *gathering) held() bool {
-	return g.holding.Load() && g.sleepers.Load() < g.siblings.Load()
+	return g.holding.Load() && g.sleepers.Load() < g.siblings.Load() &&
+		int64(time.Since(g.epoch)) < g.until.Load()
 }
 
 // hold reports whether the next fsync should wait for siblings, given
@@ -75,17 +98,24 @@ func (c *committer) hold() bool {
 	g := &c.gathering
 	n := g.sleepers.Load()
 	if n <= 0 || n >= g.siblings.Load() { // nobody blocks in Wait, or all are back
+		if g.holding.Load() && n > 0 {
+			g.back = time.Since(c.lastSync)
+		}
 		g.holding.Store(false)
 		return false
 	}
 	until := c.lastSync.Add(g.gatherFor)
 	now := time.Now()
 	if !now.Before(until) {
+		if g.holding.Load() {
+			g.back = g.gatherFor
+		}
 		g.holding.Store(false)
 		return false
 	}
 	if !g.holding.Load() {
 		g.holds++
+		g.until.Store(int64(until.Sub(g.epoch)))
 		g.holding.Store(true)
 	}
 	if !c.timerOn {

@@ -259,6 +259,94 @@ func TestGatheringGivesUp(t *testing.T) {
 	}
 }
 
+// TestLateCallerEndsHold: a caller that arrives once a hold's time is up
+// writes and fsyncs the gathered groups itself; it does not wait for the
+// committer goroutine's timer (stopped here, so that only the caller can
+// end the hold).
+func TestLateCallerEndsHold(t *testing.T) {
+	entered := make(chan int, 1)
+	gate := make(chan struct{})
+	l, err := open(t.TempDir(), nil, gatedFsyncs(entered, []chan struct{}{gate}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOrFail(t, l)
+	const hold = 20 * time.Millisecond
+	l.c.mu.Lock()
+	l.c.gathering.fixed = hold
+	l.c.mu.Unlock()
+
+	var wg sync.WaitGroup
+	run := func(rec string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			waitDurable(t, l, rec)
+		}()
+	}
+	// Two callers wait for a1, the first fsync's, then go away.
+	_, a1, err := l.AppendWaiting([]byte("a1"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a1.Wait(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	<-entered
+	sleepersReach(t, l, 2)
+	run("b1") // waits for the second fsync, held for the two
+	sleepersReach(t, l, 3)
+	close(gate)
+	holdsReach(t, l, 1)
+	l.c.mu.Lock()
+	l.c.timer.Stop()
+	l.c.timerOn = false
+	l.c.mu.Unlock()
+	time.Sleep(2 * hold)
+	run("c1") // b and c are two sleepers of three siblings: still short
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a caller that arrived after the hold's time was left waiting for the timer")
+	}
+	if m := l.SyncMetrics(); m.Records.Count != 2 || m.Records.Sum != 3 {
+		t.Fatalf("%d fsyncs covered %v records, want 2 covering 3 (a1, then b1 c1)", m.Records.Count, m.Records.Sum)
+	}
+}
+
+// TestGatherWindow pins how long the next fsync may be held back for
+// siblings.
+func TestGatherWindow(t *testing.T) {
+	const us = time.Microsecond
+	for _, tc := range []struct {
+		name       string
+		took, back time.Duration
+		want       time.Duration
+	}{
+		{"nobody held: half the fsync", 100 * us, 0, 50 * us},
+		{"siblings back early: still half the fsync", 100 * us, 10 * us, 50 * us},
+		{"siblings back late: twice their time", 100 * us, 40 * us, 80 * us},
+		{"siblings back later: at most the fsync", 100 * us, 70 * us, 100 * us},
+		{"window ran out: it grows, up to the fsync", 100 * us, 50 * us, 100 * us},
+		{"slow disk: at most maxGather", 10 * maxGather, 0, maxGather},
+		{"slow callers: at most maxGather", 10 * maxGather, 10 * maxGather, maxGather},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gatherWindow(tc.took, tc.back); got != tc.want {
+				t.Fatalf("gatherWindow(%v, %v) = %v, want %v", tc.took, tc.back, got, tc.want)
+			}
+		})
+	}
+}
+
 // holdsReach waits until the committer has held an fsync back n times.
 func holdsReach(t *testing.T, l *Log, n int) {
 	t.Helper()

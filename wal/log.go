@@ -281,6 +281,7 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
+	c.gathering.epoch = c.lastSync
 	return c, nil
 }
 
