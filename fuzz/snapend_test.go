@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -60,6 +61,7 @@ func snapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[string][
 	t.Helper()
 	dir := scratchDir(t)
 	o := &queue.Options{SegmentSize: 4096, ManualRequeue: true, SnapshotBytes: 1 << 30, MaxDeliveries: 1}
+	testhook.SetManualCompaction(o) // the snapshots are the test's own
 	q := mustOpen(t, dir, o)
 	defer q.Close()
 	want := make(map[string][]byte)

@@ -100,11 +100,16 @@
 //
 // # Damage
 //
-// Open, Verify and Repair run the same checks: every checksum, segment
-// files that follow on from each other, a log that reaches at least the
-// snapshot's LSN (a log that ends before it lost synced records: damage,
-// never a torn tail) and reaches back to what the snapshot's messages
-// need. Damage is ErrCorrupt naming the way out: Repair (walq repair),
+// Open, Verify and Repair run the same checks: segment files that follow
+// on from each other, a log that reaches at least the snapshot's LSN (a log
+// that ends before it lost synced records: damage, never a torn tail) and
+// reaches back to what the snapshot's messages need, and the checksum of
+// every entry Open reads. Open reads the snapshot and the log above it;
+// Verify and Repair read every byte. An entry below the snapshot is checked
+// when something reads it: a delivery that meets damage fails with
+// ErrCorrupt, and fails again, until the directory is repaired; it is never
+// skipped or delivered from bad bytes. Damage is ErrCorrupt naming the way
+// out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost and reports it; it
 // never delivers a payload from bytes that failed their checksum or from
