@@ -262,6 +262,16 @@ func decodeRecord(b []byte, r *record) error {
 	return decodeMsgpack(b, r)
 }
 
+// decodeRecordAliased is decodeRecord whose r.Payload and r.Sort may be
+// views into b (decodeEncodedAliased): valid only as long as b is.
+func decodeRecordAliased(b []byte, r *record) error {
+	if decodeEncodedAliased(b, r) {
+		return checkOp(r.Op)
+	}
+	*r = record{}
+	return decodeMsgpack(b, r)
+}
+
 // decodeMsgpack is decodeRecord through the msgpack decoder.
 func decodeMsgpack(b []byte, r *record) error {
 	dec := msgpack.GetDecoder()
