@@ -108,4 +108,3 @@ func checkRunSet(t *testing.T, step int, s *runSet[timeKey], model *btree.BTreeG
 	s.AscendLessThan(pivot, func(k timeKey) bool { got = append(got, k); return true })
 	require.Equal(t, want, got, "step %d: AscendLessThan %v", step, pivot)
 }
-
