@@ -168,6 +168,8 @@ const (
 	mpFixMap   = 0x80
 	mpFixStr   = 0xa0
 	mpNil      = 0xc0
+	mpFalse    = 0xc2
+	mpTrue     = 0xc3
 	mpBin8     = 0xc4
 	mpUint8    = 0xcc
 	mpInt8     = 0xd0
