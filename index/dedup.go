@@ -41,6 +41,9 @@ func NewDedup() *Dedup {
 // Len is the number of ids remembered.
 func (d *Dedup) Len() int { return d.ids.Len() }
 
+// Kept is the number of acked ids remembered: those Expire may forget.
+func (d *Dedup) Kept() int { return d.acked.Len() }
+
 // Has reports whether id is remembered.
 func (d *Dedup) Has(id string) bool { return d.ids.Has(DedupItem{ID: id}) }
 

@@ -22,6 +22,12 @@
 // entries far behind the window. Its snapshot copies the chunk pointers,
 // one per 32 Seqs of the window, and the chunks are copy-on-write.
 //
+// The table's orders by lease deadline, payload LSN and enqueue time are
+// never cloned (a snapshot holds entries, not orders). Their keys mostly
+// arrive in increasing order and leave oldest first, so each is a sorted
+// slice appended to in constant time, with a btree for the keys that
+// arrive out of order (runSet).
+//
 // # Concurrency
 //
 // Nothing here is safe for concurrent mutation. The owner (a queue) guards

@@ -13,10 +13,10 @@ type Table struct {
 	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered
 	fresh    *btree.BTreeG[uint64]  // Seq of Ready entries Undelivered: delivered after ready
 	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
-	leases   *btree.BTreeG[timeKey] // Leased entries by (deadline, Seq)
+	leases   *runSet[timeKey]       // Leased entries by (deadline, Seq)
 	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
-	locs     *btree.BTreeG[locKey]  // every entry by (Loc, Seq)
-	enqueued *btree.BTreeG[timeKey] // entries that are not Dead by (EnqueuedAt, Seq)
+	locs     *runSet[locKey]        // every entry by (Loc, Seq)
+	enqueued *runSet[timeKey]       // entries that are not Dead by (EnqueuedAt, Seq)
 	byID     map[string]uint64      // ID -> Seq, for every entry with an ID
 	bytes    int64                  // sum of Size over entries
 }
@@ -28,10 +28,10 @@ func NewTable() *Table {
 		ready:    btree.NewOrderedG[uint64](degree),
 		fresh:    btree.NewOrderedG[uint64](degree),
 		delayed:  btree.NewG(degree, lessTimeKey),
-		leases:   btree.NewG(degree, lessTimeKey),
+		leases:   newRunSet(lessTimeKey),
 		dead:     btree.NewOrderedG[uint64](degree),
-		locs:     btree.NewG(degree, lessLocKey),
-		enqueued: btree.NewG(degree, lessTimeKey),
+		locs:     newRunSet(lessLocKey),
+		enqueued: newRunSet(lessTimeKey),
 		byID:     make(map[string]uint64),
 	}
 }
@@ -84,13 +84,13 @@ func (t *Table) link(e Entry) {
 	case Delayed:
 		t.delayed.ReplaceOrInsert(timeKey{e.Due, e.Seq})
 	case Leased:
-		t.leases.ReplaceOrInsert(timeKey{e.Due, e.Seq})
+		t.leases.Insert(timeKey{e.Due, e.Seq})
 	case Dead:
 		t.dead.ReplaceOrInsert(e.Seq)
 	}
-	t.locs.ReplaceOrInsert(locKey{e.Loc, e.Seq})
+	t.locs.Insert(locKey{e.Loc, e.Seq})
 	if e.State != Dead {
-		t.enqueued.ReplaceOrInsert(timeKey{e.EnqueuedAt, e.Seq})
+		t.enqueued.Insert(timeKey{e.EnqueuedAt, e.Seq})
 	}
 	if e.ID != "" {
 		t.byID[e.ID] = e.Seq

@@ -115,14 +115,17 @@ func TestDedupWindow(t *testing.T) {
 	require.True(t, d.Has("x"))
 	d.Acked("x", 99, 10, true)
 	require.True(t, d.Has("x"), "an ack for another message leaves the id alone")
+	require.Equal(t, 0, d.Kept(), "a live id is not kept for the window")
 	d.Acked("x", 1, 10, true)
 	d.Acked("y", 2, 20, false)
 	require.False(t, d.Has("y"), "without a window an acked id is forgotten")
+	require.Equal(t, 1, d.Kept(), "only the id acked with a window is kept")
 	require.Equal(t, 0, d.Expire(10))
 	require.True(t, d.Has("x"))
 	require.Equal(t, 1, d.Expire(11))
 	require.False(t, d.Has("x"))
 	require.Equal(t, 0, d.Len())
+	require.Equal(t, 0, d.Kept())
 }
 
 // TestTableMinima checks MinLoc, MinEnqueuedAt and BelowLoc against a

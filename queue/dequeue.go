@@ -197,19 +197,22 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	if err != nil || seq == 0 {
 		return delivery{}, nil, err
 	}
+	m := newMessage(er.Payload) // copied before the cursor reads on
 	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
 		return delivery{}, nil, err
 	}
-	m := &Message{ID: er.ID, Payload: er.Payload, Headers: er.Headers, EnqueuedAt: time.Unix(0, er.At),
-		DeliveredAt: time.Unix(0, now), Deliveries: 1, Receipt: Receipt{Seq: seq, Lease: lsn}, q: q}
+	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
+	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn}, q
 	return delivery{m: m}, c, nil
 }
 
 // cursorNextLocked reads the log from the cursor to the next enqueue record
 // that the cursor owns (not delayed), decodes it into r, and returns its
-// LSN and its size; LSN 0 when the written log holds none.
+// LSN and its size; LSN 0 when the written log holds none. r.Payload is a
+// view into the cursor's buffer (decodeRecordAliased): valid until the
+// cursor reads on.
 func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 	st := q.mu.st
 	reset := false
@@ -236,7 +239,7 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		if err := decodeRecord(b, r); err != nil {
+		if err := decodeRecordAliased(b, r); err != nil {
 			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 		}
 		if r.Due != 0 {

@@ -158,7 +158,7 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 // checkIDsLocked refuses producer-given ids already in use, in the dedup
 // window, or repeated within the batch.
 func (q *Queue) checkIDsLocked(recs []record) error {
-	q.mu.st.dedup.Expire(q.now() - int64(q.opts.DedupWindow))
+	q.expireDedupLocked()
 	var seen map[string]bool
 	for i := range recs {
 		if recs[i].Flags&flagProducerID == 0 {
@@ -183,11 +183,21 @@ func (q *Queue) checkIDLocked(r *record) error {
 	if r.Flags&flagProducerID == 0 {
 		return nil
 	}
-	q.mu.st.dedup.Expire(q.now() - int64(q.opts.DedupWindow))
+	q.expireDedupLocked()
 	if q.mu.st.dedup.Has(r.ID) {
 		return fmt.Errorf("%w: %q", ErrDuplicate, r.ID)
 	}
 	return nil
+}
+
+// expireDedupLocked forgets the acked producer-given ids whose dedup
+// window has passed. It reads the clock only when some acked id is kept:
+// an enqueue into a queue without a dedup window (or with nothing acked
+// in it) does not pay for a clock read under the lock.
+func (q *Queue) expireDedupLocked() {
+	if q.mu.st.dedup.Kept() > 0 {
+		q.mu.st.dedup.Expire(q.now() - int64(q.opts.DedupWindow))
+	}
 }
 
 // newID returns a random version-4 UUID (internal/msgid, shared with the

@@ -36,8 +36,9 @@ func allocated(fn func()) uint64 {
 }
 
 // FuzzDecodeRecord decodes random bytes as a log record: no panic, no
-// allocation far beyond the input, and a record that decodes encodes back
-// to one that decodes the same.
+// allocation far beyond the input, the same record from the copying and
+// the aliasing decoder, and a record that decodes encodes back to one
+// that decodes the same.
 //
 //	go test ./queue -run '^$' -fuzz '^FuzzDecodeRecord$' -fuzztime 10s
 func FuzzDecodeRecord(f *testing.F) {
@@ -64,6 +65,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		var slow record
 		if serr := decodeMsgpack(b, &slow); (err == nil) != (serr == nil) || !reflect.DeepEqual(r, slow) {
 			t.Fatalf("decodeRecord and the msgpack decoder differ:\n%v %#v\n%v %#v", err, r, serr, slow)
+		}
+		var aliased record
+		if aerr := decodeRecordAliased(b, &aliased); (err == nil) != (aerr == nil) || !reflect.DeepEqual(r, aliased) {
+			t.Fatalf("decodeRecord and decodeRecordAliased differ:\n%v %#v\n%v %#v", err, r, aerr, aliased)
 		}
 		if err != nil {
 			return

@@ -168,6 +168,8 @@ const (
 	mpFixMap   = 0x80
 	mpFixStr   = 0xa0
 	mpNil      = 0xc0
+	mpFalse    = 0xc2
+	mpTrue     = 0xc3
 	mpBin8     = 0xc4
 	mpUint8    = 0xcc
 	mpInt8     = 0xd0
@@ -256,6 +258,16 @@ func appendHeaders(dst []byte, h map[string]string) []byte {
 // what is wrong.
 func decodeRecord(b []byte, r *record) error {
 	if decodeEncoded(b, r) {
+		return checkOp(r.Op)
+	}
+	*r = record{}
+	return decodeMsgpack(b, r)
+}
+
+// decodeRecordAliased is decodeRecord whose r.Payload and r.Sort may be
+// views into b (decodeEncodedAliased): valid only as long as b is.
+func decodeRecordAliased(b []byte, r *record) error {
+	if decodeEncodedAliased(b, r) {
 		return checkOp(r.Op)
 	}
 	*r = record{}

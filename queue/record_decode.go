@@ -7,11 +7,20 @@ import "encoding/binary"
 // distinctions as the msgpack decoder, without a decoder, a reader or an
 // error per field. It reports false, leaving r partly filled, for any byte
 // it does not expect; the caller then decodes b with the msgpack decoder.
-func decodeEncoded(b []byte, r *record) bool {
+func decodeEncoded(b []byte, r *record) bool { return decodeFrom(b, r, false) }
+
+// decodeEncodedAliased is decodeEncoded whose r.Payload and r.Sort are
+// views into b instead of copies: they are valid only as long as b is,
+// and must not be written. A non-empty view has no room to grow (its
+// capacity is its length).
+func decodeEncodedAliased(b []byte, r *record) bool { return decodeFrom(b, r, true) }
+
+// decodeFrom is decodeEncoded, or decodeEncodedAliased when alias is set.
+func decodeFrom(b []byte, r *record, alias bool) bool {
 	if len(b) == 0 || b[0] != mpFixArray|recordFields {
 		return false
 	}
-	d := encodedReader{b: b[1:], ok: true}
+	d := encodedReader{b: b[1:], ok: true, alias: alias}
 	o := d.uint(255)
 	r.Seq = d.uint(1<<64 - 1)
 	r.Lease = d.uint(1<<64 - 1)
@@ -31,8 +40,9 @@ func decodeEncoded(b []byte, r *record) bool {
 // encodedReader reads the fields of an encoded record in order; ok turns
 // false at the first unexpected byte, and later reads return zero values.
 type encodedReader struct {
-	b  []byte // the input not read yet
-	ok bool
+	b     []byte // the input not read yet
+	ok    bool
+	alias bool // bytes returns views into b instead of copies
 }
 
 // take returns the next n bytes, or nil and not ok.
@@ -137,12 +147,18 @@ func (d *encodedReader) raw() (v []byte, isNil bool) {
 	return d.take(int(n)), false
 }
 
-// bytes reads a byte string into a new slice: nil for a nil, empty (not
-// nil) for an empty one, as the msgpack decoder does.
+// bytes reads a byte string into a new slice (a view into the input when
+// d.alias is set): nil for a nil, empty (not nil) for an empty one, as the
+// msgpack decoder does.
 func (d *encodedReader) bytes() []byte {
 	v, isNil := d.raw()
-	if isNil || !d.ok {
+	switch {
+	case isNil || !d.ok:
 		return nil
+	case len(v) == 0:
+		return []byte{} // not a view: an empty one would still hold the input
+	case d.alias:
+		return v
 	}
 	b := make([]byte, len(v))
 	copy(b, v)

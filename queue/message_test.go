@@ -1,0 +1,77 @@
+package queue
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestNewMessage checks that a delivery's Message holds a copy of the
+// payload that is independent of the input, keeps nil and empty apart,
+// cannot grow into its neighbour, and costs one allocation up to 880
+// bytes.
+func TestNewMessage(t *testing.T) {
+	for _, n := range []int{-1, 0, 1, 48, 49, 100, 112, 113, 368, 369, 880, 881, 4096} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			var p []byte
+			if n >= 0 {
+				p = bytes.Repeat([]byte{0xa5}, n)
+			}
+			m := newMessage(p)
+			require.Equal(t, p == nil, m.Payload == nil, "nil and empty stay apart")
+			require.Equal(t, p, m.Payload)
+			require.Equal(t, len(p), cap(m.Payload), "no room to grow in place")
+			if n > 0 {
+				p[0] = 0
+				require.Equal(t, byte(0xa5), m.Payload[0], "a copy, not a view")
+				grown := append(m.Payload, 1)
+				grown[0] = 1
+				require.Equal(t, byte(0xa5), m.Payload[0], "append moves it")
+			}
+			want := 1.0
+			if n > 880 {
+				want = 2
+			}
+			require.Equal(t, want, testing.AllocsPerRun(100, func() { newMessage(p) }))
+		})
+	}
+}
+
+// TestNewMessageRooms checks that each Message with its payload room fills
+// an allocator size class exactly, so the room costs no bytes of padding.
+func TestNewMessageRooms(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the rooms are sized for 64-bit platforms")
+	}
+	require.Equal(t, uintptr(192), unsafe.Sizeof(withPayload[[48]byte]{}))
+	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[112]byte]{}))
+	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[368]byte]{}))
+	require.Equal(t, uintptr(1024), unsafe.Sizeof(withPayload[[880]byte]{}))
+}
+
+// TestDecodeEncodedAliased checks that the aliasing decoder reads the same
+// record as the copying one, with the payload a view into the input, and
+// an empty payload that is not one.
+func TestDecodeEncodedAliased(t *testing.T) {
+	for _, payload := range [][]byte{nil, {}, []byte("hello"), bytes.Repeat([]byte("x"), 300)} {
+		t.Run(strconv.Itoa(len(payload)), func(t *testing.T) {
+			in := &record{Op: opEnqueue, ID: "id-1", At: 7, Headers: map[string]string{"k": "v"}, Payload: payload}
+			b := encodeRecord(nil, in)
+			var copied, aliased record
+			require.True(t, decodeEncoded(b, &copied))
+			require.True(t, decodeEncodedAliased(b, &aliased))
+			require.Equal(t, copied, aliased)
+			require.Equal(t, payload == nil, aliased.Payload == nil)
+			if len(payload) > 0 {
+				for i := range b {
+					b[i] = 0
+				}
+				require.Equal(t, make([]byte, len(payload)), aliased.Payload, "a view into the input")
+				require.Equal(t, payload, copied.Payload, "a copy")
+			}
+		})
+	}
+}
