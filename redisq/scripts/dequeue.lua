@@ -5,6 +5,31 @@
 -- where hint is the earliest delayed due time (-1 when none) if nothing
 -- was leased.
 promote(128)
+-- One message (a lone Dequeue): the same steps, with no table built but
+-- the reply. A record is rewritten in place: its deliveries go up by
+-- one and its token becomes this delivery's.
+if ARGV[6] == '1' then
+  local seq = redis.call('ZPOPMIN', K_READY)[1]
+  if seq == KEEP then
+    redis.call('ZADD', K_READY, 'inf', KEEP)
+    seq = nil
+  end
+  if not seq then
+    local hint = first(K_DELAYED)
+    wake()
+    return {hint}
+  end
+  local dl = now + ARGV[5]
+  earlier(K_LEASE, dl)
+  local head, d, tail = string.match(redis.call('HGET', K_INFO, seq), '^(%d:)(%d+):%d*(:.*)$')
+  d = d + 1
+  redis.call('HSET', K_INFO, seq, head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail)
+  redis.call('ZADD', K_LEASE, dl, seq)
+  redis.call('HINCRBY', K_STATS, 'delivered', 1)
+  local b = redis.call('HGET', K_BODY, seq)
+  wake()
+  return {-1, seq, d, b}
+end
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local popped = redis.call('ZPOPMIN', K_READY, max)
 local seqs = {}

@@ -9,6 +9,20 @@ if window > 0 then
   local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', now - window, 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
 end
+-- One message with a generated id, ready at once (a lone Enqueue): no
+-- duplicate to look for, so straight to the writes, with no table built.
+if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
+  local id = ARGV[7]
+  local seq = redis.call('INCR', K_SEQ)
+  if seq == 1 then keep() end
+  redis.call('HSET', K_BODY, seq, ARGV[10])
+  redis.call('HSET', K_INFO, seq, '0:0::' .. #id .. ':' .. id)
+  redis.call('HSET', K_BYID, id, seq)
+  redis.call('ZADD', K_READY, FRESH + seq, seq)
+  redis.call('HINCRBY', K_STATS, 'enqueued', 1)
+  redis.call('PUBLISH', CHAN, 'r')
+  return {1}
+end
 local each, n = ARGV[5] == 'each', tonumber(ARGV[6])
 local given, at_item = {}, {}
 for i = 0, n - 1 do

@@ -3,6 +3,30 @@
 -- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
 -- (whichever delivery is in flight). Returns one code per delivery:
 -- 0 done, 1 lease lost, 2 no delivery of that id in flight.
+
+-- One ack by receipt (a lone Ack): the same fence and writes, with no
+-- table built but the reply.
+if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
+  local seq = ARGV[8]
+  local raw = redis.call('HGET', K_INFO, seq)
+  if not raw then return {1} end
+  local p, tok, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
+  if tok ~= ARGV[9] then return {1} end
+  local id = string.sub(raw, at, at + n - 1)
+  local dl = redis.call('ZSCORE', K_LEASE, seq)
+  if not dl or tonumber(dl) <= now then return {1} end
+  redis.call('ZREM', K_LEASE, seq)
+  redis.call('HDEL', K_INFO, seq)
+  redis.call('HDEL', K_BODY, seq)
+  redis.call('HDEL', K_BYID, id)
+  if p == '1' then
+    count('pids', -1)
+    if window > 0 then redis.call('ZADD', K_ACKED, now, id) end
+  end
+  redis.call('HINCRBY', K_STATS, 'acked', 1)
+  return {0}
+end
+
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
 local codes = {}
 local acked, nacked, dead = 0, 0, 0
