@@ -27,6 +27,14 @@
 // the client's user run FUNCTION LOAD and LIST, and FCALL). All keys of a
 // queue share the hash tag {name}: one queue is one Redis Cluster slot.
 //
+// The keys of an ack queue carry the version of their layout in their
+// names (walq:{name}:2:...); layout 2 keeps each message in three fields
+// of one hash (record, body, id), so that one command writes, reads or
+// removes it. Handles of different layouts never touch each other's keys,
+// and Open refuses a queue that still holds the keys of layout 1
+// (ErrLayout, naming the keys to delete once it is drained); a handle of
+// an older version opened on a queue of this layout sees it empty.
+//
 // A receipt is the message's sequence number and a random 64-bit token
 // drawn by the client for that delivery; an ack, nack, extend or dead
 // letter succeeds only while the server holds that token for that

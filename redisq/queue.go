@@ -45,6 +45,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 			return nil, err
 		}
 	}
+	if err := k.checkLayout(ctx, rdb, name); err != nil {
+		return nil, err
+	}
 	if err := library.loadAll(ctx, rdb); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@
 local op = ARGV[5]
 local seqs
 if ARGV[6] ~= '' then
-  local seq = redis.call('HGET', K_BYID, ARGV[6])
+  local seq = redis.call('HGET', K_MSG, 'i' .. ARGV[6])
   if not seq or not redis.call('ZSCORE', K_DEAD, seq) then return -1 end
   seqs = {seq}
 else

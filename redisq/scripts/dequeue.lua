@@ -21,14 +21,14 @@ if ARGV[6] == '1' then
   end
   local dl = now + ARGV[5]
   earlier(K_LEASE, dl)
-  local head, d, tail = string.match(redis.call('HGET', K_INFO, seq), '^(%d:)(%d+):%d*(:.*)$')
+  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq)
+  local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
-  redis.call('HSET', K_INFO, seq, head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail)
+  redis.call('HSET', K_MSG, seq, head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail)
   redis.call('ZADD', K_LEASE, dl, seq)
   redis.call('HINCRBY', K_STATS, 'delivered', 1)
-  local b = redis.call('HGET', K_BODY, seq)
   wake()
-  return {-1, seq, d, b}
+  return {-1, seq, d, got[2]}
 end
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local popped = redis.call('ZPOPMIN', K_READY, max)
@@ -48,13 +48,14 @@ if #seqs == 0 then
 end
 earlier(K_LEASE, now + ackto)
 local recs, deadlines = {}, {}
-for from = 1, #seqs, 1000 do
-  local part = {unpack(seqs, from, math.min(from + 999, #seqs))}
-  local raws = redis.call('HMGET', K_INFO, unpack(part))
-  local bodies = redis.call('HMGET', K_BODY, unpack(part))
+for from = 1, #seqs, 500 do
+  local part = {unpack(seqs, from, math.min(from + 499, #seqs))}
+  local fields = {}
+  for j, seq in ipairs(part) do fields[2 * j - 1], fields[2 * j] = seq, 'b' .. seq end
+  local got = redis.call('HMGET', K_MSG, unpack(fields))
   for j, seq in ipairs(part) do
     local i = from + j - 1
-    local r = decode(raws[j])
+    local r = decode(got[2 * j - 1])
     r[3] = r[3] + 1
     r[4] = ARGV[6 + i]
     recs[#recs + 1] = seq
@@ -63,10 +64,10 @@ for from = 1, #seqs, 1000 do
     deadlines[#deadlines + 1] = seq
     out[#out + 1] = seq
     out[#out + 1] = r[3]
-    out[#out + 1] = bodies[j]
+    out[#out + 1] = got[2 * j]
   end
 end
-many('HSET', K_INFO, recs)
+many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)
 count('delivered', #seqs)
 wake()
