@@ -10,13 +10,18 @@
 --                        'b' .. seq -> the client's encoding of id, enqueue time, headers, payload
 --                        'i' .. id  -> seq
 --                      one hash, so that a message is written, read and
---                      removed with one command, not one per field
+--                      removed with one command, not one per field; and
+--                      the lifetime count of deliveries under '#d', which
+--                      a lease reads and writes with its message
 --   3 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
 --   4 delayed  zset    seq scored by its due time
 --   5 lease    zset    seq scored by its lease deadline
 --   6 dead     zset    seq scored seq
 --   7 acked    zset    producer id scored by ack time, for Options.DedupWindow
---   8 stats    hash    lifetime counters
+--   8 stats    hash    lifetime counters of the rarer events (nacked, expired,
+--                      dead, purged) and live producer ids (pids); the
+--                      count of enqueued messages is seq, that of acked
+--                      ones seq less the live and the purged
 -- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries (<= 0: no limit),
 -- 4 DedupWindow (µs); the function's own arguments follow from 5.
 -- Times are microseconds on the clients' clock, passed in by the caller.

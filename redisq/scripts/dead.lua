@@ -21,5 +21,6 @@ for _, seq in ipairs(seqs) do
     ready(seq)
   end
 end
+if op == 'purge' then count('purged', #seqs) end
 wake()
 return #seqs

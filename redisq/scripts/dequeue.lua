@@ -21,12 +21,12 @@ if ARGV[6] == '1' then
   end
   local dl = now + ARGV[5]
   earlier(K_LEASE, dl)
-  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq)
+  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d')
   local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
-  redis.call('HSET', K_MSG, seq, head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail)
+  redis.call('HSET', K_MSG, seq, head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail,
+    '#d', string.format('%d', (got[3] or 0) + 1))
   redis.call('ZADD', K_LEASE, dl, seq)
-  redis.call('HINCRBY', K_STATS, 'delivered', 1)
   wake()
   return {-1, seq, d, got[2]}
 end
@@ -69,6 +69,6 @@ for from = 1, #seqs, 500 do
 end
 many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)
-count('delivered', #seqs)
+redis.call('HINCRBY', K_MSG, '#d', #seqs)
 wake()
 return out

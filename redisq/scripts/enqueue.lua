@@ -18,7 +18,6 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local sq = string.format('%d', seq) -- exact, where seq .. '' turns 1e14 and above into floats
   redis.call('HSET', K_MSG, sq, '0:0::' .. #id .. ':' .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq)
   redis.call('ZADD', K_READY, FRESH + seq, seq)
-  redis.call('HINCRBY', K_STATS, 'enqueued', 1)
   redis.call('PUBLISH', CHAN, 'r')
   return {1}
 end
@@ -84,7 +83,6 @@ if m > 0 then many('HSET', K_MSG, fields) end
 if #fresh > 0 and window > 0 then many('ZREM', K_ACKED, fresh) end
 if #ready > 0 then many('ZADD', K_READY, ready) end
 if #delayed > 0 then many('ZADD', K_DELAYED, delayed) end
-count('enqueued', m)
 count('pids', #fresh)
 wake()
 return codes

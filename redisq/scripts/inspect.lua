@@ -35,4 +35,15 @@ local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
 local out = {card(K_READY), redis.call('ZCARD', K_DELAYED), card(K_LEASE),
   redis.call('ZCARD', K_DEAD), pids + acked, body}
 for _, v in ipairs(counters) do out[#out + 1] = v end
+-- The counters no operation writes (see common.lua): every message ever
+-- enqueued is live (ready, delayed, in flight, dead), acked or purged.
+local enqueued = tonumber(redis.call('GET', K_SEQ) or '0')
+local purged = tonumber(redis.call('HGET', K_STATS, 'purged') or '0')
+local live = out[1] + out[2] + out[3] + out[4]
+out[#out + 1] = 'enqueued'
+out[#out + 1] = enqueued
+out[#out + 1] = 'delivered'
+out[#out + 1] = tonumber(redis.call('HGET', K_MSG, '#d') or '0')
+out[#out + 1] = 'acked'
+out[#out + 1] = enqueued - live - purged
 return out

@@ -21,7 +21,6 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
     count('pids', -1)
     if window > 0 then redis.call('ZADD', K_ACKED, now, id) end
   end
-  redis.call('HINCRBY', K_STATS, 'acked', 1)
   return {0}
 end
 
@@ -113,7 +112,6 @@ if #gone > 0 then
   if #stamps > 0 then many('ZADD', K_ACKED, stamps) end
   count('pids', -pids)
 end
-count('acked', acked)
 count('nacked', nacked)
 count('dead', dead)
 wake()
