@@ -45,6 +45,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: dequeue of %d messages", queue.ErrInvalidOptions, max)
 	}
+	chain := false // woken by a wake-up: leasing, it wakes the next waiter
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -53,8 +54,13 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 		ms, due, err := q.leaseMany(ctx, max)
 		if err != nil || len(ms) > 0 || !block {
 			// A wake-up received on the way out is passed on: more may be
-			// ready, or it came after this call looked.
+			// ready, or it came after this call looked. A woken caller
+			// that leased wakes the next: the server announces a run of
+			// enqueues once (scripts/common.lua, announce).
 			q.pass(woken)
+			if chain && len(ms) > 0 {
+				q.ready.notifyOne()
+			}
 			if err == nil && len(ms) == 0 {
 				err = queue.ErrEmpty
 			}
@@ -71,6 +77,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 		case <-q.closed:
 			return nil, queue.ErrClosed
 		case <-woken:
+			chain = true
 		case <-timer:
 			q.pass(woken)
 		}

@@ -208,3 +208,81 @@ func TestWakeAcrossHandles(t *testing.T) {
 		t.Fatal("a delay falling due did not wake the consumer on another handle")
 	}
 }
+
+// TestWakeOncePerRun: a run of enqueues that no consumer waits for
+// publishes once, not once per message; consumers blocked on two handles
+// before a run of enqueues from a third all get a message, though the
+// run is announced once (each woken consumer that leases wakes the next).
+func TestWakeOncePerRun(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	producer, err := redisq.Open(ctx, srv.Client(), "run", nil)
+	require.NoError(t, err)
+	defer producer.Close()
+
+	require.NoError(t, srv.Client().ConfigResetStat(ctx).Err())
+	for range 50 {
+		_, err := producer.Enqueue(ctx, []byte("x"))
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), publishes(t, srv), "50 enqueues with no consumer waiting")
+	for range 50 {
+		m, err := producer.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+
+	const handles, each = 2, 3
+	asks := newScriptCounter(handles*each + handles) // every consumer's empty look, and each housekeeper's first pass
+	var wg sync.WaitGroup
+	errc := make(chan error, handles*each)
+	for range handles {
+		rdb := srv.Client()
+		rdb.AddHook(asks)
+		c, err := redisq.Open(ctx, rdb, "run", nil)
+		require.NoError(t, err)
+		defer c.Close()
+		for range each {
+			wg.Go(func() {
+				m, err := c.Dequeue(ctx)
+				if err == nil {
+					err = m.Ack()
+				}
+				if err != nil {
+					errc <- err
+				}
+			})
+		}
+	}
+	select {
+	case <-asks.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the consumers' calls asked for %d, want %d before they all wait", asks.count(), handles*each+handles)
+	}
+	for range handles * each {
+		_, err := producer.Enqueue(ctx, []byte("y"))
+		require.NoError(t, err)
+	}
+	waitOrFail(t, &wg, 30*time.Second)
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(0), producer.Stats().Ready)
+}
+
+// publishes returns how many PUBLISH commands the server ran since its
+// statistics were reset.
+func publishes(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Client().Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_publish:calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}

@@ -12,7 +12,8 @@
 --                      one hash, so that a message is written, read and
 --                      removed with one command, not one per field; and
 --                      the lifetime count of deliveries under '#d', which
---                      a lease reads and writes with its message
+--                      a lease reads and writes with its message; '#q'
+--                      while no consumer may be waiting (see waiting)
 --   3 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
 --   4 delayed  zset    seq scored by its due time
 --   5 lease    zset    seq scored by its lease deadline
@@ -95,11 +96,14 @@ local function ready(seq)
 end
 
 -- many calls cmd key with the items of list as arguments, at most 1000
--- per call: one call for many messages is far cheaper in a script.
+-- per call: one call for many messages is far cheaper in a script. It
+-- returns the sum of the replies (integers).
 local function many(cmd, key, list)
+  local n = 0
   for i = 1, #list, 1000 do
-    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+    n = n + redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
+  return n
 end
 
 local function count(field, n)
@@ -164,6 +168,20 @@ end
 local function earlier(key, t)
   local f = first(key)
   if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
+end
+
+-- Announcing new messages: an enqueue publishes 'r' only when a consumer
+-- may be waiting for them. A dequeue that finds too few messages removes
+-- the field '#q' of the message hash (its caller may block: waiting);
+-- the first enqueue after that sets it again, in the HSET of its
+-- messages, and publishes because the field was new. While '#q' is set
+-- no enqueue publishes: every consumer woken since leases on and wakes
+-- the next one of its handle (dequeue.go), until one finds nothing.
+-- Pub/sub then costs one message per run of enqueues, not one per
+-- enqueue and handle. Other ways of making messages ready (nack, expiry,
+-- due delays, requeue) publish every time, through wake.
+local function waiting()
+  redis.call('HDEL', K_MSG, '#q')
 end
 
 -- wake publishes 'r' when a message became ready, 't<µs>' when a deadline

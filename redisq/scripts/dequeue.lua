@@ -15,6 +15,7 @@ if ARGV[6] == '1' then
     seq = nil
   end
   if not seq then
+    waiting()
     local hint = first(K_DELAYED)
     wake()
     return {hint}
@@ -41,6 +42,7 @@ for i = 1, #popped, 2 do
   end
 end
 local out = {-1}
+if #seqs < max then waiting() end
 if #seqs == 0 then
   out[1] = first(K_DELAYED)
   wake()

@@ -16,9 +16,11 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local seq = redis.call('INCR', K_SEQ)
   if seq == 1 then keep() end
   local sq = string.format('%d', seq) -- exact, where seq .. '' turns 1e14 and above into floats
-  redis.call('HSET', K_MSG, sq, '0:0::' .. #id .. ':' .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq)
+  -- Four new fields when '#q' was absent (see waiting): the message's
+  -- three (a generated id is new) and '#q'.
+  local added = redis.call('HSET', K_MSG, sq, '0:0::' .. #id .. ':' .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
   redis.call('ZADD', K_READY, FRESH + seq, seq)
-  redis.call('PUBLISH', CHAN, 'r')
+  if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return {1}
 end
 local each, n = ARGV[5] == 'each', tonumber(ARGV[6])
@@ -50,7 +52,7 @@ if #given > 0 then
     end
   end
 end
-local codes = {}
+local codes, fresh_ready = {}, false
 local fields, ready, delayed = {}, {}, {}
 local m = n - (#given - #fresh)
 local seq = 0
@@ -74,12 +76,15 @@ for i = 0, n - 1 do
       delayed[#delayed + 1] = due; delayed[#delayed + 1] = seq
     else
       ready[#ready + 1] = FRESH + seq; ready[#ready + 1] = seq
-      woke = true
+      fresh_ready = true
     end
     codes[#codes + 1] = 1
   end
 end
-if m > 0 then many('HSET', K_MSG, fields) end
+-- With a message ready, '#q' goes with the messages' fields, all of them
+-- new (see waiting in common.lua): one more added means it was absent.
+if fresh_ready then fields[#fields + 1], fields[#fields + 2] = '#q', '1' end
+if m > 0 and many('HSET', K_MSG, fields) > 3 * m then redis.call('PUBLISH', CHAN, 'r') end
 if #fresh > 0 and window > 0 then many('ZREM', K_ACKED, fresh) end
 if #ready > 0 then many('ZADD', K_READY, ready) end
 if #delayed > 0 then many('ZADD', K_DELAYED, delayed) end
