@@ -45,16 +45,22 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: dequeue of %d messages", queue.ErrInvalidOptions, max)
 	}
+	chain := false // woken by a wake-up: leasing, it wakes the next waiter
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		woken := q.ready.register()
-		ms, due, err := q.lease(ctx, max)
+		ms, due, err := q.leaseMany(ctx, max)
 		if err != nil || len(ms) > 0 || !block {
 			// A wake-up received on the way out is passed on: more may be
-			// ready, or it came after this call looked.
+			// ready, or it came after this call looked. A woken caller
+			// that leased wakes the next: the server announces a run of
+			// enqueues once (scripts/common.lua, announce).
 			q.pass(woken)
+			if chain && len(ms) > 0 {
+				q.ready.notifyOne()
+			}
 			if err == nil && len(ms) == 0 {
 				err = queue.ErrEmpty
 			}
@@ -71,10 +77,73 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 		case <-q.closed:
 			return nil, queue.ErrClosed
 		case <-woken:
+			chain = true
 		case <-timer:
 			q.pass(woken)
 		}
 	}
+}
+
+// leaseMany leases up to max messages: a batch in a call of its own, one
+// message together with the other lone Dequeues of the handle running
+// at the same time.
+func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
+	if max > 1 {
+		return q.lease(ctx, max)
+	}
+	r := &leaseReq{ctx: ctx}
+	if err := q.leases.do(r, q.leaseEach); err != nil {
+		return nil, time.Time{}, err
+	}
+	if r.m == nil {
+		return nil, r.due, nil
+	}
+	return []*queue.Message{r.m}, r.due, nil
+}
+
+// leaseReq is a lone Dequeue waiting for the call that leases for it.
+type leaseReq struct {
+	ctx context.Context
+	m   *queue.Message // leased for it; nil when none was ready
+	due time.Time      // with none: when the earliest delayed message is due, if known
+}
+
+// leaseEach leases one message each for concurrent lone Dequeues in one
+// call, in the order they came, as far as messages are ready; those that
+// get none wait for a wake-up. It leaves out those whose context ended
+// while they waited and runs under OpTimeout (no one caller may cancel
+// the call for the others); a lone Dequeue runs under its own context.
+func (q *Queue) leaseEach(reqs []*leaseReq) []error {
+	errs := make([]error, len(reqs))
+	ctx := reqs[0].ctx
+	if len(reqs) > 1 {
+		c, cancel := q.opContext()
+		defer cancel()
+		ctx = c
+	}
+	var live []int // index in reqs of each request leased for
+	for i, r := range reqs {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return errs
+	}
+	ms, due, err := q.lease(ctx, len(live))
+	for j, i := range live {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case j < len(ms):
+			reqs[i].m = ms[j]
+		default:
+			reqs[i].due = due
+		}
+	}
+	return errs
 }
 
 // lease runs the dequeue script. With nothing ready it returns the time

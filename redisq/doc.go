@@ -27,6 +27,14 @@
 // the client's user run FUNCTION LOAD and LIST, and FCALL). All keys of a
 // queue share the hash tag {name}: one queue is one Redis Cluster slot.
 //
+// The keys of an ack queue carry the version of their layout in their
+// names (walq:{name}:2:...); layout 2 keeps each message in three fields
+// of one hash (record, body, id), so that one command writes, reads or
+// removes it. Handles of different layouts never touch each other's keys,
+// and Open refuses a queue that still holds the keys of layout 1
+// (ErrLayout, naming the keys to delete once it is drained); a handle of
+// an older version opened on a queue of this layout sees it empty.
+//
 // A receipt is the message's sequence number and a random 64-bit token
 // drawn by the client for that delivery; an ack, nack, extend or dead
 // letter succeeds only while the server holds that token for that
@@ -35,9 +43,11 @@
 // never reissued).
 //
 // Blocking Dequeue waits on the handle's one pub/sub subscription: every
-// script that makes a message ready publishes on the queue's channel, so
-// no goroutine polls and no goroutine holds a connection while it waits;
-// a cancelled context or Close returns at once. Each open handle runs a
+// script that makes a message ready publishes on the queue's channel (an
+// enqueue only when a dequeue found too few messages since the last
+// announcement; each consumer woken that leases wakes the next one of its
+// handle), so no goroutine polls and no goroutine holds a connection
+// while it waits; a cancelled context or Close returns at once. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel).
 //
@@ -79,8 +89,8 @@
 // # Cost
 //
 // The server does the work: a batched message (EnqueueBatch,
-// DequeueBatch, concurrent Acks and Enqueues, which a handle gathers
-// into one call each) costs some 20-30 µs of Redis CPU, one
+// DequeueBatch, concurrent Acks, Enqueues and Dequeues, which a handle
+// gathers into one call per kind) costs some 20-30 µs of Redis CPU, one
 // message per call several times more (each call has a fixed cost,
 // which the function library keeps lower than a script: its helpers are
 // made once per load, not once per call). A queue's hot keys are created with a 256-byte placeholder member

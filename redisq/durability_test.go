@@ -165,7 +165,7 @@ func TestReplicas(t *testing.T) {
 	m, err := q.TryDequeue()
 	require.NoError(t, err)
 	require.NoError(t, m.Ack())
-	there, err := replica.Client().HExists(ctx, "walq:{replicas}:body", strconv.FormatUint(m.Receipt.Seq, 10)).Result()
+	there, err := replica.Client().HExists(ctx, "walq:{replicas}:2:msg", "b"+strconv.FormatUint(m.Receipt.Seq, 10)).Result()
 	require.NoError(t, err)
 	require.False(t, there, "the replica has the ack")
 

@@ -1,26 +1,58 @@
 package redisq
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// layout is the version of the ack queue's stored layout, part of every
+// key's name: walq:{name}:<layout>:<key>. Layout 1 (keys walq:{name}:<key>)
+// kept a message in three hashes (info, body, byid); layout 2 keeps it in
+// the fields of one hash (msg), so that one command writes, reads or
+// removes it. A handle never reads or writes another layout's keys, and
+// Open refuses a queue that still holds layout 1 (ErrLayout).
+const layout = "2"
 
 // keys are the Redis keys of one queue, in the order the scripts take
 // them (scripts/common.lua), all under the hash tag {name}.
 type keys struct {
 	all  []string // KEYS of every script
 	wake string   // the pub/sub channel of ready messages ('r') and timers ('t')
+	old  string   // layout 1's sequence counter, present while a queue of that layout exists
 }
 
 func newKeys(name string) keys {
 	p := "walq:{" + name + "}:"
 	var k keys
-	for _, s := range []string{"seq", "info", "body", "ready", "delayed", "lease", "dead", "byid", "acked", "stats"} {
-		k.all = append(k.all, p+s)
+	for _, s := range []string{"seq", "msg", "ready", "delayed", "lease", "dead", "acked", "stats"} {
+		k.all = append(k.all, p+layout+":"+s)
 	}
 	k.wake = p + "wake"
+	k.old = p + "seq"
 	return k
 }
+
+// checkLayout refuses a queue that holds layout 1: its messages would be
+// invisible to this handle, and a handle of the older version would not
+// see the messages of this one.
+func (k keys) checkLayout(ctx context.Context, c redis.Cmdable, name string) error {
+	n, err := c.Exists(ctx, k.old).Result()
+	if err != nil {
+		return fmt.Errorf("redisq: queue %q: look for an older layout: %w", name, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: queue %q holds layout 1 (key %s exists): drain it with the redisq version that wrote it, "+
+			"then delete its keys walq:{%s}:NAME for NAME in %s", ErrLayout, name, k.old, name, oldKeys)
+	}
+	return nil
+}
+
+// oldKeys are the names of layout 1's keys.
+const oldKeys = "seq info body ready delayed lease dead byid acked stats"
 
 // micros renders a duration or a time as the scripts' microseconds.
 func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }

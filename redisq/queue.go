@@ -18,9 +18,10 @@ import (
 // messages live on in the server.
 type Queue struct {
 	*handle
-	name string                   // the queue's name, inside the hash tag
-	acks coalescer[queue.Receipt] // concurrent Acks, settled by one call
-	enqs coalescer[enqueueReq]    // concurrent Enqueues, run by one call
+	name   string                   // the queue's name, inside the hash tag
+	acks   coalescer[queue.Receipt] // concurrent Acks, settled by one call
+	enqs   coalescer[enqueueReq]    // concurrent Enqueues, run by one call
+	leases coalescer[*leaseReq]     // concurrent lone Dequeues, leased for by one call
 }
 
 var _ queue.AckQueue = (*Queue)(nil)
@@ -43,6 +44,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {
 			return nil, err
 		}
+	}
+	if err := k.checkLayout(ctx, rdb, name); err != nil {
+		return nil, err
 	}
 	if err := library.loadAll(ctx, rdb); err != nil {
 		return nil, err

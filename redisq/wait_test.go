@@ -3,6 +3,7 @@ package redisq_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,9 +25,11 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	const pool, waiters = 4, 200
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool, PoolTimeout: time.Second})
 	defer rdb.Close()
-	// Each waiter runs the dequeue script once before it blocks, and the
-	// handle's housekeeper runs its script once at Open (the queue holds
-	// no deadline): all of them have blocked once the client ran that many.
+	// Each waiter asks the server for one message before it blocks (lone
+	// Dequeues running at once share a call that asks for one each), and
+	// the handle's housekeeper runs its script once at Open (the queue
+	// holds no deadline): all of them have blocked once the client's
+	// calls asked for that many.
 	scripts := newScriptCounter(waiters + 1)
 	rdb.AddHook(scripts)
 	ctx := context.Background()
@@ -53,7 +56,7 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	select {
 	case <-scripts.reached:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the consumers ran %d scripts, want %d before they all wait", scripts.count(), waiters+1)
+		t.Fatalf("the consumers' calls asked for %d, want %d before they all wait", scripts.count(), waiters+1)
 	}
 	before := scripts.count()
 	time.Sleep(500 * time.Millisecond)
@@ -73,11 +76,12 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 }
 
 // scriptCounter is a client hook that counts the scripts the client ran
-// (one sent again after NOSCRIPT or a missing function counts once) and closes reached once
-// there were target of them.
+// (one sent again after NOSCRIPT or a missing function counts once), a
+// dequeue as the messages it asked for, and closes reached once the count
+// reached target.
 type scriptCounter struct {
 	mu      sync.Mutex
-	n       int           // scripts run; guarded by mu
+	n       int           // scripts run, dequeues weighed by their max; guarded by mu
 	target  int           // n at which reached is closed
 	reached chan struct{} // closed when n reaches target
 }
@@ -99,7 +103,7 @@ func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		if name := cmd.Name(); (name == "fcall" || name == "evalsha" || name == "eval") &&
 			!redis.HasErrorPrefix(err, "NOSCRIPT") && !strings.Contains(fmt.Sprint(err), "Function not found") {
-			c.add()
+			c.add(weight(cmd.Args()))
 		}
 		return err
 	}
@@ -111,12 +115,32 @@ func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	return next
 }
 
-func (c *scriptCounter) add() {
+func (c *scriptCounter) add(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n++; c.n == c.target {
+	was := c.n
+	if c.n += n; was < c.target && c.n >= c.target {
 		close(c.reached)
 	}
+}
+
+// weight is how much a script call counts: for the ack queue's dequeue
+// function the messages it asks for (its sixth argument after the keys),
+// 1 for any other.
+func weight(args []any) int {
+	name, _ := args[1].(string)
+	if !strings.HasSuffix(name, "_dequeue") || len(args) < 3 {
+		return 1
+	}
+	keys, _ := strconv.Atoi(fmt.Sprint(args[2]))
+	if len(args) <= 3+keys+5 {
+		return 1
+	}
+	n, err := strconv.Atoi(fmt.Sprint(args[3+keys+5]))
+	if err != nil {
+		return 1
+	}
+	return n
 }
 
 func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
@@ -183,4 +207,82 @@ func TestWakeAcrossHandles(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a delay falling due did not wake the consumer on another handle")
 	}
+}
+
+// TestWakeOncePerRun: a run of enqueues that no consumer waits for
+// publishes once, not once per message; consumers blocked on two handles
+// before a run of enqueues from a third all get a message, though the
+// run is announced once (each woken consumer that leases wakes the next).
+func TestWakeOncePerRun(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	producer, err := redisq.Open(ctx, srv.Client(), "run", nil)
+	require.NoError(t, err)
+	defer producer.Close()
+
+	require.NoError(t, srv.Client().ConfigResetStat(ctx).Err())
+	for range 50 {
+		_, err := producer.Enqueue(ctx, []byte("x"))
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), publishes(t, srv), "50 enqueues with no consumer waiting")
+	for range 50 {
+		m, err := producer.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+
+	const handles, each = 2, 3
+	asks := newScriptCounter(handles*each + handles) // every consumer's empty look, and each housekeeper's first pass
+	var wg sync.WaitGroup
+	errc := make(chan error, handles*each)
+	for range handles {
+		rdb := srv.Client()
+		rdb.AddHook(asks)
+		c, err := redisq.Open(ctx, rdb, "run", nil)
+		require.NoError(t, err)
+		defer c.Close()
+		for range each {
+			wg.Go(func() {
+				m, err := c.Dequeue(ctx)
+				if err == nil {
+					err = m.Ack()
+				}
+				if err != nil {
+					errc <- err
+				}
+			})
+		}
+	}
+	select {
+	case <-asks.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the consumers' calls asked for %d, want %d before they all wait", asks.count(), handles*each+handles)
+	}
+	for range handles * each {
+		_, err := producer.Enqueue(ctx, []byte("y"))
+		require.NoError(t, err)
+	}
+	waitOrFail(t, &wg, 30*time.Second)
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(0), producer.Stats().Ready)
+}
+
+// publishes returns how many PUBLISH commands the server ran since its
+// statistics were reset.
+func publishes(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Client().Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_publish:calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
 }

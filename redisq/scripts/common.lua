@@ -3,17 +3,26 @@
 -- (FCALL): the helpers below are made once per load, not once per call,
 -- and each call runs as one atomic step on the server.
 --
--- KEYS, all under the queue's hash tag:
+-- KEYS, all under the queue's hash tag (layout 2, see keys.go):
 --   1 seq      string  INCR counter, a message's Seq
---   2 info     hash    seq -> record (below)
---   3 body     hash    seq -> the client's encoding of id, enqueue time, headers, payload
---   4 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
---   5 delayed  zset    seq scored by its due time
---   6 lease    zset    seq scored by its lease deadline
---   7 dead     zset    seq scored seq
---   8 byid     hash    id -> seq, every message that is not acked or purged
---   9 acked    zset    producer id scored by ack time, for Options.DedupWindow
---  10 stats    hash    lifetime counters
+--   2 msg      hash    every message that is not acked or purged, in three fields:
+--                        seq       -> record (below)
+--                        'b' .. seq -> the client's encoding of id, enqueue time, headers, payload
+--                        'i' .. id  -> seq
+--                      one hash, so that a message is written, read and
+--                      removed with one command, not one per field; and
+--                      the lifetime count of deliveries under '#d', which
+--                      a lease reads and writes with its message; '#q'
+--                      while no consumer may be waiting (see waiting)
+--   3 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
+--   4 delayed  zset    seq scored by its due time
+--   5 lease    zset    seq scored by its lease deadline
+--   6 dead     zset    seq scored seq
+--   7 acked    zset    producer id scored by ack time, for Options.DedupWindow
+--   8 stats    hash    lifetime counters of the rarer events (nacked, expired,
+--                      dead, purged) and live producer ids (pids); the
+--                      count of enqueued messages is seq, that of acked
+--                      ones seq less the live and the purged
 -- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries (<= 0: no limit),
 -- 4 DedupWindow (µs); the function's own arguments follow from 5.
 -- Times are microseconds on the clients' clock, passed in by the caller.
@@ -21,15 +30,15 @@
 -- The names below hold the call's keys and arguments: bind sets them at
 -- the start of every call (the server runs one call at a time), so the
 -- helpers defined once can use them.
-local K_SEQ, K_INFO, K_BODY, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_BYID, K_ACKED, K_STATS
+local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
 local CHAN, now, maxd, window
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
 local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
 
 local function bind(KEYS, ARGV)
-  K_SEQ, K_INFO, K_BODY, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-  K_LEASE, K_DEAD, K_BYID, K_ACKED, K_STATS = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+  K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  K_LEASE, K_DEAD, K_ACKED, K_STATS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   CHAN, now, maxd, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
   woke, timers = false, nil
   if not KEEP then KEEP = string.rep('~', 256) end
@@ -37,7 +46,7 @@ end
 
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
 
--- KEEP is a field (of info, body, byid, under the field '') and a member
+-- KEEP is a field (of msg, under the field '') and a member
 -- (of ready and lease, scored +inf) that no seq or id can be, written at a
 -- queue's first enqueue and never removed. It keeps those keys from
 -- vanishing when the queue drains, and its length (past Redis's default
@@ -46,7 +55,7 @@ local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after ever
 -- drain made each batch's HSET, HMGET, ZADD and ZMSCORE linear in the
 -- key's size, several times slower in a busy small queue.
 local function keep()
-  for _, k in ipairs({K_INFO, K_BODY, K_BYID}) do redis.call('HSET', k, '', KEEP) end
+  redis.call('HSET', K_MSG, '', KEEP)
   for _, k in ipairs({K_READY, K_LEASE}) do redis.call('ZADD', k, 'inf', KEEP) end
 end
 
@@ -72,13 +81,13 @@ local function encode(r)
 end
 
 local function getrec(seq)
-  local raw = redis.call('HGET', K_INFO, seq)
+  local raw = redis.call('HGET', K_MSG, seq)
   if not raw then return nil end
   return decode(raw)
 end
 
 local function putrec(seq, r)
-  redis.call('HSET', K_INFO, seq, encode(r))
+  redis.call('HSET', K_MSG, seq, encode(r))
 end
 
 local function ready(seq)
@@ -87,11 +96,14 @@ local function ready(seq)
 end
 
 -- many calls cmd key with the items of list as arguments, at most 1000
--- per call: one call for many messages is far cheaper in a script.
+-- per call: one call for many messages is far cheaper in a script. It
+-- returns the sum of the replies (integers).
 local function many(cmd, key, list)
+  local n = 0
   for i = 1, #list, 1000 do
-    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+    n = n + redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
+  return n
 end
 
 local function count(field, n)
@@ -101,9 +113,7 @@ end
 -- forget removes a message for good (ack, purge); a producer id keeps
 -- refusing duplicates for DedupWindow.
 local function forget(seq, r)
-  redis.call('HDEL', K_INFO, seq)
-  redis.call('HDEL', K_BODY, seq)
-  redis.call('HDEL', K_BYID, r[1])
+  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. r[1])
   if r[2] == 1 then
     count('pids', -1)
     if window > 0 then redis.call('ZADD', K_ACKED, now, r[1]) end
@@ -158,6 +168,20 @@ end
 local function earlier(key, t)
   local f = first(key)
   if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
+end
+
+-- Announcing new messages: an enqueue publishes 'r' only when a consumer
+-- may be waiting for them. A dequeue that finds too few messages removes
+-- the field '#q' of the message hash (its caller may block: waiting);
+-- the first enqueue after that sets it again, in the HSET of its
+-- messages, and publishes because the field was new. While '#q' is set
+-- no enqueue publishes: every consumer woken since leases on and wakes
+-- the next one of its handle (dequeue.go), until one finds nothing.
+-- Pub/sub then costs one message per run of enqueues, not one per
+-- enqueue and handle. Other ways of making messages ready (nack, expiry,
+-- due delays, requeue) publish every time, through wake.
+local function waiting()
+  redis.call('HDEL', K_MSG, '#q')
 end
 
 -- wake publishes 'r' when a message became ready, 't<µs>' when a deadline

@@ -4,7 +4,7 @@
 local op = ARGV[5]
 local seqs
 if ARGV[6] ~= '' then
-  local seq = redis.call('HGET', K_BYID, ARGV[6])
+  local seq = redis.call('HGET', K_MSG, 'i' .. ARGV[6])
   if not seq or not redis.call('ZSCORE', K_DEAD, seq) then return -1 end
   seqs = {seq}
 else
@@ -21,5 +21,6 @@ for _, seq in ipairs(seqs) do
     ready(seq)
   end
 end
+if op == 'purge' then count('purged', #seqs) end
 wake()
 return #seqs

@@ -9,6 +9,20 @@ if window > 0 then
   local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', now - window, 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
 end
+-- One message with a generated id, ready at once (a lone Enqueue): no
+-- duplicate to look for, so straight to the writes, with no table built.
+if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
+  local id = ARGV[7]
+  local seq = redis.call('INCR', K_SEQ)
+  if seq == 1 then keep() end
+  local sq = string.format('%d', seq) -- exact, where seq .. '' turns 1e14 and above into floats
+  -- Four new fields when '#q' was absent (see waiting): the message's
+  -- three (a generated id is new) and '#q'.
+  local added = redis.call('HSET', K_MSG, sq, '0:0::' .. #id .. ':' .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
+  redis.call('ZADD', K_READY, FRESH + seq, seq)
+  if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
+  return {1}
+end
 local each, n = ARGV[5] == 'each', tonumber(ARGV[6])
 local given, at_item = {}, {}
 for i = 0, n - 1 do
@@ -22,7 +36,9 @@ if #given > 0 then
   local seen = {}
   for from = 1, #given, 1000 do
     local part = {unpack(given, from, math.min(from + 999, #given))}
-    local live = redis.call('HMGET', K_BYID, unpack(part))
+    local fields = {}
+    for j, id in ipairs(part) do fields[j] = 'i' .. id end
+    local live = redis.call('HMGET', K_MSG, unpack(fields))
     local at = {}
     if window > 0 then at = redis.call('ZMSCORE', K_ACKED, unpack(part)) end
     for j, id in ipairs(part) do
@@ -36,8 +52,8 @@ if #given > 0 then
     end
   end
 end
-local codes = {}
-local bodies, recs, byid, ready, delayed = {}, {}, {}, {}, {}
+local codes, fresh_ready = {}, false
+local fields, ready, delayed = {}, {}, {}
 local m = n - (#given - #fresh)
 local seq = 0
 if m > 0 then
@@ -51,28 +67,27 @@ for i = 0, n - 1 do
     local b = 7 + i * 4
     local id, p, due = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2])
     seq = seq + 1
-    bodies[#bodies + 1] = seq; bodies[#bodies + 1] = ARGV[b + 3]
-    recs[#recs + 1] = seq; recs[#recs + 1] = p .. ':0::' .. #id .. ':' .. id
-    byid[#byid + 1] = id; byid[#byid + 1] = seq
+    local f, sq = #fields, string.format('%d', seq)
+    fields[f + 1], fields[f + 2] = sq, p .. ':0::' .. #id .. ':' .. id
+    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
+    fields[f + 5], fields[f + 6] = 'i' .. id, sq
     if due > now then
       earlier(K_DELAYED, due)
       delayed[#delayed + 1] = due; delayed[#delayed + 1] = seq
     else
       ready[#ready + 1] = FRESH + seq; ready[#ready + 1] = seq
-      woke = true
+      fresh_ready = true
     end
     codes[#codes + 1] = 1
   end
 end
-if m > 0 then
-  many('HSET', K_BODY, bodies)
-  many('HSET', K_INFO, recs)
-  many('HSET', K_BYID, byid)
-end
+-- With a message ready, '#q' goes with the messages' fields, all of them
+-- new (see waiting in common.lua): one more added means it was absent.
+if fresh_ready then fields[#fields + 1], fields[#fields + 2] = '#q', '1' end
+if m > 0 and many('HSET', K_MSG, fields) > 3 * m then redis.call('PUBLISH', CHAN, 'r') end
 if #fresh > 0 and window > 0 then many('ZREM', K_ACKED, fresh) end
 if #ready > 0 then many('ZADD', K_READY, ready) end
 if #delayed > 0 then many('ZADD', K_DELAYED, delayed) end
-count('enqueued', m)
 count('pids', #fresh)
 wake()
 return codes

@@ -7,8 +7,9 @@ if ARGV[5] == 'dead' then
   local seqs = redis.call('ZRANGEBYSCORE', K_DEAD, ARGV[6], '+inf', 'LIMIT', 0, tonumber(ARGV[7]))
   for _, seq in ipairs(seqs) do
     out[#out + 1] = seq
-    out[#out + 1] = redis.call('HGET', K_INFO, seq)
-    out[#out + 1] = redis.call('HGET', K_BODY, seq)
+    local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq)
+    out[#out + 1] = got[1]
+    out[#out + 1] = got[2]
   end
   return out
 end
@@ -26,7 +27,7 @@ for _, key in ipairs({K_DELAYED, K_LEASE}) do
   for _, seq in ipairs(redis.call('ZRANGE', key, 0, 999)) do consider(seq) end
 end
 local body = ''
-if oldest then body = redis.call('HGET', K_BODY, oldest) or '' end
+if oldest then body = redis.call('HGET', K_MSG, 'b' .. string.format('%d', oldest)) or '' end
 local acked = 0
 if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, '(' .. (now - window), '+inf') end
 local counters = redis.call('HGETALL', K_STATS)
@@ -34,4 +35,15 @@ local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
 local out = {card(K_READY), redis.call('ZCARD', K_DELAYED), card(K_LEASE),
   redis.call('ZCARD', K_DEAD), pids + acked, body}
 for _, v in ipairs(counters) do out[#out + 1] = v end
+-- The counters no operation writes (see common.lua): every message ever
+-- enqueued is live (ready, delayed, in flight, dead), acked or purged.
+local enqueued = tonumber(redis.call('GET', K_SEQ) or '0')
+local purged = tonumber(redis.call('HGET', K_STATS, 'purged') or '0')
+local live = out[1] + out[2] + out[3] + out[4]
+out[#out + 1] = 'enqueued'
+out[#out + 1] = enqueued
+out[#out + 1] = 'delivered'
+out[#out + 1] = tonumber(redis.call('HGET', K_MSG, '#d') or '0')
+out[#out + 1] = 'acked'
+out[#out + 1] = enqueued - live - purged
 return out

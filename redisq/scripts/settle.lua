@@ -3,16 +3,38 @@
 -- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
 -- (whichever delivery is in flight). Returns one code per delivery:
 -- 0 done, 1 lease lost, 2 no delivery of that id in flight.
+
+-- One ack by receipt (a lone Ack): the same fence and writes, with no
+-- table built but the reply.
+if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
+  local seq = ARGV[8]
+  local raw = redis.call('HGET', K_MSG, seq)
+  if not raw then return {1} end
+  local p, tok, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
+  if tok ~= ARGV[9] then return {1} end
+  local id = string.sub(raw, at, at + n - 1)
+  local dl = redis.call('ZSCORE', K_LEASE, seq)
+  if not dl or tonumber(dl) <= now then return {1} end
+  redis.call('ZREM', K_LEASE, seq)
+  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
+  if p == '1' then
+    count('pids', -1)
+    if window > 0 then redis.call('ZADD', K_ACKED, now, id) end
+  end
+  return {0}
+end
+
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
 local codes = {}
 local acked, nacked, dead = 0, 0, 0
 
 -- Acks gather their deletions and run them as one call per key.
-local gone, ids, stamps, pids = {}, {}, {}, 0
+local gone, fields, stamps, pids = {}, {}, {}, 0
 local function apply(seq, r)
   if op == 'ack' then
     gone[#gone + 1] = seq
-    ids[#ids + 1] = r[1]
+    local f = #fields
+    fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. r[1]
     if r[2] == 1 then
       pids = pids + 1
       if window > 0 then
@@ -44,7 +66,7 @@ if op == 'ack' and mode == 'r' and #ARGV > 9 then
   for j = 8, #ARGV, 2 do all[#all + 1] = ARGV[j] end
   for from = 1, #all, 1000 do
     local part = {unpack(all, from, math.min(from + 999, #all))}
-    local raws = redis.call('HMGET', K_INFO, unpack(part))
+    local raws = redis.call('HMGET', K_MSG, unpack(part))
     local dls = redis.call('ZMSCORE', K_LEASE, unpack(part))
     for j, seq in ipairs(part) do pre[seq] = {raws[j], dls[j]} end
   end
@@ -68,7 +90,7 @@ while i <= #ARGV do
     done[seq] = true
     i = i + 2
   else
-    seq = redis.call('HGET', K_BYID, ARGV[i])
+    seq = redis.call('HGET', K_MSG, 'i' .. ARGV[i])
     if seq then
       r = getrec(seq)
       if r and r[4] ~= '' then r = fence(seq, r[4]) else r = nil end
@@ -86,13 +108,10 @@ while i <= #ARGV do
 end
 if #gone > 0 then
   many('ZREM', K_LEASE, gone)
-  many('HDEL', K_INFO, gone)
-  many('HDEL', K_BODY, gone)
-  many('HDEL', K_BYID, ids)
+  many('HDEL', K_MSG, fields)
   if #stamps > 0 then many('ZADD', K_ACKED, stamps) end
   count('pids', -pids)
 end
-count('acked', acked)
 count('nacked', nacked)
 count('dead', dead)
 wake()
