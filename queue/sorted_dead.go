@@ -1,12 +1,14 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // BatchReceipt names one delivery of a pulled batch: with it a process
@@ -58,7 +60,7 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	q.mu.Unlock()
 	out := make([]DeadValue[K], 0, len(ds))
 	for _, d := range ds {
-		v, err := s.value(d.SortedValue, nil)
+		v, err := s.deadValue(d)
 		if err != nil {
 			return nil, err
 		}
@@ -66,6 +68,36 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 			Deliveries: v.Deliveries, PublishedAt: v.PublishedAt, Payload: v.Payload})
 	}
 	return out, nil
+}
+
+// deadValue reads the dead value d with its payload. A compaction may copy
+// it forward and cut the log behind it while DeadValues reads: the read
+// then follows the copy, as a message's does (readPayload).
+func (s *Sorted[K]) deadValue(d index.DeadValue) (Value[K], error) {
+	for tries := 0; ; tries++ {
+		v, err := s.value(d.SortedValue, nil)
+		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
+			return v, err
+		}
+		cur, ok := s.q.deadValue(d.Seq)
+		if !ok || cur.Loc == d.Loc {
+			return v, err
+		}
+		d = cur
+	}
+}
+
+// deadValue returns the dead value seq as the index holds it now.
+func (q *Queue) deadValue(seq uint64) (index.DeadValue, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out index.DeadValue
+	found := false
+	q.mu.st.sorted.DeadFrom(seq, func(d index.DeadValue) bool {
+		out, found = d, d.Seq == seq
+		return false
+	})
+	return out, found
 }
 
 // RequeueDead puts the dead value seq back among the pending ones, at its
