@@ -111,3 +111,58 @@ func drainSortedTokens(t *testing.T, s *queue.Sorted[int64]) map[string]int {
 		}
 	}
 }
+
+// TestStaleReceiptAfterPowerLoss is TestStaleBatchReceiptAfterPowerLoss
+// for the ack queue. A consumer may get a message whose enqueue is written
+// but not yet fsynced, and its lease record is fsynced with a later
+// commit: a power loss can take both. A Receipt named only their LSNs, so
+// the next run's first message and delivery took the same Seq and Lease,
+// and the stale receipt acked a message its holder never got, whose
+// Enqueue had returned under SyncAlways.
+func TestStaleReceiptAfterPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(scratchDir(t), "q")
+	o := &queue.Options{Sync: queue.SyncAlways, ManualRequeue: true}
+	q, err := queue.Open(dir, o)
+	must(t, err)
+	mustEnqueue(t, q, payload("first", 10))
+	m, err := q.TryDequeue()
+	must(t, err)
+	must(t, m.Ack())
+	durable, err := readDir(dir) // every call so far returned: all fsynced
+	must(t, err)
+	// A message enqueued without waiting for its commit, delivered once
+	// written: neither its enqueue nor its lease is durable yet.
+	if _, err := q.EnqueueAsync(ctx, payload("lost", 10)); err != nil {
+		t.Fatal(err)
+	}
+	x, err := q.Dequeue(ctx)
+	must(t, err)
+	stale := x.Receipt
+	must(t, q.Close())
+
+	// The power loss keeps what was durable before them.
+	dir2 := filepath.Join(scratchDir(t), "r")
+	must(t, writeDir(dir2, durable))
+	q, err = queue.Open(dir2, o)
+	must(t, err)
+	defer q.Close()
+	mustEnqueue(t, q, payload("new", 10))
+	y, err := q.TryDequeue()
+	must(t, err)
+	if y.Receipt.Seq != stale.Seq || y.Receipt.Lease != stale.Lease {
+		t.Fatalf("the new delivery is %s; the test needs it at the stale receipt's %s", y.Receipt, stale)
+	}
+	for _, settle := range []func(queue.Receipt) error{
+		q.Ack,
+		func(r queue.Receipt) error { return q.Nack(r, 0) },
+		func(r queue.Receipt) error { return q.Extend(r, 1) },
+		func(r queue.Receipt) error { return q.DeadLetter(r, "stale") },
+		func(r queue.Receipt) error { return q.Settle(queue.Settlement{Receipt: r, Op: queue.SettleAck}) },
+	} {
+		if err := settle(stale); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Fatalf("a settle by the receipt %s of the lost delivery (of %q): %v; want ErrLeaseLost", stale, tokenOf(x.Payload), err)
+		}
+	}
+	must(t, y.Ack()) // the consumer that got it still owns it
+}

@@ -37,3 +37,33 @@ func TestBatchReceiptWithPullTime(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiptWithDeliveryTime: a receipt carries its delivery's time
+// through its string form, and the form without it still parses.
+func TestReceiptWithDeliveryTime(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+		r  queue.Receipt
+	}{
+		{"7.9.1764547200000000001", true, queue.Receipt{Seq: 7, Lease: 9, At: 1764547200000000001}},
+		{"7.9", true, queue.Receipt{Seq: 7, Lease: 9}},
+		{"7.9.0", false, queue.Receipt{}},
+		{"7.9.", false, queue.Receipt{}},
+		{"7.9.x", false, queue.Receipt{}},
+		{"7.9.1.2", false, queue.Receipt{}},
+		{"0.9.5", false, queue.Receipt{}},
+		{"7", false, queue.Receipt{}},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			r, err := queue.ParseReceipt(c.in)
+			if !c.ok {
+				require.ErrorIs(t, err, queue.ErrInvalidOptions)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.r, r)
+			require.Equal(t, c.in, r.String())
+		})
+	}
+}
