@@ -184,6 +184,21 @@ func (c *child) output() string {
 	return s
 }
 
+// raceReport returns the start of the first data race report in the
+// child's output, "" when there is none. A child built with -race prints
+// the report as soon as it finds the race, but a child that is then killed
+// never exits with the race detector's status.
+func (c *child) raceReport() string {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	s := c.out.String()
+	i := strings.Index(s, "WARNING: DATA RACE")
+	if i < 0 {
+		return ""
+	}
+	return s[i:min(len(s), i+6000)]
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer

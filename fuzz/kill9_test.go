@@ -102,6 +102,9 @@ func (h *kill9Parent) cycle(n int) {
 	if len(h.violations) > 0 {
 		t.Fatalf("cycle %d: the child saw: %s\nits output:\n%s", n, strings.Join(h.violations, "; "), c.output())
 	}
+	if r := c.raceReport(); r != "" {
+		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
+	}
 	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
 	h.check(what+" ack queue", h.oa, h.dirA, drainQueue, true)
 	h.check(what+" sorted queue", h.ob, h.dirB, drainSorted, true)

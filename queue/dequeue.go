@@ -189,7 +189,7 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 		}
 		q.obs.noteDelivery(e.Deliveries)
 		m := &Message{ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt), DeliveredAt: time.Unix(0, now),
-			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn}, q: q}
+			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn, At: now}, q: q}
 		return delivery{m: m, loc: e.Loc}, c, nil
 	}
 	var er record
@@ -204,7 +204,7 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 		return delivery{}, nil, err
 	}
 	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
-	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn}, q
+	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q
 	return delivery{m: m}, c, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/walq/walq/index"
 )
 
 // Message is one delivery of a message to a consumer. The consumer owns it
@@ -62,23 +64,61 @@ func (m *Message) DeadLetter(reason string) error {
 // Receipt names one delivery of one message. It stays valid across a clean
 // Close and Open, so another process can ack it; it is lost when the lease
 // runs out or the process that leased it crashes.
+//
+// Seq and Lease are LSNs of records that a delivery does not wait to see
+// fsynced (a consumer may get a message whose enqueue is written but not
+// yet durable, and the lease record is fsynced with the next commit). A
+// power loss can take both while the receipt lives on in another process,
+// and the next run gives the same LSNs to another message and its
+// delivery. At tells them apart: a receipt whose At is not the delivery's
+// is refused (ErrLeaseLost), never settles a message its holder did not
+// get.
 type Receipt struct {
 	Seq   uint64 // the message's sequence number
 	Lease uint64 // the delivery's lease number
+	At    int64  // unix ns of the delivery (Message.DeliveredAt); 0: not checked
 }
 
-// String returns the receipt as "seq.lease", the form ParseReceipt reads.
-func (r Receipt) String() string { return fmt.Sprintf("%d.%d", r.Seq, r.Lease) }
+// String returns the receipt as "seq.lease.at" ("seq.lease" when At is 0),
+// the form ParseReceipt reads.
+func (r Receipt) String() string {
+	if r.At == 0 {
+		return fmt.Sprintf("%d.%d", r.Seq, r.Lease)
+	}
+	return fmt.Sprintf("%d.%d.%d", r.Seq, r.Lease, r.At)
+}
 
 // ParseReceipt reads a receipt written by Receipt.String.
 func ParseReceipt(s string) (Receipt, error) {
-	a, b, ok := strings.Cut(s, ".")
-	seq, err1 := strconv.ParseUint(a, 10, 64)
-	lease, err2 := strconv.ParseUint(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || seq == 0 || lease == 0 {
-		return Receipt{}, fmt.Errorf("%w: receipt %q is not seq.lease", ErrInvalidOptions, s)
+	parts := strings.Split(s, ".")
+	var r Receipt
+	var err error
+	if len(parts) == 2 || len(parts) == 3 {
+		r.Seq, err = strconv.ParseUint(parts[0], 10, 64)
 	}
-	return Receipt{Seq: seq, Lease: lease}, nil
+	if err == nil && len(parts) >= 2 {
+		r.Lease, err = strconv.ParseUint(parts[1], 10, 64)
+	}
+	if err == nil && len(parts) == 3 {
+		if r.At, err = strconv.ParseInt(parts[2], 10, 64); r.At == 0 {
+			err = errors.New("zero delivery time")
+		}
+	}
+	if err != nil || r.Seq == 0 || r.Lease == 0 {
+		return Receipt{}, fmt.Errorf("%w: receipt %q is not seq.lease or seq.lease.at", ErrInvalidOptions, s)
+	}
+	return r, nil
+}
+
+// leasedBy is leased for the delivery the receipt r names: a receipt with
+// a delivery time must name the delivery the lease now belongs to.
+func (s *state) leasedBy(r Receipt, now int64) (index.Entry, error) {
+	e, err := s.leased(r.Seq, r.Lease, now)
+	if err == nil && r.At != 0 && e.DeliveredAt != r.At {
+		return index.Entry{}, fmt.Errorf("%w: receipt %s: the delivery leased as %d was made at %d (a crash lost the one the receipt names)",
+			ErrLeaseLost, r, r.Lease, e.DeliveredAt)
+	}
+	return e, err
 }
 
 // AckAsync acks the message without waiting for the commit; see

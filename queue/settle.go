@@ -223,7 +223,7 @@ func (q *Queue) settleOneLocked(s Settlement, now int64) (*wal.Commit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	e, err := q.mu.st.leased(s.Receipt.Seq, s.Receipt.Lease, now)
+	e, err := q.mu.st.leasedBy(s.Receipt, now)
 	if err != nil {
 		return nil, err
 	}

@@ -168,20 +168,34 @@ func (b *Batch[K]) DeadLetter(reason string) error {
 
 // Ack acks the batch delivered as r (Batch.Receipt), for a process that
 // holds the receipt but not the Batch. Receipts survive a clean Close.
-func (s *Sorted[K]) Ack(r BatchReceipt) error { return s.q.ackBatch(r.Lease) }
+func (s *Sorted[K]) Ack(r BatchReceipt) error {
+	if err := s.q.checkBatchReceipt(r); err != nil {
+		return err
+	}
+	return s.q.ackBatch(r.Lease)
+}
 
 // Nack is Batch.Nack by receipt.
 func (s *Sorted[K]) Nack(r BatchReceipt, delay time.Duration) error {
+	if err := s.q.checkBatchReceipt(r); err != nil {
+		return err
+	}
 	return s.q.nackBatch(r.Lease, delay)
 }
 
 // Extend is Batch.Extend by receipt.
 func (s *Sorted[K]) Extend(r BatchReceipt, d time.Duration) error {
+	if err := s.q.checkBatchReceipt(r); err != nil {
+		return err
+	}
 	return s.q.extendBatch(r.Lease, d)
 }
 
 // DeadLetter is Batch.DeadLetter by receipt.
 func (s *Sorted[K]) DeadLetter(r BatchReceipt, reason string) error {
+	if err := s.q.checkBatchReceipt(r); err != nil {
+		return err
+	}
 	return s.q.deadBatch(r.Lease, reason)
 }
 

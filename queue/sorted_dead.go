@@ -1,33 +1,73 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // BatchReceipt names one delivery of a pulled batch: with it a process
 // that no longer holds the Batch (another process, a later run) can ack,
 // nack, extend or dead-letter it. It stays valid across a clean Close.
+//
+// The pull record that gives the lease its LSN is not fsynced before Pull
+// returns; a power loss can take it, and the next run then gives its LSN
+// to another record, maybe another key's pull. At tells that pull from the
+// one the receipt names: a receipt whose At is not the batch's is refused
+// (ErrLeaseLost), never settles a batch its holder did not get.
 type BatchReceipt struct {
 	Lease uint64 // LSN of the pull record
+	At    int64  // unix ns of the pull (Batch.PulledAt); 0: not checked
 }
 
-// String returns the receipt as "b<lease>", the form ParseBatchReceipt
-// reads; the prefix keeps it apart from a message Receipt.
-func (r BatchReceipt) String() string { return "b" + strconv.FormatUint(r.Lease, 10) }
+// String returns the receipt as "b<lease>.<at>" ("b<lease>" when At is 0),
+// the form ParseBatchReceipt reads; the prefix keeps it apart from a
+// message Receipt.
+func (r BatchReceipt) String() string {
+	s := "b" + strconv.FormatUint(r.Lease, 10)
+	if r.At != 0 {
+		s += "." + strconv.FormatInt(r.At, 10)
+	}
+	return s
+}
 
 // ParseBatchReceipt reads a receipt written by BatchReceipt.String.
 func ParseBatchReceipt(s string) (BatchReceipt, error) {
 	rest, ok := strings.CutPrefix(s, "b")
-	lease, err := strconv.ParseUint(rest, 10, 64)
-	if !ok || err != nil || lease == 0 {
-		return BatchReceipt{}, fmt.Errorf("%w: batch receipt %q is not b<lease>", ErrInvalidOptions, s)
+	lease, at, hasAt := strings.Cut(rest, ".")
+	r := BatchReceipt{}
+	var err error
+	r.Lease, err = strconv.ParseUint(lease, 10, 64)
+	if err == nil && hasAt {
+		r.At, err = strconv.ParseInt(at, 10, 64)
 	}
-	return BatchReceipt{Lease: lease}, nil
+	if !ok || err != nil || r.Lease == 0 || (hasAt && r.At == 0) {
+		return BatchReceipt{}, fmt.Errorf("%w: batch receipt %q is not b<lease>.<at>", ErrInvalidOptions, s)
+	}
+	return r, nil
+}
+
+// checkBatchReceipt refuses a receipt that names another pull than the one
+// now leased under its lease (see BatchReceipt). Within a run an LSN names
+// one record, so the settle that follows, under the lock again, settles
+// the batch checked here or finds it gone.
+func (q *Queue) checkBatchReceipt(r BatchReceipt) error {
+	if r.At == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	b, ok := q.mu.st.sorted.Batch(r.Lease)
+	q.mu.Unlock()
+	if ok && b.At != r.At {
+		return fmt.Errorf("%w: batch %s: the batch leased as %d now was pulled at %d (a crash lost the pull the receipt names)",
+			ErrLeaseLost, r, r.Lease, b.At)
+	}
+	return nil
 }
 
 // DeadValue is a value in a sorted queue's dead set.
@@ -58,7 +98,7 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	q.mu.Unlock()
 	out := make([]DeadValue[K], 0, len(ds))
 	for _, d := range ds {
-		v, err := s.value(d.SortedValue, nil)
+		v, err := s.deadValue(d)
 		if err != nil {
 			return nil, err
 		}
@@ -66,6 +106,36 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 			Deliveries: v.Deliveries, PublishedAt: v.PublishedAt, Payload: v.Payload})
 	}
 	return out, nil
+}
+
+// deadValue reads the dead value d with its payload. A compaction may copy
+// it forward and cut the log behind it while DeadValues reads: the read
+// then follows the copy, as a message's does (readPayload).
+func (s *Sorted[K]) deadValue(d index.DeadValue) (Value[K], error) {
+	for tries := 0; ; tries++ {
+		v, err := s.value(d.SortedValue, nil)
+		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
+			return v, err
+		}
+		cur, ok := s.q.deadValue(d.Seq)
+		if !ok || cur.Loc == d.Loc {
+			return v, err
+		}
+		d = cur
+	}
+}
+
+// deadValue returns the dead value seq as the index holds it now.
+func (q *Queue) deadValue(seq uint64) (index.DeadValue, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out index.DeadValue
+	found := false
+	q.mu.st.sorted.DeadFrom(seq, func(d index.DeadValue) bool {
+		out, found = d, d.Seq == seq
+		return false
+	})
+	return out, found
 }
 
 // RequeueDead puts the dead value seq back among the pending ones, at its

@@ -142,7 +142,7 @@ func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 	}
 	out := make([]*Batch[K], len(bs))
 	for i, b := range bs {
-		pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease}, PulledAt: time.Unix(0, b.At), q: s.q,
+		pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
 			Values: make([]Value[K], len(b.Values))}
 		for j, v := range b.Values {
 			val, err := s.value(v, b.payloads[j])

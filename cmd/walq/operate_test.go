@@ -125,7 +125,7 @@ func TestScriptedConsumer(t *testing.T) {
 	require.Contains(t, r.stderr, "lease lost")
 
 	r = mustWalq(t, 0, "", "dequeue", dir)
-	require.Regexp(t, `^receipt: \d+\.\d+\nid: order-7\ndelivery: 1\nenqueued: \S+\nheader: kind=order\nheader: tenant=acme\n\nline one\nline two\n$`, r.stdout)
+	require.Regexp(t, `^receipt: \d+\.\d+\.\d+\nid: order-7\ndelivery: 1\nenqueued: \S+\nheader: kind=order\nheader: tenant=acme\n\nline one\nline two\n$`, r.stdout)
 	receipt := strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "receipt: ")
 	require.Equal(t, "nacked\n", mustWalq(t, 0, "", "nack", dir, receipt).stdout)
 

@@ -1,0 +1,143 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/testhook"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
+)
+
+// TestDeadValuesWhileCopiedForward: Sorted.DeadValues reads each dead
+// value's payload where the index said it was when the call began; a
+// compaction that copies the dead values forward and cuts the log behind
+// them in the meantime made the read fail ("record not in log"), where
+// the ack queue's DeadLetters follows the copy. The test holds
+// DeadValues's first read of the log at the file system until the
+// compaction is done.
+func TestDeadValuesWhileCopiedForward(t *testing.T) {
+	fsys := &gateFS{}
+	o := queue.SortedOptions{
+		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
+		CacheBytes: -1, // every payload is read from the log
+	}
+	testhook.SetManualCompaction(&o.Options)
+	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	want := make(map[int64]string)
+	for i := range int64(3) {
+		want[i] = fmt.Sprintf("dead%d|%s", i, bytes.Repeat([]byte("d"), 900))
+		require.NoError(t, s.Publish(ctx, i, "dead", []byte(want[i])))
+	}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].Nack(0)) // one delivery: the values go dead
+	// Other values pass through: the log outgrows the bound, so the next
+	// compaction copies the dead values forward, and their reads fill the
+	// log's entry cache, so the dead values are read from the file.
+	for i := range 12 {
+		require.NoError(t, s.Publish(ctx, 100, fmt.Sprint("busy", i), bytes.Repeat([]byte("b"), 3000)))
+		bs, err := s.TryPull(10)
+		require.NoError(t, err)
+		require.NoError(t, bs[0].Ack())
+	}
+
+	released := fsys.holdNextRead()
+	type result struct {
+		ds  []queue.DeadValue[int64]
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := s.DeadValues(0, 0)
+		done <- result{ds, err}
+	}()
+	select {
+	case <-fsys.held:
+	case r := <-done:
+		t.Fatalf("DeadValues read nothing from the log file (%d values, %v)", len(r.ds), r.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("DeadValues never read the log")
+	}
+	first := s.Stats().Segments[0].FirstLSN
+	require.NoError(t, s.Compact())
+	st := s.Stats()
+	require.Greater(t, st.Segments[0].FirstLSN, first, "the compaction did not cut the log behind the dead values")
+	require.GreaterOrEqual(t, st.Moved, uint64(3), "the compaction did not copy the dead values forward")
+	close(released)
+
+	r := <-done
+	require.NoError(t, r.err)
+	require.Len(t, r.ds, 3)
+	for _, d := range r.ds {
+		require.Equal(t, want[d.Sort], string(d.Payload), "value at sort key %d", d.Sort)
+	}
+}
+
+// gateFS is the real file system, but it can hold one read of a log
+// segment until the test releases it.
+type gateFS struct {
+	wal.OSFS
+	mu      sync.Mutex
+	release chan struct{} // the next segment read waits for it to close; nil: none is held
+	held    chan struct{} // closed once that read waits
+}
+
+// holdNextRead makes the next read of a segment file wait until the
+// returned channel is closed.
+func (g *gateFS) holdNextRead() chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.release, g.held = make(chan struct{}), make(chan struct{})
+	return g.release
+}
+
+// wait holds the caller if a read is to be held, once.
+func (g *gateFS) wait() {
+	g.mu.Lock()
+	release, held := g.release, g.held
+	g.release = nil
+	g.mu.Unlock()
+	if release != nil {
+		close(held)
+		<-release
+	}
+}
+
+func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := g.OSFS.OpenFile(name, flag, perm)
+	return g.wrap(name, f), err
+}
+
+func (g *gateFS) Open(name string) (wal.File, error) {
+	f, err := g.OSFS.Open(name)
+	return g.wrap(name, f), err
+}
+
+func (g *gateFS) wrap(name string, f wal.File) wal.File {
+	if f == nil || filepath.Base(filepath.Dir(name)) != "log" {
+		return f
+	}
+	return gateFile{File: f, g: g}
+}
+
+// gateFile is a segment file whose ReadAt the gate may hold.
+type gateFile struct {
+	wal.File
+	g *gateFS
+}
+
+func (f gateFile) ReadAt(p []byte, off int64) (int, error) {
+	f.g.wait()
+	return f.File.ReadAt(p, off)
+}
