@@ -57,7 +57,7 @@ func redisSystems() []System {
 			Config: func(Hint) string {
 				return fmt.Sprintf("redis-server %s, appendonly yes, appendfsync %s, loopback TCP; "+
 					"walq's Redis backend, %s, AckTimeout=%v; Enqueue, Dequeue, Ack one at a time "+
-					"(concurrent Acks of the handle share one call); backlog: the server's memory counted with the client's",
+					"(concurrent Enqueues, Dequeues and Acks of the handle each share one call); backlog: the server's memory counted with the client's",
 					redisVersion(), mode,
 					map[bool]string{true: "SyncAlways", false: "SyncInterval"}[durable], walqAckTimeout)
 			},

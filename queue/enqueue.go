@@ -78,8 +78,10 @@ func withOptions(payload []byte, opts []EnqueueOption) Item {
 
 // EnqueueBatch adds the items in order and returns their ids. If any id is
 // a duplicate (ErrDuplicate) or any item is invalid, none is enqueued. The
-// batch shares commits and fsyncs; after a crash before it returned, a
-// prefix of it may be present.
+// batch is one log entry under one checksum and one fsync: a crash before
+// it returned keeps all of it or none, so a producer that retries it with
+// the same ids enqueues each item once (ErrDuplicate: the whole batch was
+// kept).
 func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -144,15 +146,34 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 	if err := q.checkIDsLocked(recs); err != nil {
 		return nil, err
 	}
-	var last *wal.Commit
-	for i := range recs {
-		c, err := q.appendLocked(&recs[i], encs[i])
-		if err != nil {
-			return nil, err
-		}
-		last = c
+	if len(recs) == 1 {
+		return q.appendLocked(&recs[0], encs[0])
 	}
-	return last, nil
+	return q.appendAllLocked(recs, encs)
+}
+
+// appendAllLocked appends the enqueue records of a batch, encoded as encs,
+// as one log entry (wal.Log.AppendAll), so that a crash keeps the whole
+// batch or none of it: a producer that retries the batch after the crash
+// then finds every id or none, never a prefix (whose ErrDuplicate would
+// drop the rest), and applies them to the state.
+func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, error) {
+	if q.mu.closed {
+		return nil, ErrClosed
+	}
+	if q.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	first, c, err := q.log.AppendAll(encs, q.mu.noWait)
+	if err != nil {
+		q.wakeHousekeeper() // it logs a sticky write error (events.go)
+		return nil, fmt.Errorf("queue: append enqueue: %w", err)
+	}
+	for i := range recs {
+		q.mu.st.change(first+uint64(i), &recs[i], len(encs[i]))
+		q.countWrittenLocked(len(encs[i]))
+	}
+	return c, nil
 }
 
 // checkIDsLocked refuses producer-given ids already in use, in the dedup

@@ -134,35 +134,43 @@ func (m *Message) AckAsync() (*Pending, error) {
 // withPayload is a Message and the room for a payload of up to len(B)
 // bytes, allocated together: a delivery's Message and its payload cost one
 // allocation instead of two. B is a byte array; each size makes the whole
-// a size class of the allocator (Message is 144 bytes on 64-bit).
+// a size class of the allocator (see messageSize).
 type withPayload[B any] struct {
 	m Message
 	b B
 }
 
 // newMessage returns a new Message whose Payload is a copy of p (nil when
-// p is nil, empty when p is empty). A payload up to 880 bytes shares the
+// p is nil, empty when p is empty). A payload up to maxRoom bytes (872 on 64-bit) shares the
 // Message's allocation; it is never appended to in place (its capacity
 // is its length), so it never writes past its room.
 func newMessage(p []byte) *Message {
-	switch n := len(p); {
+	switch n := uintptr(len(p)); {
 	case p == nil:
 		return &Message{}
 	case n == 0:
 		return &Message{Payload: []byte{}}
-	case n <= 48:
-		return carry(new(withPayload[[48]byte]), p)
-	case n <= 112:
-		return carry(new(withPayload[[112]byte]), p)
-	case n <= 368:
-		return carry(new(withPayload[[368]byte]), p)
-	case n <= 880:
-		return carry(new(withPayload[[880]byte]), p)
+	case n <= 192-messageSize:
+		return carry(new(withPayload[[192 - messageSize]byte]), p)
+	case n <= 256-messageSize:
+		return carry(new(withPayload[[256 - messageSize]byte]), p)
+	case n <= 512-messageSize:
+		return carry(new(withPayload[[512 - messageSize]byte]), p)
+	case n <= maxRoom:
+		return carry(new(withPayload[[maxRoom]byte]), p)
 	}
 	b := make([]byte, len(p))
 	copy(b, p)
 	return &Message{Payload: b}
 }
+
+// messageSize is the size of a Message; maxRoom the largest payload that
+// shares its allocation. Each room makes the whole an allocator size class
+// (192, 256, 512 or 1024 bytes).
+const (
+	messageSize = unsafe.Sizeof(Message{})
+	maxRoom     = 1024 - messageSize
+)
 
 // carry copies p into w's room and returns w's Message holding it.
 func carry[B any](w *withPayload[B], p []byte) *Message {

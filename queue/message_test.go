@@ -11,10 +11,11 @@ import (
 
 // TestNewMessage checks that a delivery's Message holds a copy of the
 // payload that is independent of the input, keeps nil and empty apart,
-// cannot grow into its neighbour, and costs one allocation up to 880
+// cannot grow into its neighbour, and costs one allocation up to maxRoom
 // bytes.
 func TestNewMessage(t *testing.T) {
-	for _, n := range []int{-1, 0, 1, 48, 49, 100, 112, 113, 368, 369, 880, 881, 4096} {
+	r := int(192 - messageSize)
+	for _, n := range []int{-1, 0, 1, r, r + 1, 100, r + 64, r + 65, r + 320, r + 321, int(maxRoom), int(maxRoom) + 1, 4096} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			var p []byte
 			if n >= 0 {
@@ -32,7 +33,7 @@ func TestNewMessage(t *testing.T) {
 				require.Equal(t, byte(0xa5), m.Payload[0], "append moves it")
 			}
 			want := 1.0
-			if n > 880 {
+			if n > int(maxRoom) {
 				want = 2
 			}
 			require.Equal(t, want, testing.AllocsPerRun(100, func() { newMessage(p) }))
@@ -46,10 +47,11 @@ func TestNewMessageRooms(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the rooms are sized for 64-bit platforms")
 	}
-	require.Equal(t, uintptr(192), unsafe.Sizeof(withPayload[[48]byte]{}))
-	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[112]byte]{}))
-	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[368]byte]{}))
-	require.Equal(t, uintptr(1024), unsafe.Sizeof(withPayload[[880]byte]{}))
+	require.Equal(t, uintptr(192), unsafe.Sizeof(withPayload[[192 - messageSize]byte]{}))
+	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[256 - messageSize]byte]{}))
+	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[512 - messageSize]byte]{}))
+	require.Equal(t, uintptr(1024), unsafe.Sizeof(withPayload[[maxRoom]byte]{}))
+	require.Equal(t, uintptr(0), messageSize%8, "Message keeps the rooms aligned")
 }
 
 // TestDecodeEncodedAliased checks that the aliasing decoder reads the same

@@ -125,12 +125,18 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
 	}
 	q.mu.st.change(lsn, r, len(enc))
+	q.countWrittenLocked(len(enc))
+	return lsn, c, nil
+}
+
+// countWrittenLocked adds n bytes to the log written since the last
+// snapshot, waking the housekeeper at each SegmentSize passed.
+func (q *Queue) countWrittenLocked(n int) {
 	before := q.mu.sinceSnap
-	q.mu.sinceSnap += int64(len(enc))
+	q.mu.sinceSnap += int64(n)
 	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {
 		q.wakeHousekeeper()
 	}
-	return lsn, c, nil
 }
 
 // waitedOps are the records whose writer waits for the commit (or its

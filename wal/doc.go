@@ -24,7 +24,9 @@
 //   - Group commit: records appended while the previous group was being
 //     written form the next group, which is written as one log entry with
 //     one CRC and, under SyncAlways, covered by one fsync. Commit.Wait
-//     returns only after the fsync that covers its record.
+//     returns only after the fsync that covers its record. AppendAll puts
+//     its records in one group whatever their size: a crash keeps all of
+//     them or none.
 //   - A failed write or fsync poisons the Log: the error is sticky, every
 //     later Append, Flush, TruncateFront and Wait returns it, and nothing
 //     is retried and trusted (the kernel may have dropped the dirty pages).

@@ -228,6 +228,51 @@ func (l *Log) AppendWaiting(rec []byte, lazy bool) (LSN, *Commit, error) {
 	return l.add(rec, !lazy)
 }
 
+// AppendAll adds recs to the log as one unit and returns the first one's
+// LSN (the others follow it in order) and the Commit of their group. They
+// all go into one group, which is one log entry under one CRC: a crash
+// keeps every one of them or none, also when they are more than
+// MaxGroupBytes (the entry is then as large as they are). wake is false
+// for a caller that waits for the Commit itself, as with AppendWaiting.
+func (l *Log) AppendAll(recs [][]byte, wake bool) (LSN, *Commit, error) {
+	if l.opts.ReadOnly {
+		return 0, nil, ErrReadOnly
+	}
+	if len(recs) == 0 || uint64(len(recs)) >= math.MaxUint32 {
+		return 0, nil, fmt.Errorf("wal: AppendAll of %d records", len(recs))
+	}
+	l.mu.Lock()
+	total := 0
+	for _, rec := range recs {
+		if err := l.appendErrLocked(len(rec)); err != nil {
+			l.mu.Unlock()
+			return 0, nil, err
+		}
+		total += recordSize(len(rec))
+	}
+	if g := l.mu.open; g != nil && g.count > 0 &&
+		(len(g.buf)+total > l.opts.MaxGroupBytes || uint64(g.count)+uint64(len(recs)) >= math.MaxUint32) {
+		l.sealOpenLocked()
+	}
+	g := l.groupForLocked(0)
+	first := l.mu.nextLSN
+	for _, rec := range recs {
+		g.buf = appendRecord(g.buf, rec)
+	}
+	g.count += uint32(len(recs))
+	g.sync = true
+	l.mu.nextLSN += LSN(len(recs))
+	if len(g.buf) >= l.opts.MaxGroupBytes {
+		l.sealOpenLocked()
+	}
+	l.lastLSN.Store(l.mu.nextLSN - 1)
+	l.mu.Unlock()
+	if wake {
+		l.wakeCommitter()
+	}
+	return first, g.commit, nil
+}
+
 func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
 	lsn, c, err := l.add(rec, sync)
 	if err == nil {
