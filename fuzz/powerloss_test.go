@@ -530,7 +530,8 @@ func (run *plCrashRun) checkPrefix(drained []string, mode queue.SyncMode) error 
 }
 
 // matches reports whether got is the live set after operation p, plus a
-// prefix of operation p+1's enqueues or minus a prefix of its acks.
+// prefix of operation p+1's enqueues (all or none of an EnqueueBatch's) or
+// minus a prefix of its acks.
 func (run *plCrashRun) matches(got map[string]bool, p int) bool {
 	enqAt, ackAt, pos, ackPos := make(map[string]int), make(map[string]int), make(map[string]int), make(map[string]int)
 	for i, op := range run.ops {
@@ -561,6 +562,9 @@ func (run *plCrashRun) matches(got map[string]bool, p int) bool {
 		if ack == p+1 && ackPos[tok] < gone && got[tok] {
 			return false
 		}
+	}
+	if p < len(run.ops) && run.ops[p].kind == "batch" && extra != 0 && extra != len(run.ops[p].enq) {
+		return false // an EnqueueBatch is one log entry: all of it or none
 	}
 	for tok, at := range enqAt { // the extras must be the batch's first ones
 		if at == p+1 && pos[tok] < extra && !got[tok] {

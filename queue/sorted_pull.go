@@ -164,10 +164,24 @@ func (s *Sorted[K]) value(v index.SortedValue, payload []byte) (Value[K], error)
 	out := Value[K]{Sort: sort, Payload: payload, PublishedAt: time.Unix(0, v.At), Deliveries: int(v.Deliveries)}
 	if out.Payload == nil {
 		r, err := s.q.readRecord(v.Loc)
+		if err == nil {
+			err = checkValueRecord(r, v)
+		}
 		if err != nil {
 			return Value[K]{}, err
 		}
 		out.Payload = r.Payload
 	}
 	return out, nil
+}
+
+// checkValueRecord checks that r, read at v.Loc, holds v's payload: its
+// publish record (v.Loc is v.Seq until a move) or its copy forward. Any
+// other record there is damage, never a payload to deliver.
+func checkValueRecord(r *record, v index.SortedValue) error {
+	if (r.Op == opPublish && v.Loc == v.Seq) || (r.Op == opMove && r.Flags&flagSorted != 0 && r.Seq == v.Seq) {
+		return nil
+	}
+	return withWayOut(fmt.Errorf("%w: the record at LSN %d is a %s of %d, not the payload of value %d",
+		ErrCorrupt, v.Loc, opName(r.Op), r.Seq, v.Seq))
 }
