@@ -45,9 +45,12 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: dequeue of %d messages", queue.ErrInvalidOptions, max)
 	}
-	chain := false // woken by a wake-up: leasing, it wakes the next waiter
+	chain := false // woken by a wake-up: it wakes the next waiter on its way out
 	for {
 		if err := ctx.Err(); err != nil {
+			if chain { // the run's one announcement must not end here
+				q.ready.notifyOne()
+			}
 			return nil, err
 		}
 		woken := q.ready.register()
@@ -55,10 +58,11 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 		if err != nil || len(ms) > 0 || !block {
 			// A wake-up received on the way out is passed on: more may be
 			// ready, or it came after this call looked. A woken caller
-			// that leased wakes the next: the server announces a run of
-			// enqueues once (scripts/common.lua, announce).
+			// that leased, or failed, wakes the next: the server announces
+			// a run of enqueues once (scripts/common.lua, announce), and
+			// a look that failed may not have ended the run.
 			q.pass(woken)
-			if chain && len(ms) > 0 {
+			if chain && (len(ms) > 0 || err != nil) {
 				q.ready.notifyOne()
 			}
 			if err == nil && len(ms) == 0 {

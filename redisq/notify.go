@@ -10,8 +10,9 @@ import (
 
 // notifier wakes blocked consumers one at a time: each 'r' means at
 // least one message became ready, so it wakes one waiter; a waiter that
-// was woken and leased something wakes the next (more may be ready), one
-// that found nothing ends the chain. Waking every waiter for every
+// was woken and leased something wakes the next (more may be ready), and
+// so does one that failed or whose context ended; one that looked and
+// found nothing ends the chain. Waking every waiter for every
 // message would cost a script call per waiter.
 type notifier struct {
 	mu      sync.Mutex
