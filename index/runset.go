@@ -40,15 +40,17 @@ func (s *runSet[K]) run() []runSlot[K] { return s.buf[s.head:] }
 // Len is the number of keys.
 func (s *runSet[K]) Len() int { return len(s.buf) - s.head - s.gone + s.rest.Len() }
 
-// Insert adds k, which must not be present.
+// Insert adds k; a k already present stays once, as in a btree.
 func (s *runSet[K]) Insert(k K) {
 	if r := s.run(); len(r) == 0 || s.less(r[len(r)-1].k, k) {
 		s.buf = append(s.buf, runSlot[K]{k: k})
 		return
 	}
-	if i, ok := s.find(k); ok && s.run()[i].gone {
-		s.run()[i].gone = false
-		s.gone--
+	if i, ok := s.find(k); ok {
+		if s.run()[i].gone {
+			s.run()[i].gone = false
+			s.gone--
+		}
 		return
 	}
 	s.rest.ReplaceOrInsert(k)
