@@ -81,7 +81,9 @@ func withOptions(payload []byte, opts []EnqueueOption) Item {
 // batch is one log entry under one checksum and one fsync: a crash before
 // it returned keeps all of it or none, so a producer that retries it with
 // the same ids enqueues each item once (ErrDuplicate: the whole batch was
-// kept).
+// kept). Reading one of its messages back other than in order (a
+// redelivery, Peek, a copy forward) reads the whole entry: keep batches to
+// a few MiB.
 func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
