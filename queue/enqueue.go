@@ -160,20 +160,17 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 // then finds every id or none, never a prefix (whose ErrDuplicate would
 // drop the rest), and applies them to the state.
 func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, error) {
-	if q.mu.closed {
-		return nil, ErrClosed
-	}
-	if q.opts.ReadOnly {
-		return nil, ErrReadOnly
+	for i := range recs {
+		if err := q.appendableLocked(&recs[i]); err != nil {
+			return nil, err
+		}
 	}
 	first, c, err := q.log.AppendAll(encs, q.mu.noWait)
 	if err != nil {
-		q.wakeHousekeeper() // it logs a sticky write error (events.go)
-		return nil, fmt.Errorf("queue: append enqueue: %w", err)
+		return nil, q.appendFailed(opEnqueue, err)
 	}
 	for i := range recs {
-		q.mu.st.change(first+uint64(i), &recs[i], len(encs[i]))
-		q.countWrittenLocked(len(encs[i]))
+		q.appliedLocked(first+uint64(i), &recs[i], len(encs[i]))
 	}
 	return c, nil
 }

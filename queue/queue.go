@@ -92,16 +92,8 @@ func (q *Queue) appendLocked(r *record, enc []byte) (*wal.Commit, error) {
 
 // appendLSNLocked is appendLocked that also returns the record's LSN.
 func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, error) {
-	if q.mu.closed {
-		return 0, nil, ErrClosed
-	}
-	if q.opts.ReadOnly {
-		return 0, nil, ErrReadOnly
-	}
-	// Validate first: once appended, a record must apply, or the log
-	// would no longer replay.
-	if err := q.mu.st.check(r); err != nil {
-		return 0, nil, fmt.Errorf("queue: %s refused: %w", opName(r.Op), err)
+	if err := q.appendableLocked(r); err != nil {
+		return 0, nil, err
 	}
 	if enc == nil {
 		q.mu.enc = encodeRecord(q.mu.enc[:0], r)
@@ -121,17 +113,41 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 		lsn, c, err = q.log.Append(enc)
 	}
 	if err != nil {
-		q.wakeHousekeeper() // it logs a sticky write error (events.go)
-		return 0, nil, fmt.Errorf("queue: append %s: %w", opName(r.Op), err)
+		return 0, nil, q.appendFailed(r.Op, err)
 	}
-	q.mu.st.change(lsn, r, len(enc))
-	q.countWrittenLocked(len(enc))
+	q.appliedLocked(lsn, r, len(enc))
 	return lsn, c, nil
 }
 
-// countWrittenLocked adds n bytes to the log written since the last
-// snapshot, waking the housekeeper at each SegmentSize passed.
-func (q *Queue) countWrittenLocked(n int) {
+// appendableLocked says why r cannot be appended now: the queue is closed
+// or read-only, or r does not apply to the state. Records are checked
+// before they are written: once appended, a record must apply, or the log
+// would no longer replay.
+func (q *Queue) appendableLocked(r *record) error {
+	if q.mu.closed {
+		return ErrClosed
+	}
+	if q.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := q.mu.st.check(r); err != nil {
+		return fmt.Errorf("queue: %s refused: %w", opName(r.Op), err)
+	}
+	return nil
+}
+
+// appendFailed wraps the log's refusal of a record of op; the housekeeper
+// logs a sticky write error (events.go).
+func (q *Queue) appendFailed(o op, err error) error {
+	q.wakeHousekeeper()
+	return fmt.Errorf("queue: append %s: %w", opName(o), err)
+}
+
+// appliedLocked applies r, appended at lsn in n bytes, to the state, and
+// counts its bytes towards the next snapshot, waking the housekeeper at
+// each SegmentSize passed.
+func (q *Queue) appliedLocked(lsn uint64, r *record, n int) {
+	q.mu.st.change(lsn, r, n)
 	before := q.mu.sinceSnap
 	q.mu.sinceSnap += int64(n)
 	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {

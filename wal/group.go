@@ -254,18 +254,7 @@ func (l *Log) AppendAll(recs [][]byte, wake bool) (LSN, *Commit, error) {
 		(len(g.buf)+total > l.opts.MaxGroupBytes || uint64(g.count)+uint64(len(recs)) >= math.MaxUint32) {
 		l.sealOpenLocked()
 	}
-	g := l.groupForLocked(0)
-	first := l.mu.nextLSN
-	for _, rec := range recs {
-		g.buf = appendRecord(g.buf, rec)
-	}
-	g.count += uint32(len(recs))
-	g.sync = true
-	l.mu.nextLSN += LSN(len(recs))
-	if len(g.buf) >= l.opts.MaxGroupBytes {
-		l.sealOpenLocked()
-	}
-	l.lastLSN.Store(l.mu.nextLSN - 1)
+	first, g := l.putLocked(l.groupForLocked(0), true, recs...)
 	l.mu.Unlock()
 	if wake {
 		l.wakeCommitter()
@@ -291,18 +280,27 @@ func (l *Log) add(rec []byte, sync bool) (LSN, *Commit, error) {
 		l.mu.Unlock()
 		return 0, nil, err
 	}
-	g := l.groupForLocked(len(rec))
-	lsn := l.mu.nextLSN
-	l.mu.nextLSN++
-	g.buf = appendRecord(g.buf, rec)
-	g.count++
+	lsn, g := l.putLocked(l.groupForLocked(len(rec)), sync, rec)
+	l.mu.Unlock()
+	return lsn, g.commit, nil
+}
+
+// putLocked copies recs into g, the open group, gives them the next LSNs
+// and returns the first and g; sync says whether they wait for an fsync.
+// A group that reaches MaxGroupBytes or its most records is sealed.
+func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *group) {
+	first := l.mu.nextLSN
+	for _, rec := range recs {
+		g.buf = appendRecord(g.buf, rec)
+	}
+	g.count += uint32(len(recs))
 	g.sync = g.sync || sync
+	l.mu.nextLSN += LSN(len(recs))
 	if len(g.buf) >= l.opts.MaxGroupBytes || g.count == math.MaxUint32 {
 		l.sealOpenLocked()
 	}
-	l.lastLSN.Store(lsn)
-	l.mu.Unlock()
-	return lsn, g.commit, nil
+	l.lastLSN.Store(l.mu.nextLSN - 1)
+	return first, g
 }
 
 // appendErrLocked says why a record of n bytes cannot be appended.
