@@ -71,7 +71,8 @@ func reframeFirst(d int) func([]byte) []byte {
 // reframe rewrites the uvarint length prefix of the frame at off as its
 // length plus d, in as many bytes as before (the segment keeps its size):
 // a length that would take another number of bytes is held at the
-// largest or smallest one that takes as many.
+// largest or smallest one that takes as many, and one already there (a
+// change that would be none) moves by d the other way.
 func reframe(b []byte, off int64, d int) []byte {
 	n, k := binary.Uvarint(b[off:])
 	if k <= 0 {
@@ -81,7 +82,11 @@ func reframe(b []byte, off int64, d int) []byte {
 	if k > 1 {
 		lo = uint64(1) << (7 * (k - 1))
 	}
-	v := min(max(int64(n)+int64(d), int64(lo)), int64(hi))
+	clamp := func(v int64) int64 { return min(max(v, int64(lo)), int64(hi)) }
+	v := clamp(int64(n) + int64(d))
+	if v == int64(n) {
+		v = clamp(int64(n) - int64(d))
+	}
 	copy(b[off:], binary.AppendUvarint(nil, uint64(v)))
 	return b
 }
