@@ -25,16 +25,7 @@ func TestBatchReceiptWithPullTime(t *testing.T) {
 		{"b.5", false, queue.BatchReceipt{}},
 		{"b0.5", false, queue.BatchReceipt{}},
 	} {
-		t.Run(c.in, func(t *testing.T) {
-			r, err := queue.ParseBatchReceipt(c.in)
-			if !c.ok {
-				require.ErrorIs(t, err, queue.ErrInvalidOptions)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, c.r, r)
-			require.Equal(t, c.in, r.String())
-		})
+		checkParsed(t, c.in, c.ok, c.r, queue.ParseBatchReceipt)
 	}
 }
 
@@ -55,15 +46,21 @@ func TestReceiptWithDeliveryTime(t *testing.T) {
 		{"0.9.5", false, queue.Receipt{}},
 		{"7", false, queue.Receipt{}},
 	} {
-		t.Run(c.in, func(t *testing.T) {
-			r, err := queue.ParseReceipt(c.in)
-			if !c.ok {
-				require.ErrorIs(t, err, queue.ErrInvalidOptions)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, c.r, r)
-			require.Equal(t, c.in, r.String())
-		})
+		checkParsed(t, c.in, c.ok, c.r, queue.ParseReceipt)
 	}
+}
+
+// checkParsed checks that parse reads in as want, and writes it back as
+// in, or refuses it with ErrInvalidOptions when !ok.
+func checkParsed[R interface{ String() string }](t *testing.T, in string, ok bool, want R, parse func(string) (R, error)) {
+	t.Run(in, func(t *testing.T) {
+		r, err := parse(in)
+		if !ok {
+			require.ErrorIs(t, err, queue.ErrInvalidOptions)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, want, r)
+		require.Equal(t, in, r.String())
+	})
 }
