@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,4 +56,68 @@ func TestUnannouncedLeaseExpires(t *testing.T) {
 		require.NoError(t, again.Ack())
 	}
 	require.Less(t, time.Since(leased), 10*time.Second)
+}
+
+// TestDelayedWhileConsumersWait: consumers blocked on one handle get every
+// message another handle enqueues meanwhile, immediate and delayed mixed,
+// each delayed one no earlier than its due time; no consumer polls, so
+// the delayed ones reach them through a housekeeper's promotion or the
+// lease of a consumer woken for another message.
+func TestDelayedWhileConsumersWait(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	consumers, err := redisq.Open(ctx, srv.Client(), "delayed-while-waiting", nil)
+	require.NoError(t, err)
+	defer consumers.Close()
+	producer, err := redisq.Open(ctx, srv.Client(), "delayed-while-waiting", nil)
+	require.NoError(t, err)
+	defer producer.Close()
+
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	type got struct {
+		payload string
+		at      time.Time
+		err     error
+	}
+	const n = 8
+	out := make(chan got, n)
+	for range 3 {
+		go func() {
+			for {
+				m, err := consumers.Dequeue(wait)
+				if err != nil {
+					out <- got{err: err}
+					return
+				}
+				out <- got{payload: string(m.Payload), at: time.Now(), err: m.Ack()}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let them block
+	start := time.Now()
+	due := map[string]time.Time{}
+	for i := range n {
+		p := fmt.Sprint("m", i)
+		var opts []queue.EnqueueOption
+		if i%2 == 1 {
+			d := time.Duration(i*15) * time.Millisecond
+			opts = append(opts, queue.WithDelay(d))
+			due[p] = time.Now().Add(d)
+		}
+		_, err := producer.Enqueue(ctx, []byte(p), opts...)
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{}
+	for range n {
+		g := <-out
+		require.NoError(t, g.err, "every message within 10s")
+		require.False(t, seen[g.payload], "delivered once")
+		seen[g.payload] = true
+		if d, ok := due[g.payload]; ok {
+			require.False(t, g.at.Before(d), "%s before its due time", g.payload)
+		}
+	}
+	require.Len(t, seen, n)
+	require.Less(t, time.Since(start), 10*time.Second)
 }
