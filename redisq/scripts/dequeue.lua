@@ -57,7 +57,8 @@ local state = redis.call('HMGET', K_MSG, '#w', '#t', '#d')
 local w = tonumber(state[1])
 local promoted, hint = false, -1
 if not w or w <= now then
-  promote(128, w)
+  local _
+  _, hint = promote(128, w)
   promoted = true
 end
 -- popmany takes up to max ready messages, in order.
@@ -75,11 +76,9 @@ local function popmany()
 end
 local seqs = popmany()
 if #seqs == 0 and not promoted then
-  local n, f = promote(128, w)
-  hint = f
+  local n
+  n, hint = promote(128, w)
   if n > 0 then seqs = popmany() end
-elseif #seqs == 0 then
-  hint = first(K_DELAYED)
 end
 local out = {-1}
 if #seqs < max then waiting() end
