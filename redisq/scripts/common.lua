@@ -129,6 +129,30 @@ local function first(key)
   return -1
 end
 
+-- popone takes the first ready message: its seq and score, nil when none.
+local function popone()
+  local p = redis.call('ZPOPMIN', K_READY)
+  if p[1] == KEEP then
+    redis.call('ZADD', K_READY, 'inf', KEEP)
+    return nil
+  end
+  return p[1], p[2]
+end
+
+-- popmany takes up to max ready messages, in order.
+local function popmany(max)
+  local popped = redis.call('ZPOPMIN', K_READY, max)
+  local seqs = {}
+  for i = 1, #popped, 2 do
+    if popped[i] == KEEP then
+      redis.call('ZADD', K_READY, 'inf', KEEP)
+    else
+      seqs[#seqs + 1] = popped[i]
+    end
+  end
+  return seqs
+end
+
 -- The field '#w' of msg holds a time (µs) before which no delayed message
 -- falls due, NONE when none is delayed: a dequeue reads it with the
 -- message it leases and promotes only once it has passed, instead of

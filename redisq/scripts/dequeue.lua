@@ -5,16 +5,6 @@
 -- (enqueue order). Returns {hint, seq, deliveries, body, ...} where hint
 -- is the earliest delayed due time (-1 when none) if nothing was leased.
 
--- popone takes the first ready message: its seq and score, nil when none.
-local function popone()
-  local p = redis.call('ZPOPMIN', K_READY)
-  if p[1] == KEEP then
-    redis.call('ZADD', K_READY, 'inf', KEEP)
-    return nil
-  end
-  return p[1], p[2]
-end
-
 -- One message (a lone Dequeue): the same steps, with no table built but
 -- the reply. A record is rewritten in place: its deliveries go up by
 -- one and its token becomes this delivery's. '#w' and '#t' come with the
@@ -61,24 +51,11 @@ if not w or w <= now then
   _, hint = promote(128, w)
   promoted = true
 end
--- popmany takes up to max ready messages, in order.
-local function popmany()
-  local popped = redis.call('ZPOPMIN', K_READY, max)
-  local seqs = {}
-  for i = 1, #popped, 2 do
-    if popped[i] == KEEP then
-      redis.call('ZADD', K_READY, 'inf', KEEP)
-    else
-      seqs[#seqs + 1] = popped[i]
-    end
-  end
-  return seqs
-end
-local seqs = popmany()
+local seqs = popmany(max)
 if #seqs == 0 and not promoted then
   local n
   n, hint = promote(128, w)
-  if n > 0 then seqs = popmany() end
+  if n > 0 then seqs = popmany(max) end
 end
 local out = {-1}
 if #seqs < max then waiting() end
