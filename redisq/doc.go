@@ -50,6 +50,15 @@
 // while it waits; a cancelled context or Close returns at once. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel).
+// A lease is announced only when it runs out before the last lease
+// deadline announced, or that one has passed: until then every
+// housekeeper is armed for that deadline or earlier. A dequeue promotes
+// due delays itself only once the earliest due time the queue keeps has
+// passed, or when it finds nothing ready; both times are fields of the
+// message hash, read and written with the message a dequeue leases.
+// While handles of an earlier version share the queue, the delayed
+// messages they add are made ready by the housekeepers, at the due time
+// they announce, rather than by the next dequeue.
 //
 // # Time
 //

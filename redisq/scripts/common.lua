@@ -13,7 +13,10 @@
 --                      removed with one command, not one per field; and
 --                      the lifetime count of deliveries under '#d', which
 --                      a lease reads and writes with its message; '#q'
---                      while no consumer may be waiting (see waiting)
+--                      while no consumer may be waiting (see waiting);
+--                      '#w' and '#t', which spare a common dequeue the
+--                      look at the delayed and lease keys (see promote
+--                      and announce)
 --   3 ready    zset    seq scored seq (ready again, due delays) or FRESH+seq (never delivered)
 --   4 delayed  zset    seq scored by its due time
 --   5 lease    zset    seq scored by its lease deadline
@@ -120,6 +123,71 @@ local function forget(seq, r)
   end
 end
 
+local function first(key)
+  local f = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if f[2] and f[1] ~= KEEP then return tonumber(f[2]) end
+  return -1
+end
+
+-- popone takes the first ready message: its seq and score, nil when none.
+local function popone()
+  local p = redis.call('ZPOPMIN', K_READY)
+  if p[1] == KEEP then
+    redis.call('ZADD', K_READY, 'inf', KEEP)
+    return nil
+  end
+  return p[1], p[2]
+end
+
+-- popmany takes up to max ready messages, in order.
+local function popmany(max)
+  local popped = redis.call('ZPOPMIN', K_READY, max)
+  local seqs = {}
+  for i = 1, #popped, 2 do
+    if popped[i] == KEEP then
+      redis.call('ZADD', K_READY, 'inf', KEEP)
+    else
+      seqs[#seqs + 1] = popped[i]
+    end
+  end
+  return seqs
+end
+
+-- The field '#w' of msg holds a time (µs) before which no delayed message
+-- falls due, NONE when none is delayed: a dequeue reads it with the
+-- message it leases and promotes only once it has passed, instead of
+-- looking at the delayed key every time. promote, which reads the
+-- earliest due time anyway, sets it; every delayed write of this version
+-- lowers it (lower_w). Absent means unknown: promote. A handle of an
+-- older version adds delayed messages without lowering it; those are
+-- made ready by the housekeepers, at the due time they announce, and by
+-- any dequeue that finds nothing ready.
+local NONE = 4611686018427387904 -- 2^62
+
+-- promote makes up to limit delayed messages whose time has come ready
+-- and records in '#w' when the next falls due; w is the field as read,
+-- if known. It returns how many it made ready and the earliest due time
+-- left (-1 when none).
+local function promote(limit, w)
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
+  for _, seq in ipairs(due) do
+    redis.call('ZREM', K_DELAYED, seq)
+    ready(seq)
+  end
+  local f = first(K_DELAYED)
+  local nw = f
+  if f < 0 then nw = NONE end
+  if nw ~= w then redis.call('HSET', K_MSG, '#w', string.format('%d', nw)) end
+  return #due, f
+end
+
+-- lower_w lowers '#w' to due, a delayed message's due time, when it is
+-- known and later.
+local function lower_w(due)
+  local w = tonumber(redis.call('HGET', K_MSG, '#w'))
+  if w and due < w then redis.call('HSET', K_MSG, '#w', string.format('%d', due)) end
+end
+
 -- giveback ends a lease without an ack: dead at MaxDeliveries, else
 -- delayed or ready again.
 local function giveback(seq, r, delay, why)
@@ -131,6 +199,7 @@ local function giveback(seq, r, delay, why)
     count('dead', 1)
   elseif delay > 0 then
     redis.call('ZADD', K_DELAYED, now + delay, seq)
+    lower_w(now + delay)
   else
     ready(seq)
   end
@@ -147,27 +216,26 @@ local function fence(seq, tok)
   return r
 end
 
--- promote makes up to limit delayed messages whose time has come ready.
-local function promote(limit)
-  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
-  for _, seq in ipairs(due) do
-    redis.call('ZREM', K_DELAYED, seq)
-    ready(seq)
-  end
-  return #due
-end
-
-local function first(key)
-  local f = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if f[2] and f[1] ~= KEEP then return tonumber(f[2]) end
-  return -1
-end
-
 -- earlier notes t when it is before every deadline in key: housekeepers
 -- whose timer is later must re-arm.
 local function earlier(key, t)
   local f = first(key)
   if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
+end
+
+-- A new lease would need the same look at the lease key every time. The
+-- field '#t' of msg instead holds the lease deadline last announced: while
+-- it lies ahead, every housekeeper is armed for it or earlier (the
+-- announcement kicked those armed later, and a housekeeping pass arms
+-- for it: housekeep returns it), so a lease that runs out no earlier
+-- needs no announcement. announce returns the field's new value for a
+-- lease running out at dl, given its value t as read, or nil when it
+-- stays; the caller writes it with the lease.
+local function announce(dl, t)
+  t = tonumber(t)
+  if t and t > now and t <= dl then return nil end
+  if not timers or dl < timers then timers = dl end
+  return string.format('%d', dl)
 end
 
 -- Announcing new messages: an enqueue publishes 'r' only when a consumer

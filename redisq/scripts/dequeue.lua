@@ -1,54 +1,70 @@
 -- dequeue: ARGV[5] = lease length (µs), ARGV[6] = max, ARGV[7..] = one
--- fresh random lease token per message. Promotes due delays, then leases
--- up to max ready messages: ready again (lowest seq first), then never
--- delivered (enqueue order). Returns {hint, seq, deliveries, body, ...}
--- where hint is the earliest delayed due time (-1 when none) if nothing
--- was leased.
-promote(128)
+-- fresh random lease token per message. Promotes due delays when '#w'
+-- says one may be due (or nothing is ready), then leases up to max ready
+-- messages: ready again (lowest seq first), then never delivered
+-- (enqueue order). Returns {hint, seq, deliveries, body, ...} where hint
+-- is the earliest delayed due time (-1 when none) if nothing was leased.
+
 -- One message (a lone Dequeue): the same steps, with no table built but
 -- the reply. A record is rewritten in place: its deliveries go up by
--- one and its token becomes this delivery's.
+-- one and its token becomes this delivery's. '#w' and '#t' come with the
+-- message's fields; when a delayed message may be due, the popped one
+-- goes back and the pop is redone after the promotion.
 if ARGV[6] == '1' then
-  local seq = redis.call('ZPOPMIN', K_READY)[1]
-  if seq == KEEP then
-    redis.call('ZADD', K_READY, 'inf', KEEP)
-    seq = nil
-  end
+  local seq, score = popone()
   if not seq then
-    waiting()
-    local hint = first(K_DELAYED)
-    wake()
-    return {hint}
+    local n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+    if n == 0 then
+      waiting()
+      wake()
+      return {hint}
+    end
+    seq, score = popone()
+  end
+  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+  local w = tonumber(got[4])
+  if (not w or w <= now) and promote(128, w) > 0 then
+    redis.call('ZADD', K_READY, score, seq)
+    seq = popone()
+    got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
   end
   local dl = now + ARGV[5]
-  earlier(K_LEASE, dl)
-  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d')
   local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
-  redis.call('HSET', K_MSG, seq, head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail,
-    '#d', string.format('%d', (got[3] or 0) + 1))
+  local rec, dn = head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail, string.format('%d', (got[3] or 0) + 1)
+  local t = announce(dl, got[5])
+  if t then
+    redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', t)
+  else
+    redis.call('HSET', K_MSG, seq, rec, '#d', dn)
+  end
   redis.call('ZADD', K_LEASE, dl, seq)
   wake()
   return {-1, seq, d, got[2]}
 end
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
-local popped = redis.call('ZPOPMIN', K_READY, max)
-local seqs = {}
-for i = 1, #popped, 2 do
-  if popped[i] == KEEP then
-    redis.call('ZADD', K_READY, 'inf', KEEP)
-  else
-    seqs[#seqs + 1] = popped[i]
-  end
+local state = redis.call('HMGET', K_MSG, '#w', '#t', '#d')
+local w = tonumber(state[1])
+local promoted, hint = false, -1
+if not w or w <= now then
+  local _
+  _, hint = promote(128, w)
+  promoted = true
+end
+local seqs = popmany(max)
+if #seqs == 0 and not promoted then
+  local n
+  n, hint = promote(128, w)
+  if n > 0 then seqs = popmany(max) end
 end
 local out = {-1}
 if #seqs < max then waiting() end
 if #seqs == 0 then
-  out[1] = first(K_DELAYED)
+  out[1] = hint
   wake()
   return out
 end
-earlier(K_LEASE, now + ackto)
+local dl = now + ackto
 local recs, deadlines = {}, {}
 for from = 1, #seqs, 500 do
   local part = {unpack(seqs, from, math.min(from + 499, #seqs))}
@@ -62,15 +78,17 @@ for from = 1, #seqs, 500 do
     r[4] = ARGV[6 + i]
     recs[#recs + 1] = seq
     recs[#recs + 1] = encode(r)
-    deadlines[#deadlines + 1] = now + ackto
+    deadlines[#deadlines + 1] = dl
     deadlines[#deadlines + 1] = seq
     out[#out + 1] = seq
     out[#out + 1] = r[3]
     out[#out + 1] = got[2 * j]
   end
 end
+recs[#recs + 1], recs[#recs + 2] = '#d', string.format('%d', (tonumber(state[3]) or 0) + #seqs)
+local t = announce(dl, state[2])
+if t then recs[#recs + 1], recs[#recs + 2] = '#t', t end
 many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)
-redis.call('HINCRBY', K_MSG, '#d', #seqs)
 wake()
 return out

@@ -55,7 +55,7 @@ end
 local codes, fresh_ready = {}, false
 local fields, ready, delayed = {}, {}, {}
 local m = n - (#given - #fresh)
-local seq = 0
+local seq, soonest = 0, nil
 if m > 0 then
   seq = redis.call('INCRBY', K_SEQ, m) - m
   if seq == 0 then keep() end
@@ -72,7 +72,7 @@ for i = 0, n - 1 do
     fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
     if due > now then
-      earlier(K_DELAYED, due)
+      if not soonest or due < soonest then soonest = due end
       delayed[#delayed + 1] = due; delayed[#delayed + 1] = seq
     else
       ready[#ready + 1] = FRESH + seq; ready[#ready + 1] = seq
@@ -87,7 +87,11 @@ if fresh_ready then fields[#fields + 1], fields[#fields + 2] = '#q', '1' end
 if m > 0 and many('HSET', K_MSG, fields) > 3 * m then redis.call('PUBLISH', CHAN, 'r') end
 if #fresh > 0 and window > 0 then many('ZREM', K_ACKED, fresh) end
 if #ready > 0 then many('ZADD', K_READY, ready) end
-if #delayed > 0 then many('ZADD', K_DELAYED, delayed) end
+if soonest then
+  earlier(K_DELAYED, soonest)
+  lower_w(soonest)
+  many('ZADD', K_DELAYED, delayed)
+end
 count('pids', #fresh)
 wake()
 return codes

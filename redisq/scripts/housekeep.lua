@@ -1,8 +1,12 @@
 -- housekeep: ARGV[5] = 1 to end expired leases, ARGV[6] = limit.
 -- Promotes due delays, ends leases whose deadline has passed (ready
--- again, or dead at MaxDeliveries). Returns {leases ended, earliest lease
--- deadline, earliest delayed due time}, -1 for none.
-promote(tonumber(ARGV[6]))
+-- again, or dead at MaxDeliveries). Returns {leases ended, the time to
+-- look at leases again, earliest delayed due time}, -1 for none. The
+-- time to look again is the earliest lease deadline, or the announced
+-- one ('#t', see announce) when that is earlier and still ahead: a lease
+-- set later may have relied on it and not been announced.
+local state = redis.call('HMGET', K_MSG, '#w', '#t')
+local _, delayed = promote(tonumber(ARGV[6]), tonumber(state[1]))
 local n, expired = 0, 0
 if ARGV[5] == '1' then
   local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))
@@ -13,4 +17,6 @@ if ARGV[5] == '1' then
 end
 count('expired', expired)
 wake()
-return {n, first(K_LEASE), first(K_DELAYED)}
+local lease, t = first(K_LEASE), tonumber(state[2])
+if t and t > now and (lease < 0 or t < lease) then lease = t end
+return {n, lease, delayed}

@@ -24,6 +24,49 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
   return {0}
 end
 
+-- Many acks by receipt (concurrent Acks gathered): the records and the
+-- deadlines of all in one HMGET and one ZMSCORE, the writes in one call
+-- per key, and no table per message. A message named twice is acked by
+-- the receipt of its live delivery, whichever comes first; the other
+-- fails.
+if ARGV[5] == 'ack' and ARGV[7] == 'r' then
+  local n = (#ARGV - 7) / 2
+  local codes, done = {}, {}
+  local gone, fields, stamps, pids = {}, {}, {}, 0
+  for from = 1, n, 1000 do
+    local to = math.min(from + 999, n)
+    local part = {}
+    for i = from, to do part[#part + 1] = ARGV[6 + 2 * i] end
+    local raws = redis.call('HMGET', K_MSG, unpack(part))
+    local dls = redis.call('ZMSCORE', K_LEASE, unpack(part))
+    for j, seq in ipairs(part) do
+      local raw, code = raws[j], 1
+      if raw and dls[j] and not done[seq] and tonumber(dls[j]) > now then
+        local p, tok, len, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
+        if tok == ARGV[7 + 2 * (from + j - 1)] then
+          code, done[seq] = 0, true
+          local id = string.sub(raw, at, at + len - 1)
+          gone[#gone + 1] = seq
+          local f = #fields
+          fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. id
+          if p == '1' then
+            pids = pids + 1
+            if window > 0 then stamps[#stamps + 1], stamps[#stamps + 2] = now, id end
+          end
+        end
+      end
+      codes[#codes + 1] = code
+    end
+  end
+  if #gone > 0 then
+    many('ZREM', K_LEASE, gone)
+    many('HDEL', K_MSG, fields)
+    if #stamps > 0 then many('ZADD', K_ACKED, stamps) end
+    count('pids', -pids)
+  end
+  return codes
+end
+
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
 local codes = {}
 local acked, nacked, dead = 0, 0, 0
@@ -58,36 +101,14 @@ local function apply(seq, r)
   end
 end
 
--- Many acks read their records and deadlines with one call each.
-local pre = nil
-if op == 'ack' and mode == 'r' and #ARGV > 9 then
-  pre = {}
-  local all = {}
-  for j = 8, #ARGV, 2 do all[#all + 1] = ARGV[j] end
-  for from = 1, #all, 1000 do
-    local part = {unpack(all, from, math.min(from + 999, #all))}
-    local raws = redis.call('HMGET', K_MSG, unpack(part))
-    local dls = redis.call('ZMSCORE', K_LEASE, unpack(part))
-    for j, seq in ipairs(part) do pre[seq] = {raws[j], dls[j]} end
-  end
-end
-
-local function prefenced(seq, tok)
-  local p = pre[seq]
-  if not p[1] or not p[2] or tonumber(p[2]) <= now then return nil end
-  local r = decode(p[1])
-  if r[4] ~= tok then return nil end
-  return r
-end
-
 local i, done = 8, {}
 while i <= #ARGV do
   local seq, r
   if mode == 'r' then
     seq = ARGV[i]
-    if pre then r = prefenced(seq, ARGV[i + 1]) else r = fence(seq, ARGV[i + 1]) end
+    r = fence(seq, ARGV[i + 1])
     if done[seq] then r = nil end -- the same delivery twice in one call: settled once
-    done[seq] = true
+    if r then done[seq] = true end
     i = i + 2
   else
     seq = redis.call('HGET', K_MSG, 'i' .. ARGV[i])

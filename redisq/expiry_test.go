@@ -1,0 +1,123 @@
+package redisq_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestUnannouncedLeaseExpires: a lease whose deadline is no earlier than
+// the last one announced is not announced, so the housekeepers must stay
+// armed for that announced deadline even after a pass that found no
+// lease (here those a short delay causes, after the first lease was acked).
+// The later leases must run out near their deadlines, not at the
+// housekeeper's idle recheck (30s).
+func TestUnannouncedLeaseExpires(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "unannounced", &redisq.Options{AckTimeout: 800 * time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+
+	_, err = q.Enqueue(ctx, []byte("first"))
+	require.NoError(t, err)
+	m, err := q.Dequeue(ctx) // its deadline is announced
+	require.NoError(t, err)
+	require.NoError(t, m.Ack())
+
+	// A delay kicks every housekeeper into a pass now and another when
+	// it falls due: both find no lease.
+	_, err = q.Enqueue(ctx, []byte("tick"), queue.WithDelay(20*time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond)
+
+	_, err = q.Enqueue(ctx, []byte("second"))
+	require.NoError(t, err)
+	leased := time.Now()
+	for _, want := range []string{"tick", "second"} { // neither deadline is announced
+		m, err := q.Dequeue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, string(m.Payload))
+	}
+
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, want := range []string{"tick", "second"} {
+		again, err := q.Dequeue(wait)
+		require.NoError(t, err, "the leases did not run out within 10s")
+		require.Equal(t, want, string(again.Payload))
+		require.Equal(t, 2, again.Deliveries)
+		require.NoError(t, again.Ack())
+	}
+	require.Less(t, time.Since(leased), 10*time.Second)
+}
+
+// TestDelayedWhileConsumersWait: consumers blocked on one handle get every
+// message another handle enqueues meanwhile, immediate and delayed mixed,
+// each delayed one no earlier than its due time; no consumer polls, so
+// the delayed ones reach them through a housekeeper's promotion or the
+// lease of a consumer woken for another message.
+func TestDelayedWhileConsumersWait(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	consumers, err := redisq.Open(ctx, srv.Client(), "delayed-while-waiting", nil)
+	require.NoError(t, err)
+	defer consumers.Close()
+	producer, err := redisq.Open(ctx, srv.Client(), "delayed-while-waiting", nil)
+	require.NoError(t, err)
+	defer producer.Close()
+
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	type got struct {
+		payload string
+		at      time.Time
+		err     error
+	}
+	const n = 8
+	out := make(chan got, n)
+	for range 3 {
+		go func() {
+			for {
+				m, err := consumers.Dequeue(wait)
+				if err != nil {
+					out <- got{err: err}
+					return
+				}
+				out <- got{payload: string(m.Payload), at: time.Now(), err: m.Ack()}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let them block
+	start := time.Now()
+	due := map[string]time.Time{}
+	for i := range n {
+		p := fmt.Sprint("m", i)
+		var opts []queue.EnqueueOption
+		if i%2 == 1 {
+			d := time.Duration(i*15) * time.Millisecond
+			opts = append(opts, queue.WithDelay(d))
+			due[p] = time.Now().Add(d)
+		}
+		_, err := producer.Enqueue(ctx, []byte(p), opts...)
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{}
+	for range n {
+		g := <-out
+		require.NoError(t, g.err, "every message within 10s")
+		require.False(t, seen[g.payload], "delivered once")
+		seen[g.payload] = true
+		if d, ok := due[g.payload]; ok {
+			require.False(t, g.at.Before(d), "%s before its due time", g.payload)
+		}
+	}
+	require.Len(t, seen, n)
+	require.Less(t, time.Since(start), 10*time.Second)
+}

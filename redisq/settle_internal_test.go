@@ -1,0 +1,83 @@
+package redisq
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestStaleAndLiveReceiptInOneCall: concurrent Acks are settled by one
+// call, in the order they came. A stale receipt of a message gathered
+// before the receipt of its live delivery fails alone: the live one
+// still acks the message.
+func TestStaleAndLiveReceiptInOneCall(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := Open(ctx, srv.Client(), "stale-first", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	for _, stale := range []bool{true, false} {
+		_, err = q.Enqueue(ctx, []byte("x"))
+		require.NoError(t, err)
+		old, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, old.Nack(0))
+		live, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, old.Receipt.Seq, live.Receipt.Seq)
+
+		rs := []queue.Receipt{old.Receipt, live.Receipt}
+		if !stale {
+			rs[0], rs[1] = rs[1], rs[0]
+		}
+		errs := q.settle("ack", "", rs)
+		for i, r := range rs {
+			if r == live.Receipt {
+				require.NoError(t, errs[i], "the live delivery's ack (stale receipt first: %v)", stale)
+			} else {
+				require.ErrorIs(t, errs[i], queue.ErrLeaseLost)
+			}
+		}
+		_, err = q.TryDequeue()
+		require.ErrorIs(t, err, queue.ErrEmpty)
+		require.Zero(t, q.Stats().InFlight)
+	}
+}
+
+// TestGatheredAckPastDeadline: acks gathered into one call are fenced one
+// by one: the receipt whose lease ran out (not yet ended by any
+// housekeeper) fails, the others ack.
+func TestGatheredAckPastDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	q, err := Open(ctx, srv.Client(), "past-deadline", &Options{Clock: clock, AckTimeout: time.Minute, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}, {Payload: []byte("c")}})
+	require.NoError(t, err)
+	ms, err := q.DequeueBatch(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, ms, 3)
+	require.NoError(t, ms[1].Extend(time.Second))
+	clock.Advance(2 * time.Second)
+
+	errs := q.settle("ack", "", []queue.Receipt{ms[0].Receipt, ms[1].Receipt, ms[2].Receipt})
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], queue.ErrLeaseLost, "its lease ran out at its deadline")
+	require.NoError(t, errs[2])
+	s := q.Stats()
+	require.Equal(t, int64(1), s.InFlight, "the lapsed lease waits for a housekeeper")
+	n, err := q.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "b", string(m.Payload))
+	require.Equal(t, 2, m.Deliveries)
+}
