@@ -220,13 +220,13 @@ func (c *committer) serve(req request) error {
 // Commits according to the sync mode; the caller then starts the fsync
 // (startSync or nextSync) under SyncAlways.
 func (c *committer) commit() {
-	c.groups = c.l.takeGroups(c.groups[:0], c.done)
+	var err error
+	c.groups, err = c.l.takeGroups(c.groups[:0], c.done)
 	clear(c.done)
 	c.done = c.done[:0]
 	if len(c.groups) == 0 {
 		return
 	}
-	err := c.l.Err()
 	if err == nil {
 		err = c.write()
 	}

@@ -370,8 +370,9 @@ func (l *Log) urgent() bool {
 }
 
 // takeGroups seals the open group and hands every queued group to the
-// committer; it takes back the buffers of groups already written.
-func (l *Log) takeGroups(dst []*group, done []*group) []*group {
+// committer, with the sticky error (nil while healthy), under one hold of
+// Log.mu; it takes back the buffers of groups already written.
+func (l *Log) takeGroups(dst []*group, done []*group) ([]*group, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range done {
@@ -384,7 +385,7 @@ func (l *Log) takeGroups(dst []*group, done []*group) []*group {
 	dst = append(dst, l.mu.sealed...)
 	clear(l.mu.sealed)
 	l.mu.sealed = l.mu.sealed[:0]
-	return dst
+	return dst, l.mu.err
 }
 
 // poison makes err sticky and fails every group not yet handed to the
