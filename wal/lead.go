@@ -18,16 +18,24 @@ import "sync"
 // ready to run on its processor go first (runtime.Gosched, no sleep): a
 // caller its unlock just woke appends and becomes a follower, and one
 // write covers both. Once maxMisses yields in a row bring no follower,
-// leaders stop yielding and only try again every yieldProbe writes, so a
-// lone caller almost never yields.
+// leaders stop yielding and only try again after yieldProbe writes, then
+// after twice as many each time a try brings nobody, up to maxProbe: a
+// yield wakes an idle processor to look for work, which costs a lone
+// caller several microseconds of CPU, so a lone caller almost never
+// yields. A follower, whether a yield brought it or it came by itself,
+// brings the interval back to yieldProbe.
 
 // maxMisses is how many yields in a row may bring no follower before the
 // leader stops yielding.
 const maxMisses = 4
 
-// yieldProbe is how many writes a leader makes without yielding, once
-// yielding stopped bringing followers, before it tries again.
-const yieldProbe = 64
+// yieldProbe and maxProbe bound how many writes a leader makes without
+// yielding, once yielding stopped bringing followers, before it tries
+// again.
+const (
+	yieldProbe = 64
+	maxProbe   = 4096
+)
 
 // lead says whether a caller is writing on behalf of the others.
 type lead struct {
@@ -37,6 +45,7 @@ type lead struct {
 	followers int           // callers that found the current leader at work
 	misses    int           // yields in a row that brought no follower
 	unyielded int           // writes since the last yield
+	probe     int           // once misses is maxMisses: writes between two yields, yieldProbe…maxProbe; 0 means yieldProbe
 }
 
 // take makes the caller the leader and returns nil, or, if another caller
@@ -58,7 +67,7 @@ func (d *lead) take(gather bool) (turn <-chan struct{}, yield bool) {
 		return nil, false
 	}
 	d.unyielded++
-	if d.misses < maxMisses || d.unyielded >= yieldProbe {
+	if d.misses < maxMisses || d.unyielded >= max(d.probe, yieldProbe) {
 		d.unyielded = 0
 		return nil, true
 	}
@@ -70,11 +79,16 @@ func (d *lead) take(gather bool) (turn <-chan struct{}, yield bool) {
 func (d *lead) release(yielded bool) {
 	d.mu.Lock()
 	switch {
-	case !yielded:
 	case d.followers > 0:
-		d.misses = 0
+		d.probe = yieldProbe
+		if yielded {
+			d.misses = 0
+		}
+	case !yielded:
 	case d.misses < maxMisses:
 		d.misses++
+	default: // a probe in vain
+		d.probe = min(2*max(d.probe, yieldProbe), maxProbe)
 	}
 	d.busy, d.followers = false, 0
 	turn := d.turn
