@@ -3,7 +3,6 @@ package wal
 import (
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 )
 
@@ -24,10 +23,14 @@ type Commit struct {
 	werr    error        // set before stateWritten
 	err     error        // set before stateDone
 
-	mu      sync.Mutex    // guards the channels, and the setting of state's bits
-	written chan struct{} // closed once the group is written (or failed); made on demand
-	done    chan struct{} // closed once the group is done; made on demand
+	// The channels, made on demand (see channel and complete): nil until
+	// someone is about to block, fired once the state bit is set.
+	written atomic.Pointer[signal] // closed once the group is written (or failed)
+	done    atomic.Pointer[signal] // closed once the group is done
 }
+
+// signal holds a channel closed once a state bit of a Commit is set.
+type signal struct{ ch chan struct{} }
 
 // The bits of Commit.state.
 const (
@@ -41,6 +44,9 @@ var closed = func() chan struct{} {
 	close(ch)
 	return ch
 }()
+
+// fired marks a Commit channel whose state bit is set; read-only.
+var fired = &signal{ch: closed}
 
 func (c *Commit) init(l *Log) {
 	c.l = l
@@ -80,43 +86,44 @@ func (c *Commit) isWritten() bool { return c.state.Load()&stateWritten != 0 }
 func (c *Commit) isDone() bool { return c.state.Load()&stateDone != 0 }
 
 // channel returns the channel closed once the state bit is set, making it
-// if nobody asked for it before.
+// if nobody asked for it before. Without a lock: complete sets the bit
+// before it swaps fired in, so a channel installed before the swap is
+// closed by it, and one tried after it is refused (the CAS fails and the
+// next load finds fired).
 func (c *Commit) channel(bit uint32) <-chan struct{} {
-	if c.state.Load()&bit != 0 {
-		return closed
+	p := c.signal(bit)
+	for {
+		if s := p.Load(); s != nil {
+			return s.ch
+		}
+		if c.state.Load()&bit != 0 {
+			return closed
+		}
+		s := &signal{ch: make(chan struct{})}
+		if p.CompareAndSwap(nil, s) {
+			return s.ch
+		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state.Load()&bit != 0 {
-		return closed
-	}
-	ch := &c.done
+}
+
+func (c *Commit) signal(bit uint32) *atomic.Pointer[signal] {
 	if bit == stateWritten {
-		ch = &c.written
+		return &c.written
 	}
-	if *ch == nil {
-		*ch = make(chan struct{})
-	}
-	return *ch
+	return &c.done
 }
 
 // complete sets the state bits and closes the channels made for them.
+// A second completion of a bit closes nothing: its swap finds fired.
 func (c *Commit) complete(bits uint32) {
-	c.mu.Lock()
 	c.state.Or(bits)
-	var w, d chan struct{}
-	if bits&stateWritten != 0 {
-		w, c.written = c.written, nil
-	}
-	if bits&stateDone != 0 {
-		d, c.done = c.done, nil
-	}
-	c.mu.Unlock()
-	if w != nil {
-		close(w)
-	}
-	if d != nil {
-		close(d)
+	for _, bit := range [...]uint32{stateWritten, stateDone} {
+		if bits&bit == 0 {
+			continue
+		}
+		if s := c.signal(bit).Swap(fired); s != nil && s != fired {
+			close(s.ch)
+		}
 	}
 }
 
