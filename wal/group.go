@@ -24,7 +24,7 @@ type Commit struct {
 	err     error        // set before stateDone
 
 	// The channels, made on demand (see channel and complete): nil until
-	// someone is about to block, fired once the state bit is set.
+	// someone is about to block; fired once a channel made was closed.
 	written atomic.Pointer[signal] // closed once the group is written (or failed)
 	done    atomic.Pointer[signal] // closed once the group is done
 }
@@ -66,7 +66,9 @@ func (c *Commit) WaitWritten() error {
 	if !c.isWritten() {
 		c.urgent.Store(true)
 		c.write()
-		<-c.channel(stateWritten)
+		if !c.isWritten() { // usually it is: the caller wrote it
+			<-c.channel(stateWritten)
+		}
 	}
 	return c.werr
 }
@@ -86,10 +88,12 @@ func (c *Commit) isWritten() bool { return c.state.Load()&stateWritten != 0 }
 func (c *Commit) isDone() bool { return c.state.Load()&stateDone != 0 }
 
 // channel returns the channel closed once the state bit is set, making it
-// if nobody asked for it before. Without a lock: complete sets the bit
-// before it swaps fired in, so a channel installed before the swap is
-// closed by it, and one tried after it is refused (the CAS fails and the
-// next load finds fired).
+// if nobody asked for it before. Without a lock, and without an atomic
+// write when nobody asks (see complete): a channel installed here is
+// closed by whichever of channel and complete sees the other's write
+// first. Both write first (the CAS here, the state bit there), then look
+// at what the other wrote; so at least one of them sees the other, and
+// the one that swaps the channel for fired closes it.
 func (c *Commit) channel(bit uint32) <-chan struct{} {
 	p := c.signal(bit)
 	for {
@@ -101,8 +105,18 @@ func (c *Commit) channel(bit uint32) <-chan struct{} {
 		}
 		s := &signal{ch: make(chan struct{})}
 		if p.CompareAndSwap(nil, s) {
+			if c.state.Load()&bit != 0 {
+				fire(p, s)
+			}
 			return s.ch
 		}
+	}
+}
+
+// fire closes s, the channel p held, unless someone else did.
+func fire(p *atomic.Pointer[signal], s *signal) {
+	if s != nil && s != fired && p.CompareAndSwap(s, fired) {
+		close(s.ch)
 	}
 }
 
@@ -113,16 +127,14 @@ func (c *Commit) signal(bit uint32) *atomic.Pointer[signal] {
 	return &c.done
 }
 
-// complete sets the state bits and closes the channels made for them.
-// A second completion of a bit closes nothing: its swap finds fired.
+// complete sets the state bits and closes the channels made for them (see
+// channel). A channel is closed once: fire swaps it for fired first.
 func (c *Commit) complete(bits uint32) {
 	c.state.Or(bits)
 	for _, bit := range [...]uint32{stateWritten, stateDone} {
-		if bits&bit == 0 {
-			continue
-		}
-		if s := c.signal(bit).Swap(fired); s != nil && s != fired {
-			close(s.ch)
+		if bits&bit != 0 {
+			p := c.signal(bit)
+			fire(p, p.Load())
 		}
 	}
 }
@@ -148,7 +160,9 @@ func (c *Commit) Wait() error {
 	if !c.isDone() {
 		c.sleep()
 		c.write()
-		<-c.channel(stateDone)
+		if !c.isDone() { // without fsync, usually it is: the caller wrote it
+			<-c.channel(stateDone)
+		}
 	}
 	return c.err
 }
