@@ -52,7 +52,7 @@ type committer struct {
 	batch      storeBatch // reused for every write
 	batchBytes int        // bytes in batch (its buffer's capacity is at least the largest so far)
 	groups     []*group   // groups being written
-	done       []*group   // groups written; their buffers go back to Log.mu.free
+	done       []*group   // groups written; they go back to Log.mu.free
 	frames     []int64    // framed size of each group's entry
 
 	nextIndex uint64   // tidwall/wal index the next entry will get

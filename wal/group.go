@@ -197,26 +197,20 @@ type group struct {
 	sync   bool    // a record was appended by Append, not AppendLazy: its Wait needs an fsync
 }
 
-// groupAndCommit puts a group and its Commit in one allocation. The
-// group's buffer is dropped once written (takeGroups), so a Commit held by
-// a caller pins a few words, not the entry.
-type groupAndCommit struct {
-	g group
-	c Commit
-}
-
-func newGroup(l *Log, buf []byte, first LSN) *group {
-	gc := &groupAndCommit{g: group{buf: buf, first: first}}
-	gc.c.init(l)
-	gc.g.commit = &gc.c
-	return &gc.g
+// newCommit returns the Commit of a new group: its only allocation, as
+// the group itself and its buffer are reused (takeGroups). A Commit is
+// never reused: its caller may hold it, and Wait on it, at any time.
+func newCommit(l *Log) *Commit {
+	c := new(Commit)
+	c.init(l)
+	return c
 }
 
 func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
 
-// The committer hands written groups' buffers back for reuse: at most
-// maxFreeBufs of them, of at most maxFreeBuf bytes (large groups are rare;
-// keeping their buffers would pin memory).
+// The committer hands written groups back for reuse, with their buffers:
+// at most maxFreeBufs of them, of at most maxFreeBuf bytes (large groups
+// are rare; keeping their buffers would pin memory).
 const (
 	maxFreeBufs = 4
 	maxFreeBuf  = 1 << 20
@@ -275,12 +269,12 @@ func (l *Log) AppendAll(recs [][]byte, wake bool) (LSN, *Commit, error) {
 		(len(g.buf)+total > l.opts.MaxGroupBytes || uint64(g.count)+uint64(len(recs)) >= math.MaxUint32) {
 		l.sealOpenLocked()
 	}
-	first, g := l.putLocked(l.groupForLocked(0), true, recs...)
+	first, c := l.putLocked(l.groupForLocked(0), true, recs...)
 	l.mu.Unlock()
 	if wake {
 		l.wakeCommitter()
 	}
-	return first, g.commit, nil
+	return first, c, nil
 }
 
 func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
@@ -301,15 +295,17 @@ func (l *Log) add(rec []byte, sync bool) (LSN, *Commit, error) {
 		l.mu.Unlock()
 		return 0, nil, err
 	}
-	lsn, g := l.putLocked(l.groupForLocked(len(rec)), sync, rec)
+	lsn, c := l.putLocked(l.groupForLocked(len(rec)), sync, rec)
 	l.mu.Unlock()
-	return lsn, g.commit, nil
+	return lsn, c, nil
 }
 
 // putLocked copies recs into g, the open group, gives them the next LSNs
-// and returns the first and g; sync says whether they wait for an fsync.
-// A group that reaches MaxGroupBytes or its most records is sealed.
-func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *group) {
+// and returns the first and g's Commit; sync says whether they wait for
+// an fsync. A group that reaches MaxGroupBytes or its most records is
+// sealed. Once Log.mu is released g may be written and reused at any
+// time: only its Commit is the caller's.
+func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *Commit) {
 	first := l.mu.nextLSN
 	for _, rec := range recs {
 		g.buf = appendRecord(g.buf, rec)
@@ -321,7 +317,7 @@ func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *group) {
 		l.sealOpenLocked()
 	}
 	l.lastLSN.Store(l.mu.nextLSN - 1)
-	return first, g
+	return first, g.commit
 }
 
 // appendErrLocked says why a record of n bytes cannot be appended.
@@ -344,19 +340,23 @@ func (l *Log) groupForLocked(n int) *group {
 		l.sealOpenLocked()
 	}
 	if l.mu.open == nil {
-		l.mu.open = newGroup(l, newEntry(l.freeBufLocked()), l.mu.nextLSN)
+		g := l.freeGroupLocked()
+		*g = group{buf: newEntry(g.buf), first: l.mu.nextLSN, commit: newCommit(l)}
+		l.mu.open = g
 	}
 	return l.mu.open
 }
 
-func (l *Log) freeBufLocked() []byte {
+// freeGroupLocked returns a group written before, or a new one.
+func (l *Log) freeGroupLocked() *group {
 	n := len(l.mu.free)
 	if n == 0 {
-		return nil
+		return new(group)
 	}
-	b := l.mu.free[n-1]
+	g := l.mu.free[n-1]
+	l.mu.free[n-1] = nil
 	l.mu.free = l.mu.free[:n-1]
-	return b
+	return g
 }
 
 // sealOpenLocked queues the open group for the committer.
@@ -392,15 +392,16 @@ func (l *Log) urgent() bool {
 
 // takeGroups seals the open group and hands every queued group to the
 // committer, with the sticky error (nil while healthy), under one hold of
-// Log.mu; it takes back the buffers of groups already written.
+// Log.mu; it takes back the groups already written (done), which nothing
+// else refers to any more, for reuse.
 func (l *Log) takeGroups(dst []*group, done []*group) ([]*group, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range done {
 		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf {
-			l.mu.free = append(l.mu.free, g.buf[:0])
+			*g = group{buf: g.buf[:0]}
+			l.mu.free = append(l.mu.free, g)
 		}
-		g.buf = nil
 	}
 	l.sealOpenLocked()
 	dst = append(dst, l.mu.sealed...)

@@ -73,3 +73,47 @@ func askAll(c *Commit, bits []uint32) []<-chan struct{} {
 	}
 	return chans
 }
+
+// TestCommitOutlivesItsGroup: groups are reused once written, their
+// Commits never: a Commit held after its group was written (and the group
+// reused for later records) still reports its own outcome, and is not the
+// Commit of any later group.
+func TestCommitOutlivesItsGroup(t *testing.T) {
+	l, err := open(t.TempDir(), &Options{Sync: SyncNever}, faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOrFail(t, l)
+	seen := map[*Commit]bool{}
+	var held []*Commit
+	for i := range 100 {
+		_, c, err := l.AppendWaiting([]byte("r"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[c] {
+			t.Fatalf("record %d got the Commit of an earlier group", i)
+		}
+		seen[c] = true
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	l.mu.Lock()
+	reused := len(l.mu.free) > 0
+	l.mu.Unlock()
+	if !reused {
+		t.Fatal("no written group was kept for reuse")
+	}
+	for i, c := range held {
+		select {
+		case <-c.Done():
+		default:
+			t.Fatalf("the Commit of record %d is no longer done", i)
+		}
+		if err := c.Wait(); err != nil {
+			t.Fatalf("the Commit of record %d: %v", i, err)
+		}
+	}
+}
