@@ -24,13 +24,12 @@ type Commit struct {
 	err     error        // set before stateDone
 
 	// The channels, made on demand (see channel and complete): nil until
-	// someone is about to block; fired once a channel made was closed.
-	written atomic.Pointer[signal] // closed once the group is written (or failed)
-	done    atomic.Pointer[signal] // closed once the group is done
+	// someone is about to block; the package's closed channel once a
+	// channel made was closed. An atomic.Value holds a chan struct{}
+	// without an allocation of its own.
+	written atomic.Value // chan struct{} closed once the group is written (or failed)
+	done    atomic.Value // chan struct{} closed once the group is done
 }
-
-// signal holds a channel closed once a state bit of a Commit is set.
-type signal struct{ ch chan struct{} }
 
 // The bits of Commit.state.
 const (
@@ -44,9 +43,6 @@ var closed = func() chan struct{} {
 	close(ch)
 	return ch
 }()
-
-// fired marks a Commit channel whose state bit is set; read-only.
-var fired = &signal{ch: closed}
 
 func (c *Commit) init(l *Log) {
 	c.l = l
@@ -93,34 +89,34 @@ func (c *Commit) isDone() bool { return c.state.Load()&stateDone != 0 }
 // closed by whichever of channel and complete sees the other's write
 // first. Both write first (the CAS here, the state bit there), then look
 // at what the other wrote; so at least one of them sees the other, and
-// the one that swaps the channel for fired closes it.
+// the one that swaps the channel for closed closes it.
 func (c *Commit) channel(bit uint32) <-chan struct{} {
-	p := c.signal(bit)
+	v := c.signal(bit)
 	for {
-		if s := p.Load(); s != nil {
-			return s.ch
+		if ch, ok := v.Load().(chan struct{}); ok {
+			return ch
 		}
 		if c.state.Load()&bit != 0 {
 			return closed
 		}
-		s := &signal{ch: make(chan struct{})}
-		if p.CompareAndSwap(nil, s) {
+		ch := make(chan struct{})
+		if v.CompareAndSwap(nil, ch) {
 			if c.state.Load()&bit != 0 {
-				fire(p, s)
+				fire(v, ch)
 			}
-			return s.ch
+			return ch
 		}
 	}
 }
 
-// fire closes s, the channel p held, unless someone else did.
-func fire(p *atomic.Pointer[signal], s *signal) {
-	if s != nil && s != fired && p.CompareAndSwap(s, fired) {
-		close(s.ch)
+// fire closes ch, the channel v held, unless someone else did.
+func fire(v *atomic.Value, ch chan struct{}) {
+	if ch != nil && ch != closed && v.CompareAndSwap(ch, closed) {
+		close(ch)
 	}
 }
 
-func (c *Commit) signal(bit uint32) *atomic.Pointer[signal] {
+func (c *Commit) signal(bit uint32) *atomic.Value {
 	if bit == stateWritten {
 		return &c.written
 	}
@@ -128,13 +124,14 @@ func (c *Commit) signal(bit uint32) *atomic.Pointer[signal] {
 }
 
 // complete sets the state bits and closes the channels made for them (see
-// channel). A channel is closed once: fire swaps it for fired first.
+// channel). A channel is closed once: fire swaps it for closed first.
 func (c *Commit) complete(bits uint32) {
 	c.state.Or(bits)
 	for _, bit := range [...]uint32{stateWritten, stateDone} {
 		if bits&bit != 0 {
-			p := c.signal(bit)
-			fire(p, p.Load())
+			v := c.signal(bit)
+			ch, _ := v.Load().(chan struct{})
+			fire(v, ch)
 		}
 	}
 }
@@ -208,12 +205,15 @@ func newCommit(l *Log) *Commit {
 
 func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
 
-// The committer hands written groups back for reuse, with their buffers:
-// at most maxFreeBufs of them, of at most maxFreeBuf bytes (large groups
-// are rare; keeping their buffers would pin memory).
+// The committer hands written groups back for reuse: at most maxFreeBufs
+// of them with their buffers, of at most maxFreeBuf bytes (large groups
+// are rare; keeping their buffers would pin memory), and up to
+// maxFreeGroups more without (a commit under SyncAlways often writes a
+// group per caller).
 const (
-	maxFreeBufs = 4
-	maxFreeBuf  = 1 << 20
+	maxFreeBufs   = 4
+	maxFreeGroups = 64
+	maxFreeBuf    = 1 << 20
 )
 
 // Append adds a record to the log and returns its LSN and the Commit of
@@ -347,15 +347,27 @@ func (l *Log) groupForLocked(n int) *group {
 	return l.mu.open
 }
 
-// freeGroupLocked returns a group written before, or a new one.
+// freeGroupLocked returns a group written before, with its buffer if one
+// is kept, or a new one.
 func (l *Log) freeGroupLocked() *group {
-	n := len(l.mu.free)
-	if n == 0 {
-		return new(group)
+	if g := pop(&l.mu.free); g != nil {
+		return g
 	}
-	g := l.mu.free[n-1]
-	l.mu.free[n-1] = nil
-	l.mu.free = l.mu.free[:n-1]
+	if g := pop(&l.mu.bare); g != nil {
+		return g
+	}
+	return new(group)
+}
+
+// pop removes and returns the last group of list, or returns nil.
+func pop(list *[]*group) *group {
+	n := len(*list)
+	if n == 0 {
+		return nil
+	}
+	g := (*list)[n-1]
+	(*list)[n-1] = nil
+	*list = (*list)[:n-1]
 	return g
 }
 
@@ -398,9 +410,13 @@ func (l *Log) takeGroups(dst []*group, done []*group) ([]*group, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range done {
-		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf {
+		switch {
+		case len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf:
 			*g = group{buf: g.buf[:0]}
 			l.mu.free = append(l.mu.free, g)
+		case len(l.mu.bare) < maxFreeGroups:
+			*g = group{}
+			l.mu.bare = append(l.mu.bare, g)
 		}
 	}
 	l.sealOpenLocked()
