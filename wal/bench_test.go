@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/walq/walq/wal"
@@ -107,4 +108,74 @@ func BenchmarkOpen(b *testing.B) {
 	for range b.N {
 		closeLog(b, openLog(b, dir, nil))
 	}
+}
+
+// BenchmarkWaiting measures the path a queue takes for each record: each
+// goroutine appends with AppendWaiting and waits for the commit itself
+// (Wait, or WaitWritten for a lazy record), so that the callers write the
+// groups; 100-byte records. It reports the process's CPU time per record
+// beside the wall time, and records per write (tidwall/wal's WriteBatch:
+// one write(2) unless it rolls); run with -benchmem for allocs/op.
+func BenchmarkWaiting(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		sync       wal.SyncMode
+		lazy       bool
+		goroutines int
+	}{
+		{"SyncNever/Wait", wal.SyncNever, false, 1},
+		{"SyncNever/WaitWritten", wal.SyncNever, true, 1},
+		{"SyncNever/Wait/goroutines=8", wal.SyncNever, false, 8},
+		{"SyncAlways/Wait", wal.SyncAlways, false, 1},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			fs := &countingFS{}
+			l := openLog(b, b.TempDir(), &wal.Options{Sync: bc.sync, FS: fs})
+			rec := make([]byte, 100)
+			b.ReportAllocs()
+			b.SetParallelism(max(1, bc.goroutines/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			cpu, writes := processCPU(), fs.batches.Load()
+			if bc.goroutines == 1 {
+				for range b.N {
+					appendWaiting(b, l, rec, bc.lazy)
+				}
+			} else {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						appendWaiting(b, l, rec, bc.lazy)
+					}
+				})
+			}
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(b.N)/float64(max(1, fs.batches.Load()-writes)), "records/write")
+			b.StopTimer()
+			closeLog(b, l)
+		})
+	}
+}
+
+func appendWaiting(b *testing.B, l *wal.Log, rec []byte, lazy bool) {
+	_, c, err := l.AppendWaiting(rec, lazy)
+	if err == nil && lazy {
+		err = c.WaitWritten()
+	} else if err == nil {
+		err = c.Wait()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// countingFS is the real file system, counting tidwall/wal's batches.
+type countingFS struct {
+	wal.OSFS
+	batches atomic.Int64
+}
+
+func (f *countingFS) StoreOp(op string) error {
+	if op == wal.StoreWriteBatch {
+		f.batches.Add(1)
+	}
+	return nil
 }

@@ -52,7 +52,7 @@ type committer struct {
 	batch      storeBatch // reused for every write
 	batchBytes int        // bytes in batch (its buffer's capacity is at least the largest so far)
 	groups     []*group   // groups being written
-	done       []*group   // groups written; their buffers go back to Log.mu.free
+	done       []*group   // groups written; they go back to Log.mu.free
 	frames     []int64    // framed size of each group's entry
 
 	nextIndex uint64   // tidwall/wal index the next entry will get
@@ -220,13 +220,13 @@ func (c *committer) serve(req request) error {
 // Commits according to the sync mode; the caller then starts the fsync
 // (startSync or nextSync) under SyncAlways.
 func (c *committer) commit() {
-	c.groups = c.l.takeGroups(c.groups[:0], c.done)
+	var err error
+	c.groups, err = c.l.takeGroups(c.groups[:0], c.done)
 	clear(c.done)
 	c.done = c.done[:0]
 	if len(c.groups) == 0 {
 		return
 	}
-	err := c.l.Err()
 	if err == nil {
 		err = c.write()
 	}

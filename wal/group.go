@@ -3,7 +3,6 @@ package wal
 import (
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 )
 
@@ -24,9 +23,12 @@ type Commit struct {
 	werr    error        // set before stateWritten
 	err     error        // set before stateDone
 
-	mu      sync.Mutex    // guards the channels, and the setting of state's bits
-	written chan struct{} // closed once the group is written (or failed); made on demand
-	done    chan struct{} // closed once the group is done; made on demand
+	// The channels, made on demand (see channel and complete): nil until
+	// someone is about to block; the package's closed channel once a
+	// channel made was closed. An atomic.Value holds a chan struct{}
+	// without an allocation of its own.
+	written atomic.Value // chan struct{} closed once the group is written (or failed)
+	done    atomic.Value // chan struct{} closed once the group is done
 }
 
 // The bits of Commit.state.
@@ -60,7 +62,9 @@ func (c *Commit) WaitWritten() error {
 	if !c.isWritten() {
 		c.urgent.Store(true)
 		c.write()
-		<-c.channel(stateWritten)
+		if !c.isWritten() { // usually it is: the caller wrote it
+			<-c.channel(stateWritten)
+		}
 	}
 	return c.werr
 }
@@ -80,43 +84,55 @@ func (c *Commit) isWritten() bool { return c.state.Load()&stateWritten != 0 }
 func (c *Commit) isDone() bool { return c.state.Load()&stateDone != 0 }
 
 // channel returns the channel closed once the state bit is set, making it
-// if nobody asked for it before.
+// if nobody asked for it before. Without a lock, and without an atomic
+// write when nobody asks (see complete): a channel installed here is
+// closed by whichever of channel and complete sees the other's write
+// first. Both write first (the CAS here, the state bit there), then look
+// at what the other wrote; so at least one of them sees the other, and
+// the one that swaps the channel for closed closes it.
 func (c *Commit) channel(bit uint32) <-chan struct{} {
-	if c.state.Load()&bit != 0 {
-		return closed
+	v := c.signal(bit)
+	for {
+		if ch, ok := v.Load().(chan struct{}); ok {
+			return ch
+		}
+		if c.state.Load()&bit != 0 {
+			return closed
+		}
+		ch := make(chan struct{})
+		if v.CompareAndSwap(nil, ch) {
+			if c.state.Load()&bit != 0 {
+				fire(v, ch)
+			}
+			return ch
+		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state.Load()&bit != 0 {
-		return closed
-	}
-	ch := &c.done
-	if bit == stateWritten {
-		ch = &c.written
-	}
-	if *ch == nil {
-		*ch = make(chan struct{})
-	}
-	return *ch
 }
 
-// complete sets the state bits and closes the channels made for them.
+// fire closes ch, the channel v held, unless someone else did.
+func fire(v *atomic.Value, ch chan struct{}) {
+	if ch != nil && ch != closed && v.CompareAndSwap(ch, closed) {
+		close(ch)
+	}
+}
+
+func (c *Commit) signal(bit uint32) *atomic.Value {
+	if bit == stateWritten {
+		return &c.written
+	}
+	return &c.done
+}
+
+// complete sets the state bits and closes the channels made for them (see
+// channel). A channel is closed once: fire swaps it for closed first.
 func (c *Commit) complete(bits uint32) {
-	c.mu.Lock()
 	c.state.Or(bits)
-	var w, d chan struct{}
-	if bits&stateWritten != 0 {
-		w, c.written = c.written, nil
-	}
-	if bits&stateDone != 0 {
-		d, c.done = c.done, nil
-	}
-	c.mu.Unlock()
-	if w != nil {
-		close(w)
-	}
-	if d != nil {
-		close(d)
+	for _, bit := range [...]uint32{stateWritten, stateDone} {
+		if bits&bit != 0 {
+			v := c.signal(bit)
+			ch, _ := v.Load().(chan struct{})
+			fire(v, ch)
+		}
 	}
 }
 
@@ -141,7 +157,9 @@ func (c *Commit) Wait() error {
 	if !c.isDone() {
 		c.sleep()
 		c.write()
-		<-c.channel(stateDone)
+		if !c.isDone() { // without fsync, usually it is: the caller wrote it
+			<-c.channel(stateDone)
+		}
 	}
 	return c.err
 }
@@ -176,29 +194,26 @@ type group struct {
 	sync   bool    // a record was appended by Append, not AppendLazy: its Wait needs an fsync
 }
 
-// groupAndCommit puts a group and its Commit in one allocation. The
-// group's buffer is dropped once written (takeGroups), so a Commit held by
-// a caller pins a few words, not the entry.
-type groupAndCommit struct {
-	g group
-	c Commit
-}
-
-func newGroup(l *Log, buf []byte, first LSN) *group {
-	gc := &groupAndCommit{g: group{buf: buf, first: first}}
-	gc.c.init(l)
-	gc.g.commit = &gc.c
-	return &gc.g
+// newCommit returns the Commit of a new group: its only allocation, as
+// the group itself and its buffer are reused (takeGroups). A Commit is
+// never reused: its caller may hold it, and Wait on it, at any time.
+func newCommit(l *Log) *Commit {
+	c := new(Commit)
+	c.init(l)
+	return c
 }
 
 func (g *group) header() entryHeader { return entryHeader{first: g.first, count: g.count} }
 
-// The committer hands written groups' buffers back for reuse: at most
-// maxFreeBufs of them, of at most maxFreeBuf bytes (large groups are rare;
-// keeping their buffers would pin memory).
+// The committer hands written groups back for reuse: at most maxFreeBufs
+// of them with their buffers, of at most maxFreeBuf bytes (large groups
+// are rare; keeping their buffers would pin memory), and up to
+// maxFreeGroups more without (a commit under SyncAlways often writes a
+// group per caller).
 const (
-	maxFreeBufs = 4
-	maxFreeBuf  = 1 << 20
+	maxFreeBufs   = 4
+	maxFreeGroups = 64
+	maxFreeBuf    = 1 << 20
 )
 
 // Append adds a record to the log and returns its LSN and the Commit of
@@ -254,12 +269,12 @@ func (l *Log) AppendAll(recs [][]byte, wake bool) (LSN, *Commit, error) {
 		(len(g.buf)+total > l.opts.MaxGroupBytes || uint64(g.count)+uint64(len(recs)) >= math.MaxUint32) {
 		l.sealOpenLocked()
 	}
-	first, g := l.putLocked(l.groupForLocked(0), true, recs...)
+	first, c := l.putLocked(l.groupForLocked(0), true, recs...)
 	l.mu.Unlock()
 	if wake {
 		l.wakeCommitter()
 	}
-	return first, g.commit, nil
+	return first, c, nil
 }
 
 func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
@@ -280,15 +295,17 @@ func (l *Log) add(rec []byte, sync bool) (LSN, *Commit, error) {
 		l.mu.Unlock()
 		return 0, nil, err
 	}
-	lsn, g := l.putLocked(l.groupForLocked(len(rec)), sync, rec)
+	lsn, c := l.putLocked(l.groupForLocked(len(rec)), sync, rec)
 	l.mu.Unlock()
-	return lsn, g.commit, nil
+	return lsn, c, nil
 }
 
 // putLocked copies recs into g, the open group, gives them the next LSNs
-// and returns the first and g; sync says whether they wait for an fsync.
-// A group that reaches MaxGroupBytes or its most records is sealed.
-func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *group) {
+// and returns the first and g's Commit; sync says whether they wait for
+// an fsync. A group that reaches MaxGroupBytes or its most records is
+// sealed. Once Log.mu is released g may be written and reused at any
+// time: only its Commit is the caller's.
+func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *Commit) {
 	first := l.mu.nextLSN
 	for _, rec := range recs {
 		g.buf = appendRecord(g.buf, rec)
@@ -300,7 +317,7 @@ func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *group) {
 		l.sealOpenLocked()
 	}
 	l.lastLSN.Store(l.mu.nextLSN - 1)
-	return first, g
+	return first, g.commit
 }
 
 // appendErrLocked says why a record of n bytes cannot be appended.
@@ -323,19 +340,35 @@ func (l *Log) groupForLocked(n int) *group {
 		l.sealOpenLocked()
 	}
 	if l.mu.open == nil {
-		l.mu.open = newGroup(l, newEntry(l.freeBufLocked()), l.mu.nextLSN)
+		g := l.freeGroupLocked()
+		*g = group{buf: newEntry(g.buf), first: l.mu.nextLSN, commit: newCommit(l)}
+		l.mu.open = g
 	}
 	return l.mu.open
 }
 
-func (l *Log) freeBufLocked() []byte {
-	n := len(l.mu.free)
+// freeGroupLocked returns a group written before, with its buffer if one
+// is kept, or a new one.
+func (l *Log) freeGroupLocked() *group {
+	if g := pop(&l.mu.free); g != nil {
+		return g
+	}
+	if g := pop(&l.mu.bare); g != nil {
+		return g
+	}
+	return new(group)
+}
+
+// pop removes and returns the last group of list, or returns nil.
+func pop(list *[]*group) *group {
+	n := len(*list)
 	if n == 0 {
 		return nil
 	}
-	b := l.mu.free[n-1]
-	l.mu.free = l.mu.free[:n-1]
-	return b
+	g := (*list)[n-1]
+	(*list)[n-1] = nil
+	*list = (*list)[:n-1]
+	return g
 }
 
 // sealOpenLocked queues the open group for the committer.
@@ -370,21 +403,27 @@ func (l *Log) urgent() bool {
 }
 
 // takeGroups seals the open group and hands every queued group to the
-// committer; it takes back the buffers of groups already written.
-func (l *Log) takeGroups(dst []*group, done []*group) []*group {
+// committer, with the sticky error (nil while healthy), under one hold of
+// Log.mu; it takes back the groups already written (done), which nothing
+// else refers to any more, for reuse.
+func (l *Log) takeGroups(dst []*group, done []*group) ([]*group, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range done {
-		if len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf {
-			l.mu.free = append(l.mu.free, g.buf[:0])
+		switch {
+		case len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf:
+			*g = group{buf: g.buf[:0]}
+			l.mu.free = append(l.mu.free, g)
+		case len(l.mu.bare) < maxFreeGroups:
+			*g = group{}
+			l.mu.bare = append(l.mu.bare, g)
 		}
-		g.buf = nil
 	}
 	l.sealOpenLocked()
 	dst = append(dst, l.mu.sealed...)
 	clear(l.mu.sealed)
 	l.mu.sealed = l.mu.sealed[:0]
-	return dst
+	return dst, l.mu.err
 }
 
 // poison makes err sticky and fails every group not yet handed to the

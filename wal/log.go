@@ -22,7 +22,8 @@ type Log struct {
 		sync.Mutex
 		open    *group   // group receiving records; nil when none
 		sealed  []*group // full groups waiting for the committer, in LSN order
-		free    [][]byte // entry buffers handed back by the committer
+		free    []*group // written groups handed back by the committer, for reuse with their buffers
+		bare    []*group // more of them, without their buffers
 		nextLSN LSN      // LSN the next record gets
 		closed  bool     // Close was called
 		err     error    // sticky write/fsync failure; nil while healthy

@@ -2,6 +2,8 @@ package wal
 
 import (
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	twal "github.com/tidwall/wal"
 )
@@ -73,10 +75,11 @@ func (b *storeBatch) clear()                         { b.tw.Clear() }
 // tidwallStore is a store over tidwall/wal. obs, when not nil, is told of
 // each write before it is made and may fail it (see FS).
 type tidwallStore struct {
-	tw   *twal.Log
-	obs  storeObserver
-	dir  string
-	opts Options // the Log's, to reopen tidwall/wal and reach its FS
+	tw       *twal.Log
+	obs      storeObserver
+	dir      string
+	opts     Options // the Log's, to reopen tidwall/wal and reach its FS
+	reserved bool    // the tail's copy in memory has its room (reserveTail); false after a roll or a reopen
 }
 
 // openStore opens tidwall/wal on a directory prepareDir left ready. fsys
@@ -118,6 +121,10 @@ func (s *tidwallStore) writeBatch(b *storeBatch) error {
 	if err := s.observe(StoreWriteBatch); err != nil {
 		return err
 	}
+	if !s.reserved {
+		reserveTail(s.tw, tailRoom(s.opts.SegmentSize))
+		s.reserved = true // also when it could not: try again at the next roll
+	}
 	return s.tw.WriteBatch(&b.tw)
 }
 
@@ -138,13 +145,13 @@ func (s *tidwallStore) truncateFront(index uint64) error {
 	if err != nil {
 		return err
 	}
-	s.tw = tw
+	s.tw, s.reserved = tw, false
 	return nil
 }
 
 func (s *tidwallStore) firstIndex() (uint64, error) { return s.tw.FirstIndex() }
 func (s *tidwallStore) lastIndex() (uint64, error)  { return s.tw.LastIndex() }
-func (s *tidwallStore) dropCache() error            { return s.tw.ClearCache() }
+func (s *tidwallStore) dropCache() error            { s.reserved = false; return s.tw.ClearCache() } // after a roll
 func (s *tidwallStore) close() error                { return s.tw.Close() }
 
 // rollPlan says where tidwall/wal will put each entry of a batch. The
@@ -179,4 +186,51 @@ func planRolls(tail, segSize int64, frames []int64) rollPlan {
 	}
 	p.tail = tail
 	return p
+}
+
+// tidwall/wal keeps a copy of the tail segment in memory (segment.ebuf)
+// and appends each entry to it before it writes the entry to the file.
+// The copy starts empty at each roll and grows as append grows it, by a
+// quarter each time once large: over a 4 MiB segment every byte written
+// is copied about four more times, and the garbage of the old copies
+// drives the GC (together about a fifth of a lone no-fsync caller's CPU).
+// reserveTail gives the copy its room once per segment instead. It
+// reaches the unexported field by reflection, checks its type, and does
+// nothing when the layout is not v1.2.1's (TestReserveTail pins it, so an
+// upgrade that changes it fails a test rather than quietly slowing
+// down). The committer owns the store: nothing else touches tidwall/wal
+// meanwhile.
+
+// maxTailRoom bounds the room reserved, so that a large SegmentSize does
+// not take its whole size up front; past it the copy grows as before.
+const maxTailRoom = 16 << 20
+
+// tailRoom is the room reserved for a tail segment of segSize bytes: the
+// segment, and some room for the entry that takes it past segSize.
+func tailRoom(segSize int64) int {
+	return int(min(segSize, maxTailRoom)) + 64<<10
+}
+
+// reserveTail makes room for n bytes in tidwall/wal's copy of the tail
+// segment; it reports whether it found the copy.
+func reserveTail(tw *twal.Log, n int) bool {
+	segs := reflect.ValueOf(tw).Elem().FieldByName("segments")
+	if segs.Kind() != reflect.Slice || segs.Len() == 0 {
+		return false
+	}
+	tail := segs.Index(segs.Len() - 1)
+	if tail.Kind() != reflect.Pointer || tail.IsNil() {
+		return false
+	}
+	f := tail.Elem().FieldByName("ebuf")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[[]byte]() {
+		return false
+	}
+	ebuf := (*[]byte)(unsafe.Pointer(f.UnsafeAddr()))
+	if cap(*ebuf) < n {
+		b := make([]byte, len(*ebuf), n)
+		copy(b, *ebuf)
+		*ebuf = b
+	}
+	return true
 }
