@@ -189,10 +189,11 @@
 //
 // # Memory
 //
-// tidwall/wal keeps the tail segment in memory (up to SegmentSize); walq
-// reserves that room (SegmentSize plus 64 KiB, at most 16 MiB plus 64
-// KiB) at the segment's first write, so the copy is not regrown as the
-// segment fills (tidwall.go). Each
+// tidwall/wal keeps the tail segment in memory (up to SegmentSize); once
+// the segment holds a quarter of SegmentSize or 256 KiB, whichever is
+// less, walq reserves that room (SegmentSize plus 64 KiB, at most 16 MiB
+// plus 64 KiB), so the copy is not regrown as the segment fills
+// (tidwall.go), and a log that writes little keeps little. Each
 // Reader has a 256 KiB read-ahead buffer; Read keeps the last four decoded
 // entries (one, if larger than 1 MiB). The tail segment, and each sealed
 // segment read out of order since Open, keeps a sparse index of one point

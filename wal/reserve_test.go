@@ -7,9 +7,10 @@ import (
 )
 
 // TestReserveTail pins what reserveTail assumes about tidwall/wal's
-// layout: the copy of the tail segment it keeps in memory has the room
-// reserved once a batch is written, after Open, after a roll and after
-// TruncateFront reopens it, and every record reads back intact.
+// layout: the copy of the tail segment it keeps in memory stays small
+// while the segment does, and has its room once the segment holds
+// reserveAfter bytes, after Open, after a roll and after TruncateFront
+// reopens it; every record reads back intact.
 func TestReserveTail(t *testing.T) {
 	const segSize = 64 << 10
 	l, err := open(t.TempDir(), &Options{Sync: SyncNever, SegmentSize: segSize}, faults{})
@@ -32,26 +33,35 @@ func TestReserveTail(t *testing.T) {
 			lsns = append(lsns, lsn)
 		}
 	}
-	room := func(when string) {
+	room := func(when string, reserved bool) {
 		t.Helper()
 		l.c.mu.Lock()
 		defer l.c.mu.Unlock()
-		if c := tailCopyCap(t, l.c.st.(*tidwallStore)); c < tailRoom(segSize) {
+		c := tailCopyCap(t, l.c.st.(*tidwallStore))
+		if reserved && c < tailRoom(segSize) {
 			t.Errorf("%s: the tail's copy has room for %d bytes, want %d", when, c, tailRoom(segSize))
 		}
+		if !reserved && c >= tailRoom(segSize) {
+			t.Errorf("%s: the tail's copy has room for %d bytes before the segment holds %d", when, c, reserveAfter(segSize))
+		}
 	}
+	// past reserveAfter, counting the records and the frames around them
+	past := reserveAfter(segSize)/len(rec) + 2
 	write(1)
-	room("after Open")
+	room("after one record", false)
+	write(past)
+	room("after Open", true)
 	write(3 * segSize / len(rec))
-	room("after rolls")
+	write(past)
+	room("after rolls", true)
 	if len(l.Segments()) < 3 {
 		t.Fatalf("%d segments, want rolls", len(l.Segments()))
 	}
 	if err := l.TruncateFront(l.Segments()[1].FirstLSN); err != nil {
 		t.Fatal(err)
 	}
-	write(1)
-	room("after TruncateFront")
+	write(past)
+	room("after TruncateFront", true)
 	for _, lsn := range lsns[len(lsns)-segSize/len(rec):] {
 		if got, err := l.Read(lsn); err != nil || !bytes.Equal(got, rec) {
 			t.Fatalf("Read(%d) = %d bytes, %v", lsn, len(got), err)

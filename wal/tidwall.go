@@ -79,7 +79,8 @@ type tidwallStore struct {
 	obs      storeObserver
 	dir      string
 	opts     Options // the Log's, to reopen tidwall/wal and reach its FS
-	reserved bool    // the tail's copy in memory has its room (reserveTail); false after a roll or a reopen
+	reserved bool    // the tail's copy in memory has its room, or cannot get it (reserveTail); false after a roll or a reopen
+	tail     *[]byte // tidwall/wal's copy of the tail segment (tailCopy); nil until found, and after a roll or a reopen
 }
 
 // openStore opens tidwall/wal on a directory prepareDir left ready. fsys
@@ -122,10 +123,31 @@ func (s *tidwallStore) writeBatch(b *storeBatch) error {
 		return err
 	}
 	if !s.reserved {
-		reserveTail(s.tw, tailRoom(s.opts.SegmentSize))
-		s.reserved = true // also when it could not: try again at the next roll
+		s.reserveTail()
 	}
 	return s.tw.WriteBatch(&b.tw)
+}
+
+// reserveTail gives tidwall/wal's copy of the tail segment its room once
+// the segment holds reserveAfter bytes: a segment that stays small keeps
+// a small copy. It gives up until the next roll when it cannot find the
+// copy.
+func (s *tidwallStore) reserveTail() {
+	if s.tail == nil {
+		if s.tail = tailCopy(s.tw); s.tail == nil {
+			s.reserved = true
+			return
+		}
+	}
+	if len(*s.tail) < reserveAfter(s.opts.SegmentSize) {
+		return
+	}
+	if n := tailRoom(s.opts.SegmentSize); cap(*s.tail) < n {
+		b := make([]byte, len(*s.tail), n)
+		copy(b, *s.tail)
+		*s.tail = b
+	}
+	s.reserved = true
 }
 
 // truncateFront closes tidwall/wal, removes the front segments through
@@ -145,14 +167,19 @@ func (s *tidwallStore) truncateFront(index uint64) error {
 	if err != nil {
 		return err
 	}
-	s.tw, s.reserved = tw, false
+	s.tw, s.reserved, s.tail = tw, false, nil
 	return nil
 }
 
 func (s *tidwallStore) firstIndex() (uint64, error) { return s.tw.FirstIndex() }
 func (s *tidwallStore) lastIndex() (uint64, error)  { return s.tw.LastIndex() }
-func (s *tidwallStore) dropCache() error            { s.reserved = false; return s.tw.ClearCache() } // after a roll
 func (s *tidwallStore) close() error                { return s.tw.Close() }
+
+// dropCache is called after a roll: the tail is a new segment.
+func (s *tidwallStore) dropCache() error {
+	s.reserved, s.tail = false, nil
+	return s.tw.ClearCache()
+}
 
 // rollPlan says where tidwall/wal will put each entry of a batch. The
 // committer computes it before WriteBatch instead of asking tidwall/wal,
@@ -194,15 +221,15 @@ func planRolls(tail, segSize int64, frames []int64) rollPlan {
 // quarter each time once large: over a 4 MiB segment every byte written
 // is copied about four more times, and the garbage of the old copies
 // drives the GC (together about a fifth of a lone no-fsync caller's CPU).
-// reserveTail gives the copy its room once per segment instead. It
-// reaches the unexported field by reflection, checks its type, and does
-// nothing when the layout is not v1.2.1's (TestReserveTail pins it, so an
-// upgrade that changes it fails a test rather than quietly slowing
-// down). The committer owns the store: nothing else touches tidwall/wal
-// meanwhile.
+// Once the segment holds reserveAfter bytes, tidwallStore.reserveTail
+// gives the copy its whole room instead. tailCopy reaches the unexported
+// field by reflection, checks its type, and finds nothing when the layout
+// is not v1.2.1's (TestReserveTail pins it, so an upgrade that changes it
+// fails a test rather than quietly slowing down). The committer owns the
+// store: nothing else touches tidwall/wal meanwhile.
 
 // maxTailRoom bounds the room reserved, so that a large SegmentSize does
-// not take its whole size up front; past it the copy grows as before.
+// not take its whole size at once; past it the copy grows as before.
 const maxTailRoom = 16 << 20
 
 // tailRoom is the room reserved for a tail segment of segSize bytes: the
@@ -211,26 +238,27 @@ func tailRoom(segSize int64) int {
 	return int(min(segSize, maxTailRoom)) + 64<<10
 }
 
-// reserveTail makes room for n bytes in tidwall/wal's copy of the tail
-// segment; it reports whether it found the copy.
-func reserveTail(tw *twal.Log, n int) bool {
+// reserveAfter is how many bytes a tail segment of segSize bytes holds
+// before its copy gets its room: growing to it by append costs little,
+// and a queue that writes less keeps less memory.
+func reserveAfter(segSize int64) int {
+	return int(min(segSize/4, 256<<10))
+}
+
+// tailCopy returns tidwall/wal's copy of its tail segment, or nil when it
+// has none or its layout is not the one expected.
+func tailCopy(tw *twal.Log) *[]byte {
 	segs := reflect.ValueOf(tw).Elem().FieldByName("segments")
 	if segs.Kind() != reflect.Slice || segs.Len() == 0 {
-		return false
+		return nil
 	}
 	tail := segs.Index(segs.Len() - 1)
 	if tail.Kind() != reflect.Pointer || tail.IsNil() {
-		return false
+		return nil
 	}
 	f := tail.Elem().FieldByName("ebuf")
 	if !f.IsValid() || f.Type() != reflect.TypeFor[[]byte]() {
-		return false
+		return nil
 	}
-	ebuf := (*[]byte)(unsafe.Pointer(f.UnsafeAddr()))
-	if cap(*ebuf) < n {
-		b := make([]byte, len(*ebuf), n)
-		copy(b, *ebuf)
-		*ebuf = b
-	}
-	return true
+	return (*[]byte)(unsafe.Pointer(f.UnsafeAddr()))
 }
