@@ -52,13 +52,19 @@
 // earliest deadline any handle set (announced on the same channel).
 // A lease is announced only when it runs out before the last lease
 // deadline announced, or that one has passed: until then every
-// housekeeper is armed for that deadline or earlier. A dequeue promotes
+// housekeeper is armed for that deadline or earlier, and the first
+// housekeeping pass past it forgets it, so that a dequeue whose clock
+// lags the housekeeper's announces its lease. A dequeue promotes
 // due delays itself only once the earliest due time the queue keeps has
 // passed, or when it finds nothing ready; both times are fields of the
 // message hash, read and written with the message a dequeue leases.
 // While handles of an earlier version share the queue, the delayed
 // messages they add are made ready by the housekeepers, at the due time
-// they announce, rather than by the next dequeue.
+// they announce, rather than by the next dequeue; and their housekeepers
+// do not arm for a lease this version left unannounced, so while only
+// handles of the earlier version end leases, a lease can be ended up to
+// 30 seconds (their idle recheck) after its deadline. Upgrade the
+// handles that end leases first.
 //
 // # Time
 //

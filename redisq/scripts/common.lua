@@ -224,11 +224,12 @@ local function earlier(key, t)
 end
 
 -- A new lease would need the same look at the lease key every time. The
--- field '#t' of msg instead holds the lease deadline last announced: while
--- it lies ahead, every housekeeper is armed for it or earlier (the
--- announcement kicked those armed later, and a housekeeping pass arms
--- for it: housekeep returns it), so a lease that runs out no earlier
--- needs no announcement. announce returns the field's new value for a
+-- field '#t' of msg instead holds the deadline of the last lease a
+-- dequeue announced (an Extend's announcements leave it): while it lies
+-- ahead, every housekeeper is armed for it or earlier (the announcement
+-- kicked those armed later, and a housekeeping pass arms for it:
+-- housekeep returns it, and removes it once it has passed), so a lease
+-- that runs out no earlier needs no announcement. announce returns the field's new value for a
 -- lease running out at dl, given its value t as read, or nil when it
 -- stays; the caller writes it with the lease.
 local function announce(dl, t)

@@ -4,7 +4,8 @@
 -- look at leases again, earliest delayed due time}, -1 for none. The
 -- time to look again is the earliest lease deadline, or the announced
 -- one ('#t', see announce) when that is earlier and still ahead: a lease
--- set later may have relied on it and not been announced.
+-- set later may have relied on it and not been announced. A '#t' that
+-- has passed is removed.
 local state = redis.call('HMGET', K_MSG, '#w', '#t')
 local _, delayed = promote(tonumber(ARGV[6]), tonumber(state[1]))
 local n, expired = 0, 0
@@ -19,4 +20,8 @@ count('expired', expired)
 wake()
 local lease, t = first(K_LEASE), tonumber(state[2])
 if t and t > now and (lease < 0 or t < lease) then lease = t end
+-- Once '#t' has passed for this pass, it no longer arms this housekeeper:
+-- removed, it makes the next lease announce itself. Kept, a lease taken
+-- by a dequeue whose clock still had it ahead would go unannounced.
+if t and t <= now then redis.call('HDEL', K_MSG, '#t') end
 return {n, lease, delayed}

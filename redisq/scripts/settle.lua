@@ -87,8 +87,9 @@ local function apply(seq, r)
     end
     acked = acked + 1
   elseif op == 'nack' then
-    if giveback(seq, r, tonumber(arg), 'nacked') then nacked = nacked + 1 end
+    -- announced before giveback adds it: earlier compares with the key
     if tonumber(arg) > 0 then earlier(K_DELAYED, now + tonumber(arg)) end
+    if giveback(seq, r, tonumber(arg), 'nacked') then nacked = nacked + 1 end
   elseif op == 'extend' then
     earlier(K_LEASE, now + tonumber(arg))
     redis.call('ZADD', K_LEASE, now + tonumber(arg), seq)

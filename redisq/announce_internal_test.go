@@ -1,0 +1,97 @@
+package redisq
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestLeaseAnnouncedAfterPassedDeadline: a housekeeper armed for the
+// announced lease deadline passes at that deadline, finds no lease and
+// sleeps; a dequeue whose clock still had that deadline ahead, run on the
+// server just after the pass, must announce its own lease, or no
+// housekeeper would end it before its idle recheck.
+func TestLeaseAnnouncedAfterPassedDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	const ackTimeout = 800 * time.Millisecond
+	q, err := Open(ctx, srv.Client(), "passed", &Options{Clock: clock, AckTimeout: ackTimeout, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	sub := subscribe(t, srv.Client(), q.wake)
+	for _, p := range []string{"a", "b"} {
+		_, err := q.Enqueue(ctx, []byte(p))
+		require.NoError(t, err)
+	}
+	t0 := clock.Now()
+	a := leaseAt(t, q, t0, 1)
+	require.NoError(t, a[0].Ack())
+	waitFor(t, sub, announcement(t0.Add(ackTimeout)))
+
+	t1 := t0.Add(ackTimeout)
+	_, err = q.run(ctx, fnHousekeep, t1, "1", 1000)
+	require.NoError(t, err)
+	behind := t1.Add(-time.Microsecond)
+	b := leaseAt(t, q, behind, 1)
+	require.Equal(t, "b", string(b[0].Payload))
+	waitFor(t, sub, announcement(behind.Add(ackTimeout)))
+}
+
+// TestDelayedNackAnnounced: a nack with a delay announces the message's
+// due time, so that consumers blocked meanwhile get it when it is due
+// rather than at a housekeeper's idle recheck.
+func TestDelayedNackAnnounced(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	q, err := Open(ctx, srv.Client(), "nack-due", &Options{Clock: clock, AckTimeout: time.Hour, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	sub := subscribe(t, srv.Client(), q.wake)
+	_, err = q.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	t0 := clock.Now()
+	m := leaseAt(t, q, t0, 1)
+	require.NoError(t, m[0].Nack(5*time.Second))
+	waitFor(t, sub, announcement(t0.Add(5*time.Second)))
+}
+
+// subscribe listens to the queue's wake channel with a client of its own.
+func subscribe(t *testing.T, rdb redis.UniversalClient, channel string) <-chan *redis.Message {
+	t.Helper()
+	ps := rdb.Subscribe(context.Background(), channel)
+	_, err := ps.Receive(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ps.Close() })
+	return ps.Channel()
+}
+
+// announcement is the wake-channel message that announces a deadline.
+func announcement(at time.Time) string {
+	return "t" + strconv.FormatInt(at.UnixMicro(), 10)
+}
+
+// waitFor reads the channel until want arrives, failing after a while.
+func waitFor(t *testing.T, ch <-chan *redis.Message, want string) {
+	t.Helper()
+	var seen []string
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-ch:
+			if m.Payload == want {
+				return
+			}
+			seen = append(seen, m.Payload)
+		case <-timeout:
+			t.Fatalf("no %q on the wake channel; saw %q", want, seen)
+		}
+	}
+}
