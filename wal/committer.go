@@ -52,7 +52,7 @@ type committer struct {
 	batch      storeBatch // reused for every write
 	batchBytes int        // bytes in batch (its buffer's capacity is at least the largest so far)
 	groups     []*group   // groups being written
-	done       []*group   // groups written; they go back to Log.mu.free
+	done       []*group   // groups written; takeGroups hands them back to Log.mu.free or .bare, or drops them
 	frames     []int64    // framed size of each group's entry
 
 	nextIndex uint64   // tidwall/wal index the next entry will get
@@ -228,6 +228,9 @@ func (c *committer) commit() {
 		return
 	}
 	if err == nil {
+		err = c.poisonedMeanwhile()
+	}
+	if err == nil {
 		err = c.write()
 	}
 	if err == nil {
@@ -235,6 +238,9 @@ func (c *committer) commit() {
 			g.commit.markWritten(nil)
 		}
 		err = c.afterWrite()
+	}
+	if err == nil {
+		err = c.poisonedMeanwhile()
 	}
 	if err != nil {
 		err = c.l.poison(err)
@@ -252,6 +258,18 @@ func (c *committer) commit() {
 	if c.batchBytes > maxFreeBuf {
 		c.batch = storeBatch{} // do not pin the memory of a large batch
 	}
+}
+
+// poisonedMeanwhile returns the sticky error when an fsync failed on
+// another goroutine (the syncer, or a caller running one) since
+// takeGroups read it: the groups taken are not written then, and those
+// written already are not finished with nil, so that no Wait after the
+// failure returns nil.
+func (c *committer) poisonedMeanwhile() error {
+	if !c.l.poisoned.Load() {
+		return nil
+	}
+	return c.l.Err()
 }
 
 // write writes the groups with one WriteBatch, then publishes the new

@@ -432,6 +432,7 @@ func (l *Log) poison(err error) error {
 	l.mu.Lock()
 	if l.mu.err == nil {
 		l.mu.err = err
+		l.poisoned.Store(true)
 	}
 	err = l.mu.err
 	l.sealOpenLocked()

@@ -43,6 +43,7 @@ type Log struct {
 	writtenLSN atomic.Uint64 // last LSN in the segment files; stored by the committer under seg
 	durableLSN atomic.Uint64 // last LSN covered by an fsync; only raised, by advanceDurable
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
+	poisoned   atomic.Bool   // set with mu.err; read by the committer without mu
 
 	report   Report     // what Open cut or skipped; immutable after Open
 	cut      *tailCut   // Open: the torn tail to cut once every check passed; nil when none

@@ -150,3 +150,35 @@ func checkReopen(t *testing.T, dir string, opts *Options, n int) {
 		t.Fatalf("reopen: Append: %v", err)
 	}
 }
+
+// TestPoisonDuringWrite: an fsync that fails on another goroutine while
+// the committer writes groups it took before the failure poisons the Log
+// for them too: a lazy record's Wait, which would return once written,
+// returns the failure, as every Wait after it must.
+func TestPoisonDuringWrite(t *testing.T) {
+	var l *Log
+	var armed atomic.Bool
+	f := faults{writeBatch: func(st store, b *storeBatch) error {
+		if armed.CompareAndSwap(true, false) {
+			l.poison(errInjected) // as the syncer does when an fsync fails
+		}
+		return st.writeBatch(b)
+	}}
+	l, err := open(t.TempDir(), &Options{}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	mustAppend(t, l, 3)
+	armed.Store(true)
+	_, c, err := l.AppendLazy([]byte("lazy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); !errors.Is(err, errInjected) {
+		t.Fatalf("Wait of a lazy record written as the Log was poisoned = %v, want the failure", err)
+	}
+	if _, _, err := l.Append([]byte("after")); !errors.Is(err, errInjected) {
+		t.Fatalf("Append after the failure = %v", err)
+	}
+}
