@@ -17,7 +17,7 @@ type Table struct {
 	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
 	locs     *runSet[locKey]        // every entry by (Loc, Seq)
 	enqueued *runSet[timeKey]       // entries that are not Dead by (EnqueuedAt, Seq)
-	byID     map[string]uint64      // ID -> Seq, for every entry with an ID
+	byID     map[string]uint64      // ID -> Seq, for every entry with an ID; nil until the first GetByID (byIDIndex)
 	bytes    int64                  // sum of Size over entries
 }
 
@@ -32,7 +32,6 @@ func NewTable() *Table {
 		dead:     btree.NewOrderedG[uint64](degree),
 		locs:     newRunSet(lessLocKey),
 		enqueued: newRunSet(lessTimeKey),
-		byID:     make(map[string]uint64),
 	}
 }
 
@@ -47,13 +46,29 @@ func (t *Table) Get(seq uint64) (Entry, bool) {
 	return t.entries.Get(seq)
 }
 
-// GetByID returns the entry whose message id is id.
+// GetByID returns the entry whose message id is id. The first call builds
+// the index by id, in time proportional to the entries; from then on Put
+// and Delete keep it, so a table never asked by id pays nothing for it.
 func (t *Table) GetByID(id string) (Entry, bool) {
-	seq, ok := t.byID[id]
+	seq, ok := t.byIDIndex()[id]
 	if !ok {
 		return Entry{}, false
 	}
 	return t.Get(seq)
+}
+
+// byIDIndex returns byID, built from the entries on first use.
+func (t *Table) byIDIndex() map[string]uint64 {
+	if t.byID == nil {
+		t.byID = make(map[string]uint64, t.entries.Len())
+		t.entries.Ascend(func(e Entry) bool {
+			if e.ID != "" {
+				t.byID[e.ID] = e.Seq
+			}
+			return true
+		})
+	}
+	return t.byID
 }
 
 // Put inserts e or replaces the entry with the same Seq. An entry that is
@@ -92,7 +107,7 @@ func (t *Table) link(e Entry) {
 	if e.State != Dead {
 		t.enqueued.Insert(timeKey{e.EnqueuedAt, e.Seq})
 	}
-	if e.ID != "" {
+	if e.ID != "" && t.byID != nil {
 		t.byID[e.ID] = e.Seq
 	}
 	t.bytes += int64(e.Size)
@@ -113,7 +128,7 @@ func (t *Table) unlink(e Entry) {
 	if e.State != Dead {
 		t.enqueued.Delete(timeKey{e.EnqueuedAt, e.Seq})
 	}
-	if e.ID != "" && t.byID[e.ID] == e.Seq {
+	if e.ID != "" && t.byID != nil && t.byID[e.ID] == e.Seq {
 		delete(t.byID, e.ID)
 	}
 	t.bytes -= int64(e.Size)

@@ -181,3 +181,62 @@ func walkMinima(tb *index.Table) (loc uint64, at int64, locOK, atOK bool) {
 	})
 	return loc, at, locOK, atOK
 }
+
+// GetByID finds an entry by message id whether the entry was put before
+// the first lookup by id (the index is built then) or after it (the index
+// is kept), and stops finding it once it is deleted.
+func TestTableGetByID(t *testing.T) {
+	put := func(tb *index.Table, seq uint64, id string) {
+		tb.Put(index.Entry{Seq: seq, Loc: seq, ID: id, State: index.Ready})
+	}
+	lookup := func(tb *index.Table) { tb.GetByID("probe") }
+	for _, tc := range []struct {
+		name   string
+		steps  func(tb *index.Table)
+		want   map[string]uint64 // id -> Seq found
+		absent []string
+	}{
+		{"put before the first lookup", func(tb *index.Table) {
+			put(tb, 1, "a")
+			put(tb, 2, "b")
+		}, map[string]uint64{"a": 1, "b": 2}, nil},
+		{"put after the first lookup", func(tb *index.Table) {
+			lookup(tb)
+			put(tb, 1, "a")
+		}, map[string]uint64{"a": 1}, nil},
+		{"deleted before the first lookup", func(tb *index.Table) {
+			put(tb, 1, "a")
+			put(tb, 2, "b")
+			tb.Delete(1)
+		}, map[string]uint64{"b": 2}, []string{"a"}},
+		{"deleted after the first lookup", func(tb *index.Table) {
+			put(tb, 1, "a")
+			lookup(tb)
+			tb.Delete(1)
+		}, nil, []string{"a"}},
+		{"changed state after the first lookup", func(tb *index.Table) {
+			put(tb, 1, "a")
+			lookup(tb)
+			e, _ := tb.Get(1)
+			e.State, e.Due, e.Lease = index.Leased, 10, 5
+			tb.Put(e)
+		}, map[string]uint64{"a": 1}, nil},
+		{"no id", func(tb *index.Table) {
+			put(tb, 1, "")
+		}, nil, []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := index.NewTable()
+			tc.steps(tb)
+			for id, seq := range tc.want {
+				e, ok := tb.GetByID(id)
+				require.True(t, ok, id)
+				require.Equal(t, seq, e.Seq, id)
+			}
+			for _, id := range tc.absent {
+				_, ok := tb.GetByID(id)
+				require.False(t, ok, id)
+			}
+		})
+	}
+}
