@@ -78,7 +78,8 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			return nil, err
 		}
 		q.mu.Lock()
-		ds, c, err := q.leaseLocked(max, buf)
+		now := q.now() // one reading for both looks and the wait
+		ds, c, err := q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
 			return q.delivered(ds, c, err)
@@ -91,7 +92,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
-		ds, c, err = q.leaseLocked(max, buf)
+		ds, c, err = q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
@@ -100,7 +101,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if q.foundNothing != nil {
 			q.foundNothing()
 		}
-		changed, due := q.mu.changed, q.untilDueLocked()
+		changed, due := q.mu.changed, q.untilDueLocked(now)
 		q.mu.Unlock()
 		err = q.sleepFor(ctx, changed, written, due)
 		q.waiters.Add(-1)
@@ -122,14 +123,14 @@ func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, 
 	return ds, q.deliver(ds, c)
 }
 
-// untilDueLocked returns how long until the next delayed message is due, or
-// -1 when none is delayed.
-func (q *Queue) untilDueLocked() time.Duration {
+// untilDueLocked returns how long after now until the next delayed message
+// is due, or -1 when none is delayed.
+func (q *Queue) untilDueLocked(now int64) time.Duration {
 	due, ok := q.mu.st.table.NextDue()
 	if !ok {
 		return -1
 	}
-	return max(0, time.Duration(due-q.now()))
+	return max(0, time.Duration(due-now))
 }
 
 // sleep waits until changed is closed, d passes (d >= 0), or ctx ends.
@@ -154,14 +155,14 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 	return nil
 }
 
-// leaseLocked leases up to max ready messages: those ready again or due
-// first, oldest first, then never-delivered ones from the cursor. It
-// appends them to out.
-func (q *Queue) leaseLocked(max int, out []delivery) ([]delivery, *wal.Commit, error) {
+// leaseLocked leases up to max ready messages at now (the queue clock's
+// reading under this hold of q.mu): those ready again or due first,
+// oldest first, then never-delivered ones from the cursor. It appends
+// them to out.
+func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
-	now := q.now()
 	q.mu.st.table.Promote(now)
 	var last *wal.Commit
 	for len(out) < max {
@@ -183,7 +184,7 @@ func (q *Queue) leaseLocked(max int, out []delivery) ([]delivery, *wal.Commit, e
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := now + int64(q.opts.AckTimeout)
 	if e, ok := q.mu.st.table.FirstReady(); ok {
-		lsn, c, err := q.appendLSNLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil)
+		lsn, c, err := q.appendOfLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil, &e)
 		if err != nil {
 			return delivery{}, nil, err
 		}

@@ -161,7 +161,7 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 // drop the rest), and applies them to the state.
 func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, error) {
 	for i := range recs {
-		if err := q.appendableLocked(&recs[i]); err != nil {
+		if err := q.appendableLocked(&recs[i], nil); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +170,7 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 		return nil, q.appendFailed(opEnqueue, err)
 	}
 	for i := range recs {
-		q.appliedLocked(first+uint64(i), &recs[i], len(encs[i]))
+		q.appliedLocked(first+uint64(i), &recs[i], len(encs[i]), nil)
 	}
 	return c, nil
 }
@@ -178,7 +178,7 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 // checkIDsLocked refuses producer-given ids already in use, in the dedup
 // window, or repeated within the batch.
 func (q *Queue) checkIDsLocked(recs []record) error {
-	q.expireDedupLocked()
+	q.expireDedupLocked(recs[0].At)
 	var seen map[string]bool
 	for i := range recs {
 		if recs[i].Flags&flagProducerID == 0 {
@@ -203,7 +203,7 @@ func (q *Queue) checkIDLocked(r *record) error {
 	if r.Flags&flagProducerID == 0 {
 		return nil
 	}
-	q.expireDedupLocked()
+	q.expireDedupLocked(r.At)
 	if q.mu.st.dedup.Has(r.ID) {
 		return fmt.Errorf("%w: %q", ErrDuplicate, r.ID)
 	}
@@ -211,12 +211,14 @@ func (q *Queue) checkIDLocked(r *record) error {
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
-// window has passed. It reads the clock only when some acked id is kept:
-// an enqueue into a queue without a dedup window (or with nothing acked
-// in it) does not pay for a clock read under the lock.
-func (q *Queue) expireDedupLocked() {
+// window has passed at now, the enqueue's time (its records' At): the
+// enqueue reads the clock once, before it takes the lock, and does not
+// read it again under the lock. Its time is at most the lock's wait
+// older than a reading here, so an id is forgotten no sooner than its
+// window allows.
+func (q *Queue) expireDedupLocked(now int64) {
 	if q.mu.st.dedup.Kept() > 0 {
-		q.mu.st.dedup.Expire(q.now() - int64(q.opts.DedupWindow))
+		q.mu.st.dedup.Expire(now - int64(q.opts.DedupWindow))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
 )
@@ -92,7 +93,18 @@ func (q *Queue) appendLocked(r *record, enc []byte) (*wal.Commit, error) {
 
 // appendLSNLocked is appendLocked that also returns the record's LSN.
 func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, error) {
-	if err := q.appendableLocked(r); err != nil {
+	return q.appendOfLocked(r, enc, nil)
+}
+
+// appendOfLocked is appendLSNLocked for a record about the table's entry
+// *e (e.Seq == r.Seq), which the caller looked up under q.mu with no
+// change since: the state's check and change take it (checkOf, changeOf)
+// instead of looking it up twice more. e nil: they look it up.
+func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *wal.Commit, error) {
+	if e != nil && !namesEntry[r.Op] {
+		e = nil // only the records that name an entry take one
+	}
+	if err := q.appendableLocked(r, e); err != nil {
 		return 0, nil, err
 	}
 	if enc == nil {
@@ -115,22 +127,29 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 	if err != nil {
 		return 0, nil, q.appendFailed(r.Op, err)
 	}
-	q.appliedLocked(lsn, r, len(enc))
+	q.appliedLocked(lsn, r, len(enc), e)
 	return lsn, c, nil
 }
 
 // appendableLocked says why r cannot be appended now: the queue is closed
 // or read-only, or r does not apply to the state. Records are checked
 // before they are written: once appended, a record must apply, or the log
-// would no longer replay.
-func (q *Queue) appendableLocked(r *record) error {
+// would no longer replay. e is the table's entry for r.Seq when the
+// caller has it in hand (appendOfLocked), else nil.
+func (q *Queue) appendableLocked(r *record, e *index.Entry) error {
 	if q.mu.closed {
 		return ErrClosed
 	}
 	if q.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if err := q.mu.st.check(r); err != nil {
+	var err error
+	if e != nil {
+		err = q.mu.st.checkOf(r, *e, true)
+	} else {
+		err = q.mu.st.check(r)
+	}
+	if err != nil {
 		return fmt.Errorf("queue: %s refused: %w", opName(r.Op), err)
 	}
 	return nil
@@ -145,9 +164,13 @@ func (q *Queue) appendFailed(o op, err error) error {
 
 // appliedLocked applies r, appended at lsn in n bytes, to the state, and
 // counts its bytes towards the next snapshot, waking the housekeeper at
-// each SegmentSize passed.
-func (q *Queue) appliedLocked(lsn uint64, r *record, n int) {
-	q.mu.st.change(lsn, r, n)
+// each SegmentSize passed. e is as for appendableLocked.
+func (q *Queue) appliedLocked(lsn uint64, r *record, n int, e *index.Entry) {
+	if e != nil {
+		q.mu.st.changeOf(lsn, r, *e, true)
+	} else {
+		q.mu.st.change(lsn, r, n)
+	}
 	before := q.mu.sinceSnap
 	q.mu.sinceSnap += int64(n)
 	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {

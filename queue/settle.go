@@ -228,7 +228,7 @@ func (q *Queue) settleOneLocked(s Settlement, now int64) (*wal.Commit, error) {
 		return nil, err
 	}
 	rec := q.settleRecord(s, e, now)
-	c, err := q.appendLocked(&rec, nil)
+	_, c, err := q.appendOfLocked(&rec, nil, &e)
 	if err != nil {
 		return nil, err
 	}

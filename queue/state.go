@@ -68,35 +68,54 @@ func (s *state) apply(lsn uint64, r *record, size int) error {
 // a record (appendLSNLocked), so a record that would not apply is refused
 // and never written, and replay runs it again with the same answer.
 func (s *state) check(r *record) error {
+	if namesEntry[r.Op] {
+		e, ok := s.table.Get(r.Seq)
+		return s.checkOf(r, e, ok)
+	}
 	switch r.Op {
 	case opEnqueue, opClose, opAdvance, opPublish:
 		return nil
-	case opLease:
-		return s.checkLease(r)
 	case opMove:
 		return s.checkMove(r)
 	case opDrop:
 		return s.checkDrop(r)
 	case opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
 		return s.checkSorted(r)
-	case opAck, opNack, opExtend, opExpire, opDead, opRequeueDead, opPurge:
-		e, ok := s.table.Get(r.Seq)
-		if !ok {
-			return fmt.Errorf("%w: %s of unknown message %d", ErrInvalidChange, opName(r.Op), r.Seq)
-		}
-		return checkNamed(r, e)
 	}
 	return fmt.Errorf("%w: unknown op %d", ErrInvalidChange, r.Op)
 }
 
+// namesEntry marks the records that change the table's entry for their
+// Seq, or make one (a first lease): check and change look it up once and
+// hand it to checkOf and changeOf.
+var namesEntry = [lastOp + 1]bool{opLease: true, opAck: true, opNack: true, opExtend: true,
+	opExpire: true, opDead: true, opRequeueDead: true, opPurge: true}
+
+// checkOf is check for a record that namesEntry marks, given the table's
+// entry for r.Seq (ok false when it has none), as looked up under the
+// same lock with no change since: the queue's settle and lease paths have
+// it in hand already (appendOfLocked).
+func (s *state) checkOf(r *record, e index.Entry, ok bool) error {
+	switch {
+	case r.Op == opLease:
+		return s.checkLease(r, e, ok)
+	case !ok:
+		return fmt.Errorf("%w: %s of unknown message %d", ErrInvalidChange, opName(r.Op), r.Seq)
+	}
+	return checkNamed(r, e)
+}
+
 // change applies a record that check accepted; it cannot fail.
 func (s *state) change(lsn uint64, r *record, size int) {
+	if namesEntry[r.Op] {
+		e, ok := s.table.Get(r.Seq) // check found it, or, for a first lease, found none
+		s.changeOf(lsn, r, e, ok)
+		return
+	}
 	s.last, s.clean = lsn, r.Op == opClose
 	switch r.Op {
 	case opEnqueue:
 		s.applyEnqueue(lsn, r, size)
-	case opLease:
-		s.applyLease(lsn, r)
 	case opMove:
 		s.applyMove(lsn, r, size)
 	case opPublish, opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
@@ -105,10 +124,18 @@ func (s *state) change(lsn uint64, r *record, size int) {
 		s.applyAdvance(r)
 	case opDrop:
 		s.applyDrop(r)
-	case opAck, opNack, opExtend, opExpire, opDead, opRequeueDead, opPurge:
-		e, _ := s.table.Get(r.Seq) // check found it
-		s.applyChange(r, e)
 	}
+}
+
+// changeOf is change for a record that check (or checkOf) accepted and
+// that namesEntry marks, given the table's entry for r.Seq as checkOf was.
+func (s *state) changeOf(lsn uint64, r *record, e index.Entry, ok bool) {
+	s.last, s.clean = lsn, false
+	if r.Op == opLease {
+		s.applyLease(lsn, r, e, ok)
+		return
+	}
+	s.applyChange(r, e)
 }
 
 // skip records that replay passed over the record at lsn without applying
@@ -137,9 +164,9 @@ func checkNamed(r *record, e index.Entry) error {
 }
 
 // checkLease verifies that a lease record leases a message that may be
-// delivered: a ready or delayed entry, or the next at or after the cursor.
-func (s *state) checkLease(r *record) error {
-	e, ok := s.table.Get(r.Seq)
+// delivered: a ready or delayed entry e (ok), or, with none, one at or
+// after the cursor.
+func (s *state) checkLease(r *record, e index.Entry, ok bool) error {
 	switch {
 	case !ok && r.Seq < s.cursor:
 		return fmt.Errorf("%w: lease of message %d behind the cursor %d", ErrInvalidChange, r.Seq, s.cursor)
@@ -239,9 +266,8 @@ func (s *state) applyEnqueue(lsn uint64, r *record, size int) {
 	s.pendingBytes += int64(size)
 }
 
-func (s *state) applyLease(lsn uint64, r *record) {
+func (s *state) applyLease(lsn uint64, r *record, e index.Entry, ok bool) {
 	s.counts.Delivered++
-	e, ok := s.table.Get(r.Seq)
 	if !ok {
 		// A first delivery, from the cursor.
 		s.cursor = r.Seq + 1
