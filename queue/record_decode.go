@@ -20,7 +20,7 @@ func decodeFrom(b []byte, r *record, alias bool) bool {
 	if len(b) == 0 || b[0] != mpFixArray|recordFields {
 		return false
 	}
-	d := encodedReader{b: b[1:], ok: true, alias: alias}
+	d := encodedReader{b: b, at: 1, ok: true, alias: alias}
 	o := d.uint(255)
 	r.Seq = d.uint(1<<64 - 1)
 	r.Lease = d.uint(1<<64 - 1)
@@ -39,20 +39,27 @@ func decodeFrom(b []byte, r *record, alias bool) bool {
 
 // encodedReader reads the fields of an encoded record in order; ok turns
 // false at the first unexpected byte, and later reads return zero values.
+// It moves through b by an offset rather than by reslicing b: a pointer
+// written through the reader would cost a write barrier per field while
+// the collector runs.
 type encodedReader struct {
-	b     []byte // the input not read yet
+	b     []byte // the input
+	at    int    // offset in b of the next byte to read
 	ok    bool
 	alias bool // bytes returns views into b instead of copies
 }
 
+// left is the number of bytes not read yet.
+func (d *encodedReader) left() int { return len(d.b) - d.at }
+
 // take returns the next n bytes, or nil and not ok.
 func (d *encodedReader) take(n int) []byte {
-	if !d.ok || n > len(d.b) {
+	if !d.ok || n > d.left() {
 		d.ok = false
 		return nil
 	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
+	v := d.b[d.at : d.at+n : d.at+n]
+	d.at += n
 	return v
 }
 
@@ -102,16 +109,16 @@ func (d *encodedReader) uint(max uint64) uint64 {
 
 // int reads what uint reads, or a negative fixint or int8/16/32/64.
 func (d *encodedReader) int() int64 {
-	if !d.ok || len(d.b) == 0 {
+	if !d.ok || d.left() == 0 {
 		d.ok = false
 		return 0
 	}
-	switch c := d.b[0]; {
+	switch c := d.b[d.at]; {
 	case c >= 0xe0:
-		d.b = d.b[1:]
+		d.at++
 		return int64(int8(c))
 	case c >= mpInt8 && c <= mpInt8+3:
-		d.b = d.b[1:]
+		d.at++
 		n := 1 << (c - mpInt8)
 		v := d.bigEndian(n)
 		shift := 64 - 8*n
@@ -140,7 +147,7 @@ func (d *encodedReader) raw() (v []byte, isNil bool) {
 		d.ok = false
 		return nil, false
 	}
-	if n > uint64(len(d.b)) {
+	if n > uint64(d.left()) {
 		d.ok = false
 		return nil, false
 	}
@@ -188,7 +195,7 @@ func (d *encodedReader) headers() map[string]string {
 	if n == 0 || !d.ok {
 		return nil
 	}
-	if n > uint64(len(d.b)) { // every entry takes at least two bytes
+	if n > uint64(d.left()) { // every entry takes at least two bytes
 		d.ok = false
 		return nil
 	}
