@@ -101,7 +101,7 @@ func (q *Queue) appendLSNLocked(r *record, enc []byte) (uint64, *wal.Commit, err
 // change since: the state's check and change take it (checkOf, changeOf)
 // instead of looking it up twice more. e nil: they look it up.
 func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *wal.Commit, error) {
-	if e != nil && !namesEntry[r.Op] {
+	if e != nil && !namesEntry(r.Op) {
 		e = nil // only the records that name an entry take one
 	}
 	if err := q.appendableLocked(r, e); err != nil {

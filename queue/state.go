@@ -68,7 +68,7 @@ func (s *state) apply(lsn uint64, r *record, size int) error {
 // a record (appendLSNLocked), so a record that would not apply is refused
 // and never written, and replay runs it again with the same answer.
 func (s *state) check(r *record) error {
-	if namesEntry[r.Op] {
+	if namesEntry(r.Op) {
 		e, ok := s.table.Get(r.Seq)
 		return s.checkOf(r, e, ok)
 	}
@@ -85,10 +85,13 @@ func (s *state) check(r *record) error {
 	return fmt.Errorf("%w: unknown op %d", ErrInvalidChange, r.Op)
 }
 
-// namesEntry marks the records that change the table's entry for their
-// Seq, or make one (a first lease): check and change look it up once and
-// hand it to checkOf and changeOf.
-var namesEntry = [lastOp + 1]bool{opLease: true, opAck: true, opNack: true, opExtend: true,
+// namesEntry reports whether records of op o change the table's entry
+// for their Seq, or make one (a first lease): check and change look it up
+// once and hand it to checkOf and changeOf.
+func namesEntry(o op) bool { return o <= lastOp && entryOps[o] }
+
+// entryOps are the ops namesEntry reports.
+var entryOps = [lastOp + 1]bool{opLease: true, opAck: true, opNack: true, opExtend: true,
 	opExpire: true, opDead: true, opRequeueDead: true, opPurge: true}
 
 // checkOf is check for a record that namesEntry marks, given the table's
@@ -107,7 +110,7 @@ func (s *state) checkOf(r *record, e index.Entry, ok bool) error {
 
 // change applies a record that check accepted; it cannot fail.
 func (s *state) change(lsn uint64, r *record, size int) {
-	if namesEntry[r.Op] {
+	if namesEntry(r.Op) {
 		e, ok := s.table.Get(r.Seq) // check found it, or, for a first lease, found none
 		s.changeOf(lsn, r, e, ok)
 		return

@@ -42,6 +42,8 @@ func invalidChanges(f *validateFixture) map[string]*record {
 		"purge of an unknown dead value":   {Op: opValuePurge, Seq: 999},
 		"move of an unknown sorted value":  {Op: opMove, Seq: 999, Flags: flagSorted, Key: "k"},
 		"drop of an unknown sorted value":  {Op: opDrop, Seq: 999, Flags: flagSorted, Key: "k"},
+		"an op past the last":              {Op: lastOp + 1, Seq: f.leased, Lease: f.lease},
+		"op 255":                           {Op: 255, Seq: f.leased, Lease: f.lease},
 	}
 }
 
