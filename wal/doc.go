@@ -193,7 +193,8 @@
 // the segment holds a quarter of SegmentSize or 256 KiB, whichever is
 // less, walq reserves that room (SegmentSize plus 64 KiB, at most 16 MiB
 // plus 64 KiB), so the copy is not regrown as the segment fills
-// (tidwall.go), and a log that writes little keeps little. Each
+// (tidwall.go), and a log that writes little keeps little. At a roll the
+// new tail takes over the sealed segment's copy, room and all. Each
 // Reader has a 256 KiB read-ahead buffer; Read keeps the last four decoded
 // entries (one, if larger than 1 MiB). The tail segment, and each sealed
 // segment read out of order since Open, keeps a sparse index of one point
