@@ -349,6 +349,9 @@ func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
 	if err := c.syncRolled(segs); err != nil {
 		return nil, err
 	}
+	c.l.seg.Lock()
+	c.tail.mem = nil // dropCache hands its storage to the next tail
+	c.l.seg.Unlock()
 	if err := c.st.dropCache(); err != nil {
 		return nil, fmt.Errorf("wal: segment roll: %w", err)
 	}
@@ -394,6 +397,10 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	for ; j < len(plan.starts); j++ {
 		s = c.seal(s, segs[j])
 	}
+	s.mem = nil
+	if b := c.st.tailBytes(); int64(len(b)) == plan.tail && plan.tail == s.size {
+		s.mem = b[:len(b):len(b)]
+	}
 	l.writtenLSN.Store(c.groups[len(c.groups)-1].header().end() - 1)
 	l.seg.Unlock()
 	if len(segs) > 0 { // syncRolled fsynced every segment sealed
@@ -406,7 +413,7 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 // seal marks s sealed and appends next to the list; the caller holds
 // Log.seg.
 func (c *committer) seal(s, next *segment) *segment {
-	s.sealed = true
+	s.sealed, s.mem = true, nil
 	// Its index is dropped: a backlog of sealed segments read in order
 	// needs none, and the first lookup that does rebuilds it. Under
 	// Salvage it is kept: it may hold the resync targets past damage.

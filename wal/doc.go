@@ -181,7 +181,12 @@
 // only after WriteBatch returned, so readers see only whole entries.
 // Readers never call tidwall/wal's Read (it mutates a shared cache under a
 // read lock): they pread the segment files themselves through read-only
-// handles that are reference counted. A Reader pins the file of the
+// handles that are reference counted. A Reader less than 64 KiB behind
+// the end of the tail copies those bytes, under the read lock, from the
+// copy of the tail tidwall/wal keeps in memory, which the committer
+// publishes with each write (only bytes below the published size, which
+// are never changed; a roll unpublishes it before its storage passes to
+// the next tail), and checks them as it checks the file's. A Reader pins the file of the
 // segment it is reading, so TruncateFront never closes a file under it; the
 // file (and its disk space, once removed) is released when the Reader
 // moves on or is closed. A Reader is not safe for concurrent use; create

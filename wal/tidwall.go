@@ -62,6 +62,11 @@ type store interface {
 	lastIndex() (uint64, error)
 	// dropCache forgets sealed segments the store kept in memory.
 	dropCache() error
+	// tailBytes returns the store's copy of the tail segment's bytes from
+	// offset 0, or nil when it keeps none it can show. The bytes it
+	// returns are never changed, except that a roll (dropCache) may reuse
+	// their storage for the next tail.
+	tailBytes() []byte
 	close() error
 }
 
@@ -171,6 +176,13 @@ func (s *tidwallStore) firstIndex() (uint64, error) { return s.tw.FirstIndex() }
 func (s *tidwallStore) lastIndex() (uint64, error)  { return s.tw.LastIndex() }
 func (s *tidwallStore) close() error                { return s.tw.Close() }
 
+func (s *tidwallStore) tailBytes() []byte {
+	if s.tail == nil {
+		return nil
+	}
+	return *s.tail.buf
+}
+
 // dropCache is called after a roll: the tail is a new segment. The copy
 // of the segment sealed last, which tidwall/wal drops, becomes the new
 // tail's copy at once (reserveTail's room, without a new allocation).
@@ -242,8 +254,10 @@ func planRolls(tail, segSize int64, frames []int64) rollPlan {
 // checks their types, and finds nothing when the layout is not v1.2.1's
 // (TestReserveTail pins it, so an upgrade that changes it fails a test
 // rather than quietly slowing down). The committer owns the store:
-// nothing else touches tidwall/wal meanwhile, and nothing in walq reads
-// these copies (readers read the files).
+// nothing else touches tidwall/wal meanwhile. Readers copy the bytes
+// of the tail's copy that the committer published (segment.mem): bytes
+// tidwall/wal never changes once appended, until a roll reuses their
+// storage, and the committer unpublishes them before it does.
 
 // maxTailRoom bounds the room reserved, so that a large SegmentSize does
 // not take its whole size at once; past it the copy grows as before.
