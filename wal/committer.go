@@ -349,9 +349,7 @@ func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
 	if err := c.syncRolled(segs); err != nil {
 		return nil, err
 	}
-	c.l.seg.Lock()
-	c.tail.mem = nil // dropCache hands its storage to the next tail
-	c.l.seg.Unlock()
+	c.unpublishTail() // dropCache hands its storage to the next tail
 	if err := c.st.dropCache(); err != nil {
 		return nil, fmt.Errorf("wal: segment roll: %w", err)
 	}
@@ -380,6 +378,15 @@ func (c *committer) openRolled(prev *segment, size int64, k int) (*segment, erro
 		first = c.groups[k].first
 	}
 	return &segment{path: path, firstIndex: index, file: file, firstLSN: first, indexed: true}, nil
+}
+
+// unpublishTail stops readers from copying the tail's bytes from the
+// store's copy in memory (segment.mem), before the store reuses its
+// storage; they read the file until the next publish.
+func (c *committer) unpublishTail() {
+	c.l.seg.Lock()
+	c.tail.mem = nil
+	c.l.seg.Unlock()
 }
 
 // publish makes the written entries visible to readers: it places each

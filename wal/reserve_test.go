@@ -9,10 +9,10 @@ import (
 // TestReserveTail pins what reserveTail assumes about tidwall/wal's
 // layout: the copy of the tail segment it keeps in memory stays small
 // while the segment does, and has its room once the segment holds
-// reserveAfter bytes, after Open and after TruncateFront reopens it; at
-// a roll the new tail takes over the sealed segment's copy, with its
-// room, and the entries' positions get room too; every record reads back
-// intact.
+// reserveAfter bytes after Open; at a roll the new tail takes over the
+// sealed segment's copy, with its room, and the entries' positions get
+// room too; after TruncateFront reopens tidwall/wal, the tail's new copy
+// takes over the old one's storage. Every record reads back intact.
 func TestReserveTail(t *testing.T) {
 	const segSize = 64 << 10
 	l, err := open(t.TempDir(), &Options{Sync: SyncNever, SegmentSize: segSize}, faults{})
@@ -69,8 +69,13 @@ func TestReserveTail(t *testing.T) {
 	}
 	write(past)
 	room("after rolls", true)
+	before := tailStorage(t, l)
 	if err := l.TruncateFront(l.Segments()[1].FirstLSN); err != nil {
 		t.Fatal(err)
+	}
+	room("just after TruncateFront", true)
+	if after := tailStorage(t, l); after != before {
+		t.Errorf("after TruncateFront the tail's copy is at %#x, want the one before at %#x", after, before)
 	}
 	write(past)
 	room("after TruncateFront", true)

@@ -64,8 +64,8 @@ type store interface {
 	dropCache() error
 	// tailBytes returns the store's copy of the tail segment's bytes from
 	// offset 0, or nil when it keeps none it can show. The bytes it
-	// returns are never changed, except that a roll (dropCache) may reuse
-	// their storage for the next tail.
+	// returns are never changed, except that a roll (dropCache) or
+	// truncateFront may reuse their storage for the next copy of the tail.
 	tailBytes() []byte
 	close() error
 }
@@ -158,6 +158,10 @@ func (s *tidwallStore) truncateFront(index uint64) error {
 	if err := s.observe(StoreTruncateFront); err != nil {
 		return err
 	}
+	var old tailCopy
+	if s.tail != nil {
+		old = s.tail.take()
+	}
 	if err := s.tw.Close(); err != nil {
 		return err
 	}
@@ -169,6 +173,15 @@ func (s *tidwallStore) truncateFront(index uint64) error {
 		return err
 	}
 	s.tw, s.reserved, s.tail = tw, false, nil
+	if old.buf == nil {
+		return nil
+	}
+	// The reopened store read the tail into a copy of its own: the old
+	// copy's storage takes it, room and all.
+	if s.tail = findTailCopy(tw); s.tail != nil {
+		s.tail.reserve(tailRoom(s.opts.SegmentSize), old)
+		s.reserved = true
+	}
 	return nil
 }
 
