@@ -185,9 +185,10 @@
 // the end of the tail copies those bytes, under the read lock, from the
 // copy of the tail tidwall/wal keeps in memory, which the committer
 // publishes with each write (only bytes below the published size, which
-// are never changed; a roll unpublishes it before its storage passes to
-// the next tail), and checks them as it checks the file's. A Reader pins the file of the
-// segment it is reading, so TruncateFront never closes a file under it; the
+// are never changed; a roll or TruncateFront unpublishes it before its
+// storage passes to the next copy), and checks them as it checks the
+// file's. A Reader pins the file of the segment it is reading, so
+// TruncateFront never closes a file under it; the
 // file (and its disk space, once removed) is released when the Reader
 // moves on or is closed. A Reader is not safe for concurrent use; create
 // one per goroutine, and Close it.
