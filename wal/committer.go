@@ -165,9 +165,36 @@ func (c *committer) writeFor(cm *Commit) {
 			c.leadWrite(cm, yield)
 			return
 		}
-		<-turn // the leader marks what it wrote before it is done
+		c.follow(cm, turn)
 	}
 }
+
+// follow waits for the end of the leader's turn, or for cm to be
+// written. A write is short (no fsync is made under the lead), so the
+// follower first lets the goroutines ready to run go first, up to
+// followYields times, and blocks on turn only if the leader is still not
+// done: blocking costs the follower a park, and the leader a wake-up of
+// each follower (often of an idle processor's thread) at the end of its
+// turn, more than the write itself. The goroutines run meanwhile append
+// what the next leader writes with this follower's group, if the leader
+// did not take it. A stale look is harmless: writeFor looks again.
+func (c *committer) follow(cm *Commit, turn <-chan struct{}) {
+	for range followYields {
+		runtime.Gosched()
+		if cm.isWritten() {
+			return
+		}
+		select {
+		case <-turn:
+			return
+		default:
+		}
+	}
+	<-turn // the leader marks what it wrote before it is done
+}
+
+// followYields is how many times a follower yields before it blocks.
+const followYields = 2
 
 // leadWrite is writeFor for the leader; it first lets the goroutines
 // ready to run go first if yield is set (see lead.go).
@@ -322,6 +349,7 @@ func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
 	if err := c.syncRolled(segs); err != nil {
 		return nil, err
 	}
+	c.unpublishTail() // dropCache hands its storage to the next tail
 	if err := c.st.dropCache(); err != nil {
 		return nil, fmt.Errorf("wal: segment roll: %w", err)
 	}
@@ -352,6 +380,15 @@ func (c *committer) openRolled(prev *segment, size int64, k int) (*segment, erro
 	return &segment{path: path, firstIndex: index, file: file, firstLSN: first, indexed: true}, nil
 }
 
+// unpublishTail stops readers from copying the tail's bytes from the
+// store's copy in memory (segment.mem), before the store reuses its
+// storage; they read the file until the next publish.
+func (c *committer) unpublishTail() {
+	c.l.seg.Lock()
+	c.tail.mem = nil
+	c.l.seg.Unlock()
+}
+
 // publish makes the written entries visible to readers: it places each
 // entry in its segment, seals rolled segments and appends the new ones.
 func (c *committer) publish(plan rollPlan, segs []*segment) {
@@ -367,6 +404,10 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	for ; j < len(plan.starts); j++ {
 		s = c.seal(s, segs[j])
 	}
+	s.mem = nil
+	if b := c.st.tailBytes(); int64(len(b)) == plan.tail && plan.tail == s.size {
+		s.mem = b[:len(b):len(b)]
+	}
 	l.writtenLSN.Store(c.groups[len(c.groups)-1].header().end() - 1)
 	l.seg.Unlock()
 	if len(segs) > 0 { // syncRolled fsynced every segment sealed
@@ -379,7 +420,7 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 // seal marks s sealed and appends next to the list; the caller holds
 // Log.seg.
 func (c *committer) seal(s, next *segment) *segment {
-	s.sealed = true
+	s.sealed, s.mem = true, nil
 	// Its index is dropped: a backlog of sealed segments read in order
 	// needs none, and the first lookup that does rebuilds it. Under
 	// Salvage it is kept: it may hold the resync targets past damage.

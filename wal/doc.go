@@ -181,8 +181,14 @@
 // only after WriteBatch returned, so readers see only whole entries.
 // Readers never call tidwall/wal's Read (it mutates a shared cache under a
 // read lock): they pread the segment files themselves through read-only
-// handles that are reference counted. A Reader pins the file of the
-// segment it is reading, so TruncateFront never closes a file under it; the
+// handles that are reference counted. A Reader less than 64 KiB behind
+// the end of the tail copies those bytes, under the read lock, from the
+// copy of the tail tidwall/wal keeps in memory, which the committer
+// publishes with each write (only bytes below the published size, which
+// are never changed; a roll or TruncateFront unpublishes it before its
+// storage passes to the next copy), and checks them as it checks the
+// file's. A Reader pins the file of the segment it is reading, so
+// TruncateFront never closes a file under it; the
 // file (and its disk space, once removed) is released when the Reader
 // moves on or is closed. A Reader is not safe for concurrent use; create
 // one per goroutine, and Close it.
@@ -193,7 +199,8 @@
 // the segment holds a quarter of SegmentSize or 256 KiB, whichever is
 // less, walq reserves that room (SegmentSize plus 64 KiB, at most 16 MiB
 // plus 64 KiB), so the copy is not regrown as the segment fills
-// (tidwall.go), and a log that writes little keeps little. Each
+// (tidwall.go), and a log that writes little keeps little. At a roll the
+// new tail takes over the sealed segment's copy, room and all. Each
 // Reader has a 256 KiB read-ahead buffer; Read keeps the last four decoded
 // entries (one, if larger than 1 MiB). The tail segment, and each sealed
 // segment read out of order since Open, keeps a sparse index of one point

@@ -11,7 +11,9 @@ import (
 // finds a leader at work does not queue on the committer's mutex: it waits
 // until either its own group is written (the leader took it) or the
 // leader is done, and then, if its group is still not written, it leads
-// the next write, which takes everything that gathered meanwhile. A lone
+// the next write, which takes everything that gathered meanwhile. It
+// yields its processor twice before it blocks (committer.follow): the
+// leader is usually done by then, and no wake-up is needed. A lone
 // caller leads at once and waits for nobody.
 //
 // Without fsync a write is short, and callers that take turns at their

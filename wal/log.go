@@ -24,6 +24,7 @@ type Log struct {
 		sealed  []*group // full groups waiting for the committer, in LSN order
 		free    []*group // written groups handed back by the committer, for reuse with their buffers
 		bare    []*group // more of them, without their buffers
+		commits []Commit // Commits not handed out yet (newCommitLocked)
 		nextLSN LSN      // LSN the next record gets
 		closed  bool     // Close was called
 		err     error    // sticky write/fsync failure; nil while healthy
@@ -39,7 +40,6 @@ type Log struct {
 	}
 
 	firstLSN   atomic.Uint64 // first LSN in the log; stored under seg
-	lastLSN    atomic.Uint64 // last LSN appended; stored under mu
 	writtenLSN atomic.Uint64 // last LSN in the segment files; stored by the committer under seg
 	durableLSN atomic.Uint64 // last LSN covered by an fsync; only raised, by advanceDurable
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
@@ -341,7 +341,7 @@ func (l *Log) setLSNs() error {
 	}
 	l.mu.nextLSN = next
 	l.firstLSN.Store(first)
-	for _, a := range []*atomic.Uint64{&l.lastLSN, &l.writtenLSN, &l.durableLSN} {
+	for _, a := range []*atomic.Uint64{&l.writtenLSN, &l.durableLSN} {
 		a.Store(next - 1)
 	}
 	if t := l.report.Torn; t != nil && t.Entries > 0 && t.FirstLSN == 0 {
@@ -393,7 +393,11 @@ func (l *Log) FirstLSN() LSN { return l.firstLSN.Load() }
 
 // LastLSN returns the LSN of the last record appended, written or not;
 // FirstLSN-1 when the log is empty.
-func (l *Log) LastLSN() LSN { return l.lastLSN.Load() }
+func (l *Log) LastLSN() LSN {
+	l.mu.Lock() // read where Append counts, rather than stored on every Append
+	defer l.mu.Unlock()
+	return l.mu.nextLSN - 1
+}
 
 // WrittenLSN returns the LSN of the last record written to the segment
 // files: readable, but not necessarily durable.

@@ -80,6 +80,7 @@ type segment struct {
 	points   []point  // sparse index, ascending; includes the first entry and every resync target
 	entries  int      // valid entries, when indexed
 	endLSN   LSN      // LSN after the last record, when indexed
+	mem      []byte   // the tail's bytes [0, size) in memory (committer.publish); nil when sealed or unknown
 }
 
 // pin takes a reference on the segment's file, or returns nil if the
@@ -161,6 +162,14 @@ type segReader struct {
 	n     int         // valid bytes in buf
 }
 
+// aheadBytes is how much the reader reads at once.
+func (r *segReader) aheadBytes() int {
+	if r.ahead == 0 {
+		return readAhead
+	}
+	return r.ahead
+}
+
 func (r *segReader) reset(f io.ReaderAt) {
 	r.f, r.off, r.n = f, 0, 0
 }
@@ -174,10 +183,7 @@ func (r *segReader) bytes(off int64, n int, limit int64) ([]byte, error) {
 	if off+int64(n) > limit {
 		return nil, io.ErrUnexpectedEOF
 	}
-	ahead := int64(r.ahead)
-	if ahead == 0 {
-		ahead = readAhead
-	}
+	ahead := int64(r.aheadBytes())
 	want := int(min(max(int64(n), ahead), limit-off))
 	if cap(r.buf) < want || (int64(cap(r.buf)) > 4*ahead && int64(want) <= ahead) {
 		r.buf = make([]byte, want) // grow for a large entry, shrink after one
@@ -193,6 +199,29 @@ func (r *segReader) bytes(off int64, n int, limit int64) ([]byte, error) {
 	}
 	r.off, r.n = off, m
 	return r.buf[:n], nil
+}
+
+// memReadMax bounds what a Reader copies from the tail's bytes in
+// memory (segment.mem) at once, under Log.seg's read lock: a Reader close
+// behind the writes takes what they added without a pread; one further
+// behind reads the file ahead, as before.
+const memReadMax = 64 << 10
+
+// fill puts the bytes from off to the end of mem, the segment's bytes from
+// offset 0, into the buffer, unless it holds them already or they are
+// more than memReadMax. The caller holds Log.seg's read lock.
+func (r *segReader) fill(mem []byte, off int64) {
+	end := int64(len(mem))
+	if off >= end || end-off > memReadMax || (off >= r.off && end <= r.off+int64(r.n)) {
+		return
+	}
+	n := int(end - off)
+	if cap(r.buf) < n {
+		r.buf = make([]byte, max(n, r.aheadBytes()))
+	}
+	r.buf = r.buf[:n]
+	copy(r.buf, mem[off:])
+	r.off, r.n = off, n
 }
 
 // frame reads the frame at off and returns its total length and the entry

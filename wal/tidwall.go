@@ -62,6 +62,11 @@ type store interface {
 	lastIndex() (uint64, error)
 	// dropCache forgets sealed segments the store kept in memory.
 	dropCache() error
+	// tailBytes returns the store's copy of the tail segment's bytes from
+	// offset 0, or nil when it keeps none it can show. The bytes it
+	// returns are never changed, except that a roll (dropCache) or
+	// truncateFront may reuse their storage for the next copy of the tail.
+	tailBytes() []byte
 	close() error
 }
 
@@ -78,9 +83,9 @@ type tidwallStore struct {
 	tw       *twal.Log
 	obs      storeObserver
 	dir      string
-	opts     Options // the Log's, to reopen tidwall/wal and reach its FS
-	reserved bool    // the tail's copy in memory has its room, or cannot get it (reserveTail); false after a roll or a reopen
-	tail     *[]byte // tidwall/wal's copy of the tail segment (tailCopy); nil until found, and after a roll or a reopen
+	opts     Options   // the Log's, to reopen tidwall/wal and reach its FS
+	reserved bool      // the tail's copy in memory has its room, or cannot get it (reserveTail); false after a reopen
+	tail     *tailCopy // tidwall/wal's copy of the tail segment (findTailCopy); nil until found, and after a roll or a reopen
 }
 
 // openStore opens tidwall/wal on a directory prepareDir left ready. fsys
@@ -134,19 +139,15 @@ func (s *tidwallStore) writeBatch(b *storeBatch) error {
 // copy.
 func (s *tidwallStore) reserveTail() {
 	if s.tail == nil {
-		if s.tail = tailCopy(s.tw); s.tail == nil {
+		if s.tail = findTailCopy(s.tw); s.tail == nil {
 			s.reserved = true
 			return
 		}
 	}
-	if len(*s.tail) < reserveAfter(s.opts.SegmentSize) {
+	if len(*s.tail.buf) < reserveAfter(s.opts.SegmentSize) {
 		return
 	}
-	if n := tailRoom(s.opts.SegmentSize); cap(*s.tail) < n {
-		b := make([]byte, len(*s.tail), n)
-		copy(b, *s.tail)
-		*s.tail = b
-	}
+	s.tail.reserve(tailRoom(s.opts.SegmentSize), tailCopy{})
 	s.reserved = true
 }
 
@@ -156,6 +157,10 @@ func (s *tidwallStore) reserveTail() {
 func (s *tidwallStore) truncateFront(index uint64) error {
 	if err := s.observe(StoreTruncateFront); err != nil {
 		return err
+	}
+	var old tailCopy
+	if s.tail != nil {
+		old = s.tail.take()
 	}
 	if err := s.tw.Close(); err != nil {
 		return err
@@ -168,6 +173,15 @@ func (s *tidwallStore) truncateFront(index uint64) error {
 		return err
 	}
 	s.tw, s.reserved, s.tail = tw, false, nil
+	if old.buf == nil {
+		return nil
+	}
+	// The reopened store read the tail into a copy of its own: the old
+	// copy's storage takes it, room and all.
+	if s.tail = findTailCopy(tw); s.tail != nil {
+		s.tail.reserve(tailRoom(s.opts.SegmentSize), old)
+		s.reserved = true
+	}
 	return nil
 }
 
@@ -175,10 +189,33 @@ func (s *tidwallStore) firstIndex() (uint64, error) { return s.tw.FirstIndex() }
 func (s *tidwallStore) lastIndex() (uint64, error)  { return s.tw.LastIndex() }
 func (s *tidwallStore) close() error                { return s.tw.Close() }
 
-// dropCache is called after a roll: the tail is a new segment.
+func (s *tidwallStore) tailBytes() []byte {
+	if s.tail == nil {
+		return nil
+	}
+	return *s.tail.buf
+}
+
+// dropCache is called after a roll: the tail is a new segment. The copy
+// of the segment sealed last, which tidwall/wal drops, becomes the new
+// tail's copy at once (reserveTail's room, without a new allocation).
 func (s *tidwallStore) dropCache() error {
+	var sealed tailCopy
+	if s.tail != nil {
+		sealed = s.tail.take()
+	}
 	s.reserved, s.tail = false, nil
-	return s.tw.ClearCache()
+	if err := s.tw.ClearCache(); err != nil {
+		return err
+	}
+	if sealed.buf == nil {
+		return nil
+	}
+	if s.tail = findTailCopy(s.tw); s.tail != nil {
+		s.tail.reserve(tailRoom(s.opts.SegmentSize), sealed)
+		s.reserved = true
+	}
+	return nil
 }
 
 // rollPlan says where tidwall/wal will put each entry of a batch. The
@@ -216,17 +253,24 @@ func planRolls(tail, segSize int64, frames []int64) rollPlan {
 }
 
 // tidwall/wal keeps a copy of the tail segment in memory (segment.ebuf)
-// and appends each entry to it before it writes the entry to the file.
-// The copy starts empty at each roll and grows as append grows it, by a
-// quarter each time once large: over a 4 MiB segment every byte written
-// is copied about four more times, and the garbage of the old copies
-// drives the GC (together about a fifth of a lone no-fsync caller's CPU).
-// Once the segment holds reserveAfter bytes, tidwallStore.reserveTail
-// gives the copy its whole room instead. tailCopy reaches the unexported
-// field by reflection, checks its type, and finds nothing when the layout
-// is not v1.2.1's (TestReserveTail pins it, so an upgrade that changes it
-// fails a test rather than quietly slowing down). The committer owns the
-// store: nothing else touches tidwall/wal meanwhile.
+// and appends each entry to it before it writes the entry to the file,
+// with the entry's position (segment.epos). The copy starts empty at each
+// roll and grows as append grows it, by a quarter each time once large:
+// over a 4 MiB segment every byte written is copied about four more
+// times, and the garbage of the old copies drives the GC (together about
+// a fifth of a lone no-fsync caller's CPU); the positions grow the same
+// way. Once the segment holds reserveAfter bytes, tidwallStore.reserveTail
+// gives both their whole room instead; at a roll, the sealed segment's
+// copy, which tidwall/wal drops, becomes the new tail's (dropCache), so a
+// log that keeps writing allocates (and the kernel zeroes) no new 4 MiB
+// per segment. findTailCopy reaches the unexported fields by reflection,
+// checks their types, and finds nothing when the layout is not v1.2.1's
+// (TestReserveTail pins it, so an upgrade that changes it fails a test
+// rather than quietly slowing down). The committer owns the store:
+// nothing else touches tidwall/wal meanwhile. Readers copy the bytes
+// of the tail's copy that the committer published (segment.mem): bytes
+// tidwall/wal never changes once appended, until a roll reuses their
+// storage, and the committer unpublishes them before it does.
 
 // maxTailRoom bounds the room reserved, so that a large SegmentSize does
 // not take its whole size at once; past it the copy grows as before.
@@ -245,9 +289,18 @@ func reserveAfter(segSize int64) int {
 	return int(min(segSize/4, 256<<10))
 }
 
-// tailCopy returns tidwall/wal's copy of its tail segment, or nil when it
-// has none or its layout is not the one expected.
-func tailCopy(tw *twal.Log) *[]byte {
+// tailCopy points at the fields of tidwall/wal's tail segment that hold
+// its copy: the bytes (ebuf) and each entry's position (epos, a slice of
+// an unexported type, reached through reflect). As a value taken out of
+// them (take), it holds the storage itself.
+type tailCopy struct {
+	buf *[]byte       // segment.ebuf
+	pos reflect.Value // segment.epos, settable; invalid when its type is not the expected one
+}
+
+// findTailCopy returns tidwall/wal's copy of its tail segment, or nil
+// when it has none or its layout is not the one expected.
+func findTailCopy(tw *twal.Log) *tailCopy {
 	segs := reflect.ValueOf(tw).Elem().FieldByName("segments")
 	if segs.Kind() != reflect.Slice || segs.Len() == 0 {
 		return nil
@@ -256,9 +309,73 @@ func tailCopy(tw *twal.Log) *[]byte {
 	if tail.Kind() != reflect.Pointer || tail.IsNil() {
 		return nil
 	}
-	f := tail.Elem().FieldByName("ebuf")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[[]byte]() {
+	b := tail.Elem().FieldByName("ebuf")
+	if !b.IsValid() || b.Type() != reflect.TypeFor[[]byte]() {
 		return nil
 	}
-	return (*[]byte)(unsafe.Pointer(f.UnsafeAddr()))
+	t := &tailCopy{buf: (*[]byte)(unsafe.Pointer(b.UnsafeAddr()))}
+	if p := tail.Elem().FieldByName("epos"); p.IsValid() && isPosType(p.Type()) {
+		t.pos = reflect.NewAt(p.Type(), unsafe.Pointer(p.UnsafeAddr())).Elem()
+	}
+	return t
+}
+
+// isPosType reports whether t is v1.2.1's []bpos: struct{ pos, end int }.
+func isPosType(t reflect.Type) bool {
+	if t.Kind() != reflect.Slice || t.Elem().Kind() != reflect.Struct || t.Elem().NumField() != 2 {
+		return false
+	}
+	e := t.Elem()
+	return e.Field(0).Name == "pos" && e.Field(0).Type.Kind() == reflect.Int &&
+		e.Field(1).Name == "end" && e.Field(1).Type.Kind() == reflect.Int
+}
+
+// take returns the storage of the copy, for a tail that comes after it;
+// tidwall/wal drops its own reference when it clears its cache.
+func (t *tailCopy) take() tailCopy {
+	b := *t.buf
+	out := tailCopy{buf: &b}
+	if t.pos.IsValid() {
+		out.pos = reflect.New(t.pos.Type()).Elem()
+		out.pos.Set(t.pos)
+	}
+	return out
+}
+
+// reserve gives the copy room for room bytes, and its positions room for
+// as many entries as the bytes so far (or those of spare) let expect,
+// reusing spare's storage (the copy of a sealed segment, whose contents
+// no longer matter) where it is large enough.
+func (t *tailCopy) reserve(room int, spare tailCopy) {
+	buf := *t.buf
+	if cap(buf) < room {
+		var b []byte
+		if spare.buf != nil && cap(*spare.buf) >= room {
+			b = (*spare.buf)[:0]
+		} else {
+			b = make([]byte, 0, room)
+		}
+		*t.buf = append(b, buf...)
+	}
+	if !t.pos.IsValid() {
+		return
+	}
+	n, want := t.pos.Len(), 0
+	switch {
+	case n > 0 && len(buf) > 0:
+		want = n * room / len(buf)
+	case spare.pos.IsValid():
+		want = spare.pos.Len()
+	}
+	want += want / 4
+	if t.pos.Cap() >= want {
+		return
+	}
+	var p reflect.Value
+	if spare.pos.IsValid() && spare.pos.Cap() >= want {
+		p = spare.pos.Slice(0, 0)
+	} else {
+		p = reflect.MakeSlice(t.pos.Type(), 0, want)
+	}
+	t.pos.Set(reflect.AppendSlice(p, t.pos))
 }
