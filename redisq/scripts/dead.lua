@@ -14,13 +14,16 @@ for _, seq in ipairs(seqs) do
   redis.call('ZREM', K_DEAD, seq)
   local r = getrec(seq)
   if op == 'purge' then
-    forget(seq, r)
+    forget(seq, r[1], r[2] == 1)
   else
     r[3], r[5] = 0, ''
     putrec(seq, r)
     ready(seq)
   end
 end
-if op == 'purge' then count('purged', #seqs) end
+if op == 'purge' then
+  drop(false)
+  count('purged', #seqs)
+end
 wake()
 return #seqs
