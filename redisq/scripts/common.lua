@@ -51,7 +51,7 @@ local function bind(KEYS, ARGV)
   K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   K_LEASE, K_DEAD, K_ACKED, K_STATS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   CHAN, NOW, maxd, window = ARGV[1], ARGV[2], 0, 0
-  now = tonumber(NOW)
+  now = NOW + 0 -- one strtod; tonumber makes two
   if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
   if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
   woke, timers, gone = false, nil, nil
@@ -99,7 +99,7 @@ end
 -- read (nil when none), has not passed: the fence of every settling by
 -- receipt.
 local function owner(raw, dl, tok)
-  if not raw or not dl or tonumber(dl) <= now then return nil end
+  if not raw or not dl or dl + 0 <= now then return nil end
   local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
   if t ~= tok then return nil end
   return string.sub(raw, at, at + n - 1), p == '1'

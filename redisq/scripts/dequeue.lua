@@ -28,9 +28,9 @@ if ARGV[6] == '1' then
     seq = popone()
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
   end
-  local dl = now + tonumber(ARGV[5])
+  local dl = now + ARGV[5]
   local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
-  d = tonumber(d) + 1
+  d = d + 1
   local rec = string.format('%s%d:%s%s', head, d, ARGV[7], tail)
   local dn, dls = string.format('%d', (tonumber(got[3]) or 0) + 1), string.format('%d', dl)
   if announce(dl, got[5]) then
@@ -75,7 +75,7 @@ for from = 1, #seqs, 500 do
   local got = redis.call('HMGET', K_MSG, unpack(fields))
   for j, seq in ipairs(part) do
     local head, d, tail = string.match(got[2 * j - 1], '^(%d:)(%d+):%d*(:.*)$')
-    d = tonumber(d) + 1
+    d = d + 1
     local k, o = #recs, #out
     recs[k + 1], recs[k + 2] = seq, string.format('%s%d:%s%s', head, d, ARGV[6 + from + j - 1], tail)
     deadlines[k + 1], deadlines[k + 2] = dls, seq
