@@ -44,7 +44,6 @@ local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
 local CHAN, now, NOW, maxd, window
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
-local gone = nil -- what forget gathered for drop, if anything
 local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
 
 local function bind(KEYS, ARGV)
@@ -54,7 +53,7 @@ local function bind(KEYS, ARGV)
   now = NOW + 0 -- one strtod; tonumber makes two
   if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
   if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
-  woke, timers, gone = false, nil, nil
+  woke, timers = false, nil
   if not KEEP then KEEP = string.rep('~', 256) end
 end
 
@@ -135,17 +134,29 @@ local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
 end
 
--- forget notes that the message seq, whose id is id (given by a
--- producer: pid), goes for good (ack, purge); drop then removes every
--- message noted in the call, with one command per key: the one place a
--- message's removal is written. A producer id keeps refusing duplicates
--- for DedupWindow.
-local function forget(seq, id, pid)
-  local g = gone
-  if not g then
-    g = {{}, {}, {}, 0} -- seqs, their fields in msg, acked's score-member pairs, producer ids
-    gone = g
-  end
+-- drop removes messages for good (ack, purge), with one command per key
+-- for all of them: the one place a message's removal is written. seqs
+-- lists the messages, fields their three fields in msg (see forget);
+-- stamps, if any, the score-member pairs (now, id) that keep a producer
+-- id refused for DedupWindow, and pids counts the messages a producer
+-- named; unlease (acks) ends their leases too.
+local function drop(seqs, fields, stamps, pids, unlease)
+  if #seqs == 0 then return end
+  if unlease then many('ZREM', K_LEASE, seqs) end
+  many('HDEL', K_MSG, fields)
+  if stamps and #stamps > 0 then many('ZADD', K_ACKED, stamps) end
+  count('pids', -pids)
+end
+
+-- forget notes in g, made by gathering, that the message seq, whose id
+-- is id (given by a producer: pid), goes for good; drop(g[1], g[2],
+-- g[3], g[4], ...) removes what g holds. One message alone (a lone Ack)
+-- needs no gathering: its lists are made whole at once, not grown.
+local function gathering()
+  return {{}, {}, {}, 0} -- seqs, fields, stamps, pids: drop's arguments
+end
+
+local function forget(g, seq, id, pid)
   local seqs, fields = g[1], g[2]
   seqs[#seqs + 1] = seq
   local f = #fields
@@ -157,18 +168,6 @@ local function forget(seq, id, pid)
       st[#st + 1], st[#st + 2] = NOW, id
     end
   end
-end
-
--- drop removes the messages forget noted, and with unlease (acks) their
--- leases.
-local function drop(unlease)
-  local g = gone
-  if not g then return end
-  gone = nil
-  if unlease then many('ZREM', K_LEASE, g[1]) end
-  many('HDEL', K_MSG, g[2])
-  if #g[3] > 0 then many('ZADD', K_ACKED, g[3]) end
-  count('pids', -g[4])
 end
 
 local function first(key)

@@ -6,15 +6,16 @@
 -- by receipt returns its code alone, not in a table.
 
 -- One ack by receipt (a lone Ack): the fence and the removal, with no
--- table built but forget's.
+-- table built but drop's lists, made whole.
 if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
   local seq = ARGV[8]
   local raw = redis.call('HGET', K_MSG, seq)
   if not raw then return 1 end
   local id, pid = owner(raw, redis.call('ZSCORE', K_LEASE, seq), ARGV[9])
   if not id then return 1 end
-  forget(seq, id, pid)
-  drop(true)
+  local stamps = nil
+  if pid and window > 0 then stamps = {NOW, id} end
+  drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, pid and 1 or 0, true)
   return 0
 end
 
@@ -25,7 +26,7 @@ end
 -- other fails.
 if ARGV[5] == 'ack' and ARGV[7] == 'r' then
   local n = (#ARGV - 7) / 2
-  local codes, done = {}, {}
+  local codes, done, g = {}, {}, gathering()
   for from = 1, n, 1000 do
     local to = math.min(from + 999, n)
     local part = {}
@@ -38,23 +39,24 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' then
         local id, pid = owner(raws[j], dls[j], ARGV[7 + 2 * (from + j - 1)])
         if id then
           code, done[seq] = 0, true
-          forget(seq, id, pid)
+          forget(g, seq, id, pid)
         end
       end
       codes[#codes + 1] = code
     end
   end
-  drop(true)
+  drop(g[1], g[2], g[3], g[4], true)
   return codes
 end
 
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
 local codes = {}
 local nacked, dead = 0, 0
+local g = gathering() -- acks by id
 
 local function apply(seq, r)
   if op == 'ack' then
-    forget(seq, r[1], r[2] == 1)
+    forget(g, seq, r[1], r[2] == 1)
   elseif op == 'nack' then
     -- announced before giveback adds it: earlier compares with the key
     if tonumber(arg) > 0 then earlier(K_DELAYED, now + tonumber(arg)) end
@@ -100,7 +102,7 @@ while i <= #ARGV do
     codes[#codes + 1] = 2
   end
 end
-drop(true)
+drop(g[1], g[2], g[3], g[4], true)
 count('nacked', nacked)
 count('dead', dead)
 wake()
