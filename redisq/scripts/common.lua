@@ -39,7 +39,9 @@
 -- integers a queue deals in (times in µs, scores past 2^52), more than
 -- most commands. So what a call sends is a string: the caller's own
 -- arguments where they serve (NOW, a seq as read), else one
--- string.format('%d'). The options are converted only when set.
+-- string.format('%d'). The options are converted only when set. Only
+-- numbers go through string.format: its '%s' stops at a NUL byte in a
+-- string shorter than 100 bytes, and ids and reasons are any bytes.
 local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
 local CHAN, now, NOW, maxd, window
 local woke = false -- a message became ready: PUBLISH once at the end
@@ -90,7 +92,7 @@ local function decode(raw)
 end
 
 local function encode(r)
-  return string.format('%d:%d:%s:%d:%s%s', r[2], r[3], r[4], #r[1], r[1], r[5])
+  return string.format('%d:%d:', r[2], r[3]) .. r[4] .. string.format(':%d:', #r[1]) .. r[1] .. r[5]
 end
 
 -- owner returns the id of the record raw and whether a producer gave it,

@@ -31,7 +31,7 @@ if ARGV[6] == '1' then
   local dl = now + ARGV[5]
   local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
-  local rec = string.format('%s%d:%s%s', head, d, ARGV[7], tail)
+  local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
   local dn, dls = string.format('%d', (tonumber(got[3]) or 0) + 1), string.format('%d', dl)
   if announce(dl, got[5]) then
     redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
@@ -77,7 +77,7 @@ for from = 1, #seqs, 500 do
     local head, d, tail = string.match(got[2 * j - 1], '^(%d:)(%d+):%d*(:.*)$')
     d = d + 1
     local k, o = #recs, #out
-    recs[k + 1], recs[k + 2] = seq, string.format('%s%d:%s%s', head, d, ARGV[6 + from + j - 1], tail)
+    recs[k + 1], recs[k + 2] = seq, head .. string.format('%d:', d) .. ARGV[6 + from + j - 1] .. tail
     deadlines[k + 1], deadlines[k + 2] = dls, seq
     out[o + 1], out[o + 2], out[o + 3] = seq, d, got[2 * j]
   end

@@ -19,7 +19,7 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local sq = string.format('%d', seq) -- exact, where seq .. '' turns 1e14 and above into floats
   -- Four new fields when '#q' was absent (see waiting): the message's
   -- three (a generated id is new) and '#q'.
-  local added = redis.call('HSET', K_MSG, sq, string.format('0:0::%d:%s', #id, id), 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
+  local added = redis.call('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
   redis.call('ZADD', K_READY, string.format('%d', FRESH + seq), sq)
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return 1
@@ -70,7 +70,7 @@ for i = 0, n - 1 do
     if ARGV[b + 2] ~= '0' then due = tonumber(ARGV[b + 2]) end
     seq = seq + 1
     local f, sq = #fields, string.format('%d', seq)
-    fields[f + 1], fields[f + 2] = sq, string.format('%s:0::%d:%s', p, #id, id)
+    fields[f + 1], fields[f + 2] = sq, p .. string.format(':0::%d:', #id) .. id
     fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
     if due > now then
