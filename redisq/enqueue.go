@@ -122,7 +122,7 @@ func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items .
 	if err != nil {
 		return nil, scriptErr("enqueue", err)
 	}
-	reply, _ := v.([]any)
+	reply := replyCodes(v)
 	if len(reply) != n {
 		return nil, fmt.Errorf("redisq: enqueue: unexpected reply %v", v)
 	}

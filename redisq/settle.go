@@ -108,7 +108,7 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 	if err != nil {
 		return nil, scriptErr(op, err)
 	}
-	reply, _ := v.([]any)
+	reply := replyCodes(v)
 	codes := make([]int64, len(reply))
 	for i, c := range reply {
 		codes[i] = toInt(c)

@@ -2,6 +2,8 @@ package redisq
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -80,4 +82,73 @@ func TestGatheredAckPastDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "b", string(m.Payload))
 	require.Equal(t, 2, m.Deliveries)
+}
+
+// TestStaleReceiptFirstOtherOps: a nack, extend or dead-letter call that
+// names a stale receipt of a message before the receipt of its live
+// delivery (or after it) settles the live delivery once: the stale
+// receipt fails alone, and the message ends up as the op says.
+func TestStaleReceiptFirstOtherOps(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	ops := []struct {
+		op, arg string
+		check   func(t *testing.T, q *Queue, live *queue.Message)
+	}{
+		{"nack", "0", func(t *testing.T, q *Queue, live *queue.Message) {
+			m, err := q.TryDequeue()
+			require.NoError(t, err, "nacked: ready again")
+			require.Equal(t, live.Receipt.Seq, m.Receipt.Seq)
+			require.Equal(t, live.Deliveries+1, m.Deliveries)
+			require.NoError(t, m.Ack())
+		}},
+		{"extend", micros(time.Hour), func(t *testing.T, q *Queue, live *queue.Message) {
+			dl, err := srv.Client().ZScore(ctx, q.keys[4], strconv.FormatUint(live.Receipt.Seq, 10)).Result()
+			require.NoError(t, err)
+			require.Greater(t, dl, float64(time.Now().Add(59*time.Minute).UnixMicro()), "the live lease runs for the hour")
+			require.NoError(t, live.Ack())
+		}},
+		{"dead", "why", func(t *testing.T, q *Queue, live *queue.Message) {
+			_, err := q.TryDequeue()
+			require.ErrorIs(t, err, queue.ErrEmpty)
+			require.Equal(t, int64(1), q.Stats().Dead)
+			n, err := q.PurgeAllDead()
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		}},
+	}
+	for _, o := range ops {
+		for _, stale := range []bool{true, false} {
+			name := fmt.Sprintf("%s/stale-first=%v", o.op, stale)
+			t.Run(name, func(t *testing.T) {
+				q, err := Open(ctx, srv.Client(), name, &Options{AckTimeout: time.Minute})
+				require.NoError(t, err)
+				defer q.Close()
+				_, err = q.Enqueue(ctx, []byte("x"))
+				require.NoError(t, err)
+				old, err := q.TryDequeue()
+				require.NoError(t, err)
+				require.NoError(t, old.Nack(0))
+				live, err := q.TryDequeue()
+				require.NoError(t, err)
+				require.Equal(t, old.Receipt.Seq, live.Receipt.Seq)
+
+				rs := []queue.Receipt{old.Receipt, live.Receipt}
+				if !stale {
+					rs[0], rs[1] = rs[1], rs[0]
+				}
+				errs := q.settle(o.op, o.arg, rs)
+				for i, r := range rs {
+					if r == live.Receipt {
+						require.NoError(t, errs[i], "the live delivery's %s", o.op)
+					} else {
+						require.ErrorIs(t, errs[i], queue.ErrLeaseLost, "the stale receipt's %s", o.op)
+					}
+				}
+				o.check(t, q, live)
+				s := q.Stats()
+				require.Zero(t, s.Ready+s.InFlight+s.Delayed+s.Dead)
+			})
+		}
+	}
 }

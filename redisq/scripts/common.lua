@@ -33,8 +33,17 @@
 -- The names below hold the call's keys and arguments: bind sets them at
 -- the start of every call (the server runs one call at a time), so the
 -- helpers defined once can use them.
+--
+-- A number handed to redis.call is formatted with '%.17g', and one joined
+-- with '..' with '%.14g': both cost about a microsecond for the large
+-- integers a queue deals in (times in µs, scores past 2^52), more than
+-- most commands. So what a call sends is a string: the caller's own
+-- arguments where they serve (NOW, a seq as read), else one
+-- string.format('%d'). The options are converted only when set. Only
+-- numbers go through string.format: its '%s' stops at a NUL byte in a
+-- string shorter than 100 bytes, and ids and reasons are any bytes.
 local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
-local CHAN, now, maxd, window
+local CHAN, now, NOW, maxd, window
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
 local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
@@ -42,7 +51,10 @@ local KEEP -- see below; made by the first call, as loading may use none of Lua'
 local function bind(KEYS, ARGV)
   K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   K_LEASE, K_DEAD, K_ACKED, K_STATS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-  CHAN, now, maxd, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  CHAN, NOW, maxd, window = ARGV[1], ARGV[2], 0, 0
+  now = NOW + 0 -- one strtod; tonumber makes two
+  if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
+  if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
   woke, timers = false, nil
   if not KEEP then KEEP = string.rep('~', 256) end
 end
@@ -80,7 +92,18 @@ local function decode(raw)
 end
 
 local function encode(r)
-  return r[2] .. ':' .. string.format('%d', r[3]) .. ':' .. r[4] .. ':' .. #r[1] .. ':' .. r[1] .. r[5]
+  return string.format('%d:%d:', r[2], r[3]) .. r[4] .. string.format(':%d:', #r[1]) .. r[1] .. r[5]
+end
+
+-- owner returns the id of the record raw and whether a producer gave it,
+-- if tok names the record's live delivery and dl, its lease deadline as
+-- read (nil when none), has not passed: the fence of every settling by
+-- receipt.
+local function owner(raw, dl, tok)
+  if not raw or not dl or dl + 0 <= now then return nil end
+  local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
+  if t ~= tok then return nil end
+  return string.sub(raw, at, at + n - 1), p == '1'
 end
 
 local function getrec(seq)
@@ -113,13 +136,39 @@ local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
 end
 
--- forget removes a message for good (ack, purge); a producer id keeps
--- refusing duplicates for DedupWindow.
-local function forget(seq, r)
-  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. r[1])
-  if r[2] == 1 then
-    count('pids', -1)
-    if window > 0 then redis.call('ZADD', K_ACKED, now, r[1]) end
+-- drop removes messages for good (ack, purge), with one command per key
+-- for all of them: the one place a message's removal is written. seqs
+-- lists the messages, fields their three fields in msg (see forget);
+-- stamps, if any, the score-member pairs (now, id) that keep a producer
+-- id refused for DedupWindow, and pids counts the messages a producer
+-- named; unlease (acks) ends their leases too.
+local function drop(seqs, fields, stamps, pids, unlease)
+  if #seqs == 0 then return end
+  if unlease then many('ZREM', K_LEASE, seqs) end
+  many('HDEL', K_MSG, fields)
+  if stamps and #stamps > 0 then many('ZADD', K_ACKED, stamps) end
+  count('pids', -pids)
+end
+
+-- forget notes in g, made by gathering, that the message seq, whose id
+-- is id (given by a producer: pid), goes for good; drop(g[1], g[2],
+-- g[3], g[4], ...) removes what g holds. One message alone (a lone Ack)
+-- needs no gathering: its lists are made whole at once, not grown.
+local function gathering()
+  return {{}, {}, {}, 0} -- seqs, fields, stamps, pids: drop's arguments
+end
+
+local function forget(g, seq, id, pid)
+  local seqs, fields = g[1], g[2]
+  seqs[#seqs + 1] = seq
+  local f = #fields
+  fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. id
+  if pid then
+    g[4] = g[4] + 1
+    if window > 0 then
+      local st = g[3]
+      st[#st + 1], st[#st + 2] = NOW, id
+    end
   end
 end
 
@@ -169,7 +218,7 @@ local NONE = 4611686018427387904 -- 2^62
 -- if known. It returns how many it made ready and the earliest due time
 -- left (-1 when none).
 local function promote(limit, w)
-  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', NOW, 'LIMIT', 0, limit)
   for _, seq in ipairs(due) do
     redis.call('ZREM', K_DELAYED, seq)
     ready(seq)
@@ -198,7 +247,7 @@ local function giveback(seq, r, delay, why)
     redis.call('ZADD', K_DEAD, seq, seq)
     count('dead', 1)
   elseif delay > 0 then
-    redis.call('ZADD', K_DELAYED, now + delay, seq)
+    redis.call('ZADD', K_DELAYED, string.format('%d', now + delay), seq)
     lower_w(now + delay)
   else
     ready(seq)
@@ -209,11 +258,9 @@ end
 
 -- fence returns the record of seq if tok names its live delivery.
 local function fence(seq, tok)
-  local r = getrec(seq)
-  if not r or r[4] ~= tok then return nil end
-  local dl = redis.call('ZSCORE', K_LEASE, seq)
-  if not dl or tonumber(dl) <= now then return nil end
-  return r
+  local raw = redis.call('HGET', K_MSG, seq)
+  if not raw or not owner(raw, redis.call('ZSCORE', K_LEASE, seq), tok) then return nil end
+  return decode(raw)
 end
 
 -- earlier notes t when it is before every deadline in key: housekeepers
@@ -229,14 +276,15 @@ end
 -- ahead, every housekeeper is armed for it or earlier (the announcement
 -- kicked those armed later, and a housekeeping pass arms for it:
 -- housekeep returns it, and removes it once it has passed), so a lease
--- that runs out no earlier needs no announcement. announce returns the field's new value for a
--- lease running out at dl, given its value t as read, or nil when it
--- stays; the caller writes it with the lease.
+-- that runs out no earlier needs no announcement. announce tells
+-- whether a lease running out at dl is announced, given the field's
+-- value t as read; if so, the caller writes dl to the field with the
+-- lease.
 local function announce(dl, t)
   t = tonumber(t)
-  if t and t > now and t <= dl then return nil end
+  if t and t > now and t <= dl then return false end
   if not timers or dl < timers then timers = dl end
-  return string.format('%d', dl)
+  return true
 end
 
 -- Announcing new messages: an enqueue publishes 'r' only when a consumer

@@ -31,14 +31,14 @@ if ARGV[6] == '1' then
   local dl = now + ARGV[5]
   local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
-  local rec, dn = head .. string.format('%d', d) .. ':' .. ARGV[7] .. tail, string.format('%d', (got[3] or 0) + 1)
-  local t = announce(dl, got[5])
-  if t then
-    redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', t)
+  local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
+  local dn, dls = string.format('%d', (tonumber(got[3]) or 0) + 1), string.format('%d', dl)
+  if announce(dl, got[5]) then
+    redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
   else
     redis.call('HSET', K_MSG, seq, rec, '#d', dn)
   end
-  redis.call('ZADD', K_LEASE, dl, seq)
+  redis.call('ZADD', K_LEASE, dls, seq)
   wake()
   return {-1, seq, d, got[2]}
 end
@@ -64,7 +64,9 @@ if #seqs == 0 then
   wake()
   return out
 end
+-- Each record is rewritten in place, as by a lone Dequeue.
 local dl = now + ackto
+local dls = string.format('%d', dl)
 local recs, deadlines = {}, {}
 for from = 1, #seqs, 500 do
   local part = {unpack(seqs, from, math.min(from + 499, #seqs))}
@@ -72,22 +74,16 @@ for from = 1, #seqs, 500 do
   for j, seq in ipairs(part) do fields[2 * j - 1], fields[2 * j] = seq, 'b' .. seq end
   local got = redis.call('HMGET', K_MSG, unpack(fields))
   for j, seq in ipairs(part) do
-    local i = from + j - 1
-    local r = decode(got[2 * j - 1])
-    r[3] = r[3] + 1
-    r[4] = ARGV[6 + i]
-    recs[#recs + 1] = seq
-    recs[#recs + 1] = encode(r)
-    deadlines[#deadlines + 1] = dl
-    deadlines[#deadlines + 1] = seq
-    out[#out + 1] = seq
-    out[#out + 1] = r[3]
-    out[#out + 1] = got[2 * j]
+    local head, d, tail = string.match(got[2 * j - 1], '^(%d:)(%d+):%d*(:.*)$')
+    d = d + 1
+    local k, o = #recs, #out
+    recs[k + 1], recs[k + 2] = seq, head .. string.format('%d:', d) .. ARGV[6 + from + j - 1] .. tail
+    deadlines[k + 1], deadlines[k + 2] = dls, seq
+    out[o + 1], out[o + 2], out[o + 3] = seq, d, got[2 * j]
   end
 end
 recs[#recs + 1], recs[#recs + 2] = '#d', string.format('%d', (tonumber(state[3]) or 0) + #seqs)
-local t = announce(dl, state[2])
-if t then recs[#recs + 1], recs[#recs + 2] = '#t', t end
+if announce(dl, state[2]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
 many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)
 wake()

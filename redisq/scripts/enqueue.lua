@@ -4,9 +4,10 @@
 -- before anything is written, and a duplicate refuses the whole batch.
 -- Mode 'each' (concurrent Enqueues gathered into one call): a duplicate
 -- is left out and the others are enqueued. Returns one code per message:
--- 1 enqueued, 0 left out as a duplicate.
+-- 1 enqueued, 0 left out as a duplicate; a lone message's code comes
+-- alone, not in a table.
 if window > 0 then
-  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', now - window, 'LIMIT', 0, 128)
+  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format('%d', now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
 end
 -- One message with a generated id, ready at once (a lone Enqueue): no
@@ -18,10 +19,10 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local sq = string.format('%d', seq) -- exact, where seq .. '' turns 1e14 and above into floats
   -- Four new fields when '#q' was absent (see waiting): the message's
   -- three (a generated id is new) and '#q'.
-  local added = redis.call('HSET', K_MSG, sq, '0:0::' .. #id .. ':' .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
-  redis.call('ZADD', K_READY, FRESH + seq, seq)
+  local added = redis.call('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
+  redis.call('ZADD', K_READY, string.format('%d', FRESH + seq), sq)
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
-  return {1}
+  return 1
 end
 local each, n = ARGV[5] == 'each', tonumber(ARGV[6])
 local given, at_item = {}, {}
@@ -65,17 +66,18 @@ for i = 0, n - 1 do
     codes[#codes + 1] = 0
   else
     local b = 7 + i * 4
-    local id, p, due = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2])
+    local id, p, due = ARGV[b], ARGV[b + 1], 0
+    if ARGV[b + 2] ~= '0' then due = tonumber(ARGV[b + 2]) end
     seq = seq + 1
     local f, sq = #fields, string.format('%d', seq)
-    fields[f + 1], fields[f + 2] = sq, p .. ':0::' .. #id .. ':' .. id
+    fields[f + 1], fields[f + 2] = sq, p .. string.format(':0::%d:', #id) .. id
     fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
     if due > now then
       if not soonest or due < soonest then soonest = due end
-      delayed[#delayed + 1] = due; delayed[#delayed + 1] = seq
+      delayed[#delayed + 1] = ARGV[b + 2]; delayed[#delayed + 1] = sq
     else
-      ready[#ready + 1] = FRESH + seq; ready[#ready + 1] = seq
+      ready[#ready + 1] = string.format('%d', FRESH + seq); ready[#ready + 1] = sq
       fresh_ready = true
     end
     codes[#codes + 1] = 1

@@ -10,7 +10,7 @@ local state = redis.call('HMGET', K_MSG, '#w', '#t')
 local _, delayed = promote(tonumber(ARGV[6]), tonumber(state[1]))
 local n, expired = 0, 0
 if ARGV[5] == '1' then
-  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))
+  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[6]))
   for _, seq in ipairs(due) do
     if giveback(seq, getrec(seq), 0, 'ack timeout') then expired = expired + 1 end
     n = n + 1
