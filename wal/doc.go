@@ -195,12 +195,17 @@
 //
 // # Memory
 //
-// tidwall/wal keeps the tail segment in memory (up to SegmentSize); once
-// the segment holds a quarter of SegmentSize or 256 KiB, whichever is
-// less, walq reserves that room (SegmentSize plus 64 KiB, at most 16 MiB
-// plus 64 KiB), so the copy is not regrown as the segment fills
-// (tidwall.go), and a log that writes little keeps little. At a roll the
-// new tail takes over the sealed segment's copy, room and all. Each
+// tidwall/wal keeps the tail segment in memory (up to SegmentSize), and
+// the position of each of its entries (16 bytes each); once the segment
+// holds a quarter of SegmentSize or 256 KiB, whichever is less, walq
+// reserves that room (SegmentSize plus 64 KiB, at most 16 MiB plus 64
+// KiB, and positions for the entries expected), so the copy is not
+// regrown as the segment fills (tidwall.go), and a log that writes little
+// keeps little. At a roll, and at TruncateFront, the new tail takes over
+// the reserved copy, room and all, so a log that has filled a segment
+// keeps that room while it is open; a copy regrown past twice the room
+// (an entry larger than the room, or a SegmentSize above 16 MiB) is
+// dropped at the roll instead. Each
 // Reader has a 256 KiB read-ahead buffer; Read keeps the last four decoded
 // entries (one, if larger than 1 MiB). The tail segment, and each sealed
 // segment read out of order since Open, keeps a sparse index of one point

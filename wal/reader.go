@@ -11,9 +11,10 @@ import (
 // Reader iterates over the records of a Log in LSN order. It reads the
 // segment files itself with pread through a read-ahead buffer, never
 // through tidwall/wal, and only up to WrittenLSN; close behind the end of
-// the tail it copies the bytes from memory instead (see refresh). A Reader is not safe for
-// concurrent use; many Readers may run concurrently with each other, with
-// Append, with the committer and with TruncateFront.
+// the tail it copies the bytes from memory instead (see refresh). A
+// Reader is not safe for concurrent use; many Readers may run
+// concurrently with each other, with Append, with the committer and with
+// TruncateFront.
 type Reader struct {
 	l    *Log
 	next LSN // LSN of the next record to return
@@ -103,9 +104,9 @@ func (r *Reader) advance() error {
 
 // refresh returns how far the segment may be read and whether it is
 // sealed; it follows a file handle replaced by truncation (same bytes,
-// new file). In the tail, it copies what was written since the Reader
-// last looked from memory, where the committer keeps it, rather than
-// reading the file (segReader.fill).
+// new file). Less than memReadMax behind the end of the tail, it takes
+// the bytes its buffer lacks from memory, where the committer keeps them,
+// rather than reading the file (segReader.fill).
 func (r *Reader) refresh() (int64, bool, error) {
 	l := r.l
 	l.seg.RLock()

@@ -63,7 +63,7 @@ func TestReserveTail(t *testing.T) {
 		if after := tailStorage(t, l); after != before {
 			t.Errorf("after a roll the tail's copy is at %#x, want the sealed segment's %#x", after, before)
 		}
-		if n := tailPosCap(t, l.c.st.(*tidwallStore)); n < segSize/len(rec) {
+		if n := tailCap(t, l, "epos"); n < segSize/len(rec) {
 			t.Errorf("after a roll the tail's positions have room for %d entries, want %d", n, segSize/len(rec))
 		}
 	}
@@ -93,13 +93,6 @@ func tailStorage(t *testing.T, l *Log) uintptr {
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
 	return tailField(t, l.c.st.(*tidwallStore), "ebuf").Pointer()
-}
-
-// tailPosCap returns the capacity of tidwall/wal's positions of the
-// entries of the tail segment.
-func tailPosCap(t *testing.T, s *tidwallStore) int {
-	t.Helper()
-	return tailField(t, s, "epos").Cap()
 }
 
 // tailCopyCap returns the capacity of tidwall/wal's copy of the tail

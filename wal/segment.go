@@ -80,7 +80,11 @@ type segment struct {
 	points   []point  // sparse index, ascending; includes the first entry and every resync target
 	entries  int      // valid entries, when indexed
 	endLSN   LSN      // LSN after the last record, when indexed
-	mem      []byte   // the tail's bytes [0, size) in memory (committer.publish); nil when sealed or unknown
+	// mem is the tail's bytes [0, size) in memory (committer.publish);
+	// nil when sealed or unknown. Bytes below len(mem) are never written
+	// while published, and their storage is reused only after the
+	// committer cleared mem under Log.seg's write lock.
+	mem []byte
 }
 
 // pin takes a reference on the segment's file, or returns nil if the
@@ -209,10 +213,19 @@ const memReadMax = 64 << 10
 
 // fill puts the bytes from off to the end of mem, the segment's bytes from
 // offset 0, into the buffer, unless it holds them already or they are
-// more than memReadMax. The caller holds Log.seg's read lock.
+// more than memReadMax. When the buffer holds off and has room, only the
+// bytes past what it holds are appended: a Reader a little behind the
+// writes copies each byte once, not its whole lag at every entry. The
+// caller holds Log.seg's read lock.
 func (r *segReader) fill(mem []byte, off int64) {
-	end := int64(len(mem))
-	if off >= end || end-off > memReadMax || (off >= r.off && end <= r.off+int64(r.n)) {
+	end, held := int64(len(mem)), r.off+int64(r.n)
+	if off >= end || end-off > memReadMax || (off >= r.off && end <= held) {
+		return
+	}
+	if off >= r.off && off <= held && int64(cap(r.buf)-r.n) >= end-held {
+		// Bytes already handed out lie below r.n and are not touched.
+		r.buf = append(r.buf[:r.n], mem[held:]...)
+		r.n = len(r.buf)
 		return
 	}
 	n := int(end - off)

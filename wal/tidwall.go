@@ -147,7 +147,8 @@ func (s *tidwallStore) reserveTail() {
 	if len(*s.tail.buf) < reserveAfter(s.opts.SegmentSize) {
 		return
 	}
-	s.tail.reserve(tailRoom(s.opts.SegmentSize), tailCopy{})
+	room := tailRoom(s.opts.SegmentSize)
+	s.tail.reserve(room, s.tail.expected(room), tailCopy{})
 	s.reserved = true
 }
 
@@ -173,13 +174,15 @@ func (s *tidwallStore) truncateFront(index uint64) error {
 		return err
 	}
 	s.tw, s.reserved, s.tail = tw, false, nil
-	if old.buf == nil {
+	// The reopened store read the tail into a copy of its own: the old
+	// copy's storage, when it had its room, takes it, positions too.
+	// Otherwise reserveTail decides, as for any tail.
+	room := tailRoom(s.opts.SegmentSize)
+	if !old.fits(room) {
 		return nil
 	}
-	// The reopened store read the tail into a copy of its own: the old
-	// copy's storage takes it, room and all.
 	if s.tail = findTailCopy(tw); s.tail != nil {
-		s.tail.reserve(tailRoom(s.opts.SegmentSize), old)
+		s.tail.reserve(room, old.posCap(), old)
 		s.reserved = true
 	}
 	return nil
@@ -208,11 +211,15 @@ func (s *tidwallStore) dropCache() error {
 	if err := s.tw.ClearCache(); err != nil {
 		return err
 	}
-	if sealed.buf == nil {
+	room := tailRoom(s.opts.SegmentSize)
+	if !sealed.fits(room) {
 		return nil
 	}
+	// The sealed segment's entry count is what a full segment holds: the
+	// new tail's first entries say little about it.
 	if s.tail = findTailCopy(s.tw); s.tail != nil {
-		s.tail.reserve(tailRoom(s.opts.SegmentSize), sealed)
+		n := sealed.posLen()
+		s.tail.reserve(room, n+n/4, sealed)
 		s.reserved = true
 	}
 	return nil
@@ -342,40 +349,65 @@ func (t *tailCopy) take() tailCopy {
 	return out
 }
 
-// reserve gives the copy room for room bytes, and its positions room for
-// as many entries as the bytes so far (or those of spare) let expect,
-// reusing spare's storage (the copy of a sealed segment, whose contents
-// no longer matter) where it is large enough.
-func (t *tailCopy) reserve(room int, spare tailCopy) {
+// fits reports whether the taken copy's storage suits a tail of room
+// bytes: it has the room, and not much more. A copy regrown past twice
+// the room (by an entry larger than the slack, or a SegmentSize above
+// maxTailRoom) is left to the garbage collector rather than kept for
+// every later tail.
+func (t tailCopy) fits(room int) bool {
+	return t.buf != nil && cap(*t.buf) >= room && cap(*t.buf) <= 2*room
+}
+
+// posLen and posCap are the taken copy's entry positions and their room;
+// 0 when its layout is not the one expected.
+func (t tailCopy) posLen() int {
+	if !t.pos.IsValid() {
+		return 0
+	}
+	return t.pos.Len()
+}
+
+func (t tailCopy) posCap() int {
+	if !t.pos.IsValid() {
+		return 0
+	}
+	return t.pos.Cap()
+}
+
+// expected is how many entry positions a tail of room bytes will hold,
+// judged by the entries per byte so far, with a quarter to spare; the
+// caller has seen reserveAfter bytes at least.
+func (t *tailCopy) expected(room int) int {
+	if !t.pos.IsValid() || len(*t.buf) == 0 {
+		return 0
+	}
+	n := t.pos.Len() * room / len(*t.buf)
+	return n + n/4
+}
+
+// reserve gives the copy room for room bytes and its positions room for
+// entries, reusing spare's storage (the copy of a sealed segment, or the
+// tail's before a reopen, whose contents no longer matter) where it is
+// large enough and not more than twice that.
+func (t *tailCopy) reserve(room, entries int, spare tailCopy) {
 	buf := *t.buf
 	if cap(buf) < room {
 		var b []byte
-		if spare.buf != nil && cap(*spare.buf) >= room {
+		if spare.fits(room) {
 			b = (*spare.buf)[:0]
 		} else {
 			b = make([]byte, 0, room)
 		}
 		*t.buf = append(b, buf...)
 	}
-	if !t.pos.IsValid() {
-		return
-	}
-	n, want := t.pos.Len(), 0
-	switch {
-	case n > 0 && len(buf) > 0:
-		want = n * room / len(buf)
-	case spare.pos.IsValid():
-		want = spare.pos.Len()
-	}
-	want += want / 4
-	if t.pos.Cap() >= want {
+	if !t.pos.IsValid() || t.pos.Cap() >= entries {
 		return
 	}
 	var p reflect.Value
-	if spare.pos.IsValid() && spare.pos.Cap() >= want {
+	if c := spare.posCap(); c >= entries && c <= 2*entries {
 		p = spare.pos.Slice(0, 0)
 	} else {
-		p = reflect.MakeSlice(t.pos.Type(), 0, want)
+		p = reflect.MakeSlice(t.pos.Type(), 0, entries)
 	}
 	t.pos.Set(reflect.AppendSlice(p, t.pos))
 }
