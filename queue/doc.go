@@ -160,7 +160,12 @@
 // # Concurrency
 //
 // All methods are safe for concurrent use. One mutex guards the indexes;
-// payload reads, fsync waits and snapshot encoding happen outside it. A
+// payload reads, fsync waits and snapshot encoding happen outside it. One
+// piece of work runs under it once per Open: the first call that names a
+// message by its id (AckID, NackID, ExtendID, DeadLetterID, RequeueDead,
+// PurgeDead) builds the index of ids over the messages held (leased,
+// delayed, dead), in time proportional to their number; the calls after
+// it, and a queue never asked by id, pay nothing for it. A
 // background goroutine ends expired leases (at the earliest deadline, not
 // by polling) and compacts; Close stops it and waits for it. A directory is
 // locked (flock, or LockFileEx on Windows) by the process that has it open:

@@ -104,6 +104,9 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 	if e != nil && !namesEntry(r.Op) {
 		e = nil // only the records that name an entry take one
 	}
+	if e != nil && e.Seq != r.Seq {
+		panic(fmt.Sprintf("queue: a record about message %d checked against entry %d", r.Seq, e.Seq))
+	}
 	if err := q.appendableLocked(r, e); err != nil {
 		return 0, nil, err
 	}
