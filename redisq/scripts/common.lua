@@ -39,7 +39,7 @@
 -- integers a queue deals in (times in µs, scores past 2^52), more than
 -- most commands. So what a call sends is a string: the caller's own
 -- arguments where they serve (NOW, a seq as read), else one
--- string.format('%d'). The options are converted only when set. Only
+-- string.format(INT). The options are converted only when set. Only
 -- numbers go through string.format: its '%s' stops at a NUL byte in a
 -- string shorter than 100 bytes, and ids and reasons are any bytes.
 local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
@@ -47,6 +47,11 @@ local CHAN, now, NOW, maxd, window
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
 local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
+-- INT formats a number that may pass 2^31 (a time in µs, a seq, a
+-- counter): '%d', unless the server's C long is 32 bits (Lua 5.1 casts
+-- a '%d' argument to one, and a time would wrap), then '%.0f', slower.
+-- Counts that stay small (deliveries, lengths) use '%d' everywhere.
+local INT
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -56,7 +61,10 @@ local function bind(KEYS, ARGV)
   if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
   if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
   woke, timers = false, nil
-  if not KEEP then KEEP = string.rep('~', 256) end
+  if not KEEP then
+    KEEP = string.rep('~', 256)
+    INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
+  end
 end
 
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
@@ -150,14 +158,17 @@ local function drop(seqs, fields, stamps, pids, unlease)
   count('pids', -pids)
 end
 
--- forget notes in g, made by gathering, that the message seq, whose id
--- is id (given by a producer: pid), goes for good; drop(g[1], g[2],
--- g[3], g[4], ...) removes what g holds. One message alone (a lone Ack)
--- needs no gathering: its lists are made whole at once, not grown.
+-- gathering makes the lists forget fills: seqs, fields, stamps, pids,
+-- drop's arguments. One message alone (a lone Ack) needs none: its
+-- lists are made whole at once, not grown (drop keeps positional
+-- arguments so that it costs that ack no table).
 local function gathering()
-  return {{}, {}, {}, 0} -- seqs, fields, stamps, pids: drop's arguments
+  return {{}, {}, {}, 0}
 end
 
+-- forget notes in g, made by gathering, that the message seq, whose id
+-- is id (given by a producer: pid), goes for good; drop(g[1], g[2],
+-- g[3], g[4], ...) removes what g holds.
 local function forget(g, seq, id, pid)
   local seqs, fields = g[1], g[2]
   seqs[#seqs + 1] = seq
@@ -226,7 +237,7 @@ local function promote(limit, w)
   local f = first(K_DELAYED)
   local nw = f
   if f < 0 then nw = NONE end
-  if nw ~= w then redis.call('HSET', K_MSG, '#w', string.format('%d', nw)) end
+  if nw ~= w then redis.call('HSET', K_MSG, '#w', string.format(INT, nw)) end
   return #due, f
 end
 
@@ -234,7 +245,7 @@ end
 -- known and later.
 local function lower_w(due)
   local w = tonumber(redis.call('HGET', K_MSG, '#w'))
-  if w and due < w then redis.call('HSET', K_MSG, '#w', string.format('%d', due)) end
+  if w and due < w then redis.call('HSET', K_MSG, '#w', string.format(INT, due)) end
 end
 
 -- giveback ends a lease without an ack: dead at MaxDeliveries, else
@@ -247,7 +258,7 @@ local function giveback(seq, r, delay, why)
     redis.call('ZADD', K_DEAD, seq, seq)
     count('dead', 1)
   elseif delay > 0 then
-    redis.call('ZADD', K_DELAYED, string.format('%d', now + delay), seq)
+    redis.call('ZADD', K_DELAYED, string.format(INT, now + delay), seq)
     lower_w(now + delay)
   else
     ready(seq)
@@ -305,5 +316,5 @@ end
 -- earlier than any before was set.
 local function wake()
   if woke then redis.call('PUBLISH', CHAN, 'r') end
-  if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
+  if timers then redis.call('PUBLISH', CHAN, 't' .. string.format(INT, timers)) end
 end

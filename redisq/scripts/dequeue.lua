@@ -32,7 +32,7 @@ if ARGV[6] == '1' then
   local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
   local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
-  local dn, dls = string.format('%d', (tonumber(got[3]) or 0) + 1), string.format('%d', dl)
+  local dn, dls = string.format(INT, (tonumber(got[3]) or 0) + 1), string.format(INT, dl)
   if announce(dl, got[5]) then
     redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
   else
@@ -66,7 +66,7 @@ if #seqs == 0 then
 end
 -- Each record is rewritten in place, as by a lone Dequeue.
 local dl = now + ackto
-local dls = string.format('%d', dl)
+local dls = string.format(INT, dl)
 local recs, deadlines = {}, {}
 for from = 1, #seqs, 500 do
   local part = {unpack(seqs, from, math.min(from + 499, #seqs))}
@@ -82,7 +82,7 @@ for from = 1, #seqs, 500 do
     out[o + 1], out[o + 2], out[o + 3] = seq, d, got[2 * j]
   end
 end
-recs[#recs + 1], recs[#recs + 2] = '#d', string.format('%d', (tonumber(state[3]) or 0) + #seqs)
+recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[3]) or 0) + #seqs)
 if announce(dl, state[2]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
 many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)

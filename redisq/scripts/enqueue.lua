@@ -7,7 +7,7 @@
 -- 1 enqueued, 0 left out as a duplicate; a lone message's code comes
 -- alone, not in a table.
 if window > 0 then
-  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format('%d', now - window), 'LIMIT', 0, 128)
+  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format(INT, now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
 end
 -- One message with a generated id, ready at once (a lone Enqueue): no
@@ -16,11 +16,11 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local id = ARGV[7]
   local seq = redis.call('INCR', K_SEQ)
   if seq == 1 then keep() end
-  local sq = string.format('%d', seq) -- exact, where seq .. '' turns 1e14 and above into floats
+  local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
   -- Four new fields when '#q' was absent (see waiting): the message's
   -- three (a generated id is new) and '#q'.
   local added = redis.call('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
-  redis.call('ZADD', K_READY, string.format('%d', FRESH + seq), sq)
+  redis.call('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return 1
 end
@@ -69,7 +69,7 @@ for i = 0, n - 1 do
     local id, p, due = ARGV[b], ARGV[b + 1], 0
     if ARGV[b + 2] ~= '0' then due = tonumber(ARGV[b + 2]) end
     seq = seq + 1
-    local f, sq = #fields, string.format('%d', seq)
+    local f, sq = #fields, string.format(INT, seq)
     fields[f + 1], fields[f + 2] = sq, p .. string.format(':0::%d:', #id) .. id
     fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
@@ -77,7 +77,7 @@ for i = 0, n - 1 do
       if not soonest or due < soonest then soonest = due end
       delayed[#delayed + 1] = ARGV[b + 2]; delayed[#delayed + 1] = sq
     else
-      ready[#ready + 1] = string.format('%d', FRESH + seq); ready[#ready + 1] = sq
+      ready[#ready + 1] = string.format(INT, FRESH + seq); ready[#ready + 1] = sq
       fresh_ready = true
     end
     codes[#codes + 1] = 1

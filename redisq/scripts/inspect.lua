@@ -27,9 +27,9 @@ for _, key in ipairs({K_DELAYED, K_LEASE}) do
   for _, seq in ipairs(redis.call('ZRANGE', key, 0, 999)) do consider(seq) end
 end
 local body = ''
-if oldest then body = redis.call('HGET', K_MSG, 'b' .. string.format('%d', oldest)) or '' end
+if oldest then body = redis.call('HGET', K_MSG, 'b' .. string.format('%.0f', oldest)) or '' end
 local acked = 0
-if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, string.format('(%d', now - window), '+inf') end
+if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, string.format('(%.0f', now - window), '+inf') end
 local counters = redis.call('HGETALL', K_STATS)
 local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
 local out = {card(K_READY), redis.call('ZCARD', K_DELAYED), card(K_LEASE),

@@ -64,7 +64,7 @@ local function apply(seq, r)
   elseif op == 'extend' then
     local dl = now + tonumber(arg)
     earlier(K_LEASE, dl)
-    redis.call('ZADD', K_LEASE, string.format('%d', dl), seq)
+    redis.call('ZADD', K_LEASE, string.format(INT, dl), seq)
   else
     redis.call('ZREM', K_LEASE, seq)
     r[4], r[5] = '', arg
