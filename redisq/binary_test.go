@@ -3,6 +3,7 @@ package redisq_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -16,7 +17,7 @@ import (
 func TestBinaryIDAndReason(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	q, err := redisq.Open(ctx, srv.Client(), "binary", nil)
+	q, err := redisq.Open(ctx, srv.Client(), "binary", &redisq.Options{DedupWindow: time.Hour})
 	require.NoError(t, err)
 	defer q.Close()
 	ids := []string{"a\x00b:1", "\x00", "c:\x00\x00d"}
@@ -52,4 +53,8 @@ func TestBinaryIDAndReason(t *testing.T) {
 	}
 	s := q.Stats()
 	require.Zero(t, s.Ready+s.InFlight+s.Delayed+s.Dead)
+	for _, id := range ids { // each acked id's stamp refuses it again
+		_, err := q.EnqueueBatch(ctx, []queue.Item{{ID: id, Payload: []byte("again")}})
+		require.ErrorIs(t, err, queue.ErrDuplicate, "id %q", id)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,4 +152,87 @@ func TestStaleReceiptFirstOtherOps(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSameLiveReceiptTwiceInOneCall: a call of the general settle path
+// that names one live receipt twice settles the message once; the second
+// mention finds the delivery over and fails with ErrLeaseLost.
+func TestSameLiveReceiptTwiceInOneCall(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, op := range []struct{ op, arg string }{{"extend", micros(time.Hour)}, {"nack", "0"}, {"dead", "x"}} {
+		t.Run(op.op, func(t *testing.T) {
+			q, err := Open(ctx, srv.Client(), "twice-"+op.op, nil)
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("x"))
+			require.NoError(t, err)
+			m, err := q.TryDequeue()
+			require.NoError(t, err)
+			errs := q.settle(op.op, op.arg, []queue.Receipt{m.Receipt, m.Receipt})
+			require.NoError(t, errs[0])
+			require.ErrorIs(t, errs[1], queue.ErrLeaseLost)
+		})
+	}
+}
+
+// farClock stands still far ahead: times in µs past 2^53, where a double
+// no longer holds every integer.
+// It moves only when the test says (the housekeeper reads it meanwhile).
+type farClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *farClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *farClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *farClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+// TestFarFutureClock: a whole cycle with the clock in the year 2300 (µs
+// about 1.04e16): lease, extend, ack, nack with a delay, promotion when
+// due, dedup.
+func TestFarFutureClock(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := &farClock{t: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}
+	require.Greater(t, c.Now().UnixMicro(), int64(1)<<53)
+	q, err := Open(ctx, srv.Client(), "far", &Options{Clock: c, AckTimeout: time.Hour, DedupWindow: time.Hour, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("a"))
+	require.NoError(t, err)
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{ID: "p", Payload: []byte("p")}, {ID: "l", Payload: []byte("l"), Delay: time.Minute}})
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "a", string(m.Payload))
+	require.NoError(t, m.Extend(2*time.Hour))
+	require.NoError(t, m.Ack())
+	m, err = q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "p", m.ID)
+	require.NoError(t, m.Nack(time.Minute))
+	_, err = q.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrEmpty, "both delayed a minute")
+	c.add(time.Minute)
+	ms, err := q.DequeueBatch(ctx, 5)
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	for _, m := range ms {
+		require.NoError(t, m.Ack())
+	}
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{ID: "p", Payload: []byte("p")}})
+	require.ErrorIs(t, err, queue.ErrDuplicate)
+	s := q.Stats()
+	require.Zero(t, s.Ready+s.InFlight+s.Delayed+s.Dead)
 }
