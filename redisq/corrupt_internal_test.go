@@ -205,3 +205,37 @@ func TestCorruptDeadLetter(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptInLargeBatch: a batch larger than one HMGET's chunk (500)
+// with corrupt messages in both chunks leases as many sound messages as
+// asked, each once and with its own payload and token, and buries the
+// corrupt ones.
+func TestCorruptInLargeBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "corrupt-large", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	items := make([]queue.Item, 1203)
+	for i := range items {
+		items[i].Payload = []byte(strconv.Itoa(i + 1))
+	}
+	_, err = q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	for _, seq := range []string{"2", "700"} {
+		require.NoError(t, rdb.HSet(ctx, q.keys[1], seq, "not a record").Err())
+	}
+	ms, err := q.DequeueBatch(ctx, 1201)
+	require.NoError(t, err)
+	require.Len(t, ms, 1201)
+	seen := map[uint64]bool{}
+	for _, m := range ms {
+		require.False(t, seen[m.Receipt.Seq])
+		seen[m.Receipt.Seq] = true
+		require.Equal(t, strconv.FormatUint(m.Receipt.Seq, 10), string(m.Payload))
+		require.NoError(t, m.Ack())
+	}
+	s := q.Stats()
+	require.Equal(t, [3]int64{0, 0, 2}, [3]int64{s.Ready, s.InFlight, s.Dead})
+}

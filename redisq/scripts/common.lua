@@ -272,7 +272,8 @@ local function popone()
   return p[1], p[2]
 end
 
--- popmany takes up to max ready messages, in order.
+-- popmany takes up to max ready messages, in order; it returns their
+-- seqs, and ZPOPMIN's reply for putback.
 local function popmany(max)
   local popped = redis.call('ZPOPMIN', K_READY, max)
   local seqs = {}
@@ -283,7 +284,29 @@ local function popmany(max)
       seqs[#seqs + 1] = popped[i]
     end
   end
-  return seqs
+  return seqs, popped
+end
+
+-- putback returns the messages popmany took (popped, its reply) to the
+-- ready set, with their scores.
+local function putback(popped)
+  local args = {}
+  for i = 1, #popped, 2 do
+    if popped[i] ~= KEEP then args[#args + 1], args[#args + 2] = popped[i + 1], popped[i] end
+  end
+  many('ZADD', K_READY, args)
+end
+
+-- records reads the record and body of the messages seqs[from..to], in
+-- that order; with state, then the fields '#w', '#t' and '#d'.
+local function records(seqs, from, to, state)
+  local fields, n = {}, 0
+  for j = from, to do
+    fields[n + 1], fields[n + 2] = seqs[j], 'b' .. seqs[j]
+    n = n + 2
+  end
+  if state then fields[n + 1], fields[n + 2], fields[n + 3] = '#w', '#t', '#d' end
+  return redis.call('HMGET', K_MSG, unpack(fields))
 end
 
 -- The field '#w' of msg holds a time (µs) before which no delayed message

@@ -55,25 +55,35 @@ if ARGV[6] == '1' then
   wake()
   return {-1, seq, d, got[2]}
 end
+-- Many messages (DequeueBatch, lone Dequeues gathered): the same steps
+-- for all. '#w', '#t' and '#d' come with the first records read (one
+-- HMGET); when a delayed message may be due, the popped messages go back
+-- and are popped again after the promotion. Each record is rewritten in
+-- place, as by a lone Dequeue; k counts the messages leased, whose
+-- tokens are taken in order. Messages that cannot be leased are buried
+-- and as many more popped.
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
-local state = redis.call('HMGET', K_MSG, '#w', '#t', '#d')
-local w = tonumber(state[1])
+local seqs, popped = popmany(max)
 local promoted, hint = false, -1
-if not w or w <= now then
-  local _
-  _, hint = promote(128, w)
-  promoted = true
-end
-local seqs = popmany(max)
-if #seqs == 0 and not promoted then
+if #seqs == 0 then
   local n
-  n, hint = promote(128, w)
+  n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+  promoted = true
   if n > 0 then seqs = popmany(max) end
 end
 local out = {-1}
--- Each record is rewritten in place, as by a lone Dequeue; k counts the
--- messages leased, whose tokens are taken in order. Messages that cannot
--- be leased are buried and as many more popped.
+local got, state, to = nil, {}, math.min(500, #seqs)
+if #seqs > 0 then
+  got = records(seqs, 1, to, true)
+  local w = tonumber(got[2 * to + 1])
+  if not promoted and (not w or w <= now) and promote(128, w) > 0 then
+    putback(popped)
+    seqs = popmany(max)
+    to = math.min(500, #seqs)
+    got = records(seqs, 1, to, true)
+  end
+  state = {got[2 * to + 2], got[2 * to + 3]}
+end
 local dl = now + ackto
 local dls = string.format(INT, dl)
 local recs, deadlines = {}, {}
@@ -81,12 +91,10 @@ local k, buried = 0, 0
 while #seqs > 0 do
   local was = buried
   for from = 1, #seqs, 500 do
-    local part = {unpack(seqs, from, math.min(from + 499, #seqs))}
-    local fields = {}
-    for j, seq in ipairs(part) do fields[2 * j - 1], fields[2 * j] = seq, 'b' .. seq end
-    local got = redis.call('HMGET', K_MSG, unpack(fields))
-    for j, seq in ipairs(part) do
-      local raw, body = got[2 * j - 1], got[2 * j]
+    to = math.min(from + 499, #seqs)
+    if not got then got = records(seqs, from, to, false) end
+    for j = from, to do
+      local seq, raw, body = seqs[j], got[2 * (j - from) + 1], got[2 * (j - from) + 2]
       local head, d, tail = leasable(raw, body)
       if head then
         d = d + 1
@@ -100,6 +108,7 @@ while #seqs > 0 do
         buried = buried + 1
       end
     end
+    got = nil
   end
   seqs = {}
   if buried > was then seqs = popmany(max - k) end
@@ -111,8 +120,8 @@ if k == 0 then
   wake()
   return out
 end
-recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[3]) or 0) + k)
-if announce(dl, state[2]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
+if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
 many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)
 wake()
