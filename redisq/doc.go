@@ -113,7 +113,8 @@
 // batch of a sorted queue holding a value that does not decode goes to
 // the dead set whole. Handles of earlier versions fail their dequeue on
 // such a message after taking it from the ready set, which strands it
-// (neither ready nor leased): upgrade them.
+// (neither ready nor leased), and their DeadLetters fails on a dead
+// letter whose body is gone: upgrade them.
 //
 // # Cost
 //
