@@ -57,12 +57,18 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisq: dead letter %d: decode: %w", seq, err)
 		}
-		m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: seq})
-		if err != nil {
-			return nil, err
+		d := queue.DeadLetter{ID: in.ID, Seq: seq, Reason: in.Reason, Deliveries: in.Deliveries}
+		// A body that does not decode leaves the payload out, not the
+		// letter: the reason says so, so that it can still be requeued
+		// or purged by id.
+		if m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: seq}); err != nil {
+			if !strings.HasPrefix(d.Reason, corruptReason) {
+				d.Reason += "; " + corruptReason + err.Error()
+			}
+		} else {
+			d.EnqueuedAt, d.Payload, d.Headers = m.EnqueuedAt, m.Payload, m.Headers
 		}
-		out = append(out, queue.DeadLetter{ID: in.ID, Seq: seq, Reason: in.Reason, Deliveries: in.Deliveries,
-			EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: m.Headers})
+		out = append(out, d)
 	}
 	return out, nil
 }

@@ -151,8 +151,26 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 }
 
 // lease runs the dequeue script. With nothing ready it returns the time
-// the earliest delayed message is due (zero when none).
+// the earliest delayed message is due (zero when none). A leased message
+// whose body does not decode goes to the dead-letter set (see bury in
+// scripts/common.lua), and as many more are leased in its place.
 func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
+	var out []*queue.Message
+	for {
+		ms, due, buried, err := q.leaseOnce(ctx, max-len(out))
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		out = append(out, ms...)
+		if buried == 0 || len(out) == max {
+			return out, due, nil
+		}
+	}
+}
+
+// leaseOnce is one call of the dequeue script for up to max messages; it
+// returns the messages leased and how many of them it buried instead.
+func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := make([]any, 0, 2+max)
 	args = append(args, micros(q.o.AckTimeout), max)
@@ -161,28 +179,38 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 	}
 	v, err := q.run(ctx, fnDequeue, now, args...)
 	if err != nil {
-		return nil, time.Time{}, scriptErr("dequeue", err)
+		return nil, time.Time{}, 0, scriptErr("dequeue", err)
 	}
 	reply, _ := v.([]any)
 	if len(reply) == 0 {
-		return nil, time.Time{}, fmt.Errorf("redisq: dequeue: unexpected reply %v", v)
+		return nil, time.Time{}, 0, fmt.Errorf("redisq: dequeue: unexpected reply %v", v)
 	}
 	var due time.Time
 	if hint := toInt(reply[0]); hint >= 0 {
 		due = time.UnixMicro(hint)
 	}
 	out := make([]*queue.Message, 0, (len(reply)-1)/3)
+	buried := 0
 	for i := 1; i+2 < len(reply); i += 3 {
-		tok, _ := strconv.ParseUint(args[2+len(out)].(string), 10, 64)
-		m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok})
+		tok, _ := strconv.ParseUint(args[2+(i-1)/3].(string), 10, 64)
+		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
+		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
-			return nil, time.Time{}, err
+			if err := q.settleOne("dead", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
+				return nil, time.Time{}, 0, fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
+			}
+			buried++
+			continue
 		}
 		m.DeliveredAt, m.Deliveries = now, int(toInt(reply[i+1]))
 		out = append(out, queue.NewMessage(q, *m))
 	}
-	return out, due, nil
+	return out, due, buried, nil
 }
+
+// corruptReason starts the reason of a message dead-lettered because its
+// stored record or body cannot be read (scripts/common.lua, bury).
+const corruptReason = "corrupt record: "
 
 func decodeMessage(raw any, r queue.Receipt) (*queue.Message, error) {
 	s, _ := raw.(string)

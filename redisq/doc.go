@@ -101,6 +101,21 @@
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.
 //
+// A message whose stored record or body cannot be read (a field of the
+// queue's keys overwritten by hand or by a faulty client) is not
+// delivered and not lost: the dequeue that meets it, or the housekeeper
+// at its lease deadline, moves it to the dead-letter set with a reason
+// that starts "corrupt record: " and says what is wrong (missing,
+// unreadable, body missing, payload undecodable), keeping its id where
+// the body still tells it, and delivers the other messages of the call.
+// Every script checks what it reads of a message before its first write
+// for it: a Lua error does not undo a script's earlier writes. A pulled
+// batch of a sorted queue holding a value that does not decode goes to
+// the dead set whole. Handles of earlier versions fail their dequeue on
+// such a message after taking it from the ready set, which strands it
+// (neither ready nor leased), and their DeadLetters fails on a dead
+// letter whose body is gone: upgrade them.
+//
 // # Cost
 //
 // The server does the work: a batched message (EnqueueBatch,

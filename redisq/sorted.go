@@ -152,7 +152,11 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 			return nil, err
 		}
 		woken := s.ready.register()
-		bs, due, err := s.pullOnce(ctx, max)
+		bs, due, buried, err := s.pullOnce(ctx, max)
+		if err == nil && len(bs) == 0 && buried > 0 { // more may be pullable
+			s.pass(woken)
+			continue
+		}
 		if err != nil || len(bs) > 0 || !block {
 			s.pass(woken)
 			if err == nil && len(bs) == 0 {
@@ -187,7 +191,9 @@ func (h *handle) pass(woken chan struct{}) {
 
 // pullOnce runs one pull. With nothing pullable it returns when a key may
 // become pullable by time alone (a hold ends, a window closes), or zero.
-func (s *Sorted[K]) pullOnce(ctx context.Context, max int) ([]*queue.Batch[K], time.Time, error) {
+// A batch that does not decode goes to the dead set (its values are
+// settled together) with a reason saying so; buried counts those.
+func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K], due time.Time, buried int, err error) {
 	now := s.o.Clock.Now()
 	bound := ""
 	if s.window > 0 {
@@ -199,22 +205,25 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) ([]*queue.Batch[K], t
 	}
 	v, err := s.run(ctx, now, "pull", args...)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, 0, err
 	}
 	r, _ := v.([]any)
 	if len(r) != 3 {
-		return nil, time.Time{}, fmt.Errorf("redisq: pull: unexpected reply %v", v)
+		return nil, time.Time{}, 0, fmt.Errorf("redisq: pull: unexpected reply %v", v)
 	}
 	raw, _ := r[0].([]any)
 	out := make([]*queue.Batch[K], 0, len(raw))
 	for _, x := range raw {
 		b, err := s.decodeBatch(x, now)
 		if err != nil {
-			return nil, time.Time{}, err
+			if err := s.bury(x, err); err != nil {
+				return nil, time.Time{}, 0, err
+			}
+			buried++
+			continue
 		}
 		out = append(out, b)
 	}
-	var due time.Time
 	if h := toInt(r[1]); h >= 0 {
 		due = time.UnixMicro(h)
 	}
@@ -224,7 +233,23 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) ([]*queue.Batch[K], t
 			due = at
 		}
 	}
-	return out, due, nil
+	return out, due, buried, nil
+}
+
+// bury dead-letters the pulled batch x, which failed to decode with why.
+func (s *Sorted[K]) bury(x any, why error) error {
+	b, _ := x.([]any)
+	if len(b) != 3 {
+		return why
+	}
+	lease, err := strconv.ParseUint(fmt.Sprint(b[0]), 10, 64)
+	if err != nil {
+		return why
+	}
+	if err := s.settle("dead", lease, corruptReason+why.Error()); err != nil {
+		return fmt.Errorf("redisq: pull: dead-letter a batch that does not decode (%v): %w", why, err)
+	}
+	return nil
 }
 
 func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
@@ -244,7 +269,7 @@ func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
 		raw, _ := v[2].(string)
 		var sv sortedValue
 		if err := msgpack.Unmarshal([]byte(raw), &sv); err != nil {
-			return nil, fmt.Errorf("redisq: value %d: decode: %w", toInt(v[0]), err)
+			return nil, fmt.Errorf("value %d undecodable: %w", toInt(v[0]), err)
 		}
 		sort, err := fromSortPart[K](sv.Sort)
 		if err != nil {

@@ -93,9 +93,14 @@ end
 -- token ('' when none), dead-letter reason ('' when none)}, stored as one
 -- plain string (cheaper than cmsgpack in a script; dead.go decodes it):
 --   producer ':' deliveries ':' token ':' len(id) ':' id reason
+-- decode returns nil when raw (a string, or false when the field is
+-- absent) is no record: see bury.
 local function decode(raw)
+  if not raw then return nil end
   local p, d, tok, n, at = string.match(raw, '^(%d):(%d+):(%d*):(%d+):()')
+  if not at then return nil end
   local stop = at + tonumber(n)
+  if stop - 1 > #raw then return nil end
   return {string.sub(raw, at, stop - 1), tonumber(p), tonumber(d), tok, string.sub(raw, stop)}
 end
 
@@ -142,6 +147,74 @@ end
 
 local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
+end
+
+-- A message whose record does not parse (overwritten by hand or by a
+-- faulty client), or whose record or body is gone, can be neither
+-- delivered nor given back. A script must find that out before its first
+-- write for the message: a Lua error does not undo the writes before it,
+-- and one after a ZPOPMIN would leave the message neither ready nor
+-- leased. Such a message goes to the dead-letter set instead, with the
+-- reason 'corrupt record: ' and what is wrong, so that the operator sees
+-- it, and requeue or purge work on it.
+--
+-- leasable returns the parts of the record raw that a lease rewrites
+-- (head, deliveries, tail), or nil and what is wrong; body is the
+-- message's body as read (false when absent).
+local function leasable(raw, body)
+  if not raw then return nil, 'missing' end
+  local head, d, tail, n = string.match(raw, '^(%d:)(%d+):%d*(:(%d+):.*)$')
+  if not n or n + #n + 2 > #tail then return nil, 'unreadable' end
+  if not body then return nil, 'body missing' end
+  return head, d, tail
+end
+
+-- bodyid returns the id at the head of body, the client's msgpack
+-- encoding of the message: an array whose first element is the id, a
+-- string (read by hand: the server's cmsgpack cannot read the bin
+-- payload after it). nil when body does not start so.
+local function bodyid(body)
+  local a, c = string.byte(body, 1, 2)
+  if not c or a < 0x91 or a > 0x9f then return nil end
+  local at, n = 3, nil
+  if c >= 0xa0 and c <= 0xbf then
+    n = c - 0xa0
+  elseif c == 0xd9 then
+    at, n = 4, string.byte(body, 3)
+  elseif c == 0xda then
+    local x, y = string.byte(body, 3, 4)
+    if y then at, n = 5, x * 256 + y end
+  end
+  if not n or at + n - 1 > #body then return nil end
+  return string.sub(body, at, at + n - 1)
+end
+
+-- salvage returns a record of the message seq whose record as read is
+-- raw and whose body is body: raw decoded when it parses, else one with
+-- what can still be told: the producer flag and deliveries where raw
+-- still starts with them, and the id from the body when the id index
+-- confirms it ('' when not: the index field, if any, then stays).
+local function salvage(seq, raw, body)
+  local r = decode(raw)
+  if r then return r end
+  r = {'', 0, 0, '', ''}
+  local p, d = string.match(raw or '', '^([01]):(%d+):')
+  if p then r[2], r[3] = tonumber(p), tonumber(d) end
+  local id = body and bodyid(body)
+  if id and redis.call('HGET', K_MSG, 'i' .. id) == seq then r[1] = id end
+  return r
+end
+
+-- bury moves the message seq, out of the ready set or leased, to the
+-- dead-letter set, because of what is wrong with its record (see
+-- leasable) or body.
+local function bury(seq, raw, body, why)
+  local r = salvage(seq, raw, body)
+  r[4], r[5] = '', 'corrupt record: ' .. why
+  redis.call('ZREM', K_LEASE, seq)
+  putrec(seq, r)
+  redis.call('ZADD', K_DEAD, seq, seq)
+  count('dead', 1)
 end
 
 -- drop removes messages for good (ack, purge), with one command per key
@@ -199,7 +272,8 @@ local function popone()
   return p[1], p[2]
 end
 
--- popmany takes up to max ready messages, in order.
+-- popmany takes up to max ready messages, in order; it returns their
+-- seqs, and ZPOPMIN's reply for putback.
 local function popmany(max)
   local popped = redis.call('ZPOPMIN', K_READY, max)
   local seqs = {}
@@ -210,7 +284,29 @@ local function popmany(max)
       seqs[#seqs + 1] = popped[i]
     end
   end
-  return seqs
+  return seqs, popped
+end
+
+-- putback returns the messages popmany took (popped, its reply) to the
+-- ready set, with their scores.
+local function putback(popped)
+  local args = {}
+  for i = 1, #popped, 2 do
+    if popped[i] ~= KEEP then args[#args + 1], args[#args + 2] = popped[i + 1], popped[i] end
+  end
+  many('ZADD', K_READY, args)
+end
+
+-- records reads the record and body of the messages seqs[from..to], in
+-- that order; with state, then the fields '#w', '#t' and '#d'.
+local function records(seqs, from, to, state)
+  local fields, n = {}, 0
+  for j = from, to do
+    fields[n + 1], fields[n + 2] = seqs[j], 'b' .. seqs[j]
+    n = n + 2
+  end
+  if state then fields[n + 1], fields[n + 2], fields[n + 3] = '#w', '#t', '#d' end
+  return redis.call('HMGET', K_MSG, unpack(fields))
 end
 
 -- The field '#w' of msg holds a time (µs) before which no delayed message

@@ -11,9 +11,12 @@ if ARGV[6] ~= '' then
 else
   seqs = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[7]) - 1)
 end
+-- A record that does not parse is salvaged (see bury) before the first
+-- write for its message: requeued, it is delivered again under its id.
 for _, seq in ipairs(seqs) do
+  local raw = redis.call('HGET', K_MSG, seq)
+  local r = decode(raw) or salvage(seq, raw, redis.call('HGET', K_MSG, 'b' .. seq))
   redis.call('ZREM', K_DEAD, seq)
-  local r = getrec(seq)
   if op == 'purge' then
     forget(g, seq, r[1], r[2] == 1)
   else

@@ -9,7 +9,9 @@
 -- the reply. A record is rewritten in place: its deliveries go up by
 -- one and its token becomes this delivery's. '#w' and '#t' come with the
 -- message's fields; when a delayed message may be due, the popped one
--- goes back and the pop is redone after the promotion.
+-- goes back and the pop is redone after the promotion. A popped message
+-- that cannot be leased (see leasable) is buried, before anything else is
+-- written for it, and the next one is popped in its place.
 if ARGV[6] == '1' then
   local seq, score = popone()
   if not seq then
@@ -28,8 +30,19 @@ if ARGV[6] == '1' then
     seq = popone()
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
   end
+  local head, d, tail = leasable(got[1], got[2])
+  while not head do
+    bury(seq, got[1], got[2], d)
+    seq = popone()
+    if not seq then
+      waiting()
+      wake()
+      return {first(K_DELAYED)}
+    end
+    got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    head, d, tail = leasable(got[1], got[2])
+  end
   local dl = now + ARGV[5]
-  local head, d, tail = string.match(got[1], '^(%d:)(%d+):%d*(:.*)$')
   d = d + 1
   local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
   local dn, dls = string.format(INT, (tonumber(got[3]) or 0) + 1), string.format(INT, dl)
@@ -42,48 +55,73 @@ if ARGV[6] == '1' then
   wake()
   return {-1, seq, d, got[2]}
 end
+-- Many messages (DequeueBatch, lone Dequeues gathered): the same steps
+-- for all. '#w', '#t' and '#d' come with the first records read (one
+-- HMGET); when a delayed message may be due, the popped messages go back
+-- and are popped again after the promotion. Each record is rewritten in
+-- place, as by a lone Dequeue; k counts the messages leased, whose
+-- tokens are taken in order. Messages that cannot be leased are buried
+-- and as many more popped.
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
-local state = redis.call('HMGET', K_MSG, '#w', '#t', '#d')
-local w = tonumber(state[1])
+local seqs, popped = popmany(max)
 local promoted, hint = false, -1
-if not w or w <= now then
-  local _
-  _, hint = promote(128, w)
-  promoted = true
-end
-local seqs = popmany(max)
-if #seqs == 0 and not promoted then
+if #seqs == 0 then
   local n
-  n, hint = promote(128, w)
+  n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+  promoted = true
   if n > 0 then seqs = popmany(max) end
 end
 local out = {-1}
-if #seqs < max then waiting() end
-if #seqs == 0 then
+local got, state, to = nil, {}, math.min(500, #seqs)
+if #seqs > 0 then
+  got = records(seqs, 1, to, true)
+  local w = tonumber(got[2 * to + 1])
+  if not promoted and (not w or w <= now) and promote(128, w) > 0 then
+    putback(popped)
+    seqs = popmany(max)
+    to = math.min(500, #seqs)
+    got = records(seqs, 1, to, true)
+  end
+  state = {got[2 * to + 2], got[2 * to + 3]}
+end
+local dl = now + ackto
+local dls = string.format(INT, dl)
+local recs, deadlines = {}, {}
+local k, buried = 0, 0
+while #seqs > 0 do
+  local was = buried
+  for from = 1, #seqs, 500 do
+    to = math.min(from + 499, #seqs)
+    if not got then got = records(seqs, from, to, false) end
+    for j = from, to do
+      local seq, raw, body = seqs[j], got[2 * (j - from) + 1], got[2 * (j - from) + 2]
+      local head, d, tail = leasable(raw, body)
+      if head then
+        d = d + 1
+        k = k + 1
+        local r, o = #recs, #out
+        recs[r + 1], recs[r + 2] = seq, head .. string.format('%d:', d) .. ARGV[6 + k] .. tail
+        deadlines[r + 1], deadlines[r + 2] = dls, seq
+        out[o + 1], out[o + 2], out[o + 3] = seq, d, body
+      else
+        bury(seq, raw, body, d)
+        buried = buried + 1
+      end
+    end
+    got = nil
+  end
+  seqs = {}
+  if buried > was then seqs = popmany(max - k) end
+end
+if k < max then waiting() end
+if k == 0 then
+  if buried > 0 then hint = first(K_DELAYED) end
   out[1] = hint
   wake()
   return out
 end
--- Each record is rewritten in place, as by a lone Dequeue.
-local dl = now + ackto
-local dls = string.format(INT, dl)
-local recs, deadlines = {}, {}
-for from = 1, #seqs, 500 do
-  local part = {unpack(seqs, from, math.min(from + 499, #seqs))}
-  local fields = {}
-  for j, seq in ipairs(part) do fields[2 * j - 1], fields[2 * j] = seq, 'b' .. seq end
-  local got = redis.call('HMGET', K_MSG, unpack(fields))
-  for j, seq in ipairs(part) do
-    local head, d, tail = string.match(got[2 * j - 1], '^(%d:)(%d+):%d*(:.*)$')
-    d = d + 1
-    local k, o = #recs, #out
-    recs[k + 1], recs[k + 2] = seq, head .. string.format('%d:', d) .. ARGV[6 + from + j - 1] .. tail
-    deadlines[k + 1], deadlines[k + 2] = dls, seq
-    out[o + 1], out[o + 2], out[o + 3] = seq, d, got[2 * j]
-  end
-end
-recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[3]) or 0) + #seqs)
-if announce(dl, state[2]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
+if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
 many('HSET', K_MSG, recs)
 many('ZADD', K_LEASE, deadlines)
 wake()

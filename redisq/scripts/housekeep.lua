@@ -1,7 +1,8 @@
 -- housekeep: ARGV[5] = 1 to end expired leases, ARGV[6] = limit.
 -- Promotes due delays, ends leases whose deadline has passed (ready
--- again, or dead at MaxDeliveries). Returns {leases ended, the time to
--- look at leases again, earliest delayed due time}, -1 for none. The
+-- again, or dead at MaxDeliveries; dead, before any other write for it,
+-- when its record does not parse: see bury). Returns {leases ended, the
+-- time to look at leases again, earliest delayed due time}, -1 for none. The
 -- time to look again is the earliest lease deadline, or the announced
 -- one ('#t', see announce) when that is earlier and still ahead: a lease
 -- set later may have relied on it and not been announced. A '#t' that
@@ -12,7 +13,13 @@ local n, expired = 0, 0
 if ARGV[5] == '1' then
   local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[6]))
   for _, seq in ipairs(due) do
-    if giveback(seq, getrec(seq), 0, 'ack timeout') then expired = expired + 1 end
+    local raw = redis.call('HGET', K_MSG, seq)
+    local r = decode(raw)
+    if not r then
+      bury(seq, raw, redis.call('HGET', K_MSG, 'b' .. seq), raw and 'unreadable' or 'missing')
+    elseif giveback(seq, r, 0, 'ack timeout') then
+      expired = expired + 1
+    end
     n = n + 1
   end
 end

@@ -78,7 +78,15 @@ elseif op == 'housekeep' then
   if ARGV[8] == '1' then
     local due = redis.call('ZRANGEBYSCORE', K_BDUE, '-inf', now, 'LIMIT', 0, 1000)
     for _, tok in ipairs(due) do
-      giveback(tok, cmsgpack.unpack(redis.call('HGET', K_BATCH, tok)), 0, 'ack timeout')
+      -- A batch record that is gone or does not unpack names no values
+      -- to give back: its lease alone ends, so that it stops no pass.
+      local ok, b = pcall(cmsgpack.unpack, redis.call('HGET', K_BATCH, tok) or '')
+      if ok and type(b) == 'table' and type(b[1]) == 'string' and type(b[2]) == 'table' then
+        giveback(tok, b, 0, 'ack timeout')
+      else
+        redis.call('HDEL', K_BATCH, tok)
+        redis.call('ZREM', K_BDUE, tok)
+      end
       n = n + 1
     end
   end

@@ -1,0 +1,241 @@
+package redisq
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// corruptions damage the stored message seq of q the ways a hand edit or a
+// faulty client can: each says what the dead letter's reason names and
+// whether the message's id can still be told.
+var corruptions = []struct {
+	name   string
+	reason string
+	damage func(ctx context.Context, rdb *redis.Client, q *Queue, seq string) error
+}{
+	{"record overwritten", "corrupt record: unreadable", func(ctx context.Context, rdb *redis.Client, q *Queue, seq string) error {
+		return rdb.HSet(ctx, q.keys[1], seq, "not a record").Err()
+	}},
+	{"record id past its end", "corrupt record: unreadable", func(ctx context.Context, rdb *redis.Client, q *Queue, seq string) error {
+		return rdb.HSet(ctx, q.keys[1], seq, "0:0::99:short").Err()
+	}},
+	{"record deleted", "corrupt record: missing", func(ctx context.Context, rdb *redis.Client, q *Queue, seq string) error {
+		return rdb.HDel(ctx, q.keys[1], seq).Err()
+	}},
+	{"body deleted", "corrupt record: body missing", func(ctx context.Context, rdb *redis.Client, q *Queue, seq string) error {
+		return rdb.HDel(ctx, q.keys[1], "b"+seq).Err()
+	}},
+	{"body undecodable", "corrupt record: payload undecodable", func(ctx context.Context, rdb *redis.Client, q *Queue, seq string) error {
+		return rdb.HSet(ctx, q.keys[1], "b"+seq, "\xc1").Err()
+	}},
+}
+
+// TestCorruptRecordDequeue: a ready message whose stored record cannot be
+// read is not delivered and not lost: every way of leasing (a lone
+// Dequeue, a batch, lone Dequeues gathered into one call) moves it to the
+// dead-letter set, with a reason saying its record is corrupt, and
+// delivers the other messages of the call. A script error after its pop
+// would leave it neither ready nor leased.
+func TestCorruptRecordDequeue(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	takes := []struct {
+		name string
+		take func(t *testing.T, q *Queue) []*queue.Message
+	}{
+		{"lone", func(t *testing.T, q *Queue) []*queue.Message {
+			var out []*queue.Message
+			for {
+				m, err := q.TryDequeue()
+				if err != nil {
+					require.ErrorIs(t, err, queue.ErrEmpty)
+					return out
+				}
+				out = append(out, m)
+			}
+		}},
+		{"batch", func(t *testing.T, q *Queue) []*queue.Message {
+			ms, err := q.DequeueBatch(ctx, 3)
+			require.NoError(t, err)
+			return ms
+		}},
+		{"gathered", func(t *testing.T, q *Queue) []*queue.Message {
+			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}, {ctx: ctx}}
+			for _, err := range q.leaseEach(reqs) {
+				require.NoError(t, err)
+			}
+			var out []*queue.Message
+			for _, r := range reqs {
+				if r.m != nil {
+					out = append(out, r.m)
+				}
+			}
+			return out
+		}},
+	}
+	for i, c := range corruptions {
+		for _, tk := range takes {
+			t.Run(c.name+"/"+tk.name, func(t *testing.T) {
+				q, err := Open(ctx, rdb, "corrupt-"+strconv.Itoa(i)+"-"+tk.name, nil)
+				require.NoError(t, err)
+				defer q.Close()
+				ids, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}, {Payload: []byte("c")}})
+				require.NoError(t, err)
+				require.NoError(t, c.damage(ctx, rdb, q, "2"))
+
+				ms := tk.take(t, q)
+				var got []string
+				for _, m := range ms {
+					got = append(got, string(m.Payload))
+				}
+				sort.Strings(got)
+				require.Equal(t, []string{"a", "c"}, got, "the sound messages of the call are delivered")
+				for _, m := range ms {
+					require.NoError(t, m.Ack(), "each delivered message's receipt is its own")
+				}
+				s := q.Stats()
+				require.Equal(t, [3]int64{0, 0, 1}, [3]int64{s.Ready, s.InFlight, s.Dead}, "the corrupt message is dead, not lost")
+				dl, err := q.DeadLetters(0, 10)
+				require.NoError(t, err)
+				require.Len(t, dl, 1)
+				require.Equal(t, uint64(2), dl[0].Seq)
+				require.Contains(t, dl[0].Reason, c.reason)
+				if c.name != "record id past its end" {
+					require.Equal(t, ids[1], dl[0].ID, "the id is told from the record or the body")
+				}
+				n, err := q.PurgeAllDead()
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				left, err := rdb.HKeys(ctx, q.keys[1]).Result()
+				require.NoError(t, err)
+				for _, f := range left {
+					require.Contains(t, []string{"", "#d", "#w", "#t", "#q"}, f, "purged: nothing of the message is left")
+				}
+			})
+		}
+	}
+}
+
+// TestCorruptRecordLeased: a leased message whose record is damaged
+// stops neither the housekeeper nor anything else: at its deadline it
+// goes to the dead-letter set, and the other expired leases end as
+// usual; a settle by its id finds no delivery.
+func TestCorruptRecordLeased(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	q, err := Open(ctx, rdb, "corrupt-leased", &Options{Clock: clock, AckTimeout: time.Minute, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	ids, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+	require.NoError(t, err)
+	ms, err := q.DequeueBatch(ctx, 2)
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	require.NoError(t, rdb.HSet(ctx, q.keys[1], "1", "not a record").Err())
+
+	require.ErrorIs(t, q.AckID(ids[0]), queue.ErrNotFound)
+	require.ErrorIs(t, ms[0].Ack(), queue.ErrLeaseLost)
+	clock.Advance(2 * time.Minute)
+	n, err := q.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "b", string(m.Payload))
+	require.NoError(t, m.Ack())
+	dl, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	require.Equal(t, ids[0], dl[0].ID)
+	require.Equal(t, "a", string(dl[0].Payload))
+	require.Contains(t, dl[0].Reason, "corrupt record: unreadable")
+}
+
+// TestCorruptDeadLetter: requeuing or purging a dead letter whose record
+// is damaged neither fails halfway nor loses it: requeued, it is
+// delivered again under its id; purged, nothing of it is left.
+func TestCorruptDeadLetter(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, op := range []string{"requeue", "purge"} {
+		t.Run(op, func(t *testing.T) {
+			q, err := Open(ctx, rdb, "corrupt-dead-"+op, nil)
+			require.NoError(t, err)
+			defer q.Close()
+			id, err := q.Enqueue(ctx, []byte("x"))
+			require.NoError(t, err)
+			m, err := q.TryDequeue()
+			require.NoError(t, err)
+			require.NoError(t, m.DeadLetter("why"))
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "1", "not a record").Err())
+
+			if op == "requeue" {
+				n, err := q.RequeueAllDead()
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				m, err := q.TryDequeue()
+				require.NoError(t, err, "requeued: ready again")
+				require.Equal(t, id, m.ID)
+				require.NoError(t, m.Ack())
+			} else {
+				n, err := q.PurgeAllDead()
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+			}
+			s := q.Stats()
+			require.Equal(t, [3]int64{0, 0, 0}, [3]int64{s.Ready, s.InFlight, s.Dead})
+			left, err := rdb.HKeys(ctx, q.keys[1]).Result()
+			require.NoError(t, err)
+			for _, f := range left {
+				require.Contains(t, []string{"", "#d", "#w", "#t", "#q"}, f, "nothing of the message is left")
+			}
+		})
+	}
+}
+
+// TestCorruptInLargeBatch: a batch larger than one HMGET's chunk (500)
+// with corrupt messages in both chunks leases as many sound messages as
+// asked, each once and with its own payload and token, and buries the
+// corrupt ones.
+func TestCorruptInLargeBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "corrupt-large", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	items := make([]queue.Item, 1203)
+	for i := range items {
+		items[i].Payload = []byte(strconv.Itoa(i + 1))
+	}
+	_, err = q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	for _, seq := range []string{"2", "700"} {
+		require.NoError(t, rdb.HSet(ctx, q.keys[1], seq, "not a record").Err())
+	}
+	ms, err := q.DequeueBatch(ctx, 1201)
+	require.NoError(t, err)
+	require.Len(t, ms, 1201)
+	seen := map[uint64]bool{}
+	for _, m := range ms {
+		require.False(t, seen[m.Receipt.Seq])
+		seen[m.Receipt.Seq] = true
+		require.Equal(t, strconv.FormatUint(m.Receipt.Seq, 10), string(m.Payload))
+		require.NoError(t, m.Ack())
+	}
+	s := q.Stats()
+	require.Equal(t, [3]int64{0, 0, 2}, [3]int64{s.Ready, s.InFlight, s.Dead})
+}
