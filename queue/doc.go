@@ -23,6 +23,11 @@
 // MaxDeliveries the message goes to the dead-letter set instead, where it
 // can be listed, requeued or purged.
 //
+// With the default Options.Clock the queue reads the system's wall clock
+// as a base plus the monotonic time since, and reads the base again every
+// millisecond: a step of the wall clock (set by hand, by NTP, or a resume
+// from suspend) shows in deadlines and delays at most a millisecond late.
+//
 // Delivery is at least once: a message is delivered again only if its
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
 // producer-given id (WithID) that is already live, or was acked within

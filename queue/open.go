@@ -49,6 +49,9 @@ func Open(dir string, opts *Options) (*Queue, error) {
 func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	start := o.Clock.Now()
 	q := &Queue{dir: dir, opts: o, lockFile: lock, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	if _, ok := o.Clock.(systemClock); ok {
+		q.wall = newWallClock(wallResync)
+	}
 	// The procedure is recovery's: snapshot, log, replay, the leases of a
 	// crashed process, a salvage's rewrite (see package recovery).
 	log, rep, err := recovery.Recover(o.FS, dir, newRecoverer(q), o.Salvage)

@@ -47,6 +47,7 @@ type Queue struct {
 	moveMu    sync.Mutex // one copy-forward pass at a time
 	obs       observer   // histograms, background errors (metrics.go, events.go)
 	encBufs   encBufs    // buffers for records encoded outside mu (Enqueue)
+	wall      *wallClock // reads the system clock for now; nil when Options.Clock is not the default
 
 	// foundNothing, when set (white-box tests only), is called under q.mu
 	// by a blocking consumer that found nothing to deliver, before it goes
@@ -80,7 +81,12 @@ func (q *Queue) Recovery() Recovery { return q.recovery }
 func (q *Queue) Dir() string { return q.dir }
 
 // now returns the queue clock's time in unix nanoseconds.
-func (q *Queue) now() int64 { return q.opts.Clock.Now().UnixNano() }
+func (q *Queue) now() int64 {
+	if q.wall != nil {
+		return q.wall.unixNano()
+	}
+	return q.opts.Clock.Now().UnixNano()
+}
 
 // appendLocked appends the record r, whose msgpack form is enc (nil to
 // encode it here), and applies it to the state. A record that does not

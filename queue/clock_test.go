@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// within checks that the wall clock's reading r, taken between the
+// time.Now readings before and after, lies between them, give or take
+// the time between the two clock reads of the base's time.Now (a
+// preempted virtual processor can stretch it).
+func within(t *testing.T, before, r, after int64) {
+	t.Helper()
+	const slack = int64(2 * time.Millisecond)
+	require.GreaterOrEqual(t, r, before-slack, "reading before the wall clock's")
+	require.LessOrEqual(t, r, after+slack, "reading after the wall clock's")
+}
+
+func TestWallClockFollowsTheSystemClock(t *testing.T) {
+	for _, resync := range []time.Duration{time.Hour, wallResync, time.Nanosecond} {
+		t.Run(resync.String(), func(t *testing.T) {
+			c := newWallClock(resync)
+			for range 5 {
+				before := time.Now().UnixNano()
+				r := c.unixNano()
+				after := time.Now().UnixNano()
+				within(t, before, r, after)
+				time.Sleep(3 * time.Millisecond) // the base ages: the monotonic part grows
+			}
+		})
+	}
+}
+
+// TestWallClockSeesASteppedWallClock gives the clock a base whose wall
+// part is an hour off its monotonic part, as after a step of the wall
+// clock by an hour: the readings keep the step until the base is resync
+// old, then show the system's wall clock again.
+func TestWallClockSeesASteppedWallClock(t *testing.T) {
+	for _, step := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run(step.String(), func(t *testing.T) {
+			const resync = 20 * time.Millisecond
+			c := newWallClock(resync)
+			now := time.Now()
+			c.base.Store(&wallBase{at: now, wall: now.UnixNano() + int64(step)})
+
+			before := time.Now().UnixNano()
+			r := c.unixNano()
+			after := time.Now().UnixNano()
+			within(t, before+int64(step), r, after+int64(step))
+
+			time.Sleep(resync)
+			before = time.Now().UnixNano()
+			r = c.unixNano()
+			after = time.Now().UnixNano()
+			within(t, before, r, after)
+		})
+	}
+}
+
+func TestWallClockConcurrentReaders(t *testing.T) {
+	c := newWallClock(time.Microsecond) // rebases all the time
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				before := time.Now().UnixNano()
+				r := c.unixNano()
+				after := time.Now().UnixNano()
+				if r < before-int64(2*time.Millisecond) || r > after+int64(2*time.Millisecond) {
+					t.Errorf("reading %d outside [%d, %d]", r, before, after)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestQueueReadsTheWallClockOnlyForTheSystemClock(t *testing.T) {
+	q, err := Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer q.Close()
+	require.NotNil(t, q.wall)
+	before := time.Now().UnixNano()
+	r := q.now()
+	within(t, before, r, time.Now().UnixNano())
+
+	fake := &fixedClock{at: time.Unix(1_000_000, 0)}
+	f, err := Open(t.TempDir(), &Options{Clock: fake})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Nil(t, f.wall)
+	require.Equal(t, fake.at.UnixNano(), f.now())
+}
+
+// fixedClock is a Clock that stands still.
+type fixedClock struct{ at time.Time }
+
+func (c *fixedClock) Now() time.Time                         { return c.at }
+func (c *fixedClock) After(d time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+// BenchmarkClock compares the queue's reading of the default clock (one
+// monotonic read against a base) with a time.Now per reading.
+func BenchmarkClock(b *testing.B) {
+	var sink int64
+	b.Run("time.Now", func(b *testing.B) {
+		var c Clock = systemClock{}
+		for range b.N {
+			sink += c.Now().UnixNano()
+		}
+	})
+	b.Run("wall", func(b *testing.B) {
+		c := newWallClock(wallResync)
+		for range b.N {
+			sink += c.unixNano()
+		}
+	})
+	_ = sink
+}
