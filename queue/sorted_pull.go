@@ -92,7 +92,7 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 	sq := q.mu.st.sorted
 	now := q.now()
 	sq.Release(now)
-	deadline := now + int64(q.opts.AckTimeout)
+	deadline := later(now, q.opts.AckTimeout)
 	var out []pulled
 	var last *wal.Commit
 	for n := 0; n < max; {
@@ -124,8 +124,8 @@ func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
 	sq, now := q.mu.st.sorted, q.now()
 	at, ok := sq.NextHold()
 	if _, sort, found := sq.Next(); found && window > 0 {
-		if t, err := orderedIntValue(sort); err == nil && (!ok || t+int64(window) < at) {
-			at, ok = t+int64(window), true
+		if t, err := orderedIntValue(sort); err == nil && (!ok || later(t, window) < at) {
+			at, ok = later(t, window), true
 		}
 	}
 	if !ok {
