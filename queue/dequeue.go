@@ -176,13 +176,13 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 		out, last = append(out, d), c
 	}
 	if len(out) > 0 {
-		q.noteLeaseLocked(now + int64(q.opts.AckTimeout))
+		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
 	}
 	return out, last, nil
 }
 
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
-	deadline := now + int64(q.opts.AckTimeout)
+	deadline := later(now, q.opts.AckTimeout)
 	if e, ok := q.mu.st.table.FirstReady(); ok {
 		lsn, c, err := q.appendOfLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil, &e)
 		if err != nil {

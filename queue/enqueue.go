@@ -124,12 +124,12 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 	} else {
 		r.ID = newID()
 	}
-	due := it.DeliverAt.UnixNano()
+	due := unixNano(it.DeliverAt)
 	if it.DeliverAt.IsZero() {
 		due = 0
 	}
 	if it.Delay > 0 {
-		due = max(due, now+int64(it.Delay))
+		due = max(due, later(now, it.Delay))
 	}
 	if due > now {
 		r.Due = due

@@ -265,10 +265,10 @@ func (q *Queue) settleRecord(s Settlement, e index.Entry, now int64) record {
 		}
 		rec.Op = opNack
 		if s.Delay > 0 {
-			rec.Due = now + int64(s.Delay)
+			rec.Due = later(now, s.Delay)
 		}
 	case SettleExtend:
-		rec.Op, rec.Due = opExtend, now+int64(s.Delay)
+		rec.Op, rec.Due = opExtend, later(now, s.Delay)
 	case SettleDeadLetter:
 		rec.Op, rec.Reason = opDead, s.Reason
 	}

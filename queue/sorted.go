@@ -93,7 +93,9 @@ func openSorted(dir string, opts *SortedOptions, id Identity) (*Queue, error) {
 }
 
 // Publish adds a value under key at sort position sort. Under SyncAlways it
-// returns after the value is durable.
+// returns after the value is durable. A NaN, or a time.Time outside the
+// years 1678 to 2262 (such as the zero time), is refused with
+// ErrInvalidOptions.
 func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
 	enc, err := encodeSort(sort)
 	if err != nil {

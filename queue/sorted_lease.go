@@ -20,7 +20,7 @@ func (q *Queue) nackBatch(lease uint64, delay time.Duration) error {
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
 		r := q.returnBatch(b, now, "nacked")
 		if delay > 0 {
-			r.Due = now + int64(delay)
+			r.Due = later(now, delay)
 		}
 		return r
 	})
@@ -31,7 +31,7 @@ func (q *Queue) extendBatch(lease uint64, d time.Duration) error {
 		return fmt.Errorf("%w: lease extension %v is not positive", ErrInvalidOptions, d)
 	}
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
-		return &record{Op: opBatchExtend, Lease: lease, At: now, Due: now + int64(d)}
+		return &record{Op: opBatchExtend, Lease: lease, At: now, Due: later(now, d)}
 	})
 }
 

@@ -92,7 +92,7 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 	sq := q.mu.st.sorted
 	now := q.now()
 	sq.Release(now)
-	deadline := now + int64(q.opts.AckTimeout)
+	deadline := later(now, q.opts.AckTimeout)
 	var out []pulled
 	var last *wal.Commit
 	for n := 0; n < max; {
@@ -124,8 +124,8 @@ func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
 	sq, now := q.mu.st.sorted, q.now()
 	at, ok := sq.NextHold()
 	if _, sort, found := sq.Next(); found && window > 0 {
-		if t, err := orderedIntValue(sort); err == nil && (!ok || t+int64(window) < at) {
-			at, ok = t+int64(window), true
+		if t, err := orderedIntValue(sort); err == nil && (!ok || later(t, window) < at) {
+			at, ok = later(t, window), true
 		}
 	}
 	if !ok {
@@ -142,6 +142,7 @@ func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 	}
 	out := make([]*Batch[K], len(bs))
 	for i, b := range bs {
+		ownPayloads(b.payloads)
 		pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
 			Values: make([]Value[K], len(b.Values))}
 		for j, v := range b.Values {
@@ -154,6 +155,31 @@ func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 		out[i] = pb
 	}
 	return out, nil
+}
+
+// ownPayloads replaces the payloads the index had cached (nil: read from
+// the log) with copies in one allocation per batch: the consumer owns what
+// it is handed, as it owns a Message's payload, and may write into it,
+// while the cache keeps the bytes a later delivery must carry. Each copy's
+// capacity ends at its length, so an append to one never writes into the
+// next.
+func ownPayloads(ps [][]byte) {
+	n := 0
+	for _, p := range ps {
+		n += len(p)
+	}
+	if n == 0 {
+		return
+	}
+	buf := make([]byte, 0, n)
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, p...)
+		ps[i] = buf[start:len(buf):len(buf)]
+	}
 }
 
 func (s *Sorted[K]) value(v index.SortedValue, payload []byte) (Value[K], error) {

@@ -1,0 +1,138 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+)
+
+// liveBody is the payload of the message with producer id id: a reader
+// that finds another payload under that id read a wrong record.
+func liveBody(id string) string { return "body of " + id + strings.Repeat(".", 200) }
+
+// TestReadOnlyBesideBusyQueue opens a queue read-only, again and again,
+// while its writer enqueues, delivers, acks, nacks and dead-letters with
+// small segments and compactions that copy messages forward and cut the
+// log under the reader. Every message a read-only open shows (Browse,
+// Peek, DeadLetters, ReadLog) must carry its own payload and headers; an
+// error is allowed only as a refusal to read (the writer removed a file
+// under it), never ErrCorrupt of a healthy queue.
+func TestReadOnlyBesideBusyQueue(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{SegmentSize: 8 << 10, SnapshotBytes: 16 << 10, MaxDeliveries: 3,
+		Sync: queue.SyncNever})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			id := fmt.Sprintf("m-%d", i)
+			_, err := q.Enqueue(ctx, []byte(liveBody(id)), queue.WithID(id), queue.WithHeaders(map[string]string{"id": id}))
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("enqueue: %v", err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			m, err := q.Dequeue(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("dequeue: %v", err)
+				}
+				return
+			}
+			switch {
+			case i%7 == 3:
+				err = m.Nack(0)
+			case i%11 == 5:
+				err = m.DeadLetter("test")
+			default:
+				err = m.Ack()
+			}
+			if err == nil && i%50 == 0 {
+				_, err = q.RequeueAllDead()
+			}
+			if err == nil && i%97 == 0 {
+				err = q.Compact()
+			}
+			if err != nil {
+				t.Errorf("settle %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(3 * time.Second)
+	var opens, shown int
+	refused := map[string]int{}
+	for time.Now().Before(deadline) && !t.Failed() {
+		n, err := inspectLive(dir)
+		if err != nil {
+			require.NotErrorIs(t, err, errWrong)
+			require.NotErrorIs(t, err, queue.ErrCorrupt, "a read-only open beside a healthy queue")
+			refused[err.Error()]++
+			continue
+		}
+		opens++
+		shown += n
+	}
+	cancel()
+	wg.Wait()
+	require.NoError(t, q.Close())
+	t.Logf("%d read-only opens showed %d messages; refused: %v", opens, shown, refused)
+	require.Positive(t, opens)
+}
+
+// inspectLive opens dir read-only and checks every message it shows.
+func inspectLive(dir string) (int, error) {
+	r, err := queue.Open(dir, &queue.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	n := 0
+	for st := queue.StateReady; st <= queue.StateDead; st++ {
+		infos, err := r.Browse(st, 0, 1000)
+		if err != nil {
+			return n, fmt.Errorf("browse %s: %w", st, err)
+		}
+		for _, info := range infos {
+			m, err := r.Peek(info.Seq)
+			if err != nil {
+				return n, fmt.Errorf("peek %d: %w", info.Seq, err)
+			}
+			if string(m.Payload) != liveBody(info.ID) || m.ID != info.ID || m.Headers["id"] != info.ID {
+				return n, fmt.Errorf("%w: peek %d (%s, %s): id %q header %q payload %.40q", errWrong, info.Seq, info.ID, st, m.ID, m.Headers["id"], m.Payload)
+			}
+			n++
+		}
+	}
+	dead, err := r.DeadLetters(0, 1000)
+	if err != nil {
+		return n, fmt.Errorf("dead letters: %w", err)
+	}
+	for _, d := range dead {
+		if string(d.Payload) != liveBody(d.ID) {
+			return n, fmt.Errorf("%w: dead letter %s: payload %.40q", errWrong, d.ID, d.Payload)
+		}
+	}
+	err = queue.ReadLog(dir, 0, func(rec queue.Record) error {
+		if rec.Payload != nil && string(rec.Payload) != liveBody(rec.ID) && rec.ID != "" {
+			return fmt.Errorf("%w: log record %d (%s of %s): payload %.40q", errWrong, rec.LSN, rec.Op, rec.ID, rec.Payload)
+		}
+		return nil
+	})
+	return n, err
+}
+
+var errWrong = errors.New("wrong message")
