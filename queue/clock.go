@@ -28,7 +28,12 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // so a step of the wall clock (set by hand, stepped by NTP, a resume from
 // suspend, which the monotonic clock does not count) shows in the
 // readings within resync; between two bases the readings advance with the
-// monotonic clock, which NTP slews as it slews the wall clock.
+// monotonic clock (on Linux NTP slews it as it slews the wall clock; on
+// other systems the two may drift apart by up to what one resync allows).
+//
+// A base replaces only the base its reader found expired: a reader that
+// stalled between its two clock reads, while another reader rebased,
+// keeps its reading but does not set the others' readings back.
 type wallClock struct {
 	base   atomic.Pointer[wallBase] // the last base; replaced, never changed
 	resync time.Duration            // the longest a base is used
@@ -46,7 +51,7 @@ const wallResync = time.Millisecond
 
 func newWallClock(resync time.Duration) *wallClock {
 	c := &wallClock{resync: resync}
-	c.rebase()
+	c.rebase(nil, time.Now())
 	return c
 }
 
@@ -55,15 +60,17 @@ func (c *wallClock) unixNano() int64 {
 	b := c.base.Load()
 	d := time.Since(b.at) // the monotonic clock only
 	if d >= c.resync {
-		return c.rebase()
+		return c.rebase(b, time.Now())
 	}
 	return b.wall + int64(d)
 }
 
-// rebase reads the system clock into a new base and returns its wall time.
-func (c *wallClock) rebase() int64 {
-	now := time.Now()
-	b := &wallBase{at: now, wall: now.UnixNano()}
-	c.base.Store(b)
-	return b.wall
+// rebase makes now, a reading of the system clock, the base in place of
+// expired, the base its caller found too old, and returns now's wall time.
+// When another reader replaced expired first, its base stays: now may be
+// older than readings already taken from it.
+func (c *wallClock) rebase(expired *wallBase, now time.Time) int64 {
+	nb := &wallBase{at: now, wall: now.UnixNano()}
+	c.base.CompareAndSwap(expired, nb)
+	return nb.wall
 }

@@ -122,3 +122,21 @@ func BenchmarkClock(b *testing.B) {
 	})
 	_ = sink
 }
+
+// TestWallClockStalledRebase: a reader that found the base expired and
+// stalled before storing its own, while another reader rebased, leaves the
+// other's base in place: its reading, taken before the stall, is older
+// than readings already returned from that base and must not become what
+// every later reading counts from.
+func TestWallClockStalledRebase(t *testing.T) {
+	c := newWallClock(time.Hour)
+	expired := c.base.Load()
+	stalled := time.Now() // read before the stall
+	c.rebase(expired, time.Now())
+	fresh := c.base.Load()
+	require.NotSame(t, expired, fresh)
+	r := c.rebase(expired, stalled)
+	require.Equal(t, stalled.UnixNano(), r, "the stalled reader keeps its own reading")
+	require.Same(t, fresh, c.base.Load(), "the stalled reader replaced a base it did not find expired")
+	require.GreaterOrEqual(t, c.unixNano(), fresh.wall)
+}

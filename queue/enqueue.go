@@ -29,10 +29,13 @@ func WithID(id string) EnqueueOption { return func(it *Item) { it.ID = id } }
 // WithHeaders attaches headers to the message.
 func WithHeaders(h map[string]string) EnqueueOption { return func(it *Item) { it.Headers = h } }
 
-// WithDelay keeps the message from delivery until d has passed.
+// WithDelay keeps the message from delivery until d has passed. A delay
+// that reaches past the last instant the queue counts (the year 2262
+// here) keeps it until that instant, never wraps into the past.
 func WithDelay(d time.Duration) EnqueueOption { return func(it *Item) { it.Delay = d } }
 
-// WithDeliverAt keeps the message from delivery until t.
+// WithDeliverAt keeps the message from delivery until t, taken as the
+// last instant the queue counts when t lies past it.
 func WithDeliverAt(t time.Time) EnqueueOption { return func(it *Item) { it.DeliverAt = t } }
 
 // Enqueue adds a message and returns its id. Under SyncAlways it returns

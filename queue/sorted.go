@@ -51,7 +51,7 @@ type Batch[K SortKey] struct {
 // Value is one published value in a batch.
 type Value[K SortKey] struct {
 	Sort        K         // its sort key
-	Payload     []byte    // its payload
+	Payload     []byte    // its payload, the consumer's own copy
 	PublishedAt time.Time // when it was published
 	Deliveries  int       // times pulled, this one included
 }
