@@ -151,9 +151,9 @@ func (v *senv) later() {
 	require.NoError(v.t, bs[0].Ack())
 }
 
-// testWindowedForever: a windowed queue whose window is forever never
-// closes one; nor does a nack or lease of that length make the key
-// pullable again or hand it to another consumer.
+// testWindowedForever: a windowed queue whose window is forever closes
+// none within years: a window's end past the year 2262 does not wrap
+// into the past.
 func testWindowedForever(t *testing.T, e SortedEngine) {
 	o := SortedOptions{Options: Options{AckTimeout: forever, MaxDeliveries: -1}, Window: forever}
 	o.Clock = NewClock()
