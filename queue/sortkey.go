@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/walq/walq/internal/sortkey"
@@ -20,13 +19,9 @@ type SortKey interface {
 // encodeSort returns k's bytes, in an encoding whose byte order is k's
 // order (internal/sortkey, shared with the Redis backend).
 func encodeSort[K SortKey](k K) ([]byte, error) {
-	if t, ok := any(k).(time.Time); ok && (t.Before(minTimeKey) || t.After(maxTimeKey)) {
-		// UnixNano would wrap it into another time, at another place.
-		return nil, fmt.Errorf("%w: time sort key %v is outside %v to %v", ErrInvalidOptions, t, minTimeKey, maxTimeKey)
-	}
 	b, err := sortkey.Encode(k)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: %v (%v)", ErrInvalidOptions, err, any(k))
 	}
 	return b, nil
 }
@@ -34,8 +29,8 @@ func encodeSort[K SortKey](k K) ([]byte, error) {
 // minTimeKey and maxTimeKey bound a time.Time sort key: it is kept as
 // nanoseconds since 1970 in an int64 (the years 1678 to 2262).
 var (
-	minTimeKey = time.Unix(0, math.MinInt64).UTC()
-	maxTimeKey = time.Unix(0, math.MaxInt64).UTC()
+	minTimeKey = sortkey.MinTime
+	maxTimeKey = sortkey.MaxTime
 )
 
 func orderedInt(i int64) []byte { return sortkey.OrderedInt(i) }

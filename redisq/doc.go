@@ -71,6 +71,11 @@
 // Scripts take the time from the calling client's Options.Clock (the
 // system clock by default): the hosts sharing a queue must keep their
 // clocks in step (NTP); a skew of s shifts lease deadlines and delays by s.
+// Times travel as microseconds, which a Lua number holds exactly until
+// 2255 and to within 128 µs long after. A deliver-at past the year 38,503
+// (2^60 µs) is due then, never wrapped into another time; a time.Time
+// sort key outside the years 1678 to 2262 is refused, as by the embedded
+// queue.
 //
 // # Durability
 //

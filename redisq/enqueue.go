@@ -150,7 +150,7 @@ func (q *Queue) itemArgs(now time.Time, it *queue.Item) ([4]any, error) {
 	}
 	dueArg := "0"
 	if due.After(now) {
-		dueArg = unixMicros(due)
+		dueArg = dueMicros(due)
 	}
 	headers := it.Headers
 	if len(headers) == 0 {

@@ -58,3 +58,19 @@ const oldKeys = "seq info body ready delayed lease dead byid acked stats"
 func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
 func unixMicros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// farMicros (2^60 µs, in the year 38,503) is the latest due time the
+// scripts are given: a later deliver-at, whose UnixMicro could wrap into
+// the past, is clamped to it. It lies after every clock plus any
+// time.Duration, a double holds it exactly (so it comes back unchanged
+// from a ZADD score, a reply and the scripts' '%d'), and it is below the
+// scripts' NONE (2^62) and what a C long holds.
+const farMicros = 1 << 60
+
+// dueMicros is unixMicros for a due time, clamped to farMicros.
+func dueMicros(t time.Time) string {
+	if t.After(time.UnixMicro(farMicros)) {
+		return strconv.FormatInt(farMicros, 10)
+	}
+	return unixMicros(t)
+}

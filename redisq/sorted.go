@@ -105,7 +105,9 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 	return v, scriptErr(op, err)
 }
 
-// Publish adds a value under key at sort position sort.
+// Publish adds a value under key at sort position sort. A NaN, or a
+// time.Time outside the years 1678 to 2262 (such as the zero time), is
+// refused with queue.ErrInvalidOptions.
 func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
 	part, err := sortPart(sort)
 	if err != nil {

@@ -30,11 +30,27 @@ var (
 	ErrNaN = errors.New("NaN sort key")
 	// ErrLength is returned by Decode when a fixed-size key is not 8 bytes.
 	ErrLength = errors.New("sort key is not 8 bytes")
+	// ErrTimeRange is returned by Encode for a time outside MinTime to
+	// MaxTime (such as the zero time): its UnixNano would wrap into
+	// another time, at another place in the order.
+	ErrTimeRange = errors.New("time sort key outside the years 1678 to 2262")
+)
+
+// MinTime and MaxTime bound a time.Time key: it is kept as nanoseconds
+// since 1970 in an int64, which holds the years 1678 to 2262.
+var (
+	MinTime = time.Unix(0, math.MinInt64).UTC()
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
 )
 
 // Encode returns k's bytes in an encoding whose byte order is k's order.
+// It refuses a NaN (ErrNaN) and a time outside MinTime to MaxTime
+// (ErrTimeRange).
 func Encode[K Key](k K) ([]byte, error) {
 	if t, ok := any(k).(time.Time); ok {
+		if t.Before(MinTime) || t.After(MaxTime) {
+			return nil, ErrTimeRange
+		}
 		return OrderedInt(t.UnixNano()), nil
 	}
 	v := reflect.ValueOf(k)

@@ -59,6 +59,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"CancelAndClose", testCancelAndClose},
 		{"CompetingConsumers", testCompeting},
 		{"Stats", testStats},
+		{"FarFuture", testFarFuture},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -43,6 +43,8 @@ func TestSorted(t *testing.T, e SortedEngine) {
 		{"SingleFlight", testSingleFlight},
 		{"BlockingPullWakes", testBlockingPull},
 		{"Windowed", testWindowed},
+		{"FarFuture", testSortedFarFuture},
+		{"WindowedForever", testWindowedForever},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
