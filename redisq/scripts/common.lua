@@ -207,9 +207,12 @@ end
 
 -- bury moves the message seq, out of the ready set or leased, to the
 -- dead-letter set, because of what is wrong with its record (see
--- leasable) or body.
+-- leasable) or body. When its id cannot be told, the reason says so: a
+-- producer id it held is then freed only by a requeue or purge by that
+-- id (dead.lua), and a listing cannot show it.
 local function bury(seq, raw, body, why)
   local r = salvage(seq, raw, body)
+  if r[1] == '' then why = why .. '; id unknown' end
   r[4], r[5] = '', 'corrupt record: ' .. why
   redis.call('ZREM', K_LEASE, seq)
   putrec(seq, r)
