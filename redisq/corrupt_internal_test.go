@@ -305,3 +305,30 @@ func TestCorruptIDUnknown(t *testing.T) {
 	_, err = q.Enqueue(ctx, []byte("y"), queue.WithID("job-1"))
 	require.NoError(t, err, "purged by its id, the id is free again")
 }
+
+// TestCorruptRecordFence: a receipt whose leased record was damaged in a
+// way that keeps the live token but not the id (its length runs past the
+// record's end) settles nothing: the id it would read (a cut one) may be
+// another live message's, whose index the ack would remove, freeing that
+// message's producer id while it lives.
+func TestCorruptRecordFence(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "corrupt-fence", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("y"), queue.WithID("y-long-id"))
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("short"), queue.WithDelay(time.Hour))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "y", string(m.Payload))
+	rec := "1:1:" + strconv.FormatUint(m.Receipt.Lease, 10) + ":99:short"
+	require.NoError(t, rdb.HSet(ctx, q.keys[1], "1", rec).Err())
+
+	require.ErrorIs(t, m.Ack(), queue.ErrLeaseLost, "a record that does not parse is no live delivery")
+	_, err = q.Enqueue(ctx, []byte("x2"), queue.WithID("short"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "the other message's id is still taken")
+}

@@ -111,11 +111,12 @@ end
 -- owner returns the id of the record raw and whether a producer gave it,
 -- if tok names the record's live delivery and dl, its lease deadline as
 -- read (nil when none), has not passed: the fence of every settling by
--- receipt.
+-- receipt. A record whose id runs past its end names no delivery: the
+-- id read would be cut, maybe another message's.
 local function owner(raw, dl, tok)
   if not raw or not dl or dl + 0 <= now then return nil end
   local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
-  if t ~= tok then return nil end
+  if t ~= tok or at + n - 1 > #raw then return nil end
   return string.sub(raw, at, at + n - 1), p == '1'
 end
 
