@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"testing"
@@ -331,4 +332,48 @@ func TestCorruptRecordFence(t *testing.T) {
 	require.ErrorIs(t, m.Ack(), queue.ErrLeaseLost, "a record that does not parse is no live delivery")
 	_, err = q.Enqueue(ctx, []byte("x2"), queue.WithID("short"))
 	require.ErrorIs(t, err, queue.ErrDuplicate, "the other message's id is still taken")
+}
+
+// TestCorruptThenDuePromoted: a dequeue that buries the only ready message
+// and so finds nothing ready promotes delayed messages that are due, as
+// every dequeue that finds nothing ready does, even when '#w' (see
+// scripts/common.lua) says none is (a handle of an earlier version adds
+// delayed messages without lowering it).
+func TestCorruptThenDuePromoted(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	takes := []struct {
+		name string
+		take func(q *Queue) (*queue.Message, error)
+	}{
+		{"lone", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }},
+		{"gathered", func(q *Queue) (*queue.Message, error) { // the batch script, not waiting
+			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}}
+			errs := q.leaseEach(reqs)
+			if reqs[0].m == nil {
+				return nil, errors.Join(errs[0], queue.ErrEmpty)
+			}
+			return reqs[0].m, errs[0]
+		}},
+	}
+	for _, tk := range takes {
+		t.Run(tk.name, func(t *testing.T) {
+			clock := queuetest.NewClock()
+			q, err := Open(ctx, rdb, "corrupt-then-due-"+tk.name, &Options{Clock: clock, ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("a"), queue.WithDelay(time.Second))
+			require.NoError(t, err)
+			_, err = q.Enqueue(ctx, []byte("b"))
+			require.NoError(t, err)
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "2", "not a record", "#w", "4611686018427387904").Err())
+			clock.Advance(2 * time.Second)
+
+			m, err := tk.take(q)
+			require.NoError(t, err, "a is due")
+			require.Equal(t, "a", string(m.Payload))
+			require.NoError(t, m.Ack())
+		})
+	}
 }
