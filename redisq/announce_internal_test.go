@@ -3,11 +3,13 @@ package redisq
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -92,6 +94,82 @@ func waitFor(t *testing.T, ch <-chan *redis.Message, want string) {
 			seen = append(seen, m.Payload)
 		case <-timeout:
 			t.Fatalf("no %q on the wake channel; saw %q", want, seen)
+		}
+	}
+}
+
+// TestManyLeaseAnnounced: a batch, and lone Dequeues gathered into one
+// call, announce their lease's deadline when no announced deadline lies
+// ahead ('#t' absent), so that a housekeeper armed later (here for its
+// idle recheck) ends the leases at that deadline.
+func TestManyLeaseAnnounced(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	const ackTimeout = 800 * time.Millisecond
+	takes := []struct {
+		name string
+		take func(t *testing.T, q *Queue) int
+	}{
+		{"batch", func(t *testing.T, q *Queue) int {
+			ms, err := q.DequeueBatch(ctx, 2)
+			require.NoError(t, err)
+			return len(ms)
+		}},
+		{"gathered", func(t *testing.T, q *Queue) int {
+			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}}
+			n := 0
+			for i, err := range q.leaseEach(reqs) {
+				require.NoError(t, err)
+				if reqs[i].m != nil {
+					n++
+				}
+			}
+			return n
+		}},
+	}
+	for _, tk := range takes {
+		t.Run(tk.name, func(t *testing.T) {
+			q, err := Open(ctx, srv.Client(), "announce-"+tk.name, &Options{AckTimeout: ackTimeout})
+			require.NoError(t, err)
+			defer q.Close()
+			sub := subscribe(t, srv.Client(), q.wake)
+			_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+			require.NoError(t, err)
+			ann, err := srv.Client().HExists(ctx, q.keys[1], "#t").Result()
+			require.NoError(t, err)
+			require.False(t, ann, "no deadline announced yet")
+
+			leased := time.Now()
+			require.Equal(t, 2, tk.take(t, q))
+			waitForPrefix(t, sub, "t")
+			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			for range 2 {
+				m, err := q.Dequeue(wait)
+				require.NoError(t, err, "the leases did not run out within 10s")
+				require.Equal(t, 2, m.Deliveries)
+				require.NoError(t, m.Ack())
+			}
+			require.Less(t, time.Since(leased), 10*time.Second)
+		})
+	}
+}
+
+// waitForPrefix reads the channel until a message starting with prefix
+// arrives, failing after a while.
+func waitForPrefix(t *testing.T, ch <-chan *redis.Message, prefix string) {
+	t.Helper()
+	var seen []string
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-ch:
+			if strings.HasPrefix(m.Payload, prefix) {
+				return
+			}
+			seen = append(seen, m.Payload)
+		case <-timeout:
+			t.Fatalf("no %q… on the wake channel; saw %q", prefix, seen)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"testing"
@@ -238,4 +239,141 @@ func TestCorruptInLargeBatch(t *testing.T) {
 	}
 	s := q.Stats()
 	require.Equal(t, [3]int64{0, 0, 2}, [3]int64{s.Ready, s.InFlight, s.Dead})
+}
+
+// TestCorruptDeadLetterListed: a dead letter whose record is damaged or
+// gone hides no other dead letter: DeadLetters lists it too, with a
+// reason saying its record is corrupt and, where its body still tells
+// them, its id and payload, so that the operator can requeue or purge it.
+func TestCorruptDeadLetterListed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for i, c := range corruptions[:3] { // the record's damages
+		t.Run(c.name, func(t *testing.T) {
+			q, err := Open(ctx, rdb, "corrupt-listed-"+strconv.Itoa(i), nil)
+			require.NoError(t, err)
+			defer q.Close()
+			ids, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+			require.NoError(t, err)
+			ms, err := q.DequeueBatch(ctx, 2)
+			require.NoError(t, err)
+			for _, m := range ms {
+				require.NoError(t, m.DeadLetter("why"))
+			}
+			require.NoError(t, c.damage(ctx, rdb, q, "2"))
+
+			dl, err := q.DeadLetters(0, 10)
+			require.NoError(t, err, "one damaged letter does not hide the others")
+			require.Len(t, dl, 2)
+			require.Equal(t, [2]string{ids[0], "a"}, [2]string{dl[0].ID, string(dl[0].Payload)})
+			require.Equal(t, "why", dl[0].Reason)
+			require.Equal(t, uint64(2), dl[1].Seq)
+			require.Equal(t, [2]string{ids[1], "b"}, [2]string{dl[1].ID, string(dl[1].Payload)}, "told from the body")
+			require.Contains(t, dl[1].Reason, c.reason)
+			require.NoError(t, q.RequeueDead(ids[1]), "requeued by the id listed")
+			m, err := q.TryDequeue()
+			require.NoError(t, err)
+			require.Equal(t, "b", string(m.Payload))
+			require.NoError(t, m.Ack())
+		})
+	}
+}
+
+// TestCorruptIDUnknown: a message whose record and body are both gone
+// cannot tell its id: its dead letter's reason says so, since a producer
+// id it held stays refused after a purge (doc.go says what to do), and a
+// settle by that id still reaches the letter through the id's index.
+func TestCorruptIDUnknown(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "corrupt-id-unknown", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("job-1"))
+	require.NoError(t, err)
+	require.NoError(t, rdb.HDel(ctx, q.keys[1], "1", "b1").Err())
+	_, err = q.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrEmpty)
+
+	dl, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	require.Equal(t, "", dl[0].ID)
+	require.Equal(t, "corrupt record: missing; id unknown", dl[0].Reason)
+	require.NoError(t, q.PurgeDead("job-1"), "the id's index still names the letter")
+	_, err = q.Enqueue(ctx, []byte("y"), queue.WithID("job-1"))
+	require.NoError(t, err, "purged by its id, the id is free again")
+}
+
+// TestCorruptRecordFence: a receipt whose leased record was damaged in a
+// way that keeps the live token but not the id (its length runs past the
+// record's end) settles nothing: the id it would read (a cut one) may be
+// another live message's, whose index the ack would remove, freeing that
+// message's producer id while it lives.
+func TestCorruptRecordFence(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "corrupt-fence", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("y"), queue.WithID("y-long-id"))
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("short"), queue.WithDelay(time.Hour))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "y", string(m.Payload))
+	rec := "1:1:" + strconv.FormatUint(m.Receipt.Lease, 10) + ":99:short"
+	require.NoError(t, rdb.HSet(ctx, q.keys[1], "1", rec).Err())
+
+	require.ErrorIs(t, m.Ack(), queue.ErrLeaseLost, "a record that does not parse is no live delivery")
+	_, err = q.Enqueue(ctx, []byte("x2"), queue.WithID("short"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "the other message's id is still taken")
+}
+
+// TestCorruptThenDuePromoted: a dequeue that buries the only ready message
+// and so finds nothing ready promotes delayed messages that are due, as
+// every dequeue that finds nothing ready does, even when '#w' (see
+// scripts/common.lua) says none is (a handle of an earlier version adds
+// delayed messages without lowering it).
+func TestCorruptThenDuePromoted(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	takes := []struct {
+		name string
+		take func(q *Queue) (*queue.Message, error)
+	}{
+		{"lone", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }},
+		{"gathered", func(q *Queue) (*queue.Message, error) { // the batch script, not waiting
+			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}}
+			errs := q.leaseEach(reqs)
+			if reqs[0].m == nil {
+				return nil, errors.Join(errs[0], queue.ErrEmpty)
+			}
+			return reqs[0].m, errs[0]
+		}},
+	}
+	for _, tk := range takes {
+		t.Run(tk.name, func(t *testing.T) {
+			clock := queuetest.NewClock()
+			q, err := Open(ctx, rdb, "corrupt-then-due-"+tk.name, &Options{Clock: clock, ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("a"), queue.WithDelay(time.Second))
+			require.NoError(t, err)
+			_, err = q.Enqueue(ctx, []byte("b"))
+			require.NoError(t, err)
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "2", "not a record", "#w", "4611686018427387904").Err())
+			clock.Advance(2 * time.Second)
+
+			m, err := tk.take(q)
+			require.NoError(t, err, "a is due")
+			require.Equal(t, "a", string(m.Payload))
+			require.NoError(t, m.Ack())
+		})
+	}
 }

@@ -37,7 +37,11 @@ func decodeInfo(raw string) (info, error) {
 }
 
 // DeadLetters returns up to max dead letters whose sequence is at least
-// from, oldest first, with their payloads.
+// from, oldest first, with their payloads. A letter whose stored record
+// or body cannot be read (see doc.go) is listed all the same, with what
+// can still be told: its reason then says "corrupt record: " and what is
+// wrong; its id and payload come from its body, and are empty where the
+// body does not decode either.
 func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
 	if max <= 0 {
 		return nil, nil
@@ -51,26 +55,39 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
 	reply, _ := v.([]any)
 	out := make([]queue.DeadLetter, 0, len(reply)/3)
 	for i := 0; i+2 < len(reply); i += 3 {
-		seq := uint64(toInt(reply[i]))
-		raw, _ := reply[i+1].(string)
-		in, err := decodeInfo(raw)
-		if err != nil {
-			return nil, fmt.Errorf("redisq: dead letter %d: decode: %w", seq, err)
-		}
-		d := queue.DeadLetter{ID: in.ID, Seq: seq, Reason: in.Reason, Deliveries: in.Deliveries}
-		// A body that does not decode leaves the payload out, not the
-		// letter: the reason says so, so that it can still be requeued
-		// or purged by id.
-		if m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: seq}); err != nil {
-			if !strings.HasPrefix(d.Reason, corruptReason) {
-				d.Reason += "; " + corruptReason + err.Error()
-			}
-		} else {
-			d.EnqueuedAt, d.Payload, d.Headers = m.EnqueuedAt, m.Payload, m.Headers
-		}
-		out = append(out, d)
+		out = append(out, deadLetter(uint64(toInt(reply[i])), reply[i+1], reply[i+2]))
 	}
 	return out, nil
+}
+
+// deadLetter reads the dead letter seq from its record rec and body, as
+// the inspect script returns them (nil when absent). A record or body
+// that cannot be read leaves out what it held, not the letter, so that
+// the letter can still be requeued or purged by id.
+func deadLetter(seq uint64, rec, raw any) queue.DeadLetter {
+	d := queue.DeadLetter{Seq: seq}
+	s, ok := rec.(string)
+	in, err := decodeInfo(s)
+	switch {
+	case !ok:
+		d.Reason = corruptReason + "missing"
+	case err != nil:
+		d.Reason = corruptReason + "unreadable"
+	default:
+		d.ID, d.Reason, d.Deliveries = in.ID, in.Reason, in.Deliveries
+	}
+	m, err := decodeMessage(raw, queue.Receipt{Seq: seq})
+	if err != nil {
+		if !strings.HasPrefix(d.Reason, corruptReason) {
+			d.Reason += "; " + corruptReason + err.Error()
+		}
+		return d
+	}
+	if d.ID == "" {
+		d.ID = m.ID
+	}
+	d.EnqueuedAt, d.Payload, d.Headers = m.EnqueuedAt, m.Payload, m.Headers
+	return d
 }
 
 // RequeueDead makes the dead letter with id ready again, with its delivery

@@ -93,7 +93,13 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 // at the same time.
 func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
 	if max > 1 {
-		return q.lease(ctx, max)
+		ms, due, err := q.lease(ctx, max)
+		if len(ms) > 0 {
+			// Leased messages are the caller's: those the failed call
+			// left out come back when their lease runs out.
+			err = nil
+		}
+		return ms, due, err
 	}
 	r := &leaseReq{ctx: ctx}
 	if err := q.leases.do(r, q.leaseEach); err != nil {
@@ -139,10 +145,10 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 	ms, due, err := q.lease(ctx, len(live))
 	for j, i := range live {
 		switch {
-		case err != nil:
-			errs[i] = err
 		case j < len(ms):
 			reqs[i].m = ms[j]
+		case err != nil:
+			errs[i] = err
 		default:
 			reqs[i].due = due
 		}
@@ -153,23 +159,26 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 // lease runs the dequeue script. With nothing ready it returns the time
 // the earliest delayed message is due (zero when none). A leased message
 // whose body does not decode goes to the dead-letter set (see bury in
-// scripts/common.lua), and as many more are leased in its place.
+// scripts/common.lua), and as many more are leased in its place. A call
+// that fails after others leased ends the loop with both the messages
+// leased and its error: the server holds those messages leased, so they
+// must reach the caller.
 func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
 	var out []*queue.Message
 	for {
 		ms, due, buried, err := q.leaseOnce(ctx, max-len(out))
-		if err != nil {
-			return nil, time.Time{}, err
-		}
 		out = append(out, ms...)
-		if buried == 0 || len(out) == max {
-			return out, due, nil
+		if err != nil || buried == 0 || len(out) == max {
+			return out, due, err
 		}
 	}
 }
 
 // leaseOnce is one call of the dequeue script for up to max messages; it
-// returns the messages leased and how many of them it buried instead.
+// returns the messages leased and how many of them it buried instead. A
+// body whose dead-lettering fails stays leased (the housekeeper or a
+// later dequeue buries it when its lease runs out); the others are
+// returned with that error.
 func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := make([]any, 0, 2+max)
@@ -191,13 +200,15 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 	}
 	out := make([]*queue.Message, 0, (len(reply)-1)/3)
 	buried := 0
+	var failed error
 	for i := 1; i+2 < len(reply); i += 3 {
 		tok, _ := strconv.ParseUint(args[2+(i-1)/3].(string), 10, 64)
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
 			if err := q.settleOne("dead", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
-				return nil, time.Time{}, 0, fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
+				failed = fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
+				continue
 			}
 			buried++
 			continue
@@ -205,7 +216,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 		m.DeliveredAt, m.Deliveries = now, int(toInt(reply[i+1]))
 		out = append(out, queue.NewMessage(q, *m))
 	}
-	return out, due, buried, nil
+	return out, due, buried, failed
 }
 
 // corruptReason starts the reason of a message dead-lettered because its

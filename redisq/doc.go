@@ -113,6 +113,13 @@
 // that starts "corrupt record: " and says what is wrong (missing,
 // unreadable, body missing, payload undecodable), keeping its id where
 // the body still tells it, and delivers the other messages of the call.
+// DeadLetters lists such a letter too, with what its record or body still
+// tells. When neither tells its id, the reason ends "; id unknown", and
+// an id its producer gave stays taken (Enqueue with it is refused with
+// ErrDuplicate): RequeueDead or PurgeDead with that id still reaches the
+// letter and frees the id, PurgeAllDead cannot. To free the id of such
+// a letter purged already, remove the field "i" + id of the hash
+// walq:{NAME}:2:msg (HDEL).
 // Every script checks what it reads of a message before its first write
 // for it: a Lua error does not undo a script's earlier writes. A pulled
 // batch of a sorted queue holding a value that does not decode goes to

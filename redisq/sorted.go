@@ -215,16 +215,21 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	}
 	raw, _ := r[0].([]any)
 	out := make([]*queue.Batch[K], 0, len(raw))
+	var failed error // a failed bury: the batch stays leased until its lease runs out
 	for _, x := range raw {
 		b, err := s.decodeBatch(x, now)
 		if err != nil {
 			if err := s.bury(x, err); err != nil {
-				return nil, time.Time{}, 0, err
+				failed = err
+				continue
 			}
 			buried++
 			continue
 		}
 		out = append(out, b)
+	}
+	if len(out) == 0 && failed != nil { // the others leased are the caller's
+		return nil, time.Time{}, buried, failed
 	}
 	if h := toInt(r[1]); h >= 0 {
 		due = time.UnixMicro(h)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq/internal/redistest"
@@ -41,9 +43,9 @@ func TestSortedCorruptValue(t *testing.T) {
 }
 
 // TestSortedCorruptInfo: a batch whose value lost its delivery count is
-// given back (nack, expiry) without failing halfway: that value goes to
-// the dead set, the others back to their key; and a batch whose own
-// record is gone or garbled stops no housekeeping pass.
+// given back (nack, expiry) without failing halfway: that value goes
+// back to its key with the others (TestSortedMissingCountGivenBack); and
+// a batch whose own record is gone or garbled stops no housekeeping pass.
 func TestSortedCorruptInfo(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -61,7 +63,7 @@ func TestSortedCorruptInfo(t *testing.T) {
 	require.NoError(t, rdb.HDel(ctx, s.keys[2], "1").Err())
 	require.NoError(t, bs[0].Nack(0), "the nack of k1's batch")
 	st := s.Stats()
-	require.Equal(t, [2]int{1, 1}, [2]int{st.SortedPending, st.SortedDead}, "value 1 dead, value 2 pending again")
+	require.Equal(t, [2]int{2, 0}, [2]int{st.SortedPending, st.SortedDead}, "values 1 and 2 pending again")
 
 	require.NoError(t, rdb.HSet(ctx, s.keys[7], strconv.FormatUint(bs[1].Receipt.Lease, 10), "\xc1").Err())
 	clock.Advance(2 * time.Minute)
@@ -76,4 +78,59 @@ func TestSortedCorruptInfo(t *testing.T) {
 	}
 	sort.Strings(keys)
 	require.Equal(t, []string{"k1", "k3"}, keys, "k3's lease ended and its value is back")
+}
+
+// TestSortedMissingCountGivenBack: a value whose delivery count is gone
+// is still deliverable (its body and sort key are intact): a nack gives
+// it back to its key, and the next pull counts its deliveries afresh,
+// with or without MaxDeliveries. The sorted dead set has no requeue, so
+// dead there it would be lost to the application. Without a delivery
+// limit a giveback reads no count at all: no HGET per value.
+func TestSortedMissingCountGivenBack(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, maxd := range []int{-1, 3} { // -1: no limit
+		t.Run("MaxDeliveries="+strconv.Itoa(maxd), func(t *testing.T) {
+			s, err := OpenSorted[int64](ctx, rdb, "missing-count-"+strconv.Itoa(maxd),
+				&SortedOptions{Options: Options{MaxDeliveries: maxd, ManualRequeue: true}})
+			require.NoError(t, err)
+			defer s.Close()
+			for i := range 5 {
+				require.NoError(t, s.Publish(ctx, int64(i), "k", []byte{byte('a' + i)}))
+			}
+			bs, err := s.TryPull(10)
+			require.NoError(t, err)
+			require.Len(t, bs, 1)
+			require.NoError(t, rdb.HDel(ctx, s.keys[2], "1").Err())
+			before := hgets(t, rdb)
+			require.NoError(t, bs[0].Nack(0))
+			if maxd < 0 {
+				require.Less(t, hgets(t, rdb)-before, int64(5), "an HGET per value given back")
+			}
+			st := s.Stats()
+			require.Equal(t, [2]int{5, 0}, [2]int{st.SortedPending, st.SortedDead}, "every value is back at its key")
+			bs, err = s.TryPull(10)
+			require.NoError(t, err)
+			require.Len(t, bs, 1)
+			require.Len(t, bs[0].Values, 5)
+			require.NoError(t, bs[0].Ack())
+		})
+	}
+}
+
+// hgets is the server's count of HGET calls so far, those of scripts
+// included.
+func hgets(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_hget:calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
 }

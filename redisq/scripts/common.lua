@@ -111,11 +111,12 @@ end
 -- owner returns the id of the record raw and whether a producer gave it,
 -- if tok names the record's live delivery and dl, its lease deadline as
 -- read (nil when none), has not passed: the fence of every settling by
--- receipt.
+-- receipt. A record whose id runs past its end names no delivery: the
+-- id read would be cut, maybe another message's.
 local function owner(raw, dl, tok)
   if not raw or not dl or dl + 0 <= now then return nil end
   local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
-  if t ~= tok then return nil end
+  if t ~= tok or at + n - 1 > #raw then return nil end
   return string.sub(raw, at, at + n - 1), p == '1'
 end
 
@@ -207,9 +208,12 @@ end
 
 -- bury moves the message seq, out of the ready set or leased, to the
 -- dead-letter set, because of what is wrong with its record (see
--- leasable) or body.
+-- leasable) or body. When its id cannot be told, the reason says so: a
+-- producer id it held is then freed only by a requeue or purge by that
+-- id (dead.lua), and a listing cannot show it.
 local function bury(seq, raw, body, why)
   local r = salvage(seq, raw, body)
+  if r[1] == '' then why = why .. '; id unknown' end
   r[4], r[5] = '', 'corrupt record: ' .. why
   redis.call('ZREM', K_LEASE, seq)
   putrec(seq, r)

@@ -13,9 +13,13 @@ else
 end
 -- A record that does not parse is salvaged (see bury) before the first
 -- write for its message: requeued, it is delivered again under its id.
+-- A letter reached by an id its record lost (id unknown) takes that id:
+-- the id's index names it, and a purge must remove that index, or the
+-- id would be refused for good.
 for _, seq in ipairs(seqs) do
   local raw = redis.call('HGET', K_MSG, seq)
   local r = decode(raw) or salvage(seq, raw, redis.call('HGET', K_MSG, 'b' .. seq))
+  if r[1] == '' then r[1] = ARGV[6] end
   redis.call('ZREM', K_DEAD, seq)
   if op == 'purge' then
     forget(g, seq, r[1], r[2] == 1)

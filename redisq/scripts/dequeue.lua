@@ -34,10 +34,14 @@ if ARGV[6] == '1' then
   while not head do
     bury(seq, got[1], got[2], d)
     seq = popone()
-    if not seq then
-      waiting()
-      wake()
-      return {first(K_DELAYED)}
+    if not seq then -- nothing ready: promote, as above
+      local n, hint = promote(128, nil)
+      if n == 0 then
+        waiting()
+        wake()
+        return {hint}
+      end
+      seq = popone()
     end
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
     head, d, tail = leasable(got[1], got[2])
@@ -111,11 +115,17 @@ while #seqs > 0 do
     got = nil
   end
   seqs = {}
-  if buried > was then seqs = popmany(max - k) end
+  if buried > was then
+    seqs = popmany(max - k)
+    if #seqs == 0 then -- nothing ready: promote, as above
+      local n
+      n, hint = promote(128, nil)
+      if n > 0 then seqs = popmany(max - k) end
+    end
+  end
 end
 if k < max then waiting() end
 if k == 0 then
-  if buried > 0 then hint = first(K_DELAYED) end
   out[1] = hint
   wake()
   return out

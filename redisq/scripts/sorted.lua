@@ -159,17 +159,15 @@ local function toDead(seq, reason)
 end
 
 -- giveback puts a batch's values back at their sort keys, or dead at
--- MaxDeliveries; delay > 0 holds the key. A value whose delivery count
--- is gone goes dead as corrupt: a Lua error here would come after
--- drop's writes, and lose the batch's values.
+-- MaxDeliveries; delay > 0 holds the key. The delivery count is read
+-- only under a limit; one that is gone or garbled counts as none (a Lua
+-- error here would come after drop's writes, and lose the batch's
+-- values): the value is intact, and the next pull counts afresh.
 local function giveback(tok, b, delay, why)
   drop(tok, b)
   for _, m in ipairs(b[2]) do
     local seq = unseq8(string.sub(m, -8))
-    local d = tonumber(redis.call('HGET', K_VINFO, seq))
-    if not d then
-      toDead(seq, 'corrupt record: delivery count missing')
-    elseif maxd > 0 and d >= maxd then
+    if maxd > 0 and (tonumber(redis.call('HGET', K_VINFO, seq)) or 0) >= maxd then
       toDead(seq, maxd .. ' deliveries; last: ' .. why)
     else
       redis.call('ZADD', K_PEND, 0, m)
