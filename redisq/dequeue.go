@@ -176,9 +176,10 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 
 // leaseOnce is one call of the dequeue script for up to max messages; it
 // returns the messages leased and how many of them it buried instead. A
-// body whose dead-lettering fails stays leased (the housekeeper or a
-// later dequeue buries it when its lease runs out); the others are
-// returned with that error.
+// body whose dead-lettering fails stays leased: when its lease runs out it
+// is ready again and the dequeue that leases it next buries it (or, at
+// MaxDeliveries, the expiry makes it dead with the usual reason); the
+// others are returned with that error.
 func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := make([]any, 0, 2+max)

@@ -89,34 +89,49 @@ func TestSortedCorruptInfo(t *testing.T) {
 func TestSortedMissingCountGivenBack(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	ctx := context.Background()
-	for _, maxd := range []int{-1, 3} { // -1: no limit
-		t.Run("MaxDeliveries="+strconv.Itoa(maxd), func(t *testing.T) {
-			s, err := OpenSorted[int64](ctx, rdb, "missing-count-"+strconv.Itoa(maxd),
-				&SortedOptions{Options: Options{MaxDeliveries: maxd, ManualRequeue: true}})
-			require.NoError(t, err)
-			defer s.Close()
-			for i := range 5 {
-				require.NoError(t, s.Publish(ctx, int64(i), "k", []byte{byte('a' + i)}))
-			}
-			bs, err := s.TryPull(10)
-			require.NoError(t, err)
-			require.Len(t, bs, 1)
-			require.NoError(t, rdb.HDel(ctx, s.keys[2], "1").Err())
-			before := hgets(t, rdb)
-			require.NoError(t, bs[0].Nack(0))
-			if maxd < 0 {
-				require.Less(t, hgets(t, rdb)-before, int64(5), "an HGET per value given back")
-			}
-			st := s.Stats()
-			require.Equal(t, [2]int{5, 0}, [2]int{st.SortedPending, st.SortedDead}, "every value is back at its key")
-			bs, err = s.TryPull(10)
-			require.NoError(t, err)
-			require.Len(t, bs, 1)
-			require.Len(t, bs[0].Values, 5)
-			require.NoError(t, bs[0].Ack())
-		})
+	for _, c := range []struct{ damage, count string }{{"missing", ""}, {"garbled", "garbled"}} {
+		for _, maxd := range []int{-1, 3} { // -1: no limit
+			t.Run(c.damage+"/MaxDeliveries="+strconv.Itoa(maxd), func(t *testing.T) {
+				testSortedDamagedCount(t, rdb, c.damage, c.count, maxd)
+			})
+		}
 	}
+}
+
+// testSortedDamagedCount publishes five values, pulls them, damages the
+// second one's delivery count (deletes it when count is empty, else sets
+// it to count) and nacks: every value must come back and be pulled again
+// together.
+func testSortedDamagedCount(t *testing.T, rdb *redis.Client, damage, count string, maxd int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := OpenSorted[int64](ctx, rdb, damage+"-count-"+strconv.Itoa(maxd),
+		&SortedOptions{Options: Options{MaxDeliveries: maxd, ManualRequeue: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 5 {
+		require.NoError(t, s.Publish(ctx, int64(i), "k", []byte{byte('a' + i)}))
+	}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	if count == "" {
+		require.NoError(t, rdb.HDel(ctx, s.keys[2], "1").Err())
+	} else {
+		require.NoError(t, rdb.HSet(ctx, s.keys[2], "1", count).Err())
+	}
+	before := hgets(t, rdb)
+	require.NoError(t, bs[0].Nack(0))
+	if maxd < 0 {
+		require.Less(t, hgets(t, rdb)-before, int64(5), "an HGET per value given back")
+	}
+	st := s.Stats()
+	require.Equal(t, [2]int{5, 0}, [2]int{st.SortedPending, st.SortedDead}, "every value is back at its key")
+	bs, err = s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.Len(t, bs[0].Values, 5)
+	require.NoError(t, bs[0].Ack())
 }
 
 // hgets is the server's count of HGET calls so far, those of scripts

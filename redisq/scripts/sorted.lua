@@ -153,6 +153,19 @@ local function drop(tok, b)
   redis.call('HINCRBY', K_STATS, 'leased', -#b[2])
 end
 
+-- delivered counts one more delivery of the value seq and returns its
+-- count. A count that is not a number (garbled by hand) restarts at this
+-- delivery: a Lua error here would come after the pull's writes, and
+-- lose the key's values.
+local function delivered(seq)
+  local d = redis.pcall('HINCRBY', K_VINFO, seq, 1)
+  if type(d) == 'table' then
+    redis.call('HSET', K_VINFO, seq, 1)
+    d = 1
+  end
+  return d
+end
+
 local function toDead(seq, reason)
   redis.call('ZADD', K_DEAD, seq, seq)
   redis.call('HSET', K_VREASON, seq, reason)

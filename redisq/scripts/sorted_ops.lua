@@ -27,7 +27,7 @@ elseif op == 'pull' then
     local vals = {}
     for _, pm in ipairs(members) do
       local seq = unseq8(string.sub(pm, -8))
-      vals[#vals + 1] = {seq, redis.call('HINCRBY', K_VINFO, seq, 1), redis.call('HGET', K_VAL, seq)}
+      vals[#vals + 1] = {seq, delivered(seq), redis.call('HGET', K_VAL, seq)}
     end
     if #out == 0 then earlier(K_BDUE, now + ackto) end
     redis.call('HSET', K_BATCH, tok, cmsgpack.pack({key, members, now}))
