@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
 )
@@ -102,9 +103,33 @@ func (r *recoverer) CopyPast(lsn uint64) (int, error) {
 	q.recovery.Dropped = q.lostBelow(lsn)
 	moved, err := q.movePinned(lsn, true)
 	if err == nil {
+		q.forgetLostIDs(lsn)
 		err = q.snapshot()
 	}
 	return moved, err
+}
+
+// forgetLostIDs forgets, as a drop does, the producer-given ids of the
+// messages before lsn that are gone. Once CopyPast has moved them, every
+// live message before lsn is in the table; an id whose message is not
+// was a never-delivered message whose enqueue record the damage took, and
+// would otherwise refuse its producer's retry for good. The snapshot that
+// follows keeps the change.
+func (q *Queue) forgetLostIDs(lsn uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.mu.st
+	var lost []index.DedupItem
+	st.dedup.Snapshot().Ascend(func(it index.DedupItem) bool {
+		if _, live := st.table.Get(it.Seq); it.AckedAt == 0 && it.Seq < lsn && !live {
+			lost = append(lost, it)
+		}
+		return true
+	})
+	now := q.now()
+	for _, it := range lost {
+		st.dedup.Acked(it.ID, it.Seq, now, st.dedupWindow)
+	}
 }
 
 // The state as recovery sees it (recovery.State).
