@@ -140,7 +140,30 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 	if err := decodeRecord(b, &r); err != nil {
 		return err
 	}
-	return s.apply(lsn, &r, len(b))
+	err := s.apply(lsn, &r, len(b))
+	if err != nil && s.salvage && s.settledAnyway(lsn, &r) {
+		return nil
+	}
+	return err
+}
+
+// settledAnyway applies, in a salvaging replay, an ack or a dead-letter
+// of a delivery whose lease record the damage took, and reports whether
+// it did. The record was appended when that lease held the message: the
+// message was acked (or dead-lettered) whatever the lost records said, and
+// skipping the record would deliver it again. A message not in the table
+// (its first delivery's lease was lost) is left to the skip.
+func (s *state) settledAnyway(lsn uint64, r *record) bool {
+	if r.Op != opAck && (r.Op != opDead || r.Lease == 0) {
+		return false
+	}
+	e, ok := s.table.Get(r.Seq)
+	if !ok {
+		return false
+	}
+	s.last, s.clean = lsn, false
+	s.applyChange(r, e)
+	return true
 }
 
 func (s *state) Skip(lsn uint64) { s.skip(lsn) }
