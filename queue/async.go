@@ -199,7 +199,11 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 	if err := q.prepare(&it, q.now(), &r); err != nil {
 		return nil, err
 	}
-	c, err := q.enqueueAsync(ctx, &r, encodeRecord(nil, &r))
+	enc := encodeRecord(nil, &r)
+	if err := q.checkRecordSize(enc); err != nil {
+		return nil, err
+	}
+	c, err := q.enqueueAsync(ctx, &r, enc)
 	if err != nil {
 		return nil, err
 	}

@@ -143,6 +143,11 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 // enqueueLocked appends the enqueue records after checking their ids, and
 // returns the commit of the last.
 func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error) {
+	for _, enc := range encs {
+		if err := q.checkRecordSize(enc); err != nil {
+			return nil, err
+		}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.mu.closed {
@@ -176,6 +181,20 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 		q.appliedLocked(first+uint64(i), &recs[i], len(encs[i]), nil)
 	}
 	return c, nil
+}
+
+// maxLogRecord is the log's own limit on a record (wal.Options'
+// MaxRecordSize): the largest it takes.
+const maxLogRecord = 1 << 30
+
+// checkRecordSize refuses the record enc of a new message (an enqueue or a
+// publish) longer than its payload limit plus 1 MiB for its other fields,
+// headers and key.
+func (q *Queue) checkRecordSize(enc []byte) error {
+	if limit := q.opts.MaxMessageSize + 1<<20; len(enc) > limit {
+		return fmt.Errorf("%w: %w: %d bytes with its headers, id and key, limit %d", ErrTooLarge, wal.ErrTooLarge, len(enc), limit)
+	}
+	return nil
 }
 
 // checkIDsLocked refuses producer-given ids already in use, in the dedup

@@ -75,8 +75,11 @@ func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 		SegmentSize:  q.opts.SegmentSize,
 		Sync:         q.opts.Sync,
 		SyncInterval: q.opts.SyncInterval,
-		// A payload plus its record fields and headers.
-		MaxRecordSize: q.opts.MaxMessageSize + 1<<20,
+		// The log takes records of any size it can hold: a copy forward
+		// of a message enqueued under a larger MaxMessageSize, or a few
+		// bytes longer than an enqueue record at the limit, must not be
+		// refused. New messages are held to checkRecordSize's limit.
+		MaxRecordSize: maxLogRecord,
 		Salvage:       q.opts.Salvage,
 		FileMode:      q.opts.FileMode,
 		DirMode:       q.opts.DirMode,

@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
 )
@@ -102,9 +103,33 @@ func (r *recoverer) CopyPast(lsn uint64) (int, error) {
 	q.recovery.Dropped = q.lostBelow(lsn)
 	moved, err := q.movePinned(lsn, true)
 	if err == nil {
+		q.forgetLostIDs(lsn)
 		err = q.snapshot()
 	}
 	return moved, err
+}
+
+// forgetLostIDs forgets, as a drop does, the producer-given ids of the
+// messages before lsn that are gone. Once CopyPast has moved them, every
+// live message before lsn is in the table; an id whose message is not
+// was a never-delivered message whose enqueue record the damage took, and
+// would otherwise refuse its producer's retry for good. The snapshot that
+// follows keeps the change.
+func (q *Queue) forgetLostIDs(lsn uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.mu.st
+	var lost []index.DedupItem
+	st.dedup.Snapshot().Ascend(func(it index.DedupItem) bool {
+		if _, live := st.table.Get(it.Seq); it.AckedAt == 0 && it.Seq < lsn && !live {
+			lost = append(lost, it)
+		}
+		return true
+	})
+	now := q.now()
+	for _, it := range lost {
+		st.dedup.Acked(it.ID, it.Seq, now, st.dedupWindow)
+	}
 }
 
 // The state as recovery sees it (recovery.State).
@@ -115,7 +140,30 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 	if err := decodeRecord(b, &r); err != nil {
 		return err
 	}
-	return s.apply(lsn, &r, len(b))
+	err := s.apply(lsn, &r, len(b))
+	if err != nil && s.salvage && s.settledAnyway(lsn, &r) {
+		return nil
+	}
+	return err
+}
+
+// settledAnyway applies, in a salvaging replay, an ack or a dead-letter
+// of a delivery whose lease record the damage took, and reports whether
+// it did. The record was appended when that lease held the message: the
+// message was acked (or dead-lettered) whatever the lost records said, and
+// skipping the record would deliver it again. A message not in the table
+// (its first delivery's lease was lost) is left to the skip.
+func (s *state) settledAnyway(lsn uint64, r *record) bool {
+	if r.Op != opAck && (r.Op != opDead || r.Lease == 0) {
+		return false
+	}
+	e, ok := s.table.Get(r.Seq)
+	if !ok {
+		return false
+	}
+	s.last, s.clean = lsn, false
+	s.applyChange(r, e)
+	return true
 }
 
 func (s *state) Skip(lsn uint64) { s.skip(lsn) }

@@ -22,6 +22,9 @@ func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []
 	// caller's buffer, which it may reuse once Publish returns.
 	r := &record{Op: opPublish, Key: key, Sort: sort, At: q.now(), Payload: bytes.Clone(payload)}
 	enc := encodeRecord(nil, r)
+	if err := q.checkRecordSize(enc); err != nil {
+		return err
+	}
 	q.mu.Lock()
 	c, err := q.appendLocked(r, enc)
 	q.mu.Unlock()

@@ -34,6 +34,7 @@ type state struct {
 	clean        bool          // the last record applied was a clean close
 	counts       counters      // lifetime totals
 	dedupWindow  bool          // acked producer ids are remembered (DedupWindow > 0)
+	salvage      bool          // a salvaging open: replay applies an ack whose lease was lost (settledAnyway)
 	sorted       *index.Sorted // a sorted queue's values and batches
 	cacheBytes   int64         // payload bytes of sorted values kept in memory at most
 }
@@ -41,8 +42,8 @@ type state struct {
 func newState(o *Options) *state {
 	return &state{
 		table: index.NewTable(), dedup: index.NewDedup(), cursor: 1,
-		dedupWindow: o.DedupWindow > 0,
-		sorted:      index.NewSorted(o.singleFlight), cacheBytes: o.cacheBytes,
+		dedupWindow: o.DedupWindow > 0, salvage: o.Salvage,
+		sorted: index.NewSorted(o.singleFlight), cacheBytes: o.cacheBytes,
 	}
 }
 

@@ -232,7 +232,6 @@ func TestDemo(t *testing.T) {
 	r := mustWalq(t, 0, "", "demo")
 	for _, want := range []string{
 		"consumer A acked order-1",
-		"consumer C got order-2 again after 1.0s (delivery 2, same id, same enqueue time: true)",
 		"refused: queue: lease lost",
 		"sent SIGKILL after ",
 		"torn tail cut: ",
@@ -242,5 +241,8 @@ func TestDemo(t *testing.T) {
 	} {
 		require.Contains(t, r.stdout, want)
 	}
+	// The lease is 1s: order-2 comes back after it ran out, by a margin
+	// that depends on the machine's load.
+	require.Regexp(t, `consumer C got order-2 again after 1\.\ds \(delivery 2, same id, same enqueue time: true\)`, r.stdout)
 	require.Empty(t, r.stderr)
 }
