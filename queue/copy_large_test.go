@@ -110,3 +110,35 @@ func TestNewRecordLimit(t *testing.T) {
 	require.ErrorIs(t, s.Publish(ctx, 1, strings.Repeat("k", 1<<20+1<<10), []byte("p")), queue.ErrTooLarge)
 	require.NoError(t, s.Publish(ctx, 1, strings.Repeat("k", 1<<20-100), []byte("p")))
 }
+
+// TestReasonLimit: a dead-letter reason is held to the limit of a new
+// message's record, as it was before the log took larger copies forward:
+// a reason is kept in memory and in every snapshot, so one of a gigabyte
+// is refused, on the ack queue and on the sorted queue, and the message
+// or batch stays with its consumer.
+func TestReasonLimit(t *testing.T) {
+	ctx := context.Background()
+	o := queue.Options{MaxMessageSize: 1 << 10}
+	huge := strings.Repeat("r", 1<<20+1<<10)
+
+	q := open(t, t.TempDir(), &o)
+	defer func() { require.NoError(t, q.Close()) }()
+	_, err := q.Enqueue(ctx, []byte("p"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.ErrorIs(t, m.DeadLetter(huge), queue.ErrTooLarge)
+	require.ErrorIs(t, q.DeadLetterID(m.ID, huge), queue.ErrTooLarge)
+	require.ErrorIs(t, q.Settle(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleDeadLetter, Reason: huge}), queue.ErrTooLarge)
+	require.Zero(t, q.Stats().Dead, "nothing refused was dead-lettered")
+	require.NoError(t, m.DeadLetter("short"))
+
+	s, err := queue.OpenSorted[int64](t.TempDir(), &queue.SortedOptions{Options: o})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("p")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.ErrorIs(t, bs[0].DeadLetter(huge), queue.ErrTooLarge)
+	require.NoError(t, bs[0].DeadLetter("short"))
+}

@@ -187,12 +187,13 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 // MaxRecordSize): the largest it takes.
 const maxLogRecord = 1 << 30
 
-// checkRecordSize refuses the record enc of a new message (an enqueue or a
-// publish) longer than its payload limit plus 1 MiB for its other fields,
-// headers and key.
+// checkRecordSize refuses a record enc longer than a message's payload
+// limit plus 1 MiB for its other fields, headers, key or reason: every
+// record but a copy forward, which may be a few bytes longer than the
+// record it copies (the log itself takes up to maxLogRecord).
 func (q *Queue) checkRecordSize(enc []byte) error {
 	if limit := q.opts.MaxMessageSize + 1<<20; len(enc) > limit {
-		return fmt.Errorf("%w: %w: %d bytes with its headers, id and key, limit %d", ErrTooLarge, wal.ErrTooLarge, len(enc), limit)
+		return fmt.Errorf("%w: %w: a record of %d bytes with its headers, id, key or reason, limit %d", ErrTooLarge, wal.ErrTooLarge, len(enc), limit)
 	}
 	return nil
 }

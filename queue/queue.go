@@ -120,6 +120,11 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 		q.mu.enc = encodeRecord(q.mu.enc[:0], r)
 		enc = q.mu.enc
 	}
+	if r.Op != opMove { // only a copy forward may pass a new message's limit
+		if err := q.checkRecordSize(enc); err != nil {
+			return 0, nil, err
+		}
+	}
 	// A delivery waits for the write only (see Dequeue); the ack that
 	// follows makes it durable.
 	lazy := r.Op == opLease || r.Op == opPull
