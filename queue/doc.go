@@ -118,8 +118,13 @@
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost and reports it; it
 // never delivers a payload from bytes that failed their checksum or from
-// another record, never reuses an LSN, and recounts what is ready. A file
-// walq did not write is refused, never changed.
+// another record, never reuses an LSN, and recounts what is ready. What
+// the damage took is lost, settles included: an ack or dead-letter whose
+// message's lease record was lost still applies when that lease was a
+// redelivery, but when it was the message's first delivery (or a sorted
+// batch's pull record was lost) the settle cannot be tied to its message,
+// and the message is delivered again. A file walq did not write is
+// refused, never changed.
 //
 // # Sorted and windowed queues
 //
