@@ -85,6 +85,7 @@ func checkIDsAfterSalvage(t *testing.T, img map[string][]byte, c damageCase, ids
 	}
 	defer func() { q.Close() }()
 	got := make(map[string]bool)
+	var held []*queue.Message
 	for {
 		m, err := q.TryDequeue()
 		if errors.Is(err, queue.ErrEmpty) {
@@ -97,6 +98,10 @@ func checkIDsAfterSalvage(t *testing.T, img map[string][]byte, c damageCase, ids
 			t.Fatalf("%s: delivered %q with id %q (twice: %v)", c.name, tok, m.ID, got[tok])
 		}
 		got[m.ID] = true
+		held = append(held, m)
+	}
+	checkLiveIDs(t, q, c, ids, got)
+	for _, m := range held {
 		if err := m.Ack(); err != nil {
 			t.Fatalf("%s: ack %s: %v", c.name, m.ID, err)
 		}
@@ -115,6 +120,39 @@ func checkIDsAfterSalvage(t *testing.T, img map[string][]byte, c damageCase, ids
 		if _, err := q.Enqueue(context.Background(), payload(id, 10), queue.WithID(id)); err != nil {
 			t.Fatalf("%s: after the salvage (%d of %d messages left, %d dropped), Enqueue WithID(%q) (delivered: %v): %v",
 				c.name, len(got), len(ids), dropped, id, got[id], err)
+		}
+	}
+}
+
+// checkLiveIDs: while the messages the salvage kept are leased (live), an
+// Enqueue with the id of one of them is refused, and one with the id of a
+// message the damage took is accepted (the DedupWindow is 0); the
+// accepted ones are then leased and acked again, to leave the queue empty.
+func checkLiveIDs(t *testing.T, q *queue.Queue, c damageCase, ids []string, live map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range ids {
+		_, err := q.Enqueue(ctx, payload(id, 10), queue.WithID(id))
+		switch {
+		case live[id] && !errors.Is(err, queue.ErrDuplicate):
+			t.Fatalf("%s: Enqueue WithID(%q) of a message the salvage kept, leased: %v; want ErrDuplicate", c.name, id, err)
+		case !live[id] && err != nil:
+			t.Fatalf("%s: Enqueue WithID(%q) of a message the damage took: %v", c.name, id, err)
+		}
+	}
+	for {
+		m, err := q.TryDequeue()
+		if errors.Is(err, queue.ErrEmpty) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: drain the re-enqueued: %v", c.name, err)
+		}
+		if live[m.ID] {
+			t.Fatalf("%s: %q delivered twice", c.name, m.ID)
+		}
+		if err := m.Ack(); err != nil {
+			t.Fatalf("%s: ack %s: %v", c.name, m.ID, err)
 		}
 	}
 }
