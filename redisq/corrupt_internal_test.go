@@ -117,11 +117,7 @@ func TestCorruptRecordDequeue(t *testing.T) {
 				n, err := q.PurgeAllDead()
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
-				left, err := rdb.HKeys(ctx, q.keys[1]).Result()
-				require.NoError(t, err)
-				for _, f := range left {
-					require.Contains(t, []string{"", "#d", "#w", "#t", "#q"}, f, "purged: nothing of the message is left")
-				}
+				requireNoMessageLeft(t, rdb, q)
 			})
 		}
 	}
@@ -198,11 +194,7 @@ func TestCorruptDeadLetter(t *testing.T) {
 			}
 			s := q.Stats()
 			require.Equal(t, [3]int64{0, 0, 0}, [3]int64{s.Ready, s.InFlight, s.Dead})
-			left, err := rdb.HKeys(ctx, q.keys[1]).Result()
-			require.NoError(t, err)
-			for _, f := range left {
-				require.Contains(t, []string{"", "#d", "#w", "#t", "#q"}, f, "nothing of the message is left")
-			}
+			requireNoMessageLeft(t, rdb, q)
 		})
 	}
 }
@@ -383,3 +375,14 @@ func TestCorruptThenDuePromoted(t *testing.T) {
 type noTimers struct{ *queuetest.Clock }
 
 func (noTimers) After(time.Duration) <-chan time.Time { return nil }
+
+// requireNoMessageLeft: the queue's message hash holds only its own
+// fields (counters and hints), nothing of any message.
+func requireNoMessageLeft(t *testing.T, rdb *redis.Client, q *Queue) {
+	t.Helper()
+	left, err := rdb.HKeys(context.Background(), q.keys[1]).Result()
+	require.NoError(t, err)
+	for _, f := range left {
+		require.Contains(t, []string{"", "#d", "#w", "#t", "#q"}, f, "nothing of the message is left")
+	}
+}
