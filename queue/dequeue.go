@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,16 +31,21 @@ func (q *Queue) TryDequeue() (*Message, error) {
 
 // DequeueBatch leases up to max ready messages, blocking until at least one
 // is ready, ctx ends or the queue is closed.
+//
+// A message whose payload cannot be read (ErrCorrupt) is not returned; the
+// others of the batch are, with that error: settle them as usual (a
+// caller that drops them on any error has them back at the end of their
+// lease, each with one delivery more).
 func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	ds, err := q.dequeue(ctx, max, true, nil)
-	if err != nil {
+	if len(ds) == 0 {
 		return nil, err
 	}
 	out := make(Messages, len(ds))
 	for i, d := range ds {
 		out[i] = d.m
 	}
-	return out, nil
+	return out, err
 }
 
 // dequeueOne leases and delivers one message; its delivery lives on the
@@ -47,7 +53,7 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 func (q *Queue) dequeueOne(ctx context.Context, block bool) (*Message, error) {
 	var buf [1]delivery
 	ds, err := q.dequeue(ctx, 1, block, buf[:0])
-	if err != nil {
+	if err != nil || len(ds) == 0 {
 		return nil, err
 	}
 	return ds[0].m, nil
@@ -120,7 +126,7 @@ func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, 
 	if err != nil {
 		return nil, err
 	}
-	return ds, q.deliver(ds, c)
+	return q.deliver(ds, c)
 }
 
 // untilDueLocked returns how long after now until the next delayed message
@@ -255,19 +261,26 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 }
 
 // deliver waits until the leases are written and reads the payloads that
-// were not read under the lock.
-func (q *Queue) deliver(ds []delivery, c *wal.Commit) error {
+// were not read under the lock. It returns the deliveries whose payload
+// it has, with the first read error: a message it cannot read stays
+// leased, and the others, leased by the same call, go to the caller, not
+// back to the queue a delivery older.
+func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	if err := waitWritten(c); err != nil {
-		return err
+		return nil, err
 	}
+	var first error
+	out := ds[:0]
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				return err
+				first = cmp.Or(first, err)
+				continue
 			}
 		}
+		out = append(out, d)
 	}
-	return nil
+	return out, first
 }
 
 // readPayload fills m's payload and headers from the record at loc. If a
