@@ -144,3 +144,35 @@ func TestPullBesideDamagedPayload(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"a": true, "b": true}, got, "a and b are pulled, whole, beside the damage")
 }
+
+// Typed.DequeueBatch passes on the messages Queue.DequeueBatch returns
+// beside a damaged one, decoded.
+func TestTypedBatchBesideDamagedPayload(t *testing.T) {
+	clock := newFakeClock()
+	o := queue.Options{SegmentSize: 4096, ManualRequeue: true, Clock: clock, AckTimeout: time.Minute}
+	testhook.SetManualCompaction(&o)
+	dir := t.TempDir()
+	q := open(t, dir, &o)
+	defer q.Close()
+	tq := queue.NewTyped[string](q)
+	ctx := context.Background()
+	pad := string(bytes.Repeat([]byte("p"), 600))
+	for _, v := range []string{"BROKEN", "f0", "f1", "f2", "f3", "f4", "f5", "f6"} {
+		_, err := tq.Enqueue(ctx, v+"|"+pad)
+		require.NoError(t, err)
+	}
+	require.Len(t, segments(t, dir), 2)
+	_, err := tq.Enqueue(ctx, "A|"+pad)
+	require.NoError(t, err)
+	for range 9 {
+		require.NoError(t, tryDequeue(t, q).Nack(time.Hour))
+	}
+	corruptSegment(t, segments(t, dir)[0], []byte("BROKEN"))
+	clock.Advance(2 * time.Hour)
+	vs, ms, err := tq.DequeueBatch(ctx, 9)
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.Equal(t, len(vs), len(ms))
+	require.NotEmpty(t, vs)
+	require.Equal(t, "A|"+pad, vs[len(vs)-1], "the last message of the batch, in the sound segment, is decoded")
+	require.NoError(t, ms.Ack())
+}

@@ -40,7 +40,9 @@ func (t Typed[T]) EnqueueAsync(ctx context.Context, v T, opts ...EnqueueOption) 
 // vs[i] is the value of ms[i]. Payloads that do not decode leave a zero
 // value, and the error is a *BatchError naming them; every message is
 // returned, so the caller still owns them all (and should dead-letter
-// those). Settle the batch with ms.Ack(), ms.Nack(d) or Queue.Settle.
+// those). Settle the batch with ms.Ack(), ms.Nack(d) or Queue.Settle. A
+// message whose payload cannot be read is left out, with its error, as
+// Queue.DequeueBatch leaves it out.
 func (t Typed[T]) DequeueBatch(ctx context.Context, max int) ([]T, Messages, error) {
 	ms, err := t.Q.DequeueBatch(ctx, max)
 	if len(ms) == 0 {
