@@ -176,3 +176,35 @@ func TestTypedBatchBesideDamagedPayload(t *testing.T) {
 	require.Equal(t, "A|"+pad, vs[len(vs)-1], "the last message of the batch, in the sound segment, is decoded")
 	require.NoError(t, ms.Ack())
 }
+
+// A batch leases the messages ready again first, then reads on at the
+// cursor; damage met there failed the call after the first ones were
+// leased, and they were lost to it as well.
+func TestBatchBesideDamageAtCursor(t *testing.T) {
+	clock := newFakeClock()
+	o := queue.Options{SegmentSize: 4096, MaxDeliveries: 3, ManualRequeue: true, Clock: clock, AckTimeout: time.Minute}
+	testhook.SetManualCompaction(&o)
+	dir := t.TempDir()
+	q := open(t, dir, &o)
+	pad := string(bytes.Repeat([]byte("p"), 600))
+	id := enqueue(t, q, "A|"+pad)
+	enqueue(t, q, "BROKEN|"+pad)
+	for i := range 7 {
+		enqueue(t, q, fmt.Sprintf("f%d|%s", i, pad))
+	}
+	require.Len(t, segments(t, dir), 2, "the damaged message's segment is sealed")
+	require.NoError(t, tryDequeue(t, q).Nack(time.Hour))
+	require.NoError(t, q.Close()) // its snapshot keeps the damage below it, met at delivery
+	corruptSegment(t, segments(t, dir)[0], []byte("BROKEN"))
+	q = open(t, dir, &o)
+	defer q.Close()
+	clock.Advance(2 * time.Hour)
+
+	ms, err := q.DequeueBatch(context.Background(), 10)
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.Len(t, ms, 1, "A, leased before the cursor met the damage, is returned")
+	require.Equal(t, id, ms[0].ID)
+	require.Equal(t, "A|"+pad, string(ms[0].Payload))
+	require.Equal(t, 2, ms[0].Deliveries)
+	require.NoError(t, ms[0].Ack())
+}

@@ -117,16 +117,15 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 	}
 }
 
-// delivered ends a look that leased ds under c, or failed with err: it
-// delivers them, or reports ErrEmpty when there were none.
+// delivered ends a look that leased ds under c, and failed with err after
+// them if err is set: it delivers them (with err), or reports err, or
+// ErrEmpty, when there were none.
 func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
-	if err == nil && len(ds) == 0 {
-		err = ErrEmpty
+	if len(ds) == 0 {
+		return nil, cmp.Or(err, ErrEmpty)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return q.deliver(ds, c)
+	out, rerr := q.deliver(ds, c)
+	return out, cmp.Or(err, rerr)
 }
 
 // untilDueLocked returns how long after now until the next delayed message
@@ -164,19 +163,21 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // leaseLocked leases up to max ready messages at now (the queue clock's
 // reading under this hold of q.mu): those ready again or due first,
 // oldest first, then never-delivered ones from the cursor. It appends
-// them to out.
+// them to out. A failure after some were leased (damage met at the
+// cursor) returns them with the error: they are leased, and are the
+// caller's to deliver.
 func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
 	q.mu.st.table.Promote(now)
 	var last *wal.Commit
+	var err error
 	for len(out) < max {
-		d, c, err := q.leaseOneLocked(now)
-		if err != nil {
-			return nil, nil, err
-		}
-		if d.m == nil {
+		var d delivery
+		var c *wal.Commit
+		d, c, err = q.leaseOneLocked(now)
+		if err != nil || d.m == nil {
 			break
 		}
 		out, last = append(out, d), c
@@ -184,7 +185,7 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 	if len(out) > 0 {
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
 	}
-	return out, last, nil
+	return out, last, err
 }
 
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
