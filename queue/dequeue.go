@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,16 +31,21 @@ func (q *Queue) TryDequeue() (*Message, error) {
 
 // DequeueBatch leases up to max ready messages, blocking until at least one
 // is ready, ctx ends or the queue is closed.
+//
+// A message whose payload cannot be read (ErrCorrupt) is not returned; the
+// others of the batch are, with that error: settle them as usual (a
+// caller that drops them on any error has them back at the end of their
+// lease, each with one delivery more).
 func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	ds, err := q.dequeue(ctx, max, true, nil)
-	if err != nil {
+	if len(ds) == 0 {
 		return nil, err
 	}
 	out := make(Messages, len(ds))
 	for i, d := range ds {
 		out[i] = d.m
 	}
-	return out, nil
+	return out, err
 }
 
 // dequeueOne leases and delivers one message; its delivery lives on the
@@ -47,7 +53,7 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 func (q *Queue) dequeueOne(ctx context.Context, block bool) (*Message, error) {
 	var buf [1]delivery
 	ds, err := q.dequeue(ctx, 1, block, buf[:0])
-	if err != nil {
+	if err != nil || len(ds) == 0 {
 		return nil, err
 	}
 	return ds[0].m, nil
@@ -111,16 +117,15 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 	}
 }
 
-// delivered ends a look that leased ds under c, or failed with err: it
-// delivers them, or reports ErrEmpty when there were none.
+// delivered ends a look that leased ds under c, and failed with err after
+// them if err is set: it delivers them (with err), or reports err, or
+// ErrEmpty, when there were none.
 func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
-	if err == nil && len(ds) == 0 {
-		err = ErrEmpty
+	if len(ds) == 0 {
+		return nil, cmp.Or(err, ErrEmpty)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return ds, q.deliver(ds, c)
+	out, rerr := q.deliver(ds, c)
+	return out, cmp.Or(err, rerr)
 }
 
 // untilDueLocked returns how long after now until the next delayed message
@@ -158,19 +163,21 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // leaseLocked leases up to max ready messages at now (the queue clock's
 // reading under this hold of q.mu): those ready again or due first,
 // oldest first, then never-delivered ones from the cursor. It appends
-// them to out.
+// them to out. A failure after some were leased (damage met at the
+// cursor) returns them with the error: they are leased, and are the
+// caller's to deliver.
 func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
 	q.mu.st.table.Promote(now)
 	var last *wal.Commit
+	var err error
 	for len(out) < max {
-		d, c, err := q.leaseOneLocked(now)
-		if err != nil {
-			return nil, nil, err
-		}
-		if d.m == nil {
+		var d delivery
+		var c *wal.Commit
+		d, c, err = q.leaseOneLocked(now)
+		if err != nil || d.m == nil {
 			break
 		}
 		out, last = append(out, d), c
@@ -178,7 +185,7 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 	if len(out) > 0 {
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
 	}
-	return out, last, nil
+	return out, last, err
 }
 
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
@@ -255,19 +262,26 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 }
 
 // deliver waits until the leases are written and reads the payloads that
-// were not read under the lock.
-func (q *Queue) deliver(ds []delivery, c *wal.Commit) error {
+// were not read under the lock. It returns the deliveries whose payload
+// it has, with the first read error: a message it cannot read stays
+// leased, and the others, leased by the same call, go to the caller, not
+// back to the queue a delivery older.
+func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	if err := waitWritten(c); err != nil {
-		return err
+		return nil, err
 	}
+	var first error
+	out := ds[:0]
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				return err
+				first = cmp.Or(first, err)
+				continue
 			}
 		}
+		out = append(out, d)
 	}
-	return nil
+	return out, first
 }
 
 // readPayload fills m's payload and headers from the record at loc. If a

@@ -57,14 +57,32 @@ func (q *Queue) logRecovery() {
 }
 
 // noteSettled records what a consumer's settle did, once its record is appended: the
-// enqueue-to-ack time of an ack, a log line for a dead-lettering.
-func (q *Queue) noteSettled(e index.Entry, rec *record) {
+// enqueue-to-ack time of an ack; a dead-lettering is kept in out, to be
+// logged by logDead once q.mu is released.
+func (q *Queue) noteSettled(e index.Entry, rec *record, out *settled) {
 	switch rec.Op {
 	case opAck:
 		q.obs.observeAck(rec.At - e.EnqueuedAt)
 	case opDead:
-		q.logger().Info("queue: message dead-lettered", "id", e.ID, "seq", e.Seq,
-			"deliveries", e.Deliveries, "reason", rec.Reason)
+		out.dead = append(out.dead, deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason})
+	}
+}
+
+// deadNote is a dead-lettering to log.
+type deadNote struct {
+	id         string
+	seq        uint64
+	deliveries uint32
+	reason     string
+}
+
+// logDead logs the dead-letterings of a settle. It runs without q.mu: the
+// Logger's handler is the user's, and may call the queue (Stats, say) or
+// block on its own output without stopping the queue.
+func (q *Queue) logDead(ds []deadNote) {
+	for _, d := range ds {
+		q.logger().Info("queue: message dead-lettered", "id", d.id, "seq", d.seq,
+			"deliveries", d.deliveries, "reason", d.reason)
 	}
 }
 

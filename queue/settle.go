@@ -82,6 +82,7 @@ func (q *Queue) Settle(ss ...Settlement) error {
 	q.mu.Lock()
 	res, err := q.settleLocked(ss)
 	q.mu.Unlock()
+	q.logDead(res.dead)
 	if err != nil {
 		return err
 	}
@@ -108,6 +109,8 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // SyncAlways (under SyncInterval and SyncNever it may, within the mode's
 // bound). SettleAsync blocks while the Options.MaxPending window is full.
 func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
+	var dead []deadNote
+	defer func() { q.logDead(dead) }() // runs after the Unlock below
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.reserveLocked(context.Background(), len(ss)); err != nil {
@@ -116,6 +119,7 @@ func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	q.mu.noWait = true
 	res, err := q.settleLocked(ss)
 	q.mu.noWait = false
+	dead = res.dead
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +184,7 @@ type settled struct {
 	last  *wal.Commit // the commit of the last record appended; nil when none
 	n     int         // records appended
 	ready bool        // a nack made a message ready
+	dead  []deadNote  // dead-letterings, to log without q.mu
 }
 
 // err returns the refusals as a *BatchError, or nil.
@@ -200,7 +205,7 @@ func (q *Queue) settleLocked(ss []Settlement) (settled, error) {
 	}
 	now := q.now()
 	for i, s := range ss {
-		c, err := q.settleOneLocked(s, now)
+		c, err := q.settleOneLocked(s, now, &out)
 		if err != nil && (q.mu.closed || q.log.Err() != nil) {
 			return out, err
 		}
@@ -219,7 +224,7 @@ func (q *Queue) settleLocked(ss []Settlement) (settled, error) {
 
 // settleOneLocked checks one settlement against the state and appends its
 // record.
-func (q *Queue) settleOneLocked(s Settlement, now int64) (*wal.Commit, error) {
+func (q *Queue) settleOneLocked(s Settlement, now int64, out *settled) (*wal.Commit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -235,7 +240,7 @@ func (q *Queue) settleOneLocked(s Settlement, now int64) (*wal.Commit, error) {
 	if rec.Op == opExtend {
 		q.noteLeaseLocked(rec.Due)
 	}
-	q.noteSettled(e, &rec)
+	q.noteSettled(e, &rec, out)
 	return c, nil
 }
 

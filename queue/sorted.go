@@ -109,6 +109,9 @@ func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []b
 // it has max values or more, so the last batch may take it past max (a key
 // with more than max pending values comes whole, alone). It blocks until a
 // key can be pulled, ctx ends or the queue is closed.
+//
+// A batch with a value whose payload cannot be read (ErrCorrupt) is not
+// returned; the other batches are, with that error: settle them as usual.
 func (s *Sorted[K]) Pull(ctx context.Context, max int) ([]*Batch[K], error) {
 	return s.pull(ctx, max, true)
 }

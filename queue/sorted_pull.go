@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -138,26 +139,43 @@ func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
 }
 
 // deliver waits until the pulls are written (as Dequeue does) and fills
-// the payloads not cached.
+// the payloads not cached. It returns the batches whose values it could
+// all read, with the first read error (nil batches when none): a batch it
+// cannot read stays leased, and the other keys pulled by the same call go
+// to the caller, not back to the queue a delivery older.
 func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
-	out := make([]*Batch[K], len(bs))
-	for i, b := range bs {
-		ownPayloads(b.payloads)
-		pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
-			Values: make([]Value[K], len(b.Values))}
-		for j, v := range b.Values {
-			val, err := s.value(v, b.payloads[j])
-			if err != nil {
-				return nil, err
-			}
-			pb.Values[j] = val
+	out := make([]*Batch[K], 0, len(bs))
+	var first error
+	for _, b := range bs {
+		pb, err := s.batch(b)
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
 		}
-		out[i] = pb
+		out = append(out, pb)
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, first
+	}
+	return out, first
+}
+
+// batch makes the Batch of b, reading the payloads not cached.
+func (s *Sorted[K]) batch(b pulled) (*Batch[K], error) {
+	ownPayloads(b.payloads)
+	pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
+		Values: make([]Value[K], len(b.Values))}
+	for j, v := range b.Values {
+		val, err := s.value(v, b.payloads[j])
+		if err != nil {
+			return nil, err
+		}
+		pb.Values[j] = val
+	}
+	return pb, nil
 }
 
 // ownPayloads replaces the payloads the index had cached (nil: read from

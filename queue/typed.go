@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -39,10 +40,12 @@ func (t Typed[T]) EnqueueAsync(ctx context.Context, v T, opts ...EnqueueOption) 
 // vs[i] is the value of ms[i]. Payloads that do not decode leave a zero
 // value, and the error is a *BatchError naming them; every message is
 // returned, so the caller still owns them all (and should dead-letter
-// those). Settle the batch with ms.Ack(), ms.Nack(d) or Queue.Settle.
+// those). Settle the batch with ms.Ack(), ms.Nack(d) or Queue.Settle. A
+// message whose payload cannot be read is left out, with its error, as
+// Queue.DequeueBatch leaves it out.
 func (t Typed[T]) DequeueBatch(ctx context.Context, max int) ([]T, Messages, error) {
 	ms, err := t.Q.DequeueBatch(ctx, max)
-	if err != nil {
+	if len(ms) == 0 {
 		return nil, nil, err
 	}
 	vs := make([]T, len(ms))
@@ -55,10 +58,13 @@ func (t Typed[T]) DequeueBatch(ctx context.Context, max int) ([]T, Messages, err
 			errs[i] = fmt.Errorf("queue: decode %T from message %s: %w", vs[i], m.ID, err)
 		}
 	}
+	if errs != nil && err != nil {
+		return vs, ms, errors.Join(err, &BatchError{Errs: errs})
+	}
 	if errs != nil {
 		return vs, ms, &BatchError{Errs: errs}
 	}
-	return vs, ms, nil
+	return vs, ms, err // err: a message not returned beside them (see Queue.DequeueBatch)
 }
 
 // Dequeue is Queue.Dequeue that decodes the payload into a T. A payload
