@@ -40,6 +40,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	}
 	k := newKeys(name)
 	q := &Queue{handle: newHandle(rdb, k.all, k.wake, o), name: name}
+	q.types = ackTypes
 	if !o.TrustServer {
 		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {
 			return nil, err

@@ -12,6 +12,10 @@
 -- goes back and the pop is redone after the promotion. A popped message
 -- that cannot be leased (see leasable) is buried, before anything else is
 -- written for it, and the next one is popped in its place.
+do
+  local bad = need(DEQ)
+  if bad then return bad end
+end
 if ARGV[6] == '1' then
   local seq, score = popone()
   if not seq then
@@ -27,10 +31,17 @@ if ARGV[6] == '1' then
   local w = tonumber(got[4])
   if (not w or w <= now) and promote(128, w) > 0 then
     redis.call('ZADD', K_READY, score, seq)
-    seq = popone()
+    seq, score = popone()
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
   end
   local head, d, tail = leasable(got[1], got[2])
+  if not head then
+    local bad = need(BURY)
+    if bad then
+      redis.call('ZADD', K_READY, score, seq)
+      return bad
+    end
+  end
   while not head do
     bury(seq, got[1], got[2], d)
     seq = popone()
@@ -73,7 +84,7 @@ if #seqs == 0 then
   local n
   n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
   promoted = true
-  if n > 0 then seqs = popmany(max) end
+  if n > 0 then seqs, popped = popmany(max) end
 end
 local out = {-1}
 local got, state, to = nil, {}, math.min(500, #seqs)
@@ -82,7 +93,7 @@ if #seqs > 0 then
   local w = tonumber(got[2 * to + 1])
   if not promoted and (not w or w <= now) and promote(128, w) > 0 then
     putback(popped)
-    seqs = popmany(max)
+    seqs, popped = popmany(max)
     to = math.min(500, #seqs)
     got = records(seqs, 1, to, true)
   end
@@ -108,6 +119,13 @@ while #seqs > 0 do
         deadlines[r + 1], deadlines[r + 2] = dls, seq
         out[o + 1], out[o + 2], out[o + 3] = seq, d, body
       else
+        if buried == 0 then -- nothing but the pop is written yet
+          local bad = need(BURY)
+          if bad then
+            putback(popped)
+            return bad
+          end
+        end
         bury(seq, raw, body, d)
         buried = buried + 1
       end

@@ -6,6 +6,10 @@
 -- is left out and the others are enqueued. Returns one code per message:
 -- 1 enqueued, 0 left out as a duplicate; a lone message's code comes
 -- alone, not in a table.
+do
+  local bad = need((ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0') and ENQ_ONE or ENQ_ALL)
+  if bad then return bad end
+end
 if window > 0 then
   local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format(INT, now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
