@@ -207,7 +207,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
-			if err := q.settleOne("dead", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
+			if err := q.settleOne("corrupt", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
 				failed = fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
 				continue
 			}

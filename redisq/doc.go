@@ -113,6 +113,7 @@
 // that starts "corrupt record: " and says what is wrong (missing,
 // unreadable, body missing, payload undecodable), keeping its id where
 // the body still tells it, and delivers the other messages of the call.
+// Such a message counts no delivery (Stats.Delivered, its Deliveries).
 // DeadLetters lists such a letter too, with what its record or body still
 // tells. When neither tells its id, the reason ends "; id unknown", and
 // an id its producer gave stays taken (Enqueue with it is refused with

@@ -1,4 +1,4 @@
--- settle: ARGV[5] = op (ack, nack, extend, dead), ARGV[6] = its argument
+-- settle: ARGV[5] = op (ack, nack, extend, dead, corrupt: dead, not delivered), ARGV[6] = its argument
 -- (nack delay µs, extension µs, dead-letter reason), ARGV[7] = how
 -- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
 -- (whichever delivery is in flight). Returns one code per delivery:
