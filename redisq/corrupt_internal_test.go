@@ -405,7 +405,7 @@ func TestCorruptNotDelivered(t *testing.T) {
 				_, err := q.Enqueue(ctx, []byte(p))
 				require.NoError(t, err)
 			}
-			require.NoError(t, rdb.HSet(ctx, q.keys[1], "b2", "\xc1").Err())          // body: found by the client
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "b2", "\xc1").Err())        // body: found by the client
 			require.NoError(t, rdb.HSet(ctx, q.keys[1], "3", "not a record").Err()) // record: found by the script
 			var got []string
 			if batch {

@@ -74,6 +74,9 @@ func scriptErr(op string, err error) error {
 		return nil
 	case errors.Is(err, queue.ErrClosed), errors.Is(err, ErrNotDurable):
 		return err
+	case strings.Contains(err.Error(), "KEYTYPE "):
+		_, why, _ := strings.Cut(err.Error(), "KEYTYPE ")
+		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrInvalidOptions, op, why)
 	case strings.Contains(err.Error(), "DUPLICATE"):
 		_, id, _ := strings.Cut(err.Error(), "DUPLICATE ")
 		return fmt.Errorf("%w: %q", queue.ErrDuplicate, id)

@@ -11,7 +11,9 @@
 --   6 order   zset    pullable keys, scores 0, member sortpart | key of the key's
 --                     smallest pending value
 --   7 pos     hash    key -> its member in order
---   8 batch   hash    lease token -> cmsgpack {key, pend members, pulled at}
+--   8 batch   hash    lease token -> cmsgpack {key, pend members, pulled at},
+--                     and 'c' .. token -> the same, a copy: the batch's values
+--                     are named only there, so a garbled record must not lose them
 --   9 bdue    zset    lease token scored by its deadline
 --  10 flight  hash    key -> leased batches
 --  11 hold    zset    key scored by the end of its nack delay
@@ -77,18 +79,30 @@ local function bytesGreater(a, b)
   return #a > #b
 end
 
--- keyOf returns the key of an order member.
-local function keyOf(m)
-  if fixed then return string.sub(m, 9) end
-  local i = 1
-  while true do
-    if string.byte(m, i) == 0 then
-      if string.byte(m, i + 1) == 1 then return string.sub(m, i + 2) end
-      i = i + 2
-    else
-      i = i + 1
-    end
+-- keyOf returns the key of an order member, nil when m has no sort part
+-- of the kind fixed says (a member written by hand, or by a handle of
+-- another sort key type). A string sort part ends at its first 00 01: a
+-- 00 inside it is escaped as 00 FF.
+local function keyOf(m, fixed8)
+  if fixed8 then
+    if #m < 8 then return nil end
+    return string.sub(m, 9)
   end
+  local at = string.find(m, '\0\1', 1, true)
+  if not at then return nil end
+  return string.sub(m, at + 2)
+end
+
+-- placed returns the key whose place in the pull order is the member m,
+-- nil when m is no key's place: a stray, written by hand or by a faulty
+-- client (its key's values, if any, are pending under their own place).
+-- other tells whether m is the place of a key read as the other kind of
+-- sort part: the queue was published with another sort key type.
+local function placed(m)
+  local key = keyOf(m, fixed)
+  if key and redis.call('HGET', K_POS, key) == m then return key, false end
+  key = keyOf(m, not fixed)
+  return nil, key ~= nil and redis.call('HGET', K_POS, key) == m
 end
 
 local function first(key)
@@ -139,15 +153,32 @@ local function zremAll(key, members)
   end
 end
 
+-- unbatch returns the batch record raw decoded, nil when it does not
+-- decode into a key and pending members that each end in a seq.
+local function unbatch(raw)
+  local ok, b = pcall(cmsgpack.unpack, raw or '')
+  if not ok or type(b) ~= 'table' or type(b[1]) ~= 'string' or type(b[2]) ~= 'table' then return nil end
+  for _, m in ipairs(b[2]) do
+    if type(m) ~= 'string' or #m < 10 then return nil end
+  end
+  return b
+end
+
+-- batchOf returns the batch leased as tok from its record, or from the
+-- record's copy when the record does not decode; nil when neither does.
+local function batchOf(tok)
+  local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
+  return unbatch(got[1]) or unbatch(got[2])
+end
+
 local function fence(tok)
-  local raw = redis.call('HGET', K_BATCH, tok)
   local dl = redis.call('ZSCORE', K_BDUE, tok)
-  if not raw or not dl or tonumber(dl) <= now then return nil end
-  return cmsgpack.unpack(raw)
+  if not dl or tonumber(dl) <= now then return nil end
+  return batchOf(tok)
 end
 
 local function drop(tok, b)
-  redis.call('HDEL', K_BATCH, tok)
+  redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
   redis.call('ZREM', K_BDUE, tok)
   if redis.call('HINCRBY', K_FLIGHT, b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
   redis.call('HINCRBY', K_STATS, 'leased', -#b[2])
