@@ -137,3 +137,109 @@ func TestWrongTypeKey(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedWrongTypeKey is TestWrongTypeKey for a sorted queue: a pull
+// that failed on a key of the wrong type after removing a key's pending
+// values would lose them.
+func TestSortedWrongTypeKey(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"}
+	for i, name := range names {
+		t.Run(name, func(t *testing.T) {
+			clock := queuetest.NewClock()
+			s, err := OpenSorted[int64](ctx, rdb, "wrongtype-sorted-"+name, &SortedOptions{SingleFlight: true,
+				Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute}})
+			require.NoError(t, err)
+			defer s.Close()
+			live := map[string]bool{}
+			publish := func(k, v string) error {
+				err := s.Publish(ctx, 1, k, []byte(v))
+				if err == nil {
+					live[v] = true
+				}
+				return err
+			}
+			for _, kv := range [][2]string{{"k1", "a"}, {"k1", "b"}, {"k2", "c"}, {"k3", "d"}, {"k4", "e"}} {
+				require.NoError(t, publish(kv[0], kv[1]))
+			}
+			bs, err := s.TryPull(2)
+			require.NoError(t, err)
+			require.Len(t, bs, 1) // k1, two values
+			held, err := s.TryPull(1)
+			require.NoError(t, err)
+			require.NoError(t, held[0].Nack(time.Hour)) // k2 held
+
+			key := s.keys[i]
+			saved, err := rdb.Dump(ctx, key).Result()
+			if err != redis.Nil {
+				require.NoError(t, err)
+			}
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if name == "seq" {
+				require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
+			} else {
+				require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+			}
+			check := func(what string, err error) bool {
+				t.Helper()
+				if err != nil {
+					require.ErrorContains(t, err, key, what)
+				}
+				return err == nil
+			}
+			settle := func(bs []*queue.Batch[int64]) {
+				t.Helper()
+				for _, b := range bs {
+					for _, v := range b.Values {
+						require.True(t, live[string(v.Payload)], "%s delivered while not live", v.Payload)
+					}
+					if check("ack", b.Ack()) {
+						for _, v := range b.Values {
+							delete(live, string(v.Payload))
+						}
+					}
+				}
+			}
+			check("publish", publish("k5", "f"))
+			got, err := s.TryPull(10)
+			if err != queue.ErrEmpty && check("pull", err) {
+				settle(got)
+			}
+			settle(bs)
+			clock.Advance(2 * time.Hour)
+			_, err = s.RequeueExpired()
+			check("requeue expired", err)
+
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if saved != "" {
+				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			}
+			clock.Advance(2 * time.Hour)
+			_, err = s.RequeueExpired()
+			require.NoError(t, err)
+			var back []string
+			for {
+				got, err := s.TryPull(10)
+				if err == queue.ErrEmpty {
+					break
+				}
+				require.NoError(t, err)
+				for _, b := range got {
+					for _, v := range b.Values {
+						back = append(back, string(v.Payload))
+					}
+					require.NoError(t, b.Ack())
+				}
+			}
+			var want []string
+			for v := range live {
+				want = append(want, v)
+			}
+			sort.Strings(back)
+			sort.Strings(want)
+			require.Equal(t, want, back, "every live value comes back once")
+		})
+	}
+}

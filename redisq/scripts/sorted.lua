@@ -34,6 +34,7 @@ local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS
 local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS
 local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
+local CALLKEYS -- the call's KEYS, for need
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -41,6 +42,38 @@ local function bind(KEYS, ARGV)
   CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
   single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
   woke, timers = false, nil
+  CALLKEYS = KEYS
+end
+
+-- TYPES are the types of the keys, in their order. A key overwritten
+-- with another type (by hand, by a faulty client) would fail a command
+-- after the call's first writes, which a Lua error does not undo (a
+-- pull's removal of a key's pending values): each operation first
+-- checks the keys it touches after its first write (NEED), and fails
+-- with an error naming the key, before writing anything.
+local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
+local NEED = {
+  publish = {2, 3, 5, 6, 7, 10, 11, 13},
+  pull = {2, 3, 5, 6, 7, 8, 9, 10, 11, 13},
+  ack = {2, 3, 5, 6, 7, 10, 11, 13},
+  nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
+  extend = {},
+  dead = {4, 5, 6, 7, 10, 11, 12, 13},
+  housekeep = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+  stats = {},
+}
+
+-- need returns an error reply naming the first key op needs that holds
+-- another type than its own (absent is right), else nil.
+local function need(op)
+  for _, i in ipairs(NEED[op] or {}) do
+    local t = redis.call('TYPE', CALLKEYS[i])['ok']
+    if t ~= TYPES[i] and t ~= 'none' then
+      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
+        TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
+    end
+  end
+  return nil
 end
 
 local function keyprefix(key)

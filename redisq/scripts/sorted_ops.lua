@@ -1,4 +1,8 @@
 -- The operations of the sorted queue (the head is sorted.lua).
+do
+  local bad = need(op)
+  if bad then return bad end
+end
 local result
 if op == 'publish' then
   -- 8 key, 9 sortpart, 10 body
