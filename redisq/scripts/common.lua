@@ -93,8 +93,8 @@ end
 
 -- The checks of each function (positions in TYPES). Keys read before the
 -- first write check themselves: their read fails first.
-local ENQ_ONE, ENQ_ALL = {2, 3}, {2, 3, 4, 5, 8} -- a lone enqueue, any other
-local DEQ, BURY = {2, 4, 5}, {6, 8} -- a dequeue; its first bury, lazily
+local ENQ_ALL = {2, 3, 4, 5, 8} -- an enqueue but a lone one
+local DELAYED, LEASE, BURY = {4}, {5}, {6, 8} -- see dequeue.lua
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 local ALL = {1, 2, 3, 4, 5, 6, 7, 8}
 
@@ -338,14 +338,16 @@ local function putback(popped)
 end
 
 -- records reads the record and body of the messages seqs[from..to], in
--- that order; with state, then the fields '#w', '#t' and '#d'.
-local function records(seqs, from, to, state)
+-- that order; with state, then the fields '#w', '#t' and '#d'. With
+-- protected, an error (msg of the wrong type) is returned, not raised.
+local function records(seqs, from, to, state, protected)
   local fields, n = {}, 0
   for j = from, to do
     fields[n + 1], fields[n + 2] = seqs[j], 'b' .. seqs[j]
     n = n + 2
   end
   if state then fields[n + 1], fields[n + 2], fields[n + 3] = '#w', '#t', '#d' end
+  if protected then return redis.pcall('HMGET', K_MSG, unpack(fields)) end
   return redis.call('HMGET', K_MSG, unpack(fields))
 end
 

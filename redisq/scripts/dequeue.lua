@@ -12,10 +12,10 @@
 -- goes back and the pop is redone after the promotion. A popped message
 -- that cannot be leased (see leasable) is buried, before anything else is
 -- written for it, and the next one is popped in its place.
-do
-  local bad = need(DEQ)
-  if bad then return bad end
-end
+-- Keys of the wrong type (see need) cost a lone dequeue no check: ready
+-- fails the pop, msg the read after it and lease the first write after
+-- it, each undone by putting the message back; delayed and the bury
+-- path's keys are checked before their first use after a pop.
 if ARGV[6] == '1' then
   local seq, score = popone()
   if not seq then
@@ -27,12 +27,23 @@ if ARGV[6] == '1' then
     end
     seq, score = popone()
   end
-  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
-  local w = tonumber(got[4])
-  if (not w or w <= now) and promote(128, w) > 0 then
+  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+  if got.err then
     redis.call('ZADD', K_READY, score, seq)
-    seq, score = popone()
-    got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    return got
+  end
+  local w = tonumber(got[4])
+  if not w or w <= now then
+    local bad = need(DELAYED)
+    if bad then
+      redis.call('ZADD', K_READY, score, seq)
+      return bad
+    end
+    if promote(128, w) > 0 then
+      redis.call('ZADD', K_READY, score, seq)
+      seq, score = popone()
+      got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    end
   end
   local head, d, tail = leasable(got[1], got[2])
   if not head then
@@ -44,7 +55,7 @@ if ARGV[6] == '1' then
   end
   while not head do
     bury(seq, got[1], got[2], d)
-    seq = popone()
+    seq, score = popone()
     if not seq then -- nothing ready: promote, as above
       local n, hint = promote(128, nil)
       if n == 0 then
@@ -52,7 +63,7 @@ if ARGV[6] == '1' then
         wake()
         return {hint}
       end
-      seq = popone()
+      seq, score = popone()
     end
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
     head, d, tail = leasable(got[1], got[2])
@@ -61,12 +72,16 @@ if ARGV[6] == '1' then
   d = d + 1
   local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
   local dn, dls = string.format(INT, (tonumber(got[3]) or 0) + 1), string.format(INT, dl)
+  local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
+  if type(bad) == 'table' then
+    redis.call('ZADD', K_READY, score, seq)
+    return bad
+  end
   if announce(dl, got[5]) then
     redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
   else
     redis.call('HSET', K_MSG, seq, rec, '#d', dn)
   end
-  redis.call('ZADD', K_LEASE, dls, seq)
   wake()
   return {-1, seq, d, got[2]}
 end
@@ -77,6 +92,12 @@ end
 -- place, as by a lone Dequeue; k counts the messages leased, whose
 -- tokens are taken in order. Messages that cannot be leased are buried
 -- and as many more popped.
+-- Of the keys of the wrong type, lease is checked first; msg fails the
+-- first read after the pop, undone by putting the messages back.
+do
+  local bad = need(LEASE)
+  if bad then return bad end
+end
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local seqs, popped = popmany(max)
 local promoted, hint = false, -1
@@ -89,8 +110,17 @@ end
 local out = {-1}
 local got, state, to = nil, {}, math.min(500, #seqs)
 if #seqs > 0 then
-  got = records(seqs, 1, to, true)
+  got = records(seqs, 1, to, true, true)
+  if got.err then
+    putback(popped)
+    return got
+  end
   local w = tonumber(got[2 * to + 1])
+  local bad = not promoted and (not w or w <= now) and need(DELAYED)
+  if bad then
+    putback(popped)
+    return bad
+  end
   if not promoted and (not w or w <= now) and promote(128, w) > 0 then
     putback(popped)
     seqs, popped = popmany(max)

@@ -6,8 +6,11 @@
 -- is left out and the others are enqueued. Returns one code per message:
 -- 1 enqueued, 0 left out as a duplicate; a lone message's code comes
 -- alone, not in a table.
-do
-  local bad = need((ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0') and ENQ_ONE or ENQ_ALL)
+-- Keys of the wrong type (see need): a lone enqueue undoes its writes on
+-- one (seq fails first, ready the first write after it, msg the next);
+-- the others check theirs first.
+if not (ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0') then
+  local bad = need(ENQ_ALL)
   if bad then return bad end
 end
 if window > 0 then
@@ -23,8 +26,17 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
   -- Four new fields when '#q' was absent (see waiting): the message's
   -- three (a generated id is new) and '#q'.
-  local added = redis.call('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
-  redis.call('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+  local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+  if type(added) == 'table' then
+    redis.call('DECR', K_SEQ)
+    return added
+  end
+  added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
+  if type(added) == 'table' then
+    redis.call('ZREM', K_READY, sq)
+    redis.call('DECR', K_SEQ)
+    return added
+  end
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return 1
 end
