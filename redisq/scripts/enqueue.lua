@@ -8,11 +8,7 @@
 -- alone, not in a table.
 -- Keys of the wrong type (see need): a lone enqueue undoes its writes on
 -- one (seq fails first, ready the first write after it, msg the next);
--- the others check theirs first.
-if not (ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0') then
-  local bad = need(ENQ_ALL)
-  if bad then return bad end
-end
+-- the others check theirs before their first write.
 if window > 0 then
   local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format(INT, now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
@@ -73,6 +69,10 @@ local codes, fresh_ready = {}, false
 local fields, ready, delayed = {}, {}, {}
 local m = n - (#given - #fresh)
 local seq, soonest = 0, nil
+do -- stats only counts producer ids
+  local bad = need(#fresh > 0 and ENQ_IDS or ENQ_ALL)
+  if bad then return bad end
+end
 if m > 0 then
   seq = redis.call('INCRBY', K_SEQ, m) - m
   if seq == 0 then keep() end
