@@ -43,7 +43,8 @@ func tryPullBounded[K queue.SortKey](t *testing.T, rdb *redis.Client, s *Sorted[
 
 // TestSortedStrayOrderMember: a member of the pull order that names no
 // key's place (added by hand or by a faulty client: a string sort part
-// without its terminator, a fixed one too short, a key with no values) is
+// without its terminator, a fixed one too short, a key with no values;
+// but not a key's member that its pos entry lost) is
 // dropped by the pull, which delivers the real keys: it neither loops
 // (blocking the server), nor leases an empty batch, nor runs out of lease
 // tokens. A pending member too short to end in a seq is dropped too, and
@@ -84,6 +85,18 @@ func TestSortedStrayOrderMember(t *testing.T) {
 		require.Equal(t, "k1", bs[0].Key)
 		require.Equal(t, []byte("v1"), bs[0].Values[0].Payload)
 		require.Equal(t, 1, s.Stats().SortedBatches, "no empty batch leased")
+		require.NoError(t, bs[0].Ack())
+	})
+	t.Run("place lost", func(t *testing.T) { // pos lost the key: the member still reads as its place
+		s, err := OpenSorted[string](ctx, rdb, "stray-pos", &SortedOptions{Options: Options{ManualRequeue: true}})
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.Publish(ctx, "x", "k1", []byte("v1")))
+		require.NoError(t, rdb.HDel(ctx, s.keys[6], "k1").Err())
+		bs, err := tryPullBounded(t, rdb, s, 10)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		require.Equal(t, []byte("v1"), bs[0].Values[0].Payload)
 		require.NoError(t, bs[0].Ack())
 	})
 	t.Run("pending", func(t *testing.T) {

@@ -126,16 +126,20 @@ local function keyOf(m, fixed8)
   return string.sub(m, at + 2)
 end
 
--- placed returns the key whose place in the pull order is the member m,
--- nil when m is no key's place: a stray, written by hand or by a faulty
--- client (its key's values, if any, are pending under their own place).
--- other tells whether m is the place of a key read as the other kind of
--- sort part: the queue was published with another sort key type.
+-- placed returns the key whose place in the pull order is the member m
+-- (as pos says, or as m reads when pos lost the key), nil when m is no
+-- key's place: a stray, written by hand or by a faulty client, or a
+-- second place of a key placed elsewhere. other tells whether m is the
+-- place of a key read as the other kind of sort part: the queue was
+-- published with another sort key type.
 local function placed(m)
   local key = keyOf(m, fixed)
-  if key and redis.call('HGET', K_POS, key) == m then return key, false end
-  key = keyOf(m, not fixed)
-  return nil, key ~= nil and redis.call('HGET', K_POS, key) == m
+  local at = key and redis.call('HGET', K_POS, key)
+  if key and at == m then return key, false end
+  local okey = keyOf(m, not fixed)
+  if okey and redis.call('HGET', K_POS, okey) == m then return nil, true end
+  if key and not at then return key, false end
+  return nil, false
 end
 
 local function first(key)
