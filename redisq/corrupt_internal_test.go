@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,6 +435,52 @@ func TestCorruptNotDelivered(t *testing.T) {
 			for _, d := range dl {
 				require.Zero(t, d.Deliveries, "letter %d was never delivered", d.Seq)
 			}
+		})
+	}
+}
+
+// TestCorruptManyBuried: a dequeue buries at most 1000 damaged records
+// per script call (one call must not hold the server for as long as the
+// queue is damaged) and calls again: a TryDequeue behind 1100 of them
+// still gets the sound message, and every damaged one is dead.
+func TestCorruptManyBuried(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lone", true: "batch"}[batch], func(t *testing.T) {
+			q, err := Open(ctx, rdb, "many-buried-"+strconv.FormatBool(batch), &Options{ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			items := make([]queue.Item, 1101)
+			for i := range items {
+				items[i].Payload = []byte(strconv.Itoa(i + 1))
+			}
+			_, err = q.EnqueueBatch(ctx, items)
+			require.NoError(t, err)
+			var calls atomic.Int64
+			rdb.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
+				if strings.HasSuffix(fn, "_dequeue") {
+					calls.Add(1)
+				}
+			}})
+			for seq := 1; seq <= 1100; seq++ {
+				require.NoError(t, rdb.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record").Err())
+			}
+			var m *queue.Message
+			if batch {
+				ms, err := q.DequeueBatch(ctx, 2)
+				require.NoError(t, err)
+				require.Len(t, ms, 1)
+				m = ms[0]
+			} else {
+				m, err = q.TryDequeue()
+				require.NoError(t, err)
+			}
+			require.Equal(t, "1101", string(m.Payload))
+			require.Equal(t, int64(2), calls.Load(), "two dequeue calls")
+			require.NoError(t, m.Ack())
+			require.Equal(t, int64(1100), q.Stats().Dead)
 		})
 	}
 }

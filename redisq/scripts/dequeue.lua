@@ -11,7 +11,10 @@
 -- message's fields; when a delayed message may be due, the popped one
 -- goes back and the pop is redone after the promotion. A popped message
 -- that cannot be leased (see leasable) is buried, before anything else is
--- written for it, and the next one is popped in its place.
+-- written for it, and the next one is popped in its place, up to
+-- BURIES of them: a call that buried that many returns the hint -2,
+-- "call again", so that no number of damaged records makes one call
+-- run long.
 -- Keys of the wrong type (see need) cost a lone dequeue no check: ready
 -- fails the pop, msg the read after it and lease the first write after
 -- it, each undone by putting the message back; delayed and the bury
@@ -53,8 +56,14 @@ if ARGV[6] == '1' then
       return bad
     end
   end
+  local buried = 0
   while not head do
     bury(seq, got[1], got[2], d)
+    buried = buried + 1
+    if buried == BURIES then
+      wake()
+      return {-2}
+    end
     seq, score = popone()
     if not seq then -- nothing ready: promote, as above
       local n, hint = promote(128, nil)
@@ -163,7 +172,10 @@ while #seqs > 0 do
     got = nil
   end
   seqs = {}
-  if buried > was then
+  if buried >= BURIES then
+    woke = true -- the consumers left without a message look again
+    if k == 0 then hint = -2 end
+  elseif buried > was then
     seqs = popmany(max - k)
     if #seqs == 0 then -- nothing ready: promote, as above
       local n

@@ -176,8 +176,10 @@ local function place(key)
   woke = true
 end
 
+-- release places the keys whose hold has ended, 1000 at most a call: the
+-- rest are due still, so the next pull or housekeeping pass takes them.
 local function release()
-  local due = redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now)
+  local due = redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now, 'LIMIT', 0, 1000)
   for _, key in ipairs(due) do
     redis.call('ZREM', K_HOLD, key)
     place(key)
