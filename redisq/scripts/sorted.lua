@@ -53,7 +53,7 @@ end
 -- with an error naming the key, before writing anything.
 local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
 local NEED = {
-  publish = {2, 3, 5, 6, 7, 10, 11, 13},
+  publish = {}, -- takes back its writes instead (sorted_ops.lua)
   pull = {2, 3, 5, 6, 7, 8, 9, 10, 11, 13},
   ack = {2, 3, 5, 6, 7, 10, 11, 13},
   nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
@@ -162,13 +162,19 @@ local function unplace(key)
 end
 
 -- place puts key in the pull order at its smallest pending value, unless
--- it is held or, under single flight, has a batch out.
+-- it is held or, under single flight, has a batch out. It reads before it
+-- writes, so that a key of the wrong type fails it before any write.
 local function place(key)
-  unplace(key)
-  if redis.call('ZSCORE', K_HOLD, key) then return end
-  if single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0 then return end
-  local p = keyprefix(key)
-  local f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
+  local old = redis.call('HGET', K_POS, key)
+  local p, f = keyprefix(key), nil
+  if not redis.call('ZSCORE', K_HOLD, key) and
+      not (single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0) then
+    f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
+  end
+  if old then
+    redis.call('ZREM', K_ORDER, old)
+    redis.call('HDEL', K_POS, key)
+  end
   if not f then return end
   local m = string.sub(f, #p + 1, #f - 8) .. key
   redis.call('ZADD', K_ORDER, 0, m)

@@ -5,13 +5,38 @@ do
 end
 local result
 if op == 'publish' then
-  -- 8 key, 9 sortpart, 10 body
+  -- 8 key, 9 sortpart, 10 body. A key of the wrong type (see need) fails
+  -- the first command on it; the writes before it are taken back, in
+  -- reverse, so that a publish is whole or not at all without a check.
   local seq = redis.call('INCR', K_SEQ)
-  redis.call('HSET', K_VAL, seq, ARGV[10])
-  redis.call('HSET', K_VINFO, seq, 0)
-  redis.call('ZADD', K_PEND, 0, keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq))
-  redis.call('HINCRBY', K_STATS, 'published', 1)
-  place(ARGV[8])
+  local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
+  local undo = {{'DECR', K_SEQ}}
+  local function step(cmd, key, a, b, back, x)
+    local r = redis.pcall(cmd, key, a, b)
+    if type(r) == 'table' then return r end
+    undo[#undo + 1] = {back, key, x}
+    return nil
+  end
+  local bad = step('ZADD', K_PEND, 0, m, 'ZREM', m) or step('HSET', K_VAL, seq, ARGV[10], 'HDEL', seq) or
+    step('HSET', K_VINFO, seq, 0, 'HDEL', seq) or step('HINCRBY', K_STATS, 'published', 1, 'HINCRBY', 'published')
+  if not bad then
+    local ok, e = pcall(place, ARGV[8])
+    if not ok then bad = type(e) == 'table' and e or redis.error_reply(tostring(e)) end
+  end
+  if bad then
+    for i = #undo, 1, -1 do
+      local u = undo[i]
+      if u[1] == 'HINCRBY' then
+        redis.call(u[1], u[2], u[3], -1)
+      elseif u[3] then
+        redis.call(u[1], u[2], u[3])
+      else
+        redis.call(u[1], u[2])
+      end
+    end
+    woke = false
+    return bad
+  end
   result = seq
 elseif op == 'pull' then
   -- 8 max, 9 bound ('' for none), 10.. lease tokens. Returns {batches,
