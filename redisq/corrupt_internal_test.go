@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,5 +386,101 @@ func requireNoMessageLeft(t *testing.T, rdb *redis.Client, q *Queue) {
 	require.NoError(t, err)
 	for _, f := range left {
 		require.Contains(t, []string{"", "#d", "#w", "#t", "#q"}, f, "nothing of the message is left")
+	}
+}
+
+// TestCorruptNotDelivered: Stats.Delivered counts deliveries a consumer
+// got (leases, as the embedded queue counts them), so a message buried
+// because its record or its body cannot be read counts none, whichever
+// side found it: the script (record) or the client (body, after the
+// script leased it); nor does its dead letter count one.
+func TestCorruptNotDelivered(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lone", true: "batch"}[batch], func(t *testing.T) {
+			q, err := Open(ctx, rdb, "undelivered-"+strconv.FormatBool(batch), &Options{ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			for _, p := range []string{"a", "b", "c", "d"} {
+				_, err := q.Enqueue(ctx, []byte(p))
+				require.NoError(t, err)
+			}
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "b2", "\xc1").Err())        // body: found by the client
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "3", "not a record").Err()) // record: found by the script
+			var got []string
+			if batch {
+				ms, err := q.DequeueBatch(ctx, 4)
+				require.NoError(t, err)
+				for _, m := range ms {
+					got = append(got, string(m.Payload))
+				}
+			} else {
+				for {
+					m, err := q.TryDequeue()
+					if errors.Is(err, queue.ErrEmpty) {
+						break
+					}
+					require.NoError(t, err)
+					got = append(got, string(m.Payload))
+				}
+			}
+			require.Equal(t, []string{"a", "d"}, got)
+			st := q.Stats()
+			require.Equal(t, [2]int64{2, 2}, [2]int64{int64(st.Delivered), st.Dead}, "delivered, dead")
+			dl, err := q.DeadLetters(0, 10)
+			require.NoError(t, err)
+			require.Len(t, dl, 2)
+			for _, d := range dl {
+				require.Zero(t, d.Deliveries, "letter %d was never delivered", d.Seq)
+			}
+		})
+	}
+}
+
+// TestCorruptManyBuried: a dequeue buries at most 1000 damaged records
+// per script call (one call must not hold the server for as long as the
+// queue is damaged) and calls again: a TryDequeue behind 1100 of them
+// still gets the sound message, and every damaged one is dead.
+func TestCorruptManyBuried(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lone", true: "batch"}[batch], func(t *testing.T) {
+			q, err := Open(ctx, rdb, "many-buried-"+strconv.FormatBool(batch), &Options{ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			items := make([]queue.Item, 1101)
+			for i := range items {
+				items[i].Payload = []byte(strconv.Itoa(i + 1))
+			}
+			_, err = q.EnqueueBatch(ctx, items)
+			require.NoError(t, err)
+			var calls atomic.Int64
+			rdb.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
+				if strings.HasSuffix(fn, "_dequeue") {
+					calls.Add(1)
+				}
+			}})
+			for seq := 1; seq <= 1100; seq++ {
+				require.NoError(t, rdb.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record").Err())
+			}
+			var m *queue.Message
+			if batch {
+				ms, err := q.DequeueBatch(ctx, 2)
+				require.NoError(t, err)
+				require.Len(t, ms, 1)
+				m = ms[0]
+			} else {
+				m, err = q.TryDequeue()
+				require.NoError(t, err)
+			}
+			require.Equal(t, "1101", string(m.Payload))
+			require.Equal(t, int64(2), calls.Load(), "two dequeue calls")
+			require.NoError(t, m.Ack())
+			require.Equal(t, int64(1100), q.Stats().Dead)
+		})
 	}
 }

@@ -196,18 +196,21 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 		return nil, time.Time{}, 0, fmt.Errorf("redisq: dequeue: unexpected reply %v", v)
 	}
 	var due time.Time
-	if hint := toInt(reply[0]); hint >= 0 {
+	buried := 0
+	switch hint := toInt(reply[0]); {
+	case hint >= 0:
 		due = time.UnixMicro(hint)
+	case hint == -2: // the script buried its most damaged records: call again
+		buried++
 	}
 	out := make([]*queue.Message, 0, (len(reply)-1)/3)
-	buried := 0
 	var failed error
 	for i := 1; i+2 < len(reply); i += 3 {
 		tok, _ := strconv.ParseUint(args[2+(i-1)/3].(string), 10, 64)
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
-			if err := q.settleOne("dead", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
+			if err := q.settleOne("corrupt", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
 				failed = fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
 				continue
 			}

@@ -75,7 +75,8 @@
 // 2255 and to within 128 µs long after. A deliver-at past the year 38,503
 // (2^60 µs) is due then, never wrapped into another time; a time.Time
 // sort key outside the years 1678 to 2262 is refused, as by the embedded
-// queue.
+// queue; a windowed queue whose clock is past 2262 plus its window takes
+// every key as due, as the embedded queue does.
 //
 // # Durability
 //
@@ -113,6 +114,7 @@
 // that starts "corrupt record: " and says what is wrong (missing,
 // unreadable, body missing, payload undecodable), keeping its id where
 // the body still tells it, and delivers the other messages of the call.
+// Such a message counts no delivery (Stats.Delivered, its Deliveries).
 // DeadLetters lists such a letter too, with what its record or body still
 // tells. When neither tells its id, the reason ends "; id unknown", and
 // an id its producer gave stays taken (Enqueue with it is refused with
@@ -127,6 +129,24 @@
 // such a message after taking it from the ready set, which strands it
 // (neither ready nor leased), and their DeadLetters fails on a dead
 // letter whose body is gone: upgrade them.
+// A pulled batch's record is kept twice, so that a garbled one still
+// names its values (they go back to their key at the lease's end); a
+// member of a sorted queue's pull order or pending set that names
+// nothing (written by hand) is dropped by the pull that meets it.
+// A key of a queue overwritten with another type (a SET by hand) fails
+// every call that needs it, with an error naming the key, and the call
+// leaves the queue as it was (it checks first, or takes back what it
+// wrote); restoring the key (or deleting it, losing what it held) lets
+// the queue go on. No stored data makes one call run long: a dequeue
+// buries at most 1000 damaged records a call, a pull drops at most 1000
+// stray members and releases at most 1000 ended holds.
+//
+// A sorted queue records the kind of its sort keys (int, uint, float,
+// time or string) when it is made, and OpenSorted or OpenWindowed with
+// another kind is refused (queue.ErrInvalidOptions). A queue made by an
+// earlier version records none: a pull of a handle whose sort parts
+// have another length (string against the others) is refused before it
+// leases anything; between int, uint, float and time nothing tells.
 //
 // # Cost
 //

@@ -93,12 +93,12 @@ func TestLeaseKeepsLeased(t *testing.T) {
 			return &fcallFaults{
 				fail: func(fn string, args []any) bool { return buried && strings.HasSuffix(fn, "_dequeue") },
 				seen: func(fn string, args []any, err error) {
-					buried = buried || (err == nil && isCall(fn, args, "settle", "dead"))
+					buried = buried || (err == nil && isCall(fn, args, "settle", "corrupt"))
 				},
 			}
 		}, [3]int64{1, 2, 1}},
 		{"dead-lettering fails", func() *fcallFaults {
-			return &fcallFaults{fail: func(fn string, args []any) bool { return isCall(fn, args, "settle", "dead") }}
+			return &fcallFaults{fail: func(fn string, args []any) bool { return isCall(fn, args, "settle", "corrupt") }}
 		}, [3]int64{1, 3, 0}},
 	}
 	takes := []struct {

@@ -16,10 +16,11 @@ import (
 // the queue's wake channel, the blocked consumers it wakes, the
 // housekeeper, and Close.
 type handle struct {
-	rdb  redis.UniversalClient // the caller's client; Close leaves it open
-	keys []string              // the queue's keys, in its scripts' order, under one hash tag
-	wake string                // its pub/sub channel: 'r' ready, 't<µs>' an earlier deadline
-	o    Options               // with defaults filled in
+	rdb   redis.UniversalClient // the caller's client; Close leaves it open
+	keys  []string              // the queue's keys, in its scripts' order, under one hash tag
+	wake  string                // its pub/sub channel: 'r' ready, 't<µs>' an earlier deadline
+	types []string              // the Redis type of each key (wrongtype.go)
+	o     Options               // with defaults filled in
 
 	ready  notifier      // blocked consumers
 	kick   chan struct{} // one slot: a deadline earlier than the housekeeper's timer was set
@@ -115,17 +116,19 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	}
 	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
 	if h.o.Replicas > 0 {
-		return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.FCall(ctx, f.name, h.keys, argv...) },
+		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.FCall(ctx, f.name, h.keys, argv...) },
 			missing, load)
+		return v, h.wrongType(ctx, err)
 	}
 	v, err := h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
 	if !missing(err) {
-		return v, err
+		return v, h.wrongType(ctx, err)
 	}
 	if err := load(h.primary(ctx)); err != nil {
 		return nil, err
 	}
-	return h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
+	v, err = h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
+	return v, h.wrongType(ctx, err)
 }
 
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts

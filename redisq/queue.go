@@ -40,6 +40,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	}
 	k := newKeys(name)
 	q := &Queue{handle: newHandle(rdb, k.all, k.wake, o), name: name}
+	q.types = ackTypes
 	if !o.TrustServer {
 		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {
 			return nil, err
@@ -73,6 +74,9 @@ func scriptErr(op string, err error) error {
 		return nil
 	case errors.Is(err, queue.ErrClosed), errors.Is(err, ErrNotDurable):
 		return err
+	case strings.Contains(err.Error(), "KEYTYPE "):
+		_, why, _ := strings.Cut(err.Error(), "KEYTYPE ")
+		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrInvalidOptions, op, why)
 	case strings.Contains(err.Error(), "DUPLICATE"):
 		_, id, _ := strings.Cut(err.Error(), "DUPLICATE ")
 		return fmt.Errorf("%w: %q", queue.ErrDuplicate, id)

@@ -73,12 +73,16 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		ks = append(ks, p+k)
 	}
 	s := &Sorted[K]{handle: newHandle(rdb, ks, p+"wake", o), single: so.SingleFlight, fixed: isFixed[K](), window: window}
+	s.types = sortedTypes
 	if !o.TrustServer {
 		if err := checkServer(ctx, s.primary(ctx), o.Sync); err != nil {
 			return nil, err
 		}
 	}
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
+		return nil, err
+	}
+	if err := checkKind(ctx, rdb, name, ks[0], ks[12], sortKind[K]()); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {
@@ -199,7 +203,7 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	now := s.o.Clock.Now()
 	bound := ""
 	if s.window > 0 {
-		bound = string(sortkey.OrderedInt(now.Add(-s.window).UnixNano()))
+		bound = string(windowBound(now, s.window))
 	}
 	args := []any{max, bound}
 	for range max {
@@ -241,6 +245,21 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		}
 	}
 	return out, due, buried, nil
+}
+
+// windowBound is the sort part of the latest publish time whose key is
+// due at now: now less the window, saturated at the times a sort key
+// holds (the years 1678 to 2262) as the embedded queue saturates, so that
+// a clock past them takes every key as due instead of wrapping.
+func windowBound(now time.Time, window time.Duration) []byte {
+	t := now.Add(-window)
+	switch {
+	case t.After(sortkey.MaxTime):
+		return sortkey.OrderedInt(math.MaxInt64)
+	case t.Before(sortkey.MinTime):
+		return sortkey.OrderedInt(math.MinInt64)
+	}
+	return sortkey.OrderedInt(t.UnixNano())
 }
 
 // bury dead-letters the pulled batch x, which failed to decode with why.

@@ -3,6 +3,8 @@ package redisq
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"time"
 
 	"github.com/walq/walq/internal/sortkey"
 	"github.com/walq/walq/queue"
@@ -40,4 +42,22 @@ func fromSortPart[K queue.SortKey](b []byte) (K, error) {
 		return k, fmt.Errorf("%w: redisq: sort key of %d bytes", queue.ErrCorrupt, len(b))
 	}
 	return k, nil
+}
+
+// sortKind names the encoding family of K's sort parts: handles whose
+// kinds differ read each other's sort parts as other keys.
+func sortKind[K queue.SortKey]() string {
+	var k K
+	if _, ok := any(k).(time.Time); ok {
+		return "time"
+	}
+	switch reflect.ValueOf(k).Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "int"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "uint"
+	case reflect.Float32, reflect.Float64:
+		return "float"
+	}
+	return "string"
 }

@@ -44,6 +44,7 @@
 -- string shorter than 100 bytes, and ids and reasons are any bytes.
 local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
 local CHAN, now, NOW, maxd, window
+local CALLKEYS -- the call's KEYS, for need
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
 local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
@@ -56,6 +57,7 @@ local INT
 local function bind(KEYS, ARGV)
   K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   K_LEASE, K_DEAD, K_ACKED, K_STATS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+  CALLKEYS = KEYS
   CHAN, NOW, maxd, window = ARGV[1], ARGV[2], 0, 0
   now = NOW + 0 -- one strtod; tonumber makes two
   if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
@@ -66,6 +68,36 @@ local function bind(KEYS, ARGV)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
   end
 end
+
+-- TYPES are the types of the keys, in their order: a key the operator or
+-- a faulty client overwrote with another type makes a command on it fail,
+-- and a Lua error does not undo the writes before it (a dequeue's pop, a
+-- giveback's end of the lease). So each function first checks the keys
+-- it will touch after its first write (need), and a key of the wrong
+-- type fails the call before anything is written, with an error naming
+-- it. The checks are lists of key positions, made once per load.
+local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
+
+-- need returns an error reply naming the first key of the positions in
+-- list that holds another type than its own (absent is right), else nil.
+local function need(list)
+  for _, i in ipairs(list) do
+    local t = redis.call('TYPE', CALLKEYS[i])['ok']
+    if t ~= TYPES[i] and t ~= 'none' then
+      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
+        TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
+    end
+  end
+  return nil
+end
+
+-- The checks of each function (positions in TYPES). Keys read before the
+-- first write check themselves: their read fails first.
+local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
+local DELAYED, LEASE, BURY = {4}, {5}, {6, 8} -- see dequeue.lua
+local BURIES = 1000 -- the most messages a dequeue buries before it returns
+local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
+local ALL = {1, 2, 3, 4, 5, 6, 7, 8}
 
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
 
@@ -226,9 +258,14 @@ end
 -- lists the messages, fields their three fields in msg (see forget);
 -- stamps, if any, the score-member pairs (now, id) that keep a producer
 -- id refused for DedupWindow, and pids counts the messages a producer
--- named; unlease (acks) ends their leases too.
+-- named; unlease (acks) ends their leases too. It returns an error reply
+-- when a key it writes holds the wrong type, having written nothing.
 local function drop(seqs, fields, stamps, pids, unlease)
   if #seqs == 0 then return end
+  if pids > 0 then -- only a producer id touches acked and stats
+    local bad = need(SETTLE.ack)
+    if bad then return bad end
+  end
   if unlease then many('ZREM', K_LEASE, seqs) end
   many('HDEL', K_MSG, fields)
   if stamps and #stamps > 0 then many('ZADD', K_ACKED, stamps) end
@@ -302,14 +339,16 @@ local function putback(popped)
 end
 
 -- records reads the record and body of the messages seqs[from..to], in
--- that order; with state, then the fields '#w', '#t' and '#d'.
-local function records(seqs, from, to, state)
+-- that order; with state, then the fields '#w', '#t' and '#d'. With
+-- protected, an error (msg of the wrong type) is returned, not raised.
+local function records(seqs, from, to, state, protected)
   local fields, n = {}, 0
   for j = from, to do
     fields[n + 1], fields[n + 2] = seqs[j], 'b' .. seqs[j]
     n = n + 2
   end
   if state then fields[n + 1], fields[n + 2], fields[n + 3] = '#w', '#t', '#d' end
+  if protected then return redis.pcall('HMGET', K_MSG, unpack(fields)) end
   return redis.call('HMGET', K_MSG, unpack(fields))
 end
 

@@ -1,6 +1,10 @@
 -- dead: ARGV[5] = op (requeue, purge), ARGV[6] = id, or '' for every dead
 -- letter, ARGV[7] = how many at most when ''. Returns how many it
 -- changed; -1 when the id names no dead letter.
+do
+  local bad = need(ALL)
+  if bad then return bad end
+end
 local op = ARGV[5]
 local seqs
 local g = gathering()

@@ -11,7 +11,14 @@
 -- message's fields; when a delayed message may be due, the popped one
 -- goes back and the pop is redone after the promotion. A popped message
 -- that cannot be leased (see leasable) is buried, before anything else is
--- written for it, and the next one is popped in its place.
+-- written for it, and the next one is popped in its place, up to
+-- BURIES of them: a call that buried that many returns the hint -2,
+-- "call again", so that no number of damaged records makes one call
+-- run long.
+-- Keys of the wrong type (see need) cost a lone dequeue no check: ready
+-- fails the pop, msg the read after it and lease the first write after
+-- it, each undone by putting the message back; delayed and the bury
+-- path's keys are checked before their first use after a pop.
 if ARGV[6] == '1' then
   local seq, score = popone()
   if not seq then
@@ -23,17 +30,41 @@ if ARGV[6] == '1' then
     end
     seq, score = popone()
   end
-  local got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
-  local w = tonumber(got[4])
-  if (not w or w <= now) and promote(128, w) > 0 then
+  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+  if got.err then
     redis.call('ZADD', K_READY, score, seq)
-    seq = popone()
-    got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    return got
+  end
+  local w = tonumber(got[4])
+  if not w or w <= now then
+    local bad = need(DELAYED)
+    if bad then
+      redis.call('ZADD', K_READY, score, seq)
+      return bad
+    end
+    if promote(128, w) > 0 then
+      redis.call('ZADD', K_READY, score, seq)
+      seq, score = popone()
+      got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    end
   end
   local head, d, tail = leasable(got[1], got[2])
+  if not head then
+    local bad = need(BURY)
+    if bad then
+      redis.call('ZADD', K_READY, score, seq)
+      return bad
+    end
+  end
+  local buried = 0
   while not head do
     bury(seq, got[1], got[2], d)
-    seq = popone()
+    buried = buried + 1
+    if buried == BURIES then
+      wake()
+      return {-2}
+    end
+    seq, score = popone()
     if not seq then -- nothing ready: promote, as above
       local n, hint = promote(128, nil)
       if n == 0 then
@@ -41,7 +72,7 @@ if ARGV[6] == '1' then
         wake()
         return {hint}
       end
-      seq = popone()
+      seq, score = popone()
     end
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
     head, d, tail = leasable(got[1], got[2])
@@ -50,12 +81,16 @@ if ARGV[6] == '1' then
   d = d + 1
   local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
   local dn, dls = string.format(INT, (tonumber(got[3]) or 0) + 1), string.format(INT, dl)
+  local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
+  if type(bad) == 'table' then
+    redis.call('ZADD', K_READY, score, seq)
+    return bad
+  end
   if announce(dl, got[5]) then
     redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
   else
     redis.call('HSET', K_MSG, seq, rec, '#d', dn)
   end
-  redis.call('ZADD', K_LEASE, dls, seq)
   wake()
   return {-1, seq, d, got[2]}
 end
@@ -66,6 +101,12 @@ end
 -- place, as by a lone Dequeue; k counts the messages leased, whose
 -- tokens are taken in order. Messages that cannot be leased are buried
 -- and as many more popped.
+-- Of the keys of the wrong type, lease is checked first; msg fails the
+-- first read after the pop, undone by putting the messages back.
+do
+  local bad = need(LEASE)
+  if bad then return bad end
+end
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local seqs, popped = popmany(max)
 local promoted, hint = false, -1
@@ -73,16 +114,25 @@ if #seqs == 0 then
   local n
   n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
   promoted = true
-  if n > 0 then seqs = popmany(max) end
+  if n > 0 then seqs, popped = popmany(max) end
 end
 local out = {-1}
 local got, state, to = nil, {}, math.min(500, #seqs)
 if #seqs > 0 then
-  got = records(seqs, 1, to, true)
+  got = records(seqs, 1, to, true, true)
+  if got.err then
+    putback(popped)
+    return got
+  end
   local w = tonumber(got[2 * to + 1])
+  local bad = not promoted and (not w or w <= now) and need(DELAYED)
+  if bad then
+    putback(popped)
+    return bad
+  end
   if not promoted and (not w or w <= now) and promote(128, w) > 0 then
     putback(popped)
-    seqs = popmany(max)
+    seqs, popped = popmany(max)
     to = math.min(500, #seqs)
     got = records(seqs, 1, to, true)
   end
@@ -108,6 +158,13 @@ while #seqs > 0 do
         deadlines[r + 1], deadlines[r + 2] = dls, seq
         out[o + 1], out[o + 2], out[o + 3] = seq, d, body
       else
+        if buried == 0 then -- nothing but the pop is written yet
+          local bad = need(BURY)
+          if bad then
+            putback(popped)
+            return bad
+          end
+        end
         bury(seq, raw, body, d)
         buried = buried + 1
       end
@@ -115,7 +172,10 @@ while #seqs > 0 do
     got = nil
   end
   seqs = {}
-  if buried > was then
+  if buried >= BURIES then
+    woke = true -- the consumers left without a message look again
+    if k == 0 then hint = -2 end
+  elseif buried > was then
     seqs = popmany(max - k)
     if #seqs == 0 then -- nothing ready: promote, as above
       local n

@@ -6,6 +6,9 @@
 -- is left out and the others are enqueued. Returns one code per message:
 -- 1 enqueued, 0 left out as a duplicate; a lone message's code comes
 -- alone, not in a table.
+-- Keys of the wrong type (see need): a lone enqueue undoes its writes on
+-- one (seq fails first, ready the first write after it, msg the next);
+-- the others check theirs before their first write.
 if window > 0 then
   local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format(INT, now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
@@ -19,8 +22,17 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
   -- Four new fields when '#q' was absent (see waiting): the message's
   -- three (a generated id is new) and '#q'.
-  local added = redis.call('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
-  redis.call('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+  local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+  if type(added) == 'table' then
+    redis.call('DECR', K_SEQ)
+    return added
+  end
+  added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
+  if type(added) == 'table' then
+    redis.call('ZREM', K_READY, sq)
+    redis.call('DECR', K_SEQ)
+    return added
+  end
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return 1
 end
@@ -57,6 +69,10 @@ local codes, fresh_ready = {}, false
 local fields, ready, delayed = {}, {}, {}
 local m = n - (#given - #fresh)
 local seq, soonest = 0, nil
+do -- stats only counts producer ids
+  local bad = need(#fresh > 0 and ENQ_IDS or ENQ_ALL)
+  if bad then return bad end
+end
 if m > 0 then
   seq = redis.call('INCRBY', K_SEQ, m) - m
   if seq == 0 then keep() end

@@ -7,6 +7,10 @@
 -- one ('#t', see announce) when that is earlier and still ahead: a lease
 -- set later may have relied on it and not been announced. A '#t' that
 -- has passed is removed.
+do
+  local bad = need(ALL)
+  if bad then return bad end
+end
 local state = redis.call('HMGET', K_MSG, '#w', '#t')
 local _, delayed = promote(tonumber(ARGV[6]), tonumber(state[1]))
 local n, expired = 0, 0

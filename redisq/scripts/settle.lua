@@ -1,4 +1,4 @@
--- settle: ARGV[5] = op (ack, nack, extend, dead), ARGV[6] = its argument
+-- settle: ARGV[5] = op (ack, nack, extend, dead, corrupt: dead, not delivered), ARGV[6] = its argument
 -- (nack delay µs, extension µs, dead-letter reason), ARGV[7] = how
 -- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
 -- (whichever delivery is in flight). Returns one code per delivery:
@@ -15,8 +15,7 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
   if not id then return 1 end
   local stamps = nil
   if pid and window > 0 then stamps = {NOW, id} end
-  drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, pid and 1 or 0, true)
-  return 0
+  return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, pid and 1 or 0, true) or 0
 end
 
 -- Many acks by receipt (concurrent Acks gathered): the records and the
@@ -45,13 +44,16 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' then
       codes[#codes + 1] = code
     end
   end
-  drop(g[1], g[2], g[3], g[4], true)
-  return codes
+  return drop(g[1], g[2], g[3], g[4], true) or codes
 end
 
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
+do
+  local bad = need(SETTLE[op] or ALL)
+  if bad then return bad end
+end
 local codes = {}
-local nacked, dead = 0, 0
+local nacked, dead, undelivered = 0, 0, 0
 local g = gathering() -- acks by id
 
 local function apply(seq, r)
@@ -65,7 +67,8 @@ local function apply(seq, r)
     local dl = now + tonumber(arg)
     earlier(K_LEASE, dl)
     redis.call('ZADD', K_LEASE, string.format(INT, dl), seq)
-  else
+  else -- dead; corrupt: a body its client could not decode, never delivered
+    if op == 'corrupt' then r[3], undelivered = r[3] - 1, undelivered + 1 end
     redis.call('ZREM', K_LEASE, seq)
     r[4], r[5] = '', arg
     putrec(seq, r)
@@ -105,5 +108,7 @@ end
 drop(g[1], g[2], g[3], g[4], true)
 count('nacked', nacked)
 count('dead', dead)
+-- The lease of a corrupt body counted a delivery ('#d') no consumer got.
+if undelivered > 0 then redis.call('HINCRBY', K_MSG, '#d', -undelivered) end
 wake()
 return codes

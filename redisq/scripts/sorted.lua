@@ -11,7 +11,9 @@
 --   6 order   zset    pullable keys, scores 0, member sortpart | key of the key's
 --                     smallest pending value
 --   7 pos     hash    key -> its member in order
---   8 batch   hash    lease token -> cmsgpack {key, pend members, pulled at}
+--   8 batch   hash    lease token -> cmsgpack {key, pend members, pulled at},
+--                     and 'c' .. token -> the same, a copy: the batch's values
+--                     are named only there, so a garbled record must not lose them
 --   9 bdue    zset    lease token scored by its deadline
 --  10 flight  hash    key -> leased batches
 --  11 hold    zset    key scored by the end of its nack delay
@@ -32,6 +34,7 @@ local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS
 local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS
 local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
+local CALLKEYS -- the call's KEYS, for need
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -39,6 +42,38 @@ local function bind(KEYS, ARGV)
   CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
   single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
   woke, timers = false, nil
+  CALLKEYS = KEYS
+end
+
+-- TYPES are the types of the keys, in their order. A key overwritten
+-- with another type (by hand, by a faulty client) would fail a command
+-- after the call's first writes, which a Lua error does not undo (a
+-- pull's removal of a key's pending values): each operation first
+-- checks the keys it touches after its first write (NEED), and fails
+-- with an error naming the key, before writing anything.
+local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
+local NEED = {
+  publish = {}, -- takes back its writes instead (sorted_ops.lua)
+  pull = {2, 3, 5, 6, 7, 8, 9, 10, 11, 13},
+  ack = {2, 3, 5, 6, 7, 10, 11, 13},
+  nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
+  extend = {},
+  dead = {4, 5, 6, 7, 10, 11, 12, 13},
+  housekeep = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+  stats = {},
+}
+
+-- need returns an error reply naming the first key op needs that holds
+-- another type than its own (absent is right), else nil.
+local function need(op)
+  for _, i in ipairs(NEED[op] or {}) do
+    local t = redis.call('TYPE', CALLKEYS[i])['ok']
+    if t ~= TYPES[i] and t ~= 'none' then
+      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
+        TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
+    end
+  end
+  return nil
 end
 
 local function keyprefix(key)
@@ -77,18 +112,34 @@ local function bytesGreater(a, b)
   return #a > #b
 end
 
--- keyOf returns the key of an order member.
-local function keyOf(m)
-  if fixed then return string.sub(m, 9) end
-  local i = 1
-  while true do
-    if string.byte(m, i) == 0 then
-      if string.byte(m, i + 1) == 1 then return string.sub(m, i + 2) end
-      i = i + 2
-    else
-      i = i + 1
-    end
+-- keyOf returns the key of an order member, nil when m has no sort part
+-- of the kind fixed says (a member written by hand, or by a handle of
+-- another sort key type). A string sort part ends at its first 00 01: a
+-- 00 inside it is escaped as 00 FF.
+local function keyOf(m, fixed8)
+  if fixed8 then
+    if #m < 8 then return nil end
+    return string.sub(m, 9)
   end
+  local at = string.find(m, '\0\1', 1, true)
+  if not at then return nil end
+  return string.sub(m, at + 2)
+end
+
+-- placed returns the key whose place in the pull order is the member m
+-- (as pos says, or as m reads when pos lost the key), nil when m is no
+-- key's place: a stray, written by hand or by a faulty client, or a
+-- second place of a key placed elsewhere. other tells whether m is the
+-- place of a key read as the other kind of sort part: the queue was
+-- published with another sort key type.
+local function placed(m)
+  local key = keyOf(m, fixed)
+  local at = key and redis.call('HGET', K_POS, key)
+  if key and at == m then return key, false end
+  local okey = keyOf(m, not fixed)
+  if okey and redis.call('HGET', K_POS, okey) == m then return nil, true end
+  if key and not at then return key, false end
+  return nil, false
 end
 
 local function first(key)
@@ -111,13 +162,19 @@ local function unplace(key)
 end
 
 -- place puts key in the pull order at its smallest pending value, unless
--- it is held or, under single flight, has a batch out.
+-- it is held or, under single flight, has a batch out. It reads before it
+-- writes, so that a key of the wrong type fails it before any write.
 local function place(key)
-  unplace(key)
-  if redis.call('ZSCORE', K_HOLD, key) then return end
-  if single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0 then return end
-  local p = keyprefix(key)
-  local f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
+  local old = redis.call('HGET', K_POS, key)
+  local p, f = keyprefix(key), nil
+  if not redis.call('ZSCORE', K_HOLD, key) and
+      not (single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0) then
+    f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
+  end
+  if old then
+    redis.call('ZREM', K_ORDER, old)
+    redis.call('HDEL', K_POS, key)
+  end
   if not f then return end
   local m = string.sub(f, #p + 1, #f - 8) .. key
   redis.call('ZADD', K_ORDER, 0, m)
@@ -125,8 +182,10 @@ local function place(key)
   woke = true
 end
 
+-- release places the keys whose hold has ended, 1000 at most a call: the
+-- rest are due still, so the next pull or housekeeping pass takes them.
 local function release()
-  local due = redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now)
+  local due = redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now, 'LIMIT', 0, 1000)
   for _, key in ipairs(due) do
     redis.call('ZREM', K_HOLD, key)
     place(key)
@@ -139,15 +198,32 @@ local function zremAll(key, members)
   end
 end
 
+-- unbatch returns the batch record raw decoded, nil when it does not
+-- decode into a key and pending members that each end in a seq.
+local function unbatch(raw)
+  local ok, b = pcall(cmsgpack.unpack, raw or '')
+  if not ok or type(b) ~= 'table' or type(b[1]) ~= 'string' or type(b[2]) ~= 'table' then return nil end
+  for _, m in ipairs(b[2]) do
+    if type(m) ~= 'string' or #m < 10 then return nil end
+  end
+  return b
+end
+
+-- batchOf returns the batch leased as tok from its record, or from the
+-- record's copy when the record does not decode; nil when neither does.
+local function batchOf(tok)
+  local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
+  return unbatch(got[1]) or unbatch(got[2])
+end
+
 local function fence(tok)
-  local raw = redis.call('HGET', K_BATCH, tok)
   local dl = redis.call('ZSCORE', K_BDUE, tok)
-  if not raw or not dl or tonumber(dl) <= now then return nil end
-  return cmsgpack.unpack(raw)
+  if not dl or tonumber(dl) <= now then return nil end
+  return batchOf(tok)
 end
 
 local function drop(tok, b)
-  redis.call('HDEL', K_BATCH, tok)
+  redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
   redis.call('ZREM', K_BDUE, tok)
   if redis.call('HINCRBY', K_FLIGHT, b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
   redis.call('HINCRBY', K_STATS, 'leased', -#b[2])

@@ -1,42 +1,101 @@
 -- The operations of the sorted queue (the head is sorted.lua).
+do
+  local bad = need(op)
+  if bad then return bad end
+end
 local result
 if op == 'publish' then
-  -- 8 key, 9 sortpart, 10 body
+  -- 8 key, 9 sortpart, 10 body. A key of the wrong type (see need) fails
+  -- the first command on it; the writes before it are taken back, in
+  -- reverse, so that a publish is whole or not at all without a check.
   local seq = redis.call('INCR', K_SEQ)
-  redis.call('HSET', K_VAL, seq, ARGV[10])
-  redis.call('HSET', K_VINFO, seq, 0)
-  redis.call('ZADD', K_PEND, 0, keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq))
-  redis.call('HINCRBY', K_STATS, 'published', 1)
-  place(ARGV[8])
+  local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
+  local undo = {{'DECR', K_SEQ}}
+  local function step(cmd, key, a, b, back, x)
+    local r = redis.pcall(cmd, key, a, b)
+    if type(r) == 'table' then return r end
+    undo[#undo + 1] = {back, key, x}
+    return nil
+  end
+  local bad = step('ZADD', K_PEND, 0, m, 'ZREM', m) or step('HSET', K_VAL, seq, ARGV[10], 'HDEL', seq) or
+    step('HSET', K_VINFO, seq, 0, 'HDEL', seq) or step('HINCRBY', K_STATS, 'published', 1, 'HINCRBY', 'published')
+  if not bad then
+    local ok, e = pcall(place, ARGV[8])
+    if not ok then bad = type(e) == 'table' and e or redis.error_reply(tostring(e)) end
+  end
+  if bad then
+    for i = #undo, 1, -1 do
+      local u = undo[i]
+      if u[1] == 'HINCRBY' then
+        redis.call(u[1], u[2], u[3], -1)
+      elseif u[3] then
+        redis.call(u[1], u[2], u[3])
+      else
+        redis.call(u[1], u[2])
+      end
+    end
+    woke = false
+    return bad
+  end
   result = seq
 elseif op == 'pull' then
   -- 8 max, 9 bound ('' for none), 10.. lease tokens. Returns {batches,
-  -- earliest hold end or -1, sortpart of the first key or ''}.
+  -- earliest hold end or -1, sortpart of the first key or ''}. Every
+  -- step of the loop takes a member off the order (a key, or a stray),
+  -- and a batch takes a token: it ends however the stored data reads.
   release()
   local max, bound = tonumber(ARGV[8]), ARGV[9]
-  local out, n = {}, 0
-  while n < max do
+  local tokens = #ARGV - 9
+  local out, n, strays = {}, 0, 0
+  local minlen = fixed and 16 or 10 -- sort part and seq after the key's prefix
+  while n < max and #out < tokens do
     local m = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
     if not m or (bound ~= '' and bytesGreater(string.sub(m, 1, #bound), bound)) then break end
-    local key = keyOf(m)
-    local p = keyprefix(key)
-    local members = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
-    unplace(key)
-    zremAll(K_PEND, members)
-    local tok = ARGV[10 + #out]
-    local vals = {}
-    for _, pm in ipairs(members) do
-      local seq = unseq8(string.sub(pm, -8))
-      vals[#vals + 1] = {seq, delivered(seq), redis.call('HGET', K_VAL, seq)}
+    local key, other = placed(m)
+    if other then -- published with another sort key type: touch nothing
+      if #out == 0 then
+        return redis.error_reply('KEYTYPE the queue holds sort keys of another type than this handle\'s')
+      end
+      break
     end
-    if #out == 0 then earlier(K_BDUE, now + ackto) end
-    redis.call('HSET', K_BATCH, tok, cmsgpack.pack({key, members, now}))
-    redis.call('ZADD', K_BDUE, now + ackto, tok)
+    if not key then
+      -- A stray names no values: dropped. At most 1000 a call; the
+      -- wake-up makes waiting pulls look again.
+      redis.call('ZREM', K_ORDER, m)
+      strays = strays + 1
+      if strays == 1000 then
+        woke = true
+        break
+      end
+    else
+      local p = keyprefix(key)
+      local found = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
+      redis.call('ZREM', K_ORDER, m) -- unplace, its place known
+      redis.call('HDEL', K_POS, key)
+      zremAll(K_PEND, found)
+      -- A pending member too short to end in a seq (written by hand) is a
+      -- stray too: dropped, not leased.
+      local members, vals = {}, {}
+      for _, pm in ipairs(found) do
+        if #pm >= #p + minlen then
+          local seq = unseq8(string.sub(pm, -8))
+          members[#members + 1] = pm
+          vals[#vals + 1] = {seq, delivered(seq), redis.call('HGET', K_VAL, seq)}
+        end
+      end
+      if #members > 0 then
+        local tok = ARGV[10 + #out]
+        if #out == 0 then earlier(K_BDUE, now + ackto) end
+        local rec = cmsgpack.pack({key, members, now})
+        redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
+        redis.call('ZADD', K_BDUE, now + ackto, tok)
     redis.call('HINCRBY', K_FLIGHT, key, 1)
     redis.call('HINCRBY', K_STATS, 'pulled', 1)
-    redis.call('HINCRBY', K_STATS, 'leased', #members)
-    out[#out + 1] = {tok, key, vals}
-    n = n + #members
+        redis.call('HINCRBY', K_STATS, 'leased', #members)
+        out[#out + 1] = {tok, key, vals}
+        n = n + #members
+      end
+    end
   end
   local head = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
   if head then
@@ -78,13 +137,14 @@ elseif op == 'housekeep' then
   if ARGV[8] == '1' then
     local due = redis.call('ZRANGEBYSCORE', K_BDUE, '-inf', now, 'LIMIT', 0, 1000)
     for _, tok in ipairs(due) do
-      -- A batch record that is gone or does not unpack names no values
-      -- to give back: its lease alone ends, so that it stops no pass.
-      local ok, b = pcall(cmsgpack.unpack, redis.call('HGET', K_BATCH, tok) or '')
-      if ok and type(b) == 'table' and type(b[1]) == 'string' and type(b[2]) == 'table' then
+      -- A batch record that does not decode is read from its copy; when
+      -- neither does (both gone or garbled), nothing names its values:
+      -- its lease alone ends, so that it stops no pass.
+      local b = batchOf(tok)
+      if b then
         giveback(tok, b, 0, 'ack timeout')
       else
-        redis.call('HDEL', K_BATCH, tok)
+        redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
         redis.call('ZREM', K_BDUE, tok)
       end
       n = n + 1
@@ -93,7 +153,7 @@ elseif op == 'housekeep' then
   result = {n, first(K_BDUE), first(K_HOLD)}
 elseif op == 'stats' then
   local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
-  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER), redis.call('HLEN', K_BATCH),
+  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER), redis.call('ZCARD', K_BDUE),
     redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
 else
   return redis.error_reply('unknown operation ' .. op)

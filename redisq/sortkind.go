@@ -1,0 +1,39 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/walq/walq/queue"
+)
+
+// checkKind refuses a handle whose sort key kind (sortKind) is not
+// the one the sorted queue records in the field "kind" of its stats hash:
+// its values would be read as other keys and sort parts. A new queue
+// (no seq yet) records the handle's kind; one made by an earlier version
+// records none, and its pull refuses a handle of another kind instead
+// (placed in scripts/sorted.lua), for the kinds whose sort parts differ
+// in length.
+func checkKind(ctx context.Context, rdb redis.UniversalClient, name, seqKey, statsKey, kind string) error {
+	got, err := rdb.HGet(ctx, statsKey, "kind").Result()
+	if errors.Is(err, redis.Nil) {
+		n, xerr := rdb.Exists(ctx, seqKey).Result()
+		if xerr != nil || n > 0 {
+			return xerr
+		}
+		if _, err := rdb.HSetNX(ctx, statsKey, "kind", kind).Result(); err != nil {
+			return fmt.Errorf("redisq: sorted queue %q: record its sort key kind: %w", name, err)
+		}
+		got, err = rdb.HGet(ctx, statsKey, "kind").Result()
+	}
+	if err != nil {
+		return fmt.Errorf("redisq: sorted queue %q: read its sort key kind: %w", name, err)
+	}
+	if got != kind {
+		return fmt.Errorf("%w: redisq: sorted queue %q holds sort keys of kind %s, this handle's are %s",
+			queue.ErrInvalidOptions, name, got, kind)
+	}
+	return nil
+}

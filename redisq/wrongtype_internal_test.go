@@ -1,0 +1,245 @@
+package redisq
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestWrongTypeKey: a key of the queue overwritten with a value of
+// another type (a SET by hand, a faulty client) fails the calls that need
+// it, with an error naming that key, and loses nothing: once the key is
+// restored, every message comes back once with its own payload. A script
+// that failed on it after its first write (a dequeue after its pop, an
+// ack after the lease's removal) would leave messages neither ready nor
+// leased.
+func TestWrongTypeKey(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for i, name := range []string{"seq", "msg", "ready", "delayed", "lease", "dead", "acked", "stats"} {
+		t.Run(name, func(t *testing.T) {
+			clock := queuetest.NewClock()
+			q, err := Open(ctx, rdb, "wrongtype-"+name, &Options{Clock: noTimers{clock}, ManualRequeue: true,
+				AckTimeout: time.Minute, DedupWindow: time.Hour})
+			require.NoError(t, err)
+			defer q.Close()
+			live := map[string]bool{}
+			add := func(id string, opts ...queue.EnqueueOption) error {
+				_, err := q.Enqueue(ctx, []byte("p-"+id), append(opts, queue.WithID(id))...)
+				if err == nil {
+					live[id] = true
+				}
+				return err
+			}
+			for _, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+				require.NoError(t, add(id))
+			}
+			require.NoError(t, add("late", queue.WithDelay(time.Second)))
+			leased := map[string]*queue.Message{}
+			for range 5 {
+				m, err := q.TryDequeue()
+				require.NoError(t, err)
+				leased[m.ID] = m
+			}
+			require.NoError(t, leased["c"].DeadLetter("kept dead"))
+			clock.Advance(2 * time.Second) // "late" is due
+
+			key := q.keys[i]
+			saved, err := rdb.Dump(ctx, key).Result()
+			if err != redis.Nil { // acked is made by the first ack
+				require.NoError(t, err)
+			}
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if name == "seq" {
+				require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
+			} else {
+				require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+			}
+
+			// Every call either works or names the key.
+			check := func(what string, err error) bool {
+				t.Helper()
+				if err != nil {
+					require.ErrorContains(t, err, key, what)
+				}
+				return err == nil
+			}
+			delivered := func(ms ...*queue.Message) {
+				t.Helper()
+				for _, m := range ms {
+					require.True(t, live[m.ID], "%s delivered while not live", m.ID)
+					require.Equal(t, "p-"+m.ID, string(m.Payload))
+					if check("ack "+m.ID, m.Ack()) {
+						delete(live, m.ID)
+					}
+				}
+			}
+			check("enqueue", add("n"))
+			_, err = q.EnqueueBatch(ctx, []queue.Item{{ID: "h", Payload: []byte("p-h")}, {ID: "i", Payload: []byte("p-i"), Delay: time.Hour}})
+			if check("enqueue batch", err) {
+				live["h"], live["i"] = true, true
+			}
+			if m, err := q.TryDequeue(); err != queue.ErrEmpty && check("dequeue", err) {
+				delivered(m)
+			}
+			bctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			ms, err := q.DequeueBatch(bctx, 3)
+			cancel()
+			if err != context.DeadlineExceeded && check("dequeue batch", err) {
+				delivered(ms...)
+			}
+			delivered(leased["a"])
+			check("nack", leased["b"].Nack(0))
+			check("extend", q.Extend(leased["e"].Receipt, time.Minute))
+			check("nack by id", q.NackID("d", 0))
+			clock.Advance(time.Hour)
+			_, err = q.RequeueExpired()
+			check("requeue expired", err)
+			_, err = q.RequeueAllDead()
+			check("requeue dead", err)
+
+			// Restored, the queue holds every live message once.
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if saved != "" {
+				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			}
+			clock.Advance(2 * time.Hour)
+			_, err = q.RequeueExpired()
+			require.NoError(t, err)
+			_, err = q.RequeueAllDead()
+			require.NoError(t, err)
+			var got []string
+			for {
+				m, err := q.TryDequeue()
+				if err == queue.ErrEmpty {
+					break
+				}
+				require.NoError(t, err)
+				require.Equal(t, "p-"+m.ID, string(m.Payload))
+				got = append(got, m.ID)
+				require.NoError(t, m.Ack())
+			}
+			var want []string
+			for id := range live {
+				want = append(want, id)
+			}
+			sort.Strings(got)
+			sort.Strings(want)
+			require.Equal(t, want, got, "every live message comes back once")
+		})
+	}
+}
+
+// TestSortedWrongTypeKey is TestWrongTypeKey for a sorted queue: a pull
+// that failed on a key of the wrong type after removing a key's pending
+// values would lose them.
+func TestSortedWrongTypeKey(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"}
+	for i, name := range names {
+		t.Run(name, func(t *testing.T) {
+			clock := queuetest.NewClock()
+			s, err := OpenSorted[int64](ctx, rdb, "wrongtype-sorted-"+name, &SortedOptions{SingleFlight: true,
+				Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute}})
+			require.NoError(t, err)
+			defer s.Close()
+			live := map[string]bool{}
+			publish := func(k, v string) error {
+				err := s.Publish(ctx, 1, k, []byte(v))
+				if err == nil {
+					live[v] = true
+				}
+				return err
+			}
+			for _, kv := range [][2]string{{"k1", "a"}, {"k1", "b"}, {"k2", "c"}, {"k3", "d"}, {"k4", "e"}} {
+				require.NoError(t, publish(kv[0], kv[1]))
+			}
+			bs, err := s.TryPull(2)
+			require.NoError(t, err)
+			require.Len(t, bs, 1) // k1, two values
+			held, err := s.TryPull(1)
+			require.NoError(t, err)
+			require.NoError(t, held[0].Nack(time.Hour)) // k2 held
+
+			key := s.keys[i]
+			saved, err := rdb.Dump(ctx, key).Result()
+			if err != redis.Nil {
+				require.NoError(t, err)
+			}
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if name == "seq" {
+				require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
+			} else {
+				require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+			}
+			check := func(what string, err error) bool {
+				t.Helper()
+				if err != nil {
+					require.ErrorContains(t, err, key, what)
+				}
+				return err == nil
+			}
+			settle := func(bs []*queue.Batch[int64]) {
+				t.Helper()
+				for _, b := range bs {
+					for _, v := range b.Values {
+						require.True(t, live[string(v.Payload)], "%s delivered while not live", v.Payload)
+					}
+					if check("ack", b.Ack()) {
+						for _, v := range b.Values {
+							delete(live, string(v.Payload))
+						}
+					}
+				}
+			}
+			check("publish", publish("k5", "f"))
+			got, err := s.TryPull(10)
+			if err != queue.ErrEmpty && check("pull", err) {
+				settle(got)
+			}
+			settle(bs)
+			clock.Advance(2 * time.Hour)
+			_, err = s.RequeueExpired()
+			check("requeue expired", err)
+
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if saved != "" {
+				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			}
+			clock.Advance(2 * time.Hour)
+			_, err = s.RequeueExpired()
+			require.NoError(t, err)
+			var back []string
+			for {
+				got, err := s.TryPull(10)
+				if err == queue.ErrEmpty {
+					break
+				}
+				require.NoError(t, err)
+				for _, b := range got {
+					for _, v := range b.Values {
+						back = append(back, string(v.Payload))
+					}
+					require.NoError(t, b.Ack())
+				}
+			}
+			var want []string
+			for v := range live {
+				want = append(want, v)
+			}
+			sort.Strings(back)
+			sort.Strings(want)
+			require.Equal(t, want, back, "every live value comes back once")
+		})
+	}
+}
