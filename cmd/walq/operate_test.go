@@ -187,24 +187,6 @@ func TestEnqueueDelay(t *testing.T) {
 	mustWalq(t, 4, "", "dequeue", dir)
 }
 
-func TestCompact(t *testing.T) {
-	dir := cleanQueue(t, 200)
-	q, err := queue.Open(dir, fixtureOptions())
-	require.NoError(t, err)
-	for range 190 {
-		m, err := q.TryDequeue()
-		require.NoError(t, err)
-		require.NoError(t, m.Ack())
-	}
-	require.NoError(t, q.Close())
-	r := mustWalq(t, 0, "", "compact", dir)
-	require.Regexp(t, `log before: .* in \d+ segments? \(live .*\)\nlog after:  .* in \d+ segments? \(live .*\), snapshot at LSN \d+, \d+ messages? moved forward\n`, r.stdout)
-	s := stats(t, dir)
-	require.EqualValues(t, 10, s.Ready)
-	require.Greater(t, s.Segments[0].FirstLSN, uint64(191),
-		"the ten messages left were copied forward and every old segment removed")
-}
-
 // TestLocked runs every command against a directory that this process
 // has open: each must refuse with status 3 and say why.
 func TestLocked(t *testing.T) {

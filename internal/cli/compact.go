@@ -10,10 +10,12 @@ var compactCmd = &command{
 	args:  "DIR",
 	short: "snapshot and truncate the log now",
 	long: `Compact takes a snapshot of the queue in DIR now and removes the log
-segments that neither the snapshot nor a live message needs; messages
-old enough to pin much more log than the live data are copied forward
-first. A queue compacts by itself as its log grows; this is for an
-operator who wants the disk back now.`,
+segments that neither the snapshot nor a live message needs. When the log
+still holds more than twice the live bytes plus two 4 MiB segments (the
+segment size walq opens a queue with, whatever its own process uses), the
+messages that pin it are copied forward first and the log is cut again.
+A queue compacts by itself as its log grows; this is for an operator who
+wants the disk back now.`,
 	example: `walq compact /var/lib/app/jobs`,
 	exits:   []int{exitOK, exitFailure, exitCorrupt, exitLocked},
 	nargs:   [2]int{1, 1},
