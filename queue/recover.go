@@ -104,6 +104,9 @@ func (r *recoverer) CopyPast(lsn uint64) (int, error) {
 	moved, err := q.movePinned(lsn, true)
 	if err == nil {
 		q.forgetLostIDs(lsn)
+		q.mu.Lock()
+		q.mu.st.gone = nil // the cursor passed every mark (goneMarks)
+		q.mu.Unlock()
 		err = q.snapshot()
 	}
 	return moved, err
@@ -152,17 +155,127 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 // it did. The record was appended when that lease held the message: the
 // message was acked (or dead-lettered) whatever the lost records said, and
 // skipping the record would deliver it again. A message not in the table
-// (its first delivery's lease was lost) is left to the skip.
+// whose first delivery's lease was lost is still at or after the cursor:
+// it is marked gone (markGone). A purge or requeue of a message marked
+// dead changes its mark.
 func (s *state) settledAnyway(lsn uint64, r *record) bool {
-	if r.Op != opAck && (r.Op != opDead || r.Lease == 0) {
-		return false
+	ok := false
+	switch {
+	case r.Op == opAck || (r.Op == opDead && r.Lease != 0):
+		ok = s.settleLost(r)
+	case r.Op == opPurge || r.Op == opRequeueDead:
+		ok = s.gone.redo(r)
+	case r.Op == opBatchAck || r.Op == opBatchDead:
+		ok = s.settleLostPull(r)
 	}
+	if ok {
+		s.last, s.clean = lsn, false
+	}
+	return ok
+}
+
+// settleLost applies the ack or dead-letter r of a message whose lease
+// record was lost, or marks the message gone, and reports whether it did.
+func (s *state) settleLost(r *record) bool {
 	e, ok := s.table.Get(r.Seq)
 	if !ok {
+		return s.markGone(r)
+	}
+	s.applyChange(r, e)
+	return true
+}
+
+// settleLostPull applies a sorted batch's ack or dead-letter r whose pull
+// record was lost, and reports whether it did: the values r names are
+// still pending in the replayed state, and r settles them as the batch
+// they were (index.Sorted.Retake). A record from before the settle
+// records named their values (no Key) is left to the skip, and so are
+// values no longer pending.
+func (s *state) settleLostPull(r *record) bool {
+	if r.Key == "" {
 		return false
 	}
-	s.last, s.clean = lsn, false
-	s.applyChange(r, e)
+	if _, ok := s.sorted.Batch(r.Lease); ok {
+		return false // the check failed for another reason
+	}
+	seqs, err := decodeBatchSeqs(r.Payload, r.Lease)
+	if err != nil {
+		return false
+	}
+	if _, ok := s.sorted.Retake(r.Key, seqs, r.Lease, r.At, r.At); !ok {
+		return false
+	}
+	s.applyBatch(r)
+	return true
+}
+
+// markGone marks the never-delivered message r.Seq, which r acks or
+// dead-letters, as gone, and reports whether it did: not when the cursor
+// passed it already (a later first delivery moved the cursor past it, and
+// it is not delivered again).
+//
+// The cursor itself stays where it is: moving it past r.Seq would skip
+// the messages pending between the two. The marks live only until the
+// salvage's CopyPast, which copies forward every never-delivered message
+// from the cursor past the damage, the lease record lost among it, and so
+// past every marked message: it leaves an acked one behind and copies a
+// dead-lettered one as dead (flagDead). What the marks said is then in the
+// log and in the snapshot that follows, and the marks go.
+func (s *state) markGone(r *record) bool {
+	if r.Seq < s.cursor {
+		return false
+	}
+	if s.gone == nil {
+		s.gone = goneMarks{}
+	}
+	s.gone[r.Seq] = goneMark{dead: r.Op == opDead, reason: r.Reason}
+	if r.Op == opAck {
+		s.counts.Acked++
+	} else {
+		s.counts.DeadLettered++
+	}
+	return true
+}
+
+// goneMarks are the never-delivered messages, by Seq, that a salvaging
+// replay found settled by a record whose lease record was lost
+// (markGone).
+type goneMarks map[uint64]goneMark
+
+// goneMark is how a marked message was settled.
+type goneMark struct {
+	dead   bool   // dead-lettered, with reason; else acked or purged
+	reason string // why it was dead-lettered
+}
+
+// copy makes rec, the cursor move of message seq, what the mark of seq
+// says, and reports whether the message is to be copied: not when it was
+// acked or purged; as dead when it was dead-lettered.
+func (g goneMarks) copy(seq uint64, rec *record) bool {
+	m, ok := g[seq]
+	switch {
+	case !ok:
+		return true
+	case !m.dead:
+		return false
+	}
+	rec.Flags |= flagDead
+	rec.Reason, rec.Count = m.reason, 1
+	return true
+}
+
+// redo applies to a message marked dead a later purge (it is gone) or
+// requeue (it is pending again at the cursor), and reports whether it did.
+func (g goneMarks) redo(r *record) bool {
+	m, ok := g[r.Seq]
+	if !ok || !m.dead {
+		return false
+	}
+	if r.Op == opRequeueDead {
+		delete(g, r.Seq)
+	} else {
+		g[r.Seq] = goneMark{}
+	}
 	return true
 }
 

@@ -35,6 +35,7 @@ type state struct {
 	counts       counters      // lifetime totals
 	dedupWindow  bool          // acked producer ids are remembered (DedupWindow > 0)
 	salvage      bool          // a salvaging open: replay applies an ack whose lease was lost (settledAnyway)
+	gone         goneMarks     // salvage: settled messages still at or after cursor; nil once CopyPast ran
 	sorted       *index.Sorted // a sorted queue's values and batches
 	cacheBytes   int64         // payload bytes of sorted values kept in memory at most
 }
@@ -322,8 +323,12 @@ func opName(o op) string {
 func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 	s.pending--
 	s.pendingBytes -= int64(r.Size)
-	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq,
-		State: index.Ready, Undelivered: true})
+	e := index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq,
+		State: index.Ready, Undelivered: true}
+	if r.Flags&flagDead != 0 {
+		e.State, e.Reason, e.Deliveries, e.Undelivered = index.Dead, r.Reason, r.Count, false
+	}
+	s.table.Put(e)
 	// The cursor passes the original at once, not only at the advance
 	// record that follows the copies: a crash can keep the copies and lose
 	// the advance (the log may put them in different entries), and the
