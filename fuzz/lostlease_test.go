@@ -407,3 +407,105 @@ func checkSortedDead[K queue.SortKey](t *testing.T, what string, s *queue.Sorted
 	}
 	checkDead(t, what, toks, reasons, want)
 }
+
+// TestSalvageKeepsUnsettledDeliveriesOfLostLeases: damage takes the entry
+// that holds the lease record of X's first delivery, and the intact first
+// delivery of A after it moves the replayed cursor past X. X must not be
+// lost: delivered again when nothing settled it (or a Nack did), and not
+// when its ack or dead-letter, before or after A's delivery, is intact, or
+// the ack of its redelivery after a Nack.
+func TestSalvageKeepsUnsettledDeliveriesOfLostLeases(t *testing.T) {
+	for _, settle := range []string{"none", "ack", "ack after A", "dead-letter after A", "nack after A", "nack, redelivery, ack"} {
+		t.Run(settle, func(t *testing.T) {
+			dir := scratchDir(t)
+			q := mustOpen(t, dir, &queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30})
+			defer q.Close()
+			mustEnqueue(t, q, payload("X", 10)) // LSN 1
+			mustEnqueue(t, q, payload("A", 10)) // LSN 2
+			x, err := q.TryDequeue()            // lease LSN 3
+			if err != nil || tokenOf(x.Payload) != "X" || x.Receipt.Lease != 3 {
+				t.Fatalf("delivery of X: %v %v", x, err)
+			}
+			mustEnqueue(t, q, payload("B", 10)) // LSN 4: the lease above is written alone
+			settleX := func() {
+				t.Helper()
+				var err error
+				switch settle {
+				case "dead-letter after A":
+					err = x.DeadLetter("poison")
+				case "nack after A", "nack, redelivery, ack":
+					err = x.Nack(0)
+				default:
+					err = x.Ack()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if settle == "nack, redelivery, ack" {
+					if x, err = q.TryDequeue(); err != nil || tokenOf(x.Payload) != "X" {
+						t.Fatalf("redelivery of X: %v %v", x, err)
+					}
+					if err = x.Ack(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if settle == "ack" {
+				settleX()
+			}
+			a, err := q.TryDequeue()
+			if err != nil || tokenOf(a.Payload) != "A" {
+				t.Fatalf("delivery of A: %v %v", a, err)
+			}
+			if settle != "none" && settle != "ack" {
+				settleX()
+			}
+			if err := a.Ack(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 100; i++ {
+				mustEnqueue(t, q, payload("F", 100))
+			}
+			d := lostEntryImage(t, dir, 3)
+			want := []string{"B"}
+			if settle == "none" || settle == "nack after A" {
+				want = []string{"B", "X"} // sorted, as got is
+			}
+			var wantDead []string
+			if settle == "dead-letter after A" {
+				wantDead = []string{"X"}
+			}
+			o := drainOptions()
+			o.Salvage = true
+			q2 := mustOpen(t, d, &o)
+			checkQueueDead(t, "after the salvage", q2, wantDead)
+			if err := q2.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			if err := q2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			plain := drainOptions()
+			q3 := mustOpen(t, d, &plain)
+			defer q3.Close()
+			checkQueueDead(t, "after a compaction and a plain reopen", q3, wantDead)
+			var got []string
+			for {
+				m, err := q3.TryDequeue()
+				if errors.Is(err, queue.ErrEmpty) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tok := tokenOf(m.Payload); tok != "F" {
+					got = append(got, tok)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("delivered %v besides the fillers, want %v (recovery %+v)", got, want, q3.Recovery())
+			}
+		})
+	}
+}
