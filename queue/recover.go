@@ -245,9 +245,8 @@ func (s *state) applySalvaging(lsn uint64, r *record, size int) error {
 // damage took such a record, the replayed cursor is left behind. The
 // next record that moves it (a first delivery that survived, a copy or an
 // advance) then passes the messages whose lease was lost, up to its own
-// message: a jump. Those
-// that no record settled are delivered again (CopyPast), and a settle of
-// one finds it by its jump (markGone).
+// message: a jump. Those that no record settled are delivered again
+// (copyJumped), and a settle of one finds it by its jump (markGone).
 type salvageMarks struct {
 	gone  goneMarks  // settled messages the cursor has not passed, or passed in a jump
 	jumps []lsnRange // the cursor's first move after each loss: [from, to)
@@ -272,9 +271,8 @@ func (m *salvageMarks) jumped(seq uint64) bool {
 // it did. The record was appended when that lease held the message: the
 // message was acked (or dead-lettered) whatever the lost records said, and
 // skipping the record would deliver it again. A message not in the table
-// whose first delivery's lease was lost is still at or after the cursor:
-// it is marked gone (markGone). A purge or requeue of a message marked
-// dead changes its mark.
+// lost its first delivery's lease record: it is marked gone (markGone). A
+// purge or requeue of a message marked dead changes its mark.
 func (s *state) settledAnyway(lsn uint64, r *record) bool {
 	ok := false
 	switch {
@@ -332,11 +330,12 @@ func (s *state) settleLostPull(r *record) bool {
 //
 // The cursor itself stays where it is: moving it past r.Seq would skip
 // the messages pending between the two. The marks live only until the
-// salvage's CopyPast, which copies forward every never-delivered message
-// from the cursor past the damage, the lease record lost among it, and so
-// past every marked message: it leaves an acked one behind and copies a
-// dead-lettered one as dead (flagDead). What the marks said is then in the
-// log and in the snapshot that follows, and the marks go.
+// salvage's CopyPast, which copies forward the never-delivered messages of
+// every jump and from the cursor past the damage (the lost lease record
+// lies before its end, the marked message before the lease): it leaves an
+// acked one behind and copies a dead-lettered one as dead (flagDead). What
+// the marks said is then in the log and in the snapshot that follows, and
+// the marks go.
 func (s *state) markGone(r *record) bool {
 	if r.Seq < s.cursor && !s.lost.jumped(r.Seq) {
 		return false
