@@ -119,12 +119,23 @@
 // or Options.Salvage. A salvage drops what was lost and reports it; it
 // never delivers a payload from bytes that failed their checksum or from
 // another record, never reuses an LSN, and recounts what is ready. What
-// the damage took is lost, settles included: an ack or dead-letter whose
-// message's lease record was lost still applies when that lease was a
-// redelivery, but when it was the message's first delivery (or a sorted
-// batch's pull record was lost) the settle cannot be tied to its message,
-// and the message is delivered again. A file walq did not write is
-// refused, never changed.
+// the damage took is lost, settles included, but a settle record that
+// survived keeps its message settled when the lease record it names was
+// lost: an ack or dead-letter of a redelivery applies to its message; one
+// of a first delivery leaves that message out of the delivery order
+// (acked) or puts it in the dead set with its reason (dead-lettered), and
+// a later purge or requeue of it applies too, while the messages pending
+// before and after it are delivered as they would have been; a message
+// whose first delivery's lease record was lost and that nothing settled
+// is delivered again; a sorted or windowed batch's ack or dead-letter
+// settles exactly the values its batch held, as its record names them.
+// What a salvage still cannot keep: a settle whose own record was lost
+// (the message is delivered again); a sorted batch's ack or dead-letter
+// written before its record named the values (older logs), or whose
+// values the replayed state holds in another batch (a return record was
+// lost): the values are delivered again; the delivery count, nack delay
+// and MaxDeliveries of a delivery whose lease or pull record was lost. A
+// file walq did not write is refused, never changed.
 //
 // # Sorted and windowed queues
 //

@@ -27,6 +27,7 @@ type Record struct {
 	Payload    []byte            // message payload (enqueue, move, publish)
 	Key        string            // sorted queues: the message key (publish, pull)
 	Sort       any               // publish: the sort key as int64, uint64, float64, string or time.Time; []byte when the directory does not record its type
+	Values     []uint64          // batch-ack, batch-dead: the Seqs of the batch's values, ascending; none in older logs
 }
 
 // ReadLog calls fn for every record of the queue log in dir from LSN from
@@ -84,6 +85,9 @@ func publicRecord(lsn uint64, r *record, size int, id Identity) Record {
 		p.Lease = lsn
 	case opAdvance:
 		p.Due = time.Time{} // Due holds a byte total (pendingCount), not a time
+	case opBatchAck, opBatchDead:
+		p.Payload = nil // the packed Seqs (record_seqs.go)
+		p.Values, _ = decodeBatchSeqs(r.Payload, r.Lease)
 	}
 	return p
 }

@@ -247,6 +247,10 @@ func (q *Queue) moveCandidates(cs []candidate, next uint64) (int, *wal.Commit, e
 		}
 		rec := &record{Op: opMove, Seq: c.lsn, Flags: flagCursor, ID: c.rec.ID, At: q.now(),
 			Enq: c.rec.At, Size: uint32(c.size), Headers: c.rec.Headers, Payload: c.rec.Payload}
+		if len(st.lost.gone) > 0 && !st.lost.gone.copy(c.lsn, rec) {
+			moved++ // acked or purged: the advance below passes it
+			continue
+		}
 		cm, err := q.appendLocked(rec, nil)
 		if err != nil {
 			return moved, nil, err

@@ -51,10 +51,11 @@ const recordFields = 15
 
 // Record flags.
 const (
-	flagProducerID = 1 // an enqueue whose ID the producer chose: it takes part in dedup
-	flagSorted     = 2 // a move or drop of a sorted queue's value
-	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size; its entry is Undelivered
-	flagRecount    = 8 // an advance that resets the pending count
+	flagProducerID = 1  // an enqueue whose ID the producer chose: it takes part in dedup
+	flagSorted     = 2  // a move or drop of a sorted queue's value
+	flagCursor     = 4  // a move of a never-delivered message: Size is its enqueue record's size; its entry is Undelivered
+	flagRecount    = 8  // an advance that resets the pending count
+	flagDead       = 16 // a cursor move of a message dead-lettered by a delivery whose lease record was lost: its entry is Dead with Reason
 )
 
 // record is one state change, stored in the log as a msgpack array:
@@ -82,15 +83,19 @@ const (
 //	              entry's); Headers; Payload
 //	  flagCursor  a never-delivered message: Seq; ID; Enq; Size: bytes of its enqueue
 //	              record; Headers; Payload. Its entry is Undelivered.
+//	  flagDead    with flagCursor, written by a salvage: a message a dead-letter record
+//	              sent to the dead set though the lease it names was lost; Reason: that
+//	              record's; Count: 1. Its entry is Dead.
 //	  flagSorted  a sorted value: Seq; Key; Sort; Enq: publish time; Payload
 //	close         -
 //	publish       Key; Sort; Payload
 //	pull          Key; Due: deadline
-//	batch-ack     Lease
+//	batch-ack     Lease; Key; Payload: the batch's value Seqs (record_seqs.go). A
+//	              record from before them: Lease only
 //	batch-return  Lease; Due: ready-at (0: now); Count: MaxDeliveries (maxDeliveries, 0:
 //	              no limit); Reason: for the values that reach it
 //	batch-extend  Lease; Due: the new deadline
-//	batch-dead    Lease; Reason
+//	batch-dead    Lease; Reason; Key; Payload: as batch-ack
 //	value-revive  Seq
 //	value-purge   Seq
 //	advance       Seq: the new cursor. flagRecount: Enq, Due: the never-delivered

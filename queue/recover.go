@@ -3,6 +3,7 @@ package queue
 import (
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
@@ -101,12 +102,78 @@ func (r *recoverer) EndLeases() (ended, dead int, err error) {
 func (r *recoverer) CopyPast(lsn uint64) (int, error) {
 	q := r.q
 	q.recovery.Dropped = q.lostBelow(lsn)
-	moved, err := q.movePinned(lsn, true)
+	moved, err := q.copyJumped()
+	if err == nil {
+		var n int
+		n, err = q.movePinned(lsn, true)
+		moved += n
+	}
 	if err == nil {
 		q.forgetLostIDs(lsn)
+		q.mu.Lock()
+		q.mu.st.lost = salvageMarks{} // the cursor passed every mark and jump
+		q.mu.Unlock()
 		err = q.snapshot()
 	}
 	return moved, err
+}
+
+// copyJumped copies forward, as ready again, every message that the
+// salvaging replay's cursor passed in a jump (salvageMarks) and that no
+// record settled, and a dead-lettered one as dead: the damage took their
+// lease records, and nothing says their consumers finished them. It
+// returns how many it copied.
+func (q *Queue) copyJumped() (int, error) {
+	q.mu.Lock()
+	jumps := slices.Clone(q.mu.st.lost.jumps)
+	q.mu.Unlock()
+	copied := 0
+	for _, j := range jumps {
+		for from := j.from; from < j.to; {
+			cs, next, err := q.readCandidates(from, j.to)
+			if err != nil {
+				return copied, err
+			}
+			n, c, err := q.copyPassed(cs)
+			copied += n
+			if err == nil {
+				err = waitWritten(c)
+			}
+			if err != nil {
+				return copied, err
+			}
+			from = next
+		}
+	}
+	return copied, nil
+}
+
+// copyPassed appends a cursor move of each candidate that a jump passed:
+// not of one in the table (its delivery's lease survived) or marked
+// acked. It returns the last commit.
+func (q *Queue) copyPassed(cs []candidate) (int, *wal.Commit, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.mu.st
+	n := 0
+	var last *wal.Commit
+	for _, c := range cs {
+		if _, ok := st.table.Get(c.lsn); ok {
+			continue
+		}
+		rec := &record{Op: opMove, Seq: c.lsn, Flags: flagCursor, ID: c.rec.ID, At: q.now(),
+			Enq: c.rec.At, Size: uint32(c.size), Headers: c.rec.Headers, Payload: c.rec.Payload}
+		if !st.lost.gone.copy(c.lsn, rec) {
+			continue
+		}
+		cm, err := q.appendLocked(rec, nil)
+		if err != nil {
+			return n, nil, err
+		}
+		last = cm
+		n++
+	}
+	return n, last, nil
 }
 
 // forgetLostIDs forgets, as a drop does, the producer-given ids of the
@@ -140,11 +207,63 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 	if err := decodeRecord(b, &r); err != nil {
 		return err
 	}
-	err := s.apply(lsn, &r, len(b))
-	if err != nil && s.salvage && s.settledAnyway(lsn, &r) {
-		return nil
+	if !s.salvage {
+		return s.apply(lsn, &r, len(b))
+	}
+	return s.applySalvaging(lsn, &r, len(b))
+}
+
+// applySalvaging is Apply in a salvaging replay. Besides the settles it
+// keeps (settledAnyway), it notes the cursor's first move after records
+// were lost (salvageMarks.jumps).
+func (s *state) applySalvaging(lsn uint64, r *record, size int) error {
+	if lsn > s.last+1 {
+		s.lost.hole = true // the records between were lost
+	}
+	from := s.cursor
+	err := s.apply(lsn, r, size)
+	if err != nil && s.settledAnyway(lsn, r) {
+		err = nil
+	}
+	if s.lost.hole && s.cursor > from {
+		to := s.cursor
+		if r.Op == opLease || r.Op == opMove {
+			to = r.Seq // the message that moved the cursor is in the table
+		}
+		s.lost.jumps = append(s.lost.jumps, lsnRange{from, to})
+		s.lost.hole = false
 	}
 	return err
+}
+
+// salvageMarks is what a salvaging replay learned of deliveries whose
+// lease record was lost, for the salvage's CopyPast to act on.
+//
+// A first delivery's lease record moves the cursor past its message, and
+// past every message before it: the cursor delivers in LSN order, so
+// their own first deliveries came before and moved it already. When the
+// damage took such a record, the replayed cursor is left behind. The
+// next record that moves it (a first delivery that survived, a copy or an
+// advance) then passes the messages whose lease was lost, up to its own
+// message: a jump. Those that no record settled are delivered again
+// (copyJumped), and a settle of one finds it by its jump (markGone).
+type salvageMarks struct {
+	gone  goneMarks  // settled messages the cursor has not passed, or passed in a jump
+	jumps []lsnRange // the cursor's first move after each loss: [from, to)
+	hole  bool       // records were lost since the last jump
+}
+
+// lsnRange is the LSNs from from up to, not including, to.
+type lsnRange struct{ from, to uint64 }
+
+// jumped reports whether seq lies in a jump.
+func (m *salvageMarks) jumped(seq uint64) bool {
+	for _, j := range m.jumps {
+		if seq >= j.from && seq < j.to {
+			return true
+		}
+	}
+	return false
 }
 
 // settledAnyway applies, in a salvaging replay, an ack or a dead-letter
@@ -152,17 +271,126 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 // it did. The record was appended when that lease held the message: the
 // message was acked (or dead-lettered) whatever the lost records said, and
 // skipping the record would deliver it again. A message not in the table
-// (its first delivery's lease was lost) is left to the skip.
+// lost its first delivery's lease record: it is marked gone (markGone). A
+// purge or requeue of a message marked dead changes its mark.
 func (s *state) settledAnyway(lsn uint64, r *record) bool {
-	if r.Op != opAck && (r.Op != opDead || r.Lease == 0) {
-		return false
+	ok := false
+	switch {
+	case r.Op == opAck || (r.Op == opDead && r.Lease != 0):
+		ok = s.settleLost(r)
+	case r.Op == opPurge || r.Op == opRequeueDead:
+		ok = s.lost.gone.redo(r)
+	case r.Op == opBatchAck || r.Op == opBatchDead:
+		ok = s.settleLostPull(r)
 	}
+	if ok {
+		s.last, s.clean = lsn, false
+	}
+	return ok
+}
+
+// settleLost applies the ack or dead-letter r of a message whose lease
+// record was lost, or marks the message gone, and reports whether it did.
+func (s *state) settleLost(r *record) bool {
 	e, ok := s.table.Get(r.Seq)
 	if !ok {
+		return s.markGone(r)
+	}
+	s.applyChange(r, e)
+	return true
+}
+
+// settleLostPull applies a sorted batch's ack or dead-letter r whose pull
+// record was lost, and reports whether it did: the values r names are
+// still pending in the replayed state, and r settles them as the batch
+// they were (index.Sorted.Retake). A record from before the settle
+// records named their values (no Key) is left to the skip, and so are
+// values no longer pending.
+func (s *state) settleLostPull(r *record) bool {
+	if r.Key == "" {
 		return false
 	}
-	s.last, s.clean = lsn, false
-	s.applyChange(r, e)
+	if _, ok := s.sorted.Batch(r.Lease); ok {
+		return false // the check failed for another reason
+	}
+	seqs, err := decodeBatchSeqs(r.Payload, r.Lease)
+	if err != nil {
+		return false
+	}
+	if _, ok := s.sorted.Retake(r.Key, seqs, r.Lease, r.At, r.At); !ok {
+		return false
+	}
+	s.applyBatch(r)
+	return true
+}
+
+// markGone marks the never-delivered message r.Seq, which r acks or
+// dead-letters, as gone, and reports whether it did: at or after the
+// cursor, or behind it in a jump (salvageMarks), not otherwise.
+//
+// The cursor itself stays where it is: moving it past r.Seq would skip
+// the messages pending between the two. The marks live only until the
+// salvage's CopyPast, which copies forward the never-delivered messages of
+// every jump and from the cursor past the damage (the lost lease record
+// lies before its end, the marked message before the lease): it leaves an
+// acked one behind and copies a dead-lettered one as dead (flagDead). What
+// the marks said is then in the log and in the snapshot that follows, and
+// the marks go.
+func (s *state) markGone(r *record) bool {
+	if r.Seq < s.cursor && !s.lost.jumped(r.Seq) {
+		return false
+	}
+	if s.lost.gone == nil {
+		s.lost.gone = goneMarks{}
+	}
+	s.lost.gone[r.Seq] = goneMark{dead: r.Op == opDead, reason: r.Reason}
+	if r.Op == opAck {
+		s.counts.Acked++
+	} else {
+		s.counts.DeadLettered++
+	}
+	return true
+}
+
+// goneMarks are the never-delivered messages, by Seq, that a salvaging
+// replay found settled by a record whose lease record was lost
+// (markGone).
+type goneMarks map[uint64]goneMark
+
+// goneMark is how a marked message was settled.
+type goneMark struct {
+	dead   bool   // dead-lettered, with reason; else acked or purged
+	reason string // why it was dead-lettered
+}
+
+// copy makes rec, the cursor move of message seq, what the mark of seq
+// says, and reports whether the message is to be copied: not when it was
+// acked or purged; as dead when it was dead-lettered.
+func (g goneMarks) copy(seq uint64, rec *record) bool {
+	m, ok := g[seq]
+	switch {
+	case !ok:
+		return true
+	case !m.dead:
+		return false
+	}
+	rec.Flags |= flagDead
+	rec.Reason, rec.Count = m.reason, 1
+	return true
+}
+
+// redo applies to a message marked dead a later purge (it is gone) or
+// requeue (it is pending again at the cursor), and reports whether it did.
+func (g goneMarks) redo(r *record) bool {
+	m, ok := g[r.Seq]
+	if !ok || !m.dead {
+		return false
+	}
+	if r.Op == opRequeueDead {
+		delete(g, r.Seq)
+	} else {
+		g[r.Seq] = goneMark{}
+	}
 	return true
 }
 

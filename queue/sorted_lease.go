@@ -9,7 +9,7 @@ import (
 
 func (q *Queue) ackBatch(lease uint64) error {
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
-		return &record{Op: opBatchAck, Lease: lease, At: now}
+		return &record{Op: opBatchAck, Lease: lease, At: now, Key: b.Key, Payload: batchSeqs(lease, b.Values)}
 	})
 }
 
@@ -37,7 +37,8 @@ func (q *Queue) extendBatch(lease uint64, d time.Duration) error {
 
 func (q *Queue) deadBatch(lease uint64, reason string) error {
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
-		return &record{Op: opBatchDead, Lease: lease, At: now, Reason: reason}
+		return &record{Op: opBatchDead, Lease: lease, At: now, Reason: reason, Key: b.Key,
+			Payload: batchSeqs(lease, b.Values)}
 	})
 }
 

@@ -35,6 +35,7 @@ type state struct {
 	counts       counters      // lifetime totals
 	dedupWindow  bool          // acked producer ids are remembered (DedupWindow > 0)
 	salvage      bool          // a salvaging open: replay applies an ack whose lease was lost (settledAnyway)
+	lost         salvageMarks  // salvage: what replay learned of deliveries whose lease record was lost; zero once CopyPast ran
 	sorted       *index.Sorted // a sorted queue's values and batches
 	cacheBytes   int64         // payload bytes of sorted values kept in memory at most
 }
@@ -181,7 +182,8 @@ func (s *state) checkLease(r *record, e index.Entry, ok bool) error {
 }
 
 // checkMove verifies that a move copies a value or message the state
-// still holds, or, with flagCursor, a never-delivered one the cursor owns.
+// still holds, or, with flagCursor, a never-delivered one the cursor owns
+// (or, in a salvage, passed in a jump: salvageMarks).
 func (s *state) checkMove(r *record) error {
 	switch {
 	case r.Flags&flagSorted != 0:
@@ -189,7 +191,7 @@ func (s *state) checkMove(r *record) error {
 			return fmt.Errorf("%w: move of unknown value %d", ErrInvalidChange, r.Seq)
 		}
 	case r.Flags&flagCursor != 0:
-		if r.Seq < s.cursor {
+		if r.Seq < s.cursor && !s.lost.jumped(r.Seq) {
 			return fmt.Errorf("%w: move of message %d behind the cursor %d", ErrInvalidChange, r.Seq, s.cursor)
 		}
 		if _, ok := s.table.Get(r.Seq); ok {
@@ -322,8 +324,12 @@ func opName(o op) string {
 func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 	s.pending--
 	s.pendingBytes -= int64(r.Size)
-	s.table.Put(index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq,
-		State: index.Ready, Undelivered: true})
+	e := index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq,
+		State: index.Ready, Undelivered: true}
+	if r.Flags&flagDead != 0 {
+		e.State, e.Reason, e.Deliveries, e.Undelivered = index.Dead, r.Reason, r.Count, false
+	}
+	s.table.Put(e)
 	// The cursor passes the original at once, not only at the advance
 	// record that follows the copies: a crash can keep the copies and lose
 	// the advance (the log may put them in different entries), and the
