@@ -200,7 +200,7 @@ func (q *Queue) changeDeadValue(seq uint64, at *time.Time, o op) error {
 	}
 	if at != nil && (at.IsZero() || at.UnixNano() != d.At) {
 		q.mu.Unlock()
-		return fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at %s (a crash lost the one the name was read for)",
+		return fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at %s (a crash lost the value the name was read for)",
 			ErrNotFound, seq, at.UTC().Format(time.RFC3339Nano), seq, time.Unix(0, d.At).UTC().Format(time.RFC3339Nano))
 	}
 	_, err := q.changeSeqsLocked(o, []uint64{seq}, o == opValueRevive)
