@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -143,7 +144,10 @@ func parseRef(ref string, empty bool) (uint64, error) {
 // ForSorted returns the Source of a sorted queue, or of a windowed one
 // (ForSorted(w.Sorted)). It implements KeySource and DeadActions: pending
 // values are seen by key, and the message lists hold the dead values (Ref
-// is a value's sequence number; ID is "key/seq").
+// is "seq@published-unix-ns"; ID is "key/seq"). A Ref whose seq now holds
+// a value published at another time, as after a power loss that gave the
+// seq to a new publish, is not found, never requeued or purged; a bare
+// seq is taken too, unchecked.
 func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
 
 type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
@@ -160,9 +164,13 @@ func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit 
 	if st != queue.StateDead {
 		return Page{Messages: []Message{}}, nil
 	}
-	from, err := pageStart(after)
-	if err != nil {
-		return Page{}, err
+	from := uint64(0)
+	if after != "" {
+		r, err := parseDeadRef(after)
+		if err != nil {
+			return Page{}, err
+		}
+		from = r.seq + 1
 	}
 	ds, err := s.s.DeadValues(from, limit+1)
 	if err != nil {
@@ -172,37 +180,47 @@ func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit 
 }
 
 func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error) {
-	seq, err := parseRef(ref, false)
+	r, err := parseDeadRef(ref)
 	if err != nil {
 		return Message{}, err
 	}
-	ds, err := s.s.DeadValues(seq, 1)
+	ds, err := s.s.DeadValues(r.seq, 1)
 	if err != nil {
 		return Message{}, err
 	}
-	if len(ds) == 0 || ds[0].Seq != seq {
-		return Message{}, fmt.Errorf("%w: no dead value %d (pending values are listed by key)", ErrNotFound, seq)
+	if len(ds) == 0 || ds[0].Seq != r.seq {
+		return Message{}, fmt.Errorf("%w: no dead value %d (pending values are listed by key)", ErrNotFound, r.seq)
+	}
+	if r.fenced && ds[0].PublishedAt.UnixNano() != r.at {
+		return Message{}, fmt.Errorf("%w: no dead value %s: the dead value %d was published at %d", ErrNotFound,
+			ref, r.seq, ds[0].PublishedAt.UnixNano())
 	}
 	m := fromDeadValue(ds[0])
 	m.Payload = ds[0].Payload
 	return m, nil
 }
 
-func (s sortedSource[K]) RequeueDead(ctx context.Context, ref string) error {
-	return s.deadAction(ctx, ref, s.s.RequeueDead)
+func (s sortedSource[K]) RequeueDead(_ context.Context, ref string) error {
+	return s.deadAction(ref, s.s.RequeueDead, s.s.RequeueDeadValue)
 }
 
-func (s sortedSource[K]) PurgeDead(ctx context.Context, ref string) error {
-	return s.deadAction(ctx, ref, s.s.PurgeDead)
+func (s sortedSource[K]) PurgeDead(_ context.Context, ref string) error {
+	return s.deadAction(ref, s.s.PurgeDead, s.s.PurgeDeadValue)
 }
 
-// deadAction runs act on the dead value ref names.
-func (s sortedSource[K]) deadAction(ctx context.Context, ref string, act func(seq uint64) error) error {
-	seq, err := parseRef(ref, false)
+// deadAction runs act on the dead value ref names: bySeq for a bare seq,
+// byValue, which checks the publish time, for a fenced reference.
+func (s sortedSource[K]) deadAction(ref string, bySeq func(uint64) error, byValue func(queue.DeadValue[K]) error) error {
+	r, err := parseDeadRef(ref)
 	if err != nil {
 		return err
 	}
-	if err := act(seq); err != nil {
+	if r.fenced {
+		err = byValue(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)})
+	} else {
+		err = bySeq(r.seq)
+	}
+	if err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			return fmt.Errorf("%w: %w", ErrNotFound, err)
 		}
@@ -211,9 +229,32 @@ func (s sortedSource[K]) deadAction(ctx context.Context, ref string, act func(se
 	return nil
 }
 
+// deadRef is a reference to a sorted queue's dead value: its seq and,
+// when fenced, its publish time in unix ns.
+type deadRef struct {
+	seq    uint64
+	at     int64
+	fenced bool
+}
+
+// parseDeadRef reads "seq@published-unix-ns" or a bare seq.
+func parseDeadRef(ref string) (deadRef, error) {
+	seqText, atText, fenced := strings.Cut(ref, "@")
+	r := deadRef{fenced: fenced}
+	var err error
+	r.seq, err = strconv.ParseUint(seqText, 10, 64)
+	if err == nil && fenced {
+		r.at, err = strconv.ParseInt(atText, 10, 64)
+	}
+	if err != nil || r.seq == 0 {
+		return deadRef{}, fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns", ErrInvalid, ref)
+	}
+	return r, nil
+}
+
 func fromDeadValue[K queue.SortKey](d queue.DeadValue[K]) Message {
 	seq := strconv.FormatUint(d.Seq, 10)
-	return Message{Ref: seq, ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
+	return Message{Ref: seq + "@" + strconv.FormatInt(d.PublishedAt.UnixNano(), 10), ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
 		Deliveries: d.Deliveries, Reason: d.Reason, Size: len(d.Payload),
 		Headers: map[string]string{"key": d.Key, "sort": formatSort(d.Sort)}}
 }

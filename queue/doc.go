@@ -153,6 +153,19 @@
 // extend or dead-letter it; the dead set is listed (DeadValues), requeued
 // and purged as the ack queue's dead letters are.
 //
+// A dead value is named by its Seq and its PublishedAt together. A power
+// loss under SyncNever or SyncInterval can take a value's publish, and the
+// next run gives its Seq to another publish; so a Seq read before the
+// crash may name another value, and RequeueDead and PurgeDead, which take
+// a Seq alone, would requeue or purge it. RequeueDeadValue and
+// PurgeDeadValue take the DeadValue that DeadValues returned and refuse
+// it (ErrNotFound) unless its Seq still holds the value published at its
+// PublishedAt, to the nanosecond: the safe forms. Under the system clock
+// (the default Options.Clock) the later publish is made at another
+// nanosecond; a Clock that repeats the times of an earlier run (a fake
+// clock started at a fixed time) can give both the same PublishedAt, and
+// then the name is no safer than the Seq.
+//
 // # Identity and inspection
 //
 // A directory records what it holds (ack, sorted or windowed, and the sort

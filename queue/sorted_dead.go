@@ -70,9 +70,12 @@ func (q *Queue) checkBatchReceipt(r BatchReceipt) error {
 	return nil
 }
 
-// DeadValue is a value in a sorted queue's dead set.
+// DeadValue is a value in a sorted queue's dead set. Seq and PublishedAt
+// together name it (RequeueDeadValue, PurgeDeadValue): a power loss under
+// SyncNever or SyncInterval can take a value's publish, and the next run
+// gives its Seq to another publish, made at another time.
 type DeadValue[K SortKey] struct {
-	Seq         uint64    // names the value: the LSN of its publish
+	Seq         uint64    // the LSN of its publish
 	Key         string    // its message key
 	Sort        K         // its sort key
 	Reason      string    // why it was dead-lettered
@@ -129,6 +132,11 @@ func (s *Sorted[K]) deadValue(d index.DeadValue) (Value[K], error) {
 func (q *Queue) deadValue(seq uint64) (index.DeadValue, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.deadValueLocked(seq)
+}
+
+// deadValueLocked is deadValue with q.mu held.
+func (q *Queue) deadValueLocked(seq uint64) (index.DeadValue, bool) {
 	var out index.DeadValue
 	found := false
 	q.mu.st.sorted.DeadFrom(seq, func(d index.DeadValue) bool {
@@ -140,10 +148,36 @@ func (q *Queue) deadValue(seq uint64) (index.DeadValue, bool) {
 
 // RequeueDead puts the dead value seq back among the pending ones, at its
 // sort key, with its delivery count reset.
-func (s *Sorted[K]) RequeueDead(seq uint64) error { return s.q.changeDeadValue(seq, opValueRevive) }
+//
+// A seq alone may name another value than the one it was read for: after
+// a power loss under SyncNever or SyncInterval the lost tail's LSNs go to
+// the next run's publishes, and a seq read before the crash (DeadValues,
+// walq dlq list) may name a value dead-lettered since. RequeueDeadValue
+// refuses such a name.
+func (s *Sorted[K]) RequeueDead(seq uint64) error {
+	return s.q.changeDeadValue(seq, nil, opValueRevive)
+}
 
-// PurgeDead removes the dead value seq for good.
-func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.changeDeadValue(seq, opValuePurge) }
+// PurgeDead removes the dead value seq for good. A seq read before a crash
+// may name another value (see RequeueDead); PurgeDeadValue refuses it.
+func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.changeDeadValue(seq, nil, opValuePurge) }
+
+// RequeueDeadValue is RequeueDead of the dead value d, as DeadValues
+// returned it: it acts only while the dead value d.Seq is the one
+// published at d.PublishedAt (to the nanosecond), and otherwise returns
+// ErrNotFound and changes nothing. A name read before a power loss thus
+// never reaches another value that took its Seq after it (see DeadValue).
+// Other fields of d are not checked.
+func (s *Sorted[K]) RequeueDeadValue(d DeadValue[K]) error {
+	return s.q.changeDeadValue(d.Seq, &d.PublishedAt, opValueRevive)
+}
+
+// PurgeDeadValue is PurgeDead of the dead value d, fenced as
+// RequeueDeadValue is: ErrNotFound, and nothing removed, unless the dead
+// value d.Seq was published at d.PublishedAt.
+func (s *Sorted[K]) PurgeDeadValue(d DeadValue[K]) error {
+	return s.q.changeDeadValue(d.Seq, &d.PublishedAt, opValuePurge)
+}
 
 // RequeueAllDead puts every dead value back and returns how many.
 func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.changeAllDeadValues(opValueRevive) }
@@ -151,20 +185,23 @@ func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.changeAllDeadValu
 // PurgeAllDead removes every dead value and returns how many.
 func (s *Sorted[K]) PurgeAllDead() (int, error) { return s.q.changeAllDeadValues(opValuePurge) }
 
-// hasDeadValueLocked reports whether seq is in the dead set.
-func (q *Queue) hasDeadValueLocked(seq uint64) bool {
-	return q.mu.st.sorted.HasDead(seq)
-}
-
-func (q *Queue) changeDeadValue(seq uint64, o op) error {
+// changeDeadValue requeues or purges the dead value seq; when at is not
+// nil, only if it was published at *at, to the nanosecond.
+func (q *Queue) changeDeadValue(seq uint64, at *time.Time, o op) error {
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	if !q.hasDeadValueLocked(seq) {
+	d, ok := q.deadValueLocked(seq)
+	if !ok {
 		q.mu.Unlock()
 		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
+	}
+	if at != nil && (at.IsZero() || at.UnixNano() != d.At) {
+		q.mu.Unlock()
+		return fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at %s (a crash lost the value the name was read for)",
+			ErrNotFound, seq, at.UTC().Format(time.RFC3339Nano), seq, time.Unix(0, d.At).UTC().Format(time.RFC3339Nano))
 	}
 	_, err := q.changeSeqsLocked(o, []uint64{seq}, o == opValueRevive)
 	return err

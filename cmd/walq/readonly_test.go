@@ -139,8 +139,8 @@ func TestSortedCLI(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(mustWalq(t, 0, "", "dlq", "list", dir).stdout), "\n")
 	require.Len(t, lines, 2)
-	require.Regexp(t, `^SEQ\s+KEY\s+SORT\s+DELIVERIES\s+PUBLISHED\s+BYTES\s+REASON$`, lines[0])
-	require.Regexp(t, `^1\s+bad\s+-7\s+1\s+\S+\s+12\s+cannot parse$`, lines[1])
+	require.Regexp(t, `^ID\s+SEQ\s+KEY\s+SORT\s+DELIVERIES\s+PUBLISHED\s+BYTES\s+REASON$`, lines[0])
+	require.Regexp(t, `^1@\d+\s+1\s+bad\s+-7\s+1\s+\S+\s+12\s+cannot parse$`, lines[1])
 	require.Contains(t, mustWalq(t, 0, "", "dlq", "show", dir, "1").stdout, "payload:    12 bytes, text\npoison value")
 
 	type publish struct {

@@ -121,12 +121,15 @@ async function refreshStats() {
 }
 
 // columns are the list's columns per tab: a title and how to show a row.
+// seqOf is the sequence number a ref starts with: a sorted queue's dead
+// value's ref adds "@" and its publish time, which names it after a crash.
+const seqOf = (ref) => String(ref).split("@")[0];
 const idCell = (m) => el("code", { title: m.id }, m.id.length > 20 ? m.id.slice(0, 8) + "…" : m.id);
 const columns = {
   "ready": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries]],
   "in-flight": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Lease ends", (m) => fmtTime(m.due)]],
   "delayed": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Due", (m) => fmtTime(m.due)]],
-  "dead": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Reason", (m) => m.reason || ""]],
+  "dead": [["Seq", (m) => seqOf(m.ref)], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Reason", (m) => m.reason || ""]],
   "keys": [["Key", (k) => el("code", {}, k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
 };
 
@@ -171,7 +174,7 @@ async function showMessage(ref) {
   try {
     const m = await api("api/message?ref=" + encodeURIComponent(ref));
     $("detail-id").textContent = m.id;
-    const meta = [["Seq", m.ref], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],
+    const meta = [["Seq", seqOf(m.ref)], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],
       ["Deliveries", m.deliveries], ["Due", fmtTime(m.due)], ["Reason", m.reason || ""]];
     $("detail-meta").replaceChildren(...meta.filter((x) => x[1] !== "").flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
     const hs = Object.entries(m.headers || {});

@@ -24,8 +24,9 @@ var dlqListCmd = &command{
 	long: `Dlq list prints the dead letters of the queue in DIR, oldest first: id,
 sequence, deliveries, enqueue time, payload bytes and the reason it was
 dead-lettered. For a sorted or windowed queue it prints the dead values:
-sequence (their id), key, sort key, deliveries, publish time, payload
-bytes and reason. With --json, one JSON object a line, payload included.
+id (SEQ@PUBLISHED_UNIX_NS), sequence, key, sort key, deliveries, publish
+time, payload bytes and reason. With --json, one JSON object a line,
+payload included.
 With --url, it reads them from a running service's mounted dashboard
 (package dashboard), without payloads.
 
@@ -49,7 +50,8 @@ var dlqShowCmd = &command{
 	short: "show one dead letter with its payload",
 	long: `Dlq show prints the dead letter ID of the queue in DIR: its fields,
 headers and payload (as text when printable, else base64). In a sorted or
-windowed queue, ID is a dead value's sequence number.`,
+windowed queue, ID is a dead value's id as dlq list prints it,
+SEQ@PUBLISHED_UNIX_NS, or its bare sequence number (see dlq requeue).`,
 	example: `walq dlq show /var/lib/app/jobs order-1234`,
 	exits:   dlqExits,
 	nargs:   [2]int{2, 2},
@@ -65,8 +67,13 @@ var dlqRequeueCmd = &command{
 	short: "make dead letters ready again",
 	long: `Dlq requeue makes the dead letter ID (or, with --all, every dead letter)
 of the queue in DIR ready again, with its delivery count reset. In a
-sorted or windowed queue, ID is a dead value's sequence number, and the
-value goes back among the pending ones at its sort key.`,
+sorted or windowed queue, ID is a dead value's id as dlq list prints it,
+SEQ@PUBLISHED_UNIX_NS, and the value goes back among the pending ones at
+its sort key. An id whose sequence number now holds a value published at
+another time is refused (exit status 5): after a power loss under
+SyncNever or SyncInterval, a sequence number read before the crash can
+name a value dead-lettered since. A bare sequence number is still taken,
+unchecked: it can requeue that other value.`,
 	example: `walq dlq requeue /var/lib/app/jobs order-1234
 walq dlq requeue --all /var/lib/app/jobs`,
 	exits: dlqExits,
@@ -83,7 +90,9 @@ var dlqPurgeCmd = &command{
 	short: "remove dead letters for good",
 	long: `Dlq purge removes the dead letter ID (or, with --all, every dead letter)
 of the queue in DIR for good. In a sorted or windowed queue, ID is a dead
-value's sequence number.`,
+value's id, SEQ@PUBLISHED_UNIX_NS, checked as dlq requeue checks it; a
+bare sequence number is taken unchecked, and after a power loss can name
+another value.`,
 	example: `walq dlq purge /var/lib/app/jobs order-1234
 walq dlq purge --all /var/lib/app/jobs`,
 	exits: dlqExits,

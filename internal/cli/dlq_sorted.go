@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/walq/walq/queue"
 )
@@ -39,6 +42,7 @@ func closeView(sv sortedView, err *error) {
 
 // deadValueJSON is a dead value as dlq prints it with --json.
 type deadValueJSON struct {
+	ID          string `json:"id"` // SEQ@PUBLISHED_UNIX_NS, the name dlq show, requeue and purge take
 	Seq         uint64 `json:"seq"`
 	Key         string `json:"key"`
 	Sort        string `json:"sort"`
@@ -52,7 +56,7 @@ type deadValueJSON struct {
 
 func toDeadValueJSON(d deadValueRow) deadValueJSON {
 	p, enc := payloadText(d.Payload)
-	return deadValueJSON{Seq: d.Seq, Key: d.Key, Sort: d.Sort, Deliveries: d.Deliveries,
+	return deadValueJSON{ID: nameOf(d).String(), Seq: d.Seq, Key: d.Key, Sort: d.Sort, Deliveries: d.Deliveries,
 		PublishedAt: jsonTime(d.PublishedAt), Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
 }
 
@@ -67,7 +71,7 @@ func listDeadValues(e *env, sv sortedView, asJSON bool, limit int) error {
 	enc.SetEscapeHTML(false)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if !asJSON {
-		fmt.Fprintln(tw, "SEQ\tKEY\tSORT\tDELIVERIES\tPUBLISHED\tBYTES\tREASON")
+		fmt.Fprintln(tw, "ID\tSEQ\tKEY\tSORT\tDELIVERIES\tPUBLISHED\tBYTES\tREASON")
 	}
 	n := 0
 	var werr error
@@ -75,7 +79,7 @@ func listDeadValues(e *env, sv sortedView, asJSON bool, limit int) error {
 		if asJSON {
 			werr = enc.Encode(toDeadValueJSON(d))
 		} else {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%s\n", d.Seq, d.Key, d.Sort, d.Deliveries,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n", nameOf(d), d.Seq, d.Key, d.Sort, d.Deliveries,
 				shortTime(d.PublishedAt), len(d.Payload), d.Reason)
 		}
 		n++
@@ -90,26 +94,72 @@ func listDeadValues(e *env, sv sortedView, asJSON bool, limit int) error {
 	return err
 }
 
-// parseSeq reads a dead value's sequence number.
-func parseSeq(s string) (uint64, error) {
-	seq, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || seq == 0 {
-		return 0, usagef("a sorted queue's dead values are named by their sequence number, not %q", s)
+// deadName names a dead value: its sequence number and, when fenced, its
+// publish time in unix ns. A sequence number alone may name another value
+// after a power loss (see queue.Sorted.RequeueDead); the time tells them
+// apart.
+type deadName struct {
+	seq    uint64
+	at     int64
+	fenced bool
+}
+
+// nameOf returns d's fenced name.
+func nameOf(d deadValueRow) deadName {
+	return deadName{seq: d.Seq, at: d.PublishedAt.UnixNano(), fenced: true}
+}
+
+// String returns the name as parseDeadName reads it: SEQ@UNIXNANOS, or
+// SEQ when it is not fenced.
+func (n deadName) String() string {
+	s := strconv.FormatUint(n.seq, 10)
+	if n.fenced {
+		s += "@" + strconv.FormatInt(n.at, 10)
 	}
-	return seq, nil
+	return s
+}
+
+// parseDeadName reads a dead value's name: SEQ@UNIXNANOS as dlq list and
+// show print it, or a bare SEQ.
+func parseDeadName(s string) (deadName, error) {
+	seqText, atText, fenced := strings.Cut(s, "@")
+	n := deadName{fenced: fenced}
+	var err error
+	n.seq, err = strconv.ParseUint(seqText, 10, 64)
+	if err == nil && fenced {
+		n.at, err = strconv.ParseInt(atText, 10, 64)
+	}
+	if err != nil || n.seq == 0 {
+		return deadName{}, usagef("a sorted queue's dead values are named SEQ@PUBLISHED_UNIX_NS (as dlq list prints them) or by their sequence number, not %q", s)
+	}
+	return n, nil
+}
+
+// staleName explains an error of the dead value named n: a fenced name
+// that names no dead value now was read before the value was requeued or
+// purged, or before a crash lost it.
+func staleName(n deadName, err error) error {
+	if n.fenced && errors.Is(err, queue.ErrNotFound) {
+		return fmt.Errorf("%w; run walq dlq list for the names of the dead values now", err)
+	}
+	return err
 }
 
 func showDeadValue(e *env, sv sortedView, arg string, asJSON bool) error {
-	seq, err := parseSeq(arg)
+	n, err := parseDeadName(arg)
 	if err != nil {
 		return err
 	}
-	ds, err := sv.deadValues(seq, 1)
+	ds, err := sv.deadValues(n.seq, 1)
 	if err != nil {
 		return err
 	}
-	if len(ds) == 0 || ds[0].Seq != seq {
-		return fmt.Errorf("%w: no dead value %d", queue.ErrNotFound, seq)
+	if len(ds) == 0 || ds[0].Seq != n.seq {
+		return staleName(n, fmt.Errorf("%w: no dead value %d", queue.ErrNotFound, n.seq))
+	}
+	if at := ds[0].PublishedAt.UnixNano(); n.fenced && at != n.at {
+		return staleName(n, fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at %s", queue.ErrNotFound,
+			n.seq, jsonTime(time.Unix(0, n.at)), n.seq, jsonTime(ds[0].PublishedAt)))
 	}
 	if asJSON {
 		return json.NewEncoder(e.stdout).Encode(toDeadValueJSON(ds[0]))
@@ -121,8 +171,8 @@ func showDeadValue(e *env, sv sortedView, arg string, asJSON bool) error {
 // printDeadValue prints one dead value for people.
 func printDeadValue(w io.Writer, d deadValueRow) {
 	j := toDeadValueJSON(d)
-	fmt.Fprintf(w, "seq:        %d\nkey:        %s\nsort:       %s\ndeliveries: %d\npublished:  %s\nreason:     %s\n",
-		j.Seq, j.Key, j.Sort, j.Deliveries, shortTime(d.PublishedAt), j.Reason)
+	fmt.Fprintf(w, "id:         %s\nseq:        %d\nkey:        %s\nsort:       %s\ndeliveries: %d\npublished:  %s\nreason:     %s\n",
+		j.ID, j.Seq, j.Key, j.Sort, j.Deliveries, shortTime(d.PublishedAt), j.Reason)
 	fmt.Fprintf(w, "payload:    %d bytes, %s\n%s\n", j.Bytes, j.Encoding, j.Payload)
 }
 
@@ -138,17 +188,18 @@ func changeDeadValues(e *env, sv sortedView, args []string, all, purge bool) err
 		fmt.Fprintf(e.stdout, "%s %d dead values\n", verb, n)
 		return err
 	}
-	seq, err := parseSeq(args[1])
+	n, err := parseDeadName(args[1])
 	if err != nil {
 		return err
 	}
 	if purge {
-		err = sv.purgeDead(seq)
+		err = sv.purgeDead(n)
 	} else {
-		err = sv.requeueDead(seq)
+		err = sv.requeueDead(n)
 	}
-	if err == nil {
-		fmt.Fprintf(e.stdout, "%s %d\n", verb, seq)
+	if err != nil {
+		return staleName(n, err)
 	}
-	return err
+	fmt.Fprintf(e.stdout, "%s %s\n", verb, n)
+	return nil
 }

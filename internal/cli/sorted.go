@@ -23,8 +23,8 @@ type deadValueRow struct {
 // calls the CLI makes.
 type sortedView interface {
 	deadValues(from uint64, max int) ([]deadValueRow, error)
-	requeueDead(seq uint64) error
-	purgeDead(seq uint64) error
+	requeueDead(n deadName) error
+	purgeDead(n deadName) error
 	requeueAllDead() (int, error)
 	purgeAllDead() (int, error)
 	stats() queue.Stats
@@ -48,8 +48,20 @@ func (v typedView[K]) deadValues(from uint64, max int) ([]deadValueRow, error) {
 	return out, err
 }
 
-func (v typedView[K]) requeueDead(seq uint64) error { return v.s.RequeueDead(seq) }
-func (v typedView[K]) purgeDead(seq uint64) error   { return v.s.PurgeDead(seq) }
+func (v typedView[K]) requeueDead(n deadName) error {
+	if !n.fenced {
+		return v.s.RequeueDead(n.seq)
+	}
+	return v.s.RequeueDeadValue(queue.DeadValue[K]{Seq: n.seq, PublishedAt: time.Unix(0, n.at)})
+}
+
+func (v typedView[K]) purgeDead(n deadName) error {
+	if !n.fenced {
+		return v.s.PurgeDead(n.seq)
+	}
+	return v.s.PurgeDeadValue(queue.DeadValue[K]{Seq: n.seq, PublishedAt: time.Unix(0, n.at)})
+}
+
 func (v typedView[K]) requeueAllDead() (int, error) { return v.s.RequeueAllDead() }
 func (v typedView[K]) purgeAllDead() (int, error)   { return v.s.PurgeAllDead() }
 func (v typedView[K]) stats() queue.Stats           { return v.s.Stats() }
