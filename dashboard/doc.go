@@ -24,6 +24,15 @@
 // Origin), and a JSON content type cannot be sent cross-site without a
 // CORS preflight, which the handler never grants. GET requests never change anything.
 //
+// An action names its dead letter by the Ref the message list gave. The
+// Ref of an ack queue's dead letter is "SEQ@ID": a power loss under
+// SyncNever or SyncInterval can take a dead letter while a page lists it,
+// and the next run gives its sequence number to another message, so the
+// view, requeue and purge act only while the sequence number holds that
+// id (ErrNotFound, 404, otherwise), and the actions refuse a bare sequence
+// number (ErrInvalid, 400). A sorted queue's dead value is
+// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted).
+//
 // # Sources
 //
 // The handler reads a Source, a small interface that every walq queue kind

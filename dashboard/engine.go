@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -16,6 +15,9 @@ import (
 // the dead-letter set, with requeue and purge; the ready, in-flight and
 // delayed lists are empty, since the shared method set cannot read
 // messages without delivering them (ForQueue can, for the embedded queue).
+// A dead letter's Ref is "SEQ@ID"; a Ref whose seq now holds a dead
+// letter with another id is not found, never requeued or purged, and a
+// bare seq is refused.
 func ForAckQueue(q queue.AckQueue) Source { return ackSource{q} }
 
 type ackSource struct{ q queue.AckQueue }
@@ -61,18 +63,25 @@ func (s ackSource) PurgeDead(_ context.Context, ref string) error {
 	return s.deadAction(ref, s.q.PurgeDead)
 }
 
-// dead returns the dead letter whose sequence number ref names.
-func (s ackSource) dead(ref string) (queue.DeadLetter, error) {
-	seq, err := parseRef(ref, false)
+// dead returns the dead letter ref (SEQ@ID) names: the one with that seq,
+// while it has that id.
+func (s ackSource) dead(text string) (queue.DeadLetter, error) {
+	if err := mustName(text); err != nil {
+		return queue.DeadLetter{}, err
+	}
+	r, err := parseRef(text, false)
 	if err != nil {
 		return queue.DeadLetter{}, err
 	}
-	ds, err := s.q.DeadLetters(seq, 1)
+	ds, err := s.q.DeadLetters(r.seq, 1)
 	if err != nil {
 		return queue.DeadLetter{}, err
 	}
-	if len(ds) == 0 || ds[0].Seq != seq {
-		return queue.DeadLetter{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, seq)
+	if len(ds) == 0 {
+		return queue.DeadLetter{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, r.seq)
+	}
+	if err := r.check(ds[0].Seq, ds[0].ID); err != nil {
+		return queue.DeadLetter{}, err
 	}
 	return ds[0], nil
 }
@@ -93,6 +102,6 @@ func (s ackSource) deadAction(ref string, act func(id string) error) error {
 }
 
 func fromDeadLetter(d queue.DeadLetter) Message {
-	return Message{Ref: strconv.FormatUint(d.Seq, 10), ID: d.ID, State: queue.StateDead.String(),
+	return Message{Ref: deadLetterRef(d.Seq, d.ID), ID: d.ID, State: queue.StateDead.String(),
 		EnqueuedAt: d.EnqueuedAt, Deliveries: d.Deliveries, Reason: d.Reason, Size: len(d.Payload)}
 }

@@ -156,6 +156,7 @@ func TestActionsOnlyWhenEnabledSameOriginAndJSON(t *testing.T) {
 	getJSON(t, rw.URL+"/queue/api/messages?state=dead", &d)
 	require.Len(t, d.Messages, 1)
 	body := `{"ref":"` + d.Messages[0].Ref + `"}`
+	seq, _, _ := strings.Cut(d.Messages[0].Ref, "@")
 	same := map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": rw.URL}
 
 	cases := []struct {
@@ -170,7 +171,10 @@ func TestActionsOnlyWhenEnabledSameOriginAndJSON(t *testing.T) {
 		{"a sibling site", rw.URL + "/queue/api/dead/requeue", body, map[string]string{"Sec-Fetch-Site": "same-site", "Origin": rw.URL}, 403},
 		{"another origin", rw.URL + "/queue/api/dead/purge", body, map[string]string{"Origin": "https://evil.example"}, 403},
 		{"a form post", rw.URL + "/queue/api/dead/purge", body, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 403},
-		{"unknown message", rw.URL + "/queue/api/dead/requeue", `{"ref":"424242"}`, same, 404},
+		{"unknown message", rw.URL + "/queue/api/dead/requeue", `{"ref":"424242@x"}`, same, 404},
+		{"another message's id", rw.URL + "/queue/api/dead/purge", `{"ref":"` + seq + `@x"}`, same, 404},
+		{"a bare seq", rw.URL + "/queue/api/dead/purge", `{"ref":"` + seq + `"}`, same, 400},
+		{"no id", rw.URL + "/queue/api/dead/purge", `{"ref":"` + seq + `@"}`, same, 400},
 		{"bad body", rw.URL + "/queue/api/dead/requeue", `{`, same, 400},
 	}
 	for _, c := range cases {

@@ -12,6 +12,11 @@ import (
 )
 
 // ForQueue returns the Source of an ack queue. It implements DeadActions.
+// A dead letter's Ref is "SEQ@ID", which Message, RequeueDead and
+// PurgeDead check: a Ref whose seq now holds another message, as after a
+// power loss that gave the seq to a new message, is not found, and the
+// actions refuse a bare seq. The Ref of a message in another state is its
+// seq alone.
 func ForQueue(q *queue.Queue) Source { return queueSource{q} }
 
 type queueSource struct{ q *queue.Queue }
@@ -58,15 +63,18 @@ func (s queueSource) Messages(_ context.Context, state, after string, limit int)
 }
 
 func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
-	seq, err := parseRef(ref, false)
+	r, err := parseRef(ref, false)
 	if err != nil {
 		return Message{}, err
 	}
-	m, err := s.q.Peek(seq)
+	m, err := s.q.Peek(r.seq)
 	if errors.Is(err, queue.ErrNotFound) {
 		return Message{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	if err != nil {
+		return Message{}, err
+	}
+	if err := r.check(m.Seq, m.ID); err != nil {
 		return Message{}, err
 	}
 	out := fromInfo(m)
@@ -82,8 +90,12 @@ func (s queueSource) PurgeDead(ctx context.Context, ref string) error {
 	return s.deadAction(ctx, ref, s.q.PurgeDead)
 }
 
-// deadAction runs act on the id of the dead letter ref names.
+// deadAction runs act on the id of the dead letter ref names: only a
+// SEQ@ID reference is taken, and only while that seq holds that id.
 func (s queueSource) deadAction(ctx context.Context, ref string, act func(id string) error) error {
+	if err := mustName(ref); err != nil {
+		return err
+	}
 	m, err := s.Message(ctx, ref)
 	if err != nil {
 		return err
@@ -100,9 +112,21 @@ func (s queueSource) deadAction(ctx context.Context, ref string, act func(id str
 	return nil
 }
 
+// fromInfo converts a message; a dead letter's Ref is SEQ@ID.
 func fromInfo(m queue.MessageInfo) Message {
-	return Message{Ref: strconv.FormatUint(m.Seq, 10), ID: m.ID, State: m.State.String(),
+	ref := strconv.FormatUint(m.Seq, 10)
+	if m.State == queue.StateDead {
+		ref = deadLetterRef(m.Seq, m.ID)
+	}
+	return Message{Ref: ref, ID: m.ID, State: m.State.String(),
 		EnqueuedAt: m.EnqueuedAt, Due: m.Due, Deliveries: m.Deliveries, Reason: m.Reason, Size: m.Size}
+}
+
+// deadLetterRef is an ack queue's dead letter's reference: its seq and
+// its id, which names it across a crash that gave the seq to another
+// message.
+func deadLetterRef(seq uint64, id string) string {
+	return strconv.FormatUint(seq, 10) + "@" + id
 }
 
 // pageStart returns the first sequence number of the page after the
@@ -110,9 +134,9 @@ func fromInfo(m queue.MessageInfo) Message {
 func pageStart(after string) (uint64, error) {
 	from, err := parseRef(after, true)
 	if err != nil || after == "" {
-		return from, err
+		return from.seq, err
 	}
-	return from + 1, nil
+	return from.seq + 1, nil
 }
 
 // pageOf makes a page of up to limit items; items holds one more than
@@ -129,16 +153,48 @@ func pageOf[T any](items []T, limit int, conv func(T) Message) Page {
 	return p
 }
 
-// parseRef reads a message reference: its sequence number.
-func parseRef(ref string, empty bool) (uint64, error) {
-	if ref == "" && empty {
-		return 0, nil
+// ref is a message reference of an ack queue: its seq and, when named,
+// the id the message with that seq must have.
+type ref struct {
+	seq   uint64
+	id    string
+	named bool
+}
+
+// parseRef reads a message reference: "SEQ@ID" (a dead letter's), or a
+// bare sequence number (a message of another state's).
+func parseRef(text string, empty bool) (ref, error) {
+	if text == "" && empty {
+		return ref{}, nil
 	}
-	seq, err := strconv.ParseUint(ref, 10, 64)
-	if err != nil || seq == 0 {
-		return 0, fmt.Errorf("%w: message reference %q is not a sequence number", ErrInvalid, ref)
+	seqText, id, named := strings.Cut(text, "@")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil || seq == 0 || named && id == "" {
+		return ref{}, fmt.Errorf("%w: message reference %q is neither SEQ nor SEQ@ID", ErrInvalid, text)
 	}
-	return seq, nil
+	return ref{seq: seq, id: id, named: named}, nil
+}
+
+// check returns an error wrapping ErrNotFound unless the message at seq,
+// whose id is id, is the one r names.
+func (r ref) check(seq uint64, id string) error {
+	if seq != r.seq {
+		return fmt.Errorf("%w: no message %d", ErrNotFound, r.seq)
+	}
+	if r.named && id != r.id {
+		return fmt.Errorf("%w: no message %d@%s: the message %d is %s (a crash lost the one the reference was read for)",
+			ErrNotFound, r.seq, r.id, seq, id)
+	}
+	return nil
+}
+
+// mustName refuses a dead-letter action on a bare seq: a seq read before
+// a crash may name another message since, the id does not.
+func mustName(text string) error {
+	if r, err := parseRef(text, false); err != nil || r.named {
+		return err
+	}
+	return fmt.Errorf("%w: dead letter reference %q is not SEQ@ID (as the dead list gives it)", ErrInvalid, text)
 }
 
 // ForSorted returns the Source of a sorted queue, or of a windowed one

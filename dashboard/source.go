@@ -78,7 +78,7 @@ type Page struct {
 
 // Message is one message. Payload is filled by Source.Message only.
 type Message struct {
-	Ref        string            `json:"ref"` // names it in Message, RequeueDead and PurgeDead
+	Ref        string            `json:"ref"` // names it in Message, RequeueDead and PurgeDead; a dead letter's carries its id (or publish time)
 	ID         string            `json:"id"`
 	State      string            `json:"state"`
 	EnqueuedAt time.Time         `json:"enqueued_at"`

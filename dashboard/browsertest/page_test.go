@@ -142,8 +142,12 @@ func TestPageShowsTheQueueAndRequeuesADeadLetter(t *testing.T) {
 	assert.Equal(t, string(dead.Payload), text(t, ctx, "#detail-payload"))
 	assert.Equal(t, "acme", text(t, ctx, "#detail-headers td"))
 	assert.Contains(t, text(t, ctx, "#list-body tr[data-ref] td.col-reason"), "card declined")
+	// The dead letter is named by its seq and id (the seq alone could name
+	// another message after a crash); the Seq column shows the seq.
+	seq := strconv.FormatUint(dead.Receipt.Seq, 10)
+	assert.Equal(t, seq, text(t, ctx, "#list-body tr[data-ref] td.col-seq"))
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(css(`#list-body button.requeue[data-ref="`+strconv.FormatUint(dead.Receipt.Seq, 10)+`"]`)),
+		chromedp.Click(css(`#list-body button.requeue[data-ref="`+seq+"@"+dead.ID+`"]`)),
 		waitText("#count-dead", "0"),
 		waitText("#count-ready", "6"),
 		chromedp.WaitVisible(css(`#empty`)),
