@@ -233,7 +233,10 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 			if *asJSON {
 				return enc.Encode(m)
 			}
-			_, err := fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", m.ID, m.Ref, m.Deliveries, jsonTime(m.EnqueuedAt), m.Size, m.Reason)
+			// An ack queue's dead letter is referred to as SEQ@ID: the
+			// ID column already shows the id.
+			seq := strings.TrimSuffix(m.Ref, "@"+m.ID)
+			_, err := fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", m.ID, seq, m.Deliveries, jsonTime(m.EnqueuedAt), m.Size, m.Reason)
 			return err
 		}, *limit)
 		if err == nil && !*asJSON {
