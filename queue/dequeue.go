@@ -48,6 +48,31 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	return out, err
 }
 
+// A ReadError is a delivery's failure to read one message's payload
+// (DequeueBatch) or one value of a sorted batch (Pull). What it names is
+// leased all the same, until AckTimeout, so that it is not delivered
+// again at once: dead-letter it by its name (Queue.DeadLetterID with ID,
+// Sorted.DeadLetter with Receipt), or let its lease run out, after which
+// it is delivered again and dead-lettered at MaxDeliveries. Get it with
+// errors.As; errors.Is sees Err (ErrCorrupt, or another read error).
+type ReadError struct {
+	ID      string       // the message's id; "" for a sorted batch
+	Seq     uint64       // the message's, or the sorted value's, sequence number
+	Key     string       // the sorted batch's key; "" for a message
+	Receipt BatchReceipt // the sorted batch's receipt; zero for a message
+	Err     error        // why it could not be read
+}
+
+func (e *ReadError) Error() string {
+	if e.ID != "" {
+		return fmt.Sprintf("queue: message %s (seq %d) not delivered: %v", e.ID, e.Seq, e.Err)
+	}
+	return fmt.Sprintf("queue: sorted batch of key %q (value seq %d, receipt %s) not delivered: %v",
+		e.Key, e.Seq, e.Receipt, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // dequeueOne leases and delivers one message; its delivery lives on the
 // stack, so the Message is the only allocation of the queue's own.
 func (q *Queue) dequeueOne(ctx context.Context, block bool) (*Message, error) {
@@ -275,7 +300,7 @@ func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				first = cmp.Or(first, err)
+				first = cmp.Or(first, error(&ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err}))
 				continue
 			}
 		}

@@ -163,7 +163,8 @@ func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 	return out, first
 }
 
-// batch makes the Batch of b, reading the payloads not cached.
+// batch makes the Batch of b, reading the payloads not cached; a value it
+// cannot read fails it with a *ReadError naming the batch.
 func (s *Sorted[K]) batch(b pulled) (*Batch[K], error) {
 	ownPayloads(b.payloads)
 	pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
@@ -171,7 +172,7 @@ func (s *Sorted[K]) batch(b pulled) (*Batch[K], error) {
 	for j, v := range b.Values {
 		val, err := s.value(v, b.payloads[j])
 		if err != nil {
-			return nil, err
+			return nil, &ReadError{Seq: v.Seq, Key: b.Key, Receipt: pb.Receipt, Err: err}
 		}
 		pb.Values[j] = val
 	}
