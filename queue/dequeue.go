@@ -32,10 +32,14 @@ func (q *Queue) TryDequeue() (*Message, error) {
 // DequeueBatch leases up to max ready messages, blocking until at least one
 // is ready, ctx ends or the queue is closed.
 //
-// A message whose payload cannot be read (ErrCorrupt) is not returned; the
-// others of the batch are, with that error: settle them as usual (a
-// caller that drops them on any error has them back at the end of their
-// lease, each with one delivery more).
+// A message whose payload cannot be read is not returned; the others of
+// the batch are, with an error (ErrCorrupt, or another read error) that
+// holds a *ReadError naming it: process the messages, settle them as
+// usual, then handle the error (a caller that drops them on any error
+// has them back at the end of their lease, each with one delivery more).
+// The unreadable message stays leased until AckTimeout, then comes back
+// and is dead-lettered at MaxDeliveries, unless the caller dead-letters
+// it first (DeadLetterID with the ReadError's ID).
 func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	ds, err := q.dequeue(ctx, max, true, nil)
 	if len(ds) == 0 {
@@ -143,14 +147,25 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 }
 
 // delivered ends a look that leased ds under c, and failed with err after
-// them if err is set: it delivers them (with err), or reports err, or
-// ErrEmpty, when there were none.
+// them if err is set: it delivers them (with err, and with the error of
+// their delivery if that fails too), or reports err, or ErrEmpty, when
+// there were none.
 func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
 	if len(ds) == 0 {
 		return nil, cmp.Or(err, ErrEmpty)
 	}
 	out, rerr := q.deliver(ds, c)
-	return out, cmp.Or(err, rerr)
+	return out, joinErrors(err, rerr)
+}
+
+// joinErrors reports both a and b when both are set (a look that failed
+// after leasing, and a write or read of what it leased that failed too),
+// else the one that is.
+func joinErrors(a, b error) error {
+	if a != nil && b != nil {
+		return errors.Join(a, b)
+	}
+	return cmp.Or(a, b)
 }
 
 // untilDueLocked returns how long after now until the next delayed message
