@@ -71,6 +71,10 @@ func TestBatchBesideDamagedPayload(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		ms, err := q.DequeueBatch(ctx, 10)
 		cancel()
+		if round == 0 {
+			require.ErrorIs(t, err, queue.ErrCorrupt, "the first batch meets BROKEN")
+			require.NotEmpty(t, ms, "and returns the messages it could read with the error")
+		}
 		for _, m := range ms {
 			tok, rest, _ := strings.Cut(string(m.Payload), "|")
 			require.Equal(t, pad, rest, "the payload of %s", tok)
@@ -88,13 +92,6 @@ func TestBatchBesideDamagedPayload(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, want, got, "A and B are delivered, whole, beside the damage")
-	dead, err := q.DeadLetters(0, 0)
-	if err == nil {
-		for _, d := range dead {
-			_, lost := want[d.ID]
-			require.False(t, lost, "%s went dead without a consumer getting it", d.ID)
-		}
-	}
 }
 
 // The sorted queue's Pull had the same flaw: a key whose value could not
@@ -125,6 +122,10 @@ func TestPullBesideDamagedPayload(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		bs, err := s.Pull(ctx, 100)
 		cancel()
+		if round == 0 {
+			require.ErrorIs(t, err, queue.ErrCorrupt, "the first pull meets BROKEN")
+			require.NotEmpty(t, bs, "and returns the batches it could read with the error")
+		}
 		for _, b := range bs {
 			require.Len(t, b.Values, 1)
 			tok, rest, _ := strings.Cut(string(b.Values[0].Payload), "|")

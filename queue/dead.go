@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,10 @@ type DeadLetter struct {
 
 // DeadLetters returns up to max dead letters whose sequence is at least
 // from, oldest first, with their payloads; max <= 0 means all of them.
+// A letter whose payload cannot be read (damage, ErrCorrupt) is listed
+// all the same, without payload or headers, and its reason ends with
+// "; corrupt record: " and the read error, so that it can still be told,
+// requeued or purged by id. Another read error fails the call.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -38,14 +43,23 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 		d := DeadLetter{ID: e.ID, Seq: e.Seq, Reason: e.Reason, Deliveries: int(e.Deliveries),
 			EnqueuedAt: time.Unix(0, e.EnqueuedAt)}
 		m := &Message{Receipt: Receipt{Seq: e.Seq}}
-		if err := q.readPayload(m, e.Loc); err != nil {
+		switch err := q.readPayload(m, e.Loc); {
+		case errors.Is(err, ErrCorrupt):
+			d.Reason += "; " + corruptReason + err.Error()
+		case err != nil:
 			return nil, err
+		default:
+			d.Payload, d.Headers = m.Payload, m.Headers
 		}
-		d.Payload, d.Headers = m.Payload, m.Headers
 		out = append(out, d)
 	}
 	return out, nil
 }
+
+// corruptReason starts what DeadLetters adds to the reason of a letter it
+// cannot read; the Redis engine's listing says the same of its damaged
+// letters.
+const corruptReason = "corrupt record: "
 
 // RequeueDead makes the dead letter with id ready again, with its delivery
 // count reset.

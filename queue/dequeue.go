@@ -32,10 +32,14 @@ func (q *Queue) TryDequeue() (*Message, error) {
 // DequeueBatch leases up to max ready messages, blocking until at least one
 // is ready, ctx ends or the queue is closed.
 //
-// A message whose payload cannot be read (ErrCorrupt) is not returned; the
-// others of the batch are, with that error: settle them as usual (a
-// caller that drops them on any error has them back at the end of their
-// lease, each with one delivery more).
+// A message whose payload cannot be read is not returned; the others of
+// the batch are, with an error (ErrCorrupt, or another read error) that
+// holds a *ReadError naming it: process the messages, settle them as
+// usual, then handle the error (a caller that drops them on any error
+// has them back at the end of their lease, each with one delivery more).
+// The unreadable message stays leased until AckTimeout, then comes back
+// and is dead-lettered at MaxDeliveries, unless the caller dead-letters
+// it first (DeadLetterID with the ReadError's ID).
 func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	ds, err := q.dequeue(ctx, max, true, nil)
 	if len(ds) == 0 {
@@ -47,6 +51,31 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	}
 	return out, err
 }
+
+// A ReadError is a delivery's failure to read one message's payload
+// (DequeueBatch) or one value of a sorted batch (Pull). What it names is
+// leased all the same, until AckTimeout, so that it is not delivered
+// again at once: dead-letter it by its name (Queue.DeadLetterID with ID,
+// Sorted.DeadLetter with Receipt), or let its lease run out, after which
+// it is delivered again and dead-lettered at MaxDeliveries. Get it with
+// errors.As; errors.Is sees Err (ErrCorrupt, or another read error).
+type ReadError struct {
+	ID      string       // the message's id; "" for a sorted batch
+	Seq     uint64       // the message's, or the sorted value's, sequence number
+	Key     string       // the sorted batch's key; "" for a message
+	Receipt BatchReceipt // the sorted batch's receipt; zero for a message
+	Err     error        // why it could not be read
+}
+
+func (e *ReadError) Error() string {
+	if e.ID != "" {
+		return fmt.Sprintf("queue: message %s (seq %d) not delivered: %v", e.ID, e.Seq, e.Err)
+	}
+	return fmt.Sprintf("queue: sorted batch of key %q (value seq %d, receipt %s) not delivered: %v",
+		e.Key, e.Seq, e.Receipt, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
 
 // dequeueOne leases and delivers one message; its delivery lives on the
 // stack, so the Message is the only allocation of the queue's own.
@@ -118,14 +147,25 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 }
 
 // delivered ends a look that leased ds under c, and failed with err after
-// them if err is set: it delivers them (with err), or reports err, or
-// ErrEmpty, when there were none.
+// them if err is set: it delivers them (with err, and with the error of
+// their delivery if that fails too), or reports err, or ErrEmpty, when
+// there were none.
 func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
 	if len(ds) == 0 {
 		return nil, cmp.Or(err, ErrEmpty)
 	}
 	out, rerr := q.deliver(ds, c)
-	return out, cmp.Or(err, rerr)
+	return out, joinErrors(err, rerr)
+}
+
+// joinErrors reports both a and b when both are set (a look that failed
+// after leasing, and a write or read of what it leased that failed too),
+// else the one that is.
+func joinErrors(a, b error) error {
+	if a != nil && b != nil {
+		return errors.Join(a, b)
+	}
+	return cmp.Or(a, b)
 }
 
 // untilDueLocked returns how long after now until the next delayed message
@@ -275,7 +315,7 @@ func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				first = cmp.Or(first, err)
+				first = cmp.Or(first, error(&ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err}))
 				continue
 			}
 		}

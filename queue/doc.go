@@ -111,8 +111,7 @@
 // reaches back to what the snapshot's messages need, and the checksum of
 // every entry Open reads. Open reads the snapshot and the log above it;
 // Verify and Repair read every byte. An entry below the snapshot is checked
-// when something reads it: a delivery that meets damage fails with
-// ErrCorrupt, and fails again, until the directory is repaired; it is never
+// when something reads it (a delivery: see the next paragraph); a message is never
 // skipped or delivered from bad bytes. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
@@ -136,6 +135,25 @@
 // lost): the values are delivered again; the delivery count, nack delay
 // and MaxDeliveries of a delivery whose lease or pull record was lost. A
 // file walq did not write is refused, never changed.
+//
+// A delivery that cannot read a message's payload (ErrCorrupt, or another
+// read error such as an I/O error) does not return it, and does not lose
+// it: the error holds a *ReadError naming it (its id; for a sorted batch
+// its key, value seq and receipt). Dequeue and TryDequeue return just
+// the error; DequeueBatch, Pull and TryPull return the messages they
+// could read together with it: process them, then handle the error. The
+// unreadable message stays leased until AckTimeout, comes back, and is
+// dead-lettered at MaxDeliveries, unless the caller dead-letters it first
+// by that name; DeadLetters lists it without payload, its reason ending
+// "; corrupt record: " and the read error. (The Redis engine dead-letters
+// such a message at once and returns the others with a nil error.) A
+// message never delivered whose record the cursor cannot read is not
+// named, as its id is in the bad bytes: every delivery that reaches it
+// fails, after leasing what was ready before it, until the directory is
+// repaired. One bad byte can take more than one message: the log finds an
+// entry by walking the entry headers from the nearest index point before
+// it, so the entries after a damaged one, up to the next index point of
+// its segment, cannot be read either.
 //
 // # Sorted and windowed queues
 //

@@ -33,6 +33,13 @@ type AckQueue interface {
 	EnqueueBatch(ctx context.Context, items []Item) ([]string, error)
 	Dequeue(ctx context.Context) (*Message, error)
 	TryDequeue() (*Message, error)
+	// DequeueBatch may return messages and an error together: process
+	// (settle) the messages, then handle the error. The engines differ
+	// in what they do with a message they cannot read beside others:
+	// *Queue leaves it leased and returns the others with a *ReadError
+	// naming it (an embedded read error may be an I/O error, not damage);
+	// redisq dead-letters it with a "corrupt record: " reason and returns
+	// the others with a nil error.
 	DequeueBatch(ctx context.Context, max int) (Messages, error)
 	Settler
 	AckID(id string) error
@@ -62,6 +69,9 @@ type BatchSettler interface {
 // pulled as whole keys. *Sorted[K] is one.
 type SortedQueue[K SortKey] interface {
 	Publish(ctx context.Context, sort K, key string, payload []byte) error
+	// Pull and TryPull may return batches and an error together, as
+	// AckQueue.DequeueBatch may: process the batches, then handle the
+	// error.
 	Pull(ctx context.Context, max int) ([]*Batch[K], error)
 	TryPull(max int) ([]*Batch[K], error)
 	BatchSettler
@@ -74,6 +84,9 @@ type SortedQueue[K SortKey] interface {
 // *Windowed is one.
 type WindowedQueue interface {
 	Publish(ctx context.Context, key string, payload []byte) error
+	// Pull and TryPull may return batches and an error together, as
+	// AckQueue.DequeueBatch may: process the batches, then handle the
+	// error.
 	Pull(ctx context.Context, max int) ([]*Batch[time.Time], error)
 	TryPull(max int) ([]*Batch[time.Time], error)
 	BatchSettler

@@ -70,10 +70,10 @@ func (q *Queue) noteSettled(e index.Entry, rec *record, out *settled) {
 
 // deadNote is a dead-lettering to log.
 type deadNote struct {
-	id         string
-	seq        uint64
-	deliveries uint32
-	reason     string
+	id         string // the message's id
+	seq        uint64 // its sequence number
+	deliveries uint32 // deliveries it had
+	reason     string // the dead-letter reason its record holds
 }
 
 // logDead logs the dead-letterings of a settle. It runs without q.mu: the

@@ -30,38 +30,68 @@ func (h *statsHandler) Handle(context.Context, slog.Record) error {
 func (h *statsHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *statsHandler) WithGroup(string) slog.Handler      { return h }
 
+// leaseNew enqueues a message and leases it, for a call made from a
+// goroutine of the test, which must not stop the test itself.
+func leaseNew(q *queue.Queue) (string, *queue.Message, error) {
+	id, err := q.Enqueue(context.Background(), []byte("a"))
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := q.TryDequeue()
+	return id, m, err
+}
+
 // A Logger whose handler calls back into the queue does not hang the
 // call that logged: every event is logged with the queue's lock released.
 func TestLoggerMayCallTheQueue(t *testing.T) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, q *queue.Queue)
+		run  func(q *queue.Queue) error // runs on a goroutine of its own
 	}{
-		{"dead-letter", func(t *testing.T, q *queue.Queue) {
-			enqueue(t, q, "a")
-			require.NoError(t, tryDequeue(t, q).DeadLetter("bad"))
+		{"dead-letter", func(q *queue.Queue) error {
+			_, m, err := leaseNew(q)
+			if err != nil {
+				return err
+			}
+			return m.DeadLetter("bad")
 		}},
-		{"nack past MaxDeliveries", func(t *testing.T, q *queue.Queue) {
-			enqueue(t, q, "a")
-			require.NoError(t, tryDequeue(t, q).Nack(0))
-			require.NoError(t, tryDequeue(t, q).Nack(0))
+		{"nack past MaxDeliveries", func(q *queue.Queue) error {
+			_, m, err := leaseNew(q)
+			if err != nil {
+				return err
+			}
+			if err := m.Nack(0); err != nil {
+				return err
+			}
+			if m, err = q.TryDequeue(); err != nil {
+				return err
+			}
+			return m.Nack(0)
 		}},
-		{"settle", func(t *testing.T, q *queue.Queue) {
-			enqueue(t, q, "a")
-			m := tryDequeue(t, q)
-			require.NoError(t, q.Settle(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleDeadLetter, Reason: "bad"}))
+		{"settle", func(q *queue.Queue) error {
+			_, m, err := leaseNew(q)
+			if err != nil {
+				return err
+			}
+			return q.Settle(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleDeadLetter, Reason: "bad"})
 		}},
-		{"async", func(t *testing.T, q *queue.Queue) {
-			enqueue(t, q, "a")
-			m := tryDequeue(t, q)
+		{"async", func(q *queue.Queue) error {
+			_, m, err := leaseNew(q)
+			if err != nil {
+				return err
+			}
 			p, err := q.SettleAsync(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleDeadLetter, Reason: "bad"})
-			require.NoError(t, err)
-			require.NoError(t, p.Wait(context.Background()))
+			if err != nil {
+				return err
+			}
+			return p.Wait(context.Background())
 		}},
-		{"by id", func(t *testing.T, q *queue.Queue) {
-			id := enqueue(t, q, "a")
-			tryDequeue(t, q)
-			require.NoError(t, q.DeadLetterID(id, "bad"))
+		{"by id", func(q *queue.Queue) error {
+			id, _, err := leaseNew(q)
+			if err != nil {
+				return err
+			}
+			return q.DeadLetterID(id, "bad")
 		}},
 	}
 	for _, c := range cases {
@@ -69,18 +99,17 @@ func TestLoggerMayCallTheQueue(t *testing.T) {
 			h := &statsHandler{}
 			q := open(t, t.TempDir(), &queue.Options{MaxDeliveries: 2, Logger: slog.New(h), ManualRequeue: true})
 			h.q.Store(q)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				c.run(t, q)
-			}()
+			done := make(chan error, 1)
+			go func() { done <- c.run(q) }()
 			select {
-			case <-done:
+			case err := <-done:
+				require.NoError(t, err)
 			case <-time.After(10 * time.Second):
 				// Close would hang as well: the queue is left open.
 				t.Fatal("the call that logged hangs: its log handler could not take the queue's lock")
 			}
 			require.Positive(t, h.handled.Load(), "the event was logged")
+			require.Equal(t, int64(1), q.Stats().Dead, "the message is dead")
 			require.NoError(t, q.Close())
 		})
 	}

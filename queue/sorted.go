@@ -110,13 +110,19 @@ func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []b
 // with more than max pending values comes whole, alone). It blocks until a
 // key can be pulled, ctx ends or the queue is closed.
 //
-// A batch with a value whose payload cannot be read (ErrCorrupt) is not
-// returned; the other batches are, with that error: settle them as usual.
+// A batch with a value whose payload cannot be read is not returned; the
+// other batches are, with an error (ErrCorrupt, or another read error)
+// that holds a *ReadError naming it (key, value seq, receipt): process
+// and settle them as usual, then handle the error. The unreadable batch
+// stays leased until AckTimeout, then comes back and is dead-lettered at
+// MaxDeliveries, unless the caller dead-letters it first
+// (Sorted.DeadLetter with the ReadError's Receipt).
 func (s *Sorted[K]) Pull(ctx context.Context, max int) ([]*Batch[K], error) {
 	return s.pull(ctx, max, true)
 }
 
 // TryPull is Pull without waiting: ErrEmpty when no key can be pulled.
+// It returns batches beside an unreadable one with an error, as Pull does.
 func (s *Sorted[K]) TryPull(max int) ([]*Batch[K], error) {
 	return s.pull(context.Background(), max, false)
 }

@@ -54,13 +54,11 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 		if err != nil || len(bs) > 0 || !block {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			if err == nil && len(bs) == 0 {
-				err = ErrEmpty
+			if len(bs) == 0 {
+				return nil, cmp.Or(err, ErrEmpty)
 			}
-			if err != nil {
-				return nil, err
-			}
-			return s.deliver(bs, c)
+			out, derr := s.deliver(bs, c)
+			return out, joinErrors(err, derr)
 		}
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
 		q.mu.Unlock()
@@ -88,7 +86,9 @@ type pulled struct {
 	payloads [][]byte
 }
 
-// pullLocked leases whole keys, in order, until max values are taken.
+// pullLocked leases whole keys, in order, until max values are taken. A
+// failed append after some keys were pulled returns them with the error:
+// they are leased, and are the caller's to deliver, as in leaseLocked.
 func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
@@ -99,6 +99,7 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 	deadline := later(now, q.opts.AckTimeout)
 	var out []pulled
 	var last *wal.Commit
+	var failed error
 	for n := 0; n < max; {
 		key, sort, ok := sq.Next()
 		if !ok || (bound != nil && bytes.Compare(sort, bound) > 0) {
@@ -106,7 +107,8 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 		}
 		lsn, c, err := q.appendLSNLocked(&record{Op: opPull, Key: key, At: now, Due: deadline}, nil)
 		if err != nil {
-			return nil, nil, err
+			failed = err
+			break
 		}
 		b, _ := sq.Batch(lsn)
 		p := pulled{Batch: b, payloads: make([][]byte, len(b.Values))}
@@ -118,7 +120,7 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 	if len(out) > 0 {
 		q.noteLeaseLocked(deadline)
 	}
-	return out, last, nil
+	return out, last, failed
 }
 
 // untilPullableLocked returns how long until a key may become pullable by
@@ -158,12 +160,13 @@ func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 		out = append(out, pb)
 	}
 	if len(out) == 0 {
-		return nil, first
+		return nil, first // nil, not empty: no batch was delivered
 	}
 	return out, first
 }
 
-// batch makes the Batch of b, reading the payloads not cached.
+// batch makes the Batch of b, reading the payloads not cached; a value it
+// cannot read fails it with a *ReadError naming the batch.
 func (s *Sorted[K]) batch(b pulled) (*Batch[K], error) {
 	ownPayloads(b.payloads)
 	pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
@@ -171,7 +174,7 @@ func (s *Sorted[K]) batch(b pulled) (*Batch[K], error) {
 	for j, v := range b.Values {
 		val, err := s.value(v, b.payloads[j])
 		if err != nil {
-			return nil, err
+			return nil, &ReadError{Seq: v.Seq, Key: b.Key, Receipt: pb.Receipt, Err: err}
 		}
 		pb.Values[j] = val
 	}

@@ -38,11 +38,14 @@ func (t Typed[T]) EnqueueAsync(ctx context.Context, v T, opts ...EnqueueOption) 
 
 // DequeueBatch is Queue.DequeueBatch that decodes each payload into a T;
 // vs[i] is the value of ms[i]. Payloads that do not decode leave a zero
-// value, and the error is a *BatchError naming them; every message is
-// returned, so the caller still owns them all (and should dead-letter
-// those). Settle the batch with ms.Ack(), ms.Nack(d) or Queue.Settle. A
-// message whose payload cannot be read is left out, with its error, as
-// Queue.DequeueBatch leaves it out.
+// value, and the error holds a *BatchError naming them (get it with
+// errors.As: beside a read error it is joined to it, not the error
+// itself); every message is returned, so the caller still owns them all
+// (and should dead-letter those). Settle the batch with ms.Ack(),
+// ms.Nack(d) or Queue.Settle. A message whose payload cannot be read is
+// left out, leased, and named by a *ReadError in the error, as
+// Queue.DequeueBatch leaves it out: process what is returned, then handle
+// the error.
 func (t Typed[T]) DequeueBatch(ctx context.Context, max int) ([]T, Messages, error) {
 	ms, err := t.Q.DequeueBatch(ctx, max)
 	if len(ms) == 0 {

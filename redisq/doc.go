@@ -115,6 +115,11 @@
 // unreadable, body missing, payload undecodable), keeping its id where
 // the body still tells it, and delivers the other messages of the call.
 // Such a message counts no delivery (Stats.Delivered, its Deliveries).
+// A DequeueBatch or Pull that buries one returns the others with a nil
+// error, where the embedded queue leaves an unreadable message leased and
+// returns the others with an error naming it (there a read error may be
+// an I/O error, not damage); code that processes what is returned, then
+// handles the error, runs right on both.
 // DeadLetters lists such a letter too, with what its record or body still
 // tells. When neither tells its id, the reason ends "; id unknown", and
 // an id its producer gave stays taken (Enqueue with it is refused with

@@ -241,19 +241,18 @@ func (d *demo) sayRecovery(r queue.Recovery) {
 }
 
 // drain leases every ready message in batches, acks them, and returns
-// their ids with their delivery counts.
+// their ids with their delivery counts. A batch that returns messages
+// with an error (one it could not read) has them acked before the error
+// is reported, so that they are not left leased to no one.
 func (d *demo) drain(q *queue.Queue) (map[string]int, error) {
 	found := map[string]int{}
 	for q.Stats().Ready > 0 {
 		ms, err := q.DequeueBatch(context.Background(), 1000)
-		if err != nil {
-			return nil, err
-		}
 		for _, m := range ms {
 			found[m.ID] = m.Deliveries
 		}
-		if err := ackAll(ms); err != nil {
-			return nil, err
+		if aerr := ackAll(ms); aerr != nil || err != nil {
+			return nil, errors.Join(err, aerr)
 		}
 	}
 	return found, nil
