@@ -23,9 +23,21 @@
 // Functions), loaded by Open into every master the client reaches and
 // again by any call that finds a server without it (a restart without
 // persistence, a new master); its name carries a digest of its code, so
-// each version of this package runs its own (a server with ACLs must let
-// the client's user run FUNCTION LOAD and LIST, and FCALL). All keys of a
+// each version of this package runs its own. All keys of a
 // queue share the hash tag {name}: one queue is one Redis Cluster slot.
+//
+// A server with ACLs must let the client's user run FUNCTION LOAD and
+// FUNCTION LIST, FCALL, SUBSCRIBE and PING; GET, HGET and HSETNX, which
+// Open runs; CONFIG GET, unless Options.TrustServer is set; WAIT, with
+// Options.Replicas; and every command the functions run, since Redis
+// checks those too: DECR, GET, HDEL, HGET, HGETALL, HINCRBY, HMGET, HSET,
+// INCR, INCRBY, PUBLISH, ZADD, ZCARD, ZCOUNT, ZMSCORE, ZPOPMIN, ZRANGE,
+// ZRANGEBYLEX, ZRANGEBYSCORE, ZREM and ZSCORE, all on the queue's keys
+// and channel; and TYPE, which checks a queue's keys for the wrong type
+// (below). No command of the keyspace category but TYPE is run, and
+// where TYPE is refused the checks are skipped: a call then fails where
+// it meets a key of the wrong type, as before the checks, which can
+// leave a message taken from the ready set and not leased.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields

@@ -19,9 +19,12 @@ import (
 func checkKind(ctx context.Context, rdb redis.UniversalClient, name, seqKey, statsKey, kind string) error {
 	got, err := rdb.HGet(ctx, statsKey, "kind").Result()
 	if errors.Is(err, redis.Nil) {
-		n, xerr := rdb.Exists(ctx, seqKey).Result()
-		if xerr != nil || n > 0 {
-			return xerr
+		found, xerr := present(ctx, rdb, seqKey)
+		if xerr != nil {
+			return fmt.Errorf("redisq: sorted queue %q: look for its values: %w", name, xerr)
+		}
+		if found {
+			return nil
 		}
 		if _, err := rdb.HSetNX(ctx, statsKey, "kind", kind).Result(); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its sort key kind: %w", name, err)

@@ -80,10 +80,14 @@ local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 
 -- need returns an error reply naming the first key of the positions in
 -- list that holds another type than its own (absent is right), else nil.
+-- A server whose ACL refuses the user TYPE (a user set up by category,
+-- say +@all -@keyspace) answers with an error reply, never raised: the
+-- check is then skipped, and the call runs as it did before there were
+-- checks (a key of the wrong type then fails it where it meets it).
 local function need(list)
   for _, i in ipairs(list) do
-    local t = redis.call('TYPE', CALLKEYS[i])['ok']
-    if t ~= TYPES[i] and t ~= 'none' then
+    local t = redis.pcall('TYPE', CALLKEYS[i])['ok']
+    if t and t ~= TYPES[i] and t ~= 'none' then
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
     end

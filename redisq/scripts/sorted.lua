@@ -64,11 +64,12 @@ local NEED = {
 }
 
 -- need returns an error reply naming the first key op needs that holds
--- another type than its own (absent is right), else nil.
+-- another type than its own (absent is right), else nil. Where the
+-- server's ACL refuses TYPE, the check is skipped, as in common.lua.
 local function need(op)
   for _, i in ipairs(NEED[op] or {}) do
-    local t = redis.call('TYPE', CALLKEYS[i])['ok']
-    if t ~= TYPES[i] and t ~= 'none' then
+    local t = redis.pcall('TYPE', CALLKEYS[i])['ok']
+    if t and t ~= TYPES[i] and t ~= 'none' then
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
     end
