@@ -77,6 +77,8 @@ local function need(op)
   return nil
 end
 
+local IDLE = 1000 -- the most order members a pull takes without leasing them (sorted_ops.lua)
+
 local function keyprefix(key)
   return string.char(math.floor(#key / 256), #key % 256) .. key
 end
