@@ -149,16 +149,25 @@
 // every call that needs it, with an error naming the key, and the call
 // leaves the queue as it was (it checks first, or takes back what it
 // wrote); restoring the key (or deleting it, losing what it held) lets
-// the queue go on. No stored data makes one call run long: a dequeue
-// buries at most 1000 damaged records a call, a pull drops at most 1000
-// stray members and releases at most 1000 ended holds.
+// the queue go on. The checks read each key's type (TYPE); where the
+// server's ACL refuses it they are skipped (see the ACL note above). No
+// stored data makes one call run long: a dequeue buries at most 1000
+// damaged records a call, a pull passes at most 1000 order members that
+// lease nothing (strays, keys whose pending values are gone) and
+// releases at most 1000 ended holds; a call that stops so is called
+// again by the handle, so a pull does not report empty while a key is
+// pullable behind them.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
 // time or string) when it is made, and OpenSorted or OpenWindowed with
 // another kind is refused (queue.ErrInvalidOptions). A queue made by an
-// earlier version records none: a pull of a handle whose sort parts
-// have another length (string against the others) is refused before it
-// leases anything; between int, uint, float and time nothing tells.
+// earlier version records none. There a pull of a string handle is
+// refused before it leases anything when the queue holds another kind,
+// and one of another kind when it holds strings, as far as the stored
+// sort parts tell: an 8-byte sort part can be read both ways (a string
+// of 6 bytes, or fewer with zero bytes escaped, is stored in 8 bytes),
+// and between int, uint, float and time nothing tells. Open such a queue
+// only with the kind it was made with.
 //
 // # Cost
 //

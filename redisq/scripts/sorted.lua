@@ -118,7 +118,9 @@ end
 -- keyOf returns the key of an order member, nil when m has no sort part
 -- of the kind fixed says (a member written by hand, or by a handle of
 -- another sort key type). A string sort part ends at its first 00 01: a
--- 00 inside it is escaped as 00 FF.
+-- 00 inside it is escaped as 00 FF, so a part holding a 00 not followed
+-- by FF is no string's (an int's 8 bytes, say, such as 1's, which end in
+-- 00 01).
 local function keyOf(m, fixed8)
   if fixed8 then
     if #m < 8 then return nil end
@@ -126,6 +128,8 @@ local function keyOf(m, fixed8)
   end
   local at = string.find(m, '\0\1', 1, true)
   if not at then return nil end
+  local part = string.sub(m, 1, at - 1)
+  if string.find(part, '%z[^\255]') or string.find(part, '%z$') then return nil end
   return string.sub(m, at + 2)
 end
 
