@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -256,4 +257,59 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			require.Equal(t, want, back, "every live value comes back once")
 		})
 	}
+}
+
+// TestHousekeepBesideWrongType: a key of the wrong type that
+// housekeeping never touches (the ack queue's seq and dedup stamps, a
+// sorted queue's values) does not stop it: leases still end.
+func TestHousekeepBesideWrongType(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, i := range []int{0, 6} { // seq, acked
+		t.Run("ack "+strconv.Itoa(i), func(t *testing.T) {
+			clock := queuetest.NewClock()
+			q, err := Open(ctx, rdb, "housekeep-beside-"+strconv.Itoa(i), &Options{Clock: noTimers{clock}, ManualRequeue: true,
+				AckTimeout: time.Minute, DedupWindow: time.Hour})
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
+			require.NoError(t, err)
+			_, err = q.TryDequeue()
+			require.NoError(t, err)
+			require.NoError(t, rdb.Del(ctx, q.keys[i]).Err())
+			require.NoError(t, rdb.HSet(ctx, q.keys[i], "x", "1").Err())
+			clock.Advance(time.Hour)
+			n, err := q.RequeueExpired()
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			m, err := q.TryDequeue() // ready again
+			require.NoError(t, err)
+			require.Equal(t, "a", m.ID)
+		})
+	}
+	t.Run("sorted val", func(t *testing.T) {
+		clock := queuetest.NewClock()
+		s, err := OpenSorted[int64](ctx, rdb, "housekeep-beside-sorted", &SortedOptions{
+			Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute}})
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.Publish(ctx, 1, "k1", []byte("v1")))
+		_, err = s.TryPull(10)
+		require.NoError(t, err)
+		saved, err := rdb.Dump(ctx, s.keys[1]).Result()
+		require.NoError(t, err)
+		require.NoError(t, rdb.Del(ctx, s.keys[1]).Err())
+		require.NoError(t, rdb.Set(ctx, s.keys[1], "x", 0).Err())
+		clock.Advance(time.Hour)
+		n, err := s.RequeueExpired()
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.NoError(t, rdb.Del(ctx, s.keys[1]).Err())
+		require.NoError(t, rdb.Restore(ctx, s.keys[1], 0, saved).Err())
+		bs, err := s.TryPull(10)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		require.Equal(t, []byte("v1"), bs[0].Values[0].Payload)
+	})
 }

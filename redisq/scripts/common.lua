@@ -101,6 +101,10 @@ local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
 local DELAYED, LEASE, BURY = {4}, {5}, {5, 6, 8} -- see dequeue.lua; bury writes lease, dead, stats
 local BURIES = 1000 -- the most messages a dequeue buries before it returns
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
+-- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
+-- seq or the dedup stamps: a wrong type there must not stop lease
+-- expiry. The dead-letter ops may write the stamps too (a purge).
+local HOUSEKEEP, DEADOPS = {2, 3, 4, 5, 6, 8}, {2, 3, 6, 7, 8}
 local ALL = {1, 2, 3, 4, 5, 6, 7, 8}
 
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one

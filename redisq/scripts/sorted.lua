@@ -59,7 +59,7 @@ local NEED = {
   nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
   extend = {},
   dead = {4, 5, 6, 7, 10, 11, 12, 13},
-  housekeep = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+  housekeep = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, -- not val, which it never touches
   stats = {},
 }
 
