@@ -464,12 +464,19 @@ func TestCorruptManyBuried(t *testing.T) {
 					calls.Add(1)
 				}
 			}})
+			pipe := rdb.Pipeline()
 			for seq := 1; seq <= 1100; seq++ {
-				require.NoError(t, rdb.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record").Err())
+				pipe.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record")
 			}
+			_, err = pipe.Exec(ctx)
+			require.NoError(t, err)
 			var m *queue.Message
 			if batch {
-				ms, err := q.DequeueBatch(ctx, 2)
+				// A bounded wait: a dequeue that wrongly found nothing
+				// would block, and must fail the test instead.
+				bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				ms, err := q.DequeueBatch(bctx, 2)
+				cancel()
 				require.NoError(t, err)
 				require.Len(t, ms, 1)
 				m = ms[0]

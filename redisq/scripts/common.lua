@@ -72,10 +72,12 @@ end
 -- TYPES are the types of the keys, in their order: a key the operator or
 -- a faulty client overwrote with another type makes a command on it fail,
 -- and a Lua error does not undo the writes before it (a dequeue's pop, a
--- giveback's end of the lease). So each function first checks the keys
--- it will touch after its first write (need), and a key of the wrong
--- type fails the call before anything is written, with an error naming
--- it. The checks are lists of key positions, made once per load.
+-- giveback's end of the lease). So a function either checks the keys it
+-- will touch after its first write (need) before that write, or, on the
+-- hot paths (a lone enqueue and dequeue), runs the command that may fail
+-- under pcall and takes back what it wrote; either way a key of the
+-- wrong type fails the call with the queue as it was, with an error
+-- naming it. The checks are lists of key positions, made once per load.
 local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 
 -- need returns an error reply naming the first key of the positions in
