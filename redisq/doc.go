@@ -76,7 +76,12 @@
 // do not arm for a lease this version left unannounced, so while only
 // handles of the earlier version end leases, a lease can be ended up to
 // 30 seconds (their idle recheck) after its deadline. Upgrade the
-// handles that end leases first.
+// handles that end leases first. A sorted queue keeps each pulled
+// batch's record twice (see below); a handle of an earlier version that
+// acks, nacks, dead-letters or expires a batch a handle of this version
+// pulled removes only the first, and the copy (about the record's size)
+// stays in the batch hash for good, counted by those handles'
+// Stats.SortedBatches. Upgrade all handles of a sorted queue together.
 //
 // # Time
 //
