@@ -82,7 +82,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
 		return nil, err
 	}
-	if err := checkKind(ctx, rdb, name, ks[0], ks[12], sortKind[K]()); err != nil {
+	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K]()); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {
