@@ -313,3 +313,49 @@ func TestHousekeepBesideWrongType(t *testing.T) {
 		require.Equal(t, []byte("v1"), bs[0].Values[0].Payload)
 	})
 }
+
+// TestWrongTypeFirstEnqueue: the first enqueue of a queue also writes
+// the placeholders of its hot keys (keep in scripts/common.lua); with the
+// lease key of the wrong type it fails naming that key, consumes no seq,
+// and the first enqueue after the key's repair writes the placeholders.
+func TestWrongTypeFirstEnqueue(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, batch := range []bool{false, true} {
+		t.Run(strconv.FormatBool(batch), func(t *testing.T) {
+			q, err := Open(ctx, rdb, "first-enqueue-"+strconv.FormatBool(batch), &Options{ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			enqueue := func() error {
+				if batch {
+					_, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+					return err
+				}
+				_, err := q.Enqueue(ctx, []byte("a"))
+				return err
+			}
+			lease := q.keys[4]
+			require.NoError(t, rdb.Set(ctx, lease, "x", 0).Err())
+			require.ErrorContains(t, enqueue(), lease)
+			n, err := rdb.Exists(ctx, q.keys[0]).Result()
+			require.NoError(t, err)
+			if n > 0 {
+				seq, err := rdb.Get(ctx, q.keys[0]).Result()
+				require.NoError(t, err)
+				require.Equal(t, "0", seq, "no seq consumed")
+			}
+			require.NoError(t, rdb.Del(ctx, lease).Err())
+			require.NoError(t, enqueue())
+			m, err := q.TryDequeue()
+			require.NoError(t, err)
+			require.Equal(t, uint64(1), m.Receipt.Seq)
+			require.NoError(t, m.Ack())
+			for _, k := range []string{q.keys[2], q.keys[4]} {
+				n, err := rdb.ZCard(ctx, k).Result()
+				require.NoError(t, err)
+				require.NotZero(t, n, "%s keeps its placeholder", k)
+			}
+		})
+	}
+}

@@ -119,9 +119,17 @@ local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after ever
 -- encodings from the start: a small listpack key recreated at every
 -- drain made each batch's HSET, HMGET, ZADD and ZMSCORE linear in the
 -- key's size, several times slower in a busy small queue.
+-- keep returns an error reply when one of those keys holds the wrong
+-- type; what it wrote before stays (placeholders only), and the caller
+-- takes back its seq, so that the next first enqueue writes them again.
 local function keep()
-  redis.call('HSET', K_MSG, '', KEEP)
-  for _, k in ipairs({K_READY, K_LEASE}) do redis.call('ZADD', k, 'inf', KEEP) end
+  local r = redis.pcall('HSET', K_MSG, '', KEEP)
+  if type(r) == 'table' then return r end
+  for _, k in ipairs({K_READY, K_LEASE}) do
+    r = redis.pcall('ZADD', k, 'inf', KEEP)
+    if type(r) == 'table' then return r end
+  end
+  return nil
 end
 
 -- card is the number of messages in the zset key.
