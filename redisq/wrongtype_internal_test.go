@@ -185,6 +185,9 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			held, err := s.TryPull(1)
 			require.NoError(t, err)
 			require.NoError(t, held[0].Nack(time.Hour)) // k2 held
+			// Faults come together: k1's batch record is garbled (its copy
+			// still names the values).
+			require.NoError(t, rdb.HSet(ctx, s.keys[7], strconv.FormatUint(bs[0].Receipt.Lease, 10), "garbled").Err())
 
 			key := s.keys[i]
 			saved, err := rdb.Dump(ctx, key).Result()
