@@ -464,12 +464,19 @@ func TestCorruptManyBuried(t *testing.T) {
 					calls.Add(1)
 				}
 			}})
+			pipe := rdb.Pipeline()
 			for seq := 1; seq <= 1100; seq++ {
-				require.NoError(t, rdb.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record").Err())
+				pipe.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record")
 			}
+			_, err = pipe.Exec(ctx)
+			require.NoError(t, err)
 			var m *queue.Message
 			if batch {
-				ms, err := q.DequeueBatch(ctx, 2)
+				// A bounded wait: a dequeue that wrongly found nothing
+				// would block, and must fail the test instead.
+				bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				ms, err := q.DequeueBatch(bctx, 2)
+				cancel()
 				require.NoError(t, err)
 				require.Len(t, ms, 1)
 				m = ms[0]
@@ -483,4 +490,39 @@ func TestCorruptManyBuried(t *testing.T) {
 			require.Equal(t, int64(1100), q.Stats().Dead)
 		})
 	}
+}
+
+// TestCorruptManyBuriedGathered: lone Dequeues gathered into one call
+// that leases some messages and then reaches its cap of burials are not
+// told the queue is empty while sound messages are ready behind the
+// damage: the handle calls again for those that got none.
+func TestCorruptManyBuriedGathered(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "many-buried-gathered", &Options{ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	items := make([]queue.Item, 1102)
+	for i := range items {
+		items[i].Payload = []byte(strconv.Itoa(i + 1))
+	}
+	_, err = q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	pipe := rdb.Pipeline()
+	for seq := 2; seq <= 1101; seq++ { // 1 and 1102 stay sound
+		pipe.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record")
+	}
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}} // two lone Dequeues, gathered
+	for _, err := range q.leaseEach(reqs) {
+		require.NoError(t, err)
+	}
+	for i, want := range []string{"1", "1102"} {
+		require.NotNil(t, reqs[i].m, "request %d leased nothing", i)
+		require.Equal(t, want, string(reqs[i].m.Payload))
+		require.NoError(t, reqs[i].m.Ack())
+	}
+	require.Equal(t, int64(1100), q.Stats().Dead)
 }

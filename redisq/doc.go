@@ -23,9 +23,21 @@
 // Functions), loaded by Open into every master the client reaches and
 // again by any call that finds a server without it (a restart without
 // persistence, a new master); its name carries a digest of its code, so
-// each version of this package runs its own (a server with ACLs must let
-// the client's user run FUNCTION LOAD and LIST, and FCALL). All keys of a
+// each version of this package runs its own. All keys of a
 // queue share the hash tag {name}: one queue is one Redis Cluster slot.
+//
+// A server with ACLs must let the client's user run FUNCTION LOAD and
+// FUNCTION LIST, FCALL, SUBSCRIBE and PING; GET, HGET and HSETNX, which
+// Open runs; CONFIG GET, unless Options.TrustServer is set; WAIT, with
+// Options.Replicas; and every command the functions run, since Redis
+// checks those too: DECR, GET, HDEL, HGET, HGETALL, HINCRBY, HMGET, HSET,
+// INCR, INCRBY, PUBLISH, ZADD, ZCARD, ZCOUNT, ZMSCORE, ZPOPMIN, ZRANGE,
+// ZRANGEBYLEX, ZRANGEBYSCORE, ZREM and ZSCORE, all on the queue's keys
+// and channel; and TYPE, which checks a queue's keys for the wrong type
+// (below). No command of the keyspace category but TYPE is run, and
+// where TYPE is refused the checks are skipped: a call then fails where
+// it meets a key of the wrong type, as before the checks, which can
+// leave a message taken from the ready set and not leased.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields
@@ -64,7 +76,12 @@
 // do not arm for a lease this version left unannounced, so while only
 // handles of the earlier version end leases, a lease can be ended up to
 // 30 seconds (their idle recheck) after its deadline. Upgrade the
-// handles that end leases first.
+// handles that end leases first. A sorted queue keeps each pulled
+// batch's record twice (see below); a handle of an earlier version that
+// acks, nacks, dead-letters or expires a batch a handle of this version
+// pulled removes only the first, and the copy (about the record's size)
+// stays in the batch hash for good, counted by those handles'
+// Stats.SortedBatches. Upgrade all handles of a sorted queue together.
 //
 // # Time
 //
@@ -142,16 +159,25 @@
 // every call that needs it, with an error naming the key, and the call
 // leaves the queue as it was (it checks first, or takes back what it
 // wrote); restoring the key (or deleting it, losing what it held) lets
-// the queue go on. No stored data makes one call run long: a dequeue
-// buries at most 1000 damaged records a call, a pull drops at most 1000
-// stray members and releases at most 1000 ended holds.
+// the queue go on. The checks read each key's type (TYPE); where the
+// server's ACL refuses it they are skipped (see the ACL note above). No
+// stored data makes one call run long: a dequeue buries at most 1000
+// damaged records a call, a pull passes at most 1000 order members that
+// lease nothing (strays, keys whose pending values are gone) and
+// releases at most 1000 ended holds; a call that stops so is called
+// again by the handle, so a pull does not report empty while a key is
+// pullable behind them.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
 // time or string) when it is made, and OpenSorted or OpenWindowed with
 // another kind is refused (queue.ErrInvalidOptions). A queue made by an
-// earlier version records none: a pull of a handle whose sort parts
-// have another length (string against the others) is refused before it
-// leases anything; between int, uint, float and time nothing tells.
+// earlier version records none. There a pull of a string handle is
+// refused before it leases anything when the queue holds another kind,
+// and one of another kind when it holds strings, as far as the stored
+// sort parts tell: an 8-byte sort part can be read both ways (a string
+// of 6 bytes, or fewer with zero bytes escaped, is stored in 8 bytes),
+// and between int, uint, float and time nothing tells. Open such a queue
+// only with the kind it was made with.
 //
 // # Cost
 //

@@ -2,8 +2,10 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,15 +42,30 @@ func newKeys(name string) keys {
 // invisible to this handle, and a handle of the older version would not
 // see the messages of this one.
 func (k keys) checkLayout(ctx context.Context, c redis.Cmdable, name string) error {
-	n, err := c.Exists(ctx, k.old).Result()
+	found, err := present(ctx, c, k.old)
 	if err != nil {
 		return fmt.Errorf("redisq: queue %q: look for an older layout: %w", name, err)
 	}
-	if n > 0 {
+	if found {
 		return fmt.Errorf("%w: queue %q holds layout 1 (key %s exists): drain it with the redisq version that wrote it, "+
 			"then delete its keys walq:{%s}:NAME for NAME in %s", ErrLayout, name, k.old, name, oldKeys)
 	}
 	return nil
+}
+
+// present tells whether the string key exists. It reads it with GET, not
+// EXISTS: a user whose ACL grants the data commands by category
+// (+@string +@hash ...) may lack @keyspace. A key of another type
+// exists too.
+func present(ctx context.Context, c redis.Cmdable, key string) (bool, error) {
+	err := c.Get(ctx, key).Err()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case err == nil || strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return true, nil
+	}
+	return false, err
 }
 
 // oldKeys are the names of layout 1's keys.

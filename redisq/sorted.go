@@ -82,7 +82,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
 		return nil, err
 	}
-	if err := checkKind(ctx, rdb, name, ks[0], ks[12], sortKind[K]()); err != nil {
+	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K]()); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {
@@ -158,8 +158,8 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 			return nil, err
 		}
 		woken := s.ready.register()
-		bs, due, buried, err := s.pullOnce(ctx, max)
-		if err == nil && len(bs) == 0 && buried > 0 { // more may be pullable
+		bs, due, buried, again, err := s.pullOnce(ctx, max)
+		if err == nil && len(bs) == 0 && (buried > 0 || again) { // more may be pullable
 			s.pass(woken)
 			continue
 		}
@@ -198,8 +198,10 @@ func (h *handle) pass(woken chan struct{}) {
 // pullOnce runs one pull. With nothing pullable it returns when a key may
 // become pullable by time alone (a hold ends, a window closes), or zero.
 // A batch that does not decode goes to the dead set (its values are
-// settled together) with a reason saying so; buried counts those.
-func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K], due time.Time, buried int, err error) {
+// settled together) with a reason saying so; buried counts those. again
+// tells that the call stopped at its bound on order members that named
+// no values (scripts/sorted_ops.lua): a key may be pullable behind them.
+func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K], due time.Time, buried int, again bool, err error) {
 	now := s.o.Clock.Now()
 	bound := ""
 	if s.window > 0 {
@@ -211,12 +213,13 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	}
 	v, err := s.run(ctx, now, "pull", args...)
 	if err != nil {
-		return nil, time.Time{}, 0, err
+		return nil, time.Time{}, 0, false, err
 	}
 	r, _ := v.([]any)
-	if len(r) != 3 {
-		return nil, time.Time{}, 0, fmt.Errorf("redisq: pull: unexpected reply %v", v)
+	if len(r) != 4 {
+		return nil, time.Time{}, 0, false, fmt.Errorf("redisq: pull: unexpected reply %v", v)
 	}
+	again = toInt(r[3]) == 1
 	raw, _ := r[0].([]any)
 	out := make([]*queue.Batch[K], 0, len(raw))
 	var failed error // a failed bury: the batch stays leased until its lease runs out
@@ -233,7 +236,7 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		out = append(out, b)
 	}
 	if len(out) == 0 && failed != nil { // the others leased are the caller's
-		return nil, time.Time{}, buried, failed
+		return nil, time.Time{}, buried, again, failed
 	}
 	if h := toInt(r[1]); h >= 0 {
 		due = time.UnixMicro(h)
@@ -244,7 +247,7 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 			due = at
 		}
 	}
-	return out, due, buried, nil
+	return out, due, buried, again, nil
 }
 
 // windowBound is the sort part of the latest publish time whose key is

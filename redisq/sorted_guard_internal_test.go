@@ -190,6 +190,38 @@ func TestSortedKeyKind(t *testing.T) {
 	require.NoError(t, bs[0].Ack())
 }
 
+// TestSortedKeyKindOldIntQueue: on an int queue of an earlier version
+// (no kind recorded), a string handle's pull is refused before it leases
+// anything, also for int sort keys whose 8 bytes hold a 00 01 (1, 256):
+// read as a string sort part, the bytes before it are not validly
+// escaped (a 00 not followed by FF), so they are no string's part.
+func TestSortedKeyKindOldIntQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	o, err := OpenSorted[int64](ctx, rdb, "kind-int", nil)
+	require.NoError(t, err)
+	defer o.Close()
+	require.NoError(t, o.Publish(ctx, 1, "k1", []byte("v1")))
+	require.NoError(t, o.Publish(ctx, 256, "k2", []byte("v2")))
+	require.NoError(t, rdb.HDel(ctx, o.keys[12], "kind").Err()) // as a queue of an earlier version
+
+	s, err := OpenSorted[string](ctx, rdb, "kind-int", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	bs, err := tryPullBounded(t, rdb, s, 10)
+	require.ErrorIs(t, err, queue.ErrInvalidOptions, "got %d batches", len(bs))
+	st := o.Stats()
+	require.Equal(t, [3]int{2, 2, 0}, [3]int{st.SortedPending, st.SortedKeys, st.SortedBatches}, "nothing leased")
+	ibs, err := o.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, ibs, 2)
+	require.Equal(t, [2]int64{1, 256}, [2]int64{ibs[0].Values[0].Sort, ibs[1].Values[0].Sort})
+	for _, b := range ibs {
+		require.NoError(t, b.Ack())
+	}
+}
+
 // farTimers is farClock whose timers are real: a pull that computes a
 // due time already passed wakes at once, as with the system clock.
 type farTimers struct{ *farClock }

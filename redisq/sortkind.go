@@ -15,13 +15,17 @@ import (
 // (no seq yet) records the handle's kind; one made by an earlier version
 // records none, and its pull refuses a handle of another kind instead
 // (placed in scripts/sorted.lua), for the kinds whose sort parts differ
-// in length.
-func checkKind(ctx context.Context, rdb redis.UniversalClient, name, seqKey, statsKey, kind string) error {
+// in length. It talks to the queue's master (primary): a replica that
+// lags could show a queue with values as new, and have it stamped.
+func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind string) error {
 	got, err := rdb.HGet(ctx, statsKey, "kind").Result()
 	if errors.Is(err, redis.Nil) {
-		n, xerr := rdb.Exists(ctx, seqKey).Result()
-		if xerr != nil || n > 0 {
-			return xerr
+		found, xerr := present(ctx, rdb, seqKey)
+		if xerr != nil {
+			return fmt.Errorf("redisq: sorted queue %q: look for its values: %w", name, xerr)
+		}
+		if found {
+			return nil
 		}
 		if _, err := rdb.HSetNX(ctx, statsKey, "kind", kind).Result(); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its sort key kind: %w", name, err)

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 
 // TestWrongTypeKey: a key of the queue overwritten with a value of
 // another type (a SET by hand, a faulty client) fails the calls that need
-// it, with an error naming that key, and loses nothing: once the key is
+// it, with an error naming that key, and loses nothing, also when a
+// damaged record must be buried at the same time: once the key is
 // restored, every message comes back once with its own payload. A script
 // that failed on it after its first write (a dequeue after its pop, an
 // ack after the lease's removal) would leave messages neither ready nor
@@ -51,6 +53,15 @@ func TestWrongTypeKey(t *testing.T) {
 			}
 			require.NoError(t, leased["c"].DeadLetter("kept dead"))
 			clock.Advance(2 * time.Second) // "late" is due
+			// Faults come together: "late", the next to be dequeued once
+			// promoted, and f have damaged records, so a dequeue buries
+			// them (writes to lease, dead and stats) with the key below of
+			// the wrong type.
+			for _, id := range []string{"late", "f"} {
+				seq, err := rdb.HGet(ctx, q.keys[1], "i"+id).Result()
+				require.NoError(t, err)
+				require.NoError(t, rdb.HSet(ctx, q.keys[1], seq, "not a record").Err())
+			}
 
 			key := q.keys[i]
 			saved, err := rdb.Dump(ctx, key).Result()
@@ -117,15 +128,19 @@ func TestWrongTypeKey(t *testing.T) {
 			_, err = q.RequeueAllDead()
 			require.NoError(t, err)
 			var got []string
-			for {
-				m, err := q.TryDequeue()
-				if err == queue.ErrEmpty {
-					break
+			for range 2 { // what the first drain buried comes back by the requeue
+				for {
+					m, err := q.TryDequeue()
+					if err == queue.ErrEmpty {
+						break
+					}
+					require.NoError(t, err)
+					require.Equal(t, "p-"+m.ID, string(m.Payload))
+					got = append(got, m.ID)
+					require.NoError(t, m.Ack())
 				}
+				_, err = q.RequeueAllDead()
 				require.NoError(t, err)
-				require.Equal(t, "p-"+m.ID, string(m.Payload))
-				got = append(got, m.ID)
-				require.NoError(t, m.Ack())
 			}
 			var want []string
 			for id := range live {
@@ -170,6 +185,9 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			held, err := s.TryPull(1)
 			require.NoError(t, err)
 			require.NoError(t, held[0].Nack(time.Hour)) // k2 held
+			// Faults come together: k1's batch record is garbled (its copy
+			// still names the values).
+			require.NoError(t, rdb.HSet(ctx, s.keys[7], strconv.FormatUint(bs[0].Receipt.Lease, 10), "garbled").Err())
 
 			key := s.keys[i]
 			saved, err := rdb.Dump(ctx, key).Result()
@@ -240,6 +258,107 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			sort.Strings(back)
 			sort.Strings(want)
 			require.Equal(t, want, back, "every live value comes back once")
+		})
+	}
+}
+
+// TestHousekeepBesideWrongType: a key of the wrong type that
+// housekeeping never touches (the ack queue's seq and dedup stamps, a
+// sorted queue's values) does not stop it: leases still end.
+func TestHousekeepBesideWrongType(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, i := range []int{0, 6} { // seq, acked
+		t.Run("ack "+strconv.Itoa(i), func(t *testing.T) {
+			clock := queuetest.NewClock()
+			q, err := Open(ctx, rdb, "housekeep-beside-"+strconv.Itoa(i), &Options{Clock: noTimers{clock}, ManualRequeue: true,
+				AckTimeout: time.Minute, DedupWindow: time.Hour})
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
+			require.NoError(t, err)
+			_, err = q.TryDequeue()
+			require.NoError(t, err)
+			require.NoError(t, rdb.Del(ctx, q.keys[i]).Err())
+			require.NoError(t, rdb.HSet(ctx, q.keys[i], "x", "1").Err())
+			clock.Advance(time.Hour)
+			n, err := q.RequeueExpired()
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			m, err := q.TryDequeue() // ready again
+			require.NoError(t, err)
+			require.Equal(t, "a", m.ID)
+		})
+	}
+	t.Run("sorted val", func(t *testing.T) {
+		clock := queuetest.NewClock()
+		s, err := OpenSorted[int64](ctx, rdb, "housekeep-beside-sorted", &SortedOptions{
+			Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute}})
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.Publish(ctx, 1, "k1", []byte("v1")))
+		_, err = s.TryPull(10)
+		require.NoError(t, err)
+		saved, err := rdb.Dump(ctx, s.keys[1]).Result()
+		require.NoError(t, err)
+		require.NoError(t, rdb.Del(ctx, s.keys[1]).Err())
+		require.NoError(t, rdb.Set(ctx, s.keys[1], "x", 0).Err())
+		clock.Advance(time.Hour)
+		n, err := s.RequeueExpired()
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.NoError(t, rdb.Del(ctx, s.keys[1]).Err())
+		require.NoError(t, rdb.Restore(ctx, s.keys[1], 0, saved).Err())
+		bs, err := s.TryPull(10)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		require.Equal(t, []byte("v1"), bs[0].Values[0].Payload)
+	})
+}
+
+// TestWrongTypeFirstEnqueue: the first enqueue of a queue also writes
+// the placeholders of its hot keys (keep in scripts/common.lua); with the
+// lease key of the wrong type it fails naming that key, consumes no seq,
+// and the first enqueue after the key's repair writes the placeholders.
+func TestWrongTypeFirstEnqueue(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, batch := range []bool{false, true} {
+		t.Run(strconv.FormatBool(batch), func(t *testing.T) {
+			q, err := Open(ctx, rdb, "first-enqueue-"+strconv.FormatBool(batch), &Options{ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			enqueue := func() error {
+				if batch {
+					_, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+					return err
+				}
+				_, err := q.Enqueue(ctx, []byte("a"))
+				return err
+			}
+			lease := q.keys[4]
+			require.NoError(t, rdb.Set(ctx, lease, "x", 0).Err())
+			require.ErrorContains(t, enqueue(), lease)
+			n, err := rdb.Exists(ctx, q.keys[0]).Result()
+			require.NoError(t, err)
+			if n > 0 {
+				seq, err := rdb.Get(ctx, q.keys[0]).Result()
+				require.NoError(t, err)
+				require.Equal(t, "0", seq, "no seq consumed")
+			}
+			require.NoError(t, rdb.Del(ctx, lease).Err())
+			require.NoError(t, enqueue())
+			m, err := q.TryDequeue()
+			require.NoError(t, err)
+			require.Equal(t, uint64(1), m.Receipt.Seq)
+			require.NoError(t, m.Ack())
+			for _, k := range []string{q.keys[2], q.keys[4]} {
+				n, err := rdb.ZCard(ctx, k).Result()
+				require.NoError(t, err)
+				require.NotZero(t, n, "%s keeps its placeholder", k)
+			}
 		})
 	}
 }

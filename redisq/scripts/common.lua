@@ -72,18 +72,24 @@ end
 -- TYPES are the types of the keys, in their order: a key the operator or
 -- a faulty client overwrote with another type makes a command on it fail,
 -- and a Lua error does not undo the writes before it (a dequeue's pop, a
--- giveback's end of the lease). So each function first checks the keys
--- it will touch after its first write (need), and a key of the wrong
--- type fails the call before anything is written, with an error naming
--- it. The checks are lists of key positions, made once per load.
+-- giveback's end of the lease). So a function either checks the keys it
+-- will touch after its first write (need) before that write, or, on the
+-- hot paths (a lone enqueue and dequeue), runs the command that may fail
+-- under pcall and takes back what it wrote; either way a key of the
+-- wrong type fails the call with the queue as it was, with an error
+-- naming it. The checks are lists of key positions, made once per load.
 local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 
 -- need returns an error reply naming the first key of the positions in
 -- list that holds another type than its own (absent is right), else nil.
+-- A server whose ACL refuses the user TYPE (a user set up by category,
+-- say +@all -@keyspace) answers with an error reply, never raised: the
+-- check is then skipped, and the call runs as it did before there were
+-- checks (a key of the wrong type then fails it where it meets it).
 local function need(list)
   for _, i in ipairs(list) do
-    local t = redis.call('TYPE', CALLKEYS[i])['ok']
-    if t ~= TYPES[i] and t ~= 'none' then
+    local t = redis.pcall('TYPE', CALLKEYS[i])['ok']
+    if t and t ~= TYPES[i] and t ~= 'none' then
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
     end
@@ -94,9 +100,13 @@ end
 -- The checks of each function (positions in TYPES). Keys read before the
 -- first write check themselves: their read fails first.
 local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
-local DELAYED, LEASE, BURY = {4}, {5}, {6, 8} -- see dequeue.lua
+local DELAYED, LEASE, BURY = {4}, {5}, {5, 6, 8} -- see dequeue.lua; bury writes lease, dead, stats
 local BURIES = 1000 -- the most messages a dequeue buries before it returns
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
+-- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
+-- seq or the dedup stamps: a wrong type there must not stop lease
+-- expiry. The dead-letter ops may write the stamps too (a purge).
+local HOUSEKEEP, DEADOPS = {2, 3, 4, 5, 6, 8}, {2, 3, 6, 7, 8}
 local ALL = {1, 2, 3, 4, 5, 6, 7, 8}
 
 local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after every ready-again one
@@ -109,9 +119,17 @@ local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after ever
 -- encodings from the start: a small listpack key recreated at every
 -- drain made each batch's HSET, HMGET, ZADD and ZMSCORE linear in the
 -- key's size, several times slower in a busy small queue.
+-- keep returns an error reply when one of those keys holds the wrong
+-- type; what it wrote before stays (placeholders only), and the caller
+-- takes back its seq, so that the next first enqueue writes them again.
 local function keep()
-  redis.call('HSET', K_MSG, '', KEEP)
-  for _, k in ipairs({K_READY, K_LEASE}) do redis.call('ZADD', k, 'inf', KEEP) end
+  local r = redis.pcall('HSET', K_MSG, '', KEEP)
+  if type(r) == 'table' then return r end
+  for _, k in ipairs({K_READY, K_LEASE}) do
+    r = redis.pcall('ZADD', k, 'inf', KEEP)
+    if type(r) == 'table' then return r end
+  end
+  return nil
 end
 
 -- card is the number of messages in the zset key.

@@ -2,7 +2,7 @@
 -- letter, ARGV[7] = how many at most when ''. Returns how many it
 -- changed; -1 when the id names no dead letter.
 do
-  local bad = need(ALL)
+  local bad = need(DEADOPS)
   if bad then return bad end
 end
 local op = ARGV[5]

@@ -3,7 +3,8 @@
 -- says one may be due (or nothing is ready), then leases up to max ready
 -- messages: ready again (lowest seq first), then never delivered
 -- (enqueue order). Returns {hint, seq, deliveries, body, ...} where hint
--- is the earliest delayed due time (-1 when none) if nothing was leased.
+-- is the earliest delayed due time (-1 when none) if nothing was leased,
+-- and -2, "call again", whenever the call stopped at BURIES burials.
 
 -- One message (a lone Dequeue): the same steps, with no table built but
 -- the reply. A record is rewritten in place: its deliveries go up by
@@ -174,7 +175,7 @@ while #seqs > 0 do
   seqs = {}
   if buried >= BURIES then
     woke = true -- the consumers left without a message look again
-    if k == 0 then hint = -2 end
+    hint = -2 -- and the caller calls again for those it leased none for
   elseif buried > was then
     seqs = popmany(max - k)
     if #seqs == 0 then -- nothing ready: promote, as above
@@ -185,8 +186,8 @@ while #seqs > 0 do
   end
 end
 if k < max then waiting() end
+if k == 0 or hint == -2 then out[1] = hint end
 if k == 0 then
-  out[1] = hint
   wake()
   return out
 end

@@ -8,7 +8,9 @@
 -- alone, not in a table.
 -- Keys of the wrong type (see need): a lone enqueue undoes its writes on
 -- one (seq fails first, ready the first write after it, msg the next);
--- the others check theirs before their first write.
+-- the others check theirs before their first write. The first enqueue
+-- of a queue takes back its seq when keep fails (lease is checked by
+-- nothing else).
 if window > 0 then
   local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format(INT, now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
@@ -18,7 +20,13 @@ end
 if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   local id = ARGV[7]
   local seq = redis.call('INCR', K_SEQ)
-  if seq == 1 then keep() end
+  if seq == 1 then
+    local bad = keep()
+    if bad then
+      redis.call('DECR', K_SEQ)
+      return bad
+    end
+  end
   local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
   -- Four new fields when '#q' was absent (see waiting): the message's
   -- three (a generated id is new) and '#q'.
@@ -75,7 +83,13 @@ do -- stats only counts producer ids
 end
 if m > 0 then
   seq = redis.call('INCRBY', K_SEQ, m) - m
-  if seq == 0 then keep() end
+  if seq == 0 then
+    local bad = keep()
+    if bad then
+      redis.call('INCRBY', K_SEQ, -m)
+      return bad
+    end
+  end
 end
 for i = 0, n - 1 do
   if skip[i] then

@@ -8,7 +8,7 @@
 -- set later may have relied on it and not been announced. A '#t' that
 -- has passed is removed.
 do
-  local bad = need(ALL)
+  local bad = need(HOUSEKEEP)
   if bad then return bad end
 end
 local state = redis.call('HMGET', K_MSG, '#w', '#t')

@@ -59,22 +59,25 @@ local NEED = {
   nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
   extend = {},
   dead = {4, 5, 6, 7, 10, 11, 12, 13},
-  housekeep = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+  housekeep = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, -- not val, which it never touches
   stats = {},
 }
 
 -- need returns an error reply naming the first key op needs that holds
--- another type than its own (absent is right), else nil.
+-- another type than its own (absent is right), else nil. Where the
+-- server's ACL refuses TYPE, the check is skipped, as in common.lua.
 local function need(op)
   for _, i in ipairs(NEED[op] or {}) do
-    local t = redis.call('TYPE', CALLKEYS[i])['ok']
-    if t ~= TYPES[i] and t ~= 'none' then
+    local t = redis.pcall('TYPE', CALLKEYS[i])['ok']
+    if t and t ~= TYPES[i] and t ~= 'none' then
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
     end
   end
   return nil
 end
+
+local IDLE = 1000 -- the most order members a pull takes without leasing them (sorted_ops.lua)
 
 local function keyprefix(key)
   return string.char(math.floor(#key / 256), #key % 256) .. key
@@ -115,7 +118,9 @@ end
 -- keyOf returns the key of an order member, nil when m has no sort part
 -- of the kind fixed says (a member written by hand, or by a handle of
 -- another sort key type). A string sort part ends at its first 00 01: a
--- 00 inside it is escaped as 00 FF.
+-- 00 inside it is escaped as 00 FF, so a part holding a 00 not followed
+-- by FF is no string's (an int's 8 bytes, say, such as 1's, which end in
+-- 00 01).
 local function keyOf(m, fixed8)
   if fixed8 then
     if #m < 8 then return nil end
@@ -123,6 +128,8 @@ local function keyOf(m, fixed8)
   end
   local at = string.find(m, '\0\1', 1, true)
   if not at then return nil end
+  local part = string.sub(m, 1, at - 1)
+  if string.find(part, '%z[^\255]') or string.find(part, '%z$') then return nil end
   return string.sub(m, at + 2)
 end
 

@@ -40,15 +40,24 @@ if op == 'publish' then
   result = seq
 elseif op == 'pull' then
   -- 8 max, 9 bound ('' for none), 10.. lease tokens. Returns {batches,
-  -- earliest hold end or -1, sortpart of the first key or ''}. Every
-  -- step of the loop takes a member off the order (a key, or a stray),
-  -- and a batch takes a token: it ends however the stored data reads.
+  -- earliest hold end or -1, sortpart of the first key or '', again}.
+  -- Every step of the loop takes a member off the order (a key, or a
+  -- stray), and a batch takes a token: it ends however the stored data
+  -- reads. A step that leases nothing (a stray, a key whose pending
+  -- values are gone) counts as idle: at IDLE of them the call stops and
+  -- returns again = 1, "call again", so that no stored data makes one
+  -- call run long and a pull does not report empty while a key behind
+  -- them is pullable.
   release()
   local max, bound = tonumber(ARGV[8]), ARGV[9]
   local tokens = #ARGV - 9
-  local out, n, strays = {}, 0, 0
+  local out, n, idle, again = {}, 0, 0, 0
   local minlen = fixed and 16 or 10 -- sort part and seq after the key's prefix
   while n < max and #out < tokens do
+    if idle == IDLE then
+      again = 1
+      break
+    end
     local m = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
     if not m or (bound ~= '' and bytesGreater(string.sub(m, 1, #bound), bound)) then break end
     local key, other = placed(m)
@@ -58,15 +67,9 @@ elseif op == 'pull' then
       end
       break
     end
-    if not key then
-      -- A stray names no values: dropped. At most 1000 a call; the
-      -- wake-up makes waiting pulls look again.
+    if not key then -- a stray names no values: dropped
       redis.call('ZREM', K_ORDER, m)
-      strays = strays + 1
-      if strays == 1000 then
-        woke = true
-        break
-      end
+      idle = idle + 1
     else
       local p = keyprefix(key)
       local found = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
@@ -89,11 +92,13 @@ elseif op == 'pull' then
         local rec = cmsgpack.pack({key, members, now})
         redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
         redis.call('ZADD', K_BDUE, now + ackto, tok)
-    redis.call('HINCRBY', K_FLIGHT, key, 1)
-    redis.call('HINCRBY', K_STATS, 'pulled', 1)
+        redis.call('HINCRBY', K_FLIGHT, key, 1)
+        redis.call('HINCRBY', K_STATS, 'pulled', 1)
         redis.call('HINCRBY', K_STATS, 'leased', #members)
         out[#out + 1] = {tok, key, vals}
         n = n + #members
+      else
+        idle = idle + 1
       end
     end
   end
@@ -103,7 +108,7 @@ elseif op == 'pull' then
   else
     head = ''
   end
-  result = {out, first(K_HOLD), head}
+  result = {out, first(K_HOLD), head, again}
 elseif op == 'ack' or op == 'nack' or op == 'extend' or op == 'dead' then
   -- 8 lease token, 9 argument. Returns 0, or 1 when the lease is lost.
   local tok = ARGV[8]

@@ -1,0 +1,140 @@
+package redisq
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// aclCommands are the commands doc.go says a server with ACLs must let the
+// client's user run: those of Open and the handles, and every one the
+// libraries' functions run (Redis checks a script's commands too).
+var aclCommands = []string{
+	"FCALL", "FUNCTION|LOAD", "FUNCTION|LIST", "SUBSCRIBE", "PING", "HGET", "HSETNX",
+	"DECR", "GET", "HDEL", "HGETALL", "HINCRBY", "HMGET", "HSET", "INCR", "INCRBY", "PUBLISH", "TYPE",
+	"ZADD", "ZCARD", "ZCOUNT", "ZMSCORE", "ZPOPMIN", "ZRANGE", "ZRANGEBYLEX", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
+}
+
+// aclUser makes the user app with the given rules and returns a client
+// logged in as it.
+func aclUser(t *testing.T, srv *redistest.Server, rules ...string) *redis.Client {
+	t.Helper()
+	admin := srv.Client()
+	ctx := context.Background()
+	require.NoError(t, admin.Do(ctx, "ACL", "DELUSER", "app").Err())
+	args := []any{"ACL", "SETUSER", "app", "reset", "on", ">pw", "~*", "&*"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	require.NoError(t, admin.Do(ctx, args...).Err())
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "app", Password: "pw"})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestACLWithoutType: a user that may not run TYPE (a user set up by
+// command category, say +@all -@keyspace) ran the queue before the
+// scripts checked key types; it must still, and no refusal may lose a
+// message: every enqueued message is leased, acked and counted.
+func TestACLWithoutType(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := aclUser(t, srv, "+@all", "-type")
+	aclRun(t, rdb, "notype")
+}
+
+// TestACLWithoutKeyspace: the same for a user without the keyspace
+// commands (EXISTS, TYPE, DEL...), which Open and the scripts need not.
+func TestACLWithoutKeyspace(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := aclUser(t, srv, "+@all", "-@keyspace")
+	aclRun(t, rdb, "nokeyspace")
+}
+
+// TestACLDocumented: a user allowed exactly the commands doc.go lists
+// (and the connection's own) runs both kinds of queue end to end.
+func TestACLDocumented(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	text := strings.ReplaceAll(string(doc), "\n//", "")
+	rules := []string{"+hello"} // the connection's handshake
+	for _, c := range aclCommands {
+		require.True(t, strings.Contains(text, strings.ReplaceAll(c, "|", " ")), "doc.go's ACL note lacks %s", c)
+		rules = append(rules, "+"+strings.ToLower(c))
+	}
+	srv := redistest.Start(t)
+	rdb := aclUser(t, srv, rules...)
+	require.ErrorContains(t, rdb.Del(context.Background(), "x").Err(), "NOPERM") // the ACL holds
+	aclRun(t, rdb, "documented")
+}
+
+// aclRun runs every kind of call of both queues through rdb, and checks
+// that nothing is lost.
+func aclRun(t *testing.T, rdb *redis.Client, name string) {
+	ctx := context.Background()
+	opts := Options{TrustServer: true, AckTimeout: time.Minute, DedupWindow: time.Hour}
+	q, err := Open(ctx, rdb, "acl-"+name, &opts)
+	require.NoError(t, err)
+	defer q.Close()
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := q.Enqueue(ctx, []byte("p-"+id), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	_, err = q.Enqueue(ctx, []byte("p-late"), queue.WithDelay(time.Millisecond))
+	require.NoError(t, err)
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("p-d")}, {Payload: []byte("p-e")}})
+	require.NoError(t, err)
+	for range 3 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err, "lone dequeue")
+		require.NoError(t, m.Ack())
+	}
+	time.Sleep(5 * time.Millisecond) // "late" is due
+	ms, err := q.DequeueBatch(ctx, 2)
+	require.NoError(t, err, "batch dequeue")
+	require.Len(t, ms, 2)
+	require.NoError(t, ms[0].Nack(0))
+	require.NoError(t, ms[1].DeadLetter("kept dead"))
+	ms, err = q.DequeueBatch(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	for _, m := range ms {
+		require.NoError(t, m.Ack())
+	}
+	n, err := q.RequeueAllDead()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.Ack())
+	st, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [4]int64{0, 0, 0, 0}, [4]int64{st.Ready, st.Delayed, st.InFlight, st.Dead})
+	require.Equal(t, uint64(6), st.Acked)
+
+	s, err := OpenSorted[string](ctx, rdb, "acl-sorted-"+name, &SortedOptions{Options: opts})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, "x", "k1", []byte("v1")))
+	require.NoError(t, s.Publish(ctx, "y", "k1", []byte("v2")))
+	require.NoError(t, s.Publish(ctx, "x", "k2", []byte("v3")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err, "pull")
+	require.Len(t, bs, 2)
+	require.NoError(t, s.Nack(bs[0].Receipt, 0))
+	require.NoError(t, s.Ack(bs[1].Receipt))
+	bs, err = s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.NoError(t, s.Ack(bs[0].Receipt))
+	sst, err := s.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{0, 0, 0}, [3]int{sst.SortedPending, sst.SortedBatches, sst.SortedLeased})
+	require.Equal(t, uint64(3), sst.Published)
+}
