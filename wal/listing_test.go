@@ -66,7 +66,8 @@ func dirPrint(t testing.TB, dir string) map[string][32]byte {
 // during it (the next listing shows it), a segment removed by TruncateFront
 // between the listing and its open. Such an Open reads the log as it was,
 // whole; a segment missing from every listing is still damage. A
-// read-only Open and Close change no file.
+// read-only Open and Close change no file, not even to finish an
+// interrupted truncation.
 func TestReadOnlyOpenBesideWriter(t *testing.T) {
 	const n = 400
 	tests := []struct {
@@ -97,6 +98,14 @@ func TestReadOnlyOpenBesideWriter(t *testing.T) {
 				return des
 			}, segs[0]
 		}},
+		{name: "truncation interrupted", first: 2, hook: func(segs []string) (func(int, []os.DirEntry) []os.DirEntry, string) {
+			// TruncateFront had marked the segments before segs[2] for
+			// removal: a read-only Open obeys the mark, and leaves it.
+			if err := os.WriteFile(segs[2]+".FRONT", nil, 0o600); err != nil {
+				panic(err)
+			}
+			return func(_ int, des []os.DirEntry) []os.DirEntry { return des }, ""
+		}},
 		{name: "segment missing from every listing", corrupt: true, hook: func(segs []string) (func(int, []os.DirEntry) []os.DirEntry, string) {
 			hidden := filepath.Base(segs[len(segs)/2])
 			return func(_ int, des []os.DirEntry) []os.DirEntry { return without(des, hidden) }, ""
@@ -125,8 +134,8 @@ func TestReadOnlyOpenBesideWriter(t *testing.T) {
 			}
 			firstLSN := layoutOf(t, dir)[0].first
 			keep := firstOf(layoutOf(t, dir), segs[tc.first]).first
-			before := dirPrint(t, dir)
 			hook, removed := tc.hook(segs)
+			before := dirPrint(t, dir)
 			r, err := wal.Open(dir, &wal.Options{ReadOnly: true, FS: &listingFS{hook: hook}})
 			switch {
 			case tc.corrupt:
