@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,16 +22,33 @@ func liveBody(id string) string { return "body of " + id + strings.Repeat(".", 2
 // TestReadOnlyBesideBusyQueue opens a queue read-only, again and again,
 // while its writer enqueues, delivers, acks, nacks and dead-letters with
 // small segments and compactions that copy messages forward and cut the
-// log under the reader. Every message a read-only open shows (Browse,
-// Peek, DeadLetters, ReadLog) must carry its own payload and headers; an
-// error is allowed only as a refusal to read (the writer removed a file
-// under it), never ErrCorrupt of a healthy queue.
+// log under the reader. A backlog keeps a few hundred segments, so that
+// the writer's rolls can tear a listing of them. Every message a read-only
+// open shows (Browse, Peek, DeadLetters, ReadLog) must carry its own
+// payload and headers; an error is allowed only as a refusal to read (the
+// writer removed a file under it), never ErrCorrupt of a healthy queue.
 func TestReadOnlyBesideBusyQueue(t *testing.T) {
 	dir := t.TempDir()
 	q := open(t, dir, &queue.Options{SegmentSize: 8 << 10, SnapshotBytes: 16 << 10, MaxDeliveries: 3,
 		Sync: queue.SyncNever})
+	// A backlog of a few thousand messages keeps a few hundred segments
+	// in the log: more names than one getdents call returns, so that a
+	// listing of the directory can be torn by the writer's rolls.
+	for i := 0; i < liveBacklog; i += 20 {
+		items := make([]queue.Item, 20)
+		for k := range items {
+			id := fmt.Sprintf("b-%d", i+k)
+			items[k] = queue.Item{ID: id, Payload: []byte(liveBody(id)), Headers: map[string]string{"id": id}}
+		}
+		_, err := q.EnqueueBatch(context.Background(), items)
+		require.NoError(t, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	stop := func() error { cancel(); wg.Wait(); return q.Close() }
+	// A failed check ends the test at once: the writer must stop before
+	// the directory is removed, or its errors would be the ones reported.
+	t.Cleanup(func() { _ = stop() })
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -73,10 +92,14 @@ func TestReadOnlyBesideBusyQueue(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(3 * time.Second)
-	var opens, shown int
+	var opens, logOpens, shown int
 	refused := map[string]int{}
 	for time.Now().Before(deadline) && !t.Failed() {
 		n, err := inspectLive(dir)
+		for k := 0; k < liveQuick && err == nil && time.Now().Before(deadline); k++ {
+			err = readLogSample(dir, 1) // an open of the log, mostly
+			logOpens++
+		}
 		if err != nil {
 			require.NotErrorIs(t, err, errWrong)
 			require.NotErrorIs(t, err, queue.ErrCorrupt, "a read-only open beside a healthy queue")
@@ -86,12 +109,24 @@ func TestReadOnlyBesideBusyQueue(t *testing.T) {
 		opens++
 		shown += n
 	}
-	cancel()
-	wg.Wait()
-	require.NoError(t, q.Close())
-	t.Logf("%d read-only opens showed %d messages; refused: %v", opens, shown, refused)
+	segs, err := os.ReadDir(filepath.Join(dir, "log"))
+	require.NoError(t, err)
+	require.NoError(t, stop())
+	t.Logf("%d read-only opens showed %d messages, %d more opens of the log; refused: %v; %d files in log/ at the end",
+		opens, shown, logOpens, refused, len(segs))
 	require.Positive(t, opens)
 }
+
+// liveBacklog is how many messages wait in the queue before the test starts.
+const liveBacklog = 8000
+
+// liveSample is how many messages of each state a read-only open checks:
+// a sample, so that the opens, where a writer can tear the listing of the
+// segments, come often.
+const liveSample = 100
+
+// liveQuick is how many quick opens of the log follow each checked open.
+const liveQuick = 20
 
 // inspectLive opens dir read-only and checks every message it shows.
 func inspectLive(dir string) (int, error) {
@@ -102,7 +137,7 @@ func inspectLive(dir string) (int, error) {
 	defer r.Close()
 	n := 0
 	for st := queue.StateReady; st <= queue.StateDead; st++ {
-		infos, err := r.Browse(st, 0, 1000)
+		infos, err := r.Browse(st, 0, liveSample)
 		if err != nil {
 			return n, fmt.Errorf("browse %s: %w", st, err)
 		}
@@ -117,7 +152,7 @@ func inspectLive(dir string) (int, error) {
 			n++
 		}
 	}
-	dead, err := r.DeadLetters(0, 1000)
+	dead, err := r.DeadLetters(0, liveSample)
 	if err != nil {
 		return n, fmt.Errorf("dead letters: %w", err)
 	}
@@ -126,13 +161,28 @@ func inspectLive(dir string) (int, error) {
 			return n, fmt.Errorf("%w: dead letter %s: payload %.40q", errWrong, d.ID, d.Payload)
 		}
 	}
-	err = queue.ReadLog(dir, 0, func(rec queue.Record) error {
+	return n, readLogSample(dir, 10*liveSample)
+}
+
+// readLogSample reads the first n records of dir's log and checks them.
+func readLogSample(dir string, n int) error {
+	read := 0
+	err := queue.ReadLog(dir, 0, func(rec queue.Record) error {
 		if rec.Payload != nil && string(rec.Payload) != liveBody(rec.ID) && rec.ID != "" {
 			return fmt.Errorf("%w: log record %d (%s of %s): payload %.40q", errWrong, rec.LSN, rec.Op, rec.ID, rec.Payload)
 		}
+		if read++; read == n {
+			return errEnough
+		}
 		return nil
 	})
-	return n, err
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
 }
+
+// errEnough stops ReadLog once it has checked a sample of the log.
+var errEnough = errors.New("enough records read")
 
 var errWrong = errors.New("wrong message")

@@ -67,6 +67,10 @@
 //   - Options.ReadOnly opens without tidwall/wal and writes nothing: a torn
 //     tail is reported but not cut. Verify checks every entry of every
 //     segment; to inspect a damaged log, open it ReadOnly with Salvage.
+//     Beside a process writing the log it lists the directory again after
+//     opening the segments, and starts over when a roll or TruncateFront
+//     changed it under the listing (listing.go); the files it opened stay
+//     readable whatever the writer removes afterwards.
 //
 // # Sync modes and what a crash can lose
 //

@@ -78,17 +78,16 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 	l := &Log{dir: dir, opts: o, wake: make(chan struct{}, 1),
 		reqs: make(chan request), stop: make(chan struct{}), exited: make(chan struct{})}
 	l.readers.New = func() any { return &segReader{ahead: indexSpacing} }
-	// 1. Lock the directory; find the segments, finishing an interrupted
-	//    truncation first.
-	names, err := l.listSegments()
-	if err != nil {
-		l.unlock()
+	// 1. Lock the directory; find and open the segments, finishing an
+	//    interrupted truncation first.
+	if err := l.openListed(); err != nil {
+		l.releaseAll()
 		return nil, err
 	}
 	// 2. Check the tail and learn where every segment starts; check the
 	//    shape of the log; only then cut a torn tail (so that a log that
 	//    fails a check is left as it was).
-	if err := l.load(names); err != nil {
+	if err := l.load(); err != nil {
 		l.releaseAll()
 		return nil, err
 	}
@@ -130,9 +129,8 @@ func (l *Log) listSegments() ([]segName, error) {
 	return prepareDir(l.opts.FS, l.dir, d)
 }
 
-// load opens every segment, repairs the tail and reads the sealed
-// segments' first headers (or, under Salvage, scans them all).
-func (l *Log) load(names []segName) error {
+// openSegments opens the listed segments and learns their sizes.
+func (l *Log) openSegments(names []segName) error {
 	for _, n := range names {
 		file, err := openSegFile(l.opts.FS, n.path)
 		if err != nil {
@@ -146,6 +144,12 @@ func (l *Log) load(names []segName) error {
 		}
 		s.size = fi.Size()
 	}
+	return nil
+}
+
+// load repairs the tail and reads the sealed segments' first headers (or,
+// under Salvage, scans them all).
+func (l *Log) load() error {
 	if len(l.seg.list) == 0 {
 		return nil
 	}
