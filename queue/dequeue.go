@@ -303,25 +303,25 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 
 // deliver waits until the leases are written and reads the payloads that
 // were not read under the lock. It returns the deliveries whose payload
-// it has, with the first read error: a message it cannot read stays
-// leased, and the others, leased by the same call, go to the caller, not
-// back to the queue a delivery older.
+// it has, with a *ReadError for each message it cannot read, joined
+// (errors.Join): such a message stays leased, and the others, leased by
+// the same call, go to the caller, not back to the queue a delivery older.
 func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
-	var first error
+	var errs []error
 	out := ds[:0]
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				first = cmp.Or(first, error(&ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err}))
+				errs = append(errs, &ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err})
 				continue
 			}
 		}
 		out = append(out, d)
 	}
-	return out, first
+	return out, errors.Join(errs...)
 }
 
 // readPayload fills m's payload and headers from the record at loc. If a
