@@ -68,6 +68,9 @@ func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
 		return Message{}, err
 	}
 	m, err := s.q.Peek(r.seq)
+	if errors.Is(err, queue.ErrCorrupt) {
+		return s.damagedDead(r, err)
+	}
 	if errors.Is(err, queue.ErrNotFound) {
 		return Message{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
@@ -80,6 +83,25 @@ func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
 	out := fromInfo(m)
 	out.Headers, out.Payload = m.Headers, m.Payload
 	return out, nil
+}
+
+// damagedDead returns the dead letter r names, whose payload Peek could
+// not read (peekErr), as DeadLetters lists it: without payload, its
+// reason telling why. A message of another state returns peekErr.
+func (s queueSource) damagedDead(r ref, peekErr error) (Message, error) {
+	ds, err := s.q.DeadLetters(r.seq, 1)
+	if err != nil {
+		return Message{}, err
+	}
+	if len(ds) == 0 || ds[0].Seq != r.seq {
+		return Message{}, peekErr
+	}
+	d := ds[0]
+	if err := r.check(d.Seq, d.ID); err != nil {
+		return Message{}, err
+	}
+	return Message{Ref: deadLetterRef(d.Seq, d.ID), ID: d.ID, State: queue.StateDead.String(),
+		EnqueuedAt: d.EnqueuedAt, Deliveries: d.Deliveries, Reason: d.Reason}, nil
 }
 
 func (s queueSource) RequeueDead(ctx context.Context, ref string) error {
