@@ -225,7 +225,7 @@ func mustName(text string) error {
 // is "seq@published-unix-ns"; ID is "key/seq"). A Ref whose seq now holds
 // a value published at another time, as after a power loss that gave the
 // seq to a new publish, is not found, never requeued or purged; a bare
-// seq is taken too, unchecked.
+// seq is viewed, but the actions refuse it.
 func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
 
 type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
@@ -279,26 +279,25 @@ func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error)
 }
 
 func (s sortedSource[K]) RequeueDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.RequeueDead, s.s.RequeueDeadValue)
+	return s.deadAction(ref, s.s.RequeueDeadValue)
 }
 
 func (s sortedSource[K]) PurgeDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.PurgeDead, s.s.PurgeDeadValue)
+	return s.deadAction(ref, s.s.PurgeDeadValue)
 }
 
-// deadAction runs act on the dead value ref names: bySeq for a bare seq,
-// byValue, which checks the publish time, for a fenced reference.
-func (s sortedSource[K]) deadAction(ref string, bySeq func(uint64) error, byValue func(queue.DeadValue[K]) error) error {
+// deadAction runs act on the dead value ref names, which act checks by
+// its publish time: only a seq@published-unix-ns reference is taken, as
+// a bare seq read before a crash may name another value since.
+func (s sortedSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error) error {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return err
 	}
-	if r.fenced {
-		err = byValue(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)})
-	} else {
-		err = bySeq(r.seq)
+	if !r.fenced {
+		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
 	}
-	if err != nil {
+	if err := act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)}); err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			return fmt.Errorf("%w: %w", ErrNotFound, err)
 		}
