@@ -58,7 +58,18 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 // again at once: dead-letter it by its name (Queue.DeadLetterID with ID,
 // Sorted.DeadLetter with Receipt), or let its lease run out, after which
 // it is delivered again and dead-lettered at MaxDeliveries. Get it with
-// errors.As; errors.Is sees Err (ErrCorrupt, or another read error).
+// errors.As; errors.Is sees Err (ErrCorrupt, or another read error). A
+// delivery that cannot read several joins a ReadError for each
+// (errors.Join): walk Unwrap() []error to name them all.
+//
+// DeadLetterID with ID acts on whoever holds the message now: call it
+// promptly, well within AckTimeout, or let the lease run out; once the
+// lease has ended the message may be delivered elsewhere and read there
+// (after a transient error), and DeadLetterID would take it from that
+// delivery. Sorted.DeadLetter with Receipt dead-letters the key's whole
+// batch, its readable values too. Requeueing a damaged dead letter makes
+// it fail again at each delivery until the directory is repaired (walq
+// repair); purge it, or repair first.
 type ReadError struct {
 	ID      string       // the message's id; "" for a sorted batch
 	Seq     uint64       // the message's, or the sorted value's, sequence number
