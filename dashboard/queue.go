@@ -68,6 +68,9 @@ func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
 		return Message{}, err
 	}
 	m, err := s.q.Peek(r.seq)
+	if errors.Is(err, queue.ErrCorrupt) {
+		return s.damagedDead(r, err)
+	}
 	if errors.Is(err, queue.ErrNotFound) {
 		return Message{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
@@ -80,6 +83,25 @@ func (s queueSource) Message(_ context.Context, ref string) (Message, error) {
 	out := fromInfo(m)
 	out.Headers, out.Payload = m.Headers, m.Payload
 	return out, nil
+}
+
+// damagedDead returns the dead letter r names, whose payload Peek could
+// not read (peekErr), as DeadLetters lists it: without payload, its
+// reason telling why. A message of another state returns peekErr.
+func (s queueSource) damagedDead(r ref, peekErr error) (Message, error) {
+	ds, err := s.q.DeadLetters(r.seq, 1)
+	if err != nil {
+		return Message{}, err
+	}
+	if len(ds) == 0 || ds[0].Seq != r.seq {
+		return Message{}, peekErr
+	}
+	d := ds[0]
+	if err := r.check(d.Seq, d.ID); err != nil {
+		return Message{}, err
+	}
+	return Message{Ref: deadLetterRef(d.Seq, d.ID), ID: d.ID, State: queue.StateDead.String(),
+		EnqueuedAt: d.EnqueuedAt, Deliveries: d.Deliveries, Reason: d.Reason}, nil
 }
 
 func (s queueSource) RequeueDead(ctx context.Context, ref string) error {
@@ -203,7 +225,7 @@ func mustName(text string) error {
 // is "seq@published-unix-ns"; ID is "key/seq"). A Ref whose seq now holds
 // a value published at another time, as after a power loss that gave the
 // seq to a new publish, is not found, never requeued or purged; a bare
-// seq is taken too, unchecked.
+// seq is viewed, but the actions refuse it.
 func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
 
 type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
@@ -257,26 +279,25 @@ func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error)
 }
 
 func (s sortedSource[K]) RequeueDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.RequeueDead, s.s.RequeueDeadValue)
+	return s.deadAction(ref, s.s.RequeueDeadValue)
 }
 
 func (s sortedSource[K]) PurgeDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.PurgeDead, s.s.PurgeDeadValue)
+	return s.deadAction(ref, s.s.PurgeDeadValue)
 }
 
-// deadAction runs act on the dead value ref names: bySeq for a bare seq,
-// byValue, which checks the publish time, for a fenced reference.
-func (s sortedSource[K]) deadAction(ref string, bySeq func(uint64) error, byValue func(queue.DeadValue[K]) error) error {
+// deadAction runs act on the dead value ref names, which act checks by
+// its publish time: only a seq@published-unix-ns reference is taken, as
+// a bare seq read before a crash may name another value since.
+func (s sortedSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error) error {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return err
 	}
-	if r.fenced {
-		err = byValue(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)})
-	} else {
-		err = bySeq(r.seq)
+	if !r.fenced {
+		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
 	}
-	if err != nil {
+	if err := act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)}); err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			return fmt.Errorf("%w: %w", ErrNotFound, err)
 		}

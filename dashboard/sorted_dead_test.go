@@ -16,8 +16,8 @@ import (
 // as SEQ@PUBLISHED_UNIX_NS; a reference whose seq now holds a value
 // published at another time (as after a power loss that gave the seq to a
 // new publish) is not found by the message view, requeue or purge, and
-// the value stays dead. Pages follow such references, and a bare seq
-// still works.
+// the value stays dead. Pages follow such references; a bare seq is
+// viewed, but requeue and purge refuse it (400), as for ack queues.
 func TestSortedDeadRefIsFenced(t *testing.T) {
 	sq, err := queue.OpenSorted[int](t.TempDir(), &queue.SortedOptions{Options: queue.Options{ManualRequeue: true}})
 	require.NoError(t, err)
@@ -73,8 +73,15 @@ func TestSortedDeadRefIsFenced(t *testing.T) {
 	require.Equal(t, refs[0], one.Ref)
 	code, msg := post(t, s.URL+"/queue/api/dead/requeue", `{"ref":"`+refs[0]+`"}`, same)
 	require.Equal(t, 200, code, msg)
-	code, msg = post(t, s.URL+"/queue/api/dead/purge", `{"ref":"`+strconv.FormatUint(ds[1].Seq, 10)+`"}`, same)
-	require.Equal(t, 200, code, "a bare seq: %s", msg)
+	bare := strconv.FormatUint(ds[1].Seq, 10)
+	for _, action := range []string{"requeue", "purge"} {
+		code, msg = post(t, s.URL+"/queue/api/dead/"+action, `{"ref":"`+bare+`"}`, same)
+		require.Equal(t, 400, code, "%s of a bare seq, which a crash may have given to another value: %s", action, msg)
+	}
+	require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/message?ref="+bare, &one), "a bare seq is viewed")
+	require.Equal(t, refs[1], one.Ref, "the view names the value in full")
+	code, msg = post(t, s.URL+"/queue/api/dead/purge", `{"ref":"`+refs[1]+`"}`, same)
+	require.Equal(t, 200, code, msg)
 	now, err = sq.DeadValues(0, 0)
 	require.NoError(t, err)
 	require.Equal(t, ds[2:], now)

@@ -58,7 +58,18 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 // again at once: dead-letter it by its name (Queue.DeadLetterID with ID,
 // Sorted.DeadLetter with Receipt), or let its lease run out, after which
 // it is delivered again and dead-lettered at MaxDeliveries. Get it with
-// errors.As; errors.Is sees Err (ErrCorrupt, or another read error).
+// errors.As; errors.Is sees Err (ErrCorrupt, or another read error). A
+// delivery that cannot read several joins a ReadError for each
+// (errors.Join): walk Unwrap() []error to name them all.
+//
+// DeadLetterID with ID acts on whoever holds the message now: call it
+// promptly, well within AckTimeout, or let the lease run out; once the
+// lease has ended the message may be delivered elsewhere and read there
+// (after a transient error), and DeadLetterID would take it from that
+// delivery. Sorted.DeadLetter with Receipt dead-letters the key's whole
+// batch, its readable values too. Requeueing a damaged dead letter makes
+// it fail again at each delivery until the directory is repaired (walq
+// repair); purge it, or repair first.
 type ReadError struct {
 	ID      string       // the message's id; "" for a sorted batch
 	Seq     uint64       // the message's, or the sorted value's, sequence number
@@ -303,25 +314,25 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 
 // deliver waits until the leases are written and reads the payloads that
 // were not read under the lock. It returns the deliveries whose payload
-// it has, with the first read error: a message it cannot read stays
-// leased, and the others, leased by the same call, go to the caller, not
-// back to the queue a delivery older.
+// it has, with a *ReadError for each message it cannot read, joined
+// (errors.Join): such a message stays leased, and the others, leased by
+// the same call, go to the caller, not back to the queue a delivery older.
 func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
-	var first error
+	var errs []error
 	out := ds[:0]
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				first = cmp.Or(first, error(&ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err}))
+				errs = append(errs, &ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err})
 				continue
 			}
 		}
 		out = append(out, d)
 	}
-	return out, first
+	return out, errors.Join(errs...)
 }
 
 // readPayload fills m's payload and headers from the record at loc. If a

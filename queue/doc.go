@@ -155,6 +155,22 @@
 // it, so the entries after a damaged one, up to the next index point of
 // its segment, cannot be read either.
 //
+// A delivery names every message or batch it could not read: the error
+// joins one *ReadError for each (errors.Join; errors.As finds the first,
+// Unwrap() []error gives them all). DeadLetterID with a ReadError's ID
+// acts on whoever holds that message now: do it promptly, well within
+// AckTimeout, or let the lease run out, as after the lease ends the
+// message may be delivered, and read, elsewhere (a transient read error),
+// and DeadLetterID would then take it from that delivery. A sorted
+// batch's Receipt is fenced and names only the pull that failed, but
+// Sorted.DeadLetter with it dead-letters the key's whole batch, the
+// readable values too. Sorted.DeadValues lists a damaged dead value as
+// DeadLetters does, without payload. Requeueing a damaged dead letter or
+// value (RequeueDead, RequeueAllDead, the dashboard) only makes it fail
+// again at each delivery until the directory is repaired (walq repair),
+// and with MaxDeliveries < 0 it is then delivered again at every lease's
+// end for ever: repair first, or purge it.
+//
 // # Sorted and windowed queues
 //
 // OpenSorted opens a queue of values ordered by a sort key (any integer,

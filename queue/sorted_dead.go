@@ -85,7 +85,12 @@ type DeadValue[K SortKey] struct {
 }
 
 // DeadValues returns up to max dead values whose Seq is at least from, in
-// Seq order, with their payloads; max <= 0 means all of them.
+// Seq order, with their payloads; max <= 0 means all of them. A value
+// whose payload cannot be read (damage, ErrCorrupt) is listed all the
+// same, as Queue.DeadLetters lists a damaged letter: without payload, its
+// reason ending with "; corrupt record: " and the read error, so that it
+// can still be told, requeued or purged by its name. Another read error
+// fails the call.
 func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	q := s.q
 	q.mu.Lock()
@@ -102,10 +107,16 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	out := make([]DeadValue[K], 0, len(ds))
 	for _, d := range ds {
 		v, err := s.deadValue(d)
+		reason := d.Reason
+		if errors.Is(err, ErrCorrupt) {
+			reason += "; " + corruptReason + err.Error()
+			v, err = s.value(d.SortedValue, []byte{}) // from the index alone
+			v.Payload = nil
+		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, DeadValue[K]{Seq: d.Seq, Key: d.Key, Sort: v.Sort, Reason: d.Reason,
+		out = append(out, DeadValue[K]{Seq: d.Seq, Key: d.Key, Sort: v.Sort, Reason: reason,
 			Deliveries: v.Deliveries, PublishedAt: v.PublishedAt, Payload: v.Payload})
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -142,27 +143,28 @@ func (q *Queue) untilPullableLocked(window time.Duration) time.Duration {
 
 // deliver waits until the pulls are written (as Dequeue does) and fills
 // the payloads not cached. It returns the batches whose values it could
-// all read, with the first read error (nil batches when none): a batch it
-// cannot read stays leased, and the other keys pulled by the same call go
-// to the caller, not back to the queue a delivery older.
+// all read (nil batches when none), with a *ReadError for each batch it
+// cannot read, joined (errors.Join): such a batch stays leased, and the
+// other keys pulled by the same call go to the caller, not back to the
+// queue a delivery older.
 func (s *Sorted[K]) deliver(bs []pulled, c *wal.Commit) ([]*Batch[K], error) {
 	if err := waitWritten(c); err != nil {
 		return nil, err
 	}
 	out := make([]*Batch[K], 0, len(bs))
-	var first error
+	var errs []error
 	for _, b := range bs {
 		pb, err := s.batch(b)
 		if err != nil {
-			first = cmp.Or(first, err)
+			errs = append(errs, err)
 			continue
 		}
 		out = append(out, pb)
 	}
 	if len(out) == 0 {
-		return nil, first // nil, not empty: no batch was delivered
+		return nil, errors.Join(errs...) // nil, not empty: no batch was delivered
 	}
-	return out, first
+	return out, errors.Join(errs...)
 }
 
 // batch makes the Batch of b, reading the payloads not cached; a value it

@@ -1,0 +1,97 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walq/walq/dashboard"
+	"github.com/walq/walq/internal/testhook"
+	"github.com/walq/walq/queue"
+)
+
+// TestDamagedDeadLetterActions: a dead letter whose payload cannot be
+// read is listed (DeadLetters lists it without payload); its view shows
+// what the index knows of it, without payload, and its purge works, by
+// its SEQ@ID reference only. ForQueue's view and purge failed with 500.
+func TestDamagedDeadLetterActions(t *testing.T) {
+	for name, source := range map[string]func(*queue.Queue) dashboard.Source{
+		"ForQueue":    dashboard.ForQueue,
+		"ForAckQueue": func(q *queue.Queue) dashboard.Source { return dashboard.ForAckQueue(q) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, id := damagedDeadLetter(t)
+			s := server(t, source(q), &dashboard.Options{Actions: true})
+			same := map[string]string{"Origin": s.URL, "Sec-Fetch-Site": "same-origin"}
+			refs := deadRefs(t, s.URL)
+			require.Len(t, refs, 1)
+			ref := refs[0]
+			require.True(t, strings.HasSuffix(ref, "@"+id), ref)
+
+			var m dashboard.Message
+			require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/message?ref="+url.QueryEscape(ref), &m))
+			require.Equal(t, id, m.ID)
+			require.Equal(t, ref, m.Ref)
+			require.Equal(t, queue.StateDead.String(), m.State)
+			require.Empty(t, m.Payload)
+			require.Contains(t, m.Reason, "; corrupt record: ", "the view tells why there is no payload")
+
+			var e struct{ Error string }
+			stale := strings.TrimSuffix(ref, id) + "other"
+			require.Equal(t, 404, getJSON(t, s.URL+"/queue/api/message?ref="+url.QueryEscape(stale), &e))
+			code, msg := post(t, s.URL+"/queue/api/dead/purge", refBody(t, stale), same)
+			require.Equal(t, 404, code, msg)
+			bare := strings.TrimSuffix(ref, "@"+id)
+			code, msg = post(t, s.URL+"/queue/api/dead/purge", refBody(t, bare), same)
+			require.Equal(t, 400, code, msg)
+			require.EqualValues(t, 1, q.Stats().Dead)
+
+			code, msg = post(t, s.URL+"/queue/api/dead/purge", refBody(t, ref), same)
+			require.Equal(t, 200, code, msg)
+			require.Zero(t, q.Stats().Dead, "the damaged letter is purged")
+		})
+	}
+}
+
+// damagedDeadLetter returns a queue whose one dead letter's payload lies
+// in a damaged sealed segment, and the letter's id.
+func damagedDeadLetter(t *testing.T) (*queue.Queue, string) {
+	t.Helper()
+	o := queue.Options{SegmentSize: 4096, ManualRequeue: true}
+	testhook.SetManualCompaction(&o)
+	dir := t.TempDir()
+	q, err := queue.Open(dir, &o)
+	require.NoError(t, err)
+	t.Cleanup(func() { q.Close() })
+	pad := string(bytes.Repeat([]byte("p"), 600))
+	id, err := q.Enqueue(context.Background(), []byte("BROKEN|"+pad))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, id, m.ID)
+	require.NoError(t, m.DeadLetter("bad input"))
+	for i := range 7 {
+		_, err := q.Enqueue(context.Background(), []byte(fmt.Sprint("f", i, "|", pad)))
+		require.NoError(t, err)
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "0*"))
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 1, "the letter's segment is sealed")
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte("BROKEN"))
+	require.GreaterOrEqual(t, i, 0)
+	f, err := os.OpenFile(segs[0], os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{b[i] ^ 0x20}, int64(i)) // a bad sector
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return q, id
+}
