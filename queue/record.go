@@ -306,10 +306,15 @@ func decodeMsgpack(b []byte, r *record) error {
 }
 
 // checkKind refuses a record of an op or with a flag this release does
-// not know.
+// not know, and a batch settle whose packed value Seqs do not decode.
 func checkKind(r *record) error {
 	if r.Flags&^knownFlags != 0 {
 		return fmt.Errorf("%w: unknown record flags %#x", ErrCorrupt, r.Flags&^knownFlags)
+	}
+	if (r.Op == opBatchAck || r.Op == opBatchDead) && len(r.Payload) > 0 {
+		if err := checkBatchSeqs(r.Payload, r.Lease); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
 	}
 	return checkOp(r.Op)
 }
