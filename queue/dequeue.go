@@ -365,7 +365,7 @@ func (q *Queue) readPayload(m *Message, loc uint64) error {
 // Anything else means the index and the log disagree, and a payload is
 // never delivered from the wrong record.
 func checkPayloadRecord(r *record, seq, loc uint64) error {
-	if (r.Op == opEnqueue && loc == seq) || (r.Op == opMove && r.Seq == seq) {
+	if (r.Op == opEnqueue && loc == seq) || ((r.Op == opMove || r.Op == opMoveDead) && r.Seq == seq) {
 		return nil
 	}
 	return withWayOut(fmt.Errorf("%w: the record at LSN %d is a %s of message %d, not the payload of message %d",

@@ -118,23 +118,47 @@
 // or Options.Salvage. A salvage drops what was lost and reports it; it
 // never delivers a payload from bytes that failed their checksum or from
 // another record, never reuses an LSN, and recounts what is ready. What
-// the damage took is lost, settles included, but a settle record that
+// the damage took is lost, settles included. A settle record that
 // survived keeps its message settled when the lease record it names was
-// lost: an ack or dead-letter of a redelivery applies to its message; one
-// of a first delivery leaves that message out of the delivery order
-// (acked) or puts it in the dead set with its reason (dead-lettered), and
-// a later purge or requeue of it applies too, while the messages pending
-// before and after it are delivered as they would have been; a message
-// whose first delivery's lease record was lost and that nothing settled
-// is delivered again; a sorted or windowed batch's ack or dead-letter
-// settles exactly the values its batch held, as its record names them.
-// What a salvage still cannot keep: a settle whose own record was lost
-// (the message is delivered again); a sorted batch's ack or dead-letter
-// written before its record named the values (older logs), or whose
-// values the replayed state holds in another batch (a return record was
-// lost): the values are delivered again; the delivery count, nack delay
-// and MaxDeliveries of a delivery whose lease or pull record was lost. A
-// file walq did not write is refused, never changed.
+// lost. A salvage keeps:
+//   - an ack or dead-letter of a redelivery: it applies to its message;
+//   - an ack or dead-letter of a first delivery: the message leaves the
+//     delivery order (acked) or goes to the dead set with its reason
+//     (dead-lettered), and a later purge or requeue of it applies too;
+//     the messages pending before and after it are delivered as they
+//     would have been;
+//   - a sorted or windowed batch's ack or dead-letter: it settles the
+//     values its record names that are still pending in the replayed
+//     state.
+//
+// A message whose first delivery's lease record was lost and that nothing
+// settled is delivered again. What a salvage cannot keep:
+//   - a settle whose own record was lost: the message is delivered again;
+//   - a sorted batch's ack or dead-letter written before its record named
+//     the values (older logs), or whose values the replayed state holds in
+//     another batch (a return record was lost): the values are delivered
+//     again;
+//   - the delivery count, nack delay and MaxDeliveries of a delivery whose
+//     lease or pull record was lost.
+//
+// A file walq did not write is refused, never changed. A read-only
+// salvaging open (ReadOnly and Salvage) shows what a salvage would
+// produce, the settles above included, and writes nothing.
+//
+// A salvage writes a message dead-lettered through a lost lease as a
+// record of its own kind (move-dead). Releases before it refuse that kind
+// as ErrCorrupt rather than misread it as a ready message. So an older
+// binary, until a compaction of this release has copied that dead letter
+// forward as an ordinary move (or it was purged or requeued):
+//   - fails a plain open that replays the record (no newer snapshot);
+//   - skips it in a salvage or walq repair (Skipped): that dead letter is
+//     lost, never delivered;
+//   - lists it without payload in DeadLetters, as a corrupt record, and
+//     fails a compaction that copies it.
+//
+// Every other record is one that older releases read. A record of a kind
+// or with a flag this release does not know is refused as ErrCorrupt,
+// never misread.
 //
 // A delivery that cannot read a message's payload (ErrCorrupt, or another
 // read error such as an I/O error) does not return it, and does not lose

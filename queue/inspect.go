@@ -86,8 +86,8 @@ func publicRecord(lsn uint64, r *record, size int, id Identity) Record {
 	case opAdvance:
 		p.Due = time.Time{} // Due holds a byte total (pendingCount), not a time
 	case opBatchAck, opBatchDead:
-		p.Payload = nil // the packed Seqs (record_seqs.go)
-		p.Values, _ = decodeBatchSeqs(r.Payload, r.Lease)
+		p.Payload = nil                                   // the packed Seqs (record_seqs.go)
+		p.Values, _ = decodeBatchSeqs(r.Payload, r.Lease) // decodeRecord checked the packing (checkKind)
 	}
 	return p
 }

@@ -120,7 +120,7 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 		q.mu.enc = encodeRecord(q.mu.enc[:0], r)
 		enc = q.mu.enc
 	}
-	if r.Op != opMove { // only a copy forward may pass a new message's limit
+	if r.Op != opMove && r.Op != opMoveDead { // only a copy forward may pass a new message's limit
 		if err := q.checkRecordSize(enc); err != nil {
 			return 0, nil, err
 		}

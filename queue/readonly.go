@@ -59,6 +59,9 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		return nil, wrapCorrupt("open log", err)
 	}
 	err = q.replayInto(st, snapLSN)
+	if err == nil && o.Salvage {
+		err = q.showMarks()
+	}
 	if err == nil {
 		err = q.inferReadOnly(want)
 	}

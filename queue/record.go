@@ -43,7 +43,11 @@ const (
 	opAdvance op = 20 // the cursor moves to Seq; with flagRecount, Enq and Due are the new pending count and bytes
 	opDrop    op = 21 // a message (flagSorted: a value) whose record was lost to log damage is forgotten
 
-	lastOp = opDrop
+	// Salvage. An op above 21 is refused (ErrCorrupt) by releases before it:
+	// a record that an older release would misread gets a new op, not a flag.
+	opMoveDead op = 22 // a cursor move whose message a salvage found dead-lettered through a lost lease
+
+	lastOp = opMoveDead
 )
 
 // recordFields is the number of fields in every record's msgpack array.
@@ -51,11 +55,14 @@ const recordFields = 15
 
 // Record flags.
 const (
-	flagProducerID = 1  // an enqueue whose ID the producer chose: it takes part in dedup
-	flagSorted     = 2  // a move or drop of a sorted queue's value
-	flagCursor     = 4  // a move of a never-delivered message: Size is its enqueue record's size; its entry is Undelivered
-	flagRecount    = 8  // an advance that resets the pending count
-	flagDead       = 16 // a cursor move of a message dead-lettered by a delivery whose lease record was lost: its entry is Dead with Reason
+	flagProducerID = 1 // an enqueue whose ID the producer chose: it takes part in dedup
+	flagSorted     = 2 // a move or drop of a sorted queue's value
+	flagCursor     = 4 // a move of a never-delivered message: Size is its enqueue record's size; its entry is Undelivered
+	flagRecount    = 8 // an advance that resets the pending count
+
+	// knownFlags are the flags this release knows; decode refuses a record
+	// with any other bit, so that a later addition is not misread.
+	knownFlags = flagProducerID | flagSorted | flagCursor | flagRecount
 )
 
 // record is one state change, stored in the log as a msgpack array:
@@ -83,9 +90,6 @@ const (
 //	              entry's); Headers; Payload
 //	  flagCursor  a never-delivered message: Seq; ID; Enq; Size: bytes of its enqueue
 //	              record; Headers; Payload. Its entry is Undelivered.
-//	  flagDead    with flagCursor, written by a salvage: a message a dead-letter record
-//	              sent to the dead set though the lease it names was lost; Reason: that
-//	              record's; Count: 1. Its entry is Dead.
 //	  flagSorted  a sorted value: Seq; Key; Sort; Enq: publish time; Payload
 //	close         -
 //	publish       Key; Sort; Payload
@@ -101,6 +105,9 @@ const (
 //	advance       Seq: the new cursor. flagRecount: Enq, Due: the never-delivered
 //	              messages from it on and their bytes (pendingCount)
 //	drop          Seq; Reason. flagSorted: also Key; Sort
+//	move-dead     as a move with flagCursor, written by a salvage: a message that a
+//	              dead-letter record sent to the dead set though the lease it names was
+//	              lost; Reason: that record's; Count: 1. Its entry is Dead.
 type record struct {
 	Op      op                // what happened
 	Seq     uint64            // the message (LSN of its enqueue record); 0 in an enqueue
@@ -263,7 +270,7 @@ func appendHeaders(dst []byte, h map[string]string) []byte {
 // what is wrong.
 func decodeRecord(b []byte, r *record) error {
 	if decodeEncoded(b, r) {
-		return checkOp(r.Op)
+		return checkKind(r)
 	}
 	*r = record{}
 	return decodeMsgpack(b, r)
@@ -273,7 +280,7 @@ func decodeRecord(b []byte, r *record) error {
 // views into b (decodeEncodedAliased): valid only as long as b is.
 func decodeRecordAliased(b []byte, r *record) error {
 	if decodeEncodedAliased(b, r) {
-		return checkOp(r.Op)
+		return checkKind(r)
 	}
 	*r = record{}
 	return decodeMsgpack(b, r)
@@ -294,6 +301,20 @@ func decodeMsgpack(b []byte, r *record) error {
 	}
 	if err := decodeFields(dec, in.Len, r); err != nil {
 		return fmt.Errorf("%w: record: %v", ErrCorrupt, err)
+	}
+	return checkKind(r)
+}
+
+// checkKind refuses a record of an op or with a flag this release does
+// not know, and a batch settle whose packed value Seqs do not decode.
+func checkKind(r *record) error {
+	if r.Flags&^knownFlags != 0 {
+		return fmt.Errorf("%w: unknown record flags %#x", ErrCorrupt, r.Flags&^knownFlags)
+	}
+	if (r.Op == opBatchAck || r.Op == opBatchDead) && len(r.Payload) > 0 {
+		if err := checkBatchSeqs(r.Payload, r.Lease); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
 	}
 	return checkOp(r.Op)
 }

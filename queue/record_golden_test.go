@@ -25,10 +25,10 @@ import (
 //	+------+----+-----+-------+----+-------+----+-----+-----+------+-------+--------+---------+---------+-----+------+
 //
 //	0x9f             fixarray of 15 (0x90|15); peekOp checks it
-//	Op               1 byte, positive fixint 0x01..0x15; peekOp reads byte 1
+//	Op               1 byte, positive fixint 0x01..0x16; peekOp reads byte 1
 //	Seq, Lease       uint: fixint 0x00..0x7f, or 0xcc/0xcd/0xce/0xcf then 1/2/4/8 bytes big endian
 //	ID               str: fixstr 0xa0|n, or 0xd9/0xda/0xdb then a 1/2/4-byte length, then the bytes
-//	Flags            uint (flagProducerID 1, flagSorted 2, flagCursor 4, flagRecount 8, flagDead 16)
+//	Flags            uint (flagProducerID 1, flagSorted 2, flagCursor 4, flagRecount 8; any other bit is refused)
 //	At, Due, Enq     int, unix ns: the shortest of fixint, 0xe0..0xff (negative fixint),
 //	                 0xcc..0xcf (non-negative), 0xd0..0xd3 (negative) then big endian
 //	Size, Count      uint
@@ -78,7 +78,7 @@ func goldenRecords() []struct {
 		{"advance", record{Op: opAdvance, Seq: 100, Flags: flagRecount, At: at + 19, Enq: 7, Due: 700}},
 		{"drop", record{Op: opDrop, Seq: 13, Flags: flagSorted, Key: "user-7", Sort: []byte{1}, At: at + 20, Reason: "record lost to log damage"}},
 		{"negative-times", record{Op: opAck, Seq: 1, Lease: 2, At: -1, Due: -200, Enq: -70_000}},
-		{"move-cursor-dead", record{Op: opMove, Seq: 9, Flags: flagCursor | flagDead, ID: "c", At: at + 21, Enq: at, Size: 42,
+		{"move-dead", record{Op: opMoveDead, Seq: 9, Flags: flagCursor, ID: "c", At: at + 21, Enq: at, Size: 42,
 			Count: 1, Reason: "poison", Payload: []byte("x")}},
 		{"batch-ack-seqs", record{Op: opBatchAck, Lease: 300, At: at + 22, Key: "user-7",
 			Payload: appendBatchSeqs(nil, 300, goldenBatch)}},

@@ -44,26 +44,46 @@ func appendBatchSeqs(dst []byte, lease uint64, vs []index.SortedValue) []byte {
 // the batch leased as lease, in ascending order.
 func decodeBatchSeqs(b []byte, lease uint64) ([]uint64, error) {
 	var seqs []uint64
-	for len(b) > 0 {
-		var seq uint64
-		if len(seqs) == 0 {
+	err := walkBatchSeqs(b, lease, func(seq uint64) { seqs = append(seqs, seq) })
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// checkBatchSeqs reports whether b is a packing of Seqs for the batch
+// leased as lease, without keeping them; decode runs it on every
+// batch-ack and batch-dead.
+func checkBatchSeqs(b []byte, lease uint64) error {
+	return walkBatchSeqs(b, lease, nil)
+}
+
+// walkBatchSeqs passes each Seq packed into b, in packing order, to fn
+// (nil: none), or returns ErrInvalidChange at the first that does not
+// decode or lies outside 1..lease-1.
+func walkBatchSeqs(b []byte, lease uint64, fn func(uint64)) error {
+	var seq uint64
+	for i := 0; len(b) > 0; i++ {
+		if i == 0 {
 			d, n := binary.Uvarint(b)
 			if n <= 0 || d >= lease {
-				return nil, fmt.Errorf("%w: batch %d: bad first value seq", ErrInvalidChange, lease)
+				return fmt.Errorf("%w: batch %d: bad first value seq", ErrInvalidChange, lease)
 			}
 			seq, b = lease-d, b[n:]
 		} else {
 			d, n := binary.Varint(b)
 			if n <= 0 {
-				return nil, fmt.Errorf("%w: batch %d: bad value seq %d", ErrInvalidChange, lease, len(seqs))
+				return fmt.Errorf("%w: batch %d: bad value seq %d", ErrInvalidChange, lease, i)
 			}
-			seq, b = seqs[len(seqs)-1]+uint64(d), b[n:]
+			seq, b = seq+uint64(d), b[n:]
 		}
 		if seq == 0 || seq >= lease {
-			return nil, fmt.Errorf("%w: batch %d: value seq %d out of range", ErrInvalidChange, lease, seq)
+			return fmt.Errorf("%w: batch %d: value seq %d out of range", ErrInvalidChange, lease, seq)
 		}
-		seqs = append(seqs, seq)
+		if fn != nil {
+			fn(seq)
+		}
 	}
-	slices.Sort(seqs)
-	return seqs, nil
+	return nil
 }

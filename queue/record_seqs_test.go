@@ -55,3 +55,35 @@ func TestBatchSeqs(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, seqs, "a record from before the Seqs")
 }
+
+// TestBatchSettleRefusesBadPacking checks that a batch-ack or batch-dead
+// whose packed value Seqs do not decode is refused as damage (ErrCorrupt)
+// when the record is decoded, so that ReadLog and a replay report it
+// rather than show or apply it without its values.
+func TestBatchSettleRefusesBadPacking(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"first at the lease", []byte{0}},
+		{"cut varint", []byte{1, 0x80}},
+		{"delta to the lease", []byte{2, 4}},
+		{"delta below 1", []byte{2, 5}},
+	} {
+		for _, o := range []op{opBatchAck, opBatchDead} {
+			t.Run(c.name+"/"+opName(o), func(t *testing.T) {
+				b := encodeRecord(nil, &record{Op: o, Lease: 5, Key: "k", At: 1, Payload: c.b})
+				var r record
+				require.ErrorIs(t, decodeRecord(b, &r), ErrCorrupt)
+				require.ErrorIs(t, decodeRecordAliased(b, &r), ErrCorrupt)
+				r = record{}
+				require.ErrorIs(t, decodeMsgpack(b, &r), ErrCorrupt)
+			})
+		}
+	}
+	for _, p := range [][]byte{nil, {}, appendBatchSeqs(nil, 5, []index.SortedValue{{Seq: 4}, {Seq: 1}})} {
+		b := encodeRecord(nil, &record{Op: opBatchAck, Lease: 5, Key: "k", At: 1, Payload: p})
+		var r record
+		require.NoError(t, decodeRecord(b, &r), "payload %x", p)
+	}
+}

@@ -227,7 +227,7 @@ func (s *state) applySalvaging(lsn uint64, r *record, size int) error {
 	}
 	if s.lost.hole && s.cursor > from {
 		to := s.cursor
-		if r.Op == opLease || r.Op == opMove {
+		if r.Op == opLease || r.Op == opMove || r.Op == opMoveDead {
 			to = r.Seq // the message that moved the cursor is in the table
 		}
 		s.lost.jumps = append(s.lost.jumps, lsnRange{from, to})
@@ -333,7 +333,7 @@ func (s *state) settleLostPull(r *record) bool {
 // salvage's CopyPast, which copies forward the never-delivered messages of
 // every jump and from the cursor past the damage (the lost lease record
 // lies before its end, the marked message before the lease): it leaves an
-// acked one behind and copies a dead-lettered one as dead (flagDead). What
+// acked one behind and copies a dead-lettered one as dead (opMoveDead). What
 // the marks said is then in the log and in the snapshot that follows, and
 // the marks go.
 func (s *state) markGone(r *record) bool {
@@ -374,7 +374,7 @@ func (g goneMarks) copy(seq uint64, rec *record) bool {
 	case !m.dead:
 		return false
 	}
-	rec.Flags |= flagDead
+	rec.Op = opMoveDead
 	rec.Reason, rec.Count = m.reason, 1
 	return true
 }

@@ -28,7 +28,7 @@ func TestSalvageSettlesBatchOfLostPull(t *testing.T) {
 		{"old ack", record{Op: opBatchAck, Lease: 3, At: 5}, false, 3, 0, true},
 		{"old dead-letter", record{Op: opBatchDead, Lease: 3, At: 5, Reason: "poison"}, false, 3, 0, true},
 		{"ack, plain open", record{Op: opBatchAck, Lease: 3, At: 5, Key: "k", Payload: seqs}, false, 3, 0, false},
-		{"ack of a pull not lost", record{Op: opBatchAck, Lease: 3, At: 5, Key: "other", Payload: seqs}, false, 3, 0, true},
+		{"key that holds none of its values", record{Op: opBatchAck, Lease: 3, At: 5, Key: "other", Payload: seqs}, false, 3, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := newState(&Options{Salvage: c.salvaged})

@@ -77,7 +77,7 @@ func (s *state) check(r *record) error {
 	switch r.Op {
 	case opEnqueue, opClose, opAdvance, opPublish:
 		return nil
-	case opMove:
+	case opMove, opMoveDead:
 		return s.checkMove(r)
 	case opDrop:
 		return s.checkDrop(r)
@@ -121,7 +121,7 @@ func (s *state) change(lsn uint64, r *record, size int) {
 	switch r.Op {
 	case opEnqueue:
 		s.applyEnqueue(lsn, r, size)
-	case opMove:
+	case opMove, opMoveDead:
 		s.applyMove(lsn, r, size)
 	case opPublish, opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
 		s.applySorted(lsn, r, size)
@@ -186,6 +186,8 @@ func (s *state) checkLease(r *record, e index.Entry, ok bool) error {
 // (or, in a salvage, passed in a jump: salvageMarks).
 func (s *state) checkMove(r *record) error {
 	switch {
+	case r.Op == opMoveDead && r.Flags&(flagCursor|flagSorted) != flagCursor:
+		return fmt.Errorf("%w: move-dead of message %d is not a cursor move", ErrInvalidChange, r.Seq)
 	case r.Flags&flagSorted != 0:
 		if !s.sorted.HasValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
 			return fmt.Errorf("%w: move of unknown value %d", ErrInvalidChange, r.Seq)
@@ -310,7 +312,7 @@ func (s *state) forgetID(e index.Entry, at int64) {
 func opName(o op) string {
 	names := [...]string{"?", "enqueue", "lease", "ack", "nack", "extend", "expire", "dead", "requeue-dead", "purge", "move", "close",
 		"publish", "pull", "batch-ack", "batch-return", "batch-extend", "batch-dead", "value-revive", "value-purge",
-		"advance", "drop"}
+		"advance", "drop", "move-dead"}
 	if int(o) < len(names) {
 		return names[o]
 	}
@@ -326,7 +328,7 @@ func (s *state) applyCursorMove(lsn uint64, r *record, size int) {
 	s.pendingBytes -= int64(r.Size)
 	e := index.Entry{Seq: r.Seq, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.Enq,
 		State: index.Ready, Undelivered: true}
-	if r.Flags&flagDead != 0 {
+	if r.Op == opMoveDead {
 		e.State, e.Reason, e.Deliveries, e.Undelivered = index.Dead, r.Reason, r.Count, false
 	}
 	s.table.Put(e)

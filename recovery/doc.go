@@ -30,6 +30,10 @@
 //     reaches the dead-letter set after MaxDeliveries crashes.
 //  6. After a salvage, copy what lives in the damaged segments past them
 //     and cut them off (Target.CopyPast), so the damage is gone from disk.
+//     The copy also rewrites what the replay could only note: a message
+//     whose first lease the damage took, which the replayed cursor passed
+//     or a surviving ack or dead-letter settled, is copied forward as
+//     ready or dead, or left behind as acked.
 //
 // The salvage steps sit in salvage.go; the log's own (damaged entries
 // skipped, the torn tail cut) are package wal's.

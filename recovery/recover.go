@@ -52,8 +52,10 @@ type Target interface {
 	EndLeases() (ended, dead int, err error)
 	// CopyPast copies every live message whose record lies before lsn
 	// past it, forgets those whose record was lost, and takes a snapshot
-	// that lets the log before lsn go. It returns how many it copied or
-	// forgot.
+	// that lets the log before lsn go. It also writes what a salvaging
+	// replay noted of messages whose first lease was lost (passed by the
+	// cursor, or settled by a surviving record). It returns how many it
+	// copied or forgot.
 	CopyPast(lsn uint64) (int, error)
 }
 

@@ -68,6 +68,7 @@ type dumpRecord struct {
 	Due        string            `json:"due,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
+	Values     []uint64          `json:"values,omitempty"` // batch-ack, batch-dead: the Seqs of the batch's values
 	PayloadLen *int              `json:"payload_bytes,omitempty"`
 	Payload    *string           `json:"payload,omitempty"`
 	Encoding   string            `json:"payload_encoding,omitempty"`
@@ -119,8 +120,8 @@ func runDump(e *env, dir string, o dumpOptions) error {
 func toDump(r queue.Record, payload bool) dumpRecord {
 	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ID: r.ID, ProducerID: r.ProducerID,
 		Key: r.Key, Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due),
-		Reason: r.Reason, Headers: r.Headers}
-	if r.Op != "enqueue" && r.Op != "move" && r.Op != "publish" {
+		Reason: r.Reason, Headers: r.Headers, Values: r.Values}
+	if r.Op != "enqueue" && r.Op != "move" && r.Op != "move-dead" && r.Op != "publish" {
 		return d
 	}
 	n := len(r.Payload)
