@@ -158,7 +158,9 @@
 // A key of a queue overwritten with another type (a SET by hand) fails
 // every call that needs it, with an error naming the key, and the call
 // leaves the queue as it was (it checks first, or takes back what it
-// wrote); restoring the key (or deleting it, losing what it held) lets
+// wrote; a dequeue that must bury a damaged record checks the delayed
+// set too, since the burial may empty the ready set and lead it to
+// promote); restoring the key (or deleting it, losing what it held) lets
 // the queue go on. The checks read each key's type (TYPE); where the
 // server's ACL refuses it they are skipped (see the ACL note above). No
 // stored data makes one call run long: a dequeue buries at most 1000

@@ -100,7 +100,9 @@ end
 -- The checks of each function (positions in TYPES). Keys read before the
 -- first write check themselves: their read fails first.
 local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
-local DELAYED, LEASE, BURY = {4}, {5}, {5, 6, 8} -- see dequeue.lua; bury writes lease, dead, stats
+-- A burial writes lease, dead and stats, and may empty ready, after
+-- which the dequeue promotes: it reads delayed, so BURY checks it too.
+local DELAYED, LEASE, BURY = {4}, {5}, {4, 5, 6, 8} -- see dequeue.lua
 local BURIES = 1000 -- the most messages a dequeue buries before it returns
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 -- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
