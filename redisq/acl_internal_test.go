@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 // client's user run: those of Open and the handles, and every one the
 // libraries' functions run (Redis checks a script's commands too).
 var aclCommands = []string{
-	"FCALL", "FUNCTION|LOAD", "FUNCTION|LIST", "SUBSCRIBE", "PING", "HGET", "HSETNX",
-	"DECR", "GET", "HDEL", "HGETALL", "HINCRBY", "HMGET", "HSET", "INCR", "INCRBY", "PUBLISH", "TYPE",
+	"HELLO", "FCALL", "FUNCTION|LOAD", "FUNCTION|LIST", "SUBSCRIBE", "PING", "HGET", "HSETNX",
+	"DECR", "GET", "HDEL", "HGETALL", "HINCRBY", "HMGET", "HSET", "INCR", "INCRBY", "PUBLISH",
 	"ZADD", "ZCARD", "ZCOUNT", "ZMSCORE", "ZPOPMIN", "ZRANGE", "ZRANGEBYLEX", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
 }
 
@@ -62,10 +63,15 @@ func TestACLWithoutKeyspace(t *testing.T) {
 func TestACLDocumented(t *testing.T) {
 	doc, err := os.ReadFile("doc.go")
 	require.NoError(t, err)
-	text := strings.ReplaceAll(string(doc), "\n//", "")
-	rules := []string{"+hello"} // the connection's handshake
+	text := string(doc)
+	from := strings.Index(text, "// A server with ACLs")
+	require.GreaterOrEqual(t, from, 0, "doc.go has its ACL note")
+	note := text[from:]
+	note = strings.ReplaceAll(note[:strings.Index(note, "\n//\n")], "\n//", "") // the paragraph
+	var rules []string
 	for _, c := range aclCommands {
-		require.True(t, strings.Contains(text, strings.ReplaceAll(c, "|", " ")), "doc.go's ACL note lacks %s", c)
+		word := regexp.MustCompile(`(^|[^A-Z])` + strings.ReplaceAll(c, "|", " ") + `($|[^A-Z])`)
+		require.True(t, word.MatchString(note), "doc.go's ACL note lacks %s", c)
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
 	srv := redistest.Start(t)
@@ -137,4 +143,40 @@ func aclRun(t *testing.T, rdb *redis.Client, name string) {
 	require.NoError(t, err)
 	require.Equal(t, [3]int{0, 0, 0}, [3]int{sst.SortedPending, sst.SortedBatches, sst.SortedLeased})
 	require.Equal(t, uint64(3), sst.Published)
+}
+
+// TestACLWithoutTypeWrongKey: a user that may not run TYPE still has a
+// key of the wrong type fail the call before it writes: an enqueue with
+// an id over a ready key overwritten by hand fails without keeping its
+// id, so its retry, once the key is restored, enqueues the message.
+func TestACLWithoutTypeWrongKey(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	rdb := aclUser(t, srv, "+@all", "-type")
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "acl-notype-wrong", &Options{TrustServer: true, DedupWindow: time.Hour})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("p-z"), queue.WithID("z"))
+	require.NoError(t, err)
+	key := q.keys[2]
+	saved, err := admin.Dump(ctx, key).Result()
+	require.NoError(t, err)
+	require.NoError(t, admin.Set(ctx, key, "x", 0).Err())
+	_, err = q.Enqueue(ctx, []byte("p-a"), queue.WithID("a"))
+	require.ErrorContains(t, err, key)
+	require.NoError(t, admin.Del(ctx, key).Err())
+	require.NoError(t, admin.Restore(ctx, key, 0, saved).Err())
+	_, err = q.Enqueue(ctx, []byte("p-a"), queue.WithID("a"))
+	require.NoError(t, err, "the failed enqueue kept no id")
+	var got []string
+	for {
+		m, err := q.TryDequeue()
+		if err != nil {
+			require.ErrorIs(t, err, queue.ErrEmpty)
+			break
+		}
+		got = append(got, m.ID)
+	}
+	require.Equal(t, []string{"z", "a"}, got)
 }

@@ -26,18 +26,20 @@
 // each version of this package runs its own. All keys of a
 // queue share the hash tag {name}: one queue is one Redis Cluster slot.
 //
-// A server with ACLs must let the client's user run FUNCTION LOAD and
+// A server with ACLs must let the client's user run HELLO (the
+// connection's handshake), FUNCTION LOAD and
 // FUNCTION LIST, FCALL, SUBSCRIBE and PING; GET, HGET and HSETNX, which
 // Open runs; CONFIG GET, unless Options.TrustServer is set; WAIT, with
 // Options.Replicas; and every command the functions run, since Redis
 // checks those too: DECR, GET, HDEL, HGET, HGETALL, HINCRBY, HMGET, HSET,
 // INCR, INCRBY, PUBLISH, ZADD, ZCARD, ZCOUNT, ZMSCORE, ZPOPMIN, ZRANGE,
 // ZRANGEBYLEX, ZRANGEBYSCORE, ZREM and ZSCORE, all on the queue's keys
-// and channel; and TYPE, which checks a queue's keys for the wrong type
-// (below). No command of the keyspace category but TYPE is run, and
-// where TYPE is refused the checks are skipped: a call then fails where
-// it meets a key of the wrong type, as before the checks, which can
-// leave a message taken from the ready set and not leased.
+// and channel. A cluster client also needs CLUSTER SLOTS (and READONLY
+// to read from replicas), which go-redis sends. The functions check a
+// key for the wrong type (below) with these same reads, so their checks
+// hold under any ACL that lets the queue run; TYPE, of the keyspace
+// category, is optional: where granted, an error the server raises
+// itself names the key of the wrong type, else it comes as it is.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields
@@ -158,9 +160,11 @@
 // A key of a queue overwritten with another type (a SET by hand) fails
 // every call that needs it, with an error naming the key, and the call
 // leaves the queue as it was (it checks first, or takes back what it
-// wrote); restoring the key (or deleting it, losing what it held) lets
-// the queue go on. The checks read each key's type (TYPE); where the
-// server's ACL refuses it they are skipped (see the ACL note above). No
+// wrote; a dequeue that must bury a damaged record checks the delayed
+// set too, since the burial may empty the ready set and lead it to
+// promote); restoring the key (or deleting it, losing what it held) lets
+// the queue go on. The checks read each key with a command of its own
+// type (GET, HMGET, ZCARD), under pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and

@@ -17,7 +17,10 @@ var (
 // which key of the queue holds another type: the scripts check the keys
 // they touch after their first write themselves (need in
 // scripts/common.lua), and the others fail the call with this error
-// before anything is written, which does not name the key.
+// before anything is written, which does not name the key. It names the
+// key only when the server answers TYPE, that is when the scripts' own
+// checks ran, so its "left as it was" holds; where TYPE is refused the
+// error is returned as the server gave it (see the ACL note in doc.go).
 func (h *handle) wrongType(ctx context.Context, err error) error {
 	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE Operation against") || len(h.types) != len(h.keys) {
 		return err

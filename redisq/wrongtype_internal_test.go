@@ -362,3 +362,79 @@ func TestWrongTypeFirstEnqueue(t *testing.T) {
 		})
 	}
 }
+
+// TestWrongTypeDelayedBehindBurial: with the earliest delayed message
+// not yet due, a dequeue does not read the delayed key until a burial has
+// emptied the ready set and it promotes. A delayed key of the wrong type
+// must then fail the call before anything is written: a sound message
+// leased in the same batch, or a damaged one, is found where it was once
+// the key is restored.
+func TestWrongTypeDelayedBehindBurial(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		ids   []string // enqueued in order; the last is damaged
+		take  func(q *Queue) (int, error)
+		sound []string // delivered once the key is restored
+	}{
+		{"batch", []string{"a", "b"}, func(q *Queue) (int, error) {
+			ms, err := q.DequeueBatch(ctx, 3)
+			return len(ms), err
+		}, []string{"a"}},
+		{"lone", []string{"b"}, func(q *Queue) (int, error) {
+			_, err := q.TryDequeue()
+			return 0, err
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := queuetest.NewClock()
+			q, err := Open(ctx, rdb, "wrongtype-behind-"+tc.name, &Options{Clock: noTimers{clock},
+				ManualRequeue: true, AckTimeout: time.Minute, DedupWindow: time.Hour})
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("p-late"), queue.WithID("late"), queue.WithDelay(time.Hour))
+			require.NoError(t, err)
+			for _, id := range tc.ids {
+				_, err := q.Enqueue(ctx, []byte("p-"+id), queue.WithID(id))
+				require.NoError(t, err)
+			}
+			bad := tc.ids[len(tc.ids)-1]
+			seq, err := rdb.HGet(ctx, q.keys[1], "i"+bad).Result()
+			require.NoError(t, err)
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], seq, "not a record").Err())
+			key := q.keys[3]
+			saved, err := rdb.Dump(ctx, key).Result()
+			require.NoError(t, err)
+			require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+
+			n, err := tc.take(q)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), key)
+			require.Zero(t, n)
+
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			st, err := q.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Zero(t, st.Dead, "nothing buried by a call that failed")
+			require.Equal(t, int64(len(tc.ids)), st.Ready, "every popped message back in ready")
+			var got []string
+			for {
+				m, err := q.TryDequeue()
+				if err != nil {
+					require.ErrorIs(t, err, queue.ErrEmpty)
+					break
+				}
+				got = append(got, m.ID)
+				require.NoError(t, m.Ack())
+			}
+			require.Equal(t, tc.sound, got)
+			st, err = q.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), st.Dead, "the damaged message buried once")
+			require.Equal(t, int64(1), st.Delayed)
+		})
+	}
+}

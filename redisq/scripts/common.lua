@@ -80,17 +80,26 @@ end
 -- naming it. The checks are lists of key positions, made once per load.
 local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 
+-- PROBES read a key with a command of its own type that the queue runs
+-- anyway (so an ACL that lets the queue run grants it): on a key of
+-- another type it fails WRONGTYPE, on an absent key it answers. need
+-- runs them under pcall; TYPE is not run, nor needed in the ACL.
+local PROBES = {
+  string = function(k) return redis.pcall('GET', k) end,
+  hash = function(k) return redis.pcall('HMGET', k, '') end,
+  zset = function(k) return redis.pcall('ZCARD', k) end,
+}
+
 -- need returns an error reply naming the first key of the positions in
 -- list that holds another type than its own (absent is right), else nil.
--- A server whose ACL refuses the user TYPE (a user set up by category,
--- say +@all -@keyspace) answers with an error reply, never raised: the
--- check is then skipped, and the call runs as it did before there were
--- checks (a key of the wrong type then fails it where it meets it).
+-- Any other error of a probe (an ACL refusal) is returned as it is, also
+-- before the first write.
 local function need(list)
   for _, i in ipairs(list) do
-    local t = redis.pcall('TYPE', CALLKEYS[i])['ok']
-    if t and t ~= TYPES[i] and t ~= 'none' then
-      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
+    local r = PROBES[TYPES[i]](CALLKEYS[i])
+    if type(r) == 'table' and r.err then
+      if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
+      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
     end
   end
@@ -100,7 +109,9 @@ end
 -- The checks of each function (positions in TYPES). Keys read before the
 -- first write check themselves: their read fails first.
 local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
-local DELAYED, LEASE, BURY = {4}, {5}, {5, 6, 8} -- see dequeue.lua; bury writes lease, dead, stats
+-- A burial writes lease, dead and stats, and may empty ready, after
+-- which the dequeue promotes: it reads delayed, so BURY checks it too.
+local DELAYED, LEASE, BURY = {4}, {5}, {4, 5, 6, 8} -- see dequeue.lua
 local BURIES = 1000 -- the most messages a dequeue buries before it returns
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 -- Housekeeping writes msg, ready, delayed, lease, dead and stats, never

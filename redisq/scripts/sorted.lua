@@ -52,6 +52,16 @@ end
 -- checks the keys it touches after its first write (NEED), and fails
 -- with an error naming the key, before writing anything.
 local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
+
+-- PROBES read a key with a command of its own type that the queue runs
+-- anyway (so an ACL that lets the queue run grants it): on a key of
+-- another type it fails WRONGTYPE, on an absent key it answers. need
+-- runs them under pcall; TYPE is not run, nor needed in the ACL.
+local PROBES = {
+  string = function(k) return redis.pcall('GET', k) end,
+  hash = function(k) return redis.pcall('HMGET', k, '') end,
+  zset = function(k) return redis.pcall('ZCARD', k) end,
+}
 local NEED = {
   publish = {}, -- takes back its writes instead (sorted_ops.lua)
   pull = {2, 3, 5, 6, 7, 8, 9, 10, 11, 13},
@@ -64,13 +74,14 @@ local NEED = {
 }
 
 -- need returns an error reply naming the first key op needs that holds
--- another type than its own (absent is right), else nil. Where the
--- server's ACL refuses TYPE, the check is skipped, as in common.lua.
+-- another type than its own (absent is right), else nil; it reads each
+-- key with its PROBES, as in common.lua.
 local function need(op)
   for _, i in ipairs(NEED[op] or {}) do
-    local t = redis.pcall('TYPE', CALLKEYS[i])['ok']
-    if t and t ~= TYPES[i] and t ~= 'none' then
-      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds a ' .. t .. ', not a ' ..
+    local r = PROBES[TYPES[i]](CALLKEYS[i])
+    if type(r) == 'table' and r.err then
+      if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
+      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
     end
   end
