@@ -163,7 +163,9 @@
 // wrote; a dequeue that must bury a damaged record checks the delayed
 // set too, since the burial may empty the ready set and lead it to
 // promote); restoring the key (or deleting it, losing what it held) lets
-// the queue go on. The checks read each key with a command of its own
+// the queue go on. Never delete a queue's sequence counter (seq): the
+// numbering would restart and new messages would overwrite live ones;
+// set it back to a number above every message's instead. The checks read each key with a command of its own
 // type (GET, HMGET, ZCARD), under pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
