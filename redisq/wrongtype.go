@@ -42,5 +42,5 @@ func (h *handle) wrongType(ctx context.Context, err error) error {
 	if len(bad) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (%s: the queue is left as it was; restore the key, or delete it, to go on)", err, strings.Join(bad, "; "))
+	return fmt.Errorf("%w (%s: the queue is left as it was; restore the key to go on)", err, strings.Join(bad, "; "))
 }

@@ -82,7 +82,7 @@ local function need(op)
     if type(r) == 'table' and r.err then
       if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
-        TYPES[i] .. ': the queue is left as it was; restore the key (or delete it) to go on')
+        TYPES[i] .. ': the queue is left as it was; restore the key to go on')
     end
   end
   return nil
