@@ -1,7 +1,6 @@
 package fuzz_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -56,30 +55,13 @@ func TestSalvageRedoesDeadMarks(t *testing.T) {
 			o := drainOptions()
 			o.Salvage = true
 			q2 := mustOpen(t, d, &o)
-			checkQueueDead(t, "after the salvage", q2, nil)
-			if err := q2.Compact(); err != nil {
-				t.Fatal(err)
-			}
-			if err := q2.Close(); err != nil {
-				t.Fatal(err)
-			}
-			plain := drainOptions()
-			q3 := mustOpen(t, d, &plain)
-			defer q3.Close()
-			checkQueueDead(t, "after a compaction and a plain reopen", q3, nil)
+			q3 := compactAndReopen(t, q2, d, nil)
 			if _, err := q3.RequeueExpired(); err != nil { // a lease held at the crash
 				t.Fatal(err)
 			}
 			count := map[string]int{}
-			for {
-				m, err := q3.TryDequeue()
-				if errors.Is(err, queue.ErrEmpty) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				count[tokenOf(m.Payload)]++
+			for _, tok := range drainTokens(t, q3) {
+				count[tok]++
 			}
 			want := map[string]int{"B": 1, "C": 1, "F": 100}
 			if c.wantA > 0 {

@@ -210,33 +210,49 @@ func TestSalvageKeepsSettlesOfLostFirstLeases(t *testing.T) {
 			if s := q2.Recovery().Log.Salvaged; len(s) == 0 || s[0].FirstLSN != lost[0] || s[len(s)-1].LastLSN != lost[len(lost)-1] {
 				t.Fatalf("Salvaged = %+v, want LSNs %v", s, lost)
 			}
-			checkQueueDead(t, "after the salvage", q2, wantDead)
-			if err := q2.Compact(); err != nil {
-				t.Fatal(err)
-			}
-			if err := q2.Close(); err != nil {
-				t.Fatal(err)
-			}
-			plain := drainOptions()
-			q3 := mustOpen(t, d, &plain)
-			defer q3.Close()
-			checkQueueDead(t, "after a compaction and a plain reopen", q3, wantDead)
-			var got []string
-			for {
-				m, err := q3.TryDequeue()
-				if errors.Is(err, queue.ErrEmpty) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, tokenOf(m.Payload))
-			}
+			q3 := compactAndReopen(t, q2, d, wantDead)
+			got := drainTokens(t, q3)
 			if len(got) != len(want)+100 || !slices.Equal(got[:len(want)], want) || slices.Contains(got, "A") {
 				t.Fatalf("delivered %d messages, starting %v, want %v and the 100 fillers, never A (recovery %+v)",
 					len(got), got[:min(len(got), 4)], want, q3.Recovery())
 			}
 		})
+	}
+}
+
+// compactAndReopen checks the dead set of the salvaged queue q, compacts
+// and closes it, reopens dir without Salvage and checks the dead set
+// again: what the salvage kept must outlast both.
+func compactAndReopen(t *testing.T, q *queue.Queue, dir string, wantDead []string) *queue.Queue {
+	t.Helper()
+	checkQueueDead(t, "after the salvage", q, wantDead)
+	if err := q.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	plain := drainOptions()
+	q3 := mustOpen(t, dir, &plain)
+	t.Cleanup(func() { _ = q3.Close() })
+	checkQueueDead(t, "after a compaction and a plain reopen", q3, wantDead)
+	return q3
+}
+
+// drainTokens dequeues q until it is empty and returns the tokens of the
+// payloads, in delivery order.
+func drainTokens(t *testing.T, q *queue.Queue) []string {
+	t.Helper()
+	var got []string
+	for {
+		m, err := q.TryDequeue()
+		if errors.Is(err, queue.ErrEmpty) {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, tokenOf(m.Payload))
 	}
 }
 
@@ -478,27 +494,10 @@ func TestSalvageKeepsUnsettledDeliveriesOfLostLeases(t *testing.T) {
 			o := drainOptions()
 			o.Salvage = true
 			q2 := mustOpen(t, d, &o)
-			checkQueueDead(t, "after the salvage", q2, wantDead)
-			if err := q2.Compact(); err != nil {
-				t.Fatal(err)
-			}
-			if err := q2.Close(); err != nil {
-				t.Fatal(err)
-			}
-			plain := drainOptions()
-			q3 := mustOpen(t, d, &plain)
-			defer q3.Close()
-			checkQueueDead(t, "after a compaction and a plain reopen", q3, wantDead)
+			q3 := compactAndReopen(t, q2, d, wantDead)
 			var got []string
-			for {
-				m, err := q3.TryDequeue()
-				if errors.Is(err, queue.ErrEmpty) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tok := tokenOf(m.Payload); tok != "F" {
+			for _, tok := range drainTokens(t, q3) {
+				if tok != "F" {
 					got = append(got, tok)
 				}
 			}
