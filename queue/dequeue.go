@@ -69,9 +69,9 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 // refused with ErrLeaseLost and change nothing. DeadLetterID with ID is
 // not fenced: it takes the message from whichever delivery holds it now.
 // Sorted.DeadLetter with Receipt dead-letters the key's whole batch, its
-// readable values too. Requeueing a damaged dead letter makes it fail
-// again at each delivery until the directory is repaired (walq repair);
-// purge it, or repair first.
+// readable values too. Requeueing a damaged dead letter or value is
+// refused (see RequeueDead); repair the directory first (walq repair), or
+// purge it.
 type ReadError struct {
 	ID       string       // the message's id; "" for a sorted batch
 	Seq      uint64       // the message's, or the sorted value's, sequence number

@@ -190,11 +190,13 @@
 // with the ID is not fenced: it takes the message from whichever delivery
 // holds it now. Sorted.DeadLetter dead-letters the key's whole batch,
 // the readable values too. Sorted.DeadValues lists a damaged dead value
-// as DeadLetters does, without payload. Requeueing a damaged dead letter
-// or value (RequeueDead, RequeueAllDead, the dashboard) only makes it fail
-// again at each delivery until the directory is repaired (walq repair),
-// and with MaxDeliveries < 0 it is then delivered again at every lease's
-// end for ever: repair first, or purge it.
+// as DeadLetters does, without payload. A requeue reads what it requeues
+// first: RequeueDead, Sorted.RequeueDead and RequeueDeadValue (and the
+// CLI's and dashboard's requeue) refuse a dead letter or value they
+// cannot read, with an error naming it (ErrCorrupt for damage), and
+// RequeueAllDead requeues the others and reports the ones it left. Such a
+// letter stays dead until it is purged or the directory is repaired (walq
+// repair).
 //
 // # Sorted and windowed queues
 //
