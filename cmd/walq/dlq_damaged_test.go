@@ -83,3 +83,42 @@ func TestDLQRequeueDamaged(t *testing.T) {
 		require.Equal(t, "broken", ds[0].ID)
 	})
 }
+
+// The same for a sorted queue's dead value: requeue by its name or with
+// --all leaves it dead (exit 2); purge removes it.
+func TestDLQRequeueDamagedValue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q")
+	o := &queue.SortedOptions{Options: *fixtureOptions()}
+	sq, err := queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	ctx := context.Background()
+	pad := strings.Repeat("p", 600)
+	require.NoError(t, sq.Publish(ctx, 1, "broken", []byte("BROKEN|"+pad)))
+	bs, err := sq.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("bad input"))
+	for i := range 7 {
+		require.NoError(t, sq.Publish(ctx, int64(100+i), fmt.Sprint("f", i), []byte(pad)))
+	}
+	ds, err := sq.DeadValues(0, 0)
+	require.NoError(t, err)
+	name := fmt.Sprintf("%d@%d", ds[0].Seq, ds[0].PublishedAt.UnixNano())
+	require.NoError(t, sq.Close())
+	segs := segments(t, dir)
+	require.Greater(t, len(segs), 1, "the value's segment is sealed")
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte("BROKEN|"))
+	require.GreaterOrEqual(t, i, 0)
+	b[i] ^= 0x20
+	require.NoError(t, os.WriteFile(segs[0], b, 0o600))
+
+	r := mustWalq(t, 2, "", "dlq", "requeue", dir, name)
+	require.Contains(t, r.stderr, "dead value 1 ")
+	require.Empty(t, r.stdout)
+	r = mustWalq(t, 2, "", "dlq", "requeue", "--all", dir)
+	require.Equal(t, "requeued 0 dead values\n", r.stdout)
+	require.Contains(t, r.stderr, "dead value 1 ")
+	require.Equal(t, "purged "+name+"\n", mustWalq(t, 0, "", "dlq", "purge", dir, name).stdout)
+	require.Equal(t, "ID  SEQ  KEY  SORT  DELIVERIES  PUBLISHED  BYTES  REASON\n", mustWalq(t, 0, "", "dlq", "list", dir).stdout)
+}
