@@ -21,6 +21,7 @@ import (
 // read is listed (DeadLetters lists it without payload); its view shows
 // what the index knows of it, without payload, and its purge works, by
 // its SEQ@ID reference only. ForQueue's view and purge failed with 500.
+// Its requeue, which made it ready to fail again, is refused with 409.
 func TestDamagedDeadLetterActions(t *testing.T) {
 	for name, source := range map[string]func(*queue.Queue) dashboard.Source{
 		"ForQueue":    dashboard.ForQueue,
@@ -52,6 +53,12 @@ func TestDamagedDeadLetterActions(t *testing.T) {
 			code, msg = post(t, s.URL+"/queue/api/dead/purge", refBody(t, bare), same)
 			require.Equal(t, 400, code, msg)
 			require.EqualValues(t, 1, q.Stats().Dead)
+
+			code, msg = post(t, s.URL+"/queue/api/dead/requeue", refBody(t, ref), same)
+			require.Equal(t, 409, code, "requeueing a letter that cannot be read is refused: %s", msg)
+			require.Contains(t, msg, "not requeued")
+			require.EqualValues(t, 1, q.Stats().Dead)
+			require.EqualValues(t, 7, q.Stats().Ready, "the fillers only: nothing requeued")
 
 			code, msg = post(t, s.URL+"/queue/api/dead/purge", refBody(t, ref), same)
 			require.Equal(t, 200, code, msg)
@@ -94,4 +101,49 @@ func damagedDeadLetter(t *testing.T) (*queue.Queue, string) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	return q, id
+}
+
+// TestDamagedDeadValueRequeue: the requeue of a sorted queue's dead value
+// whose payload cannot be read is refused with 409, as an ack queue's;
+// its purge works.
+func TestDamagedDeadValueRequeue(t *testing.T) {
+	o := queue.SortedOptions{CacheBytes: -1, Options: queue.Options{SegmentSize: 4096, ManualRequeue: true}}
+	testhook.SetManualCompaction(&o.Options)
+	dir := t.TempDir()
+	sq, err := queue.OpenSorted[int](dir, &o)
+	require.NoError(t, err)
+	ctx := context.Background()
+	pad := string(bytes.Repeat([]byte("p"), 600))
+	require.NoError(t, sq.Publish(ctx, 1, "broken", []byte("BROKEN|"+pad)))
+	bs, err := sq.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("bad input"))
+	for i := range 7 {
+		require.NoError(t, sq.Publish(ctx, 100+i, fmt.Sprint("f", i), []byte(pad)))
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "0*"))
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 1, "the value's segment is sealed")
+	require.NoError(t, sq.Close()) // nothing read before the damage is kept
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte("BROKEN"))
+	require.GreaterOrEqual(t, i, 0)
+	b[i] ^= 0x20
+	require.NoError(t, os.WriteFile(segs[0], b, 0o600))
+	sq, err = queue.OpenSorted[int](dir, &o)
+	require.NoError(t, err)
+	t.Cleanup(func() { sq.Close() })
+
+	s := server(t, dashboard.ForSorted(sq), &dashboard.Options{Actions: true})
+	same := map[string]string{"Origin": s.URL, "Sec-Fetch-Site": "same-origin"}
+	refs := deadRefs(t, s.URL)
+	require.Len(t, refs, 1)
+	code, msg := post(t, s.URL+"/queue/api/dead/requeue", refBody(t, refs[0]), same)
+	require.Equal(t, 409, code, msg)
+	require.Contains(t, msg, "not requeued")
+	require.Equal(t, 1, sq.Stats().SortedDead)
+	code, msg = post(t, s.URL+"/queue/api/dead/purge", refBody(t, refs[0]), same)
+	require.Equal(t, 200, code, msg)
+	require.Zero(t, sq.Stats().SortedDead)
 }

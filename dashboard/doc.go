@@ -31,7 +31,11 @@
 // view, requeue and purge act only while the sequence number holds that
 // id (ErrNotFound, 404, otherwise), and the actions refuse a bare sequence
 // number (ErrInvalid, 400). A sorted queue's dead value is
-// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted).
+// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted). The
+// requeue of a dead letter or value whose payload cannot be read (the
+// list shows its reason ending in "corrupt record: …") is refused with
+// 409 (ErrRefused) and the read error: requeued, it would only fail
+// again. Purge it, or repair the directory first.
 //
 // # Sources
 //

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -93,10 +92,7 @@ func (s ackSource) deadAction(ref string, act func(id string) error) error {
 		return err
 	}
 	if err := act(d.ID); err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return err
+		return actionError(err)
 	}
 	return nil
 }

@@ -288,6 +288,8 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, ErrInvalid):
 		code = http.StatusBadRequest
+	case errors.Is(err, ErrRefused):
+		code = http.StatusConflict
 	}
 	writeJSON(w, code, errorReply{err.Error()})
 }

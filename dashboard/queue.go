@@ -126,12 +126,23 @@ func (s queueSource) deadAction(ctx context.Context, ref string, act func(id str
 		return fmt.Errorf("%w: message %s is %s, not dead", ErrNotFound, ref, m.State)
 	}
 	if err := act(m.ID); err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return err
+		return actionError(err)
 	}
 	return nil
+}
+
+// actionError is err, the error of a queue's dead-letter action, wrapped
+// in the sentinel the API answers it with: ErrNotFound for
+// queue.ErrNotFound, ErrRefused for queue.ErrCorrupt (a letter that
+// cannot be read, which a requeue refuses).
+func actionError(err error) error {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, queue.ErrCorrupt):
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return err
 }
 
 // fromInfo converts a message; a dead letter's Ref is SEQ@ID.
@@ -298,10 +309,7 @@ func (s sortedSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) err
 		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
 	}
 	if err := act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)}); err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return err
+		return actionError(err)
 	}
 	return nil
 }

@@ -36,13 +36,18 @@ type KeySource interface {
 // States are the message states a Source lists.
 var States = []string{"ready", "in-flight", "delayed", "dead"}
 
-// The errors a Source returns, wrapped, for the API to answer 404 and 400.
+// The errors a Source returns, wrapped, for the API to answer 404, 400
+// and 409.
 var (
 	// ErrNotFound is returned when a message or key does not exist.
 	ErrNotFound = errors.New("dashboard: not found")
 	// ErrInvalid is returned for an unknown state, page position or
 	// message reference.
 	ErrInvalid = errors.New("dashboard: invalid request")
+	// ErrRefused is returned when an action cannot be done to what it
+	// names as it is: a dead letter whose payload cannot be read is not
+	// requeued.
+	ErrRefused = errors.New("dashboard: action refused")
 )
 
 // Stats is a queue's figures, as the API returns them.

@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/walq/walq/index"
@@ -62,9 +63,26 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 const corruptReason = "corrupt record: "
 
 // RequeueDead makes the dead letter with id ready again, with its delivery
-// count reset.
+// count reset. It reads the letter's payload first: a letter it cannot
+// read (DeadLetters lists it as a corrupt record) is refused, with an
+// error wrapping the read error (ErrCorrupt for damage), and stays dead,
+// as a requeued one could only fail again at each delivery. Purge it, or
+// repair the directory first (walq repair).
 func (q *Queue) RequeueDead(id string) error {
-	return q.changeDead(id, opRequeueDead)
+	e, err := q.deadByID(id)
+	if err != nil {
+		return err
+	}
+	if err := q.checkDeadReadable(e); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if cur, ok := q.mu.st.table.Get(e.Seq); !ok || cur.State != index.Dead || cur.ID != id {
+		q.mu.Unlock()
+		return q.noDeadLetter(id)
+	}
+	_, err = q.changeSeqsLocked(opRequeueDead, []uint64{e.Seq}, true)
+	return err
 }
 
 // PurgeDead removes the dead letter with id for good.
@@ -72,8 +90,37 @@ func (q *Queue) PurgeDead(id string) error {
 	return q.changeDead(id, opPurge)
 }
 
-// RequeueAllDead makes every dead letter ready again and returns how many.
-func (q *Queue) RequeueAllDead() (int, error) { return q.changeAllDead(opRequeueDead) }
+// RequeueAllDead makes every dead letter whose payload it can read ready
+// again and returns how many. The letters it cannot read stay dead (see
+// RequeueDead): it requeues the others, and returns their count with an
+// error that joins one error for each letter it left (ErrCorrupt for
+// damage), naming it.
+func (q *Queue) RequeueAllDead() (int, error) {
+	es, err := q.deadEntries()
+	if err != nil {
+		return 0, err
+	}
+	var ready []uint64
+	var errs []error
+	for _, e := range es {
+		if err := q.checkDeadReadable(e); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ready = append(ready, e.Seq)
+	}
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return 0, ErrClosed
+	}
+	ready = slices.DeleteFunc(ready, func(seq uint64) bool { // requeued or purged meanwhile
+		e, ok := q.mu.st.table.Get(seq)
+		return !ok || e.State != index.Dead
+	})
+	n, err := q.changeSeqsLocked(opRequeueDead, ready, true)
+	return n, joinErrors(err, errors.Join(errs...))
+}
 
 // PurgeAllDead removes every dead letter and returns how many.
 func (q *Queue) PurgeAllDead() (int, error) { return q.changeAllDead(opPurge) }
@@ -83,10 +130,7 @@ func (q *Queue) changeDead(id string, o op) error {
 	e, ok := q.mu.st.table.GetByID(id)
 	if !ok || e.State != index.Dead {
 		q.mu.Unlock()
-		if q.isClosed() {
-			return ErrClosed
-		}
-		return fmt.Errorf("%w: no dead letter %q", ErrNotFound, id)
+		return q.noDeadLetter(id)
 	}
 	_, err := q.changeSeqsLocked(o, []uint64{e.Seq}, o == opRequeueDead)
 	return err
@@ -100,6 +144,51 @@ func (q *Queue) changeAllDead(o op) (int, error) {
 		return true
 	})
 	return q.changeSeqsLocked(o, seqs, o == opRequeueDead)
+}
+
+// deadByID returns the dead letter with id as the index holds it now.
+func (q *Queue) deadByID(id string) (index.Entry, error) {
+	q.mu.Lock()
+	e, ok := q.mu.st.table.GetByID(id)
+	q.mu.Unlock()
+	if !ok || e.State != index.Dead {
+		return index.Entry{}, q.noDeadLetter(id)
+	}
+	return e, nil
+}
+
+// noDeadLetter is the error of a change of the dead letter id that is not
+// there: ErrClosed once the queue is closed, else ErrNotFound.
+func (q *Queue) noDeadLetter(id string) error {
+	if q.isClosed() {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: no dead letter %q", ErrNotFound, id)
+}
+
+// deadEntries returns every dead letter as the index holds it now.
+func (q *Queue) deadEntries() ([]index.Entry, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return nil, ErrClosed
+	}
+	var es []index.Entry
+	q.mu.st.table.Dead(0, func(e index.Entry) bool {
+		es = append(es, e)
+		return true
+	})
+	return es, nil
+}
+
+// checkDeadReadable reads the payload of the dead letter e, which a
+// requeue is about to make deliverable, and fails if it cannot.
+func (q *Queue) checkDeadReadable(e index.Entry) error {
+	if err := q.readPayload(&Message{Receipt: Receipt{Seq: e.Seq}}, e.Loc); err != nil {
+		return fmt.Errorf("queue: dead letter %q (seq %d) not requeued, its payload cannot be read (purge it, or repair the directory first): %w",
+			e.ID, e.Seq, err)
+	}
+	return nil
 }
 
 // changeSeqsLocked appends a record of op o for each message (or sorted

@@ -39,7 +39,7 @@ func (q *Queue) TryDequeue() (*Message, error) {
 // has them back at the end of their lease, each with one delivery more).
 // The unreadable message stays leased until AckTimeout, then comes back
 // and is dead-lettered at MaxDeliveries, unless the caller dead-letters
-// it first (DeadLetterID with the ReadError's ID).
+// it first (DeadLetter with the ReadError's Delivery).
 func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 	ds, err := q.dequeue(ctx, max, true, nil)
 	if len(ds) == 0 {
@@ -53,29 +53,32 @@ func (q *Queue) DequeueBatch(ctx context.Context, max int) (Messages, error) {
 }
 
 // A ReadError is a delivery's failure to read one message's payload
-// (DequeueBatch) or one value of a sorted batch (Pull). What it names is
-// leased all the same, until AckTimeout, so that it is not delivered
-// again at once: dead-letter it by its name (Queue.DeadLetterID with ID,
+// (Dequeue, TryDequeue, DequeueBatch) or one value of a sorted batch
+// (Pull, TryPull). What it names is leased all the same, until
+// AckTimeout, so that it is not delivered again at once: dead-letter it
+// with the failed delivery's receipt (Queue.DeadLetter with Delivery,
 // Sorted.DeadLetter with Receipt), or let its lease run out, after which
 // it is delivered again and dead-lettered at MaxDeliveries. Get it with
 // errors.As; errors.Is sees Err (ErrCorrupt, or another read error). A
 // delivery that cannot read several joins a ReadError for each
-// (errors.Join): walk Unwrap() []error to name them all.
+// (errors.Join): ReadErrors returns them all.
 //
-// DeadLetterID with ID acts on whoever holds the message now: call it
-// promptly, well within AckTimeout, or let the lease run out; once the
-// lease has ended the message may be delivered elsewhere and read there
-// (after a transient error), and DeadLetterID would take it from that
-// delivery. Sorted.DeadLetter with Receipt dead-letters the key's whole
-// batch, its readable values too. Requeueing a damaged dead letter makes
-// it fail again at each delivery until the directory is repaired (walq
-// repair); purge it, or repair first.
+// Both receipts are fenced: they name the delivery that failed, and once
+// its lease has ended (the message or batch was requeued, and may have
+// been delivered and read elsewhere after a transient error) they are
+// refused with ErrLeaseLost and change nothing. DeadLetterID with ID is
+// not fenced: it takes the message from whichever delivery holds it now.
+// Sorted.DeadLetter with Receipt dead-letters the key's whole batch, its
+// readable values too. Requeueing a damaged dead letter or value is
+// refused (see RequeueDead); repair the directory first (walq repair), or
+// purge it.
 type ReadError struct {
-	ID      string       // the message's id; "" for a sorted batch
-	Seq     uint64       // the message's, or the sorted value's, sequence number
-	Key     string       // the sorted batch's key; "" for a message
-	Receipt BatchReceipt // the sorted batch's receipt; zero for a message
-	Err     error        // why it could not be read
+	ID       string       // the message's id; "" for a sorted batch
+	Seq      uint64       // the message's, or the sorted value's, sequence number
+	Key      string       // the sorted batch's key; "" for a message
+	Delivery Receipt      // the message's failed delivery, for Queue.DeadLetter; zero for a sorted batch
+	Receipt  BatchReceipt // the sorted batch's failed pull, for Sorted.DeadLetter; zero for a message
+	Err      error        // why it could not be read
 }
 
 func (e *ReadError) Error() string {
@@ -87,6 +90,30 @@ func (e *ReadError) Error() string {
 }
 
 func (e *ReadError) Unwrap() error { return e.Err }
+
+// ReadErrors returns every *ReadError in err's tree, in the order
+// errors.As would meet them: it walks both Unwrap() error and Unwrap()
+// []error, so it finds them inside a join of joins, or under a caller's
+// own wrapping (fmt.Errorf with %w, errors.Join). It does not look inside
+// a ReadError. It returns nil when there is none.
+func ReadErrors(err error) []*ReadError {
+	var out []*ReadError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *ReadError:
+			out = append(out, e)
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, c := range e.Unwrap() {
+				walk(c)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
 
 // dequeueOne leases and delivers one message; its delivery lives on the
 // stack, so the Message is the only allocation of the queue's own.
@@ -326,7 +353,7 @@ func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 	for _, d := range ds {
 		if d.loc != 0 {
 			if err := q.readPayload(d.m, d.loc); err != nil {
-				errs = append(errs, &ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Err: err})
+				errs = append(errs, &ReadError{ID: d.m.ID, Seq: d.m.Receipt.Seq, Delivery: d.m.Receipt, Err: err})
 				continue
 			}
 		}

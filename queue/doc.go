@@ -162,13 +162,13 @@
 //
 // A delivery that cannot read a message's payload (ErrCorrupt, or another
 // read error such as an I/O error) does not return it, and does not lose
-// it: the error holds a *ReadError naming it (its id; for a sorted batch
-// its key, value seq and receipt). Dequeue and TryDequeue return just
+// it: the error holds a *ReadError naming it (its id and the failed
+// delivery's receipt; for a sorted batch its key, value seq and receipt). Dequeue and TryDequeue return just
 // the error; DequeueBatch, Pull and TryPull return the messages they
 // could read together with it: process them, then handle the error. The
 // unreadable message stays leased until AckTimeout, comes back, and is
 // dead-lettered at MaxDeliveries, unless the caller dead-letters it first
-// by that name; DeadLetters lists it without payload, its reason ending
+// with that receipt; DeadLetters lists it without payload, its reason ending
 // "; corrupt record: " and the read error. (The Redis engine dead-letters
 // such a message at once and returns the others with a nil error.) A
 // message never delivered whose record the cursor cannot read is not
@@ -181,19 +181,22 @@
 //
 // A delivery names every message or batch it could not read: the error
 // joins one *ReadError for each (errors.Join; errors.As finds the first,
-// Unwrap() []error gives them all). DeadLetterID with a ReadError's ID
-// acts on whoever holds that message now: do it promptly, well within
-// AckTimeout, or let the lease run out, as after the lease ends the
-// message may be delivered, and read, elsewhere (a transient read error),
-// and DeadLetterID would then take it from that delivery. A sorted
-// batch's Receipt is fenced and names only the pull that failed, but
-// Sorted.DeadLetter with it dead-letters the key's whole batch, the
-// readable values too. Sorted.DeadValues lists a damaged dead value as
-// DeadLetters does, without payload. Requeueing a damaged dead letter or
-// value (RequeueDead, RequeueAllDead, the dashboard) only makes it fail
-// again at each delivery until the directory is repaired (walq repair),
-// and with MaxDeliveries < 0 it is then delivered again at every lease's
-// end for ever: repair first, or purge it.
+// ReadErrors finds them all, however the caller wrapped the error). Each
+// carries the failed delivery's fenced receipt: Queue.DeadLetter with a
+// message's Delivery, or Sorted.DeadLetter with a batch's Receipt, sets
+// it aside, and once that lease has ended (the message came back, and
+// may have been delivered, and read, elsewhere after a transient read
+// error) it fails with ErrLeaseLost and changes nothing. DeadLetterID
+// with the ID is not fenced: it takes the message from whichever delivery
+// holds it now. Sorted.DeadLetter dead-letters the key's whole batch,
+// the readable values too. Sorted.DeadValues lists a damaged dead value
+// as DeadLetters does, without payload. A requeue reads what it requeues
+// first: RequeueDead, Sorted.RequeueDead and RequeueDeadValue (and the
+// CLI's and dashboard's requeue) refuse a dead letter or value they
+// cannot read, with an error naming it (ErrCorrupt for damage), and
+// RequeueAllDead requeues the others and reports the ones it left. Such a
+// letter stays dead until it is purged or the directory is repaired (walq
+// repair).
 //
 // # Sorted and windowed queues
 //

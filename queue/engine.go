@@ -47,6 +47,11 @@ type AckQueue interface {
 	ExtendID(id string, d time.Duration) error
 	DeadLetterID(id, reason string) error
 	DeadLetters(from uint64, max int) ([]DeadLetter, error)
+	// RequeueDead and RequeueAllDead differ on a dead letter listed as
+	// a corrupt record: *Queue reads each letter first and refuses one
+	// it cannot read (RequeueAllDead requeues the others and reports
+	// it); redisq requeues it, and a dequeue that cannot read it
+	// dead-letters it again.
 	RequeueDead(id string) error
 	PurgeDead(id string) error
 	RequeueAllDead() (int, error)

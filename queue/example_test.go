@@ -152,6 +152,14 @@ func Example_worker() {
 				if errors.Is(err, queue.ErrClosed) || ctx.Err() != nil {
 					return // shutting down
 				}
+				if res := queue.ReadErrors(err); len(res) > 0 {
+					for _, re := range res { // damage: set it aside, fenced to this delivery
+						if err := q.DeadLetter(re.Delivery, "unreadable"); err != nil {
+							log.Printf("dead-letter %s: %v", re.ID, err)
+						}
+					}
+					continue
+				}
 				if err != nil {
 					log.Printf("dequeue: %v", err)
 					return
@@ -220,4 +228,22 @@ func ExampleQueue_DequeueBatch() {
 	// leased 5
 	// ack all: <nil>
 	// true true 2
+}
+
+// ReadErrors finds every message a delivery could not read, however the
+// error was wrapped on its way up.
+func ExampleReadErrors() {
+	// What a DequeueBatch that met two damaged messages returns, wrapped
+	// by a caller as it went up.
+	delivery := errors.Join(
+		&queue.ReadError{ID: "a", Seq: 1, Delivery: queue.Receipt{Seq: 1, Lease: 10}, Err: queue.ErrCorrupt},
+		&queue.ReadError{ID: "b", Seq: 2, Delivery: queue.Receipt{Seq: 2, Lease: 11}, Err: queue.ErrCorrupt})
+	err := fmt.Errorf("batch 7: %w", errors.Join(delivery, errors.New("metrics: push failed")))
+
+	for _, re := range queue.ReadErrors(err) {
+		fmt.Println(re.ID, re.Delivery) // q.DeadLetter(re.Delivery, why) sets it aside
+	}
+	// Output:
+	// a 1.10
+	// b 2.11
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -50,7 +51,7 @@ func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	start := o.Clock.Now()
 	q := &Queue{dir: dir, opts: o, lockFile: lock, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	if _, ok := o.Clock.(systemClock); ok {
-		q.wall = newWallClock(wallResync)
+		q.wall = newWallClock(cmp.Or(o.wallResync, wallResync))
 	}
 	// The procedure is recovery's: snapshot, log, replay, the leases of a
 	// crashed process, a salvage's rewrite (see package recovery).

@@ -96,6 +96,7 @@ type Options struct {
 	snapshotStep  func(step string) // called after each step of writing a snapshot; see internal/testhook
 	manualCompact bool              // no background compaction, only Compact; see internal/testhook
 	logOptions    func(walOpts any) // edits the log's wal.Options; see internal/testhook
+	wallResync    time.Duration     // how long the system clock's base is used; 0: wallResync (white-box tests hold a stepped base)
 }
 
 // The crash tests' way to snapshotStep, which is not part of the API.

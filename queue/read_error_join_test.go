@@ -14,20 +14,35 @@ import (
 	"github.com/walq/walq/queue"
 )
 
-// readErrors returns every *ReadError in err's tree, in order.
-func readErrors(err error) []*queue.ReadError {
-	var out []*queue.ReadError
-	switch e := err.(type) {
-	case *queue.ReadError:
-		return []*queue.ReadError{e}
-	case interface{ Unwrap() []error }:
-		for _, c := range e.Unwrap() {
-			out = append(out, readErrors(c)...)
-		}
-	case interface{ Unwrap() error }:
-		out = readErrors(e.Unwrap())
+// ReadErrors finds every ReadError of a delivery under a caller's own
+// wrapping: a join of joins, fmt.Errorf with one %w or several, which
+// walking Unwrap() []error of the top error alone misses.
+func TestReadErrorsWalksTheTree(t *testing.T) {
+	s := openDamagedSorted(t)
+	_, err := s.Pull(context.Background(), 100)
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	want := queue.ReadErrors(err)
+	require.Greater(t, len(want), 1, "the damage spans several keys: %v", err)
+	other := errors.New("other")
+	a, b := &queue.ReadError{Key: "x", Err: other}, &queue.ReadError{Key: "y", Err: other}
+	cases := []struct {
+		name string
+		err  error
+		want []*queue.ReadError
+	}{
+		{"nil", nil, nil},
+		{"none", fmt.Errorf("job: %w", other), nil},
+		{"alone", a, []*queue.ReadError{a}},
+		{"wrapped", fmt.Errorf("job: %w", err), want},
+		{"join of joins", errors.Join(other, errors.Join(a, err), b), append(append([]*queue.ReadError{a}, want...), b)},
+		{"several %w", fmt.Errorf("job: %w, then %w", errors.Join(err, other), fmt.Errorf("retry: %w", b)),
+			append(append([]*queue.ReadError(nil), want...), b)},
 	}
-	return out
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, queue.ReadErrors(c.err))
+		})
+	}
 }
 
 // openDamagedSorted opens a sorted queue whose key "broken" (sort 1, seq
@@ -62,7 +77,7 @@ func TestDeadValuesBesideDamaged(t *testing.T) {
 	ctx := context.Background()
 	bs, err := s.Pull(ctx, 100)
 	require.ErrorIs(t, err, queue.ErrCorrupt)
-	res := readErrors(err)
+	res := queue.ReadErrors(err)
 	require.NotEmpty(t, res, "%v", err)
 	for _, re := range res {
 		require.NoError(t, s.DeadLetter(re.Receipt, "unreadable"), re.Key)
@@ -110,7 +125,7 @@ func TestPullNamesEveryUnreadableBatch(t *testing.T) {
 	var first *queue.ReadError
 	require.True(t, errors.As(err, &first), "%v", err)
 	require.Equal(t, "broken", first.Key)
-	res := readErrors(err)
+	res := queue.ReadErrors(err)
 	require.Greater(t, len(res), 1, "the damage spans several keys: %v", err)
 	require.Equal(t, 9, len(bs)+len(res), "every key pulled is delivered or named")
 	keys := map[string]bool{}
@@ -151,7 +166,7 @@ func TestDequeueBatchNamesEveryUnreadable(t *testing.T) {
 	var first *queue.ReadError
 	require.True(t, errors.As(err, &first), "%v", err)
 	require.Equal(t, broken, first.ID)
-	res := readErrors(err)
+	res := queue.ReadErrors(err)
 	require.Greater(t, len(res), 1, "the damage spans several messages: %v", err)
 	require.Equal(t, 9, len(ms)+len(res), "every message leased is delivered or named")
 	require.NoError(t, ms.Ack())
@@ -161,7 +176,7 @@ func TestDequeueBatchNamesEveryUnreadable(t *testing.T) {
 		require.False(t, ids[re.ID], "%s named twice", re.ID)
 		ids[re.ID] = true
 		require.Contains(t, err.Error(), re.ID)
-		require.NoError(t, q.DeadLetterID(re.ID, "unreadable"), re.ID)
+		require.NoError(t, q.DeadLetter(re.Delivery, "unreadable"), re.ID)
 	}
 	st := q.Stats()
 	require.Zero(t, st.InFlight, "every unreadable message was named, none is left leased")

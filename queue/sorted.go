@@ -244,7 +244,10 @@ func OpenWindowed(dir string, opts *WindowOptions) (*Windowed, error) {
 	return &Windowed{&Sorted[time.Time]{q: q, window: opts.Window}}, nil
 }
 
-// Publish adds a value under key, stamped with the current time.
+// Publish adds a value under key, stamped with the current time: the
+// queue's own reading of its clock, the one Pull judges windows by, so
+// that the value's batch is due Window after its publish by that clock,
+// even just after a step of the system's wall clock.
 func (w *Windowed) Publish(ctx context.Context, key string, payload []byte) error {
-	return w.Sorted.Publish(ctx, w.q.opts.Clock.Now(), key, payload)
+	return w.Sorted.Publish(ctx, time.Unix(0, w.q.now()), key, payload)
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -158,7 +159,11 @@ func (q *Queue) deadValueLocked(seq uint64) (index.DeadValue, bool) {
 }
 
 // RequeueDead puts the dead value seq back among the pending ones, at its
-// sort key, with its delivery count reset.
+// sort key, with its delivery count reset. It reads the value's payload
+// first: a value it cannot read (DeadValues lists it as a corrupt record)
+// is refused, with an error wrapping the read error (ErrCorrupt for
+// damage), and stays dead, as a requeued one could only fail again at
+// each pull. Purge it, or repair the directory first (walq repair).
 //
 // A seq alone may name another value than the one it was read for: after
 // a power loss under SyncNever or SyncInterval the lost tail's LSNs go to
@@ -178,7 +183,8 @@ func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.changeDeadValue(seq
 // published at d.PublishedAt (to the nanosecond), and otherwise returns
 // ErrNotFound and changes nothing. A name read before a power loss thus
 // never reaches another value that took its Seq after it (see DeadValue).
-// Other fields of d are not checked.
+// Other fields of d are not checked. A value it cannot read is refused
+// as RequeueDead refuses it.
 func (s *Sorted[K]) RequeueDeadValue(d DeadValue[K]) error {
 	return s.q.changeDeadValue(d.Seq, &d.PublishedAt, opValueRevive)
 }
@@ -190,44 +196,119 @@ func (s *Sorted[K]) PurgeDeadValue(d DeadValue[K]) error {
 	return s.q.changeDeadValue(d.Seq, &d.PublishedAt, opValuePurge)
 }
 
-// RequeueAllDead puts every dead value back and returns how many.
+// RequeueAllDead puts every dead value whose payload it can read back and
+// returns how many. The values it cannot read stay dead (see RequeueDead):
+// it requeues the others, and returns their count with an error that
+// joins one error for each value it left (ErrCorrupt for damage), naming
+// it.
 func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.changeAllDeadValues(opValueRevive) }
 
 // PurgeAllDead removes every dead value and returns how many.
 func (s *Sorted[K]) PurgeAllDead() (int, error) { return s.q.changeAllDeadValues(opValuePurge) }
 
 // changeDeadValue requeues or purges the dead value seq; when at is not
-// nil, only if it was published at *at, to the nanosecond.
+// nil, only if it was published at *at, to the nanosecond. A requeue
+// reads the value's payload first, and refuses a value it cannot read.
 func (q *Queue) changeDeadValue(seq uint64, at *time.Time, o op) error {
+	d, err := q.findDeadValue(seq, at)
+	if err == nil && o == opValueRevive {
+		err = q.checkDeadValueReadable(d)
+	}
+	if err != nil {
+		return err
+	}
 	q.mu.Lock()
-	if q.mu.closed {
+	if cur, ok := q.deadValueLocked(seq); !ok || cur.At != d.At {
 		q.mu.Unlock()
-		return ErrClosed
+		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq) // requeued or purged meanwhile
 	}
-	d, ok := q.deadValueLocked(seq)
-	if !ok {
-		q.mu.Unlock()
-		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
-	}
-	if at != nil && (at.IsZero() || at.UnixNano() != d.At) {
-		q.mu.Unlock()
-		return fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at %s (a crash lost the value the name was read for)",
-			ErrNotFound, seq, at.UTC().Format(time.RFC3339Nano), seq, time.Unix(0, d.At).UTC().Format(time.RFC3339Nano))
-	}
-	_, err := q.changeSeqsLocked(o, []uint64{seq}, o == opValueRevive)
+	_, err = q.changeSeqsLocked(o, []uint64{seq}, o == opValueRevive)
 	return err
 }
 
+// findDeadValue returns the dead value seq; when at is not nil, only if
+// it was published at *at, to the nanosecond.
+func (q *Queue) findDeadValue(seq uint64, at *time.Time) (index.DeadValue, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return index.DeadValue{}, ErrClosed
+	}
+	d, ok := q.deadValueLocked(seq)
+	if !ok {
+		return index.DeadValue{}, fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
+	}
+	if at != nil && (at.IsZero() || at.UnixNano() != d.At) {
+		return index.DeadValue{}, fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at %s (a crash lost the value the name was read for)",
+			ErrNotFound, seq, at.UTC().Format(time.RFC3339Nano), seq, time.Unix(0, d.At).UTC().Format(time.RFC3339Nano))
+	}
+	return d, nil
+}
+
+// changeAllDeadValues requeues or purges every dead value; a requeue
+// leaves the values it cannot read, and reports them.
 func (q *Queue) changeAllDeadValues(o op) (int, error) {
+	ds, err := q.deadValues()
+	if err != nil {
+		return 0, err
+	}
+	seqs := make([]uint64, 0, len(ds))
+	var errs []error
+	for _, d := range ds {
+		if o == opValueRevive {
+			if err := q.checkDeadValueReadable(d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		seqs = append(seqs, d.Seq)
+	}
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
 		return 0, ErrClosed
 	}
-	var seqs []uint64
+	seqs = slices.DeleteFunc(seqs, func(seq uint64) bool { // requeued or purged meanwhile
+		_, ok := q.deadValueLocked(seq)
+		return !ok
+	})
+	n, err := q.changeSeqsLocked(o, seqs, o == opValueRevive)
+	return n, joinErrors(err, errors.Join(errs...))
+}
+
+// deadValues returns every dead value as the index holds it now.
+func (q *Queue) deadValues() ([]index.DeadValue, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return nil, ErrClosed
+	}
+	var ds []index.DeadValue
 	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
-		seqs = append(seqs, d.Seq)
+		ds = append(ds, d)
 		return true
 	})
-	return q.changeSeqsLocked(o, seqs, o == opValueRevive)
+	return ds, nil
+}
+
+// checkDeadValueReadable reads the payload of the dead value d, which a
+// requeue is about to make deliverable, and fails if it cannot. A
+// compaction may copy it forward and cut the log behind it meanwhile: the
+// read then follows the copy.
+func (q *Queue) checkDeadValueReadable(d index.DeadValue) error {
+	for tries := 0; ; tries++ {
+		r, err := q.readRecord(d.Loc)
+		if err == nil {
+			err = checkValueRecord(r, d.SortedValue)
+		}
+		if err == nil {
+			return nil
+		}
+		cur, ok := q.deadValue(d.Seq)
+		if !errors.Is(err, wal.ErrNotFound) || tries > 2 || !ok || cur.Loc == d.Loc {
+			return fmt.Errorf("queue: dead value %d (key %q) not requeued, its payload cannot be read (purge it, or repair the directory first): %w",
+				d.Seq, d.Key, err)
+		}
+		d = cur
+	}
 }

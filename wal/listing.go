@@ -23,7 +23,11 @@ import (
 // segment inside the range of the first that the first lacks. Segments only
 // ever appear after the tail and disappear from the front, so a hole in a
 // listing that the next listing fills is a torn listing, never damage; a
-// segment missing from both is reported as damage, as before.
+// segment missing from both is reported as damage, as before. A hole that
+// the front passed between the two listings (TruncateFront removed the
+// segment missed, with those before it) shows in neither, so the Open also
+// starts over when the front moved: when the first segment it listed is
+// gone from the second listing. The next try lists from the new front.
 
 // listTries bounds how many times a read-only Open lists the directory
 // when a writer keeps changing it under the listing.
@@ -57,7 +61,8 @@ func (l *Log) openListed() error {
 
 // checkListing lists the directory again and returns errListingTorn if
 // it holds a segment between the first and last of names that names
-// lacks.
+// lacks, or if the front moved past the first of names: the segments
+// removed may have hidden a hole in names.
 func (l *Log) checkListing(names []segName) error {
 	d, err := listDir(l.opts.FS, l.dir)
 	if err != nil {
@@ -75,6 +80,9 @@ func (l *Log) checkListing(names []segName) error {
 		listed[n.index] = true
 	}
 	first, last := names[0].index, names[len(names)-1].index
+	if len(again) > 0 && again[0].index > first {
+		return fmt.Errorf("%w: the front moved from %s to %s", errListingTorn, names[0].path, again[0].path)
+	}
 	for _, n := range again {
 		if n.index > first && n.index < last && !listed[n.index] {
 			return fmt.Errorf("%w: %s was not listed the first time", errListingTorn, n.path)

@@ -169,3 +169,54 @@ func TestReadOnlyOpenBesideWriter(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyOpenTornListingThenTruncation: the first listing missed a
+// segment near the tail (torn), and before the listing was checked the
+// writer's TruncateFront removed every segment up to and including the
+// one missed, so the second listing no longer showed the hole: the Open
+// went on with the files it had opened, a segment short, and reported the
+// healthy log corrupt. A front that moved while the Open listed makes it
+// list again.
+func TestReadOnlyOpenTornListingThenTruncation(t *testing.T) {
+	const n = 400
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 1 << 10})
+	for i := 0; i < n; i += 5 {
+		appendN(t, l, i, 5)
+	}
+	closeLog(t, l)
+	segs := segmentFiles(t, dir)
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want at least 5", len(segs))
+	}
+	lay := layoutOf(t, dir)
+	firstLSN, keep := lay[0].first, firstOf(lay, segs[len(segs)-1]).first
+	hidden := filepath.Base(segs[len(segs)-2])
+	hook := func(call int, des []os.DirEntry) []os.DirEntry {
+		switch call {
+		case 1:
+			return without(des, hidden) // torn: the segment was created during the listing
+		case 2:
+			for _, seg := range segs[:len(segs)-1] { // TruncateFront keeps the tail alone
+				if err := os.Remove(seg); err != nil {
+					panic(err)
+				}
+			}
+			des, err := os.ReadDir(dir)
+			if err != nil {
+				panic(err)
+			}
+			return des
+		}
+		return des
+	}
+	r, err := wal.Open(dir, &wal.Options{ReadOnly: true, FS: &listingFS{hook: hook}})
+	if err != nil {
+		t.Fatalf("read-only Open beside a writer that truncated the front: %v", err)
+	}
+	defer closeLog(t, r)
+	if r.FirstLSN() != keep {
+		t.Fatalf("FirstLSN %d, want %d", r.FirstLSN(), keep)
+	}
+	checkRecords(t, r, keep, int(keep-firstLSN), n-int(keep-firstLSN))
+}

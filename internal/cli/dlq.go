@@ -73,7 +73,11 @@ its sort key. An id whose sequence number now holds a value published at
 another time is refused (exit status 5): after a power loss under
 SyncNever or SyncInterval, a sequence number read before the crash can
 name a value dead-lettered since. A bare sequence number is still taken,
-unchecked: it can requeue that other value.`,
+unchecked: it can requeue that other value. A dead letter whose payload
+cannot be read (dlq list shows its reason ending in "corrupt record: …")
+is refused (exit status 2): requeued, it would only fail again. With
+--all the others are requeued and the ones left are named (exit status
+2). Purge such a letter, or run walq repair first.`,
 	example: `walq dlq requeue /var/lib/app/jobs order-1234
 walq dlq requeue --all /var/lib/app/jobs`,
 	exits: dlqExits,
