@@ -165,8 +165,13 @@
 // promote); restoring the key (or deleting it, losing what it held) lets
 // the queue go on. Never delete a queue's sequence counter (seq): the
 // numbering would restart and new messages would overwrite live ones;
-// set it back to a number above every message's instead. The checks read each key with a command of its own
-// type (GET, HMGET, ZCARD), under pcall, before the first write. No
+// set it back to a number above every message's instead. A counter of
+// the queue's stats hash (walq:{NAME}:2:stats, walq:{NAME}:s:stats) set
+// to what is not an integer of at most 18 digits fails, the same way,
+// every call that would add to it, with an error naming the key and the
+// field; setting the field to a number lets the queue go on. The checks
+// read each key with a command of its own type (GET, HMGET, ZCARD), under
+// pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and

@@ -5,9 +5,10 @@ do
 end
 local result
 if op == 'publish' then
-  -- 8 key, 9 sortpart, 10 body. A key of the wrong type (see need) fails
-  -- the first command on it; the writes before it are taken back, in
-  -- reverse, so that a publish is whole or not at all without a check.
+  -- 8 key, 9 sortpart, 10 body. A key of the wrong type (see need), or
+  -- a counter of stats that is no count, fails the first command on it;
+  -- the writes before it are taken back, in reverse, so that a publish is
+  -- whole or not at all without a check.
   local seq = redis.call('INCR', K_SEQ)
   local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
   local undo = {{'DECR', K_SEQ}}
@@ -35,6 +36,9 @@ if op == 'publish' then
       end
     end
     woke = false
+    if bad.err and string.find(bad.err, 'not an integer', 1, true) then
+      return checks({13}) or bad -- the counter, by name
+    end
     return bad
   end
   result = seq
