@@ -35,9 +35,17 @@
 // INCR, INCRBY, PUBLISH, ZADD, ZCARD, ZCOUNT, ZMSCORE, ZPOPMIN, ZRANGE,
 // ZRANGEBYLEX, ZRANGEBYSCORE, ZREM and ZSCORE, all on the queue's keys
 // and channel. A cluster client also needs CLUSTER SLOTS (and READONLY
-// to read from replicas), which go-redis sends. The functions check a
-// key for the wrong type (below) with these same reads, so their checks
-// hold under any ACL that lets the queue run; TYPE, of the keyspace
+// to read from replicas), which go-redis sends. Redis checks a function's
+// commands only as it runs them, and a refusal after the function's first
+// write would leave a half-done change (a pop without its lease): so Open
+// and OpenSorted run each command their functions run on the queue's
+// keys and channel, in forms that leave the keys as they were (a field or
+// member it adds it removes at once; a new queue's sequence counter is
+// left at 0, which reads as absent), and refuse a user refused one
+// (queue.ErrInvalidOptions, naming the command and the key). An ACL
+// changed while handles are open is not checked again. The functions
+// check a key for the wrong type (below) with these same reads, so their
+// checks hold under any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
 // itself names the key of the wrong type, else it comes as it is.
 //

@@ -53,6 +53,17 @@ end
 -- with an error naming the key, before writing anything.
 local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
 
+-- USES are the commands the operations run, each with the positions of
+-- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua),
+-- in the order it tries them: reads, then HDEL and ZREM, by which the
+-- forms of HSET and HINCRBY take back what they add.
+local USES = {
+  {'GET', {1}}, {'HGET', {2, 3, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
+  {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11}}, {'ZSCORE', {9, 11}},
+  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8}},
+  {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
+}
+
 -- PROBES read a key with a command of its own type that the queue runs
 -- anyway (so an ACL that lets the queue run grants it): on a key of
 -- another type it fails WRONGTYPE, on an absent key it answers. need
