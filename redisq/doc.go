@@ -162,7 +162,10 @@
 // (neither ready nor leased), and their DeadLetters fails on a dead
 // letter whose body is gone: upgrade them.
 // A pulled batch's record is kept twice, so that a garbled one still
-// names its values (they go back to their key at the lease's end); a
+// names its values (they go back to their key at the lease's end): the
+// copy is read when the record does not decode, or when the two differ
+// and the record fails a check the copy passes (each value under the
+// batch's key, and still stored); a
 // member of a sorted queue's pull order or pending set that names
 // nothing (written by hand) is dropped by the pull that meets it.
 // A key of a queue overwritten with another type (a SET by hand) fails

@@ -271,11 +271,38 @@ local function unbatch(raw)
   return b
 end
 
+-- sound tells whether the decoded batch b checks out against the
+-- values stored: each of its members is under its key and long enough
+-- to hold a sort part and a seq, and names a value that is there.
+local function sound(b)
+  local p = keyprefix(b[1])
+  local minlen = #p + (fixed and 16 or 10)
+  local seqs = {}
+  for i, m in ipairs(b[2]) do
+    if #m < minlen or string.sub(m, 1, #p) ~= p then return false end
+    seqs[i] = unseq8(string.sub(m, -8))
+  end
+  for i = 1, #seqs, 1000 do
+    local vals = redis.call('HMGET', K_VAL, unpack(seqs, i, math.min(i + 999, #seqs)))
+    for _, v in ipairs(vals) do
+      if not v then return false end
+    end
+  end
+  return #seqs > 0
+end
+
 -- batchOf returns the batch leased as tok from its record, or from the
--- record's copy when the record does not decode; nil when neither does.
+-- record's copy when the record does not decode, or when the two differ
+-- and only the copy checks out (sound): a record garbled so that it still
+-- decodes must not name the batch's values wrong. nil when neither
+-- decodes. The copies agree but for damage, so the check costs a call
+-- nothing else.
 local function batchOf(tok)
   local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
-  return unbatch(got[1]) or unbatch(got[2])
+  local b, c = unbatch(got[1]), unbatch(got[2])
+  if got[1] == got[2] or not b or not c then return b or c end
+  if not sound(b) and sound(c) then return c end
+  return b
 end
 
 local function fence(tok)
