@@ -180,7 +180,9 @@
 // the queue's stats hash (walq:{NAME}:2:stats, walq:{NAME}:s:stats) set
 // to what is not an integer of at most 18 digits fails, the same way,
 // every call that would add to it, with an error naming the key and the
-// field; setting the field to a number lets the queue go on. The checks
+// field; setting the field to a number lets the queue go on. A sorted
+// queue's count of a key's leased batches (a field of
+// walq:{NAME}:s:flight) that is not a number counts as none. The checks
 // read each key with a command of its own type (GET, HMGET, ZCARD), under
 // pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000

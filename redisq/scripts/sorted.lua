@@ -223,6 +223,20 @@ local function unplace(key)
   end
 end
 
+-- flights adds n to the count of key's leased batches (flight) and
+-- returns it. A count that is not a number (garbled by hand) counts as
+-- none: a Lua error here would come after the call's writes, and lose a
+-- batch's values (an ack) or leave its key unpullable; the values are
+-- intact, and only single flight reads the count. A key of the wrong type
+-- is checked before (need), so any other error is raised as it is.
+local function flights(key, n)
+  local r = redis.pcall('HINCRBY', K_FLIGHT, key, n)
+  if type(r) == 'number' then return r end
+  if not string.find(r.err, 'not an integer', 1, true) then error(r) end
+  if n > 0 then redis.call('HSET', K_FLIGHT, key, n) end
+  return math.max(n, 0)
+end
+
 -- place puts key in the pull order at its smallest pending value, unless
 -- it is held or, under single flight, has a batch out. It reads before it
 -- writes, so that a key of the wrong type fails it before any write.
@@ -230,7 +244,7 @@ local function place(key)
   local old = redis.call('HGET', K_POS, key)
   local p, f = keyprefix(key), nil
   if not redis.call('ZSCORE', K_HOLD, key) and
-      not (single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0) then
+      not (single and (tonumber(redis.call('HGET', K_FLIGHT, key)) or 0) > 0) then
     f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
   end
   if old then
@@ -314,7 +328,7 @@ end
 local function drop(tok, b)
   redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
   redis.call('ZREM', K_BDUE, tok)
-  if redis.call('HINCRBY', K_FLIGHT, b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
+  if flights(b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
   redis.call('HINCRBY', K_STATS, 'leased', -#b[2])
 end
 

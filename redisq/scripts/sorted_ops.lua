@@ -98,7 +98,7 @@ elseif op == 'pull' then
         local rec = cmsgpack.pack({key, members, now})
         redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
         redis.call('ZADD', K_BDUE, now + ackto, tok)
-        redis.call('HINCRBY', K_FLIGHT, key, 1)
+        flights(key, 1)
         redis.call('HINCRBY', K_STATS, 'pulled', 1)
         redis.call('HINCRBY', K_STATS, 'leased', #members)
         out[#out + 1] = {tok, key, vals}
