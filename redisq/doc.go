@@ -39,11 +39,14 @@
 // commands only as it runs them, and a refusal after the function's first
 // write would leave a half-done change (a pop without its lease): so Open
 // and OpenSorted run each command their functions run on the queue's
-// keys and channel, in forms that leave the keys as they were (a field or
-// member it adds it removes at once; a new queue's sequence counter is
-// left at 0, which reads as absent), and refuse a user refused one
-// (queue.ErrInvalidOptions, naming the command and the key). An ACL
-// changed while handles are open is not checked again. The functions
+// keys and channel, in forms that leave the keys as they were (a field
+// added is removed at once; a new queue's sequence counter is left at 0,
+// which reads as absent; the message published announces a deadline no
+// housekeeper acts on), and refuse a user refused one
+// (queue.ErrInvalidOptions, naming the command and the key). A user
+// refused a queue's key is refused already the FCALL that names it,
+// before any write. An ACL changed while handles are open is not checked
+// again. The functions
 // check a key for the wrong type (below) with these same reads, so their
 // checks hold under any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
@@ -188,9 +191,11 @@
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and
-// releases at most 1000 ended holds; a call that stops so is called
-// again by the handle, so a pull does not report empty while a key is
-// pullable behind them.
+// releases at most 1000 ended holds. A call that stops so is called
+// again by the handle, a pull only when it leased nothing (one that
+// leased returns what it leased, and wakes the other handles' waiting
+// pulls, which would sleep else), so no dequeue or pull reports empty
+// while a message or key is behind them.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
 // time or string) when it is made, and OpenSorted or OpenWindowed with
