@@ -2,8 +2,10 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,12 +82,61 @@ func TestACLDocumented(t *testing.T) {
 	aclRun(t, rdb, "documented")
 }
 
+// aclFunctionCommands are the commands of aclCommands that the
+// libraries' functions run, which Redis checks against the ACL only when
+// a function runs them.
+var aclFunctionCommands = []string{
+	"DECR", "GET", "HDEL", "HGET", "HGETALL", "HINCRBY", "HMGET", "HSET", "INCR", "INCRBY", "PUBLISH",
+	"ZADD", "ZCARD", "ZCOUNT", "ZMSCORE", "ZPOPMIN", "ZRANGE", "ZRANGEBYLEX", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
+}
+
+// TestACLRefusedCommand: a user refused one command that the functions
+// run (Redis checks it only when a function runs it, which may be after
+// the function's first write: a pop, a burial) either is refused by Open,
+// with an error naming the command, or runs the queue whole: every call
+// works and nothing is lost.
+func TestACLRefusedCommand(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	opts := Options{TrustServer: true, AckTimeout: time.Minute, DedupWindow: time.Hour}
+	for _, c := range aclFunctionCommands {
+		t.Run(c, func(t *testing.T) {
+			rdb := aclUser(t, srv, "+@all", "-"+strings.ToLower(c))
+			name := "acl-refused-" + strings.ToLower(c)
+			q, err := Open(ctx, rdb, name, &opts)
+			if err != nil {
+				t.Log(err)
+				require.Regexp(t, `(?i)\b`+c+`\b`, err.Error(), "ack queue")
+			} else {
+				q.Close()
+				aclRunAck(t, rdb, name)
+			}
+			s, err := OpenSorted[string](ctx, rdb, "sorted-"+name, &SortedOptions{Options: opts})
+			if err != nil {
+				t.Log(err)
+				require.Regexp(t, `(?i)\b`+c+`\b`, err.Error(), "sorted queue")
+			} else {
+				s.Close()
+				aclRunSorted(t, rdb, "sorted-"+name)
+			}
+		})
+	}
+}
+
 // aclRun runs every kind of call of both queues through rdb, and checks
 // that nothing is lost.
 func aclRun(t *testing.T, rdb *redis.Client, name string) {
+	aclRunAck(t, rdb, "acl-"+name)
+	aclRunSorted(t, rdb, "acl-sorted-"+name)
+}
+
+// aclRunAck runs every kind of call of the ack queue name through rdb,
+// and checks that nothing is lost.
+func aclRunAck(t *testing.T, rdb *redis.Client, name string) {
+	t.Helper()
 	ctx := context.Background()
 	opts := Options{TrustServer: true, AckTimeout: time.Minute, DedupWindow: time.Hour}
-	q, err := Open(ctx, rdb, "acl-"+name, &opts)
+	q, err := Open(ctx, rdb, name, &opts)
 	require.NoError(t, err)
 	defer q.Close()
 	for _, id := range []string{"a", "b", "c"} {
@@ -123,8 +174,15 @@ func aclRun(t *testing.T, rdb *redis.Client, name string) {
 	require.NoError(t, err)
 	require.Equal(t, [4]int64{0, 0, 0, 0}, [4]int64{st.Ready, st.Delayed, st.InFlight, st.Dead})
 	require.Equal(t, uint64(6), st.Acked)
+}
 
-	s, err := OpenSorted[string](ctx, rdb, "acl-sorted-"+name, &SortedOptions{Options: opts})
+// aclRunSorted runs every kind of call of the sorted queue name through
+// rdb, and checks that nothing is lost.
+func aclRunSorted(t *testing.T, rdb *redis.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	opts := Options{TrustServer: true, AckTimeout: time.Minute}
+	s, err := OpenSorted[string](ctx, rdb, name, &SortedOptions{Options: opts})
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Publish(ctx, "x", "k1", []byte("v1")))
@@ -179,4 +237,100 @@ func TestACLWithoutTypeWrongKey(t *testing.T) {
 		got = append(got, m.ID)
 	}
 	require.Equal(t, []string{"z", "a"}, got)
+}
+
+// TestACLProbeChangesNothing: the check of the ACL that Open runs tries
+// every command the functions run on the queue's own keys; it must leave
+// every key of a queue in use as it was (the sequence counter of a new
+// queue aside, which it leaves 0, read as absent: TestACLRefusedCommand
+// runs the queues after it).
+func TestACLProbeChangesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	opts := Options{TrustServer: true, AckTimeout: time.Minute, DedupWindow: time.Hour, MaxDeliveries: 5}
+	q, err := Open(ctx, rdb, "probe", &opts)
+	require.NoError(t, err)
+	defer q.Close()
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		_, err := q.Enqueue(ctx, []byte("p-"+id), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	_, err = q.Enqueue(ctx, []byte("late"), queue.WithDelay(time.Hour))
+	require.NoError(t, err)
+	ms, err := q.DequeueBatch(ctx, 3)
+	require.NoError(t, err)
+	require.NoError(t, ms[0].Ack())
+	require.NoError(t, ms[1].DeadLetter("dead"))
+
+	s, err := OpenSorted[string](ctx, rdb, "probe-sorted", &SortedOptions{Options: opts})
+	require.NoError(t, err)
+	defer s.Close()
+	for i, k := range []string{"k1", "k1", "k2", "k3"} {
+		require.NoError(t, s.Publish(ctx, strconv.Itoa(i), k, []byte("v")))
+	}
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, s.Nack(bs[0].Receipt, time.Hour))
+	_, err = s.TryPull(1)
+	require.NoError(t, err)
+
+	keys := append(append([]string{}, q.keys...), s.keys...)
+	before := keyContents(t, rdb, keys)
+	q2, err := Open(ctx, rdb, "probe", &opts)
+	require.NoError(t, err)
+	require.NoError(t, q2.Close())
+	s2, err := OpenSorted[string](ctx, rdb, "probe-sorted", &SortedOptions{Options: opts})
+	require.NoError(t, err)
+	require.NoError(t, s2.Close())
+	after := keyContents(t, rdb, keys)
+	require.Equal(t, before, after)
+	require.NotContains(t, fmt.Sprint(after), "walq-probe", "the probe's field or member is left") // by any Open
+}
+
+// keyContents reads every key of keys whole, by its type.
+func keyContents(t *testing.T, rdb *redis.Client, keys []string) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]any{}
+	for _, k := range keys {
+		typ, err := rdb.Type(ctx, k).Result()
+		require.NoError(t, err)
+		var v any
+		switch typ {
+		case "string":
+			v, err = rdb.Get(ctx, k).Result()
+		case "hash":
+			v, err = rdb.HGetAll(ctx, k).Result()
+		case "zset":
+			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		case "none":
+		default:
+			t.Fatalf("key %s of type %s", k, typ)
+		}
+		require.NoError(t, err)
+		out[k] = v
+	}
+	return out
+}
+
+// TestACLKeyPatterns: the check of the ACL tries each command on the
+// queue's own keys, so a user allowed exactly one queue's keys opens and
+// runs it; one refused writes to one key of it is refused by Open (every
+// FCALL declares each key of the queue, for reading and writing, so the
+// server refuses it before the function runs).
+func TestACLKeyPatterns(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := aclUser(t, srv, "+@all", "resetkeys", "~walq:{keys-ok}:*", "~walq:{keys-sorted-ok}:*")
+	aclRunAck(t, rdb, "keys-ok")
+	aclRunSorted(t, rdb, "keys-sorted-ok")
+
+	rules := []string{"+@all", "resetkeys", "%R~walq:{keys-ro}:2:dead", "~walq:{keys-ro}:[a-z]*"} // and layout 1's, which Open reads
+	for _, k := range []string{"seq", "msg", "ready", "delayed", "lease", "acked", "stats"} {
+		rules = append(rules, "~walq:{keys-ro}:2:"+k)
+	}
+	rdb = aclUser(t, srv, rules...)
+	_, err := Open(ctx, rdb, "keys-ro", &Options{TrustServer: true})
+	require.ErrorContains(t, err, "NOPERM")
 }

@@ -526,3 +526,33 @@ func TestCorruptManyBuriedGathered(t *testing.T) {
 	}
 	require.Equal(t, int64(1100), q.Stats().Dead)
 }
+
+// TestCorruptGarbledDeliveryCount: the dead-lettering of a message whose
+// body does not decode takes back the delivery its lease counted in the
+// message hash's field "#d"; a "#d" garbled by hand (read as none by
+// every dequeue) must not fail it after the message went to the
+// dead-letter set, which failed the dequeue.
+func TestCorruptGarbledDeliveryCount(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "garbled-d", &Options{ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	for _, p := range []string{"a", "b"} {
+		_, err := q.Enqueue(ctx, []byte(p))
+		require.NoError(t, err)
+	}
+	require.NoError(t, rdb.HSet(ctx, q.keys[1], "b1", "\xc1").Err()) // a's body: found by the client
+	rdb.AddHook(&fcallFaults{fail: func(fn string, args []any) bool {
+		if isCall(fn, args, "settle", "corrupt") {
+			require.NoError(t, rdb.HSet(ctx, q.keys[1], "#d", "abc").Err())
+		}
+		return false
+	}})
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "b", string(m.Payload))
+	st := q.Stats()
+	require.Equal(t, int64(1), st.Dead)
+}

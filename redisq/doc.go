@@ -35,9 +35,20 @@
 // INCR, INCRBY, PUBLISH, ZADD, ZCARD, ZCOUNT, ZMSCORE, ZPOPMIN, ZRANGE,
 // ZRANGEBYLEX, ZRANGEBYSCORE, ZREM and ZSCORE, all on the queue's keys
 // and channel. A cluster client also needs CLUSTER SLOTS (and READONLY
-// to read from replicas), which go-redis sends. The functions check a
-// key for the wrong type (below) with these same reads, so their checks
-// hold under any ACL that lets the queue run; TYPE, of the keyspace
+// to read from replicas), which go-redis sends. Redis checks a function's
+// commands only as it runs them, and a refusal after the function's first
+// write would leave a half-done change (a pop without its lease): so Open
+// and OpenSorted run each command their functions run on the queue's
+// keys and channel, in forms that leave the keys as they were (a field
+// added is removed at once; a new queue's sequence counter is left at 0,
+// which reads as absent; the message published announces a deadline no
+// housekeeper acts on), and refuse a user refused one
+// (queue.ErrInvalidOptions, naming the command and the key). A user
+// refused a queue's key is refused already the FCALL that names it,
+// before any write. An ACL changed while handles are open is not checked
+// again. The functions
+// check a key for the wrong type (below) with these same reads, so their
+// checks hold under any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
 // itself names the key of the wrong type, else it comes as it is.
 //
@@ -154,7 +165,10 @@
 // (neither ready nor leased), and their DeadLetters fails on a dead
 // letter whose body is gone: upgrade them.
 // A pulled batch's record is kept twice, so that a garbled one still
-// names its values (they go back to their key at the lease's end); a
+// names its values (they go back to their key at the lease's end): the
+// copy is read when the record does not decode, or when the two differ
+// and the record fails a check the copy passes (each value under the
+// batch's key, and still stored); a
 // member of a sorted queue's pull order or pending set that names
 // nothing (written by hand) is dropped by the pull that meets it.
 // A key of a queue overwritten with another type (a SET by hand) fails
@@ -165,14 +179,23 @@
 // promote); restoring the key (or deleting it, losing what it held) lets
 // the queue go on. Never delete a queue's sequence counter (seq): the
 // numbering would restart and new messages would overwrite live ones;
-// set it back to a number above every message's instead. The checks read each key with a command of its own
-// type (GET, HMGET, ZCARD), under pcall, before the first write. No
+// set it back to a number above every message's instead. A counter of
+// the queue's stats hash (walq:{NAME}:2:stats, walq:{NAME}:s:stats) set
+// to what is not an integer of at most 18 digits fails, the same way,
+// every call that would add to it, with an error naming the key and the
+// field; setting the field to a number lets the queue go on. A sorted
+// queue's count of a key's leased batches (a field of
+// walq:{NAME}:s:flight) that is not a number counts as none. The checks
+// read each key with a command of its own type (GET, HMGET, ZCARD), under
+// pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and
-// releases at most 1000 ended holds; a call that stops so is called
-// again by the handle, so a pull does not report empty while a key is
-// pullable behind them.
+// releases at most 1000 ended holds. A call that stops so is called
+// again by the handle, a pull only when it leased nothing (one that
+// leased returns what it leased, and wakes the other handles' waiting
+// pulls, which would sleep else), so no dequeue or pull reports empty
+// while a message or key is behind them.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
 // time or string) when it is made, and OpenSorted or OpenWindowed with

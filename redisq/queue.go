@@ -27,9 +27,10 @@ type Queue struct {
 var _ queue.AckQueue = (*Queue)(nil)
 
 // Open returns a handle on the queue called name in the server rdb talks
-// to, creating nothing until the first enqueue. Unless opts.TrustServer is
-// set it first checks that the server keeps the durability opts.Sync
-// asks for (see the package documentation).
+// to, creating nothing until the first enqueue but the sequence counter,
+// at 0. Unless opts.TrustServer is set it first checks that the server
+// keeps the durability opts.Sync asks for; it refuses a user the server's
+// ACL refuses a command the queue runs (see the package documentation).
 func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Options) (*Queue, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -50,6 +51,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 		return nil, err
 	}
 	if err := library.loadAll(ctx, rdb); err != nil {
+		return nil, err
+	}
+	if err := q.checkACL(ctx, fnProbe, []any{q.wake, unixMicros(o.Clock.Now()), 0, 0}); err != nil {
 		return nil, err
 	}
 	if err := q.start(ctx, q.sweep); err != nil {

@@ -30,6 +30,8 @@ var (
 	sortedLua string
 	//go:embed scripts/sorted_ops.lua
 	sortedOpsLua string
+	//go:embed scripts/probe.lua
+	probeLua string // both libraries' probe, after their heads (acl.go)
 )
 
 // function is one operation of a library.
@@ -46,7 +48,7 @@ type function struct {
 // handles, and this version's handles load and run their own: code and
 // library always match.
 var (
-	library = newLibrary("walq", commonLua, []libOp{
+	library = newLibrary("walq", commonLua+probeLua, []libOp{
 		// enqueue and dequeue are refused whole by a server past
 		// maxmemory, not halfway through; what only ends or moves
 		// messages may run there, so that acks can still free memory;
@@ -57,17 +59,20 @@ var (
 		{"housekeep", housekeepLua, "allow-oom"},
 		{"dead", deadLua, "allow-oom"},
 		{"inspect", inspectLua, "no-writes"},
+		{"probe", "return probe()", "allow-oom"},
 	})
 	// The sorted queue's operations, under two names: publish and pull
 	// are refused whole past maxmemory, the others may run there.
-	sortedLibrary = newLibrary("walq_sorted", sortedLua, []libOp{
+	sortedLibrary = newLibrary("walq_sorted", sortedLua+probeLua, []libOp{
 		{"grow", sortedOpsLua, ""},
 		{"settle", sortedOpsLua, "allow-oom"},
+		{"probe", "return probe()", "allow-oom"},
 	})
 
 	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
 	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
 	fnSortedGrow, fnSortedSettle   = sortedLibrary.fn("grow"), sortedLibrary.fn("settle")
+	fnProbe, fnSortedProbe         = library.fn("probe"), sortedLibrary.fn("probe")
 )
 
 // lib is a library of functions, loaded with FUNCTION LOAD.

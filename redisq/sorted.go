@@ -85,6 +85,9 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K]()); err != nil {
 		return nil, err
 	}
+	if err := s.checkACL(ctx, fnSortedProbe, []any{s.wake, unixMicros(o.Clock.Now()), 0, 0, 0, 0, "probe"}); err != nil {
+		return nil, err
+	}
 	if err := s.start(ctx, s.sweep); err != nil {
 		return nil, err
 	}

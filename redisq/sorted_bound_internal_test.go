@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -68,5 +71,66 @@ func TestSortedPullBoundedByIdleSteps(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, n)
 		})
+	}
+}
+
+// TestSortedCappedPullWakes: a pull that stops at its cap of idle steps
+// leaves pullable keys behind it, which its caller may not come back
+// for: it must wake the other handles' blocked pulls, as a dequeue that
+// stops at its cap of burials does. Here the pull order, held aside
+// while a handle blocks on the empty queue, is put back by hand
+// (announcing nothing): a second handle's TryPull takes k1 and stops at
+// the 1000 strays before k2, and the blocked Pull gets k2.
+func TestSortedCappedPullWakes(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := srv.Client()
+	waiter := srv.Client()
+	var pulls atomic.Int64
+	waiter.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
+		if isCall(fn, args, "grow", "pull") {
+			pulls.Add(1)
+		}
+	}})
+	opts := &SortedOptions{Options: Options{ManualRequeue: true}}
+	a, err := OpenSorted[string](ctx, waiter, "capwake", opts)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := OpenSorted[string](ctx, srv.Client(), "capwake", opts)
+	require.NoError(t, err)
+	defer b.Close()
+
+	require.NoError(t, b.Publish(ctx, "a", "k1", []byte("v1")))
+	require.NoError(t, b.Publish(ctx, "z", "k2", []byte("v2")))
+	pipe := admin.Pipeline()
+	for i := range 1000 { // IDLE, sorted.lua
+		pipe.ZAdd(ctx, a.keys[5], redis.Z{Member: fmt.Sprintf("m%04d", i)}) // strays between k1 and k2
+	}
+	pipe.Rename(ctx, a.keys[5], a.keys[5]+":aside")
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+
+	got := make(chan []*queue.Batch[string], 1)
+	go func() {
+		bs, err := a.Pull(ctx, 1)
+		if err != nil {
+			bs = nil
+		}
+		got <- bs
+	}()
+	require.Eventually(t, func() bool { return pulls.Load() >= 1 }, 30*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // past its look, waiting
+	require.NoError(t, admin.Rename(ctx, a.keys[5]+":aside", a.keys[5]).Err())
+
+	bs, err := b.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.Equal(t, "k1", bs[0].Key)
+	select {
+	case bs := <-got:
+		require.Len(t, bs, 1)
+		require.Equal(t, "k2", bs[0].Key)
+	case <-time.After(10 * time.Second):
+		t.Fatal("k2 is pullable and the blocked Pull sleeps: the capped pull woke no one")
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/queue"
 	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -149,4 +151,94 @@ func hgets(t *testing.T, rdb *redis.Client) int64 {
 		}
 	}
 	return 0
+}
+
+// TestSortedGarbledBatchDecodes: a batch's record is kept twice so that a
+// garbled one does not lose its values; a record garbled in a way that
+// still decodes (another key, a seq that names no value) must not beat
+// its sound copy, whichever settles the batch (an ack, a nack, the end
+// of its lease): the values go back to their key, or go, as the copy
+// says. Read from the garbled record, a nack put back values no pull
+// could lease, or left the key out of the pull order, and an ack
+// removed no values, or another key's.
+func TestSortedGarbledBatchDecodes(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	garbles := map[string]func(rec []any){
+		"key": func(rec []any) { rec[0] = "k2" },
+		"seq": func(rec []any) {
+			ms := rec[1].([]any)
+			m := []byte(ms[1].(string))
+			copy(m[len(m)-8:], "\x00\x00\x00\x00\x00\x00\x03\xe7") // seq 999
+			ms[1] = string(m)
+		},
+		"other key's values": func(rec []any) { rec[1] = []any{rec[1].([]any)[0]}; rec[0] = "k1" },
+	}
+	for name, garble := range garbles {
+		for _, settle := range []string{"ack", "nack", "expiry"} {
+			t.Run(name+"/"+settle, func(t *testing.T) {
+				clock := queuetest.NewClock()
+				s, err := OpenSorted[int64](ctx, rdb, "garbled-decodes-"+name+"-"+settle, &SortedOptions{SingleFlight: true,
+					Options: Options{Clock: noTimers{clock}, AckTimeout: time.Minute, ManualRequeue: true}})
+				require.NoError(t, err)
+				defer s.Close()
+				for i, kv := range [][2]string{{"k1", "a"}, {"k1", "b"}, {"k2", "c"}} {
+					require.NoError(t, s.Publish(ctx, int64(i), kv[0], []byte(kv[1])))
+				}
+				bs, err := s.TryPull(10)
+				require.NoError(t, err)
+				require.Len(t, bs, 2)
+				k1, k2 := bs[0], bs[1]
+				require.Equal(t, "k1", k1.Key)
+				// The record of k1's batch, garbled; for "other key's
+				// values" it names k2's value under k1.
+				src := k1
+				if name == "other key's values" {
+					src = k2
+				}
+				raw, err := rdb.HGet(ctx, s.keys[7], "c"+strconv.FormatUint(src.Receipt.Lease, 10)).Result()
+				require.NoError(t, err)
+				var rec []any
+				require.NoError(t, msgpack.Unmarshal([]byte(raw), &rec))
+				garble(rec)
+				b, err := msgpack.Marshal(rec)
+				require.NoError(t, err)
+				require.NoError(t, rdb.HSet(ctx, s.keys[7], strconv.FormatUint(k1.Receipt.Lease, 10), b).Err())
+
+				want := []string{"a", "b", "c"}
+				switch settle {
+				case "ack":
+					require.NoError(t, k1.Ack())
+					want = []string{"c"}
+				case "nack":
+					require.NoError(t, k1.Nack(0))
+				case "expiry":
+					clock.Advance(2 * time.Minute)
+					_, err := s.RequeueExpired()
+					require.NoError(t, err)
+				}
+				if settle != "expiry" {
+					require.NoError(t, k2.Nack(0))
+				}
+				var got []string
+				for {
+					bs, err := s.TryPull(10)
+					if err == queue.ErrEmpty {
+						break
+					}
+					require.NoError(t, err)
+					for _, b := range bs {
+						for _, v := range b.Values {
+							got = append(got, string(v.Payload))
+						}
+						require.NoError(t, b.Ack())
+					}
+				}
+				sort.Strings(got)
+				require.Equal(t, want, got, "the values as the sound copy says")
+				require.Zero(t, s.Stats().SortedDead)
+			})
+		}
+	}
 }

@@ -14,19 +14,59 @@ import (
 	"github.com/walq/walq/redisq/internal/redistest"
 )
 
+// keyFault is a spoiled key of a queue: key (its position in the
+// queue's keys) overwritten with another type, or, with field, that field
+// of the key (a counter) set to a value that is no number.
+type keyFault struct {
+	name  string
+	key   int
+	field string
+}
+
+// keyFaults are the faults of every key in names, then of the counter
+// fields of the key at stats.
+func keyFaults(names []string, stats int, fields ...string) []keyFault {
+	var fs []keyFault
+	for i, name := range names {
+		fs = append(fs, keyFault{name: name, key: i})
+	}
+	for _, f := range fields {
+		fs = append(fs, keyFault{name: names[stats] + " " + f, key: stats, field: f})
+	}
+	return fs
+}
+
+// spoil applies the fault to key.
+func (f keyFault) spoil(ctx context.Context, t *testing.T, rdb *redis.Client, key string) {
+	t.Helper()
+	switch {
+	case f.field != "":
+		require.NoError(t, rdb.HSet(ctx, key, f.field, "abc").Err())
+	case f.name == "seq":
+		require.NoError(t, rdb.Del(ctx, key).Err())
+		require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
+	default:
+		require.NoError(t, rdb.Del(ctx, key).Err())
+		require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+	}
+}
+
 // TestWrongTypeKey: a key of the queue overwritten with a value of
-// another type (a SET by hand, a faulty client) fails the calls that need
-// it, with an error naming that key, and loses nothing, also when a
-// damaged record must be buried at the same time: once the key is
-// restored, every message comes back once with its own payload. A script
-// that failed on it after its first write (a dequeue after its pop, an
-// ack after the lease's removal) would leave messages neither ready nor
-// leased.
+// another type (a SET by hand, a faulty client), or a counter of its
+// stats hash overwritten with what is no number, fails the calls that
+// need it, with an error naming that key (and field), and loses nothing,
+// also when a damaged record must be buried at the same time: once the
+// key is restored, every message comes back once with its own payload. A
+// script that failed on it after its first write (a dequeue after its
+// pop, an ack after the lease's removal) would leave messages neither
+// ready nor leased.
 func TestWrongTypeKey(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	for i, name := range []string{"seq", "msg", "ready", "delayed", "lease", "dead", "acked", "stats"} {
+	names := []string{"seq", "msg", "ready", "delayed", "lease", "dead", "acked", "stats"}
+	for _, f := range keyFaults(names, 7, "nacked", "expired", "dead", "purged", "pids") {
+		i, name := f.key, f.name
 		t.Run(name, func(t *testing.T) {
 			clock := queuetest.NewClock()
 			q, err := Open(ctx, rdb, "wrongtype-"+name, &Options{Clock: noTimers{clock}, ManualRequeue: true,
@@ -68,18 +108,14 @@ func TestWrongTypeKey(t *testing.T) {
 			if err != redis.Nil { // acked is made by the first ack
 				require.NoError(t, err)
 			}
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			if name == "seq" {
-				require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
-			} else {
-				require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
-			}
+			f.spoil(ctx, t, rdb, key)
 
-			// Every call either works or names the key.
+			// Every call either works or names the key (and field).
 			check := func(what string, err error) bool {
 				t.Helper()
 				if err != nil {
 					require.ErrorContains(t, err, key, what)
+					require.ErrorContains(t, err, f.field, what)
 				}
 				return err == nil
 			}
@@ -111,6 +147,9 @@ func TestWrongTypeKey(t *testing.T) {
 			check("nack", leased["b"].Nack(0))
 			check("extend", q.Extend(leased["e"].Receipt, time.Minute))
 			check("nack by id", q.NackID("d", 0))
+			if check("purge", q.PurgeDead("c")) {
+				delete(live, "c")
+			}
 			clock.Advance(time.Hour)
 			_, err = q.RequeueExpired()
 			check("requeue expired", err)
@@ -161,7 +200,10 @@ func TestSortedWrongTypeKey(t *testing.T) {
 	rdb := srv.Client()
 	ctx := context.Background()
 	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"}
-	for i, name := range names {
+	faults := keyFaults(names, 12, "published", "pulled", "acked", "leased")
+	faults = append(faults, keyFault{name: "flight k1", key: 9, field: "k1"}, keyFault{name: "flight k5", key: 9, field: "k5"})
+	for _, f := range faults {
+		i, name := f.key, f.name
 		t.Run(name, func(t *testing.T) {
 			clock := queuetest.NewClock()
 			s, err := OpenSorted[int64](ctx, rdb, "wrongtype-sorted-"+name, &SortedOptions{SingleFlight: true,
@@ -194,16 +236,12 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			if err != redis.Nil {
 				require.NoError(t, err)
 			}
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			if name == "seq" {
-				require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
-			} else {
-				require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
-			}
+			f.spoil(ctx, t, rdb, key)
 			check := func(what string, err error) bool {
 				t.Helper()
 				if err != nil {
 					require.ErrorContains(t, err, key, what)
+					require.ErrorContains(t, err, f.field, what)
 				}
 				return err == nil
 			}

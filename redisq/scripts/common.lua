@@ -80,6 +80,18 @@ end
 -- naming it. The checks are lists of key positions, made once per load.
 local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 
+-- USES are the commands the functions run, each with the positions of
+-- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua),
+-- in the order it tries them: reads, then HDEL and ZREM, by which the
+-- forms of HSET and HINCRBY take back what they add.
+local USES = {
+  {'GET', {1}}, {'HGET', {2, 8}}, {'HGETALL', {8}}, {'HMGET', {2, 8}}, {'ZCARD', {3, 4, 5, 6, 7}},
+  {'ZCOUNT', {7}}, {'ZMSCORE', {5, 7}}, {'ZRANGE', {3, 4, 5, 6}}, {'ZRANGEBYSCORE', {3, 4, 5, 6, 7}},
+  {'ZSCORE', {3, 4, 5, 6}}, {'ZPOPMIN', {3}}, {'HDEL', {2}}, {'ZREM', {3, 4, 5, 6, 7}},
+  {'ZADD', {3, 4, 5, 6, 7}}, {'HSET', {2}}, {'HINCRBY', {2, 8}}, {'INCR', {1}}, {'DECR', {1}},
+  {'INCRBY', {1}}, {'PUBLISH'},
+}
+
 -- PROBES read a key with a command of its own type that the queue runs
 -- anyway (so an ACL that lets the queue run grants it): on a key of
 -- another type it fails WRONGTYPE, on an absent key it answers. need
@@ -90,17 +102,47 @@ local PROBES = {
   zset = function(k) return redis.pcall('ZCARD', k) end,
 }
 
+-- COUNTERS are the fields of stats (position 8) that the functions add
+-- to with HINCRBY, which fails on a value that is no integer (set by
+-- hand or by other software), after the writes before it: need reads
+-- them in the probe of stats and checks them too.
+local COUNTERS = {[8] = {'nacked', 'expired', 'dead', 'purged', 'pids'}}
+
+-- counters returns an error reply naming the first of fields whose value
+-- in vals (HMGET's reply) is no count, else nil. A count is what
+-- HINCRBY reads as an integer, of at most 18 digits so that no addition
+-- overflows it.
+local function counters(key, fields, vals)
+  for j, f in ipairs(fields) do
+    local v = vals[j]
+    local digits = v and string.match(v, '^%-?([1-9]%d*)$')
+    if v and v ~= '0' and not (digits and #digits <= 18) then
+      return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' .. string.format('%q', string.sub(v, 1, 40)) ..
+        ', not a count: the queue is left as it was; set the field to a number (HSET ' .. key .. ' ' .. f ..
+        ' 0) to go on')
+    end
+  end
+  return nil
+end
+
 -- need returns an error reply naming the first key of the positions in
--- list that holds another type than its own (absent is right), else nil.
--- Any other error of a probe (an ACL refusal) is returned as it is, also
--- before the first write.
+-- list that holds another type than its own (absent is right), or the
+-- first counter of stats that is no count, else nil. Any other error of
+-- a probe (an ACL refusal) is returned as it is, also before the first
+-- write.
 local function need(list)
   for _, i in ipairs(list) do
-    local r = PROBES[TYPES[i]](CALLKEYS[i])
+    local fields = COUNTERS[i]
+    local r
+    if fields then r = redis.pcall('HMGET', CALLKEYS[i], unpack(fields)) else r = PROBES[TYPES[i]](CALLKEYS[i]) end
     if type(r) == 'table' and r.err then
       if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key to go on')
+    end
+    if fields then
+      local bad = counters(CALLKEYS[i], fields, r)
+      if bad then return bad end
     end
   end
   return nil

@@ -109,6 +109,12 @@ drop(g[1], g[2], g[3], g[4], true)
 count('nacked', nacked)
 count('dead', dead)
 -- The lease of a corrupt body counted a delivery ('#d') no consumer got.
-if undelivered > 0 then redis.call('HINCRBY', K_MSG, '#d', -undelivered) end
+-- A '#d' that is no number (garbled by hand) is left: every dequeue reads
+-- it as none and writes it anew; an error here would come after the
+-- dead-lettering.
+if undelivered > 0 then
+  local r = redis.pcall('HINCRBY', K_MSG, '#d', -undelivered)
+  if type(r) == 'table' and not string.find(r.err, 'not an integer', 1, true) then return r end
+end
 wake()
 return codes

@@ -53,6 +53,17 @@ end
 -- with an error naming the key, before writing anything.
 local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
 
+-- USES are the commands the operations run, each with the positions of
+-- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua),
+-- in the order it tries them: reads, then HDEL and ZREM, by which the
+-- forms of HSET and HINCRBY take back what they add.
+local USES = {
+  {'GET', {1}}, {'HGET', {2, 3, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
+  {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11}}, {'ZSCORE', {9, 11}},
+  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8}},
+  {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
+}
+
 -- PROBES read a key with a command of its own type that the queue runs
 -- anyway (so an ACL that lets the queue run grants it): on a key of
 -- another type it fails WRONGTYPE, on an absent key it answers. need
@@ -73,19 +84,52 @@ local NEED = {
   stats = {},
 }
 
--- need returns an error reply naming the first key op needs that holds
--- another type than its own (absent is right), else nil; it reads each
--- key with its PROBES, as in common.lua.
-local function need(op)
-  for _, i in ipairs(NEED[op] or {}) do
-    local r = PROBES[TYPES[i]](CALLKEYS[i])
+-- COUNTERS are the fields of stats (position 13) that the operations add
+-- to with HINCRBY, which fails on a value that is no integer (set by
+-- hand or by other software), after the writes before it: checks reads
+-- them in the probe of stats and checks them too.
+local COUNTERS = {[13] = {'published', 'pulled', 'acked', 'leased'}}
+
+-- counters returns an error reply naming the first of fields whose value
+-- in vals (HMGET's reply) is no count, else nil, as in common.lua.
+local function counters(key, fields, vals)
+  for j, f in ipairs(fields) do
+    local v = vals[j]
+    local digits = v and string.match(v, '^%-?([1-9]%d*)$')
+    if v and v ~= '0' and not (digits and #digits <= 18) then
+      return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' ..
+        string.format('%q', string.sub(v, 1, 40)) .. ', not a count: the queue is left as it was; ' ..
+        'set the field to a number (HSET ' .. key .. ' ' .. f .. ' 0) to go on')
+    end
+  end
+  return nil
+end
+
+-- checks returns an error reply naming the first key of the positions in
+-- list that holds another type than its own (absent is right), or the
+-- first counter of stats that is no count, else nil; it reads each key
+-- with its PROBES, as in common.lua.
+local function checks(list)
+  for _, i in ipairs(list) do
+    local fields = COUNTERS[i]
+    local r
+    if fields then r = redis.pcall('HMGET', CALLKEYS[i], unpack(fields)) else r = PROBES[TYPES[i]](CALLKEYS[i]) end
     if type(r) == 'table' and r.err then
       if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
       return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
         TYPES[i] .. ': the queue is left as it was; restore the key to go on')
     end
+    if fields then
+      local bad = counters(CALLKEYS[i], fields, r)
+      if bad then return bad end
+    end
   end
   return nil
+end
+
+-- need runs the checks of op (NEED).
+local function need(op)
+  return checks(NEED[op] or {})
 end
 
 local IDLE = 1000 -- the most order members a pull takes without leasing them (sorted_ops.lua)
@@ -179,6 +223,20 @@ local function unplace(key)
   end
 end
 
+-- flights adds n to the count of key's leased batches (flight) and
+-- returns it. A count that is not a number (garbled by hand) counts as
+-- none: a Lua error here would come after the call's writes, and lose a
+-- batch's values (an ack) or leave its key unpullable; the values are
+-- intact, and only single flight reads the count. A key of the wrong type
+-- is checked before (need), so any other error is raised as it is.
+local function flights(key, n)
+  local r = redis.pcall('HINCRBY', K_FLIGHT, key, n)
+  if type(r) == 'number' then return r end
+  if not string.find(r.err, 'not an integer', 1, true) then error(r) end
+  if n > 0 then redis.call('HSET', K_FLIGHT, key, n) end
+  return math.max(n, 0)
+end
+
 -- place puts key in the pull order at its smallest pending value, unless
 -- it is held or, under single flight, has a batch out. It reads before it
 -- writes, so that a key of the wrong type fails it before any write.
@@ -186,7 +244,7 @@ local function place(key)
   local old = redis.call('HGET', K_POS, key)
   local p, f = keyprefix(key), nil
   if not redis.call('ZSCORE', K_HOLD, key) and
-      not (single and tonumber(redis.call('HGET', K_FLIGHT, key) or '0') > 0) then
+      not (single and (tonumber(redis.call('HGET', K_FLIGHT, key)) or 0) > 0) then
     f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
   end
   if old then
@@ -227,11 +285,38 @@ local function unbatch(raw)
   return b
 end
 
+-- sound tells whether the decoded batch b checks out against the
+-- values stored: each of its members is under its key and long enough
+-- to hold a sort part and a seq, and names a value that is there.
+local function sound(b)
+  local p = keyprefix(b[1])
+  local minlen = #p + (fixed and 16 or 10)
+  local seqs = {}
+  for i, m in ipairs(b[2]) do
+    if #m < minlen or string.sub(m, 1, #p) ~= p then return false end
+    seqs[i] = unseq8(string.sub(m, -8))
+  end
+  for i = 1, #seqs, 1000 do
+    local vals = redis.call('HMGET', K_VAL, unpack(seqs, i, math.min(i + 999, #seqs)))
+    for _, v in ipairs(vals) do
+      if not v then return false end
+    end
+  end
+  return #seqs > 0
+end
+
 -- batchOf returns the batch leased as tok from its record, or from the
--- record's copy when the record does not decode; nil when neither does.
+-- record's copy when the record does not decode, or when the two differ
+-- and only the copy checks out (sound): a record garbled so that it still
+-- decodes must not name the batch's values wrong. nil when neither
+-- decodes. The copies agree but for damage, so the check costs a call
+-- nothing else.
 local function batchOf(tok)
   local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
-  return unbatch(got[1]) or unbatch(got[2])
+  local b, c = unbatch(got[1]), unbatch(got[2])
+  if got[1] == got[2] or not b or not c then return b or c end
+  if not sound(b) and sound(c) then return c end
+  return b
 end
 
 local function fence(tok)
@@ -243,7 +328,7 @@ end
 local function drop(tok, b)
   redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
   redis.call('ZREM', K_BDUE, tok)
-  if redis.call('HINCRBY', K_FLIGHT, b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
+  if flights(b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
   redis.call('HINCRBY', K_STATS, 'leased', -#b[2])
 end
 

@@ -5,9 +5,10 @@ do
 end
 local result
 if op == 'publish' then
-  -- 8 key, 9 sortpart, 10 body. A key of the wrong type (see need) fails
-  -- the first command on it; the writes before it are taken back, in
-  -- reverse, so that a publish is whole or not at all without a check.
+  -- 8 key, 9 sortpart, 10 body. A key of the wrong type (see need), or
+  -- a counter of stats that is no count, fails the first command on it;
+  -- the writes before it are taken back, in reverse, so that a publish is
+  -- whole or not at all without a check.
   local seq = redis.call('INCR', K_SEQ)
   local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
   local undo = {{'DECR', K_SEQ}}
@@ -35,6 +36,9 @@ if op == 'publish' then
       end
     end
     woke = false
+    if bad.err and string.find(bad.err, 'not an integer', 1, true) then
+      return checks({13}) or bad -- the counter, by name
+    end
     return bad
   end
   result = seq
@@ -47,7 +51,8 @@ elseif op == 'pull' then
   -- values are gone) counts as idle: at IDLE of them the call stops and
   -- returns again = 1, "call again", so that no stored data makes one
   -- call run long and a pull does not report empty while a key behind
-  -- them is pullable.
+  -- them is pullable; it wakes the other handles' waiting pulls too,
+  -- since its caller, having leased something, may not call again.
   release()
   local max, bound = tonumber(ARGV[8]), ARGV[9]
   local tokens = #ARGV - 9
@@ -56,6 +61,7 @@ elseif op == 'pull' then
   while n < max and #out < tokens do
     if idle == IDLE then
       again = 1
+      woke = true -- keys may be pullable behind: the other handles' waiters look again
       break
     end
     local m = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
@@ -92,7 +98,7 @@ elseif op == 'pull' then
         local rec = cmsgpack.pack({key, members, now})
         redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
         redis.call('ZADD', K_BDUE, now + ackto, tok)
-        redis.call('HINCRBY', K_FLIGHT, key, 1)
+        flights(key, 1)
         redis.call('HINCRBY', K_STATS, 'pulled', 1)
         redis.call('HINCRBY', K_STATS, 'leased', #members)
         out[#out + 1] = {tok, key, vals}
