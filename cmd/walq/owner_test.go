@@ -170,3 +170,27 @@ func TestWritingCommandsKeepOwnerLimitSorted(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedOpenNotesRecovery: a command that opens a crashed sorted queue
+// to change it says what the open did, as it does for an ack queue: the
+// crashed process's leased batch is ready again.
+func TestSortedOpenNotesRecovery(t *testing.T) {
+	for _, args := range [][]string{{"compact", "DIR"}, {"dlq", "purge", "--all", "DIR"}} {
+		t.Run(args[0], func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			s, err := queue.OpenSorted[int64](dir, nil)
+			require.NoError(t, err)
+			require.NoError(t, s.Publish(context.Background(), 1, "k", []byte("v")))
+			_, err = s.TryPull(1)
+			require.NoError(t, err)
+			image := filepath.Join(t.TempDir(), "s")
+			copyTree(t, dir, image)
+			require.NoError(t, s.Close())
+
+			run := append([]string(nil), args...)
+			run[len(run)-1] = image
+			r := mustWalq(t, 0, "", run...)
+			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases are ready again")
+		})
+	}
+}

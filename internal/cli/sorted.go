@@ -29,6 +29,7 @@ type sortedView interface {
 	purgeAllDead() (int, error)
 	stats() queue.Stats
 	compact() error
+	recovery() queue.Recovery
 	inUse() bool
 	close() error
 }
@@ -66,6 +67,7 @@ func (v typedView[K]) purgeDead(n deadName) error {
 func (v typedView[K]) requeueAllDead() (int, error) { return v.s.RequeueAllDead() }
 func (v typedView[K]) purgeAllDead() (int, error)   { return v.s.PurgeAllDead() }
 func (v typedView[K]) stats() queue.Stats           { return v.s.Stats() }
+func (v typedView[K]) recovery() queue.Recovery     { return v.s.Recovery() }
 func (v typedView[K]) compact() error               { return v.s.Compact() }
 func (v typedView[K]) inUse() bool                  { return v.s.InUse() }
 func (v typedView[K]) close() error                 { return v.s.Close() }
