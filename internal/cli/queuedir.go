@@ -74,8 +74,8 @@ func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 // a lease's end, at a nack). So it keeps every acked id (an unlimited
 // window) and dead-letters nothing. The application's next open applies
 // its own again: its first enqueue forgets the ids its window has passed,
-// and a message past its limit goes to the dead set at that message's
-// next nack, lease end or crash.
+// and a message past its limit is delivered once more, then goes to the
+// dead set at that delivery's nack, lease end or crash.
 func ownerOptions(o *queue.Options) *queue.Options {
 	c := queue.Options{}
 	if o != nil {
