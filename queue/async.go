@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/walq/walq/wal"
 )
@@ -62,6 +61,7 @@ type inflight struct {
 	flights []flight // oldest first; flights[:head] are done and forgotten
 	head    int      // first flight not known to be done
 	records int      // sum of flights[head:][i].n
+	err     error    // the error of the first forgotten flight that failed; nil while none did
 }
 
 // flight is one commit that asynchronous calls wait for.
@@ -71,13 +71,17 @@ type flight struct {
 	wakes bool // a record in its group may make a message ready: consumers were woken for it
 }
 
-// reap forgets the commits that completed, oldest first. The slice is
-// compacted once half of it is forgotten, so a reap costs O(1) amortized.
+// reap forgets the commits that completed, oldest first, keeping the
+// first one's error for Flush. The slice is compacted once half of it is
+// forgotten, so a reap costs O(1) amortized.
 func (a *inflight) reap() {
 	for ; a.head < len(a.flights); a.head++ {
 		f := &a.flights[a.head]
 		select {
 		case <-f.c.Done():
+			if a.err == nil {
+				a.err = wait(f.c)
+			}
 			a.records -= f.n
 			*f = flight{}
 			continue
@@ -233,7 +237,9 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 
 // Flush waits until every asynchronous call begun before it has completed
 // or ctx ends. It returns nil when all of them succeeded, else the error
-// that poisoned the log (every call in flight then failed with it).
+// that poisoned the log (every call in flight then failed with it). It
+// reports the asynchronous calls only: a log poisoned by a synchronous
+// call after they completed does not fail it, as they stay durable.
 func (q *Queue) Flush(ctx context.Context) error {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -241,6 +247,7 @@ func (q *Queue) Flush(ctx context.Context) error {
 		return ErrClosed
 	}
 	q.mu.async.reap()
+	failed := q.mu.async.err
 	fs := append([]flight(nil), q.mu.async.live()...)
 	q.mu.Unlock()
 	for _, f := range fs {
@@ -253,8 +260,5 @@ func (q *Queue) Flush(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := q.log.Err(); err != nil {
-		return fmt.Errorf("queue: commit: %w", err)
-	}
-	return nil
+	return failed
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/queue"
 )
 
@@ -219,4 +220,63 @@ func TestEnqueueAsyncWakesBlockedConsumer(t *testing.T) {
 			t.Fatalf("round %d: the blocked consumer was not woken", i)
 		}
 	}
+}
+
+// Flush reports the outcome of the asynchronous calls, not of the queue:
+// calls that all completed without error make it return nil even after a
+// later synchronous call's fsync failed and poisoned the log, and a call
+// whose commit failed makes it return that error even once it was
+// forgotten as done. (A producer told that durable messages failed would
+// enqueue them again.)
+func TestFlushReportsTheAsyncCalls(t *testing.T) {
+	// run opens a queue on a file system that fails its failAt-th
+	// operation, completes one EnqueueAsync, then makes a sync Enqueue
+	// (its error is returned), and returns the queue and the operations
+	// counted before the Enqueue.
+	run := func(t *testing.T, failAt int) (*queue.Queue, int, error) {
+		fs := faultfs.New(failAt)
+		q := open(t, t.TempDir(), &queue.Options{FS: fs, ManualRequeue: true})
+		p, err := q.EnqueueAsync(context.Background(), []byte("async"))
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(context.Background()))
+		before := len(fs.Ops())
+		_, err = q.Enqueue(context.Background(), []byte("sync"))
+		return q, before, err
+	}
+	dry, before, err := run(t, 0)
+	require.NoError(t, err)
+	require.NoError(t, dry.Close())
+	q, _, err := run(t, before+1) // the sync Enqueue's first operation fails
+	require.ErrorIs(t, err, faultfs.ErrInjected)
+	defer q.Close()
+	require.NoError(t, q.Flush(context.Background()), "the one asynchronous call succeeded")
+
+	p, err := q.EnqueueAsync(context.Background(), []byte("refused"))
+	require.Error(t, err, "the log is poisoned")
+	require.Nil(t, p)
+}
+
+// Flush fails with the error of an asynchronous call whose commit failed,
+// also after a later call found that call done and forgot it.
+func TestFlushReportsAFailedAsyncCall(t *testing.T) {
+	// run opens a queue on a file system that fails its failAt-th
+	// operation and makes one EnqueueAsync; it returns the queue, the
+	// Pending and the operations counted before the call.
+	run := func(t *testing.T, failAt int) (*queue.Queue, *queue.Pending, int) {
+		fs := faultfs.New(failAt)
+		q := open(t, t.TempDir(), &queue.Options{FS: fs, ManualRequeue: true})
+		before := len(fs.Ops())
+		p, err := q.EnqueueAsync(context.Background(), []byte("async"))
+		require.NoError(t, err)
+		return q, p, before
+	}
+	dry, p, before := run(t, 0)
+	require.NoError(t, p.Wait(context.Background()))
+	require.NoError(t, dry.Close())
+	q, p, _ := run(t, before+1) // the commit's first operation fails
+	defer q.Close()
+	require.ErrorIs(t, p.Wait(context.Background()), faultfs.ErrInjected)
+	_, err := q.EnqueueAsync(context.Background(), []byte("refused")) // finds the first done
+	require.Error(t, err)
+	require.ErrorIs(t, q.Flush(context.Background()), faultfs.ErrInjected)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // MessageState selects the messages Browse lists.
@@ -163,7 +164,8 @@ func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
 
 // Peek returns the message with sequence seq, headers and payload
 // included, without delivering it. ErrNotFound when no live or dead
-// message has that sequence.
+// message has that sequence; ErrCorrupt (or another read error) when the
+// record that would tell cannot be read.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -187,7 +189,12 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 		return MessageInfo{}, notFound
 	}
 	rec, err := q.readRecord(seq)
-	if err != nil || rec.Op != opEnqueue || rec.Due != 0 {
+	switch {
+	case errors.Is(err, wal.ErrNotFound):
+		return MessageInfo{}, notFound
+	case err != nil:
+		return MessageInfo{}, err // damage (ErrCorrupt) or a read error: the message may be there
+	case rec.Op != opEnqueue || rec.Due != 0:
 		return MessageInfo{}, notFound
 	}
 	return MessageInfo{Seq: seq, ID: rec.ID, State: StateReady, EnqueuedAt: time.Unix(0, rec.At),

@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +105,34 @@ func TestParseMessageState(t *testing.T) {
 	}
 	_, err := queue.ParseMessageState("leased")
 	assert.ErrorIs(t, err, queue.ErrInvalidOptions)
+}
+
+// Peek of a never-delivered message whose record is damaged fails with
+// ErrCorrupt, as a delivery and Browse do, not with ErrNotFound: the
+// message is there, its bytes are not readable. A sequence past the log
+// is still not found.
+func TestPeekDamagedPendingMessage(t *testing.T) {
+	dir := t.TempDir()
+	o := &queue.Options{SegmentSize: 4096, ManualRequeue: true}
+	q := open(t, dir, o)
+	pad := strings.Repeat("p", 600)
+	enqueue(t, q, "BROKEN|"+pad)
+	for i := range 7 {
+		enqueue(t, q, fmt.Sprint("f", i, "|", pad)) // fill the first segment
+	}
+	require.Greater(t, len(segments(t, dir)), 1, "the damaged message's segment is sealed")
+	info, err := q.Browse(queue.StateReady, 0, 1)
+	require.NoError(t, err)
+	broken := info[0].Seq
+	require.NoError(t, q.Close()) // its snapshot covers the log: Open reads none of it
+	corruptSegment(t, segments(t, dir)[0], []byte("BROKEN"))
+
+	q = open(t, dir, o)
+	defer q.Close()
+	_, err = q.Browse(queue.StateReady, 0, 10)
+	require.ErrorIs(t, err, queue.ErrCorrupt, "Browse")
+	_, err = q.Peek(broken)
+	require.ErrorIs(t, err, queue.ErrCorrupt, "Peek")
+	_, err = q.Peek(q.Stats().LastLSN + 100)
+	require.ErrorIs(t, err, queue.ErrNotFound, "past the log")
 }

@@ -15,8 +15,8 @@ import (
 type Record struct {
 	LSN        uint64            // the record's log sequence number
 	Op         string            // enqueue, lease, ack, nack, extend, expire, dead, requeue-dead, purge, move, close
-	Seq        uint64            // the message it concerns (its own LSN for an enqueue)
-	Lease      uint64            // the lease it concerns (its own LSN for a lease)
+	Seq        uint64            // the message or sorted value it concerns (its own LSN for an enqueue or a publish)
+	Lease      uint64            // the lease or sorted batch it concerns (its own LSN for a lease or a pull)
 	ID         string            // message id, where the record carries it
 	ProducerID bool              // the id was given by the producer
 	At         time.Time         // when it happened
@@ -79,9 +79,9 @@ func publicRecord(lsn uint64, r *record, size int, id Identity) Record {
 		p.Sort = id.decodeSortAny(r.Sort)
 	}
 	switch r.Op {
-	case opEnqueue:
+	case opEnqueue, opPublish:
 		p.Seq = lsn
-	case opLease:
+	case opLease, opPull:
 		p.Lease = lsn
 	case opAdvance:
 		p.Due = time.Time{} // Due holds a byte total (pendingCount), not a time

@@ -48,3 +48,27 @@ func TestPublicRecordValues(t *testing.T) {
 		})
 	}
 }
+
+// ReadLog names a sorted value by its Seq, the LSN of its publish, and a
+// batch's delivery by its Lease, the LSN of its pull, as it names an
+// enqueue and a lease: the Values and Lease of a batch's ack or
+// dead-letter then match the records they refer to.
+func TestPublicRecordOwnLSN(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		r          record
+		seq, lease uint64
+	}{
+		{"enqueue", record{Op: opEnqueue, ID: "a", At: 5}, 12, 0},
+		{"lease", record{Op: opLease, Seq: 3, At: 5, Due: 9}, 3, 12},
+		{"publish", record{Op: opPublish, Key: "k", Sort: []byte{1}, At: 5}, 12, 0},
+		{"pull", record{Op: opPull, Key: "k", At: 5, Due: 9}, 0, 12},
+		{"batch-ack", record{Op: opBatchAck, Lease: 7, At: 5, Key: "k"}, 0, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := publicRecord(12, &tc.r, 20, Identity{})
+			require.Equal(t, tc.seq, p.Seq, "Seq")
+			require.Equal(t, tc.lease, p.Lease, "Lease")
+		})
+	}
+}

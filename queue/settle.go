@@ -303,8 +303,13 @@ func (ms Messages) Nack(delay time.Duration) error { return ms.settle(SettleNack
 func (ms Messages) Extend(d time.Duration) error { return ms.settle(SettleExtend, d) }
 
 // AckAsync acks every message without waiting for the commit; see
-// Queue.SettleAsync. With no messages it returns (nil, nil).
+// Queue.SettleAsync. With no messages it returns (nil, nil). Only the
+// embedded queue settles asynchronously: messages of another engine fail
+// with errors.ErrUnsupported, as Message.AckAsync does (use Ack).
 func (ms Messages) AckAsync() (*Pending, error) {
+	if len(ms) > 0 && ms[0].q == nil {
+		return ms[0].AckAsync()
+	}
 	q, err := ms.queue()
 	if q == nil || err != nil {
 		return nil, err

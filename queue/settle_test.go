@@ -132,6 +132,35 @@ func TestMessagesSettle(t *testing.T) {
 	require.Len(t, ms, 2)
 }
 
+// otherEngine is a Settler of an engine outside package queue that
+// settles every delivery.
+type otherEngine struct{}
+
+func (otherEngine) Ack(queue.Receipt) error                         { return nil }
+func (otherEngine) Nack(queue.Receipt, time.Duration) error         { return nil }
+func (otherEngine) Extend(queue.Receipt, time.Duration) error       { return nil }
+func (otherEngine) DeadLetter(r queue.Receipt, reason string) error { return nil }
+
+// TestMessagesAckAsyncOtherEngine: only the embedded queue settles
+// asynchronously. Messages of another engine (NewMessage) fail
+// Messages.AckAsync as Message.AckAsync fails one of them, with
+// errors.ErrUnsupported, not as messages of different queues.
+func TestMessagesAckAsyncOtherEngine(t *testing.T) {
+	m := queue.NewMessage(otherEngine{}, queue.Message{ID: "a", Receipt: queue.Receipt{Seq: 1, Lease: 2}})
+	_, err := m.AckAsync()
+	require.ErrorIs(t, err, errors.ErrUnsupported)
+	for _, n := range []int{1, 2} {
+		ms := make(queue.Messages, n)
+		for i := range ms {
+			ms[i] = m
+		}
+		p, err := ms.AckAsync()
+		require.ErrorIs(t, err, errors.ErrUnsupported, "%d messages", n)
+		require.NotErrorIs(t, err, queue.ErrInvalidOptions, "%d messages", n)
+		require.Nil(t, p)
+	}
+}
+
 // A settle survives a reopen (after a crash image too), and the refused
 // settlement leaves its message as it was.
 func TestSettleBatchSurvivesCrash(t *testing.T) {

@@ -167,3 +167,59 @@ func TestCompactCopiesForward(t *testing.T) {
 	require.Equal(t, "keep-000", got.ID)
 	require.Equal(t, "kept keep-000", got.Payload)
 }
+
+// openTimeSorted opens the sorted (kind "sorted") or windowed queue of
+// time sort keys in dir with o.
+func openTimeSorted(t *testing.T, dir, kind string, o queue.Options) *queue.Sorted[time.Time] {
+	t.Helper()
+	so := queue.SortedOptions{Options: o}
+	if kind == "windowed" {
+		w, err := queue.OpenWindowed(dir, &queue.WindowOptions{SortedOptions: so, Window: time.Nanosecond})
+		require.NoError(t, err)
+		return w.Sorted
+	}
+	s, err := queue.OpenSorted[time.Time](dir, &so)
+	require.NoError(t, err)
+	return s
+}
+
+// TestCompactSorted: walq compact works on sorted and windowed queues as
+// on ack queues: on a queue whose process died before its Close could
+// snapshot, it snapshots, cuts the log front down to the segment of the
+// oldest pending value, and keeps every value.
+func TestCompactSorted(t *testing.T) {
+	for _, kind := range []string{"sorted", "windowed"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			o := *fixtureOptions()
+			testhook.SetManualCompaction(&o)
+			s := openTimeSorted(t, dir, kind, o)
+			payload := []byte(strings.Repeat("v", 100))
+			for i := range 200 {
+				require.NoError(t, s.Publish(context.Background(), time.Unix(int64(i), 0), fmt.Sprintf("key-%03d", i), payload))
+			}
+			for range 190 {
+				bs, err := s.TryPull(1)
+				require.NoError(t, err)
+				require.NoError(t, bs[0].Ack())
+			}
+			image := filepath.Join(t.TempDir(), "s") // a kill -9 now: no snapshot at Close
+			copyTree(t, dir, image)
+			require.NoError(t, s.Close())
+			dir = image
+			before := stats(t, dir)
+
+			r := mustWalq(t, 0, "", "compact", dir)
+			require.Regexp(t, compactOutput("0 values"), r.stdout)
+			after := stats(t, dir)
+			require.Less(t, len(after.Segments), len(before.Segments), "the front of the log was cut")
+			require.LessOrEqual(t, after.Segments[0].FirstLSN, uint64(191), "the oldest pending value (LSN 191) was kept")
+			ro := openTimeSorted(t, dir, kind, queue.Options{ReadOnly: true})
+			defer ro.Close()
+			keys, err := ro.Keys("", 100)
+			require.NoError(t, err)
+			require.Len(t, keys, 10)
+			require.Equal(t, "key-190", keys[0].Key)
+		})
+	}
+}

@@ -248,6 +248,27 @@ func TestRepairBackupPath(t *testing.T) {
 	})
 }
 
+// TestRepairThroughSymlink: a queue directory reached through a symbolic
+// link (a data volume mounted elsewhere) is backed up and repaired as the
+// directory itself, and a backup path inside it by its other name is
+// refused as inside it.
+func TestRepairThroughSymlink(t *testing.T) {
+	dir := tornQueue(t)
+	link := filepath.Join(t.TempDir(), "jobs")
+	require.NoError(t, os.Symlink(dir, link))
+	before := treeDigest(t, dir)
+
+	r := mustWalq(t, 1, "", "repair", "--backup", filepath.Join(dir, "bak"), link)
+	require.Contains(t, r.stderr, "is inside")
+	require.NoDirExists(t, filepath.Join(dir, "bak"))
+
+	backup := filepath.Join(t.TempDir(), "saved")
+	r = mustWalq(t, 0, "", "repair", "--backup", backup, link)
+	require.Contains(t, r.stdout, "result: repaired; verify finds it clean")
+	require.Equal(t, before, treeDigest(t, backup), "the backup is the directory before the repair")
+	mustWalq(t, 0, "", "verify", dir)
+}
+
 func TestRepairClean(t *testing.T) {
 	dir := cleanQueue(t, 5)
 	r := mustWalq(t, 0, "", "repair", dir)

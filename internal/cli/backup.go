@@ -13,22 +13,28 @@ import (
 
 // backupDir copies the tree at src to dst, which must not exist, and
 // fsyncs every file and directory it creates, so that the copy is on disk
-// before the caller changes src. It returns the bytes copied.
+// before the caller changes src. It returns the bytes copied. A src that
+// is a symbolic link (a queue directory on a volume mounted elsewhere) is
+// copied as the directory it names; a link inside the tree is refused.
 func backupDir(e *env, src, dst string) (int64, error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return 0, fmt.Errorf("backup %s already exists", dst)
 	}
-	if inside(src, dst) {
+	root, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return 0, fmt.Errorf("backup %s: %w", src, err)
+	}
+	if inside(root, dst) {
 		return 0, fmt.Errorf("backup %s is inside %s", dst, src)
 	}
-	bar := e.bytesBar(treeBytes(src), "backup")
+	bar := e.bytesBar(treeBytes(root), "backup")
 	defer bar.done()
 	var n int64
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
+		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
@@ -105,13 +111,31 @@ func treeBytes(root string) int64 {
 	return n
 }
 
-// inside reports whether path is dir or lies under it.
+// inside reports whether path is dir or lies under it, by the names
+// they have once symbolic links are resolved (path need not exist).
 func inside(dir, path string) bool {
-	a, err1 := filepath.Abs(dir)
-	b, err2 := filepath.Abs(path)
+	a, err1 := realPath(dir)
+	b, err2 := realPath(path)
 	if err1 != nil || err2 != nil {
 		return false
 	}
 	rel, err := filepath.Rel(a, b)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// realPath returns path made absolute with its symbolic links resolved;
+// for a path that does not exist, its parent's resolved.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r, nil
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return abs, nil
+	}
+	return filepath.Join(parent, filepath.Base(abs)), nil
 }

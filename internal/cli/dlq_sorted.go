@@ -14,7 +14,8 @@ import (
 )
 
 // sortedDir opens dir as its sorted or windowed queue, read-only or not;
-// nil when dir holds an ack queue.
+// nil when dir holds an ack queue. Like openDir, an open that may write
+// prints on stderr what it repaired, if anything.
 func sortedDir(e *env, dir string, readOnly bool) (sortedView, error) {
 	if err := checkQueueDir(dir); err != nil {
 		return nil, err
@@ -27,8 +28,11 @@ func sortedDir(e *env, dir string, readOnly bool) (sortedView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if readOnly && sv.inUse() {
+	switch {
+	case readOnly && sv.inUse():
 		noteInspect(e.stderr, dir, true, queue.Recovery{})
+	case !readOnly:
+		noteRecovery(e.stderr, sv.recovery())
 	}
 	return sv, nil
 }

@@ -23,7 +23,8 @@ var dumpCmd = &command{
 	long: `Dump prints the records of the log in DIR, oldest first, one JSON object
 a line: lsn, op (enqueue, lease, ack, nack, extend, expire, dead,
 requeue-dead, purge, move, close; for sorted and windowed queues publish,
-pull and the batch records), seq (the message), lease (the delivery),
+pull and the batch records), seq (the message or sorted value), lease
+(the delivery or sorted batch; the values a batch record names are seqs),
 id, key and sort (a publish's message key and sort key), size (encoded
 record bytes), at, due, reason, headers and the payload. A payload that
 is printable UTF-8 is shown as text ("payload_encoding": "text"), any

@@ -26,7 +26,9 @@ PAYLOAD is absent or "-". The message is on disk (fsynced) when enqueue
 returns.
 
 An --id that a live message already has is refused (exit status 6), so a
-script that retries enqueues once.`,
+script that retries enqueues once. So is an id that an acked message had
+and the directory still remembers: walq does not know the application's
+DedupWindow, so it keeps every id the queue holds (stats: dedup ids).`,
 	example: `walq enqueue /var/lib/app/jobs 'resize photo 42'
 walq enqueue --id order-1234 --header tenant=acme --delay 10m /var/lib/app/jobs < order.json`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitDuplicate},
@@ -255,8 +257,11 @@ var nackCmd = &command{
 	args:  "[--delay D] DIR RECEIPT | --id ID DIR",
 	short: "give a delivery back by its receipt",
 	long: `Nack gives back the message of the delivery RECEIPT (or of message --id)
-to the queue in DIR: ready again after --delay, or dead once it has had
-the maximum deliveries. Exit status 5 if the lease was lost.`,
+to the queue in DIR: ready again after --delay. walq does not know the
+application's MaxDeliveries and dead-letters nothing itself: a message
+past that limit is delivered once more by the application, then goes to
+the dead set at that delivery's nack, lease end or crash. Exit status 5
+if the lease was lost.`,
 	example: `walq nack /var/lib/app/jobs 17.42
 walq nack --delay 1m /var/lib/app/jobs 17.42`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},

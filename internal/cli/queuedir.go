@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,17 +50,40 @@ func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	return openDir(e, dir, o)
 }
 
-// openDir opens the queue in dir and prints on stderr what the open
-// repaired, if anything.
+// openDir opens the queue in dir with o (nil: the defaults) as
+// ownerOptions makes it, and prints on stderr what the open repaired, if
+// anything.
 func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	sp := e.spinner("opening " + dir)
-	q, err := queue.Open(dir, o)
+	q, err := queue.Open(dir, ownerOptions(o))
 	sp.done()
 	if err != nil {
 		return nil, err
 	}
 	noteRecovery(e.stderr, q.Recovery())
 	return q, nil
+}
+
+// ownerOptions returns a copy of o (nil: the defaults) for an open that
+// may change the queue. The application's DedupWindow and MaxDeliveries
+// are recorded nowhere, and a command must not apply its own in their
+// place: it would forget acked ids that the application's window still
+// holds (replaying their acks, or at an enqueue), so that a retried
+// enqueue would be taken twice, and dead-letter messages that the
+// application's limit still lets through (at the open after a crash, at
+// a lease's end, at a nack). So it keeps every acked id (an unlimited
+// window) and dead-letters nothing. The application's next open applies
+// its own again: its first enqueue forgets the ids its window has passed,
+// and a message past its limit is delivered once more, then goes to the
+// dead set at that delivery's nack, lease end or crash.
+func ownerOptions(o *queue.Options) *queue.Options {
+	c := queue.Options{}
+	if o != nil {
+		c = *o
+	}
+	c.DedupWindow = math.MaxInt64
+	c.MaxDeliveries = -1
+	return &c
 }
 
 // inspectQueue opens the queue in dir read-only: nothing is written, and

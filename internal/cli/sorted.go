@@ -28,6 +28,8 @@ type sortedView interface {
 	requeueAllDead() (int, error)
 	purgeAllDead() (int, error)
 	stats() queue.Stats
+	compact() error
+	recovery() queue.Recovery
 	inUse() bool
 	close() error
 }
@@ -65,6 +67,8 @@ func (v typedView[K]) purgeDead(n deadName) error {
 func (v typedView[K]) requeueAllDead() (int, error) { return v.s.RequeueAllDead() }
 func (v typedView[K]) purgeAllDead() (int, error)   { return v.s.PurgeAllDead() }
 func (v typedView[K]) stats() queue.Stats           { return v.s.Stats() }
+func (v typedView[K]) recovery() queue.Recovery     { return v.s.Recovery() }
+func (v typedView[K]) compact() error               { return v.s.Compact() }
 func (v typedView[K]) inUse() bool                  { return v.s.InUse() }
 func (v typedView[K]) close() error                 { return v.s.Close() }
 func plainText[K queue.SortKey](k K) string         { return fmt.Sprint(k) }
@@ -73,11 +77,20 @@ func hexText(s string) string                       { return hex.EncodeToString(
 
 // openView opens dir as a Sorted[K], read-only or not.
 func openView[K queue.SortKey](dir string, readOnly bool, text func(K) string) (sortedView, error) {
-	s, err := queue.OpenSorted[K](dir, &queue.SortedOptions{Options: queue.Options{ReadOnly: readOnly}})
+	s, err := queue.OpenSorted[K](dir, &queue.SortedOptions{Options: sortedOptions(readOnly)})
 	if err != nil {
 		return nil, err
 	}
 	return typedView[K]{s: s, text: text}, nil
+}
+
+// sortedOptions are the options a sorted or windowed queue is opened
+// with: read-only, or as ownerOptions makes them.
+func sortedOptions(readOnly bool) queue.Options {
+	if readOnly {
+		return queue.Options{ReadOnly: true}
+	}
+	return *ownerOptions(nil)
 }
 
 // openSortedView opens the sorted or windowed queue in dir with the sort
@@ -88,7 +101,7 @@ func openSortedView(dir string, id queue.Identity, readOnly bool) (sortedView, e
 		// The window is the application's; listing and changing the dead
 		// set does not use it.
 		w, err := queue.OpenWindowed(dir, &queue.WindowOptions{Window: time.Second,
-			SortedOptions: queue.SortedOptions{Options: queue.Options{ReadOnly: readOnly}}})
+			SortedOptions: queue.SortedOptions{Options: sortedOptions(readOnly)}})
 		if err != nil {
 			return nil, err
 		}
