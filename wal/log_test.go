@@ -137,6 +137,35 @@ func TestReadBounds(t *testing.T) {
 	}
 }
 
+// TestView: View shows each record as Read returns it, with Read's
+// errors, and returns the error of its fn.
+func TestView(t *testing.T) {
+	l := openLog(t, t.TempDir(), &wal.Options{MaxGroupBytes: 512})
+	defer closeLog(t, l)
+	appendN(t, l, 0, 50)
+	for lsn := wal.LSN(1); lsn <= 50; lsn++ {
+		want, err := l.Read(lsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.View(lsn, func(rec []byte) error {
+			if string(rec) != string(want) {
+				t.Fatalf("View(%d) = %q, Read = %q", lsn, rec, want)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("View(%d): %v", lsn, err)
+		}
+	}
+	errMine := errors.New("mine")
+	if err := l.View(1, func([]byte) error { return errMine }); !errors.Is(err, errMine) {
+		t.Fatalf("View = %v, want fn's error", err)
+	}
+	if err := l.View(51, func([]byte) error { return nil }); !errors.Is(err, wal.ErrNotFound) {
+		t.Fatalf("View(51) = %v, want ErrNotFound", err)
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, &wal.Options{SegmentSize: 4096})
