@@ -314,6 +314,9 @@ func decodeAt(r *segReader, loc location, limit int64) (*decodedEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: read %s: %w", loc, err)
 	}
+	if r.handOff(e) {
+		return decodedEntryOf(h, e[headerSize:]), nil
+	}
 	return newDecodedEntry(h, e), nil
 }
 
@@ -325,8 +328,15 @@ type decodedEntry struct {
 	start []uint32 // start[i]: offset in data of record i's length prefix
 }
 
+// newDecodedEntry decodes a copy of the entry e.
 func newDecodedEntry(h entryHeader, e []byte) *decodedEntry {
-	d := &decodedEntry{h: h, data: append([]byte(nil), e[headerSize:]...), start: make([]uint32, h.count)}
+	return decodedEntryOf(h, append([]byte(nil), e[headerSize:]...))
+}
+
+// decodedEntryOf decodes the entry whose body (its records) is data, and
+// keeps data: nothing else may write it.
+func decodedEntryOf(h entryHeader, data []byte) *decodedEntry {
+	d := &decodedEntry{h: h, data: data, start: make([]uint32, h.count)}
 	off := 0
 	for i := range d.start {
 		d.start[i] = uint32(off)
