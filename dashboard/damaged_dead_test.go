@@ -147,3 +147,27 @@ func TestDamagedDeadValueRequeue(t *testing.T) {
 	require.Equal(t, 200, code, msg)
 	require.Zero(t, sq.Stats().SortedDead)
 }
+
+// failingPurge is an ack queue whose purge fails with damage of the log:
+// a failure of the server, not a refusal of what the request names.
+type failingPurge struct{ queue.AckQueue }
+
+func (failingPurge) PurgeDead(string) error {
+	return fmt.Errorf("%w: log damaged under the purge", queue.ErrCorrupt)
+}
+
+// TestDamagedPurgeNotRefused: every dead-letter action that failed with
+// queue.ErrCorrupt answered 409, as a requeue refused for an unreadable
+// letter does; a purge that fails so is the server's failure (500), and
+// 409 is kept for the requeue's refusal.
+func TestDamagedPurgeNotRefused(t *testing.T) {
+	q := openQueue(t)
+	deadLetter(t, q, "x")
+	s := server(t, dashboard.ForAckQueue(failingPurge{q}), &dashboard.Options{Actions: true})
+	same := map[string]string{"Origin": s.URL, "Sec-Fetch-Site": "same-origin"}
+	refs := deadRefs(t, s.URL)
+	require.Len(t, refs, 1)
+	code, msg := post(t, s.URL+"/queue/api/dead/purge", refBody(t, refs[0]), same)
+	require.Equal(t, 500, code, msg)
+	require.Contains(t, msg, "log damaged")
+}

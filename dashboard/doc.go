@@ -32,10 +32,14 @@
 // id (ErrNotFound, 404, otherwise), and the actions refuse a bare sequence
 // number (ErrInvalid, 400). A sorted queue's dead value is
 // "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted). The
-// requeue of a dead letter or value whose payload cannot be read (the
-// list shows its reason ending in "corrupt record: …") is refused with
-// 409 (ErrRefused) and the read error: requeued, it would only fail
-// again. Purge it, or repair the directory first.
+// requeue of an embedded queue's dead letter or value whose payload
+// cannot be read for damage (the list shows its reason ending in
+// "corrupt record: …") is refused with 409 (ErrRefused) and the read
+// error: requeued, it would only fail again. Purge it, or repair the
+// directory first. ForAckQueue over the Redis engine (redisq) does not
+// refuse it: that engine's requeue does not read the body, and the letter
+// fails again at its next delivery. Only a requeue answers 409; another
+// action that fails with damage answers 500.
 //
 // # Sources
 //

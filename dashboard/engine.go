@@ -55,7 +55,7 @@ func (s ackSource) Message(_ context.Context, ref string) (Message, error) {
 }
 
 func (s ackSource) RequeueDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.q.RequeueDead)
+	return s.deadAction(ref, refusing(s.q.RequeueDead))
 }
 
 func (s ackSource) PurgeDead(_ context.Context, ref string) error {

@@ -279,8 +279,8 @@ type errorReply struct {
 	Error string `json:"error"`
 }
 
-// fail answers with err: 404 for ErrNotFound, 400 for a bad request, 500
-// otherwise.
+// fail answers with err: 404 for ErrNotFound, 400 for a bad request, 409
+// for ErrRefused, 500 otherwise.
 func (h *Handler) fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {

@@ -105,7 +105,7 @@ func (s queueSource) damagedDead(r ref, peekErr error) (Message, error) {
 }
 
 func (s queueSource) RequeueDead(ctx context.Context, ref string) error {
-	return s.deadAction(ctx, ref, s.q.RequeueDead)
+	return s.deadAction(ctx, ref, refusing(s.q.RequeueDead))
 }
 
 func (s queueSource) PurgeDead(ctx context.Context, ref string) error {
@@ -133,16 +133,26 @@ func (s queueSource) deadAction(ctx context.Context, ref string, act func(id str
 
 // actionError is err, the error of a queue's dead-letter action, wrapped
 // in the sentinel the API answers it with: ErrNotFound for
-// queue.ErrNotFound, ErrRefused for queue.ErrCorrupt (a letter that
-// cannot be read, which a requeue refuses).
+// queue.ErrNotFound.
 func actionError(err error) error {
-	switch {
-	case errors.Is(err, queue.ErrNotFound):
+	if errors.Is(err, queue.ErrNotFound) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.Is(err, queue.ErrCorrupt):
-		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
+}
+
+// refusing returns requeue, a queue's requeue of a dead letter or value,
+// with the error of its refusal of one it cannot read (queue.ErrCorrupt)
+// wrapped in ErrRefused. Only a requeue refuses so: any other action that
+// fails with queue.ErrCorrupt is the server's failure.
+func refusing[T any](requeue func(T) error) func(T) error {
+	return func(v T) error {
+		err := requeue(v)
+		if errors.Is(err, queue.ErrCorrupt) {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		return err
+	}
 }
 
 // fromInfo converts a message; a dead letter's Ref is SEQ@ID.
@@ -290,7 +300,7 @@ func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error)
 }
 
 func (s sortedSource[K]) RequeueDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.RequeueDeadValue)
+	return s.deadAction(ref, refusing(s.s.RequeueDeadValue))
 }
 
 func (s sortedSource[K]) PurgeDead(_ context.Context, ref string) error {

@@ -25,8 +25,9 @@ type DeadLetter struct {
 // from, oldest first, with their payloads; max <= 0 means all of them.
 // A letter whose payload cannot be read (damage, ErrCorrupt) is listed
 // all the same, without payload or headers, and its reason ends with
-// "; corrupt record: " and the read error, so that it can still be told,
-// requeued or purged by id. Another read error fails the call.
+// "; corrupt record: " and the read error, so that it can still be told
+// and purged by id (RequeueDead refuses it). Another read error fails the
+// call.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -63,17 +64,19 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 const corruptReason = "corrupt record: "
 
 // RequeueDead makes the dead letter with id ready again, with its delivery
-// count reset. It reads the letter's payload first: a letter it cannot
-// read (DeadLetters lists it as a corrupt record) is refused, with an
-// error wrapping the read error (ErrCorrupt for damage), and stays dead,
-// as a requeued one could only fail again at each delivery. Purge it, or
-// repair the directory first (walq repair).
+// count reset. It checks the letter's payload first (see requeue_check.go
+// for what it checks): a letter it cannot read for damage (DeadLetters
+// lists it as a corrupt record) is refused with an error wrapping
+// ErrCorrupt, and stays dead, as a requeued one could only fail again at
+// each delivery; purge it, or repair the directory first (walq repair). A
+// check that fails otherwise fails the call with its error (ErrClosed
+// once the queue is closed), and the letter stays dead.
 func (q *Queue) RequeueDead(id string) error {
 	e, err := q.deadByID(id)
 	if err != nil {
 		return err
 	}
-	if err := q.checkDeadReadable(e); err != nil {
+	if err := q.checkDeadReadable(deadRef{seq: e.Seq, loc: e.Loc, id: e.ID}); err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -85,29 +88,40 @@ func (q *Queue) RequeueDead(id string) error {
 	return err
 }
 
-// PurgeDead removes the dead letter with id for good.
+// PurgeDead removes the dead letter with id for good. It reads no payload.
 func (q *Queue) PurgeDead(id string) error {
-	return q.changeDead(id, opPurge)
+	q.mu.Lock()
+	e, ok := q.mu.st.table.GetByID(id)
+	if !ok || e.State != index.Dead {
+		q.mu.Unlock()
+		return q.noDeadLetter(id)
+	}
+	_, err := q.changeSeqsLocked(opPurge, []uint64{e.Seq}, false)
+	return err
 }
 
 // RequeueAllDead makes every dead letter whose payload it can read ready
-// again and returns how many. The letters it cannot read stay dead (see
-// RequeueDead): it requeues the others, and returns their count with an
-// error that joins one error for each letter it left (ErrCorrupt for
-// damage), naming it.
+// again and returns how many. The letters it cannot read for damage stay
+// dead (see RequeueDead): it requeues the others, and returns their count
+// with an error wrapping ErrCorrupt that names the letters it left (the
+// first few, and how many more). A check that fails otherwise fails the
+// call before it requeues anything.
 func (q *Queue) RequeueAllDead() (int, error) {
-	es, err := q.deadEntries()
+	ds, err := q.deadRefs()
 	if err != nil {
 		return 0, err
 	}
-	var ready []uint64
-	var errs []error
-	for _, e := range es {
-		if err := q.checkDeadReadable(e); err != nil {
-			errs = append(errs, err)
-			continue
+	ready := make([]uint64, 0, len(ds))
+	left := damage{kind: "dead letter"}
+	for _, d := range ds {
+		switch err := q.checkDeadPayload(d); {
+		case err == nil:
+			ready = append(ready, d.seq)
+		case errors.Is(err, ErrCorrupt):
+			left.add(d.name(), err)
+		default:
+			return 0, q.refusal(d.name(), err)
 		}
-		ready = append(ready, e.Seq)
 	}
 	q.mu.Lock()
 	if q.mu.closed {
@@ -119,38 +133,30 @@ func (q *Queue) RequeueAllDead() (int, error) {
 		return !ok || e.State != index.Dead
 	})
 	n, err := q.changeSeqsLocked(opRequeueDead, ready, true)
-	return n, joinErrors(err, errors.Join(errs...))
+	return n, joinErrors(err, left.err())
 }
 
 // PurgeAllDead removes every dead letter and returns how many.
-func (q *Queue) PurgeAllDead() (int, error) { return q.changeAllDead(opPurge) }
-
-func (q *Queue) changeDead(id string, o op) error {
-	q.mu.Lock()
-	e, ok := q.mu.st.table.GetByID(id)
-	if !ok || e.State != index.Dead {
-		q.mu.Unlock()
-		return q.noDeadLetter(id)
-	}
-	_, err := q.changeSeqsLocked(o, []uint64{e.Seq}, o == opRequeueDead)
-	return err
-}
-
-func (q *Queue) changeAllDead(o op) (int, error) {
+// It reads no payload.
+func (q *Queue) PurgeAllDead() (int, error) {
 	q.mu.Lock()
 	var seqs []uint64
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {
 		seqs = append(seqs, e.Seq)
 		return true
 	})
-	return q.changeSeqsLocked(o, seqs, o == opRequeueDead)
+	return q.changeSeqsLocked(opPurge, seqs, false)
 }
 
 // deadByID returns the dead letter with id as the index holds it now.
 func (q *Queue) deadByID(id string) (index.Entry, error) {
 	q.mu.Lock()
 	e, ok := q.mu.st.table.GetByID(id)
+	closed := q.mu.closed
 	q.mu.Unlock()
+	if closed {
+		return index.Entry{}, ErrClosed
+	}
 	if !ok || e.State != index.Dead {
 		return index.Entry{}, q.noDeadLetter(id)
 	}
@@ -166,29 +172,26 @@ func (q *Queue) noDeadLetter(id string) error {
 	return fmt.Errorf("%w: no dead letter %q", ErrNotFound, id)
 }
 
-// deadEntries returns every dead letter as the index holds it now.
-func (q *Queue) deadEntries() ([]index.Entry, error) {
+// deadRef is what a requeue of a dead letter needs of it: its name and
+// where its payload is.
+type deadRef struct {
+	seq, loc uint64 // index.Entry's Seq and Loc
+	id       string
+}
+
+// deadRefs returns every dead letter as the index holds it now.
+func (q *Queue) deadRefs() ([]deadRef, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.mu.closed {
 		return nil, ErrClosed
 	}
-	var es []index.Entry
+	out := make([]deadRef, 0, q.mu.st.table.Counts().Dead)
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {
-		es = append(es, e)
+		out = append(out, deadRef{seq: e.Seq, loc: e.Loc, id: e.ID})
 		return true
 	})
-	return es, nil
-}
-
-// checkDeadReadable reads the payload of the dead letter e, which a
-// requeue is about to make deliverable, and fails if it cannot.
-func (q *Queue) checkDeadReadable(e index.Entry) error {
-	if err := q.readPayload(&Message{Receipt: Receipt{Seq: e.Seq}}, e.Loc); err != nil {
-		return fmt.Errorf("queue: dead letter %q (seq %d) not requeued, its payload cannot be read (purge it, or repair the directory first): %w",
-			e.ID, e.Seq, err)
-	}
-	return nil
+	return out, nil
 }
 
 // changeSeqsLocked appends a record of op o for each message (or sorted

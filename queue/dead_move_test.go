@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -34,4 +35,48 @@ func TestDeadLettersWhileCopiedForward(t *testing.T) {
 		require.NoError(t, err, "round %d", i)
 		require.Len(t, dl, 3)
 	}
+}
+
+// TestRequeueAllDeadBesidePurge: a purge and a requeue of dead letters
+// that run while RequeueAllDead checks them: it requeues the others
+// without error, the purged letter stays gone and the requeued one is
+// not requeued twice.
+func TestRequeueAllDeadBesidePurge(t *testing.T) {
+	fsys := &gateFS{}
+	o := queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, FS: fsys}
+	testhook.SetManualCompaction(&o)
+	q := open(t, t.TempDir(), &o)
+	defer q.Close()
+	for i := range 3 {
+		enqueue(t, q, fmt.Sprint("dead", i, "|", string(bytes.Repeat([]byte("d"), 1500))), queue.WithID(fmt.Sprint("d", i)))
+		require.NoError(t, tryDequeue(t, q).DeadLetter("pin"))
+	}
+	for range 6 { // push the letters out of the log's entry cache
+		enqueue(t, q, string(bytes.Repeat([]byte("b"), 3000)))
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	released := fsys.holdNextRead()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := q.RequeueAllDead()
+		done <- result{n, err}
+	}()
+	select {
+	case <-fsys.held:
+	case r := <-done:
+		t.Fatalf("RequeueAllDead read nothing from the log file (%d, %v)", r.n, r.err)
+	}
+	require.NoError(t, q.PurgeDead("d1"))
+	require.NoError(t, q.RequeueDead("d2"))
+	close(released)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 1, r.n)
+	st := q.Stats()
+	require.EqualValues(t, 0, st.Dead)
+	require.EqualValues(t, 2, st.Ready)
 }

@@ -365,20 +365,30 @@ func (q *Queue) deliver(ds []delivery, c *wal.Commit) ([]delivery, error) {
 // readPayload fills m's payload and headers from the record at loc. If a
 // compaction moved the message meanwhile, it follows the move.
 func (q *Queue) readPayload(m *Message, loc uint64) error {
-	for tries := 0; ; tries++ {
+	return q.followMoves(m.Receipt.Seq, loc, func(loc uint64) error {
 		r, err := q.readRecord(loc)
 		if err == nil {
 			err = checkPayloadRecord(r, m.Receipt.Seq, loc)
 		}
 		if err == nil {
 			m.Payload, m.Headers = r.Payload, r.Headers
-			return nil
 		}
-		if !errors.Is(err, wal.ErrNotFound) || tries > 2 {
+		return err
+	})
+}
+
+// followMoves calls read with loc, where the payload of message seq was.
+// If read fails with wal.ErrNotFound because a compaction moved the
+// message meanwhile and cut the log behind it, it calls read again with
+// where the index has it now, a few times at most.
+func (q *Queue) followMoves(seq, loc uint64, read func(loc uint64) error) error {
+	for tries := 0; ; tries++ {
+		err := read(loc)
+		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
 			return err
 		}
 		q.mu.Lock()
-		e, ok := q.mu.st.table.Get(m.Receipt.Seq)
+		e, ok := q.mu.st.table.Get(seq)
 		q.mu.Unlock()
 		if !ok || e.Loc == loc {
 			return err
@@ -403,10 +413,8 @@ func checkPayloadRecord(r *record, seq, loc uint64) error {
 // a message's copy and points the index at it before it is written: a
 // read of an LSN not written yet waits for the log to write it.
 func (q *Queue) readRecord(lsn uint64) (*record, error) {
-	if lsn > q.log.WrittenLSN() && lsn <= q.log.LastLSN() {
-		if err := q.log.Flush(); err != nil {
-			return nil, fmt.Errorf("queue: read LSN %d: %w", lsn, err)
-		}
+	if err := q.awaitWritten(lsn); err != nil {
+		return nil, err
 	}
 	b, err := q.log.Read(lsn)
 	if err != nil {
@@ -417,4 +425,41 @@ func (q *Queue) readRecord(lsn uint64) (*record, error) {
 		return nil, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 	}
 	return r, nil
+}
+
+// viewRecord is readRecord for a caller that only looks at the record:
+// it calls fn with the record at lsn decoded in place (wal.Log.View), its
+// Payload and Sort views into the log's entry, valid only until fn
+// returns. It returns readRecord's errors, or fn's. The record is passed
+// by value: nothing of it outlives the call.
+func (q *Queue) viewRecord(lsn uint64, fn func(r record) error) error {
+	if err := q.awaitWritten(lsn); err != nil {
+		return err
+	}
+	var decodeErr, fnErr error
+	err := q.log.View(lsn, func(b []byte) error {
+		var r record
+		if decodeErr = decodeRecordAliased(b, &r); decodeErr == nil {
+			fnErr = fn(r)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return wrapCorrupt(fmt.Sprintf("read LSN %d", lsn), err)
+	case decodeErr != nil:
+		return fmt.Errorf("queue: record at LSN %d: %w", lsn, decodeErr)
+	}
+	return fnErr
+}
+
+// awaitWritten waits until the log wrote lsn, if it appended it but has
+// not written it yet (see readRecord).
+func (q *Queue) awaitWritten(lsn uint64) error {
+	if lsn > q.log.WrittenLSN() && lsn <= q.log.LastLSN() {
+		if err := q.log.Flush(); err != nil {
+			return fmt.Errorf("queue: read LSN %d: %w", lsn, err)
+		}
+	}
+	return nil
 }

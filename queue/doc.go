@@ -190,13 +190,17 @@
 // with the ID is not fenced: it takes the message from whichever delivery
 // holds it now. Sorted.DeadLetter dead-letters the key's whole batch,
 // the readable values too. Sorted.DeadValues lists a damaged dead value
-// as DeadLetters does, without payload. A requeue reads what it requeues
-// first: RequeueDead, Sorted.RequeueDead and RequeueDeadValue (and the
-// CLI's and dashboard's requeue) refuse a dead letter or value they
-// cannot read, with an error naming it (ErrCorrupt for damage), and
-// RequeueAllDead requeues the others and reports the ones it left. Such a
-// letter stays dead until it is purged or the directory is repaired (walq
-// repair).
+// as DeadLetters does, without payload. A requeue checks what it
+// requeues first, as a delivery would read it (the log entry's CRC, the
+// record it holds), without copying the payload: RequeueDead,
+// Sorted.RequeueDead and RequeueDeadValue (and the CLI's and dashboard's
+// requeue) refuse a dead letter or value damaged so, with an error naming
+// it (ErrCorrupt), and RequeueAllDead requeues the others and reports the
+// ones it left, in one error that names the first ten. Such a letter
+// stays dead until it is purged or the directory is repaired (walq
+// repair). A check that fails for another reason (an I/O error) fails the
+// requeue with that error, ErrClosed once the queue is closed, and the
+// letter stays dead. A purge reads no payload.
 //
 // # Sorted and windowed queues
 //

@@ -1,11 +1,16 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -115,4 +120,152 @@ func TestRequeueDamagedDeadValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequeueDeadAfterClose: RequeueDead on a closed queue read the
+// letter from the closed log and called it unreadable, advising to purge
+// a healthy letter. It says ErrClosed, as every other call does.
+func TestRequeueDeadAfterClose(t *testing.T) {
+	q := open(t, t.TempDir(), &queue.Options{})
+	enqueue(t, q, "x", queue.WithID("d"))
+	require.NoError(t, tryDequeue(t, q).DeadLetter("why"))
+	require.NoError(t, q.Close())
+	require.ErrorIs(t, q.RequeueDead("d"), queue.ErrClosed)
+	_, err := q.RequeueAllDead()
+	require.ErrorIs(t, err, queue.ErrClosed)
+}
+
+// errDisk is a read error that is not damage: a failing disk.
+var errDisk = errors.New("disk read failed")
+
+// TestRequeueDeadReadError: a read of a dead letter that fails for
+// another reason than damage (an I/O error) is returned as itself,
+// naming the letter, never as advice to purge it; the letter stays dead
+// and a later requeue works.
+func TestRequeueDeadReadError(t *testing.T) {
+	fsys := &gateFS{}
+	o := queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, FS: fsys}
+	testhook.SetManualCompaction(&o)
+	q := open(t, t.TempDir(), &o)
+	defer q.Close()
+	enqueue(t, q, "DEAD", queue.WithID("d"))
+	require.NoError(t, tryDequeue(t, q).DeadLetter("why"))
+	for range 6 { // push the letter out of the log's entry cache
+		enqueue(t, q, string(bytes.Repeat([]byte("b"), 3000)))
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	for _, all := range []bool{false, true} {
+		fsys.failNextRead(errDisk)
+		var err error
+		if all {
+			_, err = q.RequeueAllDead()
+		} else {
+			err = q.RequeueDead("d")
+		}
+		require.ErrorIs(t, err, errDisk)
+		require.NotErrorIs(t, err, queue.ErrCorrupt)
+		require.ErrorContains(t, err, `dead letter "d"`)
+		require.NotContains(t, err.Error(), "purge")
+		require.EqualValues(t, 1, q.Stats().Dead, "nothing requeued")
+	}
+	require.NoError(t, q.RequeueDead("d"))
+	require.Equal(t, "DEAD", string(tryDequeue(t, q).Payload))
+}
+
+// TestSortedRequeueDeadReadError is TestRequeueDeadReadError for a
+// sorted queue's dead value.
+func TestSortedRequeueDeadReadError(t *testing.T) {
+	fsys := &gateFS{}
+	o := queue.SortedOptions{
+		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
+		CacheBytes: -1,
+	}
+	testhook.SetManualCompaction(&o.Options)
+	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	require.NoError(t, s.Publish(ctx, 1, "dead", []byte("DEAD")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("why"))
+	dead, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	for i := range 6 { // push the value out of the log's entry cache
+		require.NoError(t, s.Publish(ctx, 100, fmt.Sprint("busy", i), bytes.Repeat([]byte("b"), 3000)))
+		bs, err := s.TryPull(10)
+		require.NoError(t, err)
+		require.NoError(t, bs[0].Ack())
+	}
+	for _, how := range []string{"seq", "value", "all"} {
+		fsys.failNextRead(errDisk)
+		switch how {
+		case "seq":
+			err = s.RequeueDead(dead[0].Seq)
+		case "value":
+			err = s.RequeueDeadValue(dead[0])
+		case "all":
+			_, err = s.RequeueAllDead()
+		}
+		require.ErrorIs(t, err, errDisk, how)
+		require.NotErrorIs(t, err, queue.ErrCorrupt, how)
+		require.ErrorContains(t, err, fmt.Sprintf("dead value %d ", dead[0].Seq), how)
+		require.NotContains(t, err.Error(), "purge", how)
+		require.Equal(t, 1, s.Stats().SortedDead, "nothing requeued")
+	}
+	require.NoError(t, s.RequeueDeadValue(dead[0]))
+}
+
+// TestRequeueAllDeadNamesDamageOnce: RequeueAllDead joined one error per
+// damaged letter, each repeating the whole way out (walq repair, walq
+// verify). It says the way out once, names the first letters and counts
+// the rest.
+func TestRequeueAllDeadNamesDamageOnce(t *testing.T) {
+	o := queue.Options{SegmentSize: 4096}
+	testhook.SetManualCompaction(&o)
+	dir := t.TempDir()
+	q := open(t, dir, &o)
+	defer q.Close()
+	const damaged = 12
+	for i := range damaged {
+		enqueue(t, q, fmt.Sprintf("BAD%02d", i), queue.WithID(fmt.Sprintf("b%02d", i)))
+		require.NoError(t, tryDequeue(t, q).DeadLetter("why"))
+	}
+	for range 2 { // keep the healthy letter off the damaged entries
+		enqueue(t, q, string(bytes.Repeat([]byte("f"), 3000)))
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	enqueue(t, q, "HEALTHY", queue.WithID("healthy"))
+	require.NoError(t, tryDequeue(t, q).DeadLetter("why"))
+	for range 6 { // push the letters out of the log's entry cache
+		enqueue(t, q, string(bytes.Repeat([]byte("f"), 3000)))
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	for i := range damaged {
+		corruptLog(t, dir, []byte(fmt.Sprintf("BAD%02d", i)))
+	}
+	n, err := q.RequeueAllDead()
+	require.Equal(t, 1, n, "the healthy letter is requeued: %v", err)
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.Equal(t, 1, strings.Count(err.Error(), "walq repair"), "%v", err)
+	require.ErrorContains(t, err, `"b00"`)
+	require.ErrorContains(t, err, `"b09"`)
+	require.NotContains(t, err.Error(), `"b10"`)
+	require.ErrorContains(t, err, "and 2 more")
+	require.EqualValues(t, damaged, q.Stats().Dead)
+}
+
+// corruptLog flips a bit of mark in the segment of dir's log that holds it.
+func corruptLog(t *testing.T, dir string, mark []byte) {
+	t.Helper()
+	for _, seg := range segments(t, dir) {
+		b, err := os.ReadFile(seg)
+		require.NoError(t, err)
+		if bytes.Contains(b, mark) {
+			corruptSegment(t, seg, mark)
+			return
+		}
+	}
+	t.Fatalf("%q in no segment of %s", mark, dir)
 }

@@ -90,8 +90,8 @@ type DeadValue[K SortKey] struct {
 // whose payload cannot be read (damage, ErrCorrupt) is listed all the
 // same, as Queue.DeadLetters lists a damaged letter: without payload, its
 // reason ending with "; corrupt record: " and the read error, so that it
-// can still be told, requeued or purged by its name. Another read error
-// fails the call.
+// can still be told and purged by its name (RequeueDead refuses it).
+// Another read error fails the call.
 func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	q := s.q
 	q.mu.Lock()
@@ -159,24 +159,25 @@ func (q *Queue) deadValueLocked(seq uint64) (index.DeadValue, bool) {
 }
 
 // RequeueDead puts the dead value seq back among the pending ones, at its
-// sort key, with its delivery count reset. It reads the value's payload
-// first: a value it cannot read (DeadValues lists it as a corrupt record)
-// is refused, with an error wrapping the read error (ErrCorrupt for
-// damage), and stays dead, as a requeued one could only fail again at
-// each pull. Purge it, or repair the directory first (walq repair).
+// sort key, with its delivery count reset. It checks the value's payload
+// first, as Queue.RequeueDead checks a letter's: a value it cannot read
+// for damage (DeadValues lists it as a corrupt record) is refused with an
+// error wrapping ErrCorrupt, and stays dead, as a requeued one could only
+// fail again at each pull; purge it, or repair the directory first (walq
+// repair). A check that fails otherwise fails the call with its error
+// (ErrClosed once the queue is closed), and the value stays dead.
 //
 // A seq alone may name another value than the one it was read for: after
 // a power loss under SyncNever or SyncInterval the lost tail's LSNs go to
 // the next run's publishes, and a seq read before the crash (DeadValues,
 // walq dlq list) may name a value dead-lettered since. RequeueDeadValue
 // refuses such a name.
-func (s *Sorted[K]) RequeueDead(seq uint64) error {
-	return s.q.changeDeadValue(seq, nil, opValueRevive)
-}
+func (s *Sorted[K]) RequeueDead(seq uint64) error { return s.q.requeueDeadValue(seq, nil) }
 
-// PurgeDead removes the dead value seq for good. A seq read before a crash
-// may name another value (see RequeueDead); PurgeDeadValue refuses it.
-func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.changeDeadValue(seq, nil, opValuePurge) }
+// PurgeDead removes the dead value seq for good. It reads no payload. A
+// seq read before a crash may name another value (see RequeueDead);
+// PurgeDeadValue refuses it.
+func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.purgeDeadValue(seq, nil) }
 
 // RequeueDeadValue is RequeueDead of the dead value d, as DeadValues
 // returned it: it acts only while the dead value d.Seq is the one
@@ -186,32 +187,49 @@ func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.changeDeadValue(seq
 // Other fields of d are not checked. A value it cannot read is refused
 // as RequeueDead refuses it.
 func (s *Sorted[K]) RequeueDeadValue(d DeadValue[K]) error {
-	return s.q.changeDeadValue(d.Seq, &d.PublishedAt, opValueRevive)
+	return s.q.requeueDeadValue(d.Seq, &d.PublishedAt)
 }
 
 // PurgeDeadValue is PurgeDead of the dead value d, fenced as
 // RequeueDeadValue is: ErrNotFound, and nothing removed, unless the dead
 // value d.Seq was published at d.PublishedAt.
 func (s *Sorted[K]) PurgeDeadValue(d DeadValue[K]) error {
-	return s.q.changeDeadValue(d.Seq, &d.PublishedAt, opValuePurge)
+	return s.q.purgeDeadValue(d.Seq, &d.PublishedAt)
 }
 
 // RequeueAllDead puts every dead value whose payload it can read back and
-// returns how many. The values it cannot read stay dead (see RequeueDead):
-// it requeues the others, and returns their count with an error that
-// joins one error for each value it left (ErrCorrupt for damage), naming
-// it.
-func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.changeAllDeadValues(opValueRevive) }
+// returns how many. The values it cannot read for damage stay dead (see
+// RequeueDead): it requeues the others, and returns their count with an
+// error wrapping ErrCorrupt that names the values it left (the first few,
+// and how many more). A check that fails otherwise fails the call before
+// it requeues anything.
+func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.requeueAllDeadValues() }
 
-// PurgeAllDead removes every dead value and returns how many.
-func (s *Sorted[K]) PurgeAllDead() (int, error) { return s.q.changeAllDeadValues(opValuePurge) }
+// PurgeAllDead removes every dead value and returns how many. It reads no
+// payload.
+func (s *Sorted[K]) PurgeAllDead() (int, error) {
+	q := s.q
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return 0, ErrClosed
+	}
+	var seqs []uint64
+	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
+		seqs = append(seqs, d.Seq)
+		return true
+	})
+	return q.changeSeqsLocked(opValuePurge, seqs, false)
+}
 
-// changeDeadValue requeues or purges the dead value seq; when at is not
-// nil, only if it was published at *at, to the nanosecond. A requeue
-// reads the value's payload first, and refuses a value it cannot read.
-func (q *Queue) changeDeadValue(seq uint64, at *time.Time, o op) error {
-	d, err := q.findDeadValue(seq, at)
-	if err == nil && o == opValueRevive {
+// requeueDeadValue requeues the dead value seq; when at is not nil, only
+// if it was published at *at, to the nanosecond. It checks the value's
+// payload first, outside the lock, and refuses a value it cannot read.
+func (q *Queue) requeueDeadValue(seq uint64, at *time.Time) error {
+	q.mu.Lock()
+	d, err := q.findDeadValueLocked(seq, at)
+	q.mu.Unlock()
+	if err == nil {
 		err = q.checkDeadValueReadable(d)
 	}
 	if err != nil {
@@ -220,17 +238,30 @@ func (q *Queue) changeDeadValue(seq uint64, at *time.Time, o op) error {
 	q.mu.Lock()
 	if cur, ok := q.deadValueLocked(seq); !ok || cur.At != d.At {
 		q.mu.Unlock()
+		if q.isClosed() {
+			return ErrClosed
+		}
 		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq) // requeued or purged meanwhile
 	}
-	_, err = q.changeSeqsLocked(o, []uint64{seq}, o == opValueRevive)
+	_, err = q.changeSeqsLocked(opValueRevive, []uint64{seq}, true)
 	return err
 }
 
-// findDeadValue returns the dead value seq; when at is not nil, only if
+// purgeDeadValue purges the dead value seq; when at is not nil, only if
 // it was published at *at, to the nanosecond.
-func (q *Queue) findDeadValue(seq uint64, at *time.Time) (index.DeadValue, error) {
+func (q *Queue) purgeDeadValue(seq uint64, at *time.Time) error {
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	if _, err := q.findDeadValueLocked(seq, at); err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	_, err := q.changeSeqsLocked(opValuePurge, []uint64{seq}, false)
+	return err
+}
+
+// findDeadValueLocked returns the dead value seq; when at is not nil,
+// only if it was published at *at, to the nanosecond. q.mu is held.
+func (q *Queue) findDeadValueLocked(seq uint64, at *time.Time) (index.DeadValue, error) {
 	if q.mu.closed {
 		return index.DeadValue{}, ErrClosed
 	}
@@ -245,23 +276,24 @@ func (q *Queue) findDeadValue(seq uint64, at *time.Time) (index.DeadValue, error
 	return d, nil
 }
 
-// changeAllDeadValues requeues or purges every dead value; a requeue
-// leaves the values it cannot read, and reports them.
-func (q *Queue) changeAllDeadValues(o op) (int, error) {
+// requeueAllDeadValues requeues every dead value it can read, and reports
+// the ones it left.
+func (q *Queue) requeueAllDeadValues() (int, error) {
 	ds, err := q.deadValues()
 	if err != nil {
 		return 0, err
 	}
 	seqs := make([]uint64, 0, len(ds))
-	var errs []error
+	left := damage{kind: "dead value"}
 	for _, d := range ds {
-		if o == opValueRevive {
-			if err := q.checkDeadValueReadable(d); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+		switch err := q.checkDeadValuePayload(d); {
+		case err == nil:
+			seqs = append(seqs, d.Seq)
+		case errors.Is(err, ErrCorrupt):
+			left.add(deadValueName(d), err)
+		default:
+			return 0, q.refusal(deadValueName(d), err)
 		}
-		seqs = append(seqs, d.Seq)
 	}
 	q.mu.Lock()
 	if q.mu.closed {
@@ -272,8 +304,8 @@ func (q *Queue) changeAllDeadValues(o op) (int, error) {
 		_, ok := q.deadValueLocked(seq)
 		return !ok
 	})
-	n, err := q.changeSeqsLocked(o, seqs, o == opValueRevive)
-	return n, joinErrors(err, errors.Join(errs...))
+	n, err := q.changeSeqsLocked(opValueRevive, seqs, true)
+	return n, joinErrors(err, left.err())
 }
 
 // deadValues returns every dead value as the index holds it now.
@@ -289,26 +321,4 @@ func (q *Queue) deadValues() ([]index.DeadValue, error) {
 		return true
 	})
 	return ds, nil
-}
-
-// checkDeadValueReadable reads the payload of the dead value d, which a
-// requeue is about to make deliverable, and fails if it cannot. A
-// compaction may copy it forward and cut the log behind it meanwhile: the
-// read then follows the copy.
-func (q *Queue) checkDeadValueReadable(d index.DeadValue) error {
-	for tries := 0; ; tries++ {
-		r, err := q.readRecord(d.Loc)
-		if err == nil {
-			err = checkValueRecord(r, d.SortedValue)
-		}
-		if err == nil {
-			return nil
-		}
-		cur, ok := q.deadValue(d.Seq)
-		if !errors.Is(err, wal.ErrNotFound) || tries > 2 || !ok || cur.Loc == d.Loc {
-			return fmt.Errorf("queue: dead value %d (key %q) not requeued, its payload cannot be read (purge it, or repair the directory first): %w",
-				d.Seq, d.Key, err)
-		}
-		d = cur
-	}
 }

@@ -91,6 +91,23 @@ type gateFS struct {
 	mu      sync.Mutex
 	release chan struct{} // the next segment read waits for it to close; nil: none is held
 	held    chan struct{} // closed once that read waits
+	fail    error         // the next segment read fails with it; nil: none fails
+}
+
+// failNextRead makes the next read of a segment file fail with err.
+func (g *gateFS) failNextRead(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fail = err
+}
+
+// failure returns the error the next read is to fail with, once.
+func (g *gateFS) failure() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := g.fail
+	g.fail = nil
+	return err
 }
 
 // holdNextRead makes the next read of a segment file wait until the
@@ -139,5 +156,58 @@ type gateFile struct {
 
 func (f gateFile) ReadAt(p []byte, off int64) (int, error) {
 	f.g.wait()
+	if err := f.g.failure(); err != nil {
+		return 0, err
+	}
 	return f.File.ReadAt(p, off)
+}
+
+// TestSortedRequeueAllDeadWhileCopiedForward: RequeueAllDead checks each
+// dead value before it requeues it; a compaction that copies the values
+// forward and cuts the log behind them meanwhile must not make it refuse
+// a readable value: the check follows the copy.
+func TestSortedRequeueAllDeadWhileCopiedForward(t *testing.T) {
+	fsys := &gateFS{}
+	o := queue.SortedOptions{
+		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
+		CacheBytes: -1,
+	}
+	testhook.SetManualCompaction(&o.Options)
+	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	for i := range int64(3) {
+		require.NoError(t, s.Publish(ctx, i, "dead", []byte(fmt.Sprintf("dead%d|%s", i, bytes.Repeat([]byte("d"), 900)))))
+	}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].Nack(0))
+	for i := range 12 {
+		require.NoError(t, s.Publish(ctx, 100, fmt.Sprint("busy", i), bytes.Repeat([]byte("b"), 3000)))
+		bs, err := s.TryPull(10)
+		require.NoError(t, err)
+		require.NoError(t, bs[0].Ack())
+	}
+	released := fsys.holdNextRead()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := s.RequeueAllDead()
+		done <- result{n, err}
+	}()
+	select {
+	case <-fsys.held:
+	case r := <-done:
+		t.Fatalf("RequeueAllDead read nothing from the log file (%d, %v)", r.n, r.err)
+	}
+	require.NoError(t, s.Compact())
+	require.GreaterOrEqual(t, s.Stats().Moved, uint64(3))
+	close(released)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 3, r.n)
 }

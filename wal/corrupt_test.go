@@ -310,7 +310,7 @@ func corruptOnOpen(t *testing.T, dir string, lay []entryPos, damaged entryPos) {
 }
 
 // corruptOnRead: Open succeeds (sealed segments are verified lazily), and
-// both Read of a record in the damaged segment and a Reader crossing it
+// Read and View of a record in the damaged segment and a Reader crossing it
 // fail with ErrCorrupt naming the segment and the offset; Verify finds it.
 func corruptOnRead(t *testing.T, dir string, lay []entryPos, damaged entryPos) {
 	t.Helper()
@@ -319,6 +319,8 @@ func corruptOnRead(t *testing.T, dir string, lay []entryPos, damaged entryPos) {
 	defer closeLog(t, l)
 	_, err := l.Read(damaged.first)
 	checkCorruptErr(t, "Read", err, damaged)
+	err = l.View(damaged.first, func([]byte) error { t.Fatal("View called fn with a damaged record"); return nil })
+	checkCorruptErr(t, "View", err, damaged)
 	r := l.NewReader(1)
 	defer r.Close()
 	for err = nil; err == nil; _, _, err = r.Next() {

@@ -25,9 +25,13 @@ import (
 // listing that the next listing fills is a torn listing, never damage; a
 // segment missing from both is reported as damage, as before. A hole that
 // the front passed between the two listings (TruncateFront removed the
-// segment missed, with those before it) shows in neither, so the Open also
-// starts over when the front moved: when the first segment it listed is
-// gone from the second listing. The next try lists from the new front.
+// segment missed, with those before it) shows in neither; but the Open
+// needs nothing below the new front. So when the front moved (the first
+// segment it listed is gone from the second listing), it drops the
+// segments it opened below the second listing's first, and checks for
+// holes over the rest only: it starts over if what is left does not begin
+// at the new front (the first listing missed it, or the front passed every
+// segment it opened) or has a hole the second listing shows.
 
 // listTries bounds how many times a read-only Open lists the directory
 // when a writer keeps changing it under the listing.
@@ -61,8 +65,8 @@ func (l *Log) openListed() error {
 
 // checkListing lists the directory again and returns errListingTorn if
 // it holds a segment between the first and last of names that names
-// lacks, or if the front moved past the first of names: the segments
-// removed may have hidden a hole in names.
+// lacks. If the front moved past the first of names, it first drops the
+// segments opened below the new front (see above).
 func (l *Log) checkListing(names []segName) error {
 	d, err := listDir(l.opts.FS, l.dir)
 	if err != nil {
@@ -75,18 +79,35 @@ func (l *Log) checkListing(names []segName) error {
 		}
 		return nil
 	}
+	if len(again) > 0 && again[0].index > names[0].index {
+		from := names[0].path
+		if names = l.dropBelow(names, again[0].index); len(names) == 0 || names[0].index != again[0].index {
+			return fmt.Errorf("%w: the front moved from %s to %s, which was not listed", errListingTorn, from, again[0].path)
+		}
+	}
 	listed := make(map[uint64]bool, len(names))
 	for _, n := range names {
 		listed[n.index] = true
 	}
 	first, last := names[0].index, names[len(names)-1].index
-	if len(again) > 0 && again[0].index > first {
-		return fmt.Errorf("%w: the front moved from %s to %s", errListingTorn, names[0].path, again[0].path)
-	}
 	for _, n := range again {
 		if n.index > first && n.index < last && !listed[n.index] {
 			return fmt.Errorf("%w: %s was not listed the first time", errListingTorn, n.path)
 		}
 	}
 	return nil
+}
+
+// dropBelow drops the opened segments, listed as names, that start below
+// index, and returns the names of those left.
+func (l *Log) dropBelow(names []segName, index uint64) []segName {
+	l.seg.Lock()
+	defer l.seg.Unlock()
+	i := 0
+	for i < len(l.seg.list) && l.seg.list[i].firstIndex < index {
+		l.seg.list[i].drop()
+		i++
+	}
+	l.seg.list = append([]*segment(nil), l.seg.list[i:]...)
+	return names[i:]
 }

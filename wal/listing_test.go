@@ -220,3 +220,51 @@ func TestReadOnlyOpenTornListingThenTruncation(t *testing.T) {
 	}
 	checkRecords(t, r, keep, int(keep-firstLSN), n-int(keep-firstLSN))
 }
+
+// TestReadOnlyOpenFrontMovedWithoutHole: the writer's TruncateFront moved
+// the front between the two listings, and the first listing had no hole.
+// The Open listed a third and fourth time, needlessly; under a writer that
+// truncates often, one Open in ten did. It now drops the segments it
+// opened below the new front and keeps the rest: two listings.
+func TestReadOnlyOpenFrontMovedWithoutHole(t *testing.T) {
+	const n = 400
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 1 << 10})
+	for i := 0; i < n; i += 5 {
+		appendN(t, l, i, 5)
+	}
+	closeLog(t, l)
+	segs := segmentFiles(t, dir)
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want at least 5", len(segs))
+	}
+	lay := layoutOf(t, dir)
+	firstLSN, keep := lay[0].first, firstOf(lay, segs[2]).first
+	fsys := &listingFS{hook: func(call int, des []os.DirEntry) []os.DirEntry {
+		if call != 2 {
+			return des
+		}
+		for _, seg := range segs[:2] { // TruncateFront, between the listings
+			if err := os.Remove(seg); err != nil {
+				panic(err)
+			}
+		}
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			panic(err)
+		}
+		return des
+	}}
+	r, err := wal.Open(dir, &wal.Options{ReadOnly: true, FS: fsys})
+	if err != nil {
+		t.Fatalf("read-only Open beside a writer that truncated the front: %v", err)
+	}
+	defer closeLog(t, r)
+	if fsys.calls != 2 {
+		t.Fatalf("%d listings, want 2: a front that moved without a hole is no reason to list again", fsys.calls)
+	}
+	if r.FirstLSN() != keep {
+		t.Fatalf("FirstLSN %d, want %d", r.FirstLSN(), keep)
+	}
+	checkRecords(t, r, keep, int(keep-firstLSN), n-int(keep-firstLSN))
+}

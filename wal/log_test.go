@@ -1,6 +1,7 @@
 package wal_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -134,6 +135,66 @@ func TestReadBounds(t *testing.T) {
 	appendN(t, l, 3, 1)
 	if lsn, rec, err := r.Next(); err != nil || lsn != 4 || string(rec) != string(record(3)) {
 		t.Fatalf("Next after a later append = %d %q %v", lsn, rec, err)
+	}
+}
+
+// TestView: View shows each record as Read returns it, with Read's
+// errors, and returns the error of its fn.
+func TestView(t *testing.T) {
+	l := openLog(t, t.TempDir(), &wal.Options{MaxGroupBytes: 512})
+	defer closeLog(t, l)
+	appendN(t, l, 0, 50)
+	for lsn := wal.LSN(1); lsn <= 50; lsn++ {
+		want, err := l.Read(lsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.View(lsn, func(rec []byte) error {
+			if string(rec) != string(want) {
+				t.Fatalf("View(%d) = %q, Read = %q", lsn, rec, want)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("View(%d): %v", lsn, err)
+		}
+	}
+	errMine := errors.New("mine")
+	if err := l.View(1, func([]byte) error { return errMine }); !errors.Is(err, errMine) {
+		t.Fatalf("View = %v, want fn's error", err)
+	}
+	if err := l.View(51, func([]byte) error { return nil }); !errors.Is(err, wal.ErrNotFound) {
+		t.Fatalf("View(51) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestReadLargeEntries: an entry larger than a read's buffer is kept in
+// Read's cache without a copy; reading other entries after it, large and
+// small, leaves its records intact.
+func TestReadLargeEntries(t *testing.T) {
+	l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 1 << 20, MaxGroupBytes: 64 << 10})
+	defer closeLog(t, l)
+	var recs [][]byte
+	for i := range 40 {
+		size := 200
+		if i%4 != 0 {
+			size = 30 << 10 // an entry of one or two such records is past 16 KiB
+		}
+		rec := bytes.Repeat([]byte{byte('a' + i%26)}, size)
+		if _, _, err := l.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		for i, want := range recs {
+			got, err := l.Read(wal.LSN(i + 1))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("round %d: Read(%d) = %d bytes %.8q, %v; want %d bytes %.8q", round, i+1, len(got), got, err, len(want), want)
+			}
+		}
 	}
 }
 

@@ -213,21 +213,44 @@ func (r *Reader) damaged(err error) error {
 // decoded entries are cached, so reading consecutive LSNs costs one read
 // and one CRC per entry, not per record.
 func (l *Log) Read(lsn LSN) ([]byte, error) {
+	e, err := l.checkedEntry(lsn)
+	if err != nil {
+		return nil, err
+	}
+	return e.record(lsn), nil
+}
+
+// View calls fn with the record lsn, read and checked as Read reads and
+// checks it (the entry's CRC, its framing), but not copied out: rec is
+// valid only until fn returns, and must not be written. It returns Read's
+// errors, or fn's. A caller that only checks a record (it can be read, it
+// is the one expected) thus pays no copy of it.
+func (l *Log) View(lsn LSN, fn func(rec []byte) error) error {
+	e, err := l.checkedEntry(lsn)
+	if err != nil {
+		return err
+	}
+	return fn(e.view(lsn))
+}
+
+// checkedEntry returns the decoded entry that holds lsn, from the cache or
+// read and checked, with Read's errors.
+func (l *Log) checkedEntry(lsn LSN) (*decodedEntry, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
 	if first, written := l.FirstLSN(), l.WrittenLSN(); lsn < first || lsn > written {
 		return nil, fmt.Errorf("%w: LSN %d outside [%d, %d]", ErrNotFound, lsn, first, written)
 	}
-	e := l.cache.get(lsn)
-	if e == nil {
-		var err error
-		if e, err = l.readEntry(lsn); err != nil {
-			return nil, err
-		}
-		l.cache.put(e)
+	if e := l.cache.get(lsn); e != nil {
+		return e, nil
 	}
-	return e.record(lsn), nil
+	e, err := l.readEntry(lsn)
+	if err != nil {
+		return nil, err
+	}
+	l.cache.put(e)
+	return e, nil
 }
 
 // readEntry reads, checks and decodes the entry holding lsn: it walks the
@@ -291,6 +314,9 @@ func decodeAt(r *segReader, loc location, limit int64) (*decodedEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: read %s: %w", loc, err)
 	}
+	if r.handOff(e) {
+		return decodedEntryOf(h, e[headerSize:]), nil
+	}
 	return newDecodedEntry(h, e), nil
 }
 
@@ -302,8 +328,15 @@ type decodedEntry struct {
 	start []uint32 // start[i]: offset in data of record i's length prefix
 }
 
+// newDecodedEntry decodes a copy of the entry e.
 func newDecodedEntry(h entryHeader, e []byte) *decodedEntry {
-	d := &decodedEntry{h: h, data: append([]byte(nil), e[headerSize:]...), start: make([]uint32, h.count)}
+	return decodedEntryOf(h, append([]byte(nil), e[headerSize:]...))
+}
+
+// decodedEntryOf decodes the entry whose body (its records) is data, and
+// keeps data: nothing else may write it.
+func decodedEntryOf(h entryHeader, data []byte) *decodedEntry {
+	d := &decodedEntry{h: h, data: data, start: make([]uint32, h.count)}
 	off := 0
 	for i := range d.start {
 		d.start[i] = uint32(off)
@@ -314,10 +347,14 @@ func newDecodedEntry(h entryHeader, e []byte) *decodedEntry {
 }
 
 // record returns a copy of record lsn, which the entry holds.
-func (d *decodedEntry) record(lsn LSN) []byte {
+func (d *decodedEntry) record(lsn LSN) []byte { return append([]byte{}, d.view(lsn)...) }
+
+// view returns record lsn, which the entry holds, within the entry's
+// bytes: shared, never to be written (its capacity is its length).
+func (d *decodedEntry) view(lsn LSN) []byte {
 	b := d.data[d.start[lsn-d.h.first]:]
 	n, k := binary.Uvarint(b)
-	return append([]byte{}, b[k:k+int(n)]...)
+	return b[k : k+int(n) : k+int(n)]
 }
 
 // cacheSlots is the number of decoded entries Read keeps; cacheBigEntry is

@@ -205,6 +205,19 @@ func (r *segReader) bytes(off int64, n int, limit int64) ([]byte, error) {
 	return r.buf[:n], nil
 }
 
+// handOff gives the caller e, bytes the reader just returned, for keeps
+// when e is the whole of a buffer the reader grew for a large entry and
+// would drop at its next small read anyway (see bytes): the reader
+// forgets the buffer and never writes it again. It reports whether it
+// did; otherwise e stays the reader's, valid until its next call.
+func (r *segReader) handOff(e []byte) bool {
+	if len(e) <= 4*r.aheadBytes() || len(e) != cap(r.buf) || &e[0] != &r.buf[0] {
+		return false
+	}
+	r.buf, r.off, r.n = nil, 0, 0
+	return true
+}
+
 // memReadMax bounds what a Reader copies from the tail's bytes in
 // memory (segment.mem) at once, under Log.seg's read lock: a Reader close
 // behind the writes takes what they added without a pread; one further
