@@ -311,16 +311,22 @@ func TestSalvageKeepsSettlesOfLostPulls(t *testing.T) {
 		for _, repull := range []bool{false, true} {
 			name := settle + map[bool]string{false: "/first pull", true: "/re-pull"}[repull]
 			t.Run("sorted/"+name, func(t *testing.T) {
-				runLostPull(t, sorted, queue.Options{}, settle, repull)
+				runLostPull(t, sorted, queue.Options{}, settle, repull, "k")
 			})
 			t.Run("windowed/"+name, func(t *testing.T) {
-				runLostPull(t, windowed, queue.Options{Clock: clock}, settle, repull)
+				runLostPull(t, windowed, queue.Options{Clock: clock}, settle, repull, "k")
+			})
+			// The empty key is a key like any other: its settle record
+			// names it and its values as another key's does.
+			t.Run("sorted/empty key/"+name, func(t *testing.T) {
+				runLostPull(t, sorted, queue.Options{}, settle, repull, "")
 			})
 		}
 	}
 }
 
-func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, settle string, repull bool) {
+// runLostPull settles a batch of key, whose pull record the damage takes.
+func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, settle string, repull bool, key string) {
 	dir := scratchDir(t)
 	o.SegmentSize, o.SnapshotBytes, o.ManualRequeue = 4096, 1<<30, true
 	s, err := c.open(dir, o)
@@ -337,12 +343,12 @@ func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, 
 	pull := func() *queue.Batch[K] {
 		t.Helper()
 		bs, err := s.TryPull(1)
-		if err != nil || len(bs) != 1 || bs[0].Key != "k" || len(bs[0].Values) != 1 || tokenOf(bs[0].Values[0].Payload) != "A" {
-			t.Fatalf("pull: %v %v, want key k with A", bs, err)
+		if err != nil || len(bs) != 1 || bs[0].Key != key || len(bs[0].Values) != 1 || tokenOf(bs[0].Values[0].Payload) != "A" {
+			t.Fatalf("pull: %v %v, want key %q with A", bs, err, key)
 		}
 		return bs[0]
 	}
-	publish("k", "A", 1) // LSN 1
+	publish(key, "A", 1) // LSN 1
 	publish("j", "B", 2) // LSN 2
 	c.due()
 	b := pull() // LSN 3
@@ -353,7 +359,7 @@ func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, 
 		}
 		b, lost = pull(), 5
 	}
-	publish("k", "C", 3) // after the pull: not in its batch
+	publish(key, "C", 3) // after the pull: not in its batch
 	if settle == "ack" {
 		err = b.Ack()
 	} else {

@@ -304,10 +304,11 @@ func (s *state) settleLost(r *record) bool {
 // record was lost, and reports whether it did: the values r names are
 // still pending in the replayed state, and r settles them as the batch
 // they were (index.Sorted.Retake). A record from before the settle
-// records named their values (no Key) is left to the skip, and so are
-// values no longer pending.
+// records named their values (no Payload: told by it, not by the Key,
+// which may be the empty key) is left to the skip, and so are values no
+// longer pending.
 func (s *state) settleLostPull(r *record) bool {
-	if r.Key == "" {
+	if len(r.Payload) == 0 {
 		return false
 	}
 	if _, ok := s.sorted.Batch(r.Lease); ok {
