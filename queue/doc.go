@@ -242,7 +242,8 @@
 // acked, delayed, dead or ready again (a small entry each, no payload),
 // and with producer-given ids. Snapshots record that metadata; the log is
 // truncated at segment boundaries once every message before a boundary is
-// gone, and messages that would pin old segments are copied forward, so
+// gone, and messages that would pin old segments (a sorted queue's values
+// too, leased ones included) are copied forward, so
 // the log stays within about twice the live bytes plus two segments;
 // except that more than 16,384 never-delivered messages are not copied:
 // the lease and ack records written behind them are freed as the cursor
