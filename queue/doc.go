@@ -129,7 +129,9 @@
 //     would have been;
 //   - a sorted or windowed batch's ack or dead-letter: it settles the
 //     values its record names that are still pending in the replayed
-//     state.
+//     state, and only those: when its pull survived but an earlier pull
+//     of the same key (without SingleFlight) was lost, the values of that
+//     lost batch, which the replayed pull took too, are pending again.
 //
 // A message whose first delivery's lease record was lost and that nothing
 // settled is delivered again. What a salvage cannot keep:

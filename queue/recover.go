@@ -221,6 +221,7 @@ func (s *state) applySalvaging(lsn uint64, r *record, size int) error {
 		s.lost.hole = true // the records between were lost
 	}
 	from := s.cursor
+	s.narrowBatch(r)
 	err := s.apply(lsn, r, size)
 	if err != nil && s.settledAnyway(lsn, r) {
 		err = nil
@@ -298,6 +299,23 @@ func (s *state) settleLost(r *record) bool {
 	}
 	s.applyChange(r, e)
 	return true
+}
+
+// narrowBatch prepares, in a salvaging replay, a sorted batch's ack or
+// dead-letter r that names its values: the values of the batch that r
+// does not name go back among the pending ones. Without SingleFlight a
+// key is pulled again while an earlier batch of it is leased; when damage
+// took that earlier pull, its values were still pending at the replayed
+// pull of this batch, which took them too. They are not this settle's:
+// they come back, as the lost batch's would once the crash ended its
+// lease. In any other replay a batch holds exactly what its settle names.
+func (s *state) narrowBatch(r *record) {
+	if (r.Op != opBatchAck && r.Op != opBatchDead) || len(r.Payload) == 0 {
+		return
+	}
+	if seqs, err := decodeBatchSeqs(r.Payload, r.Lease); err == nil {
+		s.sorted.Narrow(r.Lease, seqs)
+	}
 }
 
 // settleLostPull applies a sorted batch's ack or dead-letter r whose pull
