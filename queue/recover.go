@@ -92,8 +92,17 @@ func (r *recoverer) EndLeases() (ended, dead int, err error) {
 			return ended, dead, err
 		}
 		ended++
+		if reachesLimit(b, rec.maxDeliveries()) {
+			dead++
+		}
 	}
 	return ended, dead, nil
+}
+
+// reachesLimit reports whether a value of the batch b goes to the dead set
+// when b is returned under the delivery limit (0: none).
+func reachesLimit(b index.Batch, limit uint32) bool {
+	return limit > 0 && slices.ContainsFunc(b.Values, func(v index.SortedValue) bool { return v.Deliveries >= limit })
 }
 
 // CopyPast moves every live message out of the log before lsn, drops
