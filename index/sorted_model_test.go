@@ -180,7 +180,8 @@ func modelSort(rng *rand.Rand) []byte {
 // TestSortedAgainstNaiveModel drives a Sorted index and sortedModel with the
 // same random publishes, pulls, acks, nacks (with and without a hold, with
 // a delivery limit), extensions, expiries, dead-letters, revives, purges,
-// drops, moves, retakes and hold releases, with and without single
+// drops, moves (of leased values too), retakes, narrowings and hold
+// releases, with and without single
 // flight, and compares after every step the pull order, every batch, the
 // counts, Bytes, MinLoc, the earliest deadline and hold, and the dead set.
 // Every few steps it rebuilds an index from a snapshot as a queue loads
@@ -271,6 +272,8 @@ func (r *modelRun) op() {
 		r.move()
 	case op < 84:
 		r.retake()
+	case op < 86:
+		r.narrow()
 	case op < 90:
 		r.now += int64(r.rng.IntN(5))
 		r.s.Release(r.now)
@@ -502,6 +505,32 @@ func (r *modelRun) retake() {
 		r.fatalf("Retake %q %v: %v, want %v", key, seqs, ok, wantOK)
 	}
 	r.requireBatch(got, want, "Retake")
+}
+
+// narrow keeps some values of a leased batch leased and puts the others
+// back, as a salvaging replay does before a settle that names values.
+func (r *modelRun) narrow() {
+	b, ok := r.anyBatch()
+	if !ok {
+		return
+	}
+	var seqs []uint64
+	var kept, back []index.SortedValue
+	for _, v := range b.Values {
+		if r.rng.IntN(2) == 0 {
+			seqs = append(seqs, v.Seq)
+			kept = append(kept, v)
+		} else {
+			back = append(back, v)
+		}
+	}
+	slices.Sort(seqs)
+	if got := r.s.Narrow(b.Lease, seqs); got != len(back) {
+		r.fatalf("Narrow(%d, %v): %d put back, want %d", b.Lease, seqs, got, len(back))
+	}
+	b.Values = kept
+	r.m.batches[b.Lease] = b
+	r.m.pending = append(r.m.pending, back...)
 }
 
 // check compares s with the model.
