@@ -311,16 +311,22 @@ func TestSalvageKeepsSettlesOfLostPulls(t *testing.T) {
 		for _, repull := range []bool{false, true} {
 			name := settle + map[bool]string{false: "/first pull", true: "/re-pull"}[repull]
 			t.Run("sorted/"+name, func(t *testing.T) {
-				runLostPull(t, sorted, queue.Options{}, settle, repull)
+				runLostPull(t, sorted, queue.Options{}, settle, repull, "k")
 			})
 			t.Run("windowed/"+name, func(t *testing.T) {
-				runLostPull(t, windowed, queue.Options{Clock: clock}, settle, repull)
+				runLostPull(t, windowed, queue.Options{Clock: clock}, settle, repull, "k")
+			})
+			// The empty key is a key like any other: its settle record
+			// names it and its values as another key's does.
+			t.Run("sorted/empty key/"+name, func(t *testing.T) {
+				runLostPull(t, sorted, queue.Options{}, settle, repull, "")
 			})
 		}
 	}
 }
 
-func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, settle string, repull bool) {
+// runLostPull settles a batch of key, whose pull record the damage takes.
+func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, settle string, repull bool, key string) {
 	dir := scratchDir(t)
 	o.SegmentSize, o.SnapshotBytes, o.ManualRequeue = 4096, 1<<30, true
 	s, err := c.open(dir, o)
@@ -337,12 +343,12 @@ func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, 
 	pull := func() *queue.Batch[K] {
 		t.Helper()
 		bs, err := s.TryPull(1)
-		if err != nil || len(bs) != 1 || bs[0].Key != "k" || len(bs[0].Values) != 1 || tokenOf(bs[0].Values[0].Payload) != "A" {
-			t.Fatalf("pull: %v %v, want key k with A", bs, err)
+		if err != nil || len(bs) != 1 || bs[0].Key != key || len(bs[0].Values) != 1 || tokenOf(bs[0].Values[0].Payload) != "A" {
+			t.Fatalf("pull: %v %v, want key %q with A", bs, err, key)
 		}
 		return bs[0]
 	}
-	publish("k", "A", 1) // LSN 1
+	publish(key, "A", 1) // LSN 1
 	publish("j", "B", 2) // LSN 2
 	c.due()
 	b := pull() // LSN 3
@@ -353,7 +359,7 @@ func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, 
 		}
 		b, lost = pull(), 5
 	}
-	publish("k", "C", 3) // after the pull: not in its batch
+	publish(key, "C", 3) // after the pull: not in its batch
 	if settle == "ack" {
 		err = b.Ack()
 	} else {
@@ -504,6 +510,93 @@ func TestSalvageKeepsUnsettledDeliveriesOfLostLeases(t *testing.T) {
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
 				t.Fatalf("delivered %v besides the fillers, want %v (recovery %+v)", got, want, q3.Recovery())
+			}
+		})
+	}
+}
+
+// TestSalvageKeepsValuesOfAnotherLostPull: without SingleFlight a key is
+// pulled again while a batch of it is leased. Damage takes the first
+// pull's record (A's batch, never settled); the second pull (C) and its
+// ack or dead-letter are intact. The salvaging replay's second pull finds
+// A still pending and takes it too, but the settle names C alone: A must
+// come back (its lease ended with the crash), not be acked or
+// dead-lettered with C.
+func TestSalvageKeepsValuesOfAnotherLostPull(t *testing.T) {
+	for _, settle := range []string{"ack", "dead-letter"} {
+		t.Run(settle, func(t *testing.T) {
+			dir := scratchDir(t)
+			o := queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, ManualRequeue: true, AckTimeout: time.Hour}
+			s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			publish := func(key, tok string, sort int64) {
+				t.Helper()
+				if err := s.Publish(context.Background(), sort, key, payload(tok, 10)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pull := func(tok string) *queue.Batch[int64] {
+				t.Helper()
+				bs, err := s.TryPull(1)
+				if err != nil || len(bs) != 1 || bs[0].Key != "k" || len(bs[0].Values) != 1 || tokenOf(bs[0].Values[0].Payload) != tok {
+					t.Fatalf("pull: %v %v, want key k with %s", bs, err, tok)
+				}
+				return bs[0]
+			}
+			publish("k", "A", 1) // LSN 1
+			publish("j", "B", 5) // LSN 2
+			pull("A")            // LSN 3: the record the damage takes; A stays leased
+			publish("k", "C", 3) // LSN 4
+			b := pull("C")       // LSN 5
+			if settle == "ack" {
+				err = b.Ack()
+			} else {
+				err = b.DeadLetter("poison")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := int64(0); i < 100; i++ {
+				publish("f", "F", 10+i)
+			}
+			d := lostEntryImage(t, dir, 3)
+			wantDead := map[string][]string{"ack": nil, "dead-letter": {"C"}}[settle]
+
+			so := drainOptions()
+			so.Salvage = true
+			s2, err := queue.OpenSorted[int64](d, &queue.SortedOptions{Options: so})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSortedDead(t, "after the salvage", s2, wantDead)
+			if err := s2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s3, err := queue.OpenSorted[int64](d, &queue.SortedOptions{Options: drainOptions()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s3.Close()
+			count := map[string]int{}
+			for {
+				bs, err := s3.TryPull(1024)
+				if errors.Is(err, queue.ErrEmpty) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range bs {
+					for _, v := range b.Values {
+						count[tokenOf(v.Payload)]++
+					}
+				}
+			}
+			if want := map[string]int{"A": 1, "B": 1, "F": 100}; fmt.Sprint(count) != fmt.Sprint(want) {
+				t.Fatalf("delivered %v, want %v: A was leased by the lost pull, never settled", count, want)
 			}
 		})
 	}

@@ -29,6 +29,47 @@ func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 	return false
 }
 
+// LeasedValue returns the value seq of the leased batch lease.
+func (s *Sorted) LeasedValue(lease, seq uint64) (SortedValue, bool) {
+	b, ok := s.batches.Get(Batch{Lease: lease})
+	if !ok {
+		return SortedValue{}, false
+	}
+	for _, v := range b.Values {
+		if v.Seq == seq {
+			return v, true
+		}
+	}
+	return SortedValue{}, false
+}
+
+// MoveLeased changes the Loc and Size of the value seq of the leased batch
+// lease and reports whether it found it. The batch's values are copied,
+// not changed in place: snapshots and the callers of Batch and Take share
+// them.
+func (s *Sorted) MoveLeased(lease, seq, loc uint64, size uint32) bool {
+	b, ok := s.batches.Get(Batch{Lease: lease})
+	if !ok {
+		return false
+	}
+	i := slices.IndexFunc(b.Values, func(v SortedValue) bool { return v.Seq == seq })
+	if i < 0 {
+		return false
+	}
+	b.Values = slices.Clone(b.Values)
+	v := &b.Values[i]
+	s.locs.remove(v.Loc)
+	s.locs.add(loc)
+	s.bytes += int64(size) - int64(v.Size)
+	v.Loc, v.Size = loc, size
+	s.batches.ReplaceOrInsert(b)
+	return true
+}
+
+// Batches calls fn for every leased batch, by lease, until fn returns
+// false. A batch's values are shared: fn must not change them.
+func (s *Sorted) Batches(fn func(Batch) bool) { s.batches.Ascend(fn) }
+
 // findPending returns the key and position of the pending value v (found
 // by Key, Sort and Seq).
 func (s *Sorted) findPending(v SortedValue) (keyRef, int, int, bool) {

@@ -31,3 +31,34 @@ func (s *Sorted) Retake(key string, seqs []uint64, lease uint64, at, due int64) 
 	s.PutBatch(b)
 	return b, true
 }
+
+// Narrow puts back among the pending values, at their sort keys, the
+// values of the leased batch lease whose Seq is not in seqs (ascending),
+// and returns how many it put back. A salvaging replay uses it before a
+// settle that names its batch's values: when damage took the pull of an
+// earlier batch of the same key, the replayed pull of this one took that
+// batch's values too, which this settle must not settle.
+func (s *Sorted) Narrow(lease uint64, seqs []uint64) int {
+	b, ok := s.batches.Get(Batch{Lease: lease})
+	if !ok {
+		return 0
+	}
+	var kept, back []SortedValue
+	for _, v := range b.Values {
+		if _, found := slices.BinarySearch(seqs, v.Seq); found {
+			kept = append(kept, v)
+		} else {
+			back = append(back, v)
+		}
+	}
+	if len(back) == 0 {
+		return 0
+	}
+	b.Values = kept
+	s.batches.ReplaceOrInsert(b)
+	s.leased -= len(back)
+	for _, v := range back {
+		s.addPending(v)
+	}
+	return len(back)
+}

@@ -59,3 +59,30 @@ func TestRetake(t *testing.T) {
 		})
 	}
 }
+
+// TestNarrow puts the values of a batch that a settle does not name back
+// among the pending ones, and leaves the named ones leased.
+func TestNarrow(t *testing.T) {
+	s := index.NewSorted(false)
+	for seq, sort := range map[uint64]byte{1: 9, 2: 8, 3: 7} {
+		s.Publish(index.SortedValue{Key: "k", Sort: []byte{sort}, Seq: seq, Loc: seq, Size: 10})
+	}
+	b := s.Take("k", 10, 5, 6)
+	require.Len(t, b.Values, 3)
+	require.Zero(t, s.Narrow(10, []uint64{1, 2, 3}), "every value named")
+	require.Zero(t, s.Narrow(11, []uint64{1}), "no such batch")
+	require.Equal(t, 2, s.Narrow(10, []uint64{2, 9}))
+	got, ok := s.Batch(10)
+	require.True(t, ok)
+	require.Len(t, got.Values, 1)
+	require.Equal(t, uint64(2), got.Values[0].Seq)
+	require.Equal(t, index.SortedCounts{Pending: 2, Keys: 1, Batches: 1, Leased: 1}, s.Counts())
+	key, sort, ok := s.Next()
+	require.True(t, ok)
+	require.Equal(t, "k", key)
+	require.Equal(t, []byte{7}, sort, "value 3 is pending again at its sort key")
+	_, ok = s.Ack(10)
+	require.True(t, ok)
+	require.Equal(t, int64(20), s.Bytes())
+	require.Equal(t, 2, s.Counts().Pending)
+}

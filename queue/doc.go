@@ -129,7 +129,9 @@
 //     would have been;
 //   - a sorted or windowed batch's ack or dead-letter: it settles the
 //     values its record names that are still pending in the replayed
-//     state.
+//     state, and only those: when its pull survived but an earlier pull
+//     of the same key (without SingleFlight) was lost, the values of that
+//     lost batch, which the replayed pull took too, are pending again.
 //
 // A message whose first delivery's lease record was lost and that nothing
 // settled is delivered again. What a salvage cannot keep:
@@ -246,7 +248,8 @@
 // acked, delayed, dead or ready again (a small entry each, no payload),
 // and with producer-given ids. Snapshots record that metadata; the log is
 // truncated at segment boundaries once every message before a boundary is
-// gone, and messages that would pin old segments are copied forward, so
+// gone, and messages that would pin old segments (a sorted queue's values
+// too, leased ones included) are copied forward, so
 // the log stays within about twice the live bytes plus two segments;
 // except that more than 16,384 never-delivered messages are not copied:
 // the lease and ack records written behind them are freed as the cursor

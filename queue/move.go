@@ -34,8 +34,9 @@ func (p *pacer) add(c *wal.Commit, n int) error {
 
 // movePinned copies forward every live message whose record lies before
 // target, so that the segments before target hold nothing live: the
-// indexed messages (leased, ready again, delayed, dead, sorted values; a
-// delivery of a leased one follows the copy) and the
+// indexed messages (leased, ready again, delayed, dead, sorted values,
+// pending, dead or in leased batches; a delivery of a leased one follows
+// the copy) and the
 // never-delivered messages between the cursor and target, after which the
 // cursor advances to target. A message whose record a salvaging open could
 // not read is dropped, and said so in the log. With recount, the number of
@@ -76,6 +77,7 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 		}
 		return true
 	})
+	leased := leasedBelow(q.mu.st.sorted, target)
 	q.mu.Unlock()
 	moved := 0
 	var p pacer
@@ -97,7 +99,37 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 			moved++
 		}
 	}
+	for _, lv := range leased {
+		ok, err := q.moveLeasedValue(lv, &p)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
 	return moved, nil
+}
+
+// leasedValue is a value of a sorted queue's leased batch.
+type leasedValue struct {
+	lease uint64 // the batch
+	index.SortedValue
+}
+
+// leasedBelow returns the values of sq's leased batches whose record is
+// before target.
+func leasedBelow(sq *index.Sorted, target uint64) []leasedValue {
+	var out []leasedValue
+	sq.Batches(func(b index.Batch) bool {
+		for _, v := range b.Values {
+			if v.Loc < target {
+				out = append(out, leasedValue{b.Lease, v})
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // moveEntry copies the payload record of e forward if e is still where it
@@ -153,6 +185,35 @@ func (q *Queue) moveValue(v index.SortedValue, p *pacer) (bool, error) {
 		rec = &record{Op: opMove, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort,
 			At: q.now(), Enq: v.At, Payload: r.Payload}
 	}
+	return q.appendPaced(rec, p)
+}
+
+// moveLeasedValue copies a value of a sorted queue's leased batch forward,
+// if the batch still holds it where it was: a batch its consumer keeps
+// for long (extending its lease) must not pin the log. The copy names the
+// batch (Lease). A value whose record is damaged (ErrCorrupt), or lost in
+// a salvaging open, is left where it is, as it was before leased values
+// were copied: its pull failed with a ReadError, and its consumer or the
+// lease's end settles it (a salvaging open ended every lease before it
+// copies, so only a batch pulled since holds such a value).
+func (q *Queue) moveLeasedValue(lv leasedValue, p *pacer) (bool, error) {
+	r, err := q.readRecord(lv.Loc)
+	if err == nil {
+		err = checkValueRecord(r, lv.SortedValue)
+	}
+	if errors.Is(err, ErrCorrupt) || (errors.Is(err, wal.ErrNotFound) && q.opts.Salvage) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if cur, ok := q.mu.st.sorted.LeasedValue(lv.lease, lv.Seq); !ok || cur.Loc != lv.Loc {
+		return false, nil
+	}
+	rec := &record{Op: opMove, Seq: lv.Seq, Lease: lv.lease, Flags: flagSorted, Key: lv.Key, Sort: lv.Sort,
+		At: q.now(), Enq: lv.At, Payload: r.Payload}
 	return q.appendPaced(rec, p)
 }
 

@@ -64,8 +64,8 @@ type Recovery struct {
 	Replayed     int           // log records replayed after it
 	Skipped      int           // records a salvaging open could not apply (others were lost)
 	Rewritten    int           // messages a salvaging open copied past the damage or dropped
-	Requeued     int           // leases of a crashed process made ready again
-	DeadOnOpen   int           // of those, messages that reached MaxDeliveries
+	Requeued     int           // leases of a crashed process made ready again (a sorted queue's batch is one)
+	DeadOnOpen   int           // of those, messages that reached MaxDeliveries (batches with a value that did)
 	Clean        bool          // the previous process closed the queue cleanly
 	Log          wal.Report    // torn tail cut, damage salvaged
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none

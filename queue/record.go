@@ -90,7 +90,8 @@ const (
 //	              entry's); Headers; Payload
 //	  flagCursor  a never-delivered message: Seq; ID; Enq; Size: bytes of its enqueue
 //	              record; Headers; Payload. Its entry is Undelivered.
-//	  flagSorted  a sorted value: Seq; Key; Sort; Enq: publish time; Payload
+//	  flagSorted  a sorted value: Seq; Key; Sort; Enq: publish time; Payload; Lease: the
+//	              leased batch that holds it (0: a pending or dead value)
 //	close         -
 //	publish       Key; Sort; Payload
 //	pull          Key; Due: deadline

@@ -84,6 +84,10 @@ func goldenRecords() []struct {
 			Payload: appendBatchSeqs(nil, 300, goldenBatch)}},
 		{"batch-dead-seqs", record{Op: opBatchDead, Lease: 300, At: at + 23, Reason: "poison", Key: "user-7",
 			Payload: appendBatchSeqs(nil, 300, goldenBatch)}},
+		{"move-sorted", record{Op: opMove, Seq: 13, Flags: flagSorted, Key: "user-7", Sort: []byte{1}, At: at + 24, Enq: at,
+			Payload: []byte("v")}},
+		{"move-sorted-leased", record{Op: opMove, Seq: 13, Lease: 14, Flags: flagSorted, Key: "user-7", Sort: []byte{1},
+			At: at + 25, Enq: at, Payload: []byte("v")}},
 	}
 }
 

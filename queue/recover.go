@@ -92,8 +92,17 @@ func (r *recoverer) EndLeases() (ended, dead int, err error) {
 			return ended, dead, err
 		}
 		ended++
+		if reachesLimit(b, rec.maxDeliveries()) {
+			dead++
+		}
 	}
 	return ended, dead, nil
+}
+
+// reachesLimit reports whether a value of the batch b goes to the dead set
+// when b is returned under the delivery limit (0: none).
+func reachesLimit(b index.Batch, limit uint32) bool {
+	return limit > 0 && slices.ContainsFunc(b.Values, func(v index.SortedValue) bool { return v.Deliveries >= limit })
 }
 
 // CopyPast moves every live message out of the log before lsn, drops
@@ -221,6 +230,7 @@ func (s *state) applySalvaging(lsn uint64, r *record, size int) error {
 		s.lost.hole = true // the records between were lost
 	}
 	from := s.cursor
+	s.narrowBatch(r)
 	err := s.apply(lsn, r, size)
 	if err != nil && s.settledAnyway(lsn, r) {
 		err = nil
@@ -300,14 +310,32 @@ func (s *state) settleLost(r *record) bool {
 	return true
 }
 
+// narrowBatch prepares, in a salvaging replay, a sorted batch's ack or
+// dead-letter r that names its values: the values of the batch that r
+// does not name go back among the pending ones. Without SingleFlight a
+// key is pulled again while an earlier batch of it is leased; when damage
+// took that earlier pull, its values were still pending at the replayed
+// pull of this batch, which took them too. They are not this settle's:
+// they come back, as the lost batch's would once the crash ended its
+// lease. In any other replay a batch holds exactly what its settle names.
+func (s *state) narrowBatch(r *record) {
+	if (r.Op != opBatchAck && r.Op != opBatchDead) || len(r.Payload) == 0 {
+		return
+	}
+	if seqs, err := decodeBatchSeqs(r.Payload, r.Lease); err == nil {
+		s.sorted.Narrow(r.Lease, seqs)
+	}
+}
+
 // settleLostPull applies a sorted batch's ack or dead-letter r whose pull
 // record was lost, and reports whether it did: the values r names are
 // still pending in the replayed state, and r settles them as the batch
 // they were (index.Sorted.Retake). A record from before the settle
-// records named their values (no Key) is left to the skip, and so are
-// values no longer pending.
+// records named their values (no Payload: told by it, not by the Key,
+// which may be the empty key) is left to the skip, and so are values no
+// longer pending.
 func (s *state) settleLostPull(r *record) bool {
-	if r.Key == "" {
+	if len(r.Payload) == 0 {
 		return false
 	}
 	if _, ok := s.sorted.Batch(r.Lease); ok {

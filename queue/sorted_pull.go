@@ -174,7 +174,7 @@ func (s *Sorted[K]) batch(b pulled) (*Batch[K], error) {
 	pb := &Batch[K]{Key: b.Key, Receipt: BatchReceipt{Lease: b.Lease, At: b.At}, PulledAt: time.Unix(0, b.At), q: s.q,
 		Values: make([]Value[K], len(b.Values))}
 	for j, v := range b.Values {
-		val, err := s.value(v, b.payloads[j])
+		val, err := s.leasedValue(b.Lease, v, b.payloads[j])
 		if err != nil {
 			return nil, &ReadError{Seq: v.Seq, Key: b.Key, Receipt: pb.Receipt, Err: err}
 		}
@@ -205,6 +205,25 @@ func ownPayloads(ps [][]byte) {
 		start := len(buf)
 		buf = append(buf, p...)
 		ps[i] = buf[start:len(buf):len(buf)]
+	}
+}
+
+// leasedValue is value for the value v of the batch leased as lease. A
+// compaction may copy it forward and cut the log behind it between the
+// pull and the read: the read then follows the copy.
+func (s *Sorted[K]) leasedValue(lease uint64, v index.SortedValue, payload []byte) (Value[K], error) {
+	for tries := 0; ; tries++ {
+		val, err := s.value(v, payload)
+		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
+			return val, err
+		}
+		s.q.mu.Lock()
+		cur, ok := s.q.mu.st.sorted.LeasedValue(lease, v.Seq)
+		s.q.mu.Unlock()
+		if !ok || cur.Loc == v.Loc {
+			return val, err
+		}
+		v = cur
 	}
 }
 

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -189,9 +190,7 @@ func (s *state) checkMove(r *record) error {
 	case r.Op == opMoveDead && r.Flags&(flagCursor|flagSorted) != flagCursor:
 		return fmt.Errorf("%w: move-dead of message %d is not a cursor move", ErrInvalidChange, r.Seq)
 	case r.Flags&flagSorted != 0:
-		if !s.sorted.HasValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
-			return fmt.Errorf("%w: move of unknown value %d", ErrInvalidChange, r.Seq)
-		}
+		return s.checkSortedMove(r)
 	case r.Flags&flagCursor != 0:
 		if r.Seq < s.cursor && !s.lost.jumped(r.Seq) {
 			return fmt.Errorf("%w: move of message %d behind the cursor %d", ErrInvalidChange, r.Seq, s.cursor)
@@ -203,6 +202,23 @@ func (s *state) checkMove(r *record) error {
 		if _, ok := s.table.Get(r.Seq); !ok {
 			return fmt.Errorf("%w: move of unknown message %d", ErrInvalidChange, r.Seq)
 		}
+	}
+	return nil
+}
+
+// checkSortedMove verifies that a sorted value's move copies a value the
+// state holds: pending or dead, or, with a Lease, in that leased batch.
+func (s *state) checkSortedMove(r *record) error {
+	v := index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}
+	if r.Lease == 0 {
+		if !s.sorted.HasValue(v) {
+			return fmt.Errorf("%w: move of unknown value %d", ErrInvalidChange, r.Seq)
+		}
+		return nil
+	}
+	cur, ok := s.sorted.LeasedValue(r.Lease, r.Seq)
+	if !ok || cur.Key != r.Key || !bytes.Equal(cur.Sort, r.Sort) {
+		return fmt.Errorf("%w: move of value %d, not in batch %d", ErrInvalidChange, r.Seq, r.Lease)
 	}
 	return nil
 }
@@ -291,6 +307,8 @@ func (s *state) applyLease(lsn uint64, r *record, e index.Entry, ok bool) {
 func (s *state) applyMove(lsn uint64, r *record, size int) {
 	s.counts.Moved++
 	switch {
+	case r.Flags&flagSorted != 0 && r.Lease != 0:
+		s.sorted.MoveLeased(r.Lease, r.Seq, lsn, uint32(size)) // check found it
 	case r.Flags&flagSorted != 0:
 		s.sorted.MoveValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}, lsn, uint32(size)) // check found it
 	case r.Flags&flagCursor != 0:
