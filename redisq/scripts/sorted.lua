@@ -54,13 +54,12 @@ end
 local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
 
 -- USES are the commands the operations run, each with the positions of
--- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua),
--- in the order it tries them: reads, then HDEL and ZREM, by which the
--- forms of HSET and HINCRBY take back what they add.
+-- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
+-- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
   {'GET', {1}}, {'HGET', {2, 3, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
   {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11}}, {'ZSCORE', {9, 11}},
-  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8}},
+  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
