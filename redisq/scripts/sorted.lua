@@ -323,12 +323,14 @@ end
 -- record's copy when the record does not decode, or when the two differ
 -- and only the copy checks out (sound): a record garbled so that it still
 -- decodes must not name the batch's values wrong. nil when neither
--- decodes. The copies agree but for damage, so the check costs a call
--- nothing else.
+-- decodes. The copies agree but for damage: equal strings are decoded
+-- once, so the copy costs a call one comparison.
 local function batchOf(tok)
   local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
-  local b, c = unbatch(got[1]), unbatch(got[2])
-  if got[1] == got[2] or not b or not c then return b or c end
+  local b = unbatch(got[1])
+  if got[1] == got[2] then return b end
+  local c = unbatch(got[2])
+  if not b or not c then return b or c end
   if not sound(b) and sound(c) then return c end
   return b
 end
