@@ -18,10 +18,10 @@ import (
 // in a function flagged no-writes: the server checks a command against
 // the ACL before it refuses a write there, so the probe writes nothing.
 // That order is the server's (Redis 7's scriptCall), relied on here and
-// pinned by TestACLRefusedCommand. argv are the arguments a call of the
-// library takes first. The FCALL names every key of the queue, so a user
-// refused one of them, for reading or writing, is refused before the
-// function runs.
+// pinned by TestACLProbeRefusesEachWrite; a no-writes function runs past
+// maxmemory too. argv are the arguments a call of the library takes
+// first. The FCALL names every key of the queue, so a user refused one
+// of them, for reading or writing, is refused before the function runs.
 func (h *handle) checkACL(ctx context.Context, f function, argv []any) error {
 	v, err := h.fcall(ctx, f, argv)
 	if err != nil {

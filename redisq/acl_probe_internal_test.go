@@ -184,18 +184,7 @@ func TestACLUsesFromSource(t *testing.T) {
 	}
 	for name, files := range libs {
 		t.Run(name, func(t *testing.T) {
-			var lines []string
-			for _, f := range files {
-				b, err := os.ReadFile("scripts/" + f + ".lua")
-				require.NoError(t, err)
-				for _, l := range strings.Split(string(b), "\n") {
-					if i := strings.Index(l, "--"); i >= 0 {
-						l = l[:i]
-					}
-					lines = append(lines, l)
-				}
-			}
-			src := luaSource{lines: lines, pos: map[string]int{"CHAN": 0}}
+			src := readLua(t, files)
 			src.parseHead(t)
 			got := src.derive(t)
 			require.Equal(t, positions(src.uses), positions(got), "USES (want) against the commands the source runs (got)")
@@ -210,6 +199,23 @@ type luaSource struct {
 	types   map[string][]int  // key type -> its positions, from TYPES
 	counter []int             // the positions of COUNTERS
 	uses    map[string][]bool // from USES: command -> position -> listed
+}
+
+// readLua reads the scripts files, comments cut.
+func readLua(t *testing.T, files []string) *luaSource {
+	t.Helper()
+	var lines []string
+	for _, f := range files {
+		b, err := os.ReadFile("scripts/" + f + ".lua")
+		require.NoError(t, err)
+		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.Index(l, "--"); i >= 0 {
+				l = l[:i]
+			}
+			lines = append(lines, l)
+		}
+	}
+	return &luaSource{lines: lines, pos: map[string]int{"CHAN": 0}}
 }
 
 var (
@@ -386,4 +392,39 @@ func TestACLProbeCounterAtMax(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, q.Close())
 	require.Equal(t, "9223372036854775807", rdb.Get(ctx, "walq:{full}:2:seq").Val())
+}
+
+// TestACLProbeRefusesEachWrite pins the server's order the check of the
+// ACL relies on (acl.go): in a function flagged no-writes, a write the
+// ACL refuses is refused as such, not as a write. A user refused one
+// write command of a library's USES is refused by Open, naming it.
+func TestACLProbeRefusesEachWrite(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	writes := []string{"DECR", "HDEL", "HINCRBY", "HSET", "INCR", "INCRBY", "PUBLISH", "ZADD", "ZPOPMIN", "ZREM"}
+	open := map[string]func(*redis.Client, string) error{
+		"ack": func(rdb *redis.Client, name string) error {
+			_, err := Open(ctx, rdb, name, &Options{TrustServer: true})
+			return err
+		},
+		"sorted": func(rdb *redis.Client, name string) error {
+			_, err := OpenSorted[string](ctx, rdb, name, &SortedOptions{Options: Options{TrustServer: true}})
+			return err
+		},
+	}
+	for kind, files := range map[string][]string{"ack": {"common"}, "sorted": {"sorted"}} {
+		src := readLua(t, files)
+		src.parseHead(t)
+		for _, c := range writes {
+			if src.uses[c] == nil {
+				continue
+			}
+			t.Run(kind+"/"+c, func(t *testing.T) {
+				rdb := aclUser(t, srv, "+@all", "-"+strings.ToLower(c))
+				err := open[kind](rdb, "each-"+kind+"-"+strings.ToLower(c))
+				require.ErrorIs(t, err, queue.ErrInvalidOptions)
+				require.ErrorContains(t, err, "refuses "+c+" on ")
+			})
+		}
+	}
 }
