@@ -13,10 +13,17 @@ import (
 // runs them, and a refusal after the function's first write (a pop, the
 // end of a lease) would leave a half-done change, since Redis does not
 // undo a function's writes. f is the library's probe (scripts/probe.lua),
-// which tries each command in a form that leaves every key as it was;
-// argv are the arguments a call of the library takes first.
+// which runs each command on each key the functions run it on (so an ACL
+// selector granting a command on some keys only is judged key by key),
+// in a function flagged no-writes: the server checks a command against
+// the ACL before it refuses a write there, so the probe writes nothing.
+// That order is the server's (Redis 7's scriptCall), relied on here and
+// pinned by TestACLProbeRefusesEachWrite; a no-writes function runs past
+// maxmemory too. argv are the arguments a call of the library takes
+// first. The FCALL names every key of the queue, so a user refused one
+// of them, for reading or writing, is refused before the function runs.
 func (h *handle) checkACL(ctx context.Context, f function, argv []any) error {
-	v, err := h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
+	v, err := h.fcall(ctx, f, argv)
 	if err != nil {
 		return fmt.Errorf("redisq: check the ACL with %s: %w", f.name, err)
 	}

@@ -240,10 +240,8 @@ func TestACLWithoutTypeWrongKey(t *testing.T) {
 }
 
 // TestACLProbeChangesNothing: the check of the ACL that Open runs tries
-// every command the functions run on the queue's own keys; it must leave
-// every key of a queue in use as it was (the sequence counter of a new
-// queue aside, which it leaves 0, read as absent: TestACLRefusedCommand
-// runs the queues after it).
+// every command the functions run on the queue's own keys; it leaves
+// every key of a queue in use as it was.
 func TestACLProbeChangesNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()

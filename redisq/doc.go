@@ -38,17 +38,22 @@
 // to read from replicas), which go-redis sends. Redis checks a function's
 // commands only as it runs them, and a refusal after the function's first
 // write would leave a half-done change (a pop without its lease): so Open
-// and OpenSorted run each command their functions run on the queue's
-// keys and channel, in forms that leave the keys as they were (a field
-// added is removed at once; a new queue's sequence counter is left at 0,
-// which reads as absent; the message published announces a deadline no
-// housekeeper acts on), and refuse a user refused one
-// (queue.ErrInvalidOptions, naming the command and the key). A user
-// refused a queue's key is refused already the FCALL that names it,
-// before any write. An ACL changed while handles are open is not checked
-// again. The functions
-// check a key for the wrong type (below) with these same reads, so their
-// checks hold under any ACL that Open accepts; TYPE, of the keyspace
+// and OpenSorted run each command their functions run on each key they
+// run it on, and on the channel, and refuse a user refused one
+// (queue.ErrInvalidOptions, naming the command and the key). They run
+// them in a function flagged no-writes, where the server checks a
+// command against the ACL before it refuses a write: nothing is written,
+// published or created, and no keyspace event is raised. So Open judges
+// the ACL as it stands for each pair of a command and a key: refusals by
+// command, by key pattern (read-only and write-only patterns included)
+// and by selector (a command granted on some of the queue's keys only is
+// refused when the functions run it on another). The FCALL names every
+// key of the queue, so a user refused one, for reading or writing, is
+// refused before the function runs. Grant the queue's commands on all of
+// its keys (walq:{NAME}*) and its channel: an ACL changed while handles
+// are open is not checked again. The functions check a key for the
+// wrong type (below) with these same reads, so their checks hold under
+// any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
 // itself names the key of the wrong type, else it comes as it is.
 //
@@ -185,7 +190,7 @@
 // every call that would add to it, with an error naming the key and the
 // field; setting the field to a number lets the queue go on. A sorted
 // queue's count of a key's leased batches (a field of
-// walq:{NAME}:s:flight) that is not a number counts as none. The checks
+// walq:{NAME}:s:flight) that is no such integer counts as none. The checks
 // read each key with a command of its own type (GET, HMGET, ZCARD), under
 // pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000

@@ -120,15 +120,21 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 			missing, load)
 		return v, h.wrongType(ctx, err)
 	}
+	v, err := h.fcall(ctx, f, argv)
+	return v, h.wrongType(ctx, err)
+}
+
+// fcall runs a function over the queue's keys, loading its library first
+// where the server lacks it.
+func (h *handle) fcall(ctx context.Context, f function, argv []any) (any, error) {
 	v, err := h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
 	if !missing(err) {
-		return v, h.wrongType(ctx, err)
+		return v, err
 	}
-	if err := load(h.primary(ctx)); err != nil {
+	if err := f.lib.load(ctx, h.primary(ctx)); err != nil {
 		return nil, err
 	}
-	v, err = h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
-	return v, h.wrongType(ctx, err)
+	return h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
 }
 
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts

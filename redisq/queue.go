@@ -27,8 +27,7 @@ type Queue struct {
 var _ queue.AckQueue = (*Queue)(nil)
 
 // Open returns a handle on the queue called name in the server rdb talks
-// to, creating nothing until the first enqueue but the sequence counter,
-// at 0. Unless opts.TrustServer is set it first checks that the server
+// to, creating nothing until the first enqueue. Unless opts.TrustServer is set it first checks that the server
 // keeps the durability opts.Sync asks for; it refuses a user the server's
 // ACL refuses a command the queue runs (see the package documentation).
 func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Options) (*Queue, error) {

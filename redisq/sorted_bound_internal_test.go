@@ -134,3 +134,39 @@ func TestSortedCappedPullWakes(t *testing.T) {
 		t.Fatal("k2 is pullable and the blocked Pull sleeps: the capped pull woke no one")
 	}
 }
+
+// TestSortedCappedIdlePullQuiet: a pull call stopped at IDLE having
+// leased nothing wakes no waiting pull (its caller calls again itself):
+// the wake channel carries no 'r' from a pull over strays alone.
+func TestSortedCappedIdlePullQuiet(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := srv.Client()
+	s, err := OpenSorted[string](ctx, srv.Client(), "capquiet", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	pipe := admin.Pipeline()
+	for i := range 1500 { // past IDLE, sorted.lua
+		pipe.ZAdd(ctx, s.keys[5], redis.Z{Member: fmt.Sprintf("m%04d", i)})
+	}
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	sub := srv.Client().Subscribe(ctx, s.wake)
+	defer sub.Close()
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+
+	_, err = s.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrEmpty)
+	require.NoError(t, admin.Publish(ctx, s.wake, "end").Err()) // after every message of the pull
+	var got []string
+	for {
+		m, err := sub.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		if m.Payload == "end" {
+			break
+		}
+		got = append(got, m.Payload)
+	}
+	require.NotContains(t, got, "r", "a pull that leased nothing woke the waiters")
+}

@@ -242,3 +242,25 @@ func TestSortedGarbledBatchDecodes(t *testing.T) {
 		}
 	}
 }
+
+// TestSortedFlightCountFloat: a key's count of leased batches that is no
+// count, as HINCRBY reads one ("1e3" included, which Lua's tonumber
+// takes), counts as none under single flight: the key stays pullable.
+func TestSortedFlightCountFloat(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	for _, garble := range []string{"abc", "1e3"} {
+		t.Run(garble, func(t *testing.T) {
+			s, err := OpenSorted[string](ctx, rdb, "fl-"+garble, &SortedOptions{SingleFlight: true, Options: Options{TrustServer: true}})
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, s.Publish(ctx, "a", "k1", []byte("v1")))
+			require.NoError(t, rdb.HSet(ctx, s.keys[9], "k1", garble).Err())
+			require.NoError(t, s.Publish(ctx, "b", "k1", []byte("v2")))
+			bs, err := s.TryPull(10)
+			require.NoError(t, err, "k1 has two pending values and no batch out")
+			require.Len(t, bs, 1)
+		})
+	}
+}

@@ -26,11 +26,11 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool, PoolTimeout: time.Second})
 	defer rdb.Close()
 	// Each waiter asks the server for one message before it blocks (lone
-	// Dequeues running at once share a call that asks for one each), and
-	// the handle's housekeeper runs its script once at Open (the queue
-	// holds no deadline): all of them have blocked once the client's
-	// calls asked for that many.
-	scripts := newScriptCounter(waiters + 1)
+	// Dequeues running at once share a call that asks for one each);
+	// Open runs the check of the ACL once, and the handle's housekeeper
+	// its script once (the queue holds no deadline): all of them have
+	// blocked once the client's calls asked for that many.
+	scripts := newScriptCounter(waiters + 2)
 	rdb.AddHook(scripts)
 	ctx := context.Background()
 	consumer, err := redisq.Open(ctx, rdb, "waiters", nil)

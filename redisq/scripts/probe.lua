@@ -1,94 +1,61 @@
 
 -- probe runs every command the library's functions run (USES, defined by
 -- the library's head: each command with the positions of the keys it runs
--- on), on those keys, under pcall, in a form that leaves every key as it
--- was: Redis checks a function's commands against the caller's ACL only
--- as it runs them, and a refusal after a function's first write would
--- leave a half-done change (a pop without its lease), so Open asks first.
--- It returns '' when all are granted, else what the first refusal says,
--- prefixed with the command and its key. Errors of another kind (a key of
--- the wrong type) are the other checks' business.
+-- it on), on those keys and the channel, and tells whether the caller's
+-- ACL grants each: Redis checks a function's commands against the ACL
+-- only as it runs them, and a refusal after a function's first write
+-- would leave a half-done change (a pop without its lease), so Open asks
+-- first. The probe is registered with the flag no-writes (scripts.go):
+-- Redis checks a command against the ACL before it refuses a write (or a
+-- PUBLISH) in such a function, so each write is checked and refused
+-- unrun. Nothing is written, published or converted; the reads read
+-- nothing but an absent field or member, an empty range, a count, the
+-- counter and the stats hash. It returns '' when all are granted, else
+-- what the first refusal says, prefixed with the command and its key.
+-- Errors of another kind (a key of the wrong type) are the other checks'
+-- business.
 local PROBE = '#walq-probe' -- a field or member no function writes
 
+-- refused tells whether the reply r is the ACL's refusal (NOPERM, or, in
+-- a script, "ACL failure" or "The user executing the script can't ...").
 local function refused(r)
-  return type(r) == 'table' and r.err and not string.find(r.err, 'WRONGTYPE', 1, true) and
-    not string.find(r.err, 'not an integer', 1, true)
+  if type(r) ~= 'table' or not r.err then return false end
+  return string.find(r.err, 'NOPERM', 1, true) or string.find(r.err, 'ACL', 1, true) or
+    string.find(r.err, 'The user executing the script', 1, true)
 end
 
--- FORMS run one command on key k so that nothing changes: reads of the
--- probe field or member, or of nothing; removals of it where it is
--- absent; additions of it taken back at once; a counter moved and moved
--- back. A write form runs only where the probe field or member is absent
--- (free, as it always is): else it is skipped.
-local FORMS = {
-  GET = function(k) return redis.pcall('GET', k) end,
-  HGET = function(k) return redis.pcall('HGET', k, PROBE) end,
-  HGETALL = function(k) return redis.pcall('HGETALL', k) end,
-  HMGET = function(k) return redis.pcall('HMGET', k, PROBE) end,
-  ZCARD = function(k) return redis.pcall('ZCARD', k) end,
-  ZCOUNT = function(k) return redis.pcall('ZCOUNT', k, 1, 0) end,
-  ZMSCORE = function(k) return redis.pcall('ZMSCORE', k, PROBE) end,
-  ZRANGE = function(k) return redis.pcall('ZRANGE', k, 1, 0) end,
-  ZRANGEBYLEX = function(k) return redis.pcall('ZRANGEBYLEX', k, '+', '-') end,
-  ZRANGEBYSCORE = function(k) return redis.pcall('ZRANGEBYSCORE', k, 1, 0) end,
-  ZSCORE = function(k) return redis.pcall('ZSCORE', k, PROBE) end,
-  ZPOPMIN = function(k) return redis.pcall('ZPOPMIN', k, 0) end,
-  HDEL = function(k, free) return free and redis.pcall('HDEL', k, PROBE) end,
-  ZREM = function(k, free) return free and redis.pcall('ZREM', k, PROBE) end,
-  ZADD = function(k, free) return free and redis.pcall('ZADD', k, 'XX', 0, PROBE) end,
-  HSET = function(k, free)
-    local r = free and redis.pcall('HSET', k, PROBE, 1)
-    if r == 1 then redis.call('HDEL', k, PROBE) end -- HDEL is probed before
-    return r
-  end,
-  HINCRBY = function(k, free)
-    local r = free and redis.pcall('HINCRBY', k, PROBE, 1)
-    if r == 1 then redis.call('HDEL', k, PROBE) end
-    return r
-  end,
-  -- The counter, where it is a number or absent, moved up and back down:
-  -- an absent one is left '0', which every function reads as absent (the
-  -- next seq is 1 either way; a sorted queue's Open records its sort key
-  -- kind before the probe, as a new queue's); a refused DECR leaves one
-  -- number skipped.
-  INCR = function(k, n)
-    local r = n and redis.pcall('INCR', k)
-    if type(r) ~= 'number' then return r end
-    r = redis.pcall('DECR', k)
-    if refused(r) then return r, 'DECR' end
-    return r
-  end,
-  INCRBY = function(k, n) return n and redis.pcall('INCRBY', k, 0) end,
-  -- A deadline past every other: a housekeeper armed earlier ignores it.
-  PUBLISH = function() return redis.pcall('PUBLISH', CHAN, 't4611686018427387904') end,
+-- ARGS are the arguments each command takes after its key, in forms
+-- that would change nothing even if run: a write is never run here.
+local ARGS = {
+  GET = {}, HGET = {PROBE}, HGETALL = {}, HMGET = {PROBE}, ZCARD = {}, ZCOUNT = {1, 0}, ZMSCORE = {PROBE},
+  ZRANGE = {1, 0}, ZRANGEBYLEX = {'+', '-'}, ZRANGEBYSCORE = {1, 0}, ZSCORE = {PROBE}, ZPOPMIN = {0},
+  HDEL = {PROBE}, ZREM = {PROBE}, ZADD = {'XX', 0, PROBE}, HSET = {PROBE, 0}, HINCRBY = {PROBE, 0},
+  INCR = {}, DECR = {}, INCRBY = {0}, PUBLISH = {'t4611686018427387904'},
 }
 
--- WRITES are the forms that need the probe field or member absent (or,
--- for a counter, a number or nothing).
-local WRITES = {HDEL = 'H', HSET = 'H', HINCRBY = 'H', ZREM = 'Z', ZADD = 'Z', INCR = 'S', DECR = 'S', INCRBY = 'S'}
+-- WRITES are the commands the server refuses in a no-writes function.
+local WRITES = {HDEL = 1, ZREM = 1, ZADD = 1, HSET = 1, HINCRBY = 1, INCR = 1, DECR = 1, INCRBY = 1, ZPOPMIN = 1, PUBLISH = 1}
 
--- free tells whether the write form of cmd may run on key k.
-local function free(k, cmd)
-  local kind = WRITES[cmd]
-  if kind == 'S' then
-    local v = redis.pcall('GET', k)
-    return v == false or tonumber(v) ~= nil
+-- try runs cmd on k and returns the ACL's refusal, if any. A write that
+-- the server ran breaks the probe's one premise: it raises.
+local function try(cmd, k)
+  local r = redis.pcall(cmd, k, unpack(ARGS[cmd]))
+  if refused(r) then return r.err end
+  if WRITES[cmd] and not (type(r) == 'table' and r.err and string.find(r.err, 'read-only', 1, true)) then
+    error('walq probe: the server ran ' .. cmd .. ' in a read-only function')
   end
-  if kind == 'H' then return redis.pcall('HGET', k, PROBE) == false end
-  return redis.pcall('ZSCORE', k, PROBE) == false
+  return nil
 end
 
 local function probe()
   for _, use in ipairs(USES) do
     local cmd = use[1]
-    if cmd == 'PUBLISH' then
-      local r = FORMS.PUBLISH()
-      if refused(r) then return 'PUBLISH on ' .. CHAN .. ': ' .. r.err end
-    end
-    for _, i in ipairs(use[2] or {}) do
-      local k = CALLKEYS[i]
-      local r, which = FORMS[cmd == 'DECR' and 'INCR' or cmd](k, WRITES[cmd] and free(k, cmd))
-      if refused(r) then return (which or cmd) .. ' on ' .. k .. ': ' .. r.err end
+    local ks = {}
+    for j, i in ipairs(use[2] or {}) do ks[j] = CALLKEYS[i] end
+    if cmd == 'PUBLISH' then ks = {CHAN} end
+    for _, k in ipairs(ks) do
+      local err = try(cmd, k)
+      if err then return cmd .. ' on ' .. k .. ': ' .. err end
     end
   end
   return ''

@@ -54,13 +54,12 @@ end
 local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
 
 -- USES are the commands the operations run, each with the positions of
--- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua),
--- in the order it tries them: reads, then HDEL and ZREM, by which the
--- forms of HSET and HINCRBY take back what they add.
+-- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
+-- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
   {'GET', {1}}, {'HGET', {2, 3, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
   {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11}}, {'ZSCORE', {9, 11}},
-  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8}},
+  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
@@ -90,13 +89,21 @@ local NEED = {
 -- them in the probe of stats and checks them too.
 local COUNTERS = {[13] = {'published', 'pulled', 'acked', 'leased'}}
 
+-- isCount tells whether v is a count: what HINCRBY reads as an integer,
+-- of at most 18 digits so that no addition overflows it (Lua's tonumber
+-- takes more: '1e3', 'inf', ' 1').
+local function isCount(v)
+  if v == '0' then return true end
+  local digits = string.match(v, '^%-?([1-9]%d*)$')
+  return digits ~= nil and #digits <= 18
+end
+
 -- counters returns an error reply naming the first of fields whose value
 -- in vals (HMGET's reply) is no count, else nil, as in common.lua.
 local function counters(key, fields, vals)
   for j, f in ipairs(fields) do
     local v = vals[j]
-    local digits = v and string.match(v, '^%-?([1-9]%d*)$')
-    if v and v ~= '0' and not (digits and #digits <= 18) then
+    if v and not isCount(v) then
       return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' ..
         string.format('%q', string.sub(v, 1, 40)) .. ', not a count: the queue is left as it was; ' ..
         'set the field to a number (HSET ' .. key .. ' ' .. f .. ' 0) to go on')
@@ -237,6 +244,13 @@ local function flights(key, n)
   return math.max(n, 0)
 end
 
+-- leased tells whether a key's count of leased batches (flight's field,
+-- or false) is above 0; one that is no count (isCount) counts as none,
+-- as flights reads it.
+local function leased(v)
+  return v and isCount(v) and tonumber(v) > 0
+end
+
 -- place puts key in the pull order at its smallest pending value, unless
 -- it is held or, under single flight, has a batch out. It reads before it
 -- writes, so that a key of the wrong type fails it before any write.
@@ -244,7 +258,7 @@ local function place(key)
   local old = redis.call('HGET', K_POS, key)
   local p, f = keyprefix(key), nil
   if not redis.call('ZSCORE', K_HOLD, key) and
-      not (single and (tonumber(redis.call('HGET', K_FLIGHT, key)) or 0) > 0) then
+      not (single and leased(redis.call('HGET', K_FLIGHT, key))) then
     f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
   end
   if old then
@@ -309,12 +323,14 @@ end
 -- record's copy when the record does not decode, or when the two differ
 -- and only the copy checks out (sound): a record garbled so that it still
 -- decodes must not name the batch's values wrong. nil when neither
--- decodes. The copies agree but for damage, so the check costs a call
--- nothing else.
+-- decodes. The copies agree but for damage: equal strings are decoded
+-- once, so the copy costs a call one comparison.
 local function batchOf(tok)
   local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
-  local b, c = unbatch(got[1]), unbatch(got[2])
-  if got[1] == got[2] or not b or not c then return b or c end
+  local b = unbatch(got[1])
+  if got[1] == got[2] then return b end
+  local c = unbatch(got[2])
+  if not b or not c then return b or c end
   if not sound(b) and sound(c) then return c end
   return b
 end

@@ -51,8 +51,8 @@ elseif op == 'pull' then
   -- values are gone) counts as idle: at IDLE of them the call stops and
   -- returns again = 1, "call again", so that no stored data makes one
   -- call run long and a pull does not report empty while a key behind
-  -- them is pullable; it wakes the other handles' waiting pulls too,
-  -- since its caller, having leased something, may not call again.
+  -- them is pullable; when it leased something it wakes the other
+  -- handles' waiting pulls too, since its caller then may not call again.
   release()
   local max, bound = tonumber(ARGV[8]), ARGV[9]
   local tokens = #ARGV - 9
@@ -61,7 +61,9 @@ elseif op == 'pull' then
   while n < max and #out < tokens do
     if idle == IDLE then
       again = 1
-      woke = true -- keys may be pullable behind: the other handles' waiters look again
+      -- Keys may be pullable behind: the other handles' waiters look
+      -- again, as this caller, having leased something, may not.
+      if #out > 0 then woke = true end
       break
     end
     local m = redis.call('ZRANGE', K_ORDER, 0, 0)[1]
