@@ -13,8 +13,7 @@ import (
 // Production uses the store's and the File's methods.
 type faults struct {
 	writeBatch func(st store, b *storeBatch) error
-	datasync   func(f File) error               // every fsync of a segment file the committer and the syncer make
-	writeback  func(f File, off, n int64) error // every writeback hint (writeback.go)
+	datasync   func(f File) error // every fsync of a segment file the committer and the syncer make
 }
 
 func (f *faults) fill() {
@@ -23,9 +22,6 @@ func (f *faults) fill() {
 	}
 	if f.datasync == nil {
 		f.datasync = File.Datasync
-	}
-	if f.writeback == nil {
-		f.writeback = startWriteback
 	}
 }
 
@@ -75,7 +71,6 @@ type committer struct {
 	lastSync       time.Time   // time of the last fsync
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
-	hinting        hinting // SyncNever, SyncInterval: the writeback hints (writeback.go)
 
 	stopped  bool  // shutdown ran: st is closed
 	closeErr error // Close's result; read by Close after exited is closed
@@ -84,10 +79,7 @@ type committer struct {
 func (c *committer) run() {
 	defer close(c.l.exited)
 	go c.syncer(c.syncJobs, c.syncDone)
-	defer func() {
-		close(c.syncJobs)
-		<-c.hinting.exited // a hint in flight holds a segment file open
-	}()
+	defer close(c.syncJobs)
 	for {
 		// The timer's channel is always watched: a caller may arm it
 		// while this loop waits. A stale tick (timerOn false) is ignored.
@@ -417,15 +409,11 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 		s.mem = b[:len(b):len(b)]
 	}
 	l.writtenLSN.Store(c.groups[len(c.groups)-1].header().end() - 1)
-	wb, hint := c.nextWriteback(s, plan.tail)
 	l.seg.Unlock()
 	if len(segs) > 0 { // syncRolled fsynced every segment sealed
 		l.advanceDurable(s.firstLSN - 1)
 	}
 	c.tail, c.tailBytes = s, plan.tail
-	if hint {
-		c.handOver(wb)
-	}
 	c.nextIndex += uint64(len(c.groups))
 }
 

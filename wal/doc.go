@@ -86,13 +86,6 @@
 // In every mode Flush returns once everything appended before it is
 // written and fsynced, and DurableLSN tells what an fsync covers.
 //
-// Under SyncNever and SyncInterval the syncer goroutine asks the kernel
-// (on Linux) to start writing the tail back every 256 KiB it grows (a
-// sixteenth of a smaller segment, at least 64 KiB), so that the fsync of
-// a roll or an interval, which a caller waits for, finds little left to
-// write (writeback.go). A hint makes nothing durable: what a crash can
-// lose is as above, and DurableLSN moves with the fsyncs alone.
-//
 // Under SyncAlways the callers an fsync releases usually append again at
 // once, so the next fsync waits for as many callers as were blocked in
 // Wait when the last one ended, at most twice the time they took to come

@@ -285,8 +285,7 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	}
 	c := &committer{l: l, st: st, f: f, tail: tail, tailBytes: tail.size,
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
-		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1),
-		hinting: hinting{spans: make(chan writeback, 1), exited: make(chan struct{})}}
+		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
 	c.gathering.epoch = c.lastSync
 	return c, nil

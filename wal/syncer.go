@@ -35,22 +35,11 @@ type syncJob struct {
 
 // syncer runs fsync jobs until jobs is closed. It completes the job's
 // commits itself, so that a waiter wakes one hand-off sooner, then hands
-// the job back to the committer. Between jobs it runs the writeback hints
-// (writeback.go).
+// the job back to the committer.
 func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
-	defer close(c.hinting.exited)
-	for {
-		select {
-		case job, ok := <-jobs:
-			if !ok {
-				c.dropHints()
-				return
-			}
-			c.runSync(job)
-			done <- job
-		case wb := <-c.hinting.spans:
-			c.startWriteback(wb)
-		}
+	for job := range jobs {
+		c.runSync(job)
+		done <- job
 	}
 }
 
