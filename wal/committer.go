@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -338,22 +339,31 @@ func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
 	for j, k := range plan.starts {
 		s, err := c.openRolled(prev, plan.sealed[j], k)
 		if err != nil {
-			for _, s := range segs {
-				_ = s.file.release()
-			}
-			return nil, err
+			return nil, releaseSegments(segs, err)
 		}
 		segs = append(segs, s)
 		prev = s
 	}
 	if err := c.syncRolled(segs); err != nil {
-		return nil, err
+		return nil, releaseSegments(segs, err)
 	}
 	c.unpublishTail() // dropCache hands its storage to the next tail
 	if err := c.st.dropCache(); err != nil {
-		return nil, fmt.Errorf("wal: segment roll: %w", err)
+		return nil, releaseSegments(segs, fmt.Errorf("wal: segment roll: %w", err))
 	}
 	return segs, nil
+}
+
+// releaseSegments releases the files of segments a failed roll opened
+// (the log, poisoned by err, never adopts them) and returns err, joined
+// with any failure to release.
+func releaseSegments(segs []*segment, err error) error {
+	for _, s := range segs {
+		if rerr := s.file.release(); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("wal: release %s: %w", s.path, rerr))
+		}
+	}
+	return err
 }
 
 // openRolled checks that prev was sealed at the predicted size and opens
