@@ -45,6 +45,9 @@ const (
 
 	// Salvage. An op above 21 is refused (ErrCorrupt) by releases before it:
 	// a record that an older release would misread gets a new op, not a flag.
+	// (A field an older release ignores may be added when its state check
+	// refuses the record instead: a sorted move with a Lease names a value
+	// that release never finds pending, "move of unknown value".)
 	opMoveDead op = 22 // a cursor move whose message a salvage found dead-lettered through a lost lease
 
 	lastOp = opMoveDead
