@@ -266,9 +266,19 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 	return out, last, err
 }
 
+// leaseOneLocked leases the first ready message, or else the next one at
+// the cursor. A ready message that has had MaxDeliveries is not delivered
+// again: it goes to the dead set (pastLimit), and the next one is looked at.
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
-	if e, ok := q.mu.st.table.FirstReady(); ok {
+	e, ok := q.mu.st.table.FirstReady()
+	for ok && q.pastLimit(e.Deliveries) {
+		if _, _, err := q.appendOfLocked(q.deadAtLimit(e, now), nil, &e); err != nil {
+			return delivery{}, nil, err
+		}
+		e, ok = q.mu.st.table.FirstReady()
+	}
+	if ok {
 		lsn, c, err := q.appendOfLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil, &e)
 		if err != nil {
 			return delivery{}, nil, err

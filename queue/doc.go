@@ -21,7 +21,13 @@
 // replayed, whatever the clock says then. A lease that runs out
 // makes the message ready again; the delivery count is kept, and after
 // MaxDeliveries the message goes to the dead-letter set instead, where it
-// can be listed, requeued or purged.
+// can be listed, requeued or purged. The queue applies its own limit
+// again whenever it would deliver: a ready message that already had
+// MaxDeliveries (left ready by an open with a higher limit or none, as
+// walq's writing commands open a queue) is dead-lettered there, with the
+// reason "N deliveries, limit M; not delivered again", and the next one
+// is delivered. (Sorted and windowed queues check at a lease's end only:
+// see Sorted.)
 //
 // With the default Options.Clock the queue reads the system's wall clock
 // as a base plus the monotonic time since, and reads the base again every
@@ -76,7 +82,8 @@
 // newest snapshot, and makes every message that was leased ready again at
 // once (its consumers died with the process), keeping its delivery count,
 // so a message that crashes its consumer reaches the dead-letter set after
-// MaxDeliveries crashes instead of crash-looping forever. After a clean
+// MaxDeliveries crashes instead of crash-looping forever, also when an
+// open without the limit (a walq writing command) ended the lease. After a clean
 // Close, leases keep running until their deadline, so a receipt can be
 // acked by the next process. The procedure is package recovery's
 // (recovery.Recover); the queue gives it its state and appends the
