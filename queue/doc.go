@@ -97,7 +97,9 @@
 // covers them), or with the error that poisoned the log, which fails every
 // call in flight. A Pending shares its log group's commit: it costs no
 // goroutine. Options.MaxPending bounds the records in flight (a call blocks
-// while the window is full); Flush waits for all of them. An asynchronous
+// while the window is full); Flush waits for all of them (under
+// SyncInterval and SyncNever it also reports a log poisoned before an
+// fsync covered them: see Flush). An asynchronous
 // ack or dead-letter takes the message out of the queue at once; if the
 // process dies or the power fails before its Pending completes, recovery
 // may undo it and the message is delivered again (at least once). Once it
