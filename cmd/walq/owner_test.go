@@ -182,7 +182,8 @@ func TestWritingCommandsKeepOwnerLimitSorted(t *testing.T) {
 
 // TestSortedOpenNotesRecovery: a command that opens a crashed sorted queue
 // to change it says what the open did, as it does for an ack queue: the
-// crashed process's leased batch is ready again.
+// crashed process's leased batch is ready again (and nothing about dead
+// letters: the command's open dead-letters none).
 func TestSortedOpenNotesRecovery(t *testing.T) {
 	for _, args := range [][]string{{"compact", "DIR"}, {"dlq", "purge", "--all", "DIR"}} {
 		t.Run(args[0], func(t *testing.T) {
@@ -199,7 +200,7 @@ func TestSortedOpenNotesRecovery(t *testing.T) {
 			run := append([]string(nil), args...)
 			run[len(run)-1] = image
 			r := mustWalq(t, 0, "", run...)
-			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases are ready again")
+			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases are ready again\n")
 		})
 	}
 }

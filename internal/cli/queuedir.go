@@ -130,9 +130,12 @@ func noteRecovery(w io.Writer, r queue.Recovery) {
 	for _, d := range r.Log.Salvaged {
 		fmt.Fprintf(w, "walq: note: skipped damaged log entries: %s\n", describeDamage(d))
 	}
-	if r.Requeued > 0 {
+	switch {
+	case r.Requeued > 0 && r.DeadOnOpen > 0:
 		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again (%d of them dead after too many deliveries)\n",
 			r.Requeued, r.DeadOnOpen)
+	case r.Requeued > 0: // always so for the owner's open (ownerOptions): it dead-letters nothing
+		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again\n", r.Requeued)
 	}
 }
 
