@@ -26,8 +26,9 @@
 // MaxDeliveries (left ready by an open with a higher limit or none, as
 // walq's writing commands open a queue) is dead-lettered there, with the
 // reason "N deliveries, limit M; not delivered again", and the next one
-// is delivered. (Sorted and windowed queues check at a lease's end only:
-// see Sorted.)
+// is delivered. Sorted and windowed queues do the same for each value of
+// a key that a pull would take: the values past the limit go to the dead
+// set, and the key's others are pulled.
 //
 // With the default Options.Clock the queue reads the system's wall clock
 // as a base plus the monotonic time since, and reads the base again every

@@ -23,7 +23,7 @@ var dumpCmd = &command{
 	long: `Dump prints the records of the log in DIR, oldest first, one JSON object
 a line: lsn, op (enqueue, lease, ack, nack, extend, expire, dead,
 requeue-dead, purge, move, close; for sorted and windowed queues publish,
-pull and the batch records), seq (the message or sorted value), lease
+pull, the batch records and value-dead), seq (the message or sorted value), lease
 (the delivery or sorted batch), values (the seqs of the values a
 batch-ack or batch-dead names), id, producer_id (true when the producer
 gave the id), key and sort (a publish's message key and sort key), size

@@ -258,11 +258,9 @@ var nackCmd = &command{
 	short: "give a delivery back by its receipt",
 	long: `Nack gives back the message of the delivery RECEIPT (or of message --id)
 to the queue in DIR: ready again after --delay. walq does not know the
-application's MaxDeliveries and dead-letters nothing itself: an ack
-queue's message past that limit goes to the dead set when the
-application would next deliver it; a sorted queue's value is pulled once
-more, then goes there at that pull's nack, lease end or crash. Exit
-status 5 if the lease was lost.`,
+application's MaxDeliveries and dead-letters nothing itself: a message
+past that limit goes to the dead set when the application would next
+deliver it. Exit status 5 if the lease was lost.`,
 	example: `walq nack /var/lib/app/jobs 17.42
 walq nack --delay 1m /var/lib/app/jobs 17.42`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},

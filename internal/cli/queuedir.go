@@ -74,9 +74,8 @@ func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 // a lease's end, at a nack). So it keeps every acked id (an unlimited
 // window) and dead-letters nothing. The application's next open applies
 // its own again: its first enqueue forgets the ids its window has passed,
-// and an ack queue's message past its limit goes to the dead set when a
-// delivery would take it (a sorted queue's value is pulled once more, then
-// goes there at that pull's nack, lease end or crash).
+// and a message or sorted value past its limit goes to the dead set when
+// a delivery or pull would take it.
 func ownerOptions(o *queue.Options) *queue.Options {
 	c := queue.Options{}
 	if o != nil {
