@@ -29,7 +29,10 @@ import (
 // after the lease record was written and before any fsync of its own.
 // After MaxDeliveries such children the poison is dead, whole and once, and
 // no further child gets it; in the variants with a compaction, each child
-// compacts (snapshot and log cut) before it takes the poison.
+// compacts (snapshot and log cut) before it takes the poison. In the
+// variants with a hook, a tool opens the queue before each child as walq's
+// writing commands do (MaxDeliveries -1: it ends the crashed child's lease
+// without dead-lettering), compacts and closes it: the limit still holds.
 
 const poisonEnv = "WALQ_POISON_CHILD"
 
@@ -40,6 +43,7 @@ type poisonConfig struct {
 	Kind    string // "one", "batch", "sorted"
 	Sync    int
 	Compact bool
+	Hook    bool // open with MaxDeliveries -1, compact and close before each child
 }
 
 func poisonOptions(c poisonConfig) queue.Options {
@@ -137,6 +141,10 @@ func TestPoisonCrashLoop(t *testing.T) {
 					poisonCrashLoop(t, c)
 				})
 			}
+			t.Run(fmt.Sprintf("%s/sync=%d/hook", kind, sync), func(t *testing.T) {
+				c := poisonConfig{Dir: t.TempDir(), Kind: kind, Sync: int(sync), Hook: true}
+				poisonCrashLoop(t, c)
+			})
 		}
 	}
 }
@@ -166,34 +174,62 @@ func poisonCrashLoop(t *testing.T, c poisonConfig) {
 		require.NoError(t, q.Close())
 	}
 	for i := 1; i <= poisonMax; i++ {
+		poisonHook(t, c)
 		got := runPoisonChild(t, c)
 		require.Equal(t, "got "+strings.Join(want, "|"), got, "crash %d of %d must deliver the poison", i, poisonMax)
 	}
 	// The next consumer must not get it: it is dead, whole, once.
+	poisonHook(t, c)
 	require.Equal(t, "empty", runPoisonChild(t, c), "the poison after %d crashing deliveries", poisonMax)
 	var dead []string
 	if c.Kind == "sorted" {
 		s, err := queue.OpenSorted[int64](c.Dir, &queue.SortedOptions{Options: o})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, s.Close()) }()
+		_, err = s.TryPull(10) // with a hook, this dead-letters them (as the child's did)
+		require.ErrorIs(t, err, queue.ErrEmpty)
 		dv, err := s.DeadValues(0, 0)
 		require.NoError(t, err)
 		for _, d := range dv {
 			dead = append(dead, string(d.Payload))
+			require.Equal(t, poisonMax, d.Deliveries, "%q", d.Payload)
 		}
 		require.Zero(t, s.Stats().SortedPending+s.Stats().SortedLeased)
 	} else {
 		q, err := queue.Open(c.Dir, &o)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, q.Close()) }()
+		_, err = q.TryDequeue() // with a hook, this dead-letters it (as the child's did)
+		require.ErrorIs(t, err, queue.ErrEmpty)
 		dl, err := q.DeadLetters(0, 0)
 		require.NoError(t, err)
 		for _, d := range dl {
 			dead = append(dead, string(d.Payload))
 			require.Equal(t, poisonMax, d.Deliveries, "%q", d.Payload)
 		}
-		_, err = q.TryDequeue()
-		require.ErrorIs(t, err, queue.ErrEmpty)
 	}
 	require.Equal(t, want, dead)
+}
+
+// poisonHook is, with c.Hook, a start-up hook run before each child: an
+// open that applies no delivery limit (as walq's writing commands open a
+// queue), a compaction and a clean close.
+func poisonHook(t *testing.T, c poisonConfig) {
+	t.Helper()
+	if !c.Hook {
+		return
+	}
+	o := poisonOptions(c)
+	o.MaxDeliveries = -1
+	if c.Kind == "sorted" {
+		s, err := queue.OpenSorted[int64](c.Dir, &queue.SortedOptions{Options: o})
+		require.NoError(t, err)
+		require.NoError(t, s.Compact())
+		require.NoError(t, s.Close())
+		return
+	}
+	q, err := queue.Open(c.Dir, &o)
+	require.NoError(t, err)
+	require.NoError(t, q.Compact())
+	require.NoError(t, q.Close())
 }

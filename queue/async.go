@@ -62,6 +62,7 @@ type inflight struct {
 	head    int      // first flight not known to be done
 	records int      // sum of flights[head:][i].n
 	err     error    // the error of the first forgotten flight that failed; nil while none did
+	last    uint64   // LSN of the last record appended by an asynchronous call; 0: none yet
 }
 
 // flight is one commit that asynchronous calls wait for.
@@ -161,6 +162,7 @@ func (q *Queue) reserveLocked(ctx context.Context, n int) error {
 // a settle entered first (no wake) and an enqueue joined wakes them at the
 // enqueue's push.
 func (q *Queue) pushAsyncLocked(c *wal.Commit, n int, wake bool) {
+	q.mu.async.last = q.log.LastLSN() // appends are made under q.mu: the call's last record
 	if q.mu.async.push(c, n, wake) && q.waiters.Load() > 0 {
 		q.broadcastLocked()
 	}
@@ -238,8 +240,15 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 // Flush waits until every asynchronous call begun before it has completed
 // or ctx ends. It returns nil when all of them succeeded, else the error
 // that poisoned the log (every call in flight then failed with it). It
-// reports the asynchronous calls only: a log poisoned by a synchronous
-// call after they completed does not fail it, as they stay durable.
+// reports the asynchronous calls only: under SyncAlways a log poisoned by
+// a synchronous call after they completed does not fail it, as they stay
+// durable. Under SyncInterval and SyncNever a call completes once written,
+// before an fsync covers it: if the log is poisoned while the records of
+// an asynchronous call (any made since Open) are not all covered by an
+// fsync, Flush returns that error, this time and every later time, since
+// they may be lost (after a failed fsync the kernel may drop written
+// pages). It cannot tell a failed fsync from a failed write, which loses
+// nothing written before it, and reports both.
 func (q *Queue) Flush(ctx context.Context) error {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -248,6 +257,7 @@ func (q *Queue) Flush(ctx context.Context) error {
 	}
 	q.mu.async.reap()
 	failed := q.mu.async.err
+	last := q.mu.async.last
 	fs := append([]flight(nil), q.mu.async.live()...)
 	q.mu.Unlock()
 	for _, f := range fs {
@@ -260,5 +270,18 @@ func (q *Queue) Flush(ctx context.Context) error {
 			return err
 		}
 	}
+	if failed == nil {
+		failed = q.unsyncedFailure(last)
+	}
 	return failed
+}
+
+// unsyncedFailure returns, when the sync mode is not SyncAlways, the error
+// that poisoned the log if records up to last (the asynchronous calls')
+// are not all covered by an fsync; else nil.
+func (q *Queue) unsyncedFailure(last uint64) error {
+	if q.opts.Sync == SyncAlways || last <= q.log.DurableLSN() {
+		return nil
+	}
+	return q.log.Err()
 }

@@ -280,3 +280,44 @@ func TestFlushReportsAFailedAsyncCall(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorIs(t, q.Flush(context.Background()), faultfs.ErrInjected)
 }
+
+// Under SyncInterval and SyncNever an asynchronous call completes once
+// its records are written; when the fsync that would cover them then
+// fails (here the one a compaction makes), Flush reports that error: the
+// calls it waited for are not durable, and after a failed fsync their
+// written pages may be gone too.
+func TestFlushReportsAFailedSyncAfterWrite(t *testing.T) {
+	for _, mode := range []queue.SyncMode{queue.SyncInterval, queue.SyncNever} {
+		t.Run(modeName[mode], func(t *testing.T) {
+			// run opens a queue on a file system that fails its failAt-th
+			// operation, completes one EnqueueAsync and compacts; it
+			// returns the queue, the operations counted before the
+			// compaction and the compaction's error.
+			run := func(fs *faultfs.FS) (*queue.Queue, int, error) {
+				q := open(t, t.TempDir(), &queue.Options{FS: fs, ManualRequeue: true, Sync: mode, SyncInterval: time.Hour})
+				p, err := q.EnqueueAsync(context.Background(), []byte("async"))
+				require.NoError(t, err)
+				require.NoError(t, p.Wait(context.Background()))
+				before := len(fs.Ops())
+				return q, before, q.Compact()
+			}
+			dry := faultfs.New(0)
+			q, before, err := run(dry)
+			require.NoError(t, err)
+			require.NoError(t, q.Close())
+			at := 0
+			for i, op := range dry.Ops()[before:] {
+				if op.Kind == "fsync" {
+					at = before + i + 1
+					break
+				}
+			}
+			require.NotZero(t, at, "the compaction fsyncs")
+			q, _, err = run(faultfs.New(at))
+			defer q.Close()
+			require.ErrorIs(t, err, faultfs.ErrInjected)
+			require.ErrorIs(t, q.Flush(context.Background()), faultfs.ErrInjected,
+				"the fsync that would have covered the asynchronous call failed")
+		})
+	}
+}

@@ -175,6 +175,9 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	e, indexed := q.mu.st.table.Get(seq)
 	cursor, pending := q.mu.st.cursor, q.mu.st.pending
 	q.mu.Unlock()
+	if q.peeking != nil {
+		q.peeking()
+	}
 	if indexed {
 		info := entryInfo(e)
 		m := &Message{Receipt: Receipt{Seq: e.Seq}}

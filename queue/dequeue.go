@@ -266,9 +266,19 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 	return out, last, err
 }
 
+// leaseOneLocked leases the first ready message, or else the next one at
+// the cursor. A ready message that has had MaxDeliveries is not delivered
+// again: it goes to the dead set (pastLimit), and the next one is looked at.
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
-	if e, ok := q.mu.st.table.FirstReady(); ok {
+	e, ok := q.mu.st.table.FirstReady()
+	for ok && q.pastLimit(e.Deliveries) {
+		if _, _, err := q.appendOfLocked(q.deadAtLimit(e, now), nil, &e); err != nil {
+			return delivery{}, nil, err
+		}
+		e, ok = q.mu.st.table.FirstReady()
+	}
+	if ok {
 		lsn, c, err := q.appendOfLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil, &e)
 		if err != nil {
 			return delivery{}, nil, err
@@ -409,14 +419,26 @@ func checkPayloadRecord(r *record, seq, loc uint64) error {
 		ErrCorrupt, loc, opName(r.Op), r.Seq, seq))
 }
 
+// closedAs returns err, a read of a log that a Close closed meanwhile, as
+// ErrClosed (keeping the log's error in the chain); any other err as it is.
+func closedAs(err error) error {
+	if errors.Is(err, wal.ErrClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
 // readRecord reads and decodes the record at lsn. A copy forward appends
 // a message's copy and points the index at it before it is written: a
 // read of an LSN not written yet waits for the log to write it.
 func (q *Queue) readRecord(lsn uint64) (*record, error) {
 	if err := q.awaitWritten(lsn); err != nil {
-		return nil, err
+		return nil, closedAs(err)
 	}
 	b, err := q.log.Read(lsn)
+	if errors.Is(err, wal.ErrClosed) {
+		return nil, closedAs(fmt.Errorf("read LSN %d: %w", lsn, err))
+	}
 	if err != nil {
 		return nil, wrapCorrupt(fmt.Sprintf("read LSN %d", lsn), err)
 	}
@@ -434,7 +456,7 @@ func (q *Queue) readRecord(lsn uint64) (*record, error) {
 // by value: nothing of it outlives the call.
 func (q *Queue) viewRecord(lsn uint64, fn func(r record) error) error {
 	if err := q.awaitWritten(lsn); err != nil {
-		return err
+		return closedAs(err)
 	}
 	var decodeErr, fnErr error
 	err := q.log.View(lsn, func(b []byte) error {
@@ -445,6 +467,8 @@ func (q *Queue) viewRecord(lsn uint64, fn func(r record) error) error {
 		return nil
 	})
 	switch {
+	case errors.Is(err, wal.ErrClosed):
+		return closedAs(fmt.Errorf("read LSN %d: %w", lsn, err))
 	case err != nil:
 		return wrapCorrupt(fmt.Sprintf("read LSN %d", lsn), err)
 	case decodeErr != nil:

@@ -21,7 +21,14 @@
 // replayed, whatever the clock says then. A lease that runs out
 // makes the message ready again; the delivery count is kept, and after
 // MaxDeliveries the message goes to the dead-letter set instead, where it
-// can be listed, requeued or purged.
+// can be listed, requeued or purged. The queue applies its own limit
+// again whenever it would deliver: a ready message that already had
+// MaxDeliveries (left ready by an open with a higher limit or none, as
+// walq's writing commands open a queue) is dead-lettered there, with the
+// reason "N deliveries, limit M; not delivered again", and the next one
+// is delivered. Sorted and windowed queues do the same for each value of
+// a key that a pull would take: the values past the limit go to the dead
+// set, and the key's others are pulled.
 //
 // With the default Options.Clock the queue reads the system's wall clock
 // as a base plus the monotonic time since, and reads the base again every
@@ -76,7 +83,8 @@
 // newest snapshot, and makes every message that was leased ready again at
 // once (its consumers died with the process), keeping its delivery count,
 // so a message that crashes its consumer reaches the dead-letter set after
-// MaxDeliveries crashes instead of crash-looping forever. After a clean
+// MaxDeliveries crashes instead of crash-looping forever, also when an
+// open without the limit (a walq writing command) ended the lease. After a clean
 // Close, leases keep running until their deadline, so a receipt can be
 // acked by the next process. The procedure is package recovery's
 // (recovery.Recover); the queue gives it its state and appends the
@@ -90,7 +98,9 @@
 // covers them), or with the error that poisoned the log, which fails every
 // call in flight. A Pending shares its log group's commit: it costs no
 // goroutine. Options.MaxPending bounds the records in flight (a call blocks
-// while the window is full); Flush waits for all of them. An asynchronous
+// while the window is full); Flush waits for all of them (under
+// SyncInterval and SyncNever it also reports a log poisoned before an
+// fsync covered them: see Flush). An asynchronous
 // ack or dead-letter takes the message out of the queue at once; if the
 // process dies or the power fails before its Pending completes, recovery
 // may undo it and the message is delivered again (at least once). Once it

@@ -14,7 +14,7 @@ import (
 // Record is one log record, as ReadLog shows it.
 type Record struct {
 	LSN        uint64            // the record's log sequence number
-	Op         string            // enqueue, lease, ack, nack, extend, expire, dead, requeue-dead, purge, move, close
+	Op         string            // enqueue, lease, ack, nack, extend, expire, dead, requeue-dead, purge, move, close; sorted and windowed queues: publish, pull, batch-ack, batch-return, batch-extend, batch-dead, value-revive, value-purge, value-dead; both: advance, drop, move-dead
 	Seq        uint64            // the message or sorted value it concerns (its own LSN for an enqueue or a publish)
 	Lease      uint64            // the lease or sorted batch it concerns (its own LSN for a lease or a pull)
 	ID         string            // message id, where the record carries it

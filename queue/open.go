@@ -116,9 +116,9 @@ func (q *Queue) closeCursor() {
 }
 
 // endLease returns the record that ends the lease of e without an ack:
-// expire, or dead once e has had MaxDeliveries.
+// expire, or dead once e has had MaxDeliveries (pastLimit).
 func (q *Queue) endLease(e index.Entry, why string) *record {
-	if q.opts.MaxDeliveries > 0 && int(e.Deliveries) >= q.opts.MaxDeliveries {
+	if q.pastLimit(e.Deliveries) {
 		return &record{Op: opDead, Seq: e.Seq, Lease: e.Lease, At: q.now(),
 			Reason: fmt.Sprintf("%d deliveries; last: %s", e.Deliveries, why)}
 	}

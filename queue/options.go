@@ -33,8 +33,12 @@ type Options struct {
 	// delivery. Default 30s.
 	AckTimeout time.Duration
 	// MaxDeliveries is how many deliveries a message gets before a nack or
-	// an expired lease moves it to the dead-letter set. Default 10; a
-	// negative value means no limit.
+	// an expired lease moves it to the dead-letter set. A ready message
+	// (a sorted queue's pending value) that already had as many, made
+	// ready by an open with a higher limit or none such as walq's writing
+	// commands, goes to the dead-letter set when a delivery (a pull) would
+	// take it, instead of being delivered.
+	// Default 10; a negative value means no limit.
 	MaxDeliveries int
 	// Sync is the fsync policy. Default SyncAlways.
 	Sync SyncMode

@@ -56,6 +56,9 @@ type Queue struct {
 	// copying, when set (white-box tests only), is called by movePinned
 	// once it holds moveMu, before it copies. Set before the queue is used.
 	copying func()
+	// peeking, when set (white-box tests only), is called by Peek once it
+	// released q.mu, before it reads the log. Set before the queue is used.
+	peeking func()
 }
 
 // Recovery says what Open found and did.

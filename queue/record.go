@@ -50,7 +50,10 @@ const (
 	// that release never finds pending, "move of unknown value".)
 	opMoveDead op = 22 // a cursor move whose message a salvage found dead-lettered through a lost lease
 
-	lastOp = opMoveDead
+	// Added later; older releases refuse it as an unknown op.
+	opValueDead op = 23 // a pending value that had MaxDeliveries goes to the dead set, with Reason
+
+	lastOp = opValueDead
 )
 
 // recordFields is the number of fields in every record's msgpack array.
@@ -112,6 +115,8 @@ const (
 //	move-dead     as a move with flagCursor, written by a salvage: a message that a
 //	              dead-letter record sent to the dead set though the lease it names was
 //	              lost; Reason: that record's; Count: 1. Its entry is Dead.
+//	value-dead    Seq; Key; Sort; Reason: a pending value that had MaxDeliveries, which a
+//	              pull would have delivered again, goes to the dead set
 type record struct {
 	Op      op                // what happened
 	Seq     uint64            // the message (LSN of its enqueue record); 0 in an enqueue

@@ -25,7 +25,7 @@ import (
 //	+------+----+-----+-------+----+-------+----+-----+-----+------+-------+--------+---------+---------+-----+------+
 //
 //	0x9f             fixarray of 15 (0x90|15); peekOp checks it
-//	Op               1 byte, positive fixint 0x01..0x16; peekOp reads byte 1
+//	Op               1 byte, positive fixint 0x01..0x17; peekOp reads byte 1
 //	Seq, Lease       uint: fixint 0x00..0x7f, or 0xcc/0xcd/0xce/0xcf then 1/2/4/8 bytes big endian
 //	ID               str: fixstr 0xa0|n, or 0xd9/0xda/0xdb then a 1/2/4-byte length, then the bytes
 //	Flags            uint (flagProducerID 1, flagSorted 2, flagCursor 4, flagRecount 8; any other bit is refused)
@@ -88,6 +88,8 @@ func goldenRecords() []struct {
 			Payload: []byte("v")}},
 		{"move-sorted-leased", record{Op: opMove, Seq: 13, Lease: 14, Flags: flagSorted, Key: "user-7", Sort: []byte{1},
 			At: at + 25, Enq: at, Payload: []byte("v")}},
+		{"value-dead", record{Op: opValueDead, Seq: 13, Key: "user-7", Sort: []byte{0x80, 0, 0, 0, 0, 0, 0, 42}, At: at + 26,
+			Reason: "3 deliveries, limit 3; not delivered again"}},
 	}
 }
 

@@ -264,7 +264,7 @@ func (q *Queue) settleRecord(s Settlement, e index.Entry, now int64) record {
 	case SettleAck:
 		rec.Op = opAck
 	case SettleNack:
-		if q.opts.MaxDeliveries > 0 && int(e.Deliveries) >= q.opts.MaxDeliveries {
+		if q.pastLimit(e.Deliveries) {
 			rec.Op, rec.Reason = opDead, fmt.Sprintf("%d deliveries; last: nacked", e.Deliveries)
 			break
 		}

@@ -28,7 +28,10 @@ type SortedOptions struct {
 // in that order, each with all its pending values in sort order. A pulled
 // batch is leased like a message of the ack queue: Ack removes it; Nack,
 // an expired lease or a crash puts its values back at their original sort
-// keys; after MaxDeliveries the values go to the dead set.
+// keys; after MaxDeliveries the values go to the dead set. A pending value
+// that already had MaxDeliveries (made pending by an open with a higher
+// limit or none) goes to the dead set when a pull would take its key,
+// instead of being pulled; the key's other values are pulled.
 //
 // It is safe for concurrent use by any number of publishers and pullers.
 type Sorted[K SortKey] struct {

@@ -106,6 +106,13 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 		if !ok || (bound != nil && bytes.Compare(sort, bound) > 0) {
 			break
 		}
+		if killed, err := q.killPastLimitLocked(key, now); err != nil || killed {
+			if err != nil {
+				failed = err
+				break
+			}
+			continue // the key's place may have moved, or it has no value left
+		}
 		lsn, c, err := q.appendLSNLocked(&record{Op: opPull, Key: key, At: now, Due: deadline}, nil)
 		if err != nil {
 			failed = err

@@ -82,7 +82,7 @@ func (s *state) check(r *record) error {
 		return s.checkMove(r)
 	case opDrop:
 		return s.checkDrop(r)
-	case opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
+	case opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge, opValueDead:
 		return s.checkSorted(r)
 	}
 	return fmt.Errorf("%w: unknown op %d", ErrInvalidChange, r.Op)
@@ -124,7 +124,7 @@ func (s *state) change(lsn uint64, r *record, size int) {
 		s.applyEnqueue(lsn, r, size)
 	case opMove, opMoveDead:
 		s.applyMove(lsn, r, size)
-	case opPublish, opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge:
+	case opPublish, opPull, opBatchAck, opBatchReturn, opBatchExtend, opBatchDead, opValueRevive, opValuePurge, opValueDead:
 		s.applySorted(lsn, r, size)
 	case opAdvance:
 		s.applyAdvance(r)
@@ -330,7 +330,7 @@ func (s *state) forgetID(e index.Entry, at int64) {
 func opName(o op) string {
 	names := [...]string{"?", "enqueue", "lease", "ack", "nack", "extend", "expire", "dead", "requeue-dead", "purge", "move", "close",
 		"publish", "pull", "batch-ack", "batch-return", "batch-extend", "batch-dead", "value-revive", "value-purge",
-		"advance", "drop", "move-dead"}
+		"advance", "drop", "move-dead", "value-dead"}
 	if int(o) < len(names) {
 		return names[o]
 	}

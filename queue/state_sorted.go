@@ -16,6 +16,10 @@ func (s *state) checkSorted(r *record) error {
 		if !sq.HasPending(r.Key) {
 			return fmt.Errorf("%w: pull of key %q with no pending values", ErrInvalidChange, r.Key)
 		}
+	case opValueDead:
+		if !sq.HasPendingValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
+			return fmt.Errorf("%w: value-dead of value %d that is not pending", ErrInvalidChange, r.Seq)
+		}
 	case opValueRevive, opValuePurge:
 		if !sq.HasDead(r.Seq) {
 			return fmt.Errorf("%w: %s of unknown dead value %d", ErrInvalidChange, opName(r.Op), r.Seq)
@@ -45,6 +49,8 @@ func (s *state) applySorted(lsn uint64, r *record, size int) {
 		sq.Revive(r.Seq)
 	case opValuePurge:
 		sq.RemoveDead(r.Seq)
+	case opValueDead:
+		sq.KillPending(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}, r.Reason) // check found it
 	default:
 		s.applyBatch(r)
 	}

@@ -27,7 +27,9 @@
 //     (or a salvage lost anything), the process before crashed and its
 //     consumers died with it: every lease ends now (Target.EndLeases),
 //     keeping its delivery count, so a message that crashes its consumer
-//     reaches the dead-letter set after MaxDeliveries crashes.
+//     reaches the dead-letter set after MaxDeliveries crashes (the queue
+//     dead-letters one past its limit when it would next deliver it too,
+//     so this holds across an open that applied no limit).
 //  6. After a salvage, copy what lives in the damaged segments past them
 //     and cut them off (Target.CopyPast), so the damage is gone from disk.
 //     The copy also rewrites what the replay could only note: a message

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,26 +96,34 @@ func ownedQueue(t *testing.T, crashed bool) string {
 // MaxDeliveries. It must not apply its own in their place: forget an
 // acked id that the application's window still holds (a retried enqueue
 // would then be taken twice), or dead-letter a message that the
-// application's limit still lets through.
+// application's limit still lets through. Repair runs on the directory
+// with a torn tail added, so that it salvages and compacts.
 func TestWritingCommandsKeepOwnerPolicy(t *testing.T) {
 	commands := map[string][]string{
-		"enqueue":   {"enqueue", "DIR", "another"},
-		"compact":   {"compact", "DIR"},
-		"dlq purge": {"dlq", "purge", "--all", "DIR"},
-		"dequeue":   {"dequeue", "DIR"},
+		"enqueue":     {"enqueue", "DIR", "another"},
+		"compact":     {"compact", "DIR"},
+		"dlq purge":   {"dlq", "purge", "--all", "DIR"},
+		"dlq requeue": {"dlq", "requeue", "--all", "DIR"},
+		"dequeue":     {"dequeue", "DIR"},
+		"ack":         {"ack", "--id", "poison", "DIR"},
+		"nack":        {"nack", "--id", "poison", "DIR"},
+		"extend":      {"extend", "--id", "poison", "DIR"},
+		"repair":      {"repair", "--backup", "DIR.bak", "DIR"},
 	}
 	for name, args := range commands {
 		for _, crashed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/crashed=%v", name, crashed), func(t *testing.T) {
 				dir := ownedQueue(t, crashed)
+				if name == "repair" {
+					tearTail(t, dir)
+				}
 				run := make([]string, len(args))
 				for i, a := range args {
 					run[i] = a
-					if a == "DIR" {
-						run[i] = dir
-					}
+					run[i] = strings.ReplaceAll(a, "DIR", dir)
 				}
-				walq(t, "", run...)
+				r := walq(t, "", run...)
+				t.Logf("walq %s: exit %d: %s", name, r.code, r.stderr)
 
 				q, err := queue.Open(dir, ownerOptions())
 				require.NoError(t, err)
@@ -173,7 +182,8 @@ func TestWritingCommandsKeepOwnerLimitSorted(t *testing.T) {
 
 // TestSortedOpenNotesRecovery: a command that opens a crashed sorted queue
 // to change it says what the open did, as it does for an ack queue: the
-// crashed process's leased batch is ready again.
+// crashed process's leased batch is ready again (and nothing about dead
+// letters: the command's open dead-letters none).
 func TestSortedOpenNotesRecovery(t *testing.T) {
 	for _, args := range [][]string{{"compact", "DIR"}, {"dlq", "purge", "--all", "DIR"}} {
 		t.Run(args[0], func(t *testing.T) {
@@ -190,7 +200,19 @@ func TestSortedOpenNotesRecovery(t *testing.T) {
 			run := append([]string(nil), args...)
 			run[len(run)-1] = image
 			r := mustWalq(t, 0, "", run...)
-			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases are ready again")
+			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases are ready again\n")
 		})
 	}
+}
+
+// tearTail appends a few bytes to the last segment of the queue in dir:
+// the torn tail of an interrupted write, which walq repair cuts.
+func tearTail(t *testing.T, dir string) {
+	t.Helper()
+	segs := segments(t, dir)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }

@@ -23,12 +23,14 @@ var dumpCmd = &command{
 	long: `Dump prints the records of the log in DIR, oldest first, one JSON object
 a line: lsn, op (enqueue, lease, ack, nack, extend, expire, dead,
 requeue-dead, purge, move, close; for sorted and windowed queues publish,
-pull and the batch records), seq (the message or sorted value), lease
-(the delivery or sorted batch; the values a batch record names are seqs),
-id, key and sort (a publish's message key and sort key), size (encoded
-record bytes), at, due, reason, headers and the payload. A payload that
-is printable UTF-8 is shown as text ("payload_encoding": "text"), any
-other as base64 ("base64").
+pull, the batch records and value-dead), seq (the message or sorted value), lease
+(the delivery or sorted batch), values (the seqs of the values a
+batch-ack or batch-dead names), id, producer_id (true when the producer
+gave the id), key and sort (a publish's message key and sort key), size
+(encoded record bytes), at, due, reason, headers, and for a record that
+holds a payload its length (payload_bytes) and, unless --payload=false,
+the payload. A payload that is printable UTF-8 is shown as text
+("payload_encoding": "text"), any other as base64 ("base64").
 
 Dump writes nothing. A queue that another process has open is read as
 that process has written it so far. Records before the last snapshot may

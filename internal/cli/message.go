@@ -259,9 +259,8 @@ var nackCmd = &command{
 	long: `Nack gives back the message of the delivery RECEIPT (or of message --id)
 to the queue in DIR: ready again after --delay. walq does not know the
 application's MaxDeliveries and dead-letters nothing itself: a message
-past that limit is delivered once more by the application, then goes to
-the dead set at that delivery's nack, lease end or crash. Exit status 5
-if the lease was lost.`,
+past that limit goes to the dead set when the application would next
+deliver it. Exit status 5 if the lease was lost.`,
 	example: `walq nack /var/lib/app/jobs 17.42
 walq nack --delay 1m /var/lib/app/jobs 17.42`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},

@@ -74,8 +74,8 @@ func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 // a lease's end, at a nack). So it keeps every acked id (an unlimited
 // window) and dead-letters nothing. The application's next open applies
 // its own again: its first enqueue forgets the ids its window has passed,
-// and a message past its limit is delivered once more, then goes to the
-// dead set at that delivery's nack, lease end or crash.
+// and a message or sorted value past its limit goes to the dead set when
+// a delivery or pull would take it.
 func ownerOptions(o *queue.Options) *queue.Options {
 	c := queue.Options{}
 	if o != nil {
@@ -129,9 +129,12 @@ func noteRecovery(w io.Writer, r queue.Recovery) {
 	for _, d := range r.Log.Salvaged {
 		fmt.Fprintf(w, "walq: note: skipped damaged log entries: %s\n", describeDamage(d))
 	}
-	if r.Requeued > 0 {
+	switch {
+	case r.Requeued > 0 && r.DeadOnOpen > 0:
 		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again (%d of them dead after too many deliveries)\n",
 			r.Requeued, r.DeadOnOpen)
+	case r.Requeued > 0: // always so for the owner's open (ownerOptions): it dead-letters nothing
+		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again\n", r.Requeued)
 	}
 }
 

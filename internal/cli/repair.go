@@ -19,9 +19,11 @@ var repairCmd = &command{
 	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
 lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
-unless --backup names another path; the copy is fsynced before anything
-else happens), then opens the queue with salvage on: a torn tail is cut,
-damaged log entries are skipped, a damaged or missing snapshot is rebuilt
+next to DIR unless --backup names another path; the copy is fsynced
+before anything else happens), then opens the queue with salvage on,
+keeping every acked id and dead-lettering no message (as every command
+that changes a queue: it does not know the application's DedupWindow and
+MaxDeliveries): a torn tail is cut, damaged log entries are skipped, a damaged or missing snapshot is rebuilt
 by replaying the log (what the log no longer holds is lost), the live
 messages in damaged segments are copied past them and those segments
 removed, and messages whose records were lost are dropped. It prints
@@ -55,11 +57,14 @@ func runRepair(e *env, dir, backup string, asJSON bool) error {
 		return err
 	}
 	if backup == "" {
-		backup = dir + ".bak-" + time.Now().Format("20060102-150405")
+		var err error
+		if backup, err = defaultBackup(dir); err != nil {
+			return err
+		}
 	}
 	var copied int64 = -1 // bytes backed up; -1 when no backup was made
 	sp := e.spinner("repairing " + dir)
-	rep, err := queue.Repair(dir, &queue.RepairOptions{Backup: func() error {
+	rep, err := queue.Repair(dir, &queue.RepairOptions{Options: ownerOptions(nil), Backup: func() error {
 		n, err := backupDir(e, dir, backup)
 		if err == nil {
 			copied = n
@@ -84,6 +89,17 @@ func runRepair(e *env, dir, backup string, asJSON bool) error {
 		return fmt.Errorf("%w (the backup is %s)", err, backup)
 	}
 	return err
+}
+
+// defaultBackup returns the default backup path of dir: DIR.bak-<time>
+// next to it, named from its absolute path, so that a DIR of "." or ".."
+// is backed up beside the directory rather than inside it.
+func defaultBackup(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("backup path of %s: %w", dir, err)
+	}
+	return abs + ".bak-" + time.Now().Format("20060102-150405"), nil
 }
 
 // printRepair prints what repair found, lost and left.
