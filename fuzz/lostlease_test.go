@@ -517,14 +517,26 @@ func TestSalvageKeepsUnsettledDeliveriesOfLostLeases(t *testing.T) {
 
 // TestSalvageKeepsValuesOfAnotherLostPull: without SingleFlight a key is
 // pulled again while a batch of it is leased. Damage takes the first
-// pull's record (A's batch, never settled); the second pull (C) and its
-// ack or dead-letter are intact. The salvaging replay's second pull finds
-// A still pending and takes it too, but the settle names C alone: A must
-// come back (its lease ended with the crash), not be acked or
-// dead-lettered with C.
+// pull's record (A's batch); the second pull (C) and the settles are
+// intact. The salvaging replay's second pull finds A still pending and
+// takes it too. When A's batch was never settled, A must come back (its
+// lease ended with the crash), not be acked or dead-lettered with C. When
+// A's batch was acked (or dead-lettered) after C's pull, A is settled so,
+// whatever C's batch became: never delivered again.
 func TestSalvageKeepsValuesOfAnotherLostPull(t *testing.T) {
-	for _, settle := range []string{"ack", "dead-letter"} {
-		t.Run(settle, func(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		a, c     string // how A's and C's batches are settled: "ack", "dead" or "" (left leased)
+		wantDead []string
+		want     map[string]int // delivered after the salvage
+	}{
+		{"C acked", "", "ack", nil, map[string]int{"A": 1, "B": 1, "F": 100}},
+		{"C dead-lettered", "", "dead", []string{"C"}, map[string]int{"A": 1, "B": 1, "F": 100}},
+		{"A acked after C's pull, C acked", "ack", "ack", nil, map[string]int{"B": 1, "F": 100}},
+		{"A dead-lettered after C's pull, C acked", "dead", "ack", []string{"A"}, map[string]int{"B": 1, "F": 100}},
+		{"A acked after C's pull, C left leased", "ack", "", nil, map[string]int{"B": 1, "C": 1, "F": 100}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			dir := scratchDir(t)
 			o := queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, ManualRequeue: true, AckTimeout: time.Hour}
 			s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
@@ -546,24 +558,30 @@ func TestSalvageKeepsValuesOfAnotherLostPull(t *testing.T) {
 				}
 				return bs[0]
 			}
+			settle := func(b *queue.Batch[int64], how string) {
+				t.Helper()
+				var err error
+				switch how {
+				case "ack":
+					err = b.Ack()
+				case "dead":
+					err = b.DeadLetter("poison")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			publish("k", "A", 1) // LSN 1
 			publish("j", "B", 5) // LSN 2
-			pull("A")            // LSN 3: the record the damage takes; A stays leased
+			a := pull("A")       // LSN 3: the record the damage takes
 			publish("k", "C", 3) // LSN 4
-			b := pull("C")       // LSN 5
-			if settle == "ack" {
-				err = b.Ack()
-			} else {
-				err = b.DeadLetter("poison")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			cb := pull("C")      // LSN 5
+			settle(a, c.a)
+			settle(cb, c.c)
 			for i := int64(0); i < 100; i++ {
 				publish("f", "F", 10+i)
 			}
 			d := lostEntryImage(t, dir, 3)
-			wantDead := map[string][]string{"ack": nil, "dead-letter": {"C"}}[settle]
 
 			so := drainOptions()
 			so.Salvage = true
@@ -571,7 +589,7 @@ func TestSalvageKeepsValuesOfAnotherLostPull(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSortedDead(t, "after the salvage", s2, wantDead)
+			checkSortedDead(t, "after the salvage", s2, c.wantDead)
 			if err := s2.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -595,8 +613,8 @@ func TestSalvageKeepsValuesOfAnotherLostPull(t *testing.T) {
 					}
 				}
 			}
-			if want := map[string]int{"A": 1, "B": 1, "F": 100}; fmt.Sprint(count) != fmt.Sprint(want) {
-				t.Fatalf("delivered %v, want %v: A was leased by the lost pull, never settled", count, want)
+			if fmt.Sprint(count) != fmt.Sprint(c.want) {
+				t.Fatalf("delivered %v, want %v: what settled A's batch (%q) holds", count, c.want, c.a)
 			}
 		})
 	}

@@ -2,16 +2,43 @@ package index
 
 import "slices"
 
-// Retake leases again, as one batch with the given lease, the pending
-// values of key whose Seq is in seqs (ascending), as Take leased them: a
-// salvaging replay uses it to settle a batch whose pull record was lost,
-// from the Seqs its settle record names. The key's other pending values
-// stay pending. It reports false, changing nothing, when none of seqs is
-// a pending value of key.
+// Retake leases again, as one batch with the given lease, the values of
+// key whose Seq is in seqs (ascending), as Take leased them: a salvaging
+// replay uses it to settle a batch whose pull record was lost, from the
+// Seqs its settle record names. A named value still pending is delivered
+// once more (Deliveries); one held by another leased batch of key is taken
+// out of it as it is: without single flight, the replayed pull of a later
+// batch took it, as it was pending for want of the lost pull. The key's
+// other values stay where they are. It reports false, changing nothing,
+// when none of seqs is a pending or leased value of key.
 func (s *Sorted) Retake(key string, seqs []uint64, lease uint64, at, due int64) (Batch, bool) {
+	vs := s.retakePending(key, seqs)
+	if len(vs) < len(seqs) {
+		vs = append(vs, s.retakeLeased(key, seqs, lease)...)
+	}
+	if len(vs) == 0 {
+		return Batch{}, false
+	}
+	slices.SortFunc(vs, func(a, b SortedValue) int {
+		switch {
+		case lessValue(a, b):
+			return -1
+		case lessValue(b, a):
+			return 1
+		}
+		return 0
+	})
+	b := Batch{Lease: lease, Key: key, Due: due, At: at, Values: vs}
+	s.PutBatch(b)
+	return b, true
+}
+
+// retakePending removes the pending values of key named by seqs and
+// returns them, each delivered once more.
+func (s *Sorted) retakePending(key string, seqs []uint64) []SortedValue {
 	k, ok := s.key(key)
 	if !ok {
-		return Batch{}, false
+		return nil
 	}
 	var vs []SortedValue
 	k.each(func(p *pendingValue) bool {
@@ -20,16 +47,48 @@ func (s *Sorted) Retake(key string, seqs []uint64, lease uint64, at, due int64) 
 		}
 		return true
 	})
-	if len(vs) == 0 {
-		return Batch{}, false
-	}
-	b := Batch{Lease: lease, Key: k.name, Due: due, At: at, Values: vs}
 	for i := range vs {
 		s.Drop(vs[i])
 		vs[i].Deliveries++
 	}
-	s.PutBatch(b)
-	return b, true
+	return vs
+}
+
+// retakeLeased removes the values named by seqs from the leased batches
+// of key other than lease, and returns them. The batches stay, with what
+// is left, for their own records; the values are counted again by the
+// PutBatch that follows.
+func (s *Sorted) retakeLeased(key string, seqs []uint64, lease uint64) []SortedValue {
+	if s.inflight[key] == 0 {
+		return nil
+	}
+	var from []Batch
+	s.batches.Ascend(func(b Batch) bool {
+		if b.Key == key && b.Lease != lease && slices.ContainsFunc(b.Values, func(v SortedValue) bool {
+			_, found := slices.BinarySearch(seqs, v.Seq)
+			return found
+		}) {
+			from = append(from, b)
+		}
+		return true
+	})
+	var vs []SortedValue
+	for _, b := range from {
+		var kept []SortedValue
+		for _, v := range b.Values {
+			if _, found := slices.BinarySearch(seqs, v.Seq); !found {
+				kept = append(kept, v)
+				continue
+			}
+			vs = append(vs, v)
+			s.leased--
+			s.bytes -= int64(v.Size)
+			s.locs.remove(v.Loc)
+		}
+		b.Values = kept
+		s.batches.ReplaceOrInsert(b)
+	}
+	return vs
 }
 
 // Narrow puts back among the pending values, at their sort keys, the

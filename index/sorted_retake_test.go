@@ -86,3 +86,46 @@ func TestNarrow(t *testing.T) {
 	require.Equal(t, int64(20), s.Bytes())
 	require.Equal(t, 2, s.Counts().Pending)
 }
+
+// TestRetakeFromAnotherBatch takes a named value that another leased batch
+// of the key holds out of that batch, as it is, along with the named
+// pending ones; the other batch keeps the rest and is still acked by its
+// lease.
+func TestRetakeFromAnotherBatch(t *testing.T) {
+	s := index.NewSorted(false)
+	for seq, sort := range map[uint64]byte{1: 9, 2: 8, 3: 7} {
+		s.Publish(index.SortedValue{Key: "k", Sort: []byte{sort}, Seq: seq, Loc: seq, Size: 10})
+	}
+	s.Publish(index.SortedValue{Key: "j", Sort: []byte{1}, Seq: 4, Loc: 4, Size: 10})
+	require.Len(t, s.Take("k", 10, 5, 6).Values, 3)
+	require.Len(t, s.Take("j", 11, 5, 6).Values, 1)
+	s.Publish(index.SortedValue{Key: "k", Sort: []byte{5}, Seq: 5, Loc: 5, Size: 10})
+
+	b, ok := s.Retake("k", []uint64{1, 4, 5}, 20, 7, 8)
+	require.True(t, ok)
+	var got []uint64
+	var deliveries []uint32
+	for _, v := range b.Values {
+		got, deliveries = append(got, v.Seq), append(deliveries, v.Deliveries)
+	}
+	require.Equal(t, []uint64{5, 1}, got, "in sort order; the other key's batch keeps 4")
+	require.Equal(t, []uint32{1, 1}, deliveries, "the value taken from a batch keeps its count")
+	other, ok := s.Batch(10)
+	require.True(t, ok)
+	require.Len(t, other.Values, 2)
+	j, ok := s.Batch(11)
+	require.True(t, ok)
+	require.Len(t, j.Values, 1)
+	require.Equal(t, index.SortedCounts{Batches: 3, Leased: 5}, s.Counts())
+	require.Equal(t, int64(50), s.Bytes())
+
+	_, ok = s.Ack(20)
+	require.True(t, ok)
+	_, ok = s.Ack(10)
+	require.True(t, ok)
+	require.Equal(t, int64(10), s.Bytes())
+	require.Equal(t, index.SortedCounts{Batches: 1, Leased: 1}, s.Counts())
+	loc, ok := s.MinLoc()
+	require.True(t, ok)
+	require.Equal(t, uint64(4), loc)
+}

@@ -138,18 +138,20 @@
 //     the messages pending before and after it are delivered as they
 //     would have been;
 //   - a sorted or windowed batch's ack or dead-letter: it settles the
-//     values its record names that are still pending in the replayed
-//     state, and only those: when its pull survived but an earlier pull
-//     of the same key (without SingleFlight) was lost, the values of that
-//     lost batch, which the replayed pull took too, are pending again.
+//     values its record names, and only those. Without SingleFlight, when
+//     the pull of a batch was lost, the replayed pull of a later batch of
+//     the same key takes that batch's values too: the later batch's
+//     settle leaves them out, the lost batch's own ack or dead-letter,
+//     before or after that settle, settles them, and when none survived
+//     they are pending again, as the crash ended the lost batch's lease.
 //
 // A message whose first delivery's lease record was lost and that nothing
 // settled is delivered again. What a salvage cannot keep:
 //   - a settle whose own record was lost: the message is delivered again;
 //   - a sorted batch's ack or dead-letter written before its record named
-//     the values (older logs), or whose values the replayed state holds in
-//     another batch (a return record was lost): the values are delivered
-//     again;
+//     the values (older logs), or whose pull survived while the replayed
+//     state holds its values in another batch (a return record was lost):
+//     the values are delivered again;
 //   - the delivery count, nack delay and MaxDeliveries of a delivery whose
 //     lease or pull record was lost.
 //

@@ -328,12 +328,15 @@ func (s *state) narrowBatch(r *record) {
 }
 
 // settleLostPull applies a sorted batch's ack or dead-letter r whose pull
-// record was lost, and reports whether it did: the values r names are
-// still pending in the replayed state, and r settles them as the batch
-// they were (index.Sorted.Retake). A record from before the settle
-// records named their values (no Payload: told by it, not by the Key,
-// which may be the empty key) is left to the skip, and so are values no
-// longer pending.
+// record was lost, and reports whether it did: r settles the values it
+// names as the batch they were (index.Sorted.Retake). They are still
+// pending in the replayed state, or, without SingleFlight, held by the
+// replayed batch of a later pull of the key, which took them as pending
+// for want of the lost pull: they leave that batch, whose own settle then
+// finds only its values, and whose lease, left unsettled, returns only
+// those. A record from before the settle records named their values (no
+// Payload: told by it, not by the Key, which may be the empty key) is left
+// to the skip, and so are values neither pending nor leased.
 func (s *state) settleLostPull(r *record) bool {
 	if len(r.Payload) == 0 {
 		return false
