@@ -190,7 +190,9 @@
 // every call that would add to it, with an error naming the key and the
 // field; setting the field to a number lets the queue go on. A sorted
 // queue's count of a key's leased batches (a field of
-// walq:{NAME}:s:flight) that is no such integer counts as none. The checks
+// walq:{NAME}:s:flight) that HINCRBY could not add 1 to or take 1 from
+// (no integer, or at either end of a 64-bit integer) counts as none, and
+// the next pull of the key sets it to 1. The checks
 // read each key with a command of its own type (GET, HMGET, ZCARD), under
 // pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000
