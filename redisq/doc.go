@@ -124,7 +124,11 @@
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
 // every change wait for that many replicas (WAIT); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
-// README's table).
+// README's table). Open and OpenSorted refuse a read-only replica
+// (queue.ErrInvalidOptions, saying the server is a replica), which would
+// refuse every write: they call a function of the library that writes
+// nothing but is flagged as a writer (FCALL, granted above), which a
+// replica refuses unrun; a master past maxmemory runs it.
 //
 // # Differences from the embedded queue
 //
