@@ -428,3 +428,67 @@ func TestACLProbeRefusesEachWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestACLProbeSeen pins what the package documentation says a watcher
+// sees of the check of the ACL on a new queue of each kind: keymiss
+// events of its keys, and each refused write counted as a rejected call
+// of its command and as an error reply. The handles are closed first.
+func TestACLProbeSeen(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	require.NoError(t, rdb.ConfigSet(ctx, "notify-keyspace-events", "KEAm").Err())
+	q, err := Open(ctx, rdb, "seen", &Options{TrustServer: true})
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err := OpenSorted[string](ctx, rdb, "seen-sorted", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	writes := map[string]bool{"decr": true, "hdel": true, "hincrby": true, "hset": true, "incr": true,
+		"incrby": true, "publish": true, "zadd": true, "zpopmin": true, "zrem": true}
+	for _, c := range []struct {
+		h    *handle
+		f    function
+		argv []any
+	}{
+		{q.handle, fnProbe, []any{q.wake, unixMicros(time.Now()), 0, 0}},
+		{s.handle, fnSortedProbe, []any{s.wake, unixMicros(time.Now()), 0, 0, 0, 0, "probe"}},
+	} {
+		tag := c.h.keys[0][:strings.Index(c.h.keys[0], "}")+1]
+		sub := srv.Client().PSubscribe(ctx, "__keyspace@0__:"+tag+"*", c.h.wake)
+		for range 2 {
+			_, err = sub.Receive(ctx)
+			require.NoError(t, err)
+		}
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		require.NoError(t, c.h.checkACL(ctx, c.f, c.argv))
+		info := rdb.Info(ctx, "errorstats", "stats", "commandstats").Val()
+		require.NoError(t, rdb.Publish(ctx, c.h.wake, "end").Err())
+		events := map[string]int{}
+		for {
+			m, err := sub.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			if m.Channel == c.h.wake && m.Payload == "end" {
+				break
+			}
+			events[m.Payload]++
+		}
+		require.NoError(t, sub.Close())
+		require.Len(t, events, 1, "%s: %v", tag, events)
+		require.Positive(t, events["keymiss"], tag)
+		rejected, errs := 0, -1
+		for _, l := range strings.Split(info, "\r\n") {
+			if m := regexp.MustCompile(`^cmdstat_(\w+):.*rejected_calls=(\d+)`).FindStringSubmatch(l); m != nil && m[2] != "0" {
+				require.True(t, writes[m[1]], "%s: %s", tag, l)
+				n, _ := strconv.Atoi(m[2])
+				rejected += n
+			}
+			if v, ok := strings.CutPrefix(l, "total_error_replies:"); ok {
+				errs, _ = strconv.Atoi(v)
+			}
+		}
+		t.Logf("%s: %d writes refused, %d keymiss events", tag, rejected, events["keymiss"])
+		require.Positive(t, rejected, tag)
+		require.Equal(t, rejected, errs, "%s: each refused write is one error reply", tag)
+	}
+}

@@ -43,7 +43,14 @@
 // (queue.ErrInvalidOptions, naming the command and the key). They run
 // them in a function flagged no-writes, where the server checks a
 // command against the ACL before it refuses a write: nothing is written,
-// published or created, and no keyspace event is raised. So Open judges
+// published or created, and no keyspace event is raised but keymiss
+// (notify-keyspace-events m, which A leaves out), which its reads of
+// absent keys raise as any read does. The server counts each write it
+// refuses there, one per pair of a write command and a key (PUBLISH and
+// the channel included), twenty or so per Open, as a rejected call of
+// that command and an error reply (INFO commandstats rejected_calls,
+// errorstats errorstat_ERR, total_error_replies): a monitor of those
+// figures sees each Open. So Open judges
 // the ACL as it stands for each pair of a command and a key: refusals by
 // command, by key pattern (read-only and write-only patterns included)
 // and by selector (a command granted on some of the queue's keys only is
