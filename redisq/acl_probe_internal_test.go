@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -175,16 +174,17 @@ func TestACLProbeLoadsLibrary(t *testing.T) {
 // a command and the key position it runs on (PUBLISH: position 0, the
 // channel) and compares them with the library's USES, which the probe
 // checks: a command a function runs on a key that USES lacks is one an
-// ACL may refuse after the function's first write. A call whose command
-// or key this reading cannot resolve fails the test, to be taught here.
+// ACL may refuse after the function's first write. It reads the code
+// each library loads (scripts.go) but the probe, which runs USES itself.
+// A call whose command or key this reading cannot resolve fails the
+// test, to be taught here, and so does any use of redis.call,
+// redis.pcall or pcall it cannot read (an alias, a call split over
+// lines, a pcall of a function value).
 func TestACLUsesFromSource(t *testing.T) {
-	libs := map[string][]string{
-		"ack":    {"common", "enqueue", "dequeue", "settle", "housekeep", "dead", "inspect"},
-		"sorted": {"sorted", "sorted_ops"},
-	}
-	for name, files := range libs {
+	for name, l := range map[string]*lib{"ack": library, "sorted": sortedLibrary} {
 		t.Run(name, func(t *testing.T) {
-			src := readLua(t, files)
+			require.Contains(t, l.code, probeLua)
+			src := readLua(strings.Replace(l.code, probeLua, "", 1))
 			src.parseHead(t)
 			got := src.derive(t)
 			require.Equal(t, positions(src.uses), positions(got), "USES (want) against the commands the source runs (got)")
@@ -195,32 +195,34 @@ func TestACLUsesFromSource(t *testing.T) {
 // luaSource is a library's source, comments cut, read for TestACLUsesFromSource.
 type luaSource struct {
 	lines   []string
+	funcs   map[string]bool   // the names of its local functions
 	pos     map[string]int    // K_ name -> key position, from bind
 	types   map[string][]int  // key type -> its positions, from TYPES
 	counter []int             // the positions of COUNTERS
 	uses    map[string][]bool // from USES: command -> position -> listed
 }
 
-// readLua reads the scripts files, comments cut.
-func readLua(t *testing.T, files []string) *luaSource {
-	t.Helper()
-	var lines []string
-	for _, f := range files {
-		b, err := os.ReadFile("scripts/" + f + ".lua")
-		require.NoError(t, err)
-		for _, l := range strings.Split(string(b), "\n") {
-			if i := strings.Index(l, "--"); i >= 0 {
-				l = l[:i]
-			}
-			lines = append(lines, l)
+// readLua reads a library's code, comments cut.
+func readLua(code string) *luaSource {
+	s := &luaSource{funcs: map[string]bool{}, pos: map[string]int{"CHAN": 0}}
+	for _, l := range strings.Split(code, "\n") {
+		if i := strings.Index(l, "--"); i >= 0 {
+			l = l[:i]
 		}
+		if m := luaFunc.FindStringSubmatch(l); m != nil {
+			s.funcs[m[1]] = true
+		}
+		s.lines = append(s.lines, l)
 	}
-	return &luaSource{lines: lines, pos: map[string]int{"CHAN": 0}}
+	return s
 }
 
 var (
 	luaBind     = regexp.MustCompile(`^\s*((?:K_\w+, )*K_\w+) = ((?:KEYS\[\d+\], )*KEYS\[\d+\])`)
-	luaCall     = regexp.MustCompile(`redis\.p?call\(([^,()]+), ([^,()]+)`)
+	luaCall     = regexp.MustCompile(`redis\.p?call\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*[,)]`)
+	luaRedis    = regexp.MustCompile(`\bredis\b(\.(?:p?call\(|\w+))?`)
+	luaPcall    = regexp.MustCompile(`(?:^|[^.\w])pcall\b(?:\s*\(\s*([\w.]+)\s*,)?`)
+	luaArgSep   = regexp.MustCompile(`\s*,\s*`)
 	luaFunc     = regexp.MustCompile(`^\s*local function (\w+)\(([^)]*)\)`)
 	luaForList  = regexp.MustCompile(`for _, (\w+) in ipairs\(\{([^}]*)\}\)`)
 	luaUsesItem = regexp.MustCompile(`\{'([A-Z]+)'(?:, \{([\d, ]+)\})?\}`)
@@ -285,6 +287,7 @@ func (s *luaSource) derive(t *testing.T) map[string][]bool {
 		} else if inProbes == "in" && strings.HasPrefix(l, "}") {
 			inProbes = "done"
 		}
+		require.Empty(t, s.unread(l), "line %d: %s", i, l)
 		for _, m := range luaCall.FindAllStringSubmatch(l, -1) {
 			cmd, key := m[1], m[2]
 			switch {
@@ -312,6 +315,32 @@ func (s *luaSource) derive(t *testing.T) map[string][]bool {
 		}
 	}
 	return got
+}
+
+// unread says what on line l derive cannot read, or "": a use of redis
+// but a call luaCall reads whole (its command and key on the line) or a
+// reply helper; a pcall of anything but a local function (a call of it,
+// which resolve reads) or a library's function (cmsgpack.unpack).
+func (s *luaSource) unread(l string) string {
+	calls := 0
+	for _, m := range luaRedis.FindAllStringSubmatch(l, -1) {
+		switch m[1] {
+		case ".call(", ".pcall(":
+			calls++
+		case ".error_reply", ".status_reply", ".register_function":
+		default:
+			return "redis" + m[1] + ", not a call"
+		}
+	}
+	if n := len(luaCall.FindAllString(l, -1)); n != calls {
+		return fmt.Sprintf("%d of %d calls read", n, calls)
+	}
+	for _, m := range luaPcall.FindAllStringSubmatch(l, -1) {
+		if f := m[1]; f == "" || !s.funcs[f] && !strings.Contains(f, ".") {
+			return "pcall of " + f
+		}
+	}
+	return ""
 }
 
 // positions lists each command's positions.
@@ -363,13 +392,13 @@ func (s *luaSource) resolve(t *testing.T, cmd, key string, i, depth int) []luaUs
 	ci, ki := slices.Index(params, cmd), slices.Index(params, key)
 	require.True(t, ki >= 0 && (ci >= 0 || strings.HasPrefix(cmd, "'")), "line %d: unresolved %s", i, s.lines[i])
 	var out []luaUse
-	call := regexp.MustCompile(`\b` + fn + `\(([^()]*)`)
+	call := regexp.MustCompile(`(?:\b` + fn + `\(|\bpcall\(\s*` + fn + `\s*,)\s*([^()]*)`)
 	for j, l := range s.lines {
 		if luaFunc.MatchString(l) && strings.Contains(l, "function "+fn+"(") {
 			continue
 		}
 		for _, m := range call.FindAllStringSubmatch(l, -1) {
-			args := strings.Split(m[1], ", ")
+			args := luaArgSep.Split(m[1], -1)
 			c := cmd
 			if ci >= 0 {
 				c = args[ci]
@@ -412,8 +441,8 @@ func TestACLProbeRefusesEachWrite(t *testing.T) {
 			return err
 		},
 	}
-	for kind, files := range map[string][]string{"ack": {"common"}, "sorted": {"sorted"}} {
-		src := readLua(t, files)
+	for kind, l := range map[string]*lib{"ack": library, "sorted": sortedLibrary} {
+		src := readLua(l.code)
 		src.parseHead(t)
 		for _, c := range writes {
 			if src.uses[c] == nil {
@@ -426,5 +455,69 @@ func TestACLProbeRefusesEachWrite(t *testing.T) {
 				require.ErrorContains(t, err, "refuses "+c+" on ")
 			})
 		}
+	}
+}
+
+// TestACLProbeSeen pins what the package documentation says a watcher
+// sees of the check of the ACL on a new queue of each kind: keymiss
+// events of its keys, and each refused write counted as a rejected call
+// of its command and as an error reply. The handles are closed first.
+func TestACLProbeSeen(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	require.NoError(t, rdb.ConfigSet(ctx, "notify-keyspace-events", "KEAm").Err())
+	q, err := Open(ctx, rdb, "seen", &Options{TrustServer: true})
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err := OpenSorted[string](ctx, rdb, "seen-sorted", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	writes := map[string]bool{"decr": true, "hdel": true, "hincrby": true, "hset": true, "incr": true,
+		"incrby": true, "publish": true, "zadd": true, "zpopmin": true, "zrem": true}
+	for _, c := range []struct {
+		h    *handle
+		f    function
+		argv []any
+	}{
+		{q.handle, fnProbe, []any{q.wake, unixMicros(time.Now()), 0, 0}},
+		{s.handle, fnSortedProbe, []any{s.wake, unixMicros(time.Now()), 0, 0, 0, 0, "probe"}},
+	} {
+		tag := c.h.keys[0][:strings.Index(c.h.keys[0], "}")+1]
+		sub := srv.Client().PSubscribe(ctx, "__keyspace@0__:"+tag+"*", c.h.wake)
+		for range 2 {
+			_, err = sub.Receive(ctx)
+			require.NoError(t, err)
+		}
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		require.NoError(t, c.h.checkACL(ctx, c.f, c.argv))
+		info := rdb.Info(ctx, "errorstats", "stats", "commandstats").Val()
+		require.NoError(t, rdb.Publish(ctx, c.h.wake, "end").Err())
+		events := map[string]int{}
+		for {
+			m, err := sub.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			if m.Channel == c.h.wake && m.Payload == "end" {
+				break
+			}
+			events[m.Payload]++
+		}
+		require.NoError(t, sub.Close())
+		require.Len(t, events, 1, "%s: %v", tag, events)
+		require.Positive(t, events["keymiss"], tag)
+		rejected, errs := 0, -1
+		for _, l := range strings.Split(info, "\r\n") {
+			if m := regexp.MustCompile(`^cmdstat_(\w+):.*rejected_calls=(\d+)`).FindStringSubmatch(l); m != nil && m[2] != "0" {
+				require.True(t, writes[m[1]], "%s: %s", tag, l)
+				n, _ := strconv.Atoi(m[2])
+				rejected += n
+			}
+			if v, ok := strings.CutPrefix(l, "total_error_replies:"); ok {
+				errs, _ = strconv.Atoi(v)
+			}
+		}
+		t.Logf("%s: %d writes refused, %d keymiss events", tag, rejected, events["keymiss"])
+		require.Positive(t, rejected, tag)
+		require.Equal(t, rejected, errs, "%s: each refused write is one error reply", tag)
 	}
 }

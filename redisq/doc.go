@@ -43,7 +43,14 @@
 // (queue.ErrInvalidOptions, naming the command and the key). They run
 // them in a function flagged no-writes, where the server checks a
 // command against the ACL before it refuses a write: nothing is written,
-// published or created, and no keyspace event is raised. So Open judges
+// published or created, and no keyspace event is raised but keymiss
+// (notify-keyspace-events m, which A leaves out), which its reads of
+// absent keys raise as any read does. The server counts each write it
+// refuses there, one per pair of a write command and a key (PUBLISH and
+// the channel included), twenty or so per Open, as a rejected call of
+// that command and an error reply (INFO commandstats rejected_calls,
+// errorstats errorstat_ERR, total_error_replies): a monitor of those
+// figures sees each Open. So Open judges
 // the ACL as it stands for each pair of a command and a key: refusals by
 // command, by key pattern (read-only and write-only patterns included)
 // and by selector (a command granted on some of the queue's keys only is
@@ -124,7 +131,11 @@
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
 // every change wait for that many replicas (WAIT); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
-// README's table).
+// README's table). Open and OpenSorted refuse a read-only replica
+// (queue.ErrInvalidOptions, saying the server is a replica), which would
+// refuse every write: they call a function of the library that writes
+// nothing but is flagged as a writer (FCALL, granted above), which a
+// replica refuses unrun; a master past maxmemory runs it.
 //
 // # Differences from the embedded queue
 //
@@ -190,7 +201,9 @@
 // every call that would add to it, with an error naming the key and the
 // field; setting the field to a number lets the queue go on. A sorted
 // queue's count of a key's leased batches (a field of
-// walq:{NAME}:s:flight) that is no such integer counts as none. The checks
+// walq:{NAME}:s:flight) that HINCRBY could not add 1 to or take 1 from
+// (no integer, or at either end of a 64-bit integer) counts as none, and
+// the next pull of the key sets it to 1. The checks
 // read each key with a command of its own type (GET, HMGET, ZCARD), under
 // pcall, before the first write. No
 // stored data makes one call run long: a dequeue buries at most 1000

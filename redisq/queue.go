@@ -28,8 +28,9 @@ var _ queue.AckQueue = (*Queue)(nil)
 
 // Open returns a handle on the queue called name in the server rdb talks
 // to, creating nothing until the first enqueue. Unless opts.TrustServer is set it first checks that the server
-// keeps the durability opts.Sync asks for; it refuses a user the server's
-// ACL refuses a command the queue runs (see the package documentation).
+// keeps the durability opts.Sync asks for; it refuses a read-only replica
+// and a user the server's ACL refuses a command the queue runs (see the
+// package documentation).
 func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Options) (*Queue, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -52,7 +53,11 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	if err := library.loadAll(ctx, rdb); err != nil {
 		return nil, err
 	}
-	if err := q.checkACL(ctx, fnProbe, []any{q.wake, unixMicros(o.Clock.Now()), 0, 0}); err != nil {
+	argv := []any{q.wake, unixMicros(o.Clock.Now()), 0, 0}
+	if err := q.checkWritable(ctx, fnWritable, argv); err != nil {
+		return nil, err
+	}
+	if err := q.checkACL(ctx, fnProbe, argv); err != nil {
 		return nil, err
 	}
 	if err := q.start(ctx, q.sweep); err != nil {

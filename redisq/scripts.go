@@ -60,6 +60,7 @@ var (
 		{"dead", deadLua, "allow-oom"},
 		{"inspect", inspectLua, "no-writes"},
 		{"probe", "return probe()", "no-writes"}, // writes nothing, by the server's own check (probe.lua)
+		{"writable", "return 1", "allow-oom"},    // writes nothing; flagged as a writer, refused by a replica (writable.go)
 	})
 	// The sorted queue's operations, under two names: publish and pull
 	// are refused whole past maxmemory, the others may run there.
@@ -67,12 +68,14 @@ var (
 		{"grow", sortedOpsLua, ""},
 		{"settle", sortedOpsLua, "allow-oom"},
 		{"probe", "return probe()", "no-writes"},
+		{"writable", "return 1", "allow-oom"},
 	})
 
 	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
 	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
 	fnSortedGrow, fnSortedSettle   = sortedLibrary.fn("grow"), sortedLibrary.fn("settle")
 	fnProbe, fnSortedProbe         = library.fn("probe"), sortedLibrary.fn("probe")
+	fnWritable, fnSortedWritable   = library.fn("writable"), sortedLibrary.fn("writable")
 )
 
 // lib is a library of functions, loaded with FUNCTION LOAD.

@@ -82,10 +82,14 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
 		return nil, err
 	}
+	argv := []any{s.wake, unixMicros(o.Clock.Now()), 0, 0, 0, 0, "probe"}
+	if err := s.checkWritable(ctx, fnSortedWritable, argv); err != nil {
+		return nil, err
+	}
 	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K]()); err != nil {
 		return nil, err
 	}
-	if err := s.checkACL(ctx, fnSortedProbe, []any{s.wake, unixMicros(o.Clock.Now()), 0, 0, 0, 0, "probe"}); err != nil {
+	if err := s.checkACL(ctx, fnSortedProbe, argv); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {

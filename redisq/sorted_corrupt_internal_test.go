@@ -264,3 +264,50 @@ func TestSortedFlightCountFloat(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedFlightCountWide: a count of leased batches of 19 digits is
+// one HINCRBY adds to, so it counts as it reads under single flight: the
+// key has a batch out and a second one is not pulled.
+func TestSortedFlightCountWide(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	s, err := OpenSorted[string](ctx, rdb, "fl-wide", &SortedOptions{SingleFlight: true, Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, rdb.HSet(ctx, s.keys[9], "k1", "1000000000000000000").Err())
+	require.NoError(t, s.Publish(ctx, "a", "k1", []byte("v1")))
+	_, err = s.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrEmpty, "k1 has a batch out")
+	require.Equal(t, "1000000000000000000", rdb.HGet(ctx, s.keys[9], "k1").Val())
+}
+
+// TestSortedFlightCountMax: a count of leased batches HINCRBY cannot add
+// 1 to (at either end of a 64-bit integer) counts as none and is reset
+// by the pull, which leases the key's values whole: each is delivered to
+// the consumer it is counted for, and its ack leaves no count behind.
+func TestSortedFlightCountMax(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	for _, garble := range []string{"9223372036854775807", "-9223372036854775808"} {
+		t.Run(garble, func(t *testing.T) {
+			opts := &SortedOptions{SingleFlight: true, Options: Options{TrustServer: true, MaxDeliveries: 1}}
+			s, err := OpenSorted[string](ctx, rdb, "fl-max"+garble[:1], opts)
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, rdb.HSet(ctx, s.keys[9], "k1", garble).Err())
+			require.NoError(t, s.Publish(ctx, "a", "k1", []byte("v1")))
+			bs, err := s.TryPull(10)
+			require.NoError(t, err)
+			require.Len(t, bs, 1)
+			require.Equal(t, "1", rdb.HGet(ctx, s.keys[9], "k1").Val())
+			require.NoError(t, s.Ack(bs[0].Receipt))
+			require.Zero(t, rdb.HExists(ctx, s.keys[9], "k1").Val())
+			st, err := s.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Zero(t, st.SortedDead)
+			require.Zero(t, st.SortedPending)
+		})
+	}
+}

@@ -24,8 +24,11 @@ local function refused(r)
     string.find(r.err, 'The user executing the script', 1, true)
 end
 
--- ARGS are the arguments each command takes after its key, in forms
--- that would change nothing even if run: a write is never run here.
+-- ARGS are the arguments each command takes after its key. A write is
+-- never run here (the server refuses it unrun, and try raises if it
+-- ran): run, HDEL, ZREM, ZADD XX and ZPOPMIN 0 would change nothing, but
+-- HSET, HINCRBY, INCR, DECR and INCRBY would write their key, and
+-- PUBLISH would send the channel a message.
 local ARGS = {
   GET = {}, HGET = {PROBE}, HGETALL = {}, HMGET = {PROBE}, ZCARD = {}, ZCOUNT = {1, 0}, ZMSCORE = {PROBE},
   ZRANGE = {1, 0}, ZRANGEBYLEX = {'+', '-'}, ZRANGEBYSCORE = {1, 0}, ZSCORE = {PROBE}, ZPOPMIN = {0},

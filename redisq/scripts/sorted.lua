@@ -230,25 +230,39 @@ local function unplace(key)
   end
 end
 
--- flights adds n to the count of key's leased batches (flight) and
--- returns it. A count that is not a number (garbled by hand) counts as
--- none: a Lua error here would come after the call's writes, and lose a
--- batch's values (an ack) or leave its key unpullable; the values are
--- intact, and only single flight reads the count. A key of the wrong type
--- is checked before (need), so any other error is raised as it is.
+-- flightOf reads a key's count of leased batches (flight's field, false
+-- when absent, counting 0): the count, or nil when it is garbled (set by
+-- hand), that is when HINCRBY could not add 1 to it or take 1 from it: no
+-- integer as HINCRBY reads one ('1e3', ' 1' and '+1' included, which
+-- Lua's tonumber takes), or at either end of a 64-bit integer. Its 19
+-- digits are compared as strings: a Lua number holds 53 bits.
+local function flightOf(v)
+  if not v or v == '0' then return 0 end
+  local sign, digits = string.match(v, '^(%-?)([1-9]%d*)$')
+  if not digits or #digits > 19 then return nil end
+  if #digits == 19 and digits >= (sign == '' and '9223372036854775807' or '9223372036854775808') then return nil end
+  return tonumber(v)
+end
+
+-- flights adds n (1 or -1) to the count of key's leased batches (flight)
+-- and returns it. It decides from the count as it reads (flightOf) before
+-- it writes, so it never fails after the call's writes (that would lose a
+-- batch's values, an ack, or count a delivery no consumer saw): a garbled
+-- count counts as none and is reset; only single flight reads the count.
+-- A key of the wrong type is checked before (need).
 local function flights(key, n)
-  local r = redis.pcall('HINCRBY', K_FLIGHT, key, n)
-  if type(r) == 'number' then return r end
-  if not string.find(r.err, 'not an integer', 1, true) then error(r) end
+  if flightOf(redis.call('HGET', K_FLIGHT, key)) then
+    return redis.call('HINCRBY', K_FLIGHT, key, n)
+  end
   if n > 0 then redis.call('HSET', K_FLIGHT, key, n) end
   return math.max(n, 0)
 end
 
 -- leased tells whether a key's count of leased batches (flight's field,
--- or false) is above 0; one that is no count (isCount) counts as none,
--- as flights reads it.
+-- or false) is above 0; a garbled one counts as none, as flights reads it.
 local function leased(v)
-  return v and isCount(v) and tonumber(v) > 0
+  local c = flightOf(v)
+  return c ~= nil and c > 0
 end
 
 -- place puts key in the pull order at its smallest pending value, unless

@@ -1,0 +1,65 @@
+package redisq
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestOpenOnReplica: a read-only replica, which holds the libraries by
+// replication and runs the no-writes check of the ACL, is refused at
+// Open and OpenSorted, saying so, rather than failing every write later.
+func TestOpenOnReplica(t *testing.T) {
+	master := redistest.Start(t)
+	ctx := context.Background()
+	q, err := Open(ctx, master.Client(), "rep", &Options{TrustServer: true})
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err := OpenSorted[string](ctx, master.Client(), "srep", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	host, port, _ := strings.Cut(master.Addr, ":")
+	rc := redistest.Start(t, "--replicaof", host, port).Client()
+	require.Eventually(t, func() bool { // a replica in sync: its master's keys, kind and libraries
+		return rc.Get(ctx, "walq:{rep}:2:seq").Val() == "1" && rc.HGet(ctx, "walq:{srep}:s:stats", "kind").Val() != ""
+	}, 10*time.Second, 20*time.Millisecond)
+	_, err = Open(ctx, rc, "rep", &Options{TrustServer: true})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "replica")
+	_, err = OpenSorted[string](ctx, rc, "srep", &SortedOptions{Options: Options{TrustServer: true}})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "replica")
+}
+
+// TestOpenPastMaxmemory: a master past maxmemory, which refuses enqueues
+// but takes acks, is not taken for a replica: Open and OpenSorted of its
+// queues succeed, so that consumers can drain them.
+func TestOpenPastMaxmemory(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	q, err := Open(ctx, rdb, "full", &Options{TrustServer: true})
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err := OpenSorted[string](ctx, rdb, "sfull", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	_, err = rdb.Set(ctx, "other", "x", 0).Result()
+	require.ErrorContains(t, err, "OOM")
+	q, err = Open(ctx, rdb, "full", &Options{TrustServer: true})
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err = OpenSorted[string](ctx, rdb, "sfull", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
