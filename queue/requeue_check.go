@@ -94,7 +94,7 @@ type damage struct {
 // add records that the letter what cannot be read, with err.
 func (d *damage) add(what string, err error) {
 	if len(d.names) < maxNamedDamage {
-		d.names = append(d.names, what+": "+strings.ReplaceAll(err.Error(), "; "+wayOut, ""))
+		d.names = append(d.names, what+": "+withoutWayOut(err))
 	}
 	d.errs = append(d.errs, err)
 }
