@@ -140,9 +140,13 @@ func (q *Queue) RequeueAllDead() (int, error) {
 }
 
 // PurgeAllDead removes every dead letter and returns how many.
-// It reads no payload.
+// It reads no payload. On a closed queue it fails with ErrClosed.
 func (q *Queue) PurgeAllDead() (int, error) {
 	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return 0, ErrClosed
+	}
 	var seqs []uint64
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {
 		seqs = append(seqs, e.Seq)
