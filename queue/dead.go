@@ -70,7 +70,8 @@ const corruptReason = "corrupt record: "
 // ErrCorrupt, and stays dead, as a requeued one could only fail again at
 // each delivery; purge it, or repair the directory first (walq repair). A
 // check that fails otherwise fails the call with its error (ErrClosed
-// once the queue is closed), and the letter stays dead.
+// once the queue is closed), and the letter stays dead. A letter purged
+// or requeued meanwhile is not found (ErrNotFound).
 func (q *Queue) RequeueDead(id string) error {
 	e, err := q.deadByID(id)
 	if err != nil {
@@ -104,8 +105,9 @@ func (q *Queue) PurgeDead(id string) error {
 // again and returns how many. The letters it cannot read for damage stay
 // dead (see RequeueDead): it requeues the others, and returns their count
 // with an error wrapping ErrCorrupt that names the letters it left (the
-// first few, and how many more). A check that fails otherwise fails the
-// call before it requeues anything.
+// first few, and how many more). A letter purged or requeued while it
+// checks the letters is left out, as if gone before the call. A check
+// that fails otherwise fails the call before it requeues anything.
 func (q *Queue) RequeueAllDead() (int, error) {
 	ds, err := q.deadRefs()
 	if err != nil {
@@ -117,6 +119,7 @@ func (q *Queue) RequeueAllDead() (int, error) {
 		switch err := q.checkDeadPayload(d); {
 		case err == nil:
 			ready = append(ready, d.seq)
+		case errors.Is(err, errDeadGone): // purged or requeued meanwhile
 		case errors.Is(err, ErrCorrupt):
 			left.add(d.name(), err)
 		default:
@@ -137,9 +140,13 @@ func (q *Queue) RequeueAllDead() (int, error) {
 }
 
 // PurgeAllDead removes every dead letter and returns how many.
-// It reads no payload.
+// It reads no payload. On a closed queue it fails with ErrClosed.
 func (q *Queue) PurgeAllDead() (int, error) {
 	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return 0, ErrClosed
+	}
 	var seqs []uint64
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {
 		seqs = append(seqs, e.Seq)

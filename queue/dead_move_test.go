@@ -80,3 +80,87 @@ func TestRequeueAllDeadBesidePurge(t *testing.T) {
 	require.EqualValues(t, 0, st.Dead)
 	require.EqualValues(t, 2, st.Ready)
 }
+
+// deadLettersOutOfCache opens a queue on fsys with the dead letters d0,
+// d1 and d2, pushed out of the log's entry cache, and acked messages
+// behind them for a compaction to drop. d0 is alone in its segment: a
+// read of it held does not hold up a compaction that copies the others
+// forward.
+func deadLettersOutOfCache(t *testing.T, fsys *gateFS) *queue.Queue {
+	t.Helper()
+	o := queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, FS: fsys}
+	testhook.SetManualCompaction(&o)
+	q := open(t, t.TempDir(), &o)
+	for i := range 3 {
+		enqueue(t, q, fmt.Sprint("dead", i, "|", string(bytes.Repeat([]byte("d"), 1500))), queue.WithID(fmt.Sprint("d", i)))
+		require.NoError(t, tryDequeue(t, q).DeadLetter("pin"))
+	}
+	for range 12 {
+		enqueue(t, q, string(bytes.Repeat([]byte("b"), 3000)))
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	return q
+}
+
+// whileReadHeld runs call with the next read of the log file held, runs
+// meanwhile while it is held, then releases it and returns what call
+// returned.
+func whileReadHeld(t *testing.T, fsys *gateFS, call func() (int, error), meanwhile func()) (int, error) {
+	t.Helper()
+	released := fsys.holdNextRead()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := call()
+		done <- result{n, err}
+	}()
+	select {
+	case <-fsys.held:
+	case r := <-done:
+		t.Fatalf("the call read nothing from the log file (%d, %v)", r.n, r.err)
+	}
+	meanwhile()
+	close(released)
+	r := <-done
+	return r.n, r.err
+}
+
+// TestRequeueAllDeadBesidePurgeAndCompact: a letter purged while
+// RequeueAllDead checks the letters, and compacted out of the log, is
+// gone: RequeueAllDead requeues the others and does not fail.
+func TestRequeueAllDeadBesidePurgeAndCompact(t *testing.T) {
+	fsys := &gateFS{}
+	q := deadLettersOutOfCache(t, fsys)
+	defer q.Close()
+	n, err := whileReadHeld(t, fsys, q.RequeueAllDead, func() {
+		require.NoError(t, q.PurgeDead("d1"))
+		require.NoError(t, q.Compact())
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	st := q.Stats()
+	require.EqualValues(t, 0, st.Dead)
+	require.EqualValues(t, 2, st.Ready)
+}
+
+// TestRequeueAllDeadBesideRequeueAckAndCompact: the same with a letter
+// requeued, delivered and acked meanwhile, and another purged.
+func TestRequeueAllDeadBesideRequeueAckAndCompact(t *testing.T) {
+	fsys := &gateFS{}
+	q := deadLettersOutOfCache(t, fsys)
+	defer q.Close()
+	n, err := whileReadHeld(t, fsys, q.RequeueAllDead, func() {
+		require.NoError(t, q.RequeueDead("d1"))
+		require.NoError(t, tryDequeue(t, q).Ack())
+		require.NoError(t, q.PurgeDead("d0"))
+		require.NoError(t, q.Compact())
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	st := q.Stats()
+	require.EqualValues(t, 0, st.Dead)
+	require.EqualValues(t, 1, st.Ready)
+}

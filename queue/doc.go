@@ -214,7 +214,9 @@
 // stays dead until it is purged or the directory is repaired (walq
 // repair). A check that fails for another reason (an I/O error) fails the
 // requeue with that error, ErrClosed once the queue is closed, and the
-// letter stays dead. A purge reads no payload.
+// letter stays dead. A letter purged or requeued while it is checked is
+// treated as gone before the call: RequeueAllDead leaves it out, and the
+// single requeues return ErrNotFound. A purge reads no payload.
 //
 // # Sorted and windowed queues
 //

@@ -149,3 +149,9 @@ func withWayOut(err error) error {
 	}
 	return fmt.Errorf("%w; %s", err, wayOut)
 }
+
+// withoutWayOut is the text of err without the way out withWayOut named
+// in it, for a list of errors that names the way out once, after them.
+func withoutWayOut(err error) string {
+	return strings.ReplaceAll(err.Error(), "; "+wayOut, "")
+}

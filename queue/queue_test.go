@@ -244,6 +244,18 @@ func TestDeadLetterAll(t *testing.T) {
 	requireEmpty(t, q)
 }
 
+// TestDeadLetterAllClosed: on a closed queue the calls on every dead
+// letter fail with ErrClosed, even with no dead letter to change, as
+// the sorted queue's do.
+func TestDeadLetterAllClosed(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	require.NoError(t, q.Close())
+	_, err := q.PurgeAllDead()
+	require.ErrorIs(t, err, queue.ErrClosed)
+	_, err = q.RequeueAllDead()
+	require.ErrorIs(t, err, queue.ErrClosed)
+}
+
 func TestByID(t *testing.T) {
 	q := open(t, t.TempDir(), nil)
 	defer q.Close()

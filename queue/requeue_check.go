@@ -16,33 +16,64 @@ import (
 // enqueue or publish, or a copy forward of it). The check does not copy
 // the payload out of the entry.
 //
-// Only damage (ErrCorrupt) makes a letter unreadable. A check that fails
-// otherwise (the queue closed meanwhile, an I/O error) says nothing of
-// the letter: the requeue fails with that error, ErrClosed once closed,
-// and never advises to purge it.
+// Only damage (ErrCorrupt) makes a letter unreadable. A letter purged,
+// or requeued and settled, while it is checked may be compacted out of
+// the log before the check reads it: the check then finds it gone (not
+// in the index, or no longer dead), and the requeue treats it as if it had
+// been gone before the call (RequeueAllDead leaves it out, RequeueDead
+// fails with ErrNotFound). A check that fails otherwise (the queue closed
+// meanwhile, an I/O error) says nothing of the letter: the requeue fails
+// with that error, ErrClosed once closed, and never advises to purge it.
 
 // maxNamedDamage is how many of the dead letters or values it left for
 // damage a RequeueAllDead names; it counts the rest.
 const maxNamedDamage = 10
 
+// errDeadGone is the error of the check of a dead letter or value that
+// is gone from the log and no longer dead: purged, or requeued, while it
+// was checked. A requeue never returns it.
+var errDeadGone = errors.New("queue: dead letter or value gone")
+
 // checkDeadReadable checks the payload of the dead letter d, which a
-// requeue is about to make deliverable, and fails if it cannot be read.
+// requeue is about to make deliverable, and fails if it cannot be read,
+// or with ErrNotFound if d is gone meanwhile.
 func (q *Queue) checkDeadReadable(d deadRef) error {
-	return q.refusal(d.name(), q.checkDeadPayload(d))
+	err := q.checkDeadPayload(d)
+	if errors.Is(err, errDeadGone) {
+		return q.noDeadLetter(d.id)
+	}
+	return q.refusal(d.name(), err)
 }
 
 // checkDeadPayload checks the payload of the dead letter d and returns
-// the read's error as it is. A compaction may copy the letter forward and
-// cut the log behind it meanwhile: the check then follows the copy.
+// the read's error as it is, or errDeadGone. A compaction may copy the
+// letter forward and cut the log behind it meanwhile: the check then
+// follows the copy.
 func (q *Queue) checkDeadPayload(d deadRef) error {
-	return q.followMoves(d.seq, d.loc, func(loc uint64) error {
+	err := q.followMoves(d.seq, d.loc, func(loc uint64) error {
 		return q.viewRecord(loc, func(r record) error { return checkPayloadRecord(&r, d.seq, loc) })
 	})
+	if errors.Is(err, wal.ErrNotFound) && !q.isDead(d.seq) {
+		return errDeadGone
+	}
+	return err
+}
+
+// isDead reports whether the message seq is a dead letter now.
+func (q *Queue) isDead(seq uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.mu.st.table.Get(seq)
+	return ok && e.State == index.Dead
 }
 
 // checkDeadValueReadable is checkDeadReadable of the dead value d.
 func (q *Queue) checkDeadValueReadable(d index.DeadValue) error {
-	return q.refusal(deadValueName(d), q.checkDeadValuePayload(d))
+	err := q.checkDeadValuePayload(d)
+	if errors.Is(err, errDeadGone) {
+		return q.noDeadValue(d.Seq)
+	}
+	return q.refusal(deadValueName(d), err)
 }
 
 // checkDeadValuePayload is checkDeadPayload of the dead value d: it
@@ -50,11 +81,14 @@ func (q *Queue) checkDeadValueReadable(d index.DeadValue) error {
 func (q *Queue) checkDeadValuePayload(d index.DeadValue) error {
 	for tries := 0; ; tries++ {
 		err := q.viewRecord(d.Loc, func(r record) error { return checkValueRecord(&r, d.SortedValue) })
-		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
+		if err == nil || !errors.Is(err, wal.ErrNotFound) {
 			return err
 		}
 		cur, ok := q.deadValue(d.Seq)
-		if !ok || cur.Loc == d.Loc {
+		switch {
+		case !ok:
+			return errDeadGone
+		case cur.Loc == d.Loc || tries > 2:
 			return err
 		}
 		d = cur
@@ -94,7 +128,7 @@ type damage struct {
 // add records that the letter what cannot be read, with err.
 func (d *damage) add(what string, err error) {
 	if len(d.names) < maxNamedDamage {
-		d.names = append(d.names, what+": "+strings.ReplaceAll(err.Error(), "; "+wayOut, ""))
+		d.names = append(d.names, what+": "+withoutWayOut(err))
 	}
 	d.errs = append(d.errs, err)
 }

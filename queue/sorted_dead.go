@@ -165,7 +165,8 @@ func (q *Queue) deadValueLocked(seq uint64) (index.DeadValue, bool) {
 // error wrapping ErrCorrupt, and stays dead, as a requeued one could only
 // fail again at each pull; purge it, or repair the directory first (walq
 // repair). A check that fails otherwise fails the call with its error
-// (ErrClosed once the queue is closed), and the value stays dead.
+// (ErrClosed once the queue is closed), and the value stays dead. A value
+// purged or requeued meanwhile is not found (ErrNotFound).
 //
 // A seq alone may name another value than the one it was read for: after
 // a power loss under SyncNever or SyncInterval the lost tail's LSNs go to
@@ -201,8 +202,9 @@ func (s *Sorted[K]) PurgeDeadValue(d DeadValue[K]) error {
 // returns how many. The values it cannot read for damage stay dead (see
 // RequeueDead): it requeues the others, and returns their count with an
 // error wrapping ErrCorrupt that names the values it left (the first few,
-// and how many more). A check that fails otherwise fails the call before
-// it requeues anything.
+// and how many more). A value purged or requeued while it checks the
+// values is left out, as if gone before the call. A check that fails
+// otherwise fails the call before it requeues anything.
 func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.requeueAllDeadValues() }
 
 // PurgeAllDead removes every dead value and returns how many. It reads no
@@ -238,13 +240,19 @@ func (q *Queue) requeueDeadValue(seq uint64, at *time.Time) error {
 	q.mu.Lock()
 	if cur, ok := q.deadValueLocked(seq); !ok || cur.At != d.At {
 		q.mu.Unlock()
-		if q.isClosed() {
-			return ErrClosed
-		}
-		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq) // requeued or purged meanwhile
+		return q.noDeadValue(seq) // requeued or purged meanwhile
 	}
 	_, err = q.changeSeqsLocked(opValueRevive, []uint64{seq}, true)
 	return err
+}
+
+// noDeadValue is the error of a change of the dead value seq that is not
+// there: ErrClosed once the queue is closed, else ErrNotFound.
+func (q *Queue) noDeadValue(seq uint64) error {
+	if q.isClosed() {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
 }
 
 // purgeDeadValue purges the dead value seq; when at is not nil, only if
@@ -289,6 +297,7 @@ func (q *Queue) requeueAllDeadValues() (int, error) {
 		switch err := q.checkDeadValuePayload(d); {
 		case err == nil:
 			seqs = append(seqs, d.Seq)
+		case errors.Is(err, errDeadGone): // purged or requeued meanwhile
 		case errors.Is(err, ErrCorrupt):
 			left.add(deadValueName(d), err)
 		default:

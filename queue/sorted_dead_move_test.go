@@ -211,3 +211,52 @@ func TestSortedRequeueAllDeadWhileCopiedForward(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, 3, r.n)
 }
+
+// deadValuesOutOfCache opens a sorted queue on fsys with three dead
+// values, pushed out of the log's entry cache, and acked values behind
+// them for a compaction to drop, and returns it with the dead values.
+func deadValuesOutOfCache(t *testing.T, fsys *gateFS) (*queue.Sorted[int64], []queue.DeadValue[int64]) {
+	t.Helper()
+	o := queue.SortedOptions{
+		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
+		CacheBytes: -1,
+	}
+	testhook.SetManualCompaction(&o.Options)
+	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i := range int64(3) {
+		require.NoError(t, s.Publish(ctx, i, "dead", []byte(fmt.Sprintf("dead%d|%s", i, bytes.Repeat([]byte("d"), 900)))))
+	}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].Nack(0))
+	dead, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, dead, 3)
+	for i := range 12 {
+		require.NoError(t, s.Publish(ctx, 100, fmt.Sprint("busy", i), bytes.Repeat([]byte("b"), 3000)))
+		bs, err := s.TryPull(10)
+		require.NoError(t, err)
+		require.NoError(t, bs[0].Ack())
+	}
+	return s, dead
+}
+
+// TestSortedRequeueAllDeadBesidePurgeAndCompact: a dead value purged
+// while RequeueAllDead checks the values, and compacted out of the log,
+// is gone: RequeueAllDead requeues the others and does not fail.
+func TestSortedRequeueAllDeadBesidePurgeAndCompact(t *testing.T) {
+	fsys := &gateFS{}
+	s, dead := deadValuesOutOfCache(t, fsys)
+	defer s.Close()
+	n, err := whileReadHeld(t, fsys, s.RequeueAllDead, func() {
+		require.NoError(t, s.PurgeDead(dead[1].Seq))
+		require.NoError(t, s.Compact())
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	left, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Empty(t, left)
+}

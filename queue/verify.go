@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
@@ -107,13 +106,7 @@ func (c Check) err() error {
 
 // problem is the text of err for Check.Problems, without the way out
 // (Verify's error names it once).
-func problem(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "; "+wayOut); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
-}
+func problem(err error) string { return withoutWayOut(err) }
 
 // trimCorrupt drops a leading "queue: corrupt: " from a problem's text.
 func trimCorrupt(s string) string {

@@ -8,6 +8,7 @@
 //	lsn, commit, err := l.Append(rec) // cheap; call it under your own lock
 //	err = commit.Wait()               // durable once it returns nil
 //	r := l.NewReader(lsn)             // or l.Read(lsn) for one record
+//	err = l.View(lsn, check)          // one record, uncopied: check must not write or keep it
 //	lsn, rec, err = r.Next()          // io.EOF once caught up
 //	err = l.TruncateFront(lsn)        // drop whole segments below lsn
 //	err = l.Close()
@@ -64,6 +65,10 @@
 //     entry, dropping what follows, and reported the same way. A log that
 //     ends before MustReach is reported the same way, and the next record
 //     gets LSN MustReach+1 in a new segment, so no LSN is ever reused.
+//   - Read returns a copy of the record, the caller's to keep and change.
+//     View passes its fn the record as the log caches it, not a copy: fn
+//     must not write into it (every later Read and View of the record would
+//     see the write) nor keep it, or a slice of it, past its return.
 //   - Options.ReadOnly opens without tidwall/wal and writes nothing: a torn
 //     tail is reported but not cut. Verify checks every entry of every
 //     segment; to inspect a damaged log, open it ReadOnly with Salvage.

@@ -221,10 +221,13 @@ func (l *Log) Read(lsn LSN) ([]byte, error) {
 }
 
 // View calls fn with the record lsn, read and checked as Read reads and
-// checks it (the entry's CRC, its framing), but not copied out: rec is
-// valid only until fn returns, and must not be written. It returns Read's
-// errors, or fn's. A caller that only checks a record (it can be read, it
-// is the one expected) thus pays no copy of it.
+// checks it (the entry's CRC, its framing), but not copied out: rec is the
+// log's cached entry, the bytes every later Read and View of that record
+// copies or passes on. fn must not write into rec, nor keep rec or any
+// slice of it past its return (the bytes stay the cache's, and a write
+// would change what every later Read of the entry returns). It returns
+// Read's errors, or fn's. A caller that only checks a record (it can be
+// read, it is the one expected) thus pays no copy of it.
 func (l *Log) View(lsn LSN, fn func(rec []byte) error) error {
 	e, err := l.checkedEntry(lsn)
 	if err != nil {
