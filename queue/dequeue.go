@@ -150,11 +150,13 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		var dead []deadNote // dead-letterings at the limit, logged without q.mu
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
-		ds, c, err := q.leaseLocked(max, buf, now)
+		ds, c, err := q.leaseLocked(max, buf, now, &dead)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
+			q.logDead(dead)
 			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
@@ -165,10 +167,11 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
-		ds, c, err = q.leaseLocked(max, buf, now)
+		ds, c, err = q.leaseLocked(max, buf, now, &dead)
 		if err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
+			q.logDead(dead)
 			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
@@ -176,6 +179,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		}
 		changed, due := q.mu.changed, q.untilDueLocked(now)
 		q.mu.Unlock()
+		q.logDead(dead)
 		err = q.sleepFor(ctx, changed, written, due)
 		q.waiters.Add(-1)
 		if err != nil {
@@ -243,8 +247,10 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // oldest first, then never-delivered ones from the cursor. It appends
 // them to out. A failure after some were leased (damage met at the
 // cursor) returns them with the error: they are leased, and are the
-// caller's to deliver.
-func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
+// caller's to deliver. The ready messages that MaxDeliveries dead-letters
+// on the way (leaseOneLocked) are added to dead, for the caller to log
+// once q.mu is released (logDead).
+func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -254,7 +260,7 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 	for len(out) < max {
 		var d delivery
 		var c *wal.Commit
-		d, c, err = q.leaseOneLocked(now)
+		d, c, err = q.leaseOneLocked(now, dead)
 		if err != nil || d.m == nil {
 			break
 		}
@@ -268,14 +274,17 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 
 // leaseOneLocked leases the first ready message, or else the next one at
 // the cursor. A ready message that has had MaxDeliveries is not delivered
-// again: it goes to the dead set (pastLimit), and the next one is looked at.
-func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
+// again: it goes to the dead set (pastLimit), is added to dead, and the
+// next one is looked at.
+func (q *Queue) leaseOneLocked(now int64, dead *[]deadNote) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
 	for ok && q.pastLimit(e.Deliveries) {
-		if _, _, err := q.appendOfLocked(q.deadAtLimit(e, now), nil, &e); err != nil {
+		rec := q.deadAtLimit(e, now)
+		if _, _, err := q.appendOfLocked(rec, nil, &e); err != nil {
 			return delivery{}, nil, err
 		}
+		*dead = append(*dead, deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason})
 		e, ok = q.mu.st.table.FirstReady()
 	}
 	if ok {

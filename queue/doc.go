@@ -137,6 +137,10 @@
 //     (dead-lettered), and a later purge or requeue of it applies too;
 //     the messages pending before and after it are delivered as they
 //     would have been;
+//   - a dead-letter at MaxDeliveries of a ready message that a delivery
+//     would have taken (it names no lease): when the damage took every
+//     lease and nack record of the message, the message goes to the dead
+//     set with its reason all the same, as after a lost first delivery;
 //   - a sorted or windowed batch's ack or dead-letter: it settles the
 //     values its record names, and only those. Without SingleFlight, when
 //     the pull of a batch was lost, the replayed pull of a later batch of
@@ -169,6 +173,14 @@
 //     lost, never delivered;
 //   - lists it without payload in DeadLetters, as a corrupt record, and
 //     fails a compaction that copies it.
+//
+// A sorted or windowed queue writes a pending value that MaxDeliveries
+// keeps from a pull as a record of its own kind too (value-dead), which
+// releases before it refuse as ErrCorrupt. So an older binary, until a
+// compaction of this release has taken that record into a snapshot:
+//   - fails a plain open that replays the record (no newer snapshot);
+//   - skips it in a salvage or walq repair (Skipped): the value is
+//     pending again, and a pull delivers the poison value once more.
 //
 // Every other record is one that older releases read. A record of a kind
 // or with a flag this release does not know is refused as ErrCorrupt,

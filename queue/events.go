@@ -76,9 +76,11 @@ type deadNote struct {
 	reason     string // the dead-letter reason its record holds
 }
 
-// logDead logs the dead-letterings of a settle. It runs without q.mu: the
-// Logger's handler is the user's, and may call the queue (Stats, say) or
-// block on its own output without stopping the queue.
+// logDead logs the dead-letterings of a settle, or of a delivery that
+// MaxDeliveries kept from a ready message (leaseOneLocked). It runs
+// without q.mu: the Logger's handler is the user's, and may call the
+// queue (Stats, say) or block on its own output without stopping the
+// queue.
 func (q *Queue) logDead(ds []deadNote) {
 	for _, d := range ds {
 		q.logger().Info("queue: message dead-lettered", "id", d.id, "seq", d.seq,

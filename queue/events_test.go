@@ -216,3 +216,61 @@ func TestCompactionIsLoggedAtDebug(t *testing.T) {
 		})
 	}
 }
+
+// A ready message that MaxDeliveries keeps from a delivery is logged as
+// dead-lettered and counted as a settle's dead-letter is: by a delivery
+// that returns the message behind it, and by a blocking one that found
+// nothing else, before it waits.
+func TestDeadLetterAtLimitIsLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		next bool // a message behind the poison one
+	}{{"delivery", true}, {"blocking delivery that waits", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := poisonAtLimit(t, tc.next)
+			logger, logs := newLogger(slog.LevelInfo)
+			q := open(t, dir, &queue.Options{MaxDeliveries: 3, ManualRequeue: true, Logger: logger})
+			defer q.Close()
+			got := make(chan *queue.Message, 1)
+			go func() {
+				m, err := q.Dequeue(context.Background())
+				assert.NoError(t, err)
+				got <- m
+			}()
+			require.Eventually(t, func() bool { return len(logs.lines(t, "dead-lettered")) == 1 },
+				30*time.Second, time.Millisecond, "the dead-letter at the limit is not logged")
+			dead := logs.lines(t, "dead-lettered")[0]
+			assert.Equal(t, "poison", dead["id"])
+			assert.Equal(t, 3.0, dead["deliveries"])
+			assert.Equal(t, "3 deliveries, limit 3; not delivered again", dead["reason"])
+			assert.Equal(t, uint64(1), q.Metrics().DeadLettered)
+			if !tc.next {
+				_, err := q.Enqueue(context.Background(), []byte("next"), queue.WithID("next"))
+				require.NoError(t, err)
+			}
+			require.Equal(t, "next", (<-got).ID)
+		})
+	}
+}
+
+// poisonAtLimit returns a queue directory holding "poison", ready after 3
+// deliveries, and, with next, "next" behind it, never delivered.
+func poisonAtLimit(t *testing.T, next bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{MaxDeliveries: 10, ManualRequeue: true})
+	_, err := q.Enqueue(context.Background(), []byte("poison"), queue.WithID("poison"))
+	require.NoError(t, err)
+	if next {
+		_, err = q.Enqueue(context.Background(), []byte("next"), queue.WithID("next"))
+		require.NoError(t, err)
+	}
+	for range 3 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, "poison", m.ID)
+		require.NoError(t, m.Nack(0))
+	}
+	require.NoError(t, q.Close())
+	return dir
+}

@@ -68,10 +68,13 @@ type Options struct {
 	// directories. Default 0600 and 0700.
 	FileMode, DirMode os.FileMode
 	// Logger receives the queue's events: what Open repaired, background
-	// failures and their recovery, leases that ran out, dead-lettering, the
-	// log's sticky write error (Info and above), and snapshots, compactions
-	// and copy-forward with their durations (Debug). Nothing is logged per
-	// message on the enqueue and delivery paths. Default nil: no logging.
+	// failures and their recovery, leases that ran out, each message
+	// dead-lettered by a settle or by a delivery that MaxDeliveries kept
+	// from it, the log's sticky write error (Info and above), and
+	// snapshots, compactions and copy-forward with their durations (Debug).
+	// Nothing else is logged per message on the enqueue and delivery paths.
+	// Sorted and windowed queues log no dead-lettering. Default nil: no
+	// logging.
 	Logger *slog.Logger
 	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,
 	// SettleAsync, AckAsync) appended and not yet complete; such a call

@@ -50,7 +50,9 @@ const (
 	// that release never finds pending, "move of unknown value".)
 	opMoveDead op = 22 // a cursor move whose message a salvage found dead-lettered through a lost lease
 
-	// Added later; older releases refuse it as an unknown op.
+	// Added later; older releases refuse it as an unknown op: their plain
+	// open fails (ErrCorrupt), their salvage skips it and the value is
+	// pending again, to be pulled once more (doc.go).
 	opValueDead op = 23 // a pending value that had MaxDeliveries goes to the dead set, with Reason
 
 	lastOp = opValueDead

@@ -280,13 +280,17 @@ func (m *salvageMarks) jumped(seq uint64) bool {
 // of a delivery whose lease record the damage took, and reports whether
 // it did. The record was appended when that lease held the message: the
 // message was acked (or dead-lettered) whatever the lost records said, and
-// skipping the record would deliver it again. A message not in the table
-// lost its first delivery's lease record: it is marked gone (markGone). A
-// purge or requeue of a message marked dead changes its mark.
+// skipping the record would deliver it again. So is a dead-letter that
+// names no lease, which MaxDeliveries made of a ready message instead of
+// delivering it again (deadAtLimit): when the damage took every lease and
+// nack of that message, skipping it would deliver a poison message
+// MaxDeliveries more times. A message not in the table lost its first
+// delivery's lease record: it is marked gone (markGone). A purge or
+// requeue of a message marked dead changes its mark.
 func (s *state) settledAnyway(lsn uint64, r *record) bool {
 	ok := false
 	switch {
-	case r.Op == opAck || (r.Op == opDead && r.Lease != 0):
+	case r.Op == opAck || r.Op == opDead:
 		ok = s.settleLost(r)
 	case r.Op == opPurge || r.Op == opRequeueDead:
 		ok = s.lost.gone.redo(r)

@@ -114,3 +114,28 @@ func TestLoggerMayCallTheQueue(t *testing.T) {
 		})
 	}
 }
+
+// A Logger whose handler calls back into the queue does not hang a
+// delivery that MaxDeliveries kept from a ready message: the
+// dead-lettering is logged with the queue's lock released.
+func TestLoggerMayCallTheQueueAtLimit(t *testing.T) {
+	dir := poisonAtLimit(t, true)
+	h := &statsHandler{}
+	q := open(t, dir, &queue.Options{MaxDeliveries: 3, Logger: slog.New(h), ManualRequeue: true})
+	h.q.Store(q)
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.TryDequeue()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		// Close would hang as well: the queue is left open.
+		t.Fatal("the delivery that logged hangs: its log handler could not take the queue's lock")
+	}
+	require.Positive(t, h.handled.Load(), "the dead-lettering was logged")
+	require.Equal(t, int64(1), q.Stats().Dead, "the message is dead")
+	require.NoError(t, q.Close())
+}
