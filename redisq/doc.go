@@ -135,7 +135,12 @@
 // (queue.ErrInvalidOptions, saying the server is a replica), which would
 // refuse every write: they call a function of the library that writes
 // nothing but is flagged as a writer (FCALL, granted above), which a
-// replica refuses unrun; a master past maxmemory runs it.
+// replica refuses unrun (a replica that lacks this version's library
+// refuses its load the same way); a master past maxmemory runs it. A master
+// that refuses writes for a while (MISCONF, NOREPLICAS) is opened, once it
+// holds the library: the calls report the refusal until it clears. Loading
+// the library into a server (the first Open of a version) is a write: it
+// fails while the server refuses writes.
 //
 // # Differences from the embedded queue
 //

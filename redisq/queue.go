@@ -51,6 +51,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 		return nil, err
 	}
 	if err := library.loadAll(ctx, rdb); err != nil {
+		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
+			return nil, onReplica(err)
+		}
 		return nil, err
 	}
 	argv := []any{q.wake, unixMicros(o.Clock.Now()), 0, 0}

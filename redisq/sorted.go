@@ -80,6 +80,9 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		}
 	}
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
+		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
+			return nil, onReplica(err)
+		}
 		return nil, err
 	}
 	argv := []any{s.wake, unixMicros(o.Clock.Now()), 0, 0, 0, 0, "probe"}

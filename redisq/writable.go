@@ -2,8 +2,11 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/walq/walq/queue"
 )
@@ -15,16 +18,31 @@ import (
 // writes nothing yet is flagged as one that may write (and allow-oom, so
 // that it runs past maxmemory as acks do): the server refuses its FCALL
 // on a read-only replica before it runs it. argv are the arguments a call
-// of the library takes first. Another refusal of a write (MISCONF,
-// NOREPLICAS) is returned as it is: the queue's calls would meet it too.
+// of the library takes first. A master that refuses writes for a while
+// (MISCONF after a failed save, NOREPLICAS while min-replicas-to-write is
+// unmet) passes: the queue's calls report the refusal until it clears, so
+// a service can start meanwhile.
 func (h *handle) checkWritable(ctx context.Context, f function, argv []any) error {
 	_, err := h.fcall(ctx, f, argv)
 	switch {
-	case err == nil:
+	case err == nil, refusedFor(err, "MISCONF"), refusedFor(err, "NOREPLICAS"):
 		return nil
-	case strings.HasPrefix(err.Error(), "READONLY"):
-		return fmt.Errorf("%w: redisq: the server is a read-only replica (%v): open the queue on its master",
-			queue.ErrInvalidOptions, err)
+	case refusedFor(err, "READONLY"):
+		return onReplica(err)
 	}
 	return fmt.Errorf("redisq: check that the server takes writes with %s: %w", f.name, err)
+}
+
+// onReplica is Open's error for a server that is a read-only replica; err
+// is its refusal.
+func onReplica(err error) error {
+	return fmt.Errorf("%w: redisq: the server is a read-only replica (%v): open the queue on its master",
+		queue.ErrInvalidOptions, err)
+}
+
+// refusedFor says whether err, however wrapped, is the server's error
+// reply with the given code (its first word).
+func refusedFor(err error, code string) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), code+" ")
 }

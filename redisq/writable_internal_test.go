@@ -63,3 +63,48 @@ func TestOpenPastMaxmemory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
+
+// TestOpenOnReplicaWithoutLibrary: a replica whose master never loaded
+// this version's libraries (a fresh master, or one upgraded) refuses the
+// load itself; Open says the server is a replica all the same.
+func TestOpenOnReplicaWithoutLibrary(t *testing.T) {
+	master := redistest.Start(t)
+	ctx := context.Background()
+	host, port, _ := strings.Cut(master.Addr, ":")
+	rc := redistest.Start(t, "--replicaof", host, port).Client()
+	require.Eventually(t, func() bool {
+		return strings.Contains(rc.Info(ctx, "replication").Val(), "master_link_status:up")
+	}, 10*time.Second, 20*time.Millisecond)
+	_, err := Open(ctx, rc, "rep", &Options{TrustServer: true})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "replica")
+	_, err = OpenSorted[string](ctx, rc, "srep", &SortedOptions{Options: Options{TrustServer: true}})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "replica")
+}
+
+// TestOpenWhileMasterLacksReplicas: a master that refuses writes for a
+// while (min-replicas-to-write unmet) is a master: Open succeeds, as a
+// service must start while a replica restarts, and the calls report the
+// refusal until it clears.
+func TestOpenWhileMasterLacksReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	opts := &Options{TrustServer: true}
+	q, err := Open(ctx, rdb, "norep", opts) // loads the libraries: a server refusing writes cannot
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err := OpenSorted[string](ctx, rdb, "snorep", &SortedOptions{Options: *opts})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, rdb.ConfigSet(ctx, "min-replicas-to-write", "1").Err())
+	q, err = Open(ctx, rdb, "norep", opts)
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte("x"))
+	require.ErrorContains(t, err, "NOREPLICAS")
+	require.NoError(t, q.Close())
+	s, err = OpenSorted[string](ctx, rdb, "snorep", &SortedOptions{Options: *opts})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
