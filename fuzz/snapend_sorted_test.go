@@ -25,23 +25,7 @@ import (
 func TestSortedLogEndsBeforeSnapshot(t *testing.T) {
 	rng, _ := testRand(t)
 	img, early, want := sortedSnapEndImage(t, rng)
-	segs := segmentFiles(img)
-	last := segs[len(segs)-1]
-	ents := parseSegment(img[last])
-	if len(ents) < 3 {
-		t.Fatalf("the last segment holds %d entries; the test needs three", len(ents))
-	}
-	mid := ents[len(ents)/2]
-	cases := []struct {
-		name string
-		cut  func(map[string][]byte)
-	}{
-		{"cut mid-entry", func(m map[string][]byte) { m[last] = m[last][:mid.off+(mid.end-mid.off)/2] }},
-		{"cut at an entry boundary", func(m map[string][]byte) { m[last] = m[last][:mid.off] }},
-		{"last segment emptied", func(m map[string][]byte) { m[last] = nil }},
-		{"last segment removed", func(m map[string][]byte) { delete(m, last) }},
-	}
-	for _, c := range cases {
+	for _, c := range snapEndCuts(t, img) {
 		t.Run(c.name, func(t *testing.T) {
 			cut := maps(img)
 			c.cut(cut)

@@ -28,23 +28,7 @@ import (
 func TestLogEndsBeforeSnapshot(t *testing.T) {
 	rng, _ := testRand(t)
 	img, want := snapEndImage(t, rng)
-	segs := segmentFiles(img)
-	last := segs[len(segs)-1]
-	ents := parseSegment(img[last])
-	if len(ents) < 3 {
-		t.Fatalf("the last segment holds %d entries; the test needs three", len(ents))
-	}
-	mid := ents[len(ents)/2]
-	cases := []struct {
-		name string
-		cut  func(map[string][]byte)
-	}{
-		{"cut mid-entry", func(m map[string][]byte) { m[last] = m[last][:mid.off+(mid.end-mid.off)/2] }},
-		{"cut at an entry boundary", func(m map[string][]byte) { m[last] = m[last][:mid.off] }},
-		{"last segment emptied", func(m map[string][]byte) { m[last] = nil }},
-		{"last segment removed", func(m map[string][]byte) { delete(m, last) }},
-	}
-	for _, c := range cases {
+	for _, c := range snapEndCuts(t, img) {
 		t.Run(c.name, func(t *testing.T) {
 			cut := maps(img)
 			c.cut(cut)
@@ -243,4 +227,29 @@ func drainChecked(t *testing.T, q *queue.Queue, want map[string][]byte) int {
 		t.Fatalf("Stats said %d ready, TryDequeue returned %d", ready, len(got))
 	}
 	return len(got)
+}
+
+// snapEndCut is one way to end a crash image's last segment early.
+type snapEndCut struct {
+	name string
+	cut  func(map[string][]byte)
+}
+
+// snapEndCuts returns the ways the tests end img's last segment below its
+// snapshot: mid-entry, at an entry boundary, emptied, removed.
+func snapEndCuts(t *testing.T, img map[string][]byte) []snapEndCut {
+	t.Helper()
+	segs := segmentFiles(img)
+	last := segs[len(segs)-1]
+	ents := parseSegment(img[last])
+	if len(ents) < 3 {
+		t.Fatalf("the last segment holds %d entries; the test needs three", len(ents))
+	}
+	mid := ents[len(ents)/2]
+	return []snapEndCut{
+		{"cut mid-entry", func(m map[string][]byte) { m[last] = m[last][:mid.off+(mid.end-mid.off)/2] }},
+		{"cut at an entry boundary", func(m map[string][]byte) { m[last] = m[last][:mid.off] }},
+		{"last segment emptied", func(m map[string][]byte) { m[last] = nil }},
+		{"last segment removed", func(m map[string][]byte) { delete(m, last) }},
+	}
 }

@@ -254,6 +254,33 @@ func BenchmarkDrain(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	drainTimed(b, q)
+}
+
+// BenchmarkDrainSingles is BenchmarkDrain over a backlog enqueued one
+// message at a time, as bench/'s drain workload makes it: one log entry
+// per message, most of them in sealed segments, so the cursor checks and
+// frames an entry per delivery.
+func BenchmarkDrainSingles(b *testing.B) {
+	ctx := context.Background()
+	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	payload := make([]byte, 100)
+	for range b.N {
+		if _, err := q.Enqueue(ctx, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	drainTimed(b, q)
+}
+
+// drainTimed times one consumer taking b.N messages from q with Dequeue
+// and Ack, and reports allocations, CPU and messages per second.
+func drainTimed(b *testing.B, q *queue.Queue) {
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
