@@ -24,17 +24,7 @@ func (s *Sorted) KillPending(v SortedValue, reason string) bool {
 	if !ok {
 		return false
 	}
-	s.unplace(k.name)
-	cur, empty := k.removeAt(ci, i, s.gen)
-	s.pending--
-	switch {
-	case empty:
-		s.removeKey(k)
-	case k.list != nil && k.list.n == 0:
-		delete(s.lists, k.keyValues) // the key is back to one value
-	}
-	s.uncache(cur.seq)
+	cur := s.removePending(k, ci, i)
 	s.dead.ReplaceOrInsert(DeadValue{cur.value(k.name), reason})
-	s.place(k.name)
 	return true
 }

@@ -233,22 +233,30 @@ func (s *Sorted) HasValueAt(v SortedValue) bool {
 	return ok && cur.Loc == v.Loc
 }
 
+// removePending takes the pending value at (ci, i) of k out of the key,
+// the pending count and the payload cache, and returns it; the key's place
+// in the pull order follows its new first value (or it leaves the order).
+func (s *Sorted) removePending(k keyRef, ci, i int) pendingValue {
+	s.unplace(k.name)
+	cur, empty := k.removeAt(ci, i, s.gen)
+	s.pending--
+	switch {
+	case empty:
+		s.removeKey(k)
+	case k.list != nil && k.list.n == 0:
+		delete(s.lists, k.keyValues) // the key is back to one value
+	}
+	s.uncache(cur.seq)
+	s.place(k.name)
+	return cur
+}
+
 // Drop removes a pending or dead value for good.
 func (s *Sorted) Drop(v SortedValue) bool {
 	if k, ci, i, ok := s.findPending(v); ok {
-		s.unplace(k.name)
-		cur, empty := k.removeAt(ci, i, s.gen)
-		s.pending--
-		switch {
-		case empty:
-			s.removeKey(k)
-		case k.list != nil && k.list.n == 0:
-			delete(s.lists, k.keyValues) // the key is back to one value
-		}
-		s.uncache(cur.seq)
+		cur := s.removePending(k, ci, i)
 		s.bytes -= int64(cur.size)
 		s.locs.remove(cur.loc)
-		s.place(k.name)
 		return true
 	}
 	_, ok := s.RemoveDead(v.Seq)
