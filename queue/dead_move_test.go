@@ -55,27 +55,12 @@ func TestRequeueAllDeadBesidePurge(t *testing.T) {
 		enqueue(t, q, string(bytes.Repeat([]byte("b"), 3000)))
 		require.NoError(t, tryDequeue(t, q).Ack())
 	}
-	released := fsys.holdNextRead()
-	type result struct {
-		n   int
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := q.RequeueAllDead()
-		done <- result{n, err}
-	}()
-	select {
-	case <-fsys.held:
-	case r := <-done:
-		t.Fatalf("RequeueAllDead read nothing from the log file (%d, %v)", r.n, r.err)
-	}
-	require.NoError(t, q.PurgeDead("d1"))
-	require.NoError(t, q.RequeueDead("d2"))
-	close(released)
-	r := <-done
-	require.NoError(t, r.err)
-	require.Equal(t, 1, r.n)
+	n, err := whileReadHeld(t, fsys, q.RequeueAllDead, func() {
+		require.NoError(t, q.PurgeDead("d1"))
+		require.NoError(t, q.RequeueDead("d2"))
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 	st := q.Stats()
 	require.EqualValues(t, 0, st.Dead)
 	require.EqualValues(t, 2, st.Ready)

@@ -189,27 +189,12 @@ func TestSortedRequeueAllDeadWhileCopiedForward(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, bs[0].Ack())
 	}
-	released := fsys.holdNextRead()
-	type result struct {
-		n   int
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := s.RequeueAllDead()
-		done <- result{n, err}
-	}()
-	select {
-	case <-fsys.held:
-	case r := <-done:
-		t.Fatalf("RequeueAllDead read nothing from the log file (%d, %v)", r.n, r.err)
-	}
-	require.NoError(t, s.Compact())
-	require.GreaterOrEqual(t, s.Stats().Moved, uint64(3))
-	close(released)
-	r := <-done
-	require.NoError(t, r.err)
-	require.Equal(t, 3, r.n)
+	n, err := whileReadHeld(t, fsys, s.RequeueAllDead, func() {
+		require.NoError(t, s.Compact())
+		require.GreaterOrEqual(t, s.Stats().Moved, uint64(3))
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
 }
 
 // deadValuesOutOfCache opens a sorted queue on fsys with three dead
