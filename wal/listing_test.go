@@ -179,16 +179,7 @@ func TestReadOnlyOpenBesideWriter(t *testing.T) {
 // list again.
 func TestReadOnlyOpenTornListingThenTruncation(t *testing.T) {
 	const n = 400
-	dir := t.TempDir()
-	l := openLog(t, dir, &wal.Options{SegmentSize: 1 << 10})
-	for i := 0; i < n; i += 5 {
-		appendN(t, l, i, 5)
-	}
-	closeLog(t, l)
-	segs := segmentFiles(t, dir)
-	if len(segs) < 5 {
-		t.Fatalf("%d segments, want at least 5", len(segs))
-	}
+	dir, segs := smallSegmentsLog(t, n)
 	lay := layoutOf(t, dir)
 	firstLSN, keep := lay[0].first, firstOf(lay, segs[len(segs)-1]).first
 	hidden := filepath.Base(segs[len(segs)-2])
@@ -228,16 +219,7 @@ func TestReadOnlyOpenTornListingThenTruncation(t *testing.T) {
 // opened below the new front and keeps the rest: two listings.
 func TestReadOnlyOpenFrontMovedWithoutHole(t *testing.T) {
 	const n = 400
-	dir := t.TempDir()
-	l := openLog(t, dir, &wal.Options{SegmentSize: 1 << 10})
-	for i := 0; i < n; i += 5 {
-		appendN(t, l, i, 5)
-	}
-	closeLog(t, l)
-	segs := segmentFiles(t, dir)
-	if len(segs) < 5 {
-		t.Fatalf("%d segments, want at least 5", len(segs))
-	}
+	dir, segs := smallSegmentsLog(t, n)
 	lay := layoutOf(t, dir)
 	firstLSN, keep := lay[0].first, firstOf(lay, segs[2]).first
 	fsys := &listingFS{hook: func(call int, des []os.DirEntry) []os.DirEntry {
@@ -267,4 +249,22 @@ func TestReadOnlyOpenFrontMovedWithoutHole(t *testing.T) {
 		t.Fatalf("FirstLSN %d, want %d", r.FirstLSN(), keep)
 	}
 	checkRecords(t, r, keep, int(keep-firstLSN), n-int(keep-firstLSN))
+}
+
+// smallSegmentsLog writes n records in groups of five to a new log of
+// 1 KiB segments, closes it, and returns its directory and segment files
+// (at least five).
+func smallSegmentsLog(t *testing.T, n int) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 1 << 10})
+	for i := 0; i < n; i += 5 {
+		appendN(t, l, i, 5)
+	}
+	closeLog(t, l)
+	segs := segmentFiles(t, dir)
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want at least 5", len(segs))
+	}
+	return dir, segs
 }
