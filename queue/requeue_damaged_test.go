@@ -176,13 +176,7 @@ func TestRequeueDeadReadError(t *testing.T) {
 // sorted queue's dead value.
 func TestSortedRequeueDeadReadError(t *testing.T) {
 	fsys := &gateFS{}
-	o := queue.SortedOptions{
-		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
-		CacheBytes: -1,
-	}
-	testhook.SetManualCompaction(&o.Options)
-	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
-	require.NoError(t, err)
+	s := openUncachedSorted(t, fsys)
 	defer s.Close()
 	ctx := context.Background()
 	require.NoError(t, s.Publish(ctx, 1, "dead", []byte("DEAD")))

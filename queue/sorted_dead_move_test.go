@@ -25,13 +25,7 @@ import (
 // compaction is done.
 func TestDeadValuesWhileCopiedForward(t *testing.T) {
 	fsys := &gateFS{}
-	o := queue.SortedOptions{
-		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
-		CacheBytes: -1, // every payload is read from the log
-	}
-	testhook.SetManualCompaction(&o.Options)
-	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
-	require.NoError(t, err)
+	s := openUncachedSorted(t, fsys)
 	defer s.Close()
 	ctx := context.Background()
 	want := make(map[int64]string)
@@ -168,13 +162,7 @@ func (f gateFile) ReadAt(p []byte, off int64) (int, error) {
 // a readable value: the check follows the copy.
 func TestSortedRequeueAllDeadWhileCopiedForward(t *testing.T) {
 	fsys := &gateFS{}
-	o := queue.SortedOptions{
-		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
-		CacheBytes: -1,
-	}
-	testhook.SetManualCompaction(&o.Options)
-	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
-	require.NoError(t, err)
+	s := openUncachedSorted(t, fsys)
 	defer s.Close()
 	ctx := context.Background()
 	for i := range int64(3) {
@@ -202,13 +190,7 @@ func TestSortedRequeueAllDeadWhileCopiedForward(t *testing.T) {
 // them for a compaction to drop, and returns it with the dead values.
 func deadValuesOutOfCache(t *testing.T, fsys *gateFS) (*queue.Sorted[int64], []queue.DeadValue[int64]) {
 	t.Helper()
-	o := queue.SortedOptions{
-		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
-		CacheBytes: -1,
-	}
-	testhook.SetManualCompaction(&o.Options)
-	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
-	require.NoError(t, err)
+	s := openUncachedSorted(t, fsys)
 	ctx := context.Background()
 	for i := range int64(3) {
 		require.NoError(t, s.Publish(ctx, i, "dead", []byte(fmt.Sprintf("dead%d|%s", i, bytes.Repeat([]byte("d"), 900)))))
@@ -244,4 +226,19 @@ func TestSortedRequeueAllDeadBesidePurgeAndCompact(t *testing.T) {
 	left, err := s.DeadValues(0, 0)
 	require.NoError(t, err)
 	require.Empty(t, left)
+}
+
+// openUncachedSorted opens a sorted queue on fsys with no payload cache
+// (every payload is read from the log), 4 KiB segments, MaxDeliveries 1
+// and compaction only when the test calls it.
+func openUncachedSorted(t *testing.T, fsys *gateFS) *queue.Sorted[int64] {
+	t.Helper()
+	o := queue.SortedOptions{
+		Options:    queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, MaxDeliveries: 1, FS: fsys},
+		CacheBytes: -1,
+	}
+	testhook.SetManualCompaction(&o.Options)
+	s, err := queue.OpenSorted[int64](t.TempDir(), &o)
+	require.NoError(t, err)
+	return s
 }
