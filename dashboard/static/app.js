@@ -122,9 +122,10 @@ async function refreshStats() {
 
 // columns are the list's columns per tab: a title and how to show a row.
 // seqOf is the sequence number a ref starts with: a dead letter's ref adds
-// "@" and its id (a sorted queue's dead value's, its publish time), which
-// names it after a crash.
-const seqOf = (ref) => String(ref).split("@")[0];
+// "@" and its id ("~" and its id in hex when the id is not UTF-8; a sorted
+// queue's dead value's, "@" and its publish time), which names it after a
+// crash.
+const seqOf = (ref) => String(ref).split(/[@~]/)[0];
 const idCell = (m) => el("code", { title: m.id }, m.id.length > 20 ? m.id.slice(0, 8) + "…" : m.id);
 const columns = {
   "ready": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries]],
