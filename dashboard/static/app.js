@@ -4,7 +4,9 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, refreshing: false };
+// listGen numbers the list's loads: only the last one asked for is shown.
+// listLoading counts the loads under way.
+const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listLoading: 0 };
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
@@ -135,36 +137,41 @@ const columns = {
   "keys": [["Key", (k) => el("code", {}, k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
 };
 
+// refreshList loads the list of the tab and page chosen now. A load that
+// another (a later choice, an action, the timer) followed while it ran is
+// dropped when it ends: the list never shows a tab or page no longer
+// chosen, nor the list from before an action.
 async function refreshList() {
-  if (state.refreshing) return;
-  state.refreshing = true;
+  const gen = ++state.listGen, tab = state.tab, after = state.after;
+  state.listLoading++;
   try {
-    const keys = state.tab === "keys";
-    const q = new URLSearchParams({ limit: "50", after: state.after });
-    if (!keys) q.set("state", state.tab);
+    const keys = tab === "keys";
+    const q = new URLSearchParams({ limit: "50", after });
+    if (!keys) q.set("state", tab);
     const r = await api((keys ? "api/keys?" : "api/messages?") + q);
-    const cols = columns[state.tab];
+    if (gen !== state.listGen) return;
+    const cols = columns[tab];
     const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
-      : r.messages.map((m) => messageRow(m, cols));
+      : r.messages.map((m) => messageRow(m, cols, tab));
     const titles = cols.map(([t]) => el("th", {}, t));
-    if (state.tab === "dead" && state.actions) titles.push(el("th", {}, ""));
+    if (tab === "dead" && state.actions) titles.push(el("th", {}, ""));
     $("list-head").replaceChildren(el("tr", {}, ...titles));
     $("list-body").replaceChildren(...rows);
     $("empty").hidden = rows.length > 0;
     $("next").hidden = !r.next;
     $("next").dataset.after = r.next || "";
-    $("first").hidden = state.after === "";
+    $("first").hidden = after === "";
   } catch (e) {
-    $("list-body").replaceChildren(el("tr", {}, el("td", { colSpan: 7 }, "Cannot list: " + e.message)));
+    if (gen === state.listGen) $("list-body").replaceChildren(el("tr", {}, el("td", { colSpan: 7 }, "Cannot list: " + e.message)));
   } finally {
-    state.refreshing = false;
+    state.listLoading--;
   }
 }
 
-function messageRow(m, cols) {
+function messageRow(m, cols, tab) {
   const tr = el("tr", { "data-ref": m.ref, "data-id": m.id },
     ...cols.map(([t, f]) => el("td", { class: "col-" + t.toLowerCase().replace(" ", "-") }, f(m))));
-  if (state.tab === "dead" && state.actions) {
+  if (tab === "dead" && state.actions) {
     tr.append(el("td", { class: "actions" },
       el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again" }, "Requeue"),
       el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good" }, "Purge")));
@@ -225,7 +232,8 @@ function init() {
   $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
   refreshStats();
   setInterval(refreshStats, 2000);
-  setInterval(() => { if (state.after === "") refreshList(); }, 5000);
+  // A list slower than the timer is let finish, not dropped by the next tick.
+  setInterval(() => { if (state.after === "" && state.listLoading === 0) refreshList(); }, 5000);
 }
 
 init();
