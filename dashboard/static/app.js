@@ -5,8 +5,9 @@
 
 const $ = (id) => document.getElementById(id);
 // listGen numbers the list's loads: only the last one asked for is shown.
-// listLoading counts the loads under way.
-const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listLoading: 0 };
+// listLoading counts the loads under way. detailGen numbers the message
+// views the same way.
+const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listLoading: 0, detailGen: 0 };
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
@@ -179,9 +180,13 @@ function messageRow(m, cols, tab) {
   return tr;
 }
 
+// showMessage shows the message ref names; a view that ends after another
+// message was chosen (or the detail closed) is dropped.
 async function showMessage(ref) {
+  const gen = ++state.detailGen;
   try {
     const m = await api("api/message?ref=" + encodeURIComponent(ref));
+    if (gen !== state.detailGen) return;
     $("detail-id").textContent = m.id;
     const meta = [["Seq", seqOf(m.ref)], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],
       ["Deliveries", m.deliveries], ["Due", fmtTime(m.due)], ["Reason", m.reason || ""]];
@@ -193,6 +198,7 @@ async function showMessage(ref) {
     $("detail-payload").textContent = m.payload_base64 || m.payload_text || "";
     $("detail").hidden = false;
   } catch (e) {
+    if (gen !== state.detailGen) return;
     $("detail").hidden = true;
     alert("Cannot show the message: " + e.message);
   }
@@ -214,7 +220,7 @@ function init() {
     if (!b) return;
     document.querySelectorAll("#tabs button").forEach((x) => x.classList.toggle("active", x === b));
     state.tab = b.dataset.tab; state.after = ""; state.pages = [];
-    $("detail").hidden = true;
+    state.detailGen++; $("detail").hidden = true;
     refreshList();
   });
   $("list-body").addEventListener("click", (e) => {
@@ -229,7 +235,7 @@ function init() {
   });
   $("next").addEventListener("click", () => { state.pages.push(state.after); state.after = $("next").dataset.after; refreshList(); });
   $("first").addEventListener("click", () => { state.after = ""; state.pages = []; refreshList(); });
-  $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  $("detail-close").addEventListener("click", () => { state.detailGen++; $("detail").hidden = true; });
   refreshStats();
   setInterval(refreshStats, 2000);
   // A list slower than the timer is let finish, not dropped by the next tick.
