@@ -25,12 +25,14 @@
 // CORS preflight, which the handler never grants. GET requests never change anything.
 //
 // An action names its dead letter by the Ref the message list gave. The
-// Ref of an ack queue's dead letter is "SEQ@ID": a power loss under
-// SyncNever or SyncInterval can take a dead letter while a page lists it,
-// and the next run gives its sequence number to another message, so the
-// view, requeue and purge act only while the sequence number holds that
-// id (ErrNotFound, 404, otherwise), and the actions refuse a bare sequence
-// number (ErrInvalid, 400). A sorted queue's dead value is
+// Ref of an ack queue's dead letter is "SEQ@ID" ("SEQ~HEX", the id in
+// hex, for an id that is not UTF-8, which JSON cannot carry): a power
+// loss under SyncNever or SyncInterval can take a dead letter while a
+// page lists it, and the next run gives its sequence number to another
+// message, so the view, requeue and purge act only while the sequence
+// number holds that id (ErrNotFound, 404, otherwise), and the actions
+// refuse a bare sequence number (ErrInvalid, 400). A sorted queue's dead
+// value is
 // "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted). The
 // requeue of an embedded queue's dead letter or value whose payload
 // cannot be read for damage (the list shows its reason ending in

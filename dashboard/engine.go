@@ -14,9 +14,9 @@ import (
 // the dead-letter set, with requeue and purge; the ready, in-flight and
 // delayed lists are empty, since the shared method set cannot read
 // messages without delivering them (ForQueue can, for the embedded queue).
-// A dead letter's Ref is "SEQ@ID"; a Ref whose seq now holds a dead
-// letter with another id is not found, never requeued or purged, and a
-// bare seq is refused.
+// A dead letter's Ref is "SEQ@ID" (SEQ~HEX, the id in hex, for an id that
+// is not UTF-8); a Ref whose seq now holds a dead letter with another id
+// is not found, never requeued or purged, and a bare seq is refused.
 func ForAckQueue(q queue.AckQueue) Source { return ackSource{q} }
 
 type ackSource struct{ q queue.AckQueue }

@@ -2,17 +2,20 @@ package dashboard
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/walq/walq/queue"
 )
 
 // ForQueue returns the Source of an ack queue. It implements DeadActions.
-// A dead letter's Ref is "SEQ@ID", which Message, RequeueDead and
+// A dead letter's Ref is "SEQ@ID" (SEQ~HEX, the id in hex, for an id that
+// is not UTF-8), which Message, RequeueDead and
 // PurgeDead check: a Ref whose seq now holds another message, as after a
 // power loss that gave the seq to a new message, is not found, and the
 // actions refuse a bare seq. The Ref of a message in another state is its
@@ -167,8 +170,13 @@ func fromInfo(m queue.MessageInfo) Message {
 
 // deadLetterRef is an ack queue's dead letter's reference: its seq and
 // its id, which names it across a crash that gave the seq to another
-// message.
+// message. An id that is not UTF-8 is written in hex after a "~" instead
+// of an "@": JSON, which carries the reference to the page and back,
+// would replace its bad bytes.
 func deadLetterRef(seq uint64, id string) string {
+	if !utf8.ValidString(id) {
+		return strconv.FormatUint(seq, 10) + "~" + hex.EncodeToString([]byte(id))
+	}
 	return strconv.FormatUint(seq, 10) + "@" + id
 }
 
@@ -204,18 +212,43 @@ type ref struct {
 	named bool
 }
 
-// parseRef reads a message reference: "SEQ@ID" (a dead letter's), or a
-// bare sequence number (a message of another state's).
+// parseRef reads a message reference: "SEQ@ID" or "SEQ~HEX" (a dead
+// letter's, deadLetterRef), or a bare sequence number (a message of
+// another state's).
 func parseRef(text string, empty bool) (ref, error) {
 	if text == "" && empty {
 		return ref{}, nil
 	}
-	seqText, id, named := strings.Cut(text, "@")
-	seq, err := strconv.ParseUint(seqText, 10, 64)
-	if err != nil || seq == 0 || named && id == "" {
-		return ref{}, fmt.Errorf("%w: message reference %q is neither SEQ nor SEQ@ID", ErrInvalid, text)
+	r, ok := splitRef(text)
+	if !ok {
+		return ref{}, fmt.Errorf("%w: message reference %q is neither SEQ nor SEQ@ID (SEQ~HEX)", ErrInvalid, text)
 	}
-	return ref{seq: seq, id: id, named: named}, nil
+	return r, nil
+}
+
+// splitRef splits a reference at its first "@" or "~" (a seq is digits
+// only), decoding the hex id after a "~"; false when it is malformed.
+func splitRef(text string) (ref, bool) {
+	i := strings.IndexAny(text, "@~")
+	if i < 0 {
+		i = len(text)
+	}
+	seq, err := strconv.ParseUint(text[:i], 10, 64)
+	if err != nil || seq == 0 {
+		return ref{}, false
+	}
+	if i == len(text) {
+		return ref{seq: seq}, true
+	}
+	id := text[i+1:]
+	if text[i] == '~' {
+		b, err := hex.DecodeString(id)
+		if err != nil {
+			return ref{}, false
+		}
+		id = string(b)
+	}
+	return ref{seq: seq, id: id, named: true}, id != ""
 }
 
 // check returns an error wrapping ErrNotFound unless the message at seq,
@@ -237,7 +270,7 @@ func mustName(text string) error {
 	if r, err := parseRef(text, false); err != nil || r.named {
 		return err
 	}
-	return fmt.Errorf("%w: dead letter reference %q is not SEQ@ID (as the dead list gives it)", ErrInvalid, text)
+	return fmt.Errorf("%w: dead letter reference %q is not SEQ@ID or SEQ~HEX (as the dead list gives it)", ErrInvalid, text)
 }
 
 // ForSorted returns the Source of a sorted queue, or of a windowed one

@@ -89,7 +89,7 @@ type observer struct {
 // nanoseconds (clamped at 0 if the clock went back).
 func (o *observer) observeAck(ns int64) {
 	v := uint64(max(ns, 0))
-	o.enqueueToAck.Observe(v/1e6, v)
+	o.enqueueToAck.Observe(metric.Units(v, 1e6), v)
 }
 
 // noteDelivery counts a delivery of a message that had deliveries before.

@@ -27,7 +27,7 @@ type syncMetrics struct {
 // durable. The syncer calls it after each fsync of the tail segment.
 func (m *syncMetrics) observeSync(took time.Duration, records int) {
 	ns := uint64(max(took, 0))
-	m.latency.Observe(ns/1000, ns)
+	m.latency.Observe(metric.Units(ns, 1000), ns)
 	m.records.Observe(uint64(max(records, 0)), uint64(max(records, 0)))
 }
 

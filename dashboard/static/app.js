@@ -4,7 +4,10 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, refreshing: false };
+// listGen numbers the list's loads: only the last one asked for is shown.
+// listLoading counts the loads under way. detailGen numbers the message
+// views the same way.
+const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listLoading: 0, detailGen: 0 };
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
@@ -122,9 +125,10 @@ async function refreshStats() {
 
 // columns are the list's columns per tab: a title and how to show a row.
 // seqOf is the sequence number a ref starts with: a dead letter's ref adds
-// "@" and its id (a sorted queue's dead value's, its publish time), which
-// names it after a crash.
-const seqOf = (ref) => String(ref).split("@")[0];
+// "@" and its id ("~" and its id in hex when the id is not UTF-8; a sorted
+// queue's dead value's, "@" and its publish time), which names it after a
+// crash.
+const seqOf = (ref) => String(ref).split(/[@~]/)[0];
 const idCell = (m) => el("code", { title: m.id }, m.id.length > 20 ? m.id.slice(0, 8) + "…" : m.id);
 const columns = {
   "ready": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries]],
@@ -134,36 +138,41 @@ const columns = {
   "keys": [["Key", (k) => el("code", {}, k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
 };
 
+// refreshList loads the list of the tab and page chosen now. A load that
+// another (a later choice, an action, the timer) followed while it ran is
+// dropped when it ends: the list never shows a tab or page no longer
+// chosen, nor the list from before an action.
 async function refreshList() {
-  if (state.refreshing) return;
-  state.refreshing = true;
+  const gen = ++state.listGen, tab = state.tab, after = state.after;
+  state.listLoading++;
   try {
-    const keys = state.tab === "keys";
-    const q = new URLSearchParams({ limit: "50", after: state.after });
-    if (!keys) q.set("state", state.tab);
+    const keys = tab === "keys";
+    const q = new URLSearchParams({ limit: "50", after });
+    if (!keys) q.set("state", tab);
     const r = await api((keys ? "api/keys?" : "api/messages?") + q);
-    const cols = columns[state.tab];
+    if (gen !== state.listGen) return;
+    const cols = columns[tab];
     const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
-      : r.messages.map((m) => messageRow(m, cols));
+      : r.messages.map((m) => messageRow(m, cols, tab));
     const titles = cols.map(([t]) => el("th", {}, t));
-    if (state.tab === "dead" && state.actions) titles.push(el("th", {}, ""));
+    if (tab === "dead" && state.actions) titles.push(el("th", {}, ""));
     $("list-head").replaceChildren(el("tr", {}, ...titles));
     $("list-body").replaceChildren(...rows);
     $("empty").hidden = rows.length > 0;
     $("next").hidden = !r.next;
     $("next").dataset.after = r.next || "";
-    $("first").hidden = state.after === "";
+    $("first").hidden = after === "";
   } catch (e) {
-    $("list-body").replaceChildren(el("tr", {}, el("td", { colSpan: 7 }, "Cannot list: " + e.message)));
+    if (gen === state.listGen) $("list-body").replaceChildren(el("tr", {}, el("td", { colSpan: 7 }, "Cannot list: " + e.message)));
   } finally {
-    state.refreshing = false;
+    state.listLoading--;
   }
 }
 
-function messageRow(m, cols) {
+function messageRow(m, cols, tab) {
   const tr = el("tr", { "data-ref": m.ref, "data-id": m.id },
     ...cols.map(([t, f]) => el("td", { class: "col-" + t.toLowerCase().replace(" ", "-") }, f(m))));
-  if (state.tab === "dead" && state.actions) {
+  if (tab === "dead" && state.actions) {
     tr.append(el("td", { class: "actions" },
       el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again" }, "Requeue"),
       el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good" }, "Purge")));
@@ -171,9 +180,13 @@ function messageRow(m, cols) {
   return tr;
 }
 
+// showMessage shows the message ref names; a view that ends after another
+// message was chosen (or the detail closed) is dropped.
 async function showMessage(ref) {
+  const gen = ++state.detailGen;
   try {
     const m = await api("api/message?ref=" + encodeURIComponent(ref));
+    if (gen !== state.detailGen) return;
     $("detail-id").textContent = m.id;
     const meta = [["Seq", seqOf(m.ref)], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],
       ["Deliveries", m.deliveries], ["Due", fmtTime(m.due)], ["Reason", m.reason || ""]];
@@ -185,6 +198,7 @@ async function showMessage(ref) {
     $("detail-payload").textContent = m.payload_base64 || m.payload_text || "";
     $("detail").hidden = false;
   } catch (e) {
+    if (gen !== state.detailGen) return;
     $("detail").hidden = true;
     alert("Cannot show the message: " + e.message);
   }
@@ -206,7 +220,7 @@ function init() {
     if (!b) return;
     document.querySelectorAll("#tabs button").forEach((x) => x.classList.toggle("active", x === b));
     state.tab = b.dataset.tab; state.after = ""; state.pages = [];
-    $("detail").hidden = true;
+    state.detailGen++; $("detail").hidden = true;
     refreshList();
   });
   $("list-body").addEventListener("click", (e) => {
@@ -221,10 +235,11 @@ function init() {
   });
   $("next").addEventListener("click", () => { state.pages.push(state.after); state.after = $("next").dataset.after; refreshList(); });
   $("first").addEventListener("click", () => { state.after = ""; state.pages = []; refreshList(); });
-  $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  $("detail-close").addEventListener("click", () => { state.detailGen++; $("detail").hidden = true; });
   refreshStats();
   setInterval(refreshStats, 2000);
-  setInterval(() => { if (state.after === "") refreshList(); }, 5000);
+  // A list slower than the timer is let finish, not dropped by the next tick.
+  setInterval(() => { if (state.after === "" && state.listLoading === 0) refreshList(); }, 5000);
 }
 
 init();

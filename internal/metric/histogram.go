@@ -20,11 +20,23 @@ type Histogram struct {
 
 // Observe records v in the bucket whose upper bound is the smallest power
 // of two at or above it; value is what the sum adds (the caller may bucket
-// a coarse unit and sum a finer one).
+// a coarse unit and sum a finer one: it then buckets Units(value, unit),
+// rounded up, so that a bucket's bound stays an upper bound of the values
+// it counts).
 func (h *Histogram) Observe(v, value uint64) {
 	h.counts[bucket(v)].Add(1)
 	h.count.Add(1)
 	h.sum.Add(value)
+}
+
+// Units returns how many units v, counted in a finer unit, takes, rounded
+// up: Units(1_000_500, 1000) is 1001 (µs of 1,000,500 ns).
+func Units(v, unit uint64) uint64 {
+	n := v / unit
+	if v%unit != 0 {
+		n++
+	}
+	return n
 }
 
 // bucket returns the index of v's bucket.

@@ -23,6 +23,17 @@ func TestBucketBounds(t *testing.T) {
 	}
 }
 
+// TestUnitsRoundUp: a value bucketed by its whole coarse units would be
+// counted under a bound below it (1.5 ms under le=1 ms).
+func TestUnitsRoundUp(t *testing.T) {
+	for _, c := range []struct{ v, unit, want uint64 }{
+		{0, 1000, 0}, {1, 1000, 1}, {1000, 1000, 1}, {1001, 1000, 2}, {1_500_000, 1e6, 2},
+		{math.MaxUint64, 1, math.MaxUint64}, {math.MaxUint64, 1000, math.MaxUint64/1000 + 1},
+	} {
+		assert.Equal(t, c.want, Units(c.v, c.unit), "Units(%d, %d)", c.v, c.unit)
+	}
+}
+
 func TestSnapshotScalesAndCounts(t *testing.T) {
 	var h Histogram
 	h.Observe(3, 3000) // 3 µs, 3000 ns
