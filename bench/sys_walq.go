@@ -29,33 +29,46 @@ func walqOptions(mode string) queue.Options {
 // walqStreamBatch is how many messages a walq/stream consumer leases at once.
 const walqStreamBatch = 64
 
-// walqStreamSystem is walq's streaming API under SyncAlways: producers
-// enqueue with EnqueueAsync and wait for every Pending at the end of their
-// run (Flush, timed); consumers lease with DequeueBatch and settle each
+// walqStreamSystem is walq's streaming API under the sync mode named
+// ("always": walq/stream; "never": walq/never-stream): producers enqueue
+// with EnqueueAsync and wait for every Pending at the end of their run
+// (Flush, timed); consumers lease with DequeueBatch and settle each
 // batch's acks in one SettleAsync.
-func walqStreamSystem() System {
-	return System{
+func walqStreamSystem(mode string) System {
+	s := System{
 		Name: "walq/stream", Family: "walq", Mode: "stream", Kind: KindQueue,
 		Durable: true, FIFO: true, Reader: "walq/never",
-		Config: func(Hint) string {
-			return fmt.Sprintf("SyncAlways (default); AckTimeout=%v; MaxPending default (4096); "+
-				"EnqueueAsync, each producer ends with Flush (timed: its messages are durable when it stops); "+
-				"per-message latency is the EnqueueAsync call; consumers DequeueBatch(%d) and settle a batch's acks "+
-				"in one SettleAsync before leasing the next; the run's last acks are waited for by Flush",
-				walqAckTimeout, walqStreamBatch)
-		},
-		Open: func(dir string, _ Hint) (Queue, error) {
-			w, err := openWalq(dir, "always")
-			if err != nil {
-				return nil, err
-			}
-			return &walqStream{w}, nil
-		},
+		Config: func(Hint) string { return walqStreamConfig(mode) },
 	}
+	if mode == "never" { // no durable enqueue; bulk loads and the sorted queue are walq/never's
+		s.Name, s.Mode, s.Durable, s.Workloads = "walq/never-stream", "never-stream", false, []string{wDrain, wCycle}
+	}
+	s.Open = func(dir string, _ Hint) (Queue, error) {
+		w, err := openWalq(dir, mode)
+		if err != nil {
+			return nil, err
+		}
+		return &walqStream{w}, nil
+	}
+	return s
 }
 
-// walqStream is the walq/stream adapter: a walqQueue whose Enqueue does
-// not wait for the commit.
+// walqStreamConfig is the printed configuration of the streaming system
+// of a sync mode.
+func walqStreamConfig(mode string) string {
+	sync, stored := "SyncAlways (default)", "durable"
+	if mode == "never" {
+		sync, stored = "SyncNever: fsync at segment roll-over and Close only", "written"
+	}
+	return fmt.Sprintf("%s; AckTimeout=%v; MaxPending default (4096); "+
+		"EnqueueAsync, each producer ends with Flush (timed: its messages are %s when it stops); "+
+		"per-message latency is the EnqueueAsync call; consumers DequeueBatch(%d) and settle a batch's acks "+
+		"in one SettleAsync before leasing the next; the run's last acks are waited for by Flush",
+		sync, walqAckTimeout, stored, walqStreamBatch)
+}
+
+// walqStream is the adapter of walq/stream and walq/never-stream: a
+// walqQueue whose Enqueue does not wait for the commit.
 type walqStream struct{ *walqQueue }
 
 func (w *walqStream) Enqueue(ctx context.Context, payload []byte) error {
@@ -63,7 +76,8 @@ func (w *walqStream) Enqueue(ctx context.Context, payload []byte) error {
 	return err
 }
 
-// Flush waits until every message enqueued so far is durable; produce
+// Flush waits until every message enqueued so far is as durable as the
+// sync mode promises (SyncNever: written); produce
 // calls it at the end of each producer's run.
 func (w *walqStream) Flush(ctx context.Context) error { return w.q.Flush(ctx) }
 
@@ -164,7 +178,8 @@ func walqSystems() []System {
 		mk("interval", false, false,
 			fmt.Sprintf("SyncInterval=%v: Enqueue returns after the write, fsync at most every period", walqSyncInterval)),
 		mk("never", false, true, "SyncNever: fsync at segment roll-over and Close only"),
-		walqStreamSystem(),
+		walqStreamSystem("always"),
+		walqStreamSystem("never"),
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,5 +81,33 @@ func TestQueuesSurviveReopen(t *testing.T) {
 				t.Errorf("after reopen: %v", p)
 			}
 		})
+	}
+}
+
+// TestStreamRowsTakePart checks where walq's streaming rows run: the
+// durable one where durable systems are compared, the no-fsync one in the
+// no-fsync drain and cycle only (it is no durable enqueue, and the bulk
+// loads and the sorted queue are measured once per sync mode).
+func TestStreamRowsTakePart(t *testing.T) {
+	want := map[string][]string{
+		"walq/stream":       {wDrain, wCycle, wEnqueue},
+		"walq/never-stream": {wDrain, wCycle},
+	}
+	for _, s := range allSystems() {
+		only, ok := want[s.Name]
+		if !ok {
+			continue
+		}
+		delete(want, s.Name)
+		t.Run(s.Name, func(t *testing.T) {
+			for _, w := range []string{wDrain, wCycle, wEnqueue, wBacklog, wRecovery, wCrash, wSorted} {
+				if got := applies(s, w); got != slices.Contains(only, w) {
+					t.Errorf("takes part in %s: %v, want %v", w, got, !got)
+				}
+			}
+		})
+	}
+	if len(want) > 0 {
+		t.Errorf("systems missing: %v", want)
 	}
 }
