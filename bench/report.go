@@ -55,7 +55,7 @@ type rateTable struct {
 	workload  string
 	producers int
 	durable   bool     // durable systems, against walq/always; else the others, against walq/never
-	refs      []string // the walq systems whose ratios get a column
+	refs      []string // the walq systems whose ratios get a column, where they ran
 }
 
 func writeReport(w io.Writer, rows []jsonResult) {
@@ -110,6 +110,7 @@ func (t rateTable) write(w io.Writer, rows []jsonResult) {
 	if len(systems) == 0 {
 		return
 	}
+	t.refs = slices.DeleteFunc(slices.Clone(t.refs), func(ref string) bool { return !slices.Contains(systems, ref) })
 	fmt.Fprintf(w, "\n**%s** (messages/s, median of the rounds, and min–max)\n\n", t.title)
 	head, rule := "| system |", "|---|"
 	for _, p := range payloads {

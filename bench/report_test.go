@@ -35,3 +35,26 @@ func TestReportFromJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestReportLeavesOutRefsThatDidNotRun checks that a ratio column appears
+// only for a reference system that ran in the table's cells, so a results
+// file from before a row existed prints as it did.
+func TestReportLeavesOutRefsThatDidNotRun(t *testing.T) {
+	rows, _ := sampleRows()
+	var b strings.Builder
+	if err := writeJSON(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readResults(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	writeReport(&out, back)
+	if strings.Contains(out.String(), "walq/stream ÷ it") {
+		t.Errorf("the report has a walq/stream column though no walq/stream row ran:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "walq/always ÷ it |\n") {
+		t.Errorf("the report lacks its walq/always column at the end of the head:\n%s", out.String())
+	}
+}
