@@ -214,7 +214,10 @@
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and
-// releases at most 1000 ended holds. A call that stops so is called
+// releases at most 1000 ended holds; a pull leases at most 1000
+// batches a call, and a Pull whose max allows more (math.MaxInt:
+// everything) calls again while the call leased that many, each call
+// taking the keys first in order then. A call that stops so is called
 // again by the handle, a pull only when it leased nothing (one that
 // leased returns what it leased, and wakes the other handles' waiting
 // pulls, which would sleep else), so no dequeue or pull reports empty
