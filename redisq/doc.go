@@ -224,9 +224,14 @@
 // while a message or key is behind them.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
-// time or string) when it is made, and OpenSorted or OpenWindowed with
-// another kind is refused (queue.ErrInvalidOptions). A queue made by an
-// earlier version records none. There a pull of a string handle is
+// time or string) and its form (sorted or windowed) when it is made, and
+// OpenSorted or OpenWindowed with another kind, or of the other form, is
+// refused (queue.ErrInvalidOptions; the embedded queue's ErrWrongKind):
+// a sorted handle would pull a windowed queue's keys before their window
+// closes. The window itself is not recorded: every handle must agree on
+// it. A queue made by an earlier version records no form, and takes a
+// handle of either. One made before the kind was recorded records no
+// kind either: there a pull of a string handle is
 // refused before it leases anything when the queue holds another kind,
 // and one of another kind when it holds strings, as far as the stored
 // sort parts tell: an 8-byte sort part can be read both ways (a string

@@ -90,7 +90,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := s.checkWritable(ctx, fnSortedWritable, argv); err != nil {
 		return nil, err
 	}
-	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K]()); err != nil {
+	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window)); err != nil {
 		return nil, err
 	}
 	if err := s.checkACL(ctx, fnSortedProbe, argv); err != nil {
@@ -100,6 +100,15 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		return nil, err
 	}
 	return s, nil
+}
+
+// formOf names the form of a handle whose window is window (0: sorted),
+// as the queue records it (checkForm).
+func formOf(window time.Duration) string {
+	if window > 0 {
+		return "windowed"
+	}
+	return "sorted"
 }
 
 // run runs the sorted script's operation op at time now.
