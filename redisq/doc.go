@@ -154,6 +154,13 @@
 //   - Stats fills the counts, counters, OldestEnqueuedAt, DedupIDs, Sync
 //     and AckTimeout; the log fields stay zero. StatsContext reports
 //     errors.
+//   - A sorted or windowed queue's dead values are counted
+//     (Stats.SortedDead) and kept in the server's memory, payloads
+//     included, but the handle cannot list, requeue or purge them: it
+//     has no DeadValues, RequeueDead, PurgeDead, RequeueAllDead or
+//     PurgeAllDead (the stored dead value does not name its message key,
+//     which a requeue needs). Keep MaxDeliveries and dead-lettering for
+//     values that must not come back.
 //
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.
