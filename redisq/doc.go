@@ -161,6 +161,8 @@
 //     PurgeAllDead (the stored dead value does not name its message key,
 //     which a requeue needs). Keep MaxDeliveries and dead-lettering for
 //     values that must not come back.
+//   - A sorted or windowed queue refuses a message key of 65,535 bytes
+//     or more (queue.ErrInvalidOptions); the embedded queue takes it.
 //
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.

@@ -131,7 +131,9 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 
 // Publish adds a value under key at sort position sort. A NaN, or a
 // time.Time outside the years 1678 to 2262 (such as the zero time), is
-// refused with queue.ErrInvalidOptions.
+// refused with queue.ErrInvalidOptions, and so is a key of 65,535 bytes
+// or more, which the embedded queue takes (the server's members carry a
+// key's length in two bytes).
 func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
 	part, err := sortPart(sort)
 	if err != nil {
