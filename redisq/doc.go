@@ -154,6 +154,15 @@
 //   - Stats fills the counts, counters, OldestEnqueuedAt, DedupIDs, Sync
 //     and AckTimeout; the log fields stay zero. StatsContext reports
 //     errors.
+//   - A sorted or windowed queue's dead values are counted
+//     (Stats.SortedDead) and kept in the server's memory, payloads
+//     included, but the handle cannot list, requeue or purge them: it
+//     has no DeadValues, RequeueDead, PurgeDead, RequeueAllDead or
+//     PurgeAllDead (the stored dead value does not name its message key,
+//     which a requeue needs). Keep MaxDeliveries and dead-lettering for
+//     values that must not come back.
+//   - A sorted or windowed queue refuses a message key of 65,535 bytes
+//     or more (queue.ErrInvalidOptions); the embedded queue takes it.
 //
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.
@@ -214,16 +223,24 @@
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and
-// releases at most 1000 ended holds. A call that stops so is called
+// releases at most 1000 ended holds; a pull leases at most 1000
+// batches a call, and a Pull whose max allows more (math.MaxInt:
+// everything) calls again while the call leased that many, each call
+// taking the keys first in order then. A call that stops so is called
 // again by the handle, a pull only when it leased nothing (one that
 // leased returns what it leased, and wakes the other handles' waiting
 // pulls, which would sleep else), so no dequeue or pull reports empty
 // while a message or key is behind them.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
-// time or string) when it is made, and OpenSorted or OpenWindowed with
-// another kind is refused (queue.ErrInvalidOptions). A queue made by an
-// earlier version records none. There a pull of a string handle is
+// time or string) and its form (sorted or windowed) when it is made, and
+// OpenSorted or OpenWindowed with another kind, or of the other form, is
+// refused (queue.ErrInvalidOptions; the embedded queue's ErrWrongKind):
+// a sorted handle would pull a windowed queue's keys before their window
+// closes. The window itself is not recorded: every handle must agree on
+// it. A queue made by an earlier version records no form, and takes a
+// handle of either. One made before the kind was recorded records no
+// kind either: there a pull of a string handle is
 // refused before it leases anything when the queue holds another kind,
 // and one of another kind when it holds strings, as far as the stored
 // sort parts tell: an 8-byte sort part can be read both ways (a string

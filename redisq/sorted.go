@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -89,7 +90,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := s.checkWritable(ctx, fnSortedWritable, argv); err != nil {
 		return nil, err
 	}
-	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K]()); err != nil {
+	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window)); err != nil {
 		return nil, err
 	}
 	if err := s.checkACL(ctx, fnSortedProbe, argv); err != nil {
@@ -99,6 +100,15 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		return nil, err
 	}
 	return s, nil
+}
+
+// formOf names the form of a handle whose window is window (0: sorted),
+// as the queue records it (checkForm).
+func formOf(window time.Duration) string {
+	if window > 0 {
+		return "windowed"
+	}
+	return "sorted"
 }
 
 // run runs the sorted script's operation op at time now.
@@ -121,7 +131,9 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 
 // Publish adds a value under key at sort position sort. A NaN, or a
 // time.Time outside the years 1678 to 2262 (such as the zero time), is
-// refused with queue.ErrInvalidOptions.
+// refused with queue.ErrInvalidOptions, and so is a key of 65,535 bytes
+// or more, which the embedded queue takes (the server's members carry a
+// key's length in two bytes).
 func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
 	part, err := sortPart(sort)
 	if err != nil {
@@ -205,6 +217,12 @@ func (h *handle) pass(woken chan struct{}) {
 	}
 }
 
+// pullTokens is the most batches one call of the pull function leases:
+// each takes a lease token the client draws and sends, so a pull of a
+// larger max (math.MaxInt: everything) calls again while every token was
+// taken, instead of drawing a token per value max allows.
+const pullTokens = 1000
+
 // pullOnce runs one pull. With nothing pullable it returns when a key may
 // become pullable by time alone (a hold ends, a window closes), or zero.
 // A batch that does not decode goes to the dead set (its values are
@@ -213,24 +231,27 @@ func (h *handle) pass(woken chan struct{}) {
 // no values (scripts/sorted_ops.lua): a key may be pullable behind them.
 func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K], due time.Time, buried int, again bool, err error) {
 	now := s.o.Clock.Now()
-	bound := ""
-	if s.window > 0 {
-		bound = string(windowBound(now, s.window))
+	var raw, r []any
+	var late error // a call after the first failed: the batches leased before are the caller's
+	for n := 0; n < max; {
+		tokens := min(max-n, pullTokens)
+		next, err := s.pullCall(ctx, now, max-n, tokens)
+		if err != nil && r == nil {
+			return nil, time.Time{}, 0, false, err
+		}
+		if err != nil {
+			late = err
+			break
+		}
+		r = next
+		got, _ := r[0].([]any)
+		raw = append(raw, got...)
+		again = toInt(r[3]) == 1
+		if len(got) < tokens || again {
+			break
+		}
+		n += countValues(got)
 	}
-	args := []any{max, bound}
-	for range max {
-		args = append(args, strconv.FormatUint(newToken(), 10))
-	}
-	v, err := s.run(ctx, now, "pull", args...)
-	if err != nil {
-		return nil, time.Time{}, 0, false, err
-	}
-	r, _ := v.([]any)
-	if len(r) != 4 {
-		return nil, time.Time{}, 0, false, fmt.Errorf("redisq: pull: unexpected reply %v", v)
-	}
-	again = toInt(r[3]) == 1
-	raw, _ := r[0].([]any)
 	out := make([]*queue.Batch[K], 0, len(raw))
 	var failed error // a failed bury: the batch stays leased until its lease runs out
 	for _, x := range raw {
@@ -246,8 +267,51 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		out = append(out, b)
 	}
 	if len(out) == 0 && failed != nil { // the others leased are the caller's
-		return nil, time.Time{}, buried, again, failed
+		return nil, time.Time{}, buried, again, errors.Join(failed, late)
 	}
+	return out, s.pullableAt(r), buried, again, late
+}
+
+// pullCall runs the pull function once, for up to max values and tokens
+// batches, and returns its reply: {batches, earliest hold end or -1, sort
+// part of the first key or ”, again}.
+func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int) ([]any, error) {
+	bound := ""
+	if s.window > 0 {
+		bound = string(windowBound(now, s.window))
+	}
+	args := []any{max, bound}
+	for range tokens {
+		args = append(args, strconv.FormatUint(newToken(), 10))
+	}
+	v, err := s.run(ctx, now, "pull", args...)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := v.([]any)
+	if len(r) != 4 {
+		return nil, fmt.Errorf("redisq: pull: unexpected reply %v", v)
+	}
+	return r, nil
+}
+
+// countValues returns how many values the pulled batches raw hold.
+func countValues(raw []any) int {
+	n := 0
+	for _, x := range raw {
+		if b, _ := x.([]any); len(b) == 3 {
+			vals, _ := b[2].([]any)
+			n += len(vals)
+		}
+	}
+	return n
+}
+
+// pullableAt returns when a key may become pullable by time alone, from a
+// pull's reply r: a hold ends, or, windowed, the first key's window
+// closes; zero when neither.
+func (s *Sorted[K]) pullableAt(r []any) time.Time {
+	var due time.Time
 	if h := toInt(r[1]); h >= 0 {
 		due = time.UnixMicro(h)
 	}
@@ -257,7 +321,7 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 			due = at
 		}
 	}
-	return out, due, buried, again, nil
+	return due
 }
 
 // windowBound is the sort part of the latest publish time whose key is

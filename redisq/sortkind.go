@@ -17,7 +17,8 @@ import (
 // (placed in scripts/sorted.lua), for the kinds whose sort parts differ
 // in length. It talks to the queue's master (primary): a replica that
 // lags could show a queue with values as new, and have it stamped.
-func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind string) error {
+// It then checks the form (checkForm).
+func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind, form string) error {
 	got, err := rdb.HGet(ctx, statsKey, "kind").Result()
 	if errors.Is(err, redis.Nil) {
 		found, xerr := present(ctx, rdb, seqKey)
@@ -26,6 +27,10 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 		}
 		if found {
 			return nil
+		}
+		// The form first: a handle that finds the kind finds the form.
+		if _, err := rdb.HSetNX(ctx, statsKey, "form", form).Result(); err != nil {
+			return fmt.Errorf("redisq: sorted queue %q: record its form: %w", name, err)
 		}
 		if _, err := rdb.HSetNX(ctx, statsKey, "kind", kind).Result(); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its sort key kind: %w", name, err)
@@ -38,6 +43,27 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 	if got != kind {
 		return fmt.Errorf("%w: redisq: sorted queue %q holds sort keys of kind %s, this handle's are %s",
 			queue.ErrInvalidOptions, name, got, kind)
+	}
+	return checkForm(ctx, rdb, name, statsKey, form)
+}
+
+// checkForm refuses a handle whose form ("sorted" or "windowed") is not
+// the one the queue records in the field "form" of its stats hash, as
+// the embedded queue refuses to open one kind as the other: a sorted
+// handle on a windowed queue would pull keys before their window
+// closes. A queue made by an earlier version records none, and takes
+// either.
+func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form string) error {
+	got, err := rdb.HGet(ctx, statsKey, "form").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("redisq: sorted queue %q: read its form: %w", name, err)
+	}
+	if got != form {
+		return fmt.Errorf("%w: redisq: queue %q is a %s queue, this handle's is %s",
+			queue.ErrInvalidOptions, name, got, form)
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ func TestSorted(t *testing.T, e SortedEngine) {
 		{"ExtendAndDeadLetter", testBatchExtendDead},
 		{"SingleFlight", testSingleFlight},
 		{"BlockingPullWakes", testBlockingPull},
+		{"CloseEndsPull", testPullClose},
 		{"Windowed", testWindowed},
 		{"FarFuture", testSortedFarFuture},
 		{"WindowedForever", testWindowedForever},
@@ -276,6 +277,38 @@ func testBlockingPull(t *testing.T, e SortedEngine) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Pull did not return after its context was cancelled")
 	}
+}
+
+// testPullClose: Close returns a Pull that blocks, sorted or windowed
+// (waiting for a window to close), with ErrClosed, and every call after
+// it fails with ErrClosed.
+func testPullClose(t *testing.T, e SortedEngine) {
+	v := openSorted(t, e, SortedOptions{})
+	o := SortedOptions{Options: Options{AckTimeout: 10 * time.Second, MaxDeliveries: -1, Clock: NewClock()}, Window: time.Minute}
+	w := e.OpenWindowed(t, o)
+	require.NoError(t, w.Publish(context.Background(), "k", []byte("v"))) // due in a minute
+	pulls := []func() error{
+		func() error { _, err := v.q.Pull(context.Background(), 10); return err },
+		func() error { _, err := w.Pull(context.Background(), 10); return err },
+	}
+	closes := []func() error{v.q.Close, w.Close}
+	for i, pull := range pulls {
+		errc := make(chan error, 1)
+		go func() { errc <- pull() }()
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, closes[i]())
+		select {
+		case err := <-errc:
+			require.ErrorIs(t, err, queue.ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a blocked Pull did not return at Close")
+		}
+	}
+	_, err := v.q.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrClosed)
+	require.ErrorIs(t, v.q.Publish(context.Background(), 1, "k", nil), queue.ErrClosed)
+	_, err = w.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrClosed)
 }
 
 func testWindowed(t *testing.T, e SortedEngine) {

@@ -380,6 +380,42 @@ local function toDead(seq, reason)
   redis.call('HSET', K_VREASON, seq, reason)
 end
 
+-- killPastLimit moves the values among found (the pending members of
+-- key, p its prefix, minlen the least length after it) that have had
+-- MaxDeliveries to the dead set, as a pull of the embedded queue does: a
+-- value given back while the limit did not apply (a handle with a higher
+-- limit or none) is not delivered again. It reports whether there were
+-- any; the key then takes its place anew at the values left, so that the
+-- pull meets it there. A count that is gone or garbled counts as none, as
+-- giveback reads it.
+local function killPastLimit(key, found, p, minlen)
+  if maxd <= 0 then return false end
+  local ms, seqs = {}, {}
+  for _, pm in ipairs(found) do
+    if #pm >= #p + minlen then
+      ms[#ms + 1] = pm
+      seqs[#seqs + 1] = unseq8(string.sub(pm, -8))
+    end
+  end
+  local past = {}
+  for i = 1, #seqs, 1000 do
+    local ds = redis.call('HMGET', K_VINFO, unpack(seqs, i, math.min(i + 999, #seqs)))
+    for j, d in ipairs(ds) do
+      local n = tonumber(d)
+      if n and n >= maxd then past[#past + 1] = {i + j - 1, d} end
+    end
+  end
+  if #past == 0 then return false end
+  for _, x in ipairs(past) do
+    redis.call('ZREM', K_PEND, ms[x[1]])
+    toDead(seqs[x[1]], x[2] .. ' deliveries, limit ' .. maxd .. '; not delivered again')
+  end
+  local w = woke
+  place(key) -- pullable before as well: no one to wake
+  woke = w
+  return true
+end
+
 -- giveback puts a batch's values back at their sort keys, or dead at
 -- MaxDeliveries; delay > 0 holds the key. The delivery count is read
 -- only under a limit; one that is gone or garbled counts as none (a Lua

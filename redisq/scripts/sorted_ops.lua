@@ -81,32 +81,36 @@ elseif op == 'pull' then
     else
       local p = keyprefix(key)
       local found = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
-      redis.call('ZREM', K_ORDER, m) -- unplace, its place known
-      redis.call('HDEL', K_POS, key)
-      zremAll(K_PEND, found)
-      -- A pending member too short to end in a seq (written by hand) is a
-      -- stray too: dropped, not leased.
-      local members, vals = {}, {}
-      for _, pm in ipairs(found) do
-        if #pm >= #p + minlen then
-          local seq = unseq8(string.sub(pm, -8))
-          members[#members + 1] = pm
-          vals[#vals + 1] = {seq, delivered(seq), redis.call('HGET', K_VAL, seq)}
-        end
-      end
-      if #members > 0 then
-        local tok = ARGV[10 + #out]
-        if #out == 0 then earlier(K_BDUE, now + ackto) end
-        local rec = cmsgpack.pack({key, members, now})
-        redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
-        redis.call('ZADD', K_BDUE, now + ackto, tok)
-        flights(key, 1)
-        redis.call('HINCRBY', K_STATS, 'pulled', 1)
-        redis.call('HINCRBY', K_STATS, 'leased', #members)
-        out[#out + 1] = {tok, key, vals}
-        n = n + #members
+      if killPastLimit(key, found, p, minlen) then
+        idle = idle + 1 -- the key is met again at its new place, if any
       else
-        idle = idle + 1
+        redis.call('ZREM', K_ORDER, m) -- unplace, its place known
+        redis.call('HDEL', K_POS, key)
+        zremAll(K_PEND, found)
+        -- A pending member too short to end in a seq (written by hand) is a
+        -- stray too: dropped, not leased.
+        local members, vals = {}, {}
+        for _, pm in ipairs(found) do
+          if #pm >= #p + minlen then
+            local seq = unseq8(string.sub(pm, -8))
+            members[#members + 1] = pm
+            vals[#vals + 1] = {seq, delivered(seq), redis.call('HGET', K_VAL, seq)}
+          end
+        end
+        if #members > 0 then
+          local tok = ARGV[10 + #out]
+          if #out == 0 then earlier(K_BDUE, now + ackto) end
+          local rec = cmsgpack.pack({key, members, now})
+          redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
+          redis.call('ZADD', K_BDUE, now + ackto, tok)
+          flights(key, 1)
+          redis.call('HINCRBY', K_STATS, 'pulled', 1)
+          redis.call('HINCRBY', K_STATS, 'leased', #members)
+          out[#out + 1] = {tok, key, vals}
+          n = n + #members
+        else
+          idle = idle + 1
+        end
       end
     end
   end

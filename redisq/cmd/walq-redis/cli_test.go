@@ -177,3 +177,31 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, r.stdout, "(delivery 2, same id")
 	require.Contains(t, r.stdout, "late ack with its old receipt is refused")
 }
+
+// TestRefusesSortedQueue: the commands run on ack queues; a name that
+// holds a sorted or windowed queue and no ack queue is refused, saying
+// so, instead of being shown as an empty ack queue or given one beside
+// it. A name that holds both is the ack queue's.
+func TestRefusesSortedQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "events", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	url := "redis://" + srv.Addr + "/0/events"
+	for _, args := range [][]string{{"stats", url}, {"dlq", "list", url}, {"enqueue", url, "x"}, {"dequeue", url}} {
+		r := run(t, 1, "", args...)
+		require.Contains(t, r.stderr, "sorted or windowed queue", "walq-redis %v", args)
+	}
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("v")))
+	run(t, 1, "", "stats", url)
+	st := s.Stats()
+	require.Equal(t, 1, st.SortedPending, "the sorted queue is left as it was")
+
+	q, err := redisq.Open(ctx, srv.Client(), "events", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("ack"))
+	require.NoError(t, err)
+	require.Contains(t, run(t, 0, "", "stats", url).stdout, "enqueued 1")
+}

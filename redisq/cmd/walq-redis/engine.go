@@ -45,12 +45,52 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 		return nil, fmt.Errorf("%w: %v", queue.ErrInvalidOptions, err)
 	}
 	rdb := redis.NewClient(ro)
+	if err := refuseSorted(ctx, rdb, target, name); err != nil {
+		return nil, errors.Join(err, rdb.Close())
+	}
 	q, err := redisq.Open(ctx, rdb, name, &redisq.Options{AckTimeout: o.AckTimeout,
 		Sync: queue.SyncInterval, TrustServer: o.Inspect})
 	if err != nil {
 		return nil, errors.Join(err, rdb.Close())
 	}
 	return ownedQueue{Queue: q, rdb: rdb}, nil
+}
+
+// refuseSorted refuses a name that holds a sorted or windowed queue and
+// no ack queue: the commands run on ack queues only, and would show it as
+// an empty ack queue, or make one beside it. It reads the counters that
+// a queue of each kind keeps for good (the seq keys, walq:{NAME}:2:seq of
+// an ack queue, walq:{NAME}:seq of its first layout, walq:{NAME}:s:seq of
+// a sorted one) and the sort key kind a sorted queue records when it is
+// opened, with GET and HGET, which redisq.Open runs too.
+func refuseSorted(ctx context.Context, rdb redis.Cmdable, target, name string) error {
+	p := "walq:{" + name + "}:"
+	sorted, err := exists(rdb.Get(ctx, p+"s:seq"))
+	if err == nil && !sorted {
+		sorted, err = exists(rdb.HGet(ctx, p+"s:stats", "kind"))
+	}
+	if err != nil || !sorted {
+		return err
+	}
+	for _, k := range []string{p + "2:seq", p + "seq"} {
+		if ack, err := exists(rdb.Get(ctx, k)); err != nil || ack {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs on ack queues only",
+		queue.ErrInvalidOptions, target)
+}
+
+// exists reports whether the read c found its key (or field).
+func exists(c *redis.StringCmd) (bool, error) {
+	err := c.Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %v: %w", c.Args()[1], err)
+	}
+	return true, nil
 }
 
 // ownedQueue is a queue handle whose client the command opened: Close
