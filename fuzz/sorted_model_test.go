@@ -700,16 +700,20 @@ func (m *sortedModel) ack(b *sortedBatch) {
 }
 
 // endLease puts the batch's values back, or in the dead set once they had
-// MaxDeliveries; hold > 0 keeps the key from being pulled until then.
+// MaxDeliveries; hold > 0 keeps the key from being pulled until then, if
+// a value was put back.
 func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 	delete(m.batches, b.lease)
+	back := false
 	for _, v := range b.vals {
 		v.state = sortedPending
 		if m.maxDeliver > 0 && v.deliveries >= m.maxDeliver {
 			v.state = sortedDead
+			continue
 		}
+		back = true
 	}
-	if hold > 0 {
+	if hold > 0 && back {
 		m.holds[b.key] = hold
 	}
 }

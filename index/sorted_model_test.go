@@ -113,14 +113,16 @@ func (m *sortedModel) ret(lease uint64, hold int64, limit uint32, reason string)
 		return b, false
 	}
 	delete(m.batches, lease)
+	back := false
 	for _, v := range b.Values {
 		if limit > 0 && v.Deliveries >= limit {
 			m.dead[v.Seq] = index.DeadValue{SortedValue: v, Reason: reason}
 			continue
 		}
 		m.pending = append(m.pending, v)
+		back = true
 	}
-	if hold > 0 {
+	if hold > 0 && back { // a batch whose values all went dead holds nothing back
 		m.held[b.Key] = hold
 	}
 	return b, true

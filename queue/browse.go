@@ -213,9 +213,14 @@ type KeyInfo[K SortKey] struct {
 }
 
 // Keys returns up to limit keys after the key after (all keys when after is
-// ""), in key order, with their pending values. It changes nothing; the
-// index is copied under the lock and read outside it.
+// ""), in key order, with their pending values; the next page starts
+// after the last one's Key. A limit that is not positive is refused with
+// ErrInvalidOptions, as Browse refuses it. It changes nothing; the index
+// is copied under the lock and read outside it.
 func (s *Sorted[K]) Keys(after string, limit int) ([]KeyInfo[K], error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: keys, limit %d", ErrInvalidOptions, limit)
+	}
 	q := s.q
 	q.mu.Lock()
 	if q.mu.closed {

@@ -136,3 +136,24 @@ func TestPeekDamagedPendingMessage(t *testing.T) {
 	_, err = q.Peek(q.Stats().LastLSN + 100)
 	require.ErrorIs(t, err, queue.ErrNotFound, "past the log")
 }
+
+// Keys refuses a limit that is not positive, as Browse does, on sorted
+// and windowed queues alike: 0 returned no key and a negative limit all
+// of them, so a caller that passed a page size by mistake got either.
+func TestKeysRefusesBadLimit(t *testing.T) {
+	s, err := queue.OpenSorted[int64](t.TempDir(), nil)
+	require.NoError(t, err)
+	defer s.Close()
+	w, err := queue.OpenWindowed(t.TempDir(), &queue.WindowOptions{Window: time.Hour})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx := context.Background()
+	require.NoError(t, s.Publish(ctx, 1, "a", []byte("x")))
+	require.NoError(t, w.Publish(ctx, "a", []byte("x")))
+	for _, limit := range []int{0, -1} {
+		ks, err := s.Keys("", limit)
+		require.ErrorIs(t, err, queue.ErrInvalidOptions, "sorted, limit %d: %v", limit, ks)
+		wks, err := w.Keys("", limit)
+		require.ErrorIs(t, err, queue.ErrInvalidOptions, "windowed, limit %d: %v", limit, wks)
+	}
+}

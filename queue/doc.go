@@ -122,7 +122,11 @@
 // every entry Open reads. Open reads the snapshot and the log above it;
 // Verify and Repair read every byte. An entry below the snapshot is checked
 // when something reads it (a delivery: see the next paragraph); a message is never
-// skipped or delivered from bad bytes. Damage is ErrCorrupt naming the way
+// skipped or delivered from bad bytes. A compaction checks each record it
+// would copy forward as a delivery does (its checksum, and that it is the
+// record of the message or value the index names) and leaves a damaged
+// one where it is, never copied with a fresh checksum: the delivery that
+// reaches it reports the damage. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost and reports it; it

@@ -68,24 +68,48 @@ func (q *Queue) noteSettled(e index.Entry, rec *record, out *settled) {
 	}
 }
 
-// deadNote is a dead-lettering to log.
+// deadNote is a dead-lettering to log: of a message, or of a sorted
+// queue's value (key set).
 type deadNote struct {
 	id         string // the message's id
+	key        string // the sorted value's message key; "" for a message
 	seq        uint64 // its sequence number
 	deliveries uint32 // deliveries it had
 	reason     string // the dead-letter reason its record holds
 }
 
 // logDead logs the dead-letterings of a settle, or of a delivery that
-// MaxDeliveries kept from a ready message (leaseOneLocked). It runs
+// MaxDeliveries kept from a ready message (leaseOneLocked); for a sorted
+// queue, of a batch's dead-letter or nack past MaxDeliveries, or of a
+// pull that MaxDeliveries kept from a value. It runs
 // without q.mu: the Logger's handler is the user's, and may call the
 // queue (Stats, say) or block on its own output without stopping the
 // queue.
 func (q *Queue) logDead(ds []deadNote) {
 	for _, d := range ds {
+		if d.key != "" {
+			q.logger().Info("queue: value dead-lettered", "key", d.key, "seq", d.seq,
+				"deliveries", d.deliveries, "reason", d.reason)
+			continue
+		}
 		q.logger().Info("queue: message dead-lettered", "id", d.id, "seq", d.seq,
 			"deliveries", d.deliveries, "reason", d.reason)
 	}
+}
+
+// noteBatchDead keeps in out the values of the batch b that rec, appended,
+// dead-letters: all of them for a batch dead-letter, those past
+// MaxDeliveries for a return.
+func (q *Queue) noteBatchDead(b index.Batch, rec *record, out *[]deadNote) {
+	for _, v := range b.Values {
+		if rec.Op == opBatchDead || (rec.Op == opBatchReturn && rec.Count > 0 && v.Deliveries >= rec.Count) {
+			*out = append(*out, valueDeadNote(v, rec.Reason))
+		}
+	}
+}
+
+func valueDeadNote(v index.SortedValue, reason string) deadNote {
+	return deadNote{key: v.Key, seq: v.Seq, deliveries: v.Deliveries, reason: reason}
 }
 
 // checkWriteError logs the log's sticky write error the first time it is

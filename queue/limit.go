@@ -19,9 +19,10 @@ func (q *Queue) pastLimit(n uint32) bool {
 }
 
 // killPastLimitLocked dead-letters the pending values of key that have
-// had MaxDeliveries (pastLimit), which a pull would deliver again, and
-// reports whether there were any.
-func (q *Queue) killPastLimitLocked(key string, now int64) (bool, error) {
+// had MaxDeliveries (pastLimit), which a pull would deliver again, keeps
+// them in dead to be logged without q.mu, and reports whether there were
+// any.
+func (q *Queue) killPastLimitLocked(key string, now int64, dead *[]deadNote) (bool, error) {
 	if q.opts.MaxDeliveries <= 0 {
 		return false, nil
 	}
@@ -38,6 +39,7 @@ func (q *Queue) killPastLimitLocked(key string, now int64) (bool, error) {
 		if _, err := q.appendLocked(r, nil); err != nil {
 			return false, err
 		}
+		*dead = append(*dead, valueDeadNote(v, r.Reason))
 	}
 	return len(past) > 0, nil
 }

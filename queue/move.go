@@ -132,12 +132,35 @@ func leasedBelow(sq *index.Sorted, target uint64) []leasedValue {
 	return out
 }
 
+// readMovable reads the record at loc for a copy forward, without the
+// lock, and checks with check that it is the one the index names. A record
+// that a salvaging open lost is reported as lost. A record that is
+// damaged (ErrCorrupt: its checksum, or another message's record) comes
+// back nil with a nil error: it is not copied, never given a fresh
+// checksum, and stays where it is, so the delivery that reaches it
+// reports the damage (a ReadError). Any other error is returned.
+func (q *Queue) readMovable(loc uint64, check func(*record) error) (r *record, lost bool, err error) {
+	r, err = q.readRecord(loc)
+	if err == nil {
+		err = check(r)
+	}
+	switch {
+	case err == nil:
+		return r, false, nil
+	case errors.Is(err, wal.ErrNotFound) && q.opts.Salvage:
+		return nil, true, nil
+	case errors.Is(err, ErrCorrupt):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
 // moveEntry copies the payload record of e forward if e is still where it
-// was; it reads the payload without the lock.
+// was; it reads the payload without the lock. A damaged record stays where
+// it is (readMovable).
 func (q *Queue) moveEntry(e index.Entry, p *pacer) (bool, error) {
-	r, err := q.readRecord(e.Loc)
-	lost := errors.Is(err, wal.ErrNotFound) && q.opts.Salvage
-	if err != nil && !lost {
+	r, lost, err := q.readMovable(e.Loc, func(r *record) error { return checkPayloadRecord(r, e.Seq, e.Loc) })
+	if r == nil && !lost {
 		return false, err
 	}
 	q.mu.Lock()
@@ -167,11 +190,11 @@ func (q *Queue) appendPaced(rec *record, p *pacer) (bool, error) {
 	return err == nil, err
 }
 
-// moveValue copies a sorted queue's pending or dead value forward.
+// moveValue copies a sorted queue's pending or dead value forward. A
+// damaged record stays where it is (readMovable).
 func (q *Queue) moveValue(v index.SortedValue, p *pacer) (bool, error) {
-	r, err := q.readRecord(v.Loc)
-	lost := errors.Is(err, wal.ErrNotFound) && q.opts.Salvage
-	if err != nil && !lost {
+	r, lost, err := q.readMovable(v.Loc, func(r *record) error { return checkValueRecord(r, v) })
+	if r == nil && !lost {
 		return false, err
 	}
 	q.mu.Lock()
@@ -197,14 +220,8 @@ func (q *Queue) moveValue(v index.SortedValue, p *pacer) (bool, error) {
 // lease's end settles it (a salvaging open ended every lease before it
 // copies, so only a batch pulled since holds such a value).
 func (q *Queue) moveLeasedValue(lv leasedValue, p *pacer) (bool, error) {
-	r, err := q.readRecord(lv.Loc)
-	if err == nil {
-		err = checkValueRecord(r, lv.SortedValue)
-	}
-	if errors.Is(err, ErrCorrupt) || (errors.Is(err, wal.ErrNotFound) && q.opts.Salvage) {
-		return false, nil
-	}
-	if err != nil {
+	r, _, err := q.readMovable(lv.Loc, func(r *record) error { return checkValueRecord(r, lv.SortedValue) })
+	if r == nil {
 		return false, err
 	}
 	q.mu.Lock()

@@ -72,9 +72,14 @@ type Options struct {
 	// dead-lettered by a settle or by a delivery that MaxDeliveries kept
 	// from it, the log's sticky write error (Info and above), and
 	// snapshots, compactions and copy-forward with their durations (Debug).
+	// Sorted and windowed queues log each value dead-lettered by a batch's
+	// dead-letter, a nack past MaxDeliveries or a pull that MaxDeliveries
+	// kept from it ("queue: value dead-lettered", with its key and seq);
+	// a value that a batch's lease running out dead-letters is not
+	// logged one by one.
 	// Nothing else is logged per message on the enqueue and delivery paths.
-	// Sorted and windowed queues log no dead-lettering. Default nil: no
-	// logging.
+	// Every event is logged without the queue's lock held: the handler
+	// may call the queue. Default nil: no logging.
 	Logger *slog.Logger
 	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,
 	// SettleAsync, AckAsync) appended and not yet complete; such a call

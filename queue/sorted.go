@@ -156,7 +156,9 @@ func (b *Batch[K]) Ack() error {
 
 // Nack puts the batch's values back at their sort keys; the key is not
 // pulled again before delay has passed. Values that have had
-// MaxDeliveries go to the dead set instead.
+// MaxDeliveries go to the dead set instead; when all of them do, the
+// delay holds nothing back: a value published to the key since is pulled
+// as if no nack had been made.
 func (b *Batch[K]) Nack(delay time.Duration) error {
 	if b.q == nil {
 		return b.s.Nack(b.Receipt, delay)

@@ -68,10 +68,14 @@ func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *rec
 	}
 	rec := mk(b, now)
 	c, err := q.appendLocked(rec, nil)
+	var dead []deadNote
 	if err == nil && rec.Op == opBatchExtend {
 		q.noteLeaseLocked(rec.Due)
+	} else if err == nil {
+		q.noteBatchDead(b, rec, &dead)
 	}
 	q.mu.Unlock()
+	q.logDead(dead)
 	if err != nil {
 		return err
 	}

@@ -50,10 +50,12 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 			return nil, err
 		}
 		q.waiters.Add(1)
+		var dead []deadNote // values MaxDeliveries kept from the pull, logged without q.mu
 		q.mu.Lock()
-		bs, c, err := q.pullLocked(max, s.bound())
+		bs, c, err := q.pullLocked(max, s.bound(), &dead)
 		if err != nil || len(bs) > 0 || !block {
 			q.mu.Unlock()
+			q.logDead(dead)
 			q.waiters.Add(-1)
 			if len(bs) == 0 {
 				return nil, cmp.Or(err, ErrEmpty)
@@ -63,6 +65,7 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 		}
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
 		q.mu.Unlock()
+		q.logDead(dead)
 		err = q.sleep(ctx, changed, d)
 		q.waiters.Add(-1)
 		if err != nil {
@@ -90,7 +93,9 @@ type pulled struct {
 // pullLocked leases whole keys, in order, until max values are taken. A
 // failed append after some keys were pulled returns them with the error:
 // they are leased, and are the caller's to deliver, as in leaseLocked.
-func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error) {
+// The values MaxDeliveries kept from the pull are added to dead, for the
+// caller to log once q.mu is released.
+func (q *Queue) pullLocked(max int, bound []byte, dead *[]deadNote) ([]pulled, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -106,7 +111,7 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 		if !ok || (bound != nil && bytes.Compare(sort, bound) > 0) {
 			break
 		}
-		if killed, err := q.killPastLimitLocked(key, now); err != nil || killed {
+		if killed, err := q.killPastLimitLocked(key, now, dead); err != nil || killed {
 			if err != nil {
 				failed = err
 				break

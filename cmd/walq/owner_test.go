@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -215,4 +216,38 @@ func tearTail(t *testing.T, dir string) {
 	_, err = f.Write([]byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07})
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
+}
+
+// TestStatsCountsDedupIDsAsTheOwner: after a crash, walq stats replays
+// the acks since the snapshot as the application's open does. It
+// replayed them with no dedup window, forgetting each acked id, so its
+// dedup ids trailed what the application, with its window, then reports.
+func TestStatsCountsDedupIDsAsTheOwner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q")
+	q, err := queue.Open(dir, ownerOptions())
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := q.Enqueue(ctx, []byte("body of "+id), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	for range 2 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	inspected, owned := filepath.Join(t.TempDir(), "i"), filepath.Join(t.TempDir(), "o")
+	copyTree(t, dir, inspected) // the crash: the acks are in the log, after the snapshot
+	copyTree(t, dir, owned)
+	require.NoError(t, q.Close())
+
+	var st struct {
+		DedupIDs int `json:"dedup_ids"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(mustWalq(t, 0, "", "stats", "--json", inspected).stdout), &st))
+	o, err := queue.Open(owned, ownerOptions())
+	require.NoError(t, err)
+	defer o.Close()
+	require.Equal(t, 3, o.Stats().DedupIDs, "the owner remembers the acked ids")
+	require.Equal(t, o.Stats().DedupIDs, st.DedupIDs, "walq stats counts the dedup ids the owner's open holds")
 }

@@ -26,7 +26,8 @@ sequence, deliveries, enqueue time, payload bytes and the reason it was
 dead-lettered. For a sorted or windowed queue it prints the dead values:
 id (SEQ@PUBLISHED_UNIX_NS), sequence, key, sort key, deliveries, publish
 time, payload bytes and reason. With --json, one JSON object a line,
-payload included.
+payload included (as text when printable, else base64).
+` + base64Note + `
 With --url, it reads them from a running service's mounted dashboard
 (package dashboard), without payloads.
 
@@ -51,7 +52,9 @@ var dlqShowCmd = &command{
 	long: `Dlq show prints the dead letter ID of the queue in DIR: its fields,
 headers and payload (as text when printable, else base64). In a sorted or
 windowed queue, ID is a dead value's id as dlq list prints it,
-SEQ@PUBLISHED_UNIX_NS, or its bare sequence number (see dlq requeue).`,
+SEQ@PUBLISHED_UNIX_NS, or its bare sequence number (see dlq requeue).
+With --json it prints one JSON object, as dlq list --json does.
+` + base64Note,
 	example: `walq dlq show /var/lib/app/jobs order-1234`,
 	exits:   dlqExits,
 	nargs:   [2]int{2, 2},
@@ -110,11 +113,13 @@ walq dlq purge --all /var/lib/app/jobs`,
 // deadJSON is a dead letter as dlq prints it with --json.
 type deadJSON struct {
 	ID         string            `json:"id"`
+	IDBase64   string            `json:"id_base64,omitempty"`
 	Seq        uint64            `json:"seq"`
 	Deliveries int               `json:"deliveries"`
 	EnqueuedAt string            `json:"enqueued_at,omitempty"`
 	Reason     string            `json:"reason"`
 	Headers    map[string]string `json:"headers,omitempty"`
+	Headers64  map[string]string `json:"headers_base64,omitempty"`
 	Bytes      int               `json:"payload_bytes"`
 	Payload    string            `json:"payload"`
 	Encoding   string            `json:"payload_encoding"`
@@ -122,8 +127,11 @@ type deadJSON struct {
 
 func toDeadJSON(d queue.DeadLetter) deadJSON {
 	p, enc := payloadText(d.Payload)
-	return deadJSON{ID: d.ID, Seq: d.Seq, Deliveries: d.Deliveries, EnqueuedAt: jsonTime(d.EnqueuedAt),
-		Reason: d.Reason, Headers: d.Headers, Bytes: len(d.Payload), Payload: p, Encoding: enc}
+	j := deadJSON{Seq: d.Seq, Deliveries: d.Deliveries, EnqueuedAt: jsonTime(d.EnqueuedAt),
+		Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
+	j.ID, j.IDBase64 = textOrBase64(d.ID)
+	j.Headers, j.Headers64 = splitHeaders(d.Headers)
+	return j
 }
 
 // eachDead calls fn for every dead letter, oldest first, until it returns

@@ -49,6 +49,7 @@ type deadValueJSON struct {
 	ID          string `json:"id"` // SEQ@PUBLISHED_UNIX_NS, the name dlq show, requeue and purge take
 	Seq         uint64 `json:"seq"`
 	Key         string `json:"key"`
+	KeyBase64   string `json:"key_base64,omitempty"`
 	Sort        string `json:"sort"`
 	Deliveries  int    `json:"deliveries"`
 	PublishedAt string `json:"published_at,omitempty"`
@@ -60,8 +61,10 @@ type deadValueJSON struct {
 
 func toDeadValueJSON(d deadValueRow) deadValueJSON {
 	p, enc := payloadText(d.Payload)
-	return deadValueJSON{ID: nameOf(d).String(), Seq: d.Seq, Key: d.Key, Sort: d.Sort, Deliveries: d.Deliveries,
+	j := deadValueJSON{ID: nameOf(d).String(), Seq: d.Seq, Sort: d.Sort, Deliveries: d.Deliveries,
 		PublishedAt: jsonTime(d.PublishedAt), Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
+	j.Key, j.KeyBase64 = textOrBase64(d.Key)
+	return j
 }
 
 // eachDeadValue calls fn for every dead value in sequence order until it

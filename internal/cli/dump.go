@@ -31,6 +31,7 @@ gave the id), key and sort (a publish's message key and sort key), size
 holds a payload its length (payload_bytes) and, unless --payload=false,
 the payload. A payload that is printable UTF-8 is shown as text
 ("payload_encoding": "text"), any other as base64 ("base64").
+` + base64Note + `
 
 Dump writes nothing. A queue that another process has open is read as
 that process has written it so far. Records before the last snapshot may
@@ -63,7 +64,9 @@ type dumpRecord struct {
 	Seq        uint64            `json:"seq,omitempty"`
 	Lease      uint64            `json:"lease,omitempty"`
 	ID         string            `json:"id,omitempty"`
+	IDBase64   string            `json:"id_base64,omitempty"`
 	Key        string            `json:"key,omitempty"`
+	KeyBase64  string            `json:"key_base64,omitempty"`
 	Sort       any               `json:"sort,omitempty"`
 	ProducerID bool              `json:"producer_id,omitempty"`
 	Size       int               `json:"size"`
@@ -71,6 +74,7 @@ type dumpRecord struct {
 	Due        string            `json:"due,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
+	Headers64  map[string]string `json:"headers_base64,omitempty"`
 	Values     []uint64          `json:"values,omitempty"` // batch-ack, batch-dead: the Seqs of the batch's values
 	PayloadLen *int              `json:"payload_bytes,omitempty"`
 	Payload    *string           `json:"payload,omitempty"`
@@ -121,9 +125,12 @@ func runDump(e *env, dir string, o dumpOptions) error {
 
 // toDump converts a record to its JSON line.
 func toDump(r queue.Record, payload bool) dumpRecord {
-	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ID: r.ID, ProducerID: r.ProducerID,
-		Key: r.Key, Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due),
-		Reason: r.Reason, Headers: r.Headers, Values: r.Values}
+	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ProducerID: r.ProducerID,
+		Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due),
+		Reason: r.Reason, Values: r.Values}
+	d.ID, d.IDBase64 = textOrBase64(r.ID)
+	d.Key, d.KeyBase64 = textOrBase64(r.Key)
+	d.Headers, d.Headers64 = splitHeaders(r.Headers)
 	if r.Op != "enqueue" && r.Op != "move" && r.Op != "move-dead" && r.Op != "publish" {
 		return d
 	}

@@ -129,6 +129,7 @@ a few header lines (receipt, id, delivery, enqueued, one "header: k=v"
 line per header), a blank line, then the payload as enqueued, followed
 by a newline unless it ends with one. With --json it prints one JSON
 object instead, the payload as text when printable, else base64.
+` + base64Note + `
 
 The lease lasts --ack-timeout. Finish the message with 'walq ack DIR
 RECEIPT' (or give it back with 'walq nack'); if no ack comes in time, the
@@ -158,10 +159,12 @@ type dequeueOptions struct {
 type messageJSON struct {
 	Receipt     string            `json:"receipt"`
 	ID          string            `json:"id"`
+	IDBase64    string            `json:"id_base64,omitempty"`
 	Deliveries  int               `json:"deliveries"`
 	EnqueuedAt  string            `json:"enqueued_at"`
 	DeliveredAt string            `json:"delivered_at"`
 	Headers     map[string]string `json:"headers,omitempty"`
+	Headers64   map[string]string `json:"headers_base64,omitempty"`
 	Payload     string            `json:"payload"`
 	Encoding    string            `json:"payload_encoding"`
 }
@@ -211,9 +214,10 @@ func take(q queue.AckQueue, wait time.Duration) (*queue.Message, error) {
 
 func printMessageJSON(w io.Writer, m *queue.Message) error {
 	p, enc := payloadText(m.Payload)
-	j := messageJSON{Receipt: m.Receipt.String(), ID: m.ID, Deliveries: m.Deliveries,
-		EnqueuedAt: jsonTime(m.EnqueuedAt), DeliveredAt: jsonTime(m.DeliveredAt),
-		Headers: m.Headers, Payload: p, Encoding: enc}
+	j := messageJSON{Receipt: m.Receipt.String(), Deliveries: m.Deliveries,
+		EnqueuedAt: jsonTime(m.EnqueuedAt), DeliveredAt: jsonTime(m.DeliveredAt), Payload: p, Encoding: enc}
+	j.ID, j.IDBase64 = textOrBase64(m.ID)
+	j.Headers, j.Headers64 = splitHeaders(m.Headers)
 	je := json.NewEncoder(w)
 	je.SetEscapeHTML(false)
 	return je.Encode(j)

@@ -86,13 +86,22 @@ func ownerOptions(o *queue.Options) *queue.Options {
 	return &c
 }
 
+// inspectOptions are the options of a read-only open. Like ownerOptions
+// it keeps every acked id the files remember (an unlimited dedup window),
+// so that the figures after a crash are those the application's open
+// reports when it has a window: a replay with none would forget the ids
+// acked since the snapshot.
+func inspectOptions() *queue.Options {
+	return &queue.Options{ReadOnly: true, DedupWindow: math.MaxInt64}
+}
+
 // inspectQueue opens the queue in dir read-only: nothing is written, and
 // a queue that another process has open is read as its files stand.
 func inspectQueue(e *env, dir string) (*queue.Queue, error) {
 	if err := checkQueueDir(dir); err != nil {
 		return nil, err
 	}
-	q, err := queue.Open(dir, &queue.Options{ReadOnly: true})
+	q, err := queue.Open(dir, inspectOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func openView[K queue.SortKey](dir string, readOnly bool, text func(K) string) (
 // with: read-only, or as ownerOptions makes them.
 func sortedOptions(readOnly bool) queue.Options {
 	if readOnly {
-		return queue.Options{ReadOnly: true}
+		return *inspectOptions()
 	}
 	return *ownerOptions(nil)
 }
@@ -152,7 +152,7 @@ func dirIdentity(dir string) (queue.Identity, error) {
 	if err == nil {
 		return id, nil
 	}
-	q, oerr := queue.Open(dir, &queue.Options{ReadOnly: true})
+	q, oerr := queue.Open(dir, inspectOptions())
 	if oerr != nil {
 		return id, oerr
 	}

@@ -33,7 +33,12 @@ another process has open is read too, as its files stand: the figures
 are as of that process's last write, and stats says so on stderr.
 
 The sync mode and ack timeout shown are walq's own; the directory does not
-record those of the application that writes it.
+record those of the application that writes it, nor its dedup window. The
+dedup ids are those the files remember: the ids of live messages, and of
+acked ones the snapshot kept or acked since it, as the application's open
+holds them with a dedup window, before its first enqueue forgets the ids
+its window has passed. An application with no window forgets at its open
+the ids acked since the snapshot, which stats still counts.
 
 With --url, stats reads the figures of a running service from its mounted
 dashboard (package dashboard) and changes nothing; --watch refreshes them.`,
