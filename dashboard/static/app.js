@@ -9,6 +9,9 @@ const $ = (id) => document.getElementById(id);
 // asked for runs while it is below listGen. detailGen numbers the message views
 // the same way.
 const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listEnded: 0, detailGen: 0 };
+// listTimeout is how long a list load waits for the service (ms): one
+// that hangs ends as an error, and the timer loads the list again.
+const listTimeout = 20000;
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
@@ -149,7 +152,8 @@ async function refreshList() {
     const keys = tab === "keys";
     const q = new URLSearchParams({ limit: "50", after });
     if (!keys) q.set("state", tab);
-    const r = await api((keys ? "api/keys?" : "api/messages?") + q);
+    const r = await api((keys ? "api/keys?" : "api/messages?") + q, { signal: AbortSignal.timeout(listTimeout) })
+      .catch((e) => { throw e.name === "TimeoutError" ? new Error("no answer in " + listTimeout / 1000 + " s") : e; });
     if (gen !== state.listGen) return;
     const cols = columns[tab];
     const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
