@@ -47,3 +47,21 @@ func TestDeadLetterWithOddIDBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestNotFoundTextOfOddRef: a reference to a dead letter whose id is not
+// UTF-8 is sent as SEQ~HEX; the 404 for one that no longer matches names
+// it as sent, not with its raw bytes, which JSON replaces.
+func TestNotFoundTextOfOddRef(t *testing.T) {
+	q := openQueue(t)
+	_, err := q.Enqueue(context.Background(), []byte("p"), queue.WithID("\xffodd"))
+	require.NoError(t, err)
+	deadLetterOnly(t, q, "\xffodd")
+	s := server(t, dashboard.ForQueue(q), &dashboard.Options{Actions: true})
+	refs := deadRefs(t, s.URL)
+	require.Equal(t, []string{"1~ff6f6464"}, refs)
+	var e struct{ Error string }
+	require.Equal(t, 404, getJSON(t, s.URL+"/queue/api/message?ref="+url.QueryEscape("1~ff6f7468"), &e))
+	require.Contains(t, e.Error, "no message 1~ff6f7468:")
+	require.Contains(t, e.Error, "the message 1 is ~ff6f6464 ")
+	require.NotContains(t, e.Error, "\ufffd")
+}

@@ -205,11 +205,13 @@ func pageOf[T any](items []T, limit int, conv func(T) Message) Page {
 }
 
 // ref is a message reference of an ack queue: its seq and, when named,
-// the id the message with that seq must have.
+// the id the message with that seq must have; text is the reference as
+// given.
 type ref struct {
 	seq   uint64
 	id    string
 	named bool
+	text  string
 }
 
 // parseRef reads a message reference: "SEQ@ID" or "SEQ~HEX" (a dead
@@ -238,7 +240,7 @@ func splitRef(text string) (ref, bool) {
 		return ref{}, false
 	}
 	if i == len(text) {
-		return ref{seq: seq}, true
+		return ref{seq: seq, text: text}, true
 	}
 	id := text[i+1:]
 	if text[i] == '~' {
@@ -248,7 +250,7 @@ func splitRef(text string) (ref, bool) {
 		}
 		id = string(b)
 	}
-	return ref{seq: seq, id: id, named: true}, id != ""
+	return ref{seq: seq, id: id, named: true, text: text}, id != ""
 }
 
 // check returns an error wrapping ErrNotFound unless the message at seq,
@@ -258,10 +260,19 @@ func (r ref) check(seq uint64, id string) error {
 		return fmt.Errorf("%w: no message %d", ErrNotFound, r.seq)
 	}
 	if r.named && id != r.id {
-		return fmt.Errorf("%w: no message %d@%s: the message %d is %s (a crash lost the one the reference was read for)",
-			ErrNotFound, r.seq, r.id, seq, id)
+		return fmt.Errorf("%w: no message %s: the message %d is %s (a crash lost the one the reference was read for)",
+			ErrNotFound, r.text, seq, idText(id))
 	}
 	return nil
+}
+
+// idText is id as a reference writes it after the seq: itself, or, when
+// it is not UTF-8, "~" and its bytes in hex (see deadLetterRef).
+func idText(id string) string {
+	if !utf8.ValidString(id) {
+		return "~" + hex.EncodeToString([]byte(id))
+	}
+	return id
 }
 
 // mustName refuses a dead-letter action on a bare seq: a seq read before

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,4 +87,30 @@ func TestRemoteErrors(t *testing.T) {
 	assert.Contains(t, r.stderr, "missing DIR")
 	r = mustWalq(t, 5, "", "dlq", "list", "--url", url+"/nothing-here", "-H", "Authorization: Bearer s3cret")
 	assert.Contains(t, r.stderr, "404")
+}
+
+// TestRemoteDLQListSeqColumn: the SEQ column of a remote dead list holds
+// the seq alone, for an id that travels in hex (SEQ~HEX) as for a plain
+// one (SEQ@ID).
+func TestRemoteDLQListSeqColumn(t *testing.T) {
+	q, url := runningService(t)
+	ctx := context.Background()
+	ids := []string{"\xffodd", "plain"}
+	for _, id := range ids {
+		_, err := q.Enqueue(ctx, []byte("job"), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	for range ids {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.DeadLetter("bad input"))
+	}
+	r := mustWalq(t, 0, "", "dlq", "list", "--url", url, "-H", "Authorization: Bearer s3cret")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 1+len(ids), r.stdout)
+	for i, line := range lines[1:] {
+		f := strings.Fields(line)
+		require.GreaterOrEqual(t, len(f), 2, line)
+		assert.Equal(t, strconv.Itoa(i+1), f[1], "the SEQ column of the dead letter %q:\n%s", ids[i], r.stdout)
+	}
 }

@@ -5,9 +5,13 @@
 
 const $ = (id) => document.getElementById(id);
 // listGen numbers the list's loads: only the last one asked for is shown.
-// listLoading counts the loads under way. detailGen numbers the message
-// views the same way.
-const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listLoading: 0, detailGen: 0 };
+// listEnded is the highest number of the loads that ended: the last one
+// asked for runs while it is below listGen. detailGen numbers the message views
+// the same way.
+const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listEnded: 0, detailGen: 0 };
+// listTimeout is how long a list load waits for the service (ms): one
+// that hangs ends as an error, and the timer loads the list again.
+const listTimeout = 20000;
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
@@ -144,12 +148,12 @@ const columns = {
 // chosen, nor the list from before an action.
 async function refreshList() {
   const gen = ++state.listGen, tab = state.tab, after = state.after;
-  state.listLoading++;
   try {
     const keys = tab === "keys";
     const q = new URLSearchParams({ limit: "50", after });
     if (!keys) q.set("state", tab);
-    const r = await api((keys ? "api/keys?" : "api/messages?") + q);
+    const r = await api((keys ? "api/keys?" : "api/messages?") + q, { signal: AbortSignal.timeout(listTimeout) })
+      .catch((e) => { throw e.name === "TimeoutError" ? new Error("no answer in " + listTimeout / 1000 + " s") : e; });
     if (gen !== state.listGen) return;
     const cols = columns[tab];
     const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
@@ -165,7 +169,7 @@ async function refreshList() {
   } catch (e) {
     if (gen === state.listGen) $("list-body").replaceChildren(el("tr", {}, el("td", { colSpan: 7 }, "Cannot list: " + e.message)));
   } finally {
-    state.listLoading--;
+    state.listEnded = Math.max(state.listEnded, gen);
   }
 }
 
@@ -238,8 +242,10 @@ function init() {
   $("detail-close").addEventListener("click", () => { state.detailGen++; $("detail").hidden = true; });
   refreshStats();
   setInterval(refreshStats, 2000);
-  // A list slower than the timer is let finish, not dropped by the next tick.
-  setInterval(() => { if (state.after === "" && state.listLoading === 0) refreshList(); }, 5000);
+  // A list slower than the timer is let finish, not dropped by the next
+  // tick; only the last load asked for is waited for: one it replaced
+  // that never ends does not stop the refresh.
+  setInterval(() => { if (state.after === "" && state.listEnded === state.listGen) refreshList(); }, 5000);
 }
 
 init();

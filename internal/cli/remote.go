@@ -233,10 +233,7 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 			if *asJSON {
 				return enc.Encode(m)
 			}
-			// An ack queue's dead letter is referred to as SEQ@ID: the
-			// ID column already shows the id.
-			seq := strings.TrimSuffix(m.Ref, "@"+m.ID)
-			_, err := fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", m.ID, seq, m.Deliveries, jsonTime(m.EnqueuedAt), m.Size, m.Reason)
+			_, err := fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", m.ID, refSeq(m.Ref), m.Deliveries, jsonTime(m.EnqueuedAt), m.Size, m.Reason)
 			return err
 		}, *limit)
 		if err == nil && !*asJSON {
@@ -244,6 +241,16 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 		}
 		return err
 	}
+}
+
+// refSeq returns the seq of a dead letter's reference, SEQ@ID or SEQ~HEX
+// (the id in hex): the part before the first "@" or "~", as a seq is
+// digits only. The ID column already shows the id.
+func refSeq(ref string) string {
+	if i := strings.IndexAny(ref, "@~"); i >= 0 {
+		return ref[:i]
+	}
+	return ref
 }
 
 // eachRemoteDead calls fn for up to limit (0: every) dead letter.
