@@ -159,7 +159,9 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 // lease runs the dequeue script. With nothing ready it returns the time
 // the earliest delayed message is due (zero when none). A leased message
 // whose body does not decode goes to the dead-letter set (see bury in
-// scripts/common.lua), and as many more are leased in its place. A call
+// scripts/common.lua), and as many more are leased in its place; the
+// script does the same with the messages it meets that had
+// MaxDeliveries (killAtLimit), at most BURIES per call. A call
 // that fails after others leased ends the loop with both the messages
 // leased and its error: the server holds those messages leased, so they
 // must reach the caller.

@@ -167,6 +167,19 @@
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.
 //
+// A handle applies its own MaxDeliveries whenever it would deliver, as
+// the embedded queue does: a ready message (a sorted queue's pending
+// value) that had that many deliveries already, given back by a handle
+// with a higher limit or none, goes to the dead-letter set with the
+// reason "N deliveries, limit M; not delivered again" (counted in
+// Stats.Dead and Stats.DeadLettered, or Stats.SortedDead), and the next
+// one is delivered in its place. One dequeue call moves at most 1,000
+// such messages (corrupt ones, below, included) and the handle calls
+// again for the rest, so no run of them makes one call hold the server
+// long or a TryDequeue return ErrEmpty while a deliverable message
+// waits. Handles of earlier versions deliver such an ack-queue message
+// once more: upgrade them.
+//
 // A message whose stored record or body cannot be read (a field of the
 // queue's keys overwritten by hand or by a faulty client) is not
 // delivered and not lost: the dequeue that meets it, or the housekeeper

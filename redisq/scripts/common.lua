@@ -153,7 +153,7 @@ local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
 -- A burial writes lease, dead and stats, and may empty ready, after
 -- which the dequeue promotes: it reads delayed, so BURY checks it too.
 local DELAYED, LEASE, BURY = {4}, {5}, {4, 5, 6, 8} -- see dequeue.lua
-local BURIES = 1000 -- the most messages a dequeue buries before it returns
+local BURIES = 1000 -- the most messages a dequeue buries or kills (see atlimit) before it returns
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 -- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
 -- seq or the dedup stamps: a wrong type there must not stop lease
@@ -318,6 +318,29 @@ local function bury(seq, raw, body, why)
   if r[1] == '' then why = why .. '; id unknown' end
   r[4], r[5] = '', 'corrupt record: ' .. why
   redis.call('ZREM', K_LEASE, seq)
+  putrec(seq, r)
+  redis.call('ZADD', K_DEAD, seq, seq)
+  count('dead', 1)
+end
+
+-- A ready message that had MaxDeliveries already (given back while the
+-- limit did not apply: by a handle with a higher limit or none) is not
+-- delivered again: the dequeue that pops it moves it to the dead-letter
+-- set instead, as the embedded queue does, and pops the next one in its
+-- place; it counts against BURIES with the burials. atlimit tells whether
+-- a message delivered d times (the digits leasable returns) is such a
+-- one: no limit costs one comparison.
+local function atlimit(d)
+  return maxd > 0 and d + 0 >= maxd
+end
+
+-- killAtLimit moves the message seq, popped from ready, whose record as
+-- read is raw (leasable passed it) and which was delivered d times, to
+-- the dead-letter set with the embedded queue's reason. maxd <= d, so
+-- '%d' formats it whole.
+local function killAtLimit(seq, raw, d)
+  local r = decode(raw)
+  r[4], r[5] = '', d .. ' deliveries, limit ' .. string.format('%d', maxd) .. '; not delivered again'
   putrec(seq, r)
   redis.call('ZADD', K_DEAD, seq, seq)
   count('dead', 1)

@@ -2,20 +2,23 @@
 -- fresh random lease token per message. Promotes due delays when '#w'
 -- says one may be due (or nothing is ready), then leases up to max ready
 -- messages: ready again (lowest seq first), then never delivered
--- (enqueue order). Returns {hint, seq, deliveries, body, ...} where hint
--- is the earliest delayed due time (-1 when none) if nothing was leased,
--- and -2, "call again", whenever the call stopped at BURIES burials.
+-- (enqueue order); a popped message that had MaxDeliveries goes to the
+-- dead-letter set instead (atlimit). Returns {hint, seq, deliveries,
+-- body, ...} where hint is the earliest delayed due time (-1 when none)
+-- if nothing was leased, and -2, "call again", whenever the call stopped
+-- at BURIES burials and kills.
 
 -- One message (a lone Dequeue): the same steps, with no table built but
 -- the reply. A record is rewritten in place: its deliveries go up by
 -- one and its token becomes this delivery's. '#w' and '#t' come with the
 -- message's fields; when a delayed message may be due, the popped one
 -- goes back and the pop is redone after the promotion. A popped message
--- that cannot be leased (see leasable) is buried, before anything else is
--- written for it, and the next one is popped in its place, up to
--- BURIES of them: a call that buried that many returns the hint -2,
--- "call again", so that no number of damaged records makes one call
--- run long.
+-- that cannot be leased (see leasable) is buried, and one at the limit
+-- killed (killAtLimit), before anything else is written for it, and the
+-- next one is popped in its place, up to BURIES of them: a call that
+-- buried or killed that many returns the hint -2, "call again", so that
+-- no number of damaged records or messages past the limit makes one
+-- call run long.
 -- Keys of the wrong type (see need) cost a lone dequeue no check: ready
 -- fails the pop, msg the read after it and lease the first write after
 -- it, each undone by putting the message back; delayed and the bury
@@ -50,7 +53,8 @@ if ARGV[6] == '1' then
     end
   end
   local head, d, tail = leasable(got[1], got[2])
-  if not head then
+  local dead = not head or atlimit(d)
+  if dead then
     local bad = need(BURY)
     if bad then
       redis.call('ZADD', K_READY, score, seq)
@@ -58,8 +62,8 @@ if ARGV[6] == '1' then
     end
   end
   local buried = 0
-  while not head do
-    bury(seq, got[1], got[2], d)
+  while dead do
+    if head then killAtLimit(seq, got[1], d) else bury(seq, got[1], got[2], d) end
     buried = buried + 1
     if buried == BURIES then
       wake()
@@ -77,6 +81,7 @@ if ARGV[6] == '1' then
     end
     got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
     head, d, tail = leasable(got[1], got[2])
+    dead = not head or atlimit(d)
   end
   local dl = now + ARGV[5]
   d = d + 1
@@ -100,8 +105,8 @@ end
 -- HMGET); when a delayed message may be due, the popped messages go back
 -- and are popped again after the promotion. Each record is rewritten in
 -- place, as by a lone Dequeue; k counts the messages leased, whose
--- tokens are taken in order. Messages that cannot be leased are buried
--- and as many more popped.
+-- tokens are taken in order. Messages that cannot be leased are buried,
+-- those at the limit killed, and as many more popped.
 -- Of the keys of the wrong type, lease is checked first; msg fails the
 -- first read after the pop, undone by putting the messages back.
 do
@@ -151,7 +156,7 @@ while #seqs > 0 do
     for j = from, to do
       local seq, raw, body = seqs[j], got[2 * (j - from) + 1], got[2 * (j - from) + 2]
       local head, d, tail = leasable(raw, body)
-      if head then
+      if head and not atlimit(d) then
         d = d + 1
         k = k + 1
         local r, o = #recs, #out
@@ -166,7 +171,7 @@ while #seqs > 0 do
             return bad
           end
         end
-        bury(seq, raw, body, d)
+        if head then killAtLimit(seq, raw, d) else bury(seq, raw, body, d) end
         buried = buried + 1
       end
     end
