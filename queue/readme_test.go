@@ -157,3 +157,21 @@ func getWhenUp(t *testing.T, url, user, pass string) []byte {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, body)
 	return body
 }
+
+// The README names the Go release each module needs as its go.mod says:
+// the library's, and those of the modules of their own a user imports
+// (the Redis backend, the Prometheus collector) or runs (the benchmarks).
+func TestReadmeGoReleases(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	for _, mod := range []string{"go.mod", "redisq/go.mod", "prom/go.mod", "bench/go.mod"} {
+		gomod, err := os.ReadFile(filepath.Join(root, mod))
+		require.NoError(t, err)
+		line := regexp.MustCompile(`(?m)^go ([0-9.]+)$`).FindSubmatch(gomod)
+		require.NotNil(t, line, mod)
+		require.Contains(t, text, "`"+mod+"` says `go "+string(line[1])+"`", "README.md should give %s's Go release", mod)
+	}
+}
