@@ -194,6 +194,35 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 
 // Compactions are logged at Debug with their duration and the log bytes
 // before and after; at Info they are not.
+// The counters are lifetime totals: a reopen keeps them, except
+// Redelivered, which counts since Open.
+func TestMetricsCountersKeptAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{MaxDeliveries: 2})
+	for i := 0; i < 3; i++ {
+		enqueue(t, q, "m")
+	}
+	a := tryDequeue(t, q)
+	require.NoError(t, a.Ack())
+	b := tryDequeue(t, q)
+	require.NoError(t, b.Nack(0))
+	b = tryDequeue(t, q)
+	require.NoError(t, b.DeadLetter("no"))
+	before := q.Metrics()
+	require.Equal(t, uint64(1), before.Redelivered)
+	require.NoError(t, q.Close())
+
+	q = open(t, dir, nil)
+	defer q.Close()
+	after := q.Metrics()
+	assert.Equal(t, uint64(3), after.Enqueued)
+	assert.Equal(t, uint64(3), after.Delivered)
+	assert.Equal(t, uint64(1), after.Acked)
+	assert.Equal(t, uint64(1), after.Nacked)
+	assert.Equal(t, uint64(1), after.DeadLettered)
+	assert.Equal(t, uint64(0), after.Redelivered, "Redelivered counts since Open")
+}
+
 func TestCompactionIsLoggedAtDebug(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
 		t.Run(level.String(), func(t *testing.T) {

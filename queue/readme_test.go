@@ -2,13 +2,20 @@ package queue_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/format"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -70,4 +77,101 @@ func goTool() string {
 		return p
 	}
 	return "go" // from PATH
+}
+
+// The README's dashboard program publishes the queue's metrics with expvar
+// and says they need nothing more: run as written (its directory and
+// address moved to scratch ones), it serves them at /debug/vars behind
+// the same authentication as the dashboard.
+func TestReadmeDashboardServesExpvar(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a program")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	var src string
+	for _, b := range goBlock.FindAllSubmatch(readme, -1) {
+		if bytes.Contains(b[1], []byte("expvar.Publish(")) {
+			src = string(b[1])
+		}
+	}
+	require.NotEmpty(t, src, "README.md should hold the dashboard program that publishes expvar")
+	addr := freeAddr(t)
+	src = strings.Replace(src, `"/var/lib/app/orders"`, strconv.Quote(t.TempDir()), 1)
+	src = strings.Replace(src, `"localhost:8080"`, strconv.Quote(addr), 1)
+	mod := scratchModule(t, root)
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o600))
+	bin := filepath.Join(t.TempDir(), "dash")
+	build := exec.Command(goTool(), "build", "-o", bin, ".")
+	build.Dir = mod
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build of the README's dashboard program:\n%s", out)
+
+	cmd := exec.Command(bin)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	body := getWhenUp(t, "http://"+addr+"/debug/vars", "admin", "secret")
+	var vars map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(body, &vars))
+	require.Contains(t, vars, "walq_orders")
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(vars["walq_orders"], &m))
+	require.Contains(t, m, "Enqueued", "walq_orders is the queue's Metrics")
+	resp, err := http.Get("http://" + addr + "/debug/vars")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the metrics are behind the service's authentication")
+}
+
+// freeAddr returns a loopback address with a port that was free.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// getWhenUp GETs url with basic auth once the server listens, and returns
+// the body of a 200 answer.
+func getWhenUp(t *testing.T, url, user, pass string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.SetBasicAuth(user, pass)
+	var resp *http.Response
+	for i := 0; i < 600; i++ { // the program starts: up to a minute
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, err, "the program never listened")
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, body)
+	return body
+}
+
+// The README names the Go release each module needs as its go.mod says:
+// the library's, and those of the modules of their own a user imports
+// (the Redis backend, the Prometheus collector) or runs (the benchmarks).
+func TestReadmeGoReleases(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	for _, mod := range []string{"go.mod", "redisq/go.mod", "prom/go.mod", "bench/go.mod"} {
+		gomod, err := os.ReadFile(filepath.Join(root, mod))
+		require.NoError(t, err)
+		line := regexp.MustCompile(`(?m)^go ([0-9.]+)$`).FindSubmatch(gomod)
+		require.NotNil(t, line, mod)
+		require.Contains(t, text, "`"+mod+"` says `go "+string(line[1])+"`", "README.md should give %s's Go release", mod)
+	}
 }

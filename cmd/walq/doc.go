@@ -19,6 +19,7 @@
 //	ack, nack   finish or give back a delivery by its receipt
 //	extend      give a delivery more time by its receipt
 //	compact     snapshot and truncate the log now
+//	version     walq's version and the on-disk formats it reads and writes
 //
 // Flags come before DIR, as in "walq dump --from 100 DIR"; flags after it
 // are accepted too. Every command takes --help.
@@ -36,12 +37,16 @@
 //
 // # Safety
 //
-// verify and dump read the directory under a shared lock and change
-// nothing. The other commands open the queue as its owner, as an
-// application would: the open cuts a torn log tail and makes the leases of
-// a crashed process ready again, and walq says so on stderr when it does.
-// Every command refuses, with exit status 3, a directory that another
-// process has open.
+// stats, dump, verify and dlq list and show change nothing: no record, no
+// snapshot, no lock file, no repair; a torn log tail or the leases of a
+// crashed process are reported and left to the next open. stats, dump and
+// dlq list and show also read a queue that another process has open, as
+// its files stand (stats and dlq say so on stderr); verify reads under a
+// shared lock and refuses it with exit status 3. The other commands open
+// the queue as its owner, as an application would: the open cuts a torn
+// log tail and makes the leases of a crashed process ready again, and walq
+// says so on stderr when it does. They refuse, with exit status 3, a
+// directory that another process has open.
 //
 // Progress bars are drawn on stderr when it is a terminal, and never
 // otherwise.

@@ -38,6 +38,10 @@ func TestHelpGroup(t *testing.T) {
 	}
 	r = mustWalq(t, 1, "", "dlq")
 	require.Contains(t, r.stderr, "Usage: walq dlq <command>")
+	for _, flag := range []string{"--help", "-h"} { // every command takes --help, a group too
+		r = mustWalq(t, 0, "", "dlq", flag)
+		require.Contains(t, r.stdout, "Usage: walq dlq <command>")
+	}
 	mustWalq(t, 1, "", "help", "nosuch")
 }
 

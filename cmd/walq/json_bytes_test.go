@@ -91,3 +91,27 @@ func (j bytesJSON) headers(t *testing.T) map[string]string {
 	}
 	return out
 }
+
+// An id that is not UTF-8 is in id_base64: dump leaves id out, dequeue and
+// dlq print it empty beside it, as the README says.
+func TestJSONInvalidIDField(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q")
+	q, err := queue.Open(dir, fixtureOptions())
+	require.NoError(t, err)
+	for _, id := range []string{"dead\xff", "live\xfe"} {
+		_, err := q.Enqueue(context.Background(), []byte("x"), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.DeadLetter("poison"))
+	require.NoError(t, q.Close())
+
+	dump := mustWalq(t, 0, "", "dump", "--limit", "1", dir).stdout
+	require.Contains(t, dump, `"id_base64":`)
+	require.NotContains(t, dump, `"id":`)
+	for _, args := range [][]string{{"dequeue", "--json", dir}, {"dlq", "list", "--json", dir}} {
+		out := mustWalq(t, 0, "", args...).stdout
+		require.Contains(t, out, `"id":"","id_base64":`, "walq %v", args)
+	}
+}

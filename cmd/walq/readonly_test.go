@@ -117,7 +117,13 @@ func TestInspectRunning(t *testing.T) {
 	require.True(t, s.InUse)
 	require.EqualValues(t, 2, s.Ready)
 	require.EqualValues(t, 2, s.Dead)
-	require.Contains(t, mustWalq(t, 0, "", "dlq", "list", dir).stdout, "dead-2")
+	note := "another process has " + dir + " open; these figures are as of its last write"
+	r = mustWalq(t, 0, "", "dlq", "list", dir)
+	require.Contains(t, r.stdout, "dead-2")
+	require.Contains(t, r.stderr, note)
+	r = mustWalq(t, 0, "", "dlq", "show", dir, "dead-2")
+	require.Contains(t, r.stdout, "body of dead-2")
+	require.Contains(t, r.stderr, note)
 	require.Contains(t, mustWalq(t, 0, "", "dump", dir).stdout, `"op":"enqueue"`)
 	require.Equal(t, before, allFiles(t, dir))
 }

@@ -42,12 +42,14 @@ func run(e *env, args []string) int {
 		printOverview(e.stderr, e.engine)
 		return exitFailure
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
+	if args[0] == "help" || isHelpFlag(args[0]) {
 		return help(e, args[1:])
 	}
 	c, rest := lookup(args)
 	if c == nil {
+		if len(args) == 2 && isHelpFlag(args[1]) && printGroup(e.stdout, args[0]) {
+			return exitOK // "walq dlq --help"
+		}
 		if printGroup(e.stderr, args[0]) {
 			return exitFailure
 		}
@@ -55,6 +57,11 @@ func run(e *env, args []string) int {
 		return exitFailure
 	}
 	return c.execute(e, rest)
+}
+
+// isHelpFlag reports whether arg asks for help.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
 }
 
 // printGroup prints the commands whose name starts with the word group
