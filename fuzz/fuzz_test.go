@@ -93,10 +93,10 @@ var modelSeeds = [][]byte{
 	// byte after a reopen or crash is the policy, see readPolicy).
 	// A limit of 5 lowered to 2: a message nacked three times is
 	// dead-lettered by the next delivery, which takes the next message; a
-	// crash under the walq tool's open (no limit) makes it ready, a crash
-	// under a limit of 1 dead-letters it.
+	// crash under the walq tool's open (no limit) makes the next one
+	// ready, a crash under a limit of 1 dead-letters it; both stay dead.
 	hdr(policyFlag, 0, 0, 3, 0, 0, 0, 0, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 16, 14, 2, 16, 5, 16,
-		15, 128, 5, 8, 0, 0, 5, 15, 1, 16, 12, 14, 3, 5, 7, 0, 0, 16),
+		15, 128, 5, 8, 0, 0, 5, 15, 1, 16, 14, 3, 5, 16),
 	// A limit of 1 raised to none: a lease from before the reopen runs
 	// out and the message is delivered again; lowered to 1, its next
 	// delivery dead-letters it; raised to 5, it is requeued and acked.
@@ -496,7 +496,7 @@ func (r *modelRun) settle(op, which, arg int) {
 			err = r.q.DeadLetter(h.r, "model")
 		}
 		if owns {
-			msg.state, msg.due = modelDead, 0
+			msg.state, msg.due, msg.reason = modelDead, 0, "model"
 		}
 	}
 	if owns && err != nil || !owns && !errors.Is(err, queue.ErrLeaseLost) {
@@ -678,7 +678,8 @@ func (r *modelRun) finish() {
 	r.checkDead() // the drain dead-letters the messages past the limit
 }
 
-// checkDead compares the dead letters, in order.
+// checkDead compares the dead letters, in order, their delivery counts
+// and the reasons the docs name.
 func (r *modelRun) checkDead() {
 	dl, err := r.q.DeadLetters(0, 1<<20)
 	if err != nil {
@@ -690,6 +691,13 @@ func (r *modelRun) checkDead() {
 	}
 	if want := r.m.deadTokens(); !slices.Equal(dead, want) {
 		r.failf("dead letters %v, the model has %v", dead, want)
+	}
+	for _, d := range dl {
+		msg := r.m.msgs[tokenOf(d.Payload)]
+		if d.Deliveries != msg.deliveries || msg.reason != "" && d.Reason != msg.reason {
+			r.failf("dead letter %s: %d deliveries, reason %q; the model has %d, %q",
+				msg.tok, d.Deliveries, d.Reason, msg.deliveries, msg.reason)
+		}
 	}
 }
 

@@ -67,7 +67,8 @@ type modelMsg struct {
 	state      modelState
 	due        int64 // delayed: ready time; leased: deadline (unix ns)
 	deliveries int
-	lease      int // the current lease, when leased
+	lease      int    // the current lease, when leased
+	reason     string // dead: the reason the docs name, or "" where they name none
 }
 
 func newModel(maxDeliver int, ackTimeout, dedup time.Duration) *model {
@@ -147,6 +148,7 @@ func (m *model) next(now int64) *modelMsg {
 			return best
 		}
 		best.state = modelDead
+		best.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", best.deliveries, m.maxDeliver)
 	}
 }
 
@@ -205,6 +207,7 @@ func (m *model) owns(tok string, lease int) (*modelMsg, bool) {
 // endLease makes a leased message ready (or delayed until due > 0), or
 // dead once it has had MaxDeliveries.
 func (m *model) endLease(msg *modelMsg, due int64) {
+	msg.reason = ""
 	switch {
 	case m.pastLimit(msg.deliveries):
 		msg.state, msg.due = modelDead, 0

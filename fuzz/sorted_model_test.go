@@ -170,6 +170,7 @@ type sortedView struct {
 	recovery func() queue.Recovery
 	compact  func() error
 	close    func() error
+	dead     func() ([]pulledValue, error) // the dead values in Seq order, each with its reason
 }
 
 // pulledBatch is a batch as Pull returned it, its sort keys as int64 (unix
@@ -186,6 +187,7 @@ type pulledValue struct {
 	tok        string
 	sort, at   int64 // sort key; publish time (unix ns)
 	deliveries int
+	reason     string // a dead value's
 }
 
 func batchesOf[K queue.SortKey](bs []*queue.Batch[K], sortOf func(K) int64) []pulledBatch {
@@ -213,6 +215,15 @@ func viewOf[K queue.SortKey](s *queue.Sorted[K], sortOf func(K) int64, publish f
 		nack:    func(lease uint64, d time.Duration) error { return s.Nack(queue.BatchReceipt{Lease: lease}, d) },
 		requeue: s.RequeueExpired, stats: s.Stats, recovery: s.Recovery,
 		compact: s.Compact, close: s.Close,
+		dead: func() ([]pulledValue, error) {
+			ds, err := s.DeadValues(0, 0)
+			out := make([]pulledValue, len(ds))
+			for i, d := range ds {
+				out[i] = pulledValue{tok: tokenOf(d.Payload), sort: sortOf(d.Sort), at: d.PublishedAt.UnixNano(),
+					deliveries: d.Deliveries, reason: d.Reason}
+			}
+			return out, err
+		},
 	}
 }
 
@@ -557,6 +568,27 @@ func (r *sortedRun) finish() {
 	}
 	r.pull(1)
 	r.stats() // the pulls dead-letter the values past the limit
+	r.checkDead()
+}
+
+// checkDead compares the dead values in publish order, their delivery
+// counts and the reasons the docs name.
+func (r *sortedRun) checkDead() {
+	got, err := r.q.dead()
+	if err != nil {
+		r.failf("dead values: %v", err)
+	}
+	want := r.m.deadVals()
+	if len(got) != len(want) {
+		r.failf("%d dead values, the model has %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.tok != w.tok || g.deliveries != w.deliveries || w.reason != "" && g.reason != w.reason {
+			r.failf("dead value %s: %d deliveries, reason %q; the model has %s, %d, %q",
+				g.tok, g.deliveries, g.reason, w.tok, w.deliveries, w.reason)
+		}
+	}
 }
 
 // sortedModel is a simple in-memory sorted queue with the semantics
@@ -611,6 +643,7 @@ type sortedVal struct {
 	seq        int   // publish order
 	state      sortedState
 	deliveries int
+	reason     string // dead: the reason the docs name, or "" where they name none
 }
 
 type sortedBatch struct {
@@ -727,6 +760,7 @@ func (m *sortedModel) killPastLimit(key string) bool {
 	for _, v := range m.pending(key) {
 		if m.pastLimit(v.deliveries) {
 			v.state, killed = sortedDead, true
+			v.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", v.deliveries, m.maxDeliver)
 		}
 	}
 	return killed
@@ -770,7 +804,7 @@ func (m *sortedModel) ack(b *sortedBatch) {
 func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 	delete(m.batches, b.lease)
 	for _, v := range b.vals {
-		v.state = sortedPending
+		v.state, v.reason = sortedPending, ""
 		if m.pastLimit(v.deliveries) {
 			v.state = sortedDead
 		}
@@ -783,8 +817,20 @@ func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 func (m *sortedModel) deadLetter(b *sortedBatch) {
 	delete(m.batches, b.lease)
 	for _, v := range b.vals {
-		v.state = sortedDead
+		v.state, v.reason = sortedDead, "model"
 	}
+}
+
+// deadVals returns the dead values in publish order.
+func (m *sortedModel) deadVals() []*sortedVal {
+	var out []*sortedVal
+	for _, v := range m.vals {
+		if v.state == sortedDead {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b *sortedVal) int { return a.seq - b.seq })
+	return out
 }
 
 // expire ends the leases whose deadline is at or before now and returns
