@@ -379,6 +379,7 @@ func (r *modelRun) batch(n int) {
 
 // dequeue takes one message; the model says which, or that none is ready.
 func (r *modelRun) dequeue() {
+	defer r.noteKilled()
 	r.logf("dequeue")
 	want := r.m.next(r.now())
 	m, err := r.q.TryDequeue()
@@ -394,6 +395,15 @@ func (r *modelRun) dequeue() {
 	r.delivered(m, want)
 }
 
+// noteKilled notes that the dead-letter records of the messages a
+// delivery kept at the limit may be unwritten: a delivery that returns
+// nothing (ErrEmpty) does not wait for them, as RequeueExpired does not
+// wait for its records, so a crash copy waits for them first.
+func (r *modelRun) noteKilled() {
+	r.unflushed = r.unflushed || r.m.killed
+	r.m.killed = false
+}
+
 // dequeueBatch takes up to max messages (only when the model has one
 // ready: DequeueBatch blocks otherwise).
 func (r *modelRun) dequeueBatch(max int) {
@@ -402,6 +412,7 @@ func (r *modelRun) dequeueBatch(max int) {
 		r.dequeue()
 		return
 	}
+	defer r.noteKilled()
 	r.logf("dequeue batch %d", max)
 	ms, err := r.q.DequeueBatch(context.Background(), max)
 	if err != nil {

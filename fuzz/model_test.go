@@ -40,6 +40,7 @@ type model struct {
 	dedup      time.Duration      // DedupWindow
 	acked      map[string]ackedID // producer ids of acked messages
 	dirty      bool               // the log does not end with a clean close: a record was appended since, or none ever was
+	killed     bool               // a delivery dead-lettered a message at the limit: a record that it may not have waited for
 }
 
 // ackedID is the ack of a message with a producer-given id.
@@ -140,14 +141,14 @@ func (m *model) promote(now int64) {
 
 // next returns the message the next delivery gets, or nil. A ready
 // message that has had MaxDeliveries goes to the dead set on the way, as
-// the delivery that would take it does.
+// the delivery that would take it does, with a record of its own.
 func (m *model) next(now int64) *modelMsg {
 	for {
 		best := m.first(now)
 		if best == nil || !m.pastLimit(best.deliveries) {
 			return best
 		}
-		best.state = modelDead
+		best.state, m.dirty, m.killed = modelDead, true, true // a record dead-letters it
 		best.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", best.deliveries, m.maxDeliver)
 	}
 }

@@ -353,6 +353,7 @@ func (r *sortedRun) publish(keyArg, arg int) {
 
 // pull takes up to about max values; the model says which batches.
 func (r *sortedRun) pull(max int) {
+	defer r.noteKilled()
 	r.logf("pull %d", max)
 	now := r.now()
 	want := r.m.pull(max, now)
@@ -378,6 +379,13 @@ func (r *sortedRun) pull(max int) {
 		r.held = append(r.held, heldBatch{b: b, lease: want[i].lease, gen: r.gen})
 	}
 	r.m.dirty = true
+}
+
+// noteKilled notes that the records of the values a pull kept at the
+// limit may be unwritten (see modelRun.noteKilled).
+func (r *sortedRun) noteKilled() {
+	r.unflushed = r.unflushed || r.m.killed
+	r.m.killed = false
 }
 
 // describeBatches writes batches as key[token/deliveries ...] ...
@@ -626,6 +634,7 @@ type sortedModel struct {
 	single     bool  // SingleFlight
 	window     int64 // the windowed form's window (ns); 0: Sorted
 	dirty      bool  // the log does not end with a clean close
+	killed     bool  // a pull dead-lettered values at the limit: records that it may not have waited for
 }
 
 // sortedState is where a model value stands.
@@ -759,7 +768,7 @@ func (m *sortedModel) killPastLimit(key string) bool {
 	killed := false
 	for _, v := range m.pending(key) {
 		if m.pastLimit(v.deliveries) {
-			v.state, killed = sortedDead, true
+			v.state, killed, m.dirty, m.killed = sortedDead, true, true, true // a record dead-letters it
 			v.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", v.deliveries, m.maxDeliver)
 		}
 	}
