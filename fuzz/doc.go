@@ -18,6 +18,7 @@
 //	move_crash_test.go     a crash between a compaction's copies and its cursor advance
 //	fuzz_test.go           go test -fuzz targets: segments, snapshots, operation sequences
 //	model_test.go          the in-memory model of the ack queue the sequences run against
+//	policy_test.go         the options a reopen of the model fuzzers may change
 //	regress_test.go        regression tests of bugs found outside fuzz/ that need a child process
 //	child_test.go          the child-process plumbing of the kill -9 and I/O error tests
 //	format_test.go         the log's on-disk format, to cut and forge entries

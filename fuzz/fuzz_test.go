@@ -89,6 +89,32 @@ var modelSeeds = [][]byte{
 	// No delivery limit, dedup window of a minute, 8 KiB segments,
 	// nacks and expiries across a reopen and a crash.
 	hdr(3, 2, 1, 4, 2, 1, slices.Concat([]byte{2, 9, 2, 8, 0, 100, 5, 5, 8, 0, 0, 11, 40, 5, 14, 5, 9, 0, 5}, churn(10, 180), []byte{15, 16, 13, 5, 7, 1, 2, 0, 16})...),
+	// The inputs below change the policy at each reopen (policyFlag; the
+	// byte after a reopen or crash is the policy, see readPolicy).
+	// A limit of 5 lowered to 2: a message nacked three times is
+	// dead-lettered by the next delivery, which takes the next message; a
+	// crash under the walq tool's open (no limit) makes the next one
+	// ready, a crash under a limit of 1 dead-letters it; both stay dead.
+	hdr(policyFlag, 0, 0, 3, 0, 0, 0, 0, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 5, 8, 0, 0, 16, 14, 2, 16, 5, 16,
+		15, 128, 5, 8, 0, 0, 5, 15, 1, 16, 14, 3, 5, 16),
+	// A limit of 1 raised to none: a lease from before the reopen runs
+	// out and the message is delivered again; lowered to 1, its next
+	// delivery dead-letters it; raised to 5, it is requeued and acked.
+	hdr(policyFlag, 0, 0, 1, 0, 0, 0, 0, 5, 8, 0, 0, 16, 12, 5, 14, 4, 11, 10, 5, 8, 1, 0, 14, 1, 16, 5, 16,
+		14, 3, 12, 5, 7, 1, 0, 16),
+	// Dedup windows: an id acked under a minute is refused after a reopen
+	// with a minute, free once a 5 s window has passed, either after a
+	// 5 s window then a minute, free under a window of 0.
+	hdr(policyFlag, 0, 0, 0, 2, 0, 2, 1, 5, 7, 0, 0, 14, 10, 11, 9, 2, 0, 14, 5, 11, 0, 2, 0, 5, 7, 0, 0,
+		14, 10, 11, 9, 2, 0, 14, 128, 2, 1, 5, 7, 0, 0, 11, 19, 2, 0, 15, 0, 2, 0, 16),
+	// AckTimeout shortened to 2 s: a lease from before keeps its 10 s, a
+	// lease after runs out in 2 s; sync modes switched at crashes.
+	hdr(policyFlag, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 14, 15, 5, 11, 2, 16, 14, 45, 5, 15, 90, 16, 6, 3,
+		11, 0, 13, 15, 47, 16),
+	// 4 KiB segments and snapshots, ids acked under a minute's window,
+	// churn, then a crash into a window of 0 and a reopen with a minute.
+	hdr(policyFlag|1, 1, 1, 0, 2, 1, slices.Concat([]byte{2, 1, 2, 3, 5, 5, 7, 0, 0, 7, 0, 0}, churn(10, 100),
+		[]byte{15, 0, 2, 0, 2, 0, 16, 14, 10, 2, 1, 5, 7, 0, 0, 14, 0, 2, 0, 16})...),
 }
 
 // hdr returns a model input: the six header bytes (segment, snapshot,
@@ -116,6 +142,7 @@ type modelConfig struct {
 	maxDeliver int            // Options.MaxDeliveries; negative: no limit
 	dedup      time.Duration  // Options.DedupWindow
 	pad        int            // payload bytes per unit of an operation's size argument
+	policies   bool           // each reopen reads a policy byte (policyFlag)
 }
 
 // The options a header byte chooses from (the byte modulo the length);
@@ -134,11 +161,23 @@ func choose[T any](in *opReader, choices []T) T { return choices[in.next()%len(c
 
 // readModelConfig reads the header of a FuzzQueueModel input.
 func readModelConfig(in *opReader) modelConfig {
+	seg := in.next()
 	return modelConfig{
-		segment: choose(in, segmentChoices), snapshot: choose(in, snapshotChoices),
-		sync: choose(in, syncChoices), maxDeliver: choose(in, deliverChoices),
+		segment: segmentChoices[seg%len(segmentChoices)], policies: seg&policyFlag != 0,
+		snapshot: choose(in, snapshotChoices),
+		sync:     choose(in, syncChoices), maxDeliver: choose(in, deliverChoices),
 		dedup: choose(in, dedupChoices), pad: choose(in, padChoices),
 	}
+}
+
+// policy returns the config's policy, with the AckTimeout ackTimeout.
+func (c modelConfig) policy(ackTimeout time.Duration) policy {
+	return policy{maxDeliver: c.maxDeliver, dedup: c.dedup, ackTimeout: ackTimeout, sync: c.sync}
+}
+
+// setPolicy makes the config's options those of p.
+func (c *modelConfig) setPolicy(p policy) {
+	c.maxDeliver, c.dedup, c.sync = p.maxDeliver, p.dedup, p.sync
 }
 
 // options returns the queue options of the config: a manual clock, manual
@@ -249,8 +288,10 @@ func (r *modelRun) step(in *opReader) {
 	case 13:
 		r.compact("compact")
 	case 14:
+		r.changePolicy(in)
 		r.reopen()
 	case 15:
+		r.changePolicy(in)
 		r.crash()
 	case 16:
 		r.stats()
@@ -283,7 +324,14 @@ func (r *modelRun) enqueue(kind, arg int) {
 	}
 	r.logf("enqueue %s %d %q", tok, kind, id)
 	_, err := r.q.Enqueue(context.Background(), payload(tok, arg*r.cfg.pad), opts...)
-	if id != "" && r.m.idTaken(id, r.now()) {
+	taken, sure := false, true
+	if id != "" {
+		taken, sure = r.m.idTaken(id, r.now())
+	}
+	if !sure && errors.Is(err, queue.ErrDuplicate) {
+		taken = true // an open since the ack had a shorter window: forgetting the id or not are both right
+	}
+	if taken {
 		if !errors.Is(err, queue.ErrDuplicate) {
 			r.failf("enqueue %s with id %s, acked within the dedup window: %v, want ErrDuplicate", tok, id, err)
 		}
@@ -331,6 +379,7 @@ func (r *modelRun) batch(n int) {
 
 // dequeue takes one message; the model says which, or that none is ready.
 func (r *modelRun) dequeue() {
+	defer r.noteKilled()
 	r.logf("dequeue")
 	want := r.m.next(r.now())
 	m, err := r.q.TryDequeue()
@@ -346,6 +395,15 @@ func (r *modelRun) dequeue() {
 	r.delivered(m, want)
 }
 
+// noteKilled notes that the dead-letter records of the messages a
+// delivery kept at the limit may be unwritten: a delivery that returns
+// nothing (ErrEmpty) does not wait for them, as RequeueExpired does not
+// wait for its records, so a crash copy waits for them first.
+func (r *modelRun) noteKilled() {
+	r.unflushed = r.unflushed || r.m.killed
+	r.m.killed = false
+}
+
 // dequeueBatch takes up to max messages (only when the model has one
 // ready: DequeueBatch blocks otherwise).
 func (r *modelRun) dequeueBatch(max int) {
@@ -354,6 +412,7 @@ func (r *modelRun) dequeueBatch(max int) {
 		r.dequeue()
 		return
 	}
+	defer r.noteKilled()
 	r.logf("dequeue batch %d", max)
 	ms, err := r.q.DequeueBatch(context.Background(), max)
 	if err != nil {
@@ -448,7 +507,7 @@ func (r *modelRun) settle(op, which, arg int) {
 			err = r.q.DeadLetter(h.r, "model")
 		}
 		if owns {
-			msg.state, msg.due = modelDead, 0
+			msg.state, msg.due, msg.reason = modelDead, 0, "model"
 		}
 	}
 	if owns && err != nil || !owns && !errors.Is(err, queue.ErrLeaseLost) {
@@ -551,6 +610,18 @@ func (r *modelRun) purged(msg *modelMsg) {
 	r.m.dirty = true
 }
 
+// changePolicy reads the policy of the next open, when the input changes
+// policies.
+func (r *modelRun) changePolicy(in *opReader) {
+	if !r.cfg.policies {
+		return
+	}
+	p := readPolicy(in.next(), r.cfg.policy(r.m.ackTimeout))
+	r.logf("%v", p)
+	r.cfg.setPolicy(p)
+	r.m.change(p)
+}
+
 // reopen closes the queue cleanly and opens it again: leases keep running,
 // receipts stay valid.
 func (r *modelRun) reopen() {
@@ -611,6 +682,16 @@ func (r *modelRun) stats() {
 func (r *modelRun) finish() {
 	r.advance(time.Hour)
 	r.stats()
+	r.checkDead()
+	for i := 0; i <= len(r.m.msgs); i++ {
+		r.dequeue()
+	}
+	r.checkDead() // the drain dead-letters the messages past the limit
+}
+
+// checkDead compares the dead letters, in order, their delivery counts
+// and the reasons the docs name.
+func (r *modelRun) checkDead() {
 	dl, err := r.q.DeadLetters(0, 1<<20)
 	if err != nil {
 		r.failf("dead letters: %v", err)
@@ -622,8 +703,12 @@ func (r *modelRun) finish() {
 	if want := r.m.deadTokens(); !slices.Equal(dead, want) {
 		r.failf("dead letters %v, the model has %v", dead, want)
 	}
-	for i := 0; i <= len(r.m.msgs); i++ {
-		r.dequeue()
+	for _, d := range dl {
+		msg := r.m.msgs[tokenOf(d.Payload)]
+		if d.Deliveries != msg.deliveries || msg.reason != "" && d.Reason != msg.reason {
+			r.failf("dead letter %s: %d deliveries, reason %q; the model has %d, %q",
+				msg.tok, d.Deliveries, d.Reason, msg.deliveries, msg.reason)
+		}
 	}
 }
 

@@ -20,20 +20,33 @@ import (
 //   - a delivery leases the message until now + AckTimeout and counts;
 //   - a nack, an expired lease or a crash makes it ready again, or dead
 //     once it has had MaxDeliveries (a nack with a delay: delayed);
+//   - a ready message that has had MaxDeliveries (left ready by an open
+//     with a higher limit or none) is dead-lettered when a delivery would
+//     take it, and the next one is delivered;
 //   - a producer-given id refuses a duplicate while its message is live,
 //     and for DedupWindow after its ack (up to and including the end);
 //   - a clean close keeps leases running; a crash ends them, unless the
 //     crashed process appended nothing (its log still ends with the clean
-//     close of the process before, so the next open is clean too).
+//     close of the process before, so the next open is clean too);
+//   - an open may change the policy (change): the limit and the window
+//     that apply are the open's own, a lease keeps the deadline it was
+//     given, and a later one is given the open's AckTimeout.
 type model struct {
 	msgs       map[string]*modelMsg // live messages (dead included) by token
 	seq        int                  // enqueues so far: the next message's order
 	leases     int                  // deliveries so far: names a lease
 	maxDeliver int                  // MaxDeliveries; no limit when <= 0
 	ackTimeout time.Duration
-	dedup      time.Duration    // DedupWindow
-	acked      map[string]int64 // producer ids of acked messages: ack time (unix ns)
-	dirty      bool             // the log does not end with a clean close: a record was appended since, or none ever was
+	dedup      time.Duration      // DedupWindow
+	acked      map[string]ackedID // producer ids of acked messages
+	dirty      bool               // the log does not end with a clean close: a record was appended since, or none ever was
+	killed     bool               // a delivery dead-lettered a message at the limit: a record that it may not have waited for
+}
+
+// ackedID is the ack of a message with a producer-given id.
+type ackedID struct {
+	at   int64         // ack time (unix ns)
+	minW time.Duration // the smallest DedupWindow of the opens since the ack, the acking one included
 }
 
 // modelState is where a model message stands.
@@ -55,12 +68,25 @@ type modelMsg struct {
 	state      modelState
 	due        int64 // delayed: ready time; leased: deadline (unix ns)
 	deliveries int
-	lease      int // the current lease, when leased
+	lease      int    // the current lease, when leased
+	reason     string // dead: the reason the docs name, or "" where they name none
 }
 
 func newModel(maxDeliver int, ackTimeout, dedup time.Duration) *model {
 	return &model{msgs: make(map[string]*modelMsg), maxDeliver: maxDeliver, ackTimeout: ackTimeout,
-		dedup: dedup, acked: make(map[string]int64), dirty: true}
+		dedup: dedup, acked: make(map[string]ackedID), dirty: true}
+}
+
+// change applies the policy of an open. An acked id's window is the
+// smallest of the opens since its ack: an open whose window has passed
+// may forget the id (at its first enqueue, or as it replays the ack), and
+// a later open with a longer window does not bring it back.
+func (m *model) change(p policy) {
+	m.maxDeliver, m.dedup, m.ackTimeout = p.maxDeliver, p.dedup, p.ackTimeout
+	for id, a := range m.acked {
+		a.minW = min(a.minW, p.dedup)
+		m.acked[id] = a
+	}
 }
 
 // enqueue adds a message; due > 0 delays it.
@@ -74,22 +100,33 @@ func (m *model) enqueue(tok, id string, due int64) {
 }
 
 // idTaken reports whether an enqueue with the producer id is refused at
-// now: a live message has it, or one acked within the dedup window.
-func (m *model) idTaken(id string, now int64) bool {
+// now (taken), and whether the docs say so for sure: a live message has
+// it, or one acked within the dedup window of every open since its ack,
+// the one open now included (taken, sure); the window open now has
+// passed, or is 0 (free, sure). An id acked within the window open now
+// but not within that of an open between (a shorter window, or 0) may
+// have been forgotten: either outcome is right.
+func (m *model) idTaken(id string, now int64) (taken, sure bool) {
 	for _, msg := range m.msgs {
 		if msg.id == id {
-			return true
+			return true, true
 		}
 	}
-	at, ok := m.acked[id]
-	return ok && m.dedup > 0 && now-at <= int64(m.dedup)
+	a, ok := m.acked[id]
+	switch {
+	case !ok || m.dedup == 0 || now-a.at > int64(m.dedup):
+		return false, true
+	case a.minW > 0 && now-a.at <= int64(a.minW):
+		return true, true
+	}
+	return false, false
 }
 
 // ack removes msg, acked at now; its id, if any, enters the dedup window.
 func (m *model) ack(msg *modelMsg, now int64) {
 	delete(m.msgs, msg.tok)
 	if msg.id != "" {
-		m.acked[msg.id] = now
+		m.acked[msg.id] = ackedID{at: now, minW: m.dedup}
 	}
 }
 
@@ -102,8 +139,26 @@ func (m *model) promote(now int64) {
 	}
 }
 
-// next returns the message the next delivery gets, or nil.
+// next returns the message the next delivery gets, or nil. A ready
+// message that has had MaxDeliveries goes to the dead set on the way, as
+// the delivery that would take it does, with a record of its own.
 func (m *model) next(now int64) *modelMsg {
+	for {
+		best := m.first(now)
+		if best == nil || !m.pastLimit(best.deliveries) {
+			return best
+		}
+		best.state, m.dirty, m.killed = modelDead, true, true // a record dead-letters it
+		best.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", best.deliveries, m.maxDeliver)
+	}
+}
+
+// pastLimit reports whether a message delivered n times has had every
+// delivery MaxDeliveries allows.
+func (m *model) pastLimit(n int) bool { return m.maxDeliver > 0 && n >= m.maxDeliver }
+
+// first returns the message first in the delivery order, or nil.
+func (m *model) first(now int64) *modelMsg {
 	m.promote(now)
 	var best *modelMsg
 	for _, msg := range m.msgs {
@@ -153,8 +208,9 @@ func (m *model) owns(tok string, lease int) (*modelMsg, bool) {
 // endLease makes a leased message ready (or delayed until due > 0), or
 // dead once it has had MaxDeliveries.
 func (m *model) endLease(msg *modelMsg, due int64) {
+	msg.reason = ""
 	switch {
-	case m.maxDeliver > 0 && msg.deliveries >= m.maxDeliver:
+	case m.pastLimit(msg.deliveries):
 		msg.state, msg.due = modelDead, 0
 	case due > 0:
 		msg.state, msg.due = modelDelayed, due

@@ -75,7 +75,33 @@ var sortedSeeds = [][]byte{
 	// key held by a nack delay pins the log; Compact copies it forward.
 	slices.Concat([]byte{2, 2, 0, 2, 4, 2, 2}, sPub(0, 0, 250), sAdv(4), sPull(1), sNack(0, 2), sortedChurn(12, 250),
 		sCompact, sStats, sCrash, sAdv(20), sPull(2), sNack(0, 0), sCompact, sReopen, sStats),
+	// The inputs below change the policy at each reopen (policyFlag; see
+	// sReopenAs). Sorted, a limit of 5 lowered to 2: the pull that reaches
+	// a key whose value had three deliveries dead-letters it and pulls the
+	// next key; a crash under the walq tool's open (no limit) returns a
+	// batch, a reopen with a limit of 1 dead-letters its values at a pull.
+	slices.Concat([]byte{policyFlag, 0, 0, 0, 3, 0, 0}, sPub(0, 0, 0), sPub(1, 1, 0), sPull(1), sNack(0, 0),
+		sPull(1), sNack(0, 0), sPull(1), sNack(0, 0), sStats, sReopenAs(2), sStats, sPull(1), sStats,
+		sPub(0, 2, 0), sCrashAs(128), sPull(1), sNack(0, 0), sPull(6), sStats, sReopenAs(1), sAdv(11), sStats,
+		sPull(6), sStats),
+	// Windowed, single flight, a limit of 1: a crash under the tool's open
+	// returns the batch; a new value joins the key; the batch is pulled
+	// again with two values past the limit and nacked; a reopen with a
+	// limit of 1 dead-letters the key's values at the next pull.
+	slices.Concat([]byte{policyFlag | 3, 0, 0, 0, 1, 0, 0}, sPub(0, 0, 0), sPub(0, 0, 0), sPub(1, 0, 0), sAdv(4),
+		sPull(1), sCrashAs(128), sPub(0, 0, 0), sAdv(4), sPull(1), sNack(1, 0), sStats, sReopenAs(1), sAdv(4),
+		sStats, sPull(6), sStats, sPub(0, 0, 0), sAdv(4), sPull(6), sAck(2)),
+	// AckTimeout shortened to 2 s: a batch pulled before the reopen keeps
+	// 10 s, one pulled after runs out in 2 s; SyncAlways, then SyncInterval
+	// at a crash with a limit raised to 5.
+	slices.Concat([]byte{policyFlag, 0, 0, 0, 1, 0, 0}, sPub(0, 0, 0), sPub(1, 1, 0), sPull(1), sReopenAs(15),
+		sPull(1), sAdv(3), sStats, sReopenAs(45), sPull(6), sCrashAs(93), sStats, sPull(6), sAdv(11), sStats),
 }
+
+// sReopenAs and sCrashAs are a reopen and a crash whose open applies the
+// policy b (see readPolicy).
+func sReopenAs(b byte) []byte { return []byte{10, b} }
+func sCrashAs(b byte) []byte  { return []byte{11, b} }
 
 // The operations of a sorted seed. which picks a held batch by its index
 // (held batches in pull order; a settled one leaves the list).
@@ -125,6 +151,7 @@ var cacheChoices = []int64{0, -1, 200}
 func readSortedConfig(in *opReader) sortedConfig {
 	form := in.next()
 	c := sortedConfig{windowed: form&2 != 0, single: form&1 != 0}
+	c.policies = form&policyFlag != 0
 	c.segment, c.snapshot = choose(in, segmentChoices), choose(in, snapshotChoices)
 	c.sync, c.maxDeliver = choose(in, syncChoices), choose(in, deliverChoices)
 	c.cache, c.pad = choose(in, cacheChoices), choose(in, padChoices)
@@ -143,6 +170,7 @@ type sortedView struct {
 	recovery func() queue.Recovery
 	compact  func() error
 	close    func() error
+	dead     func() ([]pulledValue, error) // the dead values in Seq order, each with its reason
 }
 
 // pulledBatch is a batch as Pull returned it, its sort keys as int64 (unix
@@ -159,6 +187,7 @@ type pulledValue struct {
 	tok        string
 	sort, at   int64 // sort key; publish time (unix ns)
 	deliveries int
+	reason     string // a dead value's
 }
 
 func batchesOf[K queue.SortKey](bs []*queue.Batch[K], sortOf func(K) int64) []pulledBatch {
@@ -186,6 +215,15 @@ func viewOf[K queue.SortKey](s *queue.Sorted[K], sortOf func(K) int64, publish f
 		nack:    func(lease uint64, d time.Duration) error { return s.Nack(queue.BatchReceipt{Lease: lease}, d) },
 		requeue: s.RequeueExpired, stats: s.Stats, recovery: s.Recovery,
 		compact: s.Compact, close: s.Close,
+		dead: func() ([]pulledValue, error) {
+			ds, err := s.DeadValues(0, 0)
+			out := make([]pulledValue, len(ds))
+			for i, d := range ds {
+				out[i] = pulledValue{tok: tokenOf(d.Payload), sort: sortOf(d.Sort), at: d.PublishedAt.UnixNano(),
+					deliveries: d.Deliveries, reason: d.Reason}
+			}
+			return out, err
+		},
 	}
 }
 
@@ -285,8 +323,10 @@ func (r *sortedRun) step(in *opReader) {
 	case 9:
 		r.compact("compact")
 	case 10:
+		r.changePolicy(in)
 		r.reopen()
 	case 11:
+		r.changePolicy(in)
 		r.crash()
 	case 12:
 		r.stats()
@@ -313,6 +353,7 @@ func (r *sortedRun) publish(keyArg, arg int) {
 
 // pull takes up to about max values; the model says which batches.
 func (r *sortedRun) pull(max int) {
+	defer r.noteKilled()
 	r.logf("pull %d", max)
 	now := r.now()
 	want := r.m.pull(max, now)
@@ -338,6 +379,13 @@ func (r *sortedRun) pull(max int) {
 		r.held = append(r.held, heldBatch{b: b, lease: want[i].lease, gen: r.gen})
 	}
 	r.m.dirty = true
+}
+
+// noteKilled notes that the records of the values a pull kept at the
+// limit may be unwritten (see modelRun.noteKilled).
+func (r *sortedRun) noteKilled() {
+	r.unflushed = r.unflushed || r.m.killed
+	r.m.killed = false
 }
 
 // describeBatches writes batches as key[token/deliveries ...] ...
@@ -450,6 +498,18 @@ func (r *sortedRun) advance(d time.Duration) {
 	r.unflushed = r.unflushed || n > 0
 }
 
+// changePolicy reads the policy of the next open, when the input changes
+// policies (a sorted queue refuses no ids: the window changes nothing).
+func (r *sortedRun) changePolicy(in *opReader) {
+	if !r.cfg.policies {
+		return
+	}
+	p := readPolicy(in.next(), r.cfg.policy(r.m.ackTimeout))
+	r.logf("%v", p)
+	r.cfg.setPolicy(p)
+	r.m.maxDeliver, r.m.ackTimeout = p.maxDeliver, p.ackTimeout
+}
+
 // reopen closes the queue cleanly and opens it again: leases keep running.
 func (r *sortedRun) reopen() {
 	r.logf("close and reopen")
@@ -515,6 +575,28 @@ func (r *sortedRun) finish() {
 		r.pull(1)
 	}
 	r.pull(1)
+	r.stats() // the pulls dead-letter the values past the limit
+	r.checkDead()
+}
+
+// checkDead compares the dead values in publish order, their delivery
+// counts and the reasons the docs name.
+func (r *sortedRun) checkDead() {
+	got, err := r.q.dead()
+	if err != nil {
+		r.failf("dead values: %v", err)
+	}
+	want := r.m.deadVals()
+	if len(got) != len(want) {
+		r.failf("%d dead values, the model has %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.tok != w.tok || g.deliveries != w.deliveries || w.reason != "" && g.reason != w.reason {
+			r.failf("dead value %s: %d deliveries, reason %q; the model has %s, %d, %q",
+				g.tok, g.deliveries, g.reason, w.tok, w.deliveries, w.reason)
+		}
+	}
 }
 
 // sortedModel is a simple in-memory sorted queue with the semantics
@@ -534,8 +616,13 @@ func (r *sortedRun) finish() {
 //     pulled until the delay has passed; dead-letter moves them all to the
 //     dead set;
 //   - with single flight a key with a leased batch is not pullable;
+//   - the pending values that have had MaxDeliveries (left pending by an
+//     open with a higher limit or none) of the key a pull would take next
+//     go to the dead set, and the pull looks at the keys again;
 //   - a clean close keeps leases running; a crash ends them, unless the
-//     crashed process appended nothing.
+//     crashed process appended nothing;
+//   - an open may change MaxDeliveries and AckTimeout: the limit that
+//     applies is the open's own, a lease keeps the deadline it was given.
 type sortedModel struct {
 	vals       map[string]*sortedVal // live values (dead included) by token
 	batches    map[int]*sortedBatch  // leased batches by lease
@@ -547,6 +634,7 @@ type sortedModel struct {
 	single     bool  // SingleFlight
 	window     int64 // the windowed form's window (ns); 0: Sorted
 	dirty      bool  // the log does not end with a clean close
+	killed     bool  // a pull dead-lettered values at the limit: records that it may not have waited for
 }
 
 // sortedState is where a model value stands.
@@ -564,6 +652,7 @@ type sortedVal struct {
 	seq        int   // publish order
 	state      sortedState
 	deliveries int
+	reason     string // dead: the reason the docs name, or "" where they name none
 }
 
 type sortedBatch struct {
@@ -658,6 +747,9 @@ func (m *sortedModel) pull(max int, now int64) []*sortedBatch {
 		if len(keys) == 0 {
 			break
 		}
+		if m.killPastLimit(keys[0]) {
+			continue // the key's place may have moved, or it has no value left
+		}
 		m.leases++
 		b := &sortedBatch{lease: m.leases, key: keys[0], due: now + int64(m.ackTimeout), vals: m.pending(keys[0])}
 		for _, v := range b.vals {
@@ -669,6 +761,23 @@ func (m *sortedModel) pull(max int, now int64) []*sortedBatch {
 	}
 	return out
 }
+
+// killPastLimit moves key's pending values that have had MaxDeliveries
+// to the dead set and reports whether there were any.
+func (m *sortedModel) killPastLimit(key string) bool {
+	killed := false
+	for _, v := range m.pending(key) {
+		if m.pastLimit(v.deliveries) {
+			v.state, killed, m.dirty, m.killed = sortedDead, true, true, true // a record dead-letters it
+			v.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", v.deliveries, m.maxDeliver)
+		}
+	}
+	return killed
+}
+
+// pastLimit reports whether a value delivered n times has had every
+// delivery MaxDeliveries allows.
+func (m *sortedModel) pastLimit(n int) bool { return m.maxDeliver > 0 && n >= m.maxDeliver }
 
 // describe writes batches as describeBatches does.
 func (m *sortedModel) describe(bs []*sortedBatch) string {
@@ -706,8 +815,8 @@ func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 	delete(m.batches, b.lease)
 	back := false
 	for _, v := range b.vals {
-		v.state = sortedPending
-		if m.maxDeliver > 0 && v.deliveries >= m.maxDeliver {
+		v.state, v.reason = sortedPending, ""
+		if m.pastLimit(v.deliveries) {
 			v.state = sortedDead
 			continue
 		}
@@ -721,8 +830,20 @@ func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 func (m *sortedModel) deadLetter(b *sortedBatch) {
 	delete(m.batches, b.lease)
 	for _, v := range b.vals {
-		v.state = sortedDead
+		v.state, v.reason = sortedDead, "model"
 	}
+}
+
+// deadVals returns the dead values in publish order.
+func (m *sortedModel) deadVals() []*sortedVal {
+	var out []*sortedVal
+	for _, v := range m.vals {
+		if v.state == sortedDead {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b *sortedVal) int { return a.seq - b.seq })
+	return out
 }
 
 // expire ends the leases whose deadline is at or before now and returns

@@ -39,7 +39,10 @@
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
 // producer-given id (WithID) that is already live, or was acked within
 // DedupWindow, fails with ErrDuplicate, so a producer that retries after
-// an error enqueues once.
+// an error enqueues once. The window is the open's own: an open with a
+// shorter one forgets the ids whose window has passed, an open without
+// one every acked id, and a later open with a longer window does not
+// bring them back.
 //
 // # Order
 //

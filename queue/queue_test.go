@@ -299,6 +299,26 @@ func TestDedupWithoutWindow(t *testing.T) {
 	enqueue(t, q, "b", queue.WithID("x"))
 }
 
+// TestDedupWindowClosedAtReopen: an open with no dedup window keeps no
+// acked id, also one that an open with a window acked and snapshotted,
+// whatever the clock reads (the same instant, or a step back).
+func TestDedupWindowClosedAtReopen(t *testing.T) {
+	for name, back := range map[string]time.Duration{"same instant": 0, "clock stepped back": -time.Second} {
+		t.Run(name, func(t *testing.T) {
+			clk, dir := newFakeClock(), t.TempDir()
+			q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+			enqueue(t, q, "a", queue.WithID("x"))
+			require.NoError(t, tryDequeue(t, q).Ack())
+			require.NoError(t, q.Close())
+			clk.Advance(back)
+			q = open(t, dir, &queue.Options{Clock: clk})
+			defer q.Close()
+			enqueue(t, q, "b", queue.WithID("x"))
+			require.Equal(t, "b", string(tryDequeue(t, q).Payload))
+		})
+	}
+}
+
 func TestEnqueueBatchAndDequeueBatch(t *testing.T) {
 	q := open(t, t.TempDir(), nil)
 	defer q.Close()
