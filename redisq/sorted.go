@@ -227,8 +227,11 @@ const pullTokens = 1000
 // become pullable by time alone (a hold ends, a window closes), or zero.
 // A batch that does not decode goes to the dead set (its values are
 // settled together) with a reason saying so; buried counts those. again
-// tells that the call stopped at its bound on order members that named
-// no values (scripts/sorted_ops.lua): a key may be pullable behind them.
+// tells that the last call stopped at its bound on order members that
+// named no values (scripts/sorted_ops.lua): a key may be pullable behind
+// them. A call that stops so having leased nothing wakes no other
+// handle, so it is always called again: here when an earlier call leased
+// batches, else by pull.
 func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K], due time.Time, buried int, again bool, err error) {
 	now := s.o.Clock.Now()
 	var raw, r []any
@@ -247,6 +250,9 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		got, _ := r[0].([]any)
 		raw = append(raw, got...)
 		again = toInt(r[3]) == 1
+		if again && len(got) == 0 && len(raw) > 0 {
+			continue // a call that leased nothing woke no one: go on past the idle members
+		}
 		if len(got) < tokens || again {
 			break
 		}
