@@ -240,10 +240,15 @@
 // batches a call, and a Pull whose max allows more (math.MaxInt:
 // everything) calls again while the call leased that many, each call
 // taking the keys first in order then. A call that stops so is called
-// again by the handle, a pull only when it leased nothing (one that
-// leased returns what it leased, and wakes the other handles' waiting
-// pulls, which would sleep else), so no dequeue or pull reports empty
-// while a message or key is behind them.
+// again by the handle, a pull only when it leased nothing (also after
+// earlier calls of the same Pull leased; one that leased returns what it
+// leased, and wakes the other handles' waiting pulls, which would sleep
+// else), so no dequeue or pull reports empty, nor leaves a waiting pull
+// asleep, while a message or key is behind them. When a later call of
+// such a Pull fails (its ctx ends between the calls, the connection
+// drops), the Pull returns the batches leased before with a nil error,
+// as a dequeue returns the messages it leased; the next Pull reports the
+// failure if it lasts.
 //
 // A sorted queue records the kind of its sort keys (int, uint, float,
 // time or string) and its form (sorted or windowed) when it is made, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -151,6 +152,75 @@ func TestLeaseKeepsLeased(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSortedPullKeepsLeased is TestLeaseKeepsLeased for a sorted queue: a
+// Pull past the 1000 batches of one call whose later call fails (its ctx
+// ends between the calls, or the connection drops) returns the batches
+// the earlier call leased with a nil error, since a caller drops what
+// comes with an error and the values would go unseen until their lease
+// ran out, their delivery counted (dead, under MaxDeliveries 1). The next
+// Pull reports the failure, and every value is pulled once.
+func TestSortedPullKeepsLeased(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		cancel bool  // the Pull's ctx ends after its first call, else later calls fail
+		want   error // what the next Pull reports
+	}{
+		{"ctx ends", true, context.Canceled},
+		{"call fails", false, errInjected},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := srv.Client()
+			s, err := OpenSorted[int64](ctx, rdb, "keeps-"+strings.ReplaceAll(tc.name, " ", "-"),
+				&SortedOptions{Options: Options{ManualRequeue: true, MaxDeliveries: 1}})
+			require.NoError(t, err)
+			defer s.Close()
+			const keys = 1500
+			for i := range keys {
+				require.NoError(t, s.Publish(ctx, int64(i), fmt.Sprintf("k%05d", i), []byte{1}))
+			}
+			pctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			pulls, failing := 0, true // under the hook's mu
+			hook := &fcallFaults{
+				fail: func(fn string, args []any) bool {
+					return !tc.cancel && failing && pulls > 0 && isCall(fn, args, "grow", "pull")
+				},
+				seen: func(fn string, args []any, err error) {
+					if err == nil && isCall(fn, args, "grow", "pull") {
+						pulls++
+						if tc.cancel {
+							cancel()
+						}
+					}
+				},
+			}
+			rdb.AddHook(hook)
+
+			bs, err := s.Pull(pctx, math.MaxInt)
+			require.NoError(t, err, "batches were leased: they are returned, not an error")
+			require.Len(t, bs, pullTokens)
+			_, err = s.Pull(pctx, math.MaxInt)
+			require.ErrorIs(t, err, tc.want, "the next Pull reports the failure")
+			hook.mu.Lock()
+			failing = false
+			hook.mu.Unlock()
+			rest, err := s.TryPull(math.MaxInt)
+			require.NoError(t, err)
+			seen := map[string]bool{}
+			for _, b := range append(bs, rest...) {
+				require.False(t, seen[b.Key], "%s pulled twice", b.Key)
+				seen[b.Key] = true
+				require.NoError(t, b.Ack())
+			}
+			require.Len(t, seen, keys)
+			st := s.Stats()
+			require.Zero(t, st.SortedPending+st.SortedBatches+st.SortedDead)
+		})
 	}
 }
 

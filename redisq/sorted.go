@@ -160,6 +160,10 @@ func (s *Sorted[K]) publish(ctx context.Context, now time.Time, part []byte, key
 // Pull returns the batches of up to about max values, keys in order of
 // their smallest pending sort key, whole keys only (see queue.Sorted.Pull).
 // It blocks until a key can be pulled, ctx ends or the handle is closed.
+// A max above the 1000 batches one call to the server leases takes more
+// calls; when a later one fails (ctx ends between them, the connection
+// drops), Pull returns the batches leased before with a nil error, and
+// the next Pull reports the failure if it lasts.
 func (s *Sorted[K]) Pull(ctx context.Context, max int) ([]*queue.Batch[K], error) {
 	return s.pull(ctx, max, true)
 }
@@ -227,12 +231,15 @@ const pullTokens = 1000
 // become pullable by time alone (a hold ends, a window closes), or zero.
 // A batch that does not decode goes to the dead set (its values are
 // settled together) with a reason saying so; buried counts those. again
-// tells that the call stopped at its bound on order members that named
-// no values (scripts/sorted_ops.lua): a key may be pullable behind them.
+// tells that the last call stopped at its bound on order members that
+// named no values (scripts/sorted_ops.lua): a key may be pullable behind
+// them. A call that stops so having leased nothing wakes no other
+// handle, so it is always called again: here when an earlier call leased
+// batches, else by pull.
 func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K], due time.Time, buried int, again bool, err error) {
 	now := s.o.Clock.Now()
 	var raw, r []any
-	var late error // a call after the first failed: the batches leased before are the caller's
+	var late error // a call after the first failed: reported only when no batch is returned
 	for n := 0; n < max; {
 		tokens := min(max-n, pullTokens)
 		next, err := s.pullCall(ctx, now, max-n, tokens)
@@ -247,6 +254,9 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		got, _ := r[0].([]any)
 		raw = append(raw, got...)
 		again = toInt(r[3]) == 1
+		if again && len(got) == 0 && len(raw) > 0 {
+			continue // a call that leased nothing woke no one: go on past the idle members
+		}
 		if len(got) < tokens || again {
 			break
 		}
@@ -266,7 +276,10 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		}
 		out = append(out, b)
 	}
-	if len(out) == 0 && failed != nil { // the others leased are the caller's
+	switch {
+	case len(out) > 0: // the caller's, with no error: the next pull meets a failure that lasts
+		return out, s.pullableAt(r), buried, again, nil
+	case failed != nil:
 		return nil, time.Time{}, buried, again, errors.Join(failed, late)
 	}
 	return out, s.pullableAt(r), buried, again, late

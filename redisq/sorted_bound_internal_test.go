@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,4 +170,74 @@ func TestSortedCappedIdlePullQuiet(t *testing.T) {
 		got = append(got, m.Payload)
 	}
 	require.NotContains(t, got, "r", "a pull that leased nothing woke the waiters")
+}
+
+// TestSortedCappedLaterCall is TestSortedCappedPullWakes where the cap
+// falls in a later call of one pull (max above the 1000 batches of a
+// call): the first call leases 1000 keys, the second meets the 1000
+// strays before key "last" and leases nothing, so it wakes no one. The
+// key behind them must still be reached: by the pull that met the
+// strays, or by the blocked Pull of the other handle.
+func TestSortedCappedLaterCall(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := srv.Client()
+	waiter := srv.Client()
+	var pulls atomic.Int64
+	waiter.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
+		if isCall(fn, args, "grow", "pull") {
+			pulls.Add(1)
+		}
+	}})
+	opts := &SortedOptions{Options: Options{ManualRequeue: true}}
+	a, err := OpenSorted[string](ctx, waiter, "caplater", opts)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := OpenSorted[string](ctx, srv.Client(), "caplater", opts)
+	require.NoError(t, err)
+	defer b.Close()
+
+	for i := range pullTokens {
+		require.NoError(t, b.Publish(ctx, fmt.Sprintf("a%04d", i), fmt.Sprintf("k%04d", i), []byte("v")))
+	}
+	require.NoError(t, b.Publish(ctx, "z", "last", []byte("v2")))
+	pipe := admin.Pipeline()
+	for i := range 1000 { // IDLE, sorted.lua
+		pipe.ZAdd(ctx, a.keys[5], redis.Z{Member: fmt.Sprintf("m%04d", i)}) // strays before "last"
+	}
+	pipe.Rename(ctx, a.keys[5], a.keys[5]+":aside")
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan []*queue.Batch[string], 1)
+	go func() {
+		bs, _ := a.Pull(wctx, 1)
+		got <- bs
+	}()
+	require.Eventually(t, func() bool { return pulls.Load() >= 1 }, 30*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // past its look, waiting
+	require.NoError(t, admin.Rename(ctx, a.keys[5]+":aside", a.keys[5]).Err())
+
+	bs, err := b.TryPull(math.MaxInt)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(bs), pullTokens)
+	keys := map[string]bool{}
+	for _, x := range bs[:pullTokens] {
+		keys[x.Key] = true
+	}
+	require.Len(t, keys, pullTokens, "the first call's keys")
+	if len(bs) > pullTokens {
+		require.Len(t, bs, pullTokens+1)
+		require.Equal(t, "last", bs[pullTokens].Key, "the pull went on past the strays")
+		return
+	}
+	select {
+	case bs := <-got:
+		require.Len(t, bs, 1)
+		require.Equal(t, "last", bs[0].Key)
+	case <-time.After(10 * time.Second):
+		t.Fatal(`"last" is pullable and the blocked Pull sleeps: the capped later call woke no one`)
+	}
 }

@@ -54,3 +54,36 @@ func TestSortedPullNoLimit(t *testing.T) {
 	require.Zero(t, st.SortedPending)
 	require.Zero(t, st.SortedBatches)
 }
+
+// TestSortedPullMaxCountsValues: a Pull's max counts values, not
+// batches, across the calls it makes past the 1000 batches of one call:
+// with keys of two values each, a max of 2500 takes 1250 whole keys (the
+// first call 1000 keys, 2000 values; the second the 500 values left),
+// not 1750 (the second call taking 1500 more values).
+func TestSortedPullMaxCountsValues(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "maxvalues",
+		&redisq.SortedOptions{Options: redisq.Options{ManualRequeue: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	const keys, max = 2000, 2500
+	for i := range keys {
+		for j := range 2 {
+			require.NoError(t, s.Publish(ctx, int64(2*i+j), fmt.Sprintf("k%05d", i), []byte{byte(j)}))
+		}
+	}
+	bs, err := s.Pull(ctx, max)
+	require.NoError(t, err)
+	values := 0
+	for i, b := range bs {
+		require.Equal(t, fmt.Sprintf("k%05d", i), b.Key)
+		require.Len(t, b.Values, 2, "a key is pulled whole")
+		values += len(b.Values)
+	}
+	require.Equal(t, max, values)
+	require.Len(t, bs, max/2)
+	st := s.Stats()
+	require.Equal(t, 2*keys-max, st.SortedPending)
+	require.Equal(t, max, st.SortedLeased)
+}

@@ -194,7 +194,9 @@ func TestWrongTypeKey(t *testing.T) {
 
 // TestSortedWrongTypeKey is TestWrongTypeKey for a sorted queue: a pull
 // that failed on a key of the wrong type after removing a key's pending
-// values would lose them.
+// values would lose them. Key k3 also holds a value past MaxDeliveries
+// (given back by a handle with no limit), which a pull dead-letters: it
+// ends dead with its reason, never delivered, whichever key was spoiled.
 func TestSortedWrongTypeKey(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -206,10 +208,20 @@ func TestSortedWrongTypeKey(t *testing.T) {
 		i, name := f.key, f.name
 		t.Run(name, func(t *testing.T) {
 			clock := queuetest.NewClock()
-			s, err := OpenSorted[int64](ctx, rdb, "wrongtype-sorted-"+name, &SortedOptions{SingleFlight: true,
-				Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer s.Close()
+			open := func(maxd int) *Sorted[int64] {
+				s, err := OpenSorted[int64](ctx, rdb, "wrongtype-sorted-"+name, &SortedOptions{SingleFlight: true,
+					Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute, MaxDeliveries: maxd}})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				return s
+			}
+			loose, s := open(-1), open(3)
+			require.NoError(t, loose.Publish(ctx, 1, "k3", []byte("past"))) // seq 1
+			for range 3 {
+				bs, err := loose.TryPull(10)
+				require.NoError(t, err)
+				require.NoError(t, bs[0].Nack(0))
+			}
 			live := map[string]bool{}
 			publish := func(k, v string) error {
 				err := s.Publish(ctx, 1, k, []byte(v))
@@ -296,6 +308,12 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			sort.Strings(back)
 			sort.Strings(want)
 			require.Equal(t, want, back, "every live value comes back once")
+			dead, err := rdb.ZRange(ctx, s.keys[11], 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, []string{"1"}, dead, "the value past the limit is dead")
+			reasons, err := rdb.HGetAll(ctx, s.keys[3]).Result()
+			require.NoError(t, err)
+			require.Equal(t, map[string]string{"1": "3 deliveries, limit 3; not delivered again"}, reasons)
 		})
 	}
 }

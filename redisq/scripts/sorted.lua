@@ -74,7 +74,7 @@ local PROBES = {
 }
 local NEED = {
   publish = {}, -- takes back its writes instead (sorted_ops.lua)
-  pull = {2, 3, 5, 6, 7, 8, 9, 10, 11, 13},
+  pull = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
   ack = {2, 3, 5, 6, 7, 10, 11, 13},
   nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
   extend = {},
