@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/walq/walq/recovery"
@@ -11,6 +12,15 @@ import (
 // the queue long enough to hold back more log than the live data itself
 // are first copied forward, so that a few old messages cannot pin the
 // whole log. The queue compacts by itself as the log grows.
+//
+// A message or value whose record fails a delivery's checks (its
+// checksum, or that it is the record the index names) is never copied
+// forward: it stays where it is, and so does the log from it on. The
+// compaction then copies only what lies below it, truncates, and returns
+// an error wrapping ErrCorrupt that names its LSN (in the background: a
+// failure in Stats and the log, retried with backoff). Damage in the
+// never-delivered messages it reads from the cursor on stops the
+// compaction there, with ErrCorrupt too.
 func (q *Queue) Compact() error {
 	if q.opts.ReadOnly {
 		return ErrReadOnly
@@ -69,10 +79,14 @@ func (q *Queue) compact() error {
 	target := q.moveTargetLocked()
 	q.mu.Unlock()
 	moved, err := q.movePinned(target, false)
-	if err != nil || moved == 0 {
+	var left *damageLeft
+	if moved == 0 || (err != nil && !errors.As(err, &left)) {
 		return err
 	}
-	return q.takeSnapshot()
+	if serr := q.takeSnapshot(); serr != nil {
+		return serr
+	}
+	return err // the damage left behind, once the copies below it are in the snapshot
 }
 
 // snapshot freezes the state, makes the log durable up to it, writes the

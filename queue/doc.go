@@ -128,8 +128,14 @@
 // skipped or delivered from bad bytes. A compaction checks each record it
 // would copy forward as a delivery does (its checksum, and that it is the
 // record of the message or value the index names) and leaves a damaged
-// one where it is, never copied with a fresh checksum: the delivery that
-// reaches it reports the damage. Damage is ErrCorrupt naming the way
+// one where it is, never copied with a fresh checksum; it copies nothing
+// that lies above the lowest such record (that record holds the log from
+// there anyway) and fails with ErrCorrupt (Compact returns it; in the
+// background it is a failure in Stats and the log, retried with backoff),
+// so damage in a dead letter or a far-delayed message is reported without
+// waiting for a delivery; a delivery that reaches the record reports it
+// too. Damage in a never-delivered message that a compaction reads after
+// the cursor stops that compaction with ErrCorrupt. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost and reports it; it

@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/wal"
@@ -42,65 +44,70 @@ func (p *pacer) add(c *wal.Commit, n int) error {
 // not read is dropped, and said so in the log. With recount, the number of
 // never-delivered messages is counted again from the log (after a salvage
 // it may be off). It returns how many messages it moved or dropped.
+//
+// An indexed record that is damaged is never copied (readMovable). Without
+// recount (a compaction), the lowest one stops the move there: what lies
+// above it is not copied, since the damaged record keeps that part of the
+// log anyway, and movePinned returns a *damageLeft error (ErrCorrupt)
+// once the copies below it are written. With recount (a salvaging open),
+// a damaged record is left where it is and the move goes on to target.
 func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
 	q.moveMu.Lock()
 	defer q.moveMu.Unlock()
 	if q.copying != nil {
 		q.copying()
 	}
-	n, err := q.moveIndexed(target)
-	if err != nil {
-		return n, err
+	n, damage := q.moveIndexed(target, !recount)
+	var left *damageLeft
+	if !errors.As(damage, &left) {
+		if damage != nil {
+			return n, damage
+		}
+	} else {
+		target = left.loc
 	}
 	m, err := q.moveCursorRegion(target, recount)
 	if err == nil {
 		err = q.log.Flush()
 	}
+	if err == nil {
+		err = damage
+	}
 	return n + m, err
 }
 
+// damageLeft is the error of a compaction that left a damaged record
+// where it is: the record still holds the log from loc on.
+type damageLeft struct {
+	loc uint64
+	err error // ErrCorrupt: what the read or the check found
+}
+
+func (d *damageLeft) Error() string {
+	return fmt.Sprintf("queue: compaction left the record at LSN %d where it is, holding the log from there: %v", d.loc, d.err)
+}
+
+func (d *damageLeft) Unwrap() error { return d.err }
+
+// pinned is an indexed message to copy forward: the LSN of its record and
+// the move that copies it.
+type pinned struct {
+	loc  uint64
+	move func(*pacer) (bool, error)
+}
+
 // moveIndexed copies forward the indexed messages whose record is before
-// target.
-func (q *Queue) moveIndexed(target uint64) (int, error) {
-	q.mu.Lock()
-	var entries []index.Entry
-	q.mu.st.table.Ascend(func(e index.Entry) bool {
-		if e.Loc < target {
-			entries = append(entries, e)
-		}
-		return true
-	})
-	var values []index.SortedValue
-	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
-		if v.Loc < target {
-			values = append(values, v)
-		}
-		return true
-	})
-	leased := leasedBelow(q.mu.st.sorted, target)
-	q.mu.Unlock()
+// target, lowest record first. With stop, it stops at the first damaged
+// record and returns its *damageLeft; without, it goes past it.
+func (q *Queue) moveIndexed(target uint64, stop bool) (int, error) {
 	moved := 0
 	var p pacer
-	for _, e := range entries {
-		ok, err := q.moveEntry(e, &p)
-		if err != nil {
-			return moved, err
+	for _, pm := range q.pinnedBelow(target) {
+		ok, err := pm.move(&p)
+		var left *damageLeft
+		if errors.As(err, &left) && !stop {
+			continue
 		}
-		if ok {
-			moved++
-		}
-	}
-	for _, v := range values {
-		ok, err := q.moveValue(v, &p)
-		if err != nil {
-			return moved, err
-		}
-		if ok {
-			moved++
-		}
-	}
-	for _, lv := range leased {
-		ok, err := q.moveLeasedValue(lv, &p)
 		if err != nil {
 			return moved, err
 		}
@@ -109,6 +116,31 @@ func (q *Queue) moveIndexed(target uint64) (int, error) {
 		}
 	}
 	return moved, nil
+}
+
+// pinnedBelow returns the indexed messages whose record is before target,
+// ordered by the LSN of their record.
+func (q *Queue) pinnedBelow(target uint64) []pinned {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []pinned
+	q.mu.st.table.Ascend(func(e index.Entry) bool {
+		if e.Loc < target {
+			out = append(out, pinned{e.Loc, func(p *pacer) (bool, error) { return q.moveEntry(e, p) }})
+		}
+		return true
+	})
+	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
+		if v.Loc < target {
+			out = append(out, pinned{v.Loc, func(p *pacer) (bool, error) { return q.moveValue(v, p) }})
+		}
+		return true
+	})
+	for _, lv := range leasedBelow(q.mu.st.sorted, target) {
+		out = append(out, pinned{lv.Loc, func(p *pacer) (bool, error) { return q.moveLeasedValue(lv, p) }})
+	}
+	slices.SortFunc(out, func(a, b pinned) int { return cmp.Compare(a.loc, b.loc) })
+	return out
 }
 
 // leasedValue is a value of a sorted queue's leased batch.
@@ -136,7 +168,7 @@ func leasedBelow(sq *index.Sorted, target uint64) []leasedValue {
 // lock, and checks with check that it is the one the index names. A record
 // that a salvaging open lost is reported as lost. A record that is
 // damaged (ErrCorrupt: its checksum, or another message's record) comes
-// back nil with a nil error: it is not copied, never given a fresh
+// back nil with a *damageLeft error: it is not copied, never given a fresh
 // checksum, and stays where it is, so the delivery that reaches it
 // reports the damage (a ReadError). Any other error is returned.
 func (q *Queue) readMovable(loc uint64, check func(*record) error) (r *record, lost bool, err error) {
@@ -150,7 +182,7 @@ func (q *Queue) readMovable(loc uint64, check func(*record) error) (r *record, l
 	case errors.Is(err, wal.ErrNotFound) && q.opts.Salvage:
 		return nil, true, nil
 	case errors.Is(err, ErrCorrupt):
-		return nil, false, nil
+		return nil, false, &damageLeft{loc: loc, err: err}
 	}
 	return nil, false, err
 }
@@ -214,7 +246,7 @@ func (q *Queue) moveValue(v index.SortedValue, p *pacer) (bool, error) {
 // moveLeasedValue copies a value of a sorted queue's leased batch forward,
 // if the batch still holds it where it was: a batch its consumer keeps
 // for long (extending its lease) must not pin the log. The copy names the
-// batch (Lease). A value whose record is damaged (ErrCorrupt), or lost in
+// batch (Lease). A value whose record is damaged (readMovable), or lost in
 // a salvaging open, is left where it is, as it was before leased values
 // were copied: its pull failed with a ReadError, and its consumer or the
 // lease's end settles it (a salvaging open ended every lease before it

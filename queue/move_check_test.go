@@ -3,10 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/index"
@@ -33,7 +36,7 @@ func TestMoveValueChecksItsRecord(t *testing.T) {
 		q.mu.Unlock()
 
 		_, err := q.movePinned(q.log.LastLSN()+1, false)
-		require.NoError(t, err)
+		require.ErrorIs(t, err, ErrCorrupt, "the compaction reports what it left behind")
 		requirePullRefuses(t, s, "A")
 	})
 	t.Run("a damaged record", func(t *testing.T) {
@@ -54,7 +57,7 @@ func TestMoveValueChecksItsRecord(t *testing.T) {
 		defer s.Close()
 
 		_, err = s.q.movePinned(s.q.log.LastLSN()+1, false)
-		require.NoError(t, err, "one damaged value does not stop the compaction")
+		require.ErrorIs(t, err, ErrCorrupt, "the compaction reports what it left behind")
 		requirePullRefuses(t, s, "A")
 	})
 }
@@ -133,10 +136,81 @@ func TestMoveEntryChecksItsRecord(t *testing.T) {
 	require.Len(t, es, 2)
 
 	_, err = q.movePinned(q.log.LastLSN()+1, false)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrCorrupt, "the compaction reports what it left behind")
 	m, err := q.TryDequeue()
 	require.ErrorIs(t, err, ErrCorrupt, "delivered %v", m)
 	var re *ReadError
 	require.True(t, errors.As(err, &re), "%v", err)
 	require.Equal(t, a.ID, re.ID)
+}
+
+// A damaged record that a compaction leaves where it is still holds the
+// front of the log. The compaction reports it (ErrCorrupt: a background
+// failure, logged and retried with backoff; Compact returns it) and does
+// not copy again what lies above it: it could not free it. Before, each
+// compaction due copied every live message forward again and reported
+// nothing, the log growing with the copies.
+func TestCompactionReportsDamageLeftBehind(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{SegmentSize: 4096}
+	q, err := Open(dir, o)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i := range 40 {
+		mark := "delayed|"
+		if i == 20 {
+			mark = "DAMAGED|"
+		}
+		_, err := q.Enqueue(ctx, []byte(mark+strings.Repeat("d", 350)), WithDelay(time.Hour))
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Compact()) // a snapshot: the reopen replays nothing of the delayed ones
+	require.NoError(t, q.Close())
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "0*"))
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 2)
+	for _, s := range segs[:len(segs)-1] {
+		if b, err := os.ReadFile(s); err == nil && strings.Contains(string(b), "DAMAGED|") {
+			flipMark(t, s, "DAMAGED|")
+		}
+	}
+	logged := &syncBuffer{}
+	o.Logger = slog.New(slog.NewTextHandler(logged, &slog.HandlerOptions{Level: slog.LevelError}))
+	q, err = Open(dir, o)
+	require.NoError(t, err)
+	defer q.Close()
+
+	payload := []byte(strings.Repeat("p", 400))
+	for range 1500 {
+		_, err := q.Enqueue(ctx, payload)
+		require.NoError(t, err)
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+		q.compactInBackground() // besides the housekeeper's: the count does not hang on its timing
+	}
+	st := q.Stats()
+	require.LessOrEqual(t, st.Moved, uint64(40), "messages copied forward again and again")
+	require.NotZero(t, st.BackgroundErrors, "damage left behind is not reported")
+	require.ErrorIs(t, st.BackgroundErr, ErrCorrupt)
+	require.Contains(t, logged.String(), "background compaction failed")
+	require.ErrorIs(t, q.Compact(), ErrCorrupt)
+}
+
+// syncBuffer is a buffer that a logger writes from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -18,6 +18,13 @@ type deadLogHandler struct {
 	mu    sync.Mutex
 	stats func() queue.Stats
 	dead  []map[string]any // the attributes of each dead-lettering logged
+	two   chan struct{}    // when set, closed once two are logged
+}
+
+func (h *deadLogHandler) setStats(f func() queue.Stats) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stats = f
 }
 
 func (h *deadLogHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -31,6 +38,9 @@ func (h *deadLogHandler) Handle(_ context.Context, r slog.Record) error {
 		attrs := map[string]any{}
 		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.Any(); return true })
 		h.dead = append(h.dead, attrs)
+		if len(h.dead) == 2 && h.two != nil {
+			close(h.two)
+		}
 	}
 	return nil
 }
@@ -117,5 +127,79 @@ func TestSortedDeadLetteringIsLogged(t *testing.T) {
 			}
 			require.NoError(t, s.Close())
 		})
+	}
+}
+
+// A blocking Pull that MaxDeliveries keeps from every value dead-letters
+// and logs them before it waits for another value, and a windowed queue
+// logs as a sorted one does.
+func TestSortedDeadLetteringIsLoggedByPullAndWindowed(t *testing.T) {
+	const reason = "1 deliveries, limit 1; not delivered again"
+	t.Run("blocking Pull", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := queue.OpenSorted[int64](dir, nil)
+		require.NoError(t, err)
+		nackedOnce(t, s.Publish, s.TryPull, int64(1), int64(2))
+		require.NoError(t, s.Close())
+		h := &deadLogHandler{two: make(chan struct{})}
+		s, err = queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{
+			MaxDeliveries: 1, Logger: slog.New(h)}})
+		require.NoError(t, err)
+		defer s.Close()
+		h.setStats(s.Stats)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := s.Pull(ctx, 10); done <- err }()
+		select {
+		case <-h.two: // logged while Pull waits for a value
+		case err := <-done:
+			t.Fatalf("Pull returned %v before it logged", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the blocking Pull logged no dead-lettering")
+		}
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		requireDeadLogged(t, h, reason)
+	})
+	t.Run("windowed", func(t *testing.T) {
+		dir := t.TempDir()
+		o := &queue.WindowOptions{Window: time.Nanosecond}
+		w, err := queue.OpenWindowed(dir, o)
+		require.NoError(t, err)
+		publish := func(ctx context.Context, _ time.Time, key string, p []byte) error { return w.Publish(ctx, key, p) }
+		nackedOnce(t, publish, w.TryPull, time.Time{}, time.Time{})
+		require.NoError(t, w.Close())
+		h := &deadLogHandler{}
+		o.MaxDeliveries, o.Logger = 1, slog.New(h)
+		w, err = queue.OpenWindowed(dir, o)
+		require.NoError(t, err)
+		defer w.Close()
+		h.setStats(w.Stats)
+		_, err = w.TryPull(10)
+		require.ErrorIs(t, err, queue.ErrEmpty)
+		requireDeadLogged(t, h, reason)
+	})
+}
+
+// nackedOnce publishes two values under key k and nacks their batch once.
+func nackedOnce[K queue.SortKey](t *testing.T, publish func(context.Context, K, string, []byte) error,
+	pull func(int) ([]*queue.Batch[K], error), a, b K) {
+	t.Helper()
+	require.NoError(t, publish(context.Background(), a, "k", []byte("a")))
+	require.NoError(t, publish(context.Background(), b, "k", []byte("b")))
+	bs, err := pull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.NoError(t, bs[0].Nack(0))
+}
+
+// requireDeadLogged requires one line for each of k's two values.
+func requireDeadLogged(t *testing.T, h *deadLogHandler, reason string) {
+	t.Helper()
+	logged := h.logged()
+	require.Len(t, logged, 2, "one line per value dead-lettered")
+	for _, a := range logged {
+		require.Equal(t, "k", a["key"])
+		require.Equal(t, reason, a["reason"])
 	}
 }

@@ -29,7 +29,9 @@ time, payload bytes and reason. With --json, one JSON object a line,
 payload included (as text when printable, else base64).
 ` + base64Note + `
 With --url, it reads them from a running service's mounted dashboard
-(package dashboard), without payloads.
+(package dashboard), without payloads; the dashboard's JSON has no base64
+twins, so only the id (which the ref carries in hex) comes back whole when
+it is not valid UTF-8, while such a reason or header arrives with U+FFFD.
 
 Dlq list and dlq show write nothing, and read a queue that another
 process has open as its files stand.`,
@@ -118,6 +120,7 @@ type deadJSON struct {
 	Deliveries int               `json:"deliveries"`
 	EnqueuedAt string            `json:"enqueued_at,omitempty"`
 	Reason     string            `json:"reason"`
+	Reason64   string            `json:"reason_base64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	Headers64  map[string]string `json:"headers_base64,omitempty"`
 	Bytes      int               `json:"payload_bytes"`
@@ -130,6 +133,7 @@ func toDeadJSON(d queue.DeadLetter) deadJSON {
 	j := deadJSON{Seq: d.Seq, Deliveries: d.Deliveries, EnqueuedAt: jsonTime(d.EnqueuedAt),
 		Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
 	j.ID, j.IDBase64 = textOrBase64(d.ID)
+	j.Reason, j.Reason64 = textOrBase64(d.Reason)
 	j.Headers, j.Headers64 = splitHeaders(d.Headers)
 	return j
 }
@@ -238,7 +242,7 @@ func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
 func printDead(w io.Writer, d queue.DeadLetter) {
 	j := toDeadJSON(d)
 	fmt.Fprintf(w, "id:         %s\nseq:        %d\ndeliveries: %d\nenqueued:   %s\nreason:     %s\n",
-		j.ID, j.Seq, j.Deliveries, shortTime(d.EnqueuedAt), j.Reason)
+		d.ID, j.Seq, j.Deliveries, shortTime(d.EnqueuedAt), d.Reason)
 	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
 		fmt.Fprintf(w, "header:     %s=%s\n", k, d.Headers[k])
 	}

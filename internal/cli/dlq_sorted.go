@@ -51,9 +51,11 @@ type deadValueJSON struct {
 	Key         string `json:"key"`
 	KeyBase64   string `json:"key_base64,omitempty"`
 	Sort        string `json:"sort"`
+	SortBase64  string `json:"sort_base64,omitempty"`
 	Deliveries  int    `json:"deliveries"`
 	PublishedAt string `json:"published_at,omitempty"`
 	Reason      string `json:"reason"`
+	Reason64    string `json:"reason_base64,omitempty"`
 	Bytes       int    `json:"payload_bytes"`
 	Payload     string `json:"payload"`
 	Encoding    string `json:"payload_encoding"`
@@ -64,6 +66,8 @@ func toDeadValueJSON(d deadValueRow) deadValueJSON {
 	j := deadValueJSON{ID: nameOf(d).String(), Seq: d.Seq, Sort: d.Sort, Deliveries: d.Deliveries,
 		PublishedAt: jsonTime(d.PublishedAt), Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
 	j.Key, j.KeyBase64 = textOrBase64(d.Key)
+	j.Sort, j.SortBase64 = textOrBase64(d.Sort)
+	j.Reason, j.Reason64 = textOrBase64(d.Reason)
 	return j
 }
 
@@ -179,7 +183,7 @@ func showDeadValue(e *env, sv sortedView, arg string, asJSON bool) error {
 func printDeadValue(w io.Writer, d deadValueRow) {
 	j := toDeadValueJSON(d)
 	fmt.Fprintf(w, "id:         %s\nseq:        %d\nkey:        %s\nsort:       %s\ndeliveries: %d\npublished:  %s\nreason:     %s\n",
-		j.ID, j.Seq, j.Key, j.Sort, j.Deliveries, shortTime(d.PublishedAt), j.Reason)
+		j.ID, j.Seq, d.Key, d.Sort, j.Deliveries, shortTime(d.PublishedAt), d.Reason)
 	fmt.Fprintf(w, "payload:    %d bytes, %s\n%s\n", j.Bytes, j.Encoding, j.Payload)
 }
 

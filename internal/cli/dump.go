@@ -68,11 +68,13 @@ type dumpRecord struct {
 	Key        string            `json:"key,omitempty"`
 	KeyBase64  string            `json:"key_base64,omitempty"`
 	Sort       any               `json:"sort,omitempty"`
+	SortBase64 string            `json:"sort_base64,omitempty"`
 	ProducerID bool              `json:"producer_id,omitempty"`
 	Size       int               `json:"size"`
 	At         string            `json:"at,omitempty"`
 	Due        string            `json:"due,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
+	Reason64   string            `json:"reason_base64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	Headers64  map[string]string `json:"headers_base64,omitempty"`
 	Values     []uint64          `json:"values,omitempty"` // batch-ack, batch-dead: the Seqs of the batch's values
@@ -126,8 +128,12 @@ func runDump(e *env, dir string, o dumpOptions) error {
 // toDump converts a record to its JSON line.
 func toDump(r queue.Record, payload bool) dumpRecord {
 	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ProducerID: r.ProducerID,
-		Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due),
-		Reason: r.Reason, Values: r.Values}
+		Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due), Values: r.Values}
+	if s, ok := r.Sort.(string); ok && !utf8.ValidString(s) {
+		_, d.SortBase64 = textOrBase64(s)
+		d.Sort = nil // left out, as an id is
+	}
+	d.Reason, d.Reason64 = textOrBase64(r.Reason)
 	d.ID, d.IDBase64 = textOrBase64(r.ID)
 	d.Key, d.KeyBase64 = textOrBase64(r.Key)
 	d.Headers, d.Headers64 = splitHeaders(r.Headers)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -231,7 +232,7 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 		err := eachRemoteDead(c, func(m dashboard.Message) error {
 			n++
 			if *asJSON {
-				return enc.Encode(m)
+				return enc.Encode(toRemoteDeadJSON(m))
 			}
 			_, err := fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", m.ID, refSeq(m.Ref), m.Deliveries, jsonTime(m.EnqueuedAt), m.Size, m.Reason)
 			return err
@@ -241,6 +242,24 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 		}
 		return err
 	}
+}
+
+// remoteDeadJSON is a dead letter as dlq list --url prints it with --json:
+// as the service sends it, and an id that is not valid UTF-8 (which its
+// ref carries in hex, SEQ~HEX) in id_base64 instead of id.
+type remoteDeadJSON struct {
+	dashboard.Message
+	IDBase64 string `json:"id_base64,omitempty"`
+}
+
+func toRemoteDeadJSON(m dashboard.Message) remoteDeadJSON {
+	j := remoteDeadJSON{Message: m}
+	if i := strings.IndexByte(m.Ref, '~'); i >= 0 {
+		if id, err := hex.DecodeString(m.Ref[i+1:]); err == nil {
+			j.ID, j.IDBase64 = textOrBase64(string(id))
+		}
+	}
+	return j
 }
 
 // refSeq returns the seq of a dead letter's reference, SEQ@ID or SEQ~HEX

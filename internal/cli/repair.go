@@ -36,7 +36,9 @@ file in the log directory that walq did not write (it only has a segment's
 name) is never changed: repair stops and names it.
 
 With --json it prints one JSON object: dir, before, backup, repaired,
-lost_lsns, dropped, after and result ("clean", "repaired" or "corrupt").`,
+lost_lsns, dropped, after and result ("clean", "repaired" or "corrupt").
+A dropped message's id that is not valid UTF-8 is printed in base64
+(standard, padded) in id_base64 instead of id.`,
 	example: `walq repair /var/lib/app/jobs
 walq repair --backup /srv/backups/jobs-before-repair /var/lib/app/jobs`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
@@ -188,8 +190,9 @@ type repairJSON struct {
 }
 
 type lostJSON struct {
-	Seq uint64 `json:"seq"`
-	ID  string `json:"id"`
+	Seq      uint64 `json:"seq"`
+	ID       string `json:"id"`
+	IDBase64 string `json:"id_base64,omitempty"`
 }
 
 func toRepairJSON(dir, backup string, rep queue.RepairReport, err error) repairJSON {
@@ -201,7 +204,9 @@ func toRepairJSON(dir, backup string, rep queue.RepairReport, err error) repairJ
 		j.After = &after
 	}
 	for _, m := range rep.Recovery.Dropped {
-		j.Dropped = append(j.Dropped, lostJSON{Seq: m.Seq, ID: m.ID})
+		l := lostJSON{Seq: m.Seq}
+		l.ID, l.IDBase64 = textOrBase64(m.ID)
+		j.Dropped = append(j.Dropped, l)
 	}
 	switch {
 	case err != nil:
