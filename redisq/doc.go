@@ -163,6 +163,20 @@
 //     values that must not come back.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
+//   - Handles with different DedupWindows may share a queue at once, so
+//     the window is each handle's own but the stamps of acked ids are
+//     shared: an ack or purge by a handle with a window stamps a
+//     producer-given id; a handle refuses an id stamped within its own
+//     window (at now less the window or later, the clock at or before
+//     the ack included) and, as it enqueues, forgets up to 128 stamps
+//     older than that per call. A handle without a window refuses only
+//     live ids (ready, delayed, leased or dead), stamps nothing and
+//     forgets no stamp but that of an id it enqueues anew; so a later
+//     handle with a window still refuses an id acked within it, where
+//     the embedded queue's open without a window forgets every acked id
+//     as it enqueues, for the opens after it too, as one with a shorter
+//     window forgets every id past it. Give every handle of a queue the
+//     same window.
 //
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.

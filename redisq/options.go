@@ -19,8 +19,11 @@ type Options struct {
 	// an expired lease moves it to the dead-letter set. Default 10;
 	// negative means no limit.
 	MaxDeliveries int
-	// DedupWindow is how long the id of an acked message with a
-	// producer-given id keeps refusing duplicates. Default 0.
+	// DedupWindow is how long the id of an acked (or purged) message with
+	// a producer-given id keeps refusing this handle's enqueues of it,
+	// counted from the ack by a handle with a window; an ack by this
+	// handle is kept for the others if it is positive. Default 0: only
+	// live ids refuse (see the package doc's differences).
 	DedupWindow time.Duration
 	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
 	MaxMessageSize int

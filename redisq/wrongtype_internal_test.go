@@ -494,3 +494,29 @@ func TestWrongTypeDelayedBehindBurial(t *testing.T) {
 		})
 	}
 }
+
+// TestWrongTypeAckedWithoutWindow: a handle without a dedup window
+// removes the stamps of the producer ids it enqueues, so a stamps key of
+// the wrong type fails such an enqueue, naming the key, with nothing
+// written; an enqueue with generated ids does not touch the stamps.
+func TestWrongTypeAckedWithoutWindow(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "wrongtype-acked-nowindow", &Options{ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	require.NoError(t, rdb.Set(ctx, q.keys[6], "x", 0).Err())
+	for _, items := range [][]queue.Item{{{ID: "a"}}, {{ID: "a"}, {}}} {
+		_, err = q.EnqueueBatch(ctx, items)
+		require.ErrorContains(t, err, q.keys[6])
+	}
+	_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
+	require.ErrorContains(t, err, q.keys[6])
+	require.EqualValues(t, 0, q.Stats().Ready, "nothing written")
+	_, err = q.Enqueue(ctx, []byte("g"))
+	require.NoError(t, err)
+	require.NoError(t, rdb.Del(ctx, q.keys[6]).Err())
+	_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, q.Stats().Ready)
+}

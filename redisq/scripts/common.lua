@@ -149,7 +149,7 @@ end
 
 -- The checks of each function (positions in TYPES). Keys read before the
 -- first write check themselves: their read fails first.
-local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 8} -- an enqueue but a lone one
+local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 7, 8} -- an enqueue but a lone one
 -- A burial writes lease, dead and stats, and may empty ready, after
 -- which the dequeue promotes: it reads delayed, so BURY checks it too.
 local DELAYED, LEASE, BURY = {4}, {5}, {4, 5, 6, 8} -- see dequeue.lua

@@ -11,8 +11,13 @@
 -- the others check theirs before their first write. The first enqueue
 -- of a queue takes back its seq when keep fails (lease is checked by
 -- nothing else).
+-- A handle's window is its own: it refuses an id whose ack (or purge)
+-- it or another handle with a window stamped at now - window or later,
+-- and forgets up to 128 stamps older than that per call. A handle
+-- without a window reads no stamp and removes none but those of the ids
+-- it enqueues anew (their earlier message's ack no longer stands).
 if window > 0 then
-  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', string.format(INT, now - window), 'LIMIT', 0, 128)
+  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
   if #old > 0 then many('ZREM', K_ACKED, old) end
 end
 -- One message with a generated id, ready at once (a lone Enqueue): no
@@ -63,7 +68,7 @@ if #given > 0 then
     local at = {}
     if window > 0 then at = redis.call('ZMSCORE', K_ACKED, unpack(part)) end
     for j, id in ipairs(part) do
-      if seen[id] or live[j] or (at[j] and tonumber(at[j]) > now - window) then
+      if seen[id] or live[j] or (at[j] and tonumber(at[j]) >= now - window) then
         if not each then return redis.error_reply('DUPLICATE ' .. id) end
         skip[at_item[from + j - 1]] = true
       else
@@ -117,7 +122,7 @@ end
 -- new (see waiting in common.lua): one more added means it was absent.
 if fresh_ready then fields[#fields + 1], fields[#fields + 2] = '#q', '1' end
 if m > 0 and many('HSET', K_MSG, fields) > 3 * m then redis.call('PUBLISH', CHAN, 'r') end
-if #fresh > 0 and window > 0 then many('ZREM', K_ACKED, fresh) end
+if #fresh > 0 then many('ZREM', K_ACKED, fresh) end
 if #ready > 0 then many('ZADD', K_READY, ready) end
 if soonest then
   earlier(K_DELAYED, soonest)

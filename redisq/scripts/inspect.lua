@@ -29,7 +29,7 @@ end
 local body = ''
 if oldest then body = redis.call('HGET', K_MSG, 'b' .. string.format('%.0f', oldest)) or '' end
 local acked = 0
-if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, string.format('(%.0f', now - window), '+inf') end
+if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, string.format('%.0f', now - window), '+inf') end
 local counters = redis.call('HGETALL', K_STATS)
 local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
 local out = {card(K_READY), redis.call('ZCARD', K_DELAYED), card(K_LEASE),
