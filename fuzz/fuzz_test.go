@@ -115,6 +115,13 @@ var modelSeeds = [][]byte{
 	// churn, then a crash into a window of 0 and a reopen with a minute.
 	hdr(policyFlag|1, 1, 1, 0, 2, 1, slices.Concat([]byte{2, 1, 2, 3, 5, 5, 7, 0, 0, 7, 0, 0}, churn(10, 100),
 		[]byte{15, 0, 2, 0, 2, 0, 16, 14, 10, 2, 1, 5, 7, 0, 0, 14, 0, 2, 0, 16})...),
+	// An id acked under a minute, a reopen without a window that enqueues
+	// nothing: its close snapshot forgets the id, so a reopen with a minute
+	// takes it; acked again, it is refused. A no-window open acks it and
+	// crashes into a minute: either answer, but a refusal holds for the
+	// open, until the minute has passed.
+	hdr(policyFlag, 0, 0, 0, 2, 0, 2, 1, 5, 7, 0, 0, 14, 0, 16, 14, 10, 2, 0, 5, 7, 0, 0, 2, 0, 16,
+		14, 0, 2, 0, 5, 7, 0, 0, 15, 10, 2, 0, 2, 0, 11, 19, 11, 19, 2, 0, 11, 19, 11, 3, 2, 0, 16),
 }
 
 // hdr returns a model input: the six header bytes (segment, snapshot,
@@ -288,8 +295,9 @@ func (r *modelRun) step(in *opReader) {
 	case 13:
 		r.compact("compact")
 	case 14:
+		window := r.m.dedup // the closing open's
 		r.changePolicy(in)
-		r.reopen()
+		r.reopen(window)
 	case 15:
 		r.changePolicy(in)
 		r.crash()
@@ -330,6 +338,7 @@ func (r *modelRun) enqueue(kind, arg int) {
 	}
 	if !sure && errors.Is(err, queue.ErrDuplicate) {
 		taken = true // an open since the ack had a shorter window: forgetting the id or not are both right
+		r.m.pin(id)
 	}
 	if taken {
 		if !errors.Is(err, queue.ErrDuplicate) {
@@ -623,8 +632,8 @@ func (r *modelRun) changePolicy(in *opReader) {
 }
 
 // reopen closes the queue cleanly and opens it again: leases keep running,
-// receipts stay valid.
-func (r *modelRun) reopen() {
+// receipts stay valid. window is the dedup window of the open it closes.
+func (r *modelRun) reopen(window time.Duration) {
 	r.logf("close and reopen")
 	if err := r.q.Close(); err != nil {
 		r.failf("close: %v", err)
@@ -635,6 +644,7 @@ func (r *modelRun) reopen() {
 		r.failf("reopen after Close: not clean")
 	}
 	r.m.dirty = false
+	r.m.reopened(window)
 }
 
 // crash copies the directory as a kill -9 leaves it and opens the copy:

@@ -24,7 +24,8 @@ import (
 //     with a higher limit or none) is dead-lettered when a delivery would
 //     take it, and the next one is delivered;
 //   - a producer-given id refuses a duplicate while its message is live,
-//     and for DedupWindow after its ack (up to and including the end);
+//     and for DedupWindow after its ack (up to and including the end); an
+//     open without a window forgets every acked id as it opens;
 //   - a clean close keeps leases running; a crash ends them, unless the
 //     crashed process appended nothing (its log still ends with the clean
 //     close of the process before, so the next open is clean too);
@@ -39,6 +40,7 @@ type model struct {
 	ackTimeout time.Duration
 	dedup      time.Duration      // DedupWindow
 	acked      map[string]ackedID // producer ids of acked messages
+	pinned     map[string]bool    // acked ids the open refused where either answer was right: taken for the rest of the open
 	dirty      bool               // the log does not end with a clean close: a record was appended since, or none ever was
 	killed     bool               // a delivery dead-lettered a message at the limit: a record that it may not have waited for
 }
@@ -78,9 +80,11 @@ func newModel(maxDeliver int, ackTimeout, dedup time.Duration) *model {
 }
 
 // change applies the policy of an open. An acked id's window is the
-// smallest of the opens since its ack: an open whose window has passed
-// may forget the id (at its first enqueue, or as it replays the ack), and
-// a later open with a longer window does not bring it back.
+// smallest of the opens since its ack: an open whose shorter window has
+// passed may forget the id (at an enqueue, or as it replays the ack), and
+// a later open with a longer window does not bring it back. An open
+// without a window forgets every acked id; whether a later open sees the
+// forget depends on its snapshots (see reopened and crash).
 func (m *model) change(p policy) {
 	m.maxDeliver, m.dedup, m.ackTimeout = p.maxDeliver, p.dedup, p.ackTimeout
 	for id, a := range m.acked {
@@ -104,8 +108,10 @@ func (m *model) enqueue(tok, id string, due int64) {
 // it, or one acked within the dedup window of every open since its ack,
 // the one open now included (taken, sure); the window open now has
 // passed, or is 0 (free, sure). An id acked within the window open now
-// but not within that of an open between (a shorter window, or 0) may
-// have been forgotten: either outcome is right.
+// but not within that of an open between (a shorter window, or none that
+// crashed) may have been forgotten: either outcome is right, until the
+// open refuses it once (pin): the open does not forget it within its own
+// window.
 func (m *model) idTaken(id string, now int64) (taken, sure bool) {
 	for _, msg := range m.msgs {
 		if msg.id == id {
@@ -119,7 +125,27 @@ func (m *model) idTaken(id string, now int64) (taken, sure bool) {
 	case a.minW > 0 && now-a.at <= int64(a.minW):
 		return true, true
 	}
-	return false, false
+	return m.pinned[id], m.pinned[id]
+}
+
+// pin notes that the open refused the acked id where either answer was
+// right.
+func (m *model) pin(id string) {
+	if m.pinned == nil {
+		m.pinned = make(map[string]bool)
+	}
+	m.pinned[id] = true
+}
+
+// reopened notes a clean close of an open whose dedup window was window,
+// and the next open. An open without a window holds no acked id (it
+// forgot them as it opened, and its acks forget theirs), so its close
+// snapshot keeps none: the next open refuses none of them.
+func (m *model) reopened(window time.Duration) {
+	m.pinned = nil
+	if window == 0 {
+		clear(m.acked)
+	}
 }
 
 // ack removes msg, acked at now; its id, if any, enters the dedup window.
@@ -229,8 +255,11 @@ func (m *model) expire(now int64) {
 }
 
 // crash ends every lease, the process that held them died, unless the
-// process appended nothing since a clean open. Ending leases appends.
+// process appended nothing since a clean open. Ending leases appends. The
+// next open forgets its pins: it rebuilds the ids from the newest
+// snapshot and the log.
 func (m *model) crash() {
+	m.pinned = nil
 	if !m.dirty {
 		return
 	}

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -239,15 +238,10 @@ func (q *Queue) checkIDLocked(r *record) error {
 // enqueue reads the clock once, before it takes the lock, and does not
 // read it again under the lock. Its time is at most the lock's wait
 // older than a reading here, so an id is forgotten no sooner than its
-// window allows. Without a window it forgets every acked id, whatever
-// the clock reads: an open with a window kept them (a snapshot holds
-// them), and the clock may read their ack's instant or earlier.
+// window allows. An open without a window keeps no acked id: it forgot
+// them at Open (recoverer.Install), and its acks forget theirs.
 func (q *Queue) expireDedupLocked(now int64) {
-	switch {
-	case q.mu.st.dedup.Kept() == 0:
-	case q.opts.DedupWindow == 0:
-		q.mu.st.dedup.Expire(math.MaxInt64)
-	default:
+	if q.opts.DedupWindow > 0 && q.mu.st.dedup.Kept() > 0 {
 		q.mu.st.dedup.Expire(now - int64(q.opts.DedupWindow))
 	}
 }

@@ -192,8 +192,6 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	assert.Positive(t, fs.Sum)
 }
 
-// Compactions are logged at Debug with their duration and the log bytes
-// before and after; at Info they are not.
 // The counters are lifetime totals: a reopen keeps them, except
 // Redelivered, which counts since Open.
 func TestMetricsCountersKeptAcrossReopen(t *testing.T) {
@@ -223,6 +221,8 @@ func TestMetricsCountersKeptAcrossReopen(t *testing.T) {
 	assert.Equal(t, uint64(0), after.Redelivered, "Redelivered counts since Open")
 }
 
+// Compactions are logged at Debug with their duration and the log bytes
+// before and after; at Info they are not.
 func TestCompactionIsLoggedAtDebug(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
 		t.Run(level.String(), func(t *testing.T) {

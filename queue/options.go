@@ -46,7 +46,8 @@ type Options struct {
 	SyncInterval time.Duration
 	// DedupWindow is how long the id of an acked message with a
 	// producer-given id keeps refusing duplicates. Default 0: only live
-	// messages refuse them.
+	// messages refuse them, and Open forgets the acked ids an open with
+	// a window kept (see the package doc, Delivery).
 	DedupWindow time.Duration
 	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
 	MaxMessageSize int

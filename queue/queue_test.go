@@ -319,6 +319,80 @@ func TestDedupWindowClosedAtReopen(t *testing.T) {
 	}
 }
 
+// TestDedupNoWindowForgetsAtOpen: an open with no dedup window forgets the
+// acked ids a windowed open kept as it opens, whatever it does then, so
+// its close snapshot omits them and a later windowed open accepts them.
+func TestDedupNoWindowForgetsAtOpen(t *testing.T) {
+	ctx := context.Background()
+	for name, use := range map[string]func(*testing.T, *queue.Queue){
+		"nothing enqueued": func(*testing.T, *queue.Queue) {},
+		"async enqueue without an id": func(t *testing.T, q *queue.Queue) {
+			p, err := q.EnqueueAsync(ctx, []byte("p"))
+			require.NoError(t, err)
+			require.NoError(t, p.Wait(ctx))
+			require.NoError(t, tryDequeue(t, q).Ack())
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk, dir := newFakeClock(), t.TempDir()
+			q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+			enqueue(t, q, "a", queue.WithID("x"))
+			require.NoError(t, tryDequeue(t, q).Ack())
+			require.NoError(t, q.Close())
+			q = open(t, dir, &queue.Options{Clock: clk})
+			require.Zero(t, q.Stats().DedupIDs, "acked ids held by an open without a window")
+			use(t, q)
+			require.NoError(t, q.Close())
+			q = open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+			defer q.Close()
+			enqueue(t, q, "b", queue.WithID("x"))
+		})
+	}
+}
+
+// TestDedupNoWindowCrash: an open without a window forgets acked ids in
+// memory; its snapshots keep the forget, so a windowed open after its
+// clean close accepts them. After a crash, the next open rebuilds the ids
+// from the last snapshot and the log since, and applies its own window
+// from each ack's time: it refuses the ids acked within it (those the
+// older snapshot kept and those acked in the log since), until the window
+// passes.
+func TestDedupNoWindowCrash(t *testing.T) {
+	ctx := context.Background()
+	clk, dir := newFakeClock(), t.TempDir()
+	q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	enqueue(t, q, "a", queue.WithID("old"))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	require.NoError(t, q.Close())
+	q = open(t, dir, &queue.Options{Clock: clk})
+	enqueue(t, q, "b", queue.WithID("new"))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	enqueue(t, q, "c", queue.WithID("live"))
+	img := crashImage(t, dir)
+	require.NoError(t, q.Close())
+	for name, d := range map[string]string{"clean close": dir, "crash": img} {
+		t.Run(name, func(t *testing.T) {
+			q := open(t, d, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+			defer q.Close()
+			_, err := q.Enqueue(ctx, []byte("l"), queue.WithID("live"))
+			require.ErrorIs(t, err, queue.ErrDuplicate, "live id")
+			for _, id := range []string{"old", "new"} {
+				_, err := q.Enqueue(ctx, []byte(id), queue.WithID(id))
+				if d == dir {
+					require.NoError(t, err, "id forgotten by the open without a window, then closed")
+				} else {
+					require.ErrorIs(t, err, queue.ErrDuplicate, "id acked within the window, open crashed")
+				}
+			}
+		})
+	}
+	clk.Advance(time.Hour + time.Second)
+	q = open(t, img, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	defer q.Close()
+	enqueue(t, q, "o", queue.WithID("old"))
+	enqueue(t, q, "n", queue.WithID("new"))
+}
+
 func TestEnqueueBatchAndDequeueBatch(t *testing.T) {
 	q := open(t, t.TempDir(), nil)
 	defer q.Close()

@@ -110,10 +110,9 @@ func TestReadmeDashboardServesExpvar(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build of the README's dashboard program:\n%s", out)
 
-	cmd := exec.Command(bin)
-	require.NoError(t, cmd.Start())
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	body := getWhenUp(t, "http://"+addr+"/debug/vars", "admin", "secret")
+	prog := startProgram(t, bin)
+	defer prog.stop()
+	body := getWhenUp(t, prog, "http://"+addr+"/debug/vars", "admin", "secret")
 	var vars map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(body, &vars))
 	require.Contains(t, vars, "walq_orders")
@@ -136,9 +135,38 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// getWhenUp GETs url with basic auth once the server listens, and returns
-// the body of a 200 answer.
-func getWhenUp(t *testing.T, url, user, pass string) []byte {
+// program is a program the test runs, with what it wrote to stdout and
+// stderr.
+type program struct {
+	cmd     *exec.Cmd
+	out     bytes.Buffer  // stdout and stderr; read once done is closed
+	done    chan struct{} // closed once the program has exited
+	waitErr error         // how it exited; set before done is closed
+}
+
+// startProgram runs bin.
+func startProgram(t *testing.T, bin string) *program {
+	t.Helper()
+	p := &program{cmd: exec.Command(bin), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p
+}
+
+// stop kills the program, if it still runs, and waits for it to exit.
+func (p *program) stop() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// getWhenUp GETs url with basic auth once the program p listens, and
+// returns the body of a 200 answer. It fails with the program's output
+// when the program exits first, or does not listen within a minute.
+func getWhenUp(t *testing.T, p *program, url, user, pass string) []byte {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
@@ -148,9 +176,16 @@ func getWhenUp(t *testing.T, url, user, pass string) []byte {
 		if resp, err = http.DefaultClient.Do(req); err == nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-p.done:
+			t.Fatalf("the program exited before it listened (%v); its output:\n%s", p.waitErr, p.out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	require.NoError(t, err, "the program never listened")
+	if err != nil {
+		p.stop()
+		t.Fatalf("the program never listened (%v); its output:\n%s", err, p.out.String())
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

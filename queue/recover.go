@@ -58,12 +58,17 @@ func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 }
 
 // Install makes st the queue's state and points the cursor's reader at
-// its cursor.
+// its cursor. An open without a dedup window forgets here every acked id
+// that the snapshot kept (its replay kept none), so that none refuses an
+// enqueue and its snapshots omit them; its acks forget their ids at once.
 func (r *recoverer) Install(st recovery.State, snapLSN uint64) {
 	q := r.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.mu.st = st.(*state)
+	if !q.mu.st.dedupWindow {
+		q.mu.st.dedup.Expire(math.MaxInt64)
+	}
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN
 	q.resetCursorLocked()
