@@ -21,7 +21,12 @@
 // server's configuration. The others open the queue with
 // redisq.SyncInterval: they refuse a server without appendonly yes and
 // maxmemory-policy noeviction, and a change is fsynced when the command
-// returns only if the server runs appendfsync always.
+// returns only if the server runs appendfsync always. They apply no
+// MaxDeliveries and no dedup window of their own, since the application's
+// are recorded nowhere on the server: a dequeue, nack or expired lease
+// dead-letters nothing, and an ack keeps a producer-given id, which an
+// enqueue refuses, until the application's next enqueue forgets the ids
+// its window has passed.
 package main
 
 import (
