@@ -188,7 +188,8 @@
 // delivered and not lost: the dequeue that meets it, or the housekeeper
 // at its lease deadline, moves it to the dead-letter set with a reason
 // that starts "corrupt record: " and says what is wrong (missing,
-// unreadable, body missing, payload undecodable), keeping its id where
+// unreadable, which a dequeue also says of a delivery count of more than
+// 9 digits, body missing, payload undecodable), keeping its id where
 // the body still tells it, and delivers the other messages of the call.
 // Such a message counts no delivery (Stats.Delivered, its Deliveries).
 // A DequeueBatch or Pull that buries one returns the others with a nil
