@@ -24,9 +24,9 @@
 // returns only if the server runs appendfsync always. They apply no
 // MaxDeliveries and no dedup window of their own, since the application's
 // are recorded nowhere on the server: a dequeue, nack or expired lease
-// dead-letters nothing, and an ack keeps a producer-given id, which an
-// enqueue refuses, until the application's next enqueue forgets the ids
-// its window has passed.
+// dead-letters nothing, an ack keeps a producer-given id for the
+// application's window to judge (its enqueues forget the ids that window
+// has passed), and an enqueue refuses every acked id still kept.
 package main
 
 import (
