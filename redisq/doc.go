@@ -187,11 +187,14 @@
 // with a higher limit or none, goes to the dead-letter set with the
 // reason "N deliveries, limit M; not delivered again" (counted in
 // Stats.Dead and Stats.DeadLettered, or Stats.SortedDead), and the next
-// one is delivered in its place. One dequeue call moves at most 1,000
-// such messages (corrupt ones, below, included) and the handle calls
-// again for the rest, so no run of them makes one call hold the server
-// long or a TryDequeue return ErrEmpty while a deliverable message
-// waits. Handles of earlier versions deliver such an ack-queue message
+// one is delivered in its place. A script call that dequeues for n
+// messages (a DequeueBatch of n, or n concurrent Dequeues gathered into
+// one call) stops once it has moved 1,000 such messages (corrupt ones,
+// below, included), checking after each round of up to n pops, so it
+// moves at most 999 + n of them (1,000 for a lone Dequeue); the handle
+// calls again for the rest, so no run of them makes one call hold the
+// server long or a TryDequeue return ErrEmpty while a deliverable
+// message waits. Handles of earlier versions deliver such an ack-queue message
 // once more: upgrade them.
 //
 // A message whose stored record or body cannot be read (a field of the
@@ -199,7 +202,8 @@
 // delivered and not lost: the dequeue that meets it, or the housekeeper
 // at its lease deadline, moves it to the dead-letter set with a reason
 // that starts "corrupt record: " and says what is wrong (missing,
-// unreadable, body missing, payload undecodable), keeping its id where
+// unreadable, which a dequeue also says of a delivery count of more than
+// 9 digits, body missing, payload undecodable), keeping its id where
 // the body still tells it, and delivers the other messages of the call.
 // Such a message counts no delivery (Stats.Delivered, its Deliveries).
 // A DequeueBatch or Pull that buries one returns the others with a nil

@@ -3,7 +3,10 @@ package redisq_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -99,9 +102,10 @@ func TestLimitAtDequeue(t *testing.T) {
 }
 
 // TestLimitAtDequeueBounded: a dequeue that meets more messages past the
-// limit than one call dead-letters (scripts/common.lua, BURIES) still
-// returns the deliverable message behind them, and leaves none of them
-// ready, alone or in a batch.
+// limit than one call dead-letters (scripts/common.lua, BURIES: 1,000)
+// still returns the deliverable message behind them, and leaves none of
+// them ready, alone or in a batch; it takes three script calls for the
+// 2,500 of them, so that no call holds the server for all of them.
 func TestLimitAtDequeueBounded(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -116,15 +120,41 @@ func TestLimitAtDequeueBounded(t *testing.T) {
 			deliverTimes(t, loose, 1, past...)
 			_, err := loose.Enqueue(ctx, []byte("fresh"))
 			require.NoError(t, err)
-			strict := limitQueue(t, srv.Client(), name, 1)
-			ms, err := strict.DequeueBatch(ctx, max)
+			rdb := srv.Client()
+			calls := &dequeueCalls{}
+			rdb.AddHook(calls)
+			strict := limitQueue(t, rdb, name, 1)
+			// A bounded wait: a dequeue that wrongly found nothing would
+			// block, and must fail the test instead.
+			bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			ms, err := strict.DequeueBatch(bctx, max)
+			cancel()
 			require.NoError(t, err)
 			require.Len(t, ms, 1)
 			require.Equal(t, "fresh", string(ms[0].Payload))
+			require.Equal(t, int64(3), calls.n.Load(), "1,000 kills, 1,000 kills, 500 kills and the lease")
 			st, err := strict.StatsContext(ctx)
 			require.NoError(t, err)
 			require.Equal(t, int64(len(past)), st.Dead)
 			require.Equal(t, int64(0), st.Ready)
 		})
 	}
+}
+
+// dequeueCalls counts the dequeue script calls of a client.
+type dequeueCalls struct{ n atomic.Int64 }
+
+func (c *dequeueCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *dequeueCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); cmd.Name() == "fcall" && len(a) > 1 && strings.HasSuffix(fmt.Sprint(a[1]), "_dequeue") {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *dequeueCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -153,7 +153,8 @@ local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 7, 8} -- an enqueue but a lone one
 -- A burial writes lease, dead and stats, and may empty ready, after
 -- which the dequeue promotes: it reads delayed, so BURY checks it too.
 local DELAYED, LEASE, BURY = {4}, {5}, {4, 5, 6, 8} -- see dequeue.lua
-local BURIES = 1000 -- the most messages a dequeue buries or kills (see atlimit) before it returns
+local COUNT = 999999999 -- the largest delivery count a record is read with (see leasable)
+local BURIES = 1000 -- burials and kills (see atlimit) after which a dequeue returns: a batch checks after each round of pops, so may move BURIES - 1 + max
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 -- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
 -- seq or the dedup stamps: a wrong type there must not stop lease
@@ -263,11 +264,13 @@ end
 --
 -- leasable returns the parts of the record raw that a lease rewrites
 -- (head, deliveries, tail), or nil and what is wrong; body is the
--- message's body as read (false when absent).
+-- message's body as read (false when absent). A delivery count of more
+-- than 9 digits (COUNT) is unreadable: no handle counts so far, and '%d'
+-- would wrap it.
 local function leasable(raw, body)
   if not raw then return nil, 'missing' end
   local head, d, tail, n = string.match(raw, '^(%d:)(%d+):%d*(:(%d+):.*)$')
-  if not n or n + #n + 2 > #tail then return nil, 'unreadable' end
+  if not n or #d > 9 or n + #n + 2 > #tail then return nil, 'unreadable' end
   if not body then return nil, 'body missing' end
   return head, d, tail
 end
@@ -295,14 +298,18 @@ end
 -- salvage returns a record of the message seq whose record as read is
 -- raw and whose body is body: raw decoded when it parses, else one with
 -- what can still be told: the producer flag and deliveries where raw
--- still starts with them, and the id from the body when the id index
+-- still starts with them (0 for a count over COUNT, which '%d' would
+-- wrap), and the id from the body when the id index
 -- confirms it ('' when not: the index field, if any, then stays).
 local function salvage(seq, raw, body)
   local r = decode(raw)
-  if r then return r end
+  if r then
+    if r[3] > COUNT then r[3] = 0 end
+    return r
+  end
   r = {'', 0, 0, '', ''}
   local p, d = string.match(raw or '', '^([01]):(%d+):')
-  if p then r[2], r[3] = tonumber(p), tonumber(d) end
+  if p then r[2], r[3] = tonumber(p), #d > 9 and 0 or tonumber(d) end
   local id = body and bodyid(body)
   if id and redis.call('HGET', K_MSG, 'i' .. id) == seq then r[1] = id end
   return r
@@ -336,11 +343,12 @@ end
 
 -- killAtLimit moves the message seq, popped from ready, whose record as
 -- read is raw (leasable passed it) and which was delivered d times, to
--- the dead-letter set with the embedded queue's reason. maxd <= d, so
--- '%d' formats it whole.
+-- the dead-letter set with the embedded queue's reason, which gives d as
+-- a number (a count of '003' read as 3). maxd <= d <= COUNT, so '%d'
+-- formats both whole.
 local function killAtLimit(seq, raw, d)
   local r = decode(raw)
-  r[4], r[5] = '', d .. ' deliveries, limit ' .. string.format('%d', maxd) .. '; not delivered again'
+  r[4], r[5] = '', string.format('%d deliveries, limit %d; not delivered again', d, maxd)
   putrec(seq, r)
   redis.call('ZADD', K_DEAD, seq, seq)
   count('dead', 1)

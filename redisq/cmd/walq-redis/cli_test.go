@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -204,4 +205,55 @@ func TestRefusesSortedQueue(t *testing.T) {
 	_, err = q.Enqueue(ctx, []byte("ack"))
 	require.NoError(t, err)
 	require.Contains(t, run(t, 0, "", "stats", url).stdout, "enqueued 1")
+}
+
+// TestAppliesNoPolicyOfItsOwn: the application's MaxDeliveries and
+// DedupWindow are recorded nowhere on the server, so the commands apply
+// none of their own in their place: a dequeue and a nack leave a message
+// that the application's limit (20) still lets through deliverable, and
+// an ack keeps the id that the application's window still holds, as an
+// enqueue refuses an id that window still holds.
+func TestAppliesNoPolicyOfItsOwn(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	app, err := redisq.Open(ctx, srv.Client(), "jobs", &redisq.Options{MaxDeliveries: 20, DedupWindow: time.Hour})
+	require.NoError(t, err)
+	defer app.Close()
+	url := "redis://" + srv.Addr + "/0/jobs"
+
+	_, err = app.Enqueue(ctx, []byte("often"), queue.WithID("often"))
+	require.NoError(t, err)
+	for range 12 {
+		m, err := app.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Nack(0))
+	}
+	var m struct {
+		Receipt    string `json:"receipt"`
+		ID         string `json:"id"`
+		Deliveries int    `json:"deliveries"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "dequeue", "--json", url).stdout), &m))
+	require.Equal(t, "often", m.ID)
+	require.Equal(t, 13, m.Deliveries)
+	require.Equal(t, "nacked\n", run(t, 0, "", "nack", url, m.Receipt).stdout)
+	st, err := app.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Ready, "13 deliveries are under the application's limit")
+	require.Zero(t, st.Dead)
+
+	got, err := app.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, 14, got.Deliveries)
+	run(t, 0, "", "ack", "--id", "often", url)
+	_, err = app.Enqueue(ctx, []byte("again"), queue.WithID("often"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "acked within the application's window")
+
+	_, err = app.Enqueue(ctx, []byte("once"), queue.WithID("once"))
+	require.NoError(t, err)
+	got, err = app.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, got.Ack())
+	r := run(t, 6, "", "enqueue", "--id", "once", url, "again")
+	require.Contains(t, r.stderr, "duplicate")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -48,12 +49,29 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 	if err := refuseSorted(ctx, rdb, target, name); err != nil {
 		return nil, errors.Join(err, rdb.Close())
 	}
-	q, err := redisq.Open(ctx, rdb, name, &redisq.Options{AckTimeout: o.AckTimeout,
-		Sync: queue.SyncInterval, TrustServer: o.Inspect})
+	q, err := redisq.Open(ctx, rdb, name, ownerOptions(o))
 	if err != nil {
 		return nil, errors.Join(err, rdb.Close())
 	}
 	return ownedQueue{Queue: q, rdb: rdb}, nil
+}
+
+// ownerOptions are the options of the handle a command opens. The
+// application's MaxDeliveries and DedupWindow are recorded nowhere on the
+// server, and a command must not apply its own in their place: it would
+// dead-letter messages that the application's limit still lets through
+// (at a dequeue, a nack, a lease's end that its handle returns), and
+// forget the ids that the application's window still holds (an ack would
+// stamp none, an enqueue would not look for them), so that a retried
+// enqueue would be taken twice. So it dead-letters nothing and keeps
+// every acked id (an unlimited window), as the walq tool does with a
+// directory; the application's next enqueue forgets the ids its window
+// has passed, and its next dequeue dead-letters a message past its
+// limit. AckTimeout is the lease of the command's own dequeue: a lease's
+// deadline is stored with it.
+func ownerOptions(o cli.EngineOptions) *redisq.Options {
+	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: -1, DedupWindow: math.MaxInt64,
+		Sync: queue.SyncInterval, TrustServer: o.Inspect}
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and

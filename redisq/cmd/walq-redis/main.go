@@ -21,7 +21,12 @@
 // server's configuration. The others open the queue with
 // redisq.SyncInterval: they refuse a server without appendonly yes and
 // maxmemory-policy noeviction, and a change is fsynced when the command
-// returns only if the server runs appendfsync always.
+// returns only if the server runs appendfsync always. They apply no
+// MaxDeliveries and no dedup window of their own, since the application's
+// are recorded nowhere on the server: a dequeue, nack or expired lease
+// dead-letters nothing, an ack keeps a producer-given id for the
+// application's window to judge (its enqueues forget the ids that window
+// has passed), and an enqueue refuses every acked id still kept.
 package main
 
 import (
