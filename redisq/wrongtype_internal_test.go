@@ -524,15 +524,17 @@ func TestWrongTypeAckedWithoutWindow(t *testing.T) {
 	}
 	msg, seq := written()
 	require.NoError(t, rdb.Set(ctx, q.keys[6], "x", 0).Err())
-	for _, items := range [][]queue.Item{{{ID: "a"}}, {{ID: "a"}, {}}} {
-		_, err = q.EnqueueBatch(ctx, items)
-		require.ErrorContains(t, err, q.keys[6])
+	calls := map[string]func() error{
+		"batch of one": func() error { _, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "a"}}); return err },
+		"batch":        func() error { _, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "a"}, {}}); return err },
+		"lone":         func() error { _, err := q.Enqueue(ctx, []byte("p"), queue.WithID("a")); return err },
 	}
-	_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
-	require.ErrorContains(t, err, q.keys[6])
-	msgAfter, seqAfter := written()
-	require.Equal(t, msg, msgAfter, "no message field written")
-	require.Equal(t, seq, seqAfter, "no sequence number taken")
+	for name, call := range calls {
+		require.ErrorContains(t, call(), q.keys[6], name)
+		msgAfter, seqAfter := written()
+		require.Equal(t, msg, msgAfter, "%s: no message field written", name)
+		require.Equal(t, seq, seqAfter, "%s: no sequence number taken", name)
+	}
 	require.EqualValues(t, 1, q.Stats().Ready, "nothing made ready")
 	_, err = q.Enqueue(ctx, []byte("g"))
 	require.NoError(t, err)
