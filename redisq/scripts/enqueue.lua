@@ -10,9 +10,9 @@
 -- one (seq fails first, ready the first write after it, msg the next);
 -- the others check theirs before their first write. The first enqueue
 -- of a queue takes back its seq when keep fails (lease is checked by
--- nothing else). The stamps a call forgets go only once the message's
--- writes are sure, so a call refused on a key of the wrong type leaves
--- them to the handles with longer windows.
+-- nothing else). A call forgets stamps only after every check (a lone
+-- enqueue after its message's writes), so one refused on a key of the
+-- wrong type leaves them to the handles with longer windows.
 -- A handle's window is its own: it refuses an id whose ack (or purge)
 -- it or another handle with a window stamped at now - window or later,
 -- and forgets up to 128 stamps older than that per call. A handle
