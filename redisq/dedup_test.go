@@ -246,3 +246,27 @@ func TestDedupBatch(t *testing.T) {
 	require.Equal(t, "z", mustDequeue(t, with, "1"))
 	require.Equal(t, "x", mustDequeue(t, with, "2"))
 }
+
+// TestDedupWindowUnderMicrosecond: a window that is not a whole number of
+// microseconds (the scripts' unit) counts as the next whole one, so the
+// handle refuses every id the embedded queue refuses: one acked within
+// the window, also when the ack and the enqueue fall in different
+// microseconds; once the window has passed by a whole microsecond more,
+// the id is free.
+func TestDedupWindowUnderMicrosecond(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	for _, window := range []time.Duration{500 * time.Nanosecond, 1500 * time.Nanosecond} {
+		t.Run(window.String(), func(t *testing.T) {
+			e := newDedupEnv(t, rdb)
+			q := e.open(window)
+			require.NoError(t, enqueueID(q, "x", "a"))
+			e.clock.Advance(900 * time.Nanosecond) // the ack late in its microsecond
+			require.NoError(t, q.AckID(mustDequeue(t, q, "a")))
+			e.clock.Advance(window)
+			require.Equal(t, 1, q.Stats().DedupIDs)
+			require.ErrorIs(t, enqueueID(q, "x", "b"), queue.ErrDuplicate, "acked a window ago")
+			e.clock.Advance(window + 2*time.Microsecond)
+			require.NoError(t, enqueueID(q, "x", "c"), "past the window")
+		})
+	}
+}

@@ -114,7 +114,10 @@
 // system clock by default): the hosts sharing a queue must keep their
 // clocks in step (NTP); a skew of s shifts lease deadlines and delays by s.
 // Times travel as microseconds, which a Lua number holds exactly until
-// 2255 and to within 128 µs long after. A deliver-at past the year 38,503
+// 2255 and to within 128 µs long after. A DedupWindow that is not a
+// whole number of microseconds counts as the next whole one, so a handle
+// refuses every id the embedded queue refuses (and, at the window's
+// edge, may refuse one a microsecond longer). A deliver-at past the year 38,503
 // (2^60 µs) is due then, never wrapped into another time; a time.Time
 // sort key outside the years 1678 to 2262 is refused, as by the embedded
 // queue; a windowed queue whose clock is past 2262 plus its window takes
@@ -177,6 +180,9 @@
 //     as it enqueues, for the opens after it too, as one with a shorter
 //     window forgets every id past it. Give every handle of a queue the
 //     same window.
+//   - Stats.DedupIDs counts an acked id only within the handle's window:
+//     the moment the window has passed it counts no more, where the
+//     embedded queue counts it until its next enqueue (which forgets it).
 //
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.

@@ -74,6 +74,18 @@ const oldKeys = "seq info body ready delayed lease dead byid acked stats"
 // micros renders a duration or a time as the scripts' microseconds.
 func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
+// windowMicros renders a dedup window in whole microseconds, rounded up:
+// a window of a fraction of one still refuses the ids acked within it,
+// so the scripts refuse every id the embedded queue refuses (and, at
+// the edge, up to a microsecond more).
+func windowMicros(d time.Duration) string {
+	us := d.Microseconds()
+	if d%time.Microsecond > 0 {
+		us++ // no overflow: us is at most MaxInt64/1000
+	}
+	return strconv.FormatInt(us, 10)
+}
+
 func unixMicros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
 // farMicros (2^60 µs, in the year 38,503) is the latest due time the

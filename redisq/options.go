@@ -23,7 +23,8 @@ type Options struct {
 	// a producer-given id keeps refusing this handle's enqueues of it,
 	// counted from the ack by a handle with a window; an ack by this
 	// handle is kept for the others if it is positive. Default 0: only
-	// live ids refuse (see the package doc's differences).
+	// live ids refuse (see the package doc's differences). It is counted
+	// in whole microseconds, rounded up.
 	DedupWindow time.Duration
 	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
 	MaxMessageSize int

@@ -74,7 +74,7 @@ func (q *Queue) Name() string { return q.name }
 
 // run runs the library's function f at time now.
 func (q *Queue) run(ctx context.Context, f function, now time.Time, args ...any) (any, error) {
-	argv := append([]any{q.wake, unixMicros(now), q.o.MaxDeliveries, micros(q.o.DedupWindow)}, args...)
+	argv := append([]any{q.wake, unixMicros(now), q.o.MaxDeliveries, windowMicros(q.o.DedupWindow)}, args...)
 	return q.call(ctx, f, argv)
 }
 

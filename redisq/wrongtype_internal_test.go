@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -498,25 +499,116 @@ func TestWrongTypeDelayedBehindBurial(t *testing.T) {
 // TestWrongTypeAckedWithoutWindow: a handle without a dedup window
 // removes the stamps of the producer ids it enqueues, so a stamps key of
 // the wrong type fails such an enqueue, naming the key, with nothing
-// written; an enqueue with generated ids does not touch the stamps.
+// written (no message field, no sequence number); an enqueue with
+// generated ids does not touch the stamps.
 func TestWrongTypeAckedWithoutWindow(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
 	q, err := Open(ctx, rdb, "wrongtype-acked-nowindow", &Options{ManualRequeue: true})
 	require.NoError(t, err)
 	defer q.Close()
-	require.NoError(t, rdb.Set(ctx, q.keys[6], "x", 0).Err())
-	for _, items := range [][]queue.Item{{{ID: "a"}}, {{ID: "a"}, {}}} {
-		_, err = q.EnqueueBatch(ctx, items)
-		require.ErrorContains(t, err, q.keys[6])
+	_, err = q.Enqueue(ctx, []byte("g0"))
+	require.NoError(t, err)
+	written := func() (map[string]string, string) {
+		t.Helper()
+		msg, err := rdb.HGetAll(ctx, q.keys[1]).Result()
+		require.NoError(t, err)
+		for f := range msg {
+			if strings.HasPrefix(f, "#") {
+				delete(msg, f) // the queue's own marks, which housekeeping rewrites
+			}
+		}
+		seq, err := rdb.Get(ctx, q.keys[0]).Result()
+		require.NoError(t, err)
+		return msg, seq
 	}
-	_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
-	require.ErrorContains(t, err, q.keys[6])
-	require.EqualValues(t, 0, q.Stats().Ready, "nothing written")
+	msg, seq := written()
+	require.NoError(t, rdb.Set(ctx, q.keys[6], "x", 0).Err())
+	calls := map[string]func() error{
+		"batch of one": func() error { _, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "a"}}); return err },
+		"batch":        func() error { _, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "a"}, {}}); return err },
+		"lone":         func() error { _, err := q.Enqueue(ctx, []byte("p"), queue.WithID("a")); return err },
+	}
+	for name, call := range calls {
+		require.ErrorContains(t, call(), q.keys[6], name)
+		msgAfter, seqAfter := written()
+		require.Equal(t, msg, msgAfter, "%s: no message field written", name)
+		require.Equal(t, seq, seqAfter, "%s: no sequence number taken", name)
+	}
+	require.EqualValues(t, 1, q.Stats().Ready, "nothing made ready")
 	_, err = q.Enqueue(ctx, []byte("g"))
 	require.NoError(t, err)
 	require.NoError(t, rdb.Del(ctx, q.keys[6]).Err())
 	_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("a"))
 	require.NoError(t, err)
-	require.EqualValues(t, 2, q.Stats().Ready)
+	require.EqualValues(t, 3, q.Stats().Ready)
+}
+
+// TestWrongTypeKeepsStamps: an enqueue by a handle with a window forgets
+// the stamps older than that window, a write; a key of the wrong type
+// that fails the enqueue must fail it before that write, so that a
+// handle with a longer window still refuses the ids whose stamps the
+// failed call would have forgotten (its error says the queue is left as
+// it was).
+func TestWrongTypeKeepsStamps(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		call func(q *Queue) error
+	}{
+		{"lone", func(q *Queue) error { _, err := q.Enqueue(ctx, []byte("p")); return err }},
+		{"lone-id", func(q *Queue) error { _, err := q.Enqueue(ctx, []byte("p"), queue.WithID("y")); return err }},
+		{"batch", func(q *Queue) error {
+			_, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "y", Payload: []byte("p")}, {Payload: []byte("p"), Delay: time.Hour}})
+			return err
+		}},
+	}
+	names := []string{"seq", "msg", "ready", "delayed", "lease", "dead", "acked", "stats"}
+	for _, f := range keyFaults(names, 7, "pids") {
+		if f.name == "acked" {
+			continue // the stamps themselves
+		}
+		for _, c := range calls {
+			t.Run(f.name+"/"+c.name, func(t *testing.T) {
+				clock := queuetest.NewClock()
+				open := func(window time.Duration) *Queue {
+					q, err := Open(ctx, rdb, "wrongtype-stamps-"+f.name+"-"+c.name, &Options{Clock: noTimers{clock},
+						ManualRequeue: true, AckTimeout: time.Hour, DedupWindow: window})
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = q.Close() })
+					return q
+				}
+				long, short := open(time.Hour), open(time.Minute)
+				_, err := long.Enqueue(ctx, []byte("p-x"), queue.WithID("x"))
+				require.NoError(t, err)
+				m, err := long.TryDequeue()
+				require.NoError(t, err)
+				require.NoError(t, m.Ack())
+				clock.Advance(2 * time.Minute)
+
+				key := long.keys[f.key]
+				saved, err := rdb.Dump(ctx, key).Result()
+				if err != redis.Nil {
+					require.NoError(t, err)
+				}
+				f.spoil(ctx, t, rdb, key)
+				err = c.call(short)
+				if err == nil {
+					return // the call does not need the key
+				}
+				require.ErrorContains(t, err, key)
+				stamps, zerr := rdb.ZCard(ctx, long.keys[6]).Result()
+				require.NoError(t, zerr)
+				require.EqualValues(t, 1, stamps, "the refused call forgot no stamp (%v)", err)
+
+				require.NoError(t, rdb.Del(ctx, key).Err())
+				if saved != "" {
+					require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+				}
+				_, err = long.Enqueue(ctx, []byte("p-x"), queue.WithID("x"))
+				require.ErrorIs(t, err, queue.ErrDuplicate, "acked within the long window")
+			})
+		}
+	}
 }

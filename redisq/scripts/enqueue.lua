@@ -10,15 +10,17 @@
 -- one (seq fails first, ready the first write after it, msg the next);
 -- the others check theirs before their first write. The first enqueue
 -- of a queue takes back its seq when keep fails (lease is checked by
--- nothing else).
+-- nothing else). A call forgets stamps only after every check (a lone
+-- enqueue after its message's writes), so one refused on a key of the
+-- wrong type leaves them to the handles with longer windows.
 -- A handle's window is its own: it refuses an id whose ack (or purge)
 -- it or another handle with a window stamped at now - window or later,
 -- and forgets up to 128 stamps older than that per call. A handle
 -- without a window reads no stamp and removes none but those of the ids
 -- it enqueues anew (their earlier message's ack no longer stands).
+local old -- the stamps past the window; the read checks the stamps key
 if window > 0 then
-  local old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
-  if #old > 0 then many('ZREM', K_ACKED, old) end
+  old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
 end
 -- One message with a generated id, ready at once (a lone Enqueue): no
 -- duplicate to look for, so straight to the writes, with no table built.
@@ -46,6 +48,7 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
     redis.call('DECR', K_SEQ)
     return added
   end
+  if old and #old > 0 then many('ZREM', K_ACKED, old) end
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return 1
 end
@@ -82,8 +85,13 @@ local codes, fresh_ready = {}, false
 local fields, ready, delayed = {}, {}, {}
 local m = n - (#given - #fresh)
 local seq, soonest = 0, nil
-do -- stats only counts producer ids
-  local bad = need(#fresh > 0 and ENQ_IDS or ENQ_ALL)
+do -- stats only counts producer ids; with a window, the read of the old stamps checked their key
+  local list = ENQ_ALL
+  if #fresh > 0 then
+    list = ENQ_IDS
+    if window > 0 then list = {2, 3, 4, 8} end
+  end
+  local bad = need(list)
   if bad then return bad end
 end
 if m > 0 then
@@ -96,6 +104,7 @@ if m > 0 then
     end
   end
 end
+if old and #old > 0 then many('ZREM', K_ACKED, old) end
 for i = 0, n - 1 do
   if skip[i] then
     codes[#codes + 1] = 0
