@@ -10,10 +10,12 @@ import (
 type Stats struct {
 	// At is when the figures were read, by the queue's clock
 	// (Options.Clock): the time to measure OldestEnqueuedAt's age from.
+	// The Redis engine (redisq) leaves it zero.
 	At time.Time
 	// Closed is set once Close has begun: the counts are the last ones
 	// and the log fields (LogBytes, Segments, OldestEnqueuedAt of
-	// never-delivered messages) no longer tell what is on disk.
+	// never-delivered messages) no longer tell what is on disk. The Redis
+	// engine leaves it false; its StatsContext fails instead.
 	Closed bool
 
 	Ready    int64 // deliverable now (delayed messages whose time has come included)
