@@ -54,7 +54,9 @@
 // Depth and rates over the last minutes come from samples of the figures
 // the handler takes when the API is read (at most one per second), or
 // every interval while Run runs. Without Run, the history starts when the
-// page is first opened.
+// page is first opened. Figures that cannot be read (a closed queue, an
+// engine whose StatsContext fails) are answered as an error, never as
+// zeros, take no sample, and are logged by Run.
 //
 // A Handler is safe for concurrent use.
 package dashboard

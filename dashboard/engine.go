@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/walq/walq/queue"
 )
@@ -21,8 +20,22 @@ func ForAckQueue(q queue.AckQueue) Source { return ackSource{q} }
 
 type ackSource struct{ q queue.AckQueue }
 
-func (s ackSource) Stats(context.Context) (Stats, error) {
-	return fromStats("queue", s.q.Stats(), time.Now()), nil
+// statsReader is an engine that reports why its figures could not be
+// read (redisq's Queue): its Stats alone would return zeros.
+type statsReader interface {
+	StatsContext(ctx context.Context) (queue.Stats, error)
+}
+
+func (s ackSource) Stats(ctx context.Context) (Stats, error) {
+	r, ok := s.q.(statsReader)
+	if !ok {
+		return fromStats("queue", s.q.Stats())
+	}
+	st, err := r.StatsContext(ctx)
+	if err != nil {
+		return Stats{}, fmt.Errorf("dashboard: stats: %w", err)
+	}
+	return fromStats("queue", st)
 }
 
 func (s ackSource) Messages(_ context.Context, state, after string, limit int) (Page, error) {

@@ -30,7 +30,9 @@ type Options struct {
 	// PreviewBytes is how many payload bytes a message view shows.
 	// Default 4096.
 	PreviewBytes int
-	// Logger receives one Info line per action taken. Default nil: none.
+	// Logger receives one Info line per action taken, and Run's reports
+	// of figures it cannot read. Default nil: actions are not logged, and
+	// Run reports to slog.Default().
 	Logger *slog.Logger
 }
 

@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -50,18 +52,46 @@ func (h *history) list() []Sample {
 }
 
 // Run samples the figures every interval until ctx ends, so that the page
-// shows the minutes before it was opened. It returns ctx's error.
+// shows the minutes before it was opened. A sample whose figures cannot
+// be read (the queue closed, the engine failing) is not taken, and is
+// logged through Options.Logger (slog.Default() when it is nil): an
+// Error line when the failure begins or its error changes, an Info line
+// when the figures can be read again. It returns ctx's error.
 func (h *Handler) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(max(interval, time.Second))
 	defer t.Stop()
+	failing := "" // the error of the last sample; "" when it was taken
 	for {
-		h.sample(ctx)
+		_, err := h.sample(ctx)
+		failing = h.reportSample(ctx, err, failing)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// reportSample logs err, the error of Run's sample, unless it is the one
+// last logged (failing) or comes from ctx's end, and logs the end of a
+// failure; it returns the error now failing ("" for none).
+func (h *Handler) reportSample(ctx context.Context, err error, failing string) string {
+	log := h.opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	switch {
+	case err == nil:
+		if failing != "" {
+			log.Info("dashboard: queue figures readable again")
+		}
+		return ""
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return failing
+	case err.Error() != failing:
+		log.Error("dashboard: cannot read the queue's figures", "err", err)
+	}
+	return err.Error()
 }
 
 // sample records the current figures in the history.

@@ -25,12 +25,22 @@ func ForQueue(q *queue.Queue) Source { return queueSource{q} }
 type queueSource struct{ q *queue.Queue }
 
 func (s queueSource) Stats(context.Context) (Stats, error) {
-	return fromStats("queue", s.q.Stats(), time.Now()), nil
+	return fromStats("queue", s.q.Stats())
 }
 
 // fromStats converts a walq queue's Stats; a sorted queue's values take
-// the places of messages.
-func fromStats(kind string, st queue.Stats, now time.Time) Stats {
+// the places of messages. A closed queue's are refused (queue.ErrClosed):
+// they no longer tell what the queue holds. The oldest message's age is
+// measured from st.At, the queue's clock, or, from an engine that leaves
+// At zero, the system's.
+func fromStats(kind string, st queue.Stats) (Stats, error) {
+	if st.Closed {
+		return Stats{}, fmt.Errorf("dashboard: stats: %w", queue.ErrClosed)
+	}
+	now := st.At
+	if now.IsZero() {
+		now = time.Now()
+	}
 	out := Stats{Kind: kind, Ready: st.Ready, InFlight: st.InFlight, Delayed: st.Delayed, Dead: st.Dead,
 		Enqueued: st.Enqueued, Delivered: st.Delivered, Acked: st.Acked, Nacked: st.Nacked,
 		Expired: st.Expired, DeadLettered: st.DeadLettered, LogBytes: st.LogBytes, LiveBytes: st.LiveBytes,
@@ -46,7 +56,7 @@ func fromStats(kind string, st queue.Stats, now time.Time) Stats {
 	if !st.OldestEnqueuedAt.IsZero() {
 		out.OldestAgeSeconds = max(0, now.Sub(st.OldestEnqueuedAt).Seconds())
 	}
-	return out
+	return out, nil
 }
 
 func (s queueSource) Messages(_ context.Context, state, after string, limit int) (Page, error) {
@@ -296,7 +306,7 @@ func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource
 type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
 
 func (s sortedSource[K]) Stats(context.Context) (Stats, error) {
-	return fromStats("sorted", s.s.Stats(), time.Now()), nil
+	return fromStats("sorted", s.s.Stats())
 }
 
 func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit int) (Page, error) {
@@ -398,20 +408,66 @@ func fromDeadValue[K queue.SortKey](d queue.DeadValue[K]) Message {
 		Headers: map[string]string{"key": d.Key, "sort": formatSort(d.Sort)}}
 }
 
+// Keys pages by key; Next is the last key listed, written as keyCursor
+// writes it, and after is read back by parseKeyCursor.
 func (s sortedSource[K]) Keys(_ context.Context, after string, limit int) (KeyPage, error) {
-	ks, err := s.s.Keys(after, limit+1)
+	from, err := parseKeyCursor(after)
+	if err != nil {
+		return KeyPage{}, err
+	}
+	ks, err := s.keysAfter(from, after != "", limit+1)
 	if err != nil {
 		return KeyPage{}, err
 	}
 	p := KeyPage{Keys: make([]Key, 0, min(len(ks), limit))}
 	for i, k := range ks {
 		if i == limit {
-			p.Next = p.Keys[i-1].Key
+			p.Next = keyCursor(ks[i-1].Key)
 			break
 		}
 		p.Keys = append(p.Keys, Key{Key: k.Key, Values: k.Values, First: formatSort(k.First), Oldest: k.Oldest})
 	}
 	return p, nil
+}
+
+// keysAfter returns up to n keys after from, or from the first when
+// past is false. Sorted.Keys reads an empty after as the first page, so
+// the keys after the empty key are those from the first, less it.
+func (s sortedSource[K]) keysAfter(from string, past bool, n int) ([]queue.KeyInfo[K], error) {
+	if from != "" || !past {
+		return s.s.Keys(from, n)
+	}
+	ks, err := s.s.Keys("", n+1)
+	if len(ks) > 0 && ks[0].Key == "" {
+		ks = ks[1:]
+	}
+	return ks[:min(len(ks), n)], err
+}
+
+// keyCursor is the page position after key: the key itself, or, when it
+// is not UTF-8 (JSON, which carries the position to the page and back,
+// would replace its bad bytes), is empty or starts with "~", "~" and its
+// bytes in hex. Every key's position is read back exactly
+// (parseKeyCursor).
+func keyCursor(key string) string {
+	if !utf8.ValidString(key) || key == "" || strings.HasPrefix(key, "~") {
+		return "~" + hex.EncodeToString([]byte(key))
+	}
+	return key
+}
+
+// parseKeyCursor returns the key a page position names (see keyCursor);
+// "" for the first page.
+func parseKeyCursor(after string) (string, error) {
+	h, encoded := strings.CutPrefix(after, "~")
+	if !encoded {
+		return after, nil
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return "", fmt.Errorf("%w: key page position %q: %w", ErrInvalid, after, err)
+	}
+	return string(b), nil
 }
 
 // formatSort formats a sort key for display.

@@ -66,7 +66,7 @@ type Stats struct {
 	Expired      uint64 `json:"expired"`
 	DeadLettered uint64 `json:"dead_lettered"`
 
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"` // age of the oldest live message; 0 when none
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"` // age of the oldest live message (sorted: pending or leased value) by the queue's clock; 0 when none
 	LogBytes         int64   `json:"log_bytes"`          // bytes on disk
 	LiveBytes        int64   `json:"live_bytes"`         // bytes the live messages need
 
@@ -97,7 +97,10 @@ type Message struct {
 
 // KeyPage is one page of a sorted queue's keys.
 type KeyPage struct {
-	Keys []Key  `json:"keys"`
+	Keys []Key `json:"keys"`
+	// Next is the position of the next page, "" when there is none: for
+	// ForSorted, the last key listed, or, for a key that is empty, is not
+	// UTF-8 or starts with "~", "~" and the key's bytes in hex.
 	Next string `json:"next,omitempty"`
 }
 

@@ -53,18 +53,20 @@ type hold struct {
 // Sorted is the index of a sorted queue: pending values by key and sort
 // key, the pull order of keys, leased batches and dead values.
 //
-// A pending value costs about 60-72 bytes of memory when keys hold many
+// A pending value costs about 87-100 bytes of memory when keys hold many
 // values (BenchmarkSortedMemory): a key's values sit in its own list of
 // compact 48-byte entries (no key, no tree node per value), filled runs of
-// key pointers order the keys, and bitmap words of Locs answer MinLoc. A
-// key with a single value keeps it inline and costs about 115 bytes with
-// its name and sort key (keySet, keyValues, chunkSet, locSet).
+// key pointers order the keys, bitmap words of Locs answer MinLoc, and a
+// 24-byte slot of (At, Seq) in a run answers MinPublishedAt. A key with a
+// single value keeps it inline and costs about 142 bytes with its name
+// and sort key (keySet, keyValues, chunkSet, locSet, runSet).
 type Sorted struct {
 	keys      keySet                    // keys with pending values
 	lists     map[*keyValues]*valueList // the values after the first, of keys with more than one
 	pending   int                       // pending values in keys
 	gen       uint64                    // bumped by Snapshot: older lists and chunks are shared with one
 	locs      locSet                    // Loc of every pending, leased and dead value
+	live      *runSet[timeKey]          // (At, Seq) of every pending and leased value, not the dead
 	order     *chunkSet[*keyValues]     // pullable keys by smallest pending sort key (cmpKeys)
 	batches   *btree.BTreeG[Batch]      // leased batches by Lease
 	deadlines *btree.BTreeG[timeKey]    // (deadline, lease) of leased batches
@@ -87,6 +89,7 @@ func NewSorted(singleFlight bool) *Sorted {
 		lists:     make(map[*keyValues]*valueList),
 		gen:       1,
 		locs:      newLocSet(),
+		live:      newRunSet(lessTimeKey),
 		order:     newChunkSet(cmpKeys),
 		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
 		deadlines: btree.NewG(degree, lessTimeKey),
@@ -146,6 +149,7 @@ func (s *Sorted) Publish(v SortedValue) {
 	s.addPending(v)
 	s.bytes += int64(v.Size)
 	s.locs.add(v.Loc)
+	s.live.Insert(liveKey(v))
 }
 
 // addPending puts v among the pending values and keeps the key's place in
@@ -286,6 +290,7 @@ func (s *Sorted) Ack(lease uint64) (Batch, bool) {
 			s.uncache(v.Seq)
 			s.bytes -= int64(v.Size)
 			s.locs.remove(v.Loc)
+			s.live.Delete(liveKey(v))
 		}
 		s.place(b.Key)
 	}
@@ -307,6 +312,7 @@ func (s *Sorted) Return(lease uint64, holdUntil int64, dead func(SortedValue) bo
 		if dead(v) {
 			s.uncache(v.Seq)
 			s.dead.ReplaceOrInsert(DeadValue{v, reason})
+			s.live.Delete(liveKey(v))
 			continue
 		}
 		s.addPending(v)

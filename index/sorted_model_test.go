@@ -288,7 +288,7 @@ func (r *modelRun) op() {
 func (r *modelRun) publish() {
 	seq := r.next()
 	v := index.SortedValue{Key: modelKeys[r.rng.IntN(len(modelKeys))], Sort: modelSort(r.rng), Seq: seq, Loc: seq,
-		At: r.now, Size: uint32(r.rng.IntN(100) + 1)}
+		At: r.now - int64(r.rng.IntN(8)), Size: uint32(r.rng.IntN(100) + 1)}
 	r.s.Publish(v)
 	r.m.pending = append(r.m.pending, v)
 }
@@ -561,6 +561,7 @@ func (r *modelRun) check(s *index.Sorted, what string) {
 		r.fatalf("%s: MinLoc %d %v, want %d %v", what, loc, ok, minLoc, any)
 	}
 	r.checkTimes(s, what)
+	r.checkPublished(s, what)
 	if key, _, ok := s.Next(); ok != (wantCounts.Keys > 0) || ok && key != m.pullable()[0] {
 		r.fatalf("%s: Next %q %v, want %q", what, key, ok, m.pullable())
 	}
@@ -569,6 +570,27 @@ func (r *modelRun) check(s *index.Sorted, what string) {
 		if diff := got.diff(want); diff != "" {
 			r.fatalf("%s: snapshot: %s", what, diff)
 		}
+	}
+}
+
+// checkPublished compares MinPublishedAt with the earliest At of the
+// model's pending and leased values.
+func (r *modelRun) checkPublished(s *index.Sorted, what string) {
+	r.t.Helper()
+	want, any := int64(0), false
+	each := func(vs []index.SortedValue) {
+		for _, v := range vs {
+			if !any || v.At < want {
+				want, any = v.At, true
+			}
+		}
+	}
+	each(r.m.pending)
+	for _, b := range r.m.batches {
+		each(b.Values)
+	}
+	if at, ok := s.MinPublishedAt(); ok != any || at != want {
+		r.fatalf("%s: MinPublishedAt %d %v, want %d %v", what, at, ok, want, any)
 	}
 }
 

@@ -116,6 +116,7 @@ func (s *Sorted) PutDead(v DeadValue) {
 		s.bytes -= int64(old.Size)
 		s.locs.remove(old.Loc)
 	}
+	s.live.Delete(liveKey(v.SortedValue))
 	s.bytes += int64(v.Size)
 	s.locs.add(v.Loc)
 }
@@ -127,9 +128,21 @@ func (s *Sorted) PutBatch(b Batch) {
 	for _, v := range b.Values {
 		s.bytes += int64(v.Size)
 		s.locs.add(v.Loc)
+		s.live.Insert(liveKey(v))
 	}
 	s.place(b.Key)
 }
+
+// MinPublishedAt returns the earliest At of any pending or leased value,
+// dead values left out: the publish time of the oldest value not yet
+// acked. O(log n).
+func (s *Sorted) MinPublishedAt() (int64, bool) {
+	k, ok := s.live.Min()
+	return k.at, ok
+}
+
+// liveKey is v's place in Sorted.live.
+func liveKey(v SortedValue) timeKey { return timeKey{v.At, v.Seq} }
 
 // MinLoc returns the lowest Loc of any value: the oldest log position the
 // index still needs. O(log n).
@@ -257,6 +270,7 @@ func (s *Sorted) Drop(v SortedValue) bool {
 		cur := s.removePending(k, ci, i)
 		s.bytes -= int64(cur.size)
 		s.locs.remove(cur.loc)
+		s.live.Delete(timeKey{cur.at, cur.seq})
 		return true
 	}
 	_, ok := s.RemoveDead(v.Seq)

@@ -84,6 +84,7 @@ func (s *Sorted) retakeLeased(key string, seqs []uint64, lease uint64) []SortedV
 			s.leased--
 			s.bytes -= int64(v.Size)
 			s.locs.remove(v.Loc)
+			s.live.Delete(liveKey(v))
 		}
 		b.Values = kept
 		s.batches.ReplaceOrInsert(b)

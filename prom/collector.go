@@ -62,7 +62,7 @@ func NewCollector(src Source, labels prometheus.Labels) *Collector {
 		},
 		messages:   d("messages", "Messages by state.", "state"),
 		sorted:     d("sorted_values", "Sorted queues: values by state.", "state"),
-		oldest:     d("oldest_message_age_seconds", "Age of the oldest live, not dead, message."),
+		oldest:     d("oldest_message_age_seconds", "Age of the oldest live, not dead, message (of a sorted queue, pending or leased value)."),
 		logBytes:   d("log_bytes", "Bytes of all log segments."),
 		liveBytes:  d("live_bytes", "Log bytes the live messages need."),
 		fsync:      d("fsync_duration_seconds", "Time of each fsync of the log's tail segment."),

@@ -56,7 +56,7 @@ walq_messages_dead_lettered_total{queue="orders"} 1
 # HELP walq_messages_enqueued_total Messages enqueued.
 # TYPE walq_messages_enqueued_total counter
 walq_messages_enqueued_total{queue="orders"} 4
-# HELP walq_oldest_message_age_seconds Age of the oldest live, not dead, message.
+# HELP walq_oldest_message_age_seconds Age of the oldest live, not dead, message (of a sorted queue, pending or leased value).
 # TYPE walq_oldest_message_age_seconds gauge
 walq_oldest_message_age_seconds{queue="orders"} 3
 `
@@ -85,4 +85,23 @@ walq_oldest_message_age_seconds{queue="orders"} 3
 		return
 	}
 	t.Fatal("walq_enqueue_to_ack_seconds not gathered")
+}
+
+// A windowed queue's values waiting show in the oldest message's age, by
+// the queue's clock.
+func TestCollectorOldestWindowedValue(t *testing.T) {
+	clock := fakeclock.New()
+	w, err := queue.OpenWindowed(t.TempDir(), &queue.WindowOptions{Window: time.Hour,
+		SortedOptions: queue.SortedOptions{Options: queue.Options{Clock: clock, ManualRequeue: true}}})
+	require.NoError(t, err)
+	defer w.Close()
+	require.NoError(t, w.Publish(context.Background(), "k", []byte("v")))
+	clock.Advance(90 * time.Second)
+	want := `
+# HELP walq_oldest_message_age_seconds Age of the oldest live, not dead, message (of a sorted queue, pending or leased value).
+# TYPE walq_oldest_message_age_seconds gauge
+walq_oldest_message_age_seconds 90
+`
+	require.NoError(t, testutil.CollectAndCompare(prom.NewCollector(w, nil), strings.NewReader(want),
+		"walq_oldest_message_age_seconds"))
 }

@@ -40,7 +40,7 @@ type Metrics struct {
 	SortedPending int64         // sorted queues: values waiting to be pulled
 	SortedLeased  int64         // sorted queues: values in leased batches
 	SortedDead    int64         // sorted queues: values in the dead set
-	OldestAge     time.Duration // age of the oldest live, not dead, message; 0 when none
+	OldestAge     time.Duration // age of the oldest live, not dead, message (sorted: pending or leased value); 0 when none
 	LogBytes      int64         // bytes of all log segments
 	LiveBytes     int64         // log bytes the live messages need
 
@@ -65,7 +65,7 @@ func (q *Queue) Metrics() Metrics {
 		LogBytes: s.LogBytes, LiveBytes: s.LiveBytes, BackgroundErrors: s.BackgroundErrors,
 	}
 	if !s.OldestEnqueuedAt.IsZero() {
-		m.OldestAge = max(0, q.opts.Clock.Now().Sub(s.OldestEnqueuedAt))
+		m.OldestAge = max(0, s.At.Sub(s.OldestEnqueuedAt))
 	}
 	sm := q.log.SyncMetrics()
 	m.FsyncSeconds, m.RecordsPerFsync = sm.Latency, sm.Records

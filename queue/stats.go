@@ -8,6 +8,16 @@ import (
 
 // Stats is a point-in-time view of a queue.
 type Stats struct {
+	// At is when the figures were read, by the queue's clock
+	// (Options.Clock): the time to measure OldestEnqueuedAt's age from.
+	// The Redis engine (redisq) leaves it zero.
+	At time.Time
+	// Closed is set once Close has begun: the counts are the last ones
+	// and the log fields (LogBytes, Segments, OldestEnqueuedAt of
+	// never-delivered messages) no longer tell what is on disk. The Redis
+	// engine leaves it false; its StatsContext fails instead.
+	Closed bool
+
 	Ready    int64 // deliverable now (delayed messages whose time has come included)
 	Delayed  int64 // waiting for their deliver-at time or a nack delay
 	InFlight int64 // leased to a consumer
@@ -31,8 +41,12 @@ type Stats struct {
 	Pulled        uint64
 	BatchesAcked  uint64
 
-	OldestEnqueuedAt time.Time // of the live, not dead, messages; zero when none
-	DedupIDs         int       // producer-given ids remembered for dedup
+	// OldestEnqueuedAt is the enqueue time of the oldest live, not dead,
+	// message (ready, delayed or in flight); of a sorted or windowed
+	// queue, the publish time of its oldest pending or leased value. Zero
+	// when there is none.
+	OldestEnqueuedAt time.Time
+	DedupIDs         int // producer-given ids remembered for dedup
 
 	LiveBytes   int64 // log bytes the live messages need
 	LogBytes    int64 // bytes of all log segments
@@ -52,7 +66,8 @@ type Stats struct {
 }
 
 // Stats returns counts, sizes and log positions. It reads the oldest
-// never-delivered message's record from the log.
+// never-delivered message's record from the log; a sorted queue's oldest
+// value comes from its index in O(log n).
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	st := q.mu.st
@@ -67,10 +82,14 @@ func (q *Queue) Stats() Stats {
 		DedupIDs: st.dedup.Len(), LiveBytes: st.liveBytes(), SnapshotLSN: q.mu.snapLSN, SnapshotAt: q.mu.snapAt,
 		Sync: q.opts.Sync, AckTimeout: q.opts.AckTimeout,
 		Published: st.counts.Published, Pulled: st.counts.Pulled, BatchesAcked: st.counts.BatchesAcked,
+		At: time.Unix(0, now), Closed: q.mu.closed,
 	}
 	sc := st.sorted.Counts()
 	s.SortedPending, s.SortedKeys, s.SortedBatches, s.SortedLeased, s.SortedDead = sc.Pending, sc.Keys, sc.Batches, sc.Leased, sc.Dead
 	oldest, ok := st.table.MinEnqueuedAt()
+	if at, found := st.sorted.MinPublishedAt(); found && (!ok || at < oldest) {
+		oldest, ok = at, true
+	}
 	cursor, pending := st.cursor, st.pending
 	q.mu.Unlock()
 	if pending > 0 {

@@ -6,18 +6,28 @@
 const $ = (id) => document.getElementById(id);
 // listGen numbers the list's loads: only the last one asked for is shown.
 // listEnded is the highest number of the loads that ended: the last one
-// asked for runs while it is below listGen. detailGen numbers the message views
-// the same way.
-const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listEnded: 0, detailGen: 0 };
-// listTimeout is how long a list load waits for the service (ms): one
-// that hangs ends as an error, and the timer loads the list again.
-const listTimeout = 20000;
+// asked for runs while it is below listGen. statsGen and statsEnded number
+// the loads of the figures the same way, detailGen the message views.
+const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listEnded: 0,
+  statsGen: 0, statsEnded: 0, detailGen: 0 };
+// listTimeout, statsTimeout and detailTimeout are how long a load of the
+// list, of the figures and of a message waits for the service (ms): one
+// that hangs ends as an error, and the timer loads the list and the
+// figures again.
+const listTimeout = 20000, statsTimeout = 10000, detailTimeout = 20000;
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
   const body = await res.json().catch(() => ({ error: res.statusText }));
   if (!res.ok) throw new Error(body.error || res.statusText);
   return body;
+}
+
+// apiWithin is api with a timeout of ms: a request the service does not
+// answer in time is aborted and fails saying so.
+function apiWithin(path, ms, opts) {
+  return api(path, Object.assign({ signal: AbortSignal.timeout(ms) }, opts))
+    .catch((e) => { throw e.name === "TimeoutError" ? new Error("no answer in " + ms / 1000 + " s") : e; });
 }
 
 function fmtNum(n) { return Number(n).toLocaleString("en-US"); }
@@ -87,15 +97,22 @@ function chart(svg, series) {
 
 function spanText(secs) { return secs ? "−" + fmtAge(secs) : ""; }
 
+// refreshStats loads and draws the figures. A load that another followed
+// while it ran is dropped when it ends, as the list's are.
 async function refreshStats() {
+  const gen = ++state.statsGen;
   let r;
   try {
-    r = await api("api/stats");
+    r = await apiWithin("api/stats", statsTimeout);
+    if (gen !== state.statsGen) return;
     $("fetch-error").hidden = true;
   } catch (e) {
+    if (gen !== state.statsGen) return;
     $("fetch-error").textContent = "Cannot read the queue: " + e.message;
     $("fetch-error").hidden = false;
     return;
+  } finally {
+    state.statsEnded = Math.max(state.statsEnded, gen);
   }
   const s = r.stats;
   document.title = r.title + " · walq";
@@ -152,8 +169,7 @@ async function refreshList() {
     const keys = tab === "keys";
     const q = new URLSearchParams({ limit: "50", after });
     if (!keys) q.set("state", tab);
-    const r = await api((keys ? "api/keys?" : "api/messages?") + q, { signal: AbortSignal.timeout(listTimeout) })
-      .catch((e) => { throw e.name === "TimeoutError" ? new Error("no answer in " + listTimeout / 1000 + " s") : e; });
+    const r = await apiWithin((keys ? "api/keys?" : "api/messages?") + q, listTimeout);
     if (gen !== state.listGen) return;
     const cols = columns[tab];
     const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
@@ -189,7 +205,7 @@ function messageRow(m, cols, tab) {
 async function showMessage(ref) {
   const gen = ++state.detailGen;
   try {
-    const m = await api("api/message?ref=" + encodeURIComponent(ref));
+    const m = await apiWithin("api/message?ref=" + encodeURIComponent(ref), detailTimeout);
     if (gen !== state.detailGen) return;
     $("detail-id").textContent = m.id;
     const meta = [["Seq", seqOf(m.ref)], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],
@@ -241,7 +257,10 @@ function init() {
   $("first").addEventListener("click", () => { state.after = ""; state.pages = []; refreshList(); });
   $("detail-close").addEventListener("click", () => { state.detailGen++; $("detail").hidden = true; });
   refreshStats();
-  setInterval(refreshStats, 2000);
+  // The figures' timer skips its load while the last one asked for runs:
+  // loads of a service that hangs never pile up, and one that hangs ends
+  // after statsTimeout.
+  setInterval(() => { if (state.statsEnded === state.statsGen) refreshStats(); }, 2000);
   // A list slower than the timer is let finish, not dropped by the next
   // tick; only the last load asked for is waited for: one it replaced
   // that never ends does not stop the refresh.
