@@ -136,8 +136,10 @@
 // background it is a failure in Stats and the log, retried with backoff),
 // so damage in a dead letter or a far-delayed message is reported without
 // waiting for a delivery; a delivery that reaches the record reports it
-// too. Damage in a never-delivered message that a compaction reads after
-// the cursor stops that compaction with ErrCorrupt. Damage is ErrCorrupt naming the way
+// too. A damaged entry after the cursor (a never-delivered message's) is
+// met the same way: the compaction copies no message, indexed or not,
+// whose record lies above it, copies what lies below it once, and fails
+// with ErrCorrupt, so its retries copy nothing again. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost, and an indexed
