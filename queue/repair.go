@@ -59,8 +59,7 @@ func (r RepairReport) LostLSNs() [][2]uint64 {
 // set aside and the state rebuilt from the log, the live messages in damaged
 // segments are copied past them and those segments removed, and messages
 // whose records were lost or are another message's are dropped), compacts,
-// closes, and runs the
-// checks again. It returns an error wrapping ErrCorrupt if damage remains;
+// closes, and runs the checks again. It returns an error wrapping ErrCorrupt if damage remains;
 // the report says what was lost either way.
 //
 // Files walq did not write are never changed: a file in the log directory
