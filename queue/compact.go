@@ -18,9 +18,10 @@ import (
 // forward: it stays where it is, and so does the log from it on. The
 // compaction then copies only what lies below it, truncates, and returns
 // an error wrapping ErrCorrupt that names its LSN (in the background: a
-// failure in Stats and the log, retried with backoff). Damage in the
-// never-delivered messages it reads from the cursor on stops the
-// compaction there, with ErrCorrupt too.
+// failure in Stats and the log, retried with backoff). A damaged entry
+// between the cursor and where the copies stop (a never-delivered
+// message's) is met the same way: nothing whose record lies above it is
+// copied, indexed messages included, so a retry copies nothing again.
 func (q *Queue) Compact() error {
 	if q.opts.ReadOnly {
 		return ErrReadOnly

@@ -424,8 +424,18 @@ func checkPayloadRecord(r *record, seq, loc uint64) error {
 	if (r.Op == opEnqueue && loc == seq) || ((r.Op == opMove || r.Op == opMoveDead) && r.Seq == seq) {
 		return nil
 	}
-	return withWayOut(fmt.Errorf("%w: the record at LSN %d is a %s of message %d, not the payload of message %d",
-		ErrCorrupt, loc, opName(r.Op), r.Seq, seq))
+	return withWayOut(fmt.Errorf("%w: the record at LSN %d is %s, not the payload of message %d",
+		ErrCorrupt, loc, recordOf(r, loc), seq))
+}
+
+// recordOf names r, read at loc, by its op and the message it is of: an
+// enqueue or publish record's message is its own LSN, any other's its Seq.
+func recordOf(r *record, loc uint64) string {
+	seq := r.Seq
+	if r.Op == opEnqueue || r.Op == opPublish {
+		seq = loc
+	}
+	return fmt.Sprintf("the %s record of message %d", opName(r.Op), seq)
 }
 
 // closedAs returns err, a read of a log that a Close closed meanwhile, as

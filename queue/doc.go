@@ -128,7 +128,9 @@
 // that ends before it lost synced records: damage, never a torn tail) and
 // reaches back to what the snapshot's messages need, and the checksum of
 // every entry Open reads. Open reads the snapshot and the log above it;
-// Verify and Repair read every byte. An entry below the snapshot is checked
+// Verify and Repair read every byte, and check that the record of every
+// indexed message and pending or dead sorted value is its own, as a
+// delivery does. An entry below the snapshot is checked
 // when something reads it (a delivery: see the next paragraph); a message is never
 // skipped or delivered from bad bytes. A compaction checks each record it
 // would copy forward as a delivery does (its checksum, and that it is the
@@ -139,11 +141,15 @@
 // background it is a failure in Stats and the log, retried with backoff),
 // so damage in a dead letter or a far-delayed message is reported without
 // waiting for a delivery; a delivery that reaches the record reports it
-// too. Damage in a never-delivered message that a compaction reads after
-// the cursor stops that compaction with ErrCorrupt. Damage is ErrCorrupt naming the way
+// too. A damaged entry after the cursor (a never-delivered message's) is
+// met the same way: the compaction copies no message, indexed or not,
+// whose record lies above it, copies what lies below it once, and fails
+// with ErrCorrupt, so its retries copy nothing again. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
-// or Options.Salvage. A salvage drops what was lost and reports it; it
+// or Options.Salvage. A salvage drops what was lost, and an indexed
+// message or pending or dead sorted value whose record is another's
+// (Recovery.Dropped), and reports it; it
 // never delivers a payload from bytes that failed their checksum or from
 // another record, never reuses an LSN, and recounts what is ready. What
 // the damage took is lost, settles included. A settle record that

@@ -46,7 +46,9 @@ func (p *pacer) add(c *wal.Commit, n int) error {
 // it may be off). It returns how many messages it moved or dropped.
 //
 // An indexed record that is damaged is never copied (readMovable). Without
-// recount (a compaction), the lowest one stops the move there: what lies
+// recount (a compaction), the lowest one, or the lowest entry between the
+// cursor and target that does not read (cursorDamage), whichever comes
+// first, stops the move there: what lies
 // above it is not copied, since the damaged record keeps that part of the
 // log anyway, and movePinned returns a *damageLeft error (ErrCorrupt)
 // once the copies below it are written. With recount (a salvaging open),
@@ -57,14 +59,24 @@ func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
 	if q.copying != nil {
 		q.copying()
 	}
-	n, damage := q.moveIndexed(target, !recount)
+	var damage error
+	if !recount {
+		d, err := q.cursorDamage(target)
+		if err != nil {
+			return 0, err
+		}
+		if d != nil {
+			target, damage = d.loc, d
+		}
+	}
+	n, ierr := q.moveIndexed(target, !recount)
 	var left *damageLeft
-	if !errors.As(damage, &left) {
-		if damage != nil {
-			return n, damage
+	if !errors.As(ierr, &left) {
+		if ierr != nil {
+			return n, ierr
 		}
 	} else {
-		target = left.loc
+		target, damage = left.loc, ierr
 	}
 	m, err := q.moveCursorRegion(target, recount)
 	if err == nil {
@@ -74,6 +86,33 @@ func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
 		err = damage
 	}
 	return n + m, err
+}
+
+// cursorDamage returns, as a *damageLeft, the lowest entry between the
+// cursor and target that does not read: the never-delivered message there
+// holds the log from it on, so a compaction copies nothing above it, and
+// a retry copies nothing again. It returns nil when every entry reads
+// (or the log was cut meanwhile: moveCursorRegion reads it all again), and
+// an error when the reading fails otherwise.
+func (q *Queue) cursorDamage(target uint64) (*damageLeft, error) {
+	q.mu.Lock()
+	from := max(q.mu.st.cursor, q.log.FirstLSN())
+	q.mu.Unlock()
+	r := q.log.NewReader(from)
+	defer r.Close()
+	for from < target {
+		lsn, _, err := r.Next()
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, wal.ErrNotFound) || (err == nil && lsn >= target):
+			return nil, nil
+		case errors.Is(err, wal.ErrCorrupt):
+			return &damageLeft{loc: from, err: wrapCorrupt("read cursor region", err)}, nil
+		case err != nil:
+			return nil, fmt.Errorf("queue: read cursor region: %w", err)
+		}
+		from = lsn + 1
+	}
+	return nil, nil
 }
 
 // damageLeft is the error of a compaction that left a damaged record

@@ -64,6 +64,11 @@ func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	}
 	q.log = log
 	q.recovery.fill(rep)
+	if o.Salvage {
+		if err := q.dropMisplaced(); err != nil {
+			return nil, errors.Join(err, log.Close())
+		}
+	}
 	q.recovery.Duration = o.Clock.Now().Sub(start)
 	q.logRecovery()
 	q.wg.Add(1)

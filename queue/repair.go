@@ -58,8 +58,8 @@ func (r RepairReport) LostLSNs() [][2]uint64 {
 // (a torn tail is cut, damaged entries are skipped, a damaged snapshot is
 // set aside and the state rebuilt from the log, the live messages in damaged
 // segments are copied past them and those segments removed, and messages
-// whose records were lost are dropped), compacts, closes, and runs the
-// checks again. It returns an error wrapping ErrCorrupt if damage remains;
+// whose records were lost or are another message's are dropped), compacts,
+// closes, and runs the checks again. It returns an error wrapping ErrCorrupt if damage remains;
 // the report says what was lost either way.
 //
 // Files walq did not write are never changed: a file in the log directory

@@ -265,6 +265,6 @@ func checkValueRecord(r *record, v index.SortedValue) error {
 	if (r.Op == opPublish && v.Loc == v.Seq) || (r.Op == opMove && r.Flags&flagSorted != 0 && r.Seq == v.Seq) {
 		return nil
 	}
-	return withWayOut(fmt.Errorf("%w: the record at LSN %d is a %s of %d, not the payload of value %d",
-		ErrCorrupt, v.Loc, opName(r.Op), r.Seq, v.Seq))
+	return withWayOut(fmt.Errorf("%w: the record at LSN %d is %s, not the payload of value %d",
+		ErrCorrupt, v.Loc, recordOf(r, v.Loc), v.Seq))
 }

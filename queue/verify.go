@@ -33,7 +33,8 @@ func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) }
 // log entry's framing, checksum and LSN; segments that follow on from each
 // other; a log that reaches at least the snapshot's LSN and reaches back
 // to every record the snapshot's messages need; and that every record
-// after the snapshot replays. A torn log tail, which Open cuts by itself,
+// after the snapshot replays; and that the record of every indexed message
+// and pending or dead sorted value is its own, as a delivery checks. A torn log tail, which Open cuts by itself,
 // is reported in Check.Log.Torn with a nil error; anything else returns an
 // error wrapping ErrCorrupt, which Open would return too. It takes the
 // directory lock shared, so it fails with ErrLocked while a queue has it
@@ -90,7 +91,25 @@ func examine(dir string) (Check, error) {
 			c.Problems = append(c.Problems, problem(err))
 		}
 	}
+	// 5. Every indexed message's record is its own, as a delivery checks.
+	if c.Damaged() == 0 {
+		c.Problems = append(c.Problems, misplacedProblems(st, log)...)
+	}
 	return c, c.err()
+}
+
+// misplacedProblems returns what findMisplaced finds in st over log, each
+// as a problem saying that a salvage drops the message.
+func misplacedProblems(st *state, log *wal.Log) []string {
+	ms, err := findMisplaced(st, log.Read)
+	if err != nil {
+		return []string{problem(err)}
+	}
+	var out []string
+	for _, m := range ms {
+		out = append(out, problem(fmt.Errorf("%w (a salvage drops message %d, id %q)", m.err, m.lost.Seq, m.lost.ID)))
+	}
+	return out
 }
 
 // err returns the error Verify returns for c: nil when clean or only torn.

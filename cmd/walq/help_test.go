@@ -68,3 +68,9 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// compact --help says what a partial compaction exits with.
+func TestCompactHelpNamesPartialCompaction(t *testing.T) {
+	r := mustWalq(t, 0, "", "compact", "--help")
+	require.Contains(t, r.stdout, "copies only\nwhat lies below it, cuts the log there, and exits 2 (corrupt)")
+}

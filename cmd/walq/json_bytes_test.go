@@ -197,6 +197,24 @@ func TestRemoteDLQKeepsInvalidUTF8ID(t *testing.T) {
 	require.Equal(t, "dead\xff", ls[0].text(t, ls[0].ID, ls[0].IDBase64))
 }
 
+// dlq list --json --url: a valid id holding "~" (its ref is SEQ@ID) is
+// printed as it is, not read as the hex of a SEQ~HEX ref.
+func TestRemoteDLQTildeID(t *testing.T) {
+	q, url := runningService(t)
+	for _, id := range []string{"x~beef", "order~41"} {
+		_, err := q.Enqueue(context.Background(), []byte("job"), queue.WithID(id))
+		require.NoError(t, err)
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.DeadLetter("bad input"))
+	}
+	r := mustWalq(t, 0, "", "dlq", "list", "--json", "--url", url, "-H", "Authorization: Bearer s3cret")
+	ls := jsonLines[bytesJSON](t, r.stdout)
+	require.Len(t, ls, 2)
+	got := []string{ls[0].text(t, ls[0].ID, ls[0].IDBase64), ls[1].text(t, ls[1].ID, ls[1].IDBase64)}
+	require.ElementsMatch(t, []string{"x~beef", "order~41"}, got)
+}
+
 // repair --json: a dropped message's id that is not valid UTF-8 is printed
 // in dropped[].id_base64.
 func TestRepairJSONKeepsInvalidUTF8ID(t *testing.T) {

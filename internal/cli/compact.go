@@ -18,7 +18,13 @@ live bytes plus two 4 MiB segments (the segment size walq opens a queue
 with, whatever its own process uses), the messages or values that pin it
 are copied forward first and the log is cut again. A queue compacts by
 itself as its log grows; this is for an operator who wants the disk back
-now.`,
+now.
+
+A message or value whose record fails its checks (a damaged checksum, or
+the record of another message) is never copied: the compaction copies only
+what lies below it, cuts the log there, and exits 2 (corrupt), naming its
+LSN; what it copied and cut is kept. 'walq repair DIR' drops the damage,
+after which compactions succeed again.`,
 	example: `walq compact /var/lib/app/jobs`,
 	exits:   []int{exitOK, exitFailure, exitCorrupt, exitLocked},
 	nargs:   [2]int{1, 1},

@@ -254,12 +254,27 @@ type remoteDeadJSON struct {
 
 func toRemoteDeadJSON(m dashboard.Message) remoteDeadJSON {
 	j := remoteDeadJSON{Message: m}
-	if i := strings.IndexByte(m.Ref, '~'); i >= 0 {
-		if id, err := hex.DecodeString(m.Ref[i+1:]); err == nil {
+	if h, ok := refHex(m.Ref); ok {
+		if id, err := hex.DecodeString(h); err == nil {
 			j.ID, j.IDBase64 = textOrBase64(string(id))
 		}
 	}
 	return j
+}
+
+// refHex returns the HEX of a SEQ~HEX reference and true; a SEQ@ID
+// reference, whose id may itself hold "~", returns false.
+func refHex(ref string) (string, bool) {
+	i := strings.IndexAny(ref, "@~")
+	if i <= 0 || ref[i] != '~' {
+		return "", false
+	}
+	for _, c := range ref[:i] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return ref[i+1:], true
 }
 
 // refSeq returns the seq of a dead letter's reference, SEQ@ID or SEQ~HEX
