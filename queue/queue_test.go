@@ -395,6 +395,26 @@ func TestDedupNoWindowCrash(t *testing.T) {
 	enqueue(t, q, "n", queue.WithID("new"))
 }
 
+// TestDedupNoWindowCompactKeepsForget: a Compact right after an open
+// without a window, which appended nothing, snapshots the forget at Open,
+// so a windowed open after a crash accepts the forgotten id.
+func TestDedupNoWindowCompactKeepsForget(t *testing.T) {
+	ctx := context.Background()
+	clk, dir := newFakeClock(), t.TempDir()
+	q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	enqueue(t, q, "a", queue.WithID("old"))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	require.NoError(t, q.Close())
+	q = open(t, dir, &queue.Options{Clock: clk})
+	require.NoError(t, q.Compact())
+	img := crashImage(t, dir)
+	require.NoError(t, q.Close())
+	q = open(t, img, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	defer q.Close()
+	_, err := q.Enqueue(ctx, []byte("o"), queue.WithID("old"))
+	require.NoError(t, err, "id forgotten at Open, then compacted")
+}
+
 // TestRepairKeepsDedupIDs: Repair with no options keeps every acked id,
 // whatever window the application's opens use.
 func TestRepairKeepsDedupIDs(t *testing.T) {
