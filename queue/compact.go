@@ -110,7 +110,7 @@ func (q *Queue) takeSnapshot() error {
 	}
 	f := q.mu.st.freeze()
 	low := q.lowWaterLocked()
-	unchanged := f.last == q.mu.snapLSN
+	unchanged := f.last == q.mu.snapLSN && !q.mu.forgot
 	since := q.mu.sinceSnap // reset once the snapshot is written, so a failure is retried
 	q.mu.Unlock()
 	if unchanged {
@@ -125,7 +125,7 @@ func (q *Queue) takeSnapshot() error {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}
 	q.mu.Lock()
-	q.mu.snapLSN, q.mu.snapAt = f.last, q.opts.Clock.Now()
+	q.mu.snapLSN, q.mu.snapAt, q.mu.forgot = f.last, q.opts.Clock.Now(), false
 	q.mu.sinceSnap -= since
 	q.mu.Unlock()
 	if err := q.log.TruncateFront(min(low, f.last+1)); err != nil {

@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -391,6 +393,52 @@ func TestDedupNoWindowCrash(t *testing.T) {
 	defer q.Close()
 	enqueue(t, q, "o", queue.WithID("old"))
 	enqueue(t, q, "n", queue.WithID("new"))
+}
+
+// TestDedupNoWindowCompactKeepsForget: a Compact right after an open
+// without a window, which appended nothing, snapshots the forget at Open,
+// so a windowed open after a crash accepts the forgotten id.
+func TestDedupNoWindowCompactKeepsForget(t *testing.T) {
+	ctx := context.Background()
+	clk, dir := newFakeClock(), t.TempDir()
+	q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	enqueue(t, q, "a", queue.WithID("old"))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	require.NoError(t, q.Close())
+	q = open(t, dir, &queue.Options{Clock: clk})
+	require.NoError(t, q.Compact())
+	img := crashImage(t, dir)
+	require.NoError(t, q.Close())
+	q = open(t, img, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	defer q.Close()
+	_, err := q.Enqueue(ctx, []byte("o"), queue.WithID("old"))
+	require.NoError(t, err, "id forgotten at Open, then compacted")
+}
+
+// TestRepairKeepsDedupIDs: Repair with no options keeps every acked id,
+// whatever window the application's opens use.
+func TestRepairKeepsDedupIDs(t *testing.T) {
+	ctx := context.Background()
+	clk, dir := newFakeClock(), t.TempDir()
+	q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	enqueue(t, q, "a", queue.WithID("x"))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	require.NoError(t, q.Close())
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("a torn tail, not a record"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	rep, err := queue.Repair(dir, nil)
+	require.NoError(t, err)
+	require.True(t, rep.Repaired)
+	q = open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("b"), queue.WithID("x"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "acked id forgotten by the repair")
 }
 
 func TestEnqueueBatchAndDequeueBatch(t *testing.T) {

@@ -61,13 +61,15 @@ func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 // its cursor. An open without a dedup window forgets here every acked id
 // that the snapshot kept (its replay kept none), so that none refuses an
 // enqueue and its snapshots omit them; its acks forget their ids at once.
+// Its next snapshot is then written even if no record was appended since
+// (a Compact right after Open), so that the forget is kept.
 func (r *recoverer) Install(st recovery.State, snapLSN uint64) {
 	q := r.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.mu.st = st.(*state)
 	if !q.mu.st.dedupWindow {
-		q.mu.st.dedup.Expire(math.MaxInt64)
+		q.mu.forgot = q.mu.st.dedup.Expire(math.MaxInt64) > 0
 	}
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN

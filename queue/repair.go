@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/wal"
@@ -20,8 +21,14 @@ type RepairOptions struct {
 	// repair and before anything changes, with the directory lock held;
 	// an error stops the repair with the directory unchanged.
 	Backup func() error
-	// Options are the options of the salvaging open; nil means defaults.
-	// Salvage is set whatever they say.
+	// Options are the options of the salvaging open; Salvage is set
+	// whatever they say. Nil means the defaults except that the open
+	// keeps every acked id (an unlimited DedupWindow) and dead-letters
+	// nothing (a negative MaxDeliveries): the application's window and
+	// limit are recorded nowhere, and a repair must not apply others in
+	// their place, forgetting for good ids the application's window
+	// still holds or dead-lettering messages its limit lets through.
+	// Pass the application's own options to apply them instead.
 	Options *Options
 }
 
@@ -54,13 +61,18 @@ func (r RepairReport) LostLSNs() [][2]uint64 {
 // Repair is the explicit salvage of a damaged queue directory. It takes the
 // directory lock exclusive and holds it from start to end. It runs the
 // checks of Verify; if the directory is clean it changes nothing.
-// Otherwise it calls opts.Backup, opens the queue with Options.Salvage
-// (a torn tail is cut, damaged entries are skipped, a damaged snapshot is
-// set aside and the state rebuilt from the log, the live messages in damaged
-// segments are copied past them and those segments removed, and messages
-// whose records were lost or are another message's are dropped), compacts,
-// closes, and runs the checks again. It returns an error wrapping ErrCorrupt if damage remains;
+// Otherwise it calls opts.Backup, opens the queue with opts.Options and
+// Options.Salvage (a torn tail is cut, damaged entries are skipped, a
+// damaged snapshot is set aside and the state rebuilt from the log, the
+// live messages in damaged segments are copied past them and those
+// segments removed, and messages whose records were lost or are another
+// message's are dropped), compacts, closes, and runs the checks again. It
+// returns an error wrapping ErrCorrupt if damage remains;
 // the report says what was lost either way.
+//
+// With no opts.Options the salvaging open keeps every acked id and
+// dead-letters nothing, whatever window and limit the application's
+// opens use (see RepairOptions.Options): the repair changes no policy.
 //
 // Files walq did not write are never changed: a file in the log directory
 // that only has a segment's name makes Repair fail, naming it.
@@ -89,7 +101,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		}
 	}
 	// 3. The salvage, under the lock this call holds.
-	if rep.Recovery, err = salvageLocked(dir, o.Options); err != nil {
+	if rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options)); err != nil {
 		return rep, fmt.Errorf("queue: repair: %w", err)
 	}
 	rep.Repaired = true
@@ -101,6 +113,16 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		return rep, fmt.Errorf("%w: repair: a torn tail remains after the salvage: %s", ErrCorrupt, t)
 	}
 	return rep, nil
+}
+
+// salvageOptions returns the options of Repair's salvaging open: o, or
+// when o is nil the options that keep every acked id and dead-letter
+// nothing (see RepairOptions.Options).
+func salvageOptions(o *Options) *Options {
+	if o != nil {
+		return o
+	}
+	return &Options{DedupWindow: math.MaxInt64, MaxDeliveries: -1}
 }
 
 // salvageLocked opens the queue in dir with Salvage, compacts and closes
