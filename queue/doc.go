@@ -185,7 +185,9 @@
 //
 // A file walq did not write is refused, never changed. A read-only
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
-// produce, the settles above included, and writes nothing.
+// produce, the settles above included, and writes nothing; it does not
+// read each indexed message's record, so a message whose record is
+// another's (which a salvage drops) still shows there as it stands.
 //
 // A salvage writes a message dead-lettered through a lost lease as a
 // record of its own kind (move-dead). Releases before it refuse that kind

@@ -61,7 +61,10 @@ type Options struct {
 	// RequeueExpired instead.
 	ManualRequeue bool
 	// Salvage makes Open skip damaged entries in the middle of the log
-	// instead of failing; Recovery reports what was skipped.
+	// instead of failing; Recovery reports what was skipped. It then reads
+	// the record of every indexed message to drop those whose record is
+	// another's; a read that fails there for a reason other than damage
+	// (an I/O error) fails the Open.
 	Salvage bool
 	// Clock is the source of time. Default the system clock.
 	Clock Clock
