@@ -260,7 +260,9 @@
 // stored data makes one call run long: a dequeue buries at most 1000
 // damaged records a call, a pull passes at most 1000 order members that
 // lease nothing (strays, keys whose pending values are gone) and
-// releases at most 1000 ended holds; a pull leases at most 1000
+// releases at most 1000 ended holds (Stats reads as many: it counts a
+// key whose hold has ended in Stats.SortedKeys, as the embedded queue
+// does, though no pull released it yet); a pull leases at most 1000
 // batches a call, and a Pull whose max allows more (math.MaxInt:
 // everything) calls again while the call leased that many, each call
 // taking the keys first in order then. A call that stops so is called

@@ -32,7 +32,10 @@ local acked = 0
 if window > 0 then acked = redis.call('ZCOUNT', K_ACKED, string.format('%.0f', now - window), '+inf') end
 local counters = redis.call('HGETALL', K_STATS)
 local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
-local out = {card(K_READY), redis.call('ZCARD', K_DELAYED), card(K_LEASE),
+-- Delayed messages whose time has come count as ready, as the embedded
+-- queue counts them, though no dequeue or housekeeping promoted them yet.
+local due = redis.call('ZCOUNT', K_DELAYED, '-inf', NOW)
+local out = {card(K_READY) + due, redis.call('ZCARD', K_DELAYED) - due, card(K_LEASE),
   redis.call('ZCARD', K_DEAD), pids + acked, body}
 for _, v in ipairs(counters) do out[#out + 1] = v end
 -- The counters no operation writes (see common.lua): every message ever

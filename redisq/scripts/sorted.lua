@@ -296,6 +296,22 @@ local function release()
   end
 end
 
+-- ended counts the keys whose hold has ended that release would place
+-- (with pending values; under single flight, none leased), reading
+-- only: a key held is never in order, so stats adds them to its count
+-- of pullable keys. It reads as many ended holds as release takes.
+local function ended()
+  local n = 0
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now, 'LIMIT', 0, 1000)) do
+    local p = keyprefix(key)
+    if not (single and leased(redis.call('HGET', K_FLIGHT, key))) and
+        redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1] then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 local function zremAll(key, members)
   for i = 1, #members, 1000 do
     redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))

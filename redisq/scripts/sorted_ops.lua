@@ -170,7 +170,9 @@ elseif op == 'housekeep' then
   result = {n, first(K_BDUE), first(K_HOLD)}
 elseif op == 'stats' then
   local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
-  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER), redis.call('ZCARD', K_BDUE),
+  -- Keys whose nack delay has passed count as pullable, as the embedded
+  -- queue counts them, though no pull or housekeeping released them yet.
+  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended(), redis.call('ZCARD', K_BDUE),
     redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
 else
   return redis.error_reply('unknown operation ' .. op)

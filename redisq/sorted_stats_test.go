@@ -1,0 +1,49 @@
+package redisq_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestStatsCountsEndedHolds nacks a batch with a delay and steps the
+// clock past it, with no pull or housekeeping between: Stats.SortedKeys
+// counts the keys as pullable again on Redis as on the embedded queue,
+// under single flight too.
+func TestStatsCountsEndedHolds(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "many", true: "single"}[single], func(t *testing.T) {
+			ctx := context.Background()
+			clock := queuetest.NewClock()
+			emb, err := queue.OpenSorted[int64](t.TempDir(), &queue.SortedOptions{SingleFlight: single,
+				Options: queue.Options{Sync: queue.SyncNever, Clock: clock, AckTimeout: time.Minute}})
+			require.NoError(t, err)
+			defer emb.Close()
+			red, err := redisq.OpenSorted[int64](ctx, srv.Client(), t.Name(), &redisq.SortedOptions{SingleFlight: single,
+				Options: redisq.Options{ManualRequeue: true, Clock: clock, AckTimeout: time.Minute}})
+			require.NoError(t, err)
+			defer red.Close()
+			engines := []queue.SortedQueue[int64]{emb, red}
+			keys := func() [2]int { return [2]int{emb.Stats().SortedKeys, red.Stats().SortedKeys} }
+			for _, e := range engines {
+				require.NoError(t, e.Publish(ctx, 1, "a", []byte("x")))
+				require.NoError(t, e.Publish(ctx, 2, "b", []byte("y")))
+				bs, err := e.TryPull(2)
+				require.NoError(t, err)
+				require.Len(t, bs, 2)
+				require.NoError(t, bs[0].Nack(time.Second))
+				require.NoError(t, bs[1].Nack(time.Second))
+			}
+			require.Equal(t, [2]int{0, 0}, keys(), "both keys held")
+			clock.Advance(2 * time.Second)
+			require.Equal(t, [2]int{2, 2}, keys(), "both holds ended")
+		})
+	}
+}
