@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/internal/fakeclock"
@@ -90,3 +91,13 @@ func segments(t *testing.T, dir string) []string {
 }
 
 func ncpu() int { return runtime.GOMAXPROCS(0) }
+
+// ackUnderWindow enqueues id in the queue at dir under a one-hour dedup
+// window, acks it, and closes the queue: the id is then acked and kept.
+func ackUnderWindow(t *testing.T, clk *fakeclock.Clock, dir, id string) {
+	t.Helper()
+	q := open(t, dir, &queue.Options{Clock: clk, DedupWindow: time.Hour})
+	enqueue(t, q, "a", queue.WithID(id))
+	require.NoError(t, tryDequeue(t, q).Ack())
+	require.NoError(t, q.Close())
+}
