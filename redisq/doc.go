@@ -86,7 +86,11 @@
 // handle), so no goroutine polls and no goroutine holds a connection
 // while it waits; a cancelled context or Close returns at once. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
-// earliest deadline any handle set (announced on the same channel).
+// earliest deadline any handle set (announced on the same channel),
+// except a handle opened with Options.ReadOnly: it reads (Stats,
+// DeadLetters), runs no housekeeper, and its calls that would change the
+// queue fail with queue.ErrReadOnly, so that inspecting a live queue
+// changes nothing on it.
 // A lease is announced only when it runs out before the last lease
 // deadline announced, or that one has passed: until then every
 // housekeeper is armed for that deadline or earlier, and the first
