@@ -86,7 +86,11 @@
 // handle), so no goroutine polls and no goroutine holds a connection
 // while it waits; a cancelled context or Close returns at once. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
-// earliest deadline any handle set (announced on the same channel).
+// earliest deadline any handle set (announced on the same channel),
+// except a handle opened with Options.ReadOnly: it reads (Stats,
+// DeadLetters), runs no housekeeper, and its calls that would change the
+// queue fail with queue.ErrReadOnly, so that inspecting a live queue
+// changes nothing on it.
 // A lease is announced only when it runs out before the last lease
 // deadline announced, or that one has passed: until then every
 // housekeeper is armed for that deadline or earlier, and the first
@@ -208,9 +212,12 @@
 // delivered and not lost: the dequeue that meets it, or the housekeeper
 // at its lease deadline, moves it to the dead-letter set with a reason
 // that starts "corrupt record: " and says what is wrong (missing,
-// unreadable, which a dequeue also says of a delivery count of more than
-// 9 digits, body missing, payload undecodable), keeping its id where
-// the body still tells it, and delivers the other messages of the call.
+// unreadable, which a dequeue, a nack and a lease's end also say of a
+// delivery count of more than 9 digits, body missing, payload
+// undecodable), keeping its id and producer flag where the record or body
+// still tells them, and delivers the other messages of the call. A
+// dead-lettering by receipt (DeadLetter) keeps its own reason and reads
+// such a count as 0.
 // Such a message counts no delivery (Stats.Delivered, its Deliveries).
 // A DequeueBatch or Pull that buries one returns the others with a nil
 // error, where the embedded queue leaves an unreadable message leased and

@@ -48,17 +48,20 @@ func newHandle(rdb redis.UniversalClient, ks []string, wake string, o Options) *
 }
 
 // start subscribes (before anything can be missed: a message made ready
-// after this point reaches the handle) and starts the listener and the
-// housekeeper.
+// after this point reaches the handle) and starts the listener and,
+// unless the handle is ReadOnly, the housekeeper.
 func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 	h.ps = h.rdb.Subscribe(ctx, h.wake)
 	if _, err := h.ps.Receive(ctx); err != nil {
 		_ = h.ps.Close()
 		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
 	}
-	h.wg.Add(2)
+	h.wg.Add(1)
 	go h.listen(h.ps.ChannelWithSubscriptions())
-	go h.housekeep(sweep)
+	if !h.o.ReadOnly {
+		h.wg.Add(1)
+		go h.housekeep(sweep)
+	}
 	return nil
 }
 
@@ -113,6 +116,9 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() {
 		return nil, queue.ErrClosed
+	}
+	if h.o.ReadOnly && f.writes {
+		return nil, queue.ErrReadOnly
 	}
 	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
 	if h.o.Replicas > 0 {

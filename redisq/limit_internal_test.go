@@ -2,11 +2,15 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
 
@@ -56,4 +60,79 @@ func TestLimitGarbledDeliveryCount(t *testing.T) {
 			require.Equal(t, "a", string(m.Payload))
 		})
 	}
+}
+
+// TestLimitGarbledCountWhileLeased: a delivery count overwritten by hand
+// while its message is leased, with more digits than a count can have,
+// is met by the end of the lease (a nack, with or without a delay, or
+// its expiry) as a dequeue meets it in a ready message: the message is
+// dead-lettered as a corrupt record, not made ready again with a wrapped
+// count, and a dead-lettering by receipt keeps its reason. Either way
+// the record stays readable, with its producer flag, so that a listing
+// shows it with no negative count and a purge frees its producer id
+// (Stats.DedupIDs back to 0, the id taken again).
+func TestLimitGarbledCountWhileLeased(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	ends := map[string]struct {
+		end    func(q *Queue, m *queue.Message, clock *queuetest.Clock) error
+		reason string
+	}{
+		"nack":          {func(_ *Queue, m *queue.Message, _ *queuetest.Clock) error { return m.Nack(0) }, "corrupt record: unreadable"},
+		"delayed nack":  {func(_ *Queue, m *queue.Message, _ *queuetest.Clock) error { return m.Nack(time.Hour) }, "corrupt record: unreadable"},
+		"dead letter":   {func(_ *Queue, m *queue.Message, _ *queuetest.Clock) error { return m.DeadLetter("poison") }, "poison"},
+		"lease expired": {expireAll, "corrupt record: unreadable"},
+	}
+	for how, end := range ends {
+		for _, maxd := range []int{3, -1} {
+			for _, count := range []string{"99999999999999999999", "1234567890"} {
+				name := fmt.Sprintf("%s/limit %d/count %s", how, maxd, count)
+				t.Run(name, func(t *testing.T) {
+					clock := queuetest.NewClock()
+					q, err := Open(ctx, rdb, "garbled-leased-"+strings.ReplaceAll(name, "/", "-"),
+						&Options{MaxDeliveries: maxd, ManualRequeue: true, Clock: noTimers{clock}})
+					require.NoError(t, err)
+					defer q.Close()
+					_, err = q.Enqueue(ctx, []byte("a"), queue.WithID("a"))
+					require.NoError(t, err)
+					m, err := q.TryDequeue()
+					require.NoError(t, err)
+					raw, err := rdb.HGet(ctx, q.keys[1], "1").Result()
+					require.NoError(t, err)
+					garbled := regexp.MustCompile(`^([01]):\d+:`).ReplaceAllString(raw, "${1}:"+count+":")
+					require.NoError(t, rdb.HSet(ctx, q.keys[1], "1", garbled).Err())
+
+					require.NoError(t, end.end(q, m, clock))
+					raw, err = rdb.HGet(ctx, q.keys[1], "1").Result()
+					require.NoError(t, err)
+					require.Regexp(t, `^1:\d{1,9}:`, raw, "the record reads, its producer flag kept")
+					st, err := q.StatsContext(ctx)
+					require.NoError(t, err)
+					require.Equal(t, [3]int64{0, 0, 1}, [3]int64{st.Ready + st.Delayed, st.InFlight, st.Dead})
+					dead, err := q.DeadLetters(0, 10)
+					require.NoError(t, err)
+					require.Len(t, dead, 1)
+					require.Equal(t, "a", dead[0].ID)
+					require.Equal(t, end.reason, dead[0].Reason)
+					require.Zero(t, dead[0].Deliveries, "a count that does not read is 0")
+					require.Equal(t, 1, st.DedupIDs)
+
+					require.NoError(t, q.PurgeDead("a"))
+					st, err = q.StatsContext(ctx)
+					require.NoError(t, err)
+					require.Zero(t, st.DedupIDs, "the purge freed the producer id")
+					_, err = q.Enqueue(ctx, []byte("again"), queue.WithID("a"))
+					require.NoError(t, err)
+				})
+			}
+		}
+	}
+}
+
+// expireAll ends every lease of q past its deadline.
+func expireAll(q *Queue, _ *queue.Message, clock *queuetest.Clock) error {
+	clock.Advance(2 * q.o.AckTimeout)
+	_, err := q.RequeueExpired()
+	return err
 }

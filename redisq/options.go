@@ -47,6 +47,14 @@ type Options struct {
 	// this handle; call RequeueExpired instead. Other handles may still
 	// return them.
 	ManualRequeue bool
+	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
+	// changes nothing on the queue: it starts no housekeeper, so it ends
+	// no lease and makes no delayed message ready, and its calls that
+	// would change the queue (RequeueExpired among them) fail with
+	// queue.ErrReadOnly. Open still loads the function library into a
+	// server that lacks it. It applies to Open only: OpenSorted and
+	// OpenWindowed refuse it.
+	ReadOnly bool
 	// Clock is the source of time for every script this handle runs.
 	// Default the system clock.
 	Clock queue.Clock

@@ -36,8 +36,9 @@ var (
 
 // function is one operation of a library.
 type function struct {
-	lib  *lib
-	name string // <library>_<operation>
+	lib    *lib
+	name   string // <library>_<operation>
+	writes bool   // not flagged no-writes: it may change the queue
 }
 
 // The libraries: the ack queue's (the shared head once, then each
@@ -82,6 +83,7 @@ var (
 type lib struct {
 	name string // <prefix>_<digest>
 	code string // the source FUNCTION LOAD takes
+	ops  []libOp
 }
 
 // libOp is one function of a library: its operation's name, its body,
@@ -100,10 +102,18 @@ func newLibrary(prefix, head string, ops []libOp) *lib {
 	}
 	sum := sha1.Sum([]byte(body.String()))
 	name := prefix + "_" + hex.EncodeToString(sum[:8])
-	return &lib{name: name, code: "#!lua name=" + name + "\nlocal LIB = '" + name + "'\n" + body.String()}
+	return &lib{name: name, code: "#!lua name=" + name + "\nlocal LIB = '" + name + "'\n" + body.String(), ops: ops}
 }
 
-func (l *lib) fn(op string) function { return function{lib: l, name: l.name + "_" + op} }
+// fn returns the library's function for op, which it must have.
+func (l *lib) fn(op string) function {
+	for _, o := range l.ops {
+		if o.op == op {
+			return function{lib: l, name: l.name + "_" + op, writes: o.flags != "no-writes"}
+		}
+	}
+	panic("redisq: library " + l.name + " has no operation " + op)
+}
 
 // missing tells whether err says the server lacks the library: a new or
 // restarted server without persistence, a new cluster master.

@@ -65,6 +65,9 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err != nil {
 		return nil, err
 	}
+	if o.ReadOnly {
+		return nil, fmt.Errorf("%w: redisq: a sorted or windowed queue has no ReadOnly handle", queue.ErrInvalidOptions)
+	}
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
 	}

@@ -22,7 +22,9 @@ type Engine interface {
 	// ("redis://host:port[/db]/NAME").
 	Form() string
 	// Open opens the ack queue target names. o.Inspect is set for the
-	// commands that only read (stats, dlq list and show): the engine
+	// commands that only read (stats, dlq list and show): the queue it
+	// returns changes nothing, by call or in the background (it ends no
+	// expired lease, makes no delayed message ready), and the engine
 	// skips what only matters for writes, such as its durability checks.
 	Open(ctx context.Context, target string, o EngineOptions) (queue.AckQueue, error)
 }

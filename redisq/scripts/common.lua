@@ -489,8 +489,15 @@ local function lower_w(due)
 end
 
 -- giveback ends a lease without an ack: dead at MaxDeliveries, else
--- delayed or ready again.
+-- delayed or ready again. A record whose delivery count does not read
+-- (more than COUNT, as leasable has it) is buried instead, as a dequeue
+-- buries it when ready: '%d' would wrap the count. It returns whether
+-- the message is live again.
 local function giveback(seq, r, delay, why)
+  if r[3] > COUNT then
+    bury(seq, redis.call('HGET', K_MSG, seq), nil, 'unreadable')
+    return false
+  end
   redis.call('ZREM', K_LEASE, seq)
   r[4] = ''
   if maxd > 0 and r[3] >= maxd then

@@ -69,6 +69,7 @@ local function apply(seq, r)
     redis.call('ZADD', K_LEASE, string.format(INT, dl), seq)
   else -- dead; corrupt: a body its client could not decode, never delivered
     if op == 'corrupt' then r[3], undelivered = r[3] - 1, undelivered + 1 end
+    if r[3] > COUNT then r[3] = 0 end -- a count that does not read, as salvage has it: '%d' would wrap it
     redis.call('ZREM', K_LEASE, seq)
     r[4], r[5] = '', arg
     putrec(seq, r)

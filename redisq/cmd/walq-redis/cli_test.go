@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -168,6 +170,7 @@ func TestHelpNamesTheURL(t *testing.T) {
 	r := run(t, 0, "", "help")
 	require.Contains(t, r.stdout, "redis://[user:password@]host:port[/db]/NAME")
 	require.Contains(t, r.stdout, "stats, dlq, enqueue, dequeue, ack, nack and extend")
+	require.Contains(t, r.stdout, "There stats, dlq list and dlq show change nothing")
 }
 
 // TestDemo runs the demo's consumer steps on the Redis server: the late
@@ -256,4 +259,80 @@ func TestAppliesNoPolicyOfItsOwn(t *testing.T) {
 	require.NoError(t, got.Ack())
 	r := run(t, 6, "", "enqueue", "--id", "once", url, "again")
 	require.Contains(t, r.stderr, "duplicate")
+}
+
+// TestInspectCommandsChangeNothing: stats, dlq list and dlq show only
+// read. Run on a queue shared with a live application whose
+// MaxDeliveries is 1, past the deadline of its lease and the due time of
+// its delayed message, they leave every key of the queue as it was (no
+// lease ended, nothing promoted, no counter moved), so that the
+// application's own expiry dead-letters the message at its limit.
+func TestInspectCommandsChangeNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	clock := queuetest.NewClock() // the application's time stands still; the commands' is now, later
+	app, err := redisq.Open(ctx, rdb, "jobs", &redisq.Options{MaxDeliveries: 1, ManualRequeue: true,
+		AckTimeout: time.Second, Clock: clock})
+	require.NoError(t, err)
+	defer app.Close()
+	url := "redis://" + srv.Addr + "/0/jobs"
+	for _, id := range []string{"poison", "once"} {
+		_, err = app.Enqueue(ctx, []byte(id), queue.WithID(id))
+		require.NoError(t, err)
+		m, err := app.TryDequeue()
+		require.NoError(t, err)
+		if id == "poison" {
+			require.NoError(t, m.Nack(0), "dead at the application's limit")
+		}
+	}
+	_, err = app.Enqueue(ctx, []byte("later"), queue.WithID("later"), queue.WithDelay(time.Hour))
+	require.NoError(t, err)
+
+	before := queueContents(t, rdb, "walq:{jobs}:*")
+	run(t, 0, "", "stats", url)
+	run(t, 0, "", "stats", "--json", url)
+	require.Contains(t, run(t, 0, "", "dlq", "list", url).stdout, "poison")
+	run(t, 0, "", "dlq", "list", "--json", url)
+	require.Contains(t, run(t, 0, "", "dlq", "show", url, "poison").stdout, "poison")
+	run(t, 0, "", "dlq", "show", "--json", url, "poison")
+	require.Equal(t, before, queueContents(t, rdb, "walq:{jobs}:*"), "the commands that only read changed the queue")
+
+	clock.Advance(2 * time.Second)
+	n, err := app.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	dead, err := app.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 2)
+	require.Equal(t, "once", dead[1].ID)
+	require.Equal(t, "1 deliveries; last: ack timeout", dead[1].Reason)
+}
+
+// queueContents returns what every key matching pattern holds (a string, a
+// hash or a sorted set; the encoding and order of a hash, which a read
+// may rehash, aside).
+func queueContents(t *testing.T, rdb *redis.Client, pattern string) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, pattern).Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	m := make(map[string]any, len(keys))
+	for _, k := range keys {
+		typ, err := rdb.Type(ctx, k).Result()
+		require.NoError(t, err)
+		switch typ {
+		case "string":
+			m[k], err = rdb.Get(ctx, k).Result()
+		case "hash":
+			m[k], err = rdb.HGetAll(ctx, k).Result()
+		case "zset":
+			m[k], err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		default:
+			t.Fatalf("key %s holds a %s", k, typ)
+		}
+		require.NoError(t, err)
+	}
+	return m
 }

@@ -68,10 +68,14 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 // directory; the application's next enqueue forgets the ids its window
 // has passed, and its next dequeue dead-letters a message past its
 // limit. AckTimeout is the lease of the command's own dequeue: a lease's
-// deadline is stored with it.
+// deadline is stored with it. A command that only reads (o.Inspect)
+// opens a ReadOnly handle, which starts no housekeeper: it ends none of
+// the application's expired leases (which the application's limit may
+// dead-letter) and makes no delayed message ready; and it skips the
+// check of the server's configuration, which only matters for writes.
 func ownerOptions(o cli.EngineOptions) *redisq.Options {
 	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: -1, DedupWindow: math.MaxInt64,
-		Sync: queue.SyncInterval, TrustServer: o.Inspect}
+		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect}
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and

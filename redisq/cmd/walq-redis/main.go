@@ -17,11 +17,15 @@
 //	walq-redis dlq requeue --all redis://localhost:6379/0/jobs
 //	walq-redis demo --redis redis://localhost:6379/0
 //
-// Commands that only read (stats, dlq list, dlq show) do not check the
-// server's configuration. The others open the queue with
-// redisq.SyncInterval: they refuse a server without appendonly yes and
-// maxmemory-policy noeviction, and a change is fsynced when the command
-// returns only if the server runs appendfsync always. They apply no
+// Commands that only read (stats, dlq list, dlq show) open the queue with
+// redisq's ReadOnly option and change nothing on it: they start no
+// housekeeping, so they end none of the application's expired leases
+// (which its MaxDeliveries may dead-letter) and make no delayed message
+// ready. They do not check the server's configuration, and load redisq's
+// function library only into a server that lacks it. The others open the
+// queue with redisq.SyncInterval: they refuse a server without appendonly
+// yes and maxmemory-policy noeviction, and a change is fsynced when the
+// command returns only if the server runs appendfsync always. They apply no
 // MaxDeliveries and no dedup window of their own, since the application's
 // are recorded nowhere on the server: a dequeue, nack or expired lease
 // dead-letters nothing, an ack keeps a producer-given id for the
