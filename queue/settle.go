@@ -88,11 +88,12 @@ func (q *Queue) Settle(ss ...Settlement) error {
 	if err != nil {
 		return err
 	}
-	if err := wait(res.last); err != nil {
-		return err
+	err = wait(res.last)
+	if res.ready || err != nil {
+		q.signal() // on a failure, the consumers asleep report the poisoned log
 	}
-	if res.ready {
-		q.signal()
+	if err != nil {
+		return err
 	}
 	return res.err()
 }
