@@ -247,6 +247,7 @@ func drainOptions() queue.Options {
 // drained is what a full drain of a queue directory returned.
 type drained struct {
 	tokens   []string       // every message, dead letters included, in delivery order
+	payloads [][]byte       // their payloads, in the same order
 	recovery queue.Recovery // what Open found
 	open     time.Duration  // wall time of Open
 }
@@ -283,6 +284,7 @@ func drainQueue(dir string) (drained, error) {
 		}
 		for _, m := range ms {
 			d.tokens = append(d.tokens, tokenOf(m.Payload))
+			d.payloads = append(d.payloads, m.Payload)
 		}
 	}
 	if _, err := q.TryDequeue(); !errors.Is(err, queue.ErrEmpty) {

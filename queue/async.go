@@ -40,9 +40,15 @@ func (p *Pending) Err() error {
 }
 
 // Wait blocks until Done is closed or ctx ends, and returns Err or the
-// context's error. A context that ends only stops the waiting: the
-// records stay appended.
+// context's error. An outcome already known is returned whatever ctx
+// says. A context that ends only stops the waiting: the records stay
+// appended.
 func (p *Pending) Wait(ctx context.Context) error {
+	select {
+	case <-p.c.Done():
+		return p.Err()
+	default:
+	}
 	select {
 	case <-p.c.Done():
 		return p.Err()

@@ -321,3 +321,19 @@ func TestFlushReportsAFailedSyncAfterWrite(t *testing.T) {
 		})
 	}
 }
+
+// A Pending whose outcome is known reports it from Wait, whatever the
+// context: a context that ended does not hide a success (a producer
+// told the context's error would enqueue again) nor a failure.
+func TestPendingWaitOutcomeBeforeContext(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	p, err := q.EnqueueAsync(context.Background(), []byte("x"))
+	require.NoError(t, err)
+	<-p.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 100 {
+		require.NoError(t, p.Wait(ctx), "wait %d", i)
+	}
+}

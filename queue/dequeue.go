@@ -13,7 +13,8 @@ import (
 
 // Dequeue returns the next ready message, leased to the caller for
 // Options.AckTimeout. It blocks until a message is ready, ctx ends or the
-// queue is closed; it never polls. The lease record is written when
+// queue is closed; it never polls. Once a failed write or fsync poisoned
+// the queue it returns that error instead of waiting. The lease record is written when
 // Dequeue returns, so a crash of the process while the message is being
 // processed counts as a delivery; it is fsynced with the next commit (the
 // ack's, at the latest), so Dequeue does not wait for an fsync of its own.
@@ -269,7 +270,22 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote
 	if len(out) > 0 {
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
 	}
+	if len(out) == 0 && err == nil {
+		err = q.poisonedLocked()
+	}
 	return out, last, err
+}
+
+// poisonedLocked returns the error that poisoned the log, for a delivery
+// that found nothing to lease: a poisoned log takes no lease, and the
+// enqueues the cursor waits for may never be written (their write
+// failed), so the caller hears why nothing comes rather than ErrEmpty or
+// a wait that never ends. nil while the log is healthy.
+func (q *Queue) poisonedLocked() error {
+	if err := q.log.Err(); err != nil {
+		return fmt.Errorf("queue: dequeue: %w", err)
+	}
+	return nil
 }
 
 // leaseOneLocked leases the first ready message, or else the next one at

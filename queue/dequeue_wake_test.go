@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/faultfs"
 )
 
 // A consumer that found nothing counts itself as a waiter only after that
@@ -51,4 +52,48 @@ func TestDequeueFindsWriteBeforeItCounts(t *testing.T) {
 			t.Fatalf("round %d: the consumer slept through a message written before it counted itself", round)
 		}
 	}
+}
+
+// A consumer asleep when an Enqueue's write fails, poisoning the log,
+// wakes and returns that error: the message it would wait for can no
+// longer come.
+func TestDequeueWakesOnPoison(t *testing.T) {
+	// run opens a queue on a file system that fails its failAt-th
+	// operation, puts a consumer to sleep on it, then makes an Enqueue;
+	// it returns the Enqueue's and the consumer's errors, and the
+	// operations counted before the Enqueue.
+	run := func(t *testing.T, failAt int) (enqErr, deqErr error, before int) {
+		fs := faultfs.New(failAt)
+		q, err := Open(t.TempDir(), &Options{FS: fs, ManualRequeue: true})
+		require.NoError(t, err)
+		defer q.Close()
+		looks := 0
+		asleep := make(chan struct{})
+		q.foundNothing = func() { // under q.mu, at each of the two looks
+			if looks++; looks == 2 {
+				close(asleep)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a hang
+		defer cancel()
+		got := make(chan error, 1)
+		go func() {
+			m, err := q.Dequeue(ctx)
+			if err == nil {
+				err = m.Ack()
+			}
+			got <- err
+		}()
+		<-asleep
+		before = len(fs.Ops())
+		_, enqErr = q.Enqueue(context.Background(), []byte("m"))
+		return enqErr, <-got, before
+	}
+	enqErr, deqErr, before := run(t, 0)
+	require.NoError(t, enqErr)
+	require.NoError(t, deqErr)
+	enqErr, deqErr, _ = run(t, before+1) // the Enqueue's first operation fails
+	require.ErrorIs(t, enqErr, faultfs.ErrInjected)
+	require.NotErrorIs(t, deqErr, context.DeadlineExceeded, "the consumer slept on")
+	require.ErrorIs(t, deqErr, faultfs.ErrInjected)
 }

@@ -87,6 +87,13 @@
 // state before it is appended: one that does not apply fails with
 // ErrInvalidChange and nothing is written.
 //
+// A failed write or fsync poisons the queue: every later call that
+// writes fails with that error (a batch settle too, whatever its
+// receipts), and so does a delivery (Dequeue, TryDequeue, DequeueBatch)
+// that finds nothing to lease, since an enqueue whose write failed can no
+// longer be delivered; a consumer asleep when an enqueue's commit fails
+// wakes to report it. Close and reopen to go on.
+//
 // After a crash, Open repairs a torn log tail, replays the log after the
 // newest snapshot, and makes every message that was leased ready again at
 // once (its consumers died with the process), keeping its delivery count,

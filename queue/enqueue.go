@@ -62,10 +62,9 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if err != nil {
 		return "", err
 	}
-	if err := wait(c); err != nil {
+	if err := q.waitReady(c); err != nil {
 		return "", err
 	}
-	q.signal()
 	return recs[0].ID, nil
 }
 
@@ -109,10 +108,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	if err := wait(c); err != nil {
+	if err := q.waitReady(c); err != nil {
 		return nil, err
 	}
-	q.signal()
 	return ids, nil
 }
 

@@ -226,6 +226,16 @@ func waitWritten(c *wal.Commit) error {
 	return nil
 }
 
+// waitReady waits for c, the commit of records that make messages ready
+// (enqueues, publishes), and wakes the consumers waiting for a message:
+// on success one is there, and on failure the log is poisoned, which
+// they then report instead of waiting for a message that cannot come.
+func (q *Queue) waitReady(c *wal.Commit) error {
+	err := wait(c)
+	q.signal()
+	return err
+}
+
 // signal wakes the consumers waiting for a message, if any.
 func (q *Queue) signal() {
 	if q.waiters.Load() == 0 {

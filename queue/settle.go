@@ -77,7 +77,9 @@ func (e *BatchError) Unwrap() []error {
 // *BatchError whose Errs names each refused settlement. Any other error (a
 // failed write or fsync, which poisons the queue, or ErrClosed) means none
 // of them is known to be settled; after a crash, a settlement not durable
-// yet is undone, which only means a redelivery.
+// yet is undone, which only means a redelivery. Once the queue is
+// poisoned every settle fails with its error, also one whose settlements
+// would have been refused.
 func (q *Queue) Settle(ss ...Settlement) error {
 	q.mu.Lock()
 	res, err := q.settleLocked(ss)
@@ -86,11 +88,12 @@ func (q *Queue) Settle(ss ...Settlement) error {
 	if err != nil {
 		return err
 	}
-	if err := wait(res.last); err != nil {
-		return err
+	err = wait(res.last)
+	if res.ready || err != nil {
+		q.signal() // on a failure, the consumers asleep report the poisoned log
 	}
-	if res.ready {
-		q.signal()
+	if err != nil {
+		return err
 	}
 	return res.err()
 }
@@ -197,7 +200,8 @@ func (s *settled) err() error {
 
 // settleLocked appends the record of each settlement that its receipt's
 // lease still allows. A refused settlement is noted and skipped; an error
-// that stops the log (ErrClosed, a poisoned log) is returned.
+// that stops the log (ErrClosed, a poisoned log) is returned, also when
+// the settlement that met it was refused for a reason of its own.
 func (q *Queue) settleLocked(ss []Settlement) (settled, error) {
 	var out settled
 	if q.mu.closed {
@@ -206,8 +210,10 @@ func (q *Queue) settleLocked(ss []Settlement) (settled, error) {
 	now := q.now()
 	for i, s := range ss {
 		c, err := q.settleOneLocked(s, now, &out)
-		if err != nil && (q.mu.closed || q.log.Err() != nil) {
-			return out, err
+		if err != nil {
+			if lerr := q.log.Err(); lerr != nil {
+				return out, poisoned(err, lerr)
+			}
 		}
 		if err != nil {
 			if out.errs == nil {
@@ -220,6 +226,16 @@ func (q *Queue) settleLocked(ss []Settlement) (settled, error) {
 		out.ready = out.ready || s.Op == SettleNack
 	}
 	return out, nil
+}
+
+// poisoned returns err, the error of a settlement made on a log that lerr
+// poisoned, if it is lerr's (the append failed), else lerr: a refusal
+// would read as if the other settlements had been applied.
+func poisoned(err, lerr error) error {
+	if errors.Is(err, lerr) {
+		return err
+	}
+	return fmt.Errorf("queue: settle: %w", lerr)
 }
 
 // settleOneLocked checks one settlement against the state and appends its

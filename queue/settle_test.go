@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/queue"
 )
 
@@ -189,4 +190,52 @@ func TestSettleClosed(t *testing.T) {
 	_, err := q.SettleAsync(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleAck})
 	require.ErrorIs(t, err, queue.ErrClosed)
 	require.False(t, errors.As(err, new(*queue.BatchError)))
+}
+
+// On a log poisoned by a failed write or fsync, a batch settle fails with
+// that error, as the doc says, whatever its first settlement is: not with
+// a bare ErrLeaseLost of a stale receipt, which, with no *BatchError to
+// name it, reads as if the others had been applied.
+func TestSettlePoisonedLog(t *testing.T) {
+	// run opens a queue on a file system that fails its failAt-th
+	// operation, leases three messages and acks the first (its receipt
+	// is then stale), then makes an Enqueue (its error is returned); it
+	// returns the queue, the deliveries and the operations counted before
+	// the Enqueue.
+	run := func(t *testing.T, failAt int) (*queue.Queue, queue.Messages, int, error) {
+		fs := faultfs.New(failAt)
+		q := open(t, t.TempDir(), &queue.Options{FS: fs, ManualRequeue: true})
+		for _, p := range []string{"a", "b", "c"} {
+			enqueue(t, q, p)
+		}
+		ms := dequeueN(t, q, 3)
+		require.NoError(t, ms[0].Ack())
+		before := len(fs.Ops())
+		_, err := q.Enqueue(context.Background(), []byte("poison"))
+		return q, ms, before, err
+	}
+	dry, _, before, err := run(t, 0)
+	require.NoError(t, err)
+	require.NoError(t, dry.Close())
+	q, ms, _, err := run(t, before+1) // the Enqueue's first operation fails
+	require.ErrorIs(t, err, faultfs.ErrInjected)
+	defer q.Close()
+
+	for _, c := range []struct {
+		name   string
+		settle func() error
+	}{
+		{"AckBatch", func() error { return q.AckBatch(ms[0].Receipt, ms[1].Receipt) }},
+		{"Messages.Ack", func() error { return ms[:2].Ack() }},
+		{"SettleAsync", func() error {
+			p, err := q.SettleAsync(queue.Settlement{Receipt: ms[0].Receipt, Op: queue.SettleAck},
+				queue.Settlement{Receipt: ms[2].Receipt, Op: queue.SettleNack})
+			require.Nil(t, p, "nothing was applied")
+			return err
+		}},
+	} {
+		err := c.settle()
+		require.ErrorIs(t, err, faultfs.ErrInjected, "%s: the error that poisoned the log", c.name)
+		require.False(t, errors.As(err, new(*queue.BatchError)), "%s: no settlement was applied", c.name)
+	}
 }

@@ -33,11 +33,7 @@ func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []
 	if err != nil {
 		return err
 	}
-	if err := wait(c); err != nil {
-		return err
-	}
-	q.signal()
-	return nil
+	return q.waitReady(c)
 }
 
 func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K], error) {
