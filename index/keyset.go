@@ -1,6 +1,9 @@
 package index
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"math/bits"
+)
 
 // keySet holds a sorted queue's keys with pending values, found by name.
 // It is an open-addressing hash table of pointers: a slot costs 8 bytes,
@@ -8,11 +11,14 @@ import "hash/maphash"
 // and the pointer), which matters when most keys hold one value.
 //
 // Linear probing; a removal shifts the following entries of its run back,
-// so no tombstones are needed. The table doubles when it is three
-// quarters full and never shrinks, like a Go map.
+// so no tombstones are needed. The table grows by half when it is three
+// quarters full, so that it is between half and three quarters full (a
+// doubling table is between three eighths and three quarters), and never
+// shrinks, like a Go map. A hash maps to a slot by multiplication, which
+// needs no power-of-two length.
 type keySet struct {
 	seed  maphash.Seed
-	slots []*keyValues // len a power of two, or 0; nil is an empty slot
+	slots []*keyValues // 0 or at least 8 long; nil is an empty slot
 	n     int          // keys held
 }
 
@@ -20,7 +26,24 @@ func newKeySet() keySet { return keySet{seed: maphash.MakeSeed()} }
 
 // home returns the slot where a key named name starts its probe.
 func (t *keySet) home(name string) int {
-	return int(maphash.String(t.seed, name) & uint64(len(t.slots)-1))
+	hi, _ := bits.Mul64(maphash.String(t.seed, name), uint64(len(t.slots)))
+	return int(hi)
+}
+
+// next returns the slot after i, wrapping around.
+func (t *keySet) next(i int) int {
+	if i++; i == len(t.slots) {
+		return 0
+	}
+	return i
+}
+
+// dist returns how many slots on from i j is, wrapping around.
+func (t *keySet) dist(i, j int) int {
+	if j < i {
+		j += len(t.slots)
+	}
+	return j - i
 }
 
 // get returns the key named name, or nil.
@@ -28,8 +51,7 @@ func (t *keySet) get(name string) *keyValues {
 	if t.n == 0 {
 		return nil
 	}
-	mask := len(t.slots) - 1
-	for i := t.home(name); ; i = (i + 1) & mask {
+	for i := t.home(name); ; i = t.next(i) {
 		k := t.slots[i]
 		if k == nil || k.name == name {
 			return k
@@ -47,17 +69,16 @@ func (t *keySet) put(k *keyValues) {
 }
 
 func (t *keySet) insert(k *keyValues) {
-	mask := len(t.slots) - 1
 	i := t.home(k.name)
 	for t.slots[i] != nil {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	t.slots[i] = k
 }
 
 func (t *keySet) grow() {
 	old := t.slots
-	t.slots = make([]*keyValues, max(8, 2*len(old)))
+	t.slots = make([]*keyValues, max(8, len(old)+len(old)/2))
 	for _, k := range old {
 		if k != nil {
 			t.insert(k)
@@ -70,9 +91,8 @@ func (t *keySet) remove(name string) {
 	if t.n == 0 {
 		return
 	}
-	mask := len(t.slots) - 1
 	i := t.home(name)
-	for ; t.slots[i] != nil && t.slots[i].name != name; i = (i + 1) & mask {
+	for ; t.slots[i] != nil && t.slots[i].name != name; i = t.next(i) {
 	}
 	if t.slots[i] == nil {
 		return
@@ -80,9 +100,9 @@ func (t *keySet) remove(name string) {
 	t.slots[i] = nil
 	t.n--
 	// Shift back the entries after i whose probe passed through i.
-	for j := (i + 1) & mask; t.slots[j] != nil; j = (j + 1) & mask {
+	for j := t.next(i); t.slots[j] != nil; j = t.next(j) {
 		h := t.home(t.slots[j].name)
-		if (j-h)&mask >= (j-i)&mask { // h is not in (i, j]: the entry may move to i
+		if t.dist(h, j) >= t.dist(i, j) { // h is not in (i, j]: the entry may move to i
 			t.slots[i], t.slots[j] = t.slots[j], nil
 			i = j
 		}

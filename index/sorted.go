@@ -58,10 +58,10 @@ type hold struct {
 // compact 48-byte entries (no key, no tree node per value), filled runs of
 // key pointers order the keys, and bitmap words of Locs answer MinLoc.
 // MinPublishedAt costs a key pointer per key, not per value (sorted_age.go).
-// A key with a single value keeps it inline and costs about 124 bytes with
+// A key with a single value keeps it inline and costs about 119 bytes with
 // its name and sort key (keySet, keyValues, two chunkSets, locSet); a key's
 // second value alone costs 48 bytes and a map entry (twos), so a key with
-// two costs about 109 bytes per value.
+// two costs about 106 bytes per value.
 type Sorted struct {
 	keys      keySet                       // keys with pending values
 	twos      map[*keyValues]*pendingValue // the second value of keys with two and no list
