@@ -24,9 +24,12 @@ type keySet struct {
 
 func newKeySet() keySet { return keySet{seed: maphash.MakeSeed()} }
 
-// home returns the slot where a key named name starts its probe.
-func (t *keySet) home(name string) int {
-	hi, _ := bits.Mul64(maphash.String(t.seed, name), uint64(len(t.slots)))
+// hash returns name's hash, from which its probe starts.
+func (t *keySet) hash(name string) uint64 { return maphash.String(t.seed, name) }
+
+// home returns the slot where a probe for hash h starts.
+func (t *keySet) home(h uint64) int {
+	hi, _ := bits.Mul64(h, uint64(len(t.slots)))
 	return int(hi)
 }
 
@@ -47,11 +50,14 @@ func (t *keySet) dist(i, j int) int {
 }
 
 // get returns the key named name, or nil.
-func (t *keySet) get(name string) *keyValues {
+func (t *keySet) get(name string) *keyValues { return t.find(name, t.hash(name)) }
+
+// find is get with name's hash h.
+func (t *keySet) find(name string, h uint64) *keyValues {
 	if t.n == 0 {
 		return nil
 	}
-	for i := t.home(name); ; i = t.next(i) {
+	for i := t.home(h); ; i = t.next(i) {
 		k := t.slots[i]
 		if k == nil || k.name == name {
 			return k
@@ -60,16 +66,19 @@ func (t *keySet) get(name string) *keyValues {
 }
 
 // put adds k, whose name is not in the set.
-func (t *keySet) put(k *keyValues) {
+func (t *keySet) put(k *keyValues) { t.add(k, t.hash(k.name)) }
+
+// add is put with the hash h of k's name.
+func (t *keySet) add(k *keyValues, h uint64) {
 	if 4*(t.n+1) > 3*len(t.slots) {
 		t.grow()
 	}
-	t.insert(k)
+	t.insert(k, h)
 	t.n++
 }
 
-func (t *keySet) insert(k *keyValues) {
-	i := t.home(k.name)
+func (t *keySet) insert(k *keyValues, h uint64) {
+	i := t.home(h)
 	for t.slots[i] != nil {
 		i = t.next(i)
 	}
@@ -81,27 +90,28 @@ func (t *keySet) grow() {
 	t.slots = make([]*keyValues, max(8, len(old)+len(old)/2))
 	for _, k := range old {
 		if k != nil {
-			t.insert(k)
+			t.insert(k, t.hash(k.name))
 		}
 	}
 }
 
-// remove takes the key named name out of the set, if it is there.
-func (t *keySet) remove(name string) {
+// remove takes k out of the set, if it is there. Its probe compares
+// pointers, not names.
+func (t *keySet) remove(k *keyValues) {
 	if t.n == 0 {
 		return
 	}
-	i := t.home(name)
-	for ; t.slots[i] != nil && t.slots[i].name != name; i = t.next(i) {
-	}
-	if t.slots[i] == nil {
-		return
+	i := t.home(t.hash(k.name))
+	for ; t.slots[i] != k; i = t.next(i) {
+		if t.slots[i] == nil {
+			return
+		}
 	}
 	t.slots[i] = nil
 	t.n--
 	// Shift back the entries after i whose probe passed through i.
 	for j := t.next(i); t.slots[j] != nil; j = t.next(j) {
-		h := t.home(t.slots[j].name)
+		h := t.home(t.hash(t.slots[j].name))
 		if t.dist(h, j) >= t.dist(i, j) { // h is not in (i, j]: the entry may move to i
 			t.slots[i], t.slots[j] = t.slots[j], nil
 			i = j

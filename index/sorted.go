@@ -162,15 +162,17 @@ func (s *Sorted) Publish(v SortedValue) {
 // addPending puts v among the pending values and keeps the key's place in
 // the pull order.
 func (s *Sorted) addPending(v SortedValue) {
-	k, ok := s.key(v.Key)
-	if !ok {
-		kv := &keyValues{name: v.Key, one: pendingOf(v)}
-		s.keys.put(kv)
+	h := s.keys.hash(v.Key)
+	kv := s.keys.find(v.Key, h)
+	if kv == nil {
+		kv = &keyValues{name: v.Key, one: pendingOf(v)}
+		s.keys.add(kv, h)
 		s.pending++
 		s.ages.ReplaceOrInsert(&kv.one.timeKey)
-		s.place(kv.name)
+		s.placeKey(kv)
 		return
 	}
+	k := s.ref(kv)
 	p := pendingOf(v)
 	// A value after the key's first leaves the key's place in the pull
 	// order as it is; one before it moves the key.
@@ -189,7 +191,7 @@ func (s *Sorted) addPending(v SortedValue) {
 	s.agePending(k, out, p, old, replaced)
 	s.pending += k.count() - n
 	if first {
-		s.place(k.name)
+		s.placeKey(k.keyValues)
 	}
 }
 
@@ -232,7 +234,7 @@ func (s *Sorted) keep(k, was keyRef) {
 
 // removeKey forgets a key left without pending values.
 func (s *Sorted) removeKey(k keyRef) {
-	s.keys.remove(k.name)
+	s.keys.remove(k.keyValues)
 	if k.list != nil {
 		delete(s.lists, k.keyValues)
 	}
@@ -263,12 +265,25 @@ func (s *Sorted) unplace(key string) {
 // place puts key in the pull order if it has pending values and is neither
 // held nor, under single flight, leased.
 func (s *Sorted) place(key string) {
-	if _, held := s.held[key]; held || (s.single && s.inflight[key] > 0) {
-		return
+	if s.pullable(key) {
+		if k := s.keys.get(key); k != nil {
+			s.order.ReplaceOrInsert(k)
+		}
 	}
-	if k := s.keys.get(key); k != nil {
+}
+
+// placeKey is place for a key with pending values.
+func (s *Sorted) placeKey(k *keyValues) {
+	if s.pullable(k.name) {
 		s.order.ReplaceOrInsert(k)
 	}
+}
+
+// pullable reports whether key is neither held nor, under single flight,
+// leased.
+func (s *Sorted) pullable(key string) bool {
+	_, held := s.held[key]
+	return !held && !(s.single && s.inflight[key] > 0)
 }
 
 // Next returns the key first in pull order and its smallest sort key.
@@ -282,10 +297,10 @@ func (s *Sorted) Next() (key string, sort []byte, ok bool) {
 
 // Take removes every pending value of key and leases them as one batch.
 func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
-	s.unplace(key)
 	b := Batch{Lease: lease, Key: key, Due: due, At: at}
 	if k, ok := s.key(key); ok {
 		b.Key = k.name
+		s.order.Delete(k.keyValues)
 		s.unage(k)
 		b.Values = make([]SortedValue, 0, k.count())
 		k.each(func(p *pendingValue) bool {

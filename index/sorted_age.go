@@ -1,12 +1,13 @@
 package index
 
-// ages answers MinPublishedAt from the keys and batches, not from every
-// value: a pending value costs nothing more for it.
+// A sorted index answers MinPublishedAt from its keys and batches, not
+// from every value: a pending value costs nothing more for it.
 //
 // Each key with pending values has one entry in Sorted.ages, a pointer to
-// the (At, Seq) of its earliest value: its one value's own, or its list's
-// oldest. The pointed-to pair must not change while it is in the set (the
-// set is ordered by it): it is taken out before and put back after.
+// the (At, Seq) of its earliest value: its one value's own, the older of
+// its two values', or its list's oldest. The pointed-to pair must not
+// change while it is in the set (the set is ordered by it): the entry is
+// taken out before and put back after.
 //
 // A list's oldest may lag: when the value it names leaves, the key goes
 // into Sorted.stale instead of scanning its values at once, so that
