@@ -24,7 +24,11 @@ func TestKeySetAgainstMap(t *testing.T) {
 					set.put(k)
 					model[name] = k
 				} else {
-					set.remove(name)
+					k := model[name]
+					if k == nil {
+						k = &keyValues{name: name} // not in the set: remove finds nothing
+					}
+					set.remove(k)
 					delete(model, name)
 				}
 				for i := range names {

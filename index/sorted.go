@@ -53,32 +53,37 @@ type hold struct {
 // Sorted is the index of a sorted queue: pending values by key and sort
 // key, the pull order of keys, leased batches and dead values.
 //
-// A pending value costs about 87-100 bytes of memory when keys hold many
+// A pending value costs about 60-72 bytes of memory when keys hold many
 // values (BenchmarkSortedMemory): a key's values sit in its own list of
 // compact 48-byte entries (no key, no tree node per value), filled runs of
-// key pointers order the keys, bitmap words of Locs answer MinLoc, and a
-// 24-byte slot of (At, Seq) in a run answers MinPublishedAt. A key with a
-// single value keeps it inline and costs about 142 bytes with its name
-// and sort key (keySet, keyValues, chunkSet, locSet, runSet).
+// key pointers order the keys, and bitmap words of Locs answer MinLoc.
+// MinPublishedAt costs a key pointer per key, not per value (sorted_age.go).
+// A key with a single value keeps it inline and costs about 119 bytes with
+// its name and sort key (keySet, keyValues, two chunkSets, locSet); a key's
+// second value alone costs 48 bytes and a map entry (twos), so a key with
+// two costs about 106 bytes per value.
 type Sorted struct {
-	keys      keySet                    // keys with pending values
-	lists     map[*keyValues]*valueList // the values after the first, of keys with more than one
-	pending   int                       // pending values in keys
-	gen       uint64                    // bumped by Snapshot: older lists and chunks are shared with one
-	locs      locSet                    // Loc of every pending, leased and dead value
-	live      *runSet[timeKey]          // (At, Seq) of every pending and leased value, not the dead
-	order     *chunkSet[*keyValues]     // pullable keys by smallest pending sort key (cmpKeys)
-	batches   *btree.BTreeG[Batch]      // leased batches by Lease
-	deadlines *btree.BTreeG[timeKey]    // (deadline, lease) of leased batches
-	holds     *btree.BTreeG[hold]       // keys held back by a nack delay, by time
-	held      map[string]int64          // key -> hold time
-	inflight  map[string]int            // key -> leased batches
-	leased    int                       // values in leased batches
-	dead      *btree.BTreeG[DeadValue]  // dead values by Seq
-	single    bool                      // a key with a leased batch is not pullable
-	cache     map[uint64][]byte         // Seq -> payload of some pending or leased values
-	cached    int64                     // payload bytes in cache
-	bytes     int64                     // sum of Size over all values
+	keys      keySet                       // keys with pending values
+	twos      map[*keyValues]*pendingValue // the second value of keys with two and no list
+	lists     map[*keyValues]*valueList    // the values after the first, of keys with more than two
+	pending   int                          // pending values in keys
+	gen       uint64                       // bumped by Snapshot: older lists and chunks are shared with one
+	locs      locSet                       // Loc of every pending, leased and dead value
+	ages      *chunkSet[*timeKey]          // keys with pending values by earliest (At, Seq) (sorted_age.go)
+	stale     map[*keyValues]struct{}      // keys whose list's oldest may lag (sorted_age.go)
+	batchAges *btree.BTreeG[timeKey]       // earliest (At, Seq) of each leased batch with values
+	order     *chunkSet[*keyValues]        // pullable keys by smallest pending sort key (cmpKeys)
+	batches   *btree.BTreeG[Batch]         // leased batches by Lease
+	deadlines *btree.BTreeG[timeKey]       // (deadline, lease) of leased batches
+	holds     *btree.BTreeG[hold]          // keys held back by a nack delay, by time
+	held      map[string]int64             // key -> hold time
+	inflight  map[string]int               // key -> leased batches
+	leased    int                          // values in leased batches
+	dead      *btree.BTreeG[DeadValue]     // dead values by Seq
+	single    bool                         // a key with a leased batch is not pullable
+	cache     map[uint64][]byte            // Seq -> payload of some pending or leased values
+	cached    int64                        // payload bytes in cache
+	bytes     int64                        // sum of Size over all values
 }
 
 // NewSorted returns an empty index. With singleFlight, a key that has a
@@ -86,10 +91,13 @@ type Sorted struct {
 func NewSorted(singleFlight bool) *Sorted {
 	return &Sorted{
 		keys:      newKeySet(),
+		twos:      make(map[*keyValues]*pendingValue),
 		lists:     make(map[*keyValues]*valueList),
 		gen:       1,
 		locs:      newLocSet(),
-		live:      newRunSet(lessTimeKey),
+		ages:      newChunkSet(cmpAges),
+		stale:     make(map[*keyValues]struct{}),
+		batchAges: btree.NewG(degree, lessTimeKey),
 		order:     newChunkSet(cmpKeys),
 		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
 		deadlines: btree.NewG(degree, lessTimeKey),
@@ -149,20 +157,22 @@ func (s *Sorted) Publish(v SortedValue) {
 	s.addPending(v)
 	s.bytes += int64(v.Size)
 	s.locs.add(v.Loc)
-	s.live.Insert(liveKey(v))
 }
 
 // addPending puts v among the pending values and keeps the key's place in
 // the pull order.
 func (s *Sorted) addPending(v SortedValue) {
-	k, ok := s.key(v.Key)
-	if !ok {
-		kv := &keyValues{name: v.Key, one: pendingOf(v)}
-		s.keys.put(kv)
+	h := s.keys.hash(v.Key)
+	kv := s.keys.find(v.Key, h)
+	if kv == nil {
+		kv = &keyValues{name: v.Key, one: pendingOf(v)}
+		s.keys.add(kv, h)
 		s.pending++
-		s.place(kv.name)
+		s.ages.ReplaceOrInsert(&kv.one.timeKey)
+		s.placeKey(kv)
 		return
 	}
+	k := s.ref(kv)
 	p := pendingOf(v)
 	// A value after the key's first leaves the key's place in the pull
 	// order as it is; one before it moves the key.
@@ -171,35 +181,65 @@ func (s *Sorted) addPending(v SortedValue) {
 		s.order.Delete(k.keyValues)
 	}
 	n := k.count()
-	if l := k.insert(p, s.gen); l != k.list {
-		s.lists[k.keyValues] = l
-		k.list = l
+	out := k.list == nil
+	if out { // insert may change the values the key's entry points into
+		s.unage(k)
 	}
+	was := k
+	old, replaced := k.insert(p, s.gen)
+	s.keep(k, was)
+	s.agePending(k, out, p, old, replaced)
 	s.pending += k.count() - n
 	if first {
-		s.place(k.name)
+		s.placeKey(k.keyValues)
 	}
 }
 
-// key returns the key named name with its list, and whether it has
-// pending values.
+// key returns the key named name with its values after the first, and
+// whether it has pending values.
 func (s *Sorted) key(name string) (keyRef, bool) {
 	kv := s.keys.get(name)
 	if kv == nil {
 		return keyRef{}, false
 	}
+	return s.ref(kv), true
+}
+
+// ref returns kv with its values after the first.
+func (s *Sorted) ref(kv *keyValues) keyRef {
 	k := keyRef{keyValues: kv}
 	if len(s.lists) > 0 {
 		k.list = s.lists[kv]
 	}
-	return k, true
+	if k.list == nil && len(s.twos) > 0 {
+		k.two = s.twos[kv]
+	}
+	return k
+}
+
+// keep stores the key's second value and list after a change to k, was
+// being k before it.
+func (s *Sorted) keep(k, was keyRef) {
+	switch {
+	case k.two == was.two:
+	case k.two == nil:
+		delete(s.twos, k.keyValues)
+	default:
+		s.twos[k.keyValues] = k.two
+	}
+	if k.list != was.list {
+		s.lists[k.keyValues] = k.list // a list goes only with its key (see removePending)
+	}
 }
 
 // removeKey forgets a key left without pending values.
 func (s *Sorted) removeKey(k keyRef) {
-	s.keys.remove(k.name)
+	s.keys.remove(k.keyValues)
 	if k.list != nil {
 		delete(s.lists, k.keyValues)
+	}
+	if k.two != nil {
+		delete(s.twos, k.keyValues)
 	}
 }
 
@@ -225,12 +265,25 @@ func (s *Sorted) unplace(key string) {
 // place puts key in the pull order if it has pending values and is neither
 // held nor, under single flight, leased.
 func (s *Sorted) place(key string) {
-	if _, held := s.held[key]; held || (s.single && s.inflight[key] > 0) {
-		return
+	if s.pullable(key) {
+		if k := s.keys.get(key); k != nil {
+			s.order.ReplaceOrInsert(k)
+		}
 	}
-	if k := s.keys.get(key); k != nil {
+}
+
+// placeKey is place for a key with pending values.
+func (s *Sorted) placeKey(k *keyValues) {
+	if s.pullable(k.name) {
 		s.order.ReplaceOrInsert(k)
 	}
+}
+
+// pullable reports whether key is neither held nor, under single flight,
+// leased.
+func (s *Sorted) pullable(key string) bool {
+	_, held := s.held[key]
+	return !held && !(s.single && s.inflight[key] > 0)
 }
 
 // Next returns the key first in pull order and its smallest sort key.
@@ -244,10 +297,11 @@ func (s *Sorted) Next() (key string, sort []byte, ok bool) {
 
 // Take removes every pending value of key and leases them as one batch.
 func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
-	s.unplace(key)
 	b := Batch{Lease: lease, Key: key, Due: due, At: at}
 	if k, ok := s.key(key); ok {
 		b.Key = k.name
+		s.order.Delete(k.keyValues)
+		s.unage(k)
 		b.Values = make([]SortedValue, 0, k.count())
 		k.each(func(p *pendingValue) bool {
 			v := p.value(k.name)
@@ -267,6 +321,7 @@ func (s *Sorted) putBatch(b Batch) {
 	s.deadlines.ReplaceOrInsert(timeKey{b.Due, b.Lease})
 	s.inflight[b.Key]++
 	s.leased += len(b.Values)
+	s.ageBatch(b, true)
 }
 
 // Batch returns the leased batch with the given lease.
@@ -274,10 +329,12 @@ func (s *Sorted) Batch(lease uint64) (Batch, bool) { return s.batches.Get(Batch{
 
 // Extend moves a leased batch's deadline.
 func (s *Sorted) Extend(lease uint64, due int64) bool {
-	b, ok := s.removeBatch(lease)
+	b, ok := s.batches.Get(Batch{Lease: lease})
 	if ok {
+		s.deadlines.Delete(timeKey{b.Due, b.Lease})
 		b.Due = due
-		s.putBatch(b)
+		s.batches.ReplaceOrInsert(b)
+		s.deadlines.ReplaceOrInsert(timeKey{b.Due, b.Lease})
 	}
 	return ok
 }
@@ -290,7 +347,6 @@ func (s *Sorted) Ack(lease uint64) (Batch, bool) {
 			s.uncache(v.Seq)
 			s.bytes -= int64(v.Size)
 			s.locs.remove(v.Loc)
-			s.live.Delete(liveKey(v))
 		}
 		s.place(b.Key)
 	}
@@ -312,7 +368,6 @@ func (s *Sorted) Return(lease uint64, holdUntil int64, dead func(SortedValue) bo
 		if dead(v) {
 			s.uncache(v.Seq)
 			s.dead.ReplaceOrInsert(DeadValue{v, reason})
-			s.live.Delete(liveKey(v))
 			continue
 		}
 		s.addPending(v)
@@ -333,6 +388,7 @@ func (s *Sorted) removeBatch(lease uint64) (Batch, bool) {
 	}
 	s.deadlines.Delete(timeKey{b.Due, b.Lease})
 	s.leased -= len(b.Values)
+	s.ageBatch(b, false)
 	if s.inflight[b.Key]--; s.inflight[b.Key] <= 0 {
 		delete(s.inflight, b.Key)
 	}

@@ -26,6 +26,5 @@ func (s *Sorted) KillPending(v SortedValue, reason string) bool {
 	}
 	cur := s.removePending(k, ci, i)
 	s.dead.ReplaceOrInsert(DeadValue{cur.value(k.name), reason})
-	s.live.Delete(timeKey{cur.at, cur.seq})
 	return true
 }

@@ -11,9 +11,8 @@ import (
 // without the key, which the list's owner holds once for all its values.
 type pendingValue struct {
 	sort       string // sort key (sharing SortedValue.Sort's bytes, which are never changed)
-	seq        uint64 // LSN of the publish record
+	timeKey           // at: unix ns of the publish; seq: LSN of the publish record
 	loc        uint64 // LSN of the record holding the payload
-	at         int64  // unix ns of the publish
 	size       uint32 // bytes of the record at loc
 	deliveries uint32 // times pulled so far
 }
@@ -23,7 +22,8 @@ func (p *pendingValue) value(key string) SortedValue {
 }
 
 func pendingOf(v SortedValue) pendingValue {
-	return pendingValue{sort: sortString(v.Sort), seq: v.Seq, loc: v.Loc, at: v.At, size: v.Size, deliveries: v.Deliveries}
+	return pendingValue{sort: sortString(v.Sort), timeKey: timeKey{at: v.At, seq: v.Seq}, loc: v.Loc, size: v.Size,
+		deliveries: v.Deliveries}
 }
 
 // sortString and sortBytes convert a sort key without copying it: a
@@ -79,6 +79,7 @@ type valueList struct {
 	chunks []*chunk // in order; none empty
 	n      int      // values in all chunks
 	gen    uint64   // generation that may change chunks (the slice) in place
+	oldest timeKey  // the earliest (at, seq) of the key's values, its first included; in Sorted.ages (see ages.go)
 }
 
 // own makes the chunk slice changeable in generation gen.
@@ -123,25 +124,28 @@ func (l *valueList) find(sortKey string, seq uint64) (ci, i int, ok bool) {
 	return ci, i, ok
 }
 
-// insert adds v in order (a value already present is replaced).
-func (l *valueList) insert(v pendingValue, gen uint64) {
+// insert adds v in order; a value already present (same sort key and
+// seq) is replaced, and returned with true.
+func (l *valueList) insert(v pendingValue, gen uint64) (pendingValue, bool) {
 	if l.n == 0 {
 		l.own(gen)
 		l.chunks = append(l.chunks[:0], &chunk{vals: []pendingValue{v}, gen: gen})
 		l.n = 1
-		return
+		return pendingValue{}, false
 	}
 	ci, i, found := l.find(v.sort, v.seq)
 	if found {
-		l.ownChunk(ci, gen).vals[i] = v
-		return
+		c := l.ownChunk(ci, gen)
+		old := c.vals[i]
+		c.vals[i] = v
+		return old, true
 	}
 	c := l.ownChunk(ci, gen)
 	if len(c.vals) >= chunkMax {
 		if ci == len(l.chunks)-1 && i == len(c.vals) {
 			l.chunks = append(l.chunks, &chunk{vals: append(make([]pendingValue, 0, 4), v), gen: gen})
 			l.n++
-			return
+			return pendingValue{}, false
 		}
 		c = l.split(ci, gen)
 		if i > len(c.vals) {
@@ -155,6 +159,7 @@ func (l *valueList) insert(v pendingValue, gen uint64) {
 	}
 	c.vals = slices.Insert(c.vals, i, v)
 	l.n++
+	return pendingValue{}, false
 }
 
 // growChunk returns vals with room for about a quarter more values (append

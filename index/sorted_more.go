@@ -11,11 +11,13 @@ import (
 // by Key, Sort and Seq) and reports whether it found it.
 func (s *Sorted) MoveValue(v SortedValue, loc uint64, size uint32) bool {
 	if k, ci, i, ok := s.findPending(v); ok {
+		was := k
 		cur := k.own(ci, i, s.gen)
 		s.locs.remove(cur.loc)
 		s.locs.add(loc)
 		s.bytes += int64(size) - int64(cur.size)
 		cur.loc, cur.size = loc, size
+		s.keep(k, was)
 		return true
 	}
 	if cur, ok := s.dead.Get(DeadValue{SortedValue: SortedValue{Seq: v.Seq}}); ok {
@@ -116,7 +118,6 @@ func (s *Sorted) PutDead(v DeadValue) {
 		s.bytes -= int64(old.Size)
 		s.locs.remove(old.Loc)
 	}
-	s.live.Delete(liveKey(v.SortedValue))
 	s.bytes += int64(v.Size)
 	s.locs.add(v.Loc)
 }
@@ -128,21 +129,9 @@ func (s *Sorted) PutBatch(b Batch) {
 	for _, v := range b.Values {
 		s.bytes += int64(v.Size)
 		s.locs.add(v.Loc)
-		s.live.Insert(liveKey(v))
 	}
 	s.place(b.Key)
 }
-
-// MinPublishedAt returns the earliest At of any pending or leased value,
-// dead values left out: the publish time of the oldest value not yet
-// acked. O(log n).
-func (s *Sorted) MinPublishedAt() (int64, bool) {
-	k, ok := s.live.Min()
-	return k.at, ok
-}
-
-// liveKey is v's place in Sorted.live.
-func liveKey(v SortedValue) timeKey { return timeKey{v.At, v.Seq} }
 
 // MinLoc returns the lowest Loc of any value: the oldest log position the
 // index still needs. O(log n).
@@ -153,7 +142,7 @@ func (s *Sorted) MinLoc() (uint64, bool) { return s.locs.min() }
 func (s *Sorted) Values(fn func(SortedValue) bool) {
 	more := true
 	s.keys.each(func(kv *keyValues) bool {
-		k := keyRef{keyValues: kv, list: s.lists[kv]}
+		k := s.ref(kv)
 		more = k.each(func(p *pendingValue) bool { return fn(p.value(k.name)) })
 		return more
 	})
@@ -173,8 +162,7 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 		dead: s.dead.Clone(), batches: s.batches.Clone(), holds: s.holds.Clone(),
 	}
 	s.keys.each(func(kv *keyValues) bool {
-		k := keyRef{keyValues: kv, list: s.lists[kv]}
-		snap.pending = append(snap.pending, k.snapshot())
+		snap.pending = append(snap.pending, s.ref(kv).snapshot())
 		return true
 	})
 	s.gen++
@@ -184,14 +172,15 @@ func (s *Sorted) Snapshot() *SortedSnapshot {
 // keySnapshot is a key's pending values as a snapshot sees them.
 type keySnapshot struct {
 	name   string
-	one    pendingValue // the key's first value
-	chunks []*chunk     // the values after it; shared with the index, never changed after the snapshot
+	one    pendingValue  // the key's first value
+	two    *pendingValue // the second, without chunks; shared with the index, never changed
+	chunks []*chunk      // the values after it; shared with the index, never changed after the snapshot
 }
 
 // each calls fn for every value in order until fn returns false; it
 // reports whether it went through them all.
 func (k *keySnapshot) each(fn func(*pendingValue) bool) bool {
-	return fn(&k.one) && eachValue(k.chunks, fn)
+	return fn(&k.one) && (k.two == nil || fn(k.two)) && eachValue(k.chunks, fn)
 }
 
 // SortedSnapshot is a frozen view of a Sorted index.
@@ -251,13 +240,24 @@ func (s *Sorted) HasValueAt(v SortedValue) bool {
 // in the pull order follows its new first value (or it leaves the order).
 func (s *Sorted) removePending(k keyRef, ci, i int) pendingValue {
 	s.unplace(k.name)
+	if k.list == nil { // the values its entry points into change
+		s.unage(k)
+	}
+	was := k
 	cur, empty := k.removeAt(ci, i, s.gen)
+	s.keep(k, was)
 	s.pending--
 	switch {
 	case empty:
 		s.removeKey(k)
-	case k.list != nil && k.list.n == 0:
-		delete(s.lists, k.keyValues) // the key is back to one value
+	case k.list == nil:
+		s.ages.ReplaceOrInsert(k.age())
+	case k.list.n == 0: // the key is back to one value
+		s.unage(k)
+		delete(s.lists, k.keyValues)
+		s.ages.ReplaceOrInsert(&k.one.timeKey)
+	case cur.timeKey == k.list.oldest:
+		s.stale[k.keyValues] = struct{}{} // see sorted_age.go
 	}
 	s.uncache(cur.seq)
 	s.place(k.name)
@@ -270,7 +270,6 @@ func (s *Sorted) Drop(v SortedValue) bool {
 		cur := s.removePending(k, ci, i)
 		s.bytes -= int64(cur.size)
 		s.locs.remove(cur.loc)
-		s.live.Delete(timeKey{cur.at, cur.seq})
 		return true
 	}
 	_, ok := s.RemoveDead(v.Seq)

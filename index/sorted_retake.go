@@ -74,6 +74,7 @@ func (s *Sorted) retakeLeased(key string, seqs []uint64, lease uint64) []SortedV
 	})
 	var vs []SortedValue
 	for _, b := range from {
+		s.ageBatch(b, false)
 		var kept []SortedValue
 		for _, v := range b.Values {
 			if _, found := slices.BinarySearch(seqs, v.Seq); !found {
@@ -84,10 +85,10 @@ func (s *Sorted) retakeLeased(key string, seqs []uint64, lease uint64) []SortedV
 			s.leased--
 			s.bytes -= int64(v.Size)
 			s.locs.remove(v.Loc)
-			s.live.Delete(liveKey(v))
 		}
 		b.Values = kept
 		s.batches.ReplaceOrInsert(b)
+		s.ageBatch(b, true)
 	}
 	return vs
 }
@@ -114,8 +115,10 @@ func (s *Sorted) Narrow(lease uint64, seqs []uint64) int {
 	if len(back) == 0 {
 		return 0
 	}
+	s.ageBatch(b, false)
 	b.Values = kept
 	s.batches.ReplaceOrInsert(b)
+	s.ageBatch(b, true)
 	s.leased -= len(back)
 	for _, v := range back {
 		s.addPending(v)

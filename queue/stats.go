@@ -67,7 +67,9 @@ type Stats struct {
 
 // Stats returns counts, sizes and log positions. It reads the oldest
 // never-delivered message's record from the log; a sorted queue's oldest
-// value comes from its index in O(log n).
+// value comes from its index in O(log n), after a scan of the pending
+// values of each key whose oldest was dead-lettered or dropped on its own
+// since the last call.
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	st := q.mu.st
