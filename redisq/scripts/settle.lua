@@ -6,16 +6,22 @@
 -- by receipt returns its code alone, not in a table.
 
 -- One ack by receipt (a lone Ack): the fence and the removal, with no
--- table built but drop's lists, made whole.
+-- table built; a message a producer named goes through drop, whose
+-- lists are then made whole, for its stamp and count.
 if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
   local seq = ARGV[8]
   local raw = redis.call('HGET', K_MSG, seq)
   if not raw then return 1 end
   local id, pid = owner(raw, redis.call('ZSCORE', K_LEASE, seq), ARGV[9])
   if not id then return 1 end
-  local stamps = nil
-  if pid and window > 0 then stamps = {NOW, id} end
-  return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, pid and 1 or 0, true) or 0
+  if pid then
+    local stamps = nil
+    if window > 0 then stamps = {NOW, id} end
+    return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, 1, true) or 0
+  end
+  redis.call('ZREM', K_LEASE, seq)
+  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
+  return 0
 end
 
 -- Many acks by receipt (concurrent Acks gathered): the records and the
