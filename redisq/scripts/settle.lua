@@ -24,33 +24,50 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
   return 0
 end
 
--- Many acks by receipt (concurrent Acks gathered): the records and the
--- deadlines of all in one HMGET and one ZMSCORE, the removals in one
--- call per key, and no table per message. A message named twice is
--- acked by the receipt of its live delivery, whichever comes first; the
--- other fails.
-if ARGV[5] == 'ack' and ARGV[7] == 'r' then
+-- Many acks by receipt (concurrent Acks gathered, up to 1000; more take
+-- the general path below): the records and the deadlines of all in one
+-- HMGET and one ZMSCORE, the removals in one call per key, and no table
+-- but those of the commands' arguments and the reply. A message named
+-- twice is acked by the receipt of its live delivery, whichever comes
+-- first; the other fails.
+if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV <= 7 + 2 * 1000 then
   local n = (#ARGV - 7) / 2
-  local codes, done, g = {}, {}, gathering()
-  for from = 1, n, 1000 do
-    local to = math.min(from + 999, n)
-    local part = {}
-    for i = from, to do part[#part + 1] = ARGV[6 + 2 * i] end
-    local raws = redis.call('HMGET', K_MSG, unpack(part))
-    local dls = redis.call('ZMSCORE', K_LEASE, unpack(part))
-    for j, seq in ipairs(part) do
-      local code = 1
-      if not done[seq] then
-        local id, pid = owner(raws[j], dls[j], ARGV[7 + 2 * (from + j - 1)])
-        if id then
-          code, done[seq] = 0, true
-          forget(g, seq, id, pid)
+  local seqs = {}
+  for i = 1, n do seqs[i] = ARGV[6 + 2 * i] end
+  local raws = redis.call('HMGET', K_MSG, unpack(seqs))
+  local dls = redis.call('ZMSCORE', K_LEASE, unpack(seqs))
+  local codes, gone, fields, done = {}, {}, {}, {}
+  local pids, stamps = 0, nil
+  for i = 1, n do
+    local seq = seqs[i]
+    local id, pid = nil, false
+    if not done[seq] then id, pid = owner(raws[i], dls[i], ARGV[7 + 2 * i]) end
+    if id then
+      codes[i], done[seq] = 0, true
+      gone[#gone + 1] = seq
+      local f = #fields
+      fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. id
+      if pid then
+        pids = pids + 1
+        if window > 0 then
+          stamps = stamps or {}
+          stamps[#stamps + 1], stamps[#stamps + 2] = NOW, id
         end
       end
-      codes[#codes + 1] = code
+    else
+      codes[i] = 1
     end
   end
-  return drop(g[1], g[2], g[3], g[4], true) or codes
+  if #gone == 0 then return codes end
+  if pids > 0 then
+    local bad = need(SETTLE.ack)
+    if bad then return bad end
+  end
+  redis.call('ZREM', K_LEASE, unpack(gone))
+  many('HDEL', K_MSG, fields)
+  if stamps then many('ZADD', K_ACKED, stamps) end
+  count('pids', -pids)
+  return codes
 end
 
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
