@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -108,5 +109,41 @@ func TestAckSameReceiptConcurrently(t *testing.T) {
 			}
 		}
 		require.Equal(t, 2, ok, "the decoy's ack and one ack of the other delivery succeed")
+	}
+}
+
+// TestAckGatheredStampsIDs: gathered Acks of messages their producers
+// named stamp each id for the dedup window, as lone ones do: every id
+// acked is refused again within the window.
+func TestAckGatheredStampsIDs(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "gathered-stamps", &redisq.Options{DedupWindow: time.Hour})
+	require.NoError(t, err)
+	defer q.Close()
+	for round := range 10 {
+		var items []queue.Item
+		for i := range 6 {
+			items = append(items, queue.Item{ID: fmt.Sprintf("r%d-%d", round, i), Payload: []byte("x")})
+		}
+		_, err := q.EnqueueBatch(ctx, items)
+		require.NoError(t, err)
+		ms, err := q.DequeueBatch(ctx, len(items))
+		require.NoError(t, err)
+		require.Len(t, ms, len(items))
+		// The first ack keeps the coalescer busy while the others queue
+		// up behind it and go out together.
+		errs := make(chan error, len(ms))
+		for _, m := range ms[1:] {
+			go func() { errs <- m.Ack() }()
+		}
+		go func() { errs <- ms[0].Ack() }()
+		for range ms {
+			require.NoError(t, <-errs)
+		}
+		for _, it := range items {
+			_, err := q.Enqueue(ctx, it.Payload, queue.WithID(it.ID))
+			require.ErrorIs(t, err, queue.ErrDuplicate, it.ID)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -618,5 +619,58 @@ func TestWrongTypeKeepsStamps(t *testing.T) {
 				require.ErrorIs(t, err, queue.ErrDuplicate, "acked within the long window")
 			})
 		}
+	}
+}
+
+// TestWrongTypeFewEnqueue: a call enqueuing a few messages with
+// generated ids, ready at once (concurrent Enqueues, a small batch),
+// probes no key first; with seq, msg or ready of the wrong type it fails
+// naming that key, and once the key is restored the queue holds what it
+// held before, under the same seqs: the failed call took back its
+// writes.
+func TestWrongTypeFewEnqueue(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	for i, name := range []string{"seq", "msg", "ready"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := Open(ctx, rdb, "few-"+name, &Options{ManualRequeue: true})
+			require.NoError(t, err)
+			defer q.Close()
+			items := func(ps ...string) []queue.Item {
+				var its []queue.Item
+				for _, p := range ps {
+					its = append(its, queue.Item{Payload: []byte(p)})
+				}
+				return its
+			}
+			_, err = q.EnqueueBatch(ctx, items("a", "b"))
+			require.NoError(t, err)
+			key := q.keys[i]
+			saved, err := rdb.Dump(ctx, key).Result()
+			require.NoError(t, err)
+			keyFault{name: name, key: i}.spoil(ctx, t, rdb, key)
+			_, err = q.EnqueueBatch(ctx, items("x", "y", "z"))
+			require.ErrorContains(t, err, key)
+
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			_, err = q.EnqueueBatch(ctx, items("c", "d"))
+			require.NoError(t, err)
+			var got []string
+			for {
+				m, err := q.TryDequeue()
+				if err == queue.ErrEmpty {
+					break
+				}
+				require.NoError(t, err)
+				got = append(got, fmt.Sprintf("%d:%s", m.Receipt.Seq, m.Payload))
+				require.NoError(t, m.Ack())
+			}
+			require.Equal(t, []string{"1:a", "2:b", "3:c", "4:d"}, got)
+			dead, err := rdb.ZCard(ctx, q.keys[5]).Result()
+			require.NoError(t, err)
+			require.Zero(t, dead, "nothing left of the failed call to bury")
+		})
 	}
 }

@@ -152,7 +152,7 @@ end
 local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 7, 8} -- an enqueue but a lone one
 -- A burial writes lease, dead and stats, and may empty ready, after
 -- which the dequeue promotes: it reads delayed, so BURY checks it too.
-local DELAYED, LEASE, BURY = {4}, {5}, {4, 5, 6, 8} -- see dequeue.lua
+local DELAYED, BURY = {4}, {4, 5, 6, 8} -- see dequeue.lua
 local COUNT = 999999999 -- the largest delivery count a record is read with (see leasable)
 local BURIES = 1000 -- burials and kills (see atlimit) after which a dequeue returns: a batch checks after each round of pops, so may move BURIES - 1 + max
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}

@@ -107,12 +107,11 @@ end
 -- place, as by a lone Dequeue; k counts the messages leased, whose
 -- tokens are taken in order. Messages that cannot be leased are buried,
 -- those at the limit killed, and as many more popped.
--- Of the keys of the wrong type, lease is checked first; msg fails the
--- first read after the pop, undone by putting the messages back.
-do
-  local bad = need(LEASE)
-  if bad then return bad end
-end
+-- Keys of the wrong type cost a batch no check up front, as a lone
+-- dequeue: msg fails the first read after the pop and lease the first
+-- write of the leases (before the records'), each undone by putting the
+-- messages back (after a burial, whose check covered lease, that write
+-- cannot fail).
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local seqs, popped = popmany(max)
 local promoted, hint = false, -1
@@ -198,7 +197,19 @@ if k == 0 then
 end
 recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
 if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+local first = math.min(#deadlines, 1000)
+if buried == 0 then
+  local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, first))
+  if type(bad) == 'table' then
+    putback(popped)
+    return bad
+  end
+else
+  redis.call('ZADD', K_LEASE, unpack(deadlines, 1, first))
+end
+for i = first + 1, #deadlines, 1000 do
+  redis.call('ZADD', K_LEASE, unpack(deadlines, i, math.min(i + 999, #deadlines)))
+end
 many('HSET', K_MSG, recs)
-many('ZADD', K_LEASE, deadlines)
 wake()
 return out

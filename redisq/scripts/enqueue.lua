@@ -52,7 +52,55 @@ if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
   if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
   return 1
 end
-local each, n = ARGV[5] == 'each', tonumber(ARGV[6])
+-- Up to 128 messages with generated ids, all ready at once (concurrent
+-- Enqueues gathered, a small batch): the same writes for all, in one
+-- command per key, undone as above on a key of the wrong type, with no
+-- key probed first.
+local n = tonumber(ARGV[6])
+local plain = n >= 1 and n <= 128
+for i = 0, n - 1 do
+  if not plain then break end
+  plain = ARGV[8 + i * 4] == '0' and ARGV[9 + i * 4] == '0'
+end
+if plain then
+  local seq = redis.call('INCRBY', K_SEQ, n) - n
+  if seq == 0 then
+    local bad = keep()
+    if bad then
+      redis.call('INCRBY', K_SEQ, -n)
+      return bad
+    end
+  end
+  local scores, fields, codes = {}, {}, {}
+  for i = 1, n do
+    local b = 3 + i * 4
+    local id, sq = ARGV[b], string.format(INT, seq + i)
+    scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
+    local f = 6 * i - 6
+    fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
+    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
+    fields[f + 5], fields[f + 6] = 'i' .. id, sq
+    codes[i] = 1
+  end
+  fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'
+  local added = redis.pcall('ZADD', K_READY, unpack(scores))
+  if type(added) == 'table' then
+    redis.call('INCRBY', K_SEQ, -n)
+    return added
+  end
+  added = redis.pcall('HSET', K_MSG, unpack(fields))
+  if type(added) == 'table' then
+    local seqs = {}
+    for i = 1, n do seqs[i] = scores[2 * i] end
+    redis.call('ZREM', K_READY, unpack(seqs))
+    redis.call('INCRBY', K_SEQ, -n)
+    return added
+  end
+  if old and #old > 0 then many('ZREM', K_ACKED, old) end
+  if added > 3 * n then redis.call('PUBLISH', CHAN, 'r') end
+  return codes
+end
+local each = ARGV[5] == 'each'
 local given, at_item = {}, {}
 for i = 0, n - 1 do
   if ARGV[8 + i * 4] == '1' then

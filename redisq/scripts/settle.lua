@@ -6,45 +6,68 @@
 -- by receipt returns its code alone, not in a table.
 
 -- One ack by receipt (a lone Ack): the fence and the removal, with no
--- table built but drop's lists, made whole.
+-- table built; a message a producer named goes through drop, whose
+-- lists are then made whole, for its stamp and count.
 if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
   local seq = ARGV[8]
   local raw = redis.call('HGET', K_MSG, seq)
   if not raw then return 1 end
   local id, pid = owner(raw, redis.call('ZSCORE', K_LEASE, seq), ARGV[9])
   if not id then return 1 end
-  local stamps = nil
-  if pid and window > 0 then stamps = {NOW, id} end
-  return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, pid and 1 or 0, true) or 0
+  if pid then
+    local stamps = nil
+    if window > 0 then stamps = {NOW, id} end
+    return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, 1, true) or 0
+  end
+  redis.call('ZREM', K_LEASE, seq)
+  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
+  return 0
 end
 
--- Many acks by receipt (concurrent Acks gathered): the records and the
--- deadlines of all in one HMGET and one ZMSCORE, the removals in one
--- call per key, and no table per message. A message named twice is
--- acked by the receipt of its live delivery, whichever comes first; the
--- other fails.
-if ARGV[5] == 'ack' and ARGV[7] == 'r' then
+-- Many acks by receipt (concurrent Acks gathered, up to 1000; more take
+-- the general path below): the records and the deadlines of all in one
+-- HMGET and one ZMSCORE, the removals in one call per key, and no table
+-- but those of the commands' arguments and the reply. A message named
+-- twice is acked by the receipt of its live delivery, whichever comes
+-- first; the other fails.
+if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV <= 7 + 2 * 1000 then
   local n = (#ARGV - 7) / 2
-  local codes, done, g = {}, {}, gathering()
-  for from = 1, n, 1000 do
-    local to = math.min(from + 999, n)
-    local part = {}
-    for i = from, to do part[#part + 1] = ARGV[6 + 2 * i] end
-    local raws = redis.call('HMGET', K_MSG, unpack(part))
-    local dls = redis.call('ZMSCORE', K_LEASE, unpack(part))
-    for j, seq in ipairs(part) do
-      local code = 1
-      if not done[seq] then
-        local id, pid = owner(raws[j], dls[j], ARGV[7 + 2 * (from + j - 1)])
-        if id then
-          code, done[seq] = 0, true
-          forget(g, seq, id, pid)
+  local seqs = {}
+  for i = 1, n do seqs[i] = ARGV[6 + 2 * i] end
+  local raws = redis.call('HMGET', K_MSG, unpack(seqs))
+  local dls = redis.call('ZMSCORE', K_LEASE, unpack(seqs))
+  local codes, gone, fields, done = {}, {}, {}, {}
+  local pids, stamps = 0, nil
+  for i = 1, n do
+    local seq = seqs[i]
+    local id, pid = nil, false
+    if not done[seq] then id, pid = owner(raws[i], dls[i], ARGV[7 + 2 * i]) end
+    if id then
+      codes[i], done[seq] = 0, true
+      gone[#gone + 1] = seq
+      local f = #fields
+      fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. id
+      if pid then
+        pids = pids + 1
+        if window > 0 then
+          stamps = stamps or {}
+          stamps[#stamps + 1], stamps[#stamps + 2] = NOW, id
         end
       end
-      codes[#codes + 1] = code
+    else
+      codes[i] = 1
     end
   end
-  return drop(g[1], g[2], g[3], g[4], true) or codes
+  if #gone == 0 then return codes end
+  if pids > 0 then
+    local bad = need(SETTLE.ack)
+    if bad then return bad end
+  end
+  redis.call('ZREM', K_LEASE, unpack(gone))
+  many('HDEL', K_MSG, fields)
+  if stamps then many('ZADD', K_ACKED, stamps) end
+  count('pids', -pids)
+  return codes
 end
 
 local op, arg, mode = ARGV[5], ARGV[6], ARGV[7]
