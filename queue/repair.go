@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/wal"
@@ -147,7 +149,7 @@ func salvageLocked(dir string, opts *Options) (Recovery, error) {
 }
 
 // lostBelow returns the indexed messages and sorted values whose record,
-// below target, can no longer be read: a salvage drops them. It reads
+// below target, can no longer be read, by Seq: a salvage drops them. It reads
 // without the lock; Open calls it before anything else runs.
 func (q *Queue) lostBelow(target uint64) []Lost {
 	q.mu.Lock()
@@ -177,5 +179,6 @@ func (q *Queue) lostBelow(target uint64) []Lost {
 			out = append(out, Lost{Seq: v.Seq, ID: v.Key})
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Lost) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }
