@@ -116,7 +116,9 @@ func misplacedProblems(st *state, log *wal.Log) []string {
 // err returns the error Verify returns for c: nil when clean or only torn.
 func (c Check) err() error {
 	switch {
-	case len(c.Log.Salvaged) > 0:
+	case len(c.Log.Salvaged) == 1:
+		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
+	case len(c.Log.Salvaged) > 1:
 		return withWayOut(fmt.Errorf("%w: %d damaged log regions, the first: %s", ErrCorrupt, len(c.Log.Salvaged), c.Log.Salvaged[0]))
 	case len(c.Problems) > 0:
 		return withWayOut(fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Problems[0])))

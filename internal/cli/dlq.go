@@ -271,7 +271,7 @@ func runDLQChange(e *env, args []string, all, purge bool) (err error) {
 	verb := map[bool]string{false: "requeued", true: "purged"}[purge]
 	if all {
 		n, err := changeAllDead(q, purge)
-		fmt.Fprintf(e.stdout, "%s %d dead letters\n", verb, n)
+		fmt.Fprintf(e.stdout, "%s %s\n", verb, plural(n, "dead letter"))
 		return err
 	}
 	if purge {
