@@ -33,7 +33,14 @@
 // With the default Options.Clock the queue reads the system's wall clock
 // as a base plus the monotonic time since, and reads the base again every
 // millisecond: a step of the wall clock (set by hand, by NTP, or a resume
-// from suspend) shows in deadlines and delays at most a millisecond late.
+// from suspend) shows in deadlines and delays at most a millisecond late
+// for calls made after it. What sleeps until a time (a blocked Dequeue
+// until a delay ends, a blocked Pull until a window closes, the
+// housekeeper until a lease deadline) sleeps on the monotonic clock, which
+// a step does not move, and reads the clock again at least every second:
+// after a forward step it releases what came due at most a second late
+// (not up to the whole delay, window or AckTimeout late). The same holds
+// for an Options.Clock whose Now steps while its After timers do not.
 //
 // Delivery is at least once: a message is delivered again only if its
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
