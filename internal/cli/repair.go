@@ -26,9 +26,9 @@ that changes a queue: it does not know the application's DedupWindow and
 MaxDeliveries): a torn tail is cut, damaged log entries are skipped, a damaged or missing snapshot is rebuilt
 by replaying the log (what the log no longer holds is lost), the live
 messages in damaged segments are copied past them and those segments
-removed, and messages whose records were lost are dropped. It prints
-exactly what was lost (LSN ranges, and the sequence and id of each dropped
-message), compacts, and runs the checks again: it succeeds when the queue
+removed, and messages whose records were lost, or are another's, are
+dropped. It prints exactly what was lost (LSN ranges, and the sequence
+and id of each dropped message), compacts, and runs the checks again: it succeeds when the queue
 then opens clean.
 
 The lost messages are gone; the backup keeps the bytes for forensics. A
