@@ -43,6 +43,17 @@
 // fails again at its next delivery. Only a requeue answers 409; another
 // action that fails with damage answers 500.
 //
+// # Bytes that are not UTF-8
+//
+// A JSON string carries UTF-8 only. A message's id, reason or header
+// that is not valid UTF-8 is sent in base64 (standard, padded) in
+// id_base64, reason_base64 or headers_base64 (name and value both), with
+// id and reason then empty and that header left out of headers, the
+// names and rules of walq's --json output; Message.Exact gives a Message
+// decoded from the API its exact bytes back. A sorted queue's key that
+// is not UTF-8 has no twin (api/keys sends it with U+FFFD; its Next
+// carries it in hex).
+//
 // # Sources
 //
 // The handler reads a Source, a small interface that every walq queue kind

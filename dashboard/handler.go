@@ -128,6 +128,11 @@ func (h *Handler) getMessages(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	sent := make([]Message, len(p.Messages))
+	for i, m := range p.Messages {
+		sent[i] = withTwins(m)
+	}
+	p.Messages = sent
 	writeJSON(w, http.StatusOK, p)
 }
 
@@ -143,7 +148,8 @@ func pageLimit(s string) (int, error) {
 	return min(n, 500), nil
 }
 
-// messageReply is GET api/message: the message and a preview of its
+// messageReply is GET api/message: the message, with base64 twins for
+// the fields that are not UTF-8 (withTwins), and a preview of its
 // payload, as text when it is UTF-8, else base64 (JSON's []byte).
 type messageReply struct {
 	Message
@@ -164,7 +170,7 @@ func (h *Handler) getMessage(w http.ResponseWriter, r *http.Request) {
 
 func preview(m Message, limit int) messageReply {
 	p := m.Payload
-	rep := messageReply{Message: m, PayloadBytes: len(p), Truncated: len(p) > limit}
+	rep := messageReply{Message: withTwins(m), PayloadBytes: len(p), Truncated: len(p) > limit}
 	p = p[:min(len(p), limit)]
 	text := p
 	if rep.Truncated {

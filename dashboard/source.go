@@ -93,6 +93,12 @@ type Message struct {
 	Size       int               `json:"size"`             // bytes it takes in the queue's storage
 	Headers    map[string]string `json:"headers,omitempty"`
 	Payload    []byte            `json:"-"`
+	// The base64 twins of ID, Reason and Headers, set only in what the
+	// API sends, for the fields that are not valid UTF-8 (see Exact); a
+	// Source leaves them empty.
+	IDBase64      string            `json:"id_base64,omitempty"`
+	ReasonBase64  string            `json:"reason_base64,omitempty"`
+	HeadersBase64 map[string]string `json:"headers_base64,omitempty"` // name and value both in base64
 }
 
 // KeyPage is one page of a sorted queue's keys.

@@ -1,6 +1,7 @@
 package fuzz_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,6 +60,15 @@ func TestReadOnlySalvageShowsTheSalvage(t *testing.T) {
 			mustEnqueue(t, q, payload("C", 10))
 			return []uint64{a.Receipt.Lease}
 		}},
+		{"dead letter's enqueue record", func(t *testing.T, q *queue.Queue) []uint64 {
+			mustEnqueue(t, q, payload("W", 10)) // the log does not start at the damage
+			mustEnqueue(t, q, payload("X", 10))
+			mustEnqueue(t, q, payload("A", 10))
+			w := mustDequeue(t, q, "W")
+			x := mustDequeue(t, q, "X")
+			mustSettle(t, w.Ack(), x.DeadLetter("poison"))
+			return []uint64{x.Receipt.Seq}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := scratchDir(t)
@@ -103,6 +113,7 @@ type view struct {
 	Ready, Delayed, InFlight, Dead int64
 	Acked, DeadLettered            uint64
 	DeadLetters                    string // tokens and reasons
+	Dropped                        string // Recovery.Dropped
 }
 
 func salvageView(t *testing.T, q *queue.Queue) view {
@@ -116,6 +127,7 @@ func salvageView(t *testing.T, q *queue.Queue) view {
 	for _, d := range dl {
 		v.DeadLetters += tokenOf(d.Payload) + ":" + d.Reason + " "
 	}
+	v.Dropped = fmt.Sprint(q.Recovery().Dropped)
 	return v
 }
 

@@ -14,6 +14,22 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
+// clockRecheck is the longest a sleeper waiting for a time by the queue's
+// clock (a blocked Dequeue or Pull until a delay ends or a window closes,
+// the housekeeper until a lease deadline) sleeps before it reads the clock
+// again. Its timer runs on the monotonic clock (Clock.After), which a step
+// of the wall clock does not move: after a forward step the time it waits
+// for may have come, and it notices at most clockRecheck late, not up to
+// the whole delay, window or AckTimeout late. Calls that do not block pay
+// nothing for it.
+const clockRecheck = time.Second
+
+// recheckAfter returns the timer of a sleep of d by clock: it fires after
+// d, or after clockRecheck when that is sooner.
+func recheckAfter(clock Clock, d time.Duration) <-chan time.Time {
+	return clock.After(min(d, clockRecheck))
+}
+
 type systemClock struct{}
 
 func (systemClock) Now() time.Time                         { return time.Now() }

@@ -221,7 +221,10 @@ func (q *Queue) untilDueLocked(now int64) time.Duration {
 	return max(0, time.Duration(due-now))
 }
 
-// sleep waits until changed is closed, d passes (d >= 0), or ctx ends.
+// sleep waits until changed is closed, d passes (d >= 0), or ctx ends. A
+// sleep of d ends after clockRecheck at the latest, for its caller to read
+// the clock again (a forward step of the wall clock may have brought what
+// it waits for).
 func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
 	return q.sleepFor(ctx, changed, nil, d)
 }
@@ -231,7 +234,7 @@ func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Durat
 func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, d time.Duration) error {
 	var timer <-chan time.Time
 	if d >= 0 {
-		timer = q.opts.Clock.After(d)
+		timer = recheckAfter(q.opts.Clock, d)
 	}
 	select {
 	case <-ctx.Done():

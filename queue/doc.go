@@ -33,7 +33,14 @@
 // With the default Options.Clock the queue reads the system's wall clock
 // as a base plus the monotonic time since, and reads the base again every
 // millisecond: a step of the wall clock (set by hand, by NTP, or a resume
-// from suspend) shows in deadlines and delays at most a millisecond late.
+// from suspend) shows in deadlines and delays at most a millisecond late
+// for calls made after it. What sleeps until a time (a blocked Dequeue
+// until a delay ends, a blocked Pull until a window closes, the
+// housekeeper until a lease deadline) sleeps on the monotonic clock, which
+// a step does not move, and reads the clock again at least every second:
+// after a forward step it releases what came due at most a second late
+// (not up to the whole delay, window or AckTimeout late). The same holds
+// for an Options.Clock whose Now steps while its After timers do not.
 //
 // Delivery is at least once: a message is delivered again only if its
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
@@ -136,8 +143,8 @@
 // reaches back to what the snapshot's messages need, and the checksum of
 // every entry Open reads. Open reads the snapshot and the log above it;
 // Verify and Repair read every byte, and check that the record of every
-// indexed message and pending or dead sorted value is its own, as a
-// delivery does. An entry below the snapshot is checked
+// indexed message and sorted value (pending, dead or leased) is its own,
+// as a delivery does. An entry below the snapshot is checked
 // when something reads it (a delivery: see the next paragraph); a message is never
 // skipped or delivered from bad bytes. A compaction checks each record it
 // would copy forward as a delivery does (its checksum, and that it is the
@@ -155,8 +162,9 @@
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost, and an indexed
-// message or pending or dead sorted value whose record is another's
-// (Recovery.Dropped), and reports it; it
+// message or sorted value whose record is another's (Recovery.Dropped;
+// a leased value's batch goes back first, its other values pending
+// again, as when its lease runs out), and reports it; it
 // never delivers a payload from bytes that failed their checksum or from
 // another record, never reuses an LSN, and recounts what is ready. What
 // the damage took is lost, settles included. A settle record that
@@ -192,9 +200,12 @@
 //
 // A file walq did not write is refused, never changed. A read-only
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
-// produce, the settles above included, and writes nothing; it does not
-// read each indexed message's record, so a message whose record is
-// another's (which a salvage drops) still shows there as it stands.
+// produce, the settles above included, and writes nothing. It reads each
+// indexed message's record as the salvage does: its Recovery.Dropped
+// lists what the salvage drops (records lost, then records that are
+// another's, each by Seq), those messages are gone from its counts, and
+// over a damaged log it counts the never-delivered messages again from
+// the log, as the salvage does.
 //
 // A salvage writes a message dead-lettered through a lost lease as a
 // record of its own kind (move-dead). Releases before it refuse that kind

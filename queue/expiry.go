@@ -8,7 +8,8 @@ import (
 
 // housekeep is the queue's background goroutine. It owns two jobs: ending
 // leases whose deadline passed (unless ManualRequeue) and compacting the
-// log when it has grown. It sleeps until the next lease deadline or a kick;
+// log when it has grown. It sleeps until the next lease deadline (reading
+// the clock again at least every clockRecheck) or a kick;
 // Close stops it and waits for it.
 func (q *Queue) housekeep() {
 	defer q.wg.Done()
@@ -20,7 +21,7 @@ func (q *Queue) housekeep() {
 		q.compactInBackground()
 		var timer <-chan time.Time
 		if d := q.nextWake(); d >= 0 {
-			timer = q.opts.Clock.After(d)
+			timer = recheckAfter(q.opts.Clock, d)
 		}
 		select {
 		case <-q.stop:

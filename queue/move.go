@@ -240,7 +240,7 @@ func (q *Queue) moveEntry(e index.Entry, p *pacer) (bool, error) {
 	if !ok || cur.Loc != e.Loc {
 		return false, nil
 	}
-	rec := &record{Op: opDrop, Seq: e.Seq, At: q.now(), Reason: "record lost to log damage"}
+	rec := &record{Op: opDrop, Seq: e.Seq, At: q.now(), Reason: lostReason}
 	if !lost {
 		rec = &record{Op: opMove, Seq: e.Seq, ID: cur.ID, At: q.now(), Enq: cur.EnqueuedAt,
 			Count: cur.Deliveries, Headers: r.Headers, Payload: r.Payload}
@@ -274,7 +274,7 @@ func (q *Queue) moveValue(v index.SortedValue, p *pacer) (bool, error) {
 		return false, nil
 	}
 	rec := &record{Op: opDrop, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort, At: q.now(),
-		Reason: "record lost to log damage"}
+		Reason: lostReason}
 	if !lost {
 		rec = &record{Op: opMove, Seq: v.Seq, Flags: flagSorted, Key: v.Key, Sort: v.Sort,
 			At: q.now(), Enq: v.At, Payload: r.Payload}

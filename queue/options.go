@@ -62,9 +62,11 @@ type Options struct {
 	ManualRequeue bool
 	// Salvage makes Open skip damaged entries in the middle of the log
 	// instead of failing; Recovery reports what was skipped. It then reads
-	// the record of every indexed message to drop those whose record is
-	// another's; a read that fails there for a reason other than damage
-	// (an I/O error) fails the Open.
+	// the record of every indexed message and sorted value to drop those
+	// whose record is another's; a read that fails there for a reason
+	// other than damage (an I/O error) fails the Open. With ReadOnly it
+	// changes the state in memory only, as the salvage would (see the
+	// package documentation).
 	Salvage bool
 	// Clock is the source of time. Default the system clock.
 	Clock Clock

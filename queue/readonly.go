@@ -62,6 +62,12 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	if err == nil && o.Salvage {
 		err = q.showMarks()
 	}
+	if err == nil && o.Salvage {
+		err = q.showDrops()
+	}
+	if err == nil && o.Salvage {
+		err = q.showRecount()
+	}
 	if err == nil {
 		err = q.inferReadOnly(want)
 	}

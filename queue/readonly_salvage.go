@@ -35,6 +35,26 @@ func (q *Queue) showMarks() error {
 	return nil
 }
 
+// showRecount gives a read-only salvaging open of a damaged log the count
+// of never-delivered messages that the salvage counts again from the log
+// (advanceCursor with recount), in memory only: a replay over damage can
+// miscount them (the first lease of a message whose enqueue record was
+// lost takes it from the count). showMarks ran first, so every enqueue
+// record from the cursor on is a never-delivered message's.
+func (q *Queue) showRecount() error {
+	if len(q.recovery.Log.Salvaged) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n, bytes, err := q.countPending(max(q.mu.st.cursor, q.log.FirstLSN()))
+	if err != nil {
+		return err
+	}
+	q.mu.st.pending, q.mu.st.pendingBytes = n, bytes
+	return nil
+}
+
 // showCopies applies showCopy to every never-delivered message from from
 // up to to.
 func (q *Queue) showCopies(from, to uint64) error {

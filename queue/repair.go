@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/wal"
@@ -42,18 +44,48 @@ type RepairReport struct {
 
 // LostLSNs returns the LSN ranges the salvage lost, first and last of each
 // (a message's sequence number is the LSN of its enqueue record, so the
-// never-delivered messages lost are among them); a range whose bounds are
-// unknown is [0, 0].
+// never-delivered messages lost are among them), in order, each LSN in one
+// range only: ranges that overlap or touch are one. A range whose last LSN
+// is unknown (a torn write's, which ends the log) has 0 there and takes in
+// every range after its first; one whose bounds are both unknown is
+// [0, 0], listed once, last.
 func (r RepairReport) LostLSNs() [][2]uint64 {
-	var out [][2]uint64
+	var rs [][2]uint64
 	for _, d := range r.Recovery.Log.Salvaged {
-		out = append(out, [2]uint64{d.FirstLSN, d.LastLSN})
+		rs = append(rs, [2]uint64{d.FirstLSN, d.LastLSN})
 	}
 	if t := r.Recovery.Log.Torn; t != nil && t.FirstLSN != 0 {
-		out = append(out, [2]uint64{t.FirstLSN, t.LastLSN})
+		rs = append(rs, [2]uint64{t.FirstLSN, t.LastLSN})
 	}
 	if r.Recovery.LostBefore > 1 {
-		out = append(out, [2]uint64{1, r.Recovery.LostBefore - 1})
+		rs = append(rs, [2]uint64{1, r.Recovery.LostBefore - 1})
+	}
+	return mergeRanges(rs)
+}
+
+// mergeRanges returns the LSN ranges rs sorted by first LSN with those
+// that overlap or touch joined (a last LSN of 0 runs to the log's end),
+// and [0, 0], the unknown range, once at the end if rs holds it.
+func mergeRanges(rs [][2]uint64) [][2]uint64 {
+	var out [][2]uint64
+	unknown := false
+	slices.SortFunc(rs, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	for _, r := range rs {
+		switch n := len(out); {
+		case r[0] == 0:
+			unknown = true
+		case n > 0 && (out[n-1][1] == 0 || r[0] <= out[n-1][1]+1):
+			if r[1] == 0 || out[n-1][1] == 0 {
+				out[n-1][1] = 0
+			} else {
+				out[n-1][1] = max(out[n-1][1], r[1])
+			}
+		default:
+			out = append(out, r)
+		}
+	}
+	if unknown {
+		out = append(out, [2]uint64{0, 0})
 	}
 	return out
 }
@@ -147,7 +179,7 @@ func salvageLocked(dir string, opts *Options) (Recovery, error) {
 }
 
 // lostBelow returns the indexed messages and sorted values whose record,
-// below target, can no longer be read: a salvage drops them. It reads
+// below target, can no longer be read, by Seq: a salvage drops them. It reads
 // without the lock; Open calls it before anything else runs.
 func (q *Queue) lostBelow(target uint64) []Lost {
 	q.mu.Lock()
@@ -177,5 +209,6 @@ func (q *Queue) lostBelow(target uint64) []Lost {
 			out = append(out, Lost{Seq: v.Seq, ID: v.Key})
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Lost) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }

@@ -27,13 +27,7 @@ func TestRepairDropsMisplacedEntry(t *testing.T) {
 		_, err := q.Enqueue(ctx, []byte(p), WithDelay(time.Hour), WithID(p[len(p)-1:]))
 		require.NoError(t, err)
 	}
-	q.mu.Lock()
-	var es []index.Entry
-	q.mu.st.table.Ascend(func(e index.Entry) bool { es = append(es, e); return true })
-	a := es[0]
-	a.Loc = es[1].Loc
-	q.mu.st.table.Put(a)
-	q.mu.Unlock()
+	a, b := misplaceFirst(q)
 	churn := func(q *Queue) {
 		for range 100 {
 			_, err := q.Enqueue(ctx, []byte(strings.Repeat("g", 300)))
@@ -48,7 +42,7 @@ func TestRepairDropsMisplacedEntry(t *testing.T) {
 	require.NoError(t, err)
 	err = q.Compact()
 	require.ErrorIs(t, err, ErrCorrupt)
-	require.ErrorContains(t, err, fmt.Sprintf("is the enqueue record of message %d, not the payload of message %d", es[1].Seq, a.Seq))
+	require.ErrorContains(t, err, fmt.Sprintf("is the enqueue record of message %d, not the payload of message %d", b.Seq, a.Seq))
 	require.NoError(t, q.Close())
 
 	c, err := Verify(dir)
@@ -81,4 +75,18 @@ func TestRepairDropsMisplacedEntry(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	drain()
 	require.Equal(t, map[string]int{"payload of B": 1, "payload of C": 1}, got)
+}
+
+// misplaceFirst points the index entry of q's first message at the record
+// of its second, as a damaged snapshot whose checksum is fine would, and
+// returns the two entries (the first as changed).
+func misplaceFirst(q *Queue) (a, b index.Entry) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var es []index.Entry
+	q.mu.st.table.Ascend(func(e index.Entry) bool { es = append(es, e); return true })
+	a, b = es[0], es[1]
+	a.Loc = b.Loc
+	q.mu.st.table.Put(a)
+	return a, b
 }

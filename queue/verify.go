@@ -34,7 +34,8 @@ func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) }
 // other; a log that reaches at least the snapshot's LSN and reaches back
 // to every record the snapshot's messages need; and that every record
 // after the snapshot replays; and that the record of every indexed message
-// and pending or dead sorted value is its own, as a delivery checks. A torn log tail, which Open cuts by itself,
+// and sorted value (pending, dead or leased) is its own, as a delivery
+// checks. A torn log tail, which Open cuts by itself,
 // is reported in Check.Log.Torn with a nil error; anything else returns an
 // error wrapping ErrCorrupt, which Open would return too. It takes the
 // directory lock shared, so it fails with ErrLocked while a queue has it
@@ -101,7 +102,7 @@ func examine(dir string) (Check, error) {
 // misplacedProblems returns what findMisplaced finds in st over log, each
 // as a problem saying that a salvage drops the message.
 func misplacedProblems(st *state, log *wal.Log) []string {
-	ms, err := findMisplaced(st, log.Read)
+	ms, err := findMisplaced(st, log.Read, false)
 	if err != nil {
 		return []string{problem(err)}
 	}
@@ -115,7 +116,9 @@ func misplacedProblems(st *state, log *wal.Log) []string {
 // err returns the error Verify returns for c: nil when clean or only torn.
 func (c Check) err() error {
 	switch {
-	case len(c.Log.Salvaged) > 0:
+	case len(c.Log.Salvaged) == 1:
+		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
+	case len(c.Log.Salvaged) > 1:
 		return withWayOut(fmt.Errorf("%w: %d damaged log regions, the first: %s", ErrCorrupt, len(c.Log.Salvaged), c.Log.Salvaged[0]))
 	case len(c.Problems) > 0:
 		return withWayOut(fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Problems[0])))

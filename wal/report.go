@@ -16,12 +16,22 @@ type Damage struct {
 }
 
 func (d Damage) String() string {
-	lost := "LSNs unknown"
-	if d.FirstLSN != 0 && d.LastLSN != 0 {
+	var lost string
+	switch {
+	case d.FirstLSN == 0:
+		lost = "LSNs unknown"
+	case d.LastLSN == 0:
+		lost = fmt.Sprintf("LSNs from %d (the last one unknown)", d.FirstLSN)
+	case d.FirstLSN == d.LastLSN:
+		lost = fmt.Sprintf("LSN %d", d.FirstLSN)
+	default:
 		lost = fmt.Sprintf("LSNs %d-%d", d.FirstLSN, d.LastLSN)
 	}
-	return fmt.Sprintf("%s offset %d: %d bytes, %d entries, %s: %s",
-		d.Segment, d.Offset, d.Bytes, d.Entries, lost, d.Reason)
+	entries := "1 entry"
+	if d.Entries != 1 {
+		entries = fmt.Sprintf("%d entries", d.Entries)
+	}
+	return fmt.Sprintf("%s offset %d: %d bytes, %s, %s: %s", d.Segment, d.Offset, d.Bytes, entries, lost, d.Reason)
 }
 
 // Report says what Open repaired or skipped. From Verify, Torn is a torn

@@ -73,7 +73,7 @@ func TestDLQRequeueDamaged(t *testing.T) {
 	t.Run("all", func(t *testing.T) {
 		dir := damagedDeadQueue(t)
 		r := mustWalq(t, 2, "", "dlq", "requeue", "--all", dir)
-		require.Equal(t, "requeued 1 dead letters\n", r.stdout)
+		require.Equal(t, "requeued 1 dead letter\n", r.stdout)
 		require.Contains(t, r.stderr, `dead letter "broken"`)
 		s := stats(t, dir)
 		require.EqualValues(t, 1, s.Dead)

@@ -201,7 +201,7 @@ func TestSortedOpenNotesRecovery(t *testing.T) {
 			run := append([]string(nil), args...)
 			run[len(run)-1] = image
 			r := mustWalq(t, 0, "", run...)
-			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases are ready again\n")
+			require.Contains(t, r.stderr, "the previous process crashed; 1 of its leases is ready again\n")
 		})
 	}
 }

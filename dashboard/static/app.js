@@ -150,6 +150,17 @@ async function refreshStats() {
 // queue's dead value's, "@" and its publish time), which names it after a
 // crash.
 const seqOf = (ref) => String(ref).split(/[@~]/)[0];
+// readable returns the message m with the fields the API sent in base64
+// twins (id_base64, reason_base64, headers_base64: bytes that are not
+// UTF-8) back in id, reason and headers, each bad byte shown as U+FFFD.
+const fromBase64 = (b) => new TextDecoder().decode(Uint8Array.from(atob(b), (c) => c.charCodeAt(0)));
+const readable = (m) => ({
+  ...m,
+  id: m.id_base64 ? fromBase64(m.id_base64) : m.id,
+  reason: m.reason_base64 ? fromBase64(m.reason_base64) : m.reason,
+  headers: Object.assign({}, m.headers,
+    Object.fromEntries(Object.entries(m.headers_base64 || {}).map(([k, v]) => [fromBase64(k), fromBase64(v)]))),
+});
 const idCell = (m) => el("code", { title: m.id }, m.id.length > 20 ? m.id.slice(0, 8) + "…" : m.id);
 const columns = {
   "ready": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries]],
@@ -173,7 +184,7 @@ async function refreshList() {
     if (gen !== state.listGen) return;
     const cols = columns[tab];
     const rows = keys ? r.keys.map((k) => el("tr", {}, ...cols.map(([, f]) => el("td", {}, f(k)))))
-      : r.messages.map((m) => messageRow(m, cols, tab));
+      : r.messages.map((m) => messageRow(readable(m), cols, tab));
     const titles = cols.map(([t]) => el("th", {}, t));
     if (tab === "dead" && state.actions) titles.push(el("th", {}, ""));
     $("list-head").replaceChildren(el("tr", {}, ...titles));
@@ -205,7 +216,7 @@ function messageRow(m, cols, tab) {
 async function showMessage(ref) {
   const gen = ++state.detailGen;
   try {
-    const m = await apiWithin("api/message?ref=" + encodeURIComponent(ref), detailTimeout);
+    const m = readable(await apiWithin("api/message?ref=" + encodeURIComponent(ref), detailTimeout));
     if (gen !== state.detailGen) return;
     $("detail-id").textContent = m.id;
     const meta = [["Seq", seqOf(m.ref)], ["State", m.state], ["Enqueued", fmtTime(m.enqueued_at)],

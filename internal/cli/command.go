@@ -66,7 +66,7 @@ func (c *command) execute(e *env, args []string) int {
 		err = c.checkArgs(pos)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "walq %s: %v\nUsage: walq %s %s\nRun 'walq help %s' for details.\n", c.name, err, c.name, c.args, c.name)
+		fmt.Fprintf(e.stderr, "walq %s: %v\nUsage: %s\nRun 'walq help %s' for details.\n", c.name, err, c.usage(), c.name)
 		return exitFailure
 	}
 	err = runFn(e, pos)
@@ -80,7 +80,7 @@ func (c *command) execute(e *env, args []string) int {
 func (c *command) report(e *env, err error, pos []string) {
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(e.stderr, "walq %s: %v\nUsage: walq %s %s\n", c.name, err, c.name, c.args)
+		fmt.Fprintf(e.stderr, "walq %s: %v\nUsage: %s\n", c.name, err, c.usage())
 		return
 	}
 	fmt.Fprintf(e.stderr, "walq %s: %v\n", c.name, err)
@@ -126,10 +126,14 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// usage returns the command's usage line after "Usage: ": walq, its name
+// and its arguments, if it takes any.
+func (c *command) usage() string { return strings.TrimSpace("walq " + c.name + " " + c.args) }
+
 // printHelp prints the command's usage, description, flags, example and
 // exit statuses.
 func (c *command) printHelp(w io.Writer) {
-	fmt.Fprintf(w, "Usage: walq %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.long))
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", c.usage(), strings.TrimSpace(c.long))
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	c.setup(fs)
 	printFlags(w, fs)

@@ -29,9 +29,11 @@ time, payload bytes and reason. With --json, one JSON object a line,
 payload included (as text when printable, else base64).
 ` + base64Note + `
 With --url, it reads them from a running service's mounted dashboard
-(package dashboard), without payloads; the dashboard's JSON has no base64
-twins, so only the id (which the ref carries in hex) comes back whole when
-it is not valid UTF-8, while such a reason or header arrives with U+FFFD.
+(package dashboard), without payloads; the dashboard sends an id or
+reason that is not valid UTF-8 in the same base64 twins, so both forms
+print the same bytes. (From a dashboard older than the twins only the
+id, which its ref carries in hex, comes back whole; such a reason
+arrives with U+FFFD.)
 
 Dlq list and dlq show write nothing, and read a queue that another
 process has open as its files stand.`,
@@ -269,7 +271,7 @@ func runDLQChange(e *env, args []string, all, purge bool) (err error) {
 	verb := map[bool]string{false: "requeued", true: "purged"}[purge]
 	if all {
 		n, err := changeAllDead(q, purge)
-		fmt.Fprintf(e.stdout, "%s %d dead letters\n", verb, n)
+		fmt.Fprintf(e.stdout, "%s %s\n", verb, plural(n, "dead letter"))
 		return err
 	}
 	if purge {

@@ -196,7 +196,7 @@ func changeDeadValues(e *env, sv sortedView, args []string, all, purge bool) err
 			change = sv.purgeAllDead
 		}
 		n, err := change()
-		fmt.Fprintf(e.stdout, "%s %d dead values\n", verb, n)
+		fmt.Fprintf(e.stdout, "%s %s\n", verb, plural(n, "dead value"))
 		return err
 	}
 	n, err := parseDeadName(args[1])

@@ -140,10 +140,10 @@ func noteRecovery(w io.Writer, r queue.Recovery) {
 	}
 	switch {
 	case r.Requeued > 0 && r.DeadOnOpen > 0:
-		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again (%d of them dead after too many deliveries)\n",
-			r.Requeued, r.DeadOnOpen)
+		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases %s ready again (%d of them dead after too many deliveries)\n",
+			r.Requeued, isAre(r.Requeued), r.DeadOnOpen)
 	case r.Requeued > 0: // always so for the owner's open (ownerOptions): it dead-letters nothing
-		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases are ready again\n", r.Requeued)
+		fmt.Fprintf(w, "walq: note: the previous process crashed; %d of its leases %s ready again\n", r.Requeued, isAre(r.Requeued))
 	}
 }
 
@@ -175,6 +175,14 @@ func sizeText(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// isAre returns the verb for n things: "is" for one, else "are".
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // plural formats a count with its noun, adding an s unless n is 1.

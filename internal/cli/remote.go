@@ -244,22 +244,32 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 	}
 }
 
-// remoteDeadJSON is a dead letter as dlq list --url prints it with --json:
-// as the service sends it, and an id that is not valid UTF-8 (which its
-// ref carries in hex, SEQ~HEX) in id_base64 instead of id.
-type remoteDeadJSON struct {
-	dashboard.Message
-	IDBase64 string `json:"id_base64,omitempty"`
+// toRemoteDeadJSON returns a dead letter as dlq list --url prints it with
+// --json: as the service sends it, with its id, reason and headers (as
+// exact as exactMessage made them) in base64 twins where they are not
+// valid UTF-8, as the local form prints them.
+func toRemoteDeadJSON(m dashboard.Message) dashboard.Message {
+	m.ID, m.IDBase64 = textOrBase64(m.ID)
+	m.Reason, m.ReasonBase64 = textOrBase64(m.Reason)
+	m.Headers, m.HeadersBase64 = splitHeaders(m.Headers)
+	return m
 }
 
-func toRemoteDeadJSON(m dashboard.Message) remoteDeadJSON {
-	j := remoteDeadJSON{Message: m}
+// exactMessage returns m as the service sent it with the exact bytes of
+// its id, reason and headers: from their base64 twins, or, from a service
+// that sends no twins, an id that is not valid UTF-8 from its ref, which
+// carries it in hex (SEQ~HEX).
+func exactMessage(m dashboard.Message) (dashboard.Message, error) {
+	m, err := m.Exact()
+	if err != nil {
+		return m, err
+	}
 	if h, ok := refHex(m.Ref); ok {
 		if id, err := hex.DecodeString(h); err == nil {
-			j.ID, j.IDBase64 = textOrBase64(string(id))
+			m.ID = string(id)
 		}
 	}
-	return j
+	return m, nil
 }
 
 // refHex returns the HEX of a SEQ~HEX reference and true; a SEQ@ID
@@ -299,6 +309,10 @@ func eachRemoteDead(c *client, fn func(dashboard.Message) error, limit int) erro
 		for _, m := range p.Messages {
 			if limit > 0 && n == limit {
 				return nil
+			}
+			m, err := exactMessage(m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.base.Redacted(), err)
 			}
 			if err := fn(m); err != nil {
 				return err

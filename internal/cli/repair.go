@@ -26,9 +26,9 @@ that changes a queue: it does not know the application's DedupWindow and
 MaxDeliveries): a torn tail is cut, damaged log entries are skipped, a damaged or missing snapshot is rebuilt
 by replaying the log (what the log no longer holds is lost), the live
 messages in damaged segments are copied past them and those segments
-removed, and messages whose records were lost are dropped. It prints
-exactly what was lost (LSN ranges, and the sequence and id of each dropped
-message), compacts, and runs the checks again: it succeeds when the queue
+removed, and messages whose records were lost, or are another's, are
+dropped. It prints exactly what was lost (LSN ranges, and the sequence
+and id of each dropped message), compacts, and runs the checks again: it succeeds when the queue
 then opens clean.
 
 The lost messages are gone; the backup keeps the bytes for forensics. A
@@ -149,31 +149,35 @@ func printLost(w io.Writer, rep queue.RepairReport) {
 	for _, m := range r.Dropped {
 		fmt.Fprintf(w, "dropped message: seq %d id %q\n", m.Seq, m.ID)
 	}
-	fmt.Fprintf(w, "replayed %d records after snapshot LSN %d", r.Replayed, r.SnapshotLSN)
+	fmt.Fprintf(w, "replayed %s after snapshot LSN %d", plural(r.Replayed, "record"), r.SnapshotLSN)
 	if r.Requeued > 0 {
-		fmt.Fprintf(w, "; %d leases ready again", r.Requeued)
+		fmt.Fprintf(w, "; %s ready again", plural(r.Requeued, "lease"))
 	}
-	if r.Skipped > 0 {
+	if r.Skipped == 1 {
+		fmt.Fprint(w, "; 1 record no longer applied and was skipped")
+	} else if r.Skipped > 1 {
 		fmt.Fprintf(w, "; %d records no longer applied and were skipped", r.Skipped)
 	}
 	fmt.Fprintln(w)
-	if r.Rewritten > 0 {
+	if r.Rewritten == 1 {
+		fmt.Fprint(w, "rewritten: 1 message copied past the damage (or dropped where its record was lost); damaged segments removed\n")
+	} else if r.Rewritten > 1 {
 		fmt.Fprintf(w, "rewritten: %d messages copied past the damage (or dropped where their record was lost); damaged segments removed\n", r.Rewritten)
 	}
 }
 
-// lsnRange prints an LSN range, "unknown" for an unknown bound.
+// lsnRange prints an LSN range as RepairReport.LostLSNs gives it: FIRST,
+// FIRST-LAST, or in words when its last LSN or both bounds are unknown.
 func lsnRange(r [2]uint64) string {
-	b := func(v uint64) string {
-		if v == 0 {
-			return "unknown"
-		}
-		return fmt.Sprint(v)
+	switch {
+	case r[0] == 0:
+		return "unknown"
+	case r[1] == 0:
+		return fmt.Sprintf("from %d (the last one is unknown)", r[0])
+	case r[0] == r[1]:
+		return fmt.Sprint(r[0])
 	}
-	if r[0] == r[1] {
-		return b(r[0])
-	}
-	return b(r[0]) + "-" + b(r[1])
+	return fmt.Sprintf("%d-%d", r[0], r[1])
 }
 
 // repairJSON is repair --json's object.

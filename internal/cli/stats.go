@@ -93,9 +93,18 @@ func newCounts(s queue.Stats) countsJSON {
 	c := countsJSON{Ready: s.Ready, InFlight: s.InFlight, Delayed: s.Delayed, Dead: s.Dead, DedupIDs: s.DedupIDs}
 	if !s.OldestEnqueuedAt.IsZero() {
 		c.OldestAt = jsonTime(s.OldestEnqueuedAt)
-		c.OldestAge = time.Since(s.OldestEnqueuedAt).Seconds()
+		c.OldestAge = ageAt(s.At, s.OldestEnqueuedAt).Seconds()
 	}
 	return c
+}
+
+// ageAt returns how old t is at at, when the queue read its figures by its
+// own clock (Stats.At), or now when at is zero (the Redis engine's).
+func ageAt(at, t time.Time) time.Duration {
+	if at.IsZero() {
+		return time.Since(t)
+	}
+	return at.Sub(t)
 }
 
 func newTotals(s queue.Stats) totalsJSON {

@@ -87,9 +87,9 @@ func printCheck(w io.Writer, dir string, c queue.Check) {
 	fmt.Fprintf(w, "verify %s\n", dir)
 	if s := c.Snapshot; s != nil {
 		fmt.Fprintf(w, "  snapshot  %s: LSN %d, %s, checksum ok\n", filepath.Base(s.Path), s.LSN, sizeText(s.Bytes))
-		fmt.Fprintf(w, "  log       %d records replayed after the snapshot\n", c.Records)
+		fmt.Fprintf(w, "  log       %s replayed after the snapshot\n", plural(c.Records, "record"))
 	} else {
-		fmt.Fprintf(w, "  snapshot  none usable\n  log       %d records replayed\n", c.Records)
+		fmt.Fprintf(w, "  snapshot  none usable\n  log       %s replayed\n", plural(c.Records, "record"))
 	}
 	if c.Log.Torn != nil {
 		fmt.Fprintf(w, "  torn tail %s\n", describeDamage(*c.Log.Torn))

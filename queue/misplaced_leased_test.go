@@ -1,0 +1,95 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/index"
+	"github.com/walq/walq/internal/fakeclock"
+)
+
+// A leased sorted value whose index entry names another value's record
+// (every checksum fine): Verify reports it, the preview and Repair drop it
+// alike, and after the repair every other value is delivered once with its
+// own bytes and nothing fails. Both when the process crashed with the
+// lease outstanding and when it closed with the lease still running.
+func TestRepairDropsMisplacedLeasedValue(t *testing.T) {
+	for _, crash := range []bool{true, false} {
+		name := map[bool]string{true: "crash", false: "close"}[crash]
+		t.Run(name, func(t *testing.T) {
+			clock := fakeclock.New()
+			o := Options{SegmentSize: 4096, Clock: clock, AckTimeout: time.Minute, manualCompact: true}
+			src := t.TempDir()
+			s, err := OpenSorted[int64](src, &SortedOptions{Options: o})
+			require.NoError(t, err)
+			ctx := context.Background()
+			require.NoError(t, s.Publish(ctx, 1, "K", []byte("payload of K")))
+			require.NoError(t, s.Publish(ctx, 2, "M", []byte("payload of M")))
+			bs, err := s.TryPull(1)
+			require.NoError(t, err)
+			require.Equal(t, "K", bs[0].Key)
+			k := misplaceLeased(t, s.q, bs[0].Receipt.Lease, "M")
+			require.NoError(t, s.q.snapshot()) // the snapshot holds the misplaced leased value
+			dir := src
+			if crash {
+				dir = t.TempDir()
+				require.NoError(t, os.CopyFS(dir, os.DirFS(src))) // what a kill -9 leaves
+			}
+			require.NoError(t, s.Close())
+
+			_, err = Verify(dir)
+			require.ErrorIs(t, err, ErrCorrupt, "Verify must report a leased value whose record is another's")
+			p, err := Open(dir, &Options{ReadOnly: true, Salvage: true, Clock: clock})
+			require.NoError(t, err)
+			shown := p.Recovery().Dropped
+			require.NoError(t, p.Close())
+			rep, err := Repair(dir, nil)
+			require.NoError(t, err)
+			require.Equal(t, []Lost{{Seq: k.Seq, ID: "K"}}, rep.Recovery.Dropped)
+			require.Equal(t, rep.Recovery.Dropped, shown, "the preview must show what the repair drops")
+
+			s, err = OpenSorted[int64](dir, &SortedOptions{Options: o})
+			require.NoError(t, err)
+			defer s.Close()
+			clock.Advance(time.Hour) // any lease left ends
+			got := map[string][]string{}
+			for {
+				bs, err := s.TryPull(10)
+				if errors.Is(err, ErrEmpty) {
+					break
+				}
+				require.NoError(t, err)
+				for _, b := range bs {
+					got[b.Key] = append(got[b.Key], payloadsOf(b)...)
+					require.NoError(t, b.Ack())
+				}
+			}
+			require.Equal(t, map[string][]string{"M": {"payload of M"}}, got)
+			require.NoError(t, s.q.Compact())
+		})
+	}
+}
+
+// misplaceLeased points the leased batch lease's only value at the record
+// of key's pending value, and returns the leased value as it was.
+func misplaceLeased(t *testing.T, q *Queue, lease uint64, key string) index.SortedValue {
+	t.Helper()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var other index.SortedValue
+	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
+		if v.Key == key {
+			other = v
+		}
+		return true
+	})
+	b, ok := q.mu.st.sorted.Batch(lease)
+	require.True(t, ok)
+	v := b.Values[0]
+	require.True(t, q.mu.st.sorted.MoveLeased(lease, v.Seq, other.Loc, other.Size))
+	return v
+}
