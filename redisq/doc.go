@@ -197,9 +197,11 @@
 // with a higher limit or none, goes to the dead-letter set with the
 // reason "N deliveries, limit M; not delivered again" (counted in
 // Stats.Dead and Stats.DeadLettered, or Stats.SortedDead), and the next
-// one is delivered in its place. A script call that dequeues for n
-// messages (a DequeueBatch of n, or n concurrent Dequeues gathered into
-// one call) stops once it has moved 1,000 such messages (corrupt ones,
+// one is delivered in its place. An ack-queue message counts at most
+// 99,999,999,999,999 deliveries, the most a script reads back whole: a
+// handle with no limit or a higher one applies that one as M. A script
+// call that dequeues for n messages (a DequeueBatch of n, or n
+// concurrent Dequeues gathered into one call) stops once it has moved 1,000 such messages (corrupt ones,
 // below, included), checking after each round of up to n pops, so it
 // moves at most 999 + n of them (1,000 for a lone Dequeue); the handle
 // calls again for the rest, so no run of them makes one call hold the
@@ -213,7 +215,7 @@
 // at its lease deadline, moves it to the dead-letter set with a reason
 // that starts "corrupt record: " and says what is wrong (missing,
 // unreadable, which a dequeue, a nack and a lease's end also say of a
-// delivery count of more than 9 digits, body missing, payload
+// delivery count of more than 14 digits, body missing, payload
 // undecodable), keeping its id and producer flag where the record or body
 // still tells them, and delivers the other messages of the call. A
 // dead-lettering by receipt (DeadLetter) keeps its own reason and reads
