@@ -535,9 +535,11 @@ local function fence(seq, tok)
 end
 
 -- earlier notes t when it is before every deadline in key: housekeepers
--- whose timer is later must re-arm.
-local function earlier(key, t)
-  local f = first(key)
+-- whose timer is later must re-arm. f, when given, is key's first
+-- deadline as read before (first), for a caller that notes t only once
+-- it has added it.
+local function earlier(key, t, f)
+  f = f or first(key)
   if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
 end
 
