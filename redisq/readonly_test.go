@@ -1,7 +1,9 @@
 package redisq_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -106,4 +108,30 @@ func keyContents(t *testing.T, rdb *redis.Client, pattern string) map[string]any
 		require.NoError(t, err)
 	}
 	return m
+}
+
+// TestReadOnlyStartsNoHousekeeper: a ReadOnly handle runs no
+// housekeeping pass, which it could not run (queue.ErrReadOnly) and
+// would log as failing. A housekeeper's first pass runs as it starts,
+// before it looks at Close, and Close waits for it: so a handle closed
+// with its Logger silent ran none.
+func TestReadOnlyStartsNoHousekeeper(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	w, err := redisq.Open(ctx, srv.Client(), "ro-keeper", &redisq.Options{Clock: clock})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Enqueue(ctx, []byte("x"), queue.WithDelay(time.Second))
+	require.NoError(t, err)
+
+	var log bytes.Buffer
+	r, err := redisq.Open(ctx, srv.Client(), "ro-keeper", &redisq.Options{ReadOnly: true, Clock: clock,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	require.NoError(t, err)
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Delayed)
+	require.NoError(t, r.Close())
+	require.Empty(t, log.String(), "the ReadOnly handle ran a housekeeping pass")
 }
