@@ -62,7 +62,11 @@
 // wrong type (below) with these same reads, so their checks hold under
 // any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
-// itself names the key of the wrong type, else it comes as it is.
+// itself names the key of the wrong type, else it comes as it is. A
+// ReadOnly handle runs no function that writes: its Open asks only for
+// the reads among those commands, so a user granted reads alone (with
+// FCALL, FUNCTION LIST, SUBSCRIBE and the connection's commands, and
+// FUNCTION LOAD where the server lacks the library) opens it.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields
@@ -138,7 +142,12 @@
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
 // every change wait for that many replicas (WAIT); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
-// README's table). Open and OpenSorted refuse a read-only replica
+// README's table). A ReadOnly handle writes nothing, so Open checks
+// none of this for it, and opens it on a read-only replica that holds
+// this version's library (replicated from its master once a handle of
+// this version opened there; a replica that lacks it cannot load it, and
+// the ReadOnly Open fails with queue.ErrInvalidOptions saying so). Any
+// other Open, and OpenSorted, refuse a read-only replica
 // (queue.ErrInvalidOptions, saying the server is a replica), which would
 // refuse every write: they call a function of the library that writes
 // nothing but is flagged as a writer (FCALL, granted above), which a
