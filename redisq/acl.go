@@ -22,7 +22,12 @@ import (
 // maxmemory too. argv are the arguments a call of the library takes
 // first. The FCALL names every key of the queue, so a user refused one
 // of them, for reading or writing, is refused before the function runs.
-func (h *handle) checkACL(ctx context.Context, f function, argv []any) error {
+// With reads, the probe runs only the commands that write nothing: a
+// ReadOnly handle runs no function that writes.
+func (h *handle) checkACL(ctx context.Context, f function, argv []any, reads bool) error {
+	if reads {
+		argv = append(argv[:len(argv):len(argv)], "r")
+	}
 	v, err := h.fcall(ctx, f, argv)
 	if err != nil {
 		return fmt.Errorf("redisq: check the ACL with %s: %w", f.name, err)

@@ -332,3 +332,29 @@ func TestACLKeyPatterns(t *testing.T) {
 	_, err := Open(ctx, rdb, "keys-ro", &Options{TrustServer: true})
 	require.ErrorContains(t, err, "NOPERM")
 }
+
+// TestACLReadOnlyUser: a user granted only reads (and the commands
+// that open a queue and call its functions) opens a ReadOnly handle and
+// reads the queue; a handle that may write is refused, naming a write
+// command the user lacks.
+func TestACLReadOnlyUser(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	w, err := Open(ctx, srv.Client(), "acl-reader", &Options{TrustServer: true})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+
+	rdb := aclUser(t, srv, "+@read", "+@connection", "+fcall", "+function|list", "+subscribe")
+	require.ErrorContains(t, rdb.Set(ctx, "x", "1", 0).Err(), "NOPERM") // the ACL holds
+	r, err := Open(ctx, rdb, "acl-reader", &Options{ReadOnly: true, TrustServer: true})
+	require.NoError(t, err)
+	defer r.Close()
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Ready)
+
+	_, err = Open(ctx, rdb, "acl-reader", &Options{TrustServer: true})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+}

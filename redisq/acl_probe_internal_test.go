@@ -89,7 +89,7 @@ func TestACLProbeNotifies(t *testing.T) {
 		require.NoError(t, err)
 		_, err = sub.Receive(ctx)
 		require.NoError(t, err)
-		require.NoError(t, c.h.checkACL(ctx, c.f, c.argv))
+		require.NoError(t, c.h.checkACL(ctx, c.f, c.argv, false))
 		require.NoError(t, rdb.Publish(ctx, c.h.wake, "end").Err())
 		var seen []string
 		for {
@@ -167,7 +167,7 @@ func TestACLProbeLoadsLibrary(t *testing.T) {
 	require.NoError(t, err)
 	defer q.Close()
 	require.NoError(t, rdb.FunctionFlush(ctx).Err())
-	require.NoError(t, q.checkACL(ctx, fnProbe, []any{q.wake, 0, 0, 0}))
+	require.NoError(t, q.checkACL(ctx, fnProbe, []any{q.wake, 0, 0, 0}, false))
 }
 
 // TestACLUsesFromSource derives from each library's source the pairs of
@@ -490,7 +490,7 @@ func TestACLProbeSeen(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
-		require.NoError(t, c.h.checkACL(ctx, c.f, c.argv))
+		require.NoError(t, c.h.checkACL(ctx, c.f, c.argv, false))
 		info := rdb.Info(ctx, "errorstats", "stats", "commandstats").Val()
 		require.NoError(t, rdb.Publish(ctx, c.h.wake, "end").Err())
 		events := map[string]int{}

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,6 +64,41 @@ func TestDelayedNackAnnounced(t *testing.T) {
 	m := leaseAt(t, q, t0, 1)
 	require.NoError(t, m[0].Nack(5*time.Second))
 	waitFor(t, sub, announcement(t0.Add(5*time.Second)))
+}
+
+// TestBuriedDelayedNackAnnouncesNothing: a delayed nack of a message
+// whose record it buries (a delivery count garbled while leased) adds no
+// delayed message, so it announces no due time: a housekeeper woken for
+// one would look for nothing. What the nack published reaches the
+// subscriber before a marker published after it.
+func TestBuriedDelayedNackAnnouncesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := Open(ctx, srv.Client(), "buried-nack", &Options{ManualRequeue: true, Clock: noTimers{queuetest.NewClock()}})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("a"), queue.WithID("a"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	raw, err := q.rdb.HGet(ctx, q.keys[1], "1").Result()
+	require.NoError(t, err)
+	garbled := regexp.MustCompile(`^([01]):\d+:`).ReplaceAllString(raw, "${1}:999999999999999:")
+	require.NoError(t, q.rdb.HSet(ctx, q.keys[1], "1", garbled).Err())
+	sub := subscribe(t, srv.Client(), q.wake)
+
+	require.NoError(t, m.Nack(time.Hour))
+	require.NoError(t, srv.Client().Publish(ctx, q.wake, "marker").Err())
+	select {
+	case msg := <-sub:
+		require.Equal(t, "marker", msg.Payload, "the buried message's nack published")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the marker never arrived")
+	}
+	dead, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "corrupt record: unreadable", dead[0].Reason)
 }
 
 // subscribe listens to the queue's wake channel with a client of its own.

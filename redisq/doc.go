@@ -62,7 +62,11 @@
 // wrong type (below) with these same reads, so their checks hold under
 // any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
-// itself names the key of the wrong type, else it comes as it is.
+// itself names the key of the wrong type, else it comes as it is. A
+// ReadOnly handle runs no function that writes: its Open asks only for
+// the reads among those commands, so a user granted reads alone (with
+// FCALL, FUNCTION LIST, SUBSCRIBE and the connection's commands, and
+// FUNCTION LOAD where the server lacks the library) opens it.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields
@@ -138,7 +142,12 @@
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
 // every change wait for that many replicas (WAIT); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
-// README's table). Open and OpenSorted refuse a read-only replica
+// README's table). A ReadOnly handle writes nothing, so Open checks
+// none of this for it, and opens it on a read-only replica that holds
+// this version's library (replicated from its master once a handle of
+// this version opened there; a replica that lacks it cannot load it, and
+// the ReadOnly Open fails with queue.ErrInvalidOptions saying so). Any
+// other Open, and OpenSorted, refuse a read-only replica
 // (queue.ErrInvalidOptions, saying the server is a replica), which would
 // refuse every write: they call a function of the library that writes
 // nothing but is flagged as a writer (FCALL, granted above), which a
@@ -197,9 +206,11 @@
 // with a higher limit or none, goes to the dead-letter set with the
 // reason "N deliveries, limit M; not delivered again" (counted in
 // Stats.Dead and Stats.DeadLettered, or Stats.SortedDead), and the next
-// one is delivered in its place. A script call that dequeues for n
-// messages (a DequeueBatch of n, or n concurrent Dequeues gathered into
-// one call) stops once it has moved 1,000 such messages (corrupt ones,
+// one is delivered in its place. An ack-queue message counts at most
+// 99,999,999,999,999 deliveries, the most a script reads back whole: a
+// handle with no limit or a higher one applies that one as M. A script
+// call that dequeues for n messages (a DequeueBatch of n, or n
+// concurrent Dequeues gathered into one call) stops once it has moved 1,000 such messages (corrupt ones,
 // below, included), checking after each round of up to n pops, so it
 // moves at most 999 + n of them (1,000 for a lone Dequeue); the handle
 // calls again for the rest, so no run of them makes one call hold the
@@ -213,7 +224,7 @@
 // at its lease deadline, moves it to the dead-letter set with a reason
 // that starts "corrupt record: " and says what is wrong (missing,
 // unreadable, which a dequeue, a nack and a lease's end also say of a
-// delivery count of more than 9 digits, body missing, payload
+// delivery count of more than 14 digits, body missing, payload
 // undecodable), keeping its id and producer flag where the record or body
 // still tells them, and delivers the other messages of the call. A
 // dead-lettering by receipt (DeadLetter) keeps its own reason and reads

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestLimitGarbledDeliveryCount(t *testing.T) {
 		{"003", "3 deliveries, limit 3; not delivered again"},
 		{"9223372036854775807", "corrupt record: unreadable"},
 		{"99999999999999999999", "corrupt record: unreadable"},
-		{"1234567890", "corrupt record: unreadable"},
+		{"123456789012345", "corrupt record: unreadable"},
 	} {
 		t.Run(tc.count, func(t *testing.T) {
 			q, err := Open(ctx, rdb, "garbled-count-"+tc.count, &Options{MaxDeliveries: 3, ManualRequeue: true})
@@ -53,7 +54,7 @@ func TestLimitGarbledDeliveryCount(t *testing.T) {
 			require.Equal(t, tc.reason, dead[0].Reason)
 			raw, err = rdb.HGet(ctx, q.keys[1], "1").Result()
 			require.NoError(t, err)
-			require.Regexp(t, `^[01]:\d{1,9}:`, raw, "the dead record reads")
+			require.Regexp(t, `^[01]:\d{1,14}:`, raw, "the dead record reads")
 			require.NoError(t, q.RequeueDead("a"))
 			m, err = q.TryDequeue()
 			require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestLimitGarbledCountWhileLeased(t *testing.T) {
 	}
 	for how, end := range ends {
 		for _, maxd := range []int{3, -1} {
-			for _, count := range []string{"99999999999999999999", "1234567890"} {
+			for _, count := range []string{"99999999999999999999", "123456789012345"} {
 				name := fmt.Sprintf("%s/limit %d/count %s", how, maxd, count)
 				t.Run(name, func(t *testing.T) {
 					clock := queuetest.NewClock()
@@ -106,7 +107,7 @@ func TestLimitGarbledCountWhileLeased(t *testing.T) {
 					require.NoError(t, end.end(q, m, clock))
 					raw, err = rdb.HGet(ctx, q.keys[1], "1").Result()
 					require.NoError(t, err)
-					require.Regexp(t, `^1:\d{1,9}:`, raw, "the record reads, its producer flag kept")
+					require.Regexp(t, `^1:\d{1,14}:`, raw, "the record reads, its producer flag kept")
 					st, err := q.StatsContext(ctx)
 					require.NoError(t, err)
 					require.Equal(t, [3]int64{0, 0, 1}, [3]int64{st.Ready + st.Delayed, st.InFlight, st.Dead})
@@ -128,6 +129,74 @@ func TestLimitGarbledCountWhileLeased(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLimitBillionthDelivery: a message delivered 999,999,999 times is
+// delivered once more, and the count of 1,000,000,000 its lease holds
+// reads back: with that MaxDeliveries (the embedded queue counts
+// deliveries past it) the nack dead-letters it at its limit with the
+// embedded queue's reason, not as a corrupt record.
+func TestLimitBillionthDelivery(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "billion", &Options{MaxDeliveries: 1_000_000_000, ManualRequeue: true,
+		Clock: noTimers{queuetest.NewClock()}})
+	require.NoError(t, err)
+	defer q.Close()
+	setCount(t, q, "999999999")
+
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, 1_000_000_000, m.Deliveries)
+	require.NoError(t, m.Nack(0))
+	dead, err := q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "1000000000 deliveries; last: nacked", dead[0].Reason)
+	require.Equal(t, 1_000_000_000, dead[0].Deliveries)
+}
+
+// TestLimitMostDeliveriesCounted: every count a lease writes reads back,
+// with or without a limit: a message delivered once less than the most a
+// record counts (99,999,999,999,999) is delivered, given back and listed
+// with that count, and is then dead-lettered instead of being delivered
+// again, since one more would not read.
+func TestLimitMostDeliveriesCounted(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, maxd := range []int{-1, math.MaxInt64} {
+		t.Run(fmt.Sprint("limit ", maxd), func(t *testing.T) {
+			q, err := Open(ctx, rdb, fmt.Sprint("most-", maxd), &Options{MaxDeliveries: maxd, ManualRequeue: true,
+				Clock: noTimers{queuetest.NewClock()}})
+			require.NoError(t, err)
+			defer q.Close()
+			setCount(t, q, "99999999999998")
+
+			m, err := q.TryDequeue()
+			require.NoError(t, err)
+			require.Equal(t, 99_999_999_999_999, m.Deliveries)
+			require.NoError(t, m.Nack(0))
+			_, err = q.TryDequeue()
+			require.ErrorIs(t, err, queue.ErrEmpty)
+			dead, err := q.DeadLetters(0, 10)
+			require.NoError(t, err)
+			require.Len(t, dead, 1)
+			require.Equal(t, "99999999999999 deliveries, limit 99999999999999; not delivered again", dead[0].Reason)
+			require.Equal(t, 99_999_999_999_999, dead[0].Deliveries)
+		})
+	}
+}
+
+// setCount enqueues the message "a" into q and sets its delivery count.
+func setCount(t *testing.T, q *Queue, count string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := q.Enqueue(ctx, []byte("a"), queue.WithID("a"))
+	require.NoError(t, err)
+	raw, err := q.rdb.HGet(ctx, q.keys[1], "1").Result()
+	require.NoError(t, err)
+	set := regexp.MustCompile(`^([01]):\d+:`).ReplaceAllString(raw, "${1}:"+count+":")
+	require.NoError(t, q.rdb.HSet(ctx, q.keys[1], "1", set).Err())
 }
 
 // expireAll ends every lease of q past its deadline.

@@ -51,9 +51,13 @@ type Options struct {
 	// changes nothing on the queue: it starts no housekeeper, so it ends
 	// no lease and makes no delayed message ready, and its calls that
 	// would change the queue (RequeueExpired among them) fail with
-	// queue.ErrReadOnly. Open still loads the function library into a
-	// server that lacks it. It applies to Open only: OpenSorted and
-	// OpenWindowed refuse it.
+	// queue.ErrReadOnly. Open skips the checks that only a writer
+	// needs: it reads no server configuration (Sync), opens on a read-only
+	// replica, and asks the ACL for the read commands only. It still
+	// loads the function library into a server that lacks it, and fails
+	// (queue.ErrInvalidOptions) on a replica that lacks it, which cannot
+	// load it. It applies to Open only: OpenSorted and OpenWindowed
+	// refuse it.
 	ReadOnly bool
 	// Clock is the source of time for every script this handle runs.
 	// Default the system clock.

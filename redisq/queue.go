@@ -30,7 +30,9 @@ var _ queue.AckQueue = (*Queue)(nil)
 // to, creating nothing until the first enqueue. Unless opts.TrustServer is set it first checks that the server
 // keeps the durability opts.Sync asks for; it refuses a read-only replica
 // and a user the server's ACL refuses a command the queue runs (see the
-// package documentation).
+// package documentation). A ReadOnly handle, which writes nothing, skips
+// the checks only a writer needs: it opens on a read-only replica that
+// holds this version's library, and needs only the read commands.
 func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Options) (*Queue, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -42,7 +44,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	k := newKeys(name)
 	q := &Queue{handle: newHandle(rdb, k.all, k.wake, o), name: name}
 	q.types = ackTypes
-	if !o.TrustServer {
+	if !o.TrustServer && !o.ReadOnly {
 		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {
 			return nil, err
 		}
@@ -52,15 +54,17 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	}
 	if err := library.loadAll(ctx, rdb); err != nil {
 		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
-			return nil, onReplica(err)
+			return nil, onReplica(err, o.ReadOnly)
 		}
 		return nil, err
 	}
 	argv := []any{q.wake, unixMicros(o.Clock.Now()), 0, 0}
-	if err := q.checkWritable(ctx, fnWritable, argv); err != nil {
-		return nil, err
+	if !o.ReadOnly {
+		if err := q.checkWritable(ctx, fnWritable, argv); err != nil {
+			return nil, err
+		}
 	}
-	if err := q.checkACL(ctx, fnProbe, argv); err != nil {
+	if err := q.checkACL(ctx, fnProbe, argv, o.ReadOnly); err != nil {
 		return nil, err
 	}
 	if err := q.start(ctx, q.sweep); err != nil {

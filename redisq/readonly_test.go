@@ -1,7 +1,9 @@
 package redisq_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -106,4 +108,72 @@ func keyContents(t *testing.T, rdb *redis.Client, pattern string) map[string]any
 		require.NoError(t, err)
 	}
 	return m
+}
+
+// TestReadOnlyStartsNoHousekeeper: a ReadOnly handle runs no
+// housekeeping pass, which it could not run (queue.ErrReadOnly) and
+// would log as failing. A housekeeper's first pass runs as it starts,
+// before it looks at Close, and Close waits for it: so a handle closed
+// with its Logger silent ran none.
+func TestReadOnlyStartsNoHousekeeper(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	w, err := redisq.Open(ctx, srv.Client(), "ro-keeper", &redisq.Options{Clock: clock})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Enqueue(ctx, []byte("x"), queue.WithDelay(time.Second))
+	require.NoError(t, err)
+
+	var log bytes.Buffer
+	r, err := redisq.Open(ctx, srv.Client(), "ro-keeper", &redisq.Options{ReadOnly: true, Clock: clock,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	require.NoError(t, err)
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Delayed)
+	require.NoError(t, r.Close())
+	require.Empty(t, log.String(), "the ReadOnly handle ran a housekeeping pass")
+}
+
+// TestReadOnlyOnReplica: a ReadOnly handle reads a queue on a read-only
+// replica (the writes replicated, the library with them), with Open's
+// default checks, where a handle that may write is refused; on a replica
+// that lacks this version's library, which it cannot load, the ReadOnly
+// Open is refused saying so.
+func TestReadOnlyOnReplica(t *testing.T) {
+	primary, replica := startPair(t)
+	ctx := context.Background()
+	rc := replica.Client()
+	_, err := redisq.Open(ctx, rc, "rep", &redisq.Options{ReadOnly: true})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions, "the replica lacks the library")
+	require.ErrorContains(t, err, "replica")
+	require.ErrorContains(t, err, "library")
+
+	w, err := redisq.Open(ctx, primary.Client(), "rep", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	defer w.Close()
+	for _, id := range []string{"dead", "ready"} {
+		_, err = w.Enqueue(ctx, []byte(id), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	m, err := w.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.DeadLetter("poison")) // replicated by its WAIT
+
+	r, err := redisq.Open(ctx, rc, "rep", &redisq.Options{ReadOnly: true})
+	require.NoError(t, err, "a ReadOnly handle opens on a replica")
+	defer r.Close()
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{1, 1}, [2]int64{st.Ready, st.Dead})
+	dead, err := r.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "poison", dead[0].Reason)
+	_, err = r.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrReadOnly)
+
+	_, err = redisq.Open(ctx, rc, "rep", &redisq.Options{TrustServer: true})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions, "a handle that may write is refused on a replica")
 }

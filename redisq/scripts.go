@@ -60,8 +60,8 @@ var (
 		{"housekeep", housekeepLua, "allow-oom"},
 		{"dead", deadLua, "allow-oom"},
 		{"inspect", inspectLua, "no-writes"},
-		{"probe", "return probe()", "no-writes"}, // writes nothing, by the server's own check (probe.lua)
-		{"writable", "return 1", "allow-oom"},    // writes nothing; flagged as a writer, refused by a replica (writable.go)
+		{"probe", "return probe(ARGV[5] == 'r')", "no-writes"}, // writes nothing, by the server's own check (probe.lua)
+		{"writable", "return 1", "allow-oom"},                  // writes nothing; flagged as a writer, refused by a replica (writable.go)
 	})
 	// The sorted queue's operations, under two names: publish and pull
 	// are refused whole past maxmemory, the others may run there.

@@ -85,7 +85,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	}
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
 		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
-			return nil, onReplica(err)
+			return nil, onReplica(err, false)
 		}
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window)); err != nil {
 		return nil, err
 	}
-	if err := s.checkACL(ctx, fnSortedProbe, argv); err != nil {
+	if err := s.checkACL(ctx, fnSortedProbe, argv, false); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {

@@ -28,14 +28,20 @@ func (h *handle) checkWritable(ctx context.Context, f function, argv []any) erro
 	case err == nil, refusedFor(err, "MISCONF"), refusedFor(err, "NOREPLICAS"):
 		return nil
 	case refusedFor(err, "READONLY"):
-		return onReplica(err)
+		return onReplica(err, false)
 	}
 	return fmt.Errorf("redisq: check that the server takes writes with %s: %w", f.name, err)
 }
 
 // onReplica is Open's error for a server that is a read-only replica; err
-// is its refusal.
-func onReplica(err error) error {
+// is its refusal. A ReadOnly handle (reader) is refused only where the
+// replica lacks the library, which it cannot load.
+func onReplica(err error, reader bool) error {
+	if reader {
+		return fmt.Errorf("%w: redisq: the server is a read-only replica without this version's function library, "+
+			"which it cannot load (%v): open a handle of this version on its master once, which loads it there "+
+			"for its replicas, or read the master", queue.ErrInvalidOptions, err)
+	}
 	return fmt.Errorf("%w: redisq: the server is a read-only replica (%v): open the queue on its master",
 		queue.ErrInvalidOptions, err)
 }

@@ -44,6 +44,7 @@
 -- string shorter than 100 bytes, and ids and reasons are any bytes.
 local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
 local CHAN, now, NOW, maxd, window
+local lim -- the count at which a ready message is not delivered again (see atlimit)
 local CALLKEYS -- the call's KEYS, for need
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
@@ -51,8 +52,14 @@ local KEEP -- see below; made by the first call, as loading may use none of Lua'
 -- INT formats a number that may pass 2^31 (a time in µs, a seq, a
 -- counter): '%d', unless the server's C long is 32 bits (Lua 5.1 casts
 -- a '%d' argument to one, and a time would wrap), then '%.0f', slower.
--- Counts that stay small (deliveries, lengths) use '%d' everywhere.
-local INT
+-- Lengths use '%d' everywhere; a delivery count, which may pass 2^31
+-- (COUNT), is written with HEAD (a record's head) or INT.
+local INT, HEAD
+-- DIGITS and COUNT bound the delivery count a record is read with (see
+-- leasable): a number of at most 14 digits is an integer that Lua holds
+-- exactly and prints whole, with INT and with '..' ('%.14g') alike, and
+-- no dequeue writes a larger one (see atlimit).
+local DIGITS, COUNT = 14, 99999999999999
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -62,10 +69,13 @@ local function bind(KEYS, ARGV)
   now = NOW + 0 -- one strtod; tonumber makes two
   if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
   if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
+  lim = COUNT
+  if maxd > 0 and maxd < COUNT then lim = maxd end
   woke, timers = false, nil
   if not KEEP then
     KEEP = string.rep('~', 256)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
+    HEAD = '%d:' .. INT .. ':'
   end
 end
 
@@ -153,7 +163,6 @@ local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 7, 8} -- an enqueue but a lone one
 -- A burial writes lease, dead and stats, and may empty ready, after
 -- which the dequeue promotes: it reads delayed, so BURY checks it too.
 local DELAYED, BURY = {4}, {4, 5, 6, 8} -- see dequeue.lua
-local COUNT = 999999999 -- the largest delivery count a record is read with (see leasable)
 local BURIES = 1000 -- burials and kills (see atlimit) after which a dequeue returns: a batch checks after each round of pops, so may move BURIES - 1 + max
 local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 -- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
@@ -208,7 +217,7 @@ local function decode(raw)
 end
 
 local function encode(r)
-  return string.format('%d:%d:', r[2], r[3]) .. r[4] .. string.format(':%d:', #r[1]) .. r[1] .. r[5]
+  return string.format(HEAD, r[2], r[3]) .. r[4] .. string.format(':%d:', #r[1]) .. r[1] .. r[5]
 end
 
 -- owner returns the id of the record raw and whether a producer gave it,
@@ -265,12 +274,13 @@ end
 -- leasable returns the parts of the record raw that a lease rewrites
 -- (head, deliveries, tail), or nil and what is wrong; body is the
 -- message's body as read (false when absent). A delivery count of more
--- than 9 digits (COUNT) is unreadable: no handle counts so far, and '%d'
--- would wrap it.
+-- than DIGITS digits is unreadable: Lua would not hold or print it
+-- exactly, and no dequeue writes one (it delivers no message that had
+-- COUNT deliveries: atlimit).
 local function leasable(raw, body)
   if not raw then return nil, 'missing' end
   local head, d, tail, n = string.match(raw, '^(%d:)(%d+):%d*(:(%d+):.*)$')
-  if not n or #d > 9 or n + #n + 2 > #tail then return nil, 'unreadable' end
+  if not n or #d > DIGITS or n + #n + 2 > #tail then return nil, 'unreadable' end
   if not body then return nil, 'body missing' end
   return head, d, tail
 end
@@ -298,8 +308,8 @@ end
 -- salvage returns a record of the message seq whose record as read is
 -- raw and whose body is body: raw decoded when it parses, else one with
 -- what can still be told: the producer flag and deliveries where raw
--- still starts with them (0 for a count over COUNT, which '%d' would
--- wrap), and the id from the body when the id index
+-- still starts with them (0 for a count over COUNT, which would not
+-- print whole), and the id from the body when the id index
 -- confirms it ('' when not: the index field, if any, then stays).
 local function salvage(seq, raw, body)
   local r = decode(raw)
@@ -309,7 +319,7 @@ local function salvage(seq, raw, body)
   end
   r = {'', 0, 0, '', ''}
   local p, d = string.match(raw or '', '^([01]):(%d+):')
-  if p then r[2], r[3] = tonumber(p), #d > 9 and 0 or tonumber(d) end
+  if p then r[2], r[3] = tonumber(p), #d > DIGITS and 0 or tonumber(d) end
   local id = body and bodyid(body)
   if id and redis.call('HGET', K_MSG, 'i' .. id) == seq then r[1] = id end
   return r
@@ -334,21 +344,23 @@ end
 -- limit did not apply: by a handle with a higher limit or none) is not
 -- delivered again: the dequeue that pops it moves it to the dead-letter
 -- set instead, as the embedded queue does, and pops the next one in its
--- place; it counts against BURIES with the burials. atlimit tells whether
--- a message delivered d times (the digits leasable returns) is such a
--- one: no limit costs one comparison.
+-- place; it counts against BURIES with the burials. So is one that had
+-- COUNT deliveries, whatever the limit (lim, set by bind): the count one
+-- more delivery wrote would not read. atlimit tells whether a message
+-- delivered d times (the digits leasable returns) is such a one.
 local function atlimit(d)
-  return maxd > 0 and d + 0 >= maxd
+  return d + 0 >= lim
 end
 
 -- killAtLimit moves the message seq, popped from ready, whose record as
 -- read is raw (leasable passed it) and which was delivered d times, to
 -- the dead-letter set with the embedded queue's reason, which gives d as
--- a number (a count of '003' read as 3). maxd <= d <= COUNT, so '%d'
+-- a number (a count of '003' read as 3), and the limit it reached (lim:
+-- COUNT when the handle's is higher or none). lim <= d <= COUNT, so INT
 -- formats both whole.
 local function killAtLimit(seq, raw, d)
   local r = decode(raw)
-  r[4], r[5] = '', string.format('%d deliveries, limit %d; not delivered again', d, maxd)
+  r[4], r[5] = '', string.format(INT .. ' deliveries, limit ' .. INT .. '; not delivered again', d, lim)
   putrec(seq, r)
   redis.call('ZADD', K_DEAD, seq, seq)
   count('dead', 1)
@@ -491,7 +503,8 @@ end
 -- giveback ends a lease without an ack: dead at MaxDeliveries, else
 -- delayed or ready again. A record whose delivery count does not read
 -- (more than COUNT, as leasable has it) is buried instead, as a dequeue
--- buries it when ready: '%d' would wrap the count. It returns whether
+-- buries it when ready: the count would not print whole. A count the
+-- library wrote reads: a lease writes at most COUNT. It returns whether
 -- the message is live again.
 local function giveback(seq, r, delay, why)
   if r[3] > COUNT then
@@ -522,9 +535,11 @@ local function fence(seq, tok)
 end
 
 -- earlier notes t when it is before every deadline in key: housekeepers
--- whose timer is later must re-arm.
-local function earlier(key, t)
-  local f = first(key)
+-- whose timer is later must re-arm. f, when given, is key's first
+-- deadline as read before (first), for a caller that notes t only once
+-- it has added it.
+local function earlier(key, t, f)
+  f = f or first(key)
   if (f < 0 or t < f) and (not timers or t < timers) then timers = t end
 end
 

@@ -85,7 +85,7 @@ if ARGV[6] == '1' then
   end
   local dl = now + ARGV[5]
   d = d + 1
-  local rec = head .. string.format('%d:', d) .. ARGV[7] .. tail
+  local rec = head .. string.format(INT, d) .. ':' .. ARGV[7] .. tail
   local dn, dls = string.format(INT, (tonumber(got[3]) or 0) + 1), string.format(INT, dl)
   local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
   if type(bad) == 'table' then
@@ -159,7 +159,7 @@ while #seqs > 0 do
         d = d + 1
         k = k + 1
         local r, o = #recs, #out
-        recs[r + 1], recs[r + 2] = seq, head .. string.format('%d:', d) .. ARGV[6 + k] .. tail
+        recs[r + 1], recs[r + 2] = seq, head .. string.format(INT, d) .. ':' .. ARGV[6 + k] .. tail
         deadlines[r + 1], deadlines[r + 2] = dls, seq
         out[o + 1], out[o + 2], out[o + 3] = seq, d, body
       else

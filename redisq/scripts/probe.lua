@@ -50,12 +50,16 @@ local function try(cmd, k)
   return nil
 end
 
-local function probe()
+-- probe runs the commands of USES, only those outside WRITES when
+-- reads (for a handle that runs no function that writes).
+local function probe(reads)
   for _, use in ipairs(USES) do
     local cmd = use[1]
     local ks = {}
-    for j, i in ipairs(use[2] or {}) do ks[j] = CALLKEYS[i] end
-    if cmd == 'PUBLISH' then ks = {CHAN} end
+    if not (reads and WRITES[cmd]) then
+      for j, i in ipairs(use[2] or {}) do ks[j] = CALLKEYS[i] end
+      if cmd == 'PUBLISH' then ks = {CHAN} end
+    end
     for _, k in ipairs(ks) do
       local err = try(cmd, k)
       if err then return cmd .. ' on ' .. k .. ': ' .. err end

@@ -83,9 +83,14 @@ local function apply(seq, r)
   if op == 'ack' then
     forget(g, seq, r[1], r[2] == 1)
   elseif op == 'nack' then
-    -- announced before giveback adds it: earlier compares with the key
-    if tonumber(arg) > 0 then earlier(K_DELAYED, now + tonumber(arg)) end
-    if giveback(seq, r, tonumber(arg), 'nacked') then nacked = nacked + 1 end
+    -- the first due time is read before giveback adds this one, and this
+    -- one announced only if giveback added it (not dead, not buried)
+    local delay = tonumber(arg)
+    local f = delay > 0 and first(K_DELAYED)
+    if giveback(seq, r, delay, 'nacked') then
+      nacked = nacked + 1
+      if f then earlier(K_DELAYED, now + delay, f) end
+    end
   elseif op == 'extend' then
     local dl = now + tonumber(arg)
     earlier(K_LEASE, dl)

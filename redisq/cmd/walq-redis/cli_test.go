@@ -139,7 +139,7 @@ func TestDeadLetters(t *testing.T) {
 	require.Equal(t, "requeued dead-1\n", run(t, 0, "", "dlq", "requeue", url, "dead-1").stdout)
 	run(t, 5, "", "dlq", "requeue", url, "dead-1") // no longer dead
 	require.Equal(t, "purged dead-2\n", run(t, 0, "", "dlq", "purge", url, "dead-2").stdout)
-	require.Equal(t, "purged 1 dead letters\n", run(t, 0, "", "dlq", "purge", "--all", url).stdout)
+	require.Equal(t, "purged 1 dead letter\n", run(t, 0, "", "dlq", "purge", "--all", url).stdout)
 	s, err := q.StatsContext(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), s.Ready, "dead-1 requeued")
@@ -335,4 +335,38 @@ func queueContents(t *testing.T, rdb *redis.Client, pattern string) map[string]a
 		require.NoError(t, err)
 	}
 	return m
+}
+
+// TestInspectsReplica: stats and dlq list read a queue on a read-only
+// replica, which the commands that write are refused.
+func TestInspectsReplica(t *testing.T) {
+	primary := redistest.Start(t)
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	replica := redistest.Start(t, append(append([]string{}, redistest.Durable...), "--replicaof", host, port)...)
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		info, err := replica.Client().Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, 10*time.Second, 20*time.Millisecond)
+	app, err := redisq.Open(ctx, primary.Client(), "jobs", &redisq.Options{TrustServer: true, Replicas: 1,
+		WaitTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	defer app.Close()
+	for _, id := range []string{"poison", "ready"} {
+		_, err = app.Enqueue(ctx, []byte(id), queue.WithID(id))
+		require.NoError(t, err)
+	}
+	m, err := app.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.DeadLetter("bad")) // replicated by its WAIT
+
+	url := "redis://" + replica.Addr + "/0/jobs"
+	var st struct {
+		Ready int64 `json:"ready"`
+		Dead  int64 `json:"dead"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", url).stdout), &st))
+	require.Equal(t, [2]int64{1, 1}, [2]int64{st.Ready, st.Dead})
+	require.Contains(t, run(t, 0, "", "dlq", "list", url).stdout, "poison")
+	require.Contains(t, run(t, 1, "", "dequeue", url).stderr, "replica")
 }

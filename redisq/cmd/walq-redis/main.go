@@ -21,8 +21,9 @@
 // redisq's ReadOnly option and change nothing on it: they start no
 // housekeeping, so they end none of the application's expired leases
 // (which its MaxDeliveries may dead-letter) and make no delayed message
-// ready. They do not check the server's configuration, and load redisq's
-// function library only into a server that lacks it. The others open the
+// ready. They do not check the server's configuration, run on a
+// read-only replica that holds redisq's function library, and load the
+// library only into a server that lacks it (a replica cannot). The others open the
 // queue with redisq.SyncInterval: they refuse a server without appendonly
 // yes and maxmemory-policy noeviction, and a change is fsynced when the
 // command returns only if the server runs appendfsync always. They apply no
