@@ -87,7 +87,8 @@
 // script that makes a message ready publishes on the queue's channel (an
 // enqueue only when a dequeue found too few messages since the last
 // announcement; each consumer woken that leases wakes the next one of its
-// handle), so no goroutine polls and no goroutine holds a connection
+// handle), also a dequeue that promoted due delays and then failed on a
+// key of the wrong type, so no goroutine polls and no goroutine holds a connection
 // while it waits; a cancelled context or Close returns at once. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel),

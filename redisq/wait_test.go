@@ -3,6 +3,7 @@ package redisq_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,18 +20,29 @@ import (
 // TestWaitersHoldNoConnection: two hundred goroutines block in Dequeue on
 // a client with a pool of four connections; messages enqueued through
 // another handle reach every one of them, and the pool never grew past
-// its size (the waiters hold no connection, and nothing polls).
+// its size (the waiters hold no connection, and nothing polls). Also with
+// the housekeeper's first pass coming after the waiters have blocked, as
+// on a loaded machine.
 func TestWaitersHoldNoConnection(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprint("late housekeeper=", late), func(t *testing.T) { waitersHoldNoConnection(t, late) })
+	}
+}
+
+func waitersHoldNoConnection(t *testing.T, lateHousekeeper bool) {
 	srv := redistest.Start(t)
 	const pool, waiters = 4, 200
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool, PoolTimeout: time.Second})
 	defer rdb.Close()
+	if lateHousekeeper {
+		rdb.AddHook(delayOp{op: "housekeep", by: 300 * time.Millisecond})
+	}
 	// Each waiter asks the server for one message before it blocks (lone
-	// Dequeues running at once share a call that asks for one each);
-	// Open runs the check of the ACL once, and the handle's housekeeper
-	// its script once (the queue holds no deadline): all of them have
-	// blocked once the client's calls asked for that many.
-	scripts := newScriptCounter(waiters + 2)
+	// Dequeues running at once share a call that asks for one each), and
+	// the handle's housekeeper runs its script once (the queue holds no
+	// deadline), before or after them; Open's checks ran before: once
+	// those calls were made, every script call is a poll.
+	scripts := newScriptCounter(map[string]int{"dequeue": waiters, "housekeep": 1})
 	rdb.AddHook(scripts)
 	ctx := context.Background()
 	consumer, err := redisq.Open(ctx, rdb, "waiters", nil)
@@ -56,7 +68,7 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	select {
 	case <-scripts.reached:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the consumers' calls asked for %d, want %d before they all wait", scripts.count(), waiters+1)
+		t.Fatalf("the client's script calls, by operation: %v; want %v before every consumer waits", scripts.counts(), scripts.want)
 	}
 	before := scripts.count()
 	time.Sleep(500 * time.Millisecond)
@@ -76,24 +88,51 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 }
 
 // scriptCounter is a client hook that counts the scripts the client ran
-// (one sent again after NOSCRIPT or a missing function counts once), a
-// dequeue as the messages it asked for, and closes reached once the count
-// reached target.
+// (one sent again after NOSCRIPT or a missing function counts once) by
+// the library's operation they call (the function's name after its last
+// '_', "" for EVAL and EVALSHA), a dequeue as the messages it asked for,
+// and closes reached once every operation in want was counted that many
+// times.
 type scriptCounter struct {
 	mu      sync.Mutex
-	n       int           // scripts run, dequeues weighed by their max; guarded by mu
-	target  int           // n at which reached is closed
-	reached chan struct{} // closed when n reaches target
+	by      map[string]int // scripts run by operation, dequeues weighed by their max; guarded by mu
+	want    map[string]int // counts at which reached is closed; read only
+	reached chan struct{}  // closed once every count in want is reached
+	closed  bool           // reached is closed; guarded by mu
 }
 
-func newScriptCounter(target int) *scriptCounter {
-	return &scriptCounter{target: target, reached: make(chan struct{})}
+func newScriptCounter(want map[string]int) *scriptCounter {
+	c := &scriptCounter{by: map[string]int{}, want: want, reached: make(chan struct{})}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.check()
+	return c
 }
 
+// count returns the scripts run, dequeues weighed by their max.
 func (c *scriptCounter) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	n := 0
+	for _, k := range c.by {
+		n += k
+	}
+	return n
+}
+
+// calls returns the scripts run that call op, dequeues weighed by their
+// max.
+func (c *scriptCounter) calls(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.by[op]
+}
+
+// counts returns a copy of the counts by operation.
+func (c *scriptCounter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.by)
 }
 
 func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -103,7 +142,7 @@ func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		if name := cmd.Name(); (name == "fcall" || name == "evalsha" || name == "eval") &&
 			!redis.HasErrorPrefix(err, "NOSCRIPT") && !strings.Contains(fmt.Sprint(err), "Function not found") {
-			c.add(weight(cmd.Args()))
+			c.add(operation(cmd), weight(cmd.Args()))
 		}
 		return err
 	}
@@ -115,13 +154,60 @@ func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	return next
 }
 
-func (c *scriptCounter) add(n int) {
+func (c *scriptCounter) add(op string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	was := c.n
-	if c.n += n; was < c.target && c.n >= c.target {
-		close(c.reached)
+	c.by[op] += n
+	c.check()
+}
+
+// check closes reached once every count in want is reached; c.mu is
+// held.
+func (c *scriptCounter) check() {
+	if c.closed {
+		return
 	}
+	for op, n := range c.want {
+		if c.by[op] < n {
+			return
+		}
+	}
+	c.closed = true
+	close(c.reached)
+}
+
+// operation is the library's operation a script call runs: its
+// function's name after the last '_' for an FCALL, "" for any other.
+func operation(cmd redis.Cmder) string {
+	args := cmd.Args()
+	if cmd.Name() != "fcall" || len(args) < 2 {
+		return ""
+	}
+	name := fmt.Sprint(args[1])
+	return name[strings.LastIndex(name, "_")+1:]
+}
+
+// delayOp is a client hook that holds the FCALLs of the library's
+// operation op for the duration by before sending them, as a loaded
+// machine may hold the goroutine that makes them.
+type delayOp struct {
+	op string
+	by time.Duration
+}
+
+func (d delayOp) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d delayOp) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if operation(cmd) == d.op {
+			time.Sleep(d.by)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (d delayOp) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // weight is how much a script call counts: for the ack queue's dequeue
@@ -233,7 +319,9 @@ func TestWakeOncePerRun(t *testing.T) {
 	}
 
 	const handles, each = 2, 3
-	asks := newScriptCounter(handles*each + handles) // every consumer's empty look, and each housekeeper's first pass
+	// Every consumer's empty look and each housekeeper's first pass: then
+	// every consumer waits.
+	asks := newScriptCounter(map[string]int{"dequeue": handles * each, "housekeep": handles})
 	var wg sync.WaitGroup
 	errc := make(chan error, handles*each)
 	for range handles {
@@ -257,7 +345,7 @@ func TestWakeOncePerRun(t *testing.T) {
 	select {
 	case <-asks.reached:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the consumers' calls asked for %d, want %d before they all wait", asks.count(), handles*each+handles)
+		t.Fatalf("the clients' script calls, by operation: %v; want %v before every consumer waits", asks.counts(), asks.want)
 	}
 	for range handles * each {
 		_, err := producer.Enqueue(ctx, []byte("y"))

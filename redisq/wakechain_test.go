@@ -38,17 +38,16 @@ func TestWakeUpPassedOnByAnEndingWaiter(t *testing.T) {
 	defer producer.Close()
 
 	rdb := srv.Client()
-	asks := newScriptCounter(1 << 30)
+	asks := newScriptCounter(nil)
 	rdb.AddHook(asks)
 	c, err := redisq.Open(ctx, rdb, "chain", nil)
 	require.NoError(t, err)
 	defer c.Close()
-	lookedAtLeast := func(n int) {
+	calledAtLeast := func(op string, n int) {
 		t.Helper()
-		require.Eventually(t, func() bool { return asks.count() >= n }, 30*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return asks.calls(op) >= n }, 30*time.Second, time.Millisecond)
 	}
-	lookedAtLeast(1) // the housekeeper's first pass
-	base := asks.count()
+	calledAtLeast("housekeep", 1) // the housekeeper's first pass is done: it sleeps
 
 	first := &endingCtx{Context: ctx}
 	firstDone := make(chan error, 1)
@@ -56,7 +55,7 @@ func TestWakeUpPassedOnByAnEndingWaiter(t *testing.T) {
 		_, err := c.Dequeue(first)
 		firstDone <- err
 	}()
-	lookedAtLeast(base + 1) // the first waiter looked, found nothing, and waits first in line
+	calledAtLeast("dequeue", 1) // the first waiter looked, found nothing, and waits first in line
 	second := make(chan error, 1)
 	go func() {
 		m, err := c.Dequeue(ctx)
@@ -65,7 +64,7 @@ func TestWakeUpPassedOnByAnEndingWaiter(t *testing.T) {
 		}
 		second <- err
 	}()
-	lookedAtLeast(base + 2)
+	calledAtLeast("dequeue", 2)
 	time.Sleep(50 * time.Millisecond) // both are past their looks, waiting
 
 	first.ended.Store(true)

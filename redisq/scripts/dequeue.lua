@@ -22,7 +22,11 @@
 -- Keys of the wrong type (see need) cost a lone dequeue no check: ready
 -- fails the pop, msg the read after it and lease the first write after
 -- it, each undone by putting the message back; delayed and the bury
--- path's keys are checked before their first use after a pop.
+-- path's keys are checked before their first use after a pop. Due delayed
+-- messages promoted before the failure stay ready, and every error
+-- return announces them (wake), or no consumer blocked meanwhile would
+-- hear of them: the housekeeping pass at their due time finds nothing
+-- left to promote.
 if ARGV[6] == '1' then
   local seq, score = popone()
   if not seq then
@@ -37,6 +41,7 @@ if ARGV[6] == '1' then
   local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
   if got.err then
     redis.call('ZADD', K_READY, score, seq)
+    wake()
     return got
   end
   local w = tonumber(got[4])
@@ -44,6 +49,7 @@ if ARGV[6] == '1' then
     local bad = need(DELAYED)
     if bad then
       redis.call('ZADD', K_READY, score, seq)
+      wake()
       return bad
     end
     if promote(128, w) > 0 then
@@ -58,6 +64,7 @@ if ARGV[6] == '1' then
     local bad = need(BURY)
     if bad then
       redis.call('ZADD', K_READY, score, seq)
+      wake()
       return bad
     end
   end
@@ -90,6 +97,7 @@ if ARGV[6] == '1' then
   local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
   if type(bad) == 'table' then
     redis.call('ZADD', K_READY, score, seq)
+    wake()
     return bad
   end
   if announce(dl, got[5]) then
@@ -111,7 +119,7 @@ end
 -- dequeue: msg fails the first read after the pop and lease the first
 -- write of the leases (before the records'), each undone by putting the
 -- messages back (after a burial, whose check covered lease, that write
--- cannot fail).
+-- cannot fail) and announcing what was promoted, as a lone dequeue does.
 local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
 local seqs, popped = popmany(max)
 local promoted, hint = false, -1
@@ -127,12 +135,14 @@ if #seqs > 0 then
   got = records(seqs, 1, to, true, true)
   if got.err then
     putback(popped)
+    wake()
     return got
   end
   local w = tonumber(got[2 * to + 1])
   local bad = not promoted and (not w or w <= now) and need(DELAYED)
   if bad then
     putback(popped)
+    wake()
     return bad
   end
   if not promoted and (not w or w <= now) and promote(128, w) > 0 then
@@ -167,6 +177,7 @@ while #seqs > 0 do
           local bad = need(BURY)
           if bad then
             putback(popped)
+            wake()
             return bad
           end
         end
@@ -202,6 +213,7 @@ if buried == 0 then
   local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, first))
   if type(bad) == 'table' then
     putback(popped)
+    wake()
     return bad
   end
 else
