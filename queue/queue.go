@@ -60,6 +60,10 @@ type Queue struct {
 	// peeking, when set (white-box tests only), is called by Peek once it
 	// released q.mu, before it reads the log. Set before the queue is used.
 	peeking func()
+	// flushing, when set (white-box tests only), is called by Flush with
+	// the flights it is about to wait for, once it released q.mu. Set
+	// before the queue is used.
+	flushing func([]flight)
 }
 
 // Recovery says what Open found and did.
