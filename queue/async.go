@@ -44,14 +44,24 @@ func (p *Pending) Err() error {
 // says. A context that ends only stops the waiting: the records stay
 // appended.
 func (p *Pending) Wait(ctx context.Context) error {
+	if err := awaitDone(ctx, p.c); err != nil {
+		return err
+	}
+	return p.Err()
+}
+
+// awaitDone waits until c completes or ctx ends, and returns ctx's error
+// only when c has not completed: an outcome already known wins over an
+// ended context.
+func awaitDone(ctx context.Context, c *wal.Commit) error {
 	select {
-	case <-p.c.Done():
-		return p.Err()
+	case <-c.Done():
+		return nil
 	default:
 	}
 	select {
-	case <-p.c.Done():
-		return p.Err()
+	case <-c.Done():
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -244,7 +254,9 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 }
 
 // Flush waits until every asynchronous call begun before it has completed
-// or ctx ends. It returns nil when all of them succeeded, else the error
+// or ctx ends. It returns the context's error only when a call it waits
+// for had not completed (as Pending.Wait: a known outcome wins over an
+// ended context). It returns nil when all of them succeeded, else the error
 // that poisoned the log (every call in flight then failed with it). It
 // reports the asynchronous calls only: under SyncAlways a log poisoned by
 // a synchronous call after they completed does not fail it, as they stay
@@ -266,11 +278,12 @@ func (q *Queue) Flush(ctx context.Context) error {
 	last := q.mu.async.last
 	fs := append([]flight(nil), q.mu.async.live()...)
 	q.mu.Unlock()
+	if q.flushing != nil {
+		q.flushing(fs)
+	}
 	for _, f := range fs {
-		select {
-		case <-f.c.Done():
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := awaitDone(ctx, f.c); err != nil {
+			return err
 		}
 		if err := wait(f.c); err != nil {
 			return err

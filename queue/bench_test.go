@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -295,4 +296,22 @@ func drainTimed(b *testing.B, q *queue.Queue) {
 	}
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkTryDequeueEmpty measures a delivery that finds nothing, the
+// look a polling consumer makes on an empty queue: it also asks whether
+// the log is poisoned.
+func BenchmarkTryDequeueEmpty(b *testing.B) {
+	q, err := queue.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := q.TryDequeue(); !errors.Is(err, queue.ErrEmpty) {
+			b.Fatal(err)
+		}
+	}
 }

@@ -13,8 +13,10 @@ import (
 
 // Dequeue returns the next ready message, leased to the caller for
 // Options.AckTimeout. It blocks until a message is ready, ctx ends or the
-// queue is closed; it never polls. Once a failed write or fsync poisoned
-// the queue it returns that error instead of waiting. The lease record is written when
+// queue is closed; it never polls. On a poisoned log (a failed write or
+// fsync) it returns no message and an error wrapping the one that
+// poisoned it, at once, and a Dequeue asleep when the log is poisoned,
+// whatever poisoned it, wakes to return it. The lease record is written when
 // Dequeue returns, so a crash of the process while the message is being
 // processed counts as a delivery; it is fsynced with the next commit (the
 // ack's, at the latest), so Dequeue does not wait for an fsync of its own.
@@ -25,13 +27,15 @@ func (q *Queue) Dequeue(ctx context.Context) (*Message, error) {
 }
 
 // TryDequeue is Dequeue without waiting: it returns ErrEmpty at once when
-// no message is ready.
+// no message is ready and the log is healthy. On a poisoned log it returns
+// the error that poisoned it, never ErrEmpty, as Dequeue does.
 func (q *Queue) TryDequeue() (*Message, error) {
 	return q.dequeueOne(context.Background(), false)
 }
 
 // DequeueBatch leases up to max ready messages, blocking until at least one
-// is ready, ctx ends or the queue is closed.
+// is ready, ctx ends or the queue is closed. On a poisoned log it returns
+// no message and the error that poisoned it, as Dequeue does.
 //
 // A message whose payload cannot be read is not returned; the others of
 // the batch are, with an error (ErrCorrupt, or another read error) that
@@ -230,7 +234,10 @@ func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Durat
 }
 
 // sleepFor is sleep that also ends when written (an asynchronous call's
-// group being written; nil when none) is closed.
+// group being written; nil when none) is closed. Every sleep also ends
+// when the log is poisoned, whatever poisoned it (a write or fsync of any
+// call, or of the background syncer): the sleeper then looks again and
+// reports the poison, as a look made after it does.
 func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, d time.Duration) error {
 	var timer <-chan time.Time
 	if d >= 0 {
@@ -242,6 +249,7 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 	case <-changed:
 	case <-written:
 	case <-timer:
+	case <-q.log.Poisoned():
 	}
 	return nil
 }
@@ -274,19 +282,21 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
 	}
 	if len(out) == 0 && err == nil {
-		err = q.poisonedLocked()
+		err = q.poisonErr("dequeue")
 	}
 	return out, last, err
 }
 
-// poisonedLocked returns the error that poisoned the log, for a delivery
-// that found nothing to lease: a poisoned log takes no lease, and the
-// enqueues the cursor waits for may never be written (their write
-// failed), so the caller hears why nothing comes rather than ErrEmpty or
-// a wait that never ends. nil while the log is healthy.
-func (q *Queue) poisonedLocked() error {
+// poisonErr returns the error that poisoned the log, wrapped as op's, or
+// nil while the log is healthy (a check that takes no lock). A delivery
+// that found nothing to lease returns it: a poisoned log takes no lease,
+// and the enqueues or publishes it would wait for may never be written
+// (their write failed), so the caller hears why nothing comes rather than
+// ErrEmpty or a wait that never ends. A settle returns it before any
+// refusal of its own.
+func (q *Queue) poisonErr(op string) error {
 	if err := q.log.Err(); err != nil {
-		return fmt.Errorf("queue: dequeue: %w", err)
+		return fmt.Errorf("queue: %s: %w", op, err)
 	}
 	return nil
 }

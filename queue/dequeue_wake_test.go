@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -54,46 +55,205 @@ func TestDequeueFindsWriteBeforeItCounts(t *testing.T) {
 	}
 }
 
-// A consumer asleep when an Enqueue's write fails, poisoning the log,
-// wakes and returns that error: the message it would wait for can no
-// longer come.
-func TestDequeueWakesOnPoison(t *testing.T) {
-	// run opens a queue on a file system that fails its failAt-th
-	// operation, puts a consumer to sleep on it, then makes an Enqueue;
-	// it returns the Enqueue's and the consumer's errors, and the
-	// operations counted before the Enqueue.
-	run := func(t *testing.T, failAt int) (enqErr, deqErr error, before int) {
-		fs := faultfs.New(failAt)
-		q, err := Open(t.TempDir(), &Options{FS: fs, ManualRequeue: true})
+// woken is what one run of a wake test saw.
+type woken struct {
+	actErr, sleeperErr error
+	poisoned           error // the log's error after act; nil when act left it healthy
+	before, after      int   // operations counted before and after act
+}
+
+// sleeper is a consumer of one kind: deliver blocks until it has a
+// delivery, which it settles, or fails; looks is how many times it calls
+// foundNothing before it sleeps.
+type sleeper struct {
+	open    func(t *testing.T, fs *faultfs.FS, o Options) *Queue
+	deliver func(ctx context.Context, q *Queue) error
+	looks   int
+}
+
+var dequeueSleeper = sleeper{
+	open: func(t *testing.T, fs *faultfs.FS, o Options) *Queue {
+		o.FS = fs
+		q, err := Open(t.TempDir(), &o)
 		require.NoError(t, err)
-		defer q.Close()
-		looks := 0
-		asleep := make(chan struct{})
-		q.foundNothing = func() { // under q.mu, at each of the two looks
-			if looks++; looks == 2 {
-				close(asleep)
-			}
+		return q
+	},
+	deliver: func(ctx context.Context, q *Queue) error {
+		m, err := q.Dequeue(ctx)
+		if err == nil {
+			err = m.Ack()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a hang
-		defer cancel()
-		got := make(chan error, 1)
-		go func() {
-			m, err := q.Dequeue(ctx)
-			if err == nil {
-				err = m.Ack()
-			}
-			got <- err
-		}()
-		<-asleep
-		before = len(fs.Ops())
-		_, enqErr = q.Enqueue(context.Background(), []byte("m"))
-		return enqErr, <-got, before
+		return err
+	},
+	looks: 2, // dequeue looks once more after it counts itself a waiter
+}
+
+var pullSleeper = sleeper{
+	open: func(t *testing.T, fs *faultfs.FS, o Options) *Queue {
+		o.FS = fs
+		s, err := OpenSorted[int64](t.TempDir(), &SortedOptions{Options: o})
+		require.NoError(t, err)
+		return s.q
+	},
+	deliver: func(ctx context.Context, q *Queue) error {
+		bs, err := (&Sorted[int64]{q: q}).Pull(ctx, 10)
+		for _, b := range bs {
+			err = joinErrors(err, b.Ack())
+		}
+		return err
+	},
+	looks: 1,
+}
+
+// wakeRun opens a queue of k's kind with o on a file system that fails
+// its failAt-th operation, runs setup, puts a consumer to sleep on it,
+// then runs act.
+func wakeRun(t *testing.T, k sleeper, o Options, failAt int, setup func(*Queue), act func(*Queue) error) woken {
+	fs := faultfs.New(failAt)
+	q := k.open(t, fs, o)
+	defer q.Close()
+	setup(q)
+	looks := 0
+	asleep := make(chan struct{})
+	q.foundNothing = func() { // under q.mu, at each look that found nothing
+		if looks++; looks == k.looks {
+			close(asleep)
+		}
 	}
-	enqErr, deqErr, before := run(t, 0)
-	require.NoError(t, enqErr)
-	require.NoError(t, deqErr)
-	enqErr, deqErr, _ = run(t, before+1) // the Enqueue's first operation fails
-	require.ErrorIs(t, enqErr, faultfs.ErrInjected)
-	require.NotErrorIs(t, deqErr, context.DeadlineExceeded, "the consumer slept on")
-	require.ErrorIs(t, deqErr, faultfs.ErrInjected)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a hang
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { got <- k.deliver(ctx, q) }()
+	<-asleep
+	var w woken
+	w.before = len(fs.Ops())
+	w.actErr = act(q)
+	w.after = len(fs.Ops())
+	if w.poisoned = q.log.Err(); w.poisoned == nil {
+		cancel() // the consumer may have nothing to wake for: end its wait
+	}
+	w.sleeperErr = <-got
+	return w
+}
+
+// checkWakes fails, one run at a time, each operation act makes (counted
+// by a run on a healthy disk), and checks that whenever the failure
+// poisoned the log the consumer asleep woke to report it.
+func checkWakes(t *testing.T, k sleeper, o Options, setup func(*Queue), act func(*Queue) error) {
+	dry := wakeRun(t, k, o, 0, setup, act)
+	require.NoError(t, dry.actErr)
+	poisonings := 0
+	for n := dry.before + 1; n <= dry.after; n++ {
+		w := wakeRun(t, k, o, n, setup, act)
+		if w.poisoned == nil {
+			continue
+		}
+		poisonings++
+		require.NotErrorIs(t, w.sleeperErr, context.DeadlineExceeded,
+			"operation %d poisoned the log (%v), but the consumer asleep slept on", n, w.poisoned)
+		require.ErrorIs(t, w.sleeperErr, faultfs.ErrInjected, "operation %d", n)
+	}
+	require.NotZero(t, poisonings, "no operation poisoned the log")
+}
+
+// held leases one message for the act to settle.
+func held(t *testing.T, q *Queue, m **Message) {
+	_, err := q.Enqueue(context.Background(), []byte("held"))
+	require.NoError(t, err)
+	*m, err = q.TryDequeue()
+	require.NoError(t, err)
+}
+
+// synced waits until the background syncer of SyncInterval has fsynced
+// every record appended, or failed to and poisoned the log.
+func synced(q *Queue) {
+	last := q.log.LastLSN()
+	for q.log.DurableLSN() < last && q.log.Err() == nil {
+		runtime.Gosched()
+	}
+}
+
+// waited waits for p, the outcome of an asynchronous call made by act.
+func waited(p *Pending, err error) error {
+	if err != nil {
+		return err
+	}
+	return p.Wait(context.Background())
+}
+
+// A consumer asleep on an empty queue wakes and reports the error that
+// poisons the log whatever poisoned it: the write of an enqueue (whose
+// message can no longer come), of a settle, an fsync of a Compact. It
+// never sleeps on, as if the queue could still deliver.
+func TestDequeueWakesOnEveryPoison(t *testing.T) {
+	var m *Message
+	none := func(*Queue) {}
+	cases := []struct {
+		name  string
+		o     Options
+		setup func(*Queue)
+		act   func(*Queue) error
+	}{
+		{"Enqueue", Options{}, none, func(q *Queue) error {
+			_, err := q.Enqueue(context.Background(), []byte("m"))
+			return err
+		}},
+		{"EnqueueBatch", Options{}, none, func(q *Queue) error {
+			_, err := q.EnqueueBatch(context.Background(), []Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+			return err
+		}},
+		{"EnqueueAsync", Options{}, none, func(q *Queue) error {
+			return waited(q.EnqueueAsync(context.Background(), []byte("m")))
+		}},
+		{"Ack", Options{}, func(q *Queue) { held(t, q, &m) }, func(*Queue) error { return m.Ack() }},
+		{"AckAsync", Options{}, func(q *Queue) { held(t, q, &m) }, func(*Queue) error { return waited(m.AckAsync()) }},
+		{"the background fsync of SyncInterval", Options{Sync: SyncInterval, SyncInterval: time.Millisecond},
+			func(q *Queue) {
+				held(t, q, &m)
+				synced(q) // no fsync of the setup's is left to count among the act's operations
+			}, func(q *Queue) error {
+				if err := m.Ack(); err != nil { // returns once written, before the fsync
+					return err
+				}
+				synced(q)
+				return nil
+			}},
+		{"Compact under SyncNever", Options{Sync: SyncNever, manualCompact: true}, func(q *Queue) {
+			held(t, q, &m)
+			require.NoError(t, m.Ack())
+		}, func(q *Queue) error { return q.Compact() }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.ManualRequeue = true
+			checkWakes(t, dequeueSleeper, c.o, c.setup, c.act)
+		})
+	}
+}
+
+// A Pull asleep wakes and reports the error that poisons the log, be it
+// a Publish's write or a batch settle's.
+func TestPullWakesOnEveryPoison(t *testing.T) {
+	var b *Batch[int64]
+	cases := []struct {
+		name  string
+		setup func(*Queue)
+		act   func(*Queue) error
+	}{
+		{"Publish", func(*Queue) {}, func(q *Queue) error {
+			return (&Sorted[int64]{q: q}).Publish(context.Background(), 1, "k", []byte("v"))
+		}},
+		{"batch Ack", func(q *Queue) {
+			s := &Sorted[int64]{q: q}
+			require.NoError(t, s.Publish(context.Background(), 1, "held", []byte("v")))
+			bs, err := s.TryPull(10)
+			require.NoError(t, err)
+			b = bs[0]
+		}, func(*Queue) error { return b.Ack() }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkWakes(t, pullSleeper, Options{ManualRequeue: true}, c.setup, c.act)
+		})
+	}
 }

@@ -94,12 +94,24 @@
 // state before it is appended: one that does not apply fails with
 // ErrInvalidChange and nothing is written.
 //
-// A failed write or fsync poisons the queue: every later call that
-// writes fails with that error (a batch settle too, whatever its
-// receipts), and so does a delivery (Dequeue, TryDequeue, DequeueBatch)
-// that finds nothing to lease, since an enqueue whose write failed can no
-// longer be delivered; a consumer asleep when an enqueue's commit fails
-// wakes to report it. Close and reopen to go on.
+// A failed write or fsync poisons the queue, whoever met it (any call, a
+// compaction, the background fsync of SyncInterval). Every later call
+// that writes fails with an error wrapping that one. On every kind of
+// queue alike:
+//
+//   - a delivery (Dequeue, TryDequeue, DequeueBatch, Pull, TryPull)
+//     returns nothing and that error, never ErrEmpty and never a wait:
+//     its lease record cannot be written, and an enqueue or publish whose
+//     write failed can no longer be delivered;
+//   - a consumer asleep in Dequeue, DequeueBatch or Pull when the log is
+//     poisoned wakes at once and returns it;
+//   - a settle (Ack, Nack, Extend, DeadLetter, Settle and its batch forms,
+//     and a sorted Batch's) returns it before any refusal of its own
+//     (ErrLeaseLost, an invalid argument), whatever its receipts: a
+//     refusal would read as if the log were healthy. Only a closed queue
+//     answers ErrClosed first.
+//
+// Close and reopen to go on.
 //
 // After a crash, Open repairs a torn log tail, replays the log after the
 // newest snapshot, and makes every message that was leased ready again at

@@ -5,7 +5,9 @@ import "errors"
 var (
 	// ErrClosed is returned when the queue has been closed.
 	ErrClosed = errors.New("queue: closed")
-	// ErrEmpty is returned by TryDequeue when no message is ready.
+	// ErrEmpty is returned by TryDequeue and TryPull when nothing is ready
+	// to deliver and the log is healthy; on a poisoned log they return the
+	// error that poisoned it instead.
 	ErrEmpty = errors.New("queue: empty")
 	// ErrLeaseLost is returned when an ack, nack, extend or dead-letter
 	// names a delivery that no longer owns its message: the lease expired

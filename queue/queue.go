@@ -60,6 +60,10 @@ type Queue struct {
 	// peeking, when set (white-box tests only), is called by Peek once it
 	// released q.mu, before it reads the log. Set before the queue is used.
 	peeking func()
+	// flushing, when set (white-box tests only), is called by Flush with
+	// the flights it is about to wait for, once it released q.mu. Set
+	// before the queue is used.
+	flushing func([]flight)
 }
 
 // Recovery says what Open found and did.
@@ -227,13 +231,14 @@ func waitWritten(c *wal.Commit) error {
 }
 
 // waitReady waits for c, the commit of records that make messages ready
-// (enqueues, publishes), and wakes the consumers waiting for a message:
-// on success one is there, and on failure the log is poisoned, which
-// they then report instead of waiting for a message that cannot come.
+// (enqueues, publishes), and on success wakes the consumers waiting for a
+// message. A failure poisoned the log, which wakes them itself (sleepFor).
 func (q *Queue) waitReady(c *wal.Commit) error {
-	err := wait(c)
+	if err := wait(c); err != nil {
+		return err
+	}
 	q.signal()
-	return err
+	return nil
 }
 
 // signal wakes the consumers waiting for a message, if any.

@@ -88,12 +88,11 @@ func (q *Queue) Settle(ss ...Settlement) error {
 	if err != nil {
 		return err
 	}
-	err = wait(res.last)
-	if res.ready || err != nil {
-		q.signal() // on a failure, the consumers asleep report the poisoned log
+	if err := wait(res.last); err != nil {
+		return err // the log is poisoned, which wakes the consumers asleep (sleepFor)
 	}
-	if err != nil {
-		return err
+	if res.ready {
+		q.signal()
 	}
 	return res.err()
 }

@@ -111,7 +111,10 @@ func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []b
 // their smallest pending sort key. Keys are never split: Pull stops once
 // it has max values or more, so the last batch may take it past max (a key
 // with more than max pending values comes whole, alone). It blocks until a
-// key can be pulled, ctx ends or the queue is closed.
+// key can be pulled, ctx ends or the queue is closed. On a poisoned log
+// it returns no batch and the error that poisoned it, at once, and a Pull
+// asleep when the log is poisoned, whatever poisoned it, wakes to return
+// it (as Dequeue does; a windowed queue's Pull too).
 //
 // A batch with a value whose payload cannot be read is not returned; the
 // other batches are, with an error (ErrCorrupt, or another read error)
@@ -124,8 +127,9 @@ func (s *Sorted[K]) Pull(ctx context.Context, max int) ([]*Batch[K], error) {
 	return s.pull(ctx, max, true)
 }
 
-// TryPull is Pull without waiting: ErrEmpty when no key can be pulled.
-// It returns batches beside an unreadable one with an error, as Pull does.
+// TryPull is Pull without waiting: ErrEmpty when no key can be pulled and
+// the log is healthy; on a poisoned log, the error that poisoned it. It
+// returns batches beside an unreadable one with an error, as Pull does.
 func (s *Sorted[K]) TryPull(max int) ([]*Batch[K], error) {
 	return s.pull(context.Background(), max, false)
 }
@@ -146,7 +150,10 @@ func (s *Sorted[K]) Compact() error { return s.q.Compact() }
 // Close closes the queue; see Queue.Close.
 func (s *Sorted[K]) Close() error { return s.q.Close() }
 
-// Ack removes the batch for good. ErrLeaseLost if its lease ran out.
+// Ack removes the batch for good. ErrLeaseLost if its lease ran out. On a
+// poisoned log every batch settle (Ack, Nack, Extend, DeadLetter, by Batch
+// or by receipt) returns the error that poisoned it, before any refusal
+// of its own (ErrLeaseLost, an invalid argument), as Queue.Settle does.
 func (b *Batch[K]) Ack() error {
 	if b.q == nil {
 		return b.s.Ack(b.Receipt)

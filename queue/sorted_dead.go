@@ -65,8 +65,8 @@ func (q *Queue) checkBatchReceipt(r BatchReceipt) error {
 	b, ok := q.mu.st.sorted.Batch(r.Lease)
 	q.mu.Unlock()
 	if ok && b.At != r.At {
-		return fmt.Errorf("%w: batch %s: the batch leased as %d now was pulled at %d (a crash lost the pull the receipt names)",
-			ErrLeaseLost, r, r.Lease, b.At)
+		return q.refused(fmt.Errorf("%w: batch %s: the batch leased as %d now was pulled at %d (a crash lost the pull the receipt names)",
+			ErrLeaseLost, r, r.Lease, b.At))
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ func (q *Queue) ackBatch(lease uint64) error {
 
 func (q *Queue) nackBatch(lease uint64, delay time.Duration) error {
 	if delay < 0 {
-		return fmt.Errorf("%w: negative nack delay %v", ErrInvalidOptions, delay)
+		return q.refused(fmt.Errorf("%w: negative nack delay %v", ErrInvalidOptions, delay))
 	}
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
 		r := q.returnBatch(b, now, "nacked")
@@ -28,7 +28,7 @@ func (q *Queue) nackBatch(lease uint64, delay time.Duration) error {
 
 func (q *Queue) extendBatch(lease uint64, d time.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("%w: lease extension %v is not positive", ErrInvalidOptions, d)
+		return q.refused(fmt.Errorf("%w: lease extension %v is not positive", ErrInvalidOptions, d))
 	}
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
 		return &record{Op: opBatchExtend, Lease: lease, At: now, Due: later(now, d)}
@@ -54,6 +54,9 @@ func (q *Queue) returnBatch(b index.Batch, now int64, why string) *record {
 }
 
 // changeBatch appends the record mk builds for the leased batch and waits.
+// On a poisoned log it returns the poison, also for a batch whose lease
+// is lost, as Settle does: a refusal would read as if the log were
+// healthy.
 func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *record) error {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -64,7 +67,7 @@ func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *rec
 	b, err := q.mu.st.leasedBatch(lease, now)
 	if err != nil {
 		q.mu.Unlock()
-		return err
+		return q.refused(err)
 	}
 	rec := mk(b, now)
 	c, err := q.appendLocked(rec, nil)
@@ -80,7 +83,7 @@ func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *rec
 		return err
 	}
 	if err := wait(c); err != nil {
-		return err
+		return err // the log is poisoned, which wakes the consumers asleep (sleepFor)
 	}
 	if rec.Op != opBatchExtend {
 		q.signal()
@@ -98,4 +101,14 @@ func (q *Queue) expireBatchesLocked(now int64, max int) (int, error) {
 		}
 	}
 	return len(expired), nil
+}
+
+// refused returns err, the refusal of a batch settle, unless the log is
+// poisoned: then the poison, which every kind of settle reports before a
+// refusal of its own (see Settle).
+func (q *Queue) refused(err error) error {
+	if perr := q.poisonErr("settle"); perr != nil {
+		return perr
+	}
+	return err
 }

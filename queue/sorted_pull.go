@@ -59,6 +59,9 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 			out, derr := s.deliver(bs, c)
 			return out, joinErrors(err, derr)
 		}
+		if q.foundNothing != nil {
+			q.foundNothing()
+		}
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
 		q.mu.Unlock()
 		q.logDead(dead)
@@ -128,6 +131,9 @@ func (q *Queue) pullLocked(max int, bound []byte, dead *[]deadNote) ([]pulled, *
 	}
 	if len(out) > 0 {
 		q.noteLeaseLocked(deadline)
+	}
+	if len(out) == 0 && failed == nil {
+		failed = q.poisonErr("pull") // as leaseLocked: nothing to pull is not ErrEmpty on a poisoned log
 	}
 	return out, last, failed
 }

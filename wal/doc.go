@@ -32,6 +32,8 @@
 //     later Append, Flush, TruncateFront and Wait returns it, and nothing
 //     is retried and trusted (the kernel may have dropped the dirty pages).
 //     Reads of what was written before keep working. Reopen to recover.
+//     Poisoned is a channel closed at that moment, whoever met the failure
+//     (a caller or the background syncer), for those who wait on the Log.
 //   - Every segment create, rename and remove is followed by an fsync of the
 //     directory (tidwall/wal does none), and every directory Open creates
 //     is fsynced into its parent (MkdirAll).

@@ -443,6 +443,7 @@ func (l *Log) poison(err error) error {
 	if l.mu.err == nil {
 		l.mu.err = err
 		l.poisoned.Store(true)
+		close(l.poisonedC)
 	}
 	err = l.mu.err
 	l.sealOpenLocked()
@@ -455,8 +456,19 @@ func (l *Log) poison(err error) error {
 	return err
 }
 
-// Err returns the error that poisoned the Log, or nil.
+// Poisoned returns a channel that is closed when the Log is poisoned,
+// whatever poisoned it (a failed write, fsync, roll or truncation, by a
+// caller or in the background); Err then returns the error. It is the
+// same channel for the Log's life, and never closed on a healthy Log (a
+// Close does not close it).
+func (l *Log) Poisoned() <-chan struct{} { return l.poisonedC }
+
+// Err returns the error that poisoned the Log, or nil. While the Log is
+// healthy it takes no lock.
 func (l *Log) Err() error {
+	if !l.poisoned.Load() {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.mu.err

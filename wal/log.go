@@ -43,7 +43,8 @@ type Log struct {
 	writtenLSN atomic.Uint64 // last LSN in the segment files; stored by the committer under seg
 	durableLSN atomic.Uint64 // last LSN covered by an fsync; only raised, by advanceDurable
 	closed     atomic.Bool   // set by Close; makes Readers and Read return ErrClosed
-	poisoned   atomic.Bool   // set with mu.err; read by the committer without mu
+	poisoned   atomic.Bool   // set with mu.err; read by the committer and Err without mu
+	poisonedC  chan struct{} // closed when mu.err is set (Poisoned)
 
 	report   Report     // what Open cut or skipped; immutable after Open
 	cut      *tailCut   // Open: the torn tail to cut once every check passed; nil when none
@@ -75,7 +76,7 @@ func open(dir string, opts *Options, f faults) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: o, wake: make(chan struct{}, 1),
+	l := &Log{dir: dir, opts: o, wake: make(chan struct{}, 1), poisonedC: make(chan struct{}),
 		reqs: make(chan request), stop: make(chan struct{}), exited: make(chan struct{})}
 	l.readers.New = func() any { return &segReader{ahead: indexSpacing} }
 	// 1. Lock the directory; find and open the segments, finishing an

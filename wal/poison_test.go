@@ -51,6 +51,11 @@ func TestPoisoning(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustAppend(t, l, 20)
+			select {
+			case <-l.Poisoned():
+				t.Fatal("Poisoned is closed on a healthy Log")
+			default:
+			}
 			on.Store(true)
 			_, c, err := l.Append([]byte("doomed"))
 			if err != nil {
@@ -58,6 +63,11 @@ func TestPoisoning(t *testing.T) {
 			}
 			if err := c.Wait(); !errors.Is(err, errInjected) {
 				t.Fatalf("Wait = %v, want the injected error", err)
+			}
+			select {
+			case <-l.Poisoned(): // closed before the failed commit completes
+			default:
+				t.Fatal("Poisoned is not closed on a poisoned Log")
 			}
 			on.Store(false) // the disk "recovers": the Log must not trust it
 			if err := l.Err(); !errors.Is(err, errInjected) {
