@@ -84,11 +84,14 @@ func checkAges(t *testing.T, s *Sorted, step int) {
 // drops, moves (of first, second and listed values), retakes, narrows,
 // revives and snapshots, and checks the age invariants after every step,
 // MinPublishedAt against a scan every few steps, and that snapshots stay as
-// taken. With -short it runs fewer steps.
+// taken. With -short or -race it runs fewer steps.
 func TestAgesInvariants(t *testing.T) {
 	steps := 6000
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		steps = 1000
+	case raceEnabled:
+		steps = 2000
 	}
 	random := rand.Uint64()
 	t.Logf("random seed %d", random)

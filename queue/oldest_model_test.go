@@ -23,11 +23,15 @@ var oldestModelSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 // pull/nack/lease end, requeue and purge of dead values, compaction that
 // copies values forward, crash and clean reopen) and requires after each
 // step that Stats().OldestEnqueuedAt is the publish time of the oldest
-// value neither acked nor dead. With -short it runs fewer seeds and steps.
+// value neither acked nor dead. With -short or -race it runs fewer seeds
+// and steps.
 func TestOldestEnqueuedAtModel(t *testing.T) {
 	seeds, steps := oldestModelSeeds, 400
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		seeds, steps = seeds[:2], 120
+	case raceEnabled:
+		seeds, steps = seeds[:2], 150
 	}
 	random := uint64(time.Now().UnixNano())
 	t.Logf("random seed %d", random)
