@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"cmp"
 
 	"github.com/google/btree"
 )
@@ -57,7 +58,7 @@ type hold struct {
 // values (BenchmarkSortedMemory): a key's values sit in its own list of
 // compact 48-byte entries (no key, no tree node per value), filled runs of
 // key pointers order the keys, and bitmap words of Locs answer MinLoc.
-// MinPublishedAt costs a key pointer per key, not per value (sorted_age.go).
+// MinPublishedAt costs an 8-byte time per key, not per value (sorted_age.go).
 // A key with a single value keeps it inline and costs about 119 bytes with
 // its name and sort key (keySet, keyValues, two chunkSets, locSet); a key's
 // second value alone costs 48 bytes and a map entry (twos), so a key with
@@ -69,9 +70,9 @@ type Sorted struct {
 	pending   int                          // pending values in keys
 	gen       uint64                       // bumped by Snapshot: older lists and chunks are shared with one
 	locs      locSet                       // Loc of every pending, leased and dead value
-	ages      *chunkSet[*timeKey]          // keys with pending values by earliest (At, Seq) (sorted_age.go)
+	ages      *chunkSet[int64]             // earliest At of each key with pending values and leased batch with values (sorted_age.go)
+	ageDups   map[int64]int                // At -> entries of ages beyond the first with that At
 	stale     map[*keyValues]struct{}      // keys whose list's oldest may lag (sorted_age.go)
-	batchAges *btree.BTreeG[timeKey]       // earliest (At, Seq) of each leased batch with values
 	order     *chunkSet[*keyValues]        // pullable keys by smallest pending sort key (cmpKeys)
 	batches   *btree.BTreeG[Batch]         // leased batches by Lease
 	deadlines *btree.BTreeG[timeKey]       // (deadline, lease) of leased batches
@@ -95,9 +96,9 @@ func NewSorted(singleFlight bool) *Sorted {
 		lists:     make(map[*keyValues]*valueList),
 		gen:       1,
 		locs:      newLocSet(),
-		ages:      newChunkSet(cmpAges),
+		ages:      newChunkSet(cmp.Compare[int64]),
+		ageDups:   make(map[int64]int),
 		stale:     make(map[*keyValues]struct{}),
-		batchAges: btree.NewG(degree, lessTimeKey),
 		order:     newChunkSet(cmpKeys),
 		batches:   btree.NewG(degree, func(a, b Batch) bool { return a.Lease < b.Lease }),
 		deadlines: btree.NewG(degree, lessTimeKey),
@@ -168,7 +169,7 @@ func (s *Sorted) addPending(v SortedValue) {
 		kv = &keyValues{name: v.Key, one: pendingOf(v)}
 		s.keys.add(kv, h)
 		s.pending++
-		s.ages.ReplaceOrInsert(&kv.one.timeKey)
+		s.addAge(kv.one.at)
 		s.placeKey(kv)
 		return
 	}
@@ -298,10 +299,11 @@ func (s *Sorted) Next() (key string, sort []byte, ok bool) {
 // Take removes every pending value of key and leases them as one batch.
 func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 	b := Batch{Lease: lease, Key: key, Due: due, At: at}
+	aged := false
 	if k, ok := s.key(key); ok {
 		b.Key = k.name
 		s.order.Delete(k.keyValues)
-		s.unage(k)
+		aged = s.handAge(k)
 		b.Values = make([]SortedValue, 0, k.count())
 		k.each(func(p *pendingValue) bool {
 			v := p.value(k.name)
@@ -312,16 +314,20 @@ func (s *Sorted) Take(key string, lease uint64, at, due int64) Batch {
 		s.pending -= k.count()
 		s.removeKey(k)
 	}
-	s.putBatch(b)
+	s.putBatch(b, aged)
 	return b
 }
 
-func (s *Sorted) putBatch(b Batch) {
+// putBatch leases b; with aged, b's entry in Sorted.ages is there already
+// (see handAge).
+func (s *Sorted) putBatch(b Batch, aged bool) {
 	s.batches.ReplaceOrInsert(b)
 	s.deadlines.ReplaceOrInsert(timeKey{b.Due, b.Lease})
 	s.inflight[b.Key]++
 	s.leased += len(b.Values)
-	s.ageBatch(b, true)
+	if !aged {
+		s.ageBatch(b, true)
+	}
 }
 
 // Batch returns the leased batch with the given lease.

@@ -3,11 +3,15 @@ package index
 // A sorted index answers MinPublishedAt from its keys and batches, not
 // from every value: a pending value costs nothing more for it.
 //
-// Each key with pending values has one entry in Sorted.ages, a pointer to
-// the (At, Seq) of its earliest value: its one value's own, the older of
-// its two values', or its list's oldest. The pointed-to pair must not
-// change while it is in the set (the set is ordered by it): the entry is
-// taken out before and put back after.
+// Sorted.ages holds one publish time (At) for each key with pending values
+// and each leased batch with values: the At of the key's earliest (At,
+// Seq) (its one value's own, the older of its two values', or its list's
+// oldest), or of the batch's earliest value. It holds plain numbers, not
+// pointers, so that the collector does not scan it and comparing two
+// entries reads no other memory. Entries with equal At are alike: the set
+// holds each At once and Sorted.ageDups counts the copies beyond the
+// first. A key's or batch's entry is taken out (by its At) before what
+// gives it changes and put back after.
 //
 // A list's oldest may lag: when the value it names leaves, the key goes
 // into Sorted.stale instead of scanning its values at once, so that
@@ -15,30 +19,38 @@ package index
 // a salvaging replay's drops) costs one scan, not one per value. A lagging
 // oldest is never after the key's true earliest, and MinPublishedAt brings
 // the stale keys up to date before it reads the set.
-//
-// Each leased batch with values has one entry in Sorted.batchAges: the
-// earliest (At, Seq) of its values.
 
-// cmpAges orders the entries of Sorted.ages by (at, seq).
-func cmpAges(a, b *timeKey) int {
-	switch {
-	case lessTimeKey(*a, *b):
-		return -1
-	case lessTimeKey(*b, *a):
-		return 1
+// addAge puts one entry with publish time at in Sorted.ages.
+func (s *Sorted) addAge(at int64) {
+	if s.ages.ReplaceOrInsert(at) {
+		s.ageDups[at]++
 	}
-	return 0
 }
 
-// age returns the key's entry in Sorted.ages.
-func (k keyRef) age() *timeKey {
+// removeAge takes one entry with publish time at out of Sorted.ages.
+func (s *Sorted) removeAge(at int64) {
+	if len(s.ageDups) > 0 {
+		if n, ok := s.ageDups[at]; ok {
+			if n == 1 {
+				delete(s.ageDups, at)
+			} else {
+				s.ageDups[at] = n - 1
+			}
+			return
+		}
+	}
+	s.ages.Delete(at)
+}
+
+// age returns the (at, seq) that gives the key its entry in Sorted.ages.
+func (k keyRef) age() timeKey {
 	switch {
 	case k.list != nil:
-		return &k.list.oldest
+		return k.list.oldest
 	case k.two != nil && lessTimeKey(k.two.timeKey, k.one.timeKey):
-		return &k.two.timeKey
+		return k.two.timeKey
 	}
-	return &k.one.timeKey
+	return k.one.timeKey
 }
 
 // oldest returns the earliest (at, seq) of the key's values.
@@ -56,7 +68,7 @@ func (k keyRef) oldest() timeKey {
 // unage takes the key out of Sorted.ages, before its entry changes or the
 // key goes.
 func (s *Sorted) unage(k keyRef) {
-	s.ages.Delete(k.age())
+	s.removeAge(k.age().at)
 	if len(s.stale) > 0 {
 		delete(s.stale, k.keyValues)
 	}
@@ -80,16 +92,30 @@ func (s *Sorted) agePending(k keyRef, out bool, p, old pendingValue, replaced bo
 	default:
 		return
 	}
-	s.ages.ReplaceOrInsert(k.age())
+	s.addAge(k.age().at)
+}
+
+// handAge readies the key's entry in Sorted.ages to be the entry of the
+// batch that takes all its values, before the key goes, and reports
+// whether it stays: the batch's earliest value is the key's, so its At is
+// the same, unless the key's oldest lags (then the entry is taken out).
+func (s *Sorted) handAge(k keyRef) bool {
+	if len(s.stale) > 0 {
+		if _, lag := s.stale[k.keyValues]; lag {
+			s.unage(k)
+			return false
+		}
+	}
+	return true
 }
 
 // refreshAges brings the oldest of every stale key up to date.
 func (s *Sorted) refreshAges() {
 	for kv := range s.stale {
 		k := keyRef{keyValues: kv, list: s.lists[kv]}
-		s.ages.Delete(&k.list.oldest)
+		s.removeAge(k.list.oldest.at)
 		k.list.oldest = k.oldest()
-		s.ages.ReplaceOrInsert(&k.list.oldest)
+		s.addAge(k.list.oldest.at)
 	}
 	clear(s.stale)
 }
@@ -105,15 +131,15 @@ func batchOldest(b Batch) (timeKey, bool) {
 	return o, len(b.Values) > 0
 }
 
-// ageBatch puts or takes b's entry in Sorted.batchAges.
+// ageBatch puts or takes b's entry in Sorted.ages.
 func (s *Sorted) ageBatch(b Batch, put bool) {
 	o, ok := batchOldest(b)
 	switch {
 	case !ok:
 	case put:
-		s.batchAges.ReplaceOrInsert(o)
+		s.addAge(o.at)
 	default:
-		s.batchAges.Delete(o)
+		s.removeAge(o.at)
 	}
 }
 
@@ -123,15 +149,7 @@ func (s *Sorted) ageBatch(b Batch, put bool) {
 // since the last call.
 func (s *Sorted) MinPublishedAt() (int64, bool) {
 	s.refreshAges()
-	k, ok := s.ages.Min()
-	b, bok := s.batchAges.Min()
-	switch {
-	case ok && (!bok || k.at < b.at):
-		return k.at, true
-	case bok:
-		return b.at, true
-	}
-	return 0, false
+	return s.ages.Min()
 }
 
 // liveKey is v's (At, Seq).

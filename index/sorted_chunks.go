@@ -88,18 +88,19 @@ func (s *chunkSet[T]) Get(v T) *T {
 	return nil
 }
 
-// ReplaceOrInsert adds v, or replaces the item equal to it.
-func (s *chunkSet[T]) ReplaceOrInsert(v T) {
+// ReplaceOrInsert adds v, or replaces the item equal to it and reports
+// that it did.
+func (s *chunkSet[T]) ReplaceOrInsert(v T) (replaced bool) {
 	r := s.runFor(v)
 	if r == nil {
 		s.tree.ReplaceOrInsert(&run[T]{items: append(make([]T, 0, 4), v)})
 		s.n++
-		return
+		return false
 	}
 	i, found := slices.BinarySearchFunc(r.items, v, s.cmp)
 	if found {
 		r.items[i] = v
-		return
+		return true
 	}
 	s.n++
 	if len(r.items) >= runMax {
@@ -115,7 +116,7 @@ func (s *chunkSet[T]) ReplaceOrInsert(v T) {
 		default:
 			// A run of its own (ascending inserts leave every run full).
 			s.tree.ReplaceOrInsert(&run[T]{items: append(make([]T, 0, 4), v)})
-			return
+			return false
 		}
 	}
 	// i == 0 only in the first run, for an item before all others, or in
@@ -125,6 +126,7 @@ func (s *chunkSet[T]) ReplaceOrInsert(v T) {
 		r.items = growRun(r.items)
 	}
 	r.items = slices.Insert(r.items, i, v)
+	return false
 }
 
 // growRun returns items with room for about half as many more (append

@@ -79,7 +79,7 @@ type valueList struct {
 	chunks []*chunk // in order; none empty
 	n      int      // values in all chunks
 	gen    uint64   // generation that may change chunks (the slice) in place
-	oldest timeKey  // the earliest (at, seq) of the key's values, its first included; in Sorted.ages (see ages.go)
+	oldest timeKey  // the earliest (at, seq) of the key's values, its first included; in Sorted.ages (see sorted_age.go)
 }
 
 // own makes the chunk slice changeable in generation gen.

@@ -125,7 +125,7 @@ func (s *Sorted) PutDead(v DeadValue) {
 // PutBatch adds a leased batch (used when loading a snapshot).
 func (s *Sorted) PutBatch(b Batch) {
 	s.unplace(b.Key)
-	s.putBatch(b)
+	s.putBatch(b, false)
 	for _, v := range b.Values {
 		s.bytes += int64(v.Size)
 		s.locs.add(v.Loc)
@@ -251,11 +251,11 @@ func (s *Sorted) removePending(k keyRef, ci, i int) pendingValue {
 	case empty:
 		s.removeKey(k)
 	case k.list == nil:
-		s.ages.ReplaceOrInsert(k.age())
+		s.addAge(k.age().at)
 	case k.list.n == 0: // the key is back to one value
 		s.unage(k)
 		delete(s.lists, k.keyValues)
-		s.ages.ReplaceOrInsert(&k.one.timeKey)
+		s.addAge(k.one.at)
 	case cur.timeKey == k.list.oldest:
 		s.stale[k.keyValues] = struct{}{} // see sorted_age.go
 	}
