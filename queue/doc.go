@@ -94,9 +94,13 @@
 // state before it is appended: one that does not apply fails with
 // ErrInvalidChange and nothing is written.
 //
-// A failed write or fsync poisons the queue, whoever met it (any call, a
-// compaction, the background fsync of SyncInterval). Every later call
-// that writes fails with an error wrapping that one. On every kind of
+// A failed write or fsync of the log poisons the queue, whoever met it
+// (any call, a compaction's flush or truncation of the log, the
+// background fsync of SyncInterval). Every later call that writes fails
+// with an error wrapping that one. A compaction that fails while it
+// writes its snapshot file poisons nothing: Compact returns the error,
+// the log and the previous snapshot are as they were, and a later
+// compaction tries again. On every kind of
 // queue alike:
 //
 //   - a delivery (Dequeue, TryDequeue, DequeueBatch, Pull, TryPull)

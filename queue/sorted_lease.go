@@ -103,10 +103,17 @@ func (q *Queue) expireBatchesLocked(now int64, max int) (int, error) {
 	return len(expired), nil
 }
 
-// refused returns err, the refusal of a batch settle, unless the log is
+// refused returns err, the refusal of a batch settle, unless the queue is
+// closed (ErrClosed, as every settle answers first) or the log is
 // poisoned: then the poison, which every kind of settle reports before a
 // refusal of its own (see Settle).
 func (q *Queue) refused(err error) error {
+	q.mu.Lock()
+	closed := q.mu.closed
+	q.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	if perr := q.poisonErr("settle"); perr != nil {
 		return perr
 	}
