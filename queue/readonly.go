@@ -83,16 +83,30 @@ func (q *Queue) replayInto(st *state, snapLSN uint64) error {
 	if first := q.log.FirstLSN(); first > snapLSN+1 && !q.opts.Salvage {
 		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
 	}
+	lostBefore := q.lostFront(st, snapLSN)
 	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), st.Apply)
 	if err != nil {
 		return wrapCorrupt("replay", err)
 	}
-	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report()}
+	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report(), LostBefore: lostBefore}
 	q.mu.st = st
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN
 	q.resetCursorLocked()
 	return nil
+}
+
+// lostFront returns, for a read-only salvaging open, where the log starts
+// when it lacks records that st, loaded from the snapshot at snapLSN,
+// needs (Recovery.LostBefore, as a salvage reports it); 0 otherwise.
+func (q *Queue) lostFront(st *state, snapLSN uint64) uint64 {
+	if !q.opts.Salvage {
+		return 0
+	}
+	if _, err := recovery.Coverage(q.log, st, snapLSN); errors.Is(err, recovery.ErrLogMissing) {
+		return q.log.FirstLSN()
+	}
+	return 0
 }
 
 // InUse reports whether a read-only queue (Options.ReadOnly) was opened
