@@ -74,7 +74,7 @@ type Recovery struct {
 	Log          wal.Report    // torn tail cut, damage salvaged
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
 	SnapshotLost recovery.Info // salvage: the damaged snapshot set aside (the state was rebuilt from the log); zero when none
-	Dropped      []Lost        // salvage: messages dropped because their records were lost or another's
+	Dropped      []Lost        // salvage: messages dropped because their records were lost, then because they are another's, each by Seq
 	Duration     time.Duration // time Open took
 }
 
