@@ -28,7 +28,7 @@ func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
 	seeds = envInt(t, "WALQ_PREVIEW_SEEDS", seeds)
 	compared := 0
 	for seed := int64(1); seed <= int64(seeds); seed++ {
-		if ran := previewAgainstSalvage(t, seed); ran {
+		if ran := previewAgainstSalvage(t, seed, false); ran {
 			compared++
 		}
 	}
@@ -42,14 +42,27 @@ func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
 // LostBefore.
 func TestSalvagePreviewAfterLostFront(t *testing.T) {
 	for _, seed := range []int64{649, 852, 920, 964, 1416} {
-		previewAgainstSalvage(t, seed)
+		previewAgainstSalvage(t, seed, false)
+	}
+}
+
+// TestSalvagePreviewOpensWhereTheSalvageOpens: histories whose damage took
+// a lease record, so that a later record of the message no longer
+// applies: the salvage skips it (Recovery.Skipped) and opens, and so must
+// the preview, showing what the salvage gives.
+func TestSalvagePreviewOpensWhereTheSalvageOpens(t *testing.T) {
+	for _, seed := range []int64{2, 4, 6} {
+		if !previewAgainstSalvage(t, seed, true) {
+			t.Errorf("seed %d: not compared", seed)
+		}
 	}
 }
 
 // previewAgainstSalvage builds and damages the history of seed, opens one
 // copy read-only salvaging and another salvaging, and fails t where they
-// differ. It reports whether it compared two open queues.
-func previewAgainstSalvage(t *testing.T, seed int64) bool {
+// differ; with opens set, also where one opens and the other does not. It
+// reports whether it compared two open queues.
+func previewAgainstSalvage(t *testing.T, seed int64, opens bool) bool {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 	img, what := damagedHistory(t, rng)
@@ -75,7 +88,10 @@ func previewAgainstSalvage(t *testing.T, seed int64) bool {
 		defer qw.Close()
 	}
 	if rerr != nil || werr != nil {
-		return false // whether both open is not compared here
+		if opens && (rerr == nil) != (werr == nil) {
+			t.Errorf("seed %d, damage %v: the preview opens with %v, the salvage with %v", seed, what, rerr, werr)
+		}
+		return false
 	}
 	if got, want := openedView(t, qr), openedView(t, qw); got != want {
 		t.Errorf("seed %d, damage %v:\npreview:\n%s\nsalvage:\n%s", seed, what, got, want)

@@ -200,7 +200,9 @@
 //
 // A file walq did not write is refused, never changed. A read-only
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
-// produce, the settles above included, and writes nothing. It reads each
+// produce, the settles above included, and writes nothing. It skips the
+// records that no longer apply as the salvage skips them (its
+// Recovery.Skipped), so it opens where the salvage opens. It reads each
 // indexed message's record as the salvage does: its Recovery.Dropped
 // lists what the salvage drops (records lost, then records that are
 // another's, each by Seq), those messages are gone from its counts, its

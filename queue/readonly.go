@@ -84,11 +84,21 @@ func (q *Queue) replayInto(st *state, snapLSN uint64) error {
 		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
 	}
 	lostBefore := q.lostFront(st, snapLSN)
-	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), st.Apply)
+	skipped := 0
+	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), func(lsn uint64, b []byte) error {
+		err := st.Apply(lsn, b)
+		if err != nil && q.opts.Salvage { // as the salvage skips it (recovery.Recover)
+			skipped++
+			st.Skip(lsn)
+			return nil
+		}
+		return err
+	})
 	if err != nil {
 		return wrapCorrupt("replay", err)
 	}
-	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report(), LostBefore: lostBefore}
+	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Skipped: skipped, Clean: st.clean, Log: q.log.Report(),
+		LostBefore: lostBefore}
 	q.mu.st = st
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN
