@@ -14,14 +14,16 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// clockRecheck is the longest a sleeper waiting for a time by the queue's
-// clock (a blocked Dequeue or Pull until a delay ends or a window closes,
-// the housekeeper until a lease deadline) sleeps before it reads the clock
-// again. Its timer runs on the monotonic clock (Clock.After), which a step
-// of the wall clock does not move: after a forward step the time it waits
-// for may have come, and it notices at most clockRecheck late, not up to
-// the whole delay, window or AckTimeout late. Calls that do not block pay
-// nothing for it.
+// clockRecheck is the longest the housekeeper, while it waits for a time
+// by the queue's clock (a lease deadline, or the due time a blocked
+// Dequeue or Pull waits for: a delay ends, a hold ends, a window closes),
+// sleeps before it reads the clock again. Timers run on the monotonic
+// clock (Clock.After), which a step of the wall clock does not move: after
+// a forward step the time waited for may have come, and it is noticed at
+// most clockRecheck late, not up to the whole delay, window or AckTimeout
+// late. The housekeeper reads the clock for every blocked call at once
+// (sleepers.go): a blocked call itself sleeps until its time or a wake,
+// and calls that do not block pay nothing.
 const clockRecheck = time.Second
 
 // recheckAfter returns the timer of a sleep of d by clock: it fires after

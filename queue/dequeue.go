@@ -183,6 +183,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			q.foundNothing()
 		}
 		changed, due := q.mu.changed, q.untilDueLocked(now)
+		q.noteSleepLocked(now, due)
 		q.mu.Unlock()
 		q.logDead(dead)
 		err = q.sleepFor(ctx, changed, written, due)
@@ -225,10 +226,9 @@ func (q *Queue) untilDueLocked(now int64) time.Duration {
 	return max(0, time.Duration(due-now))
 }
 
-// sleep waits until changed is closed, d passes (d >= 0), or ctx ends. A
-// sleep of d ends after clockRecheck at the latest, for its caller to read
-// the clock again (a forward step of the wall clock may have brought what
-// it waits for).
+// sleep waits until changed is closed, d passes (d >= 0), or ctx ends.
+// The caller noted d (noteSleepLocked): once a forward step of the wall
+// clock brings what it waits for, the housekeeper closes changed.
 func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
 	return q.sleepFor(ctx, changed, nil, d)
 }
@@ -239,10 +239,7 @@ func (q *Queue) sleep(ctx context.Context, changed <-chan struct{}, d time.Durat
 // call, or of the background syncer): the sleeper then looks again and
 // reports the poison, as a look made after it does.
 func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, d time.Duration) error {
-	var timer <-chan time.Time
-	if d >= 0 {
-		timer = recheckAfter(q.opts.Clock, d)
-	}
+	timer := q.sleepTimer(d)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

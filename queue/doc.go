@@ -216,12 +216,15 @@
 //
 // A file walq did not write is refused, never changed. A read-only
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
-// produce, the settles above included, and writes nothing. It reads each
+// produce, the settles above included, and writes nothing. It skips the
+// records that no longer apply as the salvage skips them (its
+// Recovery.Skipped), so it opens where the salvage opens. It reads each
 // indexed message's record as the salvage does: its Recovery.Dropped
 // lists what the salvage drops (records lost, then records that are
-// another's, each by Seq), those messages are gone from its counts, and
-// over a damaged log it counts the never-delivered messages again from
-// the log, as the salvage does.
+// another's, each by Seq), those messages are gone from its counts, its
+// Recovery.LostBefore says where a log that lost its front starts, and
+// over a damaged log (damaged entries or a lost front) it counts the
+// never-delivered messages again from the log, as the salvage does.
 //
 // A salvage writes a message dead-lettered through a lost lease as a
 // record of its own kind (move-dead). Releases before it refuse that kind

@@ -6,10 +6,12 @@ import (
 	"github.com/walq/walq/index"
 )
 
-// housekeep is the queue's background goroutine. It owns two jobs: ending
-// leases whose deadline passed (unless ManualRequeue) and compacting the
-// log when it has grown. It sleeps until the next lease deadline (reading
-// the clock again at least every clockRecheck) or a kick;
+// housekeep is the queue's background goroutine. It owns three jobs:
+// ending leases whose deadline passed (unless ManualRequeue), compacting
+// the log when it has grown, and waking the blocked calls whose due time
+// passed by the clock (wakeSleepers). It sleeps until the next lease
+// deadline or due time (reading the clock again at least every
+// clockRecheck) or a kick;
 // Close stops it and waits for it.
 func (q *Queue) housekeep() {
 	defer q.wg.Done()
@@ -20,7 +22,11 @@ func (q *Queue) housekeep() {
 		q.requeueInBackground()
 		q.compactInBackground()
 		var timer <-chan time.Time
-		if d := q.nextWake(); d >= 0 {
+		d := q.nextWake()
+		if s := q.wakeSleepers(); s >= 0 && (d < 0 || s < d) {
+			d = s
+		}
+		if d >= 0 {
 			timer = recheckAfter(q.opts.Clock, d)
 		}
 		select {

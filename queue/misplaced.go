@@ -95,8 +95,9 @@ func valueDrop(v index.SortedValue) *record {
 
 // misplacedReturn returns the record that ends the lease of m's batch
 // before m's value is dropped (a value is dropped only when pending or
-// dead), or nil when m is not leased or its batch went back already.
-func (q *Queue) misplacedReturn(m misplaced) *record {
+// dead), with reason, or nil when m is not leased or its batch went back
+// already.
+func (q *Queue) misplacedReturn(m misplaced, reason string) *record {
 	if m.lease == 0 {
 		return nil
 	}
@@ -104,7 +105,7 @@ func (q *Queue) misplacedReturn(m misplaced) *record {
 	if !ok {
 		return nil
 	}
-	return q.returnBatch(b, q.now(), misplacedReason)
+	return q.returnBatch(b, q.now(), reason)
 }
 
 // dropMisplaced is a salvaging open's last step: it drops every message
@@ -121,7 +122,7 @@ func (q *Queue) dropMisplaced() error {
 		return err
 	}
 	for _, m := range ms {
-		if ret := q.misplacedReturn(m); ret != nil {
+		if ret := q.misplacedReturn(m, misplacedReason); ret != nil {
 			if _, err := q.appendLocked(ret, nil); err != nil {
 				return err
 			}
@@ -142,7 +143,11 @@ func (q *Queue) dropMisplaced() error {
 // drops a salvage makes, in memory only: the messages and values whose
 // record the damage took (CopyPast) and then those whose record is
 // another's (dropMisplaced), in that order, each dropped from the state
-// and added to Recovery.Dropped as the salvage adds it. Nothing is
+// and added to Recovery.Dropped as the salvage adds it. A leased value's
+// batch goes back first, as the salvage returns it: when the salvage ends
+// a crashed process's leases (EndLeases), before any drop and with that
+// reason (its values at MaxDeliveries go dead saying so); otherwise just
+// before the value's drop, as dropMisplaced returns it. Nothing is
 // written.
 func (q *Queue) showDrops() error {
 	q.mu.Lock()
@@ -152,12 +157,16 @@ func (q *Queue) showDrops() error {
 		return err
 	}
 	slices.SortStableFunc(ms, func(a, b misplaced) int { return cmp.Compare(dropRank(a), dropRank(b)) })
-	for _, m := range ms {
-		if ret := q.misplacedReturn(m); ret != nil {
-			if err := q.mu.st.check(ret); err != nil {
-				return fmt.Errorf("%w: salvage preview: %w", ErrCorrupt, err)
+	if endsLeases(q.recovery) {
+		for _, m := range ms {
+			if err := q.showReturn(m, crashedBatchReason); err != nil {
+				return err
 			}
-			q.mu.st.applyBatch(ret)
+		}
+	}
+	for _, m := range ms {
+		if err := q.showReturn(m, misplacedReason); err != nil {
+			return err
 		}
 		m.drop.At = q.now()
 		if err := q.mu.st.check(m.drop); err != nil {
@@ -166,6 +175,20 @@ func (q *Queue) showDrops() error {
 		q.mu.st.applyDrop(m.drop)
 		q.recovery.Dropped = append(q.recovery.Dropped, m.lost)
 	}
+	return nil
+}
+
+// showReturn applies to the state the return of m's batch, with reason,
+// if m is leased and its batch has not gone back (misplacedReturn).
+func (q *Queue) showReturn(m misplaced, reason string) error {
+	ret := q.misplacedReturn(m, reason)
+	if ret == nil {
+		return nil
+	}
+	if err := q.mu.st.check(ret); err != nil {
+		return fmt.Errorf("%w: salvage preview: %w", ErrCorrupt, err)
+	}
+	q.mu.st.applyBatch(ret)
 	return nil
 }
 

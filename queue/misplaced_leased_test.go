@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -92,4 +93,52 @@ func misplaceLeased(t *testing.T, q *Queue, lease uint64, key string) index.Sort
 	v := b.Values[0]
 	require.True(t, q.mu.st.sorted.MoveLeased(lease, v.Seq, other.Loc, other.Size))
 	return v
+}
+
+// A crashed process leased a batch of key K (values a and b, each at
+// MaxDeliveries) and a's index entry names another value's record. The
+// salvage first ends the crashed lease (both values reach the limit and
+// go dead, "process crashed while the batch was leased"), then drops a;
+// the preview shows the same drops and the same dead values with the same
+// reasons.
+func TestSalvagePreviewEndsCrashedLeaseBeforeDrop(t *testing.T) {
+	clock := fakeclock.New()
+	o := Options{SegmentSize: 4096, Clock: clock, AckTimeout: time.Minute, MaxDeliveries: 1, manualCompact: true}
+	src := t.TempDir()
+	s, err := OpenSorted[int64](src, &SortedOptions{Options: o})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, s.Publish(ctx, 1, "K", []byte("payload of a")))
+	require.NoError(t, s.Publish(ctx, 2, "K", []byte("payload of b")))
+	require.NoError(t, s.Publish(ctx, 3, "M", []byte("payload of M")))
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.Len(t, bs[0].Values, 2)
+	misplaceLeased(t, s.q, bs[0].Receipt.Lease, "M")
+	require.NoError(t, s.q.snapshot())
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src))) // what a kill -9 leaves
+	require.NoError(t, s.Close())
+	ro := t.TempDir()
+	require.NoError(t, os.CopyFS(ro, os.DirFS(dir)))
+
+	dead := func(dir string, readOnly bool) string {
+		t.Helper()
+		oo := o
+		oo.Salvage, oo.ReadOnly = true, readOnly
+		s, err := OpenSorted[int64](dir, &SortedOptions{Options: oo})
+		require.NoError(t, err)
+		defer s.Close()
+		ds, err := s.DeadValues(0, 100)
+		require.NoError(t, err)
+		out := fmt.Sprint(s.Recovery().Dropped)
+		for _, d := range ds {
+			out += fmt.Sprintf(" %s/%d:%q", d.Key, d.Sort, d.Reason)
+		}
+		return out
+	}
+	shown := dead(ro, true)
+	got := dead(dir, false)
+	require.Contains(t, got, `K/2:"1 deliveries; last: process crashed while the batch was leased"`)
+	require.Equal(t, got, shown, "the preview must show the salvage's drops, dead values and reasons")
 }

@@ -26,18 +26,19 @@ type Queue struct {
 	// work (payload reads, fsync waits, snapshot encoding) runs outside it.
 	mu struct {
 		sync.Mutex
-		st        *state        // the indexes
-		cursor    *wal.Reader   // reads enqueue records from st.cursor on
-		closed    bool          // Close has begun
-		changed   chan struct{} // closed and replaced when a message may have become ready
-		sinceSnap int64         // log bytes appended since the last snapshot
-		snapLSN   uint64        // LSN of the last snapshot
-		snapAt    time.Time     // when it was taken
-		forgot    bool          // Open forgot acked ids the last snapshot keeps: the next is written though no record was appended
-		armed     int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
-		async     inflight      // asynchronous calls not yet complete (async.go)
-		enc       []byte        // appendLSNLocked's encoding buffer; the log copies what it appends
-		noWait    bool          // set by an asynchronous call around its appends: nobody waits for them, so the committer must be woken
+		st         *state        // the indexes
+		cursor     *wal.Reader   // reads enqueue records from st.cursor on
+		closed     bool          // Close has begun
+		changed    chan struct{} // closed and replaced when a message may have become ready
+		sinceSnap  int64         // log bytes appended since the last snapshot
+		snapLSN    uint64        // LSN of the last snapshot
+		snapAt     time.Time     // when it was taken
+		forgot     bool          // Open forgot acked ids the last snapshot keeps: the next is written though no record was appended
+		armed      int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
+		sleepUntil int64         // earliest time a blocked call sleeps until (unix ns, sleepers.go); 0 when none
+		async      inflight      // asynchronous calls not yet complete (async.go)
+		enc        []byte        // appendLSNLocked's encoding buffer; the log copies what it appends
+		noWait     bool          // set by an asynchronous call around its appends: nobody waits for them, so the committer must be woken
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting
@@ -78,7 +79,7 @@ type Recovery struct {
 	Log          wal.Report    // torn tail cut, damage salvaged
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
 	SnapshotLost recovery.Info // salvage: the damaged snapshot set aside (the state was rebuilt from the log); zero when none
-	Dropped      []Lost        // salvage: messages dropped because their records were lost or another's
+	Dropped      []Lost        // salvage: messages dropped because their records were lost, then because they are another's, each by Seq
 	Duration     time.Duration // time Open took
 }
 

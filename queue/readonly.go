@@ -83,16 +83,40 @@ func (q *Queue) replayInto(st *state, snapLSN uint64) error {
 	if first := q.log.FirstLSN(); first > snapLSN+1 && !q.opts.Salvage {
 		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
 	}
-	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), st.Apply)
+	lostBefore := q.lostFront(st, snapLSN)
+	skipped := 0
+	n, err := recovery.Replay(q.log, max(snapLSN+1, q.log.FirstLSN()), func(lsn uint64, b []byte) error {
+		err := st.Apply(lsn, b)
+		if err != nil && q.opts.Salvage { // as the salvage skips it (recovery.Recover)
+			skipped++
+			st.Skip(lsn)
+			return nil
+		}
+		return err
+	})
 	if err != nil {
 		return wrapCorrupt("replay", err)
 	}
-	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Clean: st.clean, Log: q.log.Report()}
+	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Skipped: skipped, Clean: st.clean, Log: q.log.Report(),
+		LostBefore: lostBefore}
 	q.mu.st = st
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN
 	q.resetCursorLocked()
 	return nil
+}
+
+// lostFront returns, for a read-only salvaging open, where the log starts
+// when it lacks records that st, loaded from the snapshot at snapLSN,
+// needs (Recovery.LostBefore, as a salvage reports it); 0 otherwise.
+func (q *Queue) lostFront(st *state, snapLSN uint64) uint64 {
+	if !q.opts.Salvage {
+		return 0
+	}
+	if _, err := recovery.Coverage(q.log, st, snapLSN); errors.Is(err, recovery.ErrLogMissing) {
+		return q.log.FirstLSN()
+	}
+	return 0
 }
 
 // InUse reports whether a read-only queue (Options.ReadOnly) was opened

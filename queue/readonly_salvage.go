@@ -35,14 +35,15 @@ func (q *Queue) showMarks() error {
 	return nil
 }
 
-// showRecount gives a read-only salvaging open of a damaged log the count
-// of never-delivered messages that the salvage counts again from the log
-// (advanceCursor with recount), in memory only: a replay over damage can
-// miscount them (the first lease of a message whose enqueue record was
-// lost takes it from the count). showMarks ran first, so every enqueue
-// record from the cursor on is a never-delivered message's.
+// showRecount gives a read-only salvaging open of a damaged log (damaged
+// entries, or a front the snapshot needed lost: Recovery.LostBefore) the
+// count of never-delivered messages that the salvage counts again from
+// the log (advanceCursor with recount), in memory only: a replay over
+// damage can miscount them (the first lease of a message whose enqueue
+// record was lost takes it from the count). showMarks ran first, so every
+// enqueue record from the cursor on is a never-delivered message's.
 func (q *Queue) showRecount() error {
-	if len(q.recovery.Log.Salvaged) == 0 {
+	if len(q.recovery.Log.Salvaged) == 0 && q.recovery.LostBefore == 0 {
 		return nil
 	}
 	q.mu.Lock()

@@ -94,7 +94,7 @@ func (r *recoverer) EndLeases() (ended, dead int, err error) {
 		}
 	}
 	for _, b := range q.mu.st.sorted.Expired(math.MaxInt64, math.MaxInt) {
-		rec := q.returnBatch(b, q.now(), "process crashed while the batch was leased")
+		rec := q.returnBatch(b, q.now(), crashedBatchReason)
 		if _, err := q.appendLocked(rec, nil); err != nil {
 			return ended, dead, err
 		}
@@ -104,6 +104,16 @@ func (r *recoverer) EndLeases() (ended, dead int, err error) {
 		}
 	}
 	return ended, dead, nil
+}
+
+// crashedBatchReason is the reason of the return that ends a batch's
+// lease a crashed process left (EndLeases).
+const crashedBatchReason = "process crashed while the batch was leased"
+
+// endsLeases reports whether the recovery of rep ends every lease, as
+// recovery.Recover does: after a crash (no clean close) or any damage.
+func endsLeases(rep Recovery) bool {
+	return !rep.Clean || len(rep.Log.Salvaged) > 0 || rep.LostBefore != 0 || rep.SnapshotLost.Path != ""
 }
 
 // reachesLimit reports whether a value of the batch b goes to the dead set

@@ -63,6 +63,7 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 			q.foundNothing()
 		}
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
+		q.noteSleepLocked(q.now(), d)
 		q.mu.Unlock()
 		q.logDead(dead)
 		err = q.sleep(ctx, changed, d)

@@ -1,0 +1,238 @@
+package fuzz_test
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/walq/walq/queue"
+)
+
+// TestSalvagePreviewMatchesTheSalvage: random histories of a queue, then
+// random damage to whole log entries (a flipped byte in one to three of
+// them, sometimes a torn tail, a lost first segment or a damaged
+// snapshot). A read-only salvaging open (ReadOnly and Salvage), which
+// previews the salvage, must show what the salvage then gives: the same
+// Recovery.Dropped and LostBefore, the same counts, every message in the
+// same state and the same dead letters with their reasons.
+// WALQ_PREVIEW_SEEDS sets how many histories run.
+func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
+	seeds := scaled(200, 4)
+	if testing.Short() {
+		seeds = 40
+	}
+	seeds = envInt(t, "WALQ_PREVIEW_SEEDS", seeds)
+	compared := 0
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		if ran := previewAgainstSalvage(t, seed, false); ran {
+			compared++
+		}
+	}
+	t.Logf("compared %d of %d damaged histories (the rest: too short to damage, or not both open)", compared, seeds)
+}
+
+// TestSalvagePreviewAfterLostFront: histories whose damage took the log's
+// first segment, which the snapshot needed, and no region of what is left
+// (Recovery.LostBefore, no Log.Salvaged): the preview must count the
+// ready messages as the salvage recounts them, and report the same
+// LostBefore.
+func TestSalvagePreviewAfterLostFront(t *testing.T) {
+	for _, seed := range []int64{649, 852, 920, 964, 1416} {
+		previewAgainstSalvage(t, seed, false)
+	}
+}
+
+// TestSalvagePreviewOpensWhereTheSalvageOpens: histories whose damage took
+// a lease record, so that a later record of the message no longer
+// applies: the salvage skips it (Recovery.Skipped) and opens, and so must
+// the preview, showing what the salvage gives.
+func TestSalvagePreviewOpensWhereTheSalvageOpens(t *testing.T) {
+	for _, seed := range []int64{2, 4, 6} {
+		if !previewAgainstSalvage(t, seed, true) {
+			t.Errorf("seed %d: not compared", seed)
+		}
+	}
+}
+
+// previewAgainstSalvage builds and damages the history of seed, opens one
+// copy read-only salvaging and another salvaging, and fails t where they
+// differ; with opens set, also where one opens and the other does not. It
+// reports whether it compared two open queues.
+func previewAgainstSalvage(t *testing.T, seed int64, opens bool) bool {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
+	img, what := damagedHistory(t, rng)
+	if img == nil {
+		return false
+	}
+	base := scratchDir(t)
+	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
+	for _, d := range []string{ro, rw} {
+		if err := writeDir(d, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := drainOptions()
+	o.Salvage, o.ReadOnly = true, true
+	qr, rerr := queue.Open(ro, &o)
+	o.ReadOnly = false
+	qw, werr := queue.Open(rw, &o)
+	if qr != nil {
+		defer qr.Close()
+	}
+	if qw != nil {
+		defer qw.Close()
+	}
+	if rerr != nil || werr != nil {
+		if opens && (rerr == nil) != (werr == nil) {
+			t.Errorf("seed %d, damage %v: the preview opens with %v, the salvage with %v", seed, what, rerr, werr)
+		}
+		return false
+	}
+	if got, want := openedView(t, qr), openedView(t, qw); got != want {
+		t.Errorf("seed %d, damage %v:\npreview:\n%s\nsalvage:\n%s", seed, what, got, want)
+	}
+	return true
+}
+
+// damagedHistory runs a random history of enqueues (some delayed, some
+// with ids), deliveries, acks, dead-letters, nacks and compactions, closes
+// the queue and returns its files with random damage and what the damage
+// was; nil when the log is too short to damage.
+func damagedHistory(t *testing.T, rng *rand.Rand) (map[string][]byte, []string) {
+	dir := scratchDir(t)
+	compacts := rng.Intn(2) == 0
+	q := mustOpen(t, dir, &queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, AckTimeout: time.Hour, ManualRequeue: true})
+	var held []*queue.Message
+	n := 0
+	for range 60 {
+		if compacts && rng.Intn(15) == 0 {
+			if err := q.Compact(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		switch k := rng.Intn(10); {
+		case k < 5:
+			n++
+			var opts []queue.EnqueueOption
+			if rng.Intn(4) == 0 {
+				opts = append(opts, queue.WithDelay(time.Hour))
+			}
+			if rng.Intn(2) == 0 {
+				opts = append(opts, queue.WithID(fmt.Sprintf("id%d", n)))
+			}
+			mustEnqueue(t, q, payload(fmt.Sprintf("T%d", n), 20+rng.Intn(200)), opts...)
+		case k < 8:
+			if m, err := q.TryDequeue(); err == nil {
+				held = append(held, m)
+			}
+		case len(held) > 0:
+			j := rng.Intn(len(held))
+			m := held[j]
+			held = slices.Delete(held, j, j+1)
+			var err error
+			switch rng.Intn(3) {
+			case 0:
+				err = m.Ack()
+			case 1:
+				err = m.DeadLetter("poison")
+			default:
+				err = m.Nack(time.Duration(rng.Intn(2)) * time.Hour)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	img, err := quietDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	return damageAtRandom(rng, img)
+}
+
+// damageAtRandom damages img at random (see damagedHistory).
+func damageAtRandom(rng *rand.Rand, img map[string][]byte) (map[string][]byte, []string) {
+	segs := segmentFiles(img)
+	type entry struct {
+		seg   string
+		end   int64
+		first uint64
+		count int
+	}
+	var es []entry
+	for _, s := range segs {
+		for _, e := range parseSegment(img[s]) {
+			es = append(es, entry{s, e.end, e.first, e.count})
+		}
+	}
+	if len(es) < 4 {
+		return nil, nil
+	}
+	var what []string
+	for k := 1 + rng.Intn(3); k > 0; k-- {
+		e := es[1+rng.Intn(len(es)-2)]
+		img = damaged(img, damageCase{file: e.seg, damage: flipBit(e.end-2, 1)})
+		what = append(what, fmt.Sprintf("entry of LSN %d+%d", e.first, e.count))
+	}
+	if rng.Intn(3) == 0 {
+		last := es[len(es)-1]
+		b := img[last.seg]
+		img[last.seg] = b[:len(b)-3]
+		what = append(what, "torn tail")
+	}
+	if rng.Intn(4) == 0 && len(segs) > 2 {
+		delete(img, segs[0])
+		what = append(what, "first segment removed")
+	}
+	if rng.Intn(5) == 0 {
+		for f := range img {
+			if strings.Contains(f, "snap") && len(img[f]) > 10 {
+				img = damaged(img, damageCase{file: f, damage: flipBit(int64(len(img[f])/2), 3)})
+				what = append(what, "snapshot "+f)
+				break
+			}
+		}
+	}
+	return img, what
+}
+
+// openedView renders what a user of q sees after a salvaging open: the
+// counts, the dead letters, Recovery.Dropped and LostBefore, and every
+// message's state. A writable open ends a crashed process's leases and a
+// read-only one does not, so in-flight counts as ready on both sides.
+func openedView(t *testing.T, q *queue.Queue) string {
+	t.Helper()
+	s := q.Stats()
+	v := view{Ready: s.Ready + s.InFlight, Delayed: s.Delayed, Dead: s.Dead, Acked: s.Acked, DeadLettered: s.DeadLettered}
+	dl, err := q.DeadLetters(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dl {
+		v.DeadLetters += tokenOf(d.Payload) + ":" + d.Reason + " "
+	}
+	rec := q.Recovery()
+	v.Dropped = fmt.Sprint(rec.Dropped)
+	var lines []string
+	for st := queue.StateReady; st <= queue.StateDead; st++ {
+		ms, err := q.Browse(st, 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			shown := st
+			if shown == queue.StateInFlight {
+				shown = queue.StateReady
+			}
+			lines = append(lines, fmt.Sprintf("seq=%04d %v id=%s reason=%q", m.Seq, shown, m.ID, m.Reason))
+		}
+	}
+	slices.Sort(lines)
+	return fmt.Sprintf("%+v lostBefore=%d\n%s", v, rec.LostBefore, strings.Join(lines, "\n"))
+}
