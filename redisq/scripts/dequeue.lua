@@ -101,9 +101,9 @@ if ARGV[6] == '1' then
     return bad
   end
   if announce(dl, got[5]) then
-    redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
+    redis.call('HSET', K_MSG, unpack(with_w({seq, rec, '#d', dn, '#t', dls})))
   else
-    redis.call('HSET', K_MSG, seq, rec, '#d', dn)
+    redis.call('HSET', K_MSG, unpack(with_w({seq, rec, '#d', dn})))
   end
   wake()
   return {-1, seq, d, got[2]}
@@ -222,6 +222,6 @@ end
 for i = first + 1, #deadlines, 1000 do
   redis.call('ZADD', K_LEASE, unpack(deadlines, i, math.min(i + 999, #deadlines)))
 end
-many('HSET', K_MSG, recs)
+many('HSET', K_MSG, with_w(recs))
 wake()
 return out
