@@ -333,10 +333,11 @@ func TestACLKeyPatterns(t *testing.T) {
 	require.ErrorContains(t, err, "NOPERM")
 }
 
-// TestACLReadOnlyUser: a user granted only reads (and the commands
-// that open a queue and call its functions) opens a ReadOnly handle and
-// reads the queue; a handle that may write is refused, naming a write
-// command the user lacks.
+// TestACLReadOnlyUser: a user granted only reads and FCALL is refused a
+// handle that may write, naming a write command the user lacks; one
+// granted only reads (and the commands that open a queue and call its
+// functions: FCALL_RO, not FCALL) opens a ReadOnly handle and reads the
+// queue.
 func TestACLReadOnlyUser(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -347,6 +348,10 @@ func TestACLReadOnlyUser(t *testing.T) {
 	require.NoError(t, err)
 
 	rdb := aclUser(t, srv, "+@read", "+@connection", "+fcall", "+function|list", "+subscribe")
+	_, err = Open(ctx, rdb, "acl-reader", &Options{TrustServer: true})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+
+	rdb = aclUser(t, srv, "+@read", "+@connection", "+fcall_ro", "+function|list", "+subscribe")
 	require.ErrorContains(t, rdb.Set(ctx, "x", "1", 0).Err(), "NOPERM") // the ACL holds
 	r, err := Open(ctx, rdb, "acl-reader", &Options{ReadOnly: true, TrustServer: true})
 	require.NoError(t, err)
@@ -354,7 +359,33 @@ func TestACLReadOnlyUser(t *testing.T) {
 	st, err := r.StatsContext(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, st.Ready)
+	_, err = r.DeadLetters(0, 10)
+	require.NoError(t, err)
+}
 
-	_, err = Open(ctx, rdb, "acl-reader", &Options{TrustServer: true})
-	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+// TestACLReadOnlyKeyPattern: a user granted the queue's keys for reading
+// only (%R~) opens a ReadOnly handle and reads the queue's counts and
+// dead letters; the grant refuses writes to those keys.
+func TestACLReadOnlyKeyPattern(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	w, err := Open(ctx, srv.Client(), "ro-keys", &Options{TrustServer: true})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+
+	rdb := aclUser(t, srv, "+@all", "resetkeys", "%R~walq:{ro-keys}*")
+	require.ErrorContains(t, rdb.Do(ctx, "HSET", "walq:{ro-keys}:2:msg", "x", "1").Err(), "NOPERM") // the ACL holds
+	r, err := Open(ctx, rdb, "ro-keys", &Options{ReadOnly: true, TrustServer: true})
+	require.NoError(t, err)
+	defer r.Close()
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Ready)
+	_, err = r.DeadLetters(0, 10)
+	require.NoError(t, err)
+
+	_, err = Open(ctx, rdb, "ro-keys", &Options{TrustServer: true})
+	require.ErrorContains(t, err, "NOPERM", "a handle that may write is refused")
 }

@@ -54,19 +54,22 @@
 // the ACL as it stands for each pair of a command and a key: refusals by
 // command, by key pattern (read-only and write-only patterns included)
 // and by selector (a command granted on some of the queue's keys only is
-// refused when the functions run it on another). The FCALL names every
-// key of the queue, so a user refused one, for reading or writing, is
-// refused before the function runs. Grant the queue's commands on all of
+// refused when the functions run it on another). The FCALL of a handle
+// that may write names every key of the queue, so a user refused one,
+// for reading or writing, is refused before the function runs. Grant the queue's commands on all of
 // its keys (walq:{NAME}*) and its channel: an ACL changed while handles
 // are open is not checked again. The functions check a key for the
 // wrong type (below) with these same reads, so their checks hold under
 // any ACL that Open accepts; TYPE, of the keyspace
 // category, is optional: where granted, an error the server raises
 // itself names the key of the wrong type, else it comes as it is. A
-// ReadOnly handle runs no function that writes: its Open asks only for
-// the reads among those commands, so a user granted reads alone (with
-// FCALL, FUNCTION LIST, SUBSCRIBE and the connection's commands, and
-// FUNCTION LOAD where the server lacks the library) opens it.
+// ReadOnly handle runs no function that writes, and calls its functions
+// with FCALL_RO, whose keys the server checks for reading only: its Open
+// asks only for the reads among those commands, so a user granted reads
+// alone (with FCALL_RO in place of FCALL, FUNCTION LIST, SUBSCRIBE and
+// the connection's commands, and FUNCTION LOAD where the server lacks the
+// library), on the queue's keys for reading alone too (%R~walq:{NAME}*),
+// opens it.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields

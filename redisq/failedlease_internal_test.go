@@ -193,3 +193,30 @@ func leaseState(t *testing.T, rdb *redis.Client, q *Queue) failedLeaseState {
 	require.NoError(t, err)
 	return s
 }
+
+// TestFailedGatheredLeaseAnnouncesNoDeadline: a gathered lease that fails
+// on the lease key, with nothing promoted and nothing leased, wrote no
+// deadline, so it publishes nothing on the wake channel: no 't<µs>' for
+// a deadline no lease has. A message published after the call ends what
+// is read: the channel delivers in order.
+func TestFailedGatheredLeaseAnnouncesNoDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	q, err := Open(ctx, rdb, "failed-lease-deadline", &Options{Clock: noTimers{clock},
+		ManualRequeue: true, AckTimeout: time.Minute})
+	require.NoError(t, err)
+	defer q.Close()
+	for _, p := range []string{"a", "b", "c"} {
+		_, err := q.Enqueue(ctx, []byte(p))
+		require.NoError(t, err)
+	}
+	sub := subscribe(t, rdb, q.wake)
+	restore := spoilKey(t, rdb, q.keys[4])
+	failLease(t, q, clock.Now(), 2, q.keys[4])
+	restore()
+	require.NoError(t, rdb.Publish(ctx, q.wake, "end").Err())
+	m := <-sub
+	require.Equal(t, "end", m.Payload, "a failed lease that wrote no deadline published before the end")
+}

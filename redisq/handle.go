@@ -122,7 +122,7 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	}
 	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
 	if h.o.Replicas > 0 {
-		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.FCall(ctx, f.name, h.keys, argv...) },
+		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
 			missing, load)
 		return v, h.wrongType(ctx, err)
 	}
@@ -133,14 +133,27 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 // fcall runs a function over the queue's keys, loading its library first
 // where the server lacks it.
 func (h *handle) fcall(ctx context.Context, f function, argv []any) (any, error) {
-	v, err := h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
+	v, err := h.send(ctx, h.rdb, f, argv).Result()
 	if !missing(err) {
 		return v, err
 	}
 	if err := f.lib.load(ctx, h.primary(ctx)); err != nil {
 		return nil, err
 	}
-	return h.rdb.FCall(ctx, f.name, h.keys, argv...).Result()
+	return h.send(ctx, h.rdb, f, argv).Result()
+}
+
+// send calls f over the queue's keys on c. A ReadOnly handle calls its
+// functions, which write nothing, with FCALL_RO: the server checks the
+// keys of an FCALL for reading and writing, those of an FCALL_RO for
+// reading only, so a user granted the queue's keys for reading alone
+// (%R~) runs them. Other handles use FCALL, for every function, so that
+// the commands a writer needs stay the same.
+func (h *handle) send(ctx context.Context, c redis.Cmdable, f function, argv []any) *redis.Cmd {
+	if h.o.ReadOnly && !f.writes {
+		return c.FCallRO(ctx, f.name, h.keys, argv...)
+	}
+	return c.FCall(ctx, f.name, h.keys, argv...)
 }
 
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts

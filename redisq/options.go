@@ -53,7 +53,9 @@ type Options struct {
 	// would change the queue (RequeueExpired among them) fail with
 	// queue.ErrReadOnly. Open skips the checks that only a writer
 	// needs: it reads no server configuration (Sync), opens on a read-only
-	// replica, and asks the ACL for the read commands only. It still
+	// replica, and asks the ACL for the read commands only; the handle
+	// calls the functions with FCALL_RO, so a user granted the queue's
+	// keys for reading alone opens it (see the package doc). It still
 	// loads the function library into a server that lacks it, and fails
 	// (queue.ErrInvalidOptions) on a replica that lacks it, which cannot
 	// load it. It applies to Open only: OpenSorted and OpenWindowed

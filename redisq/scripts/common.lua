@@ -48,6 +48,7 @@ local lim -- the count at which a ready message is not delivered again (see atli
 local CALLKEYS -- the call's KEYS, for need
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
+local w_unset = false -- promote left '#w' absent: see promote and with_w
 local KEEP -- see below; made by the first call, as loading may use none of Lua's libraries
 -- INT formats a number that may pass 2^31 (a time in µs, a seq, a
 -- counter): '%d', unless the server's C long is 32 bits (Lua 5.1 casts
@@ -71,7 +72,7 @@ local function bind(KEYS, ARGV)
   if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
   lim = COUNT
   if maxd > 0 and maxd < COUNT then lim = maxd end
-  woke, timers = false, nil
+  woke, timers, w_unset = false, nil, false
   if not KEEP then
     KEEP = string.rep('~', 256)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
@@ -478,8 +479,11 @@ local NONE = 4611686018427387904 -- 2^62
 
 -- promote makes up to limit delayed messages whose time has come ready
 -- and records in '#w' when the next falls due; w is the field as read,
--- if known. It returns how many it made ready and the earliest due time
--- left (-1 when none).
+-- if known. With nothing delayed and w unknown it writes nothing: msg
+-- may not exist (a new queue), and the pass must not create it; the
+-- caller's next write of msg adds '#w' (with_w), and until then an
+-- absent '#w' only costs a look at the delayed key. It returns how many
+-- it made ready and the earliest due time left (-1 when none).
 local function promote(limit, w)
   local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', NOW, 'LIMIT', 0, limit)
   for _, seq in ipairs(due) do
@@ -489,8 +493,16 @@ local function promote(limit, w)
   local f = first(K_DELAYED)
   local nw = f
   if f < 0 then nw = NONE end
-  if nw ~= w then redis.call('HSET', K_MSG, '#w', string.format(INT, nw)) end
+  w_unset = not w and nw == NONE
+  if nw ~= w and not w_unset then redis.call('HSET', K_MSG, '#w', string.format(INT, nw)) end
   return #due, f
+end
+
+-- with_w appends '#w' = NONE to fields, the arguments of an HSET of msg,
+-- when the last promote left it unwritten, and returns fields.
+local function with_w(fields)
+  if w_unset then fields[#fields + 1], fields[#fields + 2] = '#w', string.format(INT, NONE) end
+  return fields
 end
 
 -- lower_w lowers '#w' to due, a delayed message's due time, when it is

@@ -101,9 +101,9 @@ if ARGV[6] == '1' then
     return bad
   end
   if announce(dl, got[5]) then
-    redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
+    redis.call('HSET', K_MSG, unpack(with_w({seq, rec, '#d', dn, '#t', dls})))
   else
-    redis.call('HSET', K_MSG, seq, rec, '#d', dn)
+    redis.call('HSET', K_MSG, unpack(with_w({seq, rec, '#d', dn})))
   end
   wake()
   return {-1, seq, d, got[2]}
@@ -207,7 +207,6 @@ if k == 0 then
   return out
 end
 recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
-if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
 local first = math.min(#deadlines, 1000)
 if buried == 0 then
   local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, first))
@@ -222,6 +221,8 @@ end
 for i = first + 1, #deadlines, 1000 do
   redis.call('ZADD', K_LEASE, unpack(deadlines, i, math.min(i + 999, #deadlines)))
 end
-many('HSET', K_MSG, recs)
+-- announced once the deadlines are written: a lease that failed set none
+if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+many('HSET', K_MSG, with_w(recs))
 wake()
 return out
