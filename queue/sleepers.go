@@ -27,11 +27,18 @@ func (q *Queue) noteSleepLocked(now int64, d time.Duration) {
 
 // wakeSleepers wakes every blocked call once the earliest due time they
 // noted has passed by the clock, and returns how long until that time,
-// or -1 when none is noted.
+// or -1 when none is noted or no call is blocked any more.
 func (q *Queue) wakeSleepers() time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.mu.sleepUntil == 0 {
+		return -1
+	}
+	if q.waiters.Load() == 0 {
+		// Every blocked call has left (its context ended, or a message
+		// came): none waits for the time noted. A call that blocks later
+		// notes its own, under q.mu.
+		q.mu.sleepUntil = 0
 		return -1
 	}
 	now := q.now()
