@@ -9,6 +9,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/walq/walq/internal/twin"
 	"github.com/walq/walq/queue"
 )
 
@@ -134,9 +135,9 @@ func toDeadJSON(d queue.DeadLetter) deadJSON {
 	p, enc := payloadText(d.Payload)
 	j := deadJSON{Seq: d.Seq, Deliveries: d.Deliveries, EnqueuedAt: jsonTime(d.EnqueuedAt),
 		Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
-	j.ID, j.IDBase64 = textOrBase64(d.ID)
-	j.Reason, j.Reason64 = textOrBase64(d.Reason)
-	j.Headers, j.Headers64 = splitHeaders(d.Headers)
+	j.ID, j.IDBase64 = twin.Split(d.ID)
+	j.Reason, j.Reason64 = twin.Split(d.Reason)
+	j.Headers, j.Headers64 = twin.SplitHeaders(d.Headers)
 	return j
 }
 

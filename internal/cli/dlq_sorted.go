@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/walq/walq/internal/twin"
 	"github.com/walq/walq/queue"
 )
 
@@ -65,9 +66,9 @@ func toDeadValueJSON(d deadValueRow) deadValueJSON {
 	p, enc := payloadText(d.Payload)
 	j := deadValueJSON{ID: nameOf(d).String(), Seq: d.Seq, Sort: d.Sort, Deliveries: d.Deliveries,
 		PublishedAt: jsonTime(d.PublishedAt), Reason: d.Reason, Bytes: len(d.Payload), Payload: p, Encoding: enc}
-	j.Key, j.KeyBase64 = textOrBase64(d.Key)
-	j.Sort, j.SortBase64 = textOrBase64(d.Sort)
-	j.Reason, j.Reason64 = textOrBase64(d.Reason)
+	j.Key, j.KeyBase64 = twin.Split(d.Key)
+	j.Sort, j.SortBase64 = twin.Split(d.Sort)
+	j.Reason, j.Reason64 = twin.Split(d.Reason)
 	return j
 }
 

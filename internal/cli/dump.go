@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/walq/walq/internal/twin"
 	"github.com/walq/walq/queue"
 )
 
@@ -130,13 +131,13 @@ func toDump(r queue.Record, payload bool) dumpRecord {
 	d := dumpRecord{LSN: r.LSN, Op: r.Op, Seq: r.Seq, Lease: r.Lease, ProducerID: r.ProducerID,
 		Sort: sortJSON(r.Sort), Size: r.Size, At: jsonTime(r.At), Due: jsonTime(r.Due), Values: r.Values}
 	if s, ok := r.Sort.(string); ok && !utf8.ValidString(s) {
-		_, d.SortBase64 = textOrBase64(s)
+		_, d.SortBase64 = twin.Split(s)
 		d.Sort = nil // left out, as an id is
 	}
-	d.Reason, d.Reason64 = textOrBase64(r.Reason)
-	d.ID, d.IDBase64 = textOrBase64(r.ID)
-	d.Key, d.KeyBase64 = textOrBase64(r.Key)
-	d.Headers, d.Headers64 = splitHeaders(r.Headers)
+	d.Reason, d.Reason64 = twin.Split(r.Reason)
+	d.ID, d.IDBase64 = twin.Split(r.ID)
+	d.Key, d.KeyBase64 = twin.Split(r.Key)
+	d.Headers, d.Headers64 = twin.SplitHeaders(r.Headers)
 	if r.Op != "enqueue" && r.Op != "move" && r.Op != "move-dead" && r.Op != "publish" {
 		return d
 	}

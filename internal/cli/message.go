@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walq/walq/internal/twin"
 	"github.com/walq/walq/queue"
 )
 
@@ -216,8 +217,8 @@ func printMessageJSON(w io.Writer, m *queue.Message) error {
 	p, enc := payloadText(m.Payload)
 	j := messageJSON{Receipt: m.Receipt.String(), Deliveries: m.Deliveries,
 		EnqueuedAt: jsonTime(m.EnqueuedAt), DeliveredAt: jsonTime(m.DeliveredAt), Payload: p, Encoding: enc}
-	j.ID, j.IDBase64 = textOrBase64(m.ID)
-	j.Headers, j.Headers64 = splitHeaders(m.Headers)
+	j.ID, j.IDBase64 = twin.Split(m.ID)
+	j.Headers, j.Headers64 = twin.SplitHeaders(m.Headers)
 	je := json.NewEncoder(w)
 	je.SetEscapeHTML(false)
 	return je.Encode(j)

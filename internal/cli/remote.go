@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/dashboard"
+	"github.com/walq/walq/internal/twin"
 )
 
 // remoteFlags are the flags of a command that can read a running service's
@@ -249,9 +250,9 @@ func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
 // exact as exactMessage made them) in base64 twins where they are not
 // valid UTF-8, as the local form prints them.
 func toRemoteDeadJSON(m dashboard.Message) dashboard.Message {
-	m.ID, m.IDBase64 = textOrBase64(m.ID)
-	m.Reason, m.ReasonBase64 = textOrBase64(m.Reason)
-	m.Headers, m.HeadersBase64 = splitHeaders(m.Headers)
+	m.ID, m.IDBase64 = twin.Split(m.ID)
+	m.Reason, m.ReasonBase64 = twin.Split(m.Reason)
+	m.Headers, m.HeadersBase64 = twin.SplitHeaders(m.Headers)
 	return m
 }
 

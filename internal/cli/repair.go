@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/walq/walq/internal/twin"
 	"github.com/walq/walq/queue"
 )
 
@@ -209,7 +210,7 @@ func toRepairJSON(dir, backup string, rep queue.RepairReport, err error) repairJ
 	}
 	for _, m := range rep.Recovery.Dropped {
 		l := lostJSON{Seq: m.Seq}
-		l.ID, l.IDBase64 = textOrBase64(m.ID)
+		l.ID, l.IDBase64 = twin.Split(m.ID)
 		j.Dropped = append(j.Dropped, l)
 	}
 	switch {
