@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/internal/sortkey"
@@ -134,4 +135,89 @@ func TestDeadValueFenceLongSortKeys(t *testing.T) {
 		require.NoError(t, s.RequeueDeadValue(d), "sort key of %d bytes", len(d.Sort))
 	}
 	require.Equal(t, 3, s.Stats().SortedPending)
+}
+
+// TestSortedDeadWrongTypeKey is TestSortedWrongTypeKey for the changes of
+// the dead set: with any key of the queue overwritten with another type,
+// DeadValues, RequeueDead, PurgeDead, RequeueAllDead and PurgeAllDead
+// each succeed or fail with an error naming that key, and, once the key
+// is restored, every value is dead or pending exactly once, or purged
+// with its payload: none is left neither dead nor pending, as a change
+// that failed after its first write (a requeue after the value left the
+// dead set) would leave it.
+func TestSortedDeadWrongTypeKey(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"}
+	for _, f := range keyFaults(names, 12) {
+		t.Run(f.name, func(t *testing.T) {
+			s, err := OpenSorted[int64](ctx, rdb, "dead-wrongtype-"+f.name, &SortedOptions{Options: Options{ManualRequeue: true}})
+			require.NoError(t, err)
+			defer s.Close()
+			payloads := []string{"a", "b", "c", "d"}
+			for i, p := range payloads {
+				require.NoError(t, s.Publish(ctx, int64(i), p, []byte(p)))
+			}
+			bs, err := s.TryPull(10)
+			require.NoError(t, err)
+			for _, b := range bs {
+				require.NoError(t, b.DeadLetter("x"))
+			}
+			ds, err := s.DeadValues(0, 0)
+			require.NoError(t, err)
+			require.Len(t, ds, 4)
+
+			key := s.keys[f.key]
+			saved, err := rdb.Dump(ctx, key).Result()
+			if err != redis.Nil {
+				require.NoError(t, err)
+			}
+			f.spoil(ctx, t, rdb, key)
+			check := func(what string, err error) {
+				t.Helper()
+				if err != nil {
+					require.ErrorContains(t, err, key, what)
+				}
+			}
+			_, err = s.DeadValues(0, 0)
+			check("list", err)
+			check("requeue", s.RequeueDead(ds[0].Seq))
+			check("purge", s.PurgeDeadValue(ds[1]))
+			_, err = s.RequeueAllDead()
+			check("requeue all", err)
+			_, err = s.PurgeAllDead()
+			check("purge all", err)
+			require.NoError(t, rdb.Del(ctx, key).Err())
+			if saved != "" {
+				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			}
+
+			seen := map[string]int{}
+			left, err := s.DeadValues(0, 0)
+			require.NoError(t, err)
+			for _, d := range left {
+				seen[string(d.Payload)]++
+			}
+			for {
+				bs, err := s.TryPull(10)
+				if err == queue.ErrEmpty {
+					break
+				}
+				require.NoError(t, err)
+				for _, b := range bs {
+					for _, v := range b.Values {
+						seen[string(v.Payload)]++
+					}
+					require.NoError(t, b.Ack())
+				}
+			}
+			stored, err := rdb.HLen(ctx, s.keys[1]).Result()
+			require.NoError(t, err)
+			for _, p := range payloads {
+				require.LessOrEqual(t, seen[p], 1, "%s both dead and pending", p)
+			}
+			require.EqualValues(t, len(left), stored, "a value neither dead nor pending kept its payload: %v", seen)
+		})
+	}
 }
