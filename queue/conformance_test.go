@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,12 +37,27 @@ func TestSortedConformance(t *testing.T) {
 		return queue.SortedOptions{SingleFlight: o.SingleFlight, Options: queue.Options{AckTimeout: o.AckTimeout,
 			MaxDeliveries: o.MaxDeliveries, Clock: o.Clock, ManualRequeue: true, Sync: queue.SyncNever}}
 	}
+	var mu sync.Mutex
+	dirs := map[queue.SortedQueue[int64]]string{}
 	queuetest.TestSorted(t, queuetest.SortedEngine{
 		Open: func(t *testing.T, o queuetest.SortedOptions) queue.SortedQueue[int64] {
 			so := opts(o)
-			q, err := queue.OpenSorted[int64](t.TempDir(), &so)
+			dir := t.TempDir()
+			q, err := queue.OpenSorted[int64](dir, &so)
 			require.NoError(t, err)
+			mu.Lock()
+			dirs[q] = dir
+			mu.Unlock()
 			return q
+		},
+		OpenReadOnly: func(t *testing.T, q queue.SortedQueue[int64]) queue.SortedQueue[int64] {
+			mu.Lock()
+			dir := dirs[q]
+			mu.Unlock()
+			require.NoError(t, q.Close())
+			r, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{ReadOnly: true}})
+			require.NoError(t, err)
+			return r
 		},
 		OpenWindowed: func(t *testing.T, o queuetest.SortedOptions) queue.WindowedQueue {
 			q, err := queue.OpenWindowed(t.TempDir(), &queue.WindowOptions{SortedOptions: opts(o), Window: o.Window})

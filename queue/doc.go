@@ -307,7 +307,9 @@
 // the next key is due. Both run on the same log, snapshots and recovery as
 // the ack queue. A batch's BatchReceipt lets another process ack, nack,
 // extend or dead-letter it; the dead set is listed (DeadValues), requeued
-// and purged as the ack queue's dead letters are.
+// and purged as the ack queue's dead letters are. These calls are the
+// DeadValueSet of the SortedQueue and WindowedQueue interfaces, which the
+// Redis engine (redisq) offers too.
 //
 // A dead value is named by its Seq and its PublishedAt together. A power
 // loss under SyncNever or SyncInterval can take a value's publish, and the

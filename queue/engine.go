@@ -70,6 +70,29 @@ type BatchSettler interface {
 	DeadLetter(r BatchReceipt, reason string) error
 }
 
+// DeadValueSet lists, requeues and purges the dead values of a sorted or
+// windowed queue, named by their Seq (and, fenced, their PublishedAt), as
+// *Sorted[K] documents them. A handle opened with Options.ReadOnly lists
+// them and refuses the others with ErrReadOnly.
+//
+// The engines differ on a dead value whose stored payload cannot be read:
+// *Sorted reads each value first and refuses one it cannot read
+// (RequeueAllDead requeues the others and reports it); redisq requeues
+// it, and a pull that cannot read it dead-letters it again. redisq also
+// refuses, with an error wrapping ErrCorrupt, to requeue a value
+// dead-lettered by a handle of a release before it recorded the value's
+// key (DeadValues lists it with an empty Key and a reason saying so);
+// such a value can be purged.
+type DeadValueSet[K SortKey] interface {
+	DeadValues(from uint64, max int) ([]DeadValue[K], error)
+	RequeueDead(seq uint64) error
+	PurgeDead(seq uint64) error
+	RequeueDeadValue(d DeadValue[K]) error
+	PurgeDeadValue(d DeadValue[K]) error
+	RequeueAllDead() (int, error)
+	PurgeAllDead() (int, error)
+}
+
 // SortedQueue is a queue of values ordered by a sort key of type K and
 // pulled as whole keys. *Sorted[K] is one.
 type SortedQueue[K SortKey] interface {
@@ -81,6 +104,7 @@ type SortedQueue[K SortKey] interface {
 	TryPull(max int) ([]*Batch[K], error)
 	BatchSettler
 	RequeueExpired() (int, error)
+	DeadValueSet[K]
 	Stats() Stats
 	Close() error
 }
@@ -96,6 +120,7 @@ type WindowedQueue interface {
 	TryPull(max int) ([]*Batch[time.Time], error)
 	BatchSettler
 	RequeueExpired() (int, error)
+	DeadValueSet[time.Time]
 	Stats() Stats
 	Close() error
 }

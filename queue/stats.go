@@ -9,13 +9,14 @@ import (
 // Stats is a point-in-time view of a queue.
 type Stats struct {
 	// At is when the figures were read, by the queue's clock
-	// (Options.Clock): the time to measure OldestEnqueuedAt's age from.
-	// The Redis engine (redisq) leaves it zero.
+	// (Options.Clock; the Redis engine's: the handle's): the time to
+	// measure OldestEnqueuedAt's age from.
 	At time.Time
 	// Closed is set once Close has begun: the counts are the last ones
 	// and the log fields (LogBytes, Segments, OldestEnqueuedAt of
-	// never-delivered messages) no longer tell what is on disk. The Redis
-	// engine leaves it false; its StatsContext fails instead.
+	// never-delivered messages) no longer tell what is on disk. A closed
+	// handle of the Redis engine (redisq) reads nothing: its counts are
+	// then zero, and its StatsContext fails with ErrClosed.
 	Closed bool
 
 	Ready    int64 // deliverable now (delayed messages whose time has come included)

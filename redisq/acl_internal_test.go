@@ -389,3 +389,33 @@ func TestACLReadOnlyKeyPattern(t *testing.T) {
 	_, err = Open(ctx, rdb, "ro-keys", &Options{TrustServer: true})
 	require.ErrorContains(t, err, "NOPERM", "a handle that may write is refused")
 }
+
+// TestACLReadOnlySortedKeyPattern is TestACLReadOnlyKeyPattern for a
+// sorted queue: a user granted its keys for reading only opens a
+// ReadOnly handle and reads its counts and dead values.
+func TestACLReadOnlySortedKeyPattern(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	w, err := OpenSorted[int64](ctx, srv.Client(), "ro-sorted-keys", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	defer w.Close()
+	require.NoError(t, w.Publish(ctx, 1, "k", []byte("x")))
+	bs, err := w.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("why"))
+
+	rdb := aclUser(t, srv, "+@all", "resetkeys", "%R~walq:{ro-sorted-keys}*")
+	r, err := OpenSorted[int64](ctx, rdb, "ro-sorted-keys", &SortedOptions{Options: Options{ReadOnly: true, TrustServer: true}})
+	require.NoError(t, err)
+	defer r.Close()
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.SortedDead)
+	ds, err := r.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Equal(t, "k", ds[0].Key)
+
+	_, err = OpenSorted[int64](ctx, rdb, "ro-sorted-keys", &SortedOptions{Options: Options{TrustServer: true}})
+	require.ErrorContains(t, err, "NOPERM", "a handle that may write is refused")
+}

@@ -3,6 +3,7 @@ package redisq_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,12 +63,26 @@ func sortedEngine(rdb redis.UniversalClient, prefix string, opened func(t *testi
 		}
 		return n
 	}
+	var mu sync.Mutex
+	names := map[queue.SortedQueue[int64]]string{}
 	return queuetest.SortedEngine{
 		Open: func(t *testing.T, o queuetest.SortedOptions) queue.SortedQueue[int64] {
 			so := opts(o)
-			q, err := redisq.OpenSorted[int64](ctx, rdb, name(t, "sorted"), &so)
+			n := name(t, "sorted")
+			q, err := redisq.OpenSorted[int64](ctx, rdb, n, &so)
 			require.NoError(t, err)
+			mu.Lock()
+			names[q] = n
+			mu.Unlock()
 			return q
+		},
+		OpenReadOnly: func(t *testing.T, q queue.SortedQueue[int64]) queue.SortedQueue[int64] {
+			mu.Lock()
+			n := names[q]
+			mu.Unlock()
+			r, err := redisq.OpenSorted[int64](ctx, rdb, n, &redisq.SortedOptions{Options: redisq.Options{ReadOnly: true}})
+			require.NoError(t, err)
+			return r
 		},
 		OpenWindowed: func(t *testing.T, o queuetest.SortedOptions) queue.WindowedQueue {
 			q, err := redisq.OpenWindowed(ctx, rdb, name(t, "windowed"),

@@ -95,8 +95,9 @@
 // while it waits; a cancelled context or Close returns at once. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel),
-// except a handle opened with Options.ReadOnly: it reads (Stats,
-// DeadLetters), runs no housekeeper, and its calls that would change the
+// except a handle opened with Options.ReadOnly (Open, OpenSorted,
+// OpenWindowed): it reads (Stats, DeadLetters, DeadValues), runs no
+// housekeeper, and its calls that would change the
 // queue fail with queue.ErrReadOnly, so that inspecting a live queue
 // changes nothing on it.
 // A lease is announced only when it runs out before the last lease
@@ -118,7 +119,12 @@
 // acks, nacks, dead-letters or expires a batch a handle of this version
 // pulled removes only the first, and the copy (about the record's size)
 // stays in the batch hash for good, counted by those handles'
-// Stats.SortedBatches. Upgrade all handles of a sorted queue together.
+// Stats.SortedBatches. A handle of this version records each dead
+// value's key with it, which a requeue needs; a value dead-lettered by a
+// handle of an earlier version is listed by DeadValues with an empty Key
+// and a reason saying so, and can be purged, not requeued (an error
+// wrapping queue.ErrCorrupt; RequeueAllDead requeues the others and
+// names it). Upgrade all handles of a sorted queue together.
 //
 // # Time
 //
@@ -171,16 +177,19 @@
 //     next process opens the directory.
 //   - EnqueueBatch is all or nothing, also across a crash.
 //   - Everything lives in the server's memory, payloads included.
-//   - Stats fills the counts, counters, OldestEnqueuedAt, DedupIDs, Sync
-//     and AckTimeout; the log fields stay zero. StatsContext reports
-//     errors.
-//   - A sorted or windowed queue's dead values are counted
-//     (Stats.SortedDead) and kept in the server's memory, payloads
-//     included, but the handle cannot list, requeue or purge them: it
-//     has no DeadValues, RequeueDead, PurgeDead, RequeueAllDead or
-//     PurgeAllDead (the stored dead value does not name its message key,
-//     which a requeue needs). Keep MaxDeliveries and dead-lettering for
-//     values that must not come back.
+//   - Stats fills the counts, counters, OldestEnqueuedAt, DedupIDs, Sync,
+//     AckTimeout, At (by the handle's Options.Clock) and Closed; the log
+//     fields stay zero. A closed handle reads nothing: its Stats has
+//     Closed set and zero counts, where the embedded queue keeps the
+//     last ones. StatsContext reports errors.
+//   - A sorted or windowed queue's RequeueDead and RequeueAllDead do not
+//     read a dead value's payload first: one whose stored record is
+//     damaged is requeued, and the pull that cannot read it dead-letters
+//     it again (the embedded queue refuses it). A fenced name
+//     (RequeueDeadValue, PurgeDeadValue) of a value whose publish time
+//     cannot be read is refused with queue.ErrCorrupt: name it by its
+//     seq. Each of these changes is one call of the server; the ones
+//     over every dead value run in calls of 1000.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
 //   - Handles with different DedupWindows may share a queue at once, so

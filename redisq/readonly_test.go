@@ -77,9 +77,72 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 	}
 	require.NoError(t, r.Close())
 	require.Equal(t, before, keyContents(t, rdb, "walq:{ro}:*"), "a ReadOnly handle changed the queue")
+}
 
-	_, err = redisq.OpenSorted[int64](ctx, rdb, "ro-sorted", &redisq.SortedOptions{Options: redisq.Options{ReadOnly: true}})
-	require.ErrorIs(t, err, queue.ErrInvalidOptions, "a sorted queue has no ReadOnly handle")
+// TestReadOnlySortedChangesNothing: a ReadOnly handle on a sorted queue
+// opened past the deadline of another handle's lease reads the queue
+// (Stats, DeadValues) and leaves every key as it was: it starts no
+// housekeeper, and each call that would change the queue fails with
+// queue.ErrReadOnly. A ReadOnly open of a queue that does not exist yet
+// creates no key.
+func TestReadOnlySortedChangesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	clock := queuetest.NewClock() // the writer's time stands still; the reader's is now, later
+	w, err := redisq.OpenSorted[int64](ctx, rdb, "ro-sorted", &redisq.SortedOptions{
+		Options: redisq.Options{ManualRequeue: true, AckTimeout: time.Second, Clock: clock}})
+	require.NoError(t, err)
+	defer w.Close()
+	for i, key := range []string{"dead", "leased", "pending"} {
+		require.NoError(t, w.Publish(ctx, int64(i), key, []byte(key)))
+	}
+	bs, err := w.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("poison"))
+	bs, err = w.TryPull(1)
+	require.NoError(t, err)
+	leased := bs[0]
+	before := keyContents(t, rdb, "walq:{ro-sorted}:*")
+
+	r, err := redisq.OpenSorted[int64](ctx, rdb, "ro-sorted", &redisq.SortedOptions{Options: redisq.Options{ReadOnly: true}})
+	require.NoError(t, err)
+	st, err := r.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{1, 1, 1}, [3]int{st.SortedPending, st.SortedBatches, st.SortedDead})
+	dead, err := r.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "poison", dead[0].Reason)
+	changes := map[string]func() error{
+		"Publish":          func() error { return r.Publish(ctx, 9, "x", []byte("x")) },
+		"TryPull":          func() error { _, err := r.TryPull(10); return err },
+		"Ack":              func() error { return r.Ack(leased.Receipt) },
+		"Nack":             func() error { return r.Nack(leased.Receipt, 0) },
+		"Extend":           func() error { return r.Extend(leased.Receipt, time.Hour) },
+		"DeadLetter":       func() error { return r.DeadLetter(leased.Receipt, "x") },
+		"RequeueExpired":   func() error { _, err := r.RequeueExpired(); return err },
+		"RequeueDead":      func() error { return r.RequeueDead(dead[0].Seq) },
+		"PurgeDead":        func() error { return r.PurgeDead(dead[0].Seq) },
+		"RequeueDeadValue": func() error { return r.RequeueDeadValue(dead[0]) },
+		"PurgeDeadValue":   func() error { return r.PurgeDeadValue(dead[0]) },
+		"RequeueAllDead":   func() error { _, err := r.RequeueAllDead(); return err },
+		"PurgeAllDead":     func() error { _, err := r.PurgeAllDead(); return err },
+	}
+	for name, change := range changes {
+		require.ErrorIs(t, change(), queue.ErrReadOnly, name)
+	}
+	require.NoError(t, r.Close())
+	require.Equal(t, before, keyContents(t, rdb, "walq:{ro-sorted}:*"), "a ReadOnly handle changed the queue")
+
+	fresh, err := redisq.OpenWindowed(ctx, rdb, "ro-fresh", &redisq.WindowOptions{Window: time.Minute,
+		SortedOptions: redisq.SortedOptions{Options: redisq.Options{ReadOnly: true}}})
+	require.NoError(t, err)
+	require.Zero(t, fresh.Stats().SortedPending)
+	require.NoError(t, fresh.Close())
+	n, err := rdb.Exists(ctx, "walq:{ro-fresh}:s:stats", "walq:{ro-fresh}:s:seq").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "a ReadOnly open recorded the queue's kind")
 }
 
 // keyContents returns what every key matching pattern holds (a string, a

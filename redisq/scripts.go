@@ -63,18 +63,22 @@ var (
 		{"probe", "return probe(ARGV[5] == 'r')", "no-writes"}, // writes nothing, by the server's own check (probe.lua)
 		{"writable", "return 1", "allow-oom"},                  // writes nothing; flagged as a writer, refused by a replica (writable.go)
 	})
-	// The sorted queue's operations, under two names: publish and pull
-	// are refused whole past maxmemory, the others may run there.
+	// The sorted queue's operations, under three names: publish and pull
+	// are refused whole past maxmemory, the others that write may run
+	// there; stats and the listing of dead values write nothing, and run
+	// on a ReadOnly handle (FCALL_RO).
 	sortedLibrary = newLibrary("walq_sorted", sortedLua+probeLua, []libOp{
 		{"grow", sortedOpsLua, ""},
 		{"settle", sortedOpsLua, "allow-oom"},
-		{"probe", "return probe()", "no-writes"},
+		{"read", sortedOpsLua, "no-writes"},
+		{"probe", "return probe(ARGV[8] == 'r')", "no-writes"},
 		{"writable", "return 1", "allow-oom"},
 	})
 
 	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
 	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
 	fnSortedGrow, fnSortedSettle   = sortedLibrary.fn("grow"), sortedLibrary.fn("settle")
+	fnSortedRead                   = sortedLibrary.fn("read")
 	fnProbe, fnSortedProbe         = library.fn("probe"), sortedLibrary.fn("probe")
 	fnWritable, fnSortedWritable   = library.fn("writable"), sortedLibrary.fn("writable")
 )

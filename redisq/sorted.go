@@ -65,9 +65,6 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err != nil {
 		return nil, err
 	}
-	if o.ReadOnly {
-		return nil, fmt.Errorf("%w: redisq: a sorted or windowed queue has no ReadOnly handle", queue.ErrInvalidOptions)
-	}
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
 	}
@@ -78,25 +75,27 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	}
 	s := &Sorted[K]{handle: newHandle(rdb, ks, p+"wake", o), single: so.SingleFlight, fixed: isFixed[K](), window: window}
 	s.types = sortedTypes
-	if !o.TrustServer {
+	if !o.TrustServer && !o.ReadOnly {
 		if err := checkServer(ctx, s.primary(ctx), o.Sync); err != nil {
 			return nil, err
 		}
 	}
 	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
 		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
-			return nil, onReplica(err, false)
+			return nil, onReplica(err, o.ReadOnly)
 		}
 		return nil, err
 	}
 	argv := []any{s.wake, unixMicros(o.Clock.Now()), 0, 0, 0, 0, "probe"}
-	if err := s.checkWritable(ctx, fnSortedWritable, argv); err != nil {
+	if !o.ReadOnly {
+		if err := s.checkWritable(ctx, fnSortedWritable, argv); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window), o.ReadOnly); err != nil {
 		return nil, err
 	}
-	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window)); err != nil {
-		return nil, err
-	}
-	if err := s.checkACL(ctx, fnSortedProbe, argv, false); err != nil {
+	if err := s.checkACL(ctx, fnSortedProbe, argv, o.ReadOnly); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {
@@ -125,8 +124,11 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 	}
 	argv := append([]any{s.wake, unixMicros(now), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), fixed, op}, args...)
 	f := fnSortedSettle
-	if op == "publish" || op == "pull" {
+	switch op {
+	case "publish", "pull":
 		f = fnSortedGrow
+	case "stats", "deadlist":
+		f = fnSortedRead
 	}
 	v, err := s.call(ctx, f, argv)
 	return v, scriptErr(op, err)
@@ -492,9 +494,11 @@ func (s *Sorted[K]) Stats() queue.Stats {
 
 // StatsContext is Stats with a context and an error.
 func (s *Sorted[K]) StatsContext(ctx context.Context) (queue.Stats, error) {
-	st := queue.Stats{Sync: s.o.Sync, AckTimeout: s.o.AckTimeout}
-	v, err := s.run(ctx, s.o.Clock.Now(), "stats")
+	now := s.o.Clock.Now()
+	st := queue.Stats{Sync: s.o.Sync, AckTimeout: s.o.AckTimeout, At: now, Closed: s.isClosed()}
+	v, err := s.run(ctx, now, "stats")
 	if err != nil {
+		st.Closed = st.Closed || errors.Is(err, queue.ErrClosed)
 		return st, err
 	}
 	r, _ := v.([]any)

@@ -5,20 +5,19 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
 
-// TestSortedDeadValuesKept pins a difference from the embedded queue
-// (doc.go, README): a sorted queue's dead values are counted and kept,
-// payloads included, and the handle offers none of queue.Sorted's calls
-// that list, requeue or purge them.
-func TestSortedDeadValuesKept(t *testing.T) {
+// TestSortedDeadFreesPayloads: a purged dead value leaves nothing behind
+// in the server (payload, delivery count, reason, recorded key), and a
+// requeued one leaves no trace of having been dead; an ack then frees the
+// requeued value too.
+func TestSortedDeadFreesPayloads(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	s, err := redisq.OpenSorted[int64](ctx, rdb, "dead-kept", nil)
+	s, err := redisq.OpenSorted[int64](ctx, rdb, "dead-frees", nil)
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Publish(ctx, 1, "k", []byte("v1")))
@@ -27,23 +26,32 @@ func TestSortedDeadValuesKept(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, bs, 1)
 	require.NoError(t, bs[0].DeadLetter("why"))
-	st := s.Stats()
-	require.Equal(t, 2, st.SortedDead)
-	require.Zero(t, st.SortedPending+st.SortedBatches)
-	kept, err := rdb.HLen(ctx, "walq:{dead-kept}:s:val").Result()
+	lens := func() [4]int64 {
+		t.Helper()
+		var out [4]int64
+		for i, k := range []string{"val", "vinfo", "vreason", "dead"} {
+			key := "walq:{dead-frees}:s:" + k
+			typ, err := rdb.Type(ctx, key).Result()
+			require.NoError(t, err)
+			if typ == "zset" {
+				out[i], err = rdb.ZCard(ctx, key).Result()
+			} else {
+				out[i], err = rdb.HLen(ctx, key).Result()
+			}
+			require.NoError(t, err)
+		}
+		return out
+	}
+	require.Equal(t, [4]int64{2, 2, 4, 2}, lens(), "two dead values: payload, count, reason and key each")
+	ds, err := s.DeadValues(0, 0)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, kept, "the dead values' payloads stay in the server")
-	_, err = s.TryPull(10)
-	require.ErrorIs(t, err, queue.ErrEmpty)
-
-	var h any = s
-	_, lists := h.(interface {
-		DeadValues(uint64, int) ([]queue.DeadValue[int64], error)
-	})
-	_, requeues := h.(interface{ RequeueDead(uint64) error })
-	_, purges := h.(interface{ PurgeAllDead() (int, error) })
-	require.False(t, lists || requeues || purges, "a documented difference: update doc.go and the README with it")
-	var e any = (*queue.Sorted[int64])(nil)
-	_, purges = e.(interface{ PurgeAllDead() (int, error) })
-	require.True(t, purges)
+	require.Len(t, ds, 2)
+	require.NoError(t, s.PurgeDeadValue(ds[0]))
+	require.NoError(t, s.RequeueDeadValue(ds[1]))
+	require.Equal(t, [4]int64{1, 1, 0, 0}, lens(), "the purged value is gone; the requeued one is pending")
+	bs, err = s.TryPull(10)
+	require.NoError(t, err)
+	require.Equal(t, []byte("v2"), bs[0].Values[0].Payload)
+	require.NoError(t, bs[0].Ack())
+	require.Equal(t, [4]int64{0, 0, 0, 0}, lens())
 }

@@ -53,12 +53,14 @@ func TestSortedLimitAtPull(t *testing.T) {
 	require.Equal(t, 2, st.SortedDead)
 	require.Equal(t, 0, st.SortedPending)
 	require.Equal(t, 2, st.SortedLeased)
-	reasons, err := rdb.HGetAll(ctx, "walq:{limit}:s:vreason").Result()
+	dead, err := strict.DeadValues(0, 0)
 	require.NoError(t, err)
-	require.Len(t, reasons, 2)
-	for _, r := range reasons {
-		require.Equal(t, "3 deliveries, limit 3; not delivered again", r)
+	require.Len(t, dead, 2)
+	for _, d := range dead {
+		require.Equal(t, "3 deliveries, limit 3; not delivered again", d.Reason)
+		require.Equal(t, 3, d.Deliveries)
 	}
+	require.Equal(t, []string{"k", "j"}, []string{dead[0].Key, dead[1].Key})
 	_, err = strict.TryPull(10)
 	require.ErrorIs(t, err, queue.ErrEmpty)
 }

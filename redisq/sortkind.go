@@ -17,9 +17,14 @@ import (
 // (placed in scripts/sorted.lua), for the kinds whose sort parts differ
 // in length. It talks to the queue's master (primary): a replica that
 // lags could show a queue with values as new, and have it stamped.
-// It then checks the form (checkForm).
-func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind, form string) error {
+// It then checks the form (checkForm). A reader (a ReadOnly handle)
+// records nothing: on a queue that records no kind it checks the form
+// alone.
+func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind, form string, reader bool) error {
 	got, err := rdb.HGet(ctx, statsKey, "kind").Result()
+	if errors.Is(err, redis.Nil) && reader {
+		return checkForm(ctx, rdb, name, statsKey, form)
+	}
 	if errors.Is(err, redis.Nil) {
 		found, xerr := present(ctx, rdb, seqKey)
 		if xerr != nil {

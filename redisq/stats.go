@@ -2,14 +2,18 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/walq/walq/queue"
 )
 
 // Stats returns the queue's counts and lifetime counters, as queue.Stats;
-// the log fields stay zero. On an error it returns only the handle's
-// configuration (Sync, AckTimeout); StatsContext reports the error.
+// the log fields stay zero. At is when it read them, by the handle's
+// clock (Options.Clock). On an error it returns only the handle's
+// configuration (Sync, AckTimeout), At, and Closed, set once Close has
+// begun: a closed handle reads nothing, so its counts are then zero;
+// StatsContext reports the error (queue.ErrClosed).
 func (q *Queue) Stats() queue.Stats {
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -19,9 +23,11 @@ func (q *Queue) Stats() queue.Stats {
 
 // StatsContext is Stats with a context and an error.
 func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
-	s := queue.Stats{Sync: q.o.Sync, AckTimeout: q.o.AckTimeout}
-	v, err := q.run(ctx, fnInspect, q.o.Clock.Now(), "stats")
+	now := q.o.Clock.Now()
+	s := queue.Stats{Sync: q.o.Sync, AckTimeout: q.o.AckTimeout, At: now, Closed: q.isClosed()}
+	v, err := q.run(ctx, fnInspect, now, "stats")
 	if err != nil {
+		s.Closed = s.Closed || errors.Is(err, queue.ErrClosed)
 		return s, scriptErr("stats", err)
 	}
 	r, _ := v.([]any)

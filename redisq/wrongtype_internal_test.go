@@ -313,9 +313,11 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			dead, err := rdb.ZRange(ctx, s.keys[11], 0, -1).Result()
 			require.NoError(t, err)
 			require.Equal(t, []string{"1"}, dead, "the value past the limit is dead")
-			reasons, err := rdb.HGetAll(ctx, s.keys[3]).Result()
+			ds, err := s.DeadValues(0, 0)
 			require.NoError(t, err)
-			require.Equal(t, map[string]string{"1": "3 deliveries, limit 3; not delivered again"}, reasons)
+			require.Len(t, ds, 1)
+			require.Equal(t, "3 deliveries, limit 3; not delivered again", ds[0].Reason)
+			require.Equal(t, "k3", ds[0].Key, "the dead value's key is recorded")
 		})
 	}
 }

@@ -86,11 +86,11 @@ func inspectAck(e *env, target string) (queue.AckQueue, error) {
 	return inspectQueue(e, target)
 }
 
-// sortedTarget is sortedDir for a directory; an engine's queue is an ack
-// queue.
+// sortedTarget is sortedDir for a directory, and engineSorted for a
+// queue of the engine.
 func sortedTarget(e *env, target string, readOnly bool) (sortedView, error) {
 	if e.owns(target) {
-		return nil, nil
+		return engineSorted(e, target, readOnly)
 	}
 	return sortedDir(e, target, readOnly)
 }

@@ -34,46 +34,24 @@ type sortedView interface {
 	close() error
 }
 
-// typedView is a sortedView of a Sorted[K].
+// typedView is a sortedView of a Sorted[K]: its dead values as an
+// engine's (setView), and its files.
 type typedView[K queue.SortKey] struct {
-	s    *queue.Sorted[K]
-	text func(K) string // the sort key for people
+	setView[K]
+	s *queue.Sorted[K]
 }
 
-func (v typedView[K]) deadValues(from uint64, max int) ([]deadValueRow, error) {
-	ds, err := v.s.DeadValues(from, max)
-	out := make([]deadValueRow, len(ds))
-	for i, d := range ds {
-		out[i] = deadValueRow{Seq: d.Seq, Key: d.Key, Sort: v.text(d.Sort), Reason: d.Reason,
-			Deliveries: d.Deliveries, PublishedAt: d.PublishedAt, Payload: d.Payload}
-	}
-	return out, err
+// newTypedView returns the view of s.
+func newTypedView[K queue.SortKey](s *queue.Sorted[K], text func(K) string) typedView[K] {
+	return typedView[K]{setView: setView[K]{q: s, text: text}, s: s}
 }
 
-func (v typedView[K]) requeueDead(n deadName) error {
-	if !n.fenced {
-		return v.s.RequeueDead(n.seq)
-	}
-	return v.s.RequeueDeadValue(queue.DeadValue[K]{Seq: n.seq, PublishedAt: time.Unix(0, n.at)})
-}
-
-func (v typedView[K]) purgeDead(n deadName) error {
-	if !n.fenced {
-		return v.s.PurgeDead(n.seq)
-	}
-	return v.s.PurgeDeadValue(queue.DeadValue[K]{Seq: n.seq, PublishedAt: time.Unix(0, n.at)})
-}
-
-func (v typedView[K]) requeueAllDead() (int, error) { return v.s.RequeueAllDead() }
-func (v typedView[K]) purgeAllDead() (int, error)   { return v.s.PurgeAllDead() }
-func (v typedView[K]) stats() queue.Stats           { return v.s.Stats() }
-func (v typedView[K]) recovery() queue.Recovery     { return v.s.Recovery() }
-func (v typedView[K]) compact() error               { return v.s.Compact() }
-func (v typedView[K]) inUse() bool                  { return v.s.InUse() }
-func (v typedView[K]) close() error                 { return v.s.Close() }
-func plainText[K queue.SortKey](k K) string         { return fmt.Sprint(k) }
-func timeText(t time.Time) string                   { return jsonTime(t) }
-func hexText(s string) string                       { return hex.EncodeToString([]byte(s)) }
+func (v typedView[K]) recovery() queue.Recovery { return v.s.Recovery() }
+func (v typedView[K]) compact() error           { return v.s.Compact() }
+func (v typedView[K]) inUse() bool              { return v.s.InUse() }
+func plainText[K queue.SortKey](k K) string     { return fmt.Sprint(k) }
+func timeText(t time.Time) string               { return jsonTime(t) }
+func hexText(s string) string                   { return hex.EncodeToString([]byte(s)) }
 
 // openView opens dir as a Sorted[K], read-only or not.
 func openView[K queue.SortKey](dir string, readOnly bool, text func(K) string) (sortedView, error) {
@@ -81,7 +59,7 @@ func openView[K queue.SortKey](dir string, readOnly bool, text func(K) string) (
 	if err != nil {
 		return nil, err
 	}
-	return typedView[K]{s: s, text: text}, nil
+	return newTypedView(s, text), nil
 }
 
 // sortedOptions are the options a sorted or windowed queue is opened
@@ -105,7 +83,7 @@ func openSortedView(dir string, id queue.Identity, readOnly bool) (sortedView, e
 		if err != nil {
 			return nil, err
 		}
-		return typedView[time.Time]{s: w.Sorted, text: timeText}, nil
+		return newTypedView(w.Sorted, timeText), nil
 	}
 	switch id.SortKey {
 	case "int":

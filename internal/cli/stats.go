@@ -99,7 +99,7 @@ func newCounts(s queue.Stats) countsJSON {
 }
 
 // ageAt returns how old t is at at, when the queue read its figures by its
-// own clock (Stats.At), or now when at is zero (the Redis engine's).
+// own clock (Stats.At), or now when at is zero (an engine that leaves it so).
 func ageAt(at, t time.Time) time.Duration {
 	if at.IsZero() {
 		return time.Since(t)

@@ -59,6 +59,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"CancelAndClose", testCancelAndClose},
 		{"CompetingConsumers", testCompeting},
 		{"Stats", testStats},
+		{"StatsAt", testStatsAt},
 		{"FarFuture", testFarFuture},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
@@ -698,4 +699,21 @@ func testStats(t *testing.T, e Engine) {
 	s = v.q.Stats()
 	require.Equal(t, int64(2), s.Dead, "nacked at MaxDeliveries")
 	require.Equal(t, int64(0), s.InFlight)
+}
+
+// testStatsAt: Stats.At is when the figures were read, by the queue's
+// clock, and Closed is set once the handle is closed.
+func testStatsAt(t *testing.T, e Engine) {
+	v := open(t, e, Options{})
+	s := v.q.Stats()
+	require.True(t, s.At.Equal(v.clock.Now()), "At %v, want %v", s.At, v.clock.Now())
+	require.False(t, s.Closed)
+	v.clock.Advance(90 * time.Second)
+	v.enqueue("m")
+	s = v.q.Stats()
+	require.True(t, s.At.Equal(v.clock.Now()), "At %v, want %v", s.At, v.clock.Now())
+	require.Equal(t, int64(1), s.Ready)
+	require.NoError(t, v.q.Close())
+	s = v.q.Stats()
+	require.True(t, s.Closed, "Stats after Close: %+v", s)
 }

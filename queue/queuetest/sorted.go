@@ -24,6 +24,11 @@ type SortedOptions struct {
 type SortedEngine struct {
 	Open         func(t *testing.T, o SortedOptions) queue.SortedQueue[int64]
 	OpenWindowed func(t *testing.T, o SortedOptions) queue.WindowedQueue
+	// OpenReadOnly returns a handle opened with Options.ReadOnly on the
+	// queue of q, a handle Open returned. An engine that allows one
+	// writer at a time closes q first; the suite then uses only the
+	// handle returned, and closes it.
+	OpenReadOnly func(t *testing.T, q queue.SortedQueue[int64]) queue.SortedQueue[int64]
 }
 
 // TestSorted runs every subtest of the sorted and windowed queues
@@ -46,6 +51,13 @@ func TestSorted(t *testing.T, e SortedEngine) {
 		{"Windowed", testWindowed},
 		{"FarFuture", testSortedFarFuture},
 		{"WindowedForever", testWindowedForever},
+		{"DeadValues", testDeadValues},
+		{"DeadValuesAll", testDeadValuesAll},
+		{"DeadValueFence", testDeadValueFence},
+		{"DeadValuesMaxDeliveries", testDeadValuesMaxDeliveries},
+		{"DeadValuesReadOnly", testDeadValuesReadOnly},
+		{"WindowedDeadValues", testWindowedDeadValues},
+		{"StatsAt", testSortedStatsAt},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -4,7 +4,9 @@
 --   1 seq     string  INCR counter, a value's seq
 --   2 val     hash    seq -> the client's encoding of key, sort key, publish time, payload
 --   3 vinfo   hash    seq -> deliveries
---   4 vreason hash    seq -> dead-letter reason
+--   4 vreason hash    seq -> dead-letter reason, and 'm' .. seq -> the dead
+--                     value's pend member, its key and sort part (absent
+--                     for a value dead-lettered by an earlier version)
 --   5 pend    zset    every pending value, all scores 0, member
 --                     u16 len(key) | key | sortpart | u64 seq, so that one
 --                     key's values are one range in sort order
@@ -17,7 +19,7 @@
 --   9 bdue    zset    lease token scored by its deadline
 --  10 flight  hash    key -> leased batches
 --  11 hold    zset    key scored by the end of its nack delay
---  12 dead    zset    seq scored seq
+--  12 dead    zset    seq scored seq (decimal)
 --  13 stats   hash    lifetime counters
 -- sortpart is the sort key's order-preserving encoding: 8 bytes for
 -- numbers and times; for strings the bytes with 00 escaped as 00 FF and
@@ -57,9 +59,9 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
-  {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11}}, {'ZSCORE', {9, 11}},
-  {'HDEL', {2, 3, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
+  {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
+  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
@@ -81,6 +83,11 @@ local NEED = {
   dead = {4, 5, 6, 7, 10, 11, 12, 13},
   housekeep = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, -- not val, which it never touches
   stats = {},
+  deadlist = {},
+  revive = {2, 3, 4, 5, 6, 7, 10, 11, 12},
+  purge = {2, 3, 4, 12},
+  reviveall = {2, 3, 4, 5, 6, 7, 10, 11, 12},
+  purgeall = {2, 3, 4, 12},
 }
 
 -- COUNTERS are the fields of stats (position 13) that the operations add
@@ -391,9 +398,13 @@ local function delivered(seq)
   return d
 end
 
-local function toDead(seq, reason)
-  redis.call('ZADD', K_DEAD, seq, seq)
-  redis.call('HSET', K_VREASON, seq, reason)
+-- toDead moves the value seq, whose pend member was m, to the dead set
+-- with reason, and records m, so that a requeue puts it back under its
+-- key at its sort key.
+local function toDead(seq, reason, m)
+  local s = string.format('%.0f', seq)
+  redis.call('ZADD', K_DEAD, s, s)
+  redis.call('HSET', K_VREASON, s, reason, 'm' .. s, m)
 end
 
 -- killPastLimit moves the values among found (the pending members of
@@ -424,7 +435,7 @@ local function killPastLimit(key, found, p, minlen)
   if #past == 0 then return false end
   for _, x in ipairs(past) do
     redis.call('ZREM', K_PEND, ms[x[1]])
-    toDead(seqs[x[1]], x[2] .. ' deliveries, limit ' .. maxd .. '; not delivered again')
+    toDead(seqs[x[1]], x[2] .. ' deliveries, limit ' .. maxd .. '; not delivered again', ms[x[1]])
   end
   local w = woke
   place(key) -- pullable before as well: no one to wake
@@ -442,7 +453,7 @@ local function giveback(tok, b, delay, why)
   for _, m in ipairs(b[2]) do
     local seq = unseq8(string.sub(m, -8))
     if maxd > 0 and (tonumber(redis.call('HGET', K_VINFO, seq)) or 0) >= maxd then
-      toDead(seq, maxd .. ' deliveries; last: ' .. why)
+      toDead(seq, maxd .. ' deliveries; last: ' .. why, m)
     else
       redis.call('ZADD', K_PEND, 0, m)
     end
@@ -457,4 +468,62 @@ end
 local function wake()
   if woke then redis.call('PUBLISH', CHAN, 'r') end
   if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
+end
+
+-- publishedAt returns the publish time in the stored value raw, as the 8
+-- bytes of its unix nanoseconds, big-endian: raw is the client's msgpack
+-- array {sort part (bin), publish time (int64), payload}. nil when raw
+-- does not read so (gone, garbled).
+local function publishedAt(raw)
+  if type(raw) ~= 'string' or #raw < 12 or string.byte(raw, 1) ~= 0x93 then return nil end
+  local c, at = string.byte(raw, 2), nil
+  if c == 0xc0 then
+    at = 3
+  elseif c == 0xc4 then
+    at = 4 + string.byte(raw, 3)
+  elseif c == 0xc5 then
+    at = 5 + string.byte(raw, 3) * 256 + string.byte(raw, 4)
+  elseif c == 0xc6 then
+    at = 7
+    for i = 3, 6 do at = at + string.byte(raw, i) * 256 ^ (6 - i) end
+  else
+    return nil
+  end
+  if #raw < at + 8 or string.byte(raw, at) ~= 0xd3 then return nil end
+  return string.sub(raw, at + 1, at + 8)
+end
+
+-- changeDead requeues (op 'revive') or purges the dead value seq (a
+-- decimal string); at, when not '', is its publish time as publishedAt
+-- returns it, and the value must have been published then. A requeued
+-- value is pending again under its key at its sort key, its delivery
+-- count reset; a purged one is gone with its payload. Returns 0, or -1:
+-- no such dead value, -2: published at another time, -3: its publish
+-- time cannot be read, -4 (revive): its key was not recorded (see
+-- vreason). It reads everything it checks before its first write.
+local function changeDead(op, seq, at)
+  if not redis.call('ZSCORE', K_DEAD, seq) then return -1 end
+  if at ~= '' then
+    local got = publishedAt(redis.call('HGET', K_VAL, seq))
+    if not got then return -3 end
+    if got ~= at then return -2 end
+  end
+  local mk = 'm' .. seq
+  if op == 'revive' then
+    local m = redis.call('HGET', K_VREASON, mk)
+    if not m or #m < 2 then return -4 end
+    local n = string.byte(m, 1) * 256 + string.byte(m, 2)
+    if #m < 2 + n then return -4 end
+    redis.call('ZREM', K_DEAD, seq)
+    redis.call('HDEL', K_VREASON, seq, mk)
+    redis.call('HSET', K_VINFO, seq, 0)
+    redis.call('ZADD', K_PEND, 0, m)
+    place(string.sub(m, 3, 2 + n))
+  else
+    redis.call('ZREM', K_DEAD, seq)
+    redis.call('HDEL', K_VREASON, seq, mk)
+    redis.call('HDEL', K_VAL, seq)
+    redis.call('HDEL', K_VINFO, seq)
+  end
+  return 0
 end

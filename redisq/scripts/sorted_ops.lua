@@ -142,7 +142,7 @@ elseif op == 'ack' or op == 'nack' or op == 'extend' or op == 'dead' then
     redis.call('ZADD', K_BDUE, now + tonumber(ARGV[9]), tok)
   else
     drop(tok, b)
-    for _, m in ipairs(b[2]) do toDead(unseq8(string.sub(m, -8)), ARGV[9]) end
+    for _, m in ipairs(b[2]) do toDead(unseq8(string.sub(m, -8)), ARGV[9], m) end
     place(b[1])
   end
   result = 0
@@ -174,6 +174,33 @@ elseif op == 'stats' then
   -- queue counts them, though no pull or housekeeping released them yet.
   result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended(), redis.call('ZCARD', K_BDUE),
     redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
+elseif op == 'deadlist' then
+  -- 8 first seq, 9 max. Returns, for each dead value from the first seq
+  -- on, in seq order: seq, pend member, reason, deliveries, stored value
+  -- (each false when absent).
+  local out = {}
+  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', K_DEAD, ARGV[8], '+inf', 'LIMIT', 0, tonumber(ARGV[9]))) do
+    local r = redis.call('HMGET', K_VREASON, seq, 'm' .. seq)
+    local n = #out
+    out[n + 1], out[n + 2], out[n + 3] = seq, r[2], r[1]
+    out[n + 4], out[n + 5] = redis.call('HGET', K_VINFO, seq), redis.call('HGET', K_VAL, seq)
+  end
+  result = out
+elseif op == 'revive' or op == 'purge' then
+  -- 8 seq, 9 publish time (8 bytes) or ''. Returns changeDead's code.
+  result = changeDead(op, ARGV[8], ARGV[9])
+elseif op == 'reviveall' or op == 'purgeall' then
+  -- 8 first seq. Requeues or purges up to 1000 dead values from it on;
+  -- returns {how many, the seq to go on from or '' when none is left,
+  -- the seqs left dead (reviveall: their key was not recorded)}.
+  local seqs = redis.call('ZRANGEBYSCORE', K_DEAD, ARGV[8], '+inf', 'LIMIT', 0, 1001)
+  local one = op == 'reviveall' and 'revive' or 'purge'
+  local n, left = 0, {}
+  for i = 1, math.min(#seqs, 1000) do
+    local c = changeDead(one, seqs[i], '')
+    if c == 0 then n = n + 1 elseif c == -4 then left[#left + 1] = seqs[i] end
+  end
+  result = {n, seqs[1001] or '', left}
 else
   return redis.error_reply('unknown operation ' .. op)
 end

@@ -182,10 +182,10 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, r.stdout, "late ack with its old receipt is refused")
 }
 
-// TestRefusesSortedQueue: the commands run on ack queues; a name that
-// holds a sorted or windowed queue and no ack queue is refused, saying
-// so, instead of being shown as an empty ack queue or given one beside
-// it. A name that holds both is the ack queue's.
+// TestRefusesSortedQueue: the commands but dlq run on ack queues; a name
+// that holds a sorted or windowed queue and no ack queue is refused,
+// saying so, instead of being shown as an empty ack queue or given one
+// beside it. A name that holds both is the ack queue's.
 func TestRefusesSortedQueue(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -193,7 +193,7 @@ func TestRefusesSortedQueue(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	url := "redis://" + srv.Addr + "/0/events"
-	for _, args := range [][]string{{"stats", url}, {"dlq", "list", url}, {"enqueue", url, "x"}, {"dequeue", url}} {
+	for _, args := range [][]string{{"stats", url}, {"enqueue", url, "x"}, {"dequeue", url}} {
 		r := run(t, 1, "", args...)
 		require.Contains(t, r.stderr, "sorted or windowed queue", "walq-redis %v", args)
 	}
@@ -369,4 +369,68 @@ func TestInspectsReplica(t *testing.T) {
 	require.Equal(t, [2]int64{1, 1}, [2]int64{st.Ready, st.Dead})
 	require.Contains(t, run(t, 0, "", "dlq", "list", url).stdout, "poison")
 	require.Contains(t, run(t, 1, "", "dequeue", url).stderr, "replica")
+}
+
+// TestDLQSorted: dlq list, show, requeue and purge run on the dead values
+// of a sorted or windowed queue named by URL, by the ids dlq list prints
+// (SEQ@PUBLISHED_UNIX_NS), as on a directory's; list and show change
+// nothing.
+func TestDLQSorted(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[string](ctx, srv.Client(), "events", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	w, err := redisq.OpenWindowed(ctx, srv.Client(), "windows", &redisq.WindowOptions{Window: time.Nanosecond})
+	require.NoError(t, err)
+	defer w.Close()
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, s.Publish(ctx, "sort-"+k, k, []byte("payload of "+k)))
+		require.NoError(t, w.Publish(ctx, k, []byte("window of "+k)))
+	}
+	time.Sleep(time.Millisecond)
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 3)
+	for _, b := range bs {
+		require.NoError(t, b.DeadLetter("poison "+b.Key))
+	}
+	wbs, err := w.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, wbs, 3)
+	for _, b := range wbs {
+		require.NoError(t, b.DeadLetter("late "+b.Key))
+	}
+
+	url := "redis://" + srv.Addr + "/0/events"
+	before := queueContents(t, srv.Client(), "walq:{events}:*")
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(run(t, 0, "", "dlq", "list", "--json", url).stdout), "\n") {
+		var d struct {
+			ID, Key, Sort, Reason, Payload string
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &d))
+		require.Equal(t, "sort-"+d.Key, d.Sort)
+		require.Equal(t, "poison "+d.Key, d.Reason)
+		require.Equal(t, "payload of "+d.Key, d.Payload)
+		ids = append(ids, d.ID)
+	}
+	require.Len(t, ids, 3)
+	require.Contains(t, run(t, 0, "", "dlq", "show", url, ids[1]).stdout, "payload of b")
+	require.Equal(t, before, queueContents(t, srv.Client(), "walq:{events}:*"), "dlq list and show changed the queue")
+
+	require.Equal(t, "requeued "+ids[0]+"\n", run(t, 0, "", "dlq", "requeue", url, ids[0]).stdout)
+	run(t, 5, "", "dlq", "requeue", url, ids[0]) // pending now, not dead
+	require.Equal(t, "purged "+ids[1]+"\n", run(t, 0, "", "dlq", "purge", url, ids[1]).stdout)
+	require.Equal(t, "purged 1 dead value\n", run(t, 0, "", "dlq", "purge", "--all", url).stdout)
+	st := s.Stats()
+	require.Equal(t, [2]int{0, 1}, [2]int{st.SortedDead, st.SortedPending})
+	bs, err = s.TryPull(10)
+	require.NoError(t, err)
+	require.Equal(t, "a", bs[0].Key)
+
+	wurl := "redis://" + srv.Addr + "/0/windows"
+	require.Contains(t, run(t, 0, "", "dlq", "list", wurl).stdout, "late b")
+	require.Equal(t, "requeued 3 dead values\n", run(t, 0, "", "dlq", "requeue", "--all", wurl).stdout)
+	require.Equal(t, 3, w.Stats().SortedPending)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/walq/walq/internal/cli"
@@ -16,7 +17,7 @@ import (
 // engine opens the queues that redis:// and rediss:// URLs name.
 type engine struct{}
 
-var _ cli.Engine = engine{}
+var _ cli.SortedEngine = engine{}
 
 func (engine) Owns(target string) bool {
 	return strings.HasPrefix(target, "redis://") || strings.HasPrefix(target, "rediss://")
@@ -36,16 +37,25 @@ func splitTarget(target string) (server, name string, err error) {
 
 func (engine) Form() string { return "redis://[user:password@]host:port[/db]/NAME" }
 
-func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (queue.AckQueue, error) {
+// client returns a client of the server target names, and the queue's
+// name.
+func client(target string) (*redis.Client, string, error) {
 	server, name, err := splitTarget(target)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ro, err := redis.ParseURL(server)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", queue.ErrInvalidOptions, err)
+		return nil, "", fmt.Errorf("%w: %v", queue.ErrInvalidOptions, err)
 	}
-	rdb := redis.NewClient(ro)
+	return redis.NewClient(ro), name, nil
+}
+
+func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (queue.AckQueue, error) {
+	rdb, name, err := client(target)
+	if err != nil {
+		return nil, err
+	}
 	if err := refuseSorted(ctx, rdb, target, name); err != nil {
 		return nil, errors.Join(err, rdb.Close())
 	}
@@ -79,7 +89,7 @@ func ownerOptions(o cli.EngineOptions) *redisq.Options {
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and
-// no ack queue: the commands run on ack queues only, and would show it as
+// no ack queue: the commands but dlq run on ack queues only, and would show it as
 // an empty ack queue, or make one beside it. It reads the counters that
 // a queue of each kind keeps for good (the seq keys, walq:{NAME}:2:seq of
 // an ack queue, walq:{NAME}:seq of its first layout, walq:{NAME}:s:seq of
@@ -99,7 +109,7 @@ func refuseSorted(ctx context.Context, rdb redis.Cmdable, target, name string) e
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs on ack queues only",
+	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs only dlq on it",
 		queue.ErrInvalidOptions, target)
 }
 
@@ -123,3 +133,96 @@ type ownedQueue struct {
 }
 
 func (q ownedQueue) Close() error { return errors.Join(q.Queue.Close(), q.rdb.Close()) }
+
+// OpenSorted opens the sorted or windowed queue target names with the
+// sort key kind and form it records (sortedKind); nil when it holds none,
+// or an ack queue too.
+func (engine) OpenSorted(ctx context.Context, target string, o cli.EngineOptions) (any, error) {
+	rdb, name, err := client(target)
+	if err != nil {
+		return nil, err
+	}
+	x, err := openSorted(ctx, rdb, name, o)
+	if err != nil || x == nil {
+		return nil, errors.Join(err, rdb.Close())
+	}
+	return x, nil
+}
+
+// openSorted opens the sorted or windowed queue name on rdb, nil when
+// there is none (see OpenSorted). The window of a windowed queue is the
+// application's: listing and changing dead values does not use it.
+func openSorted(ctx context.Context, rdb *redis.Client, name string, o cli.EngineOptions) (any, error) {
+	kind, form, err := sortedKind(ctx, rdb, name)
+	if err != nil || kind == "" {
+		return nil, err
+	}
+	so := redisq.SortedOptions{Options: *ownerOptions(o)}
+	if form == "windowed" {
+		w, err := redisq.OpenWindowed(ctx, rdb, name, &redisq.WindowOptions{SortedOptions: so, Window: time.Second})
+		if err != nil {
+			return nil, err
+		}
+		return ownedSorted[time.Time]{Sorted: w.Sorted, rdb: rdb}, nil
+	}
+	switch kind {
+	case "int":
+		return ownSorted[int64](ctx, rdb, name, &so)
+	case "uint":
+		return ownSorted[uint64](ctx, rdb, name, &so)
+	case "float":
+		return ownSorted[float64](ctx, rdb, name, &so)
+	case "time":
+		return ownSorted[time.Time](ctx, rdb, name, &so)
+	case "string":
+		return ownSorted[string](ctx, rdb, name, &so)
+	}
+	return nil, fmt.Errorf("%w: sorted queue %q records sort keys of kind %q, which this walq-redis does not know",
+		queue.ErrInvalidOptions, name, kind)
+}
+
+// sortedKind returns the sort key kind and the form the sorted queue name
+// records; no kind when the name holds no sorted queue or an ack queue
+// too. A sorted queue made by a version that recorded no kind is refused:
+// its sort keys cannot be read without it. It reads with GET and HMGET,
+// which redisq.Open and OpenSorted run too.
+func sortedKind(ctx context.Context, rdb redis.Cmdable, name string) (kind, form string, err error) {
+	p := "walq:{" + name + "}:"
+	for _, k := range []string{p + "2:seq", p + "seq"} {
+		if ack, err := exists(rdb.Get(ctx, k)); err != nil || ack {
+			return "", "", err
+		}
+	}
+	vals, err := rdb.HMGet(ctx, p+"s:stats", "kind", "form").Result()
+	if err != nil {
+		return "", "", fmt.Errorf("read %ss:stats: %w", p, err)
+	}
+	kind, _ = vals[0].(string)
+	form, _ = vals[1].(string)
+	if kind != "" {
+		return kind, form, nil
+	}
+	if sorted, err := exists(rdb.Get(ctx, p+"s:seq")); err != nil || !sorted {
+		return "", "", err
+	}
+	return "", "", fmt.Errorf("%w: sorted queue %q records no sort key kind (an earlier version of redisq made it), which walq-redis needs to read its sort keys",
+		queue.ErrInvalidOptions, name)
+}
+
+// ownSorted opens the sorted queue name with sort keys of type K.
+func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name string, so *redisq.SortedOptions) (any, error) {
+	s, err := redisq.OpenSorted[K](ctx, rdb, name, so)
+	if err != nil {
+		return nil, err
+	}
+	return ownedSorted[K]{Sorted: s, rdb: rdb}, nil
+}
+
+// ownedSorted is a sorted queue handle whose client the command opened:
+// Close closes both.
+type ownedSorted[K queue.SortKey] struct {
+	*redisq.Sorted[K]
+	rdb *redis.Client
+}
+
+func (s ownedSorted[K]) Close() error { return errors.Join(s.Sorted.Close(), s.rdb.Close()) }

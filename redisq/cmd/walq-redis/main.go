@@ -7,8 +7,11 @@
 //
 // The last path element is the queue's name (as given to redisq.Open);
 // what comes before it is the server, as go-redis's ParseURL reads it.
-// The commands run on ack queues: a name that holds a sorted or windowed
-// queue (redisq.OpenSorted, OpenWindowed) and no ack queue is refused.
+// dlq list, show, requeue and purge also run on the dead values of a
+// sorted or windowed queue (redisq.OpenSorted, OpenWindowed), named as
+// in a directory (SEQ@PUBLISHED_UNIX_NS); the other commands run on ack
+// queues: a name that holds a sorted or windowed queue and no ack queue
+// is refused.
 //
 //	walq-redis enqueue redis://localhost:6379/0/jobs 'resize photo 42'
 //	walq-redis dequeue --wait 10s redis://localhost:6379/0/jobs

@@ -1,0 +1,246 @@
+package redisq
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/queue"
+)
+
+// deadPage is the most dead values one call of the read function lists,
+// and one call of reviveall or purgeall changes (scripts/sorted_ops.lua).
+const deadPage = 1000
+
+// noKeyReason ends the reason of a dead value whose key the queue did not
+// record: a handle of an earlier version dead-lettered it.
+const noKeyReason = "key not recorded (dead-lettered by an earlier version of redisq): it can be purged, not requeued"
+
+// DeadValues returns up to max dead values whose Seq is at least from, in
+// Seq order, with their payloads; max <= 0 means all of them, as
+// queue.Sorted.DeadValues. A value whose stored record cannot be read is
+// listed all the same, without what it held, its reason ending with
+// "; corrupt record: " and what is wrong. A value dead-lettered by a
+// handle of an earlier version, which did not record its key, is listed
+// with an empty Key, its reason saying so; it can be purged, not
+// requeued. Its Seq is the queue's counter of publishes, never reused
+// while the server keeps its data.
+func (s *Sorted[K]) DeadValues(from uint64, max int) ([]queue.DeadValue[K], error) {
+	out := []queue.DeadValue[K]{}
+	for max <= 0 || len(out) < max {
+		n := deadPage
+		if max > 0 {
+			n = min(n, max-len(out))
+		}
+		page, err := s.deadPage(from, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < n {
+			break
+		}
+		from = page[len(page)-1].Seq + 1
+	}
+	return out, nil
+}
+
+// deadPage lists up to n dead values from the seq from on, in one call.
+func (s *Sorted[K]) deadPage(from uint64, n int) ([]queue.DeadValue[K], error) {
+	ctx, cancel := s.opContext()
+	defer cancel()
+	v, err := s.run(ctx, s.o.Clock.Now(), "deadlist", strconv.FormatUint(from, 10), n)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := v.([]any)
+	if len(r)%5 != 0 {
+		return nil, fmt.Errorf("redisq: dead values: unexpected reply %v", v)
+	}
+	out := make([]queue.DeadValue[K], 0, len(r)/5)
+	for i := 0; i < len(r); i += 5 {
+		d, err := deadValue[K](r[i : i+5])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// deadValue reads one dead value from the listing's five fields: seq,
+// pend member, reason, deliveries and stored value, nil when absent.
+func deadValue[K queue.SortKey](f []any) (queue.DeadValue[K], error) {
+	seqText, _ := f[0].(string)
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil {
+		return queue.DeadValue[K]{}, fmt.Errorf("redisq: dead values: unexpected seq %v", f[0])
+	}
+	d := queue.DeadValue[K]{Seq: seq}
+	d.Reason, _ = f[2].(string)
+	deliveries, _ := f[3].(string)
+	d.Deliveries, _ = strconv.Atoi(deliveries)
+	member, _ := f[1].(string)
+	if key, ok := memberKey(member); ok {
+		d.Key = key
+	} else {
+		d.Reason += "; " + noKeyReason
+	}
+	raw, _ := f[4].(string)
+	var sv sortedValue
+	err = msgpack.Unmarshal([]byte(raw), &sv)
+	if err == nil {
+		d.Sort, err = fromSortPart[K](sv.Sort)
+	}
+	if err != nil || f[4] == nil {
+		why := "missing"
+		if f[4] != nil {
+			why = err.Error()
+		}
+		var zero K
+		d.Sort = zero
+		d.Reason += "; " + corruptReason + why
+		return d, nil
+	}
+	d.PublishedAt, d.Payload = time.Unix(0, sv.At), sv.Payload
+	return d, nil
+}
+
+// memberKey returns the key of a pend member: u16 len(key) | key | ...
+func memberKey(m string) (string, bool) {
+	if len(m) < 2 {
+		return "", false
+	}
+	n := int(binary.BigEndian.Uint16([]byte(m[:2])))
+	if len(m) < 2+n {
+		return "", false
+	}
+	return m[2 : 2+n], true
+}
+
+// RequeueDead puts the dead value seq back among the pending ones, under
+// its key at its sort key, with its delivery count reset, in one call of
+// the server. Unlike queue.Sorted.RequeueDead it does not read the
+// payload first: a value whose stored record is damaged is requeued, and
+// the pull that cannot read it dead-letters it again. A value whose key
+// was not recorded (see DeadValues) is refused with an error wrapping
+// queue.ErrCorrupt. A value purged or requeued meanwhile is not found
+// (queue.ErrNotFound).
+func (s *Sorted[K]) RequeueDead(seq uint64) error { return s.changeDead("revive", seq, nil) }
+
+// PurgeDead removes the dead value seq for good, with its payload.
+func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.changeDead("purge", seq, nil) }
+
+// RequeueDeadValue is RequeueDead of the dead value d, as DeadValues
+// returned it: it acts only while the dead value d.Seq is the one
+// published at d.PublishedAt (to the nanosecond), and otherwise returns
+// queue.ErrNotFound and changes nothing, as queue.Sorted.RequeueDeadValue.
+// A seq can be given again when the server loses writes (a restart under
+// appendfsync everysec, a failover): the time tells the two values
+// apart. A value whose publish time cannot be read (DeadValues lists it
+// as a corrupt record) is refused with an error wrapping
+// queue.ErrCorrupt; name it by its seq alone.
+func (s *Sorted[K]) RequeueDeadValue(d queue.DeadValue[K]) error {
+	return s.changeDead("revive", d.Seq, &d.PublishedAt)
+}
+
+// PurgeDeadValue is PurgeDead of the dead value d, fenced as
+// RequeueDeadValue is.
+func (s *Sorted[K]) PurgeDeadValue(d queue.DeadValue[K]) error {
+	return s.changeDead("purge", d.Seq, &d.PublishedAt)
+}
+
+// changeDead runs op (revive or purge) on the dead value seq; when at is
+// not nil, only if it was published at *at.
+func (s *Sorted[K]) changeDead(op string, seq uint64, at *time.Time) error {
+	fence := ""
+	if at != nil {
+		if at.IsZero() {
+			if s.isClosed() {
+				return queue.ErrClosed
+			}
+			return fmt.Errorf("%w: no dead value %d published at the zero time", queue.ErrNotFound, seq)
+		}
+		fence = string(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())))
+	}
+	ctx, cancel := s.opContext()
+	defer cancel()
+	v, err := s.run(ctx, s.o.Clock.Now(), op, strconv.FormatUint(seq, 10), fence)
+	if err != nil {
+		return err
+	}
+	switch toInt(v) {
+	case 0:
+		return nil
+	case -1:
+		return fmt.Errorf("%w: no dead value %d", queue.ErrNotFound, seq)
+	case -2:
+		return fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at another time (the server lost the value the name was read for)",
+			queue.ErrNotFound, seq, at.UTC().Format(time.RFC3339Nano), seq)
+	case -3:
+		return fmt.Errorf("%w: dead value %d: its publish time cannot be read: name it by its seq alone", queue.ErrCorrupt, seq)
+	case -4:
+		return fmt.Errorf("%w: dead value %d: %s", queue.ErrCorrupt, seq, noKeyReason)
+	}
+	return fmt.Errorf("redisq: %s dead value: unexpected reply %v", op, v)
+}
+
+// RequeueAllDead puts every dead value back among the pending ones and
+// returns how many, in calls of up to 1000 values each, so that no call
+// blocks the server for long. The values whose key was not recorded (see
+// DeadValues) stay dead: it requeues the others, and returns their count
+// with an error wrapping queue.ErrCorrupt that names the values it left
+// (the first few, and how many more).
+func (s *Sorted[K]) RequeueAllDead() (int, error) {
+	n, left, err := s.changeAllDead("reviveall")
+	if err == nil && len(left) > 0 {
+		err = fmt.Errorf("%w: %d dead values left dead (%s): %s", queue.ErrCorrupt, len(left), firstFew(left), noKeyReason)
+	}
+	return n, err
+}
+
+// PurgeAllDead removes every dead value, with its payload, and returns
+// how many, in calls of up to 1000 values each.
+func (s *Sorted[K]) PurgeAllDead() (int, error) {
+	n, _, err := s.changeAllDead("purgeall")
+	return n, err
+}
+
+// changeAllDead runs op (reviveall or purgeall) over the dead set from
+// its first value on, and returns how many values it changed and the
+// seqs it left.
+func (s *Sorted[K]) changeAllDead(op string) (int, []string, error) {
+	total, from := 0, "0"
+	var left []string
+	for {
+		ctx, cancel := s.opContext()
+		v, err := s.run(ctx, s.o.Clock.Now(), op, from)
+		cancel()
+		if err != nil {
+			return total, left, err
+		}
+		r, _ := v.([]any)
+		if len(r) != 3 {
+			return total, left, fmt.Errorf("redisq: %s: unexpected reply %v", op, v)
+		}
+		total += int(toInt(r[0]))
+		l, _ := r[2].([]any)
+		for _, x := range l {
+			left = append(left, fmt.Sprint(x))
+		}
+		if from, _ = r[1].(string); from == "" {
+			return total, left, nil
+		}
+	}
+}
+
+// firstFew names up to five seqs, and how many more there are.
+func firstFew(seqs []string) string {
+	if len(seqs) <= 5 {
+		return strings.Join(seqs, ", ")
+	}
+	return strings.Join(seqs[:5], ", ") + fmt.Sprintf(" and %d more", len(seqs)-5)
+}
