@@ -113,7 +113,11 @@
 //     and a sorted Batch's) returns it before any refusal of its own
 //     (ErrLeaseLost, an invalid argument), whatever its receipts: a
 //     refusal would read as if the log were healthy. Only a closed queue
-//     answers ErrClosed first.
+//     answers ErrClosed first;
+//   - Stats counts the log as written, what a reopen replays: not an
+//     enqueue or publish whose write failed, though the queue had taken
+//     it in; one whose write was made and whose fsync failed, yes (a
+//     power loss may still take it).
 //
 // Close and reopen to go on.
 //
