@@ -42,6 +42,7 @@ type Queue struct {
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting
+	timed     atomic.Int32  // blocked calls that noted a due time and have not left their sleep (sleepers.go)
 	kick      chan struct{} // wakes the housekeeper; buffered, one slot
 	stop      chan struct{} // closed by Close to stop the housekeeper
 	wg        sync.WaitGroup
