@@ -67,9 +67,10 @@ type Stats struct {
 
 // Stats returns counts, sizes and log positions. It reads the oldest
 // never-delivered message's record from the log; a sorted queue's oldest
-// value comes from its index in O(log n), after a scan of the pending
-// values of each key whose oldest was dead-lettered or dropped on its own
-// since the last call.
+// value comes from its index in O(log n), after a look at each run of up
+// to 128 pending values of each key whose oldest was dead-lettered or
+// dropped on its own since the last call (a few microseconds for a key
+// of 100,000 values).
 //
 // Once a failed write or fsync has poisoned the log, the counts, totals
 // and ages are those of the log as written: what a reopen after the
