@@ -14,9 +14,12 @@ package index
 // gives it changes and put back after.
 //
 // A list's oldest may lag: when the value it names leaves, the key goes
-// into Sorted.stale instead of scanning its values at once, so that
+// into Sorted.stale instead of looking for the next at once, so that
 // removing a key's values one by one (dead-lettering each past its limit,
-// a salvaging replay's drops) costs one scan, not one per value. A lagging
+// a salvaging replay's drops) costs one look, not one per value. The look
+// reads each chunk's own oldest (kept by the list as values come and go:
+// a scan of one chunk's at most chunkMax values when its oldest leaves),
+// not every value. A lagging
 // oldest is never after the key's true earliest, and MinPublishedAt brings
 // the stale keys up to date before it reads the set.
 
@@ -53,15 +56,23 @@ func (k keyRef) age() timeKey {
 	return k.one.timeKey
 }
 
-// oldest returns the earliest (at, seq) of the key's values.
+// oldest returns the earliest (at, seq) of the key's values: a look at
+// its first value and at each chunk of its list (O(values/chunkMax) for
+// a list filled in order), not at every value.
 func (k keyRef) oldest() timeKey {
 	o := k.one.timeKey
-	k.each(func(p *pendingValue) bool {
-		if lessTimeKey(p.timeKey, o) {
-			o = p.timeKey
-		}
-		return true
-	})
+	var t timeKey
+	switch {
+	case k.list != nil && k.list.n > 0:
+		t = k.list.earliest()
+	case k.two != nil:
+		t = k.two.timeKey
+	default:
+		return o
+	}
+	if lessTimeKey(t, o) {
+		o = t
+	}
 	return o
 }
 
@@ -145,8 +156,9 @@ func (s *Sorted) ageBatch(b Batch, put bool) {
 
 // MinPublishedAt returns the earliest At of any pending or leased value,
 // dead values left out: the publish time of the oldest value not yet
-// acked. O(log n), after a scan of each key whose earliest value left
-// since the last call.
+// acked. O(log n), after a look at the chunks of each key whose earliest
+// value left since the last call (once per such key: the call brings
+// them up to date).
 func (s *Sorted) MinPublishedAt() (int64, bool) {
 	s.refreshAges()
 	return s.ages.Min()

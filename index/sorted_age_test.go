@@ -18,7 +18,8 @@ import (
 //   - ages is in order, without repeats, and ageDups holds only counts > 0
 //     of an At in ages;
 //   - every stale key is a live key with a list; twos and lists hold only
-//     live keys.
+//     live keys;
+//   - every chunk of a list names its earliest (at, seq) as its oldest.
 func checkAges(t *testing.T, s *Sorted, step int) {
 	t.Helper()
 	var entries []int64
@@ -52,15 +53,29 @@ func checkAges(t *testing.T, s *Sorted, step int) {
 			t.Fatalf("step %d: twos entry of %q: live %v, two %v, list %v", step, kv.name, s.keys.get(kv.name) == kv, two, s.lists[kv])
 		}
 	}
-	for kv := range s.lists {
-		if s.keys.get(kv.name) != kv || s.lists[kv].n == 0 {
-			t.Fatalf("step %d: lists entry of %q: live %v, n %d", step, kv.name, s.keys.get(kv.name) == kv, s.lists[kv].n)
+	for kv, l := range s.lists {
+		if s.keys.get(kv.name) != kv || l.n == 0 {
+			t.Fatalf("step %d: lists entry of %q: live %v, n %d", step, kv.name, s.keys.get(kv.name) == kv, l.n)
+		}
+		for ci, c := range l.chunks {
+			o := 0
+			for i := range c.vals {
+				if lessTimeKey(c.vals[i].timeKey, c.vals[o].timeKey) {
+					o = i
+				}
+			}
+			if c.oldestAt() != o {
+				t.Fatalf("step %d: key %q chunk %d of %d values: oldest at %d, earliest at %d", step, kv.name, ci, len(c.vals), c.oldestAt(), o)
+			}
 		}
 	}
 	want := map[int64]int{}
 	s.keys.each(func(kv *keyValues) bool {
 		k := s.ref(kv)
-		truth, age := k.oldest(), k.age()
+		truth, age := scanOldest(k), k.age()
+		if got := k.oldest(); got != truth {
+			t.Fatalf("step %d: key %q: oldest %v, true oldest %v", step, kv.name, got, truth)
+		}
 		_, stale := s.stale[kv]
 		if age != truth && !(stale && lessTimeKey(age, truth)) {
 			t.Fatalf("step %d: key %q: age %v, true oldest %v, stale %v", step, kv.name, age, truth, stale)
@@ -77,6 +92,19 @@ func checkAges(t *testing.T, s *Sorted, step int) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("step %d: ages hold %v, keys and batches give %v", step, got, want)
 	}
+}
+
+// scanOldest returns the earliest (at, seq) of the key's values by a look
+// at every one.
+func scanOldest(k keyRef) timeKey {
+	o := k.one.timeKey
+	k.each(func(p *pendingValue) bool {
+		if lessTimeKey(p.timeKey, o) {
+			o = p.timeKey
+		}
+		return true
+	})
+	return o
 }
 
 // TestAgesInvariants drives a Sorted index through random publishes (some

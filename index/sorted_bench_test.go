@@ -107,3 +107,33 @@ func BenchmarkSortedPublishPullSingle(b *testing.B) {
 		pullAck(b, s, lease)
 	}
 }
+
+// BenchmarkSortedOldestAfterDrop measures MinPublishedAt on one key of
+// 100,000 pending values (publish times in sort order) after its oldest
+// value was dropped on its own and a newer one published (drop), and
+// again with nothing changed since the last call (again).
+func BenchmarkSortedOldestAfterDrop(b *testing.B) {
+	const n = 100_000
+	for _, again := range []bool{false, true} {
+		b.Run(map[bool]string{false: "drop", true: "again"}[again], func(b *testing.B) {
+			s := index.NewSorted(true)
+			publishN(s, n, 1)
+			next := n // the next value to publish
+			b.ResetTimer()
+			for range b.N {
+				if !again {
+					gone := next - n // the oldest value
+					if !s.Drop(index.SortedValue{Key: "key-0", Sort: sortKey(gone), Seq: uint64(gone + 1)}) {
+						b.Fatal("the oldest value was not found")
+					}
+					s.Publish(index.SortedValue{Key: "key-0", Sort: sortKey(next), Seq: uint64(next + 1), Loc: uint64(next + 1),
+						At: int64(next), Size: 150})
+					next++
+				}
+				if at, ok := s.MinPublishedAt(); !ok || at != int64(next-n) {
+					b.Fatalf("MinPublishedAt %d %v, want %d", at, ok, next-n)
+				}
+			}
+		})
+	}
+}

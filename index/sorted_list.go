@@ -65,7 +65,46 @@ const chunkMax = 128
 // chunk is a run of a key's values in order.
 type chunk struct {
 	vals []pendingValue // 1..chunkMax values in order
-	gen  uint64         // generation that may change it in place (see valueList)
+	// mark holds two numbers in one word, so that a chunk stays in its
+	// 32-byte size class: above markBits, the generation that may change
+	// the chunk in place (see valueList); below, the index in vals of the
+	// chunk's earliest (at, seq), from which a key's oldest is found
+	// without a scan of every value (sorted_age.go).
+	mark uint64
+}
+
+// markBits is the width of a chunk's oldest index in its mark: room for
+// chunkMax values. Generations count snapshots of the index and stay far
+// below 1<<(64-markBits).
+const markBits = 8
+
+// newChunk returns a chunk of vals (at least one), changeable in gen.
+func newChunk(vals []pendingValue, gen uint64) *chunk {
+	c := &chunk{vals: vals, mark: gen << markBits}
+	c.findOldest()
+	return c
+}
+
+// gen returns the generation that may change the chunk in place.
+func (c *chunk) gen() uint64 { return c.mark >> markBits }
+
+// oldestAt returns the index in vals of the chunk's earliest (at, seq).
+func (c *chunk) oldestAt() int { return int(c.mark & (1<<markBits - 1)) }
+
+func (c *chunk) setOldest(i int) { c.mark = c.mark&^(1<<markBits-1) | uint64(i) }
+
+// oldest returns the chunk's earliest (at, seq).
+func (c *chunk) oldest() timeKey { return c.vals[c.oldestAt()].timeKey }
+
+// findOldest sets the chunk's oldest index from a scan of its values.
+func (c *chunk) findOldest() {
+	o := 0
+	for i := 1; i < len(c.vals); i++ {
+		if lessTimeKey(c.vals[i].timeKey, c.vals[o].timeKey) {
+			o = i
+		}
+	}
+	c.setOldest(o)
 }
 
 // valueList holds one key's pending values in (sort, seq) order, in
@@ -94,8 +133,8 @@ func (l *valueList) own(gen uint64) {
 func (l *valueList) ownChunk(i int, gen uint64) *chunk {
 	l.own(gen)
 	c := l.chunks[i]
-	if c.gen != gen {
-		c = &chunk{vals: slices.Clone(c.vals), gen: gen}
+	if c.gen() != gen {
+		c = &chunk{vals: slices.Clone(c.vals), mark: gen<<markBits | uint64(c.oldestAt())}
 		l.chunks[i] = c
 	}
 	return c
@@ -129,7 +168,7 @@ func (l *valueList) find(sortKey string, seq uint64) (ci, i int, ok bool) {
 func (l *valueList) insert(v pendingValue, gen uint64) (pendingValue, bool) {
 	if l.n == 0 {
 		l.own(gen)
-		l.chunks = append(l.chunks[:0], &chunk{vals: []pendingValue{v}, gen: gen})
+		l.chunks = append(l.chunks[:0], newChunk([]pendingValue{v}, gen))
 		l.n = 1
 		return pendingValue{}, false
 	}
@@ -138,12 +177,18 @@ func (l *valueList) insert(v pendingValue, gen uint64) (pendingValue, bool) {
 		c := l.ownChunk(ci, gen)
 		old := c.vals[i]
 		c.vals[i] = v
+		switch {
+		case i == c.oldestAt():
+			c.findOldest()
+		case lessTimeKey(v.timeKey, c.oldest()):
+			c.setOldest(i)
+		}
 		return old, true
 	}
 	c := l.ownChunk(ci, gen)
 	if len(c.vals) >= chunkMax {
 		if ci == len(l.chunks)-1 && i == len(c.vals) {
-			l.chunks = append(l.chunks, &chunk{vals: append(make([]pendingValue, 0, 4), v), gen: gen})
+			l.chunks = append(l.chunks, newChunk(append(make([]pendingValue, 0, 4), v), gen))
 			l.n++
 			return pendingValue{}, false
 		}
@@ -157,7 +202,15 @@ func (l *valueList) insert(v pendingValue, gen uint64) (pendingValue, bool) {
 	if len(c.vals) == cap(c.vals) {
 		c.vals = growChunk(c.vals)
 	}
+	o := c.oldestAt()
 	c.vals = slices.Insert(c.vals, i, v)
+	if o >= i {
+		o++
+	}
+	if lessTimeKey(v.timeKey, c.vals[o].timeKey) {
+		o = i
+	}
+	c.setOldest(o)
 	l.n++
 	return pendingValue{}, false
 }
@@ -180,8 +233,9 @@ func growChunk(vals []pendingValue) []pendingValue {
 func (l *valueList) split(ci int, gen uint64) *chunk {
 	c := l.chunks[ci]
 	half := len(c.vals) / 2
-	next := &chunk{vals: slices.Clone(c.vals[half:]), gen: gen}
+	next := newChunk(slices.Clone(c.vals[half:]), gen)
 	c.vals = c.vals[:half] // the rest of its array is free room
+	c.findOldest()
 	l.chunks = slices.Insert(l.chunks, ci+1, next)
 	return c
 }
@@ -190,12 +244,31 @@ func (l *valueList) split(ci int, gen uint64) *chunk {
 func (l *valueList) removeAt(ci, i int, gen uint64) pendingValue {
 	c := l.ownChunk(ci, gen)
 	v := c.vals[i]
+	o := c.oldestAt()
 	c.vals = slices.Delete(c.vals, i, i+1)
-	if len(c.vals) == 0 {
+	switch {
+	case len(c.vals) == 0:
 		l.chunks = slices.Delete(l.chunks, ci, ci+1)
+	case i == o:
+		c.findOldest()
+	case i < o:
+		c.setOldest(o - 1)
 	}
 	l.n--
 	return v
+}
+
+// earliest returns the earliest (at, seq) of the list's values (it holds
+// at least one), from its chunks' own: a look at each chunk, not at each
+// value.
+func (l *valueList) earliest() timeKey {
+	o := l.chunks[0].oldest()
+	for _, c := range l.chunks[1:] {
+		if t := c.oldest(); lessTimeKey(t, o) {
+			o = t
+		}
+	}
+	return o
 }
 
 // each calls fn for every value in order until fn returns false; it

@@ -68,6 +68,37 @@ func (s *Sorted) MoveLeased(lease, seq, loc uint64, size uint32) bool {
 	return true
 }
 
+// DropLeased removes the value seq of the leased batch lease for good and
+// reports whether it found it. The batch keeps its other values, its
+// lease and its deadline; a batch left with no value goes, as an ack
+// takes it. The batch's values are copied, not changed in place (see
+// MoveLeased).
+func (s *Sorted) DropLeased(lease, seq uint64) bool {
+	b, ok := s.batches.Get(Batch{Lease: lease})
+	if !ok {
+		return false
+	}
+	i := slices.IndexFunc(b.Values, func(v SortedValue) bool { return v.Seq == seq })
+	if i < 0 {
+		return false
+	}
+	v := b.Values[i]
+	if len(b.Values) == 1 {
+		s.removeBatch(lease)
+		s.place(b.Key)
+	} else {
+		s.ageBatch(b, false)
+		b.Values = slices.Delete(slices.Clone(b.Values), i, i+1)
+		s.batches.ReplaceOrInsert(b)
+		s.ageBatch(b, true)
+		s.leased--
+	}
+	s.uncache(v.Seq)
+	s.bytes -= int64(v.Size)
+	s.locs.remove(v.Loc)
+	return true
+}
+
 // Batches calls fn for every leased batch, by lease, until fn returns
 // false. A batch's values are shared: fn must not change them.
 func (s *Sorted) Batches(fn func(Batch) bool) { s.batches.Ascend(fn) }

@@ -183,10 +183,11 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			q.foundNothing()
 		}
 		changed, due := q.mu.changed, q.untilDueLocked(now)
-		q.noteSleepLocked(now, due)
+		timed := q.noteSleepLocked(now, due)
 		q.mu.Unlock()
 		q.logDead(dead)
 		err = q.sleepFor(ctx, changed, written, due)
+		q.sleptTimed(timed)
 		q.waiters.Add(-1)
 		if err != nil {
 			return nil, err

@@ -113,7 +113,11 @@
 //     and a sorted Batch's) returns it before any refusal of its own
 //     (ErrLeaseLost, an invalid argument), whatever its receipts: a
 //     refusal would read as if the log were healthy. Only a closed queue
-//     answers ErrClosed first.
+//     answers ErrClosed first;
+//   - Stats counts the log as written, what a reopen replays: not an
+//     enqueue or publish whose write failed, though the queue had taken
+//     it in; one whose write was made and whose fsync failed, yes (a
+//     power loss may still take it).
 //
 // Close and reopen to go on.
 //
@@ -179,8 +183,11 @@
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage. A salvage drops what was lost, and an indexed
 // message or sorted value whose record is another's (Recovery.Dropped;
-// a leased value's batch goes back first, its other values pending
-// again, as when its lease runs out), and reports it; it
+// a leased value leaves its batch, whose other values stay leased to it
+// with no delivery counted: the consumer's receipt settles them, and
+// MaxDeliveries sends none of them to the dead set for it; after a
+// crash the crashed lease ends first, as for every lease), and reports
+// it; it
 // never delivers a payload from bytes that failed their checksum or from
 // another record, never reuses an LSN, and recounts what is ready. What
 // the damage took is lost, settles included. A settle record that
@@ -244,6 +251,16 @@
 //   - fails a plain open that replays the record (no newer snapshot);
 //   - skips it in a salvage or walq repair (Skipped): the value is
 //     pending again, and a pull delivers the poison value once more.
+//
+// A salvage that drops a leased value whose record is another's writes
+// the drop with the batch's lease, which releases before it refuse
+// ("drop of unknown value": they drop only pending and dead values). So
+// an older binary, until a compaction of this release has taken that
+// record into a snapshot:
+//   - fails a plain open that replays the record (no newer snapshot);
+//   - skips it in a salvage or walq repair (Skipped): the value stays in
+//     its batch, and once the lease ends a pull or Verify meets its
+//     misplaced record again (ErrCorrupt), and walq repair drops it.
 //
 // Every other record is one that older releases read. A record of a kind
 // or with a flag this release does not know is refused as ErrCorrupt,

@@ -94,9 +94,9 @@ func valueDrop(v index.SortedValue) *record {
 }
 
 // misplacedReturn returns the record that ends the lease of m's batch
-// before m's value is dropped (a value is dropped only when pending or
-// dead), with reason, or nil when m is not leased or its batch went back
-// already.
+// with reason, or nil when m is not leased or its batch went back
+// already: a read-only salvaging open shows with it how the salvage ends
+// a crashed process's leases before its drops (EndLeases).
 func (q *Queue) misplacedReturn(m misplaced, reason string) *record {
 	if m.lease == 0 {
 		return nil
@@ -108,12 +108,26 @@ func (q *Queue) misplacedReturn(m misplaced, reason string) *record {
 	return q.returnBatch(b, q.now(), reason)
 }
 
+// dropOf returns the record that drops m now: of m's batch (Lease set)
+// while the batch still leases m's value, else of the pending or dead
+// value or of the message.
+func (q *Queue) dropOf(m misplaced) *record {
+	m.drop.At, m.drop.Lease = q.now(), 0
+	if m.lease != 0 {
+		if _, ok := q.mu.st.sorted.LeasedValue(m.lease, m.lost.Seq); ok {
+			m.drop.Lease = m.lease
+		}
+	}
+	return m.drop
+}
+
 // dropMisplaced is a salvaging open's last step: it drops every message
 // and value findMisplaced returns, with a record, and adds them to
 // Recovery.Dropped, so that deliveries and compactions no longer meet
-// them. A leased value's batch goes back first (a return record, as when
-// its lease runs out): its other values are pending again. Open calls it
-// before anything else runs.
+// them. A leased value leaves its batch, which keeps its other values,
+// its lease and its deadline: nothing failed them, so no delivery is
+// counted against them and the consumer's receipt still settles them.
+// Open calls it before anything else runs.
 func (q *Queue) dropMisplaced() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -122,13 +136,7 @@ func (q *Queue) dropMisplaced() error {
 		return err
 	}
 	for _, m := range ms {
-		if ret := q.misplacedReturn(m, misplacedReason); ret != nil {
-			if _, err := q.appendLocked(ret, nil); err != nil {
-				return err
-			}
-		}
-		m.drop.At = q.now()
-		if _, err := q.appendLocked(m.drop, nil); err != nil {
+		if _, err := q.appendLocked(q.dropOf(m), nil); err != nil {
 			return err
 		}
 		q.recovery.Dropped = append(q.recovery.Dropped, m.lost)
@@ -143,12 +151,11 @@ func (q *Queue) dropMisplaced() error {
 // drops a salvage makes, in memory only: the messages and values whose
 // record the damage took (CopyPast) and then those whose record is
 // another's (dropMisplaced), in that order, each dropped from the state
-// and added to Recovery.Dropped as the salvage adds it. A leased value's
-// batch goes back first, as the salvage returns it: when the salvage ends
-// a crashed process's leases (EndLeases), before any drop and with that
-// reason (its values at MaxDeliveries go dead saying so); otherwise just
-// before the value's drop, as dropMisplaced returns it. Nothing is
-// written.
+// and added to Recovery.Dropped as the salvage adds it. When the salvage
+// ends a crashed process's leases (EndLeases), a leased value's batch
+// goes back first, before any drop and with that reason (its values at
+// MaxDeliveries go dead saying so); otherwise the value leaves its batch
+// as dropMisplaced drops it. Nothing is written.
 func (q *Queue) showDrops() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -165,14 +172,11 @@ func (q *Queue) showDrops() error {
 		}
 	}
 	for _, m := range ms {
-		if err := q.showReturn(m, misplacedReason); err != nil {
-			return err
-		}
-		m.drop.At = q.now()
-		if err := q.mu.st.check(m.drop); err != nil {
+		drop := q.dropOf(m)
+		if err := q.mu.st.check(drop); err != nil {
 			return fmt.Errorf("%w: salvage preview: %w", ErrCorrupt, err)
 		}
-		q.mu.st.applyDrop(m.drop)
+		q.mu.st.applyDrop(drop)
 		q.recovery.Dropped = append(q.recovery.Dropped, m.lost)
 	}
 	return nil

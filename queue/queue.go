@@ -42,12 +42,14 @@ type Queue struct {
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting
+	timed     atomic.Int32  // blocked calls that noted a due time and have not left their sleep (sleepers.go)
 	kick      chan struct{} // wakes the housekeeper; buffered, one slot
 	stop      chan struct{} // closed by Close to stop the housekeeper
 	wg        sync.WaitGroup
 	compactMu sync.Mutex // one snapshot, or one whole compaction pass (compact), at a time
 	moveMu    sync.Mutex // one copy-forward pass at a time
 	obs       observer   // histograms, background errors (metrics.go, events.go)
+	written   written    // the log as written, read back for Stats once it is poisoned (written.go)
 	encBufs   encBufs    // buffers for records encoded outside mu (Enqueue)
 	wall      *wallClock // reads the system clock for now; nil when Options.Clock is not the default
 
@@ -293,6 +295,9 @@ func (q *Queue) Close() error {
 		err = q.snapshot()
 	}
 	q.closeCursor() // it may pin a segment the last snapshot removed
+	if q.log.Err() != nil {
+		q.keepWritten() // Stats after Close reads the log no more
+	}
 	if cerr := q.log.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("queue: close log: %w", cerr)
 	}

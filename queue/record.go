@@ -41,13 +41,14 @@ const (
 
 	// Compaction and repair.
 	opAdvance op = 20 // the cursor moves to Seq; with flagRecount, Enq and Due are the new pending count and bytes
-	opDrop    op = 21 // a message (flagSorted: a value) whose record was lost to log damage is forgotten
+	opDrop    op = 21 // a message (flagSorted: a value; with a Lease, of that batch) whose record was lost or is another's is forgotten
 
 	// Salvage. An op above 21 is refused (ErrCorrupt) by releases before it:
 	// a record that an older release would misread gets a new op, not a flag.
 	// (A field an older release ignores may be added when its state check
-	// refuses the record instead: a sorted move with a Lease names a value
-	// that release never finds pending, "move of unknown value".)
+	// refuses the record instead: a sorted move or drop with a Lease names a
+	// value that release never finds pending or dead, "move of unknown
+	// value", "drop of unknown value".)
 	opMoveDead op = 22 // a cursor move whose message a salvage found dead-lettered through a lost lease
 
 	// Added later; older releases refuse it as an unknown op: their plain

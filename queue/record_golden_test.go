@@ -90,6 +90,8 @@ func goldenRecords() []struct {
 			At: at + 25, Enq: at, Payload: []byte("v")}},
 		{"value-dead", record{Op: opValueDead, Seq: 13, Key: "user-7", Sort: []byte{0x80, 0, 0, 0, 0, 0, 0, 42}, At: at + 26,
 			Reason: "3 deliveries, limit 3; not delivered again"}},
+		{"drop-sorted-leased", record{Op: opDrop, Seq: 13, Lease: 14, Flags: flagSorted, Key: "user-7", Sort: []byte{1},
+			At: at + 27, Reason: "the index names another record"}},
 	}
 }
 

@@ -63,10 +63,11 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 			q.foundNothing()
 		}
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
-		q.noteSleepLocked(q.now(), d)
+		timed := q.noteSleepLocked(q.now(), d)
 		q.mu.Unlock()
 		q.logDead(dead)
 		err = q.sleep(ctx, changed, d)
+		q.sleptTimed(timed)
 		q.waiters.Add(-1)
 		if err != nil {
 			return nil, err

@@ -225,6 +225,13 @@ func (s *state) checkSortedMove(r *record) error {
 
 // checkDrop verifies that a drop names a message or value the state holds.
 func (s *state) checkDrop(r *record) error {
+	if r.Flags&flagSorted != 0 && r.Lease != 0 {
+		v, ok := s.sorted.LeasedValue(r.Lease, r.Seq)
+		if !ok || v.Key != r.Key || !bytes.Equal(v.Sort, r.Sort) {
+			return fmt.Errorf("%w: drop of value %d, not in batch %d", ErrInvalidChange, r.Seq, r.Lease)
+		}
+		return nil
+	}
 	if r.Flags&flagSorted != 0 {
 		if !s.sorted.HasValue(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) {
 			return fmt.Errorf("%w: drop of unknown value %d", ErrInvalidChange, r.Seq)
@@ -366,8 +373,14 @@ func (s *state) applyAdvance(r *record) {
 	}
 }
 
-// applyDrop forgets a message or sorted value whose record was lost.
+// applyDrop forgets a message or sorted value whose record was lost or
+// is another's; a leased value (Lease set) leaves its batch, which keeps
+// its other values and its lease.
 func (s *state) applyDrop(r *record) {
+	if r.Flags&flagSorted != 0 && r.Lease != 0 {
+		s.sorted.DropLeased(r.Lease, r.Seq) // check found it
+		return
+	}
 	if r.Flags&flagSorted != 0 {
 		s.sorted.Drop(index.SortedValue{Key: r.Key, Sort: r.Sort, Seq: r.Seq}) // check found it
 		return
