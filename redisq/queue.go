@@ -60,7 +60,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	}
 	argv := []any{q.wake, unixMicros(o.Clock.Now()), 0, 0}
 	if !o.ReadOnly {
-		if err := q.checkWritable(ctx, fnWritable, argv); err != nil {
+		if err := q.checkWritable(ctx, fnWritable, argv, true); err != nil {
 			return nil, err
 		}
 	}

@@ -90,7 +90,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		return nil, err
 	}
 	argv := []any{s.wake, unixMicros(o.Clock.Now()), 0, 0, 0, 0, "probe"}
-	if err := s.checkWritable(ctx, fnSortedWritable, argv); err != nil {
+	if err := s.checkWritable(ctx, fnSortedWritable, argv, false); err != nil {
 		return nil, err
 	}
 	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window)); err != nil {

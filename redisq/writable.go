@@ -21,14 +21,19 @@ import (
 // of the library takes first. A master that refuses writes for a while
 // (MISCONF after a failed save, NOREPLICAS while min-replicas-to-write is
 // unmet) passes: the queue's calls report the refusal until it clears, so
-// a service can start meanwhile.
-func (h *handle) checkWritable(ctx context.Context, f function, argv []any) error {
+// a service can start meanwhile. A user whose ACL refuses the call
+// (NOPERM: no FCALL, or the queue's keys granted for reading only, which
+// the call names for writing) is refused, saying what to grant, and, if
+// readable (an ack queue, which has ReadOnly handles), how to read it.
+func (h *handle) checkWritable(ctx context.Context, f function, argv []any, readable bool) error {
 	_, err := h.fcall(ctx, f, argv)
 	switch {
 	case err == nil, refusedFor(err, "MISCONF"), refusedFor(err, "NOREPLICAS"):
 		return nil
 	case refusedFor(err, "READONLY"):
 		return onReplica(err, false)
+	case refusedFor(err, "NOPERM"):
+		return noWrites(h.keys[0], err, readable)
 	}
 	return fmt.Errorf("redisq: check that the server takes writes with %s: %w", f.name, err)
 }
@@ -44,6 +49,23 @@ func onReplica(err error, reader bool) error {
 	}
 	return fmt.Errorf("%w: redisq: the server is a read-only replica (%v): open the queue on its master",
 		queue.ErrInvalidOptions, err)
+}
+
+// noWrites is Open's error for a user whose ACL refuses a handle that
+// writes; key is one of the queue's keys and err the refusal, kept in the
+// chain for errors.As. readable adds that a ReadOnly handle reads it.
+func noWrites(key string, err error, readable bool) error {
+	pattern := key
+	if i := strings.Index(key, "}"); i >= 0 {
+		pattern = key[:i+1] + "*"
+	}
+	read := ""
+	if readable {
+		read = ", or open the queue with Options.ReadOnly to read it"
+	}
+	return fmt.Errorf("%w: redisq: the server's ACL refuses this user a handle that writes (%w): grant it FCALL "+
+		"and the queue's keys (%s) and channel for writing, with the commands the package documentation lists%s",
+		queue.ErrInvalidOptions, err, pattern, read)
 }
 
 // refusedFor says whether err, however wrapped, is the server's error
