@@ -51,8 +51,8 @@
 // id and reason then empty and that header left out of headers, the
 // names and rules of walq's --json output; Message.Exact gives a Message
 // decoded from the API its exact bytes back. A sorted queue's key that
-// is not UTF-8 has no twin (api/keys sends it with U+FFFD; its Next
-// carries it in hex).
+// is not UTF-8 is sent by api/keys the same way, in key_base64 with key
+// empty (Key.Exact gives it back; a page's Next carries it in hex).
 //
 // # Sources
 //

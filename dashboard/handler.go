@@ -209,6 +209,11 @@ func (h *Handler) getKeys(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	sent := make([]Key, len(p.Keys))
+	for i, k := range p.Keys {
+		sent[i] = keyWithTwin(k)
+	}
+	p.Keys = sent
 	writeJSON(w, http.StatusOK, p)
 }
 

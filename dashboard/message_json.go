@@ -12,8 +12,27 @@ import (
 // header that is not valid UTF-8 in a twin field named with "_base64"
 // (standard encoding, with padding): id_base64 and reason_base64 with id
 // and reason empty, headers_base64 (name and value both in base64) with
-// that header left out of headers. These are the names and the rules of
+// that header left out of headers; and a sorted queue's key in key_base64
+// (api/keys), with key empty. These are the names and the rules of
 // walq's --json output.
+
+// keyWithTwin returns k as the API sends it: a key that is not valid
+// UTF-8 moved to its base64 twin.
+func keyWithTwin(k Key) Key {
+	k.Key, k.KeyBase64 = twin.Split(k.Key)
+	return k
+}
+
+// Exact returns k, as decoded from the API, with a key sent in its
+// base64 twin back in Key with its exact bytes, and the twin empty.
+func (k Key) Exact() (Key, error) {
+	var err error
+	if k.Key, err = twin.Join(k.Key, k.KeyBase64); err != nil {
+		return k, fmt.Errorf("dashboard: key_base64: %w", err)
+	}
+	k.KeyBase64 = ""
+	return k, nil
+}
 
 // withTwins returns m as the API sends it: each field that is not valid
 // UTF-8 moved to its base64 twin.

@@ -62,3 +62,35 @@ func TestMessageJSONKeepsOddBytes(t *testing.T) {
 	require.Equal(t, map[string]any{"a/8=": "dv4="}, raw["headers_base64"])
 	require.Equal(t, "p", raw["payload_text"], "the payload preview is still sent")
 }
+
+// TestKeysJSONKeepsOddBytes: api/keys sent a sorted queue's key that is
+// not valid UTF-8 with U+FFFD in place of its bytes, with no twin. It is
+// sent in key_base64, key empty, as the other fields' twins are, and
+// Key.Exact gives it back.
+func TestKeysJSONKeepsOddBytes(t *testing.T) {
+	sq, err := queue.OpenSorted[int](t.TempDir(), nil)
+	require.NoError(t, err)
+	defer sq.Close()
+	for _, key := range []string{"k\xfe", "ok"} {
+		require.NoError(t, sq.Publish(context.Background(), 1, key, []byte("v")))
+	}
+	s := server(t, dashboard.ForSorted(sq), nil)
+
+	var raw struct{ Keys []map[string]any }
+	require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/keys", &raw))
+	require.Len(t, raw.Keys, 2)
+	require.Equal(t, "", raw.Keys[0]["key"])
+	require.Equal(t, "a/4=", raw.Keys[0]["key_base64"])
+	require.Equal(t, "ok", raw.Keys[1]["key"])
+	require.NotContains(t, raw.Keys[1], "key_base64", "a UTF-8 key has no twin")
+
+	var kp dashboard.KeyPage
+	require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/keys", &kp))
+	var got []string
+	for _, k := range kp.Keys {
+		k, err := k.Exact()
+		require.NoError(t, err)
+		got = append(got, k.Key)
+	}
+	require.Equal(t, []string{"k\xfe", "ok"}, got)
+}

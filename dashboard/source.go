@@ -116,4 +116,8 @@ type Key struct {
 	Values int       `json:"values"` // values pending
 	First  string    `json:"first"`  // smallest pending sort key, formatted
 	Oldest time.Time `json:"oldest"` // publish time of its oldest pending value
+	// KeyBase64 is the base64 twin of Key, set only in what the API
+	// sends, for a key that is not valid UTF-8 (see Exact); a KeySource
+	// leaves it empty.
+	KeyBase64 string `json:"key_base64,omitempty"`
 }

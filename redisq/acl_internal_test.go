@@ -419,3 +419,38 @@ func TestACLReadOnlySortedKeyPattern(t *testing.T) {
 	_, err = OpenSorted[int64](ctx, rdb, "ro-sorted-keys", &SortedOptions{Options: Options{TrustServer: true}})
 	require.ErrorContains(t, err, "NOPERM", "a handle that may write is refused")
 }
+
+// TestACLReaderRefusedAWriterSaysWhatToGrant: a user granted the queue for
+// reading only (no FCALL, or the keys by a read-only pattern) opening a
+// handle that writes was refused with the server's bare NOPERM from the
+// check that the server takes writes. Open refuses it as invalid options,
+// saying what to grant and that a ReadOnly handle reads the queue.
+func TestACLReaderRefusedAWriterSaysWhatToGrant(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := Open(ctx, srv.Client(), "lib", &Options{TrustServer: true}) // loads the libraries, which a reader cannot
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	s, err := OpenSorted[string](ctx, srv.Client(), "slib", &SortedOptions{Options: Options{TrustServer: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	for _, c := range []struct {
+		name  string
+		rules []string
+	}{
+		{"no FCALL", []string{"+@read", "+@connection", "+fcall_ro", "+function|list", "+subscribe"}},
+		{"keys for reading", []string{"+@all", "resetkeys", "%R~walq:{ro-writer}*"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rdb := aclUser(t, srv, c.rules...)
+			_, err := Open(ctx, rdb, "ro-writer", &Options{TrustServer: true})
+			require.ErrorIs(t, err, queue.ErrInvalidOptions)
+			require.ErrorContains(t, err, "NOPERM")
+			require.ErrorContains(t, err, "walq:{ro-writer}*")
+			require.ErrorContains(t, err, "Options.ReadOnly")
+			_, err = OpenSorted[string](ctx, rdb, "ro-writer", &SortedOptions{Options: Options{TrustServer: true}})
+			require.ErrorIs(t, err, queue.ErrInvalidOptions)
+			require.ErrorContains(t, err, "walq:{ro-writer}*")
+		})
+	}
+}

@@ -69,7 +69,9 @@
 // alone (with FCALL_RO in place of FCALL, FUNCTION LIST, SUBSCRIBE and
 // the connection's commands, and FUNCTION LOAD where the server lacks the
 // library), on the queue's keys for reading alone too (%R~walq:{NAME}*),
-// opens it.
+// opens it. Such a user's Open of a handle that may write (or OpenSorted)
+// fails with queue.ErrInvalidOptions and the server's NOPERM, saying
+// what to grant.
 //
 // The keys of an ack queue carry the version of their layout in their
 // names (walq:{name}:2:...); layout 2 keeps each message in three fields

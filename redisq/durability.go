@@ -15,7 +15,7 @@ func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) erro
 	for _, p := range []string{"appendonly", "appendfsync", "maxmemory-policy"} {
 		v, err := c.ConfigGet(ctx, p).Result()
 		if err != nil {
-			return fmt.Errorf("%w: redisq: cannot read the server's %s (%v); set Options.TrustServer "+
+			return fmt.Errorf("%w: redisq: cannot read the server's %s (%w); set Options.TrustServer "+
 				"if the server is known to keep Options.Sync", queue.ErrInvalidOptions, p, err)
 		}
 		cfg[p] = v[p]

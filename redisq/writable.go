@@ -21,7 +21,10 @@ import (
 // of the library takes first. A master that refuses writes for a while
 // (MISCONF after a failed save, NOREPLICAS while min-replicas-to-write is
 // unmet) passes: the queue's calls report the refusal until it clears, so
-// a service can start meanwhile.
+// a service can start meanwhile. A user whose ACL refuses the call
+// (NOPERM: no FCALL, or the queue's keys granted for reading only, which
+// the call names for writing) is refused, saying what to grant and that a
+// ReadOnly handle reads the queue.
 func (h *handle) checkWritable(ctx context.Context, f function, argv []any) error {
 	_, err := h.fcall(ctx, f, argv)
 	switch {
@@ -29,6 +32,8 @@ func (h *handle) checkWritable(ctx context.Context, f function, argv []any) erro
 		return nil
 	case refusedFor(err, "READONLY"):
 		return onReplica(err, false)
+	case refusedFor(err, "NOPERM"):
+		return noWrites(h.keys[0], err)
 	}
 	return fmt.Errorf("redisq: check that the server takes writes with %s: %w", f.name, err)
 }
@@ -44,6 +49,20 @@ func onReplica(err error, reader bool) error {
 	}
 	return fmt.Errorf("%w: redisq: the server is a read-only replica (%v): open the queue on its master",
 		queue.ErrInvalidOptions, err)
+}
+
+// noWrites is Open's error for a user whose ACL refuses a handle that
+// writes; key is one of the queue's keys and err the refusal, kept in the
+// chain for errors.As. It adds that a ReadOnly handle reads the queue.
+func noWrites(key string, err error) error {
+	pattern := key
+	if i := strings.Index(key, "}"); i >= 0 {
+		pattern = key[:i+1] + "*"
+	}
+	return fmt.Errorf("%w: redisq: the server's ACL refuses this user a handle that writes (%w): grant it FCALL "+
+		"and the queue's keys (%s) and channel for writing, with the commands the package documentation lists, "+
+		"or open the queue with Options.ReadOnly to read it",
+		queue.ErrInvalidOptions, err, pattern)
 }
 
 // refusedFor says whether err, however wrapped, is the server's error

@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 		crashHelper(dir)
 		return
 	}
+	if dir := os.Getenv(holderEnv); dir != "" {
+		holder(dir)
+		return
+	}
 	os.Exit(buildAndRun(m))
 }
 

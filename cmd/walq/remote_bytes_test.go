@@ -62,3 +62,52 @@ func lastColumn(t *testing.T, table, from string) string {
 	require.GreaterOrEqual(t, i, 0, table)
 	return rows[1][i:]
 }
+
+// TestRemoteDLQShowMatchesLocal: dlq show had no --url form, while dlq
+// list had. With --url it prints a dead letter as the local form prints
+// it, in text and with --json, its odd bytes kept; a payload longer than
+// the dashboard's preview is printed as a preview and said to be one.
+func TestRemoteDLQShowMatchesLocal(t *testing.T) {
+	q, url := runningService(t)
+	ctx := context.Background()
+	const id, reason = "\xff\xfe/order", "bad \xfe byte"
+	long := strings.Repeat("0123456789", 500)
+	_, err := q.Enqueue(ctx, []byte("job\x00"), queue.WithID(id),
+		queue.WithHeaders(map[string]string{"tenant": "acme", "raw": "\xfe"}))
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte(long), queue.WithID("long"))
+	require.NoError(t, err)
+	for _, why := range []string{reason, "too long"} {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.DeadLetter(why))
+	}
+	tok := "Authorization: Bearer s3cret"
+	remote := mustWalq(t, 0, "", "dlq", "show", "--url", url, "-H", tok, id).stdout
+	remoteJSON := mustWalq(t, 0, "", "dlq", "show", "--json", "--url", url, "-H", tok, id).stdout
+	remoteLong := mustWalq(t, 0, "", "dlq", "show", "--url", url, "-H", tok, "long").stdout
+	remoteLongJSON := mustWalq(t, 0, "", "dlq", "show", "--json", "--url", url, "-H", tok, "long").stdout
+	r := mustWalq(t, 5, "", "dlq", "show", "--url", url, "-H", tok, "alive")
+	require.Contains(t, r.stderr, `no dead letter "alive"`)
+	r = mustWalq(t, 1, "", "dlq", "show", "--url", url, "-H", tok)
+	require.Contains(t, r.stderr, "want 1 arguments after --url URL")
+	require.NoError(t, q.Close())
+	local := mustWalq(t, 0, "", "dlq", "show", q.Dir(), id).stdout
+	localJSON := mustWalq(t, 0, "", "dlq", "show", "--json", q.Dir(), id).stdout
+
+	require.Equal(t, local, remote)
+	require.Equal(t, localJSON, remoteJSON)
+	require.Contains(t, remote, "id:         "+id+"\n")
+	require.Contains(t, remote, "header:     raw=\xfe\n")
+
+	require.Contains(t, remoteLong, "payload:    5000 bytes, text (a preview: the first 4096 bytes)\n"+long[:4096]+"\n")
+	var d struct {
+		Bytes     int    `json:"payload_bytes"`
+		Payload   string `json:"payload"`
+		Truncated bool   `json:"payload_truncated"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(remoteLongJSON), &d))
+	require.Equal(t, 5000, d.Bytes)
+	require.Equal(t, long[:4096], d.Payload)
+	require.True(t, d.Truncated)
+}

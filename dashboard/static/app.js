@@ -13,8 +13,9 @@ const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, l
 // listTimeout, statsTimeout and detailTimeout are how long a load of the
 // list, of the figures and of a message waits for the service (ms): one
 // that hangs ends as an error, and the timer loads the list and the
-// figures again.
-const listTimeout = 20000, statsTimeout = 10000, detailTimeout = 20000;
+// figures again. actionTimeout is how long a requeue or purge waits: one
+// that hangs ends as an error too, which says it may yet be done.
+const listTimeout = 20000, statsTimeout = 10000, detailTimeout = 20000, actionTimeout = 20000;
 
 async function api(path, opts) {
   const res = await fetch(path, Object.assign({ cache: "no-store", credentials: "same-origin" }, opts));
@@ -167,7 +168,7 @@ const columns = {
   "in-flight": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Lease ends", (m) => fmtTime(m.due)]],
   "delayed": [["Seq", (m) => m.ref], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Due", (m) => fmtTime(m.due)]],
   "dead": [["Seq", (m) => seqOf(m.ref)], ["ID", idCell], ["Enqueued", (m) => fmtTime(m.enqueued_at)], ["Deliveries", (m) => m.deliveries], ["Reason", (m) => m.reason || ""]],
-  "keys": [["Key", (k) => el("code", {}, k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
+  "keys": [["Key", (k) => el("code", {}, k.key_base64 ? fromBase64(k.key_base64) : k.key)], ["Values", (k) => fmtNum(k.values)], ["First sort key", (k) => k.first], ["Oldest", (k) => fmtTime(k.oldest)]],
 };
 
 // refreshList loads the list of the tab and page chosen now. A load that
@@ -235,12 +236,18 @@ async function showMessage(ref) {
   }
 }
 
-async function act(action, ref) {
+// act requeues or purges the dead letter ref; its button is disabled
+// while the service has not answered, for actionTimeout at most.
+async function act(action, ref, button) {
+  button.disabled = true;
   try {
-    await api("api/dead/" + action, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ref }) });
+    await apiWithin("api/dead/" + action, actionTimeout,
+      { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ref }) });
   } catch (e) {
-    alert("Cannot " + action + ": " + e.message);
+    const late = e.message.startsWith("no answer") ? " (the service may yet do it: the list shows what it did)" : "";
+    alert("Cannot " + action + ": " + e.message + late);
   }
+  button.disabled = false;
   await refreshList();
   await refreshStats();
 }
@@ -256,10 +263,10 @@ function init() {
   });
   $("list-body").addEventListener("click", (e) => {
     const b = e.target.closest("button");
-    if (b && b.classList.contains("requeue")) { act("requeue", b.dataset.ref); return; }
+    if (b && b.classList.contains("requeue")) { act("requeue", b.dataset.ref, b); return; }
     if (b && b.classList.contains("purge")) {
       if (!b.classList.contains("confirm")) { b.classList.add("confirm"); b.textContent = "Confirm purge"; return; }
-      act("purge", b.dataset.ref); return;
+      act("purge", b.dataset.ref, b); return;
     }
     const tr = e.target.closest("tr[data-ref]");
     if (tr) showMessage(tr.dataset.ref);

@@ -45,27 +45,37 @@ walq dlq list --json /var/lib/app/jobs | jq -r .id`,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "one JSON object a line, with payloads")
 		limit := fs.Int("limit", 0, "list at most `N` (0: all)")
-		return withRemote(addRemoteFlags(fs, false), remoteDLQList(asJSON, limit), // remote.go
+		return withRemote(addRemoteFlags(fs, false), 0, remoteDLQList(asJSON, limit), // remote.go
 			func(e *env, args []string) error { return runDLQList(e, args[0], *asJSON, *limit) })
 	},
 }
 
 var dlqShowCmd = &command{
 	name:  "dlq show",
-	args:  "[--json] DIR ID",
+	args:  "[--json] DIR ID | [--json] --url URL ID",
 	short: "show one dead letter with its payload",
 	long: `Dlq show prints the dead letter ID of the queue in DIR: its fields,
 headers and payload (as text when printable, else base64). In a sorted or
 windowed queue, ID is a dead value's id as dlq list prints it,
 SEQ@PUBLISHED_UNIX_NS, or its bare sequence number (see dlq requeue).
 With --json it prints one JSON object, as dlq list --json does.
-` + base64Note,
-	example: `walq dlq show /var/lib/app/jobs order-1234`,
-	exits:   dlqExits,
-	nargs:   [2]int{2, 2},
+` + base64Note + `
+With --url, it reads the dead letter from a running service's mounted
+dashboard (package dashboard), as dlq list --url does, and prints it as
+from DIR, but for a payload longer than the dashboard's preview
+(dashboard.Options.PreviewBytes, 4096 bytes by default): its first bytes
+are printed, said to be a preview, and with --json payload_truncated is
+true. A sorted queue's dead value is named there by its id as dlq list
+--url prints it (KEY/SEQ) or by SEQ@PUBLISHED_UNIX_NS, and shown as the
+dashboard gives it: its key and sort key as headers.`,
+	example: `walq dlq show /var/lib/app/jobs order-1234
+walq dlq show --url http://localhost:8080/queue/ order-1234`,
+	exits: dlqExits,
+	nargs: [2]int{0, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
-		return func(e *env, args []string) error { return runDLQShow(e, args[0], args[1], *asJSON) }
+		return withRemote(addRemoteFlags(fs, false), 1, remoteDLQShow(asJSON), // remote.go
+			func(e *env, args []string) error { return runDLQShow(e, args[0], args[1], *asJSON) })
 	},
 }
 
@@ -129,6 +139,9 @@ type deadJSON struct {
 	Bytes      int               `json:"payload_bytes"`
 	Payload    string            `json:"payload"`
 	Encoding   string            `json:"payload_encoding"`
+	// Truncated is set when Payload holds only the first bytes of the
+	// Bytes of the payload: a dashboard's preview (dlq show --url).
+	Truncated bool `json:"payload_truncated,omitempty"`
 }
 
 func toDeadJSON(d queue.DeadLetter) deadJSON {
@@ -242,14 +255,30 @@ func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
 }
 
 // printDead prints one dead letter for people.
-func printDead(w io.Writer, d queue.DeadLetter) {
+func printDead(w io.Writer, d queue.DeadLetter) { printDeadPreview(w, d, len(d.Payload)) }
+
+// toDeadPreviewJSON is toDeadJSON for a dead letter whose payload has
+// size bytes, of which d.Payload holds the first: a dashboard's preview.
+func toDeadPreviewJSON(d queue.DeadLetter, size int) deadJSON {
 	j := toDeadJSON(d)
+	j.Bytes, j.Truncated = size, size > len(d.Payload)
+	return j
+}
+
+// printDeadPreview is printDead for a dead letter whose payload has size
+// bytes, of which d.Payload holds the first.
+func printDeadPreview(w io.Writer, d queue.DeadLetter, size int) {
+	j := toDeadPreviewJSON(d, size)
 	fmt.Fprintf(w, "id:         %s\nseq:        %d\ndeliveries: %d\nenqueued:   %s\nreason:     %s\n",
 		d.ID, j.Seq, j.Deliveries, shortTime(d.EnqueuedAt), d.Reason)
 	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
 		fmt.Fprintf(w, "header:     %s=%s\n", k, d.Headers[k])
 	}
-	fmt.Fprintf(w, "payload:    %d bytes, %s\n%s\n", j.Bytes, j.Encoding, j.Payload)
+	shown := ""
+	if j.Truncated {
+		shown = fmt.Sprintf(" (a preview: the first %d bytes)", len(d.Payload))
+	}
+	fmt.Fprintf(w, "payload:    %d bytes, %s%s\n%s\n", j.Bytes, j.Encoding, shown, j.Payload)
 }
 
 // runDLQChange requeues or purges one dead letter or all of them.

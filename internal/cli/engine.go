@@ -26,6 +26,10 @@ type Engine interface {
 	// returns changes nothing, by call or in the background (it ends no
 	// expired lease, makes no delayed message ready), and the engine
 	// skips what only matters for writes, such as its durability checks.
+	// The queue of a command that changes it changes nothing but what
+	// its calls ask: in the background it ends no expired lease (the
+	// application's MaxDeliveries, which the command does not know, may
+	// dead-letter its message), unless o.Expire.
 	Open(ctx context.Context, target string, o EngineOptions) (queue.AckQueue, error)
 }
 
@@ -33,6 +37,10 @@ type Engine interface {
 type EngineOptions struct {
 	AckTimeout time.Duration // the lease of a dequeue; 0: the engine's default
 	Inspect    bool          // the command only reads
+	// Expire makes the queue end expired leases in the background, as an
+	// application's does: only for a queue the command made and consumes
+	// itself (the demo's).
+	Expire bool
 }
 
 // engineQueue opens target with the engine when the engine owns it; ok is
@@ -136,7 +144,7 @@ func runDemoOn(e *env, url string) (err error) {
 	if !e.engine.Owns(target) {
 		return usagef("--redis %q is not a URL walq-redis knows (redis://host:port/db)", url)
 	}
-	q, _, err := engineQueue(e, target, EngineOptions{AckTimeout: demoAckTimeout})
+	q, _, err := engineQueue(e, target, EngineOptions{AckTimeout: demoAckTimeout, Expire: true})
 	if err != nil {
 		return err
 	}

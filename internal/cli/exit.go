@@ -100,7 +100,10 @@ func exitCode(err error) int {
 func hint(err error, cmd, dir string) string {
 	switch {
 	case errors.Is(err, queue.ErrLocked):
-		return fmt.Sprintf("another process has %s open; walq does not change or verify a queue while its owner runs ('walq stats', 'dump' and 'dlq list' read it anyway). Stop that process first.", dir)
+		return fmt.Sprintf("another process has %s open; walq does not change or verify a queue while its owner runs. "+
+			"To read it, 'walq stats', 'dump', 'dlq list' and 'dlq show' read its files anyway, and with --url URL read "+
+			"that process's dashboard, if it mounts one (whose actions, if enabled, requeue and purge dead letters). "+
+			"To change or verify it with walq, stop that process first.", dir)
 	case errors.Is(err, queue.ErrCorrupt) && cmd != "verify" && cmd != "repair":
 		return fmt.Sprintf("run 'walq verify %s' to see every problem, and 'walq repair %s' to skip the damage after a backup.", dir, dir)
 	case errors.Is(err, queue.ErrLeaseLost):

@@ -108,7 +108,7 @@ func printOverview(w io.Writer, engine Engine) {
 	fmt.Fprint(w, "Usage:\n  walq <command> [flags] DIR [arguments]\n  walq help <command>\n\n")
 	if engine != nil {
 		fmt.Fprintf(w, "stats, dlq, enqueue, dequeue, ack, nack and extend also take, for DIR,\na queue on a server: %s\n"+
-			"There stats, dlq list and dlq show change nothing: they end no expired\nlease and make no delayed message ready.\n\n", engine.Form())
+			"There stats, dlq list and dlq show change nothing: they end no expired\nlease and make no delayed message ready. The others change what they\nare asked alone: they end no expired lease either.\n\n", engine.Form())
 	}
 	fmt.Fprint(w, "Commands:\n")
 	for _, c := range commands() {

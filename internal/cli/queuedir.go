@@ -16,6 +16,9 @@ import (
 // checkQueueDir returns an error unless dir holds a queue, so that a typo
 // does not make a command create an empty queue.
 func checkQueueDir(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s is a file, not a walq queue directory", dir)
+	}
 	fi, err := os.Stat(filepath.Join(dir, "log"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -40,10 +43,12 @@ func openQueue(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 }
 
 // openAny is openQueue that creates the queue if dir does not exist or is
-// empty; it refuses a directory that holds other files.
+// an empty directory; it refuses a directory that holds other files, and
+// a file.
 func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	if err := checkQueueDir(dir); err != nil {
-		if des, rerr := os.ReadDir(dir); rerr == nil && len(des) > 0 {
+		des, rerr := os.ReadDir(dir)
+		if (rerr == nil && len(des) > 0) || (rerr != nil && !errors.Is(rerr, fs.ErrNotExist)) {
 			return nil, err
 		}
 	}

@@ -3,17 +3,20 @@ package cli
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/walq/walq/dashboard"
 	"github.com/walq/walq/internal/twin"
+	"github.com/walq/walq/queue"
 )
 
 // remoteFlags are the flags of a command that can read a running service's
@@ -53,27 +56,35 @@ func addRemoteFlags(fs *flag.FlagSet, watchable bool) *remoteFlags {
 	return r
 }
 
-// withRemote returns a command's runner: the remote form when --url is set
-// (no positional argument), else local, which takes DIR.
-func withRemote(r *remoteFlags, remote func(e *env, c *client) error, local func(e *env, args []string) error) func(*env, []string) error {
+// withRemote returns a command's runner: the remote form when --url is set,
+// else local, which takes DIR and then after more arguments; the remote
+// form takes those after arguments alone.
+func withRemote(r *remoteFlags, after int, remote func(e *env, c *client, args []string) error,
+	local func(e *env, args []string) error) func(*env, []string) error {
 	return func(e *env, args []string) error {
 		if *r.url == "" {
-			if len(args) != 1 {
+			switch {
+			case len(args) == 0:
 				return usagef("missing DIR (or --url URL)")
+			case len(args) != after+1:
+				return usagef("want %d arguments, got %d", after+1, len(args))
 			}
 			return local(e, args)
 		}
-		if len(args) != 0 {
+		switch {
+		case len(args) > after:
 			return usagef("--url takes no DIR")
+		case len(args) < after:
+			return usagef("want %d arguments after --url URL, got %d", after, len(args))
 		}
 		c, err := newClient(*r.url, r.headers)
 		if err != nil {
 			return err
 		}
 		if r.watch == nil || !*r.watch {
-			return remote(e, c)
+			return remote(e, c, args)
 		}
-		return watch(e, *r.interval, *r.times, func() error { return remote(e, c) })
+		return watch(e, *r.interval, *r.times, func() error { return remote(e, c, args) })
 	}
 }
 
@@ -166,8 +177,8 @@ type remoteStats struct {
 }
 
 // remoteStatsCmd prints a running service's figures.
-func remoteStatsCmd(asJSON *bool) func(e *env, c *client) error {
-	return func(e *env, c *client) error {
+func remoteStatsCmd(asJSON *bool) func(e *env, c *client, args []string) error {
+	return func(e *env, c *client, _ []string) error {
 		var r remoteStats
 		if err := c.get("api/stats", nil, &r); err != nil {
 			return err
@@ -221,8 +232,8 @@ func lastRates(h []dashboard.Sample) (enq, ack float64, ok bool) {
 }
 
 // remoteDLQList prints a running service's dead letters, oldest first.
-func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client) error {
-	return func(e *env, c *client) error {
+func remoteDLQList(asJSON *bool, limit *int) func(e *env, c *client, args []string) error {
+	return func(e *env, c *client, _ []string) error {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetEscapeHTML(false)
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -325,4 +336,68 @@ func eachRemoteDead(c *client, fn func(dashboard.Message) error, limit int) erro
 		}
 		after = p.Next
 	}
+}
+
+// remoteMessage is the dashboard's api/message reply: a message with a
+// preview of its payload, as text when it is UTF-8, else in base64.
+type remoteMessage struct {
+	dashboard.Message
+	PayloadBytes  int    `json:"payload_bytes"`
+	PayloadText   string `json:"payload_text"`
+	PayloadBinary []byte `json:"payload_base64"`
+	Truncated     bool   `json:"truncated"`
+}
+
+// errFound stops eachRemoteDead at the dead letter looked for.
+var errFound = errors.New("found")
+
+// remoteDLQShow prints one dead letter of a running service as dlq show
+// prints it from a directory: found by its id (or ref) in the list, then
+// read with its payload's preview by its ref.
+func remoteDLQShow(asJSON *bool) func(e *env, c *client, args []string) error {
+	return func(e *env, c *client, args []string) error {
+		id, ref := args[0], ""
+		err := eachRemoteDead(c, func(m dashboard.Message) error {
+			if m.ID == id || m.Ref == id {
+				ref = m.Ref
+				return errFound
+			}
+			return nil
+		}, 0)
+		switch {
+		case err != nil && !errors.Is(err, errFound):
+			return err
+		case ref == "":
+			return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
+		}
+		var r remoteMessage
+		if err := c.get("api/message", url.Values{"ref": {ref}}, &r); err != nil {
+			return err
+		}
+		d, err := remoteDead(r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.base.Redacted(), err)
+		}
+		if *asJSON {
+			return json.NewEncoder(e.stdout).Encode(toDeadPreviewJSON(d, r.PayloadBytes))
+		}
+		printDeadPreview(e.stdout, d, r.PayloadBytes)
+		return nil
+	}
+}
+
+// remoteDead returns the dead letter of the service's reply r, with the
+// exact bytes of its id, reason and headers and its payload's preview.
+func remoteDead(r remoteMessage) (queue.DeadLetter, error) {
+	m, err := exactMessage(r.Message)
+	if err != nil {
+		return queue.DeadLetter{}, err
+	}
+	seq, _ := strconv.ParseUint(refSeq(m.Ref), 10, 64)
+	p := r.PayloadBinary
+	if p == nil {
+		p = []byte(r.PayloadText)
+	}
+	return queue.DeadLetter{ID: m.ID, Seq: seq, Deliveries: m.Deliveries, EnqueuedAt: m.EnqueuedAt,
+		Reason: m.Reason, Headers: m.Headers, Payload: p}, nil
 }

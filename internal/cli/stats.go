@@ -50,7 +50,7 @@ walq stats --watch --url http://localhost:8080/queue/`,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		all := fs.Bool("segments", false, "list every segment (the text lists the first and last few)")
-		return withRemote(addRemoteFlags(fs, true), remoteStatsCmd(asJSON), // remote.go
+		return withRemote(addRemoteFlags(fs, true), 0, remoteStatsCmd(asJSON), // remote.go
 			func(e *env, args []string) error { return runStats(e, args[0], *asJSON, *all) })
 	},
 }

@@ -434,3 +434,94 @@ func TestDLQSorted(t *testing.T) {
 	require.Equal(t, "requeued 3 dead values\n", run(t, 0, "", "dlq", "requeue", "--all", wurl).stdout)
 	require.Equal(t, 3, w.Stats().SortedPending)
 }
+
+// TestWritingCommandsEndNoLease: the commands that change a queue opened
+// a handle whose housekeeper ended the application's expired leases with
+// no delivery limit, so that a message at the application's limit went
+// back to ready instead of to the dead-letter set. Run on a queue shared
+// with a live application whose MaxDeliveries is 1, past the deadline of
+// its lease, they now change what they are asked and leave that lease as
+// it was, so that the application's expiry dead-letters the message.
+func TestWritingCommandsEndNoLease(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	clock := queuetest.NewClock() // the application's time stands still; the commands' is now, later
+	app, err := redisq.Open(ctx, rdb, "jobs", &redisq.Options{MaxDeliveries: 1, ManualRequeue: true,
+		AckTimeout: time.Second, Clock: clock})
+	require.NoError(t, err)
+	defer app.Close()
+	url := "redis://" + srv.Addr + "/0/jobs"
+	for _, id := range []string{"once", "poison-1", "poison-2"} {
+		_, err = app.Enqueue(ctx, []byte(id), queue.WithID(id))
+		require.NoError(t, err)
+		m, err := app.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, id, m.ID)
+		if id != "once" {
+			require.NoError(t, m.Nack(0), "dead at the application's limit")
+		}
+	}
+	const leases = "walq:{jobs}:2:lease"
+	before, err := rdb.ZScore(ctx, leases, "1").Result() // the deadline of the lease of once, seq 1
+	require.NoError(t, err)
+
+	var m struct {
+		Receipt string `json:"receipt"`
+		ID      string `json:"id"`
+	}
+	steps := []func(){
+		func() { run(t, 0, "", "enqueue", "--id", "op-1", url, "x") },
+		func() {
+			require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "dequeue", "--json", url).stdout), &m))
+			require.Equal(t, "op-1", m.ID)
+		},
+		func() { run(t, 0, "", "nack", url, m.Receipt) },
+		func() { require.Contains(t, run(t, 0, "", "dequeue", url).stdout, "id: op-1\n") },
+		func() { run(t, 0, "", "extend", "--id", "op-1", url) },
+		func() { run(t, 0, "", "ack", "--id", "op-1", url) },
+		func() { run(t, 0, "", "dlq", "requeue", url, "poison-1") },
+		func() { run(t, 0, "", "dlq", "purge", url, "poison-2") },
+	}
+	for i, step := range steps {
+		step()
+		now, err := rdb.ZScore(ctx, leases, "1").Result()
+		require.NoError(t, err, "step %d ended the application's lease", i+1)
+		require.Equal(t, before, now, "step %d changed the application's lease", i+1)
+	}
+
+	clock.Advance(2 * time.Second)
+	n, err := app.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	dead, err := app.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "once", dead[0].ID)
+	require.Equal(t, "1 deliveries; last: ack timeout", dead[0].Reason)
+}
+
+// TestReaderRefusedAChangeSaysWhy: a user whose ACL lets it only read the
+// queue was refused a command that changes it with the server's bare
+// NOPERM. The refusal now says what a change needs and that the
+// commands that only read serve such a user, as they do.
+func TestReaderRefusedAChangeSaysWhy(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	app, err := redisq.Open(ctx, srv.Client(), "jobs", &redisq.Options{TrustServer: true}) // loads the library
+	require.NoError(t, err)
+	defer app.Close()
+	_, err = app.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, srv.Client().Do(ctx, "ACL", "SETUSER", "reader", "on", ">pw", "resetkeys", "%R~walq:{jobs}*",
+		"&*", "+@read", "+@connection", "+fcall_ro", "+function|list", "+subscribe").Err())
+	url := "redis://reader:pw@" + srv.Addr + "/0/jobs"
+
+	for _, args := range [][]string{{"enqueue", url, "y"}, {"dequeue", url}, {"dlq", "purge", "--all", url}} {
+		r := run(t, 1, "", args...)
+		require.Contains(t, r.stderr, "NOPERM", "walq-redis %v", args)
+		require.Contains(t, r.stderr, "stats, dlq list and dlq show only read", "walq-redis %v", args)
+	}
+	require.Contains(t, run(t, 0, "", "stats", url).stdout, "enqueued 1")
+	run(t, 0, "", "dlq", "list", url)
+}

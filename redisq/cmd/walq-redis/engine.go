@@ -61,7 +61,7 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 	}
 	q, err := redisq.Open(ctx, rdb, name, ownerOptions(o))
 	if err != nil {
-		return nil, errors.Join(err, rdb.Close())
+		return nil, errors.Join(refusedWrites(err, o.Inspect), rdb.Close())
 	}
 	return ownedQueue{Queue: q, rdb: rdb}, nil
 }
@@ -77,15 +77,33 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 // every acked id (an unlimited window), as the walq tool does with a
 // directory; the application's next enqueue forgets the ids its window
 // has passed, and its next dequeue dead-letters a message past its
-// limit. AckTimeout is the lease of the command's own dequeue: a lease's
-// deadline is stored with it. A command that only reads (o.Inspect)
-// opens a ReadOnly handle, which starts no housekeeper: it ends none of
-// the application's expired leases (which the application's limit may
-// dead-letter) and makes no delayed message ready; and it skips the
-// check of the server's configuration, which only matters for writes.
+// limit. For the same reason its housekeeper ends no lease
+// (ManualRequeue): a lease of the application that ran out is left for
+// the application's handles to end, which dead-letter its message at
+// their limit where the command's would make it ready; the housekeeper
+// only makes due delayed messages ready, as any delivery does. Only the
+// demo, which consumes a queue of its own, ends expired leases
+// (o.Expire). AckTimeout is the lease of the command's own dequeue: a
+// lease's deadline is stored with it. A command that only reads
+// (o.Inspect) opens a ReadOnly handle, which starts no housekeeper: it
+// ends none of the application's expired leases and makes no delayed
+// message ready; and it skips the check of the server's configuration,
+// which only matters for writes.
 func ownerOptions(o cli.EngineOptions) *redisq.Options {
 	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: -1, DedupWindow: math.MaxInt64,
-		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect}
+		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
+}
+
+// refusedWrites adds to err, the failed Open of a handle that writes
+// (not inspect) by a user whose ACL refuses a command it needs (NOPERM),
+// that the commands that only read need no more than reads.
+func refusedWrites(err error, inspect bool) error {
+	var re redis.Error
+	if inspect || !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "NOPERM") {
+		return err
+	}
+	return fmt.Errorf("%w; the commands that change a queue need a user that may write it, and read the server's "+
+		"configuration (CONFIG GET); stats, dlq list and dlq show only read, and need the queue's keys for reading alone", err)
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and

@@ -31,10 +31,14 @@
 // yes and maxmemory-policy noeviction, and a change is fsynced when the
 // command returns only if the server runs appendfsync always. They apply no
 // MaxDeliveries and no dedup window of their own, since the application's
-// are recorded nowhere on the server: a dequeue, nack or expired lease
-// dead-letters nothing, an ack keeps a producer-given id for the
-// application's window to judge (its enqueues forget the ids that window
-// has passed), and an enqueue refuses every acked id still kept.
+// are recorded nowhere on the server: a dequeue or nack dead-letters
+// nothing, an ack keeps a producer-given id for the application's window
+// to judge (its enqueues forget the ids that window has passed), and an
+// enqueue refuses every acked id still kept. Nor do they end the
+// application's expired leases (redisq's ManualRequeue), which its
+// handles end, dead-letter at its limit: they change nothing but what
+// they are asked. A user whose ACL lets it only read the queue is refused
+// them, saying so; the commands that only read serve it.
 package main
 
 import (
