@@ -20,8 +20,9 @@ import (
 // That order is the server's (Redis 7's scriptCall), relied on here and
 // pinned by TestACLProbeRefusesEachWrite; a no-writes function runs past
 // maxmemory too. argv are the arguments a call of the library takes
-// first. The FCALL names every key of the queue, so a user refused one
-// of them, for reading or writing, is refused before the function runs.
+// first. The probe's FCALL names every key of the queue, so a user
+// refused one of them, for reading or writing, is refused before the
+// function runs.
 // With reads, the probe runs only the commands that write nothing: a
 // ReadOnly handle runs no function that writes.
 func (h *handle) checkACL(ctx context.Context, f function, argv []any, reads bool) error {

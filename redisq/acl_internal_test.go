@@ -314,9 +314,9 @@ func keyContents(t *testing.T, rdb *redis.Client, keys []string) map[string]any 
 
 // TestACLKeyPatterns: the check of the ACL tries each command on the
 // queue's own keys, so a user allowed exactly one queue's keys opens and
-// runs it; one refused writes to one key of it is refused by Open (every
-// FCALL declares each key of the queue, for reading and writing, so the
-// server refuses it before the function runs).
+// runs it; one refused writes to one key of it is refused by Open (the
+// probe's FCALL declares each key of the queue, for reading and writing,
+// so the server refuses it before the function runs).
 func TestACLKeyPatterns(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()

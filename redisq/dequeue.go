@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -184,12 +185,8 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 // others are returned with that error.
 func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
-	args := make([]any, 0, 2+max)
-	args = append(args, micros(q.o.AckTimeout), max)
-	for range max {
-		args = append(args, strconv.FormatUint(newToken(), 10))
-	}
-	v, err := q.run(ctx, fnDequeue, now, args...)
+	args := q.leaseArgs(now, max)
+	v, err := q.leaseCall(ctx, now, args)
 	if err != nil {
 		return nil, time.Time{}, 0, scriptErr("dequeue", err)
 	}
@@ -223,6 +220,48 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 		out = append(out, queue.NewMessage(q, *m))
 	}
 	return out, due, buried, failed
+}
+
+// leaseCall runs the dequeue function with args (leaseArgs) at now and
+// returns its reply; one message goes to the lease1 function, which the
+// server runs for less (its reply of a leased message, one string, is
+// returned as dequeue's), and to dequeue only when lease1 answers -3:
+// the message it popped must be buried or killed, which lease1's call
+// carries no keys for.
+func (q *Queue) leaseCall(ctx context.Context, now time.Time, args []any) (any, error) {
+	if args[1] == 1 {
+		v, err := q.call(ctx, fnLease1, []any{unixMicros(now), q.o.MaxDeliveries, args[0], args[2]})
+		if s, ok := v.(string); ok && err == nil {
+			return leased(s)
+		}
+		if r, _ := v.([]any); err != nil || len(r) != 1 || toInt(r[0]) != -3 {
+			return v, err
+		}
+	}
+	return q.run(ctx, fnDequeue, now, args...)
+}
+
+// leased reads lease1's reply of a leased message, seq ':' deliveries ':'
+// body, as dequeue's: {-1, seq, deliveries, body}.
+func leased(s string) (any, error) {
+	seq, rest, ok1 := strings.Cut(s, ":")
+	d, body, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("redisq: dequeue: unexpected reply %q", s)
+	}
+	return []any{int64(-1), seq, d, body}, nil
+}
+
+// leaseArgs returns the dequeue function's own arguments for a call at
+// now for up to max messages: the lease deadline (µs), max, and a fresh
+// token per message.
+func (q *Queue) leaseArgs(now time.Time, max int) []any {
+	args := make([]any, 0, 2+max)
+	args = append(args, strconv.FormatInt(now.UnixMicro()+q.o.AckTimeout.Microseconds(), 10), max)
+	for range max {
+		args = append(args, strconv.FormatUint(newToken(), 10))
+	}
+	return args
 }
 
 // corruptReason starts the reason of a message dead-lettered because its

@@ -52,10 +52,7 @@ func TestDelayedOvertakesFresh(t *testing.T) {
 // messages.
 func leaseAt(t *testing.T, q *Queue, at time.Time, max int) []*queue.Message {
 	t.Helper()
-	args := []any{micros(q.o.AckTimeout), max}
-	for range max {
-		args = append(args, strconv.FormatUint(newToken(), 10))
-	}
+	args := q.leaseArgs(at, max)
 	v, err := q.run(context.Background(), fnDequeue, at, args...)
 	require.NoError(t, err)
 	reply := v.([]any)

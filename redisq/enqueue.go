@@ -115,14 +115,30 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 }
 
 // enqueue runs the enqueue function in mode ('all' or 'each') over items,
-// four arguments each, and returns its code per item.
+// four arguments each, and returns its code per item. One item with a
+// generated id, ready at once, goes to the enqueue1 function (enqueue1w
+// with a DedupWindow), which the server runs for less.
 func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items ...any) ([]int64, error) {
 	n := len(items) / 4
+	if n == 1 && items[1] == 0 && items[2] == "0" {
+		f := fnEnqueue1
+		if q.o.DedupWindow > 0 {
+			f = fnEnqueue1W
+		}
+		v, err := q.call(ctx, f, []any{unixMicros(now), windowMicros(q.o.DedupWindow), items[0], items[3]})
+		if err != nil {
+			return nil, scriptErr("enqueue", err)
+		}
+		if c, ok := v.(int64); !ok || c != 1 {
+			return nil, fmt.Errorf("redisq: enqueue: unexpected reply %v", v)
+		}
+		return []int64{1}, nil
+	}
 	v, err := q.run(ctx, fnEnqueue, now, append([]any{mode, n}, items...)...)
 	if err != nil {
 		return nil, scriptErr("enqueue", err)
 	}
-	reply := replyCodes(v)
+	reply, _ := v.([]any)
 	if len(reply) != n {
 		return nil, fmt.Errorf("redisq: enqueue: unexpected reply %v", v)
 	}

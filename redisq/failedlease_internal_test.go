@@ -19,10 +19,7 @@ import (
 // messages and requires it to fail naming key.
 func failLease(t *testing.T, q *Queue, at time.Time, max int, key string) {
 	t.Helper()
-	args := []any{micros(q.o.AckTimeout), max}
-	for range max {
-		args = append(args, strconv.FormatUint(newToken(), 10))
-	}
+	args := q.leaseArgs(at, max)
 	_, err := q.run(context.Background(), fnDequeue, at, args...)
 	require.ErrorContains(t, err, key)
 }

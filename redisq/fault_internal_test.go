@@ -92,7 +92,9 @@ func TestLeaseKeepsLeased(t *testing.T) {
 		{"refill fails", func() *fcallFaults {
 			buried := false
 			return &fcallFaults{
-				fail: func(fn string, args []any) bool { return buried && strings.HasSuffix(fn, "_dequeue") },
+				fail: func(fn string, args []any) bool {
+					return buried && (strings.HasSuffix(fn, "_dequeue") || strings.HasSuffix(fn, "_lease1"))
+				},
 				seen: func(fn string, args []any, err error) {
 					buried = buried || (err == nil && isCall(fn, args, "settle", "corrupt"))
 				},

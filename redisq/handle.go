@@ -143,7 +143,8 @@ func (h *handle) fcall(ctx context.Context, f function, argv []any) (any, error)
 	return h.send(ctx, h.rdb, f, argv).Result()
 }
 
-// send calls f over the queue's keys on c. A ReadOnly handle calls its
+// send calls f over the queue's keys on c (those f touches, where its
+// calls carry only those: function.keys). A ReadOnly handle calls its
 // functions, which write nothing, with FCALL_RO: the server checks the
 // keys of an FCALL for reading and writing, those of an FCALL_RO for
 // reading only, so a user granted the queue's keys for reading alone
@@ -151,9 +152,9 @@ func (h *handle) fcall(ctx context.Context, f function, argv []any) (any, error)
 // the commands a writer needs stay the same.
 func (h *handle) send(ctx context.Context, c redis.Cmdable, f function, argv []any) *redis.Cmd {
 	if h.o.ReadOnly && !f.writes {
-		return c.FCallRO(ctx, f.name, h.keys, argv...)
+		return c.FCallRO(ctx, f.name, f.pick(h.keys), argv...)
 	}
-	return c.FCall(ctx, f.name, h.keys, argv...)
+	return c.FCall(ctx, f.name, f.pick(h.keys), argv...)
 }
 
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts

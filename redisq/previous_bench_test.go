@@ -77,7 +77,9 @@ const againstBlock = 150 // messages per version, phase and block
 
 // cycleAgainst enqueues, leases and acks againstBlock messages on q through
 // the library lib, per messages per call, and hands each phase's FCALL
-// time and server CPU per message to report.
+// time and server CPU per message to report. This version's library is
+// called as the handle calls it (its lone calls go to the functions
+// made for them); the previous one with that version's arguments.
 func cycleAgainst(b *testing.B, q *Queue, lib string, per int, report func(phase string, cmd, cpu float64)) {
 	ctx := context.Background()
 	call := func(op string, args ...any) any {
@@ -93,6 +95,7 @@ func cycleAgainst(b *testing.B, q *Queue, lib string, per int, report func(phase
 		report(fmt.Sprintf("x%d %s", per, name), (cmd1-cmd0)/againstBlock, (cpu1-cpu0)/againstBlock)
 	}
 	body := make([]byte, 100)
+	this := lib == library.name // this version's calls, as the handle makes them
 	phase("enqueue", func() {
 		for i := 0; i < againstBlock; i += per {
 			args := []any{"each", per}
@@ -104,12 +107,26 @@ func cycleAgainst(b *testing.B, q *Queue, lib string, per int, report func(phase
 				require.NoError(b, err)
 				args = append(args, a[:]...)
 			}
+			if this {
+				_, err := q.enqueue(ctx, q.o.Clock.Now(), args[0].(string), args[2:]...)
+				require.NoError(b, err)
+				continue
+			}
 			call("enqueue", args...)
 		}
 	})
-	var receipts []any // seq, token, ...
+	var receipts []queue.Receipt
 	phase("dequeue", func() {
 		for i := 0; i < againstBlock; i += per {
+			if this {
+				ms, _, err := q.lease(ctx, per)
+				require.NoError(b, err)
+				require.Len(b, ms, per)
+				for _, m := range ms {
+					receipts = append(receipts, m.Receipt)
+				}
+				continue
+			}
 			args := []any{micros(q.o.AckTimeout), per}
 			for range per {
 				args = append(args, strconv.FormatUint(newToken(), 10))
@@ -117,13 +134,24 @@ func cycleAgainst(b *testing.B, q *Queue, lib string, per int, report func(phase
 			got, _ := call("dequeue", args...).([]any)
 			require.Len(b, got, 1+3*per)
 			for j := range per {
-				receipts = append(receipts, got[1+3*j], args[2+j])
+				tok, _ := strconv.ParseUint(args[2+j].(string), 10, 64)
+				receipts = append(receipts, queue.Receipt{Seq: uint64(toInt(got[1+3*j])), Lease: tok})
 			}
 		}
 	})
 	phase("ack", func() {
-		for i := 0; i < len(receipts); i += 2 * per {
-			call("settle", append([]any{"ack", "", "r"}, receipts[i:i+2*per]...)...)
+		for i := 0; i < len(receipts); i += per {
+			if this {
+				for _, err := range q.settle("ack", "", receipts[i:i+per]) {
+					require.NoError(b, err)
+				}
+				continue
+			}
+			args := []any{"ack", "", "r"}
+			for _, r := range receipts[i : i+per] {
+				args = append(args, strconv.FormatUint(r.Seq, 10), strconv.FormatUint(r.Lease, 10))
+			}
+			call("settle", args...)
 		}
 	})
 }

@@ -99,16 +99,6 @@ func scriptErr(op string, err error) error {
 	return fmt.Errorf("redisq: %s: %w", op, err)
 }
 
-// replyCodes reads a script's reply of codes: a table of them, or the code of
-// a lone message alone (cheaper for the server than a table of one).
-func replyCodes(v any) []any {
-	if c, ok := v.(int64); ok {
-		return []any{c}
-	}
-	l, _ := v.([]any)
-	return l
-}
-
 // toInt reads an integer of a script's reply.
 func toInt(v any) int64 {
 	switch x := v.(type) {

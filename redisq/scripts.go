@@ -16,6 +16,12 @@ var (
 	commonLua string
 	//go:embed scripts/enqueue.lua
 	enqueueLua string
+	//go:embed scripts/enqueue1.lua
+	enqueue1Lua string
+	//go:embed scripts/ack1.lua
+	ack1Lua string
+	//go:embed scripts/lease1.lua
+	lease1Lua string
 	//go:embed scripts/dequeue.lua
 	dequeueLua string
 	//go:embed scripts/settle.lua
@@ -39,6 +45,19 @@ type function struct {
 	lib    *lib
 	name   string // <library>_<operation>
 	writes bool   // not flagged no-writes: it may change the queue
+	keys   []int  // the indexes of the queue's keys its calls carry, in order; nil: all
+}
+
+// pick returns the keys of a call of f from all the queue's keys.
+func (f function) pick(all []string) []string {
+	if f.keys == nil {
+		return all
+	}
+	ks := make([]string, len(f.keys))
+	for i, k := range f.keys {
+		ks[i] = all[k]
+	}
+	return ks
 }
 
 // The libraries: the ack queue's (the shared head once, then each
@@ -54,28 +73,41 @@ var (
 		// maxmemory, not halfway through; what only ends or moves
 		// messages may run there, so that acks can still free memory;
 		// inspect writes nothing.
-		{"enqueue", enqueueLua, ""},
-		{"dequeue", dequeueLua, ""},
-		{"settle", settleLua, "allow-oom"},
-		{"housekeep", housekeepLua, "allow-oom"},
-		{"dead", deadLua, "allow-oom"},
-		{"inspect", inspectLua, "no-writes"},
-		{"probe", "return probe(ARGV[5] == 'r')", "no-writes"}, // writes nothing, by the server's own check (probe.lua)
-		{"writable", "return 1", "allow-oom"},                  // writes nothing; flagged as a writer, refused by a replica (writable.go)
+		// The functions that run for each message one by one (a lone
+		// Enqueue, Dequeue, Ack) are called with only the keys they
+		// touch (positions in scripts/common.lua's order) and the
+		// arguments they use: seq, msg, ready and lease for a lone
+		// enqueue, and acked with a DedupWindow; msg, ready, delayed
+		// and lease for a lone lease; msg, lease, acked and stats for a
+		// lone ack.
+		{"enqueue", enqueueLua, "", nil},
+		{"enqueue1", enqueue1Lua, "", []int{1, 2, 3, 5}},
+		{"enqueue1w", enqueue1Lua, "", []int{1, 2, 3, 5, 7}},
+		{"dequeue", dequeueLua, "", nil},
+		{"lease1", lease1Lua, "", []int{2, 3, 4, 5}},
+		{"settle", settleLua, "allow-oom", nil},
+		{"ack1", ack1Lua, "allow-oom", []int{2, 5, 7, 8}},
+		{"housekeep", housekeepLua, "allow-oom", nil},
+		{"dead", deadLua, "allow-oom", nil},
+		{"inspect", inspectLua, "no-writes", nil},
+		{"probe", "return probe(ARGV[5] == 'r')", "no-writes", nil}, // writes nothing, by the server's own check (probe.lua)
+		{"writable", "return 1", "allow-oom", nil},                  // writes nothing; flagged as a writer, refused by a replica (writable.go)
 	})
 	// The sorted queue's operations, under three names: publish and pull
 	// are refused whole past maxmemory, the others that write may run
 	// there; stats and the listing of dead values write nothing, and run
 	// on a ReadOnly handle (FCALL_RO).
 	sortedLibrary = newLibrary("walq_sorted", sortedLua+probeLua, []libOp{
-		{"grow", sortedOpsLua, ""},
-		{"settle", sortedOpsLua, "allow-oom"},
-		{"read", sortedOpsLua, "no-writes"},
-		{"probe", "return probe(ARGV[8] == 'r')", "no-writes"},
-		{"writable", "return 1", "allow-oom"},
+		{"grow", sortedOpsLua, "", nil},
+		{"settle", sortedOpsLua, "allow-oom", nil},
+		{"read", sortedOpsLua, "no-writes", nil},
+		{"probe", "return probe(ARGV[8] == 'r')", "no-writes", nil},
+		{"writable", "return 1", "allow-oom", nil},
 	})
 
 	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
+	fnEnqueue1, fnEnqueue1W        = library.fn("enqueue1"), library.fn("enqueue1w")
+	fnLease1, fnAck1               = library.fn("lease1"), library.fn("ack1")
 	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
 	fnSortedGrow, fnSortedSettle   = sortedLibrary.fn("grow"), sortedLibrary.fn("settle")
 	fnSortedRead                   = sortedLibrary.fn("read")
@@ -91,8 +123,30 @@ type lib struct {
 }
 
 // libOp is one function of a library: its operation's name, its body,
-// and its flags (see FUNCTION LOAD).
-type libOp struct{ op, body, flags string }
+// its flags (see FUNCTION LOAD) and, if its calls carry only some of the
+// queue's keys, their positions (1 for the first key), in order.
+type libOp struct {
+	op, body, flags string
+	keys            []int
+}
+
+// binding is the Lua that binds a call of o (scripts/common.lua): bind,
+// or with some keys bindsome, given each of the library's nkeys keys at
+// its position, nil where the call lacks it (the body then binds its
+// arguments).
+func (o libOp) binding(nkeys int) string {
+	if o.keys == nil {
+		return "bind(KEYS, ARGV)"
+	}
+	at := make([]string, nkeys)
+	for i := range at {
+		at[i] = "nil"
+	}
+	for j, p := range o.keys {
+		at[p-1] = fmt.Sprintf("KEYS[%d]", j+1)
+	}
+	return "bindsome(" + strings.Join(at, ", ") + ")"
+}
 
 func newLibrary(prefix, head string, ops []libOp) *lib {
 	var body strings.Builder
@@ -102,7 +156,8 @@ func newLibrary(prefix, head string, ops []libOp) *lib {
 		if o.flags != "" {
 			flags = "{'" + o.flags + "'}"
 		}
-		fmt.Fprintf(&body, "\nredis.register_function{function_name = LIB .. '_%s', flags = %s, callback = function(KEYS, ARGV)\nbind(KEYS, ARGV)\n%s\nend}\n", o.op, flags, o.body)
+		fmt.Fprintf(&body, "\nredis.register_function{function_name = LIB .. '_%s', flags = %s, callback = function(KEYS, ARGV)\n%s\n%s\nend}\n",
+			o.op, flags, o.binding(len(ackTypes)), o.body)
 	}
 	sum := sha1.Sum([]byte(body.String()))
 	name := prefix + "_" + hex.EncodeToString(sum[:8])
@@ -113,7 +168,11 @@ func newLibrary(prefix, head string, ops []libOp) *lib {
 func (l *lib) fn(op string) function {
 	for _, o := range l.ops {
 		if o.op == op {
-			return function{lib: l, name: l.name + "_" + op, writes: o.flags != "no-writes"}
+			f := function{lib: l, name: l.name + "_" + op, writes: o.flags != "no-writes"}
+			for _, p := range o.keys {
+				f.keys = append(f.keys, p-1)
+			}
+			return f
 		}
 	}
 	panic("redisq: library " + l.name + " has no operation " + op)

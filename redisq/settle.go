@@ -70,14 +70,21 @@ func (q *Queue) settleOne(op, arg string, r queue.Receipt) error {
 }
 
 // settle runs one settle script over receipts and returns an error per
-// receipt.
+// receipt; a lone ack runs the ack1 function, which the server runs for
+// less.
 func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 	args := make([]any, 0, 3+2*len(rs))
 	args = append(args, op, arg, "r")
 	for _, r := range rs {
 		args = append(args, strconv.FormatUint(r.Seq, 10), strconv.FormatUint(r.Lease, 10))
 	}
-	codes, err := q.runSettle(op, args)
+	var codes []int64
+	var err error
+	if op == "ack" && len(rs) == 1 {
+		codes, err = q.runAck1(args[3:])
+	} else {
+		codes, err = q.runSettle(op, args)
+	}
 	errs := make([]error, len(rs))
 	for i, r := range rs {
 		switch {
@@ -108,7 +115,7 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 	if err != nil {
 		return nil, scriptErr(op, err)
 	}
-	reply := replyCodes(v)
+	reply, _ := v.([]any)
 	codes := make([]int64, len(reply))
 	for i, c := range reply {
 		codes[i] = toInt(c)
@@ -121,4 +128,20 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 		return nil, fmt.Errorf("redisq: %s: unexpected reply %v", op, v)
 	}
 	return codes, nil
+}
+
+// runAck1 acks one delivery, named by its seq and lease token, with the
+// ack1 function; it returns its code, as runSettle does.
+func (q *Queue) runAck1(receipt []any) ([]int64, error) {
+	ctx, cancel := q.opContext()
+	defer cancel()
+	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipt...))
+	if err != nil {
+		return nil, scriptErr("ack", err)
+	}
+	c, ok := v.(int64)
+	if !ok {
+		return nil, fmt.Errorf("redisq: ack: unexpected reply %v", v)
+	}
+	return []int64{c}, nil
 }

@@ -236,3 +236,59 @@ func TestFarFutureClock(t *testing.T) {
 	s := q.Stats()
 	require.Zero(t, s.Ready+s.InFlight+s.Delayed+s.Dead)
 }
+
+// TestAckFenceAroundRunOutLeases: a lone Ack fails once its lease has
+// run out, also before any housekeeper ended it, and succeeds while the
+// lease is ahead, whether other leases have run out or not, for a
+// generated id and one a producer gave. A receipt whose message holds
+// its token but no lease (the lease's member removed by hand) fails and
+// leaves the message as it was.
+func TestAckFenceAroundRunOutLeases(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	q, err := Open(ctx, rdb, "fence", &Options{Clock: clock, AckTimeout: time.Minute, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	lease := func() *queue.Message {
+		t.Helper()
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		return m
+	}
+	for _, p := range []string{"a", "b", "c"} {
+		_, err := q.Enqueue(ctx, []byte(p))
+		require.NoError(t, err)
+	}
+	_, err = q.Enqueue(ctx, []byte("d"), queue.WithID("given"))
+	require.NoError(t, err)
+
+	a := lease()
+	clock.Advance(30 * time.Second)
+	b, c, d := lease(), lease(), lease()
+	clock.Advance(45 * time.Second) // a's lease has run out, unended; b's, c's and d's are ahead
+	require.ErrorIs(t, a.Ack(), queue.ErrLeaseLost)
+	require.NoError(t, b.Ack())
+	require.NoError(t, d.Ack(), "a producer's id")
+
+	_, err = q.RequeueExpired() // no lease has run out now
+	require.NoError(t, err)
+	stale := c.Receipt
+	stale.Lease++
+	require.ErrorIs(t, q.settleOne("ack", "", stale), queue.ErrLeaseLost)
+	require.NoError(t, rdb.ZRem(ctx, q.keys[4], strconv.FormatUint(c.Receipt.Seq, 10)).Err())
+	require.ErrorIs(t, c.Ack(), queue.ErrLeaseLost, "no lease")
+	fields, err := rdb.HMGet(ctx, q.keys[1], strconv.FormatUint(c.Receipt.Seq, 10), "b"+strconv.FormatUint(c.Receipt.Seq, 10)).Result()
+	require.NoError(t, err)
+	require.NotNil(t, fields[0], "the record stays")
+	require.NotNil(t, fields[1], "the body stays")
+	require.ErrorIs(t, b.Ack(), queue.ErrLeaseLost, "acked already")
+
+	_, err = q.Enqueue(ctx, []byte("e"), queue.WithID("given too"))
+	require.NoError(t, err)
+	again, e := lease(), lease()
+	require.Equal(t, "a", string(again.Payload))
+	require.NoError(t, e.Ack(), "a producer's id, no lease run out")
+	require.NoError(t, again.Ack())
+}

@@ -177,14 +177,25 @@ func (c *scriptCounter) check() {
 }
 
 // operation is the library's operation a script call runs: its
-// function's name after the last '_' for an FCALL, "" for any other.
+// function's name after the last '_' for an FCALL, "" for any other; a
+// function made for one message counts as the operation it runs
+// (lease1 as a dequeue of one).
 func operation(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if cmd.Name() != "fcall" || len(args) < 2 {
 		return ""
 	}
 	name := fmt.Sprint(args[1])
-	return name[strings.LastIndex(name, "_")+1:]
+	op := name[strings.LastIndex(name, "_")+1:]
+	switch op {
+	case "enqueue1", "enqueue1w":
+		return "enqueue"
+	case "lease1":
+		return "dequeue"
+	case "ack1":
+		return "settle"
+	}
+	return op
 }
 
 // delayOp is a client hook that holds the FCALLs of the library's

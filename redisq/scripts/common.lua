@@ -27,7 +27,9 @@
 --                      count of enqueued messages is seq, that of acked
 --                      ones seq less the live and the purged
 -- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries (<= 0: no limit),
--- 4 DedupWindow (µs); the function's own arguments follow from 5.
+-- 4 DedupWindow (µs); the function's own arguments follow from 5. The
+-- one-message functions (bindsome) take fewer keys and a layout of
+-- their own, given in their files.
 -- Times are microseconds on the clients' clock, passed in by the caller.
 --
 -- The names below hold the call's keys and arguments: bind sets them at
@@ -45,7 +47,7 @@
 local K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS
 local CHAN, now, NOW, maxd, window
 local lim -- the count at which a ready message is not delivered again (see atlimit)
-local CALLKEYS -- the call's KEYS, for need
+local CALLKEYS -- the call's keys by their position above, for need (nil: not made yet)
 local woke = false -- a message became ready: PUBLISH once at the end
 local timers = nil -- the earliest new deadline to announce, if any
 local w_unset = false -- promote left '#w' absent: see promote and with_w
@@ -62,14 +64,15 @@ local INT, HEAD
 -- no dequeue writes a larger one (see atlimit).
 local DIGITS, COUNT = 14, 99999999999999
 
-local function bind(KEYS, ARGV)
-  K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-  K_LEASE, K_DEAD, K_ACKED, K_STATS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-  CALLKEYS = KEYS
-  CHAN, NOW, maxd, window = ARGV[1], ARGV[2], 0, 0
+-- bindargs sets the names of the call's common arguments: the wake
+-- channel (nil: publish derives it), now, MaxDeliveries and DedupWindow,
+-- as strings. bind calls it; the functions bound by bindsome call it
+-- with the arguments of their own layout.
+local function bindargs(chan, at, md, win)
+  CHAN, NOW, maxd, window = chan, at, 0, 0
   now = NOW + 0 -- one strtod; tonumber makes two
-  if ARGV[3] ~= '0' then maxd = tonumber(ARGV[3]) end
-  if ARGV[4] ~= '0' then window = tonumber(ARGV[4]) end
+  if md ~= '0' then maxd = md + 0 end -- the client's integers: one strtod
+  if win ~= '0' then window = win + 0 end
   lim = COUNT
   if maxd > 0 and maxd < COUNT then lim = maxd end
   woke, timers, w_unset = false, nil, false
@@ -78,6 +81,36 @@ local function bind(KEYS, ARGV)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
     HEAD = '%d:' .. INT .. ':'
   end
+end
+
+-- bind binds a call given every key of the queue, in the order above.
+local function bind(KEYS, ARGV)
+  K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  K_LEASE, K_DEAD, K_ACKED, K_STATS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+  CALLKEYS = KEYS
+  bindargs(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+end
+
+-- bindsome binds the keys of a call given only the keys its function
+-- touches (every key a function touches is one of its call's keys, as
+-- Redis Cluster requires): each key is given at its position above, nil
+-- where the call lacks it (scripts.go writes the call); the function
+-- then calls bindargs. Each key and argument a call carries costs the
+-- server a string and a slot in a table that grows by doubling, and the
+-- one-message functions (enqueue1, lease1, ack1) run for every message,
+-- so they take no more than they use. need makes CALLKEYS when it runs.
+local function bindsome(seq, msg, ready, delayed, lease, dead, acked, stats)
+  K_SEQ, K_MSG, K_READY, K_DELAYED = seq, msg, ready, delayed
+  K_LEASE, K_DEAD, K_ACKED, K_STATS = lease, dead, acked, stats
+  CALLKEYS = nil
+end
+
+-- publish publishes msg on the wake channel. A call that was not given
+-- it derives it from msg's name: walq:{NAME}:2:msg, walq:{NAME}:wake
+-- (keys.go; TestWakeFromMsgKey pins the two).
+local function publish(msg)
+  if not CHAN then CHAN = string.sub(K_MSG, 1, -6) .. 'wake' end
+  redis.call('PUBLISH', CHAN, msg)
 end
 
 -- TYPES are the types of the keys, in their order: a key the operator or
@@ -96,7 +129,7 @@ local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
   {'GET', {1}}, {'HGET', {2, 8}}, {'HGETALL', {8}}, {'HMGET', {2, 8}}, {'ZCARD', {3, 4, 5, 6, 7}},
-  {'ZCOUNT', {4, 7}}, {'ZMSCORE', {5, 7}}, {'ZRANGE', {3, 4, 5, 6}}, {'ZRANGEBYSCORE', {3, 4, 5, 6, 7}},
+  {'ZCOUNT', {4, 5, 7}}, {'ZMSCORE', {5, 7}}, {'ZRANGE', {3, 4, 5, 6}}, {'ZRANGEBYSCORE', {3, 4, 5, 6, 7}},
   {'ZSCORE', {3, 5, 6}}, {'ZPOPMIN', {3}}, {'HDEL', {2}}, {'ZREM', {3, 4, 5, 6, 7}},
   {'ZADD', {3, 4, 5, 6, 7}}, {'HSET', {2}}, {'HINCRBY', {2, 8}}, {'INCR', {1}}, {'DECR', {1}},
   {'INCRBY', {1}}, {'PUBLISH'},
@@ -141,6 +174,7 @@ end
 -- a probe (an ACL refusal) is returned as it is, also before the first
 -- write.
 local function need(list)
+  if not CALLKEYS then CALLKEYS = {K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS} end
   for _, i in ipairs(list) do
     local fields = COUNTERS[i]
     local r
@@ -589,6 +623,126 @@ end
 -- wake publishes 'r' when a message became ready, 't<µs>' when a deadline
 -- earlier than any before was set.
 local function wake()
-  if woke then redis.call('PUBLISH', CHAN, 'r') end
-  if timers then redis.call('PUBLISH', CHAN, 't' .. string.format(INT, timers)) end
+  if woke then publish('r') end
+  if timers then publish('t' .. string.format(INT, timers)) end
+end
+
+-- leaseone leases one message (a lone Dequeue) as dequeue.lua leases
+-- many, with no table built but the reply, to the delivery whose token is
+-- tok, until the deadline dls (µs, a string), and returns the call's
+-- reply: {-1, seq, deliveries, body}, else {hint} as dequeue. With full,
+-- the call carries the keys of every step; else (lease1) those of all
+-- but the burials and kills (dead, stats): a popped message that needs
+-- one goes back, unchanged, and the reply is {-3}, "call dequeue" (the
+-- rare case pays two calls so that the common one carries two keys
+-- fewer); and a leased message comes as one string, seq ':' deliveries
+-- ':' body, which the server turns into its reply for less than a table.
+-- A record is rewritten in place: its deliveries go up by one and its
+-- token becomes this delivery's. '#w' and '#t' come with the
+-- message's fields; when a delayed message may be due, the popped one
+-- goes back and the pop is redone after the promotion. A popped message
+-- that cannot be leased (see leasable) is buried, and one at the limit
+-- killed (killAtLimit), before anything else is written for it, and the
+-- next one is popped in its place, up to BURIES of them: a call that
+-- buried or killed that many returns the hint -2, "call again", so that
+-- no number of damaged records or messages past the limit makes one
+-- call run long.
+-- Keys of the wrong type (see need) cost a lone dequeue no check: ready
+-- fails the pop, msg the read after it and lease the first write after
+-- it, each undone by putting the message back; delayed and the bury
+-- path's keys are checked before their first use after a pop. Due delayed
+-- messages promoted before the failure stay ready, and every error
+-- return announces them (wake), or no consumer blocked meanwhile would
+-- hear of them: the housekeeping pass at their due time finds nothing
+-- left to promote.
+local function leaseone(dls, tok, full)
+  local seq, score = popone()
+  if not seq then
+    local n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+    if n == 0 then
+      waiting()
+      wake()
+      return {hint}
+    end
+    seq, score = popone()
+  end
+  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+  if got.err then
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return got
+  end
+  local w = tonumber(got[4])
+  if not w or w <= now then
+    local bad = need(DELAYED)
+    if bad then
+      redis.call('ZADD', K_READY, score, seq)
+      wake()
+      return bad
+    end
+    if promote(128, w) > 0 then
+      redis.call('ZADD', K_READY, score, seq)
+      seq, score = popone()
+      got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    end
+  end
+  local head, d, tail = leasable(got[1], got[2])
+  local dead = not head or atlimit(d)
+  if dead and not full then
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return {-3}
+  end
+  if dead then
+    local bad = need(BURY)
+    if bad then
+      redis.call('ZADD', K_READY, score, seq)
+      wake()
+      return bad
+    end
+  end
+  local buried = 0
+  while dead do
+    if head then killAtLimit(seq, got[1], d) else bury(seq, got[1], got[2], d) end
+    buried = buried + 1
+    if buried == BURIES then
+      wake()
+      return {-2}
+    end
+    seq, score = popone()
+    if not seq then -- nothing ready: promote, as above
+      local n, hint = promote(128, nil)
+      if n == 0 then
+        waiting()
+        wake()
+        return {hint}
+      end
+      seq, score = popone()
+    end
+    got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+    head, d, tail = leasable(got[1], got[2])
+    dead = not head or atlimit(d)
+  end
+  d = d + 1
+  local ds = string.format(INT, d)
+  local rec = head .. ds .. ':' .. tok .. tail
+  local dn = string.format(INT, (tonumber(got[3]) or 0) + 1)
+  local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
+  if type(bad) == 'table' then
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return bad
+  end
+  if w_unset then -- rare: the fields made whole in a table
+    local fields = {seq, rec, '#d', dn}
+    if announce(dls + 0, got[5]) then fields[5], fields[6] = '#t', dls end
+    redis.call('HSET', K_MSG, unpack(with_w(fields)))
+  elseif announce(dls + 0, got[5]) then
+    redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
+  else
+    redis.call('HSET', K_MSG, seq, rec, '#d', dn)
+  end
+  wake()
+  if full then return {-1, seq, d, got[2]} end
+  return seq .. ':' .. ds .. ':' .. got[2]
 end

@@ -1,4 +1,4 @@
--- dequeue: ARGV[5] = lease length (µs), ARGV[6] = max, ARGV[7..] = one
+-- dequeue: ARGV[5] = lease deadline (µs), ARGV[6] = max, ARGV[7..] = one
 -- fresh random lease token per message. Promotes due delays when '#w'
 -- says one may be due (or nothing is ready), then leases up to max ready
 -- messages: ready again (lowest seq first), then never delivered
@@ -8,106 +8,8 @@
 -- if nothing was leased, and -2, "call again", whenever the call stopped
 -- at BURIES burials and kills.
 
--- One message (a lone Dequeue): the same steps, with no table built but
--- the reply. A record is rewritten in place: its deliveries go up by
--- one and its token becomes this delivery's. '#w' and '#t' come with the
--- message's fields; when a delayed message may be due, the popped one
--- goes back and the pop is redone after the promotion. A popped message
--- that cannot be leased (see leasable) is buried, and one at the limit
--- killed (killAtLimit), before anything else is written for it, and the
--- next one is popped in its place, up to BURIES of them: a call that
--- buried or killed that many returns the hint -2, "call again", so that
--- no number of damaged records or messages past the limit makes one
--- call run long.
--- Keys of the wrong type (see need) cost a lone dequeue no check: ready
--- fails the pop, msg the read after it and lease the first write after
--- it, each undone by putting the message back; delayed and the bury
--- path's keys are checked before their first use after a pop. Due delayed
--- messages promoted before the failure stay ready, and every error
--- return announces them (wake), or no consumer blocked meanwhile would
--- hear of them: the housekeeping pass at their due time finds nothing
--- left to promote.
-if ARGV[6] == '1' then
-  local seq, score = popone()
-  if not seq then
-    local n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
-    if n == 0 then
-      waiting()
-      wake()
-      return {hint}
-    end
-    seq, score = popone()
-  end
-  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
-  if got.err then
-    redis.call('ZADD', K_READY, score, seq)
-    wake()
-    return got
-  end
-  local w = tonumber(got[4])
-  if not w or w <= now then
-    local bad = need(DELAYED)
-    if bad then
-      redis.call('ZADD', K_READY, score, seq)
-      wake()
-      return bad
-    end
-    if promote(128, w) > 0 then
-      redis.call('ZADD', K_READY, score, seq)
-      seq, score = popone()
-      got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
-    end
-  end
-  local head, d, tail = leasable(got[1], got[2])
-  local dead = not head or atlimit(d)
-  if dead then
-    local bad = need(BURY)
-    if bad then
-      redis.call('ZADD', K_READY, score, seq)
-      wake()
-      return bad
-    end
-  end
-  local buried = 0
-  while dead do
-    if head then killAtLimit(seq, got[1], d) else bury(seq, got[1], got[2], d) end
-    buried = buried + 1
-    if buried == BURIES then
-      wake()
-      return {-2}
-    end
-    seq, score = popone()
-    if not seq then -- nothing ready: promote, as above
-      local n, hint = promote(128, nil)
-      if n == 0 then
-        waiting()
-        wake()
-        return {hint}
-      end
-      seq, score = popone()
-    end
-    got = redis.call('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
-    head, d, tail = leasable(got[1], got[2])
-    dead = not head or atlimit(d)
-  end
-  local dl = now + ARGV[5]
-  d = d + 1
-  local rec = head .. string.format(INT, d) .. ':' .. ARGV[7] .. tail
-  local dn, dls = string.format(INT, (tonumber(got[3]) or 0) + 1), string.format(INT, dl)
-  local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
-  if type(bad) == 'table' then
-    redis.call('ZADD', K_READY, score, seq)
-    wake()
-    return bad
-  end
-  if announce(dl, got[5]) then
-    redis.call('HSET', K_MSG, unpack(with_w({seq, rec, '#d', dn, '#t', dls})))
-  else
-    redis.call('HSET', K_MSG, unpack(with_w({seq, rec, '#d', dn})))
-  end
-  wake()
-  return {-1, seq, d, got[2]}
-end
+-- One message: see leaseone (common.lua), which lease1 runs too.
+if ARGV[6] == '1' then return leaseone(ARGV[5], ARGV[7], true) end
 -- Many messages (DequeueBatch, lone Dequeues gathered): the same steps
 -- for all. '#w', '#t' and '#d' come with the first records read (one
 -- HMGET); when a delayed message may be due, the popped messages go back
@@ -120,7 +22,7 @@ end
 -- write of the leases (before the records'), each undone by putting the
 -- messages back (after a burial, whose check covered lease, that write
 -- cannot fail) and announcing what was promoted, as a lone dequeue does.
-local ackto, max = tonumber(ARGV[5]), tonumber(ARGV[6])
+local max = tonumber(ARGV[6])
 local seqs, popped = popmany(max)
 local promoted, hint = false, -1
 if #seqs == 0 then
@@ -153,8 +55,8 @@ if #seqs > 0 then
   end
   state = {got[2 * to + 2], got[2 * to + 3]}
 end
-local dl = now + ackto
-local dls = string.format(INT, dl)
+local dls = ARGV[5]
+local dl = dls + 0
 local recs, deadlines = {}, {}
 local k, buried = 0, 0
 while #seqs > 0 do

@@ -3,16 +3,18 @@
 -- checked. Mode 'all' (one EnqueueBatch): all producer ids are checked
 -- before anything is written, and a duplicate refuses the whole batch.
 -- Mode 'each' (concurrent Enqueues gathered into one call): a duplicate
--- is left out and the others are enqueued. Returns one code per message:
--- 1 enqueued, 0 left out as a duplicate; a lone message's code comes
--- alone, not in a table.
--- Keys of the wrong type (see need): a lone enqueue undoes its writes on
--- one (seq fails first, ready the first write after it, msg the next);
--- the others check theirs before their first write. The first enqueue
--- of a queue takes back its seq when keep fails (lease is checked by
--- nothing else). A call forgets stamps only after every check (a lone
--- enqueue after its message's writes), so one refused on a key of the
--- wrong type leaves them to the handles with longer windows.
+-- is left out and the others are enqueued. Returns a table of one code
+-- per message: 1 enqueued, 0 left out as a duplicate. A lone message
+-- with a generated id, ready at once, goes to enqueue1 (enqueue1.lua)
+-- instead.
+-- Keys of the wrong type (see need): messages with generated ids, all
+-- ready at once, undo their writes on one (seq fails first, ready the
+-- first write after it, msg the next); the others check theirs before
+-- their first write. The first enqueue of a queue takes back its seq
+-- when keep fails (lease is checked by nothing else). A call forgets
+-- stamps only after every check (one of generated ids after its
+-- messages' writes), so one refused on a key of the wrong type leaves
+-- them to the handles with longer windows.
 -- A handle's window is its own: it refuses an id whose ack (or purge)
 -- it or another handle with a window stamped at now - window or later,
 -- and forgets up to 128 stamps older than that per call. A handle
@@ -21,36 +23,6 @@
 local old -- the stamps past the window; the read checks the stamps key
 if window > 0 then
   old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
-end
--- One message with a generated id, ready at once (a lone Enqueue): no
--- duplicate to look for, so straight to the writes, with no table built.
-if ARGV[6] == '1' and ARGV[8] == '0' and ARGV[9] == '0' then
-  local id = ARGV[7]
-  local seq = redis.call('INCR', K_SEQ)
-  if seq == 1 then
-    local bad = keep()
-    if bad then
-      redis.call('DECR', K_SEQ)
-      return bad
-    end
-  end
-  local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
-  -- Four new fields when '#q' was absent (see waiting): the message's
-  -- three (a generated id is new) and '#q'.
-  local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
-  if type(added) == 'table' then
-    redis.call('DECR', K_SEQ)
-    return added
-  end
-  added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[10], 'i' .. id, sq, '#q', '1')
-  if type(added) == 'table' then
-    redis.call('ZREM', K_READY, sq)
-    redis.call('DECR', K_SEQ)
-    return added
-  end
-  if old and #old > 0 then many('ZREM', K_ACKED, old) end
-  if added == 4 then redis.call('PUBLISH', CHAN, 'r') end
-  return 1
 end
 -- Up to 128 messages with generated ids, all ready at once (concurrent
 -- Enqueues gathered, a small batch): the same writes for all, in one
@@ -97,7 +69,7 @@ if plain then
     return added
   end
   if old and #old > 0 then many('ZREM', K_ACKED, old) end
-  if added > 3 * n then redis.call('PUBLISH', CHAN, 'r') end
+  if added > 3 * n then publish('r') end
   return codes
 end
 local each = ARGV[5] == 'each'
@@ -178,7 +150,7 @@ end
 -- With a message ready, '#q' goes with the messages' fields, all of them
 -- new (see waiting in common.lua): one more added means it was absent.
 if fresh_ready then fields[#fields + 1], fields[#fields + 2] = '#q', '1' end
-if m > 0 and many('HSET', K_MSG, fields) > 3 * m then redis.call('PUBLISH', CHAN, 'r') end
+if m > 0 and many('HSET', K_MSG, fields) > 3 * m then publish('r') end
 if #fresh > 0 then many('ZREM', K_ACKED, fresh) end
 if #ready > 0 then many('ZADD', K_READY, ready) end
 if soonest then

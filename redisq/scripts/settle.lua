@@ -2,30 +2,11 @@
 -- (nack delay µs, extension µs, dead-letter reason), ARGV[7] = how
 -- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
 -- (whichever delivery is in flight). Returns one code per delivery:
--- 0 done, 1 lease lost, 2 no delivery of that id in flight; a lone ack
--- by receipt returns its code alone, not in a table.
+-- 0 done, 1 lease lost, 2 no delivery of that id in flight. A lone ack
+-- by receipt goes to ack1 (ack1.lua) instead.
 
--- One ack by receipt (a lone Ack): the fence and the removal, with no
--- table built; a message a producer named goes through drop, whose
--- lists are then made whole, for its stamp and count.
-if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV == 9 then
-  local seq = ARGV[8]
-  local raw = redis.call('HGET', K_MSG, seq)
-  if not raw then return 1 end
-  local id, pid = owner(raw, redis.call('ZSCORE', K_LEASE, seq), ARGV[9])
-  if not id then return 1 end
-  if pid then
-    local stamps = nil
-    if window > 0 then stamps = {NOW, id} end
-    return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, 1, true) or 0
-  end
-  redis.call('ZREM', K_LEASE, seq)
-  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
-  return 0
-end
-
--- Many acks by receipt (concurrent Acks gathered, up to 1000; more take
--- the general path below): the records and the deadlines of all in one
+-- Acks by receipt (concurrent Acks gathered, up to 1000; more take the
+-- general path below): the records and the deadlines of all in one
 -- HMGET and one ZMSCORE, the removals in one call per key, and no table
 -- but those of the commands' arguments and the reply. A message named
 -- twice is acked by the receipt of its live delivery, whichever comes

@@ -1,0 +1,44 @@
+-- enqueue1: one message with a generated id, ready at once (a lone
+-- Enqueue), with the one-message layout of arguments: ARGV[1] = now
+-- (µs), ARGV[2] = DedupWindow (µs), ARGV[3] = id, ARGV[4] = body.
+-- Generated ids are random and never checked, so no duplicate is looked
+-- for: straight to the writes, with no table built. Returns 1. The call
+-- carries only the keys this touches: seq, msg, ready and lease (keep),
+-- and with a window acked (enqueue1w: the same code).
+-- Keys of the wrong type (see need): seq fails first, ready the first
+-- write after it, msg the next, each undoing the writes before it; the
+-- first enqueue of a queue takes back its seq when keep fails. The
+-- stamps past the window are forgotten (see enqueue.lua) after the
+-- message's writes, so a call refused on a key of the wrong type leaves
+-- them to the handles with longer windows.
+bindargs(nil, ARGV[1], '0', ARGV[2])
+local old -- the stamps past the window; the read checks the stamps key
+if window > 0 then
+  old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
+end
+local id = ARGV[3]
+local seq = redis.call('INCR', K_SEQ)
+if seq == 1 then
+  local bad = keep()
+  if bad then
+    redis.call('DECR', K_SEQ)
+    return bad
+  end
+end
+local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
+-- Four new fields when '#q' was absent (see waiting): the message's
+-- three (a generated id is new) and '#q'.
+local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+if type(added) == 'table' then
+  redis.call('DECR', K_SEQ)
+  return added
+end
+added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[4], 'i' .. id, sq, '#q', '1')
+if type(added) == 'table' then
+  redis.call('ZREM', K_READY, sq)
+  redis.call('DECR', K_SEQ)
+  return added
+end
+if old and #old > 0 then many('ZREM', K_ACKED, old) end
+if added == 4 then publish('r') end
+return 1
