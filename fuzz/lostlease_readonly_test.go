@@ -114,6 +114,7 @@ type view struct {
 	Acked, DeadLettered            uint64
 	DeadLetters                    string // tokens and reasons
 	Dropped                        string // Recovery.Dropped
+	Replay                         string // Recovery's snapshot loaded or set aside, records replayed and skipped
 }
 
 func salvageView(t *testing.T, q *queue.Queue) view {

@@ -14,11 +14,14 @@ import (
 
 // TestSalvagePreviewMatchesTheSalvage: random histories of a queue, then
 // random damage to whole log entries (a flipped byte in one to three of
-// them, sometimes a torn tail, a lost first segment or a damaged
-// snapshot). A read-only salvaging open (ReadOnly and Salvage), which
-// previews the salvage, must show what the salvage then gives: the same
-// Recovery.Dropped and LostBefore, the same counts, every message in the
-// same state and the same dead letters with their reasons.
+// them, sometimes a torn tail, a lost first segment, a damaged or removed
+// snapshot, or a log cut before the snapshot's LSN). A read-only
+// salvaging open (ReadOnly and Salvage), which previews the salvage, must
+// open where the salvage opens after damage to the snapshot, and show
+// what the salvage then gives: the same Recovery.Dropped, LostBefore,
+// SnapshotLSN, SnapshotLost, Replayed and Skipped, the same counts, every
+// message in the same state with the same payload, and the same dead
+// letters with their reasons.
 // WALQ_PREVIEW_SEEDS sets how many histories run.
 func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
 	seeds := scaled(200, 4)
@@ -26,13 +29,17 @@ func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
 		seeds = 40
 	}
 	seeds = envInt(t, "WALQ_PREVIEW_SEEDS", seeds)
-	compared := 0
+	compared, snaps := 0, 0
 	for seed := int64(1); seed <= int64(seeds); seed++ {
-		if ran := previewAgainstSalvage(t, seed, false); ran {
+		if ran, snap := previewAgainstSalvage(t, seed, false); ran {
 			compared++
+			if snap {
+				snaps++
+			}
 		}
 	}
-	t.Logf("compared %d of %d damaged histories (the rest: too short to damage, or not both open)", compared, seeds)
+	t.Logf("compared %d of %d damaged histories, %d with a damaged or removed snapshot (the rest: too short to damage, or not both open)",
+		compared, seeds, snaps)
 }
 
 // TestSalvagePreviewAfterLostFront: histories whose damage took the log's
@@ -52,7 +59,7 @@ func TestSalvagePreviewAfterLostFront(t *testing.T) {
 // the preview, showing what the salvage gives.
 func TestSalvagePreviewOpensWhereTheSalvageOpens(t *testing.T) {
 	for _, seed := range []int64{2, 4, 6} {
-		if !previewAgainstSalvage(t, seed, true) {
+		if ran, _ := previewAgainstSalvage(t, seed, true); !ran {
 			t.Errorf("seed %d: not compared", seed)
 		}
 	}
@@ -60,14 +67,15 @@ func TestSalvagePreviewOpensWhereTheSalvageOpens(t *testing.T) {
 
 // previewAgainstSalvage builds and damages the history of seed, opens one
 // copy read-only salvaging and another salvaging, and fails t where they
-// differ; with opens set, also where one opens and the other does not. It
-// reports whether it compared two open queues.
-func previewAgainstSalvage(t *testing.T, seed int64, opens bool) bool {
+// differ; with opens set, or after damage to the snapshot, also where one
+// opens and the other does not. It reports whether it compared two open
+// queues, and whether the damage took the snapshot.
+func previewAgainstSalvage(t *testing.T, seed int64, opens bool) (bool, bool) {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 	img, what := damagedHistory(t, rng)
 	if img == nil {
-		return false
+		return false, false
 	}
 	base := scratchDir(t)
 	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
@@ -88,15 +96,20 @@ func previewAgainstSalvage(t *testing.T, seed int64, opens bool) bool {
 		defer qw.Close()
 	}
 	if rerr != nil || werr != nil {
-		if opens && (rerr == nil) != (werr == nil) {
+		if (opens || snapshotHarmed(what)) && (rerr == nil) != (werr == nil) {
 			t.Errorf("seed %d, damage %v: the preview opens with %v, the salvage with %v", seed, what, rerr, werr)
 		}
-		return false
+		return false, false
 	}
 	if got, want := openedView(t, qr), openedView(t, qw); got != want {
 		t.Errorf("seed %d, damage %v:\npreview:\n%s\nsalvage:\n%s", seed, what, got, want)
 	}
-	return true
+	return true, snapshotHarmed(what)
+}
+
+// snapshotHarmed reports whether what lists damage to the snapshot.
+func snapshotHarmed(what []string) bool {
+	return slices.ContainsFunc(what, func(w string) bool { return strings.HasPrefix(w, "snapshot ") })
 }
 
 // damagedHistory runs a random history of enqueues (some delayed, some
@@ -191,15 +204,76 @@ func damageAtRandom(rng *rand.Rand, img map[string][]byte) (map[string][]byte, [
 		what = append(what, "first segment removed")
 	}
 	if rng.Intn(5) == 0 {
-		for f := range img {
-			if strings.Contains(f, "snap") && len(img[f]) > 10 {
-				img = damaged(img, damageCase{file: f, damage: flipBit(int64(len(img[f])/2), 3)})
-				what = append(what, "snapshot "+f)
-				break
-			}
+		if snaps := snapshotFiles(img); len(snaps) > 0 {
+			f := snaps[len(snaps)-1]
+			c := snapshotHarm(rng, f, len(img[f]))
+			img = damaged(img, c)
+			what = append(what, c.name)
+		}
+	}
+	if rng.Intn(8) == 0 {
+		if cut, ok := cutBeforeSnapshot(img); ok {
+			img = cut
+			what = append(what, "log cut before the snapshot's LSN")
 		}
 	}
 	return img, what
+}
+
+// cutBeforeSnapshot returns img with its log cut at the start of the
+// entry that holds the newest snapshot's LSN, and every later segment
+// removed: a log that ends before the snapshot (a disk that lost synced
+// writes). It reports false when img has no snapshot, or the entry is not
+// found before damage.
+func cutBeforeSnapshot(img map[string][]byte) (map[string][]byte, bool) {
+	snaps := snapshotFiles(img)
+	if len(snaps) == 0 {
+		return nil, false
+	}
+	var lsn uint64
+	if _, err := fmt.Sscanf(snaps[len(snaps)-1], "snapshot-%d.snap", &lsn); err != nil || lsn == 0 {
+		return nil, false
+	}
+	segs := segmentFiles(img)
+	for i, s := range segs {
+		for _, e := range parseSegment(img[s]) {
+			if e.lastLSN() < lsn {
+				continue
+			}
+			out := maps(img)
+			out[s] = out[s][:e.off]
+			for _, later := range segs[i+1:] {
+				delete(out, later)
+			}
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+// snapshotHarm returns one of the kinds of damage a salvage sets a
+// snapshot aside for, at random, to the snapshot file f of n bytes: a bit
+// flipped in its header (magic, version, checksum, LSN, body length) or in
+// its checksummed body, bytes zeroed, the file cut short, lengthened or
+// emptied; or the file removed, which a salvage replays the log without.
+func snapshotHarm(rng *rand.Rand, f string, n int) damageCase {
+	name := func(s string) string { return "snapshot " + f + ": " + s }
+	switch k := rng.Intn(8); {
+	case k < 2:
+		off := rng.Intn(min(n, 29))
+		return damageCase{name: name(fmt.Sprintf("header bit flipped at %d", off)), file: f, damage: flipBit(int64(off), rng.Intn(8))}
+	case k < 4 && n > 29:
+		off := 29 + rng.Intn(n-29)
+		return damageCase{name: name(fmt.Sprintf("body bit flipped at %d", off)), file: f, damage: flipBit(int64(off), rng.Intn(8))}
+	case k == 4:
+		return damageCase{name: name("16 bytes zeroed"), file: f, damage: zeroRange(int64(rng.Intn(n)), 16)}
+	case k == 5:
+		cut := rng.Intn(n)
+		return damageCase{name: name(fmt.Sprintf("cut to %d bytes", cut)), file: f, damage: func(b []byte) []byte { return b[:cut] }}
+	case k == 6:
+		return damageCase{name: name("a byte appended"), file: f, damage: func(b []byte) []byte { return append(b, 0) }}
+	}
+	return damageCase{name: name("removed"), file: f}
 }
 
 // openedView renders what a user of q sees after a salvaging open: the
@@ -219,6 +293,8 @@ func openedView(t *testing.T, q *queue.Queue) string {
 	}
 	rec := q.Recovery()
 	v.Dropped = fmt.Sprint(rec.Dropped)
+	v.Replay = fmt.Sprintf("snapshot %d lost %s@%d replayed %d skipped %d", rec.SnapshotLSN,
+		filepath.Base(rec.SnapshotLost.Path), rec.SnapshotLost.LSN, rec.Replayed, rec.Skipped)
 	var lines []string
 	for st := queue.StateReady; st <= queue.StateDead; st++ {
 		ms, err := q.Browse(st, 0, 10000)
@@ -230,7 +306,12 @@ func openedView(t *testing.T, q *queue.Queue) string {
 			if shown == queue.StateInFlight {
 				shown = queue.StateReady
 			}
-			lines = append(lines, fmt.Sprintf("seq=%04d %v id=%s reason=%q", m.Seq, shown, m.ID, m.Reason))
+			full, err := q.Peek(m.Seq)
+			if err != nil {
+				t.Fatalf("peek %d: %v", m.Seq, err)
+			}
+			lines = append(lines, fmt.Sprintf("seq=%04d %v id=%s reason=%q payload=%s/%d", m.Seq, shown, m.ID, m.Reason,
+				tokenOf(full.Payload), len(full.Payload)))
 		}
 	}
 	slices.Sort(lines)

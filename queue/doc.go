@@ -225,7 +225,11 @@
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
 // produce, the settles above included, and writes nothing. It skips the
 // records that no longer apply as the salvage skips them (its
-// Recovery.Skipped), so it opens where the salvage opens. It reads each
+// Recovery.Skipped), so it opens where the salvage opens. A damaged
+// newest snapshot it sets aside as the salvage does (Recovery.SnapshotLost)
+// and rebuilds the state from the log, and a log that ends before the
+// snapshot's LSN (or the damaged one's) shows as the same loss in
+// Recovery.Log. It reads each
 // indexed message's record as the salvage does: its Recovery.Dropped
 // lists what the salvage drops (records lost, then records that are
 // another's, each by Seq), those messages are gone from its counts, its

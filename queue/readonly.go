@@ -49,15 +49,15 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		return nil, err
 	}
 	q.ident = id
-	st, snapLSN, err := loadSnapshot(dir, &o)
+	st, snapLSN, lost, err := loadInspected(dir, &o)
 	if err != nil {
 		return nil, err
 	}
-	q.log, err = wal.Open(filepath.Join(dir, logDir), &wal.Options{ReadOnly: true, Salvage: o.Salvage,
-		MaxRecordSize: o.MaxMessageSize + 1<<20})
+	q.log, err = wal.Open(filepath.Join(dir, logDir), inspectLogOptions(o, snapLSN, lost))
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)
 	}
+	q.recovery.SnapshotLost = lost
 	err = q.replayInto(st, snapLSN)
 	if err == nil && o.Salvage {
 		err = q.showMarks()
@@ -76,6 +76,35 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		return nil, err
 	}
 	return q, nil
+}
+
+// loadInspected returns the state of the newest snapshot in dir and its
+// LSN, as loadSnapshot does; a salvaging inspection (the preview) sets a
+// damaged snapshot aside as the salvage does (recovery.LoadSalvaging) and
+// returns its Info.
+func loadInspected(dir string, o *Options) (*state, uint64, recovery.Info, error) {
+	if !o.Salvage {
+		st, lsn, err := loadSnapshot(dir, o)
+		return st, lsn, recovery.Info{}, err
+	}
+	st, lsn, lost, err := recovery.LoadSalvaging(o.FS, dir, decoder{o})
+	if err != nil {
+		return nil, 0, lost, wrapCorrupt("load snapshot", err)
+	}
+	return st.(*state), lsn, lost, nil
+}
+
+// inspectLogOptions are the options of a read-only open's log after the
+// snapshot at snapLSN (or the damaged snapshot lost, set aside). A preview
+// opens it as the salvage does (recovery.Recover): records from
+// snapLSN+1, and it must reach the snapshot's LSN, or the lost one's, so
+// that a log that ends before it shows the same loss.
+func inspectLogOptions(o Options, snapLSN uint64, lost recovery.Info) *wal.Options {
+	wo := &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20}
+	if o.Salvage {
+		wo.StartLSN, wo.MustReach = snapLSN+1, max(snapLSN, lost.LSN)
+	}
+	return wo
 }
 
 // replayInto applies the log after the snapshot to st and installs it.
@@ -98,7 +127,7 @@ func (q *Queue) replayInto(st *state, snapLSN uint64) error {
 		return wrapCorrupt("replay", err)
 	}
 	q.recovery = Recovery{SnapshotLSN: snapLSN, Replayed: n, Skipped: skipped, Clean: st.clean, Log: q.log.Report(),
-		LostBefore: lostBefore}
+		LostBefore: lostBefore, SnapshotLost: q.recovery.SnapshotLost}
 	q.mu.st = st
 	q.mu.changed = make(chan struct{})
 	q.mu.snapLSN = snapLSN

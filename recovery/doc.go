@@ -13,7 +13,8 @@
 //     must reflect the LSN in the file's name. A snapshot that fails its
 //     checks is ErrCorrupt, never silently skipped: the log before it may
 //     already be gone. A salvage sets it aside (Report.SnapshotLost) and
-//     starts from an empty state.
+//     starts from an empty state (LoadSalvaging, which a read-only preview
+//     of the salvage calls too).
 //  2. Open the log (Target.OpenLog, package wal), which cuts a torn tail.
 //     It must reach the snapshot's LSN: a log that ends before it lost
 //     synced records.

@@ -159,3 +159,33 @@ func TestRecover(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadSalvaging: a salvage's load (which the read-only preview of a
+// salvage shares) returns a sound snapshot as Load does, and sets a
+// damaged one aside, with its Info, for an empty state, where Load
+// refuses it.
+func TestLoadSalvaging(t *testing.T) {
+	dir := t.TempDir()
+	tg := &target{dir: dir}
+	_, err := recovery.Write(dir, 7, []byte("3/7/1"), nil)
+	require.NoError(t, err)
+	st, lsn, lost, err := recovery.LoadSalvaging(nil, dir, tg)
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), lsn)
+	require.Equal(t, uint64(3), st.(*counter).n)
+	require.Zero(t, lost)
+
+	info, err := recovery.Write(dir, 9, []byte("5/8/1"), nil) // not the state as of LSN 9
+	require.NoError(t, err)
+	_, _, err = recovery.Load(nil, dir, tg)
+	require.ErrorIs(t, err, recovery.ErrCorrupt)
+	st, lsn, lost, err = recovery.LoadSalvaging(nil, dir, tg)
+	require.NoError(t, err)
+	require.Zero(t, lsn)
+	require.Equal(t, &counter{need: 1}, st)
+	require.Equal(t, info, lost)
+
+	_, _, _, err = recovery.LoadSalvaging(nil, filepath.Join(dir, "none"), tg)
+	require.Error(t, err, "a directory that cannot be listed is no damage to set aside")
+	require.NotErrorIs(t, err, recovery.ErrCorrupt)
+}

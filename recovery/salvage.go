@@ -17,17 +17,32 @@ import (
 // (rep.SnapshotLost) and starts from an empty state: replay rebuilds what
 // the log still holds.
 func loadState(fsys wal.FS, dir string, d Decoder, salvage bool, rep *Report) (State, error) {
-	st, lsn, err := Load(fsys, dir, d)
-	rep.SnapshotLSN = lsn
-	if err == nil || !salvage || !errors.Is(err, ErrCorrupt) {
+	if !salvage {
+		st, lsn, err := Load(fsys, dir, d)
+		rep.SnapshotLSN = lsn
 		return st, err
+	}
+	st, lsn, lost, err := LoadSalvaging(fsys, dir, d)
+	rep.SnapshotLSN, rep.SnapshotLost = lsn, lost
+	return st, err
+}
+
+// LoadSalvaging is Load as a salvage runs it (step 1 of Recover): a newest
+// snapshot that fails its checks (ErrCorrupt) is set aside, not refused.
+// It then returns d's empty state, LSN 0 and the Info of the snapshot set
+// aside (Report.SnapshotLost), from which replay rebuilds what the log
+// still holds; the log must still reach that snapshot's LSN. A read-only
+// preview of the salvage loads its state with it too.
+func LoadSalvaging(fsys wal.FS, dir string, d Decoder) (State, uint64, Info, error) {
+	st, lsn, err := Load(fsys, dir, d)
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		return st, lsn, Info{}, err
 	}
 	infos, lerr := ListFS(fsys, dir)
 	if lerr != nil || len(infos) == 0 {
-		return nil, err
+		return nil, 0, Info{}, err
 	}
-	rep.SnapshotLost = infos[len(infos)-1]
-	return d.NewState(), nil
+	return d.NewState(), 0, infos[len(infos)-1], nil
 }
 
 // damaged reports whether a salvage found anything lost: damaged log

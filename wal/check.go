@@ -118,9 +118,10 @@ func findEnding(buf []byte, want LSN) bool {
 
 // checkTailName checks that a tail segment without one valid entry is
 // where walq's next segment would be: named by the index after the last
-// entry of the segment before it. A file that merely has a segment's name
-// (any junk of a few bytes) is then refused, never cut: walq changes only
-// files it wrote.
+// entry of the segment before it, counting the damaged entries a salvage
+// skipped there (they were written, and the index moved past them). A
+// file that merely has a segment's name (any junk of a few bytes) is then
+// refused, never cut: walq changes only files it wrote.
 func (l *Log) checkTailName(tail *segment) error {
 	list := l.seg.list
 	if len(list) < 2 {
@@ -130,12 +131,24 @@ func (l *Log) checkTailName(tail *segment) error {
 	if err := l.ensureIndexed(prev); err != nil {
 		return err
 	}
-	if want := prev.firstIndex + uint64(prev.entries); tail.firstIndex != want {
+	if want := prev.firstIndex + uint64(prev.entries+l.skippedEntries(prev.path)); tail.firstIndex != want {
 		return fmt.Errorf("%w: %s holds no valid entry and is not the segment after %s (that would be %s): "+
 			"not a file walq wrote; move it out of the log directory",
 			ErrCorrupt, tail.path, filepath.Base(prev.path), segmentName(want))
 	}
 	return nil
+}
+
+// skippedEntries returns how many damaged entries a salvage skipped in
+// the segment at path (none without Salvage).
+func (l *Log) skippedEntries(path string) int {
+	n := 0
+	for _, d := range l.report.Salvaged {
+		if d.Segment == path {
+			n += d.Entries
+		}
+	}
+	return n
 }
 
 // checkReach checks that the log holds every record up to MustReach. A log

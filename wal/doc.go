@@ -53,7 +53,9 @@
 //     MustReach lost records: ErrCorrupt, never a torn tail. The cut is made
 //     only after every check of Open passed, so a refused log is left as
 //     it was; a tail file without one valid entry that is not named where
-//     walq's next segment would be is not walq's and is refused, never cut. Damage anywhere else is
+//     walq's next segment would be (after every entry of the segment
+//     before, the damaged ones a salvage skips included) is not walq's and
+//     is refused, never cut. Damage anywhere else is
 //     ErrCorrupt, wrapped with the segment, the byte offset and the entry
 //     index: in the last segment, in sealed segments' first headers, and
 //     where a sealed segment's last entry does not end at the LSN the next
