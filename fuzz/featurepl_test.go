@@ -34,7 +34,9 @@ import (
 //     ready or due (never leased by another, delayed, dead or gone), with
 //     its own payload; a settle of a lease that ran out fails with
 //     ErrLeaseLost and no other does; a retry of a live id, or of one acked
-//     or purged within the open's window, fails with ErrDuplicate;
+//     or purged within the open's window, fails with ErrDuplicate, and a
+//     retry of one whose ack or purge the open forgot (no window, or the
+//     window passed) succeeds;
 //   - after the crash, opened at the crash's time: each message is ready
 //     (a lease the crash ended, a delay or nack delay passed), later (a
 //     delay not passed, a lease a clean Close kept), dead, or gone, as the
@@ -62,13 +64,15 @@ func TestFeaturesPowerLoss(t *testing.T) {
 // fpSummary counts what the runs checked.
 type fpSummary struct {
 	runs, points, states, refused int
-	dedupProbes, delivered        int // ids probed after recovery; deliveries checked while running
+	dedupProbes, delivered        int    // ids probed after recovery; deliveries checked while running
+	retries                       [2]int // retries of a producer id while running: refused, accepted
 	classes                       map[string]int
 }
 
 func (s fpSummary) add(o fpSummary) fpSummary {
 	s.runs, s.points, s.states, s.refused = s.runs+o.runs, s.points+o.points, s.states+o.states, s.refused+o.refused
 	s.dedupProbes, s.delivered = s.dedupProbes+o.dedupProbes, s.delivered+o.delivered
+	s.retries[0], s.retries[1] = s.retries[0]+o.retries[0], s.retries[1]+o.retries[1]
 	if s.classes == nil {
 		s.classes = make(map[string]int)
 	}
@@ -79,8 +83,8 @@ func (s fpSummary) add(o fpSummary) fpSummary {
 }
 
 func (s fpSummary) String() string {
-	return fmt.Sprintf("runs=%d crash-points=%d states=%d refused(hole-or-reordered)=%d dedup-probes=%d deliveries-checked=%d observed=%v",
-		s.runs, s.points, s.states, s.refused, s.dedupProbes, s.delivered, s.classes)
+	return fmt.Sprintf("runs=%d crash-points=%d states=%d refused(hole-or-reordered)=%d dedup-probes=%d deliveries-checked=%d retries(refused,accepted)=%v observed=%v",
+		s.runs, s.points, s.states, s.refused, s.dedupProbes, s.delivered, s.retries, s.classes)
 }
 
 // featuresPowerLoss runs one workload without a crash, then crashed at
@@ -95,7 +99,7 @@ func featuresPowerLoss(t *testing.T, seed uint64, states int) (fpSummary, error)
 		return fpSummary{}, fmt.Errorf("without a crash: %s", strings.Join(dry.w.violations, "; "))
 	}
 	npoints := dry.durable + 1
-	s := fpSummary{runs: 1, points: npoints, delivered: dry.w.delivered}
+	s := fpSummary{runs: 1, points: npoints, delivered: dry.w.delivered, retries: dry.w.retries}
 	perPoint := max(1, (states+npoints-1)/npoints)
 	points := make(chan int)
 	var mu sync.Mutex
@@ -259,6 +263,7 @@ type fpWorkload struct {
 	touched    []*fpMsg // messages with alts
 	n          int      // tokens made
 	delivered  int      // deliveries checked
+	retries    [2]int   // retries of a producer id refused, accepted
 	err        error    // the error of the call the crash came during
 	trace      []string // the calls made, for a failure message
 	closeLast  bool     // a clean Close may be the last durable record: the open after a crash keeps the leases
@@ -429,16 +434,24 @@ func (w *fpWorkload) retry() error {
 	}
 	pid := w.pids[w.rng.IntN(len(w.pids))]
 	old := w.byPID[pid]
-	refuse := w.mustRefuse(old, w.clock.Now(), w.window)
+	refuse, accept := w.mustRefuse(old, w.clock.Now(), w.window), w.mustAccept(old, w.clock.Now())
 	w.n++
 	m := &fpMsg{tok: fmt.Sprintf("F%d", w.n), pid: pid, pad: 50 + w.rng.IntN(300)}
 	_, err := w.q.Enqueue(context.Background(), payload(m.tok, m.pad), queue.WithID(pid))
 	switch {
+	case errors.Is(err, queue.ErrDuplicate) && accept:
+		w.violation("retry of %s refused while its message %s was acked at %v (now %v, window %v, forgotten %v)",
+			pid, old.tok, old.ackedAt, w.clock.Now(), w.window, old.forgot)
+		return nil
 	case errors.Is(err, queue.ErrDuplicate):
+		w.retries[0]++
 		return nil
 	case err == nil && refuse:
 		w.violation("retry of %s accepted while its message %s is %v (acked at %v, now %v, window %v)",
 			pid, old.tok, old.cur.kind, old.ackedAt, w.clock.Now(), w.window)
+	}
+	if err == nil {
+		w.retries[1]++
 	}
 	w.msgs[m.tok] = m
 	w.added(m, pid)
@@ -459,6 +472,16 @@ func (w *fpWorkload) mustRefuse(m *fpMsg, now time.Time, window time.Duration) b
 		return true
 	}
 	return !m.forgot && window > 0 && now.Sub(m.ackedAt) < window
+}
+
+// mustAccept reports whether an enqueue with m's producer id must succeed
+// at now in the running queue: m's ack or purge is certain, and the open
+// forgot the id (no window) or the window has passed.
+func (w *fpWorkload) mustAccept(m *fpMsg, now time.Time) bool {
+	if m.cur.kind != fpGone || len(m.alts) > 0 {
+		return false
+	}
+	return m.forgot || w.window == 0 || now.Sub(m.ackedAt) > w.window
 }
 
 func (w *fpWorkload) enqueueBatch() error {
