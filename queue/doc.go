@@ -128,7 +128,11 @@
 // MaxDeliveries crashes instead of crash-looping forever, also when an
 // open without the limit (a walq writing command) ended the lease. After a clean
 // Close, leases keep running until their deadline, so a receipt can be
-// acked by the next process. The procedure is package recovery's
+// acked by the next process; so do they when that process crashed before
+// anything it wrote reached the disk (a power loss), as the log then ends
+// with the clean Close. An Extend that returned under SyncAlways is in
+// the log, and a crash after it ends the lease all the same: a crash
+// never keeps a lease for its extended deadline. The procedure is package recovery's
 // (recovery.Recover); the queue gives it its state and appends the
 // records that end the leases.
 //

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // housekeep is the queue's background goroutine. It owns three jobs:
@@ -57,13 +58,18 @@ func (q *Queue) untilDeadline() time.Duration {
 
 // RequeueExpired ends every lease whose deadline has passed: its message is
 // ready again (a sorted queue's batch: its values back in place), or dead
-// once it has had MaxDeliveries. It returns how many leases it ended. The queue does this by itself unless
-// Options.ManualRequeue is set.
+// once it has had MaxDeliveries. It returns how many leases it ended,
+// once the records that end them are as durable as the sync mode promises
+// of a call that returned (SyncAlways: fsynced). The queue does this by
+// itself unless Options.ManualRequeue is set.
 func (q *Queue) RequeueExpired() (int, error) {
 	n := 0
 	for {
-		done, err := q.requeueSome(1024)
+		done, c, err := q.requeueSome(1024)
 		n += done
+		if err == nil {
+			err = wait(c)
+		}
 		if err != nil || done < 1024 {
 			if n > 0 {
 				q.signal()
@@ -73,21 +79,29 @@ func (q *Queue) RequeueExpired() (int, error) {
 	}
 }
 
-func (q *Queue) requeueSome(max int) (int, error) {
+// requeueSome ends up to max expired leases and returns how many, with the
+// commit of the last record it appended (nil when none).
+func (q *Queue) requeueSome(max int) (int, *wal.Commit, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.mu.closed {
-		return 0, ErrClosed
+		return 0, nil, ErrClosed
 	}
 	now := q.now()
 	expired := q.mu.st.table.Expired(now, max)
+	var last *wal.Commit
 	for i, e := range expired {
-		if _, err := q.appendLocked(q.endLease(e, "ack timeout"), nil); err != nil {
-			return i, err
+		c, err := q.appendLocked(q.endLease(e, "ack timeout"), nil)
+		if err != nil {
+			return i, nil, err
 		}
+		last = c
 	}
-	n, err := q.expireBatchesLocked(now, max-len(expired))
-	return len(expired) + n, err
+	n, c, err := q.expireBatchesLocked(now, max-len(expired))
+	if c != nil {
+		last = c
+	}
+	return len(expired) + n, last, err
 }
 
 // noteLeaseLocked wakes the housekeeper when a lease deadline is earlier

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 func (q *Queue) ackBatch(lease uint64) error {
@@ -92,15 +93,18 @@ func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *rec
 }
 
 // expireBatchesLocked returns the values of up to max batches whose lease
-// ran out.
-func (q *Queue) expireBatchesLocked(now int64, max int) (int, error) {
+// ran out, with the commit of the last record it appended (nil when none).
+func (q *Queue) expireBatchesLocked(now int64, max int) (int, *wal.Commit, error) {
 	expired := q.mu.st.sorted.Expired(now, max)
+	var last *wal.Commit
 	for i, b := range expired {
-		if _, err := q.appendLocked(q.returnBatch(b, now, "ack timeout"), nil); err != nil {
-			return i, err
+		c, err := q.appendLocked(q.returnBatch(b, now, "ack timeout"), nil)
+		if err != nil {
+			return i, nil, err
 		}
+		last = c
 	}
-	return len(expired), nil
+	return len(expired), last, nil
 }
 
 // refused returns err, the refusal of a batch settle, unless the queue is
