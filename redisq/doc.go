@@ -336,9 +336,10 @@
 // batch of the key would be leased at once. walq-redis opens a queue with
 // the setting it records. A handle without SingleFlight records nothing,
 // so a queue that records none (never opened with it, or made by an
-// earlier version) takes either until one with it opens; to turn it off,
-// stop every handle and set the field to 0. A ReadOnly handle neither
-// records nor checks it.
+// earlier version) takes either until one with it opens (and records it,
+// unless the master refuses writes then: past maxmemory, short of
+// replicas); to turn it off, stop every handle and set the field to 0. A
+// ReadOnly handle neither records nor checks it.
 //
 // # Cost
 //

@@ -80,19 +80,27 @@ func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form stri
 // and a second batch of the key would be leased at once. A handle with
 // SingleFlight records it when the queue records none (a new queue, or
 // one made by an earlier version); a handle without records nothing, so
-// that a tool that opens the queue first does not stamp it. A reader (a
-// ReadOnly handle) neither records nor checks it.
+// that a tool that opens the queue first does not stamp it. A master that
+// refuses the write for now (past maxmemory, short of replicas) is left
+// unrecorded, for a later open: consumers must open to drain it. A reader
+// (a ReadOnly handle) neither records nor checks it.
 func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, single bool) error {
 	want := "0"
 	if single {
 		want = "1"
-		if err := rdb.HSetNX(ctx, statsKey, "single", want).Err(); err != nil {
-			return fmt.Errorf("redisq: sorted queue %q: record its SingleFlight: %w", name, err)
-		}
 	}
 	got, err := rdb.HGet(ctx, statsKey, "single").Result()
 	if errors.Is(err, redis.Nil) {
-		return nil
+		if !single {
+			return nil
+		}
+		if err := rdb.HSetNX(ctx, statsKey, "single", want).Err(); err != nil {
+			if refusedFor(err, "OOM") || refusedFor(err, "NOREPLICAS") {
+				return nil
+			}
+			return fmt.Errorf("redisq: sorted queue %q: record its SingleFlight: %w", name, err)
+		}
+		got, err = rdb.HGet(ctx, statsKey, "single").Result()
 	}
 	if err != nil {
 		return fmt.Errorf("redisq: sorted queue %q: read its SingleFlight: %w", name, err)
