@@ -191,8 +191,9 @@
 //     damaged is requeued, and the pull that cannot read it dead-letters
 //     it again (the embedded queue refuses it). A fenced name
 //     (RequeueDeadValue, PurgeDeadValue) of a value whose publish time
-//     cannot be read is refused with queue.ErrCorrupt: name it by its
-//     seq. Each of these changes is one call of the server; the ones
+//     cannot be read (DeadValues lists it with a zero PublishedAt, and
+//     with what else of it reads) is refused with queue.ErrCorrupt: name
+//     it by its seq. Each of these changes is one call of the server; the ones
 //     over every dead value run in calls of 1000.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
@@ -326,6 +327,19 @@
 // of 6 bytes, or fewer with zero bytes escaped, is stored in 8 bytes),
 // and between int, uint, float and time nothing tells. Open such a queue
 // only with the kind it was made with.
+//
+// A sorted or windowed queue records SingleFlight too (the field
+// "single" of its stats hash) once a handle with it opens the queue, and
+// OpenSorted or OpenWindowed refuses a writing handle without it there
+// (queue.ErrInvalidOptions): its pull, ack or requeue of a dead value
+// would put a key with a batch out back in the pull order, and a second
+// batch of the key would be leased at once. walq-redis opens a queue with
+// the setting it records. A handle without SingleFlight records nothing,
+// so a queue that records none (never opened with it, or made by an
+// earlier version) takes either until one with it opens (and records it,
+// unless the master refuses writes then: past maxmemory, short of
+// replicas); to turn it off, stop every handle and set the field to 0. A
+// ReadOnly handle neither records nor checks it.
 //
 // # Cost
 //

@@ -25,7 +25,8 @@ type SortedOptions struct {
 	Options
 	// SingleFlight keeps a key that has a leased batch from being pulled
 	// again until that batch is acked or returned. Every handle of a
-	// queue must agree on it.
+	// queue must agree on it: the queue records it, and OpenSorted
+	// refuses a writing handle that disagrees (queue.ErrInvalidOptions).
 	SingleFlight bool
 }
 
@@ -94,6 +95,11 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	}
 	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window), o.ReadOnly); err != nil {
 		return nil, err
+	}
+	if !o.ReadOnly {
+		if err := checkSingle(ctx, s.primary(ctx), name, ks[12], so.SingleFlight); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.checkACL(ctx, fnSortedProbe, argv, o.ReadOnly); err != nil {
 		return nil, err

@@ -21,9 +21,11 @@ const noKeyReason = "key not recorded (dead-lettered by an earlier version of re
 
 // DeadValues returns up to max dead values whose Seq is at least from, in
 // Seq order, with their payloads; max <= 0 means all of them, as
-// queue.Sorted.DeadValues. A value whose stored record cannot be read is
-// listed all the same, without what it held, its reason ending with
-// "; corrupt record: " and what is wrong. A value dead-lettered by a
+// queue.Sorted.DeadValues. A value whose stored record cannot be read
+// whole is listed all the same, with what of it reads (its publish time,
+// read as RequeueDeadValue's fence reads it, else zero; its payload and
+// sort key when they decode, else empty and zero), its reason ending
+// with "; corrupt record: " and what is wrong. A value dead-lettered by a
 // handle of an earlier version, which did not record its key, is listed
 // with an empty Key, its reason saying so; it can be purged, not
 // requeued. Its Seq is the queue's counter of publishes, never reused
@@ -89,24 +91,57 @@ func deadValue[K queue.SortKey](f []any) (queue.DeadValue[K], error) {
 	} else {
 		d.Reason += "; " + noKeyReason
 	}
-	raw, _ := f[4].(string)
-	var sv sortedValue
-	err = msgpack.Unmarshal([]byte(raw), &sv)
-	if err == nil {
-		d.Sort, err = fromSortPart[K](sv.Sort)
-	}
-	if err != nil || f[4] == nil {
-		why := "missing"
-		if f[4] != nil {
-			why = err.Error()
-		}
-		var zero K
-		d.Sort = zero
-		d.Reason += "; " + corruptReason + why
+	raw, ok := f[4].(string)
+	if !ok {
+		d.Reason += "; " + corruptReason + "missing"
 		return d, nil
 	}
-	d.PublishedAt, d.Payload = time.Unix(0, sv.At), sv.Payload
+	at, atOK := storedAt([]byte(raw))
+	if atOK {
+		d.PublishedAt = time.Unix(0, at)
+	}
+	var sv sortedValue
+	if err := msgpack.Unmarshal([]byte(raw), &sv); err != nil {
+		d.Reason += "; " + corruptReason + err.Error()
+		return d, nil
+	}
+	d.Payload = sv.Payload
+	if k, err := fromSortPart[K](sv.Sort); err != nil {
+		d.Reason += "; " + corruptReason + err.Error()
+	} else {
+		d.Sort = k
+	}
+	if !atOK {
+		d.Reason += "; " + corruptReason + "publish time not stored as an int64 after the sort part"
+	}
 	return d, nil
+}
+
+// storedAt returns the publish time (unix ns) that the stored value raw
+// holds, read as the fence of RequeueDeadValue reads it (publishedAt in
+// scripts/sorted.lua): raw is the msgpack array {sort part (bin),
+// publish time (int64), payload}. False when raw does not read so.
+func storedAt(raw []byte) (int64, bool) {
+	if len(raw) < 12 || raw[0] != 0x93 {
+		return 0, false
+	}
+	var at uint64 // where the publish time's int64 marker is
+	switch raw[1] {
+	case 0xc0:
+		at = 2
+	case 0xc4:
+		at = 3 + uint64(raw[2])
+	case 0xc5:
+		at = 4 + uint64(binary.BigEndian.Uint16(raw[2:4]))
+	case 0xc6:
+		at = 6 + uint64(binary.BigEndian.Uint32(raw[2:6]))
+	default:
+		return 0, false
+	}
+	if uint64(len(raw)) < at+9 || raw[at] != 0xd3 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(raw[at+1 : at+9])), true
 }
 
 // memberKey returns the key of a pend member: u16 len(key) | key | ...
@@ -141,8 +176,10 @@ func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.changeDead("purge", s
 // A seq can be given again when the server loses writes (a restart under
 // appendfsync everysec, a failover): the time tells the two values
 // apart. A value whose publish time cannot be read (DeadValues lists it
-// as a corrupt record) is refused with an error wrapping
-// queue.ErrCorrupt; name it by its seq alone.
+// with a zero PublishedAt) is refused with an error wrapping
+// queue.ErrCorrupt; name it by its seq alone. A zero d.PublishedAt
+// matches no publish time: ErrCorrupt when the value's cannot be read,
+// queue.ErrNotFound else.
 func (s *Sorted[K]) RequeueDeadValue(d queue.DeadValue[K]) error {
 	return s.changeDead("revive", d.Seq, &d.PublishedAt)
 }
@@ -153,18 +190,20 @@ func (s *Sorted[K]) PurgeDeadValue(d queue.DeadValue[K]) error {
 	return s.changeDead("purge", d.Seq, &d.PublishedAt)
 }
 
+// noTime is the fence of a zero publish time: shorter than the 8 bytes of
+// any publish time, it matches none, and the script still reads the
+// stored one, so that a value whose time cannot be read is reported so.
+const noTime = "-"
+
 // changeDead runs op (revive or purge) on the dead value seq; when at is
 // not nil, only if it was published at *at.
 func (s *Sorted[K]) changeDead(op string, seq uint64, at *time.Time) error {
 	fence := ""
 	if at != nil {
-		if at.IsZero() {
-			if s.isClosed() {
-				return queue.ErrClosed
-			}
-			return fmt.Errorf("%w: no dead value %d published at the zero time", queue.ErrNotFound, seq)
+		fence = noTime
+		if !at.IsZero() {
+			fence = string(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())))
 		}
-		fence = string(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())))
 	}
 	ctx, cancel := s.opContext()
 	defer cancel()
@@ -178,6 +217,9 @@ func (s *Sorted[K]) changeDead(op string, seq uint64, at *time.Time) error {
 	case -1:
 		return fmt.Errorf("%w: no dead value %d", queue.ErrNotFound, seq)
 	case -2:
+		if at.IsZero() {
+			return fmt.Errorf("%w: no dead value %d published at the zero time", queue.ErrNotFound, seq)
+		}
 		return fmt.Errorf("%w: no dead value %d published at %s: the dead value %d was published at another time (the server lost the value the name was read for)",
 			queue.ErrNotFound, seq, at.UTC().Format(time.RFC3339Nano), seq)
 	case -3:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,14 @@ type sortedVal struct {
 	seq        int // publish order, breaks ties of sort
 	payload    string
 	deliveries int
+	at         time.Time // publish time
+}
+
+// sortedDead is a dead value of the model.
+type sortedDead struct {
+	key    string
+	v      sortedVal
+	reason string // the reason, or its start when it goes on (a last nack's)
 }
 
 // sortedBatch is a pulled batch of the model.
@@ -47,7 +56,7 @@ type sortedModel struct {
 	hold    map[string]time.Time
 	batches map[uint64]*sortedBatch // by lease token, every batch ever pulled
 	tokens  []uint64
-	dead    int
+	dead    map[int]sortedDead // by seq
 }
 
 // TestSortedModel: random publishes, pulls, settles of batch receipts ever
@@ -56,8 +65,12 @@ type sortedModel struct {
 // takes the pullable keys in the order of their smallest pending value,
 // each whole and in sort order, as far as max allows; a key held by a
 // nack delay, or under single flight with a batch out, is not pulled; a
-// stale or expired receipt settles nothing; the counts agree.
-// WALQ_MODEL_SEED replays a run.
+// stale or expired receipt settles nothing; the counts agree. Dead values
+// are listed (from a seq, up to a count), requeued and purged by seq,
+// fenced by their publish time (a time off by 1 ns changes nothing) or
+// not, one by one or all at once: a requeued value is pending under its
+// key again, its deliveries reset, and pulled as single flight and nack
+// holds allow. WALQ_MODEL_SEED replays a run.
 func TestSortedModel(t *testing.T) {
 	srv := redistest.Start(t)
 	seed := uint64(time.Now().UnixNano())
@@ -71,32 +84,37 @@ func TestSortedModel(t *testing.T) {
 			SingleFlight: single, Options: Options{Clock: clock, AckTimeout: 10 * time.Second, ManualRequeue: true, MaxDeliveries: 3}})
 		require.NoError(t, err)
 		m := &sortedModel{t: t, s: s, clock: clock, rnd: rand.New(rand.NewPCG(seed, uint64(run))), single: single, maxd: 3,
-			pending: map[string][]sortedVal{}, hold: map[string]time.Time{}, batches: map[uint64]*sortedBatch{}}
+			pending: map[string][]sortedVal{}, hold: map[string]time.Time{}, batches: map[uint64]*sortedBatch{},
+			dead: map[int]sortedDead{}}
 		for step := range 1200 {
 			switch x := m.rnd.IntN(100); {
-			case x < 35:
+			case x < 32:
 				m.publish()
-			case x < 55:
+			case x < 52:
 				m.pull()
-			case x < 80:
+			case x < 74:
 				m.settle()
-			case x < 90:
+			case x < 82:
 				clock.Advance(time.Duration(m.rnd.IntN(6000)) * time.Millisecond)
-			default:
+			case x < 90:
 				m.expire()
+			default:
+				m.deadOp()
 			}
 			if step%100 == 0 {
 				m.checkCounts(fmt.Sprint("step ", step))
+				m.checkDead(fmt.Sprint("step ", step), 0, 0)
 			}
 		}
 		m.checkCounts("end")
+		m.checkDead("end", 0, 0)
 		require.NoError(t, s.Close())
 	}
 }
 
 func (m *sortedModel) publish() {
 	key := fmt.Sprint("k", m.rnd.IntN(5))
-	v := sortedVal{sort: int64(m.rnd.IntN(20)) - 5, seq: m.seq, payload: fmt.Sprint("v", m.seq)}
+	v := sortedVal{sort: int64(m.rnd.IntN(20)) - 5, seq: m.seq, payload: fmt.Sprint("v", m.seq), at: m.clock.Now()}
 	m.seq++
 	require.NoError(m.t, m.s.Publish(context.Background(), v.sort, key, []byte(v.payload)))
 	m.pending[key] = append(m.pending[key], v)
@@ -177,7 +195,7 @@ func (m *sortedModel) giveback(b *sortedBatch, delay time.Duration) {
 	b.settled = true
 	for _, v := range b.vals {
 		if v.deliveries >= m.maxd {
-			m.dead++
+			m.dead[v.seq] = sortedDead{key: b.key, v: v, reason: fmt.Sprint(m.maxd, " deliveries; last: ")}
 		} else {
 			m.pending[b.key] = append(m.pending[b.key], v)
 		}
@@ -218,7 +236,9 @@ func (m *sortedModel) settle() {
 		err = m.s.DeadLetter(r, "why")
 		if live {
 			b.settled = true
-			m.dead += len(b.vals)
+			for _, v := range b.vals {
+				m.dead[v.seq] = sortedDead{key: b.key, v: v, reason: "why"}
+			}
 		}
 	}
 	if live {
@@ -253,10 +273,110 @@ func (m *sortedModel) checkCounts(when string) {
 	}
 	st, err := m.s.StatsContext(context.Background())
 	require.NoError(m.t, err)
-	require.Equal(m.t, [3]int{pending, batches, m.dead}, [3]int{st.SortedPending, st.SortedBatches, st.SortedDead}, "counts at %s", when)
+	require.Equal(m.t, [3]int{pending, batches, len(m.dead)}, [3]int{st.SortedPending, st.SortedBatches, st.SortedDead}, "counts at %s", when)
 	// Each leased batch keeps its record and the record's copy, and
 	// nothing else is left of a settled or expired one.
 	n, err := m.s.rdb.HLen(context.Background(), m.s.keys[7]).Result()
 	require.NoError(m.t, err)
 	require.Equal(m.t, int64(2*batches), n, "batch records at %s", when)
+}
+
+// deadSeqs returns the seqs of the model's dead values, in order.
+func (m *sortedModel) deadSeqs() []int {
+	var seqs []int
+	for seq := range m.dead {
+		seqs = append(seqs, seq)
+	}
+	sort.Ints(seqs)
+	return seqs
+}
+
+// checkDead compares DeadValues(from, max) with the model's dead values
+// (a queue's seq is the model's plus one: its counter starts at 1).
+func (m *sortedModel) checkDead(when string, from uint64, max int) {
+	var want, got []string
+	for _, seq := range m.deadSeqs() {
+		if uint64(seq+1) >= from && (max <= 0 || len(want) < max) {
+			d := m.dead[seq]
+			want = append(want, fmt.Sprint(seq+1, d.key, d.v.sort, d.v.payload, d.v.deliveries, d.v.at.UnixNano()))
+		}
+	}
+	ds, err := m.s.DeadValues(from, max)
+	require.NoError(m.t, err)
+	for _, d := range ds {
+		got = append(got, fmt.Sprint(d.Seq, d.Key, d.Sort, string(d.Payload), d.Deliveries, d.PublishedAt.UnixNano()))
+		require.True(m.t, strings.HasPrefix(d.Reason, m.dead[int(d.Seq)-1].reason), "reason %q of %d at %s", d.Reason, d.Seq, when)
+	}
+	require.Equal(m.t, want, got, "dead values from %d, up to %d, at %s", from, max, when)
+}
+
+// deadOp lists, requeues or purges dead values, and applies the same to
+// the model.
+func (m *sortedModel) deadOp() {
+	switch m.rnd.IntN(6) {
+	case 0:
+		m.checkDead("a listing", uint64(m.rnd.IntN(m.seq+2)), m.rnd.IntN(4))
+	case 1, 2, 3:
+		m.changeOne()
+	case 4:
+		n, err := m.s.RequeueAllDead()
+		require.NoError(m.t, err)
+		require.Equal(m.t, len(m.dead), n, "requeued all")
+		for _, seq := range m.deadSeqs() {
+			m.revive(seq)
+		}
+	default:
+		n, err := m.s.PurgeAllDead()
+		require.NoError(m.t, err)
+		require.Equal(m.t, len(m.dead), n, "purged all")
+		clear(m.dead)
+	}
+}
+
+// changeOne requeues or purges one seq, mostly a dead one, by seq alone
+// or fenced by its publish time (sometimes 1 ns off).
+func (m *sortedModel) changeOne() {
+	seq := m.rnd.IntN(m.seq + 1) // any seq, or one not given yet
+	if seqs := m.deadSeqs(); len(seqs) > 0 && m.rnd.IntN(4) > 0 {
+		seq = seqs[m.rnd.IntN(len(seqs))]
+	}
+	d, dead := m.dead[seq]
+	purge, fenced, off := m.rnd.IntN(2) == 0, m.rnd.IntN(2) == 0, m.rnd.IntN(4) == 0
+	at := d.v.at
+	if !dead {
+		at = m.clock.Now()
+	}
+	if off {
+		at = at.Add(time.Nanosecond)
+	}
+	dv := queue.DeadValue[int64]{Seq: uint64(seq + 1), PublishedAt: at}
+	var err error
+	switch {
+	case purge && fenced:
+		err = m.s.PurgeDeadValue(dv)
+	case purge:
+		err = m.s.PurgeDead(dv.Seq)
+	case fenced:
+		err = m.s.RequeueDeadValue(dv)
+	default:
+		err = m.s.RequeueDead(dv.Seq)
+	}
+	if !dead || (fenced && off) {
+		require.ErrorIs(m.t, err, queue.ErrNotFound, "seq %d dead %v fenced %v off %v", seq+1, dead, fenced, off)
+		return
+	}
+	require.NoError(m.t, err, "seq %d", seq+1)
+	if purge {
+		delete(m.dead, seq)
+	} else {
+		m.revive(seq)
+	}
+}
+
+// revive is the model of a requeue of the dead value seq.
+func (m *sortedModel) revive(seq int) {
+	d := m.dead[seq]
+	delete(m.dead, seq)
+	d.v.deliveries = 0
+	m.pending[d.key] = append(m.pending[d.key], d.v)
 }

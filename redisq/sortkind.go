@@ -72,3 +72,42 @@ func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form stri
 	}
 	return nil
 }
+
+// checkSingle refuses a writing handle whose SingleFlight is not the one
+// the sorted queue records in the field "single" of its stats hash ("1";
+// "0" set by hand): a handle without it would put a key with a batch out
+// back in the pull order (its pull, its ack, its requeue of a dead value)
+// and a second batch of the key would be leased at once. A handle with
+// SingleFlight records it when the queue records none (a new queue, or
+// one made by an earlier version); a handle without records nothing, so
+// that a tool that opens the queue first does not stamp it. A master that
+// refuses the write for now (past maxmemory, short of replicas) is left
+// unrecorded, for a later open: consumers must open to drain it. A reader
+// (a ReadOnly handle) neither records nor checks it.
+func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, single bool) error {
+	want := "0"
+	if single {
+		want = "1"
+	}
+	got, err := rdb.HGet(ctx, statsKey, "single").Result()
+	if errors.Is(err, redis.Nil) {
+		if !single {
+			return nil
+		}
+		if err := rdb.HSetNX(ctx, statsKey, "single", want).Err(); err != nil {
+			if refusedFor(err, "OOM") || refusedFor(err, "NOREPLICAS") {
+				return nil
+			}
+			return fmt.Errorf("redisq: sorted queue %q: record its SingleFlight: %w", name, err)
+		}
+		got, err = rdb.HGet(ctx, statsKey, "single").Result()
+	}
+	if err != nil {
+		return fmt.Errorf("redisq: sorted queue %q: read its SingleFlight: %w", name, err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: redisq: sorted queue %q records SingleFlight %v, this handle's is %v: every handle must agree (to change it, stop every handle and run HSET %s single %s)",
+			queue.ErrInvalidOptions, name, got == "1", single, statsKey, want)
+	}
+	return nil
+}

@@ -53,6 +53,13 @@ func TestOpenPastMaxmemory(t *testing.T) {
 	s, err := OpenSorted[string](ctx, rdb, "sfull", &SortedOptions{Options: Options{TrustServer: true}})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+	for _, name := range []string{"sfull-single", "sfull-unrecorded"} {
+		s, err = OpenSorted[string](ctx, rdb, name, &SortedOptions{SingleFlight: true, Options: Options{TrustServer: true}})
+		require.NoError(t, err)
+		require.NoError(t, s.Publish(ctx, "a", "k", nil))
+		require.NoError(t, s.Close())
+	}
+	require.NoError(t, rdb.HDel(ctx, "walq:{sfull-unrecorded}:s:stats", "single").Err()) // as an earlier version left it
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
 	_, err = rdb.Set(ctx, "other", "x", 0).Result()
 	require.ErrorContains(t, err, "OOM")
@@ -62,6 +69,13 @@ func TestOpenPastMaxmemory(t *testing.T) {
 	s, err = OpenSorted[string](ctx, rdb, "sfull", &SortedOptions{Options: Options{TrustServer: true}})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+	for _, name := range []string{"sfull-single", "sfull-unrecorded"} {
+		s, err = OpenSorted[string](ctx, rdb, name, &SortedOptions{SingleFlight: true, Options: Options{TrustServer: true}})
+		require.NoError(t, err, "%s: a single-flight handle opens to drain its queue", name)
+		require.NoError(t, s.Close())
+	}
+	_, err = OpenSorted[string](ctx, rdb, "sfull-single", &SortedOptions{Options: Options{TrustServer: true}})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions, "the SingleFlight recorded before")
 }
 
 // TestOpenOnReplicaWithoutLibrary: a replica whose master never loaded
@@ -106,5 +120,8 @@ func TestOpenWhileMasterLacksReplicas(t *testing.T) {
 	require.NoError(t, q.Close())
 	s, err = OpenSorted[string](ctx, rdb, "snorep", &SortedOptions{Options: *opts})
 	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	s, err = OpenSorted[string](ctx, rdb, "snorep", &SortedOptions{SingleFlight: true, Options: *opts})
+	require.NoError(t, err, "a single-flight handle the master cannot record yet")
 	require.NoError(t, s.Close())
 }

@@ -25,8 +25,9 @@ var dlqListCmd = &command{
 	long: `Dlq list prints the dead letters of the queue in DIR, oldest first: id,
 sequence, deliveries, enqueue time, payload bytes and the reason it was
 dead-lettered. For a sorted or windowed queue it prints the dead values:
-id (SEQ@PUBLISHED_UNIX_NS), sequence, key, sort key, deliveries, publish
-time, payload bytes and reason. With --json, one JSON object a line,
+id (SEQ@PUBLISHED_UNIX_NS; SEQ alone when its publish time cannot be
+read), sequence, key, sort key, deliveries, publish time, payload bytes
+and reason. With --json, one JSON object a line,
 payload included (as text when printable, else base64).
 ` + base64Note + `
 With --url, it reads them from a running service's mounted dashboard

@@ -47,7 +47,7 @@ func closeView(sv sortedView, err *error) {
 
 // deadValueJSON is a dead value as dlq prints it with --json.
 type deadValueJSON struct {
-	ID          string `json:"id"` // SEQ@PUBLISHED_UNIX_NS, the name dlq show, requeue and purge take
+	ID          string `json:"id"` // SEQ@PUBLISHED_UNIX_NS (SEQ when its publish time cannot be read), the name dlq show, requeue and purge take
 	Seq         uint64 `json:"seq"`
 	Key         string `json:"key"`
 	KeyBase64   string `json:"key_base64,omitempty"`
@@ -116,8 +116,13 @@ type deadName struct {
 	fenced bool
 }
 
-// nameOf returns d's fenced name.
+// nameOf returns d's fenced name, or its seq alone when its publish time
+// is zero: the record it was read from is damaged, and no time would
+// match it (requeue and purge then refuse the fenced name as corrupt).
 func nameOf(d deadValueRow) deadName {
+	if d.PublishedAt.IsZero() {
+		return deadName{seq: d.Seq}
+	}
 	return deadName{seq: d.Seq, at: d.PublishedAt.UnixNano(), fenced: true}
 }
 

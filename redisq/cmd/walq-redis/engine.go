@@ -171,11 +171,11 @@ func (engine) OpenSorted(ctx context.Context, target string, o cli.EngineOptions
 // there is none (see OpenSorted). The window of a windowed queue is the
 // application's: listing and changing dead values does not use it.
 func openSorted(ctx context.Context, rdb *redis.Client, name string, o cli.EngineOptions) (any, error) {
-	kind, form, err := sortedKind(ctx, rdb, name)
+	kind, form, single, err := sortedKind(ctx, rdb, name)
 	if err != nil || kind == "" {
 		return nil, err
 	}
-	so := redisq.SortedOptions{Options: *ownerOptions(o)}
+	so := redisq.SortedOptions{Options: *ownerOptions(o), SingleFlight: single}
 	if form == "windowed" {
 		w, err := redisq.OpenWindowed(ctx, rdb, name, &redisq.WindowOptions{SortedOptions: so, Window: time.Second})
 		if err != nil {
@@ -199,31 +199,34 @@ func openSorted(ctx context.Context, rdb *redis.Client, name string, o cli.Engin
 		queue.ErrInvalidOptions, name, kind)
 }
 
-// sortedKind returns the sort key kind and the form the sorted queue name
-// records; no kind when the name holds no sorted queue or an ack queue
+// sortedKind returns the sort key kind, the form and the SingleFlight the
+// sorted queue name records, which the handle takes on so that its
+// requeue of a dead value keeps a single-flight queue's key with a batch
+// out from being pulled again; no kind when the name holds no sorted queue or an ack queue
 // too. A sorted queue made by a version that recorded no kind is refused:
 // its sort keys cannot be read without it. It reads with GET and HMGET,
 // which redisq.Open and OpenSorted run too.
-func sortedKind(ctx context.Context, rdb redis.Cmdable, name string) (kind, form string, err error) {
+func sortedKind(ctx context.Context, rdb redis.Cmdable, name string) (kind, form string, single bool, err error) {
 	p := "walq:{" + name + "}:"
 	for _, k := range []string{p + "2:seq", p + "seq"} {
 		if ack, err := exists(rdb.Get(ctx, k)); err != nil || ack {
-			return "", "", err
+			return "", "", false, err
 		}
 	}
-	vals, err := rdb.HMGet(ctx, p+"s:stats", "kind", "form").Result()
+	vals, err := rdb.HMGet(ctx, p+"s:stats", "kind", "form", "single").Result()
 	if err != nil {
-		return "", "", fmt.Errorf("read %ss:stats: %w", p, err)
+		return "", "", false, fmt.Errorf("read %ss:stats: %w", p, err)
 	}
 	kind, _ = vals[0].(string)
 	form, _ = vals[1].(string)
+	rec, _ := vals[2].(string)
 	if kind != "" {
-		return kind, form, nil
+		return kind, form, rec == "1", nil
 	}
 	if sorted, err := exists(rdb.Get(ctx, p+"s:seq")); err != nil || !sorted {
-		return "", "", err
+		return "", "", false, err
 	}
-	return "", "", fmt.Errorf("%w: sorted queue %q records no sort key kind (an earlier version of redisq made it), which walq-redis needs to read its sort keys",
+	return "", "", false, fmt.Errorf("%w: sorted queue %q records no sort key kind (an earlier version of redisq made it), which walq-redis needs to read its sort keys",
 		queue.ErrInvalidOptions, name)
 }
 
