@@ -352,23 +352,13 @@ type remoteMessage struct {
 var errFound = errors.New("found")
 
 // remoteDLQShow prints one dead letter of a running service as dlq show
-// prints it from a directory: found by its id (or ref) in the list, then
+// prints it from a directory: found in the list (remoteDeadRef), then
 // read with its payload's preview by its ref.
 func remoteDLQShow(asJSON *bool) func(e *env, c *client, args []string) error {
 	return func(e *env, c *client, args []string) error {
-		id, ref := args[0], ""
-		err := eachRemoteDead(c, func(m dashboard.Message) error {
-			if m.ID == id || m.Ref == id {
-				ref = m.Ref
-				return errFound
-			}
-			return nil
-		}, 0)
-		switch {
-		case err != nil && !errors.Is(err, errFound):
+		ref, err := remoteDeadRef(c, args[0])
+		if err != nil {
 			return err
-		case ref == "":
-			return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
 		}
 		var r remoteMessage
 		if err := c.get("api/message", url.Values{"ref": {ref}}, &r); err != nil {
@@ -384,6 +374,32 @@ func remoteDLQShow(asJSON *bool) func(e *env, c *client, args []string) error {
 		printDeadPreview(e.stdout, d, r.PayloadBytes)
 		return nil
 	}
+}
+
+// remoteDeadRef returns the ref of the dead letter that id names: the
+// first (oldest) whose id it is, as the local dlq show takes; only when
+// no id is id, the one whose ref it is.
+func remoteDeadRef(c *client, id string) (string, error) {
+	byID, byRef := "", ""
+	err := eachRemoteDead(c, func(m dashboard.Message) error {
+		switch {
+		case m.ID == id:
+			byID = m.Ref
+			return errFound
+		case m.Ref == id && byRef == "":
+			byRef = m.Ref
+		}
+		return nil
+	}, 0)
+	switch {
+	case err != nil && !errors.Is(err, errFound):
+		return "", err
+	case byID != "":
+		return byID, nil
+	case byRef != "":
+		return byRef, nil
+	}
+	return "", fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
 }
 
 // remoteDead returns the dead letter of the service's reply r, with the
