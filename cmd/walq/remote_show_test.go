@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +55,37 @@ func TestRemoteShowPastTheFirstPage(t *testing.T) {
 	far := mustWalq(t, 0, "", "dlq", "show", "--url", url, "-H", tok, "n-610").stdout
 	require.NoError(t, q.Close())
 	assert.Equal(t, mustWalq(t, 0, "", "dlq", "show", q.Dir(), "n-610").stdout, far)
+}
+
+// TestRemoteShowEncodingPastPreview: dlq show --url judged the payload's
+// encoding from the dashboard's preview (its first 4096 bytes) alone, so
+// a payload that is binary past it was said to be text, where the local
+// form says base64. The encoding is the whole payload's.
+func TestRemoteShowEncodingPastPreview(t *testing.T) {
+	for _, tc := range []struct{ name, payload, want string }{
+		{"binary past the preview", strings.Repeat("a", 4200) + "\xff\x00", "base64"},
+		{"control character past the preview", strings.Repeat("a", 4200) + "\x00", "base64"},
+		{"text", strings.Repeat("a", 4200) + "é", "text"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, url := runningService(t)
+			deadLetter(t, q, "m", tc.payload)
+			tok := "Authorization: Bearer s3cret"
+			out := mustWalq(t, 0, "", "dlq", "show", "--json", "--url", url, "-H", tok, "m").stdout
+			human := mustWalq(t, 0, "", "dlq", "show", "--url", url, "-H", tok, "m").stdout
+			require.NoError(t, q.Close())
+			loc := mustWalq(t, 0, "", "dlq", "show", "--json", q.Dir(), "m").stdout
+			var r, l struct {
+				Enc     string `json:"payload_encoding"`
+				Payload string `json:"payload"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &r))
+			require.NoError(t, json.Unmarshal([]byte(loc), &l))
+			assert.Equal(t, tc.want, l.Enc)
+			assert.Equal(t, l.Enc, r.Enc, "payload_encoding of the same letter")
+			assert.True(t, strings.HasPrefix(l.Payload, r.Payload[:len(r.Payload)-8]), "the preview is the payload's start, encoded alike")
+			line, _, _ := strings.Cut(human[strings.Index(human, "payload:"):], "\n")
+			assert.Equal(t, fmt.Sprintf("payload:    %d bytes, %s (a preview: the first 4096 bytes)", len(tc.payload), tc.want), line)
+		})
+	}
 }

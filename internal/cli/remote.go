@@ -339,13 +339,16 @@ func eachRemoteDead(c *client, fn func(dashboard.Message) error, limit int) erro
 }
 
 // remoteMessage is the dashboard's api/message reply: a message with a
-// preview of its payload, as text when it is UTF-8, else in base64.
+// preview of its payload, as text when it is UTF-8, else in base64, and
+// the whole payload's encoding as dlq show prints it (empty from a
+// service whose dashboard does not report it).
 type remoteMessage struct {
 	dashboard.Message
-	PayloadBytes  int    `json:"payload_bytes"`
-	PayloadText   string `json:"payload_text"`
-	PayloadBinary []byte `json:"payload_base64"`
-	Truncated     bool   `json:"truncated"`
+	PayloadBytes    int    `json:"payload_bytes"`
+	PayloadText     string `json:"payload_text"`
+	PayloadBinary   []byte `json:"payload_base64"`
+	PayloadEncoding string `json:"payload_encoding"`
+	Truncated       bool   `json:"truncated"`
 }
 
 // errFound stops eachRemoteDead at the dead letter looked for.
@@ -369,9 +372,9 @@ func remoteDLQShow(asJSON *bool) func(e *env, c *client, args []string) error {
 			return fmt.Errorf("%s: %w", c.base.Redacted(), err)
 		}
 		if *asJSON {
-			return json.NewEncoder(e.stdout).Encode(toDeadPreviewJSON(d, r.PayloadBytes))
+			return json.NewEncoder(e.stdout).Encode(toDeadPreviewJSON(d, r.PayloadBytes, r.PayloadEncoding))
 		}
-		printDeadPreview(e.stdout, d, r.PayloadBytes)
+		printDeadPreview(e.stdout, d, r.PayloadBytes, r.PayloadEncoding)
 		return nil
 	}
 }
