@@ -525,3 +525,30 @@ func TestReaderRefusedAChangeSaysWhy(t *testing.T) {
 	require.Contains(t, run(t, 0, "", "stats", url).stdout, "enqueued 1")
 	run(t, 0, "", "dlq", "list", url)
 }
+
+// TestReaderRefusedASortedChangeSaysWhy: as TestReaderRefusedAChangeSaysWhy,
+// on a sorted queue, whose refusal only said that the server's
+// configuration could not be read, with no word on what to grant.
+func TestReaderRefusedASortedChangeSaysWhy(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[string](ctx, srv.Client(), "events", &redisq.SortedOptions{Options: redisq.Options{TrustServer: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, "a", "k", []byte("x")))
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("why"))
+	require.NoError(t, srv.Client().Do(ctx, "ACL", "SETUSER", "reader", "on", ">pw", "resetkeys", "%R~walq:{events}*",
+		"&*", "+@read", "+@connection", "+fcall_ro", "+function|list", "+subscribe").Err())
+	url := "redis://reader:pw@" + srv.Addr + "/0/events"
+	run(t, 0, "", "dlq", "list", url)
+	for _, args := range [][]string{{"dlq", "purge", "--all", url}, {"dlq", "requeue", "--all", url}} {
+		r := run(t, 1, "", args...)
+		require.Contains(t, r.stderr, "NOPERM", "walq-redis %v", args)
+		require.Contains(t, r.stderr, "stats, dlq list and dlq show only read", "walq-redis %v", args)
+	}
+	d, err := s.DeadValues(0, 10)
+	require.NoError(t, err)
+	require.Len(t, d, 1, "the dead value is left")
+}

@@ -94,9 +94,10 @@ func ownerOptions(o cli.EngineOptions) *redisq.Options {
 		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
 }
 
-// refusedWrites adds to err, the failed Open of a handle that writes
-// (not inspect) by a user whose ACL refuses a command it needs (NOPERM),
-// that the commands that only read need no more than reads.
+// refusedWrites adds to err, the failed Open (or OpenSorted) of a handle
+// that writes (not inspect) by a user whose ACL refuses a command it
+// needs (NOPERM), that the commands that only read need no more than
+// reads.
 func refusedWrites(err error, inspect bool) error {
 	var re redis.Error
 	if inspect || !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "NOPERM") {
@@ -162,7 +163,7 @@ func (engine) OpenSorted(ctx context.Context, target string, o cli.EngineOptions
 	}
 	x, err := openSorted(ctx, rdb, name, o)
 	if err != nil || x == nil {
-		return nil, errors.Join(err, rdb.Close())
+		return nil, errors.Join(refusedWrites(err, o.Inspect), rdb.Close())
 	}
 	return x, nil
 }
