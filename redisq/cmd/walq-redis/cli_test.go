@@ -169,7 +169,7 @@ func TestTargets(t *testing.T) {
 func TestHelpNamesTheURL(t *testing.T) {
 	r := run(t, 0, "", "help")
 	require.Contains(t, r.stdout, "redis://[user:password@]host:port[/db]/NAME")
-	require.Contains(t, r.stdout, "stats, dlq, enqueue, dequeue, ack, nack and extend")
+	require.Contains(t, r.stdout, "stats, dlq, enqueue, dequeue, ack, nack, extend and requeue-expired")
 	require.Contains(t, r.stdout, "There stats, dlq list and dlq show change nothing")
 }
 
@@ -551,4 +551,28 @@ func TestReaderRefusedASortedChangeSaysWhy(t *testing.T) {
 	d, err := s.DeadValues(0, 10)
 	require.NoError(t, err)
 	require.Len(t, d, 1, "the dead value is left")
+}
+
+// TestRequeueExpired: the writing commands end no lease (the
+// application's handles do, at its MaxDeliveries), so with no application
+// handle open, the lease of a 'walq-redis dequeue' never acked lasted for
+// good: the message was never delivered again. requeue-expired ends the
+// leases that ran out: ready again, or, with --max-deliveries, dead at
+// that limit.
+func TestRequeueExpired(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0/jobs"
+	run(t, 0, "", "enqueue", url, "x")
+	run(t, 0, "", "dequeue", "--ack-timeout", "1ms", url)
+	run(t, 4, "", "dequeue", url) // its lease ran out; no command ends it
+	require.Contains(t, run(t, 0, "", "stats", url).stdout, "in flight   1")
+
+	require.Equal(t, "ended 1 lease\n", run(t, 0, "", "requeue-expired", url).stdout)
+	require.Contains(t, run(t, 0, "", "dequeue", "--ack-timeout", "1ms", url).stdout, "delivery: 2\n")
+	require.Equal(t, "ended 1 lease\n", run(t, 0, "", "requeue-expired", "--max-deliveries", "2", url).stdout)
+	st := run(t, 0, "", "stats", url).stdout
+	require.Contains(t, st, "in flight   0")
+	require.Contains(t, st, "dead        1")
+	require.Equal(t, "ended 0 leases\n", run(t, 0, "", "requeue-expired", url).stdout)
+	run(t, 1, "", "requeue-expired", "--max-deliveries", "-1", url)
 }
