@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/walq/walq/internal/twin"
 )
 
 //go:embed static
@@ -151,12 +153,16 @@ func pageLimit(s string) (int, error) {
 // messageReply is GET api/message: the message, with base64 twins for
 // the fields that are not UTF-8 (withTwins), and a preview of its
 // payload, as text when it is UTF-8, else base64 (JSON's []byte).
+// PayloadEncoding is how walq's --json output prints the whole payload
+// ("text" or "base64", twin.Encoding), which its preview cannot tell: a
+// payload may be text in its first PreviewBytes and binary past them.
 type messageReply struct {
 	Message
-	PayloadBytes  int    `json:"payload_bytes"`
-	PayloadText   string `json:"payload_text,omitempty"`
-	PayloadBinary []byte `json:"payload_base64,omitempty"`
-	Truncated     bool   `json:"truncated"`
+	PayloadBytes    int    `json:"payload_bytes"`
+	PayloadText     string `json:"payload_text,omitempty"`
+	PayloadBinary   []byte `json:"payload_base64,omitempty"`
+	PayloadEncoding string `json:"payload_encoding"`
+	Truncated       bool   `json:"truncated"`
 }
 
 func (h *Handler) getMessage(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +176,8 @@ func (h *Handler) getMessage(w http.ResponseWriter, r *http.Request) {
 
 func preview(m Message, limit int) messageReply {
 	p := m.Payload
-	rep := messageReply{Message: withTwins(m), PayloadBytes: len(p), Truncated: len(p) > limit}
+	rep := messageReply{Message: withTwins(m), PayloadBytes: len(p), PayloadEncoding: twin.Encoding(p),
+		Truncated: len(p) > limit}
 	p = p[:min(len(p), limit)]
 	text := p
 	if rep.Truncated {

@@ -127,6 +127,30 @@ func TestPayloadPreview(t *testing.T) {
 	assert.Equal(t, true, text["truncated"])
 }
 
+// TestPayloadEncodingOfTheWholePayload: a preview tells only how its own
+// bytes are printed; payload_encoding says how walq's --json prints the
+// whole payload, which may be binary past the preview.
+func TestPayloadEncodingOfTheWholePayload(t *testing.T) {
+	q := openQueue(t)
+	ctx := context.Background()
+	for _, p := range []string{"abcdefgh\xff", "abcdefgh\x00", "abcdefghé", "\xff"} {
+		_, err := q.Enqueue(ctx, []byte(p))
+		require.NoError(t, err)
+	}
+	s := server(t, dashboard.ForQueue(q), &dashboard.Options{PreviewBytes: 5})
+	var p dashboard.Page
+	getJSON(t, s.URL+"/queue/api/messages", &p)
+	require.Len(t, p.Messages, 4)
+	for i, want := range []string{"base64", "base64", "text", "base64"} {
+		var m map[string]any
+		getJSON(t, s.URL+"/queue/api/message?ref="+p.Messages[i].Ref, &m)
+		assert.Equal(t, want, m["payload_encoding"], "message %d", i)
+		if i < 3 {
+			assert.Equal(t, "abcde", m["payload_text"], "message %d: the preview is text", i)
+		}
+	}
+}
+
 // post sends an action as the page does, with extra headers.
 func post(t *testing.T, url, body string, h map[string]string) (int, string) {
 	t.Helper()

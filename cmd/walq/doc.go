@@ -18,6 +18,7 @@
 //	dequeue     lease the next message and print it with its receipt
 //	ack, nack   finish or give back a delivery by its receipt
 //	extend      give a delivery more time by its receipt
+//	requeue-expired  end the leases that ran out (--max-deliveries N: dead at N)
 //	compact     snapshot and truncate the log now
 //	version     walq's version and the on-disk formats it reads and writes
 //

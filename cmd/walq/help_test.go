@@ -9,7 +9,7 @@ import (
 
 // visible are the commands the overview lists.
 var visible = []string{"demo", "stats", "dump", "verify", "repair", "dlq list", "dlq show", "dlq requeue",
-	"dlq purge", "enqueue", "dequeue", "ack", "nack", "extend", "compact"}
+	"dlq purge", "enqueue", "dequeue", "ack", "nack", "extend", "requeue-expired", "compact"}
 
 func TestHelp(t *testing.T) {
 	r := mustWalq(t, 0, "", "help")

@@ -228,3 +228,36 @@ func TestDemo(t *testing.T) {
 	require.Regexp(t, `consumer C got order-2 again after 1\.\ds \(delivery 2, same id, same enqueue time: true\)`, r.stdout)
 	require.Empty(t, r.stderr)
 }
+
+// TestRequeueExpired: requeue-expired ends the leases of a directory's
+// queue that ran out, and prints how many: ready again, their deliveries
+// kept, or, with --max-deliveries, dead at that limit.
+func TestRequeueExpired(t *testing.T) {
+	dir := t.TempDir()
+	lease := func() {
+		q, err := queue.Open(dir, &queue.Options{AckTimeout: time.Millisecond, ManualRequeue: true, MaxDeliveries: -1})
+		require.NoError(t, err)
+		_, err = q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, q.Close()) // after a clean close the lease runs on
+	}
+	q, err := queue.Open(dir, nil)
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+
+	lease()
+	require.Equal(t, "ended 1 lease\n", mustWalq(t, 0, "", "requeue-expired", dir).stdout)
+	lease()
+	require.Equal(t, "ended 1 lease\n", mustWalq(t, 0, "", "requeue-expired", "--max-deliveries", "2", dir).stdout)
+	require.Equal(t, "ended 0 leases\n", mustWalq(t, 0, "", "requeue-expired", dir).stdout)
+	q, err = queue.Open(dir, &queue.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer q.Close()
+	st := q.Stats()
+	require.Equal(t, [3]int64{0, 0, 1}, [3]int64{st.Ready, st.InFlight, st.Dead}, "the second delivery went to the dead set")
+	d, err := q.DeadLetters(0, 1)
+	require.NoError(t, err)
+	require.Equal(t, 2, d[0].Deliveries)
+}

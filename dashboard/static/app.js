@@ -8,8 +8,11 @@ const $ = (id) => document.getElementById(id);
 // listEnded is the highest number of the loads that ended: the last one
 // asked for runs while it is below listGen. statsGen and statsEnded number
 // the loads of the figures the same way, detailGen the message views.
+// pending holds the refs of the dead letters whose requeue or purge the
+// service has not answered: every list drawn meanwhile draws their
+// buttons disabled, so that no second action on them is sent.
 const state = { tab: "ready", after: "", pages: [], actions: null, keys: null, listGen: 0, listEnded: 0,
-  statsGen: 0, statsEnded: 0, detailGen: 0 };
+  statsGen: 0, statsEnded: 0, detailGen: 0, pending: new Set() };
 // listTimeout, statsTimeout and detailTimeout are how long a load of the
 // list, of the figures and of a message waits for the service (ms): one
 // that hangs ends as an error, and the timer loads the list and the
@@ -205,9 +208,10 @@ function messageRow(m, cols, tab) {
   const tr = el("tr", { "data-ref": m.ref, "data-id": m.id },
     ...cols.map(([t, f]) => el("td", { class: "col-" + t.toLowerCase().replace(" ", "-") }, f(m))));
   if (tab === "dead" && state.actions) {
+    const disabled = state.pending.has(m.ref);
     tr.append(el("td", { class: "actions" },
-      el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again" }, "Requeue"),
-      el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good" }, "Purge")));
+      el("button", { class: "requeue", "data-ref": m.ref, title: "Make it ready again", disabled }, "Requeue"),
+      el("button", { class: "purge", "data-ref": m.ref, title: "Remove it for good", disabled }, "Purge")));
   }
   return tr;
 }
@@ -236,20 +240,30 @@ async function showMessage(ref) {
   }
 }
 
-// act requeues or purges the dead letter ref; its button is disabled
-// while the service has not answered, for actionTimeout at most.
-async function act(action, ref, button) {
-  button.disabled = true;
+// act requeues or purges the dead letter ref. Its buttons are disabled
+// while the service has not answered, for actionTimeout at most: those
+// shown now, and those of every list drawn meanwhile (state.pending).
+async function act(action, ref) {
+  if (state.pending.has(ref)) return;
+  state.pending.add(ref);
+  setButtons(ref, true);
   try {
     await apiWithin("api/dead/" + action, actionTimeout,
       { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ref }) });
   } catch (e) {
     const late = e.message.startsWith("no answer") ? " (the service may yet do it: the list shows what it did)" : "";
     alert("Cannot " + action + ": " + e.message + late);
+  } finally {
+    state.pending.delete(ref);
   }
-  button.disabled = false;
+  setButtons(ref, false);
   await refreshList();
   await refreshStats();
+}
+
+// setButtons disables (or enables) the action buttons of ref in the list.
+function setButtons(ref, disabled) {
+  for (const b of $("list-body").querySelectorAll("button[data-ref]")) if (b.dataset.ref === ref) b.disabled = disabled;
 }
 
 function init() {
@@ -263,10 +277,10 @@ function init() {
   });
   $("list-body").addEventListener("click", (e) => {
     const b = e.target.closest("button");
-    if (b && b.classList.contains("requeue")) { act("requeue", b.dataset.ref, b); return; }
+    if (b && b.classList.contains("requeue")) { act("requeue", b.dataset.ref); return; }
     if (b && b.classList.contains("purge")) {
       if (!b.classList.contains("confirm")) { b.classList.add("confirm"); b.textContent = "Confirm purge"; return; }
-      act("purge", b.dataset.ref, b); return;
+      act("purge", b.dataset.ref); return;
     }
     const tr = e.target.closest("tr[data-ref]");
     if (tr) showMessage(tr.dataset.ref);

@@ -31,7 +31,7 @@ func commands() []*command {
 	return []*command{
 		demoCmd, demoChildCmd, statsCmd, dumpCmd, verifyCmd, repairCmd,
 		dlqListCmd, dlqShowCmd, dlqRequeueCmd, dlqPurgeCmd,
-		enqueueCmd, dequeueCmd, ackCmd, nackCmd, extendCmd, compactCmd, versionCmd,
+		enqueueCmd, dequeueCmd, ackCmd, nackCmd, extendCmd, requeueExpiredCmd, compactCmd, versionCmd,
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -66,7 +67,9 @@ dashboard (package dashboard), as dlq list --url does, and prints it as
 from DIR, but for a payload longer than the dashboard's preview
 (dashboard.Options.PreviewBytes, 4096 bytes by default): its first bytes
 are printed, said to be a preview, and with --json payload_truncated is
-true. A sorted queue's dead value is named there by its id as dlq list
+true. The preview is printed in the whole payload's encoding, text or
+base64, as the dashboard reports it (a service whose dashboard does not,
+the preview's own). A sorted queue's dead value is named there by its id as dlq list
 --url prints it (KEY/SEQ) or by SEQ@PUBLISHED_UNIX_NS, and shown as the
 dashboard gives it: its key and sort key as headers.`,
 	example: `walq dlq show /var/lib/app/jobs order-1234
@@ -256,20 +259,26 @@ func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
 }
 
 // printDead prints one dead letter for people.
-func printDead(w io.Writer, d queue.DeadLetter) { printDeadPreview(w, d, len(d.Payload)) }
+func printDead(w io.Writer, d queue.DeadLetter) { printDeadPreview(w, d, len(d.Payload), "") }
 
 // toDeadPreviewJSON is toDeadJSON for a dead letter whose payload has
 // size bytes, of which d.Payload holds the first: a dashboard's preview.
-func toDeadPreviewJSON(d queue.DeadLetter, size int) deadJSON {
+// enc is the whole payload's encoding, which the preview is printed in;
+// empty, the preview's own.
+func toDeadPreviewJSON(d queue.DeadLetter, size int, enc string) deadJSON {
 	j := toDeadJSON(d)
 	j.Bytes, j.Truncated = size, size > len(d.Payload)
+	if enc == "base64" && j.Encoding != enc {
+		j.Payload, j.Encoding = base64.StdEncoding.EncodeToString(d.Payload), enc
+	}
 	return j
 }
 
 // printDeadPreview is printDead for a dead letter whose payload has size
-// bytes, of which d.Payload holds the first.
-func printDeadPreview(w io.Writer, d queue.DeadLetter, size int) {
-	j := toDeadPreviewJSON(d, size)
+// bytes, of which d.Payload holds the first, and whose whole payload's
+// encoding is enc (empty: the preview's).
+func printDeadPreview(w io.Writer, d queue.DeadLetter, size int, enc string) {
+	j := toDeadPreviewJSON(d, size, enc)
 	fmt.Fprintf(w, "id:         %s\nseq:        %d\ndeliveries: %d\nenqueued:   %s\nreason:     %s\n",
 		d.ID, j.Seq, j.Deliveries, shortTime(d.EnqueuedAt), d.Reason)
 	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/walq/walq/internal/twin"
@@ -166,24 +165,10 @@ func sortJSON(s any) any {
 // payloadText returns b as text when it is printable UTF-8, or else as
 // base64, with the name of the encoding used.
 func payloadText(b []byte) (string, string) {
-	if printable(b) {
-		return string(b), "text"
+	if enc := twin.Encoding(b); enc == "base64" {
+		return base64.StdEncoding.EncodeToString(b), enc
 	}
-	return base64.StdEncoding.EncodeToString(b), "base64"
-}
-
-// printable reports whether b is valid UTF-8 made of printable characters
-// and ordinary white space.
-func printable(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, r := range string(b) {
-		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
-			return false
-		}
-	}
-	return true
+	return string(b), "text"
 }
 
 // logBytes returns the bytes of the log segment files in dir, for

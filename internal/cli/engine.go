@@ -41,6 +41,9 @@ type EngineOptions struct {
 	// application's does: only for a queue the command made and consumes
 	// itself (the demo's).
 	Expire bool
+	// MaxDeliveries is the limit of the queue's calls (requeue-expired's,
+	// given by its operator): 0, the command dead-letters nothing.
+	MaxDeliveries int
 }
 
 // engineQueue opens target with the engine when the engine owns it; ok is

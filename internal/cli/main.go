@@ -107,13 +107,13 @@ func printOverview(w io.Writer, engine Engine) {
 	fmt.Fprint(w, "walq looks inside a walq queue directory, repairs it and scripts it.\n\n")
 	fmt.Fprint(w, "Usage:\n  walq <command> [flags] DIR [arguments]\n  walq help <command>\n\n")
 	if engine != nil {
-		fmt.Fprintf(w, "stats, dlq, enqueue, dequeue, ack, nack and extend also take, for DIR,\na queue on a server: %s\n"+
-			"There stats, dlq list and dlq show change nothing: they end no expired\nlease and make no delayed message ready. The others change what they\nare asked alone: they end no expired lease either.\n\n", engine.Form())
+		fmt.Fprintf(w, "stats, dlq, enqueue, dequeue, ack, nack, extend and requeue-expired also\ntake, for DIR, a queue on a server: %s\n"+
+			"There stats, dlq list and dlq show change nothing: they end no expired\nlease and make no delayed message ready. The others change what they\nare asked alone: they end no expired lease either, but requeue-expired.\n\n", engine.Form())
 	}
 	fmt.Fprint(w, "Commands:\n")
 	for _, c := range commands() {
 		if !c.hidden {
-			fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)
+			fmt.Fprintf(w, "  %-15s %s\n", c.name, c.short)
 		}
 	}
 	fmt.Fprint(w, "\nStart with: walq demo\n\n")

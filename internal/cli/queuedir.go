@@ -59,8 +59,13 @@ func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 // ownerOptions makes it, and prints on stderr what the open repaired, if
 // anything.
 func openDir(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
+	return openDirWith(e, dir, ownerOptions(o))
+}
+
+// openDirWith is openDir with the options o as they are.
+func openDirWith(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	sp := e.spinner("opening " + dir)
-	q, err := queue.Open(dir, ownerOptions(o))
+	q, err := queue.Open(dir, o)
 	sp.done()
 	if err != nil {
 		return nil, err

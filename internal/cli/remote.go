@@ -339,36 +339,29 @@ func eachRemoteDead(c *client, fn func(dashboard.Message) error, limit int) erro
 }
 
 // remoteMessage is the dashboard's api/message reply: a message with a
-// preview of its payload, as text when it is UTF-8, else in base64.
+// preview of its payload, as text when it is UTF-8, else in base64, and
+// the whole payload's encoding as dlq show prints it (empty from a
+// service whose dashboard does not report it).
 type remoteMessage struct {
 	dashboard.Message
-	PayloadBytes  int    `json:"payload_bytes"`
-	PayloadText   string `json:"payload_text"`
-	PayloadBinary []byte `json:"payload_base64"`
-	Truncated     bool   `json:"truncated"`
+	PayloadBytes    int    `json:"payload_bytes"`
+	PayloadText     string `json:"payload_text"`
+	PayloadBinary   []byte `json:"payload_base64"`
+	PayloadEncoding string `json:"payload_encoding"`
+	Truncated       bool   `json:"truncated"`
 }
 
 // errFound stops eachRemoteDead at the dead letter looked for.
 var errFound = errors.New("found")
 
 // remoteDLQShow prints one dead letter of a running service as dlq show
-// prints it from a directory: found by its id (or ref) in the list, then
+// prints it from a directory: found in the list (remoteDeadRef), then
 // read with its payload's preview by its ref.
 func remoteDLQShow(asJSON *bool) func(e *env, c *client, args []string) error {
 	return func(e *env, c *client, args []string) error {
-		id, ref := args[0], ""
-		err := eachRemoteDead(c, func(m dashboard.Message) error {
-			if m.ID == id || m.Ref == id {
-				ref = m.Ref
-				return errFound
-			}
-			return nil
-		}, 0)
-		switch {
-		case err != nil && !errors.Is(err, errFound):
+		ref, err := remoteDeadRef(c, args[0])
+		if err != nil {
 			return err
-		case ref == "":
-			return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
 		}
 		var r remoteMessage
 		if err := c.get("api/message", url.Values{"ref": {ref}}, &r); err != nil {
@@ -379,11 +372,37 @@ func remoteDLQShow(asJSON *bool) func(e *env, c *client, args []string) error {
 			return fmt.Errorf("%s: %w", c.base.Redacted(), err)
 		}
 		if *asJSON {
-			return json.NewEncoder(e.stdout).Encode(toDeadPreviewJSON(d, r.PayloadBytes))
+			return json.NewEncoder(e.stdout).Encode(toDeadPreviewJSON(d, r.PayloadBytes, r.PayloadEncoding))
 		}
-		printDeadPreview(e.stdout, d, r.PayloadBytes)
+		printDeadPreview(e.stdout, d, r.PayloadBytes, r.PayloadEncoding)
 		return nil
 	}
+}
+
+// remoteDeadRef returns the ref of the dead letter that id names: the
+// first (oldest) whose id it is, as the local dlq show takes; only when
+// no id is id, the one whose ref it is.
+func remoteDeadRef(c *client, id string) (string, error) {
+	byID, byRef := "", ""
+	err := eachRemoteDead(c, func(m dashboard.Message) error {
+		switch {
+		case m.ID == id:
+			byID = m.Ref
+			return errFound
+		case m.Ref == id && byRef == "":
+			byRef = m.Ref
+		}
+		return nil
+	}, 0)
+	switch {
+	case err != nil && !errors.Is(err, errFound):
+		return "", err
+	case byID != "":
+		return byID, nil
+	case byRef != "":
+		return byRef, nil
+	}
+	return "", fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
 }
 
 // remoteDead returns the dead letter of the service's reply r, with the

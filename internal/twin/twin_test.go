@@ -38,3 +38,19 @@ func TestSplitJoinHeaders(t *testing.T) {
 	require.Nil(t, text)
 	require.Nil(t, b64)
 }
+
+func TestEncoding(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"empty", "", "text"},
+		{"text with white space", "a é\n\t\r", "text"},
+		{"not UTF-8", "a\xff", "base64"},
+		{"control character", "a\x00", "base64"},
+		{"escape", "a\x1b[0m", "base64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := twin.Encoding([]byte(tc.in)); got != tc.want {
+				t.Errorf("Encoding(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

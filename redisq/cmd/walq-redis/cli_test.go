@@ -169,7 +169,7 @@ func TestTargets(t *testing.T) {
 func TestHelpNamesTheURL(t *testing.T) {
 	r := run(t, 0, "", "help")
 	require.Contains(t, r.stdout, "redis://[user:password@]host:port[/db]/NAME")
-	require.Contains(t, r.stdout, "stats, dlq, enqueue, dequeue, ack, nack and extend")
+	require.Contains(t, r.stdout, "stats, dlq, enqueue, dequeue, ack, nack, extend and requeue-expired")
 	require.Contains(t, r.stdout, "There stats, dlq list and dlq show change nothing")
 }
 
@@ -524,4 +524,55 @@ func TestReaderRefusedAChangeSaysWhy(t *testing.T) {
 	}
 	require.Contains(t, run(t, 0, "", "stats", url).stdout, "enqueued 1")
 	run(t, 0, "", "dlq", "list", url)
+}
+
+// TestReaderRefusedASortedChangeSaysWhy: as TestReaderRefusedAChangeSaysWhy,
+// on a sorted queue, whose refusal only said that the server's
+// configuration could not be read, with no word on what to grant.
+func TestReaderRefusedASortedChangeSaysWhy(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[string](ctx, srv.Client(), "events", &redisq.SortedOptions{Options: redisq.Options{TrustServer: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, "a", "k", []byte("x")))
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, bs[0].DeadLetter("why"))
+	require.NoError(t, srv.Client().Do(ctx, "ACL", "SETUSER", "reader", "on", ">pw", "resetkeys", "%R~walq:{events}*",
+		"&*", "+@read", "+@connection", "+fcall_ro", "+function|list", "+subscribe").Err())
+	url := "redis://reader:pw@" + srv.Addr + "/0/events"
+	run(t, 0, "", "dlq", "list", url)
+	for _, args := range [][]string{{"dlq", "purge", "--all", url}, {"dlq", "requeue", "--all", url}} {
+		r := run(t, 1, "", args...)
+		require.Contains(t, r.stderr, "NOPERM", "walq-redis %v", args)
+		require.Contains(t, r.stderr, "stats, dlq list and dlq show only read", "walq-redis %v", args)
+	}
+	d, err := s.DeadValues(0, 10)
+	require.NoError(t, err)
+	require.Len(t, d, 1, "the dead value is left")
+}
+
+// TestRequeueExpired: the writing commands end no lease (the
+// application's handles do, at its MaxDeliveries), so with no application
+// handle open, the lease of a 'walq-redis dequeue' never acked lasted for
+// good: the message was never delivered again. requeue-expired ends the
+// leases that ran out: ready again, or, with --max-deliveries, dead at
+// that limit.
+func TestRequeueExpired(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0/jobs"
+	run(t, 0, "", "enqueue", url, "x")
+	run(t, 0, "", "dequeue", "--ack-timeout", "1ms", url)
+	run(t, 4, "", "dequeue", url) // its lease ran out; no command ends it
+	require.Contains(t, run(t, 0, "", "stats", url).stdout, "in flight   1")
+
+	require.Equal(t, "ended 1 lease\n", run(t, 0, "", "requeue-expired", url).stdout)
+	require.Contains(t, run(t, 0, "", "dequeue", "--ack-timeout", "1ms", url).stdout, "delivery: 2\n")
+	require.Equal(t, "ended 1 lease\n", run(t, 0, "", "requeue-expired", "--max-deliveries", "2", url).stdout)
+	st := run(t, 0, "", "stats", url).stdout
+	require.Contains(t, st, "in flight   0")
+	require.Contains(t, st, "dead        1")
+	require.Equal(t, "ended 0 leases\n", run(t, 0, "", "requeue-expired", url).stdout)
+	run(t, 1, "", "requeue-expired", "--max-deliveries", "-1", url)
 }

@@ -83,20 +83,27 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 // their limit where the command's would make it ready; the housekeeper
 // only makes due delayed messages ready, as any delivery does. Only the
 // demo, which consumes a queue of its own, ends expired leases
-// (o.Expire). AckTimeout is the lease of the command's own dequeue: a
-// lease's deadline is stored with it. A command that only reads
+// (o.Expire); requeue-expired ends them when its operator asks, at the
+// limit the operator gives (o.MaxDeliveries), or none. AckTimeout is the
+// lease of the command's own dequeue: a lease's deadline is stored with
+// it. A command that only reads
 // (o.Inspect) opens a ReadOnly handle, which starts no housekeeper: it
 // ends none of the application's expired leases and makes no delayed
 // message ready; and it skips the check of the server's configuration,
 // which only matters for writes.
 func ownerOptions(o cli.EngineOptions) *redisq.Options {
-	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: -1, DedupWindow: math.MaxInt64,
+	maxDeliveries := -1
+	if o.MaxDeliveries > 0 {
+		maxDeliveries = o.MaxDeliveries
+	}
+	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: maxDeliveries, DedupWindow: math.MaxInt64,
 		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
 }
 
-// refusedWrites adds to err, the failed Open of a handle that writes
-// (not inspect) by a user whose ACL refuses a command it needs (NOPERM),
-// that the commands that only read need no more than reads.
+// refusedWrites adds to err, the failed Open (or OpenSorted) of a handle
+// that writes (not inspect) by a user whose ACL refuses a command it
+// needs (NOPERM), that the commands that only read need no more than
+// reads.
 func refusedWrites(err error, inspect bool) error {
 	var re redis.Error
 	if inspect || !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "NOPERM") {
@@ -162,7 +169,7 @@ func (engine) OpenSorted(ctx context.Context, target string, o cli.EngineOptions
 	}
 	x, err := openSorted(ctx, rdb, name, o)
 	if err != nil || x == nil {
-		return nil, errors.Join(err, rdb.Close())
+		return nil, errors.Join(refusedWrites(err, o.Inspect), rdb.Close())
 	}
 	return x, nil
 }

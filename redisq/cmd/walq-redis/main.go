@@ -1,6 +1,7 @@
 // Walq-redis is the walq command with the Redis backend linked in: every
-// command of walq, and where stats, dlq, enqueue, dequeue, ack, nack and
-// extend take DIR they also take the URL of a queue on a Redis server:
+// command of walq, and where stats, dlq, enqueue, dequeue, ack, nack,
+// extend and requeue-expired take DIR they also take the URL of a queue on
+// a Redis server:
 //
 //	redis://[user:password@]host:port[/db]/NAME
 //	rediss://…/NAME   (TLS)
@@ -18,6 +19,7 @@
 //	walq-redis ack redis://localhost:6379/0/jobs 17.8812394723
 //	walq-redis stats redis://localhost:6379/0/jobs
 //	walq-redis dlq requeue --all redis://localhost:6379/0/jobs
+//	walq-redis requeue-expired --max-deliveries 10 redis://localhost:6379/0/jobs
 //	walq-redis demo --redis redis://localhost:6379/0
 //
 // Commands that only read (stats, dlq list, dlq show) open the queue with
@@ -37,7 +39,10 @@
 // enqueue refuses every acked id still kept. Nor do they end the
 // application's expired leases (redisq's ManualRequeue), which its
 // handles end, dead-letter at its limit: they change nothing but what
-// they are asked. A user whose ACL lets it only read the queue is refused
+// they are asked. With no application handle open, such a lease (a
+// dequeue never acked) lasts until requeue-expired ends it: the message
+// is ready again, or dead at --max-deliveries N, the limit its operator
+// gives. A user whose ACL lets it only read the queue is refused
 // them, saying so; the commands that only read serve it.
 package main
 

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/walq/walq/queue"
+)
+
+var requeueExpiredCmd = &command{
+	name:  "requeue-expired",
+	args:  "[--max-deliveries N] DIR",
+	short: "end the leases that ran out",
+	long: `Requeue-expired ends every lease of the queue in DIR whose deadline has
+passed, such as that of a 'walq dequeue' never acked, and prints how many
+it ended: each message is ready again, its delivery count kept. walq does
+not know the application's MaxDeliveries and dead-letters nothing
+itself, unless --max-deliveries N gives it: then a message that has had
+N deliveries goes to the dead set instead, as the application's handle
+with that limit sends it. Without it, a message past the application's
+limit goes to the dead set when the application would next deliver it.
+
+With a directory, the other writing commands end such leases too while
+they run. On a server they do not (the application's handles end them at
+its limit): with no application handle open, a lease that ran out lasts
+until requeue-expired ends it.`,
+	example: `walq requeue-expired /var/lib/app/jobs
+walq requeue-expired --max-deliveries 5 /var/lib/app/jobs`,
+	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	nargs: [2]int{1, 1},
+	setup: func(fs *flag.FlagSet) func(*env, []string) error {
+		limit := fs.Int("max-deliveries", 0, "dead-letter a message that has had `N` deliveries (0: none)")
+		return func(e *env, args []string) error {
+			if *limit < 0 {
+				return usagef("--max-deliveries must not be negative, not %d", *limit)
+			}
+			return runRequeueExpired(e, args[0], *limit)
+		}
+	},
+}
+
+func runRequeueExpired(e *env, target string, maxDeliveries int) (err error) {
+	q, err := openExpiring(e, target, maxDeliveries)
+	if err != nil {
+		return err
+	}
+	defer closeAny(q, &err)
+	n, err := q.RequeueExpired()
+	fmt.Fprintf(e.stdout, "ended %s\n", plural(n, "lease"))
+	return err
+}
+
+// openExpiring opens target as openAck does, with the engine or the
+// directory, for requeue-expired: no lease ends in the background
+// (ManualRequeue), and a message goes to the dead set at maxDeliveries
+// (0: never).
+func openExpiring(e *env, target string, maxDeliveries int) (queue.AckQueue, error) {
+	if q, ok, err := engineQueue(e, target, EngineOptions{MaxDeliveries: maxDeliveries}); ok {
+		return q, err
+	}
+	if err := checkQueueDir(target); err != nil {
+		return nil, err
+	}
+	o := ownerOptions(&queue.Options{ManualRequeue: true})
+	if maxDeliveries > 0 {
+		o.MaxDeliveries = maxDeliveries
+	}
+	return openDirWith(e, target, o)
+}
