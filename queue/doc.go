@@ -117,7 +117,10 @@
 //   - Stats counts the log as written, what a reopen replays: not an
 //     enqueue or publish whose write failed, though the queue had taken
 //     it in; one whose write was made and whose fsync failed, yes (a
-//     power loss may still take it).
+//     power loss may still take it). When the log cannot be read back (a
+//     segment damaged since it was written, a read error), Stats.CountsErr
+//     says why and the counts are the calls', the failed ones included;
+//     the read is tried once, not at every call.
 //
 // Close and reopen to go on.
 //
