@@ -228,7 +228,10 @@
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
 // produce, the settles above included, and writes nothing. It skips the
 // records that no longer apply as the salvage skips them (its
-// Recovery.Skipped), so it opens where the salvage opens. A damaged
+// Recovery.Skipped), so it opens where the salvage opens, and reports in
+// Recovery.Requeued and DeadOnOpen the leases of a crashed process that
+// the salvage ends and, of those, the ones that dead-letter, though it
+// leaves them leased as every read-only open does. A damaged
 // newest snapshot it sets aside as the salvage does (Recovery.SnapshotLost)
 // and rebuilds the state from the log, and a log that ends before the
 // snapshot's LSN (or the damaged one's) shows as the same loss in
