@@ -19,7 +19,8 @@ import (
 // salvaging open (ReadOnly and Salvage), which previews the salvage, must
 // open where the salvage opens after damage to the snapshot, and show
 // what the salvage then gives: the same Recovery.Dropped, LostBefore,
-// SnapshotLSN, SnapshotLost, Replayed and Skipped, the same counts, every
+// SnapshotLSN, SnapshotLost, Replayed, Skipped, Requeued and DeadOnOpen
+// (the leases of the crashed process the salvage ends), the same counts, every
 // message in the same state with the same payload, and the same dead
 // letters with their reasons.
 // WALQ_PREVIEW_SEEDS sets how many histories run.
@@ -277,7 +278,8 @@ func snapshotHarm(rng *rand.Rand, f string, n int) damageCase {
 }
 
 // openedView renders what a user of q sees after a salvaging open: the
-// counts, the dead letters, Recovery.Dropped and LostBefore, and every
+// counts, the dead letters, Recovery.Dropped, LostBefore, Requeued and
+// DeadOnOpen, and every
 // message's state. A writable open ends a crashed process's leases and a
 // read-only one does not, so in-flight counts as ready on both sides.
 func openedView(t *testing.T, q *queue.Queue) string {
@@ -293,8 +295,8 @@ func openedView(t *testing.T, q *queue.Queue) string {
 	}
 	rec := q.Recovery()
 	v.Dropped = fmt.Sprint(rec.Dropped)
-	v.Replay = fmt.Sprintf("snapshot %d lost %s@%d replayed %d skipped %d", rec.SnapshotLSN,
-		filepath.Base(rec.SnapshotLost.Path), rec.SnapshotLost.LSN, rec.Replayed, rec.Skipped)
+	v.Replay = fmt.Sprintf("snapshot %d lost %s@%d replayed %d skipped %d requeued %d dead-on-open %d", rec.SnapshotLSN,
+		filepath.Base(rec.SnapshotLost.Path), rec.SnapshotLost.LSN, rec.Replayed, rec.Skipped, rec.Requeued, rec.DeadOnOpen)
 	var lines []string
 	for st := queue.StateReady; st <= queue.StateDead; st++ {
 		ms, err := q.Browse(st, 0, 10000)

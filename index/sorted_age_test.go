@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -19,7 +20,9 @@ import (
 //     of an At in ages;
 //   - every stale key is a live key with a list; twos and lists hold only
 //     live keys;
-//   - every chunk of a list names its earliest (at, seq) as its oldest.
+//   - every chunk of a list names its earliest (at, seq) as its oldest,
+//     and no list or chunk is changeable in a generation after the
+//     index's.
 func checkAges(t *testing.T, s *Sorted, step int) {
 	t.Helper()
 	var entries []int64
@@ -57,7 +60,13 @@ func checkAges(t *testing.T, s *Sorted, step int) {
 		if s.keys.get(kv.name) != kv || l.n == 0 {
 			t.Fatalf("step %d: lists entry of %q: live %v, n %d", step, kv.name, s.keys.get(kv.name) == kv, l.n)
 		}
+		if l.gen > s.gen {
+			t.Fatalf("step %d: key %q: list of generation %d, index %d", step, kv.name, l.gen, s.gen)
+		}
 		for ci, c := range l.chunks {
+			if c.gen() > s.gen {
+				t.Fatalf("step %d: key %q chunk %d: generation %d, index %d", step, kv.name, ci, c.gen(), s.gen)
+			}
 			o := 0
 			for i := range c.vals {
 				if lessTimeKey(c.vals[i].timeKey, c.vals[o].timeKey) {
@@ -306,4 +315,124 @@ func agesInvariantsRun(t *testing.T, seed uint64, keys int, single bool, steps i
 		}
 	}
 	t.Logf("%d snapshots unchanged", len(snaps))
+}
+
+// TestAgesOfBigLists drives a Sorted index whose two keys hold thousands
+// of pending values each, in many chunks (TestAgesInvariants' lists rarely
+// fill one): publishes at random sort keys and times, so that values land
+// inside chunks and split them, publishes replayed with another time,
+// drops (often of the earliest value, so that a chunk's oldest leaves),
+// kills, moves and snapshots. It checks the age invariants, each chunk's
+// oldest among them, every few steps, MinPublishedAt against a scan, and
+// that snapshots stay as taken. With -short or -race it runs fewer steps.
+func TestAgesOfBigLists(t *testing.T) {
+	steps := 30000
+	if testing.Short() || raceEnabled {
+		steps = 8000
+	}
+	random := rand.Uint64()
+	t.Logf("random seed %d", random)
+	for _, seed := range []uint64{1, 2, random} {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			chunks := bigListsRun(t, seed, steps)
+			if chunks < 8 {
+				t.Fatalf("the longest list had %d chunks: the test no longer builds big lists", chunks)
+			}
+			t.Logf("at most %d chunks in a list", chunks)
+		})
+	}
+}
+
+// bigListsRun runs TestAgesOfBigLists' steps from seed and returns the
+// most chunks a list had.
+func bigListsRun(t *testing.T, seed uint64, steps int) int {
+	rng := rand.New(rand.NewPCG(seed, 28))
+	s := NewSorted(false)
+	var lsn uint64
+	var pend []SortedValue // model of pending values (for choosing)
+	at := func() int64 { return 1000 + int64(rng.IntN(100000)) }
+	type frozen struct {
+		snap *SortedSnapshot
+		want []SortedValue
+	}
+	var snaps []frozen // a few of the snapshots taken, with their values then
+	list := func(sn *SortedSnapshot) []SortedValue {
+		var vs []SortedValue
+		sn.Pending(func(v SortedValue) bool { vs = append(vs, v); return true })
+		return vs
+	}
+	most := 0
+	for step := range steps {
+		switch op := rng.IntN(100); {
+		case op < 55 || len(pend) < 10:
+			lsn++
+			v := SortedValue{Key: fmt.Sprint("k", rng.IntN(2)), Sort: []byte{byte(rng.IntN(256)), byte(rng.IntN(256))},
+				Seq: lsn, Loc: lsn, At: at(), Size: 1}
+			s.Publish(v)
+			pend = append(pend, v)
+		case op < 60: // a publish replayed again, with another At
+			i := rng.IntN(len(pend))
+			v := pend[i]
+			v.At = at()
+			s.Publish(v)
+			s.bytes -= int64(v.Size)
+			s.locs.remove(v.Loc)
+			pend[i] = v
+		case op < 75:
+			i := rng.IntN(len(pend))
+			if rng.IntN(2) == 0 { // the earliest: its chunk's oldest leaves
+				for j, v := range pend {
+					if v.At < pend[i].At || (v.At == pend[i].At && v.Seq < pend[i].Seq) {
+						i = j
+					}
+				}
+			}
+			if !s.Drop(pend[i]) {
+				t.Fatalf("step %d: drop %v not found", step, pend[i])
+			}
+			pend = slices.Delete(pend, i, i+1)
+		case op < 85:
+			i := rng.IntN(len(pend))
+			if !s.KillPending(pend[i], "k") {
+				t.Fatalf("step %d: kill %v not found", step, pend[i])
+			}
+			pend = slices.Delete(pend, i, i+1)
+		case op < 92:
+			i := rng.IntN(len(pend))
+			lsn++
+			if !s.MoveValue(pend[i], lsn, 2) {
+				t.Fatalf("step %d: move %v not found", step, pend[i])
+			}
+			pend[i].Loc, pend[i].Size = lsn, 2
+		case op < 94:
+			sn := s.Snapshot()
+			if len(snaps) < 8 || rng.IntN(8) == 0 {
+				snaps = append(snaps, frozen{sn, list(sn)})
+			}
+		default:
+			want := slices.MinFunc(pend, func(a, b SortedValue) int { return cmp.Compare(a.At, b.At) }).At
+			if got, ok := s.MinPublishedAt(); !ok || got != want {
+				t.Fatalf("step %d: MinPublishedAt %d %v, want %d", step, got, ok, want)
+			}
+		}
+		if len(pend) != s.Counts().Pending {
+			t.Fatalf("step %d: test model has %d pending, index %d", step, len(pend), s.Counts().Pending)
+		}
+		if step%16 == 0 {
+			checkAges(t, s, step)
+		}
+		for _, l := range s.lists {
+			most = max(most, len(l.chunks))
+		}
+	}
+	checkAges(t, s, steps)
+	for i, f := range snaps {
+		if !slices.EqualFunc(list(f.snap), f.want, func(a, b SortedValue) bool {
+			return a.Key == b.Key && string(a.Sort) == string(b.Sort) && a.Seq == b.Seq && a.Loc == b.Loc && a.At == b.At &&
+				a.Size == b.Size && a.Deliveries == b.Deliveries
+		}) {
+			t.Fatalf("snapshot %d changed after it was taken", i)
+		}
+	}
+	return most
 }

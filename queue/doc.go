@@ -117,7 +117,10 @@
 //   - Stats counts the log as written, what a reopen replays: not an
 //     enqueue or publish whose write failed, though the queue had taken
 //     it in; one whose write was made and whose fsync failed, yes (a
-//     power loss may still take it).
+//     power loss may still take it). When the log cannot be read back (a
+//     segment damaged since it was written, a read error), Stats.CountsErr
+//     says why and the counts are the calls', the failed ones included;
+//     the read is tried once, not at every call.
 //
 // Close and reopen to go on.
 //
@@ -229,7 +232,10 @@
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
 // produce, the settles above included, and writes nothing. It skips the
 // records that no longer apply as the salvage skips them (its
-// Recovery.Skipped), so it opens where the salvage opens. A damaged
+// Recovery.Skipped), so it opens where the salvage opens, and reports in
+// Recovery.Requeued and DeadOnOpen the leases of a crashed process that
+// the salvage ends and, of those, the ones that dead-letter, though it
+// leaves them leased as every read-only open does. A damaged
 // newest snapshot it sets aside as the salvage does (Recovery.SnapshotLost)
 // and rebuilds the state from the log, and a log that ends before the
 // snapshot's LSN (or the damaged one's) shows as the same loss in

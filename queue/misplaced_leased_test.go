@@ -131,7 +131,8 @@ func TestSalvagePreviewEndsCrashedLeaseBeforeDrop(t *testing.T) {
 		defer s.Close()
 		ds, err := s.DeadValues(0, 100)
 		require.NoError(t, err)
-		out := fmt.Sprint(s.Recovery().Dropped)
+		r := s.Recovery()
+		out := fmt.Sprintf("%v requeued %d dead-on-open %d", r.Dropped, r.Requeued, r.DeadOnOpen)
 		for _, d := range ds {
 			out += fmt.Sprintf(" %s/%d:%q", d.Key, d.Sort, d.Reason)
 		}
@@ -141,4 +142,53 @@ func TestSalvagePreviewEndsCrashedLeaseBeforeDrop(t *testing.T) {
 	got := dead(dir, false)
 	require.Contains(t, got, `K/2:"1 deliveries; last: process crashed while the batch was leased"`)
 	require.Equal(t, got, shown, "the preview must show the salvage's drops, dead values and reasons")
+}
+
+// A crash image whose leased batch (K: a, b, c) has misplaced values,
+// under no delivery limit and limits of 1 and 2: the preview reports the
+// salvage's Recovery.Dropped, Requeued (the crashed batch's lease ended)
+// and DeadOnOpen (of those, batches with a value at MaxDeliveries), and
+// the salvage's counts.
+func TestSalvagePreviewOfCrashCountsEndedLeases(t *testing.T) {
+	for _, misplace := range [][]int{{1}, {0, 2}, {0, 1, 2}} {
+		for _, limit := range []int{0, 1, 2} {
+			t.Run(fmt.Sprintf("misplaced=%v/limit=%d", misplace, limit), func(t *testing.T) {
+				clock := fakeclock.New()
+				o := Options{SegmentSize: 4096, Clock: clock, AckTimeout: time.Hour, MaxDeliveries: limit, manualCompact: true}
+				src := t.TempDir()
+				s, err := OpenSorted[int64](src, &SortedOptions{Options: o})
+				require.NoError(t, err)
+				ctx := context.Background()
+				for i, p := range []string{"a", "b", "c"} {
+					require.NoError(t, s.Publish(ctx, int64(i+1), "K", []byte("payload of "+p)))
+				}
+				require.NoError(t, s.Publish(ctx, 9, "M", []byte("payload of M")))
+				bs, err := s.TryPull(3)
+				require.NoError(t, err)
+				for _, i := range misplace {
+					misplaceLeasedValue(t, s.q, bs[0].Receipt.Lease, i, "M")
+				}
+				require.NoError(t, s.q.snapshot())
+				dir, ro := t.TempDir(), t.TempDir()
+				require.NoError(t, os.CopyFS(dir, os.DirFS(src))) // what a kill -9 leaves
+				require.NoError(t, os.CopyFS(ro, os.DirFS(src)))
+				require.NoError(t, s.Close())
+				view := func(dir string, readOnly bool) string {
+					t.Helper()
+					oo := o
+					oo.Salvage, oo.ReadOnly = true, readOnly
+					s, err := OpenSorted[int64](dir, &SortedOptions{Options: oo})
+					require.NoError(t, err)
+					defer s.Close()
+					r, st := s.Recovery(), s.Stats()
+					return fmt.Sprintf("dropped %v requeued %d dead-on-open %d; pending %d leased %d batches %d dead %d keys %d",
+						r.Dropped, r.Requeued, r.DeadOnOpen, st.SortedPending, st.SortedLeased, st.SortedBatches, st.SortedDead, st.SortedKeys)
+				}
+				shown := view(ro, true)
+				got := view(dir, false)
+				require.Contains(t, got, "requeued 1 ")
+				require.Equal(t, got, shown, "the preview must report what the salvage does")
+			})
+		}
+	}
 }

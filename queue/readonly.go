@@ -60,6 +60,7 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	q.recovery.SnapshotLost = lost
 	err = q.replayInto(st, snapLSN)
 	if err == nil && o.Salvage {
+		q.showLeaseEnds()
 		err = q.showMarks()
 	}
 	if err == nil && o.Salvage {

@@ -2,6 +2,28 @@ package queue
 
 import "slices"
 
+// showLeaseEnds gives a read-only salvaging open (ReadOnly and Salvage)
+// the salvage's Recovery.Requeued and DeadOnOpen: when the salvage ends
+// the leases of a crashed process (after a crash or over damage:
+// EndLeases, before anything else changes the replayed state), how many
+// leases and sorted batches it ends and how many of those dead-letter a
+// message or a value. It counts them only: the leases stay as the log
+// left them, as on every read-only open, but for a misplaced value's
+// batch (showDrops). Nothing is written.
+func (q *Queue) showLeaseEnds() {
+	if !endsLeases(q.recovery) {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, end := range q.leaseEndsLocked() {
+		q.recovery.Requeued++
+		if end.dead {
+			q.recovery.DeadOnOpen++
+		}
+	}
+}
+
 // showMarks gives a read-only salvaging open (ReadOnly and Salvage) the
 // view that the salvage's CopyPast would write of what the replay learned
 // of lost leases (salvageMarks), in memory only: a message that a jump

@@ -83,27 +83,39 @@ func (r *recoverer) EndLeases() (ended, dead int, err error) {
 	q := r.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, e := range leasedEntries(q.mu.st.table) {
-		rec := q.endLease(e, "process crashed while the message was leased")
-		if _, err := q.appendLocked(rec, nil); err != nil {
+	for _, end := range q.leaseEndsLocked() {
+		if _, err := q.appendLocked(end.rec, nil); err != nil {
 			return ended, dead, err
 		}
 		ended++
-		if rec.Op == opDead {
-			dead++
-		}
-	}
-	for _, b := range q.mu.st.sorted.Expired(math.MaxInt64, math.MaxInt) {
-		rec := q.returnBatch(b, q.now(), crashedBatchReason)
-		if _, err := q.appendLocked(rec, nil); err != nil {
-			return ended, dead, err
-		}
-		ended++
-		if reachesLimit(b, rec.maxDeliveries()) {
+		if end.dead {
 			dead++
 		}
 	}
 	return ended, dead, nil
+}
+
+// leaseEnd is the record that ends a lease a crashed process left, and
+// whether it dead-letters its message (a value of its batch).
+type leaseEnd struct {
+	rec  *record // an expire or dead record of a message, or a batch's return
+	dead bool    // the message, or a value of the batch, goes to the dead set
+}
+
+// leaseEndsLocked returns the records that end every lease of the state,
+// as EndLeases appends them and a read-only salvaging open counts them
+// (showLeaseEnds). q.mu must be held.
+func (q *Queue) leaseEndsLocked() []leaseEnd {
+	var ends []leaseEnd
+	for _, e := range leasedEntries(q.mu.st.table) {
+		rec := q.endLease(e, "process crashed while the message was leased")
+		ends = append(ends, leaseEnd{rec, rec.Op == opDead})
+	}
+	for _, b := range q.mu.st.sorted.Expired(math.MaxInt64, math.MaxInt) {
+		rec := q.returnBatch(b, q.now(), crashedBatchReason)
+		ends = append(ends, leaseEnd{rec, reachesLimit(b, rec.maxDeliveries())})
+	}
+	return ends
 }
 
 // crashedBatchReason is the reason of the return that ends a batch's

@@ -64,6 +64,15 @@ type Stats struct {
 	BackgroundErr    error     // the last failure; nil once every job that failed has succeeded since
 	BackgroundErrAt  time.Time // when it happened; kept after it clears
 	BackgroundErrors uint64    // failures since Open
+
+	// CountsErr is set when the log is poisoned and the counts, totals
+	// and ages are not those of the log as written, because reading it
+	// back failed: they are then the calls', an enqueue or publish whose
+	// write failed included. An error wrapping ErrCorrupt names the
+	// damage that a reopen meets too (walq verify lists it, walq repair
+	// salvages what is left); another is the read's I/O error. Nil on a
+	// healthy log, on a poisoned one read back, and on the Redis engine.
+	CountsErr error
 }
 
 // Stats returns counts, sizes and log positions. It reads the oldest
@@ -80,14 +89,21 @@ type Stats struct {
 // whose fsync failed is, and the reopen finds it, unless a power loss
 // (or the kernel, which may drop the pages of a failed fsync) takes it.
 // The first call after the poison reads the newest snapshot and the log
-// after it back, without the queue's lock. If that read fails, the counts
-// are the calls', the failed ones included, and the failure is logged.
-// Leases in the log count as in flight: the reopen makes them ready.
+// after it back, without the queue's lock; later calls read only what was
+// written since (a write under way at the poison). If that read fails,
+// CountsErr says why, the counts are the calls', the failed ones
+// included, and the failure is logged; the read is not tried again, so
+// every later call, and Stats after Close, reports the same at the cost
+// of a call on a healthy log. Leases in the log count as in flight: the
+// reopen makes them ready.
 func (q *Queue) Stats() Stats {
+	var unread error
 	if q.log != nil && q.log.Err() != nil && !q.opts.ReadOnly {
-		if s, ok := q.writtenStats(); ok {
+		s, err := q.writtenStats()
+		if err == nil {
 			return s
 		}
+		unread = err
 	}
 	q.mu.Lock()
 	now := q.now()
@@ -96,28 +112,30 @@ func (q *Queue) Stats() Stats {
 	cursor, pending := q.mu.st.cursor, q.mu.st.pending
 	q.mu.Unlock()
 	q.statsTail(&s, oldest, ok, cursor, pending)
+	s.CountsErr = unread
 	return s
 }
 
 // writtenStats is Stats of a poisoned queue: the counts of the log as
-// written (written.go); false when it cannot be read back.
-func (q *Queue) writtenStats() (Stats, bool) {
+// written (written.go), or the error of its read back.
+func (q *Queue) writtenStats() (Stats, error) {
 	q.mu.Lock()
 	now := q.now()
 	s := q.statsHeadLocked(now)
 	q.mu.Unlock()
 	q.written.mu.Lock()
+	known := q.written.err
 	st, err := q.readBackLocked()
 	if err != nil {
-		q.readBackFailedLocked(err)
 		q.written.mu.Unlock()
-		return Stats{}, false
+		q.readBackFailed(known, err)
+		return Stats{}, err
 	}
 	oldest, ok := s.count(st, now)
 	cursor, pending := st.cursor, st.pending
 	q.written.mu.Unlock()
 	q.statsTail(&s, oldest, ok, cursor, pending)
-	return s, true
+	return s, nil
 }
 
 // statsHeadLocked returns the Stats fields the queue itself holds, read at

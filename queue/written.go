@@ -17,30 +17,38 @@ import (
 // record a reader of the log finds after it (what was written, synced or
 // not), replayed as an open replays them. Nothing is written after the
 // poison, so the replay reaches the end once and then follows only a
-// write that was under way when the poison came.
+// write that was under way when the poison came; and a read back that
+// fails (a segment damaged since it was written, a read error) would fail
+// again at the same place, so it is not tried again: every later Stats
+// reports the calls' counts with the failure (Stats.CountsErr), at the
+// cost of no further read.
 
 // written is the state of the log as written, read back for Stats once
 // the log is poisoned. Its mutex guards its fields and is taken without
 // q.mu (the replay reads the log).
 type written struct {
-	mu     sync.Mutex
-	st     *state // nil until the first read back, or after one failed
-	next   uint64 // the LSN the next read back replays from
-	final  bool   // Close read it back before it closed the log: read back no more
-	logged bool   // a failed read back was logged
+	mu    sync.Mutex
+	st    *state // nil until the first read back, and after one failed
+	next  uint64 // the LSN the next read back replays from
+	final bool   // Close read it back before it closed the log: read back no more
+	err   error  // the read back failed: it is not tried again
 }
 
 // readBackLocked brings the state of the log as written up to the end of
-// what the log holds and returns it. q.written.mu must be held.
+// what the log holds and returns it, or the error of the read back that
+// failed, the first time or before. q.written.mu must be held.
 func (q *Queue) readBackLocked() (*state, error) {
 	w := &q.written
+	if w.err != nil {
+		return nil, w.err
+	}
 	if w.final && w.st != nil {
 		return w.st, nil
 	}
 	if w.st == nil {
 		st, snapLSN, err := loadSnapshot(q.dir, &q.opts)
 		if err != nil {
-			return nil, err
+			return nil, q.readBackFailedLocked(err)
 		}
 		if !st.dedupWindow { // as Install forgets them
 			st.dedup.Expire(math.MaxInt64)
@@ -59,8 +67,7 @@ func (q *Queue) readBackLocked() (*state, error) {
 		return err
 	})
 	if err != nil {
-		w.st = nil // start over next time rather than build on a partial replay
-		return nil, wrapCorrupt("read back the poisoned log", err)
+		return nil, q.readBackFailedLocked(wrapCorrupt("read back the poisoned log", err))
 	}
 	return w.st, nil
 }
@@ -70,21 +77,27 @@ func (q *Queue) readBackLocked() (*state, error) {
 // once the log is poisoned.
 func (q *Queue) keepWritten() {
 	q.written.mu.Lock()
-	defer q.written.mu.Unlock()
-	if _, err := q.readBackLocked(); err != nil {
-		q.readBackFailedLocked(err)
-	}
+	known := q.written.err
+	_, err := q.readBackLocked()
 	q.written.final = true
+	q.written.mu.Unlock()
+	q.readBackFailed(known, err)
 }
 
-// readBackFailedLocked logs, once, that the log as written could not be
-// read back: Stats then reports the state as the calls left it, the
-// failed ones included. q.written.mu must be held.
-func (q *Queue) readBackFailedLocked(err error) {
-	if q.written.logged {
+// readBackFailedLocked keeps err, the failure of the read back, drops the
+// partial state and returns err. q.written.mu must be held.
+func (q *Queue) readBackFailedLocked(err error) error {
+	q.written.st, q.written.err = nil, err
+	return err
+}
+
+// readBackFailed logs err, the outcome of a read back, when it is a
+// failure that known, the one kept before it, was not: once. It is
+// called without q.written.mu, as the logger may call Stats.
+func (q *Queue) readBackFailed(known, err error) {
+	if err == nil || known != nil {
 		return
 	}
-	q.written.logged = true
 	q.logger().Error("queue: stats of the poisoned log count the calls that failed too: it could not be read back",
 		"dir", q.dir, "err", err)
 }
