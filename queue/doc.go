@@ -120,7 +120,8 @@
 //     power loss may still take it). When the log cannot be read back (a
 //     segment damaged since it was written, a read error), Stats.CountsErr
 //     says why and the counts are the calls', the failed ones included;
-//     the read is tried once, not at every call.
+//     a read that met damage is not tried again, a read error up to three
+//     times in all, not at every call.
 //
 // Close and reopen to go on.
 //

@@ -92,9 +92,10 @@ type Stats struct {
 // after it back, without the queue's lock; later calls read only what was
 // written since (a write under way at the poison). If that read fails,
 // CountsErr says why, the counts are the calls', the failed ones
-// included, and the failure is logged; the read is not tried again, so
-// every later call, and Stats after Close, reports the same at the cost
-// of a call on a healthy log. Leases in the log count as in flight: the
+// included, and the failure is logged. A read that met damage is not
+// tried again, so every later call, and Stats after Close, reports the
+// same at the cost of a call on a healthy log; a read error is tried
+// again at the next call, three reads in all, then kept likewise. Leases in the log count as in flight: the
 // reopen makes them ready.
 func (q *Queue) Stats() Stats {
 	var unread error

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"math"
 	"sync"
 
@@ -17,11 +18,12 @@ import (
 // record a reader of the log finds after it (what was written, synced or
 // not), replayed as an open replays them. Nothing is written after the
 // poison, so the replay reaches the end once and then follows only a
-// write that was under way when the poison came; and a read back that
-// fails (a segment damaged since it was written, a read error) would fail
-// again at the same place, so it is not tried again: every later Stats
-// reports the calls' counts with the failure (Stats.CountsErr), at the
-// cost of no further read.
+// write that was under way when the poison came. A read back that meets
+// damage (a segment damaged since it was written) would meet it again at
+// the same place, so it is not tried again: every later Stats reports the
+// calls' counts with the failure (Stats.CountsErr), at the cost of no
+// further read. A read error may pass (EIO once, too many open files), so
+// it is tried again at the next Stats, readBackTries reads in all.
 
 // written is the state of the log as written, read back for Stats once
 // the log is poisoned. Its mutex guards its fields and is taken without
@@ -31,8 +33,13 @@ type written struct {
 	st    *state // nil until the first read back, and after one failed
 	next  uint64 // the LSN the next read back replays from
 	final bool   // Close read it back before it closed the log: read back no more
-	err   error  // the read back failed: it is not tried again
+	err   error  // the read back failed for good: it is not tried again
+	tries int    // read backs that failed
 }
+
+// readBackTries is how many read backs that fail with a read error, not
+// damage, Stats makes before it keeps the failure.
+const readBackTries = 3
 
 // readBackLocked brings the state of the log as written up to the end of
 // what the log holds and returns it, or the error of the read back that
@@ -80,14 +87,23 @@ func (q *Queue) keepWritten() {
 	known := q.written.err
 	_, err := q.readBackLocked()
 	q.written.final = true
+	if err != nil { // the log closes: no later read can do better
+		q.written.err = err
+	}
 	q.written.mu.Unlock()
 	q.readBackFailed(known, err)
 }
 
-// readBackFailedLocked keeps err, the failure of the read back, drops the
-// partial state and returns err. q.written.mu must be held.
+// readBackFailedLocked drops the partial state and returns err, the
+// failure of the read back; it keeps err, so that the read is not tried
+// again, when it names damage or is the last of readBackTries failures.
+// q.written.mu must be held.
 func (q *Queue) readBackFailedLocked(err error) error {
-	q.written.st, q.written.err = nil, err
+	w := &q.written
+	w.st = nil
+	if w.tries++; errors.Is(err, ErrCorrupt) || w.tries >= readBackTries {
+		w.err = err
+	}
 	return err
 }
 
