@@ -59,8 +59,17 @@ func TestDequeueFindsWriteBeforeItCounts(t *testing.T) {
 type woken struct {
 	actErr, sleeperErr error
 	poisoned           error // the log's error after act; nil when act left it healthy
-	before, after      int   // operations counted before and after act
+	// early: the consumer returned at its first look, before act ran (the
+	// failure hit an operation of the setup's, whose count the fsync timer
+	// of SyncInterval can vary); act did not run.
+	early         bool
+	laterErr      error // what a look made after the poison returned; nil when healthy
+	before, after int   // operations counted before and after act
 }
+
+// hangBound bounds each wait of a wake test, so that a consumer that
+// neither sleeps nor returns fails the test instead of hanging it.
+const hangBound = 30 * time.Second
 
 // sleeper is a consumer of one kind: deliver blocks until it has a
 // delivery, which it settles, or fails; looks is how many times it calls
@@ -124,16 +133,47 @@ func wakeRun(t *testing.T, k sleeper, o Options, failAt int, setup func(*Queue),
 	defer cancel()
 	got := make(chan error, 1)
 	go func() { got <- k.deliver(ctx, q) }()
-	<-asleep
 	var w woken
+	select {
+	case <-asleep:
+	case w.sleeperErr = <-got:
+		w.early, w.poisoned = true, q.log.Err()
+		w.laterErr = lookAgain(ctx, t, k, q, w.poisoned)
+		return w
+	case <-time.After(hangBound):
+		t.Fatal("the consumer neither slept nor returned")
+	}
 	w.before = len(fs.Ops())
 	w.actErr = act(q)
 	w.after = len(fs.Ops())
 	if w.poisoned = q.log.Err(); w.poisoned == nil {
 		cancel() // the consumer may have nothing to wake for: end its wait
 	}
-	w.sleeperErr = <-got
+	select {
+	case w.sleeperErr = <-got:
+	case <-time.After(hangBound):
+		t.Fatal("the consumer never returned")
+	}
+	w.laterErr = lookAgain(ctx, t, k, q, w.poisoned)
 	return w
+}
+
+// lookAgain returns what a consumer that looks after the log was poisoned
+// gets (nil when it was not): the poison at once, not a sleep until ctx
+// ends.
+func lookAgain(ctx context.Context, t *testing.T, k sleeper, q *Queue, poisoned error) error {
+	if poisoned == nil {
+		return nil
+	}
+	got := make(chan error, 1)
+	go func() { got <- k.deliver(ctx, q) }()
+	select {
+	case err := <-got:
+		return err
+	case <-time.After(hangBound):
+		t.Fatal("a consumer that looked after the poison never returned")
+		return nil
+	}
 }
 
 // checkWakes fails, one run at a time, each operation act makes (counted
@@ -145,6 +185,13 @@ func checkWakes(t *testing.T, k sleeper, o Options, setup func(*Queue), act func
 	poisonings := 0
 	for n := dry.before + 1; n <= dry.after; n++ {
 		w := wakeRun(t, k, o, n, setup, act)
+		if w.early {
+			require.Error(t, w.poisoned, "the consumer returned (%v) at its first look on a healthy log", w.sleeperErr)
+			require.ErrorIs(t, w.sleeperErr, faultfs.ErrInjected,
+				"operation %d poisoned the log before the consumer looked; its look must report it", n)
+			require.ErrorIs(t, w.laterErr, faultfs.ErrInjected, "operation %d: a later look", n)
+			continue
+		}
 		if w.poisoned == nil {
 			continue
 		}
@@ -152,6 +199,8 @@ func checkWakes(t *testing.T, k sleeper, o Options, setup func(*Queue), act func
 		require.NotErrorIs(t, w.sleeperErr, context.DeadlineExceeded,
 			"operation %d poisoned the log (%v), but the consumer asleep slept on", n, w.poisoned)
 		require.ErrorIs(t, w.sleeperErr, faultfs.ErrInjected, "operation %d", n)
+		require.ErrorIs(t, w.laterErr, faultfs.ErrInjected,
+			"operation %d poisoned the log; a consumer that looks after it must get it at once", n)
 	}
 	require.NotZero(t, poisonings, "no operation poisoned the log")
 }
@@ -166,11 +215,27 @@ func held(t *testing.T, q *Queue, m **Message) {
 
 // synced waits until the background syncer of SyncInterval has fsynced
 // every record appended, or failed to and poisoned the log.
-func synced(q *Queue) {
-	last := q.log.LastLSN()
+func synced(t *testing.T, q *Queue) {
+	t.Helper()
+	last, deadline := q.log.LastLSN(), time.Now().Add(hangBound)
 	for q.log.DurableLSN() < last && q.log.Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the records appended were never fsynced")
+		}
 		runtime.Gosched()
 	}
+}
+
+// heldSynced is held with each of its writes fsynced before the next, so
+// that it makes the same operations in every run: one fsync per write,
+// whether the write or the fsync timer of SyncInterval makes it.
+func heldSynced(t *testing.T, q *Queue, m **Message) {
+	_, err := q.Enqueue(context.Background(), []byte("held"))
+	require.NoError(t, err)
+	synced(t, q)
+	*m, err = q.TryDequeue()
+	require.NoError(t, err)
+	synced(t, q)
 }
 
 // waited waits for p, the outcome of an asynchronous call made by act.
@@ -208,14 +273,11 @@ func TestDequeueWakesOnEveryPoison(t *testing.T) {
 		{"Ack", Options{}, func(q *Queue) { held(t, q, &m) }, func(*Queue) error { return m.Ack() }},
 		{"AckAsync", Options{}, func(q *Queue) { held(t, q, &m) }, func(*Queue) error { return waited(m.AckAsync()) }},
 		{"the background fsync of SyncInterval", Options{Sync: SyncInterval, SyncInterval: time.Millisecond},
-			func(q *Queue) {
-				held(t, q, &m)
-				synced(q) // no fsync of the setup's is left to count among the act's operations
-			}, func(q *Queue) error {
+			func(q *Queue) { heldSynced(t, q, &m) }, func(q *Queue) error {
 				if err := m.Ack(); err != nil { // returns once written, before the fsync
 					return err
 				}
-				synced(q)
+				synced(t, q)
 				return nil
 			}},
 		{"Compact under SyncNever", Options{Sync: SyncNever, manualCompact: true}, func(q *Queue) {
