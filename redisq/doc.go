@@ -336,10 +336,17 @@
 // batch of the key would be leased at once. walq-redis opens a queue with
 // the setting it records. A handle without SingleFlight records nothing,
 // so a queue that records none (never opened with it, or made by an
-// earlier version) takes either until one with it opens (and records it,
-// unless the master refuses writes then: past maxmemory, short of
-// replicas); to turn it off, stop every handle and set the field to 0. A
-// ReadOnly handle neither records nor checks it.
+// earlier version) opens a handle of either until one with it opens and
+// records it; a master that refuses writes then (past maxmemory, short of
+// replicas) leaves it unrecorded until a later open with it. Once it is
+// recorded, the queue's scripts keep a key with a batch out from the pull
+// order whatever the calling handle's setting, so a handle without
+// SingleFlight that opened before (and is not refused) honours it as
+// well; until then each handle's own setting decides, as it does for a
+// handle of an earlier version of this package, which reads only its
+// own. To turn it off, stop every handle and set the field to 0; a field
+// that holds anything but 0 or 1 refuses every writing handle, quoting
+// it. A ReadOnly handle neither records nor checks it.
 //
 // # Cost
 //

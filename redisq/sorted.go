@@ -25,8 +25,10 @@ type SortedOptions struct {
 	Options
 	// SingleFlight keeps a key that has a leased batch from being pulled
 	// again until that batch is acked or returned. Every handle of a
-	// queue must agree on it: the queue records it, and OpenSorted
-	// refuses a writing handle that disagrees (queue.ErrInvalidOptions).
+	// queue must agree on it: the queue records it, OpenSorted refuses
+	// a writing handle that disagrees (queue.ErrInvalidOptions), and a
+	// handle without it opened before it was recorded follows the
+	// recorded setting.
 	SingleFlight bool
 }
 

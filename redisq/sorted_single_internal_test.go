@@ -65,3 +65,101 @@ func TestSingleFlightRequeueFromOtherHandle(t *testing.T) {
 	_, err = OpenWindowed(ctx, rdb, "sfw", &WindowOptions{Window: time.Second})
 	require.ErrorIs(t, err, queue.ErrInvalidOptions, "a windowed queue records it too")
 }
+
+// TestSingleFlightRecordedBindsEarlierHandle: a handle without
+// SingleFlight that opened before a handle with it recorded the setting
+// keeps writing, and honours the recorded setting: its publish of a key
+// with a batch out does not make the key pullable, its requeue of a dead
+// value neither, and the key is pullable again once the batch is acked.
+func TestSingleFlightRecordedBindsEarlierHandle(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	n, err := OpenSorted[int64](ctx, rdb, "mix", nil)
+	require.NoError(t, err)
+	defer n.Close()
+	s, err := OpenSorted[int64](ctx, rdb, "mix", &SortedOptions{SingleFlight: true})
+	require.NoError(t, err, "a single-flight handle opens on a queue a handle without it has open")
+	defer s.Close()
+	require.Equal(t, "1", rdb.HGet(ctx, s.keys[12], "single").Val())
+
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("one")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.NoError(t, n.Publish(ctx, 2, "k", []byte("two")))
+	got, err := n.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrEmpty, "k leased twice after a publish of the earlier handle: %v", got)
+
+	require.NoError(t, s.Publish(ctx, 3, "d", []byte("dead")))
+	ds, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.NoError(t, ds[0].DeadLetter("p"))
+	require.NoError(t, s.Publish(ctx, 4, "d", []byte("next")))
+	out, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	dead, err := n.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.NoError(t, n.RequeueDeadValue(dead[0]))
+	got, err = n.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrEmpty, "d leased twice after a requeue of the earlier handle: %v", got)
+
+	require.NoError(t, bs[0].Ack())
+	again, err := n.TryPull(10)
+	require.NoError(t, err, "k is pullable once its batch is acked")
+	require.Len(t, again, 1)
+	require.Equal(t, "k", again[0].Key)
+}
+
+// TestSingleFlightGarbageRefused: a "single" field that holds neither 0
+// nor 1 refuses every writing handle, quoting what it holds and what to
+// set.
+func TestSingleFlightGarbageRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	s, err := OpenSorted[int64](ctx, rdb, "g", &SortedOptions{SingleFlight: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, rdb.HSet(ctx, s.keys[12], "single", "true").Err())
+	for _, single := range []bool{false, true} {
+		_, err = OpenSorted[int64](ctx, rdb, "g", &SortedOptions{SingleFlight: single})
+		require.ErrorIs(t, err, queue.ErrInvalidOptions, "SingleFlight %v", single)
+		require.ErrorContains(t, err, `holds "true" in the field single`)
+		require.ErrorContains(t, err, "HSET "+s.keys[12]+" single 1")
+		require.ErrorContains(t, err, "HSET "+s.keys[12]+" single 0")
+		require.NotContains(t, err.Error(), "SingleFlight false, this handle's is false")
+	}
+}
+
+// TestSingleFlightSurvivesDrainPurge: acking every batch and purging
+// every dead value leave the setting recorded.
+func TestSingleFlightSurvivesDrainPurge(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	s, err := OpenSorted[int64](ctx, rdb, "dr", &SortedOptions{SingleFlight: true})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("one")))
+	require.NoError(t, s.Publish(ctx, 2, "j", []byte("two")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 2)
+	for _, b := range bs {
+		if b.Key == "k" {
+			require.NoError(t, b.DeadLetter("p"))
+		} else {
+			require.NoError(t, b.Ack())
+		}
+	}
+	n, err := s.PurgeAllDead()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, "1", rdb.HGet(ctx, s.keys[12], "single").Val())
+	_, err = OpenSorted[int64](ctx, rdb, "dr", nil)
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+}

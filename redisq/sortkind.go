@@ -82,8 +82,12 @@ func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form stri
 // one made by an earlier version); a handle without records nothing, so
 // that a tool that opens the queue first does not stamp it. A master that
 // refuses the write for now (past maxmemory, short of replicas) is left
-// unrecorded, for a later open: consumers must open to drain it. A reader
-// (a ReadOnly handle) neither records nor checks it.
+// unrecorded, for a later open: consumers must open to drain it. A field
+// that holds neither "0" nor "1" refuses every writing handle, quoting it.
+// The scripts decide by the recorded "1" as well (singleFlight in
+// scripts/sorted.lua): a handle without SingleFlight that opened before
+// one with it recorded it keeps a key with a batch out out of the pull
+// order too. A reader (a ReadOnly handle) neither records nor checks it.
 func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, single bool) error {
 	want := "0"
 	if single {
@@ -104,6 +108,10 @@ func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, 
 	}
 	if err != nil {
 		return fmt.Errorf("redisq: sorted queue %q: read its SingleFlight: %w", name, err)
+	}
+	if got != "0" && got != "1" {
+		return fmt.Errorf("%w: redisq: sorted queue %q holds %q in the field single of %s, not 0 or 1: stop every handle and set it to the queue's SingleFlight (HSET %s single 1, or HSET %s single 0)",
+			queue.ErrInvalidOptions, name, got, statsKey, statsKey, statsKey)
 	}
 	if got != want {
 		return fmt.Errorf("%w: redisq: sorted queue %q records SingleFlight %v, this handle's is %v: every handle must agree (to change it, stop every handle and run HSET %s single %s)",

@@ -231,7 +231,8 @@ func TestDemo(t *testing.T) {
 
 // TestRequeueExpired: requeue-expired ends the leases of a directory's
 // queue that ran out, and prints how many: ready again, their deliveries
-// kept, or, with --max-deliveries, dead at that limit.
+// kept, or, with --max-deliveries, dead at that limit, which the line
+// says it does not count apart.
 func TestRequeueExpired(t *testing.T) {
 	dir := t.TempDir()
 	lease := func() {
@@ -250,8 +251,10 @@ func TestRequeueExpired(t *testing.T) {
 	lease()
 	require.Equal(t, "ended 1 lease\n", mustWalq(t, 0, "", "requeue-expired", dir).stdout)
 	lease()
-	require.Equal(t, "ended 1 lease\n", mustWalq(t, 0, "", "requeue-expired", "--max-deliveries", "2", dir).stdout)
+	require.Equal(t, "ended 1 lease, back to ready or, at 2 deliveries, to the dead set (the count does not split them)\n",
+		mustWalq(t, 0, "", "requeue-expired", "--max-deliveries", "2", dir).stdout, "the line says its count takes in the dead-lettered message")
 	require.Equal(t, "ended 0 leases\n", mustWalq(t, 0, "", "requeue-expired", dir).stdout)
+	require.Equal(t, "ended 0 leases\n", mustWalq(t, 0, "", "requeue-expired", "--max-deliveries", "1", dir).stdout)
 	q, err = queue.Open(dir, &queue.Options{ReadOnly: true})
 	require.NoError(t, err)
 	defer q.Close()
@@ -260,4 +263,21 @@ func TestRequeueExpired(t *testing.T) {
 	d, err := q.DeadLetters(0, 1)
 	require.NoError(t, err)
 	require.Equal(t, 2, d[0].Deliveries)
+}
+
+// TestRequeueExpiredLocked: requeue-expired on a directory another
+// process has open changes nothing and exits 3, saying so.
+func TestRequeueExpiredLocked(t *testing.T) {
+	dir := t.TempDir()
+	q, err := queue.Open(dir, &queue.Options{AckTimeout: time.Millisecond, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(context.Background(), []byte("x"))
+	require.NoError(t, err)
+	_, err = q.TryDequeue()
+	require.NoError(t, err)
+	r := mustWalq(t, 3, "", "requeue-expired", dir)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "directory locked by another process")
+	require.Equal(t, int64(1), q.Stats().InFlight, "the lease is left to its owner")
 }

@@ -17,8 +17,10 @@ it ended: each message is ready again, its delivery count kept. walq does
 not know the application's MaxDeliveries and dead-letters nothing
 itself, unless --max-deliveries N gives it: then a message that has had
 N deliveries goes to the dead set instead, as the application's handle
-with that limit sends it. Without it, a message past the application's
-limit goes to the dead set when the application would next deliver it.
+with that limit sends it. The count is of both: the queue does not tell
+how many went where, and the line printed says so ('walq stats' shows the
+dead set). Without it, a message past the application's limit goes to the
+dead set when the application would next deliver it.
 
 With a directory, the other writing commands end such leases too while
 they run. On a server they do not (the application's handles end them at
@@ -46,8 +48,24 @@ func runRequeueExpired(e *env, target string, maxDeliveries int) (err error) {
 	}
 	defer closeAny(q, &err)
 	n, err := q.RequeueExpired()
-	fmt.Fprintf(e.stdout, "ended %s\n", plural(n, "lease"))
+	fmt.Fprintln(e.stdout, expiredLine(n, maxDeliveries))
 	return err
+}
+
+// expiredLine says how many leases requeue-expired ended. Under a limit
+// some of their messages may have gone to the dead set instead of back to
+// ready: RequeueExpired counts both, so the line does not split them.
+func expiredLine(n, maxDeliveries int) string {
+	line := "ended " + plural(n, "lease")
+	if n == 0 || maxDeliveries == 0 {
+		return line
+	}
+	unit := "deliveries"
+	if maxDeliveries == 1 {
+		unit = "delivery"
+	}
+	return fmt.Sprintf("%s, back to ready or, at %d %s, to the dead set (the count does not split them)",
+		line, maxDeliveries, unit)
 }
 
 // openExpiring opens target as openAck does, with the engine or the

@@ -25,8 +25,9 @@
 -- numbers and times; for strings the bytes with 00 escaped as 00 FF and
 -- ended by 00 01, so that it delimits itself.
 -- ARGV: 1 wake channel, 2 now (µs), 3 MaxDeliveries, 4 single flight
--- (1/0), 5 lease length (µs), 6 fixed-size sort keys (1/0), 7 operation;
--- its arguments from 8.
+-- (1/0; the queue is single-flight as well when stats records it, see
+-- singleFlight), 5 lease length (µs), 6 fixed-size sort keys (1/0), 7
+-- operation; its arguments from 8.
 --
 -- The head is loaded once (FUNCTION LOAD, a library of its own); bind
 -- sets the call's keys and arguments at the start of every call, so the
@@ -36,6 +37,7 @@ local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS
 local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS
 local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
+local recorded -- stats' 'single' is '1', read once a call (singleFlight); nil: not read yet
 local CALLKEYS -- the call's KEYS, for need
 
 local function bind(KEYS, ARGV)
@@ -43,7 +45,7 @@ local function bind(KEYS, ARGV)
   K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
   CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
   single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
-  woke, timers = false, nil
+  woke, timers, recorded = false, nil, nil
   CALLKEYS = KEYS
 end
 
@@ -59,7 +61,7 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
   {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
   {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
@@ -265,6 +267,18 @@ local function flights(key, n)
   return math.max(n, 0)
 end
 
+-- singleFlight tells whether a key with a batch out stays out of the
+-- pull order: the caller has SingleFlight, or the queue records it (stats'
+-- field 'single' is '1'), so that a handle without it that opened before
+-- one with it recorded it honours it as well. The field is read once a
+-- call, and only for a caller without SingleFlight: a call that places no
+-- key reads nothing more than before.
+local function singleFlight()
+  if single then return true end
+  if recorded == nil then recorded = redis.call('HGET', K_STATS, 'single') == '1' end
+  return recorded
+end
+
 -- leased tells whether a key's count of leased batches (flight's field,
 -- or false) is above 0; a garbled one counts as none, as flights reads it.
 local function leased(v)
@@ -273,13 +287,14 @@ local function leased(v)
 end
 
 -- place puts key in the pull order at its smallest pending value, unless
--- it is held or, under single flight, has a batch out. It reads before it
--- writes, so that a key of the wrong type fails it before any write.
+-- it is held or, under single flight (singleFlight), has a batch out. It
+-- reads before it writes, so that a key of the wrong type fails it before
+-- any write.
 local function place(key)
   local old = redis.call('HGET', K_POS, key)
   local p, f = keyprefix(key), nil
   if not redis.call('ZSCORE', K_HOLD, key) and
-      not (single and leased(redis.call('HGET', K_FLIGHT, key))) then
+      not (singleFlight() and leased(redis.call('HGET', K_FLIGHT, key))) then
     f = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1]
   end
   if old then
@@ -304,14 +319,14 @@ local function release()
 end
 
 -- ended counts the keys whose hold has ended that release would place
--- (with pending values; under single flight, none leased), reading
--- only: a key held is never in order, so stats adds them to its count
--- of pullable keys. It reads as many ended holds as release takes.
+-- (with pending values; under single flight (singleFlight), none
+-- leased), reading only: a key held is never in order, so stats adds
+-- them to its count of pullable keys. It reads as many ended holds as release takes.
 local function ended()
   local n = 0
   for _, key in ipairs(redis.call('ZRANGEBYSCORE', K_HOLD, '-inf', now, 'LIMIT', 0, 1000)) do
     local p = keyprefix(key)
-    if not (single and leased(redis.call('HGET', K_FLIGHT, key))) and
+    if not (singleFlight() and leased(redis.call('HGET', K_FLIGHT, key))) and
         redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1] then
       n = n + 1
     end
@@ -514,6 +529,7 @@ local function changeDead(op, seq, at)
     if not m or #m < 2 then return -4 end
     local n = string.byte(m, 1) * 256 + string.byte(m, 2)
     if #m < 2 + n then return -4 end
+    singleFlight() -- place decides by it: read before the first write
     redis.call('ZREM', K_DEAD, seq)
     redis.call('HDEL', K_VREASON, seq, mk)
     redis.call('HSET', K_VINFO, seq, 0)

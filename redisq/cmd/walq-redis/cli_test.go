@@ -558,7 +558,7 @@ func TestReaderRefusedASortedChangeSaysWhy(t *testing.T) {
 // handle open, the lease of a 'walq-redis dequeue' never acked lasted for
 // good: the message was never delivered again. requeue-expired ends the
 // leases that ran out: ready again, or, with --max-deliveries, dead at
-// that limit.
+// that limit, which the line says it does not count apart.
 func TestRequeueExpired(t *testing.T) {
 	srv := redistest.Start(t)
 	url := "redis://" + srv.Addr + "/0/jobs"
@@ -569,10 +569,35 @@ func TestRequeueExpired(t *testing.T) {
 
 	require.Equal(t, "ended 1 lease\n", run(t, 0, "", "requeue-expired", url).stdout)
 	require.Contains(t, run(t, 0, "", "dequeue", "--ack-timeout", "1ms", url).stdout, "delivery: 2\n")
-	require.Equal(t, "ended 1 lease\n", run(t, 0, "", "requeue-expired", "--max-deliveries", "2", url).stdout)
+	require.Equal(t, "ended 1 lease, back to ready or, at 2 deliveries, to the dead set (the count does not split them)\n",
+		run(t, 0, "", "requeue-expired", "--max-deliveries", "2", url).stdout)
 	st := run(t, 0, "", "stats", url).stdout
 	require.Contains(t, st, "in flight   0")
 	require.Contains(t, st, "dead        1")
 	require.Equal(t, "ended 0 leases\n", run(t, 0, "", "requeue-expired", url).stdout)
 	run(t, 1, "", "requeue-expired", "--max-deliveries", "-1", url)
+}
+
+// TestRequeueExpiredSorted: requeue-expired runs on ack queues; on a
+// sorted queue's URL it fails, changing nothing.
+func TestRequeueExpiredSorted(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	s, err := redisq.OpenSorted[int64](ctx, rdb, "srt", &redisq.SortedOptions{Options: redisq.Options{AckTimeout: time.Millisecond, ManualRequeue: true}})
+	require.NoError(t, err)
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("x")))
+	_, err = s.TryPull(1)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	r := run(t, 1, "", "requeue-expired", "redis://"+srv.Addr+"/0/srt")
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "is a sorted or windowed queue; walq-redis runs only dlq on it")
+	rd, err := redisq.OpenSorted[int64](ctx, rdb, "srt", &redisq.SortedOptions{Options: redisq.Options{ReadOnly: true}})
+	require.NoError(t, err)
+	defer rd.Close()
+	st, err := rd.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.SortedBatches, "the expired batch is left leased")
 }
