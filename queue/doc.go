@@ -238,7 +238,9 @@
 // the salvage ends and, of those, the ones that dead-letter, though it
 // leaves them leased as every read-only open does. A damaged
 // newest snapshot it sets aside as the salvage does (Recovery.SnapshotLost)
-// and rebuilds the state from the log, and a log that ends before the
+// and rebuilds the state as the salvage does, from the newest older
+// snapshot the log continues (Recovery.SnapshotLSN) or else from the log
+// alone, and a log that ends before the
 // snapshot's LSN (or the damaged one's) shows as the same loss in
 // Recovery.Log. It reads each
 // indexed message's record as the salvage does: its Recovery.Dropped

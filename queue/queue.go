@@ -80,7 +80,7 @@ type Recovery struct {
 	Clean        bool          // the previous process closed the queue cleanly
 	Log          wal.Report    // torn tail cut, damage salvaged
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
-	SnapshotLost recovery.Info // salvage: the damaged snapshot set aside (the state was rebuilt from the log); zero when none
+	SnapshotLost recovery.Info // salvage: the damaged newest snapshot set aside (the state was rebuilt from the older snapshot at SnapshotLSN, or from the log alone when 0); zero when none
 	Dropped      []Lost        // salvage: messages dropped because their records were lost, then because they are another's, each by Seq
 	Duration     time.Duration // time Open took
 }

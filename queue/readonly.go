@@ -58,7 +58,10 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		return nil, wrapCorrupt("open log", err)
 	}
 	q.recovery.SnapshotLost = lost
-	err = q.replayInto(st, snapLSN)
+	st, snapLSN, err = q.loadOlder(st, snapLSN, lost)
+	if err == nil {
+		err = q.replayInto(st, snapLSN)
+	}
 	if err == nil && o.Salvage {
 		q.showLeaseEnds()
 		err = q.showMarks()
@@ -93,6 +96,21 @@ func loadInspected(dir string, o *Options) (*state, uint64, recovery.Info, error
 		return nil, 0, lost, wrapCorrupt("load snapshot", err)
 	}
 	return st.(*state), lsn, lost, nil
+}
+
+// loadOlder returns, for a salvaging inspection that set the damaged
+// snapshot lost aside, the state and LSN of the older snapshot the log
+// continues, as the salvage falls back to it (recovery.LoadOlder); st and
+// snapLSN otherwise.
+func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state, uint64, error) {
+	if lost.Path == "" {
+		return st, snapLSN, nil
+	}
+	older, lsn, err := recovery.LoadOlder(q.opts.FS, q.dir, decoder{&q.opts}, lost, q.log.FirstLSN())
+	if err != nil {
+		return nil, 0, wrapCorrupt("load snapshot", err)
+	}
+	return older.(*state), lsn, nil
 }
 
 // inspectLogOptions are the options of a read-only open's log after the

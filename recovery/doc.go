@@ -12,9 +12,15 @@
 //  1. Load the newest snapshot (Load): its body decoded by the Target, which
 //     must reflect the LSN in the file's name. A snapshot that fails its
 //     checks is ErrCorrupt, never silently skipped: the log before it may
-//     already be gone. A salvage sets it aside (Report.SnapshotLost) and
-//     starts from an empty state (LoadSalvaging, which a read-only preview
-//     of the salvage calls too).
+//     already be gone. A salvage sets it aside (Report.SnapshotLost,
+//     LoadSalvaging) and, once the log is open, starts from the newest
+//     older snapshot that passes the checks and that the log continues
+//     (its LSN+1 at or after the log's first LSN, LoadOlder), so that
+//     what the damaged one held (acked producer ids among it) is rebuilt
+//     by the replay; only without one from an empty state. The older
+//     snapshot stays on disk until a snapshot taken after the salvage,
+//     which holds what it held, supersedes it. A read-only preview of the
+//     salvage calls both too.
 //  2. Open the log (Target.OpenLog, package wal), which cuts a torn tail.
 //     It must reach the snapshot's LSN: a log that ends before it lost
 //     synced records.

@@ -62,7 +62,7 @@ type Target interface {
 // Report says what Recover found and did.
 type Report struct {
 	SnapshotLSN  uint64     // LSN of the snapshot loaded; 0 when none
-	SnapshotLost Info       // salvage: the damaged snapshot set aside; zero when none
+	SnapshotLost Info       // salvage: the damaged newest snapshot set aside (SnapshotLSN: the older one used); zero when none
 	Log          wal.Report // the torn tail cut, the damage salvaged
 	LostBefore   uint64     // salvage: the log starts here, after records the snapshot needed; 0 when none
 	Replayed     int        // records replayed after the snapshot
@@ -87,8 +87,14 @@ func Recover(fsys wal.FS, dir string, t Target, salvage bool) (*wal.Log, Report,
 	}
 	// 2. The log, its torn tail cut. It must reach the snapshot's LSN (or
 	//    a damaged snapshot's: no LSN it reflects is ever given again).
+	//    A salvage that set the snapshot aside falls back to an older one
+	//    that the log continues.
 	log, err := t.OpenLog(rep.SnapshotLSN+1, max(rep.SnapshotLSN, rep.SnapshotLost.LSN))
 	if err != nil {
+		return nil, rep, err
+	}
+	if st, err = fallBack(fsys, dir, t, log, st, &rep); err != nil {
+		log.Close()
 		return nil, rep, err
 	}
 	if err := replayLog(log, st, salvage, &rep); err != nil {
@@ -173,14 +179,35 @@ func Load(fsys wal.FS, dir string, d Decoder) (State, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	st, err := d.DecodeState(body)
+	st, err := decodeInfo(info, body, d)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %s: %w", ErrCorrupt, info.Path, err)
-	}
-	if st.Last() != info.LSN {
-		return nil, 0, fmt.Errorf("%w: %s reflects LSN %d", ErrCorrupt, info.Path, st.Last())
+		return nil, 0, err
 	}
 	return st, info.LSN, nil
+}
+
+// loadInfo reads the snapshot info and returns its state, checked as Load
+// checks the newest.
+func loadInfo(fsys wal.FS, info Info, d Decoder) (State, error) {
+	body, err := readInfo(fsys, info)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInfo(info, body, d)
+}
+
+// decodeInfo returns the state that body, read from the snapshot info,
+// holds: ErrCorrupt when it does not decode or is not the state as of the
+// LSN info is named for.
+func decodeInfo(info Info, body []byte, d Decoder) (State, error) {
+	st, err := d.DecodeState(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, info.Path, err)
+	}
+	if st.Last() != info.LSN {
+		return nil, fmt.Errorf("%w: %s reflects LSN %d", ErrCorrupt, info.Path, st.Last())
+	}
+	return st, nil
 }
 
 // Coverage checks that log holds what st, loaded from the snapshot at

@@ -2,6 +2,7 @@ package recovery_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -188,4 +189,69 @@ func TestLoadSalvaging(t *testing.T) {
 	_, _, _, err = recovery.LoadSalvaging(nil, filepath.Join(dir, "none"), tg)
 	require.Error(t, err, "a directory that cannot be listed is no damage to set aside")
 	require.NotErrorIs(t, err, recovery.ErrCorrupt)
+}
+
+// TestRecoverFallsBackToOlderSnapshot: a salvage that sets the damaged
+// newest snapshot aside rebuilds from the older one the log continues,
+// reports it as the snapshot loaded, and replays the log after it.
+func TestRecoverFallsBackToOlderSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, false, "add", "add", "add", "add", "add", "close")
+	putSnapshot(t, dir, 2, "2/2/1")
+	lost := putSnapshot(t, dir, 4, "9/3/1") // not the state as of LSN 4
+	tg := &target{dir: dir, ended: 3}
+	log, rep, err := recovery.Recover(nil, dir, tg, true)
+	require.NoError(t, err)
+	defer log.Close()
+	require.Equal(t, uint64(2), rep.SnapshotLSN)
+	require.Equal(t, lost, rep.SnapshotLost)
+	require.Zero(t, rep.LostBefore)
+	require.Equal(t, 4, rep.Replayed)
+	require.Equal(t, uint64(5), tg.installed.n, "the older snapshot's 2 and the log's 3 after it")
+}
+
+// TestLoadOlder: the snapshot a salvage falls back to is the newest older
+// than the one set aside that passes the checks and that a log starting
+// at the given LSN continues; without one, an empty state.
+func TestLoadOlder(t *testing.T) {
+	dir := t.TempDir()
+	tg := &target{dir: dir}
+	for _, s := range []struct {
+		lsn  uint64
+		body string
+	}{{3, "1/3/1"}, {5, "2/5/1"}, {6, "7/2/1"}, {8, "4/8/1"}} { // 6 is damaged
+		putSnapshot(t, dir, s.lsn, s.body)
+	}
+	lost := recovery.Info{LSN: 8}
+	for _, tc := range []struct {
+		first, lsn, n uint64
+	}{
+		{first: 1, lsn: 5, n: 2},
+		{first: 6, lsn: 5, n: 2},
+		{first: 7, lsn: 0, n: 0}, // 5 leaves LSN 6 out; 6 is damaged
+		{first: 4, lsn: 5, n: 2},
+	} {
+		st, lsn, err := recovery.LoadOlder(nil, dir, tg, lost, tc.first)
+		require.NoError(t, err)
+		require.Equal(t, tc.lsn, lsn, "log from LSN %d", tc.first)
+		require.Equal(t, tc.n, st.(*counter).n, "log from LSN %d", tc.first)
+	}
+	st, lsn, err := recovery.LoadOlder(nil, dir, tg, recovery.Info{LSN: 5}, 1)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), lsn, "only snapshots older than the one set aside")
+	require.Equal(t, uint64(1), st.(*counter).n)
+
+	_, _, err = recovery.LoadOlder(nil, filepath.Join(dir, "none"), tg, lost, 1)
+	require.Error(t, err, "a directory that cannot be listed is no damage to pass over")
+}
+
+// putSnapshot writes the snapshot of body at lsn into dir as Write would,
+// but leaves the older ones in place (as a crash between Write's rename
+// and its removal of them does), and returns its Info.
+func putSnapshot(t *testing.T, dir string, lsn uint64, body string) recovery.Info {
+	t.Helper()
+	b := recovery.Encode(lsn, []byte(body))
+	path := filepath.Join(dir, recovery.Name(lsn))
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return recovery.Info{Path: path, LSN: lsn, Bytes: int64(len(b))}
 }

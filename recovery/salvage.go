@@ -14,8 +14,8 @@ import (
 
 // loadState is step 1 of Recover: the state of the newest snapshot, whose
 // LSN it notes in rep. A salvage sets a damaged snapshot aside
-// (rep.SnapshotLost) and starts from an empty state: replay rebuilds what
-// the log still holds.
+// (rep.SnapshotLost) and starts from an empty state, which fallBack
+// replaces by an older snapshot's once the log is open.
 func loadState(fsys wal.FS, dir string, d Decoder, salvage bool, rep *Report) (State, error) {
 	if !salvage {
 		st, lsn, err := Load(fsys, dir, d)
@@ -27,12 +27,28 @@ func loadState(fsys wal.FS, dir string, d Decoder, salvage bool, rep *Report) (S
 	return st, err
 }
 
+// fallBack is the end of step 2 for a salvage that set the newest
+// snapshot aside: the state becomes the newest older snapshot's that log
+// continues (LoadOlder), or stays st (empty) when there is none.
+func fallBack(fsys wal.FS, dir string, d Decoder, log *wal.Log, st State, rep *Report) (State, error) {
+	if rep.SnapshotLost.Path == "" {
+		return st, nil
+	}
+	older, lsn, err := LoadOlder(fsys, dir, d, rep.SnapshotLost, log.FirstLSN())
+	if err != nil {
+		return nil, err
+	}
+	rep.SnapshotLSN = lsn
+	return older, nil
+}
+
 // LoadSalvaging is Load as a salvage runs it (step 1 of Recover): a newest
 // snapshot that fails its checks (ErrCorrupt) is set aside, not refused.
 // It then returns d's empty state, LSN 0 and the Info of the snapshot set
-// aside (Report.SnapshotLost), from which replay rebuilds what the log
-// still holds; the log must still reach that snapshot's LSN. A read-only
-// preview of the salvage loads its state with it too.
+// aside (Report.SnapshotLost); the log must still reach that snapshot's
+// LSN. Once the log is open, LoadOlder replaces the empty state by an
+// older snapshot's where the log continues one. A read-only preview of
+// the salvage loads its state with both too.
 func LoadSalvaging(fsys wal.FS, dir string, d Decoder) (State, uint64, Info, error) {
 	st, lsn, err := Load(fsys, dir, d)
 	if err == nil || !errors.Is(err, ErrCorrupt) {
@@ -43,6 +59,35 @@ func LoadSalvaging(fsys wal.FS, dir string, d Decoder) (State, uint64, Info, err
 		return nil, 0, Info{}, err
 	}
 	return d.NewState(), 0, infos[len(infos)-1], nil
+}
+
+// LoadOlder returns, for a salvage that set the snapshot lost aside, the
+// state and LSN of the newest snapshot older than lost that passes Load's
+// checks and that a log starting at LSN first continues (its LSN+1 is at
+// or after first, as Coverage requires): replaying the log over it
+// restores what lost held, acked producer ids included. Damaged older
+// snapshots are passed over. Without one it returns d's empty state and 0,
+// from which replay rebuilds what the log still holds. Only an error
+// reading the directory or a file is returned.
+func LoadOlder(fsys wal.FS, dir string, d Decoder, lost Info, first uint64) (State, uint64, error) {
+	infos, err := ListFS(fsys, dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := len(infos) - 1; i >= 0; i-- {
+		info := infos[i]
+		if info.LSN >= lost.LSN || info.LSN+1 < first {
+			continue
+		}
+		st, err := loadInfo(fsys, info, d)
+		if err == nil {
+			return st, info.LSN, nil
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			return nil, 0, err
+		}
+	}
+	return d.NewState(), 0, nil
 }
 
 // damaged reports whether a salvage found anything lost: damaged log

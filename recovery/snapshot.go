@@ -123,16 +123,23 @@ func LatestFS(fsys wal.FS, dir string) (Info, []byte, error) {
 		return Info{}, nil, ErrNoSnapshot
 	}
 	info := infos[len(infos)-1]
+	body, err := readInfo(fsys, info)
+	return info, body, err
+}
+
+// readInfo reads the snapshot info and returns its body: ErrCorrupt,
+// naming the file, when it fails its checks or holds another LSN.
+func readInfo(fsys wal.FS, info Info) ([]byte, error) {
 	b, err := wal.ReadFile(fsys, info.Path)
 	if err != nil {
-		return info, nil, fmt.Errorf("recovery: read %s: %w", info.Path, err)
+		return nil, fmt.Errorf("recovery: read %s: %w", info.Path, err)
 	}
 	lsn, body, err := Decode(b)
 	if err != nil {
-		return info, nil, fmt.Errorf("%s: %w", info.Path, err)
+		return nil, fmt.Errorf("%s: %w", info.Path, err)
 	}
 	if lsn != info.LSN {
-		return info, nil, fmt.Errorf("%w: %s holds LSN %d", ErrCorrupt, info.Path, lsn)
+		return nil, fmt.Errorf("%w: %s holds LSN %d", ErrCorrupt, info.Path, lsn)
 	}
-	return info, body, nil
+	return body, nil
 }

@@ -138,7 +138,10 @@ func printLost(w io.Writer, rep queue.RepairReport) {
 	for _, d := range r.Log.Salvaged {
 		fmt.Fprintf(w, "skipped: %s\n", describeDamage(d))
 	}
-	if s := r.SnapshotLost; s.Path != "" {
+	if s := r.SnapshotLost; s.Path != "" && r.SnapshotLSN != 0 {
+		fmt.Fprintf(w, "snapshot set aside: %s (damaged); the state was rebuilt from the older snapshot at LSN %d and the log\n",
+			s.Path, r.SnapshotLSN)
+	} else if s.Path != "" {
 		fmt.Fprintf(w, "snapshot set aside: %s (damaged); the state was rebuilt from the log\n", s.Path)
 	}
 	if r.LostBefore > 1 {
