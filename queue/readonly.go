@@ -106,7 +106,7 @@ func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state
 	if lost.Path == "" {
 		return st, snapLSN, nil
 	}
-	older, lsn, err := recovery.LoadOlder(q.opts.FS, q.dir, decoder{&q.opts}, lost, q.log.FirstLSN())
+	older, lsn, err := recovery.LoadOlder(q.opts.FS, q.dir, decoder{&q.opts}, lost, recovery.FirstRecord(q.log))
 	if err != nil {
 		return nil, 0, wrapCorrupt("load snapshot", err)
 	}

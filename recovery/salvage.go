@@ -34,12 +34,24 @@ func fallBack(fsys wal.FS, dir string, d Decoder, log *wal.Log, st State, rep *R
 	if rep.SnapshotLost.Path == "" {
 		return st, nil
 	}
-	older, lsn, err := LoadOlder(fsys, dir, d, rep.SnapshotLost, log.FirstLSN())
+	older, lsn, err := LoadOlder(fsys, dir, d, rep.SnapshotLost, FirstRecord(log))
 	if err != nil {
 		return nil, err
 	}
 	rep.SnapshotLSN = lsn
 	return older, nil
+}
+
+// FirstRecord returns the LSN of log's first record, or 0 when it holds
+// none: LoadOlder's first. An empty log continues any snapshot (its
+// FirstLSN is where it resumes, past the snapshot set aside, not where
+// records began), so a salvage keeps an older snapshot's state, acked
+// producer ids included, rather than rebuild from nothing.
+func FirstRecord(log *wal.Log) uint64 {
+	if log.LastLSN() < log.FirstLSN() {
+		return 0
+	}
+	return log.FirstLSN()
 }
 
 // LoadSalvaging is Load as a salvage runs it (step 1 of Recover): a newest
