@@ -224,3 +224,68 @@ func checkLengthDamage(t *testing.T, rep wal.Report, e entryPos) {
 		}
 	}
 }
+
+// TestSalvageGroupUnderEmptyTail: the last sealed entry holds a group of
+// records and is damaged under the empty tail. With only its frame length
+// damaged, the entry still passes its CRC: the salvage reports its exact
+// LSNs and the log resumes right after them. With its payload damaged,
+// the LSNs are bounded by its bytes, and the log resumes past the bound,
+// never at an LSN the group had.
+func TestSalvageGroupUnderEmptyTail(t *testing.T) {
+	const group = 10
+	src := t.TempDir()
+	opts := harnessOpts
+	l := openLog(t, src, &opts)
+	for i := 0; i < 40; i++ {
+		recs := make([][]byte, group)
+		for j := range recs {
+			recs[j] = record(i*group + j)
+		}
+		_, c, err := l.AppendAll(recs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeLog(t, l)
+	lay := layoutOf(t, src)
+	last := lay[len(lay)-1]
+	if last.count != group || len(segmentFiles(t, src)) < 3 {
+		t.Fatalf("layout: %d segments, last entry of %d records", len(segmentFiles(t, src)), last.count)
+	}
+	end := last.first + group - 1
+	for _, tc := range []struct {
+		name  string
+		at    int64 // byte changed
+		exact bool  // the LSNs lost are known exactly
+	}{
+		{"frame length", last.off, true},
+		{"payload", last.off + last.size - 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, src, dir)
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1)), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fileOp(t, filepath.Join(dir, filepath.Base(last.seg)), func(b []byte) []byte { b[tc.at] ^= 0x40; return b })
+			opts := harnessOpts
+			opts.Salvage = true
+			l, err := wal.Open(dir, &opts)
+			if err != nil {
+				t.Fatalf("salvaging Open: %v", err)
+			}
+			defer closeLog(t, l)
+			lost := l.Report().Salvaged
+			if len(lost) != 1 || lost[0].FirstLSN != last.first || lost[0].LastLSN < end || (tc.exact && lost[0].LastLSN != end) {
+				t.Fatalf("Salvaged = %+v, want one region from LSN %d to %d (exact %v)", lost, last.first, end, tc.exact)
+			}
+			lsn := appendN(t, l, 0, 1)[0]
+			if lsn <= end || lsn != lost[0].LastLSN+1 {
+				t.Errorf("next LSN %d, want %d, past the group's last LSN %d", lsn, lost[0].LastLSN+1, end)
+			}
+		})
+	}
+}
