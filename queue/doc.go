@@ -239,7 +239,7 @@
 // leaves them leased as every read-only open does. A damaged
 // newest snapshot it sets aside as the salvage does (Recovery.SnapshotLost)
 // and rebuilds the state as the salvage does, from the newest older
-// snapshot the log continues (Recovery.SnapshotLSN) or else from the log
+// valid snapshot (Recovery.SnapshotLSN) or else from the log
 // alone, and a log that ends before the
 // snapshot's LSN (or the damaged one's) shows as the same loss in
 // Recovery.Log. It reads each

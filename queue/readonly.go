@@ -99,14 +99,14 @@ func loadInspected(dir string, o *Options) (*state, uint64, recovery.Info, error
 }
 
 // loadOlder returns, for a salvaging inspection that set the damaged
-// snapshot lost aside, the state and LSN of the older snapshot the log
-// continues, as the salvage falls back to it (recovery.LoadOlder); st and
+// snapshot lost aside, the state and LSN of the newest valid older
+// snapshot, as the salvage falls back to it (recovery.LoadOlder); st and
 // snapLSN otherwise.
 func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state, uint64, error) {
 	if lost.Path == "" {
 		return st, snapLSN, nil
 	}
-	older, lsn, err := recovery.LoadOlder(q.opts.FS, q.dir, decoder{&q.opts}, lost, recovery.FirstRecord(q.log))
+	older, lsn, err := recovery.LoadOlder(q.opts.FS, q.dir, decoder{&q.opts}, lost)
 	if err != nil {
 		return nil, 0, wrapCorrupt("load snapshot", err)
 	}

@@ -96,7 +96,7 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // Otherwise it calls opts.Backup, opens the queue with opts.Options and
 // Options.Salvage (a torn tail is cut, damaged entries are skipped, a
 // damaged snapshot is set aside and the state rebuilt from the newest
-// older snapshot the log continues, or from the log alone, the
+// older valid snapshot, or from the log alone, the
 // live messages in damaged segments are copied past them and those
 // segments removed, and messages whose records were lost or are another
 // message's are dropped), compacts, closes, and runs the checks again. It

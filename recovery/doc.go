@@ -14,13 +14,17 @@
 //     checks is ErrCorrupt, never silently skipped: the log before it may
 //     already be gone. A salvage sets it aside (Report.SnapshotLost,
 //     LoadSalvaging) and, once the log is open, starts from the newest
-//     older snapshot that passes the checks and that the log continues
-//     (its LSN+1 at or after the log's first LSN, LoadOlder), so that
-//     what the damaged one held (acked producer ids among it) is rebuilt
-//     by the replay; only without one from an empty state. The older
+//     older snapshot that passes the checks (LoadOlder), so that what the
+//     damaged one held (acked producer ids among it) is rebuilt by the
+//     replay; only without one from an empty state. A log that no longer
+//     continues that snapshot (its LSN+1 before the log's first LSN: front
+//     segments lost) does not set it aside too: what it holds of acked
+//     ids, deliveries and dead letters is still true, and the lost front
+//     is step 3's, as after a sound snapshot (its messages whose records
+//     went with the front are reported lost, never delivered). The older
 //     snapshot stays on disk until a snapshot taken after the salvage,
-//     which holds what it held, supersedes it. A read-only preview of the
-//     salvage calls both too.
+//     which holds what it held, less what is reported lost, supersedes
+//     it. A read-only preview of the salvage calls both too.
 //  2. Open the log (Target.OpenLog, package wal), which cuts a torn tail.
 //     It must reach the snapshot's LSN: a log that ends before it lost
 //     synced records.

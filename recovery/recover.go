@@ -87,13 +87,13 @@ func Recover(fsys wal.FS, dir string, t Target, salvage bool) (*wal.Log, Report,
 	}
 	// 2. The log, its torn tail cut. It must reach the snapshot's LSN (or
 	//    a damaged snapshot's: no LSN it reflects is ever given again).
-	//    A salvage that set the snapshot aside falls back to an older one
-	//    that the log continues.
+	//    A salvage that set the snapshot aside falls back to the newest
+	//    valid older one.
 	log, err := t.OpenLog(rep.SnapshotLSN+1, max(rep.SnapshotLSN, rep.SnapshotLost.LSN))
 	if err != nil {
 		return nil, rep, err
 	}
-	if st, err = fallBack(fsys, dir, t, log, st, &rep); err != nil {
+	if st, err = fallBack(fsys, dir, t, st, &rep); err != nil {
 		log.Close()
 		return nil, rep, err
 	}

@@ -211,8 +211,8 @@ func TestRecoverFallsBackToOlderSnapshot(t *testing.T) {
 }
 
 // TestLoadOlder: the snapshot a salvage falls back to is the newest older
-// than the one set aside that passes the checks and that a log starting
-// at the given LSN continues; without one, an empty state.
+// than the one set aside that passes the checks; without one, an empty
+// state.
 func TestLoadOlder(t *testing.T) {
 	dir := t.TempDir()
 	tg := &target{dir: dir}
@@ -222,27 +222,45 @@ func TestLoadOlder(t *testing.T) {
 	}{{3, "1/3/1"}, {5, "2/5/1"}, {6, "7/2/1"}, {8, "4/8/1"}} { // 6 is damaged
 		putSnapshot(t, dir, s.lsn, s.body)
 	}
-	lost := recovery.Info{LSN: 8}
 	for _, tc := range []struct {
-		first, lsn, n uint64
+		lost, lsn, n uint64
 	}{
-		{first: 1, lsn: 5, n: 2},
-		{first: 6, lsn: 5, n: 2},
-		{first: 7, lsn: 0, n: 0}, // 5 leaves LSN 6 out; 6 is damaged
-		{first: 4, lsn: 5, n: 2},
+		{lost: 8, lsn: 5, n: 2}, // 6 is passed over
+		{lost: 6, lsn: 5, n: 2},
+		{lost: 5, lsn: 3, n: 1}, // only snapshots older than the one set aside
+		{lost: 3, lsn: 0, n: 0},
 	} {
-		st, lsn, err := recovery.LoadOlder(nil, dir, tg, lost, tc.first)
+		st, lsn, err := recovery.LoadOlder(nil, dir, tg, recovery.Info{LSN: tc.lost})
 		require.NoError(t, err)
-		require.Equal(t, tc.lsn, lsn, "log from LSN %d", tc.first)
-		require.Equal(t, tc.n, st.(*counter).n, "log from LSN %d", tc.first)
+		require.Equal(t, tc.lsn, lsn, "snapshot %d set aside", tc.lost)
+		require.Equal(t, tc.n, st.(*counter).n, "snapshot %d set aside", tc.lost)
 	}
-	st, lsn, err := recovery.LoadOlder(nil, dir, tg, recovery.Info{LSN: 5}, 1)
-	require.NoError(t, err)
-	require.Equal(t, uint64(3), lsn, "only snapshots older than the one set aside")
-	require.Equal(t, uint64(1), st.(*counter).n)
-
-	_, _, err = recovery.LoadOlder(nil, filepath.Join(dir, "none"), tg, lost, 1)
+	_, _, err := recovery.LoadOlder(nil, filepath.Join(dir, "none"), tg, recovery.Info{LSN: 8})
 	require.Error(t, err, "a directory that cannot be listed is no damage to pass over")
+}
+
+// TestRecoverFallsBackPastLostFront: the damaged newest snapshot is set
+// aside and the log's first segment is gone, so the log no longer
+// continues the older snapshot. What that snapshot holds is still true: the
+// salvage rebuilds from it, not from an empty state, notes where the log
+// starts (LostBefore), replays from there, and copies past the loss.
+func TestRecoverFallsBackPastLostFront(t *testing.T) {
+	dir := t.TempDir()
+	first := writeLog(t, dir, true, "add", "add", "add", "add", "add", "add", "add", "close")
+	require.Greater(t, first, uint64(3), "the log must start past the older snapshot's LSN+1")
+	putSnapshot(t, dir, 2, "2/2/1")
+	lost := putSnapshot(t, dir, first, "9/3/1") // not the state as of its LSN
+	tg := &target{dir: dir, ended: 3}
+	log, rep, err := recovery.Recover(nil, dir, tg, true)
+	require.NoError(t, err)
+	defer log.Close()
+	require.Equal(t, uint64(2), rep.SnapshotLSN, "the older snapshot, not an empty state")
+	require.Equal(t, lost, rep.SnapshotLost)
+	require.Equal(t, first, rep.LostBefore)
+	replayed := 8 - int(first) + 1
+	require.Equal(t, replayed, rep.Replayed)
+	require.Equal(t, uint64(2+replayed-1), tg.installed.n, "the older snapshot's 2 and the adds the log still holds")
+	require.Equal(t, []string{"EndLeases", "CopyPast " + strconv.FormatUint(first, 10)}, tg.calls)
 }
 
 // putSnapshot writes the snapshot of body at lsn into dir as Write would,

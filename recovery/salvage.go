@@ -28,13 +28,13 @@ func loadState(fsys wal.FS, dir string, d Decoder, salvage bool, rep *Report) (S
 }
 
 // fallBack is the end of step 2 for a salvage that set the newest
-// snapshot aside: the state becomes the newest older snapshot's that log
-// continues (LoadOlder), or stays st (empty) when there is none.
-func fallBack(fsys wal.FS, dir string, d Decoder, log *wal.Log, st State, rep *Report) (State, error) {
+// snapshot aside: the state becomes the newest valid older snapshot's
+// (LoadOlder), or stays st (empty) when there is none.
+func fallBack(fsys wal.FS, dir string, d Decoder, st State, rep *Report) (State, error) {
 	if rep.SnapshotLost.Path == "" {
 		return st, nil
 	}
-	older, lsn, err := LoadOlder(fsys, dir, d, rep.SnapshotLost, FirstRecord(log))
+	older, lsn, err := LoadOlder(fsys, dir, d, rep.SnapshotLost)
 	if err != nil {
 		return nil, err
 	}
@@ -42,24 +42,12 @@ func fallBack(fsys wal.FS, dir string, d Decoder, log *wal.Log, st State, rep *R
 	return older, nil
 }
 
-// FirstRecord returns the LSN of log's first record, or 0 when it holds
-// none: LoadOlder's first. An empty log continues any snapshot (its
-// FirstLSN is where it resumes, past the snapshot set aside, not where
-// records began), so a salvage keeps an older snapshot's state, acked
-// producer ids included, rather than rebuild from nothing.
-func FirstRecord(log *wal.Log) uint64 {
-	if log.LastLSN() < log.FirstLSN() {
-		return 0
-	}
-	return log.FirstLSN()
-}
-
 // LoadSalvaging is Load as a salvage runs it (step 1 of Recover): a newest
 // snapshot that fails its checks (ErrCorrupt) is set aside, not refused.
 // It then returns d's empty state, LSN 0 and the Info of the snapshot set
 // aside (Report.SnapshotLost); the log must still reach that snapshot's
-// LSN. Once the log is open, LoadOlder replaces the empty state by an
-// older snapshot's where the log continues one. A read-only preview of
+// LSN. Once the log is open, LoadOlder replaces the empty state by the
+// newest valid older snapshot's, if any. A read-only preview of
 // the salvage loads its state with both too.
 func LoadSalvaging(fsys wal.FS, dir string, d Decoder) (State, uint64, Info, error) {
 	st, lsn, err := Load(fsys, dir, d)
@@ -75,20 +63,23 @@ func LoadSalvaging(fsys wal.FS, dir string, d Decoder) (State, uint64, Info, err
 
 // LoadOlder returns, for a salvage that set the snapshot lost aside, the
 // state and LSN of the newest snapshot older than lost that passes Load's
-// checks and that a log starting at LSN first continues (its LSN+1 is at
-// or after first, as Coverage requires): replaying the log over it
-// restores what lost held, acked producer ids included. Damaged older
-// snapshots are passed over. Without one it returns d's empty state and 0,
-// from which replay rebuilds what the log still holds. Only an error
-// reading the directory or a file is returned.
-func LoadOlder(fsys wal.FS, dir string, d Decoder, lost Info, first uint64) (State, uint64, error) {
+// checks. Replaying the log over it restores what lost held, acked
+// producer ids included. A log that no longer continues it (its front
+// segments lost) does not make it less true: what it holds of acked ids,
+// deliveries and dead letters stands, and Recover handles the lost front
+// as it does after any snapshot (Coverage, Report.LostBefore), reporting
+// the messages whose records went with it rather than delivering them.
+// Damaged older snapshots are passed over. Without one it returns d's
+// empty state and 0, from which replay rebuilds what the log still holds.
+// Only an error reading the directory or a file is returned.
+func LoadOlder(fsys wal.FS, dir string, d Decoder, lost Info) (State, uint64, error) {
 	infos, err := ListFS(fsys, dir)
 	if err != nil {
 		return nil, 0, err
 	}
 	for i := len(infos) - 1; i >= 0; i-- {
 		info := infos[i]
-		if info.LSN >= lost.LSN || info.LSN+1 < first {
+		if info.LSN >= lost.LSN {
 			continue
 		}
 		st, err := loadInfo(fsys, info, d)

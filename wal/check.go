@@ -118,10 +118,18 @@ func findEnding(buf []byte, want LSN) bool {
 
 // checkTailName checks that a tail segment without one valid entry is
 // where walq's next segment would be: named by the index after the last
-// entry of the segment before it, counting the damaged entries a salvage
-// skipped there (they were written, and the index moved past them). A
-// file that merely has a segment's name (any junk of a few bytes) is then
+// entry of the segment before it, the damaged entries a salvage skipped
+// there counted (they were written, and the index moved past them). A file
+// that merely has a segment's name (any junk of a few bytes) is then
 // refused, never cut: walq changes only files it wrote.
+//
+// How many entries a damaged region held cannot always be told (a frame
+// length is covered by no CRC): the region's bytes and lost LSNs only
+// bound it (segment.skipped). A name outside the bounds is refused. A name
+// inside them is taken when the bounds are one count, or when the file
+// holds nothing but zeros (taking it destroys nothing); otherwise Open
+// refuses, saying what to do, rather than cut a file that may not be
+// walq's.
 func (l *Log) checkTailName(tail *segment) error {
 	list := l.seg.list
 	if len(list) < 2 {
@@ -131,24 +139,33 @@ func (l *Log) checkTailName(tail *segment) error {
 	if err := l.ensureIndexed(prev); err != nil {
 		return err
 	}
-	if want := prev.firstIndex + uint64(prev.entries+l.skippedEntries(prev.path)); tail.firstIndex != want {
+	lo := prev.firstIndex + uint64(prev.entries+prev.skipped.lo)
+	hi := prev.firstIndex + uint64(prev.entries+prev.skipped.hi)
+	switch {
+	case tail.firstIndex < lo || tail.firstIndex > hi:
 		return fmt.Errorf("%w: %s holds no valid entry and is not the segment after %s (that would be %s): "+
 			"not a file walq wrote; move it out of the log directory",
-			ErrCorrupt, tail.path, filepath.Base(prev.path), segmentName(want))
+			ErrCorrupt, tail.path, filepath.Base(prev.path), indexRange(lo, hi))
+	case lo == hi:
+		return nil
 	}
-	return nil
+	blank, err := l.emptyTail(tail)
+	if err != nil || blank {
+		return err
+	}
+	return fmt.Errorf("%w: %s holds no valid entry, and the damage in %s hides how many entries it held, "+
+		"so whether %s is the segment walq wrote after it (that would be %s) cannot be told: "+
+		"if the file is not walq's, move it out of the log directory; if it is (a first write a crash tore), "+
+		"remove it; then open again",
+		ErrCorrupt, tail.path, filepath.Base(prev.path), filepath.Base(tail.path), indexRange(lo, hi))
 }
 
-// skippedEntries returns how many damaged entries a salvage skipped in
-// the segment at path (none without Salvage).
-func (l *Log) skippedEntries(path string) int {
-	n := 0
-	for _, d := range l.report.Salvaged {
-		if d.Segment == path {
-			n += d.Entries
-		}
+// indexRange names the segment file of index lo, or of one of lo to hi.
+func indexRange(lo, hi uint64) string {
+	if lo == hi {
+		return segmentName(lo)
 	}
-	return n
+	return fmt.Sprintf("one of %s to %s", segmentName(lo), segmentName(hi))
 }
 
 // checkReach checks that the log holds every record up to MustReach. A log

@@ -55,7 +55,8 @@
 //     it was; a tail file without one valid entry that is not named where
 //     walq's next segment would be (after every entry of the segment
 //     before, the damaged ones a salvage skips included) is not walq's and
-//     is refused, never cut. Damage anywhere else is
+//     is refused, never cut (see "Damage under an empty tail" below).
+//     Damage anywhere else is
 //     ErrCorrupt, wrapped with the segment, the byte offset and the entry
 //     index: in the last segment, in sealed segments' first headers, and
 //     where a sealed segment's last entry does not end at the LSN the next
@@ -69,6 +70,10 @@
 //     entry, dropping what follows, and reported the same way. A log that
 //     ends before MustReach is reported the same way, and the next record
 //     gets LSN MustReach+1 in a new segment, so no LSN is ever reused.
+//     Damage in a sealed segment past the log's last record (the last
+//     sealed segment under an empty tail) hides its LSNs: they are
+//     reported lost up to the most its bytes can hold, and the log resumes
+//     after them, so no LSN a synced entry had is given out again.
 //   - Read returns a copy of the record, the caller's to keep and change.
 //     View passes its fn the record as the log caches it, not a copy: fn
 //     must not write into it (every later Read and View of the record would
@@ -80,6 +85,38 @@
 //     opening the segments, and starts over when a roll or TruncateFront
 //     changed it under the listing (listing.go); the files it opened stay
 //     readable whatever the writer removes afterwards.
+//
+// # Damage under an empty tail
+//
+// A roll leaves an empty tail segment, named by the tidwall/wal index
+// after the sealed segment's last entry; it is walq's if that is its name.
+// When the sealed segment is damaged, how many entries it held rests on
+// the damaged region, and a frame length is covered by no CRC: after a CRC
+// failure a length cannot be trusted, so a salvage never counts entries
+// by walking lengths. It bounds them instead: a region starts at a frame,
+// so it held one entry at least; every frame takes at least 19 bytes and
+// every entry at least one LSN, so its bytes and the LSNs it lost (known
+// when a valid entry follows it) bound the count from above. A region whose bytes
+// after a length of the right size pass every check of an entry, CRC
+// included, is that one entry with its length damaged, and its header
+// gives its LSNs exactly. The tail is then
+//
+//   - refused, never cut, when its name lies outside the bounds: not
+//     walq's;
+//   - taken when the bounds are one count, or when it holds nothing but
+//     zeros (nothing of it can be destroyed);
+//   - otherwise refused with ErrCorrupt that says what to do (move the
+//     file out if it is not walq's, remove it if it is: a first write a
+//     crash tore), since a torn write of walq's and a foreign file cannot
+//     be told apart there, and cutting a file that is not walq's destroys
+//     what it holds, while a refusal only waits for a decision.
+//
+// The LSNs of such a region's records past the log's last record are
+// bounded the same way: one entry of one-byte records is the most its
+// bytes can hold (exact when its header passes the CRC), and the log
+// resumes past that bound rather than after its last readable record. A
+// region whose first LSN is unknown because no record at all precedes it
+// resumes at StartLSN, as an empty log does.
 //
 // # Sync modes and what a crash can lose
 //

@@ -50,6 +50,7 @@ type Log struct {
 	cut      *tailCut   // Open: the torn tail to cut once every check passed; nil when none
 	dropTail string     // Open: the segment after a torn roll, removed before the cut; "" when none
 	gap      LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
+	resume   LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
 	cache    entryCache // recently decoded entries, for Read
 	readers  sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
 
@@ -335,7 +336,7 @@ func (l *Log) setLSNs() error {
 	if err != nil {
 		return err
 	}
-	next = max(next, l.gap)
+	next = max(next, l.gap, l.resume)
 	first := next
 	if len(l.seg.list) > 0 {
 		tail := l.seg.list[len(l.seg.list)-1]

@@ -133,6 +133,7 @@ func lostToSalvageCut(r *segReader, s *segment, want LSN, next int64) (LSN, LSN,
 // before the committer starts, so it needs no lock.
 func (l *Log) salvageSealed(sealed []*segment) error {
 	damage := make([][]Damage, len(l.seg.list))
+	lone := make([][]bool, len(l.seg.list))
 	r := &segReader{}
 	for i, s := range sealed {
 		r.reset(s.file.f)
@@ -141,16 +142,17 @@ func (l *Log) salvageSealed(sealed []*segment) error {
 			return err
 		}
 		s.points, s.entries, s.firstLSN, s.endLSN, s.indexed = res.points, res.entries, res.firstLSN, res.endLSN, true
-		damage[i] = res.damage
+		damage[i], lone[i] = res.damage, res.lone
 	}
-	return l.fillSalvaged(damage)
+	return l.fillSalvaged(damage, lone)
 }
 
 // fillSalvaged completes the LSN ranges of the damage found in each
-// segment, reports LSN gaps between segments that no damage explains (a
-// missing file), places segments without a valid entry, and appends it all
-// to the report.
-func (l *Log) fillSalvaged(damage [][]Damage) error {
+// segment, bounds the entries each segment's damage held, reports LSN gaps
+// between segments that no damage explains (a missing file), places
+// segments without a valid entry, bounds the LSNs lost past the last
+// record, and appends it all to the report.
+func (l *Log) fillSalvaged(damage [][]Damage, lone [][]bool) error {
 	list := l.seg.list
 	var prevEnd LSN
 	for i, s := range list {
@@ -164,6 +166,8 @@ func (l *Log) fillSalvaged(damage [][]Damage) error {
 			start = l.opts.StartLSN // damage before the first valid entry loses from there
 		}
 		ds := fillLost(damage[i], start, next)
+		s.skipped = boundEntries(ds, lone[i])
+		l.resume = boundLost(ds, l.resume)
 		if i == len(list)-1 && s.entries == 0 && prevEnd != 0 {
 			l.fixTailCut(s.path, prevEnd)
 		}
@@ -183,6 +187,50 @@ func (l *Log) fillSalvaged(damage [][]Damage) error {
 		}
 	}
 	return nil
+}
+
+// boundEntries returns how many entries the damaged regions ds of one
+// segment held, at least and at most (entriesHeld; one for a region that
+// is one entry with a damaged length), and keeps each region's count of
+// frames within those bounds.
+func boundEntries(ds []Damage, lone []bool) span {
+	var sum span
+	for i := range ds {
+		d := &ds[i]
+		held := span{1, 1}
+		if !lone[i] {
+			held = entriesHeld(d.Bytes, d.FirstLSN, d.LastLSN)
+		}
+		d.Entries = min(max(d.Entries, held.lo), held.hi)
+		sum = sum.add(held)
+	}
+	return sum
+}
+
+// boundLost completes the damage past the last record of the log, whose
+// last LSN no later record tells: a region's records cannot be read, but
+// its bytes bound them (recordsHeld), so it is reported as losing the most
+// LSNs its bytes can hold, from the LSN after everything before it. It
+// returns the LSN after every LSN the damage ds, and from, can have held
+// (from when ds lost none): the log resumes there, so no LSN a damaged,
+// synced entry had is ever given out again. A region whose first LSN is
+// unknown (no record precedes it in the log) is left unknown.
+func boundLost(ds []Damage, from LSN) LSN {
+	for i := range ds {
+		d := &ds[i]
+		if d.LastLSN == 0 && d.FirstLSN != 0 {
+			d.FirstLSN = max(d.FirstLSN, from)
+			if n := recordsHeld(d.Bytes); n > 0 {
+				d.LastLSN = d.FirstLSN + n - 1
+				d.Reason += fmt.Sprintf("; no record follows to tell its last LSN: up to LSN %d, the most its %d bytes can hold, is taken as lost and never given out again",
+					d.LastLSN, d.Bytes)
+			}
+		}
+		if d.LastLSN != 0 {
+			from = max(from, d.LastLSN+1)
+		}
+	}
+	return from
 }
 
 // fixTailCut completes the report of a salvage cut that removed every

@@ -9,7 +9,7 @@ type Damage struct {
 	Segment  string // file path
 	Offset   int64  // byte offset of the damage in the segment
 	Bytes    int64  // bytes cut or skipped
-	Entries  int    // whole entries lost, where known
+	Entries  int    // whole entries lost, where known; for damage a salvage skipped, as many as its frame lengths delimit within the bounds its bytes and LSNs prove (a length is covered by no CRC)
 	FirstLSN LSN    // first LSN lost, 0 when unknown
 	LastLSN  LSN    // last LSN lost, 0 when unknown
 	Reason   string

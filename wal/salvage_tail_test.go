@@ -1,9 +1,11 @@
 package wal_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/walq/walq/wal"
@@ -50,6 +52,239 @@ func TestSalvageUnderEmptyTail(t *testing.T) {
 					}
 				}
 				closeLog(t, l)
+			}
+		})
+	}
+}
+
+// TestSalvageNeverReusesLostLSN: the last entry of the last sealed
+// segment, synced when the segment was sealed (its records may have been
+// acknowledged), is damaged under the empty tail a roll left. Its LSNs
+// cannot be read, so the salvage resumes past the most its bytes can hold:
+// the next record never takes an LSN the damaged entry had, and a salvage
+// after it reports the same loss and reads the new record.
+func TestSalvageNeverReusesLostLSN(t *testing.T) {
+	src, lay := pristine(t)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := lay[len(lay)-1]
+	flipBit(t, filepath.Join(dir, filepath.Base(bad.seg)), bad.off+bad.size-1)
+	opts := harnessOpts
+	opts.Salvage = true
+	l, err := wal.Open(dir, &opts)
+	if err != nil {
+		t.Fatalf("salvaging Open: %v", err)
+	}
+	lost := l.Report().Salvaged
+	if len(lost) != 1 || lost[0].FirstLSN != bad.first || lost[0].LastLSN < bad.first+wal.LSN(bad.count)-1 {
+		t.Fatalf("Salvaged = %+v, want one region from LSN %d past %d", lost, bad.first, bad.first+wal.LSN(bad.count)-1)
+	}
+	lsn := appendN(t, l, harnessRecords, 1)[0]
+	if lsn <= bad.first+wal.LSN(bad.count)-1 {
+		t.Errorf("next LSN %d reuses the LSN %d of the damaged, synced entry", lsn, bad.first)
+	}
+	if lsn != lost[0].LastLSN+1 {
+		t.Errorf("next LSN %d, want %d, after the LSNs reported lost", lsn, lost[0].LastLSN+1)
+	}
+	closeLog(t, l)
+	opts.ReadOnly = true
+	l = openLog(t, dir, &opts)
+	defer closeLog(t, l)
+	if again := l.Report().Salvaged; len(again) != 1 || again[0].FirstLSN != lost[0].FirstLSN || again[0].LastLSN != lost[0].LastLSN {
+		t.Errorf("after an append, Salvaged = %+v, want %+v", again, lost)
+	}
+	if rec, err := l.Read(lsn); err != nil || string(rec) != string(record(harnessRecords)) {
+		t.Errorf("Read(%d) = %q, %v; want the record appended", lsn, rec, err)
+	}
+}
+
+// TestSalvageAmbiguousTailRefused: the payload of the last sealed entry is
+// damaged, so how many entries its bytes held cannot be told, under a
+// file holding junk where the log's next segment would be. A salvaging
+// Open cannot tell a torn first write from a foreign file: it refuses,
+// saying what to do, and leaves the file as it was.
+func TestSalvageAmbiguousTailRefused(t *testing.T) {
+	src, lay := pristine(t)
+	bad := lay[len(lay)-1]
+	if bad.size < 2*(1+17+1) {
+		t.Fatalf("last entry of %d bytes: too short for its count to be unknown", bad.size)
+	}
+	for _, ro := range []bool{true, false} {
+		dir := t.TempDir()
+		copyDir(t, src, dir)
+		tail := filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1))
+		const content = "junk, or a torn write"
+		if err := os.WriteFile(tail, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		flipBit(t, filepath.Join(dir, filepath.Base(bad.seg)), bad.off+bad.size-1)
+		opts := harnessOpts
+		opts.Salvage, opts.ReadOnly = true, ro
+		l, err := wal.Open(dir, &opts)
+		if err == nil {
+			closeLog(t, l)
+			t.Fatalf("read-only %v: Open took a file it cannot tell from a foreign one", ro)
+		}
+		if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), "move it out of the log directory") {
+			t.Errorf("read-only %v: Open: %v, want ErrCorrupt saying what to do", ro, err)
+		}
+		if b, err := os.ReadFile(tail); err != nil || string(b) != content {
+			t.Errorf("read-only %v: %s now %q (%v), want it unchanged", ro, filepath.Base(tail), b, err)
+		}
+	}
+}
+
+// TestSalvageLengthDamageUnderEmptyTail damages the frame length of each
+// entry of the last sealed segment, under a tail file holding junk: a
+// salvaging Open takes the file as its own tail only where walq's next
+// segment would be (a length cannot be trusted after a CRC failure, so
+// the count of damaged entries must not rest on it), and refuses it
+// under any other name.
+func TestSalvageLengthDamageUnderEmptyTail(t *testing.T) {
+	src, lay := pristine(t)
+	var sealed []entryPos
+	for _, e := range lay {
+		if e.seg == lay[len(lay)-1].seg {
+			sealed = append(sealed, e)
+		}
+	}
+	own := len(lay) + 1
+	for _, e := range sealed {
+		for _, nv := range []byte{0x01, 0x05, 0x7f, 0x00, 0x81} {
+			for _, name := range []int{own, own + 1, own + 2, own - 1} {
+				dir := t.TempDir()
+				copyDir(t, src, dir)
+				tail := filepath.Join(dir, fmt.Sprintf("%020d", name))
+				if err := os.WriteFile(tail, []byte("foreign junk"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				fileOp(t, filepath.Join(dir, filepath.Base(e.seg)), func(b []byte) []byte { b[e.off] = nv; return b })
+				opts := harnessOpts
+				opts.Salvage, opts.ReadOnly = true, true
+				l, err := wal.Open(dir, &opts)
+				switch {
+				case err == nil:
+					rep := l.Report()
+					closeLog(t, l)
+					if name == own {
+						checkLengthDamage(t, rep, e)
+					} else {
+						t.Errorf("entry LSN %d, length byte %#x: a file named %d (the log's tail would be %d) accepted", e.first, nv, name, own)
+					}
+				case name == own:
+					t.Errorf("entry LSN %d, length byte %#x: the log's own tail refused: %v", e.first, nv, err)
+				case !errors.Is(err, wal.ErrCorrupt):
+					t.Errorf("entry LSN %d, length byte %#x, file named %d: %v, want ErrCorrupt", e.first, nv, name, err)
+				}
+			}
+		}
+	}
+}
+
+// TestSalvageKeepsForeignTail: after the frame length of an entry of the
+// last sealed segment became 1, a writable salvaging Open refuses a file
+// named two past the log's last entry, and leaves it as it was.
+func TestSalvageKeepsForeignTail(t *testing.T) {
+	src, lay := pristine(t)
+	e := lay[len(lay)-8]
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	tail := filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+2))
+	const content = "a foreign file, not walq's"
+	if err := os.WriteFile(tail, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileOp(t, filepath.Join(dir, filepath.Base(e.seg)), func(b []byte) []byte { b[e.off] = 0x01; return b })
+	opts := harnessOpts
+	opts.Salvage = true
+	l, err := wal.Open(dir, &opts)
+	if err == nil {
+		closeLog(t, l)
+		t.Errorf("a foreign %s accepted as the log's tail", filepath.Base(tail))
+	} else if !errors.Is(err, wal.ErrCorrupt) {
+		t.Errorf("Open: %v, want ErrCorrupt", err)
+	}
+	if b, err := os.ReadFile(tail); err != nil || string(b) != content {
+		t.Errorf("foreign %s now %q (%v), want it unchanged", filepath.Base(tail), b, err)
+	}
+}
+
+// checkLengthDamage: damage to the frame length of entry e is reported as
+// the loss of that one entry, with its LSNs.
+func checkLengthDamage(t *testing.T, rep wal.Report, e entryPos) {
+	t.Helper()
+	for _, d := range rep.Salvaged {
+		if d.Offset == e.off && filepath.Base(d.Segment) == filepath.Base(e.seg) {
+			if d.Entries != 1 || d.FirstLSN != e.first || d.LastLSN != e.first+wal.LSN(e.count)-1 {
+				t.Errorf("entry LSN %d: Salvaged %+v, want one entry, LSNs %d-%d", e.first, d, e.first, e.first+wal.LSN(e.count)-1)
+			}
+		}
+	}
+}
+
+// TestSalvageGroupUnderEmptyTail: the last sealed entry holds a group of
+// records and is damaged under the empty tail. With only its frame length
+// damaged, the entry still passes its CRC: the salvage reports its exact
+// LSNs and the log resumes right after them. With its payload damaged,
+// the LSNs are bounded by its bytes, and the log resumes past the bound,
+// never at an LSN the group had.
+func TestSalvageGroupUnderEmptyTail(t *testing.T) {
+	const group = 10
+	src := t.TempDir()
+	opts := harnessOpts
+	l := openLog(t, src, &opts)
+	for i := 0; i < 40; i++ {
+		recs := make([][]byte, group)
+		for j := range recs {
+			recs[j] = record(i*group + j)
+		}
+		_, c, err := l.AppendAll(recs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeLog(t, l)
+	lay := layoutOf(t, src)
+	last := lay[len(lay)-1]
+	if last.count != group || len(segmentFiles(t, src)) < 3 {
+		t.Fatalf("layout: %d segments, last entry of %d records", len(segmentFiles(t, src)), last.count)
+	}
+	end := last.first + group - 1
+	for _, tc := range []struct {
+		name  string
+		at    int64 // byte changed
+		exact bool  // the LSNs lost are known exactly
+	}{
+		{"frame length", last.off, true},
+		{"payload", last.off + last.size - 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, src, dir)
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1)), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fileOp(t, filepath.Join(dir, filepath.Base(last.seg)), func(b []byte) []byte { b[tc.at] ^= 0x40; return b })
+			opts := harnessOpts
+			opts.Salvage = true
+			l, err := wal.Open(dir, &opts)
+			if err != nil {
+				t.Fatalf("salvaging Open: %v", err)
+			}
+			defer closeLog(t, l)
+			lost := l.Report().Salvaged
+			if len(lost) != 1 || lost[0].FirstLSN != last.first || lost[0].LastLSN < end || (tc.exact && lost[0].LastLSN != end) {
+				t.Fatalf("Salvaged = %+v, want one region from LSN %d to %d (exact %v)", lost, last.first, end, tc.exact)
+			}
+			lsn := appendN(t, l, 0, 1)[0]
+			if lsn <= end || lsn != lost[0].LastLSN+1 {
+				t.Errorf("next LSN %d, want %d, past the group's last LSN %d", lsn, lost[0].LastLSN+1, end)
 			}
 		})
 	}

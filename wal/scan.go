@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -29,7 +30,16 @@ type scanResult struct {
 	goodEnd  int64    // offset after the last valid entry before the first damage
 	bad      *badSpot // first damage; nil when clean
 	damage   []Damage // with resync: every damaged region
+	lone     []bool   // with resync: per damaged region, whether it is one entry with a damaged length (loneEntry)
 }
+
+// span bounds a count: at least lo, at most hi.
+type span struct {
+	lo, hi int
+}
+
+// add returns the bounds of the sum of two counts.
+func (s span) add(o span) span { return span{s.lo + o.lo, s.hi + o.hi} }
 
 // scanSegment reads every entry of a segment and checks framing, CRC,
 // version and LSN continuity. Without resync it stops at the first damage
@@ -57,11 +67,15 @@ func scanSegment(r *segReader, sp scanSpec) (scanResult, error) {
 			if err2 != nil {
 				return res, err2
 			}
-			res.damage = append(res.damage, skipDamage(r, sp, off, next, ok, want, nh, err.Error()))
+			d, lone, err2 := skipDamage(r, sp, off, next, ok, want, nh, err.Error())
+			if err2 != nil {
+				return res, err2
+			}
+			res.damage, res.lone = append(res.damage, d), append(res.lone, lone)
 			if !ok {
 				return res, nil
 			}
-			ord += countFrames(r, off, next)
+			ord += d.Entries
 			off, want, lastPoint = next, nh.first, -indexSpacing // always index a resync target
 			continue
 		}
@@ -85,18 +99,80 @@ func scanSegment(r *segReader, sp scanSpec) (scanResult, error) {
 
 // skipDamage describes the region [off, next) skipped by a resync: LSNs
 // want to nh.first-1 are lost. When no valid entry follows (ok false) the
-// region runs to the end of the scan and the last LSN lost is unknown here.
-func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, nh entryHeader, reason string) Damage {
+// region runs to the end of the scan and the last LSN lost is unknown here,
+// unless the region is one entry with a damaged length (loneEntry, which
+// it reports).
+func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, nh entryHeader, reason string) (Damage, bool, error) {
 	if !ok {
-		next = sp.limit
+		next, nh = sp.limit, entryHeader{}
 	}
-	d := Damage{Segment: sp.seg.path, Offset: off, Bytes: next - off,
-		Entries: countFrames(r, off, next), Reason: reason}
+	d := Damage{Segment: sp.seg.path, Offset: off, Bytes: next - off, Reason: reason}
 	d.FirstLSN = want // 0 when unknown; completed by fillLost
 	if ok && nh.first > 0 {
 		d.LastLSN = nh.first - 1
 	}
-	return d
+	h, lone, err := loneEntry(r, off, next, want, nh.first)
+	if err != nil {
+		return d, false, err
+	}
+	if lone {
+		d.Entries, d.FirstLSN, d.LastLSN = 1, h.first, h.end()-1
+		d.Reason += " (the frame length is damaged; the entry itself passes its checks)"
+		return d, true, nil
+	}
+	d.Entries = countFrames(r, off, next) // bounded by entriesHeld once the LSNs are known
+	return d, false, nil
+}
+
+// minFrame is the fewest bytes a frame can take: a one-byte length, the
+// entry header, and one empty record (its one-byte length).
+const minFrame = 1 + headerSize + 1
+
+// entriesHeld bounds how many entries a damaged region of n bytes held,
+// first to last being the LSNs it lost (0: unknown). Its first frame
+// starts where the region does, so one at least; each takes minFrame
+// bytes and one LSN at least. No frame length is read: a length is not
+// covered by any CRC, so after a CRC failure none can be trusted.
+func entriesHeld(n int64, first, last LSN) span {
+	hi := int(n / minFrame)
+	if first != 0 && last >= first {
+		hi = int(min(uint64(hi), last-first+1))
+	}
+	return span{1, max(hi, 1)}
+}
+
+// recordsHeld is the most records a damaged region of n bytes can have
+// held: one entry holding one-byte records (more entries take more bytes
+// each).
+func recordsHeld(n int64) uint64 {
+	if n < minFrame {
+		return 0
+	}
+	return uint64(n - minFrame + 1)
+}
+
+// loneEntry reports whether the region [off, end) is a single entry whose
+// frame length alone is damaged: the bytes after a length as long as the
+// one the region's size needs pass every check of an entry (the CRC among
+// them), starting at want and ending before next (each 0 when unknown).
+// It then returns the entry's header, which the CRC vouches for.
+func loneEntry(r *segReader, off, end int64, want, next LSN) (entryHeader, bool, error) {
+	var buf [binary.MaxVarintLen64]byte
+	for k := int64(1); k <= binary.MaxVarintLen64 && off+k+headerSize <= end; k++ {
+		n := end - off - k
+		if int64(binary.PutUvarint(buf[:], uint64(n))) != k {
+			continue
+		}
+		e, err := r.bytes(off+k, int(n), end)
+		if err != nil {
+			return entryHeader{}, false, err
+		}
+		h, err := decodeEntry(e)
+		if err == nil && (want == 0 || h.first == want) && (next == 0 || h.end() == next) {
+			return h, true, nil
+		}
+	}
+	return entryHeader{}, false, nil
 }
 
 // findValid searches, byte by byte, for the first offset in [from, limit)
@@ -126,7 +202,9 @@ func findValid(r *segReader, from, limit int64, floor LSN) (int64, entryHeader, 
 // countFrames counts the tidwall/wal frames that can be delimited in
 // [off, end): each starts with a readable non-zero length. A frame that runs
 // past end counts if it starts inside the region. It is how many entries a
-// damaged region held, where that is knowable.
+// damaged region held when its lengths are intact, which nothing checks: a
+// salvage reports it only within the bounds entriesHeld proves, and no
+// decision rests on it.
 func countFrames(r *segReader, off, end int64) int {
 	n := 0
 	for off < end {

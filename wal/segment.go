@@ -80,6 +80,7 @@ type segment struct {
 	points   []point  // sparse index, ascending; includes the first entry and every resync target
 	entries  int      // valid entries, when indexed
 	endLSN   LSN      // LSN after the last record, when indexed
+	skipped  span     // Open under Salvage: entries its damaged regions held, at least and at most
 	// mem is the tail's bytes [0, size) in memory (committer.publish);
 	// nil when sealed or unknown. Bytes below len(mem) are never written
 	// while published, and their storage is reused only after the

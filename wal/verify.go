@@ -85,6 +85,9 @@ func verifyContinuity(views []segView, results []scanResult, damage [][]Damage) 
 	for i, v := range views {
 		res := results[i]
 		ds := fillLost(damage[i], prevEnd, firstLSNOf(results[i+1:]))
+		if len(ds) == len(res.lone) { // not the torn tail Verify took out
+			boundEntries(ds, res.lone)
+		}
 		if i > 0 && res.entries > 0 && prevEnd != 0 && res.firstLSN != prevEnd && !covers(out, ds, res.firstLSN-1) {
 			ds = append([]Damage{{Segment: v.seg.path, FirstLSN: prevEnd, LastLSN: max(prevEnd, res.firstLSN) - 1,
 				Reason: fmt.Sprintf("%s: segment starts at LSN %d, the previous one ends before LSN %d", errLSNOutOfLine, res.firstLSN, prevEnd)}}, ds...)
