@@ -164,8 +164,9 @@ func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
 
 // Peek returns the message with sequence seq, headers and payload
 // included, without delivering it. ErrNotFound when no live or dead
-// message has that sequence; ErrCorrupt (or another read error) when the
-// record that would tell cannot be read.
+// message has that sequence, also when it was acked or purged while Peek
+// read it and compacted out of the log; ErrCorrupt (or another read
+// error) when the record that would tell cannot be read.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -181,7 +182,11 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	if indexed {
 		info := entryInfo(e)
 		m := &Message{Receipt: Receipt{Seq: e.Seq}}
-		if err := q.readPayload(m, e.Loc); err != nil {
+		switch err := q.readPayload(m, e.Loc); {
+		case errors.Is(err, wal.ErrNotFound) && !q.indexed(seq):
+			// Acked or purged, and compacted out of the log, meanwhile.
+			return MessageInfo{}, fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
+		case err != nil:
 			return MessageInfo{}, err
 		}
 		info.Headers, info.Payload = m.Headers, m.Payload
@@ -259,4 +264,12 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// indexed reports whether the index holds the message seq now.
+func (q *Queue) indexed(seq uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.mu.st.table.Get(seq)
+	return ok
 }

@@ -26,8 +26,9 @@ type DeadLetter struct {
 // A letter whose payload cannot be read (damage, ErrCorrupt) is listed
 // all the same, without payload or headers, and its reason ends with
 // "; corrupt record: " and the read error, so that it can still be told
-// and purged by id (RequeueDead refuses it). Another read error fails the
-// call.
+// and purged by id (RequeueDead refuses it). A letter purged or requeued
+// while the call reads the others, and compacted out of the log, is left
+// out, as if gone before the call. Another read error fails the call.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -46,6 +47,8 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 			EnqueuedAt: time.Unix(0, e.EnqueuedAt)}
 		m := &Message{Receipt: Receipt{Seq: e.Seq}}
 		switch err := q.readPayload(m, e.Loc); {
+		case errors.Is(err, wal.ErrNotFound) && !q.isDead(e.Seq):
+			continue // purged or requeued, and compacted out of the log, meanwhile
 		case errors.Is(err, ErrCorrupt):
 			d.Reason += "; " + corruptReason + err.Error()
 		case err != nil:

@@ -1,0 +1,42 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/testhook"
+)
+
+// TestPeekOvertakenByPurgeAndCompact: a dead letter purged after Peek
+// looked it up and before it read its payload, and compacted out of the
+// log, is gone: Peek says ErrNotFound, as it says of a letter purged
+// before the call, not the log's "record not in log".
+func TestPeekOvertakenByPurgeAndCompact(t *testing.T) {
+	o := Options{Sync: SyncAlways, SegmentSize: 4096}
+	testhook.SetManualCompaction(&o)
+	q, err := Open(t.TempDir(), &o)
+	require.NoError(t, err)
+	defer q.Close()
+	ctx := context.Background()
+	_, err = q.Enqueue(ctx, []byte("dead|"+string(bytes.Repeat([]byte("d"), 1500))), WithID("d"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.DeadLetter("pin"))
+	seq := m.Receipt.Seq
+	for range 12 { // acked messages behind it, for the compaction to drop
+		_, err := q.Enqueue(ctx, bytes.Repeat([]byte("b"), 3000))
+		require.NoError(t, err)
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	q.peeking = func() {
+		require.NoError(t, q.PurgeDead("d"))
+		require.NoError(t, q.Compact())
+	}
+	_, err = q.Peek(seq)
+	require.ErrorIs(t, err, ErrNotFound)
+}
