@@ -166,7 +166,9 @@ func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
 // included, without delivering it. ErrNotFound when no live or dead
 // message has that sequence, also when it was acked or purged while Peek
 // read it and compacted out of the log; ErrCorrupt (or another read
-// error) when the record that would tell cannot be read.
+// error) when the record that would tell cannot be read. A message that a
+// compaction copies forward while Peek reads it is found where the copy
+// is.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -180,17 +182,7 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 		q.peeking()
 	}
 	if indexed {
-		info := entryInfo(e)
-		m := &Message{Receipt: Receipt{Seq: e.Seq}}
-		switch err := q.readPayload(m, e.Loc); {
-		case errors.Is(err, wal.ErrNotFound) && !q.indexed(seq):
-			// Acked or purged, and compacted out of the log, meanwhile.
-			return MessageInfo{}, fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
-		case err != nil:
-			return MessageInfo{}, err
-		}
-		info.Headers, info.Payload = m.Headers, m.Payload
-		return info, nil
+		return q.peekIndexed(e)
 	}
 	notFound := fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
 	if seq < cursor || pending == 0 {
@@ -199,6 +191,9 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	rec, err := q.readRecord(seq)
 	switch {
 	case errors.Is(err, wal.ErrNotFound):
+		if e, ok := q.indexedEntry(seq); ok {
+			return q.peekIndexed(e) // copied forward out of the cursor's region, and the log cut, meanwhile
+		}
 		return MessageInfo{}, notFound
 	case err != nil:
 		return MessageInfo{}, err // damage (ErrCorrupt) or a read error: the message may be there
@@ -266,10 +261,30 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// indexed reports whether the index holds the message seq now.
-func (q *Queue) indexed(seq uint64) bool {
+// peekIndexed is Peek of the indexed message e.
+func (q *Queue) peekIndexed(e index.Entry) (MessageInfo, error) {
+	info := entryInfo(e)
+	m := &Message{Receipt: Receipt{Seq: e.Seq}}
+	switch err := q.readPayload(m, e.Loc); {
+	case errors.Is(err, wal.ErrNotFound) && !q.indexed(e.Seq):
+		// Acked or purged, and compacted out of the log, meanwhile.
+		return MessageInfo{}, fmt.Errorf("%w: no message with sequence %d", ErrNotFound, e.Seq)
+	case err != nil:
+		return MessageInfo{}, err
+	}
+	info.Headers, info.Payload = m.Headers, m.Payload
+	return info, nil
+}
+
+// indexedEntry returns the message seq as the index holds it now.
+func (q *Queue) indexedEntry(seq uint64) (index.Entry, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	_, ok := q.mu.st.table.Get(seq)
+	return q.mu.st.table.Get(seq)
+}
+
+// indexed reports whether the index holds the message seq now.
+func (q *Queue) indexed(seq uint64) bool {
+	_, ok := q.indexedEntry(seq)
 	return ok
 }
