@@ -71,14 +71,10 @@ func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInf
 	if limit <= 0 || state < StateReady || state > StateDead {
 		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
 	}
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
+	snap, cursor, pending, err := q.browseView()
+	if err != nil {
+		return nil, err
 	}
-	q.mu.st.table.Promote(q.now())
-	snap, cursor, pending := q.mu.st.table.Snapshot(), q.mu.st.cursor, q.mu.st.pending
-	q.mu.Unlock()
 	out := indexed(snap, state, from, limit)
 	if state != StateReady || pending == 0 {
 		return out, nil
@@ -90,6 +86,16 @@ func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInf
 	out = append(out, fresh...)
 	slices.SortFunc(out, func(a, b MessageInfo) int { return cmpSeq(a.Seq, b.Seq) })
 	return out[:min(len(out), limit)], nil
+}
+
+// browseView copies the index that Browse shows (see view) and returns it
+// with the cursor and the count of never-delivered messages.
+func (q *Queue) browseView() (snap *index.Snapshot, cursor uint64, pending int64, err error) {
+	err = q.view(func(st *state) {
+		st.table.Promote(q.now())
+		snap, cursor, pending = st.table.Snapshot(), st.cursor, st.pending
+	})
+	return snap, cursor, pending, err
 }
 
 func cmpSeq(a, b uint64) int {
@@ -170,14 +176,17 @@ func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
 // compaction copies forward while Peek reads it is found where the copy
 // is.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return MessageInfo{}, ErrClosed
+	var e index.Entry
+	var indexed bool
+	var cursor uint64
+	var pending int64
+	err := q.view(func(st *state) {
+		e, indexed = st.table.Get(seq)
+		cursor, pending = st.cursor, st.pending
+	})
+	if err != nil {
+		return MessageInfo{}, err
 	}
-	e, indexed := q.mu.st.table.Get(seq)
-	cursor, pending := q.mu.st.cursor, q.mu.st.pending
-	q.mu.Unlock()
 	if q.peeking != nil {
 		q.peeking()
 	}
@@ -221,14 +230,10 @@ func (s *Sorted[K]) Keys(after string, limit int) ([]KeyInfo[K], error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: keys, limit %d", ErrInvalidOptions, limit)
 	}
-	q := s.q
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
+	var snap *index.SortedSnapshot
+	if err := s.q.view(func(st *state) { snap = st.sorted.Snapshot() }); err != nil {
+		return nil, err
 	}
-	snap := q.mu.st.sorted.Snapshot()
-	q.mu.Unlock()
 	var out []KeyInfo[K]
 	var err error
 	snap.Pending(func(v index.SortedValue) bool {

@@ -30,17 +30,16 @@ type DeadLetter struct {
 // while the call reads the others, and compacted out of the log, is left
 // out, as if gone before the call. Another read error fails the call.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
-	}
 	var es []index.Entry
-	q.mu.st.table.Dead(from, func(e index.Entry) bool {
-		es = append(es, e)
-		return max <= 0 || len(es) < max
+	err := q.view(func(st *state) {
+		st.table.Dead(from, func(e index.Entry) bool {
+			es = append(es, e)
+			return max <= 0 || len(es) < max
+		})
 	})
-	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]DeadLetter, 0, len(es))
 	for _, e := range es {
 		d := DeadLetter{ID: e.ID, Seq: e.Seq, Reason: e.Reason, Deliveries: int(e.Deliveries),

@@ -96,17 +96,16 @@ type DeadValue[K SortKey] struct {
 // Another read error fails the call.
 func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	q := s.q
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
-	}
 	var ds []index.DeadValue
-	q.mu.st.sorted.DeadFrom(from, func(d index.DeadValue) bool {
-		ds = append(ds, d)
-		return max <= 0 || len(ds) < max
+	err := q.view(func(st *state) {
+		st.sorted.DeadFrom(from, func(d index.DeadValue) bool {
+			ds = append(ds, d)
+			return max <= 0 || len(ds) < max
+		})
 	})
-	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]DeadValue[K], 0, len(ds))
 	for _, d := range ds {
 		v, err := s.deadValue(d)
