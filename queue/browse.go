@@ -66,20 +66,41 @@ type MessageInfo struct {
 // from, in sequence order, without headers and payloads; the next page
 // starts at the last one's Seq+1. It changes nothing. The indexes are
 // copied under the queue's lock in constant time and read outside it;
-// ready messages never delivered are read from the log.
+// ready messages never delivered are read from the log. A compaction that
+// copies those forward and cuts the log behind them meanwhile makes
+// Browse copy the indexes again (up to browseTries times in all), so
+// that it lists them once, where the copies are, and does not fail.
 func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
 	if limit <= 0 || state < StateReady || state > StateDead {
 		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
 	}
-	snap, cursor, pending, err := q.browseView()
+	for tries := 1; ; tries++ {
+		out, err := q.browse(state, from, limit)
+		if !errors.Is(err, errLogCut) || tries == browseTries {
+			return out, err
+		}
+	}
+}
+
+// browseTries bounds the copies of the indexes a Browse makes.
+const browseTries = 4
+
+// errLogCut is the error of a read of the never-delivered messages that a
+// compaction cut out of the log after the indexes were copied. It wraps
+// wal.ErrNotFound, the read's own error.
+var errLogCut = fmt.Errorf("queue: the log was cut since the indexes were copied: %w", wal.ErrNotFound)
+
+// browse is one try of Browse.
+func (q *Queue) browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
+	v, err := q.browseView()
 	if err != nil {
 		return nil, err
 	}
-	out := indexed(snap, state, from, limit)
-	if state != StateReady || pending == 0 {
+	out := indexed(v.snap, state, from, limit)
+	if state != StateReady || v.pending == 0 {
 		return out, nil
 	}
-	fresh, err := q.pendingFrom(max(from, cursor), limit)
+	fresh, err := q.pendingFrom(max(from, v.cursor), v.first, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -88,14 +109,26 @@ func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInf
 	return out[:min(len(out), limit)], nil
 }
 
-// browseView copies the index that Browse shows (see view) and returns it
-// with the cursor and the count of never-delivered messages.
-func (q *Queue) browseView() (snap *index.Snapshot, cursor uint64, pending int64, err error) {
-	err = q.view(func(st *state) {
+// browsed is what Browse copies under the lock of the state it shows.
+type browsed struct {
+	snap    *index.Snapshot
+	cursor  uint64 // the state's cursor
+	pending int64  // its never-delivered messages
+	first   uint64 // the log's first LSN then
+}
+
+// browseView copies the index that Browse shows (see view), with the
+// cursor, the count of never-delivered messages and the log's first LSN.
+func (q *Queue) browseView() (browsed, error) {
+	var v browsed
+	err := q.view(func(st *state) {
 		st.table.Promote(q.now())
-		snap, cursor, pending = st.table.Snapshot(), st.cursor, st.pending
+		v = browsed{snap: st.table.Snapshot(), cursor: st.cursor, pending: st.pending}
+		if v.pending > 0 {
+			v.first = q.log.FirstLSN()
+		}
 	})
-	return snap, cursor, pending, err
+	return v, err
 }
 
 func cmpSeq(a, b uint64) int {
@@ -140,15 +173,23 @@ func entryInfo(e index.Entry) MessageInfo {
 }
 
 // pendingFrom reads up to limit never-delivered ready messages from the log
-// at from (at or after the cursor) on.
-func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
-	r := q.log.NewReader(max(from, q.log.FirstLSN()))
+// at from (at or after the cursor) on. first is the log's first LSN when
+// the cursor was read: a log that starts later now, or is cut under the
+// read, fails it with errLogCut.
+func (q *Queue) pendingFrom(from, first uint64, limit int) ([]MessageInfo, error) {
+	if q.log.FirstLSN() != first {
+		return nil, errLogCut
+	}
+	r := q.log.NewReader(max(from, first))
 	defer r.Close()
 	var out []MessageInfo
 	for len(out) < limit {
 		lsn, b, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if errors.Is(err, wal.ErrNotFound) && q.log.FirstLSN() != first {
+			return nil, errLogCut
 		}
 		if err != nil {
 			return nil, wrapCorrupt("browse log", err)

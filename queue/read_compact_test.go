@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -56,4 +58,37 @@ func TestDeadValuesBesidePurgeAndCompact(t *testing.T) {
 		require.Equal(t, d.Seq, dvs[i].Seq)
 		require.Equal(t, d.Payload, dvs[i].Payload)
 	}
+}
+
+// TestBrowseBesideCopyForward: a never-delivered message that a
+// compaction copies forward, out of the cursor's region, and cuts the log
+// behind, while Browse reads the never-delivered messages from the log,
+// is still listed, once; Browse does not fail.
+func TestBrowseBesideCopyForward(t *testing.T) {
+	fsys := &gateFS{}
+	clk := newFakeClock()
+	o := queue.Options{Sync: queue.SyncAlways, SegmentSize: 4096, FS: fsys, Clock: clk}
+	testhook.SetManualCompaction(&o)
+	q := open(t, t.TempDir(), &o)
+	defer q.Close()
+	enqueue(t, q, "backlog|"+string(bytes.Repeat([]byte("k"), 1500)), queue.WithID("k"))
+	for range 12 { // delayed messages, delivered before it and acked
+		enqueue(t, q, string(bytes.Repeat([]byte("b"), 3000)), queue.WithDelay(time.Second))
+		clk.Advance(time.Second)
+		m := tryDequeue(t, q)
+		require.NotEqual(t, "k", m.ID)
+		require.NoError(t, m.Ack())
+	}
+	var ready []queue.MessageInfo
+	_, err := whileReadHeld(t, fsys, func() (int, error) {
+		var err error
+		ready, err = q.Browse(queue.StateReady, 0, 10)
+		return len(ready), err
+	}, func() {
+		require.NoError(t, q.Compact())
+		require.NotZero(t, q.Stats().Moved)
+	})
+	require.NoError(t, err)
+	require.Len(t, ready, 1)
+	require.Equal(t, "k", ready[0].ID)
 }
