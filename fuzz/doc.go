@@ -9,6 +9,8 @@
 //
 //	oracle.go              the checker: lost, unexpected, redelivered after ack, duplicates
 //	kill9_test.go          a child process SIGKILLed at random moments, hundreds of times
+//	deadkill9_test.go      the same around the dead-letter sets: requeues, purges, MaxDeliveries
+//	readers_test.go        Peek, DeadLetters, DeadValues, Browse beside compactions that cut the log
 //	powerloss_test.go      power loss on a crash file system at every durable operation, 10,000+ states
 //	fault_test.go          the Nth file operation fails, for every N: errors reach callers and are sticky
 //	tail_test.go           every byte offset of the last entries cut, zeroed, extended

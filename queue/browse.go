@@ -66,30 +66,69 @@ type MessageInfo struct {
 // from, in sequence order, without headers and payloads; the next page
 // starts at the last one's Seq+1. It changes nothing. The indexes are
 // copied under the queue's lock in constant time and read outside it;
-// ready messages never delivered are read from the log.
+// ready messages never delivered are read from the log. A compaction that
+// copies those forward and cuts the log behind them meanwhile makes
+// Browse copy the indexes again (up to browseTries times in all), so
+// that it lists them once, where the copies are, and does not fail.
 func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
 	if limit <= 0 || state < StateReady || state > StateDead {
 		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
 	}
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
+	for tries := 1; ; tries++ {
+		out, err := q.browse(state, from, limit)
+		if !errors.Is(err, errLogCut) || tries == browseTries {
+			return out, err
+		}
 	}
-	q.mu.st.table.Promote(q.now())
-	snap, cursor, pending := q.mu.st.table.Snapshot(), q.mu.st.cursor, q.mu.st.pending
-	q.mu.Unlock()
-	out := indexed(snap, state, from, limit)
-	if state != StateReady || pending == 0 {
+}
+
+// browseTries bounds the copies of the indexes a Browse makes.
+const browseTries = 4
+
+// errLogCut is the error of a read of the never-delivered messages that a
+// compaction cut out of the log after the indexes were copied. It wraps
+// wal.ErrNotFound, the read's own error.
+var errLogCut = fmt.Errorf("queue: the log was cut since the indexes were copied: %w", wal.ErrNotFound)
+
+// browse is one try of Browse.
+func (q *Queue) browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
+	v, err := q.browseView()
+	if err != nil {
+		return nil, err
+	}
+	out := indexed(v.snap, state, from, limit)
+	if state != StateReady || v.pending == 0 {
 		return out, nil
 	}
-	fresh, err := q.pendingFrom(max(from, cursor), limit)
+	fresh, err := q.pendingFrom(max(from, v.cursor), v.first, limit)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, fresh...)
 	slices.SortFunc(out, func(a, b MessageInfo) int { return cmpSeq(a.Seq, b.Seq) })
 	return out[:min(len(out), limit)], nil
+}
+
+// browsed is what Browse copies under the lock of the state it shows.
+type browsed struct {
+	snap    *index.Snapshot
+	cursor  uint64 // the state's cursor
+	pending int64  // its never-delivered messages
+	first   uint64 // the log's first LSN then
+}
+
+// browseView copies the index that Browse shows (see view), with the
+// cursor, the count of never-delivered messages and the log's first LSN.
+func (q *Queue) browseView() (browsed, error) {
+	var v browsed
+	err := q.view(func(st *state) {
+		st.table.Promote(q.now())
+		v = browsed{snap: st.table.Snapshot(), cursor: st.cursor, pending: st.pending}
+		if v.pending > 0 {
+			v.first = q.log.FirstLSN()
+		}
+	})
+	return v, err
 }
 
 func cmpSeq(a, b uint64) int {
@@ -134,15 +173,23 @@ func entryInfo(e index.Entry) MessageInfo {
 }
 
 // pendingFrom reads up to limit never-delivered ready messages from the log
-// at from (at or after the cursor) on.
-func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
-	r := q.log.NewReader(max(from, q.log.FirstLSN()))
+// at from (at or after the cursor) on. first is the log's first LSN when
+// the cursor was read: a log that starts later now, or is cut under the
+// read, fails it with errLogCut.
+func (q *Queue) pendingFrom(from, first uint64, limit int) ([]MessageInfo, error) {
+	if q.log.FirstLSN() != first {
+		return nil, errLogCut
+	}
+	r := q.log.NewReader(max(from, first))
 	defer r.Close()
 	var out []MessageInfo
 	for len(out) < limit {
 		lsn, b, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if errors.Is(err, wal.ErrNotFound) && q.log.FirstLSN() != first {
+			return nil, errLogCut
 		}
 		if err != nil {
 			return nil, wrapCorrupt("browse log", err)
@@ -164,28 +211,28 @@ func (q *Queue) pendingFrom(from uint64, limit int) ([]MessageInfo, error) {
 
 // Peek returns the message with sequence seq, headers and payload
 // included, without delivering it. ErrNotFound when no live or dead
-// message has that sequence; ErrCorrupt (or another read error) when the
-// record that would tell cannot be read.
+// message has that sequence, also when it was acked or purged while Peek
+// read it and compacted out of the log; ErrCorrupt (or another read
+// error) when the record that would tell cannot be read. A message that a
+// compaction copies forward while Peek reads it is found where the copy
+// is.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return MessageInfo{}, ErrClosed
+	var e index.Entry
+	var indexed bool
+	var cursor uint64
+	var pending int64
+	err := q.view(func(st *state) {
+		e, indexed = st.table.Get(seq)
+		cursor, pending = st.cursor, st.pending
+	})
+	if err != nil {
+		return MessageInfo{}, err
 	}
-	e, indexed := q.mu.st.table.Get(seq)
-	cursor, pending := q.mu.st.cursor, q.mu.st.pending
-	q.mu.Unlock()
 	if q.peeking != nil {
 		q.peeking()
 	}
 	if indexed {
-		info := entryInfo(e)
-		m := &Message{Receipt: Receipt{Seq: e.Seq}}
-		if err := q.readPayload(m, e.Loc); err != nil {
-			return MessageInfo{}, err
-		}
-		info.Headers, info.Payload = m.Headers, m.Payload
-		return info, nil
+		return q.peekIndexed(e)
 	}
 	notFound := fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
 	if seq < cursor || pending == 0 {
@@ -194,6 +241,9 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	rec, err := q.readRecord(seq)
 	switch {
 	case errors.Is(err, wal.ErrNotFound):
+		if e, ok := q.indexedEntry(seq); ok {
+			return q.peekIndexed(e) // copied forward out of the cursor's region, and the log cut, meanwhile
+		}
 		return MessageInfo{}, notFound
 	case err != nil:
 		return MessageInfo{}, err // damage (ErrCorrupt) or a read error: the message may be there
@@ -221,14 +271,10 @@ func (s *Sorted[K]) Keys(after string, limit int) ([]KeyInfo[K], error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: keys, limit %d", ErrInvalidOptions, limit)
 	}
-	q := s.q
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
+	var snap *index.SortedSnapshot
+	if err := s.q.view(func(st *state) { snap = st.sorted.Snapshot() }); err != nil {
+		return nil, err
 	}
-	snap := q.mu.st.sorted.Snapshot()
-	q.mu.Unlock()
 	var out []KeyInfo[K]
 	var err error
 	snap.Pending(func(v index.SortedValue) bool {
@@ -259,4 +305,32 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// peekIndexed is Peek of the indexed message e.
+func (q *Queue) peekIndexed(e index.Entry) (MessageInfo, error) {
+	info := entryInfo(e)
+	m := &Message{Receipt: Receipt{Seq: e.Seq}}
+	switch err := q.readPayload(m, e.Loc); {
+	case errors.Is(err, wal.ErrNotFound) && !q.indexed(e.Seq):
+		// Acked or purged, and compacted out of the log, meanwhile.
+		return MessageInfo{}, fmt.Errorf("%w: no message with sequence %d", ErrNotFound, e.Seq)
+	case err != nil:
+		return MessageInfo{}, err
+	}
+	info.Headers, info.Payload = m.Headers, m.Payload
+	return info, nil
+}
+
+// indexedEntry returns the message seq as the index holds it now.
+func (q *Queue) indexedEntry(seq uint64) (index.Entry, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.st.table.Get(seq)
+}
+
+// indexed reports whether the index holds the message seq now.
+func (q *Queue) indexed(seq uint64) bool {
+	_, ok := q.indexedEntry(seq)
+	return ok
 }

@@ -26,26 +26,28 @@ type DeadLetter struct {
 // A letter whose payload cannot be read (damage, ErrCorrupt) is listed
 // all the same, without payload or headers, and its reason ends with
 // "; corrupt record: " and the read error, so that it can still be told
-// and purged by id (RequeueDead refuses it). Another read error fails the
-// call.
+// and purged by id (RequeueDead refuses it). A letter purged or requeued
+// while the call reads the others, and compacted out of the log, is left
+// out, as if gone before the call. Another read error fails the call.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
-	}
 	var es []index.Entry
-	q.mu.st.table.Dead(from, func(e index.Entry) bool {
-		es = append(es, e)
-		return max <= 0 || len(es) < max
+	err := q.view(func(st *state) {
+		st.table.Dead(from, func(e index.Entry) bool {
+			es = append(es, e)
+			return max <= 0 || len(es) < max
+		})
 	})
-	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]DeadLetter, 0, len(es))
 	for _, e := range es {
 		d := DeadLetter{ID: e.ID, Seq: e.Seq, Reason: e.Reason, Deliveries: int(e.Deliveries),
 			EnqueuedAt: time.Unix(0, e.EnqueuedAt)}
 		m := &Message{Receipt: Receipt{Seq: e.Seq}}
 		switch err := q.readPayload(m, e.Loc); {
+		case errors.Is(err, wal.ErrNotFound) && !q.isDead(e.Seq):
+			continue // purged or requeued, and compacted out of the log, meanwhile
 		case errors.Is(err, ErrCorrupt):
 			d.Reason += "; " + corruptReason + err.Error()
 		case err != nil:

@@ -114,14 +114,17 @@
 //     (ErrLeaseLost, an invalid argument), whatever its receipts: a
 //     refusal would read as if the log were healthy. Only a closed queue
 //     answers ErrClosed first;
-//   - Stats counts the log as written, what a reopen replays: not an
-//     enqueue or publish whose write failed, though the queue had taken
-//     it in; one whose write was made and whose fsync failed, yes (a
-//     power loss may still take it). When the log cannot be read back (a
-//     segment damaged since it was written, a read error), Stats.CountsErr
-//     says why and the counts are the calls', the failed ones included;
-//     a read that met damage is not tried again, a read error up to three
-//     times in all, not at every call.
+//   - Stats counts the log as written, what a reopen replays (LastLSN
+//     too): not an enqueue or publish whose write failed, though the
+//     queue had taken it in; one whose write was made and whose fsync
+//     failed, yes (a power loss may still take it). When the log cannot
+//     be read back (a segment damaged since it was written, a read
+//     error), Stats.CountsErr says why and the counts are the calls', the
+//     failed ones included; a read that met damage is not tried again, a
+//     read error up to three times in all, not at every call;
+//   - Browse, Peek, DeadLetters, DeadValues and Keys show the same log as
+//     written: not a dead-lettering, requeue, purge or publish whose
+//     write failed (when the log cannot be read back, the calls' state).
 //
 // Close and reopen to go on.
 //

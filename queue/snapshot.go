@@ -124,7 +124,10 @@ func appendEntry(dst []byte, e *index.Entry) []byte {
 // snapshot.
 const entryFields = 12
 
-// decodeState rebuilds a state from a snapshot body.
+// decodeState rebuilds a state from a snapshot body. A body that goes on
+// after its last section is refused as ErrCorrupt: no release writes one
+// (a writer that adds state writes a new body version, which an older
+// release refuses), so what follows would be state this release drops.
 func decodeState(body []byte, o *Options) (*state, error) {
 	st := newState(o)
 	r := bytes.NewReader(body)
@@ -156,6 +159,9 @@ func decodeState(body []byte, o *Options) (*state, error) {
 	}
 	if err == nil {
 		err = st.decodeSorted(dec, r.Len)
+	}
+	if err == nil && r.Len() > 0 {
+		err = fmt.Errorf("%d bytes after its last section", r.Len())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: snapshot body: %v", ErrCorrupt, err)

@@ -90,24 +90,28 @@ type DeadValue[K SortKey] struct {
 // whose payload cannot be read (damage, ErrCorrupt) is listed all the
 // same, as Queue.DeadLetters lists a damaged letter: without payload, its
 // reason ending with "; corrupt record: " and the read error, so that it
-// can still be told and purged by its name (RequeueDead refuses it).
+// can still be told and purged by its name (RequeueDead refuses it). A
+// value purged or requeued while the call reads the others, and
+// compacted out of the log, is left out, as if gone before the call.
 // Another read error fails the call.
 func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 	q := s.q
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return nil, ErrClosed
-	}
 	var ds []index.DeadValue
-	q.mu.st.sorted.DeadFrom(from, func(d index.DeadValue) bool {
-		ds = append(ds, d)
-		return max <= 0 || len(ds) < max
+	err := q.view(func(st *state) {
+		st.sorted.DeadFrom(from, func(d index.DeadValue) bool {
+			ds = append(ds, d)
+			return max <= 0 || len(ds) < max
+		})
 	})
-	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]DeadValue[K], 0, len(ds))
 	for _, d := range ds {
 		v, err := s.deadValue(d)
+		if errors.Is(err, wal.ErrNotFound) && !q.isDeadValue(d.Seq) {
+			continue // purged or requeued, and compacted out of the log, meanwhile
+		}
 		reason := d.Reason
 		if errors.Is(err, ErrCorrupt) {
 			reason += "; " + corruptReason + err.Error()
@@ -145,6 +149,12 @@ func (q *Queue) deadValue(seq uint64) (index.DeadValue, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.deadValueLocked(seq)
+}
+
+// isDeadValue reports whether the value seq is dead now.
+func (q *Queue) isDeadValue(seq uint64) bool {
+	_, ok := q.deadValue(seq)
+	return ok
 }
 
 // deadValueLocked is deadValue with q.mu held.

@@ -54,7 +54,7 @@ type Stats struct {
 	Segments    []wal.SegmentInfo
 	SnapshotLSN uint64        // LSN of the last snapshot; 0 when none
 	SnapshotAt  time.Time     // when this process took it; zero if it did not
-	LastLSN     uint64        // LSN of the last record appended
+	LastLSN     uint64        // LSN of the last record appended; of a poisoned log, the last one written
 	DurableLSN  uint64        // LSN of the last record fsynced
 	Sync        SyncMode      // the fsync policy
 	AckTimeout  time.Duration // the lease length
@@ -82,8 +82,8 @@ type Stats struct {
 // dropped on its own since the last call (a few microseconds for a key
 // of 100,000 values).
 //
-// Once a failed write or fsync has poisoned the log, the counts, totals
-// and ages are those of the log as written: what a reopen after the
+// Once a failed write or fsync has poisoned the log, the counts, totals,
+// ages and LastLSN are those of the log as written: what a reopen after the
 // process ended replays. An enqueue or publish whose write failed is not
 // counted (the reopen does not deliver it); one that was written and
 // whose fsync failed is, and the reopen finds it, unless a power loss
@@ -134,8 +134,10 @@ func (q *Queue) writtenStats() (Stats, error) {
 	}
 	oldest, ok := s.count(st, now)
 	cursor, pending := st.cursor, st.pending
+	last := q.written.next - 1 // the last record the read back found
 	q.written.mu.Unlock()
 	q.statsTail(&s, oldest, ok, cursor, pending)
+	s.LastLSN = last
 	return s, nil
 }
 

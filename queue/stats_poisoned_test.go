@@ -204,6 +204,7 @@ func TestStatsOfPoisonedLog(t *testing.T) {
 					require.Equal(t, reopened.Enqueued+reopened.Published, s.Enqueued+s.Published, "%s: enqueued or published", what)
 					require.Equal(t, reopened.Delayed, s.Delayed, "%s: delayed", what)
 					require.Equal(t, reopened.SortedKeys, s.SortedKeys, "%s: sorted keys", what)
+					require.Equal(t, reopened.LastLSN, s.LastLSN, "%s: last LSN: the last record written", what)
 				}
 				require.Equal(t, int(want), again.drain(t), "delivered after the reopen")
 			})

@@ -117,3 +117,41 @@ func (q *Queue) readBackFailed(known, err error) {
 	q.logger().Error("queue: stats of the poisoned log count the calls that failed too: it could not be read back",
 		"dir", q.dir, "err", err)
 }
+
+// view calls fn with the state that Browse, Peek, DeadLetters, DeadValues
+// and Keys show, under the lock that guards it: the queue's own, or, once
+// the log is poisoned, the log as written, as Stats counts it, so that a
+// view never shows a change whose write failed. When that read back
+// fails, fn gets the queue's own state (the calls' changes, the failed
+// ones included), as Stats then counts; Stats.CountsErr says why. On a
+// closed queue view returns ErrClosed and calls nothing.
+func (q *Queue) view(fn func(st *state)) error {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	if q.log == nil || q.log.Err() == nil || q.opts.ReadOnly {
+		fn(q.mu.st)
+		q.mu.Unlock()
+		return nil
+	}
+	q.mu.Unlock()
+	q.written.mu.Lock()
+	known := q.written.err
+	st, err := q.readBackLocked()
+	if err == nil {
+		fn(st)
+		q.written.mu.Unlock()
+		return nil
+	}
+	q.written.mu.Unlock()
+	q.readBackFailed(known, err)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return ErrClosed
+	}
+	fn(q.mu.st)
+	return nil
+}

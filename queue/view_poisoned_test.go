@@ -1,0 +1,88 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/faultfs"
+	"github.com/walq/walq/queue"
+)
+
+// viewOpener opens a queue in dir on fs and makes the state before the
+// change under test; it returns the change, the view under test and Close.
+type viewOpener func(t *testing.T, dir string, fs *faultfs.FS) (change func() error, view func() any, close func() error)
+
+func deadLetterView(t *testing.T, dir string, fs *faultfs.FS) (func() error, func() any, func() error) {
+	o := &queue.Options{ManualRequeue: true}
+	if fs != nil {
+		o.FS = fs
+	}
+	q := open(t, dir, o)
+	enqueue(t, q, "first", queue.WithID("first"))
+	m := tryDequeue(t, q)
+	view := func() any {
+		dls, err := q.DeadLetters(0, 0)
+		require.NoError(t, err)
+		dead, err := q.Browse(queue.StateDead, 0, 10)
+		require.NoError(t, err)
+		return []int{len(dls), len(dead)}
+	}
+	return func() error { return m.DeadLetter("why") }, view, q.Close
+}
+
+func keysView(t *testing.T, dir string, fs *faultfs.FS) (func() error, func() any, func() error) {
+	o := &queue.SortedOptions{Options: queue.Options{ManualRequeue: true}}
+	if fs != nil {
+		o.FS = fs
+	}
+	s, err := queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	require.NoError(t, s.Publish(context.Background(), 1, "a", []byte("old")))
+	view := func() any {
+		ks, err := s.Keys("", 10)
+		require.NoError(t, err)
+		var names []string
+		for _, k := range ks {
+			names = append(names, k.Key)
+		}
+		return names
+	}
+	return func() error { return s.Publish(context.Background(), 2, "b", []byte("new")) }, view, s.Close
+}
+
+// TestViewsOfPoisonedLog: once a failed write has poisoned the log, the
+// views (DeadLetters and Browse of a dead-lettering whose write failed,
+// Keys of a publish whose write failed) show the log as written, what a
+// reopen shows (the state before the change), as Stats counts it: never
+// the change that no disk holds.
+func TestViewsOfPoisonedLog(t *testing.T) {
+	cases := map[string]viewOpener{
+		"DeadLetters": deadLetterView, "Keys": keysView,
+	}
+	for name, openCase := range cases {
+		t.Run(name, func(t *testing.T) {
+			// A dry run finds the change's first batch write.
+			fs := faultfs.New(0)
+			change, _, closeQ := openCase(t, t.TempDir(), fs)
+			before := len(fs.Ops())
+			require.NoError(t, change())
+			at := 0
+			for i, op := range fs.Ops()[before:] {
+				if op.Kind == "write-batch" {
+					at = before + i + 1
+					break
+				}
+			}
+			require.NotZero(t, at)
+			require.NoError(t, closeQ())
+
+			dir := t.TempDir()
+			change, view, closeQ := openCase(t, dir, faultfs.New(at))
+			want := view()
+			require.ErrorIs(t, change(), faultfs.ErrInjected)
+			require.Equal(t, want, view(), "poisoned")
+			require.Error(t, closeQ())
+		})
+	}
+}
