@@ -106,10 +106,14 @@ func (s *runSet[K]) AscendLessThan(pivot K, fn func(K) bool) {
 }
 
 // find returns the index in the run of the first slot not below k, and
-// whether that slot holds k.
+// whether that slot holds k. A key at or below the run's first, the one
+// an in-order ack deletes, is found without a search.
 func (s *runSet[K]) find(k K) (int, bool) {
 	r := s.run()
-	lo, hi := 0, len(r)
+	if len(r) == 0 || !s.less(r[0].k, k) {
+		return 0, len(r) > 0 && !s.less(k, r[0].k)
+	}
+	lo, hi := 1, len(r)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if s.less(r[m].k, k) {

@@ -38,7 +38,8 @@ func decodeFrom(b []byte, r *record, alias bool) bool {
 }
 
 // encodedReader reads the fields of an encoded record in order; ok turns
-// false at the first unexpected byte, and later reads return zero values.
+// false at the first unexpected byte (fail), and later reads return zero
+// values.
 // It moves through b by an offset rather than by reslicing b: a pointer
 // written through the reader would cost a write barrier per field while
 // the collector runs.
@@ -49,13 +50,18 @@ type encodedReader struct {
 	alias bool // bytes returns views into b instead of copies
 }
 
+// fail marks the input unreadable: ok turns false and the offset moves
+// to the end, so that every later read finds nothing and returns zero
+// (the inline reads need not look at ok).
+func (d *encodedReader) fail() { d.ok, d.at = false, len(d.b) }
+
 // left is the number of bytes not read yet.
 func (d *encodedReader) left() int { return len(d.b) - d.at }
 
 // take returns the next n bytes, or nil and not ok.
 func (d *encodedReader) take(n int) []byte {
 	if !d.ok || n > d.left() {
-		d.ok = false
+		d.fail()
 		return nil
 	}
 	v := d.b[d.at : d.at+n : d.at+n]
@@ -87,8 +93,19 @@ func (d *encodedReader) bigEndian(n int) uint64 {
 	return 0
 }
 
-// uint reads a positive fixint or uint8/16/32/64 no larger than max.
+// uint reads a positive fixint or uint8/16/32/64 no larger than max. A
+// fixint (most fields of most records: an op, a zero) is read inline;
+// anything else by uintSlow.
 func (d *encodedReader) uint(max uint64) uint64 {
+	if at := d.at; uint(at) < uint(len(d.b)) && d.b[at] <= 0x7f && uint64(d.b[at]) <= max {
+		d.at++
+		return uint64(d.b[at])
+	}
+	return d.uintSlow(max)
+}
+
+// uintSlow is uint for any form.
+func (d *encodedReader) uintSlow(max uint64) uint64 {
 	c := d.code()
 	var v uint64
 	switch {
@@ -99,10 +116,10 @@ func (d *encodedReader) uint(max uint64) uint64 {
 	case c >= mpUint8 && c <= mpUint8+3:
 		v = d.bigEndian(1 << (c - mpUint8))
 	default:
-		d.ok = false
+		d.fail()
 	}
 	if v > max {
-		d.ok = false
+		d.fail()
 	}
 	return v
 }
@@ -110,10 +127,14 @@ func (d *encodedReader) uint(max uint64) uint64 {
 // int reads what uint reads, or a negative fixint or int8/16/32/64.
 func (d *encodedReader) int() int64 {
 	if !d.ok || d.left() == 0 {
-		d.ok = false
+		d.fail()
 		return 0
 	}
 	switch c := d.b[d.at]; {
+	case c == mpUint8+3 && d.left() >= 9: // a time: read here, not by uint
+		v := binary.BigEndian.Uint64(d.b[d.at+1:])
+		d.at += 9
+		return int64(v)
 	case c >= 0xe0:
 		d.at++
 		return int64(int8(c))
@@ -144,11 +165,11 @@ func (d *encodedReader) raw() (v []byte, isNil bool) {
 	case c >= mpBin8 && c <= mpBin8+2:
 		n = d.bigEndian(1 << (c - mpBin8))
 	default:
-		d.ok = false
+		d.fail()
 		return nil, false
 	}
 	if n > uint64(d.left()) {
-		d.ok = false
+		d.fail()
 		return nil, false
 	}
 	return d.take(int(n)), false
@@ -158,6 +179,10 @@ func (d *encodedReader) raw() (v []byte, isNil bool) {
 // d.alias is set): nil for a nil, empty (not nil) for an empty one, as the
 // msgpack decoder does.
 func (d *encodedReader) bytes() []byte {
+	if at := d.at; uint(at) < uint(len(d.b)) && d.b[at] == mpNil {
+		d.at++ // the most common case, read inline
+		return nil
+	}
 	v, isNil := d.raw()
 	switch {
 	case isNil || !d.ok:
@@ -172,7 +197,12 @@ func (d *encodedReader) bytes() []byte {
 	return b
 }
 
+// string reads a str (or nil, as ""); the empty one inline.
 func (d *encodedReader) string() string {
+	if at := d.at; uint(at) < uint(len(d.b)) && d.b[at] == mpFixStr {
+		d.at++
+		return ""
+	}
 	v, _ := d.raw()
 	return string(v)
 }
@@ -189,14 +219,14 @@ func (d *encodedReader) headers() map[string]string {
 	case c == mpMap16 || c == mpMap16+1:
 		n = d.bigEndian(2 << (c - mpMap16))
 	default:
-		d.ok = false
+		d.fail()
 		return nil
 	}
 	if n == 0 || !d.ok {
 		return nil
 	}
 	if n > uint64(d.left()) { // every entry takes at least two bytes
-		d.ok = false
+		d.fail()
 		return nil
 	}
 	h := make(map[string]string, min(n, 64))

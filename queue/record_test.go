@@ -119,3 +119,41 @@ func TestEncodeRecordHeaders(t *testing.T) {
 		require.Equal(t, h, back.Headers, "%d headers", n)
 	}
 }
+
+// TestDecodeDamagedAsMsgpack truncates and changes every byte of records
+// of every shape the hot paths write (an enqueue, a first delivery, an
+// ack, a time before 1970) and checks that decodeRecord reads each
+// damaged input as the msgpack decoder does: the same error or none, and
+// the same record. The inline reads of the common fields (a fixint, an
+// empty string, a nil, a uint64 time) must not read past a failure.
+func TestDecodeDamagedAsMsgpack(t *testing.T) {
+	for _, r := range []*record{
+		{Op: opEnqueue, ID: "0d6c5e35-9a4e-4f0b-8a51-7f0f4c0b2a11", At: 1796263742224046590, Payload: []byte("payload")},
+		{Op: opLease, Seq: 70000, ID: "id", Enq: 1796263742224046590, Size: 190, At: 1796263742224046591, Due: 1796263772224046591},
+		{Op: opAck, Seq: 70000, Lease: 70002, At: 1796263742224046592},
+		{Op: opNack, Seq: 3, Lease: 4, At: -1, Due: -1 << 40, Headers: map[string]string{"k": "v"}, Sort: []byte{}},
+	} {
+		b := encodeRecord(nil, r)
+		for n := range len(b) {
+			requireDecodesAsMsgpack(t, b[:n:n])
+		}
+		for i := range b {
+			for _, v := range []byte{0x00, 0x7f, 0x80, mpNil, mpFixStr, mpBin8, mpUint8 + 3, mpInt8 + 3, mpStr8, 0xe0, 0xff} {
+				d := bytes.Clone(b)
+				d[i] = v
+				requireDecodesAsMsgpack(t, d)
+			}
+		}
+	}
+}
+
+// requireDecodesAsMsgpack checks that decodeRecord and the msgpack decoder
+// agree on b.
+func requireDecodesAsMsgpack(t *testing.T, b []byte) {
+	t.Helper()
+	var got, want record
+	err := decodeRecord(b, &got)
+	werr := decodeMsgpack(b, &want)
+	require.Equal(t, werr == nil, err == nil, "input %x: decodeRecord %v, msgpack %v", b, err, werr)
+	require.Equal(t, want, got, "input %x", b)
+}
