@@ -85,7 +85,6 @@ func startPair(t *testing.T) (*redistest.Server, *redistest.Server) {
 // to it on the new primary) and fails with ErrLeaseLost once its values
 // were pulled again or it was settled.
 func TestSortedFailover(t *testing.T) {
-	const window = 10 * time.Millisecond // the windowed form's; the sorted one waits for nothing
 	for _, f := range sortedForms {
 		t.Run(f.name, func(t *testing.T) {
 			primary, replica := startPair(t)
@@ -94,7 +93,7 @@ func TestSortedFailover(t *testing.T) {
 				redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second, AckTimeout: time.Minute})
 			for i, key := range []string{"a", "b", "c", "d"} {
 				require.NoError(t, publish(ctx, int64(i), key, []byte(key)))
-				time.Sleep(2 * window) // the keys are due in this order
+				time.Sleep(2 * testWindow) // the windowed keys are due in this order
 			}
 			pull := func(s *redisq.Sorted[time.Time], key string) *queue.Batch[time.Time] {
 				t.Helper()
@@ -124,7 +123,7 @@ func TestSortedFailover(t *testing.T) {
 			require.Equal(t, [3]string{"d", "poison", "d"}, [3]string{dead[0].Key, dead[0].Reason, string(dead[0].Payload)})
 
 			require.NoError(t, publish2(ctx, 9, "b", []byte("b2")))
-			time.Sleep(2 * window)
+			time.Sleep(2 * testWindow)
 			n, err := s2.RequeueExpired()
 			require.NoError(t, err)
 			require.Equal(t, 1, n)

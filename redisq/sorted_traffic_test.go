@@ -25,8 +25,12 @@ type sortedForm struct {
 	open func(t *testing.T, rdb redis.UniversalClient, queueName string, o redisq.Options) (*redisq.Sorted[time.Time], func(ctx context.Context, n int64, key string, payload []byte) error)
 }
 
+// testWindow is the window of the windowed queues of the tests that run
+// both forms.
+const testWindow = 10 * time.Millisecond
+
 // sortedForms are a sorted queue of time sort keys (value n at n seconds
-// past the epoch) and a windowed queue of a 20 ms window, both
+// past the epoch) and a windowed queue of testWindow, both
 // single-flight.
 var sortedForms = []sortedForm{
 	{"sorted", func(t *testing.T, rdb redis.UniversalClient, name string, o redisq.Options) (*redisq.Sorted[time.Time], func(context.Context, int64, string, []byte) error) {
@@ -40,7 +44,7 @@ var sortedForms = []sortedForm{
 	{"windowed", func(t *testing.T, rdb redis.UniversalClient, name string, o redisq.Options) (*redisq.Sorted[time.Time], func(context.Context, int64, string, []byte) error) {
 		t.Helper()
 		w, err := redisq.OpenWindowed(context.Background(), rdb, name,
-			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o, SingleFlight: true}, Window: 20 * time.Millisecond})
+			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o, SingleFlight: true}, Window: testWindow})
 		require.NoError(t, err)
 		return w.Sorted, func(ctx context.Context, _ int64, key string, p []byte) error { return w.Publish(ctx, key, p) }
 	}},
