@@ -21,9 +21,10 @@ import (
 )
 
 // openChildSorted opens the single-flight queue of the form ("sorted"
-// or "windowed") named in a child's environment.
-func openChildSorted(ctx context.Context, rdb redis.UniversalClient, form, name string) (*redisq.Sorted[time.Time], error) {
-	so := redisq.SortedOptions{SingleFlight: true}
+// or "windowed") named in a child's environment, with the lease o
+// gives.
+func openChildSorted(ctx context.Context, rdb redis.UniversalClient, form, name string, o redisq.Options) (*redisq.Sorted[time.Time], error) {
+	so := redisq.SortedOptions{Options: o, SingleFlight: true}
 	if form == "windowed" {
 		w, err := redisq.OpenWindowed(ctx, rdb, name, &redisq.WindowOptions{SortedOptions: so, Window: testWindow})
 		if err != nil {
@@ -37,10 +38,11 @@ func openChildSorted(ctx context.Context, rdb redis.UniversalClient, form, name 
 // childSortedConsumer is the body of a child process on a sorted or
 // windowed queue: it pulls, holds each batch a moment, acks it and
 // prints "acked PAYLOAD" for each of its values, until its stdin closes.
-// A batch it holds owns the key oracle:NAME:KEY of the server (SET NX,
-// deleted before the ack is sent), a lock outside the queue: when a
-// pulled batch finds the lock taken, its key was leased to two
-// consumers at once, and it prints "split KEY".
+// A batch it holds owns the key oracle:NAME:KEY of the server (SET NX
+// for half the lease, so that a killed child's lock is gone before its
+// lease runs out; deleted before the ack is sent), a lock outside the
+// queue: when a pulled batch finds the lock taken, its key was leased
+// to two consumers at once, and it prints "split KEY".
 func childSortedConsumer(form string) int {
 	addr, name := os.Getenv("WALQ_REDISQ_ADDR"), os.Getenv("WALQ_REDISQ_QUEUE")
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
@@ -50,15 +52,17 @@ func childSortedConsumer(form string) int {
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent is done
 		cancel()
 	}()
-	s, err := openChildSorted(ctx, rdb, form, name)
+	o := redisq.Options{AckTimeout: 10 * time.Second}
+	if d, err := time.ParseDuration(os.Getenv("WALQ_REDISQ_ACK_TIMEOUT")); err == nil {
+		o.AckTimeout = d
+	}
+	s, err := openChildSorted(ctx, rdb, form, name, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	defer s.Close()
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
-	me := strconv.Itoa(os.Getpid())
+	c := &sortedChild{rdb: rdb, out: bufio.NewWriter(os.Stdout), name: name, me: strconv.Itoa(os.Getpid()), hold: o.AckTimeout / 2}
 	for {
 		bs, err := s.Pull(ctx, 4)
 		if ctx.Err() != nil {
@@ -69,148 +73,189 @@ func childSortedConsumer(form string) int {
 			return 3
 		}
 		for _, b := range bs {
-			if code := settleChild(ctx, rdb, out, name, me, b); code != 0 {
-				return code
+			if err := c.settle(ctx, b); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 4
 			}
 		}
-		out.Flush()
 	}
 }
 
-// settleChild locks b's key in the oracle, holds the batch a moment,
-// unlocks and acks it, printing what happened.
-func settleChild(ctx context.Context, rdb *redis.Client, out *bufio.Writer, name, me string, b *queue.Batch[time.Time]) int {
-	lock := "oracle:" + name + ":" + b.Key
-	got, err := rdb.SetNX(ctx, lock, me, 0).Result()
+// sortedChild is a child consumer's oracle lock and output.
+type sortedChild struct {
+	rdb  *redis.Client
+	out  *bufio.Writer
+	name string        // the queue's
+	me   string        // the lock's value: the pid
+	hold time.Duration // the lock's lifetime
+}
+
+// settle locks b's key in the oracle, holds the batch a moment, unlocks
+// and acks it, and prints (and flushes) what happened.
+func (c *sortedChild) settle(ctx context.Context, b *queue.Batch[time.Time]) error {
+	defer c.out.Flush()
+	lock := "oracle:" + c.name + ":" + b.Key
+	got, err := c.rdb.SetNX(ctx, lock, c.me, c.hold).Result()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 5
+		return err
 	}
 	if !got {
-		fmt.Fprintln(out, "split", b.Key)
+		fmt.Fprintln(c.out, "split", b.Key)
 	}
 	time.Sleep(time.Millisecond) // holds the lease while the others pull
 	if got {
-		if err := rdb.Del(ctx, lock).Err(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 5
+		if err := c.rdb.Del(ctx, lock).Err(); err != nil {
+			return err
 		}
 	}
 	err = b.Ack()
 	if errors.Is(err, queue.ErrLeaseLost) {
-		return 0 // the lease ran out first: the values went to another consumer, which acks them
+		return nil // the lease ran out first: the values went to another consumer, which acks them
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 4
+		return err
 	}
 	for _, v := range b.Values {
-		fmt.Fprintln(out, "acked", string(v.Payload))
+		fmt.Fprintln(c.out, "acked", string(v.Payload))
 	}
-	return 0
+	return nil
 }
 
 // TestSortedManyProcesses runs three consumer processes competing on
 // one single-flight sorted (and one windowed) queue while this process
-// publishes over few keys: every value is acked exactly once, no key's
-// batch is held by two processes at once, and more than one process
+// publishes over few keys: no key's batch is held by two processes at
+// once, every value is acked, none twice, and more than one process
 // acked.
 func TestSortedManyProcesses(t *testing.T) {
 	for _, f := range sortedForms {
-		t.Run(f.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			rdb := srv.Client()
-			ctx := context.Background()
-			s, publish := f.open(t, rdb, "procs", redisq.Options{})
-			defer s.Close()
-			const children, values = 3, 1500
-			lines := make(chan string, 4*values)
-			var ends []func() error
-			for range children {
-				ends = append(ends, startSortedChild(t, f.name, srv.Addr, "procs", lines))
-			}
-			var wg sync.WaitGroup
-			for p := range 3 {
-				wg.Go(func() {
-					for n := p; n < values; n += 3 {
-						require.NoError(t, publish(ctx, int64(n), fmt.Sprint("k", n%6), []byte(fmt.Sprint("v", n))))
-					}
-				})
-			}
-			wg.Wait()
-			acked, by := map[string]int{}, map[string]bool{}
-			var splits []string
-			deadline := time.After(30 * time.Second)
-			for len(acked) < values {
-				select {
-				case l := <-lines:
-					who, what, _ := strings.Cut(l, " ")
-					verb, arg, _ := strings.Cut(what, " ")
-					if verb == "split" {
-						splits = append(splits, arg)
-						continue
-					}
-					acked[arg]++
-					by[who] = true
-				case <-deadline:
-					require.FailNow(t, "not every value acked", "%d of %d", len(acked), values)
-				}
-			}
-			for _, end := range ends {
-				require.NoError(t, end())
-			}
-			for len(lines) > 0 {
-				l := <-lines
-				_, what, _ := strings.Cut(l, " ")
-				verb, arg, _ := strings.Cut(what, " ")
-				if verb == "split" {
-					splits = append(splits, arg)
-				} else {
-					acked[arg]++
-				}
-			}
-			require.Empty(t, splits, "keys whose batches two processes held at once")
-			require.Len(t, acked, values)
-			for p, n := range acked {
-				require.Equal(t, 1, n, "value %s acked %d times", p, n)
-			}
-			require.Greater(t, len(by), 1, "the processes competed: more than one of them acked values")
-			st, err := s.StatsContext(ctx)
-			require.NoError(t, err)
-			require.Zero(t, st.SortedPending+st.SortedBatches)
-		})
+		t.Run(f.name, func(t *testing.T) { runSortedChildren(t, f, false) })
 	}
 }
 
-// startSortedChild starts a consumer process on the queue of the form,
-// sending its output lines to lines prefixed with its pid, and returns
-// the function that stops it (closing its stdin) and waits for it and
-// its output.
-func startSortedChild(t *testing.T, form, addr, name string, lines chan<- string) func() error {
+// TestSortedConsumerProcessKilled is TestSortedManyProcesses with one
+// of the processes killed (SIGKILL) mid-traffic: its batches come back
+// when their leases run out and go to the others, no key is held twice
+// at once, and the values it acked and did not print yet are at most
+// those of one batch.
+func TestSortedConsumerProcessKilled(t *testing.T) {
+	for _, f := range sortedForms {
+		t.Run(f.name, func(t *testing.T) { runSortedChildren(t, f, true) })
+	}
+}
+
+// runSortedChildren runs TestSortedManyProcesses on the form f, killing
+// one child when kill.
+func runSortedChildren(t *testing.T, f sortedForm, kill bool) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, publish := f.open(t, srv.Client(), "procs", redisq.Options{})
+	defer s.Close()
+	const children, values = 3, 1200
+	env := []string{"WALQ_REDISQ_CHILD=" + f.name, "WALQ_REDISQ_ADDR=" + srv.Addr, "WALQ_REDISQ_QUEUE=procs"}
+	if kill {
+		env = append(env, "WALQ_REDISQ_ACK_TIMEOUT=1s")
+	}
+	lines := make(chan string, 4*values)
+	var cs []*sortedChildProc
+	for range children {
+		cs = append(cs, startSortedChild(t, env, lines))
+	}
+	var wg sync.WaitGroup
+	for p := range 3 {
+		wg.Go(func() {
+			for n := p; n < values; n += 3 {
+				require.NoError(t, publish(ctx, int64(n), keyOf(fmt.Sprint("v", n)), []byte(fmt.Sprint("v", n))))
+				if kill && n == values/3 {
+					require.NoError(t, cs[0].cmd.Process.Kill())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool {
+		st, err := s.StatsContext(ctx)
+		return err == nil && st.SortedPending+st.SortedBatches == 0
+	}, 30*time.Second, 20*time.Millisecond, "every value acked")
+	for i, c := range cs {
+		if kill && i == 0 {
+			_ = c.cmd.Wait()
+			<-c.done
+			continue
+		}
+		require.NoError(t, c.end())
+	}
+	close(lines)
+	acked, by := map[string]int{}, map[string]bool{}
+	var splits []string
+	for l := range lines {
+		who, what, _ := strings.Cut(l, " ")
+		verb, arg, _ := strings.Cut(what, " ")
+		if verb == "split" {
+			splits = append(splits, arg)
+			continue
+		}
+		acked[arg]++
+		by[who] = true
+	}
+	require.Empty(t, splits, "keys whose batches two processes held at once")
+	for p, n := range acked {
+		require.Equal(t, 1, n, "value %s acked %d times", p, n)
+	}
+	unseen := map[string]bool{} // keys of values acked and not printed: the killed child's last batch
+	for n := range values {
+		if p := fmt.Sprint("v", n); acked[p] == 0 {
+			unseen[keyOf(p)] = true
+		}
+	}
+	if kill {
+		require.LessOrEqual(t, len(unseen), 1, "values acked by no one, or by the killed child before its last batch")
+	} else {
+		require.Empty(t, unseen, "values not acked")
+	}
+	require.Greater(t, len(by), 1, "the processes competed: more than one of them acked values")
+	st, err := s.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.SortedDead)
+}
+
+// sortedChildProc is a running child consumer.
+type sortedChildProc struct {
+	cmd   *exec.Cmd
+	stdin interface{ Close() error }
+	done  chan struct{} // closed when its output has been read
+}
+
+// startSortedChild starts a consumer process with the environment env,
+// sending its output lines to lines prefixed with its pid.
+func startSortedChild(t *testing.T, env []string, lines chan<- string) *sortedChildProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "WALQ_REDISQ_CHILD="+form, "WALQ_REDISQ_ADDR="+addr, "WALQ_REDISQ_QUEUE="+name)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
+	c := &sortedChildProc{cmd: cmd, stdin: stdin, done: make(chan struct{})}
 	pid := strconv.Itoa(cmd.Process.Pid)
 	go func() {
-		defer close(done)
+		defer close(c.done)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			lines <- pid + " " + sc.Text()
 		}
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return func() error {
-		if err := stdin.Close(); err != nil {
-			return err
-		}
-		<-done
-		return cmd.Wait()
+	return c
+}
+
+// end stops the child (closing its stdin) and waits for it and its
+// output.
+func (c *sortedChildProc) end() error {
+	if err := c.stdin.Close(); err != nil {
+		return err
 	}
+	<-c.done
+	return c.cmd.Wait()
 }
