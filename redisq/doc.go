@@ -342,11 +342,18 @@
 // recorded, the queue's scripts keep a key with a batch out from the pull
 // order whatever the calling handle's setting, so a handle without
 // SingleFlight that opened before (and is not refused) honours it as
-// well; until then each handle's own setting decides, as it does for a
-// handle of an earlier version of this package, which reads only its
-// own. To turn it off, stop every handle and set the field to 0; a field
-// that holds anything but 0 or 1 refuses every writing handle, quoting
-// it. A ReadOnly handle neither records nor checks it.
+// well, and a pull leases no key with a batch out: one it finds in the
+// order it takes out, and the batch's settle or expiry puts it back.
+// Until then each handle's own setting decides. A handle of an earlier
+// version of this package runs that version's library, which reads only
+// the handle's own setting: without SingleFlight, its publish, settle or
+// requeue puts a key with a batch out back in the order, and a pull of
+// an earlier version (with SingleFlight or without) leases that key a
+// second time at once; a pull of this version does not. So while handles
+// of an earlier version share a single-flight queue, give every one of
+// them SingleFlight. To turn it off, stop every handle and set the
+// field to 0; a field that holds anything but 0 or 1 refuses every
+// writing handle, quoting it. A ReadOnly handle neither records nor checks it.
 //
 // # Cost
 //

@@ -76,3 +76,72 @@ func startPair(t *testing.T) (*redistest.Server, *redistest.Server) {
 	}, 10*time.Second, 20*time.Millisecond)
 	return primary, replica
 }
+
+// TestSortedFailover kills the primary (SIGKILL) of a single-flight
+// sorted and windowed queue written with Replicas 1, and promotes its
+// replica: every publish, ack and dead-letter that returned is there; a
+// batch receipt of the old primary settles once while its lease lives
+// (its key is not leased again meanwhile, even with a value published
+// to it on the new primary) and fails with ErrLeaseLost once its values
+// were pulled again or it was settled.
+func TestSortedFailover(t *testing.T) {
+	for _, f := range sortedForms {
+		t.Run(f.name, func(t *testing.T) {
+			primary, replica := startPair(t)
+			ctx := context.Background()
+			s, publish := f.open(t, primary.Client(), "failover",
+				redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second, AckTimeout: time.Minute})
+			for i, key := range []string{"a", "b", "c", "d"} {
+				require.NoError(t, publish(ctx, int64(i), key, []byte(key)))
+				time.Sleep(2 * testWindow) // the windowed keys are due in this order
+			}
+			pull := func(s *redisq.Sorted[time.Time], key string) *queue.Batch[time.Time] {
+				t.Helper()
+				bs, err := s.TryPull(1)
+				require.NoError(t, err)
+				require.Len(t, bs, 1)
+				require.Equal(t, key, bs[0].Key)
+				return bs[0]
+			}
+			a, b, c, d := pull(s, "a"), pull(s, "b"), pull(s, "c"), pull(s, "d")
+			require.NoError(t, b.Extend(time.Hour))
+			require.NoError(t, c.Ack())
+			require.NoError(t, d.DeadLetter("poison"))
+			_ = s.Close()
+
+			primary.Kill()
+			rc := replica.Client()
+			require.NoError(t, rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+			later := &shiftedClock{d: 2 * time.Minute} // a's lease has run out, b's has not
+			s2, publish2 := f.open(t, rc, "failover", redisq.Options{Clock: later, ManualRequeue: true})
+			defer s2.Close()
+			require.ErrorIs(t, s2.Ack(c.Receipt), queue.ErrLeaseLost, "the ack of the old primary holds")
+			require.ErrorIs(t, s2.Ack(d.Receipt), queue.ErrLeaseLost, "the dead-letter of the old primary holds")
+			dead, err := s2.DeadValues(0, 0)
+			require.NoError(t, err)
+			require.Len(t, dead, 1)
+			require.Equal(t, [3]string{"d", "poison", "d"}, [3]string{dead[0].Key, dead[0].Reason, string(dead[0].Payload)})
+
+			require.NoError(t, publish2(ctx, 9, "b", []byte("b2")))
+			time.Sleep(2 * testWindow)
+			n, err := s2.RequeueExpired()
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			again := pull(s2, "a")
+			require.Equal(t, 2, again.Values[0].Deliveries)
+			require.ErrorIs(t, s2.Ack(a.Receipt), queue.ErrLeaseLost, "the old delivery's receipt is fenced")
+			require.ErrorIs(t, s2.Nack(a.Receipt, 0), queue.ErrLeaseLost)
+			require.NoError(t, again.Ack())
+			_, err = s2.TryPull(10)
+			require.ErrorIs(t, err, queue.ErrEmpty, "b's batch of the old primary is out: b is not pulled")
+			require.NoError(t, s2.Ack(b.Receipt), "a live lease of the old primary acks on the new one")
+			require.ErrorIs(t, s2.Ack(b.Receipt), queue.ErrLeaseLost, "and only once")
+			b2 := pull(s2, "b")
+			require.Equal(t, []byte("b2"), b2.Values[0].Payload)
+			require.Len(t, b2.Values, 1)
+			require.NoError(t, b2.Ack())
+			_, err = s2.TryPull(10)
+			require.ErrorIs(t, err, queue.ErrEmpty)
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/internal/sortkey"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -162,4 +164,52 @@ func TestSingleFlightSurvivesDrainPurge(t *testing.T) {
 	require.Equal(t, "1", rdb.HGet(ctx, s.keys[12], "single").Val())
 	_, err = OpenSorted[int64](ctx, rdb, "dr", nil)
 	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+}
+
+// TestSingleFlightEarlierVersion: on a queue that records SingleFlight,
+// a handle of an earlier version (its own library, which follows the
+// handle's own setting) without it publishes to a key with a batch out
+// and puts the key back in the pull order. This version's pull does not
+// lease the key again, and leases it once the batch is acked; an earlier
+// version's pull, even with SingleFlight, leases it twice, which is why
+// every handle of an earlier version needs SingleFlight (README).
+func TestSingleFlightEarlierVersion(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	require.NoError(t, rdb.FunctionLoadReplace(ctx, previousSortedLibrary).Err())
+	s, err := OpenSorted[int64](ctx, rdb, "up", &SortedOptions{SingleFlight: true})
+	require.NoError(t, err)
+	defer s.Close()
+	previous := func(single, op string, args ...any) any {
+		t.Helper()
+		argv := append([]any{s.wake, unixMicros(time.Now()), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), "1", op}, args...)
+		v, err := rdb.FCall(ctx, previousSortedName+"_grow", s.keys, argv...).Result()
+		require.NoError(t, err)
+		return v
+	}
+	publish := func(sort int64, payload string) {
+		t.Helper()
+		part := sortkey.OrderedInt(sort)
+		b, err := msgpack.Marshal(&sortedValue{Sort: part, At: time.Now().UnixNano(), Payload: []byte(payload)})
+		require.NoError(t, err)
+		previous("0", "publish", "k", part, b)
+	}
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("one")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	publish(2, "two")
+	got, err := s.TryPull(10)
+	require.ErrorIs(t, err, queue.ErrEmpty, "k leased twice after an earlier version's publish: %v", got)
+	require.NoError(t, bs[0].Ack())
+	again, err := s.TryPull(10)
+	require.NoError(t, err, "k is pullable once its batch is acked")
+	require.Len(t, again, 1)
+	require.Equal(t, []byte("two"), again[0].Values[0].Payload)
+
+	publish(3, "three")
+	r, _ := previous("1", "pull", 10, "", "77").([]any)
+	twice, _ := r[0].([]any)
+	require.Len(t, twice, 1, "an earlier version's pull leases k a second time")
 }

@@ -78,6 +78,12 @@ elseif op == 'pull' then
     if not key then -- a stray names no values: dropped
       redis.call('ZREM', K_ORDER, m)
       idle = idle + 1
+    elseif singleFlight() and leased(redis.call('HGET', K_FLIGHT, key)) then
+      -- Placed with a batch out by a handle whose library follows its own
+      -- setting (an earlier version's, without SingleFlight): unplaced,
+      -- not leased twice; the batch's settle or expiry places it again.
+      unplace(key)
+      idle = idle + 1
     else
       local p = keyprefix(key)
       local found = redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p))
