@@ -115,24 +115,14 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 }
 
 // enqueue runs the enqueue function in mode ('all' or 'each') over items,
-// four arguments each, and returns its code per item. One item with a
-// generated id, ready at once, goes to the enqueue1 function (enqueue1w
-// with a DedupWindow), which the server runs for less.
+// four arguments each, and returns its code per item. Up to 128 items,
+// all with generated ids and ready at once, go to the enqueue1 function
+// (enqueue1w with a DedupWindow), which the server runs for less: no
+// generated id is checked, so both modes are the same there.
 func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items ...any) ([]int64, error) {
 	n := len(items) / 4
-	if n == 1 && items[1] == 0 && items[2] == "0" {
-		f := fnEnqueue1
-		if q.o.DedupWindow > 0 {
-			f = fnEnqueue1W
-		}
-		v, err := q.call(ctx, f, []any{unixMicros(now), windowMicros(q.o.DedupWindow), items[0], items[3]})
-		if err != nil {
-			return nil, scriptErr("enqueue", err)
-		}
-		if c, ok := v.(int64); !ok || c != 1 {
-			return nil, fmt.Errorf("redisq: enqueue: unexpected reply %v", v)
-		}
-		return []int64{1}, nil
+	if plain(items) {
+		return q.enqueue1(ctx, now, items)
 	}
 	v, err := q.run(ctx, fnEnqueue, now, append([]any{mode, n}, items...)...)
 	if err != nil {
@@ -145,6 +135,51 @@ func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items .
 	codes := make([]int64, n)
 	for i, c := range reply {
 		codes[i] = toInt(c)
+	}
+	return codes, nil
+}
+
+// maxPlain is the most items a call of enqueue1 carries.
+const maxPlain = 128
+
+// plain tells whether items (enqueue's) go to enqueue1: at most maxPlain
+// of them, each with a generated id and ready at once.
+func plain(items []any) bool {
+	if len(items) == 0 || len(items) > 4*maxPlain {
+		return false
+	}
+	for i := 0; i < len(items); i += 4 {
+		if items[i+1] != 0 || items[i+2] != "0" {
+			return false
+		}
+	}
+	return true
+}
+
+// enqueue1 enqueues plain items with the enqueue1 function, whose
+// arguments are now, the window, then each item's id and body; its reply
+// 1 says all were enqueued.
+func (q *Queue) enqueue1(ctx context.Context, now time.Time, items []any) ([]int64, error) {
+	f := fnEnqueue1
+	if q.o.DedupWindow > 0 {
+		f = fnEnqueue1W
+	}
+	n := len(items) / 4
+	args := make([]any, 0, 2+2*n)
+	args = append(args, unixMicros(now), windowMicros(q.o.DedupWindow))
+	for i := 0; i < len(items); i += 4 {
+		args = append(args, items[i], items[i+3])
+	}
+	v, err := q.call(ctx, f, args)
+	if err != nil {
+		return nil, scriptErr("enqueue", err)
+	}
+	if c, ok := v.(int64); !ok || c != 1 {
+		return nil, fmt.Errorf("redisq: enqueue: unexpected reply %v", v)
+	}
+	codes := make([]int64, n)
+	for i := range codes {
+		codes[i] = 1
 	}
 	return codes, nil
 }

@@ -3,6 +3,7 @@ package redisq
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -70,8 +71,8 @@ func (q *Queue) settleOne(op, arg string, r queue.Receipt) error {
 }
 
 // settle runs one settle script over receipts and returns an error per
-// receipt; a lone ack runs the ack1 function, which the server runs for
-// less.
+// receipt; acks run the ack1 function, which the server runs for less,
+// and go to settle only when ack1 leaves them to it.
 func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 	args := make([]any, 0, 3+2*len(rs))
 	args = append(args, op, arg, "r")
@@ -80,9 +81,11 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 	}
 	var codes []int64
 	var err error
-	if op == "ack" && len(rs) == 1 {
+	lean := op == "ack" && len(rs) <= maxCoalesce
+	if lean {
 		codes, err = q.runAck1(args[3:])
-	} else {
+	}
+	if !lean || err == nil && codes == nil {
 		codes, err = q.runSettle(op, args)
 	}
 	errs := make([]error, len(rs))
@@ -130,18 +133,42 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 	return codes, nil
 }
 
-// runAck1 acks one delivery, named by its seq and lease token, with the
-// ack1 function; it returns its code, as runSettle does.
-func (q *Queue) runAck1(receipt []any) ([]int64, error) {
+// runAck1 acks deliveries, each named by its seq and lease token, with
+// the ack1 function; it returns their codes, as runSettle does, or none
+// (nil, nil) when ack1 leaves them to settle: one of them names a
+// message a producer named, and more than one were gathered.
+func (q *Queue) runAck1(receipts []any) ([]int64, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipt...))
+	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipts...))
 	if err != nil {
 		return nil, scriptErr("ack", err)
 	}
-	c, ok := v.(int64)
-	if !ok {
-		return nil, fmt.Errorf("redisq: ack: unexpected reply %v", v)
+	return ack1Codes(v, len(receipts)/2)
+}
+
+// ack1Codes reads ack1's reply for n receipts: a code for one, a string
+// of n characters '0' and '1' for more, or -3 for "call settle" (nil
+// codes).
+func ack1Codes(v any, n int) ([]int64, error) {
+	switch c := v.(type) {
+	case int64:
+		if n == 1 && c >= 0 {
+			return []int64{c}, nil
+		}
+		if n > 1 && c == -3 {
+			return nil, nil
+		}
+	case string:
+		if len(c) == n && n > 1 {
+			codes := make([]int64, n)
+			for i := range c {
+				codes[i] = int64(c[i] - '0')
+			}
+			if strings.Trim(c, "01") == "" {
+				return codes, nil
+			}
+		}
 	}
-	return []int64{c}, nil
+	return nil, fmt.Errorf("redisq: ack: unexpected reply %v", v)
 }

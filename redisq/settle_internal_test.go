@@ -292,3 +292,53 @@ func TestAckFenceAroundRunOutLeases(t *testing.T) {
 	require.NoError(t, e.Ack(), "a producer's id, no lease run out")
 	require.NoError(t, again.Ack())
 }
+
+// TestGatheredAcksTakeAck1: acks gathered into one call are fenced one
+// by one by ack1: a receipt named twice acks once, a message whose lease
+// is gone (removed by hand) fails and keeps its record and body, the
+// others ack; a call that names a message a producer named goes whole to
+// settle, which acks it and keeps its id refused for DedupWindow.
+func TestGatheredAcksTakeAck1(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	q, err := Open(ctx, rdb, "gathered", &Options{Clock: clock, AckTimeout: time.Minute, ManualRequeue: true,
+		DedupWindow: time.Hour})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}, {Payload: []byte("c")}})
+	require.NoError(t, err)
+	ms, err := q.DequeueBatch(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, ms, 3)
+	c := strconv.FormatUint(ms[2].Receipt.Seq, 10)
+	require.NoError(t, rdb.ZRem(ctx, q.keys[4], c).Err())
+
+	errs := q.settle("ack", "", []queue.Receipt{ms[0].Receipt, ms[1].Receipt, ms[0].Receipt, ms[2].Receipt})
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.ErrorIs(t, errs[2], queue.ErrLeaseLost, "acked by the first mention")
+	require.ErrorIs(t, errs[3], queue.ErrLeaseLost, "no lease")
+	fields, err := rdb.HMGet(ctx, q.keys[1], c, "b"+c).Result()
+	require.NoError(t, err)
+	require.NotNil(t, fields[0], "the record stays")
+	require.NotNil(t, fields[1], "the body stays")
+
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("d")}, {ID: "given", Payload: []byte("e")}})
+	require.NoError(t, err)
+	ms, err = q.DequeueBatch(ctx, 2)
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	codes, err := q.runAck1([]any{strconv.FormatUint(ms[0].Receipt.Seq, 10), strconv.FormatUint(ms[0].Receipt.Lease, 10),
+		strconv.FormatUint(ms[1].Receipt.Seq, 10), strconv.FormatUint(ms[1].Receipt.Lease, 10)})
+	require.NoError(t, err)
+	require.Nil(t, codes, "a producer's id: the call is settle's")
+	errs = q.settle("ack", "", []queue.Receipt{ms[0].Receipt, ms[1].Receipt})
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	_, err = q.Enqueue(ctx, []byte("e"), queue.WithID("given"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "the acked id is refused for DedupWindow")
+	_, err = q.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrEmpty)
+}

@@ -746,3 +746,46 @@ local function leaseone(dls, tok, full)
   if full then return {-1, seq, d, got[2]} end
   return seq .. ':' .. ds .. ':' .. got[2]
 end
+
+-- enqueuemany enqueues the messages of a call of enqueue1 that carries
+-- more than one (enqueue1.lua: the layout, the keys, the undoing on a
+-- key of the wrong type), as enqueue.lua enqueues such messages, in one
+-- command per key; old are the stamps past the window, read by the
+-- caller. Returns 1.
+local function enqueuemany(ARGV, old)
+  local n = (#ARGV - 2) / 2
+  local seq = redis.call('INCRBY', K_SEQ, n) - n
+  if seq == 0 then
+    local bad = keep()
+    if bad then
+      redis.call('INCRBY', K_SEQ, -n)
+      return bad
+    end
+  end
+  local scores, fields = {}, {}
+  for i = 1, n do
+    local id, sq = ARGV[1 + 2 * i], string.format(INT, seq + i)
+    scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
+    local f = 6 * i - 6
+    fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
+    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[2 + 2 * i]
+    fields[f + 5], fields[f + 6] = 'i' .. id, sq
+  end
+  fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'
+  local added = redis.pcall('ZADD', K_READY, unpack(scores))
+  if type(added) == 'table' then
+    redis.call('INCRBY', K_SEQ, -n)
+    return added
+  end
+  added = redis.pcall('HSET', K_MSG, unpack(fields))
+  if type(added) == 'table' then
+    local seqs = {}
+    for i = 1, n do seqs[i] = scores[2 * i] end
+    redis.call('ZREM', K_READY, unpack(seqs))
+    redis.call('INCRBY', K_SEQ, -n)
+    return added
+  end
+  if old and #old > 0 then many('ZREM', K_ACKED, old) end
+  if added > 3 * n then publish('r') end
+  return 1
+end

@@ -4,9 +4,10 @@
 -- before anything is written, and a duplicate refuses the whole batch.
 -- Mode 'each' (concurrent Enqueues gathered into one call): a duplicate
 -- is left out and the others are enqueued. Returns a table of one code
--- per message: 1 enqueued, 0 left out as a duplicate. A lone message
--- with a generated id, ready at once, goes to enqueue1 (enqueue1.lua)
--- instead.
+-- per message: 1 enqueued, 0 left out as a duplicate. Up to 128
+-- messages, all with generated ids and ready at once, go to enqueue1
+-- (enqueue1.lua) instead; the path for them below serves a call of
+-- enqueue that carries them all the same.
 -- Keys of the wrong type (see need): messages with generated ids, all
 -- ready at once, undo their writes on one (seq fails first, ready the
 -- first write after it, msg the next); the others check theirs before

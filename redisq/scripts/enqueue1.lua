@@ -1,21 +1,23 @@
--- enqueue1: one message with a generated id, ready at once (a lone
--- Enqueue), with the one-message layout of arguments: ARGV[1] = now
--- (µs), ARGV[2] = DedupWindow (µs), ARGV[3] = id, ARGV[4] = body.
--- Generated ids are random and never checked, so no duplicate is looked
--- for: straight to the writes, with no table built. Returns 1. The call
--- carries only the keys this touches: seq, msg, ready and lease (keep),
--- and with a window acked (enqueue1w: the same code).
+-- enqueue1: messages with generated ids, ready at once (a lone Enqueue,
+-- or up to 128 of them gathered or in a batch), with the one-message
+-- layout of arguments: ARGV[1] = now (µs), ARGV[2] = DedupWindow (µs),
+-- then a pair per message from ARGV[3]: id, body. Generated ids are
+-- random and never checked, so no duplicate is looked for: straight to
+-- the writes, with no table built for one message. Returns 1: all
+-- enqueued. The call carries only the keys this touches: seq, msg, ready
+-- and lease (keep), and with a window acked (enqueue1w: the same code).
 -- Keys of the wrong type (see need): seq fails first, ready the first
 -- write after it, msg the next, each undoing the writes before it; the
--- first enqueue of a queue takes back its seq when keep fails. The
+-- first enqueue of a queue takes back its seqs when keep fails. The
 -- stamps past the window are forgotten (see enqueue.lua) after the
--- message's writes, so a call refused on a key of the wrong type leaves
+-- messages' writes, so a call refused on a key of the wrong type leaves
 -- them to the handles with longer windows.
 bindargs(nil, ARGV[1], '0', ARGV[2])
 local old -- the stamps past the window; the read checks the stamps key
 if window > 0 then
   old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
 end
+if #ARGV > 4 then return enqueuemany(ARGV, old) end
 local id = ARGV[3]
 local seq = redis.call('INCR', K_SEQ)
 if seq == 1 then
