@@ -67,7 +67,11 @@
 // every interval while Run runs. Without Run, the history starts when the
 // page is first opened. Figures that cannot be read (a closed queue, an
 // engine whose StatsContext fails) are answered as an error, never as
-// zeros, take no sample, and are logged by Run.
+// zeros, take no sample, and are logged by Run. The counts of a queue
+// whose log a failed write poisoned and that could not be read back
+// (queue.Stats.CountsErr) are the calls', failed ones included: api/stats
+// answers them with counts_error (Stats.CountsError) saying why, and the
+// page says so above them.
 //
 // A Handler is safe for concurrent use.
 package dashboard

@@ -131,6 +131,12 @@ async function refreshStats() {
   bg.hidden = !s.background_error;
   bg.textContent = s.background_error ? "Background work failing since " + fmtTime(s.background_error_at) +
     " (" + s.background_errors + " failures): " + s.background_error : "";
+  // counts_error: the log is poisoned and was not read back, so the
+  // counts are the calls' (a failed enqueue included), not the log's.
+  const ce = $("counts-error");
+  ce.hidden = !s.counts_error;
+  ce.textContent = s.counts_error ? "Counts not checked: the log could not be read back after a failed write; " +
+    "the counts are those of the calls, failed ones included, not what the log holds: " + s.counts_error : "";
   const h = r.history || [];
   const enq = rates(h, "enqueued"), ack = rates(h, "acked");
   $("rate-enqueued").textContent = enq.length ? fmtRate(enq[enq.length - 1].v) : "–";

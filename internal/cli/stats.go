@@ -41,7 +41,10 @@ its window has passed. An application with no window forgets at its open
 the ids acked since the snapshot, which stats still counts.
 
 With --url, stats reads the figures of a running service from its mounted
-dashboard (package dashboard) and changes nothing; --watch refreshes them.`,
+dashboard (package dashboard) and changes nothing; --watch refreshes them.
+When a failed write has poisoned the service's log and the log could not
+be read back, its counts are those of its calls, failed ones included:
+stats says so under them, and why (counts_error in --json).`,
 	example: `walq stats /var/lib/app/jobs
 walq stats --json /var/lib/app/jobs | jq .ready
 walq stats --watch --url http://localhost:8080/queue/`,
