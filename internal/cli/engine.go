@@ -44,6 +44,10 @@ type EngineOptions struct {
 	// MaxDeliveries is the limit of the queue's calls (requeue-expired's,
 	// given by its operator): 0, the command dead-letters nothing.
 	MaxDeliveries int
+	// TrustServer is --trust-server: the operator vouches for the
+	// server's configuration, and the engine skips its check of it (which
+	// needs a user that may read it).
+	TrustServer bool
 }
 
 // engineQueue opens target with the engine when the engine owns it; ok is
@@ -54,6 +58,7 @@ func engineQueue(e *env, target string, o EngineOptions) (q queue.AckQueue, ok b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	o.TrustServer = e.trustServer
 	q, err = e.engine.Open(ctx, target, o)
 	if err != nil {
 		return nil, true, fmt.Errorf("open %s: %w", target, err)

@@ -39,7 +39,7 @@ func engineSorted(e *env, target string, readOnly bool) (sortedView, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	x, err := se.OpenSorted(ctx, target, EngineOptions{Inspect: readOnly})
+	x, err := se.OpenSorted(ctx, target, EngineOptions{Inspect: readOnly, TrustServer: e.trustServer})
 	if err != nil || x == nil {
 		if err != nil {
 			err = fmt.Errorf("open %s: %w", target, err)

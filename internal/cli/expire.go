@@ -28,8 +28,9 @@ its limit): with no application handle open, a lease that ran out lasts
 until requeue-expired ends it.`,
 	example: `walq requeue-expired /var/lib/app/jobs
 walq requeue-expired --max-deliveries 5 /var/lib/app/jobs`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
-	nargs: [2]int{1, 1},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	serverWrites: true,
+	nargs:        [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		limit := fs.Int("max-deliveries", 0, "dead-letter a message that has had `N` deliveries (0: none)")
 		return func(e *env, args []string) error {

@@ -90,14 +90,15 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 // (o.Inspect) opens a ReadOnly handle, which starts no housekeeper: it
 // ends none of the application's expired leases and makes no delayed
 // message ready; and it skips the check of the server's configuration,
-// which only matters for writes.
+// which only matters for writes; so does one run with --trust-server
+// (o.TrustServer), whose operator vouches for that configuration.
 func ownerOptions(o cli.EngineOptions) *redisq.Options {
 	maxDeliveries := -1
 	if o.MaxDeliveries > 0 {
 		maxDeliveries = o.MaxDeliveries
 	}
 	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: maxDeliveries, DedupWindow: math.MaxInt64,
-		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
+		Sync: queue.SyncInterval, TrustServer: o.Inspect || o.TrustServer, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
 }
 
 // refusedWrites adds to err, the failed Open (or OpenSorted) of a handle
@@ -110,7 +111,8 @@ func refusedWrites(err error, inspect bool) error {
 		return err
 	}
 	return fmt.Errorf("%w; the commands that change a queue need a user that may write it, and read the server's "+
-		"configuration (CONFIG GET); stats, dlq list and dlq show only read, and need the queue's keys for reading alone", err)
+		"configuration (CONFIG GET), or --trust-server, which skips that check, on a server known to have appendonly yes "+
+		"and maxmemory-policy noeviction; stats, dlq list and dlq show only read, and need the queue's keys for reading alone", err)
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and
