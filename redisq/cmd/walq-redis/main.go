@@ -30,7 +30,9 @@
 // read-only replica that holds redisq's function library, and load the
 // library only into a server that lacks it (a replica cannot). The others open the
 // queue with redisq.SyncInterval: they refuse a server without appendonly
-// yes and maxmemory-policy noeviction, and a change is fsynced when the
+// yes and maxmemory-policy noeviction (--trust-server skips that check,
+// which needs a user that may run CONFIG GET, on a server known to be so
+// configured), and a change is fsynced when the
 // command returns only if the server runs appendfsync always. They apply no
 // MaxDeliveries and no dedup window of their own, since the application's
 // are recorded nowhere on the server: a dequeue or nack dead-letters
