@@ -105,22 +105,39 @@ func inspectAck(e *env, target string) (queue.AckQueue, error) {
 // sortedTarget is sortedDir for a directory, and engineSorted for a
 // queue of the engine.
 func sortedTarget(e *env, target string, readOnly bool) (sortedView, error) {
-	if e.owns(target) {
-		return engineSorted(e, target, readOnly)
-	}
-	return sortedDir(e, target, readOnly)
+	return sortedTargetWith(e, target, EngineOptions{Inspect: readOnly}, sortedOptions(readOnly))
 }
 
-// engineStatsJSON is stats --json for a queue of the engine: the counts
-// and counters; a server's queue has no files, log positions or identity.
+// sortedTargetWith is sortedTarget opening a queue of the engine with eo,
+// a directory with o.
+func sortedTargetWith(e *env, target string, eo EngineOptions, o queue.Options) (sortedView, error) {
+	if e.owns(target) {
+		return engineSorted(e, target, eo)
+	}
+	return sortedDirWith(e, target, o)
+}
+
+// engineStatsJSON is stats --json for a queue of the engine: what it is,
+// the counts and counters; a server's queue has no files, log positions
+// or format version.
 type engineStatsJSON struct {
 	Queue string `json:"queue"`
 	countsJSON
-	Totals totalsJSON `json:"totals"`
+	Totals  totalsJSON  `json:"totals"`
+	Kind    string      `json:"kind"`               // ack, sorted, windowed
+	SortKey string      `json:"sort_key,omitempty"` // a sorted queue's sort key type
+	Sorted  *sortedJSON `json:"sorted,omitempty"`   // sorted and windowed queues
 }
 
 // runEngineStats prints the counts and counters of a queue of the engine.
 func runEngineStats(e *env, target string, asJSON bool) (err error) {
+	if sv, err := engineSorted(e, target, EngineOptions{Inspect: true}); err != nil || sv != nil {
+		if err != nil {
+			return err
+		}
+		defer closeView(sv, &err)
+		return printEngineSortedStats(e, target, sv, asJSON)
+	}
 	q, err := inspectAck(e, target)
 	if err != nil {
 		return err
@@ -134,10 +151,32 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals})
+		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: "ack"})
 	}
 	fmt.Fprintf(e.stdout, "queue %s\n", target)
 	printCounts(e.stdout, r)
+	printTotals(e.stdout, r)
+	return nil
+}
+
+// printEngineSortedStats prints the figures of a sorted or windowed queue
+// of the engine, as printStats prints a directory's, less its files.
+func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) error {
+	s, err := sv.readStats()
+	if err != nil {
+		return err
+	}
+	id := sv.identity()
+	r := &statsReport{Dir: target, countsJSON: newCounts(s), Totals: newTotals(s), Kind: id.Kind.String(),
+		SortKey: id.SortKey, Sorted: newSorted(s)}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
+			SortKey: r.SortKey, Sorted: r.Sorted})
+	}
+	fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
+	printSortedCounts(e.stdout, r.Sorted)
 	printTotals(e.stdout, r)
 	return nil
 }

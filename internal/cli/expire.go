@@ -20,7 +20,9 @@ N deliveries goes to the dead set instead, as the application's handle
 with that limit sends it. The count is of both: the queue does not tell
 how many went where, and the line printed says so ('walq stats' shows the
 dead set). Without it, a message past the application's limit goes to the
-dead set when the application would next deliver it.
+dead set when the application would next deliver it. On a sorted or
+windowed queue the leases are those of batches pulled and never acked:
+their values are pending again, or, at N deliveries, dead values.
 
 With a directory, the other writing commands end such leases too while
 they run. On a server they do not (the application's handles end them at
@@ -43,6 +45,15 @@ walq requeue-expired --max-deliveries 5 /var/lib/app/jobs`,
 }
 
 func runRequeueExpired(e *env, target string, maxDeliveries int) (err error) {
+	if sv, err := openExpiringSorted(e, target, maxDeliveries); err != nil || sv != nil {
+		if err != nil {
+			return err
+		}
+		defer closeView(sv, &err)
+		n, err := sv.requeueExpired()
+		fmt.Fprintln(e.stdout, expiredLine(n, maxDeliveries))
+		return err
+	}
 	q, err := openExpiring(e, target, maxDeliveries)
 	if err != nil {
 		return err
@@ -67,6 +78,16 @@ func expiredLine(n, maxDeliveries int) string {
 	}
 	return fmt.Sprintf("%s, back to ready or, at %d %s, to the dead set (the count does not split them)",
 		line, maxDeliveries, unit)
+}
+
+// openExpiringSorted opens target as openExpiring does, when it holds a
+// sorted or windowed queue; nil when it does not. Its leases are batches.
+func openExpiringSorted(e *env, target string, maxDeliveries int) (sortedView, error) {
+	o := *ownerOptions(&queue.Options{ManualRequeue: true})
+	if maxDeliveries > 0 {
+		o.MaxDeliveries = maxDeliveries
+	}
+	return sortedTargetWith(e, target, EngineOptions{MaxDeliveries: maxDeliveries}, o)
 }
 
 // openExpiring opens target as openAck does, with the engine or the

@@ -116,8 +116,9 @@ func refusedWrites(err error, inspect bool) error {
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and
-// no ack queue: the commands but dlq run on ack queues only, and would show it as
-// an empty ack queue, or make one beside it. It reads the counters that
+// no ack queue: the commands but stats, dlq and requeue-expired (which
+// open it with OpenSorted first) run on ack queues only, and would show
+// it as an empty ack queue, or make one beside it. It reads the counters that
 // a queue of each kind keeps for good (the seq keys, walq:{NAME}:2:seq of
 // an ack queue, walq:{NAME}:seq of its first layout, walq:{NAME}:s:seq of
 // a sorted one) and the sort key kind a sorted queue records when it is
@@ -136,7 +137,7 @@ func refuseSorted(ctx context.Context, rdb redis.Cmdable, target, name string) e
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs only dlq on it",
+	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs only stats, dlq and requeue-expired on it",
 		queue.ErrInvalidOptions, target)
 }
 
@@ -190,19 +191,20 @@ func openSorted(ctx context.Context, rdb *redis.Client, name string, o cli.Engin
 		if err != nil {
 			return nil, err
 		}
-		return ownedSorted[time.Time]{Sorted: w.Sorted, rdb: rdb}, nil
+		return ownedSorted[time.Time]{Sorted: w.Sorted, rdb: rdb,
+			id: queue.Identity{Kind: queue.KindWindowed, SortKey: "time"}}, nil
 	}
 	switch kind {
 	case "int":
-		return ownSorted[int64](ctx, rdb, name, &so)
+		return ownSorted[int64](ctx, rdb, name, &so, "int64")
 	case "uint":
-		return ownSorted[uint64](ctx, rdb, name, &so)
+		return ownSorted[uint64](ctx, rdb, name, &so, "uint64")
 	case "float":
-		return ownSorted[float64](ctx, rdb, name, &so)
+		return ownSorted[float64](ctx, rdb, name, &so, "float64")
 	case "time":
-		return ownSorted[time.Time](ctx, rdb, name, &so)
+		return ownSorted[time.Time](ctx, rdb, name, &so, "time")
 	case "string":
-		return ownSorted[string](ctx, rdb, name, &so)
+		return ownSorted[string](ctx, rdb, name, &so, "string")
 	}
 	return nil, fmt.Errorf("%w: sorted queue %q records sort keys of kind %q, which this walq-redis does not know",
 		queue.ErrInvalidOptions, name, kind)
@@ -239,13 +241,15 @@ func sortedKind(ctx context.Context, rdb redis.Cmdable, name string) (kind, form
 		queue.ErrInvalidOptions, name)
 }
 
-// ownSorted opens the sorted queue name with sort keys of type K.
-func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name string, so *redisq.SortedOptions) (any, error) {
+// ownSorted opens the sorted queue name with sort keys of type K, named
+// keyType as a directory's identity names it.
+func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name string, so *redisq.SortedOptions,
+	keyType string) (any, error) {
 	s, err := redisq.OpenSorted[K](ctx, rdb, name, so)
 	if err != nil {
 		return nil, err
 	}
-	return ownedSorted[K]{Sorted: s, rdb: rdb}, nil
+	return ownedSorted[K]{Sorted: s, rdb: rdb, id: queue.Identity{Kind: queue.KindSorted, SortKey: keyType}}, nil
 }
 
 // ownedSorted is a sorted queue handle whose client the command opened:
@@ -253,6 +257,10 @@ func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name str
 type ownedSorted[K queue.SortKey] struct {
 	*redisq.Sorted[K]
 	rdb *redis.Client
+	id  queue.Identity // sorted or windowed, and the sort key type; no format
 }
 
 func (s ownedSorted[K]) Close() error { return errors.Join(s.Sorted.Close(), s.rdb.Close()) }
+
+// Identity says what the queue is, for stats.
+func (s ownedSorted[K]) Identity() queue.Identity { return s.id }
