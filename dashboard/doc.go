@@ -38,10 +38,12 @@
 // cannot be read for damage (the list shows its reason ending in
 // "corrupt record: …") is refused with 409 (ErrRefused) and the read
 // error: requeued, it would only fail again. Purge it, or repair the
-// directory first. ForAckQueue over the Redis engine (redisq) does not
-// refuse it: that engine's requeue does not read the body, and the letter
-// fails again at its next delivery. Only a requeue answers 409; another
-// action that fails with damage answers 500.
+// directory first. ForAckQueue and ForSortedQueue over the Redis engine
+// (redisq) do not refuse it: that engine's requeue does not read the
+// body, and the letter or value fails again at its next delivery or pull;
+// ForSortedQueue refuses (409) the requeue of a dead value whose key a
+// release of redisq before it recorded none. Only a requeue answers 409;
+// another action that fails with damage answers 500.
 //
 // # Bytes that are not UTF-8
 //
@@ -58,7 +60,12 @@
 //
 // The handler reads a Source, a small interface that every walq queue kind
 // satisfies through ForQueue and ForSorted, and that another backend can
-// implement. DeadActions and KeySource are optional.
+// implement. DeadActions and KeySource are optional. Any engine's queues,
+// the Redis backend's (redisq) included, are shown through the method
+// sets every engine offers: ForAckQueue (queue.AckQueue) and
+// ForSortedQueue (queue.SortedQueue, a windowed queue's Sorted too), with
+// their figures and dead sets but no ready, in-flight or delayed list and
+// no key list, which those method sets cannot read.
 //
 // # History
 //

@@ -304,15 +304,44 @@ func mustName(text string) error {
 // a value published at another time, as after a power loss that gave the
 // seq to a new publish, is not found, never requeued or purged; a bare
 // seq is viewed, but the actions refuse it.
-func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
-
-type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
-
-func (s sortedSource[K]) Stats(context.Context) (Stats, error) {
-	return fromStats("sorted", s.s.Stats())
+func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source {
+	return sortedSource[K]{deadSetSource: deadSetSource[K]{s}, s: s}
 }
 
-func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit int) (Page, error) {
+// ForSortedQueue returns the Source of any engine's sorted queue, or of a
+// windowed one (ForSortedQueue(w.Sorted)), through the method set every
+// engine offers (queue.SortedQueue): the Redis backend's, or the embedded
+// queue seen through the interface. It implements DeadActions: it shows
+// the figures and the dead values, with requeue and purge, named and
+// checked as ForSorted names and checks them; it lists no keys, which the
+// shared method set cannot read (ForSorted can, for the embedded queue).
+func ForSortedQueue[K queue.SortKey](s queue.SortedQueue[K]) Source { return deadSetSource[K]{s} }
+
+// deadSetSource is the Source of a sorted queue's figures and dead
+// values; sortedSource adds its keys.
+type deadSetSource[K queue.SortKey] struct{ s queue.SortedQueue[K] }
+
+// sortedSource is ForSorted's Source: deadSetSource and the keys.
+type sortedSource[K queue.SortKey] struct {
+	deadSetSource[K]
+	s *queue.Sorted[K]
+}
+
+// Stats reads the figures, with the error of an engine that reports one
+// (redisq's StatsContext: its Stats alone would return zeros).
+func (s deadSetSource[K]) Stats(ctx context.Context) (Stats, error) {
+	r, ok := s.s.(statsReader)
+	if !ok {
+		return fromStats("sorted", s.s.Stats())
+	}
+	st, err := r.StatsContext(ctx)
+	if err != nil {
+		return Stats{}, fmt.Errorf("dashboard: stats: %w", err)
+	}
+	return fromStats("sorted", st)
+}
+
+func (s deadSetSource[K]) Messages(_ context.Context, state, after string, limit int) (Page, error) {
 	st, err := queue.ParseMessageState(state)
 	if err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -335,7 +364,7 @@ func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit 
 	return pageOf(ds, limit, fromDeadValue), nil
 }
 
-func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error) {
+func (s deadSetSource[K]) Message(_ context.Context, ref string) (Message, error) {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return Message{}, err
@@ -356,18 +385,18 @@ func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error)
 	return m, nil
 }
 
-func (s sortedSource[K]) RequeueDead(_ context.Context, ref string) error {
+func (s deadSetSource[K]) RequeueDead(_ context.Context, ref string) error {
 	return s.deadAction(ref, refusing(s.s.RequeueDeadValue))
 }
 
-func (s sortedSource[K]) PurgeDead(_ context.Context, ref string) error {
+func (s deadSetSource[K]) PurgeDead(_ context.Context, ref string) error {
 	return s.deadAction(ref, s.s.PurgeDeadValue)
 }
 
 // deadAction runs act on the dead value ref names, which act checks by
 // its publish time: only a seq@published-unix-ns reference is taken, as
 // a bare seq read before a crash may name another value since.
-func (s sortedSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error) error {
+func (s deadSetSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error) error {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return err
