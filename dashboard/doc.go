@@ -33,7 +33,10 @@
 // number holds that id (ErrNotFound, 404, otherwise), and the actions
 // refuse a bare sequence number (ErrInvalid, 400). A sorted queue's dead
 // value is
-// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted). The
+// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted); one
+// whose publish time cannot be read (a damaged record of the Redis
+// engine) is named by its SEQ alone, which the actions take for such a
+// value only. The
 // requeue of an embedded queue's dead letter or value whose payload
 // cannot be read for damage (the list shows its reason ending in
 // "corrupt record: …") is refused with 409 (ErrRefused) and the read
@@ -41,8 +44,8 @@
 // directory first. ForAckQueue and ForSortedQueue over the Redis engine
 // (redisq) do not refuse it: that engine's requeue does not read the
 // body, and the letter or value fails again at its next delivery or pull;
-// ForSortedQueue refuses (409) the requeue of a dead value whose key a
-// release of redisq before it recorded none. Only a requeue answers 409;
+// ForSortedQueue refuses (409) to requeue a dead value whose key an
+// earlier release of redisq did not record. Only a requeue answers 409;
 // another action that fails with damage answers 500.
 //
 // # Bytes that are not UTF-8

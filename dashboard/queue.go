@@ -303,7 +303,10 @@ func mustName(text string) error {
 // is "seq@published-unix-ns"; ID is "key/seq"). A Ref whose seq now holds
 // a value published at another time, as after a power loss that gave the
 // seq to a new publish, is not found, never requeued or purged; a bare
-// seq is viewed, but the actions refuse it.
+// seq is viewed, but the actions refuse it, but for a dead value whose
+// publish time cannot be read (its record is damaged, as the Redis
+// engine's can be: see ForSortedQueue), which the list names by its seq
+// alone and the actions take so.
 func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source {
 	return sortedSource[K]{deadSetSource: deadSetSource[K]{s}, s: s}
 }
@@ -386,28 +389,48 @@ func (s deadSetSource[K]) Message(_ context.Context, ref string) (Message, error
 }
 
 func (s deadSetSource[K]) RequeueDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, refusing(s.s.RequeueDeadValue))
+	return s.deadAction(ref, refusing(s.s.RequeueDeadValue), refusing(s.s.RequeueDead))
 }
 
 func (s deadSetSource[K]) PurgeDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.PurgeDeadValue)
+	return s.deadAction(ref, s.s.PurgeDeadValue, s.s.PurgeDead)
 }
 
 // deadAction runs act on the dead value ref names, which act checks by
-// its publish time: only a seq@published-unix-ns reference is taken, as
-// a bare seq read before a crash may name another value since.
-func (s deadSetSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error) error {
+// its publish time: a seq@published-unix-ns reference. A bare seq, read
+// before a crash, may name another value since: it is taken only for a
+// dead value whose publish time cannot be read (its record is damaged,
+// and the list names it so), which bySeq acts on.
+func (s deadSetSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error, bySeq func(uint64) error) error {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return err
 	}
 	if !r.fenced {
-		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
+		err = s.timeless(ref, r.seq, bySeq)
+	} else {
+		err = act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)})
 	}
-	if err := act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)}); err != nil {
+	if err != nil {
 		return actionError(err)
 	}
 	return nil
+}
+
+// timeless runs bySeq on the dead value seq while its publish time
+// cannot be read; ref, a bare seq, is refused for any other.
+func (s deadSetSource[K]) timeless(ref string, seq uint64, bySeq func(uint64) error) error {
+	ds, err := s.s.DeadValues(seq, 1)
+	if err != nil {
+		return err
+	}
+	if len(ds) == 0 || ds[0].Seq != seq {
+		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
+	}
+	if !ds[0].PublishedAt.IsZero() {
+		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
+	}
+	return bySeq(seq)
 }
 
 // deadRef is a reference to a sorted queue's dead value: its seq and,
@@ -433,9 +456,15 @@ func parseDeadRef(ref string) (deadRef, error) {
 	return r, nil
 }
 
+// fromDeadValue converts a dead value; its Ref is seq@published-unix-ns,
+// or its seq alone when its publish time cannot be read (zero).
 func fromDeadValue[K queue.SortKey](d queue.DeadValue[K]) Message {
 	seq := strconv.FormatUint(d.Seq, 10)
-	return Message{Ref: seq + "@" + strconv.FormatInt(d.PublishedAt.UnixNano(), 10), ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
+	ref := seq
+	if !d.PublishedAt.IsZero() {
+		ref += "@" + strconv.FormatInt(d.PublishedAt.UnixNano(), 10)
+	}
+	return Message{Ref: ref, ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
 		Deliveries: d.Deliveries, Reason: d.Reason, Size: len(d.Payload),
 		Headers: map[string]string{"key": d.Key, "sort": formatSort(d.Sort)}}
 }
