@@ -303,10 +303,10 @@ func mustName(text string) error {
 // is "seq@published-unix-ns"; ID is "key/seq"). A Ref whose seq now holds
 // a value published at another time, as after a power loss that gave the
 // seq to a new publish, is not found, never requeued or purged; a bare
-// seq is viewed, but the actions refuse it, but for a dead value whose
+// seq is viewed, and the actions refuse it unless the dead value's
 // publish time cannot be read (its record is damaged, as the Redis
-// engine's can be: see ForSortedQueue), which the list names by its seq
-// alone and the actions take so.
+// engine's can be: see ForSortedQueue): the list names such a value by
+// its seq alone, and the actions take that.
 func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source {
 	return sortedSource[K]{deadSetSource: deadSetSource[K]{s}, s: s}
 }
