@@ -131,10 +131,11 @@ type engineStatsJSON struct {
 
 // runEngineStats prints the counts and counters of a queue of the engine.
 func runEngineStats(e *env, target string, asJSON bool) (err error) {
-	if sv, err := engineSorted(e, target, EngineOptions{Inspect: true}); err != nil || sv != nil {
-		if err != nil {
-			return err
-		}
+	sv, err := engineSorted(e, target, EngineOptions{Inspect: true})
+	if err != nil {
+		return err
+	}
+	if sv != nil {
 		defer closeView(sv, &err)
 		return printEngineSortedStats(e, target, sv, asJSON)
 	}

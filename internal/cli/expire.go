@@ -45,14 +45,15 @@ walq requeue-expired --max-deliveries 5 /var/lib/app/jobs`,
 }
 
 func runRequeueExpired(e *env, target string, maxDeliveries int) (err error) {
-	if sv, err := openExpiringSorted(e, target, maxDeliveries); err != nil || sv != nil {
-		if err != nil {
-			return err
-		}
-		defer closeView(sv, &err)
-		n, err := sv.requeueExpired()
-		fmt.Fprintln(e.stdout, expiredLine(n, maxDeliveries))
+	sv, err := openExpiringSorted(e, target, maxDeliveries)
+	if err != nil {
 		return err
+	}
+	if sv != nil {
+		defer closeView(sv, &err)
+		n, rerr := sv.requeueExpired()
+		fmt.Fprintln(e.stdout, expiredLine(n, maxDeliveries))
+		return rerr
 	}
 	q, err := openExpiring(e, target, maxDeliveries)
 	if err != nil {
