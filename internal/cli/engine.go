@@ -210,7 +210,7 @@ func runDemoOn(e *env, url string) (err error) {
 
 // engineStats returns q's stats, with the error of an engine that
 // reports one (Stats alone cannot).
-func engineStats(q queue.AckQueue) (queue.Stats, error) {
+func engineStats(q interface{ Stats() queue.Stats }) (queue.Stats, error) {
 	type withContext interface {
 		StatsContext(ctx context.Context) (queue.Stats, error)
 	}

@@ -114,22 +114,11 @@ func (v setView[K]) identity() queue.Identity     { return v.id }
 func (v setView[K]) purgeAllDead() (int, error)   { return v.q.PurgeAllDead() }
 func (v setView[K]) stats() queue.Stats           { return v.q.Stats() }
 
-// readStats is stats with the error of an engine that reports one (see
-// engineStats).
-func (v setView[K]) readStats() (queue.Stats, error) {
-	type withContext interface {
-		StatsContext(ctx context.Context) (queue.Stats, error)
-	}
-	if sc, ok := v.q.(withContext); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return sc.StatsContext(ctx)
-	}
-	return v.q.Stats(), nil
-}
-func (v setView[K]) recovery() queue.Recovery { return queue.Recovery{} }
-func (v setView[K]) inUse() bool              { return false }
-func (v setView[K]) close() error             { return v.q.Close() }
+// readStats is stats with the error of an engine that reports one.
+func (v setView[K]) readStats() (queue.Stats, error) { return engineStats(v.q) }
+func (v setView[K]) recovery() queue.Recovery        { return queue.Recovery{} }
+func (v setView[K]) inUse() bool                     { return false }
+func (v setView[K]) close() error                    { return v.q.Close() }
 
 func (v setView[K]) compact() error {
 	return fmt.Errorf("%w: a queue on a server has no log to compact", queue.ErrInvalidOptions)
