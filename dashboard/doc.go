@@ -33,15 +33,20 @@
 // number holds that id (ErrNotFound, 404, otherwise), and the actions
 // refuse a bare sequence number (ErrInvalid, 400). A sorted queue's dead
 // value is
-// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted). The
+// "SEQ@PUBLISHED_UNIX_NS", checked the same way (see ForSorted); one
+// whose publish time cannot be read (a damaged record of the Redis
+// engine) is named by its SEQ alone, which the actions take for such a
+// value only. The
 // requeue of an embedded queue's dead letter or value whose payload
 // cannot be read for damage (the list shows its reason ending in
 // "corrupt record: …") is refused with 409 (ErrRefused) and the read
 // error: requeued, it would only fail again. Purge it, or repair the
-// directory first. ForAckQueue over the Redis engine (redisq) does not
-// refuse it: that engine's requeue does not read the body, and the letter
-// fails again at its next delivery. Only a requeue answers 409; another
-// action that fails with damage answers 500.
+// directory first. ForAckQueue and ForSortedQueue over the Redis engine
+// (redisq) do not refuse it: that engine's requeue does not read the
+// body, and the letter or value fails again at its next delivery or pull;
+// ForSortedQueue refuses (409) to requeue a dead value whose key an
+// earlier release of redisq did not record. Only a requeue answers 409;
+// another action that fails with damage answers 500.
 //
 // # Bytes that are not UTF-8
 //
@@ -58,7 +63,12 @@
 //
 // The handler reads a Source, a small interface that every walq queue kind
 // satisfies through ForQueue and ForSorted, and that another backend can
-// implement. DeadActions and KeySource are optional.
+// implement. DeadActions and KeySource are optional. Any engine's queues,
+// the Redis backend's (redisq) included, are shown through the method
+// sets every engine offers: ForAckQueue (queue.AckQueue) and
+// ForSortedQueue (queue.SortedQueue, a windowed queue's Sorted too), with
+// their figures and dead sets but no ready, in-flight or delayed list and
+// no key list, which those method sets cannot read.
 //
 // # History
 //
@@ -67,7 +77,11 @@
 // every interval while Run runs. Without Run, the history starts when the
 // page is first opened. Figures that cannot be read (a closed queue, an
 // engine whose StatsContext fails) are answered as an error, never as
-// zeros, take no sample, and are logged by Run.
+// zeros, take no sample, and are logged by Run. The counts of a queue
+// whose log a failed write poisoned and that could not be read back
+// (queue.Stats.CountsErr) are the calls', failed ones included: api/stats
+// answers them with counts_error (Stats.CountsError) saying why, and the
+// page says so above them.
 //
 // A Handler is safe for concurrent use.
 package dashboard

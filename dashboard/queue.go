@@ -32,7 +32,7 @@ func (s queueSource) Stats(context.Context) (Stats, error) {
 // the places of messages. A closed queue's are refused (queue.ErrClosed):
 // they no longer tell what the queue holds. The oldest message's age is
 // measured from st.At, the queue's clock, or, from an engine that leaves
-// At zero, the system's.
+// At zero, the system's. CountsErr is carried as CountsError.
 func fromStats(kind string, st queue.Stats) (Stats, error) {
 	if st.Closed {
 		return Stats{}, fmt.Errorf("dashboard: stats: %w", queue.ErrClosed)
@@ -52,6 +52,9 @@ func fromStats(kind string, st queue.Stats) (Stats, error) {
 	}
 	if st.BackgroundErr != nil {
 		out.BackgroundError = st.BackgroundErr.Error()
+	}
+	if st.CountsErr != nil {
+		out.CountsError = st.CountsErr.Error()
 	}
 	if !st.OldestEnqueuedAt.IsZero() {
 		out.OldestAgeSeconds = max(0, now.Sub(st.OldestEnqueuedAt).Seconds())
@@ -300,16 +303,48 @@ func mustName(text string) error {
 // is "seq@published-unix-ns"; ID is "key/seq"). A Ref whose seq now holds
 // a value published at another time, as after a power loss that gave the
 // seq to a new publish, is not found, never requeued or purged; a bare
-// seq is viewed, but the actions refuse it.
-func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source { return sortedSource[K]{s} }
-
-type sortedSource[K queue.SortKey] struct{ s *queue.Sorted[K] }
-
-func (s sortedSource[K]) Stats(context.Context) (Stats, error) {
-	return fromStats("sorted", s.s.Stats())
+// seq is viewed, and the actions refuse it unless the dead value's
+// publish time cannot be read (its record is damaged, as the Redis
+// engine's can be: see ForSortedQueue): the list names such a value by
+// its seq alone, and the actions take that.
+func ForSorted[K queue.SortKey](s *queue.Sorted[K]) Source {
+	return sortedSource[K]{deadSetSource: deadSetSource[K]{s}, s: s}
 }
 
-func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit int) (Page, error) {
+// ForSortedQueue returns the Source of any engine's sorted queue, or of a
+// windowed one (ForSortedQueue(w.Sorted)), through the method set every
+// engine offers (queue.SortedQueue): the Redis backend's, or the embedded
+// queue seen through the interface. It implements DeadActions: it shows
+// the figures and the dead values, with requeue and purge, named and
+// checked as ForSorted names and checks them; it lists no keys, which the
+// shared method set cannot read (ForSorted can, for the embedded queue).
+func ForSortedQueue[K queue.SortKey](s queue.SortedQueue[K]) Source { return deadSetSource[K]{s} }
+
+// deadSetSource is the Source of a sorted queue's figures and dead
+// values; sortedSource adds its keys.
+type deadSetSource[K queue.SortKey] struct{ s queue.SortedQueue[K] }
+
+// sortedSource is ForSorted's Source: deadSetSource and the keys.
+type sortedSource[K queue.SortKey] struct {
+	deadSetSource[K]
+	s *queue.Sorted[K]
+}
+
+// Stats reads the figures, with the error of an engine that reports one
+// (redisq's StatsContext: its Stats alone would return zeros).
+func (s deadSetSource[K]) Stats(ctx context.Context) (Stats, error) {
+	r, ok := s.s.(statsReader)
+	if !ok {
+		return fromStats("sorted", s.s.Stats())
+	}
+	st, err := r.StatsContext(ctx)
+	if err != nil {
+		return Stats{}, fmt.Errorf("dashboard: stats: %w", err)
+	}
+	return fromStats("sorted", st)
+}
+
+func (s deadSetSource[K]) Messages(_ context.Context, state, after string, limit int) (Page, error) {
 	st, err := queue.ParseMessageState(state)
 	if err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -332,7 +367,7 @@ func (s sortedSource[K]) Messages(_ context.Context, state, after string, limit 
 	return pageOf(ds, limit, fromDeadValue), nil
 }
 
-func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error) {
+func (s deadSetSource[K]) Message(_ context.Context, ref string) (Message, error) {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return Message{}, err
@@ -353,29 +388,49 @@ func (s sortedSource[K]) Message(_ context.Context, ref string) (Message, error)
 	return m, nil
 }
 
-func (s sortedSource[K]) RequeueDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, refusing(s.s.RequeueDeadValue))
+func (s deadSetSource[K]) RequeueDead(_ context.Context, ref string) error {
+	return s.deadAction(ref, refusing(s.s.RequeueDeadValue), refusing(s.s.RequeueDead))
 }
 
-func (s sortedSource[K]) PurgeDead(_ context.Context, ref string) error {
-	return s.deadAction(ref, s.s.PurgeDeadValue)
+func (s deadSetSource[K]) PurgeDead(_ context.Context, ref string) error {
+	return s.deadAction(ref, s.s.PurgeDeadValue, s.s.PurgeDead)
 }
 
 // deadAction runs act on the dead value ref names, which act checks by
-// its publish time: only a seq@published-unix-ns reference is taken, as
-// a bare seq read before a crash may name another value since.
-func (s sortedSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error) error {
+// its publish time: a seq@published-unix-ns reference. A bare seq, read
+// before a crash, may name another value since: it is taken only for a
+// dead value whose publish time cannot be read (its record is damaged,
+// and the list names it so), which bySeq acts on.
+func (s deadSetSource[K]) deadAction(ref string, act func(queue.DeadValue[K]) error, bySeq func(uint64) error) error {
 	r, err := parseDeadRef(ref)
 	if err != nil {
 		return err
 	}
 	if !r.fenced {
-		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
+		err = s.timeless(ref, r.seq, bySeq)
+	} else {
+		err = act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)})
 	}
-	if err := act(queue.DeadValue[K]{Seq: r.seq, PublishedAt: time.Unix(0, r.at)}); err != nil {
+	if err != nil {
 		return actionError(err)
 	}
 	return nil
+}
+
+// timeless runs bySeq on the dead value seq while its publish time
+// cannot be read; ref, a bare seq, is refused for any other.
+func (s deadSetSource[K]) timeless(ref string, seq uint64, bySeq func(uint64) error) error {
+	ds, err := s.s.DeadValues(seq, 1)
+	if err != nil {
+		return err
+	}
+	if len(ds) == 0 || ds[0].Seq != seq {
+		return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
+	}
+	if !ds[0].PublishedAt.IsZero() {
+		return fmt.Errorf("%w: dead value reference %q is not seq@published-unix-ns (as the dead list gives it)", ErrInvalid, ref)
+	}
+	return bySeq(seq)
 }
 
 // deadRef is a reference to a sorted queue's dead value: its seq and,
@@ -401,9 +456,15 @@ func parseDeadRef(ref string) (deadRef, error) {
 	return r, nil
 }
 
+// fromDeadValue converts a dead value; its Ref is seq@published-unix-ns,
+// or its seq alone when its publish time cannot be read (zero).
 func fromDeadValue[K queue.SortKey](d queue.DeadValue[K]) Message {
 	seq := strconv.FormatUint(d.Seq, 10)
-	return Message{Ref: seq + "@" + strconv.FormatInt(d.PublishedAt.UnixNano(), 10), ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
+	ref := seq
+	if !d.PublishedAt.IsZero() {
+		ref += "@" + strconv.FormatInt(d.PublishedAt.UnixNano(), 10)
+	}
+	return Message{Ref: ref, ID: d.Key + "/" + seq, State: queue.StateDead.String(), EnqueuedAt: d.PublishedAt,
 		Deliveries: d.Deliveries, Reason: d.Reason, Size: len(d.Payload),
 		Headers: map[string]string{"key": d.Key, "sort": formatSort(d.Sort)}}
 }

@@ -73,6 +73,12 @@ type Stats struct {
 	BackgroundError   string    `json:"background_error,omitempty"` // last failure of background work, while it lasts
 	BackgroundErrorAt time.Time `json:"background_error_at"`        // of the last failure; zero when none since Open
 	BackgroundErrors  uint64    `json:"background_errors"`          // failures since the queue was opened
+
+	// CountsError is set when the queue's log is poisoned and could not
+	// be read back (queue.Stats.CountsErr): the counts, totals and age
+	// above are then the calls', an enqueue whose write failed included,
+	// not what the log holds. It names the damage or the read error.
+	CountsError string `json:"counts_error,omitempty"`
 }
 
 // Page is one page of messages.

@@ -28,6 +28,7 @@ type descs struct {
 	fsync      *prometheus.Desc
 	fsyncRecs  *prometheus.Desc
 	enqueueAck *prometheus.Desc
+	unread     *prometheus.Desc
 }
 
 // counter is one lifetime total of queue.Metrics.
@@ -68,6 +69,8 @@ func NewCollector(src Source, labels prometheus.Labels) *Collector {
 		fsync:      d("fsync_duration_seconds", "Time of each fsync of the log's tail segment."),
 		fsyncRecs:  d("fsync_records", "Records each fsync of the log made durable."),
 		enqueueAck: d("enqueue_to_ack_seconds", "Time from enqueue to the ack that settled the message."),
+		unread: d("counts_unread", "1 when the log is poisoned and could not be read back: the counts and totals are "+
+			"then the calls', failed ones included, not the log's (Stats.CountsErr)."),
 	}}
 }
 
@@ -77,7 +80,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- k.desc
 	}
 	for _, d := range []*prometheus.Desc{c.descs.messages, c.descs.sorted, c.descs.oldest, c.descs.logBytes,
-		c.descs.liveBytes, c.descs.fsync, c.descs.fsyncRecs, c.descs.enqueueAck} {
+		c.descs.liveBytes, c.descs.fsync, c.descs.fsyncRecs, c.descs.enqueueAck, c.descs.unread} {
 		ch <- d
 	}
 }
@@ -102,6 +105,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.oldest, m.OldestAge.Seconds())
 	gauge(d.logBytes, float64(m.LogBytes))
 	gauge(d.liveBytes, float64(m.LiveBytes))
+	gauge(d.unread, unread(m.CountsErr))
 	ch <- histogram(d.fsync, m.FsyncSeconds)
 	ch <- histogram(d.fsyncRecs, m.RecordsPerFsync)
 	ch <- histogram(d.enqueueAck, m.EnqueueToAckSeconds)
@@ -117,4 +121,13 @@ func histogram(desc *prometheus.Desc, h queue.Histogram) prometheus.Metric {
 		buckets[bound] = cum
 	}
 	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets)
+}
+
+// unread is walq_counts_unread: 1 when the counts could not be read back
+// from a poisoned log (err, Metrics.CountsErr), else 0.
+func unread(err error) float64 {
+	if err != nil {
+		return 1
+	}
+	return 0
 }

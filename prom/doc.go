@@ -19,4 +19,12 @@
 //	walq_fsync_duration_seconds, walq_fsync_records (histograms)
 //	walq_enqueue_to_ack_seconds (histogram)
 //	walq_background_errors_total
+//	walq_counts_unread
+//
+// walq_counts_unread is 1 while the queue's log is poisoned (a failed
+// write or fsync) and could not be read back (queue.Stats.CountsErr, which
+// says why; the queue logs it too): the other figures are then the calls',
+// an enqueue whose write failed included, not what a reopen finds. Alert
+// on it (walq_counts_unread == 1), and mark the counts of a dashboard
+// with it.
 package prom

@@ -50,6 +50,11 @@ type Metrics struct {
 	EnqueueToAckSeconds Histogram // from enqueue to the ack of the delivery that settled it
 
 	BackgroundErrors uint64 // background failures since Open; see Stats.BackgroundErr
+
+	// CountsErr is Stats.CountsErr: set when the log is poisoned and could
+	// not be read back, so that the counters and gauges above are the
+	// calls', not the log's.
+	CountsErr error
 }
 
 // Metrics returns the queue's counters, gauges and histograms. It costs
@@ -62,7 +67,7 @@ func (q *Queue) Metrics() Metrics {
 		Moved: s.Moved, Published: s.Published, Pulled: s.Pulled, BatchesAcked: s.BatchesAcked,
 		Ready: s.Ready, Delayed: s.Delayed, InFlight: s.InFlight, Dead: s.Dead,
 		SortedPending: int64(s.SortedPending), SortedLeased: int64(s.SortedLeased), SortedDead: int64(s.SortedDead),
-		LogBytes: s.LogBytes, LiveBytes: s.LiveBytes, BackgroundErrors: s.BackgroundErrors,
+		LogBytes: s.LogBytes, LiveBytes: s.LiveBytes, BackgroundErrors: s.BackgroundErrors, CountsErr: s.CountsErr,
 	}
 	if !s.OldestEnqueuedAt.IsZero() {
 		m.OldestAge = max(0, s.At.Sub(s.OldestEnqueuedAt))

@@ -281,3 +281,35 @@ func TestRequeueExpiredLocked(t *testing.T) {
 	require.Contains(t, r.stderr, "directory locked by another process")
 	require.Equal(t, int64(1), q.Stats().InFlight, "the lease is left to its owner")
 }
+
+// TestRequeueExpiredSortedDir: requeue-expired refused a sorted queue's
+// directory (opened as an ack queue), so that a batch pulled and never
+// acked stayed leased until the application opened it again. It now ends
+// the batches' leases that ran out: the values are pending again, or,
+// with --max-deliveries, dead at that limit.
+func TestRequeueExpiredSortedDir(t *testing.T) {
+	dir := t.TempDir()
+	lease := func() {
+		s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{AckTimeout: time.Millisecond,
+			ManualRequeue: true, MaxDeliveries: -1}})
+		require.NoError(t, err)
+		bs, err := s.TryPull(1)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		require.NoError(t, s.Close()) // after a clean close the lease runs on
+	}
+	s, err := queue.OpenSorted[int64](dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Publish(context.Background(), 1, "k", []byte("x")))
+	require.NoError(t, s.Close())
+
+	lease()
+	require.Equal(t, "ended 1 lease\n", mustWalq(t, 0, "", "requeue-expired", dir).stdout)
+	require.Contains(t, mustWalq(t, 0, "", "stats", dir).stdout, "pending     1 values in 1 keys\n  leased      0 values in 0 batches\n")
+	lease()
+	require.Equal(t, "ended 1 lease, back to ready or, at 2 deliveries, to the dead set (the count does not split them)\n",
+		mustWalq(t, 0, "", "requeue-expired", "--max-deliveries", "2", dir).stdout)
+	require.Equal(t, "ended 0 leases\n", mustWalq(t, 0, "", "requeue-expired", dir).stdout)
+	st := mustWalq(t, 0, "", "stats", dir).stdout
+	require.Contains(t, st, "pending     0 values in 0 keys\n  leased      0 values in 0 batches\n  dead        1\n")
+}

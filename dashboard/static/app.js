@@ -131,6 +131,12 @@ async function refreshStats() {
   bg.hidden = !s.background_error;
   bg.textContent = s.background_error ? "Background work failing since " + fmtTime(s.background_error_at) +
     " (" + s.background_errors + " failures): " + s.background_error : "";
+  // counts_error: the log is poisoned and was not read back, so the
+  // counts are the calls' (a failed enqueue included), not the log's.
+  const ce = $("counts-error");
+  ce.hidden = !s.counts_error;
+  ce.textContent = s.counts_error ? "Counts not checked: the log could not be read back after a failed write; " +
+    "the counts are those of the calls, failed ones included, not what the log holds: " + s.counts_error : "";
   const h = r.history || [];
   const enq = rates(h, "enqueued"), ack = rates(h, "acked");
   $("rate-enqueued").textContent = enq.length ? fmtRate(enq[enq.length - 1].v) : "–";
@@ -230,7 +236,7 @@ async function showMessage(ref) {
     const hs = Object.entries(m.headers || {});
     $("detail-headers").tBodies[0].replaceChildren(...(hs.length ? hs.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))
       : [el("tr", {}, el("td", { class: "muted" }, "none"))]));
-    $("detail-size").textContent = fmtBytes(m.payload_bytes) + (m.truncated ? ", preview" : "") + (m.payload_base64 ? ", binary (base64)" : "");
+    $("detail-size").textContent = fmtBytes(m.payload_bytes) + (m.truncated ? ", preview" : "") + encodingText(m);
     $("detail-payload").textContent = m.payload_base64 || m.payload_text || "";
     $("detail").hidden = false;
   } catch (e) {
@@ -238,6 +244,17 @@ async function showMessage(ref) {
     $("detail").hidden = true;
     alert("Cannot show the message: " + e.message);
   }
+}
+
+// encodingText labels the payload by payload_encoding, the whole
+// payload's: a payload binary past its preview may have a preview sent as
+// text, and one whose preview is cut inside a character, in base64.
+function encodingText(m) {
+  if (m.payload_encoding === "base64" && !m.payload_base64) {
+    return m.truncated ? ", binary: the preview shows its start as text" : ", binary, shown as text";
+  }
+  if (m.payload_encoding === "base64") return ", binary (base64)";
+  return m.payload_base64 ? ", text (the preview in base64)" : "";
 }
 
 // act requeues or purges the dead letter ref. Its buttons are disabled

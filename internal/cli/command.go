@@ -21,6 +21,9 @@ type command struct {
 	exitNotes map[int]string
 	nargs     [2]int // the least and most positional arguments
 	hidden    bool   // left out of the command list
+	// serverWrites marks a command that changes a queue: with an engine
+	// linked in, it takes --trust-server.
+	serverWrites bool
 	// setup declares the command's flags on fs and returns the function
 	// that runs it with the positional arguments.
 	setup func(fs *flag.FlagSet) func(e *env, args []string) error
@@ -56,10 +59,10 @@ func lookup(args []string) (*command, []string) {
 func (c *command) execute(e *env, args []string) int {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	runFn := c.setup(fs)
+	runFn := c.flags(fs, e.engine, &e.trustServer)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		c.printHelp(e.stdout)
+		c.printHelp(e.stdout, e.engine)
 		return exitOK
 	}
 	if err == nil {
@@ -126,16 +129,29 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flags declares the command's flags on fs, and, when engine opens queues
+// on a server and the command changes one, --trust-server into trust; it
+// returns the function that runs the command.
+func (c *command) flags(fs *flag.FlagSet, engine Engine, trust *bool) func(e *env, args []string) error {
+	run := c.setup(fs)
+	if engine != nil && c.serverWrites {
+		fs.BoolVar(trust, "trust-server", false, "with a queue on a server: skip the check of its configuration "+
+			"(appendonly yes, maxmemory-policy noeviction), for a user that may not run CONFIG GET on a server "+
+			"known to be so configured")
+	}
+	return run
+}
+
 // usage returns the command's usage line after "Usage: ": walq, its name
 // and its arguments, if it takes any.
 func (c *command) usage() string { return strings.TrimSpace("walq " + c.name + " " + c.args) }
 
 // printHelp prints the command's usage, description, flags, example and
 // exit statuses.
-func (c *command) printHelp(w io.Writer) {
+func (c *command) printHelp(w io.Writer, engine Engine) {
 	fmt.Fprintf(w, "Usage: %s\n\n%s\n", c.usage(), strings.TrimSpace(c.long))
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	c.setup(fs)
+	c.flags(fs, engine, new(bool))
 	printFlags(w, fs)
 	if c.example != "" {
 		fmt.Fprint(w, "\nExample:\n")

@@ -102,8 +102,9 @@ is refused (exit status 2): requeued, it would only fail again. With
 2). Purge such a letter, or run walq repair first.`,
 	example: `walq dlq requeue /var/lib/app/jobs order-1234
 walq dlq requeue --all /var/lib/app/jobs`,
-	exits: dlqExits,
-	nargs: [2]int{1, 2},
+	exits:        dlqExits,
+	serverWrites: true,
+	nargs:        [2]int{1, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		all := fs.Bool("all", false, "every dead letter")
 		return func(e *env, args []string) error { return runDLQChange(e, args, *all, false) }
@@ -121,8 +122,9 @@ bare sequence number is taken unchecked, and after a power loss can name
 another value.`,
 	example: `walq dlq purge /var/lib/app/jobs order-1234
 walq dlq purge --all /var/lib/app/jobs`,
-	exits: dlqExits,
-	nargs: [2]int{1, 2},
+	exits:        dlqExits,
+	serverWrites: true,
+	nargs:        [2]int{1, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		all := fs.Bool("all", false, "every dead letter")
 		return func(e *env, args []string) error { return runDLQChange(e, args, *all, true) }

@@ -18,6 +18,11 @@ import (
 // nil when dir holds an ack queue. Like openDir, an open that may write
 // prints on stderr what it repaired, if anything.
 func sortedDir(e *env, dir string, readOnly bool) (sortedView, error) {
+	return sortedDirWith(e, dir, sortedOptions(readOnly))
+}
+
+// sortedDirWith is sortedDir opening the queue with o.
+func sortedDirWith(e *env, dir string, o queue.Options) (sortedView, error) {
 	if err := checkQueueDir(dir); err != nil {
 		return nil, err
 	}
@@ -25,14 +30,14 @@ func sortedDir(e *env, dir string, readOnly bool) (sortedView, error) {
 	if err != nil || !isSorted(id) {
 		return nil, err
 	}
-	sv, err := openSortedView(dir, id, readOnly)
+	sv, err := openSortedView(dir, id, o)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case readOnly && sv.inUse():
+	case o.ReadOnly && sv.inUse():
 		noteInspect(e.stderr, dir, true, queue.Recovery{})
-	case !readOnly:
+	case !o.ReadOnly:
 		noteRecovery(e.stderr, sv.recovery())
 	}
 	return sv, nil

@@ -44,6 +44,10 @@ type EngineOptions struct {
 	// MaxDeliveries is the limit of the queue's calls (requeue-expired's,
 	// given by its operator): 0, the command dead-letters nothing.
 	MaxDeliveries int
+	// TrustServer is --trust-server: the operator vouches for the
+	// server's configuration, and the engine skips its check of it (which
+	// needs a user that may read it).
+	TrustServer bool
 }
 
 // engineQueue opens target with the engine when the engine owns it; ok is
@@ -54,6 +58,7 @@ func engineQueue(e *env, target string, o EngineOptions) (q queue.AckQueue, ok b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	o.TrustServer = e.trustServer
 	q, err = e.engine.Open(ctx, target, o)
 	if err != nil {
 		return nil, true, fmt.Errorf("open %s: %w", target, err)
@@ -100,22 +105,40 @@ func inspectAck(e *env, target string) (queue.AckQueue, error) {
 // sortedTarget is sortedDir for a directory, and engineSorted for a
 // queue of the engine.
 func sortedTarget(e *env, target string, readOnly bool) (sortedView, error) {
-	if e.owns(target) {
-		return engineSorted(e, target, readOnly)
-	}
-	return sortedDir(e, target, readOnly)
+	return sortedTargetWith(e, target, EngineOptions{Inspect: readOnly}, sortedOptions(readOnly))
 }
 
-// engineStatsJSON is stats --json for a queue of the engine: the counts
-// and counters; a server's queue has no files, log positions or identity.
+// sortedTargetWith is sortedTarget opening a queue of the engine with eo,
+// a directory with o.
+func sortedTargetWith(e *env, target string, eo EngineOptions, o queue.Options) (sortedView, error) {
+	if e.owns(target) {
+		return engineSorted(e, target, eo)
+	}
+	return sortedDirWith(e, target, o)
+}
+
+// engineStatsJSON is stats --json for a queue of the engine: what it is,
+// the counts and counters; a server's queue has no files, log positions
+// or format version.
 type engineStatsJSON struct {
 	Queue string `json:"queue"`
 	countsJSON
-	Totals totalsJSON `json:"totals"`
+	Totals  totalsJSON  `json:"totals"`
+	Kind    string      `json:"kind"`               // ack, sorted, windowed
+	SortKey string      `json:"sort_key,omitempty"` // a sorted queue's sort key type
+	Sorted  *sortedJSON `json:"sorted,omitempty"`   // sorted and windowed queues
 }
 
 // runEngineStats prints the counts and counters of a queue of the engine.
 func runEngineStats(e *env, target string, asJSON bool) (err error) {
+	sv, err := engineSorted(e, target, EngineOptions{Inspect: true})
+	if err != nil {
+		return err
+	}
+	if sv != nil {
+		defer closeView(sv, &err)
+		return printEngineSortedStats(e, target, sv, asJSON)
+	}
 	q, err := inspectAck(e, target)
 	if err != nil {
 		return err
@@ -129,10 +152,32 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals})
+		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: "ack"})
 	}
 	fmt.Fprintf(e.stdout, "queue %s\n", target)
 	printCounts(e.stdout, r)
+	printTotals(e.stdout, r)
+	return nil
+}
+
+// printEngineSortedStats prints the figures of a sorted or windowed queue
+// of the engine, as printStats prints a directory's, less its files.
+func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) error {
+	s, err := sv.readStats()
+	if err != nil {
+		return err
+	}
+	id := sv.identity()
+	r := &statsReport{Dir: target, countsJSON: newCounts(s), Totals: newTotals(s), Kind: id.Kind.String(),
+		SortKey: id.SortKey, Sorted: newSorted(s)}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
+			SortKey: r.SortKey, Sorted: r.Sorted})
+	}
+	fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
+	printSortedCounts(e.stdout, r.Sorted)
 	printTotals(e.stdout, r)
 	return nil
 }
@@ -165,7 +210,7 @@ func runDemoOn(e *env, url string) (err error) {
 
 // engineStats returns q's stats, with the error of an engine that
 // reports one (Stats alone cannot).
-func engineStats(q queue.AckQueue) (queue.Stats, error) {
+func engineStats(q interface{ Stats() queue.Stats }) (queue.Stats, error) {
 	type withContext interface {
 		StatsContext(ctx context.Context) (queue.Stats, error)
 	}

@@ -20,7 +20,9 @@ N deliveries goes to the dead set instead, as the application's handle
 with that limit sends it. The count is of both: the queue does not tell
 how many went where, and the line printed says so ('walq stats' shows the
 dead set). Without it, a message past the application's limit goes to the
-dead set when the application would next deliver it.
+dead set when the application would next deliver it. On a sorted or
+windowed queue the leases are those of batches pulled and never acked:
+their values are pending again, or, at N deliveries, dead values.
 
 With a directory, the other writing commands end such leases too while
 they run. On a server they do not (the application's handles end them at
@@ -28,8 +30,9 @@ its limit): with no application handle open, a lease that ran out lasts
 until requeue-expired ends it.`,
 	example: `walq requeue-expired /var/lib/app/jobs
 walq requeue-expired --max-deliveries 5 /var/lib/app/jobs`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked},
-	nargs: [2]int{1, 1},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked},
+	serverWrites: true,
+	nargs:        [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		limit := fs.Int("max-deliveries", 0, "dead-letter a message that has had `N` deliveries (0: none)")
 		return func(e *env, args []string) error {
@@ -42,6 +45,16 @@ walq requeue-expired --max-deliveries 5 /var/lib/app/jobs`,
 }
 
 func runRequeueExpired(e *env, target string, maxDeliveries int) (err error) {
+	sv, err := openExpiringSorted(e, target, maxDeliveries)
+	if err != nil {
+		return err
+	}
+	if sv != nil {
+		defer closeView(sv, &err)
+		n, rerr := sv.requeueExpired()
+		fmt.Fprintln(e.stdout, expiredLine(n, maxDeliveries))
+		return rerr
+	}
 	q, err := openExpiring(e, target, maxDeliveries)
 	if err != nil {
 		return err
@@ -66,6 +79,16 @@ func expiredLine(n, maxDeliveries int) string {
 	}
 	return fmt.Sprintf("%s, back to ready or, at %d %s, to the dead set (the count does not split them)",
 		line, maxDeliveries, unit)
+}
+
+// openExpiringSorted opens target as openExpiring does, when it holds a
+// sorted or windowed queue; nil when it does not. Its leases are batches.
+func openExpiringSorted(e *env, target string, maxDeliveries int) (sortedView, error) {
+	o := *ownerOptions(&queue.Options{ManualRequeue: true})
+	if maxDeliveries > 0 {
+		o.MaxDeliveries = maxDeliveries
+	}
+	return sortedTargetWith(e, target, EngineOptions{MaxDeliveries: maxDeliveries}, o)
 }
 
 // openExpiring opens target as openAck does, with the engine or the

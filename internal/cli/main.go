@@ -34,6 +34,9 @@ type env struct {
 	outTTY  bool      // stdout is a terminal
 	progTTY bool      // stderr is a terminal: progress may be drawn on it
 	engine  Engine    // opens queues named by URL; nil: directories only
+	// trustServer is --trust-server: the engine skips its check of the
+	// server's configuration (EngineOptions.TrustServer).
+	trustServer bool
 }
 
 // run runs the command named by args and returns the exit status.
@@ -97,7 +100,7 @@ func help(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "walq help: unknown command %q\n", strings.Join(args, " "))
 		return exitFailure
 	}
-	c.printHelp(e.stdout)
+	c.printHelp(e.stdout, e.engine)
 	return exitOK
 }
 

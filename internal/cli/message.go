@@ -32,8 +32,9 @@ and the directory still remembers: walq does not know the application's
 DedupWindow, so it keeps every id the queue holds (stats: dedup ids).`,
 	example: `walq enqueue /var/lib/app/jobs 'resize photo 42'
 walq enqueue --id order-1234 --header tenant=acme --delay 10m /var/lib/app/jobs < order.json`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitDuplicate},
-	nargs: [2]int{1, 2},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitDuplicate},
+	serverWrites: true,
+	nargs:        [2]int{1, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var o enqueueOptions
 		fs.StringVar(&o.id, "id", "", "message `ID` (default: a random UUID)")
@@ -139,8 +140,9 @@ message is delivered again. When no message is ready, dequeue waits up to
 	example: `walq dequeue /var/lib/app/jobs
 receipt=$(walq dequeue --json /var/lib/app/jobs | jq -r .receipt)
 walq dequeue --wait 30s --ack-timeout 5m /var/lib/app/jobs`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitEmpty},
-	nargs: [2]int{1, 1},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitEmpty},
+	serverWrites: true,
+	nargs:        [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var o dequeueOptions
 		fs.BoolVar(&o.json, "json", false, "print one JSON object")
@@ -246,8 +248,9 @@ DIR. It fails with exit status 5 if the lease ran out (the message is
 ready again, maybe delivered to another consumer) or was already acked.`,
 	example: `walq ack /var/lib/app/jobs 17.42
 walq ack --id order-1234 /var/lib/app/jobs`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
-	nargs: [2]int{1, 2},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
+	serverWrites: true,
+	nargs:        [2]int{1, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		id := fs.String("id", "", "ack the delivery of message `ID` instead of a receipt")
 		return func(e *env, args []string) error {
@@ -268,8 +271,9 @@ past that limit goes to the dead set when the application would next
 deliver it. Exit status 5 if the lease was lost.`,
 	example: `walq nack /var/lib/app/jobs 17.42
 walq nack --delay 1m /var/lib/app/jobs 17.42`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
-	nargs: [2]int{1, 2},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
+	serverWrites: true,
+	nargs:        [2]int{1, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		id := fs.String("id", "", "nack the delivery of message `ID` instead of a receipt")
 		delay := fs.Duration("delay", 0, "ready again after `D`")
@@ -290,8 +294,9 @@ consumer still at work keeps its message. Exit status 5 if the lease was
 already lost.`,
 	example: `walq extend /var/lib/app/jobs 17.42
 walq extend --for 10m --id order-1234 /var/lib/app/jobs`,
-	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
-	nargs: [2]int{1, 2},
+	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
+	serverWrites: true,
+	nargs:        [2]int{1, 2},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		id := fs.String("id", "", "extend the delivery of message `ID` instead of a receipt")
 		d := fs.Duration("for", 30*time.Second, "the lease runs out `D` from now")

@@ -27,7 +27,10 @@ type sortedView interface {
 	purgeDead(n deadName) error
 	requeueAllDead() (int, error)
 	purgeAllDead() (int, error)
+	requeueExpired() (int, error)
 	stats() queue.Stats
+	readStats() (queue.Stats, error)
+	identity() queue.Identity
 	compact() error
 	recovery() queue.Recovery
 	inUse() bool
@@ -49,13 +52,14 @@ func newTypedView[K queue.SortKey](s *queue.Sorted[K], text func(K) string) type
 func (v typedView[K]) recovery() queue.Recovery { return v.s.Recovery() }
 func (v typedView[K]) compact() error           { return v.s.Compact() }
 func (v typedView[K]) inUse() bool              { return v.s.InUse() }
+func (v typedView[K]) identity() queue.Identity { return v.s.Identity() }
 func plainText[K queue.SortKey](k K) string     { return fmt.Sprint(k) }
 func timeText(t time.Time) string               { return jsonTime(t) }
 func hexText(s string) string                   { return hex.EncodeToString([]byte(s)) }
 
-// openView opens dir as a Sorted[K], read-only or not.
-func openView[K queue.SortKey](dir string, readOnly bool, text func(K) string) (sortedView, error) {
-	s, err := queue.OpenSorted[K](dir, &queue.SortedOptions{Options: sortedOptions(readOnly)})
+// openView opens dir as a Sorted[K] with o.
+func openView[K queue.SortKey](dir string, o queue.Options, text func(K) string) (sortedView, error) {
+	s, err := queue.OpenSorted[K](dir, &queue.SortedOptions{Options: o})
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +76,14 @@ func sortedOptions(readOnly bool) queue.Options {
 }
 
 // openSortedView opens the sorted or windowed queue in dir with the sort
-// key type its identity names. A directory written before identity files
-// does not say; its sort keys are shown as hex.
-func openSortedView(dir string, id queue.Identity, readOnly bool) (sortedView, error) {
+// key type its identity names, and o (sortedOptions). A directory written
+// before identity files does not say; its sort keys are shown as hex.
+func openSortedView(dir string, id queue.Identity, o queue.Options) (sortedView, error) {
 	if id.Kind == queue.KindWindowed {
 		// The window is the application's; listing and changing the dead
 		// set does not use it.
 		w, err := queue.OpenWindowed(dir, &queue.WindowOptions{Window: time.Second,
-			SortedOptions: queue.SortedOptions{Options: sortedOptions(readOnly)}})
+			SortedOptions: queue.SortedOptions{Options: o}})
 		if err != nil {
 			return nil, err
 		}
@@ -87,38 +91,38 @@ func openSortedView(dir string, id queue.Identity, readOnly bool) (sortedView, e
 	}
 	switch id.SortKey {
 	case "int":
-		return openView(dir, readOnly, plainText[int])
+		return openView(dir, o, plainText[int])
 	case "int8":
-		return openView(dir, readOnly, plainText[int8])
+		return openView(dir, o, plainText[int8])
 	case "int16":
-		return openView(dir, readOnly, plainText[int16])
+		return openView(dir, o, plainText[int16])
 	case "int32":
-		return openView(dir, readOnly, plainText[int32])
+		return openView(dir, o, plainText[int32])
 	case "int64":
-		return openView(dir, readOnly, plainText[int64])
+		return openView(dir, o, plainText[int64])
 	case "uint":
-		return openView(dir, readOnly, plainText[uint])
+		return openView(dir, o, plainText[uint])
 	case "uint8":
-		return openView(dir, readOnly, plainText[uint8])
+		return openView(dir, o, plainText[uint8])
 	case "uint16":
-		return openView(dir, readOnly, plainText[uint16])
+		return openView(dir, o, plainText[uint16])
 	case "uint32":
-		return openView(dir, readOnly, plainText[uint32])
+		return openView(dir, o, plainText[uint32])
 	case "uint64":
-		return openView(dir, readOnly, plainText[uint64])
+		return openView(dir, o, plainText[uint64])
 	case "float32":
-		return openView(dir, readOnly, plainText[float32])
+		return openView(dir, o, plainText[float32])
 	case "float64":
-		return openView(dir, readOnly, plainText[float64])
+		return openView(dir, o, plainText[float64])
 	case "string":
-		return openView(dir, readOnly, plainText[string])
+		return openView(dir, o, plainText[string])
 	case "time":
-		return openView(dir, readOnly, timeText)
+		return openView(dir, o, timeText)
 	case "":
-		if !readOnly {
+		if !o.ReadOnly {
 			return nil, fmt.Errorf("%s was written before queue directories recorded their sort key type; open it once with OpenSorted[K] from the application, then run this again", dir)
 		}
-		return openView(dir, readOnly, hexText)
+		return openView(dir, o, hexText)
 	}
 	return nil, fmt.Errorf("%s: unknown sort key type %q", dir, id.SortKey)
 }

@@ -41,7 +41,10 @@ its window has passed. An application with no window forgets at its open
 the ids acked since the snapshot, which stats still counts.
 
 With --url, stats reads the figures of a running service from its mounted
-dashboard (package dashboard) and changes nothing; --watch refreshes them.`,
+dashboard (package dashboard) and changes nothing; --watch refreshes them.
+When a failed write has poisoned the service's log and the log could not
+be read back, its counts are those of its calls, failed ones included:
+stats says so under them, and why (counts_error in --json).`,
 	example: `walq stats /var/lib/app/jobs
 walq stats --json /var/lib/app/jobs | jq .ready
 walq stats --watch --url http://localhost:8080/queue/`,
@@ -200,8 +203,12 @@ func addIdentity(r *statsReport, q *queue.Queue) {
 	if !isSorted(id) {
 		return
 	}
-	s := q.Stats()
-	r.Sorted = &sortedJSON{Pending: s.SortedPending, Keys: s.SortedKeys, Batches: s.SortedBatches,
+	r.Sorted = newSorted(q.Stats())
+}
+
+// newSorted returns a sorted queue's part of stats.
+func newSorted(s queue.Stats) *sortedJSON {
+	return &sortedJSON{Pending: s.SortedPending, Keys: s.SortedKeys, Batches: s.SortedBatches,
 		Leased: s.SortedLeased, Dead: s.SortedDead, Published: s.Published, Pulled: s.Pulled, BatchesAcked: s.BatchesAcked}
 }
 
@@ -223,8 +230,7 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 	fmt.Fprintf(w, "queue %s\n", r.Dir)
 	fmt.Fprintf(w, "  kind        %s\n", kindLine(r))
 	if s := r.Sorted; s != nil {
-		fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
-			s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
+		printSortedCounts(w, s)
 	} else {
 		printCounts(w, r)
 	}
@@ -232,6 +238,12 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 	fmt.Fprintf(w, "log positions\n  last LSN %d, durable %d, last snapshot at LSN %d\n", r.LastLSN, r.DurableLSN, r.SnapshotLSN)
 	printTotals(w, r)
 	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
+}
+
+// printSortedCounts prints a sorted queue's counts.
+func printSortedCounts(w io.Writer, s *sortedJSON) {
+	fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
+		s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
 }
 
 // printCounts prints an ack queue's counts.
@@ -255,11 +267,15 @@ func printTotals(w io.Writer, r *statsReport) {
 
 // kindLine is the kind, its sort key type and the format version.
 func kindLine(r *statsReport) string {
-	s := r.Kind
+	return fmt.Sprintf("%s (format %d)", kindName(r), r.Format)
+}
+
+// kindName is the kind and its sort key type.
+func kindName(r *statsReport) string {
 	if r.SortKey != "" {
-		s += ", " + r.SortKey + " sort keys"
+		return r.Kind + ", " + r.SortKey + " sort keys"
 	}
-	return fmt.Sprintf("%s (format %d)", s, r.Format)
+	return r.Kind
 }
 
 // oldestText is the age of the oldest live message, or "none".

@@ -79,7 +79,7 @@ func TestRepairCounts(t *testing.T) {
 // takes no argument ends at its name.
 func TestUsageLineOfCommandWithoutArguments(t *testing.T) {
 	var b bytes.Buffer
-	versionCmd.printHelp(&b)
+	versionCmd.printHelp(&b, nil)
 	first, _, _ := strings.Cut(b.String(), "\n")
 	require.Equal(t, "Usage: walq version", first)
 }

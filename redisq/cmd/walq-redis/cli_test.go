@@ -182,7 +182,8 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, r.stdout, "late ack with its old receipt is refused")
 }
 
-// TestRefusesSortedQueue: the commands but dlq run on ack queues; a name
+// TestRefusesSortedQueue: the commands but stats, dlq and
+// requeue-expired run on ack queues; a name
 // that holds a sorted or windowed queue and no ack queue is refused,
 // saying so, instead of being shown as an empty ack queue or given one
 // beside it. A name that holds both is the ack queue's.
@@ -193,12 +194,12 @@ func TestRefusesSortedQueue(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	url := "redis://" + srv.Addr + "/0/events"
-	for _, args := range [][]string{{"stats", url}, {"enqueue", url, "x"}, {"dequeue", url}} {
+	for _, args := range [][]string{{"enqueue", url, "x"}, {"dequeue", url}} {
 		r := run(t, 1, "", args...)
-		require.Contains(t, r.stderr, "sorted or windowed queue", "walq-redis %v", args)
+		require.Contains(t, r.stderr, "is a sorted or windowed queue; walq-redis runs only stats, dlq and requeue-expired on it", "walq-redis %v", args)
 	}
 	require.NoError(t, s.Publish(ctx, 1, "k", []byte("v")))
-	run(t, 1, "", "stats", url)
+	run(t, 1, "", "enqueue", url, "x")
 	st := s.Stats()
 	require.Equal(t, 1, st.SortedPending, "the sorted queue is left as it was")
 
@@ -576,28 +577,4 @@ func TestRequeueExpired(t *testing.T) {
 	require.Contains(t, st, "dead        1")
 	require.Equal(t, "ended 0 leases\n", run(t, 0, "", "requeue-expired", url).stdout)
 	run(t, 1, "", "requeue-expired", "--max-deliveries", "-1", url)
-}
-
-// TestRequeueExpiredSorted: requeue-expired runs on ack queues; on a
-// sorted queue's URL it fails, changing nothing.
-func TestRequeueExpiredSorted(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rdb.Close()
-	s, err := redisq.OpenSorted[int64](ctx, rdb, "srt", &redisq.SortedOptions{Options: redisq.Options{AckTimeout: time.Millisecond, ManualRequeue: true}})
-	require.NoError(t, err)
-	require.NoError(t, s.Publish(ctx, 1, "k", []byte("x")))
-	_, err = s.TryPull(1)
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	r := run(t, 1, "", "requeue-expired", "redis://"+srv.Addr+"/0/srt")
-	require.Empty(t, r.stdout)
-	require.Contains(t, r.stderr, "is a sorted or windowed queue; walq-redis runs only dlq on it")
-	rd, err := redisq.OpenSorted[int64](ctx, rdb, "srt", &redisq.SortedOptions{Options: redisq.Options{ReadOnly: true}})
-	require.NoError(t, err)
-	defer rd.Close()
-	st, err := rd.StatsContext(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, st.SortedBatches, "the expired batch is left leased")
 }

@@ -90,14 +90,15 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 // (o.Inspect) opens a ReadOnly handle, which starts no housekeeper: it
 // ends none of the application's expired leases and makes no delayed
 // message ready; and it skips the check of the server's configuration,
-// which only matters for writes.
+// which only matters for writes; so does one run with --trust-server
+// (o.TrustServer), whose operator vouches for that configuration.
 func ownerOptions(o cli.EngineOptions) *redisq.Options {
 	maxDeliveries := -1
 	if o.MaxDeliveries > 0 {
 		maxDeliveries = o.MaxDeliveries
 	}
 	return &redisq.Options{AckTimeout: o.AckTimeout, MaxDeliveries: maxDeliveries, DedupWindow: math.MaxInt64,
-		Sync: queue.SyncInterval, TrustServer: o.Inspect, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
+		Sync: queue.SyncInterval, TrustServer: o.Inspect || o.TrustServer, ReadOnly: o.Inspect, ManualRequeue: !o.Expire}
 }
 
 // refusedWrites adds to err, the failed Open (or OpenSorted) of a handle
@@ -110,12 +111,14 @@ func refusedWrites(err error, inspect bool) error {
 		return err
 	}
 	return fmt.Errorf("%w; the commands that change a queue need a user that may write it, and read the server's "+
-		"configuration (CONFIG GET); stats, dlq list and dlq show only read, and need the queue's keys for reading alone", err)
+		"configuration (CONFIG GET), or --trust-server, which skips that check, on a server known to have appendonly yes "+
+		"and maxmemory-policy noeviction; stats, dlq list and dlq show only read, and need the queue's keys for reading alone", err)
 }
 
 // refuseSorted refuses a name that holds a sorted or windowed queue and
-// no ack queue: the commands but dlq run on ack queues only, and would show it as
-// an empty ack queue, or make one beside it. It reads the counters that
+// no ack queue: the commands but stats, dlq and requeue-expired (which
+// open it with OpenSorted first) run on ack queues only, and would show
+// it as an empty ack queue, or make one beside it. It reads the counters that
 // a queue of each kind keeps for good (the seq keys, walq:{NAME}:2:seq of
 // an ack queue, walq:{NAME}:seq of its first layout, walq:{NAME}:s:seq of
 // a sorted one) and the sort key kind a sorted queue records when it is
@@ -134,7 +137,7 @@ func refuseSorted(ctx context.Context, rdb redis.Cmdable, target, name string) e
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs only dlq on it",
+	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs only stats, dlq and requeue-expired on it",
 		queue.ErrInvalidOptions, target)
 }
 
@@ -188,19 +191,20 @@ func openSorted(ctx context.Context, rdb *redis.Client, name string, o cli.Engin
 		if err != nil {
 			return nil, err
 		}
-		return ownedSorted[time.Time]{Sorted: w.Sorted, rdb: rdb}, nil
+		return ownedSorted[time.Time]{Sorted: w.Sorted, rdb: rdb,
+			id: queue.Identity{Kind: queue.KindWindowed, SortKey: "time"}}, nil
 	}
 	switch kind {
 	case "int":
-		return ownSorted[int64](ctx, rdb, name, &so)
+		return ownSorted[int64](ctx, rdb, name, &so, "int64")
 	case "uint":
-		return ownSorted[uint64](ctx, rdb, name, &so)
+		return ownSorted[uint64](ctx, rdb, name, &so, "uint64")
 	case "float":
-		return ownSorted[float64](ctx, rdb, name, &so)
+		return ownSorted[float64](ctx, rdb, name, &so, "float64")
 	case "time":
-		return ownSorted[time.Time](ctx, rdb, name, &so)
+		return ownSorted[time.Time](ctx, rdb, name, &so, "time")
 	case "string":
-		return ownSorted[string](ctx, rdb, name, &so)
+		return ownSorted[string](ctx, rdb, name, &so, "string")
 	}
 	return nil, fmt.Errorf("%w: sorted queue %q records sort keys of kind %q, which this walq-redis does not know",
 		queue.ErrInvalidOptions, name, kind)
@@ -237,13 +241,15 @@ func sortedKind(ctx context.Context, rdb redis.Cmdable, name string) (kind, form
 		queue.ErrInvalidOptions, name)
 }
 
-// ownSorted opens the sorted queue name with sort keys of type K.
-func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name string, so *redisq.SortedOptions) (any, error) {
+// ownSorted opens the sorted queue name with sort keys of type K, named
+// keyType as a directory's identity names it.
+func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name string, so *redisq.SortedOptions,
+	keyType string) (any, error) {
 	s, err := redisq.OpenSorted[K](ctx, rdb, name, so)
 	if err != nil {
 		return nil, err
 	}
-	return ownedSorted[K]{Sorted: s, rdb: rdb}, nil
+	return ownedSorted[K]{Sorted: s, rdb: rdb, id: queue.Identity{Kind: queue.KindSorted, SortKey: keyType}}, nil
 }
 
 // ownedSorted is a sorted queue handle whose client the command opened:
@@ -251,6 +257,10 @@ func ownSorted[K queue.SortKey](ctx context.Context, rdb *redis.Client, name str
 type ownedSorted[K queue.SortKey] struct {
 	*redisq.Sorted[K]
 	rdb *redis.Client
+	id  queue.Identity // sorted or windowed, and the sort key type; no format
 }
 
 func (s ownedSorted[K]) Close() error { return errors.Join(s.Sorted.Close(), s.rdb.Close()) }
+
+// Identity says what the queue is, for stats.
+func (s ownedSorted[K]) Identity() queue.Identity { return s.id }

@@ -8,9 +8,12 @@
 //
 // The last path element is the queue's name (as given to redisq.Open);
 // what comes before it is the server, as go-redis's ParseURL reads it.
-// dlq list, show, requeue and purge also run on the dead values of a
-// sorted or windowed queue (redisq.OpenSorted, OpenWindowed), named as
-// in a directory (SEQ@PUBLISHED_UNIX_NS); the other commands run on ack
+// stats, requeue-expired and dlq list, show, requeue and purge also run
+// on a sorted or windowed queue (redisq.OpenSorted, OpenWindowed), as on
+// a directory's: stats prints its kind and sort key type, pending values
+// and keys, leased values and batches and dead values; requeue-expired
+// ends its batches' leases that ran out; dlq names its dead values as in
+// a directory (SEQ@PUBLISHED_UNIX_NS). The other commands run on ack
 // queues: a name that holds a sorted or windowed queue and no ack queue
 // is refused.
 //
@@ -30,7 +33,9 @@
 // read-only replica that holds redisq's function library, and load the
 // library only into a server that lacks it (a replica cannot). The others open the
 // queue with redisq.SyncInterval: they refuse a server without appendonly
-// yes and maxmemory-policy noeviction, and a change is fsynced when the
+// yes and maxmemory-policy noeviction (--trust-server skips that check,
+// which needs a user that may run CONFIG GET, on a server known to be so
+// configured), and a change is fsynced when the
 // command returns only if the server runs appendfsync always. They apply no
 // MaxDeliveries and no dedup window of their own, since the application's
 // are recorded nowhere on the server: a dequeue or nack dead-letters

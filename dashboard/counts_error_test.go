@@ -1,0 +1,39 @@
+package dashboard_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/dashboard"
+	"github.com/walq/walq/internal/unreadable"
+	"github.com/walq/walq/queue"
+)
+
+// The counts of a poisoned log that could not be read back are the
+// calls', not the log's: api/stats says so in counts_error, next to the
+// counts, and leaves it out of a healthy queue's answer.
+func TestStatsSayCountsUnread(t *testing.T) {
+	q := unreadable.Queue(t)
+	want := q.Stats().CountsErr
+	require.ErrorIs(t, want, queue.ErrCorrupt)
+	for name, src := range map[string]dashboard.Source{"ForQueue": dashboard.ForQueue(q),
+		"ForAckQueue": dashboard.ForAckQueue(q)} {
+		t.Run(name, func(t *testing.T) {
+			s := server(t, src, nil)
+			var reply struct {
+				Stats map[string]any `json:"stats"`
+			}
+			require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/stats", &reply))
+			assert.Equal(t, want.Error(), reply.Stats["counts_error"])
+			assert.EqualValues(t, unreadable.Ready, reply.Stats["ready"], "the calls' counts, shown as such")
+		})
+	}
+
+	healthy := server(t, dashboard.ForQueue(openQueue(t)), nil)
+	var reply struct {
+		Stats map[string]any `json:"stats"`
+	}
+	require.Equal(t, 200, getJSON(t, healthy.URL+"/queue/api/stats", &reply))
+	assert.NotContains(t, reply.Stats, "counts_error")
+}
