@@ -2,8 +2,10 @@ package recovery
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -91,6 +93,11 @@ func ListFS(fsys wal.FS, dir string) ([]Info, error) {
 			continue
 		}
 		fi, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			// Removed since the directory was read: a writer replaced it
+			// beside this reader, and a newer one is listed or comes later.
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("recovery: stat %s: %w", de.Name(), err)
 		}

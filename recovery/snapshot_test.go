@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/snapshot.golden")
@@ -132,4 +133,32 @@ func TestWriteFuncStreams(t *testing.T) {
 	names, err := filepath.Glob(filepath.Join(dir, "*"))
 	require.NoError(t, err)
 	require.Equal(t, []string{info.Path}, names, "only the good snapshot is left")
+}
+
+// removingFS removes the oldest snapshot right after the directory is read,
+// as a live writer does when it replaces a snapshot beside a reader.
+type removingFS struct {
+	wal.OSFS
+	victim string
+}
+
+func (f removingFS) ReadDir(name string) ([]os.DirEntry, error) {
+	des, err := f.OSFS.ReadDir(name)
+	if err == nil {
+		err = os.Remove(f.victim)
+	}
+	return des, err
+}
+
+func TestListSkipsSnapshotRemovedWhileListing(t *testing.T) {
+	dir := t.TempDir()
+	_, err := recovery.Write(dir, 20, []byte("twenty"), nil)
+	require.NoError(t, err)
+	old := filepath.Join(dir, recovery.Name(10))
+	require.NoError(t, os.WriteFile(old, []byte("ten"), 0o600))
+
+	infos, err := recovery.ListFS(removingFS{victim: old}, dir)
+	require.NoError(t, err, "a snapshot removed by its writer after the directory was read is not an error")
+	require.Len(t, infos, 1)
+	require.EqualValues(t, 20, infos[0].LSN)
 }
