@@ -189,10 +189,11 @@ func eachPaged[T any](page func(from uint64, max int) ([]T, error), seq func(T) 
 }
 
 func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
-	if sv, err := sortedTarget(e, dir, true); err != nil || sv != nil {
-		if err != nil {
-			return err
-		}
+	sv, err := sortedTarget(e, dir, true)
+	if err != nil {
+		return err
+	}
+	if sv != nil {
 		defer closeView(sv, &err)
 		return listDeadValues(e, sv, asJSON, limit)
 	}
@@ -228,10 +229,11 @@ func runDLQList(e *env, dir string, asJSON bool, limit int) (err error) {
 }
 
 func runDLQShow(e *env, dir, id string, asJSON bool) (err error) {
-	if sv, err := sortedTarget(e, dir, true); err != nil || sv != nil {
-		if err != nil {
-			return err
-		}
+	sv, err := sortedTarget(e, dir, true)
+	if err != nil {
+		return err
+	}
+	if sv != nil {
 		defer closeView(sv, &err)
 		return showDeadValue(e, sv, id, asJSON)
 	}
@@ -298,10 +300,11 @@ func runDLQChange(e *env, args []string, all, purge bool) (err error) {
 	if all == (len(args) == 2) {
 		return usagef("name one dead letter ID or give --all")
 	}
-	if sv, err := sortedTarget(e, args[0], false); err != nil || sv != nil {
-		if err != nil {
-			return err
-		}
+	sv, err := sortedTarget(e, args[0], false)
+	if err != nil {
+		return err
+	}
+	if sv != nil {
 		defer closeView(sv, &err)
 		return changeDeadValues(e, sv, args, all, purge)
 	}
