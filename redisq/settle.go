@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -142,6 +143,9 @@ func (q *Queue) runAck1(receipts []any) ([]int64, error) {
 	defer cancel()
 	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipts...))
 	if err != nil {
+		if c, ok := v.(int64); ok && c == -3 && errors.Is(err, ErrNotDurable) {
+			return nil, nil // nothing written: settle's call decides
+		}
 		return nil, scriptErr("ack", err)
 	}
 	return ack1Codes(v, len(receipts)/2)
