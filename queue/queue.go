@@ -70,6 +70,10 @@ type Queue struct {
 	// messages by Browse. It runs outside q.mu. Set before the queue is
 	// used.
 	reading func()
+	// counted, when set (white-box tests only), is called by Stats once it
+	// copied the counts and released q.mu, before it reads the log. Set
+	// before the queue is used.
+	counted func()
 	// flushing, when set (white-box tests only), is called by Flush with
 	// the flights it is about to wait for, once it released q.mu. Set
 	// before the queue is used.
