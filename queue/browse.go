@@ -68,22 +68,20 @@ type MessageInfo struct {
 // copied under the queue's lock in constant time and read outside it;
 // ready messages never delivered are read from the log. A compaction that
 // copies those forward and cuts the log behind them meanwhile makes
-// Browse copy the indexes again (up to browseTries times in all), so
-// that it lists them once, where the copies are, and does not fail.
+// Browse copy the indexes again, so that it lists them once, where the
+// copies are, and does not fail. It copies them again only after such a
+// cut, as often as compactions cut the log under its read.
 func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
 	if limit <= 0 || state < StateReady || state > StateDead {
 		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
 	}
-	for tries := 1; ; tries++ {
+	for {
 		out, err := q.browse(state, from, limit)
-		if !errors.Is(err, errLogCut) || tries == browseTries {
+		if !errors.Is(err, errLogCut) {
 			return out, err
 		}
 	}
 }
-
-// browseTries bounds the copies of the indexes a Browse makes.
-const browseTries = 4
 
 // errLogCut is the error of a read of the never-delivered messages that a
 // compaction cut out of the log after the indexes were copied. It wraps
@@ -100,6 +98,7 @@ func (q *Queue) browse(state MessageState, from uint64, limit int) ([]MessageInf
 	if state != StateReady || v.pending == 0 {
 		return out, nil
 	}
+	q.beforeRead()
 	fresh, err := q.pendingFrom(max(from, v.cursor), v.first, limit)
 	if err != nil {
 		return nil, err
@@ -238,6 +237,7 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	if seq < cursor || pending == 0 {
 		return MessageInfo{}, notFound
 	}
+	q.beforeRead()
 	rec, err := q.readRecord(seq)
 	switch {
 	case errors.Is(err, wal.ErrNotFound):

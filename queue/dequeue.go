@@ -423,24 +423,13 @@ func (q *Queue) readPayload(m *Message, loc uint64) error {
 	})
 }
 
-// followMoves calls read with loc, where the payload of message seq was.
-// If read fails with wal.ErrNotFound because a compaction moved the
-// message meanwhile and cut the log behind it, it calls read again with
-// where the index has it now, a few times at most.
+// followMoves calls read with loc, where the payload of message seq was,
+// and follows the copies a compaction makes of it meanwhile (follow).
 func (q *Queue) followMoves(seq, loc uint64, read func(loc uint64) error) error {
-	for tries := 0; ; tries++ {
-		err := read(loc)
-		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
-			return err
-		}
-		q.mu.Lock()
-		e, ok := q.mu.st.table.Get(seq)
-		q.mu.Unlock()
-		if !ok || e.Loc == loc {
-			return err
-		}
-		loc = e.Loc
-	}
+	return q.follow(loc, read, func() (uint64, bool) {
+		e, ok := q.indexedEntry(seq)
+		return e.Loc, ok
+	})
 }
 
 // checkPayloadRecord checks that r, read at loc, holds the payload of

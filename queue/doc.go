@@ -236,10 +236,13 @@
 // salvaging open (ReadOnly and Salvage) shows what a salvage would
 // produce, the settles above included, and writes nothing. It skips the
 // records that no longer apply as the salvage skips them (its
-// Recovery.Skipped), so it opens where the salvage opens, and reports in
-// Recovery.Requeued and DeadOnOpen the leases of a crashed process that
-// the salvage ends and, of those, the ones that dead-letter, though it
-// leaves them leased as every read-only open does. A damaged
+// Recovery.Skipped), so it opens where the salvage opens, and ends in
+// memory the leases of a crashed process as the salvage ends them: their
+// messages are ready again, or dead at MaxDeliveries (and a sorted
+// batch's values back in place, or dead), in its Stats, Browse,
+// DeadLetters and DeadValues alike, and Recovery.Requeued and DeadOnOpen
+// count them. (A plain read-only open leaves every lease as the log
+// has it.) A damaged
 // newest snapshot it sets aside as the salvage does (Recovery.SnapshotLost)
 // and rebuilds the state as the salvage does, from the newest older
 // valid snapshot (Recovery.SnapshotLSN) or else from the log

@@ -62,22 +62,31 @@ func (q *Queue) untilDeadline() time.Duration {
 // once the records that end them are as durable as the sync mode promises
 // of a call that returned (SyncAlways: fsynced). The queue does this by
 // itself unless Options.ManualRequeue is set.
+//
+// It ends them 1,024 at a time, and wakes the consumers asleep in
+// Dequeue, DequeueBatch or Pull as soon as a chunk's records are that
+// durable: a message a chunk made ready is delivered then, while the
+// next chunks are written, not once the last one is.
 func (q *Queue) RequeueExpired() (int, error) {
 	n := 0
 	for {
-		done, c, err := q.requeueSome(1024)
+		done, c, err := q.requeueSome(requeueChunk)
 		n += done
 		if err == nil {
 			err = wait(c)
 		}
-		if err != nil || done < 1024 {
-			if n > 0 {
-				q.signal()
-			}
+		if done > 0 {
+			q.signal()
+		}
+		if err != nil || done < requeueChunk {
 			return n, err
 		}
 	}
 }
+
+// requeueChunk is how many leases RequeueExpired ends under one hold of
+// q.mu.
+const requeueChunk = 1024
 
 // requeueSome ends up to max expired leases and returns how many, with the
 // commit of the last record it appended (nil when none).

@@ -94,7 +94,8 @@ type Options struct {
 
 	// ReadOnly opens the queue for inspection and writes nothing: no lock
 	// file, no identity file, no torn tail cut, no lease of a crashed
-	// process ended, no snapshot at Close. Calls that would change the
+	// process ended (with Salvage, in memory only, as the salvage ends
+	// them), no snapshot at Close. Calls that would change the
 	// queue fail with ErrReadOnly. It opens beside a process that has the
 	// queue open, reading the files as that process last wrote them
 	// (Queue.InUse), and takes a queue of any kind unless opened through

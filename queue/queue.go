@@ -63,6 +63,17 @@ type Queue struct {
 	// peeking, when set (white-box tests only), is called by Peek once it
 	// released q.mu, before it reads the log. Set before the queue is used.
 	peeking func()
+	// reading, when set (white-box tests only), is called before each
+	// read of the log that a compaction's cut may overtake: each read of
+	// an indexed message's or value's record (follow), Peek's read of a
+	// never-delivered message, and each read of the never-delivered
+	// messages by Browse. It runs outside q.mu. Set before the queue is
+	// used.
+	reading func()
+	// counted, when set (white-box tests only), is called by Stats once it
+	// copied the counts and released q.mu, before it reads the log. Set
+	// before the queue is used.
+	counted func()
 	// flushing, when set (white-box tests only), is called by Flush with
 	// the flights it is about to wait for, once it released q.mu. Set
 	// before the queue is used.

@@ -63,7 +63,9 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		err = q.replayInto(st, snapLSN)
 	}
 	if err == nil && o.Salvage {
-		q.showLeaseEnds()
+		err = q.showLeaseEnds()
+	}
+	if err == nil && o.Salvage {
 		err = q.showMarks()
 	}
 	if err == nil && o.Salvage {

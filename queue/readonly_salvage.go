@@ -1,27 +1,50 @@
 package queue
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // showLeaseEnds gives a read-only salvaging open (ReadOnly and Salvage)
-// the salvage's Recovery.Requeued and DeadOnOpen: when the salvage ends
-// the leases of a crashed process (after a crash or over damage:
-// EndLeases, before anything else changes the replayed state), how many
-// leases and sorted batches it ends and how many of those dead-letter a
-// message or a value. It counts them only: the leases stay as the log
-// left them, as on every read-only open, but for a misplaced value's
-// batch (showDrops). Nothing is written.
-func (q *Queue) showLeaseEnds() {
+// the salvage's ends of the leases of a crashed process (after a crash or
+// over damage: EndLeases, before anything else changes the replayed
+// state), in memory only: each message is ready again, or dead at
+// MaxDeliveries with the salvage's reason, and each sorted batch's values
+// are back in place, or dead, as the records EndLeases appends make them;
+// Recovery.Requeued and DeadOnOpen count them as the salvage's do.
+// Nothing is written.
+func (q *Queue) showLeaseEnds() error {
 	if !endsLeases(q.recovery) {
-		return
+		return nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, end := range q.leaseEndsLocked() {
+		if err := q.mu.st.showEnd(end.rec); err != nil {
+			return err
+		}
 		q.recovery.Requeued++
 		if end.dead {
 			q.recovery.DeadOnOpen++
 		}
 	}
+	return nil
+}
+
+// showEnd applies to the state the record rec that ends a lease
+// (leaseEndsLocked), as the salvage's append of it would, but for the
+// LSN: the state's last LSN stays the log's.
+func (s *state) showEnd(rec *record) error {
+	if err := s.check(rec); err != nil {
+		return fmt.Errorf("%w: salvage preview: %w", ErrCorrupt, err)
+	}
+	if rec.Op == opBatchReturn {
+		s.applyBatch(rec)
+		return nil
+	}
+	e, _ := s.table.Get(rec.Seq)
+	s.applyChange(rec, e)
+	return nil
 }
 
 // showMarks gives a read-only salvaging open (ReadOnly and Salvage) the

@@ -77,22 +77,29 @@ func (q *Queue) checkDeadValueReadable(d index.DeadValue) error {
 }
 
 // checkDeadValuePayload is checkDeadPayload of the dead value d: it
-// follows a copy forward as the index shows it now.
+// follows the copies forward as the index shows them (follow).
 func (q *Queue) checkDeadValuePayload(d index.DeadValue) error {
-	for tries := 0; ; tries++ {
-		err := q.viewRecord(d.Loc, func(r record) error { return checkValueRecord(&r, d.SortedValue) })
-		if err == nil || !errors.Is(err, wal.ErrNotFound) {
-			return err
-		}
+	gone := false
+	err := q.follow(d.Loc, func(uint64) error {
+		return q.viewRecord(d.Loc, func(r record) error { return checkValueRecord(&r, d.SortedValue) })
+	}, func() (uint64, bool) {
 		cur, ok := q.deadValue(d.Seq)
-		switch {
-		case !ok:
-			return errDeadGone
-		case cur.Loc == d.Loc || tries > 2:
-			return err
-		}
-		d = cur
+		d, gone = advanced(d, cur, ok), !ok
+		return cur.Loc, ok
+	})
+	if gone {
+		return errDeadGone
 	}
+	return err
+}
+
+// advanced returns cur, the value d as the index holds it now (ok), if
+// the index moved it on to a later location; d otherwise.
+func advanced(d, cur index.DeadValue, ok bool) index.DeadValue {
+	if ok && cur.Loc > d.Loc {
+		return cur
+	}
+	return d
 }
 
 func (d deadRef) name() string { return fmt.Sprintf("dead letter %q (seq %d)", d.id, d.seq) }

@@ -131,17 +131,17 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 // it forward and cut the log behind it while DeadValues reads: the read
 // then follows the copy, as a message's does (readPayload).
 func (s *Sorted[K]) deadValue(d index.DeadValue) (Value[K], error) {
-	for tries := 0; ; tries++ {
-		v, err := s.value(d.SortedValue, nil)
-		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
-			return v, err
-		}
+	var v Value[K]
+	err := s.q.follow(d.Loc, func(uint64) error {
+		var err error
+		v, err = s.value(d.SortedValue, nil)
+		return err
+	}, func() (uint64, bool) {
 		cur, ok := s.q.deadValue(d.Seq)
-		if !ok || cur.Loc == d.Loc {
-			return v, err
-		}
-		d = cur
-	}
+		d = advanced(d, cur, ok)
+		return cur.Loc, ok
+	})
+	return v, err
 }
 
 // deadValue returns the dead value seq as the index holds it now.

@@ -228,19 +228,21 @@ func ownPayloads(ps [][]byte) {
 // compaction may copy it forward and cut the log behind it between the
 // pull and the read: the read then follows the copy.
 func (s *Sorted[K]) leasedValue(lease uint64, v index.SortedValue, payload []byte) (Value[K], error) {
-	for tries := 0; ; tries++ {
-		val, err := s.value(v, payload)
-		if err == nil || !errors.Is(err, wal.ErrNotFound) || tries > 2 {
-			return val, err
-		}
+	var val Value[K]
+	err := s.q.follow(v.Loc, func(uint64) error {
+		var err error
+		val, err = s.value(v, payload)
+		return err
+	}, func() (uint64, bool) {
 		s.q.mu.Lock()
 		cur, ok := s.q.mu.st.sorted.LeasedValue(lease, v.Seq)
 		s.q.mu.Unlock()
-		if !ok || cur.Loc == v.Loc {
-			return val, err
+		if ok && cur.Loc > v.Loc {
+			v = cur
 		}
-		v = cur
-	}
+		return cur.Loc, ok
+	})
+	return val, err
 }
 
 func (s *Sorted[K]) value(v index.SortedValue, payload []byte) (Value[K], error) {

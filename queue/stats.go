@@ -106,15 +106,34 @@ func (q *Queue) Stats() Stats {
 		}
 		unread = err
 	}
-	q.mu.Lock()
-	now := q.now()
-	s := q.statsHeadLocked(now)
-	oldest, ok := s.count(q.mu.st, now)
-	cursor, pending := q.mu.st.cursor, q.mu.st.pending
-	q.mu.Unlock()
-	q.statsTail(&s, oldest, ok, cursor, pending)
+	s := q.liveStats()
 	s.CountsErr = unread
 	return s
+}
+
+// liveStats is Stats read from the queue's state: the counts under q.mu,
+// then, outside it, the oldest never-delivered message's time from the
+// log at the cursor. A compaction may copy the never-delivered messages
+// forward into the index and cut the log past the cursor in between: the
+// read then finds no record there, and liveStats counts again, from the
+// index that now holds them. It counts again only after such a cut, so
+// each count again follows one more compaction.
+func (q *Queue) liveStats() Stats {
+	for {
+		q.mu.Lock()
+		now := q.now()
+		s := q.statsHeadLocked(now)
+		oldest, ok := s.count(q.mu.st, now)
+		cursor, pending := q.mu.st.cursor, q.mu.st.pending
+		first := q.log.FirstLSN()
+		q.mu.Unlock()
+		if q.counted != nil {
+			q.counted()
+		}
+		if q.statsTail(&s, oldest, ok, max(cursor, first), pending) || q.log.FirstLSN() == first {
+			return s
+		}
+	}
 }
 
 // writtenStats is Stats of a poisoned queue: the counts of the log as
@@ -173,10 +192,13 @@ func (s *Stats) count(st *state, now int64) (oldest int64, ok bool) {
 
 // statsTail fills what Stats reads without a lock: the oldest
 // never-delivered message's time (pending of them from cursor on), the
-// log's sizes and positions, the background failures.
-func (q *Queue) statsTail(s *Stats, oldest int64, ok bool, cursor uint64, pending int64) {
-	if pending > 0 {
-		if at, found := q.firstPendingAt(cursor); found && (!ok || at < oldest) {
+// log's sizes and positions, the background failures. It reports whether
+// it found the oldest never-delivered message, or there was none to find.
+func (q *Queue) statsTail(s *Stats, oldest int64, ok bool, cursor uint64, pending int64) bool {
+	found := pending == 0
+	if !found {
+		var at int64
+		if at, found = q.firstPendingAt(cursor); found && (!ok || at < oldest) {
 			oldest, ok = at, true
 		}
 	}
@@ -186,6 +208,7 @@ func (q *Queue) statsTail(s *Stats, oldest int64, ok bool, cursor uint64, pendin
 	s.LogBytes, s.Segments = q.log.Size(), q.log.Segments()
 	s.LastLSN, s.DurableLSN = q.log.LastLSN(), q.log.DurableLSN()
 	q.obs.bg.fill(s)
+	return found
 }
 
 // firstPendingAt returns the enqueue time of the first enqueue record at or
