@@ -45,7 +45,11 @@
 //     sealed segment's last bytes (nothing past them was acknowledged: they
 //     wait for the roll's fsync). Open repairs it as a torn tail one segment
 //     back: the tail, if it holds nothing but zeros or entries that carry on,
-//     is removed, then the sealed segment is cut (reported in Torn).
+//     is removed, then the sealed segment is cut (reported in Torn). A
+//     read-only Open finds it too and reports it, changing nothing; a
+//     salvaging Open repairs it as well, unless the damaged end can have
+//     held the entries the tail's name counts (see "Damage under an empty
+//     tail" below): that end is salvaged, never cut.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage
 //     and the log still reaches Options.MustReach (a caller's snapshot);
@@ -79,8 +83,9 @@
 //     must not write into it (every later Read and View of the record would
 //     see the write) nor keep it, or a slice of it, past its return.
 //   - Options.ReadOnly opens without tidwall/wal and writes nothing: a torn
-//     tail is reported but not cut. Verify checks every entry of every
-//     segment; to inspect a damaged log, open it ReadOnly with Salvage.
+//     tail, or a torn roll, is reported but not cut. Verify checks every
+//     entry of every segment; to inspect a damaged log, open it ReadOnly
+//     with Salvage.
 //     Beside a process writing the log it lists the directory again after
 //     opening the segments, and starts over when a roll or TruncateFront
 //     changed it under the listing (listing.go); the files it opened stay
@@ -117,6 +122,12 @@
 // resumes past that bound rather than after its last readable record. A
 // region whose first LSN is unknown because no record at all precedes it
 // resumes at StartLSN, as an empty log does.
+//
+// A torn roll (see Guarantees) leaves a damaged end under such a tail
+// too. A salvage takes that end as damage, reported lost and resumed
+// past, when its bounds reach the tail's name; otherwise, and when the
+// segment ends whole short of the name, it repairs the roll as a plain
+// Open does.
 //
 // # Sync modes and what a crash can lose
 //
@@ -191,7 +202,8 @@
 //     If the last sealed segment is torn, or ends short of the index the
 //     tail is named by, under a tail a roll created, the crash came during
 //     that roll: the sealed segment becomes the tail, and the old tail is
-//     to be removed before the cut.
+//     to be removed before the cut (under Salvage, a damaged end whose
+//     bounds reach the tail's name is salvaged instead).
 //  4. Check that a tail without entries is where walq's next segment would
 //     be, and that the log reaches MustReach; only then remove the tail of
 //     a torn roll, fsync the directory, and make the cut of step 2.
