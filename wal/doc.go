@@ -110,6 +110,12 @@
 //     walq's;
 //   - taken when the bounds are one count, or when it holds nothing but
 //     zeros (nothing of it can be destroyed);
+//   - taken, and cut, when its bytes start as the log's next entry would,
+//     the first write to it that a crash tore: a frame length an entry
+//     can have, version 1, and as far as the file holds them, a first LSN
+//     among those the log can have reached (after its last record, up to
+//     the bound below) and a count the length can hold. A file too short
+//     to hold the version byte tells nothing and is not taken;
 //   - otherwise refused with ErrCorrupt that says what to do (move the
 //     file out if it is not walq's, remove it if it is: a first write a
 //     crash tore), since a torn write of walq's and a foreign file cannot
