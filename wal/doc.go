@@ -77,7 +77,10 @@
 //     Damage in a sealed segment past the log's last record (the last
 //     sealed segment under an empty tail) hides its LSNs: they are
 //     reported lost up to the most its bytes can hold, and the log resumes
-//     after them, so no LSN a synced entry had is given out again.
+//     after them, so no LSN a synced entry had is given out again. Damage
+//     with no record before or after it in the log (and not one entry
+//     whose header passed its CRC) bounds no LSN: the salvage refuses it
+//     (ErrCorrupt), saying what to do.
 //   - Read returns a copy of the record, the caller's to keep and change.
 //     View passes its fn the record as the log caches it, not a copy: fn
 //     must not write into it (every later Read and View of the record would
@@ -125,9 +128,15 @@
 // The LSNs of such a region's records past the log's last record are
 // bounded the same way: one entry of one-byte records is the most its
 // bytes can hold (exact when its header passes the CRC), and the log
-// resumes past that bound rather than after its last readable record. A
-// region whose first LSN is unknown because no record at all precedes it
-// resumes at StartLSN, as an empty log does.
+// resumes past that bound rather than after its last readable record.
+// That needs its first LSN: a record before it in the log, or a region
+// before it whose LSNs are bounded. Without one (the segment is the log's
+// first, damaged from its start: its front may have been truncated, or it
+// began at a StartLSN that a reopen need not repeat), nothing bounds the
+// LSNs it held, and any LSN the log resumes at may be one a synced entry
+// had: a salvaging Open, read-only too, refuses with ErrCorrupt, which
+// says what to do (with an LSN known to be past every one the log gave
+// out, move the damaged segments out and open with StartLSN set to it).
 //
 // A torn roll (see Guarantees) leaves a damaged end under such a tail
 // too. A salvage takes that end as damage, reported lost and resumed

@@ -399,3 +399,144 @@ func groupedLog(t *testing.T, group int) (string, []entryPos) {
 	}
 	return src, lay
 }
+
+// TestSalvageUnknownFirstLSN: the only sealed segment is damaged to its
+// end under the empty tail a roll left, and no record before the damage
+// tells its first LSN: the log's front was truncated, or it began at a
+// StartLSN that a reopen need not repeat. No upper bound of the LSNs the
+// log gave out can be proved, so a salvaging Open (read-only too) refuses
+// with ErrCorrupt, saying what to do, and changes nothing; done as it
+// says, the log goes on past the LSN given.
+func TestSalvageUnknownFirstLSN(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		start   wal.LSN // Options.StartLSN the log began with
+		records int     // enough, truncated, for the damaged segment's bytes to be fewer than the LSNs before it
+	}{
+		{"front truncated", 0, 6000},
+		{"StartLSN not repeated", 100000, harnessRecords},
+	} {
+		for _, ro := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/ro=%v", tc.name, ro), func(t *testing.T) {
+				src := t.TempDir()
+				opts := harnessOpts
+				opts.StartLSN = tc.start
+				l := openLog(t, src, &opts)
+				for i := 0; i < tc.records; i++ {
+					appendN(t, l, i, 1)
+				}
+				closeLog(t, l)
+				lay := layoutOf(t, src)
+				last := lay[len(lay)-1]
+				if last.first < 6000 && tc.start == 0 {
+					t.Fatalf("the log ends at LSN %d, too few for its last segment to hold fewer bytes", last.first)
+				}
+				dir := t.TempDir()
+				copyDir(t, src, dir)
+				for _, p := range segmentFiles(t, dir) {
+					if filepath.Base(p) != filepath.Base(last.seg) {
+						if err := os.Remove(p); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				for _, e := range lay {
+					if e.seg == last.seg {
+						flipBit(t, filepath.Join(dir, filepath.Base(e.seg)), e.off+e.size-1)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1)), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				before := dirState(t, dir)
+				ropts := harnessOpts
+				ropts.Salvage, ropts.ReadOnly = true, ro
+				l, err := wal.Open(dir, &ropts)
+				if err == nil {
+					var lsn wal.LSN
+					if !ro {
+						lsn = appendN(t, l, harnessRecords, 1)[0]
+					}
+					closeLog(t, l)
+					t.Fatalf("salvaging Open opened (next LSN %d, 0 when read-only; the damaged entries ended at LSN %d), want ErrCorrupt", lsn, last.first)
+				}
+				if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), "Options.StartLSN") {
+					t.Fatalf("Open: %v, want ErrCorrupt saying what to do", err)
+				}
+				if after := dirState(t, dir); after != before {
+					t.Fatalf("a refused Open changed the directory:\n%s\nnow\n%s", before, after)
+				}
+				if ro {
+					return
+				}
+				if err := os.Rename(filepath.Join(dir, filepath.Base(last.seg)), filepath.Join(t.TempDir(), "moved")); err != nil {
+					t.Fatal(err)
+				}
+				ropts.StartLSN = last.first + 1
+				l = openLog(t, dir, &ropts)
+				defer closeLog(t, l)
+				if lsn := appendN(t, l, harnessRecords, 1)[0]; lsn != last.first+1 {
+					t.Errorf("next LSN %d after the move, want %d", lsn, last.first+1)
+				}
+			})
+		}
+	}
+}
+
+// TestSalvageResumesPastDamageAfterAnExactLoss: the log's first segment
+// holds one entry whose frame length alone is damaged (its header passes
+// the CRC, so its LSN is known), and the next one, the last sealed under
+// the empty tail, is damaged whole. No record precedes the second, but the
+// first's exact LSNs do: its LSNs are bounded from there, and a salvaging
+// Open goes on past the most it can have held, never at an LSN it had.
+func TestSalvageResumesPastDamageAfterAnExactLoss(t *testing.T) {
+	src := t.TempDir()
+	opts := harnessOpts
+	l := openLog(t, src, &opts)
+	if _, c, err := l.Append(make([]byte, 5000)); err != nil || c.Wait() != nil {
+		t.Fatalf("Append of a segment's worth: %v", err)
+	}
+	for i := 0; len(l.Segments()) < 4; i++ {
+		appendN(t, l, i, 1)
+	}
+	closeLog(t, l)
+	lay := layoutOf(t, src)
+	segs := segmentFiles(t, src)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	for _, p := range segs[2:] {
+		if err := os.Remove(filepath.Join(dir, filepath.Base(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first, whole []entryPos // the entries of the first segment, and of the second
+	for _, e := range lay {
+		switch e.seg {
+		case segs[0]:
+			first = append(first, e)
+		case segs[1]:
+			whole = append(whole, e)
+		}
+	}
+	if len(first) != 1 || len(whole) < 2 {
+		t.Fatalf("layout: %d entries in the first segment, %d in the second; want 1 and more", len(first), len(whole))
+	}
+	fileOp(t, filepath.Join(dir, filepath.Base(segs[0])), func(b []byte) []byte { b[0] ^= 0x01; return b })
+	for _, e := range whole {
+		flipBit(t, filepath.Join(dir, filepath.Base(e.seg)), e.off+e.size-1)
+	}
+	end := whole[len(whole)-1].first + wal.LSN(whole[len(whole)-1].count) // the LSN after the damaged entries
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", 1+len(first)+len(whole))), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ropts := harnessOpts
+	ropts.Salvage = true
+	l, err := wal.Open(dir, &ropts)
+	if err != nil {
+		t.Fatalf("salvaging Open: %v", err)
+	}
+	defer closeLog(t, l)
+	if lsn := appendN(t, l, harnessRecords, 1)[0]; lsn < end {
+		t.Errorf("next LSN %d, an LSN the damaged entries had (they ended before %d); Salvaged %+v", lsn, end, l.Report().Salvaged)
+	}
+}
