@@ -126,10 +126,11 @@ func findEnding(buf []byte, want LSN) bool {
 // How many entries a damaged region held cannot always be told (a frame
 // length is covered by no CRC): the region's bytes and lost LSNs only
 // bound it (segment.skipped). A name outside the bounds is refused. A name
-// inside them is taken when the bounds are one count, or when the file
-// holds nothing but zeros (taking it destroys nothing); otherwise Open
-// refuses, saying what to do, rather than cut a file that may not be
-// walq's.
+// inside them is taken when the bounds are one count, when the file holds
+// nothing but zeros (taking it destroys nothing), or when its bytes start
+// as the log's next entry would (tornFirstWrite): a first write a crash
+// tore. Otherwise Open refuses, saying what to do, rather than cut a file
+// that may not be walq's.
 func (l *Log) checkTailName(tail *segment) error {
 	list := l.seg.list
 	if len(list) < 2 {
@@ -153,11 +154,61 @@ func (l *Log) checkTailName(tail *segment) error {
 	if err != nil || blank {
 		return err
 	}
+	if torn, err := l.tornFirstWrite(tail); err != nil || torn {
+		return err
+	}
 	return fmt.Errorf("%w: %s holds no valid entry, and the damage in %s hides how many entries it held, "+
 		"so whether %s is the segment walq wrote after it (that would be %s) cannot be told: "+
 		"if the file is not walq's, move it out of the log directory; if it is (a first write a crash tore), "+
 		"remove it; then open again",
 		ErrCorrupt, tail.path, filepath.Base(prev.path), filepath.Base(tail.path), indexRange(lo, hi))
+}
+
+// tornFirstWrite reports whether the tail file, which holds no valid
+// entry, starts as the log's next entry would: the first write to the
+// tail, torn by a crash. Its first bytes must hold a frame length and the
+// entry's version, and every field of the entry header they hold must be
+// what walq writes there (startsEntry): the first LSN among those the log
+// can have reached (after its last record, up to the most the damage past
+// it can have held), a count the length can hold. The CRC is not checked:
+// the entry is not whole.
+func (l *Log) tornFirstWrite(tail *segment) (bool, error) {
+	end, err := l.recordsEnd()
+	if err != nil || end == 0 {
+		return false, err
+	}
+	b := make([]byte, binary.MaxVarintLen64+headerSize)
+	n, err := tail.file.f.ReadAt(b, 0)
+	if err != nil && err != io.EOF {
+		return false, fmt.Errorf("wal: read %s: %w", tail.path, err)
+	}
+	return startsEntry(b[:n], end, max(end, l.resume)), nil
+}
+
+// startsEntry reports whether b, the first bytes of a file, start a frame
+// of walq's: a minimally encoded length that an entry can have, then as
+// much of an entry header as b holds, the version byte at least, with a
+// first LSN from first to last and a count of records the length can hold.
+func startsEntry(b []byte, first, last LSN) bool {
+	size, k := binary.Uvarint(b)
+	if k <= 0 || uvarintLen(size) != k || size < headerSize+1 {
+		return false
+	}
+	e := b[k:]
+	if len(e) <= offVersion || e[offVersion] != entryVersion {
+		return false
+	}
+	if len(e) >= offCount {
+		if lsn := binary.LittleEndian.Uint64(e[offFirstLSN:]); lsn < first || lsn > last {
+			return false
+		}
+	}
+	if len(e) >= headerSize {
+		if count := binary.LittleEndian.Uint32(e[offCount:]); count == 0 || uint64(count) > size-headerSize {
+			return false
+		}
+	}
+	return true
 }
 
 // indexRange names the segment file of index lo, or of one of lo to hi.

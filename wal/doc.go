@@ -45,7 +45,11 @@
 //     sealed segment's last bytes (nothing past them was acknowledged: they
 //     wait for the roll's fsync). Open repairs it as a torn tail one segment
 //     back: the tail, if it holds nothing but zeros or entries that carry on,
-//     is removed, then the sealed segment is cut (reported in Torn).
+//     is removed, then the sealed segment is cut (reported in Torn). A
+//     read-only Open finds it too and reports it, changing nothing; a
+//     salvaging Open repairs it as well, unless the damaged end can have
+//     held the entries the tail's name counts (see "Damage under an empty
+//     tail" below): that end is salvaged, never cut.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage
 //     and the log still reaches Options.MustReach (a caller's snapshot);
@@ -73,14 +77,18 @@
 //     Damage in a sealed segment past the log's last record (the last
 //     sealed segment under an empty tail) hides its LSNs: they are
 //     reported lost up to the most its bytes can hold, and the log resumes
-//     after them, so no LSN a synced entry had is given out again.
+//     after them, so no LSN a synced entry had is given out again. Damage
+//     with no record before or after it in the log (and not one entry
+//     whose header passed its CRC) bounds no LSN: the salvage refuses it
+//     (ErrCorrupt), saying what to do.
 //   - Read returns a copy of the record, the caller's to keep and change.
 //     View passes its fn the record as the log caches it, not a copy: fn
 //     must not write into it (every later Read and View of the record would
 //     see the write) nor keep it, or a slice of it, past its return.
 //   - Options.ReadOnly opens without tidwall/wal and writes nothing: a torn
-//     tail is reported but not cut. Verify checks every entry of every
-//     segment; to inspect a damaged log, open it ReadOnly with Salvage.
+//     tail, or a torn roll, is reported but not cut. Verify checks every
+//     entry of every segment; to inspect a damaged log, open it ReadOnly
+//     with Salvage.
 //     Beside a process writing the log it lists the directory again after
 //     opening the segments, and starts over when a roll or TruncateFront
 //     changed it under the listing (listing.go); the files it opened stay
@@ -105,6 +113,12 @@
 //     walq's;
 //   - taken when the bounds are one count, or when it holds nothing but
 //     zeros (nothing of it can be destroyed);
+//   - taken, and cut, when its bytes start as the log's next entry would,
+//     the first write to it that a crash tore: a frame length an entry
+//     can have, version 1, and as far as the file holds them, a first LSN
+//     among those the log can have reached (after its last record, up to
+//     the bound below) and a count the length can hold. A file too short
+//     to hold the version byte tells nothing and is not taken;
 //   - otherwise refused with ErrCorrupt that says what to do (move the
 //     file out if it is not walq's, remove it if it is: a first write a
 //     crash tore), since a torn write of walq's and a foreign file cannot
@@ -114,9 +128,21 @@
 // The LSNs of such a region's records past the log's last record are
 // bounded the same way: one entry of one-byte records is the most its
 // bytes can hold (exact when its header passes the CRC), and the log
-// resumes past that bound rather than after its last readable record. A
-// region whose first LSN is unknown because no record at all precedes it
-// resumes at StartLSN, as an empty log does.
+// resumes past that bound rather than after its last readable record.
+// That needs its first LSN: a record before it in the log, or a region
+// before it whose LSNs are bounded. Without one (the segment is the log's
+// first, damaged from its start: its front may have been truncated, or it
+// began at a StartLSN that a reopen need not repeat), nothing bounds the
+// LSNs it held, and any LSN the log resumes at may be one a synced entry
+// had: a salvaging Open, read-only too, refuses with ErrCorrupt, which
+// says what to do (with an LSN known to be past every one the log gave
+// out, move the damaged segments out and open with StartLSN set to it).
+//
+// A torn roll (see Guarantees) leaves a damaged end under such a tail
+// too. A salvage takes that end as damage, reported lost and resumed
+// past, when its bounds reach the tail's name; otherwise, and when the
+// segment ends whole short of the name, it repairs the roll as a plain
+// Open does.
 //
 // # Sync modes and what a crash can lose
 //
@@ -191,7 +217,8 @@
 //     If the last sealed segment is torn, or ends short of the index the
 //     tail is named by, under a tail a roll created, the crash came during
 //     that roll: the sealed segment becomes the tail, and the old tail is
-//     to be removed before the cut.
+//     to be removed before the cut (under Salvage, a damaged end whose
+//     bounds reach the tail's name is salvaged instead).
 //  4. Check that a tail without entries is where walq's next segment would
 //     be, and that the log reaches MustReach; only then remove the tail of
 //     a torn roll, fsync the directory, and make the cut of step 2.

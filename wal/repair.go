@@ -161,9 +161,14 @@ func (l *Log) fillSalvaged(damage [][]Damage, lone [][]bool) error {
 			s.firstLSN = max(next, prevEnd)
 			s.endLSN = s.firstLSN
 		}
+		if prevEnd == 0 && l.resume == 0 && next == 0 {
+			if err := unboundedLoss(s, damage[i]); err != nil {
+				return err
+			}
+		}
 		start := prevEnd
 		if i == 0 {
-			start = l.opts.StartLSN // damage before the first valid entry loses from there
+			start = l.opts.StartLSN // damage before the first valid entry loses from there, as far as a report tells
 		}
 		ds := fillLost(damage[i], start, next)
 		s.skipped = boundEntries(ds, lone[i])
@@ -184,6 +189,26 @@ func (l *Log) fillSalvaged(damage [][]Damage, lone [][]bool) error {
 		l.report.Salvaged = append(l.report.Salvaged, ds...)
 		if s.entries > 0 {
 			prevEnd = s.endLSN
+		}
+	}
+	return nil
+}
+
+// unboundedLoss refuses damage in s whose LSNs nothing bounds: no record
+// and no region of known LSNs comes before it in the log (the caller
+// checked), none after it, and it is not one entry whose header passed
+// its CRC. Its first LSN is unknown (the log's front may have been
+// truncated, or it began at a StartLSN that a reopen need not repeat), so
+// its bytes bound no LSN, and resuming anywhere may give out again an LSN
+// its entries had, which may have been synced.
+func unboundedLoss(s *segment, ds []Damage) error {
+	for _, d := range ds {
+		if d.FirstLSN == 0 && d.LastLSN == 0 {
+			return fmt.Errorf("%w: %s: %d damaged bytes from offset %d, and no record in the log before or after them, "+
+				"so which LSNs the log gave out cannot be told and a salvage cannot resume without risking an LSN "+
+				"its entries had; if you know an LSN past every one the log gave out, move %s and every segment "+
+				"before it out of the log directory and open with Options.StartLSN set to it",
+				ErrCorrupt, s.path, d.Bytes, d.Offset, filepath.Base(s.path))
 		}
 	}
 	return nil
@@ -213,12 +238,14 @@ func boundEntries(ds []Damage, lone []bool) span {
 // LSNs its bytes can hold, from the LSN after everything before it. It
 // returns the LSN after every LSN the damage ds, and from, can have held
 // (from when ds lost none): the log resumes there, so no LSN a damaged,
-// synced entry had is ever given out again. A region whose first LSN is
-// unknown (no record precedes it in the log) is left unknown.
+// synced entry had is ever given out again. A region whose first LSN no
+// record tells starts at from, past the regions before it; when from is 0
+// too (nothing before it in the log), it is left unknown: unboundedLoss
+// refused it unless a record follows it.
 func boundLost(ds []Damage, from LSN) LSN {
 	for i := range ds {
 		d := &ds[i]
-		if d.LastLSN == 0 && d.FirstLSN != 0 {
+		if d.LastLSN == 0 && (d.FirstLSN != 0 || from != 0) {
 			d.FirstLSN = max(d.FirstLSN, from)
 			if n := recordsHeld(d.Bytes); n > 0 {
 				d.LastLSN = d.FirstLSN + n - 1

@@ -1,6 +1,7 @@
 package wal_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -233,28 +234,8 @@ func checkLengthDamage(t *testing.T, rep wal.Report, e entryPos) {
 // never at an LSN the group had.
 func TestSalvageGroupUnderEmptyTail(t *testing.T) {
 	const group = 10
-	src := t.TempDir()
-	opts := harnessOpts
-	l := openLog(t, src, &opts)
-	for i := 0; i < 40; i++ {
-		recs := make([][]byte, group)
-		for j := range recs {
-			recs[j] = record(i*group + j)
-		}
-		_, c, err := l.AppendAll(recs, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	closeLog(t, l)
-	lay := layoutOf(t, src)
+	src, lay := groupedLog(t, group)
 	last := lay[len(lay)-1]
-	if last.count != group || len(segmentFiles(t, src)) < 3 {
-		t.Fatalf("layout: %d segments, last entry of %d records", len(segmentFiles(t, src)), last.count)
-	}
 	end := last.first + group - 1
 	for _, tc := range []struct {
 		name  string
@@ -287,5 +268,275 @@ func TestSalvageGroupUnderEmptyTail(t *testing.T) {
 				t.Errorf("next LSN %d, want %d, past the group's last LSN %d", lsn, lost[0].LastLSN+1, end)
 			}
 		})
+	}
+}
+
+// TestSalvageTornFirstWrite: damage in the last sealed segment hides how
+// many entries it held (two adjacent damaged entries, or one damaged group
+// of records, with a valid entry after them), then a crash tears the first
+// write to the empty tail the roll made. (Damage in the last entry, with
+// no record after it, hides it too.) A salvaging Open (read-only too)
+// takes the log's own tail, whose bytes start as walq's first entry there
+// would (the frame length, version, and as much of the header as the crash
+// kept: the LSN the log goes on at), and a writable one cuts it and goes on
+// after the last record, or past the most the damage can have held. A
+// file under the same name whose bytes disagree with that entry is refused
+// and left as it was.
+func TestSalvageTornFirstWrite(t *testing.T) {
+	const group = 10
+	for _, lc := range []struct {
+		name   string
+		build  func(t *testing.T) (string, []entryPos)
+		damage func(lay []entryPos) []entryPos // entries whose last byte is flipped
+	}{
+		{"two entries", func(t *testing.T) (string, []entryPos) { return pristine(t) },
+			func(lay []entryPos) []entryPos { return lay[len(lay)-3 : len(lay)-1] }},
+		{"group entry", func(t *testing.T) (string, []entryPos) { return groupedLog(t, group) },
+			func(lay []entryPos) []entryPos { return lay[len(lay)-2 : len(lay)-1] }},
+		{"last entry", func(t *testing.T) (string, []entryPos) { return pristine(t) },
+			func(lay []entryPos) []entryPos { return lay[len(lay)-1:] }},
+	} {
+		src, lay := lc.build(t)
+		last := lay[len(lay)-1]
+		next := last.first + wal.LSN(last.count) // where the log goes on
+		for _, tc := range []struct {
+			name  string
+			bytes []byte
+			taken bool
+		}{
+			{"length, CRC and version", []byte{40, 0x12, 0x34, 0x56, 0x78, 1}, true},
+			{"up to the LSN", tornHeader(40, next, 1)[:1+13], true},
+			{"whole header", tornHeader(40, next, 1), true},
+			{"another LSN", tornHeader(40, next+1000, 1), false},
+			{"another version", []byte{40, 0x12, 0x34, 0x56, 0x78, 2}, false},
+			{"a length no entry has", []byte{12, 0x12, 0x34, 0x56, 0x78, 1}, false},
+			{"a count the length cannot hold", tornHeader(40, next, 30), false},
+			{"too short to tell", []byte{40, 0x12, 0x34}, false},
+		} {
+			for _, ro := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/%s/ro=%v", lc.name, tc.name, ro), func(t *testing.T) {
+					dir := t.TempDir()
+					copyDir(t, src, dir)
+					for _, e := range lc.damage(lay) {
+						flipBit(t, filepath.Join(dir, filepath.Base(e.seg)), e.off+e.size-1)
+					}
+					tail := filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1))
+					if err := os.WriteFile(tail, tc.bytes, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					opts := harnessOpts
+					opts.Salvage, opts.ReadOnly = true, ro
+					l, err := wal.Open(dir, &opts)
+					if !tc.taken {
+						if err == nil {
+							closeLog(t, l)
+							t.Fatalf("% x accepted as a torn first write of the entry at LSN %d", tc.bytes, next)
+						}
+						if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), "move it out of the log directory") {
+							t.Errorf("Open: %v, want ErrCorrupt saying what to do", err)
+						}
+						if b, err := os.ReadFile(tail); err != nil || string(b) != string(tc.bytes) {
+							t.Errorf("the refused tail is now % x (%v), want it unchanged", b, err)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatalf("salvaging Open: %v", err)
+					}
+					defer closeLog(t, l)
+					if rep := l.Report(); rep.Torn == nil || filepath.Base(rep.Torn.Segment) != filepath.Base(tail) {
+						t.Errorf("Report().Torn = %+v, want the torn write in %s", rep.Torn, filepath.Base(tail))
+					}
+					if !ro {
+						want := next // after the last record, or past the most the damage can have held
+						for _, d := range l.Report().Salvaged {
+							want = max(want, d.LastLSN+1)
+						}
+						if lsn := appendN(t, l, harnessRecords, 1)[0]; lsn != want {
+							t.Errorf("next LSN %d, want %d", lsn, want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// tornHeader returns the first bytes of a frame of walq's: a one-byte
+// entry length, then an entry header with a CRC that does not match (the
+// rest of the entry was lost).
+func tornHeader(length byte, first wal.LSN, count uint32) []byte {
+	b := []byte{length, 0x12, 0x34, 0x56, 0x78, 1}
+	b = binary.LittleEndian.AppendUint64(b, first)
+	return binary.LittleEndian.AppendUint32(b, count)
+}
+
+// groupedLog builds a log of 40 entries of group records each, over
+// several segments, the last one holding two entries at least, and
+// returns its directory and layout.
+func groupedLog(t *testing.T, group int) (string, []entryPos) {
+	t.Helper()
+	src := t.TempDir()
+	opts := harnessOpts
+	l := openLog(t, src, &opts)
+	for i := 0; i < 40; i++ {
+		recs := make([][]byte, group)
+		for j := range recs {
+			recs[j] = record(i*group + j)
+		}
+		_, c, err := l.AppendAll(recs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeLog(t, l)
+	lay := layoutOf(t, src)
+	if lay[len(lay)-1].count != group || lay[len(lay)-2].seg != lay[len(lay)-1].seg || len(segmentFiles(t, src)) < 3 {
+		t.Fatalf("layout: %d segments, the last two entries not of %d records each in one segment", len(segmentFiles(t, src)), group)
+	}
+	return src, lay
+}
+
+// TestSalvageUnknownFirstLSN: the only sealed segment is damaged to its
+// end under the empty tail a roll left, and no record before the damage
+// tells its first LSN: the log's front was truncated, or it began at a
+// StartLSN that a reopen need not repeat. No upper bound of the LSNs the
+// log gave out can be proved, so a salvaging Open (read-only too) refuses
+// with ErrCorrupt, saying what to do, and changes nothing; done as it
+// says, the log goes on past the LSN given.
+func TestSalvageUnknownFirstLSN(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		start   wal.LSN // Options.StartLSN the log began with
+		records int     // enough, truncated, for the damaged segment's bytes to be fewer than the LSNs before it
+	}{
+		{"front truncated", 0, 6000},
+		{"StartLSN not repeated", 100000, harnessRecords},
+	} {
+		for _, ro := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/ro=%v", tc.name, ro), func(t *testing.T) {
+				src := t.TempDir()
+				opts := harnessOpts
+				opts.StartLSN = tc.start
+				l := openLog(t, src, &opts)
+				for i := 0; i < tc.records; i++ {
+					appendN(t, l, i, 1)
+				}
+				closeLog(t, l)
+				lay := layoutOf(t, src)
+				last := lay[len(lay)-1]
+				if last.first < 6000 && tc.start == 0 {
+					t.Fatalf("the log ends at LSN %d, too few for its last segment to hold fewer bytes", last.first)
+				}
+				dir := t.TempDir()
+				copyDir(t, src, dir)
+				for _, p := range segmentFiles(t, dir) {
+					if filepath.Base(p) != filepath.Base(last.seg) {
+						if err := os.Remove(p); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				for _, e := range lay {
+					if e.seg == last.seg {
+						flipBit(t, filepath.Join(dir, filepath.Base(e.seg)), e.off+e.size-1)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1)), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				before := dirState(t, dir)
+				ropts := harnessOpts
+				ropts.Salvage, ropts.ReadOnly = true, ro
+				l, err := wal.Open(dir, &ropts)
+				if err == nil {
+					var lsn wal.LSN
+					if !ro {
+						lsn = appendN(t, l, harnessRecords, 1)[0]
+					}
+					closeLog(t, l)
+					t.Fatalf("salvaging Open opened (next LSN %d, 0 when read-only; the damaged entries ended at LSN %d), want ErrCorrupt", lsn, last.first)
+				}
+				if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), "Options.StartLSN") {
+					t.Fatalf("Open: %v, want ErrCorrupt saying what to do", err)
+				}
+				if after := dirState(t, dir); after != before {
+					t.Fatalf("a refused Open changed the directory:\n%s\nnow\n%s", before, after)
+				}
+				if ro {
+					return
+				}
+				if err := os.Rename(filepath.Join(dir, filepath.Base(last.seg)), filepath.Join(t.TempDir(), "moved")); err != nil {
+					t.Fatal(err)
+				}
+				ropts.StartLSN = last.first + 1
+				l = openLog(t, dir, &ropts)
+				defer closeLog(t, l)
+				if lsn := appendN(t, l, harnessRecords, 1)[0]; lsn != last.first+1 {
+					t.Errorf("next LSN %d after the move, want %d", lsn, last.first+1)
+				}
+			})
+		}
+	}
+}
+
+// TestSalvageResumesPastDamageAfterAnExactLoss: the log's first segment
+// holds one entry whose frame length alone is damaged (its header passes
+// the CRC, so its LSN is known), and the next one, the last sealed under
+// the empty tail, is damaged whole. No record precedes the second, but the
+// first's exact LSNs do: its LSNs are bounded from there, and a salvaging
+// Open goes on past the most it can have held, never at an LSN it had.
+func TestSalvageResumesPastDamageAfterAnExactLoss(t *testing.T) {
+	src := t.TempDir()
+	opts := harnessOpts
+	l := openLog(t, src, &opts)
+	if _, c, err := l.Append(make([]byte, 5000)); err != nil || c.Wait() != nil {
+		t.Fatalf("Append of a segment's worth: %v", err)
+	}
+	for i := 0; len(l.Segments()) < 4; i++ {
+		appendN(t, l, i, 1)
+	}
+	closeLog(t, l)
+	lay := layoutOf(t, src)
+	segs := segmentFiles(t, src)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	for _, p := range segs[2:] {
+		if err := os.Remove(filepath.Join(dir, filepath.Base(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first, whole []entryPos // the entries of the first segment, and of the second
+	for _, e := range lay {
+		switch e.seg {
+		case segs[0]:
+			first = append(first, e)
+		case segs[1]:
+			whole = append(whole, e)
+		}
+	}
+	if len(first) != 1 || len(whole) < 2 {
+		t.Fatalf("layout: %d entries in the first segment, %d in the second; want 1 and more", len(first), len(whole))
+	}
+	fileOp(t, filepath.Join(dir, filepath.Base(segs[0])), func(b []byte) []byte { b[0] ^= 0x01; return b })
+	for _, e := range whole {
+		flipBit(t, filepath.Join(dir, filepath.Base(e.seg)), e.off+e.size-1)
+	}
+	end := whole[len(whole)-1].first + wal.LSN(whole[len(whole)-1].count) // the LSN after the damaged entries
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", 1+len(first)+len(whole))), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ropts := harnessOpts
+	ropts.Salvage = true
+	l, err := wal.Open(dir, &ropts)
+	if err != nil {
+		t.Fatalf("salvaging Open: %v", err)
+	}
+	defer closeLog(t, l)
+	if lsn := appendN(t, l, harnessRecords, 1)[0]; lsn < end {
+		t.Errorf("next LSN %d, an LSN the damaged entries had (they ended before %d); Salvaged %+v", lsn, end, l.Report().Salvaged)
 	}
 }

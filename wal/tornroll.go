@@ -28,13 +28,23 @@ import (
 // is. (tidwall/wal itself fsyncs the sealed file before creating the next,
 // which rules these states out on a real disk; walq does not count on that
 // fsync: tidwall.go.)
+//
+// A read-only Open finds a torn roll as a writable one does, and reports
+// it, removing and cutting nothing. A salvaging Open repairs a torn roll
+// as a plain Open does, except for a damaged end whose entries, bounded as
+// a salvage bounds them (repair.go), reach the tail's name: that one the
+// salvage reports lost, and the log resumes past the most its bytes can
+// hold, since a damaged entry there may have been synced (bit rot) while
+// a torn one was not, and the bytes cannot tell which. (A writer's roll
+// seen by a read-only Open beside it is never torn: tidwall/wal writes the
+// sealed segment's last entry before it creates the next file.)
 
 // tornRoll checks for a torn roll after the tail was repaired and, when it
 // finds one, makes the torn segment the tail and plans the removal of the
 // segment after it (made by repair, before the cut).
 func (l *Log) tornRoll() error {
 	n := len(l.seg.list)
-	if l.opts.ReadOnly || l.opts.Salvage || n < 2 {
+	if n < 2 {
 		return nil
 	}
 	s, tail := l.seg.list[n-2], l.seg.list[n-1]
@@ -66,10 +76,30 @@ func (l *Log) tornRoll() error {
 		if err != nil || found {
 			return err // damage followed by a valid entry: not torn
 		}
+		if l.opts.Salvage {
+			if explained, err := damageReachesTail(r, s, tail, res); err != nil || explained {
+				return err // the salvage's (see above)
+			}
+		}
 	}
 	// Torn, or cut cleanly at an entry boundary before the entries the
 	// roll wrote (the tail is named past them).
 	return l.dropTornTail(s, tail)
+}
+
+// damageReachesTail reports whether the damaged end of s, from res.bad to
+// the end of the file (no valid entry follows), can have held the entries
+// the tail's name counts past the whole ones: its entries bounded as a
+// salvage bounds them (boundEntries).
+func damageReachesTail(r *segReader, s, tail *segment, res scanResult) (bool, error) {
+	sp := scanSpec{seg: s, limit: s.size}
+	d, lone, err := skipDamage(r, sp, res.bad.off, 0, false, res.endLSN, entryHeader{}, res.bad.reason)
+	if err != nil {
+		return false, err
+	}
+	held := boundEntries([]Damage{d}, []bool{lone})
+	whole := s.firstIndex + uint64(res.entries)
+	return tail.firstIndex >= whole+uint64(held.lo) && tail.firstIndex <= whole+uint64(held.hi), nil
 }
 
 // emptyTail reports whether tail holds no entry and nothing but zeros:

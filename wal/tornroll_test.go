@@ -3,6 +3,7 @@ package wal_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,4 +198,87 @@ func TestTornRollNotGuessedMissingSegment(t *testing.T) {
 	if _, err := os.Stat(tail.Path); err != nil {
 		t.Fatalf("the tail was removed: %v", err)
 	}
+}
+
+// TestTornRollReadOnlyAndSalvage: a torn roll (the last sealed segment lost
+// its last entry, whole or in part, under the empty tail the roll created)
+// is repaired by a plain Open, and so by a salvaging Open; a read-only
+// Open, salvaging or not, reports it and changes nothing. A writable Open
+// gives the next record an LSN no record left in the log has, and a
+// reopen reads it.
+func TestTornRollReadOnlyAndSalvage(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lost int                    // entries lost, from the end
+		cut  func(e entryPos) int64 // bytes kept, given the first entry lost
+	}{
+		{"entry boundary", 1, func(e entryPos) int64 { return e.off }},
+		{"mid entry", 1, func(e entryPos) int64 { return e.off + e.size/2 }},
+		{"one byte short", 1, func(e entryPos) int64 { return e.off + e.size - 1 }},
+		// Too few bytes left to have held both entries the tail's name
+		// counts: a salvage repairs it as a torn roll, as a plain Open does.
+		{"two entries, ten bytes kept", 2, func(e entryPos) int64 { return e.off + 10 }},
+	} {
+		for _, salvage := range []bool{false, true} {
+			for _, ro := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/salvage=%v/ro=%v", c.name, salvage, ro), func(t *testing.T) {
+					src, lay := pristine(t)
+					dir := t.TempDir()
+					copyDir(t, src, dir)
+					if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", len(lay)+1)), nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					last := lay[len(lay)-c.lost]
+					if err := os.Truncate(filepath.Join(dir, filepath.Base(last.seg)), c.cut(last)); err != nil {
+						t.Fatal(err)
+					}
+					before := dirState(t, dir)
+					opts := harnessOpts
+					opts.Salvage, opts.ReadOnly = salvage, ro
+					l, err := wal.Open(dir, &opts)
+					if err != nil {
+						t.Fatalf("Open: %v", err)
+					}
+					if rep := l.Report(); rep.Torn == nil && len(rep.Salvaged) == 0 {
+						t.Errorf("Report() = %+v, want the loss of the entry of LSN %d", rep, last.first)
+					}
+					if ro {
+						closeLog(t, l)
+						if after := dirState(t, dir); after != before {
+							t.Errorf("a read-only Open changed the directory:\n%s\nnow\n%s", before, after)
+						}
+						return
+					}
+					lsn := appendN(t, l, harnessRecords, 1)[0]
+					if lsn < last.first {
+						t.Errorf("next LSN %d, below the lost entry's LSN %d", lsn, last.first)
+					}
+					closeLog(t, l)
+					l = openLog(t, dir, &opts)
+					defer closeLog(t, l)
+					if got, err := l.Read(lsn); err != nil || string(got) != string(record(harnessRecords)) {
+						t.Errorf("Read(%d) after a reopen = %q, %v", lsn, got, err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// dirState lists the files of dir with their sizes.
+func dirState(t *testing.T, dir string) string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, de := range des {
+		fi, err := de.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %d\n", de.Name(), fi.Size())
+	}
+	return b.String()
 }
