@@ -124,7 +124,11 @@
 // acks, nacks, dead-letters or expires a batch a handle of this version
 // pulled removes only the first, and the copy (about the record's size)
 // stays in the batch hash for good, counted by those handles'
-// Stats.SortedBatches. A handle of this version records each dead
+// Stats.SortedBatches. Likewise, a handle of any earlier version that
+// ends a batch a handle of this version pulled leaves in the batch hash
+// for good the key and count of values this version records of a batch
+// apart from its record (see below), a few bytes more than the key. A
+// handle of this version records each dead
 // value's key with it, which a requeue needs; a value dead-lettered by a
 // handle of an earlier version is listed by DeadValues with an empty Key
 // and a reason saying so, and can be purged, not requeued (an error
@@ -272,7 +276,19 @@
 // names its values (they go back to their key at the lease's end): the
 // copy is read when the record does not decode, or when the two differ
 // and the record fails a check the copy passes (each value under the
-// batch's key, and still stored); a
+// batch's key, and still stored). A batch neither of whose records reads
+// fails its settle by receipt with queue.ErrLeaseLost; at its lease's
+// end nothing names its values, which are neither given back nor
+// dead-lettered (they stay stored), but the key and count of values the
+// pull recorded apart still end the batch: its key is pullable again
+// (also under SingleFlight) and Stats.SortedLeased no longer counts its
+// values; RequeueExpired reports such batches with an error wrapping
+// queue.ErrCorrupt, naming each lease and key, and the housekeeper logs
+// it (Options.Logger). A batch a handle of an earlier version pulled has
+// no such record: a single-flight key of one whose records are both
+// unreadable stays out of the pull order (its count of leased batches,
+// its field in walq:{NAME}:s:flight, stays raised; delete the field to
+// let it go on). A
 // member of a sorted queue's pull order or pending set that names
 // nothing (written by hand) is dropped by the pull that meets it.
 // A key of a queue overwritten with another type (a SET by hand) fails
@@ -350,7 +366,10 @@
 // the handle's own setting: without SingleFlight, its publish, settle or
 // requeue puts a key with a batch out back in the order, and a pull of
 // an earlier version (with SingleFlight or without) leases that key a
-// second time at once; a pull of this version does not. So while handles
+// second time at once; a pull of this version does not (it takes the key
+// out), and Stats.SortedKeys does not count it, as no pull offers it:
+// under single flight, Stats reads the place of every key with a batch
+// out. So while handles
 // of an earlier version share a single-flight queue, give every one of
 // them SingleFlight. To turn it off, stop every handle and set the
 // field to 0; a field that holds anything but 0 or 1 refuses every

@@ -3,11 +3,15 @@ package redisq_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -120,4 +124,78 @@ func TestDelayedWhileConsumersWait(t *testing.T) {
 	}
 	require.Len(t, seen, n)
 	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestSortedUnreadableBatchEnds: a single-flight key whose batch record
+// and its copy are both garbled, so that nothing names the batch's
+// values: the end of its lease (by the housekeeper, by RequeueExpired)
+// still lowers the key's count of leased batches and the count of leased
+// values, from what the pull recorded of the batch apart, so a value
+// published to the key later is pullable; and it reports the batch,
+// naming its lease and key: RequeueExpired with an error wrapping
+// queue.ErrCorrupt, the housekeeper in its log. The key's count was left
+// at 1, and the key was never pullable again.
+func TestSortedUnreadableBatchEnds(t *testing.T) {
+	for _, end := range []string{"housekeeper", "requeue expired"} {
+		t.Run(end, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client()
+			ctx := context.Background()
+			clock := queuetest.NewClock()
+			var logs syncBuffer
+			o := redisq.Options{Clock: noTimers{clock}, AckTimeout: time.Minute, ManualRequeue: true}
+			if end == "housekeeper" {
+				o = redisq.Options{AckTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+			}
+			s, b := pulledSorted(t, rdb, "unread", o, "k", "one", "two")
+			tok := strconv.FormatUint(b.Receipt.Lease, 10)
+			require.NoError(t, rdb.HSet(ctx, "walq:{unread}:s:batch", tok, "garbled", "c"+tok, "garbled").Err())
+			var ended error
+			if end == "housekeeper" {
+				require.Eventually(t, func() bool { return s.Stats().SortedBatches == 0 }, 10*time.Second, 20*time.Millisecond)
+			} else {
+				clock.Advance(2 * time.Minute)
+				var n int
+				n, ended = s.RequeueExpired()
+				require.Equal(t, 1, n)
+			}
+
+			require.NoError(t, s.Publish(ctx, 3, "k", []byte("three")))
+			got, err := s.TryPull(10)
+			require.NoError(t, err, "k stranded: flight %v", rdb.HGetAll(ctx, "walq:{unread}:s:flight").Val())
+			require.Len(t, got, 1)
+			require.Equal(t, []byte("three"), got[0].Values[0].Payload)
+			require.NoError(t, got[0].Ack())
+			st := s.Stats()
+			require.Equal(t, [2]int{0, 0}, [2]int{st.SortedBatches, st.SortedLeased}, "no batch or value counted leased")
+			require.Zero(t, rdb.HLen(ctx, "walq:{unread}:s:batch").Val(), "nothing of the batch left")
+
+			if end == "housekeeper" {
+				require.True(t, logs.has("redisq: batch records unreadable; their leases ended"))
+				require.True(t, logs.contains(tok))
+				return
+			}
+			require.ErrorIs(t, ended, queue.ErrCorrupt)
+			require.ErrorContains(t, ended, "lease "+tok+` of key "k"`)
+		})
+	}
+}
+
+// pulledSorted opens the single-flight sorted queue name with o,
+// publishes payloads under key, at the sort keys 1, 2, ..., and pulls
+// them, one batch, which it returns with the handle (closed at the
+// test's end).
+func pulledSorted(t *testing.T, rdb *redis.Client, name string, o redisq.Options, key string, payloads ...string) (*redisq.Sorted[int64], *queue.Batch[int64]) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[int64](ctx, rdb, name, &redisq.SortedOptions{SingleFlight: true, Options: o})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	for i, p := range payloads {
+		require.NoError(t, s.Publish(ctx, int64(i+1), key, []byte(p)))
+	}
+	bs, err := s.TryPull(len(payloads))
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	return s, bs[0]
 }

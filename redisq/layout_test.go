@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -75,4 +76,20 @@ func TestOlderLayoutRefused(t *testing.T) {
 	defer q.Close()
 	_, err = q.TryDequeue()
 	require.ErrorIs(t, err, queue.ErrEmpty)
+}
+
+// TestSortedBatchLeaseLayout pins what a pull records of a batch apart
+// from its record and copy, under the field "k" + lease token of the
+// batch hash: the count of its values in decimal, ':', then the key's
+// bytes as they are. The end of the batch removes it.
+func TestSortedBatchLeaseLayout(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	s, b := pulledSorted(t, rdb, "lease-layout", redisq.Options{ManualRequeue: true}, "k\x00:\xc3\xa9", "v", "w")
+	field := "k" + strconv.FormatUint(b.Receipt.Lease, 10)
+	got, err := rdb.HGet(context.Background(), "walq:{lease-layout}:s:batch", field).Result()
+	require.NoError(t, err)
+	require.Equal(t, []byte{'2', ':', 'k', 0, ':', 0xc3, 0xa9}, []byte(got))
+	require.NoError(t, b.Ack())
+	require.Zero(t, rdb.HExists(context.Background(), "walq:{lease-layout}:s:batch", field).Val())
+	require.Zero(t, s.Stats().SortedBatches)
 }

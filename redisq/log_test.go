@@ -27,10 +27,15 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// has tells whether a line with the message msg was logged (JSON).
 func (s *syncBuffer) has(msg string) bool {
+	return s.contains(`"msg":"` + msg + `"`)
+}
+
+func (s *syncBuffer) contains(text string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.Contains(s.b.String(), `"msg":"`+msg+`"`)
+	return strings.Contains(s.b.String(), text)
 }
 
 // The housekeeper logs the leases it ended, a failure while the server is

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -199,4 +200,48 @@ func TestMixedWithPrevious(t *testing.T) {
 	s := q.Stats()
 	require.Zero(t, s.Ready+s.InFlight+s.Delayed)
 	require.Equal(t, uint64(7), s.Acked)
+}
+
+// TestEnqueueFunctionTakesGeneratedIDs: the enqueue function of this
+// version's library, called with messages of generated ids ready at once
+// as an earlier version's client called its own (a handle sends such
+// messages to enqueue1), enqueues them all, in both modes, with or
+// without a DedupWindow, and announces them once a consumer found none.
+func TestEnqueueFunctionTakesGeneratedIDs(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, window := range []time.Duration{0, time.Hour} {
+		for _, mode := range []string{"all", "each"} {
+			t.Run(fmt.Sprintf("%s/window %v", mode, window), func(t *testing.T) {
+				q, err := Open(ctx, srv.Client(), fmt.Sprintf("generated-%s-%d", mode, window), &Options{DedupWindow: window})
+				require.NoError(t, err)
+				defer q.Close()
+				sub := srv.Client().Subscribe(ctx, q.wake)
+				defer sub.Close()
+				_, err = sub.Receive(ctx) // the subscription is in place
+				require.NoError(t, err)
+				_, err = q.TryDequeue() // a consumer found none: the next enqueue announces
+				require.ErrorIs(t, err, queue.ErrEmpty)
+				now := time.Now()
+				args := []any{mode, 3}
+				for _, p := range []string{"a", "b", "c"} {
+					a, err := q.itemArgs(now, &queue.Item{Payload: []byte(p)})
+					require.NoError(t, err)
+					args = append(args, a[:]...)
+				}
+				require.Equal(t, []any{int64(1), int64(1), int64(1)}, earlier(t, q, library.name, "enqueue", now, args...))
+				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				msg, err := sub.ReceiveMessage(rctx)
+				require.NoError(t, err)
+				require.Equal(t, "r", msg.Payload, "the enqueue announced its messages")
+				for _, want := range []string{"a", "b", "c"} {
+					m, err := q.TryDequeue()
+					require.NoError(t, err)
+					require.Equal(t, want, string(m.Payload))
+					require.NoError(t, m.Ack())
+				}
+			})
+		}
+	}
 }

@@ -65,9 +65,11 @@ type Options struct {
 	// Default the system clock.
 	Clock queue.Clock
 	// Logger receives the handle's background events at Info and above:
-	// leases that ran out (one line per pass that ended any), and a
-	// housekeeping failure and its recovery (the pass is retried every
-	// second). Nothing is logged per message. Default nil: no logging.
+	// leases that ran out (one line per pass that ended any), a sorted
+	// queue's batches whose lease ended with their record unreadable
+	// (Warn, naming them; see Sorted.RequeueExpired), and a housekeeping
+	// failure and its recovery (the pass is retried every second).
+	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 }
 

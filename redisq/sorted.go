@@ -450,45 +450,85 @@ func (s *Sorted[K]) settle(op string, lease uint64, arg string) error {
 	return nil
 }
 
-// sweep ends expired batch leases (when expire) and releases due holds.
+// sweep is the housekeeper's pass: expire's, with the batches it ended
+// unread logged (Options.Logger), not failed, as the pass did its work.
 func (s *Sorted[K]) sweep(expire bool) (int, time.Duration, error) {
+	n, next, unread, err := s.expire(expire)
+	if len(unread) > 0 && s.o.Logger != nil {
+		s.o.Logger.Warn("redisq: batch records unreadable; their leases ended", "err", unreadBatches(unread))
+	}
+	return n, next, err
+}
+
+// expire ends expired batch leases (when expire) and releases due holds,
+// in calls of up to 1000 leases, until it has caught up. It returns the
+// leases it ended, how long until the next deadline (-1: none), and the
+// batches among them neither of whose records reads, as the script names
+// them (see unreadBatches).
+func (s *Sorted[K]) expire(expire bool) (n int, next time.Duration, unread []any, err error) {
 	flag := "0"
 	if expire {
 		flag = "1"
 	}
-	total := 0
 	for {
 		ctx, cancel := s.opContext()
 		now := s.o.Clock.Now()
 		v, err := s.run(ctx, now, "housekeep", flag)
 		cancel()
 		if err != nil {
-			return total, -1, err
+			return n, -1, unread, err
 		}
 		r, _ := v.([]any)
-		if len(r) != 3 {
-			return total, -1, fmt.Errorf("redisq: housekeep: unexpected reply %v", v)
+		if len(r) != 4 {
+			return n, -1, unread, fmt.Errorf("redisq: housekeep: unexpected reply %v", v)
 		}
-		n := int(toInt(r[0]))
-		total += n
-		if n == 1000 {
+		ended := int(toInt(r[0]))
+		n += ended
+		u, _ := r[3].([]any)
+		unread = append(unread, u...)
+		if ended == 1000 {
 			continue
 		}
-		next := toInt(r[2])
-		if l := toInt(r[1]); expire && l >= 0 && (next < 0 || l < next) {
-			next = l
+		at := toInt(r[2])
+		if l := toInt(r[1]); expire && l >= 0 && (at < 0 || l < at) {
+			at = l
 		}
-		if next < 0 {
-			return total, -1, nil
+		if at < 0 {
+			return n, -1, unread, nil
 		}
-		return total, max(0, time.UnixMicro(next).Sub(now)), nil
+		return n, max(0, time.UnixMicro(at).Sub(now)), unread, nil
 	}
 }
 
-// RequeueExpired returns the values of every batch whose lease ran out.
-// Every open handle does this by itself unless ManualRequeue is set.
+// unreadBatches is the error, wrapping queue.ErrCorrupt, that names the
+// batches whose leases ended with neither their record nor its copy
+// readable; unread holds a lease token and a key (nil when unknown) per
+// batch. Their values are named nowhere else: they are neither given
+// back nor dead-lettered, and stay stored.
+func unreadBatches(unread []any) error {
+	names := make([]string, 0, len(unread)/2)
+	for i := 0; i+1 < len(unread); i += 2 {
+		key := "unknown"
+		if k, ok := unread[i+1].(string); ok {
+			key = strconv.Quote(k)
+		}
+		names = append(names, fmt.Sprintf("lease %v of key %s", unread[i], key))
+	}
+	return fmt.Errorf("%w: %d batches ended whose record and its copy cannot be read (%s): their values were not given back",
+		queue.ErrCorrupt, len(names), firstFew(names))
+}
+
+// RequeueExpired returns the values of every batch whose lease ran out,
+// and returns how many leases it ended. Every open handle does this by
+// itself unless ManualRequeue is set. A batch neither of whose records
+// reads (both garbled by hand) cannot be returned: its lease ends, its
+// key is pullable again, and the error, wrapping queue.ErrCorrupt, names
+// it, as the housekeeper's log does (Options.Logger).
 func (s *Sorted[K]) RequeueExpired() (int, error) {
-	n, _, err := s.sweep(true)
+	n, _, unread, err := s.expire(true)
+	if len(unread) > 0 {
+		err = errors.Join(unreadBatches(unread), err)
+	}
 	return n, err
 }
 

@@ -279,7 +279,8 @@ func (s *Sorted[K]) changeAllDead(op string) (int, []string, error) {
 	}
 }
 
-// firstFew names up to five seqs, and how many more there are.
+// firstFew names up to five of seqs (or other names), and how many more
+// there are.
 func firstFew(seqs []string) string {
 	if len(seqs) <= 5 {
 		return strings.Join(seqs, ", ")

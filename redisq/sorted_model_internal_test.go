@@ -274,11 +274,12 @@ func (m *sortedModel) checkCounts(when string) {
 	st, err := m.s.StatsContext(context.Background())
 	require.NoError(m.t, err)
 	require.Equal(m.t, [3]int{pending, batches, len(m.dead)}, [3]int{st.SortedPending, st.SortedBatches, st.SortedDead}, "counts at %s", when)
-	// Each leased batch keeps its record and the record's copy, and
-	// nothing else is left of a settled or expired one.
+	// Each leased batch keeps its record, the record's copy and its
+	// lease (key and count), and nothing is left of a settled or expired
+	// one.
 	n, err := m.s.rdb.HLen(context.Background(), m.s.keys[7]).Result()
 	require.NoError(m.t, err)
-	require.Equal(m.t, int64(2*batches), n, "batch records at %s", when)
+	require.Equal(m.t, int64(3*batches), n, "batch fields at %s", when)
 }
 
 // deadSeqs returns the seqs of the model's dead values, in order.

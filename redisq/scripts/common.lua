@@ -749,9 +749,8 @@ end
 
 -- enqueuemany enqueues the messages of a call of enqueue1 that carries
 -- more than one (enqueue1.lua: the layout, the keys, the undoing on a
--- key of the wrong type), as enqueue.lua enqueues such messages, in one
--- command per key; old are the stamps past the window, read by the
--- caller. Returns 1.
+-- key of the wrong type), in one command per key; old are the stamps
+-- past the window, read by the caller. Returns 1.
 local function enqueuemany(ARGV, old)
   local n = (#ARGV - 2) / 2
   local seq = redis.call('INCRBY', K_SEQ, n) - n

@@ -6,16 +6,13 @@
 -- is left out and the others are enqueued. Returns a table of one code
 -- per message: 1 enqueued, 0 left out as a duplicate. Up to 128
 -- messages, all with generated ids and ready at once, go to enqueue1
--- (enqueue1.lua) instead; the path for them below serves a call of
--- enqueue that carries them all the same.
--- Keys of the wrong type (see need): messages with generated ids, all
--- ready at once, undo their writes on one (seq fails first, ready the
--- first write after it, msg the next); the others check theirs before
--- their first write. The first enqueue of a queue takes back its seq
--- when keep fails (lease is checked by nothing else). A call forgets
--- stamps only after every check (one of generated ids after its
--- messages' writes), so one refused on a key of the wrong type leaves
--- them to the handles with longer windows.
+-- (enqueue1.lua) instead; a call of enqueue that carries them all the
+-- same enqueues them below, as any others.
+-- Keys of the wrong type (see need) are checked before the first write.
+-- The first enqueue of a queue takes back its seq when keep fails (lease
+-- is checked by nothing else). A call forgets stamps only after every
+-- check, so one refused on a key of the wrong type leaves them to the
+-- handles with longer windows.
 -- A handle's window is its own: it refuses an id whose ack (or purge)
 -- it or another handle with a window stamped at now - window or later,
 -- and forgets up to 128 stamps older than that per call. A handle
@@ -25,54 +22,7 @@ local old -- the stamps past the window; the read checks the stamps key
 if window > 0 then
   old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
 end
--- Up to 128 messages with generated ids, all ready at once (concurrent
--- Enqueues gathered, a small batch): the same writes for all, in one
--- command per key, undone as above on a key of the wrong type, with no
--- key probed first.
 local n = tonumber(ARGV[6])
-local plain = n >= 1 and n <= 128
-for i = 0, n - 1 do
-  if not plain then break end
-  plain = ARGV[8 + i * 4] == '0' and ARGV[9 + i * 4] == '0'
-end
-if plain then
-  local seq = redis.call('INCRBY', K_SEQ, n) - n
-  if seq == 0 then
-    local bad = keep()
-    if bad then
-      redis.call('INCRBY', K_SEQ, -n)
-      return bad
-    end
-  end
-  local scores, fields, codes = {}, {}, {}
-  for i = 1, n do
-    local b = 3 + i * 4
-    local id, sq = ARGV[b], string.format(INT, seq + i)
-    scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
-    local f = 6 * i - 6
-    fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
-    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[b + 3]
-    fields[f + 5], fields[f + 6] = 'i' .. id, sq
-    codes[i] = 1
-  end
-  fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'
-  local added = redis.pcall('ZADD', K_READY, unpack(scores))
-  if type(added) == 'table' then
-    redis.call('INCRBY', K_SEQ, -n)
-    return added
-  end
-  added = redis.pcall('HSET', K_MSG, unpack(fields))
-  if type(added) == 'table' then
-    local seqs = {}
-    for i = 1, n do seqs[i] = scores[2 * i] end
-    redis.call('ZREM', K_READY, unpack(seqs))
-    redis.call('INCRBY', K_SEQ, -n)
-    return added
-  end
-  if old and #old > 0 then many('ZREM', K_ACKED, old) end
-  if added > 3 * n then publish('r') end
-  return codes
-end
 local each = ARGV[5] == 'each'
 local given, at_item = {}, {}
 for i = 0, n - 1 do

@@ -15,7 +15,9 @@
 --   7 pos     hash    key -> its member in order
 --   8 batch   hash    lease token -> cmsgpack {key, pend members, pulled at},
 --                     and 'c' .. token -> the same, a copy: the batch's values
---                     are named only there, so a garbled record must not lose them
+--                     are named only there, so a garbled record must not lose them;
+--                     'k' .. token -> the count of its values, ':', its key
+--                     (see leaseOf), so that a batch neither names still ends
 --   9 bdue    zset    lease token scored by its deadline
 --  10 flight  hash    key -> leased batches
 --  11 hold    zset    key scored by the end of its nack delay
@@ -61,7 +63,8 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HGETALL', {10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}},
+  {'ZCARD', {5, 6, 9, 11, 12}},
   {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
   {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
@@ -334,6 +337,27 @@ local function ended()
   return n
 end
 
+-- stale counts the keys in the pull order that a pull takes out rather
+-- than leases: under single flight (singleFlight), those with a batch
+-- out, which only a handle of an earlier version puts there (its library
+-- follows its own setting), so that stats counts what a pull offers. It
+-- reads the count of every key with a batch out (flight), and the place
+-- of those leased (pos).
+local function stale()
+  if not singleFlight() then return 0 end
+  local f, keys = redis.call('HGETALL', K_FLIGHT), {}
+  for i = 1, #f, 2 do
+    if leased(f[i + 1]) then keys[#keys + 1] = f[i] end
+  end
+  local n = 0
+  for i = 1, #keys, 1000 do
+    for _, m in ipairs(redis.call('HMGET', K_POS, unpack(keys, i, math.min(i + 999, #keys)))) do
+      if m then n = n + 1 end
+    end
+  end
+  return n
+end
+
 local function zremAll(key, members)
   for i = 1, #members, 1000 do
     redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
@@ -371,20 +395,32 @@ local function sound(b)
   return #seqs > 0
 end
 
+-- leaseOf reads what a pull records of a batch apart from its record
+-- ('k' .. token): {key, count of values}, nil when v (false: absent, as
+-- for a batch an earlier version pulled) does not read so. A count of
+-- more than 15 digits is no pull's: Lua would not hold it exactly.
+local function leaseOf(v)
+  if not v then return nil end
+  local n, at = string.match(v, '^(%d+):()')
+  if not n or #n > 15 then return nil end
+  return {string.sub(v, at), tonumber(n)}
+end
+
 -- batchOf returns the batch leased as tok from its record, or from the
 -- record's copy when the record does not decode, or when the two differ
 -- and only the copy checks out (sound): a record garbled so that it still
 -- decodes must not name the batch's values wrong. nil when neither
 -- decodes. The copies agree but for damage: equal strings are decoded
--- once, so the copy costs a call one comparison.
+-- once, so the copy costs a call one comparison. Second, the lease as
+-- leaseOf reads it.
 local function batchOf(tok)
-  local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok)
-  local b = unbatch(got[1])
-  if got[1] == got[2] then return b end
+  local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok, 'k' .. tok)
+  local b, l = unbatch(got[1]), leaseOf(got[3])
+  if got[1] == got[2] then return b, l end
   local c = unbatch(got[2])
-  if not b or not c then return b or c end
-  if not sound(b) and sound(c) then return c end
-  return b
+  if not b or not c then return b or c, l end
+  if not sound(b) and sound(c) then return c, l end
+  return b, l
 end
 
 local function fence(tok)
@@ -393,11 +429,24 @@ local function fence(tok)
   return batchOf(tok)
 end
 
-local function drop(tok, b)
-  redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
+-- drop ends the lease tok: the one place a batch's end is written, and
+-- the key's count of leased batches lowered. Its key and count of values
+-- are b's, or when no record of it reads (b nil), its lease l's, if that
+-- reads; it returns the key, nil when neither tells it.
+local function drop(tok, b, l)
+  redis.call('HDEL', K_BATCH, tok, 'c' .. tok, 'k' .. tok)
   redis.call('ZREM', K_BDUE, tok)
-  if flights(b[1], -1) <= 0 then redis.call('HDEL', K_FLIGHT, b[1]) end
-  redis.call('HINCRBY', K_STATS, 'leased', -#b[2])
+  local key, n
+  if b then
+    key, n = b[1], #b[2]
+  elseif l then
+    key, n = l[1], l[2]
+  else
+    return nil
+  end
+  if flights(key, -1) <= 0 then redis.call('HDEL', K_FLIGHT, key) end
+  redis.call('HINCRBY', K_STATS, 'leased', -n)
+  return key
 end
 
 -- delivered counts one more delivery of the value seq and returns its

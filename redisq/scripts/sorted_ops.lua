@@ -107,7 +107,7 @@ elseif op == 'pull' then
           local tok = ARGV[10 + #out]
           if #out == 0 then earlier(K_BDUE, now + ackto) end
           local rec = cmsgpack.pack({key, members, now})
-          redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec)
+          redis.call('HSET', K_BATCH, tok, rec, 'c' .. tok, rec, 'k' .. tok, #members .. ':' .. key)
           redis.call('ZADD', K_BDUE, now + ackto, tok)
           flights(key, 1)
           redis.call('HINCRBY', K_STATS, 'pulled', 1)
@@ -154,31 +154,35 @@ elseif op == 'ack' or op == 'nack' or op == 'extend' or op == 'dead' then
   result = 0
 elseif op == 'housekeep' then
   -- 8 end expired leases (1/0). Returns {batches returned, earliest
-  -- lease deadline, earliest hold end}.
+  -- lease deadline, earliest hold end, unread}: unread lists the lease
+  -- token and key (false when unknown) of each batch ended unread.
   release()
-  local n = 0
+  local n, unread = 0, {}
   if ARGV[8] == '1' then
     local due = redis.call('ZRANGEBYSCORE', K_BDUE, '-inf', now, 'LIMIT', 0, 1000)
     for _, tok in ipairs(due) do
       -- A batch record that does not decode is read from its copy; when
       -- neither does (both gone or garbled), nothing names its values:
-      -- its lease alone ends, so that it stops no pass.
-      local b = batchOf(tok)
+      -- its lease alone ends, so that it stops no pass, and its key, as
+      -- its lease field tells it, is pullable again.
+      local b, l = batchOf(tok)
       if b then
         giveback(tok, b, 0, 'ack timeout')
       else
-        redis.call('HDEL', K_BATCH, tok, 'c' .. tok)
-        redis.call('ZREM', K_BDUE, tok)
+        local key = drop(tok, nil, l)
+        if key then place(key) end
+        unread[#unread + 1], unread[#unread + 2] = tok, key or false
       end
       n = n + 1
     end
   end
-  result = {n, first(K_BDUE), first(K_HOLD)}
+  result = {n, first(K_BDUE), first(K_HOLD), unread}
 elseif op == 'stats' then
   local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
   -- Keys whose nack delay has passed count as pullable, as the embedded
-  -- queue counts them, though no pull or housekeeping released them yet.
-  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended(), redis.call('ZCARD', K_BDUE),
+  -- queue counts them, though no pull or housekeeping released them yet;
+  -- keys a pull takes out (stale) do not.
+  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended() - stale(), redis.call('ZCARD', K_BDUE),
     redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
 elseif op == 'deadlist' then
   -- 8 first seq, 9 max. Returns, for each dead value from the first seq
