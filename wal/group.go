@@ -127,10 +127,10 @@ func (c *Commit) signal(bit uint32) *atomic.Value {
 // channel). A channel is closed once: fire swaps it for closed first.
 func (c *Commit) complete(bits uint32) {
 	c.state.Or(bits)
-	if bits&stateWritten != 0 {
+	if bits&stateWritten != 0 && c.written.Load() != nil { // usually nobody made one
 		fireMade(&c.written)
 	}
-	if bits&stateDone != 0 {
+	if bits&stateDone != 0 && c.done.Load() != nil {
 		fireMade(&c.done)
 	}
 }
