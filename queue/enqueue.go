@@ -49,16 +49,25 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		return "", err
 	}
 	// EnqueueBatch for one item, without its slices: the record lives on
-	// the stack and is encoded into a pooled buffer (the log copies it).
+	// the stack and is encoded into a buffer on the stack too when it
+	// fits there, else into a pooled one (the log copies it).
 	var recs [1]record
 	if err := q.prepare(&it, q.now(), &recs[0]); err != nil {
 		return "", fmt.Errorf("item 0: %w", err)
 	}
-	buf := q.encBufs.get()
-	encs := [1][]byte{encodeRecord(*buf, &recs[0])}
-	c, err := q.enqueueLocked(recs[:], encs[:])
-	*buf = encs[0]
-	q.encBufs.put(buf)
+	var c *wal.Commit
+	var err error
+	if fitsStack(&it) {
+		var stack [encStack]byte
+		encs := [1][]byte{encodeRecord(stack[:0], &recs[0])}
+		c, err = q.enqueueLocked(recs[:], encs[:])
+	} else {
+		buf := q.encBufs.get()
+		encs := [1][]byte{encodeRecord(*buf, &recs[0])}
+		c, err = q.enqueueLocked(recs[:], encs[:])
+		*buf = encs[0]
+		q.encBufs.put(buf)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -125,9 +134,9 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 	} else {
 		r.ID = newID()
 	}
-	due := unixNano(it.DeliverAt)
-	if it.DeliverAt.IsZero() {
-		due = 0
+	var due int64
+	if !it.DeliverAt.IsZero() {
+		due = unixNano(it.DeliverAt)
 	}
 	if it.Delay > 0 {
 		due = max(due, later(now, it.Delay))
@@ -247,6 +256,21 @@ func (q *Queue) expireDedupLocked(now int64) {
 // newID returns a random version-4 UUID (internal/msgid, shared with the
 // Redis backend).
 func newID() string { return msgid.New() }
+
+// encStack is the room Enqueue encodes a record into on its stack;
+// fitsStack says whether an item's record surely fits in it: a payload of
+// up to stackPayload bytes and an id of up to 64 bytes, without headers,
+// leave 192 bytes for the record's other fields and framing (at most 70).
+// A record that does not fit would grow out of the room onto the heap, so
+// it takes a pooled buffer instead.
+const (
+	encStack     = 512
+	stackPayload = 256
+)
+
+func fitsStack(it *Item) bool {
+	return len(it.Payload) <= stackPayload && len(it.Headers) == 0 && len(it.ID) <= 64
+}
 
 // encBufs keeps encoding buffers for records encoded outside q.mu.
 type encBufs struct{ pool sync.Pool }

@@ -127,13 +127,18 @@ func (c *Commit) signal(bit uint32) *atomic.Value {
 // channel). A channel is closed once: fire swaps it for closed first.
 func (c *Commit) complete(bits uint32) {
 	c.state.Or(bits)
-	for _, bit := range [...]uint32{stateWritten, stateDone} {
-		if bits&bit != 0 {
-			v := c.signal(bit)
-			ch, _ := v.Load().(chan struct{})
-			fire(v, ch)
-		}
+	if bits&stateWritten != 0 && c.written.Load() != nil { // usually nobody made one
+		fireMade(&c.written)
 	}
+	if bits&stateDone != 0 && c.done.Load() != nil {
+		fireMade(&c.done)
+	}
+}
+
+// fireMade closes the channel v holds, if one was made and not closed.
+func fireMade(v *atomic.Value) {
+	ch, _ := v.Load().(chan struct{})
+	fire(v, ch)
 }
 
 // markWritten completes WaitWritten (and Wait, unless the group waits
@@ -418,22 +423,37 @@ func (l *Log) urgent() bool {
 // else refers to any more, for reuse.
 func (l *Log) takeGroups(dst []*group, done []*group) ([]*group, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for _, g := range done {
-		switch {
-		case len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf:
-			*g = group{buf: g.buf[:0]}
-			l.mu.free = append(l.mu.free, g)
-		case len(l.mu.bare) < maxFreeGroups:
-			*g = group{}
-			l.mu.bare = append(l.mu.bare, g)
-		}
+		l.recycleLocked(g)
 	}
-	l.sealOpenLocked()
-	dst = append(dst, l.mu.sealed...)
-	clear(l.mu.sealed)
-	l.mu.sealed = l.mu.sealed[:0]
-	return dst, l.mu.err
+	if len(l.mu.sealed) == 0 { // the usual case: the open group alone
+		if g := l.mu.open; g != nil {
+			dst = append(dst, g)
+			l.mu.open = nil
+		}
+	} else {
+		l.sealOpenLocked()
+		dst = append(dst, l.mu.sealed...)
+		clear(l.mu.sealed)
+		l.mu.sealed = l.mu.sealed[:0]
+	}
+	err := l.mu.err
+	l.mu.Unlock()
+	return dst, err
+}
+
+// recycleLocked keeps g, a group written, for reuse: with its buffer in
+// free, or without in bare, or not at all when both are full. It drops
+// g's Commit, which its callers may still hold.
+func (l *Log) recycleLocked(g *group) {
+	switch {
+	case len(l.mu.free) < maxFreeBufs && cap(g.buf) <= maxFreeBuf:
+		g.buf, g.commit = g.buf[:0], nil
+		l.mu.free = append(l.mu.free, g)
+	case len(l.mu.bare) < maxFreeGroups:
+		g.buf, g.commit = nil, nil
+		l.mu.bare = append(l.mu.bare, g)
+	}
 }
 
 // poison makes err sticky and fails every group not yet handed to the
