@@ -10,12 +10,9 @@ import (
 
 // This file holds everything walq assumes about github.com/tidwall/wal
 // v1.2.1, which appends the entries and rolls the segment files: its file
-// names, its roll rule, its calls, and the layout of its Batch and of its
-// copy of the tail segment, which walq reaches into to save copies and
-// allocations (storeBatch, tailCopy). Nothing else in the package imports
+// names, its roll rule and its calls. Nothing else in the package imports
 // it, so replacing or upgrading it touches this file (and the tests that
-// pin the roll rule and the layouts, roll_test.go, batch_test.go and
-// reserve_test.go).
+// pin the roll rule, roll_test.go).
 //
 // What tidwall/wal does with package os directly, out of FS's sight:
 //
