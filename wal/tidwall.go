@@ -70,116 +70,12 @@ type store interface {
 	close() error
 }
 
-// storeBatch is a batch of entries for store.writeBatch. Its first entry
-// is not copied: the batch holds a view of the caller's buffer, which
-// tidwall/wal copies into its segment buffer in WriteBatch, so the caller
-// leaves that buffer unchanged until clear. A second entry copies the
-// first one into the batch's own bytes (tidwall/wal's Batch holds the
-// entries in one slice) and is copied after it, as is every later one.
-// Where tidwall/wal's Batch is not laid out as batchLayout says, every
-// entry is copied by its Write.
-type storeBatch struct {
-	tw   twal.Batch
-	own  []byte // the batch's own bytes, kept across clears; tw's while view is false
-	view bool   // tw holds one entry, a view of the caller's buffer
-}
+// storeBatch is a batch of entries for store.writeBatch; add copies the
+// entry, so the caller may reuse its buffer at once.
+type storeBatch struct{ tw twal.Batch }
 
-func (b *storeBatch) add(index uint64, entry []byte) {
-	v := layoutOf(&b.tw)
-	switch {
-	case v == nil:
-		b.tw.Write(index, entry)
-		return
-	case len(v.entries) == 0:
-		v.datas, b.view = entry[:len(entry):len(entry)], true
-	case b.view:
-		v.datas, b.view = append(b.own[:0], v.datas...), false
-		v.datas = append(v.datas, entry...)
-	default:
-		v.datas = append(v.datas, entry...)
-	}
-	v.entries = append(v.entries, batchEntry{index: index, size: len(entry)})
-}
-
-// clear empties the batch and drops its view, if it holds one: a later
-// add never writes into the caller's buffer.
-func (b *storeBatch) clear() {
-	v := layoutOf(&b.tw)
-	if v == nil {
-		b.tw.Clear()
-		return
-	}
-	if !b.view {
-		b.own = v.datas
-	}
-	v.entries, v.datas, b.view = v.entries[:0], b.own[:0], false
-}
-
-// batchLayout is tidwall/wal v1.2.1's Batch: each entry's index and size,
-// and the entries' bytes one after another. batchEntry is its entry.
-type batchLayout struct {
-	entries []batchEntry
-	datas   []byte
-}
-
-type batchEntry struct {
-	index uint64
-	size  int
-}
-
-// batchLayoutKnown says whether twal.Batch is laid out as batchLayout
-// (TestBatchLayout pins it, so an upgrade that changes it fails a test
-// rather than quietly copying again).
-var batchLayoutKnown = isBatchLayout(reflect.TypeFor[twal.Batch]())
-
-// layoutOf returns b's fields, or nil when their layout is not known.
-func layoutOf(b *twal.Batch) *batchLayout {
-	if !batchLayoutKnown {
-		return nil
-	}
-	return (*batchLayout)(unsafe.Pointer(b))
-}
-
-// isBatchLayout reports whether t is laid out as batchLayout: the same
-// fields, types and offsets.
-func isBatchLayout(t reflect.Type) bool {
-	want := reflect.TypeFor[batchLayout]()
-	if t.Kind() != reflect.Struct || t.Size() != want.Size() || t.NumField() != want.NumField() {
-		return false
-	}
-	for i := range t.NumField() {
-		f, w := t.Field(i), want.Field(i)
-		if f.Name != w.Name || f.Offset != w.Offset || !sameShape(f.Type, w.Type) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameShape reports whether t and w, a slice type of batchLayout, hold
-// the same kinds at the same offsets.
-func sameShape(t, w reflect.Type) bool {
-	if t.Kind() != reflect.Slice || w.Kind() != reflect.Slice {
-		return false
-	}
-	te, we := t.Elem(), w.Elem()
-	if te.Kind() != we.Kind() || te.Size() != we.Size() {
-		return false
-	}
-	if we.Kind() != reflect.Struct {
-		return true
-	}
-	if te.NumField() != we.NumField() {
-		return false
-	}
-	for i := range te.NumField() {
-		f, g := te.Field(i), we.Field(i)
-		if f.Name != g.Name || f.Offset != g.Offset || f.Type.Kind() != g.Type.Kind() {
-			return false
-		}
-	}
-	return true
-}
+func (b *storeBatch) add(index uint64, entry []byte) { b.tw.Write(index, entry) }
+func (b *storeBatch) clear()                         { b.tw.Clear() }
 
 // tidwallStore is a store over tidwall/wal. obs, when not nil, is told of
 // each write before it is made and may fail it (see FS).
