@@ -366,10 +366,7 @@
 // the handle's own setting: without SingleFlight, its publish, settle or
 // requeue puts a key with a batch out back in the order, and a pull of
 // an earlier version (with SingleFlight or without) leases that key a
-// second time at once; a pull of this version does not (it takes the key
-// out), and Stats.SortedKeys does not count it, as no pull offers it:
-// under single flight, Stats reads the place of every key with a batch
-// out. So while handles
+// second time at once; a pull of this version does not. So while handles
 // of an earlier version share a single-flight queue, give every one of
 // them SingleFlight. To turn it off, stop every handle and set the
 // field to 0; a field that holds anything but 0 or 1 refuses every

@@ -174,82 +174,42 @@ func TestSingleFlightSurvivesDrainPurge(t *testing.T) {
 // version's pull, even with SingleFlight, leases it twice, which is why
 // every handle of an earlier version needs SingleFlight (README).
 func TestSingleFlightEarlierVersion(t *testing.T) {
-	s, b := pulledBesideEarlier(t)
-	previousPublish(t, s, "k", 2, "two")
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	require.NoError(t, rdb.FunctionLoadReplace(ctx, previousSortedLibrary).Err())
+	s, err := OpenSorted[int64](ctx, rdb, "up", &SortedOptions{SingleFlight: true})
+	require.NoError(t, err)
+	defer s.Close()
+	previous := func(single, op string, args ...any) any {
+		t.Helper()
+		argv := append([]any{s.wake, unixMicros(time.Now()), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), "1", op}, args...)
+		v, err := rdb.FCall(ctx, previousSortedName+"_grow", s.keys, argv...).Result()
+		require.NoError(t, err)
+		return v
+	}
+	publish := func(sort int64, payload string) {
+		t.Helper()
+		part := sortkey.OrderedInt(sort)
+		b, err := msgpack.Marshal(&sortedValue{Sort: part, At: time.Now().UnixNano(), Payload: []byte(payload)})
+		require.NoError(t, err)
+		previous("0", "publish", "k", part, b)
+	}
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("one")))
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	publish(2, "two")
 	got, err := s.TryPull(10)
 	require.ErrorIs(t, err, queue.ErrEmpty, "k leased twice after an earlier version's publish: %v", got)
-	require.NoError(t, b.Ack())
+	require.NoError(t, bs[0].Ack())
 	again, err := s.TryPull(10)
 	require.NoError(t, err, "k is pullable once its batch is acked")
 	require.Len(t, again, 1)
 	require.Equal(t, []byte("two"), again[0].Values[0].Payload)
 
-	previousPublish(t, s, "k", 3, "three")
-	r, _ := previousGrow(t, s, "1", "pull", 10, "", "77").([]any)
+	publish(3, "three")
+	r, _ := previous("1", "pull", 10, "", "77").([]any)
 	twice, _ := r[0].([]any)
 	require.Len(t, twice, 1, "an earlier version's pull leases k a second time")
-}
-
-// TestSingleFlightStatsSkipsKeyPlacedByEarlierVersion: a key with a batch
-// out that a handle of an earlier version put back in the pull order
-// (its publish without SingleFlight) is not counted in Stats.SortedKeys,
-// as no pull of this version offers it; it counts again once its batch
-// is acked. It was counted until the next pull took it out.
-func TestSingleFlightStatsSkipsKeyPlacedByEarlierVersion(t *testing.T) {
-	ctx := context.Background()
-	s, b := pulledBesideEarlier(t)
-	require.NoError(t, s.Publish(ctx, 5, "j", []byte("j")))
-	previousPublish(t, s, "k", 2, "two")
-	require.EqualValues(t, 2, s.rdb.ZCard(ctx, s.keys[5]).Val(), "the earlier version put k back in the order")
-
-	st, err := s.StatsContext(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, st.SortedKeys, "j alone is pullable")
-	require.NoError(t, b.Ack())
-	st, err = s.StatsContext(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 2, st.SortedKeys, "k is pullable once its batch is acked")
-	got, err := s.TryPull(10)
-	require.NoError(t, err)
-	require.Len(t, got, 2)
-}
-
-// pulledBesideEarlier opens a single-flight handle on a queue of a server
-// that holds the earlier version's library (previousSortedLibrary), as
-// during an upgrade, publishes "one" under the key k at 1 and pulls it.
-func pulledBesideEarlier(t *testing.T) (*Sorted[int64], *queue.Batch[int64]) {
-	t.Helper()
-	rdb := redistest.Start(t).Client()
-	ctx := context.Background()
-	require.NoError(t, rdb.FunctionLoadReplace(ctx, previousSortedLibrary).Err())
-	s, err := OpenSorted[int64](ctx, rdb, "up", &SortedOptions{SingleFlight: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Publish(ctx, 1, "k", []byte("one")))
-	bs, err := s.TryPull(10)
-	require.NoError(t, err)
-	require.Len(t, bs, 1)
-	return s, bs[0]
-}
-
-// previousGrow runs the grow function (publish, pull) of the earlier
-// version's library (previousSortedLibrary, loaded) on s's queue now,
-// as a handle of that version with SingleFlight single ("1" or "0").
-func previousGrow(t *testing.T, s *Sorted[int64], single, op string, args ...any) any {
-	t.Helper()
-	argv := append([]any{s.wake, unixMicros(time.Now()), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), "1", op}, args...)
-	v, err := s.rdb.FCall(context.Background(), previousSortedName+"_grow", s.keys, argv...).Result()
-	require.NoError(t, err)
-	return v
-}
-
-// previousPublish publishes payload under key at sort as a handle of the
-// earlier version without SingleFlight does: it puts the key in the pull
-// order even with a batch out.
-func previousPublish(t *testing.T, s *Sorted[int64], key string, sort int64, payload string) {
-	t.Helper()
-	part := sortkey.OrderedInt(sort)
-	b, err := msgpack.Marshal(&sortedValue{Sort: part, At: time.Now().UnixNano(), Payload: []byte(payload)})
-	require.NoError(t, err)
-	previousGrow(t, s, "0", "publish", key, part, b)
 }

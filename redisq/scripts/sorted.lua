@@ -63,8 +63,7 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HGETALL', {10}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}},
-  {'ZCARD', {5, 6, 9, 11, 12}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
   {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
   {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
@@ -332,27 +331,6 @@ local function ended()
     if not (singleFlight() and leased(redis.call('HGET', K_FLIGHT, key))) and
         redis.call('ZRANGEBYLEX', K_PEND, '[' .. p, '(' .. prefixEnd(p), 'LIMIT', 0, 1)[1] then
       n = n + 1
-    end
-  end
-  return n
-end
-
--- stale counts the keys in the pull order that a pull takes out rather
--- than leases: under single flight (singleFlight), those with a batch
--- out, which only a handle of an earlier version puts there (its library
--- follows its own setting), so that stats counts what a pull offers. It
--- reads the count of every key with a batch out (flight), and the place
--- of those leased (pos).
-local function stale()
-  if not singleFlight() then return 0 end
-  local f, keys = redis.call('HGETALL', K_FLIGHT), {}
-  for i = 1, #f, 2 do
-    if leased(f[i + 1]) then keys[#keys + 1] = f[i] end
-  end
-  local n = 0
-  for i = 1, #keys, 1000 do
-    for _, m in ipairs(redis.call('HMGET', K_POS, unpack(keys, i, math.min(i + 999, #keys)))) do
-      if m then n = n + 1 end
     end
   end
   return n

@@ -180,9 +180,8 @@ elseif op == 'housekeep' then
 elseif op == 'stats' then
   local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
   -- Keys whose nack delay has passed count as pullable, as the embedded
-  -- queue counts them, though no pull or housekeeping released them yet;
-  -- keys a pull takes out (stale) do not.
-  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended() - stale(), redis.call('ZCARD', K_BDUE),
+  -- queue counts them, though no pull or housekeeping released them yet.
+  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended(), redis.call('ZCARD', K_BDUE),
     redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
 elseif op == 'deadlist' then
   -- 8 first seq, 9 max. Returns, for each dead value from the first seq
