@@ -127,7 +127,12 @@
 // Stats.SortedBatches. Likewise, a handle of any earlier version that
 // ends a batch a handle of this version pulled leaves in the batch hash
 // for good the key and count of values this version records of a batch
-// apart from its record (see below), a few bytes more than the key. A
+// apart from its record (see below), a few bytes more than the key; the
+// handles whose Stats.SortedBatches counts the fields of the batch hash
+// count each live batch of this version three times and each field left
+// behind once. If both records of such a batch are unreadable, the
+// earlier version's expiry ends its lease only: a single-flight key stays
+// out of the pull order, as for a batch that version pulled (below). A
 // handle of this version records each dead
 // value's key with it, which a requeue needs; a value dead-lettered by a
 // handle of an earlier version is listed by DeadValues with an empty Key
@@ -366,7 +371,8 @@
 // the handle's own setting: without SingleFlight, its publish, settle or
 // requeue puts a key with a batch out back in the order, and a pull of
 // an earlier version (with SingleFlight or without) leases that key a
-// second time at once; a pull of this version does not. So while handles
+// second time at once; a pull of this version does not (it takes the key
+// out, and until it does, Stats.SortedKeys counts that key). So while handles
 // of an earlier version share a single-flight queue, give every one of
 // them SingleFlight. To turn it off, stop every handle and set the
 // field to 0; a field that holds anything but 0 or 1 refuses every
