@@ -384,18 +384,28 @@ local function leaseOf(v)
   return {string.sub(v, at), tonumber(n)}
 end
 
+-- fits returns the decoded record r unless the lease l, when it reads,
+-- names another key or count of values: a record overwritten with another
+-- batch's record decodes and checks out, and must not end that batch.
+local function fits(r, l)
+  if r and l and (r[1] ~= l[1] or #r[2] ~= l[2]) then return nil end
+  return r
+end
+
 -- batchOf returns the batch leased as tok from its record, or from the
 -- record's copy when the record does not decode, or when the two differ
 -- and only the copy checks out (sound): a record garbled so that it still
--- decodes must not name the batch's values wrong. nil when neither
--- decodes. The copies agree but for damage: equal strings are decoded
--- once, so the copy costs a call one comparison. Second, the lease as
--- leaseOf reads it.
+-- decodes must not name the batch's values wrong. A record that disagrees
+-- with the lease (fits) counts as one that does not decode. nil when
+-- neither decodes. The copies agree but for damage: equal strings are
+-- decoded once, so the copy costs a call one comparison. Second, the
+-- lease as leaseOf reads it.
 local function batchOf(tok)
   local got = redis.call('HMGET', K_BATCH, tok, 'c' .. tok, 'k' .. tok)
-  local b, l = unbatch(got[1]), leaseOf(got[3])
+  local l = leaseOf(got[3])
+  local b = fits(unbatch(got[1]), l)
   if got[1] == got[2] then return b, l end
-  local c = unbatch(got[2])
+  local c = fits(unbatch(got[2]), l)
   if not b or not c then return b or c, l end
   if not sound(b) and sound(c) then return c, l end
   return b, l
