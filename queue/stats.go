@@ -45,7 +45,11 @@ type Stats struct {
 	// OldestEnqueuedAt is the enqueue time of the oldest live, not dead,
 	// message (ready, delayed or in flight); of a sorted or windowed
 	// queue, the publish time of its oldest pending or leased value. Zero
-	// when there is none.
+	// when there is none, and also while every live message's enqueue
+	// has been counted but its record is still being written (with
+	// SyncAlways, behind the fsync that runs before it): Stats reads the
+	// time of a never-delivered message from the log, and does not wait
+	// for a write.
 	OldestEnqueuedAt time.Time
 	DedupIDs         int // producer-given ids remembered for dedup
 
