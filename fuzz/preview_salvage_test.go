@@ -282,8 +282,8 @@ func snapshotHarm(rng *rand.Rand, f string, n int) damageCase {
 // openedView renders what a user of q sees after a salvaging open: the
 // counts, the dead letters, Recovery.Dropped, LostBefore, Requeued and
 // DeadOnOpen, and every
-// message's state. A writable open ends a crashed process's leases and a
-// read-only one does not, so in-flight counts as ready on both sides.
+// message's state, in flight counted as ready
+// (TestSalvagePreviewEndsLeasesAsTheSalvage compares them apart).
 func openedView(t *testing.T, q *queue.Queue) string {
 	t.Helper()
 	s := q.Stats()
