@@ -211,18 +211,20 @@ func (q *Queue) pendingFrom(from, first uint64, limit int) ([]MessageInfo, error
 // Peek returns the message with sequence seq, headers and payload
 // included, without delivering it. ErrNotFound when no live or dead
 // message has that sequence, also when it was acked or purged while Peek
-// read it and compacted out of the log; ErrCorrupt (or another read
+// read it and compacted out of the log, and, once a failed write poisoned
+// the log, when the enqueue of seq is one whose write failed (Peek shows
+// the log as written, as Stats counts it); ErrCorrupt (or another read
 // error) when the record that would tell cannot be read. A message that a
 // compaction copies forward while Peek reads it is found where the copy
 // is.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	var e index.Entry
 	var indexed bool
-	var cursor uint64
+	var cursor, last uint64
 	var pending int64
 	err := q.view(func(st *state) {
 		e, indexed = st.table.Get(seq)
-		cursor, pending = st.cursor, st.pending
+		cursor, last, pending = st.cursor, st.last, st.pending
 	})
 	if err != nil {
 		return MessageInfo{}, err
@@ -234,8 +236,8 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 		return q.peekIndexed(e)
 	}
 	notFound := fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
-	if seq < cursor || pending == 0 {
-		return MessageInfo{}, notFound
+	if seq < cursor || seq > last || pending == 0 {
+		return MessageInfo{}, notFound // past the last record of the state viewed: of a poisoned log, one not written
 	}
 	q.beforeRead()
 	rec, err := q.readRecord(seq)
