@@ -31,6 +31,22 @@ func deadLetterView(t *testing.T, dir string, fs *faultfs.FS) (func() error, fun
 	return func() error { return m.DeadLetter("why") }, view, q.Close
 }
 
+func purgeDeadView(t *testing.T, dir string, fs *faultfs.FS) (func() error, func() any, func() error) {
+	o := &queue.Options{ManualRequeue: true}
+	if fs != nil {
+		o.FS = fs
+	}
+	q := open(t, dir, o)
+	enqueue(t, q, "first", queue.WithID("first"))
+	require.NoError(t, tryDequeue(t, q).DeadLetter("why"))
+	view := func() any {
+		dls, err := q.DeadLetters(0, 0)
+		require.NoError(t, err)
+		return len(dls)
+	}
+	return func() error { return q.PurgeDead("first") }, view, q.Close
+}
+
 func enqueueView(t *testing.T, dir string, fs *faultfs.FS) (func() error, func() any, func() error) {
 	o := &queue.Options{}
 	if fs != nil {
@@ -82,6 +98,7 @@ func keysView(t *testing.T, dir string, fs *faultfs.FS) (func() error, func() an
 
 // TestViewsOfPoisonedLog: once a failed write has poisoned the log, the
 // views (DeadLetters and Browse of a dead-lettering whose write failed,
+// DeadLetters of a purge whose write failed,
 // Browse and Peek of an enqueue whose write failed, Keys of a publish
 // whose write failed) show the log as written, what a reopen shows (the
 // state before the change), as Stats counts it: never the change that no
@@ -89,6 +106,7 @@ func keysView(t *testing.T, dir string, fs *faultfs.FS) (func() error, func() an
 func TestViewsOfPoisonedLog(t *testing.T) {
 	cases := map[string]viewOpener{
 		"DeadLetters": deadLetterView, "Enqueue": enqueueView, "Keys": keysView,
+		"PurgeDead": purgeDeadView,
 	}
 	for name, openCase := range cases {
 		t.Run(name, func(t *testing.T) {
