@@ -69,8 +69,13 @@ type MessageInfo struct {
 // ready messages never delivered are read from the log. A compaction that
 // copies those forward and cuts the log behind them meanwhile makes
 // Browse copy the indexes again, so that it lists them once, where the
-// copies are, and does not fail. It copies them again only after such a
-// cut, as often as compactions cut the log under its read.
+// copies are: such a cut never fails the call. It copies them again only
+// after such a cut, as often as compactions cut the log under its read.
+// Browse fails with ErrInvalidOptions for a limit that is not positive or
+// an unknown state, with ErrClosed on a queue closed before the call, and
+// with the error of a read of the log that fails otherwise: ErrCorrupt
+// for damage, another read error, or that of a record that does not
+// decode.
 func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
 	if limit <= 0 || state < StateReady || state > StateDead {
 		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
