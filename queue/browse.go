@@ -69,8 +69,13 @@ type MessageInfo struct {
 // ready messages never delivered are read from the log. A compaction that
 // copies those forward and cuts the log behind them meanwhile makes
 // Browse copy the indexes again, so that it lists them once, where the
-// copies are, and does not fail. It copies them again only after such a
-// cut, as often as compactions cut the log under its read.
+// copies are: such a cut never fails the call. It copies them again only
+// after such a cut, as often as compactions cut the log under its read.
+// Browse fails with ErrInvalidOptions for a limit that is not positive or
+// an unknown state, with ErrClosed on a queue closed before the call, and
+// with the error of a read of the log that fails otherwise: ErrCorrupt
+// for damage, another read error, or that of a record that does not
+// decode.
 func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
 	if limit <= 0 || state < StateReady || state > StateDead {
 		return nil, fmt.Errorf("%w: browse %s, limit %d", ErrInvalidOptions, state, limit)
@@ -211,18 +216,20 @@ func (q *Queue) pendingFrom(from, first uint64, limit int) ([]MessageInfo, error
 // Peek returns the message with sequence seq, headers and payload
 // included, without delivering it. ErrNotFound when no live or dead
 // message has that sequence, also when it was acked or purged while Peek
-// read it and compacted out of the log; ErrCorrupt (or another read
+// read it and compacted out of the log, and, once a failed write poisoned
+// the log, when the enqueue of seq is one whose write failed (Peek shows
+// the log as written, as Stats counts it); ErrCorrupt (or another read
 // error) when the record that would tell cannot be read. A message that a
 // compaction copies forward while Peek reads it is found where the copy
 // is.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 	var e index.Entry
 	var indexed bool
-	var cursor uint64
+	var cursor, last uint64
 	var pending int64
 	err := q.view(func(st *state) {
 		e, indexed = st.table.Get(seq)
-		cursor, pending = st.cursor, st.pending
+		cursor, last, pending = st.cursor, st.last, st.pending
 	})
 	if err != nil {
 		return MessageInfo{}, err
@@ -234,8 +241,8 @@ func (q *Queue) Peek(seq uint64) (MessageInfo, error) {
 		return q.peekIndexed(e)
 	}
 	notFound := fmt.Errorf("%w: no message with sequence %d", ErrNotFound, seq)
-	if seq < cursor || pending == 0 {
-		return MessageInfo{}, notFound
+	if seq < cursor || seq > last || pending == 0 {
+		return MessageInfo{}, notFound // past the last record of the state viewed: of a poisoned log, one not written
 	}
 	q.beforeRead()
 	rec, err := q.readRecord(seq)

@@ -26,10 +26,39 @@ type DeadLetter struct {
 // A letter whose payload cannot be read (damage, ErrCorrupt) is listed
 // all the same, without payload or headers, and its reason ends with
 // "; corrupt record: " and the read error, so that it can still be told
-// and purged by id (RequeueDead refuses it). A letter purged or requeued
-// while the call reads the others, and compacted out of the log, is left
-// out, as if gone before the call. Another read error fails the call.
+// and purged by id (RequeueDead refuses it). Another read error fails
+// the call.
+//
+// The letters are taken from the index, a page at a time, and read
+// outside the queue's lock. A letter that is no longer dead once its
+// page is read (purged or requeued meanwhile, compacted out of the log
+// or not) is left out, as if gone before the call; the call then reads
+// on past its page, so it returns fewer than max letters only when no
+// more are dead after the last one it read. A letter that leaves the
+// dead-letter set after its page was read is listed as it was.
 func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
+	out := []DeadLetter{}
+	for {
+		want := max - len(out) // max <= 0: all
+		es, err := q.viewedDeadLetters(from, want)
+		if err != nil {
+			return nil, err
+		}
+		page, err := q.deadLetterPage(es)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if max <= 0 || len(es) < want || len(out) == max {
+			return out, nil
+		}
+		from = es[len(es)-1].Seq + 1
+	}
+}
+
+// viewedDeadLetters returns up to max dead letters of the index the views
+// show whose sequence is at least from; max <= 0 means all of them.
+func (q *Queue) viewedDeadLetters(from uint64, max int) ([]index.Entry, error) {
 	var es []index.Entry
 	err := q.view(func(st *state) {
 		st.table.Dead(from, func(e index.Entry) bool {
@@ -37,9 +66,12 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 			return max <= 0 || len(es) < max
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
+	return es, err
+}
+
+// deadLetterPage reads the payloads of the dead letters es and returns
+// those still dead once it read them all (see DeadLetters).
+func (q *Queue) deadLetterPage(es []index.Entry) ([]DeadLetter, error) {
 	out := make([]DeadLetter, 0, len(es))
 	for _, e := range es {
 		d := DeadLetter{ID: e.ID, Seq: e.Seq, Reason: e.Reason, Deliveries: int(e.Deliveries),
@@ -57,7 +89,13 @@ func (q *Queue) DeadLetters(from uint64, max int) ([]DeadLetter, error) {
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	err := q.view(func(st *state) {
+		out = slices.DeleteFunc(out, func(d DeadLetter) bool {
+			e, ok := st.table.Get(d.Seq)
+			return !ok || e.State != index.Dead
+		})
+	})
+	return out, err
 }
 
 // corruptReason starts what DeadLetters adds to the reason of a letter it

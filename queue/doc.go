@@ -123,8 +123,9 @@
 //     failed ones included; a read that met damage is not tried again, a
 //     read error up to three times in all, not at every call;
 //   - Browse, Peek, DeadLetters, DeadValues and Keys show the same log as
-//     written: not a dead-lettering, requeue, purge or publish whose
-//     write failed (when the log cannot be read back, the calls' state).
+//     written: not an enqueue (Peek of its sequence is ErrNotFound),
+//     dead-lettering, requeue, purge or publish whose write failed (when
+//     the log cannot be read back, the calls' state).
 //
 // Close and reopen to go on.
 //

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
 )
 
 // liveBody is the payload of the message with producer id id: a reader
@@ -186,3 +188,60 @@ func readLogSample(dir string, n int) error {
 var errEnough = errors.New("enough records read")
 
 var errWrong = errors.New("wrong message")
+
+// snapshotReplacingFS plays a live writer that, right after the reader
+// first reads the directory, renames its new snapshot tmp into place and
+// removes the old one (recovery.WriteFunc's order).
+type snapshotReplacingFS struct {
+	wal.OSFS
+	once            *sync.Once
+	tmp, final, old string
+}
+
+func (f snapshotReplacingFS) ReadDir(name string) ([]os.DirEntry, error) {
+	des, err := f.OSFS.ReadDir(name)
+	f.once.Do(func() {
+		if err == nil {
+			err = os.Rename(f.tmp, f.final)
+		}
+		if err == nil {
+			err = os.Remove(f.old)
+		}
+	})
+	return des, err
+}
+
+// TestSalvagePreviewBesideSnapshotReplace: a read-only salvage preview
+// whose listing of the snapshots races their replacement by the writer
+// loads the new snapshot, and does not report the front that a healthy
+// directory's compaction cut as lost.
+func TestSalvagePreviewBesideSnapshotReplace(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{SegmentSize: 4096})
+	for range 20 {
+		enqueue(t, q, strings.Repeat("x", 1000))
+		require.NoError(t, tryDequeue(t, q).Ack())
+	}
+	enqueue(t, q, "live")
+	require.NoError(t, q.Compact())
+	require.NoError(t, q.Close())
+	snaps, err := recovery.List(dir)
+	require.NoError(t, err)
+	require.Len(t, snaps, 1)
+	newest := snaps[0]
+	require.Greater(t, newest.LSN, uint64(1))
+	// The state just before the writer's rename: its new snapshot is the
+	// temporary file, an older one is still in place (never read).
+	old := filepath.Join(dir, recovery.Name(1))
+	require.NoError(t, os.WriteFile(old, []byte("older"), 0o600))
+	require.NoError(t, os.Rename(newest.Path, newest.Path+".tmp"))
+
+	fsys := snapshotReplacingFS{once: &sync.Once{}, tmp: newest.Path + ".tmp", final: newest.Path, old: old}
+	r, err := queue.Open(dir, &queue.Options{ReadOnly: true, Salvage: true, FS: fsys})
+	require.NoError(t, err)
+	defer r.Close()
+	rec := r.Recovery()
+	require.Equal(t, newest.LSN, rec.SnapshotLSN)
+	require.Zero(t, rec.LostBefore, "a healthy directory's log front reported lost")
+	require.EqualValues(t, 1, r.Stats().Ready)
+}

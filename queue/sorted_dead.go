@@ -90,12 +90,36 @@ type DeadValue[K SortKey] struct {
 // whose payload cannot be read (damage, ErrCorrupt) is listed all the
 // same, as Queue.DeadLetters lists a damaged letter: without payload, its
 // reason ending with "; corrupt record: " and the read error, so that it
-// can still be told and purged by its name (RequeueDead refuses it). A
-// value purged or requeued while the call reads the others, and
-// compacted out of the log, is left out, as if gone before the call.
-// Another read error fails the call.
+// can still be told and purged by its name (RequeueDead refuses it).
+// Another read error fails the call. The values are read in pages as
+// Queue.DeadLetters reads the letters: a value no longer dead once its
+// page is read (purged or requeued meanwhile, compacted out of the log or
+// not) is left out, as if gone before the call, and the call returns
+// fewer than max values only when no more are dead after the last one
+// it read.
 func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
-	q := s.q
+	out := []DeadValue[K]{}
+	for {
+		want := max - len(out) // max <= 0: all
+		ds, err := s.q.viewedDeadValues(from, want)
+		if err != nil {
+			return nil, err
+		}
+		page, err := s.deadValuePage(ds)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if max <= 0 || len(ds) < want || len(out) == max {
+			return out, nil
+		}
+		from = ds[len(ds)-1].Seq + 1
+	}
+}
+
+// viewedDeadValues returns up to max dead values of the index the views
+// show whose Seq is at least from; max <= 0 means all of them.
+func (q *Queue) viewedDeadValues(from uint64, max int) ([]index.DeadValue, error) {
 	var ds []index.DeadValue
 	err := q.view(func(st *state) {
 		st.sorted.DeadFrom(from, func(d index.DeadValue) bool {
@@ -103,9 +127,13 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 			return max <= 0 || len(ds) < max
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
+	return ds, err
+}
+
+// deadValuePage reads the payloads of the dead values ds and returns
+// those still dead once it read them all (see DeadValues).
+func (s *Sorted[K]) deadValuePage(ds []index.DeadValue) ([]DeadValue[K], error) {
+	q := s.q
 	out := make([]DeadValue[K], 0, len(ds))
 	for _, d := range ds {
 		v, err := s.deadValue(d)
@@ -124,7 +152,13 @@ func (s *Sorted[K]) DeadValues(from uint64, max int) ([]DeadValue[K], error) {
 		out = append(out, DeadValue[K]{Seq: d.Seq, Key: d.Key, Sort: v.Sort, Reason: reason,
 			Deliveries: v.Deliveries, PublishedAt: v.PublishedAt, Payload: v.Payload})
 	}
-	return out, nil
+	err := q.view(func(st *state) {
+		out = slices.DeleteFunc(out, func(d DeadValue[K]) bool {
+			_, ok := deadValueIn(st.sorted, d.Seq)
+			return !ok
+		})
+	})
+	return out, err
 }
 
 // deadValue reads the dead value d with its payload. A compaction may copy
@@ -159,9 +193,14 @@ func (q *Queue) isDeadValue(seq uint64) bool {
 
 // deadValueLocked is deadValue with q.mu held.
 func (q *Queue) deadValueLocked(seq uint64) (index.DeadValue, bool) {
+	return deadValueIn(q.mu.st.sorted, seq)
+}
+
+// deadValueIn returns the dead value seq of the sorted index.
+func deadValueIn(sorted *index.Sorted, seq uint64) (index.DeadValue, bool) {
 	var out index.DeadValue
 	found := false
-	q.mu.st.sorted.DeadFrom(seq, func(d index.DeadValue) bool {
+	sorted.DeadFrom(seq, func(d index.DeadValue) bool {
 		out, found = d, d.Seq == seq
 		return false
 	})

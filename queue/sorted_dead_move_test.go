@@ -242,3 +242,59 @@ func openUncachedSorted(t *testing.T, fsys *gateFS) *queue.Sorted[int64] {
 	require.NoError(t, err)
 	return s
 }
+
+// deadValueSeqs lists DeadValues(0, max) with the next read of the log
+// held while meanwhile runs, and returns the seqs it listed.
+func deadValueSeqs(t *testing.T, s *queue.Sorted[int64], fsys *gateFS, max int, meanwhile func()) []uint64 {
+	t.Helper()
+	var dvs []queue.DeadValue[int64]
+	_, err := whileReadHeld(t, fsys, func() (int, error) {
+		var err error
+		dvs, err = s.DeadValues(0, max)
+		return len(dvs), err
+	}, meanwhile)
+	require.NoError(t, err)
+	seqs := []uint64{}
+	for _, d := range dvs {
+		seqs = append(seqs, d.Seq)
+	}
+	return seqs
+}
+
+// TestDeadValuesPageBesidePurge is TestDeadLettersPageBesidePurge of a
+// sorted queue's dead values.
+func TestDeadValuesPageBesidePurge(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) {
+			fsys := &gateFS{}
+			s, dead := deadValuesOutOfCache(t, fsys)
+			defer s.Close()
+			seqs := deadValueSeqs(t, s, fsys, 2, func() {
+				require.NoError(t, s.PurgeDead(dead[1].Seq))
+				if compact {
+					require.NoError(t, s.Compact())
+				}
+			})
+			require.Equal(t, []uint64{dead[0].Seq, dead[2].Seq}, seqs, "a page of 2 while two values are dead")
+		})
+	}
+}
+
+// TestDeadValuesBesideRequeue is TestDeadLettersBesideRequeue of a sorted
+// queue's dead values.
+func TestDeadValuesBesideRequeue(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) {
+			fsys := &gateFS{}
+			s, dead := deadValuesOutOfCache(t, fsys)
+			defer s.Close()
+			seqs := deadValueSeqs(t, s, fsys, 0, func() {
+				require.NoError(t, s.RequeueDead(dead[1].Seq))
+				if compact {
+					require.NoError(t, s.Compact())
+				}
+			})
+			require.Equal(t, []uint64{dead[0].Seq, dead[2].Seq}, seqs)
+		})
+	}
+}

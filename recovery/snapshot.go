@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,6 +76,15 @@ func Decode(b []byte) (uint64, []byte, error) {
 }
 
 // List returns the snapshots in dir, oldest first.
+//
+// A writer may replace a snapshot while List reads the directory: it
+// renames the new one into place, then removes the old. A snapshot
+// removed between the read of the directory and its stat is not listed,
+// and the directory is read again, so that the one that replaced it is
+// found; List reads it again for as long as each read finds another set
+// of snapshots than the one before. Every snapshot that exists
+// throughout the call is listed, and so is one that replaced, during the
+// call, a snapshot the call found gone.
 func List(dir string) ([]Info, error) { return ListFS(nil, dir) }
 
 // ListFS is List through fsys (nil: the real file system).
@@ -82,29 +92,50 @@ func ListFS(fsys wal.FS, dir string) ([]Info, error) {
 	if fsys == nil {
 		fsys = wal.OSFS{}
 	}
+	var before []Info
+	for {
+		out, listed, vanished, err := listOnce(fsys, dir)
+		if err != nil || !vanished || sameSnapshots(listed, before) {
+			return out, err
+		}
+		before = listed
+	}
+}
+
+// listOnce reads dir once. It returns the snapshots it could stat, oldest
+// first, every snapshot the directory listed (stat or not), and whether
+// one of them was removed before its stat.
+func listOnce(fsys wal.FS, dir string) (out, listed []Info, vanished bool, err error) {
 	des, err := fsys.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("recovery: list %s: %w", dir, err)
+		return nil, nil, false, fmt.Errorf("recovery: list %s: %w", dir, err)
 	}
-	var out []Info
 	for _, de := range des {
 		lsn, ok := parseName(de.Name())
 		if !ok || de.IsDir() {
 			continue
 		}
+		info := Info{Path: filepath.Join(dir, de.Name()), LSN: lsn}
+		listed = append(listed, info)
 		fi, err := de.Info()
 		if errors.Is(err, fs.ErrNotExist) {
-			// Removed since the directory was read: a writer replaced it
-			// beside this reader, and a newer one is listed or comes later.
+			vanished = true // removed by a writer that replaced it
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("recovery: stat %s: %w", de.Name(), err)
+			return nil, nil, false, fmt.Errorf("recovery: stat %s: %w", de.Name(), err)
 		}
-		out = append(out, Info{Path: filepath.Join(dir, de.Name()), LSN: lsn, Bytes: fi.Size()})
+		info.Bytes = fi.Size()
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LSN < out[j].LSN })
-	return out, nil
+	return out, listed, vanished, nil
+}
+
+// sameSnapshots reports whether a and b, two reads of a directory, list
+// the same snapshots in the same order.
+func sameSnapshots(a, b []Info) bool {
+	return slices.EqualFunc(a, b, func(x, y Info) bool { return x.LSN == y.LSN })
 }
 
 func parseName(name string) (uint64, bool) {
@@ -117,21 +148,30 @@ func parseName(name string) (uint64, bool) {
 
 // Latest loads the newest snapshot in dir. It returns ErrNoSnapshot when
 // there is none, and ErrCorrupt, naming the file, when the newest fails its
-// checks.
+// checks. A newest snapshot that a writer replaces after Latest listed it
+// and before it read it is not an error: Latest lists the directory again
+// (see List) and loads the one that replaced it, for as long as each
+// newest it finds gone was replaced by a newer one.
 func Latest(dir string) (Info, []byte, error) { return LatestFS(nil, dir) }
 
 // LatestFS is Latest through fsys (nil: the real file system).
 func LatestFS(fsys wal.FS, dir string) (Info, []byte, error) {
-	infos, err := ListFS(fsys, dir)
-	if err != nil {
-		return Info{}, nil, err
+	var gone *Info // the newest snapshot, found removed before its read
+	for {
+		infos, err := ListFS(fsys, dir)
+		if err != nil {
+			return Info{}, nil, err
+		}
+		if len(infos) == 0 {
+			return Info{}, nil, ErrNoSnapshot
+		}
+		info := infos[len(infos)-1]
+		body, err := readInfo(fsys, info)
+		if !errors.Is(err, fs.ErrNotExist) || (gone != nil && info.LSN <= gone.LSN) {
+			return info, body, err
+		}
+		gone = &info
 	}
-	if len(infos) == 0 {
-		return Info{}, nil, ErrNoSnapshot
-	}
-	info := infos[len(infos)-1]
-	body, err := readInfo(fsys, info)
-	return info, body, err
 }
 
 // readInfo reads the snapshot info and returns its body: ErrCorrupt,

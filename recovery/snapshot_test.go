@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -135,18 +137,22 @@ func TestWriteFuncStreams(t *testing.T) {
 	require.Equal(t, []string{info.Path}, names, "only the good snapshot is left")
 }
 
-// removingFS removes the oldest snapshot right after the directory is read,
-// as a live writer does when it replaces a snapshot beside a reader.
+// removingFS removes the oldest snapshot right after the directory is
+// first read, as a live writer does when it replaces a snapshot beside a
+// reader.
 type removingFS struct {
 	wal.OSFS
+	once   *sync.Once
 	victim string
 }
 
 func (f removingFS) ReadDir(name string) ([]os.DirEntry, error) {
 	des, err := f.OSFS.ReadDir(name)
-	if err == nil {
-		err = os.Remove(f.victim)
-	}
+	f.once.Do(func() {
+		if err == nil {
+			err = os.Remove(f.victim)
+		}
+	})
 	return des, err
 }
 
@@ -157,8 +163,96 @@ func TestListSkipsSnapshotRemovedWhileListing(t *testing.T) {
 	old := filepath.Join(dir, recovery.Name(10))
 	require.NoError(t, os.WriteFile(old, []byte("ten"), 0o600))
 
-	infos, err := recovery.ListFS(removingFS{victim: old}, dir)
+	infos, err := recovery.ListFS(removingFS{once: &sync.Once{}, victim: old}, dir)
 	require.NoError(t, err, "a snapshot removed by its writer after the directory was read is not an error")
+	require.Len(t, infos, 1)
+	require.EqualValues(t, 20, infos[0].LSN)
+}
+
+// replacingFS plays a writer that replaces the snapshot old by final right
+// after the reader first reads the directory (or, with onOpen, right
+// before the reader first opens old): it renames its temporary file tmp
+// into place, then removes old, as WriteFunc does.
+type replacingFS struct {
+	wal.OSFS
+	once            *sync.Once
+	onOpen          bool
+	tmp, final, old string
+}
+
+func (f replacingFS) replace() {
+	f.once.Do(func() {
+		if err := os.Rename(f.tmp, f.final); err != nil {
+			panic(err)
+		}
+		if err := os.Remove(f.old); err != nil {
+			panic(err)
+		}
+	})
+}
+
+func (f replacingFS) ReadDir(name string) ([]os.DirEntry, error) {
+	des, err := f.OSFS.ReadDir(name)
+	if !f.onOpen {
+		f.replace()
+	}
+	return des, err
+}
+
+func (f replacingFS) Open(name string) (wal.File, error) {
+	if f.onOpen && name == f.old {
+		f.replace()
+	}
+	return f.OSFS.Open(name)
+}
+
+// TestLatestBesideReplacingWriter: at every instant the directory holds a
+// snapshot (the old one until the new one is renamed in), so Latest must
+// load one, whenever the writer's rename and remove fall in its read.
+func TestLatestBesideReplacingWriter(t *testing.T) {
+	for _, onOpen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "after the listing", true: "before the read"}[onOpen], func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := recovery.Write(dir, 10, []byte("ten"), nil)
+			require.NoError(t, err)
+			final := filepath.Join(dir, recovery.Name(20))
+			require.NoError(t, os.WriteFile(final+".tmp", recovery.Encode(20, []byte("twenty")), 0o600))
+			fsys := replacingFS{once: &sync.Once{}, onOpen: onOpen, tmp: final + ".tmp", final: final,
+				old: filepath.Join(dir, recovery.Name(10))}
+
+			info, body, err := recovery.LatestFS(fsys, dir)
+			require.NoError(t, err)
+			require.EqualValues(t, 20, info.LSN)
+			require.Equal(t, "twenty", string(body))
+		})
+	}
+}
+
+// phantomFS lists a snapshot that no stat finds, at every read of the
+// directory.
+type phantomFS struct{ wal.OSFS }
+
+func (f phantomFS) ReadDir(name string) ([]os.DirEntry, error) {
+	des, err := f.OSFS.ReadDir(name)
+	return append(des, phantomEntry{}), err
+}
+
+type phantomEntry struct{}
+
+func (phantomEntry) Name() string               { return recovery.Name(30) }
+func (phantomEntry) IsDir() bool                { return false }
+func (phantomEntry) Type() fs.FileMode          { return 0 }
+func (phantomEntry) Info() (fs.FileInfo, error) { return nil, fs.ErrNotExist }
+
+// TestListEndsWhenNothingChanges: List reads the directory again after a
+// snapshot vanished only while the reads find other snapshots; a listing
+// that keeps naming a file no stat finds ends with the others.
+func TestListEndsWhenNothingChanges(t *testing.T) {
+	dir := t.TempDir()
+	_, err := recovery.Write(dir, 20, []byte("twenty"), nil)
+	require.NoError(t, err)
+	infos, err := recovery.ListFS(phantomFS{}, dir)
+	require.NoError(t, err)
 	require.Len(t, infos, 1)
 	require.EqualValues(t, 20, infos[0].LSN)
 }
