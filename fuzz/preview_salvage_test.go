@@ -80,18 +80,7 @@ func previewAgainstSalvage(t *testing.T, seed int64, opens bool) (bool, bool) {
 	if img == nil {
 		return false, false
 	}
-	base := scratchDir(t)
-	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
-	for _, d := range []string{ro, rw} {
-		if err := writeDir(d, img); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o := drainOptions()
-	o.Salvage, o.ReadOnly = true, true
-	qr, rerr := queue.Open(ro, &o)
-	o.ReadOnly = false
-	qw, werr := queue.Open(rw, &o)
+	qr, qw, rerr, werr := openBoth(t, img, drainOptions())
 	if qr != nil {
 		defer qr.Close()
 	}
@@ -108,6 +97,24 @@ func previewAgainstSalvage(t *testing.T, seed int64, opens bool) (bool, bool) {
 		t.Errorf("seed %d, damage %v:\npreview:\n%s\nsalvage:\n%s", seed, what, got, want)
 	}
 	return true, snapshotHarmed(what)
+}
+
+// openBoth writes img to two directories and opens one read-only
+// salvaging (the preview) and the other salvaging, with o otherwise.
+func openBoth(t *testing.T, img map[string][]byte, o queue.Options) (qr, qw *queue.Queue, rerr, werr error) {
+	t.Helper()
+	base := scratchDir(t)
+	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
+	for _, d := range []string{ro, rw} {
+		if err := writeDir(d, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Salvage, o.ReadOnly = true, true
+	qr, rerr = queue.Open(ro, &o)
+	o.ReadOnly = false
+	qw, werr = queue.Open(rw, &o)
+	return qr, qw, rerr, werr
 }
 
 // snapshotHarmed reports whether what lists damage to the snapshot.

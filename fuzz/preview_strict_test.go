@@ -3,7 +3,6 @@ package fuzz_test
 import (
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,19 +24,9 @@ func TestSalvagePreviewEndsLeasesAsTheSalvage(t *testing.T) {
 			if img == nil {
 				continue
 			}
-			base := scratchDir(t)
-			ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
-			for _, d := range []string{ro, rw} {
-				if err := writeDir(d, img); err != nil {
-					t.Fatal(err)
-				}
-			}
 			o := drainOptions()
 			o.MaxDeliveries = maxDel
-			o.Salvage, o.ReadOnly = true, true
-			qr, rerr := queue.Open(ro, &o)
-			o.ReadOnly = false
-			qw, werr := queue.Open(rw, &o)
+			qr, qw, rerr, werr := openBoth(t, img, o)
 			if rerr == nil && werr == nil {
 				compared++
 				if qw.Recovery().DeadOnOpen > 0 {
