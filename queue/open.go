@@ -78,7 +78,7 @@ func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 
 func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 	o := &wal.Options{
-		SegmentSize:  q.opts.SegmentSize,
+		SegmentSize:  q.opts.logSegmentSize(),
 		Sync:         q.opts.Sync,
 		SyncInterval: q.opts.SyncInterval,
 		// The log takes records of any size it can hold: a copy forward

@@ -52,7 +52,11 @@ type Options struct {
 	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
 	MaxMessageSize int
 	// SegmentSize is the target size of a log segment file. Default 4 MiB:
-	// the log keeps its last segment in memory while writing it.
+	// the log keeps its last segment in memory while writing it. A
+	// salvaging or read-only open (Repair, walq repair, a preview) without
+	// it does not know the size the queue's segments were sealed at, and
+	// then never takes a segment that ends short of the next one's name
+	// for a roll a crash tore: a missing segment is not repaired away.
 	SegmentSize int64
 	// SnapshotBytes is how many log bytes written since the last snapshot
 	// make the queue take another one, bounding replay time. Default 64 MiB.
@@ -110,12 +114,13 @@ type Options struct {
 	// OpenWindowed (zero: an ack queue, or any kind when ReadOnly).
 	ident Identity
 
-	singleFlight  bool              // sorted queues: set from SortedOptions
-	cacheBytes    int64             // sorted queues: set from SortedOptions
-	snapshotStep  func(step string) // called after each step of writing a snapshot; see internal/testhook
-	manualCompact bool              // no background compaction, only Compact; see internal/testhook
-	logOptions    func(walOpts any) // edits the log's wal.Options; see internal/testhook
-	wallResync    time.Duration     // how long the system clock's base is used; 0: wallResync (white-box tests hold a stepped base)
+	singleFlight       bool              // sorted queues: set from SortedOptions
+	cacheBytes         int64             // sorted queues: set from SortedOptions
+	snapshotStep       func(step string) // called after each step of writing a snapshot; see internal/testhook
+	manualCompact      bool              // no background compaction, only Compact; see internal/testhook
+	logOptions         func(walOpts any) // edits the log's wal.Options; see internal/testhook
+	segmentSizeDefault bool              // SegmentSize was not given: the default filled in (logSegmentSize)
+	wallResync         time.Duration     // how long the system clock's base is used; 0: wallResync (white-box tests hold a stepped base)
 }
 
 // The crash tests' way to snapshotStep, which is not part of the API.
@@ -145,7 +150,7 @@ func (o *Options) withDefaults() (Options, error) {
 		c.MaxMessageSize = 4 << 20
 	}
 	if c.SegmentSize == 0 {
-		c.SegmentSize = 4 << 20
+		c.SegmentSize, c.segmentSizeDefault = 4<<20, true
 	}
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 64 << 20
@@ -193,4 +198,18 @@ func (o *Options) fs() wal.FS {
 		return wal.OSFS{}
 	}
 	return o.FS
+}
+
+// logSegmentSize is the SegmentSize a salvaging or read-only open passes
+// its log: the one given, or none (the log's default, the same 4 MiB)
+// when it was not. The log tells a roll a crash tore at an entry boundary
+// from a missing segment by the size at which the queue's writer sealed
+// its segments; the default need not be that size (a tool's open of a
+// queue an application configured), and a size taken wrongly larger
+// would let a missing segment pass for a torn roll.
+func (o *Options) logSegmentSize() int64 {
+	if o.segmentSizeDefault && (o.Salvage || o.ReadOnly) {
+		return 0
+	}
+	return o.SegmentSize
 }

@@ -120,9 +120,10 @@ func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state
 // opens it as the salvage does (recovery.Recover): records from
 // snapLSN+1, and it must reach the snapshot's LSN, or the lost one's, so
 // that a log that ends before it shows the same loss; with the queue's
-// SegmentSize, by which the log tells a torn roll from a missing segment.
+// SegmentSize when given (logSegmentSize), by which the log tells a torn
+// roll from a missing segment.
 func inspectLogOptions(o Options, snapLSN uint64, lost recovery.Info) *wal.Options {
-	wo := &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20, SegmentSize: o.SegmentSize}
+	wo := &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20, SegmentSize: o.logSegmentSize()}
 	if o.Salvage {
 		wo.StartLSN, wo.MustReach = snapLSN+1, max(snapLSN, lost.LSN)
 	}

@@ -49,7 +49,11 @@
 //     read-only Open finds it too and reports it, changing nothing; a
 //     salvaging Open repairs it as well, unless the damaged end can have
 //     held the entries the tail's name counts (see "Damage under an empty
-//     tail" below): that end is salvaged, never cut.
+//     tail" below): that end is salvaged, never cut. A sealed segment
+//     that ends whole short of the tail's name is taken for a torn roll
+//     only while shorter than SegmentSize; a salvaging or read-only Open
+//     not given SegmentSize does not know the writer's and never takes
+//     it, so a missing segment is never taken for a torn roll there.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage
 //     and the log still reaches Options.MustReach (a caller's snapshot);
@@ -141,8 +145,13 @@
 // A torn roll (see Guarantees) leaves a damaged end under such a tail
 // too. A salvage takes that end as damage, reported lost and resumed
 // past, when its bounds reach the tail's name; otherwise, and when the
-// segment ends whole short of the name, it repairs the roll as a plain
-// Open does.
+// segment ends whole short of the name (and of a SegmentSize given), it
+// repairs the roll as a plain Open does. It repairs it too, rather than
+// refuse it as damage nothing bounds, when nothing tells the end's first
+// LSN and its bytes bear the mark of a write that never reached the disk:
+// zeros only, or one frame the end of the file cuts (a synced entry's
+// file does not grow shorter; a rotted frame length leaves the entry
+// whole after it, which tells its LSNs).
 //
 // # Sync modes and what a crash can lose
 //

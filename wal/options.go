@@ -38,7 +38,7 @@ const (
 // Options configure a Log. Open copies them; a nil *Options means defaults.
 // A zero field means its default.
 type Options struct {
-	SegmentSize   int64         // target bytes per segment; default 4 MiB; 64 B to 1 GiB
+	SegmentSize   int64         // target bytes per segment; default 4 MiB; 64 B to 1 GiB; unset, a salvaging or read-only Open takes no torn roll at an entry boundary (doc.go)
 	Sync          SyncMode      // default SyncAlways
 	SyncInterval  time.Duration // SyncInterval's period; default 50ms
 	MaxGroupBytes int           // records gathered into one entry; default 4 MiB; at most 1 GiB
@@ -74,7 +74,8 @@ type Options struct {
 	// real one, OSFS. Crash and fault tests pass their own.
 	FS FS
 
-	plant plantedBug // a durability bug planted by a crash test; see plant.go
+	plant              plantedBug // a durability bug planted by a crash test; see plant.go
+	segmentSizeDefault bool       // SegmentSize was not given: the default filled in (tornroll.go)
 }
 
 // resolveOptions copies opts, fills in defaults and validates the result.
@@ -89,7 +90,7 @@ func resolveOptions(opts *Options) (Options, error) {
 
 func (o *Options) fillDefaults() {
 	if o.SegmentSize == 0 {
-		o.SegmentSize = defaultSegmentSize
+		o.SegmentSize, o.segmentSizeDefault = defaultSegmentSize, true
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = defaultSyncInterval

@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 )
@@ -22,7 +24,10 @@ import (
 // segment that reached it was sealed whole: the tail then names a missing
 // segment's end), and only when the tail holds nothing but zeros. A
 // SegmentSize raised between runs could make a whole segment look short;
-// lowered, it can only make a torn roll look whole, which is refused. A tail with valid entries after a damaged sealed segment is
+// lowered, it can only make a torn roll look whole, which is refused. A
+// salvaging or read-only Open not given SegmentSize (a tool reading a log
+// another program wrote) takes no segment for short (endsShort). A tail
+// with valid entries after a damaged sealed segment is
 // what mid-log damage looks like (a bit flip in a sealed segment's last
 // entry), and stays ErrCorrupt, as damage followed by a valid entry always
 // is. (tidwall/wal itself fsyncs the sealed file before creating the next,
@@ -35,7 +40,12 @@ import (
 // a salvage bounds them (repair.go), reach the tail's name: that one the
 // salvage reports lost, and the log resumes past the most its bytes can
 // hold, since a damaged entry there may have been synced (bit rot) while
-// a torn one was not, and the bytes cannot tell which. (A writer's roll
+// a torn one was not, and the bytes cannot tell which. Unless nothing in
+// the log tells the LSNs of that end (no record or known region before
+// it) and it bears the mark of a write that never reached the disk
+// (zeros, or one frame the end of the file cuts, which a synced entry's
+// bit rot does not make): as damage a salvage would refuse it, so it is
+// repaired as a plain Open repairs it. (A writer's roll
 // seen by a read-only Open beside it is never torn: tidwall/wal writes the
 // sealed segment's last entry before it creates the next file.)
 
@@ -65,11 +75,10 @@ func (l *Log) tornRoll() error {
 		return nil // not walq's next segment: the checks report it
 	case res.bad == nil && tail.firstIndex == whole:
 		return nil // whole, tail where it belongs: a gap, if any, is checkSealedEnds's to report
-	case res.bad == nil && s.size >= l.opts.SegmentSize:
-		// Clean and full: tidwall/wal seals a segment at the entry that
-		// takes it to SegmentSize, so a roll torn at an entry boundary
-		// leaves it shorter. The tail is named past a segment that is
-		// missing, which the checks report.
+	case res.bad == nil && !l.endsShort(s):
+		// Clean and full, or of a size nothing tells is short: the tail
+		// may be named past a segment that is missing, which the checks
+		// report.
 		return nil
 	case res.bad != nil:
 		_, _, found, err := findValid(r, res.bad.off+1, s.size, res.endLSN)
@@ -77,7 +86,7 @@ func (l *Log) tornRoll() error {
 			return err // damage followed by a valid entry: not torn
 		}
 		if l.opts.Salvage {
-			if explained, err := damageReachesTail(r, s, tail, res); err != nil || explained {
+			if salvaged, err := l.salvagesEnd(r, s, tail, res); err != nil || salvaged {
 				return err // the salvage's (see above)
 			}
 		}
@@ -87,11 +96,29 @@ func (l *Log) tornRoll() error {
 	return l.dropTornTail(s, tail)
 }
 
-// damageReachesTail reports whether the damaged end of s, from res.bad to
-// the end of the file (no valid entry follows), can have held the entries
-// the tail's name counts past the whole ones: its entries bounded as a
-// salvage bounds them (boundEntries).
-func damageReachesTail(r *segReader, s, tail *segment, res scanResult) (bool, error) {
+// endsShort reports whether s, whole, ends short of the size at which the
+// log's writer sealed its segments: tidwall/wal seals a segment at the
+// entry that takes it to SegmentSize, so a roll torn at an entry boundary
+// leaves it shorter, and a whole sealed segment is not. A salvaging or
+// read-only Open without Options.SegmentSize (a tool reading a log that
+// another program wrote) does not know that size: no segment is short to
+// it, or a missing segment after it would be taken for a torn roll, and
+// the LSNs of the missing segment's entries given out again.
+func (l *Log) endsShort(s *segment) bool {
+	if l.opts.segmentSizeDefault && (l.opts.Salvage || l.opts.ReadOnly) {
+		return false
+	}
+	return s.size < l.opts.SegmentSize
+}
+
+// salvagesEnd reports whether a salvage takes the damaged end of s, from
+// res.bad to the end of the file (no valid entry follows), for damage
+// rather than a torn roll: when its entries, bounded as a salvage bounds
+// them (boundEntries), can reach the tail's name. Not when nothing in the
+// log tells its first LSN and its bytes bear the mark of a write that
+// never reached the disk (tornMark): as damage it would be refused
+// (unboundedLoss), as a torn roll it is repaired, as a plain Open does.
+func (l *Log) salvagesEnd(r *segReader, s, tail *segment, res scanResult) (bool, error) {
 	sp := scanSpec{seg: s, limit: s.size}
 	d, lone, err := skipDamage(r, sp, res.bad.off, 0, false, res.endLSN, entryHeader{}, res.bad.reason)
 	if err != nil {
@@ -99,7 +126,59 @@ func damageReachesTail(r *segReader, s, tail *segment, res scanResult) (bool, er
 	}
 	held := boundEntries([]Damage{d}, []bool{lone})
 	whole := s.firstIndex + uint64(res.entries)
-	return tail.firstIndex >= whole+uint64(held.lo) && tail.firstIndex <= whole+uint64(held.hi), nil
+	if tail.firstIndex < whole+uint64(held.lo) || tail.firstIndex > whole+uint64(held.hi) {
+		return false, nil
+	}
+	if d.FirstLSN != 0 {
+		return true, nil
+	}
+	if torn, err := tornMark(r, res.bad.off, s.size); err != nil || !torn {
+		return true, err
+	}
+	return l.boundedBefore(len(l.seg.list) - 2)
+}
+
+// tornMark reports whether the bytes of a segment from off to limit, its
+// end, bear the mark of a write that never reached the disk: zeros only,
+// or one frame that the end of the file cuts. A synced entry's bytes can
+// rot, but its file does not grow shorter or turn to zeros; a frame length
+// rotted to run past the end leaves the entry whole after it (loneEntry),
+// which tells its LSNs.
+func tornMark(r *segReader, off, limit int64) (bool, error) {
+	if zero, err := zeroFilled(r, off, limit); err != nil || zero {
+		return zero, err
+	}
+	b, err := r.bytes(off, int(min(limit-off, binary.MaxVarintLen64)), limit)
+	if err != nil {
+		return false, err
+	}
+	_, _, err = decodeFrame(b, limit-off)
+	return errors.Is(err, errShortFrame), nil
+}
+
+// boundedBefore reports whether a segment before list[i] holds a valid
+// entry or a damaged region whose LSNs are known: what a salvage bounds
+// the LSNs of later damage by (fillSalvaged). It scans them, from the
+// nearest back, until one does.
+func (l *Log) boundedBefore(i int) (bool, error) {
+	r := &segReader{}
+	for j := i - 1; j >= 0; j-- {
+		s := l.seg.list[j]
+		r.reset(s.file.f)
+		res, err := scanSegment(r, scanSpec{seg: s, limit: s.size, resync: true})
+		if err != nil {
+			return false, err
+		}
+		if res.entries > 0 {
+			return true, nil
+		}
+		for _, d := range res.damage {
+			if d.LastLSN != 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // emptyTail reports whether tail holds no entry and nothing but zeros:

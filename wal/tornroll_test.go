@@ -282,3 +282,127 @@ func dirState(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestTornRollSalvageOneEntrySegment: the log's first segment holds one
+// entry larger than SegmentSize, which made the roll, and a crash during
+// the roll tore it (cut short, or its bytes zeros) under the empty tail
+// the roll created. Nothing of it was acknowledged and no record in the
+// log tells its LSNs: a salvaging Open repairs it as a plain Open does,
+// read-only or not, and the log goes on at the LSN the torn entry had.
+func TestTornRollSalvageOneEntrySegment(t *testing.T) {
+	tears := []struct {
+		name string
+		tear func(t *testing.T, path string)
+	}{
+		{"cut short", func(t *testing.T, path string) {
+			if err := os.Truncate(path, 2500); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"zeros", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, make([]byte, 2500), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tears {
+		for _, start := range []wal.LSN{0, 5000} {
+			for _, mode := range []struct{ salvage, ro bool }{{false, false}, {true, false}, {true, true}, {false, true}} {
+				t.Run(fmt.Sprintf("%s/start=%d/salvage=%v/ro=%v", tc.name, start, mode.salvage, mode.ro), func(t *testing.T) {
+					dir := t.TempDir()
+					opts := harnessOpts
+					opts.StartLSN = start
+					l := openLog(t, dir, &opts)
+					lsn, c, err := l.Append(make([]byte, 5000))
+					if err != nil || c.Wait() != nil {
+						t.Fatalf("Append: %v", err)
+					}
+					closeLog(t, l)
+					segs := segmentFiles(t, dir)
+					if len(segs) != 2 {
+						t.Fatalf("%d segments, want 2", len(segs))
+					}
+					if err := os.Truncate(segs[1], 0); err != nil {
+						t.Fatal(err)
+					}
+					tc.tear(t, segs[0])
+					before := dirState(t, dir)
+					ropts := opts
+					ropts.Salvage, ropts.ReadOnly = mode.salvage, mode.ro
+					l, err = wal.Open(dir, &ropts)
+					if err != nil {
+						t.Fatalf("Open after a torn roll: %v", err)
+					}
+					if rep := l.Report(); rep.Torn == nil || len(rep.Salvaged) != 0 {
+						t.Errorf("Report() = %+v, want the torn entry in Torn only", rep)
+					}
+					if mode.ro {
+						closeLog(t, l)
+						if after := dirState(t, dir); after != before {
+							t.Errorf("a read-only Open changed the directory:\n%s\nnow\n%s", before, after)
+						}
+						return
+					}
+					if next := appendN(t, l, 1, 1)[0]; next != lsn {
+						t.Errorf("next LSN %d, want %d, the torn entry's, as a plain Open gives", next, lsn)
+					}
+					closeLog(t, l)
+					if _, err := os.Stat(segs[1]); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("the roll's empty tail %s is still there: %v", filepath.Base(segs[1]), err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestTornRollNotGuessedSizeUnknown: a whole sealed segment, then a
+// missing one, then the empty tail. A salvaging or read-only Open that is
+// not told SegmentSize (a tool opening a log another program wrote: the
+// default is not the writer's size) never takes the state for a torn roll
+// at an entry boundary, which would give out again the LSNs the missing
+// segment's entries had: it refuses, or resumes past them. Told the
+// writer's SegmentSize, it finds the sealed segment full: not torn.
+func TestTornRollNotGuessedSizeUnknown(t *testing.T) {
+	src, lay := pristine(t)
+	segs := segmentFiles(t, src)
+	n := len(segs)
+	var end wal.LSN // the LSN after the missing segment's entries
+	for _, e := range lay {
+		if e.seg == segs[n-2] {
+			end = e.first + wal.LSN(e.count)
+		}
+	}
+	for _, size := range []int64{harnessOpts.SegmentSize, 0} {
+		for _, ro := range []bool{false, true} {
+			t.Run(fmt.Sprintf("SegmentSize=%d/ro=%v", size, ro), func(t *testing.T) {
+				dir := t.TempDir()
+				copyDir(t, src, dir)
+				if err := os.Truncate(filepath.Join(dir, filepath.Base(segs[n-1])), 0); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(filepath.Join(dir, filepath.Base(segs[n-2]))); err != nil {
+					t.Fatal(err)
+				}
+				opts := wal.Options{SegmentSize: size, Sync: wal.SyncNever, Salvage: true, ReadOnly: ro}
+				l, err := wal.Open(dir, &opts)
+				if err != nil {
+					if !errors.Is(err, wal.ErrCorrupt) {
+						t.Fatalf("Open: %v, want ErrCorrupt or an open past the loss", err)
+					}
+					return
+				}
+				defer closeLog(t, l)
+				if torn := l.Report().Torn; torn != nil {
+					t.Errorf("Report().Torn = %v: a missing segment taken for a torn roll", torn)
+				}
+				if ro {
+					return
+				}
+				if lsn := appendN(t, l, harnessRecords, 1)[0]; lsn < end {
+					t.Errorf("next LSN %d, an LSN the missing segment's entries had (they ended before %d)", lsn, end)
+				}
+			})
+		}
+	}
+}
