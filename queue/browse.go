@@ -217,9 +217,11 @@ func (q *Queue) pendingFrom(from, first uint64, limit int) ([]MessageInfo, error
 // included, without delivering it. ErrNotFound when no live or dead
 // message has that sequence, also when it was acked or purged while Peek
 // read it and compacted out of the log, and, once a failed write poisoned
-// the log, when the enqueue of seq is one whose write failed (Peek shows
-// the log as written, as Stats counts it); ErrCorrupt (or another read
-// error) when the record that would tell cannot be read. A message that a
+// the log, when the enqueue of seq is one whose write failed and the log
+// as written can be read back (Peek shows the log as written, as Stats
+// counts it; when it cannot, Peek of such a seq answers the log's
+// error); ErrCorrupt (or another read error) when the record that would
+// tell cannot be read. A message that a
 // compaction copies forward while Peek reads it is found where the copy
 // is.
 func (q *Queue) Peek(seq uint64) (MessageInfo, error) {

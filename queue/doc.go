@@ -125,7 +125,8 @@
 //   - Browse, Peek, DeadLetters, DeadValues and Keys show the same log as
 //     written: not an enqueue (Peek of its sequence is ErrNotFound),
 //     dead-lettering, requeue, purge or publish whose write failed (when
-//     the log cannot be read back, the calls' state).
+//     the log cannot be read back, the calls' state, and a read of a
+//     record whose write failed answers the log's error).
 //
 // Close and reopen to go on.
 //
