@@ -260,7 +260,8 @@ func newID() string { return msgid.New() }
 // encStack is the room Enqueue encodes a record into on its stack;
 // fitsStack says whether an item's record surely fits in it: a payload of
 // up to stackPayload bytes and an id of up to 64 bytes, without headers,
-// leave 192 bytes for the record's other fields and framing (at most 70).
+// leave 192 bytes for the record's other fields (maxEncodedSize bounds
+// them by 121; the log frames the record when it copies it).
 // A record that does not fit would grow out of the room onto the heap, so
 // it takes a pooled buffer instead.
 const (
