@@ -145,7 +145,9 @@ func (l *Log) checkTailName(tail *segment) error {
 	switch {
 	case tail.firstIndex < lo || tail.firstIndex > hi:
 		return fmt.Errorf("%w: %s holds no valid entry and is not the segment after %s (that would be %s): "+
-			"not a file walq wrote; move it out of the log directory",
+			"segments before it are missing, or it is not a file of this log; restore the missing segments "+
+			"if you can: moving the file out lets the log open, but then the LSNs of missing segments "+
+			"(a queue's message sequence numbers) can be given out again",
 			ErrCorrupt, tail.path, filepath.Base(prev.path), indexRange(lo, hi))
 	case lo == hi:
 		return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"path/filepath"
 )
 
@@ -140,10 +141,11 @@ func (l *Log) salvagesEnd(r *segReader, s, tail *segment, res scanResult) (bool,
 
 // tornMark reports whether the bytes of a segment from off to limit, its
 // end, bear the mark of a write that never reached the disk: zeros only,
-// or one frame that the end of the file cuts. A synced entry's bytes can
-// rot, but its file does not grow shorter or turn to zeros; a frame length
-// rotted to run past the end leaves the entry whole after it (loneEntry),
-// which tells its LSNs.
+// or one frame that the end of the file cuts and that holds no whole
+// entry. A synced entry's bytes can rot, but its file does not grow
+// shorter or turn to zeros; a frame length rotted to run past the end
+// leaves the entry whole behind it, maybe with a torn entry after it
+// (wholeEntryAt), and that is damage, not a torn write.
 func tornMark(r *segReader, off, limit int64) (bool, error) {
 	if zero, err := zeroFilled(r, off, limit); err != nil || zero {
 		return zero, err
@@ -152,8 +154,47 @@ func tornMark(r *segReader, off, limit int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, _, err = decodeFrame(b, limit-off)
-	return errors.Is(err, errShortFrame), nil
+	if _, _, err = decodeFrame(b, limit-off); !errors.Is(err, errShortFrame) {
+		return false, nil
+	}
+	whole, err := wholeEntryAt(r, off, limit)
+	return !whole, err
+}
+
+// wholeEntryAt reports whether a whole valid entry starts after a frame
+// length of any width at off, its end found from its count and its
+// records' framing rather than from the frame length, which may have
+// rotted.
+func wholeEntryAt(r *segReader, off, limit int64) (bool, error) {
+	b, err := r.bytes(off, int(limit-off), limit)
+	if err != nil {
+		return false, err
+	}
+	for k := 1; k <= binary.MaxVarintLen64 && k+headerSize <= len(b); k++ {
+		e := b[k:]
+		h, err := peekHeader(e)
+		if err != nil {
+			continue
+		}
+		n, ok := entryLen(e, h.count)
+		if ok && binary.LittleEndian.Uint32(e) == crc32.Checksum(e[offVersion:n], castagnoli) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// entryLen returns the length of the entry at the start of e that holds
+// count framed records, and whether they fit in e.
+func entryLen(e []byte, count uint32) (int, bool) {
+	body := e[headerSize:]
+	for i := uint32(0); i < count; i++ {
+		var err error
+		if _, body, err = nextRecord(body); err != nil {
+			return 0, false
+		}
+	}
+	return len(e) - len(body), true
 }
 
 // boundedBefore reports whether a segment before list[i] holds a valid
