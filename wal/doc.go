@@ -149,9 +149,11 @@
 // repairs the roll as a plain Open does. It repairs it too, rather than
 // refuse it as damage nothing bounds, when nothing tells the end's first
 // LSN and its bytes bear the mark of a write that never reached the disk:
-// zeros only, or one frame the end of the file cuts (a synced entry's
-// file does not grow shorter; a rotted frame length leaves the entry
-// whole after it, which tells its LSNs).
+// zeros only, or one frame the end of the file cuts behind which no
+// whole entry lies (a synced entry's file does not grow shorter; a frame
+// length rotted to run past the end leaves the entry whole behind it,
+// found from its count and its records' framing and CRC checked, and
+// that end is damage, refused when nothing bounds its LSNs).
 //
 // # Sync modes and what a crash can lose
 //

@@ -44,8 +44,10 @@ import (
 // a torn one was not, and the bytes cannot tell which. Unless nothing in
 // the log tells the LSNs of that end (no record or known region before
 // it) and it bears the mark of a write that never reached the disk
-// (zeros, or one frame the end of the file cuts, which a synced entry's
-// bit rot does not make): as damage a salvage would refuse it, so it is
+// (zeros, or one frame the end of the file cuts with no whole entry
+// behind it: a synced entry's bit rot can make its frame length run past
+// the end, but the entry stays whole behind it): as damage a salvage
+// would refuse it, so it is
 // repaired as a plain Open repairs it. (A writer's roll
 // seen by a read-only Open beside it is never torn: tidwall/wal writes the
 // sealed segment's last entry before it creates the next file.)
