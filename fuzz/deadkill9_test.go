@@ -607,23 +607,24 @@ func (c *deadChild) allDead(purge bool) {
 	for i, dl := range dls {
 		toks[i] = dl.ID
 	}
+	c.takeAllDead(toks, purge, c.q.PurgeAllDead, c.q.RequeueAllDead)
+}
+
+// takeAllDead purges (purge) or requeues every dead letter or value,
+// toks as listed, reporting them before and after the call, which must
+// take all of them.
+func (c *deadChild) takeAllDead(toks []string, purge bool, purgeAll, requeueAll func() (int, error)) {
+	name, call, before, after := "RequeueAllDead", requeueAll, byte('q'), byte('Q')
 	if purge {
-		c.rep.line('u', toks...)
-		n, err := c.q.PurgeAllDead()
-		if err != nil || n != len(toks) {
-			c.rep.failf("PurgeAllDead = %d, %v; %d listed", n, err, len(toks))
-			return
-		}
-		c.rep.line('U', toks...)
-		return
+		name, call, before, after = "PurgeAllDead", purgeAll, 'u', 'U'
 	}
-	c.rep.line('q', toks...)
-	n, err := c.q.RequeueAllDead()
+	c.rep.line(before, toks...)
+	n, err := call()
 	if err != nil || n != len(toks) {
-		c.rep.failf("RequeueAllDead = %d, %v; %d listed", n, err, len(toks))
+		c.rep.failf("%s = %d, %v; %d listed", name, n, err, len(toks))
 		return
 	}
-	c.rep.line('Q', toks...)
+	c.rep.line(after, toks...)
 }
 
 func (c *deadChild) publish() {
@@ -772,21 +773,5 @@ func (c *deadChild) allDeadValues(purge bool) {
 	for i, dv := range dvs {
 		toks[i] = tokenOf(dv.Payload)
 	}
-	if purge {
-		c.rep.line('u', toks...)
-		n, err := c.w.PurgeAllDead()
-		if err != nil || n != len(toks) {
-			c.rep.failf("PurgeAllDead = %d, %v; %d listed", n, err, len(toks))
-			return
-		}
-		c.rep.line('U', toks...)
-		return
-	}
-	c.rep.line('q', toks...)
-	n, err := c.w.RequeueAllDead()
-	if err != nil || n != len(toks) {
-		c.rep.failf("RequeueAllDead = %d, %v; %d listed", n, err, len(toks))
-		return
-	}
-	c.rep.line('Q', toks...)
+	c.takeAllDead(toks, purge, c.w.PurgeAllDead, c.w.RequeueAllDead)
 }
