@@ -7,9 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -119,48 +117,12 @@ func checkFrontLossDrain(t *testing.T, d drained, r queue.Recovery, older uint64
 // ones (id-P0…), whose records lie in the log's front segments; round 2
 // enqueued 80 more (id-B0…), over several segments.
 func frontLossImage(t *testing.T) map[string][]byte {
-	dir := scratchDir(t)
-	o := queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, ManualRequeue: true, AckTimeout: time.Hour,
-		DedupWindow: 24 * time.Hour}
-	testhook.SetManualCompaction(&o)
-	var held map[string][]byte
-	armed := false
-	testhook.SetSnapshotStep(&o, func(step string) {
-		if step == "dir-synced" && armed && held == nil {
-			var err error
-			if held, err = readDir(dir); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	q := mustOpen(t, dir, &o)
-	defer q.Close()
-	for i := range 60 {
-		mustEnqueue(t, q, payload(fmt.Sprintf("A%d", i), 100), queue.WithID(fmt.Sprintf("id-A%d", i)))
-		m, err := q.TryDequeue()
-		if err != nil {
+	return secondCompactImage(t, func(q *queue.Queue) {
+		ackedIDs(t, q, "A", 60)
+		enqueueIDs(t, q, "L", 1)
+		if _, err := q.TryDequeue(); err != nil { // leased through the repair: a delivery the snapshot holds
 			t.Fatal(err)
 		}
-		if err := m.Ack(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mustEnqueue(t, q, payload("L0", 100), queue.WithID("id-L0"))
-	if _, err := q.TryDequeue(); err != nil { // leased through the repair: a delivery the snapshot holds
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		mustEnqueue(t, q, payload(fmt.Sprintf("P%d", i), 100), queue.WithID(fmt.Sprintf("id-P%d", i)))
-	}
-	if err := q.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 80 {
-		mustEnqueue(t, q, payload(fmt.Sprintf("B%d", i), 100), queue.WithID(fmt.Sprintf("id-B%d", i)))
-	}
-	armed = true
-	if err := q.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	return held
+		enqueueIDs(t, q, "P", 5)
+	}, func(q *queue.Queue) { enqueueIDs(t, q, "B", 80) })
 }

@@ -60,6 +60,15 @@ func TestSalvageFallsBackToOlderSnapshot(t *testing.T) {
 // second Compact had both snapshots on disk: the older one holds 60 acked
 // ids (id-A0..), the log after it 10 messages with ids id-B0...
 func twoSnapshotImage(t *testing.T) map[string][]byte {
+	return secondCompactImage(t, func(q *queue.Queue) { ackedIDs(t, q, "A", 60) },
+		func(q *queue.Queue) { enqueueIDs(t, q, "B", 10) })
+}
+
+// secondCompactImage returns the image of a queue directory taken while
+// its second Compact had both snapshots on disk (the newer one synced into
+// the directory, the older not yet removed): round1 runs before the first
+// Compact, round2 between the two.
+func secondCompactImage(t *testing.T, round1, round2 func(*queue.Queue)) map[string][]byte {
 	dir := scratchDir(t)
 	o := queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, ManualRequeue: true, AckTimeout: time.Hour,
 		DedupWindow: 24 * time.Hour}
@@ -76,8 +85,27 @@ func twoSnapshotImage(t *testing.T) map[string][]byte {
 	})
 	q := mustOpen(t, dir, &o)
 	defer q.Close()
-	for i := range 60 {
-		mustEnqueue(t, q, payload(fmt.Sprintf("A%d", i), 100), queue.WithID(fmt.Sprintf("id-A%d", i)))
+	round1(q)
+	if err := q.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	round2(q)
+	armed = true
+	if err := q.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if held == nil {
+		t.Fatal("the second Compact never had both snapshots on disk")
+	}
+	return held
+}
+
+// ackedIDs enqueues n messages with ids id-<prefix>0… (payload tokens
+// <prefix>0…) and takes each through a dequeue and an ack.
+func ackedIDs(t *testing.T, q *queue.Queue, prefix string, n int) {
+	for i := range n {
+		tok := fmt.Sprintf("%s%d", prefix, i)
+		mustEnqueue(t, q, payload(tok, 100), queue.WithID("id-"+tok))
 		m, err := q.TryDequeue()
 		if err != nil {
 			t.Fatal(err)
@@ -86,17 +114,15 @@ func twoSnapshotImage(t *testing.T) map[string][]byte {
 			t.Fatal(err)
 		}
 	}
-	if err := q.Compact(); err != nil {
-		t.Fatal(err)
+}
+
+// enqueueIDs enqueues n messages with ids id-<prefix>0… (payload tokens
+// <prefix>0…).
+func enqueueIDs(t *testing.T, q *queue.Queue, prefix string, n int) {
+	for i := range n {
+		tok := fmt.Sprintf("%s%d", prefix, i)
+		mustEnqueue(t, q, payload(tok, 100), queue.WithID("id-"+tok))
 	}
-	for i := range 10 {
-		mustEnqueue(t, q, payload(fmt.Sprintf("B%d", i), 100), queue.WithID(fmt.Sprintf("id-B%d", i)))
-	}
-	armed = true
-	if err := q.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	return held
 }
 
 // checkFallBack checks that rec rebuilt from the older of snaps and set
