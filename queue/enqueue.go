@@ -45,16 +45,17 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		return "", err
 	}
 	// EnqueueBatch for one item, without its slices: the record lives on
-	// the stack and is encoded into a buffer on the stack too when it
-	// fits there, else into a pooled one (the log copies it).
+	// the stack; a small one is encoded under q.mu into the queue's own
+	// buffer, as every other record is, a larger one before, into a
+	// pooled buffer (the log copies it).
 	var r record
-	stack := len(payload) <= stackPayload // fitsStack of an item without options
+	small := len(payload) <= smallPayload // isSmall of an item without options
 	if len(opts) > 0 {
 		it := withOptions(payload, opts)
 		if err := q.prepare(&it, q.now(), &r); err != nil {
 			return "", fmt.Errorf("item 0: %w", err)
 		}
-		stack = fitsStack(&it)
+		small = isSmall(&it)
 	} else {
 		// prepare's record for a bare payload, built here: on this
 		// frame its stores need no write barrier.
@@ -65,9 +66,8 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	}
 	var c *wal.Commit
 	var err error
-	if stack {
-		var room [encStack]byte
-		c, err = q.enqueueOne(&r, encodeRecord(room[:0], &r))
+	if small {
+		c, err = q.enqueueOne(&r, nil)
 	} else {
 		buf := q.encBufs.get()
 		*buf = encodeRecord(*buf, &r)
@@ -187,10 +187,14 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 	return q.appendAllLocked(recs, encs)
 }
 
-// enqueueOne is enqueueLocked for one record, without its loops.
+// enqueueOne is enqueueLocked for one record, without its loops. enc nil
+// has the record encoded under q.mu (appendOfLocked), which only a small
+// one is (isSmall): its size check cannot fail.
 func (q *Queue) enqueueOne(r *record, enc []byte) (*wal.Commit, error) {
-	if err := q.checkRecordSize(enc); err != nil {
-		return nil, err
+	if enc != nil {
+		if err := q.checkRecordSize(enc); err != nil {
+			return nil, err
+		}
 	}
 	q.mu.Lock()
 	c, err := q.enqueueOneLocked(r, enc)
@@ -311,20 +315,17 @@ func (q *Queue) expireDedupLocked(now int64) {
 // Redis backend).
 func newID() string { return msgid.New() }
 
-// encStack is the room Enqueue encodes a record into on its stack;
-// fitsStack says whether an item's record surely fits in it: a payload of
-// up to stackPayload bytes and an id of up to 64 bytes, without headers,
-// leave 192 bytes for the record's other fields (maxEncodedSize bounds
-// them by 121; the log frames the record when it copies it).
-// A record that does not fit would grow out of the room onto the heap, so
-// it takes a pooled buffer instead.
-const (
-	encStack     = 512
-	stackPayload = 256
-)
+// smallPayload bounds the records Enqueue encodes under q.mu, into the
+// queue's own buffer (q.mu.enc), as appendOfLocked encodes every other
+// record: isSmall says whether an item's is one, with a payload of up to
+// smallPayload bytes and an id of up to 64 bytes, without headers (at
+// most about 450 bytes: maxEncodedSize bounds its other fields by 121), so
+// that q.mu is held for a short encode only. A larger record is encoded
+// before q.mu is taken, into a pooled buffer (encBufs).
+const smallPayload = 256
 
-func fitsStack(it *Item) bool {
-	return len(it.Payload) <= stackPayload && len(it.Headers) == 0 && len(it.ID) <= 64
+func isSmall(it *Item) bool {
+	return len(it.Payload) <= smallPayload && len(it.Headers) == 0 && len(it.ID) <= 64
 }
 
 // encBufs keeps encoding buffers for records encoded outside q.mu.
