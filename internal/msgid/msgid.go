@@ -8,64 +8,21 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
-	"sync/atomic"
-	"unsafe"
 )
 
-// Len is the length of an id: a UUID's text form.
-const Len = 36
-
 // New returns a random version-4 UUID.
-//
-// Its bytes are carved out of a slab shared by slabIDs ids (one
-// allocation per slab rather than per id; an id is made per enqueue): an
-// id kept keeps its slab, slabIDs × Len bytes, alive, as the ids of a
-// queue's pending messages, made together and settled in about the same
-// order, do together.
-func New() string {
-	for {
-		s := current.Load()
-		if s != nil {
-			if i := int(s.next.Add(1)) - 1; i < slabIDs {
-				b := &s.buf[i]
-				put(b, rand.Uint64(), rand.Uint64())
-				return unsafe.String(&b[0], Len)
-			}
-		}
-		current.CompareAndSwap(s, new(slab)) // a loser's slab is dropped
-	}
-}
+func New() string { return format(rand.Uint64(), rand.Uint64()) }
 
-// slab is the room of slabIDs ids; next counts the ids handed out,
-// beyond slabIDs once it is full. Each id's bytes are written once, by
-// the New that took them, before they become its string.
-type slab struct {
-	next atomic.Int32
-	buf  [slabIDs][Len]byte
-}
-
-// slabIDs is how many ids share a slab.
-const slabIDs = 16
-
-// current is the slab New takes ids from; nil until the first id.
-var current atomic.Pointer[slab]
-
-// format returns the text form of the UUID that put writes for a and c.
+// format returns the text form of the UUID whose bytes 0-7 are a's and
+// 8-15 are c's, least significant byte first, with the version (4) and
+// variant (10) bits set. An id is made per enqueue: the digits are made
+// eight at a time (hex8) rather than by encoding/hex's loop, which cost
+// more than the random numbers.
 func format(a, c uint64) string {
-	var s [Len]byte
-	put(&s, a, c)
-	return string(s[:])
-}
-
-// put writes the text form of the UUID whose bytes 0-7 are a's and 8-15
-// are c's, least significant byte first, with the version (4) and
-// variant (10) bits set. The digits are made eight at a time (hex8)
-// rather than by encoding/hex's loop, which cost more than the random
-// numbers.
-func put(s *[Len]byte, a, c uint64) {
 	a = a&^(0xf0<<48) | 0x40<<48                          // byte 6: version 4 in its high nibble
 	c = c&^0xc0 | 0x80                                    // byte 8: variant 10 in its top bits
 	a, c = bits.ReverseBytes64(a), bits.ReverseBytes64(c) // byte 0 first
+	var s [36]byte
 	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
 	le := binary.LittleEndian
 	le.PutUint64(s[0:], hex8(uint32(a>>32)))
@@ -76,6 +33,7 @@ func put(s *[Len]byte, a, c uint64) {
 	le.PutUint32(s[19:], uint32(w))
 	le.PutUint32(s[24:], uint32(w>>32))
 	le.PutUint64(s[28:], hex8(uint32(c)))
+	return string(s[:])
 }
 
 // hex8 returns the eight lower-case hex digits of x, most significant

@@ -4,8 +4,6 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"regexp"
-	"strings"
-	"sync"
 	"testing"
 )
 
@@ -62,49 +60,6 @@ func TestFormat(t *testing.T) {
 		a, c := r.Uint64(), r.Uint64()
 		if got, want := format(a, c), reference(a, c); got != want {
 			t.Fatalf("seed %d: format(%#x, %#x) = %q, want %q", seed, a, c, got, want)
-		}
-	}
-}
-
-// TestNewConcurrent makes ids from many goroutines at once, so that they
-// share slabs and race for new ones: every id is a distinct version-4
-// UUID, and none changes afterwards (no id's bytes are handed out twice).
-func TestNewConcurrent(t *testing.T) {
-	const goroutines, each = 8, 5 * slabIDs
-	ids := make([][]string, goroutines)
-	var wg sync.WaitGroup
-	for g := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				ids[g] = append(ids[g], New())
-			}
-		}()
-	}
-	wg.Wait()
-	seen := make(map[string]bool)
-	copies := make([][]string, goroutines) // each id's bytes, copied as first seen
-	for g, list := range ids {
-		for _, id := range list {
-			if !v4.MatchString(id) {
-				t.Fatalf("New() = %q: not a version-4 UUID", id)
-			}
-			if seen[id] {
-				t.Fatalf("New() repeated %q", id)
-			}
-			seen[id] = true
-			copies[g] = append(copies[g], strings.Clone(id))
-		}
-	}
-	for range 3 * slabIDs {
-		New()
-	}
-	for g, list := range ids {
-		for i, id := range list {
-			if id != copies[g][i] {
-				t.Fatalf("an id changed after it was returned: %q, was %q", id, copies[g][i])
-			}
 		}
 	}
 }
