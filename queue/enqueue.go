@@ -41,31 +41,37 @@ func WithDeliverAt(t time.Time) EnqueueOption { return func(it *Item) { it.Deliv
 // Enqueue adds a message and returns its id. Under SyncAlways it returns
 // after the message is durable.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
-	it := Item{Payload: payload}
-	if len(opts) > 0 {
-		it = withOptions(payload, opts)
-	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	// EnqueueBatch for one item, without its slices: the record lives on
-	// the stack and is encoded into a buffer on the stack too when it
-	// fits there, else into a pooled one (the log copies it).
-	var recs [1]record
-	if err := q.prepare(&it, q.now(), &recs[0]); err != nil {
-		return "", fmt.Errorf("item 0: %w", err)
+	// the stack; a small one is encoded under q.mu into the queue's own
+	// buffer, as every other record is, a larger one before, into a
+	// pooled buffer (the log copies it).
+	var r record
+	small := len(payload) <= smallPayload // isSmall of an item without options
+	if len(opts) > 0 {
+		it := withOptions(payload, opts)
+		if err := q.prepare(&it, q.now(), &r); err != nil {
+			return "", fmt.Errorf("item 0: %w", err)
+		}
+		small = isSmall(&it)
+	} else {
+		// prepare's record for a bare payload, built here: on this
+		// frame its stores need no write barrier.
+		if err := q.checkPayload(payload); err != nil {
+			return "", fmt.Errorf("item 0: %w", err)
+		}
+		r = record{Op: opEnqueue, At: q.now(), ID: newID(), Payload: payload}
 	}
 	var c *wal.Commit
 	var err error
-	if fitsStack(&it) {
-		var stack [encStack]byte
-		encs := [1][]byte{encodeRecord(stack[:0], &recs[0])}
-		c, err = q.enqueueLocked(recs[:], encs[:])
+	if small {
+		c, err = q.enqueueOne(&r, nil)
 	} else {
 		buf := q.encBufs.get()
-		encs := [1][]byte{encodeRecord(*buf, &recs[0])}
-		c, err = q.enqueueLocked(recs[:], encs[:])
-		*buf = encs[0]
+		*buf = encodeRecord(*buf, &r)
+		c, err = q.enqueueOne(&r, *buf)
 		q.encBufs.put(buf)
 	}
 	if err != nil {
@@ -74,7 +80,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if err := q.waitReady(c); err != nil {
 		return "", err
 	}
-	return recs[0].ID, nil
+	return r.ID, nil
 }
 
 // withOptions returns the item the options make of payload. (Apart from
@@ -125,8 +131,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error
 
 // prepare checks an item and fills its enqueue record.
 func (q *Queue) prepare(it *Item, now int64, r *record) error {
-	if len(it.Payload) > q.opts.MaxMessageSize {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(it.Payload), q.opts.MaxMessageSize)
+	if err := q.checkPayload(it.Payload); err != nil {
+		return err
 	}
 	*r = record{Op: opEnqueue, ID: it.ID, At: now, Headers: it.Headers, Payload: it.Payload}
 	if it.ID != "" {
@@ -147,9 +153,24 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 	return nil
 }
 
+// checkPayload refuses a payload longer than Options.MaxMessageSize.
+func (q *Queue) checkPayload(p []byte) error {
+	if len(p) > q.opts.MaxMessageSize { // apart from the error, so that the check inlines
+		return q.payloadTooLarge(p)
+	}
+	return nil
+}
+
+func (q *Queue) payloadTooLarge(p []byte) error {
+	return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), q.opts.MaxMessageSize)
+}
+
 // enqueueLocked appends the enqueue records after checking their ids, and
 // returns the commit of the last.
 func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error) {
+	if len(recs) == 1 {
+		return q.enqueueOne(&recs[0], encs[0])
+	}
 	for _, enc := range encs {
 		if err := q.checkRecordSize(enc); err != nil {
 			return nil, err
@@ -163,10 +184,36 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 	if err := q.checkIDsLocked(recs); err != nil {
 		return nil, err
 	}
-	if len(recs) == 1 {
-		return q.appendLocked(&recs[0], encs[0])
-	}
 	return q.appendAllLocked(recs, encs)
+}
+
+// enqueueOne is enqueueLocked for one record, without its loops. enc nil
+// has the record encoded under q.mu (appendOfLocked), which only a small
+// one is (isSmall): its size check cannot fail.
+func (q *Queue) enqueueOne(r *record, enc []byte) (*wal.Commit, error) {
+	if enc != nil {
+		if err := q.checkRecordSize(enc); err != nil {
+			return nil, err
+		}
+	}
+	q.mu.Lock()
+	c, err := q.enqueueOneLocked(r, enc)
+	q.mu.Unlock()
+	return c, err
+}
+
+// enqueueOneLocked is enqueueOne's work under q.mu (apart, so that the
+// lock is released without a defer; nothing in it panics but a broken
+// invariant).
+func (q *Queue) enqueueOneLocked(r *record, enc []byte) (*wal.Commit, error) {
+	if q.mu.closed {
+		return nil, ErrClosed
+	}
+	q.expireDedupLocked(r.At) // at every enqueue, as checkIDsLocked does
+	if err := q.checkProducerIDLocked(r); err != nil {
+		return nil, err
+	}
+	return q.appendLocked(r, enc)
 }
 
 // appendAllLocked appends the enqueue records of a batch, encoded as encs,
@@ -199,10 +246,15 @@ const maxLogRecord = 1 << 30
 // record but a copy forward, which may be a few bytes longer than the
 // record it copies (the log itself takes up to maxLogRecord).
 func (q *Queue) checkRecordSize(enc []byte) error {
-	if limit := q.opts.MaxMessageSize + 1<<20; len(enc) > limit {
-		return fmt.Errorf("%w: %w: a record of %d bytes with its headers, id, key or reason, limit %d", ErrTooLarge, wal.ErrTooLarge, len(enc), limit)
+	if len(enc) > q.opts.MaxMessageSize+1<<20 { // apart from the error, so that the check inlines
+		return q.recordTooLarge(enc)
 	}
 	return nil
+}
+
+func (q *Queue) recordTooLarge(enc []byte) error {
+	limit := q.opts.MaxMessageSize + 1<<20
+	return fmt.Errorf("%w: %w: a record of %d bytes with its headers, id, key or reason, limit %d", ErrTooLarge, wal.ErrTooLarge, len(enc), limit)
 }
 
 // checkIDsLocked refuses producer-given ids already in use, in the dedup
@@ -234,7 +286,13 @@ func (q *Queue) checkIDLocked(r *record) error {
 		return nil
 	}
 	q.expireDedupLocked(r.At)
-	if q.mu.st.dedup.Has(r.ID) {
+	return q.checkProducerIDLocked(r)
+}
+
+// checkProducerIDLocked refuses r's producer-given id if it is in use or
+// in the dedup window (which the caller expired at r.At first).
+func (q *Queue) checkProducerIDLocked(r *record) error {
+	if r.Flags&flagProducerID != 0 && q.mu.st.dedup.Has(r.ID) {
 		return fmt.Errorf("%w: %q", ErrDuplicate, r.ID)
 	}
 	return nil
@@ -257,20 +315,17 @@ func (q *Queue) expireDedupLocked(now int64) {
 // Redis backend).
 func newID() string { return msgid.New() }
 
-// encStack is the room Enqueue encodes a record into on its stack;
-// fitsStack says whether an item's record surely fits in it: a payload of
-// up to stackPayload bytes and an id of up to 64 bytes, without headers,
-// leave 192 bytes for the record's other fields (maxEncodedSize bounds
-// them by 121; the log frames the record when it copies it).
-// A record that does not fit would grow out of the room onto the heap, so
-// it takes a pooled buffer instead.
-const (
-	encStack     = 512
-	stackPayload = 256
-)
+// smallPayload bounds the records Enqueue encodes under q.mu, into the
+// queue's own buffer (q.mu.enc), as appendOfLocked encodes every other
+// record: isSmall says whether an item's is one, with a payload of up to
+// smallPayload bytes and an id of up to 64 bytes, without headers (at
+// most about 450 bytes: maxEncodedSize bounds its other fields by 121), so
+// that q.mu is held for a short encode only. A larger record is encoded
+// before q.mu is taken, into a pooled buffer (encBufs).
+const smallPayload = 256
 
-func fitsStack(it *Item) bool {
-	return len(it.Payload) <= stackPayload && len(it.Headers) == 0 && len(it.ID) <= 64
+func isSmall(it *Item) bool {
+	return len(it.Payload) <= smallPayload && len(it.Headers) == 0 && len(it.ID) <= 64
 }
 
 // encBufs keeps encoding buffers for records encoded outside q.mu.

@@ -180,6 +180,9 @@ func encodeRecord(dst []byte, r *record) []byte {
 // per number, five per length.
 func maxEncodedSize(r *record) int {
 	n := 1 + 10*9 + 6*5 + len(r.ID) + len(r.Reason) + len(r.Payload) + len(r.Key) + len(r.Sort)
+	if len(r.Headers) == 0 { // a range over no map still starts an iterator
+		return n
+	}
 	for k, v := range r.Headers {
 		n += 10 + len(k) + len(v)
 	}
@@ -217,8 +220,16 @@ func appendUint(dst []byte, n uint64) []byte {
 }
 
 // appendInt appends n as appendUint does when n >= 0, else as a negative
-// fixint or int8/16/32/64.
+// fixint or int8/16/32/64. (A positive fixint, such as the zero of a time
+// not set, is appended inline; the rest in appendIntWide.)
 func appendInt(dst []byte, n int64) []byte {
+	if uint64(n) <= math.MaxInt8 {
+		return append(dst, byte(n))
+	}
+	return appendIntWide(dst, n)
+}
+
+func appendIntWide(dst []byte, n int64) []byte {
 	switch {
 	case n >= 0:
 		return appendUint(dst, uint64(n))
@@ -264,10 +275,16 @@ func appendBytes(dst, b []byte) []byte {
 	return append(appendLen(dst, len(b), 0, 0, mpBin8), b...)
 }
 
+// appendHeaders appends h; a nil map (most records) inline, the rest by
+// appendHeaderMap.
 func appendHeaders(dst []byte, h map[string]string) []byte {
 	if h == nil {
 		return append(dst, mpNil)
 	}
+	return appendHeaderMap(dst, h)
+}
+
+func appendHeaderMap(dst []byte, h map[string]string) []byte {
 	dst = appendLen(dst, len(h), mpFixMap, 16, 0)
 	for k, v := range h {
 		dst = appendString(appendString(dst, k), v)

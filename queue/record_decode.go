@@ -93,11 +93,12 @@ func (d *encodedReader) bigEndian(n int) uint64 {
 	return 0
 }
 
-// uint reads a positive fixint or uint8/16/32/64 no larger than max. A
-// fixint (most fields of most records: an op, a zero) is read inline;
-// anything else by uintSlow.
+// uint reads a positive fixint or uint8/16/32/64 no larger than max,
+// which is at least 0x7f (every field's is). A fixint (most fields of
+// most records: an op, a zero) is read by the first test; anything else
+// by uintSlow.
 func (d *encodedReader) uint(max uint64) uint64 {
-	if at := d.at; uint(at) < uint(len(d.b)) && d.b[at] <= 0x7f && uint64(d.b[at]) <= max {
+	if at := d.at; at < len(d.b) && d.b[at] <= 0x7f { // at most max
 		d.at++
 		return uint64(d.b[at])
 	}
@@ -124,8 +125,25 @@ func (d *encodedReader) uintSlow(max uint64) uint64 {
 	return v
 }
 
-// int reads what uint reads, or a negative fixint or int8/16/32/64.
+// int reads what uint reads, or a negative fixint or int8/16/32/64. A
+// positive fixint (a time not set) and a uint64 (a time) are read by the
+// first tests, anything else by intSlow.
 func (d *encodedReader) int() int64 {
+	if at := d.at; uint(at) < uint(len(d.b)) {
+		switch c := d.b[at]; {
+		case c <= 0x7f:
+			d.at = at + 1
+			return int64(c)
+		case c == mpUint8+3 && len(d.b)-at >= 9:
+			d.at = at + 9
+			return int64(binary.BigEndian.Uint64(d.b[at+1:]))
+		}
+	}
+	return d.intSlow()
+}
+
+// intSlow is int for any form.
+func (d *encodedReader) intSlow() int64 {
 	if !d.ok || d.left() == 0 {
 		d.fail()
 		return 0
