@@ -461,7 +461,7 @@ func (w *fpWorkload) retry() error {
 // mustRefuse reports whether an enqueue with m's producer id must fail
 // with ErrDuplicate at now under window: m is live whatever the calls
 // whose outcome is open did, or was acked (or purged) within the window
-// and no open forgot it since.
+// (at most window ago) and no open forgot it since.
 func (w *fpWorkload) mustRefuse(m *fpMsg, now time.Time, window time.Duration) bool {
 	for _, s := range append([]fpState{m.cur}, m.alts...) {
 		if s.kind == fpAbsent {
@@ -471,7 +471,7 @@ func (w *fpWorkload) mustRefuse(m *fpMsg, now time.Time, window time.Duration) b
 	if m.cur.kind != fpGone {
 		return true
 	}
-	return !m.forgot && window > 0 && now.Sub(m.ackedAt) < window
+	return !m.forgot && window > 0 && now.Sub(m.ackedAt) <= window
 }
 
 // mustAccept reports whether an enqueue with m's producer id must succeed
@@ -732,12 +732,14 @@ func (w *fpWorkload) advance(d time.Duration) {
 	w.forget()
 }
 
-// forget marks the acked ids the open's window no longer keeps: the queue
-// may have forgotten them.
+// forget marks the acked ids the open's window no longer keeps: acked
+// more than the window ago (an id acked exactly the window ago is still
+// within it), or any with no window. The open forgot them: a retry is
+// accepted, and its next snapshot keeps the forget.
 func (w *fpWorkload) forget() {
 	now := w.clock.Now()
 	for _, m := range w.msgs {
-		if m.cur.kind == fpGone && !m.ackedAt.IsZero() && (w.window == 0 || now.Sub(m.ackedAt) >= w.window) {
+		if m.cur.kind == fpGone && !m.ackedAt.IsZero() && (w.window == 0 || now.Sub(m.ackedAt) > w.window) {
 			m.forgot = true
 		}
 	}

@@ -108,6 +108,7 @@ func (q *Queue) takeSnapshot() error {
 		// enqueued again, LSNs that the truncation removed.
 		st.cursor = max(st.cursor, st.last+1)
 	}
+	q.expireDedupLocked(q.now()) // what the window forgot by now is kept by this snapshot
 	f := q.mu.st.freeze()
 	low := q.lowWaterLocked()
 	unchanged := f.last == q.mu.snapLSN && !q.mu.forgot

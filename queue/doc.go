@@ -47,10 +47,13 @@
 // producer-given id (WithID) that is already live, or was acked within
 // DedupWindow, fails with ErrDuplicate, so a producer that retries after
 // an error enqueues once. The window is the open's own: an open with a
-// shorter one forgets the ids whose window has passed, and an open
-// without one forgets every acked id as it opens and each id as it is
-// acked. What an open forgot is kept by its next snapshot (Close or
-// compaction): a later open with a longer window does not bring it back.
+// shorter one forgets the ids whose window has passed (an id acked
+// exactly DedupWindow ago is still within it), and an open without one
+// forgets every acked id as it opens and each id as it is acked. What an
+// open forgot is kept by its next snapshot (Close or compaction), which
+// leaves out every id whose window has passed as it is taken, whether or
+// not an enqueue looked since: a later open with a longer window does not
+// bring it back.
 // After a crash the next open rebuilds the ids from the newest snapshot
 // and the log after it, and applies its own window from each ack's time,
 // so it refuses an id acked within its window that the crashed open had

@@ -304,10 +304,14 @@ func (q *Queue) checkProducerIDLocked(r *record) error {
 // read it again under the lock. Its time is at most the lock's wait
 // older than a reading here, so an id is forgotten no sooner than its
 // window allows. An open without a window keeps no acked id: it forgot
-// them at Open (recoverer.Install), and its acks forget theirs.
+// them at Open (recoverer.Install), and its acks forget theirs. A
+// snapshot calls it too (takeSnapshot), and what it forgets marks the
+// next snapshot due though no record was appended, so that the forget is
+// kept (by a Close or a compaction).
 func (q *Queue) expireDedupLocked(now int64) {
-	if q.opts.DedupWindow > 0 && q.mu.st.dedup.Kept() > 0 {
-		q.mu.st.dedup.Expire(now - int64(q.opts.DedupWindow))
+	if q.opts.DedupWindow > 0 && q.mu.st.dedup.Kept() > 0 &&
+		q.mu.st.dedup.Expire(now-int64(q.opts.DedupWindow)) > 0 {
+		q.mu.forgot = true
 	}
 }
 

@@ -33,7 +33,7 @@ type Queue struct {
 		sinceSnap  int64         // log bytes appended since the last snapshot
 		snapLSN    uint64        // LSN of the last snapshot
 		snapAt     time.Time     // when it was taken
-		forgot     bool          // Open forgot acked ids the last snapshot keeps: the next is written though no record was appended
+		forgot     bool          // acked ids were forgotten (at Open, or as the window passed) that the last snapshot keeps: the next is written though no record was appended
 		armed      int64         // lease deadline the housekeeper sleeps until (unix ns); 0 when none
 		sleepUntil int64         // earliest time a blocked call sleeps until (unix ns, sleepers.go); 0 when none
 		async      inflight      // asynchronous calls not yet complete (async.go)
