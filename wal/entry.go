@@ -55,6 +55,17 @@ const (
 	errLSNOutOfLine formatError = "LSN discontinuity"
 )
 
+// versionErrors holds, for each version byte, the reason an entry with
+// it is rejected (a formatError), made and boxed once: the repair's
+// searches try a header at every byte offset of a damaged region, most of
+// them with a wrong version.
+var versionErrors = func() (errs [256]error) {
+	for v := range errs {
+		errs[v] = formatError(fmt.Sprintf("unsupported version %d", v))
+	}
+	return errs
+}()
+
 // newEntry returns an empty entry in dst's storage with room for the header.
 func newEntry(dst []byte) []byte {
 	return append(dst[:0], make([]byte, headerSize)...)
@@ -95,7 +106,7 @@ func peekHeader(e []byte) (entryHeader, error) {
 		return entryHeader{}, errShortEntry
 	}
 	if v := e[offVersion]; v != entryVersion {
-		return entryHeader{}, formatError(fmt.Sprintf("unsupported version %d", v))
+		return entryHeader{}, versionErrors[v]
 	}
 	h := entryHeader{
 		first: binary.LittleEndian.Uint64(e[offFirstLSN:]),

@@ -240,7 +240,14 @@ func zeroFilled(r *segReader, off, end int64) (bool, error) {
 	return true, nil
 }
 
+// isFormatError reports whether err is, or wraps, a formatError. The
+// repair's searches ask it at every byte offset of a damaged region, so
+// the unwrapped error, the usual one there, is told by a type assertion
+// before errors.As.
 func isFormatError(err error) bool {
+	if _, ok := err.(formatError); ok {
+		return true
+	}
 	var fe formatError
-	return errors.As(err, &fe)
+	return err != nil && errors.As(err, &fe)
 }
