@@ -112,25 +112,39 @@ func (q *Queue) takeSnapshot() error {
 	f := q.mu.st.freeze()
 	low := q.lowWaterLocked()
 	unchanged := f.last == q.mu.snapLSN && !q.mu.forgot
+	// f holds every forget so far; one from here on (an enqueue's, while
+	// the file is written) makes the next snapshot due.
+	q.mu.forgot = false
 	since := q.mu.sinceSnap // reset once the snapshot is written, so a failure is retried
 	q.mu.Unlock()
 	if unchanged {
 		q.clearSinceSnap(since)
 		return q.log.Err() // nothing to write, but a poisoned log still says so
 	}
+	if err := q.writeSnapshot(f); err != nil {
+		q.mu.Lock()
+		q.mu.forgot = true // retried: f's forgets are not kept yet
+		q.mu.Unlock()
+		return err
+	}
+	q.mu.Lock()
+	q.mu.snapLSN, q.mu.snapAt = f.last, q.opts.Clock.Now()
+	q.mu.sinceSnap -= since
+	q.mu.Unlock()
+	if err := q.log.TruncateFront(min(low, f.last+1)); err != nil {
+		return fmt.Errorf("queue: truncate log: %w", err)
+	}
+	return nil
+}
+
+// writeSnapshot makes the log durable up to f and writes f's file.
+func (q *Queue) writeSnapshot(f *frozen) error {
 	if err := q.log.Flush(); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
 	}
 	opts := &recovery.WriteOptions{FileMode: q.opts.FileMode, Step: q.opts.snapshotStep, FS: q.opts.FS}
 	if _, err := recovery.WriteFunc(q.dir, f.last, f.encodeTo, opts); err != nil {
 		return fmt.Errorf("queue: snapshot: %w", err)
-	}
-	q.mu.Lock()
-	q.mu.snapLSN, q.mu.snapAt, q.mu.forgot = f.last, q.opts.Clock.Now(), false
-	q.mu.sinceSnap -= since
-	q.mu.Unlock()
-	if err := q.log.TruncateFront(min(low, f.last+1)); err != nil {
-		return fmt.Errorf("queue: truncate log: %w", err)
 	}
 	return nil
 }
