@@ -205,7 +205,10 @@
 // crash the crashed lease ends first, as for every lease), and reports
 // it; it
 // never delivers a payload from bytes that failed their checksum or from
-// another record, never reuses an LSN, and recounts what is ready. What
+// another record, and recounts what is ready. The LSNs of the records a
+// salvage cuts off the log's end go to new records, as after a power
+// loss: a receipt of a delivery whose lease record was cut is refused
+// (ErrLeaseLost; its delivery time is not the new delivery's). What
 // the damage took is lost, settles included. A settle record that
 // survived keeps its message settled when the lease record it names was
 // lost. A salvage keeps:
