@@ -93,12 +93,11 @@ func (d *encodedReader) bigEndian(n int) uint64 {
 	return 0
 }
 
-// uint reads a positive fixint or uint8/16/32/64 no larger than max,
-// which is at least 0x7f (every field's is). A fixint (most fields of
-// most records: an op, a zero) is read by the first test; anything else
-// by uintSlow.
+// uint reads a positive fixint or uint8/16/32/64 no larger than max. A
+// fixint within max (most fields of most records: an op, a zero) is read
+// by the first test; anything else by uintSlow.
 func (d *encodedReader) uint(max uint64) uint64 {
-	if at := d.at; at < len(d.b) && d.b[at] <= 0x7f { // at most max
+	if at := d.at; at < len(d.b) && d.b[at] <= 0x7f && uint64(d.b[at]) <= max {
 		d.at++
 		return uint64(d.b[at])
 	}

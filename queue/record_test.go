@@ -157,3 +157,28 @@ func requireDecodesAsMsgpack(t *testing.T, b []byte) {
 	require.Equal(t, werr == nil, err == nil, "input %x: decodeRecord %v, msgpack %v", b, err, werr)
 	require.Equal(t, want, got, "input %x", b)
 }
+
+// TestDecodeUintMax: a field is refused when its value is above the
+// field's limit, whatever form it is encoded in, the one-byte form too.
+func TestDecodeUintMax(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		max  uint64
+		want uint64 // when ok
+		ok   bool
+	}{
+		{[]byte{0x05}, 5, 5, true},
+		{[]byte{0x06}, 5, 0, false},
+		{[]byte{0x7f}, 0x7e, 0, false},
+		{[]byte{mpUint8, 0x05}, 5, 5, true},
+		{[]byte{mpUint8, 0x06}, 5, 0, false},
+		{[]byte{mpUint8 + 1, 0x01, 0x00}, 255, 0, false},
+	} {
+		d := encodedReader{b: c.in, ok: true}
+		got := d.uint(c.max)
+		require.Equal(t, c.ok, d.ok, "% x max %d", c.in, c.max)
+		if c.ok {
+			require.Equal(t, c.want, got, "% x max %d", c.in, c.max)
+		}
+	}
+}
