@@ -408,8 +408,13 @@ func (s *Sorted) removeBatch(lease uint64) (Batch, bool) {
 
 // Hold keeps key out of the pull order until at, judged by the time of
 // the last Release, and ends when the key is pulled (Take) or left without
-// pending values. It replaces the key's hold, if it had one.
+// pending values. It replaces the key's hold, if it had one. A key with
+// no pending value gets none (a hold an older snapshot kept for a key
+// since pulled): it would hold back values published later.
 func (s *Sorted) Hold(key string, at int64) {
+	if s.keys.get(key) == nil {
+		return
+	}
 	s.endHold(key)
 	s.held[key] = at
 	s.holds.ReplaceOrInsert(hold{at, key})
