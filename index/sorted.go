@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"cmp"
+	"math"
 
 	"github.com/google/btree"
 )
@@ -76,8 +77,9 @@ type Sorted struct {
 	order     *chunkSet[*keyValues]        // pullable keys by smallest pending sort key (cmpKeys)
 	batches   *btree.BTreeG[Batch]         // leased batches by Lease
 	deadlines *btree.BTreeG[timeKey]       // (deadline, lease) of leased batches
-	holds     *btree.BTreeG[hold]          // keys held back by a nack delay, by time
+	holds     *btree.BTreeG[hold]          // keys held back by a nack delay, by time, until pulled or emptied
 	held      map[string]int64             // key -> hold time
+	released  int64                        // unix ns of the last Release: a hold at or before it holds nothing back
 	inflight  map[string]int               // key -> leased batches
 	leased    int                          // values in leased batches
 	dead      *btree.BTreeG[DeadValue]     // dead values by Seq
@@ -109,6 +111,7 @@ func NewSorted(singleFlight bool) *Sorted {
 			return a.key < b.key
 		}),
 		held:     make(map[string]int64),
+		released: math.MinInt64,
 		inflight: make(map[string]int),
 		dead:     btree.NewG(degree, func(a, b DeadValue) bool { return a.Seq < b.Seq }),
 		single:   singleFlight,
@@ -233,8 +236,10 @@ func (s *Sorted) keep(k, was keyRef) {
 	}
 }
 
-// removeKey forgets a key left without pending values.
+// removeKey forgets a key left without pending values, and its hold: a
+// hold keeps back the values a nack put back, not values published later.
 func (s *Sorted) removeKey(k keyRef) {
+	s.endHold(k.name)
 	s.keys.remove(k.keyValues)
 	if k.list != nil {
 		delete(s.lists, k.keyValues)
@@ -280,11 +285,11 @@ func (s *Sorted) placeKey(k *keyValues) {
 	}
 }
 
-// pullable reports whether key is neither held nor, under single flight,
-// leased.
+// pullable reports whether key is neither held (by the time of the last
+// Release) nor, under single flight, leased.
 func (s *Sorted) pullable(key string) bool {
-	_, held := s.held[key]
-	return !held && !(s.single && s.inflight[key] > 0)
+	at, held := s.held[key]
+	return !(held && at > s.released) && !(s.single && s.inflight[key] > 0)
 }
 
 // Next returns the key first in pull order and its smallest sort key.
@@ -401,33 +406,63 @@ func (s *Sorted) removeBatch(lease uint64) (Batch, bool) {
 	return b, true
 }
 
-// Hold keeps key out of the pull order until at.
+// Hold keeps key out of the pull order until at, judged by the time of
+// the last Release, and ends when the key is pulled (Take) or left without
+// pending values. It replaces the key's hold, if it had one. A key with
+// no pending value gets none (a hold an older snapshot kept for a key
+// since pulled): it would hold back values published later.
 func (s *Sorted) Hold(key string, at int64) {
-	if old, ok := s.held[key]; ok {
-		s.holds.Delete(hold{old, key})
+	if s.keys.get(key) == nil {
+		return
 	}
-	s.unplace(key)
+	s.endHold(key)
 	s.held[key] = at
 	s.holds.ReplaceOrInsert(hold{at, key})
+	s.unplace(key)
+	s.place(key)
 }
 
-// Release ends every hold whose time is at or before now.
-func (s *Sorted) Release(now int64) {
-	for {
-		h, ok := s.holds.Min()
-		if !ok || h.at > now {
-			return
-		}
-		s.holds.DeleteMin()
-		delete(s.held, h.key)
-		s.place(h.key)
+// endHold ends key's hold, if it has one.
+func (s *Sorted) endHold(key string) {
+	if at, ok := s.held[key]; ok {
+		s.holds.Delete(hold{at, key})
+		delete(s.held, key)
 	}
 }
 
-// NextHold returns the earliest hold time.
+// Release judges the holds by now: a key whose hold is at or before now is
+// pulled as if it had none, and one whose hold is after now is held, also
+// after a Release at a later time (the clock stepped back). A hold is a
+// function of its time and now alone, never of when Release was called,
+// so that a replay of the log, which holds every key its records held
+// until they were pulled, holds what the live index held.
+func (s *Sorted) Release(now int64) {
+	lo, hi := min(s.released, now), max(s.released, now)
+	s.released = now
+	if lo == hi {
+		return
+	}
+	s.holds.AscendGreaterOrEqual(hold{at: lo + 1}, func(h hold) bool { // the holds in (lo, hi] change sides
+		if h.at > hi {
+			return false
+		}
+		s.unplace(h.key)
+		s.place(h.key)
+		return true
+	})
+}
+
+// NextHold returns the earliest hold time after the last Release's.
 func (s *Sorted) NextHold() (int64, bool) {
-	h, ok := s.holds.Min()
-	return h.at, ok
+	var at int64
+	found := false
+	if s.released < math.MaxInt64 {
+		s.holds.AscendGreaterOrEqual(hold{at: s.released + 1}, func(h hold) bool {
+			at, found = h.at, true
+			return false
+		})
+	}
+	return at, found
 }
 
 // NextDeadline returns the earliest batch deadline.

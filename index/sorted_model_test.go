@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -22,12 +23,13 @@ type sortedModel struct {
 	pending []index.SortedValue    // pending values, in no order
 	batches map[uint64]index.Batch // leased batches by lease
 	dead    map[uint64]index.DeadValue
-	held    map[string]int64 // key -> hold time
+	held    map[string]int64 // key -> hold time, until the key is pulled or has no pending value
+	now     int64            // the time of the last release: holds after it hold their keys back
 }
 
 func newSortedModel(single bool) *sortedModel {
 	return &sortedModel{single: single, batches: map[uint64]index.Batch{},
-		dead: map[uint64]index.DeadValue{}, held: map[string]int64{}}
+		dead: map[uint64]index.DeadValue{}, held: map[string]int64{}, now: math.MinInt64}
 }
 
 func cmpValue(a, b index.SortedValue) int {
@@ -58,6 +60,7 @@ func (m *sortedModel) inflight(key string) bool {
 // pullable returns the keys that may be pulled, in pull order: smallest
 // pending sort key first, then by name.
 func (m *sortedModel) pullable() []string {
+	m.endHolds()
 	first := map[string][]byte{}
 	for _, v := range m.pending {
 		if s, ok := first[v.Key]; !ok || bytes.Compare(v.Sort, s) < 0 {
@@ -66,7 +69,7 @@ func (m *sortedModel) pullable() []string {
 	}
 	var keys []string
 	for k := range first {
-		if _, held := m.held[k]; held || m.single && m.inflight(k) {
+		if at, held := m.held[k]; held && at > m.now || m.single && m.inflight(k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -128,8 +131,12 @@ func (m *sortedModel) ret(lease uint64, hold int64, limit uint32, reason string)
 	return b, true
 }
 
-func (m *sortedModel) release(now int64) {
-	maps.DeleteFunc(m.held, func(_ string, at int64) bool { return at <= now })
+func (m *sortedModel) release(now int64) { m.now = now }
+
+// endHolds ends the holds of keys left without pending values (pulled,
+// or their values dead or dropped).
+func (m *sortedModel) endHolds() {
+	maps.DeleteFunc(m.held, func(k string, _ int64) bool { return len(m.keyValues(k)) == 0 })
 }
 
 // all calls fn with a pointer to every pending, leased and dead value.
@@ -183,7 +190,8 @@ func modelSort(rng *rand.Rand) []byte {
 // same random publishes, pulls, acks, nacks (with and without a hold, with
 // a delivery limit), extensions, expiries, dead-letters, kills of pending
 // values, revives, purges, drops, moves (of leased values too), retakes,
-// narrowings and hold releases, with and without single flight, and
+// narrowings and hold releases (the clock now and then stepping back),
+// with and without single flight, and
 // compares after every step the pull order, every batch, the counts,
 // Bytes, MinLoc, the earliest deadline, hold and publish time of a pending
 // or leased value, and the dead set. Every few steps it rebuilds an index
@@ -203,7 +211,7 @@ func TestSortedAgainstNaiveModel(t *testing.T) {
 					r.op()
 					r.check(r.s, "index")
 					if step%250 == 0 {
-						r.check(restore(r.s.Snapshot(), single), "restored")
+						r.check(restore(r.s.Snapshot(), single, r.m.now), "restored")
 					}
 				}
 				r.checkFrozen()
@@ -278,7 +286,7 @@ func (r *modelRun) op() {
 	case op < 86:
 		r.narrow()
 	case op < 90:
-		r.now += int64(r.rng.IntN(5))
+		r.now += int64(r.rng.IntN(7) - 2) // now and then back, as a stepped clock
 		r.s.Release(r.now)
 		r.m.release(r.now)
 	case op < 92:
@@ -628,7 +636,11 @@ func (r *modelRun) checkTimes(s *index.Sorted, what string) {
 	}
 	var hold int64
 	anyHold := false
+	r.m.endHolds()
 	for _, at := range r.m.held {
+		if at <= r.m.now {
+			continue // NextHold says when a key comes back; this one is back
+		}
 		if !anyHold || at < hold {
 			hold, anyHold = at, true
 		}
@@ -648,13 +660,15 @@ func (r *modelRun) checkFrozen() {
 	}
 }
 
-// restore builds an index from a snapshot as a queue loads one.
-func restore(snap *index.SortedSnapshot, single bool) *index.Sorted {
+// restore builds an index from a snapshot as a queue loads one, and
+// judges its holds by the time now, as the queue's first pull does.
+func restore(snap *index.SortedSnapshot, single bool, now int64) *index.Sorted {
 	s := index.NewSorted(single)
 	snap.Pending(func(v index.SortedValue) bool { s.Publish(v); return true })
 	snap.Dead(func(d index.DeadValue) bool { s.PutDead(d); return true })
 	snap.Batches(func(b index.Batch) bool { s.PutBatch(b); return true })
 	snap.Holds(func(key string, at int64) bool { s.Hold(key, at); return true })
+	s.Release(now)
 	return s
 }
 
@@ -676,6 +690,7 @@ func viewOf(snap *index.SortedSnapshot) snapView {
 }
 
 func (m *sortedModel) view() snapView {
+	m.endHolds()
 	v := snapView{holds: maps.Clone(m.held)}
 	v.pending = slices.Clone(m.pending)
 	slices.SortFunc(v.pending, func(a, b index.SortedValue) int { return cmp.Or(strings.Compare(a.Key, b.Key), cmpValue(a, b)) })

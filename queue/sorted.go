@@ -165,7 +165,11 @@ func (b *Batch[K]) Ack() error {
 // pulled again before delay has passed. Values that have had
 // MaxDeliveries go to the dead set instead; when all of them do, the
 // delay holds nothing back: a value published to the key since is pulled
-// as if no nack had been made.
+// as if no nack had been made. The delay is judged by the queue's clock
+// at each pull (and Stats) until the key is pulled again or has no value
+// left: after a step back of the clock, a key whose delay had passed and
+// that was not pulled since is held again until its time comes by the new
+// clock, and a crash changes neither.
 func (b *Batch[K]) Nack(delay time.Duration) error {
 	if b.q == nil {
 		return b.s.Nack(b.Receipt, delay)
