@@ -113,10 +113,14 @@
 //   - a consumer asleep in Dequeue, DequeueBatch or Pull when the log is
 //     poisoned wakes at once and returns it;
 //   - a settle (Ack, Nack, Extend, DeadLetter, Settle and its batch forms,
-//     and a sorted Batch's) returns it before any refusal of its own
-//     (ErrLeaseLost, an invalid argument), whatever its receipts: a
-//     refusal would read as if the log were healthy. Only a closed queue
-//     answers ErrClosed first;
+//     their forms by id, and a sorted Batch's) returns it before any
+//     refusal of its own (ErrLeaseLost, ErrNotFound, an invalid
+//     argument), whatever its receipts or ids: a refusal would read as if
+//     the log were healthy. Only a closed queue answers ErrClosed first;
+//   - an enqueue (Enqueue, EnqueueBatch, EnqueueAsync) with a
+//     producer-given id that the queue holds returns it, not
+//     ErrDuplicate: the id may be an enqueue whose write failed, which no
+//     file holds, and a producer told ErrDuplicate would drop it;
 //   - Stats counts the log as written, what a reopen replays (LastLSN
 //     too): not an enqueue or publish whose write failed, though the
 //     queue had taken it in; one whose write was made and whose fsync

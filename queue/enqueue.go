@@ -23,7 +23,9 @@ type Item struct {
 type EnqueueOption func(*Item)
 
 // WithID sets the message id. An enqueue with the id of a live message, or
-// of one acked within Options.DedupWindow, fails with ErrDuplicate.
+// of one acked within Options.DedupWindow, fails with ErrDuplicate. On a
+// poisoned log it fails with the error that poisoned it, never
+// ErrDuplicate.
 func WithID(id string) EnqueueOption { return func(it *Item) { it.ID = id } }
 
 // WithHeaders attaches headers to the message.
@@ -267,8 +269,11 @@ func (q *Queue) checkIDsLocked(recs []record) error {
 			continue
 		}
 		id := recs[i].ID
-		if q.mu.st.dedup.Has(id) || seen[id] {
+		if seen[id] {
 			return fmt.Errorf("%w: %q", ErrDuplicate, id)
+		}
+		if q.mu.st.dedup.Has(id) {
+			return q.duplicate(id)
 		}
 		if len(recs) > 1 {
 			if seen == nil {
@@ -293,9 +298,21 @@ func (q *Queue) checkIDLocked(r *record) error {
 // in the dedup window (which the caller expired at r.At first).
 func (q *Queue) checkProducerIDLocked(r *record) error {
 	if r.Flags&flagProducerID != 0 && q.mu.st.dedup.Has(r.ID) {
-		return fmt.Errorf("%w: %q", ErrDuplicate, r.ID)
+		return q.duplicate(r.ID)
 	}
 	return nil
+}
+
+// duplicate is the refusal of the producer-given id, which the state
+// holds: ErrDuplicate, or on a poisoned log the error that poisoned it.
+// ErrDuplicate tells a producer that the message is in the queue, and it
+// drops the one it retries; but the state also holds the id of an
+// enqueue whose write failed, which no file holds.
+func (q *Queue) duplicate(id string) error {
+	if err := q.poisonErr("enqueue"); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %q", ErrDuplicate, id)
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
