@@ -46,9 +46,15 @@
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
 // producer-given id (WithID) that is already live, or was acked within
 // DedupWindow, fails with ErrDuplicate, so a producer that retries after
-// an error enqueues once. The window is the open's own: an open with a
-// shorter one forgets the ids whose window has passed (an id acked
-// exactly DedupWindow ago is still within it), and an open without one
+// an error enqueues once. ErrDuplicate is said only once the enqueue
+// that holds the id is as durable as the sync mode promises: while it is
+// in flight (an EnqueueAsync whose Pending has not completed, an Enqueue
+// of another goroutine), the second one waits for its outcome, and then
+// fails with ErrDuplicate, or with the error that poisoned the log when
+// it failed (under SyncInterval and SyncNever the wait makes an fsync).
+// The window is the open's own: an open with a shorter one forgets the
+// ids whose window has passed (an id acked exactly DedupWindow ago is
+// still within it), and an open without one
 // forgets every acked id as it opens and each id as it is acked. What an
 // open forgot is kept by its next snapshot (Close or compaction), which
 // leaves out every id whose window has passed as it is taken, whether or
@@ -85,7 +91,8 @@
 //   - SyncInterval: a call returns after the write; fsync at most every
 //     SyncInterval. A process crash loses nothing that returned; a power
 //     loss may lose the last interval.
-//   - SyncNever: fsync only at segment roll-over, snapshots and Close. A
+//   - SyncNever: fsync only at segment roll-over, snapshots and Close
+//     (and for an enqueue that waits for the one holding its id). A
 //     process crash loses nothing that returned; a power loss may lose
 //     everything since the last of those.
 //

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,9 +24,11 @@ type Item struct {
 type EnqueueOption func(*Item)
 
 // WithID sets the message id. An enqueue with the id of a live message, or
-// of one acked within Options.DedupWindow, fails with ErrDuplicate. On a
-// poisoned log it fails with the error that poisoned it, never
-// ErrDuplicate.
+// of one acked within Options.DedupWindow, fails with ErrDuplicate. While
+// the enqueue that holds the id is in flight (not yet as durable as the
+// sync mode promises), it waits for that one's outcome: ErrDuplicate once
+// it is durable, the error that poisoned the log if it failed. On a
+// poisoned log it fails with that error, never ErrDuplicate.
 func WithID(id string) EnqueueOption { return func(it *Item) { it.ID = id } }
 
 // WithHeaders attaches headers to the message.
@@ -66,15 +69,12 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		}
 		r = record{Op: opEnqueue, At: q.now(), ID: newID(), Payload: payload}
 	}
-	var c *wal.Commit
-	var err error
-	if small {
-		c, err = q.enqueueOne(&r, nil)
-	} else {
-		buf := q.encBufs.get()
-		*buf = encodeRecord(*buf, &r)
-		c, err = q.enqueueOne(&r, *buf)
-		q.encBufs.put(buf)
+	c, err := q.enqueueRecord(&r, small)
+	for err != nil {
+		if err = q.awaitHeld(err); err != nil {
+			break
+		}
+		c, err = q.enqueueRecord(&r, small)
 	}
 	if err != nil {
 		return "", err
@@ -83,6 +83,19 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		return "", err
 	}
 	return r.ID, nil
+}
+
+// enqueueRecord appends Enqueue's record r: a small one is encoded under
+// q.mu, a larger one before, into a pooled buffer.
+func (q *Queue) enqueueRecord(r *record, small bool) (*wal.Commit, error) {
+	if small {
+		return q.enqueueOne(r, nil)
+	}
+	buf := q.encBufs.get()
+	*buf = encodeRecord(*buf, r)
+	c, err := q.enqueueOne(r, *buf)
+	q.encBufs.put(buf)
+	return c, err
 }
 
 // withOptions returns the item the options make of payload. (Apart from
@@ -122,6 +135,12 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error
 		ids[i] = recs[i].ID
 	}
 	c, err := q.enqueueLocked(recs, encs)
+	for err != nil {
+		if err = q.awaitHeld(err); err != nil {
+			break
+		}
+		c, err = q.enqueueLocked(recs, encs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +292,7 @@ func (q *Queue) checkIDsLocked(recs []record) error {
 			return fmt.Errorf("%w: %q", ErrDuplicate, id)
 		}
 		if q.mu.st.dedup.Has(id) {
-			return q.duplicate(id)
+			return q.duplicateLocked(id)
 		}
 		if len(recs) > 1 {
 			if seen == nil {
@@ -298,21 +317,71 @@ func (q *Queue) checkIDLocked(r *record) error {
 // in the dedup window (which the caller expired at r.At first).
 func (q *Queue) checkProducerIDLocked(r *record) error {
 	if r.Flags&flagProducerID != 0 && q.mu.st.dedup.Has(r.ID) {
-		return q.duplicate(r.ID)
+		return q.duplicateLocked(r.ID)
 	}
 	return nil
 }
 
-// duplicate is the refusal of the producer-given id, which the state
-// holds: ErrDuplicate, or on a poisoned log the error that poisoned it.
-// ErrDuplicate tells a producer that the message is in the queue, and it
-// drops the one it retries; but the state also holds the id of an
-// enqueue whose write failed, which no file holds.
-func (q *Queue) duplicate(id string) error {
+// duplicateLocked is the refusal of the producer-given id, which the
+// state holds. ErrDuplicate tells a producer that the message is in the
+// queue, and it drops the one it retries; but the state also holds the id
+// of an enqueue whose write failed, which no file holds, and of one in
+// flight, whose write or fsync may still fail. So on a poisoned log it is
+// the error that poisoned it, and while the id's enqueue is not yet as
+// durable as the sync mode promises it is a *heldID, for which the
+// caller waits (awaitHeld) and tries again; else ErrDuplicate.
+func (q *Queue) duplicateLocked(id string) error {
 	if err := q.poisonErr("enqueue"); err != nil {
 		return err
 	}
+	if it, ok := q.mu.st.dedup.Get(id); ok && !q.durable(it.Seq) {
+		return &heldID{id: id, seq: it.Seq}
+	}
 	return fmt.Errorf("%w: %q", ErrDuplicate, id)
+}
+
+// durable reports whether the record at lsn is as durable as the sync
+// mode promises of a call that returned: fsynced under SyncAlways,
+// written under the others.
+func (q *Queue) durable(lsn uint64) bool {
+	if q.opts.ReadOnly {
+		return true // nothing is in flight: the enqueue refuses itself
+	}
+	if q.opts.Sync == SyncAlways {
+		return lsn <= q.log.DurableLSN()
+	}
+	return lsn <= q.log.WrittenLSN()
+}
+
+// heldID is the refusal of a producer-given id held by an enqueue whose
+// outcome is not known yet: that enqueue's record, at LSN seq, is not as
+// durable as the sync mode promises. It never reaches a caller: the
+// enqueue waits for that outcome (awaitHeld) and tries again.
+type heldID struct {
+	id  string
+	seq uint64
+}
+
+func (h *heldID) Error() string {
+	return fmt.Sprintf("queue: id %q is held by the enqueue at LSN %d, still in flight", h.id, h.seq)
+}
+
+// awaitHeld returns err, an enqueue's refusal, unless it is a *heldID:
+// then it waits until every record appended so far is durable and
+// returns nil, for the enqueue to try again and learn the outcome of the
+// one holding the id (ErrDuplicate once that one is durable, the error
+// that poisoned the log if it failed, ErrClosed). Under SyncInterval and
+// SyncNever the wait makes an fsync, as a snapshot does.
+func (q *Queue) awaitHeld(err error) error {
+	if _, ok := err.(*heldID); !ok {
+		return err
+	}
+	// A failure poisons the log, and the queue is closed before its log:
+	// the next try reports either.
+	if ferr := q.log.Flush(); ferr != nil && q.log.Err() == nil && !errors.Is(ferr, wal.ErrClosed) {
+		return fmt.Errorf("queue: enqueue: wait for the enqueue holding the id: %w", ferr)
+	}
+	return nil
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
