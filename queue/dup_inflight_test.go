@@ -16,17 +16,18 @@ var errGateWrite = errors.New("gate: write failed")
 
 // writeGate is the real file system, but once armed it holds the log's
 // next batch write until the test releases it, and that write then fails
-// without writing a byte.
+// with err without writing a byte (err nil: it is made).
 type writeGate struct {
 	wal.OSFS
+	err   error
 	mu    sync.Mutex
 	armed bool
 	held  chan struct{} // closed once the armed write waits
-	freed chan struct{} // closed to let it fail
+	freed chan struct{} // closed to let it go on
 }
 
-func newWriteGate() *writeGate {
-	return &writeGate{held: make(chan struct{}), freed: make(chan struct{})}
+func newWriteGate(err error) *writeGate {
+	return &writeGate{err: err, held: make(chan struct{}), freed: make(chan struct{})}
 }
 
 func (g *writeGate) arm() {
@@ -48,7 +49,7 @@ func (g *writeGate) StoreOp(op string) error {
 	}
 	close(g.held)
 	<-g.freed
-	return errGateWrite
+	return g.err
 }
 
 // A producer that retries an enqueue with its producer-given id while
@@ -61,7 +62,7 @@ func (g *writeGate) StoreOp(op string) error {
 func TestEnqueueRetryWhileFirstInFlight(t *testing.T) {
 	for retry, enq := range enqueueKinds {
 		t.Run(retry, func(t *testing.T) {
-			g := newWriteGate()
+			g := newWriteGate(errGateWrite)
 			dir := t.TempDir()
 			q := open(t, dir, &queue.Options{FS: g, ManualRequeue: true})
 			g.arm()
