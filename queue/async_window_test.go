@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -68,4 +69,37 @@ func TestEnqueueAsyncWindowWaitEnds(t *testing.T) {
 			requireEmpty(t, q)
 		})
 	}
+}
+
+// A SettleAsync blocked on a full MaxPending window judges its receipts
+// when it gets its turn, not when it was called: a lease that ran out
+// meanwhile is refused (ErrLeaseLost), and the message is delivered
+// again, as a slow consumer's ack must not settle a message that another
+// consumer may hold by then.
+func TestSettleAsyncLeaseRunsOutInWindow(t *testing.T) {
+	clk := newFakeClock()
+	g := newWriteGate(nil)
+	q := open(t, t.TempDir(), &queue.Options{FS: g, Clock: clk, AckTimeout: time.Minute, ManualRequeue: true, MaxPending: 1})
+	defer q.Close()
+	enqueue(t, q, "m")
+	m := tryDequeue(t, q)
+	g.arm()
+	p, err := q.EnqueueAsync(context.Background(), []byte("x"))
+	require.NoError(t, err)
+	<-g.held // the window is full until its write is made
+	acked := make(chan error, 1)
+	go func() {
+		_, err := q.AckAsync(m.Receipt)
+		acked <- err
+	}()
+	clk.Advance(2 * time.Minute) // the lease runs out while the ack waits
+	close(g.freed)
+	require.ErrorIs(t, <-acked, queue.ErrLeaseLost)
+	require.NoError(t, p.Wait(context.Background()))
+	n, err := q.RequeueExpired()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	again := tryDequeue(t, q)
+	require.Equal(t, "m", string(again.Payload))
+	require.Equal(t, 2, again.Deliveries)
 }
