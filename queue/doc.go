@@ -128,6 +128,10 @@
 //     producer-given id that the queue holds returns it, not
 //     ErrDuplicate: the id may be an enqueue whose write failed, which no
 //     file holds, and a producer told ErrDuplicate would drop it;
+//   - a change of the dead set (RequeueDead, PurgeDead, RequeueAllDead,
+//     PurgeAllDead, and a sorted queue's RequeueDeadValue and
+//     PurgeDeadValue too) returns it, never ErrNotFound and never (0,
+//     nil): the state may count a requeue or purge whose write failed;
 //   - Stats counts the log as written, what a reopen replays (LastLSN
 //     too): not an enqueue or publish whose write failed, though the
 //     queue had taken it in; one whose write was made and whose fsync
