@@ -51,7 +51,8 @@
 // in flight (an EnqueueAsync whose Pending has not completed, an Enqueue
 // of another goroutine), the second one waits for its outcome, and then
 // fails with ErrDuplicate, or with the error that poisoned the log when
-// it failed (under SyncInterval and SyncNever the wait makes an fsync).
+// it failed; the wait makes no fsync of its own, and ends with the
+// second one's context (its error, nothing enqueued).
 // The window is the open's own: an open with a shorter one forgets the
 // ids whose window has passed (an id acked exactly DedupWindow ago is
 // still within it), and an open without one
@@ -91,13 +92,13 @@
 //   - SyncInterval: a call returns after the write; fsync at most every
 //     SyncInterval. A process crash loses nothing that returned; a power
 //     loss may lose the last interval.
-//   - SyncNever: fsync only at segment roll-over, snapshots and Close
-//     (and for an enqueue that waits for the one holding its id). A
+//   - SyncNever: fsync only at segment roll-over, snapshots and Close. A
 //     process crash loses nothing that returned; a power loss may lose
 //     everything since the last of those.
 //
 // A call checks its context before it writes anything (Dequeue and Pull
-// also while they wait for a message), but not while it waits for the
+// also while they wait for a message, an enqueue while it waits for the
+// one holding its producer-given id), but not while it waits for the
 // write and the fsync of a record it appended: the change is made
 // whatever the caller does next, and an error then would report as failed
 // an enqueue or ack that was made. Every record is checked against the

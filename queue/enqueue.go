@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,9 +25,14 @@ type EnqueueOption func(*Item)
 // WithID sets the message id. An enqueue with the id of a live message, or
 // of one acked within Options.DedupWindow, fails with ErrDuplicate. While
 // the enqueue that holds the id is in flight (not yet as durable as the
-// sync mode promises), it waits for that one's outcome: ErrDuplicate once
-// it is durable, the error that poisoned the log if it failed. On a
-// poisoned log it fails with that error, never ErrDuplicate.
+// sync mode promises: fsynced under SyncAlways, written under the
+// others), it waits for that one's outcome: ErrDuplicate once it is as
+// durable, the error that poisoned the log if it failed; or the context's
+// error if the context ends first, and then nothing is enqueued. On a
+// poisoned log it fails with that error, never ErrDuplicate for an id the
+// queue holds. An EnqueueBatch that repeats an id the queue does not hold
+// within itself fails with ErrDuplicate, poisoned log or not, and
+// enqueues none of its items.
 func WithID(id string) EnqueueOption { return func(it *Item) { it.ID = id } }
 
 // WithHeaders attaches headers to the message.
@@ -71,7 +75,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	}
 	c, err := q.enqueueRecord(&r, small)
 	for err != nil {
-		if err = q.awaitHeld(err); err != nil {
+		if err = q.awaitHeld(ctx, err); err != nil {
 			break
 		}
 		c, err = q.enqueueRecord(&r, small)
@@ -136,7 +140,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error
 	}
 	c, err := q.enqueueLocked(recs, encs)
 	for err != nil {
-		if err = q.awaitHeld(err); err != nil {
+		if err = q.awaitHeld(ctx, err); err != nil {
 			break
 		}
 		c, err = q.enqueueLocked(recs, encs)
@@ -254,6 +258,9 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 	}
 	for i := range recs {
 		q.appliedLocked(first+uint64(i), &recs[i], len(encs[i]), nil)
+		if recs[i].Flags&flagProducerID != 0 {
+			q.mu.idCommit = c
+		}
 	}
 	return c, nil
 }
@@ -335,7 +342,7 @@ func (q *Queue) duplicateLocked(id string) error {
 		return err
 	}
 	if it, ok := q.mu.st.dedup.Get(id); ok && !q.durable(it.Seq) {
-		return &heldID{id: id, seq: it.Seq}
+		return &heldID{id: id, seq: it.Seq, c: q.mu.idCommit}
 	}
 	return fmt.Errorf("%w: %q", ErrDuplicate, id)
 }
@@ -360,6 +367,7 @@ func (q *Queue) durable(lsn uint64) bool {
 type heldID struct {
 	id  string
 	seq uint64
+	c   *wal.Commit // Queue.mu.idCommit when refused: its group holds seq, or is later
 }
 
 func (h *heldID) Error() string {
@@ -367,21 +375,22 @@ func (h *heldID) Error() string {
 }
 
 // awaitHeld returns err, an enqueue's refusal, unless it is a *heldID:
-// then it waits until every record appended so far is durable and
-// returns nil, for the enqueue to try again and learn the outcome of the
-// one holding the id (ErrDuplicate once that one is durable, the error
-// that poisoned the log if it failed, ErrClosed). Under SyncInterval and
-// SyncNever the wait makes an fsync, as a snapshot does.
-func (q *Queue) awaitHeld(err error) error {
-	if _, ok := err.(*heldID); !ok {
+// then it waits until the holder's record is as durable as the sync mode
+// promises, or failed, and returns nil, for the enqueue to try again and
+// learn that outcome (ErrDuplicate, the error that poisoned the log,
+// ErrClosed). It waits for the commit of the last enqueue with a
+// producer-given id appended when the id was refused, whose group holds
+// the holder's record or a later one: the log completes its groups in
+// LSN order, so once that commit is done the holder's record is written,
+// and under SyncAlways fsynced (a failure poisons the log first). No
+// fsync is made for the wait. It returns ctx's error if ctx ends first
+// (the outcome is not known: the enqueue appended nothing).
+func (q *Queue) awaitHeld(ctx context.Context, err error) error {
+	h, ok := err.(*heldID)
+	if !ok {
 		return err
 	}
-	// A failure poisons the log, and the queue is closed before its log:
-	// the next try reports either.
-	if ferr := q.log.Flush(); ferr != nil && q.log.Err() == nil && !errors.Is(ferr, wal.ErrClosed) {
-		return fmt.Errorf("queue: enqueue: wait for the enqueue holding the id: %w", ferr)
-	}
-	return nil
+	return awaitDone(ctx, h.c)
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
