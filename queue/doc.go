@@ -133,6 +133,7 @@
 //     PurgeAllDead, and a sorted queue's RequeueDeadValue and
 //     PurgeDeadValue too) returns it, never ErrNotFound and never (0,
 //     nil): the state may count a requeue or purge whose write failed;
+//   - RequeueExpired (of every kind of queue) returns it, never (0, nil);
 //   - Stats counts the log as written, what a reopen replays (LastLSN
 //     too): not an enqueue or publish whose write failed, though the
 //     queue had taken it in; one whose write was made and whose fsync

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -380,29 +381,49 @@ func (h *heldID) Error() string {
 // learn that outcome (ErrDuplicate, the error that poisoned the log,
 // ErrClosed). It waits for the commit of the last enqueue with a
 // producer-given id appended when the id was refused, whose group holds
-// the holder's record or a later one: the log completes its groups in
-// LSN order, so once that commit is done the holder's record is written,
-// and under SyncAlways fsynced (a failure poisons the log first). No
+// the holder's record or a later one: once that commit is done,
+// WrittenLSN (DurableLSN under SyncAlways) covers its group, which ends
+// at or after the holder's record (a failure poisons the log first). No
 // fsync is made for the wait. It returns ctx's error if ctx ends first
-// (the outcome is not known: the enqueue appended nothing).
+// (the outcome is not known: the enqueue appended nothing). Were that
+// commit ever missing or done already, it waits for everything appended
+// so far instead (Flush), never trying again at once.
 func (q *Queue) awaitHeld(ctx context.Context, err error) error {
 	h, ok := err.(*heldID)
 	if !ok {
 		return err
 	}
-	return awaitDone(ctx, h.c)
+	if h.c != nil && !isDone(h.c) {
+		return awaitDone(ctx, h.c)
+	}
+	// A failure poisons the log, and the queue is closed before its log:
+	// the next try reports either.
+	if ferr := q.log.Flush(); ferr != nil && q.log.Err() == nil && !errors.Is(ferr, wal.ErrClosed) {
+		return fmt.Errorf("queue: enqueue: wait for the enqueue holding the id: %w", ferr)
+	}
+	return nil
+}
+
+// isDone reports whether c is complete.
+func isDone(c *wal.Commit) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
 // window has passed at now, the enqueue's time (its records' At): the
 // enqueue reads the clock once, before it takes the lock, and does not
-// read it again under the lock. Its time is at most the lock's wait
-// older than a reading here, so an id is forgotten no sooner than its
-// window allows. An open without a window keeps no acked id: it forgot
-// them at Open (recoverer.Install), and its acks forget theirs. A
-// snapshot calls it too (takeSnapshot), and what it forgets marks the
-// next snapshot due though no record was appended, so that the forget is
-// kept (by a Close or a compaction).
+// read it again under the lock. Its time is at most the lock's wait (and
+// a wait for an id's holder, awaitHeld) older than a reading here, so an
+// id is forgotten no sooner than its window allows. An open without a
+// window keeps no acked id: it forgot them at Open (recoverer.Install),
+// and its acks forget theirs. A snapshot calls it too (takeSnapshot),
+// and what it forgets marks the next snapshot due though no record was
+// appended, so that the forget is kept (by a Close or a compaction).
 func (q *Queue) expireDedupLocked(now int64) {
 	if q.opts.DedupWindow > 0 && q.mu.st.dedup.Kept() > 0 &&
 		q.mu.st.dedup.Expire(now-int64(q.opts.DedupWindow)) > 0 {
