@@ -26,7 +26,9 @@ import (
 //   - every Pending completes, Close included (none is left hanging);
 //   - a call begun after another call reported the log's failure fails
 //     too, at once or through its Pending (the log is poisoned), a
-//     TryDequeue too rather than say the queue is empty; a Flush that
+//     TryDequeue too rather than say the queue is empty, and the retry of
+//     a failed Enqueue with its producer-given id rather than say
+//     ErrDuplicate (which the producer takes as enqueued); a Flush that
 //     returns nil saw every asynchronous call in flight succeed;
 //   - a reopen with the real file system holds every enqueue reported
 //     durable and not acked, nothing acked, nothing twice, each with its
@@ -229,8 +231,19 @@ func runAsyncMix(t *testing.T, root string, mode queue.SyncMode, failAt int) *as
 				}
 				c := &mixCall{kind: "enqueue", enq: []string{tok}}
 				after := begin(c)
-				_, err := q.Enqueue(ctx, mixPayload(tok))
+				_, err := q.Enqueue(ctx, mixPayload(tok), queue.WithID(tok))
 				end(c, after, nil, err)
+				if err != nil && !errors.Is(err, queue.ErrClosed) {
+					// The producer retries with the same id, and takes
+					// ErrDuplicate as the message being in the queue.
+					c := &mixCall{kind: "enqueue-retry", enq: []string{tok}}
+					after := begin(c)
+					_, err := q.Enqueue(ctx, mixPayload(tok), queue.WithID(tok))
+					if errors.Is(err, queue.ErrDuplicate) {
+						err = nil
+					}
+					end(c, after, nil, err)
+				}
 			}
 		}()
 	}

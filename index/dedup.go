@@ -47,6 +47,9 @@ func (d *Dedup) Kept() int { return d.acked.Len() }
 // Has reports whether id is remembered.
 func (d *Dedup) Has(id string) bool { return d.ids.Has(DedupItem{ID: id}) }
 
+// Get returns the item remembered for id.
+func (d *Dedup) Get(id string) (DedupItem, bool) { return d.ids.Get(DedupItem{ID: id}) }
+
 // Put remembers it.
 func (d *Dedup) Put(it DedupItem) {
 	if old, ok := d.ids.ReplaceOrInsert(it); ok && old.AckedAt != 0 {

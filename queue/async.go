@@ -203,8 +203,12 @@ func (q *Queue) asyncWrittenLocked() <-chan struct{} {
 //
 // At most Options.MaxPending records of asynchronous calls are in flight;
 // EnqueueAsync blocks while the window is full, until the oldest commit
-// completes or ctx ends. Messages are appended in call order; consumers
-// see a message once it is written. Flush waits for every call in flight.
+// completes or ctx ends. It also blocks while an enqueue in flight holds
+// its producer-given id, until that one's outcome is known or ctx ends
+// (see WithID). When ctx ends during either wait, it returns the
+// context's error and appends nothing. Messages are appended in call
+// order; consumers see a message once it is written. Flush waits for
+// every call in flight.
 //
 // If the process dies before the Pending completes, the message may or may
 // not be in the queue after recovery; once it completed without error it
@@ -226,6 +230,12 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 		return nil, err
 	}
 	c, err := q.enqueueAsync(ctx, &r, enc)
+	for err != nil {
+		if err = q.awaitHeld(ctx, err); err != nil {
+			break
+		}
+		c, err = q.enqueueAsync(ctx, &r, enc)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,8 @@ const corruptReason = "corrupt record: "
 // each delivery; purge it, or repair the directory first (walq repair). A
 // check that fails otherwise fails the call with its error (ErrClosed
 // once the queue is closed), and the letter stays dead. A letter purged
-// or requeued meanwhile is not found (ErrNotFound).
+// or requeued meanwhile is not found (ErrNotFound). On a poisoned log it
+// returns the error that poisoned it, before ErrNotFound.
 func (q *Queue) RequeueDead(id string) error {
 	e, err := q.deadByID(id)
 	if err != nil {
@@ -130,8 +131,14 @@ func (q *Queue) RequeueDead(id string) error {
 }
 
 // PurgeDead removes the dead letter with id for good. It reads no payload.
+// On a poisoned log it returns the error that poisoned it, before
+// ErrNotFound.
 func (q *Queue) PurgeDead(id string) error {
 	q.mu.Lock()
+	if err := q.deadRefusedLocked(); err != nil {
+		q.mu.Unlock()
+		return err
+	}
 	e, ok := q.mu.st.table.GetByID(id)
 	if !ok || e.State != index.Dead {
 		q.mu.Unlock()
@@ -147,7 +154,8 @@ func (q *Queue) PurgeDead(id string) error {
 // with an error wrapping ErrCorrupt that names the letters it left (the
 // first few, and how many more). A letter purged or requeued while it
 // checks the letters is left out, as if gone before the call. A check
-// that fails otherwise fails the call before it requeues anything.
+// that fails otherwise fails the call before it requeues anything. On a
+// poisoned log it returns the error that poisoned it.
 func (q *Queue) RequeueAllDead() (int, error) {
 	ds, err := q.deadRefs()
 	if err != nil {
@@ -167,9 +175,9 @@ func (q *Queue) RequeueAllDead() (int, error) {
 		}
 	}
 	q.mu.Lock()
-	if q.mu.closed {
+	if err := q.deadRefusedLocked(); err != nil {
 		q.mu.Unlock()
-		return 0, ErrClosed
+		return 0, err
 	}
 	ready = slices.DeleteFunc(ready, func(seq uint64) bool { // requeued or purged meanwhile
 		e, ok := q.mu.st.table.Get(seq)
@@ -180,12 +188,13 @@ func (q *Queue) RequeueAllDead() (int, error) {
 }
 
 // PurgeAllDead removes every dead letter and returns how many.
-// It reads no payload. On a closed queue it fails with ErrClosed.
+// It reads no payload. On a closed queue it fails with ErrClosed, on a
+// poisoned log with the error that poisoned it.
 func (q *Queue) PurgeAllDead() (int, error) {
 	q.mu.Lock()
-	if q.mu.closed {
+	if err := q.deadRefusedLocked(); err != nil {
 		q.mu.Unlock()
-		return 0, ErrClosed
+		return 0, err
 	}
 	var seqs []uint64
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {
@@ -199,10 +208,10 @@ func (q *Queue) PurgeAllDead() (int, error) {
 func (q *Queue) deadByID(id string) (index.Entry, error) {
 	q.mu.Lock()
 	e, ok := q.mu.st.table.GetByID(id)
-	closed := q.mu.closed
+	refused := q.deadRefusedLocked()
 	q.mu.Unlock()
-	if closed {
-		return index.Entry{}, ErrClosed
+	if refused != nil {
+		return index.Entry{}, refused
 	}
 	if !ok || e.State != index.Dead {
 		return index.Entry{}, q.noDeadLetter(id)
@@ -211,12 +220,28 @@ func (q *Queue) deadByID(id string) (index.Entry, error) {
 }
 
 // noDeadLetter is the error of a change of the dead letter id that is not
-// there: ErrClosed once the queue is closed, else ErrNotFound.
+// there: deadRefusedLocked's, else ErrNotFound.
 func (q *Queue) noDeadLetter(id string) error {
-	if q.isClosed() {
-		return ErrClosed
+	q.mu.Lock()
+	err := q.deadRefusedLocked()
+	q.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: no dead letter %q", ErrNotFound, id)
+}
+
+// deadRefusedLocked says why no dead letter or value can be changed now:
+// ErrClosed once the queue is closed, the error that poisoned the log
+// once it is, else nil. On a poisoned log the state may count a change
+// whose write failed, which no file holds (a requeue, a purge), so it no
+// longer tells whether a letter is dead: ErrNotFound, or (0, nil) from a
+// call on them all, would read as if the log were healthy. q.mu is held.
+func (q *Queue) deadRefusedLocked() error {
+	if q.mu.closed {
+		return ErrClosed
+	}
+	return q.poisonErr("change the dead set")
 }
 
 // deadRef is what a requeue of a dead letter needs of it: its name and
@@ -230,8 +255,8 @@ type deadRef struct {
 func (q *Queue) deadRefs() ([]deadRef, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.mu.closed {
-		return nil, ErrClosed
+	if err := q.deadRefusedLocked(); err != nil {
+		return nil, err
 	}
 	out := make([]deadRef, 0, q.mu.st.table.Counts().Dead)
 	q.mu.st.table.Dead(0, func(e index.Entry) bool {

@@ -51,9 +51,16 @@
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
 // producer-given id (WithID) that is already live, or was acked within
 // DedupWindow, fails with ErrDuplicate, so a producer that retries after
-// an error enqueues once. The window is the open's own: an open with a
-// shorter one forgets the ids whose window has passed (an id acked
-// exactly DedupWindow ago is still within it), and an open without one
+// an error enqueues once. ErrDuplicate is said only once the enqueue
+// that holds the id is as durable as the sync mode promises: while it is
+// in flight (an EnqueueAsync whose Pending has not completed, an Enqueue
+// of another goroutine), the second one waits for its outcome, and then
+// fails with ErrDuplicate, or with the error that poisoned the log when
+// it failed; the wait makes no fsync of its own, and ends with the
+// second one's context (its error, nothing enqueued).
+// The window is the open's own: an open with a shorter one forgets the
+// ids whose window has passed (an id acked exactly DedupWindow ago is
+// still within it), and an open without one
 // forgets every acked id as it opens and each id as it is acked. What an
 // open forgot is kept by its next snapshot (Close or compaction), which
 // leaves out every id whose window has passed as it is taken, whether or
@@ -95,7 +102,8 @@
 //     everything since the last of those.
 //
 // A call checks its context before it writes anything (Dequeue and Pull
-// also while they wait for a message), but not while it waits for the
+// also while they wait for a message, an enqueue while it waits for the
+// one holding its producer-given id), but not while it waits for the
 // write and the fsync of a record it appended: the change is made
 // whatever the caller does next, and an error then would report as failed
 // an enqueue or ack that was made. Every record is checked against the
@@ -118,10 +126,19 @@
 //   - a consumer asleep in Dequeue, DequeueBatch or Pull when the log is
 //     poisoned wakes at once and returns it;
 //   - a settle (Ack, Nack, Extend, DeadLetter, Settle and its batch forms,
-//     and a sorted Batch's) returns it before any refusal of its own
-//     (ErrLeaseLost, an invalid argument), whatever its receipts: a
-//     refusal would read as if the log were healthy. Only a closed queue
-//     answers ErrClosed first;
+//     their forms by id, and a sorted Batch's) returns it before any
+//     refusal of its own (ErrLeaseLost, ErrNotFound, an invalid
+//     argument), whatever its receipts or ids: a refusal would read as if
+//     the log were healthy. Only a closed queue answers ErrClosed first;
+//   - an enqueue (Enqueue, EnqueueBatch, EnqueueAsync) with a
+//     producer-given id that the queue holds returns it, not
+//     ErrDuplicate: the id may be an enqueue whose write failed, which no
+//     file holds, and a producer told ErrDuplicate would drop it;
+//   - a change of the dead set (RequeueDead, PurgeDead, RequeueAllDead,
+//     PurgeAllDead, and a sorted queue's RequeueDeadValue and
+//     PurgeDeadValue too) returns it, never ErrNotFound and never (0,
+//     nil): the state may count a requeue or purge whose write failed;
+//   - RequeueExpired (of every kind of queue) returns it, never (0, nil);
 //   - Stats counts the log as written, what a reopen replays (LastLSN
 //     too): not an enqueue or publish whose write failed, though the
 //     queue had taken it in; one whose write was made and whose fsync

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,7 +24,16 @@ type Item struct {
 type EnqueueOption func(*Item)
 
 // WithID sets the message id. An enqueue with the id of a live message, or
-// of one acked within Options.DedupWindow, fails with ErrDuplicate.
+// of one acked within Options.DedupWindow, fails with ErrDuplicate. While
+// the enqueue that holds the id is in flight (not yet as durable as the
+// sync mode promises: fsynced under SyncAlways, written under the
+// others), it waits for that one's outcome: ErrDuplicate once it is as
+// durable, the error that poisoned the log if it failed; or the context's
+// error if the context ends first, and then nothing is enqueued. On a
+// poisoned log it fails with that error, never ErrDuplicate for an id the
+// queue holds. An EnqueueBatch that repeats an id the queue does not hold
+// within itself fails with ErrDuplicate, poisoned log or not, and
+// enqueues none of its items.
 func WithID(id string) EnqueueOption { return func(it *Item) { it.ID = id } }
 
 // WithHeaders attaches headers to the message.
@@ -64,15 +74,12 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		}
 		r = record{Op: opEnqueue, At: q.now(), ID: newID(), Payload: payload}
 	}
-	var c *wal.Commit
-	var err error
-	if small {
-		c, err = q.enqueueOne(&r, nil)
-	} else {
-		buf := q.encBufs.get()
-		*buf = encodeRecord(*buf, &r)
-		c, err = q.enqueueOne(&r, *buf)
-		q.encBufs.put(buf)
+	c, err := q.enqueueRecord(&r, small)
+	for err != nil {
+		if err = q.awaitHeld(ctx, err); err != nil {
+			break
+		}
+		c, err = q.enqueueRecord(&r, small)
 	}
 	if err != nil {
 		return "", err
@@ -81,6 +88,19 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		return "", err
 	}
 	return r.ID, nil
+}
+
+// enqueueRecord appends Enqueue's record r: a small one is encoded under
+// q.mu, a larger one before, into a pooled buffer.
+func (q *Queue) enqueueRecord(r *record, small bool) (*wal.Commit, error) {
+	if small {
+		return q.enqueueOne(r, nil)
+	}
+	buf := q.encBufs.get()
+	*buf = encodeRecord(*buf, r)
+	c, err := q.enqueueOne(r, *buf)
+	q.encBufs.put(buf)
+	return c, err
 }
 
 // withOptions returns the item the options make of payload. (Apart from
@@ -120,6 +140,12 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error
 		ids[i] = recs[i].ID
 	}
 	c, err := q.enqueueLocked(recs, encs)
+	for err != nil {
+		if err = q.awaitHeld(ctx, err); err != nil {
+			break
+		}
+		c, err = q.enqueueLocked(recs, encs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +259,9 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 	}
 	for i := range recs {
 		q.appliedLocked(first+uint64(i), &recs[i], len(encs[i]), nil)
+		if recs[i].Flags&flagProducerID != 0 {
+			q.mu.idCommit = c
+		}
 	}
 	return c, nil
 }
@@ -267,8 +296,11 @@ func (q *Queue) checkIDsLocked(recs []record) error {
 			continue
 		}
 		id := recs[i].ID
-		if q.mu.st.dedup.Has(id) || seen[id] {
+		if seen[id] {
 			return fmt.Errorf("%w: %q", ErrDuplicate, id)
+		}
+		if q.mu.st.dedup.Has(id) {
+			return q.duplicateLocked(id)
 		}
 		if len(recs) > 1 {
 			if seen == nil {
@@ -293,21 +325,105 @@ func (q *Queue) checkIDLocked(r *record) error {
 // in the dedup window (which the caller expired at r.At first).
 func (q *Queue) checkProducerIDLocked(r *record) error {
 	if r.Flags&flagProducerID != 0 && q.mu.st.dedup.Has(r.ID) {
-		return fmt.Errorf("%w: %q", ErrDuplicate, r.ID)
+		return q.duplicateLocked(r.ID)
 	}
 	return nil
+}
+
+// duplicateLocked is the refusal of the producer-given id, which the
+// state holds. ErrDuplicate tells a producer that the message is in the
+// queue, and it drops the one it retries; but the state also holds the id
+// of an enqueue whose write failed, which no file holds, and of one in
+// flight, whose write or fsync may still fail. So on a poisoned log it is
+// the error that poisoned it, and while the id's enqueue is not yet as
+// durable as the sync mode promises it is a *heldID, for which the
+// caller waits (awaitHeld) and tries again; else ErrDuplicate.
+func (q *Queue) duplicateLocked(id string) error {
+	if err := q.poisonErr("enqueue"); err != nil {
+		return err
+	}
+	if it, ok := q.mu.st.dedup.Get(id); ok && !q.durable(it.Seq) {
+		return &heldID{id: id, seq: it.Seq, c: q.mu.idCommit}
+	}
+	return fmt.Errorf("%w: %q", ErrDuplicate, id)
+}
+
+// durable reports whether the record at lsn is as durable as the sync
+// mode promises of a call that returned: fsynced under SyncAlways,
+// written under the others.
+func (q *Queue) durable(lsn uint64) bool {
+	if q.opts.ReadOnly {
+		return true // nothing is in flight: the enqueue refuses itself
+	}
+	if q.opts.Sync == SyncAlways {
+		return lsn <= q.log.DurableLSN()
+	}
+	return lsn <= q.log.WrittenLSN()
+}
+
+// heldID is the refusal of a producer-given id held by an enqueue whose
+// outcome is not known yet: that enqueue's record, at LSN seq, is not as
+// durable as the sync mode promises. It never reaches a caller: the
+// enqueue waits for that outcome (awaitHeld) and tries again.
+type heldID struct {
+	id  string
+	seq uint64
+	c   *wal.Commit // Queue.mu.idCommit when refused: its group holds seq, or is later
+}
+
+func (h *heldID) Error() string {
+	return fmt.Sprintf("queue: id %q is held by the enqueue at LSN %d, still in flight", h.id, h.seq)
+}
+
+// awaitHeld returns err, an enqueue's refusal, unless it is a *heldID:
+// then it waits until the holder's record is as durable as the sync mode
+// promises, or failed, and returns nil, for the enqueue to try again and
+// learn that outcome (ErrDuplicate, the error that poisoned the log,
+// ErrClosed). It waits for the commit of the last enqueue with a
+// producer-given id appended when the id was refused, whose group holds
+// the holder's record or a later one: once that commit is done,
+// WrittenLSN (DurableLSN under SyncAlways) covers its group, which ends
+// at or after the holder's record (a failure poisons the log first). No
+// fsync is made for the wait. It returns ctx's error if ctx ends first
+// (the outcome is not known: the enqueue appended nothing). Were that
+// commit ever missing or done already, it waits for everything appended
+// so far instead (Flush), never trying again at once.
+func (q *Queue) awaitHeld(ctx context.Context, err error) error {
+	h, ok := err.(*heldID)
+	if !ok {
+		return err
+	}
+	if h.c != nil && !isDone(h.c) {
+		return awaitDone(ctx, h.c)
+	}
+	// A failure poisons the log, and the queue is closed before its log:
+	// the next try reports either.
+	if ferr := q.log.Flush(); ferr != nil && q.log.Err() == nil && !errors.Is(ferr, wal.ErrClosed) {
+		return fmt.Errorf("queue: enqueue: wait for the enqueue holding the id: %w", ferr)
+	}
+	return nil
+}
+
+// isDone reports whether c is complete.
+func isDone(c *wal.Commit) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
 // window has passed at now, the enqueue's time (its records' At): the
 // enqueue reads the clock once, before it takes the lock, and does not
-// read it again under the lock. Its time is at most the lock's wait
-// older than a reading here, so an id is forgotten no sooner than its
-// window allows. An open without a window keeps no acked id: it forgot
-// them at Open (recoverer.Install), and its acks forget theirs. A
-// snapshot calls it too (takeSnapshot), and what it forgets marks the
-// next snapshot due though no record was appended, so that the forget is
-// kept (by a Close or a compaction).
+// read it again under the lock. Its time is at most the lock's wait (and
+// a wait for an id's holder, awaitHeld) older than a reading here, so an
+// id is forgotten no sooner than its window allows. An open without a
+// window keeps no acked id: it forgot them at Open (recoverer.Install),
+// and its acks forget theirs. A snapshot calls it too (takeSnapshot),
+// and what it forgets marks the next snapshot due though no record was
+// appended, so that the forget is kept (by a Close or a compaction).
 func (q *Queue) expireDedupLocked(now int64) {
 	if q.opts.DedupWindow > 0 && q.mu.st.dedup.Kept() > 0 &&
 		q.mu.st.dedup.Expire(now-int64(q.opts.DedupWindow)) > 0 {

@@ -96,6 +96,9 @@ func (q *Queue) requeueSome(max int) (int, *wal.Commit, error) {
 	if q.mu.closed {
 		return 0, nil, ErrClosed
 	}
+	if err := q.poisonErr("requeue"); err != nil {
+		return 0, nil, err // not (0, nil): a healthy "no lease ran out"
+	}
 	now := q.now()
 	expired := q.mu.st.table.Expired(now, max)
 	var last *wal.Commit

@@ -67,12 +67,18 @@ func (q *Queue) DeadLetterID(id string, reason string) error {
 	return q.DeadLetter(r, reason)
 }
 
-// receiptOf returns the receipt of the delivery in flight for id.
+// receiptOf returns the receipt of the delivery in flight for id. On a
+// poisoned log it returns the poison, as a settle by receipt does before
+// a refusal of its own: the state no longer tells whether the id's
+// delivery was settled (a settle whose write failed is in no file).
 func (q *Queue) receiptOf(id string) (Receipt, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.mu.closed {
 		return Receipt{}, ErrClosed
+	}
+	if err := q.poisonErr("settle"); err != nil {
+		return Receipt{}, err
 	}
 	e, ok := q.mu.st.table.GetByID(id)
 	if !ok || e.State != index.Leased {

@@ -39,6 +39,7 @@ type Queue struct {
 		async      inflight      // asynchronous calls not yet complete (async.go)
 		enc        []byte        // appendLSNLocked's encoding buffer; the log copies what it appends
 		noWait     bool          // set by an asynchronous call around its appends: nobody waits for them, so the committer must be woken
+		idCommit   *wal.Commit   // the commit of the group holding the last enqueue record with a producer-given id appended; nil before the first (see heldID)
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting
@@ -164,6 +165,9 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 		return 0, nil, q.appendFailed(r.Op, err)
 	}
 	q.appliedLocked(lsn, r, len(enc), e)
+	if r.Flags&flagProducerID != 0 && r.Op == opEnqueue {
+		q.mu.idCommit = c
+	}
 	return lsn, c, nil
 }
 

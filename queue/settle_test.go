@@ -239,3 +239,49 @@ func TestSettlePoisonedLog(t *testing.T) {
 		require.False(t, errors.As(err, new(*queue.BatchError)), "%s: no settlement was applied", c.name)
 	}
 }
+
+// Settlements of one receipt in one call apply in order, each against the
+// state the ones before it left: an extend and a nack apply, an ack after
+// the nack is refused (the nack ended the lease), and so is a second nack.
+// A reopen replays the call's records to the same state, after a crash
+// (the image of a kill -9) as after a Close: the message is delayed by
+// the nack, not leased, with its one delivery counted.
+func TestSettleSameReceiptInOneCall(t *testing.T) {
+	clk := newFakeClock()
+	opts := &queue.Options{Clock: clk, AckTimeout: time.Minute, ManualRequeue: true}
+	dir := t.TempDir()
+	q := open(t, dir, opts)
+	enqueue(t, q, "m")
+	m := tryDequeue(t, q)
+	err := q.Settle(
+		queue.Settlement{Receipt: m.Receipt, Op: queue.SettleExtend, Delay: time.Hour},
+		queue.Settlement{Receipt: m.Receipt, Op: queue.SettleNack, Delay: 10 * time.Second},
+		queue.Settlement{Receipt: m.Receipt, Op: queue.SettleAck},
+		queue.Settlement{Receipt: m.Receipt, Op: queue.SettleNack},
+	)
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be)
+	require.NoError(t, be.Errs[0], "extend")
+	require.NoError(t, be.Errs[1], "nack")
+	require.ErrorIs(t, be.Errs[2], queue.ErrLeaseLost, "ack after the nack")
+	require.ErrorIs(t, be.Errs[3], queue.ErrLeaseLost, "second nack")
+
+	st := q.Stats()
+	require.EqualValues(t, 1, st.Delayed)
+	require.Zero(t, st.InFlight)
+	requireEmpty(t, q) // the nack's delay holds it
+	img := crashImage(t, dir)
+	require.NoError(t, q.Close())
+	clk.Advance(10 * time.Second)
+	for name, dir := range map[string]string{"crash": img, "close": dir} {
+		t.Run(name, func(t *testing.T) {
+			q := open(t, dir, opts)
+			defer q.Close()
+			require.Zero(t, q.Stats().Acked)
+			got := tryDequeue(t, q)
+			require.Equal(t, "m", string(got.Payload))
+			require.Equal(t, 2, got.Deliveries, "the nack's delivery and this one")
+			requireEmpty(t, q)
+		})
+	}
+}

@@ -215,7 +215,9 @@ func deadValueIn(sorted *index.Sorted, seq uint64) (index.DeadValue, bool) {
 // fail again at each pull; purge it, or repair the directory first (walq
 // repair). A check that fails otherwise fails the call with its error
 // (ErrClosed once the queue is closed), and the value stays dead. A value
-// purged or requeued meanwhile is not found (ErrNotFound).
+// purged or requeued meanwhile is not found (ErrNotFound). On a poisoned
+// log it returns the error that poisoned it, before ErrNotFound, as every
+// change of the dead set does.
 //
 // A seq alone may name another value than the one it was read for: after
 // a power loss under SyncNever or SyncInterval the lost tail's LSNs go to
@@ -226,7 +228,8 @@ func (s *Sorted[K]) RequeueDead(seq uint64) error { return s.q.requeueDeadValue(
 
 // PurgeDead removes the dead value seq for good. It reads no payload. A
 // seq read before a crash may name another value (see RequeueDead);
-// PurgeDeadValue refuses it.
+// PurgeDeadValue refuses it. On a poisoned log it returns the error that
+// poisoned it, before ErrNotFound.
 func (s *Sorted[K]) PurgeDead(seq uint64) error { return s.q.purgeDeadValue(seq, nil) }
 
 // RequeueDeadValue is RequeueDead of the dead value d, as DeadValues
@@ -253,17 +256,18 @@ func (s *Sorted[K]) PurgeDeadValue(d DeadValue[K]) error {
 // error wrapping ErrCorrupt that names the values it left (the first few,
 // and how many more). A value purged or requeued while it checks the
 // values is left out, as if gone before the call. A check that fails
-// otherwise fails the call before it requeues anything.
+// otherwise fails the call before it requeues anything. On a poisoned log
+// it returns the error that poisoned it.
 func (s *Sorted[K]) RequeueAllDead() (int, error) { return s.q.requeueAllDeadValues() }
 
 // PurgeAllDead removes every dead value and returns how many. It reads no
-// payload.
+// payload. On a poisoned log it returns the error that poisoned it.
 func (s *Sorted[K]) PurgeAllDead() (int, error) {
 	q := s.q
 	q.mu.Lock()
-	if q.mu.closed {
+	if err := q.deadRefusedLocked(); err != nil {
 		q.mu.Unlock()
-		return 0, ErrClosed
+		return 0, err
 	}
 	var seqs []uint64
 	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
@@ -296,10 +300,13 @@ func (q *Queue) requeueDeadValue(seq uint64, at *time.Time) error {
 }
 
 // noDeadValue is the error of a change of the dead value seq that is not
-// there: ErrClosed once the queue is closed, else ErrNotFound.
+// there: deadRefusedLocked's, else ErrNotFound.
 func (q *Queue) noDeadValue(seq uint64) error {
-	if q.isClosed() {
-		return ErrClosed
+	q.mu.Lock()
+	err := q.deadRefusedLocked()
+	q.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: no dead value %d", ErrNotFound, seq)
 }
@@ -319,8 +326,8 @@ func (q *Queue) purgeDeadValue(seq uint64, at *time.Time) error {
 // findDeadValueLocked returns the dead value seq; when at is not nil,
 // only if it was published at *at, to the nanosecond. q.mu is held.
 func (q *Queue) findDeadValueLocked(seq uint64, at *time.Time) (index.DeadValue, error) {
-	if q.mu.closed {
-		return index.DeadValue{}, ErrClosed
+	if err := q.deadRefusedLocked(); err != nil {
+		return index.DeadValue{}, err
 	}
 	d, ok := q.deadValueLocked(seq)
 	if !ok {
@@ -354,9 +361,9 @@ func (q *Queue) requeueAllDeadValues() (int, error) {
 		}
 	}
 	q.mu.Lock()
-	if q.mu.closed {
+	if err := q.deadRefusedLocked(); err != nil {
 		q.mu.Unlock()
-		return 0, ErrClosed
+		return 0, err
 	}
 	seqs = slices.DeleteFunc(seqs, func(seq uint64) bool { // requeued or purged meanwhile
 		_, ok := q.deadValueLocked(seq)
@@ -370,8 +377,8 @@ func (q *Queue) requeueAllDeadValues() (int, error) {
 func (q *Queue) deadValues() ([]index.DeadValue, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.mu.closed {
-		return nil, ErrClosed
+	if err := q.deadRefusedLocked(); err != nil {
+		return nil, err
 	}
 	var ds []index.DeadValue
 	q.mu.st.sorted.Dead(func(d index.DeadValue) bool {
