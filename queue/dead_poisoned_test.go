@@ -69,7 +69,7 @@ func TestDeadByIDPoisonedLog(t *testing.T) {
 		n, err := call()
 		assert.ErrorIs(t, err, faultfs.ErrInjected, "%s on a poisoned log answered (%d, %v)", name, n, err)
 	}
-	_ = q.Close() // returns the poison
+	require.ErrorIs(t, q.Close(), faultfs.ErrInjected, "Close returns the poison")
 
 	q = open(t, dir, nil)
 	defer q.Close()
@@ -158,7 +158,7 @@ func deadValuesPoisonedLog[K queue.SortKey](t *testing.T, open func(dir string, 
 		n, err := call()
 		assert.ErrorIs(t, err, faultfs.ErrInjected, "%s on a poisoned log answered (%d, %v)", name, n, err)
 	}
-	_ = s.Close() // returns the poison
+	require.ErrorIs(t, s.Close(), faultfs.ErrInjected, "Close returns the poison")
 
 	s, _ = open(dir, nil)
 	defer s.Close()

@@ -78,7 +78,7 @@ func TestEnqueueRetryWhileFirstInFlight(t *testing.T) {
 			err = <-retried
 			require.NotErrorIs(t, err, queue.ErrDuplicate, "the retry was refused as a duplicate of an enqueue that failed")
 			require.ErrorIs(t, err, errGateWrite)
-			_ = q.Close() // returns the poison
+			require.ErrorIs(t, q.Close(), errGateWrite, "Close returns the poison")
 
 			q = open(t, dir, nil)
 			defer q.Close()
@@ -123,20 +123,7 @@ func (c *endedCtx) Err() error {
 // retry's context has ended: the retry returns the context's error
 // instead of hanging with the write.
 func TestEnqueueRetryWaitEndsWithContext(t *testing.T) {
-	calls := map[string]func(ctx context.Context, q *queue.Queue) error{
-		"EnqueueAsync": func(ctx context.Context, q *queue.Queue) error {
-			_, err := q.EnqueueAsync(ctx, []byte("v"), queue.WithID("order-42"))
-			return err
-		},
-		"Enqueue": func(ctx context.Context, q *queue.Queue) error {
-			_, err := q.Enqueue(ctx, []byte("v"), queue.WithID("order-42"))
-			return err
-		},
-		"EnqueueBatch": func(ctx context.Context, q *queue.Queue) error {
-			_, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "order-42", Payload: []byte("v")}})
-			return err
-		},
-	}
+	calls := retryCalls()
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			g := newWriteGate(nil) // the held write is made once released
@@ -213,20 +200,7 @@ func fsyncs(ops []faultfs.Op) int {
 // for that write, and makes no fsync of its own (an fsync per retry would
 // cost every producer that retries what the mode was chosen to save).
 func TestEnqueueRetryWaitMakesNoFsync(t *testing.T) {
-	calls := map[string]func(ctx context.Context, q *queue.Queue) error{
-		"EnqueueAsync": func(ctx context.Context, q *queue.Queue) error {
-			_, err := q.EnqueueAsync(ctx, []byte("v"), queue.WithID("order-42"))
-			return err
-		},
-		"Enqueue": func(ctx context.Context, q *queue.Queue) error {
-			_, err := q.Enqueue(ctx, []byte("v"), queue.WithID("order-42"))
-			return err
-		},
-		"EnqueueBatch": func(ctx context.Context, q *queue.Queue) error {
-			_, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "order-42", Payload: []byte("v")}})
-			return err
-		},
-	}
+	calls := retryCalls()
 	modes := map[string]queue.SyncMode{"SyncNever": queue.SyncNever, "SyncInterval": queue.SyncInterval}
 	for mode, sm := range modes {
 		for name, call := range calls {
@@ -254,5 +228,24 @@ func TestEnqueueRetryWaitMakesNoFsync(t *testing.T) {
 				require.NoError(t, p.Wait(context.Background()))
 			})
 		}
+	}
+}
+
+// retryCalls are the three enqueues of the producer-given id "order-42"
+// that a retry may make, by name.
+func retryCalls() map[string]func(ctx context.Context, q *queue.Queue) error {
+	return map[string]func(ctx context.Context, q *queue.Queue) error{
+		"EnqueueAsync": func(ctx context.Context, q *queue.Queue) error {
+			_, err := q.EnqueueAsync(ctx, []byte("v"), queue.WithID("order-42"))
+			return err
+		},
+		"Enqueue": func(ctx context.Context, q *queue.Queue) error {
+			_, err := q.Enqueue(ctx, []byte("v"), queue.WithID("order-42"))
+			return err
+		},
+		"EnqueueBatch": func(ctx context.Context, q *queue.Queue) error {
+			_, err := q.EnqueueBatch(ctx, []queue.Item{{ID: "order-42", Payload: []byte("v")}})
+			return err
+		},
 	}
 }

@@ -62,7 +62,7 @@ func TestEnqueueRetryPoisonedLog(t *testing.T) {
 				require.NotErrorIs(t, err, queue.ErrDuplicate, "%s retried: a poisoned log refused it as a duplicate", retry)
 				require.ErrorIs(t, err, faultfs.ErrInjected, "%s retried", retry)
 			}
-			_ = q.Close() // returns the poison
+			require.ErrorIs(t, q.Close(), faultfs.ErrInjected, "Close returns the poison")
 
 			q = open(t, dir, nil)
 			defer q.Close()
