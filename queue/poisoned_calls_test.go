@@ -72,6 +72,17 @@ var writingCalls = map[string]func(f *callFixture) error{
 	"Typed.Enqueue": func(f *callFixture) error {
 		return nth(queue.NewTyped[string](f.q).Enqueue(context.Background(), "x"))
 	},
+	"Typed.EnqueueAsync": func(f *callFixture) error {
+		return pendingErr(queue.NewTyped[string](f.q).EnqueueAsync(context.Background(), "x"))
+	},
+	"Typed.TryDequeue": func(f *callFixture) error {
+		_, _, err := queue.NewTyped[string](f.q).TryDequeue()
+		return err
+	},
+	"Typed.DequeueBatch": func(f *callFixture) error {
+		_, _, err := queue.NewTyped[string](f.q).DequeueBatch(context.Background(), 4)
+		return err
+	},
 	"Dequeue": func(f *callFixture) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a hang
 		defer cancel()
@@ -397,4 +408,30 @@ func TestViewsOfFailedAck(t *testing.T) {
 	require.NoError(t, st.CountsErr)
 	require.EqualValues(t, 3, st.InFlight)
 	require.Zero(t, st.Acked)
+}
+
+// A windowed queue's Publish answers as the sorted queue's: the error
+// that poisoned the log (here a publish whose write failed), ErrClosed
+// once closed.
+func TestWindowedPublishPoisonedOrClosed(t *testing.T) {
+	run := func(fs *faultfs.FS) (*queue.Windowed, error, int) {
+		w, err := queue.OpenWindowed(t.TempDir(), &queue.WindowOptions{Window: time.Minute,
+			SortedOptions: queue.SortedOptions{Options: queue.Options{FS: fs, ManualRequeue: true}}})
+		require.NoError(t, err)
+		require.NoError(t, w.Publish(context.Background(), "k", []byte("v")))
+		before := len(fs.Ops())
+		return w, w.Publish(context.Background(), "k", []byte("v")), before
+	}
+	fs := faultfs.New(0)
+	w, err, before := run(fs)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.ErrorIs(t, w.Publish(context.Background(), "k", nil), queue.ErrClosed, "closed")
+	failAt := firstWriteAfter(fs, before)
+	require.NotZero(t, failAt, "the publish's write")
+	w, err, _ = run(faultfs.New(failAt))
+	require.ErrorIs(t, err, faultfs.ErrInjected)
+	require.ErrorIs(t, w.Publish(context.Background(), "k", nil), faultfs.ErrInjected, "poisoned")
+	require.ErrorIs(t, w.Close(), faultfs.ErrInjected)
+	require.ErrorIs(t, w.Publish(context.Background(), "k", nil), queue.ErrClosed, "closed poisoned")
 }
