@@ -24,20 +24,41 @@ type callFixture struct {
 }
 
 func newCallFixture(t *testing.T, fs *faultfs.FS) *callFixture {
+	t.Helper()
+	f, err := buildCallFixture(t, fs)
+	require.NoError(t, err)
+	return f
+}
+
+// buildCallFixture is newCallFixture that returns the error of a call
+// before the ack.
+func buildCallFixture(t *testing.T, fs *faultfs.FS) (*callFixture, error) {
 	dir := t.TempDir()
 	q := open(t, dir, &queue.Options{FS: fs, ManualRequeue: true})
+	fail := func(err error) (*callFixture, error) { _ = q.Close(); return nil, err }
 	for _, id := range []string{"a", "b", "c", "d"} {
-		enqueue(t, q, id, queue.WithID(id))
+		if _, err := q.Enqueue(context.Background(), []byte(id), queue.WithID(id)); err != nil {
+			return fail(err)
+		}
 	}
-	a := tryDequeue(t, q)
-	tryDequeue(t, q)
-	require.NoError(t, q.DeadLetterID("b", "why"))
+	a, err := q.TryDequeue()
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := q.TryDequeue(); err != nil {
+		return fail(err)
+	}
+	if err := q.DeadLetterID("b", "why"); err != nil {
+		return fail(err)
+	}
 	batch, err := q.DequeueBatch(context.Background(), 2)
-	require.NoError(t, err)
+	if err != nil {
+		return fail(err)
+	}
 	require.Len(t, batch, 2)
 	f := &callFixture{dir: dir, q: q, msg: batch[0], batch: batch, before: len(fs.Ops())}
 	f.ackErr = a.Ack()
-	return f
+	return f, nil
 }
 
 // pendingErr is the outcome of an asynchronous call: its error, or else
@@ -141,15 +162,27 @@ var writingCalls = map[string]func(f *callFixture) error{
 // which poisoned the log.
 func poisonedFixture(t *testing.T) *callFixture {
 	t.Helper()
-	fs := faultfs.New(0)
-	dry := newCallFixture(t, fs)
-	require.NoError(t, dry.ackErr)
-	require.NoError(t, dry.q.Close())
-	failAt := firstWriteAfter(fs, dry.before)
-	require.NotZero(t, failAt, "the ack's write")
-	f := newCallFixture(t, faultfs.New(failAt))
-	require.ErrorIs(t, f.ackErr, faultfs.ErrInjected)
-	return f
+	// The records of a DequeueBatch go to the disk in one write or in
+	// two, as the log's committer meets them: a run whose operations
+	// before the ack differ from the dry run's is made again.
+	for range 20 {
+		fs := faultfs.New(0)
+		dry := newCallFixture(t, fs)
+		require.NoError(t, dry.ackErr)
+		require.NoError(t, dry.q.Close())
+		failAt := firstWriteAfter(fs, dry.before)
+		require.NotZero(t, failAt, "the ack's write")
+		f, err := buildCallFixture(t, faultfs.New(failAt))
+		if err == nil && f.before == dry.before {
+			require.ErrorIs(t, f.ackErr, faultfs.ErrInjected)
+			return f
+		}
+		if err == nil {
+			_ = f.q.Close()
+		}
+	}
+	t.Fatal("no run met the dry run's operations before the ack")
+	return nil
 }
 
 // Every call that writes the log answers on a poisoned log with the error
