@@ -161,8 +161,8 @@
 //
 // Close and reopen to go on. What a call checks before the queue's state
 // it answers in every state: a DequeueBatch, Pull or TryPull of fewer
-// than one message is ErrInvalidOptions, a call whose context has ended
-// returns the context's error.
+// than one message is ErrInvalidOptions, and a delivery, enqueue or
+// publish whose context has ended returns the context's error.
 //
 // After a crash, Open repairs a torn log tail, replays the log after the
 // newest snapshot, and makes every message that was leased ready again at

@@ -353,6 +353,10 @@ func TestCallsCheckedBeforeState(t *testing.T) {
 				"Dequeue/done":      {nth(f.q.Dequeue(done)), context.Canceled},
 				"DequeueBatch/done": {nth(f.q.DequeueBatch(done, 4)), context.Canceled},
 				"Pull/done":         {nth(s.s.Pull(done, 4)), context.Canceled},
+				"Enqueue/done":      {nth(f.q.Enqueue(done, []byte("x"))), context.Canceled},
+				"EnqueueBatch/done": {nth(f.q.EnqueueBatch(done, nil)), context.Canceled},
+				"EnqueueAsync/done": {nth(f.q.EnqueueAsync(done, []byte("x"))), context.Canceled},
+				"Publish/done":      {s.s.Publish(done, 1, "k", []byte("x")), context.Canceled},
 			} {
 				require.ErrorIs(t, c.err, c.want, name)
 			}
