@@ -143,8 +143,9 @@
 //     AckBatch, NackBatch or ExtendBatch with no receipt, EnqueueBatch
 //     with no item), never nil; once closed they return ErrClosed;
 //   - Close returns it too, once it has closed the log and released the
-//     directory, which the next Open finds as a crash left it: no damage
-//     to repair, the log as written replayed;
+//     directory, which the next Open finds as a crash left it: at most a
+//     torn tail, which Open cuts, nothing to salvage, the log as written
+//     replayed;
 //   - Stats counts the log as written, what a reopen replays (LastLSN
 //     too): not an enqueue or publish whose write failed, though the
 //     queue had taken it in; one whose write was made and whose fsync

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // callFixture is an ack queue holding a leased message ("c", "d" in
@@ -33,6 +34,11 @@ func newCallFixture(t *testing.T, fs *faultfs.FS) *callFixture {
 // buildCallFixture is newCallFixture that returns the error of a call
 // before the ack.
 func buildCallFixture(t *testing.T, fs *faultfs.FS) (*callFixture, error) {
+	return buildCallFixtureArmed(t, fs, func() {})
+}
+
+// buildCallFixtureArmed is buildCallFixture that calls arm just before the ack.
+func buildCallFixtureArmed(t *testing.T, fs *faultfs.FS, arm func()) (*callFixture, error) {
 	dir := t.TempDir()
 	q := open(t, dir, &queue.Options{FS: fs, ManualRequeue: true})
 	fail := func(err error) (*callFixture, error) { _ = q.Close(); return nil, err }
@@ -57,6 +63,7 @@ func buildCallFixture(t *testing.T, fs *faultfs.FS) (*callFixture, error) {
 	}
 	require.Len(t, batch, 2)
 	f := &callFixture{dir: dir, q: q, msg: batch[0], batch: batch, before: len(fs.Ops())}
+	arm()
 	f.ackErr = a.Ack()
 	return f, nil
 }
@@ -162,27 +169,11 @@ var writingCalls = map[string]func(f *callFixture) error{
 // which poisoned the log.
 func poisonedFixture(t *testing.T) *callFixture {
 	t.Helper()
-	// The records of a DequeueBatch go to the disk in one write or in
-	// two, as the log's committer meets them: a run whose operations
-	// before the ack differ from the dry run's is made again.
-	for range 20 {
-		fs := faultfs.New(0)
-		dry := newCallFixture(t, fs)
-		require.NoError(t, dry.ackErr)
-		require.NoError(t, dry.q.Close())
-		failAt := firstWriteAfter(fs, dry.before)
-		require.NotZero(t, failAt, "the ack's write")
-		f, err := buildCallFixture(t, faultfs.New(failAt))
-		if err == nil && f.before == dry.before {
-			require.ErrorIs(t, f.ackErr, faultfs.ErrInjected)
-			return f
-		}
-		if err == nil {
-			_ = f.q.Close()
-		}
-	}
-	t.Fatal("no run met the dry run's operations before the ack")
-	return nil
+	fs := faultfs.New(0)
+	f, err := buildCallFixtureArmed(t, fs, func() { fs.FailNext(wal.StoreWriteBatch) })
+	require.NoError(t, err)
+	require.ErrorIs(t, f.ackErr, faultfs.ErrInjected)
+	return f
 }
 
 // Every call that writes the log answers on a poisoned log with the error
