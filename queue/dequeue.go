@@ -299,6 +299,19 @@ func (q *Queue) poisonErr(op string) error {
 	return nil
 }
 
+// usable returns ErrClosed once the queue is closed, else the error that
+// poisoned the log (as poisonErr), else nil: the answer of a call given
+// nothing to do, which would otherwise read as a healthy queue.
+func (q *Queue) usable(op string) error {
+	q.mu.Lock()
+	closed := q.mu.closed
+	q.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return q.poisonErr(op)
+}
+
 // leaseOneLocked leases the first ready message, or else the next one at
 // the cursor. A ready message that has had MaxDeliveries is not delivered
 // again: it goes to the dead set (pastLimit), is added to dead, and the

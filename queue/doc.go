@@ -139,6 +139,13 @@
 //     PurgeDeadValue too) returns it, never ErrNotFound and never (0,
 //     nil): the state may count a requeue or purge whose write failed;
 //   - RequeueExpired (of every kind of queue) returns it, never (0, nil);
+//   - so do Compact, and a call given nothing to do (Settle, SettleAsync,
+//     AckBatch, NackBatch or ExtendBatch with no receipt, EnqueueBatch
+//     with no item), never nil; once closed they return ErrClosed;
+//   - Close returns it too, once it has closed the log and released the
+//     directory, which the next Open finds as a crash left it: at most a
+//     torn tail, which Open cuts, nothing to salvage, the log as written
+//     replayed;
 //   - Stats counts the log as written, what a reopen replays (LastLSN
 //     too): not an enqueue or publish whose write failed, though the
 //     queue had taken it in; one whose write was made and whose fsync
@@ -148,12 +155,15 @@
 //     failed ones included; a read that met damage is not tried again, a
 //     read error up to three times in all, not at every call;
 //   - Browse, Peek, DeadLetters, DeadValues and Keys show the same log as
-//     written: not an enqueue (Peek of its sequence is ErrNotFound),
+//     written: not an enqueue (Peek of its sequence is ErrNotFound), ack,
 //     dead-lettering, requeue, purge or publish whose write failed (when
 //     the log cannot be read back, the calls' state, and a read of a
 //     record whose write failed answers the log's error).
 //
-// Close and reopen to go on.
+// Close and reopen to go on. What a call checks before the queue's state
+// it answers in every state: a DequeueBatch, Pull or TryPull of fewer
+// than one message is ErrInvalidOptions, and a delivery, enqueue or
+// publish whose context has ended returns the context's error.
 //
 // After a crash, Open repairs a torn log tail, replays the log after the
 // newest snapshot, and makes every message that was leased ready again at

@@ -120,13 +120,15 @@ func withOptions(payload []byte, opts []EnqueueOption) Item {
 // the same ids enqueues each item once (ErrDuplicate: the whole batch was
 // kept). Reading one of its messages back other than in order (a
 // redelivery, Peek, a copy forward) reads the whole entry: keep batches to
-// a few MiB.
+// a few MiB. With no item it enqueues nothing, and returns nil on a
+// healthy queue, ErrClosed on a closed one, and on a poisoned log the
+// error that poisoned it, as an enqueue of items would.
 func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return nil, nil
+		return nil, q.usable("enqueue")
 	}
 	now := q.now()
 	recs := make([]record, len(items))

@@ -286,7 +286,11 @@ func (q *Queue) wakeHousekeeper() {
 // Close stops the queue: it wakes blocked consumers with ErrClosed, records
 // a clean shutdown, takes a snapshot, and closes the log and the directory
 // lock. Leases held at Close keep running after the next Open until their
-// deadline, so a receipt can still be acked by the next process.
+// deadline, so a receipt can still be acked by the next process. On a
+// poisoned log Close records nothing and takes no snapshot: it closes the
+// log and the lock and returns the error that poisoned the log, and the
+// next Open recovers the directory as after a crash. A second Close
+// returns ErrClosed.
 func (q *Queue) Close() error {
 	if q.opts.ReadOnly {
 		return q.closeReadOnly()

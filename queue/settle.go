@@ -79,7 +79,8 @@ func (e *BatchError) Unwrap() []error {
 // of them is known to be settled; after a crash, a settlement not durable
 // yet is undone, which only means a redelivery. Once the queue is
 // poisoned every settle fails with its error, also one whose settlements
-// would have been refused.
+// would have been refused, and one with none (which is nil on a healthy
+// queue, ErrClosed on a closed one).
 func (q *Queue) Settle(ss ...Settlement) error {
 	q.mu.Lock()
 	res, err := q.settleLocked(ss)
@@ -205,6 +206,9 @@ func (q *Queue) settleLocked(ss []Settlement) (settled, error) {
 	var out settled
 	if q.mu.closed {
 		return out, ErrClosed
+	}
+	if err := q.poisonErr("settle"); err != nil {
+		return out, err // also for no settlement at all: nil would read as a healthy log
 	}
 	now := q.now()
 	for i, s := range ss {

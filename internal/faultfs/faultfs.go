@@ -37,8 +37,9 @@ type FS struct {
 
 	mu struct {
 		sync.Mutex
-		ops []Op // every counted operation, in order
-		hit bool // the failAt-th operation happened (and failed)
+		ops   []Op   // every counted operation, in order
+		hit   bool   // the failAt-th operation happened (and failed)
+		armed string // the kind whose next operation fails; "" for none
 	}
 }
 
@@ -50,6 +51,14 @@ func (f *FS) Ops() []Op {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Op(nil), f.mu.ops...)
+}
+
+// FailNext makes the next counted operation of kind fail, whatever its
+// number, instead of the failAt-th.
+func (f *FS) FailNext(kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.armed = kind
 }
 
 // Hit returns the operation that failed, if it happened.
@@ -68,6 +77,9 @@ func (f *FS) step(kind, path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.ops = append(f.mu.ops, Op{Kind: kind, Path: path})
+	if f.mu.armed != "" && kind == f.mu.armed {
+		f.mu.armed, f.failAt = "", len(f.mu.ops)
+	}
 	if len(f.mu.ops) != f.failAt {
 		return nil
 	}
