@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/queue"
@@ -41,7 +42,7 @@ func buildCallFixture(t *testing.T, fs *faultfs.FS) (*callFixture, error) {
 func buildCallFixtureArmed(t *testing.T, fs *faultfs.FS, arm func()) (*callFixture, error) {
 	dir := t.TempDir()
 	q := open(t, dir, &queue.Options{FS: fs, ManualRequeue: true})
-	fail := func(err error) (*callFixture, error) { _ = q.Close(); return nil, err }
+	fail := func(err error) (*callFixture, error) { return nil, errors.Join(err, q.Close()) }
 	for _, id := range []string{"a", "b", "c", "d"} {
 		if _, err := q.Enqueue(context.Background(), []byte(id), queue.WithID(id)); err != nil {
 			return fail(err)
@@ -199,7 +200,7 @@ func TestEveryWritingCallPoisonedOrClosed(t *testing.T) {
 			})
 			t.Run("closed poisoned", func(t *testing.T) {
 				f := poisonedFixture(t)
-				_ = f.q.Close()
+				require.ErrorIs(t, f.q.Close(), faultfs.ErrInjected, "Close returns the poison")
 				err := call(f)
 				require.ErrorIs(t, err, queue.ErrClosed, "%s on a closed poisoned queue answered %v", name, err)
 			})
@@ -305,7 +306,7 @@ func TestEverySortedWritingCallPoisonedOrClosed(t *testing.T) {
 			})
 			t.Run("closed poisoned", func(t *testing.T) {
 				f := poisonedSortedFixture(t)
-				_ = f.s.Close()
+				require.ErrorIs(t, f.s.Close(), faultfs.ErrInjected, "Close returns the poison")
 				err := call(f)
 				require.ErrorIs(t, err, queue.ErrClosed, "%s on a closed poisoned queue answered %v", name, err)
 			})
@@ -321,7 +322,10 @@ func TestCallsCheckedBeforeState(t *testing.T) {
 	states := map[string]func(t *testing.T) (*callFixture, *sortedFixture){
 		"poisoned": func(t *testing.T) (*callFixture, *sortedFixture) {
 			f, s := poisonedFixture(t), poisonedSortedFixture(t)
-			t.Cleanup(func() { _ = f.q.Close(); _ = s.s.Close() })
+			t.Cleanup(func() {
+				assert.ErrorIs(t, f.q.Close(), faultfs.ErrInjected, "Close returns the poison")
+				assert.ErrorIs(t, s.s.Close(), faultfs.ErrInjected, "Close returns the poison")
+			})
 			return f, s
 		},
 		"closed": func(t *testing.T) (*callFixture, *sortedFixture) {

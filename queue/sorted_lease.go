@@ -112,14 +112,8 @@ func (q *Queue) expireBatchesLocked(now int64, max int) (int, *wal.Commit, error
 // poisoned: then the poison, which every kind of settle reports before a
 // refusal of its own (see Settle).
 func (q *Queue) refused(err error) error {
-	q.mu.Lock()
-	closed := q.mu.closed
-	q.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
-	if perr := q.poisonErr("settle"); perr != nil {
-		return perr
+	if uerr := q.usable("settle"); uerr != nil {
+		return uerr
 	}
 	return err
 }
