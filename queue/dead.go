@@ -238,10 +238,7 @@ func (q *Queue) noDeadLetter(id string) error {
 // longer tells whether a letter is dead: ErrNotFound, or (0, nil) from a
 // call on them all, would read as if the log were healthy. q.mu is held.
 func (q *Queue) deadRefusedLocked() error {
-	if q.mu.closed {
-		return ErrClosed
-	}
-	return q.poisonErr("change the dead set")
+	return q.usableLocked("change the dead set")
 }
 
 // deadRef is what a requeue of a dead letter needs of it: its name and

@@ -304,9 +304,13 @@ func (q *Queue) poisonErr(op string) error {
 // nothing to do, which would otherwise read as a healthy queue.
 func (q *Queue) usable(op string) error {
 	q.mu.Lock()
-	closed := q.mu.closed
-	q.mu.Unlock()
-	if closed {
+	defer q.mu.Unlock()
+	return q.usableLocked(op)
+}
+
+// usableLocked is usable with q.mu held.
+func (q *Queue) usableLocked(op string) error {
+	if q.mu.closed {
 		return ErrClosed
 	}
 	return q.poisonErr(op)
