@@ -467,18 +467,22 @@ func findSegmentList(tw *twal.Log) segmentList {
 	}
 }
 
-// isSegmentsType reports whether v is v1.2.1's []*segment, whose element
-// has an index field (uint64).
+// isSegmentsType reports whether v is v1.2.1's []*segment, a segment
+// being {path string; index uint64; ebuf []byte; epos []bpos} and nothing
+// more: a segment that held anything else (a file, say) would keep it
+// once dropped from the list.
 func isSegmentsType(v reflect.Value) bool {
 	if !v.IsValid() || v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.Pointer {
 		return false
 	}
 	e := v.Type().Elem().Elem()
-	if e.Kind() != reflect.Struct {
+	if e.Kind() != reflect.Struct || e.NumField() != 4 {
 		return false
 	}
-	f, ok := e.FieldByName("index")
-	return ok && f.Type.Kind() == reflect.Uint64
+	return e.Field(0).Name == "path" && e.Field(0).Type.Kind() == reflect.String &&
+		e.Field(1).Name == "index" && e.Field(1).Type.Kind() == reflect.Uint64 &&
+		e.Field(2).Name == "ebuf" && e.Field(2).Type == reflect.TypeFor[[]byte]() &&
+		e.Field(3).Name == "epos" && isPosType(e.Field(3).Type)
 }
 
 // find returns the position in the list of the segment whose first entry
