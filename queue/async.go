@@ -226,7 +226,7 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 		return nil, err
 	}
 	enc := encodeRecord(nil, &r)
-	if err := q.checkRecordSize(enc); err != nil {
+	if err := q.checkRecordSize(len(enc)); err != nil {
 		return nil, err
 	}
 	c, err := q.enqueueAsync(ctx, &r, enc)

@@ -54,7 +54,8 @@ func BenchmarkEnqueue(b *testing.B) {
 
 // BenchmarkCycle measures enqueue+dequeue+ack cycles per second with
 // concurrent producers and consumers, and the process's CPU time per
-// cycle beside the wall time.
+// cycle beside the wall time; 100-byte payloads, WALQ_BENCH_PAYLOAD if
+// set.
 func BenchmarkCycle(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -66,7 +67,7 @@ func BenchmarkCycle(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer q.Close()
-			payload := make([]byte, 100)
+			payload := make([]byte, benchPayload())
 			ctx := context.Background()
 			b.SetParallelism(4)
 			b.ReportAllocs()
@@ -174,12 +175,13 @@ func peakRSS() int64 {
 }
 
 // BenchmarkSteady measures one operation at a time in steady state,
-// without fsync, 100-byte payloads, one goroutine: enqueue into a queue
-// that already holds a backlog, dequeue from a backlog of b.N messages,
-// and ack b.N leased messages. Run with -benchmem for allocs/op.
+// without fsync, 100-byte payloads (WALQ_BENCH_PAYLOAD bytes if set), one
+// goroutine: enqueue into a queue that already holds a backlog, dequeue
+// from a backlog of b.N messages, and ack b.N leased messages. Run with
+// -benchmem for allocs/op.
 func BenchmarkSteady(b *testing.B) {
 	ctx := context.Background()
-	payload := make([]byte, 100)
+	payload := make([]byte, benchPayload())
 	open := func(b *testing.B, backlog int) *queue.Queue {
 		b.Helper()
 		q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
@@ -261,7 +263,8 @@ func BenchmarkDrain(b *testing.B) {
 // BenchmarkDrainSingles is BenchmarkDrain over a backlog enqueued one
 // message at a time, as bench/'s drain workload makes it: one log entry
 // per message, most of them in sealed segments, so the cursor checks and
-// frames an entry per delivery.
+// frames an entry per delivery. Payloads of 100 bytes, WALQ_BENCH_PAYLOAD
+// if set.
 func BenchmarkDrainSingles(b *testing.B) {
 	ctx := context.Background()
 	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
@@ -269,13 +272,23 @@ func BenchmarkDrainSingles(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer q.Close()
-	payload := make([]byte, 100)
+	payload := make([]byte, benchPayload())
 	for range b.N {
 		if _, err := q.Enqueue(ctx, payload); err != nil {
 			b.Fatal(err)
 		}
 	}
 	drainTimed(b, q)
+}
+
+// benchPayload returns the payload size of the per-call benchmarks: 100
+// bytes, or WALQ_BENCH_PAYLOAD (bench/'s 1 KiB rows: 1024).
+func benchPayload() int {
+	n := 100
+	if s := os.Getenv("WALQ_BENCH_PAYLOAD"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	return n
 }
 
 // drainTimed times one consumer taking b.N messages from q with Dequeue

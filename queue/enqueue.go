@@ -56,10 +56,11 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	}
 	// EnqueueBatch for one item, without its slices: the record lives on
 	// the stack; a small one is encoded under q.mu into the queue's own
-	// buffer, as every other record is, a larger one before, into a
+	// buffer, as every other record is (a large payload apart, copied by
+	// the log from the caller's slice), a larger one before, into a
 	// pooled buffer (the log copies it).
 	var r record
-	small := len(payload) <= smallPayload // isSmall of an item without options
+	small := true // isSmall of an item without options
 	if len(opts) > 0 {
 		it := withOptions(payload, opts)
 		if err := q.prepare(&it, q.now(), &r); err != nil {
@@ -200,7 +201,7 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 		return q.enqueueOne(&recs[0], encs[0])
 	}
 	for _, enc := range encs {
-		if err := q.checkRecordSize(enc); err != nil {
+		if err := q.checkRecordSize(len(enc)); err != nil {
 			return nil, err
 		}
 	}
@@ -217,10 +218,11 @@ func (q *Queue) enqueueLocked(recs []record, encs [][]byte) (*wal.Commit, error)
 
 // enqueueOne is enqueueLocked for one record, without its loops. enc nil
 // has the record encoded under q.mu (appendOfLocked), which only a small
-// one is (isSmall): its size check cannot fail.
+// one is (isSmall): its size check cannot fail (its payload passed
+// checkPayload, its other fields are a few hundred bytes).
 func (q *Queue) enqueueOne(r *record, enc []byte) (*wal.Commit, error) {
 	if enc != nil {
-		if err := q.checkRecordSize(enc); err != nil {
+		if err := q.checkRecordSize(len(enc)); err != nil {
 			return nil, err
 		}
 	}
@@ -272,20 +274,20 @@ func (q *Queue) appendAllLocked(recs []record, encs [][]byte) (*wal.Commit, erro
 // MaxRecordSize): the largest it takes.
 const maxLogRecord = 1 << 30
 
-// checkRecordSize refuses a record enc longer than a message's payload
+// checkRecordSize refuses a record of n bytes, longer than a message's payload
 // limit plus 1 MiB for its other fields, headers, key or reason: every
 // record but a copy forward, which may be a few bytes longer than the
 // record it copies (the log itself takes up to maxLogRecord).
-func (q *Queue) checkRecordSize(enc []byte) error {
-	if len(enc) > q.opts.MaxMessageSize+1<<20 { // apart from the error, so that the check inlines
-		return q.recordTooLarge(enc)
+func (q *Queue) checkRecordSize(n int) error {
+	if n > q.opts.MaxMessageSize+1<<20 { // apart from the error, so that the check inlines
+		return q.recordTooLarge(n)
 	}
 	return nil
 }
 
-func (q *Queue) recordTooLarge(enc []byte) error {
+func (q *Queue) recordTooLarge(n int) error {
 	limit := q.opts.MaxMessageSize + 1<<20
-	return fmt.Errorf("%w: %w: a record of %d bytes with its headers, id, key or reason, limit %d", ErrTooLarge, wal.ErrTooLarge, len(enc), limit)
+	return fmt.Errorf("%w: %w: a record of %d bytes with its headers, id, key or reason, limit %d", ErrTooLarge, wal.ErrTooLarge, n, limit)
 }
 
 // checkIDsLocked refuses producer-given ids already in use, in the dedup
@@ -437,18 +439,25 @@ func (q *Queue) expireDedupLocked(now int64) {
 // Redis backend).
 func newID() string { return msgid.New() }
 
-// smallPayload bounds the records Enqueue encodes under q.mu, into the
-// queue's own buffer (q.mu.enc), as appendOfLocked encodes every other
-// record: isSmall says whether an item's is one, with a payload of up to
-// smallPayload bytes and an id of up to 64 bytes, without headers (at
-// most about 450 bytes: maxEncodedSize bounds its other fields by 121), so
-// that q.mu is held for a short encode only. A larger record is encoded
-// before q.mu is taken, into a pooled buffer (encBufs).
-const smallPayload = 256
-
+// isSmall says whether Enqueue encodes an item's record under q.mu, into
+// the queue's own buffer (q.mu.enc), as appendOfLocked encodes every
+// other record: one with an id of up to 64 bytes and without headers,
+// whose fields but the payload take at most about 200 bytes
+// (maxEncodedSize bounds them by 121 and the id), so that q.mu is held for
+// a short encode only. A payload of more than smallPayload bytes is not
+// encoded there: the log copies it into its group from the caller's
+// slice, between the record's other bytes (encodeAround), as it would
+// copy the whole record, so q.mu is held no longer than for a record
+// encoded before. A larger record is encoded before q.mu is taken, into
+// a pooled buffer (encBufs).
 func isSmall(it *Item) bool {
-	return len(it.Payload) <= smallPayload && len(it.Headers) == 0 && len(it.ID) <= 64
+	return len(it.Headers) == 0 && len(it.ID) <= 64
 }
+
+// smallPayload is the largest payload appendOfLocked encodes into q.mu.enc
+// with the rest of its record; a larger one goes to the log as a part of
+// its own (wal.Log.AppendJoined).
+const smallPayload = 256
 
 // encBufs keeps encoding buffers for records encoded outside q.mu.
 type encBufs struct{ pool sync.Pool }

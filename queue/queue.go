@@ -139,18 +139,19 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 	if err := q.appendableLocked(r, e); err != nil {
 		return 0, nil, err
 	}
+	if enc == nil && len(r.Payload) > smallPayload {
+		return q.appendAroundLocked(r, e)
+	}
 	if enc == nil {
 		q.mu.enc = encodeRecord(q.mu.enc[:0], r)
 		enc = q.mu.enc
 	}
-	if r.Op != opMove && r.Op != opMoveDead { // only a copy forward may pass a new message's limit
-		if err := q.checkRecordSize(enc); err != nil {
+	if sizeLimited(r.Op) {
+		if err := q.checkRecordSize(len(enc)); err != nil {
 			return 0, nil, err
 		}
 	}
-	// A delivery waits for the write only (see Dequeue); the ack that
-	// follows makes it durable.
-	lazy := r.Op == opLease || r.Op == opPull
+	lazy := lazyOp(r.Op)
 	var lsn uint64
 	var c *wal.Commit
 	var err error
@@ -164,7 +165,47 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 	if err != nil {
 		return 0, nil, q.appendFailed(r.Op, err)
 	}
+	// appendedLocked's work, inline on this path: the call cost more.
 	q.appliedLocked(lsn, r, len(enc), e)
+	if r.Flags&flagProducerID != 0 && r.Op == opEnqueue {
+		q.mu.idCommit = c
+	}
+	return lsn, c, nil
+}
+
+// appendAroundLocked is appendOfLocked, past its checks of the state, for
+// a record with a payload of more than smallPayload bytes: the log copies
+// the payload into its group from r's slice, between the record's other
+// bytes (encodeAround), rather than from an encoding of the whole record.
+func (q *Queue) appendAroundLocked(r *record, e *index.Entry) (uint64, *wal.Commit, error) {
+	enc, at := encodeAround(q.mu.enc[:0], r)
+	q.mu.enc = enc
+	n := len(enc) + len(r.Payload)
+	if sizeLimited(r.Op) {
+		if err := q.checkRecordSize(n); err != nil {
+			return 0, nil, err
+		}
+	}
+	parts := [3][]byte{enc[:at], r.Payload, enc[at:]}
+	waited := waitedOps[r.Op] && !q.mu.noWait
+	lsn, c, err := q.log.AppendJoined(parts[:], lazyOp(r.Op), !waited)
+	if err != nil {
+		return 0, nil, q.appendFailed(r.Op, err)
+	}
+	return q.appendedLocked(lsn, c, r, n, e)
+}
+
+// sizeLimited reports whether a record of op is held to checkRecordSize:
+// every one but a copy forward, which may pass a new message's limit.
+func sizeLimited(o op) bool { return o != opMove && o != opMoveDead }
+
+// lazyOp reports whether a record of op only waits for its write: a
+// delivery (see Dequeue), which the ack that follows makes durable.
+func lazyOp(o op) bool { return o == opLease || o == opPull }
+
+// appendedLocked applies a record of n bytes the log took at lsn.
+func (q *Queue) appendedLocked(lsn uint64, c *wal.Commit, r *record, n int, e *index.Entry) (uint64, *wal.Commit, error) {
+	q.appliedLocked(lsn, r, n, e)
 	if r.Flags&flagProducerID != 0 && r.Op == opEnqueue {
 		q.mu.idCommit = c
 	}

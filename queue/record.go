@@ -176,6 +176,36 @@ func encodeRecord(dst []byte, r *record) []byte {
 	return appendBytes(dst, r.Sort)
 }
 
+// encodeAround is encodeRecord without the bytes of r.Payload: out[:at],
+// r.Payload, then out[at:] are encodeRecord's bytes. A record with a
+// large payload is handed to the log in those three parts
+// (wal.Log.AppendJoined), which copies the payload into its group from the
+// caller's slice: encoded whole first, it would be copied twice.
+func encodeAround(dst []byte, r *record) (out []byte, at int) {
+	dst = slices.Grow(dst, maxEncodedSize(r)-len(r.Payload))
+	dst = append(dst, mpFixArray|recordFields)
+	dst = appendUint(dst, uint64(r.Op))
+	dst = appendUint(dst, r.Seq)
+	dst = appendUint(dst, r.Lease)
+	dst = appendString(dst, r.ID)
+	dst = appendUint(dst, uint64(r.Flags))
+	dst = appendInt(dst, r.At)
+	dst = appendInt(dst, r.Due)
+	dst = appendInt(dst, r.Enq)
+	dst = appendUint(dst, uint64(r.Size))
+	dst = appendUint(dst, uint64(r.Count))
+	dst = appendString(dst, r.Reason)
+	dst = appendHeaders(dst, r.Headers)
+	if r.Payload == nil {
+		dst = append(dst, mpNil)
+	} else {
+		dst = appendLen(dst, len(r.Payload), 0, 0, mpBin8)
+	}
+	at = len(dst)
+	dst = appendString(dst, r.Key)
+	return appendBytes(dst, r.Sort), at
+}
+
 // maxEncodedSize bounds the bytes encodeRecord writes for r: at most nine
 // per number, five per length.
 func maxEncodedSize(r *record) int {

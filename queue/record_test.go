@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,7 +48,8 @@ func msgpackRecord(t *testing.T, r *record) []byte {
 
 // TestEncodeRecordMatchesMsgpack checks that encodeRecord writes the bytes
 // msgpack's Encoder writes, at every integer and length boundary, so that
-// logs written before and after decode alike.
+// logs written before and after decode alike; and that encodeAround's
+// parts around the payload join into the same bytes.
 func TestEncodeRecordMatchesMsgpack(t *testing.T) {
 	uints := []uint64{0, 1, 127, 128, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, math.MaxUint64}
 	ints := []int64{0, 1, 127, 128, -1, -32, -33, -128, -129, -32768, -32769, math.MinInt32, math.MinInt32 - 1,
@@ -79,6 +81,9 @@ func TestEncodeRecordMatchesMsgpack(t *testing.T) {
 		got := encodeRecord([]byte("prefix"), r)
 		require.Equal(t, "prefix", string(got[:6]))
 		require.Equal(t, want, got[6:], "record %d: %+v", i, r)
+		around, at := encodeAround([]byte("prefix"), r)
+		joined := slices.Concat(around[:at], r.Payload, around[at:])
+		require.Equal(t, want, joined[6:], "record %d split around its payload: %+v", i, r)
 		var back record
 		err := decodeRecord(got[6:], &back)
 		if refusedKind(r) {

@@ -24,7 +24,7 @@ func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []
 	// caller's buffer, which it may reuse once Publish returns.
 	r := &record{Op: opPublish, Key: key, Sort: sort, At: q.now(), Payload: bytes.Clone(payload)}
 	enc := encodeRecord(nil, r)
-	if err := q.checkRecordSize(enc); err != nil {
+	if err := q.checkRecordSize(len(enc)); err != nil {
 		return err
 	}
 	q.mu.Lock()

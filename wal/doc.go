@@ -6,6 +6,7 @@
 //
 //	l, err := wal.Open(dir, nil) // nil: defaults (SyncAlways, 4 MiB segments)
 //	lsn, commit, err := l.Append(rec) // cheap; call it under your own lock
+//	lsn, commit, err = l.AppendJoined([][]byte{head, payload, tail}, false, true) // one record, its parts joined
 //	err = commit.Wait()               // durable once it returns nil
 //	r := l.NewReader(lsn)             // or l.Read(lsn) for one record
 //	err = l.View(lsn, check)          // one record, uncopied: check must not write or keep it

@@ -77,6 +77,16 @@ func appendRecord(e, rec []byte) []byte {
 	return append(e, rec...)
 }
 
+// appendJoinedRecord is appendRecord for a record of n bytes made of
+// parts, joined in order.
+func appendJoinedRecord(e []byte, n int, parts [][]byte) []byte {
+	e = binary.AppendUvarint(e, uint64(n))
+	for _, p := range parts {
+		e = append(e, p...)
+	}
+	return e
+}
+
 // recordSize is the number of bytes appendRecord adds for a record of n bytes.
 func recordSize(n int) int { return uvarintLen(uint64(n)) + n }
 

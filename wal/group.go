@@ -293,6 +293,36 @@ func (l *Log) AppendAll(recs [][]byte, wake bool) (LSN, *Commit, error) {
 	return first, c, nil
 }
 
+// AppendJoined adds one record made of parts, joined in order: as
+// AppendWaiting (wake false) or Append (wake true), AppendLazy when lazy.
+// Each part is copied into the open group as it is, so a caller whose
+// record carries a large payload between a few bytes before and after it
+// hands the payload over without joining the parts into a buffer of its
+// own first (one copy of it fewer). The parts may be reused once it
+// returns.
+func (l *Log) AppendJoined(parts [][]byte, lazy, wake bool) (LSN, *Commit, error) {
+	if l.opts.ReadOnly {
+		return 0, nil, ErrReadOnly
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	l.mu.Lock()
+	if err := l.appendErrLocked(n); err != nil {
+		l.mu.Unlock()
+		return 0, nil, err
+	}
+	g := l.groupForLocked(n)
+	g.buf = appendJoinedRecord(g.buf, n, parts)
+	lsn, c := l.placedLocked(g, !lazy, 1)
+	l.mu.Unlock()
+	if wake {
+		l.wakeCommitter()
+	}
+	return lsn, c, nil
+}
+
 func (l *Log) append(rec []byte, sync bool) (LSN, *Commit, error) {
 	lsn, c, err := l.add(rec, sync)
 	if err == nil {
@@ -322,13 +352,19 @@ func (l *Log) add(rec []byte, sync bool) (LSN, *Commit, error) {
 // sealed. Once Log.mu is released g may be written and reused at any
 // time: only its Commit is the caller's.
 func (l *Log) putLocked(g *group, sync bool, recs ...[]byte) (LSN, *Commit) {
-	first := l.mu.nextLSN
 	for _, rec := range recs {
 		g.buf = appendRecord(g.buf, rec)
 	}
-	g.count += uint32(len(recs))
+	return l.placedLocked(g, sync, len(recs))
+}
+
+// placedLocked gives the n records just copied into g, the open group,
+// the next LSNs and returns the first and g's Commit, as putLocked says.
+func (l *Log) placedLocked(g *group, sync bool, n int) (LSN, *Commit) {
+	first := l.mu.nextLSN
+	g.count += uint32(n)
 	g.sync = g.sync || sync
-	l.mu.nextLSN += LSN(len(recs))
+	l.mu.nextLSN += LSN(n)
 	if len(g.buf) >= l.opts.MaxGroupBytes || g.count == math.MaxUint32 {
 		l.sealOpenLocked()
 	}

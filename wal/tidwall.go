@@ -29,9 +29,11 @@ import (
 // walq does not call tidwall/wal's TruncateFront, which rewrites the kept
 // segment into NAME.START.TEMP and renames it over NAME with os: a crash
 // could keep that rename and lose the copy's bytes, whose fsync the FS
-// never sees. It removes the front segments itself, through FS, and
-// reopens tidwall/wal (truncateFront below). Open still finishes a
-// truncation that an older walq began with tidwall/wal (prepareDir).
+// never sees. It removes the front segments itself, through FS, and drops
+// them from tidwall/wal's list of segments (segmentList below), or, should
+// that list not be laid out as expected, reopens tidwall/wal
+// (truncateFront below). Open still finishes a truncation that an older
+// walq began with tidwall/wal (prepareDir).
 
 // File names in a log directory, as tidwall/wal writes them: NAME is the
 // 20-digit index of the segment's first entry; its TruncateFront writes
@@ -152,13 +154,32 @@ func (s *tidwallStore) reserveTail() {
 	s.reserved = true
 }
 
-// truncateFront closes tidwall/wal, removes the front segments through
-// the FS (removeFront) and reopens it. After a failure the store is
-// closed: the Log is poisoned anyway.
+// truncateFront removes the front segments through the FS (removeFront).
+// When tidwall/wal's list of segments can be reached (findSegmentList)
+// it then drops them from that list, leaving tidwall/wal open with its
+// copy of the tail as it was; otherwise it closes tidwall/wal first and
+// reopens it after (reopenFront), which reads the whole tail segment back
+// from the file. After a failure the Log is poisoned anyway.
 func (s *tidwallStore) truncateFront(index uint64) error {
 	if err := s.observe(StoreTruncateFront); err != nil {
 		return err
 	}
+	list := findSegmentList(s.tw)
+	k := list.find(index)
+	if k < 0 {
+		return s.reopenFront(index)
+	}
+	if err := removeFront(s.opts.FS, s.dir, index); err != nil {
+		return err
+	}
+	list.dropFront(k)
+	return nil
+}
+
+// reopenFront is truncateFront for a tidwall/wal whose segment list is not
+// laid out as expected: it closes tidwall/wal, removes the front segments
+// and reopens it. After a failure the store is closed.
+func (s *tidwallStore) reopenFront(index uint64) error {
 	var old tailCopy
 	if s.tail != nil {
 		old = s.tail.take()
@@ -410,4 +431,87 @@ func (t *tailCopy) reserve(room, entries int, spare tailCopy) {
 		p = reflect.MakeSlice(t.pos.Type(), 0, entries)
 	}
 	t.pos.Set(reflect.AppendSlice(p, t.pos))
+}
+
+// tidwall/wal keeps the list of its segments (Log.segments, each with the
+// index of its first entry) and the log's first index (Log.firstIndex);
+// its own TruncateFront rewrites the segment kept, so walq removes the
+// front segments itself. Reopening tidwall/wal afterwards to drop them
+// from its list would read the whole tail segment back from the file and
+// parse every entry in it (a few milliseconds per 4 MiB, once per
+// compaction). segmentList reaches the two fields by reflection instead,
+// and cuts the list as tidwall/wal's TruncateFront does, when their types
+// are v1.2.1's (TestTruncateFrontKeepsStore pins them). The segments
+// dropped are sealed ones: tidwall/wal has closed their files and, since
+// walq never calls its Read and clears its cache at each roll
+// (dropCache), holds none of them anywhere else. The tail segment and its
+// copy in memory are untouched.
+
+// segmentList points at tidwall/wal's list of segments and first index.
+type segmentList struct {
+	segs  reflect.Value // Log.segments, settable; invalid when not found
+	first *uint64       // Log.firstIndex
+}
+
+// findSegmentList returns tidwall/wal's list of segments, invalid when
+// its layout is not the one expected.
+func findSegmentList(tw *twal.Log) segmentList {
+	v := reflect.ValueOf(tw).Elem()
+	segs, first := v.FieldByName("segments"), v.FieldByName("firstIndex")
+	if !isSegmentsType(segs) || !first.IsValid() || first.Kind() != reflect.Uint64 {
+		return segmentList{}
+	}
+	return segmentList{
+		segs:  reflect.NewAt(segs.Type(), unsafe.Pointer(segs.UnsafeAddr())).Elem(),
+		first: (*uint64)(unsafe.Pointer(first.UnsafeAddr())),
+	}
+}
+
+// isSegmentsType reports whether v is v1.2.1's []*segment, a segment
+// being {path string; index uint64; ebuf []byte; epos []bpos} and nothing
+// more: a segment that held anything else (a file, say) would keep it
+// once dropped from the list.
+func isSegmentsType(v reflect.Value) bool {
+	if !v.IsValid() || v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.Pointer {
+		return false
+	}
+	e := v.Type().Elem().Elem()
+	if e.Kind() != reflect.Struct || e.NumField() != 4 {
+		return false
+	}
+	return e.Field(0).Name == "path" && e.Field(0).Type.Kind() == reflect.String &&
+		e.Field(1).Name == "index" && e.Field(1).Type.Kind() == reflect.Uint64 &&
+		e.Field(2).Name == "ebuf" && e.Field(2).Type == reflect.TypeFor[[]byte]() &&
+		e.Field(3).Name == "epos" && isPosType(e.Field(3).Type)
+}
+
+// find returns the position in the list of the segment whose first entry
+// is index, or -1 when there is none or the list is not reachable.
+func (l segmentList) find(index uint64) int {
+	if !l.segs.IsValid() {
+		return -1
+	}
+	for i := range l.segs.Len() {
+		s := l.segs.Index(i)
+		if s.IsNil() {
+			return -1
+		}
+		if s.Elem().FieldByName("index").Uint() == index {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropFront removes the first k segments from the list, in new storage
+// (as tidwall/wal does), and makes the first one kept the log's first.
+func (l segmentList) dropFront(k int) {
+	if k == 0 {
+		return
+	}
+	n := l.segs.Len()
+	kept := reflect.MakeSlice(l.segs.Type(), 0, n-k)
+	kept = reflect.AppendSlice(kept, l.segs.Slice(k, n))
+	l.segs.Set(kept)
+	*l.first = kept.Index(0).Elem().FieldByName("index").Uint()
 }

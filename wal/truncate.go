@@ -44,8 +44,8 @@ func (c *committer) truncateFront(lsn LSN) error {
 	}
 	// The store removes every segment before target, through the FS, and
 	// fsyncs the directory (tidwall.go); target itself is not rewritten.
-	// The store reuses the storage of its copy of the tail: readers stop
-	// reading it first.
+	// The store may reuse the storage of its copy of the tail (when it
+	// reopens tidwall/wal, reopenFront): readers stop reading it first.
 	c.unpublishTail()
 	if err := c.st.truncateFront(target.firstIndex); err != nil {
 		return c.l.poison(fmt.Errorf("wal: truncate front at index %d (LSN %d) failed, log poisoned: %w",

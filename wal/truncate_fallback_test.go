@@ -1,0 +1,82 @@
+package wal
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestTruncateFrontFallback runs truncateFront's fallback, which reopens
+// tidwall/wal, as the committer would run it for a tidwall/wal whose list
+// of segments segmentList does not find: the log then keeps writing,
+// rolling and truncating (the usual way), with tidwall/wal's list equal to
+// the Log's, and reads back whole after a reopen.
+func TestTruncateFrontFallback(t *testing.T) {
+	const segSize = 16 << 10
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncNever, SegmentSize: segSize}
+	l, err := open(dir, opts, faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	write := func(n int) {
+		t.Helper()
+		for range n {
+			_, c, err := l.AppendWaiting(recordOf(next), false)
+			if err == nil {
+				err = c.Wait()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+	for round := range 4 {
+		write(4 * segSize / 1000)
+		segs := l.Segments()
+		lsn := segs[len(segs)-2].FirstLSN
+		if round%2 == 1 {
+			if err := l.TruncateFront(lsn); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			reopenTruncate(t, l, lsn)
+		}
+		checkStoreList(t, l)
+	}
+	write(segSize / 1000)
+	first := l.FirstLSN()
+	closeOrFail(t, l)
+	l, err = open(dir, opts, faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOrFail(t, l)
+	if got := l.FirstLSN(); got != first {
+		t.Fatalf("FirstLSN after reopen %d, want %d", got, first)
+	}
+	for lsn := first; lsn < LSN(next+1); lsn++ {
+		if got, err := l.Read(lsn); err != nil || !bytes.Equal(got, recordOf(int(lsn-1))) {
+			t.Fatalf("Read(%d) after reopen = %q..., %v", lsn, got[:min(len(got), 16)], err)
+		}
+	}
+}
+
+// reopenTruncate is committer.truncateFront(lsn) with the store's
+// fallback, reopenFront, in place of its truncateFront.
+func reopenTruncate(t *testing.T, l *Log, lsn LSN) {
+	t.Helper()
+	c := l.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	target, i := l.truncateTarget(lsn)
+	if i == 0 {
+		t.Fatalf("nothing to truncate below LSN %d", lsn)
+	}
+	c.unpublishTail()
+	if err := c.st.(*tidwallStore).reopenFront(target.firstIndex); err != nil {
+		t.Fatal(err)
+	}
+	l.dropFront(i)
+}
