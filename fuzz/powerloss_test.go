@@ -240,6 +240,9 @@ type plOp struct {
 	failed bool     // the call returned an error: the crash
 }
 
+// plSegmentSize is the workload's SegmentSize: small, so that it rolls.
+const plSegmentSize = 4096
+
 // runCrashWorkload runs the workload in root on a crash file system that
 // crashes at durable operation crashAt (0: never), closes the queue and
 // takes the image.
@@ -253,7 +256,7 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	}
 	run := &plCrashRun{fsys: fsys, crashed: "Open"}
 	clock := newManualClock()
-	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: 4096, SnapshotBytes: 8000,
+	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: plSegmentSize, SnapshotBytes: 8000,
 		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
 	if cfg.bug != "" {
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.bug) })
@@ -460,6 +463,7 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 // or with writes reordered across segments (reordered) may be refused
 // with ErrCorrupt; refused says so.
 func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) (fuzz.Result, plRecovery, error) {
+	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {
 		if errors.Is(err, queue.ErrCorrupt) && (st.Holes || reordered(st)) {
@@ -468,6 +472,9 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) 
 		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)
 	}
 	rec := plRecovery{Recovery: d.recovery}
+	if err := sameView(ro, roErr, d); err != nil {
+		return fuzz.Result{}, rec, err
+	}
 	o := run.oracle(mode)
 	if r := o.Recovered(d.tokens); !r.OK() {
 		return o.Result(), rec, fmt.Errorf("%s", r)

@@ -1,0 +1,72 @@
+package fuzz_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/walq/walq/queue"
+)
+
+// readOnlyView opens the queue directory dir read-only, which writes and
+// repairs nothing, given the SegmentSize its writer used (without it, a
+// read-only open takes no roll a crash tore at an entry boundary for
+// one: wal/tornroll.go), and returns every message it holds, in any state, as
+// "token/payload length" lines, sorted, for comparison with what a
+// writable open then delivers from the same files.
+func readOnlyView(dir string, segSize int64) ([]string, error) {
+	q, err := queue.Open(dir, &queue.Options{ReadOnly: true, SegmentSize: segSize})
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	var lines []string
+	for st := queue.StateReady; st <= queue.StateDead; st++ {
+		ms, err := q.Browse(st, 0, 1<<20)
+		if err != nil {
+			return nil, fmt.Errorf("browse %s: %w", st, err)
+		}
+		for _, m := range ms {
+			full, err := q.Peek(m.Seq)
+			if err != nil {
+				return nil, fmt.Errorf("peek %s message %d: %w", st, m.Seq, err)
+			}
+			lines = append(lines, payloadLine(full.Payload))
+		}
+	}
+	slices.Sort(lines)
+	return lines, nil
+}
+
+// payloadLine is how readOnlyView and drainedView show one message.
+func payloadLine(p []byte) string { return fmt.Sprintf("%s/%d", tokenOf(p), len(p)) }
+
+// drainedView is readOnlyView's form of a drain's messages.
+func drainedView(d drained) []string {
+	lines := make([]string, 0, len(d.payloads))
+	for _, p := range d.payloads {
+		lines = append(lines, payloadLine(p))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// sameView compares a read-only open of a crash state, made before a
+// writable open of the same files, with the drain of that writable open:
+// the inspection must open what the writable open opens (unless the crash
+// came before the queue held anything), and show every message it
+// delivers, no other, with the same payload.
+func sameView(ro []string, roErr error, d drained) error {
+	if roErr != nil && d.recovery.SnapshotLSN == 0 && d.recovery.Replayed == 0 && len(d.payloads) == 0 {
+		return nil // the crash came before the queue held anything: an inspection finds no queue there
+	}
+	if roErr != nil {
+		return fmt.Errorf("a read-only open fails (%v) where the writable open opens", roErr)
+	}
+	want := drainedView(d)
+	if !slices.Equal(ro, want) {
+		return fmt.Errorf("a read-only open shows %d messages [%s], the writable open delivers %d [%s]",
+			len(ro), strings.Join(ro, " "), len(want), strings.Join(want, " "))
+	}
+	return nil
+}
