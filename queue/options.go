@@ -100,7 +100,9 @@ type Options struct {
 	// file, no identity file, no torn tail cut, no lease of a crashed
 	// process ended (with Salvage, in memory only, as the salvage ends
 	// them), no snapshot at Close. Calls that would change the
-	// queue fail with ErrReadOnly. It opens beside a process that has the
+	// queue fail with ErrReadOnly. Damage the writable open refuses it
+	// refuses too (without Salvage), a log that ends before the
+	// snapshot's LSN included: that is records lost, not a torn tail. It opens beside a process that has the
 	// queue open, reading the files as that process last wrote them
 	// (Queue.InUse), and takes a queue of any kind unless opened through
 	// OpenSorted or OpenWindowed.
