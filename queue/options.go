@@ -101,8 +101,9 @@ type Options struct {
 	// process ended (with Salvage, in memory only, as the salvage ends
 	// them), no snapshot at Close. Calls that would change the
 	// queue fail with ErrReadOnly. Damage the writable open refuses it
-	// refuses too (without Salvage), a log that ends before the
-	// snapshot's LSN included: that is records lost, not a torn tail. It opens beside a process that has the
+	// refuses too (without Salvage): a log that ends before the
+	// snapshot's LSN (records lost, not a torn tail), or that no longer
+	// reaches back to a record the snapshot's messages need. It opens beside a process that has the
 	// queue open, reading the files as that process last wrote them
 	// (Queue.InUse), and takes a queue of any kind unless opened through
 	// OpenSorted or OpenWindowed.

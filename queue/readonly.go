@@ -131,9 +131,13 @@ func inspectLogOptions(o Options, snapLSN uint64, lost recovery.Info) *wal.Optio
 }
 
 // replayInto applies the log after the snapshot to st and installs it.
+// Without Salvage the log must reach back to the snapshot and to every
+// record its messages need, as the writable open checks (recovery.Coverage):
+// a lost front segment is ErrCorrupt, never a queue that counts messages
+// whose records are gone.
 func (q *Queue) replayInto(st *state, snapLSN uint64) error {
-	if first := q.log.FirstLSN(); first > snapLSN+1 && !q.opts.Salvage {
-		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
+	if _, err := recovery.Coverage(q.log, st, snapLSN); err != nil && !q.opts.Salvage {
+		return wrapCorrupt("open", err)
 	}
 	lostBefore := q.lostFront(st, snapLSN)
 	skipped := 0

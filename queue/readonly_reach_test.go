@@ -56,3 +56,32 @@ func TestReadOnlyLogEndsBeforeSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyLostFrontSegment: with the log's first segment gone, which
+// the snapshot's messages need, the writable open refuses the directory
+// (ErrCorrupt: a segment is missing); a plain read-only open of the same
+// files must refuse it too, rather than show a queue that counts messages
+// whose records are gone.
+func TestReadOnlyLostFrontSegment(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, &queue.Options{SegmentSize: 4096})
+	for i := range 80 {
+		enqueue(t, q, fmt.Sprintf("%03d%s", i, strings.Repeat("x", 100)))
+	}
+	require.NoError(t, q.Close())
+	segs := segments(t, dir)
+	require.Greater(t, len(segs), 2)
+	require.NoError(t, os.Remove(segs[0]))
+
+	_, err := queue.Open(dir, &queue.Options{SegmentSize: 4096})
+	require.True(t, errors.Is(err, queue.ErrCorrupt), "writable open: %v", err)
+	ro, err := queue.Open(dir, &queue.Options{ReadOnly: true, SegmentSize: 4096})
+	if err == nil {
+		ms, berr := ro.Browse(queue.StateReady, 0, 100)
+		desc := fmt.Sprintf("read-only open succeeded: Stats().Ready %d, Browse lists %d (%v)", ro.Stats().Ready, len(ms), berr)
+		require.NoError(t, ro.Close())
+		t.Fatal(desc)
+	}
+	require.True(t, errors.Is(err, queue.ErrCorrupt), "read-only open: %v", err)
+	require.Contains(t, err.Error(), "a segment is missing")
+}
