@@ -27,6 +27,9 @@ import (
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 300), each crashed again at every durable operation of its Open.
+// WALQ_REOPEN_BUG plants a durability bug in the workload's log
+// (internal/testhook.PlantLogBug: early-durable, no-roll-dir-sync,
+// no-seal-sync), which the test must then report.
 func TestPowerLossDuringRecovery(t *testing.T) {
 	firsts := envInt(t, "WALQ_REOPEN_STATES", 300)
 	for _, c := range []struct {
@@ -106,7 +109,7 @@ func crashReopen(base, first string, run *plCrashRun, cfg plConfig, st crashfs.S
 			if err != nil {
 				return checked, err
 			}
-			_, _, err = run.check(dst, cfg.mode, st2)
+			_, _, err = run.check(dst, cfg.mode, st2, false)
 			os.RemoveAll(dst)
 			checked++
 			if err != nil {

@@ -40,7 +40,10 @@ import (
 // some operation between the last acknowledged one and the crash (the log
 // is cut at one point: no holes). A state with a hole in its unsynced bytes
 // may be refused with ErrCorrupt (walq does not guess past damage followed
-// by valid entries), never opened wrong.
+// by valid entries), never opened wrong. Each state is first opened
+// read-only, which must show the messages the writable open then
+// delivers, and one state in three is also drained, from a copy, by a
+// salvaging open, which must deliver them too.
 //
 // Long run: WALQ_POWERLOSS_STATES=200000 go test ./fuzz -run '^TestPowerLoss$' -timeout 1h -v
 // (the workload is the same; each crash point gets more states).
@@ -199,7 +202,7 @@ func checkCrashPoint(scratch string, cfg plConfig, n, perPoint int) (plSummary, 
 			return s, err
 		}
 		what := fmt.Sprintf("crash at durable operation %d (%s), state %d: %s", n, run.crashed, v, st.Desc)
-		r, rec, err := run.check(dst, cfg.mode, st)
+		r, rec, err := run.check(dst, cfg.mode, st, v%3 == 0)
 		os.RemoveAll(dst)
 		s.states++
 		s.res = s.res.Add(r)
@@ -461,8 +464,18 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 
 // check drains the crash state in dir and judges it. A state with a hole
 // or with writes reordered across segments (reordered) may be refused
-// with ErrCorrupt; refused says so.
-func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) (fuzz.Result, plRecovery, error) {
+// with ErrCorrupt; refused says so. A read-only open of the state, made
+// first, must show what the drain delivers (sameView), and so must, with
+// salvage set, a salvaging open of a copy (sameSalvage).
+func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, salvage bool) (fuzz.Result, plRecovery, error) {
+	var sd drained
+	var sErr error
+	if salvage {
+		var err error
+		if sd, sErr, err = salvageCopy(dir, plSegmentSize); err != nil {
+			return fuzz.Result{}, plRecovery{}, err
+		}
+	}
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {
@@ -473,6 +486,9 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) 
 	}
 	rec := plRecovery{Recovery: d.recovery}
 	if err := sameView(ro, roErr, d); err != nil {
+		return fuzz.Result{}, rec, err
+	}
+	if err := sameSalvage(sd, sErr, d); salvage && err != nil {
 		return fuzz.Result{}, rec, err
 	}
 	o := run.oracle(mode)
