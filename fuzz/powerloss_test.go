@@ -40,7 +40,8 @@ import (
 // some operation between the last acknowledged one and the crash (the log
 // is cut at one point: no holes). A state with a hole in its unsynced bytes
 // may be refused with ErrCorrupt (walq does not guess past damage followed
-// by valid entries), never opened wrong. Each state is first opened
+// by valid entries), never opened wrong. Each state is first verified
+// (queue.Verify), which must find nothing but a torn tail, and opened
 // read-only, which must show the messages the writable open then
 // delivers, and one state in three is also drained, from a copy, by a
 // salvaging open, which must deliver them too.
@@ -464,7 +465,8 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 
 // check drains the crash state in dir and judges it. A state with a hole
 // or with writes reordered across segments (reordered) may be refused
-// with ErrCorrupt; refused says so. A read-only open of the state, made
+// with ErrCorrupt; refused says so. Verify, run first, must accept a state
+// the open opens (verifyAgrees); a read-only open of the state, made
 // first, must show what the drain delivers (sameView), and so must, with
 // salvage set, a salvaging open of a copy (sameSalvage).
 func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, salvage bool) (fuzz.Result, plRecovery, error) {
@@ -476,6 +478,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 			return fuzz.Result{}, plRecovery{}, err
 		}
 	}
+	_, vErr := queue.Verify(filepath.Join(dir, "q"))
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {
@@ -485,6 +488,9 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)
 	}
 	rec := plRecovery{Recovery: d.recovery}
+	if err := verifyAgrees(vErr, d); err != nil {
+		return fuzz.Result{}, rec, err
+	}
 	if err := sameView(ro, roErr, d); err != nil {
 		return fuzz.Result{}, rec, err
 	}
