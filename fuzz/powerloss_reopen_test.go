@@ -26,12 +26,12 @@ import (
 // state this finds.
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
-// 300), each crashed again at every durable operation of its Open.
+// 150, 30 under -race), each crashed again at every durable operation of its Open.
 // WALQ_REOPEN_BUG plants a durability bug in the workload's log
 // (internal/testhook.PlantLogBug: early-durable, no-roll-dir-sync,
 // no-seal-sync), which the test must then report.
 func TestPowerLossDuringRecovery(t *testing.T) {
-	firsts := envInt(t, "WALQ_REOPEN_STATES", 300)
+	firsts := envInt(t, "WALQ_REOPEN_STATES", scaled(150, 5))
 	for _, c := range []struct {
 		name string
 		mode queue.SyncMode
