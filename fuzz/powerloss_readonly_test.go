@@ -111,19 +111,19 @@ func sameSalvage(s drained, sErr error, d drained) error {
 }
 
 // verifyAgrees compares queue.Verify of a crash state, run before the
-// writable open whose drain is d, with that open: Verify returns ErrCorrupt
+// writable open that found rec, with that open: Verify returns ErrCorrupt
 // only where Open would, so a state Open opens (holding anything) must
 // verify with a nil error, its torn tail in Check.Log.Torn. Except a roll
 // a crash tore at an entry boundary (the sealed segment whole, short of the
 // empty tail's name): Verify is not told the writer's SegmentSize, and
 // without it a read-only open cannot tell that from a missing segment
 // (wal/tornroll.go), which it refuses.
-func verifyAgrees(err error, d drained) error {
-	if err == nil || d.recovery.SnapshotLSN == 0 && d.recovery.Replayed == 0 {
+func verifyAgrees(err error, rec queue.Recovery) error {
+	if err == nil || rec.SnapshotLSN == 0 && rec.Replayed == 0 {
 		return nil
 	}
-	if t := d.recovery.Log.Torn; t != nil && strings.Contains(t.Reason, "segment roll") && strings.Contains(err.Error(), "is not the segment after") {
+	if t := rec.Log.Torn; t != nil && strings.Contains(t.Reason, "segment roll") && strings.Contains(err.Error(), "is not the segment after") {
 		return nil
 	}
-	return fmt.Errorf("Verify fails where the open opens (its torn tail: %v): %w", d.recovery.Log.Torn, err)
+	return fmt.Errorf("Verify fails where the open opens (its torn tail: %v): %w", rec.Log.Torn, err)
 }

@@ -488,7 +488,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)
 	}
 	rec := plRecovery{Recovery: d.recovery}
-	if err := verifyAgrees(vErr, d); err != nil {
+	if err := verifyAgrees(vErr, d.recovery); err != nil {
 		return fuzz.Result{}, rec, err
 	}
 	if err := sameView(ro, roErr, d); err != nil {

@@ -328,16 +328,21 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 }
 
 // check opens the state in dir, drains it and holds it to what the
-// callers were told. A read-only open of the state, made first, must open
+// callers were told. Verify, run first, must accept a state the open
+// opens (verifyAgrees), and a read-only open, made first, must open
 // where the writable open opens (unless the crash came before the queue
 // held anything) and hold as many values as the drain finds.
 func (run *splRun) check(dir string, cfg splConfig) error {
+	_, vErr := queue.Verify(dir)
 	shown, roErr := splReadOnlyCount(dir, cfg)
 	q, err := openSplQueue(dir, cfg, drainOptions())
 	if err != nil {
 		return err
 	}
 	defer q.close()
+	if err := verifyAgrees(vErr, q.recovery()); err != nil {
+		return err
+	}
 	if rec := q.recovery(); roErr != nil && (rec.SnapshotLSN != 0 || rec.Replayed != 0) {
 		return fmt.Errorf("a read-only open fails (%v) where the writable open opens", roErr)
 	}
