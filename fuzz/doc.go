@@ -12,6 +12,8 @@
 //	deadkill9_test.go      the same around the dead-letter sets: requeues, purges, MaxDeliveries
 //	readers_test.go        Peek, DeadLetters, DeadValues, Browse beside compactions that cut the log
 //	powerloss_test.go      power loss on a crash file system at every durable operation, 10,000+ states
+//	powerloss_reopen_test.go  a second power loss during the Open that repairs a crash state
+//	powerloss_readonly_test.go  a crash state's read-only open, salvage and Verify held to its open
 //	fault_test.go          the Nth file operation fails, for every N: errors reach callers and are sticky
 //	tail_test.go           every byte offset of the last entries cut, zeroed, extended
 //	damage_test.go         mid-log and snapshot damage: ErrCorrupt with location, or salvage

@@ -254,9 +254,11 @@ type drained struct {
 
 // drainQueue opens the ack queue in dir, ends its leases, requeues its dead
 // letters and leases every message; it returns their tokens.
-func drainQueue(dir string) (drained, error) {
+func drainQueue(dir string) (drained, error) { return drainWith(dir, drainOptions()) }
+
+// drainWith is drainQueue with the options o.
+func drainWith(dir string, o queue.Options) (drained, error) {
 	var d drained
-	o := drainOptions()
 	start := time.Now()
 	q, err := queue.Open(dir, &o)
 	if err != nil {

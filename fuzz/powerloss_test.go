@@ -40,7 +40,11 @@ import (
 // some operation between the last acknowledged one and the crash (the log
 // is cut at one point: no holes). A state with a hole in its unsynced bytes
 // may be refused with ErrCorrupt (walq does not guess past damage followed
-// by valid entries), never opened wrong.
+// by valid entries), never opened wrong. Each state is first verified
+// (queue.Verify), which must find nothing but a torn tail, and opened
+// read-only, which must show the messages the writable open then
+// delivers, and one state in three is also drained, from a copy, by a
+// salvaging open, which must deliver them too.
 //
 // Long run: WALQ_POWERLOSS_STATES=200000 go test ./fuzz -run '^TestPowerLoss$' -timeout 1h -v
 // (the workload is the same; each crash point gets more states).
@@ -199,7 +203,7 @@ func checkCrashPoint(scratch string, cfg plConfig, n, perPoint int) (plSummary, 
 			return s, err
 		}
 		what := fmt.Sprintf("crash at durable operation %d (%s), state %d: %s", n, run.crashed, v, st.Desc)
-		r, rec, err := run.check(dst, cfg.mode, st)
+		r, rec, err := run.check(dst, cfg.mode, st, v%3 == 0)
 		os.RemoveAll(dst)
 		s.states++
 		s.res = s.res.Add(r)
@@ -240,6 +244,9 @@ type plOp struct {
 	failed bool     // the call returned an error: the crash
 }
 
+// plSegmentSize is the workload's SegmentSize: small, so that it rolls.
+const plSegmentSize = 4096
+
 // runCrashWorkload runs the workload in root on a crash file system that
 // crashes at durable operation crashAt (0: never), closes the queue and
 // takes the image.
@@ -253,7 +260,7 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	}
 	run := &plCrashRun{fsys: fsys, crashed: "Open"}
 	clock := newManualClock()
-	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: 4096, SnapshotBytes: 8000,
+	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: plSegmentSize, SnapshotBytes: 8000,
 		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
 	if cfg.bug != "" {
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.bug) })
@@ -458,8 +465,21 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 
 // check drains the crash state in dir and judges it. A state with a hole
 // or with writes reordered across segments (reordered) may be refused
-// with ErrCorrupt; refused says so.
-func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) (fuzz.Result, plRecovery, error) {
+// with ErrCorrupt; refused says so. Verify, run first, must accept a state
+// the open opens (verifyAgrees); a read-only open of the state, made
+// first, must show what the drain delivers (sameView), and so must, with
+// salvage set, a salvaging open of a copy (sameSalvage).
+func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, salvage bool) (fuzz.Result, plRecovery, error) {
+	var sd drained
+	var sErr error
+	if salvage {
+		var err error
+		if sd, sErr, err = salvageCopy(dir, plSegmentSize); err != nil {
+			return fuzz.Result{}, plRecovery{}, err
+		}
+	}
+	_, vErr := queue.Verify(filepath.Join(dir, "q"))
+	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {
 		if errors.Is(err, queue.ErrCorrupt) && (st.Holes || reordered(st)) {
@@ -468,6 +488,15 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State) 
 		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)
 	}
 	rec := plRecovery{Recovery: d.recovery}
+	if err := verifyAgrees(vErr, d.recovery); err != nil {
+		return fuzz.Result{}, rec, err
+	}
+	if err := sameView(ro, roErr, d); err != nil {
+		return fuzz.Result{}, rec, err
+	}
+	if err := sameSalvage(sd, sErr, d); salvage && err != nil {
+		return fuzz.Result{}, rec, err
+	}
 	o := run.oracle(mode)
 	if r := o.Recovered(d.tokens); !r.OK() {
 		return o.Result(), rec, fmt.Errorf("%s", r)

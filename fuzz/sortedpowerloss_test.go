@@ -138,7 +138,12 @@ type splQueue struct {
 	reqDead  func() (int, error)
 	close    func() error
 	deadVals func() ([]splValue, error)
+	stats    func() queue.Stats
+	recovery func() queue.Recovery
 }
+
+// splSegmentSize is the workload's SegmentSize: small, so that it rolls.
+const splSegmentSize = 4096
 
 // splBatch is a pulled batch, of either queue.
 type splBatch struct {
@@ -150,6 +155,21 @@ type splBatch struct {
 	dead   func(string) error
 }
 
+// splReadOnlyCount opens the queue in dir read-only (which repairs and
+// writes nothing), given the workload's SegmentSize, and returns how many
+// values it holds: pending, leased and dead.
+func splReadOnlyCount(dir string, cfg splConfig) (int, error) {
+	o := drainOptions()
+	o.ReadOnly, o.SegmentSize = true, splSegmentSize
+	q, err := openSplQueue(dir, cfg, o)
+	if err != nil {
+		return 0, err
+	}
+	defer q.close()
+	st := q.stats()
+	return st.SortedPending + st.SortedLeased + st.SortedDead, nil
+}
+
 func openSplQueue(dir string, cfg splConfig, o queue.Options) (*splQueue, error) {
 	ctx := context.Background()
 	so := queue.SortedOptions{Options: o, CacheBytes: 300}
@@ -158,7 +178,7 @@ func openSplQueue(dir string, cfg splConfig, o queue.Options) (*splQueue, error)
 		if err != nil {
 			return nil, err
 		}
-		return &splQueue{w: w,
+		return &splQueue{w: w, stats: w.Stats, recovery: w.Recovery,
 			publish: func(key string, _ int64, body []byte) error { return w.Publish(ctx, key, body) },
 			tryPull: func(max int) ([]splBatch, error) {
 				bs, err := w.TryPull(max)
@@ -172,7 +192,7 @@ func openSplQueue(dir string, cfg splConfig, o queue.Options) (*splQueue, error)
 	if err != nil {
 		return nil, err
 	}
-	return &splQueue{s: s,
+	return &splQueue{s: s, stats: s.Stats, recovery: s.Recovery,
 		publish: func(key string, sort int64, body []byte) error { return s.Publish(ctx, sort, key, body) },
 		tryPull: func(max int) ([]splBatch, error) {
 			bs, err := s.TryPull(max)
@@ -224,7 +244,7 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 	}
 	run := &splRun{fsys: fsys, values: map[string]splValue{}}
 	clock := newManualClock()
-	o := queue.Options{Sync: cfg.mode, SegmentSize: 4096, SnapshotBytes: 6000, ManualRequeue: true,
+	o := queue.Options{Sync: cfg.mode, SegmentSize: splSegmentSize, SnapshotBytes: 6000, ManualRequeue: true,
 		MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
 	q, err := openSplQueue(filepath.Join(root, "q"), cfg, o)
 	if err == nil {
@@ -308,14 +328,24 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 }
 
 // check opens the state in dir, drains it and holds it to what the
-// callers were told.
+// callers were told. Verify, run first, must accept a state the open
+// opens (verifyAgrees), and a read-only open, made first, must open
+// where the writable open opens (unless the crash came before the queue
+// held anything) and hold as many values as the drain finds.
 func (run *splRun) check(dir string, cfg splConfig) error {
-	o := drainOptions()
-	q, err := openSplQueue(dir, cfg, o)
+	_, vErr := queue.Verify(dir)
+	shown, roErr := splReadOnlyCount(dir, cfg)
+	q, err := openSplQueue(dir, cfg, drainOptions())
 	if err != nil {
 		return err
 	}
 	defer q.close()
+	if err := verifyAgrees(vErr, q.recovery()); err != nil {
+		return err
+	}
+	if rec := q.recovery(); roErr != nil && (rec.SnapshotLSN != 0 || rec.Replayed != 0) {
+		return fmt.Errorf("a read-only open fails (%v) where the writable open opens", roErr)
+	}
 	if _, err := q.requeue(); err != nil {
 		return err
 	}
@@ -356,6 +386,9 @@ func (run *splRun) check(dir string, cfg splConfig) error {
 				return fmt.Errorf("drain ack: %w", err)
 			}
 		}
+	}
+	if roErr == nil && len(seen) != shown {
+		return fmt.Errorf("a read-only open, made first, shows %d values (pending, leased and dead), the drain finds %d", shown, len(seen))
 	}
 	counts := func(i int) bool { return cfg.mode == queue.SyncAlways || i < run.flushed }
 	ackTried := map[string]bool{}

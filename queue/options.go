@@ -99,11 +99,14 @@ type Options struct {
 	// ReadOnly opens the queue for inspection and writes nothing: no lock
 	// file, no identity file, no torn tail cut, no lease of a crashed
 	// process ended (with Salvage, in memory only, as the salvage ends
-	// them), no snapshot at Close. Calls that would change the
-	// queue fail with ErrReadOnly. It opens beside a process that has the
-	// queue open, reading the files as that process last wrote them
-	// (Queue.InUse), and takes a queue of any kind unless opened through
-	// OpenSorted or OpenWindowed.
+	// them), no snapshot at Close. Calls that would change the queue fail
+	// with ErrReadOnly. Damage the writable open refuses it refuses too
+	// (without Salvage): a log that ends before the snapshot's LSN
+	// (records lost, not a torn tail), or that no longer reaches back to
+	// a record the snapshot's messages need. It opens beside a process
+	// that has the queue open, reading the files as that process last
+	// wrote them (Queue.InUse), and takes a queue of any kind unless
+	// opened through OpenSorted or OpenWindowed.
 	ReadOnly bool
 	// FS is the file system the queue's log and snapshots are written
 	// through (see wal.FS); nil means the real one. Crash and fault tests

@@ -116,24 +116,28 @@ func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state
 }
 
 // inspectLogOptions are the options of a read-only open's log after the
-// snapshot at snapLSN (or the damaged snapshot lost, set aside). A preview
-// opens it as the salvage does (recovery.Recover): records from
-// snapLSN+1, and it must reach the snapshot's LSN, or the lost one's, so
-// that a log that ends before it shows the same loss; with the queue's
-// SegmentSize when given (logSegmentSize), by which the log tells a torn
-// roll from a missing segment.
+// snapshot at snapLSN (or the damaged snapshot lost, set aside), those of
+// the writable open (recovery.Recover): records from snapLSN+1, and it
+// must reach the snapshot's LSN, or the lost one's. A log that ends before
+// it lost synced records: a plain read-only open refuses it with
+// ErrCorrupt as the writable open does (it would otherwise take the loss
+// for a torn tail and count messages whose records are gone), and a
+// preview shows the salvage's loss. With the queue's SegmentSize when
+// given (logSegmentSize), by which the log tells a torn roll from a
+// missing segment.
 func inspectLogOptions(o Options, snapLSN uint64, lost recovery.Info) *wal.Options {
-	wo := &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20, SegmentSize: o.logSegmentSize()}
-	if o.Salvage {
-		wo.StartLSN, wo.MustReach = snapLSN+1, max(snapLSN, lost.LSN)
-	}
-	return wo
+	return &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20, SegmentSize: o.logSegmentSize(),
+		StartLSN: snapLSN + 1, MustReach: max(snapLSN, lost.LSN)}
 }
 
 // replayInto applies the log after the snapshot to st and installs it.
+// Without Salvage the log must reach back to the snapshot and to every
+// record its messages need, as the writable open checks (recovery.Coverage):
+// a lost front segment is ErrCorrupt, never a queue that counts messages
+// whose records are gone.
 func (q *Queue) replayInto(st *state, snapLSN uint64) error {
-	if first := q.log.FirstLSN(); first > snapLSN+1 && !q.opts.Salvage {
-		return fmt.Errorf("%w: log starts at LSN %d, after snapshot LSN %d", ErrCorrupt, first, snapLSN)
+	if _, err := recovery.Coverage(q.log, st, snapLSN); err != nil && !q.opts.Salvage {
+		return wrapCorrupt("open", err)
 	}
 	lostBefore := q.lostFront(st, snapLSN)
 	skipped := 0

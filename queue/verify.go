@@ -35,8 +35,8 @@ func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) }
 // to every record the snapshot's messages need; and that every record
 // after the snapshot replays; and that the record of every indexed message
 // and sorted value (pending, dead or leased) is its own, as a delivery
-// checks. A torn log tail, which Open cuts by itself,
-// is reported in Check.Log.Torn with a nil error; anything else returns an
+// checks. A torn log tail, which Open cuts by itself (a roll a crash tore
+// included), is reported in Check.Log.Torn with a nil error; anything else returns an
 // error wrapping ErrCorrupt, which Open would return too. It takes the
 // directory lock shared, so it fails with ErrLocked while a queue has it
 // open.
@@ -158,10 +158,19 @@ func lostSnapshotLSN(dir string) uint64 {
 	return infos[len(infos)-1].LSN
 }
 
-// openLogReadOnly opens the queue log in dir without changing anything,
-// skipping damage so that Verify can list all of it.
+// openLogReadOnly opens the queue log in dir without changing anything.
+// It opens it first as Open does: a torn tail, or a roll a crash tore,
+// is then found as Open finds it, repairable (the log's Verify reports it
+// in Torn). Only a log that open refuses is opened again with Salvage,
+// which skips damage so that Verify can list all of it (and would take
+// the torn end of a roll for damage, since its bytes cannot tell a tear
+// from bit rot).
 func openLogReadOnly(dir string, reach uint64) (*wal.Log, error) {
-	log, err := wal.Open(filepath.Join(dir, logDir), &wal.Options{ReadOnly: true, Salvage: true, MustReach: reach})
+	path := filepath.Join(dir, logDir)
+	log, err := wal.Open(path, &wal.Options{ReadOnly: true, MustReach: reach})
+	if errors.Is(err, wal.ErrCorrupt) {
+		log, err = wal.Open(path, &wal.Options{ReadOnly: true, Salvage: true, MustReach: reach})
+	}
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)
 	}
