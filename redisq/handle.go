@@ -112,7 +112,7 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 
 // call runs a function over the queue's keys, loading its library first
 // where the server lacks it, and with Options.Replicas waits for the
-// replicas on the same connection.
+// replicas on the same connection after a function that may write.
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() {
 		return nil, queue.ErrClosed
@@ -121,7 +121,7 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 		return nil, queue.ErrReadOnly
 	}
 	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
-	if h.o.Replicas > 0 {
+	if h.o.Replicas > 0 && f.writes { // a read changes nothing to wait for
 		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
 			missing, load)
 		return v, h.wrongType(ctx, err)
