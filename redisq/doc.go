@@ -164,7 +164,9 @@
 // everysec or always; every mode needs maxmemory-policy noeviction, since
 // eviction would silently delete queue keys. Options.TrustServer skips the
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
-// every change wait for that many replicas (WAIT); replication is
+// every change wait for that many replicas (WAIT; fewer fail the call
+// with ErrNotDurable, the change made, but a dequeue or pull returns what
+// it leased); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
 // README's table). A ReadOnly handle writes nothing, so Open checks
 // none of this for it, and opens it on a read-only replica that holds

@@ -79,10 +79,10 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	codes, err := q.enqueue(ctx, now, "each", args...)
 	for j, i := range sent {
 		switch {
+		case codes != nil && codes[j] != 1: // refused, whatever the WAIT after it
+			errs[i] = fmt.Errorf("%w: %q", queue.ErrDuplicate, reqs[i].args[0])
 		case err != nil:
 			errs[i] = err
-		case codes[j] != 1:
-			errs[i] = fmt.Errorf("%w: %q", queue.ErrDuplicate, reqs[i].args[0])
 		}
 	}
 	return errs
@@ -115,7 +115,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 }
 
 // enqueue runs the enqueue function in mode ('all' or 'each') over items,
-// four arguments each, and returns its code per item. Up to 128 items,
+// four arguments each, and returns its code per item (with ErrNotDurable
+// when only the WAIT after the call failed). Up to 128 items,
 // all with generated ids and ready at once, go to the enqueue1 function
 // (enqueue1w with a DedupWindow), which the server runs for less: no
 // generated id is checked, so both modes are the same there.
@@ -125,7 +126,7 @@ func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items .
 		return q.enqueue1(ctx, now, items)
 	}
 	v, err := q.run(ctx, fnEnqueue, now, append([]any{mode, n}, items...)...)
-	if err != nil {
+	if !replied(v, err) {
 		return nil, scriptErr("enqueue", err)
 	}
 	reply, _ := v.([]any)
@@ -136,7 +137,7 @@ func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items .
 	for i, c := range reply {
 		codes[i] = toInt(c)
 	}
-	return codes, nil
+	return codes, err
 }
 
 // maxPlain is the most items a call of enqueue1 carries.

@@ -36,7 +36,12 @@ type Options struct {
 	TrustServer bool
 	// Replicas, when positive, makes every change wait until that many
 	// replicas have received it (WAIT); fewer within WaitTimeout fails
-	// the call with ErrNotDurable (the change was made).
+	// the call with ErrNotDurable (the change was made), but for what
+	// the call did not do, which fails as without Replicas (a stale
+	// receipt with queue.ErrLeaseLost, a taken id with
+	// queue.ErrDuplicate), and for a dequeue or pull that leased
+	// something, which returns it with a nil error, as any dequeue that
+	// leased does. Reads (Stats, DeadLetters) do not wait.
 	Replicas int
 	// WaitTimeout bounds the wait for Replicas. Default 1s.
 	WaitTimeout time.Duration

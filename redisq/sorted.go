@@ -256,10 +256,10 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	for n := 0; n < max; {
 		tokens := min(max-n, pullTokens)
 		next, err := s.pullCall(ctx, now, max-n, tokens)
-		if err != nil && r == nil {
+		if next == nil && r == nil {
 			return nil, time.Time{}, 0, false, err
 		}
-		if err != nil {
+		if next == nil {
 			late = err
 			break
 		}
@@ -267,6 +267,10 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		got, _ := r[0].([]any)
 		raw = append(raw, got...)
 		again = toInt(r[3]) == 1
+		if err != nil { // ErrNotDurable: the call leased what it replies
+			late = err
+			break
+		}
 		if again && len(got) == 0 && len(raw) > 0 {
 			continue // a call that leased nothing woke no one: go on past the idle members
 		}
@@ -300,7 +304,9 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 
 // pullCall runs the pull function once, for up to max values and tokens
 // batches, and returns its reply: {batches, earliest hold end or -1, sort
-// part of the first key or ”, again}.
+// part of the first key or ”, again}; when only the WAIT after the call
+// failed (ErrNotDurable), the reply with that error: the batches are
+// leased, and must reach the caller.
 func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int) ([]any, error) {
 	bound := ""
 	if s.window > 0 {
@@ -311,14 +317,14 @@ func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int
 		args = append(args, strconv.FormatUint(newToken(), 10))
 	}
 	v, err := s.run(ctx, now, "pull", args...)
-	if err != nil {
+	if !replied(v, err) {
 		return nil, err
 	}
 	r, _ := v.([]any)
 	if len(r) != 4 {
 		return nil, fmt.Errorf("redisq: pull: unexpected reply %v", v)
 	}
-	return r, nil
+	return r, err
 }
 
 // countValues returns how many values the pulled batches raw hold.
@@ -375,7 +381,7 @@ func (s *Sorted[K]) bury(x any, why error) error {
 	if err != nil {
 		return why
 	}
-	if err := s.settle("dead", lease, corruptReason+why.Error()); err != nil {
+	if err := s.settle("dead", lease, corruptReason+why.Error()); err != nil && !errors.Is(err, ErrNotDurable) {
 		return fmt.Errorf("redisq: pull: dead-letter a batch that does not decode (%v): %w", why, err)
 	}
 	return nil
@@ -441,13 +447,13 @@ func (s *Sorted[K]) settle(op string, lease uint64, arg string) error {
 	ctx, cancel := s.opContext()
 	defer cancel()
 	v, err := s.run(ctx, s.o.Clock.Now(), op, strconv.FormatUint(lease, 10), arg)
-	if err != nil {
+	if !replied(v, err) {
 		return err
 	}
-	if toInt(v) != 0 {
+	if toInt(v) != 0 { // nothing done, whatever the WAIT after it
 		return fmt.Errorf("%w: batch lease %d", queue.ErrLeaseLost, lease)
 	}
-	return nil
+	return err
 }
 
 // sweep is the housekeeper's pass: expire's, with the batches it ended
