@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/queue/queuetest"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -188,4 +189,38 @@ func TestDeadOpsNotDurable(t *testing.T) {
 	n, err = s.PurgeAllDead()
 	require.ErrorIs(t, err, redisq.ErrNotDurable)
 	require.Equal(t, 1, n, "PurgeAllDead's count of the values it purged")
+}
+
+// TestRequeueExpiredNotDurable: a housekeeping call whose WAIT falls
+// short ended its leases: RequeueExpired counts them, as without
+// Replicas.
+func TestRequeueExpiredNotDurable(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clock := queuetest.NewClock()
+	o := shortWait()
+	o.Clock = noTimers{clock}
+	q, err := redisq.Open(ctx, srv.Client(), "nd-expire", &o)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("a"))
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	_, err = q.TryDequeue()
+	require.NoError(t, err)
+	clock.Advance(2 * time.Minute)
+	n, err := q.RequeueExpired()
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	require.Equal(t, 1, n, "RequeueExpired's count of the leases it ended")
+
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "nd-expire-sorted", &redisq.SortedOptions{Options: o})
+	require.NoError(t, err)
+	defer s.Close()
+	require.ErrorIs(t, s.Publish(ctx, 1, "k", []byte("v")), redisq.ErrNotDurable)
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	clock.Advance(2 * time.Minute)
+	n, err = s.RequeueExpired()
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	require.Equal(t, 1, n, "RequeueExpired's count of the batches it ended")
 }

@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/binary"
@@ -476,14 +477,16 @@ func (s *Sorted[K]) expire(expire bool) (n int, next time.Duration, unread []any
 	if expire {
 		flag = "1"
 	}
+	var short error // ErrNotDurable of a call that did its work: the pass goes on
 	for {
 		ctx, cancel := s.opContext()
 		now := s.o.Clock.Now()
 		v, err := s.run(ctx, now, "housekeep", flag)
 		cancel()
-		if err != nil {
+		if !replied(v, err) {
 			return n, -1, unread, err
 		}
+		short = cmp.Or(short, err)
 		r, _ := v.([]any)
 		if len(r) != 4 {
 			return n, -1, unread, fmt.Errorf("redisq: housekeep: unexpected reply %v", v)
@@ -500,9 +503,9 @@ func (s *Sorted[K]) expire(expire bool) (n int, next time.Duration, unread []any
 			at = l
 		}
 		if at < 0 {
-			return n, -1, unread, nil
+			return n, -1, unread, short
 		}
-		return n, max(0, time.UnixMicro(at).Sub(now)), unread, nil
+		return n, max(0, time.UnixMicro(at).Sub(now)), unread, short
 	}
 }
 
