@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +22,8 @@ type body struct {
 }
 
 // Enqueue adds a message and returns its id. It returns once the server
-// has run the enqueue (and, with Replicas, once the replicas have it).
+// has run the enqueue (and, with Replicas, once the replicas have it; an
+// ErrNotDurable comes with the id, as the message was enqueued).
 // Concurrent Enqueues of one handle go to the server together in one
 // call; each succeeds or fails (ErrDuplicate) on its own.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
@@ -37,10 +39,11 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.Enque
 	if err != nil {
 		return "", err
 	}
-	if err := q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach); err != nil {
+	err = q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach)
+	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
 		return "", err
 	}
-	return it.ID, nil
+	return it.ID, err
 }
 
 // enqueueReq is one Enqueue waiting to go to the server.
@@ -108,10 +111,11 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		ids[i] = it.ID
 		args = append(args, a[:]...)
 	}
-	if _, err := q.enqueue(ctx, now, "all", args...); err != nil {
+	_, err := q.enqueue(ctx, now, "all", args...)
+	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
 		return nil, err
 	}
-	return ids, nil
+	return ids, err
 }
 
 // enqueue runs the enqueue function in mode ('all' or 'each') over items,

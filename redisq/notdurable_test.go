@@ -224,3 +224,25 @@ func TestRequeueExpiredNotDurable(t *testing.T) {
 	require.ErrorIs(t, err, redisq.ErrNotDurable)
 	require.Equal(t, 1, n, "RequeueExpired's count of the batches it ended")
 }
+
+// TestEnqueueNotDurableReturnsIDs: an enqueue whose WAIT falls short
+// enqueued its messages (ErrNotDurable): it returns their ids with the
+// error, so that a producer holds the generated ones.
+func TestEnqueueNotDurableReturnsIDs(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	o := shortWait()
+	q, err := redisq.Open(ctx, srv.Client(), "nd-ids", &o)
+	require.NoError(t, err)
+	defer q.Close()
+	id, err := q.Enqueue(ctx, []byte("a"))
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	require.NotEmpty(t, id, "Enqueue's generated id")
+	ids, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("b")}, {ID: "c", Payload: []byte("c")}})
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	require.Len(t, ids, 2, "EnqueueBatch's ids")
+	ms, err := q.DequeueBatch(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, ms, 3)
+	require.Equal(t, []string{id, ids[0], ids[1]}, []string{ms[0].ID, ms[1].ID, ms[2].ID})
+}
