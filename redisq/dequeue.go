@@ -184,9 +184,10 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 // is ready again and the dequeue that leases it next buries it (or, at
 // MaxDeliveries, the expiry makes it dead with the usual reason); the
 // others are returned with that error. A call whose WAIT fell short
-// (ErrNotDurable) leased what it replies: those messages are returned
-// with that error, which the callers drop as they drop any error once
-// messages were leased.
+// (ErrNotDurable) leased what it replies, and reports nothing else: its
+// messages are returned, and with none the call found none (ErrEmpty, or
+// a blocking Dequeue waits). A lease the replicas lack is at worst lost
+// in a failover, and the message delivered again.
 func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := q.leaseArgs(now, max)
@@ -207,7 +208,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 		buried++
 	}
 	out := make([]*queue.Message, 0, (len(reply)-1)/3)
-	failed := err // ErrNotDurable: what was leased is returned with it
+	var failed error // not ErrNotDurable: a lease is the caller's, replicated or not
 	for i := 1; i+2 < len(reply); i += 3 {
 		tok, _ := strconv.ParseUint(args[2+(i-1)/3].(string), 10, 64)
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}

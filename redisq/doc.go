@@ -165,8 +165,8 @@
 // eviction would silently delete queue keys. Options.TrustServer skips the
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
 // every change wait for that many replicas (WAIT; fewer fail the call
-// with ErrNotDurable, the change made, but a dequeue or pull returns what
-// it leased); replication is
+// with ErrNotDurable, the change made; a dequeue or pull returns what it
+// leased, or waits); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
 // README's table). A ReadOnly handle writes nothing, so Open checks
 // none of this for it, and opens it on a read-only replica that holds

@@ -246,3 +246,32 @@ func TestEnqueueNotDurableReturnsIDs(t *testing.T) {
 	require.Len(t, ms, 3)
 	require.Equal(t, []string{id, ids[0], ids[1]}, []string{ms[0].ID, ms[1].ID, ms[2].ID})
 }
+
+// TestEmptyDequeueNotDurable: a dequeue or pull that finds nothing leased
+// nothing, whatever the WAIT after it: a try reports ErrEmpty and a
+// blocking call waits, instead of failing with ErrNotDurable at every
+// WaitTimeout (a consumer loop would spin).
+func TestEmptyDequeueNotDurable(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	o := shortWait()
+	q, err := redisq.Open(ctx, srv.Client(), "nd-empty", &o)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrEmpty, "TryDequeue of an empty queue")
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = q.Dequeue(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Dequeue of an empty queue waits")
+
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "nd-empty-sorted", &redisq.SortedOptions{Options: shortWait()})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.TryPull(1)
+	require.ErrorIs(t, err, queue.ErrEmpty, "TryPull of an empty queue")
+	short2, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	_, err = s.Pull(short2, 1)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Pull of an empty queue waits")
+}

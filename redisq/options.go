@@ -39,9 +39,10 @@ type Options struct {
 	// the call with ErrNotDurable (the change was made), but for what
 	// the call did not do, which fails as without Replicas (a stale
 	// receipt with queue.ErrLeaseLost, a taken id with
-	// queue.ErrDuplicate), and for a dequeue or pull that leased
-	// something, which returns it with a nil error, as any dequeue that
-	// leased does. Reads (Stats, DeadLetters) do not wait.
+	// queue.ErrDuplicate), and for a dequeue or pull, which reports no
+	// ErrNotDurable: it returns what it leased, or finds nothing
+	// (queue.ErrEmpty; a blocking one waits). Reads (Stats,
+	// DeadLetters) do not wait.
 	Replicas int
 	// WaitTimeout bounds the wait for Replicas. Default 1s.
 	WaitTimeout time.Duration

@@ -257,10 +257,10 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	for n := 0; n < max; {
 		tokens := min(max-n, pullTokens)
 		next, err := s.pullCall(ctx, now, max-n, tokens)
-		if next == nil && r == nil {
+		if err != nil && r == nil {
 			return nil, time.Time{}, 0, false, err
 		}
-		if next == nil {
+		if err != nil {
 			late = err
 			break
 		}
@@ -268,10 +268,6 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 		got, _ := r[0].([]any)
 		raw = append(raw, got...)
 		again = toInt(r[3]) == 1
-		if err != nil { // ErrNotDurable: the call leased what it replies
-			late = err
-			break
-		}
 		if again && len(got) == 0 && len(raw) > 0 {
 			continue // a call that leased nothing woke no one: go on past the idle members
 		}
@@ -305,9 +301,11 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 
 // pullCall runs the pull function once, for up to max values and tokens
 // batches, and returns its reply: {batches, earliest hold end or -1, sort
-// part of the first key or ”, again}; when only the WAIT after the call
-// failed (ErrNotDurable), the reply with that error: the batches are
-// leased, and must reach the caller.
+// part of the first key or ”, again}. When only the WAIT after the call
+// failed (ErrNotDurable) it returns the reply with no error: the batches
+// are leased and must reach the caller, and with none the pull found
+// none (ErrEmpty, or a blocking Pull waits). A lease the replicas lack is
+// at worst lost in a failover, and the batch pulled again.
 func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int) ([]any, error) {
 	bound := ""
 	if s.window > 0 {
@@ -325,7 +323,7 @@ func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int
 	if len(r) != 4 {
 		return nil, fmt.Errorf("redisq: pull: unexpected reply %v", v)
 	}
-	return r, err
+	return r, nil
 }
 
 // countValues returns how many values the pulled batches raw hold.
