@@ -170,6 +170,9 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
 	var out []*queue.Message
 	for {
+		if err := ctx.Err(); err != nil { // the call leases past ctx: see leaseContext
+			return out, time.Time{}, err
+		}
 		ms, due, buried, err := q.leaseOnce(ctx, max-len(out))
 		out = append(out, ms...)
 		if err != nil || buried == 0 || len(out) == max {
@@ -191,7 +194,9 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := q.leaseArgs(now, max)
-	v, err := q.leaseCall(ctx, now, args)
+	cctx, cancel := q.leaseContext(ctx)
+	v, err := q.leaseCall(cctx, now, args)
+	cancel()
 	if !replied(v, err) {
 		return nil, time.Time{}, 0, scriptErr("dequeue", err)
 	}

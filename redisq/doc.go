@@ -97,7 +97,11 @@
 // announcement; each consumer woken that leases wakes the next one of its
 // handle), also a dequeue that promoted due delays and then failed on a
 // key of the wrong type, so no goroutine polls and no goroutine holds a connection
-// while it waits; a cancelled context or Close returns at once. Each open handle runs a
+// while it waits; a cancelled context or Close returns at once. A call
+// to the server it has sent is waited for, bounded by Options.OpTimeout
+// rather than the context, so that what the server leased reaches the
+// caller (also with a client that ends a command's wait when its context
+// ends, go-redis's ContextTimeoutEnabled); the same holds for Pull. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel),
 // except a handle opened with Options.ReadOnly (Open, OpenSorted,

@@ -100,6 +100,17 @@ func (h *handle) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), h.o.OpTimeout)
 }
 
+// leaseContext bounds a call that leases (a dequeue, a pull) by
+// Options.OpTimeout instead of ctx, whose values it keeps: what the server
+// leased is the caller's, and a client that ends a command's wait for its
+// reply when the command's context ends (go-redis ContextTimeoutEnabled)
+// would drop the reply of a call the server ran, leaving its messages
+// leased, unseen, until their deadline. The caller checks ctx before
+// each call instead.
+func (h *handle) leaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), h.o.OpTimeout)
+}
+
 // primary returns what talks to the server holding the queue's slot.
 func (h *handle) primary(ctx context.Context) redis.Cmdable {
 	if cc, ok := h.rdb.(*redis.ClusterClient); ok {

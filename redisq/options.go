@@ -47,7 +47,9 @@ type Options struct {
 	// WaitTimeout bounds the wait for Replicas. Default 1s.
 	WaitTimeout time.Duration
 	// OpTimeout bounds the calls that take no context (Ack, TryDequeue,
-	// Stats, ...). Default 5s.
+	// Stats, ...), and each call to the server of a Dequeue or Pull,
+	// which its context does not end (what the server leased is the
+	// caller's). Default 5s.
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still

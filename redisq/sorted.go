@@ -255,6 +255,10 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	var raw, r []any
 	var late error // a call after the first failed: reported only when no batch is returned
 	for n := 0; n < max; {
+		if err := ctx.Err(); err != nil && r != nil { // the call leases past ctx: see leaseContext
+			late = err
+			break
+		}
 		tokens := min(max-n, pullTokens)
 		next, err := s.pullCall(ctx, now, max-n, tokens)
 		if err != nil && r == nil {
@@ -315,7 +319,9 @@ func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int
 	for range tokens {
 		args = append(args, strconv.FormatUint(newToken(), 10))
 	}
-	v, err := s.run(ctx, now, "pull", args...)
+	cctx, cancel := s.leaseContext(ctx)
+	defer cancel()
+	v, err := s.run(cctx, now, "pull", args...)
 	if !replied(v, err) {
 		return nil, err
 	}
