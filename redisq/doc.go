@@ -101,7 +101,10 @@
 // to the server it has sent is waited for, bounded by Options.OpTimeout
 // rather than the context, so that what the server leased reaches the
 // caller (also with a client that ends a command's wait when its context
-// ends, go-redis's ContextTimeoutEnabled); the same holds for Pull. Each open handle runs a
+// ends, go-redis's ContextTimeoutEnabled); the same holds for Pull,
+// whose waiters a call that makes keys pullable wakes as a run of
+// enqueues wakes Dequeues: once, each Pull woken that leases waking the
+// next of its handle. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel),
 // except a handle opened with Options.ReadOnly (Open, OpenSorted,

@@ -193,8 +193,12 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: pull of %d values", queue.ErrInvalidOptions, max)
 	}
+	chain := false // woken by a wake-up: it wakes the next waiter on its way out
 	for {
 		if err := ctx.Err(); err != nil {
+			if chain { // the call's one announcement must not end here
+				s.ready.notifyOne()
+			}
 			return nil, err
 		}
 		woken := s.ready.register()
@@ -204,7 +208,14 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 			continue
 		}
 		if err != nil || len(bs) > 0 || !block {
+			// A call that makes keys pullable announces them once, however
+			// many: a woken pull that leased, or failed, wakes the next
+			// waiter, as a dequeue does, and one that found nothing ends
+			// the chain.
 			s.pass(woken)
+			if chain && (len(bs) > 0 || err != nil) {
+				s.ready.notifyOne()
+			}
 			if err == nil && len(bs) == 0 {
 				err = queue.ErrEmpty
 			}
@@ -221,6 +232,7 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 		case <-s.closed:
 			return nil, queue.ErrClosed
 		case <-woken:
+			chain = true
 		case <-timer:
 			s.pass(woken)
 		}
