@@ -171,6 +171,8 @@ func (h *handle) send(ctx context.Context, c redis.Cmdable, f function, argv []a
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts
 // the replicas that received the writes of its own connection. When the
 // server lacks the code (absent), it loads it (load) and tries once more.
+// A WAIT that falls short or fails (ErrNotDurable) comes with the call's
+// reply, as the call ran.
 func (h *handle) runWait(ctx context.Context, send func(redis.Pipeliner) *redis.Cmd, absent func(error) bool, load func(redis.Cmdable) error) (any, error) {
 	c := h.primary(ctx)
 	for try := 0; ; try++ {
@@ -187,8 +189,8 @@ func (h *handle) runWait(ctx context.Context, send func(redis.Pipeliner) *redis.
 			}
 			return nil, err
 		}
-		if err := w.Err(); err != nil {
-			return nil, fmt.Errorf("%w: WAIT: %v", ErrNotDurable, err)
+		if err := w.Err(); err != nil { // the call ran: its reply says what it did
+			return ev.Val(), fmt.Errorf("%w: WAIT: %v", ErrNotDurable, err)
 		}
 		if n, _ := w.Int64(); n < int64(h.o.Replicas) {
 			return ev.Val(), fmt.Errorf("%w: %d of %d replicas", ErrNotDurable, n, h.o.Replicas)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/queue/queuetest"
@@ -274,4 +275,37 @@ func TestEmptyDequeueNotDurable(t *testing.T) {
 	defer cancel2()
 	_, err = s.Pull(short2, 1)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "Pull of an empty queue waits")
+}
+
+// TestWaitRefusedDelivers: a WAIT that fails outright (here refused by
+// the ACL) comes after the call's change as a WAIT that falls short
+// does: ErrNotDurable, the change made. A dequeue or pull must still
+// hand over what it leased, and a stale receipt must still be told
+// ErrLeaseLost.
+func TestWaitRefusedDelivers(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := srv.Client()
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait").Err())
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "nowait", Password: "pw"})
+	defer rdb.Close()
+	o := shortWait()
+	q, err := redisq.Open(ctx, rdb, "nd-refused", &o)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("a"))
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	m, err := q.Dequeue(ctx)
+	require.NoError(t, err, "Dequeue: the message it leased must reach the caller")
+	require.Equal(t, "a", string(m.Payload))
+	require.ErrorIs(t, q.Nack(m.Receipt, 0), redisq.ErrNotDurable)
+	require.ErrorIs(t, q.Ack(m.Receipt), queue.ErrLeaseLost, "ack of a stale receipt")
+
+	s, err := redisq.OpenSorted[int64](ctx, rdb, "nd-refused-sorted", &redisq.SortedOptions{Options: shortWait()})
+	require.NoError(t, err)
+	defer s.Close()
+	require.ErrorIs(t, s.Publish(ctx, 1, "k", []byte("v")), redisq.ErrNotDurable)
+	bs, err := s.Pull(ctx, 1)
+	require.NoError(t, err, "Pull: the batch it leased must reach the caller")
+	require.Len(t, bs, 1)
 }
