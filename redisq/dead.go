@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -105,25 +106,29 @@ func (q *Queue) PurgeAllDead() (int, error) { return q.changeAllDead("purge") }
 
 func (q *Queue) changeDead(op, id string) error {
 	n, err := q.runDead(op, id, 1)
-	if err != nil {
-		return err
-	}
-	if n < 0 {
+	if n < 0 { // nothing done, whatever the WAIT after it
 		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
 	}
-	return nil
+	return err
 }
 
 // changeAllDead works through the dead set in script calls of 1000, so
-// that no one call blocks the server for long.
+// that no one call blocks the server for long. A call whose WAIT fell
+// short (ErrNotDurable) made its change: the work goes on, and that error
+// is returned with the count of all.
 func (q *Queue) changeAllDead(op string) (int, error) {
 	const chunk = 1000
 	total := 0
+	var short error
 	for {
 		n, err := q.runDead(op, "", chunk)
-		total += n
-		if err != nil || n < chunk {
+		total += max(n, 0)
+		if err != nil && !errors.Is(err, ErrNotDurable) {
 			return total, err
+		}
+		short = cmp.Or(short, err)
+		if n < chunk {
+			return total, short
 		}
 	}
 }
@@ -132,8 +137,8 @@ func (q *Queue) runDead(op, id string, limit int) (int, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
 	v, err := q.run(ctx, fnDead, q.o.Clock.Now(), op, id, limit)
-	if err != nil {
+	if !replied(v, err) {
 		return 0, scriptErr(op+" dead", err)
 	}
-	return int(toInt(v)), nil
+	return int(toInt(v)), err
 }

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -169,6 +170,9 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
 	var out []*queue.Message
 	for {
+		if err := ctx.Err(); err != nil { // the call leases past ctx: see leaseContext
+			return out, time.Time{}, err
+		}
 		ms, due, buried, err := q.leaseOnce(ctx, max-len(out))
 		out = append(out, ms...)
 		if err != nil || buried == 0 || len(out) == max {
@@ -182,12 +186,18 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 // body whose dead-lettering fails stays leased: when its lease runs out it
 // is ready again and the dequeue that leases it next buries it (or, at
 // MaxDeliveries, the expiry makes it dead with the usual reason); the
-// others are returned with that error.
+// others are returned with that error. A call whose WAIT fell short
+// (ErrNotDurable) leased what it replies, and reports nothing else: its
+// messages are returned, and with none the call found none (ErrEmpty, or
+// a blocking Dequeue waits). A lease the replicas lack is at worst lost
+// in a failover, and the message delivered again.
 func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := q.leaseArgs(now, max)
-	v, err := q.leaseCall(ctx, now, args)
-	if err != nil {
+	cctx, cancel := q.leaseContext(ctx)
+	v, err := q.leaseCall(cctx, now, args)
+	cancel()
+	if !replied(v, err) {
 		return nil, time.Time{}, 0, scriptErr("dequeue", err)
 	}
 	reply, _ := v.([]any)
@@ -203,13 +213,14 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 		buried++
 	}
 	out := make([]*queue.Message, 0, (len(reply)-1)/3)
-	var failed error
+	var failed error // not ErrNotDurable: a lease is the caller's, replicated or not
 	for i := 1; i+2 < len(reply); i += 3 {
 		tok, _ := strconv.ParseUint(args[2+(i-1)/3].(string), 10, 64)
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
-			if err := q.settleOne("corrupt", corruptReason+"payload undecodable: "+err.Error(), r); err != nil {
+			err := q.settleOne("corrupt", corruptReason+"payload undecodable: "+err.Error(), r)
+			if err != nil && !errors.Is(err, ErrNotDurable) { // ErrNotDurable: it was buried
 				failed = fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
 				continue
 			}
@@ -231,10 +242,14 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 func (q *Queue) leaseCall(ctx context.Context, now time.Time, args []any) (any, error) {
 	if args[1] == 1 {
 		v, err := q.call(ctx, fnLease1, []any{unixMicros(now), q.o.MaxDeliveries, args[0], args[2]})
-		if s, ok := v.(string); ok && err == nil {
-			return leased(s)
+		if s, ok := v.(string); ok && replied(v, err) {
+			r, perr := leased(s)
+			if perr != nil {
+				return nil, perr
+			}
+			return r, err
 		}
-		if r, _ := v.([]any); err != nil || len(r) != 1 || toInt(r[0]) != -3 {
+		if r, _ := v.([]any); !replied(v, err) || len(r) != 1 || toInt(r[0]) != -3 {
 			return v, err
 		}
 	}

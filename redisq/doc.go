@@ -97,7 +97,14 @@
 // announcement; each consumer woken that leases wakes the next one of its
 // handle), also a dequeue that promoted due delays and then failed on a
 // key of the wrong type, so no goroutine polls and no goroutine holds a connection
-// while it waits; a cancelled context or Close returns at once. Each open handle runs a
+// while it waits; a cancelled context or Close returns at once. A call
+// to the server it has sent is waited for, bounded by Options.OpTimeout
+// rather than the context, so that what the server leased reaches the
+// caller (also with a client that ends a command's wait when its context
+// ends, go-redis's ContextTimeoutEnabled); the same holds for Pull,
+// whose waiters a call that makes keys pullable wakes as a run of
+// enqueues wakes Dequeues: once, each Pull woken that leases waking the
+// next of its handle. Each open handle runs a
 // housekeeper that ends expired leases and promotes due delays at the
 // earliest deadline any handle set (announced on the same channel),
 // except a handle opened with Options.ReadOnly (Open, OpenSorted,
@@ -164,7 +171,9 @@
 // everysec or always; every mode needs maxmemory-policy noeviction, since
 // eviction would silently delete queue keys. Options.TrustServer skips the
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
-// every change wait for that many replicas (WAIT); replication is
+// every change wait for that many replicas (WAIT; fewer fail the call
+// with ErrNotDurable, the change made; a dequeue or pull returns what it
+// leased, or waits); replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
 // README's table). A ReadOnly handle writes nothing, so Open checks
 // none of this for it, and opens it on a read-only replica that holds

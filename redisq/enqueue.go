@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +22,8 @@ type body struct {
 }
 
 // Enqueue adds a message and returns its id. It returns once the server
-// has run the enqueue (and, with Replicas, once the replicas have it).
+// has run the enqueue (and, with Replicas, once the replicas have it; an
+// ErrNotDurable comes with the id, as the message was enqueued).
 // Concurrent Enqueues of one handle go to the server together in one
 // call; each succeeds or fails (ErrDuplicate) on its own.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
@@ -37,10 +39,11 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.Enque
 	if err != nil {
 		return "", err
 	}
-	if err := q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach); err != nil {
+	err = q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach)
+	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
 		return "", err
 	}
-	return it.ID, nil
+	return it.ID, err
 }
 
 // enqueueReq is one Enqueue waiting to go to the server.
@@ -79,10 +82,10 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	codes, err := q.enqueue(ctx, now, "each", args...)
 	for j, i := range sent {
 		switch {
+		case codes != nil && codes[j] != 1: // refused, whatever the WAIT after it
+			errs[i] = fmt.Errorf("%w: %q", queue.ErrDuplicate, reqs[i].args[0])
 		case err != nil:
 			errs[i] = err
-		case codes[j] != 1:
-			errs[i] = fmt.Errorf("%w: %q", queue.ErrDuplicate, reqs[i].args[0])
 		}
 	}
 	return errs
@@ -108,14 +111,16 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		ids[i] = it.ID
 		args = append(args, a[:]...)
 	}
-	if _, err := q.enqueue(ctx, now, "all", args...); err != nil {
+	_, err := q.enqueue(ctx, now, "all", args...)
+	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
 		return nil, err
 	}
-	return ids, nil
+	return ids, err
 }
 
 // enqueue runs the enqueue function in mode ('all' or 'each') over items,
-// four arguments each, and returns its code per item. Up to 128 items,
+// four arguments each, and returns its code per item (with ErrNotDurable
+// when only the WAIT after the call failed). Up to 128 items,
 // all with generated ids and ready at once, go to the enqueue1 function
 // (enqueue1w with a DedupWindow), which the server runs for less: no
 // generated id is checked, so both modes are the same there.
@@ -125,7 +130,7 @@ func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items .
 		return q.enqueue1(ctx, now, items)
 	}
 	v, err := q.run(ctx, fnEnqueue, now, append([]any{mode, n}, items...)...)
-	if err != nil {
+	if !replied(v, err) {
 		return nil, scriptErr("enqueue", err)
 	}
 	reply, _ := v.([]any)
@@ -136,7 +141,7 @@ func (q *Queue) enqueue(ctx context.Context, now time.Time, mode string, items .
 	for i, c := range reply {
 		codes[i] = toInt(c)
 	}
-	return codes, nil
+	return codes, err
 }
 
 // maxPlain is the most items a call of enqueue1 carries.

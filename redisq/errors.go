@@ -11,3 +11,12 @@ var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 // layout other than this version's (see the package documentation):
 // handles of different layouts must never share a queue.
 var ErrLayout = errors.New("redisq: the queue's keys hold another layout")
+
+// replied tells whether a call that returned v and err has a reply to
+// read: none failed, or only the WAIT after it did (ErrNotDurable, with
+// the reply of the change the call made). What the reply says was not
+// done (a stale receipt, a duplicate) must be reported as such, and what
+// it leased must reach the caller.
+func replied(v any, err error) bool {
+	return err == nil || v != nil && errors.Is(err, ErrNotDurable)
+}

@@ -100,6 +100,17 @@ func (h *handle) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), h.o.OpTimeout)
 }
 
+// leaseContext bounds a call that leases (a dequeue, a pull) by
+// Options.OpTimeout instead of ctx, whose values it keeps: what the server
+// leased is the caller's, and a client that ends a command's wait for its
+// reply when the command's context ends (go-redis ContextTimeoutEnabled)
+// would drop the reply of a call the server ran, leaving its messages
+// leased, unseen, until their deadline. The caller checks ctx before
+// each call instead.
+func (h *handle) leaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), h.o.OpTimeout)
+}
+
 // primary returns what talks to the server holding the queue's slot.
 func (h *handle) primary(ctx context.Context) redis.Cmdable {
 	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
@@ -112,7 +123,7 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 
 // call runs a function over the queue's keys, loading its library first
 // where the server lacks it, and with Options.Replicas waits for the
-// replicas on the same connection.
+// replicas on the same connection after a function that may write.
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() {
 		return nil, queue.ErrClosed
@@ -121,7 +132,7 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 		return nil, queue.ErrReadOnly
 	}
 	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
-	if h.o.Replicas > 0 {
+	if h.o.Replicas > 0 && f.writes { // a read changes nothing to wait for
 		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
 			missing, load)
 		return v, h.wrongType(ctx, err)
@@ -160,6 +171,8 @@ func (h *handle) send(ctx context.Context, c redis.Cmdable, f function, argv []a
 // runWait pipelines a call (send) and WAIT on one connection: WAIT counts
 // the replicas that received the writes of its own connection. When the
 // server lacks the code (absent), it loads it (load) and tries once more.
+// A WAIT that falls short or fails (ErrNotDurable) comes with the call's
+// reply, as the call ran.
 func (h *handle) runWait(ctx context.Context, send func(redis.Pipeliner) *redis.Cmd, absent func(error) bool, load func(redis.Cmdable) error) (any, error) {
 	c := h.primary(ctx)
 	for try := 0; ; try++ {
@@ -176,8 +189,8 @@ func (h *handle) runWait(ctx context.Context, send func(redis.Pipeliner) *redis.
 			}
 			return nil, err
 		}
-		if err := w.Err(); err != nil {
-			return nil, fmt.Errorf("%w: WAIT: %v", ErrNotDurable, err)
+		if err := w.Err(); err != nil { // the call ran: its reply says what it did
+			return ev.Val(), fmt.Errorf("%w: WAIT: %v", ErrNotDurable, err)
 		}
 		if n, _ := w.Int64(); n < int64(h.o.Replicas) {
 			return ev.Val(), fmt.Errorf("%w: %d of %d replicas", ErrNotDurable, n, h.o.Replicas)

@@ -1,6 +1,8 @@
 package redisq
 
 import (
+	"cmp"
+	"errors"
 	"time"
 )
 
@@ -22,7 +24,7 @@ func (h *handle) housekeep(sweep sweepFunc) {
 		n, next, err := sweep(!h.o.ManualRequeue)
 		failing = h.logSweep(n, err, failing)
 		switch {
-		case err != nil:
+		case err != nil && !errors.Is(err, ErrNotDurable): // not durable: done, next is known
 			wait = time.Second
 		case next >= 0:
 			wait = min(next, idleRecheck)
@@ -46,6 +48,8 @@ func (h *handle) logSweep(ended int, err error, failing bool) bool {
 		return err != nil
 	}
 	switch {
+	case err != nil && !failing && errors.Is(err, ErrNotDurable):
+		l.Warn("redisq: housekeeping done, not acknowledged by enough replicas", "err", err)
 	case err != nil && !failing:
 		l.Warn("redisq: housekeeping failed; retrying every second", "err", err)
 	case err == nil && failing:
@@ -59,6 +63,8 @@ func (h *handle) logSweep(ended int, err error, failing bool) bool {
 
 // sweep runs the housekeeping script until it has caught up. It returns
 // the leases it ended and how long until the next deadline (-1: none).
+// A call whose WAIT fell short (ErrNotDurable) did its work: the sweep
+// goes on, and returns that error with what it found.
 func (q *Queue) sweep(expire bool) (int, time.Duration, error) {
 	const limit = 1000
 	flag := "0"
@@ -66,17 +72,19 @@ func (q *Queue) sweep(expire bool) (int, time.Duration, error) {
 		flag = "1"
 	}
 	total := 0
+	var short error
 	for {
 		ctx, cancel := q.opContext()
 		now := q.o.Clock.Now()
 		v, err := q.run(ctx, fnHousekeep, now, flag, limit)
 		cancel()
-		if err != nil {
+		if !replied(v, err) {
 			return total, -1, scriptErr("housekeep", err)
 		}
+		short = cmp.Or(short, err)
 		r, _ := v.([]any)
 		if len(r) != 3 {
-			return total, -1, nil
+			return total, -1, short
 		}
 		n := int(toInt(r[0]))
 		total += n
@@ -91,9 +99,9 @@ func (q *Queue) sweep(expire bool) (int, time.Duration, error) {
 			next = l
 		}
 		if next < 0 {
-			return total, -1, nil
+			return total, -1, short
 		}
-		return total, max(0, time.UnixMicro(next).Sub(now)), nil
+		return total, max(0, time.UnixMicro(next).Sub(now)), short
 	}
 }
 

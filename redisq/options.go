@@ -36,12 +36,20 @@ type Options struct {
 	TrustServer bool
 	// Replicas, when positive, makes every change wait until that many
 	// replicas have received it (WAIT); fewer within WaitTimeout fails
-	// the call with ErrNotDurable (the change was made).
+	// the call with ErrNotDurable (the change was made), but for what
+	// the call did not do, which fails as without Replicas (a stale
+	// receipt with queue.ErrLeaseLost, a taken id with
+	// queue.ErrDuplicate), and for a dequeue or pull, which reports no
+	// ErrNotDurable: it returns what it leased, or finds nothing
+	// (queue.ErrEmpty; a blocking one waits). Reads (Stats,
+	// DeadLetters) do not wait.
 	Replicas int
 	// WaitTimeout bounds the wait for Replicas. Default 1s.
 	WaitTimeout time.Duration
 	// OpTimeout bounds the calls that take no context (Ack, TryDequeue,
-	// Stats, ...). Default 5s.
+	// Stats, ...), and each call to the server of a Dequeue or Pull,
+	// which its context does not end (what the server leased is the
+	// caller's). Default 5s.
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still

@@ -1,7 +1,6 @@
 package redisq
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -92,10 +91,10 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 	errs := make([]error, len(rs))
 	for i, r := range rs {
 		switch {
+		case codes != nil && codes[i] != 0: // nothing done, whatever the WAIT after it
+			errs[i] = fmt.Errorf("%w: receipt %s", queue.ErrLeaseLost, r)
 		case err != nil:
 			errs[i] = err
-		case codes[i] != 0:
-			errs[i] = fmt.Errorf("%w: receipt %s", queue.ErrLeaseLost, r)
 		}
 	}
 	return errs
@@ -103,20 +102,24 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 
 func (q *Queue) settleID(op, arg, id string) error {
 	codes, err := q.runSettle(op, []any{op, arg, "i", id})
-	if err != nil {
+	if codes == nil {
 		return err
 	}
-	if codes[0] != 0 {
+	if codes[0] != 0 { // nothing done, whatever the WAIT after it
 		return fmt.Errorf("%w: no delivery of %q in flight", queue.ErrNotFound, id)
 	}
-	return nil
+	return err
 }
 
+// runSettle runs the settle function over args (settle's) and returns
+// its code per item; when only the WAIT after the call failed, the codes
+// with ErrNotDurable, so that an item the call did not settle (a stale
+// receipt, an id not in flight) is reported as such.
 func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
 	v, err := q.run(ctx, fnSettle, q.o.Clock.Now(), args...)
-	if err != nil {
+	if !replied(v, err) {
 		return nil, scriptErr(op, err)
 	}
 	reply, _ := v.([]any)
@@ -131,24 +134,30 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 	if len(codes) != (len(args)-3)/per {
 		return nil, fmt.Errorf("redisq: %s: unexpected reply %v", op, v)
 	}
-	return codes, nil
+	return codes, err
 }
 
 // runAck1 acks deliveries, each named by its seq and lease token, with
 // the ack1 function; it returns their codes, as runSettle does, or none
 // (nil, nil) when ack1 leaves them to settle: one of them names a
-// message a producer named, and more than one were gathered.
+// message a producer named, and more than one were gathered. As
+// runSettle, it returns the codes with ErrNotDurable when only the WAIT
+// after the call failed.
 func (q *Queue) runAck1(receipts []any) ([]int64, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
 	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipts...))
-	if err != nil {
-		if c, ok := v.(int64); ok && c == -3 && errors.Is(err, ErrNotDurable) {
-			return nil, nil // nothing written: settle's call decides
-		}
+	if !replied(v, err) {
 		return nil, scriptErr("ack", err)
 	}
-	return ack1Codes(v, len(receipts)/2)
+	if c, ok := v.(int64); ok && c == -3 && err != nil {
+		return nil, nil // nothing written: settle's call decides
+	}
+	codes, cerr := ack1Codes(v, len(receipts)/2)
+	if cerr != nil {
+		return nil, cerr
+	}
+	return codes, err
 }
 
 // ack1Codes reads ack1's reply for n receipts: a code for one, a string

@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/binary"
@@ -192,8 +193,12 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: pull of %d values", queue.ErrInvalidOptions, max)
 	}
+	chain := false // woken by a wake-up: it wakes the next waiter on its way out
 	for {
 		if err := ctx.Err(); err != nil {
+			if chain { // the call's one announcement must not end here
+				s.ready.notifyOne()
+			}
 			return nil, err
 		}
 		woken := s.ready.register()
@@ -203,7 +208,14 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 			continue
 		}
 		if err != nil || len(bs) > 0 || !block {
+			// A call that makes keys pullable announces them once, however
+			// many: a woken pull that leased, or failed, wakes the next
+			// waiter, as a dequeue does, and one that found nothing ends
+			// the chain.
 			s.pass(woken)
+			if chain && (len(bs) > 0 || err != nil) {
+				s.ready.notifyOne()
+			}
 			if err == nil && len(bs) == 0 {
 				err = queue.ErrEmpty
 			}
@@ -220,6 +232,7 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*queue.Bat
 		case <-s.closed:
 			return nil, queue.ErrClosed
 		case <-woken:
+			chain = true
 		case <-timer:
 			s.pass(woken)
 		}
@@ -254,6 +267,10 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 	var raw, r []any
 	var late error // a call after the first failed: reported only when no batch is returned
 	for n := 0; n < max; {
+		if err := ctx.Err(); err != nil && r != nil { // the call leases past ctx: see leaseContext
+			late = err
+			break
+		}
 		tokens := min(max-n, pullTokens)
 		next, err := s.pullCall(ctx, now, max-n, tokens)
 		if err != nil && r == nil {
@@ -300,7 +317,11 @@ func (s *Sorted[K]) pullOnce(ctx context.Context, max int) (bs []*queue.Batch[K]
 
 // pullCall runs the pull function once, for up to max values and tokens
 // batches, and returns its reply: {batches, earliest hold end or -1, sort
-// part of the first key or ”, again}.
+// part of the first key or ”, again}. When only the WAIT after the call
+// failed (ErrNotDurable) it returns the reply with no error: the batches
+// are leased and must reach the caller, and with none the pull found
+// none (ErrEmpty, or a blocking Pull waits). A lease the replicas lack is
+// at worst lost in a failover, and the batch pulled again.
 func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int) ([]any, error) {
 	bound := ""
 	if s.window > 0 {
@@ -310,8 +331,10 @@ func (s *Sorted[K]) pullCall(ctx context.Context, now time.Time, max, tokens int
 	for range tokens {
 		args = append(args, strconv.FormatUint(newToken(), 10))
 	}
-	v, err := s.run(ctx, now, "pull", args...)
-	if err != nil {
+	cctx, cancel := s.leaseContext(ctx)
+	defer cancel()
+	v, err := s.run(cctx, now, "pull", args...)
+	if !replied(v, err) {
 		return nil, err
 	}
 	r, _ := v.([]any)
@@ -375,7 +398,7 @@ func (s *Sorted[K]) bury(x any, why error) error {
 	if err != nil {
 		return why
 	}
-	if err := s.settle("dead", lease, corruptReason+why.Error()); err != nil {
+	if err := s.settle("dead", lease, corruptReason+why.Error()); err != nil && !errors.Is(err, ErrNotDurable) {
 		return fmt.Errorf("redisq: pull: dead-letter a batch that does not decode (%v): %w", why, err)
 	}
 	return nil
@@ -441,13 +464,13 @@ func (s *Sorted[K]) settle(op string, lease uint64, arg string) error {
 	ctx, cancel := s.opContext()
 	defer cancel()
 	v, err := s.run(ctx, s.o.Clock.Now(), op, strconv.FormatUint(lease, 10), arg)
-	if err != nil {
+	if !replied(v, err) {
 		return err
 	}
-	if toInt(v) != 0 {
+	if toInt(v) != 0 { // nothing done, whatever the WAIT after it
 		return fmt.Errorf("%w: batch lease %d", queue.ErrLeaseLost, lease)
 	}
-	return nil
+	return err
 }
 
 // sweep is the housekeeper's pass: expire's, with the batches it ended
@@ -470,14 +493,16 @@ func (s *Sorted[K]) expire(expire bool) (n int, next time.Duration, unread []any
 	if expire {
 		flag = "1"
 	}
+	var short error // ErrNotDurable of a call that did its work: the pass goes on
 	for {
 		ctx, cancel := s.opContext()
 		now := s.o.Clock.Now()
 		v, err := s.run(ctx, now, "housekeep", flag)
 		cancel()
-		if err != nil {
+		if !replied(v, err) {
 			return n, -1, unread, err
 		}
+		short = cmp.Or(short, err)
 		r, _ := v.([]any)
 		if len(r) != 4 {
 			return n, -1, unread, fmt.Errorf("redisq: housekeep: unexpected reply %v", v)
@@ -494,9 +519,9 @@ func (s *Sorted[K]) expire(expire bool) (n int, next time.Duration, unread []any
 			at = l
 		}
 		if at < 0 {
-			return n, -1, unread, nil
+			return n, -1, unread, short
 		}
-		return n, max(0, time.UnixMicro(at).Sub(now)), unread, nil
+		return n, max(0, time.UnixMicro(at).Sub(now)), unread, short
 	}
 }
 

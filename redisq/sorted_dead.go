@@ -1,7 +1,9 @@
 package redisq
 
 import (
+	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -208,12 +210,12 @@ func (s *Sorted[K]) changeDead(op string, seq uint64, at *time.Time) error {
 	ctx, cancel := s.opContext()
 	defer cancel()
 	v, err := s.run(ctx, s.o.Clock.Now(), op, strconv.FormatUint(seq, 10), fence)
-	if err != nil {
+	if !replied(v, err) {
 		return err
 	}
-	switch toInt(v) {
+	switch toInt(v) { // what was not done, whatever the WAIT after it
 	case 0:
-		return nil
+		return err
 	case -1:
 		return fmt.Errorf("%w: no dead value %d", queue.ErrNotFound, seq)
 	case -2:
@@ -238,8 +240,8 @@ func (s *Sorted[K]) changeDead(op string, seq uint64, at *time.Time) error {
 // (the first few, and how many more).
 func (s *Sorted[K]) RequeueAllDead() (int, error) {
 	n, left, err := s.changeAllDead("reviveall")
-	if err == nil && len(left) > 0 {
-		err = fmt.Errorf("%w: %d dead values left dead (%s): %s", queue.ErrCorrupt, len(left), firstFew(left), noKeyReason)
+	if len(left) > 0 && (err == nil || errors.Is(err, ErrNotDurable)) {
+		err = errors.Join(fmt.Errorf("%w: %d dead values left dead (%s): %s", queue.ErrCorrupt, len(left), firstFew(left), noKeyReason), err)
 	}
 	return n, err
 }
@@ -257,13 +259,15 @@ func (s *Sorted[K]) PurgeAllDead() (int, error) {
 func (s *Sorted[K]) changeAllDead(op string) (int, []string, error) {
 	total, from := 0, "0"
 	var left []string
+	var short error // ErrNotDurable of a call that made its change: the work goes on
 	for {
 		ctx, cancel := s.opContext()
 		v, err := s.run(ctx, s.o.Clock.Now(), op, from)
 		cancel()
-		if err != nil {
+		if !replied(v, err) {
 			return total, left, err
 		}
+		short = cmp.Or(short, err)
 		r, _ := v.([]any)
 		if len(r) != 3 {
 			return total, left, fmt.Errorf("redisq: %s: unexpected reply %v", op, v)
@@ -274,7 +278,7 @@ func (s *Sorted[K]) changeAllDead(op string) (int, []string, error) {
 			left = append(left, fmt.Sprint(x))
 		}
 		if from, _ = r[1].(string); from == "" {
-			return total, left, nil
+			return total, left, short
 		}
 	}
 }

@@ -496,21 +496,25 @@ local function killPastLimit(key, found, p, minlen)
 end
 
 -- giveback puts a batch's values back at their sort keys, or dead at
--- MaxDeliveries; delay > 0 holds the key. The delivery count is read
+-- MaxDeliveries; delay > 0 holds the key if a value went back, as the
+-- embedded queue does: when all went dead, a hold would only hold back
+-- values published since, never delivered. The delivery count is read
 -- only under a limit; one that is gone or garbled counts as none (a Lua
 -- error here would come after drop's writes, and lose the batch's
 -- values): the value is intact, and the next pull counts afresh.
 local function giveback(tok, b, delay, why)
   drop(tok, b)
+  local back = 0
   for _, m in ipairs(b[2]) do
     local seq = unseq8(string.sub(m, -8))
     if maxd > 0 and (tonumber(redis.call('HGET', K_VINFO, seq)) or 0) >= maxd then
       toDead(seq, maxd .. ' deliveries; last: ' .. why, m)
     else
       redis.call('ZADD', K_PEND, 0, m)
+      back = back + 1
     end
   end
-  if delay > 0 then
+  if delay > 0 and back > 0 then
     earlier(K_HOLD, now + delay)
     redis.call('ZADD', K_HOLD, now + delay, b[1])
   end
