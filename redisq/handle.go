@@ -95,20 +95,32 @@ func (h *handle) isClosed() bool {
 	}
 }
 
-// opContext bounds a call that takes no context by Options.OpTimeout.
+// opContext bounds a call that takes no context by callTimeout.
 func (h *handle) opContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), h.o.OpTimeout)
+	return context.WithTimeout(context.Background(), h.callTimeout())
+}
+
+// callTimeout is how long one call may take: Options.OpTimeout, and with
+// Options.Replicas the WAIT after it too (WaitTimeout), so that a client
+// ending a command's wait with its context (go-redis
+// ContextTimeoutEnabled) does not drop the reply of a call the server
+// ran while its WAIT still waits.
+func (h *handle) callTimeout() time.Duration {
+	if h.o.Replicas > 0 {
+		return h.o.OpTimeout + h.o.WaitTimeout
+	}
+	return h.o.OpTimeout
 }
 
 // leaseContext bounds a call that leases (a dequeue, a pull) by
-// Options.OpTimeout instead of ctx, whose values it keeps: what the server
+// callTimeout instead of ctx, whose values it keeps: what the server
 // leased is the caller's, and a client that ends a command's wait for its
 // reply when the command's context ends (go-redis ContextTimeoutEnabled)
 // would drop the reply of a call the server ran, leaving its messages
 // leased, unseen, until their deadline. The caller checks ctx before
 // each call instead.
 func (h *handle) leaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), h.o.OpTimeout)
+	return context.WithTimeout(context.WithoutCancel(ctx), h.callTimeout())
 }
 
 // primary returns what talks to the server holding the queue's slot.

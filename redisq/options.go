@@ -49,7 +49,8 @@ type Options struct {
 	// OpTimeout bounds the calls that take no context (Ack, TryDequeue,
 	// Stats, ...), and each call to the server of a Dequeue or Pull,
 	// which its context does not end (what the server leased is the
-	// caller's). Default 5s.
+	// caller's). Default 5s. With Replicas, a call may take OpTimeout
+	// and WaitTimeout.
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still
