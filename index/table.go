@@ -10,9 +10,10 @@ const degree = 32
 // disagree with the entries.
 type Table struct {
 	entries  seqs                   // all entries, by Seq
-	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered
+	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered, and of the Delayed ones in due
 	fresh    *btree.BTreeG[uint64]  // Seq of Ready entries Undelivered: delivered after ready
-	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
+	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq) whose Due is after the time set last (SetNow)
+	due      *btree.BTreeG[timeKey] // the other Delayed entries by (Due, Seq): Due at or before that time
 	leases   *runSet[timeKey]       // Leased entries by (deadline, Seq)
 	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
 	locs     *runSet[locKey]        // every entry by (Loc, Seq)
@@ -28,6 +29,7 @@ func NewTable() *Table {
 		ready:    btree.NewOrderedG[uint64](degree),
 		fresh:    btree.NewOrderedG[uint64](degree),
 		delayed:  btree.NewG(degree, lessTimeKey),
+		due:      btree.NewG(degree, lessTimeKey),
 		leases:   newRunSet(lessTimeKey),
 		dead:     btree.NewOrderedG[uint64](degree),
 		locs:     newRunSet(lessLocKey),
@@ -118,7 +120,7 @@ func (t *Table) unlink(e Entry) {
 	case Ready:
 		t.readySet(e).Delete(e.Seq)
 	case Delayed:
-		t.delayed.Delete(timeKey{e.Due, e.Seq})
+		t.unlinkDelayed(timeKey{e.Due, e.Seq})
 	case Leased:
 		t.leases.Delete(timeKey{e.Due, e.Seq})
 	case Dead:
@@ -132,6 +134,15 @@ func (t *Table) unlink(e Entry) {
 		delete(t.byID, e.ID)
 	}
 	t.bytes -= int64(e.Size)
+}
+
+// unlinkDelayed removes the Delayed entry k from delayed, or else from
+// due and ready, where SetNow moved it.
+func (t *Table) unlinkDelayed(k timeKey) {
+	if _, ok := t.delayed.Delete(k); !ok {
+		t.due.Delete(k)
+		t.ready.Delete(k.seq)
+	}
 }
 
 // readySet returns the set that holds the Ready entry e.
