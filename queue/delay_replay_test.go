@@ -1,6 +1,8 @@
 package queue_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,9 +76,10 @@ func delayed(t *testing.T, q *queue.Queue, p string, nack bool) {
 
 // delayedView is what probeDelayed sees of a queue.
 type delayedView struct {
-	ready, delayed int64  // Stats
-	listed         int    // messages Browse lists as ready
-	next           string // the payload a dequeue gets, "held" when none
+	ready, delayed int64    // Stats
+	listed         int      // messages Browse lists as ready
+	peeked         []string // "seq state" Peek gives each message Browse lists ready or delayed
+	next           string   // the payload a dequeue gets, "held" when none
 }
 
 func probeDelayed(t *testing.T, q *queue.Queue) delayedView {
@@ -84,7 +87,15 @@ func probeDelayed(t *testing.T, q *queue.Queue) delayedView {
 	s := q.Stats()
 	ready, err := q.Browse(queue.StateReady, 0, 100)
 	require.NoError(t, err)
+	held, err := q.Browse(queue.StateDelayed, 0, 100)
+	require.NoError(t, err)
 	v := delayedView{ready: s.Ready, delayed: s.Delayed, listed: len(ready), next: "held"}
+	for _, m := range append(ready, held...) {
+		p, err := q.Peek(m.Seq)
+		require.NoError(t, err)
+		v.peeked = append(v.peeked, fmt.Sprint(m.Seq, " ", p.State))
+	}
+	slices.Sort(v.peeked)
 	m, err := q.TryDequeue()
 	if err == nil {
 		v.next = string(m.Payload)
