@@ -23,10 +23,12 @@ func (t *Table) Counts() Counts {
 // clock) holds back again those whose Due is after it, so that what is
 // ready depends on the entries and the time only, never on which times
 // were set before: a table rebuilt from the same entries and set to the
-// same time answers the same. The entries themselves do not change: a due
+// same time answers the same, and an entry put after SetNow is judged by
+// its time as one put before. The entries themselves do not change: a due
 // entry stays Delayed, with its Due, until a Put changes it. Each entry
 // that changes side takes O(log n).
 func (t *Table) SetNow(now int64) {
+	t.now = now
 	for {
 		k, ok := t.delayed.Min()
 		if !ok || k.at > now {

@@ -1,6 +1,10 @@
 package index
 
-import "github.com/google/btree"
+import (
+	"math"
+
+	"github.com/google/btree"
+)
 
 const degree = 32
 
@@ -14,6 +18,7 @@ type Table struct {
 	fresh    *btree.BTreeG[uint64]  // Seq of Ready entries Undelivered: delivered after ready
 	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq) whose Due is after the time set last (SetNow)
 	due      *btree.BTreeG[timeKey] // the other Delayed entries by (Due, Seq): Due at or before that time
+	now      int64                  // unix ns: the time set last (SetNow), math.MinInt64 before the first
 	leases   *runSet[timeKey]       // Leased entries by (deadline, Seq)
 	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
 	locs     *runSet[locKey]        // every entry by (Loc, Seq)
@@ -30,6 +35,7 @@ func NewTable() *Table {
 		fresh:    btree.NewOrderedG[uint64](degree),
 		delayed:  btree.NewG(degree, lessTimeKey),
 		due:      btree.NewG(degree, lessTimeKey),
+		now:      math.MinInt64,
 		leases:   newRunSet(lessTimeKey),
 		dead:     btree.NewOrderedG[uint64](degree),
 		locs:     newRunSet(lessLocKey),
@@ -99,7 +105,7 @@ func (t *Table) link(e Entry) {
 	case Ready:
 		t.readySet(e).ReplaceOrInsert(e.Seq)
 	case Delayed:
-		t.delayed.ReplaceOrInsert(timeKey{e.Due, e.Seq})
+		t.linkDelayed(timeKey{e.Due, e.Seq})
 	case Leased:
 		t.leases.Insert(timeKey{e.Due, e.Seq})
 	case Dead:
@@ -134,6 +140,17 @@ func (t *Table) unlink(e Entry) {
 		delete(t.byID, e.ID)
 	}
 	t.bytes -= int64(e.Size)
+}
+
+// linkDelayed adds the Delayed entry k to delayed, or to due and ready
+// when its Due is at or before the time set last, as SetNow would.
+func (t *Table) linkDelayed(k timeKey) {
+	if k.at > t.now {
+		t.delayed.ReplaceOrInsert(k)
+		return
+	}
+	t.due.ReplaceOrInsert(k)
+	t.ready.ReplaceOrInsert(k.seq)
 }
 
 // unlinkDelayed removes the Delayed entry k from delayed, or else from

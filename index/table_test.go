@@ -297,3 +297,23 @@ func TestTableGetByID(t *testing.T) {
 		})
 	}
 }
+
+// An entry put Delayed after SetNow is judged by the time set last, as
+// one put before it is: a table set to a time and then given an entry
+// answers as a table given the entry and then set to that time.
+func TestTableSetNowThenPut(t *testing.T) {
+	for _, due := range []int64{50, 100, 150} {
+		after, before := index.NewTable(), index.NewTable()
+		after.SetNow(100)
+		after.Put(index.Entry{Seq: 1, State: index.Delayed, Due: due})
+		before.Put(index.Entry{Seq: 1, State: index.Delayed, Due: due})
+		before.SetNow(100)
+		require.Equal(t, before.Counts(), after.Counts(), "due %d", due)
+		_, ok := after.FirstReady()
+		_, want := before.FirstReady()
+		require.Equal(t, want, ok, "due %d", due)
+		d, ok := after.NextDue()
+		wd, wok := before.NextDue()
+		require.Equal(t, []any{wd, wok}, []any{d, ok}, "due %d", due)
+	}
+}
