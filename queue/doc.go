@@ -46,10 +46,11 @@
 // a message whose delay had passed and that was not delivered since is
 // held again until its time comes by the new clock, in the live queue and
 // after a crash alike. A sorted batch's nack delay is judged by the clock
-// at each pull (and Stats) until its key is pulled again or has no value left: after a step
-// back, a key whose delay had passed and that was not pulled since is
-// held again until its time comes by the new clock, in the live queue and
-// after a crash alike.
+// at each pull (and Stats) until its key is pulled again or has no value
+// left: after a step back, a key whose delay had passed and that was not
+// pulled since is held again until its time comes by the new clock, in
+// the live queue and after a crash alike. Delays and their ends before
+// 1970, or at the unix epoch exactly, hold back as any other.
 //
 // Delivery is at least once: a message is delivered again only if its
 // consumer did not ack it in time, nacked it, or died. An enqueue with a
