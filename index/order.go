@@ -5,7 +5,8 @@ type Counts struct {
 	Ready, Delayed, Leased, Dead int
 }
 
-// Counts returns the number of entries in each state.
+// Counts returns the number of entries in each state, Delayed entries
+// due at the time set last (SetNow) counted as Ready.
 func (t *Table) Counts() Counts {
 	return Counts{
 		Ready:   t.ready.Len() + t.fresh.Len(),
@@ -15,24 +16,43 @@ func (t *Table) Counts() Counts {
 	}
 }
 
-// Promote makes every Delayed entry whose Due is at or before now Ready, and
-// returns how many it moved.
-func (t *Table) Promote(now int64) int {
-	n := 0
+// SetNow sets the time, in unix nanoseconds, that the table judges its
+// Delayed entries at: from then on FirstReady and Counts take those whose
+// Due is at or before now as ready, and the others as delayed, whatever
+// time was set before. A time earlier than the last (a step back of the
+// clock) holds back again those whose Due is after it, so that what is
+// ready depends on the entries and the time only, never on which times
+// were set before: a table rebuilt from the same entries and set to the
+// same time answers the same, and an entry put after SetNow is judged by
+// its time as one put before. The entries themselves do not change: a due
+// entry stays Delayed, with its Due, until a Put changes it. Each entry
+// that changes side takes O(log n).
+func (t *Table) SetNow(now int64) {
+	t.now = now
 	for {
 		k, ok := t.delayed.Min()
 		if !ok || k.at > now {
-			return n
+			break
 		}
-		e, _ := t.Get(k.seq)
-		e.State, e.Due = Ready, 0
-		t.Put(e)
-		n++
+		t.delayed.Delete(k)
+		t.due.ReplaceOrInsert(k)
+		t.ready.ReplaceOrInsert(k.seq)
+	}
+	for {
+		k, ok := t.due.Max()
+		if !ok || k.at <= now {
+			return
+		}
+		t.due.Delete(k)
+		t.ready.Delete(k.seq)
+		t.delayed.ReplaceOrInsert(k)
 	}
 }
 
-// FirstReady returns the Ready entry to deliver first: the lowest Seq of
-// those ready again (or due), else the lowest Seq of those Undelivered.
+// FirstReady returns the entry to deliver first: the lowest Seq of those
+// Ready again or Delayed and due at the time set last (SetNow), else the
+// lowest Seq of those Undelivered. A due entry is returned as it is, in
+// state Delayed.
 func (t *Table) FirstReady() (Entry, bool) {
 	seq, ok := t.ready.Min()
 	if !ok {
@@ -44,7 +64,8 @@ func (t *Table) FirstReady() (Entry, bool) {
 	return t.Get(seq)
 }
 
-// NextDue returns the earliest Due among Delayed entries.
+// NextDue returns the earliest Due among Delayed entries not due at the
+// time set last (SetNow).
 func (t *Table) NextDue() (int64, bool) {
 	k, ok := t.delayed.Min()
 	return k.at, ok

@@ -366,9 +366,10 @@ func (s *Sorted) Ack(lease uint64) (Batch, bool) {
 
 // Return puts a leased batch's values back at their sort keys. Values for
 // which dead returns true go to the dead set instead, with reason. With
-// holdUntil > 0 the key is not pulled before that time, if any value was
-// put back: a hold of a batch whose values all went dead would only hold
-// back values published since, which were never delivered.
+// holdUntil not 0 (negative before 1970) the key is not pulled before
+// that time, if any value was put back: a hold of a batch whose values
+// all went dead would only hold back values published since, which were
+// never delivered.
 func (s *Sorted) Return(lease uint64, holdUntil int64, dead func(SortedValue) bool, reason string) (Batch, bool) {
 	b, ok := s.removeBatch(lease)
 	if !ok {
@@ -385,7 +386,7 @@ func (s *Sorted) Return(lease uint64, holdUntil int64, dead func(SortedValue) bo
 		back++
 	}
 	s.unplace(b.Key)
-	if holdUntil > 0 && back > 0 {
+	if holdUntil != 0 && back > 0 {
 		s.Hold(b.Key, holdUntil)
 	}
 	s.place(b.Key)

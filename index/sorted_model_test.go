@@ -125,7 +125,7 @@ func (m *sortedModel) ret(lease uint64, hold int64, limit uint32, reason string)
 		m.pending = append(m.pending, v)
 		back = true
 	}
-	if hold > 0 && back { // a batch whose values all went dead holds nothing back
+	if hold != 0 && back { // a batch whose values all went dead holds nothing back
 		m.held[b.Key] = hold
 	}
 	return b, true

@@ -1,6 +1,10 @@
 package index
 
-import "github.com/google/btree"
+import (
+	"math"
+
+	"github.com/google/btree"
+)
 
 const degree = 32
 
@@ -10,9 +14,11 @@ const degree = 32
 // disagree with the entries.
 type Table struct {
 	entries  seqs                   // all entries, by Seq
-	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered
+	ready    *btree.BTreeG[uint64]  // Seq of Ready entries, but those Undelivered, and of the Delayed ones in due
 	fresh    *btree.BTreeG[uint64]  // Seq of Ready entries Undelivered: delivered after ready
-	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq)
+	delayed  *btree.BTreeG[timeKey] // Delayed entries by (Due, Seq) whose Due is after the time set last (SetNow)
+	due      *btree.BTreeG[timeKey] // the other Delayed entries by (Due, Seq): Due at or before that time
+	now      int64                  // unix ns: the time set last (SetNow), math.MinInt64 before the first
 	leases   *runSet[timeKey]       // Leased entries by (deadline, Seq)
 	dead     *btree.BTreeG[uint64]  // Seq of Dead entries
 	locs     *runSet[locKey]        // every entry by (Loc, Seq)
@@ -28,6 +34,8 @@ func NewTable() *Table {
 		ready:    btree.NewOrderedG[uint64](degree),
 		fresh:    btree.NewOrderedG[uint64](degree),
 		delayed:  btree.NewG(degree, lessTimeKey),
+		due:      btree.NewG(degree, lessTimeKey),
+		now:      math.MinInt64,
 		leases:   newRunSet(lessTimeKey),
 		dead:     btree.NewOrderedG[uint64](degree),
 		locs:     newRunSet(lessLocKey),
@@ -97,7 +105,7 @@ func (t *Table) link(e Entry) {
 	case Ready:
 		t.readySet(e).ReplaceOrInsert(e.Seq)
 	case Delayed:
-		t.delayed.ReplaceOrInsert(timeKey{e.Due, e.Seq})
+		t.linkDelayed(timeKey{e.Due, e.Seq})
 	case Leased:
 		t.leases.Insert(timeKey{e.Due, e.Seq})
 	case Dead:
@@ -118,7 +126,7 @@ func (t *Table) unlink(e Entry) {
 	case Ready:
 		t.readySet(e).Delete(e.Seq)
 	case Delayed:
-		t.delayed.Delete(timeKey{e.Due, e.Seq})
+		t.unlinkDelayed(timeKey{e.Due, e.Seq})
 	case Leased:
 		t.leases.Delete(timeKey{e.Due, e.Seq})
 	case Dead:
@@ -132,6 +140,26 @@ func (t *Table) unlink(e Entry) {
 		delete(t.byID, e.ID)
 	}
 	t.bytes -= int64(e.Size)
+}
+
+// linkDelayed adds the Delayed entry k to delayed, or to due and ready
+// when its Due is at or before the time set last, as SetNow would.
+func (t *Table) linkDelayed(k timeKey) {
+	if k.at > t.now {
+		t.delayed.ReplaceOrInsert(k)
+		return
+	}
+	t.due.ReplaceOrInsert(k)
+	t.ready.ReplaceOrInsert(k.seq)
+}
+
+// unlinkDelayed removes the Delayed entry k from delayed, or else from
+// due and ready, where SetNow moved it.
+func (t *Table) unlinkDelayed(k timeKey) {
+	if _, ok := t.delayed.Delete(k); !ok {
+		t.due.Delete(k)
+		t.ready.Delete(k.seq)
+	}
 }
 
 // readySet returns the set that holds the Ready entry e.

@@ -21,10 +21,14 @@ func TestTableStates(t *testing.T) {
 	e, ok := tb.FirstReady()
 	require.True(t, ok)
 	require.EqualValues(t, 3, e.Seq)
-	require.Equal(t, 0, tb.Promote(99))
-	require.Equal(t, 1, tb.Promote(100))
+	tb.SetNow(99)
 	e, _ = tb.FirstReady()
-	require.EqualValues(t, 1, e.Seq, "a promoted entry is ordered by sequence")
+	require.EqualValues(t, 3, e.Seq, "an entry delayed until after now waits")
+	tb.SetNow(100)
+	e, _ = tb.FirstReady()
+	require.EqualValues(t, 1, e.Seq, "a due entry is ordered by sequence")
+	require.Equal(t, index.Delayed, e.State, "a due entry stays as it was put")
+	require.Equal(t, index.Counts{Ready: 2, Leased: 1}, tb.Counts())
 
 	require.Empty(t, tb.Expired(49, 10))
 	require.Len(t, tb.Expired(50, 10), 1)
@@ -65,7 +69,7 @@ func TestTableUndeliveredLast(t *testing.T) {
 	e, _ := tb.FirstReady()
 	require.EqualValues(t, 1, e.Seq, "among the undelivered: by Seq")
 
-	tb.Promote(10)
+	tb.SetNow(10)
 	e, _ = tb.FirstReady()
 	require.EqualValues(t, 5, e.Seq, "a due message goes before the undelivered")
 	require.Equal(t, index.Counts{Ready: 3}, tb.Counts())
@@ -88,6 +92,59 @@ func TestTableUndeliveredLast(t *testing.T) {
 	}
 	require.Equal(t, []uint64{1, 5, 2}, order, "ready again by Seq, then the undelivered")
 	require.Equal(t, index.Counts{}, tb.Counts())
+}
+
+// What is ready depends on the entries and the time set last only: a
+// step back of the time holds back again a due entry, a table rebuilt
+// from the same entries answers the same, and a due entry changed or
+// deleted leaves every set.
+func TestTableSetNowBack(t *testing.T) {
+	put := func(tb *index.Table) {
+		tb.Put(index.Entry{Seq: 1, State: index.Delayed, Due: 100})
+		tb.Put(index.Entry{Seq: 2, State: index.Ready, Undelivered: true})
+		tb.Put(index.Entry{Seq: 3, State: index.Delayed, Due: 50})
+		tb.Put(index.Entry{Seq: 4, State: index.Ready})
+	}
+	first := func(tb *index.Table) uint64 {
+		e, ok := tb.FirstReady()
+		require.True(t, ok)
+		return e.Seq
+	}
+	tb := index.NewTable()
+	put(tb)
+	for _, c := range []struct {
+		now   int64
+		first uint64
+		c     index.Counts
+	}{
+		{0, 4, index.Counts{Ready: 2, Delayed: 2}},
+		{100, 1, index.Counts{Ready: 4}},
+		{99, 3, index.Counts{Ready: 3, Delayed: 1}},
+		{-1, 4, index.Counts{Ready: 2, Delayed: 2}},
+		{50, 3, index.Counts{Ready: 3, Delayed: 1}},
+	} {
+		tb.SetNow(c.now)
+		again := index.NewTable()
+		put(again)
+		again.SetNow(c.now)
+		require.Equal(t, c.first, first(tb), "at %d", c.now)
+		require.Equal(t, c.c, tb.Counts(), "at %d", c.now)
+		require.Equal(t, first(again), first(tb), "at %d", c.now)
+		require.Equal(t, again.Counts(), tb.Counts(), "at %d", c.now)
+		d, ok := tb.NextDue()
+		d2, ok2 := again.NextDue()
+		require.Equal(t, []any{d2, ok2}, []any{d, ok}, "at %d", c.now)
+	}
+	tb.SetNow(100)
+	e, _ := tb.Get(1)
+	e.State, e.Due, e.Lease = index.Leased, 200, 9
+	tb.Put(e)
+	tb.Delete(3)
+	tb.Delete(4)
+	require.EqualValues(t, 2, first(tb), "the due entries left ready when changed or deleted")
+	require.Equal(t, index.Counts{Ready: 1, Leased: 1}, tb.Counts())
+	tb.SetNow(0)
+	require.Equal(t, index.Counts{Ready: 1, Leased: 1}, tb.Counts())
 }
 
 func TestTableSnapshotIsFrozen(t *testing.T) {
@@ -238,5 +295,25 @@ func TestTableGetByID(t *testing.T) {
 				require.False(t, ok, id)
 			}
 		})
+	}
+}
+
+// An entry put Delayed after SetNow is judged by the time set last, as
+// one put before it is: a table set to a time and then given an entry
+// answers as a table given the entry and then set to that time.
+func TestTableSetNowThenPut(t *testing.T) {
+	for _, due := range []int64{50, 100, 150} {
+		after, before := index.NewTable(), index.NewTable()
+		after.SetNow(100)
+		after.Put(index.Entry{Seq: 1, State: index.Delayed, Due: due})
+		before.Put(index.Entry{Seq: 1, State: index.Delayed, Due: due})
+		before.SetNow(100)
+		require.Equal(t, before.Counts(), after.Counts(), "due %d", due)
+		_, ok := after.FirstReady()
+		_, want := before.FirstReady()
+		require.Equal(t, want, ok, "due %d", due)
+		d, ok := after.NextDue()
+		wd, wok := before.NextDue()
+		require.Equal(t, []any{wd, wok}, []any{d, ok}, "due %d", due)
 	}
 }

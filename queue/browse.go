@@ -99,7 +99,7 @@ func (q *Queue) browse(state MessageState, from uint64, limit int) ([]MessageInf
 	if err != nil {
 		return nil, err
 	}
-	out := indexed(v.snap, state, from, limit)
+	out := indexed(v.snap, v.now, state, from, limit)
 	if state != StateReady || v.pending == 0 {
 		return out, nil
 	}
@@ -116,6 +116,7 @@ func (q *Queue) browse(state MessageState, from uint64, limit int) ([]MessageInf
 // browsed is what Browse copies under the lock of the state it shows.
 type browsed struct {
 	snap    *index.Snapshot
+	now     int64  // unix ns: the queue's clock when snap was taken, that judges its delays
 	cursor  uint64 // the state's cursor
 	pending int64  // its never-delivered messages
 	first   uint64 // the log's first LSN then
@@ -126,8 +127,8 @@ type browsed struct {
 func (q *Queue) browseView() (browsed, error) {
 	var v browsed
 	err := q.view(func(st *state) {
-		st.table.Promote(q.now())
-		v = browsed{snap: st.table.Snapshot(), cursor: st.cursor, pending: st.pending}
+		now := q.now()
+		v = browsed{snap: st.table.Snapshot(), now: now, cursor: st.cursor, pending: st.pending}
 		if v.pending > 0 {
 			v.first = q.log.FirstLSN()
 		}
@@ -145,28 +146,35 @@ func cmpSeq(a, b uint64) int {
 	return 0
 }
 
-// indexed returns up to limit entries of the index in state from sequence
-// from on.
-func indexed(snap *index.Snapshot, state MessageState, from uint64, limit int) []MessageInfo {
-	want := map[MessageState]index.State{StateReady: index.Ready, StateDelayed: index.Delayed,
-		StateInFlight: index.Leased, StateDead: index.Dead}[state]
+// indexed returns up to limit entries of the index in state at now (unix
+// ns) from sequence from on.
+func indexed(snap *index.Snapshot, now int64, state MessageState, from uint64, limit int) []MessageInfo {
 	var out []MessageInfo
 	snap.Ascend(func(e index.Entry) bool {
-		if e.Seq >= from && e.State == want {
-			out = append(out, entryInfo(e))
+		if e.Seq >= from {
+			if m := entryInfo(e, now); m.State == state {
+				out = append(out, m)
+			}
 		}
 		return len(out) < limit
 	})
 	return out
 }
 
-func entryInfo(e index.Entry) MessageInfo {
+// entryInfo describes the indexed message e at now (unix ns): a delay
+// whose time has come shows as ready, as a dequeue at now would take it
+// (index.Table.SetNow).
+func entryInfo(e index.Entry, now int64) MessageInfo {
 	m := MessageInfo{Seq: e.Seq, ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt),
 		Deliveries: int(e.Deliveries), Reason: e.Reason, Size: int(e.Size)}
 	switch e.State {
 	case index.Ready:
 		m.State = StateReady
 	case index.Delayed:
+		if e.Due <= now {
+			m.State = StateReady
+			break
+		}
 		m.State, m.Due = StateDelayed, time.Unix(0, e.Due)
 	case index.Leased:
 		m.State, m.Due = StateInFlight, time.Unix(0, e.Due)
@@ -316,9 +324,10 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// peekIndexed is Peek of the indexed message e.
+// peekIndexed is Peek of the indexed message e, its state judged by the
+// queue's clock now.
 func (q *Queue) peekIndexed(e index.Entry) (MessageInfo, error) {
-	info := entryInfo(e)
+	info := entryInfo(e, q.now())
 	m := &Message{Receipt: Receipt{Seq: e.Seq}}
 	switch err := q.readPayload(m, e.Loc); {
 	case errors.Is(err, wal.ErrNotFound) && !q.indexed(e.Seq):

@@ -28,3 +28,14 @@ func unixNano(t time.Time) int64 {
 	}
 	return t.UnixNano()
 }
+
+// delayDue returns due, the time a delay ends (unix ns), as an enqueue's or
+// a nack's record holds it: Due 0 there means no delay, and any other value,
+// negative before 1970, a delay; a delay that ends at the unix epoch exactly
+// is held one nanosecond longer.
+func delayDue(due int64) int64 {
+	if due == 0 {
+		return 1
+	}
+	return due
+}

@@ -264,7 +264,7 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
-	q.mu.st.table.Promote(now)
+	q.mu.st.table.SetNow(now)
 	var last *wal.Commit
 	var err error
 	for len(out) < max {

@@ -41,11 +41,16 @@
 // after a forward step it releases what came due at most a second late
 // (not up to the whole delay, window or AckTimeout late). The same holds
 // for an Options.Clock whose Now steps while its After timers do not.
-// A sorted batch's nack delay is judged by the clock at each pull (and
-// Stats) until its key is pulled again or has no value left: after a step
-// back, a key whose delay had passed and that was not pulled since is
+// A message's delay (WithDelay, WithDeliverAt, a nack's delay) is judged
+// by the clock at each dequeue, Stats, Browse and Peek: after a step back,
+// a message whose delay had passed and that was not delivered since is
 // held again until its time comes by the new clock, in the live queue and
-// after a crash alike.
+// after a crash alike. A sorted batch's nack delay is judged by the clock
+// at each pull (and Stats) until its key is pulled again or has no value
+// left: after a step back, a key whose delay had passed and that was not
+// pulled since is held again until its time comes by the new clock, in
+// the live queue and after a crash alike. Delays and their ends before
+// 1970, or at the unix epoch exactly, hold back as any other.
 //
 // Delivery is at least once: a message is delivered again only if its
 // consumer did not ack it in time, nacked it, or died. An enqueue with a

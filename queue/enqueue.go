@@ -169,7 +169,7 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 	} else {
 		r.ID = newID()
 	}
-	var due int64
+	due := now // no delay; before 1970 a delay's time is negative
 	if !it.DeliverAt.IsZero() {
 		due = unixNano(it.DeliverAt)
 	}
@@ -177,7 +177,7 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 		due = max(due, later(now, it.Delay))
 	}
 	if due > now {
-		r.Due = due
+		r.Due = delayDue(due)
 	}
 	return nil
 }

@@ -289,7 +289,7 @@ func (q *Queue) settleRecord(s Settlement, e index.Entry, now int64) record {
 		}
 		rec.Op = opNack
 		if s.Delay > 0 {
-			rec.Due = later(now, s.Delay)
+			rec.Due = delayDue(later(now, s.Delay))
 		}
 	case SettleExtend:
 		rec.Op, rec.Due = opExtend, later(now, s.Delay)

@@ -21,7 +21,7 @@ func (q *Queue) nackBatch(lease uint64, delay time.Duration) error {
 	return q.changeBatch(lease, func(b index.Batch, now int64) *record {
 		r := q.returnBatch(b, now, "nacked")
 		if delay > 0 {
-			r.Due = later(now, delay)
+			r.Due = delayDue(later(now, delay))
 		}
 		return r
 	})

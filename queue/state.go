@@ -272,10 +272,11 @@ func (s *state) applyChange(r *record, e index.Entry) {
 	}
 }
 
-// readyAt returns e made ready, or delayed until due when due is set.
+// readyAt returns e made ready, or delayed until due when due is set (not
+// 0: negative is a time before 1970).
 func readyAt(e index.Entry, due int64) index.Entry {
 	e.State, e.Due, e.Lease, e.DeliveredAt = index.Ready, 0, 0, 0
-	if due > 0 {
+	if due != 0 {
 		e.State, e.Due = index.Delayed, due
 	}
 	return e
@@ -286,7 +287,7 @@ func (s *state) applyEnqueue(lsn uint64, r *record, size int) {
 	if r.Flags&flagProducerID != 0 {
 		s.dedup.Put(index.DedupItem{ID: r.ID, Seq: lsn})
 	}
-	if r.Due > 0 {
+	if r.Due != 0 { // delayed, as the cursor takes it (cursorNextLocked); negative before 1970
 		s.table.Put(index.Entry{
 			Seq: lsn, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.At,
 			State: index.Delayed, Due: r.Due,

@@ -177,7 +177,7 @@ func (q *Queue) statsHeadLocked(now int64) Stats {
 // enqueue or publish time among its indexed messages and values. Its
 // caller holds the lock that guards st.
 func (s *Stats) count(st *state, now int64) (oldest int64, ok bool) {
-	st.table.Promote(now)
+	st.table.SetNow(now)
 	st.sorted.Release(now) // keys whose nack delay has passed count as pullable
 	c2 := st.table.Counts()
 	s.Ready, s.Delayed, s.InFlight, s.Dead = st.pending+int64(c2.Ready), int64(c2.Delayed), int64(c2.Leased), int64(c2.Dead)
