@@ -28,9 +28,9 @@ import (
 // options (modelConfig: segment size, snapshot threshold, sync mode,
 // MaxDeliveries, DedupWindow, payload sizes), then a sequence of operations
 // (enqueue, delayed, with a producer id, duplicate, batch, dequeue, batch
-// dequeue, ack, nack, extend, dead-letter, clock advance and expiry,
-// requeue and purge of the dead, compaction, stats, clean close and reopen,
-// crash-image reopen) and runs it on a real queue and on the in-memory
+// dequeue, ack, nack, extend, dead-letter, clock advance and expiry, clock
+// step back, requeue and purge of the dead, compaction, stats, clean close
+// and reopen, crash-image reopen) and runs it on a real queue and on the in-memory
 // model (model_test.go): every delivery (which message, its delivery
 // count), every outcome (nil, ErrLeaseLost, ErrDuplicate, ErrEmpty), the
 // counts and, at the end, the dead letters and a full drain must agree.
@@ -122,6 +122,14 @@ var modelSeeds = [][]byte{
 	// open, until the minute has passed.
 	hdr(policyFlag, 0, 0, 0, 2, 0, 2, 1, 5, 7, 0, 0, 14, 0, 16, 14, 10, 2, 0, 5, 7, 0, 0, 2, 0, 16,
 		14, 0, 2, 0, 5, 7, 0, 0, 15, 10, 2, 0, 2, 0, 11, 19, 11, 19, 2, 0, 11, 19, 11, 3, 2, 0, 16),
+	// A step back of the clock (11, 254: 4 s) holds again a delayed message
+	// that came due and was not delivered: the next delivery takes a later
+	// message, the counts say delayed, a compaction and a crash keep it
+	// held until its time comes by the clock. An id acked under a 5 s
+	// window, forgotten by an enqueue after the window passed, is not
+	// brought back by a step back into the window.
+	hdr(0, 0, 0, 0, 1, 0, 1, 0, 0, 3, 11, 1, 16, 11, 254, 16, 5, 13, 15, 16, 5, 11, 3, 5, 2, 1, 5,
+		7, 3, 0, 11, 5, 2, 1, 11, 254, 2, 0, 16),
 }
 
 // hdr returns a model input: the six header bytes (segment, snapshot,
@@ -289,7 +297,7 @@ func (r *modelRun) step(in *opReader) {
 	case 7, 8, 9, 10:
 		r.settle(op, in.next(), in.next())
 	case 11:
-		r.advance(time.Duration(1+in.next()%20) * time.Second)
+		r.moveClock(in.next())
 	case 12:
 		r.deadOp()
 	case 13:
@@ -536,7 +544,22 @@ func (r *modelRun) compact(what string) {
 	r.m.dirty = r.m.dirty || r.q.Stats().LastLSN != before
 }
 
-// advance moves the clock and ends the leases that ran out.
+// stepBackFrom is the first argument of a clock operation that steps the
+// clock back (by 2 s per unit below 256: 2 to 40 s) rather than forward
+// (by 1 to 20 s), as a wall clock set by hand or by NTP steps.
+const stepBackFrom = 236
+
+// moveClock steps the clock forward or back, as arg says.
+func (r *modelRun) moveClock(arg int) {
+	if arg >= stepBackFrom {
+		r.advance(-time.Duration(2*(256-arg)) * time.Second)
+		return
+	}
+	r.advance(time.Duration(1+arg%20) * time.Second)
+}
+
+// advance moves the clock (back, when d < 0) and ends the leases that ran
+// out.
 func (r *modelRun) advance(d time.Duration) {
 	r.logf("advance %v", d)
 	r.clock.Advance(d)
@@ -545,6 +568,7 @@ func (r *modelRun) advance(d time.Duration) {
 		r.failf("requeue expired: %v", err)
 	}
 	r.m.expire(r.now())
+	r.m.lapse(r.now())
 	r.m.dirty = r.m.dirty || n > 0
 	r.unflushed = r.unflushed || n > 0
 }
@@ -628,7 +652,7 @@ func (r *modelRun) changePolicy(in *opReader) {
 	p := readPolicy(in.next(), r.cfg.policy(r.m.ackTimeout))
 	r.logf("%v", p)
 	r.cfg.setPolicy(p)
-	r.m.change(p)
+	r.m.change(p, r.now())
 }
 
 // reopen closes the queue cleanly and opens it again: leases keep running,

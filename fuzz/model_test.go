@@ -16,7 +16,9 @@ import (
 //   - never-delivered messages (pending) go in enqueue order;
 //   - messages ready again (nacked, lease ran out, left leased by a crashed
 //     process) and delayed messages whose time has come go first, oldest
-//     enqueue first;
+//     enqueue first; a delay is judged by Due <= now at each question, so
+//     a step back of the clock holds again a message that came due and
+//     was not delivered since;
 //   - a delivery leases the message until now + AckTimeout and counts;
 //   - a nack, an expired lease or a crash makes it ready again, or dead
 //     once it has had MaxDeliveries (a nack with a delay: delayed);
@@ -48,7 +50,7 @@ type model struct {
 // ackedID is the ack of a message with a producer-given id.
 type ackedID struct {
 	at   int64         // ack time (unix ns)
-	minW time.Duration // the smallest DedupWindow of the opens since the ack, the acking one included
+	minW time.Duration // the smallest DedupWindow of the opens since the ack, the acking one included; 0 once the window of an open passed (lapse)
 }
 
 // modelState is where a model message stands.
@@ -56,8 +58,8 @@ type modelState uint8
 
 const (
 	modelPending modelState = iota // never delivered, not delayed
-	modelReady                     // ready again, or a delay that passed
-	modelDelayed                   // not before due
+	modelReady                     // ready again
+	modelDelayed                   // not before due: ready while due <= now (ready)
 	modelLeased                    // leased until due
 	modelDead                      // in the dead-letter set
 )
@@ -85,11 +87,31 @@ func newModel(maxDeliver int, ackTimeout, dedup time.Duration) *model {
 // a later open with a longer window does not bring it back. An open
 // without a window forgets every acked id; whether a later open sees the
 // forget depends on its snapshots (see reopened and crash).
-func (m *model) change(p policy) {
+func (m *model) change(p policy, now int64) {
 	m.maxDeliver, m.dedup, m.ackTimeout = p.maxDeliver, p.dedup, p.ackTimeout
 	for id, a := range m.acked {
 		a.minW = min(a.minW, p.dedup)
 		m.acked[id] = a
+	}
+	m.lapse(now)
+}
+
+// lapse notes the acked ids whose window, that of the open now, has
+// passed at now: the open may forget each (at an enqueue with an id, or a
+// snapshot) and does not bring it back when the clock steps back within
+// the window, so from then on either answer is right until the open
+// refuses it (idTaken, pin). A pin ends there too: the refusal held the
+// id only until its window passed.
+func (m *model) lapse(now int64) {
+	if m.dedup == 0 {
+		return
+	}
+	for id, a := range m.acked {
+		if now-a.at > int64(m.dedup) {
+			a.minW = 0
+			m.acked[id] = a
+			delete(m.pinned, id)
+		}
 	}
 }
 
@@ -156,13 +178,10 @@ func (m *model) ack(msg *modelMsg, now int64) {
 	}
 }
 
-// promote makes delayed messages whose time has come ready.
-func (m *model) promote(now int64) {
-	for _, msg := range m.msgs {
-		if msg.state == modelDelayed && msg.due <= now {
-			msg.state, msg.due = modelReady, 0
-		}
-	}
+// ready reports whether msg is ready again at now: nacked, its lease ran
+// out, or delayed with its time come by the clock now.
+func (msg *modelMsg) ready(now int64) bool {
+	return msg.state == modelReady || msg.state == modelDelayed && msg.due <= now
 }
 
 // next returns the message the next delivery gets, or nil. A ready
@@ -185,13 +204,12 @@ func (m *model) pastLimit(n int) bool { return m.maxDeliver > 0 && n >= m.maxDel
 
 // first returns the message first in the delivery order, or nil.
 func (m *model) first(now int64) *modelMsg {
-	m.promote(now)
 	var best *modelMsg
 	for _, msg := range m.msgs {
-		if msg.state != modelReady && msg.state != modelPending {
+		if !msg.ready(now) && msg.state != modelPending {
 			continue
 		}
-		if best == nil || less(msg, best) {
+		if best == nil || less(msg, best, now) {
 			best = msg
 		}
 	}
@@ -209,10 +227,11 @@ func (m *model) oldestPending() *modelMsg {
 	return best
 }
 
-// less orders deliveries: ready before pending, then by enqueue order.
-func less(a, b *modelMsg) bool {
-	if (a.state == modelReady) != (b.state == modelReady) {
-		return a.state == modelReady
+// less orders deliveries at now: ready before pending, then by enqueue
+// order.
+func less(a, b *modelMsg, now int64) bool {
+	if a.ready(now) != b.ready(now) {
+		return a.ready(now)
 	}
 	return a.seq < b.seq
 }
@@ -284,10 +303,13 @@ func (m *model) requeueDead() int {
 
 // counts returns ready (pending included), delayed, leased and dead at now.
 func (m *model) counts(now int64) string {
-	m.promote(now)
 	var c [5]int
 	for _, msg := range m.msgs {
-		c[msg.state]++
+		st := msg.state
+		if msg.ready(now) {
+			st = modelReady
+		}
+		c[st]++
 	}
 	return fmt.Sprintf("ready=%d delayed=%d inflight=%d dead=%d", c[modelPending]+c[modelReady], c[modelDelayed], c[modelLeased], c[modelDead])
 }

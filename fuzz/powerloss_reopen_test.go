@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/walq/walq/internal/crashfs"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -29,22 +31,36 @@ import (
 // 150, 30 under -race), each crashed again at every durable operation of its Open.
 // WALQ_REOPEN_BUG plants a durability bug in the workload's log
 // (internal/testhook.PlantLogBug: early-durable, no-roll-dir-sync,
-// no-seal-sync), which the test must then report.
+// no-seal-sync), which the test must then report; prefixed with "reopen:"
+// (reopen:no-roll-dir-sync) it plants the bug only in the log of the
+// second run, the Open and Close that crash again, so that the test is
+// seen to catch a repair that is not crash-safe, which TestPowerLoss does
+// not run.
 func TestPowerLossDuringRecovery(t *testing.T) {
 	firsts := envInt(t, "WALQ_REOPEN_STATES", scaled(150, 5))
+	bug, reopenBug := plantedBugs(os.Getenv("WALQ_REOPEN_BUG"))
 	for _, c := range []struct {
 		name string
 		mode queue.SyncMode
 	}{{"always", queue.SyncAlways}, {"never", queue.SyncNever}} {
 		t.Run(c.name, func(t *testing.T) {
 			_, seed := testRand(t)
-			n, err := powerLossTwice(t, plConfig{mode: c.mode, seed: seed, bug: os.Getenv("WALQ_REOPEN_BUG")}, firsts)
+			n, err := powerLossTwice(t, plConfig{mode: c.mode, seed: seed, bug: bug, reopenBug: reopenBug}, firsts)
 			t.Logf("SUMMARY reopen-%s: %d second-crash states checked", c.name, n)
 			if err != nil {
 				t.Fatalf("%v\n(replay: WALQ_SEED=%d)", err, seed)
 			}
 		})
 	}
+}
+
+// plantedBugs splits a WALQ_REOPEN_BUG value into the bug planted in the
+// workload's log and the one planted only in the reopen's.
+func plantedBugs(v string) (workload, reopen string) {
+	if name, ok := strings.CutPrefix(v, "reopen:"); ok {
+		return "", name
+	}
+	return v, ""
 }
 
 // powerLossTwice builds firsts states of the workload's crashes, spread
@@ -135,6 +151,9 @@ func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error)
 	}
 	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: plSegmentSize, SnapshotBytes: 8000,
 		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: newManualClock(), FS: fsys}
+	if cfg.reopenBug != "" {
+		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.reopenBug) })
+	}
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
 	if err == nil {
 		err = q.Close()

@@ -103,6 +103,9 @@ type plConfig struct {
 	states int    // crash states to check, about
 	seed   uint64 // the workload's and the states' generator
 	bug    string // a planted bug; "" for none
+	// a bug planted only in the Open and Close that
+	// TestPowerLossDuringRecovery crashes again; "" for none
+	reopenBug string
 }
 
 // plOps is the workload's length: short, so that every crash point is
