@@ -81,8 +81,11 @@ type Options struct {
 	// Logger receives the handle's background events at Info and above:
 	// leases that ran out (one line per pass that ended any), a sorted
 	// queue's batches whose lease ended with their record unreadable
-	// (Warn, naming them; see Sorted.RequeueExpired), and a housekeeping
-	// failure and its recovery (the pass is retried every second).
+	// (Warn, naming them; see Sorted.RequeueExpired), a housekeeping
+	// failure and its recovery (the pass is retried every second), and,
+	// apart from those, passes that did their work but fell short of
+	// Replicas (ErrNotDurable) and the pass that reached them again, each
+	// once.
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 }
