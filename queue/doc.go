@@ -234,7 +234,9 @@
 // with ErrCorrupt, so its retries copy nothing again. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
-// or Options.Salvage. A salvage drops what was lost, and an indexed
+// or Options.Salvage; damage that a salvaging open (or Repair's) cannot
+// pass names neither, but what to do about it (or a backup). A salvage
+// drops what was lost, and an indexed
 // message or sorted value whose record is another's (Recovery.Dropped;
 // a leased value leaves its batch, whose other values stay leased to it
 // with no delivery counted: the consumer's receipt settles them, and

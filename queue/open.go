@@ -25,7 +25,8 @@ func Open(dir string, opts *Options) (*Queue, error) {
 		return nil, err
 	}
 	if o.ReadOnly {
-		return openInspect(dir, o, o.ident)
+		q, err := openInspect(dir, o, o.ident)
+		return q, wayOutFor(o, err)
 	}
 	if err := wal.MkdirAll(o.FS, dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
@@ -41,7 +42,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	}
 	if err != nil {
 		unlockDir(lock)
-		return nil, withWayOut(err)
+		return nil, wayOutFor(o, err)
 	}
 	q.ident = id
 	return q, nil
@@ -147,13 +148,39 @@ func wrapCorrupt(what string, err error) error {
 const wayOut = "to recover, run 'walq repair DIR' (it backs the directory up, then salvages what is left) " +
 	"or open with Options.Salvage; 'walq verify DIR' lists the damage"
 
+// salvagedWayOut is what an ErrCorrupt of an open that salvaged says
+// last instead: neither a salvage nor 'walq repair', which salvages the
+// same way, passes that damage.
+const salvagedWayOut = "the salvage cannot pass this damage: do what the error says, " +
+	"or restore DIR from a backup; 'walq verify DIR' lists the damage"
+
 // withWayOut names the way out in an error that wraps ErrCorrupt, once.
 func withWayOut(err error) error {
-	if err == nil || !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "walq repair") {
+	if err == nil || !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "walq repair") ||
+		strings.Contains(err.Error(), salvagedWayOut) {
 		return err
 	}
 	return fmt.Errorf("%w; %s", err, wayOut)
 }
+
+// wayOutFor names the way out in an error of an open with o that wraps
+// ErrCorrupt: that of withWayOut, or salvagedWayOut when o salvaged.
+func wayOutFor(o Options, err error) error {
+	if !o.Salvage || err == nil || !errors.Is(err, ErrCorrupt) {
+		return withWayOut(err)
+	}
+	return &salvagedError{err: err, msg: withoutWayOut(err) + "; " + salvagedWayOut}
+}
+
+// salvagedError is err, whose text names salvagedWayOut in place of
+// wayOut.
+type salvagedError struct {
+	err error  // what the open returned, wrapping ErrCorrupt
+	msg string // its text, with salvagedWayOut
+}
+
+func (e *salvagedError) Error() string { return e.msg }
+func (e *salvagedError) Unwrap() error { return e.err }
 
 // withoutWayOut is the text of err without the way out withWayOut named
 // in it, for a list of errors that names the way out once, after them.

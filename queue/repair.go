@@ -169,7 +169,7 @@ func salvageLocked(dir string, opts *Options) (Recovery, error) {
 	o.Salvage = true
 	q, err := open(dir, o, nil)
 	if err != nil {
-		return Recovery{}, withWayOut(err)
+		return Recovery{}, wayOutFor(o, err)
 	}
 	rec := q.Recovery()
 	err = q.Compact()

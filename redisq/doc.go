@@ -173,7 +173,9 @@
 // check (for managed servers that refuse CONFIG). Options.Replicas makes
 // every change wait for that many replicas (WAIT; fewer fail the call
 // with ErrNotDurable, the change made; a dequeue or pull returns what it
-// leased, or waits); replication is
+// leased, or waits); Open refuses a WaitTimeout at or above the
+// client's ReadTimeout, which would fail the call's pipeline and lose
+// its reply; replication is
 // asynchronous, so a failover can still lose acknowledged writes (see the
 // README's table). A ReadOnly handle writes nothing, so Open checks
 // none of this for it, and opens it on a read-only replica that holds

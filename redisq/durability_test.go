@@ -157,7 +157,7 @@ func TestReplicas(t *testing.T) {
 	primary, replica := startPair(t)
 	rdb := primary.Client()
 	ctx := context.Background()
-	q, err := redisq.Open(ctx, rdb, "replicas", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second})
+	q, err := redisq.Open(ctx, rdb, "replicas", &redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second})
 	require.NoError(t, err)
 	defer q.Close()
 	_, err = q.Enqueue(ctx, []byte("a"), queue.WithID("a"))

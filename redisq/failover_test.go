@@ -20,7 +20,7 @@ import (
 func TestFailover(t *testing.T) {
 	primary, replica := startPair(t)
 	ctx := context.Background()
-	q, err := redisq.Open(ctx, primary.Client(), "failover", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second, AckTimeout: time.Minute})
+	q, err := redisq.Open(ctx, primary.Client(), "failover", &redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second, AckTimeout: time.Minute})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b", "c"} {
 		_, err := q.Enqueue(ctx, []byte(id), queue.WithID(id))
@@ -90,7 +90,7 @@ func TestSortedFailover(t *testing.T) {
 			primary, replica := startPair(t)
 			ctx := context.Background()
 			s, publish := f.open(t, primary.Client(), "failover",
-				redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second, AckTimeout: time.Minute})
+				redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second, AckTimeout: time.Minute})
 			for i, key := range []string{"a", "b", "c", "d"} {
 				require.NoError(t, publish(ctx, int64(i), key, []byte(key)))
 				time.Sleep(2 * testWindow) // the windowed keys are due in this order

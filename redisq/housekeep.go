@@ -17,12 +17,12 @@ const idleRecheck = 30 * time.Second
 // or Close.
 func (h *handle) housekeep(sweep sweepFunc) {
 	defer h.wg.Done()
-	failing := false
+	var st sweepState
 	for {
 		wait := idleRecheck
 		h.armed.Store(unarmed)
 		n, next, err := sweep(!h.o.ManualRequeue)
-		failing = h.logSweep(n, err, failing)
+		st = h.logSweep(n, err, st)
 		switch {
 		case err != nil && !errors.Is(err, ErrNotDurable): // not durable: done, next is known
 			wait = time.Second
@@ -39,26 +39,41 @@ func (h *handle) housekeep(sweep sweepFunc) {
 	}
 }
 
+// sweepState is what the housekeeper's log has said of its passes, so
+// that it says each change once.
+type sweepState struct {
+	failing bool // the last pass that ended failed (not ErrNotDurable)
+	short   bool // a pass fell short of Replicas, and none has reached them since
+}
+
 // logSweep logs what a housekeeping pass did: the leases it ended, its
-// failure (once, while it lasts) or the recovery after one. It returns
-// whether the pass failed.
-func (h *handle) logSweep(ended int, err error, failing bool) bool {
+// failure (once, while it lasts) and the recovery after one, and apart
+// from those a pass that did its work but fell short of Replicas
+// (ErrNotDurable: once, while it lasts) and the pass that reached them
+// again. It returns the state after the pass.
+func (h *handle) logSweep(ended int, err error, st sweepState) sweepState {
+	short := errors.Is(err, ErrNotDurable)
+	next := sweepState{failing: err != nil && !short, short: short || (st.short && err != nil)}
 	l := h.o.Logger
 	if l == nil {
-		return err != nil
+		return next
 	}
 	switch {
-	case err != nil && !failing && errors.Is(err, ErrNotDurable):
-		l.Warn("redisq: housekeeping done, not acknowledged by enough replicas", "err", err)
-	case err != nil && !failing:
+	case next.failing && !st.failing:
 		l.Warn("redisq: housekeeping failed; retrying every second", "err", err)
-	case err == nil && failing:
+	case !next.failing && st.failing:
 		l.Info("redisq: housekeeping works again")
+	}
+	switch {
+	case short && !st.short:
+		l.Warn("redisq: housekeeping done, not acknowledged by enough replicas", "err", err)
+	case err == nil && st.short:
+		l.Info("redisq: housekeeping acknowledged by enough replicas again")
 	}
 	if ended > 0 {
 		l.Info("redisq: leases ran out", "ended", ended)
 	}
-	return err != nil
+	return next
 }
 
 // sweep runs the housekeeping script until it has caught up. It returns

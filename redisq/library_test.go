@@ -32,7 +32,7 @@ func TestLibraryLost(t *testing.T) {
 	})
 	t.Run("flushed, with replicas", func(t *testing.T) {
 		primary, _ := startPair(t)
-		q, err := redisq.Open(ctx, primary.Client(), "lost", &redisq.Options{Replicas: 1, WaitTimeout: 10 * time.Second})
+		q, err := redisq.Open(ctx, primary.Client(), "lost", &redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second})
 		require.NoError(t, err)
 		defer q.Close()
 		require.NoError(t, primary.Client().ConfigResetStat(ctx).Err())

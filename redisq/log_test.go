@@ -66,3 +66,37 @@ func TestLoggerBackgroundEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "left unacked", string(m.Payload))
 }
+
+// count tells how many lines with the message msg were logged (JSON).
+func (s *syncBuffer) count(msg string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Count(s.b.String(), `"msg":"`+msg+`"`)
+}
+
+// A housekeeper whose passes fall short of Replicas (ErrNotDurable) does
+// its work: that is logged once, as its own condition, and a failure
+// that follows (the server down) is still logged as one, and its end as
+// a recovery.
+func TestLoggerNotDurableThenFailure(t *testing.T) {
+	srv := redistest.Start(t) // no replica: every pass falls short
+	var logs syncBuffer
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "logged-nd", &redisq.Options{Replicas: 1, WaitTimeout: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer q.Close()
+	const short = "redisq: housekeeping done, not acknowledged by enough replicas"
+	require.Eventually(t, func() bool { return logs.has(short) }, 10*time.Second, 20*time.Millisecond)
+
+	// A delayed message gives the housekeeper a deadline to wake for.
+	_, err = q.Enqueue(ctx, []byte("later"), queue.WithDelay(300*time.Millisecond))
+	require.ErrorIs(t, err, redisq.ErrNotDurable)
+	srv.Kill()
+	require.Eventually(t, func() bool { return logs.has("redisq: housekeeping failed; retrying every second") },
+		20*time.Second, 50*time.Millisecond, "a failure after a pass that fell short must be logged")
+	require.False(t, logs.has("redisq: housekeeping works again"), "nothing recovered before the failure")
+	srv.Restart()
+	require.Eventually(t, func() bool { return logs.has("redisq: housekeeping works again") }, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, 1, logs.count(short), "falling short of Replicas is logged once while it lasts")
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/walq/walq/queue"
 )
 
@@ -44,7 +45,11 @@ type Options struct {
 	// (queue.ErrEmpty; a blocking one waits). Reads (Stats,
 	// DeadLetters) do not wait.
 	Replicas int
-	// WaitTimeout bounds the wait for Replicas. Default 1s.
+	// WaitTimeout bounds the wait for Replicas. Default 1s. It must be
+	// below the client's ReadTimeout (go-redis's default is 5s), or Open
+	// fails with queue.ErrInvalidOptions: go-redis fails the whole
+	// pipeline when the WAIT outlasts the ReadTimeout, and the reply of
+	// the call that ran before it is lost.
 	WaitTimeout time.Duration
 	// OpTimeout bounds the calls that take no context (Ack, TryDequeue,
 	// Stats, ...), and each call to the server of a Dequeue or Pull,
@@ -76,8 +81,11 @@ type Options struct {
 	// Logger receives the handle's background events at Info and above:
 	// leases that ran out (one line per pass that ended any), a sorted
 	// queue's batches whose lease ended with their record unreadable
-	// (Warn, naming them; see Sorted.RequeueExpired), and a housekeeping
-	// failure and its recovery (the pass is retried every second).
+	// (Warn, naming them; see Sorted.RequeueExpired), a housekeeping
+	// failure and its recovery (the pass is retried every second), and,
+	// apart from those, passes that did their work but fell short of
+	// Replicas (ErrNotDurable) and the pass that reached them again, each
+	// once.
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 }
@@ -119,4 +127,40 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("%w: redisq: unknown sync mode %v", queue.ErrInvalidOptions, c.Sync)
 	}
 	return c, nil
+}
+
+// checkReadTimeout refuses a WaitTimeout that the client's ReadTimeout
+// would cut short (an error wrapping queue.ErrInvalidOptions): go-redis
+// then fails the pipeline of the call and its WAIT, and the call's reply
+// is lost although the call ran. A ReadOnly handle waits for nothing.
+func (o *Options) checkReadTimeout(rdb redis.UniversalClient) error {
+	if o.Replicas == 0 || o.ReadOnly {
+		return nil
+	}
+	rt, ok := readTimeout(rdb)
+	if !ok || o.WaitTimeout < rt {
+		return nil
+	}
+	return fmt.Errorf("%w: redisq: WaitTimeout %v is not below the client's ReadTimeout %v, which would fail a WAIT that runs to its end and lose the reply of the call it follows; lower WaitTimeout or raise the client's ReadTimeout (-1: none)",
+		queue.ErrInvalidOptions, o.WaitTimeout, rt)
+}
+
+// readTimeout returns how long the client waits for a reply, or false
+// where it does not bound it or does not say. Client and ClusterClient
+// hold their options normalized (positive: the timeout; 0 or negative:
+// none); a Ring holds them as given (0: go-redis's default of 5s;
+// negative: none).
+func readTimeout(rdb redis.UniversalClient) (time.Duration, bool) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ReadTimeout, c.Options().ReadTimeout > 0
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout, c.Options().ReadTimeout > 0
+	case *redis.Ring:
+		if rt := c.Options().ReadTimeout; rt != 0 {
+			return rt, rt > 0
+		}
+		return 5 * time.Second, true
+	}
+	return 0, false
 }

@@ -69,6 +69,9 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkReadTimeout(rdb); err != nil {
+		return nil, err
+	}
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
 	}

@@ -350,7 +350,7 @@ func TestInspectsReplica(t *testing.T) {
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, 10*time.Second, 20*time.Millisecond)
 	app, err := redisq.Open(ctx, primary.Client(), "jobs", &redisq.Options{TrustServer: true, Replicas: 1,
-		WaitTimeout: 10 * time.Second})
+		WaitTimeout: 4 * time.Second})
 	require.NoError(t, err)
 	defer app.Close()
 	for _, id := range []string{"poison", "ready"} {
