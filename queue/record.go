@@ -157,20 +157,7 @@ func (r *record) maxDeliveries() uint32 { return r.Count }
 // form, str for strings, bin for byte strings, nil for a nil map or
 // slice), without an encoder or an intermediate buffer.
 func encodeRecord(dst []byte, r *record) []byte {
-	dst = slices.Grow(dst, maxEncodedSize(r))
-	dst = append(dst, mpFixArray|recordFields)
-	dst = appendUint(dst, uint64(r.Op))
-	dst = appendUint(dst, r.Seq)
-	dst = appendUint(dst, r.Lease)
-	dst = appendString(dst, r.ID)
-	dst = appendUint(dst, uint64(r.Flags))
-	dst = appendInt(dst, r.At)
-	dst = appendInt(dst, r.Due)
-	dst = appendInt(dst, r.Enq)
-	dst = appendUint(dst, uint64(r.Size))
-	dst = appendUint(dst, uint64(r.Count))
-	dst = appendString(dst, r.Reason)
-	dst = appendHeaders(dst, r.Headers)
+	dst = appendHead(slices.Grow(dst, maxEncodedSize(r)), r)
 	dst = appendBytes(dst, r.Payload)
 	dst = appendString(dst, r.Key)
 	return appendBytes(dst, r.Sort)
@@ -182,7 +169,20 @@ func encodeRecord(dst []byte, r *record) []byte {
 // (wal.Log.AppendJoined), which copies the payload into its group from the
 // caller's slice: encoded whole first, it would be copied twice.
 func encodeAround(dst []byte, r *record) (out []byte, at int) {
-	dst = slices.Grow(dst, maxEncodedSize(r)-len(r.Payload))
+	dst = appendHead(slices.Grow(dst, maxEncodedSize(r)-len(r.Payload)), r)
+	if r.Payload == nil {
+		dst = append(dst, mpNil)
+	} else {
+		dst = appendLen(dst, len(r.Payload), 0, 0, mpBin8)
+	}
+	at = len(dst)
+	dst = appendString(dst, r.Key)
+	return appendBytes(dst, r.Sort), at
+}
+
+// appendHead appends the msgpack array header of a record and its
+// fields before the payload.
+func appendHead(dst []byte, r *record) []byte {
 	dst = append(dst, mpFixArray|recordFields)
 	dst = appendUint(dst, uint64(r.Op))
 	dst = appendUint(dst, r.Seq)
@@ -195,15 +195,7 @@ func encodeAround(dst []byte, r *record) (out []byte, at int) {
 	dst = appendUint(dst, uint64(r.Size))
 	dst = appendUint(dst, uint64(r.Count))
 	dst = appendString(dst, r.Reason)
-	dst = appendHeaders(dst, r.Headers)
-	if r.Payload == nil {
-		dst = append(dst, mpNil)
-	} else {
-		dst = appendLen(dst, len(r.Payload), 0, 0, mpBin8)
-	}
-	at = len(dst)
-	dst = appendString(dst, r.Key)
-	return appendBytes(dst, r.Sort), at
+	return appendHeaders(dst, r.Headers)
 }
 
 // maxEncodedSize bounds the bytes encodeRecord writes for r: at most nine
