@@ -21,6 +21,21 @@ func shortWait() redisq.Options {
 	return redisq.Options{Replicas: 1, WaitTimeout: 20 * time.Millisecond, ManualRequeue: true, AckTimeout: time.Minute}
 }
 
+// pulledShort opens the sorted queue name with o over rdb, publishes one
+// value (ErrNotDurable: published) and pulls its batch with TryPull.
+func pulledShort(t *testing.T, rdb redis.UniversalClient, name string, o redisq.Options) (*redisq.Sorted[int64], *queue.Batch[int64]) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[int64](ctx, rdb, name, &redisq.SortedOptions{Options: o})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.ErrorIs(t, s.Publish(ctx, 1, "k", []byte("v")), redisq.ErrNotDurable)
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	return s, bs[0]
+}
+
 // TestDequeueNotDurableDelivers: a dequeue whose WAIT falls short leased
 // its messages on the server (ErrNotDurable: the change was made), so it
 // must hand them to the caller; else each one stays leased, unseen, until
@@ -109,15 +124,9 @@ func TestSettleNotDurableStaleReceipt(t *testing.T) {
 	}
 	require.ErrorIs(t, short.AckID("given"), queue.ErrNotFound, "ack of an id not in flight")
 
-	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "nd-settle-sorted", &redisq.SortedOptions{Options: shortWait()})
-	require.NoError(t, err)
-	defer s.Close()
-	require.ErrorIs(t, s.Publish(ctx, 1, "k", []byte("v")), redisq.ErrNotDurable)
-	bs, err := s.TryPull(1)
-	require.NoError(t, err)
-	require.Len(t, bs, 1)
-	require.ErrorIs(t, bs[0].Ack(), redisq.ErrNotDurable, "the first ack is made")
-	require.ErrorIs(t, bs[0].Ack(), queue.ErrLeaseLost, "a second ack of the batch")
+	_, b := pulledShort(t, srv.Client(), "nd-settle-sorted", shortWait())
+	require.ErrorIs(t, b.Ack(), redisq.ErrNotDurable, "the first ack is made")
+	require.ErrorIs(t, b.Ack(), queue.ErrLeaseLost, "a second ack of the batch")
 }
 
 // TestEnqueueNotDurableDuplicate: concurrent Enqueues go to the server in
@@ -178,14 +187,8 @@ func TestDeadOpsNotDurable(t *testing.T) {
 	require.ErrorIs(t, err, redisq.ErrNotDurable)
 	require.Equal(t, 2, n, "RequeueAllDead's count of the letters it requeued")
 
-	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "nd-dead-sorted", &redisq.SortedOptions{Options: shortWait()})
-	require.NoError(t, err)
-	defer s.Close()
-	require.ErrorIs(t, s.Publish(ctx, 1, "k", []byte("v")), redisq.ErrNotDurable)
-	bs, err := s.TryPull(1)
-	require.NoError(t, err)
-	require.Len(t, bs, 1)
-	require.ErrorIs(t, bs[0].DeadLetter("x"), redisq.ErrNotDurable)
+	s, b := pulledShort(t, srv.Client(), "nd-dead-sorted", shortWait())
+	require.ErrorIs(t, b.DeadLetter("x"), redisq.ErrNotDurable)
 	require.ErrorIs(t, s.RequeueDead(99), queue.ErrNotFound, "requeue of no dead value")
 	n, err = s.PurgeAllDead()
 	require.ErrorIs(t, err, redisq.ErrNotDurable)
@@ -213,13 +216,7 @@ func TestRequeueExpiredNotDurable(t *testing.T) {
 	require.ErrorIs(t, err, redisq.ErrNotDurable)
 	require.Equal(t, 1, n, "RequeueExpired's count of the leases it ended")
 
-	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "nd-expire-sorted", &redisq.SortedOptions{Options: o})
-	require.NoError(t, err)
-	defer s.Close()
-	require.ErrorIs(t, s.Publish(ctx, 1, "k", []byte("v")), redisq.ErrNotDurable)
-	bs, err := s.TryPull(1)
-	require.NoError(t, err)
-	require.Len(t, bs, 1)
+	s, _ := pulledShort(t, srv.Client(), "nd-expire-sorted", o)
 	clock.Advance(2 * time.Minute)
 	n, err = s.RequeueExpired()
 	require.ErrorIs(t, err, redisq.ErrNotDurable)
