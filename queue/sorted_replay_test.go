@@ -153,9 +153,11 @@ func settleBatch[K queue.SortKey](t *testing.T, rng *rand.Rand, b *queue.Batch[K
 
 // sortedView is what probeSorted sees of a sorted queue.
 type sortedView struct {
-	counts  [5]int   // Stats: SortedPending, SortedKeys, SortedBatches, SortedLeased, SortedDead
-	keys    []string // Keys: "key@first/pending" of each key
-	dead    []string // DeadValues: "seq/deliveries/reason" of each
+	counts  [5]int    // Stats: SortedPending, SortedKeys, SortedBatches, SortedLeased, SortedDead
+	totals  [3]uint64 // Stats: Published, Pulled, BatchesAcked
+	oldest  int64     // Stats: OldestEnqueuedAt (unix ns)
+	keys    []string  // Keys: "key@first/pending" of each key
+	dead    []string  // DeadValues: "seq/deliveries/reason" of each
 	pulls   [3][]string
 	expired int // leases RequeueExpired ended after the pulls and 31 s more
 }
@@ -166,7 +168,8 @@ type sortedView struct {
 func probeSorted[K queue.SortKey](t *testing.T, s *queue.Sorted[K], clk interface{ Advance(time.Duration) }) sortedView {
 	t.Helper()
 	st := s.Stats()
-	v := sortedView{counts: [5]int{st.SortedPending, st.SortedKeys, st.SortedBatches, st.SortedLeased, st.SortedDead}}
+	v := sortedView{counts: [5]int{st.SortedPending, st.SortedKeys, st.SortedBatches, st.SortedLeased, st.SortedDead},
+		totals: [3]uint64{st.Published, st.Pulled, st.BatchesAcked}, oldest: st.OldestEnqueuedAt.UnixNano()}
 	ks, err := s.Keys("", 1000)
 	require.NoError(t, err)
 	for _, k := range ks {
