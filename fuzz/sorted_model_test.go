@@ -111,6 +111,11 @@ var sortedSeeds = [][]byte{
 	slices.Concat([]byte{3, 0, 0, 0, 0, 0, 0}, sPub(0, 0, 0), sAdv(4), sStats, sBack(2), sStats, sPull(5), sPub(1, 0, 0),
 		sAdv(3), sBack(8), sPub(1, 0, 0), sAdv(4), sPull(5), sNack(0, 2), sAdv(3), sReopen, sBack(2), sStats,
 		sPull(5), sAdv(8), sPull(5), sAck(0), sAck(0)),
+	// Sorted: two batches of one key, nacked with 2 s and then 1 s: the
+	// key keeps the later hold, so the first batch's value is not pulled
+	// before its delay has passed.
+	slices.Concat([]byte{0, 0, 0, 0, 0, 0, 0}, sPub(0, 0, 0), sPull(1), sPub(0, 1, 0), sPull(1), sNack(0, 2),
+		sNack(0, 1), sAdv(1), sStats, sPull(5), sAdv(1), sPull(5), sAck(0)),
 }
 
 // sReopenAs and sCrashAs are a reopen and a crash whose open applies the
@@ -860,7 +865,7 @@ func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 		back = true
 	}
 	if hold > 0 && back {
-		m.holds[b.key] = hold
+		m.holds[b.key] = max(m.holds[b.key], hold) // a key keeps its latest hold
 	}
 }
 
