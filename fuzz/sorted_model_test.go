@@ -647,10 +647,10 @@ func (r *sortedRun) checkDead() {
 //   - ack removes the batch's values; nack, an expired lease or a crash
 //     puts them back at their sort keys, or in the dead set once they have
 //     had MaxDeliveries; a nack with a delay keeps the key from being
-//     pulled while the clock is before the delay's end, judged at each
-//     pull and Stats (a step back holds the key again), until the key is
-//     pulled or has no pending value left; dead-letter moves them all to
-//     the dead set;
+//     pulled while the clock is before the delay's end (a key nacked
+//     again keeps the later end), judged at each pull and Stats (a step
+//     back holds the key again), until the key is pulled or has no
+//     pending value left; dead-letter moves them all to the dead set;
 //   - a lease's deadline is a time of the clock: a step back lengthens it
 //     by the step;
 //   - with single flight a key with a leased batch is not pullable;
