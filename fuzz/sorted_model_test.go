@@ -18,11 +18,11 @@ import (
 // or without SingleFlight), the segment size, snapshot threshold, sync
 // mode, delivery limit, payload cache and payload sizes; the operations
 // (publish, pull, ack, nack with or without a delay, extend, dead-letter,
-// clock advance and expiry, compaction, stats, clean close and reopen,
-// crash-image reopen) run on a real queue and on sortedModel: every pulled
-// batch (which key, which values in which order, their delivery counts),
-// every outcome (nil, ErrLeaseLost, ErrEmpty), the counts and, at the end,
-// a full drain must agree.
+// clock advance and expiry, clock step back, compaction, stats, clean
+// close and reopen, crash-image reopen) run on a real queue and on
+// sortedModel: every pulled batch (which key, which values in which
+// order, their delivery counts), every outcome (nil, ErrLeaseLost,
+// ErrEmpty), the counts and, at the end, a full drain must agree.
 //
 //	go test ./fuzz -run '^$' -fuzz '^FuzzSortedModel$' -fuzztime 30s
 func FuzzSortedModel(f *testing.F) {
@@ -96,6 +96,26 @@ var sortedSeeds = [][]byte{
 	// at a crash with a limit raised to 5.
 	slices.Concat([]byte{policyFlag, 0, 0, 0, 1, 0, 0}, sPub(0, 0, 0), sPub(1, 1, 0), sPull(1), sReopenAs(15),
 		sPull(1), sAdv(3), sStats, sReopenAs(45), sPull(6), sCrashAs(93), sStats, sPull(6), sAdv(11), sStats),
+	// Sorted, the clock stepping back: a key whose nack delay had passed
+	// and that was not pulled since is held again, across a crash; a pull
+	// ends a key's hold, so a value published after it is not held by a
+	// step back; a lease runs until its deadline by the clock, so a step
+	// back lengthens it by the step.
+	slices.Concat([]byte{0, 0, 0, 0, 0, 0, 0}, sPub(1, 0, 0), sPub(2, 1, 0), sPull(1), sNack(0, 2), sAdv(3), sStats,
+		sBack(4), sStats, sPull(5), sCrash, sStats, sAdv(4), sPull(1), sAck(1), sPub(1, 0, 0), sBack(6), sPull(1),
+		sAdv(9), sBack(10), sStats, sAck(1), sPull(5), sAdv(11), sStats, sPull(5)),
+	// Windowed, single flight: a key whose window had closed is held again
+	// by a step back until it closes by the new clock; a value published
+	// after the step back carries the earlier time and leads its key; a
+	// nack delay passed and stepped back over across a clean reopen.
+	slices.Concat([]byte{3, 0, 0, 0, 0, 0, 0}, sPub(0, 0, 0), sAdv(4), sStats, sBack(2), sStats, sPull(5), sPub(1, 0, 0),
+		sAdv(3), sBack(8), sPub(1, 0, 0), sAdv(4), sPull(5), sNack(0, 2), sAdv(3), sReopen, sBack(2), sStats,
+		sPull(5), sAdv(8), sPull(5), sAck(0), sAck(0)),
+	// Sorted: two batches of one key, nacked with 2 s and then 1 s: the
+	// key keeps the later hold, so the first batch's value is not pulled
+	// before its delay has passed.
+	slices.Concat([]byte{0, 0, 0, 0, 0, 0, 0}, sPub(0, 0, 0), sPull(1), sPub(0, 1, 0), sPull(1), sNack(0, 2),
+		sNack(0, 1), sAdv(1), sStats, sPull(5), sAdv(1), sPull(5), sAck(0)),
 }
 
 // sReopenAs and sCrashAs are a reopen and a crash whose open applies the
@@ -112,6 +132,7 @@ func sNack(which, delay byte) []byte       { return []byte{5, which, delay} }
 func sExtend(which, d byte) []byte         { return []byte{6, which, d - 1} }
 func sDead(which byte) []byte              { return []byte{7, which, 0} }
 func sAdv(sec byte) []byte                 { return []byte{8, sec - 1} }
+func sBack(sec byte) []byte                { return []byte{8, 0 - sec/2} } // sec even, 2 to 40
 
 var (
 	sCompact = []byte{9}
@@ -319,7 +340,7 @@ func (r *sortedRun) step(in *opReader) {
 	case 4, 5, 6, 7:
 		r.settle(op, in.next(), in.next())
 	case 8:
-		r.advance(time.Duration(1+in.next()%20) * time.Second)
+		r.moveClock(in.next())
 	case 9:
 		r.compact("compact")
 	case 10:
@@ -483,7 +504,18 @@ func (r *sortedRun) compact(what string) {
 	r.m.dirty = r.m.dirty || r.q.stats().LastLSN != before
 }
 
-// advance moves the clock and returns the batches whose lease ran out.
+// moveClock steps the clock forward by 1 to 20 s or, with an argument
+// from stepBackFrom on, back by 2 to 40 s (see modelRun.moveClock).
+func (r *sortedRun) moveClock(arg int) {
+	if arg >= stepBackFrom {
+		r.advance(-time.Duration(2*(256-arg)) * time.Second)
+		return
+	}
+	r.advance(time.Duration(1+arg%20) * time.Second)
+}
+
+// advance moves the clock (back, when d < 0) and returns the batches
+// whose lease ran out.
 func (r *sortedRun) advance(d time.Duration) {
 	r.logf("advance %v", d)
 	r.clock.Advance(d)
@@ -607,14 +639,20 @@ func (r *sortedRun) checkDead() {
 //     that order, each with all its pending values in sort-key order
 //     (ties: publish order), until it has max values or more;
 //   - windowed: a key is pullable once its smallest pending sort key (the
-//     publish time) is at least the window old;
+//     publish time) is at least the window old, judged by the clock at
+//     each pull: a step back holds again a key whose window had closed
+//     and that was not pulled since;
 //   - a pulled batch is leased until now + AckTimeout; each of its values
 //     counts a delivery;
 //   - ack removes the batch's values; nack, an expired lease or a crash
 //     puts them back at their sort keys, or in the dead set once they have
 //     had MaxDeliveries; a nack with a delay keeps the key from being
-//     pulled until the delay has passed; dead-letter moves them all to the
-//     dead set;
+//     pulled while the clock is before the delay's end (a key nacked
+//     again keeps the later end), judged at each pull and Stats (a step
+//     back holds the key again), until the key is pulled or has no
+//     pending value left; dead-letter moves them all to the dead set;
+//   - a lease's deadline is a time of the clock: a step back lengthens it
+//     by the step;
 //   - with single flight a key with a leased batch is not pullable;
 //   - the pending values that have had MaxDeliveries (left pending by an
 //     open with a higher limit or none) of the key a pull would take next
@@ -751,6 +789,7 @@ func (m *sortedModel) pull(max int, now int64) []*sortedBatch {
 			continue // the key's place may have moved, or it has no value left
 		}
 		m.leases++
+		delete(m.holds, keys[0]) // a pull ends the key's hold
 		b := &sortedBatch{lease: m.leases, key: keys[0], due: now + int64(m.ackTimeout), vals: m.pending(keys[0])}
 		for _, v := range b.vals {
 			v.state = sortedLeased
@@ -771,6 +810,9 @@ func (m *sortedModel) killPastLimit(key string) bool {
 			v.state, killed, m.dirty, m.killed = sortedDead, true, true, true // a record dead-letters it
 			v.reason = fmt.Sprintf("%d deliveries, limit %d; not delivered again", v.deliveries, m.maxDeliver)
 		}
+	}
+	if len(m.pending(key)) == 0 {
+		delete(m.holds, key) // a key left without pending values loses its hold
 	}
 	return killed
 }
@@ -823,7 +865,7 @@ func (m *sortedModel) endLease(b *sortedBatch, hold int64) {
 		back = true
 	}
 	if hold > 0 && back {
-		m.holds[b.key] = hold
+		m.holds[b.key] = max(m.holds[b.key], hold) // a key keeps its latest hold
 	}
 }
 

@@ -409,12 +409,17 @@ func (s *Sorted) removeBatch(lease uint64) (Batch, bool) {
 
 // Hold keeps key out of the pull order until at, judged by the time of
 // the last Release, and ends when the key is pulled (Take) or left without
-// pending values. It replaces the key's hold, if it had one. A key with
-// no pending value gets none (a hold an older snapshot kept for a key
-// since pulled): it would hold back values published later.
+// pending values. A key that has a hold keeps the later of the two: its
+// hold keeps back values a nack put back since its last pull, which an
+// earlier end would hand out before their delay. A key with no pending
+// value gets none (a hold an older snapshot kept for a key since
+// pulled): it would hold back values published later.
 func (s *Sorted) Hold(key string, at int64) {
 	if s.keys.get(key) == nil {
 		return
+	}
+	if was, ok := s.held[key]; ok {
+		at = max(at, was)
 	}
 	s.endHold(key)
 	s.held[key] = at

@@ -126,7 +126,9 @@ func (m *sortedModel) ret(lease uint64, hold int64, limit uint32, reason string)
 		back = true
 	}
 	if hold != 0 && back { // a batch whose values all went dead holds nothing back
-		m.held[b.Key] = hold
+		if was, ok := m.held[b.Key]; !ok || hold > was {
+			m.held[b.Key] = hold // a key keeps its latest hold
+		}
 	}
 	return b, true
 }

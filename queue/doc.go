@@ -50,7 +50,18 @@
 // left: after a step back, a key whose delay had passed and that was not
 // pulled since is held again until its time comes by the new clock, in
 // the live queue and after a crash alike. Delays and their ends before
-// 1970, or at the unix epoch exactly, hold back as any other.
+// 1970, or at the unix epoch exactly, hold back as any other. A windowed
+// key is due once the clock reaches Window past the PublishedAt of its
+// oldest pending value, judged at each pull: after a step back, a key
+// whose window had closed and that was not pulled since is held again
+// until it closes by the new clock, and a value published after the step
+// carries the earlier time, so it comes before the values published
+// before the step, in its batch and in its key's place. A lease's
+// deadline (AckTimeout from the delivery or pull, or an Extend from the
+// call) is a time of the clock as well: a step back lengthens every
+// running lease, of a message or a batch, by the step, and a step forward
+// shortens it by the step, in the live queue and after a clean reopen
+// alike (a crash ends the leases, whatever the clock).
 //
 // Delivery is at least once: a message is delivered again only if its
 // consumer did not ack it in time, nacked it, or died. An enqueue with a

@@ -162,7 +162,9 @@ func (b *Batch[K]) Ack() error {
 }
 
 // Nack puts the batch's values back at their sort keys; the key is not
-// pulled again before delay has passed. Values that have had
+// pulled again before delay has passed, nor before the end of a longer
+// delay of a nack of its other batch since its last pull (without
+// SingleFlight a key may have several). Values that have had
 // MaxDeliveries go to the dead set instead; when all of them do, the
 // delay holds nothing back: a value published to the key since is pulled
 // as if no nack had been made. The delay is judged by the queue's clock
