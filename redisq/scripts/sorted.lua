@@ -498,7 +498,9 @@ end
 -- giveback puts a batch's values back at their sort keys, or dead at
 -- MaxDeliveries; delay > 0 holds the key if a value went back, as the
 -- embedded queue does: when all went dead, a hold would only hold back
--- values published since, never delivered. The delivery count is read
+-- values published since, never delivered. A key keeps the later of its
+-- hold and the new one (GT): without single flight another batch of the
+-- key nacked with a longer delay holds values still pending. The delivery count is read
 -- only under a limit; one that is gone or garbled counts as none (a Lua
 -- error here would come after drop's writes, and lose the batch's
 -- values): the value is intact, and the next pull counts afresh.
@@ -516,7 +518,7 @@ local function giveback(tok, b, delay, why)
   end
   if delay > 0 and back > 0 then
     earlier(K_HOLD, now + delay)
-    redis.call('ZADD', K_HOLD, now + delay, b[1])
+    redis.call('ZADD', K_HOLD, 'GT', now + delay, b[1])
   end
   place(b[1])
 end
