@@ -1,0 +1,28 @@
+//go:build linux
+
+package wal
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// startWriteback starts the write-back of [off, off+n) of f
+// (sync_file_range(2), SYNC_FILE_RANGE_WRITE: it does not wait for it).
+// It reports false when the file system does not support it.
+func (f osFile) startWriteback(off, n int64) (bool, error) {
+	for {
+		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL),
+			errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ESPIPE):
+			return false, nil
+		default:
+			return true, err
+		}
+	}
+}
