@@ -169,6 +169,12 @@
 //
 // In every mode Flush returns once everything appended before it is
 // written and fsynced, and DurableLSN tells what an fsync covers.
+// Under SyncInterval and SyncNever a goroutine of the Log asks the kernel
+// to start writing the tail segment back every 512 KiB written
+// (sync_file_range on Linux; writeback.go), so that the fsync at a roll,
+// which its caller waits for, finds little left to write. It is a hint:
+// nothing is counted durable but by an fsync, and a hint that fails other
+// than as unsupported poisons the Log.
 //
 // Under SyncAlways the callers an fsync releases usually append again at
 // once, so the next fsync waits for as many callers as were blocked in
