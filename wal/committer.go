@@ -278,8 +278,8 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
-	if err == nil {
-		c.writeback()
+	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
+		c.writeback() // once every writebackBytes: the test stays here
 	}
 	if err == nil {
 		err = c.poisonedMeanwhile()
@@ -437,6 +437,9 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	l.seg.Unlock()
 	if len(segs) > 0 { // syncRolled fsynced every segment sealed
 		l.advanceDurable(s.firstLSN - 1)
+	}
+	if len(segs) > 0 {
+		c.hints.bytes = 0 // a new tail is hinted from its start
 	}
 	c.tail, c.tailBytes = s, plan.tail
 	c.nextIndex += uint64(len(c.groups))

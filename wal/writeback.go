@@ -58,27 +58,22 @@ type hints struct {
 	exited      chan struct{} // closed when the goroutine returns
 	unsupported atomic.Bool   // the file system refused a hint as unsupported
 
-	// Read and written by the committer (under committer.mu).
-	tail  *segment // the tail the hints were given for
-	bytes int64    // bytes of tail handed over so far
+	// bytes of the tail handed over so far (0 again at each roll: publish);
+	// read and written by the committer, under committer.mu
+	bytes int64
 }
 
-// writeback hands the tail's bytes written since the last hint to the
-// write-back goroutine once they reach writebackBytes, unless the last
-// hint is still running. Under SyncAlways every write is fsynced at once
-// and no goroutine runs (jobs is nil).
+// writeback hands the tail's bytes written since the last hint, once they
+// reach writebackBytes (commit's test), to the write-back goroutine,
+// unless the last hint is still running. Under SyncAlways every write is
+// fsynced at once and no goroutine runs (jobs is nil).
 func (c *committer) writeback() {
 	h := &c.hints
 	if h.jobs == nil || h.unsupported.Load() {
+		h.bytes = c.tailBytes
 		return
-	}
-	if h.tail != c.tail { // rolled: the new tail is hinted from its start
-		h.tail, h.bytes = c.tail, 0
 	}
 	n := c.tailBytes - h.bytes
-	if n < writebackBytes {
-		return
-	}
 	c.l.seg.RLock() // pin's rule; the committer alone drops a listed file
 	file := c.tail.file.pin()
 	c.l.seg.RUnlock()
