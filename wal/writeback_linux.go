@@ -14,15 +14,23 @@ import (
 func (f osFile) startWriteback(off, n int64) (bool, error) {
 	for {
 		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, unix.EINTR):
-		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL),
-			errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ESPIPE):
-			return false, nil
-		default:
-			return true, err
+		if !errors.Is(err, unix.EINTR) {
+			return writebackOutcome(err)
 		}
+	}
+}
+
+// writebackOutcome says what sync_file_range's err means for the hints:
+// whether the file system supports them, and the error that poisons the
+// Log.
+func writebackOutcome(err error) (supported bool, _ error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL),
+		errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ESPIPE):
+		return false, nil
+	default:
+		return true, err
 	}
 }
