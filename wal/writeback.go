@@ -21,8 +21,9 @@ import (
 // It is a hint and nothing more: it makes no byte durable later than
 // before, and durability is still counted from the fsyncs alone. A
 // platform or a File without it (another FS) is not hinted; a file system
-// that refuses the hint as unsupported is not hinted again; any other
-// failure poisons the Log, as the fsync after it would fail.
+// that refuses the hint as unsupported is not hinted again; a shortage
+// (ENOMEM, EAGAIN) skips that hint alone; any other failure poisons the
+// Log, as the fsync after it would fail.
 
 // writebackBytes is how many bytes written to the tail segment, since the
 // last hint, make the committer hint again.

@@ -22,10 +22,13 @@ func (f osFile) startWriteback(off, n int64) (bool, error) {
 
 // writebackOutcome says what sync_file_range's err means for the hints:
 // whether the file system supports them, and the error that poisons the
-// Log.
+// Log. A shortage (ENOMEM, EAGAIN) only skips this hint: the kernel keeps
+// the pages dirty and the next fsync writes them, as it reports any
+// write-back that failed; poisoning the Log for it would fail a healthy
+// Log under memory pressure.
 func writebackOutcome(err error) (supported bool, _ error) {
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EAGAIN):
 		return true, nil
 	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL),
 		errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ESPIPE):
