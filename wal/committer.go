@@ -15,6 +15,8 @@ import (
 type faults struct {
 	writeBatch func(st store, b *storeBatch) error
 	datasync   func(f File) error // every fsync of a segment file the committer and the syncer make
+	// writeback is every write-back hint (writeback.go).
+	writeback func(f File, off, n int64) (supported bool, err error)
 }
 
 func (f *faults) fill() {
@@ -23,6 +25,9 @@ func (f *faults) fill() {
 	}
 	if f.datasync == nil {
 		f.datasync = File.Datasync
+	}
+	if f.writeback == nil {
+		f.writeback = startWriteback
 	}
 }
 
@@ -61,6 +66,7 @@ type committer struct {
 	tail      *segment // the tail segment (also the last of Log.seg.list)
 
 	dirty          bool        // entries written since the last fsync
+	hints          hints       // SyncNever, SyncInterval: write-back of the tail (writeback.go)
 	waiting        []*Commit   // SyncAlways: written, waiting for the next fsync
 	waitingRecords int         // records of the waiting commits
 	gathering      gathering   // SyncAlways: holding an fsync back for the callers to come (gather.go)
@@ -81,6 +87,9 @@ func (c *committer) run() {
 	defer close(c.l.exited)
 	go c.syncer(c.syncJobs, c.syncDone)
 	defer close(c.syncJobs)
+	if c.hints.jobs != nil {
+		go c.hinter(c.hints.jobs, c.hints.exited)
+	}
 	for {
 		// The timer's channel is always watched: a caller may arm it
 		// while this loop waits. A stale tick (timerOn false) is ignored.
@@ -269,6 +278,9 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
+	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
+		c.writeback() // once every writebackBytes: the test stays here
+	}
 	if err == nil {
 		err = c.poisonedMeanwhile()
 	}
@@ -426,6 +438,9 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 	if len(segs) > 0 { // syncRolled fsynced every segment sealed
 		l.advanceDurable(s.firstLSN - 1)
 	}
+	if len(segs) > 0 {
+		c.hints.bytes = 0 // a new tail is hinted from its start
+	}
 	c.tail, c.tailBytes = s, plan.tail
 	c.nextIndex += uint64(len(c.groups))
 }
@@ -489,6 +504,7 @@ func (c *committer) syncIfDirty() error {
 func (c *committer) shutdown() {
 	c.stopped = true
 	c.timer.Stop()
+	c.stopHinter()
 	err := c.syncIfDirty()
 	if cerr := c.st.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("wal: close: %w", cerr)

@@ -34,7 +34,8 @@
 //     is retried and trusted (the kernel may have dropped the dirty pages).
 //     Reads of what was written before keep working. Reopen to recover.
 //     Poisoned is a channel closed at that moment, whoever met the failure
-//     (a caller or the background syncer), for those who wait on the Log.
+//     (a caller, the background syncer or the write-back goroutine), for
+//     those who wait on the Log.
 //   - Every segment create, rename and remove is followed by an fsync of the
 //     directory (tidwall/wal does none), and every directory Open creates
 //     is fsynced into its parent (MkdirAll).
@@ -169,6 +170,13 @@
 //
 // In every mode Flush returns once everything appended before it is
 // written and fsynced, and DurableLSN tells what an fsync covers.
+// Under SyncInterval and SyncNever a goroutine of the Log asks the kernel
+// to start writing the tail segment back every 512 KiB written
+// (sync_file_range on Linux; writeback.go), so that the fsync at a roll,
+// which its caller waits for, finds little left to write. It is a hint:
+// nothing is counted durable but by an fsync; a hint refused as
+// unsupported is not made again, one refused for lack of memory is
+// skipped, and one that fails otherwise poisons the Log.
 //
 // Under SyncAlways the callers an fsync releases usually append again at
 // once, so the next fsync waits for as many callers as were blocked in

@@ -1,0 +1,39 @@
+//go:build linux
+
+package wal
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// startWriteback starts the write-back of [off, off+n) of f
+// (sync_file_range(2), SYNC_FILE_RANGE_WRITE: it does not wait for it).
+// It reports false when the file system does not support it.
+func (f osFile) startWriteback(off, n int64) (bool, error) {
+	for {
+		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+		if !errors.Is(err, unix.EINTR) {
+			return writebackOutcome(err)
+		}
+	}
+}
+
+// writebackOutcome says what sync_file_range's err means for the hints:
+// whether the file system supports them, and the error that poisons the
+// Log. A shortage (ENOMEM, EAGAIN) only skips this hint: the kernel keeps
+// the pages dirty and the next fsync writes them, as it reports any
+// write-back that failed; poisoning the Log for it would fail a healthy
+// Log under memory pressure.
+func writebackOutcome(err error) (supported bool, _ error) {
+	switch {
+	case err == nil, errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EAGAIN):
+		return true, nil
+	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL),
+		errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ESPIPE):
+		return false, nil
+	default:
+		return true, err
+	}
+}
