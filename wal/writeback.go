@@ -91,6 +91,10 @@ func (c *committer) writeback() {
 func (c *committer) hinter(jobs <-chan hint, exited chan<- struct{}) {
 	defer close(exited)
 	for h := range jobs {
+		if c.hints.unsupported.Load() { // a hint handed over before the refusal
+			_ = h.file.release()
+			continue
+		}
 		ok, err := c.f.writeback(h.file.f, h.off, h.n)
 		_ = h.file.release() // read-only handle: a close error loses nothing
 		if err != nil {
