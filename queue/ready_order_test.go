@@ -26,7 +26,7 @@ func TestReadyAgainBeforeNeverDelivered(t *testing.T) {
 		[]string{string(late.Payload), string(expired.Payload), string(early.Payload)})
 	require.NoError(t, early.Nack(0))
 	require.NoError(t, late.Nack(0)) // ready again after nacked-early, enqueued before it
-	clk.Advance(time.Minute) // expired's lease runs out; the delays end
+	clk.Advance(time.Minute)         // expired's lease runs out; the delays end
 	n, err := q.RequeueExpired()
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
