@@ -224,7 +224,7 @@ func TestReadmeSnippetsRun(t *testing.T) {
 	require.NoError(t, err)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
-	for _, c := range []struct {
+	cases := []struct {
 		name, marker string
 		dirs         []string         // the directories the program opens
 		out          *regexp.Regexp   // what it logs
@@ -236,15 +236,21 @@ func TestReadmeSnippetsRun(t *testing.T) {
 			regexp.MustCompile(`^$`), func(dir string) { requireAllAcked(t, dir, 3) }},
 		{"sorted", "OpenWindowed(", []string{"/var/lib/app/sorted", "/var/lib/app/windowed"},
 			regexp.MustCompile(`(?s)customer-42: 1 values\n.*customer-42: 1 values\n$`), nil},
-	} {
+	}
+	srcs := map[string]string{}
+	dirs := map[string][]string{}
+	for _, c := range cases {
+		src := readmeProgram(t, readme, c.marker)
+		for _, d := range c.dirs {
+			dirs[c.name] = append(dirs[c.name], t.TempDir())
+			src = strings.Replace(src, strconv.Quote(d), strconv.Quote(dirs[c.name][len(dirs[c.name])-1]), 1)
+		}
+		srcs[c.name] = src
+	}
+	bins := buildPrograms(t, root, srcs)
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := readmeProgram(t, readme, c.marker)
-			var dirs []string
-			for _, d := range c.dirs {
-				dirs = append(dirs, t.TempDir())
-				src = strings.Replace(src, strconv.Quote(d), strconv.Quote(dirs[len(dirs)-1]), 1)
-			}
-			prog := startProgram(t, buildProgram(t, root, src))
+			prog := startProgram(t, bins[c.name])
 			select {
 			case <-prog.done:
 			case <-time.After(time.Minute):
@@ -254,7 +260,7 @@ func TestReadmeSnippetsRun(t *testing.T) {
 			require.NoError(t, prog.waitErr, "its output:\n%s", prog.out.String())
 			require.Regexp(t, c.out, prog.out.String())
 			if c.check != nil {
-				c.check(dirs[0])
+				c.check(dirs[c.name][0])
 			}
 		})
 	}
@@ -272,18 +278,29 @@ func readmeProgram(t *testing.T, readme []byte, marker string) string {
 	return ""
 }
 
-// buildProgram builds src against this checkout and returns the binary.
-func buildProgram(t *testing.T, root, src string) string {
+// buildPrograms builds each program of srcs (source by name) against this
+// checkout, all in one go build, and returns their binaries by name.
+func buildPrograms(t *testing.T, root string, srcs map[string]string) map[string]string {
 	t.Helper()
 	mod := scratchModule(t, root)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o600))
-	bin := filepath.Join(t.TempDir(), "prog")
-	build := exec.Command(goTool(), "build", "-o", bin, ".")
+	for name, src := range srcs {
+		require.NoError(t, os.MkdirAll(filepath.Join(mod, name), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(mod, name, "main.go"), []byte(src), 0o600))
+	}
+	out := t.TempDir()
+	build := exec.Command(goTool(), "build", "-o", out+string(filepath.Separator), "./...")
 	build.Dir = mod
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build of the README's program:\n%s", out)
-	return bin
+	msg, err := build.CombinedOutput()
+	require.NoError(t, err, "go build of the README's programs:\n%s", msg)
+	bins := map[string]string{}
+	for name := range srcs {
+		bins[name] = filepath.Join(out, name)
+		if runtime.GOOS == "windows" {
+			bins[name] += ".exe"
+		}
+	}
+	return bins
 }
 
 // requireAllAcked opens the queue at dir and checks that n messages were
