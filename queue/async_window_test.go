@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,4 +103,58 @@ func TestSettleAsyncLeaseRunsOutInWindow(t *testing.T) {
 	again := tryDequeue(t, q)
 	require.Equal(t, "m", string(again.Payload))
 	require.Equal(t, 2, again.Deliveries)
+}
+
+// The MaxPending window is 4096 records by default, as the README says:
+// with the first call's write held, 4096 EnqueueAsync calls return at
+// once and the next one waits for room.
+func TestMaxPendingDefault(t *testing.T) {
+	g := newWriteGate(nil)
+	q := open(t, t.TempDir(), &queue.Options{FS: g, ManualRequeue: true})
+	defer q.Close()
+	g.arm()
+	ctx := context.Background()
+	var ps []*queue.Pending
+	p, err := q.EnqueueAsync(ctx, []byte("0"))
+	require.NoError(t, err)
+	ps = append(ps, p)
+	<-g.held // nothing completes until this write is made
+	var free sync.Once
+	release := func() { free.Do(func() { close(g.freed) }) }
+	defer release() // before Close, which waits for the write, on a failure
+	for i := 1; i < 4096; i++ {
+		wctx := newWaitedCtx()
+		var cancel context.CancelFunc // bounds a wait that would hang the test
+		wctx.Context, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		p, err := q.EnqueueAsync(wctx, []byte("v"))
+		cancel()
+		require.NoError(t, err, "call %d", i+1)
+		select {
+		case <-wctx.asked:
+			t.Fatalf("call %d waited for room in the window", i+1)
+		default:
+		}
+		ps = append(ps, p)
+	}
+	wctx := newWaitedCtx()
+	var cancel context.CancelFunc
+	wctx.Context, cancel = context.WithCancel(context.Background())
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := q.EnqueueAsync(wctx, []byte("one too many"))
+		blocked <- err
+	}()
+	select {
+	case <-wctx.asked: // it waits on its context: the window is full
+	case err := <-blocked:
+		t.Fatalf("call 4097 returned (%v) with 4096 records in flight", err)
+	case <-time.After(30 * time.Second): // a hang detector
+		t.Fatal("call 4097 neither returned nor waited")
+	}
+	cancel()
+	require.ErrorIs(t, <-blocked, context.Canceled)
+	release()
+	for _, p := range ps {
+		require.NoError(t, p.Wait(ctx))
+	}
 }

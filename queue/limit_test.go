@@ -147,3 +147,52 @@ func TestDeliveryLimitAtPull(t *testing.T) {
 		})
 	}
 }
+
+// A negative MaxDeliveries means no limit, as Options says: a message
+// nacked, expired and left by crashes far more often than the default
+// limit of 10 is delivered again each time, never dead-lettered; so is a
+// sorted batch's value.
+func TestNoDeliveryLimit(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	o := queue.Options{MaxDeliveries: -1, Clock: clk, AckTimeout: time.Minute, ManualRequeue: true}
+	dir := t.TempDir()
+	q, err := queue.Open(dir, &o)
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, []byte("poison"))
+	require.NoError(t, err)
+	for i := range 30 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err, "delivery %d", i+1)
+		require.Equal(t, i+1, m.Deliveries)
+		switch i % 3 {
+		case 0:
+			require.NoError(t, m.Nack(0))
+		case 1:
+			clk.Advance(time.Minute)
+			_, err := q.RequeueExpired()
+			require.NoError(t, err)
+		case 2:
+			img := crashImage(t, dir)
+			require.NoError(t, q.Close())
+			dir = img
+			q, err = queue.Open(dir, &o)
+			require.NoError(t, err)
+			require.Zero(t, q.Recovery().DeadOnOpen)
+		}
+	}
+	require.Zero(t, q.Stats().Dead)
+	require.NoError(t, q.Close())
+
+	s, err := queue.OpenSorted[int64](t.TempDir(), &queue.SortedOptions{Options: o})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("poison")))
+	for i := range 30 {
+		bs, err := s.TryPull(10)
+		require.NoError(t, err, "pull %d", i+1)
+		require.Len(t, bs, 1)
+		require.NoError(t, bs[0].Nack(0))
+	}
+	require.Zero(t, s.Stats().SortedDead)
+}

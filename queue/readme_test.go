@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 )
 
 // goBlock matches a fenced Go block of a Markdown file.
@@ -209,4 +210,109 @@ func TestReadmeGoReleases(t *testing.T) {
 		require.NotNil(t, line, mod)
 		require.Contains(t, text, "`"+mod+"` says `go "+string(line[1])+"`", "README.md should give %s's Go release", mod)
 	}
+}
+
+// The README's Use, streaming and sorted programs do what their prose
+// says when run as written (their directories moved to scratch ones):
+// each exits 0 and prints what it processed, and the ack queue programs
+// leave every message they enqueued acked.
+func TestReadmeSnippetsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs programs")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	cases := []struct {
+		name, marker string
+		dirs         []string         // the directories the program opens
+		out          *regexp.Regexp   // what it logs
+		check        func(dir string) // what it leaves in its first directory
+	}{
+		{"use", `"resize photo 42"`, []string{"/var/lib/app/jobs"},
+			regexp.MustCompile(`(?m)processing [0-9a-f-]+: resize photo 42$`), func(dir string) { requireAllAcked(t, dir, 1) }},
+		{"streaming", "EnqueueAsync(", []string{"/var/lib/app/events"},
+			regexp.MustCompile(`^$`), func(dir string) { requireAllAcked(t, dir, 3) }},
+		{"sorted", "OpenWindowed(", []string{"/var/lib/app/sorted", "/var/lib/app/windowed"},
+			regexp.MustCompile(`(?s)customer-42: 1 values\n.*customer-42: 1 values\n$`), nil},
+	}
+	srcs := map[string]string{}
+	dirs := map[string][]string{}
+	for _, c := range cases {
+		src := readmeProgram(t, readme, c.marker)
+		for _, d := range c.dirs {
+			dirs[c.name] = append(dirs[c.name], t.TempDir())
+			src = strings.Replace(src, strconv.Quote(d), strconv.Quote(dirs[c.name][len(dirs[c.name])-1]), 1)
+		}
+		srcs[c.name] = src
+	}
+	bins := buildPrograms(t, root, srcs)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prog := startProgram(t, bins[c.name])
+			select {
+			case <-prog.done:
+			case <-time.After(time.Minute):
+				prog.stop()
+				t.Fatalf("the program did not end within a minute; its output:\n%s", prog.out.String())
+			}
+			require.NoError(t, prog.waitErr, "its output:\n%s", prog.out.String())
+			require.Regexp(t, c.out, prog.out.String())
+			if c.check != nil {
+				c.check(dirs[c.name][0])
+			}
+		})
+	}
+}
+
+// readmeProgram returns the README's Go block that holds marker.
+func readmeProgram(t *testing.T, readme []byte, marker string) string {
+	t.Helper()
+	for _, b := range goBlock.FindAllSubmatch(readme, -1) {
+		if bytes.Contains(b[1], []byte(marker)) {
+			return string(b[1])
+		}
+	}
+	t.Fatalf("README.md has no Go program holding %s", marker)
+	return ""
+}
+
+// buildPrograms builds each program of srcs (source by name) against this
+// checkout, all in one go build, and returns their binaries by name.
+func buildPrograms(t *testing.T, root string, srcs map[string]string) map[string]string {
+	t.Helper()
+	mod := scratchModule(t, root)
+	for name, src := range srcs {
+		require.NoError(t, os.MkdirAll(filepath.Join(mod, name), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(mod, name, "main.go"), []byte(src), 0o600))
+	}
+	out := t.TempDir()
+	build := exec.Command(goTool(), "build", "-o", out+string(filepath.Separator), "./...")
+	build.Dir = mod
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	msg, err := build.CombinedOutput()
+	require.NoError(t, err, "go build of the README's programs:\n%s", msg)
+	bins := map[string]string{}
+	for name := range srcs {
+		bins[name] = filepath.Join(out, name)
+		if runtime.GOOS == "windows" {
+			bins[name] += ".exe"
+		}
+	}
+	return bins
+}
+
+// requireAllAcked opens the queue at dir and checks that n messages were
+// enqueued and acked and that none is left.
+func requireAllAcked(t *testing.T, dir string, n int) {
+	t.Helper()
+	q, err := queue.Open(dir, nil)
+	require.NoError(t, err)
+	defer q.Close()
+	s := q.Stats()
+	require.Zero(t, s.Ready+s.InFlight+s.Delayed+s.Dead, "%+v", s)
+	m := q.Metrics()
+	require.Equal(t, uint64(n), m.Enqueued)
+	require.Equal(t, uint64(n), m.Acked)
 }
