@@ -2,11 +2,14 @@
 // safe for any number of producers and competing consumers in one process.
 //
 //	q, err := queue.Open("/var/lib/app/jobs", &queue.Options{AckTimeout: 30 * time.Second})
+//	if err != nil { ... }
 //	defer q.Close()
 //	id, err := q.Enqueue(ctx, payload)  // durable when it returns (SyncAlways)
 //	m, err := q.Dequeue(ctx)            // blocks until a message is ready
 //	... process m.Payload ...
 //	err = m.Ack()                       // or m.Nack(delay), m.Extend(d), m.DeadLetter(why)
+//
+// Every call returns an error to check; the sketch above leaves them out.
 //
 // # Delivery
 //

@@ -27,21 +27,38 @@ func Example() {
 	defer q.Close()
 	ctx := context.Background()
 
-	q.Enqueue(ctx, []byte("1"), queue.WithID("event-1"))
-	q.Enqueue(ctx, []byte("2"), queue.WithID("event-2"))
-	m1, _ := q.Dequeue(ctx)
-	m2, _ := q.Dequeue(ctx)
+	for i, id := range []string{"event-1", "event-2"} {
+		if _, err := q.Enqueue(ctx, []byte{'1' + byte(i)}, queue.WithID(id)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	m1, err := q.Dequeue(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m2, err := q.Dequeue(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("dequeued", string(m1.Payload), string(m2.Payload))
-	m2.Ack()
+	if err := m2.Ack(); err != nil {
+		log.Fatal(err)
+	}
 	if _, err := q.TryDequeue(); errors.Is(err, queue.ErrEmpty) {
 		fmt.Println("nothing ready: event-1 is still owned by its consumer")
 	}
 
 	time.Sleep(200 * time.Millisecond) // event-1's consumer never acks
-	n, _ := q.RequeueExpired()
+	n, err := q.RequeueExpired()
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("requeued", n)
 
-	again, _ := q.Dequeue(ctx)
+	again, err := q.Dequeue(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("dequeued", again.ID, "delivery", again.Deliveries, "same enqueue time:", again.EnqueuedAt.Equal(m1.EnqueuedAt))
 	fmt.Println("ack:", again.Ack())
 	fmt.Println("stale receipt:", m1.Ack())
@@ -61,13 +78,23 @@ func ExampleTyped() {
 	}
 	dir, _ := os.MkdirTemp("", "walq-example")
 	defer os.RemoveAll(dir)
-	q, _ := queue.Open(dir, nil)
+	q, err := queue.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer q.Close()
 	jobs := queue.NewTyped[Job](q)
-	jobs.Enqueue(context.Background(), Job{Name: "resize", Attempts: 3})
-	job, m, _ := jobs.Dequeue(context.Background())
+	if _, err := jobs.Enqueue(context.Background(), Job{Name: "resize", Attempts: 3}); err != nil {
+		log.Fatal(err)
+	}
+	job, m, err := jobs.Dequeue(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(job.Name, job.Attempts)
-	m.Ack()
+	if err := m.Ack(); err != nil {
+		log.Fatal(err)
+	}
 	// Output: resize 3
 }
 
@@ -76,21 +103,34 @@ func ExampleTyped() {
 func ExampleOpenSorted() {
 	dir, _ := os.MkdirTemp("", "walq-example")
 	defer os.RemoveAll(dir)
-	sq, _ := queue.OpenSorted[int](dir, nil)
+	sq, err := queue.OpenSorted[int](dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer sq.Close()
 	ctx := context.Background()
-	sq.Publish(ctx, 3, "customer-7", []byte("report"))
-	sq.Publish(ctx, 1, "customer-42", []byte("invoice"))
-	sq.Publish(ctx, 2, "customer-7", []byte("refund"))
+	for _, v := range []struct {
+		sort     int
+		key, job string
+	}{{3, "customer-7", "report"}, {1, "customer-42", "invoice"}, {2, "customer-7", "refund"}} {
+		if err := sq.Publish(ctx, v.sort, v.key, []byte(v.job)); err != nil {
+			log.Fatal(err)
+		}
+	}
 
-	batches, _ := sq.Pull(ctx, 100)
+	batches, err := sq.Pull(ctx, 100)
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, b := range batches {
 		fmt.Print(b.Key)
 		for _, v := range b.Values {
 			fmt.Printf(" %d:%s", v.Sort, v.Payload)
 		}
 		fmt.Println()
-		b.Ack()
+		if err := b.Ack(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	// Output:
 	// customer-42 1:invoice
@@ -102,18 +142,29 @@ func ExampleOpenSorted() {
 func ExampleOpenWindowed() {
 	dir, _ := os.MkdirTemp("", "walq-example")
 	defer os.RemoveAll(dir)
-	w, _ := queue.OpenWindowed(dir, &queue.WindowOptions{Window: 50 * time.Millisecond})
+	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{Window: 50 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer w.Close()
 	ctx := context.Background()
-	w.Publish(ctx, "customer-42", []byte("a"))
-	w.Publish(ctx, "customer-42", []byte("b"))
+	for _, rec := range []string{"a", "b"} {
+		if err := w.Publish(ctx, "customer-42", []byte(rec)); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if _, err := w.TryPull(100); errors.Is(err, queue.ErrEmpty) {
 		fmt.Println("window still open")
 	}
-	batches, _ := w.Pull(ctx, 100) // waits until the window closes
+	batches, err := w.Pull(ctx, 100) // waits until the window closes
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, b := range batches {
 		fmt.Println(b.Key, len(b.Values), "values")
-		b.Ack()
+		if err := b.Ack(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	// Output:
 	// window still open
