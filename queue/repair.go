@@ -108,7 +108,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // opens use (see RepairOptions.Options): the repair changes no policy.
 //
 // Files walq did not write are never changed: a file in the log directory
-// that only has a segment's name makes Repair fail, naming it.
+// that only has a segment's name makes Repair fail, naming it, and so
+// does a tidwall/wal END file (Check.Foreign), before the backup.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	var o RepairOptions
 	if opts != nil {
@@ -126,6 +127,9 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	}
 	if rep.Before.Clean() {
 		return rep, nil
+	}
+	if len(rep.Before.Foreign) > 0 { // no salvage changes it: refuse before the backup
+		return rep, fmt.Errorf("%w; %s was not changed", rep.Before.err(), dir)
 	}
 	// 2. The backup, before anything changes.
 	if o.Backup != nil {

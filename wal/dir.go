@@ -92,9 +92,6 @@ func (d dirListing) effective() []segName {
 // interrupted truncation finished (what tidwall/wal's load would do, plus
 // the directory fsync it lacks). It returns the segments.
 func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
-	if len(d.ends) > 0 {
-		return nil, fmt.Errorf("%w: unexpected tidwall/wal END file %s", ErrCorrupt, d.ends[0])
-	}
 	changed := len(d.temps) > 0
 	for _, p := range d.temps {
 		if err := fsys.Remove(p); err != nil {
@@ -121,6 +118,21 @@ func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
 	}
 	d, err := listDir(fsys, dir)
 	return d.segs, err
+}
+
+// foreignEnd refuses a directory that holds a NAME.END file: tidwall/wal's
+// TruncateBack marker, which walq never writes. tidwall/wal's load would
+// finish that truncation, removing every segment after NAME and replacing
+// NAME with the marker's bytes, records walq acknowledged among them; so
+// walq changes nothing, Salvage and ReadOnly included, and names it.
+func foreignEnd(d dirListing) error {
+	if len(d.ends) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: unexpected tidwall/wal END file %s: a truncation marker walq never writes; "+
+		"finishing the truncation it marks would remove the segments after it, acknowledged records among them, "+
+		"so no open, salvage or repair changes it: if another program wrote it, move it out of the log directory, then open again",
+		ErrCorrupt, ErrForeign, d.ends[0])
 }
 
 // finishStart removes the segments a START file replaces, then renames it.

@@ -209,7 +209,11 @@
 // older segments, fsyncs, and removes the marker; Open finishes a
 // truncation a crash interrupted. (An older walq truncated with tidwall/wal,
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
-// too and removes temp files.)
+// too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
+// marker, which walq never writes) makes every Open, read-only and
+// salvaging too, fail with ErrCorrupt and ErrForeign, changing nothing:
+// tidwall/wal would finish that truncation by removing the segments after
+// it, acknowledged records among them.
 //
 // # Crash recovery at Open
 //

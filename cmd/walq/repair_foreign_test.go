@@ -1,0 +1,39 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestForeignEndFile: a tidwall/wal END file in the log directory, which
+// walq never writes and no repair changes, is corrupt to verify, which
+// names it and does not send the operator to 'walq repair'; repair
+// refuses it, naming it, and makes no backup; once it is moved out the
+// queue is clean with every message.
+func TestForeignEndFile(t *testing.T) {
+	dir := cleanQueue(t, 5)
+	end := segments(t, dir)[0] + ".END"
+	require.NoError(t, os.WriteFile(end, nil, 0o600))
+
+	r := mustWalq(t, 2, "", "verify", dir)
+	require.Contains(t, r.stdout, filepath.Base(end))
+	require.Contains(t, r.stdout, "move it out of the log directory")
+	require.NotContains(t, r.stdout+r.stderr, "walq repair")
+
+	r = mustWalq(t, 2, "", "repair", dir)
+	require.Contains(t, r.stdout+r.stderr, filepath.Base(end))
+	require.NotContains(t, r.stdout+r.stderr, "backup:")
+	baks, err := filepath.Glob(dir + ".bak-*")
+	require.NoError(t, err)
+	require.Empty(t, baks, "repair made a backup of a directory it cannot change")
+	r = mustWalq(t, 2, "", "verify", "--json", dir)
+	require.Contains(t, r.stdout, filepath.Base(end))
+
+	require.NoError(t, os.Remove(end))
+	mustWalq(t, 0, "", "verify", dir)
+	r = mustWalq(t, 0, "", "stats", dir)
+	require.Regexp(t, `ready\s+5\b`, r.stdout)
+}
