@@ -94,7 +94,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // directory lock exclusive and holds it from start to end. It runs the
 // checks of Verify; if the directory is clean it changes nothing.
 // Otherwise it calls opts.Backup, opens the queue with opts.Options and
-// Options.Salvage (a torn tail is cut, damaged entries are skipped, a
+// Options.Salvage (or, when the checks found nothing but a torn tail and
+// the salvage refuses it, without, as the next Open would) (a torn tail is cut, damaged entries are skipped, a
 // damaged snapshot is set aside and the state rebuilt from the newest
 // older valid snapshot, or from the log alone, the
 // live messages in damaged segments are copied past them and those
@@ -137,8 +138,16 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 			return rep, fmt.Errorf("queue: repair: backup: %w; %s was not changed", err, dir)
 		}
 	}
-	// 3. The salvage, under the lock this call holds.
-	if rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options)); err != nil {
+	// 3. The salvage, under the lock this call holds. A salvage refuses
+	//    some torn ends a plain Open cuts (whose LSNs nothing bounds, and
+	//    whose bytes may be a synced entry's rot); when the checks found
+	//    nothing but a torn tail, which Verify says the next Open cuts,
+	//    the repair does what that Open does.
+	rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options), true)
+	if err != nil && errors.Is(err, ErrCorrupt) && rep.Before.Damaged() == 0 {
+		rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options), false)
+	}
+	if err != nil {
 		return rep, fmt.Errorf("queue: repair: %w", err)
 	}
 	rep.Repaired = true
@@ -162,15 +171,16 @@ func salvageOptions(o *Options) *Options {
 	return &Options{DedupWindow: math.MaxInt64, MaxDeliveries: -1}
 }
 
-// salvageLocked opens the queue in dir with Salvage, compacts and closes
+// salvageLocked opens the queue in dir, with Salvage when salvage is
+// set (a plain open otherwise, whatever opts say), compacts and closes
 // it; the caller holds the directory lock. The queue holds no lock of its
 // own (a nil lock), so that its Close leaves the caller's lock in place.
-func salvageLocked(dir string, opts *Options) (Recovery, error) {
+func salvageLocked(dir string, opts *Options, salvage bool) (Recovery, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return Recovery{}, err
 	}
-	o.Salvage = true
+	o.Salvage = salvage
 	q, err := open(dir, o, nil)
 	if err != nil {
 		return Recovery{}, wayOutFor(o, err)
