@@ -54,7 +54,10 @@
 //     that ends whole short of the tail's name is taken for a torn roll
 //     only while shorter than SegmentSize; a salvaging or read-only Open
 //     not given SegmentSize does not know the writer's and never takes
-//     it, so a missing segment is never taken for a torn roll there.
+//     it, so a missing segment is never taken for a torn roll there: it
+//     refuses an empty tail named past such a segment with ErrCorrupt
+//     that says it cannot tell the two apart and that the writer's
+//     SegmentSize tells.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage
 //     and the log still reaches Options.MustReach (a caller's snapshot);

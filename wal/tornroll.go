@@ -108,10 +108,13 @@ func (l *Log) tornRoll() error {
 // it, or a missing segment after it would be taken for a torn roll, and
 // the LSNs of the missing segment's entries given out again.
 func (l *Log) endsShort(s *segment) bool {
-	if l.opts.segmentSizeDefault && (l.opts.Salvage || l.opts.ReadOnly) {
-		return false
-	}
-	return s.size < l.opts.SegmentSize
+	return !l.sizeUnknown() && s.size < l.opts.SegmentSize
+}
+
+// sizeUnknown reports whether the writer's SegmentSize is unknown to this
+// open: a salvaging or read-only Open not given Options.SegmentSize.
+func (l *Log) sizeUnknown() bool {
+	return l.opts.segmentSizeDefault && (l.opts.Salvage || l.opts.ReadOnly)
 }
 
 // salvagesEnd reports whether a salvage takes the damaged end of s, from
