@@ -250,8 +250,12 @@ func (l *Log) dropTornTail(s, tail *segment) error {
 		return err
 	}
 	l.dropTail = tail.path
-	if l.report.Torn == nil {
+	switch {
+	case l.report.Torn == nil && s.size == 0:
 		l.report.Torn = &Damage{Segment: s.path, Reason: "torn write: the segment is empty"}
+	case l.report.Torn == nil: // whole: the tear fell on an entry boundary, nothing to cut
+		l.report.Torn = &Damage{Segment: s.path, Offset: s.size, FirstLSN: s.endLSN,
+			Reason: "torn write: the segment ends whole, short of SegmentSize, its last entries lost whole"}
 	}
 	t := l.report.Torn
 	t.Reason += fmt.Sprintf("; the crash came during a segment roll: the segment after it, %s, created by the same roll and holding nothing, is removed",
