@@ -145,7 +145,11 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	//    the repair does what that Open does.
 	rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options), true)
 	if err != nil && errors.Is(err, ErrCorrupt) && rep.Before.Damaged() == 0 {
-		rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options), false)
+		// Should that open fail too, the salvage's error is returned: it
+		// says what to do, where the open's would point back to Repair.
+		if rec, perr := salvageLocked(dir, salvageOptions(o.Options), false); perr == nil {
+			rep.Recovery, err = rec, nil
+		}
 	}
 	if err != nil {
 		return rep, fmt.Errorf("queue: repair: %w", err)
