@@ -110,7 +110,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 //
 // Files walq did not write are never changed: a file in the log directory
 // that only has a segment's name makes Repair fail, naming it, and so
-// does a tidwall/wal END file (Check.Foreign), before the backup.
+// does a tidwall/wal END file or a START file without a valid entry
+// (Check.Foreign), before the backup.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	var o RepairOptions
 	if opts != nil {

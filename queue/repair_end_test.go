@@ -16,8 +16,19 @@ import (
 // and acknowledged messages with them, so no tool changes it: Open must
 // not advise a repair or a salvage, Verify must call the directory
 // corrupt, Repair must refuse it before anything changes rather than call
-// it clean, and once the file is moved out every message is there.
+// it clean, and once the file is moved out every message is there. A
+// START file that holds no valid entry (an older walq's truncation copied
+// the kept segment's entries into one) is no truncation of walq's either,
+// and finishing it would replace the segment with nothing.
 func TestRepairForeignEndFile(t *testing.T) {
+	for _, suffix := range []string{".END", ".START"} {
+		t.Run(suffix, func(t *testing.T) { foreignFile(t, suffix) })
+	}
+}
+
+// foreignFile runs TestRepairForeignEndFile with an empty file named after
+// the first segment plus suffix.
+func foreignFile(t *testing.T, suffix string) {
 	dir := t.TempDir()
 	q, err := queue.Open(dir, nil)
 	if err != nil {
@@ -31,7 +42,7 @@ func TestRepairForeignEndFile(t *testing.T) {
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	end := logSegments(t, dir)[0] + ".END"
+	end := logSegments(t, dir)[0] + suffix
 	if err := os.WriteFile(end, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

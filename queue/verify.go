@@ -20,7 +20,8 @@ type Check struct {
 	Problems []string
 	// Foreign lists the files in the log directory that walq never writes
 	// and that neither Repair nor a salvage changes (a tidwall/wal END
-	// file), each with what to do: move it out of the log directory.
+	// file, a START file without a valid entry), each with what to do:
+	// move it out of the log directory.
 	Foreign []string
 }
 

@@ -213,10 +213,11 @@
 // truncation a crash interrupted. (An older walq truncated with tidwall/wal,
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
 // too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
-// marker, which walq never writes) makes every Open, read-only and
-// salvaging too, fail with ErrCorrupt and ErrForeign, changing nothing:
-// tidwall/wal would finish that truncation by removing the segments after
-// it, acknowledged records among them.
+// marker, which walq never writes), and a NAME.START file that holds no
+// valid entry (not the copy of a kept segment a truncation writes), make
+// every Open, read-only and salvaging too, fail with ErrCorrupt and
+// ErrForeign, changing nothing: finishing either truncation would remove
+// segments, acknowledged records among them.
 //
 // # Crash recovery at Open
 //

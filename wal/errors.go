@@ -28,7 +28,9 @@ var (
 	// ErrForeign is returned by Open when the log directory holds a file
 	// that walq never writes and that no repair may change: a tidwall/wal
 	// NAME.END truncation marker, which tidwall/wal would finish by
-	// removing the segments after it. It comes wrapped with ErrCorrupt;
+	// removing the segments after it, or a NAME.START file without a valid
+	// entry, which would replace the segments up to it with nothing. It
+	// comes wrapped with ErrCorrupt;
 	// the way out is to move the file out of the log directory.
 	ErrForeign = errors.New("wal: file walq never writes")
 )

@@ -126,7 +126,7 @@ func (l *Log) listSegments() ([]segName, error) {
 	}
 	d, err := listDir(l.opts.FS, l.dir)
 	if err == nil {
-		err = foreignEnd(d)
+		err = foreign(l.opts.FS, d)
 	}
 	if err != nil || l.opts.ReadOnly {
 		return d.effective(), err

@@ -29,7 +29,8 @@ repairable: the next open of the queue cuts it by itself, and so does
 'walq repair'. Anything else is damage: the queue refuses to open until
 'walq repair' (or Options.Salvage) drops what was lost, except a file in
 the log directory that walq never writes and no repair changes (a
-tidwall/wal END file): verify names it, to be moved out.
+tidwall/wal END file, a START file without a valid entry): verify names
+it, to be moved out.
 
 With --json it prints one JSON object: dir, snapshot, records, torn,
 damaged, problems, foreign and result ("clean", "torn" or "corrupt").
