@@ -14,8 +14,17 @@ import (
 // refuses it, naming it, and makes no backup; once it is moved out the
 // queue is clean with every message.
 func TestForeignEndFile(t *testing.T) {
+	for _, suffix := range []string{".END", ".START"} {
+		t.Run(suffix, func(t *testing.T) { foreignFile(t, suffix) })
+	}
+}
+
+// foreignFile runs TestForeignEndFile with an empty file named after the
+// first segment plus suffix (a START file without a valid entry is no
+// truncation of walq's either).
+func foreignFile(t *testing.T, suffix string) {
 	dir := cleanQueue(t, 5)
-	end := segments(t, dir)[0] + ".END"
+	end := segments(t, dir)[0] + suffix
 	require.NoError(t, os.WriteFile(end, nil, 0o600))
 
 	r := mustWalq(t, 2, "", "verify", dir)
