@@ -41,6 +41,10 @@ func foreignFile(t *testing.T, suffix string) {
 	r = mustWalq(t, 2, "", "verify", "--json", dir)
 	require.Contains(t, r.stdout, filepath.Base(end))
 
+	r = mustWalq(t, 2, "", "stats", dir)
+	require.Contains(t, r.stderr, "move the file named out", "the hint of a command that opens it")
+	require.NotContains(t, r.stderr, "walq repair "+dir)
+
 	require.NoError(t, os.Remove(end))
 	mustWalq(t, 0, "", "verify", dir)
 	r = mustWalq(t, 0, "", "stats", dir)
