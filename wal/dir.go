@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -142,6 +144,11 @@ func foreign(fsys FS, d dirListing) error {
 	// segments up to NAME: a START file without a valid first entry is no
 	// such copy, and finishing it would put nothing in their place.
 	ok, err := startsWithEntry(fsys, d.start.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A writer's Open finished it since the listing (a read-only Open
+		// beside it): opening the segments finds it gone, and lists again.
+		return nil
+	}
 	if err != nil || ok {
 		return err
 	}
