@@ -44,7 +44,8 @@ import (
 // (queue.Verify), which must find nothing but a torn tail, and opened
 // read-only, which must show the messages the writable open then
 // delivers, and one state in three is also drained, from a copy, by a
-// salvaging open, which must deliver them too.
+// salvaging open, which must deliver them too, and repaired, from another
+// copy, by queue.Repair, which must succeed and leave them.
 //
 // Long run: WALQ_POWERLOSS_STATES=200000 go test ./fuzz -run '^TestPowerLoss$' -timeout 1h -v
 // (the workload is the same; each crash point gets more states).
@@ -471,13 +472,17 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 // with ErrCorrupt; refused says so. Verify, run first, must accept a state
 // the open opens (verifyAgrees); a read-only open of the state, made
 // first, must show what the drain delivers (sameView), and so must, with
-// salvage set, a salvaging open of a copy (sameSalvage).
+// salvage set, a salvaging open of a copy (sameSalvage) and a repair of
+// another (sameRepair).
 func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, salvage bool) (fuzz.Result, plRecovery, error) {
-	var sd drained
-	var sErr error
+	var sd, rd drained
+	var sErr, rErr error
 	if salvage {
 		var err error
 		if sd, sErr, err = salvageCopy(dir, plSegmentSize); err != nil {
+			return fuzz.Result{}, plRecovery{}, err
+		}
+		if rd, rErr, err = repairCopy(dir, plSegmentSize); err != nil {
 			return fuzz.Result{}, plRecovery{}, err
 		}
 	}
@@ -498,6 +503,9 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 		return fuzz.Result{}, rec, err
 	}
 	if err := sameSalvage(sd, sErr, d); salvage && err != nil {
+		return fuzz.Result{}, rec, err
+	}
+	if err := sameRepair(rd, rErr, d); salvage && err != nil {
 		return fuzz.Result{}, rec, err
 	}
 	o := run.oracle(mode)

@@ -249,7 +249,12 @@
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage; damage that a salvaging open (or Repair's) cannot
-// pass names neither, but what to do about it (or a backup). A salvage
+// pass names neither, but what to do about it (or a backup). A
+// tidwall/wal END file in the log directory, which walq never writes, or
+// a START file without a valid entry, whose truncation would remove
+// acknowledged records, is refused by every
+// open and by Repair (before its backup), and listed by Verify in
+// Check.Foreign: move it out. A salvage
 // drops what was lost, and an indexed
 // message or sorted value whose record is another's (Recovery.Dropped;
 // a leased value leaves its batch, whose other values stay leased to it

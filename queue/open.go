@@ -154,9 +154,11 @@ const wayOut = "to recover, run 'walq repair DIR' (it backs the directory up, th
 const salvagedWayOut = "the salvage cannot pass this damage: do what the error says, " +
 	"or restore DIR from a backup; 'walq verify DIR' lists the damage"
 
-// withWayOut names the way out in an error that wraps ErrCorrupt, once.
+// withWayOut names the way out in an error that wraps ErrCorrupt, once;
+// not in one about a file walq never writes (wal.ErrForeign), which no
+// repair or salvage changes: that error names its own way out.
 func withWayOut(err error) error {
-	if err == nil || !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "walq repair") ||
+	if err == nil || !errors.Is(err, ErrCorrupt) || errors.Is(err, wal.ErrForeign) || strings.Contains(err.Error(), "walq repair") ||
 		strings.Contains(err.Error(), salvagedWayOut) {
 		return err
 	}

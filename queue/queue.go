@@ -103,12 +103,21 @@ func (q *Queue) Recovery() Recovery { return q.recovery }
 // Dir returns the queue's directory.
 func (q *Queue) Dir() string { return q.dir }
 
-// now returns the queue clock's time in unix nanoseconds.
+// now returns the queue clock's time in unix nanoseconds, never 0: the
+// times it stamps use 0 for none (a live message's AckedAt, a receipt's
+// unchecked At), so a clock reading exactly the epoch reads one
+// nanosecond after it.
 func (q *Queue) now() int64 {
+	var t int64
 	if q.wall != nil {
-		return q.wall.unixNano()
+		t = q.wall.unixNano()
+	} else {
+		t = q.opts.Clock.Now().UnixNano()
 	}
-	return q.opts.Clock.Now().UnixNano()
+	if t == 0 {
+		return 1
+	}
+	return t
 }
 
 // appendLocked appends the record r, whose msgpack form is enc (nil to

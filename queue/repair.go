@@ -94,7 +94,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // directory lock exclusive and holds it from start to end. It runs the
 // checks of Verify; if the directory is clean it changes nothing.
 // Otherwise it calls opts.Backup, opens the queue with opts.Options and
-// Options.Salvage (a torn tail is cut, damaged entries are skipped, a
+// Options.Salvage (or, when the checks found nothing but a torn tail and
+// the salvage refuses it, without, as the next Open would) (a torn tail is cut, damaged entries are skipped, a
 // damaged snapshot is set aside and the state rebuilt from the newest
 // older valid snapshot, or from the log alone, the
 // live messages in damaged segments are copied past them and those
@@ -108,7 +109,9 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // opens use (see RepairOptions.Options): the repair changes no policy.
 //
 // Files walq did not write are never changed: a file in the log directory
-// that only has a segment's name makes Repair fail, naming it.
+// that only has a segment's name makes Repair fail, naming it, and so
+// does a tidwall/wal END file or a START file without a valid entry
+// (Check.Foreign), before the backup.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	var o RepairOptions
 	if opts != nil {
@@ -127,14 +130,29 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if rep.Before.Clean() {
 		return rep, nil
 	}
+	if len(rep.Before.Foreign) > 0 { // no salvage changes it: refuse before the backup
+		return rep, fmt.Errorf("%w; %s was not changed", rep.Before.err(), dir)
+	}
 	// 2. The backup, before anything changes.
 	if o.Backup != nil {
 		if err := o.Backup(); err != nil {
 			return rep, fmt.Errorf("queue: repair: backup: %w; %s was not changed", err, dir)
 		}
 	}
-	// 3. The salvage, under the lock this call holds.
-	if rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options)); err != nil {
+	// 3. The salvage, under the lock this call holds. A salvage refuses
+	//    some torn ends a plain Open cuts (whose LSNs nothing bounds, and
+	//    whose bytes may be a synced entry's rot); when the checks found
+	//    nothing but a torn tail, which Verify says the next Open cuts,
+	//    the repair does what that Open does.
+	rep.Recovery, err = salvageLocked(dir, salvageOptions(o.Options), true)
+	if err != nil && errors.Is(err, ErrCorrupt) && rep.Before.Damaged() == 0 {
+		// Should that open fail too, the salvage's error is returned: it
+		// says what to do, where the open's would point back to Repair.
+		if rec, perr := salvageLocked(dir, salvageOptions(o.Options), false); perr == nil {
+			rep.Recovery, err = rec, nil
+		}
+	}
+	if err != nil {
 		return rep, fmt.Errorf("queue: repair: %w", err)
 	}
 	rep.Repaired = true
@@ -158,15 +176,16 @@ func salvageOptions(o *Options) *Options {
 	return &Options{DedupWindow: math.MaxInt64, MaxDeliveries: -1}
 }
 
-// salvageLocked opens the queue in dir with Salvage, compacts and closes
+// salvageLocked opens the queue in dir, with Salvage when salvage is
+// set (a plain open otherwise, whatever opts say), compacts and closes
 // it; the caller holds the directory lock. The queue holds no lock of its
 // own (a nil lock), so that its Close leaves the caller's lock in place.
-func salvageLocked(dir string, opts *Options) (Recovery, error) {
+func salvageLocked(dir string, opts *Options, salvage bool) (Recovery, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return Recovery{}, err
 	}
-	o.Salvage = true
+	o.Salvage = salvage
 	q, err := open(dir, o, nil)
 	if err != nil {
 		return Recovery{}, wayOutFor(o, err)

@@ -11,7 +11,8 @@ import (
 )
 
 // TestSalvageOpenWayOut: an open that salvaged already and still found
-// damage it cannot pass (here a foreign END file in the log) must not
+// damage it cannot pass (here a file of junk with a segment's name, past
+// where the log's next segment would be) must not
 // send the user to Options.Salvage or to 'walq repair', which salvages
 // the same way and stops at the same place; a plain open names both.
 func TestSalvageOpenWayOut(t *testing.T) {
@@ -21,7 +22,7 @@ func TestSalvageOpenWayOut(t *testing.T) {
 	_, err = q.Enqueue(context.Background(), []byte("kept"))
 	require.NoError(t, err)
 	require.NoError(t, q.Close())
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "log", "00000000000000000001.END"), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "log", "00000000000000000099"), []byte("junk"), 0o600))
 
 	_, err = queue.Open(dir, nil)
 	require.ErrorIs(t, err, queue.ErrCorrupt)
@@ -29,7 +30,7 @@ func TestSalvageOpenWayOut(t *testing.T) {
 
 	_, err = queue.Open(dir, &queue.Options{Salvage: true})
 	require.ErrorIs(t, err, queue.ErrCorrupt)
-	require.ErrorContains(t, err, "unexpected tidwall/wal END file", "the damage is still named")
+	require.ErrorContains(t, err, "00000000000000000099 holds no valid entry", "the damage is still named")
 	require.NotContains(t, err.Error(), "Options.Salvage", "the open salvaged already")
 	require.NotContains(t, err.Error(), "walq repair", "repair salvages the same way")
 	require.ErrorContains(t, err, "the salvage cannot pass this damage")

@@ -18,6 +18,11 @@ type Check struct {
 	// is: a damaged snapshot, a log that does not reach back to what the
 	// snapshot needs, a record that does not replay.
 	Problems []string
+	// Foreign lists the files in the log directory that walq never writes
+	// and that neither Repair nor a salvage changes (a tidwall/wal END
+	// file, a START file without a valid entry), each with what to do:
+	// move it out of the log directory.
+	Foreign []string
 }
 
 // Clean reports whether Verify found nothing at all, not even a torn tail.
@@ -26,7 +31,7 @@ func (c Check) Clean() bool {
 }
 
 // Damaged returns how many problems other than a torn tail Verify found.
-func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) }
+func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) + len(c.Foreign) }
 
 // Verify checks a queue directory without changing anything. It runs the
 // checks Open runs, on every byte: the newest snapshot's checksum; every
@@ -68,6 +73,10 @@ func examine(dir string) (Check, error) {
 	}
 	// 2. The log, entry by entry; it must reach the snapshot.
 	log, err := openLogReadOnly(dir, reach)
+	if errors.Is(err, wal.ErrForeign) { // no repair changes it: Open's advice, not a repair's
+		c.Foreign = append(c.Foreign, err.Error())
+		return c, c.err()
+	}
 	if errors.Is(err, ErrCorrupt) { // a log Open refuses before any entry check
 		c.Problems = append(c.Problems, problem(err))
 		return c, c.err()
@@ -116,6 +125,8 @@ func misplacedProblems(st *state, log *wal.Log) []string {
 // err returns the error Verify returns for c: nil when clean or only torn.
 func (c Check) err() error {
 	switch {
+	case len(c.Foreign) > 0:
+		return fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])) // it names its way out
 	case len(c.Log.Salvaged) == 1:
 		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
 	case len(c.Log.Salvaged) > 1:

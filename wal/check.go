@@ -143,6 +143,11 @@ func (l *Log) checkTailName(tail *segment) error {
 	lo := prev.firstIndex + uint64(prev.entries+prev.skipped.lo)
 	hi := prev.firstIndex + uint64(prev.entries+prev.skipped.hi)
 	switch {
+	case tail.firstIndex > hi && hi == lo && l.sizeUnknown():
+		if blank, err := l.emptyTail(tail); err != nil || blank {
+			return l.unknownRoll(prev, tail, hi, err)
+		}
+		fallthrough
 	case tail.firstIndex < lo || tail.firstIndex > hi:
 		return fmt.Errorf("%w: %s holds no valid entry and is not the segment after %s (that would be %s): "+
 			"segments before it are missing, or it is not a file of this log; restore the missing segments "+
@@ -164,6 +169,25 @@ func (l *Log) checkTailName(tail *segment) error {
 		"if the file is not walq's, move it out of the log directory; if it is (a first write a crash tore), "+
 		"remove it; then open again",
 		ErrCorrupt, tail.path, filepath.Base(prev.path), filepath.Base(tail.path), indexRange(lo, hi))
+}
+
+// unknownRoll refuses an empty tail named past prev, which ends whole at
+// index next, for an open that does not know the writer's SegmentSize
+// (sizeUnknown): a missing segment after prev and a torn roll that lost
+// prev's last entries whole (which an Open given SegmentSize cuts when
+// prev is shorter than it: endsShort) look alike to it, and it says so.
+func (l *Log) unknownRoll(prev, tail *segment, next uint64, err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s holds nothing and is named past %s, which ends whole before index %d: either segments "+
+		"between them are missing, or a crash during the roll that created %s lost the last entries of %s whole "+
+		"(a torn roll, which an Open given the writer's Options.SegmentSize cuts by itself when %s, %d bytes, is "+
+		"shorter than it); this open was not given SegmentSize and cannot tell which: open the log with the "+
+		"writer's SegmentSize; if it still refuses, restore the missing segments if you can (moving %s out lets "+
+		"the log open, but then the LSNs of missing segments can be given out again)",
+		ErrCorrupt, tail.path, filepath.Base(prev.path), next, filepath.Base(tail.path), filepath.Base(prev.path),
+		filepath.Base(prev.path), prev.size, filepath.Base(tail.path))
 }
 
 // tornFirstWrite reports whether the tail file, which holds no valid

@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -92,9 +94,6 @@ func (d dirListing) effective() []segName {
 // interrupted truncation finished (what tidwall/wal's load would do, plus
 // the directory fsync it lacks). It returns the segments.
 func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
-	if len(d.ends) > 0 {
-		return nil, fmt.Errorf("%w: unexpected tidwall/wal END file %s", ErrCorrupt, d.ends[0])
-	}
 	changed := len(d.temps) > 0
 	for _, p := range d.temps {
 		if err := fsys.Remove(p); err != nil {
@@ -121,6 +120,67 @@ func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
 	}
 	d, err := listDir(fsys, dir)
 	return d.segs, err
+}
+
+// foreign refuses a directory that holds a file walq never writes and
+// whose meaning to tidwall/wal would destroy records (ErrForeign): a
+// NAME.END file, or a NAME.START file that holds no valid entry. walq
+// changes nothing then, Salvage and ReadOnly included, and names it.
+func foreign(fsys FS, d dirListing) error {
+	if len(d.ends) > 0 {
+		// tidwall/wal's TruncateBack marker: its load would finish that
+		// truncation, removing every segment after NAME and replacing
+		// NAME with the marker's bytes.
+		return fmt.Errorf("%w: %w: unexpected tidwall/wal END file %s: a truncation marker walq never writes; "+
+			"finishing the truncation it marks would remove the segments after it, acknowledged records among them, "+
+			"so no open, salvage or repair changes it: if another program wrote it, move it out of the log directory, then open again",
+			ErrCorrupt, ErrForeign, d.ends[0])
+	}
+	if d.start == nil {
+		return nil
+	}
+	// An older walq's TruncateFront wrote the kept segment's entries, from
+	// NAME on, to NAME.START (synced before its rename), then removed the
+	// segments up to NAME: a START file without a valid first entry is no
+	// such copy, and finishing it would put nothing in their place.
+	ok, err := startsWithEntry(fsys, d.start.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A writer's Open finished it since the listing (a read-only Open
+		// beside it): opening the segments finds it gone, and lists again.
+		return nil
+	}
+	if err != nil || ok {
+		return err
+	}
+	return fmt.Errorf("%w: %w: %s holds no valid entry, so it is not a truncation walq began (that file holds the kept "+
+		"segment's entries); finishing it would remove the segments up to it, acknowledged records among them, "+
+		"so no open, salvage or repair changes it: move it out of the log directory, then open again",
+		ErrCorrupt, ErrForeign, d.start.path)
+}
+
+// startsWithEntry reports whether the file at path starts with a valid
+// entry, CRC checked.
+func startsWithEntry(fsys FS, path string) (bool, error) {
+	sf, err := openSegFile(fsys, path)
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	fi, err := sf.f.Stat()
+	if err == nil {
+		_, _, _, err = (&segReader{f: sf.f}).entry(0, fi.Size())
+		ok = err == nil
+		if isFormatError(err) {
+			err = nil
+		}
+	}
+	if cerr := sf.release(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("wal: read %s: %w", path, err)
+	}
+	return ok, nil
 }
 
 // finishStart removes the segments a START file replaces, then renames it.

@@ -55,7 +55,10 @@
 //     that ends whole short of the tail's name is taken for a torn roll
 //     only while shorter than SegmentSize; a salvaging or read-only Open
 //     not given SegmentSize does not know the writer's and never takes
-//     it, so a missing segment is never taken for a torn roll there.
+//     it, so a missing segment is never taken for a torn roll there: it
+//     refuses an empty tail named past such a segment with ErrCorrupt
+//     that says it cannot tell the two apart and that the writer's
+//     SegmentSize tells.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
 //     the last whole entry, but only when no valid entry follows the damage
 //     and the log still reaches Options.MustReach (a caller's snapshot);
@@ -217,7 +220,12 @@
 // older segments, fsyncs, and removes the marker; Open finishes a
 // truncation a crash interrupted. (An older walq truncated with tidwall/wal,
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
-// too and removes temp files.)
+// too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
+// marker, which walq never writes), and a NAME.START file that holds no
+// valid entry (not the copy of a kept segment a truncation writes), make
+// every Open, read-only and salvaging too, fail with ErrCorrupt and
+// ErrForeign, changing nothing: finishing either truncation would remove
+// segments, acknowledged records among them.
 //
 // # Crash recovery at Open
 //

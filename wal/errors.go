@@ -25,6 +25,14 @@ var (
 	// ErrReadOnly is returned by Append and TruncateFront on a Log opened
 	// with Options.ReadOnly.
 	ErrReadOnly = errors.New("wal: log is read-only")
+	// ErrForeign is returned by Open when the log directory holds a file
+	// that walq never writes and that no repair may change: a tidwall/wal
+	// NAME.END truncation marker, which tidwall/wal would finish by
+	// removing the segments after it, or a NAME.START file without a valid
+	// entry, which would replace the segments up to it with nothing. It
+	// comes wrapped with ErrCorrupt;
+	// the way out is to move the file out of the log directory.
+	ErrForeign = errors.New("wal: file walq never writes")
 )
 
 // location names a place in a segment file for error messages and reports.

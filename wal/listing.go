@@ -46,9 +46,10 @@ var errListingTorn = errors.New("wal: the directory changed while it was listed"
 func (l *Log) openListed() error {
 	for try := 1; ; try++ {
 		names, err := l.listSegments()
-		if err == nil {
-			err = l.openSegments(names)
+		if err != nil {
+			return err // the directory itself cannot be listed: no writer tore that
 		}
+		err = l.openSegments(names)
 		if err == nil && l.opts.ReadOnly {
 			err = l.checkListing(names)
 		}

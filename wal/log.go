@@ -125,6 +125,9 @@ func (l *Log) listSegments() ([]segName, error) {
 		}
 	}
 	d, err := listDir(l.opts.FS, l.dir)
+	if err == nil {
+		err = foreign(l.opts.FS, d)
+	}
 	if err != nil || l.opts.ReadOnly {
 		return d.effective(), err
 	}

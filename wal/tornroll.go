@@ -108,10 +108,13 @@ func (l *Log) tornRoll() error {
 // it, or a missing segment after it would be taken for a torn roll, and
 // the LSNs of the missing segment's entries given out again.
 func (l *Log) endsShort(s *segment) bool {
-	if l.opts.segmentSizeDefault && (l.opts.Salvage || l.opts.ReadOnly) {
-		return false
-	}
-	return s.size < l.opts.SegmentSize
+	return !l.sizeUnknown() && s.size < l.opts.SegmentSize
+}
+
+// sizeUnknown reports whether the writer's SegmentSize is unknown to this
+// open: a salvaging or read-only Open not given Options.SegmentSize.
+func (l *Log) sizeUnknown() bool {
+	return l.opts.segmentSizeDefault && (l.opts.Salvage || l.opts.ReadOnly)
 }
 
 // salvagesEnd reports whether a salvage takes the damaged end of s, from
@@ -247,8 +250,12 @@ func (l *Log) dropTornTail(s, tail *segment) error {
 		return err
 	}
 	l.dropTail = tail.path
-	if l.report.Torn == nil {
+	switch {
+	case l.report.Torn == nil && s.size == 0:
 		l.report.Torn = &Damage{Segment: s.path, Reason: "torn write: the segment is empty"}
+	case l.report.Torn == nil: // whole: the tear fell on an entry boundary, nothing to cut
+		l.report.Torn = &Damage{Segment: s.path, Offset: s.size, FirstLSN: s.endLSN,
+			Reason: "torn write: the segment ends whole, short of SegmentSize, its last entries lost whole"}
 	}
 	t := l.report.Torn
 	t.Reason += fmt.Sprintf("; the crash came during a segment roll: the segment after it, %s, created by the same roll and holding nothing, is removed",

@@ -34,7 +34,9 @@ then opens clean.
 
 The lost messages are gone; the backup keeps the bytes for forensics. A
 file in the log directory that walq did not write (it only has a segment's
-name) is never changed: repair stops and names it.
+name, a tidwall/wal END file, or a START file without a valid entry) is
+never changed: repair stops and names it (END and START files before any
+backup).
 
 With --json it prints one JSON object: dir, before, backup, repaired,
 lost_lsns, dropped, after and result ("clean", "repaired" or "corrupt").

@@ -27,10 +27,13 @@ problem with its file and byte offset.
 A torn tail (the end of the last segment cut short by a crash) is
 repairable: the next open of the queue cuts it by itself, and so does
 'walq repair'. Anything else is damage: the queue refuses to open until
-'walq repair' (or Options.Salvage) drops what was lost.
+'walq repair' (or Options.Salvage) drops what was lost, except a file in
+the log directory that walq never writes and no repair changes (a
+tidwall/wal END file, a START file without a valid entry): verify names
+it, to be moved out.
 
 With --json it prints one JSON object: dir, snapshot, records, torn,
-damaged, problems and result ("clean", "torn" or "corrupt").
+damaged, problems, foreign and result ("clean", "torn" or "corrupt").
 
 Verify reads under a shared lock, so it refuses a directory that a queue
 has open.`,
@@ -100,11 +103,16 @@ func printCheck(w io.Writer, dir string, c queue.Check) {
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "  corrupt   %s\n", p)
 	}
+	for _, f := range c.Foreign {
+		fmt.Fprintf(w, "  foreign   %s\n", f)
+	}
 }
 
 // printResult prints verify's last line.
 func printResult(w io.Writer, dir string, c queue.Check) {
 	switch {
+	case len(c.Foreign) > 0:
+		fmt.Fprint(w, "result: corrupt; no repair changes a file walq never writes: move the foreign file out of the log directory, then verify again\n")
 	case c.Damaged() > 0:
 		fmt.Fprintf(w, "result: corrupt; 'walq repair %s' backs it up and drops what was lost\n", dir)
 	case c.Log.Torn != nil:
@@ -122,7 +130,8 @@ type checkJSON struct {
 	Torn     *damageJSON  `json:"torn"` // null when the tail is whole
 	Damaged  []damageJSON `json:"damaged"`
 	Problems []string     `json:"problems"`
-	Result   string       `json:"result"` // clean, torn or corrupt
+	Foreign  []string     `json:"foreign"` // files walq never writes, to be moved out
+	Result   string       `json:"result"`  // clean, torn or corrupt
 }
 
 // damageJSON is one damaged region of a segment.
@@ -137,7 +146,8 @@ type damageJSON struct {
 }
 
 func toCheckJSON(dir string, c queue.Check) checkJSON {
-	j := checkJSON{Dir: dir, Records: c.Records, Damaged: []damageJSON{}, Problems: append([]string{}, c.Problems...), Result: "clean"}
+	j := checkJSON{Dir: dir, Records: c.Records, Damaged: []damageJSON{}, Problems: append([]string{}, c.Problems...),
+		Foreign: append([]string{}, c.Foreign...), Result: "clean"}
 	if s := c.Snapshot; s != nil {
 		j.Snapshot = &fileJSON{Path: s.Path, LSN: s.LSN, Bytes: s.Bytes}
 	}
