@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // TestRepairForeignEndFile: a tidwall/wal truncation marker (NAME.END),
@@ -48,8 +49,8 @@ func foreignFile(t *testing.T, suffix string) {
 	}
 	wantAdvice := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, queue.ErrCorrupt) {
-			t.Fatalf("%s with a foreign END file: %v, want ErrCorrupt", what, err)
+		if !errors.Is(err, queue.ErrCorrupt) || !errors.Is(err, wal.ErrForeign) {
+			t.Fatalf("%s with a foreign END file: %v, want ErrCorrupt and wal.ErrForeign", what, err)
 		}
 		if !strings.Contains(err.Error(), end) || !strings.Contains(err.Error(), "move it out of the log directory") {
 			t.Errorf("%s: %v\nwant the END file named and the advice to move it out", what, err)

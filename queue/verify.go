@@ -125,8 +125,8 @@ func misplacedProblems(st *state, log *wal.Log) []string {
 // err returns the error Verify returns for c: nil when clean or only torn.
 func (c Check) err() error {
 	switch {
-	case len(c.Foreign) > 0:
-		return fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])) // it names its way out
+	case len(c.Foreign) > 0: // it names its way out
+		return foreignError(fmt.Sprintf("%v: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])))
 	case len(c.Log.Salvaged) == 1:
 		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
 	case len(c.Log.Salvaged) > 1:
@@ -136,6 +136,15 @@ func (c Check) err() error {
 	}
 	return nil
 }
+
+// foreignError is Verify's error for a file walq never writes in the log
+// directory: the Check's text, matching ErrCorrupt and wal.ErrForeign as
+// Open's error does, so that callers (and Repair's, which wraps it) can
+// tell it from damage a repair fixes.
+type foreignError string
+
+func (e foreignError) Error() string   { return string(e) }
+func (e foreignError) Unwrap() []error { return []error{ErrCorrupt, wal.ErrForeign} }
 
 // problem is the text of err for Check.Problems, without the way out
 // (Verify's error names it once).

@@ -35,6 +35,7 @@ func foreignFile(t *testing.T, suffix string) {
 	r = mustWalq(t, 2, "", "repair", dir)
 	require.Contains(t, r.stdout+r.stderr, filepath.Base(end))
 	require.NotContains(t, r.stdout+r.stderr, "backup:")
+	require.Contains(t, r.stderr, "move the file named out", "repair's hint")
 	baks, err := filepath.Glob(dir + ".bak-*")
 	require.NoError(t, err)
 	require.Empty(t, baks, "repair made a backup of a directory it cannot change")

@@ -105,8 +105,8 @@ func hint(err error, cmd, dir string) string {
 			"To read it, 'walq stats', 'dump', 'dlq list' and 'dlq show' read its files anyway, and with --url URL read "+
 			"that process's dashboard, if it mounts one (whose actions, if enabled, requeue and purge dead letters). "+
 			"To change or verify it with walq, stop that process first.", dir)
-	case errors.Is(err, wal.ErrForeign):
-		return fmt.Sprintf("walq repair does not change a file walq never writes: move the file named out of %s's log directory; 'walq verify %s' then checks the rest.", dir, dir)
+	case errors.Is(err, wal.ErrForeign) && cmd != "verify": // verify's result line says it
+		return fmt.Sprintf("no walq command changes a file walq never writes, a repair neither: move the file named out of %s's log directory; 'walq verify %s' then checks the rest.", dir, dir)
 	case errors.Is(err, queue.ErrCorrupt) && cmd != "verify" && cmd != "repair":
 		return fmt.Sprintf("run 'walq verify %s' to see every problem, and 'walq repair %s' to skip the damage after a backup.", dir, dir)
 	case errors.Is(err, queue.ErrLeaseLost):
