@@ -156,9 +156,12 @@ const salvagedWayOut = "the salvage cannot pass this damage: do what the error s
 
 // withWayOut names the way out in an error that wraps ErrCorrupt, once;
 // not in one about a file walq never writes (wal.ErrForeign), which no
-// repair or salvage changes: that error names its own way out.
+// repair or salvage changes, nor in one that only the writer's segment
+// size can settle (wal.ErrSegmentSizeUnknown), which a repair or salvage
+// not given it refuses: those errors name their own way out.
 func withWayOut(err error) error {
-	if err == nil || !errors.Is(err, ErrCorrupt) || errors.Is(err, wal.ErrForeign) || strings.Contains(err.Error(), "walq repair") ||
+	if err == nil || !errors.Is(err, ErrCorrupt) || errors.Is(err, wal.ErrForeign) || errors.Is(err, wal.ErrSegmentSizeUnknown) ||
+		strings.Contains(err.Error(), "walq repair") ||
 		strings.Contains(err.Error(), salvagedWayOut) {
 		return err
 	}

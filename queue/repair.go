@@ -133,6 +133,10 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if len(rep.Before.Foreign) > 0 { // no salvage changes it: refuse before the backup
 		return rep, fmt.Errorf("%w; %s was not changed", rep.Before.err(), dir)
 	}
+	if rep.Before.SizeUnknown() && (o.Options == nil || o.Options.SegmentSize == 0) {
+		// a salvage not given the writer's segment size refuses it too
+		return rep, fmt.Errorf("%w; %s was not changed: repair with the application's Options, SegmentSize included", rep.Before.err(), dir)
+	}
 	// 2. The backup, before anything changes.
 	if o.Backup != nil {
 		if err := o.Backup(); err != nil {

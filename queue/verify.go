@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
@@ -126,25 +127,41 @@ func misplacedProblems(st *state, log *wal.Log) []string {
 func (c Check) err() error {
 	switch {
 	case len(c.Foreign) > 0: // it names its way out
-		return foreignError(fmt.Sprintf("%v: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])))
+		return ownWayOut{fmt.Sprintf("%v: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])), wal.ErrForeign}
 	case len(c.Log.Salvaged) == 1:
 		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
 	case len(c.Log.Salvaged) > 1:
 		return withWayOut(fmt.Errorf("%w: %d damaged log regions, the first: %s", ErrCorrupt, len(c.Log.Salvaged), c.Log.Salvaged[0]))
+	case c.SizeUnknown(): // it names its way out
+		return ownWayOut{fmt.Sprintf("%v: %s", ErrCorrupt, trimCorrupt(c.Problems[0])), wal.ErrSegmentSizeUnknown}
 	case len(c.Problems) > 0:
 		return withWayOut(fmt.Errorf("%w: %s", ErrCorrupt, trimCorrupt(c.Problems[0])))
 	}
 	return nil
 }
 
-// foreignError is Verify's error for a file walq never writes in the log
-// directory: the Check's text, matching ErrCorrupt and wal.ErrForeign as
-// Open's error does, so that callers (and Repair's, which wraps it) can
-// tell it from damage a repair fixes.
-type foreignError string
+// SizeUnknown reports whether the only problem found is one that the
+// writer's segment size settles (wal.ErrSegmentSizeUnknown): a roll torn
+// on an entry boundary or missing segments. Verify is given no segment
+// size; the application's Open, given its SegmentSize, cuts a torn roll
+// by itself, and so does Repair given the application's Options.
+func (c Check) SizeUnknown() bool {
+	return len(c.Problems) == 1 && c.Damaged() == len(c.Problems) &&
+		strings.Contains(c.Problems[0], wal.ErrSegmentSizeUnknown.Error())
+}
 
-func (e foreignError) Error() string   { return string(e) }
-func (e foreignError) Unwrap() []error { return []error{ErrCorrupt, wal.ErrForeign} }
+// ownWayOut is Verify's error for a problem whose text names its own way
+// out (no repair changes it, or only the writer's segment size settles
+// it): the Check's text, matching ErrCorrupt and kind (wal.ErrForeign,
+// wal.ErrSegmentSizeUnknown) as Open's error does, so that callers (and
+// Repair's, which wraps it) can tell it from damage a repair fixes.
+type ownWayOut struct {
+	msg  string
+	kind error
+}
+
+func (e ownWayOut) Error() string   { return e.msg }
+func (e ownWayOut) Unwrap() []error { return []error{ErrCorrupt, e.kind} }
 
 // problem is the text of err for Check.Problems, without the way out
 // (Verify's error names it once).

@@ -180,13 +180,13 @@ func (l *Log) unknownRoll(prev, tail *segment, next uint64, err error) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s holds nothing and is named past %s, which ends whole before index %d: either segments "+
+	return fmt.Errorf("%w: %w: %s holds nothing and is named past %s, which ends whole before index %d: either segments "+
 		"between them are missing, or a crash during the roll that created %s lost the last entries of %s whole "+
 		"(a torn roll, which an Open given the writer's Options.SegmentSize cuts by itself when %s, %d bytes, is "+
 		"shorter than it); this open was not given SegmentSize and cannot tell which: open the log with the "+
 		"writer's SegmentSize; if it still refuses, restore the missing segments if you can (moving %s out lets "+
 		"the log open, but then the LSNs of missing segments can be given out again)",
-		ErrCorrupt, tail.path, filepath.Base(prev.path), next, filepath.Base(tail.path), filepath.Base(prev.path),
+		ErrCorrupt, ErrSegmentSizeUnknown, tail.path, filepath.Base(prev.path), next, filepath.Base(tail.path), filepath.Base(prev.path),
 		filepath.Base(prev.path), prev.size, filepath.Base(tail.path))
 }
 

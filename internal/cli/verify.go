@@ -113,6 +113,9 @@ func printResult(w io.Writer, dir string, c queue.Check) {
 	switch {
 	case len(c.Foreign) > 0:
 		fmt.Fprint(w, "result: corrupt; no repair changes a file walq never writes: move the foreign file out of the log directory, then verify again\n")
+	case c.SizeUnknown():
+		fmt.Fprint(w, "result: a torn roll or missing segments; only the writer's segment size tells which: the application's "+
+			"Open, given its Options.SegmentSize, cuts a torn roll by itself and refuses missing segments\n")
 	case c.Damaged() > 0:
 		fmt.Fprintf(w, "result: corrupt; 'walq repair %s' backs it up and drops what was lost\n", dir)
 	case c.Log.Torn != nil:
