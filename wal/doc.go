@@ -284,8 +284,9 @@
 // gathered meanwhile (lead.go). Beside it run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval, the write-back goroutine (hints on the tail's read-only
-// handle, which it pins, holding no lock: writeback.go); Close stops both
-// and waits for them before the last fsync. The segment list and each segment's size and index are
+// handle, which it pins, holding no lock: writeback.go); Close stops the
+// write-back goroutine and waits for it, and for the syncer's fsync in
+// flight, before the last fsync. The segment list and each segment's size and index are
 // guarded by an RWMutex (Log.seg): the committer publishes a write under it
 // only after WriteBatch returned, so readers see only whole entries.
 // Readers never call tidwall/wal's Read (it mutates a shared cache under a
