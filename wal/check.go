@@ -137,7 +137,7 @@ func (l *Log) checkTailName(tail *segment) error {
 		return nil
 	}
 	prev := list[len(list)-2]
-	if err := l.ensureIndexed(prev); err != nil {
+	if err := l.buildIndex(prev, false); err != nil { // the tail's name is checked below
 		return err
 	}
 	lo := prev.firstIndex + uint64(prev.entries+prev.skipped.lo)
