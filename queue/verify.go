@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
@@ -24,6 +23,9 @@ type Check struct {
 	// file, a START file without a valid entry), each with what to do:
 	// move it out of the log directory.
 	Foreign []string
+	// sizeUnknown is set when the log's open refused it with an error
+	// wrapping wal.ErrSegmentSizeUnknown, the problem Problems lists last.
+	sizeUnknown bool
 }
 
 // Clean reports whether Verify found nothing at all, not even a torn tail.
@@ -80,6 +82,7 @@ func examine(dir string) (Check, error) {
 	}
 	if errors.Is(err, ErrCorrupt) { // a log Open refuses before any entry check
 		c.Problems = append(c.Problems, problem(err))
+		c.sizeUnknown = errors.Is(err, wal.ErrSegmentSizeUnknown)
 		return c, c.err()
 	}
 	if err != nil {
@@ -146,8 +149,7 @@ func (c Check) err() error {
 // size; the application's Open, given its SegmentSize, cuts a torn roll
 // by itself, and so does Repair given the application's Options.
 func (c Check) SizeUnknown() bool {
-	return len(c.Problems) == 1 && c.Damaged() == len(c.Problems) &&
-		strings.Contains(c.Problems[0], wal.ErrSegmentSizeUnknown.Error())
+	return c.sizeUnknown && len(c.Problems) == 1 && c.Damaged() == len(c.Problems)
 }
 
 // ownWayOut is Verify's error for a problem whose text names its own way
