@@ -16,7 +16,8 @@ import (
 // writer's SegmentSize. A read-only Open must say so as a salvaging one
 // does (ErrSegmentSizeUnknown), not refuse it as a missing segment, which
 // sends the operator to a repair that refuses it too; given the writer's
-// SegmentSize it reports the torn roll, changing nothing.
+// SegmentSize it reports the torn roll, changing nothing, and so does its
+// Verify.
 func TestReadOnlyBoundaryRoll(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, &wal.Options{SegmentSize: 4096})
@@ -37,9 +38,13 @@ func TestReadOnlyBoundaryRoll(t *testing.T) {
 	}
 	l = openLog(t, dir, &wal.Options{ReadOnly: true, SegmentSize: 4096})
 	torn := l.Report().Torn
+	rep, err := l.Verify()
 	closeLog(t, l)
 	if torn == nil || !strings.Contains(torn.Reason, "segment roll") {
 		t.Errorf("read-only Open given SegmentSize: Report().Torn = %v; want the torn roll", torn)
+	}
+	if err != nil || rep.Torn == nil || !strings.Contains(rep.Torn.Reason, "segment roll") {
+		t.Errorf("Verify of that Log: Torn %v, %v; want the torn roll the next Open repairs, not a clean log", rep.Torn, err)
 	}
 	if _, err := os.Stat(tail); err != nil {
 		t.Errorf("read-only Open changed the directory: %v", err)
