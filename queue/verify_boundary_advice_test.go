@@ -16,7 +16,7 @@ import (
 // SegmentSize and refuse the same state; Repair refuses it before its backup.
 func TestVerifyBoundaryRollAdvice(t *testing.T) {
 	img := boundaryRollImage(t)
-	_, verr := queue.Verify(img)
+	_, verr := queue.Verify(img, nil)
 	require.ErrorContains(t, verr, "cannot tell which")
 	require.ErrorIs(t, verr, wal.ErrSegmentSizeUnknown)
 	backedUp := false

@@ -14,7 +14,8 @@ import (
 // it as a torn roll: the segment is shorter than that size. Verify is
 // given no SegmentSize and cannot tell this from a missing segment after
 // a whole one; its report must say so rather than call it a missing
-// segment, and Repair given the application's SegmentSize repairs it.
+// segment; given SegmentSize it reports the torn roll, and Repair given
+// the application's SegmentSize repairs it.
 func TestVerifyBoundaryRoll(t *testing.T) {
 	img := boundaryRollImage(t)
 	opened := crashImage(t, img)
@@ -23,10 +24,19 @@ func TestVerifyBoundaryRoll(t *testing.T) {
 	require.NoError(t, q2.Close())
 	require.NotNil(t, torn, "Open given the writer's SegmentSize repairs the torn roll")
 
-	_, err := queue.Verify(img)
+	_, err := queue.Verify(img, nil)
 	require.ErrorIs(t, err, queue.ErrCorrupt, "Verify cannot tell it from a missing segment")
 	require.ErrorContains(t, err, "cannot tell which", "Verify says what it cannot tell")
 	require.ErrorContains(t, err, "SegmentSize", "and what tells it")
+
+	// Verify given the writer's SegmentSize tells it, as Open does: a
+	// torn tail, repairable.
+	check, err := queue.Verify(img, &queue.VerifyOptions{SegmentSize: rollSegmentSize})
+	require.NoError(t, err)
+	require.NotNil(t, check.Log.Torn, "Verify given SegmentSize reports the torn roll")
+	require.Contains(t, check.Log.Torn.Reason, "segment roll")
+	_, err = queue.Verify(img, &queue.VerifyOptions{SegmentSize: 100})
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
 
 	// Repair given the application's SegmentSize tells it, as Open does.
 	repaired := crashImage(t, img)
@@ -34,6 +44,6 @@ func TestVerifyBoundaryRoll(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.Repaired)
 	require.NotNil(t, rep.Recovery.Log.Torn, "the torn roll is cut")
-	_, err = queue.Verify(repaired)
+	_, err = queue.Verify(repaired, nil)
 	require.NoError(t, err)
 }

@@ -18,7 +18,7 @@ import (
 // fixes, and Repair, not given SegmentSize, must not refuse it as a state
 // that only the writer's segment size settles.
 func TestVerifySizeUnknownByKind(t *testing.T) {
-	check, err := queue.Verify(boundaryRollImage(t))
+	check, err := queue.Verify(boundaryRollImage(t), nil)
 	require.ErrorIs(t, err, wal.ErrSegmentSizeUnknown)
 	require.True(t, check.SizeUnknown(), "the torn roll's refusal: %v", err)
 
@@ -35,7 +35,7 @@ func TestVerifySizeUnknownByKind(t *testing.T) {
 	b[len(b)-1] ^= 0xff
 	require.NoError(t, os.WriteFile(snaps[len(snaps)-1], b, 0o600))
 
-	check, err = queue.Verify(dir)
+	check, err = queue.Verify(dir, nil)
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 	require.Len(t, check.Problems, 1, "the damaged snapshot")
 	require.False(t, check.SizeUnknown(), "a damaged snapshot taken for a torn roll: %s", check.Problems[0])

@@ -16,7 +16,7 @@ import (
 // of it, not report a damaged region and send the user to 'walq repair'.
 func TestVerifyTornRoll(t *testing.T) {
 	img := junkRollImage(t)
-	check, verr := queue.Verify(img)
+	check, verr := queue.Verify(img, nil)
 	opened := crashImage(t, img)
 	q2 := open(t, opened, &queue.Options{SegmentSize: rollSegmentSize})
 	torn := q2.Recovery().Log.Torn
