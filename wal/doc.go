@@ -68,7 +68,9 @@
 //     it was; a tail file without one valid entry that is not named where
 //     walq's next segment would be (after every entry of the segment
 //     before, the damaged ones a salvage skips included) is not walq's and
-//     is refused, never cut (see "Damage under an empty tail" below).
+//     is refused, never cut (see "Damage under an empty tail" below); one
+//     named inside the entries of the segment before, where no segment
+//     starts, with ErrForeign: move it out.
 //     Damage anywhere else is
 //     ErrCorrupt, wrapped with the segment, the byte offset and the entry
 //     index: in the last segment, in sealed segments' first headers, and
