@@ -20,9 +20,9 @@ type Check struct {
 	Problems []string
 	// Foreign lists the files in the log directory that walq never writes
 	// and that neither Repair nor a salvage changes (a tidwall/wal END
-	// file, a START file without a valid entry, a last file without one
-	// named inside the segment before it), each with what to do: move it
-	// out of the log directory.
+	// file, a START file that is no copy of the log's entries, a last file
+	// without a valid entry named inside the segment before it), each with
+	// what to do: move it out of the log directory.
 	Foreign []string
 	// sizeUnknown is set when the log's open refused it with an error
 	// wrapping wal.ErrSegmentSizeUnknown, the problem Problems lists last.

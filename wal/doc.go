@@ -224,7 +224,9 @@
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
 // too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
 // marker, which walq never writes), and a NAME.START file that holds no
-// valid entry (not the copy of a kept segment a truncation writes), make
+// valid entry, or whose first entry is not the log's entry at index NAME
+// as the segments left tell it (not the copy of a kept segment a
+// truncation writes: start.go), make
 // every Open, read-only and salvaging too, fail with ErrCorrupt and
 // ErrForeign, changing nothing: finishing either truncation would remove
 // segments, acknowledged records among them.

@@ -29,7 +29,8 @@ var (
 	// that walq never writes and that no repair may change: a tidwall/wal
 	// NAME.END truncation marker, which tidwall/wal would finish by
 	// removing the segments after it, or a NAME.START file without a valid
-	// entry, which would replace the segments up to it with nothing, or a
+	// entry or whose first entry is not the log's at index NAME, which
+	// would replace the segments up to it with nothing or other records, or a
 	// last file with a segment's name and no valid entry, named inside the
 	// entries of the segment before it (where no segment of walq's
 	// starts), which a repair would cut. It comes wrapped with ErrCorrupt;
