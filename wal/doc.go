@@ -177,7 +177,8 @@
 // written and fsynced, and DurableLSN tells what an fsync covers.
 // Under SyncInterval and SyncNever a goroutine of the Log asks the kernel
 // to start writing the tail segment back every 512 KiB written
-// (sync_file_range on Linux; writeback.go), so that the fsync at a roll,
+// (sync_file_range; writeback.go; on other platforms, which have no such
+// hint, no goroutine runs), so that the fsync at a roll,
 // which its caller waits for, finds little left to write. It is a hint:
 // nothing is counted durable but by an fsync; a hint refused as
 // unsupported is not made again, one refused for lack of memory is
@@ -287,7 +288,7 @@
 // time: the others wait for its write, and one of them writes whatever
 // gathered meanwhile (lead.go). Beside it run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
-// SyncInterval, the write-back goroutine (hints on the tail's read-only
+// SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, holding no lock: writeback.go); Close stops the
 // write-back goroutine and waits for it, and for the syncer's fsync in
 // flight, before the last fsync. The segment list and each segment's size and index are
