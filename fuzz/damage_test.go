@@ -219,7 +219,7 @@ func checkDamage(t *testing.T, img map[string][]byte, model *fuzz.Oracle, c dama
 	if r := o.Recovered(d.tokens); !r.OK() {
 		t.Fatalf("%s: opened and drained, and lost data silently: %s", c.name, r)
 	}
-	if _, err := queue.Verify(writeAgain(t, img, c)); !errors.Is(err, queue.ErrCorrupt) || !mentionsAny(err, names) {
+	if _, err := queue.Verify(writeAgain(t, img, c), nil); !errors.Is(err, queue.ErrCorrupt) || !mentionsAny(err, names) {
 		t.Fatalf("%s: the damage did not matter to the drain, but Verify must report it naming %v: %v", c.name, names, err)
 	}
 	return "unneeded bytes: Verify ErrCorrupt"

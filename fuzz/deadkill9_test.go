@@ -241,7 +241,7 @@ func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(s
 	if _, err := os.Stat(filepath.Join(img, "log")); err != nil {
 		return // killed before it opened this queue
 	}
-	if _, err := queue.Verify(img); err != nil {
+	if _, err := queue.Verify(img, nil); err != nil {
 		t.Fatalf("%s: Verify: %v", what, err)
 	}
 	before := scratchDir(t) // the state before the drain, to explain a failure

@@ -685,7 +685,7 @@ func (r *modelRun) crash() {
 	if err != nil {
 		r.failf("crash image: %v", err)
 	}
-	if _, err := queue.Verify(img); err != nil {
+	if _, err := queue.Verify(img, nil); err != nil {
 		r.failf("verify of the crash image: %v", err)
 	}
 	r.q.Close()

@@ -148,7 +148,7 @@ func runIOErrorCase(t *testing.T, cfg childConfig, wantLog, wantSnap, copyOut bo
 			t.Fatal(err)
 		}
 	}
-	if _, err := queue.Verify(check); err != nil {
+	if _, err := queue.Verify(check, nil); err != nil {
 		t.Fatalf("%s: Verify after the failure: %v", what, err)
 	}
 	d, err := drainQueue(check)

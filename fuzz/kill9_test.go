@@ -172,7 +172,7 @@ func (h *kill9Parent) check(what string, o *fuzz.Oracle, dir string, drain func(
 		// A child killed before it opened this queue left no log: nothing to
 		// verify (the drain opens it as a new queue).
 		if _, err := os.Stat(filepath.Join(img, "log")); err == nil {
-			if _, err := queue.Verify(img); err != nil {
+			if _, err := queue.Verify(img, nil); err != nil {
 				t.Fatalf("%s: Verify: %v", what, err)
 			}
 		}

@@ -486,7 +486,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 			return fuzz.Result{}, plRecovery{}, err
 		}
 	}
-	_, vErr := queue.Verify(filepath.Join(dir, "q"))
+	_, vErr := queue.Verify(filepath.Join(dir, "q"), nil)
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {

@@ -152,7 +152,7 @@ func checkSortedRefused(t *testing.T, img map[string][]byte) {
 	if !sameFiles(img, after) {
 		t.Fatalf("a refused OpenSorted changed the directory")
 	}
-	if _, err := queue.Verify(dir); !errors.Is(err, queue.ErrCorrupt) {
+	if _, err := queue.Verify(dir, nil); !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("Verify: %v; want ErrCorrupt", err)
 	}
 }

@@ -136,7 +136,7 @@ func checkRefused(t *testing.T, img map[string][]byte) {
 	if !sameFiles(img, after) {
 		t.Fatalf("a refused Open changed the directory")
 	}
-	if _, err := queue.Verify(dir); !errors.Is(err, queue.ErrCorrupt) {
+	if _, err := queue.Verify(dir, nil); !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("Verify: %v; want ErrCorrupt", err)
 	}
 }

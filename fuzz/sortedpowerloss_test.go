@@ -333,7 +333,7 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 // where the writable open opens (unless the crash came before the queue
 // held anything) and hold as many values as the drain finds.
 func (run *splRun) check(dir string, cfg splConfig) error {
-	_, vErr := queue.Verify(dir)
+	_, vErr := queue.Verify(dir, nil)
 	shown, roErr := splReadOnlyCount(dir, cfg)
 	q, err := openSplQueue(dir, cfg, drainOptions())
 	if err != nil {

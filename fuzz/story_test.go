@@ -135,7 +135,7 @@ func checkFoundAtDelivery(t *testing.T, img map[string][]byte, want map[string][
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.Verify(dir); !errors.Is(err, queue.ErrCorrupt) {
+	if _, err := queue.Verify(dir, nil); !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("Verify: %v; want ErrCorrupt", err)
 	}
 }
@@ -304,7 +304,7 @@ func checkSalvageAgrees(t *testing.T, img map[string][]byte, want map[string][]b
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := queue.Verify(dir); err != nil || !c.Clean() {
+	if c, err := queue.Verify(dir, nil); err != nil || !c.Clean() {
 		t.Fatalf("after a salvaging open, Verify: %v, %+v", err, c)
 	}
 }
@@ -313,7 +313,7 @@ func checkSalvageAgrees(t *testing.T, img map[string][]byte, want map[string][]b
 // drains with right payloads and exact counts.
 func checkOpensClean(t *testing.T, dir string, want map[string][]byte) {
 	t.Helper()
-	if c, err := queue.Verify(dir); err != nil || !c.Clean() {
+	if c, err := queue.Verify(dir, nil); err != nil || !c.Clean() {
 		t.Fatalf("after repair, Verify: %v, %+v", err, c)
 	}
 	o := drainOptions()

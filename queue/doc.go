@@ -254,7 +254,14 @@
 // a START file without a valid entry, whose truncation would remove
 // acknowledged records, is refused by every
 // open and by Repair (before its backup), and listed by Verify in
-// Check.Foreign: move it out. A salvage
+// Check.Foreign: move it out. A roll a crash tore on an entry boundary
+// looks like missing segments to an open that does not know the writer's
+// SegmentSize (a read-only or salvaging Open without it, Verify without
+// VerifyOptions.SegmentSize, Repair without Options.SegmentSize): it
+// returns ErrCorrupt wrapping wal.ErrSegmentSizeUnknown, which advises no
+// repair (Repair refuses it, before its backup), and Check.SizeUnknown
+// reports it; given the size, each tells the torn roll apart, as the
+// application's Open does. A salvage
 // drops what was lost, and an indexed
 // message or sorted value whose record is another's (Recovery.Dropped;
 // a leased value leaves its batch, whose other values stay leased to it

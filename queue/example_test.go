@@ -216,10 +216,15 @@ func Example_worker() {
 					return
 				}
 				if strings.HasPrefix(string(m.Payload), "long") {
-					_ = m.Extend(10 * time.Minute) // the work takes longer than AckTimeout
+					if err := m.Extend(10 * time.Minute); err != nil { // the work takes longer than AckTimeout
+						log.Printf("extend %s: %v", m.ID, err) // ErrLeaseLost: it is another delivery's now
+						continue
+					}
 				}
 				if err := process(m); err != nil {
-					_ = m.Nack(10 * time.Millisecond) // try again a little later
+					if err := m.Nack(10 * time.Millisecond); err != nil { // try again a little later
+						log.Printf("nack %s: %v", m.ID, err) // ErrLeaseLost: the lease ran out, it is ready again
+					}
 					continue
 				}
 				if err := m.Ack(); err != nil {
@@ -244,7 +249,9 @@ func Example_worker() {
 	for range 4 {
 		done = append(done, <-acked)
 	}
-	q.Close() // the workers' Dequeue returns ErrClosed
+	if err := q.Close(); err != nil { // the workers' Dequeue returns ErrClosed
+		log.Fatal(err)
+	}
 	workers.Wait()
 	slices.Sort(done)
 	fmt.Println(strings.Join(done, "\n"))
@@ -260,19 +267,29 @@ func Example_worker() {
 func ExampleQueue_DequeueBatch() {
 	dir, _ := os.MkdirTemp("", "walq-example")
 	defer os.RemoveAll(dir)
-	q, _ := queue.Open(dir, nil)
+	q, err := queue.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer q.Close()
 	ctx := context.Background()
 	for i := range 5 {
-		q.EnqueueAsync(ctx, []byte(fmt.Sprint(i)))
+		if _, err := q.EnqueueAsync(ctx, []byte(fmt.Sprint(i))); err != nil {
+			log.Fatal(err)
+		}
 	}
-	q.Flush(ctx)
+	if err := q.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
 
-	ms, _ := q.DequeueBatch(ctx, 10)
+	ms, err := q.DequeueBatch(ctx, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("leased", len(ms))
 	stale := ms[0].Receipt
 	fmt.Println("ack all:", ms.Ack())
-	err := q.AckBatch(stale, ms[1].Receipt) // both acked already
+	err = q.AckBatch(stale, ms[1].Receipt) // both acked already
 	var be *queue.BatchError
 	fmt.Println(errors.As(err, &be), errors.Is(err, queue.ErrLeaseLost), len(be.Errs))
 	// Output:

@@ -24,9 +24,16 @@ func ExampleQueue_Metrics() {
 	defer q.Close()
 	expvar.Publish("walq_orders", expvar.Func(func() any { return q.Metrics() }))
 
-	_, _ = q.Enqueue(context.Background(), []byte("order 1"))
-	m, _ := q.TryDequeue()
-	_ = m.Ack()
+	if _, err := q.Enqueue(context.Background(), []byte("order 1")); err != nil {
+		panic(err)
+	}
+	m, err := q.TryDequeue()
+	if err != nil {
+		panic(err)
+	}
+	if err := m.Ack(); err != nil {
+		panic(err)
+	}
 	mt := q.Metrics()
 	fmt.Println("enqueued", mt.Enqueued, "acked", mt.Acked, "timed acks", mt.EnqueueToAckSeconds.Count)
 	// Output: enqueued 1 acked 1 timed acks 1

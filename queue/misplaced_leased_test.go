@@ -42,7 +42,7 @@ func TestRepairDropsMisplacedLeasedValue(t *testing.T) {
 			}
 			require.NoError(t, s.Close())
 
-			_, err = Verify(dir)
+			_, err = Verify(dir, nil)
 			require.ErrorIs(t, err, ErrCorrupt, "Verify must report a leased value whose record is another's")
 			p, err := Open(dir, &Options{ReadOnly: true, Salvage: true, Clock: clock})
 			require.NoError(t, err)

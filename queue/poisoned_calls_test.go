@@ -395,7 +395,7 @@ func TestReadingCallsPoisonedOrClosed(t *testing.T) {
 func TestDirectoryAfterPoisonedRun(t *testing.T) {
 	f := poisonedFixture(t)
 	require.ErrorIs(t, f.q.Close(), faultfs.ErrInjected)
-	c, err := queue.Verify(f.dir)
+	c, err := queue.Verify(f.dir, nil)
 	require.NoError(t, err)
 	require.Zero(t, c.Damaged(), "%+v", c)
 	require.Empty(t, c.Problems)

@@ -388,7 +388,7 @@ func TestSalvageCutsDamageForGood(t *testing.T) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0x10
 	require.NoError(t, os.WriteFile(segs[1], b, 0o600))
-	_, err = queue.Verify(img)
+	_, err = queue.Verify(img, nil)
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 
 	salvage := *o
@@ -402,7 +402,7 @@ func TestSalvageCutsDamageForGood(t *testing.T) {
 	}
 	require.NoError(t, q2.Close())
 
-	check, err := queue.Verify(img)
+	check, err := queue.Verify(img, nil)
 	require.NoError(t, err, "the damaged segment is gone from disk")
 	require.Empty(t, check.Log.Salvaged)
 	q3 := open(t, img, o)

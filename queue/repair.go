@@ -92,7 +92,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 
 // Repair is the explicit salvage of a damaged queue directory. It takes the
 // directory lock exclusive and holds it from start to end. It runs the
-// checks of Verify; if the directory is clean it changes nothing.
+// checks of Verify (given opts.Options.SegmentSize as
+// VerifyOptions.SegmentSize); if the directory is clean it changes nothing.
 // Otherwise it calls opts.Backup, opens the queue with opts.Options and
 // Options.Salvage (or, when the checks found nothing but a torn tail and
 // the salvage refuses it, without, as the next Open would) (a torn tail is cut, damaged entries are skipped, a
@@ -118,13 +119,18 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		o = *opts
 	}
 	var rep RepairReport
+	if o.Options != nil { // refused now, not after the backup
+		if _, err := o.Options.withDefaults(); err != nil {
+			return rep, err
+		}
+	}
 	lock, err := lockDir(dir, 0o600, true)
 	if err != nil {
 		return rep, err
 	}
 	defer unlockDir(lock)
 	// 1. What is wrong, changing nothing.
-	if rep.Before, err = examine(dir); err != nil && !errors.Is(err, ErrCorrupt) {
+	if rep.Before, err = examine(dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, err
 	}
 	if rep.Before.Clean() {
@@ -133,8 +139,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if len(rep.Before.Foreign) > 0 { // no salvage changes it: refuse before the backup
 		return rep, fmt.Errorf("%w; %s was not changed", rep.Before.err(), dir)
 	}
-	if rep.Before.SizeUnknown() && (o.Options == nil || o.Options.SegmentSize == 0) {
-		// a salvage not given the writer's segment size refuses it too
+	if rep.Before.SizeUnknown() { // given no SegmentSize: a salvage not given it refuses it too
 		return rep, fmt.Errorf("%w; %s was not changed: repair with the application's Options, SegmentSize included", rep.Before.err(), dir)
 	}
 	// 2. The backup, before anything changes.
@@ -161,13 +166,22 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	}
 	rep.Repaired = true
 	// 4. The checks again: the queue must now open clean.
-	if rep.After, err = examine(dir); err != nil {
+	if rep.After, err = examine(dir, segmentSize(o.Options)); err != nil {
 		return rep, fmt.Errorf("queue: repair: damage remains after the salvage: %w", err)
 	}
 	if t := rep.After.Log.Torn; t != nil {
 		return rep, fmt.Errorf("%w: repair: a torn tail remains after the salvage: %s", ErrCorrupt, t)
 	}
 	return rep, nil
+}
+
+// segmentSize returns the SegmentSize o gives, 0 when o is nil or gives
+// none: the writer's, as far as Repair is told.
+func segmentSize(o *Options) int64 {
+	if o == nil {
+		return 0
+	}
+	return o.SegmentSize
 }
 
 // salvageOptions returns the options of Repair's salvaging open: o, or

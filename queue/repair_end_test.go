@@ -63,7 +63,7 @@ func foreignFile(t *testing.T, suffix string) {
 	wantAdvice("Open", err)
 	_, err = queue.Open(dir, &queue.Options{Salvage: true})
 	wantAdvice("salvaging Open", err)
-	c, err := queue.Verify(dir)
+	c, err := queue.Verify(dir, nil)
 	wantAdvice("Verify", err)
 	if c.Clean() {
 		t.Errorf("Verify: %+v is clean, but Open refuses the directory", c)

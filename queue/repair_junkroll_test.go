@@ -50,7 +50,7 @@ func TestRepairJunkRoll(t *testing.T) {
 		}
 		return dir
 	}
-	c, err := queue.Verify(crashed(t))
+	c, err := queue.Verify(crashed(t), nil)
 	if err != nil || c.Log.Torn == nil {
 		t.Fatalf("Verify: %+v, %v; want a torn tail, repairable", c.Log, err)
 	}

@@ -45,7 +45,7 @@ func TestRepairDropsMisplacedEntry(t *testing.T) {
 	require.ErrorContains(t, err, fmt.Sprintf("is the enqueue record of message %d, not the payload of message %d", b.Seq, a.Seq))
 	require.NoError(t, q.Close())
 
-	c, err := Verify(dir)
+	c, err := Verify(dir, nil)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.False(t, c.Clean(), "Verify must report an entry that names another message's record")
 	rep, err := Repair(dir, nil)

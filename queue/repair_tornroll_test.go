@@ -114,7 +114,7 @@ func TestRepairMissingSegment(t *testing.T) {
 	if err := os.Remove(segs[len(segs)-2]); err != nil {
 		t.Fatal(err)
 	}
-	if chk, err := queue.Verify(dir); err == nil || chk.Clean() {
+	if chk, err := queue.Verify(dir, nil); err == nil || chk.Clean() {
 		t.Errorf("Verify = %+v, %v; want the missing segment reported (ErrCorrupt)", chk, err)
 	}
 	rep, err := queue.Repair(dir, nil)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/walq/walq/recovery"
 	"github.com/walq/walq/wal"
@@ -21,9 +20,13 @@ type Check struct {
 	Problems []string
 	// Foreign lists the files in the log directory that walq never writes
 	// and that neither Repair nor a salvage changes (a tidwall/wal END
-	// file, a START file without a valid entry), each with what to do:
-	// move it out of the log directory.
+	// file, a START file that is no copy of the log's entries, a last file
+	// without a valid entry named inside the segment before it), each with
+	// what to do: move it out of the log directory.
 	Foreign []string
+	// sizeUnknown is set when the log's open refused it with an error
+	// wrapping wal.ErrSegmentSizeUnknown, the problem Problems lists last.
+	sizeUnknown bool
 }
 
 // Clean reports whether Verify found nothing at all, not even a torn tail.
@@ -33,6 +36,18 @@ func (c Check) Clean() bool {
 
 // Damaged returns how many problems other than a torn tail Verify found.
 func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) + len(c.Foreign) }
+
+// VerifyOptions tunes Verify. A nil *VerifyOptions means the defaults.
+type VerifyOptions struct {
+	// SegmentSize is the Options.SegmentSize the queue was written with.
+	// 0, the default, means unknown: a roll a crash tore on an entry
+	// boundary then looks like missing segments after a whole one, and
+	// Verify says that it cannot tell which (wal.ErrSegmentSizeUnknown,
+	// Check.SizeUnknown). Given, Verify tells them apart as the
+	// application's Open does: a torn roll is reported in Check.Log.Torn.
+	// A size below 4096 is ErrInvalidOptions.
+	SegmentSize int64
+}
 
 // Verify checks a queue directory without changing anything. It runs the
 // checks Open runs, on every byte: the newest snapshot's checksum; every
@@ -46,17 +61,25 @@ func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) + le
 // error wrapping ErrCorrupt, which Open would return too. It takes the
 // directory lock shared, so it fails with ErrLocked while a queue has it
 // open.
-func Verify(dir string) (Check, error) {
+func Verify(dir string, opts *VerifyOptions) (Check, error) {
+	var o VerifyOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.SegmentSize != 0 && o.SegmentSize < 4096 {
+		return Check{}, fmt.Errorf("%w: SegmentSize %d below 4096", ErrInvalidOptions, o.SegmentSize)
+	}
 	lock, err := lockShared(dir) // creates no lock file
 	if err != nil {
 		return Check{}, err
 	}
 	defer unlockDir(lock)
-	return examine(dir)
+	return examine(dir, o.SegmentSize)
 }
 
-// examine is Verify without the lock, which the caller holds.
-func examine(dir string) (Check, error) {
+// examine is Verify without the lock, which the caller holds; segSize is
+// the writer's SegmentSize, 0 when unknown.
+func examine(dir string, segSize int64) (Check, error) {
 	var c Check
 	// 1. The newest snapshot. A damaged one is a problem; the log is still
 	//    checked, against the LSN its name says it reflects.
@@ -73,13 +96,14 @@ func examine(dir string) (Check, error) {
 		c.Snapshot = &info
 	}
 	// 2. The log, entry by entry; it must reach the snapshot.
-	log, err := openLogReadOnly(dir, reach)
+	log, err := openLogReadOnly(dir, reach, segSize)
 	if errors.Is(err, wal.ErrForeign) { // no repair changes it: Open's advice, not a repair's
 		c.Foreign = append(c.Foreign, err.Error())
 		return c, c.err()
 	}
 	if errors.Is(err, ErrCorrupt) { // a log Open refuses before any entry check
 		c.Problems = append(c.Problems, problem(err))
+		c.sizeUnknown = errors.Is(err, wal.ErrSegmentSizeUnknown)
 		return c, c.err()
 	}
 	if err != nil {
@@ -144,10 +168,10 @@ func (c Check) err() error {
 // writer's segment size settles (wal.ErrSegmentSizeUnknown): a roll torn
 // on an entry boundary or missing segments. Verify is given no segment
 // size; the application's Open, given its SegmentSize, cuts a torn roll
-// by itself, and so does Repair given the application's Options.
+// by itself, and so does Repair given the application's Options. Verify
+// given VerifyOptions.SegmentSize tells the two apart.
 func (c Check) SizeUnknown() bool {
-	return len(c.Problems) == 1 && c.Damaged() == len(c.Problems) &&
-		strings.Contains(c.Problems[0], wal.ErrSegmentSizeUnknown.Error())
+	return c.sizeUnknown && len(c.Problems) == 1 && c.Damaged() == len(c.Problems)
 }
 
 // ownWayOut is Verify's error for a problem whose text names its own way
@@ -201,12 +225,12 @@ func lostSnapshotLSN(dir string) uint64 {
 // in Torn). Only a log that open refuses is opened again with Salvage,
 // which skips damage so that Verify can list all of it (and would take
 // the torn end of a roll for damage, since its bytes cannot tell a tear
-// from bit rot).
-func openLogReadOnly(dir string, reach uint64) (*wal.Log, error) {
+// from bit rot). segSize is the writer's SegmentSize, 0 when unknown.
+func openLogReadOnly(dir string, reach uint64, segSize int64) (*wal.Log, error) {
 	path := filepath.Join(dir, logDir)
-	log, err := wal.Open(path, &wal.Options{ReadOnly: true, MustReach: reach})
+	log, err := wal.Open(path, &wal.Options{ReadOnly: true, MustReach: reach, SegmentSize: segSize})
 	if errors.Is(err, wal.ErrCorrupt) {
-		log, err = wal.Open(path, &wal.Options{ReadOnly: true, Salvage: true, MustReach: reach})
+		log, err = wal.Open(path, &wal.Options{ReadOnly: true, Salvage: true, MustReach: reach, SegmentSize: segSize})
 	}
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)

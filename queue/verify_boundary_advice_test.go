@@ -1,9 +1,6 @@
 package queue_test
 
 import (
-	"encoding/binary"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,33 +10,13 @@ import (
 )
 
 // TestVerifyBoundaryRollAdvice: Verify of a roll torn on an entry boundary
-// (see TestVerifyBoundaryRoll) cannot tell it from a missing segment and
+// (boundaryRollImage) cannot tell it from a missing segment and
 // says that the writer's SegmentSize tells. Its advice must not then send
 // the operator to 'walq repair' or Options.Salvage, which are given no
 // SegmentSize and refuse the same state; Repair refuses it before its backup.
 func TestVerifyBoundaryRollAdvice(t *testing.T) {
-	dir := t.TempDir()
-	q := open(t, dir, &queue.Options{SegmentSize: 4096})
-	for i := 0; i < 120; i++ {
-		enqueue(t, q, fmt.Sprintf("message %03d", i))
-	}
-	img := crashImage(t, dir)
-	require.NoError(t, q.Close())
-	segs := segments(t, img)
-	require.GreaterOrEqual(t, len(segs), 2)
-	sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
-	b, err := os.ReadFile(sealed)
-	require.NoError(t, err)
-	last := 0
-	for off := 0; off < len(b); {
-		n, k := binary.Uvarint(b[off:])
-		require.Positive(t, k)
-		last, off = off, off+k+int(n)
-	}
-	require.NoError(t, os.Truncate(sealed, int64(last)))
-	require.NoError(t, os.Truncate(tail, 0))
-
-	_, verr := queue.Verify(img)
+	img := boundaryRollImage(t)
+	_, verr := queue.Verify(img, nil)
 	require.ErrorContains(t, verr, "cannot tell which")
 	require.ErrorIs(t, verr, wal.ErrSegmentSizeUnknown)
 	backedUp := false

@@ -1,8 +1,6 @@
 package queue_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,27 +15,10 @@ import (
 // error) and returns ErrCorrupt only where Open would, must say the same
 // of it, not report a damaged region and send the user to 'walq repair'.
 func TestVerifyTornRoll(t *testing.T) {
-	dir := t.TempDir()
-	q := open(t, dir, &queue.Options{SegmentSize: 4096})
-	for i := 0; i < 120; i++ {
-		enqueue(t, q, fmt.Sprintf("message %03d", i))
-	}
-	img := crashImage(t, dir)
-	require.NoError(t, q.Close())
-	segs := segments(t, img)
-	require.GreaterOrEqual(t, len(segs), 2)
-	sealed, tail := segs[len(segs)-2], segs[len(segs)-1]
-	b, err := os.ReadFile(sealed)
-	require.NoError(t, err)
-	for i := len(b) - 40; i < len(b); i++ {
-		b[i] = byte(i*7 + 3) // the last entry's unsynced bytes, junk
-	}
-	require.NoError(t, os.WriteFile(sealed, b, 0o600))
-	require.NoError(t, os.Truncate(tail, 0)) // the roll's new segment, nothing in it
-
-	check, verr := queue.Verify(img)
+	img := junkRollImage(t)
+	check, verr := queue.Verify(img, nil)
 	opened := crashImage(t, img)
-	q2 := open(t, opened, &queue.Options{SegmentSize: 4096})
+	q2 := open(t, opened, &queue.Options{SegmentSize: rollSegmentSize})
 	torn := q2.Recovery().Log.Torn
 	require.NoError(t, q2.Close())
 	require.NotNil(t, torn, "Open repairs the torn roll")

@@ -137,18 +137,20 @@ func (l *Log) checkTailName(tail *segment) error {
 		return nil
 	}
 	prev := list[len(list)-2]
-	if err := l.ensureIndexed(prev); err != nil {
+	if err := l.buildIndex(prev, false); err != nil { // the tail's name is checked below
 		return err
 	}
 	lo := prev.firstIndex + uint64(prev.entries+prev.skipped.lo)
 	hi := prev.firstIndex + uint64(prev.entries+prev.skipped.hi)
 	switch {
+	case tail.firstIndex < lo:
+		return l.insideSegment(prev, tail, lo)
 	case tail.firstIndex > hi && hi == lo && l.sizeUnknown():
 		if blank, err := l.emptyTail(tail); err != nil || blank {
 			return l.unknownRoll(prev, tail, hi, err)
 		}
 		fallthrough
-	case tail.firstIndex < lo || tail.firstIndex > hi:
+	case tail.firstIndex > hi:
 		return fmt.Errorf("%w: %s holds no valid entry and is not the segment after %s (that would be %s): "+
 			"segments before it are missing, or it is not a file of this log; restore the missing segments "+
 			"if you can: moving the file out lets the log open, but then the LSNs of missing segments "+
@@ -169,6 +171,20 @@ func (l *Log) checkTailName(tail *segment) error {
 		"if the file is not walq's, move it out of the log directory; if it is (a first write a crash tore), "+
 		"remove it; then open again",
 		ErrCorrupt, tail.path, filepath.Base(prev.path), filepath.Base(tail.path), indexRange(lo, hi))
+}
+
+// insideSegment refuses a tail without one valid entry named below lo,
+// the least index walq's next segment after prev can have: inside prev's
+// entries, where no segment of walq's starts (each is named after the last
+// entry of the one before), so no segment can be missing before it. It is
+// a file walq never wrote (ErrForeign), to be moved out; no open, salvage
+// or repair changes it.
+func (l *Log) insideSegment(prev, tail *segment, lo uint64) error {
+	return fmt.Errorf("%w: %w: %s holds no valid entry and is named inside %s, whose entries run below index %d: "+
+		"walq names each segment after the last entry of the one before, so this is no segment of this log, nor a "+
+		"torn write to one; no open, salvage or repair changes it: move it out of the log directory (it holds no "+
+		"record), then open again",
+		ErrCorrupt, ErrForeign, tail.path, filepath.Base(prev.path), lo)
 }
 
 // unknownRoll refuses an empty tail named past prev, which ends whole at

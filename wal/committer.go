@@ -15,7 +15,8 @@ import (
 type faults struct {
 	writeBatch func(st store, b *storeBatch) error
 	datasync   func(f File) error // every fsync of a segment file the committer and the syncer make
-	// writeback is every write-back hint (writeback.go).
+	// writeback is every write-back hint (writeback.go); nil, once
+	// filled, on a platform without hints.
 	writeback func(f File, off, n int64) (supported bool, err error)
 }
 
@@ -26,7 +27,7 @@ func (f *faults) fill() {
 	if f.datasync == nil {
 		f.datasync = File.Datasync
 	}
-	if f.writeback == nil {
+	if f.writeback == nil && writebackHints { // none: no write-back goroutine
 		f.writeback = startWriteback
 	}
 }

@@ -124,7 +124,8 @@ func prepareDir(fsys FS, dir string, d dirListing) ([]segName, error) {
 
 // foreign refuses a directory that holds a file walq never writes and
 // whose meaning to tidwall/wal would destroy records (ErrForeign): a
-// NAME.END file, or a NAME.START file that holds no valid entry. walq
+// NAME.END file, or a NAME.START file that holds no valid entry or does not
+// start with the log's entry at its index (start.go). walq
 // changes nothing then, Salvage and ReadOnly included, and names it.
 func foreign(fsys FS, d dirListing) error {
 	if len(d.ends) > 0 {
@@ -144,6 +145,15 @@ func foreign(fsys FS, d dirListing) error {
 	// segments up to NAME: a START file without a valid first entry is no
 	// such copy, and finishing it would put nothing in their place.
 	ok, err := startsWithEntry(fsys, d.start.path)
+	if ok {
+		if ok, err = startFits(fsys, d); err == nil && !ok {
+			return fmt.Errorf("%w: %w: %s starts with a valid entry, but not with this log's entry at its index (a "+
+				"truncation's copy starts with that entry: this is another log's file, or another part of this one); "+
+				"finishing it would remove the segments up to it, acknowledged records among them, and put other records "+
+				"in their place, so no open, salvage or repair changes it: move it out of the log directory, then open again",
+				ErrCorrupt, ErrForeign, d.start.path)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		// A writer's Open finished it since the listing (a read-only Open
 		// beside it): opening the segments finds it gone, and lists again.

@@ -68,7 +68,9 @@
 //     it was; a tail file without one valid entry that is not named where
 //     walq's next segment would be (after every entry of the segment
 //     before, the damaged ones a salvage skips included) is not walq's and
-//     is refused, never cut (see "Damage under an empty tail" below).
+//     is refused, never cut (see "Damage under an empty tail" below); one
+//     named inside the entries of the segment before, where no segment
+//     starts, with ErrForeign: move it out.
 //     Damage anywhere else is
 //     ErrCorrupt, wrapped with the segment, the byte offset and the entry
 //     index: in the last segment, in sealed segments' first headers, and
@@ -175,7 +177,8 @@
 // written and fsynced, and DurableLSN tells what an fsync covers.
 // Under SyncInterval and SyncNever a goroutine of the Log asks the kernel
 // to start writing the tail segment back every 512 KiB written
-// (sync_file_range on Linux; writeback.go), so that the fsync at a roll,
+// (sync_file_range; writeback.go; on other platforms, which have no such
+// hint, no goroutine runs), so that the fsync at a roll,
 // which its caller waits for, finds little left to write. It is a hint:
 // nothing is counted durable but by an fsync; a hint refused as
 // unsupported is not made again, one refused for lack of memory is
@@ -222,7 +225,9 @@
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
 // too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
 // marker, which walq never writes), and a NAME.START file that holds no
-// valid entry (not the copy of a kept segment a truncation writes), make
+// valid entry, or whose first entry is not the log's entry at index NAME
+// as the segments left tell it (not the copy of a kept segment a
+// truncation writes: start.go), make
 // every Open, read-only and salvaging too, fail with ErrCorrupt and
 // ErrForeign, changing nothing: finishing either truncation would remove
 // segments, acknowledged records among them.
@@ -283,7 +288,7 @@
 // time: the others wait for its write, and one of them writes whatever
 // gathered meanwhile (lead.go). Beside it run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
-// SyncInterval, the write-back goroutine (hints on the tail's read-only
+// SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, holding no lock: writeback.go); Close stops the
 // write-back goroutine and waits for it, and for the syncer's fsync in
 // flight, before the last fsync. The segment list and each segment's size and index are

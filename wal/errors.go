@@ -29,18 +29,21 @@ var (
 	// that walq never writes and that no repair may change: a tidwall/wal
 	// NAME.END truncation marker, which tidwall/wal would finish by
 	// removing the segments after it, or a NAME.START file without a valid
-	// entry, which would replace the segments up to it with nothing. It
-	// comes wrapped with ErrCorrupt;
+	// entry or whose first entry is not the log's at index NAME, which
+	// would replace the segments up to it with nothing or other records, or a
+	// last file with a segment's name and no valid entry, named inside the
+	// entries of the segment before it (where no segment of walq's
+	// starts), which a repair would cut. It comes wrapped with ErrCorrupt;
 	// the way out is to move the file out of the log directory.
 	ErrForeign = errors.New("wal: file walq never writes")
 	// ErrSegmentSizeUnknown is returned, wrapped with ErrCorrupt, by an
-	// Open not given Options.SegmentSize (a salvaging open of a log another
-	// program wrote; a read-only open that indexes the sealed segment
-	// first refuses it as a missing segment instead) that finds an empty
-	// tail named past a sealed segment that ends whole before it: segments between them are
-	// missing, or a roll was torn on an entry boundary, and only the
+	// Open not given Options.SegmentSize (a salvaging or read-only open
+	// of a log another program wrote) that finds an empty tail named past
+	// a sealed segment that ends whole before it: segments between them
+	// are missing, or a roll was torn on an entry boundary, and only the
 	// writer's SegmentSize tells which. The way out is to open the log
-	// with the writer's SegmentSize, which cuts a torn roll by itself.
+	// with the writer's SegmentSize, which cuts a torn roll by itself (a
+	// read-only open reports it in Report().Torn).
 	ErrSegmentSizeUnknown = errors.New("wal: segment size unknown")
 )
 

@@ -293,7 +293,7 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
 	c.gathering.epoch = c.lastSync
-	if l.opts.Sync != SyncAlways {
+	if l.opts.Sync != SyncAlways && f.writeback != nil {
 		c.hints.jobs, c.hints.exited = make(chan hint, 1), make(chan struct{})
 	}
 	return c, nil

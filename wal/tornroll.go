@@ -275,3 +275,15 @@ func (l *Log) removeTornTail() error {
 	}
 	return SyncDirFS(l.opts.FS, l.dir)
 }
+
+// tornRollFound returns a copy of the torn roll that a read-only Open
+// found and left on disk, or nil. Verify reads the segments the Open
+// kept, which no longer list the roll's empty tail; when the tear fell on
+// an entry boundary, nothing in them shows it.
+func (l *Log) tornRollFound() *Damage {
+	if !l.opts.ReadOnly || l.dropTail == "" || l.report.Torn == nil {
+		return nil
+	}
+	t := *l.report.Torn
+	return &t
+}

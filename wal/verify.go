@@ -6,8 +6,9 @@ import "fmt"
 // version, entry counts and LSN continuity, without changing anything. It
 // works on a read-only Log (whose torn tail is still on disk) as well as on
 // a live one (it reads what was written when it looks at each segment).
-// The Report lists a torn tail in Torn and every other damaged region in
-// Salvaged; the error wraps ErrCorrupt if anything but a torn tail is
+// The Report lists a torn tail in Torn (on a read-only Log, a torn roll
+// its Open found too, though its sealed segment may end whole) and every
+// other damaged region in Salvaged; the error wraps ErrCorrupt if anything but a torn tail is
 // found.
 func (l *Log) Verify() (Report, error) {
 	if l.closed.Load() {
@@ -39,6 +40,9 @@ func (l *Log) Verify() (Report, error) {
 			return rep, err
 		}
 		rep.Torn, damage[n] = &d, nil
+	}
+	if t := l.tornRollFound(); t != nil && (rep.Torn == nil || rep.Torn.Segment == t.Segment) {
+		rep.Torn = t // the same tear, said as a roll's; or one on an entry boundary, which no scan sees
 	}
 	rep.Salvaged = verifyContinuity(views, results, damage)
 	l.reached(&rep, lastPath(l.dir, views), recordsEndOf(results))

@@ -20,7 +20,8 @@ import (
 //
 // It is a hint and nothing more: it makes no byte durable later than
 // before, and durability is still counted from the fsyncs alone. A
-// platform or a File without it (another FS) is not hinted; a file system
+// platform without it (writebackHints false: writeback_other.go) runs no
+// write-back goroutine; a File without it (another FS) is not hinted; a file system
 // that refuses the hint as unsupported is not hinted again; a shortage
 // (ENOMEM, EAGAIN) skips that hint alone; any other failure poisons the
 // Log, as the fsync after it would fail.
@@ -28,22 +29,6 @@ import (
 // writebackBytes is how many bytes written to the tail segment, since the
 // last hint, make the committer hint again.
 const writebackBytes = 512 << 10
-
-// writebacker is a File that can start the write-back of a range of its
-// dirty pages without waiting for it (osFile on Linux).
-type writebacker interface {
-	startWriteback(off, n int64) (supported bool, err error)
-}
-
-// startWriteback hints f's range [off, off+n) to be written back; a File
-// that cannot be hinted is not (supported false).
-func startWriteback(f File, off, n int64) (bool, error) {
-	w, ok := f.(writebacker)
-	if !ok {
-		return false, nil
-	}
-	return w.startWriteback(off, n)
-}
 
 // hint is a range of a segment file to write back; its file is pinned
 // until the hint is made.
@@ -67,7 +52,8 @@ type hints struct {
 // writeback hands the tail's bytes written since the last hint, once they
 // reach writebackBytes (commit's test), to the write-back goroutine,
 // unless the last hint is still running. Under SyncAlways every write is
-// fsynced at once and no goroutine runs (jobs is nil).
+// fsynced at once, and on a platform without hints nothing is hinted: no
+// goroutine runs (jobs is nil).
 func (c *committer) writeback() {
 	h := &c.hints
 	if h.jobs == nil || h.unsupported.Load() {

@@ -8,14 +8,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// startWriteback starts the write-back of [off, off+n) of f
-// (sync_file_range(2), SYNC_FILE_RANGE_WRITE: it does not wait for it).
-// It reports false when the file system does not support it.
-func (f osFile) startWriteback(off, n int64) (bool, error) {
+// writebackHints reports whether the platform has write-back hints, so
+// that the Log runs the write-back goroutine (writeback.go).
+const writebackHints = true
+
+// rangeWriter is a File that can start the write-back of a range of its
+// dirty pages without waiting for it (osFile).
+type rangeWriter interface {
+	syncFileRange(off, n int64) error
+}
+
+// startWriteback hints f's range [off, off+n) to be written back; a File
+// that cannot be hinted is not (supported false). What a failure means is
+// writebackOutcome's to say.
+func startWriteback(f File, off, n int64) (bool, error) {
+	w, ok := f.(rangeWriter)
+	if !ok {
+		return false, nil
+	}
+	return writebackOutcome(w.syncFileRange(off, n))
+}
+
+// syncFileRange starts the write-back of [off, off+n) of f
+// (sync_file_range(2), SYNC_FILE_RANGE_WRITE: it does not wait for it),
+// and returns its errno.
+func (f osFile) syncFileRange(off, n int64) error {
 	for {
 		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 		if !errors.Is(err, unix.EINTR) {
-			return writebackOutcome(err)
+			return err
 		}
 	}
 }

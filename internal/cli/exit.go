@@ -107,6 +107,10 @@ func hint(err error, cmd, dir string) string {
 			"To change or verify it with walq, stop that process first.", dir)
 	case errors.Is(err, wal.ErrForeign) && cmd != "verify": // verify's result line says it
 		return fmt.Sprintf("no walq command changes a file walq never writes, a repair neither: move the file named out of %s's log directory; 'walq verify %s' then checks the rest.", dir, dir)
+	case errors.Is(err, wal.ErrSegmentSizeUnknown) && cmd != "verify": // verify's result line says it
+		return fmt.Sprintf("only the queue's segment size tells a roll a crash tore from missing segments: "+
+			"'walq verify --segment-size BYTES %s', with the application's Options.SegmentSize (4MiB when it sets none), "+
+			"says which, and 'walq repair --segment-size BYTES %s' cuts a torn roll after a backup.", dir, dir)
 	case errors.Is(err, queue.ErrCorrupt) && cmd != "verify" && cmd != "repair":
 		return fmt.Sprintf("run 'walq verify %s' to see every problem, and 'walq repair %s' to skip the damage after a backup.", dir, dir)
 	case errors.Is(err, queue.ErrLeaseLost):

@@ -15,7 +15,7 @@ import (
 
 var repairCmd = &command{
 	name:  "repair",
-	args:  "[--json] [--backup PATH] DIR",
+	args:  "[--json] [--backup PATH] [--segment-size BYTES] DIR",
 	short: "back the directory up, then drop what damage lost",
 	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
 lock from start to end. It runs the checks of verify; if DIR is clean it
@@ -38,6 +38,13 @@ name, a tidwall/wal END file, or a START file without a valid entry) is
 never changed: repair stops and names it (END and START files before any
 backup).
 
+A torn roll that only the queue's segment size tells from missing
+segments (see 'walq help verify') is refused, before any backup, unless
+--segment-size gives the application's Options.SegmentSize (4MiB when it
+sets none); given it, repair cuts a torn roll as the application's open
+does, and refuses missing segments as damage it cannot bound. A size
+larger than the application's lets missing segments pass for a torn roll.
+
 With --json it prints one JSON object: dir, before, backup, repaired,
 lost_lsns, dropped, after and result ("clean", "repaired" or "corrupt").
 A dropped message's id that is not valid UTF-8 is printed in base64
@@ -53,11 +60,14 @@ walq repair --backup /srv/backups/jobs-before-repair /var/lib/app/jobs`,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		backup := fs.String("backup", "", "copy DIR to `PATH` before repairing (default DIR.bak-<time>)")
 		asJSON := fs.Bool("json", false, "print one JSON object")
-		return func(e *env, args []string) error { return runRepair(e, filepath.Clean(args[0]), *backup, *asJSON) }
+		segSize := segmentSizeFlag(fs)
+		return func(e *env, args []string) error {
+			return runRepair(e, filepath.Clean(args[0]), *backup, segSize.n, *asJSON)
+		}
 	},
 }
 
-func runRepair(e *env, dir, backup string, asJSON bool) error {
+func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 	if err := checkQueueDir(dir); err != nil {
 		return err
 	}
@@ -69,7 +79,7 @@ func runRepair(e *env, dir, backup string, asJSON bool) error {
 	}
 	var copied int64 = -1 // bytes backed up; -1 when no backup was made
 	sp := e.spinner("repairing " + dir)
-	rep, err := queue.Repair(dir, &queue.RepairOptions{Options: ownerOptions(nil), Backup: func() error {
+	rep, err := queue.Repair(dir, &queue.RepairOptions{Options: ownerOptions(&queue.Options{SegmentSize: segSize}), Backup: func() error {
 		n, err := backupDir(e, dir, backup)
 		if err == nil {
 			copied = n

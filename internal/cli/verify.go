@@ -14,7 +14,7 @@ import (
 
 var verifyCmd = &command{
 	name:  "verify",
-	args:  "[--json] DIR",
+	args:  "[--json] [--segment-size BYTES] DIR",
 	short: "check every checksum and the replay, changing nothing",
 	long: `Verify checks the queue in DIR without changing anything. It runs the
 checks the queue's open runs, on every byte: the newest snapshot's
@@ -32,13 +32,23 @@ the log directory that walq never writes and no repair changes (a
 tidwall/wal END file, a START file without a valid entry): verify names
 it, to be moved out.
 
+A crash during a segment roll can lose the sealed segment's last entries
+whole under the roll's new, empty segment: a torn roll, which the next
+open cuts, and which only the size the queue seals its segments at tells
+from segments gone missing after a whole one. Without --segment-size
+verify cannot tell which and says so; --segment-size BYTES, the
+application's Options.SegmentSize (4MiB when it sets none), tells: a
+torn roll is then a torn tail. A size larger than the application's lets
+missing segments pass for a torn roll.
+
 With --json it prints one JSON object: dir, snapshot, records, torn,
 damaged, problems, foreign and result ("clean", "torn" or "corrupt").
 
 Verify reads under a shared lock, so it refuses a directory that a queue
 has open.`,
 	example: `walq verify /var/lib/app/jobs && echo clean
-walq verify --json /var/lib/app/jobs | jq .result`,
+walq verify --json /var/lib/app/jobs | jq .result
+walq verify --segment-size 64MiB /var/lib/app/jobs`,
 	exits: []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitTorn},
 	exitNotes: map[int]string{
 		exitOK:      "clean",
@@ -49,16 +59,25 @@ walq verify --json /var/lib/app/jobs | jq .result`,
 	nargs: [2]int{1, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
-		return func(e *env, args []string) error { return runVerify(e, args[0], *asJSON) }
+		segSize := segmentSizeFlag(fs)
+		return func(e *env, args []string) error { return runVerify(e, args[0], segSize.n, *asJSON) }
 	},
 }
 
-func runVerify(e *env, dir string, asJSON bool) error {
+// segmentSizeFlag declares --segment-size on fs.
+func segmentSizeFlag(fs *flag.FlagSet) *sizeFlag {
+	f := &sizeFlag{min: 4096}
+	fs.Var(f, "segment-size", "the queue's Options.SegmentSize, `BYTES` (e.g. 4MiB, the default): "+
+		"tells a roll a crash tore from missing segments")
+	return f
+}
+
+func runVerify(e *env, dir string, segSize int64, asJSON bool) error {
 	if err := checkQueueDir(dir); err != nil {
 		return err
 	}
 	sp := e.spinner("verifying " + dir)
-	c, err := queue.Verify(dir)
+	c, err := queue.Verify(dir, &queue.VerifyOptions{SegmentSize: segSize})
 	sp.done()
 	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
 		return err
@@ -114,8 +133,9 @@ func printResult(w io.Writer, dir string, c queue.Check) {
 	case len(c.Foreign) > 0:
 		fmt.Fprint(w, "result: corrupt; no repair changes a file walq never writes: move the foreign file out of the log directory, then verify again\n")
 	case c.SizeUnknown():
-		fmt.Fprint(w, "result: a torn roll or missing segments; only the writer's segment size tells which: the application's "+
-			"Open, given its Options.SegmentSize, cuts a torn roll by itself and refuses missing segments\n")
+		fmt.Fprintf(w, "result: a torn roll or missing segments; only the queue's segment size tells which: "+
+			"run 'walq verify --segment-size BYTES %s' with the application's Options.SegmentSize (4MiB when it sets none); "+
+			"a torn roll is then repairable: the application's Open cuts it, and so does 'walq repair --segment-size BYTES %s'\n", dir, dir)
 	case c.Damaged() > 0:
 		fmt.Fprintf(w, "result: corrupt; 'walq repair %s' backs it up and drops what was lost\n", dir)
 	case c.Log.Torn != nil:

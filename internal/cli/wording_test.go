@@ -111,7 +111,7 @@ func TestVerifyErrorOfOneRegion(t *testing.T) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0x10
 	require.NoError(t, os.WriteFile(segs[0], b, 0o600))
-	_, err = queue.Verify(dir)
+	_, err = queue.Verify(dir, nil)
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 	require.Contains(t, err.Error(), ": a damaged log region: ")
 	require.Regexp(t, `, 1 entry, LSN \d+: `, err.Error())

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package wal
+
+// writebackHints reports whether the platform has write-back hints: not
+// here, so the Log runs no write-back goroutine (writeback.go).
+const writebackHints = false
+
+// startWriteback makes no hint: the platform has none (supported false).
+func startWriteback(File, int64, int64) (bool, error) { return false, nil }
