@@ -8,11 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,37 +99,9 @@ func featuresPowerLoss(t *testing.T, seed uint64, states int) (fpSummary, error)
 	npoints := dry.durable + 1
 	s := fpSummary{runs: 1, points: npoints, delivered: dry.w.delivered, retries: dry.w.retries}
 	perPoint := max(1, (states+npoints-1)/npoints)
-	points := make(chan int)
-	var mu sync.Mutex
-	var failure error
-	var wg sync.WaitGroup
-	for w := range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range points {
-				ps, err := fpCheckPoint(filepath.Join(base, fmt.Sprint(w)), seed, n, perPoint)
-				mu.Lock()
-				s = s.add(ps)
-				if err != nil && failure == nil {
-					failure = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for n := 1; n <= npoints; n++ {
-		mu.Lock()
-		stop := failure != nil
-		mu.Unlock()
-		if stop {
-			break
-		}
-		points <- n
-	}
-	close(points)
-	wg.Wait()
-	return s, failure
+	return checkCrashPoints(base, npoints, 0, s, func(scratch string, n int) (fpSummary, error) {
+		return fpCheckPoint(scratch, seed, n, perPoint)
+	})
 }
 
 // fpCheckPoint runs the workload crashing at durable operation n and

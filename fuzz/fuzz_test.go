@@ -40,30 +40,8 @@ import (
 //
 //	go test ./fuzz -run '^$' -fuzz '^FuzzQueueModel$' -fuzztime 30s
 func FuzzQueueModel(f *testing.F) {
-	for _, s := range modelSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) > maxModelInput {
-			ops = ops[:maxModelInput]
-		}
-		in := &opReader{b: ops}
-		r := newModelRun(t, readModelConfig(in))
-		defer r.close()
-		for n := 0; n < maxModelOps && !in.done(); n++ {
-			r.step(in)
-		}
-		r.finish()
-	})
+	fuzzModel(f, modelSeeds, func(t *testing.T, in *opReader) *modelRun { return newModelRun(t, readModelConfig(in)) })
 }
-
-// The model fuzzers' input bounds: at most this many bytes and operations
-// (an operation takes one to three bytes). Enough for a few hundred
-// messages of up to 4 KiB to roll 4 KiB segments many times over.
-const (
-	maxModelInput = 2048
-	maxModelOps   = 400
-)
 
 // modelSeeds are hand-written inputs: the six header bytes (see hdr; all
 // zero is the first choice of each option), then one operation code per

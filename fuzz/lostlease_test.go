@@ -396,11 +396,21 @@ func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, 
 	}
 	defer s3.Close()
 	checkSortedDead(t, "after a compaction and a plain reopen", s3, wantDead)
+	count := countPulled(t, s3)
+	if want := map[string]int{"B": 1, "C": 1, "F": 100}; fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Fatalf("delivered %v, want %v: A settled before the damage (recovery %+v)", count, want, s3.Recovery())
+	}
+}
+
+// countPulled pulls s until it is empty and returns how many times each
+// token was delivered.
+func countPulled[K queue.SortKey](t *testing.T, s *queue.Sorted[K]) map[string]int {
+	t.Helper()
 	count := map[string]int{}
 	for {
-		bs, err := s3.TryPull(1024)
+		bs, err := s.TryPull(1024)
 		if errors.Is(err, queue.ErrEmpty) {
-			break
+			return count
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -410,9 +420,6 @@ func runLostPull[K queue.SortKey](t *testing.T, c lostPull[K], o queue.Options, 
 				count[tokenOf(v.Payload)]++
 			}
 		}
-	}
-	if want := map[string]int{"B": 1, "C": 1, "F": 100}; fmt.Sprint(count) != fmt.Sprint(want) {
-		t.Fatalf("delivered %v, want %v: A settled before the damage (recovery %+v)", count, want, s3.Recovery())
 	}
 }
 
@@ -598,21 +605,7 @@ func TestSalvageKeepsValuesOfAnotherLostPull(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s3.Close()
-			count := map[string]int{}
-			for {
-				bs, err := s3.TryPull(1024)
-				if errors.Is(err, queue.ErrEmpty) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, b := range bs {
-					for _, v := range b.Values {
-						count[tokenOf(v.Payload)]++
-					}
-				}
-			}
+			count := countPulled(t, s3)
 			if fmt.Sprint(count) != fmt.Sprint(c.want) {
 				t.Fatalf("delivered %v, want %v: what settled A's batch (%q) holds", count, c.want, c.a)
 			}

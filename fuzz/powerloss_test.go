@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -150,42 +148,11 @@ func powerLoss(t *testing.T, cfg plConfig) (plSummary, error) {
 	npoints := dry.durable + 1
 	s := plSummary{syncOps: dry.kinds}
 	perPoint := max(1, (cfg.states+npoints-1)/npoints)
-	points := make(chan int)
-	var mu sync.Mutex
-	var failure error
-	var wg sync.WaitGroup
-	for w := range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range points {
-				ps, err := checkCrashPoint(filepath.Join(base, fmt.Sprint(w)), cfg, n, perPoint)
-				mu.Lock()
-				s = s.add(ps)
-				if err != nil && failure == nil {
-					failure = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	only := envInt(t, "WALQ_POWERLOSS_POINT", 0)
-	for n := 1; n <= npoints; n++ {
-		if only != 0 && n != only {
-			continue
-		}
-		mu.Lock()
-		stop := failure != nil
-		mu.Unlock()
-		if stop {
-			break
-		}
-		points <- n
-	}
-	close(points)
-	wg.Wait()
+	s, err = checkCrashPoints(base, npoints, envInt(t, "WALQ_POWERLOSS_POINT", 0), s, func(scratch string, n int) (plSummary, error) {
+		return checkCrashPoint(scratch, cfg, n, perPoint)
+	})
 	s.points = npoints
-	return s, failure
+	return s, err
 }
 
 // checkCrashPoint runs the workload crashing at durable operation n (past

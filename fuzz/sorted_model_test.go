@@ -26,21 +26,7 @@ import (
 //
 //	go test ./fuzz -run '^$' -fuzz '^FuzzSortedModel$' -fuzztime 30s
 func FuzzSortedModel(f *testing.F) {
-	for _, s := range sortedSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) > maxModelInput {
-			ops = ops[:maxModelInput]
-		}
-		in := &opReader{b: ops}
-		r := newSortedRun(t, readSortedConfig(in))
-		defer r.close()
-		for n := 0; n < maxModelOps && !in.done(); n++ {
-			r.step(in)
-		}
-		r.finish()
-	})
+	fuzzModel(f, sortedSeeds, func(t *testing.T, in *opReader) *sortedRun { return newSortedRun(t, readSortedConfig(in)) })
 }
 
 // sortedSeeds are hand-written inputs: the seven header bytes (form,

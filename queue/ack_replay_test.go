@@ -33,21 +33,8 @@ func TestAckQueueReplaysAsLive(t *testing.T) {
 			q := open(t, dir, o)
 			defer q.Close()
 			kept := randomAckRun(t, rng, q, clk)
-			for _, m := range kept { // no lease is left for an open to end
-				settleAny(t, rng, m)
-			}
-			_, err := q.RequeueExpired()
-			require.NoError(t, err)
-			crashed := crashImage(t, dir)
-			require.NoError(t, q.Compact())
-			compacted := crashImage(t, dir)
-			live := probeAck(t, q, clk)
-			require.NoError(t, q.Close())
-			for _, img := range []string{crashed, compacted} {
-				r := open(t, img, o)
-				require.Equal(t, live, probeAck(t, r, clk), "the reopened queue holds and delivers what the live one did")
-				require.NoError(t, r.Close())
-			}
+			requireReplaysAsLive(t, rng, dir, q, kept, func(dir string) *queue.Queue { return open(t, dir, o) },
+				func(q *queue.Queue) ackView { return probeAck(t, q, clk) })
 		})
 	}
 }
@@ -104,25 +91,6 @@ func randomAckRun(t *testing.T, rng *rand.Rand, q *queue.Queue, clk interface{ A
 		}
 	}
 	return kept
-}
-
-// settleAny acks, nacks with a random delay, or dead-letters m, and
-// reports whether it did: a lease that ran out refuses it.
-func settleAny(t *testing.T, rng *rand.Rand, m *queue.Message) bool {
-	t.Helper()
-	var err error
-	switch rng.IntN(5) {
-	case 0, 1:
-		err = m.Ack()
-	case 2, 3:
-		err = m.Nack(time.Duration(rng.IntN(60)) * time.Second)
-	default:
-		err = m.DeadLetter("test")
-	}
-	if err != nil {
-		require.ErrorIs(t, err, queue.ErrLeaseLost)
-	}
-	return err == nil
 }
 
 // ackView is what probeAck sees of a queue.

@@ -33,7 +33,7 @@ func TestRepairDropsMisplacedLeasedValue(t *testing.T) {
 			bs, err := s.TryPull(1)
 			require.NoError(t, err)
 			require.Equal(t, "K", bs[0].Key)
-			k := misplaceLeased(t, s.q, bs[0].Receipt.Lease, "M")
+			k := misplaceLeased(t, s.q, bs[0].Receipt.Lease, 0, "M")
 			require.NoError(t, s.q.snapshot()) // the snapshot holds the misplaced leased value
 			dir := src
 			if crash {
@@ -75,9 +75,10 @@ func TestRepairDropsMisplacedLeasedValue(t *testing.T) {
 	}
 }
 
-// misplaceLeased points the leased batch lease's only value at the record
-// of key's pending value, and returns the leased value as it was.
-func misplaceLeased(t *testing.T, q *Queue, lease uint64, key string) index.SortedValue {
+// misplaceLeased points the value at index i of the leased batch lease
+// at the record of key's pending value, and returns the leased value as
+// it was.
+func misplaceLeased(t *testing.T, q *Queue, lease uint64, i int, key string) index.SortedValue {
 	t.Helper()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -90,7 +91,7 @@ func misplaceLeased(t *testing.T, q *Queue, lease uint64, key string) index.Sort
 	})
 	b, ok := q.mu.st.sorted.Batch(lease)
 	require.True(t, ok)
-	v := b.Values[0]
+	v := b.Values[i]
 	require.True(t, q.mu.st.sorted.MoveLeased(lease, v.Seq, other.Loc, other.Size))
 	return v
 }
@@ -114,7 +115,7 @@ func TestSalvagePreviewEndsCrashedLeaseBeforeDrop(t *testing.T) {
 	bs, err := s.TryPull(1)
 	require.NoError(t, err)
 	require.Len(t, bs[0].Values, 2)
-	misplaceLeased(t, s.q, bs[0].Receipt.Lease, "M")
+	misplaceLeased(t, s.q, bs[0].Receipt.Lease, 0, "M")
 	require.NoError(t, s.q.snapshot())
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(src))) // what a kill -9 leaves
@@ -166,7 +167,7 @@ func TestSalvagePreviewOfCrashCountsEndedLeases(t *testing.T) {
 				bs, err := s.TryPull(3)
 				require.NoError(t, err)
 				for _, i := range misplace {
-					misplaceLeasedValue(t, s.q, bs[0].Receipt.Lease, i, "M")
+					misplaceLeased(t, s.q, bs[0].Receipt.Lease, i, "M")
 				}
 				require.NoError(t, s.q.snapshot())
 				dir, ro := t.TempDir(), t.TempDir()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/walq/walq/index"
 	"github.com/walq/walq/internal/fakeclock"
 )
 
@@ -42,7 +41,7 @@ func TestMisplacedDropKeepsSiblingsLeased(t *testing.T) {
 				b = bs[0]
 				require.Len(t, b.Values, 3)
 			}
-			misplaced := misplaceLeasedValue(t, s.q, b.Receipt.Lease, 1, "M")
+			misplaced := misplaceLeased(t, s.q, b.Receipt.Lease, 1, "M")
 			require.NoError(t, s.q.snapshot())
 			require.NoError(t, s.Close())
 			ro := t.TempDir()
@@ -78,25 +77,4 @@ func TestMisplacedDropKeepsSiblingsLeased(t *testing.T) {
 			require.Equal(t, [3]int{0, 0, 1}, [3]int{st.SortedDead, st.SortedLeased, st.SortedPending})
 		})
 	}
-}
-
-// misplaceLeasedValue points the value at index i of the leased batch
-// lease at the record of key's pending value, and returns the leased
-// value as it was.
-func misplaceLeasedValue(t *testing.T, q *Queue, lease uint64, i int, key string) index.SortedValue {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var other index.SortedValue
-	q.mu.st.sorted.Values(func(v index.SortedValue) bool {
-		if v.Key == key {
-			other = v
-		}
-		return true
-	})
-	b, ok := q.mu.st.sorted.Batch(lease)
-	require.True(t, ok)
-	v := b.Values[i]
-	require.True(t, q.mu.st.sorted.MoveLeased(lease, v.Seq, other.Loc, other.Size))
-	return v
 }

@@ -183,24 +183,39 @@ func poisonedFixture(t *testing.T) *callFixture {
 // success, refusal or empty result. On a closed queue it answers
 // ErrClosed, also when the log was poisoned before Close.
 func TestEveryWritingCallPoisonedOrClosed(t *testing.T) {
-	for name, call := range writingCalls {
+	requirePoisonedOrClosed(t, writingCalls, func(t *testing.T, poisoned bool) (*callFixture, func() error) {
+		if poisoned {
+			f := poisonedFixture(t)
+			return f, f.q.Close
+		}
+		f := newCallFixture(t, faultfs.New(0))
+		require.NoError(t, f.ackErr)
+		return f, f.q.Close
+	})
+}
+
+// requirePoisonedOrClosed requires of each of calls that it answers the
+// error that poisoned the log on a poisoned log, and ErrClosed on a
+// closed queue, also when the log was poisoned before Close. open gives a
+// fixture, on a poisoned log or a healthy one, and its queue's Close.
+func requirePoisonedOrClosed[F any](t *testing.T, calls map[string]func(F) error, open func(t *testing.T, poisoned bool) (F, func() error)) {
+	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			t.Run("poisoned", func(t *testing.T) {
-				f := poisonedFixture(t)
-				defer f.q.Close()
+				f, closeQ := open(t, true)
+				defer closeQ()
 				err := call(f)
 				require.ErrorIs(t, err, faultfs.ErrInjected, "%s on a poisoned log answered %v", name, err)
 			})
 			t.Run("closed", func(t *testing.T) {
-				f := newCallFixture(t, faultfs.New(0))
-				require.NoError(t, f.ackErr)
-				require.NoError(t, f.q.Close())
+				f, closeQ := open(t, false)
+				require.NoError(t, closeQ())
 				err := call(f)
 				require.ErrorIs(t, err, queue.ErrClosed, "%s on a closed queue answered %v", name, err)
 			})
 			t.Run("closed poisoned", func(t *testing.T) {
-				f := poisonedFixture(t)
-				require.ErrorIs(t, f.q.Close(), faultfs.ErrInjected, "Close returns the poison")
+				f, closeQ := open(t, true)
+				require.ErrorIs(t, closeQ(), faultfs.ErrInjected, "Close returns the poison")
 				err := call(f)
 				require.ErrorIs(t, err, queue.ErrClosed, "%s on a closed poisoned queue answered %v", name, err)
 			})
@@ -289,29 +304,15 @@ var sortedWritingCalls = map[string]func(f *sortedFixture) error{
 // A sorted queue's calls that write the log answer as the ack queue's:
 // the error that poisoned the log, ErrClosed once closed.
 func TestEverySortedWritingCallPoisonedOrClosed(t *testing.T) {
-	for name, call := range sortedWritingCalls {
-		t.Run(name, func(t *testing.T) {
-			t.Run("poisoned", func(t *testing.T) {
-				f := poisonedSortedFixture(t)
-				defer f.s.Close()
-				err := call(f)
-				require.ErrorIs(t, err, faultfs.ErrInjected, "%s on a poisoned log answered %v", name, err)
-			})
-			t.Run("closed", func(t *testing.T) {
-				f := newSortedFixture(t, faultfs.New(0))
-				require.NoError(t, f.ackErr)
-				require.NoError(t, f.s.Close())
-				err := call(f)
-				require.ErrorIs(t, err, queue.ErrClosed, "%s on a closed queue answered %v", name, err)
-			})
-			t.Run("closed poisoned", func(t *testing.T) {
-				f := poisonedSortedFixture(t)
-				require.ErrorIs(t, f.s.Close(), faultfs.ErrInjected, "Close returns the poison")
-				err := call(f)
-				require.ErrorIs(t, err, queue.ErrClosed, "%s on a closed poisoned queue answered %v", name, err)
-			})
-		})
-	}
+	requirePoisonedOrClosed(t, sortedWritingCalls, func(t *testing.T, poisoned bool) (*sortedFixture, func() error) {
+		if poisoned {
+			f := poisonedSortedFixture(t)
+			return f, f.s.Close
+		}
+		f := newSortedFixture(t, faultfs.New(0))
+		require.NoError(t, f.ackErr)
+		return f, f.s.Close
+	})
 }
 
 // The calls that answer the same in every state: an invalid size, an

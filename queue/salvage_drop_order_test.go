@@ -73,7 +73,7 @@ func TestSalvageDropsMisplacedValuesBySeq(t *testing.T) {
 	bs, err := s.TryPull(1)
 	require.NoError(t, err)
 	require.Equal(t, "K", bs[0].Key)
-	k := misplaceLeased(t, s.q, bs[0].Receipt.Lease, "M")
+	k := misplaceLeased(t, s.q, bs[0].Receipt.Lease, 0, "M")
 	n := misplacePending(t, s.q, "N", "M")
 	require.Less(t, k.Seq, n.Seq)
 	require.NoError(t, s.Close())

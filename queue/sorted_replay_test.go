@@ -68,22 +68,11 @@ func replayAsLive[K queue.SortKey](t *testing.T, rng *rand.Rand, clk interface{ 
 	require.NoError(t, err)
 	defer s.Close()
 	kept := randomSortedRun(t, rng, s, publish, clk)
-	for _, b := range kept { // no lease is left for an open to end
-		settleBatch(t, rng, b)
-	}
-	_, err = s.RequeueExpired()
-	require.NoError(t, err)
-	crashed := crashImage(t, dir)
-	require.NoError(t, s.Compact())
-	compacted := crashImage(t, dir)
-	live := probeSorted(t, s, clk)
-	require.NoError(t, s.Close())
-	for _, img := range []string{crashed, compacted} {
-		r, _, err := openq(img)
+	requireReplaysAsLive(t, rng, dir, s, kept, func(dir string) *queue.Sorted[K] {
+		r, _, err := openq(dir)
 		require.NoError(t, err)
-		require.Equal(t, live, probeSorted(t, r, clk), "the reopened queue holds and pulls what the live one did")
-		require.NoError(t, r.Close())
-	}
+		return r
+	}, func(s *queue.Sorted[K]) sortedView { return probeSorted(t, s, clk) })
 }
 
 // randomSortedRun makes between 10 and 80 random calls on s and returns
@@ -114,7 +103,7 @@ func randomSortedRun[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sor
 				kept = append(kept, b)
 				continue
 			}
-			if !settleBatch(t, rng, b) {
+			if !settleAny(t, rng, b) {
 				kept = append(kept, b) // a step back of the clock may give the lease back
 			}
 		case op < 15:
@@ -130,25 +119,6 @@ func randomSortedRun[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sor
 		}
 	}
 	return kept
-}
-
-// settleBatch acks, nacks with a random delay, or dead-letters b, and
-// reports whether it did: a lease that ran out refuses it.
-func settleBatch[K queue.SortKey](t *testing.T, rng *rand.Rand, b *queue.Batch[K]) bool {
-	t.Helper()
-	var err error
-	switch rng.IntN(5) {
-	case 0, 1:
-		err = b.Ack()
-	case 2, 3:
-		err = b.Nack(time.Duration(rng.IntN(60)) * time.Second)
-	default:
-		err = b.DeadLetter("test")
-	}
-	if err != nil {
-		require.ErrorIs(t, err, queue.ErrLeaseLost)
-	}
-	return err == nil
 }
 
 // sortedView is what probeSorted sees of a sorted queue.

@@ -296,7 +296,7 @@ func (s *luaSource) derive(t *testing.T) map[string][]bool {
 				for _, p := range s.types[ty] {
 					s.add(got, strings.Trim(cmd, "'"), p)
 				}
-			case key == "CALLKEYS[i]": // checks reads COUNTERS
+			case key == "keys[i]": // checks reads COUNTERS
 				for _, p := range s.counter {
 					s.add(got, strings.Trim(cmd, "'"), p)
 				}

@@ -212,12 +212,7 @@ func TestCorruptInLargeBatch(t *testing.T) {
 	q, err := Open(ctx, rdb, "corrupt-large", nil)
 	require.NoError(t, err)
 	defer q.Close()
-	items := make([]queue.Item, 1203)
-	for i := range items {
-		items[i].Payload = []byte(strconv.Itoa(i + 1))
-	}
-	_, err = q.EnqueueBatch(ctx, items)
-	require.NoError(t, err)
+	enqueueNumbered(t, q, 1203)
 	for _, seq := range []string{"2", "700"} {
 		require.NoError(t, rdb.HSet(ctx, q.keys[1], seq, "not a record").Err())
 	}
@@ -452,24 +447,14 @@ func TestCorruptManyBuried(t *testing.T) {
 			q, err := Open(ctx, rdb, "many-buried-"+strconv.FormatBool(batch), &Options{ManualRequeue: true})
 			require.NoError(t, err)
 			defer q.Close()
-			items := make([]queue.Item, 1101)
-			for i := range items {
-				items[i].Payload = []byte(strconv.Itoa(i + 1))
-			}
-			_, err = q.EnqueueBatch(ctx, items)
-			require.NoError(t, err)
+			enqueueNumbered(t, q, 1101)
 			var calls atomic.Int64
 			rdb.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
 				if strings.HasSuffix(fn, "_dequeue") {
 					calls.Add(1)
 				}
 			}})
-			pipe := rdb.Pipeline()
-			for seq := 1; seq <= 1100; seq++ {
-				pipe.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record")
-			}
-			_, err = pipe.Exec(ctx)
-			require.NoError(t, err)
+			garbleRecords(t, rdb, q, 1, 1100)
 			var m *queue.Message
 			if batch {
 				// A bounded wait: a dequeue that wrongly found nothing
@@ -503,18 +488,9 @@ func TestCorruptManyBuriedGathered(t *testing.T) {
 	q, err := Open(ctx, rdb, "many-buried-gathered", &Options{ManualRequeue: true})
 	require.NoError(t, err)
 	defer q.Close()
-	items := make([]queue.Item, 1102)
-	for i := range items {
-		items[i].Payload = []byte(strconv.Itoa(i + 1))
-	}
-	_, err = q.EnqueueBatch(ctx, items)
-	require.NoError(t, err)
-	pipe := rdb.Pipeline()
-	for seq := 2; seq <= 1101; seq++ { // 1 and 1102 stay sound
-		pipe.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record")
-	}
-	_, err = pipe.Exec(ctx)
-	require.NoError(t, err)
+	enqueueNumbered(t, q, 1102)
+	garbleRecords(t, rdb, q, 2, 1101) // 1 and 1102 stay sound
+
 	reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}} // two lone Dequeues, gathered
 	for _, err := range q.leaseEach(reqs) {
 		require.NoError(t, err)
@@ -525,6 +501,31 @@ func TestCorruptManyBuriedGathered(t *testing.T) {
 		require.NoError(t, reqs[i].m.Ack())
 	}
 	require.Equal(t, int64(1100), q.Stats().Dead)
+}
+
+// enqueueNumbered enqueues n messages in one batch, whose payloads are
+// their seqs in decimal: "1", "2", ...
+func enqueueNumbered(t *testing.T, q *Queue, n int) {
+	t.Helper()
+	items := make([]queue.Item, n)
+	for i := range items {
+		items[i].Payload = []byte(strconv.Itoa(i + 1))
+	}
+	_, err := q.EnqueueBatch(context.Background(), items)
+	require.NoError(t, err)
+}
+
+// garbleRecords overwrites the records of the messages from seq first
+// through last with bytes that are no record.
+func garbleRecords(t *testing.T, rdb redis.Cmdable, q *Queue, first, last int) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := rdb.Pipeline()
+	for seq := first; seq <= last; seq++ {
+		pipe.HSet(ctx, q.keys[1], strconv.Itoa(seq), "not a record")
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
 }
 
 // TestCorruptGarbledDeliveryCount: the dead-lettering of a message whose

@@ -3,7 +3,6 @@ package redisq_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,24 +42,7 @@ func BenchmarkCycleDelayed(b *testing.B) {
 		}
 		_, err := q.EnqueueBatch(ctx, items)
 		return err
-	}, func(ctx context.Context) (int, error) {
-		ms, err := q.DequeueBatch(ctx, 100)
-		if err != nil {
-			return 0, err
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(ms))
-		for i, m := range ms {
-			wg.Go(func() { errs[i] = m.Ack() })
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return 0, err
-			}
-		}
-		return len(ms), nil
-	})
+	}, ackEachOfBatch(q))
 	st := commandStats(b, srv)
 	n := float64(dequeues.n.Load())
 	b.ReportMetric(st["hmget"].calls/n, "hmget/dequeue")

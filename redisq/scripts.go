@@ -12,6 +12,8 @@ import (
 )
 
 var (
+	//go:embed scripts/checks.lua
+	checksLua string // both libraries' checks of a call's keys, before their heads
 	//go:embed scripts/common.lua
 	commonLua string
 	//go:embed scripts/enqueue.lua
@@ -62,13 +64,14 @@ func (f function) pick(all []string) []string {
 
 // The libraries: the ack queue's (the shared head once, then each
 // operation as a function of its own) and the sorted queue's (its head,
-// then one function taking the operation as an argument). A library's
-// name carries a digest of its code, so a server holding the library of
-// another version of this package runs that one for that version's
-// handles, and this version's handles load and run their own: code and
-// library always match.
+// then one function taking the operation as an argument), each with the
+// checks of a call's keys before its head and the probe after it. A
+// library's name carries a digest of its code, so a server holding the
+// library of another version of this package runs that one for that
+// version's handles, and this version's handles load and run their own:
+// code and library always match.
 var (
-	library = newLibrary("walq", commonLua+probeLua, []libOp{
+	library = newLibrary("walq", checksLua+commonLua+probeLua, []libOp{
 		// enqueue and dequeue are refused whole by a server past
 		// maxmemory, not halfway through; what only ends or moves
 		// messages may run there, so that acks can still free memory;
@@ -98,7 +101,7 @@ var (
 	// are refused whole past maxmemory, the others that write may run
 	// there; stats and the listing of dead values write nothing, and run
 	// on a ReadOnly handle (FCALL_RO).
-	sortedLibrary = newLibrary("walq_sorted", sortedLua+probeLua, []libOp{
+	sortedLibrary = newLibrary("walq_sorted", checksLua+sortedLua+probeLua, []libOp{
 		{"grow", sortedOpsLua, "", nil},
 		{"settle", sortedOpsLua, "allow-oom", nil},
 		{"read", sortedOpsLua, "no-writes", nil},

@@ -83,33 +83,13 @@ func TestSortedPullBoundedByIdleSteps(t *testing.T) {
 // (announcing nothing): a second handle's TryPull takes k1 and stops at
 // the 1000 strays before k2, and the blocked Pull gets k2.
 func TestSortedCappedPullWakes(t *testing.T) {
-	srv := redistest.Start(t)
 	ctx := context.Background()
-	admin := srv.Client()
-	waiter := srv.Client()
-	var pulls atomic.Int64
-	waiter.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
-		if isCall(fn, args, "grow", "pull") {
-			pulls.Add(1)
-		}
-	}})
-	opts := &SortedOptions{Options: Options{ManualRequeue: true}}
-	a, err := OpenSorted[string](ctx, waiter, "capwake", opts)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := OpenSorted[string](ctx, srv.Client(), "capwake", opts)
-	require.NoError(t, err)
-	defer b.Close()
+	c := newCapWake(t, "capwake")
+	a, b := c.a, c.b
 
 	require.NoError(t, b.Publish(ctx, "a", "k1", []byte("v1")))
 	require.NoError(t, b.Publish(ctx, "z", "k2", []byte("v2")))
-	pipe := admin.Pipeline()
-	for i := range 1000 { // IDLE, sorted.lua
-		pipe.ZAdd(ctx, a.keys[5], redis.Z{Member: fmt.Sprintf("m%04d", i)}) // strays between k1 and k2
-	}
-	pipe.Rename(ctx, a.keys[5], a.keys[5]+":aside")
-	_, err = pipe.Exec(ctx)
-	require.NoError(t, err)
+	c.setOrderAside(t) // with strays between k1 and k2
 
 	got := make(chan []*queue.Batch[string], 1)
 	go func() {
@@ -119,9 +99,7 @@ func TestSortedCappedPullWakes(t *testing.T) {
 		}
 		got <- bs
 	}()
-	require.Eventually(t, func() bool { return pulls.Load() >= 1 }, 30*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond) // past its look, waiting
-	require.NoError(t, admin.Rename(ctx, a.keys[5]+":aside", a.keys[5]).Err())
+	c.putOrderBack(t)
 
 	bs, err := b.TryPull(10)
 	require.NoError(t, err)
@@ -179,35 +157,15 @@ func TestSortedCappedIdlePullQuiet(t *testing.T) {
 // key behind them must still be reached: by the pull that met the
 // strays, or by the blocked Pull of the other handle.
 func TestSortedCappedLaterCall(t *testing.T) {
-	srv := redistest.Start(t)
 	ctx := context.Background()
-	admin := srv.Client()
-	waiter := srv.Client()
-	var pulls atomic.Int64
-	waiter.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
-		if isCall(fn, args, "grow", "pull") {
-			pulls.Add(1)
-		}
-	}})
-	opts := &SortedOptions{Options: Options{ManualRequeue: true}}
-	a, err := OpenSorted[string](ctx, waiter, "caplater", opts)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := OpenSorted[string](ctx, srv.Client(), "caplater", opts)
-	require.NoError(t, err)
-	defer b.Close()
+	c := newCapWake(t, "caplater")
+	a, b := c.a, c.b
 
 	for i := range pullTokens {
 		require.NoError(t, b.Publish(ctx, fmt.Sprintf("a%04d", i), fmt.Sprintf("k%04d", i), []byte("v")))
 	}
 	require.NoError(t, b.Publish(ctx, "z", "last", []byte("v2")))
-	pipe := admin.Pipeline()
-	for i := range 1000 { // IDLE, sorted.lua
-		pipe.ZAdd(ctx, a.keys[5], redis.Z{Member: fmt.Sprintf("m%04d", i)}) // strays before "last"
-	}
-	pipe.Rename(ctx, a.keys[5], a.keys[5]+":aside")
-	_, err = pipe.Exec(ctx)
-	require.NoError(t, err)
+	c.setOrderAside(t) // with strays before "last"
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -216,9 +174,7 @@ func TestSortedCappedLaterCall(t *testing.T) {
 		bs, _ := a.Pull(wctx, 1)
 		got <- bs
 	}()
-	require.Eventually(t, func() bool { return pulls.Load() >= 1 }, 30*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond) // past its look, waiting
-	require.NoError(t, admin.Rename(ctx, a.keys[5]+":aside", a.keys[5]).Err())
+	c.putOrderBack(t)
 
 	bs, err := b.TryPull(math.MaxInt)
 	require.NoError(t, err)
@@ -240,4 +196,61 @@ func TestSortedCappedLaterCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal(`"last" is pullable and the blocked Pull sleeps: the capped later call woke no one`)
 	}
+}
+
+// capWake is what the tests of a capped pull's wake share: handles a and
+// b of one sorted queue, a's pull calls counted in pulls, and admin, a
+// client of their server.
+type capWake struct {
+	a, b  *Sorted[string]
+	admin *redis.Client
+	pulls atomic.Int64 // a's pull calls so far
+}
+
+// newCapWake opens the sorted queue name twice on a new server; t's
+// cleanup closes both handles.
+func newCapWake(t *testing.T, name string) *capWake {
+	t.Helper()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := &capWake{admin: srv.Client()}
+	waiter := srv.Client()
+	waiter.AddHook(&fcallFaults{seen: func(fn string, args []any, _ error) {
+		if isCall(fn, args, "grow", "pull") {
+			c.pulls.Add(1)
+		}
+	}})
+	opts := &SortedOptions{Options: Options{ManualRequeue: true}}
+	var err error
+	c.a, err = OpenSorted[string](ctx, waiter, name, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.a.Close() })
+	c.b, err = OpenSorted[string](ctx, srv.Client(), name, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.b.Close() })
+	return c
+}
+
+// setOrderAside adds 1000 strays (IDLE, sorted.lua) to the pull order,
+// sorted between "a…" and "z…", and sets the order aside: the queue
+// looks empty.
+func (c *capWake) setOrderAside(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := c.admin.Pipeline()
+	for i := range 1000 {
+		pipe.ZAdd(ctx, c.a.keys[5], redis.Z{Member: fmt.Sprintf("m%04d", i)})
+	}
+	pipe.Rename(ctx, c.a.keys[5], c.a.keys[5]+":aside")
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+}
+
+// putOrderBack waits until a's pull has looked at the queue and is
+// waiting, then puts the pull order back, announcing nothing.
+func (c *capWake) putOrderBack(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool { return c.pulls.Load() >= 1 }, 30*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // past its look, waiting
+	require.NoError(t, c.admin.Rename(context.Background(), c.a.keys[5]+":aside", c.a.keys[5]).Err())
 }

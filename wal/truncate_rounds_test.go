@@ -89,18 +89,7 @@ func TestTruncateFrontRounds(t *testing.T) {
 	if n := openFiles(t); n > fds {
 		t.Errorf("%d open files after the rounds, %d after the first", n, fds)
 	}
-	first := l.FirstLSN()
-	closeOrFail(t, l)
-	l, err = open(dir, opts, faults{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOrFail(t, l)
-	for lsn := first; lsn <= LSN(written.Load()); lsn++ {
-		if got, err := l.Read(lsn); err != nil || !bytes.Equal(got, recordOf(int(lsn-1))) {
-			t.Fatalf("Read(%d) after reopen = %q, %v", lsn, got[:min(len(got), 16)], err)
-		}
-	}
+	reopenReadsBack(t, l, dir, opts, l.FirstLSN(), LSN(written.Load()))
 }
 
 func errString(err error) string {

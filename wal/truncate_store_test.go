@@ -1,10 +1,6 @@
 package wal
 
-import (
-	"bytes"
-	"fmt"
-	"testing"
-)
+import "testing"
 
 // TestTruncateFrontKeepsStore pins what the store's truncateFront assumes
 // about tidwall/wal's list of segments: TruncateFront drops the front
@@ -22,21 +18,8 @@ func TestTruncateFrontKeepsStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := 0
-	write := func(n int) {
-		t.Helper()
-		for range n {
-			_, c, err := l.AppendWaiting(recordOf(next), false)
-			if err == nil {
-				err = c.Wait()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			next++
-		}
-	}
 	for round := range 3 {
-		write(5 * segSize / 1000) // about five segments
+		next = appendNumbered(t, l, next, 5*segSize/1000) // about five segments
 		st := l.c.st.(*tidwallStore)
 		tw, before := st.tw, tailStorage(t, l)
 		segs := l.Segments()
@@ -51,26 +34,7 @@ func TestTruncateFrontKeepsStore(t *testing.T) {
 		}
 		checkStoreList(t, l)
 	}
-	first := l.FirstLSN()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l, err = open(dir, opts, faults{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOrFail(t, l)
-	for lsn := first; lsn < LSN(next+1); lsn++ {
-		if got, err := l.Read(lsn); err != nil || !bytes.Equal(got, recordOf(int(lsn-1))) {
-			t.Fatalf("Read(%d) after reopen = %q, %v", lsn, got, err)
-		}
-	}
-}
-
-// recordOf is the i-th record TestTruncateFrontKeepsStore writes: about
-// 1000 bytes that say which one it is.
-func recordOf(i int) []byte {
-	return append([]byte(fmt.Sprintf("record %d ", i)), bytes.Repeat([]byte("r"), 990)...)
+	reopenReadsBack(t, l, dir, opts, l.FirstLSN(), LSN(next))
 }
 
 // checkStoreList checks that tidwall/wal's first index and segments are

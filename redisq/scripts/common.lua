@@ -135,61 +135,17 @@ local USES = {
   {'INCRBY', {1}}, {'PUBLISH'},
 }
 
--- PROBES read a key with a command of its own type that the queue runs
--- anyway (so an ACL that lets the queue run grants it): on a key of
--- another type it fails WRONGTYPE, on an absent key it answers. need
--- runs them under pcall; TYPE is not run, nor needed in the ACL.
-local PROBES = {
-  string = function(k) return redis.pcall('GET', k) end,
-  hash = function(k) return redis.pcall('HMGET', k, '') end,
-  zset = function(k) return redis.pcall('ZCARD', k) end,
-}
-
 -- COUNTERS are the fields of stats (position 8) that the functions add
 -- to with HINCRBY, which fails on a value that is no integer (set by
 -- hand or by other software), after the writes before it: need reads
 -- them in the probe of stats and checks them too.
 local COUNTERS = {[8] = {'nacked', 'expired', 'dead', 'purged', 'pids'}}
 
--- counters returns an error reply naming the first of fields whose value
--- in vals (HMGET's reply) is no count, else nil. A count is what
--- HINCRBY reads as an integer, of at most 18 digits so that no addition
--- overflows it.
-local function counters(key, fields, vals)
-  for j, f in ipairs(fields) do
-    local v = vals[j]
-    local digits = v and string.match(v, '^%-?([1-9]%d*)$')
-    if v and v ~= '0' and not (digits and #digits <= 18) then
-      return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' .. string.format('%q', string.sub(v, 1, 40)) ..
-        ', not a count: the queue is left as it was; set the field to a number (HSET ' .. key .. ' ' .. f ..
-        ' 0) to go on')
-    end
-  end
-  return nil
-end
-
--- need returns an error reply naming the first key of the positions in
--- list that holds another type than its own (absent is right), or the
--- first counter of stats that is no count, else nil. Any other error of
--- a probe (an ACL refusal) is returned as it is, also before the first
--- write.
+-- need runs the checks of the positions in list (checks.lua) on the
+-- call's keys, which it makes for a call bound by bindsome.
 local function need(list)
   if not CALLKEYS then CALLKEYS = {K_SEQ, K_MSG, K_READY, K_DELAYED, K_LEASE, K_DEAD, K_ACKED, K_STATS} end
-  for _, i in ipairs(list) do
-    local fields = COUNTERS[i]
-    local r
-    if fields then r = redis.pcall('HMGET', CALLKEYS[i], unpack(fields)) else r = PROBES[TYPES[i]](CALLKEYS[i]) end
-    if type(r) == 'table' and r.err then
-      if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
-      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
-        TYPES[i] .. ': the queue is left as it was; restore the key to go on')
-    end
-    if fields then
-      local bad = counters(CALLKEYS[i], fields, r)
-      if bad then return bad end
-    end
-  end
-  return nil
+  return checks(list, CALLKEYS, TYPES, COUNTERS)
 end
 
 -- The checks of each function (positions in TYPES). Keys read before the

@@ -69,15 +69,6 @@ local USES = {
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
--- PROBES read a key with a command of its own type that the queue runs
--- anyway (so an ACL that lets the queue run grants it): on a key of
--- another type it fails WRONGTYPE, on an absent key it answers. need
--- runs them under pcall; TYPE is not run, nor needed in the ACL.
-local PROBES = {
-  string = function(k) return redis.pcall('GET', k) end,
-  hash = function(k) return redis.pcall('HMGET', k, '') end,
-  zset = function(k) return redis.pcall('ZCARD', k) end,
-}
 local NEED = {
   publish = {}, -- takes back its writes instead (sorted_ops.lua)
   pull = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
@@ -100,54 +91,9 @@ local NEED = {
 -- them in the probe of stats and checks them too.
 local COUNTERS = {[13] = {'published', 'pulled', 'acked', 'leased'}}
 
--- isCount tells whether v is a count: what HINCRBY reads as an integer,
--- of at most 18 digits so that no addition overflows it (Lua's tonumber
--- takes more: '1e3', 'inf', ' 1').
-local function isCount(v)
-  if v == '0' then return true end
-  local digits = string.match(v, '^%-?([1-9]%d*)$')
-  return digits ~= nil and #digits <= 18
-end
-
--- counters returns an error reply naming the first of fields whose value
--- in vals (HMGET's reply) is no count, else nil, as in common.lua.
-local function counters(key, fields, vals)
-  for j, f in ipairs(fields) do
-    local v = vals[j]
-    if v and not isCount(v) then
-      return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' ..
-        string.format('%q', string.sub(v, 1, 40)) .. ', not a count: the queue is left as it was; ' ..
-        'set the field to a number (HSET ' .. key .. ' ' .. f .. ' 0) to go on')
-    end
-  end
-  return nil
-end
-
--- checks returns an error reply naming the first key of the positions in
--- list that holds another type than its own (absent is right), or the
--- first counter of stats that is no count, else nil; it reads each key
--- with its PROBES, as in common.lua.
-local function checks(list)
-  for _, i in ipairs(list) do
-    local fields = COUNTERS[i]
-    local r
-    if fields then r = redis.pcall('HMGET', CALLKEYS[i], unpack(fields)) else r = PROBES[TYPES[i]](CALLKEYS[i]) end
-    if type(r) == 'table' and r.err then
-      if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
-      return redis.error_reply('WRONGTYPE queue key ' .. CALLKEYS[i] .. ' holds another type, not a ' ..
-        TYPES[i] .. ': the queue is left as it was; restore the key to go on')
-    end
-    if fields then
-      local bad = counters(CALLKEYS[i], fields, r)
-      if bad then return bad end
-    end
-  end
-  return nil
-end
-
--- need runs the checks of op (NEED).
+-- need runs the checks of op (NEED, checks.lua).
 local function need(op)
-  return checks(NEED[op] or {})
+  return checks(NEED[op] or {}, CALLKEYS, TYPES, COUNTERS)
 end
 
 local IDLE = 1000 -- the most order members a pull takes without leasing them (sorted_ops.lua)

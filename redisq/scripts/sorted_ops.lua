@@ -37,7 +37,7 @@ if op == 'publish' then
     end
     woke = false
     if bad.err and string.find(bad.err, 'not an integer', 1, true) then
-      return checks({13}) or bad -- the counter, by name
+      return checks({13}, CALLKEYS, TYPES, COUNTERS) or bad -- the counter, by name
     end
     return bad
   end

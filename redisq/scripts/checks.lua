@@ -1,0 +1,54 @@
+-- The checks of a call's keys, the same in both libraries, which load
+-- this first (scripts.go): each head passes checks its call's keys, their
+-- types (TYPES) and the counters of its stats hash (COUNTERS).
+--
+-- PROBES read a key with a command of its own type that the queue runs
+-- anyway (so an ACL that lets the queue run grants it): on a key of
+-- another type it fails WRONGTYPE, on an absent key it answers. checks
+-- runs them under pcall; TYPE is not run, nor needed in the ACL.
+local PROBES = {
+  string = function(k) return redis.pcall('GET', k) end,
+  hash = function(k) return redis.pcall('HMGET', k, '') end,
+  zset = function(k) return redis.pcall('ZCARD', k) end,
+}
+
+-- counters returns an error reply naming the first of fields whose value
+-- in vals (HMGET's reply) is no count, else nil. A count is what
+-- HINCRBY reads as an integer, of at most 18 digits so that no addition
+-- overflows it (Lua's tonumber takes more: '1e3', 'inf', ' 1').
+local function counters(key, fields, vals)
+  for j, f in ipairs(fields) do
+    local v = vals[j]
+    local digits = v and string.match(v, '^%-?([1-9]%d*)$')
+    if v and v ~= '0' and not (digits and #digits <= 18) then
+      return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' .. string.format('%q', string.sub(v, 1, 40)) ..
+        ', not a count: the queue is left as it was; set the field to a number (HSET ' .. key .. ' ' .. f ..
+        ' 0) to go on')
+    end
+  end
+  return nil
+end
+
+-- checks returns an error reply naming the first key of the positions in
+-- list that holds another type than its own in types (absent is right),
+-- or the first counter (the fields counts lists for its position) that
+-- is no count, else nil; keys are the call's keys by position. Any other
+-- error of a probe (an ACL refusal) is returned as it is, also before
+-- the first write.
+local function checks(list, keys, types, counts)
+  for _, i in ipairs(list) do
+    local fields = counts[i]
+    local r
+    if fields then r = redis.pcall('HMGET', keys[i], unpack(fields)) else r = PROBES[types[i]](keys[i]) end
+    if type(r) == 'table' and r.err then
+      if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
+      return redis.error_reply('WRONGTYPE queue key ' .. keys[i] .. ' holds another type, not a ' ..
+        types[i] .. ': the queue is left as it was; restore the key to go on')
+    end
+    if fields then
+      local bad = counters(keys[i], fields, r)
+      if bad then return bad end
+    end
+  end
+  return nil
+end
