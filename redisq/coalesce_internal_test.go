@@ -1,0 +1,105 @@
+package redisq
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// gatedRun is a coalescer's run whose calls each report their batch on
+// started and then wait until their first item is released; each item's
+// error names it.
+type gatedRun struct {
+	started chan []int
+	release map[int]chan struct{}
+}
+
+func newGatedRun(items int) *gatedRun {
+	g := &gatedRun{started: make(chan []int, items), release: map[int]chan struct{}{}}
+	for i := range items {
+		g.release[i] = make(chan struct{})
+	}
+	return g
+}
+
+func (g *gatedRun) run(vs []int) []error {
+	g.started <- slices.Clone(vs)
+	<-g.release[vs[0]]
+	errs := make([]error, len(vs))
+	for i, v := range vs {
+		errs[i] = fmt.Errorf("item %d", v)
+	}
+	return errs
+}
+
+// receive returns what ch yields, failing the test if nothing comes: a
+// coalescer that makes a caller wait for others' calls hangs here.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s after 10s", what)
+		panic("unreachable")
+	}
+}
+
+// queued waits until n callers queue in c.
+func queued(t *testing.T, c *coalescer[int], n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		got := len(c.pending)
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+	}
+	t.Fatalf("%d callers never queued", n)
+}
+
+// TestCoalescerHandsOnQueuedBatch: while a call runs, callers queue; the
+// caller whose call returns hands what queued, in the order it came, to
+// the oldest queued caller and returns its own result, without waiting
+// for that batch to run.
+func TestCoalescerHandsOnQueuedBatch(t *testing.T) {
+	var c coalescer[int]
+	const queuing = 3
+	g := newGatedRun(1 + queuing)
+	type result struct {
+		v   int
+		err error
+	}
+	results := make(chan result, 1+queuing)
+	call := func(v int) { results <- result{v, c.do(v, g.run)} }
+	go call(0)
+	receive(t, g.started, "call in flight")
+	for i := 1; i <= queuing; i++ {
+		go call(i)
+		queued(t, &c, i)
+	}
+
+	close(g.release[0])
+	if r := receive(t, results, "return of the first call's caller"); r.v != 0 || r.err == nil || r.err.Error() != "item 0" {
+		t.Fatalf("first to return: item %d with %v, want item 0 with its own error", r.v, r.err)
+	}
+	want := []int{1, 2, 3}
+	if got := receive(t, g.started, "batch of the queued callers"); !slices.Equal(got, want) {
+		t.Fatalf("queued callers ran as %v, want one call of %v", got, want)
+	}
+
+	close(g.release[1])
+	for range queuing {
+		r := receive(t, results, "return")
+		if want := fmt.Errorf("item %d", r.v); r.err == nil || r.err.Error() != want.Error() {
+			t.Fatalf("caller of item %d got %v, want %v", r.v, r.err, want)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy || len(c.pending) != 0 {
+		t.Fatalf("after every call: busy %v, %d queued, want idle", c.busy, len(c.pending))
+	}
+}
