@@ -3,6 +3,7 @@ package redisq
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -101,5 +102,82 @@ func TestCoalescerHandsOnQueuedBatch(t *testing.T) {
 	defer c.mu.Unlock()
 	if c.busy || len(c.pending) != 0 {
 		t.Fatalf("after every call: busy %v, %d queued, want idle", c.busy, len(c.pending))
+	}
+}
+
+// TestCoalescerHandsOnAtMostMaxCoalesce: callers queued beyond
+// maxCoalesce go out in the next call, in the order they came.
+func TestCoalescerHandsOnAtMostMaxCoalesce(t *testing.T) {
+	var c coalescer[int]
+	const queuing = maxCoalesce + 2
+	g := newGatedRun(1 + queuing)
+	results := make(chan error, 1+queuing)
+	go func() { results <- c.do(0, g.run) }()
+	receive(t, g.started, "call in flight")
+	for i := 1; i <= queuing; i++ {
+		go func() { results <- c.do(i, g.run) }()
+		queued(t, &c, i)
+	}
+	for _, ch := range g.release {
+		close(ch)
+	}
+	first, second := make([]int, maxCoalesce), []int{maxCoalesce + 1, maxCoalesce + 2}
+	for i := range first {
+		first[i] = i + 1
+	}
+	for _, want := range [][]int{first, second} {
+		if got := receive(t, g.started, "call of the queued callers"); !slices.Equal(got, want) {
+			t.Fatalf("queued callers ran as %v, want %v", got, want)
+		}
+	}
+	for range 1 + queuing {
+		receive(t, results, "return")
+	}
+}
+
+// TestCoalescerServesEachCallerOnceInOrder: goroutines that each call in
+// sequence get one result per call, their own; their items reach run in
+// the order each goroutine made its calls, one call of run at a time.
+func TestCoalescerServesEachCallerOnceInOrder(t *testing.T) {
+	var c coalescer[[2]int] // goroutine, its call number
+	const goroutines, calls = 8, 300
+	var mu sync.Mutex // guards ran and inFlight
+	ran := make([][]int, goroutines)
+	inFlight := 0
+	run := func(vs [][2]int) []error {
+		mu.Lock()
+		inFlight++
+		if inFlight > 1 || len(vs) > maxCoalesce {
+			t.Errorf("%d calls of run at once, %d items", inFlight, len(vs))
+		}
+		for _, v := range vs {
+			ran[v[0]] = append(ran[v[0]], v[1])
+		}
+		mu.Unlock()
+		time.Sleep(50 * time.Microsecond) // let callers queue
+		errs := make([]error, len(vs))
+		for i, v := range vs {
+			errs[i] = fmt.Errorf("%d/%d", v[0], v[1])
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return errs
+	}
+	var wg sync.WaitGroup
+	for gr := range goroutines {
+		wg.Go(func() {
+			for k := range calls {
+				if err := c.do([2]int{gr, k}, run); err == nil || err.Error() != fmt.Sprintf("%d/%d", gr, k) {
+					t.Errorf("call %d/%d got %v", gr, k, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for gr, got := range ran {
+		if len(got) != calls || !slices.IsSorted(got) {
+			t.Errorf("goroutine %d: items ran as %v, want 0..%d once each in order", gr, got, calls-1)
+		}
 	}
 }
