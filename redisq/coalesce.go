@@ -1,6 +1,9 @@
 package redisq
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // coalescer gathers concurrent calls of one kind (Acks, Enqueues, lone
 // Dequeues) and runs one server call of them at a time: a caller that
@@ -9,7 +12,8 @@ import "sync"
 // to the oldest queued caller, which runs it as one call and hands on in
 // turn. The Redis counterpart of a group commit: one server call and one
 // fsync for many, and no caller serves others' batches before it returns
-// its own result.
+// its own result. A call of run that panics panics in every caller whose
+// item it carried, and the callers queued behind it are served.
 type coalescer[T any] struct {
 	mu      sync.Mutex
 	pending []*coalesced[T] // queued, not yet sent; empty unless busy
@@ -20,14 +24,16 @@ type coalescer[T any] struct {
 const maxCoalesce = 512
 
 type coalesced[T any] struct {
-	v     T
-	err   error
-	batch []*coalesced[T] // set before done is closed when this caller is to run them
-	done  chan struct{}   // closed once err is set, or batch
+	v        T
+	err      error
+	panicked any             // what the call of run that carried v panicked with, if it did
+	batch    []*coalesced[T] // set before done is closed when this caller is to run them
+	done     chan struct{}   // closed once err or panicked is set, or batch
 }
 
 // do queues v and returns its error once a call of run, given v among
-// others, has returned; run returns one error per item.
+// others, has returned; run returns one error per item. If that call
+// panics, do panics with the same value.
 func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 	req := &coalesced[T]{v: v, done: make(chan struct{})}
 	c.mu.Lock()
@@ -40,28 +46,49 @@ func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 		c.mu.Unlock()
 		<-req.done
 		if req.batch == nil { // run by another caller
+			if req.panicked != nil {
+				panic(req.panicked)
+			}
 			return req.err
 		}
 	}
+	defer c.handOn()
 	req.runBatch(run)
-	c.handOn()
 	return req.err
 }
 
-// runBatch runs the batch handed to req and sets every caller's error,
-// waking the others; req's own done was closed when the batch was handed
-// to it, if at all.
+// runBatch runs the batch handed to req; req's own done was closed when
+// the batch was handed to it, if at all.
 func (req *coalesced[T]) runBatch(run func([]T) []error) {
 	vs := make([]T, len(req.batch))
 	for i, b := range req.batch {
 		vs[i] = b.v
 	}
-	for i, err := range run(vs) {
-		b := req.batch[i]
-		b.err = err
+	var errs []error
+	defer req.finish(&errs)
+	errs = run(vs)
+	if len(errs) != len(vs) {
+		panic(fmt.Sprintf("redisq: a coalesced call of %d items returned %d errors", len(vs), len(errs)))
+	}
+}
+
+// finish gives every caller of req's batch its error from errs, or what
+// run panicked with, waking the others, and panics on in req's caller if
+// run did. Deferred by runBatch, for its recover.
+func (req *coalesced[T]) finish(errs *[]error) {
+	p := recover()
+	for i, b := range req.batch {
+		if p != nil {
+			b.panicked = p
+		} else {
+			b.err = (*errs)[i]
+		}
 		if b != req {
 			close(b.done)
 		}
+	}
+	if p != nil {
+		panic(p)
 	}
 }
 

@@ -105,6 +105,57 @@ func TestCoalescerHandsOnQueuedBatch(t *testing.T) {
 	}
 }
 
+// TestCoalescerPanicReachesEveryCaller: a call of run that panics panics
+// in every caller whose item it carried, as it would have alone, and the
+// callers after it are served; none waits for good on a call that will
+// never return.
+func TestCoalescerPanicReachesEveryCaller(t *testing.T) {
+	var c coalescer[int]
+	g := newGatedRun(4)
+	run := func(vs []int) []error {
+		if vs[0] == 1 {
+			panic("run failed")
+		}
+		return g.run(vs)
+	}
+	results := make(chan string, 4)
+	call := func(v int) {
+		defer func() {
+			if p := recover(); p != nil {
+				results <- fmt.Sprintf("item %d: panic %v", v, p)
+			}
+		}()
+		results <- fmt.Sprintf("item %d: %v", v, c.do(v, run))
+	}
+	go call(0)
+	receive(t, g.started, "call in flight")
+	go call(1)
+	queued(t, &c, 1)
+	go call(2)
+	queued(t, &c, 2)
+	close(g.release[0])
+
+	var got []string
+	for range 3 {
+		select {
+		case r := <-results:
+			got = append(got, r)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("callers returned %q, and no other after 10s", got)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"item 0: item 0", "item 1: panic run failed", "item 2: panic run failed"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("callers got %q, want %q", got, want)
+	}
+	close(g.release[3])
+	go call(3)
+	if r := receive(t, results, "return of a call after the panic"); r != "item 3: item 3" {
+		t.Fatalf("call after the panic: %q, want %q", r, "item 3: item 3")
+	}
+}
+
 // TestCoalescerHandsOnAtMostMaxCoalesce: callers queued beyond
 // maxCoalesce go out in the next call, in the order they came.
 func TestCoalescerHandsOnAtMostMaxCoalesce(t *testing.T) {
