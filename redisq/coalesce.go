@@ -1,52 +1,109 @@
 package redisq
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
-// coalescer gathers concurrent calls of one kind (Acks, Enqueues): the
-// first caller runs everything queued while it runs, in calls of up to
-// maxCoalesce items; the others wait for their result. The Redis
-// counterpart of a group commit: one server call and one fsync for many.
+// coalescer gathers concurrent calls of one kind (Acks, Enqueues, lone
+// Dequeues) and runs one server call of them at a time: a caller that
+// finds none running runs its own at once; the others queue, and the
+// caller whose call returns hands what queued (up to maxCoalesce items)
+// to the oldest queued caller, which runs it as one call and hands on in
+// turn. The Redis counterpart of a group commit: one server call and one
+// fsync for many, and no caller serves others' batches before it returns
+// its own result. A call of run that panics panics in every caller whose
+// item it carried, and the callers queued behind it are served.
 type coalescer[T any] struct {
 	mu      sync.Mutex
-	pending []*coalesced[T] // queued, not yet sent
-	busy    bool            // a caller is running a batch
+	pending []*coalesced[T] // queued, not yet sent; empty unless busy
+	busy    bool            // a caller is running a call
 }
 
+// maxCoalesce is the most items one call carries.
 const maxCoalesce = 512
 
 type coalesced[T any] struct {
-	v    T
-	err  error
-	done chan struct{} // closed when err is set
+	v        T
+	err      error
+	panicked any             // what the call of run that carried v panicked with, if it did
+	batch    []*coalesced[T] // set before done is closed when this caller is to run them
+	done     chan struct{}   // closed once err or panicked is set, or batch
 }
 
 // do queues v and returns its error once a call of run, given v among
-// others, has returned; run returns one error per item.
+// others, has returned; run returns one error per item. If that call
+// panics, do panics with the same value.
 func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 	req := &coalesced[T]{v: v, done: make(chan struct{})}
 	c.mu.Lock()
-	c.pending = append(c.pending, req)
-	if c.busy {
+	if !c.busy {
+		c.busy = true
+		c.mu.Unlock()
+		req.batch = []*coalesced[T]{req}
+	} else {
+		c.pending = append(c.pending, req)
 		c.mu.Unlock()
 		<-req.done
-		return req.err
-	}
-	c.busy = true
-	for len(c.pending) > 0 {
-		batch := c.pending[:min(len(c.pending), maxCoalesce)]
-		c.pending = c.pending[len(batch):]
-		c.mu.Unlock()
-		vs := make([]T, len(batch))
-		for i, b := range batch {
-			vs[i] = b.v
+		if req.batch == nil { // run by another caller
+			if req.panicked != nil {
+				panic(req.panicked)
+			}
+			return req.err
 		}
-		for i, err := range run(vs) {
-			batch[i].err = err
-			close(batch[i].done)
-		}
-		c.mu.Lock()
 	}
-	c.busy = false
-	c.mu.Unlock()
+	defer c.handOn()
+	req.runBatch(run)
 	return req.err
+}
+
+// runBatch runs the batch handed to req; req's own done was closed when
+// the batch was handed to it, if at all.
+func (req *coalesced[T]) runBatch(run func([]T) []error) {
+	vs := make([]T, len(req.batch))
+	for i, b := range req.batch {
+		vs[i] = b.v
+	}
+	var errs []error
+	defer req.finish(&errs)
+	errs = run(vs)
+	if len(errs) != len(vs) {
+		panic(fmt.Sprintf("redisq: a coalesced call of %d items returned %d errors", len(vs), len(errs)))
+	}
+}
+
+// finish gives every caller of req's batch its error from errs, or what
+// run panicked with, waking the others, and panics on in req's caller if
+// run did. Deferred by runBatch, for its recover.
+func (req *coalesced[T]) finish(errs *[]error) {
+	p := recover()
+	for i, b := range req.batch {
+		if p != nil {
+			b.panicked = p
+		} else {
+			b.err = (*errs)[i]
+		}
+		if b != req {
+			close(b.done)
+		}
+	}
+	if p != nil {
+		panic(p)
+	}
+}
+
+// handOn hands what queued to the oldest queued caller to run, or marks
+// the coalescer idle when nothing did.
+func (c *coalescer[T]) handOn() {
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.busy = false
+		c.mu.Unlock()
+		return
+	}
+	batch := c.pending[:min(len(c.pending), maxCoalesce)]
+	c.pending = c.pending[len(batch):]
+	c.mu.Unlock()
+	batch[0].batch = batch
+	close(batch[0].done)
 }
