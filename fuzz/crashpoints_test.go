@@ -8,7 +8,7 @@ import (
 )
 
 // checkCrashPoints runs check for each crash point 1..npoints (only the
-// point only, when it is not 0) on as many workers as there are CPUs,
+// point named by only, when only is not 0) on as many workers as there are CPUs,
 // each with a scratch folder of its own under base, and adds up what they
 // return into s. It hands out no further point after the first failure,
 // and returns the sum and that failure.

@@ -199,6 +199,7 @@ func TestEveryWritingCallPoisonedOrClosed(t *testing.T) {
 // closed queue, also when the log was poisoned before Close. open gives a
 // fixture, on a poisoned log or a healthy one, and its queue's Close.
 func requirePoisonedOrClosed[F any](t *testing.T, calls map[string]func(F) error, open func(t *testing.T, poisoned bool) (F, func() error)) {
+	t.Helper()
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			t.Run("poisoned", func(t *testing.T) {
