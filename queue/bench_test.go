@@ -131,6 +131,7 @@ func cycleSplit(b *testing.B, producers, consumers int) {
 			for range b.N/producers + boolInt(p < b.N%producers) {
 				if _, err := q.Enqueue(ctx, payload); err != nil {
 					b.Error(err)
+					cancel() // the consumers would wait for it forever
 					return
 				}
 			}
@@ -150,13 +151,19 @@ func cycleSplit(b *testing.B, producers, consumers int) {
 				}
 				if err != nil {
 					b.Error(err)
+					cancel()
 					return
 				}
 				acked.Done()
 			}
 		}()
 	}
-	acked.Wait()
+	all := make(chan struct{})
+	go func() { acked.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-ctx.Done(): // a call failed: what it left out is never acked
+	}
 	b.StopTimer()
 	cancel()
 	left.Wait()
