@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,6 +94,91 @@ func BenchmarkCycle(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 		})
 	}
+}
+
+// BenchmarkCycleSplit is bench/'s no-fsync cycle row: producers enqueue
+// b.N messages between them while 4 other goroutines dequeue and ack until
+// all b.N are acked; 100-byte payloads, WALQ_BENCH_PAYLOAD if set. Unlike
+// BenchmarkCycle, consumers wait for producers and a backlog may grow, so
+// it shows the lock's hand-offs and the wake-ups of blocked consumers
+// (producers=1: the consumers are mostly waiting).
+func BenchmarkCycleSplit(b *testing.B) {
+	for _, producers := range []int{4, 1} {
+		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
+			cycleSplit(b, producers, 4)
+		})
+	}
+}
+
+// cycleSplit runs BenchmarkCycleSplit with the given goroutine counts.
+func cycleSplit(b *testing.B, producers, consumers int) {
+	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	payload := make([]byte, benchPayload())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var left sync.WaitGroup
+	var acked atomic.Int64
+	all := make(chan struct{}) // closed by the consumer whose ack is the b.N-th
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := processCPU()
+	for p := range producers {
+		left.Add(1)
+		go func() {
+			defer left.Done()
+			for range b.N/producers + boolInt(p < b.N%producers) {
+				if _, err := q.Enqueue(ctx, payload); err != nil {
+					b.Error(err)
+					cancel() // the consumers would wait for it forever
+					return
+				}
+			}
+		}()
+	}
+	for range consumers {
+		left.Add(1)
+		go func() {
+			defer left.Done()
+			for {
+				m, err := q.Dequeue(ctx)
+				if errors.Is(err, context.Canceled) {
+					return
+				}
+				if err == nil {
+					err = m.Ack()
+				}
+				if err != nil {
+					b.Error(err)
+					cancel()
+					return
+				}
+				if acked.Add(1) == int64(b.N) {
+					close(all)
+				}
+			}
+		}()
+	}
+	select {
+	case <-all:
+	case <-ctx.Done(): // a call failed: what it left out is never acked
+	}
+	b.StopTimer()
+	cancel()
+	left.Wait()
+	reportCPU(b, cpu)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // BenchmarkSorted publishes WALQ_SORTED_VALUES values (default 100,000;

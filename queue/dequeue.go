@@ -367,18 +367,19 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 	reset := false
 	for {
 		lsn, b, err := q.mu.cursor.Next()
-		if errors.Is(err, io.EOF) {
-			return 0, 0, nil
-		}
-		if errors.Is(err, wal.ErrNotFound) && !reset {
-			// A compaction cut the log past the reader's position: it cuts
-			// only what the cursor no longer needs (cursorNeedLocked).
-			// Read on from the cursor, or from the log's start.
-			q.resetCursorLocked()
-			reset = true
-			continue
-		}
-		if err != nil {
+		if err != nil { // looked into only when set: this runs per record
+			if errors.Is(err, io.EOF) {
+				return 0, 0, nil
+			}
+			if errors.Is(err, wal.ErrNotFound) && !reset {
+				// A compaction cut the log past the reader's position: it
+				// cuts only what the cursor no longer needs
+				// (cursorNeedLocked). Read on from the cursor, or from the
+				// log's start.
+				q.resetCursorLocked()
+				reset = true
+				continue
+			}
 			return 0, 0, wrapCorrupt("read at cursor", err)
 		}
 		if lsn < st.cursor {
