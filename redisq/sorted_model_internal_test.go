@@ -187,21 +187,29 @@ func (m *sortedModel) pull() {
 		m.batches[b.Receipt.Lease] = &sortedBatch{key: b.Key, vals: vs, deadline: m.clock.Now().Add(10 * time.Second)}
 		m.tokens = append(m.tokens, b.Receipt.Lease)
 		delete(m.pending, b.Key)
+		delete(m.hold, b.Key) // a pull ends the key's hold
 	}
 }
 
-// giveback is the model of a batch's lease ended without an ack.
+// giveback is the model of a batch's lease ended without an ack. A delay
+// holds the key only if a value went back; a key keeps the later of two
+// holds, and a key left without pending values loses its hold.
 func (m *sortedModel) giveback(b *sortedBatch, delay time.Duration) {
 	b.settled = true
+	back := false
 	for _, v := range b.vals {
 		if v.deliveries >= m.maxd {
 			m.dead[v.seq] = sortedDead{key: b.key, v: v, reason: fmt.Sprint(m.maxd, " deliveries; last: ")}
 		} else {
 			m.pending[b.key] = append(m.pending[b.key], v)
+			back = true
 		}
 	}
-	if delay > 0 {
-		m.hold[b.key] = m.clock.Now().Add(delay)
+	if until := m.clock.Now().Add(delay); delay > 0 && back && until.After(m.hold[b.key]) {
+		m.hold[b.key] = until
+	}
+	if len(m.pending[b.key]) == 0 {
+		delete(m.hold, b.key)
 	}
 }
 
