@@ -63,10 +63,16 @@ func (q *Queue) overBound(live int64) bool {
 // while the housekeeper's pass copies forward waits for it, then does its
 // own, so the log is within the bound when it returns (had it only waited
 // for the copies, it would find nothing left to move and return before the
-// other pass's second snapshot had truncated the log).
+// other pass's second snapshot had truncated the log). A pass that starts
+// once Close began returns ErrClosed: Close's own snapshot waits for a pass
+// under way, but not for one that takes compactMu after it, while Close
+// closes the log under it.
 func (q *Queue) compact() error {
 	q.compactMu.Lock()
 	defer q.compactMu.Unlock()
+	if q.isClosed() {
+		return ErrClosed
+	}
 	if err := q.takeSnapshot(); err != nil {
 		return err
 	}
