@@ -64,9 +64,10 @@ func (q *Queue) overBound(live int64) bool {
 // own, so the log is within the bound when it returns (had it only waited
 // for the copies, it would find nothing left to move and return before the
 // other pass's second snapshot had truncated the log). A pass that starts
-// once Close began returns ErrClosed: Close's own snapshot waits for a pass
-// under way, but not for one that takes compactMu after it, while Close
-// closes the log under it.
+// once Close began returns ErrClosed: Close holds compactMu from its
+// snapshot until the log is closed, so a pass that took it first ends
+// before the log closes, and one that takes it later would find the log
+// closed under it.
 func (q *Queue) compact() error {
 	q.compactMu.Lock()
 	defer q.compactMu.Unlock()

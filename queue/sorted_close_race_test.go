@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/walq/walq/internal/fakeclock"
+	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // sortedLedger is what the goroutines of a sorted close race were told, by
@@ -23,6 +26,9 @@ type sortedLedger struct {
 	bad      []string
 	pulled   int
 	deadSeen int
+
+	allowed  []error     // besides ErrClosed, what a call may answer (the injected failure)
+	poisoned atomic.Bool // a write of the log answered the injected failure
 }
 
 func (l *sortedLedger) note(f func()) { l.mu.Lock(); defer l.mu.Unlock(); f() }
@@ -35,12 +41,27 @@ func (l *sortedLedger) expect(call string, err error, ok ...error) {
 	if err == nil {
 		return
 	}
-	for _, o := range ok {
+	for _, o := range append(ok, l.allowed...) {
 		if errors.Is(err, o) {
 			return
 		}
 	}
 	l.wrong("%s: %v", call, err)
+}
+
+// write runs a call that writes the log: one that begins once a write met
+// the injected failure must fail too (the log is poisoned), a TryPull
+// included, which must not answer ErrEmpty then.
+func (l *sortedLedger) write(call string, f func() error) error {
+	after := l.poisoned.Load()
+	err := f()
+	switch {
+	case after && (err == nil || errors.Is(err, queue.ErrEmpty)):
+		l.wrong("%s began after the log was poisoned and answered %v", call, err)
+	case len(l.allowed) > 0 && errors.Is(err, l.allowed[0]):
+		l.poisoned.Store(true)
+	}
+	return err
 }
 
 func raceKey(tok int) string { return fmt.Sprintf("k%d", tok%7) }
@@ -93,7 +114,7 @@ func TestSortedCloseRaces(t *testing.T) {
 			pub := func(ctx context.Context, tok int, p []byte) error {
 				return s.Publish(ctx, int64(tok), raceKey(tok), p)
 			}
-			l := sortedRace(t, rng, s, pub, func(v queue.Value[int64], tok int) bool { return v.Sort == int64(tok) }, nil)
+			l := sortedRace(t, rng, s, pub, func(v queue.Value[int64], tok int) bool { return v.Sort == int64(tok) }, nil, nil)
 			if s, err = queue.OpenSorted[int64](dir, &so); err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +129,7 @@ func TestSortedCloseRaces(t *testing.T) {
 			}
 			wpub := func(ctx context.Context, tok int, p []byte) error { return w.Publish(ctx, raceKey(tok), p) }
 			tick := func() { clk.Advance(time.Millisecond) }
-			l = sortedRace(t, rng, w.Sorted, wpub, func(v queue.Value[time.Time], _ int) bool { return v.Sort.Equal(v.PublishedAt) }, tick)
+			l = sortedRace(t, rng, w.Sorted, wpub, func(v queue.Value[time.Time], _ int) bool { return v.Sort.Equal(v.PublishedAt) }, tick, nil)
 			if w, err = queue.OpenWindowed(dir, &wo); err != nil {
 				t.Fatal(err)
 			}
@@ -119,11 +140,15 @@ func TestSortedCloseRaces(t *testing.T) {
 }
 
 // sortedRace runs the race on s and closes it; tick, when set, moves the
-// clock while it runs.
+// clock while it runs; fail, when set, is s's file system, which fails
+// one operation at a random moment of the race.
 func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K],
-	pub func(context.Context, int, []byte) error, sortOK func(queue.Value[K], int) bool, tick func()) *sortedLedger {
+	pub func(context.Context, int, []byte) error, sortOK func(queue.Value[K], int) bool, tick func(), fail *faultfs.FS) *sortedLedger {
 	t.Helper()
 	l := &sortedLedger{durable: map[int]bool{}, gone: map[int]bool{}, goneTry: map[int]bool{}}
+	if fail != nil {
+		l.allowed = []error{faultfs.ErrInjected}
+	}
 	ctx := context.Background()
 	var next sync2Counter
 	var wg sync.WaitGroup
@@ -132,7 +157,8 @@ func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K
 		rng := rand.New(rand.NewPCG(seed, 3))
 		for {
 			tok := next.add()
-			if err := pub(ctx, tok, stamped(tok, rng)); err != nil {
+			p := stamped(tok, rng)
+			if err := l.write("Publish", func() error { return pub(ctx, tok, p) }); err != nil {
 				l.expect("Publish", err, queue.ErrClosed)
 				return
 			}
@@ -150,25 +176,25 @@ func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K
 		switch rng.IntN(6) {
 		case 0, 1:
 			mark(l.goneTry)
-			err := b.Ack()
+			err := l.write("Ack", b.Ack)
 			if err == nil {
 				mark(l.gone)
 			}
 			return err
 		case 2:
-			return b.Nack(0)
+			return l.write("Nack", func() error { return b.Nack(0) })
 		case 3:
-			if err := b.Extend(time.Hour); err != nil {
+			if err := l.write("Extend", func() error { return b.Extend(time.Hour) }); err != nil {
 				return err
 			}
 			mark(l.goneTry)
-			err := s.Ack(b.Receipt)
+			err := l.write("Ack by receipt", func() error { return s.Ack(b.Receipt) })
 			if err == nil {
 				mark(l.gone)
 			}
 			return err
 		case 4:
-			return b.DeadLetter("race")
+			return l.write("DeadLetter", func() error { return b.DeadLetter("race") })
 		}
 		return nil // left leased
 	}
@@ -180,7 +206,7 @@ func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K
 			var err error
 			if rng.IntN(2) == 0 {
 				bs, err = s.Pull(ctx, 1+rng.IntN(3))
-			} else if bs, err = s.TryPull(1 + rng.IntN(3)); errors.Is(err, queue.ErrEmpty) {
+			} else if err = l.write("TryPull", func() (err error) { bs, err = s.TryPull(1 + rng.IntN(3)); return err }); errors.Is(err, queue.ErrEmpty) {
 				err = nil
 				if tick != nil {
 					tick()
@@ -262,6 +288,11 @@ func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K
 	wg.Add(1)
 	go keeper(rng.Uint64())
 	time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+	if fail != nil {
+		kinds := []string{"write", "fsync", "open", "remove", "rename", "dirsync", wal.StoreWriteBatch, wal.StoreTruncateFront}
+		fail.FailNext(kinds[rng.IntN(len(kinds))])
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+	}
 	l.expect("Close", s.Close(), errors.New("none"))
 	waitGroupWithin(t, &wg, 20*time.Second)
 	if len(l.bad) > 0 {
@@ -321,4 +352,49 @@ func checkSortedAfterRace[K queue.SortKey](t *testing.T, s *queue.Sorted[K], l *
 		t.Fatalf("after reopen: %q", l.bad[:min(len(l.bad), 5)])
 	}
 	t.Logf("pulled %d values, saw %d dead, found %d after reopen", l.pulled, l.deadSeen, len(found))
+}
+
+// TestSortedFaultRaces is TestSortedCloseRaces on a file system that fails
+// one operation (a write, fsync, open, remove, rename, directory fsync, or
+// tidwall/wal's batch write or front truncation, whichever comes next) at a
+// random moment of the race: every call answers
+// nil, ErrClosed or the failure; once a write of the log answered it, every
+// write begun after fails too (a TryPull too, never ErrEmpty); and the
+// queue reopened on the real file system holds every value whose Publish
+// returned nil and that no ack or purge took, and none whose ack or purge
+// returned nil, each with its own payload under its own key.
+func TestSortedFaultRaces(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rounds := 10
+	if testing.Short() {
+		rounds = 3
+	}
+	for i := range rounds {
+		for _, mode := range []queue.SyncMode{queue.SyncAlways, queue.SyncInterval, queue.SyncNever} {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*3+int(mode))))
+			clk := fakeclock.New()
+			fsys := faultfs.New(0)
+			so := queue.SortedOptions{Options: queue.Options{Sync: mode, SegmentSize: 4096, SnapshotBytes: 16 << 10,
+				AckTimeout: time.Hour, Clock: clk, MaxDeliveries: 3, FS: fsys}, CacheBytes: 2048}
+			dir := t.TempDir()
+			s, err := queue.OpenSorted[int64](dir, &so)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub := func(ctx context.Context, tok int, p []byte) error {
+				return s.Publish(ctx, int64(tok), raceKey(tok), p)
+			}
+			l := sortedRace(t, rng, s, pub, func(v queue.Value[int64], tok int) bool { return v.Sort == int64(tok) }, nil, fsys)
+			if hit, ok := fsys.Hit(); ok {
+				t.Logf("round %d mode %v: failed %s %s, poisoned %v", i, mode, hit.Kind, hit.Path, l.poisoned.Load())
+			}
+			so.FS = nil
+			if s, err = queue.OpenSorted[int64](dir, &so); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(2 * time.Hour)
+			checkSortedAfterRace(t, s, l)
+		}
+	}
 }
