@@ -51,7 +51,8 @@ type raceLedger struct {
 	durable  map[int]bool   // enqueue reported durable
 	acked    map[int]bool   // ack reported durable
 	ackTried map[int]bool   // ack made, outcome unknown or failed
-	dead     map[int]bool   // dead-letter reported durable
+	dead     map[int]bool   // dead-letter reported durable, no RequeueAllDead since
+	requeues int            // RequeueAllDead calls begun
 	bad      []string       // what no call may answer
 }
 
@@ -105,7 +106,8 @@ func (l *raceLedger) received(m *queue.Message) (int, bool) {
 // TestCloseRacesEveryCall closes a queue while producers (Enqueue,
 // EnqueueBatch, EnqueueAsync), consumers (Dequeue blocked and not,
 // DequeueBatch, every settle, synchronous and not) and a housekeeper
-// (Compact, Stats, Browse, DeadLetters, Flush) run on 4 KiB segments. Each
+// (Compact, Stats, Browse, DeadLetters, PurgeDead, RequeueAllDead, Flush)
+// run on 4 KiB segments. Each
 // call returns (nil, or ErrClosed once closed), each Pending completes,
 // every payload delivered is the one enqueued, and after a reopen every
 // enqueue reported durable and not acked is there (ready or dead), and no
@@ -230,8 +232,14 @@ func closeRace(t *testing.T, rng *rand.Rand, mode queue.SyncMode) {
 				}
 			}
 		case 5:
+			var began int
+			l.note(func() { began = l.requeues })
 			if err = m.DeadLetter("race"); err == nil {
-				l.note(func() { l.dead[tok] = true })
+				l.note(func() {
+					if l.requeues == began { // else a RequeueAllDead may have taken it
+						l.dead[tok] = true
+					}
+				})
 			}
 		case 6:
 			l.note(func() { l.ackTried[tok] = true })
@@ -293,9 +301,21 @@ func closeRace(t *testing.T, rng *rand.Rand, mode queue.SyncMode) {
 				var ds []queue.DeadLetter
 				ds, err = q.DeadLetters(0, 0)
 				for _, d := range ds {
-					if _, perr := unstamp(d.Payload); perr != nil {
+					tok, perr := unstamp(d.Payload)
+					if perr != nil {
 						l.wrong("dead letter %s: %v", d.ID, perr)
+						continue
 					}
+					if err == nil && tok%3 == 0 { // a purge is an ack
+						l.note(func() { l.ackTried[tok] = true; delete(l.dead, tok) })
+						if err = q.PurgeDead(d.ID); err == nil {
+							l.note(func() { l.acked[tok] = true })
+						}
+					}
+				}
+				if err == nil && i%15 == 2 {
+					l.note(func() { clear(l.dead); l.requeues++ }) // each may be delivered and acked now
+					_, err = q.RequeueAllDead()
 				}
 			case 3:
 				_, err = q.Browse(queue.StateReady, 0, 20)
@@ -374,7 +394,7 @@ func checkAfterRace(t *testing.T, dir string, o *queue.Options, clk interface{ A
 		}
 	}
 	for tok := range l.dead {
-		if found[tok] == 0 {
+		if !l.ackTried[tok] && found[tok] == 0 { // a purge is an ack
 			t.Errorf("token %d dead-lettered, not found after reopen", tok)
 		}
 	}

@@ -262,15 +262,12 @@ func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K
 					l.note(func() { l.deadSeen++ })
 					switch rng.IntN(3) {
 					case 0:
-						err = s.RequeueDeadValue(d)
+						err = l.write("RequeueDeadValue", func() error { return s.RequeueDeadValue(d) })
 					case 1:
 						l.note(func() { l.goneTry[tok] = true })
-						if err = s.PurgeDeadValue(d); err == nil {
+						if err = l.write("PurgeDeadValue", func() error { return s.PurgeDeadValue(d) }); err == nil {
 							l.note(func() { l.gone[tok] = true })
 						}
-					}
-					if errors.Is(err, queue.ErrNotFound) {
-						err = nil // requeued or purged by nobody else: should not happen, but harmless here
 					}
 				}
 			}
