@@ -72,8 +72,8 @@ type MessageInfo struct {
 // copies are: such a cut never fails the call. It copies them again only
 // after such a cut, as often as compactions cut the log under its read.
 // Browse fails with ErrInvalidOptions for a limit that is not positive or
-// an unknown state, with ErrClosed on a queue closed before the call, and
-// with the error of a read of the log that fails otherwise: ErrCorrupt
+// an unknown state, with ErrClosed on a queue closed before the call or
+// while it reads the log, and with the error of a read of the log that fails otherwise: ErrCorrupt
 // for damage, another read error, or that of a record that does not
 // decode.
 func (q *Queue) Browse(state MessageState, from uint64, limit int) ([]MessageInfo, error) {
@@ -204,7 +204,7 @@ func (q *Queue) pendingFrom(from, first uint64, limit int) ([]MessageInfo, error
 			return nil, errLogCut
 		}
 		if err != nil {
-			return nil, wrapCorrupt("browse log", err)
+			return nil, closedAs(wrapCorrupt("browse log", err)) // a Close may overtake the read
 		}
 		if peekOp(b) != opEnqueue {
 			continue

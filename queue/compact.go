@@ -63,10 +63,17 @@ func (q *Queue) overBound(live int64) bool {
 // while the housekeeper's pass copies forward waits for it, then does its
 // own, so the log is within the bound when it returns (had it only waited
 // for the copies, it would find nothing left to move and return before the
-// other pass's second snapshot had truncated the log).
+// other pass's second snapshot had truncated the log). A pass that starts
+// once Close began returns ErrClosed: Close holds compactMu from its
+// snapshot until the log is closed, so a pass that took it first ends
+// before the log closes, and one that takes it later would find the log
+// closed under it.
 func (q *Queue) compact() error {
 	q.compactMu.Lock()
 	defer q.compactMu.Unlock()
+	if q.isClosed() {
+		return ErrClosed
+	}
 	if err := q.takeSnapshot(); err != nil {
 		return err
 	}

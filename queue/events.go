@@ -259,6 +259,9 @@ func (q *Queue) compactInBackground() {
 	start := q.opts.Clock.Now()
 	before, moved := q.log.Size(), q.movedCount()
 	err := q.compact()
+	if errors.Is(err, ErrClosed) {
+		return // Close is under way
+	}
 	q.report(jobCompact, err)
 	if err != nil {
 		return

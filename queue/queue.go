@@ -339,8 +339,9 @@ func (q *Queue) wakeHousekeeper() {
 // deadline, so a receipt can still be acked by the next process. On a
 // poisoned log Close records nothing and takes no snapshot: it closes the
 // log and the lock and returns the error that poisoned the log, and the
-// next Open recovers the directory as after a crash. A second Close
-// returns ErrClosed.
+// next Open recovers the directory as after a crash. Either way a Compact
+// under way ends before the log is closed and the directory released. A
+// second Close returns ErrClosed.
 func (q *Queue) Close() error {
 	if q.opts.ReadOnly {
 		return q.closeReadOnly()
@@ -360,14 +361,21 @@ func (q *Queue) Close() error {
 	if appendErr != nil {
 		err = appendErr
 	}
+	// A compaction under way (a Compact's) ends before the log is closed
+	// and the directory released, poisoned or not: it would write its
+	// snapshot and truncate after them. One that starts later finds the
+	// queue closed (compact).
+	q.compactMu.Lock()
 	if err == nil && q.log.Err() == nil {
-		err = q.snapshot()
+		err = q.takeSnapshot()
 	}
 	q.closeCursor() // it may pin a segment the last snapshot removed
 	if q.log.Err() != nil {
 		q.keepWritten() // Stats after Close reads the log no more
 	}
-	if cerr := q.log.Close(); err == nil && cerr != nil {
+	cerr := q.log.Close()
+	q.compactMu.Unlock()
+	if err == nil && cerr != nil {
 		err = fmt.Errorf("queue: close log: %w", cerr)
 	}
 	if uerr := unlockDir(q.lockFile); err == nil {

@@ -104,7 +104,7 @@ func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []b
 	if err != nil {
 		return err
 	}
-	return s.q.publish(ctx, enc, key, payload)
+	return s.q.publish(ctx, enc, key, payload, s.q.now())
 }
 
 // Pull returns the batches of up to about max values, keys in order of
@@ -267,5 +267,10 @@ func OpenWindowed(dir string, opts *WindowOptions) (*Windowed, error) {
 // that the value's batch is due Window after its publish by that clock,
 // even just after a step of the system's wall clock.
 func (w *Windowed) Publish(ctx context.Context, key string, payload []byte) error {
-	return w.Sorted.Publish(ctx, time.Unix(0, w.q.now()), key, payload)
+	at := w.q.now() // the sort key and the PublishedAt: one reading
+	enc, err := encodeSort(time.Unix(0, at))
+	if err != nil {
+		return err
+	}
+	return w.q.publish(ctx, enc, key, payload, at)
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// publish appends a publish record.
-func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []byte) error {
+// publish appends a publish record made at (unix ns, the queue's clock).
+func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []byte, at int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -22,7 +22,7 @@ func (q *Queue) publish(ctx context.Context, sort []byte, key string, payload []
 	}
 	// The payload may be cached in the index: keep a copy, not the
 	// caller's buffer, which it may reuse once Publish returns.
-	r := &record{Op: opPublish, Key: key, Sort: sort, At: q.now(), Payload: bytes.Clone(payload)}
+	r := &record{Op: opPublish, Key: key, Sort: sort, At: at, Payload: bytes.Clone(payload)}
 	enc := encodeRecord(nil, r)
 	if err := q.checkRecordSize(len(enc)); err != nil {
 		return err

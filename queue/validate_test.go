@@ -77,7 +77,7 @@ func newValidateFixture(t *testing.T) *validateFixture {
 	require.NoError(t, m2.Nack(0))
 	require.NoError(t, m3.DeadLetter("poison"))
 	f.leased, f.lease, f.ready, f.dead = m1.Receipt.Seq, m1.Receipt.Lease, m2.Receipt.Seq, m3.Receipt.Seq
-	require.NoError(t, q.publish(ctx, []byte{1}, "k", []byte("v")))
+	require.NoError(t, q.publish(ctx, []byte{1}, "k", []byte("v"), q.now()))
 	q.mu.Lock()
 	bs, _, err := q.pullLocked(1, nil, new([]deadNote))
 	q.mu.Unlock()

@@ -616,7 +616,14 @@ func OpenWindowed(ctx context.Context, rdb redis.UniversalClient, name string, o
 	return &Windowed{s}, nil
 }
 
-// Publish adds a value under key, stamped with the current time.
+// Publish adds a value under key, stamped with the current time: its sort
+// key and its PublishedAt are one reading of the clock, so that its key is
+// due Window after its PublishedAt.
 func (w *Windowed) Publish(ctx context.Context, key string, payload []byte) error {
-	return w.Sorted.Publish(ctx, w.o.Clock.Now(), key, payload)
+	now := w.o.Clock.Now()
+	part, err := sortPart(now)
+	if err != nil {
+		return err
+	}
+	return w.publish(ctx, now, part, key, payload)
 }

@@ -11,8 +11,9 @@ import (
 // Clock is a manual clock.
 type Clock struct {
 	mu      sync.Mutex
-	now     time.Time // the current time
-	waiters []waiter  // timers not yet fired
+	now     time.Time     // the current time
+	step    time.Duration // how far each reading of Now moves the clock first; 0: none
+	waiters []waiter      // timers not yet fired
 }
 
 type waiter struct {
@@ -25,11 +26,23 @@ func New() *Clock {
 	return &Clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
-// Now returns the clock's time.
+// Now returns the clock's time; with a step set (StepEachReading), it
+// moves the clock by the step first, so that no two readings agree.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.step > 0 {
+		c.advanceLocked(c.step)
+	}
 	return c.now
+}
+
+// StepEachReading makes every later reading of Now move the clock by d
+// first, firing the timers that come due; 0 stops it.
+func (c *Clock) StepEachReading(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.step = d
 }
 
 // After returns a channel that receives once the clock has advanced by d.
@@ -49,6 +62,11 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.advanceLocked(d)
+}
+
+// advanceLocked is Advance for a caller that holds c.mu.
+func (c *Clock) advanceLocked(d time.Duration) {
 	c.now = c.now.Add(d)
 	kept := c.waiters[:0]
 	for _, w := range c.waiters {

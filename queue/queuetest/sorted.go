@@ -49,6 +49,7 @@ func TestSorted(t *testing.T, e SortedEngine) {
 		{"BlockingPullWakes", testBlockingPull},
 		{"CloseEndsPull", testPullClose},
 		{"Windowed", testWindowed},
+		{"WindowedPublishTime", testWindowedPublishTime},
 		{"FarFuture", testSortedFarFuture},
 		{"WindowedForever", testWindowedForever},
 		{"DeadValues", testDeadValues},
@@ -321,6 +322,32 @@ func testPullClose(t *testing.T, e SortedEngine) {
 	require.ErrorIs(t, v.q.Publish(context.Background(), 1, "k", nil), queue.ErrClosed)
 	_, err = w.TryPull(10)
 	require.ErrorIs(t, err, queue.ErrClosed)
+}
+
+// testWindowedPublishTime: a windowed value's sort key is its publish
+// time, one reading of the clock, even when the clock moves between any
+// two readings: its Sort is its PublishedAt, pulled or dead, so that its
+// key is due Window after that PublishedAt and not after an earlier
+// reading.
+func testWindowedPublishTime(t *testing.T, e SortedEngine) {
+	o := SortedOptions{Options: Options{AckTimeout: time.Hour, MaxDeliveries: -1}, Window: time.Minute}
+	o.Clock = NewClock()
+	q := e.OpenWindowed(t, o)
+	t.Cleanup(func() { _ = q.Close() })
+	o.Clock.StepEachReading(time.Millisecond)
+	require.NoError(t, q.Publish(context.Background(), "a", []byte("1")))
+	o.Clock.StepEachReading(0)
+	o.Clock.Advance(time.Hour)
+	bs, err := q.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	v := bs[0].Values[0]
+	require.True(t, v.Sort.Equal(v.PublishedAt), "pulled value: Sort %v, PublishedAt %v", v.Sort, v.PublishedAt)
+	require.NoError(t, bs[0].DeadLetter("look at it dead"))
+	ds, err := q.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.True(t, ds[0].Sort.Equal(ds[0].PublishedAt), "dead value: Sort %v, PublishedAt %v", ds[0].Sort, ds[0].PublishedAt)
 }
 
 func testWindowed(t *testing.T, e SortedEngine) {
