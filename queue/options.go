@@ -89,7 +89,12 @@ type Options struct {
 	// logged one by one.
 	// Nothing else is logged per message on the enqueue and delivery paths.
 	// Every event is logged without the queue's lock held: the handler
-	// may call the queue. Default nil: no logging.
+	// may call the queue, but not Close on the goroutine that called it:
+	// the background events (leases that ran out, background failures,
+	// the sticky write error, compactions) are logged by the queue's
+	// housekeeping goroutine, which Close waits for. A handler that
+	// closes the queue starts Close on a goroutine of its own.
+	// Default nil: no logging.
 	Logger *slog.Logger
 	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,
 	// SettleAsync, AckAsync) appended and not yet complete; such a call
