@@ -66,6 +66,28 @@ func (l *sortedLedger) write(call string, f func() error) error {
 
 func raceKey(tok int) string { return fmt.Sprintf("k%d", tok%7) }
 
+// raceSortedOptions are the options of the sorted queues the races run:
+// small segments, snapshots and payload cache, so that rolls, compactions
+// and reads from disk happen under the racing calls; fsys is nil or the
+// file system whose failures a race injects.
+func raceSortedOptions(mode queue.SyncMode, clk queue.Clock, fsys *faultfs.FS) queue.SortedOptions {
+	o := queue.SortedOptions{Options: queue.Options{Sync: mode, SegmentSize: 4096, SnapshotBytes: 16 << 10,
+		AckTimeout: time.Hour, Clock: clk, MaxDeliveries: 3}, CacheBytes: 2048}
+	if fsys != nil {
+		o.FS = fsys
+	}
+	return o
+}
+
+// sortedRaceByToken runs sortedRace on a sorted queue whose values are
+// sorted by their token and keyed by raceKey.
+func sortedRaceByToken(t *testing.T, rng *rand.Rand, s *queue.Sorted[int64], fail *faultfs.FS) *sortedLedger {
+	pub := func(ctx context.Context, tok int, p []byte) error {
+		return s.Publish(ctx, int64(tok), raceKey(tok), p)
+	}
+	return sortedRace(t, rng, s, pub, func(v queue.Value[int64], tok int) bool { return v.Sort == int64(tok) }, nil, fail)
+}
+
 // value checks one value of a batch of key and returns its token.
 func (l *sortedLedger) value(key string, payload []byte, where string) (int, bool) {
 	tok, err := unstamp(payload)
@@ -104,17 +126,13 @@ func TestSortedCloseRaces(t *testing.T) {
 		for _, mode := range []queue.SyncMode{queue.SyncAlways, queue.SyncNever} {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*2+int(mode))))
 			clk := fakeclock.New()
-			so := queue.SortedOptions{Options: queue.Options{Sync: mode, SegmentSize: 4096, SnapshotBytes: 16 << 10,
-				AckTimeout: time.Hour, Clock: clk, MaxDeliveries: 3}, CacheBytes: 2048}
+			so := raceSortedOptions(mode, clk, nil)
 			dir := t.TempDir()
 			s, err := queue.OpenSorted[int64](dir, &so)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pub := func(ctx context.Context, tok int, p []byte) error {
-				return s.Publish(ctx, int64(tok), raceKey(tok), p)
-			}
-			l := sortedRace(t, rng, s, pub, func(v queue.Value[int64], tok int) bool { return v.Sort == int64(tok) }, nil, nil)
+			l := sortedRaceByToken(t, rng, s, nil)
 			if s, err = queue.OpenSorted[int64](dir, &so); err != nil {
 				t.Fatal(err)
 			}
@@ -372,17 +390,13 @@ func TestSortedFaultRaces(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*3+int(mode))))
 			clk := fakeclock.New()
 			fsys := faultfs.New(0)
-			so := queue.SortedOptions{Options: queue.Options{Sync: mode, SegmentSize: 4096, SnapshotBytes: 16 << 10,
-				AckTimeout: time.Hour, Clock: clk, MaxDeliveries: 3, FS: fsys}, CacheBytes: 2048}
+			so := raceSortedOptions(mode, clk, fsys)
 			dir := t.TempDir()
 			s, err := queue.OpenSorted[int64](dir, &so)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pub := func(ctx context.Context, tok int, p []byte) error {
-				return s.Publish(ctx, int64(tok), raceKey(tok), p)
-			}
-			l := sortedRace(t, rng, s, pub, func(v queue.Value[int64], tok int) bool { return v.Sort == int64(tok) }, nil, fsys)
+			l := sortedRaceByToken(t, rng, s, fsys)
 			if hit, ok := fsys.Hit(); ok {
 				t.Logf("round %d mode %v: failed %s %s, poisoned %v", i, mode, hit.Kind, hit.Path, l.poisoned.Load())
 			}
