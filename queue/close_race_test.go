@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walq/walq/internal/seed"
 	"github.com/walq/walq/queue"
 )
 
@@ -114,15 +115,14 @@ func (l *raceLedger) received(m *queue.Message) (int, bool) {
 // dead-lettering reported durable and neither requeued nor purged since
 // is dead, and no ack reported durable is undone.
 func TestCloseRacesEveryCall(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	s := seed.Take(t, "./queue")
 	rounds := 12
 	if testing.Short() {
 		rounds = 4
 	}
 	for i := range rounds {
 		for _, sync := range []queue.SyncMode{queue.SyncAlways, queue.SyncInterval, queue.SyncNever} {
-			closeRace(t, rand.New(rand.NewPCG(uint64(seed), uint64(i*3+int(sync)))), sync)
+			closeRace(t, rand.New(rand.NewPCG(s, uint64(i*3+int(sync)))), sync)
 		}
 	}
 }

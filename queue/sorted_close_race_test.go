@@ -12,6 +12,7 @@ import (
 
 	"github.com/walq/walq/internal/fakeclock"
 	"github.com/walq/walq/internal/faultfs"
+	"github.com/walq/walq/internal/seed"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/wal"
 )
@@ -116,15 +117,14 @@ func (l *sortedLedger) value(key string, payload []byte, where string) (int, boo
 // call returns nil or ErrClosed; after a reopen every value published and
 // never acked or purged is there, and none acked or purged is.
 func TestSortedCloseRaces(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	sd := seed.Take(t, "./queue")
 	rounds := 8
 	if testing.Short() {
 		rounds = 3
 	}
 	for i := range rounds {
 		for _, mode := range []queue.SyncMode{queue.SyncAlways, queue.SyncNever} {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*2+int(mode))))
+			rng := rand.New(rand.NewPCG(sd, uint64(i*2+int(mode))))
 			clk := fakeclock.New()
 			so := raceSortedOptions(mode, clk, nil)
 			dir := t.TempDir()
@@ -379,15 +379,14 @@ func checkSortedAfterRace[K queue.SortKey](t *testing.T, s *queue.Sorted[K], l *
 // returned nil and that no ack or purge took, and none whose ack or purge
 // returned nil, each with its own payload under its own key.
 func TestSortedFaultRaces(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	sd := seed.Take(t, "./queue")
 	rounds := 10
 	if testing.Short() {
 		rounds = 3
 	}
 	for i := range rounds {
 		for _, mode := range []queue.SyncMode{queue.SyncAlways, queue.SyncInterval, queue.SyncNever} {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*3+int(mode))))
+			rng := rand.New(rand.NewPCG(sd, uint64(i*3+int(mode))))
 			clk := fakeclock.New()
 			fsys := faultfs.New(0)
 			so := raceSortedOptions(mode, clk, fsys)
