@@ -53,7 +53,7 @@ type raceLedger struct {
 	acked    map[int]bool   // ack reported durable
 	ackTried map[int]bool   // ack made, outcome unknown or failed
 	dead     map[int]bool   // dead-letter reported durable, no RequeueAllDead since
-	requeues int            // RequeueAllDead calls begun
+	requeues int            // RequeueAllDead calls begun and ended: odd while one runs
 	bad      []string       // what no call may answer
 }
 
@@ -295,7 +295,9 @@ func (r *closeRacer) settle(rng *rand.Rand, m *queue.Message, tok int) bool {
 		l.note(func() { began = l.requeues })
 		if err = m.DeadLetter("race"); err == nil {
 			l.note(func() {
-				if l.requeues == began { // else a RequeueAllDead may have taken it
+				// Not if a RequeueAllDead ran beside the dead-lettering:
+				// it may have listed the letter and requeued it.
+				if began%2 == 0 && l.requeues == began {
 					l.dead[tok] = true
 				}
 			})
@@ -388,6 +390,7 @@ func (r *closeRacer) dead(i int) error {
 	if err == nil && i%15 == 2 {
 		l.note(func() { clear(l.dead); l.requeues++ }) // each may be delivered and acked now
 		_, err = r.q.RequeueAllDead()
+		l.note(func() { l.requeues++ })
 	}
 	return err
 }
