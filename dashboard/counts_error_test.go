@@ -37,3 +37,33 @@ func TestStatsSayCountsUnread(t *testing.T) {
 	require.Equal(t, 200, getJSON(t, healthy.URL+"/queue/api/stats", &reply))
 	assert.NotContains(t, reply.Stats, "counts_error")
 }
+
+// The age of the oldest message leaves out a never-delivered message whose
+// record cannot be read: api/stats says so in oldest_error, next to the
+// age, and leaves it out of a healthy queue's answer.
+func TestStatsSayOldestUnread(t *testing.T) {
+	q := unreadable.OldestDamaged(t)
+	want := q.Stats().OldestErr
+	require.ErrorIs(t, want, queue.ErrCorrupt)
+	for name, src := range map[string]dashboard.Source{"ForQueue": dashboard.ForQueue(q),
+		"ForAckQueue": dashboard.ForAckQueue(q)} {
+		t.Run(name, func(t *testing.T) {
+			s := server(t, src, nil)
+			var reply struct {
+				Stats map[string]any `json:"stats"`
+			}
+			require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/stats", &reply))
+			assert.Equal(t, want.Error(), reply.Stats["oldest_error"])
+			assert.EqualValues(t, unreadable.OldestReady, reply.Stats["ready"])
+			assert.EqualValues(t, 0, reply.Stats["oldest_age_seconds"], "the damaged message left out, and no other")
+			assert.NotContains(t, reply.Stats, "counts_error")
+		})
+	}
+
+	healthy := server(t, dashboard.ForQueue(openQueue(t)), nil)
+	var reply struct {
+		Stats map[string]any `json:"stats"`
+	}
+	require.Equal(t, 200, getJSON(t, healthy.URL+"/queue/api/stats", &reply))
+	assert.NotContains(t, reply.Stats, "oldest_error")
+}

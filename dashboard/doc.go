@@ -81,7 +81,11 @@
 // whose log a failed write poisoned and that could not be read back
 // (queue.Stats.CountsErr) are the calls', failed ones included: api/stats
 // answers them with counts_error (Stats.CountsError) saying why, and the
-// page says so above them.
+// page says so above them. When the record of the oldest never-delivered
+// message cannot be read (queue.Stats.OldestErr: damage, or a read error),
+// the age of the oldest message leaves it out: api/stats answers
+// oldest_error (Stats.OldestError) saying why, and the page says so above
+// the figures.
 //
 // A Handler is safe for concurrent use.
 package dashboard

@@ -32,7 +32,8 @@ func (s queueSource) Stats(context.Context) (Stats, error) {
 // the places of messages. A closed queue's are refused (queue.ErrClosed):
 // they no longer tell what the queue holds. The oldest message's age is
 // measured from st.At, the queue's clock, or, from an engine that leaves
-// At zero, the system's. CountsErr is carried as CountsError.
+// At zero, the system's. CountsErr is carried as CountsError, OldestErr
+// as OldestError.
 func fromStats(kind string, st queue.Stats) (Stats, error) {
 	if st.Closed {
 		return Stats{}, fmt.Errorf("dashboard: stats: %w", queue.ErrClosed)
@@ -55,6 +56,9 @@ func fromStats(kind string, st queue.Stats) (Stats, error) {
 	}
 	if st.CountsErr != nil {
 		out.CountsError = st.CountsErr.Error()
+	}
+	if st.OldestErr != nil {
+		out.OldestError = st.OldestErr.Error()
 	}
 	if !st.OldestEnqueuedAt.IsZero() {
 		out.OldestAgeSeconds = max(0, now.Sub(st.OldestEnqueuedAt).Seconds())

@@ -79,6 +79,12 @@ type Stats struct {
 	// above are then the calls', an enqueue whose write failed included,
 	// not what the log holds. It names the damage or the read error.
 	CountsError string `json:"counts_error,omitempty"`
+	// OldestError is set when the record of the oldest never-delivered
+	// message could not be read (queue.Stats.OldestErr):
+	// oldest_age_seconds above then leaves that message out, and is 0
+	// when no other message is live. It names the damage or the read
+	// error.
+	OldestError string `json:"oldest_error,omitempty"`
 }
 
 // Page is one page of messages.

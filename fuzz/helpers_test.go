@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/walq/walq/internal/fakeclock"
+	"github.com/walq/walq/internal/seed"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -40,18 +41,11 @@ func envInt(t testing.TB, name string, def int) int {
 }
 
 // testRand returns a generator seeded from WALQ_SEED or the clock, and logs
-// the seed so that a failure can be replayed.
+// the seed so that a failure can be replayed (package seed).
 func testRand(t testing.TB) (*rand.Rand, uint64) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WALQ_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WALQ_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay: WALQ_SEED=%d go test ./fuzz -run '^%s$')", seed, seed, t.Name())
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed
+	t.Helper()
+	s := seed.Take(t, "./fuzz")
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)), s
 }
 
 var scratch struct {

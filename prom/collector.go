@@ -29,6 +29,7 @@ type descs struct {
 	fsyncRecs  *prometheus.Desc
 	enqueueAck *prometheus.Desc
 	unread     *prometheus.Desc
+	oldestErr  *prometheus.Desc
 }
 
 // counter is one lifetime total of queue.Metrics.
@@ -71,6 +72,8 @@ func NewCollector(src Source, labels prometheus.Labels) *Collector {
 		enqueueAck: d("enqueue_to_ack_seconds", "Time from enqueue to the ack that settled the message."),
 		unread: d("counts_unread", "1 when the log is poisoned and could not be read back: the counts and totals are "+
 			"then the calls', failed ones included, not the log's (Stats.CountsErr)."),
+		oldestErr: d("oldest_message_unread", "1 when the record of the oldest never-delivered message could not be read: "+
+			"walq_oldest_message_age_seconds then leaves that message out (Stats.OldestErr)."),
 	}}
 }
 
@@ -80,7 +83,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- k.desc
 	}
 	for _, d := range []*prometheus.Desc{c.descs.messages, c.descs.sorted, c.descs.oldest, c.descs.logBytes,
-		c.descs.liveBytes, c.descs.fsync, c.descs.fsyncRecs, c.descs.enqueueAck, c.descs.unread} {
+		c.descs.liveBytes, c.descs.fsync, c.descs.fsyncRecs, c.descs.enqueueAck, c.descs.unread, c.descs.oldestErr} {
 		ch <- d
 	}
 }
@@ -106,6 +109,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.logBytes, float64(m.LogBytes))
 	gauge(d.liveBytes, float64(m.LiveBytes))
 	gauge(d.unread, unread(m.CountsErr))
+	gauge(d.oldestErr, unread(m.OldestErr))
 	ch <- histogram(d.fsync, m.FsyncSeconds)
 	ch <- histogram(d.fsyncRecs, m.RecordsPerFsync)
 	ch <- histogram(d.enqueueAck, m.EnqueueToAckSeconds)
@@ -123,8 +127,9 @@ func histogram(desc *prometheus.Desc, h queue.Histogram) prometheus.Metric {
 	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets)
 }
 
-// unread is walq_counts_unread: 1 when the counts could not be read back
-// from a poisoned log (err, Metrics.CountsErr), else 0.
+// unread is walq_counts_unread and walq_oldest_message_unread: 1 when
+// what they mark could not be read (err: Metrics.CountsErr,
+// Metrics.OldestErr), else 0.
 func unread(err error) float64 {
 	if err != nil {
 		return 1

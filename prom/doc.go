@@ -19,7 +19,7 @@
 //	walq_fsync_duration_seconds, walq_fsync_records (histograms)
 //	walq_enqueue_to_ack_seconds (histogram)
 //	walq_background_errors_total
-//	walq_counts_unread
+//	walq_counts_unread, walq_oldest_message_unread
 //
 // walq_counts_unread is 1 while the queue's log is poisoned (a failed
 // write or fsync) and could not be read back (queue.Stats.CountsErr, which
@@ -27,4 +27,11 @@
 // an enqueue whose write failed included, not what a reopen finds. Alert
 // on it (walq_counts_unread == 1), and mark the counts of a dashboard
 // with it.
+//
+// walq_oldest_message_unread is 1 while the enqueue record of the oldest
+// never-delivered message cannot be read from the log (queue.Stats.OldestErr
+// says why: damage, wrapping queue.ErrCorrupt, which its delivery meets
+// too, or an I/O error): walq_oldest_message_age_seconds then leaves that
+// message out, and reads 0 when no other message is live. A backlog alert
+// on the age alone misses such a queue: alert on this gauge too.
 package prom

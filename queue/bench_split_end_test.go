@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 )
 
 // A failed call ends a run of BenchmarkCycleSplit (cycleSplit), and the
@@ -15,7 +16,7 @@ import (
 // process.
 func TestCycleSplitEndsWithoutGoroutines(t *testing.T) {
 	t.Setenv("WALQ_BENCH_PAYLOAD", fmt.Sprint(5<<20)) // above the default MaxMessageSize: every Enqueue fails
-	r := testing.Benchmark(func(b *testing.B) { cycleSplit(b, 4, 4) })
+	r := testing.Benchmark(func(b *testing.B) { cycleSplit(b, queue.SyncNever, 4, 4) })
 	require.Zero(t, r.N, "the run failed")
 	require.Empty(t, goroutinesIn("queue_test.cycleSplit"), "goroutines of the failed run left behind")
 }

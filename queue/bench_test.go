@@ -96,23 +96,33 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
-// BenchmarkCycleSplit is bench/'s no-fsync cycle row: producers enqueue
-// b.N messages between them while 4 other goroutines dequeue and ack until
-// all b.N are acked; 100-byte payloads, WALQ_BENCH_PAYLOAD if set. Unlike
-// BenchmarkCycle, consumers wait for producers and a backlog may grow, so
-// it shows the lock's hand-offs and the wake-ups of blocked consumers
-// (producers=1: the consumers are mostly waiting).
+// BenchmarkCycleSplit is the 4 + 4 cycle of bench/ with producers and
+// consumers apart: producers enqueue b.N messages between them while 4
+// other goroutines dequeue and ack until all b.N are acked; 100-byte
+// payloads, WALQ_BENCH_PAYLOAD if set. Unlike BenchmarkCycle, a producer
+// never waits for a consumer's turn at the queue, consumers wait for
+// producers and a backlog may grow, so it shows how long a consumer holds
+// the queue's lock (in the producers' rate), the lock's hand-offs and the
+// wake-ups of blocked consumers. producers=4 is bench/'s no-fsync cycle
+// row; producers=1 the same with one producer (the consumers are mostly
+// waiting); sync=always is producers=4 under SyncAlways, where each
+// enqueue waits for an fsync.
 func BenchmarkCycleSplit(b *testing.B) {
-	for _, producers := range []int{4, 1} {
-		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
-			cycleSplit(b, producers, 4)
+	for _, run := range []struct {
+		name      string
+		sync      queue.SyncMode
+		producers int
+	}{{"producers=4", queue.SyncNever, 4}, {"producers=1", queue.SyncNever, 1}, {"sync=always", queue.SyncAlways, 4}} {
+		b.Run(run.name, func(b *testing.B) {
+			cycleSplit(b, run.sync, run.producers, 4)
 		})
 	}
 }
 
-// cycleSplit runs BenchmarkCycleSplit with the given goroutine counts.
-func cycleSplit(b *testing.B, producers, consumers int) {
-	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
+// cycleSplit runs BenchmarkCycleSplit with the given sync mode and
+// goroutine counts.
+func cycleSplit(b *testing.B, mode queue.SyncMode, producers, consumers int) {
+	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: mode})
 	if err != nil {
 		b.Fatal(err)
 	}

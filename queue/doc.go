@@ -245,7 +245,10 @@
 // too. A damaged entry after the cursor (a never-delivered message's) is
 // met the same way: the compaction copies no message, indexed or not,
 // whose record lies above it, copies what lies below it once, and fails
-// with ErrCorrupt, so its retries copy nothing again. Damage is ErrCorrupt naming the way
+// with ErrCorrupt, so its retries copy nothing again. Stats, which reads
+// the oldest never-delivered message's record for OldestEnqueuedAt,
+// reports damage there (or a read error) in Stats.OldestErr, and the age
+// of the other messages. Damage is ErrCorrupt naming the way
 // out: Repair (walq repair),
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage; damage that a salvaging open (or Repair's) cannot

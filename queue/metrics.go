@@ -55,6 +55,10 @@ type Metrics struct {
 	// not be read back, so that the counters and gauges above are the
 	// calls', not the log's.
 	CountsErr error
+	// OldestErr is Stats.OldestErr: set when the enqueue record of the
+	// oldest never-delivered message could not be read, so that OldestAge
+	// leaves that message out (0 when no other is live).
+	OldestErr error
 }
 
 // Metrics returns the queue's counters, gauges and histograms. It costs
@@ -68,6 +72,7 @@ func (q *Queue) Metrics() Metrics {
 		Ready: s.Ready, Delayed: s.Delayed, InFlight: s.InFlight, Dead: s.Dead,
 		SortedPending: int64(s.SortedPending), SortedLeased: int64(s.SortedLeased), SortedDead: int64(s.SortedDead),
 		LogBytes: s.LogBytes, LiveBytes: s.LiveBytes, BackgroundErrors: s.BackgroundErrors, CountsErr: s.CountsErr,
+		OldestErr: s.OldestErr,
 	}
 	if !s.OldestEnqueuedAt.IsZero() {
 		m.OldestAge = max(0, s.At.Sub(s.OldestEnqueuedAt))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/walq/walq/internal/fakeclock"
 	"github.com/walq/walq/internal/faultfs"
+	"github.com/walq/walq/internal/seed"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/wal"
 )
@@ -116,15 +117,14 @@ func (l *sortedLedger) value(key string, payload []byte, where string) (int, boo
 // call returns nil or ErrClosed; after a reopen every value published and
 // never acked or purged is there, and none acked or purged is.
 func TestSortedCloseRaces(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	sd := seed.Take(t, "./queue")
 	rounds := 8
 	if testing.Short() {
 		rounds = 3
 	}
 	for i := range rounds {
 		for _, mode := range []queue.SyncMode{queue.SyncAlways, queue.SyncNever} {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*2+int(mode))))
+			rng := rand.New(rand.NewPCG(sd, uint64(i*2+int(mode))))
 			clk := fakeclock.New()
 			so := raceSortedOptions(mode, clk, nil)
 			dir := t.TempDir()
@@ -163,157 +163,199 @@ func TestSortedCloseRaces(t *testing.T) {
 func sortedRace[K queue.SortKey](t *testing.T, rng *rand.Rand, s *queue.Sorted[K],
 	pub func(context.Context, int, []byte) error, sortOK func(queue.Value[K], int) bool, tick func(), fail *faultfs.FS) *sortedLedger {
 	t.Helper()
-	l := &sortedLedger{durable: map[int]bool{}, gone: map[int]bool{}, goneTry: map[int]bool{}}
+	r := &sortedRacer[K]{s: s, pub: pub, sortOK: sortOK, tick: tick,
+		l: &sortedLedger{durable: map[int]bool{}, gone: map[int]bool{}, goneTry: map[int]bool{}}}
 	if fail != nil {
-		l.allowed = []error{faultfs.ErrInjected}
-	}
-	ctx := context.Background()
-	var next sync2Counter
-	var wg sync.WaitGroup
-	publisher := func(seed uint64) {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(seed, 3))
-		for {
-			tok := next.add()
-			p := stamped(tok, rng)
-			if err := l.write("Publish", func() error { return pub(ctx, tok, p) }); err != nil {
-				l.expect("Publish", err, queue.ErrClosed)
-				return
-			}
-			l.note(func() { l.durable[tok] = true })
-		}
-	}
-	settle := func(rng *rand.Rand, b *queue.Batch[K], toks []int) error {
-		mark := func(m map[int]bool) {
-			l.note(func() {
-				for _, tok := range toks {
-					m[tok] = true
-				}
-			})
-		}
-		switch rng.IntN(6) {
-		case 0, 1:
-			mark(l.goneTry)
-			err := l.write("Ack", b.Ack)
-			if err == nil {
-				mark(l.gone)
-			}
-			return err
-		case 2:
-			return l.write("Nack", func() error { return b.Nack(0) })
-		case 3:
-			if err := l.write("Extend", func() error { return b.Extend(time.Hour) }); err != nil {
-				return err
-			}
-			mark(l.goneTry)
-			err := l.write("Ack by receipt", func() error { return s.Ack(b.Receipt) })
-			if err == nil {
-				mark(l.gone)
-			}
-			return err
-		case 4:
-			return l.write("DeadLetter", func() error { return b.DeadLetter("race") })
-		}
-		return nil // left leased
-	}
-	puller := func(seed uint64) {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(seed, 4))
-		for {
-			var bs []*queue.Batch[K]
-			var err error
-			if rng.IntN(2) == 0 {
-				bs, err = s.Pull(ctx, 1+rng.IntN(3))
-			} else if err = l.write("TryPull", func() (err error) { bs, err = s.TryPull(1 + rng.IntN(3)); return err }); errors.Is(err, queue.ErrEmpty) {
-				err = nil
-				if tick != nil {
-					tick()
-				}
-			}
-			for _, b := range bs {
-				toks := make([]int, 0, len(b.Values))
-				for _, v := range b.Values {
-					if tok, ok := l.value(b.Key, v.Payload, "pull"); ok {
-						toks = append(toks, tok)
-						if !sortOK(v, tok) {
-							l.wrong("token %d pulled with sort key %v", tok, v.Sort)
-						}
-					}
-				}
-				l.note(func() { l.pulled += len(toks) })
-				if serr := settle(rng, b, toks); serr != nil {
-					l.expect("batch settle", serr, queue.ErrClosed)
-					return
-				}
-			}
-			if err != nil {
-				l.expect("Pull", err, queue.ErrClosed)
-				return
-			}
-		}
-	}
-	keeper := func(seed uint64) {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(seed, 5))
-		for i := 0; ; i++ {
-			var err error
-			switch i % 4 {
-			case 0:
-				err = s.Compact()
-				if tick != nil {
-					tick()
-				}
-			case 1:
-				if st := s.Stats(); st.CountsErr != nil {
-					err = st.CountsErr
-				}
-			case 2:
-				_, err = s.Keys("", 100)
-			case 3:
-				var ds []queue.DeadValue[K]
-				ds, err = s.DeadValues(0, 0)
-				for _, d := range ds {
-					tok, ok := l.value(d.Key, d.Payload, "dead value")
-					if !ok || err != nil {
-						continue
-					}
-					l.note(func() { l.deadSeen++ })
-					switch rng.IntN(3) {
-					case 0:
-						err = l.write("RequeueDeadValue", func() error { return s.RequeueDeadValue(d) })
-					case 1:
-						l.note(func() { l.goneTry[tok] = true })
-						if err = l.write("PurgeDeadValue", func() error { return s.PurgeDeadValue(d) }); err == nil {
-							l.note(func() { l.gone[tok] = true })
-						}
-					}
-				}
-			}
-			if err != nil {
-				l.expect(fmt.Sprint("housekeeping call ", i%4), err, queue.ErrClosed)
-				return
-			}
-		}
+		r.l.allowed = []error{faultfs.ErrInjected}
 	}
 	for i := range 2 {
-		wg.Add(2)
-		go publisher(rng.Uint64() + uint64(i))
-		go puller(rng.Uint64() + uint64(i))
+		r.wg.Add(2)
+		go r.publish(rng.Uint64() + uint64(i))
+		go r.pull(rng.Uint64() + uint64(i))
 	}
-	wg.Add(1)
-	go keeper(rng.Uint64())
+	r.wg.Add(1)
+	go r.keep(rng.Uint64())
 	time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
 	if fail != nil {
 		kinds := []string{"write", "fsync", "open", "remove", "rename", "dirsync", wal.StoreWriteBatch, wal.StoreTruncateFront}
 		fail.FailNext(kinds[rng.IntN(len(kinds))])
 		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 	}
-	l.expect("Close", s.Close(), errors.New("none"))
-	waitGroupWithin(t, &wg, 20*time.Second)
-	if len(l.bad) > 0 {
-		t.Fatalf("%d wrong answers, the first ones: %q", len(l.bad), l.bad[:min(len(l.bad), 5)])
+	r.l.expect("Close", s.Close(), errors.New("none"))
+	waitGroupWithin(t, &r.wg, 20*time.Second)
+	if len(r.l.bad) > 0 {
+		t.Fatalf("%d wrong answers, the first ones: %q", len(r.l.bad), r.l.bad[:min(len(r.l.bad), 5)])
 	}
-	return l
+	return r.l
+}
+
+// sortedRacer is one race of sortedRace: the queue its goroutines
+// (publish, pull, keep) call until Close, and what the calls were told.
+type sortedRacer[K queue.SortKey] struct {
+	s      *queue.Sorted[K]
+	pub    func(context.Context, int, []byte) error // publishes a token's payload
+	sortOK func(queue.Value[K], int) bool           // whether a value pulled has its token's sort key
+	tick   func()                                   // moves the clock; nil: it stands still
+	l      *sortedLedger
+	next   sync2Counter   // tokens
+	wg     sync.WaitGroup // the goroutines
+}
+
+// publish publishes fresh tokens until a call fails.
+func (r *sortedRacer[K]) publish(seed uint64) {
+	defer r.wg.Done()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	l := r.l
+	for {
+		tok := r.next.add()
+		p := stamped(tok, rng)
+		if err := l.write("Publish", func() error { return r.pub(context.Background(), tok, p) }); err != nil {
+			l.expect("Publish", err, queue.ErrClosed)
+			return
+		}
+		l.note(func() { l.durable[tok] = true })
+	}
+}
+
+// pull takes batches, checks their values and settles each until a call
+// fails.
+func (r *sortedRacer[K]) pull(seed uint64) {
+	defer r.wg.Done()
+	rng := rand.New(rand.NewPCG(seed, 4))
+	for {
+		bs, err := r.take(rng)
+		for _, b := range bs {
+			if serr := r.settle(rng, b, r.check(b)); serr != nil {
+				r.l.expect("batch settle", serr, queue.ErrClosed)
+				return
+			}
+		}
+		if err != nil {
+			r.l.expect("Pull", err, queue.ErrClosed)
+			return
+		}
+	}
+}
+
+// take makes one Pull or TryPull call; an empty queue is no error, and
+// moves the clock.
+func (r *sortedRacer[K]) take(rng *rand.Rand) ([]*queue.Batch[K], error) {
+	if rng.IntN(2) == 0 {
+		return r.s.Pull(context.Background(), 1+rng.IntN(3))
+	}
+	var bs []*queue.Batch[K]
+	err := r.l.write("TryPull", func() (err error) { bs, err = r.s.TryPull(1 + rng.IntN(3)); return err })
+	if errors.Is(err, queue.ErrEmpty) {
+		err = nil
+		if r.tick != nil {
+			r.tick()
+		}
+	}
+	return bs, err
+}
+
+// check holds b's values to the ledger and returns their tokens.
+func (r *sortedRacer[K]) check(b *queue.Batch[K]) []int {
+	l := r.l
+	toks := make([]int, 0, len(b.Values))
+	for _, v := range b.Values {
+		if tok, ok := l.value(b.Key, v.Payload, "pull"); ok {
+			toks = append(toks, tok)
+			if !r.sortOK(v, tok) {
+				l.wrong("token %d pulled with sort key %v", tok, v.Sort)
+			}
+		}
+	}
+	l.note(func() { l.pulled += len(toks) })
+	return toks
+}
+
+// settle acks (by the batch or by its receipt after an Extend), nacks or
+// dead-letters b, whose values' tokens are toks, or leaves it leased, and
+// notes what it was told.
+func (r *sortedRacer[K]) settle(rng *rand.Rand, b *queue.Batch[K], toks []int) error {
+	switch rng.IntN(6) {
+	case 0, 1:
+		return r.ack(toks, "Ack", b.Ack)
+	case 2:
+		return r.l.write("Nack", func() error { return b.Nack(0) })
+	case 3:
+		if err := r.l.write("Extend", func() error { return b.Extend(time.Hour) }); err != nil {
+			return err
+		}
+		return r.ack(toks, "Ack by receipt", func() error { return r.s.Ack(b.Receipt) })
+	case 4:
+		return r.l.write("DeadLetter", func() error { return b.DeadLetter("race") })
+	}
+	return nil // left leased
+}
+
+// ack makes an ack of toks by call, named name, and notes it tried, and,
+// when the call returned nil, that the ack is durable.
+func (r *sortedRacer[K]) ack(toks []int, name string, call func() error) error {
+	l := r.l
+	mark := func(m map[int]bool) {
+		l.note(func() {
+			for _, tok := range toks {
+				m[tok] = true
+			}
+		})
+	}
+	mark(l.goneTry)
+	err := l.write(name, call)
+	if err == nil {
+		mark(l.gone)
+	}
+	return err
+}
+
+// keep makes the housekeeping calls in turn (Compact, Stats, Keys,
+// DeadValues with requeues and purges) until one fails.
+func (r *sortedRacer[K]) keep(seed uint64) {
+	defer r.wg.Done()
+	rng := rand.New(rand.NewPCG(seed, 5))
+	for i := 0; ; i++ {
+		var err error
+		switch i % 4 {
+		case 0:
+			err = r.s.Compact()
+			if r.tick != nil {
+				r.tick()
+			}
+		case 1:
+			st := r.s.Stats()
+			err = st.CountsErr
+			r.l.expect("Stats.OldestErr", st.OldestErr) // a sorted queue's oldest value is in memory
+		case 2:
+			_, err = r.s.Keys("", 100)
+		case 3:
+			err = r.dead(rng)
+		}
+		if err != nil {
+			r.l.expect(fmt.Sprint("housekeeping call ", i%4), err, queue.ErrClosed)
+			return
+		}
+	}
+}
+
+// dead lists the dead values and requeues, purges or leaves each.
+func (r *sortedRacer[K]) dead(rng *rand.Rand) error {
+	l := r.l
+	ds, err := r.s.DeadValues(0, 0)
+	for _, d := range ds {
+		tok, ok := l.value(d.Key, d.Payload, "dead value")
+		if !ok || err != nil {
+			continue
+		}
+		l.note(func() { l.deadSeen++ })
+		switch rng.IntN(3) {
+		case 0:
+			err = l.write("RequeueDeadValue", func() error { return r.s.RequeueDeadValue(d) })
+		case 1:
+			err = r.ack([]int{tok}, "PurgeDeadValue", func() error { return r.s.PurgeDeadValue(d) })
+		}
+	}
+	return err
 }
 
 // checkSortedAfterRace drains a reopened sorted queue whose leases ran out
@@ -379,15 +421,14 @@ func checkSortedAfterRace[K queue.SortKey](t *testing.T, s *queue.Sorted[K], l *
 // returned nil and that no ack or purge took, and none whose ack or purge
 // returned nil, each with its own payload under its own key.
 func TestSortedFaultRaces(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	sd := seed.Take(t, "./queue")
 	rounds := 10
 	if testing.Short() {
 		rounds = 3
 	}
 	for i := range rounds {
 		for _, mode := range []queue.SyncMode{queue.SyncAlways, queue.SyncInterval, queue.SyncNever} {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i*3+int(mode))))
+			rng := rand.New(rand.NewPCG(sd, uint64(i*3+int(mode))))
 			clk := fakeclock.New()
 			fsys := faultfs.New(0)
 			so := raceSortedOptions(mode, clk, fsys)

@@ -1,6 +1,9 @@
 package queue
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/walq/walq/wal"
@@ -45,13 +48,28 @@ type Stats struct {
 	// OldestEnqueuedAt is the enqueue time of the oldest live, not dead,
 	// message (ready, delayed or in flight); of a sorted or windowed
 	// queue, the publish time of its oldest pending or leased value. Zero
-	// when there is none, and also while every live message's enqueue
+	// when there is none (or none whose time could be read: OldestErr),
+	// and also while every live message's enqueue
 	// has been counted but its record is still being written (with
 	// SyncAlways, behind the fsync that runs before it): Stats reads the
 	// time of a never-delivered message from the log, and does not wait
 	// for a write.
 	OldestEnqueuedAt time.Time
-	DedupIDs         int // producer-given ids remembered for dedup
+	// OldestErr is set when the enqueue record of the oldest
+	// never-delivered message could not be read from the log:
+	// OldestEnqueuedAt then covers the other live messages only (those
+	// delivered or delayed before, whose times Stats holds in memory),
+	// or is zero. An error wrapping ErrCorrupt names the damage, which
+	// the message's delivery meets too (walq verify lists it, walq
+	// repair salvages what is left); another is the read's I/O error
+	// (the next call reads again). Nil when the record was read, while it
+	// is still being written, after a compaction copied it forward (Stats
+	// then reads the time from memory), and once Close has begun. The
+	// Redis engine sets it when the oldest message's stored body is
+	// missing or does not decode.
+	OldestErr error
+
+	DedupIDs int // producer-given ids remembered for dedup
 
 	LiveBytes   int64 // log bytes the live messages need
 	LogBytes    int64 // bytes of all log segments
@@ -80,7 +98,8 @@ type Stats struct {
 }
 
 // Stats returns counts, sizes and log positions. It reads the oldest
-// never-delivered message's record from the log; a sorted queue's oldest
+// never-delivered message's record from the log (a read that fails is
+// OldestErr); a sorted queue's oldest
 // value comes from its index in O(log n), after a look at each run of up
 // to 128 pending values of each key whose oldest was dead-lettered or
 // dropped on its own since the last call (a few microseconds for a key
@@ -197,14 +216,16 @@ func (s *Stats) count(st *state, now int64) (oldest int64, ok bool) {
 // statsTail fills what Stats reads without a lock: the oldest
 // never-delivered message's time (pending of them from cursor on), the
 // log's sizes and positions, the background failures. It reports whether
-// it found the oldest never-delivered message, or there was none to find.
+// it is done with the oldest never-delivered message: found, none to
+// find, or its read failed (OldestErr).
 func (q *Queue) statsTail(s *Stats, oldest int64, ok bool, cursor uint64, pending int64) bool {
-	found := pending == 0
-	if !found {
-		var at int64
-		if at, found = q.firstPendingAt(cursor); found && (!ok || at < oldest) {
+	done := pending == 0
+	if !done {
+		at, found, err := q.firstPendingAt(cursor)
+		if found && (!ok || at < oldest) {
 			oldest, ok = at, true
 		}
+		s.OldestErr, done = err, found || err != nil
 	}
 	if ok {
 		s.OldestEnqueuedAt = time.Unix(0, oldest)
@@ -212,28 +233,45 @@ func (q *Queue) statsTail(s *Stats, oldest int64, ok bool, cursor uint64, pendin
 	s.LogBytes, s.Segments = q.log.Size(), q.log.Segments()
 	s.LastLSN, s.DurableLSN = q.log.LastLSN(), q.log.DurableLSN()
 	q.obs.bg.fill(s)
-	return found
+	return done
 }
 
 // firstPendingAt returns the enqueue time of the first enqueue record at or
-// after the cursor; the oldest never-delivered message.
-func (q *Queue) firstPendingAt(cursor uint64) (int64, bool) {
+// after the cursor: the oldest never-delivered message. It finds none, and
+// returns no error, when the read stops where a Stats is not to wait
+// (pendingReadEnds); it returns the error of any other read, or of a
+// record that does not decode.
+func (q *Queue) firstPendingAt(cursor uint64) (at int64, found bool, err error) {
 	r := q.log.NewReader(cursor)
 	defer r.Close()
 	for {
-		_, b, err := r.Next()
+		lsn, b, err := r.Next()
+		if pendingReadEnds(err) {
+			return 0, false, nil
+		}
 		if err != nil {
-			return 0, false
+			return 0, false, wrapCorrupt(fmt.Sprintf("stats: read the oldest never-delivered message from LSN %d", cursor), err)
 		}
 		if peekOp(b) != opEnqueue {
 			continue
 		}
 		var rec record
-		if decodeRecord(b, &rec) != nil {
-			return 0, false
+		if err := decodeRecord(b, &rec); err != nil {
+			return 0, false, withWayOut(fmt.Errorf("queue: stats: record at LSN %d: %w", lsn, err))
 		}
 		if rec.Due == 0 {
-			return rec.At, true
+			return rec.At, true, nil
 		}
 	}
+}
+
+// pendingReadEnds reports whether err, of firstPendingAt's read, says the
+// record is not there to read rather than that reading it failed: io.EOF,
+// the enqueue record is still being written (Stats does not wait for it);
+// wal.ErrNotFound, a compaction cut the log past the cursor (liveStats
+// counts again, from the index that holds the message now); wal.ErrClosed,
+// a Close overtook the read (Stats.Closed says the log fields no longer
+// tell).
+func pendingReadEnds(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, wal.ErrNotFound) || errors.Is(err, wal.ErrClosed)
 }

@@ -14,9 +14,9 @@ import (
 // TestStatsOldestBesideCut: a compaction that copies the never-delivered
 // messages forward and cuts the log behind them after Stats copied the
 // counts, and before it read the oldest one's time from the log, leaves
-// OldestEnqueuedAt set: the oldest message is still pending, in the index
-// now. So do more cuts in a row, each with a fresh message enqueued after
-// it, so that each count again reads the log again.
+// OldestEnqueuedAt set, and OldestErr nil: the oldest message is still
+// pending, in the index now. So do more cuts in a row, each with a fresh
+// message enqueued after it, so that each count again reads the log again.
 func TestStatsOldestBesideCut(t *testing.T) {
 	for _, cuts := range []int{1, overtakes} {
 		t.Run(fmt.Sprint(cuts, " cuts"), func(t *testing.T) {
@@ -34,6 +34,7 @@ func TestStatsOldestBesideCut(t *testing.T) {
 			ot.left = cuts
 			s := q.Stats()
 			require.Equal(t, cuts, ot.ran)
+			require.NoError(t, s.OldestErr, "a cut is no read failure")
 			require.NotZero(t, s.Ready)
 			require.False(t, s.OldestEnqueuedAt.IsZero(), "no OldestEnqueuedAt with %d messages ready", s.Ready)
 			require.Equal(t, enq.UnixNano(), s.OldestEnqueuedAt.UnixNano())
@@ -43,7 +44,8 @@ func TestStatsOldestBesideCut(t *testing.T) {
 
 // TestStatsOldestWhileCompacting: Stats called over and over while
 // compactions copy the never-delivered messages forward and cut the log
-// says when the oldest message was enqueued whenever it counts one.
+// says when the oldest message was enqueued whenever it counts one, and
+// never reports a cut, or a record still being written, as OldestErr.
 func TestStatsOldestWhileCompacting(t *testing.T) {
 	const rounds = 40
 	clk := fakeclock.New()
@@ -94,6 +96,7 @@ func TestStatsOldestWhileCompacting(t *testing.T) {
 		written, last := q.log.WrittenLSN(), q.log.LastLSN()
 		s := q.Stats()
 		calls++
+		require.NoError(t, s.OldestErr, "call %d: a cut or a record being written is no read failure", calls)
 		if written < last || q.log.LastLSN() != last {
 			continue // a record counted but not yet written: see Stats.OldestEnqueuedAt
 		}

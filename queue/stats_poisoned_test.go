@@ -200,6 +200,7 @@ func TestStatsOfPoisonedLog(t *testing.T) {
 				reopened := again.stats()
 				for what, s := range map[string]queue.Stats{"poisoned": poisoned, "closed": closed, "reopened": reopened} {
 					require.NoError(t, s.CountsErr, "%s: the log reads back", what)
+					require.NoError(t, s.OldestErr, "%s: the oldest record reads", what)
 					require.Equal(t, want, liveCount(s), "%s: live messages or values", what)
 					require.Equal(t, reopened.Enqueued+reopened.Published, s.Enqueued+s.Published, "%s: enqueued or published", what)
 					require.Equal(t, reopened.Delayed, s.Delayed, "%s: delayed", what)

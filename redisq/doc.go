@@ -204,9 +204,13 @@
 //   - Everything lives in the server's memory, payloads included.
 //   - Stats fills the counts, counters, OldestEnqueuedAt, DedupIDs, Sync,
 //     AckTimeout, At (by the handle's Options.Clock) and Closed; the log
-//     fields stay zero. A closed handle reads nothing: its Stats has
-//     Closed set and zero counts, where the embedded queue keeps the
-//     last ones. StatsContext reports errors.
+//     fields stay zero. OldestEnqueuedAt is read from the oldest live
+//     message's stored body: when it is missing or does not decode,
+//     OldestErr (queue.ErrCorrupt) names the message and OldestEnqueuedAt
+//     is zero, where the embedded queue still gives the age of the other
+//     messages it holds in memory. A closed handle reads nothing: its
+//     Stats has Closed set and zero counts, where the embedded queue
+//     keeps the last ones. StatsContext reports errors.
 //   - A sorted or windowed queue's RequeueDead and RequeueAllDead do not
 //     read a dead value's payload first: one whose stored record is
 //     damaged is requeued, and the pull that cannot read it dead-letters

@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/walq/walq/queue"
 )
 
 // Stats returns the queue's counts and lifetime counters, as queue.Stats;
 // the log fields stay zero. At is when it read them, by the handle's
-// clock (Options.Clock). On an error it returns only the handle's
-// configuration (Sync, AckTimeout), At, and Closed, set once Close has
-// begun: a closed handle reads nothing, so its counts are then zero;
-// StatsContext reports the error (queue.ErrClosed).
+// clock (Options.Clock). OldestEnqueuedAt is read from the stored body of
+// the oldest live message; when that body is missing or does not decode,
+// OldestEnqueuedAt is zero and OldestErr, wrapping queue.ErrCorrupt, names
+// the message (its delivery buries it in the dead-letter set). On an
+// error it returns only the handle's configuration (Sync, AckTimeout),
+// At, and Closed, set once Close has begun: a closed handle reads
+// nothing, so its counts are then zero; StatsContext reports the error
+// (queue.ErrClosed).
 func (q *Queue) Stats() queue.Stats {
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -31,25 +36,37 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 		return s, scriptErr("stats", err)
 	}
 	r, _ := v.([]any)
-	if len(r) < 6 {
+	if len(r) < 7 {
 		return s, fmt.Errorf("redisq: stats: unexpected reply %v", v)
 	}
 	s.Ready, s.Delayed, s.InFlight, s.Dead = toInt(r[0]), toInt(r[1]), toInt(r[2]), toInt(r[3])
 	s.DedupIDs = int(toInt(r[4]))
-	if raw, _ := r[5].(string); raw != "" {
-		m, err := decodeMessage(raw, queue.Receipt{})
-		if err != nil {
-			return s, err
-		}
-		s.OldestEnqueuedAt = m.EnqueuedAt
-	}
+	s.OldestEnqueuedAt, s.OldestErr = oldestAt(r[5], uint64(toInt(r[6])))
 	counters := map[string]*uint64{"enqueued": &s.Enqueued, "delivered": &s.Delivered, "acked": &s.Acked,
 		"nacked": &s.Nacked, "expired": &s.Expired, "dead": &s.DeadLettered}
-	for i := 6; i+1 < len(r); i += 2 {
+	for i := 7; i+1 < len(r); i += 2 {
 		name, _ := r[i].(string)
 		if p := counters[name]; p != nil {
 			*p = uint64(toInt(r[i+1]))
 		}
 	}
 	return s, nil
+}
+
+// oldestAt returns the enqueue time in raw, the stored body of message
+// seq, the oldest live one (seq 0: there is none), or an error wrapping
+// queue.ErrCorrupt when that body is missing ("") or does not decode.
+func oldestAt(raw any, seq uint64) (time.Time, error) {
+	if seq == 0 {
+		return time.Time{}, nil
+	}
+	body, _ := raw.(string)
+	if body == "" {
+		return time.Time{}, fmt.Errorf("%w: redisq: stats: the body of message %d, the oldest live one, is missing", queue.ErrCorrupt, seq)
+	}
+	m, err := decodeMessage(body, queue.Receipt{Seq: seq})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: redisq: stats: the oldest live message: %w", queue.ErrCorrupt, err)
+	}
+	return m.EnqueuedAt, nil
 }

@@ -58,3 +58,36 @@ func waitShown(sel string) chromedp.Action[chromedp.Void] {
 		return chromedp.Void{}, err
 	}
 }
+
+// TestPageSaysOldestUnread: the age of the oldest message leaves out a
+// never-delivered message whose record cannot be read; the page says so
+// above the figures, and why.
+func TestPageSaysOldestUnread(t *testing.T) {
+	ctx := browser(t)
+	q := unreadable.OldestDamaged(t)
+	why := q.Stats().OldestErr
+	require.Error(t, why)
+	require.Equal(t, 8, unreadable.OldestReady)
+	mux := http.NewServeMux()
+	mux.Handle("/queue/", http.StripPrefix("/queue", dashboard.New(dashboard.ForQueue(q), nil)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/queue/"),
+		waitText("#count-ready", "8"), // unreadable.OldestReady
+		waitShown("#oldest-error"),
+	))
+	got := text(t, ctx, "#oldest-error")
+	assert.True(t, strings.HasPrefix(got, "Oldest message not read: its record could not be read from the log,"), got)
+	assert.Contains(t, got, why.Error())
+	countsHidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#counts-error").hidden`))
+	require.NoError(t, err)
+	assert.True(t, countsHidden, "the counts are the log's")
+
+	_, _, url := service(t, nil)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url), waitText("#count-ready", "0")))
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#oldest-error").hidden`))
+	require.NoError(t, err)
+	assert.True(t, hidden, "a healthy queue's age carries no warning")
+}

@@ -44,7 +44,10 @@ With --url, stats reads the figures of a running service from its mounted
 dashboard (package dashboard) and changes nothing; --watch refreshes them.
 When a failed write has poisoned the service's log and the log could not
 be read back, its counts are those of its calls, failed ones included:
-stats says so under them, and why (counts_error in --json).`,
+stats says so under them, and why (counts_error in --json). When the
+record of the oldest never-delivered message cannot be read (damage, or
+a read error), the age of the oldest message leaves it out: stats says
+so beside it, and why (oldest_error in --json), of a directory too.`,
 	example: `walq stats /var/lib/app/jobs
 walq stats --json /var/lib/app/jobs | jq .ready
 walq stats --watch --url http://localhost:8080/queue/`,
@@ -90,6 +93,10 @@ type countsJSON struct {
 	OldestAt  string  `json:"oldest_enqueued_at,omitempty"`
 	OldestAge float64 `json:"oldest_age_seconds"` // 0 when the queue is empty
 	DedupIDs  int     `json:"dedup_ids"`
+	// OldestError is queue.Stats.OldestErr: the record of the oldest
+	// never-delivered message could not be read, and the age above
+	// leaves that message out.
+	OldestError string `json:"oldest_error,omitempty"`
 }
 
 func newCounts(s queue.Stats) countsJSON {
@@ -97,6 +104,9 @@ func newCounts(s queue.Stats) countsJSON {
 	if !s.OldestEnqueuedAt.IsZero() {
 		c.OldestAt = jsonTime(s.OldestEnqueuedAt)
 		c.OldestAge = ageAt(s.At, s.OldestEnqueuedAt).Seconds()
+	}
+	if s.OldestErr != nil {
+		c.OldestError = s.OldestErr.Error()
 	}
 	return c
 }
@@ -278,13 +288,24 @@ func kindName(r *statsReport) string {
 	return r.Kind
 }
 
-// oldestText is the age of the oldest live message, or "none".
+// oldestText is the age of the oldest live message, or "none", and why a
+// message is left out of it.
 func oldestText(r *statsReport) string {
-	if r.OldestAt == "" {
-		return "none"
+	text := "none"
+	if r.OldestAt != "" {
+		age := time.Duration(r.OldestAge * float64(time.Second)).Round(time.Millisecond)
+		text = fmt.Sprintf("%s ago (enqueued %s)", age, r.OldestAt)
 	}
-	age := time.Duration(r.OldestAge * float64(time.Second)).Round(time.Millisecond)
-	return fmt.Sprintf("%s ago (enqueued %s)", age, r.OldestAt)
+	return text + unreadOldest(r.OldestError)
+}
+
+// unreadOldest says why the age of the oldest message leaves one out
+// (Stats.OldestErr, as text); "" when none is.
+func unreadOldest(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "; the record of the oldest never-delivered message could not be read, and is left out: " + why
 }
 
 // printDisk prints the bytes on disk, file by file.

@@ -1,9 +1,11 @@
 // Package unreadable opens, for tests of what reads a queue's figures (the
-// dashboard, the Prometheus collector, the walq command), an ack queue
-// whose log a failed write has poisoned and whose written records cannot
-// be read back: its Stats carry CountsErr, an error wrapping
-// queue.ErrCorrupt. The damage is made on disk, as a disk would make it,
-// never by the queue's own bookkeeping.
+// dashboard, the Prometheus collector, the walq command), ack queues whose
+// log cannot be read where Stats reads it: Queue, whose log a failed write
+// has poisoned and whose written records cannot be read back (its Stats
+// carry CountsErr), and OldestDamaged, whose oldest never-delivered
+// message's record is damaged (its Stats carry OldestErr); both errors
+// wrap queue.ErrCorrupt. The damage is made on disk, as a disk would make
+// it, never by the queue's own bookkeeping.
 package unreadable
 
 import (
@@ -15,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/wal"
 )
@@ -84,6 +87,51 @@ func damage(t testing.TB, dir string) {
 	must(t, err)
 	b[len(b)/2] ^= 0xff
 	must(t, os.WriteFile(victim, b, 0o600))
+}
+
+// OldestReady is how many messages OldestDamaged's queue holds, all
+// ready, the damaged one first.
+const OldestReady = 8
+
+// OldestDamaged returns a healthy queue whose oldest never-delivered
+// message's enqueue record was damaged on disk while it was closed, in a
+// sealed segment below the snapshot, which the open does not read: its
+// Stats carry OldestErr and no OldestEnqueuedAt. It is open in a
+// directory of t's, closed when t ends.
+func OldestDamaged(t testing.TB) *queue.Queue {
+	t.Helper()
+	dir := t.TempDir()
+	o := queue.Options{ManualRequeue: true, SegmentSize: 4096}
+	testhook.SetManualCompaction(&o)
+	q, err := queue.Open(dir, &o)
+	must(t, err)
+	pad := bytes.Repeat([]byte("p"), 600) // OldestReady fill the first segment
+	for i := range OldestReady {
+		p := []byte("sound")
+		if i == 0 {
+			p = []byte("DAMAGED")
+		}
+		_, err := q.Enqueue(context.Background(), append(p, pad...))
+		must(t, err)
+	}
+	must(t, q.Close())
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "0*"))
+	must(t, err)
+	if len(segs) < 2 {
+		t.Fatalf("the damaged record's segment is the tail: %d segments", len(segs))
+	}
+	b, err := os.ReadFile(segs[0])
+	must(t, err)
+	i := bytes.Index(b, []byte("DAMAGED"))
+	if i < 0 {
+		t.Fatalf("no DAMAGED in %s", segs[0])
+	}
+	b[i] ^= 0x20
+	must(t, os.WriteFile(segs[0], b, 0o600))
+	q, err = queue.Open(dir, &o)
+	must(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	return q
 }
 
 func must(t testing.TB, err error) {

@@ -695,6 +695,8 @@ func testStats(t *testing.T, e Engine) {
 	require.Equal(t, uint64(1), s.DeadLettered)
 	require.Equal(t, 10*time.Second, s.AckTimeout)
 	require.True(t, s.OldestEnqueuedAt.Equal(at), "OldestEnqueuedAt %v, want %v", s.OldestEnqueuedAt, at)
+	require.NoError(t, s.OldestErr, "every record and body is sound")
+	require.NoError(t, s.CountsErr)
 	require.NoError(t, leased.Nack(0))
 	s = v.q.Stats()
 	require.Equal(t, int64(2), s.Dead, "nacked at MaxDeliveries")

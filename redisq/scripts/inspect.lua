@@ -1,7 +1,7 @@
 -- inspect (read only): ARGV[5] = 'dead' with ARGV[6] = from seq and
 -- ARGV[7] = max: {seq, info, body, ...} of dead letters in seq order; or
 -- 'stats': {ready, delayed, in flight, dead, dedup ids, oldest body or
--- '', counters...}.
+-- '' (none, or its body is missing), oldest seq or 0, counters...}.
 if ARGV[5] == 'dead' then
   local out = {}
   local seqs = redis.call('ZRANGEBYSCORE', K_DEAD, ARGV[6], '+inf', 'LIMIT', 0, tonumber(ARGV[7]))
@@ -36,7 +36,7 @@ local pids = tonumber(redis.call('HGET', K_STATS, 'pids') or '0')
 -- queue counts them, though no dequeue or housekeeping promoted them yet.
 local due = redis.call('ZCOUNT', K_DELAYED, '-inf', NOW)
 local out = {card(K_READY) + due, redis.call('ZCARD', K_DELAYED) - due, card(K_LEASE),
-  redis.call('ZCARD', K_DEAD), pids + acked, body}
+  redis.call('ZCARD', K_DEAD), pids + acked, body, oldest or 0}
 for _, v in ipairs(counters) do out[#out + 1] = v end
 -- The counters no operation writes (see common.lua): every message ever
 -- enqueued is live (ready, delayed, in flight, dead), acked or purged.
