@@ -248,8 +248,8 @@
 // one is delivered in its place. An ack-queue message counts at most
 // 99,999,999,999,999 deliveries, the most a script reads back whole: a
 // handle with no limit or a higher one applies that one as M. A script
-// call that dequeues for n messages (a DequeueBatch of n, or n
-// concurrent Dequeues gathered into one call) stops once it has moved 1,000 such messages (corrupt ones,
+// call that dequeues for n messages (a DequeueBatch of n, up to 1,000
+// a call, or n concurrent Dequeues gathered into one call) stops once it has moved 1,000 such messages (corrupt ones,
 // below, included), checking after each round of up to n pops, so it
 // moves at most 999 + n of them (1,000 for a lone Dequeue); the handle
 // calls again for the rest, so no run of them makes one call hold the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"RoundTrip", testRoundTrip},
 		{"FIFO", testFIFO},
 		{"DequeueBatch", testDequeueBatch},
+		{"DequeueBatchEverything", testDequeueBatchAll},
 		{"AckTwice", testAckTwice},
 		{"StaleReceiptAfterRedelivery", testStaleReceipt},
 		{"LateAckBeforeExpiry", testLateAck},
@@ -176,6 +178,28 @@ func testDequeueBatch(t *testing.T, e Engine) {
 	}
 	_, err = v.q.DequeueBatch(ctx, 0)
 	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+}
+
+// testDequeueBatchAll: a max of math.MaxInt means "everything ready", as
+// a Pull's does: it takes every ready message, in order, more than one
+// call to a server leases.
+func testDequeueBatchAll(t *testing.T, e Engine) {
+	v := open(t, e, Options{})
+	ctx := context.Background()
+	items := make([]queue.Item, 1234)
+	for i := range items {
+		items[i].Payload = []byte(fmt.Sprint(i))
+	}
+	_, err := v.q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	ms, err := v.q.DequeueBatch(ctx, math.MaxInt)
+	require.NoError(t, err)
+	require.Len(t, ms, len(items))
+	for i, m := range ms {
+		require.Equal(t, fmt.Sprint(i), string(m.Payload))
+	}
+	require.NoError(t, ms.Ack())
+	v.empty()
 }
 
 func testAckTwice(t *testing.T, e Engine) {
