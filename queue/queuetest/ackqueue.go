@@ -52,6 +52,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"Extend", testExtend},
 		{"MaxDeliveries", testMaxDeliveries},
 		{"DeadLetterSet", testDeadLetterSet},
+		{"DeadLettersAll", testDeadLettersAll},
 		{"ByID", testByID},
 		{"Dedup", testDedup},
 		{"DedupWindow", testDedupWindow},
@@ -422,6 +423,36 @@ func testDeadLetterSet(t *testing.T, e Engine) {
 	require.NoError(t, err)
 	require.Empty(t, dl)
 	require.Equal(t, int64(0), v.q.Stats().Dead)
+}
+
+// testDeadLettersAll: DeadLetters with a max of 0 or less, or of
+// math.MaxInt, lists every dead letter from its seq on, in seq order,
+// more than one call to a server lists.
+func testDeadLettersAll(t *testing.T, e Engine) {
+	v := open(t, e, Options{MaxDeliveries: 1})
+	ctx := context.Background()
+	items := make([]queue.Item, 1005)
+	for i := range items {
+		items[i].Payload = []byte(fmt.Sprint(i))
+	}
+	_, err := v.q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	ms, err := v.q.DequeueBatch(ctx, len(items))
+	require.NoError(t, err)
+	require.Len(t, ms, len(items))
+	require.NoError(t, ms.Nack(0), "at MaxDeliveries: dead")
+	for _, max := range []int{0, -1, math.MaxInt} {
+		all, err := v.q.DeadLetters(0, max)
+		require.NoError(t, err, "max %d", max)
+		require.Len(t, all, len(items), "max %d", max)
+		for i, d := range all {
+			require.Equal(t, fmt.Sprint(i), string(d.Payload), "max %d", max)
+		}
+		tail, err := v.q.DeadLetters(all[1000].Seq, max)
+		require.NoError(t, err, "max %d", max)
+		require.Len(t, tail, 5, "max %d, from the 1001st", max)
+		require.Equal(t, all[1000:], tail)
+	}
 }
 
 func testByID(t *testing.T, e Engine) {
