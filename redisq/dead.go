@@ -130,7 +130,13 @@ func (q *Queue) RequeueAllDead() (int, error) { return q.changeAllDead("requeue"
 // PurgeAllDead removes every dead letter and returns how many.
 func (q *Queue) PurgeAllDead() (int, error) { return q.changeAllDead("purge") }
 
+// changeDead requeues or purges the dead letter id. No message has the
+// empty id (an enqueue without one gets a generated id), and the dead
+// function takes it for "every letter": it is refused here.
 func (q *Queue) changeDead(op, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
+	}
 	n, err := q.runDead(op, id, 1)
 	if n < 0 { // nothing done, whatever the WAIT after it
 		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)

@@ -53,6 +53,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"MaxDeliveries", testMaxDeliveries},
 		{"DeadLetterSet", testDeadLetterSet},
 		{"DeadLettersAll", testDeadLettersAll},
+		{"DeadLetterEmptyID", testDeadLetterEmptyID},
 		{"ByID", testByID},
 		{"Dedup", testDedup},
 		{"DedupWindow", testDedupWindow},
@@ -453,6 +454,36 @@ func testDeadLettersAll(t *testing.T, e Engine) {
 		require.Len(t, tail, 5, "max %d, from the 1001st", max)
 		require.Equal(t, all[1000:], tail)
 	}
+}
+
+// testDeadLetterEmptyID: no message has the empty id (an enqueue without
+// one, or WithID(""), gets a generated id), so RequeueDead and PurgeDead
+// with it find no dead letter (ErrNotFound) and change none; nor do the
+// calls by id of a delivery.
+func testDeadLetterEmptyID(t *testing.T, e Engine) {
+	v := open(t, e, Options{})
+	v.enqueue("a")
+	v.enqueue("b", queue.WithID(""))
+	for range 2 {
+		m := v.next()
+		require.NotEmpty(t, m.ID)
+		require.NoError(t, m.DeadLetter("why"))
+	}
+	require.ErrorIs(t, v.q.PurgeDead(""), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.RequeueDead(""), queue.ErrNotFound)
+	dl, err := v.q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 2, "no dead letter purged or requeued")
+	require.Equal(t, []byte("a"), dl[0].Payload)
+	require.Equal(t, []byte("b"), dl[1].Payload)
+	v.empty()
+	v.enqueue("c")
+	m := v.next()
+	require.ErrorIs(t, v.q.AckID(""), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.NackID("", 0), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.ExtendID("", time.Minute), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.DeadLetterID("", "why"), queue.ErrNotFound)
+	require.NoError(t, m.Ack(), "still leased to its delivery")
 }
 
 func testByID(t *testing.T, e Engine) {
