@@ -276,11 +276,11 @@ func leased(s string) (any, error) {
 }
 
 // leaseArgs returns the dequeue function's own arguments for a call at
-// now for up to max messages: the lease deadline (µs), max, and a fresh
-// token per message.
+// now for up to max messages: the lease deadline (µs, rounded up), max,
+// and a fresh token per message.
 func (q *Queue) leaseArgs(now time.Time, max int) []any {
 	args := make([]any, 0, 2+max)
-	args = append(args, strconv.FormatInt(now.UnixMicro()+q.o.AckTimeout.Microseconds(), 10), max)
+	args = append(args, strconv.FormatInt(ceilMicros(now.Add(q.o.AckTimeout)), 10), max)
 	for range max {
 		args = append(args, strconv.FormatUint(newToken(), 10))
 	}

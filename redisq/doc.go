@@ -156,7 +156,13 @@
 // 2255 and to within 128 µs long after. A DedupWindow that is not a
 // whole number of microseconds counts as the next whole one, so a handle
 // refuses every id the embedded queue refuses (and, at the window's
-// edge, may refuse one a microsecond longer). A deliver-at past the year 38,503
+// edge, may refuse one a microsecond longer). Likewise a delay, a
+// deliver-at, a nack delay, a lease (AckTimeout, Extend) or a hold that
+// ends between two whole microseconds ends at the later one: no message
+// is delivered, nor key pulled, before its time, nor a receipt refused
+// before its lease ends, as on the embedded queue; each comes less than
+// a microsecond late at most (an Extend by less than a microsecond keeps
+// the lease for one). A deliver-at past the year 38,503
 // (2^60 µs) is due then, never wrapped into another time; a time.Time
 // sort key outside the years 1678 to 2262 is refused, as by the embedded
 // queue; a windowed queue whose clock is past 2262 plus its window takes

@@ -65,6 +65,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"Stats", testStats},
 		{"StatsAt", testStatsAt},
 		{"FarFuture", testFarFuture},
+		{"FineTimes", testFineTimes},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
