@@ -224,6 +224,11 @@
 //     over every dead value run in calls of 1000.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
+//   - Both hold a payload to MaxMessageSize (queue.ErrTooLarge at one
+//     byte more); the embedded queue also refuses, with
+//     queue.ErrTooLarge, a record that its headers, id, key or
+//     dead-letter reason make longer than MaxMessageSize plus 1 MiB,
+//     which a handle takes.
 //   - Handles with different DedupWindows may share a queue at once, so
 //     the window is each handle's own but the stamps of acked ids are
 //     shared: an ack or purge by a handle with a window stamps a
