@@ -19,7 +19,9 @@ const offGrid = 300 * time.Nanosecond
 // whatever the engine's resolution: a message is not delivered before
 // its delay has passed, and a receipt is not lost before its lease ends.
 // An engine may end them later by less than a microsecond; each check
-// past the end leaves it that much.
+// past the end leaves it that much. A delay of 0 or less, or a
+// deliver-at not after now, delays nothing: such messages come in
+// enqueue order among the others never delivered.
 func testFineTimes(t *testing.T, e Engine) {
 	for _, c := range []struct {
 		name string
@@ -40,6 +42,16 @@ func testFineTimes(t *testing.T, e Engine) {
 			v.empty()
 			v.clock.Advance(time.Microsecond + time.Nanosecond)
 			require.Equal(t, "later", string(v.next().Payload))
+		}},
+		{"NoDelay", Options{}, func(t *testing.T, v *env) {
+			v.enqueue("plain")
+			v.enqueue("zero", queue.WithDelay(0))
+			v.enqueue("negative", queue.WithDelay(-time.Second))
+			v.enqueue("now", queue.WithDeliverAt(v.clock.Now()))
+			v.enqueue("past", queue.WithDeliverAt(v.clock.Now().Add(-time.Nanosecond)))
+			for _, want := range []string{"plain", "zero", "negative", "now", "past"} {
+				require.Equal(t, want, string(v.next().Payload), "no delay: enqueue order")
+			}
 		}},
 		{"NackDelay", Options{}, func(t *testing.T, v *env) {
 			v.enqueue("m")
