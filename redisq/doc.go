@@ -229,6 +229,12 @@
 //     queue.ErrTooLarge, a record that its headers, id, key or
 //     dead-letter reason make longer than MaxMessageSize plus 1 MiB,
 //     which a handle takes.
+//   - A DequeueBatch of more than 1,000 messages leases them in calls of
+//     up to 1,000, each one step on the server and each lease running
+//     AckTimeout from its own call: another consumer may lease between
+//     two calls, and an error or an ended context after the first
+//     returns the messages leased so far, without the error (the
+//     embedded queue leases a batch of any size in one step).
 //   - Handles with different DedupWindows may share a queue at once, so
 //     the window is each handle's own but the stamps of acked ids are
 //     shared: an ack or purge by a handle with a window stamps a
