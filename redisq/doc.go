@@ -228,7 +228,8 @@
 //     byte more); the embedded queue also refuses, with
 //     queue.ErrTooLarge, a record that its headers, id, key or
 //     dead-letter reason make longer than MaxMessageSize plus 1 MiB,
-//     which a handle takes.
+//     which a handle takes, but for a key: one that long is past the
+//     key limit above (queue.ErrInvalidOptions).
 //   - A DequeueBatch of more than 1,000 messages leases them in calls of
 //     up to 1,000, each one step on the server and each lease running
 //     AckTimeout from its own call: another consumer may lease between
