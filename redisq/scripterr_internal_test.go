@@ -44,19 +44,21 @@ func TestScriptErrByCode(t *testing.T) {
 		{errors.New("DUPLICATE id-1"), nil, "DUPLICATE"},
 		{fmt.Errorf("read: %w: KEYTYPE x", context.DeadlineExceeded), nil, "KEYTYPE"},
 	} {
-		err := scriptErr("op", c.err)
-		require.ErrorContains(t, err, c.text, "%v", c.err)
-		if c.want != nil {
-			require.ErrorIs(t, err, c.want, "%v", c.err)
-			continue
-		}
-		require.NotErrorIs(t, err, queue.ErrDuplicate, "%v", c.err)
-		require.NotErrorIs(t, err, queue.ErrInvalidOptions, "%v", c.err)
-		require.ErrorIs(t, err, c.err, "%v: wrapped", c.err)
-		var re redis.Error
-		if errors.As(c.err, &re) {
-			require.True(t, errors.As(err, &re), "%v: still a reply", c.err)
-		}
+		t.Run(c.err.Error(), func(t *testing.T) {
+			err := scriptErr("op", c.err)
+			require.ErrorContains(t, err, c.text)
+			if c.want != nil {
+				require.ErrorIs(t, err, c.want)
+				return
+			}
+			require.NotErrorIs(t, err, queue.ErrDuplicate)
+			require.NotErrorIs(t, err, queue.ErrInvalidOptions)
+			require.ErrorIs(t, err, c.err, "wrapped")
+			var re redis.Error
+			if errors.As(c.err, &re) {
+				require.True(t, errors.As(err, &re), "still a reply")
+			}
+		})
 	}
 	require.NoError(t, scriptErr("op", nil))
 	require.Same(t, queue.ErrClosed, scriptErr("op", queue.ErrClosed))
