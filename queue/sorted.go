@@ -25,7 +25,12 @@ type SortedOptions struct {
 // Sorted is a durable queue of values ordered by a sort key of type K and
 // pulled in batches grouped by a message key. A key's place in the order is
 // the smallest sort key among its pending values; Pull returns whole keys
-// in that order, each with all its pending values in sort order. A pulled
+// in that order, each with all its pending values in sort order. Sort keys
+// compare as cmp.Compare has them (strings by their bytes, times by their
+// instant), except that a float -0 comes before +0 (a NaN is refused);
+// keys whose places are equal come in the byte order of their names, and
+// a key's values with equal sort keys in publish order. The Redis engine
+// (redisq) orders alike. A pulled
 // batch is leased like a message of the ack queue: Ack removes it; Nack,
 // an expired lease or a crash puts its values back at their original sort
 // keys; after MaxDeliveries the values go to the dead set. A pending value

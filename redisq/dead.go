@@ -38,18 +38,44 @@ func decodeInfo(raw string) (info, error) {
 }
 
 // DeadLetters returns up to max dead letters whose sequence is at least
-// from, oldest first, with their payloads. A letter whose stored record
-// or body cannot be read (see doc.go) is listed all the same, with what
-// can still be told: its reason then says "corrupt record: " and what is
-// wrong; its id and payload come from its body, and are empty where the
-// body does not decode either.
+// from, oldest first, with their payloads; max <= 0 means all of them, as
+// queue.Queue.DeadLetters. They are listed in calls of up to 1000
+// (deadPage), each read as one step on the server: a letter that leaves
+// the dead-letter set after its call is listed as it was. A letter whose
+// stored record or body cannot be read (see doc.go) is listed all the
+// same, with what can still be told: its reason then says "corrupt
+// record: " and what is wrong; its id and payload come from its body, and
+// are empty where the body does not decode either.
 func (q *Queue) DeadLetters(from uint64, max int) ([]queue.DeadLetter, error) {
-	if max <= 0 {
-		return nil, nil
+	out := []queue.DeadLetter{}
+	for max <= 0 || len(out) < max {
+		n := deadPage
+		if max > 0 {
+			n = min(n, max-len(out))
+		}
+		page, err := q.deadLetterPage(from, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < n {
+			break
+		}
+		next := page[len(page)-1].Seq + 1
+		if next <= from { // a member that is no seq (written by hand) ends the listing
+			break
+		}
+		from = next
 	}
+	return out, nil
+}
+
+// deadLetterPage lists up to n dead letters from the seq from on, in one
+// call.
+func (q *Queue) deadLetterPage(from uint64, n int) ([]queue.DeadLetter, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.run(ctx, fnInspect, q.o.Clock.Now(), "dead", strconv.FormatUint(from, 10), max)
+	v, err := q.run(ctx, fnInspect, q.o.Clock.Now(), "dead", strconv.FormatUint(from, 10), n)
 	if err != nil {
 		return nil, scriptErr("dead letters", err)
 	}
@@ -104,7 +130,13 @@ func (q *Queue) RequeueAllDead() (int, error) { return q.changeAllDead("requeue"
 // PurgeAllDead removes every dead letter and returns how many.
 func (q *Queue) PurgeAllDead() (int, error) { return q.changeAllDead("purge") }
 
+// changeDead requeues or purges the dead letter id. No message has the
+// empty id (an enqueue without one gets a generated id), and the dead
+// function takes it for "every letter": it is refused here.
 func (q *Queue) changeDead(op, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)
+	}
 	n, err := q.runDead(op, id, 1)
 	if n < 0 { // nothing done, whatever the WAIT after it
 		return fmt.Errorf("%w: no dead letter %q", queue.ErrNotFound, id)

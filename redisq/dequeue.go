@@ -158,24 +158,32 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 	return errs
 }
 
-// lease runs the dequeue script. With nothing ready it returns the time
-// the earliest delayed message is due (zero when none). A leased message
-// whose body does not decode goes to the dead-letter set (see bury in
-// scripts/common.lua), and as many more are leased in its place; the
-// script does the same with the messages it meets that had
-// MaxDeliveries (killAtLimit), at most BURIES per call. A call
-// that fails after others leased ends the loop with both the messages
-// leased and its error: the server holds those messages leased, so they
-// must reach the caller.
+// leaseTokens is the most messages one call of the dequeue function
+// leases: each takes a lease token the client draws and sends, so a
+// DequeueBatch of a larger max (math.MaxInt: everything ready) calls
+// again while a call leased that many, instead of drawing a token per
+// message max allows.
+const leaseTokens = 1000
+
+// lease runs the dequeue script, for up to leaseTokens messages a call.
+// With nothing ready it returns the time the earliest delayed message is
+// due (zero when none). A leased message whose body does not decode goes
+// to the dead-letter set (see bury in scripts/common.lua), and as many
+// more are leased in its place; the script does the same with the
+// messages it meets that had MaxDeliveries (killAtLimit), at most
+// BURIES per call. A call that fails after others leased ends the loop
+// with both the messages leased and its error: the server holds those
+// messages leased, so they must reach the caller.
 func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
 	var out []*queue.Message
 	for {
 		if err := ctx.Err(); err != nil { // the call leases past ctx: see leaseContext
 			return out, time.Time{}, err
 		}
-		ms, due, buried, err := q.leaseOnce(ctx, max-len(out))
+		n := min(max-len(out), leaseTokens)
+		ms, due, buried, err := q.leaseOnce(ctx, n)
 		out = append(out, ms...)
-		if err != nil || buried == 0 || len(out) == max {
+		if err != nil || len(out) == max || buried == 0 && len(ms) < n {
 			return out, due, err
 		}
 	}
@@ -268,11 +276,11 @@ func leased(s string) (any, error) {
 }
 
 // leaseArgs returns the dequeue function's own arguments for a call at
-// now for up to max messages: the lease deadline (µs), max, and a fresh
-// token per message.
+// now for up to max messages: the lease deadline (µs, rounded up), max,
+// and a fresh token per message.
 func (q *Queue) leaseArgs(now time.Time, max int) []any {
 	args := make([]any, 0, 2+max)
-	args = append(args, strconv.FormatInt(now.UnixMicro()+q.o.AckTimeout.Microseconds(), 10), max)
+	args = append(args, strconv.FormatInt(ceilMicros(now.Add(q.o.AckTimeout)), 10), max)
 	for range max {
 		args = append(args, strconv.FormatUint(newToken(), 10))
 	}

@@ -156,7 +156,13 @@
 // 2255 and to within 128 µs long after. A DedupWindow that is not a
 // whole number of microseconds counts as the next whole one, so a handle
 // refuses every id the embedded queue refuses (and, at the window's
-// edge, may refuse one a microsecond longer). A deliver-at past the year 38,503
+// edge, may refuse one a microsecond longer). Likewise a delay, a
+// deliver-at, a nack delay, a lease (AckTimeout, Extend) or a hold that
+// ends between two whole microseconds ends at the later one: no message
+// is delivered, nor key pulled, before its time, nor a receipt refused
+// before its lease ends, as on the embedded queue; each comes less than
+// a microsecond late at most (an Extend by less than a microsecond keeps
+// the lease for one). A deliver-at past the year 38,503
 // (2^60 µs) is due then, never wrapped into another time; a time.Time
 // sort key outside the years 1678 to 2262 is refused, as by the embedded
 // queue; a windowed queue whose clock is past 2262 plus its window takes
@@ -222,6 +228,18 @@
 //     over every dead value run in calls of 1000.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
+//   - Both hold a payload to MaxMessageSize (queue.ErrTooLarge at one
+//     byte more); the embedded queue also refuses, with
+//     queue.ErrTooLarge, a record that its headers, id, key or
+//     dead-letter reason make longer than MaxMessageSize plus 1 MiB,
+//     which a handle takes, but for a key: one that long is past the
+//     key limit above (queue.ErrInvalidOptions).
+//   - A DequeueBatch of more than 1,000 messages leases them in calls of
+//     up to 1,000, each one step on the server and each lease running
+//     AckTimeout from its own call: another consumer may lease between
+//     two calls, and an error or an ended context after the first
+//     returns the messages leased so far, without the error (the
+//     embedded queue leases a batch of any size in one step).
 //   - Handles with different DedupWindows may share a queue at once, so
 //     the window is each handle's own but the stamps of acked ids are
 //     shared: an ack or purge by a handle with a window stamps a
@@ -252,8 +270,8 @@
 // one is delivered in its place. An ack-queue message counts at most
 // 99,999,999,999,999 deliveries, the most a script reads back whole: a
 // handle with no limit or a higher one applies that one as M. A script
-// call that dequeues for n messages (a DequeueBatch of n, or n
-// concurrent Dequeues gathered into one call) stops once it has moved 1,000 such messages (corrupt ones,
+// call that dequeues for n messages (a DequeueBatch of n, up to 1,000
+// a call, or n concurrent Dequeues gathered into one call) stops once it has moved 1,000 such messages (corrupt ones,
 // below, included), checking after each round of up to n pops, so it
 // moves at most 999 + n of them (1,000 for a lone Dequeue); the handle
 // calls again for the rest, so no run of them makes one call hold the

@@ -71,8 +71,27 @@ func present(ctx context.Context, c redis.Cmdable, key string) (bool, error) {
 // oldKeys are the names of layout 1's keys.
 const oldKeys = "seq info body ready delayed lease dead byid acked stats"
 
-// micros renders a duration or a time as the scripts' microseconds.
-func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
+// span renders d, a delay or lease that starts at now, as the
+// microseconds the scripts add to now as they read it (unixMicros,
+// rounded down) to reach now+d rounded up to a whole microsecond: what
+// ends d after now ends no earlier on the server than on the embedded
+// queue, and less than a microsecond later. A d of 0 (a nack "at once")
+// stays 0.
+func span(now time.Time, d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	return strconv.FormatInt(ceilMicros(now.Add(d))-now.UnixMicro(), 10)
+}
+
+// ceilMicros is t in Unix microseconds, rounded up.
+func ceilMicros(t time.Time) int64 {
+	us := t.UnixMicro()
+	if t.Nanosecond()%1000 != 0 {
+		us++
+	}
+	return us
+}
 
 // windowMicros renders a dedup window in whole microseconds, rounded up:
 // a window of a fraction of one still refuses the ids acked within it,
@@ -96,10 +115,12 @@ func unixMicros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10
 // scripts' NONE (2^62) and what a C long holds.
 const farMicros = 1 << 60
 
-// dueMicros is unixMicros for a due time, clamped to farMicros.
+// dueMicros renders a due time or lease deadline as the scripts'
+// microseconds, rounded up (a time between two whole microseconds is due
+// at the later one, never before itself) and clamped to farMicros.
 func dueMicros(t time.Time) string {
 	if t.After(time.UnixMicro(farMicros)) {
 		return strconv.FormatInt(farMicros, 10)
 	}
-	return unixMicros(t)
+	return strconv.FormatInt(ceilMicros(t), 10)
 }

@@ -86,20 +86,30 @@ func (q *Queue) run(ctx context.Context, f function, now time.Time, args ...any)
 }
 
 // scriptErr maps a script's error replies onto walq's sentinels.
+// An error is told by the code its reply starts with (replyAfter), never
+// by words found elsewhere in its text: a queue's name in a key that an
+// error names, or a producer's id in a DUPLICATE, may hold any words.
 func scriptErr(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, queue.ErrClosed), errors.Is(err, ErrNotDurable):
+	if err == nil || errors.Is(err, queue.ErrClosed) || errors.Is(err, ErrNotDurable) {
 		return err
-	case strings.Contains(err.Error(), "KEYTYPE "):
-		_, why, _ := strings.Cut(err.Error(), "KEYTYPE ")
+	}
+	if why, ok := replyAfter(err, "KEYTYPE"); ok {
 		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrInvalidOptions, op, why)
-	case strings.Contains(err.Error(), "DUPLICATE"):
-		_, id, _ := strings.Cut(err.Error(), "DUPLICATE ")
+	}
+	if id, ok := replyAfter(err, "DUPLICATE"); ok {
 		return fmt.Errorf("%w: %q", queue.ErrDuplicate, id)
 	}
 	return fmt.Errorf("redisq: %s: %w", op, err)
+}
+
+// replyAfter returns the text after code of err's error reply, when the
+// reply starts with code (as refusedFor tells).
+func replyAfter(err error, code string) (string, bool) {
+	var re redis.Error
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), code+" ") {
+		return "", false
+	}
+	return strings.TrimPrefix(re.Error(), code+" "), true
 }
 
 // toInt reads an integer of a script's reply.

@@ -25,7 +25,8 @@ func (q *Queue) Nack(r queue.Receipt, delay time.Duration) error {
 	if delay < 0 {
 		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
 	}
-	return q.settleOne("nack", micros(delay), r)
+	now := q.o.Clock.Now()
+	return q.settleAt(now, "nack", span(now, delay), []queue.Receipt{r})[0]
 }
 
 // Extend sets the lease of the delivery r to run out d from now; d may be
@@ -34,7 +35,8 @@ func (q *Queue) Extend(r queue.Receipt, d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
 	}
-	return q.settleOne("extend", micros(d), r)
+	now := q.o.Clock.Now()
+	return q.settleAt(now, "extend", span(now, d), []queue.Receipt{r})[0]
 }
 
 // DeadLetter moves the message of the delivery r to the dead-letter set.
@@ -44,14 +46,15 @@ func (q *Queue) DeadLetter(r queue.Receipt, reason string) error {
 
 // AckID acks the message with the given id, whichever delivery holds it.
 // ErrNotFound if no delivery of that id is in flight.
-func (q *Queue) AckID(id string) error { return q.settleID("ack", "", id) }
+func (q *Queue) AckID(id string) error { return q.settleID(q.o.Clock.Now(), "ack", "", id) }
 
 // NackID is Nack for the delivery that holds the message with id.
 func (q *Queue) NackID(id string, delay time.Duration) error {
 	if delay < 0 {
 		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
 	}
-	return q.settleID("nack", micros(delay), id)
+	now := q.o.Clock.Now()
+	return q.settleID(now, "nack", span(now, delay), id)
 }
 
 // ExtendID is Extend for the delivery that holds the message with id.
@@ -59,11 +62,14 @@ func (q *Queue) ExtendID(id string, d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
 	}
-	return q.settleID("extend", micros(d), id)
+	now := q.o.Clock.Now()
+	return q.settleID(now, "extend", span(now, d), id)
 }
 
 // DeadLetterID is DeadLetter for the delivery that holds the message with id.
-func (q *Queue) DeadLetterID(id, reason string) error { return q.settleID("dead", reason, id) }
+func (q *Queue) DeadLetterID(id, reason string) error {
+	return q.settleID(q.o.Clock.Now(), "dead", reason, id)
+}
 
 func (q *Queue) settleOne(op, arg string, r queue.Receipt) error {
 	errs := q.settle(op, arg, []queue.Receipt{r})
@@ -74,6 +80,12 @@ func (q *Queue) settleOne(op, arg string, r queue.Receipt) error {
 // receipt; acks run the ack1 function, which the server runs for less,
 // and go to settle only when ack1 leaves them to it.
 func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
+	return q.settleAt(q.o.Clock.Now(), op, arg, rs)
+}
+
+// settleAt is settle at the time now, which an argument that ends a time
+// after now (span) was computed from.
+func (q *Queue) settleAt(now time.Time, op, arg string, rs []queue.Receipt) []error {
 	args := make([]any, 0, 3+2*len(rs))
 	args = append(args, op, arg, "r")
 	for _, r := range rs {
@@ -86,7 +98,7 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 		codes, err = q.runAck1(args[3:])
 	}
 	if !lean || err == nil && codes == nil {
-		codes, err = q.runSettle(op, args)
+		codes, err = q.runSettle(now, op, args)
 	}
 	errs := make([]error, len(rs))
 	for i, r := range rs {
@@ -100,8 +112,8 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 	return errs
 }
 
-func (q *Queue) settleID(op, arg, id string) error {
-	codes, err := q.runSettle(op, []any{op, arg, "i", id})
+func (q *Queue) settleID(now time.Time, op, arg, id string) error {
+	codes, err := q.runSettle(now, op, []any{op, arg, "i", id})
 	if codes == nil {
 		return err
 	}
@@ -115,10 +127,10 @@ func (q *Queue) settleID(op, arg, id string) error {
 // its code per item; when only the WAIT after the call failed, the codes
 // with ErrNotDurable, so that an item the call did not settle (a stale
 // receipt, an id not in flight) is reported as such.
-func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
+func (q *Queue) runSettle(now time.Time, op string, args []any) ([]int64, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.run(ctx, fnSettle, q.o.Clock.Now(), args...)
+	v, err := q.run(ctx, fnSettle, now, args...)
 	if !replied(v, err) {
 		return nil, scriptErr(op, err)
 	}

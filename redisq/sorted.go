@@ -134,7 +134,7 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 	if s.fixed {
 		fixed = "1"
 	}
-	argv := append([]any{s.wake, unixMicros(now), s.o.MaxDeliveries, single, micros(s.o.AckTimeout), fixed, op}, args...)
+	argv := append([]any{s.wake, unixMicros(now), s.o.MaxDeliveries, single, span(now, s.o.AckTimeout), fixed, op}, args...)
 	f := fnSortedSettle
 	switch op {
 	case "publish", "pull":
@@ -447,7 +447,8 @@ func (s *Sorted[K]) Nack(r queue.BatchReceipt, delay time.Duration) error {
 	if delay < 0 {
 		return fmt.Errorf("%w: negative nack delay %v", queue.ErrInvalidOptions, delay)
 	}
-	return s.settle("nack", r.Lease, micros(delay))
+	now := s.o.Clock.Now()
+	return s.settleAt(now, "nack", r.Lease, span(now, delay))
 }
 
 // Extend sets the batch's lease to run out d from now.
@@ -455,7 +456,8 @@ func (s *Sorted[K]) Extend(r queue.BatchReceipt, d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%w: lease extension %v is not positive", queue.ErrInvalidOptions, d)
 	}
-	return s.settle("extend", r.Lease, micros(d))
+	now := s.o.Clock.Now()
+	return s.settleAt(now, "extend", r.Lease, span(now, d))
 }
 
 // DeadLetter moves every value of the batch to the dead set.
@@ -464,9 +466,15 @@ func (s *Sorted[K]) DeadLetter(r queue.BatchReceipt, reason string) error {
 }
 
 func (s *Sorted[K]) settle(op string, lease uint64, arg string) error {
+	return s.settleAt(s.o.Clock.Now(), op, lease, arg)
+}
+
+// settleAt is settle at the time now, which an argument that ends a time
+// after now (span) was computed from.
+func (s *Sorted[K]) settleAt(now time.Time, op string, lease uint64, arg string) error {
 	ctx, cancel := s.opContext()
 	defer cancel()
-	v, err := s.run(ctx, s.o.Clock.Now(), op, strconv.FormatUint(lease, 10), arg)
+	v, err := s.run(ctx, now, op, strconv.FormatUint(lease, 10), arg)
 	if !replied(v, err) {
 		return err
 	}

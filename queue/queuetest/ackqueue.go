@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"RoundTrip", testRoundTrip},
 		{"FIFO", testFIFO},
 		{"DequeueBatch", testDequeueBatch},
+		{"DequeueBatchEverything", testDequeueBatchAll},
 		{"AckTwice", testAckTwice},
 		{"StaleReceiptAfterRedelivery", testStaleReceipt},
 		{"LateAckBeforeExpiry", testLateAck},
@@ -50,6 +52,8 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"Extend", testExtend},
 		{"MaxDeliveries", testMaxDeliveries},
 		{"DeadLetterSet", testDeadLetterSet},
+		{"DeadLettersAll", testDeadLettersAll},
+		{"DeadLetterEmptyID", testDeadLetterEmptyID},
 		{"ByID", testByID},
 		{"Dedup", testDedup},
 		{"DedupWindow", testDedupWindow},
@@ -61,6 +65,7 @@ func TestAckQueue(t *testing.T, e Engine) {
 		{"Stats", testStats},
 		{"StatsAt", testStatsAt},
 		{"FarFuture", testFarFuture},
+		{"FineTimes", testFineTimes},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
@@ -176,6 +181,28 @@ func testDequeueBatch(t *testing.T, e Engine) {
 	}
 	_, err = v.q.DequeueBatch(ctx, 0)
 	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+}
+
+// testDequeueBatchAll: a max of math.MaxInt means "everything ready", as
+// a Pull's does: it takes every ready message, in order, more than one
+// call to a server leases.
+func testDequeueBatchAll(t *testing.T, e Engine) {
+	v := open(t, e, Options{})
+	ctx := context.Background()
+	items := make([]queue.Item, 1234)
+	for i := range items {
+		items[i].Payload = []byte(fmt.Sprint(i))
+	}
+	_, err := v.q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	ms, err := v.q.DequeueBatch(ctx, math.MaxInt)
+	require.NoError(t, err)
+	require.Len(t, ms, len(items))
+	for i, m := range ms {
+		require.Equal(t, fmt.Sprint(i), string(m.Payload))
+	}
+	require.NoError(t, ms.Ack())
+	v.empty()
 }
 
 func testAckTwice(t *testing.T, e Engine) {
@@ -398,6 +425,66 @@ func testDeadLetterSet(t *testing.T, e Engine) {
 	require.NoError(t, err)
 	require.Empty(t, dl)
 	require.Equal(t, int64(0), v.q.Stats().Dead)
+}
+
+// testDeadLettersAll: DeadLetters with a max of 0 or less, or of
+// math.MaxInt, lists every dead letter from its seq on, in seq order,
+// more than one call to a server lists.
+func testDeadLettersAll(t *testing.T, e Engine) {
+	v := open(t, e, Options{MaxDeliveries: 1})
+	ctx := context.Background()
+	items := make([]queue.Item, 1005)
+	for i := range items {
+		items[i].Payload = []byte(fmt.Sprint(i))
+	}
+	_, err := v.q.EnqueueBatch(ctx, items)
+	require.NoError(t, err)
+	ms, err := v.q.DequeueBatch(ctx, len(items))
+	require.NoError(t, err)
+	require.Len(t, ms, len(items))
+	require.NoError(t, ms.Nack(0), "at MaxDeliveries: dead")
+	for _, max := range []int{0, -1, math.MaxInt} {
+		all, err := v.q.DeadLetters(0, max)
+		require.NoError(t, err, "max %d", max)
+		require.Len(t, all, len(items), "max %d", max)
+		for i, d := range all {
+			require.Equal(t, fmt.Sprint(i), string(d.Payload), "max %d", max)
+		}
+		tail, err := v.q.DeadLetters(all[1000].Seq, max)
+		require.NoError(t, err, "max %d", max)
+		require.Len(t, tail, 5, "max %d, from the 1001st", max)
+		require.Equal(t, all[1000:], tail)
+	}
+}
+
+// testDeadLetterEmptyID: no message has the empty id (an enqueue without
+// one, or WithID(""), gets a generated id), so RequeueDead and PurgeDead
+// with it find no dead letter (ErrNotFound) and change none; nor do the
+// calls by id of a delivery.
+func testDeadLetterEmptyID(t *testing.T, e Engine) {
+	v := open(t, e, Options{})
+	v.enqueue("a")
+	v.enqueue("b", queue.WithID(""))
+	for range 2 {
+		m := v.next()
+		require.NotEmpty(t, m.ID)
+		require.NoError(t, m.DeadLetter("why"))
+	}
+	require.ErrorIs(t, v.q.PurgeDead(""), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.RequeueDead(""), queue.ErrNotFound)
+	dl, err := v.q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 2, "no dead letter purged or requeued")
+	require.Equal(t, []byte("a"), dl[0].Payload)
+	require.Equal(t, []byte("b"), dl[1].Payload)
+	v.empty()
+	v.enqueue("c")
+	m := v.next()
+	require.ErrorIs(t, v.q.AckID(""), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.NackID("", 0), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.ExtendID("", time.Minute), queue.ErrNotFound)
+	require.ErrorIs(t, v.q.DeadLetterID("", "why"), queue.ErrNotFound)
+	require.NoError(t, m.Ack(), "still leased to its delivery")
 }
 
 func testByID(t *testing.T, e Engine) {

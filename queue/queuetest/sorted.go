@@ -52,6 +52,7 @@ func TestSorted(t *testing.T, e SortedEngine) {
 		{"WindowedPublishTime", testWindowedPublishTime},
 		{"FarFuture", testSortedFarFuture},
 		{"WindowedForever", testWindowedForever},
+		{"FineTimes", testSortedFineTimes},
 		{"DeadValues", testDeadValues},
 		{"DeadValuesAll", testDeadValuesAll},
 		{"DeadValueFence", testDeadValueFence},
