@@ -705,10 +705,11 @@ end
 
 -- enqueuemany enqueues the messages of a call of enqueue1 that carries
 -- more than one (enqueue1.lua: the layout, the keys, the undoing on a
--- key of the wrong type), in one command per key; old are the stamps
--- past the window, read by the caller. Returns 1.
-local function enqueuemany(ARGV, old)
-  local n = (#ARGV - 2) / 2
+-- key of the wrong type), in one command per key; the pairs of id and
+-- body start after ARGV[at]; old are the stamps past the window, read by
+-- the caller. Returns 1.
+local function enqueuemany(ARGV, at, old)
+  local n = (#ARGV - at) / 2
   local seq = redis.call('INCRBY', K_SEQ, n) - n
   if seq == 0 then
     local bad = keep()
@@ -719,11 +720,11 @@ local function enqueuemany(ARGV, old)
   end
   local scores, fields = {}, {}
   for i = 1, n do
-    local id, sq = ARGV[1 + 2 * i], string.format(INT, seq + i)
+    local id, sq = ARGV[at - 1 + 2 * i], string.format(INT, seq + i)
     scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
     local f = 6 * i - 6
     fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
-    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[2 + 2 * i]
+    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[at + 2 * i]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
   end
   fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'
