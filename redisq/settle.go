@@ -146,7 +146,7 @@ func (q *Queue) runSettle(op string, args []any) ([]int64, error) {
 func (q *Queue) runAck1(receipts []any) ([]int64, error) {
 	ctx, cancel := q.opContext()
 	defer cancel()
-	v, err := q.call(ctx, fnAck1, ack1Args(q.o.Clock.Now(), q.o.DedupWindow, receipts))
+	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipts...))
 	if !replied(v, err) {
 		return nil, scriptErr("ack", err)
 	}
@@ -158,17 +158,6 @@ func (q *Queue) runAck1(receipts []any) ([]int64, error) {
 		return nil, cerr
 	}
 	return codes, err
-}
-
-// ack1Args returns the arguments of ack1 for receipts (pairs of seq and
-// token) at now: now, the receipts, and the window only when positive.
-func ack1Args(now time.Time, window time.Duration, receipts []any) []any {
-	args := make([]any, 0, 2+len(receipts))
-	args = append(append(args, unixMicros(now)), receipts...)
-	if window > 0 {
-		args = append(args, windowMicros(window))
-	}
-	return args
 }
 
 // ack1Codes reads ack1's reply for n receipts: a code for one, a string
