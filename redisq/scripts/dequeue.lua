@@ -11,8 +11,9 @@
 -- One message: see leaseone (common.lua), which lease1 runs too.
 if ARGV[6] == '1' then return leaseone(ARGV[5], ARGV[7], true) end
 -- Many messages (DequeueBatch, lone Dequeues gathered after lease1 left
--- them to it): leasemany (common.lua), the same steps for all. '#w', '#t' and '#d' come with the first records read (one
--- HMGET); when a delayed message may be due, the popped messages go back
+-- them to it): leasemany (common.lua), the same steps for all. '#w',
+-- '#t' and '#d' come with the first records read (one HMGET); when a
+-- delayed message may be due, the popped messages go back
 -- and are popped again after the promotion. Each record is rewritten in
 -- place, as by a lone Dequeue; k counts the messages leased, whose
 -- tokens are taken in order. Messages that cannot be leased are buried,
