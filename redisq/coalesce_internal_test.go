@@ -271,3 +271,52 @@ func TestCoalescerGathersReadyCallers(t *testing.T) {
 		t.Fatalf("three callers ready together went in one call in %d of %d rounds, want most", gathered, rounds)
 	}
 }
+
+// TestCoalescerHandedOnCallerTakesLateCallers: the caller a batch is
+// handed to adds to it the callers that queued while it was being woken,
+// here the caller that handed it on, which calls again at once. On one
+// processor the caller that hands on runs on until it queues again,
+// before the caller it woke runs; preemption may still come between now
+// and then, so the test asks for most rounds, not all.
+func TestCoalescerHandedOnCallerTakesLateCallers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const rounds = 20
+	took := 0
+	for range rounds {
+		var c coalescer[int]
+		started, release := make(chan struct{}), make(chan struct{})
+		var mu sync.Mutex // guards calls
+		var calls [][]int
+		run := func(vs []int) []error {
+			mu.Lock()
+			calls = append(calls, slices.Clone(vs))
+			mu.Unlock()
+			if vs[0] == 0 {
+				close(started)
+				<-release
+			}
+			return make([]error, len(vs))
+		}
+		do := func(v int) {
+			if err := c.do(v, run); err != nil {
+				t.Errorf("item %d: %v", v, err)
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			do(0)
+			do(2)
+		})
+		<-started
+		wg.Go(func() { do(1) })
+		queued(t, &c, 1)
+		close(release)
+		wg.Wait()
+		if slices.EqualFunc(calls, [][]int{{0}, {1, 2}}, slices.Equal) {
+			took++
+		}
+	}
+	if took < rounds/2 {
+		t.Fatalf("a handed-on caller took the caller queued while it was woken in %d of %d rounds, want most", took, rounds)
+	}
+}
