@@ -2,18 +2,23 @@ package redisq
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 )
 
 // coalescer gathers concurrent calls of one kind (Acks, Enqueues, lone
 // Dequeues) and runs one server call of them at a time: a caller that
-// finds none running runs its own at once; the others queue, and the
-// caller whose call returns hands what queued (up to maxCoalesce items)
-// to the oldest queued caller, which runs it as one call and hands on in
-// turn. The Redis counterpart of a group commit: one server call and one
-// fsync for many, and no caller serves others' batches before it returns
-// its own result. A call of run that panics panics in every caller whose
-// item it carried, and the callers queued behind it are served.
+// finds none running yields the processor once, so that callers ready to
+// run (woken by the same server reply) queue behind it, and runs its own
+// with theirs; the others queue, and the caller whose call returns hands
+// what queued to the oldest queued caller, which runs it, with what
+// queued until it ran (up to maxCoalesce items in all), as one call and
+// hands on in turn. The Redis counterpart of a group commit: one server
+// call and one fsync for many, and no caller serves others' batches
+// before it returns its own result. A call of run that panics panics in
+// every caller whose item it carried, and the callers queued behind it
+// are served.
 type coalescer[T any] struct {
 	mu      sync.Mutex
 	pending []*coalesced[T] // queued, not yet sent; empty unless busy
@@ -40,6 +45,11 @@ func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 	if !c.busy {
 		c.busy = true
 		c.mu.Unlock()
+		// A yield, not a wait: it costs nothing when no other goroutine
+		// is ready to run, and callers woken together (their calls
+		// answered in one pass of the server's event loop) then go in
+		// one call instead of one after the other.
+		runtime.Gosched()
 		req.batch = []*coalesced[T]{req}
 	} else {
 		c.pending = append(c.pending, req)
@@ -52,9 +62,24 @@ func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 			return req.err
 		}
 	}
+	c.gather(req)
 	defer c.handOn()
 	req.runBatch(run)
 	return req.err
+}
+
+// gather adds to req's batch the callers queued since it was made, in
+// the order they came, up to maxCoalesce items in all.
+func (c *coalescer[T]) gather(req *coalesced[T]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.pending), maxCoalesce-len(req.batch))
+	if n == 0 {
+		return
+	}
+	// Clipped: a batch handOn made shares its array with pending.
+	req.batch = append(slices.Clip(req.batch), c.pending[:n]...)
+	c.pending = c.pending[n:]
 }
 
 // runBatch runs the batch handed to req; req's own done was closed when

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -230,5 +231,92 @@ func TestCoalescerServesEachCallerOnceInOrder(t *testing.T) {
 		if len(got) != calls || !slices.IsSorted(got) {
 			t.Errorf("goroutine %d: items ran as %v, want 0..%d once each in order", gr, got, calls-1)
 		}
+	}
+}
+
+// TestCoalescerGathersReadyCallers: a caller that finds the coalescer
+// idle yields once before its call, and callers ready to run by then go
+// in that call, as those woken by one server reply are. On one processor
+// the three goroutines started together are all ready when the first
+// runs; the scheduler may still run the first again at once now and
+// then, so the test asks for most rounds, not all.
+func TestCoalescerGathersReadyCallers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const rounds = 20
+	gathered := 0
+	for range rounds {
+		var c coalescer[int]
+		var mu sync.Mutex // guards calls
+		var calls [][]int
+		run := func(vs []int) []error {
+			mu.Lock()
+			calls = append(calls, slices.Sorted(slices.Values(vs)))
+			mu.Unlock()
+			return make([]error, len(vs))
+		}
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				if err := c.do(i, run); err != nil {
+					t.Errorf("item %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(calls) == 1 && slices.Equal(calls[0], []int{0, 1, 2}) {
+			gathered++
+		}
+	}
+	if gathered < rounds/2 {
+		t.Fatalf("three callers ready together went in one call in %d of %d rounds, want most", gathered, rounds)
+	}
+}
+
+// TestCoalescerHandedOnCallerTakesLateCallers: the caller a batch is
+// handed to adds to it the callers that queued while it was being woken,
+// here the caller that handed it on, which calls again at once. On one
+// processor the caller that hands on runs on until it queues again,
+// before the caller it woke runs; preemption may still come between now
+// and then, so the test asks for most rounds, not all.
+func TestCoalescerHandedOnCallerTakesLateCallers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const rounds = 20
+	took := 0
+	for range rounds {
+		var c coalescer[int]
+		started, release := make(chan struct{}), make(chan struct{})
+		var mu sync.Mutex // guards calls
+		var calls [][]int
+		run := func(vs []int) []error {
+			mu.Lock()
+			calls = append(calls, slices.Clone(vs))
+			mu.Unlock()
+			if vs[0] == 0 {
+				close(started)
+				<-release
+			}
+			return make([]error, len(vs))
+		}
+		do := func(v int) {
+			if err := c.do(v, run); err != nil {
+				t.Errorf("item %d: %v", v, err)
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			do(0)
+			do(2)
+		})
+		<-started
+		wg.Go(func() { do(1) })
+		queued(t, &c, 1)
+		close(release)
+		wg.Wait()
+		if slices.EqualFunc(calls, [][]int{{0}, {1, 2}}, slices.Equal) {
+			took++
+		}
+	}
+	if took < rounds/2 {
+		t.Fatalf("a handed-on caller took the caller queued while it was woken in %d of %d rounds, want most", took, rounds)
 	}
 }

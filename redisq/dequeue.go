@@ -95,7 +95,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool) ([]*queue.Mess
 // at the same time.
 func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
 	if max > 1 {
-		ms, due, err := q.lease(ctx, max)
+		ms, due, err := q.lease(ctx, max, false)
 		if len(ms) > 0 {
 			// Leased messages are the caller's: those the failed call
 			// left out come back when their lease runs out.
@@ -144,7 +144,7 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 	if len(live) == 0 {
 		return errs
 	}
-	ms, due, err := q.lease(ctx, len(live))
+	ms, due, err := q.lease(ctx, len(live), true)
 	for j, i := range live {
 		switch {
 		case j < len(ms):
@@ -165,7 +165,8 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 // message max allows.
 const leaseTokens = 1000
 
-// lease runs the dequeue script, for up to leaseTokens messages a call.
+// lease runs the dequeue script, for up to leaseTokens messages a call;
+// gathered lone Dequeues (gathered) run lease1 first (see leaseCall).
 // With nothing ready it returns the time the earliest delayed message is
 // due (zero when none). A leased message whose body does not decode goes
 // to the dead-letter set (see bury in scripts/common.lua), and as many
@@ -174,14 +175,14 @@ const leaseTokens = 1000
 // BURIES per call. A call that fails after others leased ends the loop
 // with both the messages leased and its error: the server holds those
 // messages leased, so they must reach the caller.
-func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time, error) {
+func (q *Queue) lease(ctx context.Context, max int, gathered bool) ([]*queue.Message, time.Time, error) {
 	var out []*queue.Message
 	for {
 		if err := ctx.Err(); err != nil { // the call leases past ctx: see leaseContext
 			return out, time.Time{}, err
 		}
 		n := min(max-len(out), leaseTokens)
-		ms, due, buried, err := q.leaseOnce(ctx, n)
+		ms, due, buried, err := q.leaseOnce(ctx, n, gathered)
 		out = append(out, ms...)
 		if err != nil || len(out) == max || buried == 0 && len(ms) < n {
 			return out, due, err
@@ -199,11 +200,11 @@ func (q *Queue) lease(ctx context.Context, max int) ([]*queue.Message, time.Time
 // messages are returned, and with none the call found none (ErrEmpty, or
 // a blocking Dequeue waits). A lease the replicas lack is at worst lost
 // in a failover, and the message delivered again.
-func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.Time, int, error) {
+func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue.Message, time.Time, int, error) {
 	now := q.o.Clock.Now()
 	args := q.leaseArgs(now, max)
 	cctx, cancel := q.leaseContext(ctx)
-	v, err := q.leaseCall(cctx, now, args)
+	v, err := q.leaseCall(cctx, now, args, gathered)
 	cancel()
 	if !replied(v, err) {
 		return nil, time.Time{}, 0, scriptErr("dequeue", err)
@@ -242,14 +243,15 @@ func (q *Queue) leaseOnce(ctx context.Context, max int) ([]*queue.Message, time.
 }
 
 // leaseCall runs the dequeue function with args (leaseArgs) at now and
-// returns its reply; one message goes to the lease1 function, which the
-// server runs for less (its reply of a leased message, one string, is
-// returned as dequeue's), and to dequeue only when lease1 answers -3:
-// the message it popped must be buried or killed, which lease1's call
-// carries no keys for.
-func (q *Queue) leaseCall(ctx context.Context, now time.Time, args []any) (any, error) {
-	if args[1] == 1 {
-		v, err := q.call(ctx, fnLease1, []any{unixMicros(now), q.o.MaxDeliveries, args[0], args[2]})
+// returns its reply; one message, or the messages of gathered lone
+// Dequeues, go to the lease1 function, which the server runs for less
+// (four keys and one argument per message besides three; its reply of
+// one leased message, one string, is returned as dequeue's), and to
+// dequeue only when lease1 answers -3: a message it popped must be buried
+// or killed, which lease1's call carries no keys for.
+func (q *Queue) leaseCall(ctx context.Context, now time.Time, args []any, gathered bool) (any, error) {
+	if args[1] == 1 || gathered {
+		v, err := q.call(ctx, fnLease1, q.lease1Args(now, args))
 		if s, ok := v.(string); ok && replied(v, err) {
 			r, perr := leased(s)
 			if perr != nil {
@@ -262,6 +264,15 @@ func (q *Queue) leaseCall(ctx context.Context, now time.Time, args []any) (any, 
 		}
 	}
 	return q.run(ctx, fnDequeue, now, args...)
+}
+
+// lease1Args returns the arguments of lease1 for a call at now of
+// dequeue's (args, leaseArgs): now, MaxDeliveries, the lease deadline and
+// the tokens.
+func (q *Queue) lease1Args(now time.Time, args []any) []any {
+	out := make([]any, 0, 1+len(args))
+	out = append(out, unixMicros(now), q.o.MaxDeliveries, args[0])
+	return append(out, args[2:]...)
 }
 
 // leased reads lease1's reply of a leased message, seq ':' deliveries ':'

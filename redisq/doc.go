@@ -56,9 +56,9 @@
 // and by selector (a command granted on some of the queue's keys only is
 // refused when the functions run it on another). The FCALL of a handle
 // that may write names every key of the queue its function may touch
-// (the functions that run for each message, a lone dequeue, acks by
-// receipt and enqueues of up to 128 messages with generated ids ready at
-// once, name only those; the others name all), so a user refused one,
+// (the functions that run for each message, dequeues lone or gathered,
+// acks by receipt and enqueues of up to 128 messages with generated ids
+// ready at once, name only those; the others name all), so a user refused one,
 // for reading or writing, is refused before the function runs. Grant the queue's commands on all of
 // its keys (walq:{NAME}*) and its channel: an ACL changed while handles
 // are open is not checked again. The functions check a key for the
@@ -418,10 +418,11 @@
 // gathers into one call per kind) costs some 20-30 µs of Redis CPU, one
 // message per call several times more (each call has a fixed cost,
 // which the function library keeps lower than a script: its helpers are
-// made once per load, not once per call; and a lone Dequeue, Acks by
-// receipt, lone or gathered, and Enqueues of generated ids ready at
-// once, up to 128 per call, call functions of their own that take only
-// the keys and arguments they use, since each costs the server). A queue's hot keys are created with a 256-byte placeholder member
+// made once per load, not once per call; and Dequeues, lone or gathered
+// (not DequeueBatch), Acks by receipt, lone or gathered, and Enqueues of
+// generated ids ready at once, up to 128 per call, call functions of
+// their own that take only the keys and arguments they use, since each
+// costs the server). A queue's hot keys are created with a 256-byte placeholder member
 // that is never removed, so that they keep Redis's hashtable and skiplist
 // encodings when the queue drains: recreated as small listpacks, every
 // batched command on them would be linear in their size.

@@ -162,16 +162,16 @@ func plain(items []any) bool {
 }
 
 // enqueue1 enqueues plain items with the enqueue1 function, whose
-// arguments are now, the window, then each item's id and body; its reply
-// 1 says all were enqueued.
+// arguments are each item's id and body, after now and the window with
+// one (enqueue1w); its reply 1 says all were enqueued.
 func (q *Queue) enqueue1(ctx context.Context, now time.Time, items []any) ([]int64, error) {
+	n := len(items) / 4
+	args := make([]any, 0, 2+2*n)
 	f := fnEnqueue1
 	if q.o.DedupWindow > 0 {
 		f = fnEnqueue1W
+		args = append(args, unixMicros(now), windowMicros(q.o.DedupWindow))
 	}
-	n := len(items) / 4
-	args := make([]any, 0, 2+2*n)
-	args = append(args, unixMicros(now), windowMicros(q.o.DedupWindow))
 	for i := 0; i < len(items); i += 4 {
 		args = append(args, items[i], items[i+3])
 	}

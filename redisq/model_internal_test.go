@@ -153,7 +153,7 @@ func (m *queueModel) dequeue() {
 		got = append(got, msg)
 	case 1:
 		want = 1 + m.rnd.IntN(5)
-		ms, _, err := m.q.lease(context.Background(), want)
+		ms, _, err := m.q.lease(context.Background(), want, false)
 		require.NoError(m.t, err)
 		got = ms
 	default:

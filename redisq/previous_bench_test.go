@@ -119,7 +119,7 @@ func cycleAgainst(b *testing.B, q *Queue, lib string, per int, report func(phase
 	phase("dequeue", func() {
 		for i := 0; i < againstBlock; i += per {
 			if this {
-				ms, _, err := q.lease(ctx, per)
+				ms, _, err := q.lease(ctx, per, false)
 				require.NoError(b, err)
 				require.Len(b, ms, per)
 				for _, m := range ms {

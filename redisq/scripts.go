@@ -76,14 +76,14 @@ var (
 		// maxmemory, not halfway through; what only ends or moves
 		// messages may run there, so that acks can still free memory;
 		// inspect writes nothing.
-		// The functions that run for each message or few (a lone
-		// Dequeue; acks by receipt, lone or gathered; enqueues of
-		// generated ids ready at once, lone, gathered or a small batch)
-		// are called with only the keys they touch (positions in
+		// The functions that run for each message or few (Dequeues,
+		// lone or gathered; acks by receipt, lone or gathered; enqueues
+		// of generated ids ready at once, lone, gathered or a small
+		// batch) are called with only the keys they touch (positions in
 		// scripts/common.lua's order) and the arguments they use: seq,
 		// msg, ready and lease for an enqueue, and acked with a
-		// DedupWindow; msg, ready, delayed and lease for a lone lease;
-		// msg, lease, acked and stats for acks.
+		// DedupWindow; msg, ready, delayed and lease for the leases of
+		// Dequeues; msg, lease, acked and stats for acks.
 		{"enqueue", enqueueLua, "", nil},
 		{"enqueue1", enqueue1Lua, "", []int{1, 2, 3, 5}},
 		{"enqueue1w", enqueue1Lua, "", []int{1, 2, 3, 5, 7}},

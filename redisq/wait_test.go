@@ -178,8 +178,7 @@ func (c *scriptCounter) check() {
 
 // operation is the library's operation a script call runs: its
 // function's name after the last '_' for an FCALL, "" for any other; a
-// function made for one message counts as the operation it runs
-// (lease1 as a dequeue of one).
+// lean function counts as the operation it runs (lease1 as a dequeue).
 func operation(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if cmd.Name() != "fcall" || len(args) < 2 {
@@ -222,15 +221,19 @@ func (d delayOp) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 }
 
 // weight is how much a script call counts: for the ack queue's dequeue
-// function the messages it asks for (its sixth argument after the keys),
-// 1 for any other.
+// and lease1 functions the messages it asks for (dequeue's sixth
+// argument after the keys; lease1's tokens, its arguments from the
+// fourth), 1 for any other.
 func weight(args []any) int {
 	name, _ := args[1].(string)
-	if !strings.HasSuffix(name, "_dequeue") || len(args) < 3 {
+	if len(args) < 3 {
 		return 1
 	}
 	keys, _ := strconv.Atoi(fmt.Sprint(args[2]))
-	if len(args) <= 3+keys+5 {
+	switch {
+	case strings.HasSuffix(name, "_lease1") && len(args) > 3+keys+3:
+		return len(args) - (3 + keys + 3)
+	case !strings.HasSuffix(name, "_dequeue") || len(args) <= 3+keys+5:
 		return 1
 	}
 	n, err := strconv.Atoi(fmt.Sprint(args[3+keys+5]))

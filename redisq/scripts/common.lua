@@ -703,12 +703,133 @@ local function leaseone(dls, tok, full)
   return seq .. ':' .. ds .. ':' .. got[2]
 end
 
+-- leasemany leases up to max messages (DequeueBatch, lone Dequeues
+-- gathered) as dequeue.lua describes, until the deadline dls (µs, a
+-- string), to the deliveries whose tokens are ARGV[at + 1] on, and
+-- returns dequeue's reply: {hint, seq, deliveries, body, ...}. With full
+-- the call carries the keys of every step; else (lease1 for more than one
+-- message) those of all but the burials and kills: as leaseone, when a
+-- popped message needs one, what was popped goes back, unchanged, and the
+-- reply is {-3}, "call dequeue".
+local function leasemany(ARGV, dls, max, at, full)
+  local seqs, popped = popmany(max)
+  local promoted, hint = false, -1
+  if #seqs == 0 then
+    local n
+    n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+    promoted = true
+    if n > 0 then seqs, popped = popmany(max) end
+  end
+  local out = {-1}
+  local got, state, to = nil, {}, math.min(500, #seqs)
+  if #seqs > 0 then
+    got = records(seqs, 1, to, true, true)
+    if got.err then
+      putback(popped)
+      wake()
+      return got
+    end
+    local w = tonumber(got[2 * to + 1])
+    local bad = not promoted and (not w or w <= now) and need(DELAYED)
+    if bad then
+      putback(popped)
+      wake()
+      return bad
+    end
+    if not promoted and (not w or w <= now) and promote(128, w) > 0 then
+      putback(popped)
+      seqs, popped = popmany(max)
+      to = math.min(500, #seqs)
+      got = records(seqs, 1, to, true)
+    end
+    state = {got[2 * to + 2], got[2 * to + 3]}
+  end
+  local dl = dls + 0
+  local recs, deadlines = {}, {}
+  local k, buried = 0, 0
+  while #seqs > 0 do
+    local was = buried
+    for from = 1, #seqs, 500 do
+      to = math.min(from + 499, #seqs)
+      if not got then got = records(seqs, from, to, false) end
+      for j = from, to do
+        local seq, raw, body = seqs[j], got[2 * (j - from) + 1], got[2 * (j - from) + 2]
+        local head, d, tail = leasable(raw, body)
+        if head and not atlimit(d) then
+          d = d + 1
+          k = k + 1
+          local r, o = #recs, #out
+          recs[r + 1], recs[r + 2] = seq, head .. string.format(INT, d) .. ':' .. ARGV[at + k] .. tail
+          deadlines[r + 1], deadlines[r + 2] = dls, seq
+          out[o + 1], out[o + 2], out[o + 3] = seq, d, body
+        else
+          if not full then -- no keys to bury with; nothing leased yet
+            putback(popped)
+            wake()
+            return {-3}
+          end
+          if buried == 0 then -- nothing but the pop is written yet
+            local bad = need(BURY)
+            if bad then
+              putback(popped)
+              wake()
+              return bad
+            end
+          end
+          if head then killAtLimit(seq, raw, d) else bury(seq, raw, body, d) end
+          buried = buried + 1
+        end
+      end
+      got = nil
+    end
+    seqs = {}
+    if buried >= BURIES then
+      woke = true -- the consumers left without a message look again
+      hint = -2 -- and the caller calls again for those it leased none for
+    elseif buried > was then
+      seqs = popmany(max - k)
+      if #seqs == 0 then -- nothing ready: promote, as above
+        local n
+        n, hint = promote(128, nil)
+        if n > 0 then seqs = popmany(max - k) end
+      end
+    end
+  end
+  if k < max then waiting() end
+  if k == 0 or hint == -2 then out[1] = hint end
+  if k == 0 then
+    wake()
+    return out
+  end
+  recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
+  local lot = math.min(#deadlines, 1000) -- the first ZADD's
+  if buried == 0 then
+    local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, lot))
+    if type(bad) == 'table' then
+      putback(popped)
+      wake()
+      return bad
+    end
+  else
+    redis.call('ZADD', K_LEASE, unpack(deadlines, 1, lot))
+  end
+  for i = lot + 1, #deadlines, 1000 do
+    redis.call('ZADD', K_LEASE, unpack(deadlines, i, math.min(i + 999, #deadlines)))
+  end
+  -- announced once the deadlines are written: a lease that failed set none
+  if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+  many('HSET', K_MSG, with_w(recs))
+  wake()
+  return out
+end
+
 -- enqueuemany enqueues the messages of a call of enqueue1 that carries
 -- more than one (enqueue1.lua: the layout, the keys, the undoing on a
--- key of the wrong type), in one command per key; old are the stamps
--- past the window, read by the caller. Returns 1.
-local function enqueuemany(ARGV, old)
-  local n = (#ARGV - 2) / 2
+-- key of the wrong type), in one command per key; the pairs of id and
+-- body start after ARGV[at]; old are the stamps past the window, read by
+-- the caller. Returns 1.
+local function enqueuemany(ARGV, at, old)
+  local n = (#ARGV - at) / 2
   local seq = redis.call('INCRBY', K_SEQ, n) - n
   if seq == 0 then
     local bad = keep()
@@ -719,11 +840,11 @@ local function enqueuemany(ARGV, old)
   end
   local scores, fields = {}, {}
   for i = 1, n do
-    local id, sq = ARGV[1 + 2 * i], string.format(INT, seq + i)
+    local id, sq = ARGV[at - 1 + 2 * i], string.format(INT, seq + i)
     scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
     local f = 6 * i - 6
     fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
-    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[2 + 2 * i]
+    fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[at + 2 * i]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
   end
   fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'

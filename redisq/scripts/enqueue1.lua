@@ -1,24 +1,33 @@
 -- enqueue1: messages with generated ids, ready at once (a lone Enqueue,
 -- or up to 128 of them gathered or in a batch), with the one-message
--- layout of arguments: ARGV[1] = now (µs), ARGV[2] = DedupWindow (µs),
--- then a pair per message from ARGV[3]: id, body. Generated ids are
+-- layout of arguments: a pair per message, id and body; with a window
+-- (enqueue1w, the same code, which carries acked) ARGV[1] = now (µs) and
+-- ARGV[2] = DedupWindow (µs) come first, the pairs from ARGV[3]. Each
+-- argument costs the server (see bindsome): without a window the time
+-- serves nothing. Generated ids are
 -- random and never checked, so no duplicate is looked for: straight to
 -- the writes, with no table built for one message. Returns 1: all
 -- enqueued. The call carries only the keys this touches: seq, msg, ready
--- and lease (keep), and with a window acked (enqueue1w: the same code).
+-- and lease (keep), and with a window acked.
 -- Keys of the wrong type (see need): seq fails first, ready the first
 -- write after it, msg the next, each undoing the writes before it; the
 -- first enqueue of a queue takes back its seqs when keep fails. The
 -- stamps past the window are forgotten (see enqueue.lua) after the
 -- messages' writes, so a call refused on a key of the wrong type leaves
 -- them to the handles with longer windows.
-bindargs(nil, ARGV[1], '0', ARGV[2])
+local at = 0 -- the first pair is ARGV[at + 1], ARGV[at + 2]
 local old -- the stamps past the window; the read checks the stamps key
-if window > 0 then
-  old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
+if K_ACKED then
+  bindargs(nil, ARGV[1], '0', ARGV[2])
+  at = 2
+  if window > 0 then
+    old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
+  end
+else
+  bindargs(nil, '0', '0', '0')
 end
-if #ARGV > 4 then return enqueuemany(ARGV, old) end
-local id = ARGV[3]
+if #ARGV > at + 2 then return enqueuemany(ARGV, at, old) end
+local id = ARGV[at + 1]
 local seq = redis.call('INCR', K_SEQ)
 if seq == 1 then
   local bad = keep()
@@ -35,7 +44,7 @@ if type(added) == 'table' then
   redis.call('DECR', K_SEQ)
   return added
 end
-added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[4], 'i' .. id, sq, '#q', '1')
+added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[at + 2], 'i' .. id, sq, '#q', '1')
 if type(added) == 'table' then
   redis.call('ZREM', K_READY, sq)
   redis.call('DECR', K_SEQ)
