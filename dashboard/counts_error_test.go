@@ -20,22 +20,13 @@ func TestStatsSayCountsUnread(t *testing.T) {
 	for name, src := range map[string]dashboard.Source{"ForQueue": dashboard.ForQueue(q),
 		"ForAckQueue": dashboard.ForAckQueue(q)} {
 		t.Run(name, func(t *testing.T) {
-			s := server(t, src, nil)
-			var reply struct {
-				Stats map[string]any `json:"stats"`
-			}
-			require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/stats", &reply))
-			assert.Equal(t, want.Error(), reply.Stats["counts_error"])
-			assert.EqualValues(t, unreadable.Ready, reply.Stats["ready"], "the calls' counts, shown as such")
+			stats := apiStats(t, src)
+			assert.Equal(t, want.Error(), stats["counts_error"])
+			assert.EqualValues(t, unreadable.Ready, stats["ready"], "the calls' counts, shown as such")
 		})
 	}
 
-	healthy := server(t, dashboard.ForQueue(openQueue(t)), nil)
-	var reply struct {
-		Stats map[string]any `json:"stats"`
-	}
-	require.Equal(t, 200, getJSON(t, healthy.URL+"/queue/api/stats", &reply))
-	assert.NotContains(t, reply.Stats, "counts_error")
+	assert.NotContains(t, apiStats(t, dashboard.ForQueue(openQueue(t))), "counts_error")
 }
 
 // The age of the oldest message leaves out a never-delivered message whose
@@ -48,22 +39,24 @@ func TestStatsSayOldestUnread(t *testing.T) {
 	for name, src := range map[string]dashboard.Source{"ForQueue": dashboard.ForQueue(q),
 		"ForAckQueue": dashboard.ForAckQueue(q)} {
 		t.Run(name, func(t *testing.T) {
-			s := server(t, src, nil)
-			var reply struct {
-				Stats map[string]any `json:"stats"`
-			}
-			require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/stats", &reply))
-			assert.Equal(t, want.Error(), reply.Stats["oldest_error"])
-			assert.EqualValues(t, unreadable.OldestReady, reply.Stats["ready"])
-			assert.EqualValues(t, 0, reply.Stats["oldest_age_seconds"], "the damaged message left out, and no other")
-			assert.NotContains(t, reply.Stats, "counts_error")
+			stats := apiStats(t, src)
+			assert.Equal(t, want.Error(), stats["oldest_error"])
+			assert.EqualValues(t, unreadable.OldestReady, stats["ready"])
+			assert.EqualValues(t, 0, stats["oldest_age_seconds"], "the damaged message left out, and no other")
+			assert.NotContains(t, stats, "counts_error")
 		})
 	}
 
-	healthy := server(t, dashboard.ForQueue(openQueue(t)), nil)
+	assert.NotContains(t, apiStats(t, dashboard.ForQueue(openQueue(t))), "oldest_error")
+}
+
+// apiStats serves src and returns the stats of its api/stats answer.
+func apiStats(t *testing.T, src dashboard.Source) map[string]any {
+	t.Helper()
+	s := server(t, src, nil)
 	var reply struct {
 		Stats map[string]any `json:"stats"`
 	}
-	require.Equal(t, 200, getJSON(t, healthy.URL+"/queue/api/stats", &reply))
-	assert.NotContains(t, reply.Stats, "oldest_error")
+	require.Equal(t, 200, getJSON(t, s.URL+"/queue/api/stats", &reply))
+	return reply.Stats
 }
