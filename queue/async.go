@@ -10,7 +10,8 @@ import (
 // SettleAsync, AckAsync), known once Done is closed: the call's records
 // are then as durable as the sync mode promises of a call that returned
 // (SyncAlways: covered by an fsync; SyncInterval and SyncNever: written,
-// safe from a crash of the process), or they failed.
+// safe from a crash of the process), or the call failed (see Err for what
+// a failure leaves in the log). Close completes every Pending.
 //
 // A Pending costs no goroutine: it shares the commit of the log group that
 // holds its records.
@@ -30,6 +31,17 @@ func (p *Pending) Done() <-chan struct{} { return p.c.Done() }
 // durable, or the error that poisoned the log (a failed write or fsync:
 // the queue refuses every later write, and every Pending not yet complete
 // fails with the same error).
+//
+// An error does not mean the records are absent. They may have been
+// written before the failure (a failed fsync, or a failed write of a
+// later group), and even fsynced: an fsync that ends after the log was
+// poisoned fails the calls it covers all the same. After a restart they
+// may then be read back, the message enqueued or the ack applied, also
+// after a power loss when that fsync succeeded; or they may be gone. The
+// outcome is unknown, as after a crash: a producer that retries an enqueue
+// after the reopen with the same producer-given id (WithID) is told
+// ErrDuplicate if the first one is in the queue; one without it may
+// enqueue the message twice (at least once).
 func (p *Pending) Err() error {
 	select {
 	case <-p.c.Done():
@@ -206,13 +218,15 @@ func (q *Queue) asyncWrittenLocked() <-chan struct{} {
 // completes or ctx ends. It also blocks while an enqueue in flight holds
 // its producer-given id, until that one's outcome is known or ctx ends
 // (see WithID). When ctx ends during either wait, it returns the
-// context's error and appends nothing. Messages are appended in call
-// order; consumers see a message once it is written. Flush waits for
-// every call in flight.
+// context's error and appends nothing; after Close it returns ErrClosed.
+// Messages are appended in call order; consumers see a message once it is
+// written. Flush waits for every call that returned its Pending before
+// Flush was called.
 //
 // If the process dies before the Pending completes, the message may or may
 // not be in the queue after recovery; once it completed without error it
-// is there, like a message whose Enqueue returned.
+// is there, like a message whose Enqueue returned. One that completed with
+// an error may be there too (see Pending.Err).
 func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...EnqueueOption) (*Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -263,8 +277,10 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 	return c, nil
 }
 
-// Flush waits until every asynchronous call begun before it has completed
-// or ctx ends. It returns the context's error only when a call it waits
+// Flush waits until every asynchronous call that returned its Pending
+// before Flush was called has completed, or ctx ends. A call still blocked
+// then (on the MaxPending window, or on an id an enqueue in flight holds)
+// is not waited for: wait for its own Pending. It returns the context's error only when a call it waits
 // for had not completed (as Pending.Wait: a known outcome wins over an
 // ended context). It returns nil when all of them succeeded, else the error
 // that poisoned the log (every call in flight then failed with it). It
