@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"cmp"
 	"context"
+	"errors"
 
 	"github.com/walq/walq/wal"
 )
@@ -159,17 +161,18 @@ func (a *inflight) unwritten() <-chan struct{} {
 }
 
 // reserveLocked waits until n more records fit in the MaxPending window
-// (a call larger than the window waits until it is empty). While it waits
-// it releases q.mu, so the caller must check the state after it returns.
-func (q *Queue) reserveLocked(ctx context.Context, n int) error {
-	for {
+// (a call larger than the window waits until it is empty), and reports
+// whether it had to wait. While it waits it releases q.mu, so the caller
+// must check the state after it returns.
+func (q *Queue) reserveLocked(ctx context.Context, n int) (waited bool, err error) {
+	for ; ; waited = true {
 		if q.mu.closed {
-			return ErrClosed
+			return waited, ErrClosed
 		}
 		a := &q.mu.async
 		a.reap()
 		if a.records == 0 || a.records+n <= q.opts.MaxPending {
-			return nil
+			return waited, nil
 		}
 		done := a.live()[0].c.Done()
 		q.mu.Unlock()
@@ -177,11 +180,16 @@ func (q *Queue) reserveLocked(ctx context.Context, n int) error {
 		case <-done:
 		case <-ctx.Done():
 			q.mu.Lock()
-			return ctx.Err()
+			return true, ctx.Err()
 		}
 		q.mu.Lock()
 	}
 }
+
+// errWaited is enqueueAsync's report that it waited for room in the
+// window and appended nothing: the record, stamped before the wait, is
+// stamped again and appended on the next try.
+var errWaited = errors.New("queue: waited for the MaxPending window")
 
 // pushAsyncLocked records n asynchronous records appended under c. When
 // wake is set (they may make messages ready once written) and c was not
@@ -219,6 +227,8 @@ func (q *Queue) asyncWrittenLocked() <-chan struct{} {
 // its producer-given id, until that one's outcome is known or ctx ends
 // (see WithID). When ctx ends during either wait, it returns the
 // context's error and appends nothing; after Close it returns ErrClosed.
+// A call that waited is stamped when it is appended: its EnqueuedAt, and
+// the start of its Delay, do not count the wait.
 // Messages are appended in call order; consumers see a message once it is
 // written. Flush waits for every call that returned its Pending before
 // Flush was called.
@@ -245,7 +255,15 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 	}
 	c, err := q.enqueueAsync(ctx, &r, enc)
 	for err != nil {
-		if err = q.awaitHeld(ctx, err); err != nil {
+		if err != errWaited {
+			if err = q.awaitHeld(ctx, err); err != nil {
+				break
+			}
+		}
+		// It waited (for the window, or for the enqueue holding its id):
+		// its time is when it is accepted, not when it was called, so
+		// that its EnqueuedAt and its Delay do not count the wait.
+		if enc, err = q.restamp(&it, &r); err != nil {
 			break
 		}
 		c, err = q.enqueueAsync(ctx, &r, enc)
@@ -257,12 +275,13 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 }
 
 // enqueueAsync appends the enqueue record r, whose msgpack form is enc,
-// once the window has room, and returns its commit.
+// if the window has room, and returns its commit; else it waits for room
+// and returns errWaited.
 func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.Commit, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.reserveLocked(ctx, 1); err != nil {
-		return nil, err
+	if waited, err := q.reserveLocked(ctx, 1); err != nil || waited {
+		return nil, cmp.Or(err, errWaited)
 	}
 	if err := q.checkIDLocked(r); err != nil {
 		return nil, err
@@ -275,6 +294,18 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 	}
 	q.pushAsyncLocked(c, 1, true)
 	return c, nil
+}
+
+// restamp prepares r again from it with the clock's time now, keeping its
+// id, and returns its msgpack form.
+func (q *Queue) restamp(it *Item, r *record) ([]byte, error) {
+	id, flags := r.ID, r.Flags
+	if err := q.prepare(it, q.now(), r); err != nil {
+		return nil, err
+	}
+	r.ID, r.Flags = id, flags
+	enc := encodeRecord(nil, r)
+	return enc, q.checkRecordSize(len(enc))
 }
 
 // Flush waits until every asynchronous call that returned its Pending

@@ -116,7 +116,7 @@ func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	defer func() { q.logDead(dead) }() // runs after the Unlock below
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.reserveLocked(context.Background(), len(ss)); err != nil {
+	if _, err := q.reserveLocked(context.Background(), len(ss)); err != nil {
 		return nil, err
 	}
 	q.mu.noWait = true
