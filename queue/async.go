@@ -311,19 +311,20 @@ func (q *Queue) restamp(it *Item, r *record) ([]byte, error) {
 // Flush waits until every asynchronous call that returned its Pending
 // before Flush was called has completed, or ctx ends. A call still blocked
 // then (on the MaxPending window, or on an id an enqueue in flight holds)
-// is not waited for: wait for its own Pending. It returns the context's error only when a call it waits
-// for had not completed (as Pending.Wait: a known outcome wins over an
-// ended context). It returns nil when all of them succeeded, else the error
-// that poisoned the log (every call in flight then failed with it). It
-// reports the asynchronous calls only: under SyncAlways a log poisoned by
-// a synchronous call after they completed does not fail it, as they stay
-// durable. Under SyncInterval and SyncNever a call completes once written,
-// before an fsync covers it: if the log is poisoned while the records of
-// an asynchronous call (any made since Open) are not all covered by an
-// fsync, Flush returns that error, this time and every later time, since
-// they may be lost (after a failed fsync the kernel may drop written
-// pages). It cannot tell a failed fsync from a failed write, which loses
-// nothing written before it, and reports both.
+// is not waited for: wait for its own Pending. It returns the context's
+// error only when a call it waits for had not completed (as Pending.Wait:
+// a known outcome wins over an ended context). It returns nil when all of
+// them succeeded, else the error that poisoned the log (every call in
+// flight then failed with it). It reports the asynchronous calls only:
+// under SyncAlways a log poisoned by a synchronous call after they
+// completed does not fail it, as they stay durable. Under SyncInterval and
+// SyncNever a call completes once written, before an fsync covers it: if
+// the log is poisoned while the records of an asynchronous call (any made
+// since Open) are not all covered by an fsync, Flush returns that error,
+// this time and every later time, since they may be lost (after a failed
+// fsync the kernel may drop written pages). It cannot tell a failed fsync
+// from a failed write, which loses nothing written before it, and reports
+// both.
 func (q *Queue) Flush(ctx context.Context) error {
 	q.mu.Lock()
 	if q.mu.closed {

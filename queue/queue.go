@@ -344,7 +344,9 @@ func (q *Queue) wakeHousekeeper() {
 // the Pending of every asynchronous call appended before Close is
 // complete when it returns: with success on a healthy log, else with the
 // error that poisoned it; a call still blocked on the MaxPending window
-// returns ErrClosed and appends nothing. A second Close returns ErrClosed.
+// returns ErrClosed and appends nothing. A second Close returns ErrClosed
+// at once, also while the first is still running (before the Pendings
+// are complete).
 func (q *Queue) Close() error {
 	if q.opts.ReadOnly {
 		return q.closeReadOnly()

@@ -111,8 +111,8 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // of the process never undoes it; a power loss does not either under
 // SyncAlways (under SyncInterval and SyncNever it may, within the mode's
 // bound). Once it completed with an error, recovery may undo the
-// settlement or keep it: the record may have been written, even fsynced,
-// before the failure (see Pending.Err). SettleAsync blocks while the
+// settlement or keep it: the record may have been written before the
+// failure, and even fsynced (see Pending.Err). SettleAsync blocks while the
 // Options.MaxPending window is full; after Close it returns ErrClosed.
 func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	var dead []deadNote
