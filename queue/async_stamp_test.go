@@ -66,3 +66,25 @@ func TestEnqueueAsyncStampedWhenAccepted(t *testing.T) {
 	require.Equal(t, "delayed", string(m.Payload))
 	require.Equal(t, called.Add(blocked).UnixNano(), m.EnqueuedAt.UnixNano(), "EnqueuedAt is when the call got its turn")
 }
+
+// A call that waited for room in the window is stamped again but keeps
+// its producer-given id: behind an enqueue of the same id, it is told
+// ErrDuplicate once that one is durable, and the queue holds the message
+// once.
+func TestEnqueueAsyncWaitedKeepsID(t *testing.T) {
+	g := newWriteGate(nil)
+	q := open(t, t.TempDir(), &queue.Options{FS: g, ManualRequeue: true, MaxPending: 1})
+	defer q.Close()
+	ctx := context.Background()
+	g.arm()
+	first, err := q.EnqueueAsync(ctx, []byte("v"), queue.WithID("order-7"))
+	require.NoError(t, err)
+	<-g.held // the window is full until its write is made
+	waits := &onWait{Context: ctx, f: func() { close(g.freed) }}
+	p, err := q.EnqueueAsync(waits, []byte("v"), queue.WithID("order-7"))
+	require.ErrorIs(t, err, queue.ErrDuplicate, "the call that waited for the window lost its producer-given id")
+	require.Nil(t, p)
+	require.NoError(t, first.Wait(ctx))
+	require.Equal(t, "order-7", tryDequeue(t, q).ID)
+	requireEmpty(t, q) // once, not twice
+}
