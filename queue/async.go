@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"cmp"
 	"context"
+	"errors"
 
 	"github.com/walq/walq/wal"
 )
@@ -10,7 +12,8 @@ import (
 // SettleAsync, AckAsync), known once Done is closed: the call's records
 // are then as durable as the sync mode promises of a call that returned
 // (SyncAlways: covered by an fsync; SyncInterval and SyncNever: written,
-// safe from a crash of the process), or they failed.
+// safe from a crash of the process), or the call failed (see Err for what
+// a failure leaves in the log). Close completes every Pending.
 //
 // A Pending costs no goroutine: it shares the commit of the log group that
 // holds its records.
@@ -30,6 +33,17 @@ func (p *Pending) Done() <-chan struct{} { return p.c.Done() }
 // durable, or the error that poisoned the log (a failed write or fsync:
 // the queue refuses every later write, and every Pending not yet complete
 // fails with the same error).
+//
+// An error does not mean the records are absent. They may have been
+// written before the failure (a failed fsync, or a failed write of a
+// later group), and even fsynced: an fsync that ends after the log was
+// poisoned fails the calls it covers all the same. After a restart they
+// may then be read back, the message enqueued or the ack applied, also
+// after a power loss when that fsync succeeded; or they may be gone. The
+// outcome is unknown, as after a crash: a producer that retries an enqueue
+// after the reopen with the same producer-given id (WithID) is told
+// ErrDuplicate if the first one is in the queue; one without it may
+// enqueue the message twice (at least once).
 func (p *Pending) Err() error {
 	select {
 	case <-p.c.Done():
@@ -147,17 +161,18 @@ func (a *inflight) unwritten() <-chan struct{} {
 }
 
 // reserveLocked waits until n more records fit in the MaxPending window
-// (a call larger than the window waits until it is empty). While it waits
-// it releases q.mu, so the caller must check the state after it returns.
-func (q *Queue) reserveLocked(ctx context.Context, n int) error {
-	for {
+// (a call larger than the window waits until it is empty), and reports
+// whether it had to wait. While it waits it releases q.mu, so the caller
+// must check the state after it returns.
+func (q *Queue) reserveLocked(ctx context.Context, n int) (waited bool, err error) {
+	for ; ; waited = true {
 		if q.mu.closed {
-			return ErrClosed
+			return waited, ErrClosed
 		}
 		a := &q.mu.async
 		a.reap()
 		if a.records == 0 || a.records+n <= q.opts.MaxPending {
-			return nil
+			return waited, nil
 		}
 		done := a.live()[0].c.Done()
 		q.mu.Unlock()
@@ -165,11 +180,16 @@ func (q *Queue) reserveLocked(ctx context.Context, n int) error {
 		case <-done:
 		case <-ctx.Done():
 			q.mu.Lock()
-			return ctx.Err()
+			return true, ctx.Err()
 		}
 		q.mu.Lock()
 	}
 }
+
+// errWaited is enqueueAsync's report that it waited for room in the
+// window and appended nothing: the record, stamped before the wait, is
+// stamped again and appended on the next try.
+var errWaited = errors.New("queue: waited for the MaxPending window")
 
 // pushAsyncLocked records n asynchronous records appended under c. When
 // wake is set (they may make messages ready once written) and c was not
@@ -206,13 +226,17 @@ func (q *Queue) asyncWrittenLocked() <-chan struct{} {
 // completes or ctx ends. It also blocks while an enqueue in flight holds
 // its producer-given id, until that one's outcome is known or ctx ends
 // (see WithID). When ctx ends during either wait, it returns the
-// context's error and appends nothing. Messages are appended in call
-// order; consumers see a message once it is written. Flush waits for
-// every call in flight.
+// context's error and appends nothing; after Close it returns ErrClosed.
+// A call that waited is stamped when it is appended: its EnqueuedAt, and
+// the start of its Delay, do not count the wait.
+// Messages are appended in call order; consumers see a message once it is
+// written. Flush waits for every call that returned its Pending before
+// Flush was called.
 //
 // If the process dies before the Pending completes, the message may or may
 // not be in the queue after recovery; once it completed without error it
-// is there, like a message whose Enqueue returned.
+// is there, like a message whose Enqueue returned. One that completed with
+// an error may be there too (see Pending.Err).
 func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...EnqueueOption) (*Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -231,7 +255,15 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 	}
 	c, err := q.enqueueAsync(ctx, &r, enc)
 	for err != nil {
-		if err = q.awaitHeld(ctx, err); err != nil {
+		if err != errWaited {
+			if err = q.awaitHeld(ctx, err); err != nil {
+				break
+			}
+		}
+		// It waited (for the window, or for the enqueue holding its id):
+		// its time is when it is accepted, not when it was called, so
+		// that its EnqueuedAt and its Delay do not count the wait.
+		if enc, err = q.restamp(&it, &r); err != nil {
 			break
 		}
 		c, err = q.enqueueAsync(ctx, &r, enc)
@@ -243,12 +275,13 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 }
 
 // enqueueAsync appends the enqueue record r, whose msgpack form is enc,
-// once the window has room, and returns its commit.
+// if the window has room, and returns its commit; else it waits for room
+// and returns errWaited.
 func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.Commit, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.reserveLocked(ctx, 1); err != nil {
-		return nil, err
+	if waited, err := q.reserveLocked(ctx, 1); err != nil || waited {
+		return nil, cmp.Or(err, errWaited)
 	}
 	if err := q.checkIDLocked(r); err != nil {
 		return nil, err
@@ -263,20 +296,35 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 	return c, nil
 }
 
-// Flush waits until every asynchronous call begun before it has completed
-// or ctx ends. It returns the context's error only when a call it waits
-// for had not completed (as Pending.Wait: a known outcome wins over an
-// ended context). It returns nil when all of them succeeded, else the error
-// that poisoned the log (every call in flight then failed with it). It
-// reports the asynchronous calls only: under SyncAlways a log poisoned by
-// a synchronous call after they completed does not fail it, as they stay
-// durable. Under SyncInterval and SyncNever a call completes once written,
-// before an fsync covers it: if the log is poisoned while the records of
-// an asynchronous call (any made since Open) are not all covered by an
-// fsync, Flush returns that error, this time and every later time, since
-// they may be lost (after a failed fsync the kernel may drop written
-// pages). It cannot tell a failed fsync from a failed write, which loses
-// nothing written before it, and reports both.
+// restamp prepares r again from it with the clock's time now, keeping its
+// id, and returns its msgpack form.
+func (q *Queue) restamp(it *Item, r *record) ([]byte, error) {
+	id, flags := r.ID, r.Flags
+	if err := q.prepare(it, q.now(), r); err != nil {
+		return nil, err
+	}
+	r.ID, r.Flags = id, flags
+	enc := encodeRecord(nil, r)
+	return enc, q.checkRecordSize(len(enc))
+}
+
+// Flush waits until every asynchronous call that returned its Pending
+// before Flush was called has completed, or ctx ends. A call still blocked
+// then (on the MaxPending window, or on an id an enqueue in flight holds)
+// is not waited for: wait for its own Pending. It returns the context's
+// error only when a call it waits for had not completed (as Pending.Wait:
+// a known outcome wins over an ended context). It returns nil when all of
+// them succeeded, else the error that poisoned the log (every call in
+// flight then failed with it). It reports the asynchronous calls only:
+// under SyncAlways a log poisoned by a synchronous call after they
+// completed does not fail it, as they stay durable. Under SyncInterval and
+// SyncNever a call completes once written, before an fsync covers it: if
+// the log is poisoned while the records of an asynchronous call (any made
+// since Open) are not all covered by an fsync, Flush returns that error,
+// this time and every later time, since they may be lost (after a failed
+// fsync the kernel may drop written pages). It cannot tell a failed fsync
+// from a failed write, which loses nothing written before it, and reports
+// both.
 func (q *Queue) Flush(ctx context.Context) error {
 	q.mu.Lock()
 	if q.mu.closed {

@@ -205,16 +205,19 @@
 // waiting: it completes when the call's records are as durable as the sync
 // mode promises of a call that returned (SyncAlways: after the fsync that
 // covers them), or with the error that poisoned the log, which fails every
-// call in flight. A Pending shares its log group's commit: it costs no
-// goroutine. Options.MaxPending bounds the records in flight (a call blocks
-// while the window is full); Flush waits for all of them (under
-// SyncInterval and SyncNever it also reports a log poisoned before an
-// fsync covered them: see Flush). An asynchronous
-// ack or dead-letter takes the message out of the queue at once; if the
-// process dies or the power fails before its Pending completes, recovery
-// may undo it and the message is delivered again (at least once). Once it
-// completed without error, a kill of the process never undoes it, and
-// under SyncAlways neither does a power loss.
+// call in flight; a failed call's records may still have been written, even
+// fsynced, and be read back after a restart (see Pending.Err). A Pending
+// shares its log group's commit: it costs no goroutine. Options.MaxPending
+// bounds the records in flight (a call blocks while the window is full; a
+// SettleAsync of more settlements than the window waits until none is in
+// flight); Flush waits for every call that returned its Pending before it
+// (under SyncInterval and SyncNever it also reports a log poisoned before
+// an fsync covered them: see Flush), and Close completes every Pending. An
+// asynchronous ack or dead-letter takes the message out of the queue at
+// once; if the process dies or the power fails before its Pending
+// completes, recovery may undo it and the message is delivered again (at
+// least once). Once it completed without error, a kill of the process never
+// undoes it, and under SyncAlways neither does a power loss.
 //
 // Settle applies many acks, nacks, extends and dead-letters in one commit
 // (AckBatch, NackBatch, ExtendBatch, and Ack, Nack, Extend on the Messages

@@ -98,7 +98,9 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,
 	// SettleAsync, AckAsync) appended and not yet complete; such a call
-	// blocks while the window is full. Default 4096.
+	// blocks while the window is full. A SettleAsync of more settlements
+	// than the window waits until none is in flight, then goes past it.
+	// Default 4096.
 	MaxPending int
 
 	// ReadOnly opens the queue for inspection and writes nothing: no lock

@@ -340,8 +340,13 @@ func (q *Queue) wakeHousekeeper() {
 // poisoned log Close records nothing and takes no snapshot: it closes the
 // log and the lock and returns the error that poisoned the log, and the
 // next Open recovers the directory as after a crash. Either way a Compact
-// under way ends before the log is closed and the directory released. A
-// second Close returns ErrClosed.
+// under way ends before the log is closed and the directory released, and
+// the Pending of every asynchronous call appended before Close is
+// complete when it returns: with success on a healthy log, else with the
+// error that poisoned it; a call still blocked on the MaxPending window
+// returns ErrClosed and appends nothing. A second Close returns ErrClosed
+// at once, also while the first is still running (before the Pendings
+// are complete).
 func (q *Queue) Close() error {
 	if q.opts.ReadOnly {
 		return q.closeReadOnly()

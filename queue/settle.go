@@ -110,13 +110,16 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // again (at least once). Once the Pending completed without error, a kill
 // of the process never undoes it; a power loss does not either under
 // SyncAlways (under SyncInterval and SyncNever it may, within the mode's
-// bound). SettleAsync blocks while the Options.MaxPending window is full.
+// bound). Once it completed with an error, recovery may undo the
+// settlement or keep it: the record may have been written before the
+// failure, and even fsynced (see Pending.Err). SettleAsync blocks while the
+// Options.MaxPending window is full; after Close it returns ErrClosed.
 func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	var dead []deadNote
 	defer func() { q.logDead(dead) }() // runs after the Unlock below
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.reserveLocked(context.Background(), len(ss)); err != nil {
+	if _, err := q.reserveLocked(context.Background(), len(ss)); err != nil {
 		return nil, err
 	}
 	q.mu.noWait = true

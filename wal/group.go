@@ -157,7 +157,11 @@ func (c *Commit) markWritten(err error) {
 }
 
 // Wait blocks until the group is written and, under SyncAlways, fsynced;
-// it returns nil, or the error that poisoned the Log.
+// it returns nil, or the error that poisoned the Log. An error does not
+// mean the group is absent: every commit not complete when the Log is
+// poisoned fails, also one whose group was written before (a later write
+// or an fsync failed) or even fsynced (its fsync ended after the
+// poisoning), and a reopen may read such a group back.
 func (c *Commit) Wait() error {
 	if !c.isDone() {
 		c.sleep()

@@ -59,6 +59,13 @@ func (c *committer) runSync(job *syncJob) {
 	job.sleepers = c.gathering.sleepers.Load() // before the fsync wakes any
 	c.l.metrics.observeSync(job.took, job.records)
 	_ = job.file.release() // read-only handle: a close error loses nothing
+	// An fsync that succeeds after the log was poisoned meanwhile (a
+	// write of a later group failed) fails its commits all the same,
+	// although their records are durable: every commit not complete at
+	// the poisoning fails with its error, so that a Flush or a Pending
+	// never reports success after the log refused a write. The callers
+	// are told "failed" for records that a restart reads back (at least
+	// once): Commit.Wait and queue.Pending.Err say so.
 	if err != nil {
 		err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
 	} else if err = c.l.Err(); err == nil {
