@@ -14,8 +14,8 @@ import (
 type State struct {
 	// Holes is set when a file kept bytes written after a hole that was
 	// lost (later pages or sectors reached the disk, earlier ones did not,
-	// in an append or an overwrite): a reader
-	// that refuses to guess (ErrCorrupt) is right to refuse such a file.
+	// appended or overwritten): a reader that refuses to guess
+	// (ErrCorrupt) is right to refuse such a file.
 	Holes bool
 	// Lost names the files (relative to the root) whose content differs
 	// from what was written before the crash: unsynced bytes lost, torn,
@@ -42,7 +42,8 @@ const (
 // holding their new bytes (see the package doc), then perhaps a prefix of
 // what was appended since, torn at any byte, followed by nothing, zeros,
 // zeros to the page end, garbage, or with a range of the unsynced bytes
-// zeroed (a hole). A file never synced has no durable byte. It fails before the crash (or Image).
+// zeroed (a hole). A file never synced has no durable byte. It fails
+// before the crash (or Image).
 func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
@@ -136,8 +137,9 @@ func (m *materializer) content(name string, ino *inode) []byte {
 	if !ok || len(cur) < len(base) {
 		return base // cut shorter since the sync: the synced version
 	}
+	missed := false // an overwritten unit kept its synced bytes
 	if !bytes.Equal(cur[:len(base)], base) {
-		m.overwrite(name, base, cur[:len(base)])
+		missed = m.overwrite(name, base, cur[:len(base)])
 	}
 	if len(cur) == len(base) {
 		return base
@@ -155,6 +157,7 @@ func (m *materializer) content(name string, ino *inode) []byte {
 	b := append(base, ext[:keep]...)
 	if keep > 0 {
 		m.keep(name)
+		m.holes = m.holes || missed
 	}
 	tail, how := m.tear(b, len(base))
 	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d unsynced bytes after %d, then %s", name, keep, len(ext), len(base), how))
@@ -202,8 +205,10 @@ const (
 // over them since (now, as long as b): the file is cut into sectors or
 // pages, and each one that changed keeps its synced bytes or takes its new
 // ones, none, all, or each at random, in any order. A unit that took its
-// new bytes after one that did not makes a hole.
-func (m *materializer) overwrite(name string, b, now []byte) {
+// new bytes after one that did not makes a hole. It reports whether a
+// changed unit kept its synced bytes: appended bytes kept after it make a
+// hole as well.
+func (m *materializer) overwrite(name string, b, now []byte) bool {
 	unit := sectorSize
 	if m.rng.IntN(2) == 0 {
 		unit = pageSize
@@ -229,6 +234,7 @@ func (m *materializer) overwrite(name string, b, now []byte) {
 		m.keep(name)
 	}
 	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d overwritten %d-byte units", name, kept, changed, unit))
+	return missed
 }
 
 // keep records that name kept some of its unsynced bytes.

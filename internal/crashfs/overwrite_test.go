@@ -14,7 +14,8 @@ import (
 // the power loss each 512-byte sector of it holds its synced bytes or its
 // new ones, never anything else; every mix happens, the later write kept
 // without the earlier one included; bytes appended after it are modelled
-// as before; and an overwrite synced before the crash always stays.
+// as before; new bytes kept after lost ones are reported as a hole; and
+// an overwrite synced before the crash always stays.
 func TestTornOverwrite(t *testing.T) {
 	root := t.TempDir()
 	fsys, err := crashfs.New(root, 0)
@@ -83,6 +84,9 @@ func TestTornOverwrite(t *testing.T) {
 		}
 		if len(got) > 2*4096 && bytes.HasPrefix(got[2*4096:], []byte("appended")) {
 			seen["the append kept"]++
+			if bytes.IndexByte(sectors[:], 'A') >= 0 && !st.Holes {
+				t.Fatalf("state %d (%s): appended bytes kept after a lost overwrite, and no hole reported", i, st.Desc)
+			}
 		}
 	}
 	for _, k := range []string{"both lost", "both kept", "the later write without the earlier",
