@@ -54,15 +54,16 @@ func TestAppendsAsBefore(t *testing.T) {
 	}
 }
 
-// rewritten names a file whose synced bytes were changed since its sync,
-// or returns "".
+// rewritten names a file whose synced bytes (up to its size now) were
+// changed since its sync, or returns "".
 func (fsys *FS) rewritten() string {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	for dir, names := range fsys.mu.image {
 		for name, ino := range names {
 			cur, ok := fsys.mu.content[ino]
-			if ok && len(cur) >= len(ino.synced) && !bytes.Equal(cur[:len(ino.synced)], ino.synced) {
+			n := min(len(cur), len(ino.synced))
+			if ok && !bytes.Equal(cur[:n], ino.synced[:n]) {
 				return filepath.Join(dir, name)
 			}
 		}

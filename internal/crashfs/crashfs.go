@@ -37,7 +37,9 @@
 // or its bytes at the crash, all the old, all the new, or each at random,
 // so that any subset of the overwrites survives, in any order, a later
 // write without an earlier one included. What a sync made durable stays.
-// A file cut shorter than its synced size since gives its synced version.
+// A file cut shorter than its synced size since keeps its synced size: the
+// cut is lost, but the bytes overwritten before it, up to the cut, may
+// have reached the disk as above.
 //
 // The states are sampled, not enumerated: each Materialize call draws one
 // from its generator, so a suite makes as many as it asks for, whatever

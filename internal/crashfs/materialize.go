@@ -134,15 +134,16 @@ func (m *materializer) pick(name string, d, c *inode) *inode {
 func (m *materializer) content(name string, ino *inode) []byte {
 	base := append([]byte(nil), ino.synced...)
 	cur, ok := m.fsys.mu.content[ino]
-	if !ok || len(cur) < len(base) {
-		return base // cut shorter since the sync: the synced version
-	}
-	missed := false // an overwritten unit kept its synced bytes
-	if !bytes.Equal(cur[:len(base)], base) {
-		missed = m.overwrite(name, base, cur[:len(base)])
-	}
-	if len(cur) == len(base) {
+	if !ok {
 		return base
+	}
+	n := min(len(cur), len(base))
+	missed := false // an overwritten unit kept its synced bytes
+	if !bytes.Equal(cur[:n], base[:n]) {
+		missed = m.overwrite(name, base[:n], cur[:n])
+	}
+	if len(cur) <= len(base) {
+		return base // nothing appended; a cut since the sync is not durable
 	}
 	ext := cur[len(base):]
 	var keep int

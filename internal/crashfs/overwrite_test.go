@@ -105,3 +105,54 @@ func writeAt(t *testing.T, f interface {
 		t.Fatal(err)
 	}
 }
+
+// TestOverwriteThenCut checks that a write over synced bytes followed by a
+// cut of the file below its synced size (a log cutting the zeros it laid
+// ahead of its tail) may still reach the disk: the page cache can write the
+// new bytes back before the cut is durable. The cut itself is modelled as
+// before: the file keeps its synced size.
+func TestOverwriteThenCut(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := crashfs.New(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.OpenFile(filepath.Join(root, "seg"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, f, make([]byte, 2*4096), 0)
+	mustNil(t, f.Sync())
+	mustNil(t, fsys.SyncDir(root))
+	writeAt(t, f, bytes.Repeat([]byte("B"), 4096), 0)
+	mustNil(t, f.Truncate(4096))
+	if err := fsys.Image(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := range 100 {
+		dst := filepath.Join(t.TempDir(), "s")
+		st, err := fsys.Materialize(dst, rand.New(rand.NewPCG(5, uint64(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dst, "seg"))
+		if err != nil || len(got) != 2*4096 {
+			t.Fatalf("state %d (%s): seg = %d bytes, %v; want its 8192 synced bytes", i, st.Desc, len(got), err)
+		}
+		switch {
+		case bytes.Equal(got[:4096], make([]byte, 4096)):
+			seen["the overwrite lost"]++
+		case bytes.Equal(got[:4096], bytes.Repeat([]byte("B"), 4096)):
+			seen["the overwrite kept"]++
+		}
+		if !bytes.Equal(got[4096:], make([]byte, 4096)) {
+			t.Fatalf("state %d (%s): the synced bytes past the cut changed", i, st.Desc)
+		}
+	}
+	for _, k := range []string{"the overwrite lost", "the overwrite kept"} {
+		if seen[k] == 0 {
+			t.Errorf("no state with %s: %v", k, seen)
+		}
+	}
+}
