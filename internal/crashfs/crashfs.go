@@ -49,6 +49,12 @@
 // synced bytes or its last ones, never the ones written between; a write
 // is never torn inside a sector (disks write 512 bytes whole); a file cut
 // shorter and written again past its old size is taken for an overwrite.
+// Only the content at the crash is seen, so bytes written and then cut
+// away, or written twice, never appear, though a disk may have kept them;
+// a write of the bytes already there is not seen, which changes nothing.
+// The sector that holds the synced end is judged in two parts, the bytes
+// overwritten and the bytes appended, so a state may keep one without the
+// other (a hole is reported when the new bytes follow lost ones).
 // A file is known by its device and inode numbers, so an inode
 // freed and reused between two looks at the tree would be taken for the
 // old file (walq holds its segment files open until no reader needs them,
