@@ -4,8 +4,8 @@
 // the moment the sync is called), a name by an fsync of its directory.
 // Everything else (writes not synced since, names created, renamed or
 // removed since the directory's last fsync) may be lost, kept, torn at any
-// byte or zeroed, as the test's seeded generator chooses when it builds a
-// crash state.
+// byte (appends) or sector (overwrites) or zeroed, as the test's seeded
+// generator chooses when it builds a crash state.
 //
 // The FS works on a real directory tree under its root: reads and writes
 // go to the real files (tidwall/wal writes its segments there with package
@@ -24,7 +24,38 @@
 // The FS is safe for concurrent use. It is test code: it holds every
 // synced version of every file in memory.
 //
-// Limits: a file is known by its device and inode numbers, so an inode
+// # Writes over synced bytes
+//
+// A write at an offset inside the file's synced size replaces bytes there.
+// The FS does not see the writes themselves (tidwall/wal makes them with
+// package os): it compares, at the crash, each file with its content at
+// its last sync. Bytes appended past the synced size are kept, torn or
+// followed by debris as described at Materialize, exactly as when only
+// appends were modelled. Bytes that differ inside the synced size were
+// overwritten: a state cuts the synced size into 512-byte sectors or 4 KiB
+// pages (its choice) and gives each changed one either its synced bytes
+// or its bytes at the crash, all the old, all the new, or each at random,
+// so that any subset of the overwrites survives, in any order, a later
+// write without an earlier one included. What a sync made durable stays.
+// A file cut shorter than its synced size since keeps its synced size: the
+// cut is lost, but the bytes overwritten before it, up to the cut, may
+// have reached the disk as above.
+//
+// The states are sampled, not enumerated: each Materialize call draws one
+// from its generator, so a suite makes as many as it asks for, whatever
+// the size of the overwrites.
+//
+// Limits: a sector written twice since the last sync survives with its
+// synced bytes or its last ones, never the ones written between; a write
+// is never torn inside a sector (disks write 512 bytes whole); a file cut
+// shorter and written again past its old size is taken for an overwrite.
+// Only the content at the crash is seen, so bytes written and then cut
+// away, or written twice, never appear, though a disk may have kept them;
+// a write of the bytes already there is not seen, which changes nothing.
+// The sector that holds the synced end is judged in two parts, the bytes
+// overwritten and the bytes appended, so a state may keep one without the
+// other (a hole is reported when the new bytes follow lost ones).
+// A file is known by its device and inode numbers, so an inode
 // freed and reused between two looks at the tree would be taken for the
 // old file (walq holds its segment files open until no reader needs them,
 // which makes that rare); and directory entries are judged one name at a

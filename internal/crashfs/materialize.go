@@ -13,8 +13,9 @@ import (
 // State describes a crash state Materialize built.
 type State struct {
 	// Holes is set when a file kept bytes written after a hole that was
-	// lost (later pages reached the disk, earlier ones did not): a reader
-	// that refuses to guess (ErrCorrupt) is right to refuse such a file.
+	// lost (later pages or sectors reached the disk, earlier ones did not,
+	// appended or overwritten): a reader that refuses to guess
+	// (ErrCorrupt) is right to refuse such a file.
 	Holes bool
 	// Lost names the files (relative to the root) whose content differs
 	// from what was written before the crash: unsynced bytes lost, torn,
@@ -37,10 +38,12 @@ const (
 // Materialize writes into dst, which must not exist, one state the crash
 // can leave, chosen by rng: per directory, its names as its last fsync
 // left them, as they were at the crash, or a mix; per file, the content
-// of its last fsync, then perhaps a prefix of what was written since, torn
-// at any byte, followed by nothing, zeros, zeros to the page end, garbage,
-// or with a range of the unsynced bytes zeroed (a hole). A file never
-// synced has no durable byte. It fails before the crash (or Image).
+// of its last fsync, with some of the sectors or pages overwritten since
+// holding their new bytes (see the package doc), then perhaps a prefix of
+// what was appended since, torn at any byte, followed by nothing, zeros,
+// zeros to the page end, garbage, or with a range of the unsynced bytes
+// zeroed (a hole). A file never synced has no durable byte. It fails
+// before the crash (or Image).
 func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
@@ -125,13 +128,22 @@ func (m *materializer) pick(name string, d, c *inode) *inode {
 	return ino
 }
 
-// content chooses the bytes of a file: its synced content, perhaps
-// followed by part of what was written since.
+// content chooses the bytes of a file: its synced content, with some of
+// the sectors or pages overwritten since taking their new bytes, perhaps
+// followed by part of what was appended since.
 func (m *materializer) content(name string, ino *inode) []byte {
 	base := append([]byte(nil), ino.synced...)
 	cur, ok := m.fsys.mu.content[ino]
-	if !ok || len(cur) <= len(base) || !bytes.Equal(cur[:len(base)], base) {
-		return base // nothing appended since the sync, or rewritten: the synced version
+	if !ok {
+		return base
+	}
+	n := min(len(cur), len(base))
+	missed := false // an overwritten unit kept its synced bytes
+	if !bytes.Equal(cur[:n], base[:n]) {
+		missed = m.overwrite(name, base[:n], cur[:n])
+	}
+	if len(cur) <= len(base) {
+		return base // nothing appended; a cut since the sync is not durable
 	}
 	ext := cur[len(base):]
 	var keep int
@@ -145,7 +157,8 @@ func (m *materializer) content(name string, ino *inode) []byte {
 	}
 	b := append(base, ext[:keep]...)
 	if keep > 0 {
-		m.kept = append(m.kept, name)
+		m.keep(name)
+		m.holes = m.holes || missed
 	}
 	tail, how := m.tear(b, len(base))
 	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d unsynced bytes after %d, then %s", name, keep, len(ext), len(base), how))
@@ -179,5 +192,55 @@ func (m *materializer) tear(b []byte, from int) ([]byte, string) {
 		clear(b[i:j])
 		m.holes = true
 		return b, fmt.Sprintf("a hole of zeros at [%d, %d) with the bytes after it kept", i, j)
+	}
+}
+
+// Sizes an overwrite tears at: a disk writes a 512-byte sector whole or not
+// at all, and the page cache writes a 4 KiB page back as a unit.
+const (
+	sectorSize = 512
+	pageSize   = 4096
+)
+
+// overwrite gives b, a file's synced bytes, some of the new bytes written
+// over them since (now, as long as b): the file is cut into sectors or
+// pages, and each one that changed keeps its synced bytes or takes its new
+// ones, none, all, or each at random, in any order. A unit that took its
+// new bytes after one that did not makes a hole. It reports whether a
+// changed unit kept its synced bytes: appended bytes kept after it make a
+// hole as well.
+func (m *materializer) overwrite(name string, b, now []byte) bool {
+	unit := sectorSize
+	if m.rng.IntN(2) == 0 {
+		unit = pageSize
+	}
+	mode := m.rng.IntN(4) // 0: none kept, 1: all kept, else each at random
+	changed, kept := 0, 0
+	missed := false // a changed unit before this one kept its synced bytes
+	for off := 0; off < len(b); off += unit {
+		end := min(off+unit, len(b))
+		if bytes.Equal(b[off:end], now[off:end]) {
+			continue
+		}
+		changed++
+		if mode == 0 || mode > 1 && m.rng.IntN(2) == 0 {
+			missed = true
+			continue
+		}
+		copy(b[off:end], now[off:end])
+		kept++
+		m.holes = m.holes || missed
+	}
+	if kept > 0 {
+		m.keep(name)
+	}
+	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d overwritten %d-byte units", name, kept, changed, unit))
+	return missed
+}
+
+// keep records that name kept some of its unsynced bytes.
+func (m *materializer) keep(name string) {
+	if n := len(m.kept); n == 0 || m.kept[n-1] != name {
+		m.kept = append(m.kept, name)
 	}
 }
