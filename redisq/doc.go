@@ -431,5 +431,6 @@
 //
 // redisq/cmd/walq-redis is the walq command with this backend: its
 // commands that take a queue directory also take the URL of a queue,
-// redis://host:port[/db]/NAME.
+// redis://host:port[/db]/NAME, whose NAME is %-unescaped (team%2Fjobs
+// names team/jobs; a literal '%' is written %25).
 package redisq
