@@ -30,7 +30,8 @@ const (
 // fields take their defaults.
 type Options struct {
 	// AckTimeout is how long a delivery owns its message, counted from the
-	// delivery. Default 30s.
+	// delivery. Default 30s; at least MinAckTimeout (1ms), as on the Redis
+	// engine: a shorter lease runs out before a consumer can act on it.
 	AckTimeout time.Duration
 	// MaxDeliveries is how many deliveries a message gets before a nack or
 	// an expired lease moves it to the dead-letter set. A ready message
@@ -49,7 +50,8 @@ type Options struct {
 	// messages refuse them, and Open forgets the acked ids an open with
 	// a window kept (see the package doc, Delivery).
 	DedupWindow time.Duration
-	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
+	// MaxMessageSize is the largest payload accepted. Default 4 MiB; at
+	// most MaxMessageSizeLimit (1 GiB), as on the Redis engine.
 	MaxMessageSize int
 	// SegmentSize is the target size of a log segment file. Default 4 MiB:
 	// the log keeps its last segment in memory while writing it. A
@@ -138,6 +140,15 @@ func init() {
 	testhook.SetLogOptions = func(o any, edit func(any)) { o.(*Options).logOptions = edit }
 }
 
+// The bounds of Options every engine applies alike (the Redis engine's
+// too), so that options one accepts the other does not refuse.
+const (
+	// MinAckTimeout is the shortest AckTimeout accepted.
+	MinAckTimeout = time.Millisecond
+	// MaxMessageSizeLimit is the largest MaxMessageSize accepted.
+	MaxMessageSizeLimit = 1 << 30
+)
+
 // withDefaults returns a validated copy of o with defaults filled in.
 func (o *Options) withDefaults() (Options, error) {
 	var c Options
@@ -180,15 +191,15 @@ func (o *Options) withDefaults() (Options, error) {
 
 func (o *Options) validate() error {
 	switch {
-	case o.AckTimeout < 0:
-		return fmt.Errorf("%w: AckTimeout %v is negative", ErrInvalidOptions, o.AckTimeout)
+	case o.AckTimeout < MinAckTimeout:
+		return fmt.Errorf("%w: AckTimeout %v is under %v", ErrInvalidOptions, o.AckTimeout, MinAckTimeout)
 	case o.SyncInterval < 0:
 		return fmt.Errorf("%w: SyncInterval %v is negative", ErrInvalidOptions, o.SyncInterval)
 	case o.DedupWindow < 0:
 		return fmt.Errorf("%w: DedupWindow %v is negative", ErrInvalidOptions, o.DedupWindow)
 	case o.Sync > SyncNever:
 		return fmt.Errorf("%w: unknown Sync mode %d", ErrInvalidOptions, o.Sync)
-	case o.MaxMessageSize < 0 || o.MaxMessageSize > 1<<30:
+	case o.MaxMessageSize < 0 || o.MaxMessageSize > MaxMessageSizeLimit:
 		return fmt.Errorf("%w: MaxMessageSize %d out of range", ErrInvalidOptions, o.MaxMessageSize)
 	case o.SegmentSize < 4096:
 		return fmt.Errorf("%w: SegmentSize %d below 4096", ErrInvalidOptions, o.SegmentSize)
