@@ -30,8 +30,7 @@ const (
 // fields take their defaults.
 type Options struct {
 	// AckTimeout is how long a delivery owns its message, counted from the
-	// delivery. Default 30s; at least MinAckTimeout (1ms), as on the Redis
-	// engine: a shorter lease runs out before a consumer can act on it.
+	// delivery. Default 30s.
 	AckTimeout time.Duration
 	// MaxDeliveries is how many deliveries a message gets before a nack or
 	// an expired lease moves it to the dead-letter set. A ready message
@@ -140,14 +139,10 @@ func init() {
 	testhook.SetLogOptions = func(o any, edit func(any)) { o.(*Options).logOptions = edit }
 }
 
-// The bounds of Options every engine applies alike (the Redis engine's
-// too), so that options one accepts the other does not refuse.
-const (
-	// MinAckTimeout is the shortest AckTimeout accepted.
-	MinAckTimeout = time.Millisecond
-	// MaxMessageSizeLimit is the largest MaxMessageSize accepted.
-	MaxMessageSizeLimit = 1 << 30
-)
+// MaxMessageSizeLimit is the largest MaxMessageSize accepted, by every
+// engine alike (the Redis engine's too), so that a size one accepts the
+// other does not refuse.
+const MaxMessageSizeLimit = 1 << 30
 
 // withDefaults returns a validated copy of o with defaults filled in.
 func (o *Options) withDefaults() (Options, error) {
@@ -191,8 +186,8 @@ func (o *Options) withDefaults() (Options, error) {
 
 func (o *Options) validate() error {
 	switch {
-	case o.AckTimeout < MinAckTimeout:
-		return fmt.Errorf("%w: AckTimeout %v is under %v", ErrInvalidOptions, o.AckTimeout, MinAckTimeout)
+	case o.AckTimeout < 0:
+		return fmt.Errorf("%w: AckTimeout %v is negative", ErrInvalidOptions, o.AckTimeout)
 	case o.SyncInterval < 0:
 		return fmt.Errorf("%w: SyncInterval %v is negative", ErrInvalidOptions, o.SyncInterval)
 	case o.DedupWindow < 0:

@@ -228,8 +228,9 @@
 //     over every dead value run in calls of 1000.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
-//   - Both refuse an AckTimeout under 1ms and a MaxMessageSize over
-//     1 GiB (queue.MinAckTimeout, queue.MaxMessageSizeLimit;
+//   - Both take any positive AckTimeout, under a millisecond too (the
+//     Redis engine's lease ends at the next whole microsecond), and
+//     refuse a MaxMessageSize over 1 GiB (queue.MaxMessageSizeLimit;
 //     queue.ErrInvalidOptions).
 //   - Both hold a payload to MaxMessageSize (queue.ErrTooLarge at one
 //     byte more); the embedded queue also refuses, with

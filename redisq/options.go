@@ -14,8 +14,9 @@ import (
 // and defaults of queue.Options.
 type Options struct {
 	// AckTimeout is how long a delivery owns its message, counted from the
-	// delivery. Default 30s; at least queue.MinAckTimeout (1ms), as on the
-	// embedded queue.
+	// delivery. Default 30s. Any positive lease is taken, as on the
+	// embedded queue: its deadline is counted in whole microseconds,
+	// rounded up.
 	AckTimeout time.Duration
 	// MaxDeliveries is how many deliveries a message gets before a nack or
 	// an expired lease moves it to the dead-letter set. Default 10;
@@ -122,8 +123,8 @@ func (o *Options) withDefaults() (Options, error) {
 		c.Clock = systemClock{}
 	}
 	switch {
-	case c.AckTimeout < queue.MinAckTimeout:
-		return c, fmt.Errorf("%w: redisq: AckTimeout %v is under %v", queue.ErrInvalidOptions, c.AckTimeout, queue.MinAckTimeout)
+	case c.AckTimeout < 0:
+		return c, fmt.Errorf("%w: redisq: AckTimeout %v is negative", queue.ErrInvalidOptions, c.AckTimeout)
 	case c.MaxMessageSize < 0 || c.MaxMessageSize > queue.MaxMessageSizeLimit:
 		return c, fmt.Errorf("%w: redisq: MaxMessageSize %d out of range", queue.ErrInvalidOptions, c.MaxMessageSize)
 	case c.DedupWindow < 0, c.Replicas < 0, c.WaitTimeout < 0, c.OpTimeout < 0:
