@@ -19,6 +19,9 @@ func TestSplitTarget(t *testing.T) {
 		{"redis://localhost:6379/0/team%2Fjobs", "redis://localhost:6379/0", "team/jobs"},
 		{"redis://localhost:6379/0/50%25%20off", "redis://localhost:6379/0", "50% off"},
 		{"redis://localhost:6379/0/a+b", "redis://localhost:6379/0", "a+b"},
+		{"redis://localhost:6379/0/a%41", "redis://localhost:6379/0", "aA"},
+		{"redis://localhost:6379/0/a%2541", "redis://localhost:6379/0", "a%41"},
+		{"redis://localhost:6379/0/50%25off", "redis://localhost:6379/0", "50%off"},
 		{"rediss://u:p%2Fw@host:6380/2/%C3%A9t%C3%A9", "rediss://u:p%2Fw@host:6380/2", "été"},
 	}
 	for _, c := range cases {
