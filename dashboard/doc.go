@@ -80,12 +80,15 @@
 // zeros, take no sample, and are logged by Run. The counts of a queue
 // whose log a failed write poisoned and that could not be read back
 // (queue.Stats.CountsErr) are the calls', failed ones included: api/stats
-// answers them with counts_error (Stats.CountsError) saying why, and the
-// page says so above them. When the record of the oldest never-delivered
+// answers them with counts_error (Stats.CountsError) saying why, and
+// counts_corrupt true when that is damage rather than another read error,
+// and the page says so above them. When the record of the oldest never-delivered
 // message cannot be read (queue.Stats.OldestErr: damage, or a read error),
 // the age of the oldest message leaves it out: api/stats answers
-// oldest_error (Stats.OldestError) saying why, and the page says so above
-// the figures.
+// oldest_error (Stats.OldestError) saying why, and oldest_corrupt true
+// when the record is damaged rather than unread for another reason (so a
+// client such as walq stats --url tells the two apart), and the page says
+// so above the figures.
 //
 // A Handler is safe for concurrent use.
 package dashboard

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // ForQueue returns the Source of an ack queue. It implements DeadActions.
@@ -33,7 +34,8 @@ func (s queueSource) Stats(context.Context) (Stats, error) {
 // they no longer tell what the queue holds. The oldest message's age is
 // measured from st.At, the queue's clock, or, from an engine that leaves
 // At zero, the system's. CountsErr is carried as CountsError, OldestErr
-// as OldestError.
+// as OldestError, each with whether it is damage (CountsCorrupt,
+// OldestCorrupt).
 func fromStats(kind string, st queue.Stats) (Stats, error) {
 	if st.Closed {
 		return Stats{}, fmt.Errorf("dashboard: stats: %w", queue.ErrClosed)
@@ -55,15 +57,21 @@ func fromStats(kind string, st queue.Stats) (Stats, error) {
 		out.BackgroundError = st.BackgroundErr.Error()
 	}
 	if st.CountsErr != nil {
-		out.CountsError = st.CountsErr.Error()
+		out.CountsError, out.CountsCorrupt = st.CountsErr.Error(), isCorrupt(st.CountsErr)
 	}
 	if st.OldestErr != nil {
-		out.OldestError = st.OldestErr.Error()
+		out.OldestError, out.OldestCorrupt = st.OldestErr.Error(), isCorrupt(st.OldestErr)
 	}
 	if !st.OldestEnqueuedAt.IsZero() {
 		out.OldestAgeSeconds = max(0, now.Sub(st.OldestEnqueuedAt).Seconds())
 	}
 	return out, nil
+}
+
+// isCorrupt reports whether err is damage to what the queue stored, not
+// another read error.
+func isCorrupt(err error) bool {
+	return errors.Is(err, queue.ErrCorrupt) || errors.Is(err, wal.ErrCorrupt)
 }
 
 func (s queueSource) Messages(_ context.Context, state, after string, limit int) (Page, error) {

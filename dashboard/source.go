@@ -79,12 +79,20 @@ type Stats struct {
 	// above are then the calls', an enqueue whose write failed included,
 	// not what the log holds. It names the damage or the read error.
 	CountsError string `json:"counts_error,omitempty"`
+	// CountsCorrupt is set with CountsError when that error is damage
+	// (it wraps queue.ErrCorrupt or wal.ErrCorrupt), not another read
+	// error such as the disk's.
+	CountsCorrupt bool `json:"counts_corrupt,omitempty"`
 	// OldestError is set when the record of the oldest never-delivered
 	// message could not be read (queue.Stats.OldestErr):
 	// oldest_age_seconds above then leaves that message out, and is 0
 	// when no other message is live. It names the damage or the read
 	// error.
 	OldestError string `json:"oldest_error,omitempty"`
+	// OldestCorrupt is set with OldestError when that error is damage
+	// (it wraps queue.ErrCorrupt or wal.ErrCorrupt): the stored record is
+	// corrupt, rather than unread for another reason such as the disk's.
+	OldestCorrupt bool `json:"oldest_corrupt,omitempty"`
 }
 
 // Page is one page of messages.

@@ -49,7 +49,8 @@ type Options struct {
 	// messages refuse them, and Open forgets the acked ids an open with
 	// a window kept (see the package doc, Delivery).
 	DedupWindow time.Duration
-	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
+	// MaxMessageSize is the largest payload accepted. Default 4 MiB; at
+	// most MaxMessageSizeLimit (1 GiB), as on the Redis engine.
 	MaxMessageSize int
 	// SegmentSize is the target size of a log segment file. Default 4 MiB:
 	// the log keeps its last segment in memory while writing it. A
@@ -140,6 +141,11 @@ func init() {
 	testhook.SetLogOptions = func(o any, edit func(any)) { o.(*Options).logOptions = edit }
 }
 
+// MaxMessageSizeLimit is the largest MaxMessageSize accepted, by every
+// engine alike (the Redis engine's too), so that a size one accepts the
+// other does not refuse.
+const MaxMessageSizeLimit = 1 << 30
+
 // withDefaults returns a validated copy of o with defaults filled in.
 func (o *Options) withDefaults() (Options, error) {
 	var c Options
@@ -190,7 +196,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: DedupWindow %v is negative", ErrInvalidOptions, o.DedupWindow)
 	case o.Sync > SyncNever:
 		return fmt.Errorf("%w: unknown Sync mode %d", ErrInvalidOptions, o.Sync)
-	case o.MaxMessageSize < 0 || o.MaxMessageSize > 1<<30:
+	case o.MaxMessageSize < 0 || o.MaxMessageSize > MaxMessageSizeLimit:
 		return fmt.Errorf("%w: MaxMessageSize %d out of range", ErrInvalidOptions, o.MaxMessageSize)
 	case o.SegmentSize < 4096:
 		return fmt.Errorf("%w: SegmentSize %d below 4096", ErrInvalidOptions, o.SegmentSize)

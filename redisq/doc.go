@@ -228,6 +228,10 @@
 //     over every dead value run in calls of 1000.
 //   - A sorted or windowed queue refuses a message key of 65,535 bytes
 //     or more (queue.ErrInvalidOptions); the embedded queue takes it.
+//   - Both take any positive AckTimeout, under a millisecond too (the
+//     Redis engine's lease ends at the next whole microsecond), and
+//     refuse a MaxMessageSize over 1 GiB (queue.MaxMessageSizeLimit;
+//     queue.ErrInvalidOptions).
 //   - Both hold a payload to MaxMessageSize (queue.ErrTooLarge at one
 //     byte more); the embedded queue also refuses, with
 //     queue.ErrTooLarge, a record that its headers, id, key or
@@ -431,5 +435,6 @@
 //
 // redisq/cmd/walq-redis is the walq command with this backend: its
 // commands that take a queue directory also take the URL of a queue,
-// redis://host:port[/db]/NAME.
+// redis://host:port[/db]/NAME, whose NAME is %-unescaped (team%2Fjobs
+// names team/jobs; a literal '%' is written %25).
 package redisq

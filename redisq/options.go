@@ -14,7 +14,9 @@ import (
 // and defaults of queue.Options.
 type Options struct {
 	// AckTimeout is how long a delivery owns its message, counted from the
-	// delivery. Default 30s.
+	// delivery. Default 30s. Any positive lease is taken, as on the
+	// embedded queue: its deadline is counted in whole microseconds,
+	// rounded up.
 	AckTimeout time.Duration
 	// MaxDeliveries is how many deliveries a message gets before a nack or
 	// an expired lease moves it to the dead-letter set. Default 10;
@@ -27,7 +29,8 @@ type Options struct {
 	// live ids refuse (see the package doc's differences). It is counted
 	// in whole microseconds, rounded up.
 	DedupWindow time.Duration
-	// MaxMessageSize is the largest payload accepted. Default 4 MiB.
+	// MaxMessageSize is the largest payload accepted. Default 4 MiB; at
+	// most queue.MaxMessageSizeLimit (1 GiB), as on the embedded queue.
 	MaxMessageSize int
 	// Sync is the durability the server must give; Open checks the
 	// server's configuration against it. Default SyncAlways.
@@ -120,9 +123,12 @@ func (o *Options) withDefaults() (Options, error) {
 		c.Clock = systemClock{}
 	}
 	switch {
-	case c.AckTimeout < time.Millisecond, c.DedupWindow < 0, c.MaxMessageSize < 0, c.Replicas < 0,
-		c.WaitTimeout < 0, c.OpTimeout < 0:
-		return c, fmt.Errorf("%w: redisq: a duration or size is negative or AckTimeout is under 1ms", queue.ErrInvalidOptions)
+	case c.AckTimeout < 0:
+		return c, fmt.Errorf("%w: redisq: AckTimeout %v is negative", queue.ErrInvalidOptions, c.AckTimeout)
+	case c.MaxMessageSize < 0 || c.MaxMessageSize > queue.MaxMessageSizeLimit:
+		return c, fmt.Errorf("%w: redisq: MaxMessageSize %d out of range", queue.ErrInvalidOptions, c.MaxMessageSize)
+	case c.DedupWindow < 0, c.Replicas < 0, c.WaitTimeout < 0, c.OpTimeout < 0:
+		return c, fmt.Errorf("%w: redisq: a duration or count is negative", queue.ErrInvalidOptions)
 	case c.Sync != queue.SyncAlways && c.Sync != queue.SyncInterval && c.Sync != queue.SyncNever:
 		return c, fmt.Errorf("%w: redisq: unknown sync mode %v", queue.ErrInvalidOptions, c.Sync)
 	}

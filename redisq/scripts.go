@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -182,10 +183,17 @@ func (l *lib) fn(op string) function {
 	panic("redisq: library " + l.name + " has no operation " + op)
 }
 
-// missing tells whether err says the server lacks the library: a new or
-// restarted server without persistence, a new cluster master.
+// errFunctionMissing is the server's whole reply to an FCALL of a
+// function it does not have.
+const errFunctionMissing = "ERR Function not found"
+
+// missing tells whether err is the server's reply that it lacks the
+// library: a new or restarted server without persistence, a new cluster
+// master. Only that exact reply counts: an error a function raised, or a
+// client's own, that has those words in it is no missing library.
 func missing(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "Function not found")
+	var re redis.Error
+	return errors.As(err, &re) && re.Error() == errFunctionMissing
 }
 
 // load loads the library into the server c talks to; loading it again is

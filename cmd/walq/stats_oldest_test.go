@@ -26,7 +26,8 @@ const unreadOldest = "; the record of the oldest never-delivered message could n
 // never-delivered message whose record cannot be read (Stats.OldestErr).
 // stats printed "none" for such a queue, as for an empty one; it now says
 // so, and why, of a directory and with --url, and --json carries
-// oldest_error.
+// oldest_error. It exited 0 all the same; the record is damaged, so it
+// now exits 2, after the figures, and --json carries oldest_corrupt.
 func TestStatsSayOldestUnread(t *testing.T) {
 	t.Run("dir", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "q")
@@ -47,9 +48,11 @@ func TestStatsSayOldestUnread(t *testing.T) {
 		b[i] ^= 0x20 // a bad sector, sealed and below the snapshot: the open does not read it
 		require.NoError(t, os.WriteFile(seg, b, 0o600))
 
-		r := mustWalq(t, 0, "", "stats", dir)
+		r := mustWalq(t, 2, "", "stats", dir)
 		assert.Contains(t, r.stdout, "  oldest      none"+unreadOldest+"queue: corrupt: ")
-		r = mustWalq(t, 0, "", "stats", "--json", dir)
+		assert.Contains(t, r.stdout, "lifetime\n", "the figures are printed in full")
+		assert.Contains(t, r.stderr, "hint: run 'walq verify "+dir)
+		r = mustWalq(t, 2, "", "stats", "--json", dir)
 		var s map[string]any
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
 		assert.Contains(t, s["oldest_error"], "queue: corrupt: ")
@@ -63,11 +66,12 @@ func TestStatsSayOldestUnread(t *testing.T) {
 		srv := httptest.NewServer(mux)
 		t.Cleanup(srv.Close)
 
-		r := mustWalq(t, 0, "", "stats", "--url", srv.URL+"/queue")
+		r := mustWalq(t, 2, "", "stats", "--url", srv.URL+"/queue")
 		assert.Contains(t, r.stdout, "  oldest      none"+unreadOldest+why.Error()+"\n")
-		r = mustWalq(t, 0, "", "stats", "--json", "--url", srv.URL+"/queue")
+		r = mustWalq(t, 2, "", "stats", "--json", "--url", srv.URL+"/queue")
 		var s map[string]any
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
 		assert.Equal(t, why.Error(), s["oldest_error"])
+		assert.Equal(t, true, s["oldest_corrupt"])
 	})
 }

@@ -137,11 +137,12 @@ async function refreshStats() {
   ce.hidden = !s.counts_error;
   ce.textContent = s.counts_error ? "Counts not checked: the log could not be read back after a failed write; " +
     "the counts are those of the calls, failed ones included, not what the log holds: " + s.counts_error : "";
-  // oldest_error: the oldest never-delivered message's record could not
-  // be read, so the oldest message's age leaves it out.
+  // oldest_error: the oldest never-delivered message's stored record (a
+  // log record, or a Redis queue's stored body) could not be read, so
+  // the oldest message's age leaves it out.
   const oe = $("oldest-error");
   oe.hidden = !s.oldest_error;
-  oe.textContent = s.oldest_error ? "Oldest message not read: its record could not be read from the log, " +
+  oe.textContent = s.oldest_error ? "Oldest message not read: its stored record could not be read, " +
     "so the age shown leaves it out: " + s.oldest_error : "";
   const h = r.history || [];
   const enq = rates(h, "enqueued"), ack = rates(h, "acked");

@@ -152,12 +152,15 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: "ack"})
+		if err := enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: "ack"}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "queue %s\n", target)
+		printCounts(e.stdout, r)
+		printTotals(e.stdout, r)
 	}
-	fmt.Fprintf(e.stdout, "queue %s\n", target)
-	printCounts(e.stdout, r)
-	printTotals(e.stdout, r)
-	return nil
+	return oldestUnread(s.OldestErr) // stats.go
 }
 
 // printEngineSortedStats prints the figures of a sorted or windowed queue

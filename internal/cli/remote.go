@@ -89,11 +89,13 @@ func withRemote(r *remoteFlags, after int, remote func(e *env, c *client, args [
 }
 
 // watch runs show every interval, clearing a terminal before each run, until
-// times runs (forever when 0) or an error.
+// times runs (forever when 0) or an error. An error the figures show
+// (shownError) does not end it: it returns that of the last run.
 func watch(e *env, interval time.Duration, times int, show func() error) error {
 	if interval <= 0 {
 		return usagef("--interval must be positive")
 	}
+	var last error
 	for i := 0; times == 0 || i < times; i++ {
 		if i > 0 {
 			time.Sleep(interval)
@@ -103,11 +105,14 @@ func watch(e *env, interval time.Duration, times int, show func() error) error {
 		} else if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		if err := show(); err != nil {
+		err := show()
+		var shown *shownError
+		if err != nil && !errors.As(err, &shown) {
 			return err
 		}
+		last = err
 	}
-	return nil
+	return last
 }
 
 // client reads a dashboard's JSON API.
@@ -186,11 +191,48 @@ func remoteStatsCmd(asJSON *bool) func(e *env, c *client, args []string) error {
 		if *asJSON {
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(r.Stats)
+			if err := enc.Encode(r.Stats); err != nil {
+				return err
+			}
+		} else {
+			printRemoteStats(e.stdout, c.base.Redacted(), &r)
 		}
-		printRemoteStats(e.stdout, c.base.Redacted(), &r)
+		return remoteUnread(r.Stats)
+	}
+}
+
+// shownError is an error that the figures a command printed already
+// show: a --watch goes on refreshing through it, and ends with the one
+// of its last refresh.
+type shownError struct{ err error }
+
+func (e *shownError) Error() string { return e.err.Error() }
+func (e *shownError) Unwrap() error { return e.err }
+
+// remoteUnread returns what stats --url ends with, its figures printed,
+// when the service could not read its counts from the log (counts_error)
+// or the record of the oldest never-delivered message (oldest_error):
+// exit status 2 when either is damage (counts_corrupt, oldest_corrupt), 1
+// otherwise, a dashboard too old to say included; nil when neither.
+func remoteUnread(s dashboard.Stats) error {
+	var errs []error
+	code := exitFailure
+	if s.CountsError != "" {
+		errs = append(errs, fmt.Errorf("the counts could not be checked against the log: %s", s.CountsError))
+		if s.CountsCorrupt {
+			code = exitCorrupt
+		}
+	}
+	if s.OldestError != "" {
+		errs = append(errs, fmt.Errorf("the record of the oldest never-delivered message could not be read: %s", s.OldestError))
+		if s.OldestCorrupt {
+			code = exitCorrupt
+		}
+	}
+	if len(errs) == 0 {
 		return nil
 	}
+	return &shownError{withExit(code, errors.Join(errs...))}
 }
 
 func printRemoteStats(w io.Writer, where string, r *remoteStats) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/recovery"
+	"github.com/walq/walq/wal"
 )
 
 // segmentsShown is how many segments stats lists at each end of a long log.
@@ -47,11 +49,23 @@ be read back, its counts are those of its calls, failed ones included:
 stats says so under them, and why (counts_error in --json). When the
 record of the oldest never-delivered message cannot be read (damage, or
 a read error), the age of the oldest message leaves it out: stats says
-so beside it, and why (oldest_error in --json), of a directory too.`,
+so beside it, and why (oldest_error in --json), of a directory too.
+
+Stats prints its figures in full even then, and exits non-zero after
+them: 2 when the record, or the log behind the counts, is damaged, and 1
+for another read error (a failing disk). With --url the dashboard says
+which (oldest_corrupt, counts_corrupt in --json); one too old to say
+gets 1. --watch goes on refreshing through these, since the figures
+still show, and exits, after its last refresh, with the status of that
+refresh; a dashboard it cannot read ends it at once.`,
 	example: `walq stats /var/lib/app/jobs
 walq stats --json /var/lib/app/jobs | jq .ready
 walq stats --watch --url http://localhost:8080/queue/`,
 	exits: []int{exitOK, exitFailure, exitCorrupt},
+	exitNotes: map[int]string{
+		exitFailure: "usage error or failure; or, the figures printed, a read error kept stats from reading the oldest record (or --url: the counts' log)",
+		exitCorrupt: "the queue is corrupt; or, the figures printed, the oldest record (or --url: the counts' log) is damaged",
+	},
 	nargs: [2]int{0, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
@@ -167,7 +181,8 @@ func runStats(e *env, dir string, asJSON, all bool) (err error) {
 		return err
 	}
 	defer closeQueue(q, &err)
-	r, err := buildStats(dir, q.Stats(), q.Recovery())
+	s := q.Stats()
+	r, err := buildStats(dir, s, q.Recovery())
 	if err != nil {
 		return err
 	}
@@ -175,10 +190,34 @@ func runStats(e *env, dir string, asJSON, all bool) (err error) {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else {
+		printStats(e.stdout, r, all)
 	}
-	printStats(e.stdout, r, all)
-	return nil
+	return oldestUnread(s.OldestErr)
+}
+
+// oldestUnread returns what stats ends with, its figures printed, when
+// the record of the oldest never-delivered message could not be read
+// (Stats.OldestErr): exit status 2 when the record is damaged, 1 for
+// another read error; nil when it was read.
+func oldestUnread(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := exitFailure
+	if isCorrupt(err) {
+		code = exitCorrupt
+	}
+	return withExit(code, fmt.Errorf("the record of the oldest never-delivered message could not be read: %w", err))
+}
+
+// isCorrupt reports whether err is damage to what the queue stored, not
+// another read error.
+func isCorrupt(err error) bool {
+	return errors.Is(err, queue.ErrCorrupt) || errors.Is(err, wal.ErrCorrupt)
 }
 
 // buildStats gathers the queue's statistics and its snapshot files.

@@ -164,6 +164,29 @@ func TestTargets(t *testing.T) {
 	require.Contains(t, r.stderr, "NAME")
 }
 
+// TestTargetNameEscaped: a queue whose name has a '/' or a '%' in it is
+// named by its %-escaped name; walq-redis named no such queue before, and
+// read the escapes as part of the name.
+func TestTargetNameEscaped(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	q, err := redisq.Open(ctx, srv.Client(), "team/jobs 50%", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	_, err = q.Enqueue(ctx, []byte("latte"))
+	require.NoError(t, err)
+
+	url := "redis://" + srv.Addr + "/0/team%2Fjobs%2050%25"
+	var st struct {
+		Ready int64 `json:"ready"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", url).stdout), &st))
+	require.EqualValues(t, 1, st.Ready, "the queue the escaped name names")
+	require.Contains(t, run(t, 0, "", "dequeue", url).stdout, "\nlatte\n")
+	r := run(t, 1, "", "stats", "redis://"+srv.Addr+"/0/50%off")
+	require.Contains(t, r.stderr, "%25")
+}
+
 // TestHelpNamesTheURL: the overview says which commands take a queue URL
 // and its form, so that a user need not read the package doc.
 func TestHelpNamesTheURL(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 
@@ -24,18 +25,26 @@ func (engine) Owns(target string) bool {
 }
 
 // splitTarget splits a queue URL into the server's URL and the queue name,
-// its last path element.
+// its last path element, %-unescaped: a name with a '/' in it is written
+// with %2F, and a literal '%' as %25.
 func splitTarget(target string) (server, name string, err error) {
 	_, rest, _ := strings.Cut(target, "://")
 	i := strings.LastIndex(target, "/")
 	if !strings.Contains(rest, "/") || i == len(target)-1 {
-		return "", "", fmt.Errorf("%w: %q names no queue: want redis://host:port[/db]/NAME",
-			queue.ErrInvalidOptions, target)
+		return "", "", fmt.Errorf("%w: %q names no queue: want %s", queue.ErrInvalidOptions, target, form)
 	}
-	return target[:i], target[i+1:], nil
+	name, err = url.PathUnescape(target[i+1:])
+	if err != nil {
+		return "", "", fmt.Errorf("%w: the queue name in %q: %v (a literal %% is written %%25)",
+			queue.ErrInvalidOptions, target, err)
+	}
+	return target[:i], name, nil
 }
 
-func (engine) Form() string { return "redis://[user:password@]host:port[/db]/NAME" }
+// form is the form of a queue URL, for the help and the errors.
+const form = "redis://[user:password@]host:port[/db]/NAME (NAME %-escaped: a/b is a%2Fb, a literal % is %25)"
+
+func (engine) Form() string { return form }
 
 // client returns a client of the server target names, and the queue's
 // name.

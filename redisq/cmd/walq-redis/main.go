@@ -6,8 +6,10 @@
 //	redis://[user:password@]host:port[/db]/NAME
 //	rediss://…/NAME   (TLS)
 //
-// The last path element is the queue's name (as given to redisq.Open);
-// what comes before it is the server, as go-redis's ParseURL reads it.
+// The last path element is the queue's name (as given to redisq.Open),
+// %-unescaped: a name with a '/' in it is written with %2F (team%2Fjobs
+// names team/jobs), and a literal '%' must be written %25. What comes
+// before it is the server, as go-redis's ParseURL reads it.
 // stats, requeue-expired and dlq list, show, requeue and purge also run
 // on a sorted or windowed queue (redisq.OpenSorted, OpenWindowed), as on
 // a directory's: stats prints its kind and sort key type, pending values
