@@ -33,7 +33,17 @@ type Server struct {
 	Dir  string   // its working directory: AOF, RDB, log
 	args []string // its command line without the port, for Restart
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited and waitErr holds what Wait
+	// returned; one goroutine of start's waits for the process.
+	exited  chan struct{}
+	waitErr error
 }
+
+// startGuard bounds how long start waits for a server that neither
+// answers PING nor exits. It is only a guard against a hung server: on a
+// loaded machine, where the test process and its redis-server are
+// niced, a start has been seen to take more than 10 s.
+const startGuard = 2 * time.Minute
 
 // Start starts a redis-server in dir with the given extra arguments
 // (Durable when none) on a free loopback port, and returns once it
@@ -74,17 +84,33 @@ func (s *Server) start(port int) error {
 		s.cmd = nil
 		return fmt.Errorf("redisserver: start: %w", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		s.waitErr = cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+	return s.awaitPing()
+}
+
+// awaitPing waits until the server answers PING. It fails when the
+// server exits first, or when it has done neither by startGuard.
+func (s *Server) awaitPing() error {
+	guard := time.NewTimer(startGuard)
+	defer guard.Stop()
 	for {
 		err := ping(s.Addr)
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-s.exited:
+			s.cmd = nil
+			return fmt.Errorf("redisserver: %s exited before it answered (%v): %w\n%s", s.Addr, s.waitErr, err, s.Log())
+		case <-guard.C:
 			s.Kill()
-			return fmt.Errorf("redisserver: %s did not answer: %w\n%s", s.Addr, err, s.Log())
+			return fmt.Errorf("redisserver: %s did not answer within %v: %w\n%s", s.Addr, startGuard, err, s.Log())
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -119,7 +145,7 @@ func (s *Server) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	_ = s.cmd.Wait() // the error is the kill itself
+	<-s.exited // the exit status is the kill itself
 	s.cmd = nil
 }
 
@@ -133,19 +159,15 @@ func (s *Server) Stop() error {
 		s.Kill()
 		return fmt.Errorf("redisserver: stop: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
 	select {
-	case err := <-done:
+	case <-s.exited:
 		s.cmd = nil
-		if err != nil {
-			return fmt.Errorf("redisserver: stop: %w", err)
+		if s.waitErr != nil {
+			return fmt.Errorf("redisserver: stop: %w", s.waitErr)
 		}
 		return nil
 	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		s.cmd = nil
+		s.Kill()
 		return errors.New("redisserver: stop: no exit 10 s after SIGTERM; killed")
 	}
 }
