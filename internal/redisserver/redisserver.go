@@ -47,7 +47,7 @@ const startGuard = 2 * time.Minute
 
 // Start starts a redis-server in dir with the given extra arguments
 // (Durable when none) on a free loopback port, and returns once it
-// answers PING.
+// answers PING; it fails if the server exits first.
 func Start(dir string, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
