@@ -59,12 +59,24 @@ func Start(dir string, extra ...string) (*Server, error) {
 	s := &Server{Dir: dir}
 	s.args = append([]string{bin, "--bind", "127.0.0.1", "--save", "", "--dir", dir,
 		"--logfile", "redis.log", "--daemonize", "no"}, extra...)
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	// freePort's port is free only until it returns: another process may
+	// bind it before the server does, which then exits saying so. Such a
+	// start is tried again on another port.
+	for tries := 1; ; tries++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		err = s.start(port)
+		if err == nil || tries == 3 || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
 	}
-	return s, s.start(port)
 }
+
+// errPortTaken is wrapped by start's error when the server exited because
+// another process held its port.
+var errPortTaken = errors.New("redisserver: port taken")
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -105,7 +117,11 @@ func (s *Server) awaitPing() error {
 		select {
 		case <-s.exited:
 			s.cmd = nil
-			return fmt.Errorf("redisserver: %s exited before it answered (%v): %w\n%s", s.Addr, s.waitErr, err, s.Log())
+			log := s.Log()
+			if strings.Contains(log, "Address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return fmt.Errorf("redisserver: %s exited before it answered (%v): %w\n%s", s.Addr, s.waitErr, err, log)
 		case <-guard.C:
 			s.Kill()
 			return fmt.Errorf("redisserver: %s did not answer within %v: %w\n%s", s.Addr, startGuard, err, s.Log())

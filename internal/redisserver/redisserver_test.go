@@ -60,3 +60,23 @@ func TestStartReportsAnExit(t *testing.T) {
 	}
 	require.ErrorContains(t, err, "exited before it answered")
 }
+
+// TestStartTakesAnotherPort: a server that exits because another process
+// bound its port first (freePort's port is free only until it returns)
+// is started again on another port.
+func TestStartTakesAnotherPort(t *testing.T) {
+	bin := realServer(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "tried")
+	script := "#!/bin/sh\nif [ ! -e '" + marker + "' ]; then\n" +
+		"  touch '" + marker + "'\n" +
+		"  echo 'Could not create server TCP listening socket: bind: Address already in use' > redis.log\n" +
+		"  exit 1\nfi\nexec '" + bin + "' \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "redis-server"), []byte(script), 0o755))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s, err := redisserver.Start(t.TempDir())
+	require.NoError(t, err)
+	defer s.Kill()
+	require.FileExists(t, marker, "the first start was refused its port")
+	require.NoError(t, s.Stop())
+}
