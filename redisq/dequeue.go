@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/queue"
 )
 
@@ -305,7 +304,7 @@ const corruptReason = "corrupt record: "
 func decodeMessage(raw any, r queue.Receipt) (*queue.Message, error) {
 	s, _ := raw.(string)
 	var b body
-	if err := msgpack.Unmarshal([]byte(s), &b); err != nil {
+	if err := unmarshalStored(s, &b); err != nil {
 		return nil, fmt.Errorf("redisq: message %d: decode: %w", r.Seq, err)
 	}
 	return &queue.Message{ID: b.ID, Payload: b.Payload, Headers: b.Headers,

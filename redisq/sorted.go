@@ -423,7 +423,7 @@ func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
 		}
 		raw, _ := v[2].(string)
 		var sv sortedValue
-		if err := msgpack.Unmarshal([]byte(raw), &sv); err != nil {
+		if err := unmarshalStored(raw, &sv); err != nil {
 			return nil, fmt.Errorf("value %d undecodable: %w", toInt(v[0]), err)
 		}
 		sort, err := fromSortPart[K](sv.Sort)

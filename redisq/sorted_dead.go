@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/queue"
 )
 
@@ -103,7 +102,7 @@ func deadValue[K queue.SortKey](f []any) (queue.DeadValue[K], error) {
 		d.PublishedAt = time.Unix(0, at)
 	}
 	var sv sortedValue
-	if err := msgpack.Unmarshal([]byte(raw), &sv); err != nil {
+	if err := unmarshalStored(raw, &sv); err != nil {
 		d.Reason += "; " + corruptReason + err.Error()
 		return d, nil
 	}

@@ -33,11 +33,21 @@ type Server struct {
 	Dir  string   // its working directory: AOF, RDB, log
 	args []string // its command line without the port, for Restart
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited and waitErr holds what Wait
+	// returned; one goroutine of start's waits for the process.
+	exited  chan struct{}
+	waitErr error
 }
+
+// startGuard bounds how long start waits for a server that neither
+// answers PING nor exits. It is only a guard against a hung server: on a
+// loaded machine, where the test process and its redis-server are
+// niced, a start has been seen to take more than 10 s.
+const startGuard = 2 * time.Minute
 
 // Start starts a redis-server in dir with the given extra arguments
 // (Durable when none) on a free loopback port, and returns once it
-// answers PING.
+// answers PING; it fails if the server exits first.
 func Start(dir string, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -49,12 +59,24 @@ func Start(dir string, extra ...string) (*Server, error) {
 	s := &Server{Dir: dir}
 	s.args = append([]string{bin, "--bind", "127.0.0.1", "--save", "", "--dir", dir,
 		"--logfile", "redis.log", "--daemonize", "no"}, extra...)
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	// freePort's port is free only until it returns: another process may
+	// bind it before the server does, which then exits saying so. Such a
+	// start is tried again on another port.
+	for tries := 1; ; tries++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		err = s.start(port)
+		if err == nil || tries == 3 || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
 	}
-	return s, s.start(port)
 }
+
+// errPortTaken is wrapped by start's error when the server exited because
+// another process held its port.
+var errPortTaken = errors.New("redisserver: port taken")
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -74,17 +96,37 @@ func (s *Server) start(port int) error {
 		s.cmd = nil
 		return fmt.Errorf("redisserver: start: %w", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		s.waitErr = cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+	return s.awaitPing()
+}
+
+// awaitPing waits until the server answers PING. It fails when the
+// server exits first, or when it has done neither by startGuard.
+func (s *Server) awaitPing() error {
+	guard := time.NewTimer(startGuard)
+	defer guard.Stop()
 	for {
 		err := ping(s.Addr)
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-s.exited:
+			s.cmd = nil
+			log := s.Log()
+			if strings.Contains(log, "Address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return fmt.Errorf("redisserver: %s exited before it answered (%v): %w\n%s", s.Addr, s.waitErr, err, log)
+		case <-guard.C:
 			s.Kill()
-			return fmt.Errorf("redisserver: %s did not answer: %w\n%s", s.Addr, err, s.Log())
+			return fmt.Errorf("redisserver: %s did not answer within %v: %w\n%s", s.Addr, startGuard, err, s.Log())
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -119,7 +161,7 @@ func (s *Server) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	_ = s.cmd.Wait() // the error is the kill itself
+	<-s.exited // the exit status is the kill itself
 	s.cmd = nil
 }
 
@@ -133,19 +175,15 @@ func (s *Server) Stop() error {
 		s.Kill()
 		return fmt.Errorf("redisserver: stop: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
 	select {
-	case err := <-done:
+	case <-s.exited:
 		s.cmd = nil
-		if err != nil {
-			return fmt.Errorf("redisserver: stop: %w", err)
+		if s.waitErr != nil {
+			return fmt.Errorf("redisserver: stop: %w", s.waitErr)
 		}
 		return nil
 	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		s.cmd = nil
+		s.Kill()
 		return errors.New("redisserver: stop: no exit 10 s after SIGTERM; killed")
 	}
 }
