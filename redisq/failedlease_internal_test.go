@@ -130,7 +130,10 @@ func TestFailedGatheredLeasePutsBack(t *testing.T) {
 			ms := leaseAt(t, q, clock.Now(), 2)
 			require.Len(t, ms, 2)
 			require.NoError(t, ms[1].Nack(0)) // b ready again, before the fresh ones
-			clock.Advance(2 * time.Second)
+			// The calls below run after f is due, but the handle's clock
+			// stays before it: a housekeeping pass woken by the nack must
+			// not promote f before the failing call does.
+			at := clock.Now().Add(2 * time.Second)
 
 			before := leaseState(t, rdb, q)
 			if promote { // f is due: the call makes it ready
@@ -141,12 +144,12 @@ func TestFailedGatheredLeasePutsBack(t *testing.T) {
 				before.delayed = []redis.Z{}
 			}
 			restore := spoilKey(t, rdb, q.keys[4])
-			failLease(t, q, clock.Now(), 3, q.keys[4])
+			failLease(t, q, at, 3, q.keys[4])
 			restore()
 			require.Equal(t, before, leaseState(t, rdb, q), "every popped message back with its score, nothing else written")
 
 			var order []string
-			for _, m := range leaseAt(t, q, clock.Now(), 10) {
+			for _, m := range leaseAt(t, q, at, 10) {
 				order = append(order, fmt.Sprintf("%s%d", m.Payload, m.Deliveries))
 			}
 			want := []string{"b2", "c1", "d1", "e1"}
