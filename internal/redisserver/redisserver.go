@@ -1,8 +1,8 @@
 // Package redisserver starts and stops redis-server processes for the
 // Redis backend's tests, the benchmark harness and the command's tests:
 // each on a free loopback port, in a directory of the caller's, stopped by
-// pid. It talks to the server with a bare RESP PING only, so the main
-// module needs no Redis client.
+// pid. It talks to the server with bare RESP PING and INFO only, so the
+// main module needs no Redis client.
 //
 // A Server is not safe for concurrent use.
 package redisserver
@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -110,7 +111,7 @@ func (s *Server) awaitPing() error {
 	guard := time.NewTimer(startGuard)
 	defer guard.Stop()
 	for {
-		err := ping(s.Addr)
+		err := ping(s.Addr, s.cmd.Process.Pid)
 		if err == nil {
 			return nil
 		}
@@ -130,9 +131,11 @@ func (s *Server) awaitPing() error {
 	}
 }
 
-// ping sends PING and expects +PONG: the server is up and has loaded its
-// files (it answers -LOADING meanwhile).
-func ping(addr string) error {
+// ping sends PING and expects +PONG (the server is up and has loaded its
+// files: it answers -LOADING meanwhile), then asks INFO server and
+// expects the answer of process pid: another server that holds the port
+// (our own then exits, unable to bind it) is not taken for ours.
+func ping(addr string, pid int) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
@@ -141,17 +144,53 @@ func ping(addr string) error {
 	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
 		return err
 	}
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(line) != "+PONG" {
 		return fmt.Errorf("redisserver: PING answered %q", strings.TrimSpace(line))
 	}
+	info, err := readBulk(r)
+	if err != nil {
+		return fmt.Errorf("redisserver: INFO server: %w", err)
+	}
+	if got := infoField(info, "process_id"); got != strconv.Itoa(pid) {
+		return fmt.Errorf("redisserver: %s is held by process %q, not by the server started (%d)", addr, got, pid)
+	}
 	return nil
+}
+
+// readBulk reads one RESP bulk string.
+func readBulk(r *bufio.Reader) (string, error) {
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	head = strings.TrimSpace(head)
+	n, err := strconv.Atoi(strings.TrimPrefix(head, "$"))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 {
+		return "", fmt.Errorf("not a bulk string: %q", head)
+	}
+	buf := make([]byte, n+2) // and its CRLF
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// infoField returns the value of name in an INFO reply, "" when absent.
+func infoField(info, name string) string {
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // Kill sends SIGKILL to the server and waits for it: what survives is

@@ -80,3 +80,24 @@ func TestStartTakesAnotherPort(t *testing.T) {
 	require.FileExists(t, marker, "the first start was refused its port")
 	require.NoError(t, s.Stop())
 }
+
+// TestStartIsNotFooledByAnotherServer: a server whose port another server
+// holds cannot bind it and exits; the other server's answer to PING must
+// not be taken for its own. Restart on a port taken meanwhile fails
+// instead of handing the caller someone else's server.
+func TestStartIsNotFooledByAnotherServer(t *testing.T) {
+	realServer(t)
+	a, err := redisserver.Start(t.TempDir())
+	require.NoError(t, err)
+	defer a.Kill()
+	b, err := redisserver.Start(t.TempDir())
+	require.NoError(t, err)
+	defer b.Kill()
+	b.Kill()
+	b.Addr = a.Addr // as if another process took b's port while b was down
+	err = b.Restart()
+	require.Error(t, err, "Restart returned with another server on its port")
+	require.ErrorContains(t, err, "exited before it answered")
+	require.Zero(t, b.Pid(), "nothing of b is left running")
+	require.NoError(t, a.Stop(), "the other server is untouched")
+}
