@@ -36,10 +36,7 @@ func spoilKey(t *testing.T, rdb *redis.Client, key string) (restore func()) {
 	require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
 	return func() {
 		t.Helper()
-		require.NoError(t, rdb.Del(ctx, key).Err())
-		if saved != "" {
-			require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
-		}
+		putBack(t, rdb, key, saved)
 	}
 }
 
