@@ -209,7 +209,9 @@ func TestCorruptInLargeBatch(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	q, err := Open(ctx, rdb, "corrupt-large", nil)
+	// Leases of an hour: a batch of 1,201 may take longer than the default
+	// 30 s on a loaded machine.
+	q, err := Open(ctx, rdb, "corrupt-large", &Options{AckTimeout: time.Hour})
 	require.NoError(t, err)
 	defer q.Close()
 	enqueueNumbered(t, q, 1203)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
@@ -20,7 +21,7 @@ import (
 func TestFailover(t *testing.T) {
 	primary, replica := startPair(t)
 	ctx := context.Background()
-	q, err := redisq.Open(ctx, primary.Client(), "failover", &redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second, AckTimeout: time.Minute})
+	q, err := redisq.Open(ctx, patientClient(t, primary), "failover", &redisq.Options{Replicas: 1, WaitTimeout: patientWait, AckTimeout: time.Minute})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b", "c"} {
 		_, err := q.Enqueue(ctx, []byte(id), queue.WithID(id))
@@ -73,8 +74,22 @@ func startPair(t *testing.T) (*redistest.Server, *redistest.Server) {
 	require.Eventually(t, func() bool {
 		info, err := rc.Info(context.Background(), "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, 10*time.Second, 20*time.Millisecond)
+	}, time.Minute, 20*time.Millisecond)
 	return primary, replica
+}
+
+// patientWait is the WaitTimeout of a handle on a primary of startPair:
+// a replica on a loaded machine may take seconds to acknowledge, and a
+// WAIT returns as soon as it has.
+const patientWait = 30 * time.Second
+
+// patientClient is a client of srv whose ReadTimeout is above
+// patientWait.
+func patientClient(t *testing.T, srv *redistest.Server) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 2 * patientWait})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // TestSortedFailover kills the primary (SIGKILL) of a single-flight
@@ -89,8 +104,8 @@ func TestSortedFailover(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			primary, replica := startPair(t)
 			ctx := context.Background()
-			s, publish := f.open(t, primary.Client(), "failover",
-				redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second, AckTimeout: time.Minute})
+			s, publish := f.open(t, patientClient(t, primary), "failover",
+				redisq.Options{Replicas: 1, WaitTimeout: patientWait, AckTimeout: time.Minute})
 			for i, key := range []string{"a", "b", "c", "d"} {
 				require.NoError(t, publish(ctx, int64(i), key, []byte(key)))
 				time.Sleep(2 * testWindow) // the windowed keys are due in this order

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -177,8 +178,10 @@ func TestSortedPullKeepsLeased(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb := srv.Client()
+			// A call that leases 1000 batches may take seconds on a loaded
+			// machine: OpTimeout must not end it, the hook's failure does.
 			s, err := OpenSorted[int64](ctx, rdb, "keeps-"+strings.ReplaceAll(tc.name, " ", "-"),
-				&SortedOptions{Options: Options{ManualRequeue: true, MaxDeliveries: 1}})
+				&SortedOptions{Options: Options{ManualRequeue: true, MaxDeliveries: 1, OpTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer s.Close()
 			const keys = 1500

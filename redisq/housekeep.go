@@ -30,13 +30,27 @@ func (h *handle) housekeep(sweep sweepFunc) {
 			wait = min(next, idleRecheck)
 		}
 		h.armed.Store(h.o.Clock.Now().Add(wait).UnixMicro())
-		select {
-		case <-h.closed:
+		if !h.rest(wait) {
 			return
-		case <-h.kick:
-		case <-h.o.Clock.After(wait):
 		}
 	}
+}
+
+// rest waits until the housekeeper's next pass is due: wait has passed
+// on the handle's clock or a kick came. It returns false once the handle
+// is closed.
+func (h *handle) rest(wait time.Duration) bool {
+	timer := h.o.Clock.After
+	if h.o.restless {
+		timer, wait = time.After, 0
+	}
+	select {
+	case <-h.closed:
+		return false
+	case <-h.kick:
+	case <-timer(wait):
+	}
+	return true
 }
 
 // sweepState is what the housekeeper's log has said of its passes, so

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -32,7 +31,7 @@ func TestLibraryLost(t *testing.T) {
 	})
 	t.Run("flushed, with replicas", func(t *testing.T) {
 		primary, _ := startPair(t)
-		q, err := redisq.Open(ctx, primary.Client(), "lost", &redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second})
+		q, err := redisq.Open(ctx, patientClient(t, primary), "lost", &redisq.Options{Replicas: 1, WaitTimeout: patientWait})
 		require.NoError(t, err)
 		defer q.Close()
 		require.NoError(t, primary.Client().ConfigResetStat(ctx).Err())

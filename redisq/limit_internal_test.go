@@ -164,7 +164,7 @@ func TestLimitBillionthDelivery(t *testing.T) {
 func TestLimitMostDeliveriesCounted(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	for _, maxd := range []int{-1, math.MaxInt64} {
+	for _, maxd := range []int{-1, math.MaxInt} {
 		t.Run(fmt.Sprint("limit ", maxd), func(t *testing.T) {
 			q, err := Open(ctx, rdb, fmt.Sprint("most-", maxd), &Options{MaxDeliveries: maxd, ManualRequeue: true,
 				Clock: noTimers{queuetest.NewClock()}})
@@ -174,7 +174,7 @@ func TestLimitMostDeliveriesCounted(t *testing.T) {
 
 			m, err := q.TryDequeue()
 			require.NoError(t, err)
-			require.Equal(t, 99_999_999_999_999, m.Deliveries)
+			require.Equal(t, int64(99_999_999_999_999), int64(m.Deliveries))
 			require.NoError(t, m.Nack(0))
 			_, err = q.TryDequeue()
 			require.ErrorIs(t, err, queue.ErrEmpty)
@@ -182,7 +182,7 @@ func TestLimitMostDeliveriesCounted(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, dead, 1)
 			require.Equal(t, "99999999999999 deliveries, limit 99999999999999; not delivered again", dead[0].Reason)
-			require.Equal(t, 99_999_999_999_999, dead[0].Deliveries)
+			require.Equal(t, int64(99_999_999_999_999), int64(dead[0].Deliveries))
 		})
 	}
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/walq/walq/redisq/internal/redistest"
 )
 
-// limitQueue opens a handle on the queue name with the limit maxd.
+// limitQueue opens a handle on the queue name with the limit maxd. Its
+// leases last an hour: a batch of thousands may take long on a loaded
+// machine, and no test of the limit waits for a lease to run out.
 func limitQueue(t *testing.T, rdb redis.UniversalClient, name string, maxd int) *redisq.Queue {
 	t.Helper()
-	q, err := redisq.Open(context.Background(), rdb, name, &redisq.Options{MaxDeliveries: maxd, ManualRequeue: true})
+	q, err := redisq.Open(context.Background(), rdb, name, &redisq.Options{MaxDeliveries: maxd, ManualRequeue: true, AckTimeout: time.Hour})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Close() })
 	return q

@@ -91,6 +91,12 @@ type Options struct {
 	// once.
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
+
+	// restless, set only by tests, makes the housekeeper start its next
+	// pass as soon as the last ends instead of waiting for a deadline or
+	// a kick: a pass may then run at any moment of a test, as a pass
+	// woken earlier may on a loaded machine.
+	restless bool
 }
 
 type systemClock struct{}

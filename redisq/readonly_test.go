@@ -213,7 +213,7 @@ func TestReadOnlyOnReplica(t *testing.T) {
 	require.ErrorContains(t, err, "replica")
 	require.ErrorContains(t, err, "library")
 
-	w, err := redisq.Open(ctx, primary.Client(), "rep", &redisq.Options{Replicas: 1, WaitTimeout: 4 * time.Second})
+	w, err := redisq.Open(ctx, patientClient(t, primary), "rep", &redisq.Options{Replicas: 1, WaitTimeout: patientWait})
 	require.NoError(t, err)
 	defer w.Close()
 	for _, id := range []string{"dead", "ready"} {

@@ -188,10 +188,7 @@ func TestSortedDeadWrongTypeKey(t *testing.T) {
 			check("requeue all", err)
 			_, err = s.PurgeAllDead()
 			check("purge all", err)
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			if saved != "" {
-				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
-			}
+			putBack(t, rdb, key, saved)
 
 			seen := map[string]int{}
 			left, err := s.DeadValues(0, 0)

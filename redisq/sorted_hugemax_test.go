@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -21,7 +22,7 @@ func TestSortedPullNoLimit(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "huge",
-		&redisq.SortedOptions{Options: redisq.Options{ManualRequeue: true}})
+		&redisq.SortedOptions{Options: redisq.Options{ManualRequeue: true, AckTimeout: time.Hour}}) // thousands of acks may take minutes
 	require.NoError(t, err)
 	defer s.Close()
 	publish := func(from, to int) {
@@ -64,7 +65,7 @@ func TestSortedPullMaxCountsValues(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "maxvalues",
-		&redisq.SortedOptions{Options: redisq.Options{ManualRequeue: true}})
+		&redisq.SortedOptions{Options: redisq.Options{ManualRequeue: true, AckTimeout: time.Hour}}) // thousands of acks may take minutes
 	require.NoError(t, err)
 	defer s.Close()
 	const keys, max = 2000, 2500

@@ -72,7 +72,7 @@ func TestWrongTypeKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clock := queuetest.NewClock()
 			q, err := Open(ctx, rdb, "wrongtype-"+name, &Options{Clock: noTimers{clock}, ManualRequeue: true,
-				AckTimeout: time.Minute, DedupWindow: time.Hour})
+				AckTimeout: time.Minute, DedupWindow: time.Hour, restless: true}) // a pass may run between any two steps
 			require.NoError(t, err)
 			defer q.Close()
 			live := map[string]bool{}
@@ -159,10 +159,7 @@ func TestWrongTypeKey(t *testing.T) {
 			check("requeue dead", err)
 
 			// Restored, the queue holds every live message once.
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			if saved != "" {
-				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
-			}
+			putBack(t, rdb, key, saved)
 			clock.Advance(2 * time.Hour)
 			_, err = q.RequeueExpired()
 			require.NoError(t, err)
@@ -212,7 +209,8 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			clock := queuetest.NewClock()
 			open := func(maxd int) *Sorted[int64] {
 				s, err := OpenSorted[int64](ctx, rdb, "wrongtype-sorted-"+name, &SortedOptions{SingleFlight: true,
-					Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute, MaxDeliveries: maxd}})
+					Options: Options{Clock: noTimers{clock}, ManualRequeue: true, AckTimeout: time.Minute, MaxDeliveries: maxd,
+						restless: true}}) // a pass may run between any two steps
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = s.Close() })
 				return s
@@ -282,10 +280,7 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			_, err = s.RequeueExpired()
 			check("requeue expired", err)
 
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			if saved != "" {
-				require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
-			}
+			putBack(t, rdb, key, saved)
 			clock.Advance(2 * time.Hour)
 			_, err = s.RequeueExpired()
 			require.NoError(t, err)
@@ -368,8 +363,7 @@ func TestHousekeepBesideWrongType(t *testing.T) {
 		n, err := s.RequeueExpired()
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.NoError(t, rdb.Del(ctx, s.keys[1]).Err())
-		require.NoError(t, rdb.Restore(ctx, s.keys[1], 0, saved).Err())
+		putBack(t, rdb, s.keys[1], saved)
 		bs, err := s.TryPull(10)
 		require.NoError(t, err)
 		require.Len(t, bs, 1)
@@ -474,8 +468,7 @@ func TestWrongTypeDelayedBehindBurial(t *testing.T) {
 			require.Contains(t, err.Error(), key)
 			require.Zero(t, n)
 
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			putBack(t, rdb, key, saved)
 			st, err := q.StatsContext(ctx)
 			require.NoError(t, err)
 			require.Zero(t, st.Dead, "nothing buried by a call that failed")
@@ -613,10 +606,7 @@ func TestWrongTypeKeepsStamps(t *testing.T) {
 				require.ErrorContains(t, err, key)
 				require.EqualValues(t, 1, stamps, "the refused call forgot no stamp (%v)", err)
 
-				require.NoError(t, rdb.Del(ctx, key).Err())
-				if saved != "" {
-					require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
-				}
+				putBack(t, rdb, key, saved)
 				_, err = long.Enqueue(ctx, []byte("p-x"), queue.WithID("x"))
 				require.ErrorIs(t, err, queue.ErrDuplicate, "acked within the long window")
 			})
@@ -655,8 +645,7 @@ func TestWrongTypeFewEnqueue(t *testing.T) {
 			_, err = q.EnqueueBatch(ctx, items("x", "y", "z"))
 			require.ErrorContains(t, err, key)
 
-			require.NoError(t, rdb.Del(ctx, key).Err())
-			require.NoError(t, rdb.Restore(ctx, key, 0, saved).Err())
+			putBack(t, rdb, key, saved)
 			_, err = q.EnqueueBatch(ctx, items("c", "d"))
 			require.NoError(t, err)
 			var got []string
@@ -675,4 +664,17 @@ func TestWrongTypeFewEnqueue(t *testing.T) {
 			require.Zero(t, dead, "nothing left of the failed call to bury")
 		})
 	}
+}
+
+// putBack gives key its saved value (a DUMP; "" for none) in one
+// command: a housekeeping pass that runs meanwhile must not find it
+// missing and write to it, which a DEL then RESTORE would let it do.
+func putBack(t *testing.T, rdb redis.UniversalClient, key, saved string) {
+	t.Helper()
+	ctx := context.Background()
+	if saved == "" {
+		require.NoError(t, rdb.Del(ctx, key).Err())
+		return
+	}
+	require.NoError(t, rdb.RestoreReplace(ctx, key, 0, saved).Err())
 }
