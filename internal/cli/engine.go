@@ -196,7 +196,11 @@ func runDemoOn(e *env, url string) (err error) {
 	if e.engine == nil {
 		return usagef("this walq links no Redis backend: --redis needs walq-redis (go install github.com/walq/walq/redisq/cmd/walq-redis@latest)")
 	}
-	target := strings.TrimSuffix(url, "/") + "/walq-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	base, query, hasQuery := strings.Cut(url, "?") // the query is the server's: the name goes before it
+	target := strings.TrimSuffix(base, "/") + "/walq-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if hasQuery {
+		target += "?" + query
+	}
 	if !e.engine.Owns(target) {
 		return usagef("--redis %q is not a URL walq-redis knows (redis://host:port/db)", url)
 	}
