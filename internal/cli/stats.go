@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/walq/walq/internal/damage"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/recovery"
-	"github.com/walq/walq/wal"
 )
 
 // segmentsShown is how many segments stats lists at each end of a long log.
@@ -226,7 +226,7 @@ func statsUnread(s queue.Stats) error {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", u.what, u.err))
-		if isCorrupt(u.err) {
+		if damage.Is(u.err) {
 			code = exitCorrupt
 		}
 	}
@@ -234,12 +234,6 @@ func statsUnread(s queue.Stats) error {
 		return nil
 	}
 	return withExit(code, errors.Join(errs...))
-}
-
-// isCorrupt reports whether err is damage to what the queue stored, not
-// another read error.
-func isCorrupt(err error) bool {
-	return errors.Is(err, queue.ErrCorrupt) || errors.Is(err, wal.ErrCorrupt)
 }
 
 // buildStats gathers the queue's statistics and its snapshot files.
