@@ -13,11 +13,14 @@ import (
 // with msgpack.
 //
 // Payloads may come from any producer, so a payload is decoded only once
-// its msgpack framing fits it (internal/msgframe): a payload whose headers
-// claim more bytes or elements than it holds, or whose arrays and maps
-// nest more than 10000 deep, does not decode. Decoding a payload thus
-// allocates no more than its length times the size of the largest
-// element type of T, however it was damaged.
+// its msgpack framing fits it: a payload whose headers claim more bytes or
+// elements than it holds, whose arrays and maps nest more than 10000 deep,
+// or whose bytes after its first value are not whole msgpack values, does
+// not decode. Decoding a payload thus allocates no more than its length
+// times the size of the largest element type of T, however it was
+// damaged; but the bytes of a msgpack extension are not checked, so a
+// decoder registered for one (msgpack.RegisterExt, RegisterExtDecoder)
+// that decodes msgpack from them has to bound that itself.
 type Typed[T any] struct {
 	Q *Queue // the underlying queue
 }
@@ -105,8 +108,11 @@ func decodeTyped[T any](m *Message, err error) (T, *Message, error) {
 
 // decodePayload decodes payload into v, once its framing is checked:
 // msgpack allocates what a header claims before reading what follows.
+// Every value in the payload is checked, not only the first: a type's own
+// decoder (msgpack's CustomDecoder) may read more values than the headers
+// count.
 func decodePayload(payload []byte, v any) error {
-	if err := msgframe.Check(payload); err != nil {
+	if err := msgframe.CheckAll(payload); err != nil {
 		return err
 	}
 	return msgpack.Unmarshal(payload, v)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/queue"
 )
 
@@ -120,4 +121,46 @@ func TestTypedRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, in, out)
 	require.NoError(t, m.Ack())
+}
+
+// pair encodes itself as two msgpack values, as msgpack's CustomEncoder
+// allows (Encoder.EncodeMulti): no header counts the second.
+type pair struct {
+	Name string
+	Data []byte
+}
+
+func (p pair) EncodeMsgpack(enc *msgpack.Encoder) error  { return enc.EncodeMulti(p.Name, p.Data) }
+func (p *pair) DecodeMsgpack(dec *msgpack.Decoder) error { return dec.DecodeMulti(&p.Name, &p.Data) }
+
+// tagged holds a pair after another field: its map header counts four
+// values, and the pair's Data is a fifth.
+type tagged struct {
+	N int
+	P pair
+}
+
+// TestTypedDamagedCustomEncoding: a type that encodes itself as several
+// msgpack values decodes, and a payload of it whose framing claims more
+// than it holds, past the values its headers count, comes back as a
+// decode error without the allocation it claims.
+func TestTypedDamagedCustomEncoding(t *testing.T) {
+	q := open(t, t.TempDir(), nil)
+	defer q.Close()
+	tq := queue.NewTyped[tagged](q)
+	in := tagged{N: 1, P: pair{"a", []byte("data")}}
+	_, err := tq.Enqueue(context.Background(), in)
+	require.NoError(t, err)
+	out, m, err := tq.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, in, out)
+	require.NoError(t, m.Ack())
+
+	payload := "\x82\xa1N\x01\xa1P\xa1a" + "\xc6\x7f\xff\xff\xff" + "0123456789" // Data: a bin32 of 2 GiB
+	id := enqueue(t, q, payload)
+	n := bytesAllocated(func() { _, m, err = tq.TryDequeue() })
+	require.Error(t, err)
+	require.NotNil(t, m, "the message is the caller's")
+	require.Equal(t, id, m.ID)
+	require.Less(t, n, uint64(64<<20), "bytes allocated to decode a payload of %d bytes", len(payload))
 }

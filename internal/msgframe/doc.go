@@ -14,5 +14,11 @@
 // passes is then decoded by msgpack with allocations bounded by its length
 // times the size of the largest element type it is decoded into.
 //
-// Check is a pure function, safe for concurrent use.
+// Check looks at the first value only, as msgpack.Unmarshal decodes it.
+// CheckAll checks every value to the last byte, for a decoder that may
+// read more values than the headers count (a type's own CustomDecoder).
+// Neither looks inside the bytes of an extension: what its decoder reads
+// from them is its own.
+//
+// Check and CheckAll are pure functions, safe for concurrent use.
 package msgframe

@@ -22,27 +22,49 @@ var (
 // Check returns nil if the first msgpack value in b fits its framing (see
 // the package doc); bytes after that value are not looked at.
 func Check(b []byte) error {
+	_, err := check(b, 0)
+	return err
+}
+
+// CheckAll returns nil if b is msgpack values, one after another to its
+// last byte, that each fit their framing. A decoder that reads more values
+// than the headers count needs it: msgpack's CustomEncoder may write one
+// Go value as several msgpack values (Encoder.EncodeMulti), and the
+// values after those the headers count are decoded as well.
+func CheckAll(b []byte) error {
+	for off := 0; off < len(b); {
+		end, err := check(b, off)
+		if err != nil {
+			return err
+		}
+		off = end
+	}
+	return nil
+}
+
+// check is Check of the value at b[off:]; it returns the offset after it.
+func check(b []byte, off int) (int, error) {
 	var open []uint64 // values left in each array or map entered, innermost last
 	left := uint64(1) // values left to read, in all of open
-	for off := 0; left > 0; {
+	for left > 0 {
 		if off == len(b) {
-			return fmt.Errorf("%w: %d values missing at the end", ErrPastEnd, left)
+			return 0, fmt.Errorf("%w: %d values missing at the end", ErrPastEnd, left)
 		}
 		head, body, elems, ok := frame(b[off:])
 		if !ok || uint64(len(b)-off-head) < body {
-			return fmt.Errorf("%w: header 0x%02x at offset %d", ErrPastEnd, b[off], off)
+			return 0, fmt.Errorf("%w: header 0x%02x at offset %d", ErrPastEnd, b[off], off)
 		}
 		off += head + int(body)
 		left += elems - 1 // at most twice len(b): no overflow
 		if left > uint64(len(b)-off) {
-			return fmt.Errorf("%w: %d values claimed, %d bytes left at offset %d", ErrPastEnd, left, len(b)-off, off)
+			return 0, fmt.Errorf("%w: %d values claimed, %d bytes left at offset %d", ErrPastEnd, left, len(b)-off, off)
 		}
 		if len(open) > 0 {
 			open[len(open)-1]--
 		}
 		if elems > 0 {
 			if len(open) == MaxDepth {
-				return fmt.Errorf("%w: more than %d levels at offset %d", ErrTooDeep, MaxDepth, off)
+				return 0, fmt.Errorf("%w: more than %d levels at offset %d", ErrTooDeep, MaxDepth, off)
 			}
 			open = append(open, elems)
 		}
@@ -50,7 +72,7 @@ func Check(b []byte) error {
 			open = open[:len(open)-1]
 		}
 	}
-	return nil
+	return off, nil
 }
 
 // frame reads the msgpack header at b[0]: its length in bytes (head), the

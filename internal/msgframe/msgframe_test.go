@@ -89,3 +89,33 @@ func nested(depth int) any {
 	}
 	return v
 }
+
+// TestCheckAll: values one after another to the last byte fit; a value
+// followed by bytes that are not whole values, or that claim more than
+// they hold, does not.
+func TestCheckAll(t *testing.T) {
+	var multi bytes.Buffer
+	require.NoError(t, msgpack.NewEncoder(&multi).EncodeMulti("name", []byte("data"), map[string]any{"k": []int{1}}))
+	for name, c := range map[string]struct {
+		in   string
+		want error
+	}{
+		"nothing":                     {"", nil},
+		"one value":                   {"\x92\x01\xa1a", nil},
+		"values one after another":    {multi.String(), nil},
+		"a value, then a newline":     {"\xa1a\n", nil},
+		"then a never used header":    {"\xa1a\xc1", msgframe.ErrPastEnd},
+		"then a bin32 of 2 GiB":       {"\xa1a\xc6\x7f\xff\xff\xff0123456789", msgframe.ErrPastEnd},
+		"then an array cut short":     {"\xa1a\x92\x01", msgframe.ErrPastEnd},
+		"then arrays nested too deep": {"\xa1a" + strings.Repeat("\x91", msgframe.MaxDepth+1) + "\x00", msgframe.ErrTooDeep},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := msgframe.CheckAll([]byte(c.in))
+			if c.want == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, c.want)
+			}
+		})
+	}
+}
