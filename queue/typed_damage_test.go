@@ -40,16 +40,16 @@ var damagedJobs = map[string]string{
 // what the framing claims.
 func TestTypedDamagedPayloadAllocatesLittle(t *testing.T) {
 	ctx := context.Background()
-	calls := map[string]func(queue.Typed[job]) (*queue.Message, error){
-		"Dequeue": func(tq queue.Typed[job]) (*queue.Message, error) {
+	calls := map[string]func(*testing.T, queue.Typed[job]) (*queue.Message, error){
+		"Dequeue": func(_ *testing.T, tq queue.Typed[job]) (*queue.Message, error) {
 			_, m, err := tq.Dequeue(ctx)
 			return m, err
 		},
-		"TryDequeue": func(tq queue.Typed[job]) (*queue.Message, error) {
+		"TryDequeue": func(_ *testing.T, tq queue.Typed[job]) (*queue.Message, error) {
 			_, m, err := tq.TryDequeue()
 			return m, err
 		},
-		"DequeueBatch": func(tq queue.Typed[job]) (*queue.Message, error) {
+		"DequeueBatch": func(t *testing.T, tq queue.Typed[job]) (*queue.Message, error) {
 			vs, ms, err := tq.DequeueBatch(ctx, 10)
 			require.Len(t, ms, 1)
 			require.Len(t, vs, 1)
@@ -68,7 +68,7 @@ func TestTypedDamagedPayloadAllocatesLittle(t *testing.T) {
 				tq := queue.NewTyped[job](q)
 				var m *queue.Message
 				var err error
-				n := bytesAllocated(func() { m, err = dequeue(tq) })
+				n := bytesAllocated(func() { m, err = dequeue(t, tq) })
 				require.Error(t, err)
 				require.NotNil(t, m, "the message is the caller's")
 				require.Equal(t, id, m.ID)
