@@ -94,7 +94,7 @@ func TestRandomValues(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for range 300 {
-		v := randomValue(rng, 5)
+		v := randomValue(rng, 3)
 		b, err := msgpack.Marshal(v)
 		if err != nil {
 			t.Fatalf("seed %d: marshal %#v: %v", seed, v, err)
