@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/walq/walq/internal/damage"
 	"github.com/walq/walq/queue"
-	"github.com/walq/walq/wal"
 )
 
 // ForQueue returns the Source of an ack queue. It implements DeadActions.
@@ -57,21 +57,15 @@ func fromStats(kind string, st queue.Stats) (Stats, error) {
 		out.BackgroundError = st.BackgroundErr.Error()
 	}
 	if st.CountsErr != nil {
-		out.CountsError, out.CountsCorrupt = st.CountsErr.Error(), isCorrupt(st.CountsErr)
+		out.CountsError, out.CountsCorrupt = st.CountsErr.Error(), damage.Is(st.CountsErr)
 	}
 	if st.OldestErr != nil {
-		out.OldestError, out.OldestCorrupt = st.OldestErr.Error(), isCorrupt(st.OldestErr)
+		out.OldestError, out.OldestCorrupt = st.OldestErr.Error(), damage.Is(st.OldestErr)
 	}
 	if !st.OldestEnqueuedAt.IsZero() {
 		out.OldestAgeSeconds = max(0, now.Sub(st.OldestEnqueuedAt).Seconds())
 	}
 	return out, nil
-}
-
-// isCorrupt reports whether err is damage to what the queue stored, not
-// another read error.
-func isCorrupt(err error) bool {
-	return errors.Is(err, queue.ErrCorrupt) || errors.Is(err, wal.ErrCorrupt)
 }
 
 func (s queueSource) Messages(_ context.Context, state, after string, limit int) (Page, error) {

@@ -299,11 +299,9 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 // restamp prepares r again from it with the clock's time now, keeping its
 // id, and returns its msgpack form.
 func (q *Queue) restamp(it *Item, r *record) ([]byte, error) {
-	id, flags := r.ID, r.Flags
-	if err := q.prepare(it, q.now(), r); err != nil {
+	if err := q.stampAgain(it, q.now(), r); err != nil {
 		return nil, err
 	}
-	r.ID, r.Flags = id, flags
 	enc := encodeRecord(nil, r)
 	return enc, q.checkRecordSize(len(enc))
 }

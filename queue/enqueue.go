@@ -29,7 +29,10 @@ type EnqueueOption func(*Item)
 // sync mode promises: fsynced under SyncAlways, written under the
 // others), it waits for that one's outcome: ErrDuplicate once it is as
 // durable, the error that poisoned the log if it failed; or the context's
-// error if the context ends first, and then nothing is enqueued. On a
+// error if the context ends first, and then nothing is enqueued. An
+// enqueue that waited and then appends its message (the holder's message
+// was acked and its id forgotten meanwhile) is stamped when it appends
+// it: its EnqueuedAt and the start of its Delay do not count the wait. On a
 // poisoned log it fails with that error, never ErrDuplicate for an id the
 // queue holds. An EnqueueBatch that repeats an id the queue does not hold
 // within itself fails with ErrDuplicate, poisoned log or not, and
@@ -78,6 +81,13 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	c, err := q.enqueueRecord(&r, small)
 	for err != nil {
 		if err = q.awaitHeld(ctx, err); err != nil {
+			break
+		}
+		// It waited for the enqueue holding its id (only a producer-given
+		// one, so opts were given): its time is when it is appended, so
+		// that its EnqueuedAt and its Delay do not count the wait.
+		it := withOptions(payload, opts)
+		if err = q.stampAgain(&it, q.now(), &r); err != nil {
 			break
 		}
 		c, err = q.enqueueRecord(&r, small)
@@ -147,6 +157,11 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []Item) ([]string, error
 		if err = q.awaitHeld(ctx, err); err != nil {
 			break
 		}
+		// It waited for the enqueue holding an id: stamped again, as
+		// Enqueue is.
+		if err = q.stampAllAgain(items, recs, encs); err != nil {
+			break
+		}
 		c, err = q.enqueueLocked(recs, encs)
 	}
 	if err != nil {
@@ -178,6 +193,32 @@ func (q *Queue) prepare(it *Item, now int64, r *record) error {
 	}
 	if due > now {
 		r.Due = delayDue(due)
+	}
+	return nil
+}
+
+// stampAgain prepares r again from it at now, keeping its id: a call
+// that waited (for the enqueue holding its id, or for room in the
+// MaxPending window) is stamped when it is appended, so that its
+// EnqueuedAt and the start of its Delay do not count the wait.
+func (q *Queue) stampAgain(it *Item, now int64, r *record) error {
+	id, flags := r.ID, r.Flags
+	if err := q.prepare(it, now, r); err != nil {
+		return err
+	}
+	r.ID, r.Flags = id, flags
+	return nil
+}
+
+// stampAllAgain is stampAgain for a batch, at one time, and encodes its
+// records again.
+func (q *Queue) stampAllAgain(items []Item, recs []record, encs [][]byte) error {
+	now := q.now()
+	for i := range items {
+		if err := q.stampAgain(&items[i], now, &recs[i]); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		encs[i] = encodeRecord(nil, &recs[i])
 	}
 	return nil
 }
@@ -420,9 +461,9 @@ func isDone(c *wal.Commit) bool {
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup
 // window has passed at now, the enqueue's time (its records' At): the
-// enqueue reads the clock once, before it takes the lock, and does not
-// read it again under the lock. Its time is at most the lock's wait (and
-// a wait for an id's holder, awaitHeld) older than a reading here, so an
+// enqueue reads the clock before it takes the lock (again after a wait
+// for an id's holder, awaitHeld), and does not read it again under the
+// lock. Its time is at most the lock's wait older than a reading here, so an
 // id is forgotten no sooner than its window allows. An open without a
 // window keeps no acked id: it forgot them at Open (recoverer.Install),
 // and its acks forget theirs. A snapshot calls it too (takeSnapshot),

@@ -6,10 +6,21 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/walq/walq/internal/msgframe"
 )
 
 // Typed is a view of a Queue whose payloads are values of type T, encoded
 // with msgpack.
+//
+// Payloads may come from any producer, so a payload is decoded only once
+// its msgpack framing fits it: a payload whose headers claim more bytes or
+// elements than it holds, whose arrays and maps nest more than 10000 deep,
+// or whose bytes after its first value are not whole msgpack values, does
+// not decode. Decoding a payload thus allocates no more than its length
+// times the size of the largest element type of T, however it was
+// damaged; but the bytes of a msgpack extension are not checked, so a
+// decoder registered for one (msgpack.RegisterExt, RegisterExtDecoder)
+// that decodes msgpack from them has to bound that itself.
 type Typed[T any] struct {
 	Q *Queue // the underlying queue
 }
@@ -54,7 +65,7 @@ func (t Typed[T]) DequeueBatch(ctx context.Context, max int) ([]T, Messages, err
 	vs := make([]T, len(ms))
 	var errs []error
 	for i, m := range ms {
-		if err := msgpack.Unmarshal(m.Payload, &vs[i]); err != nil {
+		if err := decodePayload(m.Payload, &vs[i]); err != nil {
 			if errs == nil {
 				errs = make([]error, len(ms))
 			}
@@ -89,8 +100,20 @@ func decodeTyped[T any](m *Message, err error) (T, *Message, error) {
 	if err != nil {
 		return v, nil, err
 	}
-	if err := msgpack.Unmarshal(m.Payload, &v); err != nil {
+	if err := decodePayload(m.Payload, &v); err != nil {
 		return v, m, fmt.Errorf("queue: decode %T from message %s: %w", v, m.ID, err)
 	}
 	return v, m, nil
+}
+
+// decodePayload decodes payload into v, once its framing is checked:
+// msgpack allocates what a header claims before reading what follows.
+// Every value in the payload is checked, not only the first: a type's own
+// decoder (msgpack's CustomDecoder) may read more values than the headers
+// count.
+func decodePayload(payload []byte, v any) error {
+	if err := msgframe.CheckAll(payload); err != nil {
+		return err
+	}
+	return msgpack.Unmarshal(payload, v)
 }

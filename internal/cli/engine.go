@@ -159,8 +159,9 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 		fmt.Fprintf(e.stdout, "queue %s\n", target)
 		printCounts(e.stdout, r)
 		printTotals(e.stdout, r)
+		printUnchecked(e.stdout, r.CountsError)
 	}
-	return oldestUnread(s.OldestErr) // stats.go
+	return statsUnread(s) // stats.go
 }
 
 // printEngineSortedStats prints the figures of a sorted or windowed queue
@@ -176,13 +177,17 @@ func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) e
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
-			SortKey: r.SortKey, Sorted: r.Sorted})
+		if err := enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
+			SortKey: r.SortKey, Sorted: r.Sorted}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
+		printSortedCounts(e.stdout, r.Sorted)
+		printTotals(e.stdout, r)
+		printUnchecked(e.stdout, r.CountsError)
 	}
-	fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
-	printSortedCounts(e.stdout, r.Sorted)
-	printTotals(e.stdout, r)
-	return nil
+	return statsUnread(s) // stats.go
 }
 
 // runDemoOn runs the demo's steps 1 and 2 on a new queue of the engine in
@@ -191,7 +196,11 @@ func runDemoOn(e *env, url string) (err error) {
 	if e.engine == nil {
 		return usagef("this walq links no Redis backend: --redis needs walq-redis (go install github.com/walq/walq/redisq/cmd/walq-redis@latest)")
 	}
-	target := strings.TrimSuffix(url, "/") + "/walq-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	base, query, hasQuery := strings.Cut(url, "?") // the query is the server's: the name goes before it
+	target := strings.TrimSuffix(base, "/") + "/walq-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if hasQuery {
+		target += "?" + query
+	}
 	if !e.engine.Owns(target) {
 		return usagef("--redis %q is not a URL walq-redis knows (redis://host:port/db)", url)
 	}

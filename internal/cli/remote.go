@@ -257,10 +257,7 @@ func printRemoteStats(w io.Writer, where string, r *remoteStats) {
 		fmt.Fprintf(w, "background work failing since %s (%d failures): %s\n",
 			s.BackgroundErrorAt.Format(time.RFC3339), s.BackgroundErrors, s.BackgroundError)
 	}
-	if s.CountsError != "" {
-		fmt.Fprintf(w, "counts not checked: the log could not be read back after a failed write; "+
-			"the counts are those of the calls, failed ones included, not what the log holds: %s\n", s.CountsError)
-	}
+	printUnchecked(w, s.CountsError) // stats.go
 }
 
 // lastRates returns the enqueue and ack rates between the last two

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/walq/walq/internal/damage"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/recovery"
-	"github.com/walq/walq/wal"
 )
 
 // segmentsShown is how many segments stats lists at each end of a long log.
@@ -44,16 +44,18 @@ the ids acked since the snapshot, which stats still counts.
 
 With --url, stats reads the figures of a running service from its mounted
 dashboard (package dashboard) and changes nothing; --watch refreshes them.
-When a failed write has poisoned the service's log and the log could not
-be read back, its counts are those of its calls, failed ones included:
-stats says so under them, and why (counts_error in --json). When the
+When a failed write has poisoned the service's log (or that of a queue an
+engine serves) and the log could not be read back, its counts are those of
+its calls, failed ones included: stats says so under them, and why
+(counts_error in --json). When the
 record of the oldest never-delivered message cannot be read (damage, or
 a read error), the age of the oldest message leaves it out: stats says
 so beside it, and why (oldest_error in --json), of a directory too.
 
 Stats prints its figures in full even then, and exits non-zero after
 them: 2 when the record, or the log behind the counts, is damaged, and 1
-for another read error (a failing disk). With --url the dashboard says
+for another read error (a failing disk), or when both fail, 2 if either
+is damage. With --url the dashboard says
 which (oldest_corrupt, counts_corrupt in --json); one too old to say
 gets 1. --watch goes on refreshing through these, since the figures
 still show, and exits, after its last refresh, with the status of that
@@ -63,8 +65,8 @@ walq stats --json /var/lib/app/jobs | jq .ready
 walq stats --watch --url http://localhost:8080/queue/`,
 	exits: []int{exitOK, exitFailure, exitCorrupt},
 	exitNotes: map[int]string{
-		exitFailure: "usage error or failure; or, the figures printed, a read error kept stats from reading the oldest record (or --url: the counts' log)",
-		exitCorrupt: "the queue is corrupt; or, the figures printed, the oldest record (or --url: the counts' log) is damaged",
+		exitFailure: "usage error or failure; or, the figures printed, a read error kept stats from reading the oldest record or the counts' log",
+		exitCorrupt: "the queue is corrupt; or, the figures printed, the oldest record or the counts' log is damaged",
 	},
 	nargs: [2]int{0, 1},
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
@@ -111,6 +113,9 @@ type countsJSON struct {
 	// never-delivered message could not be read, and the age above
 	// leaves that message out.
 	OldestError string `json:"oldest_error,omitempty"`
+	// CountsError is queue.Stats.CountsErr: the counts could not be read
+	// back from the log after a failed write, and are the calls'.
+	CountsError string `json:"counts_error,omitempty"`
 }
 
 func newCounts(s queue.Stats) countsJSON {
@@ -121,6 +126,9 @@ func newCounts(s queue.Stats) countsJSON {
 	}
 	if s.OldestErr != nil {
 		c.OldestError = s.OldestErr.Error()
+	}
+	if s.CountsErr != nil {
+		c.CountsError = s.CountsErr.Error()
 	}
 	return c
 }
@@ -196,28 +204,36 @@ func runStats(e *env, dir string, asJSON, all bool) (err error) {
 	} else {
 		printStats(e.stdout, r, all)
 	}
-	return oldestUnread(s.OldestErr)
+	return statsUnread(s)
 }
 
-// oldestUnread returns what stats ends with, its figures printed, when
-// the record of the oldest never-delivered message could not be read
-// (Stats.OldestErr): exit status 2 when the record is damaged, 1 for
-// another read error; nil when it was read.
-func oldestUnread(err error) error {
-	if err == nil {
+// statsUnread returns what stats ends with, its figures printed, when
+// the queue could not read its counts back from its log (Stats.CountsErr)
+// or the record of the oldest never-delivered message (Stats.OldestErr):
+// exit status 2 when either is damage, 1 for another read error; nil
+// when neither.
+func statsUnread(s queue.Stats) error {
+	var errs []error
+	code := exitFailure
+	for _, u := range []struct {
+		err  error
+		what string
+	}{
+		{s.CountsErr, "the counts could not be checked against the log"},
+		{s.OldestErr, "the record of the oldest never-delivered message could not be read"},
+	} {
+		if u.err == nil {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", u.what, u.err))
+		if damage.Is(u.err) {
+			code = exitCorrupt
+		}
+	}
+	if len(errs) == 0 {
 		return nil
 	}
-	code := exitFailure
-	if isCorrupt(err) {
-		code = exitCorrupt
-	}
-	return withExit(code, fmt.Errorf("the record of the oldest never-delivered message could not be read: %w", err))
-}
-
-// isCorrupt reports whether err is damage to what the queue stored, not
-// another read error.
-func isCorrupt(err error) bool {
-	return errors.Is(err, queue.ErrCorrupt) || errors.Is(err, wal.ErrCorrupt)
+	return withExit(code, errors.Join(errs...))
 }
 
 // buildStats gathers the queue's statistics and its snapshot files.
@@ -286,6 +302,7 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 	printDisk(w, r, all)
 	fmt.Fprintf(w, "log positions\n  last LSN %d, durable %d, last snapshot at LSN %d\n", r.LastLSN, r.DurableLSN, r.SnapshotLSN)
 	printTotals(w, r)
+	printUnchecked(w, r.CountsError)
 	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
 }
 
@@ -311,6 +328,15 @@ func printTotals(w io.Writer, r *statsReport) {
 	} else {
 		fmt.Fprintf(w, "lifetime\n  enqueued %d, delivered %d, acked %d, nacked %d, expired %d, dead-lettered %d, moved %d\n",
 			t.Enqueued, t.Delivered, t.Acked, t.Nacked, t.Expired, t.DeadLettered, t.Moved)
+	}
+}
+
+// printUnchecked says, when why is not empty, that the counts above are
+// not the log's, and why.
+func printUnchecked(w io.Writer, why string) {
+	if why != "" {
+		fmt.Fprintf(w, "counts not checked: the log could not be read back after a failed write; "+
+			"the counts are those of the calls, failed ones included, not what the log holds: %s\n", why)
 	}
 }
 

@@ -34,7 +34,7 @@ func TestOldestUnreadExit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, exitCode(oldestUnread(c.err)))
+			assert.Equal(t, c.want, exitCode(statsUnread(queue.Stats{OldestErr: c.err})))
 		})
 	}
 }

@@ -26,23 +26,30 @@ func (engine) Owns(target string) bool {
 
 // splitTarget splits a queue URL into the server's URL and the queue name,
 // its last path element, %-unescaped: a name with a '/' in it is written
-// with %2F, and a literal '%' as %25.
+// with %2F, a '?' as %3F, and a literal '%' as %25. A query after the name
+// (?protocol=3, ?dial_timeout=5s) is the server's: it goes to the
+// server's URL, whose parser refuses an option it does not know.
 func splitTarget(target string) (server, name string, err error) {
-	_, rest, _ := strings.Cut(target, "://")
-	i := strings.LastIndex(target, "/")
-	if !strings.Contains(rest, "/") || i == len(target)-1 {
+	base, query, hasQuery := strings.Cut(target, "?")
+	_, rest, _ := strings.Cut(base, "://")
+	i := strings.LastIndex(base, "/")
+	if !strings.Contains(rest, "/") || i == len(base)-1 {
 		return "", "", fmt.Errorf("%w: %q names no queue: want %s", queue.ErrInvalidOptions, target, form)
 	}
-	name, err = url.PathUnescape(target[i+1:])
+	name, err = url.PathUnescape(base[i+1:])
 	if err != nil {
 		return "", "", fmt.Errorf("%w: the queue name in %q: %v (a literal %% is written %%25)",
 			queue.ErrInvalidOptions, target, err)
 	}
-	return target[:i], name, nil
+	server = base[:i]
+	if hasQuery {
+		server += "?" + query
+	}
+	return server, name, nil
 }
 
 // form is the form of a queue URL, for the help and the errors.
-const form = "redis://[user:password@]host:port[/db]/NAME (NAME %-escaped: a/b is a%2Fb, a literal % is %25)"
+const form = "redis://[user:password@]host:port[/db]/NAME[?OPTIONS] (NAME %-escaped: a/b is a%2Fb, a?b is a%3Fb, a literal % is %25)"
 
 func (engine) Form() string { return form }
 

@@ -3,13 +3,16 @@
 // extend and requeue-expired take DIR they also take the URL of a queue on
 // a Redis server:
 //
-//	redis://[user:password@]host:port[/db]/NAME
+//	redis://[user:password@]host:port[/db]/NAME[?OPTIONS]
 //	rediss://…/NAME   (TLS)
 //
 // The last path element is the queue's name (as given to redisq.Open),
 // %-unescaped: a name with a '/' in it is written with %2F (team%2Fjobs
-// names team/jobs), and a literal '%' must be written %25. What comes
-// before it is the server, as go-redis's ParseURL reads it.
+// names team/jobs), a '?' with %3F, and a literal '%' must be written %25.
+// What comes before it is the server, as go-redis's ParseURL reads it,
+// and so is a query after it: redis://host:6379/0/jobs?protocol=3&dial_timeout=5s
+// names the queue jobs on the server redis://host:6379/0?protocol=3&dial_timeout=5s;
+// an option ParseURL does not know is refused.
 // stats, requeue-expired and dlq list, show, requeue and purge also run
 // on a sorted or windowed queue (redisq.OpenSorted, OpenWindowed), as on
 // a directory's: stats prints its kind and sort key type, pending values

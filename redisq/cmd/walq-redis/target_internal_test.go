@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -23,6 +24,9 @@ func TestSplitTarget(t *testing.T) {
 		{"redis://localhost:6379/0/a%2541", "redis://localhost:6379/0", "a%41"},
 		{"redis://localhost:6379/0/50%25off", "redis://localhost:6379/0", "50%off"},
 		{"rediss://u:p%2Fw@host:6380/2/%C3%A9t%C3%A9", "rediss://u:p%2Fw@host:6380/2", "été"},
+		{"redis://localhost:6379/0/jobs?protocol=3", "redis://localhost:6379/0?protocol=3", "jobs"},
+		{"redis://localhost:6379/jobs?dial_timeout=1s&client_name=a/b", "redis://localhost:6379?dial_timeout=1s&client_name=a/b", "jobs"},
+		{"redis://localhost:6379/0/a%3Fb", "redis://localhost:6379/0", "a?b"},
 	}
 	for _, c := range cases {
 		t.Run(c.target, func(t *testing.T) {
@@ -32,10 +36,29 @@ func TestSplitTarget(t *testing.T) {
 			require.Equal(t, c.name, name)
 		})
 	}
-	for _, bad := range []string{"redis://localhost:6379", "redis://localhost:6379/0/", "redis://localhost:6379/0/50%", "redis://localhost:6379/0/a%zz"} {
+	for _, bad := range []string{"redis://localhost:6379", "redis://localhost:6379/0/", "redis://localhost:6379/0/50%", "redis://localhost:6379/0/a%zz",
+		"redis://localhost:6379/0/?protocol=3", "redis://localhost:6379?protocol=3"} {
 		t.Run(bad, func(t *testing.T) {
 			_, _, err := splitTarget(bad)
 			require.ErrorIs(t, err, queue.ErrInvalidOptions)
 		})
 	}
+}
+
+// A query after the queue's name became part of the name:
+// redis://host/0/jobs?protocol=3 named a queue "jobs?protocol=3", on a
+// server reached without the option. The query now goes to the server's
+// URL, which refuses an option it does not know.
+func TestTargetQuery(t *testing.T) {
+	rdb, name, err := client("redis://localhost:6379/0/jobs?protocol=3&dial_timeout=7s")
+	require.NoError(t, err)
+	defer rdb.Close()
+	require.Equal(t, "jobs", name)
+	require.Equal(t, 3, rdb.Options().Protocol)
+	require.Equal(t, 7*time.Second, rdb.Options().DialTimeout)
+	require.Equal(t, 0, rdb.Options().DB)
+
+	_, _, err = client("redis://localhost:6379/0/jobs?x=1")
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "unexpected option: x")
 }
