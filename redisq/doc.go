@@ -217,6 +217,22 @@
 //     messages it holds in memory. A closed handle reads nothing: its
 //     Stats has Closed set and zero counts, where the embedded queue
 //     keeps the last ones. StatsContext reports errors.
+//   - A sorted or windowed queue's OldestEnqueuedAt is, as on the embedded
+//     queue, the publish time of its oldest pending or leased value (dead
+//     values left out, whatever their sort key), read from a set of those
+//     values ordered by publish time (the key walq:{name}:s:age, one
+//     16-byte member per value) that every call adding or removing a
+//     value keeps. A queue written by a release before that set holds
+//     values it does not name: while any of them is pending or leased,
+//     OldestEnqueuedAt is zero (unknown, never a later value's time), and
+//     it is read again once they are acked or dead. A value whose stored
+//     record names no publish time makes OldestErr (queue.ErrCorrupt)
+//     name it, with OldestEnqueuedAt zero. Members a handle of an earlier
+//     release left behind (it acked or dead-lettered their values without
+//     keeping the set) are passed over by Stats and taken out by
+//     housekeeping; a value such a handle publishes while handles of this
+//     release run is not in the set, so upgrade every handle of a queue
+//     before reading its age.
 //   - A sorted or windowed queue's RequeueDead and RequeueAllDead do not
 //     read a dead value's payload first: one whose stored record is
 //     damaged is requeued, and the pull that cannot read it dead-letters
