@@ -176,13 +176,16 @@ func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) e
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
-			SortKey: r.SortKey, Sorted: r.Sorted})
+		if err := enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
+			SortKey: r.SortKey, Sorted: r.Sorted}); err != nil {
+			return err
+		}
+		return oldestUnread(s.OldestErr) // stats.go
 	}
 	fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
-	printSortedCounts(e.stdout, r.Sorted)
+	printSortedCounts(e.stdout, r)
 	printTotals(e.stdout, r)
-	return nil
+	return oldestUnread(s.OldestErr) // stats.go
 }
 
 // runDemoOn runs the demo's steps 1 and 2 on a new queue of the engine in
