@@ -474,6 +474,16 @@ end
 -- set for a live one (ageLive), so that its cost stays bounded.
 local AGEHEAD = 100
 
+-- ageHead returns the first members of the age set to look at: the
+-- first alone when it names a live value (ageLive), as it does but for
+-- members an earlier version left, else the first AGEHEAD, so that a
+-- call reads one member, not AGEHEAD.
+local function ageHead()
+  local head = redis.call('ZRANGE', K_AGE, 0, 0)
+  if not head[1] or ageLive(head[1]) then return head end
+  return redis.call('ZRANGE', K_AGE, 0, AGEHEAD - 1)
+end
+
 -- oldest returns the oldest of live pending or leased values by publish
 -- time: {'', ''} when there is none, {'t', its time as publishedAt reads
 -- it}, {'u', its seq} when its stored record names no time, or {'?', why}
@@ -484,7 +494,7 @@ local AGEHEAD = 100
 local function oldest(live)
   if live <= 0 then return {'', ''} end
   if redis.call('ZCARD', K_AGE) < live then return {'?', 'values published before their age was kept'} end
-  for _, m in ipairs(redis.call('ZRANGE', K_AGE, 0, AGEHEAD - 1)) do
+  for _, m in ipairs(ageHead()) do
     if ageLive(m) then
       local at = string.sub(m, 1, 8)
       if at == UNREAD then return {'u', string.format('%.0f', unseq8(string.sub(m, 9)))} end
@@ -498,7 +508,7 @@ end
 -- value (ageLive), AGEHEAD at most a call: left by a handle of an earlier
 -- version, they would stand before the oldest live value.
 local function pruneAge()
-  for _, m in ipairs(redis.call('ZRANGE', K_AGE, 0, AGEHEAD - 1)) do
+  for _, m in ipairs(ageHead()) do
     if ageLive(m) then return end
     redis.call('ZREM', K_AGE, m)
   end
