@@ -480,8 +480,8 @@ local AGEHEAD = 100
 -- call reads one member, not AGEHEAD.
 local function ageHead()
   local head = redis.call('ZRANGE', K_AGE, 0, 0)
-  if not head[1] or ageLive(head[1]) then return head end
-  return redis.call('ZRANGE', K_AGE, 0, AGEHEAD - 1)
+  if not head[1] or ageLive(head[1]) then return head, true end
+  return redis.call('ZRANGE', K_AGE, 0, AGEHEAD - 1), false
 end
 
 -- oldest returns the oldest of live pending or leased values by publish
@@ -494,8 +494,9 @@ end
 local function oldest(live)
   if live <= 0 then return {'', ''} end
   if redis.call('ZCARD', K_AGE) < live then return {'?', 'values published before their age was kept'} end
-  for _, m in ipairs(ageHead()) do
-    if ageLive(m) then
+  local head, found = ageHead()
+  for _, m in ipairs(head) do
+    if found or ageLive(m) then
       local at = string.sub(m, 1, 8)
       if at == UNREAD then return {'u', string.format('%.0f', unseq8(string.sub(m, 9)))} end
       return {'t', string.char((string.byte(at, 1) + 128) % 256) .. string.sub(at, 2)}
@@ -508,7 +509,9 @@ end
 -- value (ageLive), AGEHEAD at most a call: left by a handle of an earlier
 -- version, they would stand before the oldest live value.
 local function pruneAge()
-  for _, m in ipairs(ageHead()) do
+  local head, found = ageHead()
+  if found then return end
+  for _, m in ipairs(head) do
     if ageLive(m) then return end
     redis.call('ZREM', K_AGE, m)
   end
