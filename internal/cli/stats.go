@@ -290,12 +290,18 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 }
 
 // printSortedCounts prints a sorted queue's counts and the age of its
-// oldest pending or leased value.
+// oldest pending or leased value: "unknown" when values are pending or
+// leased but the queue names no publish time and no error (a Redis
+// queue written by a release that kept no age set).
 func printSortedCounts(w io.Writer, r *statsReport) {
 	s := r.Sorted
 	fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
 		s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
-	fmt.Fprintf(w, "  oldest      %s\n", oldestText(r))
+	oldest := oldestText(r)
+	if r.OldestAt == "" && r.OldestError == "" && s.Pending+s.Leased > 0 {
+		oldest = "unknown"
+	}
+	fmt.Fprintf(w, "  oldest      %s\n", oldest)
 }
 
 // printCounts prints an ack queue's counts.

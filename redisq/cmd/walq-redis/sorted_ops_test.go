@@ -65,6 +65,26 @@ func TestStatsSorted(t *testing.T) {
 	require.NotContains(t, out, "  oldest      none")
 }
 
+// TestStatsSortedAgeUnknown: a sorted queue written by a release that
+// kept no age set gives no oldest publish time while its values are
+// pending; stats printed "oldest none", as of an empty queue, and now
+// says the age is unknown.
+func TestStatsSortedAgeUnknown(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "older", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("v")))
+	require.NoError(t, srv.Client().Del(ctx, "walq:{older}:s:age").Err()) // as that release left the queue
+	st := s.Stats()
+	require.NoError(t, st.OldestErr)
+	require.Zero(t, st.OldestEnqueuedAt)
+	out := run(t, 0, "", "stats", "redis://"+srv.Addr+"/0/older").stdout
+	require.Contains(t, out, "  pending     1 values in 1 keys\n")
+	require.Contains(t, out, "  oldest      unknown\n")
+}
+
 // TestRequeueExpiredSorted: requeue-expired refused a sorted queue's URL,
 // so that a batch pulled and never acked stayed leased with no
 // application handle open. It now ends the leases that ran out, as of an
