@@ -463,8 +463,10 @@ end
 -- ageLive tells whether the age set's member m names a value still
 -- pending or leased, as ageMember makes it from the record stored now:
 -- not a value dead, acked or garbled since by a handle of an earlier
--- version (whose scripts keep no age set) or by hand.
+-- version (whose scripts keep no age set) or by hand, nor a member not
+-- of ageMember's 16 bytes (garbled by hand).
 local function ageLive(m)
+  if #m ~= 16 then return false end
   local seq = unseq8(string.sub(m, 9))
   if redis.call('ZSCORE', K_DEAD, string.format('%.0f', seq)) then return false end
   return ageMember(seq, stored(seq)) == m
