@@ -17,7 +17,8 @@ import (
 // A Redis sorted or windowed queue shows in the dashboard through the
 // shared method set (dashboard.ForSortedQueue): its figures and dead
 // values, and a dead value requeued from the page's API is pulled again.
-// It lists no keys, which the shared method set cannot read.
+// It lists no keys, which the shared method set cannot read. The age of
+// the oldest pending value shows, as of an embedded sorted queue.
 func TestDashboardSorted(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -52,8 +53,10 @@ func TestDashboardSorted(t *testing.T) {
 	require.False(t, st.Keys, "no key list through the shared method set")
 	require.Equal(t, "sorted", st.Stats.Kind)
 	require.Equal(t, [4]int64{0, 1, 1, 1}, [4]int64{st.Stats.InFlight, st.Stats.Ready, st.Stats.Dead, st.Stats.Keys})
+	require.Positive(t, st.Stats.OldestAgeSeconds, "the age of the oldest pending value")
 	getJSON(t, hs.URL+"/windowed/api/stats", &st)
 	require.Equal(t, int64(1), st.Stats.Ready)
+	require.Positive(t, st.Stats.OldestAgeSeconds, "the age of the oldest pending value")
 
 	var p dashboard.Page
 	getJSON(t, hs.URL+"/sorted/api/messages?state=dead", &p)

@@ -217,6 +217,29 @@
 //     messages it holds in memory. A closed handle reads nothing: its
 //     Stats has Closed set and zero counts, where the embedded queue
 //     keeps the last ones. StatsContext reports errors.
+//   - A sorted or windowed queue's OldestEnqueuedAt is, as on the embedded
+//     queue, the publish time of its oldest pending or leased value (dead
+//     values left out, whatever their sort key), read from a set of those
+//     values ordered by publish time (the key walq:{name}:s:age, one
+//     16-byte member per value) that every call adding or removing a
+//     value keeps. A queue written by a release before that set holds
+//     values it does not name: while any of them is pending or leased,
+//     OldestEnqueuedAt is zero (unknown, never a later value's time), and
+//     it is read again once they are acked or dead. A value whose stored
+//     record names no publish time makes OldestErr (queue.ErrCorrupt)
+//     name it, with OldestEnqueuedAt zero. A handle of an earlier release
+//     keeps running that release's functions beside this one's (each
+//     release loads a library of its own name): members it leaves behind
+//     (it acked or dead-lettered their values without keeping the set)
+//     are passed over by Stats and taken out by housekeeping once they
+//     reach the head of the set; a value it publishes, or requeues from
+//     the dead set, is not in the set until acked or dead, and when
+//     members it left behind make up the count, Stats gives the oldest
+//     time among the values in the set, which can be later than that
+//     value's. Upgrade every handle of a queue before relying on its age.
+//     The values of a leased batch whose record and its copy both cannot
+//     be read stay stored, and in the set: Stats takes them for live
+//     values, and may give the publish time of one of them.
 //   - A sorted or windowed queue's RequeueDead and RequeueAllDead do not
 //     read a dead value's payload first: one whose stored record is
 //     damaged is requeued, and the pull that cannot read it dead-letters

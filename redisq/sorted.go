@@ -77,7 +77,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	}
 	p := "walq:{" + name + "}:s:"
 	var ks []string
-	for _, k := range []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"} {
+	for _, k := range []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats", "age"} {
 		ks = append(ks, p+k)
 	}
 	s := &Sorted[K]{handle: newHandle(rdb, ks, p+"wake", o), single: so.SingleFlight, fixed: isFixed[K](), window: window}
@@ -586,13 +586,35 @@ func (s *Sorted[K]) StatsContext(ctx context.Context) (queue.Stats, error) {
 		return st, err
 	}
 	r, _ := v.([]any)
-	if len(r) != 8 {
+	if len(r) != 9 {
 		return st, fmt.Errorf("redisq: stats: unexpected reply %v", v)
 	}
 	st.SortedPending, st.SortedKeys, st.SortedBatches, st.SortedDead = int(toInt(r[0])), int(toInt(r[1])), int(toInt(r[2])), int(toInt(r[3]))
 	st.Published, st.Pulled, st.BatchesAcked = uint64(toInt(r[4])), uint64(toInt(r[5])), uint64(toInt(r[6]))
 	st.SortedLeased = int(toInt(r[7]))
+	st.OldestEnqueuedAt, st.OldestErr = sortedOldest(r[8])
 	return st, nil
+}
+
+// sortedOldest reads the oldest value's publish time from the stats
+// reply o (scripts/sorted.lua, oldest): zero when there is none or it is
+// unknown (values published by an earlier version of this package are
+// pending or leased), and an error wrapping queue.ErrCorrupt naming the
+// value when its stored record names no publish time.
+func sortedOldest(o any) (time.Time, error) {
+	r, _ := o.([]any)
+	if len(r) != 2 {
+		return time.Time{}, fmt.Errorf("redisq: stats: unexpected oldest value %v", o)
+	}
+	kind, _ := r[0].(string)
+	val, _ := r[1].(string)
+	switch {
+	case kind == "t" && len(val) == 8:
+		return time.Unix(0, int64(binary.BigEndian.Uint64([]byte(val)))), nil
+	case kind == "u":
+		return time.Time{}, fmt.Errorf("%w: redisq: stats: the record of value %s, the oldest pending or leased one, names no publish time", queue.ErrCorrupt, val)
+	}
+	return time.Time{}, nil
 }
 
 // WindowOptions configures a windowed queue handle.

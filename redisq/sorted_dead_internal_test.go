@@ -149,7 +149,7 @@ func TestSortedDeadWrongTypeKey(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"}
+	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats", "age"}
 	for _, f := range keyFaults(names, 12) {
 		t.Run(f.name, func(t *testing.T) {
 			s, err := OpenSorted[int64](ctx, rdb, "dead-wrongtype-"+f.name, &SortedOptions{Options: Options{ManualRequeue: true}})

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -101,7 +102,7 @@ func TestSortedModel(t *testing.T) {
 			default:
 				m.deadOp()
 			}
-			if step%100 == 0 {
+			if step%20 == 0 {
 				m.checkCounts(fmt.Sprint("step ", step))
 				m.checkDead(fmt.Sprint("step ", step), 0, 0)
 			}
@@ -288,6 +289,45 @@ func (m *sortedModel) checkCounts(when string) {
 	n, err := m.s.rdb.HLen(context.Background(), m.s.keys[7]).Result()
 	require.NoError(m.t, err)
 	require.Equal(m.t, int64(3*batches), n, "batch fields at %s", when)
+	m.checkAge(when, st)
+}
+
+// checkAge checks the age set against the model: it names exactly the
+// pending and leased values, by publish time and seq, and Stats gives the
+// oldest one's publish time.
+func (m *sortedModel) checkAge(when string, st queue.Stats) {
+	var live []sortedVal
+	for _, vs := range m.pending {
+		live = append(live, vs...)
+	}
+	for _, b := range m.batches {
+		if !b.settled {
+			live = append(live, b.vals...)
+		}
+	}
+	want := make([]string, 0, len(live))
+	var oldest time.Time
+	for _, v := range live {
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:8], uint64(v.at.UnixNano())^1<<63)
+		binary.BigEndian.PutUint64(b[8:], uint64(v.seq+1)) // the server counts from 1
+		want = append(want, string(b[:]))
+		if oldest.IsZero() || v.at.Before(oldest) {
+			oldest = v.at
+		}
+	}
+	sort.Strings(want)
+	got, err := m.s.rdb.ZRange(context.Background(), m.s.keys[13], 0, -1).Result()
+	require.NoError(m.t, err)
+	if len(got) == 0 {
+		got = nil
+	}
+	if len(want) == 0 {
+		want = nil
+	}
+	require.Equal(m.t, want, got, "age set at %s", when)
+	require.NoError(m.t, st.OldestErr)
+	require.True(m.t, st.OldestEnqueuedAt.Equal(oldest), "OldestEnqueuedAt %v at %s, want %v", st.OldestEnqueuedAt, when, oldest)
 }
 
 // deadSeqs returns the seqs of the model's dead values, in order.

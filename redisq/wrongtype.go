@@ -10,7 +10,7 @@ import (
 // order of its scripts' KEYS (keys.go, sorted.go).
 var (
 	ackTypes    = []string{"string", "hash", "zset", "zset", "zset", "zset", "zset", "hash"}
-	sortedTypes = []string{"string", "hash", "hash", "hash", "zset", "zset", "hash", "hash", "zset", "hash", "zset", "zset", "hash"}
+	sortedTypes = []string{"string", "hash", "hash", "hash", "zset", "zset", "hash", "hash", "zset", "hash", "zset", "zset", "hash", "zset"}
 )
 
 // wrongType adds to err, the server's own WRONGTYPE error of a call,

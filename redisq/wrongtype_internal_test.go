@@ -200,7 +200,7 @@ func TestSortedWrongTypeKey(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats"}
+	names := []string{"seq", "val", "vinfo", "vreason", "pend", "order", "pos", "batch", "bdue", "flight", "hold", "dead", "stats", "age"}
 	faults := keyFaults(names, 12, "published", "pulled", "acked", "leased")
 	faults = append(faults, keyFault{name: "flight k1", key: 9, field: "k1"}, keyFault{name: "flight k5", key: 9, field: "k5"})
 	for _, f := range faults {

@@ -183,7 +183,7 @@ func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) e
 		}
 	} else {
 		fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
-		printSortedCounts(e.stdout, r.Sorted)
+		printSortedCounts(e.stdout, r)
 		printTotals(e.stdout, r)
 		printUnchecked(e.stdout, r.CountsError)
 	}

@@ -294,8 +294,8 @@ func syncName(m queue.SyncMode) string {
 func printStats(w io.Writer, r *statsReport, all bool) {
 	fmt.Fprintf(w, "queue %s\n", r.Dir)
 	fmt.Fprintf(w, "  kind        %s\n", kindLine(r))
-	if s := r.Sorted; s != nil {
-		printSortedCounts(w, s)
+	if r.Sorted != nil {
+		printSortedCounts(w, r)
 	} else {
 		printCounts(w, r)
 	}
@@ -306,10 +306,19 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 	fmt.Fprintf(w, "walq's own settings\n  sync %s, ack timeout %s\n", r.Sync, r.AckTimeout)
 }
 
-// printSortedCounts prints a sorted queue's counts.
-func printSortedCounts(w io.Writer, s *sortedJSON) {
+// printSortedCounts prints a sorted queue's counts and the age of its
+// oldest pending or leased value: "unknown" when values are pending or
+// leased but the queue names no publish time and no error (a Redis
+// queue written by a release that kept no age set).
+func printSortedCounts(w io.Writer, r *statsReport) {
+	s := r.Sorted
 	fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
 		s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
+	oldest := oldestText(r)
+	if r.OldestAt == "" && r.OldestError == "" && s.Pending+s.Leased > 0 {
+		oldest = "unknown"
+	}
+	fmt.Fprintf(w, "  oldest      %s\n", oldest)
 }
 
 // printCounts prints an ack queue's counts.

@@ -60,6 +60,8 @@ func TestSorted(t *testing.T, e SortedEngine) {
 		{"DeadValuesReadOnly", testDeadValuesReadOnly},
 		{"WindowedDeadValues", testWindowedDeadValues},
 		{"StatsAt", testSortedStatsAt},
+		{"Oldest", testSortedOldest},
+		{"WindowedOldest", testWindowedOldest},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -23,6 +23,10 @@
 --  11 hold    zset    key scored by the end of its nack delay
 --  12 dead    zset    seq scored seq (decimal)
 --  13 stats   hash    lifetime counters
+--  14 age     zset    every pending or leased value, all scores 0, member
+--                     the value's publish time as 8 ordered bytes (see
+--                     ageMember) | u64 seq: its first member names the
+--                     oldest value by publish time (Stats.OldestEnqueuedAt)
 -- sortpart is the sort key's order-preserving encoding: 8 bytes for
 -- numbers and times; for strings the bytes with 00 escaped as 00 FF and
 -- ended by 00 01, so that it delimits itself.
@@ -36,7 +40,7 @@
 -- helpers below, made once per load, can use them. The operations are in
 -- sorted_ops.lua, the body of the library's one function.
 local K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS
-local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS
+local K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS, K_AGE
 local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
 local recorded -- stats' 'single' is '1', read once a call (singleFlight); nil: not read yet
@@ -44,7 +48,7 @@ local CALLKEYS -- the call's KEYS, for need
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-  K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+  K_BATCH, K_BDUE, K_FLIGHT, K_HOLD, K_DEAD, K_STATS, K_AGE = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
   CHAN, now, maxd = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
   single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
   woke, timers, recorded = false, nil, nil
@@ -57,31 +61,31 @@ end
 -- pull's removal of a key's pending values): each operation first
 -- checks the keys it touches after its first write (NEED), and fails
 -- with an error naming the key, before writing anything.
-local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash'}
+local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'zset', 'hash', 'zset'}
 
 -- USES are the commands the operations run, each with the positions of
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12}},
-  {'ZRANGE', {6, 9, 11}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
-  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12}}, {'ZADD', {5, 6, 9, 11, 12}}, {'HSET', {2, 3, 4, 7, 8, 10}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12, 14}},
+  {'ZRANGE', {6, 9, 11, 14}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
+  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
 local NEED = {
   publish = {}, -- takes back its writes instead (sorted_ops.lua)
-  pull = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
-  ack = {2, 3, 5, 6, 7, 10, 11, 13},
-  nack = {3, 4, 5, 6, 7, 10, 11, 12, 13},
+  pull = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14},
+  ack = {2, 3, 5, 6, 7, 10, 11, 13, 14},
+  nack = {3, 4, 5, 6, 7, 10, 11, 12, 13, 14},
   extend = {},
-  dead = {4, 5, 6, 7, 10, 11, 12, 13},
-  housekeep = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, -- not val, which it never touches
+  dead = {4, 5, 6, 7, 10, 11, 12, 13, 14},
+  housekeep = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, -- not val, which it only reads (stored)
   stats = {},
   deadlist = {},
-  revive = {2, 3, 4, 5, 6, 7, 10, 11, 12},
+  revive = {2, 3, 4, 5, 6, 7, 10, 11, 12, 14},
   purge = {2, 3, 4, 12},
-  reviveall = {2, 3, 4, 5, 6, 7, 10, 11, 12},
+  reviveall = {2, 3, 4, 5, 6, 7, 10, 11, 12, 14},
   purgeall = {2, 3, 4, 12},
 }
 
@@ -396,11 +400,131 @@ local function delivered(seq)
   return d
 end
 
+-- publishedAt returns the publish time in the stored value raw, as the 8
+-- bytes of its unix nanoseconds, big-endian: raw is the client's msgpack
+-- array {sort part (bin), publish time (int64), payload}. nil when raw
+-- does not read so (gone, garbled).
+local function publishedAt(raw)
+  if type(raw) ~= 'string' or #raw < 12 or string.byte(raw, 1) ~= 0x93 then return nil end
+  local c, at = string.byte(raw, 2), nil
+  if c == 0xc0 then
+    at = 3
+  elseif c == 0xc4 then
+    at = 4 + string.byte(raw, 3)
+  elseif c == 0xc5 then
+    at = 5 + string.byte(raw, 3) * 256 + string.byte(raw, 4)
+  elseif c == 0xc6 then
+    at = 7
+    for i = 3, 6 do at = at + string.byte(raw, i) * 256 ^ (6 - i) end
+  else
+    return nil
+  end
+  if #raw < at + 8 or string.byte(raw, at) ~= 0xd3 then return nil end
+  return string.sub(raw, at + 1, at + 8)
+end
+
+-- UNREAD stands for the publish time in the age set (K_AGE) of a value
+-- whose stored record names none (gone or garbled): it sorts first, so
+-- that Stats says the oldest value's time cannot be read rather than
+-- report a later one.
+local UNREAD = '\0\0\0\0\0\0\0\0'
+
+-- ageMember returns the age set's member of the value seq whose stored
+-- record is raw: its publish time as publishedAt reads it, the sign bit
+-- flipped so that the bytes sort as the times do (before 1970 too), or
+-- UNREAD, then its seq.
+local function ageMember(seq, raw)
+  local at = publishedAt(raw)
+  if not at then return UNREAD .. seq8(seq) end
+  return string.char((string.byte(at, 1) + 128) % 256) .. string.sub(at, 2) .. seq8(seq)
+end
+
+-- stored returns the stored record of the value seq, nil when it is gone
+-- or val is of another type: the age set is kept by operations that do
+-- not check val (NEED), and must not fail after their writes.
+local function stored(seq)
+  local raw = redis.pcall('HGET', K_VAL, seq)
+  if type(raw) ~= 'string' then return nil end
+  return raw
+end
+
+-- ageAdd puts the value seq, stored as raw, in the age set: it is
+-- pending again (published, requeued from the dead set).
+local function ageAdd(seq, raw)
+  redis.call('ZADD', K_AGE, 0, ageMember(seq, raw))
+end
+
+-- ageDel takes the value seq, still stored, out of the age set: it is
+-- acked or dead.
+local function ageDel(seq)
+  redis.call('ZREM', K_AGE, ageMember(seq, stored(seq)))
+end
+
+-- ageLive tells whether the age set's member m names a value still
+-- pending or leased, as ageMember makes it from the record stored now:
+-- not a value dead, acked or garbled since by a handle of an earlier
+-- version (whose scripts keep no age set) or by hand, nor a member not
+-- of ageMember's 16 bytes (garbled by hand).
+local function ageLive(m)
+  if #m ~= 16 then return false end
+  local seq = unseq8(string.sub(m, 9))
+  if redis.call('ZSCORE', K_DEAD, string.format('%.0f', seq)) then return false end
+  return ageMember(seq, stored(seq)) == m
+end
+
+-- AGEHEAD is the most members a call looks at from the head of the age
+-- set for a live one (ageLive), so that its cost stays bounded.
+local AGEHEAD = 100
+
+-- ageHead returns the first members of the age set to look at: the
+-- first alone when it names a live value (ageLive), as it does but for
+-- members an earlier version left, else the first AGEHEAD, so that a
+-- call reads one member, not AGEHEAD.
+local function ageHead()
+  local head = redis.call('ZRANGE', K_AGE, 0, 0)
+  if not head[1] or ageLive(head[1]) then return head, true end
+  return redis.call('ZRANGE', K_AGE, 0, AGEHEAD - 1), false
+end
+
+-- oldest returns the oldest of live pending or leased values by publish
+-- time: {'', ''} when there is none, {'t', its time as publishedAt reads
+-- it}, {'u', its seq} when its stored record names no time, or {'?', why}
+-- when it is unknown: the age set holds fewer members than there are
+-- values, because values published by an earlier version (before the
+-- age set was kept) are pending or leased still, or AGEHEAD members at
+-- its head name none.
+local function oldest(live)
+  if live <= 0 then return {'', ''} end
+  if redis.call('ZCARD', K_AGE) < live then return {'?', 'values published before their age was kept'} end
+  local head, found = ageHead()
+  for _, m in ipairs(head) do
+    if found or ageLive(m) then
+      local at = string.sub(m, 1, 8)
+      if at == UNREAD then return {'u', string.format('%.0f', unseq8(string.sub(m, 9)))} end
+      return {'t', string.char((string.byte(at, 1) + 128) % 256) .. string.sub(at, 2)}
+    end
+  end
+  return {'?', 'no live value at the head of the age set'}
+end
+
+-- pruneAge takes out of the age set's head the members that name no live
+-- value (ageLive), AGEHEAD at most a call: left by a handle of an earlier
+-- version, they would stand before the oldest live value.
+local function pruneAge()
+  local head, found = ageHead()
+  if found then return end
+  for _, m in ipairs(head) do
+    if ageLive(m) then return end
+    redis.call('ZREM', K_AGE, m)
+  end
+end
+
 -- toDead moves the value seq, whose pend member was m, to the dead set
 -- with reason, and records m, so that a requeue puts it back under its
 -- key at its sort key.
 local function toDead(seq, reason, m)
   local s = string.format('%.0f', seq)
+  ageDel(seq)
   redis.call('ZADD', K_DEAD, s, s)
   redis.call('HSET', K_VREASON, s, reason, 'm' .. s, m)
 end
@@ -474,28 +598,6 @@ local function wake()
   if timers then redis.call('PUBLISH', CHAN, 't' .. string.format('%.0f', timers)) end
 end
 
--- publishedAt returns the publish time in the stored value raw, as the 8
--- bytes of its unix nanoseconds, big-endian: raw is the client's msgpack
--- array {sort part (bin), publish time (int64), payload}. nil when raw
--- does not read so (gone, garbled).
-local function publishedAt(raw)
-  if type(raw) ~= 'string' or #raw < 12 or string.byte(raw, 1) ~= 0x93 then return nil end
-  local c, at = string.byte(raw, 2), nil
-  if c == 0xc0 then
-    at = 3
-  elseif c == 0xc4 then
-    at = 4 + string.byte(raw, 3)
-  elseif c == 0xc5 then
-    at = 5 + string.byte(raw, 3) * 256 + string.byte(raw, 4)
-  elseif c == 0xc6 then
-    at = 7
-    for i = 3, 6 do at = at + string.byte(raw, i) * 256 ^ (6 - i) end
-  else
-    return nil
-  end
-  if #raw < at + 8 or string.byte(raw, at) ~= 0xd3 then return nil end
-  return string.sub(raw, at + 1, at + 8)
-end
 
 -- changeDead requeues (op 'revive') or purges the dead value seq (a
 -- decimal string); at, when not '', is its publish time as publishedAt
@@ -523,6 +625,7 @@ local function changeDead(op, seq, at)
     redis.call('HDEL', K_VREASON, seq, mk)
     redis.call('HSET', K_VINFO, seq, 0)
     redis.call('ZADD', K_PEND, 0, m)
+    ageAdd(seq, stored(seq))
     place(string.sub(m, 3, 2 + n))
   else
     redis.call('ZREM', K_DEAD, seq)

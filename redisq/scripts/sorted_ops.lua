@@ -18,7 +18,9 @@ if op == 'publish' then
     undo[#undo + 1] = {back, key, x}
     return nil
   end
+  local am = ageMember(seq, ARGV[10])
   local bad = step('ZADD', K_PEND, 0, m, 'ZREM', m) or step('HSET', K_VAL, seq, ARGV[10], 'HDEL', seq) or
+    step('ZADD', K_AGE, 0, am, 'ZREM', am) or
     step('HSET', K_VINFO, seq, 0, 'HDEL', seq) or step('HINCRBY', K_STATS, 'published', 1, 'HINCRBY', 'published')
   if not bad then
     local ok, e = pcall(place, ARGV[8])
@@ -136,6 +138,7 @@ elseif op == 'ack' or op == 'nack' or op == 'extend' or op == 'dead' then
     drop(tok, b)
     for _, m in ipairs(b[2]) do
       local seq = unseq8(string.sub(m, -8))
+      ageDel(seq)
       redis.call('HDEL', K_VAL, seq)
       redis.call('HDEL', K_VINFO, seq)
     end
@@ -157,6 +160,7 @@ elseif op == 'housekeep' then
   -- lease deadline, earliest hold end, unread}: unread lists the lease
   -- token and key (false when unknown) of each batch ended unread.
   release()
+  pruneAge()
   local n, unread = 0, {}
   if ARGV[8] == '1' then
     local due = redis.call('ZRANGEBYSCORE', K_BDUE, '-inf', now, 'LIMIT', 0, 1000)
@@ -181,8 +185,11 @@ elseif op == 'stats' then
   local c = redis.call('HMGET', K_STATS, 'published', 'pulled', 'acked', 'leased')
   -- Keys whose nack delay has passed count as pullable, as the embedded
   -- queue counts them, though no pull or housekeeping released them yet.
-  result = {redis.call('ZCARD', K_PEND), redis.call('ZCARD', K_ORDER) + ended(), redis.call('ZCARD', K_BDUE),
-    redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0)}
+  -- The oldest value by publish time comes from the age set (oldest).
+  local pend = redis.call('ZCARD', K_PEND)
+  result = {pend, redis.call('ZCARD', K_ORDER) + ended(), redis.call('ZCARD', K_BDUE),
+    redis.call('ZCARD', K_DEAD), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0), tonumber(c[4] or 0),
+    oldest(pend + (tonumber(c[4]) or 0))}
 elseif op == 'deadlist' then
   -- 8 first seq, 9 max. Returns, for each dead value from the first seq
   -- on, in seq order: seq, pend member, reason, deliveries, stored value

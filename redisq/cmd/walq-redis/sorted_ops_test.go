@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ func TestStatsSorted(t *testing.T) {
 	bs, err := s.TryPull(1)
 	require.NoError(t, err)
 	require.NoError(t, bs[0].DeadLetter("cannot parse"))
+	oldest := s.Stats().OldestEnqueuedAt // forty-two's publish time
+	require.False(t, oldest.IsZero())
 	w, err := redisq.OpenWindowed(ctx, srv.Client(), "win", &redisq.WindowOptions{Window: time.Hour})
 	require.NoError(t, err)
 	defer w.Close()
@@ -35,19 +38,22 @@ func TestStatsSorted(t *testing.T) {
 
 	url := "redis://" + srv.Addr + "/0/srt"
 	before := queueContents(t, srv.Client(), "walq:{srt}:*")
-	require.Equal(t, "queue "+url+"\n"+
+	require.Regexp(t, "^"+regexp.QuoteMeta("queue "+url+"\n"+
 		"  kind        sorted, int64 sort keys\n"+
 		"  pending     2 values in 1 keys\n"+
 		"  leased      0 values in 0 batches\n"+
-		"  dead        1\n"+
-		"lifetime\n  published 3, pulled 1 batches, acked 0 batches, moved 0\n", run(t, 0, "", "stats", url).stdout)
+		"  dead        1\n")+
+		"  oldest      [0-9.]+[µnm]?s ago \\(enqueued "+regexp.QuoteMeta(oldest.UTC().Format(time.RFC3339Nano))+"\\)\n"+
+		regexp.QuoteMeta("lifetime\n  published 3, pulled 1 batches, acked 0 batches, moved 0\n")+"$", run(t, 0, "", "stats", url).stdout)
 	var js struct {
 		Queue, Kind string
 		SortKey     string `json:"sort_key"`
 		Sorted      struct{ Pending, Keys, Dead, Published int }
+		OldestAt    string `json:"oldest_enqueued_at"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", url).stdout), &js))
 	require.Equal(t, url, js.Queue)
+	require.Equal(t, oldest.UTC().Format(time.RFC3339Nano), js.OldestAt, "the oldest pending value's publish time, the dead one's left out")
 	require.Equal(t, [2]string{"sorted", "int64"}, [2]string{js.Kind, js.SortKey})
 	require.Equal(t, [4]int{2, 1, 1, 3}, [4]int{js.Sorted.Pending, js.Sorted.Keys, js.Sorted.Dead, js.Sorted.Published})
 	require.Equal(t, before, queueContents(t, srv.Client(), "walq:{srt}:*"), "stats changed the queue")
@@ -55,6 +61,28 @@ func TestStatsSorted(t *testing.T) {
 	wurl := "redis://" + srv.Addr + "/0/win"
 	out := run(t, 0, "", "stats", wurl).stdout
 	require.Contains(t, out, "  kind        windowed, time sort keys\n  pending     1 values in 1 keys\n")
+	require.Contains(t, out, "  oldest      ")
+	require.NotContains(t, out, "  oldest      none")
+}
+
+// TestStatsSortedAgeUnknown: a sorted queue written by a release that
+// kept no age set gives no oldest publish time while its values are
+// pending; stats printed "oldest none", as of an empty queue, and now
+// says the age is unknown.
+func TestStatsSortedAgeUnknown(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "older", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, 1, "k", []byte("v")))
+	require.NoError(t, srv.Client().Del(ctx, "walq:{older}:s:age").Err()) // as that release left the queue
+	st := s.Stats()
+	require.NoError(t, st.OldestErr)
+	require.Zero(t, st.OldestEnqueuedAt)
+	out := run(t, 0, "", "stats", "redis://"+srv.Addr+"/0/older").stdout
+	require.Contains(t, out, "  pending     1 values in 1 keys\n")
+	require.Contains(t, out, "  oldest      unknown\n")
 }
 
 // TestRequeueExpiredSorted: requeue-expired refused a sorted queue's URL,
