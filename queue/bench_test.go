@@ -363,19 +363,30 @@ func BenchmarkDrain(b *testing.B) {
 // frames an entry per delivery. Payloads of 100 bytes, WALQ_BENCH_PAYLOAD
 // if set.
 func BenchmarkDrainSingles(b *testing.B) {
+	q := singlesBacklog(b)
+	drainTimed(b, q)
+}
+
+// singlesBacklog opens a SyncNever queue holding b.N messages enqueued
+// one at a time (payloads of benchPayload bytes), closed when b ends.
+func singlesBacklog(b *testing.B) *queue.Queue {
 	ctx := context.Background()
 	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer q.Close()
+	b.Cleanup(func() {
+		if err := q.Close(); err != nil {
+			b.Error(err)
+		}
+	})
 	payload := make([]byte, benchPayload())
 	for range b.N {
 		if _, err := q.Enqueue(ctx, payload); err != nil {
 			b.Fatal(err)
 		}
 	}
-	drainTimed(b, q)
+	return q
 }
 
 // BenchmarkDrainAckAsync is BenchmarkDrainSingles with AckAsync for Ack:
@@ -384,17 +395,7 @@ func BenchmarkDrainSingles(b *testing.B) {
 // a Flush that waits for every ack.
 func BenchmarkDrainAckAsync(b *testing.B) {
 	ctx := context.Background()
-	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
-	payload := make([]byte, benchPayload())
-	for range b.N {
-		if _, err := q.Enqueue(ctx, payload); err != nil {
-			b.Fatal(err)
-		}
-	}
+	q := singlesBacklog(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
