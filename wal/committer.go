@@ -318,11 +318,26 @@ func (c *committer) poisonedMeanwhile() error {
 
 // write writes the groups with one WriteBatch, then publishes the new
 // entries to readers.
+//
+// Each entry carries the Synced LSN (entry.go): DurableLSN, read here,
+// before the write is issued. It is a true claim about the disk because
+// DurableLSN is only ever raised after the fsync that covers it returned:
+// by runSync after its datasync returned, by sync after its datasync
+// returned, by publish after adoptRolls's syncRolled fsynced the sealed
+// segments, and at Open (setLSNs) after newCommitter fsynced the tail and
+// every sealed segment had been fsynced when it was sealed. So when the
+// load below returns d, an fsync covering every record up to d has
+// completed, and the write of the batch, issued after the load, begins
+// after it. A raise that races with the load is merely not seen: the
+// claim is then lower than it could be, never higher.
 func (c *committer) write() error {
 	c.batch.clear()
 	c.frames, c.batchBytes = c.frames[:0], 0
+	synced := c.l.durableLSN.Load()
 	for i, g := range c.groups {
-		sealEntry(g.buf, g.header())
+		h := g.header()
+		h.synced = synced
+		sealEntry(g.buf, h)
 		c.batch.add(c.nextIndex+uint64(i), g.buf)
 		c.frames = append(c.frames, frameSize(len(g.buf)))
 		c.batchBytes += len(g.buf)

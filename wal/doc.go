@@ -60,8 +60,9 @@
 //     that says it cannot tell the two apart and that the writer's
 //     SegmentSize tells.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
-//     the last whole entry, but only when no valid entry follows the damage
-//     and the log still reaches Options.MustReach (a caller's snapshot);
+//     the last whole entry, but only when no valid entry follows the damage,
+//     or only entries that show a torn write (see "Torn writes past a hole"
+//     below), and the log still reaches Options.MustReach (a caller's snapshot);
 //     the cut is reported by Report().Torn. A log that ends before
 //     MustReach lost records: ErrCorrupt, never a torn tail. The cut is made
 //     only after every check of Open passed, so a refused log is left as
@@ -105,6 +106,40 @@
 //     changed it under the listing (listing.go); the files it opened stay
 //     readable whatever the writer removes afterwards.
 //
+// # Torn writes past a hole
+//
+// A power loss tears the writes no fsync covered at sector granularity and
+// in any order: over blocks the file already has (zeros written and
+// fsynced ahead of the tail), a later sector, even a later whole entry,
+// can reach the disk without an earlier one, leaving whole entries after
+// a hole. Under SyncAlways several entries can be written and unsynced at
+// once (a group with a WaitWritten caller is written while an fsync is in
+// flight). So every entry records the log's DurableLSN when its write was
+// issued (its Synced LSN; see "On-disk format"), and at the first bad
+// entry of the last segment, whose records start at L+1 (L the last LSN
+// of the whole entries before it), Open applies the tear rule: the damage
+// is a torn write, cut and reported in Report().Torn, iff every valid
+// entry after it is of version 2, starts after L and has a Synced LSN of
+// L or less: no entry was written after an fsync that covered a record of
+// the damaged region, so all of it may have been unsynced. Otherwise it
+// is ErrCorrupt (under Salvage, a cut reported in Report().Salvaged), as
+// is damage followed by a version-1 entry that can continue the log, and
+// damage at a segment's first entry (L unknown there) followed by any
+// valid entry. The same rule judges the damaged end of a torn roll's
+// sealed segment, and Verify.
+//
+// What the rule cannot tell: damage that is not a tear (bit rot, a lost
+// sector) to records whose fsync completed, when no entry was written
+// after that fsync completed, is cut as a tear, exactly as damage to the
+// last entry of a log always was. Under SyncNever and SyncInterval that
+// covers the records since the last fsync that an entry written later
+// could have named.
+//
+// A log written by this version holds version-2 entries, which an older
+// walq takes for a torn tail and cuts: it must not be opened by an older
+// version (package queue records this in its directory's format, which
+// older releases refuse; a bare wal user must see to it).
+//
 // # Damage under an empty tail
 //
 // A roll leaves an empty tail segment, named by the tidwall/wal index
@@ -113,7 +148,8 @@
 // the damaged region, and a frame length is covered by no CRC: after a CRC
 // failure a length cannot be trusted, so a salvage never counts entries
 // by walking lengths. It bounds them instead: a region starts at a frame,
-// so it held one entry at least; every frame takes at least 19 bytes and
+// so it held one entry at least; every frame takes at least 19 bytes (a
+// version-1 entry; a version-2 one takes 27) and
 // every entry at least one LSN, so its bytes and the LSNs it lost (known
 // when a valid entry follows it) bound the count from above. A region whose bytes
 // after a length of the right size pass every check of an entry, CRC
@@ -126,7 +162,7 @@
 //     zeros (nothing of it can be destroyed);
 //   - taken, and cut, when its bytes start as the log's next entry would,
 //     the first write to it that a crash tore: a frame length an entry
-//     can have, version 1, and as far as the file holds them, a first LSN
+//     can have, version 1 or 2, and as far as the file holds them, a first LSN
 //     among those the log can have reached (after its last record, up to
 //     the bound below) and a count the length can hold. A file too short
 //     to hold the version byte tells nothing and is not taken;
@@ -202,7 +238,16 @@
 //
 //	| uvarint(len(entry)) | entry (len bytes) |
 //
-// and walq's entry (one commit group) is
+// and walq's entry (one commit group) is, in version 2, the one written
+//
+//	| CRC-32C (4B, little endian) | Version (1B) = 2 |
+//	| First LSN (8B, little endian) | Count (4B, little endian) |
+//	| Synced LSN (8B, little endian) |
+//	| Count × ( uvarint(len(record)) | record ) |
+//
+// and in version 1, written by older versions and still read everywhere
+// (sealed segments, Readers, Verify, Salvage, the repairs), the same
+// without Synced LSN:
 //
 //	| CRC-32C (4B, little endian) | Version (1B) = 1 |
 //	| First LSN (8B, little endian) | Count (4B, little endian) |
@@ -211,8 +256,13 @@
 // The CRC-32C (Castagnoli) covers every byte after itself. Count is at
 // least 1. The records of an entry have LSNs First LSN … First LSN+Count-1,
 // and the First LSN of an entry is the First LSN plus Count of the entry
-// before it, across segment boundaries too. These constants are part of
-// the wire format and must not be changed; testdata/entry.golden pins them.
+// before it, across segment boundaries too. Synced LSN is DurableLSN when
+// the entry's write was issued: every record up to it had been fsynced,
+// and that fsync had returned, before the write began (0 when nothing
+// was). A segment may hold entries of both versions (a log an older
+// version wrote, appended to by this one). These constants are part of
+// the wire format and must not be changed; testdata/entry.golden (version
+// 1) and testdata/entry-v2.golden pin them.
 //
 // tidwall/wal rolls to a new segment before a batch if the tail holds more
 // than Options.SegmentSize bytes, and after any entry that brings it to at
@@ -238,10 +288,11 @@
 //     segments before a NAME.FRONT file, and the marker; or the segments a
 //     NAME.START file replaces, and rename it); fsync the directory.
 //  2. Scan the last segment: framing, CRC, version, LSN continuity. At the
-//     first bad entry, search every later offset for a valid entry: if one
-//     exists, fail with ErrCorrupt (or cut under Salvage); otherwise plan
-//     an ftruncate at the bad entry (made in step 4, with an fsync of the
-//     file and the directory) and report the cut.
+//     first bad entry, search every later offset for valid entries: if one
+//     shows the damage is not a torn write (the tear rule above), fail with
+//     ErrCorrupt (or cut under Salvage); otherwise plan an ftruncate at the
+//     bad entry (made in step 4, with an fsync of the file and the
+//     directory) and report the cut.
 //  3. Read the first entry header of every sealed segment (one small pread
 //     each) and check that first LSNs grow at least as fast as entry
 //     indexes, and that each sealed segment's last entry (found by walking

@@ -17,10 +17,11 @@ import (
 // an interrupted write (every other segment was fsynced when it was
 // sealed). At the first entry that fails its checks it decides:
 //
-//   - If a valid entry starts at any later offset, the damage is not a torn
-//     write: ErrCorrupt, or under Salvage a cut reported in Report.Salvaged.
-//   - Otherwise the tail is torn: it is cut (unless read-only) and reported
+//   - If the valid entries after it show a torn write (tornPast), or none
+//     follows, the tail is torn: it is cut (unless read-only) and reported
 //     in Report.Torn.
+//   - Otherwise the damage is not a torn write: ErrCorrupt, or under
+//     Salvage a cut reported in Report.Salvaged.
 //
 // The cut (made by Open after its other checks) is an ftruncate followed by
 // an fsync of the file and of the directory. On return s describes the whole entries kept.
@@ -44,7 +45,7 @@ func (l *Log) repairTail(s *segment) error {
 // the cut that Open makes, when the Log is writable, after its checks.
 func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	bad := res.bad
-	next, _, found, err := findValid(r, bad.off+1, s.size, res.endLSN)
+	next, found, err := untornAfter(r, bad.off+1, s.size, res.endLSN)
 	if err != nil {
 		return err
 	}
@@ -68,6 +69,78 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	}
 	l.cut = &tailCut{path: s.path, off: bad.off} // once every check passed
 	return nil
+}
+
+// A power loss tears the writes that no fsync covered, at sector
+// granularity and in any order: over blocks the file already has (zeros
+// written and fsynced ahead of the tail, say) a later sector, even a later
+// whole entry, can reach the disk without an earlier one. So valid entries
+// after damage do not by themselves make it damage rather than a tear.
+// Each version-2 entry says what was durable when it was written (its
+// Synced LSN, entry.go), and the tear rule rests on it. The damage starts
+// at the first bad entry, whose records start at want = L+1 (L the last
+// LSN of the whole entries before it). It is a tear iff every valid entry
+// after it is of version 2, starts after L, and was written when the log
+// was durable up to L at most: no entry was written after an fsync that
+// covered a record of the damaged region, so every byte there may have
+// been unsynced, and torn. A version-1 entry tells nothing: as before
+// version 2, one that can continue the log (at or after want, no further
+// than the bytes before it can number) makes the damage ErrCorrupt, and
+// one that cannot is not taken for an entry of the log. Without L (no
+// whole entry before the damage in the segment) nothing can be compared:
+// any valid entry makes it ErrCorrupt.
+//
+// What the rule cannot tell: damage (not a tear) to records whose fsync
+// completed, with no entry written after that fsync, is cut as a tear,
+// as damage to the last entry of a log always was.
+
+// untornAfter applies the tear rule to the valid entries in [from, limit)
+// after damage whose records start at want (0 when unknown). It returns
+// the offset of the first valid entry that shows the damage is not a torn
+// write, and whether there is one.
+func untornAfter(r *segReader, from, limit int64, want LSN) (int64, bool, error) {
+	for off := from; off < limit; {
+		at, n, h, found, err := nextValid(r, off, limit)
+		if err != nil || !found {
+			return 0, false, err
+		}
+		switch {
+		case want == 0:
+			return at, true, nil
+		case h.version == entryVersion1:
+			if h.first >= want && h.first-want <= uint64(at) {
+				return at, true, nil // can continue the log: as findValid would find it
+			}
+			off = at + 1 // not an entry of the log's: search on inside it, as findValid does
+			continue
+		case h.first < want || h.synced >= want:
+			return at, true, nil
+		}
+		off = at + n
+	}
+	return 0, false, nil
+}
+
+// nextValid searches, byte by byte, for the first offset in [from, limit)
+// where a whole valid entry of either version starts, with any LSN, and
+// returns it, the frame's size and its header.
+func nextValid(r *segReader, from, limit int64) (int64, int64, entryHeader, bool, error) {
+	for off := from; off < limit; off++ {
+		if _, _, err := r.header(off, limit); err != nil {
+			if !isFormatError(err) {
+				return 0, 0, entryHeader{}, false, err
+			}
+			continue
+		}
+		n, h, _, err := r.entry(off, limit)
+		if err == nil {
+			return off, n, h, true, nil
+		}
+		if !isFormatError(err) {
+			return 0, 0, entryHeader{}, false, err
+		}
+	}
+	return 0, 0, entryHeader{}, false, nil
 }
 
 // tailCut is a cut of the tail segment that Open decided on.
@@ -103,7 +176,7 @@ func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason st
 
 // tornHeader decodes the header of a frame that may run past the end.
 func tornHeader(r *segReader, off, limit int64) (int64, entryHeader, error) {
-	b, err := r.bytes(off, int(min(limit-off, 10+headerSize)), limit)
+	b, err := r.bytes(off, int(min(limit-off, 10+maxHeaderSize)), limit)
 	if err != nil {
 		return 0, entryHeader{}, err
 	}

@@ -17,10 +17,12 @@ import (
 // waits for syncRolled, which fsyncs the sealed segment whole. Since no
 // valid entry follows the damage anywhere, the tear is a torn tail that
 // happens to lie one segment back, and Open repairs it as one: the empty
-// segment after it is removed, then the torn segment is cut.
+// segment after it is removed, then the torn segment is cut. Valid
+// entries after the damage are judged by the tear rule of the last
+// segment (repair.go): those that show a torn write do not prevent it.
 //
 // Only the last sealed segment is considered, only when it is torn (no
-// valid entry follows the damage in it) or ends at an entry boundary short
+// valid entry that shows damage follows the damage in it) or ends at an entry boundary short
 // of the index the tail is named by while shorter than SegmentSize (a
 // segment that reached it was sealed whole: the tail then names a missing
 // segment's end), and only when the tail holds nothing but zeros. A
@@ -84,9 +86,9 @@ func (l *Log) tornRoll() error {
 		// report.
 		return nil
 	case res.bad != nil:
-		_, _, found, err := findValid(r, res.bad.off+1, s.size, res.endLSN)
+		_, found, err := untornAfter(r, res.bad.off+1, s.size, res.endLSN)
 		if err != nil || found {
-			return err // damage followed by a valid entry: not torn
+			return err // damage followed by a valid entry that shows it is not torn (repair.go)
 		}
 		if l.opts.Salvage {
 			if salvaged, err := l.salvagesEnd(r, s, tail, res); err != nil || salvaged {
@@ -181,7 +183,7 @@ func wholeEntryAt(r *segReader, off, limit int64) (bool, error) {
 		if err != nil {
 			continue
 		}
-		n, ok := entryLen(e, h.count)
+		n, ok := entryLen(e, h)
 		if ok && binary.LittleEndian.Uint32(e) == crc32.Checksum(e[offVersion:n], castagnoli) {
 			return true, nil
 		}
@@ -189,11 +191,11 @@ func wholeEntryAt(r *segReader, off, limit int64) (bool, error) {
 	return false, nil
 }
 
-// entryLen returns the length of the entry at the start of e that holds
-// count framed records, and whether they fit in e.
-func entryLen(e []byte, count uint32) (int, bool) {
-	body := e[headerSize:]
-	for i := uint32(0); i < count; i++ {
+// entryLen returns the length of the entry at the start of e, whose header
+// is h, that holds h.count framed records, and whether they fit in e.
+func entryLen(e []byte, h entryHeader) (int, bool) {
+	body := e[h.size():]
+	for i := uint32(0); i < h.count; i++ {
 		var err error
 		if _, body, err = nextRecord(body); err != nil {
 			return 0, false

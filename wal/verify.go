@@ -33,13 +33,14 @@ func (l *Log) Verify() (Report, error) {
 		}
 		results[i], damage[i] = res, res.damage
 	}
-	if n := len(views) - 1; n >= 0 && len(damage[n]) == 1 && damage[n][0].Offset+damage[n][0].Bytes == views[n].size {
-		v, bad := views[n], damage[n][0] // nothing valid follows: a torn write
-		d, err := tearDamage(&segReader{f: v.file.f}, v.seg.path, bad.Offset, v.size, results[n].endLSN, bad.Reason)
+	if n := len(views) - 1; n >= 0 && len(damage[n]) > 0 {
+		torn, res, err := verifyTear(views[n])
 		if err != nil {
 			return rep, err
 		}
-		rep.Torn, damage[n] = &d, nil
+		if torn != nil {
+			rep.Torn, damage[n], results[n] = torn, nil, res
+		}
 	}
 	if t := l.tornRollFound(); t != nil && (rep.Torn == nil || rep.Torn.Segment == t.Segment) {
 		rep.Torn = t // the same tear, said as a roll's; or one on an entry boundary, which no scan sees
@@ -50,6 +51,23 @@ func (l *Log) Verify() (Report, error) {
 		return rep, fmt.Errorf("%w: %d damaged regions, the first: %s", ErrCorrupt, len(rep.Salvaged), rep.Salvaged[0])
 	}
 	return rep, nil
+}
+
+// verifyTear reports the damage of the last segment v as a torn write
+// when the tear rule says it is one (repair.go): nothing valid follows the
+// first damage, or only entries that show a torn write. It then returns
+// the tear and the scan of the entries before it.
+func verifyTear(v segView) (*Damage, scanResult, error) {
+	r := &segReader{f: v.file.f}
+	res, err := scanSegment(r, scanSpec{seg: v.seg, limit: v.size})
+	if err != nil || res.bad == nil {
+		return nil, res, err
+	}
+	if _, found, err := untornAfter(r, res.bad.off+1, v.size, res.endLSN); err != nil || found {
+		return nil, res, err
+	}
+	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.bad.reason)
+	return &d, res, err
 }
 
 // segView is a pinned snapshot of one segment for Verify.
