@@ -16,8 +16,9 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// The identity file says what a queue directory holds. It is written once,
-// when the directory is created (or adopted, below), and never changed:
+// The identity file says what a queue directory holds. It is written
+// when the directory is created (or adopted, below), and rewritten only to
+// raise its format (below):
 //
 //	| Magic "WALQDIR\x00" (8B) | Format (2B LE) | Kind (1B) | Key length (1B) |
 //	| Sort key type (Key length B, ASCII) | CRC-32C (4B LE) |
@@ -29,6 +30,17 @@ import (
 // time.Time; a named type is its underlying kind) and empty for an ack
 // queue. These constants are part of the on-disk format and must not
 // change; a golden-bytes test pins them (testdata/identity-*.golden).
+//
+// Format 2 differs from format 1 only in the log: its entries carry the
+// log's durable LSN at their write (wal entry version 2), which the
+// repair of a torn tail relies on. An older release reading such an
+// entry at the log's end would take it for a torn write and cut it, so a
+// directory whose log may hold one says format 2, which older releases
+// refuse ("directory format 2, this release reads 1"). This release reads
+// formats 1 and 2; a writable Open of a format-1 directory rewrites its
+// identity file as format 2 (durably: checkIdentity, before the log is
+// opened, so before any entry of version 2 is written). A read-only open
+// changes nothing.
 //
 // A directory written before identity files existed has none. Open adopts
 // it: the kind is inferred from the lifetime totals of its snapshot and
@@ -42,9 +54,13 @@ const (
 	identityName  = "IDENTITY"
 	identityMagic = "WALQDIR\x00"
 	// FormatVersion is the version of the directory's format that this
-	// release reads and writes: the identity file, the log entries
-	// (version 1) and the snapshots (version 1).
-	FormatVersion = 1
+	// release writes: the identity file, the log entries (version 2; it
+	// reads version 1 as well) and the snapshots (version 1). It reads
+	// formats minFormatVersion to FormatVersion.
+	FormatVersion = 2
+	// minFormatVersion is the oldest format this release reads: format 1,
+	// whose log entries are of version 1.
+	minFormatVersion = 1
 )
 
 // Kind is what a queue directory holds.
@@ -115,8 +131,9 @@ func decodeIdentity(b []byte) (Identity, error) {
 	}
 	id := Identity{Format: int(binary.LittleEndian.Uint16(b[len(identityMagic):])),
 		Kind: Kind(b[fixed-2]), SortKey: string(b[fixed:n])}
-	if id.Format != FormatVersion {
-		return id, fmt.Errorf("%w: directory format %d, this release reads %d", ErrWrongKind, id.Format, FormatVersion)
+	if id.Format < minFormatVersion || id.Format > FormatVersion {
+		return id, fmt.Errorf("%w: directory format %d, this release reads %d to %d", ErrWrongKind, id.Format,
+			minFormatVersion, FormatVersion)
 	}
 	return id, nil
 }
@@ -190,8 +207,10 @@ func (have Identity) matches(want Identity) bool {
 }
 
 // checkIdentity checks dir's identity against want before a writable
-// open, writing it first if dir is new, or adopting a directory written
-// before identity files existed. The caller holds the exclusive lock.
+// open, writing it first if dir is new, adopting a directory written
+// before identity files existed, or raising an older format to
+// FormatVersion (the log this open writes is of the new format). The
+// caller holds the exclusive lock.
 func checkIdentity(dir string, o Options) (Identity, error) {
 	want := o.ident
 	if want.Kind == 0 {
@@ -202,6 +221,9 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 	switch {
 	case err == nil && !have.matches(want):
 		return have, mismatch(dir, have, want, "")
+	case err == nil && have.Format < FormatVersion:
+		have.Format = FormatVersion
+		return have, writeIdentity(o.fs(), dir, have, o.FileMode)
 	case err == nil:
 		return have, nil
 	case !errors.Is(err, fs.ErrNotExist):

@@ -123,10 +123,12 @@
 // L or less: no entry was written after an fsync that covered a record of
 // the damaged region, so all of it may have been unsynced. Otherwise it
 // is ErrCorrupt (under Salvage, a cut reported in Report().Salvaged), as
-// is damage followed by a version-1 entry that can continue the log, and
-// damage at a segment's first entry (L unknown there) followed by any
-// valid entry. The same rule judges the damaged end of a torn roll's
-// sealed segment, and Verify.
+// is damage followed by a version-1 entry that can continue the log. For
+// damage at the segment's first entry L is the end of the segment before
+// it; when that segment is not whole, or there is none, L is unknown and
+// any valid entry after the damage makes it ErrCorrupt. The same rule
+// judges the damaged end of a torn roll's sealed segment, and Verify
+// (both with L from the same segment only).
 //
 // What the rule cannot tell: damage that is not a tear (bit rot, a lost
 // sector) to records whose fsync completed, when no entry was written

@@ -46,6 +46,9 @@ func (l *Log) repairTail(s *segment) error {
 func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	bad := res.bad
 	next, found, err := untornAfter(r, bad.off+1, s.size, res.endLSN)
+	if err == nil && found && res.endLSN == 0 {
+		next, found, err = l.untornAtStart(r, s)
+	}
 	if err != nil {
 		return err
 	}
@@ -86,9 +89,10 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 // been unsynced, and torn. A version-1 entry tells nothing: as before
 // version 2, one that can continue the log (at or after want, no further
 // than the bytes before it can number) makes the damage ErrCorrupt, and
-// one that cannot is not taken for an entry of the log. Without L (no
-// whole entry before the damage in the segment) nothing can be compared:
-// any valid entry makes it ErrCorrupt.
+// one that cannot is not taken for an entry of the log. When the damage
+// starts the segment, L is the end of the segment before it
+// (untornAtStart); without L (no whole segment before it) nothing can be
+// compared: any valid entry makes it ErrCorrupt.
 //
 // What the rule cannot tell: damage (not a tear) to records whose fsync
 // completed, with no entry written after that fsync, is cut as a tear,
@@ -119,6 +123,26 @@ func untornAfter(r *segReader, from, limit int64, want LSN) (int64, bool, error)
 		off = at + n
 	}
 	return 0, false, nil
+}
+
+// untornAtStart applies the tear rule to damage at the start of the last
+// segment s, which valid entries follow: the damaged records start where
+// the segment before s ends, which a scan of that segment (sealed, so
+// fsynced) tells when it is whole. Without it, the first valid entry
+// after the damage makes it ErrCorrupt.
+func (l *Log) untornAtStart(r *segReader, s *segment) (int64, bool, error) {
+	want := LSN(0)
+	if n := len(l.seg.list); n >= 2 && l.seg.list[n-1] == s {
+		prev := l.seg.list[n-2]
+		res, err := scanSegment(&segReader{f: prev.file.f}, scanSpec{seg: prev, limit: prev.size})
+		if err != nil {
+			return 0, false, err
+		}
+		if res.bad == nil {
+			want = res.endLSN
+		}
+	}
+	return untornAfter(r, 1, s.size, want)
 }
 
 // nextValid searches, byte by byte, for the first offset in [from, limit)

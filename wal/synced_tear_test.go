@@ -3,6 +3,7 @@ package wal_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -225,4 +226,86 @@ func TestPowerLossWrittenDuringFsync(t *testing.T) {
 		t.Fatal("no state with a hole: the test shows nothing")
 	}
 	t.Logf("%d of 600 states had a hole", holes)
+}
+
+// TestTearRuleSegmentStart: damage to the first entry of the last
+// segment, later entries kept, is judged by the end of the segment
+// before: a tear when no fsync covered the damaged entry before the later
+// ones were written, ErrCorrupt when one did.
+func TestTearRuleSegmentStart(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flush=%v", flush), func(t *testing.T) {
+			dir, first := tornAtSegmentStart(t, flush)
+			tail := []entryPos{first}
+			opts := wal.Options{SegmentSize: 4 << 10}
+			l, err := wal.Open(dir, &opts)
+			if flush {
+				if !errors.Is(err, wal.ErrCorrupt) {
+					t.Fatalf("Open = %v, want ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer closeLog(t, l)
+			if rep := l.Report(); rep.Torn == nil || rep.Torn.Segment != tail[0].seg || rep.Torn.Offset != 0 {
+				t.Fatalf("Report = %+v, want a tear at the start of %s", rep, tail[0].seg)
+			}
+			checkRecords(t, l, 1, 0, int(tail[0].first-1))
+		})
+	}
+}
+
+// TestVerifyTearRule: Verify, on a read-only Log, judges damage at the
+// start of the last segment by the tear rule as Open does.
+func TestVerifyTearRule(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flush=%v", flush), func(t *testing.T) {
+			dir, tail := tornAtSegmentStart(t, flush)
+			l, err := wal.Open(dir, &wal.Options{ReadOnly: true, SegmentSize: 4 << 10})
+			if flush {
+				if !errors.Is(err, wal.ErrCorrupt) {
+					t.Fatalf("Open = %v, want ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer closeLog(t, l)
+			rep, err := l.Verify()
+			if err != nil || rep.Torn == nil || rep.Torn.Segment != tail.seg || rep.Torn.Offset != 0 {
+				t.Fatalf("Verify = %+v, %v; want a tear at the start of %s", rep, err, tail.seg)
+			}
+		})
+	}
+}
+
+// tornAtSegmentStart writes a log of two segments, the last one holding
+// three entries or more, each record fsynced before the next is written
+// if flush, and zeroes the first entry of the last segment, which it
+// returns.
+func tornAtSegmentStart(t *testing.T, flush bool) (string, entryPos) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 4 << 10, Sync: wal.SyncNever})
+	for n, more := 0, 3; more > 0; n++ {
+		if len(segmentFiles(t, dir)) >= 2 {
+			more--
+		}
+		appendN(t, l, n, 1)
+		if flush {
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	closeLog(t, l)
+	tail := lastSegEntries(layoutOf(t, dir))
+	if len(tail) < 2 {
+		t.Fatalf("%d entries in the last segment, want 2 at least", len(tail))
+	}
+	zeroEntry(t, tail[0])
+	return dir, tail[0]
 }

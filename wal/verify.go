@@ -34,7 +34,11 @@ func (l *Log) Verify() (Report, error) {
 		results[i], damage[i] = res, res.damage
 	}
 	if n := len(views) - 1; n >= 0 && len(damage[n]) > 0 {
-		torn, res, err := verifyTear(views[n])
+		prevEnd := LSN(0) // the end of the segment before, when whole: what damage at the tail's start follows
+		if n > 0 && len(damage[n-1]) == 0 && results[n-1].entries > 0 {
+			prevEnd = results[n-1].endLSN
+		}
+		torn, res, err := verifyTear(views[n], prevEnd)
 		if err != nil {
 			return rep, err
 		}
@@ -55,15 +59,21 @@ func (l *Log) Verify() (Report, error) {
 
 // verifyTear reports the damage of the last segment v as a torn write
 // when the tear rule says it is one (repair.go): nothing valid follows the
-// first damage, or only entries that show a torn write. It then returns
-// the tear and the scan of the entries before it.
-func verifyTear(v segView) (*Damage, scanResult, error) {
+// first damage, or only entries that show a torn write. prevEnd is the
+// end of the segment before v when it is whole (0 otherwise), where
+// damage at v's start begins. It returns the tear and the scan of the
+// entries before it.
+func verifyTear(v segView, prevEnd LSN) (*Damage, scanResult, error) {
 	r := &segReader{f: v.file.f}
 	res, err := scanSegment(r, scanSpec{seg: v.seg, limit: v.size})
 	if err != nil || res.bad == nil {
 		return nil, res, err
 	}
-	if _, found, err := untornAfter(r, res.bad.off+1, v.size, res.endLSN); err != nil || found {
+	want := res.endLSN
+	if want == 0 {
+		want = prevEnd
+	}
+	if _, found, err := untornAfter(r, res.bad.off+1, v.size, want); err != nil || found {
 		return nil, res, err
 	}
 	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.bad.reason)

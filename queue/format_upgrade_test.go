@@ -1,0 +1,93 @@
+package queue_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walq/walq/queue"
+)
+
+// format1Dir copies testdata/format1-ack, a directory an older release
+// wrote (directory format 1, log entries of version 1: "one", "two" and
+// "three" enqueued, "one" acked, no snapshot), into a fresh directory.
+func format1Dir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "q")
+	src := filepath.Join("testdata", "format1-ack")
+	require.NoError(t, filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o600)
+	}))
+	return dir
+}
+
+// readyPayloads returns the payloads of the ready messages, in order.
+func readyPayloads(t *testing.T, q *queue.Queue) []string {
+	t.Helper()
+	infos, err := q.Browse(queue.StateReady, 0, 100)
+	require.NoError(t, err)
+	var out []string
+	for _, m := range infos {
+		p, err := q.Peek(m.Seq)
+		require.NoError(t, err)
+		out = append(out, string(p.Payload))
+	}
+	return out
+}
+
+// TestFormat1ReadOnly: a read-only open of a format-1 directory reads its
+// version-1 log and leaves the directory as it was, format 1.
+func TestFormat1ReadOnly(t *testing.T) {
+	dir := format1Dir(t)
+	before := files(t, dir)
+	q, err := queue.Open(dir, &queue.Options{ReadOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, queue.Identity{Format: 1, Kind: queue.KindAck}, q.Identity())
+	require.Equal(t, []string{"two", "three"}, readyPayloads(t, q))
+	require.NoError(t, q.Close())
+	require.Equal(t, before, files(t, dir), "a read-only open changed the directory")
+	id, err := queue.ReadIdentity(dir)
+	require.NoError(t, err)
+	require.Equal(t, 1, id.Format)
+}
+
+// TestFormat1Upgrade: a writable open of a format-1 directory reads the
+// records an older release wrote, and raises the directory to format 2
+// before it writes: after it, the identity file says 2, and the log,
+// version-1 entries then version-2 ones, reads back whole.
+func TestFormat1Upgrade(t *testing.T) {
+	dir := format1Dir(t)
+	q, err := queue.Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, queue.Identity{Format: queue.FormatVersion, Kind: queue.KindAck}, q.Identity())
+	require.Equal(t, 2, queue.FormatVersion)
+	id, err := queue.ReadIdentity(dir)
+	require.NoError(t, err)
+	require.Equal(t, 2, id.Format, "the identity file is rewritten before the first write")
+	require.Equal(t, []string{"two", "three"}, readyPayloads(t, q))
+	_, err = q.Enqueue(context.Background(), []byte("four"))
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+
+	q, err = queue.Open(dir, &queue.Options{ReadOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"two", "three", "four"}, readyPayloads(t, q))
+	require.Equal(t, 2, q.Identity().Format)
+	require.NoError(t, q.Close())
+	_, err = queue.Verify(dir, nil)
+	require.NoError(t, err)
+}
