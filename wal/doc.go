@@ -126,9 +126,12 @@
 // is damage followed by a version-1 entry that can continue the log. For
 // damage at the segment's first entry L is the end of the segment before
 // it; when that segment is not whole, or there is none, L is unknown and
-// any valid entry after the damage makes it ErrCorrupt. The same rule
-// judges the damaged end of a torn roll's sealed segment, and Verify
-// (both with L from the same segment only).
+// any valid entry after the damage makes it ErrCorrupt. Verify judges
+// the last segment by the same rule. The damaged end of a torn roll's
+// sealed segment (see Guarantees) is not judged by it: a valid entry
+// after the damage there still makes it ErrCorrupt, since a salvaging
+// Open bounds that end by its bytes and resyncs past the damage, and
+// would keep other records than a plain Open cutting it as a tear.
 //
 // What the rule cannot tell: damage that is not a tear (bit rot, a lost
 // sector) to records whose fsync completed, when no entry was written

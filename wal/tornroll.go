@@ -17,12 +17,10 @@ import (
 // waits for syncRolled, which fsyncs the sealed segment whole. Since no
 // valid entry follows the damage anywhere, the tear is a torn tail that
 // happens to lie one segment back, and Open repairs it as one: the empty
-// segment after it is removed, then the torn segment is cut. Valid
-// entries after the damage are judged by the tear rule of the last
-// segment (repair.go): those that show a torn write do not prevent it.
+// segment after it is removed, then the torn segment is cut.
 //
 // Only the last sealed segment is considered, only when it is torn (no
-// valid entry that shows damage follows the damage in it) or ends at an entry boundary short
+// valid entry follows the damage in it) or ends at an entry boundary short
 // of the index the tail is named by while shorter than SegmentSize (a
 // segment that reached it was sealed whole: the tail then names a missing
 // segment's end), and only when the tail holds nothing but zeros. A
@@ -86,9 +84,9 @@ func (l *Log) tornRoll() error {
 		// report.
 		return nil
 	case res.bad != nil:
-		_, found, err := untornAfter(r, res.bad.off+1, s.size, res.endLSN)
+		_, _, found, err := findValid(r, res.bad.off+1, s.size, res.endLSN)
 		if err != nil || found {
-			return err // damage followed by a valid entry that shows it is not torn (repair.go)
+			return err // damage followed by a valid entry: not torn (the tear rule of repair.go is not applied here: doc.go)
 		}
 		if l.opts.Salvage {
 			if salvaged, err := l.salvagesEnd(r, s, tail, res); err != nil || salvaged {
