@@ -2,13 +2,17 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // format1Dir copies testdata/format1-ack, a directory an older release
@@ -90,4 +94,45 @@ func TestFormat1Upgrade(t *testing.T) {
 	require.NoError(t, q.Close())
 	_, err = queue.Verify(dir, nil)
 	require.NoError(t, err)
+}
+
+// failFirstOpen is the real file system, except that the first open of a
+// snapshot fails: the read-only replay that decides whether a directory
+// without an identity file may be adopted fails, and the writable open
+// after it does not.
+type failFirstOpen struct {
+	wal.OSFS
+	failed atomic.Bool
+}
+
+func (f *failFirstOpen) Open(name string) (wal.File, error) {
+	if strings.HasPrefix(filepath.Base(name), "snap") && f.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("injected read failure")
+	}
+	return f.OSFS.Open(name)
+}
+
+// TestUnadoptedDirectoryGetsFormat2: a directory without an identity file
+// whose read-only replay fails is opened without adopting it, and the open
+// then writes entries of version 2; an older release, finding no identity
+// file, would adopt it and cut those entries as a torn tail. So the open
+// writes an identity file of format 2 before its log is opened.
+func TestUnadoptedDirectoryGetsFormat2(t *testing.T) {
+	dir := t.TempDir()
+	q := open(t, dir, nil)
+	enqueue(t, q, "one")
+	require.NoError(t, q.Compact()) // a snapshot, which the adoption reads first
+	require.NoError(t, q.Close())
+	require.NoError(t, os.Remove(filepath.Join(dir, "IDENTITY")))
+
+	fsys := &failFirstOpen{}
+	q, err := queue.Open(dir, &queue.Options{FS: fsys})
+	require.NoError(t, err)
+	require.True(t, fsys.failed.Load(), "the adoption's read-only replay did not fail")
+	enqueue(t, q, "two")
+	id, err := queue.ReadIdentity(dir)
+	require.NoError(t, err, "entries of version 2 written with no identity file")
+	require.Equal(t, queue.Identity{Format: queue.FormatVersion, Kind: queue.KindAck}, id)
+	require.Equal(t, []string{"one", "two"}, readyPayloads(t, q))
+	require.NoError(t, q.Close())
 }

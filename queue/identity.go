@@ -48,8 +48,10 @@ import (
 // directory that shows the other kind is refused. A sorted directory
 // cannot tell from its log whether it was windowed, nor its sort key type
 // (all integer and time keys are 8 bytes), so it is written as the kind
-// and key type it is opened as. A read-only open writes nothing, so it
-// adopts nothing: it checks what it can infer.
+// and key type it is opened as; so is a directory whose files do not
+// replay (damage, which the open then reports or salvages): its log is
+// about to receive entries of version 2. A read-only open writes nothing,
+// so it adopts nothing: it checks what it can infer.
 const (
 	identityName  = "IDENTITY"
 	identityMagic = "WALQDIR\x00"
@@ -229,34 +231,35 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return have, err
 	}
-	adopt, err := adoptable(dir, o, want)
-	if err != nil || !adopt {
+	if err := adoptable(dir, o, want); err != nil {
 		return want, err
 	}
 	return want, writeIdentity(o.fs(), dir, want, o.FileMode)
 }
 
 // adoptable returns an error if dir, which has no identity file, holds
-// data that shows it is not of want's kind, and whether to record want as
-// its identity. A new directory is adoptable. One whose files do not
-// replay read-only (damage that the open itself reports, or salvages) is
-// opened without an identity file, to be adopted by a later open.
-func adoptable(dir string, o Options, want Identity) (bool, error) {
+// data that shows it is not of want's kind. A new directory is adoptable.
+// So is one whose files do not replay read-only (damage that the open
+// itself reports, or salvages), which shows no kind: it takes want's,
+// which every entry this open writes is of. It must not stay without an
+// identity file: the open writes entries of version 2, which an older
+// release, adopting the directory, would cut as a torn tail.
+func adoptable(dir string, o Options, want Identity) error {
 	if isNew, err := newDir(dir); isNew || err != nil {
-		return isNew, err
+		return err
 	}
 	probe, err := replayReadOnly(dir, o, Identity{}, false)
 	if err != nil {
-		return false, nil
+		return nil // damage, which the open itself reports or salvages
 	}
 	kind, known := inferKind(probe.mu.st)
 	if err := probe.closeReadOnly(); err != nil {
-		return false, err
+		return err
 	}
 	if known && !sameFamily(kind, want.Kind) {
-		return false, mismatch(dir, Identity{Kind: kind}, want, " (inferred from its log)")
+		return mismatch(dir, Identity{Kind: kind}, want, " (inferred from its log)")
 	}
-	return true, nil
+	return nil
 }
 
 // newDir reports whether dir holds no queue yet: no snapshot, no log
