@@ -119,11 +119,14 @@
 // entry of the last segment, whose records start at L+1 (L the last LSN
 // of the whole entries before it), Open applies the tear rule: the damage
 // is a torn write, cut and reported in Report().Torn, iff every valid
-// entry after it is of version 2, starts after L and has a Synced LSN of
-// L or less: no entry was written after an fsync that covered a record of
-// the damaged region, so all of it may have been unsynced. Otherwise it
-// is ErrCorrupt (under Salvage, a cut reported in Report().Salvaged), as
-// is damage followed by a version-1 entry that can continue the log. For
+// entry after it that starts after L is of version 2 and has a Synced LSN
+// of L or less: no entry was written after an fsync that covered a record
+// of the damaged region, so all of it may have been unsynced. A valid
+// entry that starts at or before L is passed over: it is bytes a record
+// holds (a copy of an earlier entry, say), as before version 2. Otherwise
+// the damage is ErrCorrupt (under Salvage, a cut reported in
+// Report().Salvaged), as is damage followed by a version-1 entry that can
+// continue the log. For
 // damage at the segment's first entry L is the end of the segment before
 // it; when that segment is not whole, or there is none, L is unknown and
 // any valid entry after the damage makes it ErrCorrupt. Verify judges
@@ -134,8 +137,8 @@
 // would keep other records than a plain Open cutting it as a tear.
 //
 // What the rule cannot tell: damage that is not a tear (bit rot, a lost
-// sector) to records whose fsync completed, when no entry was written
-// after that fsync completed, is cut as a tear, exactly as damage to the
+// sector) to records whose fsync completed, when no entry's write began
+// after DurableLSN rose to cover them, is cut as a tear, exactly as damage to the
 // last entry of a log always was. Under SyncNever and SyncInterval that
 // covers the records since the last fsync that an entry written later
 // could have named.

@@ -82,14 +82,20 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 // Each version-2 entry says what was durable when it was written (its
 // Synced LSN, entry.go), and the tear rule rests on it. The damage starts
 // at the first bad entry, whose records start at want = L+1 (L the last
-// LSN of the whole entries before it). It is a tear iff every valid entry
-// after it is of version 2, starts after L, and was written when the log
-// was durable up to L at most: no entry was written after an fsync that
-// covered a record of the damaged region, so every byte there may have
-// been unsynced, and torn. A version-1 entry tells nothing: as before
-// version 2, one that can continue the log (at or after want, no further
-// than the bytes before it can number) makes the damage ErrCorrupt, and
-// one that cannot is not taken for an entry of the log. When the damage
+// LSN of the whole entries before it). A valid entry found after it
+// that starts at or before L is not an entry of the log's (LSNs only
+// rise), but bytes a record holds (a copy of an earlier entry, say): it
+// is passed over, as before version 2. The damage is a tear iff every
+// other valid entry after it is of version 2 and was written when the
+// log was durable up to L at most: no entry was written after an fsync
+// that covered a record of the damaged region, so every byte there may
+// have been unsynced, and torn. An entry past L is judged so however far
+// past L it starts: a segment can start past an LSN gap (MustReach, a
+// salvage's resume), so distance does not tell a copy from an entry. A
+// version-1 entry tells nothing: as before version 2, one that can
+// continue the log (no further past L than the bytes before it can
+// number) makes the damage ErrCorrupt, and one that cannot is passed
+// over. When the damage
 // starts the segment, L is the end of the segment before it
 // (untornAtStart); without L (no whole segment before it) nothing can be
 // compared: any valid entry makes it ErrCorrupt.
@@ -111,13 +117,16 @@ func untornAfter(r *segReader, from, limit int64, want LSN) (int64, bool, error)
 		switch {
 		case want == 0:
 			return at, true, nil
+		case h.first < want:
+			off = at + 1 // not an entry of the log's (a record may hold one): search on inside it, as findValid does
+			continue
 		case h.version == entryVersion1:
-			if h.first >= want && h.first-want <= uint64(at) {
+			if h.first-want <= uint64(at) {
 				return at, true, nil // can continue the log: as findValid would find it
 			}
-			off = at + 1 // not an entry of the log's: search on inside it, as findValid does
+			off = at + 1
 			continue
-		case h.first < want || h.synced >= want:
+		case h.synced >= want:
 			return at, true, nil
 		}
 		off = at + n

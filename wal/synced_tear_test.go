@@ -81,22 +81,64 @@ func TestTearRuleSyncedLSN(t *testing.T) {
 	}
 }
 
-// TestTearRuleFirstLSN: after damage to the entry whose records start at
-// L+1, a valid entry whose records start at or before L (here a copy of
-// the first entry, appended) cannot be one of a torn write's: Open
-// refuses the log.
-func TestTearRuleFirstLSN(t *testing.T) {
-	dir, lay := syncedLog(t, [3]bool{})
-	first, err := os.ReadFile(lay[0].seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	frame := first[lay[0].off : lay[0].off+lay[0].size]
-	zeroEntry(t, lay[1])
-	fileOp(t, lay[0].seg, func(b []byte) []byte { return append(b, frame...) })
-	if _, err := wal.Open(dir, nil); !errors.Is(err, wal.ErrCorrupt) {
-		t.Fatalf("Open = %v, want ErrCorrupt", err)
-	}
+// TestTearRulePassesOverCopies: a valid entry after the damage that
+// cannot continue the log (its records start at or before L) is not one
+// of the log's entries but bytes a record holds, a copy of an earlier
+// entry say, as a log of log segments has: it is passed over, as before
+// version 2, and a torn tail stays a tear.
+func TestTearRulePassesOverCopies(t *testing.T) {
+	t.Run("inside the torn last entry", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openLog(t, dir, &wal.Options{Sync: wal.SyncAlways})
+		appendN(t, l, 0, 1)
+		appendN(t, l, 1, 1)
+		lay := layoutOf(t, dir)
+		b, err := os.ReadFile(lay[0].seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := append([]byte("a copy of the first entry: "), b[lay[0].off:lay[0].off+lay[0].size]...)
+		rec = append(rec, make([]byte, 64)...)
+		_, c, err := l.Append(rec)
+		if err == nil {
+			err = c.Wait()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeLog(t, l)
+		lay = layoutOf(t, dir)
+		last := lay[len(lay)-1]
+		fileOp(t, last.seg, func(b []byte) []byte { return b[:last.off+last.size-32] }) // its last sector lost
+		l, err = wal.Open(dir, nil)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer closeLog(t, l)
+		if rep := l.Report(); rep.Torn == nil || rep.Torn.Offset != last.off {
+			t.Fatalf("Report = %+v, want a tear at offset %d", rep, last.off)
+		}
+		checkRecords(t, l, 1, 0, 2)
+	})
+	t.Run("after the damage", func(t *testing.T) {
+		dir, lay := syncedLog(t, [3]bool{})
+		first, err := os.ReadFile(lay[0].seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame := first[lay[0].off : lay[0].off+lay[0].size]
+		zeroEntry(t, lay[1])
+		fileOp(t, lay[0].seg, func(b []byte) []byte { return append(b, frame...) })
+		l, err := wal.Open(dir, nil)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer closeLog(t, l)
+		if rep := l.Report(); rep.Torn == nil || rep.Torn.Offset != lay[1].off {
+			t.Fatalf("Report = %+v, want a tear at offset %d", rep, lay[1].off)
+		}
+		checkRecords(t, l, 1, 0, 1)
+	})
 }
 
 // gatedFS is a crashfs.FS whose Datasync calls on segment files wait while
