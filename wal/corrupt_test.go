@@ -90,10 +90,7 @@ var harnessOpts = wal.Options{SegmentSize: 4 << 10, Sync: wal.SyncNever}
 const harnessRecords = 300
 
 // pristine builds a log of harnessRecords records, one per entry, over
-// several segments, and returns its directory and layout. Each record is
-// fsynced (Flush) before the next is written, so every entry says the
-// ones before it were durable: damage to one that entries follow is
-// damage, never taken for a torn write (repair.go).
+// several segments, and returns its directory and layout.
 func pristine(t testing.TB) (string, []entryPos) {
 	t.Helper()
 	dir := t.TempDir()
@@ -101,9 +98,6 @@ func pristine(t testing.TB) (string, []entryPos) {
 	l := openLog(t, dir, &opts)
 	for i := 0; i < harnessRecords; i++ {
 		appendN(t, l, i, 1)
-		if err := l.Flush(); err != nil {
-			t.Fatal(err)
-		}
 	}
 	closeLog(t, l)
 	lay := layoutOf(t, dir)

@@ -116,32 +116,51 @@
 // once (a group with a WaitWritten caller is written while an fsync is in
 // flight). So every entry records the log's DurableLSN when its write was
 // issued (its Synced LSN; see "On-disk format"), and at the first bad
-// entry of the last segment, whose records start at L+1 (L the last LSN
-// of the whole entries before it), Open applies the tear rule: the damage
-// is a torn write, cut and reported in Report().Torn, iff every valid
-// entry after it that starts after L is of version 2 and has a Synced LSN
-// of L or less: no entry was written after an fsync that covered a record
-// of the damaged region, so all of it may have been unsynced. A valid
-// entry that starts at or before L is passed over: it is bytes a record
-// holds (a copy of an earlier entry, say), as before version 2. Otherwise
-// the damage is ErrCorrupt (under Salvage, a cut reported in
+// entry of the last segment, at offset B, whose records start at L+1 (L
+// the last LSN of the whole entries before it), Open applies the tear
+// rule. A valid entry after B that starts at or before L is passed over:
+// it is bytes a record holds (a copy of an earlier entry, say), as before
+// version 2. If no other valid entry follows, the damage is a torn tail,
+// as always. If one follows, the damage is a torn write, and everything
+// from B on is cut and reported in Report().Torn, iff all three hold:
+//
+//   - every such entry is of version 2 and has a Synced LSN of L or less:
+//     no entry was written after an fsync that covered a record of the
+//     damaged region;
+//   - the damage, from B to the first such entry, holds a sector (512
+//     bytes, aligned in the file) that is all zeros from B, or from the
+//     sector's start, to its end: a sector the write never reached, where
+//     the zeros ahead of the tail were;
+//   - the file's last whole aligned sector, and the bytes after it, are
+//     zeros and lie past the last such entry: zeros ahead of the tail
+//     that no write reached. A log that was closed, or never had zeros
+//     written ahead of its tail, ends at its last entry (or in a torn
+//     piece of it); fewer zeros than a sector can be a record's own bytes.
+//
+// Otherwise the damage is ErrCorrupt (under Salvage, a cut reported in
 // Report().Salvaged), as is damage followed by a version-1 entry that can
-// continue the log. For
+// continue the log. The second and third conditions exist because an
+// entry's Synced LSN understates what is durable: Close, Flush and the
+// fsyncs of SyncInterval make records durable after their entries were
+// written, and a later bit flip or lost sector in them, valid entries
+// after it, is damage, never a tear. So a hole that a power loss leaves
+// in bytes appended at the file's end, with later appended bytes kept, is
+// refused: the file then ends at what it kept, as a closed log does. For
 // damage at the segment's first entry L is the end of the segment before
 // it; when that segment is not whole, or there is none, L is unknown and
 // any valid entry after the damage makes it ErrCorrupt. Verify judges
-// the last segment by the same rule. The damaged end of a torn roll's
+// the last segment by the same rule (a read-only Log's whole file; a
+// writable one's written bytes). The damaged end of a torn roll's
 // sealed segment (see Guarantees) is not judged by it: a valid entry
 // after the damage there still makes it ErrCorrupt, since a salvaging
 // Open bounds that end by its bytes and resyncs past the damage, and
 // would keep other records than a plain Open cutting it as a tear.
 //
-// What the rule cannot tell: damage that is not a tear (bit rot, a lost
-// sector) to records whose fsync completed, when no entry's write began
-// after DurableLSN rose to cover them, is cut as a tear, exactly as damage to the
-// last entry of a log always was. Under SyncNever and SyncInterval that
-// covers the records since the last fsync that an entry written later
-// could have named.
+// What the rule cannot tell: damage shaped as a tear (an aligned sector
+// of zeros, a lost sector say) to records whose fsync completed, when no
+// entry's write began after DurableLSN rose to cover them and the file
+// ends in a whole sector of zeros past the valid entries, is cut as a
+// tear, exactly as damage to the last entry of a log always was.
 //
 // A log written by this version holds version-2 entries, which an older
 // walq takes for a torn tail and cuts: it must not be opened by an older

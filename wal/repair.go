@@ -45,7 +45,7 @@ func (l *Log) repairTail(s *segment) error {
 // the cut that Open makes, when the Log is writable, after its checks.
 func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	bad := res.bad
-	next, found, err := untornAfter(r, bad.off+1, s.size, res.endLSN)
+	next, found, err := untornAfter(r, bad.off, s.size, res.endLSN)
 	if err == nil && found && res.endLSN == 0 {
 		next, found, err = l.untornAtStart(r, s)
 	}
@@ -100,19 +100,32 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 // (untornAtStart); without L (no whole segment before it) nothing can be
 // compared: any valid entry makes it ErrCorrupt.
 //
-// What the rule cannot tell: damage (not a tear) to records whose fsync
-// completed, with no entry written after that fsync, is cut as a tear,
-// as damage to the last entry of a log always was.
+// A Synced LSN understates what is durable: Close, Flush and interval
+// fsyncs make records durable after their entries were written. So
+// entries that pass the rule make the damage a tear only when it also
+// has the shape a power loss leaves over zeros written ahead of the tail
+// (tearShaped): a sector of it never written, and a whole sector of
+// zeros at the file's end that no write reached. A closed log ends at its
+// last entry.
+//
+// What the rule cannot tell: damage shaped as a tear (a sector of zeros)
+// to records whose fsync completed, with no entry written after that
+// fsync, in a file that ends in zeros, is cut as a tear, as damage to the
+// last entry of a log always was.
 
-// untornAfter applies the tear rule to the valid entries in [from, limit)
-// after damage whose records start at want (0 when unknown). It returns
-// the offset of the first valid entry that shows the damage is not a torn
-// write, and whether there is one.
-func untornAfter(r *segReader, from, limit int64, want LSN) (int64, bool, error) {
-	for off := from; off < limit; {
+// untornAfter applies the tear rule to the valid entries in (bad, limit)
+// after damage that starts at offset bad and whose records start at want
+// (0 when unknown). It returns the offset of the first valid entry that
+// shows the damage is not a torn write, and whether there is one.
+func untornAfter(r *segReader, bad, limit int64, want LSN) (int64, bool, error) {
+	judged, end := int64(-1), int64(0) // the first entry judged torn by its Synced LSN; the end of the last
+	for off := bad + 1; off < limit; {
 		at, n, h, found, err := nextValid(r, off, limit)
-		if err != nil || !found {
+		if err != nil {
 			return 0, false, err
+		}
+		if !found {
+			break
 		}
 		switch {
 		case want == 0:
@@ -129,9 +142,53 @@ func untornAfter(r *segReader, from, limit int64, want LSN) (int64, bool, error)
 		case h.synced >= want:
 			return at, true, nil
 		}
-		off = at + n
+		if judged < 0 {
+			judged = at
+		}
+		off, end = at+n, at+n
 	}
-	return 0, false, nil
+	if judged < 0 {
+		return 0, false, nil // nothing valid follows: a torn tail, as always
+	}
+	torn, err := tearShaped(r, bad, judged, end, limit)
+	if err != nil || torn {
+		return 0, false, err
+	}
+	return judged, true, nil
+}
+
+// sectorSize is the unit a disk writes whole or not at all, and the
+// alignment of the units a torn overwrite leaves (a page is 8 of them).
+const sectorSize = 512
+
+// tearShaped reports whether damage at [bad, next), followed by valid
+// entries up to end, looks as a power loss leaves a write over zeros
+// ahead of the tail: the damage holds an aligned sector that was never
+// written (all zeros from bad, or from the sector's start, to its end, which is before next),
+// and the file ends, past end, in a whole aligned sector of zeros that
+// nothing was written to. A log that was closed, or never extended, ends
+// at its last entry; a bit flip or garbage is not a sector left unwritten.
+func tearShaped(r *segReader, bad, next, end, limit int64) (bool, error) {
+	hole, err := zeroSector(r, bad, next)
+	if err != nil || !hole {
+		return false, err
+	}
+	last := (limit/sectorSize - 1) * sectorSize // the start of the last whole sector
+	if last < end {
+		return false, nil
+	}
+	return zeroFilled(r, last, limit)
+}
+
+// zeroSector reports whether an aligned sector that ends by to holds only
+// zeros in its part from from on.
+func zeroSector(r *segReader, from, to int64) (bool, error) {
+	for s := from - from%sectorSize; s+sectorSize <= to; s += sectorSize {
+		if zero, err := zeroFilled(r, max(s, from), s+sectorSize); err != nil || zero {
+			return zero, err
+		}
+	}
+	return false, nil
 }
 
 // untornAtStart applies the tear rule to damage at the start of the last
@@ -151,7 +208,7 @@ func (l *Log) untornAtStart(r *segReader, s *segment) (int64, bool, error) {
 			want = res.endLSN
 		}
 	}
-	return untornAfter(r, 1, s.size, want)
+	return untornAfter(r, 0, s.size, want)
 }
 
 // nextValid searches, byte by byte, for the first offset in [from, limit)

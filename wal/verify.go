@@ -73,7 +73,7 @@ func verifyTear(v segView, prevEnd LSN) (*Damage, scanResult, error) {
 	if want == 0 {
 		want = prevEnd
 	}
-	if _, found, err := untornAfter(r, res.bad.off+1, v.size, want); err != nil || found {
+	if _, found, err := untornAfter(r, res.bad.off, v.size, want); err != nil || found {
 		return nil, res, err
 	}
 	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.bad.reason)
