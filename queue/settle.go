@@ -115,11 +115,11 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // failure, and even fsynced (see Pending.Err). SettleAsync blocks while the
 // Options.MaxPending window is full; after Close it returns ErrClosed.
 //
-// Its records are usually written with the next delivery's lease, whose
-// call writes them anyway: while that happens, the log's committer is not
-// woken for each settle, and writes what no call wrote a millisecond
-// later at most (wal.Log.AppendLate). Done, Err, Wait and Flush write
-// them, or wake the committer, at once.
+// Under SyncNever and SyncInterval its records are usually written with
+// the next delivery's lease, whose call writes them anyway: while that
+// happens, the log's committer is not woken for each settle, and writes
+// what no call wrote a millisecond later at most (wal.Log.AppendLate).
+// Done, Err, Wait and Flush write them, or wake the committer, at once.
 
 func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	var dead []deadNote

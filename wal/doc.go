@@ -8,7 +8,7 @@
 //	lsn, commit, err := l.Append(rec) // cheap; call it under your own lock
 //	lsn, commit, err = l.AppendJoined([][]byte{head, payload, tail}, false, true) // one record, its parts joined
 //	err = commit.Wait()               // durable once it returns nil
-//	lsn, commit, err = l.AppendLate(rec) // nobody waits: written with the next caller's write, or a millisecond later at most
+//	lsn, commit, err = l.AppendLate(rec) // nobody waits: without fsync, written with the next caller's write, or a millisecond later at most
 //	r := l.NewReader(lsn)             // or l.Read(lsn) for one record
 //	err = l.View(lsn, check)          // one record, uncopied: check must not write or keep it
 //	lsn, rec, err = r.Next()          // io.EOF once caught up
@@ -287,11 +287,12 @@
 // requests to it). A caller blocked in Wait or WaitWritten writes the
 // gathered groups itself under the committer's mutex, one caller at a
 // time: the others wait for its write, and one of them writes whatever
-// gathered meanwhile (lead.go). A record of AppendLate, whose caller does
-// not wait, wakes the committer at once only while such records are left
-// for it to write; while other callers' writes take them first, it arms
-// a timer that makes the committer write, a millisecond later at most,
-// whatever nobody wrote meanwhile (late.go). Beside it run the syncer (it makes
+// gathered meanwhile (lead.go). Under SyncNever and SyncInterval a
+// record of AppendLate, whose caller does not wait, wakes the committer
+// at once only while such records are left for it to write; while other
+// callers' writes take them first, it arms a timer that makes the
+// committer write, a millisecond later at most, whatever nobody wrote
+// meanwhile (late.go). Beside it run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, holding no lock: writeback.go); Close stops the

@@ -26,6 +26,12 @@ import (
 // written by callers: the first one after a stream of them, whose lone
 // caller writes nothing after it. Wait, WaitWritten and Done still write
 // it, or wake the committer, at once.
+//
+// Under SyncAlways a record of AppendLate wakes the committer at once, as
+// Append's does: it needs an fsync, which the committer starts on the
+// syncer, while a caller that writes it for its own record's sake (a
+// lease, which waits only for its write) would run that fsync itself and
+// wait for it.
 
 // lateWake is how long a record of AppendLate may wait for another
 // caller's write before the committer writes it.
@@ -43,8 +49,9 @@ type lateWakes struct {
 
 // AppendLate is Append for a caller that does not wait for the Commit
 // and whose record a write of another caller's soon usually takes (see
-// above): the committer may write it up to lateWake later than Append's
-// would. Wait, WaitWritten and Done on the Commit do not wait for that.
+// above): under SyncNever and SyncInterval the committer may write it up
+// to lateWake later than Append's would; under SyncAlways it is Append.
+// Wait, WaitWritten and Done on the Commit do not wait for that.
 func (l *Log) AppendLate(rec []byte) (LSN, *Commit, error) {
 	lsn, c, err := l.add(rec, true)
 	if err != nil {
@@ -52,6 +59,11 @@ func (l *Log) AppendLate(rec []byte) (LSN, *Commit, error) {
 	}
 	lw := &l.c.late
 	switch {
+	case l.opts.Sync == SyncAlways:
+		// The record waits for an fsync, which the committer's wake
+		// starts on the syncer: a caller's write that took it would run
+		// that fsync itself, on a caller that waits only for its write.
+		l.wakeCommitter()
 	case !lw.deferred.Load():
 		lw.lsn.Store(lsn)
 		l.wakeCommitter()

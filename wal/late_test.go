@@ -8,21 +8,22 @@ import (
 // TestAppendLateIsWritten: a record of AppendLate whose caller never
 // waits, and that no other caller's write takes, is written by the
 // committer on its own, whether it wakes the committer at once (no record
-// before it was written by a caller) or arms the timer (callers wrote the
-// ones before); and, under SyncAlways, fsynced. Nothing here calls Wait,
-// WaitWritten or Done, which would write it or wake the committer.
+// before it was written by a caller; always under SyncAlways) or arms the
+// timer (callers wrote the ones before); and, under SyncAlways, fsynced.
+// Nothing here calls Wait, WaitWritten or Done, which would write it or
+// wake the committer.
 func TestAppendLateIsWritten(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		sync SyncMode
-	}{{"SyncAlways", SyncAlways}, {"SyncNever", SyncNever}} {
+	}{{"SyncAlways", SyncAlways}, {"SyncInterval", SyncInterval}, {"SyncNever", SyncNever}} {
 		for _, deferred := range []bool{false, true} {
 			name := mode.name + "/at-once"
 			if deferred {
 				name = mode.name + "/timer"
 			}
 			t.Run(name, func(t *testing.T) {
-				l, err := Open(t.TempDir(), &Options{Sync: mode.sync})
+				l, err := Open(t.TempDir(), &Options{Sync: mode.sync, SyncInterval: time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}
