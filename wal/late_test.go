@@ -38,9 +38,13 @@ func TestAppendLateIsWritten(t *testing.T) {
 					if mode.sync == SyncAlways {
 						awaitLSN(t, "fsynced", l.DurableLSN, lsn, i)
 					}
-					if !c.isDone() {
-						t.Fatalf("record %d: written and fsynced as the mode asks, its Commit is not done", i)
+					done := func() LSN { // the Commit is completed just after the LSNs are published
+						if c.isDone() {
+							return lsn
+						}
+						return 0
 					}
+					awaitLSN(t, "done", done, lsn, i)
 				}
 			})
 		}
