@@ -119,8 +119,9 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // the next delivery's lease, whose call writes them anyway: while that
 // happens, the log's committer is not woken for each settle, and writes
 // what no call wrote a millisecond later at most (wal.Log.AppendLate).
-// Done, Err, Wait and Flush write them, or wake the committer, at once.
-
+// Until they are written a kill of the process undoes the settlement, as
+// under every mode before the Pending completes. Done, Err, Wait and
+// Flush wake the committer to write them at once.
 func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	var dead []deadNote
 	defer func() { q.logDead(dead) }() // runs after the Unlock below
