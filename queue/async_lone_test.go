@@ -85,3 +85,55 @@ func logBytes(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// TestCloseWritesLateAck: Close right after an AckAsync whose record
+// waits for a later write (after a stream of Dequeue and AckAsync, under
+// SyncInterval and SyncNever) completes its Pending without error and
+// leaves the ack in the log: after a reopen the message is not delivered
+// again.
+func TestCloseWritesLateAck(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		sync queue.SyncMode
+	}{{"SyncAlways", queue.SyncAlways}, {"SyncInterval", queue.SyncInterval}, {"SyncNever", queue.SyncNever}} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			o := &queue.Options{Sync: mode.sync, SyncInterval: time.Hour}
+			q := open(t, dir, o)
+			items := make([]queue.Item, 300)
+			for i := range items {
+				items[i].Payload = []byte("m")
+			}
+			if _, err := q.EnqueueBatch(ctx, items); err != nil {
+				t.Fatal(err)
+			}
+			var p *queue.Pending
+			for range 200 { // the last ack has no call after it but Close
+				m, err := q.Dequeue(ctx)
+				if err == nil {
+					p, err = m.AckAsync()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := q.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Done():
+			default:
+				t.Fatal("the last AckAsync's Pending not complete after Close")
+			}
+			if err := p.Err(); err != nil {
+				t.Fatalf("the last AckAsync's Pending after Close: %v", err)
+			}
+			q = open(t, dir, o)
+			defer q.Close()
+			if s := q.Stats(); s.Ready != 100 || s.InFlight != 0 {
+				t.Fatalf("reopened after Close: %d ready, %d in flight; want 100 and 0 (200 acked)", s.Ready, s.InFlight)
+			}
+		})
+	}
+}
