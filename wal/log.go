@@ -292,6 +292,8 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
+	c.late.timer = time.NewTimer(time.Hour)
+	c.late.timer.Stop()
 	c.gathering.epoch = c.lastSync
 	if l.opts.Sync != SyncAlways && f.writeback != nil {
 		c.hints.jobs, c.hints.exited = make(chan hint, 1), make(chan struct{})
