@@ -174,10 +174,13 @@ func asyncAck(b *testing.B, q *queue.Queue) {
 
 // asyncSettle takes b.N messages with DequeueBatch of 64 and acks each
 // batch with one SettleAsync.
-func asyncSettle(b *testing.B, q *queue.Queue) {
+func asyncSettle(b *testing.B, q *queue.Queue) { settleBatches(context.Background(), b, q) }
+
+// settleBatches is asyncSettle, failing once ctx is done.
+func settleBatches(ctx context.Context, b *testing.B, q *queue.Queue) {
 	ss := make([]queue.Settlement, 0, 64)
 	for done := 0; done < b.N; {
-		ms, err := q.DequeueBatch(context.Background(), min(64, b.N-done))
+		ms, err := q.DequeueBatch(ctx, min(64, b.N-done))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -193,8 +196,11 @@ func asyncSettle(b *testing.B, q *queue.Queue) {
 }
 
 // asyncStream runs asyncEnqueue and asyncSettle side by side, and returns
-// once both are done.
+// once both are done. A producer that fails stops the consumer, which
+// would otherwise wait for the messages it never enqueued.
 func asyncStream(b *testing.B, q *queue.Queue) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	produced := make(chan struct{})
 	go func() {
 		defer close(produced)
@@ -202,10 +208,11 @@ func asyncStream(b *testing.B, q *queue.Queue) {
 		for range b.N {
 			if _, err := q.EnqueueAsync(context.Background(), payload); err != nil {
 				b.Error(err)
+				cancel()
 				return
 			}
 		}
 	}()
-	asyncSettle(b, q)
-	<-produced
+	defer func() { <-produced }()
+	settleBatches(ctx, b, q)
 }
