@@ -230,7 +230,7 @@ func TestLockedSorted(t *testing.T) {
 		{"dlq", "requeue", dir, name}, {"dlq", "purge", dir, name}, {"dlq", "requeue", "--all", dir},
 		{"dlq", "purge", "--all", dir}, {"requeue-expired", dir}, {"compact", dir}, {"repair", dir},
 	} {
-		t.Run(strings.ReplaceAll(strings.Join(args, " "), dir, "DIR"), func(t *testing.T) {
+		t.Run(strings.NewReplacer(dir, "DIR", name, "NAME").Replace(strings.Join(args, " ")), func(t *testing.T) {
 			r := mustWalq(t, 3, "", args...)
 			require.Contains(t, r.stderr, "directory locked by another process")
 			require.Empty(t, r.stdout)
