@@ -130,7 +130,8 @@ func sortedSnapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[st
 }
 
 // checkSortedRefused checks that OpenSorted and Verify report the image as
-// corrupt, name the way out, and leave every file as it was.
+// corrupt, name the way out, and leave every file as it was, and that a
+// read-only OpenSorted refuses it too.
 func checkSortedRefused(t *testing.T, img map[string][]byte) {
 	t.Helper()
 	dir := filepath.Join(scratchDir(t), "q")
@@ -154,6 +155,17 @@ func checkSortedRefused(t *testing.T, img map[string][]byte) {
 	}
 	if _, err := queue.Verify(dir, nil); !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("Verify: %v; want ErrCorrupt", err)
+	}
+	// What walq dlq list and walq stats open: it must not take the lost
+	// records for a torn tail and show values whose records are gone.
+	r, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{ReadOnly: true}})
+	if err == nil {
+		st := r.Stats()
+		r.Close()
+		t.Fatalf("read-only OpenSorted succeeded on a log that ends before its snapshot: %d pending, %d dead", st.SortedPending, st.SortedDead)
+	}
+	if !errors.Is(err, queue.ErrCorrupt) {
+		t.Fatalf("read-only OpenSorted: %v; want ErrCorrupt", err)
 	}
 }
 
