@@ -263,8 +263,10 @@
 //     be, and that the log reaches MustReach; only then remove the tail of
 //     a torn roll, fsync the directory, and make the cut of step 2.
 //  5. Open tidwall/wal, check that it sees the same first and last index,
-//     fsync the directory and the tail; WrittenLSN and DurableLSN start at
-//     the last record on disk.
+//     fsync the directory, the tail and every sealed segment (a process
+//     killed after a batch rolled, before the sealed segment's fsync
+//     returned, left its last entries unsynced); WrittenLSN and DurableLSN
+//     start at the last record on disk.
 //
 // # The file-system seam
 //

@@ -266,8 +266,8 @@ func (l *Log) startCommitter(f faults) error {
 }
 
 // newCommitter checks that the store sees the segments this package
-// sees, and makes everything on disk durable so DurableLSN can start at
-// WrittenLSN.
+// sees, and makes everything on disk durable (the directory, the tail and
+// every sealed segment) so DurableLSN can start at WrittenLSN.
 func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	f.fill()
 	if err := SyncDirFS(l.opts.FS, l.dir); err != nil { // tidwall/wal may have created segment 1
@@ -284,6 +284,9 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	}
 	if err := tail.file.f.Datasync(); err != nil {
 		return nil, fmt.Errorf("wal: fsync %s: %w", tail.path, err)
+	}
+	if err := l.syncSealed(); err != nil {
+		return nil, err
 	}
 	if err := l.setLSNs(); err != nil {
 		return nil, err
