@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -48,14 +47,7 @@ func sortedValueToken(i int, key string, sort int64) string {
 // them), and the payload of every value published.
 func sortedSnapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[string]bool, map[string][]byte) {
 	t.Helper()
-	dir := scratchDir(t)
-	o := queue.Options{SegmentSize: 4096, ManualRequeue: true, SnapshotBytes: 1 << 30, MaxDeliveries: 3,
-		AckTimeout: time.Hour}
-	testhook.SetManualCompaction(&o)
-	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openSortedImage(t)
 	defer s.Close()
 	want := map[string][]byte{}
 	i := 0

@@ -96,14 +96,7 @@ func sortedDrainTokens(t *testing.T, img map[string][]byte, c damageCase, want m
 // published, by token.
 func sortedDamageImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[string][]byte) {
 	t.Helper()
-	dir := scratchDir(t)
-	o := queue.Options{SegmentSize: 4096, ManualRequeue: true, SnapshotBytes: 1 << 30, MaxDeliveries: 3,
-		AckTimeout: time.Hour}
-	testhook.SetManualCompaction(&o)
-	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openSortedImage(t)
 	defer s.Close()
 	want := map[string][]byte{}
 	n := 0
@@ -271,4 +264,20 @@ func tokensApart(a, b map[string]bool) int {
 		}
 	}
 	return n
+}
+
+// openSortedImage opens a sorted queue in a new scratch directory as the
+// damage images of sorted queues are written: 4 KiB segments,
+// compactions only when the test asks, leases that never run out.
+func openSortedImage(t *testing.T) (string, *queue.Sorted[int64]) {
+	t.Helper()
+	dir := scratchDir(t)
+	o := queue.Options{SegmentSize: 4096, ManualRequeue: true, SnapshotBytes: 1 << 30, MaxDeliveries: 3,
+		AckTimeout: time.Hour}
+	testhook.SetManualCompaction(&o)
+	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, s
 }

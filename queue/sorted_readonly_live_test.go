@@ -2,7 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -171,18 +170,8 @@ func inspectSortedLive(dir string) (int, error) {
 // readLogSortedSample reads the first n records of dir's log and checks
 // the payload of every publish.
 func readLogSortedSample(dir string, n int) error {
-	read := 0
-	err := queue.ReadLog(dir, 0, func(rec queue.Record) error {
-		if sort, ok := rec.Sort.(int64); ok && rec.Payload != nil && string(rec.Payload) != sortedLiveBody(rec.Key, sort) {
-			return fmt.Errorf("%w: log record %d (%s of %s/%d): payload %.40q", errWrong, rec.LSN, rec.Op, rec.Key, sort, rec.Payload)
-		}
-		if read++; read == n {
-			return errEnough
-		}
-		return nil
+	return sampleLog(dir, n, func(rec queue.Record) bool {
+		sort, ok := rec.Sort.(int64)
+		return !ok || rec.Payload == nil || string(rec.Payload) == sortedLiveBody(rec.Key, sort)
 	})
-	if errors.Is(err, errEnough) {
-		return nil
-	}
-	return err
 }
