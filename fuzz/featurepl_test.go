@@ -652,9 +652,12 @@ func (w *fpWorkload) gone(m *fpMsg, now time.Time) {
 
 // dead makes one call on the dead-letter set.
 func (w *fpWorkload) dead() (string, error) {
+	// A message whose dead-lettering is not durable yet (an asynchronous
+	// settle: alts) is dead in the running queue all the same, and
+	// RequeueAllDead and PurgeAllDead take it.
 	var dead []*fpMsg
 	for _, tok := range fpTokens(w.msgs) {
-		if m := w.msgs[tok]; m.cur.kind == fpDead && len(m.alts) == 0 {
+		if m := w.msgs[tok]; m.cur.kind == fpDead {
 			dead = append(dead, m)
 		}
 	}

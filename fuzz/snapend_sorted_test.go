@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -48,14 +47,7 @@ func sortedValueToken(i int, key string, sort int64) string {
 // them), and the payload of every value published.
 func sortedSnapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[string]bool, map[string][]byte) {
 	t.Helper()
-	dir := scratchDir(t)
-	o := queue.Options{SegmentSize: 4096, ManualRequeue: true, SnapshotBytes: 1 << 30, MaxDeliveries: 3,
-		AckTimeout: time.Hour}
-	testhook.SetManualCompaction(&o)
-	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openSortedImage(t)
 	defer s.Close()
 	want := map[string][]byte{}
 	i := 0
@@ -130,7 +122,8 @@ func sortedSnapEndImage(t *testing.T, rng *rand.Rand) (map[string][]byte, map[st
 }
 
 // checkSortedRefused checks that OpenSorted and Verify report the image as
-// corrupt, name the way out, and leave every file as it was.
+// corrupt, name the way out, and leave every file as it was, and that a
+// read-only OpenSorted refuses it too.
 func checkSortedRefused(t *testing.T, img map[string][]byte) {
 	t.Helper()
 	dir := filepath.Join(scratchDir(t), "q")
@@ -154,6 +147,17 @@ func checkSortedRefused(t *testing.T, img map[string][]byte) {
 	}
 	if _, err := queue.Verify(dir, nil); !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("Verify: %v; want ErrCorrupt", err)
+	}
+	// What walq dlq list and walq stats open: it must not take the lost
+	// records for a torn tail and show values whose records are gone.
+	r, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{ReadOnly: true}})
+	if err == nil {
+		st := r.Stats()
+		r.Close()
+		t.Fatalf("read-only OpenSorted succeeded on a log that ends before its snapshot: %d pending, %d dead", st.SortedPending, st.SortedDead)
+	}
+	if !errors.Is(err, queue.ErrCorrupt) {
+		t.Fatalf("read-only OpenSorted: %v; want ErrCorrupt", err)
 	}
 }
 

@@ -399,6 +399,7 @@ func BenchmarkDrainAckAsync(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
+	counted := countSyscalls(b)
 	for range b.N {
 		m, err := q.Dequeue(ctx)
 		if err == nil {
@@ -411,6 +412,7 @@ func BenchmarkDrainAckAsync(b *testing.B) {
 	if err := q.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
+	counted()
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
@@ -460,6 +462,7 @@ func drainTimed(b *testing.B, q *queue.Queue) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
+	counted := countSyscalls(b)
 	for range b.N {
 		m, err := q.Dequeue(ctx)
 		if err == nil {
@@ -469,6 +472,7 @@ func drainTimed(b *testing.B, q *queue.Queue) {
 			b.Fatal(err)
 		}
 	}
+	counted()
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

@@ -217,7 +217,12 @@
 // once; if the process dies or the power fails before its Pending
 // completes, recovery may undo it and the message is delivered again (at
 // least once). Once it completed without error, a kill of the process never
-// undoes it, and under SyncAlways neither does a power loss.
+// undoes it, and under SyncAlways neither does a power loss. A kill -9
+// right after SettleAsync or AckAsync returns can undo it under every sync
+// mode; under SyncInterval and SyncNever its record may stay in memory up
+// to a millisecond after the call returned (another call's write, such as
+// the next Dequeue's lease, usually takes it sooner), and the window
+// lasts that long.
 //
 // Settle applies many acks, nacks, extends and dead-letters in one commit
 // (AckBatch, NackBatch, ExtendBatch, and Ack, Nack, Extend on the Messages

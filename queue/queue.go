@@ -39,6 +39,7 @@ type Queue struct {
 		async      inflight      // asynchronous calls not yet complete (async.go)
 		enc        []byte        // appendLSNLocked's encoding buffer; the log copies what it appends
 		noWait     bool          // set by an asynchronous call around its appends: nobody waits for them, so the committer must be woken
+		late       bool          // set with noWait by SettleAsync: the committer may be woken late (wal.Log.AppendLate), as the next delivery's write usually takes its records
 		idCommit   *wal.Commit   // the commit of the group holding the last enqueue record with a producer-given id appended; nil before the first (see heldID)
 	}
 
@@ -166,6 +167,8 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 	var err error
 	if waitedOps[r.Op] && !q.mu.noWait {
 		lsn, c, err = q.log.AppendWaiting(enc, lazy)
+	} else if q.mu.late && !lazy {
+		lsn, c, err = q.log.AppendLate(enc)
 	} else if lazy {
 		lsn, c, err = q.log.AppendLazy(enc)
 	} else {

@@ -168,10 +168,18 @@ func inspectLive(dir string) (int, error) {
 
 // readLogSample reads the first n records of dir's log and checks them.
 func readLogSample(dir string, n int) error {
+	return sampleLog(dir, n, func(rec queue.Record) bool {
+		return rec.Payload == nil || string(rec.Payload) == liveBody(rec.ID) || rec.ID == ""
+	})
+}
+
+// sampleLog reads the first n records of dir's log and fails, with
+// errWrong, at the first one whose payload ok refuses.
+func sampleLog(dir string, n int, ok func(queue.Record) bool) error {
 	read := 0
 	err := queue.ReadLog(dir, 0, func(rec queue.Record) error {
-		if rec.Payload != nil && string(rec.Payload) != liveBody(rec.ID) && rec.ID != "" {
-			return fmt.Errorf("%w: log record %d (%s of %s): payload %.40q", errWrong, rec.LSN, rec.Op, rec.ID, rec.Payload)
+		if !ok(rec) {
+			return fmt.Errorf("%w: log record %d (%s of %s%s): payload %.40q", errWrong, rec.LSN, rec.Op, rec.Key, rec.ID, rec.Payload)
 		}
 		if read++; read == n {
 			return errEnough

@@ -114,6 +114,14 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // settlement or keep it: the record may have been written before the
 // failure, and even fsynced (see Pending.Err). SettleAsync blocks while the
 // Options.MaxPending window is full; after Close it returns ErrClosed.
+//
+// Under SyncNever and SyncInterval its records are usually written with
+// the next delivery's lease, whose call writes them anyway: while that
+// happens, the log's committer is not woken for each settle, and writes
+// what no call wrote a millisecond later at most (wal.Log.AppendLate).
+// Until they are written a kill of the process undoes the settlement, as
+// under every mode before the Pending completes. Done, Err, Wait and
+// Flush wake the committer to write them at once.
 func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	var dead []deadNote
 	defer func() { q.logDead(dead) }() // runs after the Unlock below
@@ -122,9 +130,9 @@ func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	if _, err := q.reserveLocked(context.Background(), len(ss)); err != nil {
 		return nil, err
 	}
-	q.mu.noWait = true
+	q.mu.noWait, q.mu.late = true, true
 	res, err := q.settleLocked(ss)
-	q.mu.noWait = false
+	q.mu.noWait, q.mu.late = false, false
 	dead = res.dead
 	if err != nil {
 		return nil, err

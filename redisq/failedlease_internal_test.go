@@ -28,12 +28,7 @@ func failLease(t *testing.T, q *Queue, at time.Time, max int, key string) {
 // restores it as it was (absent, if it was).
 func spoilKey(t *testing.T, rdb *redis.Client, key string) (restore func()) {
 	t.Helper()
-	ctx := context.Background()
-	saved, err := rdb.Dump(ctx, key).Result()
-	if err != redis.Nil {
-		require.NoError(t, err)
-	}
-	require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+	saved := keyFault{name: key}.spoil(context.Background(), t, rdb, key)
 	return func() {
 		t.Helper()
 		putBack(t, rdb, key, saved)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/walq/walq/internal/sortkey"
@@ -169,11 +168,7 @@ func TestSortedDeadWrongTypeKey(t *testing.T) {
 			require.Len(t, ds, 4)
 
 			key := s.keys[f.key]
-			saved, err := rdb.Dump(ctx, key).Result()
-			if err != redis.Nil {
-				require.NoError(t, err)
-			}
-			f.spoil(ctx, t, rdb, key)
+			saved := f.spoil(ctx, t, rdb, key)
 			check := func(what string, err error) {
 				t.Helper()
 				if err != nil {

@@ -38,19 +38,52 @@ func keyFaults(names []string, stats int, fields ...string) []keyFault {
 	return fs
 }
 
-// spoil applies the fault to key.
-func (f keyFault) spoil(ctx context.Context, t *testing.T, rdb *redis.Client, key string) {
+// spoil saves key (DUMP) and applies the fault to it in one MULTI/EXEC,
+// and returns what it saved ("" when the key did not exist). A
+// housekeeping pass can run between any two commands of a test: one
+// between the save and the fault would have its write undone by the
+// restore, and one between a DEL and the SET of the fault would find the
+// key missing and write it.
+func (f keyFault) spoil(ctx context.Context, t *testing.T, rdb *redis.Client, key string) (saved string) {
 	t.Helper()
-	switch {
-	case f.field != "":
-		require.NoError(t, rdb.HSet(ctx, key, f.field, "abc").Err())
-	case f.name == "seq":
-		require.NoError(t, rdb.Del(ctx, key).Err())
-		require.NoError(t, rdb.HSet(ctx, key, "x", "1").Err())
-	default:
-		require.NoError(t, rdb.Del(ctx, key).Err())
-		require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+	return saveAndSpoil(ctx, t, rdb, key, func(p redis.Pipeliner) {
+		switch {
+		case f.field != "":
+			p.HSet(ctx, key, f.field, "abc")
+		case f.name == "seq":
+			p.Del(ctx, key)
+			p.HSet(ctx, key, "x", "1")
+		default:
+			p.Del(ctx, key)
+			p.Set(ctx, key, "x", 0)
+		}
+	})
+}
+
+// saveAndSpoil runs DUMP key, then the commands spoil queues, in one
+// MULTI/EXEC, and returns the dump ("" when the key did not exist).
+func saveAndSpoil(ctx context.Context, t *testing.T, rdb *redis.Client, key string, spoil func(redis.Pipeliner)) string {
+	t.Helper()
+	var dump *redis.StringCmd
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		dump = p.Dump(ctx, key)
+		spoil(p)
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		require.NoError(t, err)
 	}
+	for _, c := range cmds {
+		if c != dump {
+			require.NoError(t, c.Err(), "%v", c.Args())
+		}
+	}
+	saved, err := dump.Result()
+	if err == redis.Nil {
+		return ""
+	}
+	require.NoError(t, err)
+	return saved
 }
 
 // TestWrongTypeKey: a key of the queue overwritten with a value of
@@ -106,11 +139,7 @@ func TestWrongTypeKey(t *testing.T) {
 			}
 
 			key := q.keys[i]
-			saved, err := rdb.Dump(ctx, key).Result()
-			if err != redis.Nil { // acked is made by the first ack
-				require.NoError(t, err)
-			}
-			f.spoil(ctx, t, rdb, key)
+			saved := f.spoil(ctx, t, rdb, key)
 
 			// Every call either works or names the key (and field).
 			check := func(what string, err error) bool {
@@ -244,11 +273,7 @@ func TestSortedWrongTypeKey(t *testing.T) {
 			require.NoError(t, rdb.HSet(ctx, s.keys[7], strconv.FormatUint(bs[0].Receipt.Lease, 10), "garbled").Err())
 
 			key := s.keys[i]
-			saved, err := rdb.Dump(ctx, key).Result()
-			if err != redis.Nil {
-				require.NoError(t, err)
-			}
-			f.spoil(ctx, t, rdb, key)
+			saved := f.spoil(ctx, t, rdb, key)
 			check := func(what string, err error) bool {
 				t.Helper()
 				if err != nil {
@@ -355,10 +380,8 @@ func TestHousekeepBesideWrongType(t *testing.T) {
 		require.NoError(t, s.Publish(ctx, 1, "k1", []byte("v1")))
 		_, err = s.TryPull(10)
 		require.NoError(t, err)
-		saved, err := rdb.Dump(ctx, s.keys[1]).Result()
-		require.NoError(t, err)
-		require.NoError(t, rdb.Del(ctx, s.keys[1]).Err())
-		require.NoError(t, rdb.Set(ctx, s.keys[1], "x", 0).Err())
+		saved := keyFault{name: "values"}.spoil(ctx, t, rdb, s.keys[1])
+		require.NotEmpty(t, saved)
 		clock.Advance(time.Hour)
 		n, err := s.RequeueExpired()
 		require.NoError(t, err)
@@ -459,9 +482,8 @@ func TestWrongTypeDelayedBehindBurial(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, rdb.HSet(ctx, q.keys[1], seq, "not a record").Err())
 			key := q.keys[3]
-			saved, err := rdb.Dump(ctx, key).Result()
-			require.NoError(t, err)
-			require.NoError(t, rdb.Set(ctx, key, "x", 0).Err())
+			saved := keyFault{name: "dead"}.spoil(ctx, t, rdb, key)
+			require.NotEmpty(t, saved)
 
 			n, err := tc.take(q)
 			require.Error(t, err)
@@ -590,11 +612,7 @@ func TestWrongTypeKeepsStamps(t *testing.T) {
 				clock.Advance(2 * time.Minute)
 
 				key := long.keys[f.key]
-				saved, err := rdb.Dump(ctx, key).Result()
-				if err != redis.Nil {
-					require.NoError(t, err)
-				}
-				f.spoil(ctx, t, rdb, key)
+				saved := f.spoil(ctx, t, rdb, key)
 				err = c.call(short)
 				stamps, zerr := rdb.ZCard(ctx, long.keys[6]).Result()
 				require.NoError(t, zerr)
@@ -639,9 +657,8 @@ func TestWrongTypeFewEnqueue(t *testing.T) {
 			_, err = q.EnqueueBatch(ctx, items("a", "b"))
 			require.NoError(t, err)
 			key := q.keys[i]
-			saved, err := rdb.Dump(ctx, key).Result()
-			require.NoError(t, err)
-			keyFault{name: name, key: i}.spoil(ctx, t, rdb, key)
+			saved := keyFault{name: name, key: i}.spoil(ctx, t, rdb, key)
+			require.NotEmpty(t, saved)
 			_, err = q.EnqueueBatch(ctx, items("x", "y", "z"))
 			require.ErrorContains(t, err, key)
 

@@ -112,6 +112,24 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
+// BenchmarkOpenManySegments measures Open and Close of a log of 500
+// sealed segments of 4 KiB (100-byte records, one per entry): a writable
+// Open fsyncs every sealed segment, whose pages are clean here, as after a
+// Close or a roll's fsync.
+func BenchmarkOpenManySegments(b *testing.B) {
+	dir := b.TempDir()
+	l := openLog(b, dir, &wal.Options{Sync: wal.SyncNever, SegmentSize: 4 << 10})
+	rec := make([]byte, 100)
+	for len(l.Segments()) < 501 {
+		appendWait(b, l, rec)
+	}
+	closeLog(b, l)
+	b.ResetTimer()
+	for range b.N {
+		closeLog(b, openLog(b, dir, nil))
+	}
+}
+
 // BenchmarkWaiting measures the path a queue takes for each record: each
 // goroutine appends with AppendWaiting and waits for the commit itself
 // (Wait, or WaitWritten for a lazy record), so that the callers write the

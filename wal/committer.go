@@ -71,6 +71,7 @@ type committer struct {
 	waiting        []*Commit   // SyncAlways: written, waiting for the next fsync
 	waitingRecords int         // records of the waiting commits
 	gathering      gathering   // SyncAlways: holding an fsync back for the callers to come (gather.go)
+	late           lateWakes   // AppendLate's wake-ups (late.go); its atomics are shared with appending callers
 	inflight       *syncJob    // SyncAlways: the fsync the syncer is running; nil when idle
 	spare          *syncJob    // the last job, synced, reused by the next one; nil when none
 	syncing        atomic.Bool // inflight != nil; read without mu by writeFor
@@ -97,6 +98,18 @@ func (c *committer) run() {
 		select {
 		case <-c.l.wake:
 			c.mu.Lock()
+			if !c.late.armed.Load() { // else judged when the timer fires
+				c.late.judge(c.l.writtenLSN.Load())
+			}
+			if c.inflight == nil || c.l.urgent() {
+				c.commit()
+				c.startSync(false)
+			}
+			c.mu.Unlock()
+		case <-c.late.timer.C:
+			c.late.armed.Store(false) // before commit takes the groups: see AppendLate
+			c.mu.Lock()
+			c.late.judge(c.l.writtenLSN.Load())
 			if c.inflight == nil || c.l.urgent() {
 				c.commit()
 				c.startSync(false)
@@ -520,6 +533,7 @@ func (c *committer) syncIfDirty() error {
 func (c *committer) shutdown() {
 	c.stopped = true
 	c.timer.Stop()
+	c.late.timer.Stop()
 	c.stopHinter()
 	err := c.syncIfDirty()
 	if cerr := c.st.close(); err == nil && cerr != nil {

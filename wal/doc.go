@@ -8,6 +8,7 @@
 //	lsn, commit, err := l.Append(rec) // cheap; call it under your own lock
 //	lsn, commit, err = l.AppendJoined([][]byte{head, payload, tail}, false, true) // one record, its parts joined
 //	err = commit.Wait()               // durable once it returns nil
+//	lsn, commit, err = l.AppendLate(rec) // nobody waits: under SyncNever and SyncInterval written up to a millisecond later
 //	r := l.NewReader(lsn)             // or l.Read(lsn) for one record
 //	err = l.View(lsn, check)          // one record, uncopied: check must not write or keep it
 //	lsn, rec, err = r.Next()          // io.EOF once caught up
@@ -228,13 +229,19 @@
 // # Sync modes and what a crash can lose
 //
 //   - SyncAlways (default): nothing whose Wait returned nil is lost.
-//   - SyncInterval: groups are written at once and fsynced at most every
+//   - SyncInterval: groups are written at once (a record of AppendLate up
+//     to a millisecond later: see Concurrency) and fsynced at most every
 //     Options.SyncInterval; Wait returns after the write. A power loss can
 //     lose the records of the last interval. A process crash (kill -9)
 //     loses nothing that was written.
 //   - SyncNever: fsync only at segment roll-over, Flush and Close; Wait
 //     returns after the write. A power loss can lose everything since the
 //     last roll-over; a process crash loses nothing that was written.
+//
+// Under every mode a process crash can lose a record whose Wait has not
+// returned: it may not be written yet. Under SyncInterval and SyncNever a
+// record of AppendLate may stay unwritten up to a millisecond after it was
+// appended, unless another caller's write takes it sooner.
 //
 // In every mode Flush returns once everything appended before it is
 // written and fsynced, and DurableLSN tells what an fsync covers.
@@ -334,8 +341,10 @@
 //     be, and that the log reaches MustReach; only then remove the tail of
 //     a torn roll, fsync the directory, and make the cut of step 2.
 //  5. Open tidwall/wal, check that it sees the same first and last index,
-//     fsync the directory and the tail; WrittenLSN and DurableLSN start at
-//     the last record on disk.
+//     fsync the directory, the tail and every sealed segment (a process
+//     killed after a batch rolled, before the sealed segment's fsync
+//     returned, left its last entries unsynced); WrittenLSN and DurableLSN
+//     start at the last record on disk.
 //
 // # The file-system seam
 //
@@ -364,7 +373,13 @@
 // requests to it). A caller blocked in Wait or WaitWritten writes the
 // gathered groups itself under the committer's mutex, one caller at a
 // time: the others wait for its write, and one of them writes whatever
-// gathered meanwhile (lead.go). Beside it run the syncer (it makes
+// gathered meanwhile (lead.go). Under SyncNever and SyncInterval a
+// record of AppendLate, whose caller does not wait, wakes the committer
+// at once only while such records are left for it to write; while other
+// callers' writes take them first, it arms a timer that makes the
+// committer write, a millisecond later at most (the timer's delay; on a
+// busy machine the goroutine may run later), whatever nobody wrote
+// meanwhile (late.go). Beside the committer run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, holding no lock: writeback.go); Close stops the

@@ -174,7 +174,8 @@ func (c *Commit) Wait() error {
 }
 
 // Done returns a channel closed when Wait would return. It wakes the
-// committer, in case the group was appended by AppendWaiting.
+// committer, in case the group was appended by AppendWaiting or
+// AppendLate.
 func (c *Commit) Done() <-chan struct{} {
 	if c.l != nil && !c.isWritten() {
 		c.l.wakeCommitter()

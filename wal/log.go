@@ -266,8 +266,8 @@ func (l *Log) startCommitter(f faults) error {
 }
 
 // newCommitter checks that the store sees the segments this package
-// sees, and makes everything on disk durable so DurableLSN can start at
-// WrittenLSN.
+// sees, and makes everything on disk durable (the directory, the tail and
+// every sealed segment) so DurableLSN can start at WrittenLSN.
 func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	f.fill()
 	if err := SyncDirFS(l.opts.FS, l.dir); err != nil { // tidwall/wal may have created segment 1
@@ -285,6 +285,9 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	if err := tail.file.f.Datasync(); err != nil {
 		return nil, fmt.Errorf("wal: fsync %s: %w", tail.path, err)
 	}
+	if err := l.syncSealed(); err != nil {
+		return nil, err
+	}
 	if err := l.setLSNs(); err != nil {
 		return nil, err
 	}
@@ -292,6 +295,8 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
+	c.late.timer = time.NewTimer(time.Hour)
+	c.late.timer.Stop()
 	c.gathering.epoch = c.lastSync
 	if l.opts.Sync != SyncAlways && f.writeback != nil {
 		c.hints.jobs, c.hints.exited = make(chan hint, 1), make(chan struct{})

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,6 +209,37 @@ func TestLocked(t *testing.T) {
 		})
 	}
 	require.Equal(t, before, treeDigest(t, dir), "no command touched the locked directory")
+}
+
+// TestLockedSorted is TestLocked for a sorted queue's directory, which
+// the writing commands open as a sorted queue: each refuses with status 3
+// while this process has it open, and none changes a file; dlq list, a
+// read-only open, still lists the dead value.
+func TestLockedSorted(t *testing.T) {
+	dir := sortedQueue(t)
+	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: *fixtureOptions()})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(context.Background(), 44, "k", []byte("forty-four")))
+	ds, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	name := fmt.Sprintf("%d@%d", ds[0].Seq, ds[0].PublishedAt.UnixNano())
+	before := treeDigest(t, dir)
+	for _, args := range [][]string{
+		{"dlq", "requeue", dir, name}, {"dlq", "purge", dir, name}, {"dlq", "requeue", "--all", dir},
+		{"dlq", "purge", "--all", dir}, {"requeue-expired", dir}, {"compact", dir}, {"repair", dir},
+	} {
+		t.Run(strings.NewReplacer(dir, "DIR", name, "NAME").Replace(strings.Join(args, " ")), func(t *testing.T) {
+			r := mustWalq(t, 3, "", args...)
+			require.Contains(t, r.stderr, "directory locked by another process")
+			require.Empty(t, r.stdout)
+		})
+	}
+	require.Equal(t, before, treeDigest(t, dir), "no command touched the locked directory")
+	require.Contains(t, mustWalq(t, 0, "", "dlq", "list", dir).stdout, name, "a read-only listing beside the owner")
+	st := s.Stats()
+	require.Equal(t, [2]int{3, 1}, [2]int{st.SortedPending, st.SortedDead}, "the owner's queue is as it was")
 }
 
 func TestDemo(t *testing.T) {

@@ -161,7 +161,7 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 		printTotals(e.stdout, r)
 		printUnchecked(e.stdout, r.CountsError)
 	}
-	return statsUnread(s) // stats.go
+	return statsUnread(s, false) // stats.go
 }
 
 // printEngineSortedStats prints the figures of a sorted or windowed queue
@@ -187,7 +187,7 @@ func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) e
 		printTotals(e.stdout, r)
 		printUnchecked(e.stdout, r.CountsError)
 	}
-	return statsUnread(s) // stats.go
+	return statsUnread(s, true) // stats.go
 }
 
 // runDemoOn runs the demo's steps 1 and 2 on a new queue of the engine in

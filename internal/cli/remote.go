@@ -246,7 +246,7 @@ func printRemoteStats(w io.Writer, where string, r *remoteStats) {
 	if s.OldestAgeSeconds > 0 {
 		oldest = time.Duration(s.OldestAgeSeconds*float64(time.Second)).Round(time.Millisecond).String() + " ago"
 	}
-	fmt.Fprintf(w, "  oldest      %s%s\n", oldest, unreadOldest(s.OldestError))
+	fmt.Fprintf(w, "  oldest      %s%s\n", oldest, unreadOldest(s.OldestError, s.Kind == "sorted"))
 	fmt.Fprintf(w, "  log         %s, of which live %s\n", sizeText(s.LogBytes), sizeText(s.LiveBytes))
 	if enq, ack, ok := lastRates(r.History); ok {
 		fmt.Fprintf(w, "rates\n  enqueued %.1f/s, acked %.1f/s\n", enq, ack)

@@ -48,9 +48,13 @@ When a failed write has poisoned the service's log (or that of a queue an
 engine serves) and the log could not be read back, its counts are those of
 its calls, failed ones included: stats says so under them, and why
 (counts_error in --json). When the
-record of the oldest never-delivered message cannot be read (damage, or
-a read error), the age of the oldest message leaves it out: stats says
-so beside it, and why (oldest_error in --json), of a directory too.
+record of the oldest never-delivered message (of a sorted or windowed
+queue: the oldest pending or leased value) cannot be read (damage, or a
+read error), the age of the oldest message leaves it out: stats says so
+beside it, and why (oldest_error in --json), of a directory too. A
+sorted or windowed Redis queue written by a release that kept no age set
+gives no publish time for its values: stats prints the age as unknown
+(oldest_unknown in --json), never as none.
 
 Stats prints its figures in full even then, and exits non-zero after
 them: 2 when the record, or the log behind the counts, is damaged, and 1
@@ -156,6 +160,10 @@ type sortedJSON struct {
 	Published    uint64 `json:"published"`
 	Pulled       uint64 `json:"pulled"`
 	BatchesAcked uint64 `json:"batches_acked"`
+	// OldestUnknown: values are pending or leased, but the queue names
+	// no publish time for them and no error (a Redis queue written by a
+	// release that kept no age set): the age is unknown, not none.
+	OldestUnknown bool `json:"oldest_unknown,omitempty"`
 }
 
 type segmentJSON struct {
@@ -204,15 +212,15 @@ func runStats(e *env, dir string, asJSON, all bool) (err error) {
 	} else {
 		printStats(e.stdout, r, all)
 	}
-	return statsUnread(s)
+	return statsUnread(s, r.Sorted != nil)
 }
 
 // statsUnread returns what stats ends with, its figures printed, when
 // the queue could not read its counts back from its log (Stats.CountsErr)
-// or the record of the oldest never-delivered message (Stats.OldestErr):
-// exit status 2 when either is damage, 1 for another read error; nil
-// when neither.
-func statsUnread(s queue.Stats) error {
+// or the record of its oldest message (Stats.OldestErr; oldestName says
+// which, by kind): exit status 2 when either is damage, 1 for another
+// read error; nil when neither.
+func statsUnread(s queue.Stats, sorted bool) error {
 	var errs []error
 	code := exitFailure
 	for _, u := range []struct {
@@ -220,7 +228,7 @@ func statsUnread(s queue.Stats) error {
 		what string
 	}{
 		{s.CountsErr, "the counts could not be checked against the log"},
-		{s.OldestErr, "the record of the oldest never-delivered message could not be read"},
+		{s.OldestErr, "the record of " + oldestName(sorted) + " could not be read"},
 	} {
 		if u.err == nil {
 			continue
@@ -274,7 +282,8 @@ func addIdentity(r *statsReport, q *queue.Queue) {
 // newSorted returns a sorted queue's part of stats.
 func newSorted(s queue.Stats) *sortedJSON {
 	return &sortedJSON{Pending: s.SortedPending, Keys: s.SortedKeys, Batches: s.SortedBatches,
-		Leased: s.SortedLeased, Dead: s.SortedDead, Published: s.Published, Pulled: s.Pulled, BatchesAcked: s.BatchesAcked}
+		Leased: s.SortedLeased, Dead: s.SortedDead, Published: s.Published, Pulled: s.Pulled, BatchesAcked: s.BatchesAcked,
+		OldestUnknown: s.OldestEnqueuedAt.IsZero() && s.OldestErr == nil && s.SortedPending+s.SortedLeased > 0}
 }
 
 // syncName names a sync mode as the options do.
@@ -307,15 +316,14 @@ func printStats(w io.Writer, r *statsReport, all bool) {
 }
 
 // printSortedCounts prints a sorted queue's counts and the age of its
-// oldest pending or leased value: "unknown" when values are pending or
-// leased but the queue names no publish time and no error (a Redis
-// queue written by a release that kept no age set).
+// oldest pending or leased value: "unknown" when the queue names none
+// (sortedJSON.OldestUnknown).
 func printSortedCounts(w io.Writer, r *statsReport) {
 	s := r.Sorted
 	fmt.Fprintf(w, "  pending     %d values in %d keys\n  leased      %d values in %d batches\n  dead        %d\n",
 		s.Pending, s.Keys, s.Leased, s.Batches, s.Dead)
 	oldest := oldestText(r)
-	if r.OldestAt == "" && r.OldestError == "" && s.Pending+s.Leased > 0 {
+	if s.OldestUnknown {
 		oldest = "unknown"
 	}
 	fmt.Fprintf(w, "  oldest      %s\n", oldest)
@@ -370,16 +378,26 @@ func oldestText(r *statsReport) string {
 		age := time.Duration(r.OldestAge * float64(time.Second)).Round(time.Millisecond)
 		text = fmt.Sprintf("%s ago (enqueued %s)", age, r.OldestAt)
 	}
-	return text + unreadOldest(r.OldestError)
+	return text + unreadOldest(r.OldestError, r.Sorted != nil)
 }
 
 // unreadOldest says why the age of the oldest message leaves one out
 // (Stats.OldestErr, as text); "" when none is.
-func unreadOldest(why string) string {
+func unreadOldest(why string, sorted bool) string {
 	if why == "" {
 		return ""
 	}
-	return "; the record of the oldest never-delivered message could not be read, and is left out: " + why
+	return "; the record of " + oldestName(sorted) + " could not be read, and is left out: " + why
+}
+
+// oldestName is what the age of the oldest message is taken from: an
+// ack queue's oldest never-delivered message, a sorted or windowed
+// queue's oldest pending or leased value.
+func oldestName(sorted bool) string {
+	if sorted {
+		return "the oldest pending or leased value"
+	}
+	return "the oldest never-delivered message"
 }
 
 // printDisk prints the bytes on disk, file by file.

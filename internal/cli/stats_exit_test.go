@@ -34,7 +34,7 @@ func TestOldestUnreadExit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, exitCode(statsUnread(queue.Stats{OldestErr: c.err})))
+			assert.Equal(t, c.want, exitCode(statsUnread(queue.Stats{OldestErr: c.err}, false)))
 		})
 	}
 }
@@ -114,5 +114,29 @@ func TestRemoteStatsWatchUnread(t *testing.T) {
 			assert.Equal(t, c.want, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			assert.Equal(t, 3, served, "every refresh is made")
 		})
+	}
+}
+
+// TestStatsOldestUnreadNamesWhatByKind: an unread oldest record was
+// called "the oldest never-delivered message" on a sorted queue too,
+// whose age is taken from its oldest pending or leased value, leased
+// ones included.
+func TestStatsOldestUnreadNamesWhatByKind(t *testing.T) {
+	why := fmt.Errorf("%w: stats: record at LSN 4", queue.ErrCorrupt)
+	for _, c := range []struct {
+		sorted    bool
+		want, not string
+	}{
+		{false, "the oldest never-delivered message", "pending or leased"},
+		{true, "the oldest pending or leased value", "never-delivered"},
+	} {
+		err := statsUnread(queue.Stats{OldestErr: why}, c.sorted)
+		require.ErrorContains(t, err, "the record of "+c.want+" could not be read")
+		require.NotContains(t, err.Error(), c.not)
+		r := &statsReport{countsJSON: countsJSON{OldestError: why.Error()}}
+		if c.sorted {
+			r.Sorted = &sortedJSON{Pending: 1}
+		}
+		require.Contains(t, oldestText(r), "the record of "+c.want+" could not be read, and is left out")
 	}
 }

@@ -48,14 +48,18 @@ func TestStatsSorted(t *testing.T) {
 	var js struct {
 		Queue, Kind string
 		SortKey     string `json:"sort_key"`
-		Sorted      struct{ Pending, Keys, Dead, Published int }
-		OldestAt    string `json:"oldest_enqueued_at"`
+		Sorted      struct {
+			Pending, Keys, Dead, Published int
+			OldestUnknown                  bool `json:"oldest_unknown"`
+		}
+		OldestAt string `json:"oldest_enqueued_at"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", url).stdout), &js))
 	require.Equal(t, url, js.Queue)
 	require.Equal(t, oldest.UTC().Format(time.RFC3339Nano), js.OldestAt, "the oldest pending value's publish time, the dead one's left out")
 	require.Equal(t, [2]string{"sorted", "int64"}, [2]string{js.Kind, js.SortKey})
 	require.Equal(t, [4]int{2, 1, 1, 3}, [4]int{js.Sorted.Pending, js.Sorted.Keys, js.Sorted.Dead, js.Sorted.Published})
+	require.False(t, js.Sorted.OldestUnknown, "the age is known")
 	require.Equal(t, before, queueContents(t, srv.Client(), "walq:{srt}:*"), "stats changed the queue")
 
 	wurl := "redis://" + srv.Addr + "/0/win"
@@ -83,6 +87,15 @@ func TestStatsSortedAgeUnknown(t *testing.T) {
 	out := run(t, 0, "", "stats", "redis://"+srv.Addr+"/0/older").stdout
 	require.Contains(t, out, "  pending     1 values in 1 keys\n")
 	require.Contains(t, out, "  oldest      unknown\n")
+	var js struct {
+		OldestAt string `json:"oldest_enqueued_at"`
+		Sorted   struct {
+			OldestUnknown bool `json:"oldest_unknown"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", "redis://"+srv.Addr+"/0/older").stdout), &js))
+	require.Empty(t, js.OldestAt)
+	require.True(t, js.Sorted.OldestUnknown, "--json told an unknown age from an empty queue only by the counts")
 }
 
 // TestRequeueExpiredSorted: requeue-expired refused a sorted queue's URL,
