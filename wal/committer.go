@@ -80,6 +80,9 @@ type committer struct {
 	lastSync       time.Time   // time of the last fsync
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
+	named          LSN         // the highest Synced LSN of an entry written, a witness's included (witness.go)
+	witnessTimer   *time.Timer // fires when a witness may be due (witness.go); armed when witnessOn
+	witnessOn      bool
 
 	stopped  bool  // shutdown ran: st is closed
 	closeErr error // Close's result; read by Close after exited is closed
@@ -119,6 +122,10 @@ func (c *committer) run() {
 			c.mu.Lock()
 			c.tick()
 			c.mu.Unlock()
+		case <-c.witnessTimer.C:
+			c.mu.Lock()
+			c.witnessDue()
+			c.mu.Unlock()
 		case job := <-c.syncDone:
 			c.mu.Lock()
 			c.synced(job)
@@ -157,7 +164,9 @@ func (c *committer) tick() {
 		c.startSync(false)
 		return
 	}
-	_ = c.syncIfDirty() // a failure poisons the Log
+	if c.syncIfDirty() == nil { // a failure poisons the Log
+		_ = c.witness()
+	}
 }
 
 // writeFor writes the gathered groups on behalf of a caller waiting for
@@ -264,7 +273,10 @@ func (c *committer) serve(req request) error {
 	if req.truncate {
 		return c.truncateFront(req.lsn)
 	}
-	return c.syncIfDirty()
+	if err := c.syncIfDirty(); err != nil {
+		return err
+	}
+	return c.witness()
 }
 
 // commit writes every waiting group as one batch and completes their
@@ -347,6 +359,7 @@ func (c *committer) write() error {
 	c.batch.clear()
 	c.frames, c.batchBytes = c.frames[:0], 0
 	synced := c.l.durableLSN.Load()
+	c.named = max(c.named, synced)
 	for i, g := range c.groups {
 		h := g.header()
 		h.synced = synced
@@ -497,7 +510,11 @@ func (c *committer) afterWrite() error {
 	case SyncInterval:
 		since := time.Since(c.lastSync)
 		if since >= c.l.opts.SyncInterval {
-			return c.sync()
+			if err := c.sync(); err != nil {
+				return err
+			}
+			c.armWitness()
+			return nil
 		}
 		if !c.timerOn {
 			c.timer.Reset(c.l.opts.SyncInterval - since)
@@ -533,6 +550,7 @@ func (c *committer) syncIfDirty() error {
 func (c *committer) shutdown() {
 	c.stopped = true
 	c.timer.Stop()
+	c.witnessTimer.Stop()
 	c.late.timer.Stop()
 	c.stopHinter()
 	err := c.syncIfDirty()

@@ -22,6 +22,16 @@ import (
 // fsynced, and that fsync had returned, before the write began (0 when none
 // had). The repair tells a torn write from damage by it (repair.go).
 //
+// A version-2 entry with Count 0 is a witness (witness.go): it holds no
+// record and takes no LSN (First LSN is the LSN the next record gets, so
+// its end is its first), and exists only to carry a Synced LSN that an
+// fsync raised after the last entry was written. A 25-byte entry:
+//
+//	| CRC-32C (4B LE) | Version=2 (1B) | First LSN (8B LE) | Count=0 (4B LE) |
+//	| Synced LSN (8B LE) |
+//
+// Version 1 has no witness: Count 0 is damage there.
+//
 // tidwall/wal stores each entry as | uvarint(len(entry)) | entry |.
 //
 // These constants are part of the wire format and must not be changed;
@@ -59,7 +69,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // entryHeader is the decoded fixed part of an entry.
 type entryHeader struct {
 	first   LSN    // LSN of the entry's first record
-	count   uint32 // records in the entry, > 0
+	count   uint32 // records in the entry; > 0 but in a witness (version 2 only)
 	synced  LSN    // DurableLSN when the entry was written; syncedUnknown for version 1
 	version byte   // entryVersion1 or entryVersion2; 0 in a header not decoded (written as entryVersion)
 }
@@ -74,6 +84,10 @@ func (h entryHeader) size() int {
 
 // end returns the LSN just after the entry's last record.
 func (h entryHeader) end() LSN { return h.first + LSN(h.count) }
+
+// witness reports whether the entry holds no record: a witness of the
+// log's DurableLSN (witness.go).
+func (h entryHeader) witness() bool { return h.count == 0 }
 
 // contains reports whether lsn is one of the entry's records.
 func (h entryHeader) contains(lsn LSN) bool { return lsn >= h.first && lsn < h.end() }
@@ -153,8 +167,8 @@ func encodeEntry(first, synced LSN, recs [][]byte) []byte {
 }
 
 // peekHeader decodes the header of either version without checking the
-// CRC; it rejects what can be rejected cheaply (length, version, zero
-// count).
+// CRC; it rejects what can be rejected cheaply (length, version, a zero
+// count in version 1, where no witness exists).
 func peekHeader(e []byte) (entryHeader, error) {
 	if len(e) < headerSize1 {
 		return entryHeader{}, errShortEntry
@@ -176,7 +190,7 @@ func peekHeader(e []byte) (entryHeader, error) {
 	if v == entryVersion2 {
 		h.synced = binary.LittleEndian.Uint64(e[offSyncedLSN:])
 	}
-	if h.count == 0 {
+	if h.count == 0 && v == entryVersion1 {
 		return entryHeader{}, errZeroCount
 	}
 	return h, nil

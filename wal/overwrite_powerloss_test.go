@@ -38,6 +38,9 @@ func TestPowerLossOverZerosAheadOfTail(t *testing.T) {
 	if err := l.Flush(); err != nil { // record 1 durable
 		t.Fatal(err)
 	}
+	if n := witnessCount(t, dir); n != 1 { // Flush named it: the zeros go after the witness
+		t.Fatalf("%d witnesses after Flush, want 1", n)
+	}
 	extend(t, fsys, filepath.Join(dir, "00000000000000000001"), 8192)
 	for _, r := range recs[1:] {
 		_, c, err := l.Append(r)

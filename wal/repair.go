@@ -387,7 +387,7 @@ func boundEntries(ds []Damage, lone []bool) span {
 		d := &ds[i]
 		held := span{1, 1}
 		if !lone[i] {
-			held = entriesHeld(d.Bytes, d.FirstLSN, d.LastLSN)
+			held = entriesHeld(d.Bytes)
 		}
 		d.Entries = min(max(d.Entries, held.lo), held.hi)
 		sum = sum.add(held)

@@ -120,7 +120,7 @@ func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, n
 		d.Reason += " (the frame length is damaged; the entry itself passes its checks)"
 		return d, true, nil
 	}
-	d.Entries = countFrames(r, off, next) // bounded by entriesHeld once the LSNs are known
+	d.Entries = countFrames(r, off, next) // bounded by entriesHeld
 	return d, false, nil
 }
 
@@ -128,17 +128,14 @@ func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, n
 // entry header, and one empty record (its one-byte length).
 const minFrame = 1 + headerSize + 1
 
-// entriesHeld bounds how many entries a damaged region of n bytes held,
-// first to last being the LSNs it lost (0: unknown). Its first frame
-// starts where the region does, so one at least; each takes minFrame
-// bytes and one LSN at least. No frame length is read: a length is not
-// covered by any CRC, so after a CRC failure none can be trusted.
-func entriesHeld(n int64, first, last LSN) span {
-	hi := int(n / minFrame)
-	if first != 0 && last >= first {
-		hi = int(min(uint64(hi), last-first+1))
-	}
-	return span{1, max(hi, 1)}
+// entriesHeld bounds how many entries a damaged region of n bytes held.
+// Its first frame starts where the region does, so one at least; each
+// takes minFrame bytes at least (a witness, which holds no record and
+// takes no LSN, takes more: witness.go). The LSNs the region lost bound
+// nothing, since a witness takes none. No frame length is read: a length
+// is not covered by any CRC, so after a CRC failure none can be trusted.
+func entriesHeld(n int64) span {
+	return span{1, max(int(n/minFrame), 1)}
 }
 
 // recordsHeld is the most records a damaged region of n bytes can have

@@ -129,6 +129,7 @@ func (c *committer) synced(job *syncJob) {
 		c.lastSync = job.end
 		c.gathering.ended(job)
 		c.dirty = c.l.writtenLSN.Load() > job.upTo
+		c.armWitness()
 	}
 	clear(job.commits)
 	*job = syncJob{spare: job.commits[:0]}

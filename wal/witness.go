@@ -1,0 +1,123 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// An entry's Synced LSN names the records an fsync had made durable before
+// the entry's write began. The records of the last entries before a pause
+// are named by nothing, though: Flush, the ticks of SyncInterval and, under
+// SyncAlways, the fsync of the last group before an idle spell make them
+// durable after every entry was written, and the next entry, which would
+// carry the new DurableLSN, may not come for a long time. The tear rule
+// (repair.go) then cannot tell a bit flip in them from a torn write.
+//
+// So once an fsync has made every record written durable, DurableLSN is
+// above the highest Synced LSN of any entry written, and no group waits to
+// be written (it would carry DurableLSN itself), the committer writes a
+// witness: a version-2 entry with Count 0 (entry.go), First LSN the next
+// record's, Synced LSN DurableLSN. It holds no record and takes no LSN, so
+// readers pass over it; only the repair reads its Synced LSN. When it is
+// written:
+//
+//   - Flush: before it returns, after its fsync;
+//   - SyncInterval: at once after an fsync of a tick; after an fsync made
+//     by a write (the interval had passed), witnessIdle later;
+//   - SyncAlways: witnessIdle after the last fsync, if no group was written
+//     since: a caller that appends again at once (a steady lone caller, or
+//     many) names the records by its own entry, and no witness is written;
+//   - SyncNever: only by Flush. Close writes none: a closed log ends at its
+//     last entry, which the repair's shape test requires of a tear, so
+//     damage before it followed by a valid entry is refused anyway.
+//
+// None is written into an empty tail or where it would roll the segment
+// (a witness is never the first or the last entry of a segment, so a
+// segment's first entry and a sealed segment's last one hold records), nor
+// while an fsync is in flight. Two witnesses are never adjacent: the second
+// needs DurableLSN to rise, which needs a record written and fsynced.
+//
+// The witness is not fsynced itself: it reaches the disk by the next fsync
+// (Flush, Close, the next group's, a tick after a write) or the kernel's
+// write-back, and makes the log dirty so that Close fsyncs it. Until it is
+// on the disk it protects nothing; a power loss meanwhile loses it or
+// tears it, as it can any write: its records were durable before it was
+// written, so neither can cut them, and a torn witness at the end of the
+// file is cut as a torn tail.
+
+// witnessIdle is how long the committer waits after an fsync, under
+// SyncAlways and after a write's fsync under SyncInterval, before it
+// writes a witness: long enough that a caller that appends again at once
+// names the records itself.
+const witnessIdle = 2 * time.Millisecond
+
+// armWitness makes the committer consider a witness witnessIdle from now,
+// unless that is already planned or nothing needs one; c.mu is held.
+func (c *committer) armWitness() {
+	if c.witnessOn || c.stopped || c.l.durableLSN.Load() <= c.named {
+		return
+	}
+	c.witnessTimer.Reset(witnessIdle)
+	c.witnessOn = true
+}
+
+// witnessDue handles the witness timer: it writes a witness if the log
+// stayed idle since the last fsync for witnessIdle, and looks again later
+// if an fsync ended since.
+func (c *committer) witnessDue() {
+	if !c.witnessOn {
+		return // stale
+	}
+	c.witnessOn = false
+	if c.l.durableLSN.Load() <= c.named {
+		return // an entry written since carries DurableLSN
+	}
+	if wait := witnessIdle - time.Since(c.lastSync); wait > 0 {
+		c.witnessTimer.Reset(wait)
+		c.witnessOn = true
+		return
+	}
+	_ = c.witness() // a failure poisons the Log
+}
+
+// witness writes a witness if one is due (see above); c.mu is held. A
+// failed write poisons the Log and is returned.
+func (c *committer) witness() error {
+	l := c.l
+	d := l.durableLSN.Load()
+	if c.stopped || d <= c.named || d != l.writtenLSN.Load() || c.inflight != nil ||
+		c.tailBytes == 0 || l.poisoned.Load() || l.queued() {
+		return nil
+	}
+	e := encodeEntry(d+1, d, nil)
+	frame := frameSize(len(e))
+	plan := planRolls(c.tailBytes, l.opts.SegmentSize, []int64{frame})
+	if len(plan.starts) > 0 {
+		return nil // it would seal the segment: see above
+	}
+	c.batch.clear()
+	c.batch.add(c.nextIndex, e)
+	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
+		return l.poison(fmt.Errorf("wal: write of a witness of LSN %d failed, log poisoned: %w", d, err))
+	}
+	h := entryHeader{first: d + 1, synced: d, version: entryVersion2}
+	l.seg.Lock()
+	s := c.tail
+	s.addEntry(h, plan.offs[0], frame)
+	s.mem = nil
+	if b := c.st.tailBytes(); int64(len(b)) == plan.tail && plan.tail == s.size {
+		s.mem = b[:len(b):len(b)]
+	}
+	l.seg.Unlock()
+	c.tailBytes = plan.tail
+	c.nextIndex++
+	c.named, c.dirty = d, true
+	return nil
+}
+
+// queued reports whether a group waits to be written.
+func (l *Log) queued() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.open != nil || len(l.mu.sealed) > 0
+}

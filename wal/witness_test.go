@@ -1,0 +1,205 @@
+package wal_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/walq/walq/wal"
+)
+
+// zeroRecord is record i of the witness tests: 1500 bytes, all zeros but
+// the first, so that damage to it holds an aligned sector of zeros, the
+// shape of a tear over zeros ahead of the tail.
+func zeroRecord(i int) []byte {
+	rec := make([]byte, 1500)
+	rec[0] = byte('a' + i)
+	return rec
+}
+
+// logSize returns the bytes the log's segments hold, whole entries only.
+func logSize(l *wal.Log) int64 {
+	var n int64
+	for _, s := range l.Segments() {
+		n += s.Bytes
+	}
+	return n
+}
+
+// awaitGrowth waits until the log holds more than n bytes, up to 10
+// seconds, and reports whether it did.
+func awaitGrowth(l *wal.Log, n int64) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if logSize(l) > n {
+			return true
+		}
+	}
+	return false
+}
+
+// witnessCount returns how many witnesses (entries of no record) the
+// log's files hold.
+func witnessCount(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	for _, e := range layoutOf(t, dir) {
+		if e.count == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// refuseFlip flips a bit in the payload of the record entry i of the
+// closed log in dir, appends zeros as the extender leaves an open log,
+// and checks that Open refuses the damage rather than cut durable records.
+func refuseFlip(t *testing.T, dir string, i int) {
+	t.Helper()
+	lay := recordEntries(layoutOf(t, dir))
+	e := lay[i]
+	fileOp(t, e.seg, func(b []byte) []byte { b[e.off+40] ^= 0x01; return b })
+	zerosAhead(t, e.seg, 4096)
+	l, err := wal.Open(dir, nil)
+	if err == nil {
+		torn := l.Report().Torn
+		closeLog(t, l)
+		t.Fatalf("Open cut durable records as a tear: %v", torn)
+	}
+	if !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestWitnessIntervalIdle: under SyncInterval, records written at once
+// and fsynced by the interval's tick, with nothing written after it, are
+// named durable by no entry of theirs. The witness written after the tick
+// names them: a flipped bit in one of them, in a file that ends in zeros,
+// is refused, not cut as a tear.
+func TestWitnessIntervalIdle(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{Sync: wal.SyncInterval, SyncInterval: 200 * time.Millisecond})
+	for i := range 3 {
+		_, c, err := l.Append(zeroRecord(i))
+		if err == nil {
+			err = c.Wait() // written; fsynced by a tick
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); l.DurableLSN() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if l.DurableLSN() < 3 {
+		t.Fatalf("DurableLSN = %d after 10 s, want 3", l.DurableLSN())
+	}
+	closeLog(t, l) // after the tick's witness: the committer writes it with the fsync
+	t.Logf("%d witnesses", witnessCount(t, dir))
+	refuseFlip(t, dir, 1)
+}
+
+// TestWitnessAlwaysIdle: under SyncAlways each record below is fsynced
+// before its Wait returns, but the last one is named durable by no entry
+// (none follows it). Once the log stayed idle a while, a witness names it:
+// a flipped bit in it is refused, not cut as a torn tail.
+func TestWitnessAlwaysIdle(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{Sync: wal.SyncAlways})
+	for i := range 3 {
+		_, c, err := l.Append(zeroRecord(i))
+		if err == nil {
+			err = c.Wait()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !awaitGrowth(l, logSize(l)) {
+		t.Log("no witness after 10 s")
+	}
+	closeLog(t, l)
+	refuseFlip(t, dir, 2)
+}
+
+// TestCloseWritesNoWitness: Close fsyncs and writes no witness; a closed
+// log ends at its last entry, which the shape of a tear excludes, so a
+// flipped bit in its records of zeros, which a valid entry follows, is
+// refused without one.
+func TestCloseWritesNoWitness(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{Sync: wal.SyncNever})
+	for i := range 3 {
+		_, c, err := l.Append(zeroRecord(i))
+		if err == nil {
+			err = c.Wait() // written: an entry each
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeLog(t, l)
+	if n := witnessCount(t, dir); n != 0 {
+		t.Fatalf("%d witnesses after Close, want none", n)
+	}
+	lay := recordEntries(layoutOf(t, dir))
+	e := lay[1]
+	fileOp(t, e.seg, func(b []byte) []byte { b[e.off+40] ^= 0x01; return b })
+	l, err := wal.Open(dir, nil)
+	if err == nil {
+		torn := l.Report().Torn
+		closeLog(t, l)
+		t.Fatalf("Open cut a closed log's durable records: %v", torn)
+	}
+	if !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestWitnessReadersPassOver: a log whose records are interleaved with
+// witnesses (a Flush after each) reads back every record, in order, after
+// a reopen, by Reader, Read and a read-only, salvaging Open, and Verify
+// finds nothing wrong; appending after a reopen continues the LSNs.
+func TestWitnessReadersPassOver(t *testing.T) {
+	dir := t.TempDir()
+	opts := &wal.Options{Sync: wal.SyncNever, SegmentSize: 4 << 10}
+	l := openLog(t, dir, opts)
+	for i := range 40 {
+		appendN(t, l, i, 1)
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeLog(t, l)
+	if n := witnessCount(t, dir); n < 30 {
+		t.Fatalf("%d witnesses, want one per Flush but where a segment rolls", n)
+	}
+	for _, o := range []*wal.Options{{ReadOnly: true, Salvage: true}, {SegmentSize: 4 << 10}} {
+		l := openLog(t, dir, o)
+		if rep, err := l.Verify(); err != nil || len(rep.Salvaged) != 0 || rep.Torn != nil {
+			t.Fatalf("Verify = %+v, %v", rep, err)
+		}
+		if rep := l.Report(); len(rep.Salvaged) != 0 || rep.Torn != nil {
+			t.Fatalf("Report = %+v", rep)
+		}
+		lsns, got := readAll(t, l, 1)
+		if len(got) != 40 || lsns[0] != 1 || lsns[39] != 40 {
+			t.Fatalf("read %d records, LSNs %v", len(got), lsns)
+		}
+		for i := range 40 {
+			rec, err := l.Read(wal.LSN(i + 1))
+			if err != nil || string(rec) != string(got[i]) {
+				t.Fatalf("Read(%d) = %q, %v; want %q", i+1, rec, err, got[i])
+			}
+		}
+		if !o.ReadOnly {
+			lsn, c, err := l.Append([]byte("next"))
+			if err == nil {
+				err = c.Wait()
+			}
+			if err != nil || lsn != 41 {
+				t.Fatalf("Append after reopen = %d, %v; want LSN 41", lsn, err)
+			}
+		}
+		closeLog(t, l)
+	}
+}
