@@ -144,7 +144,11 @@
 // entry's Synced LSN understates what is durable: Close, Flush and the
 // fsyncs of SyncInterval make records durable after their entries were
 // written, and a later bit flip or lost sector in them, valid entries
-// after it, is damage, never a tear. So a hole that a power loss leaves
+// after it, is damage, never a tear. Shape alone cannot tell that (a
+// record's own zeros are an aligned zero sector; at a sector's last byte
+// one zero byte is), so after such an fsync the log writes a witness
+// (see "Witnesses" below), an entry whose Synced LSN covers them: damage
+// it follows is ErrCorrupt by the first condition. So a hole that a power loss leaves
 // in bytes appended at the file's end, with later appended bytes kept, is
 // refused: the file then ends at what it kept, as a closed log does. For
 // damage at the segment's first entry L is the end of the segment before
@@ -159,9 +163,54 @@
 //
 // What the rule cannot tell: damage shaped as a tear (an aligned sector
 // of zeros, a lost sector say) to records whose fsync completed, when no
-// entry's write began after DurableLSN rose to cover them and the file
-// ends in a whole sector of zeros past the valid entries, is cut as a
-// tear, exactly as damage to the last entry of a log always was.
+// entry's write, a witness's included, began after DurableLSN rose to
+// cover them (or none reached the disk) and the file ends in a whole
+// sector of zeros past the valid entries, is cut as a tear, exactly as
+// damage to the last entry of a log always was. With witnesses that is
+// the window between an fsync and its witness reaching the disk (below),
+// and records of a tail the witness would have rolled.
+//
+// # Witnesses
+//
+// A witness is a version-2 entry with Count 0 (see "On-disk format"):
+// First LSN is the LSN the next record gets, Synced LSN the log's
+// DurableLSN, and it holds no record and takes no LSN, so every reader
+// (Readers, Read, View, Verify, the scans of Open and Salvage, read-only
+// opens) passes over it. The committer writes one when an fsync has made
+// every record written durable, DurableLSN is above the Synced LSN of
+// every entry written, and no group waits to be written (that group's
+// entry would carry DurableLSN itself):
+//
+//   - Flush writes it after its fsync, before it returns;
+//   - SyncInterval: at once after a tick's fsync; after an fsync a write
+//     made (the interval had passed), 2 ms later if nothing was written;
+//   - SyncAlways: 2 ms after the last fsync if the log stayed idle, so a
+//     caller that appends again at once, a steady lone caller among them,
+//     names the records by its own entry and costs no extra write;
+//   - SyncNever: only by Flush (a roll's fsync covers the sealed
+//     segments, not the records written to the new tail);
+//   - Close writes none: a closed log ends at its last entry, and damage
+//     that a valid entry follows is then refused by the third condition.
+//     (A flipped bit in the last entry of a closed log, which no valid
+//     entry follows, is cut as a torn tail, as it always was; damage
+//     before it is refused.)
+//
+// None is written into an empty tail, nor where it would roll the
+// segment: a segment's first entry, and a sealed segment's last, hold
+// records. Two are never adjacent (the second needs DurableLSN to rise,
+// which needs a record written and fsynced since the first).
+//
+// What protects a flushed or idle log, and when: a witness is written,
+// not fsynced. Its records were durable before its write began, so no
+// power loss can keep it and lose them (it never turns a real tear into a
+// refusal), and a power loss that loses or tears it leaves the file as it
+// was before it (a torn witness at the end is a torn tail, cut). It
+// protects the records once it is on the disk: at the next fsync (Flush
+// makes the log dirty, so a second Flush, or Close, fsyncs it; under
+// SyncAlways and SyncInterval the next group's fsync), or when the
+// kernel writes the page back (about 30 s by Linux's default
+// dirty_expire_centisecs). Until then the records are as unnamed as
+// without it.
 //
 // A log written by this version holds version-2 entries, which an older
 // walq takes for a torn tail and cuts: it must not be opened by an older
@@ -177,9 +226,9 @@
 // failure a length cannot be trusted, so a salvage never counts entries
 // by walking lengths. It bounds them instead: a region starts at a frame,
 // so it held one entry at least; every frame takes at least 19 bytes (a
-// version-1 entry; a version-2 one takes 27) and
-// every entry at least one LSN, so its bytes and the LSNs it lost (known
-// when a valid entry follows it) bound the count from above. A region whose bytes
+// version-1 entry; a version-2 one takes 27, a witness 26), so its bytes
+// bound the count from above. The LSNs it lost bound nothing: a witness
+// takes none. A region whose bytes
 // after a length of the right size pass every check of an entry, CRC
 // included, is that one entry with its length damaged, and its header
 // gives its LSNs exactly. The tail is then
@@ -287,8 +336,16 @@
 //	| First LSN (8B, little endian) | Count (4B, little endian) |
 //	| Count × ( uvarint(len(record)) | record ) |
 //
+// A witness (see "Witnesses" above) is a version-2 entry with Count 0 and
+// no records, 25 bytes, 26 framed:
+//
+//	| CRC-32C (4B, little endian) | Version (1B) = 2 |
+//	| First LSN (8B, little endian) | Count (4B) = 0 |
+//	| Synced LSN (8B, little endian) |
+//
 // The CRC-32C (Castagnoli) covers every byte after itself. Count is at
-// least 1. The records of an entry have LSNs First LSN … First LSN+Count-1,
+// least 1 but in a witness (a version-1 entry of Count 0 is damage). The
+// records of an entry have LSNs First LSN … First LSN+Count-1,
 // and the First LSN of an entry is the First LSN plus Count of the entry
 // before it, across segment boundaries too. Synced LSN is DurableLSN when
 // the entry's write was issued: every record up to it had been fsynced,
@@ -296,7 +353,8 @@
 // was). A segment may hold entries of both versions (a log an older
 // version wrote, appended to by this one). These constants are part of
 // the wire format and must not be changed; testdata/entry.golden (version
-// 1) and testdata/entry-v2.golden pin them.
+// 1), testdata/entry-v2.golden and testdata/entry-witness.golden pin
+// them.
 //
 // tidwall/wal rolls to a new segment before a batch if the tail holds more
 // than Options.SegmentSize bytes, and after any entry that brings it to at
@@ -328,8 +386,8 @@
 //     bad entry (made in step 4, with an fsync of the file and the
 //     directory) and report the cut.
 //  3. Read the first entry header of every sealed segment (one small pread
-//     each) and check that first LSNs grow at least as fast as entry
-//     indexes, and that each sealed segment's last entry (found by walking
+//     each) and check that first LSNs grow at least half as fast as entry
+//     indexes (a witness takes none, and two are never adjacent), and that each sealed segment's last entry (found by walking
 //     a few frames, or searching back from the end: about one entry read)
 //     ends where the next segment starts. (Under Salvage: scan them all.)
 //     If the last sealed segment is torn, or ends short of the index the
@@ -379,7 +437,8 @@
 // callers' writes take them first, it arms a timer that makes the
 // committer write, a millisecond later at most (the timer's delay; on a
 // busy machine the goroutine may run later), whatever nobody wrote
-// meanwhile (late.go). Beside the committer run the syncer (it makes
+// meanwhile (late.go). It also writes the witnesses (witness.go), at a
+// Flush, a tick, or on a timer after an fsync. Beside the committer run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, holding no lock: writeback.go); Close stops the

@@ -106,12 +106,15 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 // has the shape a power loss leaves over zeros written ahead of the tail
 // (tearShaped): a sector of it never written, and a whole sector of
 // zeros at the file's end that no write reached. A closed log ends at its
-// last entry.
+// last entry. Shape alone is not enough (a record's own zeros look like a
+// sector never written), so after such an fsync the log writes a witness
+// (witness.go), a valid entry with no record whose Synced LSN covers
+// them: like any such entry it makes damage before it ErrCorrupt.
 //
 // What the rule cannot tell: damage shaped as a tear (a sector of zeros)
-// to records whose fsync completed, with no entry written after that
-// fsync, in a file that ends in zeros, is cut as a tear, as damage to the
-// last entry of a log always was.
+// to records whose fsync completed, with no entry (witness included)
+// written after that fsync and on the disk, in a file that ends in zeros,
+// is cut as a tear, as damage to the last entry of a log always was.
 
 // untornAfter applies the tear rule to the valid entries in (bad, limit)
 // after damage that starts at offset bad and whose records start at want
