@@ -205,10 +205,10 @@
 // power loss can keep it and lose them (it never turns a real tear into a
 // refusal), and a power loss that loses or tears it leaves the file as it
 // was before it (a torn witness at the end is a torn tail, cut). It
-// protects the records once it is on the disk: at the next fsync (Flush
+// protects the records once it is on the disk: at the next fsync (it
 // makes the log dirty, so a second Flush, or Close, fsyncs it; under
-// SyncAlways and SyncInterval the next group's fsync), or when the
-// kernel writes the page back (about 30 s by Linux's default
+// SyncInterval the next tick, which it arms; under SyncAlways the next
+// group's fsync), or when the kernel writes the page back (about 30 s by Linux's default
 // dirty_expire_centisecs). Until then the records are as unnamed as
 // without it.
 //

@@ -37,9 +37,10 @@ import (
 // while an fsync is in flight. Two witnesses are never adjacent: the second
 // needs DurableLSN to rise, which needs a record written and fsynced.
 //
-// The witness is not fsynced itself: it reaches the disk by the next fsync
-// (Flush, Close, the next group's, a tick after a write) or the kernel's
-// write-back, and makes the log dirty so that Close fsyncs it. Until it is
+// The witness is not fsynced with its write: it reaches the disk by the
+// next fsync (under SyncInterval the next tick, which it arms; a second
+// Flush, Close, or the next group's) or the kernel's write-back; it makes
+// the log dirty so that Close fsyncs it. Until it is
 // on the disk it protects nothing; a power loss meanwhile loses it or
 // tears it, as it can any write: its records were durable before it was
 // written, so neither can cut them, and a torn witness at the end of the
@@ -112,6 +113,10 @@ func (c *committer) witness() error {
 	c.tailBytes = plan.tail
 	c.nextIndex++
 	c.named, c.dirty = d, true
+	if l.opts.Sync == SyncInterval && !c.timerOn { // the next tick fsyncs it
+		c.timer.Reset(l.opts.SyncInterval)
+		c.timerOn = true
+	}
 	return nil
 }
 
