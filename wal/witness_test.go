@@ -203,3 +203,48 @@ func TestWitnessReadersPassOver(t *testing.T) {
 		closeLog(t, l)
 	}
 }
+
+// TestWitnessSalvageBound: a damaged region of a sealed segment under an
+// empty tail that holds a record's entry and the witness after it lost
+// one LSN but held two entries. The tail's name counts both: a salvage
+// that bounded the entries by the LSNs lost would find the tail named past
+// the segment's entries and refuse it as not the log's.
+func TestWitnessSalvageBound(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{Sync: wal.SyncNever, SegmentSize: 4 << 10})
+	for i := 0; len(segmentFiles(t, dir)) < 2; i++ {
+		appendN(t, l, i, 1)
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeLog(t, l)
+	lay := layoutOf(t, dir)
+	if last := lay[len(lay)-1]; last.seg != segmentFiles(t, dir)[0] {
+		t.Fatalf("the tail holds an entry at %d, want it empty", last.off)
+	}
+	var r, w entryPos // a record's entry in the middle, the witness after it
+	for i := 2; i+2 < len(lay); i++ {
+		if lay[i].count > 0 && lay[i+1].count == 0 && lay[i+2].count > 0 {
+			r, w = lay[i], lay[i+1]
+			break
+		}
+	}
+	if w.seg == "" {
+		t.Fatal("no record entry followed by a witness and a record")
+	}
+	fileOp(t, r.seg, func(b []byte) []byte {
+		b[r.off+r.hdr+1] ^= 0x01 // the record's CRC
+		b[w.off+w.hdr+1] ^= 0x01 // the witness's
+		return b
+	})
+	l, err := wal.Open(dir, &wal.Options{Salvage: true, SegmentSize: 4 << 10})
+	if err != nil {
+		t.Fatalf("salvaging Open: %v", err)
+	}
+	defer closeLog(t, l)
+	sal := l.Report().Salvaged
+	if len(sal) != 1 || sal[0].FirstLSN != r.first || sal[0].LastLSN != r.first || sal[0].Offset != r.off {
+		t.Fatalf("Salvaged = %+v, want LSN %d lost at offset %d", sal, r.first, r.off)
+	}
+}
