@@ -16,7 +16,8 @@ import (
 //	entry: | CRC-32C (4B LE) | Version (1B) = 2 | First LSN (8B LE) | Count (4B LE) |
 //	       | Synced LSN (8B LE) | Count × ( uvarint(len(record)) | record ) |
 //
-// and version 1, read but no longer written, without Synced LSN.
+// and version 1, read but no longer written, without Synced LSN. A
+// version-2 entry with Count 0 is a witness: no record, no LSN.
 
 const (
 	entryHeader1 = 17 // version 1
@@ -37,8 +38,9 @@ type entryInfo struct {
 // lastLSN is the LSN of the entry's last record.
 func (e entryInfo) lastLSN() uint64 { return e.first + uint64(e.count) - 1 }
 
-// parseSegment returns the valid entries at the front of a segment file; it
-// stops at the first frame that fails a check.
+// parseSegment returns the valid entries that hold records at the front of
+// a segment file, passing over witnesses (Count 0) as the log's readers
+// do; it stops at the first frame that fails a check.
 func parseSegment(b []byte) []entryInfo {
 	var out []entryInfo
 	for off := 0; off < len(b); {
@@ -52,7 +54,9 @@ func parseSegment(b []byte) []entryInfo {
 			break
 		}
 		info.off, info.end = int64(off), int64(off+k+int(n))
-		out = append(out, info)
+		if info.count > 0 {
+			out = append(out, info)
+		}
 		off += k + int(n)
 	}
 	return out
@@ -83,7 +87,7 @@ func parseEntry(e []byte) (entryInfo, bool) {
 		info.recs = append(info.recs, body[k:k+int(n)])
 		body = body[k+int(n):]
 	}
-	return info, len(body) == 0 && info.count > 0
+	return info, len(body) == 0 && (info.count > 0 || hdr == entryHeader)
 }
 
 // frameEntry returns the framed bytes of a version-2 entry holding recs,

@@ -74,10 +74,13 @@ type store interface {
 
 // storeBatch is a batch of entries for store.writeBatch; add copies the
 // entry, so the caller may reuse its buffer at once.
-type storeBatch struct{ tw twal.Batch }
+type storeBatch struct {
+	tw      twal.Batch
+	witness bool // the batch is one witness (witness.go), told to the FS as StoreWriteWitness
+}
 
 func (b *storeBatch) add(index uint64, entry []byte) { b.tw.Write(index, entry) }
-func (b *storeBatch) clear()                         { b.tw.Clear() }
+func (b *storeBatch) clear()                         { b.tw.Clear(); b.witness = false }
 
 // tidwallStore is a store over tidwall/wal. obs, when not nil, is told of
 // each write before it is made and may fail it (see FS).
@@ -126,7 +129,11 @@ func (s *tidwallStore) observe(op string) error {
 }
 
 func (s *tidwallStore) writeBatch(b *storeBatch) error {
-	if err := s.observe(StoreWriteBatch); err != nil {
+	op := StoreWriteBatch
+	if b.witness {
+		op = StoreWriteWitness
+	}
+	if err := s.observe(op); err != nil {
 		return err
 	}
 	if !s.reserved {

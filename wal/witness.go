@@ -98,7 +98,10 @@ func (c *committer) witness() error {
 	}
 	c.batch.clear()
 	c.batch.add(c.nextIndex, e)
-	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
+	c.batch.witness = true
+	err := c.f.writeBatch(c.st, &c.batch)
+	c.batch.witness = false
+	if err != nil {
 		return l.poison(fmt.Errorf("wal: write of a witness of LSN %d failed, log poisoned: %w", d, err))
 	}
 	h := entryHeader{first: d + 1, synced: d, version: entryVersion2}

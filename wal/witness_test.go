@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/wal"
 )
 
@@ -246,5 +247,27 @@ func TestWitnessSalvageBound(t *testing.T) {
 	sal := l.Report().Salvaged
 	if len(sal) != 1 || sal[0].FirstLSN != r.first || sal[0].LastLSN != r.first || sal[0].Offset != r.off {
 		t.Fatalf("Salvaged = %+v, want LSN %d lost at offset %d", sal, r.first, r.off)
+	}
+}
+
+// TestWitnessWriteFailurePoisons: a witness whose write fails poisons the
+// Log as any failed write does: the Flush that wrote it returns the
+// error, and so does every later call.
+func TestWitnessWriteFailurePoisons(t *testing.T) {
+	fs := faultfs.New(0)
+	l := openLog(t, t.TempDir(), &wal.Options{FS: fs, Sync: wal.SyncNever})
+	appendN(t, l, 0, 1)
+	fs.FailNext(wal.StoreWriteWitness)
+	if err := l.Flush(); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Flush = %v, want the witness write's failure", err)
+	}
+	if op, ok := fs.Hit(); !ok || op.Kind != wal.StoreWriteWitness {
+		t.Fatalf("failed operation %+v, %v; want the witness write", op, ok)
+	}
+	if _, _, err := l.Append([]byte("x")); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Append after the failure = %v, want the sticky error", err)
+	}
+	if err := l.Close(); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Close = %v, want the sticky error", err)
 	}
 }
