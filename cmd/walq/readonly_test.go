@@ -109,6 +109,7 @@ func TestInspectRunning(t *testing.T) {
 	defer q.Close()
 	_, err = q.Enqueue(context.Background(), []byte("x"))
 	require.NoError(t, err)
+	settle(t, dir)
 	before := allFiles(t, dir)
 	r := mustWalq(t, 0, "", "stats", "--json", dir)
 	require.Contains(t, r.stderr, "another process has "+dir+" open; these figures are as of its last write")

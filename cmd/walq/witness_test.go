@@ -33,6 +33,51 @@ func logBytes(t *testing.T, dir string) int64 {
 	return n
 }
 
+// frames returns the end offset and the Count of each whole entry of a
+// segment file.
+func frames(t *testing.T, file string) (ends []int64, counts []uint32) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	for off := 0; off < len(b); {
+		size, k := binary.Uvarint(b[off:])
+		if k <= 0 || off+k+int(size) > len(b) || size < 17 {
+			break
+		}
+		off += k + int(size)
+		ends, counts = append(ends, int64(off)), append(counts, binary.LittleEndian.Uint32(b[off-int(size)+13:]))
+	}
+	return ends, counts
+}
+
+// lastRecordEnd returns the offset just after the last entry of file
+// that holds records: a witness may follow it.
+func lastRecordEnd(t *testing.T, file string) int64 {
+	t.Helper()
+	ends, counts := frames(t, file)
+	for i := len(ends) - 1; i >= 0; i-- {
+		if counts[i] > 0 {
+			return ends[i]
+		}
+	}
+	t.Fatalf("%s holds no entry with records", file)
+	return 0
+}
+
+// settle waits, up to 2 seconds, for the witness an open queue's log
+// writes once it stays idle after its last fsync (wal/witness.go), so that
+// the directory changes no more while the test looks at it. A log whose
+// last write rolled its segment writes none: it is settled already.
+func settle(t *testing.T, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		files := logFiles(t, dir)
+		if _, counts := frames(t, files[len(files)-1]); len(counts) > 0 && counts[len(counts)-1] == 0 {
+			return
+		}
+	}
+}
+
 // witnesses counts the entries of no record (Count 0) in the queue's log.
 func witnesses(t *testing.T, dir string) int {
 	t.Helper()
