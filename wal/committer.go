@@ -80,9 +80,9 @@ type committer struct {
 	lastSync       time.Time   // time of the last fsync
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
-	named          LSN         // the highest Synced LSN of an entry written, a witness's included (witness.go)
-	witnessTimer   *time.Timer // fires when a witness may be due (witness.go); armed when witnessOn
-	witnessOn      bool
+	named          atomic.Uint64 // the highest Synced LSN of an entry written, a witness's included (witness.go); stored under mu, loaded without it by the witness timer
+	witnessTimer   *time.Timer   // fires when a witness may be due (witness.go); armed when witnessOn
+	witnessOn      atomic.Bool   // set by whoever arms witnessTimer, cleared when it fires; without mu
 
 	stopped  bool  // shutdown ran: st is closed
 	closeErr error // Close's result; read by Close after exited is closed
@@ -123,9 +123,7 @@ func (c *committer) run() {
 			c.tick()
 			c.mu.Unlock()
 		case <-c.witnessTimer.C:
-			c.mu.Lock()
 			c.witnessDue()
-			c.mu.Unlock()
 		case job := <-c.syncDone:
 			c.mu.Lock()
 			c.synced(job)
@@ -359,7 +357,9 @@ func (c *committer) write() error {
 	c.batch.clear()
 	c.frames, c.batchBytes = c.frames[:0], 0
 	synced := c.l.durableLSN.Load()
-	c.named = max(c.named, synced)
+	if synced > c.named.Load() {
+		c.named.Store(synced)
+	}
 	for i, g := range c.groups {
 		h := g.header()
 		h.synced = synced

@@ -302,7 +302,7 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	c.late.timer.Stop()
 	c.witnessTimer = time.NewTimer(time.Hour)
 	c.witnessTimer.Stop()
-	c.named = l.durableLSN.Load() // Open fsynced every record: the next entry names them all
+	c.named.Store(l.durableLSN.Load()) // Open fsynced every record: the next entry names them all
 	c.gathering.epoch = c.lastSync
 	if l.opts.Sync != SyncAlways && f.writeback != nil {
 		c.hints.jobs, c.hints.exited = make(chan hint, 1), make(chan struct{})

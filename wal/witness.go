@@ -55,27 +55,41 @@ const witnessIdle = 2 * time.Millisecond
 // armWitness makes the committer consider a witness witnessIdle from now,
 // unless that is already planned or nothing needs one; c.mu is held.
 func (c *committer) armWitness() {
-	if c.witnessOn || c.stopped || c.l.durableLSN.Load() <= c.named {
+	if c.stopped || c.l.durableLSN.Load() <= c.named.Load() {
 		return
 	}
-	c.witnessTimer.Reset(witnessIdle)
-	c.witnessOn = true
+	c.rearmWitness(witnessIdle)
 }
 
-// witnessDue handles the witness timer: it writes a witness if the log
-// stayed idle since the last fsync for witnessIdle, and looks again later
-// if an fsync ended since.
-func (c *committer) witnessDue() {
-	if !c.witnessOn {
-		return // stale
+// rearmWitness arms the witness timer to fire after d unless it is armed.
+func (c *committer) rearmWitness(d time.Duration) {
+	if c.witnessOn.CompareAndSwap(false, true) {
+		c.witnessTimer.Reset(d)
 	}
-	c.witnessOn = false
-	if c.l.durableLSN.Load() <= c.named {
+}
+
+// witnessDue handles the witness timer on the committer's goroutine: it
+// writes a witness if the log stayed idle since the last fsync for
+// witnessIdle, and looks again later if an fsync ended since. It takes
+// c.mu only when a witness may be due, and never waits for it: a caller
+// that finds c.mu free after its own fsync writes its next group itself
+// (syncedOwn), and a tick that held it would hand that work to this
+// goroutine.
+func (c *committer) witnessDue() {
+	c.witnessOn.Store(false)
+	if c.l.durableLSN.Load() <= c.named.Load() {
 		return // an entry written since carries DurableLSN
 	}
+	if !c.mu.TryLock() {
+		c.rearmWitness(witnessIdle) // busy: not idle
+		return
+	}
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
 	if wait := witnessIdle - time.Since(c.lastSync); wait > 0 {
-		c.witnessTimer.Reset(wait)
-		c.witnessOn = true
+		c.rearmWitness(wait)
 		return
 	}
 	_ = c.witness() // a failure poisons the Log
@@ -86,7 +100,7 @@ func (c *committer) witnessDue() {
 func (c *committer) witness() error {
 	l := c.l
 	d := l.durableLSN.Load()
-	if c.stopped || d <= c.named || d != l.writtenLSN.Load() || c.inflight != nil ||
+	if c.stopped || d <= c.named.Load() || d != l.writtenLSN.Load() || c.inflight != nil ||
 		c.tailBytes == 0 || l.poisoned.Load() || l.queued() {
 		return nil
 	}
@@ -115,7 +129,8 @@ func (c *committer) witness() error {
 	l.seg.Unlock()
 	c.tailBytes = plan.tail
 	c.nextIndex++
-	c.named, c.dirty = d, true
+	c.named.Store(d)
+	c.dirty = true
 	if l.opts.Sync == SyncInterval && !c.timerOn { // the next tick fsyncs it
 		c.timer.Reset(l.opts.SyncInterval)
 		c.timerOn = true
