@@ -264,7 +264,11 @@
 //
 // A torn roll (see Guarantees) leaves a damaged end under such a tail
 // too. A salvage takes that end as damage, reported lost and resumed
-// past, when its bounds reach the tail's name; otherwise, and when the
+// past, when its bounds reach the tail's name, and also when the name
+// lies past them but nothing tells the end's first LSN and its bytes do
+// not bear the mark described below (a synced entry that rotted, its
+// witness and the roll's batch lost to the crash: a cut would give out
+// the synced entry's LSNs again); otherwise, and when the
 // segment ends whole short of the name (and of a SegmentSize given), it
 // repairs the roll as a plain Open does. It repairs it too, rather than
 // refuse it as damage nothing bounds, when nothing tells the end's first

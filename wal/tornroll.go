@@ -132,6 +132,16 @@ func (l *Log) salvagesEnd(r *segReader, s, tail *segment, res scanResult) (bool,
 	}
 	held := boundEntries([]Damage{d}, []bool{lone})
 	whole := s.firstIndex + uint64(res.entries)
+	if tail.firstIndex > whole+uint64(held.hi) && d.FirstLSN == 0 {
+		// The roll wrote more entries than the end's bytes hold: a torn
+		// roll, or a synced entry that rotted followed by entries a
+		// crash lost (a witness among them; witness.go). Nothing tells
+		// the end's first LSN, so a cut could give out a synced entry's
+		// LSNs again: only an end that bears the mark of a write that
+		// never reached the disk is repaired; any other is damage.
+		torn, err := tornMark(r, res.bad.off, s.size)
+		return !torn, err
+	}
 	if tail.firstIndex < whole+uint64(held.lo) || tail.firstIndex > whole+uint64(held.hi) {
 		return false, nil
 	}
