@@ -80,13 +80,16 @@ func (c *committer) witnessDue() {
 	if c.l.durableLSN.Load() <= c.named.Load() {
 		return // an entry written since carries DurableLSN
 	}
+	if c.syncing.Load() {
+		return // the fsync in flight arms the timer again when it ends (synced)
+	}
 	if !c.mu.TryLock() {
 		c.rearmWitness(witnessIdle) // busy: not idle
 		return
 	}
 	defer c.mu.Unlock()
-	if c.stopped {
-		return
+	if c.stopped || c.inflight != nil {
+		return // an fsync started meanwhile: see above
 	}
 	if wait := witnessIdle - time.Since(c.lastSync); wait > 0 {
 		c.rearmWitness(wait)
