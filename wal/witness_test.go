@@ -271,3 +271,42 @@ func TestWitnessWriteFailurePoisons(t *testing.T) {
 		t.Fatalf("Close = %v, want the sticky error", err)
 	}
 }
+
+// TestWitnessFsyncFailurePoisons: a witness is written, not fsynced, and
+// makes the log dirty, so the next Flush, or Close, fsyncs it. An fsync
+// that fails there poisons the Log as any failed fsync does: that call
+// returns the error, and so does every later one.
+func TestWitnessFsyncFailurePoisons(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(l *wal.Log) error // the call that fsyncs the witness
+	}{
+		{"Flush", (*wal.Log).Flush},
+		{"Close", (*wal.Log).Close},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := faultfs.New(0)
+			dir := t.TempDir()
+			l := openLog(t, dir, &wal.Options{FS: fs, Sync: wal.SyncNever})
+			appendN(t, l, 0, 1)
+			if err := l.Flush(); err != nil { // the record's fsync, then its witness
+				t.Fatal(err)
+			}
+			if n := witnessCount(t, dir); n != 1 {
+				t.Fatalf("%d witnesses after Flush, want 1", n)
+			}
+			fs.FailNext("fsync")
+			if err := tc.call(l); !errors.Is(err, faultfs.ErrInjected) {
+				t.Fatalf("%s = %v, want the failure of the witness's fsync", tc.name, err)
+			}
+			if _, _, err := l.Append([]byte("x")); err == nil {
+				t.Fatal("Append after the failed fsync succeeded")
+			}
+			if tc.name != "Close" {
+				if err := l.Close(); !errors.Is(err, faultfs.ErrInjected) {
+					t.Fatalf("Close = %v, want the sticky error", err)
+				}
+			}
+		})
+	}
+}
