@@ -35,7 +35,8 @@ import (
 // tidwall/wal stores each entry as | uvarint(len(entry)) | entry |.
 //
 // These constants are part of the wire format and must not be changed;
-// testdata/entry.golden (version 1) and testdata/entry-v2.golden pin them.
+// testdata/entry.golden (version 1), testdata/entry-v2.golden and
+// testdata/entry-witness.golden pin them.
 const (
 	entryVersion1 = 1              // read, never written
 	entryVersion2 = 2              // written since entries carry their Synced LSN
