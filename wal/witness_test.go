@@ -310,3 +310,29 @@ func TestWitnessFsyncFailurePoisons(t *testing.T) {
 		})
 	}
 }
+
+// TestWitnessTimerWriteFailurePoisons: under SyncAlways the committer
+// writes the witness on its own once the log stays idle; a failure of
+// that write, which no caller waits for, poisons the Log all the same:
+// Err reports it and the next Append fails with it.
+func TestWitnessTimerWriteFailurePoisons(t *testing.T) {
+	fs := faultfs.New(0)
+	l := openLog(t, t.TempDir(), &wal.Options{FS: fs, Sync: wal.SyncAlways})
+	fs.FailNext(wal.StoreWriteWitness)
+	appendN(t, l, 0, 1) // fsynced; the witness comes after an idle spell
+	for deadline := time.Now().Add(10 * time.Second); l.Err() == nil && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if err := l.Err(); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Err = %v after 10 s, want the witness write's failure", err)
+	}
+	if op, ok := fs.Hit(); !ok || op.Kind != wal.StoreWriteWitness {
+		t.Fatalf("failed operation %+v, %v; want the witness write", op, ok)
+	}
+	if _, _, err := l.Append([]byte("x")); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Append after the failure = %v, want the sticky error", err)
+	}
+	if err := l.Close(); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Close = %v, want the sticky error", err)
+	}
+}
