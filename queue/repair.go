@@ -48,13 +48,16 @@ type RepairReport struct {
 // range only: ranges that overlap or touch are one. A range whose last LSN
 // is unknown (a torn write's, which ends the log) has 0 there and takes in
 // every range after its first; one whose bounds are both unknown is
-// [0, 0], listed once, last.
+// [0, 0], listed once, last. Damage that lost no LSN (a torn witness,
+// which holds no record: wal.Damage) lists none.
 func (r RepairReport) LostLSNs() [][2]uint64 {
 	var rs [][2]uint64
 	for _, d := range r.Recovery.Log.Salvaged {
-		rs = append(rs, [2]uint64{d.FirstLSN, d.LastLSN})
+		if !lostNone(d) {
+			rs = append(rs, [2]uint64{d.FirstLSN, d.LastLSN})
+		}
 	}
-	if t := r.Recovery.Log.Torn; t != nil && t.FirstLSN != 0 {
+	if t := r.Recovery.Log.Torn; t != nil && t.FirstLSN != 0 && !lostNone(*t) {
 		rs = append(rs, [2]uint64{t.FirstLSN, t.LastLSN})
 	}
 	if r.Recovery.LostBefore > 1 {
@@ -62,6 +65,10 @@ func (r RepairReport) LostLSNs() [][2]uint64 {
 	}
 	return mergeRanges(rs)
 }
+
+// lostNone reports whether the damage lost no LSN: its last LSN is the one
+// before its first.
+func lostNone(d wal.Damage) bool { return d.LastLSN != 0 && d.LastLSN+1 == d.FirstLSN }
 
 // mergeRanges returns the LSN ranges rs sorted by first LSN with those
 // that overlap or touch joined (a last LSN of 0 runs to the log's end),

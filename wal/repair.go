@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -259,12 +260,40 @@ func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason st
 	for off < limit {
 		n, h, err := tornHeader(r, off, limit)
 		if err != nil || h.first != want {
+			if err != nil && tornWitness(r, off, limit, want) {
+				d.LastLSN = want - 1 // it holds no record: nothing more was lost
+			}
 			break
 		}
 		d.LastLSN, want = h.end()-1, h.end()
 		off += n
 	}
 	return d, nil
+}
+
+// tornWitness reports whether the frame at off, which the end of the
+// file at limit cuts, is a witness (witness.go) whose record would have
+// been want: its length is a witness's, which no version-2 entry of
+// records has, its version byte survived and is 2, and the count and
+// first LSN, as far as they survived, are 0 and want. A frame cut before
+// its version byte tells nothing.
+func tornWitness(r *segReader, off, limit int64, want LSN) bool {
+	b, err := r.bytes(off, int(min(limit-off, 10+maxHeaderSize)), limit)
+	if err != nil {
+		return false
+	}
+	size, k := binary.Uvarint(b)
+	if k <= 0 || size != headerSize2 || off+int64(k)+int64(size) <= limit {
+		return false
+	}
+	e := b[k:]
+	if len(e) <= offVersion || e[offVersion] != entryVersion2 {
+		return false
+	}
+	if len(e) >= offFirstLSN+8 && binary.LittleEndian.Uint64(e[offFirstLSN:]) != want {
+		return false
+	}
+	return len(e) < offCount+4 || binary.LittleEndian.Uint32(e[offCount:]) == 0
 }
 
 // tornHeader decodes the header of a frame that may run past the end.

@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,5 +335,48 @@ func TestWitnessTimerWriteFailurePoisons(t *testing.T) {
 	}
 	if err := l.Close(); !errors.Is(err, faultfs.ErrInjected) {
 		t.Fatalf("Close = %v, want the sticky error", err)
+	}
+}
+
+// TestTornWitnessLosesNoLSN: the witness is the last write of an idle
+// log and is not fsynced with its write, so it is what a power loss most
+// often tears. It holds no record: its torn tail is cut, the log goes on
+// at the LSN it named, and the report must not say that LSN was lost (a
+// queue lists the LSNs a repair lost as messages that may be gone).
+func TestTornWitnessLosesNoLSN(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte) []byte
+	}{
+		{"cut after its version", func(b []byte) []byte { return b[:len(b)-20] }},
+		{"cut in its first LSN", func(b []byte) []byte { return b[:len(b)-15] }},
+		{"cut in its Synced LSN", func(b []byte) []byte { return b[:len(b)-3] }},
+		{"a bit flipped in its Synced LSN", func(b []byte) []byte { b[len(b)-3] ^= 1; return b }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openLog(t, dir, &wal.Options{Sync: wal.SyncNever})
+			appendN(t, l, 0, 3)
+			if err := l.Flush(); err != nil { // records 1-3, then a witness of LSN 3
+				t.Fatal(err)
+			}
+			closeLog(t, l)
+			if lay := layoutOf(t, dir); lay[len(lay)-1].count != 0 {
+				t.Fatal("the log does not end in a witness")
+			}
+			fileOp(t, segmentFiles(t, dir)[0], tc.damage)
+			l = openLog(t, dir, nil)
+			defer closeLog(t, l)
+			torn := l.Report().Torn
+			if torn == nil {
+				t.Fatal("no torn tail reported")
+			}
+			if torn.FirstLSN != 0 && torn.LastLSN+1 != torn.FirstLSN || !strings.Contains(torn.String(), "no LSN") {
+				t.Fatalf("Torn = %v (LSNs %d-%d), want a cut that lost no LSN", torn, torn.FirstLSN, torn.LastLSN)
+			}
+			if lsn, _, err := l.Append([]byte("next")); err != nil || lsn != 4 {
+				t.Fatalf("Append = %d, %v; want LSN 4", lsn, err)
+			}
+		})
 	}
 }
