@@ -48,8 +48,11 @@
 //     sealed segment's last bytes (nothing past them was acknowledged: they
 //     wait for the roll's fsync). Open repairs it as a torn tail one segment
 //     back: the tail, if it holds nothing but zeros or entries that carry on,
-//     is removed, then the sealed segment is cut (reported in Torn). A
-//     read-only Open finds it too and reports it, changing nothing; a
+//     is removed, then the sealed segment is cut (reported in Torn). Once
+//     the roll's fsync made the sealed segment durable and the log was
+//     idle, a witness in the new tail (see "Witnesses") says so, and damage
+//     to the sealed segment's last entry is then damage, never a torn
+//     roll. A read-only Open finds it too and reports it, changing nothing; a
 //     salvaging Open repairs it as well, unless the damaged end can have
 //     held the entries the tail's name counts (see "Damage under an empty
 //     tail" below): that end is salvaged, never cut. A sealed segment
@@ -195,9 +198,13 @@
 //     entry follows, is cut as a torn tail, as it always was; damage
 //     before it is refused.)
 //
-// None is written into an empty tail, nor where it would roll the
-// segment: a segment's first entry, and a sealed segment's last, hold
-// records. Two are never adjacent (the second needs DurableLSN to rise,
+// None is written where it would roll the segment: a sealed segment's
+// last entry holds records. One is written into the empty tail a roll
+// leaves, so a segment can start with one: the roll fsynced the sealed
+// segment before anything was written to the new one, so an entry there,
+// a witness included, says the sealed segment's last entry is durable,
+// and damage to it is damage (see "Damage under an empty tail"), not a
+// torn roll. Two are never adjacent (the second needs DurableLSN to rise,
 // which needs a record written and fsynced since the first).
 //
 // What protects a flushed or idle log, and when: a witness is written,

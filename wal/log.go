@@ -233,9 +233,9 @@ func (l *Log) readFirstHeaders(sealed []*segment) error {
 
 // checkFirstLSNs checks that each segment starts at least one LSN per two
 // entries after the previous one. An entry holds one record at least, but
-// for a witness (witness.go), which holds none; a segment never starts with
-// one and two are never adjacent, so of k entries from a segment's first
-// on, (k+1)/2 at least hold records.
+// for a witness (witness.go), which holds none; two are never adjacent, so
+// of k entries from a segment's first on, k/2 at least hold records (a
+// segment may start with one: the witness of a roll's records).
 func (l *Log) checkFirstLSNs() error {
 	list := l.seg.list
 	for i := 1; i < len(list); i++ {
@@ -243,7 +243,7 @@ func (l *Log) checkFirstLSNs() error {
 		if s.size == 0 || prev.firstLSN == 0 {
 			continue
 		}
-		if s.firstLSN < prev.firstLSN+(s.firstIndex-prev.firstIndex+1)/2 {
+		if s.firstLSN < prev.firstLSN+(s.firstIndex-prev.firstIndex)/2 {
 			return corruptAt(s.loc(0, 0), fmt.Sprintf("%s: segment starts at LSN %d but %s starts at LSN %d with %d entries",
 				errLSNOutOfLine, s.firstLSN, prev.path, prev.firstLSN, s.firstIndex-prev.firstIndex))
 		}

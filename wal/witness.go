@@ -31,11 +31,14 @@ import (
 //     last entry, which the repair's shape test requires of a tear, so
 //     damage before it followed by a valid entry is refused anyway.
 //
-// None is written into an empty tail or where it would roll the segment
-// (a witness is never the first or the last entry of a segment, so a
-// segment's first entry and a sealed segment's last one hold records), nor
-// while an fsync is in flight. Two witnesses are never adjacent: the second
-// needs DurableLSN to rise, which needs a record written and fsynced.
+// None is written where it would roll the segment (a witness is never the
+// last entry of a sealed segment), nor while an fsync is in flight. One is
+// written into the empty tail a roll leaves: the roll fsynced the sealed
+// segment, and only an entry after the sealed segment's last one says so;
+// without one, damage to that entry under an empty tail is what a torn
+// roll leaves, and is cut (tornroll.go). So a segment can start with a
+// witness. Two witnesses are never adjacent: the second needs DurableLSN
+// to rise, which needs a record written and fsynced.
 //
 // The witness is not fsynced with its write: it reaches the disk by the
 // next fsync (under SyncInterval the next tick, which it arms; a second
@@ -104,7 +107,7 @@ func (c *committer) witness() error {
 	l := c.l
 	d := l.durableLSN.Load()
 	if c.stopped || d <= c.named.Load() || d != l.writtenLSN.Load() || c.inflight != nil ||
-		c.tailBytes == 0 || l.poisoned.Load() || l.queued() {
+		l.poisoned.Load() || l.queued() {
 		return nil
 	}
 	e := encodeEntry(d+1, d, nil)
