@@ -192,6 +192,10 @@
 //     names the records by its own entry and costs no extra write;
 //   - SyncNever: only by Flush (a roll's fsync covers the sealed
 //     segments, not the records written to the new tail);
+//   - a writable Open: it fsyncs every record it finds, those a process
+//     crash left unsynced included; unless the log's last entry is a
+//     witness of them, one is written 2 ms after the Open if the log
+//     stayed idle (a caller that appends at once names them itself);
 //   - Close writes none: a closed log ends at its last entry, and damage
 //     that a valid entry follows is then refused by the third condition.
 //     (A flipped bit in the last entry of a closed log, which no valid

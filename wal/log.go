@@ -264,6 +264,7 @@ func (l *Log) startCommitter(f faults) error {
 		return err
 	}
 	l.c = c
+	c.armWitness() // before the goroutine starts: c.mu is not needed yet
 	go c.run()
 	return nil
 }
@@ -302,7 +303,11 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	c.late.timer.Stop()
 	c.witnessTimer = time.NewTimer(time.Hour)
 	c.witnessTimer.Stop()
-	c.named.Store(l.durableLSN.Load()) // Open fsynced every record: the next entry names them all
+	named, err := l.openNamed(tail)
+	if err != nil {
+		return nil, err
+	}
+	c.named.Store(named) // a witness is due if Open's fsync made records durable that no entry names
 	c.gathering.epoch = c.lastSync
 	if l.opts.Sync != SyncAlways && f.writeback != nil {
 		c.hints.jobs, c.hints.exited = make(chan hint, 1), make(chan struct{})

@@ -49,6 +49,43 @@ import (
 // written, so neither can cut them, and a torn witness at the end of the
 // file is cut as a torn tail.
 
+// A writable Open fsyncs every record it finds, those a process crash
+// left unsynced included, so DurableLSN starts at WrittenLSN; but no entry
+// says so unless the log's last entry is a witness of them. Open then
+// arms the witness timer as an fsync does: left idle for witnessIdle, the
+// log writes a witness (into an empty tail too, naming the sealed
+// segment's records); a caller that appends at once names them by its own
+// entry instead.
+
+// openNamed returns what the log's last entry names durable, for a
+// writable Open: a witness is due when DurableLSN is above it. The tail's
+// last entry's Synced LSN (0 for version 1); 0 when the tail is empty
+// and a sealed segment, ending with records, is before it; DurableLSN
+// when the log holds no entry.
+func (l *Log) openNamed(tail *segment) (LSN, error) {
+	d := l.durableLSN.Load()
+	if tail.entries == 0 || len(tail.points) == 0 {
+		if len(l.seg.list) > 1 || tail.entries > 0 {
+			return 0, nil
+		}
+		return d, nil
+	}
+	r := &segReader{f: tail.file.f, ahead: 2 * indexSpacing} // the last point is about indexSpacing from the end
+	off := tail.points[len(tail.points)-1].off
+	h := entryHeader{}
+	for off < tail.size {
+		n, eh, err := r.header(off, tail.size)
+		if err != nil {
+			return 0, fmt.Errorf("wal: read %s: %w", tail.loc(off, 0), err)
+		}
+		off, h = off+n, eh
+	}
+	if h.synced == syncedUnknown {
+		return 0, nil
+	}
+	return min(h.synced, d), nil
+}
+
 // witnessIdle is how long the committer waits after an fsync, under
 // SyncAlways and after a write's fsync under SyncInterval, before it
 // writes a witness: long enough that a caller that appends again at once
