@@ -128,17 +128,20 @@ type flight struct {
 func (a *inflight) reap() {
 	for ; a.head < len(a.flights); a.head++ {
 		f := &a.flights[a.head]
-		select {
-		case <-f.c.Done():
-			if a.err == nil {
-				a.err = wait(f.c)
-			}
-			a.records -= f.n
-			*f = flight{}
-			continue
-		default:
+		// A look, not a wait: Completed neither wakes the log's
+		// committer (Done does, for a caller about to block) nor makes
+		// a channel. Every asynchronous call reaps, and its head flight
+		// is usually a group whose write is under way, or one that
+		// AppendLate leaves to the next write: a wake-up here would cost
+		// the call a futex, and the committer a pass for nothing.
+		if !f.c.Completed() {
+			break
 		}
-		break
+		if a.err == nil {
+			a.err = wait(f.c)
+		}
+		a.records -= f.n
+		*f = flight{}
 	}
 	if a.head > 0 && a.head >= len(a.flights)/2 {
 		n := copy(a.flights, a.flights[a.head:])

@@ -183,6 +183,11 @@ func (c *Commit) Done() <-chan struct{} {
 	return c.channel(stateDone)
 }
 
+// Completed reports whether Done is closed: Wait would return at once.
+// Unlike Done it neither wakes the committer nor makes a channel, for a
+// caller that looks without waiting.
+func (c *Commit) Completed() bool { return c.isDone() }
+
 // finish completes the group with err: written, and done.
 func (c *Commit) finish(err error) {
 	if !c.durable {
