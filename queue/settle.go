@@ -139,7 +139,7 @@ func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	}
 	var p *Pending
 	if res.n > 0 {
-		p = &Pending{c: res.last}
+		p = q.mu.async.newPending("", res.last)
 		q.pushAsyncLocked(res.last, res.n, false)
 	}
 	if res.ready && q.waiters.Load() > 0 {
