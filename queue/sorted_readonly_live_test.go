@@ -95,24 +95,16 @@ func TestSortedReadOnlyBesideBusyQueue(t *testing.T) {
 	// 3 s of opens, and on until one showed dead values (the rounds
 	// requeue them all now and then), for 2 minutes at most.
 	deadline, giveUp := time.Now().Add(3*time.Second), time.Now().Add(2*time.Minute)
-	var opens, shown int
-	refused := map[string]int{}
-	for !t.Failed() && (time.Now().Before(deadline) || shown == 0 && time.Now().Before(giveUp)) {
+	var tally liveTally
+	for !t.Failed() && (time.Now().Before(deadline) || tally.shown == 0 && time.Now().Before(giveUp)) {
 		n, err := inspectSortedLive(dir)
-		if err != nil {
-			require.NotErrorIs(t, err, errWrong)
-			require.NotErrorIs(t, err, queue.ErrCorrupt, "a read-only open beside a healthy queue")
-			refused[err.Error()]++
-			continue
-		}
-		opens++
-		shown += n
+		tally.add(t, n, err)
 	}
 	require.NoError(t, stop())
 	t.Logf("%d read-only opens showed %d dead values; refused: %v; %d rounds, %d values published",
-		opens, shown, refused, rounds.Load(), published.Load())
-	require.Positive(t, opens)
-	require.Positive(t, shown)
+		tally.opens, tally.shown, tally.refused, rounds.Load(), published.Load())
+	require.Positive(t, tally.opens)
+	require.Positive(t, tally.shown)
 }
 
 // sortedLiveRound pulls a few batches of s and settles them: most are
