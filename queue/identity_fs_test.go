@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,4 +92,57 @@ func TestReadOnlyThroughFS(t *testing.T) {
 	require.NoError(t, r.Close())
 	require.True(t, fsys.wasOpened("IDENTITY"), "the identity file was read around Options.FS")
 	require.NotEmpty(t, fsys.segmentsOpened(), "the log was read around Options.FS")
+}
+
+// movedFS is the real file system with the directory from moved to to:
+// a name under from is the same name under to. It stands in for a disk
+// that package os does not see, so that a read around it finds nothing.
+type movedFS struct {
+	wal.OSFS
+	from, to string
+}
+
+func (f movedFS) path(name string) string {
+	if rel, err := filepath.Rel(f.from, name); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.Join(f.to, rel)
+	}
+	return name
+}
+
+func (f movedFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	return f.OSFS.OpenFile(f.path(name), flag, perm)
+}
+func (f movedFS) Open(name string) (wal.File, error)         { return f.OSFS.Open(f.path(name)) }
+func (f movedFS) Rename(from, to string) error               { return f.OSFS.Rename(f.path(from), f.path(to)) }
+func (f movedFS) Remove(name string) error                   { return f.OSFS.Remove(f.path(name)) }
+func (f movedFS) ReadDir(name string) ([]os.DirEntry, error) { return f.OSFS.ReadDir(f.path(name)) }
+func (f movedFS) MkdirAll(name string, perm os.FileMode) error {
+	return f.OSFS.MkdirAll(f.path(name), perm)
+}
+func (f movedFS) Stat(name string) (os.FileInfo, error) { return f.OSFS.Stat(f.path(name)) }
+func (f movedFS) SyncDir(name string) error             { return f.OSFS.SyncDir(f.path(name)) }
+
+// TestThroughFSOnly: a queue whose files only Options.FS shows (the
+// directory named is empty on the disk) is opened read-only, and its kind
+// inferred, from what Options.FS shows: no check of the directory, listing
+// or read goes around it.
+func TestThroughFSOnly(t *testing.T) {
+	real, named := t.TempDir(), t.TempDir()
+	q := open(t, real, nil)
+	enqueue(t, q, "x")
+	require.NoError(t, q.Close())
+	fsys := movedFS{from: named, to: real}
+
+	r, err := queue.Open(named, &queue.Options{ReadOnly: true, FS: fsys})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.Stats().Ready)
+	require.Equal(t, queue.KindAck, r.Identity().Kind)
+	require.NoError(t, r.Close())
+
+	require.NoError(t, os.Remove(filepath.Join(real, "IDENTITY")))
+	_, err = queue.OpenSorted[int64](named, &queue.SortedOptions{Options: queue.Options{FS: fsys}})
+	require.ErrorIs(t, err, queue.ErrWrongKind)
+	require.ErrorContains(t, err, "inferred from its log")
+	_, err = queue.ReadIdentity(real)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the directory was adopted as another kind")
 }
