@@ -31,11 +31,12 @@ func (engine) Owns(target string) bool {
 // server's URL, whose parser refuses an option it does not know. A raw
 // '#' is refused: a URL fragment names nothing on a server, and taking it
 // into the name, or dropping it, would open another queue than the one
-// meant; a '#' of a name or password is written %23.
+// meant. A '#' that is part of the name, the user, the password or an
+// option's value is written %23.
 func splitTarget(target string) (server, name string, err error) {
 	if strings.Contains(target, "#") {
 		return "", "", fmt.Errorf("%w: %q: a raw '#' starts a URL fragment, which names no queue: "+
-			"write a '#' of the queue's name or password as %%23", queue.ErrInvalidOptions, target)
+			"write a '#' in the queue's name, the user, the password or an option's value as %%23", queue.ErrInvalidOptions, target)
 	}
 	base, query, hasQuery := strings.Cut(target, "?")
 	_, rest, _ := strings.Cut(base, "://")

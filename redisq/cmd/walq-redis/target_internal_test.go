@@ -68,8 +68,9 @@ func TestTargetQuery(t *testing.T) {
 // "jobs#stats" (which an enqueue would create), redis://host/0#jobs a
 // queue "0#jobs" on database 0, and a '#' after the query went to
 // go-redis, whose URL parser drops a fragment. A '#' has no meaning in a
-// queue's URL but as part of a name or password, where it is written %23;
-// a raw one is refused, whatever the user meant by it.
+// queue's URL but as part of a name, user, password or option's value,
+// where it is written %23; a raw one is refused, whatever the user meant
+// by it.
 func TestTargetFragment(t *testing.T) {
 	for _, bad := range []string{
 		"redis://localhost:6379/0/jobs#stats",
@@ -88,9 +89,11 @@ func TestTargetFragment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "redis://u:p%23w@localhost:6379/0", server)
 	require.Equal(t, "a#b", name)
-	rdb, name, err := client("redis://u:p%23w@localhost:6379/0/a%23b")
+	rdb, name, err := client("redis://u%23s:p%23w@localhost:6379/0/a%23b?client_name=c%23d")
 	require.NoError(t, err)
 	defer rdb.Close()
 	require.Equal(t, "a#b", name)
+	require.Equal(t, "u#s", rdb.Options().Username)
 	require.Equal(t, "p#w", rdb.Options().Password)
+	require.Equal(t, "c#d", rdb.Options().ClientName)
 }
