@@ -3,7 +3,6 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/walq/walq/recovery"
@@ -21,7 +20,7 @@ const liveTries = 5
 // it reads the files anyway and InUse reports that the figures are as of
 // that queue's last write to them.
 func openInspect(dir string, o Options, want Identity) (*Queue, error) {
-	if fi, err := os.Stat(filepath.Join(dir, logDir)); err != nil || !fi.IsDir() {
+	if fi, err := o.fs().Stat(filepath.Join(dir, logDir)); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("queue: %s is not a queue directory (no %s/)", dir, logDir)
 	}
 	lock, err := lockShared(dir)
@@ -124,10 +123,11 @@ func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state
 // for a torn tail and count messages whose records are gone), and a
 // preview shows the salvage's loss. With the queue's SegmentSize when
 // given (logSegmentSize), by which the log tells a torn roll from a
-// missing segment.
+// missing segment. Read through the queue's FS, as the writable open
+// reads.
 func inspectLogOptions(o Options, snapLSN uint64, lost recovery.Info) *wal.Options {
 	return &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20, SegmentSize: o.logSegmentSize(),
-		StartLSN: snapLSN + 1, MustReach: max(snapLSN, lost.LSN)}
+		StartLSN: snapLSN + 1, MustReach: max(snapLSN, lost.LSN), FS: o.FS}
 }
 
 // replayInto applies the log after the snapshot to st and installs it.

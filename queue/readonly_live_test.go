@@ -94,29 +94,47 @@ func TestReadOnlyBesideBusyQueue(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(3 * time.Second)
-	var opens, logOpens, shown int
-	refused := map[string]int{}
+	var tally liveTally
+	logOpens := 0
 	for time.Now().Before(deadline) && !t.Failed() {
 		n, err := inspectLive(dir)
 		for k := 0; k < liveQuick && err == nil && time.Now().Before(deadline); k++ {
 			err = readLogSample(dir, 1) // an open of the log, mostly
 			logOpens++
 		}
-		if err != nil {
-			require.NotErrorIs(t, err, errWrong)
-			require.NotErrorIs(t, err, queue.ErrCorrupt, "a read-only open beside a healthy queue")
-			refused[err.Error()]++
-			continue
-		}
-		opens++
-		shown += n
+		tally.add(t, n, err)
 	}
 	segs, err := os.ReadDir(filepath.Join(dir, "log"))
 	require.NoError(t, err)
 	require.NoError(t, stop())
 	t.Logf("%d read-only opens showed %d messages, %d more opens of the log; refused: %v; %d files in log/ at the end",
-		opens, shown, logOpens, refused, len(segs))
-	require.Positive(t, opens)
+		tally.opens, tally.shown, logOpens, tally.refused, len(segs))
+	require.Positive(t, tally.opens)
+}
+
+// liveTally counts the read-only opens beside a busy queue.
+type liveTally struct {
+	opens   int            // opens that read the queue
+	shown   int            // what they showed: messages, dead values
+	refused map[string]int // refusals to read (the writer removed a file under the open), by error
+}
+
+// add counts the outcome of one open that showed n: err must be nil or a
+// refusal to read, never a wrong record (errWrong) nor ErrCorrupt of a
+// healthy queue.
+func (l *liveTally) add(t *testing.T, n int, err error) {
+	t.Helper()
+	if err == nil {
+		l.opens++
+		l.shown += n
+		return
+	}
+	require.NotErrorIs(t, err, errWrong)
+	require.NotErrorIs(t, err, queue.ErrCorrupt, "a read-only open beside a healthy queue")
+	if l.refused == nil {
+		l.refused = map[string]int{}
+	}
+	l.refused[err.Error()]++
 }
 
 // liveBacklog is how many messages wait in the queue before the test starts.
