@@ -113,8 +113,11 @@ type Options struct {
 	// (records lost, not a torn tail), or that no longer reaches back to
 	// a record the snapshot's messages need. It opens beside a process
 	// that has the queue open, reading the files as that process last
-	// wrote them (Queue.InUse), and takes a queue of any kind unless
-	// opened through OpenSorted or OpenWindowed.
+	// wrote them (Queue.InUse); when that process's compaction cuts the
+	// log under the read it reads again, and a queue that compacts under
+	// every one of many reads fails the open with ErrLocked, never
+	// ErrCorrupt. It takes a queue of any kind unless opened through
+	// OpenSorted or OpenWindowed.
 	ReadOnly bool
 	// FS is the file system the queue's log, snapshots and identity file
 	// are written and read through (see wal.FS), a read-only open and the

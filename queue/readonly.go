@@ -10,8 +10,13 @@ import (
 )
 
 // liveTries is how many times a read-only open beside a running queue
-// starts over when that queue's compaction removed a file under it.
+// tries to read it when a try fails with no compaction of that queue in
+// between (see replayLive).
 const liveTries = 5
+
+// liveOvertaken is how many tries of a read-only open beside a running
+// queue that queue's compactions may overtake before the open gives up.
+const liveOvertaken = 100
 
 // openInspect opens dir for inspection (Options.ReadOnly): the newest
 // snapshot and the log after it are replayed into memory and nothing is
@@ -28,16 +33,52 @@ func openInspect(dir string, o Options, want Identity) (*Queue, error) {
 	if err != nil && !inUse {
 		return nil, err
 	}
-	q, err := replayReadOnly(dir, o, want, inUse)
-	for tries := 1; inUse && err != nil && !errors.Is(err, ErrWrongKind) && tries < liveTries; tries++ {
-		q, err = replayReadOnly(dir, o, want, inUse)
-	}
+	q, err := replayLive(dir, o, want, inUse)
 	if err != nil {
 		unlockDir(lock)
 		return nil, err
 	}
 	q.lockFile = lock
 	return q, nil
+}
+
+// replayLive is replayReadOnly, tried again while the queue is in use
+// and a try fails: up to liveTries times, not counting the tries a
+// compaction of the running queue overtook (a newer snapshot appeared
+// while it read, so the log it read may have been cut past the snapshot
+// it loaded), of which up to liveOvertaken are taken. A queue that
+// compacts under every try of those is busy, not damaged: the error then
+// wraps ErrLocked, never ErrCorrupt, whose advice (repair) is wrong for a
+// healthy queue.
+func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error) {
+	overtaken := 0
+	for tries := 0; ; {
+		before := newestSnapshot(o.FS, dir)
+		q, err := replayReadOnly(dir, o, want, inUse)
+		if err == nil || !inUse || errors.Is(err, ErrWrongKind) {
+			return q, err
+		}
+		if newestSnapshot(o.FS, dir) == before {
+			if tries++; tries >= liveTries {
+				return nil, err
+			}
+			continue
+		}
+		if overtaken++; overtaken > liveOvertaken {
+			return nil, fmt.Errorf("queue: %s: the running queue compacted its log under %d reads in a row (%w); try again: %v",
+				dir, overtaken, ErrLocked, err)
+		}
+	}
+}
+
+// newestSnapshot returns the LSN of dir's newest snapshot, 0 when it has
+// none or cannot be listed (a try that fails then is counted as one).
+func newestSnapshot(fsys wal.FS, dir string) uint64 {
+	infos, err := recovery.ListFS(fsys, dir)
+	if err != nil || len(infos) == 0 {
+		return 0
+	}
+	return infos[len(infos)-1].LSN
 }
 
 // replayReadOnly builds the queue's state from the files as they are.
