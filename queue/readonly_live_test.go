@@ -56,17 +56,12 @@ func TestReadOnlyBesideBusyQueue(t *testing.T) {
 	// stays about as it is, and the enqueuer, which never waits for
 	// anything else, does not take a core of a small machine from the
 	// consumer and the read-only opens.
-	credit := make(chan struct{}, 1024) // a message per message acked
+	credit := newCredits() // a message per message acked
 	var enqueued, settled atomic.Int64
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-credit:
-			case <-ctx.Done():
-				return
-			}
+		for i := 0; credit.take(ctx); i++ {
 			id := fmt.Sprintf("m-%d", i)
 			_, err := q.Enqueue(ctx, []byte(liveBody(id)), queue.WithID(id), queue.WithHeaders(map[string]string{"id": id}))
 			if err != nil && ctx.Err() == nil {
@@ -93,10 +88,7 @@ func TestReadOnlyBesideBusyQueue(t *testing.T) {
 				err = m.DeadLetter("test")
 			default:
 				err = m.Ack()
-				select {
-				case credit <- struct{}{}:
-				default: // the enqueuer is 1024 messages behind: enough to do
-				}
+				credit.give(1)
 			}
 			if err == nil {
 				settled.Add(1)
@@ -130,6 +122,35 @@ func TestReadOnlyBesideBusyQueue(t *testing.T) {
 	t.Logf("%d read-only opens showed %d messages, %d more opens of the log; refused: %v; %d files in log/ at the end; "+
 		"%d messages settled, %d enqueued", tally.opens, tally.shown, logOpens, tally.refused, len(segs), settled.Load(), enqueued.Load())
 	require.Positive(t, tally.opens)
+}
+
+// credits throttle a writer beside a busy queue to what its consumer
+// settles: the writer takes a credit per write, the consumer gives one per
+// message settled. The consumer never blocks: credits past 1024 unspent
+// are dropped (the writer has enough to do).
+type credits chan struct{}
+
+func newCredits() credits { return make(credits, 1024) }
+
+// take waits for a credit; false once ctx is done.
+func (c credits) take(ctx context.Context) bool {
+	select {
+	case <-c:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// give adds n credits, dropping those past the buffer.
+func (c credits) give(n int) {
+	for range n {
+		select {
+		case c <- struct{}{}:
+		default:
+			return
+		}
+	}
 }
 
 // liveTally counts the read-only opens beside a busy queue.

@@ -56,17 +56,12 @@ func TestSortedReadOnlyBesideBusyQueue(t *testing.T) {
 	// backlog stays about as it is, and the publisher, which never waits
 	// for anything else, does not take a core of a small machine from the
 	// rounds and the read-only opens.
-	credit := make(chan struct{}, 1024) // a value per value pulled
+	credit := newCredits() // a value per value pulled
 	var published, rounds atomic.Int64
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for i := 2000; ; i++ {
-			select {
-			case <-credit:
-			case <-ctx.Done():
-				return
-			}
+		for i := 2000; credit.take(ctx); i++ {
 			key := fmt.Sprintf("k%d", i%17)
 			if err := s.Publish(ctx, int64(i), key, []byte(sortedLiveBody(key, int64(i)))); err != nil && ctx.Err() == nil {
 				t.Errorf("publish: %v", err)
@@ -84,12 +79,7 @@ func TestSortedReadOnlyBesideBusyQueue(t *testing.T) {
 				return
 			}
 			rounds.Add(1)
-			for range n {
-				select {
-				case credit <- struct{}{}:
-				default: // the publisher is 1024 values behind: enough to do
-				}
-			}
+			credit.give(n)
 		}
 	}()
 	// 3 s of opens, and on until one showed dead values (the rounds
