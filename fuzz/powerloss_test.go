@@ -457,7 +457,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainQueue(filepath.Join(dir, "q"))
 	if err != nil {
-		if errors.Is(err, queue.ErrCorrupt) && (st.Holes || reordered(st)) {
+		if errors.Is(err, queue.ErrCorrupt) && (st.Holes && !st.OverZeros || reordered(st)) {
 			return fuzz.Result{}, plRecovery{refused: true}, nil
 		}
 		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)

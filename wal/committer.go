@@ -65,6 +65,7 @@ type committer struct {
 	nextIndex uint64   // tidwall/wal index the next entry will get
 	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
 	tail      *segment // the tail segment (also the last of Log.seg.list)
+	ext       extender // the zeros ahead of the tail's written end (extend.go)
 
 	dirty          bool        // entries written since the last fsync
 	hints          hints       // SyncNever, SyncInterval: write-back of the tail (writeback.go)
@@ -302,6 +303,9 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
+	if err == nil {
+		err = c.extend()
+	}
 	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
 		c.writeback() // once every writebackBytes: the test stays here
 	}
@@ -430,6 +434,17 @@ func (c *committer) openRolled(prev *segment, size int64, k int) (*segment, erro
 	if err != nil {
 		return nil, fmt.Errorf("wal: segment roll: %w", err)
 	}
+	if fi.Size() > size && prev == c.tail && c.ext.path == prev.path {
+		if _, err := c.cutZeros(size); err != nil { // fsynced by syncRolled, before the directory
+			return nil, err
+		}
+		if err := c.releaseExtender(); err != nil {
+			return nil, err
+		}
+		if fi, err = prev.file.f.Stat(); err != nil {
+			return nil, fmt.Errorf("wal: segment roll: %w", err)
+		}
+	}
 	if fi.Size() != size {
 		return nil, fmt.Errorf("wal: segment roll mispredicted: %s holds %d bytes, expected %d; log poisoned",
 			prev.path, fi.Size(), size)
@@ -553,7 +568,16 @@ func (c *committer) shutdown() {
 	c.witnessTimer.Stop()
 	c.late.timer.Stop()
 	c.stopHinter()
-	err := c.syncIfDirty()
+	err := c.l.Err()
+	if err == nil {
+		err = c.cutTail()
+	}
+	if err == nil {
+		err = c.syncIfDirty()
+	}
+	if rerr := c.releaseExtender(); err == nil && rerr != nil {
+		err = rerr
+	}
 	if cerr := c.st.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("wal: close: %w", cerr)
 	}

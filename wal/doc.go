@@ -292,6 +292,33 @@
 // found from its count and its records' framing and CRC checked, and
 // that end is damage, refused when nothing bounds its LSNs).
 //
+// # Zeros ahead of the tail
+//
+// An fdatasync that carries data over blocks the file already has is
+// cheaper than one that must also commit a new file size (1.45 to 1.9
+// times on the disk of bench/results/fdatasync-2026-12-03.txt). So the
+// committer keeps the tail file longer than its entries: when the written
+// end comes within 256 KiB of the file's end, it writes zeros up to 1 MiB
+// past the written end (never past the segment size, rounded up to a
+// page) and fdatasyncs them, and the entries written next overwrite them.
+// Options.AppendOnly turns this off, for file systems that do not
+// overwrite in place. The zeros are never records:
+//
+//   - Readers, Read and Verify on a live Log read up to the end of the
+//     entries written;
+//   - Open takes zeros from the last entry to the end of the tail file for
+//     a clean end (no Report().Torn) and cuts them before tidwall/wal
+//     opens the tail; a read-only Open and its Verify take them so too;
+//   - a roll cuts the sealed file to its last entry and fdatasyncs it
+//     before the directory sync; a crash that loses that cut leaves zeros
+//     after the last sealed segment's last entry, which Open cuts;
+//   - Close cuts them before its last fsync, so a closed log ends at its
+//     last entry.
+//
+// Over the zeros a power loss tears writes by sector, in any order; "Torn
+// writes past a hole" above says how Open tells such a tear from damage.
+// A failed write, fdatasync or cut of the zeros poisons the Log.
+//
 // # Sync modes and what a crash can lose
 //
 //   - SyncAlways (default): nothing whose Wait returned nil is lost.
@@ -396,7 +423,10 @@
 //  1. Remove *.TEMP files; finish an interrupted truncation (remove the
 //     segments before a NAME.FRONT file, and the marker; or the segments a
 //     NAME.START file replaces, and rename it); fsync the directory.
-//  2. Scan the last segment: framing, CRC, version, LSN continuity. At the
+//  2. Scan the last segment: framing, CRC, version, LSN continuity. Zeros
+//     from the end of the last entry to the end of the file are a clean
+//     end (see "Zeros ahead of the tail"): nothing is reported, and the
+//     zeros are cut in step 4. At the
 //     first bad entry, search every later offset for valid entries: if one
 //     shows the damage is not a torn write (the tear rule above), fail with
 //     ErrCorrupt (or cut under Salvage); otherwise plan an ftruncate at the
@@ -406,7 +436,9 @@
 //     each) and check that first LSNs grow at least half as fast as entry
 //     indexes (a witness takes none, and two are never adjacent), and that each sealed segment's last entry (found by walking
 //     a few frames, or searching back from the end: about one entry read)
-//     ends where the next segment starts. (Under Salvage: scan them all.)
+//     ends where the next segment starts; zeros after the last sealed
+//     segment's last entry (a roll's cut a crash lost) are cut. (Under
+//     Salvage: scan them all.)
 //     If the last sealed segment is torn, or ends short of the index the
 //     tail is named by, under a tail a roll created, the crash came during
 //     that roll: the sealed segment becomes the tail, and the old tail is

@@ -46,13 +46,14 @@ type Log struct {
 	poisoned   atomic.Bool   // set with mu.err; read by the committer and Err without mu
 	poisonedC  chan struct{} // closed when mu.err is set (Poisoned)
 
-	report   Report     // what Open cut or skipped; immutable after Open
-	cut      *tailCut   // Open: the torn tail to cut once every check passed; nil when none
-	dropTail string     // Open: the segment after a torn roll, removed before the cut; "" when none
-	gap      LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
-	resume   LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
-	cache    entryCache // recently decoded entries, for Read
-	readers  sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
+	report    Report     // what Open cut or skipped; immutable after Open
+	cut       *tailCut   // Open: the torn tail, or the zeros after the tail's entries, to cut once every check passed; nil when none
+	sealedCut *tailCut   // Open: the zeros after the last sealed segment's last entry (a roll's cut a crash lost), cut with cut; nil when none
+	dropTail  string     // Open: the segment after a torn roll, removed before the cut; "" when none
+	gap       LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
+	resume    LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
+	cache     entryCache // recently decoded entries, for Read
+	readers   sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
 
 	wake   chan struct{} // capacity 1: groups are waiting for the committer
 	reqs   chan request  // Flush and TruncateFront requests to the committer
@@ -169,6 +170,9 @@ func (l *Log) load() error {
 		return err
 	}
 	sealed = l.seg.list[:len(l.seg.list)-1]
+	if err := l.trimSealed(sealed); err != nil {
+		return err
+	}
 	if !l.opts.Salvage {
 		if err := l.readFirstHeaders(sealed); err != nil {
 			return err
@@ -204,8 +208,11 @@ func (l *Log) repair() error {
 	if err := l.removeTornTail(); err != nil {
 		return err
 	}
-	if l.cut != nil {
-		if err := cutFile(l.opts.FS, l.cut.path, l.cut.off); err != nil {
+	for _, cut := range []*tailCut{l.sealedCut, l.cut} {
+		if cut == nil {
+			continue
+		}
+		if err := cutFile(l.opts.FS, cut.path, cut.off); err != nil {
 			return err
 		}
 	}
@@ -299,6 +306,9 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
+	if ts, ok := st.(*tidwallStore); ok {
+		ts.beforeReopen = c.cutBeforeReopen
+	}
 	c.late.timer = time.NewTimer(time.Hour)
 	c.late.timer.Stop()
 	c.witnessTimer = time.NewTimer(time.Hour)

@@ -33,12 +33,53 @@ func (l *Log) repairTail(s *segment) error {
 		return err
 	}
 	if res.bad != nil {
-		if err := l.handleTailDamage(r, s, res); err != nil {
+		clean, err := zeroFilled(r, res.goodEnd, s.size)
+		if err != nil {
+			return err
+		}
+		if clean { // zeros ahead of the tail (extend.go): a clean end, cut before tidwall/wal reads them
+			l.cut = &tailCut{path: s.path, off: res.goodEnd}
+		} else if err := l.handleTailDamage(r, s, res); err != nil {
 			return err
 		}
 	}
 	s.points, s.entries, s.firstLSN, s.endLSN = res.points, res.entries, res.firstLSN, res.endLSN
 	s.size, s.indexed = res.goodEnd, true
+	return nil
+}
+
+// trimSealed sizes the last sealed segment to its last whole entry when
+// zeros follow it: the zeros the tail had ahead of its written end
+// (extend.go), which its roll cuts before the directory sync; a crash can
+// lose that cut, but only after the segment's last entry was written
+// whole (tidwall/wal writes it before it creates the next file). Every
+// other sealed segment was cut durably before the next roll. Bytes after
+// the last entry that are not all zeros are left for the checks to judge.
+// A writable Open cuts the zeros with the tail's cut.
+func (l *Log) trimSealed(sealed []*segment) error {
+	if len(sealed) == 0 {
+		return nil
+	}
+	s := sealed[len(sealed)-1]
+	if s.size == 0 {
+		return nil
+	}
+	r := &segReader{f: s.file.f}
+	last, err := r.bytes(s.size-1, 1, s.size)
+	if err != nil || last[0] != 0 {
+		return err
+	}
+	res, err := scanSegment(r, scanSpec{seg: s, limit: s.size})
+	if err != nil || res.bad == nil || res.entries == 0 {
+		return err
+	}
+	if clean, err := zeroFilled(r, res.goodEnd, s.size); err != nil || !clean {
+		return err
+	}
+	s.size = res.goodEnd
+	if !l.opts.ReadOnly {
+		l.sealedCut = &tailCut{path: s.path, off: res.goodEnd}
+	}
 	return nil
 }
 

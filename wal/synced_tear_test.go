@@ -469,11 +469,7 @@ func tornAtSegmentStart(t *testing.T, flush bool) (string, entryPos) {
 	l := openLog(t, dir, &wal.Options{SegmentSize: 4 << 10, Sync: wal.SyncNever})
 	for n := 0; ; n++ {
 		if segs := segmentFiles(t, dir); len(segs) >= 2 {
-			fi, err := os.Stat(segs[len(segs)-1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fi.Size() >= 1024 {
+			if end, _ := writtenEnd(t, dir, segs[len(segs)-1]); end >= 1024 {
 				break
 			}
 		}

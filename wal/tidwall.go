@@ -91,6 +91,10 @@ type tidwallStore struct {
 	opts     Options   // the Log's, to reopen tidwall/wal and reach its FS
 	reserved bool      // the tail's copy in memory has its room, or cannot get it (reserveTail); false after a reopen
 	tail     *tailCopy // tidwall/wal's copy of the tail segment (findTailCopy); nil until found, and after a roll or a reopen
+	// beforeReopen cuts the zeros ahead of the tail's written end
+	// (extend.go), which tidwall/wal would read back as empty entries;
+	// nil when there is nothing to cut.
+	beforeReopen func() error
 }
 
 // openStore opens tidwall/wal on a directory prepareDir left ready. fsys
@@ -193,6 +197,11 @@ func (s *tidwallStore) reopenFront(index uint64) error {
 	}
 	if err := s.tw.Close(); err != nil {
 		return err
+	}
+	if s.beforeReopen != nil {
+		if err := s.beforeReopen(); err != nil {
+			return err
+		}
 	}
 	if err := removeFront(s.opts.FS, s.dir, index); err != nil {
 		return err

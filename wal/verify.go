@@ -104,8 +104,26 @@ func (l *Log) viewSegments() ([]segView, error) {
 			return views, fmt.Errorf("wal: verify: %w", err)
 		}
 		views[n].size = fi.Size()
+		if views[n].size, err = zerosCut(views[n]); err != nil {
+			return views, fmt.Errorf("wal: verify: %w", err)
+		}
 	}
 	return views, nil
+}
+
+// zerosCut returns the size of the segment v without the zeros after its
+// last entry: zeros a writer had ahead of the tail (extend.go), which a
+// writable Open cuts as a clean end.
+func zerosCut(v segView) (int64, error) {
+	r := &segReader{f: v.file.f}
+	res, err := scanSegment(r, scanSpec{seg: v.seg, limit: v.size})
+	if err != nil || res.bad == nil {
+		return v.size, err
+	}
+	if clean, err := zeroFilled(r, res.goodEnd, v.size); err != nil || !clean {
+		return v.size, err
+	}
+	return res.goodEnd, nil
 }
 
 // verifyContinuity completes the LSN ranges of the damage in each segment

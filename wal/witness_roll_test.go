@@ -19,34 +19,19 @@ import (
 // E1, never give out E1's LSN again.
 func TestSalvageRotBeforeWitnessAndTornRoll(t *testing.T) {
 	build := func(dir string) (b []byte, path string, e1Frame int) {
-		l := openLog(t, dir, &wal.Options{SegmentSize: 4096})
-		_, c, err := l.Append(make([]byte, 20))
-		if err == nil {
-			err = c.Wait()
+		for try := 0; ; try++ { // the idle witness timer may name the roll in the new tail: build again
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			b, path, e1Frame = buildOnce(t, dir)
+			if path != "" || try == 20 {
+				break
+			}
 		}
-		if err == nil {
-			err = l.Flush() // the witness of E1
+		if path == "" {
+			t.Fatalf("20 builds of the log wrote a witness in the tail the roll left")
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := l.AppendAll([][]byte{make([]byte, 5000)}, true); err != nil {
-			t.Fatal(err)
-		}
-		closeLog(t, l)
-		segs := segmentFiles(t, dir)
-		if len(segs) != 2 || witnessCount(t, dir) != 1 {
-			t.Fatalf("%d segments, %d witnesses; want 2 and 1", len(segs), witnessCount(t, dir))
-		}
-		if err := os.Truncate(segs[1], 0); err != nil {
-			t.Fatal(err)
-		}
-		b, err = os.ReadFile(segs[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, k := binary.Uvarint(b)
-		return b, segs[0], k + int(n)
+		return b, path, e1Frame
 	}
 	b0, _, e1Frame := build(t.TempDir())
 	for bit := range e1Frame * 8 {
@@ -70,4 +55,44 @@ func TestSalvageRotBeforeWitnessAndTornRoll(t *testing.T) {
 		}
 		closeLog(t, l)
 	}
+}
+
+// buildOnce writes the log TestSalvageRotBeforeWitnessAndTornRoll damages
+// in dir: E1, its witness, and a batch that rolls the segment, the tail
+// then cut to nothing. It returns the first segment's bytes, its path
+// and E1's frame size, or "" for the path when a witness was written in
+// the tail the roll left.
+func buildOnce(t *testing.T, dir string) (b []byte, path string, e1Frame int) {
+	t.Helper()
+	l := openLog(t, dir, &wal.Options{SegmentSize: 4096})
+	_, c, err := l.Append(make([]byte, 20))
+	if err == nil {
+		err = c.Wait()
+	}
+	if err == nil {
+		err = l.Flush() // the witness of E1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.AppendAll([][]byte{make([]byte, 5000)}, true); err != nil {
+		t.Fatal(err)
+	}
+	closeLog(t, l)
+	segs := segmentFiles(t, dir)
+	if len(segs) != 2 {
+		t.Fatalf("%d segments, want 2", len(segs))
+	}
+	if n := witnessCount(t, dir); n != 1 {
+		return nil, "", 0
+	}
+	if err := os.Truncate(segs[1], 0); err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, k := binary.Uvarint(b)
+	return b, segs[0], k + int(n)
 }
