@@ -129,7 +129,7 @@ func fpCheckPoint(scratch string, seed uint64, n, perPoint int) (fpSummary, erro
 		os.RemoveAll(dst)
 		s.states++
 		s.dedupProbes += probes
-		if errors.Is(err, queue.ErrCorrupt) && (st.Holes && !st.OverZeros || reordered(st)) {
+		if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(dst, st) || reordered(st)) {
 			s.refused++
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -176,11 +177,18 @@ func sameFiles(a, b map[string][]byte) bool {
 		return false
 	}
 	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) && !zerosCut(v, w) {
 			return false
 		}
 	}
 	return true
+}
+
+// zerosCut reports whether w is v without zeros v ended in: the zeros a
+// live log writes ahead of its tail, which the log's Open cuts (they
+// hold no entry) before the queue's own checks may refuse the directory.
+func zerosCut(v, w []byte) bool {
+	return len(w) < len(v) && bytes.Equal(v[:len(w)], w) && !slices.ContainsFunc(v[len(w):], func(c byte) bool { return c != 0 })
 }
 
 // writeDir creates the files of a directory image under dir.

@@ -114,7 +114,7 @@ func sortedPowerLoss(t *testing.T, cfg splConfig) (int, int, error) {
 			n++
 			err = run.check(filepath.Join(dst, "q"), cfg)
 			os.RemoveAll(dst)
-			if err != nil && (st.Holes && !st.OverZeros || reordered(st)) && errors.Is(err, queue.ErrCorrupt) {
+			if err != nil && (holeRefusable(dst, st) || reordered(st)) && errors.Is(err, queue.ErrCorrupt) {
 				refused++
 				continue
 			}

@@ -276,7 +276,7 @@ func wdCheckPoint(root string, seed uint64, n, perPoint int) (int, error) {
 		}
 		err = run.observe(filepath.Join(dst, "q"))
 		os.RemoveAll(dst)
-		if errors.Is(err, queue.ErrCorrupt) && (st.Holes && !st.OverZeros || reordered(st)) {
+		if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(dst, st) || reordered(st)) {
 			continue
 		}
 		if err != nil {

@@ -166,13 +166,13 @@ func (l *Log) load() error {
 	if err := l.repairTail(l.seg.list[len(l.seg.list)-1]); err != nil {
 		return err
 	}
+	if err := l.trimSealed(sealed); err != nil {
+		return err
+	}
 	if err := l.tornRoll(); err != nil {
 		return err
 	}
 	sealed = l.seg.list[:len(l.seg.list)-1]
-	if err := l.trimSealed(sealed); err != nil {
-		return err
-	}
 	if !l.opts.Salvage {
 		if err := l.readFirstHeaders(sealed); err != nil {
 			return err

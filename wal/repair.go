@@ -54,8 +54,11 @@ func (l *Log) repairTail(s *segment) error {
 // lose that cut, but only after the segment's last entry was written
 // whole (tidwall/wal writes it before it creates the next file). Every
 // other sealed segment was cut durably before the next roll. Bytes after
-// the last entry that are not all zeros are left for the checks to judge.
-// A writable Open cuts the zeros with the tail's cut.
+// the last entry that are not all zeros are left for the checks to judge,
+// and so is a segment of zeros alone under a tail with entries. It runs
+// before tornRoll, which then judges the segment by its entries: one that
+// ends short of the tail's name is a torn roll, the zeros its lost
+// writes. A writable Open cuts the zeros with the tail's cut.
 func (l *Log) trimSealed(sealed []*segment) error {
 	if len(sealed) == 0 {
 		return nil
@@ -70,8 +73,11 @@ func (l *Log) trimSealed(sealed []*segment) error {
 		return err
 	}
 	res, err := scanSegment(r, scanSpec{seg: s, limit: s.size})
-	if err != nil || res.bad == nil || res.entries == 0 {
+	if err != nil || res.bad == nil {
 		return err
+	}
+	if res.entries == 0 && l.seg.list[len(l.seg.list)-1].entries > 0 {
+		return nil // damage under a tail with entries: the checks judge it
 	}
 	if clean, err := zeroFilled(r, res.goodEnd, s.size); err != nil || !clean {
 		return err

@@ -39,6 +39,7 @@ func TestAppendsAsBefore(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					got.Holed = nil // the append-only model names no holed files
 					if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(tree(t, a), tree(t, b)) {
 						t.Fatalf("crash point %d, seed %d: the state differs from the append-only model's\ngot:  %+v\nwant: %+v", k, seed, got, want)
 					}

@@ -25,6 +25,8 @@ type State struct {
 	// extended with zeros before records overwrite them, tears so; Open
 	// must take such a hole for a torn write, never refuse it.
 	OverZeros bool
+	// Holed names the files (relative to the root) that got a hole.
+	Holed []string
 	// Lost names the files (relative to the root) whose content differs
 	// from what was written before the crash: unsynced bytes lost, torn,
 	// zeroed or followed by junk.
@@ -62,7 +64,7 @@ func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 	if err := m.dir(".", dst); err != nil {
 		return State{}, err
 	}
-	return State{Holes: m.holes, OverZeros: m.holes && !m.otherHoles, Lost: m.lost, Kept: m.kept, Desc: fmt.Sprintf("names %s; %s",
+	return State{Holes: m.holes, OverZeros: m.holes && !m.otherHoles, Holed: m.holed, Lost: m.lost, Kept: m.kept, Desc: fmt.Sprintf("names %s; %s",
 		[]string{"as last fsynced", "as cached", "mixed"}[m.names], strings.Join(m.desc, "; "))}, nil
 }
 
@@ -70,8 +72,9 @@ func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 type materializer struct {
 	fsys  *FS
 	rng   *rand.Rand
-	names int  // namesSynced, namesCached or namesMixed
-	holes bool // a file got a hole
+	names int      // namesSynced, namesCached or namesMixed
+	holes bool     // a file got a hole
+	holed []string // the files that got a hole
 	// otherHoles: a file got a hole that is not a lost overwrite of
 	// zeros with the file ending in zeros past it (State.OverZeros)
 	otherHoles bool
@@ -154,12 +157,17 @@ func (m *materializer) content(name string, ino *inode) []byte {
 	// new bytes.
 	missed, zeros, keptEnd := false, true, 0
 	holesBefore := m.holes
-	m.holes = false
+	m.holes = false // this file's, until it returns
+	defer func() {
+		if m.holes {
+			m.holed = append(m.holed, name)
+		}
+		m.holes = m.holes || holesBefore
+	}()
 	if !bytes.Equal(cur[:n], base[:n]) {
 		missed, zeros, keptEnd = m.overwrite(name, base[:n], cur[:n])
 	}
 	overZeros := m.holes // this file's hole by a lost unit, over zeros if zeros
-	m.holes = m.holes || holesBefore
 	if overZeros && !zeros {
 		m.otherHoles = true
 	}
