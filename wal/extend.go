@@ -26,7 +26,7 @@ import (
 //     would;
 //   - a roll truncates the sealed file to its last entry and fdatasyncs it
 //     before the directory sync (committer.openRolled, syncRolled); the
-//     new tail is extended by the next commit;
+//     new tail is extended once the roll is adopted, by the same commit;
 //   - Close cuts them before its last fsync; so does the store before it
 //     reopens tidwall/wal (reopenFront).
 //
@@ -49,8 +49,11 @@ type extender struct {
 	f    File   // the tail file, opened for writing through the Log's FS; nil until the first extension, and after a roll
 	path string // f's path
 	end  int64  // the file's size: zeros, fdatasynced, from the written end (committer.tailBytes) to here when end > tailBytes
-	zero []byte // zeros to write; extendChunk bytes once allocated
 }
+
+// zeroPiece is the zeros every extender writes from, a piece at a time;
+// nothing writes into it.
+var zeroPiece = make([]byte, 64<<10)
 
 // extendTarget returns the end the tail's zeros should reach with tail
 // bytes written in a segment of segSize, or 0 when they reach far enough.
@@ -94,11 +97,12 @@ func (c *committer) extend() error {
 		}
 		x.f, x.path, x.end = f, c.tail.path, c.tailBytes
 	}
-	if x.zero == nil {
-		x.zero = make([]byte, extendChunk)
-	}
-	if _, err := x.f.WriteAt(x.zero[:target-from], from); err != nil {
-		return fmt.Errorf("wal: extend %s to %d bytes failed, log poisoned: %w", c.tail.path, target, err)
+	for off := from; off < target; {
+		n := min(target-off, int64(len(zeroPiece)))
+		if _, err := x.f.WriteAt(zeroPiece[:n], off); err != nil {
+			return fmt.Errorf("wal: extend %s to %d bytes failed, log poisoned: %w", c.tail.path, target, err)
+		}
+		off += n
 	}
 	if err := c.f.datasync(x.f); err != nil {
 		return fmt.Errorf("wal: fsync of %s's zeros failed, log poisoned: %w", c.tail.path, err)
