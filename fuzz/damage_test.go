@@ -196,10 +196,7 @@ func damaged(img map[string][]byte, c damageCase) map[string][]byte {
 // returns the outcome.
 func checkDamage(t *testing.T, img map[string][]byte, model *fuzz.Oracle, c damageCase) string {
 	t.Helper()
-	dir := filepath.Join(scratchDir(t), "q")
-	if err := writeDir(dir, damaged(img, c)); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeDamaged(t, "q", img, c)
 	defer os.RemoveAll(dir)
 	names := []string{filepath.Base(c.file)}
 	if c.damage == nil { // a removed segment: its neighbours are named
@@ -228,7 +225,14 @@ func checkDamage(t *testing.T, img map[string][]byte, model *fuzz.Oracle, c dama
 // writeAgain writes the damaged image to a new directory (the drain
 // changed the first one) and returns it.
 func writeAgain(t *testing.T, img map[string][]byte, c damageCase) string {
-	dir := filepath.Join(scratchDir(t), "v")
+	return writeDamaged(t, "v", img, c)
+}
+
+// writeDamaged writes img with c's damage to the directory name in the
+// scratch directory and returns its path.
+func writeDamaged(t testing.TB, name string, img map[string][]byte, c damageCase) string {
+	t.Helper()
+	dir := filepath.Join(scratchDir(t), name)
 	if err := writeDir(dir, damaged(img, c)); err != nil {
 		t.Fatal(err)
 	}
@@ -313,10 +317,7 @@ func salvageImage(t *testing.T, rng *rand.Rand) (map[string][]byte, []string) {
 // openSalvage writes a damaged image and opens it with Salvage.
 func openSalvage(t *testing.T, img map[string][]byte, c damageCase) (string, queue.Recovery, error) {
 	t.Helper()
-	dir := filepath.Join(scratchDir(t), "q")
-	if err := writeDir(dir, damaged(img, c)); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeDamaged(t, "q", img, c)
 	o := drainOptions()
 	o.Salvage = true
 	q, err := queue.Open(dir, &o)

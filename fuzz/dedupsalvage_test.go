@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/walq/walq/queue"
@@ -72,11 +71,8 @@ func dedupImage(t *testing.T) (map[string][]byte, []string) {
 // message left, and checks that every id is accepted again.
 func checkIDsAfterSalvage(t *testing.T, img map[string][]byte, c damageCase, ids []string) {
 	t.Helper()
-	dir := filepath.Join(scratchDir(t), "q")
+	dir := writeDamaged(t, "q", img, c)
 	defer os.RemoveAll(dir)
-	if err := writeDir(dir, damaged(img, c)); err != nil {
-		t.Fatal(err)
-	}
 	o := drainOptions()
 	o.Salvage = true
 	q, err := queue.Open(dir, &o)

@@ -181,11 +181,8 @@ func checkSortedSalvageDamage(t *testing.T, img map[string][]byte, c damageCase,
 // payload or a value pulled twice fails the test.
 func sortedDrain(t *testing.T, img map[string][]byte, c damageCase, want map[string][]byte, salvage bool) (map[string]bool, error) {
 	t.Helper()
-	dir := filepath.Join(scratchDir(t), "q")
+	dir := writeDamaged(t, "q", img, c)
 	defer os.RemoveAll(dir)
-	if err := writeDir(dir, damaged(img, c)); err != nil {
-		t.Fatal(err)
-	}
 	o := drainOptions()
 	o.Salvage = salvage
 	got := map[string]bool{}

@@ -88,11 +88,33 @@ func awaitDone(ctx context.Context, c *wal.Commit) error {
 // for the first one not yet written, since the cursor reads only what is
 // written. q.mu guards it.
 type inflight struct {
-	flights []flight // oldest first; flights[:head] are done and forgotten
-	head    int      // first flight not known to be done
-	records int      // sum of flights[head:][i].n
-	err     error    // the error of the first forgotten flight that failed; nil while none did
-	last    uint64   // LSN of the last record appended by an asynchronous call; 0: none yet
+	flights []flight  // oldest first; flights[:head] are done and forgotten
+	head    int       // first flight not known to be done
+	records int       // sum of flights[head:][i].n
+	err     error     // the error of the first forgotten flight that failed; nil while none did
+	last    uint64    // LSN of the last record appended by an asynchronous call; 0: none yet
+	slab    []Pending // what is left of the slab the next Pendings are carved from (newPending)
+}
+
+// pendingSlab is how many Pendings one allocation makes (newPending).
+const pendingSlab = 32
+
+// newPending returns a Pending for the record with id ("" for a settle)
+// whose group has commit c. Pendings are carved out of slabs of
+// pendingSlab, one allocation per slab rather than per call (a Pending
+// is never reused: its caller may hold it at any time). A Pending held
+// keeps its slab alive (768 bytes), and with it the ids and Commits of
+// the others carved from it; each Commit keeps its own slab in the log
+// alive (wal's newCommitLocked, about 1.4 KiB), so one Pending held may
+// keep about 45 KiB when every call of its slab had a group of its own.
+func (a *inflight) newPending(id string, c *wal.Commit) *Pending {
+	if len(a.slab) == 0 {
+		a.slab = make([]Pending, pendingSlab)
+	}
+	p := &a.slab[0]
+	a.slab = a.slab[1:]
+	p.id, p.c = id, c
+	return p
 }
 
 // flight is one commit that asynchronous calls wait for.
@@ -108,17 +130,20 @@ type flight struct {
 func (a *inflight) reap() {
 	for ; a.head < len(a.flights); a.head++ {
 		f := &a.flights[a.head]
-		select {
-		case <-f.c.Done():
-			if a.err == nil {
-				a.err = wait(f.c)
-			}
-			a.records -= f.n
-			*f = flight{}
-			continue
-		default:
+		// A look, not a wait: Completed neither wakes the log's
+		// committer (Done does, for a caller about to block) nor makes
+		// a channel. Every asynchronous call reaps, and its head flight
+		// is usually a group whose write is under way, or one that
+		// AppendLate leaves to the next write: a wake-up here would cost
+		// the call a futex, and the committer a pass for nothing.
+		if !f.c.Completed() {
+			break
 		}
-		break
+		if a.err == nil {
+			a.err = wait(f.c)
+		}
+		a.records -= f.n
+		*f = flight{}
 	}
 	if a.head > 0 && a.head >= len(a.flights)/2 {
 		n := copy(a.flights, a.flights[a.head:])
@@ -241,19 +266,24 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	it := Item{Payload: payload}
-	for _, o := range opts {
-		o(&it)
-	}
+	// As Enqueue: the record lives on the stack, a small one is encoded
+	// under q.mu into the queue's own buffer, a larger one before, into
+	// a pooled buffer; the log copies either.
 	var r record
-	if err := q.prepare(&it, q.now(), &r); err != nil {
-		return nil, err
+	small := true // isSmall of an item without options
+	if len(opts) > 0 {
+		it := withOptions(payload, opts)
+		if err := q.prepare(&it, q.now(), &r); err != nil {
+			return nil, err
+		}
+		small = isSmall(&it)
+	} else {
+		if err := q.checkPayload(payload); err != nil {
+			return nil, err
+		}
+		r = record{Op: opEnqueue, At: q.now(), ID: newID(), Payload: payload}
 	}
-	enc := encodeRecord(nil, &r)
-	if err := q.checkRecordSize(len(enc)); err != nil {
-		return nil, err
-	}
-	c, err := q.enqueueAsync(ctx, &r, enc)
+	p, err := q.enqueueAsync(ctx, &r, small)
 	for err != nil {
 		if err != errWaited {
 			if err = q.awaitHeld(ctx, err); err != nil {
@@ -263,21 +293,38 @@ func (q *Queue) EnqueueAsync(ctx context.Context, payload []byte, opts ...Enqueu
 		// It waited (for the window, or for the enqueue holding its id):
 		// its time is when it is accepted, not when it was called, so
 		// that its EnqueuedAt and its Delay do not count the wait.
-		if enc, err = q.restamp(&it, &r); err != nil {
+		it := withOptions(payload, opts)
+		if err = q.stampAgain(&it, q.now(), &r); err != nil {
 			break
 		}
-		c, err = q.enqueueAsync(ctx, &r, enc)
+		p, err = q.enqueueAsync(ctx, &r, small)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{id: r.ID, c: c}, nil
+	return p, nil
 }
 
-// enqueueAsync appends the enqueue record r, whose msgpack form is enc,
-// if the window has room, and returns its commit; else it waits for room
-// and returns errWaited.
-func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.Commit, error) {
+// enqueueAsync appends the enqueue record r if the window has room, and
+// returns its Pending; else it waits for room and returns errWaited. A
+// small record is encoded under q.mu, a larger one before, into a pooled
+// buffer, as Enqueue's (enqueueRecord).
+func (q *Queue) enqueueAsync(ctx context.Context, r *record, small bool) (*Pending, error) {
+	if small {
+		return q.enqueueAsyncEnc(ctx, r, nil)
+	}
+	buf := q.encBufs.get()
+	defer q.encBufs.put(buf)
+	*buf = encodeRecord(*buf, r)
+	if err := q.checkRecordSize(len(*buf)); err != nil {
+		return nil, err
+	}
+	return q.enqueueAsyncEnc(ctx, r, *buf)
+}
+
+// enqueueAsyncEnc is enqueueAsync for r encoded as enc; nil: encoded by
+// appendLocked.
+func (q *Queue) enqueueAsyncEnc(ctx context.Context, r *record, enc []byte) (*Pending, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if waited, err := q.reserveLocked(ctx, 1); err != nil || waited {
@@ -293,17 +340,7 @@ func (q *Queue) enqueueAsync(ctx context.Context, r *record, enc []byte) (*wal.C
 		return nil, err
 	}
 	q.pushAsyncLocked(c, 1, true)
-	return c, nil
-}
-
-// restamp prepares r again from it with the clock's time now, keeping its
-// id, and returns its msgpack form.
-func (q *Queue) restamp(it *Item, r *record) ([]byte, error) {
-	if err := q.stampAgain(it, q.now(), r); err != nil {
-		return nil, err
-	}
-	enc := encodeRecord(nil, r)
-	return enc, q.checkRecordSize(len(enc))
+	return q.mu.async.newPending(r.ID, c), nil
 }
 
 // Flush waits until every asynchronous call that returned its Pending

@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +105,82 @@ func TestSettleAsyncLeaseRunsOutInWindow(t *testing.T) {
 	again := tryDequeue(t, q)
 	require.Equal(t, "m", string(again.Payload))
 	require.Equal(t, 2, again.Deliveries)
+}
+
+// A SettleAsync blocked because the MaxPending window is full (an
+// EnqueueAsync in flight, its write held) has no context, and needs none:
+// it returns once the window's oldest commit completes, which a poisoned
+// log and Close both bring about. When the held write fails, it returns
+// the error that poisoned the log and applies nothing; when Close runs,
+// it returns ErrClosed, or was applied first and its Pending completes.
+func TestSettleAsyncWindowWaitEnds(t *testing.T) {
+	for _, end := range []string{"poisoned", "close"} {
+		t.Run(end, func(t *testing.T) {
+			var g *writeGate
+			if end == "poisoned" {
+				g = newWriteGate(errGateWrite)
+			} else {
+				g = newWriteGate(nil)
+			}
+			dir := t.TempDir()
+			q := open(t, dir, &queue.Options{FS: g, ManualRequeue: true, MaxPending: 1})
+			enqueue(t, q, "m")
+			m := tryDequeue(t, q)
+			g.arm()
+			p, err := q.EnqueueAsync(context.Background(), []byte("x"))
+			require.NoError(t, err)
+			<-g.held // the window is full until its write is made
+			type outcome struct {
+				p   *queue.Pending
+				err error
+			}
+			blocked := make(chan outcome, 1)
+			go func() {
+				p, err := q.SettleAsync(queue.Settlement{Receipt: m.Receipt, Op: queue.SettleAck})
+				blocked <- outcome{p, err}
+			}()
+			waitInStack(t, "queue.(*Queue).reserveLocked") // it waits for the window
+			closed := make(chan error, 1)
+			if end == "close" {
+				go func() { closed <- q.Close() }()
+			}
+			close(g.freed)
+			var o outcome
+			select {
+			case o = <-blocked:
+			case <-time.After(30 * time.Second): // a bound on a hang, not a speed
+				t.Fatal("SettleAsync still waits for the window")
+			}
+			if end == "poisoned" {
+				require.ErrorIs(t, o.err, errGateWrite)
+				require.Nil(t, o.p)
+				require.EqualValues(t, 1, q.Stats().InFlight, "the ack was applied")
+				require.ErrorIs(t, p.Wait(context.Background()), errGateWrite)
+				require.ErrorIs(t, q.Close(), errGateWrite)
+			} else {
+				require.NoError(t, <-closed)
+				require.NoError(t, p.Wait(context.Background()))
+				if o.err == nil {
+					require.NoError(t, o.p.Wait(context.Background()), "applied before the Close")
+				} else {
+					require.ErrorIs(t, o.err, queue.ErrClosed)
+				}
+			}
+		})
+	}
+}
+
+// waitInStack returns once a goroutine's stack holds fn: a call is
+// blocked in it.
+func waitInStack(t *testing.T, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn) {
+			return
+		}
+	}
+	t.Fatalf("no goroutine is in %s", fn)
 }
 
 // The MaxPending window is 4096 records by default, as the README says:

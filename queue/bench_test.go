@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,7 +108,8 @@ func BenchmarkCycle(b *testing.B) {
 // wake-ups of blocked consumers. producers=4 is bench/'s no-fsync cycle
 // row; producers=1 the same with one producer (the consumers are mostly
 // waiting); sync=always is producers=4 under SyncAlways, where each
-// enqueue waits for an fsync.
+// enqueue waits for an fsync. deq-p50-µs and deq-p99-µs are the
+// consumers' Dequeue calls (a lease waits for its write only).
 func BenchmarkCycleSplit(b *testing.B) {
 	for _, run := range []struct {
 		name      string
@@ -150,15 +152,18 @@ func cycleSplit(b *testing.B, mode queue.SyncMode, producers, consumers int) {
 			}
 		}()
 	}
-	for range consumers {
+	lats := make([][]time.Duration, consumers) // each consumer's Dequeue calls
+	for i := range consumers {
 		left.Add(1)
 		go func() {
 			defer left.Done()
 			for {
+				start := time.Now()
 				m, err := q.Dequeue(ctx)
 				if errors.Is(err, context.Canceled) {
 					return
 				}
+				lats[i] = append(lats[i], time.Since(start))
 				if err == nil {
 					err = m.Ack()
 				}
@@ -182,6 +187,12 @@ func cycleSplit(b *testing.B, mode queue.SyncMode, producers, consumers int) {
 	left.Wait()
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+	ds := slices.Concat(lats...)
+	slices.Sort(ds)
+	if n := len(ds); n > 0 {
+		b.ReportMetric(float64(ds[n/2].Microseconds()), "deq-p50-µs")
+		b.ReportMetric(float64(ds[n*99/100].Microseconds()), "deq-p99-µs")
+	}
 }
 
 // boolInt is 1 for true, 0 for false.

@@ -156,6 +156,13 @@ func (q *Queue) PurgeDead(id string) error {
 // checks the letters is left out, as if gone before the call. A check
 // that fails otherwise fails the call before it requeues anything. On a
 // poisoned log it returns the error that poisoned it.
+//
+// It also takes the letters that a SettleAsync dead-lettered whose
+// Pending has not completed: a letter is dead from the moment that call
+// returns, durable or not. Their records come first in the log, so the
+// commit RequeueAllDead waits for covers them too, and once it returns
+// the message is ready after a restart; a crash before that may undo the
+// dead-letter (see SettleAsync) as well as the requeue.
 func (q *Queue) RequeueAllDead() (int, error) {
 	ds, err := q.deadRefs()
 	if err != nil {

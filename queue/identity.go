@@ -245,7 +245,7 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 // identity file: the open writes entries of version 2, which an older
 // release, adopting the directory, would cut as a torn tail.
 func adoptable(dir string, o Options, want Identity) error {
-	if isNew, err := newDir(dir); isNew || err != nil {
+	if isNew, err := newDir(o.fs(), dir); isNew || err != nil {
 		return err
 	}
 	probe, err := replayReadOnly(dir, o, Identity{}, false)
@@ -262,14 +262,14 @@ func adoptable(dir string, o Options, want Identity) error {
 	return nil
 }
 
-// newDir reports whether dir holds no queue yet: no snapshot, no log
-// segment.
-func newDir(dir string) (bool, error) {
-	snaps, err := recovery.List(dir)
+// newDir reports whether dir holds no queue yet, as listed through fsys:
+// no snapshot, no log segment.
+func newDir(fsys wal.FS, dir string) (bool, error) {
+	snaps, err := recovery.ListFS(fsys, dir)
 	if err != nil || len(snaps) > 0 {
 		return false, err
 	}
-	des, err := os.ReadDir(filepath.Join(dir, logDir))
+	des, err := fsys.ReadDir(filepath.Join(dir, logDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
@@ -301,7 +301,7 @@ func sameFamily(a, b Kind) bool { return (a == KindAck) == (b == KindAck) }
 // checks it against want; a directory without one returns a zero
 // Identity, to be inferred after the replay (inferReadOnly).
 func (q *Queue) checkIdentityReadOnly(want Identity) (Identity, error) {
-	have, err := ReadIdentity(q.dir)
+	have, err := readIdentity(q.opts.FS, q.dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return Identity{}, nil

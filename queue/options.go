@@ -113,12 +113,17 @@ type Options struct {
 	// (records lost, not a torn tail), or that no longer reaches back to
 	// a record the snapshot's messages need. It opens beside a process
 	// that has the queue open, reading the files as that process last
-	// wrote them (Queue.InUse), and takes a queue of any kind unless
-	// opened through OpenSorted or OpenWindowed.
+	// wrote them (Queue.InUse); when that process's compaction cuts the
+	// log under the read it reads again, and a queue that compacts under
+	// every one of many reads fails the open with ErrLocked, never
+	// ErrCorrupt. It takes a queue of any kind unless opened through
+	// OpenSorted or OpenWindowed.
 	ReadOnly bool
-	// FS is the file system the queue's log and snapshots are written
-	// through (see wal.FS); nil means the real one. Crash and fault tests
-	// pass their own.
+	// FS is the file system the queue's log, snapshots and identity file
+	// are written and read through (see wal.FS), a read-only open and the
+	// probe that infers the kind of a directory without an identity file
+	// included; nil means the real one. Crash and fault tests pass their
+	// own. The directory's lock file is taken through the real one.
 	FS wal.FS
 
 	// ident is what the directory must hold; set by OpenSorted and

@@ -3,7 +3,6 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/walq/walq/recovery"
@@ -11,8 +10,13 @@ import (
 )
 
 // liveTries is how many times a read-only open beside a running queue
-// starts over when that queue's compaction removed a file under it.
+// tries to read it when a try fails with no compaction of that queue in
+// between (see replayLive).
 const liveTries = 5
+
+// liveOvertaken is how many tries of a read-only open beside a running
+// queue that queue's compactions may overtake before the open gives up.
+const liveOvertaken = 100
 
 // openInspect opens dir for inspection (Options.ReadOnly): the newest
 // snapshot and the log after it are replayed into memory and nothing is
@@ -21,7 +25,7 @@ const liveTries = 5
 // it reads the files anyway and InUse reports that the figures are as of
 // that queue's last write to them.
 func openInspect(dir string, o Options, want Identity) (*Queue, error) {
-	if fi, err := os.Stat(filepath.Join(dir, logDir)); err != nil || !fi.IsDir() {
+	if fi, err := o.fs().Stat(filepath.Join(dir, logDir)); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("queue: %s is not a queue directory (no %s/)", dir, logDir)
 	}
 	lock, err := lockShared(dir)
@@ -29,16 +33,52 @@ func openInspect(dir string, o Options, want Identity) (*Queue, error) {
 	if err != nil && !inUse {
 		return nil, err
 	}
-	q, err := replayReadOnly(dir, o, want, inUse)
-	for tries := 1; inUse && err != nil && !errors.Is(err, ErrWrongKind) && tries < liveTries; tries++ {
-		q, err = replayReadOnly(dir, o, want, inUse)
-	}
+	q, err := replayLive(dir, o, want, inUse)
 	if err != nil {
 		unlockDir(lock)
 		return nil, err
 	}
 	q.lockFile = lock
 	return q, nil
+}
+
+// replayLive is replayReadOnly, tried again while the queue is in use
+// and a try fails: up to liveTries times, not counting the tries a
+// compaction of the running queue overtook (a newer snapshot appeared
+// while it read, so the log it read may have been cut past the snapshot
+// it loaded), of which up to liveOvertaken are taken. A queue that
+// compacts under every try of those is busy, not damaged: the error then
+// wraps ErrLocked, never ErrCorrupt, whose advice (repair) is wrong for a
+// healthy queue.
+func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error) {
+	overtaken := 0
+	for tries := 0; ; {
+		before := newestSnapshot(o.FS, dir)
+		q, err := replayReadOnly(dir, o, want, inUse)
+		if err == nil || !inUse || errors.Is(err, ErrWrongKind) {
+			return q, err
+		}
+		if newestSnapshot(o.FS, dir) == before {
+			if tries++; tries >= liveTries {
+				return nil, err
+			}
+			continue
+		}
+		if overtaken++; overtaken > liveOvertaken {
+			return nil, fmt.Errorf("queue: %s: the running queue compacted its log under %d reads in a row (%w); try again: %v",
+				dir, overtaken, ErrLocked, err)
+		}
+	}
+}
+
+// newestSnapshot returns the LSN of dir's newest snapshot, 0 when it has
+// none or cannot be listed (a try that fails then is counted as one).
+func newestSnapshot(fsys wal.FS, dir string) uint64 {
+	infos, err := recovery.ListFS(fsys, dir)
+	if err != nil || len(infos) == 0 {
+		return 0
+	}
+	return infos[len(infos)-1].LSN
 }
 
 // replayReadOnly builds the queue's state from the files as they are.
@@ -124,10 +164,11 @@ func (q *Queue) loadOlder(st *state, snapLSN uint64, lost recovery.Info) (*state
 // for a torn tail and count messages whose records are gone), and a
 // preview shows the salvage's loss. With the queue's SegmentSize when
 // given (logSegmentSize), by which the log tells a torn roll from a
-// missing segment.
+// missing segment. Read through the queue's FS, as the writable open
+// reads.
 func inspectLogOptions(o Options, snapLSN uint64, lost recovery.Info) *wal.Options {
 	return &wal.Options{ReadOnly: true, Salvage: o.Salvage, MaxRecordSize: o.MaxMessageSize + 1<<20, SegmentSize: o.logSegmentSize(),
-		StartLSN: snapLSN + 1, MustReach: max(snapLSN, lost.LSN)}
+		StartLSN: snapLSN + 1, MustReach: max(snapLSN, lost.LSN), FS: o.FS}
 }
 
 // replayInto applies the log after the snapshot to st and installs it.

@@ -114,6 +114,12 @@ func (q *Queue) Settle(ss ...Settlement) error {
 // settlement or keep it: the record may have been written before the
 // failure, and even fsynced (see Pending.Err). SettleAsync blocks while the
 // Options.MaxPending window is full; after Close it returns ErrClosed.
+// It takes no context, as its wait has an end: each time the oldest
+// asynchronous call in flight completes it looks again, and a failed
+// write or fsync completes every call in flight (it then returns the error
+// that poisoned the log, applying nothing), as Close does (it then returns
+// ErrClosed). It waits as long as the log's writes and fsyncs take, as
+// Settle does, and forever only if one of them never returns.
 //
 // Under SyncNever and SyncInterval its records are usually written with
 // the next delivery's lease, whose call writes them anyway: while that
@@ -139,7 +145,7 @@ func (q *Queue) SettleAsync(ss ...Settlement) (*Pending, error) {
 	}
 	var p *Pending
 	if res.n > 0 {
-		p = &Pending{c: res.last}
+		p = q.mu.async.newPending("", res.last)
 		q.pushAsyncLocked(res.last, res.n, false)
 	}
 	if res.ready && q.waiters.Load() > 0 {

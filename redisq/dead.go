@@ -29,7 +29,7 @@ func decodeInfo(raw string) (info, error) {
 		return in, fmt.Errorf("%w: record %q", queue.ErrCorrupt, raw)
 	}
 	p, err1 := strconv.Atoi(parts[0])
-	d, err2 := strconv.Atoi(parts[1])
+	d, err2 := parseCount(parts[1])
 	n, err3 := strconv.Atoi(parts[3])
 	if err := errors.Join(err1, err2, err3); err != nil || n < 0 || n > len(parts[4]) {
 		return in, fmt.Errorf("%w: record %q", queue.ErrCorrupt, raw)

@@ -235,7 +235,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 			buried++
 			continue
 		}
-		m.DeliveredAt, m.Deliveries = now, int(toInt(reply[i+1]))
+		m.DeliveredAt, m.Deliveries = now, toCount(reply[i+1])
 		out = append(out, queue.NewMessage(q, *m))
 	}
 	return out, due, buried, failed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -110,6 +111,25 @@ func replyAfter(err error, code string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimPrefix(re.Error(), code+" "), true
+}
+
+// toCount reads a delivery count of a script's reply as an int: one past
+// what int holds (a count above 2^31-1 where int has 32 bits) reads as
+// math.MaxInt, never wrapped to a negative or small count.
+func toCount(v any) int { return clampCount(toInt(v)) }
+
+// parseCount reads a delivery count of a stored record, as toCount.
+func parseCount(s string) (int, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return clampCount(n), err
+}
+
+// clampCount returns n as an int, math.MaxInt when n is past it.
+func clampCount(n int64) int {
+	if n > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(n)
 }
 
 // toInt reads an integer of a script's reply.

@@ -431,7 +431,7 @@ func (s *Sorted[K]) decodeBatch(x any, now time.Time) (*queue.Batch[K], error) {
 			return nil, err
 		}
 		out.Values[i] = queue.Value[K]{Sort: sort, Payload: sv.Payload, PublishedAt: time.Unix(0, sv.At),
-			Deliveries: int(toInt(v[1]))}
+			Deliveries: toCount(v[1])}
 	}
 	return queue.NewBatch[K](s, out), nil
 }

@@ -85,7 +85,7 @@ func deadValue[K queue.SortKey](f []any) (queue.DeadValue[K], error) {
 	d := queue.DeadValue[K]{Seq: seq}
 	d.Reason, _ = f[2].(string)
 	deliveries, _ := f[3].(string)
-	d.Deliveries, _ = strconv.Atoi(deliveries)
+	d.Deliveries, _ = parseCount(deliveries)
 	member, _ := f[1].(string)
 	if key, ok := memberKey(member); ok {
 		d.Key = key

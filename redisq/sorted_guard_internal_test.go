@@ -15,6 +15,10 @@ import (
 	"github.com/walq/walq/redisq/internal/redistest"
 )
 
+// pullBound is how long tryPullBounded waits for a pull: far above what a
+// pull takes on a loaded machine, so only a pull that loops reaches it.
+const pullBound = 30 * time.Second
+
 // tryPullBounded is TryPull that fails the test, instead of hanging, when
 // the pull script does not end: a script that loops blocks the whole
 // server (every client gets BUSY) until it is killed.
@@ -32,11 +36,11 @@ func tryPullBounded[K queue.SortKey](t *testing.T, rdb *redis.Client, s *Sorted[
 	select {
 	case r := <-done:
 		return r.bs, r.err
-	case <-time.After(3 * time.Second):
+	case <-time.After(pullBound):
 		err := rdb.Ping(context.Background()).Err()
 		_ = rdb.Do(context.Background(), "FUNCTION", "KILL").Err()
 		<-done
-		t.Fatalf("the pull did not end within 3s (another client's PING: %v)", err)
+		t.Fatalf("the pull did not end within %v (another client's PING: %v)", pullBound, err)
 		return nil, nil
 	}
 }

@@ -183,6 +183,15 @@ func (c *Commit) Done() <-chan struct{} {
 	return c.channel(stateDone)
 }
 
+// Completed reports whether the group is done: Wait would return at
+// once, with the group's outcome, and the channel of Done is closed or
+// about to be (the completion sets the state before it closes the
+// channel). Unlike Done it neither wakes the committer nor makes a
+// channel, for a caller that looks without waiting: a group of
+// AppendWaiting stays unwritten until a Wait, WaitWritten or Done on it,
+// or a later write, takes it.
+func (c *Commit) Completed() bool { return c.isDone() }
+
 // finish completes the group with err: written, and done.
 func (c *Commit) finish(err error) {
 	if !c.durable {

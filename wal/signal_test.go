@@ -180,3 +180,49 @@ func TestGroupReuseUnderConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestCompleted: Completed reports Wait's outcome known, not the write:
+// a group that waits for an fsync (SyncAlways) is not completed once
+// written, only once done, with a failure as with success; a group that
+// waits for its write only is completed once written. The look makes no
+// channel, and once it says completed, Wait returns the outcome and
+// Done's channel is closed.
+func TestCompleted(t *testing.T) {
+	errFail := errors.New("failed")
+	for _, tc := range []struct {
+		name    string
+		durable bool
+		err     error
+	}{
+		{"fsynced", true, nil},
+		{"fsynced/failed", true, errFail},
+		{"written", false, nil},
+		{"written/failed", false, errFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Commit{durable: tc.durable}
+			if c.Completed() {
+				t.Fatal("completed before its write")
+			}
+			c.markWritten(tc.err)
+			if got := c.Completed(); got != !tc.durable {
+				t.Fatalf("written: Completed %v, want %v", got, !tc.durable)
+			}
+			c.finish(tc.err)
+			if !c.Completed() {
+				t.Fatal("not completed once done")
+			}
+			if c.written.Load() != nil || c.done.Load() != nil {
+				t.Fatal("Completed made a channel")
+			}
+			if err := c.Wait(); err != tc.err {
+				t.Fatalf("Wait: %v, want %v", err, tc.err)
+			}
+			select {
+			case <-c.Done():
+			default:
+				t.Fatal("Done's channel open on a completed commit")
+			}
+		})
+	}
+}

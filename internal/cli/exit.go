@@ -100,6 +100,9 @@ func exitCode(err error) int {
 // hint returns a line of advice for err from the command cmd, or "".
 func hint(err error, cmd, dir string) string {
 	switch {
+	case errors.Is(err, queue.ErrLocked) && readsInUse(cmd):
+		return fmt.Sprintf("the process that has %s open compacted its log under every read; nothing is wrong with "+
+			"the queue: run '%s' again, or when the queue is less busy.", dir, "walq "+cmd)
 	case errors.Is(err, queue.ErrLocked):
 		return fmt.Sprintf("another process has %s open; walq does not change or verify a queue while its owner runs. "+
 			"To read it, 'walq stats', 'dump', 'dlq list' and 'dlq show' read its files anyway, and with --url URL read "+
@@ -117,4 +120,15 @@ func hint(err error, cmd, dir string) string {
 		return "the lease ran out or the message was already acked; it is ready again (or delivered to another consumer)."
 	}
 	return ""
+}
+
+// readsInUse reports whether the command cmd reads a queue another
+// process has open (a read-only open), which fails with ErrLocked only
+// when that process's compactions overtook every read.
+func readsInUse(cmd string) bool {
+	switch cmd {
+	case "stats", "dump", "dlq list", "dlq show":
+		return true
+	}
+	return false
 }

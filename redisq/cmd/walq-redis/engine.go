@@ -28,8 +28,16 @@ func (engine) Owns(target string) bool {
 // its last path element, %-unescaped: a name with a '/' in it is written
 // with %2F, a '?' as %3F, and a literal '%' as %25. A query after the name
 // (?protocol=3, ?dial_timeout=5s) is the server's: it goes to the
-// server's URL, whose parser refuses an option it does not know.
+// server's URL, whose parser refuses an option it does not know. A raw
+// '#' is refused: a URL fragment names nothing on a server, and taking it
+// into the name, or dropping it, would open another queue than the one
+// meant. A '#' that is part of the name, the user, the password or an
+// option's value is written %23.
 func splitTarget(target string) (server, name string, err error) {
+	if strings.Contains(target, "#") {
+		return "", "", fmt.Errorf("%w: %q: a raw '#' starts a URL fragment, which names no queue: "+
+			"write a '#' in the queue's name, the user, the password or an option's value as %%23", queue.ErrInvalidOptions, target)
+	}
 	base, query, hasQuery := strings.Cut(target, "?")
 	_, rest, _ := strings.Cut(base, "://")
 	i := strings.LastIndex(base, "/")
@@ -49,7 +57,7 @@ func splitTarget(target string) (server, name string, err error) {
 }
 
 // form is the form of a queue URL, for the help and the errors.
-const form = "redis://[user:password@]host:port[/db]/NAME[?OPTIONS] (NAME %-escaped: a/b is a%2Fb, a?b is a%3Fb, a literal % is %25)"
+const form = "redis://[user:password@]host:port[/db]/NAME[?OPTIONS] (NAME %-escaped: a/b is a%2Fb, a?b is a%3Fb, a#b is a%23b, a literal % is %25)"
 
 func (engine) Form() string { return form }
 

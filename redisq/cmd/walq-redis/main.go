@@ -8,7 +8,8 @@
 //
 // The last path element is the queue's name (as given to redisq.Open),
 // %-unescaped: a name with a '/' in it is written with %2F (team%2Fjobs
-// names team/jobs), a '?' with %3F, and a literal '%' must be written %25.
+// names team/jobs), a '?' with %3F, a '#' with %23 (a raw '#', a URL
+// fragment, is refused), and a literal '%' must be written %25.
 // What comes before it is the server, as go-redis's ParseURL reads it,
 // and so is a query after it: redis://host:6379/0/jobs?protocol=3&dial_timeout=5s
 // names the queue jobs on the server redis://host:6379/0?protocol=3&dial_timeout=5s;

@@ -62,3 +62,38 @@ func TestTargetQuery(t *testing.T) {
 	require.ErrorIs(t, err, queue.ErrInvalidOptions)
 	require.ErrorContains(t, err, "unexpected option: x")
 }
+
+// A raw '#' was taken into the queue's name: redis://host/0/jobs#stats,
+// a URL whose fragment names nothing on the server, named a queue
+// "jobs#stats" (which an enqueue would create), redis://host/0#jobs a
+// queue "0#jobs" on database 0, and a '#' after the query went to
+// go-redis, whose URL parser drops a fragment. A '#' has no meaning in a
+// queue's URL but as part of a name, user, password or option's value,
+// where it is written %23; a raw one is refused, whatever the user meant
+// by it.
+func TestTargetFragment(t *testing.T) {
+	for _, bad := range []string{
+		"redis://localhost:6379/0/jobs#stats",
+		"redis://localhost:6379/0#jobs",
+		"redis://localhost:6379/0/jobs#",
+		"redis://localhost:6379/0/jobs?protocol=3#x",
+		"redis://u:p#w@localhost:6379/0/jobs",
+	} {
+		t.Run(bad, func(t *testing.T) {
+			_, _, err := splitTarget(bad)
+			require.ErrorIs(t, err, queue.ErrInvalidOptions)
+			require.ErrorContains(t, err, "%23")
+		})
+	}
+	server, name, err := splitTarget("redis://u:p%23w@localhost:6379/0/a%23b")
+	require.NoError(t, err)
+	require.Equal(t, "redis://u:p%23w@localhost:6379/0", server)
+	require.Equal(t, "a#b", name)
+	rdb, name, err := client("redis://u%23s:p%23w@localhost:6379/0/a%23b?client_name=c%23d")
+	require.NoError(t, err)
+	defer rdb.Close()
+	require.Equal(t, "a#b", name)
+	require.Equal(t, "u#s", rdb.Options().Username)
+	require.Equal(t, "p#w", rdb.Options().Password)
+	require.Equal(t, "c#d", rdb.Options().ClientName)
+}
