@@ -218,8 +218,9 @@
 // power loss can keep it and lose them (it never turns a real tear into a
 // refusal), and a power loss that loses or tears it leaves the file as it
 // was before it (a torn witness at the end is a torn tail, cut; when its
-// version byte survived, Report().Torn says it lost no LSN: LastLSN is
-// FirstLSN-1). It
+// frame length survived, Report().Torn says it lost no LSN, LastLSN being
+// FirstLSN-1, if its version byte is 2 or, cut before it, the entry
+// before it is of version 2). It
 // protects the records once it is on the disk: at the next fsync (it
 // makes the log dirty, so a second Flush, or Close, fsyncs it; under
 // SyncInterval the next tick, which it arms; under SyncAlways the next
