@@ -286,7 +286,7 @@ func (l *Log) checkReach() error {
 		d := l.report.Salvaged[len(l.report.Salvaged)-1]
 		return fmt.Errorf("%w: %s", ErrCorrupt, d.Reason)
 	}
-	l.gap = l.opts.MustReach + 1
+	l.gap = max(l.gap, l.opts.MustReach+1)
 	return nil
 }
 

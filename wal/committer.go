@@ -84,6 +84,8 @@ type committer struct {
 	named          atomic.Uint64 // the highest Synced LSN of an entry written, a witness's included (witness.go); stored under mu, loaded without it by the witness timer
 	witnessTimer   *time.Timer   // fires when a witness may be due (witness.go); armed when witnessOn
 	witnessOn      atomic.Bool   // set by whoever arms witnessTimer, cleared when it fires; without mu
+	witnessFrom    atomic.Uint64 // WrittenLSN when witnessTimer was armed: records written since show a busy log
+	witnessWait    time.Duration // the witness timer's next delay while the log stays busy; the committer goroutine's
 
 	stopped  bool  // shutdown ran: st is closed
 	closeErr error // Close's result; read by Close after exited is closed

@@ -53,9 +53,11 @@
 //     idle, a witness in the new tail (see "Witnesses") says so, and damage
 //     to the sealed segment's last entry is then damage, never a torn
 //     roll. A read-only Open finds it too and reports it, changing nothing; a
-//     salvaging Open repairs it as well, unless the damaged end can have
-//     held the entries the tail's name counts (see "Damage under an empty
-//     tail" below): that end is salvaged, never cut. A sealed segment
+//     salvaging Open repairs it as well, keeping the same records, unless
+//     the damaged end can have held the entries the tail's name counts
+//     (see "Damage under an empty tail" below): that end is salvaged,
+//     never cut; and it never gives out again an LSN the damaged end may
+//     have held synced (the same section). A sealed segment
 //     that ends whole short of the tail's name is taken for a torn roll
 //     only while shorter than SegmentSize; a salvaging or read-only Open
 //     not given SegmentSize does not know the writer's and never takes
@@ -189,7 +191,9 @@
 //     made (the interval had passed), 2 ms later if nothing was written;
 //   - SyncAlways: 2 ms after the last fsync if the log stayed idle, so a
 //     caller that appends again at once, a steady lone caller among them,
-//     names the records by its own entry and costs no extra write;
+//     names the records by its own entry and costs no extra write (after
+//     a busy spell the log looks less often, so a witness can come up to
+//     64 ms after it ends: the timer is not armed at every fsync);
 //   - SyncNever: only by Flush (a roll's fsync covers the sealed
 //     segments, not the records written to the new tail);
 //   - a writable Open: it fsyncs every record it finds, those a process
@@ -216,8 +220,9 @@
 // power loss can keep it and lose them (it never turns a real tear into a
 // refusal), and a power loss that loses or tears it leaves the file as it
 // was before it (a torn witness at the end is a torn tail, cut; when its
-// version byte survived, Report().Torn says it lost no LSN: LastLSN is
-// FirstLSN-1). It
+// frame length survived, Report().Torn says it lost no LSN, LastLSN being
+// FirstLSN-1, if its version byte is 2 or, cut before it, the entry
+// before it is of version 2). It
 // protects the records once it is on the disk: at the next fsync (it
 // makes the log dirty, so a second Flush, or Close, fsyncs it; under
 // SyncInterval the next tick, which it arms; under SyncAlways the next
@@ -277,20 +282,22 @@
 //
 // A torn roll (see Guarantees) leaves a damaged end under such a tail
 // too. A salvage takes that end as damage, reported lost and resumed
-// past, when its bounds reach the tail's name, and also when the name
-// lies past them but nothing tells the end's first LSN and its bytes do
-// not bear the mark described below (a synced entry that rotted, its
-// witness and the roll's batch lost to the crash: a cut would give out
-// the synced entry's LSNs again); otherwise, and when the
-// segment ends whole short of the name (and of a SegmentSize given), it
-// repairs the roll as a plain Open does. It repairs it too, rather than
-// refuse it as damage nothing bounds, when nothing tells the end's first
-// LSN and its bytes bear the mark of a write that never reached the disk:
-// zeros only, or one frame the end of the file cuts behind which no
-// whole entry lies (a synced entry's file does not grow shorter; a frame
-// length rotted to run past the end leaves the entry whole behind it,
-// found from its count and its records' framing and CRC checked, and
-// that end is damage, refused when nothing bounds its LSNs).
+// past, when its bounds reach the tail's name. When the name lies past
+// them, the crash cut the file short of what the roll wrote, and the
+// salvage cuts the end as a plain Open does, keeping the same records;
+// but a synced entry that rotted, its witness and the roll's writes lost
+// to the crash, looks the same, so unless the end bears the mark of a
+// write that never reached the disk (zeros only, or one frame the end of
+// the file cuts behind which no whole entry lies: a synced entry's file
+// does not grow shorter, and a frame length rotted to run past the end
+// leaves the entry whole behind it, found from its count and its records'
+// framing and CRC checked), the cut is reported in Report().Salvaged as
+// losing the most LSNs its bytes can hold, from the LSN after the records
+// before it, and the log resumes past them, at a segment boundary. When no
+// record (or bounded region) before it tells that LSN, the salvage
+// refuses it as damage nothing bounds (above). A segment that ends whole
+// short of the name (and of a SegmentSize given) is repaired as a plain
+// Open repairs it.
 //
 // # Zeros ahead of the tail
 //

@@ -50,7 +50,8 @@ type Log struct {
 	cut       *tailCut   // Open: the torn tail, or the zeros after the tail's entries, to cut once every check passed; nil when none
 	sealedCut *tailCut   // Open: the zeros after the last sealed segment's last entry (a roll's cut a crash lost), cut with cut; nil when none
 	dropTail  string     // Open: the segment after a torn roll, removed before the cut; "" when none
-	gap       LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
+	gap       LSN        // Open under Salvage: records were lost at the log's end (it ended before MustReach, or a torn roll's end could have held synced ones), the next LSN is this; 0 when not
+	tornEnd   bool       // Open under Salvage: the torn roll cut bears no torn mark, so the LSNs its bytes can hold are taken as lost (boundTornEnd)
 	resume    LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
 	cache     entryCache // recently decoded entries, for Read
 	readers   sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
@@ -180,6 +181,9 @@ func (l *Log) load() error {
 		return l.checkSealedEnds()
 	}
 	if err := l.salvageSealed(sealed); err != nil {
+		return err
+	}
+	if err := l.boundTornEnd(); err != nil {
 		return err
 	}
 	sort.SliceStable(l.report.Salvaged, func(i, j int) bool { // names sort by index

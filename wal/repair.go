@@ -105,7 +105,7 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 			fmt.Sprintf("%s; a valid entry follows at offset %d, so this is not a torn write", bad.reason, next))
 	}
 	if !found {
-		d, err := tearDamage(r, s.path, bad.off, s.size, res.endLSN, bad.reason)
+		d, err := tearDamage(r, s.path, bad.off, s.size, res.endLSN, res.version, bad.reason)
 		if err != nil {
 			return err
 		}
@@ -292,8 +292,9 @@ type tailCut struct {
 
 // tearDamage describes the torn region [off, limit) of a tail segment. It
 // reads the entry headers that survived to say which LSNs were lost; want
-// is the LSN the first torn entry would start at (0 when unknown).
-func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason string) (Damage, error) {
+// is the LSN the first torn entry would start at (0 when unknown), before
+// the version of the entry before it (0 when none).
+func tearDamage(r *segReader, path string, off, limit int64, want LSN, before byte, reason string) (Damage, error) {
 	d := Damage{Segment: path, Offset: off, Bytes: limit - off, Entries: countFrames(r, off, limit),
 		Reason: "torn write: " + reason}
 	zero, err := zeroFilled(r, off, limit)
@@ -307,12 +308,12 @@ func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason st
 	for off < limit {
 		n, h, err := tornHeader(r, off, limit)
 		if err != nil || h.first != want {
-			if err != nil && tornWitness(r, off, limit, want) {
+			if err != nil && tornWitness(r, off, limit, want, before) {
 				d.LastLSN = want - 1 // it holds no record: nothing more was lost
 			}
 			break
 		}
-		d.LastLSN, want = h.end()-1, h.end()
+		d.LastLSN, want, before = h.end()-1, h.end(), h.version
 		off += n
 	}
 	return d, nil
@@ -321,10 +322,13 @@ func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason st
 // tornWitness reports whether the frame at off, which the end of the
 // file at limit cuts, is a witness (witness.go) whose record would have
 // been want: its length is a witness's, which no version-2 entry of
-// records has, its version byte survived and is 2, and the count and
-// first LSN, as far as they survived, are 0 and want. A frame cut before
-// its version byte tells nothing.
-func tornWitness(r *segReader, off, limit int64, want LSN) bool {
+// records has, it is of version 2, and its count and first LSN, as far as
+// they survived, are 0 and want. Its version is read from its version
+// byte; a frame cut before it is of version 2 when the entry before it,
+// of version before, is: a writer of version-2 entries writes no other
+// (an older release, whose entries of records can have a witness's
+// length, does not open its log: doc.go).
+func tornWitness(r *segReader, off, limit int64, want LSN, before byte) bool {
 	b, err := r.bytes(off, int(min(limit-off, 10+maxHeaderSize)), limit)
 	if err != nil {
 		return false
@@ -334,7 +338,11 @@ func tornWitness(r *segReader, off, limit int64, want LSN) bool {
 		return false
 	}
 	e := b[k:]
-	if len(e) <= offVersion || e[offVersion] != entryVersion2 {
+	version := before
+	if len(e) > offVersion {
+		version = e[offVersion]
+	}
+	if version != entryVersion2 {
 		return false
 	}
 	if len(e) >= offFirstLSN+8 && binary.LittleEndian.Uint64(e[offFirstLSN:]) != want {

@@ -28,6 +28,7 @@ type scanResult struct {
 	firstLSN LSN      // first LSN of the first valid entry; 0 if none
 	endLSN   LSN      // LSN after the last valid entry; 0 if none
 	goodEnd  int64    // offset after the last valid entry before the first damage
+	version  byte     // version of the last valid entry before the first damage; 0 if none
 	bad      *badSpot // first damage; nil when clean
 	damage   []Damage // with resync: every damaged region
 	lone     []bool   // with resync: per damaged region, whether it is one entry with a damaged length (loneEntry)
@@ -91,7 +92,7 @@ func scanSegment(r *segReader, sp scanSpec) (scanResult, error) {
 		off += n
 		ord++
 		if res.bad == nil {
-			res.goodEnd = off
+			res.goodEnd, res.version = off, h.version
 		}
 	}
 	return res, nil

@@ -76,7 +76,7 @@ func verifyTear(v segView, prevEnd LSN) (*Damage, scanResult, error) {
 	if _, found, err := untornAfter(r, res.bad.off, v.size, want); err != nil || found {
 		return nil, res, err
 	}
-	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.bad.reason)
+	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.version, res.bad.reason)
 	return &d, res, err
 }
 

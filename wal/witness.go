@@ -26,7 +26,9 @@ import (
 //     by a write (the interval had passed), witnessIdle later;
 //   - SyncAlways: witnessIdle after the last fsync, if no group was written
 //     since: a caller that appends again at once (a steady lone caller, or
-//     many) names the records by its own entry, and no witness is written;
+//     many) names the records by its own entry, and no witness is written
+//     (while the log stays busy the timer looks less and less often, up
+//     to witnessBusy: see there);
 //   - SyncNever: only by Flush. Close writes none: a closed log ends at its
 //     last entry, which the repair's shape test requires of a tear, so
 //     damage before it followed by a valid entry is refused anyway.
@@ -92,6 +94,18 @@ func (l *Log) openNamed(tail *segment) (LSN, error) {
 // names the records itself.
 const witnessIdle = 2 * time.Millisecond
 
+// witnessBusy bounds the witness timer's delay while the log stays busy.
+// Each time the timer finds records written since it was armed, it doubles
+// its delay, from witnessIdle up to witnessBusy, and arms itself again;
+// while it is armed, an fsync does not arm it. So a log under steady load
+// (a lone caller under SyncAlways fsyncs about every half millisecond)
+// wakes the runtime for the timer a few times in witnessBusy, not once per
+// fsync, and a witness follows the end of the load within witnessBusy plus
+// witnessIdle. The witness protects nothing until it reaches the disk, at
+// the next fsync or the kernel's write-back (seconds later), so the delay
+// widens no window that matters.
+const witnessBusy = 64 * time.Millisecond
+
 // armWitness makes the committer consider a witness witnessIdle from now,
 // unless that is already planned or nothing needs one; c.mu is held.
 func (c *committer) armWitness() {
@@ -104,6 +118,7 @@ func (c *committer) armWitness() {
 // rearmWitness arms the witness timer to fire after d unless it is armed.
 func (c *committer) rearmWitness(d time.Duration) {
 	if c.witnessOn.CompareAndSwap(false, true) {
+		c.witnessFrom.Store(c.l.writtenLSN.Load())
 		c.witnessTimer.Reset(d)
 	}
 }
@@ -117,6 +132,12 @@ func (c *committer) rearmWitness(d time.Duration) {
 // goroutine.
 func (c *committer) witnessDue() {
 	c.witnessOn.Store(false)
+	if c.l.writtenLSN.Load() != c.witnessFrom.Load() { // busy: look again later, not at the next fsync
+		c.witnessWait = min(max(2*c.witnessWait, 2*witnessIdle), witnessBusy)
+		c.rearmWitness(c.witnessWait)
+		return
+	}
+	c.witnessWait = 0
 	if c.l.durableLSN.Load() <= c.named.Load() {
 		return // an entry written since carries DurableLSN
 	}

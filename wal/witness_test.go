@@ -351,6 +351,9 @@ func TestTornWitnessLosesNoLSN(t *testing.T) {
 		name   string
 		damage func(b []byte) []byte
 	}{
+		{"cut after its frame length", func(b []byte) []byte { return b[:len(b)-25] }},
+		{"cut in its CRC", func(b []byte) []byte { return b[:len(b)-23] }},
+		{"cut before its version", func(b []byte) []byte { return b[:len(b)-21] }},
 		{"cut after its version", func(b []byte) []byte { return b[:len(b)-20] }},
 		{"cut in its first LSN", func(b []byte) []byte { return b[:len(b)-15] }},
 		{"cut in its Synced LSN", func(b []byte) []byte { return b[:len(b)-3] }},

@@ -64,16 +64,21 @@ func lastRecordEnd(t *testing.T, file string) int64 {
 	return 0
 }
 
-// settle waits, up to 2 seconds, for the witness an open queue's log
-// writes once it stays idle after its last fsync (wal/witness.go), so that
-// the directory changes no more while the test looks at it. A log whose
-// last write rolled its segment writes none: it is settled already.
+// settle waits for the witness an open queue's log writes once it stays
+// idle after its last fsync (wal/witness.go), into the empty tail a roll
+// left too, so that the directory changes no more while the test looks at
+// it. The caller has just written a record, so one is due: the test fails
+// if none comes within 10 seconds.
 func settle(t *testing.T, dir string) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	const limit = 10 * time.Second
+	for deadline := time.Now().Add(limit); ; time.Sleep(time.Millisecond) {
 		files := logFiles(t, dir)
 		if _, counts := frames(t, files[len(files)-1]); len(counts) > 0 && counts[len(counts)-1] == 0 {
 			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no witness at the end of %s after %v: the log did not settle", files[len(files)-1], limit)
 		}
 	}
 }
