@@ -155,11 +155,13 @@ func readDir(dir string) (map[string][]byte, error) {
 }
 
 // quietDir reads dir once it has stopped changing (a background compaction
-// may be running): two reads 10ms apart must agree.
+// may be running, or the log's witness timer, which waits up to 66 ms
+// while the log stays busy, not yet fired): two reads quietSpell apart
+// must agree.
 func quietDir(dir string) (map[string][]byte, error) {
 	prev, err := readDir(dir)
-	for i := 0; err == nil && i < 200; i++ {
-		time.Sleep(10 * time.Millisecond)
+	for i := 0; err == nil && i < 20; i++ {
+		time.Sleep(quietSpell)
 		var cur map[string][]byte
 		if cur, err = readDir(dir); err == nil && sameFiles(prev, cur) {
 			return cur, nil
@@ -167,10 +169,18 @@ func quietDir(dir string) (map[string][]byte, error) {
 		prev = cur
 	}
 	if err == nil {
-		err = fmt.Errorf("%s kept changing for 2s", dir)
+		err = fmt.Errorf("%s kept changing for %v", dir, 20*quietSpell)
 	}
 	return nil, err
 }
+
+// quietSpell is how long a directory must stay unchanged for quietDir:
+// well past the longest delay of the log's witness timer (witnessBusy
+// plus witnessIdle in wal/witness.go, 66 ms), so that an image of an idle
+// queue holds the witness its log writes into the empty tail a roll left.
+// Without it, damage to the last entry of the segment before that tail is
+// what a torn roll leaves, and Open cuts it.
+const quietSpell = 150 * time.Millisecond
 
 func sameFiles(a, b map[string][]byte) bool {
 	if len(a) != len(b) {
