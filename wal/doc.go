@@ -306,8 +306,9 @@
 // times on the disk of bench/results/fdatasync-2026-12-03.txt). So the
 // committer keeps the tail file longer than its entries: when the written
 // end comes within 256 KiB of the file's end, it writes zeros up to 1 MiB
-// past the written end (never past the segment size, rounded up to a
-// page) and fdatasyncs them, and the entries written next overwrite them.
+// past the written end (never past the segment size, rounded down to a
+// page, where a sealed segment's last entry ends at the latest) and
+// fdatasyncs them, and the entries written next overwrite them.
 // Options.AppendOnly turns this off, for file systems that do not
 // overwrite in place. The zeros are never records:
 //
@@ -316,9 +317,11 @@
 //   - Open takes zeros from the last entry to the end of the tail file for
 //     a clean end (no Report().Torn) and cuts them before tidwall/wal
 //     opens the tail; a read-only Open and its Verify take them so too;
-//   - a roll cuts the sealed file to its last entry and fdatasyncs it
-//     before the directory sync; a crash that loses that cut leaves zeros
-//     after the last sealed segment's last entry, which Open cuts;
+//   - a sealed segment holds none: they stop where its last entry ends
+//     at the latest. Should a sealed file still hold zeros after its last
+//     entry, a roll cuts them and fdatasyncs the file before the directory
+//     sync; a crash that loses that cut leaves them after the last sealed
+//     segment's last entry, which Open cuts;
 //   - Close cuts them before its last fsync, so a closed log ends at its
 //     last entry.
 //

@@ -24,9 +24,12 @@ import (
 //     entry), and sizes the last sealed segment to its last whole entry;
 //     a read-only Open and Verify take them for a clean end, as a live Log
 //     would;
-//   - a roll truncates the sealed file to its last entry and fdatasyncs it
-//     before the directory sync (committer.openRolled, syncRolled); the
-//     new tail is extended once the roll is adopted, by the same commit;
+//   - the zeros never reach past the segment size (extendTarget), where
+//     a sealed segment's last entry ends at the latest; should a sealed
+//     file still hold more, a roll truncates it to its last entry and
+//     fdatasyncs it before the directory sync (committer.openRolled,
+//     syncRolled); the new tail is extended once the roll is adopted, by
+//     the same commit;
 //   - Close cuts them before its last fsync; so does the store before it
 //     reopens tidwall/wal (reopenFront).
 //
@@ -57,12 +60,18 @@ var zeroPiece = make([]byte, 64<<10)
 
 // extendTarget returns the end the tail's zeros should reach with tail
 // bytes written in a segment of segSize, or 0 when they reach far enough.
-// Zeros past the segment's size would be cut at its roll, unused.
+// They stop at the last page boundary at or before segSize: the
+// segment's last entry ends at segSize or past it (tidwall/wal rolls at
+// the entry that takes it there), so a sealed segment never holds zeros
+// after its last entry. Zeros past it would have to be cut at the roll,
+// and a crash that lost that cut in a batch that rolled again would leave
+// them in a segment other than the last sealed one, which Open does not
+// trim: it would refuse the log.
 func extendTarget(tail, end, segSize int64) int64 {
 	if end-tail >= extendLow {
 		return 0
 	}
-	limit := (segSize + extendAlign - 1) / extendAlign * extendAlign
+	limit := segSize / extendAlign * extendAlign
 	target := min((tail+extendChunk)/extendAlign*extendAlign, limit)
 	if target <= end || target <= tail {
 		return 0

@@ -60,7 +60,7 @@ func TestTailExtendedWithZeros(t *testing.T) {
 // last entry, and the new tail is extended in turn.
 func TestRollCutsSealedZeros(t *testing.T) {
 	dir := t.TempDir()
-	opts := &wal.Options{Sync: wal.SyncAlways, SegmentSize: 60000} // not a whole number of pages: zeros reach past the roll
+	opts := &wal.Options{Sync: wal.SyncAlways, SegmentSize: 60000} // not a whole number of pages
 	l := openLog(t, dir, opts)
 	rec := bytes.Repeat([]byte("r"), 1000)
 	for i := range 300 {
@@ -153,5 +153,36 @@ func TestExtenderFailurePoisons(t *testing.T) {
 				t.Fatalf("Append after a failed %s of the zeros succeeded", kind)
 			}
 		})
+	}
+}
+
+// TestZerosStopAtSegmentSize: the zeros ahead of the tail never reach
+// past SegmentSize, where the segment's last entry ends at the latest
+// (tidwall/wal rolls at the entry that takes it there). So no sealed
+// segment is left holding zeros after its last entry: a crash that lost
+// a roll's cut of them would leave them in a segment Open does not trim
+// when the same batch rolled again, and Open would refuse the log
+// ("LSN discontinuity").
+func TestZerosStopAtSegmentSize(t *testing.T) {
+	dir := t.TempDir()
+	const segSize = 60000 // not a whole number of pages
+	l := openLog(t, dir, &wal.Options{Sync: wal.SyncAlways, SegmentSize: segSize})
+	defer closeLog(t, l)
+	rec := bytes.Repeat([]byte("r"), 1000)
+	for i := range 200 {
+		_, c, err := l.Append(rec)
+		if err == nil {
+			err = c.Wait()
+		}
+		if err != nil {
+			t.Fatalf("record %d: %v", i+1, err)
+		}
+		segs := segmentFiles(t, dir)
+		tail := segs[len(segs)-1]
+		end, b := writtenEnd(t, dir, tail)
+		if int64(len(b)) > max(end, segSize) {
+			t.Fatalf("after record %d the tail %s holds %d bytes, its entries end at %d: zeros past SegmentSize %d",
+				i+1, filepath.Base(tail), len(b), end, segSize)
+		}
 	}
 }
