@@ -193,7 +193,7 @@
 //     caller that appends again at once, a steady lone caller among them,
 //     names the records by its own entry and costs no extra write (after
 //     a busy spell the log looks less often, so a witness can come up to
-//     64 ms after it ends: the timer is not armed at every fsync);
+//     128 ms after it ends: the timer is not armed at every fsync);
 //   - SyncNever: only by Flush (a roll's fsync covers the sealed
 //     segments, not the records written to the new tail);
 //   - a writable Open: it fsyncs every record it finds, those a process
