@@ -222,7 +222,9 @@
 // was before it (a torn witness at the end is a torn tail, cut; when its
 // frame length survived, Report().Torn says it lost no LSN, LastLSN being
 // FirstLSN-1, if its version byte is 2 or, cut before it, the entry
-// before it is of version 2). It
+// before it is of version 2; a witness that starts its segment, the one a
+// roll's empty tail gets, has no entry before it and needs its version
+// byte). It
 // protects the records once it is on the disk: at the next fsync (it
 // makes the log dirty, so a second Flush, or Close, fsyncs it; under
 // SyncInterval the next tick, which it arms; under SyncAlways the next
