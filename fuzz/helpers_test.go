@@ -154,33 +154,34 @@ func readDir(dir string) (map[string][]byte, error) {
 	return out, err
 }
 
-// quietDir reads dir once it has stopped changing (a background compaction
-// may be running, or the log's witness timer, which waits up to 66 ms
-// while the log stays busy, not yet fired): two reads quietSpell apart
-// must agree.
+// quietDir reads dir once it has stopped changing: a background
+// compaction may be running, and an open log writes a witness once it
+// stays idle after its last write, up to twice the log's witnessBusy
+// (128 ms) after a busy spell ends (wal/witness.go). The files must stay
+// the same for quietSpan, read every 10ms, within 5s.
 func quietDir(dir string) (map[string][]byte, error) {
+	const quietSpan = 300 * time.Millisecond
 	prev, err := readDir(dir)
-	for i := 0; err == nil && i < 20; i++ {
-		time.Sleep(quietSpell)
+	same := time.Now()
+	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 		var cur map[string][]byte
-		if cur, err = readDir(dir); err == nil && sameFiles(prev, cur) {
+		if cur, err = readDir(dir); err != nil {
+			break
+		}
+		if !sameFiles(prev, cur) {
+			prev, same = cur, time.Now()
+			continue
+		}
+		if time.Since(same) >= quietSpan {
 			return cur, nil
 		}
-		prev = cur
 	}
 	if err == nil {
-		err = fmt.Errorf("%s kept changing for %v", dir, 20*quietSpell)
+		err = fmt.Errorf("%s kept changing for 5s", dir)
 	}
 	return nil, err
 }
-
-// quietSpell is how long a directory must stay unchanged for quietDir:
-// well past the longest delay of the log's witness timer (witnessBusy
-// plus witnessIdle in wal/witness.go, 66 ms), so that an image of an idle
-// queue holds the witness its log writes into the empty tail a roll left.
-// Without it, damage to the last entry of the segment before that tail is
-// what a torn roll leaves, and Open cuts it.
-const quietSpell = 150 * time.Millisecond
 
 func sameFiles(a, b map[string][]byte) bool {
 	if len(a) != len(b) {

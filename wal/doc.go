@@ -193,7 +193,7 @@
 //     caller that appends again at once, a steady lone caller among them,
 //     names the records by its own entry and costs no extra write (after
 //     a busy spell the log looks less often, so a witness can come up to
-//     64 ms after it ends: the timer is not armed at every fsync);
+//     128 ms after it ends: the timer is not armed at every fsync);
 //   - SyncNever: only by Flush (a roll's fsync covers the sealed
 //     segments, not the records written to the new tail);
 //   - a writable Open: it fsyncs every record it finds, those a process
@@ -222,7 +222,9 @@
 // was before it (a torn witness at the end is a torn tail, cut; when its
 // frame length survived, Report().Torn says it lost no LSN, LastLSN being
 // FirstLSN-1, if its version byte is 2 or, cut before it, the entry
-// before it is of version 2). It
+// before it is of version 2; a witness that starts its segment, the one a
+// roll's empty tail gets, has no entry before it and needs its version
+// byte). It
 // protects the records once it is on the disk: at the next fsync (it
 // makes the log dirty, so a second Flush, or Close, fsyncs it; under
 // SyncInterval the next tick, which it arms; under SyncAlways the next

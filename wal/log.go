@@ -51,6 +51,7 @@ type Log struct {
 	sealedCut *tailCut   // Open: the zeros after the last sealed segment's last entry (a roll's cut a crash lost), cut with cut; nil when none
 	dropTail  string     // Open: the segment after a torn roll, removed before the cut; "" when none
 	gap       LSN        // Open under Salvage: records were lost at the log's end (it ended before MustReach, or a torn roll's end could have held synced ones), the next LSN is this; 0 when not
+	tornNone  bool       // Open: the torn tail is a witness alone at its segment's start, which lost no LSN (handleTailDamage)
 	tornEnd   bool       // Open under Salvage: the torn roll cut bears no torn mark, so the LSNs its bytes can hold are taken as lost (boundTornEnd)
 	resume    LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
 	cache     entryCache // recently decoded entries, for Read
@@ -388,6 +389,9 @@ func (l *Log) setLSNs() error {
 	}
 	if t := l.report.Torn; t != nil && t.Entries > 0 && t.FirstLSN == 0 {
 		t.FirstLSN = next // the torn entries were the first of the tail
+		if l.tornNone {
+			t.LastLSN = next - 1 // a witness, which holds no record
+		}
 	}
 	return nil
 }

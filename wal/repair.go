@@ -110,6 +110,9 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 			return err
 		}
 		l.report.Torn = &d
+		// A witness alone at the segment's start: no LSN lost, the one
+		// it would have named is set with the log's next (setLSNs).
+		l.tornNone = d.FirstLSN == 0 && d.Entries == 1 && tornWitness(r, bad.off, s.size, 0, res.version)
 	} else {
 		d := Damage{Segment: s.path, Offset: bad.off, Bytes: s.size - bad.off, Entries: countFrames(r, bad.off, s.size),
 			Reason: "salvage cut the last segment at a damaged entry (" + bad.reason + "); the valid entries after it are dropped"}
@@ -323,7 +326,8 @@ func tearDamage(r *segReader, path string, off, limit int64, want LSN, before by
 // file at limit cuts, is a witness (witness.go) whose record would have
 // been want: its length is a witness's, which no version-2 entry of
 // records has, it is of version 2, and its count and first LSN, as far as
-// they survived, are 0 and want. Its version is read from its version
+// they survived, are 0 and want (not checked when want is 0, unknown: a
+// witness that starts its segment). Its version is read from its version
 // byte; a frame cut before it is of version 2 when the entry before it,
 // of version before, is: a writer of version-2 entries writes no other
 // (an older release, whose entries of records can have a witness's
@@ -345,7 +349,7 @@ func tornWitness(r *segReader, off, limit int64, want LSN, before byte) bool {
 	if version != entryVersion2 {
 		return false
 	}
-	if len(e) >= offFirstLSN+8 && binary.LittleEndian.Uint64(e[offFirstLSN:]) != want {
+	if want != 0 && len(e) >= offFirstLSN+8 && binary.LittleEndian.Uint64(e[offFirstLSN:]) != want {
 		return false
 	}
 	return len(e) < offCount+4 || binary.LittleEndian.Uint32(e[offCount:]) == 0

@@ -287,7 +287,7 @@ func (l *Log) dropTornTail(s, tail *segment) error {
 	l.seg.list = l.seg.list[:len(l.seg.list)-1]
 	tail.drop()
 	s.sealed = false
-	l.cut, l.report.Torn = nil, nil
+	l.cut, l.report.Torn, l.tornNone = nil, nil, false
 	if err := l.repairTail(s); err != nil {
 		return err
 	}

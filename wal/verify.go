@@ -77,6 +77,9 @@ func verifyTear(v segView, prevEnd LSN) (*Damage, scanResult, error) {
 		return nil, res, err
 	}
 	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.version, res.bad.reason)
+	if err == nil && d.FirstLSN == 0 && want != 0 && d.Entries == 1 && tornWitness(r, res.bad.off, v.size, want, res.version) {
+		d.FirstLSN, d.LastLSN = want, want-1 // a witness alone at the segment's start: no LSN lost
+	}
 	return &d, res, err
 }
 

@@ -100,8 +100,10 @@ const witnessIdle = 2 * time.Millisecond
 // while it is armed, an fsync does not arm it. So a log under steady load
 // (a lone caller under SyncAlways fsyncs about every half millisecond)
 // wakes the runtime for the timer a few times in witnessBusy, not once per
-// fsync, and a witness follows the end of the load within witnessBusy plus
-// witnessIdle. The witness protects nothing until it reaches the disk, at
+// fsync. A witness follows the end of the load within twice witnessBusy:
+// the first firing after the last write still finds it (it came after the
+// timer was armed) and arms the timer for witnessBusy again; only the
+// next one finds the log idle. The witness protects nothing until it reaches the disk, at
 // the next fsync or the kernel's write-back (seconds later), so the delay
 // widens no window that matters.
 const witnessBusy = 64 * time.Millisecond
