@@ -310,9 +310,11 @@
 // end comes within 256 KiB of the file's end, it writes zeros up to 1 MiB
 // past the written end (never past the segment size, rounded down to a
 // page, where a sealed segment's last entry ends at the latest) and
-// fdatasyncs them, and the entries written next overwrite them.
-// Options.AppendOnly turns this off, for file systems that do not
-// overwrite in place. The zeros are never records:
+// fdatasyncs them, and the entries written next overwrite them. Not
+// under SyncNever, where no fsync is saved and the zeros' own write and
+// fdatasync would only cost. Options.AppendOnly turns it off in every
+// mode, for file systems that do not overwrite in place. The zeros are
+// never records:
 //
 //   - Readers, Read and Verify on a live Log read up to the end of the
 //     entries written;

@@ -80,9 +80,11 @@ func extendTarget(tail, end, segSize int64) int64 {
 }
 
 // extend writes and fdatasyncs zeros ahead of the tail's written end when
-// it nears the end of those written before.
+// it nears the end of those written before. Not under SyncNever: no
+// fsync there is made cheaper by the zeros, and their own write and
+// fdatasync would cost the callers on the committer's path.
 func (c *committer) extend() error {
-	if c.l.opts.AppendOnly {
+	if c.l.opts.AppendOnly || c.l.opts.Sync == SyncNever {
 		return nil
 	}
 	x := &c.ext

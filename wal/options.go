@@ -75,7 +75,7 @@ type Options struct {
 	FS FS
 	// AppendOnly writes the segments by appending alone: no zeros are
 	// written ahead of the tail (see "Zeros ahead of the tail" in the
-	// package documentation). A file system that does not overwrite in
+	// package documentation; none are written under SyncNever). A file system that does not overwrite in
 	// place (btrfs, ZFS) gains nothing from them and writes them twice.
 	AppendOnly bool
 
