@@ -305,7 +305,7 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
-	if err == nil {
+	if err == nil && c.l.opts.Sync == SyncInterval { // SyncAlways: the fsync job writes the zeros (planZeros)
 		err = c.extend()
 	}
 	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
@@ -375,6 +375,11 @@ func (c *committer) write() error {
 		c.batchBytes += len(g.buf)
 	}
 	plan := planRolls(c.tailBytes, c.l.opts.SegmentSize, c.frames)
+	if c.crossesZeros(plan) {
+		if err := c.awaitZeros(); err != nil {
+			return err
+		}
+	}
 	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
 		first, last := c.groups[0], c.groups[len(c.groups)-1]
 		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",
