@@ -305,9 +305,6 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
-	if err == nil && c.l.opts.Sync == SyncInterval { // SyncAlways: the fsync job writes the zeros (planZeros)
-		err = c.extend()
-	}
 	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
 		c.writeback() // once every writebackBytes: the test stays here
 	}

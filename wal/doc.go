@@ -315,10 +315,13 @@
 // makes them durable with the records it covers: no caller waits for an
 // fsync of zeros alone, nor for their write. Until they are written the
 // committer writes nothing that reaches them (a group with a WaitWritten
-// caller, written while the fsync runs, waits for them). Not under
-// SyncNever, where no fsync is saved and the zeros' own write and
-// fdatasync would only cost. Options.AppendOnly turns it off in every
-// mode, for file systems that do not overwrite in place. The zeros are
+// caller, written while the fsync runs, waits for them). Only under
+// SyncAlways: under SyncNever no fsync is saved, and under SyncInterval
+// one per interval is, for a write and an fdatasync of the zeros under
+// the committer's lock per 768 KiB of entries, which cost more (measured
+// in bench/results/extender-offpath-2026-12-05.txt). Options.AppendOnly
+// turns it off under SyncAlways too, for file systems that do not
+// overwrite in place. The zeros are
 // never records:
 //
 //   - Readers, Read and Verify on a live Log read up to the end of the

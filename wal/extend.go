@@ -20,8 +20,13 @@ import (
 // committer writes nothing that reaches the zeros' start, and neither
 // truncates nor closes the file, before they are written (awaitZeros):
 // a group written while the fsync runs (a WaitWritten caller's) would
-// otherwise be overwritten by them. Under SyncInterval the committer
-// writes and fdatasyncs them itself (extend).
+// otherwise be overwritten by them.
+//
+// Under SyncNever and SyncInterval the tail is written by appending
+// alone: no fsync waits there, and the zeros' write and fdatasync cost
+// more than they save an fsync per interval: with them SyncInterval ran
+// at a median 0.80 of SyncNever in the same runs, without them at 0.95
+// (bench/results/extender-offpath-2026-12-05.txt).
 //
 // The zeros are never an entry's. tidwall/wal writes at its own offset,
 // the end of the entries it knows, never with O_APPEND, so its writes land
@@ -39,8 +44,7 @@ import (
 //     a sealed segment's last entry ends at the latest; should a sealed
 //     file still hold more, a roll truncates it to its last entry and
 //     fdatasyncs it before the directory sync (committer.openRolled,
-//     syncRolled); the new tail is extended once the roll is adopted, by
-//     the same commit (SyncInterval) or the next fsync job (SyncAlways);
+//     syncRolled); the new tail is extended by the next fsync job;
 //   - Close cuts them before its last fsync; so does the store before it
 //     reopens tidwall/wal (reopenFront).
 //
@@ -106,11 +110,9 @@ func extendTarget(tail, end, segSize int64) int64 {
 
 // extension returns the offsets of the zeros the tail needs now, from
 // from to target, or target 0 when it needs none, opening the tail for
-// writing first if it is a new one. Not under SyncNever: no fsync there
-// is made cheaper by the zeros, and their write would cost the callers on
-// the committer's path.
+// writing first if it is a new one. Only under SyncAlways (see above).
 func (c *committer) extension() (from, target int64, err error) {
-	if c.l.opts.AppendOnly || c.l.opts.Sync == SyncNever {
+	if c.l.opts.AppendOnly || c.l.opts.Sync != SyncAlways {
 		return 0, 0, nil
 	}
 	x := &c.ext
@@ -135,23 +137,6 @@ func (c *committer) extension() (from, target int64, err error) {
 		x.f, x.path, x.end = f, c.tail.path, c.tailBytes
 	}
 	return from, target, nil
-}
-
-// extend writes and fdatasyncs zeros ahead of the tail's written end when
-// it nears the end of those written before (SyncInterval).
-func (c *committer) extend() error {
-	from, target, err := c.extension()
-	if err != nil || target == 0 {
-		return err
-	}
-	if err := writeZeros(c.ext.f, c.tail.path, from, target); err != nil {
-		return err
-	}
-	if err := c.f.datasync(c.ext.f); err != nil {
-		return fmt.Errorf("wal: fsync of %s's zeros failed, log poisoned: %w", c.tail.path, err)
-	}
-	c.ext.end = target
-	return nil
 }
 
 // planZeros returns the zeros the next fsync job writes ahead of the

@@ -192,18 +192,23 @@ func TestZerosStopAtSegmentSize(t *testing.T) {
 	}
 }
 
-// TestNoZerosUnderSyncNever: under SyncNever the tail is written by
-// appending alone. No fsync is saved there by zeros ahead, which would
-// only cost a write and an fdatasync of their own.
-func TestNoZerosUnderSyncNever(t *testing.T) {
-	dir := t.TempDir()
-	l := openLog(t, dir, &wal.Options{Sync: wal.SyncNever})
-	appendN(t, l, 0, 100)
-	tail := segmentFiles(t, dir)[0]
-	if end, b := writtenEnd(t, dir, tail); int64(len(b)) != end {
-		t.Fatalf("the tail holds %d bytes, its entries end at %d: zeros written ahead", len(b), end)
+// TestNoZerosWithoutSyncAlways: under SyncNever and SyncInterval the
+// tail is written by appending alone. Under SyncNever no fsync is saved
+// by zeros ahead; under SyncInterval one per interval is, and their own
+// write and fdatasync on the committer's path cost more than that.
+func TestNoZerosWithoutSyncAlways(t *testing.T) {
+	for name, mode := range map[string]wal.SyncMode{"never": wal.SyncNever, "interval": wal.SyncInterval} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openLog(t, dir, &wal.Options{Sync: mode})
+			appendN(t, l, 0, 100)
+			tail := segmentFiles(t, dir)[0]
+			if end, b := writtenEnd(t, dir, tail); int64(len(b)) != end {
+				t.Fatalf("the tail holds %d bytes, its entries end at %d: zeros written ahead", len(b), end)
+			}
+			closeLog(t, l)
+		})
 	}
-	closeLog(t, l)
 }
 
 // TestNoFsyncOfZerosAlone: under SyncAlways an extension costs no fsync
