@@ -134,7 +134,7 @@ func TestExtenderFailurePoisons(t *testing.T) {
 				t.Fatal(err)
 			}
 			if kind != "truncate" {
-				fs.FailNext(kind) // the extension's: tidwall/wal writes the record around FS, and the zeros are fdatasynced before it
+				fs.FailNext(kind) // the zeros' write (tidwall/wal writes the record around FS), or the fsync that covers them and the record
 			}
 			_, c, err := l.Append([]byte("x"))
 			if err == nil {
