@@ -175,8 +175,8 @@ func (c *committer) awaitZeros() error {
 	return z.err
 }
 
-// crossesZeros reports whether a batch that leaves the tail tailBytes
-// long, or rolls, reaches zeros not yet written.
+// crossesZeros reports whether the batch planned (plan: the tail's size
+// after it, and the rolls it makes) reaches zeros not yet written.
 func (c *committer) crossesZeros(plan rollPlan) bool {
 	z := c.ext.pending
 	return z != nil && (len(plan.starts) > 0 || plan.tail > z.from)
