@@ -305,9 +305,6 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
-	if err == nil {
-		err = c.extend()
-	}
 	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
 		c.writeback() // once every writebackBytes: the test stays here
 	}
@@ -375,6 +372,11 @@ func (c *committer) write() error {
 		c.batchBytes += len(g.buf)
 	}
 	plan := planRolls(c.tailBytes, c.l.opts.SegmentSize, c.frames)
+	if c.crossesZeros(plan) {
+		if err := c.awaitZeros(); err != nil {
+			return err
+		}
+	}
 	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
 		first, last := c.groups[0], c.groups[len(c.groups)-1]
 		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",

@@ -115,8 +115,8 @@
 // # Torn writes past a hole
 //
 // A power loss tears the writes no fsync covered at sector granularity and
-// in any order: over blocks the file already has (zeros written and
-// fsynced ahead of the tail), a later sector, even a later whole entry,
+// in any order: over blocks the file already has (zeros written ahead of
+// the tail), a later sector, even a later whole entry,
 // can reach the disk without an earlier one, leaving whole entries after
 // a hole. Under SyncAlways several entries can be written and unsynced at
 // once (a group with a WaitWritten caller is written while an fsync is in
@@ -309,11 +309,19 @@
 // committer keeps the tail file longer than its entries: when the written
 // end comes within 256 KiB of the file's end, it writes zeros up to 1 MiB
 // past the written end (never past the segment size, rounded down to a
-// page, where a sealed segment's last entry ends at the latest) and
-// fdatasyncs them, and the entries written next overwrite them. Not
-// under SyncNever, where no fsync is saved and the zeros' own write and
-// fdatasync would only cost. Options.AppendOnly turns it off in every
-// mode, for file systems that do not overwrite in place. The zeros are
+// page, where a sealed segment's last entry ends at the latest), and the
+// entries written next overwrite them. Under SyncAlways the fsync job
+// writes them, outside the committer's lock, before its fdatasync, which
+// makes them durable with the records it covers: no caller waits for an
+// fsync of zeros alone, nor for their write. Until they are written the
+// committer writes nothing that reaches them (a group with a WaitWritten
+// caller, written while the fsync runs, waits for them). Only under
+// SyncAlways: under SyncNever no fsync is saved, and under SyncInterval
+// one per interval is, for a write and an fdatasync of the zeros under
+// the committer's lock per 768 KiB of entries, which cost more (measured
+// in bench/results/extender-offpath-2026-12-05.txt). Options.AppendOnly
+// turns it off under SyncAlways too, for file systems that do not
+// overwrite in place. The zeros are
 // never records:
 //
 //   - Readers, Read and Verify on a live Log read up to the end of the

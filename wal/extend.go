@@ -12,6 +12,22 @@ import (
 // must also commit the file's new size, which costs this disk 1.45 to
 // 1.9 times as much (bench/results/fdatasync-2026-12-03.txt).
 //
+// Under SyncAlways the zeros cost the callers no fsync of their own and
+// no wait under the committer's mu: when an extension is due, nextSync
+// hands it to the fsync job (planZeros), which writes the zeros before
+// its fdatasync (runSync), outside mu; that fdatasync makes them durable
+// with the records it covers, written before it started. Meanwhile the
+// committer writes nothing that reaches the zeros' start, and neither
+// truncates nor closes the file, before they are written (awaitZeros):
+// a group written while the fsync runs (a WaitWritten caller's) would
+// otherwise be overwritten by them.
+//
+// Under SyncNever and SyncInterval the tail is written by appending
+// alone: no fsync waits there, and the zeros' write and fdatasync cost
+// more than they save an fsync per interval: with them SyncInterval ran
+// at a median 0.80 of SyncNever in the same runs, without them at 0.95
+// (bench/results/extender-offpath-2026-12-05.txt).
+//
 // The zeros are never an entry's. tidwall/wal writes at its own offset,
 // the end of the entries it knows, never with O_APPEND, so its writes land
 // on the zeros (tidwall_zeros_test.go pins that). What keeps them out of
@@ -28,8 +44,7 @@ import (
 //     a sealed segment's last entry ends at the latest; should a sealed
 //     file still hold more, a roll truncates it to its last entry and
 //     fdatasyncs it before the directory sync (committer.openRolled,
-//     syncRolled); the new tail is extended once the roll is adopted, by
-//     the same commit;
+//     syncRolled); the new tail is extended by the next fsync job;
 //   - Close cuts them before its last fsync; so does the store before it
 //     reopens tidwall/wal (reopenFront).
 //
@@ -49,9 +64,23 @@ const (
 // extender is the committer's handle on the tail file's zeros; the
 // committer's mu guards it.
 type extender struct {
-	f    File   // the tail file, opened for writing through the Log's FS; nil until the first extension, and after a roll
-	path string // f's path
-	end  int64  // the file's size: zeros, fdatasynced, from the written end (committer.tailBytes) to here when end > tailBytes
+	f       File       // the tail file, opened for writing through the Log's FS; nil until the first extension, and after a roll
+	path    string     // f's path
+	end     int64      // the file's size once pending is written: zeros from the written end (committer.tailBytes) to here when end > tailBytes
+	pending *zeroWrite // SyncAlways: zeros an fsync job writes, not yet known written; nil when none
+}
+
+// zeroWrite is zeros, from from to to, that an fsync job writes into the
+// tail before its fdatasync (runSync), outside the committer's mu. Until
+// done is closed the committer writes nothing at or past from, and
+// neither truncates nor closes the file (awaitZeros): the zeros would
+// land on its entries, or past a cut.
+type zeroWrite struct {
+	f        File          // the extender's file
+	path     string        // its path, for errors
+	from, to int64         // the zeros' offsets
+	done     chan struct{} // closed once they are written, or failed
+	err      error         // the write's outcome; read after done is closed
 }
 
 // zeroPiece is the zeros every extender writes from, a piece at a time;
@@ -79,46 +108,89 @@ func extendTarget(tail, end, segSize int64) int64 {
 	return target
 }
 
-// extend writes and fdatasyncs zeros ahead of the tail's written end when
-// it nears the end of those written before. Not under SyncNever: no
-// fsync there is made cheaper by the zeros, and their own write and
-// fdatasync would cost the callers on the committer's path.
-func (c *committer) extend() error {
-	if c.l.opts.AppendOnly || c.l.opts.Sync == SyncNever {
-		return nil
+// extension returns the offsets of the zeros the tail needs now, from
+// from to target, or target 0 when it needs none, opening the tail for
+// writing first if it is a new one. Only under SyncAlways (see above).
+func (c *committer) extension() (from, target int64, err error) {
+	if c.l.opts.AppendOnly || c.l.opts.Sync != SyncAlways {
+		return 0, 0, nil
 	}
 	x := &c.ext
 	if x.f != nil && x.path != c.tail.path {
 		if err := c.releaseExtender(); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
-	from := max(x.end, c.tailBytes)
+	from = max(x.end, c.tailBytes)
 	if x.f == nil {
 		from = c.tailBytes // a new tail holds no zeros
 	}
-	target := extendTarget(c.tailBytes, from, c.l.opts.SegmentSize)
+	target = extendTarget(c.tailBytes, from, c.l.opts.SegmentSize)
 	if target == 0 {
-		return nil
+		return 0, 0, nil
 	}
 	if x.f == nil {
 		f, err := c.l.opts.FS.OpenFile(c.tail.path, os.O_WRONLY, 0)
 		if err != nil {
-			return fmt.Errorf("wal: open %s to extend it, log poisoned: %w", c.tail.path, err)
+			return 0, 0, fmt.Errorf("wal: open %s to extend it, log poisoned: %w", c.tail.path, err)
 		}
 		x.f, x.path, x.end = f, c.tail.path, c.tailBytes
 	}
-	for off := from; off < target; {
-		n := min(target-off, int64(len(zeroPiece)))
-		if _, err := x.f.WriteAt(zeroPiece[:n], off); err != nil {
-			return fmt.Errorf("wal: extend %s to %d bytes failed, log poisoned: %w", c.tail.path, target, err)
+	return from, target, nil
+}
+
+// planZeros returns the zeros the next fsync job writes ahead of the
+// tail (SyncAlways), or nil when it needs none: its fdatasync then makes
+// them durable with the records, and no caller waits for an fsync of
+// zeros alone, nor for their write under mu. The extender counts them
+// from now on; awaitZeros fences them.
+func (c *committer) planZeros() (*zeroWrite, error) {
+	from, target, err := c.extension()
+	if err != nil || target == 0 {
+		return nil, err
+	}
+	z := &zeroWrite{f: c.ext.f, path: c.ext.path, from: from, to: target, done: make(chan struct{})}
+	c.ext.end, c.ext.pending = target, z
+	return z, nil
+}
+
+// write writes the zeros and marks them done; it runs outside mu.
+func (z *zeroWrite) write() error {
+	z.err = writeZeros(z.f, z.path, z.from, z.to)
+	close(z.done)
+	return z.err
+}
+
+// awaitZeros waits until the zeros handed to an fsync job are written,
+// and returns the write's error (the job poisoned the log with it). The
+// committer calls it before it writes at or past their start, truncates
+// or closes the tail file.
+func (c *committer) awaitZeros() error {
+	z := c.ext.pending
+	if z == nil {
+		return nil
+	}
+	<-z.done
+	c.ext.pending = nil
+	return z.err
+}
+
+// crossesZeros reports whether the batch planned (plan: the tail's size
+// after it, and the rolls it makes) reaches zeros not yet written.
+func (c *committer) crossesZeros(plan rollPlan) bool {
+	z := c.ext.pending
+	return z != nil && (len(plan.starts) > 0 || plan.tail > z.from)
+}
+
+// writeZeros writes zeros into f from offset from to offset to.
+func writeZeros(f File, path string, from, to int64) error {
+	for off := from; off < to; {
+		n := min(to-off, int64(len(zeroPiece)))
+		if _, err := f.WriteAt(zeroPiece[:n], off); err != nil {
+			return fmt.Errorf("wal: extend %s to %d bytes failed, log poisoned: %w", path, to, err)
 		}
 		off += n
 	}
-	if err := c.f.datasync(x.f); err != nil {
-		return fmt.Errorf("wal: fsync of %s's zeros failed, log poisoned: %w", c.tail.path, err)
-	}
-	x.end = target
 	return nil
 }
 
@@ -126,6 +198,9 @@ func (c *committer) extend() error {
 // when zeros follow it, and reports whether it did. The caller fsyncs the
 // file.
 func (c *committer) cutZeros(size int64) (bool, error) {
+	if err := c.awaitZeros(); err != nil {
+		return false, err
+	}
 	x := &c.ext
 	if x.f == nil || x.path != c.tail.path || x.end <= size {
 		return false, nil
@@ -139,6 +214,7 @@ func (c *committer) cutZeros(size int64) (bool, error) {
 
 // releaseExtender closes the extender's file.
 func (c *committer) releaseExtender() error {
+	_ = c.awaitZeros() // a failed write of zeros poisoned the log already; the file is closed all the same
 	x := &c.ext
 	if x.f == nil {
 		return nil

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/wal"
@@ -29,8 +32,8 @@ func writtenEnd(t *testing.T, dir, path string) (int64, []byte) {
 }
 
 // TestTailExtendedWithZeros: while a log is open, its tail file reaches
-// past the last entry with zeros (written and fsynced before the records
-// that overwrite them), so that a record's fdatasync carries no new file
+// past the last entry with zeros (made durable by the fsync of the
+// records that overwrite them next), so that a record's fdatasync carries no new file
 // size; Close cuts them, and the log ends at its last entry.
 func TestTailExtendedWithZeros(t *testing.T) {
 	dir := t.TempDir()
@@ -131,7 +134,7 @@ func TestExtenderFailurePoisons(t *testing.T) {
 				t.Fatal(err)
 			}
 			if kind != "truncate" {
-				fs.FailNext(kind) // the extension's: tidwall/wal writes the record around FS, and the zeros are fdatasynced before it
+				fs.FailNext(kind) // the zeros' write (tidwall/wal writes the record around FS), or the fsync that covers them and the record
 			}
 			_, c, err := l.Append([]byte("x"))
 			if err == nil {
@@ -189,16 +192,174 @@ func TestZerosStopAtSegmentSize(t *testing.T) {
 	}
 }
 
-// TestNoZerosUnderSyncNever: under SyncNever the tail is written by
-// appending alone. No fsync is saved there by zeros ahead, which would
-// only cost a write and an fdatasync of their own.
-func TestNoZerosUnderSyncNever(t *testing.T) {
-	dir := t.TempDir()
-	l := openLog(t, dir, &wal.Options{Sync: wal.SyncNever})
-	appendN(t, l, 0, 100)
-	tail := segmentFiles(t, dir)[0]
-	if end, b := writtenEnd(t, dir, tail); int64(len(b)) != end {
-		t.Fatalf("the tail holds %d bytes, its entries end at %d: zeros written ahead", len(b), end)
+// TestNoZerosWithoutSyncAlways: under SyncNever and SyncInterval the
+// tail is written by appending alone. Under SyncNever no fsync is saved
+// by zeros ahead; under SyncInterval one per interval is, and their own
+// write and fdatasync on the committer's path cost more than that.
+func TestNoZerosWithoutSyncAlways(t *testing.T) {
+	for name, mode := range map[string]wal.SyncMode{"never": wal.SyncNever, "interval": wal.SyncInterval} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openLog(t, dir, &wal.Options{Sync: mode})
+			appendN(t, l, 0, 100)
+			tail := segmentFiles(t, dir)[0]
+			if end, b := writtenEnd(t, dir, tail); int64(len(b)) != end {
+				t.Fatalf("the tail holds %d bytes, its entries end at %d: zeros written ahead", len(b), end)
+			}
+			closeLog(t, l)
+		})
 	}
-	closeLog(t, l)
+}
+
+// TestNoFsyncOfZerosAlone: under SyncAlways an extension costs no fsync
+// of its own. Its zeros are written by the fsync job that makes records
+// durable, and that fdatasync covers them, so no caller's Wait spans an
+// fsync of zeros alone: between two fsyncs of the tail the log writes
+// records.
+func TestNoFsyncOfZerosAlone(t *testing.T) {
+	fs := faultfs.New(0)
+	dir := t.TempDir()
+	l, err := wal.Open(dir, &wal.Options{FS: fs, Sync: wal.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog(t, l)
+	from := len(fs.Ops())
+	rec := bytes.Repeat([]byte("r"), 1000)
+	for i := range 2500 { // 2.5 MB of entries: an extension per 768 KiB-1 MiB
+		_, c, err := l.Append(rec)
+		if err == nil {
+			err = c.Wait()
+		}
+		if err != nil {
+			t.Fatalf("record %d: %v", i+1, err)
+		}
+	}
+	ops := fs.Ops()[from:]
+	zeros, fsyncs, written := 0, 0, false
+	for i, op := range ops {
+		switch {
+		case op.Kind == wal.StoreWriteBatch:
+			written = true
+		case op.Kind == "write":
+			zeros++
+		case op.Kind == "fsync":
+			if !written {
+				t.Fatalf("operation %d, an fsync of %s, follows the fsync before it with no record written: an fsync of zeros alone (ops %v)",
+					i, filepath.Base(op.Path), ops[max(0, i-4):i+1])
+			}
+			fsyncs++
+			written = false
+		}
+	}
+	if zeros < 3 {
+		t.Fatalf("%d writes of zeros for 2.5 MB of entries, want 3 at least", zeros)
+	}
+	if fsyncs != 2500 {
+		t.Fatalf("%d fsyncs for 2500 records each waited for alone, want 2500", fsyncs)
+	}
+}
+
+// heldZerosFS is the real file system, except that the first write
+// through a file opened write-only (the extender's, which writes the zeros
+// ahead of the tail) waits until release is closed. It logs, in order,
+// the store's batch writes and the end of that write.
+type heldZerosFS struct {
+	wal.OSFS
+	entered chan struct{} // closed when the held write begins
+	release chan struct{} // closed by the test to let it go on
+
+	mu     sync.Mutex
+	events []string
+	held   bool
+}
+
+func (f *heldZerosFS) log(ev string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, ev)
+}
+
+func (f *heldZerosFS) StoreOp(op string) error {
+	if op == wal.StoreWriteBatch {
+		f.log("batch")
+	}
+	return nil
+}
+
+func (f *heldZerosFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil || flag != os.O_WRONLY {
+		return file, err
+	}
+	return &heldZerosFile{File: file, fs: f}, nil
+}
+
+type heldZerosFile struct {
+	wal.File
+	fs *heldZerosFS
+}
+
+func (h *heldZerosFile) WriteAt(p []byte, off int64) (int, error) {
+	h.fs.mu.Lock()
+	first := !h.fs.held
+	h.fs.held = true
+	h.fs.mu.Unlock()
+	if !first {
+		return h.File.WriteAt(p, off)
+	}
+	close(h.fs.entered)
+	<-h.fs.release
+	n, err := h.File.WriteAt(p, off)
+	h.fs.log("zeros")
+	return n, err
+}
+
+// TestWriteWaitsForZerosInFlight: a group written while an fsync job is
+// still writing the zeros ahead of the tail (a WaitWritten caller's,
+// written at once) waits for them when it reaches past their start:
+// written first, it would be overwritten by them, and its records read
+// back as zeros.
+func TestWriteWaitsForZerosInFlight(t *testing.T) {
+	dir := t.TempDir()
+	fs := &heldZerosFS{entered: make(chan struct{}), release: make(chan struct{})}
+	l := openLog(t, dir, &wal.Options{FS: fs, Sync: wal.SyncAlways})
+	defer closeLog(t, l)
+	first := make(chan error, 1)
+	go func() { // its fsync job writes the first zeros, and is held there
+		_, c, err := l.Append(record(0))
+		if err == nil {
+			err = c.Wait()
+		}
+		first <- err
+	}()
+	<-fs.entered
+	second := make(chan error, 1)
+	go func() {
+		_, c, err := l.Append(record(1))
+		if err == nil {
+			err = c.WaitWritten()
+		}
+		second <- err
+	}()
+	// Give a write that does not wait the time to land before the zeros;
+	// the outcome below does not depend on how long this is.
+	time.Sleep(50 * time.Millisecond)
+	close(fs.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	fs.mu.Lock()
+	events := strings.Join(fs.events, ",")
+	fs.mu.Unlock()
+	if events != "batch,zeros,batch" {
+		t.Fatalf("events %s, want batch,zeros,batch: the second group was written before the zeros it reaches into", events)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, l, 1, 0, 2)
 }

@@ -75,8 +75,9 @@ type Options struct {
 	FS FS
 	// AppendOnly writes the segments by appending alone: no zeros are
 	// written ahead of the tail (see "Zeros ahead of the tail" in the
-	// package documentation; none are written under SyncNever). A file system that does not overwrite in
-	// place (btrfs, ZFS) gains nothing from them and writes them twice.
+	// package documentation; they are written under SyncAlways only). A
+	// file system that does not overwrite in place (btrfs, ZFS) gains
+	// nothing from them and writes them twice.
 	AppendOnly bool
 
 	plant              plantedBug // a durability bug planted by a crash test; see plant.go
