@@ -39,8 +39,9 @@ import (
 // refuse ("directory format 2, this release reads 1"). This release reads
 // formats 1 and 2; a writable Open of a format-1 directory rewrites its
 // identity file as format 2 (durably: checkIdentity, before the log is
-// opened, so before any entry of version 2 is written). A read-only open
-// changes nothing.
+// opened, so before any entry of version 2 is written), and so does
+// Repair before its salvage (raiseFormat). A read-only open changes
+// nothing.
 //
 // A directory written before identity files existed has none. Open adopts
 // it: the kind is inferred from the lifetime totals of its snapshot and
