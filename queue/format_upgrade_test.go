@@ -136,3 +136,33 @@ func TestUnadoptedDirectoryGetsFormat2(t *testing.T) {
 	require.Equal(t, []string{"one", "two"}, readyPayloads(t, q))
 	require.NoError(t, q.Close())
 }
+
+// TestFormat1RepairRaisesFormat: a repair of a damaged format-1 directory
+// writes entries of version 2 (its salvage and compaction), so it raises
+// the identity file to format 2 first, as a writable open does: left at
+// format 1, the older release would open the repaired directory as its
+// own and cut those entries as a torn tail. The old release wrote the
+// directory, a bit of its first segment rotted.
+func TestFormat1RepairRaisesFormat(t *testing.T) {
+	for _, c := range upgradeCases() {
+		t.Run(c.fixture, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "q")
+			copyTree(t, filepath.Join("testdata", c.fixture), dir)
+			seg := filepath.Join(dir, "log", "00000000000000000001")
+			b, err := os.ReadFile(seg)
+			require.NoError(t, err)
+			b[len(b)/2] ^= 0x10
+			require.NoError(t, os.WriteFile(seg, b, 0o600))
+
+			rep, err := queue.Repair(dir, &queue.RepairOptions{Options: &queue.Options{SegmentSize: 4096}})
+			require.NoError(t, err)
+			require.True(t, rep.Repaired, "nothing to repair: the damage did not take")
+			id, err := queue.ReadIdentity(dir)
+			require.NoError(t, err)
+			require.Equal(t, queue.FormatVersion, id.Format, "a repair wrote entries of version 2 under format %d", id.Format)
+			q, err := c.open(dir, nil)
+			require.NoError(t, err)
+			require.NoError(t, q.Close())
+		})
+	}
+}

@@ -35,12 +35,14 @@ import (
 // log's durable LSN at their write (wal entry version 2), which the
 // repair of a torn tail relies on. An older release reading such an
 // entry at the log's end would take it for a torn write and cut it, so a
-// directory whose log may hold one says format 2, which older releases
-// refuse ("directory format 2, this release reads 1"). This release reads
-// formats 1 and 2; a writable Open of a format-1 directory rewrites its
-// identity file as format 2 (durably: checkIdentity, before the log is
-// opened, so before any entry of version 2 is written). A read-only open
-// changes nothing.
+// directory whose log may hold one says format 2, which the opens of
+// older releases refuse ("directory format 2, this release reads 1");
+// their Verify and Repair do not read the identity file (README, "There
+// is no way back"). This release reads formats 1 and 2; a writable Open
+// of a format-1 directory rewrites its identity file as format 2
+// (durably: checkIdentity, before the log is opened, so before any entry
+// of version 2 is written), and so does Repair before its salvage
+// (raiseFormat). A read-only open changes nothing.
 //
 // A directory written before identity files existed has none. Open adopts
 // it: the kind is inferred from the lifetime totals of its snapshot and

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 
@@ -101,7 +102,9 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // directory lock exclusive and holds it from start to end. It runs the
 // checks of Verify (given opts.Options.SegmentSize as
 // VerifyOptions.SegmentSize); if the directory is clean it changes nothing.
-// Otherwise it calls opts.Backup, opens the queue with opts.Options and
+// Otherwise it calls opts.Backup, raises a format-1 directory's identity
+// file to FormatVersion (the salvage writes version-2 entries, which an
+// older release would cut), opens the queue with opts.Options and
 // Options.Salvage (or, when the checks found nothing but a torn tail and
 // the salvage refuses it, without, as the next Open would) (a torn tail is cut, damaged entries are skipped, a
 // damaged snapshot is set aside and the state rebuilt from the newest
@@ -155,7 +158,12 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 			return rep, fmt.Errorf("queue: repair: backup: %w; %s was not changed", err, dir)
 		}
 	}
-	// 3. The salvage, under the lock this call holds. A salvage refuses
+	// 3. The identity file raised to FormatVersion, as a writable Open
+	//    does, before the salvage writes entries of version 2.
+	if err := raiseFormat(dir, salvageOptions(o.Options)); err != nil {
+		return rep, fmt.Errorf("queue: repair: %w", err)
+	}
+	// 4. The salvage, under the lock this call holds. A salvage refuses
 	//    some torn ends a plain Open cuts (whose LSNs nothing bounds, and
 	//    whose bytes may be a synced entry's rot); when the checks found
 	//    nothing but a torn tail, which Verify says the next Open cuts,
@@ -172,7 +180,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		return rep, fmt.Errorf("queue: repair: %w", err)
 	}
 	rep.Repaired = true
-	// 4. The checks again: the queue must now open clean.
+	// 5. The checks again: the queue must now open clean.
 	if rep.After, err = examine(dir, segmentSize(o.Options)); err != nil {
 		return rep, fmt.Errorf("queue: repair: damage remains after the salvage: %w", err)
 	}
@@ -180,6 +188,30 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		return rep, fmt.Errorf("%w: repair: a torn tail remains after the salvage: %s", ErrCorrupt, t)
 	}
 	return rep, nil
+}
+
+// raiseFormat rewrites dir's identity file as FormatVersion when it says
+// an older format (the caller holds the exclusive lock): a repair writes
+// entries of version 2, which an older release, taking the directory for
+// its own, would cut as a torn tail. A directory without an identity file
+// keeps none: whether a sorted one is windowed cannot be read from it, so
+// the first Open records its kind (checkIdentity).
+func raiseFormat(dir string, opts *Options) error {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	have, err := readIdentity(o.FS, dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case have.Format >= FormatVersion:
+		return nil
+	}
+	have.Format = FormatVersion
+	return writeIdentity(o.fs(), dir, have, o.FileMode)
 }
 
 // segmentSize returns the SegmentSize o gives, 0 when o is nil or gives
