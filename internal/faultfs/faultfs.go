@@ -65,6 +65,17 @@ func (f *FS) FailNext(kind string) {
 	f.mu.armed = kind
 }
 
+// FailAfter makes the n-th counted operation from now (from 1) fail,
+// instead of the failAt-th: a test that arms it once its subject is in
+// place numbers the operations that follow alone, however many a setup
+// made before (a setup's count can vary with the clock: a witness's write
+// is not counted, but the fsync that makes it durable is).
+func (f *FS) FailAfter(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failAt = len(f.mu.ops) + n
+}
+
 // Hit returns the operation that failed, if it happened.
 func (f *FS) Hit() (Op, bool) {
 	f.mu.Lock()
