@@ -67,8 +67,8 @@ type Options struct {
 	ManualRequeue bool
 	// AppendOnly makes the log write its segments by appending alone,
 	// without the zeros it otherwise writes and fsyncs ahead of its end
-	// so that a record's fsync commits no new file size (wal.Options;
-	// not under SyncNever, where no fsync is saved).
+	// under SyncAlways, so that a record's fsync commits no new file size
+	// (wal.Options; under SyncNever and SyncInterval none are written).
 	// For file systems that do not overwrite in place (btrfs, ZFS).
 	AppendOnly bool
 	// Salvage makes Open skip damaged entries in the middle of the log

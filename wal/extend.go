@@ -5,12 +5,12 @@ import (
 	"os"
 )
 
-// The committer keeps the tail segment's file longer than its entries:
-// zeros, written and fdatasynced ahead of the written end, so that the
-// entries written next overwrite blocks the file already has. An
-// fdatasync of such a write carries the data alone; one of an append
-// must also commit the file's new size, which costs this disk 1.45 to
-// 1.9 times as much (bench/results/fdatasync-2026-12-03.txt).
+// Under SyncAlways the committer keeps the tail segment's file longer
+// than its entries: zeros, written and fdatasynced ahead of the written
+// end, so that the entries written next overwrite blocks the file
+// already has. An fdatasync of such a write carries the data alone; one
+// of an append must also commit the file's new size, which costs this
+// disk 1.45 to 1.9 times as much (bench/results/fdatasync-2026-12-03.txt).
 //
 // Under SyncAlways the zeros cost the callers no fsync of their own and
 // no wait under the committer's mu: when an extension is due, nextSync

@@ -268,6 +268,7 @@ type heldZerosFS struct {
 	wal.OSFS
 	entered chan struct{} // closed when the held write begins
 	release chan struct{} // closed by the test to let it go on
+	fail    error         // the held write's outcome once released; nil: it writes
 
 	mu     sync.Mutex
 	events []string
@@ -310,6 +311,10 @@ func (h *heldZerosFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	close(h.fs.entered)
 	<-h.fs.release
+	if h.fs.fail != nil {
+		h.fs.log("zeros failed")
+		return 0, h.fs.fail
+	}
 	n, err := h.File.WriteAt(p, off)
 	h.fs.log("zeros")
 	return n, err
@@ -362,4 +367,130 @@ func TestWriteWaitsForZerosInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRecords(t, l, 1, 0, 2)
+}
+
+// holdZeros appends record 0 and waits for it in the background, and
+// returns once its fsync job is held in the write of the first zeros;
+// the channel gets the Wait's outcome.
+func holdZeros(t *testing.T, l *wal.Log, fs *heldZerosFS) <-chan error {
+	t.Helper()
+	first := make(chan error, 1)
+	go func() {
+		_, c, err := l.Append(record(0))
+		if err == nil {
+			err = c.Wait()
+		}
+		first <- err
+	}()
+	<-fs.entered
+	return first
+}
+
+// TestRollWaitsForZerosInFlight: a group written while the zeros are in
+// flight that rolls the segment waits for them, so that they neither
+// land on its entries nor stay in the sealed segment, which the roll cuts
+// to its last entry.
+func TestRollWaitsForZerosInFlight(t *testing.T) {
+	const n, segSize = 300, 8 << 10 // records 1-299 fill more than a segment
+	dir := t.TempDir()
+	fs := &heldZerosFS{entered: make(chan struct{}), release: make(chan struct{})}
+	l := openLog(t, dir, &wal.Options{FS: fs, Sync: wal.SyncAlways, SegmentSize: segSize})
+	first := holdZeros(t, l, fs)
+	second := make(chan error, 1)
+	go func() {
+		var c *wal.Commit
+		var err error
+		for i := 1; i < n && err == nil; i++ {
+			_, c, err = l.Append(record(i))
+		}
+		if err == nil {
+			err = c.WaitWritten()
+		}
+		second <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the outcome does not depend on how long
+	close(fs.release)
+	for _, ch := range []<-chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	segs := segmentFiles(t, dir)
+	if len(segs) < 2 {
+		t.Fatalf("%d segment files, want a roll", len(segs))
+	}
+	if end, b := writtenEnd(t, dir, segs[0]); int64(len(b)) != end {
+		t.Fatalf("the sealed %s holds %d bytes, its entries end at %d", filepath.Base(segs[0]), len(b), end)
+	}
+	checkRecords(t, l, 1, 0, n)
+	closeLog(t, l)
+	l = openLog(t, dir, &wal.Options{Sync: wal.SyncAlways, SegmentSize: segSize})
+	defer closeLog(t, l)
+	checkRecords(t, l, 1, 0, n)
+}
+
+// TestCloseWaitsForZerosInFlight: Close while the zeros are in flight
+// waits for them before it cuts the tail to its last entry, so that no
+// zeros land after the cut.
+func TestCloseWaitsForZerosInFlight(t *testing.T) {
+	dir := t.TempDir()
+	fs := &heldZerosFS{entered: make(chan struct{}), release: make(chan struct{})}
+	l := openLog(t, dir, &wal.Options{FS: fs, Sync: wal.SyncAlways})
+	first := holdZeros(t, l, fs)
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	time.Sleep(50 * time.Millisecond) // the outcome does not depend on how long
+	close(fs.release)
+	for _, ch := range []<-chan error{first, closed} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	tail := segmentFiles(t, dir)[0]
+	if end, b := writtenEnd(t, dir, tail); int64(len(b)) != end {
+		t.Fatalf("after Close the tail holds %d bytes, its entries end at %d: zeros after the cut", len(b), end)
+	}
+	l = openLog(t, dir, &wal.Options{Sync: wal.SyncAlways})
+	defer closeLog(t, l)
+	checkRecords(t, l, 1, 0, 1)
+}
+
+// TestFailedZerosInFlightFailTheirWaiters: when the zeros' write fails,
+// the commit its fsync job covers, a group that waited for the zeros to
+// be written and a commit waiting for the next fsync all fail, and the
+// log stays poisoned: none of them returns nil.
+func TestFailedZerosInFlightFailTheirWaiters(t *testing.T) {
+	dir := t.TempDir()
+	fail := errors.New("injected zeros failure")
+	fs := &heldZerosFS{entered: make(chan struct{}), release: make(chan struct{}), fail: fail}
+	l := openLog(t, dir, &wal.Options{FS: fs, Sync: wal.SyncAlways})
+	first := holdZeros(t, l, fs)
+	written, durable := make(chan error, 1), make(chan error, 1)
+	for i, ch := range []chan error{written, durable} {
+		go func() {
+			_, c, err := l.Append(record(1 + i))
+			if err == nil && ch == written {
+				err = c.WaitWritten()
+			} else if err == nil {
+				err = c.Wait()
+			}
+			ch <- err
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // lets the other two reach the log; the outcome does not depend on it
+	close(fs.release)
+	for name, ch := range map[string]<-chan error{"the held job's Wait": first, "WaitWritten": written, "Wait": durable} {
+		if err := <-ch; !errors.Is(err, fail) {
+			t.Errorf("%s: %v, want the zeros' failure", name, err)
+		}
+	}
+	if err := l.Err(); !errors.Is(err, fail) {
+		t.Errorf("Err: %v, want the zeros' failure", err)
+	}
+	if err := l.Close(); err == nil {
+		t.Error("Close of a log whose zeros failed: <nil>")
+	}
 }
