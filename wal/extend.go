@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -212,19 +213,21 @@ func (c *committer) cutZeros(size int64) (bool, error) {
 	return true, nil
 }
 
-// releaseExtender closes the extender's file.
+// releaseExtender closes the extender's file, once zeros in flight are
+// written. It returns the failure of their write, if any, beside that of
+// the close: the file is closed all the same.
 func (c *committer) releaseExtender() error {
-	_ = c.awaitZeros() // a failed write of zeros poisoned the log already; the file is closed all the same
+	werr := c.awaitZeros()
 	x := &c.ext
 	if x.f == nil {
-		return nil
+		return werr
 	}
 	err, path := x.f.Close(), x.path
 	x.f, x.path, x.end = nil, "", 0
 	if err != nil {
-		return fmt.Errorf("wal: close %s: %w", path, err)
+		err = fmt.Errorf("wal: close %s: %w", path, err)
 	}
-	return nil
+	return errors.Join(werr, err)
 }
 
 // cutTail cuts the zeros after the tail's written end and leaves the file
