@@ -88,7 +88,7 @@ func (c *command) report(e *env, err error, pos []string) {
 	}
 	fmt.Fprintf(e.stderr, "walq %s: %v\n", c.name, err)
 	if len(pos) > 0 {
-		if h := hint(err, c.name, pos[0]); h != "" {
+		if h := hint(err, c.name, Redacted(pos[0])); h != "" {
 			fmt.Fprintf(e.stderr, "hint: %s\n", h)
 		}
 	}
