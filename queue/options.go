@@ -131,7 +131,10 @@ type Options struct {
 	// and may fail it, and every fsync the queue counts on goes through
 	// FS, so an FS that keeps only what was fsynced through it decides
 	// what of the log survives a crash. The directory's lock file is
-	// taken through the real file system.
+	// taken through the real file system. Repair reads and writes
+	// through RepairOptions.Options.FS, Verify reads through
+	// VerifyOptions.FS; ReadLog, which takes no options, reads through
+	// the real file system.
 	FS wal.FS
 
 	// ident is what the directory must hold; set by OpenSorted and
