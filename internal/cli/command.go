@@ -88,7 +88,7 @@ func (c *command) report(e *env, err error, pos []string) {
 	}
 	fmt.Fprintf(e.stderr, "walq %s: %v\n", c.name, err)
 	if len(pos) > 0 {
-		if h := hint(err, c.name, Redacted(pos[0])); h != "" {
+		if h := hint(err, c.name, Redacted(pos[0]), e.owns(pos[0])); h != "" {
 			fmt.Fprintf(e.stderr, "hint: %s\n", h)
 		}
 	}
@@ -103,7 +103,7 @@ func (c *command) checkArgs(pos []string) error {
 	case len(pos) < lo:
 		return usagef("want at least %d arguments, got %d", lo, len(pos))
 	case len(pos) > hi:
-		return usagef("unexpected argument %q", pos[hi])
+		return usagef("unexpected argument %q", Redacted(pos[hi]))
 	}
 	return nil
 }

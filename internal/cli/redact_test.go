@@ -81,6 +81,7 @@ func TestURLPasswordNotShown(t *testing.T) {
 		{"demo damaged", []string{"demo", "--redis", "stub://u:" + secret + "@host/0/damaged"}},
 		{"demo not owned", []string{"demo", "--redis", "nostub://u:" + secret + "@host/0"}},
 		{"stats --url", []string{"stats", "--url", "http://u:" + secret + "@host:bad/"}},
+		{"extra argument", []string{"stats", "stub://u:" + secret + "@host/0/jobs", "stub://u:" + secret + "@host/0/more"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
