@@ -81,6 +81,13 @@ func TestURLPasswordNotShown(t *testing.T) {
 		{"demo damaged", []string{"demo", "--redis", "stub://u:" + secret + "@host/0/damaged"}},
 		{"demo not owned", []string{"demo", "--redis", "nostub://u:" + secret + "@host/0"}},
 		{"stats --url", []string{"stats", "--url", "http://u:" + secret + "@host:bad/"}},
+		{"verify", []string{"verify", "stub://u:" + secret + "@host/0/jobs"}},
+		{"repair", []string{"repair", "stub://u:" + secret + "@host/0/jobs"}},
+		{"dump", []string{"dump", "stub://u:" + secret + "@host/0/jobs"}},
+		{"compact", []string{"compact", "stub://u:" + secret + "@host/0/jobs"}},
+		{"stats not owned", []string{"stats", "nostub://u:" + secret + "@host/0/jobs"}},
+		{"verify not owned", []string{"verify", "nostub://u:" + secret + "@host/0/jobs"}},
+		{"repair not owned", []string{"repair", "nostub://u:" + secret + "@host/0/jobs"}},
 		{"extra argument", []string{"stats", "stub://u:" + secret + "@host/0/jobs", "stub://u:" + secret + "@host/0/more"}},
 	}
 	for _, c := range cases {
