@@ -124,13 +124,16 @@ type Options struct {
 	// snapshots and the identity file are written and read through it,
 	// and the log's segment files are read, fsynced, listed, cut and
 	// removed through it, a read-only open and the probe that infers the
-	// kind of a directory without an identity file included. The appends
-	// to the segment files and the creation of a new one at a roll are
-	// not: tidwall/wal makes them with package os, out of FS's sight. FS
-	// is told of each such write before it is made (wal.FS's StoreOp)
-	// and may fail it, and every fsync the queue counts on goes through
-	// FS, so an FS that keeps only what was fsynced through it decides
-	// what of the log survives a crash. The directory's lock file is
+	// kind of a directory without an identity file included. The calls
+	// of tidwall/wal, which writes the segment files, are not: it makes
+	// them with package os, out of FS's sight. They are the appends to
+	// the segment files, the creation of a new one at a roll, and, as
+	// the log opens for writing, its own listing of the log directory,
+	// its read of the last segment and, in an empty log, the creation of
+	// the first. FS is told of each append before it is made (wal.FS's
+	// StoreOp) and may fail it, and every fsync the queue counts on goes
+	// through FS, so an FS that keeps only what was fsynced through it
+	// decides what of the log survives a crash. The directory's lock file is
 	// taken through the real file system. Repair reads and writes
 	// through RepairOptions.Options.FS, Verify reads through
 	// VerifyOptions.FS; ReadLog, which takes no options, reads through
