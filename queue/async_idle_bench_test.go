@@ -19,23 +19,28 @@ func BenchmarkIdleConsumer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer q.Close()
 	var looks atomic.Int64
 	q.foundNothing = func() { looks.Add(1) }
 	lat := make([]time.Duration, 0, b.N)
-	got := make(chan struct{})
+	got := make(chan struct{}) // closed when the consumer returns
+	defer func() {
+		q.Close() // ends a Dequeue the consumer still waits in
+		<-got     // so that the consumer reports nothing after the benchmark returns
+	}()
 	go func() {
+		defer close(got)
 		for range b.N {
 			m, err := q.Dequeue(context.Background())
 			if err != nil {
-				panic(err)
+				b.Error(err)
+				return
 			}
 			lat = append(lat, time.Since(time.Unix(0, int64(binary.LittleEndian.Uint64(m.Payload)))))
 			if _, err := m.AckAsync(); err != nil {
-				panic(err)
+				b.Error(err)
+				return
 			}
 		}
-		close(got)
 	}()
 	b.ResetTimer()
 	for range b.N {
@@ -46,6 +51,9 @@ func BenchmarkIdleConsumer(b *testing.B) {
 	}
 	<-got
 	b.StopTimer()
+	if b.Failed() {
+		return
+	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(looks.Load())/float64(b.N), "empty-looks/msg")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
