@@ -26,6 +26,18 @@ func TestRedacted(t *testing.T) {
 		{"redis://u:s3@cret@host:6379/0/jobs", "redis://u:xxxxx@host:6379/0/jobs"},
 		{"redis://u:s3#cret@host:6379/0/jobs", "redis://u:xxxxx@host:6379/0/jobs"},
 		{"http://u:s3cret@host:bad/", "http://u:xxxxx@host:bad/"},
+		// Passwords that leave the URL parsable, digits before a raw '/',
+		// '?' or '#' read as a port: hidden whole when a host and port
+		// follow the '@' (a port or a path after it).
+		{"redis://u:123/456@host:6379/0/jobs", "redis://u:xxxxx@host:6379/0/jobs"},
+		{"redis://u:123?456@host:6379/0/jobs", "redis://u:xxxxx@host:6379/0/jobs"},
+		{"redis://u:123#456@host:6379/0/jobs", "redis://u:xxxxx@host:6379/0/jobs"},
+		{"redis://u:123/456@host/0/jobs", "redis://u:xxxxx@host/0/jobs"},
+		// An '@' in a queue's name is no password.
+		{"redis://host:6379/0/a@b", "redis://host:6379/0/a@b"},
+		{"redis://host:6379/0/a@b?protocol=3", "redis://host:6379/0/a@b?protocol=3"},
+		{"redis://host:6379/0/jobs?client_name=a@b", "redis://host:6379/0/jobs?client_name=a@b"},
+		{"redis://host/0/a:b@c", "redis://host/0/a:b@c"},
 	}
 	for _, c := range cases {
 		t.Run(c.target, func(t *testing.T) {

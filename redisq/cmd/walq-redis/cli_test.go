@@ -630,6 +630,8 @@ func TestPasswordNotShown(t *testing.T) {
 		{"fragment", 1, []string{"enqueue", "redis://app:S3C#RET@" + srv.Addr + "/0/jobs", "x"}},
 		{"raw slash", 1, []string{"enqueue", "redis://app:S3C/RET@" + srv.Addr + "/0/jobs", "x"}},
 		{"raw at", 1, []string{"enqueue", "redis://app:S3C@RET@" + srv.Addr + "/0/jobs", "x"}},
+		{"digits, raw slash", 1, []string{"enqueue", "redis://app:12/S3CRET@" + srv.Addr + "/0/jobs", "x"}},
+		{"digits, raw question mark", 1, []string{"enqueue", "redis://app:12?S3CRET@" + srv.Addr + "/0/jobs", "x"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -70,9 +70,11 @@ func client(target string) (*redis.Client, string, error) {
 	}
 	ro, err := redis.ParseURL(server)
 	var ue *url.Error
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || (err != nil && unreadPassword(server)) {
 		// url.Parse's error quotes the URL, and may quote a piece of
-		// the password (an invalid port ":secret"): say neither.
+		// the password (an invalid port ":secret"); ParseURL's own
+		// quote a path that holds the rest of a password net/url did
+		// not read (redis://u:12/secret@host/0): say neither.
 		return nil, "", fmt.Errorf("%w: %q is not a URL (a '/', '?', '#', '@' or '%%' in the user or the password is written %%-escaped: %%2F, %%3F, %%23, %%40, %%25)",
 			queue.ErrInvalidOptions, cli.Redacted(server))
 	}
@@ -80,6 +82,14 @@ func client(target string) (*redis.Client, string, error) {
 		return nil, "", fmt.Errorf("%w: %v", queue.ErrInvalidOptions, err)
 	}
 	return redis.NewClient(ro), name, nil
+}
+
+// unreadPassword reports whether server parses as a URL with no
+// password although cli.Redacted hides one in it: a password with a raw
+// '/', '?' or '#' after digits, which net/url reads as a port.
+func unreadPassword(server string) bool {
+	u, err := url.Parse(server)
+	return err == nil && u.User == nil && cli.Redacted(server) != server
 }
 
 func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (queue.AckQueue, error) {
