@@ -14,22 +14,25 @@ import (
 )
 
 // checkQueueDir returns an error unless dir holds a queue, so that a typo
-// does not make a command create an empty queue.
+// does not make a command create an empty queue. It names dir as Redacted
+// shows it: a queue URL given to a walq that links no engine for it is
+// taken for a directory, and its password must not be shown.
 func checkQueueDir(dir string) error {
+	shown := Redacted(dir)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return fmt.Errorf("%s is a file, not a walq queue directory", dir)
+		return fmt.Errorf("%s is a file, not a walq queue directory", shown)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "log"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, derr := os.Stat(dir); derr != nil {
-			return fmt.Errorf("%s: no such directory", dir)
+			return fmt.Errorf("%s: no such directory", shown)
 		}
-		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", dir)
+		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", shown)
 	case err != nil:
 		return err
 	case !fi.IsDir():
-		return fmt.Errorf("%s is not a walq queue directory (log is not a directory)", dir)
+		return fmt.Errorf("%s is not a walq queue directory (log is not a directory)", shown)
 	}
 	return nil
 }

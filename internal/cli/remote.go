@@ -125,7 +125,7 @@ type client struct {
 func newClient(raw string, headers []string) (*client, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef("--url %q is not an http(s) URL", raw)
+		return nil, usagef("--url %q is not an http(s) URL", Redacted(raw))
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/" // the dashboard's mount point
