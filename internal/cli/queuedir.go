@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/walq/walq/queue"
@@ -47,9 +48,15 @@ func openQueue(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 
 // openAny is openQueue that creates the queue if dir does not exist or is
 // an empty directory; it refuses a directory that holds other files, and
-// a file.
+// a file. It never creates a directory named like a URL: a queue URL that
+// no engine of this walq owns (redis://… given to walq, not walq-redis)
+// would otherwise become a local queue under a path spelt from the URL,
+// password included, and the command would report success.
 func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	if err := checkQueueDir(dir); err != nil {
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) && looksLikeURL(dir) {
+			return nil, usagef("%s is a URL, and this walq opens no queue by URL: it would create a directory of that name (walq-redis opens redis:// queues)", Redacted(dir))
+		}
 		des, rerr := os.ReadDir(dir)
 		if (rerr == nil && len(des) > 0) || (rerr != nil && !errors.Is(rerr, fs.ErrNotExist)) {
 			return nil, err
@@ -229,6 +236,22 @@ func isSegmentName(name string) bool {
 	}
 	for _, c := range name {
 		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// looksLikeURL reports whether target starts with a URL scheme and "://"
+// (RFC 3986: a letter, then letters, digits, '+', '-' or '.').
+func looksLikeURL(target string) bool {
+	scheme, _, ok := strings.Cut(target, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	for i, r := range scheme {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
 			return false
 		}
 	}
