@@ -85,8 +85,8 @@ func awaitDone(ctx context.Context, c *wal.Commit) error {
 // complete: the commits of their groups in append (LSN) order, and how many
 // of their records each holds. Options.MaxPending bounds the records;
 // Flush waits for the commits; a consumer with nothing to deliver waits
-// for the first one not yet written, since the cursor reads only what is
-// written. q.mu guards it.
+// for the first one not yet written that holds an enqueue, since the
+// cursor reads only what is written. q.mu guards it.
 type inflight struct {
 	flights []flight  // oldest first; flights[:head] are done and forgotten
 	head    int       // first flight not known to be done
@@ -173,9 +173,19 @@ func (a *inflight) push(c *wal.Commit, n int, wake bool) bool {
 }
 
 // unwritten returns the Written channel of the oldest commit not yet
-// written, or nil when every one is.
+// written whose group holds an enqueue (a waking flight), or nil when
+// there is none. A group of settles alone makes nothing readable at the
+// cursor (a nack's message is ready at once, and its settle wakes the
+// consumers then): a consumer that waited for its write, which under
+// SyncNever and SyncInterval may come a millisecond late (AppendLate),
+// would only look again for nothing. Groups are written in LSN order, so
+// the write of a waking flight comes after those of the settles' before
+// it.
 func (a *inflight) unwritten() <-chan struct{} {
 	for _, f := range a.live() {
+		if !f.wakes {
+			continue
+		}
 		select {
 		case <-f.c.Written():
 		default:
@@ -219,7 +229,7 @@ var errWaited = errors.New("queue: waited for the MaxPending window")
 // pushAsyncLocked records n asynchronous records appended under c. When
 // wake is set (they may make messages ready once written) and c was not
 // yet a waking flight, consumers asleep look again: one that slept with no
-// unwritten commit to wait for would not learn of c's write. A group that
+// unwritten waking commit to wait for would not learn of c's write. A group that
 // a settle entered first (no wake) and an enqueue joined wakes them at the
 // enqueue's push.
 func (q *Queue) pushAsyncLocked(c *wal.Commit, n int, wake bool) {
@@ -231,10 +241,11 @@ func (q *Queue) pushAsyncLocked(c *wal.Commit, n int, wake bool) {
 
 // asyncWrittenLocked is what a consumer that finds nothing to deliver
 // waits for besides a signal: the write of the oldest asynchronous group
-// not yet written, nil when none. The consumer must take it before it
-// looks at the cursor: the committer writes without q.mu, and a group
-// written between the look and this call would be skipped here although
-// the look did not see its records, leaving nothing to wake the consumer.
+// not yet written that holds an enqueue, nil when none (unwritten). The
+// consumer must take it before it looks at the cursor: the committer
+// writes without q.mu, and a group written between the look and this call
+// would be skipped here although the look did not see its records,
+// leaving nothing to wake the consumer.
 func (q *Queue) asyncWrittenLocked() <-chan struct{} {
 	q.mu.async.reap()
 	return q.mu.async.unwritten()

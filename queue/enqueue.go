@@ -438,7 +438,7 @@ func (q *Queue) awaitHeld(ctx context.Context, err error) error {
 	if !ok {
 		return err
 	}
-	if h.c != nil && !isDone(h.c) {
+	if h.c != nil && !h.c.Completed() {
 		return awaitDone(ctx, h.c)
 	}
 	// A failure poisons the log, and the queue is closed before its log:
@@ -447,16 +447,6 @@ func (q *Queue) awaitHeld(ctx context.Context, err error) error {
 		return fmt.Errorf("queue: enqueue: wait for the enqueue holding the id: %w", ferr)
 	}
 	return nil
-}
-
-// isDone reports whether c is complete.
-func isDone(c *wal.Commit) bool {
-	select {
-	case <-c.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // expireDedupLocked forgets the acked producer-given ids whose dedup

@@ -31,6 +31,7 @@ func TestConsumerAsleepWakesOnNack(t *testing.T) {
 		"Dequeue":      {dequeueSleeper, heldNack},
 		"DequeueBatch": {batchSleeper, heldNack},
 		"NackID":       {dequeueSleeper, heldNackID},
+		"SettleAsync":  {dequeueSleeper, heldNackAsync},
 		"Pull":         {pullSleeper, pulledNack},
 	} {
 		for _, delay := range []time.Duration{0, time.Minute} {
@@ -88,6 +89,17 @@ func heldNackID(t *testing.T, q *Queue) func(time.Duration) error {
 	var m *Message
 	held(t, q, &m)
 	return func(d time.Duration) error { return q.NackID(m.ID, d) }
+}
+
+// heldNackAsync nacks with SettleAsync, whose group a consumer asleep
+// does not wait to be written: the settle itself must wake it.
+func heldNackAsync(t *testing.T, q *Queue) func(time.Duration) error {
+	var m *Message
+	held(t, q, &m)
+	return func(d time.Duration) error {
+		_, err := q.SettleAsync(Settlement{Receipt: m.Receipt, Op: SettleNack, Delay: d})
+		return err
+	}
 }
 
 func pulledNack(t *testing.T, q *Queue) func(time.Duration) error {

@@ -125,11 +125,25 @@ type Options struct {
 	// ErrCorrupt. It takes a queue of any kind unless opened through
 	// OpenSorted or OpenWindowed.
 	ReadOnly bool
-	// FS is the file system the queue's log, snapshots and identity file
-	// are written and read through (see wal.FS), a read-only open and the
-	// probe that infers the kind of a directory without an identity file
-	// included; nil means the real one. Crash and fault tests pass their
-	// own. The directory's lock file is taken through the real one.
+	// FS is the file system the queue works through (see wal.FS); nil
+	// means the real one. Crash and fault tests pass their own. The
+	// snapshots and the identity file are written and read through it,
+	// and the log's segment files are read, fsynced, listed, cut and
+	// removed through it, a read-only open and the probe that infers the
+	// kind of a directory without an identity file included. The calls
+	// of tidwall/wal, which writes the segment files, are not: it makes
+	// them with package os, out of FS's sight. They are the appends to
+	// the segment files, the creation of a new one at a roll, and, as
+	// the log opens for writing, its own listing of the log directory,
+	// its read of the last segment and, in an empty log, the creation of
+	// the first. FS is told of each append before it is made (wal.FS's
+	// StoreOp) and may fail it, and every fsync the queue counts on goes
+	// through FS, so an FS that keeps only what was fsynced through it
+	// decides what of the log survives a crash. The directory's lock file is
+	// taken through the real file system. Repair reads and writes
+	// through RepairOptions.Options.FS, Verify reads through
+	// VerifyOptions.FS; ReadLog, which takes no options, reads through
+	// the real file system.
 	FS wal.FS
 
 	// ident is what the directory must hold; set by OpenSorted and

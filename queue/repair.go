@@ -31,7 +31,9 @@ type RepairOptions struct {
 	// limit are recorded nowhere, and a repair must not apply others in
 	// their place, forgetting for good ids the application's window
 	// still holds or dead-lettering messages its limit lets through.
-	// Pass the application's own options to apply them instead.
+	// Pass the application's own options to apply them instead. Their
+	// FS is the one the checks before and after the salvage read
+	// through too.
 	Options *Options
 }
 
@@ -140,7 +142,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	}
 	defer unlockDir(lock)
 	// 1. What is wrong, changing nothing.
-	if rep.Before, err = examine(dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
+	if rep.Before, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, err
 	}
 	if rep.Before.Clean() {
@@ -181,7 +183,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	}
 	rep.Repaired = true
 	// 5. The checks again: the queue must now open clean.
-	if rep.After, err = examine(dir, segmentSize(o.Options)); err != nil {
+	if rep.After, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil {
 		return rep, fmt.Errorf("queue: repair: damage remains after the salvage: %w", err)
 	}
 	if t := rep.After.Log.Torn; t != nil {
@@ -221,6 +223,15 @@ func segmentSize(o *Options) int64 {
 		return 0
 	}
 	return o.SegmentSize
+}
+
+// repairFS returns the file system o gives, nil (the real one) when o is
+// nil: Repair's checks read through the one its salvage works through.
+func repairFS(o *Options) wal.FS {
+	if o == nil {
+		return nil
+	}
+	return o.FS
 }
 
 // salvageOptions returns the options of Repair's salvaging open: o, or

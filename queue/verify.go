@@ -47,6 +47,10 @@ type VerifyOptions struct {
 	// application's Open does: a torn roll is reported in Check.Log.Torn.
 	// A size below 4096 is ErrInvalidOptions.
 	SegmentSize int64
+	// FS is the file system the directory is read through, as
+	// Options.FS is the queue's; nil means the real one. The directory
+	// lock is taken through the real one.
+	FS wal.FS
 }
 
 // Verify checks a queue directory without changing anything. It runs the
@@ -74,29 +78,30 @@ func Verify(dir string, opts *VerifyOptions) (Check, error) {
 		return Check{}, err
 	}
 	defer unlockDir(lock)
-	return examine(dir, o.SegmentSize)
+	return examine(o.FS, dir, o.SegmentSize)
 }
 
-// examine is Verify without the lock, which the caller holds; segSize is
-// the writer's SegmentSize, 0 when unknown.
-func examine(dir string, segSize int64) (Check, error) {
+// examine is Verify without the lock, which the caller holds, reading
+// through fsys (nil: the real file system); segSize is the writer's
+// SegmentSize, 0 when unknown.
+func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 	var c Check
 	// 1. The newest snapshot. A damaged one is a problem; the log is still
 	//    checked, against the LSN its name says it reflects.
-	st, snapLSN, err := loadSnapshot(dir, &Options{})
+	st, snapLSN, err := loadSnapshot(dir, &Options{FS: fsys})
 	reach := snapLSN
 	switch {
 	case err != nil && !errors.Is(err, ErrCorrupt):
 		return c, err
 	case err != nil:
 		c.Problems = append(c.Problems, problem(err))
-		st, reach = newState(&Options{}), lostSnapshotLSN(dir)
+		st, reach = newState(&Options{}), lostSnapshotLSN(fsys, dir)
 	case snapLSN != 0:
-		info, _, _ := recovery.Latest(dir)
+		info, _, _ := recovery.LatestFS(fsys, dir)
 		c.Snapshot = &info
 	}
 	// 2. The log, entry by entry; it must reach the snapshot.
-	log, err := openLogReadOnly(dir, reach, segSize)
+	log, err := openLogReadOnly(fsys, dir, reach, segSize)
 	if errors.Is(err, wal.ErrForeign) { // no repair changes it: Open's advice, not a repair's
 		c.Foreign = append(c.Foreign, err.Error())
 		return c, c.err()
@@ -211,8 +216,8 @@ func replayInto(log *wal.Log, st *state, from uint64) (int, error) {
 
 // lostSnapshotLSN returns the LSN the newest snapshot's name says it
 // reflects, or 0.
-func lostSnapshotLSN(dir string) uint64 {
-	infos, err := recovery.List(dir)
+func lostSnapshotLSN(fsys wal.FS, dir string) uint64 {
+	infos, err := recovery.ListFS(fsys, dir)
 	if err != nil || len(infos) == 0 {
 		return 0
 	}
@@ -226,11 +231,11 @@ func lostSnapshotLSN(dir string) uint64 {
 // which skips damage so that Verify can list all of it (and would take
 // the torn end of a roll for damage, since its bytes cannot tell a tear
 // from bit rot). segSize is the writer's SegmentSize, 0 when unknown.
-func openLogReadOnly(dir string, reach uint64, segSize int64) (*wal.Log, error) {
+func openLogReadOnly(fsys wal.FS, dir string, reach uint64, segSize int64) (*wal.Log, error) {
 	path := filepath.Join(dir, logDir)
-	log, err := wal.Open(path, &wal.Options{ReadOnly: true, MustReach: reach, SegmentSize: segSize})
+	log, err := wal.Open(path, &wal.Options{FS: fsys, ReadOnly: true, MustReach: reach, SegmentSize: segSize})
 	if errors.Is(err, wal.ErrCorrupt) {
-		log, err = wal.Open(path, &wal.Options{ReadOnly: true, Salvage: true, MustReach: reach, SegmentSize: segSize})
+		log, err = wal.Open(path, &wal.Options{FS: fsys, ReadOnly: true, Salvage: true, MustReach: reach, SegmentSize: segSize})
 	}
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)

@@ -25,8 +25,9 @@ const noKeyReason = "key not recorded (dead-lettered by an earlier version of re
 // queue.Sorted.DeadValues. A value whose stored record cannot be read
 // whole is listed all the same, with what of it reads (its publish time,
 // read as RequeueDeadValue's fence reads it, else zero; its payload and
-// sort key when they decode, else empty and zero), its reason ending
-// with "; corrupt record: " and what is wrong. A value dead-lettered by a
+// sort key when they decode, else empty and zero; its delivery count when
+// it reads as one, else zero), its reason ending with "; corrupt record: "
+// and what is wrong. A value dead-lettered by a
 // handle of an earlier version, which did not record its key, is listed
 // with an empty Key, its reason saying so; it can be purged, not
 // requeued. Its Seq is the queue's counter of publishes, never reused
@@ -84,13 +85,16 @@ func deadValue[K queue.SortKey](f []any) (queue.DeadValue[K], error) {
 	}
 	d := queue.DeadValue[K]{Seq: seq}
 	d.Reason, _ = f[2].(string)
-	deliveries, _ := f[3].(string)
-	d.Deliveries, _ = parseCount(deliveries)
 	member, _ := f[1].(string)
 	if key, ok := memberKey(member); ok {
 		d.Key = key
 	} else {
 		d.Reason += "; " + noKeyReason
+	}
+	n, wrong := deadCount(f[3])
+	d.Deliveries = n
+	if wrong != "" {
+		d.Reason += "; " + corruptReason + wrong
 	}
 	raw, ok := f[4].(string)
 	if !ok {
@@ -116,6 +120,25 @@ func deadValue[K queue.SortKey](f []any) (queue.DeadValue[K], error) {
 		d.Reason += "; " + corruptReason + "publish time not stored as an int64 after the sort part"
 	}
 	return d, nil
+}
+
+// deadCount reads a dead value's delivery count from the listing's
+// field v, and says what is wrong with it ("" when nothing). Every value
+// has one from its publish on (HSET 0, then HINCRBY at each pull) until it
+// is acked or purged: one that is missing, or not a count (a garbled
+// hash field), reads as 0, as the scripts read it (giveback,
+// killPastLimit), and the listing says so rather than show a count of 0
+// as if read.
+func deadCount(v any) (int, string) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, "delivery count missing"
+	}
+	n, err := parseCount(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Sprintf("delivery count %q is not a count", s)
+	}
+	return n, ""
 }
 
 // storedAt returns the publish time (unix ns) that the stored value raw

@@ -377,3 +377,50 @@ func TestRequeueAllDeadWhileDying(t *testing.T) {
 	}
 	t.Logf("requeued %d in 5 rounds", total)
 }
+
+// DeadValues listed a dead value whose delivery count was missing or
+// garbled (a hash field lost or edited by hand) with a count of 0, and
+// nothing in its reason: the parse error was dropped, so the 0 read as a
+// count the server kept. It is now listed as a corrupt record: a count of
+// 0 and a reason that says which field is wrong.
+func TestDeadValueCountDamaged(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	s, err := OpenSorted[int64](ctx, rdb, "count-damaged", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 4 {
+		require.NoError(t, s.Publish(ctx, int64(i), fmt.Sprint("k", i), []byte("p")))
+	}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	for _, b := range bs {
+		require.NoError(t, b.DeadLetter("x"))
+	}
+	ds, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, ds, 4)
+	seq := func(i int) string { return strconv.FormatUint(ds[i].Seq, 10) }
+	require.NoError(t, rdb.HDel(ctx, s.keys[2], seq(0)).Err())
+	require.NoError(t, rdb.HSet(ctx, s.keys[2], seq(1), "two").Err())
+	require.NoError(t, rdb.HSet(ctx, s.keys[2], seq(2), "-2").Err())
+	listed, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	for i, want := range []string{
+		"x; " + corruptReason + "delivery count missing",
+		"x; " + corruptReason + `delivery count "two" is not a count`,
+		"x; " + corruptReason + `delivery count "-2" is not a count`,
+	} {
+		require.Equal(t, want, listed[i].Reason, "dead value %d", i)
+		require.Equal(t, 0, listed[i].Deliveries, "dead value %d", i)
+		require.Equal(t, "p", string(listed[i].Payload), "the payload that reads")
+	}
+	require.Equal(t, "x", listed[3].Reason, "an intact count")
+	require.Equal(t, 1, listed[3].Deliveries)
+	require.NoError(t, s.RequeueDeadValue(listed[1]), "the value is whole: it can be requeued, its count reset")
+	got, err := s.TryPull(10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, 1, got[0].Values[0].Deliveries)
+}

@@ -24,6 +24,9 @@ type command struct {
 	// serverWrites marks a command that changes a queue: with an engine
 	// linked in, it takes --trust-server.
 	serverWrites bool
+	// dirOnly marks a command that reads a queue's files: with an engine
+	// linked in, a DIR the engine owns (a queue on a server) is refused.
+	dirOnly bool
 	// setup declares the command's flags on fs and returns the function
 	// that runs it with the positional arguments.
 	setup func(fs *flag.FlagSet) func(e *env, args []string) error
@@ -68,6 +71,9 @@ func (c *command) execute(e *env, args []string) int {
 	if err == nil {
 		err = c.checkArgs(pos)
 	}
+	if err == nil && c.dirOnly && len(pos) > 0 && e.owns(pos[0]) {
+		err = usagef("%s is a queue on a server: walq %s reads a queue directory", Redacted(pos[0]), c.name)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "walq %s: %v\nUsage: %s\nRun 'walq help %s' for details.\n", c.name, err, c.usage(), c.name)
 		return exitFailure
@@ -88,7 +94,7 @@ func (c *command) report(e *env, err error, pos []string) {
 	}
 	fmt.Fprintf(e.stderr, "walq %s: %v\n", c.name, err)
 	if len(pos) > 0 {
-		if h := hint(err, c.name, pos[0]); h != "" {
+		if h := hint(err, c.name, Redacted(pos[0]), e.owns(pos[0])); h != "" {
 			fmt.Fprintf(e.stderr, "hint: %s\n", h)
 		}
 	}
@@ -103,7 +109,7 @@ func (c *command) checkArgs(pos []string) error {
 	case len(pos) < lo:
 		return usagef("want at least %d arguments, got %d", lo, len(pos))
 	case len(pos) > hi:
-		return usagef("unexpected argument %q", pos[hi])
+		return usagef("unexpected argument %q", Redacted(pos[hi]))
 	}
 	return nil
 }

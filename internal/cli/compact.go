@@ -28,6 +28,7 @@ after which compactions succeed again.`,
 	example: `walq compact /var/lib/app/jobs`,
 	exits:   []int{exitOK, exitFailure, exitCorrupt, exitLocked},
 	nargs:   [2]int{1, 1},
+	dirOnly: true,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		return func(e *env, args []string) error { return runCompact(e, args[0]) }
 	},

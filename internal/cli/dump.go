@@ -39,8 +39,9 @@ be gone: the log is truncated at segment boundaries.`,
 	example: `walq dump /var/lib/app/jobs | head
 walq dump --from 1200 --to 1300 --payload=false /var/lib/app/jobs
 walq dump /var/lib/app/jobs > jobs.jsonl   # progress on stderr`,
-	exits: []int{exitOK, exitFailure, exitCorrupt},
-	nargs: [2]int{1, 1},
+	exits:   []int{exitOK, exitFailure, exitCorrupt},
+	nargs:   [2]int{1, 1},
+	dirOnly: true,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var o dumpOptions
 		fs.Uint64Var(&o.from, "from", 0, "first `LSN` to print")

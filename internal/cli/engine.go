@@ -61,7 +61,7 @@ func engineQueue(e *env, target string, o EngineOptions) (q queue.AckQueue, ok b
 	o.TrustServer = e.trustServer
 	q, err = e.engine.Open(ctx, target, o)
 	if err != nil {
-		return nil, true, fmt.Errorf("open %s: %w", target, err)
+		return nil, true, fmt.Errorf("open %s: %w", Redacted(target), err)
 	}
 	return q, true, nil
 }
@@ -148,15 +148,15 @@ func runEngineStats(e *env, target string, asJSON bool) (err error) {
 	if err != nil {
 		return err
 	}
-	r := &statsReport{Dir: target, countsJSON: newCounts(s), Totals: newTotals(s)}
+	r := &statsReport{Dir: Redacted(target), countsJSON: newCounts(s), Totals: newTotals(s)}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: "ack"}); err != nil {
+		if err := enc.Encode(engineStatsJSON{Queue: r.Dir, countsJSON: r.countsJSON, Totals: r.Totals, Kind: "ack"}); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "queue %s\n", target)
+		fmt.Fprintf(e.stdout, "queue %s\n", r.Dir)
 		printCounts(e.stdout, r)
 		printTotals(e.stdout, r)
 		printUnchecked(e.stdout, r.CountsError)
@@ -172,17 +172,17 @@ func printEngineSortedStats(e *env, target string, sv sortedView, asJSON bool) e
 		return err
 	}
 	id := sv.identity()
-	r := &statsReport{Dir: target, countsJSON: newCounts(s), Totals: newTotals(s), Kind: id.Kind.String(),
+	r := &statsReport{Dir: Redacted(target), countsJSON: newCounts(s), Totals: newTotals(s), Kind: id.Kind.String(),
 		SortKey: id.SortKey, Sorted: newSorted(s)}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(engineStatsJSON{Queue: target, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
+		if err := enc.Encode(engineStatsJSON{Queue: r.Dir, countsJSON: r.countsJSON, Totals: r.Totals, Kind: r.Kind,
 			SortKey: r.SortKey, Sorted: r.Sorted}); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", target, kindName(r))
+		fmt.Fprintf(e.stdout, "queue %s\n  kind        %s\n", r.Dir, kindName(r))
 		printSortedCounts(e.stdout, r)
 		printTotals(e.stdout, r)
 		printUnchecked(e.stdout, r.CountsError)
@@ -202,7 +202,7 @@ func runDemoOn(e *env, url string) (err error) {
 		target += "?" + query
 	}
 	if !e.engine.Owns(target) {
-		return usagef("--redis %q is not a URL walq-redis knows (redis://host:port/db)", url)
+		return usagef("--redis %q is not a URL walq-redis knows (redis://host:port/db)", Redacted(url))
 	}
 	q, _, err := engineQueue(e, target, EngineOptions{AckTimeout: demoAckTimeout, Expire: true})
 	if err != nil {
@@ -211,12 +211,12 @@ func runDemoOn(e *env, url string) (err error) {
 	defer closeAny(q, &err)
 	d := &demo{e: e, dir: target, start: time.Now(),
 		stored: "each run by the server before Enqueue returned; fsynced if it runs appendfsync always"}
-	fmt.Fprintf(e.stdout, "walq demo: the ack queue %s, on the Redis server, driven by the same code as the embedded one\n", target)
+	fmt.Fprintf(e.stdout, "walq demo: the ack queue %s, on the Redis server, driven by the same code as the embedded one\n", Redacted(target))
 	if err := d.consumers(q); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "\nStep 3, a crash and the recovery of a queue directory, is the embedded queue's.\n"+
-		"The queue stays on the server, empty: walq-redis stats %s\n", target)
+		"The queue stays on the server, empty: walq-redis stats %s\n", Redacted(target))
 	return nil
 }
 

@@ -49,7 +49,7 @@ func engineSorted(e *env, target string, o EngineOptions) (sortedView, error) {
 	x, err := se.OpenSorted(ctx, target, o)
 	if err != nil || x == nil {
 		if err != nil {
-			err = fmt.Errorf("open %s: %w", target, err)
+			err = fmt.Errorf("open %s: %w", Redacted(target), err)
 		}
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func engineSorted(e *env, target string, o EngineOptions) (sortedView, error) {
 	case deadSetQueue[time.Time]:
 		return setView[time.Time]{q: q, text: timeText, id: id}, nil
 	}
-	err = fmt.Errorf("open %s: the engine returned a %T, not a sorted queue's dead values", target, x)
+	err = fmt.Errorf("open %s: the engine returned a %T, not a sorted queue's dead values", Redacted(target), x)
 	if c, ok := x.(interface{ Close() error }); ok {
 		_ = c.Close() // the error that matters is err
 	}

@@ -97,9 +97,13 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
-// hint returns a line of advice for err from the command cmd, or "".
-func hint(err error, cmd, dir string) string {
+// hint returns a line of advice for err from the command cmd on the
+// queue dir (a directory, or a queue on a server when onServer), or "".
+func hint(err error, cmd, dir string, onServer bool) string {
 	switch {
+	case errors.Is(err, queue.ErrCorrupt) && onServer:
+		return fmt.Sprintf("%s is a queue on a server, which 'walq verify' and 'walq repair' do not read (they check "+
+			"and mend a queue directory): the error says what is damaged, to be mended on the server.", dir)
 	case errors.Is(err, queue.ErrLocked) && readsInUse(cmd):
 		return fmt.Sprintf("the process that has %s open compacted its log under every read; nothing is wrong with "+
 			"the queue: run '%s' again, or when the queue is less busy.", dir, "walq "+cmd)

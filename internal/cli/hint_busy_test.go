@@ -15,10 +15,10 @@ import (
 func TestHintOvertakenRead(t *testing.T) {
 	err := fmt.Errorf("queue: d: the running queue compacted its log under 101 reads in a row (%w); try again", queue.ErrLocked)
 	for _, cmd := range []string{"stats", "dump", "dlq list", "dlq show"} {
-		h := hint(err, cmd, "d")
+		h := hint(err, cmd, "d", false)
 		require.Contains(t, h, "run 'walq "+cmd+"' again", cmd)
 		require.NotContains(t, h, "stop that process", cmd)
 	}
-	require.Contains(t, hint(err, "enqueue", "d"), "stop that process first")
+	require.Contains(t, hint(err, "enqueue", "d", false), "stop that process first")
 	require.Equal(t, exitLocked, exitCode(err))
 }

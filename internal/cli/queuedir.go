@@ -8,28 +8,32 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/walq/walq/queue"
 )
 
 // checkQueueDir returns an error unless dir holds a queue, so that a typo
-// does not make a command create an empty queue.
+// does not make a command create an empty queue. It names dir as Redacted
+// shows it: a queue URL given to a walq that links no engine for it is
+// taken for a directory, and its password must not be shown.
 func checkQueueDir(dir string) error {
+	shown := Redacted(dir)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return fmt.Errorf("%s is a file, not a walq queue directory", dir)
+		return fmt.Errorf("%s is a file, not a walq queue directory", shown)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "log"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, derr := os.Stat(dir); derr != nil {
-			return fmt.Errorf("%s: no such directory", dir)
+			return fmt.Errorf("%s: no such directory", shown)
 		}
-		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", dir)
+		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", shown)
 	case err != nil:
 		return err
 	case !fi.IsDir():
-		return fmt.Errorf("%s is not a walq queue directory (log is not a directory)", dir)
+		return fmt.Errorf("%s is not a walq queue directory (log is not a directory)", shown)
 	}
 	return nil
 }
@@ -44,9 +48,15 @@ func openQueue(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 
 // openAny is openQueue that creates the queue if dir does not exist or is
 // an empty directory; it refuses a directory that holds other files, and
-// a file.
+// a file. It never creates a directory named like a URL: a queue URL that
+// no engine of this walq owns (redis://… given to walq, not walq-redis)
+// would otherwise become a local queue under a path spelt from the URL,
+// password included, and the command would report success.
 func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	if err := checkQueueDir(dir); err != nil {
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) && looksLikeURL(dir) {
+			return nil, usagef("%s is a URL, and this walq opens no queue by URL: it would create a directory of that name (walq-redis opens redis:// queues)", Redacted(dir))
+		}
 		des, rerr := os.ReadDir(dir)
 		if (rerr == nil && len(des) > 0) || (rerr != nil && !errors.Is(rerr, fs.ErrNotExist)) {
 			return nil, err
@@ -226,6 +236,22 @@ func isSegmentName(name string) bool {
 	}
 	for _, c := range name {
 		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// looksLikeURL reports whether target starts with a URL scheme and "://"
+// (RFC 3986: a letter, then letters, digits, '+', '-' or '.').
+func looksLikeURL(target string) bool {
+	scheme, _, ok := strings.Cut(target, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	for i, r := range scheme {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
 			return false
 		}
 	}

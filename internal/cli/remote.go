@@ -34,10 +34,10 @@ type headerList []string
 
 func (h *headerList) String() string { return strings.Join(*h, ", ") }
 
+// Set adds v. newClient checks its form: the flag package quotes the
+// value of a flag whose Set fails, and a header given for authentication
+// holds a secret (a token given without its name, say).
 func (h *headerList) Set(v string) error {
-	if name, _, ok := strings.Cut(v, ":"); !ok || strings.TrimSpace(name) == "" {
-		return fmt.Errorf("header %q is not Name: value", v)
-	}
 	*h = append(*h, v)
 	return nil
 }
@@ -125,14 +125,17 @@ type client struct {
 func newClient(raw string, headers []string) (*client, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef("--url %q is not an http(s) URL", raw)
+		return nil, usagef("--url %q is not an http(s) URL", Redacted(raw))
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/" // the dashboard's mount point
 	}
 	c := &client{base: u, headers: http.Header{}, http: &http.Client{Timeout: 10 * time.Second}}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
+	for i, h := range headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, usagef("-H number %d is not \"Name: value\" (not shown: it may hold a secret)", i+1)
+		}
 		c.headers.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	return c, nil

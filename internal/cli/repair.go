@@ -56,12 +56,16 @@ walq repair --backup /srv/backups/jobs-before-repair /var/lib/app/jobs`,
 		exitOK:      "repaired (the queue opens clean), or nothing to repair",
 		exitCorrupt: "damage remains (the output says what)",
 	},
-	nargs: [2]int{1, 1},
+	nargs:   [2]int{1, 1},
+	dirOnly: true,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		backup := fs.String("backup", "", "copy DIR to `PATH` before repairing (default DIR.bak-<time>)")
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		segSize := segmentSizeFlag(fs)
 		return func(e *env, args []string) error {
+			if err := checkQueueDir(args[0]); err != nil {
+				return err // as given: cleaned, a URL's "//" would be "/", which Redacted does not read as one
+			}
 			return runRepair(e, filepath.Clean(args[0]), *backup, segSize.n, *asJSON)
 		}
 	},

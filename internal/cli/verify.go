@@ -56,7 +56,8 @@ walq verify --segment-size 64MiB /var/lib/app/jobs`,
 		exitCorrupt: "damage other than a torn tail (walq repair drops what was lost)",
 		exitTorn:    "a torn tail only: repairable, the next open cuts it",
 	},
-	nargs: [2]int{1, 1},
+	nargs:   [2]int{1, 1},
+	dirOnly: true,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		segSize := segmentSizeFlag(fs)

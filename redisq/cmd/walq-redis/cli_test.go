@@ -601,3 +601,44 @@ func TestRequeueExpired(t *testing.T) {
 	require.Equal(t, "ended 0 leases\n", run(t, 0, "", "requeue-expired", url).stdout)
 	run(t, 1, "", "requeue-expired", "--max-deliveries", "-1", url)
 }
+
+// walq-redis printed a queue's URL as given, password and all: stats on
+// stdout, and the errors of a URL that names no queue, that go-redis could
+// not parse (url.Parse's error quotes the URL, and its "invalid port"
+// quotes the start of a password with a raw '/' in it), and of a sorted
+// queue refused. Every URL is now shown with its password replaced by
+// xxxxx, and a URL that does not parse is not quoted at all.
+func TestPasswordNotShown(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	require.NoError(t, srv.Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">S3CRET", "allkeys", "allchannels", "allcommands").Err())
+	s, err := redisq.OpenSorted[int64](ctx, srv.Client(), "events", nil)
+	require.NoError(t, err)
+	defer s.Close()
+	at := "redis://app:S3CRET@" + srv.Addr
+	cases := []struct {
+		name string
+		code int
+		args []string
+	}{
+		{"stats", 0, []string{"stats", at + "/0/jobs"}},
+		{"stats json", 0, []string{"stats", "--json", at + "/0/jobs"}},
+		{"stats sorted", 0, []string{"stats", at + "/0/events"}},
+		{"sorted refused", 1, []string{"enqueue", at + "/0/events", "x"}},
+		{"no queue", 1, []string{"enqueue", at, "x"}},
+		{"bad name", 1, []string{"enqueue", at + "/0/a%zz", "x"}},
+		{"fragment", 1, []string{"enqueue", "redis://app:S3C#RET@" + srv.Addr + "/0/jobs", "x"}},
+		{"raw slash", 1, []string{"enqueue", "redis://app:S3C/RET@" + srv.Addr + "/0/jobs", "x"}},
+		{"raw at", 1, []string{"enqueue", "redis://app:S3C@RET@" + srv.Addr + "/0/jobs", "x"}},
+		{"digits, raw slash", 1, []string{"enqueue", "redis://app:12/S3CRET@" + srv.Addr + "/0/jobs", "x"}},
+		{"digits, raw question mark", 1, []string{"enqueue", "redis://app:12?S3CRET@" + srv.Addr + "/0/jobs", "x"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, c.code, "", c.args...)
+			shown := r.stdout + r.stderr
+			require.NotContains(t, shown, "S3C")
+			require.Contains(t, shown, "app:xxxxx@", "the URL is shown, its password redacted")
+		})
+	}
+}

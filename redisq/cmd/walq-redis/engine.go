@@ -36,18 +36,18 @@ func (engine) Owns(target string) bool {
 func splitTarget(target string) (server, name string, err error) {
 	if strings.Contains(target, "#") {
 		return "", "", fmt.Errorf("%w: %q: a raw '#' starts a URL fragment, which names no queue: "+
-			"write a '#' in the queue's name, the user, the password or an option's value as %%23", queue.ErrInvalidOptions, target)
+			"write a '#' in the queue's name, the user, the password or an option's value as %%23", queue.ErrInvalidOptions, cli.Redacted(target))
 	}
 	base, query, hasQuery := strings.Cut(target, "?")
 	_, rest, _ := strings.Cut(base, "://")
 	i := strings.LastIndex(base, "/")
 	if !strings.Contains(rest, "/") || i == len(base)-1 {
-		return "", "", fmt.Errorf("%w: %q names no queue: want %s", queue.ErrInvalidOptions, target, form)
+		return "", "", fmt.Errorf("%w: %q names no queue: want %s", queue.ErrInvalidOptions, cli.Redacted(target), form)
 	}
 	name, err = url.PathUnescape(base[i+1:])
 	if err != nil {
 		return "", "", fmt.Errorf("%w: the queue name in %q: %v (a literal %% is written %%25)",
-			queue.ErrInvalidOptions, target, err)
+			queue.ErrInvalidOptions, cli.Redacted(target), err)
 	}
 	server = base[:i]
 	if hasQuery {
@@ -69,10 +69,27 @@ func client(target string) (*redis.Client, string, error) {
 		return nil, "", err
 	}
 	ro, err := redis.ParseURL(server)
+	var ue *url.Error
+	if errors.As(err, &ue) || (err != nil && unreadPassword(server)) {
+		// url.Parse's error quotes the URL, and may quote a piece of
+		// the password (an invalid port ":secret"); ParseURL's own
+		// quote a path that holds the rest of a password net/url did
+		// not read (redis://u:12/secret@host/0): say neither.
+		return nil, "", fmt.Errorf("%w: %q is not a URL (a '/', '?', '#', '@' or '%%' in the user or the password is written %%-escaped: %%2F, %%3F, %%23, %%40, %%25)",
+			queue.ErrInvalidOptions, cli.Redacted(server))
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", queue.ErrInvalidOptions, err)
 	}
 	return redis.NewClient(ro), name, nil
+}
+
+// unreadPassword reports whether server parses as a URL with no
+// password although cli.Redacted hides one in it: a password with a raw
+// '/', '?' or '#' after digits, which net/url reads as a port.
+func unreadPassword(server string) bool {
+	u, err := url.Parse(server)
+	return err == nil && u.User == nil && cli.Redacted(server) != server
 }
 
 func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (queue.AckQueue, error) {
@@ -162,7 +179,7 @@ func refuseSorted(ctx context.Context, rdb redis.Cmdable, target, name string) e
 		}
 	}
 	return fmt.Errorf("%w: %s is a sorted or windowed queue; walq-redis runs only stats, dlq and requeue-expired on it",
-		queue.ErrInvalidOptions, target)
+		queue.ErrInvalidOptions, cli.Redacted(target))
 }
 
 // exists reports whether the read c found its key (or field).

@@ -1,7 +1,8 @@
 // Walq-redis is the walq command with the Redis backend linked in: every
 // command of walq, and where stats, dlq, enqueue, dequeue, ack, nack,
 // extend and requeue-expired take DIR they also take the URL of a queue on
-// a Redis server:
+// a Redis server (verify, repair, dump and compact, which read a queue's
+// files, refuse one):
 //
 //	redis://[user:password@]host:port[/db]/NAME[?OPTIONS]
 //	rediss://…/NAME   (TLS)

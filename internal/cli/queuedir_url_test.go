@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A queue URL given to a walq that links no engine for it must not become
+// a local queue directory spelt from the URL (password and all) with the
+// command reporting success.
+func TestURLNotCreatedAsDirectory(t *testing.T) {
+	for _, args := range [][]string{
+		{"enqueue", "redis://app:s3cret@host:6379/0/jobs", "x"},
+		{"enqueue", "rediss://host/0/jobs", "x"},
+	} {
+		t.Run(args[1], func(t *testing.T) {
+			chdir(t, t.TempDir())
+			var out, errOut bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+			code := run(e, args)
+			shown := out.String() + errOut.String()
+			assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
+			assert.Contains(t, shown, "walq-redis")
+			assert.NotContains(t, shown, "s3cret")
+			des, err := os.ReadDir(".")
+			require.NoError(t, err)
+			assert.Empty(t, des, "the command created files from the URL")
+		})
+	}
+}
+
+func TestLooksLikeURL(t *testing.T) {
+	for target, want := range map[string]bool{
+		"redis://h/0/q":      true,
+		"unix+tls://x":       true,
+		"queue":              false,
+		"./data/queue":       false,
+		"://x":               false,
+		"1abc://x":           false,
+		"dir with :// in it": false,
+	} {
+		assert.Equal(t, want, looksLikeURL(target), target)
+	}
+}
+
+// chdir makes dir the working directory until t ends (the module's Go
+// version predates testing.T.Chdir). No test of this package runs in
+// parallel.
+func chdir(t *testing.T, dir string) {
+	t.Helper()
+	old, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir(dir))
+	t.Cleanup(func() { require.NoError(t, os.Chdir(old)) })
+}
