@@ -91,6 +91,7 @@ func staleDeadLetter(t *testing.T, src func(*queue.Queue) dashboard.Source) (*qu
 	require.NoError(t, err)
 	o2 := o
 	o2.Sync, o2.FS = queue.SyncNever, fsys
+	o2.AppendOnly = true // no zeros fsynced ahead of the tail: nothing durable
 	q, err = queue.Open(dir, &o2)
 	require.NoError(t, err)
 	opened, _ := fsys.Ops()

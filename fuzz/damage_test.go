@@ -281,8 +281,16 @@ func TestSalvageReportsExactly(t *testing.T) {
 			ents := parseSegment(img[c.file])
 			c.lost[1] = ents[len(ents)-1].lastLSN()
 		}
+		// The last entry of a sealed segment under an empty tail: no record
+		// after it tells its last LSN, so a salvage reports up to the most its
+		// bytes can hold (wal/doc.go, Damage under an empty tail).
+		bounded := false
+		if n := len(segs); !tail && n >= 2 && c.file == segs[n-2] && len(parseSegment(img[segs[n-1]])) == 0 {
+			ents := parseSegment(img[c.file])
+			bounded = c.lost[1] == ents[len(ents)-1].lastLSN()
+		}
 		outcomes["exact"]++
-		checkSalvage(t, img, c, toks)
+		checkSalvage(t, img, c, toks, bounded)
 	}
 	t.Logf("SUMMARY salvage: cases=%d outcomes=%v", len(cases), outcomes)
 }
@@ -321,17 +329,25 @@ func openSalvage(t *testing.T, img map[string][]byte, c damageCase) (string, que
 }
 
 // checkSalvage checks that Salvage opens the damaged image, reports exactly
-// the LSNs of c, and that the drain returns everything else.
-func checkSalvage(t *testing.T, img map[string][]byte, c damageCase, toks []string) {
+// the LSNs of c (from c.lost[0] to c.lost[1] or, when bounded, past it to
+// the most its bytes can hold), and that the drain returns everything else.
+func checkSalvage(t *testing.T, img map[string][]byte, c damageCase, toks []string, bounded bool) {
 	t.Helper()
 	dir, rec, err := openSalvage(t, img, c)
 	defer os.RemoveAll(dir)
 	if err != nil {
 		t.Fatalf("%s: Open with Salvage: %v", c.name, err)
 	}
-	if s := rec.Log.Salvaged; len(s) != 1 || s[0].FirstLSN != c.lost[0] || s[0].LastLSN != c.lost[1] ||
-		filepath.Base(s[0].Segment) != filepath.Base(c.file) {
-		t.Fatalf("%s: Salvaged = %+v, want one region in %s losing LSNs %d-%d", c.name, s, c.file, c.lost[0], c.lost[1])
+	s := rec.Log.Salvaged
+	exact := len(s) == 1 && s[0].FirstLSN == c.lost[0] && filepath.Base(s[0].Segment) == filepath.Base(c.file)
+	if bounded {
+		exact = exact && (s[0].LastLSN == c.lost[1] ||
+			s[0].LastLSN > c.lost[1] && strings.Contains(s[0].Reason, "no record follows to tell its last LSN"))
+	} else {
+		exact = exact && s[0].LastLSN == c.lost[1]
+	}
+	if !exact {
+		t.Fatalf("%s: Salvaged = %+v, want one region in %s losing LSNs %d-%d (bounded: %v)", c.name, s, c.file, c.lost[0], c.lost[1], bounded)
 	}
 	drainAllBut(t, dir, c, toks)
 }

@@ -13,10 +13,16 @@ import (
 // it, so that the tests can cut, damage and forge entries at exact places:
 //
 //	frame: | uvarint(len(entry)) | entry |
-//	entry: | CRC-32C (4B LE) | Version (1B) = 1 | First LSN (8B LE) | Count (4B LE) |
-//	       | Count × ( uvarint(len(record)) | record ) |
+//	entry: | CRC-32C (4B LE) | Version (1B) = 2 | First LSN (8B LE) | Count (4B LE) |
+//	       | Synced LSN (8B LE) | Count × ( uvarint(len(record)) | record ) |
+//
+// and version 1, read but no longer written, without Synced LSN. A
+// version-2 entry with Count 0 is a witness: no record, no LSN.
 
-const entryHeader = 17
+const (
+	entryHeader1 = 17 // version 1
+	entryHeader  = 25 // version 2, the one written
+)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -25,19 +31,21 @@ type entryInfo struct {
 	off, end int64    // the frame's first byte and the byte after it
 	first    uint64   // LSN of its first record
 	count    int      // records
+	synced   uint64   // its Synced LSN (version 2; 0 for version 1)
 	recs     [][]byte // the records, sharing the file's bytes
 }
 
 // lastLSN is the LSN of the entry's last record.
 func (e entryInfo) lastLSN() uint64 { return e.first + uint64(e.count) - 1 }
 
-// parseSegment returns the valid entries at the front of a segment file; it
-// stops at the first frame that fails a check.
+// parseSegment returns the valid entries that hold records at the front of
+// a segment file, passing over witnesses (Count 0) as the log's readers
+// do; it stops at the first frame that fails a check.
 func parseSegment(b []byte) []entryInfo {
 	var out []entryInfo
 	for off := 0; off < len(b); {
 		n, k := binary.Uvarint(b[off:])
-		if k <= 0 || n < entryHeader || n > uint64(len(b)-off-k) {
+		if k <= 0 || n < entryHeader1 || n > uint64(len(b)-off-k) {
 			break
 		}
 		e := b[off+k : off+k+int(n)]
@@ -46,7 +54,9 @@ func parseSegment(b []byte) []entryInfo {
 			break
 		}
 		info.off, info.end = int64(off), int64(off+k+int(n))
-		out = append(out, info)
+		if info.count > 0 {
+			out = append(out, info)
+		}
 		off += k + int(n)
 	}
 	return out
@@ -54,11 +64,21 @@ func parseSegment(b []byte) []entryInfo {
 
 // parseEntry checks an entry's CRC, version and record framing.
 func parseEntry(e []byte) (entryInfo, bool) {
-	if binary.LittleEndian.Uint32(e) != crc32.Checksum(e[4:], castagnoli) || e[4] != 1 {
+	if binary.LittleEndian.Uint32(e) != crc32.Checksum(e[4:], castagnoli) {
+		return entryInfo{}, false
+	}
+	hdr := entryHeader1
+	switch {
+	case e[4] == 2 && len(e) >= entryHeader:
+		hdr = entryHeader
+	case e[4] != 1:
 		return entryInfo{}, false
 	}
 	info := entryInfo{first: binary.LittleEndian.Uint64(e[5:]), count: int(binary.LittleEndian.Uint32(e[13:]))}
-	body := e[entryHeader:]
+	if hdr == entryHeader {
+		info.synced = binary.LittleEndian.Uint64(e[17:])
+	}
+	body := e[hdr:]
 	for i := 0; i < info.count; i++ {
 		n, k := binary.Uvarint(body)
 		if k <= 0 || n > uint64(len(body)-k) {
@@ -67,20 +87,22 @@ func parseEntry(e []byte) (entryInfo, bool) {
 		info.recs = append(info.recs, body[k:k+int(n)])
 		body = body[k+int(n):]
 	}
-	return info, len(body) == 0 && info.count > 0
+	return info, len(body) == 0 && (info.count > 0 || hdr == entryHeader)
 }
 
-// frameEntry returns the framed bytes of an entry holding recs, numbered
-// from first, with a correct CRC.
-func frameEntry(first uint64, recs [][]byte) []byte {
+// frameEntry returns the framed bytes of a version-2 entry holding recs,
+// numbered from first, written when the log was durable up to synced,
+// with a correct CRC.
+func frameEntry(first, synced uint64, recs [][]byte) []byte {
 	e := make([]byte, entryHeader)
 	for _, r := range recs {
 		e = binary.AppendUvarint(e, uint64(len(r)))
 		e = append(e, r...)
 	}
-	e[4] = 1
+	e[4] = 2
 	binary.LittleEndian.PutUint64(e[5:], first)
 	binary.LittleEndian.PutUint32(e[13:], uint32(len(recs)))
+	binary.LittleEndian.PutUint64(e[17:], synced)
 	binary.LittleEndian.PutUint32(e, crc32.Checksum(e[4:], castagnoli))
 	out := binary.AppendUvarint(nil, uint64(len(e)))
 	return append(out, e...)

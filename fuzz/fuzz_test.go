@@ -820,7 +820,7 @@ func segmentLayout(mode byte, valid, data []byte) map[string][]byte {
 	}
 	ents := parseSegment(valid)
 	last := ents[len(ents)-1].lastLSN()
-	return map[string][]byte{seg(1): append(slices.Clone(valid), frameEntry(last+1, cutRecords(data))...)}
+	return map[string][]byte{seg(1): append(slices.Clone(valid), frameEntry(last+1, last, cutRecords(data))...)}
 }
 
 // cutRecords splits data into records: each starts with its length byte.

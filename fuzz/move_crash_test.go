@@ -144,7 +144,7 @@ func cutBefore(t *testing.T, img map[string][]byte, lsn uint64) map[string][]byt
 			}
 			keep := slices.Clone(img[seg][:e.off])
 			if n := int(lsn - e.first); n > 0 {
-				keep = append(keep, frameEntry(e.first, e.recs[:n])...)
+				keep = append(keep, frameEntry(e.first, e.synced, e.recs[:n])...)
 			}
 			out[seg] = keep
 			for _, later := range segs[i+1:] {

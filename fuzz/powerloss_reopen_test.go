@@ -143,7 +143,7 @@ func crashReopen(base, first string, run *plCrashRun, cfg plConfig, st crashfs.S
 		fsys, done, err := reopenCrashing(root, cfg, k)
 		if err != nil {
 			os.RemoveAll(root)
-			if errors.Is(err, queue.ErrCorrupt) && (st.Holes || reordered(st)) {
+			if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(first, st) || reordered(st)) {
 				return checked, nil
 			}
 			return checked, fmt.Errorf("reopen (crash at its durable operation %d): %w", k, err)

@@ -16,8 +16,9 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// The identity file says what a queue directory holds. It is written once,
-// when the directory is created (or adopted, below), and never changed:
+// The identity file says what a queue directory holds. It is written
+// when the directory is created (or adopted, below), and rewritten only to
+// raise its format (below):
 //
 //	| Magic "WALQDIR\x00" (8B) | Format (2B LE) | Kind (1B) | Key length (1B) |
 //	| Sort key type (Key length B, ASCII) | CRC-32C (4B LE) |
@@ -30,21 +31,40 @@ import (
 // queue. These constants are part of the on-disk format and must not
 // change; a golden-bytes test pins them (testdata/identity-*.golden).
 //
+// Format 2 differs from format 1 only in the log: its entries carry the
+// log's durable LSN at their write (wal entry version 2), which the
+// repair of a torn tail relies on. An older release reading such an
+// entry at the log's end would take it for a torn write and cut it, so a
+// directory whose log may hold one says format 2, which the opens of
+// older releases refuse ("directory format 2, this release reads 1");
+// their Verify and Repair do not read the identity file (README, "There
+// is no way back"). This release reads formats 1 and 2; a writable Open
+// of a format-1 directory rewrites its identity file as format 2
+// (durably: checkIdentity, before the log is opened, so before any entry
+// of version 2 is written), and so does Repair before its salvage
+// (raiseFormat). A read-only open changes nothing.
+//
 // A directory written before identity files existed has none. Open adopts
 // it: the kind is inferred from the lifetime totals of its snapshot and
 // log (enqueues make an ack queue, publishes a sorted one), and a
 // directory that shows the other kind is refused. A sorted directory
 // cannot tell from its log whether it was windowed, nor its sort key type
 // (all integer and time keys are 8 bytes), so it is written as the kind
-// and key type it is opened as. A read-only open writes nothing, so it
-// adopts nothing: it checks what it can infer.
+// and key type it is opened as; so is a directory whose files do not
+// replay (damage, which the open then reports or salvages): its log is
+// about to receive entries of version 2. A read-only open writes nothing,
+// so it adopts nothing: it checks what it can infer.
 const (
 	identityName  = "IDENTITY"
 	identityMagic = "WALQDIR\x00"
 	// FormatVersion is the version of the directory's format that this
-	// release reads and writes: the identity file, the log entries
-	// (version 1) and the snapshots (version 1).
-	FormatVersion = 1
+	// release writes: the identity file, the log entries (version 2; it
+	// reads version 1 as well) and the snapshots (version 1). It reads
+	// formats minFormatVersion to FormatVersion.
+	FormatVersion = 2
+	// minFormatVersion is the oldest format this release reads: format 1,
+	// whose log entries are of version 1.
+	minFormatVersion = 1
 )
 
 // Kind is what a queue directory holds.
@@ -115,8 +135,9 @@ func decodeIdentity(b []byte) (Identity, error) {
 	}
 	id := Identity{Format: int(binary.LittleEndian.Uint16(b[len(identityMagic):])),
 		Kind: Kind(b[fixed-2]), SortKey: string(b[fixed:n])}
-	if id.Format != FormatVersion {
-		return id, fmt.Errorf("%w: directory format %d, this release reads %d", ErrWrongKind, id.Format, FormatVersion)
+	if id.Format < minFormatVersion || id.Format > FormatVersion {
+		return id, fmt.Errorf("%w: directory format %d, this release reads %d to %d", ErrWrongKind, id.Format,
+			minFormatVersion, FormatVersion)
 	}
 	return id, nil
 }
@@ -190,8 +211,10 @@ func (have Identity) matches(want Identity) bool {
 }
 
 // checkIdentity checks dir's identity against want before a writable
-// open, writing it first if dir is new, or adopting a directory written
-// before identity files existed. The caller holds the exclusive lock.
+// open, writing it first if dir is new, adopting a directory written
+// before identity files existed, or raising an older format to
+// FormatVersion (the log this open writes is of the new format). The
+// caller holds the exclusive lock.
 func checkIdentity(dir string, o Options) (Identity, error) {
 	want := o.ident
 	if want.Kind == 0 {
@@ -202,39 +225,43 @@ func checkIdentity(dir string, o Options) (Identity, error) {
 	switch {
 	case err == nil && !have.matches(want):
 		return have, mismatch(dir, have, want, "")
+	case err == nil && have.Format < FormatVersion:
+		have.Format = FormatVersion
+		return have, writeIdentity(o.fs(), dir, have, o.FileMode)
 	case err == nil:
 		return have, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return have, err
 	}
-	adopt, err := adoptable(dir, o, want)
-	if err != nil || !adopt {
+	if err := adoptable(dir, o, want); err != nil {
 		return want, err
 	}
 	return want, writeIdentity(o.fs(), dir, want, o.FileMode)
 }
 
 // adoptable returns an error if dir, which has no identity file, holds
-// data that shows it is not of want's kind, and whether to record want as
-// its identity. A new directory is adoptable. One whose files do not
-// replay read-only (damage that the open itself reports, or salvages) is
-// opened without an identity file, to be adopted by a later open.
-func adoptable(dir string, o Options, want Identity) (bool, error) {
+// data that shows it is not of want's kind. A new directory is adoptable.
+// So is one whose files do not replay read-only (damage that the open
+// itself reports, or salvages), which shows no kind: it takes want's,
+// which every entry this open writes is of. It must not stay without an
+// identity file: the open writes entries of version 2, which an older
+// release, adopting the directory, would cut as a torn tail.
+func adoptable(dir string, o Options, want Identity) error {
 	if isNew, err := newDir(o.fs(), dir); isNew || err != nil {
-		return isNew, err
+		return err
 	}
 	probe, err := replayReadOnly(dir, o, Identity{}, false)
 	if err != nil {
-		return false, nil
+		return nil // damage, which the open itself reports or salvages
 	}
 	kind, known := inferKind(probe.mu.st)
 	if err := probe.closeReadOnly(); err != nil {
-		return false, err
+		return err
 	}
 	if known && !sameFamily(kind, want.Kind) {
-		return false, mismatch(dir, Identity{Kind: kind}, want, " (inferred from its log)")
+		return mismatch(dir, Identity{Kind: kind}, want, " (inferred from its log)")
 	}
-	return true, nil
+	return nil
 }
 
 // newDir reports whether dir holds no queue yet, as listed through fsys:

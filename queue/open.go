@@ -94,6 +94,7 @@ func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 		MustReach:     reach,
 		Locked:        true, // by the queue's lock on its directory
 		FS:            q.opts.FS,
+		AppendOnly:    q.opts.AppendOnly,
 	}
 	if q.opts.logOptions != nil {
 		q.opts.logOptions(o)

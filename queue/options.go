@@ -65,6 +65,12 @@ type Options struct {
 	// ManualRequeue turns off the automatic return of expired leases; call
 	// RequeueExpired instead.
 	ManualRequeue bool
+	// AppendOnly makes the log write its segments by appending alone,
+	// without the zeros it otherwise writes and fsyncs ahead of its end
+	// under SyncAlways, so that a record's fsync commits no new file size
+	// (wal.Options; under SyncNever and SyncInterval none are written).
+	// For file systems that do not overwrite in place (btrfs, ZFS).
+	AppendOnly bool
 	// Salvage makes Open skip damaged entries in the middle of the log
 	// instead of failing; Recovery reports what was skipped. It then reads
 	// the record of every indexed message and sorted value to drop those

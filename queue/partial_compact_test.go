@@ -12,8 +12,8 @@ import (
 )
 
 // damagedDelayed opens a queue whose 40 delayed messages lie in sealed
-// segments, the 21st with a damaged record, and whose log then holds
-// 150 acked messages; it returns the queue and the LSN the log starts at.
+// segments, ten to a segment, the 21st (the first of the third segment)
+// with a damaged record, and whose log then holds 150 acked messages; it returns the queue and the LSN the log starts at.
 func damagedDelayed(t *testing.T) (*Queue, uint64) {
 	dir := t.TempDir()
 	o := &Options{SegmentSize: 4096, manualCompact: true}
@@ -25,7 +25,7 @@ func damagedDelayed(t *testing.T) (*Queue, uint64) {
 		if i == 20 {
 			mark = "DAMAGED|"
 		}
-		_, err := q.Enqueue(ctx, []byte(mark+strings.Repeat("d", 350)), WithDelay(time.Hour))
+		_, err := q.Enqueue(ctx, []byte(mark+strings.Repeat("d", 340)), WithDelay(time.Hour))
 		require.NoError(t, err)
 	}
 	require.NoError(t, q.Compact())

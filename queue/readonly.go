@@ -43,7 +43,8 @@ func openInspect(dir string, o Options, want Identity) (*Queue, error) {
 }
 
 // replayLive is replayReadOnly, tried again while the queue is in use
-// and a try fails: up to liveTries times, not counting the tries a
+// and a try fails or reads a torn tail (a write in flight, which the
+// last try reports as it reads it): up to liveTries times, not counting the tries a
 // compaction of the running queue overtook (a newer snapshot appeared
 // while it read, so the log it read may have been cut past the snapshot
 // it loaded), of which up to liveOvertaken are taken. A queue that
@@ -55,6 +56,14 @@ func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error
 	for tries := 0; ; {
 		before := newestSnapshot(o.FS, dir)
 		q, err := replayReadOnly(dir, o, want, inUse)
+		if err == nil && inUse && q.recovery.Log.Torn != nil && tries+1 < liveTries {
+			// The running queue writes its entries over the zeros it
+			// keeps ahead of its tail (wal, "Zeros ahead of the tail"):
+			// a write in flight there reads as a torn tail. Its writer
+			// cut any torn tail when it opened the log.
+			err = errInFlight
+			q.closeReadOnly() // read-only: nothing to lose; err is the try's outcome
+		}
 		if err == nil || !inUse || errors.Is(err, ErrWrongKind) {
 			return q, err
 		}
@@ -70,6 +79,9 @@ func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error
 		}
 	}
 }
+
+// errInFlight is a try of replayLive that read a torn tail, retried.
+var errInFlight = errors.New("queue: the log's tail was being written")
 
 // newestSnapshot returns the LSN of dir's newest snapshot, 0 when it has
 // none or cannot be listed (a try that fails then is counted as one).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 
@@ -50,13 +51,16 @@ type RepairReport struct {
 // range only: ranges that overlap or touch are one. A range whose last LSN
 // is unknown (a torn write's, which ends the log) has 0 there and takes in
 // every range after its first; one whose bounds are both unknown is
-// [0, 0], listed once, last.
+// [0, 0], listed once, last. Damage that lost no LSN (a torn witness,
+// which holds no record: wal.Damage) lists none.
 func (r RepairReport) LostLSNs() [][2]uint64 {
 	var rs [][2]uint64
 	for _, d := range r.Recovery.Log.Salvaged {
-		rs = append(rs, [2]uint64{d.FirstLSN, d.LastLSN})
+		if !lostNone(d) {
+			rs = append(rs, [2]uint64{d.FirstLSN, d.LastLSN})
+		}
 	}
-	if t := r.Recovery.Log.Torn; t != nil && t.FirstLSN != 0 {
+	if t := r.Recovery.Log.Torn; t != nil && t.FirstLSN != 0 && !lostNone(*t) {
 		rs = append(rs, [2]uint64{t.FirstLSN, t.LastLSN})
 	}
 	if r.Recovery.LostBefore > 1 {
@@ -64,6 +68,10 @@ func (r RepairReport) LostLSNs() [][2]uint64 {
 	}
 	return mergeRanges(rs)
 }
+
+// lostNone reports whether the damage lost no LSN: its last LSN is the one
+// before its first.
+func lostNone(d wal.Damage) bool { return d.LastLSN != 0 && d.LastLSN+1 == d.FirstLSN }
 
 // mergeRanges returns the LSN ranges rs sorted by first LSN with those
 // that overlap or touch joined (a last LSN of 0 runs to the log's end),
@@ -96,7 +104,9 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // directory lock exclusive and holds it from start to end. It runs the
 // checks of Verify (given opts.Options.SegmentSize as
 // VerifyOptions.SegmentSize); if the directory is clean it changes nothing.
-// Otherwise it calls opts.Backup, opens the queue with opts.Options and
+// Otherwise it calls opts.Backup, raises a format-1 directory's identity
+// file to FormatVersion (the salvage writes version-2 entries, which an
+// older release would cut), opens the queue with opts.Options and
 // Options.Salvage (or, when the checks found nothing but a torn tail and
 // the salvage refuses it, without, as the next Open would) (a torn tail is cut, damaged entries are skipped, a
 // damaged snapshot is set aside and the state rebuilt from the newest
@@ -150,7 +160,12 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 			return rep, fmt.Errorf("queue: repair: backup: %w; %s was not changed", err, dir)
 		}
 	}
-	// 3. The salvage, under the lock this call holds. A salvage refuses
+	// 3. The identity file raised to FormatVersion, as a writable Open
+	//    does, before the salvage writes entries of version 2.
+	if err := raiseFormat(dir, salvageOptions(o.Options)); err != nil {
+		return rep, fmt.Errorf("queue: repair: %w", err)
+	}
+	// 4. The salvage, under the lock this call holds. A salvage refuses
 	//    some torn ends a plain Open cuts (whose LSNs nothing bounds, and
 	//    whose bytes may be a synced entry's rot); when the checks found
 	//    nothing but a torn tail, which Verify says the next Open cuts,
@@ -167,7 +182,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		return rep, fmt.Errorf("queue: repair: %w", err)
 	}
 	rep.Repaired = true
-	// 4. The checks again: the queue must now open clean.
+	// 5. The checks again: the queue must now open clean.
 	if rep.After, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil {
 		return rep, fmt.Errorf("queue: repair: damage remains after the salvage: %w", err)
 	}
@@ -175,6 +190,30 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 		return rep, fmt.Errorf("%w: repair: a torn tail remains after the salvage: %s", ErrCorrupt, t)
 	}
 	return rep, nil
+}
+
+// raiseFormat rewrites dir's identity file as FormatVersion when it says
+// an older format (the caller holds the exclusive lock): a repair writes
+// entries of version 2, which an older release, taking the directory for
+// its own, would cut as a torn tail. A directory without an identity file
+// keeps none: whether a sorted one is windowed cannot be read from it, so
+// the first Open records its kind (checkIdentity).
+func raiseFormat(dir string, opts *Options) error {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	have, err := readIdentity(o.FS, dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case have.Format >= FormatVersion:
+		return nil
+	}
+	have.Format = FormatVersion
+	return writeIdentity(o.fs(), dir, have, o.FileMode)
 }
 
 // segmentSize returns the SegmentSize o gives, 0 when o is nil or gives

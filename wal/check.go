@@ -219,7 +219,7 @@ func (l *Log) tornFirstWrite(tail *segment) (bool, error) {
 	if err != nil || end == 0 {
 		return false, err
 	}
-	b := make([]byte, binary.MaxVarintLen64+headerSize)
+	b := make([]byte, binary.MaxVarintLen64+maxHeaderSize)
 	n, err := tail.file.f.ReadAt(b, 0)
 	if err != nil && err != io.EOF {
 		return false, fmt.Errorf("wal: read %s: %w", tail.path, err)
@@ -233,11 +233,15 @@ func (l *Log) tornFirstWrite(tail *segment) (bool, error) {
 // first LSN from first to last and a count of records the length can hold.
 func startsEntry(b []byte, first, last LSN) bool {
 	size, k := binary.Uvarint(b)
-	if k <= 0 || uvarintLen(size) != k || size < headerSize+1 {
+	if k <= 0 || uvarintLen(size) != k {
 		return false
 	}
 	e := b[k:]
-	if len(e) <= offVersion || e[offVersion] != entryVersion {
+	if len(e) <= offVersion {
+		return false
+	}
+	n := uint64(headerLen(e[offVersion]))
+	if n == 0 || size < n+1 {
 		return false
 	}
 	if len(e) >= offCount {
@@ -245,8 +249,8 @@ func startsEntry(b []byte, first, last LSN) bool {
 			return false
 		}
 	}
-	if len(e) >= headerSize {
-		if count := binary.LittleEndian.Uint32(e[offCount:]); count == 0 || uint64(count) > size-headerSize {
+	if len(e) >= headerSize1 {
+		if count := binary.LittleEndian.Uint32(e[offCount:]); count == 0 || uint64(count) > size-n {
 			return false
 		}
 	}
@@ -282,7 +286,7 @@ func (l *Log) checkReach() error {
 		d := l.report.Salvaged[len(l.report.Salvaged)-1]
 		return fmt.Errorf("%w: %s", ErrCorrupt, d.Reason)
 	}
-	l.gap = l.opts.MustReach + 1
+	l.gap = max(l.gap, l.opts.MustReach+1)
 	return nil
 }
 

@@ -65,6 +65,7 @@ type committer struct {
 	nextIndex uint64   // tidwall/wal index the next entry will get
 	tailBytes int64    // bytes in the tail segment, as tidwall/wal counts them
 	tail      *segment // the tail segment (also the last of Log.seg.list)
+	ext       extender // the zeros ahead of the tail's written end (extend.go)
 
 	dirty          bool        // entries written since the last fsync
 	hints          hints       // SyncNever, SyncInterval: write-back of the tail (writeback.go)
@@ -80,6 +81,11 @@ type committer struct {
 	lastSync       time.Time   // time of the last fsync
 	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
+	named          atomic.Uint64 // the highest Synced LSN of an entry written, a witness's included (witness.go); stored under mu, loaded without it by the witness timer
+	witnessTimer   *time.Timer   // fires when a witness may be due (witness.go); armed when witnessOn
+	witnessOn      atomic.Bool   // set by whoever arms witnessTimer, cleared when it fires; without mu
+	witnessFrom    atomic.Uint64 // WrittenLSN when witnessTimer was armed: records written since show a busy log
+	witnessWait    time.Duration // the witness timer's next delay while the log stays busy; the committer goroutine's
 
 	stopped  bool  // shutdown ran: st is closed
 	closeErr error // Close's result; read by Close after exited is closed
@@ -119,6 +125,8 @@ func (c *committer) run() {
 			c.mu.Lock()
 			c.tick()
 			c.mu.Unlock()
+		case <-c.witnessTimer.C:
+			c.witnessDue()
 		case job := <-c.syncDone:
 			c.mu.Lock()
 			c.synced(job)
@@ -157,7 +165,9 @@ func (c *committer) tick() {
 		c.startSync(false)
 		return
 	}
-	_ = c.syncIfDirty() // a failure poisons the Log
+	if c.syncIfDirty() == nil { // a failure poisons the Log
+		_ = c.witness()
+	}
 }
 
 // writeFor writes the gathered groups on behalf of a caller waiting for
@@ -264,7 +274,10 @@ func (c *committer) serve(req request) error {
 	if req.truncate {
 		return c.truncateFront(req.lsn)
 	}
-	return c.syncIfDirty()
+	if err := c.syncIfDirty(); err != nil {
+		return err
+	}
+	return c.witness()
 }
 
 // commit writes every waiting group as one batch and completes their
@@ -331,16 +344,39 @@ func (c *committer) poisonedMeanwhile() error {
 
 // write writes the groups with one WriteBatch, then publishes the new
 // entries to readers.
+//
+// Each entry carries the Synced LSN (entry.go): DurableLSN, read here,
+// before the write is issued. It is a true claim about the disk because
+// DurableLSN is only ever raised after the fsync that covers it returned:
+// by runSync after its datasync returned, by sync after its datasync
+// returned, by publish after adoptRolls's syncRolled fsynced the sealed
+// segments, and at Open (setLSNs) after newCommitter fsynced the tail and
+// every sealed segment had been fsynced when it was sealed. So when the
+// load below returns d, an fsync covering every record up to d has
+// completed, and the write of the batch, issued after the load, begins
+// after it. A raise that races with the load is merely not seen: the
+// claim is then lower than it could be, never higher.
 func (c *committer) write() error {
 	c.batch.clear()
 	c.frames, c.batchBytes = c.frames[:0], 0
+	synced := c.l.durableLSN.Load()
+	if synced > c.named.Load() {
+		c.named.Store(synced)
+	}
 	for i, g := range c.groups {
-		sealEntry(g.buf, g.header())
+		h := g.header()
+		h.synced = synced
+		sealEntry(g.buf, h)
 		c.batch.add(c.nextIndex+uint64(i), g.buf)
 		c.frames = append(c.frames, frameSize(len(g.buf)))
 		c.batchBytes += len(g.buf)
 	}
 	plan := planRolls(c.tailBytes, c.l.opts.SegmentSize, c.frames)
+	if c.crossesZeros(plan) {
+		if err := c.awaitZeros(); err != nil {
+			return err
+		}
+	}
 	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
 		first, last := c.groups[0], c.groups[len(c.groups)-1]
 		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",
@@ -401,6 +437,17 @@ func (c *committer) openRolled(prev *segment, size int64, k int) (*segment, erro
 	fi, err := prev.file.f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("wal: segment roll: %w", err)
+	}
+	if fi.Size() > size && prev == c.tail && c.ext.path == prev.path {
+		if _, err := c.cutZeros(size); err != nil { // fsynced by syncRolled, before the directory
+			return nil, err
+		}
+		if err := c.releaseExtender(); err != nil {
+			return nil, err
+		}
+		if fi, err = prev.file.f.Stat(); err != nil {
+			return nil, fmt.Errorf("wal: segment roll: %w", err)
+		}
 	}
 	if fi.Size() != size {
 		return nil, fmt.Errorf("wal: segment roll mispredicted: %s holds %d bytes, expected %d; log poisoned",
@@ -482,7 +529,11 @@ func (c *committer) afterWrite() error {
 	case SyncInterval:
 		since := time.Since(c.lastSync)
 		if since >= c.l.opts.SyncInterval {
-			return c.sync()
+			if err := c.sync(); err != nil {
+				return err
+			}
+			c.armWitness()
+			return nil
 		}
 		if !c.timerOn {
 			c.timer.Reset(c.l.opts.SyncInterval - since)
@@ -518,9 +569,19 @@ func (c *committer) syncIfDirty() error {
 func (c *committer) shutdown() {
 	c.stopped = true
 	c.timer.Stop()
+	c.witnessTimer.Stop()
 	c.late.timer.Stop()
 	c.stopHinter()
-	err := c.syncIfDirty()
+	err := c.l.Err()
+	if err == nil {
+		err = c.cutTail()
+	}
+	if err == nil {
+		err = c.syncIfDirty()
+	}
+	if rerr := c.releaseExtender(); err == nil && rerr != nil {
+		err = rerr
+	}
 	if cerr := c.st.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("wal: close: %w", cerr)
 	}

@@ -48,11 +48,16 @@
 //     sealed segment's last bytes (nothing past them was acknowledged: they
 //     wait for the roll's fsync). Open repairs it as a torn tail one segment
 //     back: the tail, if it holds nothing but zeros or entries that carry on,
-//     is removed, then the sealed segment is cut (reported in Torn). A
-//     read-only Open finds it too and reports it, changing nothing; a
-//     salvaging Open repairs it as well, unless the damaged end can have
-//     held the entries the tail's name counts (see "Damage under an empty
-//     tail" below): that end is salvaged, never cut. A sealed segment
+//     is removed, then the sealed segment is cut (reported in Torn). Once
+//     the roll's fsync made the sealed segment durable and the log was
+//     idle, a witness in the new tail (see "Witnesses") says so, and damage
+//     to the sealed segment's last entry is then damage, never a torn
+//     roll. A read-only Open finds it too and reports it, changing nothing; a
+//     salvaging Open repairs it as well, keeping the same records, unless
+//     the damaged end can have held the entries the tail's name counts
+//     (see "Damage under an empty tail" below): that end is salvaged,
+//     never cut; and it never gives out again an LSN the damaged end may
+//     have held synced (the same section). A sealed segment
 //     that ends whole short of the tail's name is taken for a torn roll
 //     only while shorter than SegmentSize; a salvaging or read-only Open
 //     not given SegmentSize does not know the writer's and never takes
@@ -61,8 +66,9 @@
 //     that says it cannot tell the two apart and that the writer's
 //     SegmentSize tells.
 //   - On Open a torn or zero-filled tail of the last segment is cut back to
-//     the last whole entry, but only when no valid entry follows the damage
-//     and the log still reaches Options.MustReach (a caller's snapshot);
+//     the last whole entry, but only when no valid entry follows the damage,
+//     or only entries that show a torn write (see "Torn writes past a hole"
+//     below), and the log still reaches Options.MustReach (a caller's snapshot);
 //     the cut is reported by Report().Torn. A log that ends before
 //     MustReach lost records: ErrCorrupt, never a torn tail. The cut is made
 //     only after every check of Open passed, so a refused log is left as
@@ -106,6 +112,131 @@
 //     changed it under the listing (listing.go); the files it opened stay
 //     readable whatever the writer removes afterwards.
 //
+// # Torn writes past a hole
+//
+// A power loss tears the writes no fsync covered at sector granularity and
+// in any order: over blocks the file already has (zeros written ahead of
+// the tail), a later sector, even a later whole entry,
+// can reach the disk without an earlier one, leaving whole entries after
+// a hole. Under SyncAlways several entries can be written and unsynced at
+// once (a group with a WaitWritten caller is written while an fsync is in
+// flight). So every entry records the log's DurableLSN when its write was
+// issued (its Synced LSN; see "On-disk format"), and at the first bad
+// entry of the last segment, at offset B, whose records start at L+1 (L
+// the last LSN of the whole entries before it), Open applies the tear
+// rule. A valid entry after B that starts at or before L is passed over:
+// it is bytes a record holds (a copy of an earlier entry, say), as before
+// version 2. If no other valid entry follows, the damage is a torn tail,
+// as always. If one follows, the damage is a torn write, and everything
+// from B on is cut and reported in Report().Torn, iff all three hold:
+//
+//   - every such entry is of version 2 and has a Synced LSN of L or less:
+//     no entry was written after an fsync that covered a record of the
+//     damaged region;
+//   - the damage, from B to the first such entry, holds a sector (512
+//     bytes, aligned in the file) that is all zeros from B, or from the
+//     sector's start, to its end: a sector the write never reached, where
+//     the zeros ahead of the tail were;
+//   - the file's last whole aligned sector, and the bytes after it, are
+//     zeros and lie past the last such entry: zeros ahead of the tail
+//     that no write reached. A log that was closed, or never had zeros
+//     written ahead of its tail, ends at its last entry (or in a torn
+//     piece of it); fewer zeros than a sector can be a record's own bytes.
+//
+// Otherwise the damage is ErrCorrupt (under Salvage, a cut reported in
+// Report().Salvaged), as is damage followed by a version-1 entry that can
+// continue the log. The second and third conditions exist because an
+// entry's Synced LSN understates what is durable: Close, Flush and the
+// fsyncs of SyncInterval make records durable after their entries were
+// written, and a later bit flip or lost sector in them, valid entries
+// after it, is damage, never a tear. Shape alone cannot tell that (a
+// record's own zeros are an aligned zero sector; at a sector's last byte
+// one zero byte is), so after such an fsync the log writes a witness
+// (see "Witnesses" below), an entry whose Synced LSN covers them: damage
+// it follows is ErrCorrupt by the first condition. So a hole that a power loss leaves
+// in bytes appended at the file's end, with later appended bytes kept, is
+// refused: the file then ends at what it kept, as a closed log does. For
+// damage at the segment's first entry L is the end of the segment before
+// it; when that segment is not whole, or there is none, L is unknown and
+// any valid entry after the damage makes it ErrCorrupt. Verify judges
+// the last segment by the same rule (a read-only Log's whole file; a
+// writable one's written bytes). The damaged end of a torn roll's
+// sealed segment (see Guarantees) is not judged by it: a valid entry
+// after the damage there still makes it ErrCorrupt, since a salvaging
+// Open bounds that end by its bytes and resyncs past the damage, and
+// would keep other records than a plain Open cutting it as a tear.
+//
+// What the rule cannot tell: damage shaped as a tear (an aligned sector
+// of zeros, a lost sector say) to records whose fsync completed, when no
+// entry's write, a witness's included, began after DurableLSN rose to
+// cover them (or none reached the disk) and the file ends in a whole
+// sector of zeros past the valid entries, is cut as a tear, exactly as
+// damage to the last entry of a log always was. With witnesses that is
+// the window between an fsync and its witness reaching the disk (below),
+// and records of a tail the witness would have rolled.
+//
+// # Witnesses
+//
+// A witness is a version-2 entry with Count 0 (see "On-disk format"):
+// First LSN is the LSN the next record gets, Synced LSN the log's
+// DurableLSN, and it holds no record and takes no LSN, so every reader
+// (Readers, Read, View, Verify, the scans of Open and Salvage, read-only
+// opens) passes over it. The committer writes one when an fsync has made
+// every record written durable, DurableLSN is above the Synced LSN of
+// every entry written, and no group waits to be written (that group's
+// entry would carry DurableLSN itself):
+//
+//   - Flush writes it after its fsync, before it returns;
+//   - SyncInterval: at once after a tick's fsync; after an fsync a write
+//     made (the interval had passed), 2 ms later if nothing was written;
+//   - SyncAlways: 2 ms after the last fsync if the log stayed idle, so a
+//     caller that appends again at once, a steady lone caller among them,
+//     names the records by its own entry and costs no extra write (after
+//     a busy spell the log looks less often, so a witness can come up to
+//     128 ms after it ends: the timer is not armed at every fsync);
+//   - SyncNever: only by Flush (a roll's fsync covers the sealed
+//     segments, not the records written to the new tail);
+//   - a writable Open: it fsyncs every record it finds, those a process
+//     crash left unsynced included; unless the log's last entry is a
+//     witness of them, one is written 2 ms after the Open if the log
+//     stayed idle (a caller that appends at once names them itself);
+//   - Close writes none: a closed log ends at its last entry, and damage
+//     that a valid entry follows is then refused by the third condition.
+//     (A flipped bit in the last entry of a closed log, which no valid
+//     entry follows, is cut as a torn tail, as it always was; damage
+//     before it is refused.)
+//
+// None is written where it would roll the segment: a sealed segment's
+// last entry holds records. One is written into the empty tail a roll
+// leaves, so a segment can start with one: the roll fsynced the sealed
+// segment before anything was written to the new one, so an entry there,
+// a witness included, says the sealed segment's last entry is durable,
+// and damage to it is damage (see "Damage under an empty tail"), not a
+// torn roll. Two are never adjacent (the second needs DurableLSN to rise,
+// which needs a record written and fsynced since the first).
+//
+// What protects a flushed or idle log, and when: a witness is written,
+// not fsynced. Its records were durable before its write began, so no
+// power loss can keep it and lose them (it never turns a real tear into a
+// refusal), and a power loss that loses or tears it leaves the file as it
+// was before it (a torn witness at the end is a torn tail, cut; when its
+// frame length survived, Report().Torn says it lost no LSN, LastLSN being
+// FirstLSN-1, if its version byte is 2 or, cut before it, the entry
+// before it is of version 2; a witness that starts its segment, the one a
+// roll's empty tail gets, has no entry before it and needs its version
+// byte). It
+// protects the records once it is on the disk: at the next fsync (it
+// makes the log dirty, so a second Flush, or Close, fsyncs it; under
+// SyncInterval the next tick, which it arms; under SyncAlways the next
+// group's fsync), or when the kernel writes the page back (about 30 s by Linux's default
+// dirty_expire_centisecs). Until then the records are as unnamed as
+// without it.
+//
+// A log written by this version holds version-2 entries, which an older
+// walq takes for a torn tail and cuts: it must not be opened by an older
+// version (package queue records this in its directory's format, which
+// older releases refuse; a bare wal user must see to it).
+//
 // # Damage under an empty tail
 //
 // A roll leaves an empty tail segment, named by the tidwall/wal index
@@ -114,9 +245,10 @@
 // the damaged region, and a frame length is covered by no CRC: after a CRC
 // failure a length cannot be trusted, so a salvage never counts entries
 // by walking lengths. It bounds them instead: a region starts at a frame,
-// so it held one entry at least; every frame takes at least 19 bytes and
-// every entry at least one LSN, so its bytes and the LSNs it lost (known
-// when a valid entry follows it) bound the count from above. A region whose bytes
+// so it held one entry at least; every frame takes at least 19 bytes (a
+// version-1 entry; a version-2 one takes 27, a witness 26), so its bytes
+// bound the count from above. The LSNs it lost bound nothing: a witness
+// takes none. A region whose bytes
 // after a length of the right size pass every check of an entry, CRC
 // included, is that one entry with its length damaged, and its header
 // gives its LSNs exactly. The tail is then
@@ -127,7 +259,7 @@
 //     zeros (nothing of it can be destroyed);
 //   - taken, and cut, when its bytes start as the log's next entry would,
 //     the first write to it that a crash tore: a frame length an entry
-//     can have, version 1, and as far as the file holds them, a first LSN
+//     can have, version 1 or 2, and as far as the file holds them, a first LSN
 //     among those the log can have reached (after its last record, up to
 //     the bound below) and a count the length can hold. A file too short
 //     to hold the version byte tells nothing and is not taken;
@@ -152,16 +284,62 @@
 //
 // A torn roll (see Guarantees) leaves a damaged end under such a tail
 // too. A salvage takes that end as damage, reported lost and resumed
-// past, when its bounds reach the tail's name; otherwise, and when the
-// segment ends whole short of the name (and of a SegmentSize given), it
-// repairs the roll as a plain Open does. It repairs it too, rather than
-// refuse it as damage nothing bounds, when nothing tells the end's first
-// LSN and its bytes bear the mark of a write that never reached the disk:
-// zeros only, or one frame the end of the file cuts behind which no
-// whole entry lies (a synced entry's file does not grow shorter; a frame
-// length rotted to run past the end leaves the entry whole behind it,
-// found from its count and its records' framing and CRC checked, and
-// that end is damage, refused when nothing bounds its LSNs).
+// past, when its bounds reach the tail's name. When the name lies past
+// them, the crash cut the file short of what the roll wrote, and the
+// salvage cuts the end as a plain Open does, keeping the same records;
+// but a synced entry that rotted, its witness and the roll's writes lost
+// to the crash, looks the same, so unless the end bears the mark of a
+// write that never reached the disk (zeros only, or one frame the end of
+// the file cuts behind which no whole entry lies: a synced entry's file
+// does not grow shorter, and a frame length rotted to run past the end
+// leaves the entry whole behind it, found from its count and its records'
+// framing and CRC checked), the cut is reported in Report().Salvaged as
+// losing the most LSNs its bytes can hold, from the LSN after the records
+// before it, and the log resumes past them, at a segment boundary. When no
+// record (or bounded region) before it tells that LSN, the salvage
+// refuses it as damage nothing bounds (above). A segment that ends whole
+// short of the name (and of a SegmentSize given) is repaired as a plain
+// Open repairs it.
+//
+// # Zeros ahead of the tail
+//
+// An fdatasync that carries data over blocks the file already has is
+// cheaper than one that must also commit a new file size (1.45 to 1.9
+// times on the disk of bench/results/fdatasync-2026-12-03.txt). So the
+// committer keeps the tail file longer than its entries: when the written
+// end comes within 256 KiB of the file's end, it writes zeros up to 1 MiB
+// past the written end (never past the segment size, rounded down to a
+// page, where a sealed segment's last entry ends at the latest), and the
+// entries written next overwrite them. Under SyncAlways the fsync job
+// writes them, outside the committer's lock, before its fdatasync, which
+// makes them durable with the records it covers: no caller waits for an
+// fsync of zeros alone, nor for their write. Until they are written the
+// committer writes nothing that reaches them (a group with a WaitWritten
+// caller, written while the fsync runs, waits for them). Only under
+// SyncAlways: under SyncNever no fsync is saved, and under SyncInterval
+// one per interval is, for a write and an fdatasync of the zeros under
+// the committer's lock per 768 KiB of entries, which cost more (measured
+// in bench/results/extender-offpath-2026-12-05.txt). Options.AppendOnly
+// turns it off under SyncAlways too, for file systems that do not
+// overwrite in place. The zeros are
+// never records:
+//
+//   - Readers, Read and Verify on a live Log read up to the end of the
+//     entries written;
+//   - Open takes zeros from the last entry to the end of the tail file for
+//     a clean end (no Report().Torn) and cuts them before tidwall/wal
+//     opens the tail; a read-only Open and its Verify take them so too;
+//   - a sealed segment holds none: they stop where its last entry ends
+//     at the latest. Should a sealed file still hold zeros after its last
+//     entry, a roll cuts them and fdatasyncs the file before the directory
+//     sync; a crash that loses that cut leaves them after the last sealed
+//     segment's last entry, which Open cuts;
+//   - Close cuts them before its last fsync, so a closed log ends at its
+//     last entry.
+//
+// Over the zeros a power loss tears writes by sector, in any order; "Torn
+// writes past a hole" above says how Open tells such a tear from damage.
+// A failed write, fdatasync or cut of the zeros poisons the Log.
 //
 // # Sync modes and what a crash can lose
 //
@@ -209,17 +387,40 @@
 //
 //	| uvarint(len(entry)) | entry (len bytes) |
 //
-// and walq's entry (one commit group) is
+// and walq's entry (one commit group) is, in version 2, the one written
+//
+//	| CRC-32C (4B, little endian) | Version (1B) = 2 |
+//	| First LSN (8B, little endian) | Count (4B, little endian) |
+//	| Synced LSN (8B, little endian) |
+//	| Count × ( uvarint(len(record)) | record ) |
+//
+// and in version 1, written by older versions and still read everywhere
+// (sealed segments, Readers, Verify, Salvage, the repairs), the same
+// without Synced LSN:
 //
 //	| CRC-32C (4B, little endian) | Version (1B) = 1 |
 //	| First LSN (8B, little endian) | Count (4B, little endian) |
 //	| Count × ( uvarint(len(record)) | record ) |
 //
+// A witness (see "Witnesses" above) is a version-2 entry with Count 0 and
+// no records, 25 bytes, 26 framed:
+//
+//	| CRC-32C (4B, little endian) | Version (1B) = 2 |
+//	| First LSN (8B, little endian) | Count (4B) = 0 |
+//	| Synced LSN (8B, little endian) |
+//
 // The CRC-32C (Castagnoli) covers every byte after itself. Count is at
-// least 1. The records of an entry have LSNs First LSN … First LSN+Count-1,
+// least 1 but in a witness (a version-1 entry of Count 0 is damage). The
+// records of an entry have LSNs First LSN … First LSN+Count-1,
 // and the First LSN of an entry is the First LSN plus Count of the entry
-// before it, across segment boundaries too. These constants are part of
-// the wire format and must not be changed; testdata/entry.golden pins them.
+// before it, across segment boundaries too. Synced LSN is DurableLSN when
+// the entry's write was issued: every record up to it had been fsynced,
+// and that fsync had returned, before the write began (0 when nothing
+// was). A segment may hold entries of both versions (a log an older
+// version wrote, appended to by this one). These constants are part of
+// the wire format and must not be changed; testdata/entry.golden (version
+// 1), testdata/entry-v2.golden and testdata/entry-witness.golden pin
+// them.
 //
 // tidwall/wal rolls to a new segment before a batch if the tail holds more
 // than Options.SegmentSize bytes, and after any entry that brings it to at
@@ -244,16 +445,22 @@
 //  1. Remove *.TEMP files; finish an interrupted truncation (remove the
 //     segments before a NAME.FRONT file, and the marker; or the segments a
 //     NAME.START file replaces, and rename it); fsync the directory.
-//  2. Scan the last segment: framing, CRC, version, LSN continuity. At the
-//     first bad entry, search every later offset for a valid entry: if one
-//     exists, fail with ErrCorrupt (or cut under Salvage); otherwise plan
-//     an ftruncate at the bad entry (made in step 4, with an fsync of the
-//     file and the directory) and report the cut.
+//  2. Scan the last segment: framing, CRC, version, LSN continuity. Zeros
+//     from the end of the last entry to the end of the file are a clean
+//     end (see "Zeros ahead of the tail"): nothing is reported, and the
+//     zeros are cut in step 4. At the
+//     first bad entry, search every later offset for valid entries: if one
+//     shows the damage is not a torn write (the tear rule above), fail with
+//     ErrCorrupt (or cut under Salvage); otherwise plan an ftruncate at the
+//     bad entry (made in step 4, with an fsync of the file and the
+//     directory) and report the cut.
 //  3. Read the first entry header of every sealed segment (one small pread
-//     each) and check that first LSNs grow at least as fast as entry
-//     indexes, and that each sealed segment's last entry (found by walking
+//     each) and check that first LSNs grow at least half as fast as entry
+//     indexes (a witness takes none, and two are never adjacent), and that each sealed segment's last entry (found by walking
 //     a few frames, or searching back from the end: about one entry read)
-//     ends where the next segment starts. (Under Salvage: scan them all.)
+//     ends where the next segment starts; zeros after the last sealed
+//     segment's last entry (a roll's cut a crash lost) are cut. (Under
+//     Salvage: scan them all.)
 //     If the last sealed segment is torn, or ends short of the index the
 //     tail is named by, under a tail a roll created, the crash came during
 //     that roll: the sealed segment becomes the tail, and the old tail is
@@ -301,7 +508,8 @@
 // callers' writes take them first, it arms a timer that makes the
 // committer write, a millisecond later at most (the timer's delay; on a
 // busy machine the goroutine may run later), whatever nobody wrote
-// meanwhile (late.go). Beside the committer run the syncer (it makes
+// meanwhile (late.go). It also writes the witnesses (witness.go), at a
+// Flush, a tick, or on a timer after an fsync. Beside the committer run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, holding no lock: writeback.go); Close stops the

@@ -6,34 +6,89 @@ import (
 	"hash/crc32"
 )
 
-// Entry layout (one commit group; see doc.go):
+// Entry layout (one commit group; see doc.go). Version 2, written by this
+// package:
 //
-//	| CRC-32C (4B LE) | Version (1B) | First LSN (8B LE) | Count (4B LE) |
+//	| CRC-32C (4B LE) | Version=2 (1B) | First LSN (8B LE) | Count (4B LE) |
+//	| Synced LSN (8B LE) | Count × ( uvarint(len(record)) | record ) |
+//
+// Version 1, read but no longer written, has no Synced LSN:
+//
+//	| CRC-32C (4B LE) | Version=1 (1B) | First LSN (8B LE) | Count (4B LE) |
 //	| Count × ( uvarint(len(record)) | record ) |
+//
+// The CRC covers every byte after it. Synced LSN is the log's DurableLSN
+// when the entry's write was issued: every record up to it had been
+// fsynced, and that fsync had returned, before the write began (0 when none
+// had). The repair tells a torn write from damage by it (repair.go).
+//
+// A version-2 entry with Count 0 is a witness (witness.go): it holds no
+// record and takes no LSN (First LSN is the LSN the next record gets, so
+// its end is its first), and exists only to carry a Synced LSN that an
+// fsync raised after the last entry was written. A 25-byte entry:
+//
+//	| CRC-32C (4B LE) | Version=2 (1B) | First LSN (8B LE) | Count=0 (4B LE) |
+//	| Synced LSN (8B LE) |
+//
+// Version 1 has no witness: Count 0 is damage there.
 //
 // tidwall/wal stores each entry as | uvarint(len(entry)) | entry |.
 //
 // These constants are part of the wire format and must not be changed;
-// testdata/entry.golden pins them.
+// testdata/entry.golden (version 1), testdata/entry-v2.golden and
+// testdata/entry-witness.golden pin them.
 const (
-	entryVersion = 1  // the only version this package reads and writes
-	offVersion   = 4  // after the CRC
-	offFirstLSN  = 5  // after the version
-	offCount     = 13 // after the first LSN
-	headerSize   = 17 // CRC + version + first LSN + count
+	entryVersion1 = 1              // read, never written
+	entryVersion2 = 2              // written since entries carry their Synced LSN
+	entryVersion  = entryVersion2  // the version this package writes
+	offVersion    = 4              // after the CRC
+	offFirstLSN   = 5              // after the version
+	offCount      = 13             // after the first LSN
+	offSyncedLSN  = 17             // after the count (version 2)
+	headerSize1   = 17             // version 1: CRC + version + first LSN + count
+	headerSize2   = 25             // version 2: version 1's + synced LSN
+	headerSize    = headerSize1    // the smallest header of any version: the lower bound of a frame
+	maxHeaderSize = headerSize2    // the largest header of any version
+	syncedUnknown = LSN(1<<64 - 1) // the Synced LSN of a version-1 entry: it tells nothing
 )
+
+// headerLen returns the header size of an entry of version v, or 0 for a
+// version this package does not read.
+func headerLen(v byte) int {
+	switch v {
+	case entryVersion1:
+		return headerSize1
+	case entryVersion2:
+		return headerSize2
+	}
+	return 0
+}
 
 // castagnoli is the CRC-32C table; read-only after package init.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // entryHeader is the decoded fixed part of an entry.
 type entryHeader struct {
-	first LSN    // LSN of the entry's first record
-	count uint32 // records in the entry, > 0
+	first   LSN    // LSN of the entry's first record
+	count   uint32 // records in the entry; > 0 but in a witness (version 2 only)
+	synced  LSN    // DurableLSN when the entry was written; syncedUnknown for version 1
+	version byte   // entryVersion1 or entryVersion2; 0 in a header not decoded (written as entryVersion)
+}
+
+// size returns the length of the entry's header: its records follow it.
+func (h entryHeader) size() int {
+	if h.version == entryVersion1 {
+		return headerSize1
+	}
+	return headerSize2
 }
 
 // end returns the LSN just after the entry's last record.
 func (h entryHeader) end() LSN { return h.first + LSN(h.count) }
+
+// witness reports whether the entry holds no record: a witness of the
+// log's DurableLSN (witness.go).
+func (h entryHeader) witness() bool { return h.count == 0 }
 
 // contains reports whether lsn is one of the entry's records.
 func (h entryHeader) contains(lsn LSN) bool { return lsn >= h.first && lsn < h.end() }
@@ -66,9 +121,10 @@ var versionErrors = func() (errs [256]error) {
 	return errs
 }()
 
-// newEntry returns an empty entry in dst's storage with room for the header.
+// newEntry returns an empty entry in dst's storage with room for the
+// header of the version written.
 func newEntry(dst []byte) []byte {
-	return append(dst[:0], make([]byte, headerSize)...)
+	return append(dst[:0], make([]byte, headerSize2)...)
 }
 
 // appendRecord appends one record to an entry started with newEntry.
@@ -90,48 +146,61 @@ func appendJoinedRecord(e []byte, n int, parts [][]byte) []byte {
 // recordSize is the number of bytes appendRecord adds for a record of n bytes.
 func recordSize(n int) int { return uvarintLen(uint64(n)) + n }
 
-// sealEntry writes the header and the CRC into an entry built by newEntry
-// and appendRecord.
+// sealEntry writes the header (version 2, h.synced its Synced LSN) and the
+// CRC into an entry built by newEntry and appendRecord.
 func sealEntry(e []byte, h entryHeader) {
-	e[offVersion] = entryVersion
+	e[offVersion] = entryVersion2
 	binary.LittleEndian.PutUint64(e[offFirstLSN:], h.first)
 	binary.LittleEndian.PutUint32(e[offCount:], h.count)
+	binary.LittleEndian.PutUint64(e[offSyncedLSN:], h.synced)
 	binary.LittleEndian.PutUint32(e, crc32.Checksum(e[offVersion:], castagnoli))
 }
 
-// encodeEntry builds a sealed entry holding recs, numbered from first.
-func encodeEntry(first LSN, recs [][]byte) []byte {
+// encodeEntry builds a sealed entry holding recs, numbered from first,
+// written when the log was durable up to synced.
+func encodeEntry(first, synced LSN, recs [][]byte) []byte {
 	e := newEntry(nil)
 	for _, r := range recs {
 		e = appendRecord(e, r)
 	}
-	sealEntry(e, entryHeader{first: first, count: uint32(len(recs))})
+	sealEntry(e, entryHeader{first: first, count: uint32(len(recs)), synced: synced})
 	return e
 }
 
-// peekHeader decodes the header without checking the CRC; it rejects what
-// can be rejected cheaply (length, version, zero count).
+// peekHeader decodes the header of either version without checking the
+// CRC; it rejects what can be rejected cheaply (length, version, a zero
+// count in version 1, where no witness exists).
 func peekHeader(e []byte) (entryHeader, error) {
-	if len(e) < headerSize {
+	if len(e) < headerSize1 {
 		return entryHeader{}, errShortEntry
 	}
-	if v := e[offVersion]; v != entryVersion {
+	v := e[offVersion]
+	n := headerLen(v)
+	if n == 0 {
 		return entryHeader{}, versionErrors[v]
 	}
-	h := entryHeader{
-		first: binary.LittleEndian.Uint64(e[offFirstLSN:]),
-		count: binary.LittleEndian.Uint32(e[offCount:]),
+	if len(e) < n {
+		return entryHeader{}, errShortEntry
 	}
-	if h.count == 0 {
+	h := entryHeader{
+		first:   binary.LittleEndian.Uint64(e[offFirstLSN:]),
+		count:   binary.LittleEndian.Uint32(e[offCount:]),
+		synced:  syncedUnknown,
+		version: v,
+	}
+	if v == entryVersion2 {
+		h.synced = binary.LittleEndian.Uint64(e[offSyncedLSN:])
+	}
+	if h.count == 0 && v == entryVersion1 {
 		return entryHeader{}, errZeroCount
 	}
 	return h, nil
 }
 
 // decodeEntry checks an entry completely (CRC, version, count, record
-// framing) and returns its header. The records follow e[headerSize:].
+// framing) and returns its header. The records follow e[h.size():].
 func decodeEntry(e []byte) (entryHeader, error) {
-	if len(e) < headerSize {
+	if len(e) < headerSize1 {
 		return entryHeader{}, errShortEntry
 	}
 	if binary.LittleEndian.Uint32(e) != crc32.Checksum(e[offVersion:], castagnoli) {
@@ -141,7 +210,7 @@ func decodeEntry(e []byte) (entryHeader, error) {
 	if err != nil {
 		return h, err
 	}
-	return h, checkRecords(e[headerSize:], h.count)
+	return h, checkRecords(e[h.size():], h.count)
 }
 
 // checkRecords reports whether body holds exactly count framed records.

@@ -11,27 +11,104 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/entry.golden")
+var update = flag.Bool("update", false, "rewrite testdata/entry-v2.golden")
 
-// goldenRecords is the entry pinned by testdata/entry.golden: LSNs 42-44.
+// goldenRecords is the entry pinned by testdata/entry.golden (version 1)
+// and testdata/entry-v2.golden: LSNs 42-44.
 var goldenRecords = [][]byte{[]byte("alpha"), {}, []byte("gamma-\x00\xff")}
 
-// TestEntryGolden pins the wire format: a framed entry as tidwall/wal
-// stores it, byte for byte.
+// goldenSynced is the Synced LSN of the version-2 golden entry.
+const goldenSynced = 0x0102030405060708
+
+// encodeEntryV1 builds a version-1 entry, as releases before version 2
+// wrote them: the header without a Synced LSN.
+func encodeEntryV1(first LSN, recs [][]byte) []byte {
+	e := make([]byte, headerSize1)
+	for _, r := range recs {
+		e = appendRecord(e, r)
+	}
+	e[offVersion] = entryVersion1
+	binary.LittleEndian.PutUint64(e[offFirstLSN:], first)
+	binary.LittleEndian.PutUint32(e[offCount:], uint32(len(recs)))
+	binary.LittleEndian.PutUint32(e, crcOf(e))
+	return e
+}
+
+// TestEntryGolden pins the wire format: a framed entry of each version as
+// tidwall/wal stores it, byte for byte. Version 1 is no longer written,
+// so its file is only read: the logs of older releases must still decode.
 func TestEntryGolden(t *testing.T) {
-	got := appendFrame(nil, encodeEntry(42, goldenRecords))
-	path := filepath.Join("testdata", "entry.golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+	t.Run("version 2", func(t *testing.T) {
+		got := appendFrame(nil, encodeEntry(42, goldenSynced, goldenRecords))
+		path := filepath.Join("testdata", "entry-v2.golden")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("entry bytes changed; the format is frozen.\n got %x\nwant %x", got, want)
+		}
+		checkGoldenDecodes(t, want, entryHeader{first: 42, count: 3, synced: goldenSynced, version: entryVersion2})
+	})
+	t.Run("witness", func(t *testing.T) {
+		got := appendFrame(nil, encodeEntry(45, goldenSynced, nil))
+		path := filepath.Join("testdata", "entry-witness.golden")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("witness bytes changed; the format is frozen.\n got %x\nwant %x", got, want)
+		}
+		k, size, err := decodeFrame(want, int64(len(want)))
+		if err != nil || k != 1 || size != headerSize2 {
+			t.Fatalf("decodeFrame = %d, %d, %v; want a 25-byte entry", k, size, err)
+		}
+		h, err := decodeEntry(want[k:])
+		if w := (entryHeader{first: 45, synced: goldenSynced, version: entryVersion2}); err != nil || h != w || !h.witness() || h.end() != h.first {
+			t.Fatalf("decodeEntry = %+v, %v; want %+v, a witness", h, err, w)
+		}
+	})
+	t.Run("version 1", func(t *testing.T) {
+		want, err := os.ReadFile(filepath.Join("testdata", "entry.golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendFrame(nil, encodeEntryV1(42, goldenRecords)); !bytes.Equal(got, want) {
+			t.Fatalf("version-1 encoder differs from the golden file\n got %x\nwant %x", got, want)
+		}
+		checkGoldenDecodes(t, want, entryHeader{first: 42, count: 3, synced: syncedUnknown, version: entryVersion1})
+	})
+}
+
+// checkGoldenDecodes checks that the framed golden entry decodes to want
+// and goldenRecords.
+func checkGoldenDecodes(t *testing.T, framed []byte, want entryHeader) {
+	t.Helper()
+	k, size, err := decodeFrame(framed, int64(len(framed)))
+	if err != nil || int(size) != len(framed)-k {
+		t.Fatalf("decodeFrame = %d, %d, %v", k, size, err)
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	e := framed[k:]
+	h, err := decodeEntry(e)
+	if err != nil || h != want {
+		t.Fatalf("decodeEntry = %+v, %v; want %+v", h, err, want)
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("entry bytes changed; the format is frozen.\n got %x\nwant %x", got, want)
+	d := newDecodedEntry(h, e)
+	for i, rec := range goldenRecords {
+		if got := d.record(42 + LSN(i)); !bytes.Equal(got, rec) {
+			t.Fatalf("record %d = %q, want %q", 42+i, got, rec)
+		}
 	}
 }
 
@@ -54,7 +131,11 @@ func TestSegmentFileBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := appendFrame(nil, encodeEntry(42, goldenRecords[:1])); !bytes.Equal(got, want) {
+	want := appendFrame(nil, encodeEntry(42, 41, goldenRecords[:1]))
+	if len(got) > len(want) { // the log stayed idle after the fsync: a witness of LSN 42 follows (witness.go)
+		want = appendFrame(want, encodeEntry(43, 42, nil))
+	}
+	if !bytes.Equal(got, want) {
 		t.Fatalf("segment bytes\n got %x\nwant %x", got, want)
 	}
 }
@@ -64,19 +145,25 @@ func TestEntryRoundTrip(t *testing.T) {
 		name  string
 		first LSN
 		recs  [][]byte
+		v1    bool // encoded as version 1
 	}{
-		{"one empty record", 1, [][]byte{{}}},
-		{"golden", 42, goldenRecords},
-		{"large record", 7, [][]byte{bytes.Repeat([]byte{0xab}, 300)}},
-		{"many records", 1 << 40, bytes.Split(bytes.Repeat([]byte("x,"), 1000), []byte(","))},
+		{"one empty record", 1, [][]byte{{}}, false},
+		{"golden", 42, goldenRecords, false},
+		{"golden, version 1", 42, goldenRecords, true},
+		{"large record", 7, [][]byte{bytes.Repeat([]byte{0xab}, 300)}, false},
+		{"many records", 1 << 40, bytes.Split(bytes.Repeat([]byte("x,"), 1000), []byte(",")), false},
+		{"many records, version 1", 1 << 40, bytes.Split(bytes.Repeat([]byte("x,"), 1000), []byte(",")), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := encodeEntry(tc.first, tc.recs)
+			e, synced := encodeEntry(tc.first, tc.first-1, tc.recs), tc.first-1
+			if tc.v1 {
+				e, synced = encodeEntryV1(tc.first, tc.recs), syncedUnknown
+			}
 			h, err := decodeEntry(e)
-			if err != nil || h.first != tc.first || int(h.count) != len(tc.recs) {
+			if err != nil || h.first != tc.first || int(h.count) != len(tc.recs) || h.synced != synced {
 				t.Fatalf("decodeEntry = %+v, %v", h, err)
 			}
-			body := e[headerSize:]
+			body := e[h.size():]
 			for i, want := range tc.recs {
 				var rec []byte
 				if rec, body, err = nextRecord(body); err != nil || !bytes.Equal(rec, want) {
@@ -94,13 +181,9 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 func TestDecodeEntryMalformed(t *testing.T) {
-	good := encodeEntry(9, goldenRecords)
+	good := encodeEntry(9, 8, goldenRecords)
 	mod := func(f func(e []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	reseal := func(e []byte) []byte { // fix the CRC after a change, to reach later checks
-		h := entryHeader{first: binary.LittleEndian.Uint64(e[offFirstLSN:]), count: binary.LittleEndian.Uint32(e[offCount:])}
-		v := e[offVersion]
-		sealEntry(e, h)
-		e[offVersion] = v
 		binary.LittleEndian.PutUint32(e, crcOf(e))
 		return e
 	}
@@ -110,18 +193,29 @@ func TestDecodeEntryMalformed(t *testing.T) {
 		want error
 	}{
 		{"empty", nil, errShortEntry},
-		{"header cut", good[:headerSize-1], errShortEntry},
+		{"header cut", good[:headerSize1-1], errShortEntry},
+		{"version 2 header cut", reseal(append([]byte(nil), good[:headerSize2-1]...)), errShortEntry},
 		{"body cut", good[:len(good)-1], errBadCRC},
 		{"bit flip in payload", mod(func(e []byte) []byte { e[len(e)-1] ^= 1; return e }), errBadCRC},
 		{"bit flip in CRC", mod(func(e []byte) []byte { e[0] ^= 1; return e }), errBadCRC},
 		{"all zero", make([]byte, 64), errBadCRC},
-		{"version 2", mod(func(e []byte) []byte { e[offVersion] = 2; return reseal(e) }), nil},
-		{"zero count", mod(func(e []byte) []byte { binary.LittleEndian.PutUint32(e[offCount:], 0); return reseal(e) }), errZeroCount},
+		{"version 3", mod(func(e []byte) []byte { e[offVersion] = 3; return reseal(e) }), nil},
+		{"version 1 with a version 2 header", mod(func(e []byte) []byte { e[offVersion] = 1; return reseal(e) }), errBadRecord},
+		{"zero count with records", mod(func(e []byte) []byte { binary.LittleEndian.PutUint32(e[offCount:], 0); return reseal(e) }), errBadRecord},
+		{"version 1 with zero count", reseal(func() []byte {
+			e := encodeEntryV1(9, nil)
+			binary.LittleEndian.PutUint32(e[offCount:], 0)
+			return e
+		}()), errZeroCount},
+		{"witness with a record", mod(func(e []byte) []byte {
+			binary.LittleEndian.PutUint32(e[offCount:], 0)
+			return reseal(e[:headerSize2+2])
+		}), errBadRecord},
 		{"count too high", mod(func(e []byte) []byte { binary.LittleEndian.PutUint32(e[offCount:], 4); return reseal(e) }), errBadRecord},
 		{"count too low", mod(func(e []byte) []byte { binary.LittleEndian.PutUint32(e[offCount:], 2); return reseal(e) }), errBadRecord},
-		{"record length past the end", mod(func(e []byte) []byte { e[headerSize] = 0x7f; return reseal(e) }), errBadRecord},
+		{"record length past the end", mod(func(e []byte) []byte { e[headerSize2] = 0x7f; return reseal(e) }), errBadRecord},
 		{"record length overflows", mod(func(e []byte) []byte {
-			copy(e[headerSize:], bytes.Repeat([]byte{0xff}, 11))
+			copy(e[headerSize2:], bytes.Repeat([]byte{0xff}, 11))
 			return reseal(e)
 		}), errBadRecord},
 	} {
@@ -163,8 +257,9 @@ func TestDecodeFrame(t *testing.T) {
 // FuzzDecodeEntry checks that no input makes the decoders panic, and that
 // whatever decodeEntry accepts re-encodes to the same bytes.
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(encodeEntry(42, goldenRecords))
-	f.Add(make([]byte, headerSize))
+	f.Add(encodeEntry(42, 41, goldenRecords))
+	f.Add(encodeEntryV1(42, goldenRecords))
+	f.Add(make([]byte, headerSize2))
 	f.Fuzz(func(t *testing.T, e []byte) {
 		h, err := decodeEntry(e)
 		_, _, _ = decodeFrame(e, int64(len(e)))
@@ -172,13 +267,17 @@ func FuzzDecodeEntry(f *testing.F) {
 			return
 		}
 		var recs [][]byte
-		body := e[headerSize:]
+		body := e[h.size():]
 		for range h.count {
 			var rec []byte
 			rec, body, _ = nextRecord(body)
 			recs = append(recs, rec)
 		}
-		if again := encodeEntry(h.first, recs); !bytes.Equal(again, e) {
+		again := encodeEntry(h.first, h.synced, recs)
+		if h.version == entryVersion1 {
+			again = encodeEntryV1(h.first, recs)
+		}
+		if !bytes.Equal(again, e) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, e)
 		}
 	})

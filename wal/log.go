@@ -46,13 +46,16 @@ type Log struct {
 	poisoned   atomic.Bool   // set with mu.err; read by the committer and Err without mu
 	poisonedC  chan struct{} // closed when mu.err is set (Poisoned)
 
-	report   Report     // what Open cut or skipped; immutable after Open
-	cut      *tailCut   // Open: the torn tail to cut once every check passed; nil when none
-	dropTail string     // Open: the segment after a torn roll, removed before the cut; "" when none
-	gap      LSN        // Open under Salvage: the log ended before MustReach, the next LSN is this; 0 when not
-	resume   LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
-	cache    entryCache // recently decoded entries, for Read
-	readers  sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
+	report    Report     // what Open cut or skipped; immutable after Open
+	cut       *tailCut   // Open: the torn tail, or the zeros after the tail's entries, to cut once every check passed; nil when none
+	sealedCut *tailCut   // Open: the zeros after the last sealed segment's last entry (a roll's cut a crash lost), cut with cut; nil when none
+	dropTail  string     // Open: the segment after a torn roll, removed before the cut; "" when none
+	gap       LSN        // Open under Salvage: records were lost at the log's end (it ended before MustReach, or a torn roll's end could have held synced ones), the next LSN is this; 0 when not
+	tornNone  bool       // Open: the torn tail is a witness alone at its segment's start, which lost no LSN (handleTailDamage)
+	tornEnd   bool       // Open under Salvage: the torn roll cut bears no torn mark, so the LSNs its bytes can hold are taken as lost (boundTornEnd)
+	resume    LSN        // Open under Salvage: the LSN after all a damaged region past the last record can have held; 0 when none
+	cache     entryCache // recently decoded entries, for Read
+	readers   sync.Pool  // *segReader with an indexSpacing read-ahead, for Read
 
 	wake   chan struct{} // capacity 1: groups are waiting for the committer
 	reqs   chan request  // Flush and TruncateFront requests to the committer
@@ -165,6 +168,9 @@ func (l *Log) load() error {
 	if err := l.repairTail(l.seg.list[len(l.seg.list)-1]); err != nil {
 		return err
 	}
+	if err := l.trimSealed(sealed); err != nil {
+		return err
+	}
 	if err := l.tornRoll(); err != nil {
 		return err
 	}
@@ -176,6 +182,9 @@ func (l *Log) load() error {
 		return l.checkSealedEnds()
 	}
 	if err := l.salvageSealed(sealed); err != nil {
+		return err
+	}
+	if err := l.boundTornEnd(); err != nil {
 		return err
 	}
 	sort.SliceStable(l.report.Salvaged, func(i, j int) bool { // names sort by index
@@ -204,8 +213,11 @@ func (l *Log) repair() error {
 	if err := l.removeTornTail(); err != nil {
 		return err
 	}
-	if l.cut != nil {
-		if err := cutFile(l.opts.FS, l.cut.path, l.cut.off); err != nil {
+	for _, cut := range []*tailCut{l.sealedCut, l.cut} {
+		if cut == nil {
+			continue
+		}
+		if err := cutFile(l.opts.FS, cut.path, cut.off); err != nil {
 			return err
 		}
 	}
@@ -214,7 +226,7 @@ func (l *Log) repair() error {
 
 // readFirstHeaders learns each sealed segment's first LSN from the header
 // of its first entry (the rest is verified lazily, when first read) and
-// checks that first LSNs grow at least as fast as entry indexes.
+// checks that first LSNs grow at least half as fast as entry indexes.
 func (l *Log) readFirstHeaders(sealed []*segment) error {
 	r := &segReader{ahead: 64} // a header, not the segment
 	for _, s := range sealed {
@@ -231,8 +243,11 @@ func (l *Log) readFirstHeaders(sealed []*segment) error {
 	return l.checkFirstLSNs()
 }
 
-// checkFirstLSNs checks that each segment starts at least one LSN per entry
-// after the previous one.
+// checkFirstLSNs checks that each segment starts at least one LSN per two
+// entries after the previous one. An entry holds one record at least, but
+// for a witness (witness.go), which holds none; two are never adjacent, so
+// of k entries from a segment's first on, k/2 at least hold records (a
+// segment may start with one: the witness of a roll's records).
 func (l *Log) checkFirstLSNs() error {
 	list := l.seg.list
 	for i := 1; i < len(list); i++ {
@@ -240,7 +255,7 @@ func (l *Log) checkFirstLSNs() error {
 		if s.size == 0 || prev.firstLSN == 0 {
 			continue
 		}
-		if s.firstLSN < prev.firstLSN+(s.firstIndex-prev.firstIndex) {
+		if s.firstLSN < prev.firstLSN+(s.firstIndex-prev.firstIndex)/2 {
 			return corruptAt(s.loc(0, 0), fmt.Sprintf("%s: segment starts at LSN %d but %s starts at LSN %d with %d entries",
 				errLSNOutOfLine, s.firstLSN, prev.path, prev.firstLSN, s.firstIndex-prev.firstIndex))
 		}
@@ -261,6 +276,7 @@ func (l *Log) startCommitter(f faults) error {
 		return err
 	}
 	l.c = c
+	c.armWitness() // before the goroutine starts: c.mu is not needed yet
 	go c.run()
 	return nil
 }
@@ -295,8 +311,18 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
 		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
 	c.timer.Stop()
+	if ts, ok := st.(*tidwallStore); ok {
+		ts.beforeReopen = c.cutBeforeReopen
+	}
 	c.late.timer = time.NewTimer(time.Hour)
 	c.late.timer.Stop()
+	c.witnessTimer = time.NewTimer(time.Hour)
+	c.witnessTimer.Stop()
+	named, err := l.openNamed(tail)
+	if err != nil {
+		return nil, err
+	}
+	c.named.Store(named) // a witness is due if Open's fsync made records durable that no entry names
 	c.gathering.epoch = c.lastSync
 	if l.opts.Sync != SyncAlways && f.writeback != nil {
 		c.hints.jobs, c.hints.exited = make(chan hint, 1), make(chan struct{})
@@ -363,6 +389,9 @@ func (l *Log) setLSNs() error {
 	}
 	if t := l.report.Torn; t != nil && t.Entries > 0 && t.FirstLSN == 0 {
 		t.FirstLSN = next // the torn entries were the first of the tail
+		if l.tornNone {
+			t.LastLSN = next - 1 // a witness, which holds no record
+		}
 	}
 	return nil
 }

@@ -73,6 +73,12 @@ type Options struct {
 	// FS is the file system the Log works through (see FS); nil means the
 	// real one, OSFS. Crash and fault tests pass their own.
 	FS FS
+	// AppendOnly writes the segments by appending alone: no zeros are
+	// written ahead of the tail (see "Zeros ahead of the tail" in the
+	// package documentation; they are written under SyncAlways only). A
+	// file system that does not overwrite in place (btrfs, ZFS) gains
+	// nothing from them and writes them twice.
+	AppendOnly bool
 
 	plant              plantedBug // a durability bug planted by a crash test; see plant.go
 	segmentSizeDefault bool       // SegmentSize was not given: the default filled in (tornroll.go)

@@ -97,7 +97,7 @@ func (r *Reader) advance() error {
 	if err != nil {
 		return r.damaged(err)
 	}
-	r.body, r.bodyLSN, r.left = e[headerSize:], h.first, h.count
+	r.body, r.bodyLSN, r.left = e[h.size():], h.first, h.count
 	r.off, r.ord, r.want = r.off+n, r.ord+1, h.end()
 	return nil
 }
@@ -318,7 +318,7 @@ func decodeAt(r *segReader, loc location, limit int64) (*decodedEntry, error) {
 		return nil, fmt.Errorf("wal: read %s: %w", loc, err)
 	}
 	if r.handOff(e) {
-		return decodedEntryOf(h, e[headerSize:]), nil
+		return decodedEntryOf(h, e[h.size():]), nil
 	}
 	return newDecodedEntry(h, e), nil
 }
@@ -333,7 +333,7 @@ type decodedEntry struct {
 
 // newDecodedEntry decodes a copy of the entry e.
 func newDecodedEntry(h entryHeader, e []byte) *decodedEntry {
-	return decodedEntryOf(h, append([]byte(nil), e[headerSize:]...))
+	return decodedEntryOf(h, append([]byte(nil), e[h.size():]...))
 }
 
 // decodedEntryOf decodes the entry whose body (its records) is data, and

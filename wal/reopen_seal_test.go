@@ -83,8 +83,9 @@ func TestPowerLossAfterReopenOverUnsyncedSeal(t *testing.T) {
 	// and its lock would refuse the second.
 	opts := &wal.Options{FS: fsys, Sync: wal.SyncNever, SegmentSize: 4096, Locked: true}
 	l1 := openLog(t, dir, opts)
+	appendN(t, l1, 0, 1) // the segment is extended with zeros to its size, and they are fsynced
 	fsys.failOn(filepath.Join(dir, "00000000000000000001"))
-	written, rollErr := 0, error(nil)
+	written, rollErr := 1, error(nil)
 	for ; written < 1000 && rollErr == nil; written++ { // one entry per batch, written, never synced
 		_, c, err := l1.Append(record(written))
 		if err == nil {

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -17,10 +18,11 @@ import (
 // an interrupted write (every other segment was fsynced when it was
 // sealed). At the first entry that fails its checks it decides:
 //
-//   - If a valid entry starts at any later offset, the damage is not a torn
-//     write: ErrCorrupt, or under Salvage a cut reported in Report.Salvaged.
-//   - Otherwise the tail is torn: it is cut (unless read-only) and reported
+//   - If the valid entries after it show a torn write (tornPast), or none
+//     follows, the tail is torn: it is cut (unless read-only) and reported
 //     in Report.Torn.
+//   - Otherwise the damage is not a torn write: ErrCorrupt, or under
+//     Salvage a cut reported in Report.Salvaged.
 //
 // The cut (made by Open after its other checks) is an ftruncate followed by
 // an fsync of the file and of the directory. On return s describes the whole entries kept.
@@ -31,7 +33,13 @@ func (l *Log) repairTail(s *segment) error {
 		return err
 	}
 	if res.bad != nil {
-		if err := l.handleTailDamage(r, s, res); err != nil {
+		clean, err := zeroFilled(r, res.goodEnd, s.size)
+		if err != nil {
+			return err
+		}
+		if clean { // zeros ahead of the tail (extend.go): a clean end, cut before tidwall/wal reads them
+			l.cut = &tailCut{path: s.path, off: res.goodEnd}
+		} else if err := l.handleTailDamage(r, s, res); err != nil {
 			return err
 		}
 	}
@@ -40,11 +48,55 @@ func (l *Log) repairTail(s *segment) error {
 	return nil
 }
 
+// trimSealed sizes the last sealed segment to its last whole entry when
+// zeros follow it: the zeros the tail had ahead of its written end
+// (extend.go), which its roll cuts before the directory sync; a crash can
+// lose that cut, but only after the segment's last entry was written
+// whole (tidwall/wal writes it before it creates the next file). Every
+// other sealed segment was cut durably before the next roll. Bytes after
+// the last entry that are not all zeros are left for the checks to judge,
+// and so is a segment of zeros alone under a tail with entries. It runs
+// before tornRoll, which then judges the segment by its entries: one that
+// ends short of the tail's name is a torn roll, the zeros its lost
+// writes. A writable Open cuts the zeros with the tail's cut.
+func (l *Log) trimSealed(sealed []*segment) error {
+	if len(sealed) == 0 {
+		return nil
+	}
+	s := sealed[len(sealed)-1]
+	if s.size == 0 {
+		return nil
+	}
+	r := &segReader{f: s.file.f}
+	last, err := r.bytes(s.size-1, 1, s.size)
+	if err != nil || last[0] != 0 {
+		return err
+	}
+	res, err := scanSegment(r, scanSpec{seg: s, limit: s.size})
+	if err != nil || res.bad == nil {
+		return err
+	}
+	if res.entries == 0 && l.seg.list[len(l.seg.list)-1].entries > 0 {
+		return nil // damage under a tail with entries: the checks judge it
+	}
+	if clean, err := zeroFilled(r, res.goodEnd, s.size); err != nil || !clean {
+		return err
+	}
+	s.size = res.goodEnd
+	if !l.opts.ReadOnly {
+		l.sealedCut = &tailCut{path: s.path, off: res.goodEnd}
+	}
+	return nil
+}
+
 // handleTailDamage classifies and reports the damage res.bad, and plans
 // the cut that Open makes, when the Log is writable, after its checks.
 func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	bad := res.bad
-	next, _, found, err := findValid(r, bad.off+1, s.size, res.endLSN)
+	next, found, err := untornAfter(r, bad.off, s.size, res.endLSN)
+	if err == nil && found && res.endLSN == 0 {
+		next, found, err = l.untornAtStart(r, s)
+	}
 	if err != nil {
 		return err
 	}
@@ -53,11 +105,14 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 			fmt.Sprintf("%s; a valid entry follows at offset %d, so this is not a torn write", bad.reason, next))
 	}
 	if !found {
-		d, err := tearDamage(r, s.path, bad.off, s.size, res.endLSN, bad.reason)
+		d, err := tearDamage(r, s.path, bad.off, s.size, res.endLSN, res.version, bad.reason)
 		if err != nil {
 			return err
 		}
 		l.report.Torn = &d
+		// A witness alone at the segment's start: no LSN lost, the one
+		// it would have named is set with the log's next (setLSNs).
+		l.tornNone = d.FirstLSN == 0 && d.Entries == 1 && tornWitness(r, bad.off, s.size, 0, res.version)
 	} else {
 		d := Damage{Segment: s.path, Offset: bad.off, Bytes: s.size - bad.off, Entries: countFrames(r, bad.off, s.size),
 			Reason: "salvage cut the last segment at a damaged entry (" + bad.reason + "); the valid entries after it are dropped"}
@@ -70,6 +125,168 @@ func (l *Log) handleTailDamage(r *segReader, s *segment, res scanResult) error {
 	return nil
 }
 
+// A power loss tears the writes that no fsync covered, at sector
+// granularity and in any order: over blocks the file already has (zeros
+// written and fsynced ahead of the tail, say) a later sector, even a later
+// whole entry, can reach the disk without an earlier one. So valid entries
+// after damage do not by themselves make it damage rather than a tear.
+// Each version-2 entry says what was durable when it was written (its
+// Synced LSN, entry.go), and the tear rule rests on it. The damage starts
+// at the first bad entry, whose records start at want = L+1 (L the last
+// LSN of the whole entries before it). A valid entry found after it
+// that starts at or before L is not an entry of the log's (LSNs only
+// rise), but bytes a record holds (a copy of an earlier entry, say): it
+// is passed over, as before version 2. The damage is a tear iff every
+// other valid entry after it is of version 2 and was written when the
+// log was durable up to L at most: no entry was written after an fsync
+// that covered a record of the damaged region, so every byte there may
+// have been unsynced, and torn. An entry past L is judged so however far
+// past L it starts: a segment can start past an LSN gap (MustReach, a
+// salvage's resume), so distance does not tell a copy from an entry. A
+// version-1 entry tells nothing: as before version 2, one that can
+// continue the log (no further past L than the bytes before it can
+// number) makes the damage ErrCorrupt, and one that cannot is passed
+// over. When the damage
+// starts the segment, L is the end of the segment before it
+// (untornAtStart); without L (no whole segment before it) nothing can be
+// compared: any valid entry makes it ErrCorrupt.
+//
+// A Synced LSN understates what is durable: Close, Flush and interval
+// fsyncs make records durable after their entries were written. So
+// entries that pass the rule make the damage a tear only when it also
+// has the shape a power loss leaves over zeros written ahead of the tail
+// (tearShaped): a sector of it never written, and a whole sector of
+// zeros at the file's end that no write reached. A closed log ends at its
+// last entry. Shape alone is not enough (a record's own zeros look like a
+// sector never written), so after such an fsync the log writes a witness
+// (witness.go), a valid entry with no record whose Synced LSN covers
+// them: like any such entry it makes damage before it ErrCorrupt.
+//
+// What the rule cannot tell: damage shaped as a tear (a sector of zeros)
+// to records whose fsync completed, with no entry (witness included)
+// written after that fsync and on the disk, in a file that ends in zeros,
+// is cut as a tear, as damage to the last entry of a log always was.
+
+// untornAfter applies the tear rule to the valid entries in (bad, limit)
+// after damage that starts at offset bad and whose records start at want
+// (0 when unknown). It returns the offset of the first valid entry that
+// shows the damage is not a torn write, and whether there is one.
+func untornAfter(r *segReader, bad, limit int64, want LSN) (int64, bool, error) {
+	judged, end := int64(-1), int64(0) // the first entry judged torn by its Synced LSN; the end of the last
+	for off := bad + 1; off < limit; {
+		at, n, h, found, err := nextValid(r, off, limit)
+		if err != nil {
+			return 0, false, err
+		}
+		if !found {
+			break
+		}
+		switch {
+		case want == 0:
+			return at, true, nil
+		case h.first < want:
+			off = at + 1 // not an entry of the log's (a record may hold one): search on inside it, as findValid does
+			continue
+		case h.version == entryVersion1:
+			if h.first-want <= uint64(at) {
+				return at, true, nil // can continue the log: as findValid would find it
+			}
+			off = at + 1
+			continue
+		case h.synced >= want:
+			return at, true, nil
+		}
+		if judged < 0 {
+			judged = at
+		}
+		off, end = at+n, at+n
+	}
+	if judged < 0 {
+		return 0, false, nil // nothing valid follows: a torn tail, as always
+	}
+	torn, err := tearShaped(r, bad, judged, end, limit)
+	if err != nil || torn {
+		return 0, false, err
+	}
+	return judged, true, nil
+}
+
+// sectorSize is the unit a disk writes whole or not at all, and the
+// alignment of the units a torn overwrite leaves (a page is 8 of them).
+const sectorSize = 512
+
+// tearShaped reports whether damage at [bad, next), followed by valid
+// entries up to end, looks as a power loss leaves a write over zeros
+// ahead of the tail: the damage holds an aligned sector that was never
+// written (all zeros from bad, or from the sector's start, to its end, which is before next),
+// and the file ends, past end, in a whole aligned sector of zeros that
+// nothing was written to. A log that was closed, or never extended, ends
+// at its last entry; a bit flip or garbage is not a sector left unwritten.
+func tearShaped(r *segReader, bad, next, end, limit int64) (bool, error) {
+	hole, err := zeroSector(r, bad, next)
+	if err != nil || !hole {
+		return false, err
+	}
+	last := (limit/sectorSize - 1) * sectorSize // the start of the last whole sector
+	if last < end {
+		return false, nil
+	}
+	return zeroFilled(r, last, limit)
+}
+
+// zeroSector reports whether an aligned sector that ends by to holds only
+// zeros in its part from from on.
+func zeroSector(r *segReader, from, to int64) (bool, error) {
+	for s := from - from%sectorSize; s+sectorSize <= to; s += sectorSize {
+		if zero, err := zeroFilled(r, max(s, from), s+sectorSize); err != nil || zero {
+			return zero, err
+		}
+	}
+	return false, nil
+}
+
+// untornAtStart applies the tear rule to damage at the start of the last
+// segment s, which valid entries follow: the damaged records start where
+// the segment before s ends, which a scan of that segment (sealed, so
+// fsynced) tells when it is whole. Without it, the first valid entry
+// after the damage makes it ErrCorrupt.
+func (l *Log) untornAtStart(r *segReader, s *segment) (int64, bool, error) {
+	want := LSN(0)
+	if n := len(l.seg.list); n >= 2 && l.seg.list[n-1] == s {
+		prev := l.seg.list[n-2]
+		res, err := scanSegment(&segReader{f: prev.file.f}, scanSpec{seg: prev, limit: prev.size})
+		if err != nil {
+			return 0, false, err
+		}
+		if res.bad == nil {
+			want = res.endLSN
+		}
+	}
+	return untornAfter(r, 0, s.size, want)
+}
+
+// nextValid searches, byte by byte, for the first offset in [from, limit)
+// where a whole valid entry of either version starts, with any LSN, and
+// returns it, the frame's size and its header.
+func nextValid(r *segReader, from, limit int64) (int64, int64, entryHeader, bool, error) {
+	for off := from; off < limit; off++ {
+		if _, _, err := r.header(off, limit); err != nil {
+			if !isFormatError(err) {
+				return 0, 0, entryHeader{}, false, err
+			}
+			continue
+		}
+		n, h, _, err := r.entry(off, limit)
+		if err == nil {
+			return off, n, h, true, nil
+		}
+		if !isFormatError(err) {
+			return 0, 0, entryHeader{}, false, err
+		}
+	}
+	return 0, 0, entryHeader{}, false, nil
+}
+
 // tailCut is a cut of the tail segment that Open decided on.
 type tailCut struct {
 	path string // the tail segment
@@ -78,8 +295,9 @@ type tailCut struct {
 
 // tearDamage describes the torn region [off, limit) of a tail segment. It
 // reads the entry headers that survived to say which LSNs were lost; want
-// is the LSN the first torn entry would start at (0 when unknown).
-func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason string) (Damage, error) {
+// is the LSN the first torn entry would start at (0 when unknown), before
+// the version of the entry before it (0 when none).
+func tearDamage(r *segReader, path string, off, limit int64, want LSN, before byte, reason string) (Damage, error) {
 	d := Damage{Segment: path, Offset: off, Bytes: limit - off, Entries: countFrames(r, off, limit),
 		Reason: "torn write: " + reason}
 	zero, err := zeroFilled(r, off, limit)
@@ -93,17 +311,53 @@ func tearDamage(r *segReader, path string, off, limit int64, want LSN, reason st
 	for off < limit {
 		n, h, err := tornHeader(r, off, limit)
 		if err != nil || h.first != want {
+			if err != nil && tornWitness(r, off, limit, want, before) {
+				d.LastLSN = want - 1 // it holds no record: nothing more was lost
+			}
 			break
 		}
-		d.LastLSN, want = h.end()-1, h.end()
+		d.LastLSN, want, before = h.end()-1, h.end(), h.version
 		off += n
 	}
 	return d, nil
 }
 
+// tornWitness reports whether the frame at off, which the end of the
+// file at limit cuts, is a witness (witness.go) whose record would have
+// been want: its length is a witness's, which no version-2 entry of
+// records has, it is of version 2, and its count and first LSN, as far as
+// they survived, are 0 and want (not checked when want is 0, unknown: a
+// witness that starts its segment). Its version is read from its version
+// byte; a frame cut before it is of version 2 when the entry before it,
+// of version before, is: a writer of version-2 entries writes no other
+// (an older release, whose entries of records can have a witness's
+// length, does not open its log: doc.go).
+func tornWitness(r *segReader, off, limit int64, want LSN, before byte) bool {
+	b, err := r.bytes(off, int(min(limit-off, 10+maxHeaderSize)), limit)
+	if err != nil {
+		return false
+	}
+	size, k := binary.Uvarint(b)
+	if k <= 0 || size != headerSize2 || off+int64(k)+int64(size) <= limit {
+		return false
+	}
+	e := b[k:]
+	version := before
+	if len(e) > offVersion {
+		version = e[offVersion]
+	}
+	if version != entryVersion2 {
+		return false
+	}
+	if want != 0 && len(e) >= offFirstLSN+8 && binary.LittleEndian.Uint64(e[offFirstLSN:]) != want {
+		return false
+	}
+	return len(e) < offCount+4 || binary.LittleEndian.Uint32(e[offCount:]) == 0
+}
+
 // tornHeader decodes the header of a frame that may run past the end.
 func tornHeader(r *segReader, off, limit int64) (int64, entryHeader, error) {
-	b, err := r.bytes(off, int(min(limit-off, 10+headerSize)), limit)
+	b, err := r.bytes(off, int(min(limit-off, 10+maxHeaderSize)), limit)
 	if err != nil {
 		return 0, entryHeader{}, err
 	}
@@ -224,7 +478,7 @@ func boundEntries(ds []Damage, lone []bool) span {
 		d := &ds[i]
 		held := span{1, 1}
 		if !lone[i] {
-			held = entriesHeld(d.Bytes, d.FirstLSN, d.LastLSN)
+			held = entriesHeld(d.Bytes)
 		}
 		d.Entries = min(max(d.Entries, held.lo), held.hi)
 		sum = sum.add(held)

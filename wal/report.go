@@ -11,7 +11,7 @@ type Damage struct {
 	Bytes    int64  // bytes cut or skipped
 	Entries  int    // whole entries lost, where known; for damage a salvage skipped, as many as its frame lengths delimit within the bounds its bytes and LSNs prove (a length is covered by no CRC)
 	FirstLSN LSN    // first LSN lost, 0 when unknown
-	LastLSN  LSN    // last LSN lost, 0 when unknown
+	LastLSN  LSN    // last LSN lost, 0 when unknown; FirstLSN-1 when none was (a torn witness, which holds no record)
 	Reason   string
 }
 
@@ -22,6 +22,8 @@ func (d Damage) String() string {
 		lost = "LSNs unknown"
 	case d.LastLSN == 0:
 		lost = fmt.Sprintf("LSNs from %d (the last one unknown)", d.FirstLSN)
+	case d.LastLSN+1 == d.FirstLSN:
+		lost = "no LSN"
 	case d.FirstLSN == d.LastLSN:
 		lost = fmt.Sprintf("LSN %d", d.FirstLSN)
 	default:

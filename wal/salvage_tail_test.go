@@ -308,7 +308,7 @@ func TestSalvageTornFirstWrite(t *testing.T) {
 			{"up to the LSN", tornHeader(40, next, 1)[:1+13], true},
 			{"whole header", tornHeader(40, next, 1), true},
 			{"another LSN", tornHeader(40, next+1000, 1), false},
-			{"another version", []byte{40, 0x12, 0x34, 0x56, 0x78, 2}, false},
+			{"another version", []byte{40, 0x12, 0x34, 0x56, 0x78, 3}, false},
 			{"a length no entry has", []byte{12, 0x12, 0x34, 0x56, 0x78, 1}, false},
 			{"a count the length cannot hold", tornHeader(40, next, 30), false},
 			{"too short to tell", []byte{40, 0x12, 0x34}, false},

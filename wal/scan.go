@@ -28,6 +28,7 @@ type scanResult struct {
 	firstLSN LSN      // first LSN of the first valid entry; 0 if none
 	endLSN   LSN      // LSN after the last valid entry; 0 if none
 	goodEnd  int64    // offset after the last valid entry before the first damage
+	version  byte     // version of the last valid entry before the first damage; 0 if none
 	bad      *badSpot // first damage; nil when clean
 	damage   []Damage // with resync: every damaged region
 	lone     []bool   // with resync: per damaged region, whether it is one entry with a damaged length (loneEntry)
@@ -91,7 +92,7 @@ func scanSegment(r *segReader, sp scanSpec) (scanResult, error) {
 		off += n
 		ord++
 		if res.bad == nil {
-			res.goodEnd = off
+			res.goodEnd, res.version = off, h.version
 		}
 	}
 	return res, nil
@@ -120,7 +121,7 @@ func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, n
 		d.Reason += " (the frame length is damaged; the entry itself passes its checks)"
 		return d, true, nil
 	}
-	d.Entries = countFrames(r, off, next) // bounded by entriesHeld once the LSNs are known
+	d.Entries = countFrames(r, off, next) // bounded by entriesHeld
 	return d, false, nil
 }
 
@@ -128,17 +129,14 @@ func skipDamage(r *segReader, sp scanSpec, off, next int64, ok bool, want LSN, n
 // entry header, and one empty record (its one-byte length).
 const minFrame = 1 + headerSize + 1
 
-// entriesHeld bounds how many entries a damaged region of n bytes held,
-// first to last being the LSNs it lost (0: unknown). Its first frame
-// starts where the region does, so one at least; each takes minFrame
-// bytes and one LSN at least. No frame length is read: a length is not
-// covered by any CRC, so after a CRC failure none can be trusted.
-func entriesHeld(n int64, first, last LSN) span {
-	hi := int(n / minFrame)
-	if first != 0 && last >= first {
-		hi = int(min(uint64(hi), last-first+1))
-	}
-	return span{1, max(hi, 1)}
+// entriesHeld bounds how many entries a damaged region of n bytes held.
+// Its first frame starts where the region does, so one at least; each
+// takes minFrame bytes at least (a witness, which holds no record and
+// takes no LSN, takes more: witness.go). The LSNs the region lost bound
+// nothing, since a witness takes none. No frame length is read: a length
+// is not covered by any CRC, so after a CRC failure none can be trusted.
+func entriesHeld(n int64) span {
+	return span{1, max(int(n/minFrame), 1)}
 }
 
 // recordsHeld is the most records a damaged region of n bytes can have

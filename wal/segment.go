@@ -274,7 +274,7 @@ func (r *segReader) frame(off, limit int64) (int64, []byte, error) {
 // reading the whole entry or checking its CRC.
 func (r *segReader) header(off, limit int64) (int64, entryHeader, error) {
 	avail := limit - off
-	b, err := r.bytes(off, int(min(avail, binary.MaxVarintLen64+headerSize)), limit)
+	b, err := r.bytes(off, int(min(avail, binary.MaxVarintLen64+maxHeaderSize)), limit)
 	if err != nil {
 		return 0, entryHeader{}, err
 	}
@@ -286,7 +286,10 @@ func (r *segReader) header(off, limit int64) (int64, entryHeader, error) {
 		return 0, entryHeader{}, errShortEntry
 	}
 	h, err := peekHeader(b[k:])
-	if err == nil && int64(h.count) > size-headerSize {
+	switch {
+	case err == nil && size < int64(h.size()):
+		err = errShortEntry
+	case err == nil && int64(h.count) > size-int64(h.size()):
 		err = errBadRecord // every record takes at least one byte
 	}
 	return int64(k) + size, h, err

@@ -27,6 +27,7 @@ type syncJob struct {
 	sleepers int32         // callers blocked in Wait when it ended, set by the syncer
 	upTo     LSN           // every record up to here was written before the fsync
 	file     *segFile      // the tail segment, pinned for the fsync
+	zeros    *zeroWrite    // written into the tail before the fsync, so that it covers them; nil when none
 	path     string        // its path, for errors
 	commits  []*Commit     // completed by the fsync
 	spare    []*Commit     // once synced: the emptied commits slice, for the next waiting list
@@ -52,8 +53,14 @@ func (c *committer) runSync(job *syncJob) {
 		}
 		job.commits = nil
 	}
+	var err error
+	if job.zeros != nil {
+		err = job.zeros.write()
+	}
 	start := time.Now()
-	err := c.f.datasync(job.file.f)
+	if err == nil {
+		err = c.f.datasync(job.file.f)
+	}
 	job.end = time.Now()
 	job.took = job.end.Sub(start)
 	job.sleepers = c.gathering.sleepers.Load() // before the fsync wakes any
@@ -66,7 +73,9 @@ func (c *committer) runSync(job *syncJob) {
 	// never reports success after the log refused a write. The callers
 	// are told "failed" for records that a restart reads back (at least
 	// once): Commit.Wait and queue.Pending.Err say so.
-	if err != nil {
+	if err != nil && job.zeros != nil && job.zeros.err != nil {
+		err = c.l.poison(err)
+	} else if err != nil {
 		err = c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", job.path, err))
 	} else if err = c.l.Err(); err == nil {
 		c.l.advanceDurable(job.upTo)
@@ -108,9 +117,13 @@ func (c *committer) nextSync(force bool) *syncJob {
 		job = new(syncJob)
 	}
 	next := job.spare
+	zeros, err := c.planZeros()
+	if err != nil {
+		c.l.poison(err) // the job's fsync runs, and fails its commits
+	}
 	c.l.seg.RLock()
 	*job = syncJob{records: c.waitingRecords, upTo: c.l.writtenLSN.Load(), file: c.tail.file.pin(),
-		path: c.tail.path, commits: c.waiting}
+		path: c.tail.path, zeros: zeros, commits: c.waiting}
 	c.l.seg.RUnlock()
 	c.spare, c.waiting, c.waitingRecords = nil, next, 0
 	c.gathering.holding.Store(false)
@@ -124,11 +137,15 @@ func (c *committer) nextSync(force bool) *syncJob {
 func (c *committer) synced(job *syncJob) {
 	c.inflight = nil
 	c.syncing.Store(false)
+	if job.zeros != nil && c.ext.pending == job.zeros {
+		c.ext.pending = nil // written: runSync wrote them before the fsync
+	}
 	err := job.err
 	if err == nil {
 		c.lastSync = job.end
 		c.gathering.ended(job)
 		c.dirty = c.l.writtenLSN.Load() > job.upTo
+		c.armWitness()
 	}
 	clear(job.commits)
 	*job = syncJob{spare: job.commits[:0]}

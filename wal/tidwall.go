@@ -74,10 +74,13 @@ type store interface {
 
 // storeBatch is a batch of entries for store.writeBatch; add copies the
 // entry, so the caller may reuse its buffer at once.
-type storeBatch struct{ tw twal.Batch }
+type storeBatch struct {
+	tw      twal.Batch
+	witness bool // the batch is one witness (witness.go), told to the FS as StoreWriteWitness
+}
 
 func (b *storeBatch) add(index uint64, entry []byte) { b.tw.Write(index, entry) }
-func (b *storeBatch) clear()                         { b.tw.Clear() }
+func (b *storeBatch) clear()                         { b.tw.Clear(); b.witness = false }
 
 // tidwallStore is a store over tidwall/wal. obs, when not nil, is told of
 // each write before it is made and may fail it (see FS).
@@ -88,6 +91,10 @@ type tidwallStore struct {
 	opts     Options   // the Log's, to reopen tidwall/wal and reach its FS
 	reserved bool      // the tail's copy in memory has its room, or cannot get it (reserveTail); false after a reopen
 	tail     *tailCopy // tidwall/wal's copy of the tail segment (findTailCopy); nil until found, and after a roll or a reopen
+	// beforeReopen cuts the zeros ahead of the tail's written end
+	// (extend.go), which tidwall/wal would read back as empty entries;
+	// nil when there is nothing to cut.
+	beforeReopen func() error
 }
 
 // openStore opens tidwall/wal on a directory prepareDir left ready. fsys
@@ -126,7 +133,11 @@ func (s *tidwallStore) observe(op string) error {
 }
 
 func (s *tidwallStore) writeBatch(b *storeBatch) error {
-	if err := s.observe(StoreWriteBatch); err != nil {
+	op := StoreWriteBatch
+	if b.witness {
+		op = StoreWriteWitness
+	}
+	if err := s.observe(op); err != nil {
 		return err
 	}
 	if !s.reserved {
@@ -186,6 +197,11 @@ func (s *tidwallStore) reopenFront(index uint64) error {
 	}
 	if err := s.tw.Close(); err != nil {
 		return err
+	}
+	if s.beforeReopen != nil {
+		if err := s.beforeReopen(); err != nil {
+			return err
+		}
 	}
 	if err := removeFront(s.opts.FS, s.dir, index); err != nil {
 		return err

@@ -37,18 +37,19 @@ import (
 //
 // A read-only Open finds a torn roll as a writable one does, and reports
 // it, removing and cutting nothing. A salvaging Open repairs a torn roll
-// as a plain Open does, except for a damaged end whose entries, bounded as
-// a salvage bounds them (repair.go), reach the tail's name: that one the
-// salvage reports lost, and the log resumes past the most its bytes can
-// hold, since a damaged entry there may have been synced (bit rot) while
-// a torn one was not, and the bytes cannot tell which. Unless nothing in
-// the log tells the LSNs of that end (no record or known region before
-// it) and it bears the mark of a write that never reached the disk
-// (zeros, or one frame the end of the file cuts with no whole entry
-// behind it: a synced entry's bit rot can make its frame length run past
-// the end, but the entry stays whole behind it): as damage a salvage
-// would refuse it, so it is
-// repaired as a plain Open repairs it. (A writer's roll
+// as a plain Open does, keeping the same records, except for a damaged end
+// whose entries, bounded as a salvage bounds them (repair.go), reach the
+// tail's name: that one the salvage reports lost, and the log resumes past
+// the most its bytes can hold, since a damaged entry there may have been
+// synced (bit rot) while a torn one was not, and the bytes cannot tell
+// which. An end the tail is named past was cut short by the crash, but a
+// synced entry at its start may have rotted too: unless it bears the mark
+// of a write that never reached the disk (zeros, or one frame the end of
+// the file cuts with no whole entry behind it: a synced entry's bit rot
+// can make its frame length run past the end, but the entry stays whole
+// behind it), the salvage cuts it as a plain Open does and still takes
+// the LSNs its bytes can hold as lost, resuming past them; when nothing
+// before it in the log bounds its first LSN, it refuses. (A writer's roll
 // seen by a read-only Open beside it is never torn: tidwall/wal writes the
 // sealed segment's last entry before it creates the next file.)
 
@@ -86,7 +87,7 @@ func (l *Log) tornRoll() error {
 	case res.bad != nil:
 		_, _, found, err := findValid(r, res.bad.off+1, s.size, res.endLSN)
 		if err != nil || found {
-			return err // damage followed by a valid entry: not torn
+			return err // damage followed by a valid entry: not torn (the tear rule of repair.go is not applied here: doc.go)
 		}
 		if l.opts.Salvage {
 			if salvaged, err := l.salvagesEnd(r, s, tail, res); err != nil || salvaged {
@@ -120,10 +121,12 @@ func (l *Log) sizeUnknown() bool {
 // salvagesEnd reports whether a salvage takes the damaged end of s, from
 // res.bad to the end of the file (no valid entry follows), for damage
 // rather than a torn roll: when its entries, bounded as a salvage bounds
-// them (boundEntries), can reach the tail's name. Not when nothing in the
-// log tells its first LSN and its bytes bear the mark of a write that
-// never reached the disk (tornMark): as damage it would be refused
-// (unboundedLoss), as a torn roll it is repaired, as a plain Open does.
+// them (boundEntries), can reach the tail's name. When the name lies past
+// them, the file is shorter than the roll left it, and the end is cut as
+// a plain Open cuts it; unless its bytes bear the mark of a write that
+// never reached the disk (tornMark), the LSNs they can hold are then taken
+// as lost (boundTornEnd): a synced entry that rotted before the crash lost
+// the rest looks the same.
 func (l *Log) salvagesEnd(r *segReader, s, tail *segment, res scanResult) (bool, error) {
 	sp := scanSpec{seg: s, limit: s.size}
 	d, lone, err := skipDamage(r, sp, res.bad.off, 0, false, res.endLSN, entryHeader{}, res.bad.reason)
@@ -132,7 +135,12 @@ func (l *Log) salvagesEnd(r *segReader, s, tail *segment, res scanResult) (bool,
 	}
 	held := boundEntries([]Damage{d}, []bool{lone})
 	whole := s.firstIndex + uint64(res.entries)
-	if tail.firstIndex < whole+uint64(held.lo) || tail.firstIndex > whole+uint64(held.hi) {
+	if tail.firstIndex > whole+uint64(held.hi) {
+		torn, err := tornMark(r, res.bad.off, s.size)
+		l.tornEnd = !torn
+		return false, err
+	}
+	if tail.firstIndex < whole+uint64(held.lo) {
 		return false, nil
 	}
 	if d.FirstLSN != 0 {
@@ -142,6 +150,40 @@ func (l *Log) salvagesEnd(r *segReader, s, tail *segment, res scanResult) (bool,
 		return true, err
 	}
 	return l.boundedBefore(len(l.seg.list) - 2)
+}
+
+// boundTornEnd completes, once the sealed segments were scanned, a
+// salvage's cut of a torn roll's damaged end that does not bear the mark
+// of a write that never reached the disk (salvagesEnd). Its bytes cannot
+// tell a torn write from a synced entry that rotted, its witness and the
+// roll's writes lost to the crash, so the cut is reported in Salvaged as
+// losing the most LSNs its bytes can hold, from the LSN after every record
+// (or bounded damaged region) before it, and the log resumes past them: no
+// LSN a synced entry had is given out again. When nothing before it bounds
+// its first LSN, the salvage refuses (unboundedLoss).
+func (l *Log) boundTornEnd() error {
+	t := l.report.Torn
+	if !l.tornEnd || t == nil {
+		return nil
+	}
+	from, err := l.recordsEnd()
+	if err != nil {
+		return err
+	}
+	if from = max(from, l.resume); from == 0 {
+		return unboundedLoss(l.seg.list[len(l.seg.list)-1], []Damage{{Offset: t.Offset, Bytes: t.Bytes}})
+	}
+	n := recordsHeld(t.Bytes)
+	if n == 0 {
+		return nil // too short to hold an entry: nothing of it was synced
+	}
+	t.FirstLSN, t.LastLSN = from, from+n-1
+	t.Reason = fmt.Sprintf("cut at damage: %s; its bytes cannot tell a torn write from a synced entry that rotted, "+
+		"so up to LSN %d, the most its %d bytes can hold, is taken as lost and never given out again", t.Reason, t.LastLSN, t.Bytes)
+	l.report.Salvaged = append(l.report.Salvaged, *t)
+	l.report.Torn = nil
+	l.gap = max(l.gap, t.LastLSN+1)
+	return nil
 }
 
 // tornMark reports whether the bytes of a segment from off to limit, its
@@ -181,7 +223,7 @@ func wholeEntryAt(r *segReader, off, limit int64) (bool, error) {
 		if err != nil {
 			continue
 		}
-		n, ok := entryLen(e, h.count)
+		n, ok := entryLen(e, h)
 		if ok && binary.LittleEndian.Uint32(e) == crc32.Checksum(e[offVersion:n], castagnoli) {
 			return true, nil
 		}
@@ -189,11 +231,11 @@ func wholeEntryAt(r *segReader, off, limit int64) (bool, error) {
 	return false, nil
 }
 
-// entryLen returns the length of the entry at the start of e that holds
-// count framed records, and whether they fit in e.
-func entryLen(e []byte, count uint32) (int, bool) {
-	body := e[headerSize:]
-	for i := uint32(0); i < count; i++ {
+// entryLen returns the length of the entry at the start of e, whose header
+// is h, that holds h.count framed records, and whether they fit in e.
+func entryLen(e []byte, h entryHeader) (int, bool) {
+	body := e[h.size():]
+	for i := uint32(0); i < h.count; i++ {
 		var err error
 		if _, body, err = nextRecord(body); err != nil {
 			return 0, false
@@ -245,7 +287,7 @@ func (l *Log) dropTornTail(s, tail *segment) error {
 	l.seg.list = l.seg.list[:len(l.seg.list)-1]
 	tail.drop()
 	s.sealed = false
-	l.cut, l.report.Torn = nil, nil
+	l.cut, l.report.Torn, l.tornNone = nil, nil, false
 	if err := l.repairTail(s); err != nil {
 		return err
 	}

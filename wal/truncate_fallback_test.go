@@ -6,11 +6,19 @@ import "testing"
 // tidwall/wal, as the committer would run it for a tidwall/wal whose list
 // of segments segmentList does not find: the log then keeps writing,
 // rolling and truncating (the usual way), with tidwall/wal's list equal to
-// the Log's, and reads back whole after a reopen.
+// the Log's, and reads back whole after a reopen. Under SyncAlways the
+// tail is extended with zeros ahead of its written end, which the
+// reopened tidwall/wal would read as entries of its own: the fallback
+// cuts them first (cutBeforeReopen).
 func TestTruncateFrontFallback(t *testing.T) {
+	t.Run("SyncNever", func(t *testing.T) { truncateFrontFallback(t, SyncNever) })
+	t.Run("SyncAlways", func(t *testing.T) { truncateFrontFallback(t, SyncAlways) })
+}
+
+func truncateFrontFallback(t *testing.T, sync SyncMode) {
 	const segSize = 16 << 10
 	dir := t.TempDir()
-	opts := &Options{Sync: SyncNever, SegmentSize: segSize}
+	opts := &Options{Sync: sync, SegmentSize: segSize}
 	l, err := open(dir, opts, faults{})
 	if err != nil {
 		t.Fatal(err)

@@ -33,13 +33,18 @@ func (l *Log) Verify() (Report, error) {
 		}
 		results[i], damage[i] = res, res.damage
 	}
-	if n := len(views) - 1; n >= 0 && len(damage[n]) == 1 && damage[n][0].Offset+damage[n][0].Bytes == views[n].size {
-		v, bad := views[n], damage[n][0] // nothing valid follows: a torn write
-		d, err := tearDamage(&segReader{f: v.file.f}, v.seg.path, bad.Offset, v.size, results[n].endLSN, bad.Reason)
+	if n := len(views) - 1; n >= 0 && len(damage[n]) > 0 {
+		prevEnd := LSN(0) // the end of the segment before, when whole: what damage at the tail's start follows
+		if n > 0 && len(damage[n-1]) == 0 && results[n-1].entries > 0 {
+			prevEnd = results[n-1].endLSN
+		}
+		torn, res, err := verifyTear(views[n], prevEnd)
 		if err != nil {
 			return rep, err
 		}
-		rep.Torn, damage[n] = &d, nil
+		if torn != nil {
+			rep.Torn, damage[n], results[n] = torn, nil, res
+		}
 	}
 	if t := l.tornRollFound(); t != nil && (rep.Torn == nil || rep.Torn.Segment == t.Segment) {
 		rep.Torn = t // the same tear, said as a roll's; or one on an entry boundary, which no scan sees
@@ -50,6 +55,32 @@ func (l *Log) Verify() (Report, error) {
 		return rep, fmt.Errorf("%w: %d damaged regions, the first: %s", ErrCorrupt, len(rep.Salvaged), rep.Salvaged[0])
 	}
 	return rep, nil
+}
+
+// verifyTear reports the damage of the last segment v as a torn write
+// when the tear rule says it is one (repair.go): nothing valid follows the
+// first damage, or only entries that show a torn write. prevEnd is the
+// end of the segment before v when it is whole (0 otherwise), where
+// damage at v's start begins. It returns the tear and the scan of the
+// entries before it.
+func verifyTear(v segView, prevEnd LSN) (*Damage, scanResult, error) {
+	r := &segReader{f: v.file.f}
+	res, err := scanSegment(r, scanSpec{seg: v.seg, limit: v.size})
+	if err != nil || res.bad == nil {
+		return nil, res, err
+	}
+	want := res.endLSN
+	if want == 0 {
+		want = prevEnd
+	}
+	if _, found, err := untornAfter(r, res.bad.off, v.size, want); err != nil || found {
+		return nil, res, err
+	}
+	d, err := tearDamage(r, v.seg.path, res.bad.off, v.size, res.endLSN, res.version, res.bad.reason)
+	if err == nil && d.FirstLSN == 0 && want != 0 && d.Entries == 1 && tornWitness(r, res.bad.off, v.size, want, res.version) {
+		d.FirstLSN, d.LastLSN = want, want-1 // a witness alone at the segment's start: no LSN lost
+	}
+	return &d, res, err
 }
 
 // segView is a pinned snapshot of one segment for Verify.
@@ -76,8 +107,26 @@ func (l *Log) viewSegments() ([]segView, error) {
 			return views, fmt.Errorf("wal: verify: %w", err)
 		}
 		views[n].size = fi.Size()
+		if views[n].size, err = zerosCut(views[n]); err != nil {
+			return views, fmt.Errorf("wal: verify: %w", err)
+		}
 	}
 	return views, nil
+}
+
+// zerosCut returns the size of the segment v without the zeros after its
+// last entry: zeros a writer had ahead of the tail (extend.go), which a
+// writable Open cuts as a clean end.
+func zerosCut(v segView) (int64, error) {
+	r := &segReader{f: v.file.f}
+	res, err := scanSegment(r, scanSpec{seg: v.seg, limit: v.size})
+	if err != nil || res.bad == nil {
+		return v.size, err
+	}
+	if clean, err := zeroFilled(r, res.goodEnd, v.size); err != nil || !clean {
+		return v.size, err
+	}
+	return res.goodEnd, nil
 }
 
 // verifyContinuity completes the LSN ranges of the damage in each segment

@@ -23,8 +23,11 @@ import (
 //	StoreOp(op string) error
 //
 // before each write tidwall/wal makes on its own: op is "write-batch" (an
-// append of one batch, which may roll to a new segment) or "truncate-front"
-// (the rewrite and removals of TruncateFront). A non-nil error fails that
+// append of one batch, which may roll to a new segment), "write-witness"
+// (an append of one witness, an entry of no record that the Log writes on
+// its own when it stays idle after an fsync, so at times that depend on
+// the clock: witness.go) or "truncate-front" (the rewrite and removals of
+// TruncateFront). A non-nil error fails that
 // write as if tidwall/wal had failed it, which poisons the Log.
 //
 // An FS must be safe for concurrent use; a File is used by one goroutine at
@@ -70,6 +73,7 @@ type storeObserver interface {
 // The store operations an FS with a StoreOp method is told of.
 const (
 	StoreWriteBatch    = "write-batch"
+	StoreWriteWitness  = "write-witness"
 	StoreTruncateFront = "truncate-front"
 )
 

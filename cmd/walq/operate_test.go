@@ -197,6 +197,7 @@ func TestLocked(t *testing.T) {
 	defer q.Close()
 	_, err = q.Enqueue(context.Background(), []byte("x"))
 	require.NoError(t, err)
+	settle(t, dir)
 	before := treeDigest(t, dir)
 	for _, args := range [][]string{
 		{"verify", dir}, {"repair", dir}, {"dlq", "purge", "--all", dir}, {"enqueue", dir, "x"}, {"dequeue", dir}, {"ack", dir, "1.4"}, {"compact", dir},
@@ -225,6 +226,7 @@ func TestLockedSorted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
 	name := fmt.Sprintf("%d@%d", ds[0].Seq, ds[0].PublishedAt.UnixNano())
+	settle(t, dir)
 	before := treeDigest(t, dir)
 	for _, args := range [][]string{
 		{"dlq", "requeue", dir, name}, {"dlq", "purge", dir, name}, {"dlq", "requeue", "--all", dir},

@@ -109,6 +109,7 @@ func TestInspectRunning(t *testing.T) {
 	defer q.Close()
 	_, err = q.Enqueue(context.Background(), []byte("x"))
 	require.NoError(t, err)
+	settle(t, dir)
 	before := allFiles(t, dir)
 	r := mustWalq(t, 0, "", "stats", "--json", dir)
 	require.Contains(t, r.stderr, "another process has "+dir+" open; these figures are as of its last write")
@@ -132,7 +133,7 @@ func TestInspectRunning(t *testing.T) {
 func TestSortedCLI(t *testing.T) {
 	dir := sortedQueue(t)
 	r := mustWalq(t, 0, "", "stats", dir)
-	for _, want := range []string{"kind        sorted, int64 sort keys (format 1)", "pending     2 values in 1 keys",
+	for _, want := range []string{"kind        sorted, int64 sort keys (format 2)", "pending     2 values in 1 keys",
 		"dead        1", "published 3"} {
 		require.Contains(t, r.stdout, want)
 	}

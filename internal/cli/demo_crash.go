@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,7 +27,8 @@ const (
 	crashLeases    = 3               // messages the child's consumer leases and never acks
 	crashAfter     = 1000            // acknowledged enqueues before the kill
 	crashDeadline  = 5 * time.Second // kill the child by then whatever it reported
-	crashTornBytes = 512             // zero bytes appended to show the tail repair
+	crashTornBytes = 512             // the size of the entry whose write the demo tears
+	crashTornHead  = 64              // the bytes of it the tear leaves
 	childLifetime  = 20 * time.Second
 )
 
@@ -210,26 +213,50 @@ func killed(err error) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
-// tearTail appends zero bytes to the last log segment: what a power cut
-// can leave when the file's size reached the disk and its data did not.
-// kill -9 alone leaves whole writes, since the kernel finishes them.
+// tearTail writes the first bytes of an entry after the last log
+// segment's entries: what a power cut can leave of a write over the
+// zeros the log keeps ahead of its entries (its first sector reached the
+// disk, the rest did not). kill -9 alone leaves whole writes, since the
+// kernel finishes them.
 func (d *demo) tearTail() error {
 	segs, err := segmentFiles(d.dir)
 	if err != nil || len(segs) == 0 {
 		return fmt.Errorf("demo: no log segments in %s: %v", d.dir, err)
 	}
 	last := segs[len(segs)-1]
-	f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
+	b, err := os.ReadFile(last)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(make([]byte, crashTornBytes))
+	f, err := os.OpenFile(last, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	torn := binary.AppendUvarint(nil, crashTornBytes) // the frame of an entry of crashTornBytes
+	torn = append(torn, bytes.Repeat([]byte{0xa5}, crashTornHead-len(torn))...)
+	end := entriesEnd(b)
+	_, err = f.WriteAt(torn, end)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	d.say("kill -9 leaves whole writes; to show the tail repair too, appended %d zero bytes to %s, as a power cut can",
-		crashTornBytes, filepath.Base(last))
+	d.say("kill -9 leaves whole writes; to show the tail repair too, wrote the first %d bytes of a %d-byte entry at offset %d of %s, as a power cut can leave them",
+		crashTornHead, crashTornBytes, end, filepath.Base(last))
 	return err
+}
+
+// entriesEnd returns the offset after the whole entries that b, a log
+// segment, starts with: each is a uvarint length and that many bytes
+// (the zeros after them read as entries of length 0).
+func entriesEnd(b []byte) int64 {
+	off := 0
+	for off < len(b) {
+		n, k := binary.Uvarint(b[off:])
+		if k <= 0 || n == 0 || uint64(len(b)-off-k) < n {
+			break
+		}
+		off += k + int(n)
+	}
+	return int64(off)
 }
 
 // sayRecovery tells what the reopen did.

@@ -203,6 +203,8 @@ func describeDamage(d wal.Damage) string {
 		s += fmt.Sprintf(", %d entries", d.Entries)
 	}
 	switch {
+	case d.FirstLSN != 0 && d.LastLSN != 0 && d.LastLSN+1 == d.FirstLSN:
+		s += ", no LSN" // a torn witness, which holds no record
 	case d.FirstLSN != 0 && d.LastLSN > d.FirstLSN:
 		s += fmt.Sprintf(", LSN %d-%d", d.FirstLSN, d.LastLSN)
 	case d.FirstLSN != 0:

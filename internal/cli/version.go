@@ -32,7 +32,7 @@ the on-disk formats it reads and writes: the queue directory's format
 // Format versions walq writes, as the packages document them: the log
 // entry's version byte (wal) and the snapshot header's (recovery).
 const (
-	logEntryVersion = 1
+	logEntryVersion = 2
 	snapshotVersion = 1
 )
 

@@ -116,3 +116,11 @@ func TestVerifyErrorOfOneRegion(t *testing.T) {
 	require.Contains(t, err.Error(), ": a damaged log region: ")
 	require.Regexp(t, `, 1 entry, LSN \d+: `, err.Error())
 }
+
+// TestDamageLostNoLSN: a torn witness (an entry of no record) is cut and
+// loses no LSN; its line must not name one.
+func TestDamageLostNoLSN(t *testing.T) {
+	d := wal.Damage{Segment: "log/1", Offset: 74, Bytes: 23, Entries: 1, FirstLSN: 4, LastLSN: 3, Reason: "torn write"}
+	require.Equal(t, "segment log/1 offset 74: 23 bytes, 1 entry, no LSN (torn write)", describeDamage(d))
+	require.Equal(t, "log/1 offset 74: 23 bytes, 1 entry, no LSN: torn write", d.String())
+}

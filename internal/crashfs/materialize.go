@@ -17,6 +17,16 @@ type State struct {
 	// appended or overwritten): a reader that refuses to guess
 	// (ErrCorrupt) is right to refuse such a file.
 	Holes bool
+	// OverZeros is set when every hole is one a writer of zeros ahead of
+	// a file's end leaves: a unit overwritten over synced zeros lost
+	// (from its first changed byte on, its synced bytes are zeros), no
+	// appended byte kept after it, and the file still ends in a whole
+	// aligned sector of zeros past the last unit kept. walq's tail,
+	// extended with zeros before records overwrite them, tears so; Open
+	// must take such a hole for a torn write, never refuse it.
+	OverZeros bool
+	// Holed names the files (relative to the root) that got a hole.
+	Holed []string
 	// Lost names the files (relative to the root) whose content differs
 	// from what was written before the crash: unsynced bytes lost, torn,
 	// zeroed or followed by junk.
@@ -54,7 +64,7 @@ func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 	if err := m.dir(".", dst); err != nil {
 		return State{}, err
 	}
-	return State{Holes: m.holes, Lost: m.lost, Kept: m.kept, Desc: fmt.Sprintf("names %s; %s",
+	return State{Holes: m.holes, OverZeros: m.holes && !m.otherHoles, Holed: m.holed, Lost: m.lost, Kept: m.kept, Desc: fmt.Sprintf("names %s; %s",
 		[]string{"as last fsynced", "as cached", "mixed"}[m.names], strings.Join(m.desc, "; "))}, nil
 }
 
@@ -64,9 +74,13 @@ type materializer struct {
 	rng   *rand.Rand
 	names int      // namesSynced, namesCached or namesMixed
 	holes bool     // a file got a hole
-	lost  []string // files whose content is not what was written
-	kept  []string // files that kept unsynced bytes
-	desc  []string // what was chosen where it mattered
+	holed []string // the files that got a hole
+	// otherHoles: a file got a hole that is not a lost overwrite of
+	// zeros with the file ending in zeros past it (State.OverZeros)
+	otherHoles bool
+	lost       []string // files whose content is not what was written
+	kept       []string // files that kept unsynced bytes
+	desc       []string // what was chosen where it mattered
 }
 
 // dir writes directory rel of the crash state at dst.
@@ -138,11 +152,29 @@ func (m *materializer) content(name string, ino *inode) []byte {
 		return base
 	}
 	n := min(len(cur), len(base))
-	missed := false // an overwritten unit kept its synced bytes
+	// missed: an overwritten unit kept its synced bytes; zeros: each such
+	// unit was over zeros; keptEnd: the end of the last unit that took its
+	// new bytes.
+	missed, zeros, keptEnd := false, true, 0
+	holesBefore := m.holes
+	m.holes = false // this file's, until it returns
+	defer func() {
+		if m.holes {
+			m.holed = append(m.holed, name)
+		}
+		m.holes = m.holes || holesBefore
+	}()
 	if !bytes.Equal(cur[:n], base[:n]) {
-		missed = m.overwrite(name, base[:n], cur[:n])
+		missed, zeros, keptEnd = m.overwrite(name, base[:n], cur[:n])
+	}
+	overZeros := m.holes // this file's hole by a lost unit, over zeros if zeros
+	if overZeros && !zeros {
+		m.otherHoles = true
 	}
 	if len(cur) <= len(base) {
+		if overZeros && !endsInZeros(base, keptEnd) {
+			m.otherHoles = true
+		}
 		return base // nothing appended; a cut since the sync is not durable
 	}
 	ext := cur[len(base):]
@@ -159,8 +191,12 @@ func (m *materializer) content(name string, ino *inode) []byte {
 	if keep > 0 {
 		m.keep(name)
 		m.holes = m.holes || missed
+		m.otherHoles = m.otherHoles || missed
 	}
 	tail, how := m.tear(b, len(base))
+	if overZeros && !endsInZeros(tail, keptEnd) {
+		m.otherHoles = true
+	}
 	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d unsynced bytes after %d, then %s", name, keep, len(ext), len(base), how))
 	return tail
 }
@@ -190,7 +226,7 @@ func (m *materializer) tear(b []byte, from int) ([]byte, string) {
 		i := from + m.rng.IntN(len(b)-from-1)
 		j := i + 1 + m.rng.IntN(len(b)-i-1)
 		clear(b[i:j])
-		m.holes = true
+		m.holes, m.otherHoles = true, true
 		return b, fmt.Sprintf("a hole of zeros at [%d, %d) with the bytes after it kept", i, j)
 	}
 }
@@ -207,16 +243,18 @@ const (
 // pages, and each one that changed keeps its synced bytes or takes its new
 // ones, none, all, or each at random, in any order. A unit that took its
 // new bytes after one that did not makes a hole. It reports whether a
-// changed unit kept its synced bytes: appended bytes kept after it make a
-// hole as well.
-func (m *materializer) overwrite(name string, b, now []byte) bool {
+// changed unit kept its synced bytes (appended bytes kept after it make a
+// hole as well), whether every such unit's synced bytes were zeros from
+// its first changed byte on, and the end of the last unit that took its
+// new bytes.
+func (m *materializer) overwrite(name string, b, now []byte) (missed, zeros bool, keptEnd int) {
 	unit := sectorSize
 	if m.rng.IntN(2) == 0 {
 		unit = pageSize
 	}
 	mode := m.rng.IntN(4) // 0: none kept, 1: all kept, else each at random
 	changed, kept := 0, 0
-	missed := false // a changed unit before this one kept its synced bytes
+	zeros = true
 	for off := 0; off < len(b); off += unit {
 		end := min(off+unit, len(b))
 		if bytes.Equal(b[off:end], now[off:end]) {
@@ -224,18 +262,50 @@ func (m *materializer) overwrite(name string, b, now []byte) bool {
 		}
 		changed++
 		if mode == 0 || mode > 1 && m.rng.IntN(2) == 0 {
-			missed = true
+			missed = true // a changed unit before the next ones kept its synced bytes
+			zeros = zeros && zeroFrom(b[off:end], now[off:end])
 			continue
 		}
 		copy(b[off:end], now[off:end])
 		kept++
+		keptEnd = end
 		m.holes = m.holes || missed
 	}
 	if kept > 0 {
 		m.keep(name)
 	}
 	m.desc = append(m.desc, fmt.Sprintf("%s kept %d of %d overwritten %d-byte units", name, kept, changed, unit))
-	return missed
+	return missed, zeros, keptEnd
+}
+
+// zeroFrom reports whether old, a unit's synced bytes, is zeros from the
+// first byte where now differs from it on.
+func zeroFrom(old, now []byte) bool {
+	i := 0
+	for i < len(old) && old[i] == now[i] {
+		i++
+	}
+	for _, c := range old[i:] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// endsInZeros reports whether b ends in a whole aligned sector of zeros
+// (and zeros after it) that starts at or after from.
+func endsInZeros(b []byte, from int) bool {
+	s := len(b) - len(b)%sectorSize - sectorSize
+	if s < from || s < 0 {
+		return false
+	}
+	for _, c := range b[s:] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // keep records that name kept some of its unsynced bytes.

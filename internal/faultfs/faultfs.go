@@ -4,6 +4,10 @@
 // something durable: open (and create), write, fsync (Sync and Datasync),
 // truncate, rename, remove, mkdir, dirsync, and the writes tidwall/wal makes
 // itself, which it is told of (wal.StoreWriteBatch, wal.StoreTruncateFront).
+// A witness's write (wal.StoreWriteWitness) is neither counted nor failed
+// unless FailNext names it: the Log writes witnesses when it stays idle, at
+// times that depend on the clock, and counting them would make the
+// numbering of the other operations vary from run to run.
 // A failed write writes the first half of its bytes first, as a write cut
 // short by a full disk does. Every operation after the Nth works again, so
 // that a test sees whether its caller trusts a disk that failed once.
@@ -61,6 +65,17 @@ func (f *FS) FailNext(kind string) {
 	f.mu.armed = kind
 }
 
+// FailAfter makes the n-th counted operation from now (from 1) fail,
+// instead of the failAt-th: a test that arms it once its subject is in
+// place numbers the operations that follow alone, however many a setup
+// made before (a setup's count can vary with the clock: a witness's write
+// is not counted, but the fsync that makes it durable is).
+func (f *FS) FailAfter(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failAt = len(f.mu.ops) + n
+}
+
 // Hit returns the operation that failed, if it happened.
 func (f *FS) Hit() (Op, bool) {
 	f.mu.Lock()
@@ -76,6 +91,9 @@ func (f *FS) Hit() (Op, bool) {
 func (f *FS) step(kind, path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if kind == wal.StoreWriteWitness && f.mu.armed != kind {
+		return nil
+	}
 	f.mu.ops = append(f.mu.ops, Op{Kind: kind, Path: path})
 	if f.mu.armed != "" && kind == f.mu.armed {
 		f.mu.armed, f.failAt = "", len(f.mu.ops)
