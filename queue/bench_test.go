@@ -17,7 +17,10 @@ import (
 )
 
 // BenchmarkEnqueue measures durable enqueues per second by producer count
-// and sync mode, 100-byte payloads.
+// and sync mode, and the process's CPU time per enqueue beside the wall
+// time; 100-byte payloads, WALQ_BENCH_PAYLOAD if set (bench/'s 1 KiB rows:
+// 1024). Under SyncNever the gap between the two is mostly the fsync each
+// segment roll makes while its caller waits.
 func BenchmarkEnqueue(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -30,8 +33,10 @@ func BenchmarkEnqueue(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer q.Close()
-				payload := make([]byte, 100)
+				payload := make([]byte, benchPayload())
+				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := processCPU()
 				if producers == 1 {
 					for range b.N {
 						if _, err := q.Enqueue(context.Background(), payload); err != nil {
@@ -49,6 +54,7 @@ func BenchmarkEnqueue(b *testing.B) {
 						}
 					})
 				}
+				reportCPU(b, cpu)
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 			})
 		}
