@@ -63,6 +63,14 @@ local INT, HEAD
 -- exactly and prints whole, with INT and with '..' ('%.14g') alike, and
 -- no dequeue writes a larger one (see atlimit).
 local DIGITS, COUNT = 14, 99999999999999
+-- NUM and SUCC hold, for the numbers most records carry as delivery
+-- counts and id lengths (0 to 99, written as INT writes them), the
+-- number and, for a count, the next count as a string: a look-up costs
+-- a fifth of a conversion (strtod, or string.format). A string not in
+-- them (a larger number, or one written otherwise, '007') is converted.
+-- FRESHREC holds the head of a new record by the length of its id
+-- (enqueue), made on first use.
+local NUM, SUCC, FRESHREC
 
 -- bindargs sets the names of the call's common arguments: the wake
 -- channel (nil: publish derives it), now, MaxDeliveries and DedupWindow,
@@ -70,7 +78,8 @@ local DIGITS, COUNT = 14, 99999999999999
 -- with the arguments of their own layout.
 local function bindargs(chan, at, md, win)
   CHAN, NOW, maxd, window = chan, at, 0, 0
-  now = NOW + 0 -- one strtod; tonumber makes two
+  now = 0
+  if at ~= '0' then now = NOW + 0 end -- one strtod; tonumber makes two
   if md ~= '0' then maxd = md + 0 end -- the client's integers: one strtod
   if win ~= '0' then window = win + 0 end
   lim = COUNT
@@ -80,7 +89,36 @@ local function bindargs(chan, at, md, win)
     KEEP = string.rep('~', 256)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
     HEAD = '%d:' .. INT .. ':'
+    NUM, SUCC, FRESHREC = {}, {}, {}
+    for i = 0, 99 do
+      local d = string.format('%d', i)
+      NUM[d], SUCC[d] = i, string.format('%d', i + 1)
+    end
   end
+end
+
+-- freshrec returns the record of a new message with no producer id whose
+-- id is id (see decode): '0:0::' len(id) ':' id. Generated ids have one
+-- length: the head is kept for lengths under 256.
+local function freshrec(id)
+  local n = #id
+  local h = FRESHREC[n]
+  if not h then
+    h = string.format('0:0::%d:', n)
+    if n < 256 then FRESHREC[n] = h end
+  end
+  return h .. id
+end
+
+-- after tells whether the time a (µs, a string as the library or the
+-- client writes it: a decimal integer) is after the call's NOW. Two
+-- non-negative times of as many digits (any two of this century) compare
+-- as strings, with no conversion; other pairs, and a that is no number
+-- (false then), as numbers.
+local function after(a)
+  if #a == #NOW and NOW > '0' then return a > NOW end
+  local x = tonumber(a)
+  return x ~= nil and x > now
 end
 
 -- bind binds a call given every key of the queue, in the order above.
@@ -219,8 +257,8 @@ end
 local function owner(raw, dl, tok)
   if not raw or not dl or dl + 0 <= now then return nil end
   local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
-  if t ~= tok or at + n - 1 > #raw then return nil end
-  return string.sub(raw, at, at + n - 1), p == '1'
+  if t ~= tok or at + (NUM[n] or n + 0) - 1 > #raw then return nil end
+  return string.sub(raw, at, at + (NUM[n] or n + 0) - 1), p == '1'
 end
 
 local function getrec(seq)
@@ -271,7 +309,7 @@ end
 local function leasable(raw, body)
   if not raw then return nil, 'missing' end
   local head, d, tail, n = string.match(raw, '^(%d:)(%d+):%d*(:(%d+):.*)$')
-  if not n or #d > DIGITS or n + #n + 2 > #tail then return nil, 'unreadable' end
+  if not n or #d > DIGITS or (NUM[n] or n + 0) + #n + 2 > #tail then return nil, 'unreadable' end
   if not body then return nil, 'body missing' end
   return head, d, tail
 end
@@ -340,7 +378,7 @@ end
 -- more delivery wrote would not read. atlimit tells whether a message
 -- delivered d times (the digits leasable returns) is such a one.
 local function atlimit(d)
-  return d + 0 >= lim
+  return (NUM[d] or d + 0) >= lim
 end
 
 -- killAtLimit moves the message seq, popped from ready, whose record as
@@ -552,10 +590,13 @@ end
 -- kicked those armed later, and a housekeeping pass arms for it:
 -- housekeep returns it, and removes it once it has passed), so a lease
 -- that runs out no earlier needs no announcement. announce tells
--- whether a lease running out at dl is announced, given the field's
--- value t as read; if so, the caller writes dl to the field with the
--- lease.
-local function announce(dl, t)
+-- whether a lease running out at dls (µs, a string) is announced, given
+-- the field's value t as read; if so, the caller writes dls to the field
+-- with the lease. A t of as many digits as dls compares as a string
+-- (see after).
+local function announce(dls, t)
+  if t and #t == #dls and t <= dls and after(t) then return false end
+  local dl = dls + 0
   t = tonumber(t)
   if t and t > now and t <= dl then return false end
   if not timers or dl < timers then timers = dl end
@@ -628,8 +669,9 @@ local function leaseone(dls, tok, full)
     wake()
     return got
   end
-  local w = tonumber(got[4])
-  if not w or w <= now then
+  local w = got[4]
+  if not w or not after(w) then
+    w = tonumber(w)
     local bad = need(DELAYED)
     if bad then
       redis.call('ZADD', K_READY, score, seq)
@@ -679,8 +721,7 @@ local function leaseone(dls, tok, full)
     head, d, tail = leasable(got[1], got[2])
     dead = not head or atlimit(d)
   end
-  d = d + 1
-  local ds = string.format(INT, d)
+  local ds = SUCC[d] or string.format(INT, d + 1)
   local rec = head .. ds .. ':' .. tok .. tail
   local dn = string.format(INT, (tonumber(got[3]) or 0) + 1)
   local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
@@ -691,15 +732,15 @@ local function leaseone(dls, tok, full)
   end
   if w_unset then -- rare: the fields made whole in a table
     local fields = {seq, rec, '#d', dn}
-    if announce(dls + 0, got[5]) then fields[5], fields[6] = '#t', dls end
+    if announce(dls, got[5]) then fields[5], fields[6] = '#t', dls end
     redis.call('HSET', K_MSG, unpack(with_w(fields)))
-  elseif announce(dls + 0, got[5]) then
+  elseif announce(dls, got[5]) then
     redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
   else
     redis.call('HSET', K_MSG, seq, rec, '#d', dn)
   end
   wake()
-  if full then return {-1, seq, d, got[2]} end
+  if full then return {-1, seq, ds + 0, got[2]} end
   return seq .. ':' .. ds .. ':' .. got[2]
 end
 
@@ -744,7 +785,6 @@ local function leasemany(ARGV, dls, max, at, full)
     end
     state = {got[2 * to + 2], got[2 * to + 3]}
   end
-  local dl = dls + 0
   local recs, deadlines = {}, {}
   local k, buried = 0, 0
   while #seqs > 0 do
@@ -756,12 +796,12 @@ local function leasemany(ARGV, dls, max, at, full)
         local seq, raw, body = seqs[j], got[2 * (j - from) + 1], got[2 * (j - from) + 2]
         local head, d, tail = leasable(raw, body)
         if head and not atlimit(d) then
-          d = d + 1
+          local ds = SUCC[d] or string.format(INT, d + 1)
           k = k + 1
           local r, o = #recs, #out
-          recs[r + 1], recs[r + 2] = seq, head .. string.format(INT, d) .. ':' .. ARGV[at + k] .. tail
+          recs[r + 1], recs[r + 2] = seq, head .. ds .. ':' .. ARGV[at + k] .. tail
           deadlines[r + 1], deadlines[r + 2] = dls, seq
-          out[o + 1], out[o + 2], out[o + 3] = seq, d, body
+          out[o + 1], out[o + 2], out[o + 3] = seq, NUM[ds] or ds + 0, body
         else
           if not full then -- no keys to bury with; nothing leased yet
             putback(popped)
@@ -817,7 +857,7 @@ local function leasemany(ARGV, dls, max, at, full)
     redis.call('ZADD', K_LEASE, unpack(deadlines, i, math.min(i + 999, #deadlines)))
   end
   -- announced once the deadlines are written: a lease that failed set none
-  if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+  if announce(dls, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
   many('HSET', K_MSG, with_w(recs))
   wake()
   return out
@@ -843,7 +883,7 @@ local function enqueuemany(ARGV, at, old)
     local id, sq = ARGV[at - 1 + 2 * i], string.format(INT, seq + i)
     scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
     local f = 6 * i - 6
-    fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
+    fields[f + 1], fields[f + 2] = sq, freshrec(id)
     fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[at + 2 * i]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
   end
