@@ -77,14 +77,6 @@ local NUM, SUCC, FRESHREC
 -- as strings. bind calls it; the functions bound by bindsome call it
 -- with the arguments of their own layout.
 local function bindargs(chan, at, md, win)
-  CHAN, NOW, maxd, window = chan, at, 0, 0
-  now = 0
-  if at ~= '0' then now = NOW + 0 end -- one strtod; tonumber makes two
-  if md ~= '0' then maxd = md + 0 end -- the client's integers: one strtod
-  if win ~= '0' then window = win + 0 end
-  lim = COUNT
-  if maxd > 0 and maxd < COUNT then lim = maxd end
-  woke, timers, w_unset = false, nil, false
   if not KEEP then
     KEEP = string.rep('~', 256)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
@@ -95,6 +87,14 @@ local function bindargs(chan, at, md, win)
       NUM[d], SUCC[d] = i, string.format('%d', i + 1)
     end
   end
+  CHAN, NOW, maxd, window = chan, at, 0, 0
+  now = 0
+  if at ~= '0' then now = NOW + 0 end -- one strtod; tonumber makes two
+  if md ~= '0' then maxd = NUM[md] or md + 0 end -- the client's integers: one strtod, none for most limits
+  if win ~= '0' then window = win + 0 end
+  lim = COUNT
+  if maxd > 0 and maxd < COUNT then lim = maxd end
+  woke, timers, w_unset = false, nil, false
 end
 
 -- freshrec returns the record of a new message with no producer id whose
@@ -110,16 +110,18 @@ local function freshrec(id)
   return h .. id
 end
 
--- after tells whether the time a (µs, a string as the library or the
--- client writes it: a decimal integer) is after the call's NOW. Two
--- non-negative times of as many digits (any two of this century) compare
--- as strings, with no conversion; other pairs, and a that is no number
--- (false then), as numbers.
-local function after(a)
-  if #a == #NOW and NOW > '0' then return a > NOW end
-  local x = tonumber(a)
-  return x ~= nil and x > now
+-- The hints a lease reads with its message ('#w', '#t', '#d', below)
+-- stay the same from one lease to the next ('#d' is the one the last
+-- lease wrote): memo keeps the last string read of each and its number
+-- (tonumber: nil for no number), so that one conversion serves them all.
+-- Equal strings are one object in Lua: the test costs no comparison of
+-- bytes. MEMO holds a pair per hint, string then number.
+local MEMO = {}
+local function memo(i, v)
+  if v ~= MEMO[i] then MEMO[i], MEMO[i + 1] = v, tonumber(v) end
+  return MEMO[i + 1]
 end
+local M_W, M_T, M_D = 1, 3, 5
 
 -- bind binds a call given every key of the queue, in the order above.
 local function bind(KEYS, ARGV)
@@ -592,12 +594,10 @@ end
 -- that runs out no earlier needs no announcement. announce tells
 -- whether a lease running out at dls (µs, a string) is announced, given
 -- the field's value t as read; if so, the caller writes dls to the field
--- with the lease. A t of as many digits as dls compares as a string
--- (see after).
+-- with the lease.
 local function announce(dls, t)
-  if t and #t == #dls and t <= dls and after(t) then return false end
   local dl = dls + 0
-  t = tonumber(t)
+  t = memo(M_T, t)
   if t and t > now and t <= dl then return false end
   if not timers or dl < timers then timers = dl end
   return true
@@ -669,9 +669,8 @@ local function leaseone(dls, tok, full)
     wake()
     return got
   end
-  local w = got[4]
-  if not w or not after(w) then
-    w = tonumber(w)
+  local w = memo(M_W, got[4])
+  if not w or w <= now then
     local bad = need(DELAYED)
     if bad then
       redis.call('ZADD', K_READY, score, seq)
@@ -723,7 +722,9 @@ local function leaseone(dls, tok, full)
   end
   local ds = SUCC[d] or string.format(INT, d + 1)
   local rec = head .. ds .. ':' .. tok .. tail
-  local dn = string.format(INT, (tonumber(got[3]) or 0) + 1)
+  local dc = (memo(M_D, got[3]) or 0) + 1
+  local dn = string.format(INT, dc)
+  MEMO[M_D], MEMO[M_D + 1] = dn, dc -- what the next lease reads
   local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
   if type(bad) == 'table' then
     redis.call('ZADD', K_READY, score, seq)
@@ -770,7 +771,7 @@ local function leasemany(ARGV, dls, max, at, full)
       wake()
       return got
     end
-    local w = tonumber(got[2 * to + 1])
+    local w = memo(M_W, got[2 * to + 1])
     local bad = not promoted and (not w or w <= now) and need(DELAYED)
     if bad then
       putback(popped)
@@ -841,7 +842,10 @@ local function leasemany(ARGV, dls, max, at, full)
     wake()
     return out
   end
-  recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
+  local dc = (memo(M_D, state[2]) or 0) + k
+  local dn = string.format(INT, dc)
+  MEMO[M_D], MEMO[M_D + 1] = dn, dc
+  recs[#recs + 1], recs[#recs + 2] = '#d', dn
   local lot = math.min(#deadlines, 1000) -- the first ZADD's
   if buried == 0 then
     local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, lot))
