@@ -87,3 +87,69 @@ func TestSortedDeliveriesPastInt32(t *testing.T) {
 	require.Equal(t, "done", dead[0].Reason)
 	require.Equal(t, int64(min(had+1, math.MaxInt)), int64(dead[0].Deliveries))
 }
+
+// TestDeliveriesAroundSmallCounts: a lease reads the delivery count its
+// record holds and writes the next one, by a table look-up for the small
+// counts most records carry (0 to 99) and by conversion past them, so
+// the counts at that edge, and one written with leading zeros, come out
+// the same on both paths; a message at MaxDeliveries is not delivered
+// again but dead-lettered with the count it had.
+func TestDeliveriesAroundSmallCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	takes := []struct {
+		name string
+		take func(q *Queue) (*queue.Message, error)
+	}{
+		{"one", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }}, // lease1
+		{"batch", func(q *Queue) (*queue.Message, error) { // dequeue's leases, gathered
+			ms, err := q.dequeue(ctx, 2, false)
+			if err != nil || len(ms) == 0 {
+				return nil, err
+			}
+			return ms[0], nil
+		}},
+	}
+	cases := []struct {
+		stored string // deliveries in the record before the lease
+		want   int    // the message's Deliveries; 0: dead-lettered at the limit
+	}{
+		{"0", 1}, {"98", 99}, {"99", 100}, {"100", 0}, {"101", 0}, {"007", 8}, {"0099", 100},
+	}
+	for _, tk := range takes {
+		for _, c := range cases {
+			t.Run(tk.name+"/"+c.stored, func(t *testing.T) {
+				q, err := Open(ctx, rdb, "small-counts-"+tk.name+"-"+c.stored, &Options{MaxDeliveries: 100})
+				require.NoError(t, err)
+				defer q.Close()
+				_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("m"))
+				require.NoError(t, err)
+				require.NoError(t, rdb.HSet(ctx, q.keys[1], "1", "1:"+c.stored+"::1:m").Err())
+
+				m, err := tk.take(q)
+				if c.want == 0 {
+					require.ErrorIs(t, err, queue.ErrEmpty)
+					dead, err := q.DeadLetters(0, 0)
+					require.NoError(t, err)
+					require.Len(t, dead, 1)
+					n, _ := strconv.Atoi(c.stored)
+					require.Equal(t, n, dead[0].Deliveries)
+					return
+				}
+				require.NoError(t, err)
+				require.NotNil(t, m)
+				require.Equal(t, c.want, m.Deliveries)
+				require.NoError(t, m.Nack(0))
+				m, err = q.TryDequeue()
+				if c.want == 100 { // given back at the limit: dead
+					require.ErrorIs(t, err, queue.ErrEmpty)
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, c.want+1, m.Deliveries, "the count the lease wrote reads back")
+				require.NoError(t, m.Ack())
+			})
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq/internal/redistest"
@@ -159,23 +160,8 @@ func TestDeadValueDamagedFence(t *testing.T) {
 // alone is damaged is listed with its publish time and payload, and its
 // listing names it for both.
 func TestDeadValueCorruptListedFence(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	s, rdb, ds := deadValues(t, "corrupt-listed", 3)
 	ctx := context.Background()
-	s, err := OpenSorted[int64](ctx, rdb, "corrupt-listed", nil)
-	require.NoError(t, err)
-	defer s.Close()
-	for i := range 3 {
-		require.NoError(t, s.Publish(ctx, int64(i), fmt.Sprint("k", i), []byte("p")))
-	}
-	bs, err := s.TryPull(10)
-	require.NoError(t, err)
-	for _, b := range bs {
-		require.NoError(t, b.DeadLetter("x"))
-	}
-	ds, err := s.DeadValues(0, 0)
-	require.NoError(t, err)
-	require.Len(t, ds, 3)
 	at := binary.BigEndian.AppendUint64(nil, uint64(ds[1].PublishedAt.UnixNano()))
 	require.NoError(t, rdb.HSet(ctx, s.keys[1], strconv.FormatUint(ds[0].Seq, 10), "garbage").Err())
 	require.NoError(t, rdb.HSet(ctx, s.keys[1], strconv.FormatUint(ds[1].Seq, 10), "\x93\xc4\x01\x00\xd3"+string(at)+"\xc4\x01q").Err())
@@ -384,23 +370,8 @@ func TestRequeueAllDeadWhileDying(t *testing.T) {
 // count the server kept. It is now listed as a corrupt record: a count of
 // 0 and a reason that says which field is wrong.
 func TestDeadValueCountDamaged(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	s, rdb, ds := deadValues(t, "count-damaged", 4)
 	ctx := context.Background()
-	s, err := OpenSorted[int64](ctx, rdb, "count-damaged", nil)
-	require.NoError(t, err)
-	defer s.Close()
-	for i := range 4 {
-		require.NoError(t, s.Publish(ctx, int64(i), fmt.Sprint("k", i), []byte("p")))
-	}
-	bs, err := s.TryPull(10)
-	require.NoError(t, err)
-	for _, b := range bs {
-		require.NoError(t, b.DeadLetter("x"))
-	}
-	ds, err := s.DeadValues(0, 0)
-	require.NoError(t, err)
-	require.Len(t, ds, 4)
 	seq := func(i int) string { return strconv.FormatUint(ds[i].Seq, 10) }
 	require.NoError(t, rdb.HDel(ctx, s.keys[2], seq(0)).Err())
 	require.NoError(t, rdb.HSet(ctx, s.keys[2], seq(1), "two").Err())
@@ -423,4 +394,30 @@ func TestDeadValueCountDamaged(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.Equal(t, 1, got[0].Values[0].Deliveries)
+}
+
+// deadValues opens the sorted queue name on a server of its own,
+// publishes n values (keys k0, k1, ..., payload "p"), pulls and
+// dead-letters them all with the reason "x", and returns the queue (closed
+// when the test ends), its client and its dead values as listed.
+func deadValues(t *testing.T, name string, n int) (*Sorted[int64], *redis.Client, []queue.DeadValue[int64]) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	s, err := OpenSorted[int64](ctx, rdb, name, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	for i := range n {
+		require.NoError(t, s.Publish(ctx, int64(i), fmt.Sprint("k", i), []byte("p")))
+	}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	for _, b := range bs {
+		require.NoError(t, b.DeadLetter("x"))
+	}
+	ds, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	require.Len(t, ds, n)
+	return s, rdb, ds
 }

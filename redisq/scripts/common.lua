@@ -63,25 +63,65 @@ local INT, HEAD
 -- exactly and prints whole, with INT and with '..' ('%.14g') alike, and
 -- no dequeue writes a larger one (see atlimit).
 local DIGITS, COUNT = 14, 99999999999999
+-- NUM and SUCC hold, for the numbers most records carry as delivery
+-- counts and id lengths (0 to 99, written as INT writes them), the
+-- number and, for a count, the next count as a string: a look-up costs
+-- a fifth of a conversion (strtod, or string.format). A string not in
+-- them (a larger number, or one written otherwise, '007') is converted.
+-- FRESHREC holds the head of a new record by the length of its id
+-- (enqueue), made on first use.
+local NUM, SUCC, FRESHREC
 
 -- bindargs sets the names of the call's common arguments: the wake
 -- channel (nil: publish derives it), now, MaxDeliveries and DedupWindow,
 -- as strings. bind calls it; the functions bound by bindsome call it
 -- with the arguments of their own layout.
 local function bindargs(chan, at, md, win)
-  CHAN, NOW, maxd, window = chan, at, 0, 0
-  now = NOW + 0 -- one strtod; tonumber makes two
-  if md ~= '0' then maxd = md + 0 end -- the client's integers: one strtod
-  if win ~= '0' then window = win + 0 end
-  lim = COUNT
-  if maxd > 0 and maxd < COUNT then lim = maxd end
-  woke, timers, w_unset = false, nil, false
   if not KEEP then
     KEEP = string.rep('~', 256)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
     HEAD = '%d:' .. INT .. ':'
+    NUM, SUCC, FRESHREC = {}, {}, {}
+    for i = 0, 99 do
+      local d = string.format('%d', i)
+      NUM[d], SUCC[d] = i, string.format('%d', i + 1)
+    end
   end
+  CHAN, NOW, maxd, window = chan, at, 0, 0
+  now = 0
+  if at ~= '0' then now = NOW + 0 end -- one strtod; tonumber makes two
+  if md ~= '0' then maxd = NUM[md] or md + 0 end -- the client's integers: one strtod, none for most limits
+  if win ~= '0' then window = win + 0 end
+  lim = COUNT
+  if maxd > 0 and maxd < COUNT then lim = maxd end
+  woke, timers, w_unset = false, nil, false
 end
+
+-- freshrec returns the record of a new message with no producer id whose
+-- id is id (see decode): '0:0::' len(id) ':' id. Generated ids have one
+-- length: the head is kept for lengths under 256.
+local function freshrec(id)
+  local n = #id
+  local h = FRESHREC[n]
+  if not h then
+    h = string.format('0:0::%d:', n)
+    if n < 256 then FRESHREC[n] = h end
+  end
+  return h .. id
+end
+
+-- The hints a lease reads with its message ('#w', '#t', '#d', below)
+-- stay the same from one lease to the next ('#d' is the one the last
+-- lease wrote): memo keeps the last string read of each and its number
+-- (tonumber: nil for no number), so that one conversion serves them all.
+-- Equal strings are one object in Lua: the test costs no comparison of
+-- bytes. MEMO holds a pair per hint, string then number.
+local MEMO = {}
+local function memo(i, v)
+  if v ~= MEMO[i] then MEMO[i], MEMO[i + 1] = v, tonumber(v) end
+  return MEMO[i + 1]
+end
+local M_W, M_T, M_D = 1, 3, 5
 
 -- bind binds a call given every key of the queue, in the order above.
 local function bind(KEYS, ARGV)
@@ -219,8 +259,8 @@ end
 local function owner(raw, dl, tok)
   if not raw or not dl or dl + 0 <= now then return nil end
   local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
-  if t ~= tok or at + n - 1 > #raw then return nil end
-  return string.sub(raw, at, at + n - 1), p == '1'
+  if t ~= tok or at + (NUM[n] or n + 0) - 1 > #raw then return nil end
+  return string.sub(raw, at, at + (NUM[n] or n + 0) - 1), p == '1'
 end
 
 local function getrec(seq)
@@ -271,7 +311,7 @@ end
 local function leasable(raw, body)
   if not raw then return nil, 'missing' end
   local head, d, tail, n = string.match(raw, '^(%d:)(%d+):%d*(:(%d+):.*)$')
-  if not n or #d > DIGITS or n + #n + 2 > #tail then return nil, 'unreadable' end
+  if not n or #d > DIGITS or (NUM[n] or n + 0) + #n + 2 > #tail then return nil, 'unreadable' end
   if not body then return nil, 'body missing' end
   return head, d, tail
 end
@@ -340,7 +380,7 @@ end
 -- more delivery wrote would not read. atlimit tells whether a message
 -- delivered d times (the digits leasable returns) is such a one.
 local function atlimit(d)
-  return d + 0 >= lim
+  return (NUM[d] or d + 0) >= lim
 end
 
 -- killAtLimit moves the message seq, popped from ready, whose record as
@@ -552,11 +592,12 @@ end
 -- kicked those armed later, and a housekeeping pass arms for it:
 -- housekeep returns it, and removes it once it has passed), so a lease
 -- that runs out no earlier needs no announcement. announce tells
--- whether a lease running out at dl is announced, given the field's
--- value t as read; if so, the caller writes dl to the field with the
--- lease.
-local function announce(dl, t)
-  t = tonumber(t)
+-- whether a lease running out at dls (µs, a string) is announced, given
+-- the field's value t as read; if so, the caller writes dls to the field
+-- with the lease.
+local function announce(dls, t)
+  local dl = dls + 0
+  t = memo(M_T, t)
   if t and t > now and t <= dl then return false end
   if not timers or dl < timers then timers = dl end
   return true
@@ -628,7 +669,7 @@ local function leaseone(dls, tok, full)
     wake()
     return got
   end
-  local w = tonumber(got[4])
+  local w = memo(M_W, got[4])
   if not w or w <= now then
     local bad = need(DELAYED)
     if bad then
@@ -679,10 +720,11 @@ local function leaseone(dls, tok, full)
     head, d, tail = leasable(got[1], got[2])
     dead = not head or atlimit(d)
   end
-  d = d + 1
-  local ds = string.format(INT, d)
+  local ds = SUCC[d] or string.format(INT, d + 1)
   local rec = head .. ds .. ':' .. tok .. tail
-  local dn = string.format(INT, (tonumber(got[3]) or 0) + 1)
+  local dc = (memo(M_D, got[3]) or 0) + 1
+  local dn = string.format(INT, dc)
+  MEMO[M_D], MEMO[M_D + 1] = dn, dc -- what the next lease reads
   local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
   if type(bad) == 'table' then
     redis.call('ZADD', K_READY, score, seq)
@@ -691,15 +733,15 @@ local function leaseone(dls, tok, full)
   end
   if w_unset then -- rare: the fields made whole in a table
     local fields = {seq, rec, '#d', dn}
-    if announce(dls + 0, got[5]) then fields[5], fields[6] = '#t', dls end
+    if announce(dls, got[5]) then fields[5], fields[6] = '#t', dls end
     redis.call('HSET', K_MSG, unpack(with_w(fields)))
-  elseif announce(dls + 0, got[5]) then
+  elseif announce(dls, got[5]) then
     redis.call('HSET', K_MSG, seq, rec, '#d', dn, '#t', dls)
   else
     redis.call('HSET', K_MSG, seq, rec, '#d', dn)
   end
   wake()
-  if full then return {-1, seq, d, got[2]} end
+  if full then return {-1, seq, ds + 0, got[2]} end
   return seq .. ':' .. ds .. ':' .. got[2]
 end
 
@@ -729,7 +771,7 @@ local function leasemany(ARGV, dls, max, at, full)
       wake()
       return got
     end
-    local w = tonumber(got[2 * to + 1])
+    local w = memo(M_W, got[2 * to + 1])
     local bad = not promoted and (not w or w <= now) and need(DELAYED)
     if bad then
       putback(popped)
@@ -744,7 +786,6 @@ local function leasemany(ARGV, dls, max, at, full)
     end
     state = {got[2 * to + 2], got[2 * to + 3]}
   end
-  local dl = dls + 0
   local recs, deadlines = {}, {}
   local k, buried = 0, 0
   while #seqs > 0 do
@@ -756,12 +797,12 @@ local function leasemany(ARGV, dls, max, at, full)
         local seq, raw, body = seqs[j], got[2 * (j - from) + 1], got[2 * (j - from) + 2]
         local head, d, tail = leasable(raw, body)
         if head and not atlimit(d) then
-          d = d + 1
+          local ds = SUCC[d] or string.format(INT, d + 1)
           k = k + 1
           local r, o = #recs, #out
-          recs[r + 1], recs[r + 2] = seq, head .. string.format(INT, d) .. ':' .. ARGV[at + k] .. tail
+          recs[r + 1], recs[r + 2] = seq, head .. ds .. ':' .. ARGV[at + k] .. tail
           deadlines[r + 1], deadlines[r + 2] = dls, seq
-          out[o + 1], out[o + 2], out[o + 3] = seq, d, body
+          out[o + 1], out[o + 2], out[o + 3] = seq, NUM[ds] or ds + 0, body
         else
           if not full then -- no keys to bury with; nothing leased yet
             putback(popped)
@@ -801,7 +842,10 @@ local function leasemany(ARGV, dls, max, at, full)
     wake()
     return out
   end
-  recs[#recs + 1], recs[#recs + 2] = '#d', string.format(INT, (tonumber(state[2]) or 0) + k)
+  local dc = (memo(M_D, state[2]) or 0) + k
+  local dn = string.format(INT, dc)
+  MEMO[M_D], MEMO[M_D + 1] = dn, dc
+  recs[#recs + 1], recs[#recs + 2] = '#d', dn
   local lot = math.min(#deadlines, 1000) -- the first ZADD's
   if buried == 0 then
     local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, lot))
@@ -817,7 +861,7 @@ local function leasemany(ARGV, dls, max, at, full)
     redis.call('ZADD', K_LEASE, unpack(deadlines, i, math.min(i + 999, #deadlines)))
   end
   -- announced once the deadlines are written: a lease that failed set none
-  if announce(dl, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
+  if announce(dls, state[1]) then recs[#recs + 1], recs[#recs + 2] = '#t', dls end
   many('HSET', K_MSG, with_w(recs))
   wake()
   return out
@@ -843,7 +887,7 @@ local function enqueuemany(ARGV, at, old)
     local id, sq = ARGV[at - 1 + 2 * i], string.format(INT, seq + i)
     scores[2 * i - 1], scores[2 * i] = string.format(INT, FRESH + seq + i), sq
     local f = 6 * i - 6
-    fields[f + 1], fields[f + 2] = sq, string.format('0:0::%d:', #id) .. id
+    fields[f + 1], fields[f + 2] = sq, freshrec(id)
     fields[f + 3], fields[f + 4] = 'b' .. sq, ARGV[at + 2 * i]
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
   end

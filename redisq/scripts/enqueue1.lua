@@ -44,7 +44,7 @@ if type(added) == 'table' then
   redis.call('DECR', K_SEQ)
   return added
 end
-added = redis.pcall('HSET', K_MSG, sq, string.format('0:0::%d:', #id) .. id, 'b' .. sq, ARGV[at + 2], 'i' .. id, sq, '#q', '1')
+added = redis.pcall('HSET', K_MSG, sq, freshrec(id), 'b' .. sq, ARGV[at + 2], 'i' .. id, sq, '#q', '1')
 if type(added) == 'table' then
   redis.call('ZREM', K_READY, sq)
   redis.call('DECR', K_SEQ)
