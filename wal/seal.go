@@ -3,11 +3,12 @@ package wal
 import "fmt"
 
 // syncRolled fsyncs, through the Log's FS, each segment sealed by a roll
-// (the one before each new segment in segs), then the directory, whose new
-// names tidwall/wal does not fsync. The records of a sealed segment count
-// as durable only after both.
-func (c *committer) syncRolled(segs []*segment) error {
-	sealed := append([]*segment{c.tail}, segs[:len(segs)-1]...)
+// (first, then the one before each later new segment in segs), then the
+// directory, whose new names tidwall/wal does not fsync. The records of a
+// sealed segment count as durable only after both, and nothing is written
+// to the new segments before (committer.writeParts).
+func (c *committer) syncRolled(first *segment, segs []*segment) error {
+	sealed := append([]*segment{first}, segs[:len(segs)-1]...)
 	for _, s := range sealed {
 		if c.l.opts.plant == bugNoSealSync {
 			break
@@ -27,7 +28,7 @@ func (c *committer) syncRolled(segs []*segment) error {
 
 // syncSealed fsyncs, through the Log's FS, every sealed segment, before a
 // writable Open counts their records durable (setLSNs). A roll fsyncs the
-// segment it seals only after the batch that rolled it was written
+// segment it seals only after the entries that sealed it were written
 // (syncRolled): a process that died between the two left that segment's
 // last entries in the page cache alone, where this Open finds them. Were
 // they counted durable unsynced, the records appended next would be

@@ -19,7 +19,10 @@ import (
 //   - WriteBatch appends the entries to the tail file, and at a roll fsyncs
 //     the sealed file, closes it and creates the next one. walq fsyncs the
 //     sealed file again through FS, and the directory, before it counts
-//     the sealed records durable (committer.adoptRolls).
+//     the sealed records durable (committer.adoptRolls), and before it
+//     writes anything into the next file: a batch that rolls is handed to
+//     WriteBatch in parts, each ending with the entry that seals a
+//     segment, or the batch's last (committer.writeParts).
 //   - Open creates the first segment in an empty directory; walq fsyncs
 //     the directory and that file through FS.
 //
