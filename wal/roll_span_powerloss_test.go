@@ -49,14 +49,14 @@ func (g *heldWriteFS) goOn() { g.let.Do(func() { close(g.release) }) }
 // a power loss could keep its entries and lose the sealed segment's end,
 // a log that Open refuses (the tail is not the segment after what the
 // sealed one holds) though no record lost was reported durable. The
-// first record's write is held until the next four are appended, so the
-// second batch holds four groups of 1500 bytes, the second of which
-// seals the first 4 KiB segment. At every durable operation of the
-// workload, under each sync mode, every state a power loss can leave
-// opens, plainly, with every record reported durable (by Wait under
-// SyncAlways, by Flush under every mode), in order; only a state that
-// kept bytes written after lost ones (a hole, which no reader can tell
-// from damage) may be refused, with ErrCorrupt.
+// first record's write is held until the next seven are appended, so the
+// second batch holds seven groups of 1500 bytes, the second of which
+// seals the first 4 KiB segment and the fifth the next one. At every
+// durable operation of the workload, under each sync mode, every state a
+// power loss can leave opens, plainly, with every record reported
+// durable (by Wait under SyncAlways, by Flush under every mode), in
+// order; only a state that kept bytes written after lost ones (a hole,
+// which no reader can tell from damage) may be refused, with ErrCorrupt.
 func TestPowerLossInGroupSpanningRoll(t *testing.T) {
 	for _, mode := range []struct {
 		name     string
@@ -80,7 +80,7 @@ func TestPowerLossInGroupSpanningRoll(t *testing.T) {
 func powerLossSpanningRoll(t *testing.T, opts wal.Options) {
 	const (
 		states  = 40
-		records = 5
+		records = 8
 	)
 	torn, refused := 0, 0 // states whose Open cut a torn tail or roll; that it refused for a hole
 	for crashAt := 1; ; crashAt++ {
