@@ -44,13 +44,15 @@
 //     every segment whose records it counts durable (the tail after a
 //     write, a sealed segment at its roll before the directory) through
 //     Options.FS. See "The file-system seam" below.
-//   - Nothing is written into a new segment before the segment its roll
-//     sealed, and the directory, are fsynced, under every sync mode
-//     (SyncNever too fsyncs at a roll): a batch of groups that rolls is
-//     written in parts, one write for each segment it reaches, the groups
-//     up to the one that seals a segment first, the rest only after those
-//     fsyncs. So a power loss cannot keep entries of the new segment and
-//     lose the sealed one's end, whatever tidwall/wal fsyncs at its roll.
+//   - Nothing is written into a new segment before walq has fsynced the
+//     segment its roll sealed, under every sync mode (SyncNever too
+//     fsyncs at a roll): a batch of groups that rolls is written in parts,
+//     one write for each segment it reaches, the groups up to the one that
+//     seals a segment first, the rest only after walq fsynced that segment
+//     and the directory. (A tail that Open found past SegmentSize, and
+//     fsynced, is sealed by the first write, before its first entry.) So a
+//     power loss cannot keep entries of the new segment and lose the sealed
+//     one's end, whatever tidwall/wal fsyncs at its roll.
 //   - A power loss during a roll can keep the new segment, empty, and lose
 //     the sealed segment's last bytes (nothing past them was acknowledged:
 //     they wait for the roll's fsync). Open repairs it as a torn tail one segment

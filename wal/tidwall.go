@@ -22,7 +22,9 @@ import (
 //     the sealed records durable (committer.adoptRolls), and before it
 //     writes anything into the next file: a batch that rolls is handed to
 //     WriteBatch in parts, each ending with the entry that seals a
-//     segment, or the batch's last (committer.writeParts).
+//     segment, or the batch's last (committer.writeParts). Only a tail
+//     that Open found past the segment size, and fsynced, is sealed by
+//     WriteBatch before the first entry of a part.
 //   - Open creates the first segment in an empty directory; walq fsyncs
 //     the directory and that file through FS.
 //

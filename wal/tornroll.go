@@ -13,8 +13,9 @@ import (
 // up to the one that seals the segment, seals it and creates the next
 // file, and only then does walq fsync the sealed segment and the
 // directory (syncRolled), before it writes anything into the new file
-// (committer.writeParts). The new file's name can reach the disk before
-// the sealed segment's last bytes do; its entries cannot.
+// (committer.writeParts; a tail Open found past the segment size was
+// fsynced by Open). The new file's name can reach the disk before the
+// sealed segment's last bytes do; its entries cannot.
 // Nothing past the tear was acknowledged: every record at or after it
 // waits for syncRolled, which fsyncs the sealed segment whole. Since no
 // valid entry follows the damage anywhere, the tear is a torn tail that
