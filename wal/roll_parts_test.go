@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -100,4 +101,65 @@ func TestBatchRollsInParts(t *testing.T) {
 	}
 	check(l)
 	closeOrFail(t, l)
+}
+
+// TestBatchWritesPerSegment: a batch is handed to the store in one write
+// for each segment it reaches, never more: one write when it does not
+// roll, none for the empty tail left by a roll at its last entry, and the
+// segment each roll seals is fsynced before the next part is written.
+func TestBatchWritesPerSegment(t *testing.T) {
+	for _, tc := range []struct {
+		groups int
+		want   []string
+	}{
+		{1, []string{"write"}},
+		{2, []string{"write"}},
+		{3, []string{"write", "sync"}}, // the third group seals the segment
+		{4, []string{"write", "sync", "write"}},
+		{6, []string{"write", "sync", "write", "sync"}},
+		{7, []string{"write", "sync", "write", "sync", "write"}},
+	} {
+		t.Run(fmt.Sprintf("%d groups", tc.groups), func(t *testing.T) {
+			var mu sync.Mutex
+			var events []string
+			note := func(e string) {
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+			}
+			f := faults{
+				writeBatch: func(st store, b *storeBatch) error {
+					if !b.witness {
+						note("write")
+					}
+					return st.writeBatch(b)
+				},
+				datasync: func(f File) error { note("sync"); return f.Datasync() },
+			}
+			l, err := open(t.TempDir(), &Options{Sync: SyncNever, SegmentSize: 4 << 10, MaxGroupBytes: 1024}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeOrFail(t, l)
+			l.c.mu.Lock() // the committer takes every group in one batch
+			var last *Commit
+			for i := range tc.groups {
+				var err error
+				if _, last, err = l.Append(make([]byte, 1500)); err != nil { // a frame of 1529 bytes
+					l.c.mu.Unlock()
+					t.Fatalf("Append %d: %v", i, err)
+				}
+			}
+			l.c.mu.Unlock()
+			if err := last.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			got := slices.Clone(events)
+			mu.Unlock()
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("disk operations %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
