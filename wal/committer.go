@@ -397,8 +397,14 @@ func (c *committer) write() error {
 // seals a tail already past the segment size before it writes the first
 // entry of a batch. Only Open leaves such a tail (a write seals the
 // segment it takes to the segment size), and newCommitter fsynced it, so
-// it is durable before that part reaches the new segment.
+// it is durable before that part reaches the new segment, whose name
+// createPreRolled makes durable before the part is written.
 func (c *committer) writeParts(plan rollPlan) ([]*segment, error) {
+	if len(plan.starts) > 0 && plan.starts[0] == 0 {
+		if err := c.createPreRolled(); err != nil {
+			return nil, err
+		}
+	}
 	var segs []*segment
 	prev, from, j := c.tail, 0, 0 // the segment the next part starts in; its first group; the next roll to adopt
 	for from < len(c.groups) || j < len(plan.starts) {

@@ -50,9 +50,10 @@
 //     one write for each segment it reaches, the groups up to the one that
 //     seals a segment first, the rest only after walq fsynced that segment
 //     and the directory. (A tail that Open found past SegmentSize, and
-//     fsynced, is sealed by the first write, before its first entry.) So a
-//     power loss cannot keep entries of the new segment and lose the sealed
-//     one's end, whatever tidwall/wal fsyncs at its roll.
+//     fsynced, is sealed by the first write, before its first entry, into
+//     a segment walq created, and fsynced the directory for, before that
+//     write.) So a power loss cannot keep entries of the new segment and
+//     lose the sealed one's end, whatever tidwall/wal fsyncs at its roll.
 //   - A power loss during a roll can keep the new segment, empty, and lose
 //     the sealed segment's last bytes (nothing past them was acknowledged:
 //     they wait for the roll's fsync). Open repairs it as a torn tail one segment

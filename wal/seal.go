@@ -1,6 +1,35 @@
 package wal
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// createPreRolled creates, empty, the segment that tidwall/wal rolls to
+// before a batch's first entry when the tail is already past the segment
+// size, and fsyncs the directory, before that batch is written. The part
+// written then can fill that segment and roll again, creating the next
+// file, before syncRolled fsyncs the directory: were the new segment's
+// name not durable by then, a power loss could keep the name after it
+// without it, an empty tail that is not the segment after the old one,
+// which Open refuses though no record lost was reported durable.
+// tidwall/wal opens the file it rolls to with O_CREATE|O_TRUNC, so it
+// takes the empty file for its own (tidwall.go).
+func (c *committer) createPreRolled() error {
+	path := filepath.Join(c.l.dir, segmentName(c.nextIndex))
+	f, err := c.l.opts.FS.OpenFile(path, os.O_CREATE|os.O_WRONLY, c.l.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("wal: segment roll: %w; log poisoned", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: segment roll: close %s: %w; log poisoned", path, err)
+	}
+	if err := SyncDirFS(c.l.opts.FS, c.l.dir); err != nil {
+		return fmt.Errorf("%w (before segment roll), log poisoned", err)
+	}
+	return nil
+}
 
 // syncRolled fsyncs, through the Log's FS, each segment sealed by a roll
 // (first, then the one before each later new segment in segs), then the
