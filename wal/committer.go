@@ -342,32 +342,36 @@ func (c *committer) poisonedMeanwhile() error {
 	return c.l.Err()
 }
 
-// write writes the groups with one WriteBatch, then publishes the new
-// entries to readers.
+// write writes the groups, then publishes the new entries to readers. A
+// batch that rolls the segment is written in parts, one WriteBatch each
+// (writeParts): the groups up to the one that seals a segment, then, once
+// that segment and the directory are fsynced (syncRolled), the rest into
+// the new tail. So nothing reaches a new segment before the one sealed
+// before it is durable, and a power loss cannot keep the new tail's
+// entries and lose the sealed segment's end, whatever tidwall/wal fsyncs
+// at its roll.
 //
 // Each entry carries the Synced LSN (entry.go): DurableLSN, read here,
 // before the write is issued. It is a true claim about the disk because
 // DurableLSN is only ever raised after the fsync that covers it returned:
 // by runSync after its datasync returned, by sync after its datasync
-// returned, by publish after adoptRolls's syncRolled fsynced the sealed
-// segments, and at Open (setLSNs) after newCommitter fsynced the tail and
-// every sealed segment had been fsynced when it was sealed. So when the
-// load below returns d, an fsync covering every record up to d has
-// completed, and the write of the batch, issued after the load, begins
-// after it. A raise that races with the load is merely not seen: the
-// claim is then lower than it could be, never higher.
+// returned, by publish after syncRolled fsynced the sealed segments, and
+// at Open (setLSNs) after newCommitter fsynced the tail and every sealed
+// segment had been fsynced when it was sealed. So when the load below
+// returns d, an fsync covering every record up to d has completed, and the
+// write of the batch, issued after the load, begins after it. A raise
+// that races with the load is merely not seen: the claim is then lower
+// than it could be, never higher.
 func (c *committer) write() error {
-	c.batch.clear()
 	c.frames, c.batchBytes = c.frames[:0], 0
 	synced := c.l.durableLSN.Load()
 	if synced > c.named.Load() {
 		c.named.Store(synced)
 	}
-	for i, g := range c.groups {
+	for _, g := range c.groups {
 		h := g.header()
 		h.synced = synced
 		sealEntry(g.buf, h)
-		c.batch.add(c.nextIndex+uint64(i), g.buf)
 		c.frames = append(c.frames, frameSize(len(g.buf)))
 		c.batchBytes += len(g.buf)
 	}
@@ -377,12 +381,7 @@ func (c *committer) write() error {
 			return err
 		}
 	}
-	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
-		first, last := c.groups[0], c.groups[len(c.groups)-1]
-		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",
-			first.first, last.header().end()-1, err)
-	}
-	segs, err := c.adoptRolls(plan)
+	segs, err := c.writeParts(plan)
 	if err != nil {
 		return err
 	}
@@ -390,26 +389,84 @@ func (c *committer) write() error {
 	return nil
 }
 
-// adoptRolls checks the files a batch rolled over to and opens them. Each
-// sealed segment is fsynced through the Log's FS (tidwall/wal's own fsync
-// is not counted on: tidwall.go), then the directory, which tidwall/wal
-// does not fsync, and the store's cache is dropped so the sealed segment
-// does not stay in memory.
-func (c *committer) adoptRolls(plan rollPlan) ([]*segment, error) {
-	if len(plan.starts) == 0 {
+// writeParts writes the groups as plan says, one WriteBatch for each
+// segment they reach, and returns the segments the rolls opened. After
+// each part that ends in a roll, and before the next part, it adopts the
+// rolls that part made (adoptRolls): the segments they sealed are
+// fsynced, then the directory. A part can make two rolls: tidwall/wal
+// seals a tail already past the segment size before it writes the first
+// entry of a batch. Only Open leaves such a tail (a write seals the
+// segment it takes to the segment size), and newCommitter fsynced it, so
+// it is durable before that part reaches the new segment, whose name
+// createPreRolled makes durable before the part is written.
+func (c *committer) writeParts(plan rollPlan) ([]*segment, error) {
+	if len(plan.starts) > 0 && plan.starts[0] == 0 {
+		if err := c.createPreRolled(); err != nil {
+			return nil, err
+		}
+	}
+	var segs []*segment
+	prev, from, j := c.tail, 0, 0 // the segment the next part starts in; its first group; the next roll to adopt
+	for from < len(c.groups) || j < len(plan.starts) {
+		k := j // the rolls this part makes: j up to k, k excluded
+		for k < len(plan.starts) && plan.starts[k] <= from {
+			k++
+		}
+		to := len(c.groups)
+		if k < len(plan.starts) {
+			to, k = plan.starts[k], k+1
+		}
+		if err := c.writePart(from, to); err != nil {
+			return nil, releaseSegments(segs, err)
+		}
+		rolled, err := c.adoptRolls(prev, plan, j, k)
+		if err != nil {
+			return nil, releaseSegments(segs, err)
+		}
+		segs = append(segs, rolled...)
+		if len(rolled) > 0 {
+			prev = rolled[len(rolled)-1]
+		}
+		from, j = to, k
+	}
+	return segs, nil
+}
+
+// writePart writes groups from up to to, excluded, with one WriteBatch.
+func (c *committer) writePart(from, to int) error {
+	c.batch.clear()
+	for i := from; i < to; i++ {
+		c.batch.add(c.nextIndex+uint64(i), c.groups[i].buf)
+	}
+	if err := c.f.writeBatch(c.st, &c.batch); err != nil {
+		first, last := c.groups[from], c.groups[to-1]
+		return fmt.Errorf("wal: write of LSNs %d-%d failed, log poisoned: %w",
+			first.first, last.header().end()-1, err)
+	}
+	return nil
+}
+
+// adoptRolls checks the files that rolls j up to k (excluded) of plan
+// rolled over to and opens them; prev is the segment the first of them
+// sealed. Each sealed segment is fsynced through the Log's FS (tidwall/wal's
+// own fsync is not counted on: tidwall.go), then the directory, which
+// tidwall/wal does not fsync, and the store's cache is dropped so the
+// sealed segment does not stay in memory.
+func (c *committer) adoptRolls(prev *segment, plan rollPlan, j, k int) ([]*segment, error) {
+	if j == k {
 		return nil, nil
 	}
-	segs := make([]*segment, 0, len(plan.starts))
-	prev := c.tail
-	for j, k := range plan.starts {
-		s, err := c.openRolled(prev, plan.sealed[j], k)
+	segs := make([]*segment, 0, k-j)
+	sealed := prev
+	for r := j; r < k; r++ {
+		s, err := c.openRolled(sealed, plan.sealed[r], plan.starts[r])
 		if err != nil {
 			return nil, releaseSegments(segs, err)
 		}
 		segs = append(segs, s)
-		prev = s
+		sealed = s
 	}
-	if err := c.syncRolled(segs); err != nil {
+	if err := c.syncRolled(prev, segs); err != nil {
 		return nil, releaseSegments(segs, err)
 	}
 	c.unpublishTail() // dropCache hands its storage to the next tail

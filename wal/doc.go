@@ -44,9 +44,19 @@
 //     every segment whose records it counts durable (the tail after a
 //     write, a sealed segment at its roll before the directory) through
 //     Options.FS. See "The file-system seam" below.
-//   - A power loss during a roll can keep the new segment and lose the
-//     sealed segment's last bytes (nothing past them was acknowledged: they
-//     wait for the roll's fsync). Open repairs it as a torn tail one segment
+//   - Nothing is written into a new segment before walq has fsynced the
+//     segment its roll sealed, under every sync mode (SyncNever too
+//     fsyncs at a roll): a batch of groups that rolls is written in parts,
+//     one write for each segment it reaches, the groups up to the one that
+//     seals a segment first, the rest only after walq fsynced that segment
+//     and the directory. (A tail that Open found past SegmentSize, and
+//     fsynced, is sealed by the first write, before its first entry, into
+//     a segment walq created, and fsynced the directory for, before that
+//     write.) So a power loss cannot keep entries of the new segment and
+//     lose the sealed one's end, whatever tidwall/wal fsyncs at its roll.
+//   - A power loss during a roll can keep the new segment, empty, and lose
+//     the sealed segment's last bytes (nothing past them was acknowledged:
+//     they wait for the roll's fsync). Open repairs it as a torn tail one segment
 //     back: the tail, if it holds nothing but zeros or entries that carry on,
 //     is removed, then the sealed segment is cut (reported in Torn). Once
 //     the roll's fsync made the sealed segment durable and the log was

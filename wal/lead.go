@@ -7,7 +7,8 @@ import (
 
 // Callers that wait for their group write the gathered groups themselves
 // (Commit.Wait, WaitWritten). One of them at a time leads: it takes every
-// group gathered so far and writes them with one WriteBatch. A caller that
+// group gathered so far and writes them with one WriteBatch (one per
+// segment they reach, at a roll: committer.writeParts). A caller that
 // finds a leader at work does not queue on the committer's mutex: it waits
 // until either its own group is written (the leader took it) or the
 // leader is done, and then, if its group is still not written, it leads

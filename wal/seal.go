@@ -1,13 +1,43 @@
 package wal
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// createPreRolled creates, empty, the segment that tidwall/wal rolls to
+// before a batch's first entry when the tail is already past the segment
+// size, and fsyncs the directory, before that batch is written. The part
+// written then can fill that segment and roll again, creating the next
+// file, before syncRolled fsyncs the directory: were the new segment's
+// name not durable by then, a power loss could keep the name after it
+// without it, an empty tail that is not the segment after the old one,
+// which Open refuses though no record lost was reported durable.
+// tidwall/wal opens the file it rolls to with O_CREATE|O_TRUNC, so it
+// takes the empty file for its own (tidwall.go).
+func (c *committer) createPreRolled() error {
+	path := filepath.Join(c.l.dir, segmentName(c.nextIndex))
+	f, err := c.l.opts.FS.OpenFile(path, os.O_CREATE|os.O_WRONLY, c.l.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("wal: segment roll: %w; log poisoned", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: segment roll: close %s: %w; log poisoned", path, err)
+	}
+	if err := SyncDirFS(c.l.opts.FS, c.l.dir); err != nil {
+		return fmt.Errorf("%w (before segment roll), log poisoned", err)
+	}
+	return nil
+}
 
 // syncRolled fsyncs, through the Log's FS, each segment sealed by a roll
-// (the one before each new segment in segs), then the directory, whose new
-// names tidwall/wal does not fsync. The records of a sealed segment count
-// as durable only after both.
-func (c *committer) syncRolled(segs []*segment) error {
-	sealed := append([]*segment{c.tail}, segs[:len(segs)-1]...)
+// (first, then the one before each later new segment in segs), then the
+// directory, whose new names tidwall/wal does not fsync. The records of a
+// sealed segment count as durable only after both, and nothing is written
+// to the new segments before (committer.writeParts).
+func (c *committer) syncRolled(first *segment, segs []*segment) error {
+	sealed := append([]*segment{first}, segs[:len(segs)-1]...)
 	for _, s := range sealed {
 		if c.l.opts.plant == bugNoSealSync {
 			break
@@ -27,7 +57,7 @@ func (c *committer) syncRolled(segs []*segment) error {
 
 // syncSealed fsyncs, through the Log's FS, every sealed segment, before a
 // writable Open counts their records durable (setLSNs). A roll fsyncs the
-// segment it seals only after the batch that rolled it was written
+// segment it seals only after the entries that sealed it were written
 // (syncRolled): a process that died between the two left that segment's
 // last entries in the page cache alone, where this Open finds them. Were
 // they counted durable unsynced, the records appended next would be

@@ -19,7 +19,15 @@ import (
 //   - WriteBatch appends the entries to the tail file, and at a roll fsyncs
 //     the sealed file, closes it and creates the next one. walq fsyncs the
 //     sealed file again through FS, and the directory, before it counts
-//     the sealed records durable (committer.adoptRolls).
+//     the sealed records durable (committer.adoptRolls), and before it
+//     writes anything into the next file: a batch that rolls is handed to
+//     WriteBatch in parts, each ending with the entry that seals a
+//     segment, or the batch's last (committer.writeParts). Only a tail
+//     that Open found past the segment size, and fsynced, is sealed by
+//     WriteBatch before the first entry of a part; walq creates the file
+//     it rolls to first, empty, and fsyncs the directory
+//     (committer.createPreRolled): the create opens with
+//     O_CREATE|O_TRUNC, so it takes that file for its own.
 //   - Open creates the first segment in an empty directory; walq fsyncs
 //     the directory and that file through FS.
 //

@@ -9,10 +9,13 @@ import (
 )
 
 // A power loss during a segment roll can leave the sealed segment torn
-// and the next segment present but empty: tidwall/wal writes the batch,
-// seals the segment and creates the next file, and only then does walq
-// fsync the sealed segment and the directory (syncRolled). The new file's
-// name can reach the disk before the sealed segment's last bytes do.
+// and the next segment present but empty: tidwall/wal writes the entries
+// up to the one that seals the segment, seals it and creates the next
+// file, and only then does walq fsync the sealed segment and the
+// directory (syncRolled), before it writes anything into the new file
+// (committer.writeParts; a tail Open found past the segment size was
+// fsynced by Open). The new file's name can reach the disk before the
+// sealed segment's last bytes do; its entries cannot.
 // Nothing past the tear was acknowledged: every record at or after it
 // waits for syncRolled, which fsyncs the sealed segment whole. Since no
 // valid entry follows the damage anywhere, the tear is a torn tail that
@@ -31,9 +34,9 @@ import (
 // with valid entries after a damaged sealed segment is
 // what mid-log damage looks like (a bit flip in a sealed segment's last
 // entry), and stays ErrCorrupt, as damage followed by a valid entry always
-// is. (tidwall/wal itself fsyncs the sealed file before creating the next,
-// which rules these states out on a real disk; walq does not count on that
-// fsync: tidwall.go.)
+// is: a power loss cannot leave it, since walq writes into the new segment
+// only after fsyncing the sealed one (tidwall/wal's own fsync of the
+// sealed file at its roll is not counted on: tidwall.go).
 //
 // A read-only Open finds a torn roll as a writable one does, and reports
 // it, removing and cutting nothing. A salvaging Open repairs a torn roll
