@@ -153,3 +153,55 @@ func TestDeliveriesAroundSmallCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestLifetimeDeliveriesAcrossQueues: the lifetime count of deliveries
+// (Stats.Delivered, the field '#d') a lease writes is the count its own
+// queue held plus one, whatever the queues leased before it on the same
+// server held, on the lone and the gathered lease alike. Queue a holds
+// a count written by hand or by another program ('-1.5', a number that
+// is no whole one and that the next count rounds toward zero to '0'),
+// queue b the count '0', which a settle leaves after taking back the
+// only delivery of a corrupt body: after a lease on a, then one on b, b
+// counts one delivery.
+func TestLifetimeDeliveriesAcrossQueues(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	takes := []struct {
+		name string
+		take func(q *Queue) (*queue.Message, error)
+	}{
+		{"one", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }}, // lease1
+		{"batch", func(q *Queue) (*queue.Message, error) { // dequeue's leases, gathered
+			ms, err := q.dequeue(ctx, 2, false)
+			if err != nil || len(ms) == 0 {
+				return nil, err
+			}
+			return ms[0], nil
+		}},
+	}
+	for _, tk := range takes {
+		for _, held := range []string{"-1.5", "-0.5", "1.5", "1e3", "007", "x", ""} {
+			t.Run(tk.name+"/"+held, func(t *testing.T) {
+				open := func(name string, delivered string) *Queue {
+					q, err := Open(ctx, rdb, "lifetime-"+tk.name+"-"+held+"-"+name, nil)
+					require.NoError(t, err)
+					t.Cleanup(func() { q.Close() })
+					_, err = q.Enqueue(ctx, []byte("x"))
+					require.NoError(t, err)
+					require.NoError(t, rdb.HSet(ctx, q.keys[1], "#d", delivered).Err())
+					return q
+				}
+				a, b := open("a", held), open("b", "0")
+				for _, q := range []*Queue{a, b} {
+					m, err := tk.take(q)
+					require.NoError(t, err)
+					require.Equal(t, 1, m.Deliveries)
+				}
+				st, err := b.StatsContext(ctx)
+				require.NoError(t, err)
+				require.Equal(t, uint64(1), st.Delivered)
+			})
+		}
+	}
+}
