@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -158,11 +159,11 @@ func TestDeliveriesAroundSmallCounts(t *testing.T) {
 // (Stats.Delivered, the field '#d') a lease writes is the count its own
 // queue held plus one, whatever the queues leased before it on the same
 // server held, on the lone and the gathered lease alike. Queue a holds
-// a count written by hand or by another program ('-1.5', a number that
-// is no whole one and that the next count rounds toward zero to '0'),
-// queue b the count '0', which a settle leaves after taking back the
-// only delivery of a corrupt body: after a lease on a, then one on b, b
-// counts one delivery.
+// a count written by hand or by another program: no whole number
+// ('-1.5', whose next count -0.5 is written '0'), one written otherwise
+// ('1e3', '007') or no number; queue b holds '0', which a settle leaves
+// after taking back the only delivery of a corrupt body. After a lease
+// on a, then one on b, b counts one delivery.
 func TestLifetimeDeliveriesAcrossQueues(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -202,6 +203,52 @@ func TestLifetimeDeliveriesAcrossQueues(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, uint64(1), st.Delivered)
 			})
+		}
+	}
+}
+
+// TestHintsAcrossQueues: leases on two queues of one server, taken in
+// turn, each read their own queue's lifetime count ('#d') and announced
+// deadline ('#t'): a holds a deadline ahead within the lease's (the
+// lease is not announced, '#t' stays), b one past it (announced: '#t'
+// becomes the lease's deadline), and their counts go on from 7 and 41.
+func TestHintsAcrossQueues(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	open := func(name string) *Queue {
+		q, err := Open(ctx, rdb, "hints-"+name, nil) // AckTimeout 30 s
+		require.NoError(t, err)
+		t.Cleanup(func() { q.Close() })
+		for range 3 {
+			_, err = q.Enqueue(ctx, []byte("x"))
+			require.NoError(t, err)
+		}
+		return q
+	}
+	a, b := open("a"), open("b")
+	require.NoError(t, rdb.HSet(ctx, a.keys[1], "#d", "7").Err())
+	require.NoError(t, rdb.HSet(ctx, b.keys[1], "#d", "41").Err())
+	micros := func(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).UnixMicro(), 10) }
+	for round := 1; round <= 3; round++ {
+		ta, tb := micros(20*time.Second), micros(time.Hour)
+		require.NoError(t, rdb.HSet(ctx, a.keys[1], "#t", ta).Err())
+		require.NoError(t, rdb.HSet(ctx, b.keys[1], "#t", tb).Err())
+		for _, q := range []*Queue{a, b} {
+			_, err := q.TryDequeue()
+			require.NoError(t, err)
+		}
+		got, err := rdb.HGet(ctx, a.keys[1], "#t").Result()
+		require.NoError(t, err)
+		require.Equal(t, ta, got, "round %d: a's lease ends after '#t': not announced", round)
+		dl, err := rdb.HGet(ctx, b.keys[1], "#t").Int64()
+		require.NoError(t, err)
+		old, _ := strconv.ParseInt(tb, 10, 64)
+		require.Less(t, dl, old, "round %d: b's lease ends before '#t': announced", round)
+		for q, want := range map[*Queue]uint64{a: uint64(7 + round), b: uint64(41 + round)} {
+			st, err := q.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, st.Delivered, "round %d, %s", round, q.Name())
 		}
 	}
 }
