@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
@@ -150,6 +151,104 @@ func TestDeliveriesAroundSmallCounts(t *testing.T) {
 				require.Equal(t, c.want+1, m.Deliveries, "the count the lease wrote reads back")
 				require.NoError(t, m.Ack())
 			})
+		}
+	}
+}
+
+// TestLifetimeDeliveriesAcrossQueues: the lifetime count of deliveries
+// (Stats.Delivered, the field '#d') a lease writes is the count its own
+// queue held plus one, whatever the queues leased before it on the same
+// server held, on the lone and the gathered lease alike. Queue a holds
+// a count written by hand or by another program: no whole number
+// ('-1.5', whose next count -0.5 is written '0'), one written otherwise
+// ('1e3', '007') or no number; queue b holds '0', which a settle leaves
+// after taking back the only delivery of a corrupt body. After a lease
+// on a, then one on b, b counts one delivery.
+func TestLifetimeDeliveriesAcrossQueues(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	takes := []struct {
+		name string
+		take func(q *Queue) (*queue.Message, error)
+	}{
+		{"one", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }}, // lease1
+		{"batch", func(q *Queue) (*queue.Message, error) { // dequeue's leases, gathered
+			ms, err := q.dequeue(ctx, 2, false)
+			if err != nil || len(ms) == 0 {
+				return nil, err
+			}
+			return ms[0], nil
+		}},
+	}
+	for _, tk := range takes {
+		for _, held := range []string{"-1.5", "-0.5", "1.5", "1e3", "007", "x", ""} {
+			t.Run(tk.name+"/"+held, func(t *testing.T) {
+				open := func(name string, delivered string) *Queue {
+					q, err := Open(ctx, rdb, "lifetime-"+tk.name+"-"+held+"-"+name, nil)
+					require.NoError(t, err)
+					t.Cleanup(func() { q.Close() })
+					_, err = q.Enqueue(ctx, []byte("x"))
+					require.NoError(t, err)
+					require.NoError(t, rdb.HSet(ctx, q.keys[1], "#d", delivered).Err())
+					return q
+				}
+				a, b := open("a", held), open("b", "0")
+				for _, q := range []*Queue{a, b} {
+					m, err := tk.take(q)
+					require.NoError(t, err)
+					require.Equal(t, 1, m.Deliveries)
+				}
+				st, err := b.StatsContext(ctx)
+				require.NoError(t, err)
+				require.Equal(t, uint64(1), st.Delivered)
+			})
+		}
+	}
+}
+
+// TestHintsAcrossQueues: leases on two queues of one server, taken in
+// turn, each read their own queue's lifetime count ('#d') and announced
+// deadline ('#t'): a holds a deadline ahead within the lease's (the
+// lease is not announced, '#t' stays), b one past it (announced: '#t'
+// becomes the lease's deadline), and their counts go on from 7 and 41.
+func TestHintsAcrossQueues(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	open := func(name string) *Queue {
+		q, err := Open(ctx, rdb, "hints-"+name, nil) // AckTimeout 30 s
+		require.NoError(t, err)
+		t.Cleanup(func() { q.Close() })
+		for range 3 {
+			_, err = q.Enqueue(ctx, []byte("x"))
+			require.NoError(t, err)
+		}
+		return q
+	}
+	a, b := open("a"), open("b")
+	require.NoError(t, rdb.HSet(ctx, a.keys[1], "#d", "7").Err())
+	require.NoError(t, rdb.HSet(ctx, b.keys[1], "#d", "41").Err())
+	micros := func(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).UnixMicro(), 10) }
+	for round := 1; round <= 3; round++ {
+		ta, tb := micros(20*time.Second), micros(time.Hour)
+		require.NoError(t, rdb.HSet(ctx, a.keys[1], "#t", ta).Err())
+		require.NoError(t, rdb.HSet(ctx, b.keys[1], "#t", tb).Err())
+		for _, q := range []*Queue{a, b} {
+			_, err := q.TryDequeue()
+			require.NoError(t, err)
+		}
+		got, err := rdb.HGet(ctx, a.keys[1], "#t").Result()
+		require.NoError(t, err)
+		require.Equal(t, ta, got, "round %d: a's lease ends after '#t': not announced", round)
+		dl, err := rdb.HGet(ctx, b.keys[1], "#t").Int64()
+		require.NoError(t, err)
+		old, _ := strconv.ParseInt(tb, 10, 64)
+		require.Less(t, dl, old, "round %d: b's lease ends before '#t': announced", round)
+		for q, want := range map[*Queue]uint64{a: uint64(7 + round), b: uint64(41 + round)} {
+			st, err := q.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, st.Delivered, "round %d, %s", round, q.Name())
 		}
 	}
 }

@@ -123,6 +123,18 @@ local function memo(i, v)
 end
 local M_W, M_T, M_D = 1, 3, 5
 
+-- counted returns the lifetime count of deliveries dc as a lease writes
+-- it to '#d', and notes it for memo when the string reads back as dc: a
+-- whole number from 0 to COUNT. Else the next lease converts what it
+-- reads: a count read as -1.5 becomes -0.5, written '0', and noting
+-- -0.5 for '0' would have the next lease of any queue whose '#d' is '0'
+-- write '0' again.
+local function counted(dc)
+  local dn = string.format(INT, dc)
+  if dc >= 0 and dc <= COUNT and dc % 1 == 0 then MEMO[M_D], MEMO[M_D + 1] = dn, dc end
+  return dn
+end
+
 -- bind binds a call given every key of the queue, in the order above.
 local function bind(KEYS, ARGV)
   K_SEQ, K_MSG, K_READY, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -722,9 +734,7 @@ local function leaseone(dls, tok, full)
   end
   local ds = SUCC[d] or string.format(INT, d + 1)
   local rec = head .. ds .. ':' .. tok .. tail
-  local dc = (memo(M_D, got[3]) or 0) + 1
-  local dn = string.format(INT, dc)
-  MEMO[M_D], MEMO[M_D + 1] = dn, dc -- what the next lease reads
+  local dn = counted((memo(M_D, got[3]) or 0) + 1)
   local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
   if type(bad) == 'table' then
     redis.call('ZADD', K_READY, score, seq)
@@ -842,10 +852,7 @@ local function leasemany(ARGV, dls, max, at, full)
     wake()
     return out
   end
-  local dc = (memo(M_D, state[2]) or 0) + k
-  local dn = string.format(INT, dc)
-  MEMO[M_D], MEMO[M_D + 1] = dn, dc
-  recs[#recs + 1], recs[#recs + 2] = '#d', dn
+  recs[#recs + 1], recs[#recs + 2] = '#d', counted((memo(M_D, state[2]) or 0) + k)
   local lot = math.min(#deadlines, 1000) -- the first ZADD's
   if buried == 0 then
     local bad = redis.pcall('ZADD', K_LEASE, unpack(deadlines, 1, lot))
