@@ -99,19 +99,7 @@ func TestDeliveriesAroundSmallCounts(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	takes := []struct {
-		name string
-		take func(q *Queue) (*queue.Message, error)
-	}{
-		{"one", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }}, // lease1
-		{"batch", func(q *Queue) (*queue.Message, error) { // dequeue's leases, gathered
-			ms, err := q.dequeue(ctx, 2, false)
-			if err != nil || len(ms) == 0 {
-				return nil, err
-			}
-			return ms[0], nil
-		}},
-	}
+	takes := leasePaths(ctx)
 	cases := []struct {
 		stored string // deliveries in the record before the lease
 		want   int    // the message's Deliveries; 0: dead-lettered at the limit
@@ -168,19 +156,7 @@ func TestLifetimeDeliveriesAcrossQueues(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	takes := []struct {
-		name string
-		take func(q *Queue) (*queue.Message, error)
-	}{
-		{"one", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }}, // lease1
-		{"batch", func(q *Queue) (*queue.Message, error) { // dequeue's leases, gathered
-			ms, err := q.dequeue(ctx, 2, false)
-			if err != nil || len(ms) == 0 {
-				return nil, err
-			}
-			return ms[0], nil
-		}},
-	}
+	takes := leasePaths(ctx)
 	for _, tk := range takes {
 		for _, held := range []string{"-1.5", "-0.5", "1.5", "1e3", "007", "x", ""} {
 			t.Run(tk.name+"/"+held, func(t *testing.T) {
@@ -250,5 +226,26 @@ func TestHintsAcrossQueues(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, want, st.Delivered, "round %d, %s", round, q.Name())
 		}
+	}
+}
+
+// leasePath is one way a handle leases a message: the lone lease (lease1)
+// or dequeue's gathered leases.
+type leasePath struct {
+	name string
+	take func(q *Queue) (*queue.Message, error)
+}
+
+// leasePaths returns both lease paths, for tests that check each.
+func leasePaths(ctx context.Context) []leasePath {
+	return []leasePath{
+		{"one", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }}, // lease1
+		{"batch", func(q *Queue) (*queue.Message, error) { // dequeue's leases, gathered
+			ms, err := q.dequeue(ctx, 2, false)
+			if err != nil || len(ms) == 0 {
+				return nil, err
+			}
+			return ms[0], nil
+		}},
 	}
 }
