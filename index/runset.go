@@ -40,10 +40,17 @@ func (s *runSet[K]) run() []runSlot[K] { return s.buf[s.head:] }
 // Len is the number of keys.
 func (s *runSet[K]) Len() int { return len(s.buf) - s.head - s.gone + s.rest.Len() }
 
-// Insert adds k; a k already present stays once, as in a btree.
+// Insert adds k; a k already present stays once, as in a btree. A key
+// above the run's last is appended unless rest holds one as high: rest
+// can hold keys above the run's last once the run's end was dropped
+// (trim), and k may be one of them.
 func (s *runSet[K]) Insert(k K) {
 	if r := s.run(); len(r) == 0 || s.less(r[len(r)-1].k, k) {
-		s.buf = append(s.buf, runSlot[K]{k: k})
+		if m, ok := s.rest.Max(); !ok || s.less(m, k) {
+			s.buf = append(s.buf, runSlot[K]{k: k})
+			return
+		}
+		s.rest.ReplaceOrInsert(k)
 		return
 	}
 	if i, ok := s.find(k); ok {

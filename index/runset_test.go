@@ -66,6 +66,27 @@ func TestRunSetModel(t *testing.T) {
 	}
 }
 
+// TestRunSetInsertPresentInRest: a key that went to rest, behind the run,
+// and is inserted again once the run's end was dropped below it stays
+// once; it was appended to the run too, counted twice, and a Delete left
+// it present.
+func TestRunSetInsertPresentInRest(t *testing.T) {
+	s := newRunSet(lessTimeKey)
+	s.Insert(timeKey{10, 1})
+	s.Insert(timeKey{5, 2})                   // behind the run's last: rest
+	require.True(t, s.Delete(timeKey{10, 1})) // the run is empty now
+	s.Insert(timeKey{5, 2})
+	require.Equal(t, 1, s.Len())
+	s.Insert(timeKey{20, 3})
+	s.Insert(timeKey{5, 2})
+	require.Equal(t, 2, s.Len())
+	require.True(t, s.Delete(timeKey{5, 2}))
+	require.False(t, s.Delete(timeKey{5, 2}), "deleted once, still present")
+	m, ok := s.Min()
+	require.True(t, ok)
+	require.Equal(t, timeKey{20, 3}, m)
+}
+
 // TestRunSetBurst checks that a long run emptied all but one stuck key,
 // then refilled, keeps its order and gives back its array.
 func TestRunSetBurst(t *testing.T) {
