@@ -611,6 +611,9 @@ func (c *committer) sync() error {
 	if err := c.f.datasync(c.tail.file.f); err != nil {
 		return fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", c.tail.path, err)
 	}
+	if err := c.awaitFlush(); err != nil {
+		return err
+	}
 	c.dirty, c.lastSync = false, time.Now()
 	c.l.advanceDurable(c.l.writtenLSN.Load())
 	return nil

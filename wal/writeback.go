@@ -34,12 +34,17 @@ import (
 // the pages the earlier hints only queued (1 KiB records under SyncNever,
 // one producer: some 12 % less time per enqueue; a flush at 1/8, 1/4, 3/8
 // and 1/2 of a 4 MiB segment before the roll was measured, a quarter was
-// best). The flush goes through a handle of its own, opened for it: an
-// fsync reports a write-back error once to each open file description,
-// and were it made on the handle the committer fsyncs (segment.file), a
-// failure taken by the flush could let the committer's next fsync of
-// that handle succeed and count lost records durable before the flush's
-// poison lands. A flush counts nothing durable either. Like a hint, it is
+// best). The flush goes through a handle of its own, opened for it: since
+// Linux 4.13 an fsync reports a write-back error once to each open file
+// description, and were it made on the handle the committer fsyncs
+// (segment.file), a failure taken by the flush could let the committer's
+// next fsync of that handle succeed and count lost records durable before
+// the flush's poison lands. Before 4.13 the kernel keeps the error per
+// file and the first fsync through any handle takes it, the flush's too:
+// so the committer, after each fsync of its own (sync, syncRolled) and
+// before it counts that fsync's records durable, waits for the flush in
+// flight (awaitFlush), which poisons the Log before it ends, and checks
+// the sticky error. A flush counts nothing durable either. Like a hint, it is
 // made only for a tail whose File can be hinted (flushable: the real file
 // system's), not for another FS's. A segment removed before its flush ran
 // (a front truncation) is not flushed; any other failure poisons the Log.
@@ -54,7 +59,8 @@ type hint struct {
 	file   *segFile
 	path   string
 	off, n int64
-	flush  bool // an fdatasync of the file (flushAt), not a hint
+	flush  bool          // an fdatasync of the file (flushAt), not a hint
+	done   chan struct{} // a flush's: closed once it ended, after its failure poisoned the Log
 }
 
 // hints is the committer's side of the write-back goroutine.
@@ -68,6 +74,9 @@ type hints struct {
 	// committer, under committer.mu
 	bytes   int64
 	flushed bool
+	// flushing is the done channel of the last flush handed over, nil
+	// once awaited (awaitFlush); the committer's, under committer.mu
+	flushing chan struct{}
 }
 
 // hintDue reports whether the tail's bytes call for a hint or its flush
@@ -103,12 +112,19 @@ func (c *committer) writeback() {
 		return // the flush was due and is not made; no hint is due
 	}
 	n := c.tailBytes - h.bytes
+	var done chan struct{}
+	if flush {
+		done = make(chan struct{})
+	}
 	c.l.seg.RLock() // pin's rule; the committer alone drops a listed file
 	file := c.tail.file.pin()
 	c.l.seg.RUnlock()
 	select {
-	case h.jobs <- hint{file: file, path: c.tail.path, off: h.bytes, n: n, flush: flush}:
+	case h.jobs <- hint{file: file, path: c.tail.path, off: h.bytes, n: n, flush: flush, done: done}:
 		h.bytes, h.flushed = c.tailBytes, h.flushed || flush
+		if flush {
+			h.flushing = done
+		}
 	default: // the last job still runs: this one goes with the next
 		_ = file.release() // read-only handle, still listed: closes nothing
 	}
@@ -139,13 +155,29 @@ func (c *committer) hinter(jobs <-chan hint, exited chan<- struct{}) {
 }
 
 // flushTail makes a flush job: an fdatasync of h's segment through a
-// handle of its own (the flush func: flushSegment).
+// handle of its own (the flush func: flushSegment). A failure poisons the
+// Log before done is closed (awaitFlush counts on it).
 func (c *committer) flushTail(h hint) {
+	defer close(h.done)
 	err := c.f.flush(c.l.opts.FS, h.path)
 	_ = h.file.release() // read-only handle: a close error loses nothing
 	if err != nil {
 		_ = c.l.poison(fmt.Errorf("wal: flush of %s failed, log poisoned: %w", h.path, err))
 	}
+}
+
+// awaitFlush waits for the flush in flight, if any, and returns the
+// sticky error. The committer calls it after an fsync of its own and
+// before it counts that fsync's records durable: where the kernel keeps
+// a write-back error per file (Linux before 4.13), a flush that failed
+// may have taken the error that fsync would have returned. Only the
+// committer hands flushes over, so none starts meanwhile.
+func (c *committer) awaitFlush() error {
+	if done := c.hints.flushing; done != nil {
+		<-done
+		c.hints.flushing = nil
+	}
+	return c.l.Err()
 }
 
 // flushSegment opens path read-only, fdatasyncs it and closes it; a file

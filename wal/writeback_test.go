@@ -34,9 +34,13 @@ func (h *hintLog) taken() [][2]int64 {
 
 // writeMiB appends mib MiB in 8 KiB records, each waited for; it returns
 // the first error.
-func writeMiB(l *Log, mib int) error {
+func writeMiB(l *Log, mib int) error { return writeKiB(l, mib<<10) }
+
+// writeKiB appends kib KiB in 8 KiB records, each waited for; it returns
+// the first error.
+func writeKiB(l *Log, kib int) error {
 	rec := make([]byte, 8<<10)
-	for range mib * 128 {
+	for range kib / 8 {
 		_, c, err := l.AppendWaiting(rec, false)
 		if err == nil {
 			err = c.Wait()
@@ -209,6 +213,65 @@ func TestFlushFailurePoisons(t *testing.T) {
 	}
 	if err := l.Close(); !errors.Is(err, boom) {
 		t.Fatalf("Close = %v; want the flush's error", err)
+	}
+}
+
+// TestFlushErrorTakenFromFsync: where a write-back error is kept per
+// file, not per open file description (Linux before 4.13), the flush's
+// failed fdatasync takes it, and the committer's next fsync of its own
+// handle succeeds. Nothing that fsync covers counts durable: the committer
+// waits for the flush in flight and finds the Log poisoned, whether its
+// fsync is a Flush's or a roll's.
+func TestFlushErrorTakenFromFsync(t *testing.T) {
+	boom := errors.New("EIO")
+	for name, after := range map[string]func(l *Log) error{
+		"Flush": func(l *Log) error { return l.Flush() },
+		"roll":  func(l *Log) error { return writeKiB(l, 256) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			flushing, release := make(chan struct{}), make(chan struct{})
+			var started, taken sync.Once
+			f := faults{
+				writeback: (&hintLog{supported: true}).hint,
+				flush: func(FS, string) error { // its fdatasync failed, taking the error
+					started.Do(func() { close(flushing) })
+					<-release
+					return boom
+				},
+				datasync: func(File) error { // the error is taken: the fsync succeeds
+					taken.Do(func() { close(release) })
+					return nil
+				},
+			}
+			// 512 KiB segments: the flush, at 384 KiB, is the tail's first job.
+			l, err := open(t.TempDir(), &Options{Sync: SyncNever, SegmentSize: 512 << 10}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { // on a failure: a flush blocked stops no Close
+				taken.Do(func() { close(release) })
+				_ = l.Close()
+			})
+			if err := writeKiB(l, 400); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-flushing:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no flush past three quarters of the segment")
+			}
+			durable := l.DurableLSN()
+			err = after(l)
+			if d := l.DurableLSN(); d != durable {
+				t.Fatalf("DurableLSN rose from %d to %d by an fsync whose error the failed flush took", durable, d)
+			}
+			if !errors.Is(err, boom) {
+				t.Fatalf("%s after the failed flush = %v; want the flush's error", name, err)
+			}
+			if err := l.Close(); !errors.Is(err, boom) {
+				t.Fatalf("Close = %v; want the flush's error", err)
+			}
+		})
 	}
 }
 
