@@ -32,7 +32,7 @@ import (
 // the goroutine a flush instead of a hint: an fdatasync of the tail, so
 // that the fsync at the roll waits for the last quarter alone, not for
 // the pages the earlier hints only queued (1 KiB records under SyncNever,
-// one producer: 9-19 % less time per enqueue; a flush 1/8, 1/4, 3/8 and
+// one producer: 12-19 % less time per enqueue; a flush 1/8, 1/4, 3/8 and
 // 1/2 of a 4 MiB segment before the roll was measured, a quarter was
 // best: bench/results/flush-pairs-2026-12-05.txt). The flush goes through a handle of its own, opened for it: since
 // Linux 4.13 an fsync reports a write-back error once to each open file
