@@ -18,6 +18,9 @@ type faults struct {
 	// writeback is every write-back hint (writeback.go); nil, once
 	// filled, on a platform without hints.
 	writeback func(f File, off, n int64) (supported bool, err error)
+	// flush is every flush of a tail (writeback.go), made on a platform
+	// with hints.
+	flush func(fsys FS, path string) error
 }
 
 func (f *faults) fill() {
@@ -29,6 +32,9 @@ func (f *faults) fill() {
 	}
 	if f.writeback == nil && writebackHints { // none: no write-back goroutine
 		f.writeback = startWriteback
+	}
+	if f.flush == nil {
+		f.flush = flushSegment
 	}
 }
 
@@ -305,8 +311,8 @@ func (c *committer) commit() {
 		}
 		err = c.afterWrite()
 	}
-	if err == nil && c.tailBytes-c.hints.bytes >= writebackBytes {
-		c.writeback() // once every writebackBytes: the test stays here
+	if err == nil && c.hintDue() {
+		c.writeback() // once every writebackBytes, and once at flushAt: the test stays here
 	}
 	if err == nil {
 		err = c.poisonedMeanwhile()
@@ -557,7 +563,7 @@ func (c *committer) publish(plan rollPlan, segs []*segment) {
 		l.advanceDurable(s.firstLSN - 1)
 	}
 	if len(segs) > 0 {
-		c.hints.bytes = 0 // a new tail is hinted from its start
+		c.hints.bytes, c.hints.flushed = 0, false // a new tail is hinted and flushed from its start
 	}
 	c.tail, c.tailBytes = s, plan.tail
 	c.nextIndex += uint64(len(c.groups))
@@ -604,6 +610,9 @@ func (c *committer) afterWrite() error {
 func (c *committer) sync() error {
 	if err := c.f.datasync(c.tail.file.f); err != nil {
 		return fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", c.tail.path, err)
+	}
+	if err := c.awaitFlush(); err != nil {
+		return err
 	}
 	c.dirty, c.lastSync = false, time.Now()
 	c.l.advanceDurable(c.l.writtenLSN.Load())

@@ -374,10 +374,16 @@
 // to start writing the tail segment back every 512 KiB written
 // (sync_file_range; writeback.go; on other platforms, which have no such
 // hint, no goroutine runs), so that the fsync at a roll,
-// which its caller waits for, finds little left to write. It is a hint:
-// nothing is counted durable but by an fsync; a hint refused as
-// unsupported is not made again, one refused for lack of memory is
-// skipped, and one that fails otherwise poisons the Log.
+// which its caller waits for, finds little left to write; a quarter of a
+// segment before the roll it fdatasyncs the tail instead, through a
+// handle opened for that fsync alone. Neither is counted: nothing is
+// counted durable but by the committer's and the syncer's fsyncs; a hint
+// refused as unsupported is not made again, one refused for lack of
+// memory is skipped, and a hint or flush that fails otherwise poisons the
+// Log. A kernel before Linux 4.13 reports a write-back error to the first
+// fsync of the file through any handle, the flush's too, so the committer
+// counts its own fsync durable only once the flush in flight has ended
+// and the Log is still healthy.
 //
 // Under SyncAlways the callers an fsync releases usually append again at
 // once, so the next fsync waits for as many callers as were blocked in
@@ -522,7 +528,8 @@
 // Flush, a tick, or on a timer after an fsync. Beside the committer run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
-// handle, which it pins, holding no lock: writeback.go); Close stops the
+// handle, which it pins, and the tail's flush on a handle of its own,
+// holding no lock: writeback.go); Close stops the
 // write-back goroutine and waits for it, and for the syncer's fsync in
 // flight, before the last fsync. The segment list and each segment's size and index are
 // guarded by an RWMutex (Log.seg): the committer publishes a write under it

@@ -46,6 +46,9 @@ func (c *committer) syncRolled(first *segment, segs []*segment) error {
 			return fmt.Errorf("wal: fsync of sealed segment %s failed, log poisoned: %w", s.path, err)
 		}
 	}
+	if err := c.awaitFlush(); err != nil {
+		return err
+	}
 	if c.l.opts.plant == bugNoRollDirSync {
 		return nil
 	}

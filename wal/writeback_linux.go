@@ -18,6 +18,13 @@ type rangeWriter interface {
 	syncFileRange(off, n int64) error
 }
 
+// flushable reports whether the tail's File is one the write-back
+// goroutine flushes before its roll: one it can hint.
+func flushable(f File) bool {
+	_, ok := f.(rangeWriter)
+	return ok
+}
+
 // startWriteback hints f's range [off, off+n) to be written back; a File
 // that cannot be hinted is not (supported false). What a failure means is
 // writebackOutcome's to say.
