@@ -1,6 +1,10 @@
 package index
 
-import "github.com/google/btree"
+import (
+	"math"
+
+	"github.com/google/btree"
+)
 
 // seqs holds the table's entries by Seq. Seqs are LSNs of enqueue records,
 // so the entries of a queue at work are a window of recent, increasing
@@ -199,7 +203,7 @@ func (s *seqs) trim() {
 	}
 	if n == len(s.chunks) {
 		s.chunks = s.chunks[:0]
-		s.base += uint64(n) * slotsPerChunk
+		s.base = pastChunks(s.base, n)
 		return
 	}
 	if n > 0 {
@@ -210,6 +214,17 @@ func (s *seqs) trim() {
 	for len(s.chunks) > 0 && s.chunks[len(s.chunks)-1] == nil {
 		s.chunks = s.chunks[:len(s.chunks)-1]
 	}
+}
+
+// pastChunks returns the Seq n chunks after base, or the highest Seq when
+// that is past the top of the range. The highest Seq is never in old (a
+// Seq goes there below base, or spilled from below a later Seq), so as
+// base it stays above every Seq in old.
+func pastChunks(base uint64, n int) uint64 {
+	if d := uint64(n) * slotsPerChunk; base <= math.MaxUint64-d {
+		return base + d
+	}
+	return math.MaxUint64
 }
 
 // own returns chunk i, made or copied so that this set may change it.

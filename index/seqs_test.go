@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -183,4 +184,28 @@ func TestSeqsReachBackStopsAboveOld(t *testing.T) {
 		require.Less(t, m.Seq, s.base)
 	}
 	require.Equal(t, 35, s.Len())
+}
+
+// An entry behind the window stays found when the window, at the top of
+// the Seq range, empties: base moves past the emptied chunks but never
+// wraps around below an entry in old.
+func TestSeqsTopOfRange(t *testing.T) {
+	s := newSeqs()
+	top := uint64(math.MaxUint64 - 5)
+	s.Put(Entry{Seq: top, ID: "top"})
+	s.Put(Entry{Seq: 30, ID: "far behind"}) // too far to reach back to: old
+	_, ok := s.Delete(top)
+	require.True(t, ok)
+	e, ok := s.Get(30)
+	require.True(t, ok, "Get(30) after the window emptied")
+	require.Equal(t, "far behind", e.ID)
+	s.Put(Entry{Seq: math.MaxUint64, ID: "last"})
+	_, ok = s.Get(math.MaxUint64)
+	require.True(t, ok)
+	require.Equal(t, 2, s.Len())
+	_, ok = s.Delete(30)
+	require.True(t, ok, "Delete(30) after the window emptied")
+	_, ok = s.Delete(math.MaxUint64)
+	require.True(t, ok)
+	require.Zero(t, s.Len())
 }
