@@ -379,8 +379,9 @@
 // handle opened for that fsync alone. Neither is counted: nothing is
 // counted durable but by the committer's and the syncer's fsyncs; a hint
 // refused as unsupported is not made again, one refused for lack of
-// memory is skipped, and a hint or flush that fails otherwise poisons the
-// Log. A kernel before Linux 4.13 reports a write-back error to the first
+// memory is skipped, as is a flush whose handle cannot be opened for lack
+// of descriptors or memory (it made no fsync), and a hint or flush that
+// fails otherwise poisons the Log. A kernel before Linux 4.13 reports a write-back error to the first
 // fsync of the file through any handle, the flush's too, so the committer
 // counts its own fsync durable only once the flush in flight has ended
 // and the Log is still healthy.

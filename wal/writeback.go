@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync/atomic"
+	"syscall"
 )
 
 // Under SyncNever and SyncInterval the tail segment's pages stay dirty
@@ -34,8 +35,8 @@ import (
 // the pages the earlier hints only queued (1 KiB records under SyncNever,
 // one producer: 12-19 % less time per enqueue; a flush 1/8, 1/4, 3/8 and
 // 1/2 of a 4 MiB segment before the roll was measured, a quarter was
-// best: bench/results/flush-pairs-2026-12-05.txt). The flush goes through a handle of its own, opened for it: since
-// Linux 4.13 an fsync reports a write-back error once to each open file
+// best: bench/results/flush-pairs-2026-12-05.txt). The flush goes
+// through a handle of its own, opened for it: since Linux 4.13 an fsync reports a write-back error once to each open file
 // description, and were it made on the handle the committer fsyncs
 // (segment.file), a failure taken by the flush could let the committer's
 // next fsync of that handle succeed and count lost records durable before
@@ -47,7 +48,10 @@ import (
 // the sticky error. A flush counts nothing durable either. Like a hint, it is
 // made only for a tail whose File can be hinted (flushable: the real file
 // system's), not for another FS's. A segment removed before its flush ran
-// (a front truncation) is not flushed; any other failure poisons the Log.
+// (a front truncation) is not flushed, nor is one whose handle cannot be
+// opened for a shortage (EMFILE, ENFILE, ENOMEM): no fsync was made, so
+// no write-back error was taken, and the fsync at the roll writes the
+// pages. Any other failure poisons the Log.
 
 // writebackBytes is how many bytes written to the tail segment, since the
 // last hint, make the committer hint again.
@@ -181,16 +185,23 @@ func (c *committer) awaitFlush() error {
 }
 
 // flushSegment opens path read-only, fdatasyncs it and closes it; a file
-// that is gone needs no flush.
+// that is gone needs no flush, and one that cannot be opened for a
+// shortage is not flushed (see above: the roll's fsync writes it).
 func flushSegment(fsys FS, path string) error {
 	f, err := fsys.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || isShortage(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	return errors.Join(f.Datasync(), f.Close())
+}
+
+// isShortage reports whether err is a shortage of file descriptors or
+// memory: a passing state of the process or the system, not of the log.
+func isShortage(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOMEM)
 }
 
 // stopHinter stops the write-back goroutine and waits for it.

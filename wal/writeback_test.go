@@ -2,10 +2,12 @@ package wal
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -326,8 +328,9 @@ func (f spyFile) Close() error    { f.fs.record("close"); return f.File.Close() 
 
 // TestFlushSegment: a flush opens the segment afresh, fdatasyncs that
 // handle and closes it, so a write-back error it takes is not taken from
-// the handle the committer fsyncs; a segment already removed is not
-// flushed, and that is no failure.
+// the handle the committer fsyncs; a segment already removed, or one that
+// cannot be opened for a shortage (no fsync made, no error taken), is not
+// flushed, and that is no failure; any other failure to open is one.
 func TestFlushSegment(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, segmentName(1))
@@ -347,7 +350,13 @@ func TestFlushSegment(t *testing.T) {
 	if err := flushSegment(fsys, path); err != nil {
 		t.Fatalf("flush of a removed segment: %v; want nil", err)
 	}
-	boom := errors.New("EMFILE")
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM} {
+		err := &fs.PathError{Op: "open", Path: path, Err: errno}
+		if err := flushSegment(failOpenFS{err: err}, path); err != nil {
+			t.Fatalf("flush whose open failed for a shortage (%v) = %v; want nil: the roll's fsync writes it", errno, err)
+		}
+	}
+	boom := errors.New("boom")
 	if err := flushSegment(failOpenFS{err: boom}, path); !errors.Is(err, boom) {
 		t.Fatalf("flush whose open failed = %v; want that failure", err)
 	}
