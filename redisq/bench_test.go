@@ -93,34 +93,6 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
-// BenchmarkCycleLone: one goroutine enqueues one message, dequeues one
-// and acks it: every call alone, nothing to gather.
-func BenchmarkCycleLone(b *testing.B) {
-	for _, fsync := range fsyncModes {
-		b.Run("redisq/"+fsync, func(b *testing.B) {
-			srv := server(b, fsync)
-			q := openBench(b, srv)
-			payload := make([]byte, 100)
-			ctx := context.Background()
-			cpu := resetStats(b, srv)
-			b.ResetTimer()
-			for range b.N {
-				if _, err := q.Enqueue(ctx, payload); err != nil {
-					b.Fatal(err)
-				}
-				m, err := q.Dequeue(ctx)
-				if err == nil {
-					err = m.Ack()
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			report(b, srv, cpu, b.N)
-		})
-	}
-}
-
 // BenchmarkCycleBatch: one producer enqueues batches of 100, 4 consumers
 // dequeue batches of up to 100 and ack each message (redisq coalesces
 // concurrent acks into one script call; the bare loop acks a batch with

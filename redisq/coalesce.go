@@ -7,9 +7,8 @@ import (
 	"sync"
 )
 
-// coalescer gathers concurrent calls (a handle's Acks, Enqueues and lone
-// Dequeues, of one kind or several: mix.go) and runs one server call of
-// them at a time: a caller that
+// coalescer gathers concurrent calls of one kind (Acks, Enqueues, lone
+// Dequeues) and runs one server call of them at a time: a caller that
 // finds none running yields the processor once, so that callers ready to
 // run (woken by the same server reply) queue behind it, and runs its own
 // with theirs; the others queue, and the caller whose call returns hands

@@ -103,7 +103,7 @@ func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.
 		return ms, due, err
 	}
 	r := &leaseReq{ctx: ctx}
-	if err := q.calls.do(callReq{lease: r}, q.runCalls); err != nil {
+	if err := q.leases.do(r, q.leaseEach); err != nil {
 		return nil, time.Time{}, err
 	}
 	if r.m == nil {
@@ -144,14 +144,6 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 		return errs
 	}
 	ms, due, err := q.lease(ctx, len(live), true)
-	give(reqs, live, ms, due, err, errs)
-	return errs
-}
-
-// give gives the messages ms leased for the requests of reqs at live
-// (indexes), in order, and to those left without one the call's error
-// (in errs) or, with none, due.
-func give(reqs []*leaseReq, live []int, ms []*queue.Message, due time.Time, err error, errs []error) {
 	for j, i := range live {
 		switch {
 		case j < len(ms):
@@ -162,6 +154,7 @@ func give(reqs []*leaseReq, live []int, ms []*queue.Message, due time.Time, err 
 			reqs[i].due = due
 		}
 	}
+	return errs
 }
 
 // leaseTokens is the most messages one call of the dequeue function
@@ -212,14 +205,6 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 	cctx, cancel := q.leaseContext(ctx)
 	v, err := q.leaseCall(cctx, now, args, gathered)
 	cancel()
-	return q.leaseReply(args, now, v, err)
-}
-
-// leaseReply reads the reply v, err of a call at now of the dequeue
-// function with args (leaseArgs), or its equal (leaseCall): the messages
-// leased, when the earliest delayed message is due, how many it buried,
-// and its error, as leaseOnce returns them.
-func (q *Queue) leaseReply(args []any, now time.Time, v any, err error) ([]*queue.Message, time.Time, int, error) {
 	if !replied(v, err) {
 		return nil, time.Time{}, 0, scriptErr("dequeue", err)
 	}
@@ -266,24 +251,16 @@ func (q *Queue) leaseReply(args []any, now time.Time, v any, err error) ([]*queu
 func (q *Queue) leaseCall(ctx context.Context, now time.Time, args []any, gathered bool) (any, error) {
 	if args[1] == 1 || gathered {
 		v, err := q.call(ctx, fnLease1, q.lease1Args(now, args))
-		return q.afterLease1(ctx, now, args, v, err)
-	}
-	return q.run(ctx, fnDequeue, now, args...)
-}
-
-// afterLease1 returns lease1's reply v, err to a call at now for args
-// (leaseArgs) as dequeue's, calling dequeue with args when lease1
-// answered -3.
-func (q *Queue) afterLease1(ctx context.Context, now time.Time, args []any, v any, err error) (any, error) {
-	if s, ok := v.(string); ok && replied(v, err) {
-		r, perr := leased(s)
-		if perr != nil {
-			return nil, perr
+		if s, ok := v.(string); ok && replied(v, err) {
+			r, perr := leased(s)
+			if perr != nil {
+				return nil, perr
+			}
+			return r, err
 		}
-		return r, err
-	}
-	if r, _ := v.([]any); !replied(v, err) || len(r) != 1 || toInt(r[0]) != -3 {
-		return v, err
+		if r, _ := v.([]any); !replied(v, err) || len(r) != 1 || toInt(r[0]) != -3 {
+			return v, err
+		}
 	}
 	return q.run(ctx, fnDequeue, now, args...)
 }

@@ -58,8 +58,7 @@
 // that may write names every key of the queue its function may touch
 // (the functions that run for each message, dequeues lone or gathered,
 // acks by receipt and enqueues of up to 128 messages with generated ids
-// ready at once, and the call that runs those three kinds together, name
-// only those; the others name all), so a user refused one,
+// ready at once, name only those; the others name all), so a user refused one,
 // for reading or writing, is refused before the function runs. Grant the queue's commands on all of
 // its keys (walq:{NAME}*) and its channel: an ACL changed while handles
 // are open is not checked again. The functions check a key for the
@@ -443,19 +442,14 @@
 //
 // The server does the work: a batched message (EnqueueBatch,
 // DequeueBatch, concurrent Acks, Enqueues and Dequeues, which a handle
-// gathers into one call) costs some 20-30 µs of Redis CPU, one
+// gathers into one call per kind) costs some 20-30 µs of Redis CPU, one
 // message per call several times more (each call has a fixed cost,
 // which the function library keeps lower than a script: its helpers are
 // made once per load, not once per call; and Dequeues, lone or gathered
 // (not DequeueBatch), Acks by receipt, lone or gathered, and Enqueues of
 // generated ids ready at once, up to 128 per call, call functions of
 // their own that take only the keys and arguments they use, since each
-// costs the server; Acks, Enqueues and lone Dequeues waiting at the same
-// moment go in one call of a function that runs the acks, then the
-// enqueues, then the leases, each kind as its own function would, and
-// gives each caller its own outcome, so that a message pays about one
-// call's fixed cost rather than one per kind; an Enqueue with its own
-// id or a delay still runs in a call of its own). A queue's hot keys are created with a 256-byte placeholder member
+// costs the server). A queue's hot keys are created with a 256-byte placeholder member
 // that is never removed, so that they keep Redis's hashtable and skiplist
 // encodings when the queue drains: recreated as small listpacks, every
 // batched command on them would be linear in their size.

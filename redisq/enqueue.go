@@ -25,8 +25,7 @@ type body struct {
 // has run the enqueue (and, with Replicas, once the replicas have it; an
 // ErrNotDurable comes with the id, as the message was enqueued).
 // Concurrent Enqueues of one handle go to the server together in one
-// call, with its concurrent Acks and lone Dequeues where they can
-// (mix.go); each succeeds or fails (ErrDuplicate) on its own.
+// call; each succeeds or fails (ErrDuplicate) on its own.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
 	if q.isClosed() {
 		return "", queue.ErrClosed
@@ -40,7 +39,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.Enque
 	if err != nil {
 		return "", err
 	}
-	err = q.calls.do(callReq{enq: &enqueueReq{ctx: ctx, now: now, args: args}}, q.runCalls)
+	err = q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach)
 	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
 		return "", err
 	}

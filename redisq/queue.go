@@ -19,8 +19,10 @@ import (
 // messages live on in the server.
 type Queue struct {
 	*handle
-	name  string             // the queue's name, inside the hash tag
-	calls coalescer[callReq] // concurrent Acks, Enqueues and lone Dequeues, run by one call (mix.go)
+	name   string                   // the queue's name, inside the hash tag
+	acks   coalescer[queue.Receipt] // concurrent Acks, settled by one call
+	enqs   coalescer[enqueueReq]    // concurrent Enqueues, run by one call
+	leases coalescer[*leaseReq]     // concurrent lone Dequeues, leased for by one call
 }
 
 var _ queue.AckQueue = (*Queue)(nil)

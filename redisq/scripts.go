@@ -25,8 +25,6 @@ var (
 	ack1Lua string
 	//go:embed scripts/lease1.lua
 	lease1Lua string
-	//go:embed scripts/mix.lua
-	mixLua string
 	//go:embed scripts/dequeue.lua
 	dequeueLua string
 	//go:embed scripts/settle.lua
@@ -86,8 +84,7 @@ var (
 		// scripts/common.lua's order) and the arguments they use: seq,
 		// msg, ready and lease for an enqueue, and acked with a
 		// DedupWindow; msg, ready, delayed and lease for the leases of
-		// Dequeues; msg, lease, acked and stats for acks; the keys of
-		// all three for mix, which runs them together (mix.go).
+		// Dequeues; msg, lease, acked and stats for acks.
 		{"enqueue", enqueueLua, "", nil},
 		{"enqueue1", enqueue1Lua, "", []int{1, 2, 3, 5}},
 		{"enqueue1w", enqueue1Lua, "", []int{1, 2, 3, 5, 7}},
@@ -95,9 +92,6 @@ var (
 		{"lease1", lease1Lua, "", []int{2, 3, 4, 5}},
 		{"settle", settleLua, "allow-oom", nil},
 		{"ack1", ack1Lua, "allow-oom", []int{2, 5, 7, 8}},
-		// mix enqueues and leases: refused whole past maxmemory, as they
-		// are; its acks then run on their own (ack1).
-		{"mix", mixLua, "", []int{1, 2, 3, 4, 5, 7, 8}},
 		{"housekeep", housekeepLua, "allow-oom", nil},
 		{"dead", deadLua, "allow-oom", nil},
 		{"inspect", inspectLua, "no-writes", nil},
@@ -118,7 +112,7 @@ var (
 
 	fnEnqueue, fnDequeue, fnSettle = library.fn("enqueue"), library.fn("dequeue"), library.fn("settle")
 	fnEnqueue1, fnEnqueue1W        = library.fn("enqueue1"), library.fn("enqueue1w")
-	fnLease1, fnAck1, fnMix        = library.fn("lease1"), library.fn("ack1"), library.fn("mix")
+	fnLease1, fnAck1               = library.fn("lease1"), library.fn("ack1")
 	fnHousekeep, fnDead, fnInspect = library.fn("housekeep"), library.fn("dead"), library.fn("inspect")
 	fnSortedGrow, fnSortedSettle   = sortedLibrary.fn("grow"), sortedLibrary.fn("settle")
 	fnSortedRead                   = sortedLibrary.fn("read")

@@ -11,13 +11,12 @@ import (
 
 // Ack removes the message of the delivery r for good; ErrLeaseLost if
 // that delivery no longer owns it. Concurrent Acks of one handle are
-// settled together by one script call, with its concurrent Enqueues and
-// lone Dequeues where they can (mix.go).
+// settled together by one script call.
 func (q *Queue) Ack(r queue.Receipt) error {
 	if q.isClosed() {
 		return queue.ErrClosed
 	}
-	return q.calls.do(callReq{ack: &r}, q.runCalls)
+	return q.acks.do(r, func(rs []queue.Receipt) []error { return q.settle("ack", "", rs) })
 }
 
 // Nack gives the message of the delivery r back: ready after delay (at
@@ -87,7 +86,11 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 // settleAt is settle at the time now, which an argument that ends a time
 // after now (span) was computed from.
 func (q *Queue) settleAt(now time.Time, op, arg string, rs []queue.Receipt) []error {
-	args := receiptArgs(op, arg, rs)
+	args := make([]any, 0, 3+2*len(rs))
+	args = append(args, op, arg, "r")
+	for _, r := range rs {
+		args = append(args, strconv.FormatUint(r.Seq, 10), strconv.FormatUint(r.Lease, 10))
+	}
 	var codes []int64
 	var err error
 	lean := op == "ack" && len(rs) <= maxCoalesce
@@ -97,12 +100,6 @@ func (q *Queue) settleAt(now time.Time, op, arg string, rs []queue.Receipt) []er
 	if !lean || err == nil && codes == nil {
 		codes, err = q.runSettle(now, op, args)
 	}
-	return settleErrs(rs, codes, err)
-}
-
-// settleErrs returns the error of each receipt of a settle call that
-// replied codes (nil when none) and err.
-func settleErrs(rs []queue.Receipt, codes []int64, err error) []error {
 	errs := make([]error, len(rs))
 	for i, r := range rs {
 		switch {
@@ -113,17 +110,6 @@ func settleErrs(rs []queue.Receipt, codes []int64, err error) []error {
 		}
 	}
 	return errs
-}
-
-// receiptArgs returns the arguments of the settle function for op with
-// arg over the receipts rs.
-func receiptArgs(op, arg string, rs []queue.Receipt) []any {
-	args := make([]any, 0, 3+2*len(rs))
-	args = append(args, op, arg, "r")
-	for _, r := range rs {
-		args = append(args, strconv.FormatUint(r.Seq, 10), strconv.FormatUint(r.Lease, 10))
-	}
-	return args
 }
 
 func (q *Queue) settleID(now time.Time, op, arg, id string) error {

@@ -142,7 +142,7 @@ func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		if name := cmd.Name(); (name == "fcall" || name == "evalsha" || name == "eval") &&
 			!redis.HasErrorPrefix(err, "NOSCRIPT") && !strings.Contains(fmt.Sprint(err), "Function not found") {
-			c.addCall(cmd)
+			c.add(operation(cmd), weight(cmd.Args()))
 		}
 		return err
 	}
@@ -152,29 +152,6 @@ func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // runs its scripts one by one.
 func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
-}
-
-// addCall counts a script call; a call of mix as the calls it runs
-// together: its acks as one settle, its enqueues as one enqueue, its
-// leases as a dequeue weighed by their number.
-func (c *scriptCounter) addCall(cmd redis.Cmder) {
-	op, args := operation(cmd), cmd.Args()
-	if op != "mix" {
-		c.add(op, weight(args))
-		return
-	}
-	at := 3 + argInt(args[2]) // mix's ARGV[1]
-	acks, enqs := argInt(args[at+4]), argInt(args[at+5])
-	for kind, n := range map[string]int{"settle": min(acks, 1), "enqueue": min(enqs, 1), "dequeue": len(args) - (at + 6 + 2*acks + 2*enqs)} {
-		if n > 0 {
-			c.add(kind, n)
-		}
-	}
-}
-
-func argInt(a any) int {
-	n, _ := strconv.Atoi(fmt.Sprint(a))
-	return n
 }
 
 func (c *scriptCounter) add(op string, n int) {

@@ -874,12 +874,13 @@ local function leasemany(ARGV, dls, max, at, full)
   return out
 end
 
--- enqueuemany enqueues the n messages of a call of enqueue1 that carries
+-- enqueuemany enqueues the messages of a call of enqueue1 that carries
 -- more than one (enqueue1.lua: the layout, the keys, the undoing on a
 -- key of the wrong type), in one command per key; the pairs of id and
 -- body start after ARGV[at]; old are the stamps past the window, read by
 -- the caller. Returns 1.
-local function enqueuemany(ARGV, at, n, old)
+local function enqueuemany(ARGV, at, old)
+  local n = (#ARGV - at) / 2
   local seq = redis.call('INCRBY', K_SEQ, n) - n
   if seq == 0 then
     local bad = keep()
@@ -914,116 +915,4 @@ local function enqueuemany(ARGV, at, n, old)
   if old and #old > 0 then many('ZREM', K_ACKED, old) end
   if added > 3 * n then publish('r') end
   return 1
-end
-
--- enqueueone enqueues the one message of a call of enqueue1 (enqueue1.lua:
--- the keys, the undoing on a key of the wrong type), with no table built:
--- its id and body; old are the stamps past the window, read by the
--- caller. Returns 1.
-local function enqueueone(id, body, old)
-  local seq = redis.call('INCR', K_SEQ)
-  if seq == 1 then
-    local bad = keep()
-    if bad then
-      redis.call('DECR', K_SEQ)
-      return bad
-    end
-  end
-  local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
-  -- Four new fields when '#q' was absent (see waiting): the message's
-  -- three (a generated id is new) and '#q'.
-  local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
-  if type(added) == 'table' then
-    redis.call('DECR', K_SEQ)
-    return added
-  end
-  added = redis.pcall('HSET', K_MSG, sq, freshrec(id), 'b' .. sq, body, 'i' .. id, sq, '#q', '1')
-  if type(added) == 'table' then
-    redis.call('ZREM', K_READY, sq)
-    redis.call('DECR', K_SEQ)
-    return added
-  end
-  if old and #old > 0 then many('ZREM', K_ACKED, old) end
-  if added == 4 then publish('r') end
-  return 1
-end
-
--- enqueueplain enqueues the n messages whose pairs of id and body start
--- after ARGV[at] (enqueue1.lua), first reading the stamps past the window
--- when the call carries acked and the window is set. Returns 1.
-local function enqueueplain(ARGV, at, n)
-  local old -- the stamps past the window; the read checks the stamps key
-  if K_ACKED and window > 0 then
-    old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
-  end
-  if n > 1 then return enqueuemany(ARGV, at, n, old) end
-  return enqueueone(ARGV[at + 1], ARGV[at + 2], old)
-end
-
--- ackone acks one delivery, the message seq leased with the token tok
--- (ack1.lua: the fence, the reply). While no lease has run out (none at
--- or before now: ZCOUNT, whose integer reply is cheaper than a score's),
--- so has this one, if the message is leased at all: that the ZREM's count
--- tells, before anything else is written for it (a producer's id, whose
--- removal goes through drop, reads the deadline).
-local function ackone(seq, tok)
-  local raw = redis.call('HGET', K_MSG, seq)
-  if not raw then return 1 end
-  local assumed = redis.call('ZCOUNT', K_LEASE, '-inf', NOW) == 0
-  local dl = NONE
-  if not assumed then dl = redis.call('ZSCORE', K_LEASE, seq) end
-  local id, pid = owner(raw, dl, tok)
-  if not id then return 1 end
-  if pid then
-    if assumed and not redis.call('ZSCORE', K_LEASE, seq) then return 1 end
-    local stamps = nil
-    if window > 0 then stamps = {NOW, id} end
-    return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, 1, true) or 0
-  end
-  if redis.call('ZREM', K_LEASE, seq) == 0 then return 1 end
-  redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
-  return 0
-end
-
--- ackmany acks the n deliveries whose pairs of seq and token start after
--- ARGV[at] (ack1.lua, gathered): the records in one HMGET; every owner
--- checked before the first write, so that a producer's id sends the
--- whole call to settle with nothing written (-3); then a ZREM per
--- message (its count is the fence, as in ackone; a message named twice
--- is acked by the first receipt of its live delivery, the other fails)
--- and one HDEL for all. Returns a character per receipt, '0' or '1'.
-local function ackmany(ARGV, at, n)
-  local seqs = {}
-  for i = 1, n do seqs[i] = ARGV[at - 1 + 2 * i] end
-  local raws = redis.call('HMGET', K_MSG, unpack(seqs))
-  local assumed = redis.call('ZCOUNT', K_LEASE, '-inf', NOW) == 0
-  local ids = {}
-  for i = 1, n do
-    local dl = NONE
-    if raws[i] and not assumed then dl = redis.call('ZSCORE', K_LEASE, seqs[i]) end
-    local id, pid = owner(raws[i], dl, ARGV[at + 2 * i])
-    if pid then return -3 end
-    ids[i] = id or false
-  end
-  local codes, fields = {}, {}
-  for i = 1, n do
-    local seq, id = seqs[i], ids[i]
-    if id and redis.call('ZREM', K_LEASE, seq) == 1 then
-      codes[i] = '0'
-      local f = #fields
-      fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. id
-    else
-      codes[i] = '1'
-    end
-  end
-  if #fields > 0 then many('HDEL', K_MSG, fields) end
-  return table.concat(codes)
-end
-
--- caught returns what a part of a mixed call (mix.lua) replies, given
--- pcall's results: the part's own reply, or its error as an error reply
--- (a command's error comes as one; a Lua error, a string, is made one).
-local function caught(ok, r)
-  if ok or type(r) == 'table' then return r end
-  return {err = tostring(r)}
 end

@@ -6,9 +6,9 @@
 -- argument costs the server (see bindsome): without a window the time
 -- serves nothing. Generated ids are
 -- random and never checked, so no duplicate is looked for: straight to
--- the writes, with no table built for one message (enqueueplain,
--- common.lua). Returns 1: all enqueued. The call carries only the keys
--- this touches: seq, msg, ready and lease (keep), and with a window acked.
+-- the writes, with no table built for one message. Returns 1: all
+-- enqueued. The call carries only the keys this touches: seq, msg, ready
+-- and lease (keep), and with a window acked.
 -- Keys of the wrong type (see need): seq fails first, ready the first
 -- write after it, msg the next, each undoing the writes before it; the
 -- first enqueue of a queue takes back its seqs when keep fails. The
@@ -16,10 +16,40 @@
 -- messages' writes, so a call refused on a key of the wrong type leaves
 -- them to the handles with longer windows.
 local at = 0 -- the first pair is ARGV[at + 1], ARGV[at + 2]
+local old -- the stamps past the window; the read checks the stamps key
 if K_ACKED then
   bindargs(nil, ARGV[1], '0', ARGV[2])
   at = 2
+  if window > 0 then
+    old = redis.call('ZRANGEBYSCORE', K_ACKED, '-inf', '(' .. string.format(INT, now - window), 'LIMIT', 0, 128)
+  end
 else
   bindargs(nil, '0', '0', '0')
 end
-return enqueueplain(ARGV, at, (#ARGV - at) / 2)
+if #ARGV > at + 2 then return enqueuemany(ARGV, at, old) end
+local id = ARGV[at + 1]
+local seq = redis.call('INCR', K_SEQ)
+if seq == 1 then
+  local bad = keep()
+  if bad then
+    redis.call('DECR', K_SEQ)
+    return bad
+  end
+end
+local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
+-- Four new fields when '#q' was absent (see waiting): the message's
+-- three (a generated id is new) and '#q'.
+local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+if type(added) == 'table' then
+  redis.call('DECR', K_SEQ)
+  return added
+end
+added = redis.pcall('HSET', K_MSG, sq, freshrec(id), 'b' .. sq, ARGV[at + 2], 'i' .. id, sq, '#q', '1')
+if type(added) == 'table' then
+  redis.call('ZREM', K_READY, sq)
+  redis.call('DECR', K_SEQ)
+  return added
+end
+if old and #old > 0 then many('ZREM', K_ACKED, old) end
+if added == 4 then publish('r') end
+return 1
