@@ -381,10 +381,10 @@
 // refused as unsupported is not made again, one refused for lack of
 // memory is skipped, as is a flush whose handle cannot be opened for lack
 // of descriptors or memory (it made no fsync), and a hint or flush that
-// fails otherwise poisons the Log. A kernel before Linux 4.13 reports a write-back error to the first
-// fsync of the file through any handle, the flush's too, so the committer
-// counts its own fsync durable only once the flush in flight has ended
-// and the Log is still healthy.
+// fails otherwise poisons the Log. A kernel before Linux 4.13 reports a
+// write-back error to the first fsync of the file through any handle, the
+// flush's too, so the committer counts its own fsync durable only once
+// the flush in flight has ended and the Log is still healthy.
 //
 // Under SyncAlways the callers an fsync releases usually append again at
 // once, so the next fsync waits for as many callers as were blocked in

@@ -36,8 +36,9 @@ import (
 // one producer: 12-19 % less time per enqueue; a flush 1/8, 1/4, 3/8 and
 // 1/2 of a 4 MiB segment before the roll was measured, a quarter was
 // best: bench/results/flush-pairs-2026-12-05.txt). The flush goes
-// through a handle of its own, opened for it: since Linux 4.13 an fsync reports a write-back error once to each open file
-// description, and were it made on the handle the committer fsyncs
+// through a handle of its own, opened for it: since Linux 4.13 an fsync
+// reports a write-back error once to each open file description, and
+// were it made on the handle the committer fsyncs
 // (segment.file), a failure taken by the flush could let the committer's
 // next fsync of that handle succeed and count lost records durable before
 // the flush's poison lands. Before 4.13 the kernel keeps the error per
