@@ -66,7 +66,7 @@ func randomAckRun(t *testing.T, rng *rand.Rand, q *queue.Queue, clk interface{ A
 			m := kept[j]
 			kept = append(kept[:j], kept[j+1:]...)
 			if rng.IntN(4) == 0 {
-				if err := m.Extend(delay()); err != nil {
+				if err := m.Extend(time.Second + delay()); err != nil { // Extend refuses 0
 					require.ErrorIs(t, err, queue.ErrLeaseLost)
 				}
 				kept = append(kept, m)

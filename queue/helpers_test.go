@@ -47,7 +47,7 @@ func requireEmpty(t *testing.T, q *queue.Queue) {
 // crashImage copies the queue directory as it is on disk right now (what a
 // kill -9 leaves: everything written, synced or not) to a new directory,
 // without the lock, and returns it.
-func crashImage(t *testing.T, src string) string {
+func crashImage(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
 	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {

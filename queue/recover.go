@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"math"
 	"path/filepath"
 	"slices"
@@ -239,16 +240,41 @@ func (q *Queue) forgetLostIDs(lsn uint64) {
 
 // The state as recovery sees it (recovery.State).
 
-// Apply decodes the record b, read at lsn, and applies it.
+// Apply decodes the record b, read at lsn, and applies it. b is valid
+// only during the call (recovery.State).
+//
+// Outside a salvage the record's Payload and Sort are read in place
+// (decodeRecordAliased): a replay reads the record of every message in the
+// log and keeps the payload of none of them, so a copy of each was most of
+// what an open after a crash allocated. What the state keeps of them is
+// copied first (ownKept). A salvaging replay, rare and slow anyway,
+// decodes copies as before.
 func (s *state) Apply(lsn uint64, b []byte) error {
 	var r record
-	if err := decodeRecord(b, &r); err != nil {
+	if s.salvage {
+		if err := decodeRecord(b, &r); err != nil {
+			return err
+		}
+		return s.applySalvaging(lsn, &r, len(b))
+	}
+	if err := decodeRecordAliased(b, &r); err != nil {
 		return err
 	}
-	if !s.salvage {
-		return s.apply(lsn, &r, len(b))
+	ownKept(&r)
+	return s.apply(lsn, &r, len(b))
+}
+
+// ownKept replaces the views of r, decoded by decodeRecordAliased, that
+// applying it may keep with copies: the Sort of any record (a published
+// value keeps it, a move or a dead-letter of a value names it), and the
+// Payload of a publish (the sorted queue's payload cache). Every other
+// Payload (a message's, a batch settle's packed Seqs) is read during the
+// apply and not kept.
+func ownKept(r *record) {
+	r.Sort = bytes.Clone(r.Sort)
+	if r.Op == opPublish {
+		r.Payload = bytes.Clone(r.Payload)
 	}
-	return s.applySalvaging(lsn, &r, len(b))
 }
 
 // applySalvaging is Apply in a salvaging replay. Besides the settles it

@@ -13,7 +13,8 @@ import (
 // to it and asks what it needs. Recover calls it from one goroutine.
 type State interface {
 	// Apply applies the record rec, read at lsn. A record that does not
-	// apply (damage) returns an error and changes nothing.
+	// apply (damage) returns an error and changes nothing. rec is valid
+	// only during the call: the log's reader reuses it.
 	Apply(lsn uint64, rec []byte) error
 	// Skip notes that a salvaging replay passed over the record at lsn
 	// without applying it, so that the next snapshot covers it.
