@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -38,13 +37,6 @@ func (l *errorLog) add(where string, err error) {
 		return
 	}
 	l.more++
-}
-
-// addProblems adds each of a checker's problems as an error.
-func (l *errorLog) addProblems(where string, problems []string) {
-	for _, p := range problems {
-		l.add(where, errors.New(p))
-	}
 }
 
 func (l *errorLog) list() []string {

@@ -301,7 +301,7 @@ func (m *matrix) runAll(ctx context.Context, c *config, exe string) []Result {
 		case wRecovery:
 			rows = append(rows, m.runRecovery(ctx, cl, m.buildClosed(c.backlogTime))...)
 		case wCrash:
-			rows = append(rows, m.runRecovery(ctx, cl, m.buildCrashed(exe, c.backlogTime))...)
+			rows = append(rows, m.runCrash(ctx, cl, m.buildCrashed(exe, c.backlogTime))...)
 		case wBacklog:
 			once := *m
 			once.rounds = 1 // RSS and disk, not throughput: one round is enough

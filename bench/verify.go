@@ -130,28 +130,6 @@ func (v *view) check(p []byte) time.Duration {
 	return age
 }
 
-// fresh returns an empty checker of the same shape expecting the same
-// messages.
-func (c *checker) fresh() *checker {
-	f := &checker{payload: c.payload, fifo: c.fifo, expected: c.expected, seen: make([][]atomic.Uint64, len(c.seen))}
-	for i := range f.seen {
-		f.seen[i] = make([]atomic.Uint64, len(c.seen[i]))
-	}
-	return f
-}
-
-// damage is problems without lost messages: what the messages seen so far
-// show, when not all of them were meant to be seen.
-func (c *checker) damage() []string {
-	var out []string
-	for _, p := range c.problems() {
-		if !strings.HasPrefix(p, "lost ") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // lost counts the expected messages never seen, and the messages seen that
 // their producer never reported as enqueued.
 func (c *checker) lost() (lost, unexpected int64) {
