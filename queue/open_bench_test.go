@@ -69,26 +69,15 @@ func crashedBacklog(b *testing.B, n, size int) string {
 	return crashImage(b, src)
 }
 
-// syncedCopy copies the directory src to a new one under b's TempDir and
-// fsyncs every file of the copy.
+// syncedCopy copies the directory src (crashImage) and fsyncs every file
+// of the copy.
 func syncedCopy(b *testing.B, src string) string {
-	dst, err := os.MkdirTemp(b.TempDir(), "open-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+	dst := crashImage(b, src)
+	err := filepath.WalkDir(dst, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel(src, path)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o700)
-		}
-		if err := copyFile(path, to); err != nil {
-			return err
-		}
-		return syncFile(to)
+		return syncFile(path)
 	})
 	if err != nil {
 		b.Fatal(err)
