@@ -1,6 +1,9 @@
 package wal
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // leadWrites runs n writes of a leader without followers and returns
 // how many of them yielded first.
@@ -66,5 +69,61 @@ func TestLeadYields(t *testing.T) {
 				t.Errorf("%d writes yielded %d times, want %d", tc.n, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLeadFollowerWaitsForTheTurn pins the hand-over between a leader and
+// its followers: a follower's turn is over once the leader it joined has
+// released the lead, not before; a follower blocked in wait is woken by
+// that release; and one that joins the next leader waits for that one.
+func TestLeadFollowerWaitsForTheTurn(t *testing.T) {
+	var d lead
+	_, leads, yield := d.take(true)
+	if !leads {
+		t.Fatal("a lone caller found a leader")
+	}
+	turn, leads, _ := d.take(true)
+	if leads {
+		t.Fatal("a caller arriving during a write became a second leader")
+	}
+	if d.over(turn) {
+		t.Fatal("the turn is over before its leader released the lead")
+	}
+	woken := make(chan struct{})
+	go func() {
+		d.wait(turn)
+		close(woken)
+	}()
+	select {
+	case <-woken:
+		t.Fatal("a follower's wait returned while its leader still leads")
+	case <-time.After(20 * time.Millisecond):
+	}
+	d.release(yield)
+	select {
+	case <-woken:
+	case <-time.After(time.Minute):
+		t.Fatal("a blocked follower was not woken by its leader's release")
+	}
+	if !d.over(turn) {
+		t.Fatal("the turn is not over after its leader released the lead")
+	}
+
+	// The next leader, and a follower of its turn.
+	_, leads, yield = d.take(true)
+	if !leads {
+		t.Fatal("the lead was not free after the release")
+	}
+	next, leads, _ := d.take(true)
+	if leads || d.over(next) {
+		t.Fatal("a follower of the next leader is not waiting for it")
+	}
+	d.release(yield)
+	if !d.over(next) {
+		t.Fatal("the next turn is not over after its release")
+	}
+	d.wait(next) // returns at once
+	if _, leads, _ := d.take(true); !leads {
+		t.Fatal("the lead was not free after the second release")
 	}
 }
