@@ -151,7 +151,6 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: dequeue of %d messages", ErrInvalidOptions, max)
 	}
-	sp := q.newSpare() // before the lock: see spare
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -159,7 +158,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		var dead []deadNote // dead-letterings at the limit, logged without q.mu
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
-		ds, c, err := q.leaseLocked(max, buf, now, &dead, &sp)
+		ds, c, err := q.leaseLocked(max, buf, now, &dead)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
 			q.logDead(dead)
@@ -173,7 +172,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
-		ds, c, err = q.leaseLocked(max, buf, now, &dead, &sp)
+		ds, c, err = q.leaseLocked(max, buf, now, &dead)
 		if err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
@@ -260,28 +259,22 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // cursor) returns them with the error: they are leased, and are the
 // caller's to deliver. The ready messages that MaxDeliveries dead-letters
 // on the way (leaseOneLocked) are added to dead, for the caller to log
-// once q.mu is released (logDead). The first message from the cursor
-// takes sp's memory if it fits (see spare).
-func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote, sp *spare) ([]delivery, *wal.Commit, error) {
+// once q.mu is released (logDead).
+func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
 	q.mu.st.table.SetNow(now)
 	var last *wal.Commit
 	var err error
-	fromCursor := false
 	for len(out) < max {
 		var d delivery
 		var c *wal.Commit
-		d, c, err = q.leaseOneLocked(now, dead, sp)
+		d, c, err = q.leaseOneLocked(now, dead)
 		if err != nil || d.m == nil {
 			break
 		}
-		fromCursor = fromCursor || d.loc == 0
 		out, last = append(out, d), c
-	}
-	if !fromCursor {
-		q.noteSpareLocked(0, 0)
 	}
 	if len(out) > 0 {
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
@@ -326,9 +319,8 @@ func (q *Queue) usableLocked(op string) error {
 // leaseOneLocked leases the first ready message, or else the next one at
 // the cursor. A ready message that has had MaxDeliveries is not delivered
 // again: it goes to the dead set (pastLimit), is added to dead, and the
-// next one is looked at. A message from the cursor takes sp's memory if
-// it fits, and sp is then spent.
-func (q *Queue) leaseOneLocked(now int64, dead *[]deadNote, sp *spare) (delivery, *wal.Commit, error) {
+// next one is looked at.
+func (q *Queue) leaseOneLocked(now int64, dead *[]deadNote) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
 	for ok && q.pastLimit(e.Deliveries) {
@@ -354,24 +346,22 @@ func (q *Queue) leaseOneLocked(now int64, dead *[]deadNote, sp *spare) (delivery
 	if err != nil || seq == 0 {
 		return delivery{}, nil, err
 	}
-	// The payload and the id are copied before the cursor reads on.
-	m, id := sp.message(er.Payload), sp.id(er.ID)
-	q.noteSpareLocked(len(er.Payload), len(id))
-	r := &record{Op: opLease, Seq: seq, ID: id, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
+	m := newMessage(er.Payload) // copied before the cursor reads on
+	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
 		return delivery{}, nil, err
 	}
-	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = id, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
+	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
 	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q
 	return delivery{m: m}, c, nil
 }
 
 // cursorNextLocked reads the log from the cursor to the next enqueue record
 // that the cursor owns (not delayed), decodes it into r, and returns its
-// LSN and its size; LSN 0 when the written log holds none. r.Payload and
-// r.ID are views into the cursor's buffer (decodeRecordViewID): valid
-// until the cursor reads on.
+// LSN and its size; LSN 0 when the written log holds none. r.Payload is a
+// view into the cursor's buffer (decodeRecordAliased): valid until the
+// cursor reads on.
 func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 	st := q.mu.st
 	reset := false
@@ -399,7 +389,7 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		if err := decodeRecordViewID(b, r); err != nil {
+		if err := decodeRecordAliased(b, r); err != nil {
 			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 		}
 		if r.Due != 0 {

@@ -145,55 +145,23 @@ type withPayload[B any] struct {
 // Message's allocation; it is never appended to in place (its capacity
 // is its length), so it never writes past its room.
 func newMessage(p []byte) *Message {
-	if p == nil {
+	switch n := uintptr(len(p)); {
+	case p == nil:
 		return &Message{}
+	case n == 0:
+		return &Message{Payload: []byte{}}
+	case n <= 192-messageSize:
+		return carry(new(withPayload[[192 - messageSize]byte]), p)
+	case n <= 256-messageSize:
+		return carry(new(withPayload[[256 - messageSize]byte]), p)
+	case n <= 512-messageSize:
+		return carry(new(withPayload[[512 - messageSize]byte]), p)
+	case n <= maxRoom:
+		return carry(new(withPayload[[maxRoom]byte]), p)
 	}
-	m, room := messageWithRoom(len(p))
-	fill(m, room, p)
-	return m
-}
-
-// messageWithRoom returns a new Message and room for a payload of n
-// bytes: up to maxRoom in the Message's allocation, in the smallest room
-// that holds n; else a slice of its own, of n bytes. roomFor(n) is the
-// room's size.
-func messageWithRoom(n int) (*Message, []byte) {
-	switch u := uintptr(n); {
-	case u == 0:
-		return &Message{}, []byte{}
-	case u <= 192-messageSize:
-		return withRoom(new(withPayload[[192 - messageSize]byte]))
-	case u <= 256-messageSize:
-		return withRoom(new(withPayload[[256 - messageSize]byte]))
-	case u <= 512-messageSize:
-		return withRoom(new(withPayload[[512 - messageSize]byte]))
-	case u <= maxRoom:
-		return withRoom(new(withPayload[[maxRoom]byte]))
-	}
-	return &Message{}, make([]byte, n)
-}
-
-// roomFor is the size of the room messageWithRoom(n) returns.
-func roomFor(n int) int {
-	switch u := uintptr(n); {
-	case u == 0:
-		return 0
-	case u <= 192-messageSize:
-		return int(192 - messageSize)
-	case u <= 256-messageSize:
-		return int(256 - messageSize)
-	case u <= 512-messageSize:
-		return int(512 - messageSize)
-	case u <= maxRoom:
-		return int(maxRoom)
-	}
-	return n
-}
-
-// fill makes a copy of p in room, from messageWithRoom(len(p)) or of the
-// same size, m's Payload.
-func fill(m *Message, room, p []byte) {
-	m.Payload = room[:copy(room, p):len(p)]
+	b := make([]byte, len(p))
+	copy(b, p)
+	return &Message{Payload: b}
 }
 
 // messageSize is the size of a Message; maxRoom the largest payload that
@@ -204,7 +172,9 @@ const (
 	maxRoom     = 1024 - messageSize
 )
 
-// withRoom returns w's Message and its room.
-func withRoom[B any](w *withPayload[B]) (*Message, []byte) {
-	return &w.m, unsafe.Slice((*byte)(unsafe.Pointer(&w.b)), unsafe.Sizeof(w.b))
+// carry copies p into w's room and returns w's Message holding it.
+func carry[B any](w *withPayload[B], p []byte) *Message {
+	room := unsafe.Slice((*byte)(unsafe.Pointer(&w.b)), unsafe.Sizeof(w.b))
+	w.m.Payload = room[:copy(room, p):len(p)]
+	return &w.m
 }

@@ -44,7 +44,6 @@ type Queue struct {
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting
-	spareSize atomic.Uint64 // what a delivery allocates before taking mu (spare.go): the last cursor delivery's payload room and id length; 0 when the last look leased none from the cursor
 	timed     atomic.Int32  // blocked calls that noted a due time and have not left their sleep (sleepers.go)
 	kick      chan struct{} // wakes the housekeeper; buffered, one slot
 	stop      chan struct{} // closed by Close to stop the housekeeper

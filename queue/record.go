@@ -337,16 +337,6 @@ func decodeRecordAliased(b []byte, r *record) error {
 	return decodeMsgpack(b, r)
 }
 
-// decodeRecordViewID is decodeRecordAliased whose r.ID may be a view into
-// b as well (decodeEncodedViewID): the caller copies it before b changes.
-func decodeRecordViewID(b []byte, r *record) error {
-	if decodeEncodedViewID(b, r) {
-		return checkKind(r)
-	}
-	*r = record{}
-	return decodeMsgpack(b, r)
-}
-
 // decodeMsgpack is decodeRecord through the msgpack decoder.
 func decodeMsgpack(b []byte, r *record) error {
 	dec := msgpack.GetDecoder()

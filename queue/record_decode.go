@@ -1,36 +1,28 @@
 package queue
 
-import (
-	"encoding/binary"
-	"unsafe"
-)
+import "encoding/binary"
 
 // decodeEncoded reads a record in the form encodeRecord writes, straight
 // from b: the same fields, the same values and the same nil-or-empty
 // distinctions as the msgpack decoder, without a decoder, a reader or an
 // error per field. It reports false, leaving r partly filled, for any byte
 // it does not expect; the caller then decodes b with the msgpack decoder.
-func decodeEncoded(b []byte, r *record) bool { return decodeFrom(b, r, false, false) }
+func decodeEncoded(b []byte, r *record) bool { return decodeFrom(b, r, false) }
 
 // decodeEncodedAliased is decodeEncoded whose r.Payload and r.Sort are
 // views into b instead of copies: they are valid only as long as b is,
 // and must not be written. A non-empty view has no room to grow (its
 // capacity is its length).
-func decodeEncodedAliased(b []byte, r *record) bool { return decodeFrom(b, r, true, false) }
+func decodeEncodedAliased(b []byte, r *record) bool { return decodeFrom(b, r, true) }
 
-// decodeEncodedViewID is decodeEncodedAliased whose r.ID is a view into b
-// as well, for a caller that copies the id, or drops it, before b changes.
-func decodeEncodedViewID(b []byte, r *record) bool { return decodeFrom(b, r, true, true) }
-
-// decodeFrom is decodeEncoded, or decodeEncodedAliased when alias is set;
-// viewID makes r.ID a view into b too (decodeEncodedViewID).
+// decodeFrom is decodeEncoded, or decodeEncodedAliased when alias is set.
 // Its list of fields is decodeFields' (record.go) written out again: read
 // through one generic function shared with it, the aliased decode of an
 // enqueue record makes a second allocation and ran slower in
 // BenchmarkRecordCodec (203-409 ns against 97-159 ns, interleaved runs on a
 // shared machine). FuzzDecodeRecord holds the two decoders to
 // the same records.
-func decodeFrom(b []byte, r *record, alias, viewID bool) bool {
+func decodeFrom(b []byte, r *record, alias bool) bool {
 	if len(b) == 0 || b[0] != mpFixArray|recordFields {
 		return false
 	}
@@ -38,11 +30,7 @@ func decodeFrom(b []byte, r *record, alias, viewID bool) bool {
 	o := d.uint(255)
 	r.Seq = d.uint(1<<64 - 1)
 	r.Lease = d.uint(1<<64 - 1)
-	if viewID {
-		r.ID = d.stringView()
-	} else {
-		r.ID = d.string()
-	}
+	r.ID = d.string()
 	flags := d.uint(255)
 	r.At, r.Due, r.Enq = d.int(), d.int(), d.int()
 	size, count := d.uint(1<<32-1), d.uint(1<<32-1)
@@ -240,13 +228,6 @@ func (d *encodedReader) string() string {
 	}
 	v, _ := d.raw()
 	return string(v)
-}
-
-// stringView is string returning a view into the input: valid only as
-// long as the input is, and never written through.
-func (d *encodedReader) stringView() string {
-	v, _ := d.raw()
-	return unsafe.String(unsafe.SliceData(v), len(v))
 }
 
 // headers reads a map of strings; nil when nil or empty.

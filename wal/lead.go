@@ -44,15 +44,13 @@ const (
 )
 
 // lead says whether a caller is writing on behalf of the others. A lone
-// caller takes and releases the lead with one CAS each, and a follower
-// counts itself with one more: the mutex is taken only by a leader that
-// has followers, and by a follower about to block.
+// caller takes and releases the lead with one CAS each; the mutex is
+// taken only by followers, and by a leader that has some.
 type lead struct {
-	state atomic.Int64  // leadBusy while a caller leads, plus 2 per follower; 0 when nobody leads
-	ended atomic.Uint64 // turns with followers ended so far; raised under mu, after state is cleared
+	state atomic.Int64 // leadBusy while a caller leads, plus 2 per follower; 0 when nobody leads
 
-	mu   sync.Mutex    // guards turn
-	turn chan struct{} // closed when the current turn ends; made by the first follower to block, nil until then
+	mu   sync.Mutex    // guards turn, and the followers' changes of state
+	turn chan struct{} // closed when the leader is done; nil while no follower waits
 
 	// Read and written only by the leader (they pass from one leader to
 	// the next with state's CASes).
@@ -65,47 +63,31 @@ type lead struct {
 // about to take, committer.mu to write. The followers are counted above it.
 const leadBusy = 1
 
-// take makes the caller the leader (leads), or, if another caller leads,
-// counts it as a follower of that leader's turn and returns the turn
-// (over and wait take it). A new leader learns whether it should yield
-// before it writes (see above; only asked when gather is set).
-//
-// A follower reads ended before it counts itself: the turn it joins ends
-// with a release after the count (the leader clears state, then raises
-// ended), so ended moves past the value read. A count that lands in a
-// later turn than the one read (the leader left and another came
-// between the reads) only ends the wait early: writeFor looks again.
-func (d *lead) take(gather bool) (turn uint64, leads, yield bool) {
-	for {
-		if d.state.CompareAndSwap(0, leadBusy) {
-			return 0, true, d.yield(gather)
-		}
-		t := d.ended.Load()
-		if s := d.state.Load(); s != 0 && d.state.CompareAndSwap(s, s+2) {
-			return t, false, false
-		}
+// take makes the caller the leader and returns nil, or, if another caller
+// leads, returns a channel closed when that leader is done. A new leader
+// learns whether it should yield before it writes (see above; only
+// asked when gather is set).
+func (d *lead) take(gather bool) (turn <-chan struct{}, yield bool) {
+	if d.state.CompareAndSwap(0, leadBusy) {
+		return nil, d.yield(gather)
 	}
-}
-
-// over reports whether turn, which a follower joined, has ended.
-func (d *lead) over(turn uint64) bool { return d.ended.Load() != turn }
-
-// wait blocks until turn, which a follower joined, has ended. The channel
-// it blocks on is made here, by the first follower of the turn that
-// blocks: a turn whose followers find their groups written without
-// blocking, the usual case, allocates none.
-func (d *lead) wait(turn uint64) {
 	d.mu.Lock()
-	if d.over(turn) {
-		d.mu.Unlock()
-		return
+	defer d.mu.Unlock()
+	for {
+		s := d.state.Load()
+		if s == 0 {
+			if d.state.CompareAndSwap(0, leadBusy) {
+				return nil, d.yield(gather)
+			}
+			continue
+		}
+		if d.state.CompareAndSwap(s, s+2) { // a leader cannot leave without mu now
+			if d.turn == nil {
+				d.turn = make(chan struct{})
+			}
+			return d.turn, false
+		}
 	}
-	if d.turn == nil {
-		d.turn = make(chan struct{})
-	}
-	ch := d.turn
-	d.mu.Unlock()
-	<-ch
 }
 
 // yield says whether the new leader yields before its write.
@@ -130,12 +112,11 @@ func (d *lead) release(yielded bool) {
 		return
 	}
 	d.misses, d.probe = misses, probe // followers came: count again
-	d.count(yielded, true)
 	d.mu.Lock()
-	d.state.Store(0)
-	d.ended.Add(1)
+	d.count(yielded, true)
 	turn := d.turn
 	d.turn = nil
+	d.state.Store(0)
 	d.mu.Unlock()
 	if turn != nil {
 		close(turn)

@@ -1,17 +1,14 @@
 package wal
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // leadWrites runs n writes of a leader without followers and returns
 // how many of them yielded first.
 func leadWrites(d *lead, n int) int {
 	yields := 0
 	for range n {
-		_, leads, yield := d.take(true)
-		if !leads {
+		turn, yield := d.take(true)
+		if turn != nil {
 			panic("a lone caller found a leader")
 		}
 		if yield {
@@ -25,11 +22,11 @@ func leadWrites(d *lead, n int) int {
 // leadWithFollower runs one write during which another caller arrives.
 func leadWithFollower(t *testing.T, d *lead) {
 	t.Helper()
-	_, leads, yield := d.take(true)
-	if !leads {
+	turn, yield := d.take(true)
+	if turn != nil {
 		t.Fatal("the leader found a leader")
 	}
-	if _, second, _ := d.take(true); second {
+	if follow, _ := d.take(true); follow == nil {
 		t.Fatal("a caller arriving during a write became a second leader")
 	}
 	d.release(yield)
@@ -69,61 +66,5 @@ func TestLeadYields(t *testing.T) {
 				t.Errorf("%d writes yielded %d times, want %d", tc.n, got, tc.want)
 			}
 		})
-	}
-}
-
-// TestLeadFollowerWaitsForTheTurn pins the hand-over between a leader and
-// its followers: a follower's turn is over once the leader it joined has
-// released the lead, not before; a follower blocked in wait is woken by
-// that release; and one that joins the next leader waits for that one.
-func TestLeadFollowerWaitsForTheTurn(t *testing.T) {
-	var d lead
-	_, leads, yield := d.take(true)
-	if !leads {
-		t.Fatal("a lone caller found a leader")
-	}
-	turn, leads, _ := d.take(true)
-	if leads {
-		t.Fatal("a caller arriving during a write became a second leader")
-	}
-	if d.over(turn) {
-		t.Fatal("the turn is over before its leader released the lead")
-	}
-	woken := make(chan struct{})
-	go func() {
-		d.wait(turn)
-		close(woken)
-	}()
-	select {
-	case <-woken:
-		t.Fatal("a follower's wait returned while its leader still leads")
-	case <-time.After(20 * time.Millisecond):
-	}
-	d.release(yield)
-	select {
-	case <-woken:
-	case <-time.After(time.Minute):
-		t.Fatal("a blocked follower was not woken by its leader's release")
-	}
-	if !d.over(turn) {
-		t.Fatal("the turn is not over after its leader released the lead")
-	}
-
-	// The next leader, and a follower of its turn.
-	_, leads, yield = d.take(true)
-	if !leads {
-		t.Fatal("the lead was not free after the release")
-	}
-	next, leads, _ := d.take(true)
-	if leads || d.over(next) {
-		t.Fatal("a follower of the next leader is not waiting for it")
-	}
-	d.release(yield)
-	if !d.over(next) {
-		t.Fatal("the next turn is not over after its release")
-	}
-	d.wait(next) // returns at once
-	if _, leads, _ := d.take(true); !leads {
-		t.Fatal("the lead was not free after the second release")
 	}
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // TestDeliveriesOwnTheirIDAndPayload delivers messages from the cursor
-// whose payload sizes and id lengths change from one to the next, so that
-// a delivery's memory, allocated ahead at the size the one before needed,
-// fits some and not others. Each delivery must hold its own copies: its
+// whose payload sizes and id lengths change from one to the next (so that
+// memory a delivery would size from the one before fits some and not
+// others). Each delivery must hold its own copies: its
 // Message's id and payload stay as enqueued after later deliveries read
 // on (about 1 MiB of records, so that the cursor's read-ahead buffer of
 // 256 KiB is refilled over the bytes it delivered), and so does the id the
