@@ -33,7 +33,7 @@ func decodeEncodedAliased(b []byte, r *record) bool {
 
 // decodeEncodedAliasedID is decodeEncodedAliased that does not make the
 // record's ID a string: it leaves r.ID "" and returns the ID's bytes, a
-// view into b (nil for an empty ID), for the caller to make a string of
+// view into b (empty for an empty ID), for the caller to make a string of
 // only if it keeps it. A replay keeps the ID of few records: making a
 // string of every message's ID was one allocation per record replayed.
 func decodeEncodedAliasedID(b []byte, r *record) (id []byte, ok bool) {

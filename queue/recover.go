@@ -268,10 +268,11 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 // ownKept replaces the views of r, decoded by decodeRecordAliasedID, that
 // applying it may keep with copies: the Sort of any record (a published
 // value keeps it, a move or a dead-letter of a value names it), the
-// Payload of a publish (the sorted queue's payload cache), and the ID, id,
-// of every record but a plain enqueue (keepsID). Every other Payload (a
-// message's, a batch settle's packed Seqs) is read during the apply and
-// not kept; so is no plain enqueue's ID, which stays "".
+// Payload of a publish (the sorted queue's payload cache), and the ID
+// (id, the view decodeRecordAliasedID returned) of every record but a
+// plain enqueue (keepsID). Every other Payload (a message's, a batch
+// settle's packed Seqs) is read during the apply and not kept; a plain
+// enqueue's ID is not even read, and r.ID stays "".
 func ownKept(r *record, id []byte) {
 	r.Sort = bytes.Clone(r.Sort)
 	if r.Op == opPublish {
