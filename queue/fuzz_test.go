@@ -37,7 +37,7 @@ func allocated(fn func()) uint64 {
 
 // FuzzDecodeRecord decodes random bytes as a log record: no panic, no
 // allocation far beyond the input, the same record from the copying and
-// the aliasing decoder, and a record that decodes encodes back to one
+// the aliasing decoders (with the ID's view made a string), and a record that decodes encodes back to one
 // that decodes the same.
 //
 //	go test ./queue -run '^$' -fuzz '^FuzzDecodeRecord$' -fuzztime 10s
@@ -69,6 +69,16 @@ func FuzzDecodeRecord(f *testing.F) {
 		var aliased record
 		if aerr := decodeRecordAliased(b, &aliased); (err == nil) != (aerr == nil) || !reflect.DeepEqual(r, aliased) {
 			t.Fatalf("decodeRecord and decodeRecordAliased differ:\n%v %#v\n%v %#v", err, r, aerr, aliased)
+		}
+		var lazy record
+		id, lerr := decodeRecordAliasedID(b, &lazy)
+		if lazy.ID == "" {
+			lazy.ID = string(id)
+		} else if id != nil {
+			t.Fatalf("decodeRecordAliasedID set the ID %q and returned a view %q", lazy.ID, id)
+		}
+		if (err == nil) != (lerr == nil) || !reflect.DeepEqual(r, lazy) {
+			t.Fatalf("decodeRecord and decodeRecordAliasedID differ:\n%v %#v\n%v %#v", err, r, lerr, lazy)
 		}
 		if err != nil {
 			return

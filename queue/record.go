@@ -337,6 +337,18 @@ func decodeRecordAliased(b []byte, r *record) error {
 	return decodeMsgpack(b, r)
 }
 
+// decodeRecordAliasedID is decodeRecordAliased that leaves r.ID "" and
+// returns the ID's bytes instead, a view into b (decodeEncodedAliasedID),
+// valid only as long as b is. A record in another msgpack form goes
+// through the msgpack decoder, which sets r.ID and returns no view.
+func decodeRecordAliasedID(b []byte, r *record) (id []byte, err error) {
+	if id, ok := decodeEncodedAliasedID(b, r); ok {
+		return id, checkKind(r)
+	}
+	*r = record{}
+	return nil, decodeMsgpack(b, r)
+}
+
 // decodeMsgpack is decodeRecord through the msgpack decoder.
 func decodeMsgpack(b []byte, r *record) error {
 	dec := msgpack.GetDecoder()

@@ -2,35 +2,65 @@ package queue
 
 import "encoding/binary"
 
+// decodeMode is what decodeFrom copies out of its input and what it
+// leaves there, as views valid only as long as the input is.
+type decodeMode uint8
+
+const (
+	decodeCopy    decodeMode = iota // every field is the record's own
+	decodeAlias                     // Payload and Sort are views
+	decodeAliasID                   // as decodeAlias; r.ID is left "", the ID's bytes returned as a view
+)
+
 // decodeEncoded reads a record in the form encodeRecord writes, straight
 // from b: the same fields, the same values and the same nil-or-empty
 // distinctions as the msgpack decoder, without a decoder, a reader or an
 // error per field. It reports false, leaving r partly filled, for any byte
 // it does not expect; the caller then decodes b with the msgpack decoder.
-func decodeEncoded(b []byte, r *record) bool { return decodeFrom(b, r, false) }
+func decodeEncoded(b []byte, r *record) bool {
+	_, ok := decodeFrom(b, r, decodeCopy)
+	return ok
+}
 
 // decodeEncodedAliased is decodeEncoded whose r.Payload and r.Sort are
 // views into b instead of copies: they are valid only as long as b is,
 // and must not be written. A non-empty view has no room to grow (its
 // capacity is its length).
-func decodeEncodedAliased(b []byte, r *record) bool { return decodeFrom(b, r, true) }
+func decodeEncodedAliased(b []byte, r *record) bool {
+	_, ok := decodeFrom(b, r, decodeAlias)
+	return ok
+}
 
-// decodeFrom is decodeEncoded, or decodeEncodedAliased when alias is set.
+// decodeEncodedAliasedID is decodeEncodedAliased that does not make the
+// record's ID a string: it leaves r.ID "" and returns the ID's bytes, a
+// view into b (empty for an empty ID), for the caller to make a string of
+// only if it keeps it. A replay keeps the ID of few records: making a
+// string of every message's ID was one allocation per record replayed.
+func decodeEncodedAliasedID(b []byte, r *record) (id []byte, ok bool) {
+	return decodeFrom(b, r, decodeAliasID)
+}
+
+// decodeFrom is decodeEncoded, decodeEncodedAliased or
+// decodeEncodedAliasedID, as mode says; id is the ID's bytes in b, which
+// r.ID holds a copy of unless mode is decodeAliasID.
 // Its list of fields is decodeFields' (record.go) written out again: read
 // through one generic function shared with it, the aliased decode of an
 // enqueue record makes a second allocation and ran slower in
 // BenchmarkRecordCodec (203-409 ns against 97-159 ns, interleaved runs on a
 // shared machine). FuzzDecodeRecord holds the two decoders to
 // the same records.
-func decodeFrom(b []byte, r *record, alias bool) bool {
+func decodeFrom(b []byte, r *record, mode decodeMode) (id []byte, ok bool) {
 	if len(b) == 0 || b[0] != mpFixArray|recordFields {
-		return false
+		return nil, false
 	}
-	d := encodedReader{b: b, at: 1, ok: true, alias: alias}
+	d := encodedReader{b: b, at: 1, ok: true, alias: mode != decodeCopy}
 	o := d.uint(255)
 	r.Seq = d.uint(1<<64 - 1)
 	r.Lease = d.uint(1<<64 - 1)
-	r.ID = d.string()
+	id = d.str()
+	if mode != decodeAliasID {
+		r.ID = string(id)
+	}
 	flags := d.uint(255)
 	r.At, r.Due, r.Enq = d.int(), d.int(), d.int()
 	size, count := d.uint(1<<32-1), d.uint(1<<32-1)
@@ -40,7 +70,7 @@ func decodeFrom(b []byte, r *record, alias bool) bool {
 	r.Key = d.string()
 	r.Sort = d.bytes()
 	r.Op, r.Flags, r.Size, r.Count = op(o), uint8(flags), uint32(size), uint32(count)
-	return d.ok
+	return id, d.ok
 }
 
 // encodedReader reads the fields of an encoded record in order; ok turns
@@ -220,14 +250,19 @@ func (d *encodedReader) bytes() []byte {
 	return b
 }
 
-// string reads a str (or nil, as ""); the empty one inline.
-func (d *encodedReader) string() string {
+// string reads a str (or nil, as "") into a new string.
+func (d *encodedReader) string() string { return string(d.str()) }
+
+// str reads a str (or nil) and returns its bytes within the input: none
+// for an empty one or a nil. The empty fixstr (most strings of most
+// records) is read inline.
+func (d *encodedReader) str() []byte {
 	if at := d.at; uint(at) < uint(len(d.b)) && d.b[at] == mpFixStr {
 		d.at++
-		return ""
+		return nil
 	}
 	v, _ := d.raw()
-	return string(v)
+	return v
 }
 
 // headers reads a map of strings; nil when nil or empty.

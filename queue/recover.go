@@ -243,12 +243,12 @@ func (q *Queue) forgetLostIDs(lsn uint64) {
 // Apply decodes the record b, read at lsn, and applies it. b is valid
 // only during the call (recovery.State).
 //
-// Outside a salvage the record's Payload and Sort are read in place
-// (decodeRecordAliased): a replay reads the record of every message in the
-// log and keeps the payload of none of them, so a copy of each was most of
-// what an open after a crash allocated. What the state keeps of them is
-// copied first (ownKept). A salvaging replay, rare and slow anyway,
-// decodes copies as before.
+// Outside a salvage the record's Payload, Sort and ID are read in place
+// (decodeRecordAliasedID): a replay reads the record of every message in
+// the log and keeps the payload of none of them, and the ID of only some,
+// so a copy of each was most of what an open after a crash allocated.
+// What the state keeps of them is copied first (ownKept). A salvaging
+// replay, rare and slow anyway, decodes copies as before.
 func (s *state) Apply(lsn uint64, b []byte) error {
 	var r record
 	if s.salvage {
@@ -257,23 +257,29 @@ func (s *state) Apply(lsn uint64, b []byte) error {
 		}
 		return s.applySalvaging(lsn, &r, len(b))
 	}
-	if err := decodeRecordAliased(b, &r); err != nil {
+	id, err := decodeRecordAliasedID(b, &r)
+	if err != nil {
 		return err
 	}
-	ownKept(&r)
+	ownKept(&r, id)
 	return s.apply(lsn, &r, len(b))
 }
 
-// ownKept replaces the views of r, decoded by decodeRecordAliased, that
+// ownKept replaces the views of r, decoded by decodeRecordAliasedID, that
 // applying it may keep with copies: the Sort of any record (a published
-// value keeps it, a move or a dead-letter of a value names it), and the
-// Payload of a publish (the sorted queue's payload cache). Every other
-// Payload (a message's, a batch settle's packed Seqs) is read during the
-// apply and not kept.
-func ownKept(r *record) {
+// value keeps it, a move or a dead-letter of a value names it), the
+// Payload of a publish (the sorted queue's payload cache), and the ID
+// (id, the view decodeRecordAliasedID returned) of every record but a
+// plain enqueue (keepsID). Every other Payload (a message's, a batch
+// settle's packed Seqs) is read during the apply and not kept; a plain
+// enqueue's ID is not even read, and r.ID stays "".
+func ownKept(r *record, id []byte) {
 	r.Sort = bytes.Clone(r.Sort)
 	if r.Op == opPublish {
 		r.Payload = bytes.Clone(r.Payload)
+	}
+	if len(id) > 0 && keepsID(r) {
+		r.ID = string(id)
 	}
 }
 

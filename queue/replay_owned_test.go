@@ -60,14 +60,17 @@ func TestReplayOwnsWhatItKeeps(t *testing.T) {
 }
 
 // requireReplayOwns replays the log of the queue in dir after its snapshot
-// into two states loaded from it, one record by record from a scribbled
-// buffer and one from copies, and requires the two to be the same. It
-// counts the records replayed by op in ops.
+// into three states loaded from it: one record by record from a
+// scribbled buffer, one from copies, and one from records decoded whole
+// (decodeRecord: no views, every ID a string), and requires the three to
+// be the same. It counts the records replayed by op in ops.
 func requireReplayOwns(t *testing.T, dir string, o *Options, ops map[op]int) {
 	t.Helper()
 	scribbled, snapLSN, err := loadSnapshot(dir, o)
 	require.NoError(t, err)
 	copied, _, err := loadSnapshot(dir, o)
+	require.NoError(t, err)
+	whole, _, err := loadSnapshot(dir, o)
 	require.NoError(t, err)
 	log, err := openReadOnly(dir)
 	require.NoError(t, err)
@@ -90,9 +93,46 @@ func requireReplayOwns(t *testing.T, dir string, o *Options, ops map[op]int) {
 	})
 	require.NoError(t, err)
 
+	_, err = recovery.Replay(log, snapLSN+1, func(lsn uint64, b []byte) error {
+		return applyWhole(whole, lsn, b)
+	})
+	require.NoError(t, err)
+
 	require.Equal(t, snapshotBody(t, copied), snapshotBody(t, scribbled), "the replayed states differ")
 	require.Equal(t, cachedPayloads(copied), cachedPayloads(scribbled), "the replayed states cache different payloads")
 	require.Equal(t, copied.sorted.CachedBytes(), scribbled.sorted.CachedBytes())
+	require.Equal(t, snapshotBody(t, whole), snapshotBody(t, scribbled), "the replay differs from one of records decoded whole")
+	require.Equal(t, cachedPayloads(whole), cachedPayloads(scribbled), "the replay caches other payloads than one of records decoded whole")
+}
+
+// applyWhole is st.Apply with the record decoded whole (decodeRecord),
+// whatever st.salvage says.
+func applyWhole(st *state, lsn uint64, b []byte) error {
+	var r record
+	if err := decodeRecord(b, &r); err != nil {
+		return err
+	}
+	if st.salvage {
+		return st.applySalvaging(lsn, &r, len(b))
+	}
+	return st.apply(lsn, &r, len(b))
+}
+
+// TestReplayEnqueueAllocatesNothing: replaying a plain enqueue record (no
+// producer id, no delay; its id and payload not kept) allocates nothing,
+// and the state counts it.
+func TestReplayEnqueueAllocatesNothing(t *testing.T) {
+	st := newState(&Options{})
+	b := encodeRecord(nil, &record{Op: opEnqueue, ID: "0123456789abcdef0123", At: 1, Payload: make([]byte, 100)})
+	lsn := uint64(0)
+	allocs := testing.AllocsPerRun(100, func() {
+		lsn++
+		if err := st.Apply(lsn, b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs, "allocations per replayed enqueue")
+	require.Equal(t, int64(lsn), st.pending)
 }
 
 // snapshotBody returns the snapshot body of st.

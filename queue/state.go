@@ -282,6 +282,15 @@ func readyAt(e index.Entry, due int64) index.Entry {
 	return e
 }
 
+// keepsID reports whether applying r may read its ID: for every record
+// but a plain enqueue (no producer id, no delay), whose message the state
+// only counts (applyEnqueue) and whose ID the cursor reads from the log
+// when it delivers it. A replay makes a string of the ID only where this
+// says so (ownKept): a change to what applyEnqueue keeps changes this too.
+func keepsID(r *record) bool {
+	return r.Op != opEnqueue || r.Flags&flagProducerID != 0 || r.Due != 0
+}
+
 func (s *state) applyEnqueue(lsn uint64, r *record, size int) {
 	s.counts.Enqueued++
 	if r.Flags&flagProducerID != 0 {
