@@ -261,9 +261,10 @@
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage; damage that a salvaging open (or Repair's) cannot
 // pass names neither, but what to do about it (or a backup). A
-// tidwall/wal END file in the log directory, which walq never writes, or
-// a START file without a valid entry, whose truncation would remove
-// acknowledged records, is refused by every
+// tidwall/wal END file in the log directory, which walq never writes, a
+// START file without a valid entry, or a FRONT file that names no segment
+// (walq's names the first segment its truncation keeps), whose truncation
+// would remove acknowledged records, is refused by every
 // open and by Repair (before its backup), and listed by Verify in
 // Check.Foreign: move it out. A roll a crash tore on an entry boundary
 // looks like missing segments to an open that does not know the writer's
