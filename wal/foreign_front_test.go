@@ -115,3 +115,47 @@ func sameSegments(a, b map[string][]byte) bool {
 	}
 	return true
 }
+
+// TestFrontListedWithoutItsSegment: beside a writer, a listing torn by
+// the writer's changes (see listing.go) can hold the NAME.FRONT of a
+// truncation that keeps only a tail the writer's roll created during the
+// listing, and miss that tail. That marker is walq's, not foreign: the
+// read-only Open lists again, and opens the log as the writer left it.
+func TestFrontListedWithoutItsSegment(t *testing.T) {
+	dir := t.TempDir()
+	segs := rolledLog(t, dir)
+	tail := segs[len(segs)-1]
+	marker := tail.Path + ".FRONT"
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook := func(call int, des []os.DirEntry) []os.DirEntry {
+		if call != 1 {
+			return des
+		}
+		// The writer finishes its truncation after this listing: the
+		// older segments and the marker go.
+		for _, s := range segs[:len(segs)-1] {
+			if err := os.Remove(s.Path); err != nil {
+				panic(err)
+			}
+		}
+		if err := os.Remove(marker); err != nil {
+			panic(err)
+		}
+		return without(des, filepath.Base(tail.Path)) // torn: the tail was created during the listing
+	}
+	l, err := wal.Open(dir, &wal.Options{ReadOnly: true, FS: &listingFS{hook: hook}})
+	if err != nil {
+		t.Fatalf("read-only Open beside a writer whose listing held a FRONT without its segment: %v", err)
+	}
+	defer closeLog(t, l)
+	if l.FirstLSN() != tail.FirstLSN {
+		t.Fatalf("FirstLSN %d, want the tail's %d", l.FirstLSN(), tail.FirstLSN)
+	}
+	for lsn := l.FirstLSN(); lsn <= l.LastLSN(); lsn++ {
+		if _, err := l.Read(lsn); err != nil {
+			t.Fatalf("Read(%d): %v", lsn, err)
+		}
+	}
+}
