@@ -187,11 +187,15 @@ func foreignFront(d dirListing) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %w: %s names no segment of the log, so it is not a truncation walq began (walq's marks the first "+
+	return fmt.Errorf("%w: %w: %w: %s names no segment of the log, so it is not a truncation walq began (walq's marks the first "+
 		"segment it keeps, which is there as long as the marker is); finishing it would remove every segment before it, "+
 		"acknowledged records among them, so no open, salvage or repair changes it: move it out of the log directory, then open again",
-		ErrCorrupt, ErrForeign, frontPath(d, d.front))
+		ErrCorrupt, ErrForeign, errFrontUnlisted, frontPath(d, d.front))
 }
+
+// errFrontUnlisted is foreignFront's refusal: a NAME.FRONT file whose
+// segment the listing does not hold.
+var errFrontUnlisted = errors.New("truncation marker without its segment")
 
 // frontPath returns the path of the NAME.FRONT file for index.
 func frontPath(d dirListing, index uint64) string {
