@@ -128,3 +128,66 @@ func drainOpen(q *queue.Queue) (int, error) {
 		n++
 	}
 }
+
+// TestFrontFromLaterMoment puts walq's own NAME.FRONT marker (naming a
+// segment of the log) beside a snapshot older than the truncation it marks:
+// a directory put back from copies made at different moments (the snapshot
+// copied before a compaction, the log during the truncation that followed
+// it, the newer snapshot not copied). The segments still hold every record
+// the old snapshot needs, so the directory is whole without the marker; a
+// plain Open used to finish the truncation first, removing them, and then
+// refuse the log as missing them. Open must refuse it with ErrCorrupt
+// naming the marker and change nothing; once it is moved out, the queue
+// drains exactly what was enqueued. A marker that removes nothing the
+// snapshot needs is finished as before.
+func TestFrontFromLaterMoment(t *testing.T) {
+	rng, _ := testRand(t)
+	img, want := storyImage(t, rng)
+	segs := segmentFiles(img)
+	for _, c := range []struct {
+		name    string
+		keep    string // the segment the marker names
+		refused bool
+	}{
+		{"marker keeps the third segment", segs[2], true},
+		{"marker keeps the tail alone", segs[len(segs)-1], true},
+		{"marker keeps the first segment", segs[0], false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := maps(img)
+			marker := c.keep + ".FRONT"
+			bad[marker] = nil
+			dir := filepath.Join(scratchDir(t), "q")
+			if err := writeDir(dir, bad); err != nil {
+				t.Fatal(err)
+			}
+			o := drainOptions()
+			q, err := queue.Open(dir, &o)
+			if !c.refused {
+				if err != nil {
+					t.Fatalf("Open with a marker that removes nothing the snapshot needs: %v", err)
+				}
+				q.Close()
+				checkOpensClean(t, dir, want)
+				return
+			}
+			if err == nil {
+				n, derr := drainOpen(q)
+				q.Close()
+				t.Fatalf("Open finished a truncation past what the snapshot needs, and drains %d messages (%v)", n, derr)
+			}
+			if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(marker)) {
+				t.Fatalf("Open: %v; want ErrCorrupt naming %s", err, filepath.Base(marker))
+			}
+			if after, err := readDir(dir); err != nil || !sameFiles(bad, after) {
+				t.Fatalf("a refused Open changed the directory: %d files before, %d after (%v)", len(bad), len(after), err)
+			}
+			delete(bad, marker) // moved out
+			moved := filepath.Join(scratchDir(t), "moved")
+			if err := writeDir(moved, bad); err != nil {
+				t.Fatal(err)
+			}
+			checkOpensClean(t, moved, want)
+		})
+	}
+}
