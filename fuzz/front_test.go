@@ -191,3 +191,41 @@ func TestFrontFromLaterMoment(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedFrontMarkers is TestStrayFrontMarker and
+// TestFrontFromLaterMoment for a sorted queue, whose open shares the log
+// and the recovery: a marker that names no segment, and walq's own marker
+// that would remove records its snapshot needs, are refused with
+// ErrCorrupt naming the marker, changing nothing.
+func TestSortedFrontMarkers(t *testing.T) {
+	rng, _ := testRand(t)
+	img, _ := sortedDamageImage(t, rng)
+	segs := segmentFiles(img)
+	for _, c := range []struct {
+		name   string
+		marker string
+	}{
+		{"marker names no segment", fmt.Sprintf("log/%020d.FRONT", segIndex(t, segs[len(segs)-1])+5)},
+		{"marker past what the snapshot needs", segs[2] + ".FRONT"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeDamaged(t, "q", img, damageCase{file: c.marker, damage: func([]byte) []byte { return []byte{} }})
+			before, err := readDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := drainOptions()
+			s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
+			if err == nil {
+				s.Close()
+				t.Fatalf("OpenSorted finished the truncation %s marks", filepath.Base(c.marker))
+			}
+			if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(c.marker)) {
+				t.Fatalf("OpenSorted: %v; want ErrCorrupt naming %s", err, filepath.Base(c.marker))
+			}
+			if after, err := readDir(dir); err != nil || !sameFiles(before, after) {
+				t.Fatalf("a refused OpenSorted changed the directory: %d files before, %d after (%v)", len(before), len(after), err)
+			}
+		})
+	}
+}
