@@ -98,10 +98,17 @@ func (r *recoverer) checkFront(dir string, start uint64) error {
 	if o.Salvage || r.loaded == nil || marker == "" {
 		return nil
 	}
-	// A read-only Log starts where the marker says, changing nothing.
-	l, err := wal.Open(dir, &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: o.logSegmentSize(), FS: o.FS})
+	// A read-only Log starts where the marker says, changing nothing. A
+	// log it refuses as damaged is refused by the Open below too, but only
+	// after that Open finished the marker: a read-only salvage (a preview,
+	// which changes nothing either) tells where the kept log starts then.
+	ro := &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: o.logSegmentSize(), FS: o.FS}
+	l, err := wal.Open(dir, ro)
 	if err != nil {
-		return nil // the Open below reports it
+		ro.Salvage = true
+		if l, err = wal.Open(dir, ro); err != nil {
+			return nil // the Open below reports it
+		}
 	}
 	first, last := l.FirstLSN(), l.LastLSN()
 	l.Close() // read-only: nothing to lose
