@@ -10,12 +10,18 @@ import (
 
 // TestFrontFromLaterMomentDamaged is TestFrontFromLaterMoment's refused
 // case (walq's own NAME.FRONT beside a snapshot older than the truncation
-// it marks) with damage in a segment the marker keeps as well: the first
-// entry of a kept sealed segment flipped. Open must refuse it, since the
-// log is damaged, and change no file: finishing the truncation would remove
-// the records the snapshot needs, and a repair afterwards could no longer
-// give them back (with every segment kept, moving the marker out and
-// repairing loses only the damaged segment's records).
+// it marks) where what the marker keeps is damaged as well, or holds no
+// entry:
+//
+//   - the first entry of a kept sealed segment flipped. Open must refuse it,
+//     since the log is damaged, and change no file: finishing the
+//     truncation would remove the records the snapshot needs, and a repair
+//     afterwards could no longer give them back (with every segment kept,
+//     moving the marker out and repairing loses only the damaged segment's
+//     records);
+//   - the marker keeps the tail alone, and the tail holds no entry: the log
+//     left would be empty, and the snapshot's messages need records before
+//     it.
 func TestFrontFromLaterMomentDamaged(t *testing.T) {
 	rng, _ := testRand(t)
 	img, _ := storyImage(t, rng)
@@ -23,8 +29,27 @@ func TestFrontFromLaterMomentDamaged(t *testing.T) {
 	if len(segs) < 5 {
 		t.Fatalf("segments %v, want five at least", segs)
 	}
-	bad := damaged(img, damageCase{file: segs[3], damage: flipBit(10, 3)})
-	bad[segs[2]+".FRONT"] = nil
+	tail := segs[len(segs)-1]
+	for _, c := range []struct {
+		name   string
+		damage damageCase
+		keep   string // the segment the marker names
+	}{
+		{"first entry of a kept sealed segment flipped", damageCase{file: segs[3], damage: flipBit(10, 3)}, segs[2]},
+		{"the tail kept alone, emptied", damageCase{file: tail, damage: func([]byte) []byte { return []byte{} }}, tail},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkFrontDamagedRefused(t, damaged(img, c.damage), c.keep+".FRONT")
+		})
+	}
+}
+
+// checkFrontDamagedRefused checks that Open refuses the image with the
+// marker added, with ErrCorrupt, and changes no file.
+func checkFrontDamagedRefused(t *testing.T, img map[string][]byte, marker string) {
+	t.Helper()
+	bad := maps(img)
+	bad[marker] = nil
 	dir := filepath.Join(scratchDir(t), "q")
 	if err := writeDir(dir, bad); err != nil {
 		t.Fatal(err)
