@@ -110,10 +110,15 @@ func (r *recoverer) checkFront(dir string, start uint64) error {
 			return nil // the Open below reports it
 		}
 	}
-	first, last := l.FirstLSN(), l.LastLSN()
+	first := l.FirstLSN()
 	l.Close() // read-only: nothing to lose
+	// A log left empty starts at start (its FirstLSN), as the Open below
+	// leaves it: refused when the state needs records before start. A
+	// segment walq's truncation keeps is empty on disk only when it starts
+	// after the snapshot (its records were not synced yet), and the state's
+	// need is start then.
 	need := min(r.loaded.Need(), start)
-	if first <= need || last < first {
+	if first <= need {
 		return nil
 	}
 	return fmt.Errorf("%w: open log: %s holds an interrupted truncation that would remove the log before LSN %d, "+
