@@ -57,7 +57,12 @@ func (c *committer) truncateFront(lsn LSN) error {
 
 // truncateTarget returns the first segment to keep for TruncateFront(lsn)
 // and its position: the last segment starting at or below lsn, but no
-// later than the last segment that holds records.
+// later than the last segment that holds records, nor than the last that
+// starts with a durable record. A kept segment whose records no fsync
+// covered yet can lose them all to a power loss: had the truncation
+// removed, durably, every segment before it, the log would then hold no
+// record, not even the durable ones it held before (the caller's last,
+// which it must reach on the next Open).
 func (l *Log) truncateTarget(lsn LSN) (*segment, int) {
 	l.seg.RLock()
 	defer l.seg.RUnlock()
@@ -66,6 +71,7 @@ func (l *Log) truncateTarget(lsn LSN) (*segment, int) {
 	for last > 0 && list[last].size == 0 {
 		last--
 	}
+	lsn = min(lsn, l.durableLSN.Load())
 	i := sort.Search(last+1, func(i int) bool { return list[i].firstLSN > lsn }) - 1
 	if i <= 0 {
 		return nil, 0
