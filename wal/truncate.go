@@ -7,7 +7,9 @@ import (
 
 // TruncateFront removes every whole segment all of whose records are below
 // lsn. The tail segment, and the last segment holding records, are never
-// removed, so a log that holds records keeps some. FirstLSN advances to the
+// removed, so a log that holds records keeps some; nor is the last segment
+// that starts with a durable record (DurableLSN), so that a power loss
+// cannot leave the log without the durable records it held. FirstLSN advances to the
 // first LSN of the first segment kept. It returns nil if nothing is
 // removed.
 //
