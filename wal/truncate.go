@@ -9,9 +9,9 @@ import (
 // lsn. The tail segment, and the last segment holding records, are never
 // removed, so a log that holds records keeps some; nor is the last segment
 // that starts with a durable record (DurableLSN), so that a power loss
-// cannot leave the log without the durable records it held. FirstLSN advances to the
-// first LSN of the first segment kept. It returns nil if nothing is
-// removed.
+// cannot leave the log without the durable records it held. FirstLSN
+// advances to the first LSN of the first segment kept. It returns nil if
+// nothing is removed.
 //
 // The removal runs on the committer goroutine (it owns the store), so it
 // waits for the groups being written. Readers positioned in a removed
