@@ -7,11 +7,9 @@ import (
 
 // TruncateFront removes every whole segment all of whose records are below
 // lsn. The tail segment, and the last segment holding records, are never
-// removed, so a log that holds records keeps some; nor is the last segment
-// that starts with a durable record (DurableLSN), so that a power loss
-// cannot leave the log without the durable records it held. FirstLSN
-// advances to the first LSN of the first segment kept. It returns nil if
-// nothing is removed.
+// removed, so a log that holds records keeps some. FirstLSN advances to the
+// first LSN of the first segment kept. It returns nil if nothing is
+// removed.
 //
 // The removal runs on the committer goroutine (it owns the store), so it
 // waits for the groups being written. Readers positioned in a removed
@@ -59,12 +57,7 @@ func (c *committer) truncateFront(lsn LSN) error {
 
 // truncateTarget returns the first segment to keep for TruncateFront(lsn)
 // and its position: the last segment starting at or below lsn, but no
-// later than the last segment that holds records, nor than the last that
-// starts with a durable record. A kept segment whose records no fsync
-// covered yet can lose them all to a power loss: had the truncation
-// removed, durably, every segment before it, the log would then hold no
-// record, not even the durable ones it held before (the caller's last,
-// which it must reach on the next Open).
+// later than the last segment that holds records.
 func (l *Log) truncateTarget(lsn LSN) (*segment, int) {
 	l.seg.RLock()
 	defer l.seg.RUnlock()
@@ -73,7 +66,6 @@ func (l *Log) truncateTarget(lsn LSN) (*segment, int) {
 	for last > 0 && list[last].size == 0 {
 		last--
 	}
-	lsn = min(lsn, l.durableLSN.Load())
 	i := sort.Search(last+1, func(i int) bool { return list[i].firstLSN > lsn }) - 1
 	if i <= 0 {
 		return nil, 0
