@@ -8,11 +8,12 @@ import (
 
 // TestTruncateFrontKeepsDurableRecord: under SyncNever a roll fsyncs the
 // segment it seals, but the records then written to the new tail are not
-// durable. TruncateFront at the tail's first LSN must not remove every
-// segment before it: it removes them durably (the directory is fsynced),
-// so a power loss would then take the tail's records and leave a log with
-// no record at all, not even those that were durable before (a queue's
-// snapshot needs the log to reach its last LSN, and refuses the log).
+// durable. TruncateFront at the tail's first LSN removes every segment
+// before it durably (the directory is fsynced), so it must make the kept
+// tail's records durable first: else a power loss would take them and
+// leave a log with no record at all, not even those that were durable
+// before (a queue's snapshot needs the log to reach its last LSN, and
+// refuses the log).
 func TestTruncateFrontKeepsDurableRecord(t *testing.T) {
 	l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 4 << 10, Sync: wal.SyncNever})
 	defer closeLog(t, l)
@@ -37,7 +38,7 @@ func TestTruncateFrontKeepsDurableRecord(t *testing.T) {
 	if err := l.TruncateFront(tailFirst); err != nil {
 		t.Fatal(err)
 	}
-	if first := l.FirstLSN(); first > durable {
+	if first, durable := l.FirstLSN(), l.DurableLSN(); first > durable {
 		t.Fatalf("TruncateFront(%d) keeps the log from LSN %d, but only LSNs to %d are durable: a power loss now leaves no record",
 			tailFirst, first, durable)
 	}
