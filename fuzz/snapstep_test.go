@@ -26,10 +26,11 @@ import (
 //
 // The crash points are the snapshot's own hook (testhook.SetSnapshotStep): at
 // each step the directory is copied, which is what a kill -9 there leaves.
-// The truncation (tidwall/wal's TruncateFront: NAME.START.TEMP written,
-// renamed to NAME.START, older segments removed, NAME.START renamed to
-// NAME) has no hook, so its intermediate states are built from the copies
-// before and after it. Power-loss variants: the temporary snapshot cut
+// The truncation (walq's TruncateFront: NAME.FRONT created, older
+// segments removed, the marker removed; and the one an older walq left,
+// tidwall/wal's: NAME.START.TEMP written, renamed to NAME.START, older
+// segments removed, NAME.START renamed to NAME) has no hook, so its
+// intermediate states are built from the copies before and after it. Power-loss variants: the temporary snapshot cut
 // short (not fsynced), the rename undone (directory not fsynced yet), the
 // old snapshot back (its removal not fsynced).
 func TestSnapshotStepCrash(t *testing.T) {
@@ -409,11 +410,43 @@ func truncationStates(pre stepImage, post map[string][]byte) []stepImage {
 			}
 		}))
 	}
+	out = append(out, frontStates(segs[:j], n, mk)...)
 	return append(out, mk("done", func(v map[string][]byte) {
 		for _, old := range segs[:j] {
 			delete(v, old)
 		}
 	}))
+}
+
+// frontStates builds the states inside walq's own TruncateFront, which
+// keeps the segment n and removes the segments old before it: NAME.FRONT
+// created for n (and the directory fsynced), the old segments removed in
+// order, the directory fsynced, the marker removed. A kill -9 stops it
+// after any removal; a power loss before the directory fsync keeps any
+// subset of the removals, so the segments left can have a hole (only the
+// newest old one gone, or every other one).
+func frontStates(old []string, n string, mk func(string, func(map[string][]byte)) stepImage) []stepImage {
+	front := n + ".FRONT"
+	removed := func(what string, gone func(i int) bool) stepImage {
+		return mk("FRONT written, "+what, func(v map[string][]byte) {
+			v[front] = nil
+			for i, p := range old {
+				if gone(i) {
+					delete(v, p)
+				}
+			}
+		})
+	}
+	out := []stepImage{removed("no old segment removed", func(int) bool { return false })}
+	for k := 1; k <= len(old); k++ {
+		out = append(out, removed(fmt.Sprintf("%d of %d old segments removed", k, len(old)), func(i int) bool { return i < k }))
+	}
+	if len(old) > 1 {
+		out = append(out,
+			removed("only the newest old segment removed (power loss)", func(i int) bool { return i == len(old)-1 }),
+			removed("every other old segment removed (power loss)", func(i int) bool { return i%2 == 1 }))
+	}
+	return out
 }
 
 func cloneFiles(m map[string][]byte) map[string][]byte {

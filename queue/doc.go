@@ -261,11 +261,17 @@
 // which backs the directory up and salvages it under the directory lock,
 // or Options.Salvage; damage that a salvaging open (or Repair's) cannot
 // pass names neither, but what to do about it (or a backup). A
-// tidwall/wal END file in the log directory, which walq never writes, or
-// a START file without a valid entry, whose truncation would remove
-// acknowledged records, is refused by every
+// tidwall/wal END file in the log directory, which walq never writes, a
+// START file without a valid entry, or a FRONT file that names no segment
+// (walq's names the first segment its truncation keeps), whose truncation
+// would remove acknowledged records, is refused by every
 // open and by Repair (before its backup), and listed by Verify in
-// Check.Foreign: move it out. A roll a crash tore on an entry boundary
+// Check.Foreign: move it out. A FRONT file of walq's own whose truncation
+// would remove records the snapshot loaded needs (a marker from a later
+// moment than the snapshot: a directory put back from copies made at
+// different times) is refused by an open without Salvage, changing
+// nothing: moved out, every segment is kept (a salvage finishes it and
+// reports the loss). A roll a crash tore on an entry boundary
 // looks like missing segments to an open that does not know the writer's
 // SegmentSize (a read-only or salvaging Open without it, Verify without
 // VerifyOptions.SegmentSize, Repair without Options.SegmentSize): it

@@ -2,9 +2,11 @@ package queue
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
@@ -44,18 +46,102 @@ func loadSnapshot(dir string, o *Options) (*state, uint64, error) {
 type recoverer struct {
 	decoder
 	q *Queue
+	// loaded is the state Recover loaded before it opens the log (the
+	// newest snapshot's, or a new one): what the log must keep for it.
+	loaded recovery.State
 }
 
 func newRecoverer(q *Queue) *recoverer { return &recoverer{decoder: decoder{&q.opts}, q: q} }
 
+// NewState is the decoder's, noted as the state loaded.
+func (r *recoverer) NewState() recovery.State {
+	r.loaded = r.decoder.NewState()
+	return r.loaded
+}
+
+// DecodeState is the decoder's, noted as the state loaded.
+func (r *recoverer) DecodeState(body []byte) (recovery.State, error) {
+	st, err := r.decoder.DecodeState(body)
+	if err == nil {
+		r.loaded = st
+	}
+	return st, err
+}
+
 // OpenLog opens the queue's log, which becomes q.log.
 func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
-	log, err := wal.Open(filepath.Join(r.q.dir, logDir), r.q.walOptions(start, reach))
+	dir := filepath.Join(r.q.dir, logDir)
+	if err := r.checkFront(dir, start); err != nil {
+		return nil, err
+	}
+	log, err := wal.Open(dir, r.q.walOptions(start, reach))
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)
 	}
 	r.q.log = log
 	return log, nil
+}
+
+// checkFront refuses, before the log's Open finishes it, an interrupted
+// truncation (a NAME.FRONT marker) that would remove records the state
+// loaded needs: those after the snapshot (start on) and those of its
+// messages. The queue truncates only below what the snapshot it has just
+// written needs, so such a marker is from a later moment than the
+// snapshot (a directory put back from copies made at different times, the
+// newer snapshot not among them); finishing it would remove the records
+// the replay needs, and the open would then refuse the log as missing
+// them, with nothing left to restore. A salvage finishes it, reporting the
+// loss (Recovery.LostBefore).
+func (r *recoverer) checkFront(dir string, start uint64) error {
+	o := r.q.opts
+	marker := frontMarker(o.fs(), dir)
+	if o.Salvage || r.loaded == nil || marker == "" {
+		return nil
+	}
+	// A read-only Log starts where the marker says, changing nothing. A
+	// log it refuses as damaged is refused by the Open below too, but only
+	// after that Open finished the marker: a read-only salvage (a preview,
+	// which changes nothing either) tells where the kept log starts then.
+	ro := &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: o.logSegmentSize(), FS: o.FS}
+	l, err := wal.Open(dir, ro)
+	if err != nil {
+		ro.Salvage = true
+		if l, err = wal.Open(dir, ro); err != nil {
+			return nil // the Open below reports it
+		}
+	}
+	first := l.FirstLSN()
+	l.Close() // read-only: nothing to lose
+	// A log left empty starts at start (its FirstLSN), as the Open below
+	// leaves it: refused when the state needs records before start. A
+	// segment walq's truncation keeps is empty on disk only when it starts
+	// after the snapshot (its records were not synced yet), and the state's
+	// need is start then.
+	need := min(r.loaded.Need(), start)
+	if first <= need {
+		return nil
+	}
+	return fmt.Errorf("%w: open log: %s holds an interrupted truncation that would remove the log before LSN %d, "+
+		"but the snapshot loaded (LSN %d) needs the log from LSN %d: the marker is from a later moment than the snapshot "+
+		"(a directory put back from copies made at different times?); finishing it would lose those records, so nothing was changed: "+
+		"move %s out of the log directory to keep every segment, then open again "+
+		"(or put back the snapshot taken with it; 'walq repair DIR' would finish the truncation and lose the records)",
+		ErrCorrupt, dir, first, start-1, need, marker)
+}
+
+// frontMarker returns the name of a NAME.FRONT marker in the log
+// directory, or "" when it holds none.
+func frontMarker(fsys wal.FS, dir string) string {
+	des, err := fsys.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".FRONT") {
+			return de.Name()
+		}
+	}
+	return ""
 }
 
 // Install makes st the queue's state and points the cursor's reader at

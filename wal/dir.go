@@ -137,6 +137,9 @@ func foreign(fsys FS, d dirListing) error {
 			"so no open, salvage or repair changes it: if another program wrote it, move it out of the log directory, then open again",
 			ErrCorrupt, ErrForeign, d.ends[0])
 	}
+	if err := foreignFront(d); err != nil {
+		return err
+	}
 	if d.start == nil {
 		return nil
 	}
@@ -166,6 +169,42 @@ func foreign(fsys FS, d dirListing) error {
 		"segment's entries); finishing it would remove the segments up to it, acknowledged records among them, "+
 		"so no open, salvage or repair changes it: move it out of the log directory, then open again",
 		ErrCorrupt, ErrForeign, d.start.path)
+}
+
+// foreignFront refuses a NAME.FRONT file that names no segment. walq
+// writes one for the first segment a truncation keeps (removeFront), which
+// stays until the marker is removed, so the highest marker always names a
+// segment that exists; one that does not (past the tail, or inside a
+// segment's entries, where no segment starts) was copied in from elsewhere,
+// and finishing it would remove every segment before NAME: all of them for
+// one past the tail.
+func foreignFront(d dirListing) error {
+	if d.front == 0 || (d.start != nil && d.start.index == d.front) {
+		return nil
+	}
+	for _, s := range d.segs {
+		if s.index == d.front {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %w: %w: %s names no segment of the log, so it is not a truncation walq began (walq's marks the first "+
+		"segment it keeps, which is there as long as the marker is); finishing it would remove every segment before it, "+
+		"acknowledged records among them, so no open, salvage or repair changes it: move it out of the log directory, then open again",
+		ErrCorrupt, ErrForeign, errFrontUnlisted, frontPath(d, d.front))
+}
+
+// errFrontUnlisted is foreignFront's refusal: a NAME.FRONT file whose
+// segment the listing does not hold.
+var errFrontUnlisted = errors.New("truncation marker without its segment")
+
+// frontPath returns the path of the NAME.FRONT file for index.
+func frontPath(d dirListing, index uint64) string {
+	for _, p := range d.fronts {
+		if i, ok := parseIndex(filepath.Base(p)); ok && i == index {
+			return p
+		}
+	}
+	return segmentName(index) + frontSuffix
 }
 
 // startsWithEntry reports whether the file at path starts with a valid

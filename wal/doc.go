@@ -449,13 +449,15 @@
 // truncation a crash interrupted. (An older walq truncated with tidwall/wal,
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
 // too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
-// marker, which walq never writes), and a NAME.START file that holds no
+// marker, which walq never writes), a NAME.START file that holds no
 // valid entry, or whose first entry is not the log's entry at index NAME
 // as the segments left tell it (not the copy of a kept segment a
-// truncation writes: start.go), make
+// truncation writes: start.go), and a NAME.FRONT file (the highest, if
+// several) that names no segment (walq's names the first segment kept,
+// which is there as long as the marker is), make
 // every Open, read-only and salvaging too, fail with ErrCorrupt and
-// ErrForeign, changing nothing: finishing either truncation would remove
-// segments, acknowledged records among them.
+// ErrForeign, changing nothing: finishing any of these truncations would
+// remove segments, acknowledged records among them.
 //
 // # Crash recovery at Open
 //

@@ -31,6 +31,8 @@ var (
 	// removing the segments after it, or a NAME.START file without a valid
 	// entry or whose first entry is not the log's at index NAME, which
 	// would replace the segments up to it with nothing or other records, or a
+	// NAME.FRONT file that names no segment, which walq's Open would finish
+	// by removing every segment before NAME, or a
 	// last file with a segment's name and no valid entry, named inside the
 	// entries of the segment before it (where no segment of walq's
 	// starts), which a repair would cut. It comes wrapped with ErrCorrupt;

@@ -46,6 +46,13 @@ var errListingTorn = errors.New("wal: the directory changed while it was listed"
 func (l *Log) openListed() error {
 	for try := 1; ; try++ {
 		names, err := l.listSegments()
+		if err != nil && l.opts.ReadOnly && errors.Is(err, errFrontUnlisted) && try < listTries {
+			// A listing torn by a writer can hold the NAME.FRONT of a
+			// truncation that keeps a segment its roll created during the
+			// listing, and miss that segment: list again. A marker that
+			// names no segment in every listing is refused (foreign).
+			continue
+		}
 		if err != nil {
 			return err // the directory itself cannot be listed: no writer tore that
 		}

@@ -9,7 +9,9 @@ import (
 // lsn. The tail segment, and the last segment holding records, are never
 // removed, so a log that holds records keeps some. FirstLSN advances to the
 // first LSN of the first segment kept. It returns nil if nothing is
-// removed.
+// removed. The removal is durable, and so is the first segment kept: when
+// its records are not yet (the tail under SyncNever or SyncInterval), it
+// is fsynced first, so that a power loss never leaves a log of no record.
 //
 // The removal runs on the committer goroutine (it owns the store), so it
 // waits for the groups being written. Readers positioned in a removed
@@ -41,6 +43,15 @@ func (c *committer) truncateFront(lsn LSN) error {
 	target, i := c.l.truncateTarget(lsn)
 	if i == 0 {
 		return nil
+	}
+	// The removal is durable: a power loss after it must still find the
+	// first segment kept holding a record. Sealed segments were fsynced
+	// when sealed; the tail's records may not be yet (SyncNever,
+	// SyncInterval, or a flush's witness), so fsync it first.
+	if c.l.durableLSN.Load() < target.firstLSN {
+		if err := c.syncIfDirty(); err != nil {
+			return err
+		}
 	}
 	// The store removes every segment before target, through the FS, and
 	// fsyncs the directory (tidwall.go); target itself is not rewritten.
