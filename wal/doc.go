@@ -443,9 +443,12 @@
 // than Options.SegmentSize bytes, and after any entry that brings it to at
 // least SegmentSize; so a segment exceeds SegmentSize by less than one
 // entry, and a batch that fills a segment exactly leaves an empty tail.
-// TruncateFront removes the front segments itself: it creates an empty
-// NAME.FRONT for the first segment kept, fsyncs the directory, removes the
-// older segments, fsyncs, and removes the marker; Open finishes a
+// TruncateFront removes the front segments itself: it fsyncs the first
+// segment kept if its records are not durable yet (the tail, under
+// SyncNever or SyncInterval), creates an empty NAME.FRONT for it, fsyncs
+// the directory, removes the older segments, fsyncs, and removes the
+// marker, so that a power loss never leaves a log of no record; Open
+// finishes a
 // truncation a crash interrupted. (An older walq truncated with tidwall/wal,
 // which leaves NAME.START and NAME.START.TEMP files; Open finishes those
 // too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
