@@ -77,7 +77,9 @@ type VerifyOptions struct {
 // and sorted value (pending, dead or leased) is its own, as a delivery
 // checks. A torn log tail, which Open cuts by itself (a roll a crash tore
 // included), is reported in Check.Log.Torn with a nil error; anything else returns an
-// error wrapping ErrCorrupt, which Open would return too. It takes the
+// error wrapping ErrCorrupt, which Open would return too (for a
+// truncation marker from a later moment than the snapshot, Check.Front,
+// Open's own error, which says to move the marker out). It takes the
 // directory lock shared, so it fails with ErrLocked while a queue has it
 // open.
 func Verify(dir string, opts *VerifyOptions) (Check, error) {
