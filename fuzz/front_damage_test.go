@@ -45,7 +45,9 @@ func TestFrontFromLaterMomentDamaged(t *testing.T) {
 }
 
 // checkFrontDamagedRefused checks that Open refuses the image with the
-// marker added, with ErrCorrupt, and changes no file.
+// marker added, with ErrCorrupt, and changes no file, and that Verify and
+// Repair name the marker first (checkLaterFrontAdvised): moved out, a
+// repair loses only the damaged segment's records.
 func checkFrontDamagedRefused(t *testing.T, img map[string][]byte, marker string) {
 	t.Helper()
 	bad := maps(img)
@@ -75,4 +77,5 @@ func checkFrontDamagedRefused(t *testing.T, img map[string][]byte, marker string
 		t.Fatalf("a refused Open changed the directory: %d files before, %d after, gone %v (%v); Open: %v",
 			len(bad), len(after), gone, rerr, err)
 	}
+	checkLaterFrontAdvised(t, dir, bad, filepath.Base(marker))
 }

@@ -182,6 +182,7 @@ func TestFrontFromLaterMoment(t *testing.T) {
 			if after, err := readDir(dir); err != nil || !sameFiles(bad, after) {
 				t.Fatalf("a refused Open changed the directory: %d files before, %d after (%v)", len(bad), len(after), err)
 			}
+			checkLaterFrontAdvised(t, dir, bad, filepath.Base(marker))
 			delete(bad, marker) // moved out
 			moved := filepath.Join(scratchDir(t), "moved")
 			if err := writeDir(moved, bad); err != nil {
@@ -192,11 +193,49 @@ func TestFrontFromLaterMoment(t *testing.T) {
 	}
 }
 
+// checkLaterFrontAdvised checks that Verify and Repair, on the directory
+// dir holding img with walq's own marker from a later moment than the
+// snapshot, give Open's advice: Verify's error and Check name the marker
+// and say to move it out of the log directory, not to repair; Repair
+// refuses it with that advice before its backup, changing no file, where
+// its salvage would finish the truncation and lose the records the
+// snapshot needs.
+func checkLaterFrontAdvised(t *testing.T, dir string, img map[string][]byte, marker string) {
+	t.Helper()
+	advice := "move " + marker + " out of the log directory"
+	advised := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), advice) {
+			t.Errorf("%s: %v; want ErrCorrupt saying %q", what, err, advice)
+			return
+		}
+		if strings.Contains(err.Error(), "to recover, run 'walq repair DIR'") {
+			t.Errorf("%s: %v; advises a repair, which would finish the truncation", what, err)
+		}
+	}
+	c, err := queue.Verify(dir, nil)
+	advised("Verify", err)
+	if !strings.Contains(c.Front, advice) || c.Clean() {
+		t.Errorf("Verify: Check.Front %q, Clean %v; want it saying %q", c.Front, c.Clean(), advice)
+	}
+	backedUp := false
+	rep, err := queue.Repair(dir, &queue.RepairOptions{Backup: func() error { backedUp = true; return nil }})
+	advised("Repair", err)
+	if backedUp || rep.Repaired {
+		t.Errorf("Repair backed up (%v) or salvaged (%v) a directory whose truncation marker it refuses; Recovery: %+v",
+			backedUp, rep.Repaired, rep.Recovery)
+	}
+	if after, err := readDir(dir); err != nil || !sameFiles(img, after) {
+		t.Fatalf("a refused Repair changed the directory: %d files before, %d after (%v)", len(img), len(after), err)
+	}
+}
+
 // TestSortedFrontMarkers is TestStrayFrontMarker and
 // TestFrontFromLaterMoment for a sorted queue, whose open shares the log
 // and the recovery: a marker that names no segment, and walq's own marker
 // that would remove records its snapshot needs, are refused with
-// ErrCorrupt naming the marker, changing nothing.
+// ErrCorrupt naming the marker, changing nothing; Verify and Repair give
+// the open's advice for the latter.
 func TestSortedFrontMarkers(t *testing.T) {
 	rng, _ := testRand(t)
 	img, _ := sortedDamageImage(t, rng)
@@ -204,9 +243,10 @@ func TestSortedFrontMarkers(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		marker string
+		later  bool // walq's own marker, from a later moment than the snapshot
 	}{
-		{"marker names no segment", fmt.Sprintf("log/%020d.FRONT", segIndex(t, segs[len(segs)-1])+5)},
-		{"marker past what the snapshot needs", segs[2] + ".FRONT"},
+		{"marker names no segment", fmt.Sprintf("log/%020d.FRONT", segIndex(t, segs[len(segs)-1])+5), false},
+		{"marker past what the snapshot needs", segs[2] + ".FRONT", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeDamaged(t, "q", img, damageCase{file: c.marker, damage: func([]byte) []byte { return []byte{} }})
@@ -225,6 +265,9 @@ func TestSortedFrontMarkers(t *testing.T) {
 			}
 			if after, err := readDir(dir); err != nil || !sameFiles(before, after) {
 				t.Fatalf("a refused OpenSorted changed the directory: %d files before, %d after (%v)", len(before), len(after), err)
+			}
+			if c.later {
+				checkLaterFrontAdvised(t, dir, before, filepath.Base(c.marker))
 			}
 		})
 	}

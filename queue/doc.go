@@ -271,7 +271,9 @@
 // moment than the snapshot: a directory put back from copies made at
 // different times) is refused by an open without Salvage, changing
 // nothing: moved out, every segment is kept (a salvage finishes it and
-// reports the loss). A roll a crash tore on an entry boundary
+// reports the loss). Verify reports it in Check.Front with the open's
+// advice, and Repair refuses it before its backup, since its salvage
+// would finish the truncation. A roll a crash tore on an entry boundary
 // looks like missing segments to an open that does not know the writer's
 // SegmentSize (a read-only or salvaging Open without it, Verify without
 // VerifyOptions.SegmentSize, Repair without Options.SegmentSize): it

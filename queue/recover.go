@@ -84,40 +84,57 @@ func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 
 // checkFront refuses, before the log's Open finishes it, an interrupted
 // truncation (a NAME.FRONT marker) that would remove records the state
-// loaded needs: those after the snapshot (start on) and those of its
-// messages. The queue truncates only below what the snapshot it has just
-// written needs, so such a marker is from a later moment than the
-// snapshot (a directory put back from copies made at different times, the
-// newer snapshot not among them); finishing it would remove the records
-// the replay needs, and the open would then refuse the log as missing
-// them, with nothing left to restore. A salvage finishes it, reporting the
-// loss (Recovery.LostBefore).
+// loaded needs (laterFront). A salvage finishes it, reporting the loss
+// (Recovery.LostBefore).
 func (r *recoverer) checkFront(dir string, start uint64) error {
 	o := r.q.opts
-	marker := frontMarker(o.fs(), dir)
-	if o.Salvage || r.loaded == nil || marker == "" {
+	if o.Salvage || r.loaded == nil {
+		return nil
+	}
+	return laterFront(o.FS, dir, o.logSegmentSize(), r.loaded, start)
+}
+
+// laterFront returns an error wrapping ErrCorrupt, naming the marker and
+// the way out, when the log directory dir holds a NAME.FRONT marker whose
+// truncation would remove records that st, the state loaded from the
+// snapshot whose records end at start-1, needs: those after the snapshot
+// (start on) and those of its messages. The queue truncates only below
+// what the snapshot it has just written needs, so such a marker is from a
+// later moment than the snapshot (a directory put back from copies made
+// at different times, the newer snapshot not among them); finishing it
+// would remove the records the replay needs, and the open would then
+// refuse the log as missing them, with nothing left to restore. It
+// returns nil when there is no marker, when the marker removes nothing st
+// needs, and when the log cannot be read (the caller's own open reports
+// that). fsys is the file system (nil: the real one), segSize the
+// writer's SegmentSize (0: unknown). Open (checkFront), Verify and Repair
+// (examine) refuse the marker by it.
+func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64) error {
+	marker := frontMarker((&Options{FS: fsys}).fs(), dir)
+	if marker == "" {
 		return nil
 	}
 	// A read-only Log starts where the marker says, changing nothing. A
-	// log it refuses as damaged is refused by the Open below too, but only
-	// after that Open finished the marker: a read-only salvage (a preview,
-	// which changes nothing either) tells where the kept log starts then.
-	ro := &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: o.logSegmentSize(), FS: o.FS}
+	// log it refuses as damaged is refused by the caller's open too, but
+	// only after an Open finished the marker: a read-only salvage (a
+	// preview, which changes nothing either) tells where the kept log
+	// starts then.
+	ro := &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: segSize, FS: fsys}
 	l, err := wal.Open(dir, ro)
 	if err != nil {
 		ro.Salvage = true
 		if l, err = wal.Open(dir, ro); err != nil {
-			return nil // the Open below reports it
+			return nil // the caller's open reports it
 		}
 	}
 	first := l.FirstLSN()
 	l.Close() // read-only: nothing to lose
-	// A log left empty starts at start (its FirstLSN), as the Open below
-	// leaves it: refused when the state needs records before start. A
-	// segment walq's truncation keeps is empty on disk only when it starts
-	// after the snapshot (its records were not synced yet), and the state's
-	// need is start then.
-	need := min(r.loaded.Need(), start)
+	// A log left empty starts at start (its FirstLSN), as an Open leaves
+	// it: refused when the state needs records before start. A segment
+	// walq's truncation keeps is empty on disk only when it starts after
+	// the snapshot (its records were not synced yet), and the state's need
+	// is start then.
+	need := min(st.Need(), start)
 	if first <= need {
 		return nil
 	}

@@ -124,7 +124,11 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // Files walq did not write are never changed: a file in the log directory
 // that only has a segment's name makes Repair fail, naming it, and so
 // does a tidwall/wal END file or a START file without a valid entry
-// (Check.Foreign), before the backup.
+// (Check.Foreign), before the backup. So does walq's own NAME.FRONT
+// truncation marker when its truncation would remove records the snapshot
+// needs (Check.Front, a marker from a later moment than the snapshot):
+// the salvage would finish it and lose those records, where moving it out
+// of the log directory keeps every segment.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	var o RepairOptions
 	if opts != nil {
@@ -148,7 +152,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if rep.Before.Clean() {
 		return rep, nil
 	}
-	if len(rep.Before.Foreign) > 0 { // no salvage changes it: refuse before the backup
+	if len(rep.Before.Foreign) > 0 || rep.Before.Front != "" { // no salvage changes it, or it loses what moving it out keeps: refuse before the backup
 		return rep, fmt.Errorf("%w; %s was not changed", rep.Before.err(), dir)
 	}
 	if rep.Before.SizeUnknown() { // given no SegmentSize: a salvage not given it refuses it too

@@ -24,6 +24,15 @@ type Check struct {
 	// without a valid entry named inside the segment before it), each with
 	// what to do: move it out of the log directory.
 	Foreign []string
+	// Front is set when the log directory holds walq's own NAME.FRONT
+	// truncation marker whose truncation would remove records the
+	// snapshot needs: a marker from a later moment than the snapshot (a
+	// directory put back from copies made at different times), which Open
+	// refuses. It names the marker and what to do: move it out of the log
+	// directory, and every segment is kept. Repair refuses it, before its
+	// backup: its salvage would finish the truncation and lose those
+	// records.
+	Front string
 	// sizeUnknown is set when the log's open refused it with an error
 	// wrapping wal.ErrSegmentSizeUnknown, the problem Problems lists last.
 	sizeUnknown bool
@@ -35,7 +44,13 @@ func (c Check) Clean() bool {
 }
 
 // Damaged returns how many problems other than a torn tail Verify found.
-func (c Check) Damaged() int { return len(c.Log.Salvaged) + len(c.Problems) + len(c.Foreign) }
+func (c Check) Damaged() int {
+	n := len(c.Log.Salvaged) + len(c.Problems) + len(c.Foreign)
+	if c.Front != "" {
+		n++
+	}
+	return n
+}
 
 // VerifyOptions tunes Verify. A nil *VerifyOptions means the defaults.
 type VerifyOptions struct {
@@ -62,7 +77,9 @@ type VerifyOptions struct {
 // and sorted value (pending, dead or leased) is its own, as a delivery
 // checks. A torn log tail, which Open cuts by itself (a roll a crash tore
 // included), is reported in Check.Log.Torn with a nil error; anything else returns an
-// error wrapping ErrCorrupt, which Open would return too. It takes the
+// error wrapping ErrCorrupt, which Open would return too (for a
+// truncation marker from a later moment than the snapshot, Check.Front,
+// Open's own error, which says to move the marker out). It takes the
 // directory lock shared, so it fails with ErrLocked while a queue has it
 // open.
 func Verify(dir string, opts *VerifyOptions) (Check, error) {
@@ -100,6 +117,14 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 		info, _, _ := recovery.LatestFS(fsys, dir)
 		c.Snapshot = &info
 	}
+	//    A truncation marker that would remove what that snapshot needs
+	//    is refused as Open refuses it: moved out, every segment is kept,
+	//    where a repair would finish the truncation.
+	if err == nil {
+		if ferr := laterFront(fsys, filepath.Join(dir, logDir), segSize, st, snapLSN+1); ferr != nil {
+			c.Front = ferr.Error()
+		}
+	}
 	// 2. The log, entry by entry; it must reach the snapshot.
 	log, err := openLogReadOnly(fsys, dir, reach, segSize)
 	if errors.Is(err, wal.ErrForeign) { // no repair changes it: Open's advice, not a repair's
@@ -119,8 +144,9 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
 		return c, err
 	}
-	// 3. It must reach back to what the snapshot's messages need.
-	if _, err := recovery.Coverage(log, st, snapLSN); err != nil {
+	// 3. It must reach back to what the snapshot's messages need (which a
+	//    marker from a later moment says it does not: Front says why).
+	if _, err := recovery.Coverage(log, st, snapLSN); err != nil && c.Front == "" {
 		c.Problems = append(c.Problems, problem(wrapCorrupt("open", err)))
 	}
 	// 4. Every record after the snapshot replays, if nothing above failed
@@ -157,6 +183,8 @@ func (c Check) err() error {
 	switch {
 	case len(c.Foreign) > 0: // it names its way out
 		return ownWayOut{fmt.Sprintf("%v: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])), wal.ErrForeign}
+	case c.Front != "": // it names its way out, which a repair is not
+		return ownWayOut{c.Front, nil}
 	case len(c.Log.Salvaged) == 1:
 		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
 	case len(c.Log.Salvaged) > 1:
@@ -181,16 +209,24 @@ func (c Check) SizeUnknown() bool {
 
 // ownWayOut is Verify's error for a problem whose text names its own way
 // out (no repair changes it, or only the writer's segment size settles
-// it): the Check's text, matching ErrCorrupt and kind (wal.ErrForeign,
-// wal.ErrSegmentSizeUnknown) as Open's error does, so that callers (and
-// Repair's, which wraps it) can tell it from damage a repair fixes.
+// it, or moving a truncation marker out keeps what a repair would lose):
+// the Check's text, matching ErrCorrupt and kind (wal.ErrForeign,
+// wal.ErrSegmentSizeUnknown, or nil: none) as Open's error does, so that
+// callers (and Repair's, which wraps it) can tell it from damage a repair
+// fixes.
 type ownWayOut struct {
 	msg  string
 	kind error
 }
 
-func (e ownWayOut) Error() string   { return e.msg }
-func (e ownWayOut) Unwrap() []error { return []error{ErrCorrupt, e.kind} }
+func (e ownWayOut) Error() string { return e.msg }
+
+func (e ownWayOut) Unwrap() []error {
+	if e.kind == nil {
+		return []error{ErrCorrupt}
+	}
+	return []error{ErrCorrupt, e.kind}
+}
 
 // problem is the text of err for Check.Problems, without the way out
 // (Verify's error names it once).

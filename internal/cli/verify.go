@@ -30,7 +30,12 @@ repairable: the next open of the queue cuts it by itself, and so does
 'walq repair' (or Options.Salvage) drops what was lost, except a file in
 the log directory that walq never writes and no repair changes (a
 tidwall/wal END file, a START file without a valid entry): verify names
-it, to be moved out.
+it, to be moved out. So it names walq's own NAME.FRONT truncation marker
+when the truncation it marks would remove records the snapshot needs (a
+marker from a later moment than the snapshot: a directory put back from
+copies made at different times): moved out of the log directory, every
+segment is kept, where a repair would finish the truncation and lose
+those records.
 
 A crash during a segment roll can lose the sealed segment's last entries
 whole under the roll's new, empty segment: a torn roll, which the next
@@ -42,7 +47,8 @@ torn roll is then a torn tail. A size larger than the application's lets
 missing segments pass for a torn roll.
 
 With --json it prints one JSON object: dir, snapshot, records, torn,
-damaged, problems, foreign and result ("clean", "torn" or "corrupt").
+damaged, problems, foreign, front (the marker's problem, "" when none) and
+result ("clean", "torn" or "corrupt").
 
 Verify reads under a shared lock, so it refuses a directory that a queue
 has open.`,
@@ -126,6 +132,9 @@ func printCheck(w io.Writer, dir string, c queue.Check) {
 	for _, f := range c.Foreign {
 		fmt.Fprintf(w, "  foreign   %s\n", f)
 	}
+	if c.Front != "" {
+		fmt.Fprintf(w, "  marker    %s\n", c.Front)
+	}
 }
 
 // printResult prints verify's last line.
@@ -133,6 +142,9 @@ func printResult(w io.Writer, dir string, c queue.Check) {
 	switch {
 	case len(c.Foreign) > 0:
 		fmt.Fprint(w, "result: corrupt; no repair changes a file walq never writes: move the foreign file out of the log directory, then verify again\n")
+	case c.Front != "":
+		fmt.Fprint(w, "result: corrupt; a truncation marker from a later moment than the snapshot: move the marker named out of the log directory "+
+			"(every segment is then kept), then verify again; a repair would finish the truncation and lose the records the snapshot needs\n")
 	case c.SizeUnknown():
 		fmt.Fprintf(w, "result: a torn roll or missing segments; only the queue's segment size tells which: "+
 			"run 'walq verify --segment-size BYTES %s' with the application's Options.SegmentSize (4MiB when it sets none); "+
@@ -155,6 +167,7 @@ type checkJSON struct {
 	Damaged  []damageJSON `json:"damaged"`
 	Problems []string     `json:"problems"`
 	Foreign  []string     `json:"foreign"` // files walq never writes, to be moved out
+	Front    string       `json:"front"`   // a truncation marker from a later moment than the snapshot, to be moved out; "" when none
 	Result   string       `json:"result"`  // clean, torn or corrupt
 }
 
@@ -171,7 +184,7 @@ type damageJSON struct {
 
 func toCheckJSON(dir string, c queue.Check) checkJSON {
 	j := checkJSON{Dir: dir, Records: c.Records, Damaged: []damageJSON{}, Problems: append([]string{}, c.Problems...),
-		Foreign: append([]string{}, c.Foreign...), Result: "clean"}
+		Foreign: append([]string{}, c.Foreign...), Front: c.Front, Result: "clean"}
 	if s := c.Snapshot; s != nil {
 		j.Snapshot = &fileJSON{Path: s.Path, LSN: s.LSN, Bytes: s.Bytes}
 	}
