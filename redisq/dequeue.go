@@ -223,7 +223,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 	out := make([]*queue.Message, 0, (len(reply)-1)/3)
 	var failed error // not ErrNotDurable: a lease is the caller's, replicated or not
 	for i := 1; i+2 < len(reply); i += 3 {
-		tok := tokenOf(args[2+(i-1)/3].(string))
+		tok, _ := strconv.ParseUint(args[2+(i-1)/3].(string), 10, 64)
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
@@ -287,46 +287,14 @@ func leased(s string) (any, error) {
 
 // leaseArgs returns the dequeue function's own arguments for a call at
 // now for up to max messages: the lease deadline (µs, rounded up), max,
-// and a fresh token per message, stamped with the deadline (stamped).
+// and a fresh token per message.
 func (q *Queue) leaseArgs(now time.Time, max int) []any {
-	dl := ceilMicros(now.Add(q.o.AckTimeout))
 	args := make([]any, 0, 2+max)
-	args = append(args, strconv.FormatInt(dl, 10), max)
+	args = append(args, strconv.FormatInt(ceilMicros(now.Add(q.o.AckTimeout)), 10), max)
 	for range max {
-		args = append(args, stamped(dl, newToken()))
+		args = append(args, strconv.FormatUint(newToken(), 10))
 	}
 	return args
-}
-
-// stampDigits is the width of the lease deadline (µs, zero-padded) that
-// starts a token argument of the lease functions and the token field of
-// a record this version leased (scripts/common.lua, owner). Part of the
-// stored format: do not change it.
-const stampDigits = 20
-
-// stamped returns the token argument of a lease of token tok running
-// out at dl (µs): dl in stampDigits digits, then tok; a negative dl
-// goes unstamped (the scripts then read the deadline from the lease key).
-func stamped(dl int64, tok uint64) string {
-	if dl < 0 {
-		return strconv.FormatUint(tok, 10)
-	}
-	b := make([]byte, 0, stampDigits+20)
-	d := strconv.AppendInt(nil, dl, 10)
-	for range stampDigits - len(d) {
-		b = append(b, '0')
-	}
-	b = append(b, d...)
-	return string(strconv.AppendUint(b, tok, 10))
-}
-
-// tokenOf returns the token of a token argument made by stamped.
-func tokenOf(arg string) uint64 {
-	if len(arg) > stampDigits {
-		arg = arg[stampDigits:]
-	}
-	tok, _ := strconv.ParseUint(arg, 10, 64)
-	return tok
 }
 
 // corruptReason starts the reason of a message dead-lettered because its

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func leaseAt(t *testing.T, q *Queue, at time.Time, max int) []*queue.Message {
 	reply := v.([]any)
 	var out []*queue.Message
 	for i := 1; i+2 < len(reply); i += 3 {
-		tok := tokenOf(args[2+len(out)].(string))
+		tok, _ := strconv.ParseUint(args[2+len(out)].(string), 10, 64)
 		m, err := decodeMessage(reply[i+2], queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok})
 		require.NoError(t, err)
 		m.Deliveries = int(toInt(reply[i+1]))

@@ -198,7 +198,7 @@ func (m *queueModel) leasePrevious(max int) []*queue.Message {
 	reply := earlier(m.t, m.q, previousName, "dequeue", m.clock.Now(), args...)
 	var out []*queue.Message
 	for i := 1; i+2 < len(reply); i += 3 {
-		tok := tokenOf(args[2+len(out)].(string))
+		tok, _ := strconv.ParseUint(args[2+len(out)].(string), 10, 64)
 		msg, err := decodeMessage(reply[i+2], queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok})
 		require.NoError(m.t, err)
 		msg.Deliveries = int(toInt(reply[i+1]))

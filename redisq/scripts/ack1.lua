@@ -10,17 +10,22 @@
 -- one of them names a message a producer named. The call carries only
 -- the keys this touches: msg, lease, acked and stats.
 bindargs(nil, ARGV[1], '0', ARGV[2])
--- The fence (owner) wants the lease's deadline ahead: the record of a
--- delivery this version leased carries it (see owner), one an earlier
--- version leased is looked up in the lease key. That the message is
--- leased at all the ZREM's count tells, before anything else is written
--- for it (a producer's id, whose removal goes through drop, looks first).
+-- The fence (owner) wants the lease's deadline ahead. While no lease has
+-- run out (none at or before now: ZCOUNT, whose integer reply is cheaper
+-- than a score's), so has this one, if the message is leased at all:
+-- that the ZREM's count tells, before anything else is written for it (a
+-- producer's id, whose removal goes through drop, reads the deadline).
 if #ARGV == 4 then
   local seq = ARGV[3]
-  local id, pid = owner(redis.call('HGET', K_MSG, seq), RECORDED, ARGV[4], seq)
+  local raw = redis.call('HGET', K_MSG, seq)
+  if not raw then return 1 end
+  local assumed = redis.call('ZCOUNT', K_LEASE, '-inf', NOW) == 0
+  local dl = NONE
+  if not assumed then dl = redis.call('ZSCORE', K_LEASE, seq) end
+  local id, pid = owner(raw, dl, ARGV[4])
   if not id then return 1 end
   if pid then
-    if not redis.call('ZSCORE', K_LEASE, seq) then return 1 end
+    if assumed and not redis.call('ZSCORE', K_LEASE, seq) then return 1 end
     local stamps = nil
     if window > 0 then stamps = {NOW, id} end
     return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, 1, true) or 0
@@ -38,9 +43,12 @@ local n = (#ARGV - 2) / 2
 local seqs = {}
 for i = 1, n do seqs[i] = ARGV[1 + 2 * i] end
 local raws = redis.call('HMGET', K_MSG, unpack(seqs))
+local assumed = redis.call('ZCOUNT', K_LEASE, '-inf', NOW) == 0
 local ids = {}
 for i = 1, n do
-  local id, pid = owner(raws[i], RECORDED, ARGV[2 + 2 * i], seqs[i])
+  local dl = NONE
+  if raws[i] and not assumed then dl = redis.call('ZSCORE', K_LEASE, seqs[i]) end
+  local id, pid = owner(raws[i], dl, ARGV[2 + 2 * i])
   if pid then return -3 end
   ids[i] = id or false
 end

@@ -57,7 +57,7 @@ local KEEP -- see below; made by the first call, as loading may use none of Lua'
 -- a '%d' argument to one, and a time would wrap), then '%.0f', slower.
 -- Lengths use '%d' everywhere; a delivery count, which may pass 2^31
 -- (COUNT), is written with HEAD (a record's head) or INT.
-local INT, HEAD, PAD -- PAD: INT padded with zeros to the 20 digits of a stamp (see owner)
+local INT, HEAD
 -- DIGITS and COUNT bound the delivery count a record is read with (see
 -- leasable): a number of at most 14 digits is an integer that Lua holds
 -- exactly and prints whole, with INT and with '..' ('%.14g') alike, and
@@ -81,7 +81,6 @@ local function bindargs(chan, at, md, win)
     KEEP = string.rep('~', 256)
     INT = string.format('%d', 2 ^ 40) == '1099511627776' and '%d' or '%.0f'
     HEAD = '%d:' .. INT .. ':'
-    PAD = INT == '%d' and '%020d' or '%020.0f'
     NUM, SUCC, FRESHREC = {}, {}, {}
     for i = 0, 99 do
       local d = string.format('%d', i)
@@ -182,7 +181,7 @@ local TYPES = {'string', 'hash', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash'}
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
   {'GET', {1}}, {'HGET', {2, 8}}, {'HGETALL', {8}}, {'HMGET', {2, 8}}, {'ZCARD', {3, 4, 5, 6, 7}},
-  {'ZCOUNT', {4, 7}}, {'ZMSCORE', {5, 7}}, {'ZRANGE', {3, 4, 5, 6}}, {'ZRANGEBYSCORE', {3, 4, 5, 6, 7}},
+  {'ZCOUNT', {4, 5, 7}}, {'ZMSCORE', {5, 7}}, {'ZRANGE', {3, 4, 5, 6}}, {'ZRANGEBYSCORE', {3, 4, 5, 6, 7}},
   {'ZSCORE', {3, 5, 6}}, {'ZPOPMIN', {3}}, {'HDEL', {2}}, {'ZREM', {3, 4, 5, 6, 7}},
   {'ZADD', {3, 4, 5, 6, 7}}, {'HSET', {2}}, {'HINCRBY', {2, 8}}, {'INCR', {1}}, {'DECR', {1}},
   {'INCRBY', {1}}, {'PUBLISH'},
@@ -264,53 +263,16 @@ local function encode(r)
   return string.format(HEAD, r[2], r[3]) .. r[4] .. string.format(':%d:', #r[1]) .. r[1] .. r[5]
 end
 
--- A record's token field (see decode) holds, for a delivery this version
--- leased, the lease deadline (µs) as 20 digits, leading zeros included,
--- then the delivery's token: the client sends it so (leaseArgs), and an
--- Extend writes its deadline there too. An ack then reads the deadline
--- with the record, not from the lease key. A field of 20 digits or fewer
--- is a bare token: a delivery that an earlier version leased, or whose
--- deadline was negative; its deadline is the lease key's alone. Earlier
--- versions read such a record as one whose token is not their receipt's.
-local STAMP = 20
-local RECORDED = {} -- owner's dl: the deadline the record carries, else the lease key's
-
--- owner returns the id of the record raw of the message seq and whether
--- a producer gave it, if tok names the record's live delivery (the token
--- field, or its part after a stamp, see above) and dl, its lease
--- deadline as read (nil when none; RECORDED: the record's stamp, or read
--- from the lease key when it has none), has not passed: the fence of
--- every settling by receipt. A record whose id runs past its end names
--- no delivery: the id read would be cut, maybe another message's.
-local STAMPED = '^(%d):%d+:(' .. '%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d' .. ')(%d*):(%d+):()' -- STAMP digits
-local function owner(raw, dl, tok, seq)
-  if not raw then return nil end
-  if dl == RECORDED then -- the common case first: a stamped record, one match
-    local p, d, t, n, at = string.match(raw, STAMPED)
-    if t == tok then
-      if d + 0 <= now or at + (NUM[n] or n + 0) - 1 > #raw then return nil end
-      return string.sub(raw, at, at + (NUM[n] or n + 0) - 1), p == '1'
-    end
-  end
+-- owner returns the id of the record raw and whether a producer gave it,
+-- if tok names the record's live delivery and dl, its lease deadline as
+-- read (nil when none), has not passed: the fence of every settling by
+-- receipt. A record whose id runs past its end names no delivery: the
+-- id read would be cut, maybe another message's.
+local function owner(raw, dl, tok)
+  if not raw or not dl or dl + 0 <= now then return nil end
   local p, t, n, at = string.match(raw, '^(%d):%d+:(%d*):(%d+):()')
-  if not t then return nil end
-  if t ~= tok then
-    if #t ~= STAMP + #tok or string.sub(t, STAMP + 1) ~= tok then return nil end
-    if dl == RECORDED then dl = string.sub(t, 1, STAMP) end
-  end
-  if dl == RECORDED then dl = redis.call('ZSCORE', K_LEASE, seq) end
-  if not dl or dl + 0 <= now or at + (NUM[n] or n + 0) - 1 > #raw then return nil end
+  if t ~= tok or at + (NUM[n] or n + 0) - 1 > #raw then return nil end
   return string.sub(raw, at, at + (NUM[n] or n + 0) - 1), p == '1'
-end
-
--- restamp returns the token field tf of a leased record with its stamp,
--- if any, set to the deadline dl (µs, a number); a negative one, or one
--- of more than 19 digits, leaves the bare token, whose deadline is the
--- lease key's.
-local function restamp(tf, dl)
-  if #tf <= STAMP then return tf end
-  if dl < 0 or dl >= 1e19 then return string.sub(tf, STAMP + 1) end
-  return string.format(PAD, dl) .. string.sub(tf, STAMP + 1)
 end
 
 local function getrec(seq)
@@ -622,7 +584,7 @@ end
 -- fence returns the record of seq if tok names its live delivery.
 local function fence(seq, tok)
   local raw = redis.call('HGET', K_MSG, seq)
-  if not raw or not owner(raw, redis.call('ZSCORE', K_LEASE, seq), tok, seq) then return nil end
+  if not raw or not owner(raw, redis.call('ZSCORE', K_LEASE, seq), tok) then return nil end
   return decode(raw)
 end
 

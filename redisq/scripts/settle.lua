@@ -22,7 +22,7 @@ if ARGV[5] == 'ack' and ARGV[7] == 'r' and #ARGV <= 7 + 2 * 1000 then
   for i = 1, n do
     local seq = seqs[i]
     local id, pid = nil, false
-    if not done[seq] then id, pid = owner(raws[i], dls[i], ARGV[7 + 2 * i], seq) end
+    if not done[seq] then id, pid = owner(raws[i], dls[i], ARGV[7 + 2 * i]) end
     if id then
       codes[i], done[seq] = 0, true
       gone[#gone + 1] = seq
@@ -76,11 +76,6 @@ local function apply(seq, r)
     local dl = now + tonumber(arg)
     earlier(K_LEASE, dl)
     redis.call('ZADD', K_LEASE, string.format(INT, dl), seq)
-    local tf = restamp(r[4], dl)
-    if tf ~= r[4] then
-      r[4] = tf
-      putrec(seq, r)
-    end
   else -- dead; corrupt: a body its client could not decode, never delivered
     if op == 'corrupt' then r[3], undelivered = r[3] - 1, undelivered + 1 end
     if r[3] > COUNT then r[3] = 0 end -- a count that does not read, as salvage has it: '%d' would wrap it
