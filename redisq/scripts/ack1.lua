@@ -34,31 +34,34 @@ if #ARGV == 4 then
   redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
   return 0
 end
--- Gathered (experiment): records and deadlines in one HMGET and one ZMSCORE, every owner checked
--- before the first write; one ZREM and one HDEL for all.
+-- Gathered: the records in one HMGET; every owner checked before the
+-- first write, so that a producer's id sends the whole call to settle
+-- with nothing written; then a ZREM per message (its count is the fence,
+-- as above; a message named twice is acked by the first receipt of its
+-- live delivery, the other fails) and one HDEL for all.
 local n = (#ARGV - 2) / 2
 local seqs = {}
 for i = 1, n do seqs[i] = ARGV[1 + 2 * i] end
 local raws = redis.call('HMGET', K_MSG, unpack(seqs))
-local dls = redis.call('ZMSCORE', K_LEASE, unpack(seqs))
-local codes, fields, gone, done = {}, {}, {}, {}
+local assumed = redis.call('ZCOUNT', K_LEASE, '-inf', NOW) == 0
+local ids = {}
 for i = 1, n do
-  local seq = seqs[i]
-  local id, pid = nil, false
-  if not done[seq] then id, pid = owner(raws[i], dls[i], ARGV[2 + 2 * i]) end
+  local dl = NONE
+  if raws[i] and not assumed then dl = redis.call('ZSCORE', K_LEASE, seqs[i]) end
+  local id, pid = owner(raws[i], dl, ARGV[2 + 2 * i])
   if pid then return -3 end
-  if id then
-    done[seq] = true
+  ids[i] = id or false
+end
+local codes, fields = {}, {}
+for i = 1, n do
+  local seq, id = seqs[i], ids[i]
+  if id and redis.call('ZREM', K_LEASE, seq) == 1 then
     codes[i] = '0'
-    gone[#gone + 1] = seq
     local f = #fields
     fields[f + 1], fields[f + 2], fields[f + 3] = seq, 'b' .. seq, 'i' .. id
   else
     codes[i] = '1'
   end
 end
-if #gone > 0 then
-  many('ZREM', K_LEASE, gone)
-  many('HDEL', K_MSG, fields)
-end
+if #fields > 0 then many('HDEL', K_MSG, fields) end
 return table.concat(codes)
