@@ -20,7 +20,9 @@ type Settler interface {
 	// Nack gives the message back, ready after delay, or dead once it has
 	// had MaxDeliveries.
 	Nack(r Receipt, delay time.Duration) error
-	// Extend sets the lease to run out d from now, d of any length.
+	// Extend sets the lease to run out d from now, d of any positive
+	// length: shorter than what is left ends it sooner; a d that is not
+	// positive is refused with ErrInvalidOptions.
 	Extend(r Receipt, d time.Duration) error
 	// DeadLetter moves the message to the dead-letter set with a reason.
 	DeadLetter(r Receipt, reason string) error

@@ -19,7 +19,9 @@ func (q *Queue) Nack(r Receipt, delay time.Duration) error {
 	return q.settleOne(Settlement{Receipt: r, Op: SettleNack, Delay: delay})
 }
 
-// Extend sets the lease of the delivery r to run out d from now.
+// Extend sets the lease of the delivery r to run out d from now: a d
+// shorter than what is left ends the lease sooner. A d that is not
+// positive is refused with ErrInvalidOptions.
 func (q *Queue) Extend(r Receipt, d time.Duration) error {
 	return q.settleOne(Settlement{Receipt: r, Op: SettleExtend, Delay: d})
 }

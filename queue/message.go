@@ -45,7 +45,9 @@ func (m *Message) Nack(delay time.Duration) error {
 	return m.q.Nack(m.Receipt, delay)
 }
 
-// Extend sets the lease to run out d from now.
+// Extend sets the lease to run out d from now, sooner than before when d
+// is shorter than what is left; a d that is not positive is refused
+// with ErrInvalidOptions.
 func (m *Message) Extend(d time.Duration) error {
 	if m.q == nil {
 		return m.s.Extend(m.Receipt, d)
