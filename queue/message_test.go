@@ -15,7 +15,7 @@ import (
 // bytes.
 func TestNewMessage(t *testing.T) {
 	r := int(192 - messageSize)
-	for _, n := range []int{-1, 0, 1, r, r + 1, 100, r + 64, r + 65, r + 320, r + 321, int(maxRoom), int(maxRoom) + 1, 4096} {
+	for _, n := range []int{-1, 0, 1, r, r + 1, 100, r + 64, r + 65, r + 320, r + 321, 1024 - int(messageSize), 1024, 1280 - int(messageSize), 1281 - int(messageSize), int(maxRoom), int(maxRoom) + 1, 4096} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			var p []byte
 			if n >= 0 {
@@ -50,7 +50,11 @@ func TestNewMessageRooms(t *testing.T) {
 	require.Equal(t, uintptr(192), unsafe.Sizeof(withPayload[[192 - messageSize]byte]{}))
 	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[256 - messageSize]byte]{}))
 	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[512 - messageSize]byte]{}))
-	require.Equal(t, uintptr(1024), unsafe.Sizeof(withPayload[[maxRoom]byte]{}))
+	require.Equal(t, uintptr(1024), unsafe.Sizeof(withPayload[[1024 - messageSize]byte]{}))
+	require.Equal(t, uintptr(1280), unsafe.Sizeof(withPayload[[1280 - messageSize]byte]{}))
+	require.Equal(t, uintptr(1536), unsafe.Sizeof(withPayload[[1536 - messageSize]byte]{}))
+	require.Equal(t, uintptr(1792), unsafe.Sizeof(withPayload[[1792 - messageSize]byte]{}))
+	require.Equal(t, uintptr(2048), unsafe.Sizeof(withPayload[[maxRoom]byte]{}))
 	require.Equal(t, uintptr(0), messageSize%8, "Message keeps the rooms aligned")
 }
 
