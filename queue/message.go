@@ -141,7 +141,7 @@ type withPayload[B any] struct {
 }
 
 // newMessage returns a new Message whose Payload is a copy of p (nil when
-// p is nil, empty when p is empty). A payload up to maxRoom bytes (1896 on 64-bit) shares the
+// p is nil, empty when p is empty). A payload up to maxRoom bytes (1888 on 64-bit) shares the
 // Message's allocation; it is never appended to in place (its capacity
 // is its length), so it never writes past its room.
 func newMessage(p []byte) *Message {
@@ -156,14 +156,14 @@ func newMessage(p []byte) *Message {
 		return carry(new(withPayload[[256 - messageSize]byte]), p)
 	case n <= 512-messageSize:
 		return carry(new(withPayload[[512 - messageSize]byte]), p)
-	case n <= 1024-messageSize:
-		return carry(new(withPayload[[1024 - messageSize]byte]), p)
-	case n <= 1280-messageSize:
-		return carry(new(withPayload[[1280 - messageSize]byte]), p)
-	case n <= 1536-messageSize:
-		return carry(new(withPayload[[1536 - messageSize]byte]), p)
-	case n <= 1792-messageSize:
-		return carry(new(withPayload[[1792 - messageSize]byte]), p)
+	case n <= 1024-messageSize-mallocHeader:
+		return carry(new(withPayload[[1024 - messageSize - mallocHeader]byte]), p)
+	case n <= 1280-messageSize-mallocHeader:
+		return carry(new(withPayload[[1280 - messageSize - mallocHeader]byte]), p)
+	case n <= 1536-messageSize-mallocHeader:
+		return carry(new(withPayload[[1536 - messageSize - mallocHeader]byte]), p)
+	case n <= 1792-messageSize-mallocHeader:
+		return carry(new(withPayload[[1792 - messageSize - mallocHeader]byte]), p)
 	case n <= maxRoom:
 		return carry(new(withPayload[[maxRoom]byte]), p)
 	}
@@ -174,13 +174,15 @@ func newMessage(p []byte) *Message {
 
 // messageSize is the size of a Message; maxRoom the largest payload that
 // shares its allocation. Each room makes the whole an allocator size class
-// (192, 256, 512, 1024, 1280, 1536, 1792 or 2048 bytes): the rooms past
-// 1 KiB are a quarter of a kilobyte apart, so a payload of 1 to 2 KiB
-// wastes at most 256 bytes and saves the allocation of a separate
-// payload.
+// (192, 256, 512, 1024, 1280, 1536, 1792 or 2048 bytes; above 512 bytes
+// with the allocator's header, mallocHeader, which an object holding
+// pointers carries there): the rooms past 1 KiB are a quarter of a
+// kilobyte apart, so a payload of 1 to 2 KiB wastes at most 256 bytes
+// and saves the allocation of a separate payload.
 const (
-	messageSize = unsafe.Sizeof(Message{})
-	maxRoom     = 2048 - messageSize
+	messageSize  = unsafe.Sizeof(Message{})
+	mallocHeader = 8 // the allocator's header before an object above 512 bytes that holds pointers
+	maxRoom      = 2048 - messageSize - mallocHeader
 )
 
 // carry copies p into w's room and returns w's Message holding it.
