@@ -280,50 +280,9 @@ func (c *committer) serve(req request) error {
 	if req.truncate {
 		return c.truncateFront(req.lsn)
 	}
-	if c.l.opts.Sync == SyncNever {
-		return c.flushUnlocked()
-	}
 	if err := c.syncIfDirty(); err != nil {
 		return err
 	}
-	return c.witness()
-}
-
-// flushUnlocked is Flush's fsync under SyncNever, made without mu so that
-// callers keep writing meanwhile: under SyncNever nothing else fsyncs the
-// tail (a roll fsyncs the segment it seals, as it does beside the
-// syncer's fsync under SyncAlways), and nothing waits for this fsync but
-// the Flush. It fsyncs the tail through a pinned handle, as the syncer
-// does, so a roll meanwhile closes nothing under it. Called and returning
-// with mu held, on the committer goroutine (so no other request, and no
-// shutdown, runs meanwhile). What it counts durable is what was written
-// before it released mu, which includes everything appended before the
-// Flush (run wrote it first); a failed fsync poisons the Log, and one that
-// succeeds after the Log was poisoned meanwhile counts nothing durable,
-// as runSync does. The witness is written only if nothing was written
-// during the fsync; otherwise the next entry written names the records
-// by its Synced LSN.
-func (c *committer) flushUnlocked() error {
-	if err := c.l.Err(); err != nil || !c.dirty {
-		return err
-	}
-	upTo := c.l.writtenLSN.Load()
-	c.l.seg.RLock()
-	file, path := c.tail.file.pin(), c.tail.path
-	c.l.seg.RUnlock()
-	c.mu.Unlock()
-	err := c.f.datasync(file.f)
-	_ = file.release() // read-only handle: a close error loses nothing
-	c.mu.Lock()
-	if err != nil {
-		return c.l.poison(fmt.Errorf("wal: fsync of %s failed, log poisoned: %w", path, err))
-	}
-	if err := c.awaitFlush(); err != nil { // the sticky error if poisoned meanwhile
-		return err
-	}
-	c.lastSync = time.Now()
-	c.dirty = c.l.writtenLSN.Load() > upTo
-	c.l.advanceDurable(upTo)
 	return c.witness()
 }
 

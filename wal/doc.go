@@ -196,9 +196,7 @@
 // every entry written, and no group waits to be written (that group's
 // entry would carry DurableLSN itself):
 //
-//   - Flush writes it after its fsync, before it returns (under SyncNever
-//     only if nothing was written during the fsync, which runs without
-//     the committer's mutex: the next entry written names the records);
+//   - Flush writes it after its fsync, before it returns;
 //   - SyncInterval: at once after a tick's fsync; after an fsync a write
 //     made (the interval had passed), 2 ms later if nothing was written;
 //   - SyncAlways: 2 ms after the last fsync if the log stayed idle, so a
@@ -533,10 +531,7 @@
 // committer write, a millisecond later at most (the timer's delay; on a
 // busy machine the goroutine may run later), whatever nobody wrote
 // meanwhile (late.go). It also writes the witnesses (witness.go), at a
-// Flush, a tick, or on a timer after an fsync. Under SyncNever a Flush's
-// fsync runs without the committer's mutex, on a pinned handle of the
-// tail, so that callers keep writing meanwhile; what it counts durable is
-// what was written before it began. Beside the committer run the syncer (it makes
+// Flush, a tick, or on a timer after an fsync. Beside the committer run the syncer (it makes
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, and the tail's flush on a handle of its own,
