@@ -156,12 +156,8 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			return nil, err
 		}
 		var dead []deadNote // dead-letterings at the limit, logged without q.mu
-		// One reading for both looks and the wait, taken before q.mu: the
-		// delivery begins here (Message.DeliveredAt), and the lease runs
-		// from it; the reading is not the lock's to order (SetNow takes
-		// any time, a step back of the clock included).
-		now := q.now()
 		q.mu.Lock()
+		now := q.now() // one reading for both looks and the wait
 		ds, c, err := q.leaseLocked(max, buf, now, &dead)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
