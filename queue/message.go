@@ -158,6 +158,8 @@ func newMessage(p []byte) *Message {
 		return carry(new(withPayload[[512 - messageSize]byte]), p)
 	case n <= 1024-messageSize-mallocHeader:
 		return carry(new(withPayload[[1024 - messageSize - mallocHeader]byte]), p)
+	case n <= 1152-messageSize-mallocHeader:
+		return carry(new(withPayload[[1152 - messageSize - mallocHeader]byte]), p)
 	case n <= 1280-messageSize-mallocHeader:
 		return carry(new(withPayload[[1280 - messageSize - mallocHeader]byte]), p)
 	case n <= 1536-messageSize-mallocHeader:
@@ -174,10 +176,10 @@ func newMessage(p []byte) *Message {
 
 // messageSize is the size of a Message; maxRoom the largest payload that
 // shares its allocation. Each room makes the whole an allocator size class
-// (192, 256, 512, 1024, 1280, 1536, 1792 or 2048 bytes; above 512 bytes
+// (192, 256, 512, 1024, 1152, 1280, 1536, 1792 or 2048 bytes; above 512 bytes
 // with the allocator's header, mallocHeader, which an object holding
-// pointers carries there): the rooms past 1 KiB are a quarter of a
-// kilobyte apart, so a payload of 1 to 2 KiB wastes at most 256 bytes
+// pointers carries there): the rooms past 1 KiB are at most a quarter of
+// a kilobyte apart, so a payload of 1 to 2 KiB wastes at most 256 bytes
 // and saves the allocation of a separate payload.
 const (
 	messageSize  = unsafe.Sizeof(Message{})

@@ -52,6 +52,7 @@ func TestNewMessageRooms(t *testing.T) {
 	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[256 - messageSize]byte]{}))
 	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[512 - messageSize]byte]{}))
 	require.Equal(t, uintptr(1024-8), unsafe.Sizeof(withPayload[[1024 - messageSize - mallocHeader]byte]{}))
+	require.Equal(t, uintptr(1152-8), unsafe.Sizeof(withPayload[[1152 - messageSize - mallocHeader]byte]{}))
 	require.Equal(t, uintptr(1280-8), unsafe.Sizeof(withPayload[[1280 - messageSize - mallocHeader]byte]{}))
 	require.Equal(t, uintptr(1536-8), unsafe.Sizeof(withPayload[[1536 - messageSize - mallocHeader]byte]{}))
 	require.Equal(t, uintptr(1792-8), unsafe.Sizeof(withPayload[[1792 - messageSize - mallocHeader]byte]{}))
@@ -59,7 +60,7 @@ func TestNewMessageRooms(t *testing.T) {
 	require.Equal(t, uintptr(0), messageSize%8, "Message keeps the rooms aligned")
 	// What the allocator takes: the class, not the next one up (an
 	// object above 512 bytes that holds pointers carries a header).
-	for _, class := range []int{192, 256, 512, 1024, 1280, 1536, 1792, 2048} {
+	for _, class := range []int{192, 256, 512, 1024, 1152, 1280, 1536, 1792, 2048} {
 		room := class - int(messageSize)
 		if class > 512 {
 			room -= int(mallocHeader)
