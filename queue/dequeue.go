@@ -389,7 +389,10 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		if err := decodeRecordAliased(b, r); err != nil {
+		// The ID stays a view until the record is kept: a delayed one
+		// skipped costs no string.
+		id, err := decodeRecordAliasedID(b, r)
+		if err != nil {
 			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 		}
 		if r.Due != 0 {
@@ -398,6 +401,9 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 			// table instead would deliver an acked one a second time.
 			st.cursor = lsn + 1
 			continue
+		}
+		if id != nil {
+			r.ID = string(id)
 		}
 		return lsn, len(b), nil
 	}

@@ -143,7 +143,7 @@ type withPayload[B any] struct {
 }
 
 // newMessage returns a new Message whose Payload is a copy of p (nil when
-// p is nil, empty when p is empty). A payload up to maxRoom bytes (872 on 64-bit) shares the
+// p is nil, empty when p is empty). A payload up to maxRoom bytes (1888 on 64-bit) shares the
 // Message's allocation; it is never appended to in place (its capacity
 // is its length), so it never writes past its room.
 func newMessage(p []byte) *Message {
@@ -158,6 +158,16 @@ func newMessage(p []byte) *Message {
 		return carry(new(withPayload[[256 - messageSize]byte]), p)
 	case n <= 512-messageSize:
 		return carry(new(withPayload[[512 - messageSize]byte]), p)
+	case n <= 1024-messageSize-mallocHeader:
+		return carry(new(withPayload[[1024 - messageSize - mallocHeader]byte]), p)
+	case n <= 1152-messageSize-mallocHeader:
+		return carry(new(withPayload[[1152 - messageSize - mallocHeader]byte]), p)
+	case n <= 1280-messageSize-mallocHeader:
+		return carry(new(withPayload[[1280 - messageSize - mallocHeader]byte]), p)
+	case n <= 1536-messageSize-mallocHeader:
+		return carry(new(withPayload[[1536 - messageSize - mallocHeader]byte]), p)
+	case n <= 1792-messageSize-mallocHeader:
+		return carry(new(withPayload[[1792 - messageSize - mallocHeader]byte]), p)
 	case n <= maxRoom:
 		return carry(new(withPayload[[maxRoom]byte]), p)
 	}
@@ -168,10 +178,15 @@ func newMessage(p []byte) *Message {
 
 // messageSize is the size of a Message; maxRoom the largest payload that
 // shares its allocation. Each room makes the whole an allocator size class
-// (192, 256, 512 or 1024 bytes).
+// (192, 256, 512, 1024, 1152, 1280, 1536, 1792 or 2048 bytes; above 512 bytes
+// with the allocator's header, mallocHeader, which an object holding
+// pointers carries there): the rooms past 1 KiB are at most a quarter of
+// a kilobyte apart, so a payload of 1 to 2 KiB wastes at most 256 bytes
+// and saves the allocation of a separate payload.
 const (
-	messageSize = unsafe.Sizeof(Message{})
-	maxRoom     = 1024 - messageSize
+	messageSize  = unsafe.Sizeof(Message{})
+	mallocHeader = 8 // the allocator's header before an object above 512 bytes that holds pointers
+	maxRoom      = 2048 - messageSize - mallocHeader
 )
 
 // carry copies p into w's room and returns w's Message holding it.

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"runtime"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -15,7 +16,7 @@ import (
 // bytes.
 func TestNewMessage(t *testing.T) {
 	r := int(192 - messageSize)
-	for _, n := range []int{-1, 0, 1, r, r + 1, 100, r + 64, r + 65, r + 320, r + 321, int(maxRoom), int(maxRoom) + 1, 4096} {
+	for _, n := range []int{-1, 0, 1, r, r + 1, 100, r + 64, r + 65, r + 320, r + 321, 1024, 1280 - int(messageSize+mallocHeader), 1281 - int(messageSize+mallocHeader), int(maxRoom), int(maxRoom) + 1, 4096} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			var p []byte
 			if n >= 0 {
@@ -50,8 +51,30 @@ func TestNewMessageRooms(t *testing.T) {
 	require.Equal(t, uintptr(192), unsafe.Sizeof(withPayload[[192 - messageSize]byte]{}))
 	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[256 - messageSize]byte]{}))
 	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[512 - messageSize]byte]{}))
-	require.Equal(t, uintptr(1024), unsafe.Sizeof(withPayload[[maxRoom]byte]{}))
+	require.Equal(t, uintptr(1024-8), unsafe.Sizeof(withPayload[[1024 - messageSize - mallocHeader]byte]{}))
+	require.Equal(t, uintptr(1152-8), unsafe.Sizeof(withPayload[[1152 - messageSize - mallocHeader]byte]{}))
+	require.Equal(t, uintptr(1280-8), unsafe.Sizeof(withPayload[[1280 - messageSize - mallocHeader]byte]{}))
+	require.Equal(t, uintptr(1536-8), unsafe.Sizeof(withPayload[[1536 - messageSize - mallocHeader]byte]{}))
+	require.Equal(t, uintptr(1792-8), unsafe.Sizeof(withPayload[[1792 - messageSize - mallocHeader]byte]{}))
+	require.Equal(t, uintptr(2048-8), unsafe.Sizeof(withPayload[[maxRoom]byte]{}))
 	require.Equal(t, uintptr(0), messageSize%8, "Message keeps the rooms aligned")
+	// What the allocator takes: the class, not the next one up (an
+	// object above 512 bytes that holds pointers carries a header).
+	for _, class := range []int{192, 256, 512, 1024, 1152, 1280, 1536, 1792, 2048} {
+		room := class - int(messageSize)
+		if class > 512 {
+			room -= int(mallocHeader)
+		}
+		p := make([]byte, room)
+		const n = 1000
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			newMessage(p)
+		}
+		runtime.ReadMemStats(&after)
+		require.Less(t, int(after.TotalAlloc-before.TotalAlloc)/n, class+16, "bytes per Message with %d bytes of payload", room)
+	}
 }
 
 // TestDecodeEncodedAliased checks that the aliasing decoder reads the same

@@ -343,6 +343,7 @@ func decodeRecordAliased(b []byte, r *record) error {
 // through the msgpack decoder, which sets r.ID and returns no view.
 func decodeRecordAliasedID(b []byte, r *record) (id []byte, err error) {
 	if id, ok := decodeEncodedAliasedID(b, r); ok {
+		r.ID = ""
 		return id, checkKind(r)
 	}
 	*r = record{}

@@ -187,3 +187,16 @@ func TestDecodeUintMax(t *testing.T) {
 		}
 	}
 }
+
+// TestAliasedIDLeavesNoStaleID: decodeRecordAliasedID into a record that
+// held another's ID leaves r.ID "" (the cursor reuses one record for every
+// record it reads, and keeps r.ID when the view is nil).
+func TestAliasedIDLeavesNoStaleID(t *testing.T) {
+	b := encodeRecord(nil, &record{Op: opEnqueue, Seq: 7, At: 1})
+	r := record{ID: "another's"}
+	id, err := decodeRecordAliasedID(b, &r)
+	require.NoError(t, err)
+	require.Nil(t, id)
+	require.Equal(t, "", r.ID)
+	require.Equal(t, uint64(7), r.Seq)
+}
