@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,58 +70,78 @@ func droppingClient(t *testing.T, srv *redistest.Server, armed *atomic.Bool, max
 
 // TestReplyLostAfterRun: a call whose connection drops after the server
 // ran it, before its reply came, never reports an outcome other than the
-// one the server's run had. With go-redis's default retries (3) the
+// one the server's run had, on a client that does not retry (MaxRetries
+// -1, as the package doc asks). With go-redis's default retries (3) the
 // client sends the FCALL again on a new connection and the library
 // returns the second run's outcome: an Enqueue of a generated id returns
 // success with two messages enqueued, an Ack that acked returns
-// ErrLeaseLost, an Enqueue WithID that enqueued returns ErrDuplicate.
+// ErrLeaseLost, an Enqueue WithID that enqueued returns ErrDuplicate
+// (each seen with retries 0 here).
 func TestReplyLostAfterRun(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	var armed atomic.Bool
+	q, err := redisq.Open(ctx, droppingClient(t, srv, &armed, -1), "drop", &redisq.Options{AckTimeout: time.Minute})
+	require.NoError(t, err)
+	defer q.Close()
+	check, err := redisq.Open(ctx, srv.Client(), "drop", &redisq.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer check.Close()
+	ready := func() int64 {
+		s, err := check.StatsContext(ctx)
+		require.NoError(t, err)
+		return s.Ready
+	}
+
+	// An Enqueue of a generated id: an error (outcome unknown) or one message.
+	armed.Store(true)
+	_, err = q.Enqueue(ctx, []byte("once"))
+	if err == nil {
+		assert.Equal(t, int64(1), ready(), "an Enqueue that returned success enqueued more than once")
+	}
+	require.False(t, armed.Load(), "no FCALL was dropped")
+
+	// An Ack whose run acked: nil or an error that is not ErrLeaseLost.
+	for ready() > 0 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	_, err = q.Enqueue(ctx, []byte("ack me"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	armed.Store(true)
+	err = m.Ack()
+	assert.False(t, errors.Is(err, queue.ErrLeaseLost), "an Ack that acked returned %v", err)
+	require.Zero(t, ready())
+
+	// An Enqueue WithID that enqueued: not ErrDuplicate.
+	armed.Store(true)
+	_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("given"))
+	assert.False(t, errors.Is(err, queue.ErrDuplicate), "an Enqueue that enqueued returned %v", err)
+	require.Equal(t, int64(1), ready())
+}
+
+// TestOpenWarnsOfRetries: Open (and OpenSorted) logs a client that
+// retries, the go-redis default, and not one that does not.
+func TestOpenWarnsOfRetries(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
 	for _, c := range []struct {
-		name    string
 		retries int
-	}{{"default retries", 0}, {"no retries", -1}} {
-		t.Run(c.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			ctx := context.Background()
-			var armed atomic.Bool
-			q, err := redisq.Open(ctx, droppingClient(t, srv, &armed, c.retries), "drop", &redisq.Options{AckTimeout: time.Minute})
-			require.NoError(t, err)
-			defer q.Close()
-			check, err := redisq.Open(ctx, srv.Client(), "drop", &redisq.Options{ReadOnly: true})
-			require.NoError(t, err)
-			defer check.Close()
-			ready := func() int64 {
-				s, err := check.StatsContext(ctx)
-				require.NoError(t, err)
-				return s.Ready
-			}
-
-			// An Enqueue of a generated id: an error (outcome unknown) or one message.
-			armed.Store(true)
-			_, err = q.Enqueue(ctx, []byte("once"))
-			if err == nil {
-				assert.Equal(t, int64(1), ready(), "an Enqueue that returned success enqueued more than once")
-			}
-			require.False(t, armed.Load(), "no FCALL was dropped")
-
-			// An Ack whose run acked: nil or an error that is not ErrLeaseLost.
-			for ready() > 0 {
-				m, err := q.TryDequeue()
-				require.NoError(t, err)
-				require.NoError(t, m.Ack())
-			}
-			_, err = q.Enqueue(ctx, []byte("ack me"))
-			require.NoError(t, err)
-			m, err := q.TryDequeue()
-			require.NoError(t, err)
-			armed.Store(true)
-			err = m.Ack()
-			assert.False(t, errors.Is(err, queue.ErrLeaseLost), "an Ack that acked returned %v", err)
-
-			// An Enqueue WithID that enqueued: not ErrDuplicate.
-			armed.Store(true)
-			_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("given"))
-			assert.False(t, errors.Is(err, queue.ErrDuplicate), "an Enqueue that enqueued returned %v", err)
-		})
+		warns   bool
+	}{{0, true}, {2, true}, {-1, false}} {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, nil))
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: c.retries})
+		q, err := redisq.Open(ctx, rdb, "warn", &redisq.Options{Logger: logger})
+		require.NoError(t, err)
+		require.NoError(t, q.Close())
+		s, err := redisq.OpenSorted[int64](ctx, rdb, "warns", &redisq.SortedOptions{Options: redisq.Options{Logger: logger}})
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		require.NoError(t, rdb.Close())
+		require.Equal(t, c.warns, strings.Count(buf.String(), "the client retries commands") == 2, "MaxRetries %d: %s", c.retries, buf.String())
 	}
 }
