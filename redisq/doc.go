@@ -295,8 +295,8 @@
 // generated id enqueues its message twice, an Ack or a settle that
 // happened fails with ErrLeaseLost, an Enqueue WithID that happened
 // fails with ErrDuplicate, a Dequeue's first lease is held by no one
-// until it runs out. A handle whose Options.Logger is set warns of such
-// a client at Open.
+// until it runs out. A handle that may write, and whose Options.Logger
+// is set, warns of such a client at Open.
 //
 // A handle applies its own MaxDeliveries whenever it would deliver, as
 // the embedded queue does: a ready message (a sorted queue's pending

@@ -88,9 +88,9 @@ type Options struct {
 	// failure and its recovery (the pass is retried every second), and,
 	// apart from those, passes that did their work but fell short of
 	// Replicas (ErrNotDurable) and the pass that reached them again, each
-	// once; and, at Open, a client that sends a command again after its
-	// connection dropped (go-redis's MaxRetries, 3 by default; see the
-	// package doc), at Warn.
+	// once; and, at Open of a handle that may write, a client that sends
+	// a command again after its connection dropped (go-redis's
+	// MaxRetries, 3 by default; see the package doc), at Warn.
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 
@@ -183,9 +183,10 @@ func readTimeout(rdb redis.UniversalClient) (time.Duration, bool) {
 // connection when the last dropped: a script call that ran before the
 // drop then runs twice, and its caller gets the second run's outcome.
 // Client and ClusterClient hold MaxRetries normalized (0: none); a Ring
-// or another client is not checked.
+// or another client is not checked. A ReadOnly handle's calls change
+// nothing, so their second run reports what the first would have.
 func (o *Options) warnRetries(rdb redis.UniversalClient) {
-	if o.Logger == nil {
+	if o.Logger == nil || o.ReadOnly {
 		return
 	}
 	n := 0

@@ -123,8 +123,9 @@ func TestReplyLostAfterRun(t *testing.T) {
 	require.Equal(t, int64(1), ready())
 }
 
-// TestOpenWarnsOfRetries: Open (and OpenSorted) logs a client that
-// retries, the go-redis default, and not one that does not.
+// TestOpenWarnsOfRetries: Open (and OpenSorted) of a handle that may
+// write logs a client that retries, the go-redis default, and not one
+// that does not; a ReadOnly handle's Open logs neither.
 func TestOpenWarnsOfRetries(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -141,6 +142,9 @@ func TestOpenWarnsOfRetries(t *testing.T) {
 		s, err := redisq.OpenSorted[int64](ctx, rdb, "warns", &redisq.SortedOptions{Options: redisq.Options{Logger: logger}})
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
+		r, err := redisq.Open(ctx, rdb, "warn", &redisq.Options{Logger: logger, ReadOnly: true}) // reads only: no warning
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
 		require.NoError(t, rdb.Close())
 		require.Equal(t, c.warns, strings.Count(buf.String(), "the client retries commands") == 2, "MaxRetries %d: %s", c.retries, buf.String())
 	}
