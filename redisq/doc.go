@@ -6,7 +6,7 @@
 // hosts can share one queue. It is its own module so that users of the
 // embedded queue never download a Redis client.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1})
 //	q, err := redisq.Open(ctx, rdb, "jobs", &redisq.Options{AckTimeout: 30 * time.Second})
 //	defer q.Close()
 //	id, err := q.Enqueue(ctx, payload)
@@ -287,6 +287,16 @@
 //
 // A call that times out or loses its connection leaves its outcome
 // unknown: the script may have run. Retry an Enqueue only with WithID.
+// Give a handle a client that does not retry (go-redis's MaxRetries: -1;
+// its default is 3, and walq-redis sets -1 unless its URL gives
+// max_retries): a client that retries sends a call whose connection
+// dropped again on a new one, and when the first run had happened the
+// caller gets the second run's outcome with no error: an Enqueue of a
+// generated id enqueues its message twice, an Ack or a settle that
+// happened fails with ErrLeaseLost, an Enqueue WithID that happened
+// fails with ErrDuplicate, a Dequeue's first lease is held by no one
+// until it runs out. A handle that may write, and whose Options.Logger
+// is set, warns of such a client at Open.
 //
 // A handle applies its own MaxDeliveries whenever it would deliver, as
 // the embedded queue does: a ready message (a sorted queue's pending

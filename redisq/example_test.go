@@ -25,7 +25,7 @@ func consume(ctx context.Context, q queue.AckQueue) error {
 // embedded queue in dir. Switching engines is changing the Open call.
 func open(ctx context.Context, redisAddr, dir string) (queue.AckQueue, error) {
 	if redisAddr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+		rdb := redis.NewClient(&redis.Options{Addr: redisAddr, MaxRetries: -1})
 		return redisq.Open(ctx, rdb, "jobs", &redisq.Options{AckTimeout: 30 * time.Second})
 	}
 	return queue.Open(dir, &queue.Options{AckTimeout: 30 * time.Second})

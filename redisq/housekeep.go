@@ -14,7 +14,7 @@ const idleRecheck = 30 * time.Second
 // housekeep is the handle's background goroutine: it ends expired leases
 // (unless ManualRequeue) and promotes due delays, then sleeps until the
 // earliest deadline on the server, a 't' announcement of an earlier one,
-// or Close.
+// or Close. A pass that fails once the handle is closed ends it unlogged.
 func (h *handle) housekeep(sweep sweepFunc) {
 	defer h.wg.Done()
 	var st sweepState
@@ -22,6 +22,9 @@ func (h *handle) housekeep(sweep sweepFunc) {
 		wait := idleRecheck
 		h.armed.Store(unarmed)
 		n, next, err := sweep(!h.o.ManualRequeue)
+		if err != nil && h.isClosed() { // cut short by Close: no failure
+			return
+		}
 		st = h.logSweep(n, err, st)
 		switch {
 		case err != nil && !errors.Is(err, ErrNotDurable): // not durable: done, next is known

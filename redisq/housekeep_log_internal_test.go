@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/walq/walq/queue"
 
 	"github.com/stretchr/testify/require"
 )
@@ -54,4 +57,19 @@ func TestLogSweepSequence(t *testing.T) {
 		}
 		require.Equal(t, step.want, got, "step %d (%v)", i, step.err)
 	}
+}
+
+// TestHousekeepQuietOnClose: a pass that Close cut short (its call
+// refused with queue.ErrClosed) is no housekeeping failure: Close logs
+// nothing at Warn.
+func TestHousekeepQuietOnClose(t *testing.T) {
+	var b bytes.Buffer
+	h := newHandle(nil, nil, "", Options{Logger: slog.New(slog.NewTextHandler(&b, nil)), Clock: systemClock{}})
+	h.wg.Add(1)
+	go h.housekeep(func(bool) (int, time.Duration, error) {
+		h.once.Do(func() { close(h.closed) }) // Close, as the pass runs
+		return 0, -1, queue.ErrClosed
+	})
+	h.wg.Wait()
+	require.NotContains(t, b.String(), "housekeeping failed")
 }

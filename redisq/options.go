@@ -88,7 +88,9 @@ type Options struct {
 	// failure and its recovery (the pass is retried every second), and,
 	// apart from those, passes that did their work but fell short of
 	// Replicas (ErrNotDurable) and the pass that reached them again, each
-	// once.
+	// once; and, at Open of a handle that may write, a client that sends
+	// a command again after its connection dropped (go-redis's
+	// MaxRetries, 3 by default; see the package doc), at Warn.
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 
@@ -175,4 +177,26 @@ func readTimeout(rdb redis.UniversalClient) (time.Duration, bool) {
 		return 5 * time.Second, true
 	}
 	return 0, false
+}
+
+// warnRetries logs, at Warn, a client that sends a command again on a new
+// connection when the last dropped: a script call that ran before the
+// drop then runs twice, and its caller gets the second run's outcome.
+// Client and ClusterClient hold MaxRetries normalized (0: none); a Ring
+// or another client is not checked. A ReadOnly handle's calls change
+// nothing, so their second run reports what the first would have.
+func (o *Options) warnRetries(rdb redis.UniversalClient) {
+	if o.Logger == nil || o.ReadOnly {
+		return
+	}
+	n := 0
+	switch c := rdb.(type) {
+	case *redis.Client:
+		n = c.Options().MaxRetries
+	case *redis.ClusterClient:
+		n = c.Options().MaxRetries
+	}
+	if n > 0 {
+		o.Logger.Warn("redisq: the client retries commands (MaxRetries); a call whose connection drops after it ran may run twice: give the handle a client with MaxRetries -1", "retries", n)
+	}
 }

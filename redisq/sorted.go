@@ -72,6 +72,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	if err := o.checkReadTimeout(rdb); err != nil {
 		return nil, err
 	}
+	o.warnRetries(rdb)
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
 	}

@@ -81,7 +81,20 @@ func client(target string) (*redis.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", queue.ErrInvalidOptions, err)
 	}
+	if !setsRetries(server) {
+		// go-redis sends a command again on a new connection when the
+		// last dropped; a script call may have run before it dropped, and
+		// its second run would report another outcome (an id requeued,
+		// then "not found"). Without max_retries in the URL, none.
+		ro.MaxRetries = -1
+	}
 	return redis.NewClient(ro), name, nil
+}
+
+// setsRetries reports whether the server URL sets max_retries.
+func setsRetries(server string) bool {
+	u, err := url.Parse(server)
+	return err == nil && u.Query().Has("max_retries")
 }
 
 // unreadPassword reports whether server parses as a URL with no

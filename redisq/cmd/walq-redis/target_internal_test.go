@@ -97,3 +97,18 @@ func TestTargetFragment(t *testing.T) {
 	require.Equal(t, "p#w", rdb.Options().Password)
 	require.Equal(t, "c#d", rdb.Options().ClientName)
 }
+
+// The client sends no command twice: go-redis's default retries would
+// run a script call again after a connection dropped behind its run,
+// and report the second run's outcome. A URL's max_retries still goes.
+func TestTargetNoRetries(t *testing.T) {
+	rdb, _, err := client("redis://localhost:6379/0/jobs")
+	require.NoError(t, err)
+	defer rdb.Close()
+	require.Equal(t, 0, rdb.Options().MaxRetries) // -1 as given: none
+
+	rdb, _, err = client("redis://localhost:6379/0/jobs?max_retries=5")
+	require.NoError(t, err)
+	defer rdb.Close()
+	require.Equal(t, 5, rdb.Options().MaxRetries)
+}
