@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -52,15 +53,23 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // A base replaces only the base its reader found expired: a reader that
 // stalled between its two clock reads, while another reader rebased,
 // keeps its reading but does not set the others' readings back.
+//
+// The base is kept as two numbers rather than a struct behind a pointer,
+// so that a rebase allocates nothing: operations more than resync apart
+// (each SyncAlways call, which waits for an fsync, or a queue at a low
+// rate) rebase at every reading.
 type wallClock struct {
-	base   atomic.Pointer[wallBase] // the last base; replaced, never changed
-	resync time.Duration            // the longest a base is used
-}
+	start  time.Time     // the origin of the monotonic offsets below; immutable
+	resync time.Duration // the longest a base is used
 
-// wallBase is a reading of the system clock: its wall and monotonic parts.
-type wallBase struct {
-	at   time.Time // time.Now's reading, with its monotonic part
-	wall int64     // at in unix nanoseconds
+	// The base. at is its monotonic offset from start in nanoseconds; off
+	// is its wall time in unix nanoseconds minus at, so that a reading is
+	// off plus the monotonic offset now. set stores off before at, and a
+	// reader loads at before off: the off it gets belongs to the base it
+	// judged young enough or to a later one.
+	mu  sync.Mutex // serializes set's two stores with rebase's check
+	at  atomic.Int64
+	off atomic.Int64
 }
 
 // wallResync is how long a wallClock uses one base: a wall-clock step
@@ -68,27 +77,45 @@ type wallBase struct {
 const wallResync = time.Millisecond
 
 func newWallClock(resync time.Duration) *wallClock {
-	c := &wallClock{resync: resync}
-	c.rebase(nil, time.Now())
+	c := &wallClock{start: time.Now(), resync: resync}
+	c.set(c.start, c.start.UnixNano())
 	return c
 }
 
 // unixNano returns the wall clock's time in unix nanoseconds.
 func (c *wallClock) unixNano() int64 {
-	b := c.base.Load()
-	d := time.Since(b.at) // the monotonic clock only
-	if d >= c.resync {
-		return c.rebase(b, time.Now())
+	at := c.at.Load()
+	m := int64(time.Since(c.start)) // the monotonic clock only
+	if m-at >= int64(c.resync) {
+		return c.rebase(at, time.Now())
 	}
-	return b.wall + int64(d)
+	return c.off.Load() + m
 }
 
 // rebase makes now, a reading of the system clock, the base in place of
-// expired, the base its caller found too old, and returns now's wall time.
-// When another reader replaced expired first, its base stays: now may be
-// older than readings already taken from it.
-func (c *wallClock) rebase(expired *wallBase, now time.Time) int64 {
-	nb := &wallBase{at: now, wall: now.UnixNano()}
-	c.base.CompareAndSwap(expired, nb)
-	return nb.wall
+// the base at expired, the one its caller found too old, and returns
+// now's wall time. When another reader replaced expired first, its base
+// stays: now may be older than readings already taken from it.
+func (c *wallClock) rebase(expired int64, now time.Time) int64 {
+	wall := now.UnixNano()
+	c.mu.Lock()
+	if c.at.Load() == expired {
+		c.setLocked(now, wall)
+	}
+	c.mu.Unlock()
+	return wall
+}
+
+// set makes the base the reading at, a time.Now with its monotonic part,
+// whose wall time is wall in unix nanoseconds.
+func (c *wallClock) set(at time.Time, wall int64) {
+	c.mu.Lock()
+	c.setLocked(at, wall)
+	c.mu.Unlock()
+}
+
+func (c *wallClock) setLocked(at time.Time, wall int64) {
+	m := int64(at.Sub(c.start))
+	c.off.Store(wall - m)
+	c.at.Store(m)
 }

@@ -28,7 +28,7 @@ func TestWindowedPublishStampsWithTheQueueClock(t *testing.T) {
 			require.NoError(t, err)
 			defer w.Close()
 			now := time.Now()
-			w.q.wall.base.Store(&wallBase{at: now, wall: now.UnixNano() + int64(off)})
+			w.q.wall.set(now, now.UnixNano()+int64(off))
 
 			require.NoError(t, w.Publish(context.Background(), "k", []byte("v")))
 			_, err = w.TryPull(10)
