@@ -1,0 +1,181 @@
+package fuzz_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/walq/walq/queue"
+)
+
+// TestFrontFromLaterMomentFallback is TestFrontFromLaterMoment where the
+// newest snapshot is damaged as well, so that a repair falls back to the
+// older snapshot, or, when none is left, to the log alone: walq's own
+// NAME.FRONT marker, from a later moment than either, would remove the
+// records of never-delivered messages that the state the repair loads
+// needs. Finishing it would lose them (kept only in the repair's backup);
+// moving the marker out keeps every segment, and the repair then loses
+// nothing but the damaged snapshot.
+//
+// Open, a read-only Open and Verify must refuse the directory, Verify
+// naming the marker and saying to move it out (Check.Front) as well as the
+// damaged snapshot; Repair must refuse it with that advice before its
+// backup; none may change a file. Once the marker is moved out, Repair
+// falls back and the queue drains every message with its own payload.
+func TestFrontFromLaterMomentFallback(t *testing.T) {
+	img, want := fallbackFrontImage(t)
+	snaps := snapshotFiles(img)
+	if len(snaps) != 2 {
+		t.Fatalf("snapshots %v, want the older and the newer", snaps)
+	}
+	segs := segmentFiles(img)
+	if len(segs) < 4 {
+		t.Fatalf("segments %v, want four at least", segs)
+	}
+	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
+	for _, c := range []struct {
+		name      string
+		keepOlder bool
+	}{
+		{"older snapshot kept", true},
+		{"no older snapshot", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := maps(img)
+			if !c.keepOlder {
+				delete(bad, snaps[0])
+			}
+			marker := segs[len(segs)-2] + ".FRONT"
+			bad[marker] = nil
+			dir := filepath.Join(scratchDir(t), "q")
+			if err := writeDir(dir, bad); err != nil {
+				t.Fatal(err)
+			}
+			checkFallbackFrontRefused(t, dir, bad, filepath.Base(marker))
+			delete(bad, marker) // moved out
+			moved := filepath.Join(scratchDir(t), "moved")
+			if err := writeDir(moved, bad); err != nil {
+				t.Fatal(err)
+			}
+			checkRepairedAll(t, moved, want)
+		})
+	}
+}
+
+// fallbackFrontImage returns the image of a queue directory taken while
+// its second Compact had both snapshots on disk: the older one holds 20
+// acked ids and 30 never-delivered messages (P0…), whose records lie in
+// the log's first segments, which both snapshots need; round 2 enqueued
+// 80 more (B0…), over several segments. It returns the image and the
+// payload of every message it holds, by token.
+func fallbackFrontImage(t *testing.T) (map[string][]byte, map[string][]byte) {
+	img := secondCompactImage(t, func(q *queue.Queue) {
+		ackedIDs(t, q, "A", 20)
+		enqueueIDs(t, q, "P", 30)
+	}, func(q *queue.Queue) { enqueueIDs(t, q, "B", 80) })
+	want := make(map[string][]byte)
+	for i := range 30 {
+		tok := fmt.Sprintf("P%d", i)
+		want[tok] = payload(tok, 100)
+	}
+	for i := range 80 {
+		tok := fmt.Sprintf("B%d", i)
+		want[tok] = payload(tok, 100)
+	}
+	return img, want
+}
+
+// checkFallbackFrontRefused checks that Open, a read-only Open, Verify and
+// Repair refuse the directory dir, holding img with a damaged newest
+// snapshot and walq's marker from a later moment than what a repair would
+// fall back to, and that none changes a file: Verify and Repair name the
+// marker and say to move it out (checkLaterFrontAdvised), and Verify
+// still lists the damaged snapshot.
+func checkFallbackFrontRefused(t *testing.T, dir string, img map[string][]byte, marker string) {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			showRepairLoss(t, img)
+		}
+	}()
+	o := drainOptions()
+	if q, err := queue.Open(dir, &o); err == nil {
+		n, derr := drainOpen(q)
+		q.Close()
+		t.Errorf("Open of a damaged snapshot succeeded, and drains %d messages (%v)", n, derr)
+	} else if !errors.Is(err, queue.ErrCorrupt) {
+		t.Errorf("Open: %v; want ErrCorrupt", err)
+	}
+	o.ReadOnly = true
+	if q, err := queue.Open(dir, &o); err == nil {
+		t.Errorf("read-only Open of a damaged snapshot succeeded: %d ready", q.Stats().Ready)
+		q.Close()
+	} else if !errors.Is(err, queue.ErrCorrupt) {
+		t.Errorf("read-only Open: %v; want ErrCorrupt", err)
+	}
+	if after, err := readDir(dir); err != nil || !sameFiles(img, after) {
+		t.Fatalf("a refused Open changed the directory: %d files before, %d after (%v)", len(img), len(after), err)
+	}
+	c, _ := queue.Verify(dir, nil)
+	if !strings.Contains(strings.Join(c.Problems, "\n"), "snapshot") {
+		t.Errorf("Verify: Problems %q; want the damaged snapshot listed", c.Problems)
+	}
+	checkLaterFrontAdvised(t, dir, img, marker)
+}
+
+// showRepairLoss runs Repair on a copy of img and logs what it did and
+// what the queue then delivers: what a refusal would have kept.
+func showRepairLoss(t *testing.T, img map[string][]byte) {
+	t.Helper()
+	dir := filepath.Join(scratchDir(t), "lossy")
+	if err := writeDir(dir, img); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := queue.Repair(dir, nil)
+	r := rep.Recovery
+	t.Logf("Repair: %v; repaired %v, SnapshotLSN %d, SnapshotLost %s, LostBefore %d, Dropped %d, Replayed %d",
+		err, rep.Repaired, r.SnapshotLSN, filepath.Base(r.SnapshotLost.Path), r.LostBefore, len(r.Dropped), r.Replayed)
+	if err != nil {
+		return
+	}
+	after, _ := readDir(dir)
+	t.Logf("after Repair: %d segments (before: %d)", len(segmentFiles(after)), len(segmentFiles(img)))
+	if d, err := drainQueue(dir); err == nil {
+		t.Logf("after Repair, the queue drains %d messages", len(d.tokens))
+	}
+}
+
+// checkRepairedAll checks that Repair of dir succeeds and that the queue
+// then drains every message of want, each once, with its own payload.
+func checkRepairedAll(t *testing.T, dir string, want map[string][]byte) {
+	t.Helper()
+	rep, err := queue.Repair(dir, nil)
+	if err != nil {
+		t.Fatalf("Repair with the marker moved out: %v", err)
+	}
+	if len(rep.Recovery.Dropped) != 0 || rep.Recovery.LostBefore != 0 {
+		t.Errorf("Repair with the marker moved out: Dropped %v, LostBefore %d; want nothing lost",
+			rep.Recovery.Dropped, rep.Recovery.LostBefore)
+	}
+	d, err := drainQueue(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for i, tok := range d.tokens {
+		w, ok := want[tok]
+		switch {
+		case !ok || got[tok]:
+			t.Errorf("drained %q, not enqueued or twice", tok)
+		case !bytes.Equal(d.payloads[i], w):
+			t.Errorf("drained %q with payload %q, want %q", tok, d.payloads[i], w)
+		}
+		got[tok] = true
+	}
+	if len(got) != len(want) {
+		t.Errorf("drained %d messages of %d", len(got), len(want))
+	}
+}
