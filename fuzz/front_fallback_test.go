@@ -60,7 +60,7 @@ func TestFrontFromLaterMomentFallback(t *testing.T) {
 			if err := writeDir(moved, bad); err != nil {
 				t.Fatal(err)
 			}
-			checkRepairedAll(t, moved, want)
+			checkRepairedAll(t, moved, want, c.keepOlder)
 		})
 	}
 }
@@ -150,13 +150,15 @@ func showRepairLoss(t *testing.T, img map[string][]byte) {
 
 // checkRepairedAll checks that Repair of dir succeeds and that the queue
 // then drains every message of want, each once, with its own payload.
-func checkRepairedAll(t *testing.T, dir string, want map[string][]byte) {
+// With an older snapshot the repair loses nothing; from the log alone,
+// it reports the front the first Compact cut (acked messages) as lost.
+func checkRepairedAll(t *testing.T, dir string, want map[string][]byte, older bool) {
 	t.Helper()
 	rep, err := queue.Repair(dir, nil)
 	if err != nil {
 		t.Fatalf("Repair with the marker moved out: %v", err)
 	}
-	if len(rep.Recovery.Dropped) != 0 || rep.Recovery.LostBefore != 0 {
+	if len(rep.Recovery.Dropped) != 0 || (older && rep.Recovery.LostBefore != 0) {
 		t.Errorf("Repair with the marker moved out: Dropped %v, LostBefore %d; want nothing lost",
 			rep.Recovery.Dropped, rep.Recovery.LostBefore)
 	}
@@ -177,5 +179,57 @@ func checkRepairedAll(t *testing.T, dir string, want map[string][]byte) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("drained %d messages of %d", len(got), len(want))
+	}
+}
+
+// TestFrontFinishedFallback: a truncation that removed every segment
+// before its marker and stopped before removing the marker (a crash
+// between the two), beside a damaged newest snapshot and no older one.
+// Finishing the marker removes nothing, so Verify must not name it, and
+// Repair must go on past it: rebuilding from the log alone, it reports
+// the records the truncation removed as lost, and the queue drains every
+// message whose record the log still holds, each with its own payload.
+func TestFrontFinishedFallback(t *testing.T) {
+	img, want := fallbackFrontImage(t)
+	snaps := snapshotFiles(img)
+	segs := segmentFiles(img)
+	if len(snaps) != 2 || len(segs) < 4 {
+		t.Fatalf("snapshots %v, segments %v; want two and four at least", snaps, segs)
+	}
+	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
+	delete(img, snaps[0])
+	keep := segs[len(segs)-2]
+	img[keep+".FRONT"] = nil
+	for _, s := range segs[:len(segs)-2] {
+		delete(img, s)
+	}
+	dir := filepath.Join(scratchDir(t), "q")
+	if err := writeDir(dir, img); err != nil {
+		t.Fatal(err)
+	}
+	c, err := queue.Verify(dir, nil)
+	if c.Front != "" || errors.Is(err, queue.ErrLaterFront) {
+		t.Fatalf("Verify named a marker whose truncation removes nothing: Check.Front %q, %v", c.Front, err)
+	}
+	rep, err := queue.Repair(dir, nil)
+	if err != nil || !rep.Repaired {
+		t.Fatalf("Repair: %v (repaired %v)", err, rep.Repaired)
+	}
+	if rep.Recovery.LostBefore == 0 {
+		t.Errorf("Repair: LostBefore 0; want where the log starts, past the removed segments")
+	}
+	d, err := drainQueue(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kept segments hold the last of round 2's messages, B<k>…B79, in
+	// order: exactly those drain.
+	if len(d.tokens) == 0 {
+		t.Fatalf("drained nothing; the kept segments hold messages")
+	}
+	for i, tok := range d.tokens {
+		if w := fmt.Sprintf("B%d", 80-len(d.tokens)+i); tok != w || !bytes.Equal(d.payloads[i], want[w]) {
+			t.Errorf("drained %q with payload %q as message %d; want %s with its own", tok, d.payloads[i], i, w)
+		}
 	}
 }
