@@ -105,6 +105,15 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	if err != nil {
 		return nil, err
 	}
+	// A truncation marker from a later moment than the snapshot, which
+	// Open refuses before it finishes it (checkFront), is refused with
+	// Open's error, not as the missing log it reads as; a preview shows
+	// the salvage, which finishes it.
+	if !o.Salvage {
+		if err := laterFront(o.FS, filepath.Join(dir, logDir), o.logSegmentSize(), st, snapLSN+1, loadedFrom{lsn: snapLSN}); err != nil {
+			return nil, err
+		}
+	}
 	q.log, err = wal.Open(filepath.Join(dir, logDir), inspectLogOptions(o, snapLSN, lost))
 	if err != nil {
 		return nil, wrapCorrupt("open log", err)
