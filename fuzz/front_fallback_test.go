@@ -20,10 +20,10 @@ import (
 // moving the marker out keeps every segment, and the repair then loses
 // nothing but the damaged snapshot.
 //
-// Open, a read-only Open and Verify must refuse the directory, Verify
-// naming the marker and saying to move it out (Check.Front) as well as the
-// damaged snapshot; Repair must refuse it with that advice before its
-// backup; none may change a file. Once the marker is moved out, Repair
+// Open, a read-only Open and Verify must refuse the directory, naming the
+// marker and saying to move it out (ErrLaterFront, Check.Front), Verify
+// listing the damaged snapshot as well; Repair must refuse it with that
+// advice before its backup; none may change a file. Once the marker is moved out, Repair
 // falls back and the queue drains every message with its own payload.
 func TestFrontFromLaterMomentFallback(t *testing.T) {
 	img, want := fallbackFrontImage(t)
@@ -101,24 +101,21 @@ func checkFallbackFrontRefused(t *testing.T, dir string, img map[string][]byte, 
 			showRepairLoss(t, img)
 		}
 	}()
+	// Open and a read-only Open refuse the damaged snapshot, and say what
+	// Repair says: the marker first, since a repair refuses it.
 	o := drainOptions()
 	if q, err := queue.Open(dir, &o); err == nil {
 		n, derr := drainOpen(q)
 		q.Close()
 		t.Errorf("Open of a damaged snapshot succeeded, and drains %d messages (%v)", n, derr)
-	} else if !errors.Is(err, queue.ErrCorrupt) {
-		t.Errorf("Open: %v; want ErrCorrupt", err)
-	}
-	o.ReadOnly = true
-	if q, err := queue.Open(dir, &o); err == nil {
-		t.Errorf("read-only Open of a damaged snapshot succeeded: %d ready", q.Stats().Ready)
-		q.Close()
-	} else if !errors.Is(err, queue.ErrCorrupt) {
-		t.Errorf("read-only Open: %v; want ErrCorrupt", err)
+	} else if advice := "move " + marker + " out of the log directory"; !errors.Is(err, queue.ErrCorrupt) ||
+		!errors.Is(err, queue.ErrLaterFront) || !strings.Contains(err.Error(), advice) {
+		t.Errorf("Open: %v; want ErrCorrupt and ErrLaterFront saying %q", err, advice)
 	}
 	if after, err := readDir(dir); err != nil || !sameFiles(img, after) {
 		t.Fatalf("a refused Open changed the directory: %d files before, %d after (%v)", len(img), len(after), err)
 	}
+	checkReadOnlyAdvised(t, dir, img, marker, openReadOnly)
 	c, _ := queue.Verify(dir, nil)
 	if !strings.Contains(strings.Join(c.Problems, "\n"), "snapshot") {
 		t.Errorf("Verify: Problems %q; want the damaged snapshot listed", c.Problems)
