@@ -102,6 +102,9 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	}
 	q.ident = id
 	st, snapLSN, lost, err := loadInspected(dir, &o)
+	if err != nil && !o.Salvage { // as Open: a marker a repair refuses first
+		err = frontBeside(o.FS, dir, o.logSegmentSize(), err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -185,6 +185,22 @@ func examineFront(fsys wal.FS, dir string, segSize int64, st *state, snapLSN uin
 	return laterFront(fsys, filepath.Join(dir, logDir), segSize, st, from.lsn+1, from)
 }
 
+// frontBeside returns, for err, an open's refusal of dir's damaged newest
+// snapshot (recovery.ErrCorrupt), the marker's error when the log
+// directory holds a truncation marker from a later moment than what
+// Repair's salvage falls back to (examineFront), as Verify and Repair
+// name it first: moving it out comes before the repair, which refuses it.
+// It returns err otherwise.
+func frontBeside(fsys wal.FS, dir string, segSize int64, err error) error {
+	if !errors.Is(err, recovery.ErrCorrupt) {
+		return err
+	}
+	if ferr := examineFront(fsys, dir, segSize, nil, 0, true, lostSnapshotLSN(fsys, dir)); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
 // misplacedProblems returns what findMisplaced finds in st over log, each
 // as a problem saying that a salvage drops the message.
 func misplacedProblems(st *state, log *wal.Log) []string {
