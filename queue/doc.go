@@ -274,9 +274,10 @@
 // out, every segment is kept (a salvage finishes it and reports the loss).
 // Verify reports it in Check.Front with the open's advice, and Repair
 // refuses it before its backup, since its salvage would finish the
-// truncation; beside a damaged newest snapshot, both compare it with what
+// truncation; beside a damaged newest snapshot, they compare it with what
 // the salvage falls back to (the newest valid older snapshot, or the log
-// alone). A marker with no segment left before it removes nothing and is
+// alone), and an open refusing that snapshot names the marker first. A
+// marker with no segment left before it removes nothing and is
 // finished. A roll a crash tore on an entry boundary
 // looks like missing segments to an open that does not know the writer's
 // SegmentSize (a read-only or salvaging Open without it, Verify without
