@@ -84,14 +84,44 @@ func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 
 // checkFront refuses, before the log's Open finishes it, an interrupted
 // truncation (a NAME.FRONT marker) that would remove records the state
-// loaded needs (laterFront). A salvage finishes it, reporting the loss
+// loaded needs (laterFront). A marker with no segment left before it
+// removes nothing, but the log's Open removes the marker itself: when the
+// log lacks records the state needs all the same (the truncation of a
+// later moment done, the marker not yet removed), the open is refused
+// here, with the error it gives after the log's Open (recovery.Coverage),
+// so that the refusal leaves the marker in place as every refusal leaves
+// the directory. A salvage finishes it, reporting the loss
 // (Recovery.LostBefore).
 func (r *recoverer) checkFront(dir string, start uint64) error {
 	o := r.q.opts
 	if o.Salvage || r.loaded == nil {
 		return nil
 	}
-	return laterFront(o.FS, dir, o.logSegmentSize(), r.loaded, start, loadedFrom{lsn: start - 1})
+	switch marker, removes := frontMarker(o.fs(), dir); {
+	case marker == "": // a clean open reads the directory once here
+		return nil
+	case removes:
+		return laterFront(o.FS, dir, o.logSegmentSize(), r.loaded, start, loadedFrom{lsn: start - 1})
+	}
+	return frontDone(o.FS, dir, o.logSegmentSize(), r.loaded, start)
+}
+
+// frontDone returns the error an open gives for a log that lacks records
+// st, loaded from the snapshot whose records end at start-1, needs
+// (recovery.Coverage), for the log directory dir, which holds a
+// NAME.FRONT marker with no segment left before it; nil when it holds
+// them, and when the log cannot be read (the caller's own open reports
+// that). fsys and segSize are laterFront's.
+func frontDone(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64) error {
+	l, err := wal.Open(dir, &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: segSize, FS: fsys})
+	if err != nil {
+		return nil // the caller's open reports it
+	}
+	defer l.Close() // read-only: nothing to lose
+	if _, err := recovery.Coverage(l, st, start-1); err != nil {
+		return wrapCorrupt("open", err)
+	}
+	return nil
 }
 
 // laterFront returns an error wrapping ErrCorrupt and ErrLaterFront,
