@@ -221,34 +221,33 @@ func frontMarker(fsys wal.FS, dir string) (string, bool) {
 	}
 	var marker string
 	var front uint64
-	var segs []uint64
+	first := uint64(math.MaxUint64) // the lowest segment's index
 	for _, de := range des {
 		name := de.Name()
 		index, ok := segmentIndex(name)
 		switch {
 		case !ok || de.IsDir():
-		case name == segmentFileName(index):
-			segs = append(segs, index)
-		case name == segmentFileName(index)+".FRONT" && index > front:
+		case len(name) == segmentDigits:
+			first = min(first, index)
+		case name[segmentDigits:] == ".FRONT" && index > front:
 			marker, front = name, index
 		}
 	}
-	return marker, marker != "" && slices.ContainsFunc(segs, func(i uint64) bool { return i < front })
+	return marker, marker != "" && first < front
 }
+
+// segmentDigits is how many digits name a log segment: its index.
+const segmentDigits = 20
 
 // segmentIndex parses the 20-digit index a log file's name starts with,
 // as the log names its segments and markers.
 func segmentIndex(name string) (uint64, bool) {
-	if len(name) < 20 {
+	if len(name) < segmentDigits {
 		return 0, false
 	}
-	i, err := strconv.ParseUint(name[:20], 10, 64)
+	i, err := strconv.ParseUint(name[:segmentDigits], 10, 64)
 	return i, err == nil && i > 0
 }
-
-// segmentFileName is the name of the log segment whose first entry has
-// index i.
-func segmentFileName(i uint64) string { return fmt.Sprintf("%020d", i) }
 
 // Install makes st the queue's state and points the cursor's reader at
 // its cursor. An open without a dedup window forgets here every acked id
