@@ -278,7 +278,9 @@
 // the salvage falls back to (the newest valid older snapshot, or the log
 // alone), and an open refusing that snapshot names the marker first. A
 // marker with no segment left before it removes nothing and is
-// finished. A roll a crash tore on an entry boundary
+// finished, unless the log lacks records the snapshot needs all the same:
+// an open without Salvage then refuses it as a missing segment, before
+// the marker is removed. A roll a crash tore on an entry boundary
 // looks like missing segments to an open that does not know the writer's
 // SegmentSize (a read-only or salvaging Open without it, Verify without
 // VerifyOptions.SegmentSize, Repair without Options.SegmentSize): it
