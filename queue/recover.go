@@ -142,7 +142,7 @@ func frontDone(fsys wal.FS, dir string, segSize int64, st recovery.State, start 
 // when the marker removes nothing st needs, and when the log cannot be
 // read (the caller's own open reports that). fsys is the file system
 // (nil: the real one), segSize the writer's SegmentSize (0: unknown).
-// Open (checkFront), a read-only Open (replayReadOnly), Verify and
+// Open (checkFront), a read-only Open (laterFrontOr), Verify and
 // Repair (examine) refuse the marker by it.
 func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64, from loadedFrom) error {
 	marker, removes := frontMarker((&Options{FS: fsys}).fs(), dir)
