@@ -77,5 +77,6 @@ func checkFrontDamagedRefused(t *testing.T, img map[string][]byte, marker string
 		t.Fatalf("a refused Open changed the directory: %d files before, %d after, gone %v (%v); Open: %v",
 			len(bad), len(after), gone, rerr, err)
 	}
+	checkReadOnlyAdvised(t, dir, bad, filepath.Base(marker), openReadOnly)
 	checkLaterFrontAdvised(t, dir, bad, filepath.Base(marker))
 }

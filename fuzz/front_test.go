@@ -182,6 +182,7 @@ func TestFrontFromLaterMoment(t *testing.T) {
 			if after, err := readDir(dir); err != nil || !sameFiles(bad, after) {
 				t.Fatalf("a refused Open changed the directory: %d files before, %d after (%v)", len(bad), len(after), err)
 			}
+			checkReadOnlyAdvised(t, dir, bad, filepath.Base(marker), openReadOnly)
 			checkLaterFrontAdvised(t, dir, bad, filepath.Base(marker))
 			delete(bad, marker) // moved out
 			moved := filepath.Join(scratchDir(t), "moved")
@@ -205,8 +206,8 @@ func checkLaterFrontAdvised(t *testing.T, dir string, img map[string][]byte, mar
 	advice := "move " + marker + " out of the log directory"
 	advised := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), advice) {
-			t.Errorf("%s: %v; want ErrCorrupt saying %q", what, err, advice)
+		if !errors.Is(err, queue.ErrCorrupt) || !errors.Is(err, queue.ErrLaterFront) || !strings.Contains(err.Error(), advice) {
+			t.Errorf("%s: %v; want ErrCorrupt and ErrLaterFront saying %q", what, err, advice)
 			return
 		}
 		if strings.Contains(err.Error(), "to recover, run 'walq repair DIR'") {
@@ -267,8 +268,58 @@ func TestSortedFrontMarkers(t *testing.T) {
 				t.Fatalf("a refused OpenSorted changed the directory: %d files before, %d after (%v)", len(before), len(after), err)
 			}
 			if c.later {
+				checkReadOnlyAdvised(t, dir, before, filepath.Base(c.marker), openSortedReadOnly)
 				checkLaterFrontAdvised(t, dir, before, filepath.Base(c.marker))
 			}
 		})
 	}
+}
+
+// checkReadOnlyAdvised checks that a read-only Open (as walq stats, dump
+// and dlq list open), made by open, refuses the directory dir, holding img
+// with walq's own marker from a later moment than the snapshot, with
+// Open's error: ErrCorrupt and ErrLaterFront, naming the marker and saying
+// to move it out, not to repair (which refuses it), nor that a segment is
+// missing; and that it changes no file.
+func checkReadOnlyAdvised(t *testing.T, dir string, img map[string][]byte, marker string, open func(string) (int64, error)) {
+	t.Helper()
+	advice := "move " + marker + " out of the log directory"
+	ready, err := open(dir)
+	switch {
+	case err == nil:
+		t.Errorf("read-only Open succeeded beside a truncation marker from a later moment: %d ready", ready)
+	case !errors.Is(err, queue.ErrCorrupt) || !errors.Is(err, queue.ErrLaterFront) || !strings.Contains(err.Error(), advice):
+		t.Errorf("read-only Open: %v; want ErrCorrupt and ErrLaterFront saying %q", err, advice)
+	case strings.Contains(err.Error(), "to recover, run 'walq repair DIR'"):
+		t.Errorf("read-only Open: %v; advises a repair, which refuses the marker", err)
+	}
+	if after, err := readDir(dir); err != nil || !sameFiles(img, after) {
+		t.Fatalf("a refused read-only Open changed the directory: %d files before, %d after (%v)", len(img), len(after), err)
+	}
+}
+
+// openReadOnly opens the ack queue in dir read-only and returns how many
+// messages are ready.
+func openReadOnly(dir string) (int64, error) {
+	o := drainOptions()
+	o.ReadOnly = true
+	q, err := queue.Open(dir, &o)
+	if err != nil {
+		return 0, err
+	}
+	defer q.Close()
+	return int64(q.Stats().Ready), nil
+}
+
+// openSortedReadOnly opens the sorted queue in dir read-only and returns
+// how many values are pending.
+func openSortedReadOnly(dir string) (int64, error) {
+	o := drainOptions()
+	o.ReadOnly = true
+	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	return int64(s.Stats().SortedPending), nil
 }

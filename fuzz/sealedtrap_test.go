@@ -1,6 +1,7 @@
 package fuzz_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,7 +95,8 @@ func reframe(b []byte, off int64, d int) []byte {
 // checkRefusedOrExact opens the image: either Open refuses it (ErrCorrupt
 // naming the way out, no file changed), or the drain fails with ErrCorrupt
 // at the read that meets the damage, or it returns exactly the messages
-// that were enqueued. It reports whether the damage was refused.
+// that were enqueued, each once with the payload bytes it was enqueued
+// with. It reports whether the damage was refused.
 func checkRefusedOrExact(t *testing.T, img, want map[string][]byte) bool {
 	t.Helper()
 	dir := filepath.Join(scratchDir(t), "q")
@@ -121,9 +123,13 @@ func checkRefusedOrExact(t *testing.T, img, want map[string][]byte) bool {
 		return true
 	}
 	seen := map[string]bool{}
-	for _, tok := range d.tokens {
-		if want[tok] == nil || seen[tok] {
-			t.Fatalf("the drain of a damaged log returned %q (enqueued: %v, twice: %v)", tok, want[tok] != nil, seen[tok])
+	for i, tok := range d.tokens {
+		w, ok := want[tok]
+		if !ok || seen[tok] {
+			t.Fatalf("the drain of a damaged log returned %q (enqueued: %v, twice: %v)", tok, ok, seen[tok])
+		}
+		if !bytes.Equal(d.payloads[i], w) {
+			t.Fatalf("the drain of a damaged log returned %q with payload %q, want %q", tok, d.payloads[i], w)
 		}
 		seen[tok] = true
 	}

@@ -41,4 +41,12 @@ var (
 	// ErrCorrupt is returned when the log or a snapshot fails its checks;
 	// the error says where.
 	ErrCorrupt = errors.New("queue: corrupt")
+	// ErrLaterFront is returned, with ErrCorrupt, when the log directory
+	// holds walq's own NAME.FRONT truncation marker from a later moment
+	// than the snapshot (or than what a repair falls back to beside a
+	// damaged one): finishing the truncation would remove records the
+	// queue needs, so nothing was changed. Moving the marker out of the
+	// log directory keeps every segment; a repair refuses it too, since
+	// its salvage would finish the truncation. The error names the marker.
+	ErrLaterFront = errors.New("queue: truncation marker from a later moment than the snapshot")
 )

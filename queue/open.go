@@ -57,6 +57,9 @@ func open(dir string, o Options, lock *dirLock) (*Queue, error) {
 	// The procedure is recovery's: snapshot, log, replay, the leases of a
 	// crashed process, a salvage's rewrite (see package recovery).
 	log, rep, err := recovery.Recover(o.FS, dir, newRecoverer(q), o.Salvage)
+	if err != nil && !o.Salvage { // a damaged snapshot beside a marker a repair refuses: the marker first
+		err = frontBeside(o.FS, dir, o.logSegmentSize(), err)
+	}
 	if err != nil && !errors.Is(err, ErrCorrupt) { // the queue's own errors say where already
 		err = wrapCorrupt("open", err)
 	}

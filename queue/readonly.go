@@ -102,17 +102,23 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	}
 	q.ident = id
 	st, snapLSN, lost, err := loadInspected(dir, &o)
+	if err != nil && !o.Salvage { // as Open: a marker a repair refuses first
+		err = frontBeside(o.FS, dir, o.logSegmentSize(), err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	q.log, err = wal.Open(filepath.Join(dir, logDir), inspectLogOptions(o, snapLSN, lost))
 	if err != nil {
-		return nil, wrapCorrupt("open log", err)
+		return nil, q.laterFrontOr(st, snapLSN, wrapCorrupt("open log", err))
 	}
 	q.recovery.SnapshotLost = lost
 	st, snapLSN, err = q.loadOlder(st, snapLSN, lost)
 	if err == nil {
 		err = q.replayInto(st, snapLSN)
+		if errors.Is(err, recovery.ErrLogMissing) { // refused before any record applied: st is as loaded
+			err = q.laterFrontOr(st, snapLSN, err)
+		}
 	}
 	if err == nil && o.Salvage {
 		err = q.showLeaseEnds()
@@ -134,6 +140,28 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		return nil, err
 	}
 	return q, nil
+}
+
+// laterFrontOr returns, for err, a read-only open's refusal of the log
+// after the snapshot at snapLSN, whose state as loaded is st, laterFront's
+// error when the log directory holds a truncation marker from a later
+// moment than that snapshot: Open refuses it before it finishes it
+// (checkFront), and so does a read-only open, with Open's error, not as
+// the missing or damaged log it reads as. It returns err otherwise, and
+// for a preview, which shows the salvage that finishes the marker. Such a
+// marker always makes the log's read-only open or its coverage
+// (recovery.Coverage) fail, since both see the log from the marker on:
+// so the directory is read for a marker only then, and a clean read-only
+// open pays nothing for it.
+func (q *Queue) laterFrontOr(st *state, snapLSN uint64, err error) error {
+	if q.opts.Salvage {
+		return err
+	}
+	o := &q.opts
+	if ferr := laterFront(o.FS, filepath.Join(q.dir, logDir), o.logSegmentSize(), st, snapLSN+1, loadedFrom{lsn: snapLSN}); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 // loadInspected returns the state of the newest snapshot in dir and its

@@ -6,7 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
@@ -84,34 +84,69 @@ func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 
 // checkFront refuses, before the log's Open finishes it, an interrupted
 // truncation (a NAME.FRONT marker) that would remove records the state
-// loaded needs (laterFront). A salvage finishes it, reporting the loss
+// loaded needs (laterFront). A marker with no segment left before it
+// removes nothing, but the log's Open removes the marker itself: when the
+// log lacks records the state needs all the same (the truncation of a
+// later moment done, the marker not yet removed), the open is refused
+// here, with the error it gives after the log's Open (recovery.Coverage),
+// so that the refusal leaves the marker in place as every refusal leaves
+// the directory. A salvage finishes it, reporting the loss
 // (Recovery.LostBefore).
 func (r *recoverer) checkFront(dir string, start uint64) error {
 	o := r.q.opts
 	if o.Salvage || r.loaded == nil {
 		return nil
 	}
-	return laterFront(o.FS, dir, o.logSegmentSize(), r.loaded, start)
+	switch marker, removes := frontMarker(o.fs(), dir); {
+	case marker == "": // a clean open reads the directory once here
+		return nil
+	case removes:
+		return laterFront(o.FS, dir, o.logSegmentSize(), r.loaded, start, loadedFrom{lsn: start - 1})
+	}
+	return frontDone(o.FS, dir, o.logSegmentSize(), r.loaded, start)
 }
 
-// laterFront returns an error wrapping ErrCorrupt, naming the marker and
-// the way out, when the log directory dir holds a NAME.FRONT marker whose
-// truncation would remove records that st, the state loaded from the
-// snapshot whose records end at start-1, needs: those after the snapshot
-// (start on) and those of its messages. The queue truncates only below
-// what the snapshot it has just written needs, so such a marker is from a
-// later moment than the snapshot (a directory put back from copies made
-// at different times, the newer snapshot not among them); finishing it
-// would remove the records the replay needs, and the open would then
-// refuse the log as missing them, with nothing left to restore. It
-// returns nil when there is no marker, when the marker removes nothing st
-// needs, and when the log cannot be read (the caller's own open reports
-// that). fsys is the file system (nil: the real one), segSize the
-// writer's SegmentSize (0: unknown). Open (checkFront), Verify and Repair
-// (examine) refuse the marker by it.
-func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64) error {
-	marker := frontMarker((&Options{FS: fsys}).fs(), dir)
-	if marker == "" {
+// frontDone returns the error an open gives for a log that lacks records
+// st, loaded from the snapshot whose records end at start-1, needs
+// (recovery.Coverage), for the log directory dir, which holds a
+// NAME.FRONT marker with no segment left before it; nil when it holds
+// them, and when the log cannot be read (the caller's own open reports
+// that). fsys and segSize are laterFront's.
+func frontDone(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64) error {
+	l, err := wal.Open(dir, &wal.Options{ReadOnly: true, StartLSN: start, SegmentSize: segSize, FS: fsys})
+	if err != nil {
+		return nil // the caller's open reports it
+	}
+	defer l.Close() // read-only: nothing to lose
+	if _, err := recovery.Coverage(l, st, start-1); err != nil {
+		return wrapCorrupt("open", err)
+	}
+	return nil
+}
+
+// laterFront returns an error wrapping ErrCorrupt and ErrLaterFront,
+// naming the marker and the way out, when the log directory dir holds a
+// NAME.FRONT marker whose truncation would remove records that st needs:
+// those after the snapshot whose records end at start-1 (start on) and
+// those of its messages. from says what st was loaded from, for the
+// error: the snapshot Open loads, or what a salvage falls back to beside
+// a damaged newest snapshot. The queue truncates
+// only below what the snapshot it has just written needs, so such a
+// marker is from a later moment than st (a directory put back from
+// copies made at different times, the newer snapshot not among them, or
+// the newer one damaged); finishing it would remove the records the
+// replay needs, and the open would then refuse the log as missing them,
+// or a salvage lose them, with nothing left to restore. It returns nil
+// when there is no marker, when no segment lies before it (the
+// truncation removed them all already: finishing it removes nothing),
+// when the marker removes nothing st needs, and when the log cannot be
+// read (the caller's own open reports that). fsys is the file system
+// (nil: the real one), segSize the writer's SegmentSize (0: unknown).
+// Open (checkFront), a read-only Open (laterFrontOr), Verify and
+// Repair (examine) refuse the marker by it.
+func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64, from loadedFrom) error {
+	marker, removes := frontMarker((&Options{FS: fsys}).fs(), dir)
+	if !removes {
 		return nil
 	}
 	// A read-only Log starts where the marker says, changing nothing. A
@@ -138,27 +173,80 @@ func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start
 	if first <= need {
 		return nil
 	}
-	return fmt.Errorf("%w: open log: %s holds an interrupted truncation that would remove the log before LSN %d, "+
-		"but the snapshot loaded (LSN %d) needs the log from LSN %d: the marker is from a later moment than the snapshot "+
+	return ownWayOut{fmt.Sprintf("%v: open log: %s holds an interrupted truncation that would remove the log before LSN %d, "+
+		"but %s needs the log from LSN %d: the marker is from a later moment than that "+
 		"(a directory put back from copies made at different times?); finishing it would lose those records, so nothing was changed: "+
-		"move %s out of the log directory to keep every segment, then open again "+
-		"(or put back the snapshot taken with it; 'walq repair DIR' would finish the truncation and lose the records)",
-		ErrCorrupt, dir, first, start-1, need, marker)
+		"move %s out of the log directory to keep every segment, then %s",
+		ErrCorrupt, dir, first, from.what(), need, marker, from.then()), ErrLaterFront}
 }
 
-// frontMarker returns the name of a NAME.FRONT marker in the log
-// directory, or "" when it holds none.
-func frontMarker(fsys wal.FS, dir string) string {
+// loadedFrom is what the state laterFront compares a marker with was
+// loaded from, for its error.
+type loadedFrom struct {
+	lsn      uint64 // the snapshot's LSN; 0: none
+	fallback bool   // a salvage's fall-back beside a damaged newest snapshot (recovery.LoadOlder)
+}
+
+// what names the state: the snapshot loaded, the older one a repair falls
+// back to, or the log alone.
+func (f loadedFrom) what() string {
+	switch {
+	case f.fallback && f.lsn == 0:
+		return "a repair, rebuilding from the log alone (the newest snapshot is damaged and no older one is valid),"
+	case f.fallback:
+		return fmt.Sprintf("the older snapshot a repair falls back to (LSN %d; the newest is damaged)", f.lsn)
+	case f.lsn == 0:
+		return "the queue, which has no snapshot,"
+	}
+	return fmt.Sprintf("the snapshot loaded (LSN %d)", f.lsn)
+}
+
+// then is what to do once the marker is moved out of the log directory,
+// and what a repair does with it in place.
+func (f loadedFrom) then() string {
+	if f.fallback {
+		return "run 'walq repair DIR', which sets the damaged snapshot aside and keeps those records " +
+			"(with the marker in place, a repair would finish the truncation and lose them)"
+	}
+	return "open again (or put back the snapshot taken with it; 'walq repair DIR' would finish the truncation and lose the records)"
+}
+
+// frontMarker returns the name of the highest NAME.FRONT marker in the
+// log directory, "" when it holds none, and whether a segment lies
+// before it: one that finishing the truncation it marks would remove.
+func frontMarker(fsys wal.FS, dir string) (string, bool) {
 	des, err := fsys.ReadDir(dir)
 	if err != nil {
-		return ""
+		return "", false
 	}
+	var marker string
+	var front uint64
+	first := uint64(math.MaxUint64) // the lowest segment's index
 	for _, de := range des {
-		if strings.HasSuffix(de.Name(), ".FRONT") {
-			return de.Name()
+		name := de.Name()
+		index, ok := segmentIndex(name)
+		switch {
+		case !ok || de.IsDir():
+		case len(name) == segmentDigits:
+			first = min(first, index)
+		case name[segmentDigits:] == ".FRONT" && index > front:
+			marker, front = name, index
 		}
 	}
-	return ""
+	return marker, marker != "" && first < front
+}
+
+// segmentDigits is how many digits name a log segment: its index.
+const segmentDigits = 20
+
+// segmentIndex parses the 20-digit index a log file's name starts with,
+// as the log names its segments and markers.
+func segmentIndex(name string) (uint64, bool) {
+	if len(name) < segmentDigits {
+		return 0, false
+	}
+	i, err := strconv.ParseUint(name[:segmentDigits], 10, 64)
+	return i, err == nil && i > 0
 }
 
 // Install makes st the queue's state and points the cursor's reader at

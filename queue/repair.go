@@ -126,9 +126,10 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // does a tidwall/wal END file or a START file without a valid entry
 // (Check.Foreign), before the backup. So does walq's own NAME.FRONT
 // truncation marker when its truncation would remove records the snapshot
-// needs (Check.Front, a marker from a later moment than the snapshot):
-// the salvage would finish it and lose those records, where moving it out
-// of the log directory keeps every segment.
+// needs, or, beside a damaged newest snapshot, records of what the salvage
+// falls back to (Check.Front, a marker from a later moment; the error
+// wraps ErrLaterFront): the salvage would finish it and lose those
+// records, where moving it out of the log directory keeps every segment.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	var o RepairOptions
 	if opts != nil {

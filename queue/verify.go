@@ -28,10 +28,13 @@ type Check struct {
 	// truncation marker whose truncation would remove records the
 	// snapshot needs: a marker from a later moment than the snapshot (a
 	// directory put back from copies made at different times), which Open
-	// refuses. It names the marker and what to do: move it out of the log
-	// directory, and every segment is kept. Repair refuses it, before its
-	// backup: its salvage would finish the truncation and lose those
-	// records.
+	// refuses (ErrLaterFront). When the newest snapshot is damaged (a
+	// problem listed in Problems), the marker is compared with what
+	// Repair's salvage falls back to instead: the newest valid older
+	// snapshot, or the log alone. It names the marker and what to do:
+	// move it out of the log directory, and every segment is kept. Repair
+	// refuses it, before its backup: its salvage would finish the
+	// truncation and lose those records.
 	Front string
 	// sizeUnknown is set when the log's open refused it with an error
 	// wrapping wal.ErrSegmentSizeUnknown, the problem Problems lists last.
@@ -119,11 +122,11 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 	}
 	//    A truncation marker that would remove what that snapshot needs
 	//    is refused as Open refuses it: moved out, every segment is kept,
-	//    where a repair would finish the truncation.
-	if err == nil {
-		if ferr := laterFront(fsys, filepath.Join(dir, logDir), segSize, st, snapLSN+1); ferr != nil {
-			c.Front = ferr.Error()
-		}
+	//    where a repair would finish the truncation. Beside a damaged
+	//    snapshot, it is compared with what the repair's salvage falls
+	//    back to: the newest valid older snapshot, or the log alone.
+	if ferr := examineFront(fsys, dir, segSize, st, snapLSN, err != nil, reach); ferr != nil {
+		c.Front = ferr.Error()
 	}
 	// 2. The log, entry by entry; it must reach the snapshot.
 	log, err := openLogReadOnly(fsys, dir, reach, segSize)
@@ -164,6 +167,40 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 	return c, c.err()
 }
 
+// examineFront returns laterFront's error for dir's log, compared with st,
+// loaded from the snapshot at snapLSN; when the newest snapshot, at
+// lostLSN, is damaged, with what a salvage falls back to instead
+// (recovery.LoadOlder): the newest valid older snapshot, or the empty
+// state from which the log alone is replayed. An older snapshot that
+// cannot be read leaves the marker to the checks that follow.
+func examineFront(fsys wal.FS, dir string, segSize int64, st *state, snapLSN uint64, damaged bool, lostLSN uint64) error {
+	from := loadedFrom{lsn: snapLSN}
+	if damaged {
+		older, lsn, err := recovery.LoadOlder(fsys, dir, decoder{&Options{FS: fsys}}, recovery.Info{LSN: lostLSN})
+		if err != nil {
+			return nil
+		}
+		st, from = older.(*state), loadedFrom{lsn: lsn, fallback: true}
+	}
+	return laterFront(fsys, filepath.Join(dir, logDir), segSize, st, from.lsn+1, from)
+}
+
+// frontBeside returns, for err, an open's refusal of dir's damaged newest
+// snapshot (recovery.ErrCorrupt), the marker's error when the log
+// directory holds a truncation marker from a later moment than what
+// Repair's salvage falls back to (examineFront), as Verify and Repair
+// name it first: moving it out comes before the repair, which refuses it.
+// It returns err otherwise.
+func frontBeside(fsys wal.FS, dir string, segSize int64, err error) error {
+	if !errors.Is(err, recovery.ErrCorrupt) {
+		return err
+	}
+	if ferr := examineFront(fsys, dir, segSize, nil, 0, true, lostSnapshotLSN(fsys, dir)); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
 // misplacedProblems returns what findMisplaced finds in st over log, each
 // as a problem saying that a salvage drops the message.
 func misplacedProblems(st *state, log *wal.Log) []string {
@@ -184,7 +221,7 @@ func (c Check) err() error {
 	case len(c.Foreign) > 0: // it names its way out
 		return ownWayOut{fmt.Sprintf("%v: %s", ErrCorrupt, trimCorrupt(c.Foreign[0])), wal.ErrForeign}
 	case c.Front != "": // it names its way out, which a repair is not
-		return ownWayOut{c.Front, nil}
+		return ownWayOut{c.Front, ErrLaterFront}
 	case len(c.Log.Salvaged) == 1:
 		return withWayOut(fmt.Errorf("%w: a damaged log region: %s", ErrCorrupt, c.Log.Salvaged[0]))
 	case len(c.Log.Salvaged) > 1:

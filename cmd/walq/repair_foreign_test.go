@@ -84,6 +84,19 @@ func TestFrontFromLaterMoment(t *testing.T) {
 	require.Empty(t, baks, "repair made a backup of a directory it refuses")
 	require.Equal(t, before, dirFiles(t, dir), "a refused repair changed the directory")
 
+	// The commands that open it, read-only (stats) or not (dequeue), give
+	// the open's error and a hint that agrees: move the marker out, not
+	// repair, which refuses it.
+	for _, args := range [][]string{{"stats", dir}, {"stats", "--json", dir}, {"dequeue", dir}} {
+		r = mustWalq(t, 2, "", args...)
+		require.Contains(t, r.stderr, "move "+filepath.Base(marker)+" out of the log directory", args)
+		require.NotContains(t, r.stderr, "a segment is missing", args)
+		require.NotContains(t, r.stderr, "'walq repair "+dir+"' to skip the damage", args)
+		require.Contains(t, r.stderr, "hint: ", args)
+		require.Empty(t, r.stdout, args)
+	}
+	require.Equal(t, before, dirFiles(t, dir), "a refused open changed the directory")
+
 	require.NoError(t, os.Remove(marker))
 	mustWalq(t, 0, "", "verify", dir)
 	r = mustWalq(t, 0, "", "stats", dir)

@@ -114,6 +114,9 @@ func hint(err error, cmd, dir string, onServer bool) string {
 			"To change or verify it with walq, stop that process first.", dir)
 	case errors.Is(err, wal.ErrForeign) && cmd != "verify": // verify's result line says it
 		return fmt.Sprintf("no walq command changes a file walq never writes, a repair neither: move the file named out of %s's log directory; 'walq verify %s' then checks the rest.", dir, dir)
+	case errors.Is(err, queue.ErrLaterFront) && cmd != "verify": // verify's result line says it
+		return fmt.Sprintf("no walq command finishes that truncation, a repair neither (it would lose the records the queue needs): "+
+			"move the marker named out of %s's log directory, which keeps every segment; 'walq verify %s' then checks the rest.", dir, dir)
 	case errors.Is(err, wal.ErrSegmentSizeUnknown) && cmd != "verify": // verify's result line says it
 		return fmt.Sprintf("only the queue's segment size tells a roll a crash tore from missing segments: "+
 			"'walq verify --segment-size BYTES %s', with the application's Options.SegmentSize (4MiB when it sets none), "+

@@ -33,9 +33,10 @@ tidwall/wal END file, a START file without a valid entry): verify names
 it, to be moved out. So it names walq's own NAME.FRONT truncation marker
 when the truncation it marks would remove records the snapshot needs (a
 marker from a later moment than the snapshot: a directory put back from
-copies made at different times): moved out of the log directory, every
-segment is kept, where a repair would finish the truncation and lose
-those records.
+copies made at different times; beside a damaged newest snapshot, than
+the older snapshot a repair falls back to, or the log alone): moved out
+of the log directory, every segment is kept, where a repair would finish
+the truncation and lose those records.
 
 A crash during a segment roll can lose the sealed segment's last entries
 whole under the roll's new, empty segment: a torn roll, which the next
