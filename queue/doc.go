@@ -468,7 +468,9 @@
 // A directory records what it holds (ack, sorted or windowed, and the sort
 // key type) in a file written at creation; opening it as anything else
 // fails with ErrWrongKind. Options.ReadOnly opens a queue for inspection
-// without writing a byte, beside a process that has it open if need be.
+// without writing a byte, beside a process that has it open if need be;
+// opened while none has, it holds the directory's lock shared until
+// Close, and an Open for writing meanwhile fails with ErrLocked.
 //
 // # Memory and disk
 //

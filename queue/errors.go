@@ -22,7 +22,9 @@ var (
 	// ErrTooLarge is returned when a message is larger than
 	// Options.MaxMessageSize.
 	ErrTooLarge = errors.New("queue: message too large")
-	// ErrLocked is returned when another process has the directory open.
+	// ErrLocked is returned when another process has the directory open,
+	// or a read-only handle or ReadLog (walq stats, dump, dlq list) holds
+	// its lock shared (Options.ReadOnly).
 	ErrLocked = errors.New("queue: directory locked by another process")
 	// ErrWrongKind is returned when a directory is opened as a kind of
 	// queue (or with a sort key type) other than the one it holds, or was

@@ -32,8 +32,10 @@ type Record struct {
 
 // ReadLog calls fn for every record of the queue log in dir from LSN from
 // on, in order, without creating or changing anything. It takes the
-// directory lock shared when it can; while a queue has the directory open
-// it reads the log as that queue has written it so far. It reads through
+// directory lock shared when it can, until it returns, fn's calls
+// included: an Open for writing meanwhile fails with ErrLocked. While a
+// queue has the directory open it reads the log as that queue has written
+// it so far. It reads through
 // the real file system: it takes no Options, and so no Options.FS (the
 // segment files are on the real disk whatever the FS, as tidwall/wal
 // writes them with package os). Verify and Repair take an FS; to read a

@@ -122,8 +122,12 @@ type Options struct {
 	// wrote them (Queue.InUse); when that process's compaction cuts the
 	// log under the read it reads again, and a queue that compacts under
 	// every one of many reads fails the open with ErrLocked, never
-	// ErrCorrupt. It takes a queue of any kind unless opened through
-	// OpenSorted or OpenWindowed.
+	// ErrCorrupt. Opened while no process has the queue open, it holds
+	// the directory's lock shared until Close, so that no queue starts
+	// writing under its reads: an Open for writing meanwhile, from any
+	// process, fails with ErrLocked (close a long-lived handle, or open it
+	// after the writer). It takes a queue of any kind unless opened
+	// through OpenSorted or OpenWindowed.
 	ReadOnly bool
 	// FS is the file system the queue works through (see wal.FS); nil
 	// means the real one. Crash and fault tests pass their own. The
