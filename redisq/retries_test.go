@@ -1,0 +1,97 @@
+package redisq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// wrappedClient is a UniversalClient whose type redisq does not know, as
+// an application's wrapper of its client would be: its retries cannot be
+// read.
+type wrappedClient struct{ *redis.Client }
+
+// openAll opens a queue, a sorted and a windowed queue on rdb with opts,
+// closing what opened, and returns the three errors.
+func openAll(ctx context.Context, rdb redis.UniversalClient, opts redisq.Options) []error {
+	q, err1 := redisq.Open(ctx, rdb, "retries", &opts)
+	if err1 == nil {
+		_ = q.Close()
+	}
+	s, err2 := redisq.OpenSorted[int64](ctx, rdb, "retries-s", &redisq.SortedOptions{Options: opts})
+	if err2 == nil {
+		_ = s.Close()
+	}
+	w, err3 := redisq.OpenWindowed(ctx, rdb, "retries-w", &redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: opts}, Window: time.Second})
+	if err3 == nil {
+		_ = w.Close()
+	}
+	return []error{err1, err2, err3}
+}
+
+// requireRetriesRefused: each error is queue.ErrInvalidOptions and says
+// what to change.
+func requireRetriesRefused(t *testing.T, errs []error, what string) {
+	t.Helper()
+	for i, err := range errs {
+		require.ErrorIs(t, err, queue.ErrInvalidOptions, "%s, open %d", what, i)
+		require.ErrorContains(t, err, "MaxRetries: -1", "%s, open %d", what, i)
+		require.ErrorContains(t, err, "Options.AcceptDoubleRuns", "%s, open %d", what, i)
+	}
+}
+
+// TestOpenRefusesRetries: Open, OpenSorted and OpenWindowed of a handle
+// that may write refuse a client that would send a call again after its
+// connection dropped (go-redis's default MaxRetries, 3, or any positive
+// count; a Ring's likewise; a client whose retries cannot be read), with
+// queue.ErrInvalidOptions naming the setting to change. A client with
+// MaxRetries -1 opens, and a ReadOnly handle, whose calls change nothing,
+// opens on any client.
+func TestOpenRefusesRetries(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	newClient := func(retries int) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: retries})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	for _, retries := range []int{0, 1, 3} { // 0: go-redis's default of 3
+		requireRetriesRefused(t, openAll(ctx, newClient(retries), redisq.Options{}), fmt.Sprintf("client MaxRetries %d", retries))
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, MaxRetries: 2})
+	t.Cleanup(func() { _ = cc.Close() })
+	requireRetriesRefused(t, openAll(ctx, cc, redisq.Options{}), "cluster client MaxRetries 2")
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}}) // go-redis's default: 3
+	t.Cleanup(func() { _ = ring.Close() })
+	requireRetriesRefused(t, openAll(ctx, ring, redisq.Options{}), "ring default")
+	requireRetriesRefused(t, openAll(ctx, wrappedClient{newClient(-1)}, redisq.Options{}), "unknown client type")
+
+	for i, err := range openAll(ctx, newClient(-1), redisq.Options{}) {
+		require.NoError(t, err, "client MaxRetries -1, open %d", i)
+	}
+	q, err := redisq.Open(ctx, newClient(0), "retries", &redisq.Options{ReadOnly: true})
+	require.NoError(t, err, "a ReadOnly handle on a client that retries")
+	require.NoError(t, q.Close())
+	q, err = redisq.Open(ctx, wrappedClient{newClient(0)}, "retries", &redisq.Options{ReadOnly: true})
+	require.NoError(t, err, "a ReadOnly handle on a client of unknown type")
+	require.NoError(t, q.Close())
+}
+
+// TestOpenRefusesRetriesFirst: the refusal comes before Open asks the
+// server anything, so it names the client's setting even when the
+// server is down.
+func TestOpenRefusesRetriesFirst(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond})
+	defer rdb.Close()
+	errs := openAll(context.Background(), rdb, redisq.Options{})
+	requireRetriesRefused(t, errs, "server down")
+	require.False(t, errors.Is(errs[0], context.DeadlineExceeded))
+}
