@@ -95,3 +95,24 @@ func TestOpenRefusesRetriesFirst(t *testing.T) {
 	requireRetriesRefused(t, errs, "server down")
 	require.False(t, errors.Is(errs[0], context.DeadlineExceeded))
 }
+
+// TestAcceptDoubleRuns: the opt-out opens every handle on a client that
+// retries and on one whose retries cannot be read; a Ring that does not
+// retry opens without it.
+func TestAcceptDoubleRuns(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	retrying := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer retrying.Close()
+	for i, err := range openAll(ctx, retrying, redisq.Options{AcceptDoubleRuns: true}) {
+		require.NoError(t, err, "client default, open %d", i)
+	}
+	for i, err := range openAll(ctx, wrappedClient{retrying}, redisq.Options{AcceptDoubleRuns: true}) {
+		require.NoError(t, err, "unknown client type, open %d", i)
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}, MaxRetries: -1})
+	defer ring.Close()
+	for i, err := range openAll(ctx, ring, redisq.Options{}) {
+		require.NoError(t, err, "ring MaxRetries -1, open %d", i)
+	}
+}
