@@ -42,7 +42,7 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 		}, 30*time.Second, 50*time.Millisecond, "node %s joins the cluster", a)
 		require.NoError(t, c.Close())
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, MaxRedirects: -1})
 	t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }

@@ -69,6 +69,15 @@ func TestOpenRefusesRetries(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, MaxRetries: 2})
 	t.Cleanup(func() { _ = cc.Close() })
 	requireRetriesRefused(t, openAll(ctx, cc, redisq.Options{}), "cluster client MaxRetries 2")
+	// A cluster client sends a command again after its connection dropped
+	// up to MaxRedirects times (go-redis's default, 0, means 3) whatever
+	// its MaxRetries (TestClusterReplyLostAfterRun).
+	redirecting := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, MaxRetries: -1})
+	t.Cleanup(func() { _ = redirecting.Close() })
+	requireRetriesRefused(t, openAll(ctx, redirecting, redisq.Options{}), "cluster client MaxRedirects default")
+	for _, err := range openAll(ctx, redirecting, redisq.Options{}) {
+		require.ErrorContains(t, err, "MaxRedirects: -1")
+	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}}) // go-redis's default: 3
 	t.Cleanup(func() { _ = ring.Close() })
 	requireRetriesRefused(t, openAll(ctx, ring, redisq.Options{}), "ring default")
