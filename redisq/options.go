@@ -66,8 +66,8 @@ type Options struct {
 	ManualRequeue bool
 	// AcceptDoubleRuns lets a handle that may write open on a client that
 	// sends a command again on a new connection after its connection
-	// dropped (go-redis's MaxRetries above 0; its default, 0, means 3),
-	// or on a client whose retries Open cannot read (not a *redis.Client,
+	// dropped (go-redis's MaxRetries above 0; its default, 0, means 3; a
+	// ClusterClient's MaxRedirects above 0, likewise), or on a client whose retries Open cannot read (not a *redis.Client,
 	// *redis.ClusterClient or *redis.Ring). Open refuses such a client
 	// otherwise (queue.ErrInvalidOptions). What it costs: a call whose
 	// reply is lost after the server ran it runs again, and its caller
@@ -195,12 +195,20 @@ func readTimeout(rdb redis.UniversalClient) (time.Duration, bool) {
 // wrapping queue.ErrInvalidOptions, unless AcceptDoubleRuns): a script
 // call that ran before the drop then runs again, and its caller gets the
 // second run's outcome. Client, ClusterClient and Ring hold MaxRetries
-// normalized (0: none); the retries of another client cannot be read, and
+// normalized (0: none); a ClusterClient also sends a command again, on
+// another connection or node, up to MaxRedirects times (normalized too),
+// whatever its MaxRetries (osscluster.go process, shouldRetry); the retries of another client cannot be read, and
 // it is refused as one that retries. A ReadOnly handle's calls change
 // nothing, so their second run reports what the first would have.
 func (o *Options) checkRetries(rdb redis.UniversalClient) error {
 	if o.AcceptDoubleRuns || o.ReadOnly {
 		return nil
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok && cc.Options().MaxRedirects > 0 {
+		return fmt.Errorf("%w: redisq: the cluster client sends a command again after its connection dropped, up to "+
+			"MaxRedirects (%d) times, so a call that ran before the drop runs twice and its caller gets the second "+
+			"run's outcome; give the handle a cluster client with MaxRetries: -1 and MaxRedirects: -1 (go-redis's "+
+			"default 0 means 3), or set Options.AcceptDoubleRuns to accept it", queue.ErrInvalidOptions, cc.Options().MaxRedirects)
 	}
 	n, known := maxRetries(rdb)
 	switch {
