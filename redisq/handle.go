@@ -2,8 +2,10 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,10 +149,24 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	if h.o.Replicas > 0 && f.writes { // a read changes nothing to wait for
 		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
 			missing, load)
-		return v, h.wrongType(ctx, err)
+		return v, h.wrongType(ctx, timedOut(ctx, err))
 	}
 	v, err := h.fcall(ctx, f, argv)
-	return v, h.wrongType(ctx, err)
+	return v, h.wrongType(ctx, timedOut(ctx, err))
+}
+
+// timedOut returns err, wrapping ctx's error as well where ctx ended and
+// the client reported it as its connection's timeout: a client that ends
+// a command's wait with its context (go-redis ContextTimeoutEnabled)
+// gives the connection the context's deadline, and, as it sends nothing
+// again (MaxRetries -1), returns the read's i/o timeout, where a retrying
+// client's wait before the retry returned the context's error.
+func timedOut(ctx context.Context, err error) error {
+	var ne net.Error
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) || !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", ctx.Err(), err)
 }
 
 // fcall runs a function over the queue's keys, loading its library first
