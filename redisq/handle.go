@@ -151,7 +151,14 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 			missing, load)
 		return v, h.wrongType(ctx, timedOut(ctx, err))
 	}
-	v, err := h.fcall(ctx, f, argv)
+	var v any
+	do := func() (err error) { v, err = h.fcall(ctx, f, argv); return err }
+	var err error
+	if f.writes {
+		err = do()
+	} else { // a read runs twice harmlessly
+		err = readAgain(ctx, do)
+	}
 	return v, h.wrongType(ctx, timedOut(ctx, err))
 }
 
