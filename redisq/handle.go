@@ -168,12 +168,21 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 // gives the connection the context's deadline, and, as it sends nothing
 // again (MaxRetries -1), returns the read's i/o timeout, where a retrying
 // client's wait before the retry returned the context's error.
+// The connection's deadline may pass a moment before the context marks
+// itself done, so a passed deadline counts as the context's end.
 func timedOut(ctx context.Context, err error) error {
 	var ne net.Error
-	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) || !errors.As(err, &ne) || !ne.Timeout() {
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
 		return err
 	}
-	return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	end := ctx.Err()
+	if d, ok := ctx.Deadline(); end == nil && ok && !time.Now().Before(d) {
+		end = context.DeadlineExceeded
+	}
+	if end == nil || errors.Is(err, end) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", end, err)
 }
 
 // fcall runs a function over the queue's keys, loading its library first
