@@ -45,7 +45,7 @@ func (c *dropOn) Read(p []byte) (int, error) {
 // TestReadAgainAfterDrop: on a client that does not retry, what only
 // reads is sent again by the handle when its connection drops: Open's
 // CONFIG GET (which would otherwise fail Open with advice to set
-// TrustServer) and Stats (a no-writes function); a call that writes is
+// TrustServer), its GET of an older layout's key, and Stats (a no-writes function); a call that writes is
 // not (TestReplyLostAfterRun).
 func TestReadAgainAfterDrop(t *testing.T) {
 	srv := redistest.Start(t)
@@ -69,6 +69,12 @@ func TestReadAgainAfterDrop(t *testing.T) {
 	q, err := redisq.Open(ctx, client("config"), "again", nil)
 	require.False(t, armed.Load(), "no CONFIG GET was dropped")
 	require.NoError(t, err, "Open over a dropped CONFIG GET")
+	require.NoError(t, q.Close())
+
+	armed.Store(true) // Open's GET of an older layout's key
+	q, err = redisq.Open(ctx, client("$3\r\nget\r\n"), "again", &redisq.Options{TrustServer: true})
+	require.False(t, armed.Load(), "no GET was dropped")
+	require.NoError(t, err, "Open over a dropped GET")
 	require.NoError(t, q.Close())
 
 	q, err = redisq.Open(ctx, client("fcall"), "again", nil)
