@@ -306,9 +306,12 @@
 // whose connection drops returns the error (its outcome unknown, as
 // above) where a retrying client might have hidden it; a blocking
 // Dequeue or Pull returns it too, and the caller calls again. The handle
-// sends what only reads (Stats, the dead-letter reads, Open's CONFIG
-// GET) again itself, up to 4 times in all, while its connection drops
-// (EOF, reset) and its context lasts; its own
+// sends again itself, up to 4 times in all, while its connection drops
+// (EOF, reset) and its context lasts, what a second run leaves as the
+// first did: what only reads (Stats, the dead-letter reads, Open's
+// CONFIG GET), the library's FUNCTION LOAD of the same code, and Open's
+// checks and subscription (a sorted queue's HSETNX of its kind, form and
+// SingleFlight, each read back after it); its own
 // housekeeping retries its failed pass every second, and its wake-up
 // subscription reconnects by itself. A cluster client of MaxRedirects -1
 // does not follow a moved slot: a call that meets MOVED or ASK (during a

@@ -14,7 +14,7 @@ func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) erro
 	cfg := map[string]string{}
 	for _, p := range []string{"appendonly", "appendfsync", "maxmemory-policy"} {
 		var v map[string]string
-		err := readAgain(ctx, func() (err error) { v, err = c.ConfigGet(ctx, p).Result(); return err })
+		err := sendAgain(ctx, func() (err error) { v, err = c.ConfigGet(ctx, p).Result(); return err })
 		if err != nil {
 			return fmt.Errorf("%w: redisq: cannot read the server's %s (%w); set Options.TrustServer "+
 				"if the server is known to keep Options.Sync", queue.ErrInvalidOptions, p, err)

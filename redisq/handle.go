@@ -54,7 +54,9 @@ func newHandle(rdb redis.UniversalClient, ks []string, wake string, o Options) *
 // unless the handle is ReadOnly, the housekeeper.
 func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 	h.ps = h.rdb.Subscribe(ctx, h.wake)
-	if _, err := h.ps.Receive(ctx); err != nil {
+	// A subscription whose connection dropped subscribes again on the
+	// next (go-redis's PubSub reconnects); subscribing twice changes nothing.
+	if err := sendAgain(ctx, func() error { _, err := h.ps.Receive(ctx); return err }); err != nil {
 		_ = h.ps.Close()
 		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
 	}
@@ -157,7 +159,7 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	if f.writes {
 		err = do()
 	} else { // a read runs twice harmlessly
-		err = readAgain(ctx, do)
+		err = sendAgain(ctx, do)
 	}
 	return v, h.wrongType(ctx, timedOut(ctx, err))
 }

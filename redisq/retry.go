@@ -7,11 +7,11 @@ import (
 	"syscall"
 )
 
-// readTries is how many times a read is sent when its connection drops:
-// the client sends nothing again (Open refuses one that would, see
+// sendTries is how many times a command is sent when its connection
+// drops: the client sends nothing again (Open refuses one that would, see
 // Options.AcceptDoubleRuns), so the handle sends again what is safe to
-// run twice, a read, itself.
-const readTries = 4
+// run twice itself.
+const sendTries = 4
 
 // dropped reports whether err is a connection that dropped before the
 // reply came (closed, reset, broken): the command may have run, which a
@@ -22,13 +22,16 @@ func dropped(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// readAgain runs read, and again, up to readTries times in all, while its
-// connection drops and ctx lasts. Only for what changes nothing on the
-// server.
-func readAgain(ctx context.Context, read func() error) error {
-	err := read()
-	for try := 1; try < readTries && dropped(err) && ctx.Err() == nil; try++ {
-		err = read()
+// sendAgain runs send, and again, up to sendTries times in all, while its
+// connection drops and ctx lasts. Only for a command whose second run
+// leaves the server as its first left it, and replies as the first would
+// have: a read (a no-writes function, CONFIG GET, GET, HGET), FUNCTION
+// LOAD of the same code, an HSETNX whose field is read back after it, the
+// function that writes nothing (writable.go), SUBSCRIBE.
+func sendAgain(ctx context.Context, send func() error) error {
+	err := send()
+	for try := 1; try < sendTries && dropped(err) && ctx.Err() == nil; try++ {
+		err = send()
 	}
 	return err
 }
