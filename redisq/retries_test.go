@@ -125,3 +125,78 @@ func TestAcceptDoubleRuns(t *testing.T) {
 		require.NoError(t, err, "ring MaxRetries -1, open %d", i)
 	}
 }
+
+// TestRetriesOfEachClient: the refusal reads the retries of each way
+// go-redis builds a client: a Sentinel failover client (a *redis.Client)
+// and a failover cluster client (a *redis.ClusterClient whose
+// MaxRedirects is the FailoverOptions' MaxRetries), NewUniversalClient's
+// picks, and ParseURL's and ParseClusterURL's options (no max_retries is
+// go-redis's default, 3). Each is refused with its default retries and
+// passes the refusal with MaxRetries -1 (MaxRedirects -1 where it has
+// one). No server answers: what passes the refusal fails later, on its
+// connection.
+func TestRetriesOfEachClient(t *testing.T) {
+	ctx := context.Background()
+	const down = "127.0.0.1:1"
+	dial := 100 * time.Millisecond
+	url := func(q string) *redis.Options {
+		o, err := redis.ParseURL("redis://" + down + "/0" + q)
+		require.NoError(t, err)
+		o.DialTimeout = dial
+		return o
+	}
+	clusterURL := func(q string) *redis.ClusterOptions {
+		o, err := redis.ParseClusterURL("redis://" + down + "?addr=127.0.0.1:2" + q)
+		require.NoError(t, err)
+		o.DialTimeout = dial
+		return o
+	}
+	failover := func(retries int) *redis.FailoverOptions {
+		return &redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{down}, MaxRetries: retries, DialTimeout: dial}
+	}
+	universal := func(retries, redirects int, addrs ...string) *redis.UniversalOptions {
+		return &redis.UniversalOptions{Addrs: addrs, MaxRetries: retries, MaxRedirects: redirects, DialTimeout: dial}
+	}
+	sentinel := func(retries int) *redis.UniversalOptions {
+		o := universal(retries, 0, down)
+		o.MasterName = "m"
+		return o
+	}
+	cases := []struct {
+		name    string
+		retries func() redis.UniversalClient // go-redis's default retries
+		none    func() redis.UniversalClient // retries and redirects -1
+	}{
+		{"failover", func() redis.UniversalClient { return redis.NewFailoverClient(failover(0)) },
+			func() redis.UniversalClient { return redis.NewFailoverClient(failover(-1)) }},
+		{"failover cluster", func() redis.UniversalClient { return redis.NewFailoverClusterClient(failover(0)) },
+			func() redis.UniversalClient { return redis.NewFailoverClusterClient(failover(-1)) }},
+		{"universal one address", func() redis.UniversalClient { return redis.NewUniversalClient(universal(0, 0, down)) },
+			func() redis.UniversalClient { return redis.NewUniversalClient(universal(-1, -1, down)) }},
+		{"universal cluster", func() redis.UniversalClient { return redis.NewUniversalClient(universal(0, 0, down, "127.0.0.1:2")) },
+			func() redis.UniversalClient { return redis.NewUniversalClient(universal(-1, -1, down, "127.0.0.1:2")) }},
+		{"universal sentinel", func() redis.UniversalClient { return redis.NewUniversalClient(sentinel(0)) },
+			func() redis.UniversalClient { return redis.NewUniversalClient(sentinel(-1)) }},
+		{"ParseURL", func() redis.UniversalClient { return redis.NewClient(url("")) },
+			func() redis.UniversalClient { return redis.NewClient(url("?max_retries=-1")) }},
+		{"ParseClusterURL", func() redis.UniversalClient { return redis.NewClusterClient(clusterURL("")) },
+			func() redis.UniversalClient {
+				return redis.NewClusterClient(clusterURL("&max_retries=-1&max_redirects=-1"))
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rdb := c.retries()
+			defer rdb.Close()
+			requireRetriesRefused(t, openAll(ctx, rdb, redisq.Options{TrustServer: true}), c.name)
+			none := c.none()
+			defer none.Close()
+			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			for i, err := range openAll(short, none, redisq.Options{TrustServer: true}) {
+				require.Error(t, err, "open %d: no server answers", i)
+				require.NotContains(t, err.Error(), "AcceptDoubleRuns", "open %d", i)
+			}
+		})
+	}
+}
