@@ -127,10 +127,18 @@ func (h *handle) leaseContext(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(context.WithoutCancel(ctx), h.callTimeout())
 }
 
-// primary returns what talks to the server holding the queue's slot.
+// primary returns what talks to the server holding the queue's keys: a
+// cluster's master of their slot, a Ring's shard of their hash tag (a
+// Ring sends a command without keys, WAIT, CONFIG GET, FUNCTION LOAD, to
+// any shard), else the client itself.
 func (h *handle) primary(ctx context.Context) redis.Cmdable {
-	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
-		if c, err := cc.MasterForKey(ctx, h.keys[0]); err == nil {
+	switch rc := h.rdb.(type) {
+	case *redis.ClusterClient:
+		if c, err := rc.MasterForKey(ctx, h.keys[0]); err == nil {
+			return c
+		}
+	case *redis.Ring:
+		if c, err := rc.GetShardClientForKey(h.keys[0]); err == nil {
 			return c
 		}
 	}
