@@ -67,7 +67,8 @@ type Options struct {
 	// AcceptDoubleRuns lets a handle that may write open on a client that
 	// sends a command again on a new connection after its connection
 	// dropped (go-redis's MaxRetries above 0; its default, 0, means 3; a
-	// ClusterClient's MaxRedirects above 0, likewise), or on a client whose retries Open cannot read (not a *redis.Client,
+	// ClusterClient's MaxRedirects above 0, likewise), or on a client
+	// whose retries Open cannot read (not a *redis.Client,
 	// *redis.ClusterClient or *redis.Ring). Open refuses such a client
 	// otherwise (queue.ErrInvalidOptions). What it costs: a call whose
 	// reply is lost after the server ran it runs again, and its caller
@@ -197,8 +198,10 @@ func readTimeout(rdb redis.UniversalClient) (time.Duration, bool) {
 // second run's outcome. Client, ClusterClient and Ring hold MaxRetries
 // normalized (0: none); a ClusterClient also sends a command again, on
 // another connection or node, up to MaxRedirects times (normalized too),
-// whatever its MaxRetries (osscluster.go process, shouldRetry); the retries of another client cannot be read, and
-// it is refused as one that retries. A ReadOnly handle's calls change
+// whatever its MaxRetries (osscluster.go process, shouldRetry). A
+// failover cluster client (NewFailoverClusterClient) takes MaxRedirects
+// from its FailoverOptions' MaxRetries. The retries of another client
+// cannot be read, and it is refused as one that retries. A ReadOnly handle's calls change
 // nothing, so their second run reports what the first would have.
 func (o *Options) checkRetries(rdb redis.UniversalClient) error {
 	if o.AcceptDoubleRuns || o.ReadOnly {
@@ -214,7 +217,8 @@ func (o *Options) checkRetries(rdb redis.UniversalClient) error {
 	switch {
 	case !known:
 		return fmt.Errorf("%w: redisq: cannot read how often a client of type %T sends a command again after its connection dropped; "+
-			"give the handle a *redis.Client, *redis.ClusterClient or *redis.Ring with MaxRetries: -1, or set "+
+			"give the handle a *redis.Client, *redis.ClusterClient or *redis.Ring with MaxRetries: -1 (a cluster "+
+			"client: and MaxRedirects: -1), or set "+
 			"Options.AcceptDoubleRuns to accept that a call may run twice", queue.ErrInvalidOptions, rdb)
 	case n > 0:
 		return fmt.Errorf("%w: redisq: the client sends a command again after its connection dropped (%d retries), so a call "+
