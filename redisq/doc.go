@@ -290,7 +290,9 @@
 // Give a handle a client that does not retry (go-redis's MaxRetries: -1;
 // its default is 3, and walq-redis sets -1 unless its URL gives
 // max_retries; a ClusterClient also needs MaxRedirects: -1, as it sends a
-// command again up to MaxRedirects times whatever its MaxRetries): a
+// command again up to MaxRedirects times whatever its MaxRetries; a
+// Sentinel client, NewFailoverClient or NewFailoverClusterClient, which
+// takes MaxRedirects from it, needs only MaxRetries: -1): a
 // client that retries sends a call whose connection dropped again on a
 // new one, and when the first run had happened the caller gets the
 // second run's outcome with no error: an Enqueue of a generated id
