@@ -193,3 +193,46 @@ func TestLoadAgainInCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), s.Ready)
 }
+
+// TestSubscribeAgainWakes: a handle whose SUBSCRIBE at Open dropped, and
+// was sent again, is subscribed: a Dequeue blocked on its empty queue
+// (which looks again only when woken) returns the message another handle
+// enqueues.
+func TestSubscribeAgainWakes(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	var armed atomic.Bool
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &dropOn{Conn: c, word: []byte("subscribe"), armed: &armed}, nil
+		}})
+	defer rdb.Close()
+	armed.Store(true)
+	q, err := redisq.Open(ctx, rdb, "subscribe-again", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	require.False(t, armed.Load(), "no SUBSCRIBE was dropped")
+	producer, err := redisq.Open(ctx, srv.Client(), "subscribe-again", nil)
+	require.NoError(t, err)
+	defer producer.Close()
+
+	got := make(chan error, 1)
+	go func() {
+		wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		m, err := q.Dequeue(wait)
+		if err == nil {
+			err = m.Ack()
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the Dequeue looks, finds none, and waits
+	_, err = producer.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, <-got, "the blocked Dequeue was woken")
+}
