@@ -52,7 +52,7 @@ type asynqQueue struct {
 }
 
 func openAsynq(dir, mode string, h Hint) (*asynqQueue, error) {
-	srv, rdb, err := startRedis(dir, mode)
+	srv, rdb, err := startRedis(dir, mode, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -106,14 +106,15 @@ func commandLine(name string, args ...string) string {
 }
 
 // startRedis starts a redis-server in dir with appendfsync mode and
-// returns it with a client.
-func startRedis(dir, mode string) (*redisserver.Server, *redis.Client, error) {
+// returns it with a client of maxRetries (go-redis's MaxRetries: 0 is its
+// default of 3; redisq refuses a client that retries, -1).
+func startRedis(dir, mode string, maxRetries int) (*redisserver.Server, *redis.Client, error) {
 	srv, err := redisserver.Start(dir, "--appendonly", "yes", "--appendfsync", mode,
 		"--maxmemory-policy", "noeviction")
 	if err != nil {
 		return nil, nil, err
 	}
-	return srv, redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64}), nil
+	return srv, redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64, MaxRetries: maxRetries}), nil
 }
 
 // stopRedis closes the client and stops the server, which writes its AOF
@@ -129,7 +130,7 @@ type redisqQueue struct {
 }
 
 func openRedisq(dir, mode string) (*redisqQueue, error) {
-	srv, rdb, err := startRedis(dir, mode)
+	srv, rdb, err := startRedis(dir, mode, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ type streamsQueue struct {
 }
 
 func openStreams(dir, mode string) (*streamsQueue, error) {
-	srv, rdb, err := startRedis(dir, mode)
+	srv, rdb, err := startRedis(dir, mode, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,8 @@ func (h *handle) checkACL(ctx context.Context, f function, argv []any, reads boo
 	if reads {
 		argv = append(argv[:len(argv):len(argv)], "r")
 	}
-	v, err := h.fcall(ctx, f, argv)
+	var v any
+	err := sendAgain(ctx, func() (err error) { v, err = h.fcall(ctx, f, argv); return err }) // no-writes
 	if err != nil {
 		return fmt.Errorf("redisq: check the ACL with %s: %w", f.name, err)
 	}

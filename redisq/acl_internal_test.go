@@ -37,7 +37,7 @@ func aclUser(t *testing.T, srv *redistest.Server, rules ...string) *redis.Client
 		args = append(args, r)
 	}
 	require.NoError(t, admin.Do(ctx, args...).Err())
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "app", Password: "pw"})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Username: "app", Password: "pw"})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -35,14 +35,14 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 	require.NoError(t, err, "redis-cli --cluster create: %s", out)
 	ctx := context.Background()
 	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
+		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		require.Eventually(t, func() bool {
 			info, err := c.ClusterInfo(ctx).Result()
 			return err == nil && strings.Contains(info, "cluster_state:ok")
 		}, 30*time.Second, 50*time.Millisecond, "node %s joins the cluster", a)
 		require.NoError(t, c.Close())
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, MaxRedirects: -1})
 	t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }

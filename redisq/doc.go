@@ -289,14 +289,36 @@
 // unknown: the script may have run. Retry an Enqueue only with WithID.
 // Give a handle a client that does not retry (go-redis's MaxRetries: -1;
 // its default is 3, and walq-redis sets -1 unless its URL gives
-// max_retries): a client that retries sends a call whose connection
-// dropped again on a new one, and when the first run had happened the
-// caller gets the second run's outcome with no error: an Enqueue of a
-// generated id enqueues its message twice, an Ack or a settle that
-// happened fails with ErrLeaseLost, an Enqueue WithID that happened
-// fails with ErrDuplicate, a Dequeue's first lease is held by no one
-// until it runs out. A handle that may write, and whose Options.Logger
-// is set, warns of such a client at Open.
+// max_retries; a ClusterClient also needs MaxRedirects: -1, as it sends a
+// command again up to MaxRedirects times whatever its MaxRetries; a
+// Sentinel client, NewFailoverClient or NewFailoverClusterClient, which
+// takes MaxRedirects from it, needs only MaxRetries: -1): a
+// client that retries sends a call whose connection dropped again on a
+// new one, and when the first run had happened the caller gets the
+// second run's outcome with no error: an Enqueue of a generated id
+// enqueues its message twice, an Ack or a settle that happened fails with
+// ErrLeaseLost, an Enqueue WithID that happened fails with ErrDuplicate,
+// a Dequeue's first lease is held by no one until it runs out. Open,
+// OpenSorted and OpenWindowed refuse such a client for a handle that may
+// write (queue.ErrInvalidOptions), and a client whose retries they cannot
+// read (not a *redis.Client, *redis.ClusterClient or *redis.Ring, such as
+// an application's wrapper): set Options.AcceptDoubleRuns to open on it
+// and accept those outcomes. A ReadOnly handle opens on any client: its
+// calls change nothing. What no retries cost: a call that may write and
+// whose connection drops returns the error (its outcome unknown, as
+// above) where a retrying client might have hidden it; a blocking
+// Dequeue or Pull returns it too, and the caller calls again. The handle
+// sends again itself, up to 4 times in all, while its connection drops
+// (EOF, reset) and its context lasts, what a second run leaves as the
+// first did: what only reads (Stats, the dead-letter reads, Open's
+// CONFIG GET), the library's FUNCTION LOAD of the same code, and Open's
+// checks and subscription (a sorted queue's HSETNX of its kind, form and
+// SingleFlight, each read back after it); its own
+// housekeeping retries its failed pass every second, and its wake-up
+// subscription reconnects by itself. A cluster client of MaxRedirects -1
+// does not follow a moved slot: a call that meets MOVED or ASK (during a
+// resharding or after a failover) fails with it, having run nothing, and
+// the client looks up the slots again for the next call.
 //
 // A handle applies its own MaxDeliveries whenever it would deliver, as
 // the embedded queue does: a ready message (a sorted queue's pending

@@ -13,7 +13,8 @@ import (
 func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) error {
 	cfg := map[string]string{}
 	for _, p := range []string{"appendonly", "appendfsync", "maxmemory-policy"} {
-		v, err := c.ConfigGet(ctx, p).Result()
+		var v map[string]string
+		err := sendAgain(ctx, func() (err error) { v, err = c.ConfigGet(ctx, p).Result(); return err })
 		if err != nil {
 			return fmt.Errorf("%w: redisq: cannot read the server's %s (%w); set Options.TrustServer "+
 				"if the server is known to keep Options.Sync", queue.ErrInvalidOptions, p, err)

@@ -87,7 +87,7 @@ const patientWait = 30 * time.Second
 // patientWait.
 func patientClient(t *testing.T, srv *redistest.Server) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 2 * patientWait})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 2 * patientWait})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -2,8 +2,10 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +54,9 @@ func newHandle(rdb redis.UniversalClient, ks []string, wake string, o Options) *
 // unless the handle is ReadOnly, the housekeeper.
 func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 	h.ps = h.rdb.Subscribe(ctx, h.wake)
-	if _, err := h.ps.Receive(ctx); err != nil {
+	// A subscription whose connection dropped subscribes again on the
+	// next (go-redis's PubSub reconnects); subscribing twice changes nothing.
+	if err := sendAgain(ctx, func() error { _, err := h.ps.Receive(ctx); return err }); err != nil {
 		_ = h.ps.Close()
 		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
 	}
@@ -123,10 +127,18 @@ func (h *handle) leaseContext(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(context.WithoutCancel(ctx), h.callTimeout())
 }
 
-// primary returns what talks to the server holding the queue's slot.
+// primary returns what talks to the server holding the queue's keys: a
+// cluster's master of their slot, a Ring's shard of their hash tag (a
+// Ring sends a command without keys, WAIT, CONFIG GET, FUNCTION LOAD, to
+// any shard), else the client itself.
 func (h *handle) primary(ctx context.Context) redis.Cmdable {
-	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
-		if c, err := cc.MasterForKey(ctx, h.keys[0]); err == nil {
+	switch rc := h.rdb.(type) {
+	case *redis.ClusterClient:
+		if c, err := rc.MasterForKey(ctx, h.keys[0]); err == nil {
+			return c
+		}
+	case *redis.Ring:
+		if c, err := rc.GetShardClientForKey(h.keys[0]); err == nil {
 			return c
 		}
 	}
@@ -147,10 +159,40 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	if h.o.Replicas > 0 && f.writes { // a read changes nothing to wait for
 		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
 			missing, load)
-		return v, h.wrongType(ctx, err)
+		return v, h.wrongType(ctx, timedOut(ctx, err))
 	}
-	v, err := h.fcall(ctx, f, argv)
-	return v, h.wrongType(ctx, err)
+	var v any
+	do := func() (err error) { v, err = h.fcall(ctx, f, argv); return err }
+	var err error
+	if f.writes {
+		err = do()
+	} else { // a read runs twice harmlessly
+		err = sendAgain(ctx, do)
+	}
+	return v, h.wrongType(ctx, timedOut(ctx, err))
+}
+
+// timedOut returns err, wrapping ctx's error as well where ctx ended and
+// the client reported it as its connection's timeout: a client that ends
+// a command's wait with its context (go-redis ContextTimeoutEnabled)
+// gives the connection the context's deadline, and, as it sends nothing
+// again (MaxRetries -1), returns the read's i/o timeout, where a retrying
+// client's wait before the retry returned the context's error.
+// The connection's deadline may pass a moment before the context marks
+// itself done, so a passed deadline counts as the context's end.
+func timedOut(ctx context.Context, err error) error {
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	end := ctx.Err()
+	if d, ok := ctx.Deadline(); end == nil && ok && !time.Now().Before(d) {
+		end = context.DeadlineExceeded
+	}
+	if end == nil || errors.Is(err, end) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", end, err)
 }
 
 // fcall runs a function over the queue's keys, loading its library first

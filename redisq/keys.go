@@ -56,9 +56,9 @@ func (k keys) checkLayout(ctx context.Context, c redis.Cmdable, name string) err
 // present tells whether the string key exists. It reads it with GET, not
 // EXISTS: a user whose ACL grants the data commands by category
 // (+@string +@hash ...) may lack @keyspace. A key of another type
-// exists too.
+// exists too. A dropped connection's GET is sent again (sendAgain).
 func present(ctx context.Context, c redis.Cmdable, key string) (bool, error) {
-	err := c.Get(ctx, key).Err()
+	err := sendAgain(ctx, func() error { return c.Get(ctx, key).Err() })
 	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil

@@ -34,6 +34,7 @@ end`, nil, d.Microseconds()).Err()
 func timedClient(t *testing.T, srv *redistest.Server) *redis.Client {
 	opt := *srv.Client().Options()
 	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries = -1 // Options() holds it normalized: 0, which NewClient reads as 3
 	rdb := redis.NewClient(&opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb

@@ -284,7 +284,7 @@ func TestWaitRefusedDelivers(t *testing.T) {
 	ctx := context.Background()
 	admin := srv.Client()
 	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait").Err())
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "nowait", Password: "pw"})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Username: "nowait", Password: "pw"})
 	defer rdb.Close()
 	o := shortWait()
 	q, err := redisq.Open(ctx, rdb, "nd-refused", &o)

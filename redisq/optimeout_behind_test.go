@@ -26,6 +26,7 @@ func TestOpTimeoutBehindLoneEnqueue(t *testing.T) {
 	ctx := context.Background()
 	opt := *srv.Client().Options()
 	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries = -1 // Options() holds it normalized: 0, which NewClient reads as 3
 	opt.ReadTimeout = -1
 	rdb := redis.NewClient(&opt)
 	t.Cleanup(func() { _ = rdb.Close() })

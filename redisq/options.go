@@ -64,6 +64,20 @@ type Options struct {
 	// this handle; call RequeueExpired instead. Other handles may still
 	// return them.
 	ManualRequeue bool
+	// AcceptDoubleRuns lets a handle that may write open on a client that
+	// sends a command again on a new connection after its connection
+	// dropped (go-redis's MaxRetries above 0; its default, 0, means 3; a
+	// ClusterClient's MaxRedirects above 0, likewise), or on a client
+	// whose retries Open cannot read (not a *redis.Client,
+	// *redis.ClusterClient or *redis.Ring). Open refuses such a client
+	// otherwise (queue.ErrInvalidOptions). What it costs: a call whose
+	// reply is lost after the server ran it runs again, and its caller
+	// gets the second run's outcome with no error: an Enqueue of a
+	// generated id enqueues its message twice, an Ack or a settle that
+	// happened fails with queue.ErrLeaseLost, an Enqueue WithID that
+	// happened fails with queue.ErrDuplicate, and a Dequeue's first lease
+	// is held by no one until it runs out. See the package doc.
+	AcceptDoubleRuns bool
 	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
 	// changes nothing on the queue: it starts no housekeeper, so it ends
 	// no lease and makes no delayed message ready, and its calls that
@@ -88,9 +102,7 @@ type Options struct {
 	// failure and its recovery (the pass is retried every second), and,
 	// apart from those, passes that did their work but fell short of
 	// Replicas (ErrNotDurable) and the pass that reached them again, each
-	// once; and, at Open of a handle that may write, a client that sends
-	// a command again after its connection dropped (go-redis's
-	// MaxRetries, 3 by default; see the package doc), at Warn.
+	// once.
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 
@@ -179,24 +191,54 @@ func readTimeout(rdb redis.UniversalClient) (time.Duration, bool) {
 	return 0, false
 }
 
-// warnRetries logs, at Warn, a client that sends a command again on a new
-// connection when the last dropped: a script call that ran before the
-// drop then runs twice, and its caller gets the second run's outcome.
-// Client and ClusterClient hold MaxRetries normalized (0: none); a Ring
-// or another client is not checked. A ReadOnly handle's calls change
+// checkRetries refuses, for a handle that may write, a client that sends
+// a command again on a new connection when the last dropped (an error
+// wrapping queue.ErrInvalidOptions, unless AcceptDoubleRuns): a script
+// call that ran before the drop then runs again, and its caller gets the
+// second run's outcome. Client, ClusterClient and Ring hold MaxRetries
+// normalized (0: none); a ClusterClient also sends a command again, on
+// another connection or node, up to MaxRedirects times (normalized too),
+// whatever its MaxRetries (osscluster.go process, shouldRetry). A
+// failover cluster client (NewFailoverClusterClient) takes MaxRedirects
+// from its FailoverOptions' MaxRetries. The retries of another client
+// cannot be read, and it is refused as one that retries. A ReadOnly handle's calls change
 // nothing, so their second run reports what the first would have.
-func (o *Options) warnRetries(rdb redis.UniversalClient) {
-	if o.Logger == nil || o.ReadOnly {
-		return
+func (o *Options) checkRetries(rdb redis.UniversalClient) error {
+	if o.AcceptDoubleRuns || o.ReadOnly {
+		return nil
 	}
-	n := 0
+	if cc, ok := rdb.(*redis.ClusterClient); ok && cc.Options().MaxRedirects > 0 {
+		return fmt.Errorf("%w: redisq: the cluster client sends a command again after its connection dropped, up to "+
+			"MaxRedirects (%d) times, so a call that ran before the drop runs twice and its caller gets the second "+
+			"run's outcome; give the handle a cluster client with MaxRetries: -1 and MaxRedirects: -1 (go-redis's "+
+			"default 0 means 3), or set Options.AcceptDoubleRuns to accept it", queue.ErrInvalidOptions, cc.Options().MaxRedirects)
+	}
+	n, known := maxRetries(rdb)
+	switch {
+	case !known:
+		return fmt.Errorf("%w: redisq: cannot read how often a client of type %T sends a command again after its connection dropped; "+
+			"give the handle a *redis.Client, *redis.ClusterClient or *redis.Ring with MaxRetries: -1 (a cluster "+
+			"client: and MaxRedirects: -1), or set "+
+			"Options.AcceptDoubleRuns to accept that a call may run twice", queue.ErrInvalidOptions, rdb)
+	case n > 0:
+		return fmt.Errorf("%w: redisq: the client sends a command again after its connection dropped (%d retries), so a call "+
+			"that ran before the drop runs twice and its caller gets the second run's outcome; give the handle a "+
+			"client with MaxRetries: -1 (go-redis's default 0 means 3), or set Options.AcceptDoubleRuns to accept it",
+			queue.ErrInvalidOptions, n)
+	}
+	return nil
+}
+
+// maxRetries returns how many times the client sends a command again
+// after its connection dropped, or false where it cannot be read.
+func maxRetries(rdb redis.UniversalClient) (int, bool) {
 	switch c := rdb.(type) {
 	case *redis.Client:
-		n = c.Options().MaxRetries
+		return c.Options().MaxRetries, true
 	case *redis.ClusterClient:
-		n = c.Options().MaxRetries
+		return c.Options().MaxRetries, true
+	case *redis.Ring:
+		return c.Options().MaxRetries, true
 	}
-	if n > 0 {
-		o.Logger.Warn("redisq: the client retries commands (MaxRetries); a call whose connection drops after it ran may run twice: give the handle a client with MaxRetries -1", "retries", n)
-	}
+	return 0, false
 }

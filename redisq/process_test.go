@@ -22,7 +22,7 @@ import (
 // stdin closes.
 func childConsumer() int {
 	addr, name := os.Getenv("WALQ_REDISQ_ADDR"), os.Getenv("WALQ_REDISQ_QUEUE")
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {

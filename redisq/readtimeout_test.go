@@ -22,7 +22,7 @@ func TestOpenWaitTimeoutAboveReadTimeout(t *testing.T) {
 	srv := redistest.Start(t) // no replica: every WAIT runs to WaitTimeout
 	ctx := context.Background()
 	client := func(rt time.Duration) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: rt})
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: rt})
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,31 +119,4 @@ func TestReplyLostAfterRun(t *testing.T) {
 	_, err = q.Enqueue(ctx, []byte("x"), queue.WithID("given"))
 	assert.False(t, errors.Is(err, queue.ErrDuplicate), "an Enqueue that enqueued returned %v", err)
 	require.Equal(t, int64(1), ready())
-}
-
-// TestOpenWarnsOfRetries: Open (and OpenSorted) of a handle that may
-// write logs a client that retries, the go-redis default, and not one
-// that does not; a ReadOnly handle's Open logs neither.
-func TestOpenWarnsOfRetries(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	for _, c := range []struct {
-		retries int
-		warns   bool
-	}{{0, true}, {2, true}, {-1, false}} {
-		var buf bytes.Buffer
-		logger := slog.New(slog.NewTextHandler(&buf, nil))
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: c.retries})
-		q, err := redisq.Open(ctx, rdb, "warn", &redisq.Options{Logger: logger})
-		require.NoError(t, err)
-		require.NoError(t, q.Close())
-		s, err := redisq.OpenSorted[int64](ctx, rdb, "warns", &redisq.SortedOptions{Options: redisq.Options{Logger: logger}})
-		require.NoError(t, err)
-		require.NoError(t, s.Close())
-		r, err := redisq.Open(ctx, rdb, "warn", &redisq.Options{Logger: logger, ReadOnly: true}) // reads only: no warning
-		require.NoError(t, err)
-		require.NoError(t, r.Close())
-		require.NoError(t, rdb.Close())
-		require.Equal(t, c.warns, strings.Count(buf.String(), "the client retries commands") == 2, "MaxRetries %d: %s", c.retries, buf.String())
-	}
 }

@@ -197,9 +197,10 @@ func missing(err error) bool {
 }
 
 // load loads the library into the server c talks to; loading it again is
-// harmless (the same name is the same code).
+// harmless (the same name is the same code), so a load whose connection
+// dropped is sent again (sendAgain).
 func (l *lib) load(ctx context.Context, c redis.Cmdable) error {
-	if err := c.FunctionLoadReplace(ctx, l.code).Err(); err != nil {
+	if err := sendAgain(ctx, func() error { return c.FunctionLoadReplace(ctx, l.code).Err() }); err != nil {
 		return fmt.Errorf("redisq: load the function library %s: %w", l.name, err)
 	}
 	return nil
@@ -209,7 +210,11 @@ func (l *lib) load(ctx context.Context, c redis.Cmdable) error {
 // there already.
 func (l *lib) loadAll(ctx context.Context, rdb redis.UniversalClient) error {
 	each := func(ctx context.Context, c *redis.Client) error {
-		have, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: l.name}).Result()
+		var have []redis.Library
+		err := sendAgain(ctx, func() (err error) {
+			have, err = c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: l.name}).Result()
+			return err
+		})
 		if err == nil && len(have) > 0 {
 			return nil
 		}

@@ -45,7 +45,7 @@ func openChildSorted(ctx context.Context, rdb redis.UniversalClient, form, name 
 // to two consumers at once, and it prints "split KEY".
 func childSortedConsumer(form string) int {
 	addr, name := os.Getenv("WALQ_REDISQ_ADDR"), os.Getenv("WALQ_REDISQ_QUEUE")
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {

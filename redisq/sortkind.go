@@ -21,7 +21,7 @@ import (
 // records nothing: on a queue that records no kind it checks the form
 // alone.
 func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind, form string, reader bool) error {
-	got, err := rdb.HGet(ctx, statsKey, "kind").Result()
+	got, err := hget(ctx, rdb, statsKey, "kind")
 	if errors.Is(err, redis.Nil) && reader {
 		return checkForm(ctx, rdb, name, statsKey, form)
 	}
@@ -34,13 +34,13 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 			return nil
 		}
 		// The form first: a handle that finds the kind finds the form.
-		if _, err := rdb.HSetNX(ctx, statsKey, "form", form).Result(); err != nil {
+		if err := hsetnx(ctx, rdb, statsKey, "form", form); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its form: %w", name, err)
 		}
-		if _, err := rdb.HSetNX(ctx, statsKey, "kind", kind).Result(); err != nil {
+		if err := hsetnx(ctx, rdb, statsKey, "kind", kind); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its sort key kind: %w", name, err)
 		}
-		got, err = rdb.HGet(ctx, statsKey, "kind").Result()
+		got, err = hget(ctx, rdb, statsKey, "kind")
 	}
 	if err != nil {
 		return fmt.Errorf("redisq: sorted queue %q: read its sort key kind: %w", name, err)
@@ -59,7 +59,7 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 // closes. A queue made by an earlier version records none, and takes
 // either.
 func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form string) error {
-	got, err := rdb.HGet(ctx, statsKey, "form").Result()
+	got, err := hget(ctx, rdb, statsKey, "form")
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
@@ -93,18 +93,18 @@ func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, 
 	if single {
 		want = "1"
 	}
-	got, err := rdb.HGet(ctx, statsKey, "single").Result()
+	got, err := hget(ctx, rdb, statsKey, "single")
 	if errors.Is(err, redis.Nil) {
 		if !single {
 			return nil
 		}
-		if err := rdb.HSetNX(ctx, statsKey, "single", want).Err(); err != nil {
+		if err := hsetnx(ctx, rdb, statsKey, "single", want); err != nil {
 			if refusedFor(err, "OOM") || refusedFor(err, "NOREPLICAS") {
 				return nil
 			}
 			return fmt.Errorf("redisq: sorted queue %q: record its SingleFlight: %w", name, err)
 		}
-		got, err = rdb.HGet(ctx, statsKey, "single").Result()
+		got, err = hget(ctx, rdb, statsKey, "single")
 	}
 	if err != nil {
 		return fmt.Errorf("redisq: sorted queue %q: read its SingleFlight: %w", name, err)
@@ -118,4 +118,20 @@ func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, 
 			queue.ErrInvalidOptions, name, got == "1", single, statsKey, want)
 	}
 	return nil
+}
+
+// hget reads a field of the stats hash key; a read whose connection
+// dropped is sent again (sendAgain).
+func hget(ctx context.Context, rdb redis.Cmdable, key, field string) (string, error) {
+	var v string
+	err := sendAgain(ctx, func() (err error) { v, err = rdb.HGet(ctx, key, field).Result(); return err })
+	return v, err
+}
+
+// hsetnx sets field of the hash key unless it is set. One whose
+// connection dropped is sent again (sendAgain): a second run after a
+// first that set the field sets nothing, and the callers read the field
+// back (hget) rather than trust the reply.
+func hsetnx(ctx context.Context, rdb redis.Cmdable, key, field, v string) error {
+	return sendAgain(ctx, func() error { return rdb.HSetNX(ctx, key, field, v).Err() })
 }

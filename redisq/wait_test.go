@@ -32,7 +32,7 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 func waitersHoldNoConnection(t *testing.T, lateHousekeeper bool) {
 	srv := redistest.Start(t)
 	const pool, waiters = 4, 200
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool, PoolTimeout: time.Second})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: pool, PoolTimeout: time.Second})
 	defer rdb.Close()
 	if lateHousekeeper {
 		rdb.AddHook(delayOp{op: "housekeep", by: 300 * time.Millisecond})

@@ -642,3 +642,26 @@ func TestPasswordNotShown(t *testing.T) {
 		})
 	}
 }
+
+// TestRetriesInURL: a URL whose max_retries makes go-redis send a command
+// again after its connection dropped (above 0, or 0, go-redis's default
+// of 3) is refused for a command that changes the queue, with what the
+// user can do in the URL (drop max_retries, or give -1), not an option
+// walq-redis has no flag for; -1 and a command that only reads run.
+func TestRetriesInURL(t *testing.T) {
+	srv := redistest.Start(t)
+	base := "redis://" + srv.Addr + "/0/jobs"
+	for _, q := range []string{"?max_retries=2", "?max_retries=0"} {
+		r := run(t, 1, "", "enqueue", base+q, "x")
+		require.Contains(t, r.stderr, "max_retries", q)
+		require.Contains(t, r.stderr, "max_retries=-1", q)
+		require.NotContains(t, r.stderr, "AcceptDoubleRuns", q)
+		run(t, 0, "", "stats", base+q)
+	}
+	run(t, 0, "", "enqueue", base+"?max_retries=-1", "x")
+	var st struct {
+		Ready int64 `json:"ready"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, "", "stats", "--json", base).stdout), &st))
+	require.Equal(t, int64(1), st.Ready, "only the enqueue of max_retries=-1 ran")
+}

@@ -85,7 +85,9 @@ func client(target string) (*redis.Client, string, error) {
 		// go-redis sends a command again on a new connection when the
 		// last dropped; a script call may have run before it dropped, and
 		// its second run would report another outcome (an id requeued,
-		// then "not found"). Without max_retries in the URL, none.
+		// then "not found"). Without max_retries in the URL, none; a
+		// command that changes the queue refuses a URL that gives
+		// retries (refuseRetries).
 		ro.MaxRetries = -1
 	}
 	return redis.NewClient(ro), name, nil
@@ -95,6 +97,24 @@ func client(target string) (*redis.Client, string, error) {
 func setsRetries(server string) bool {
 	u, err := url.Parse(server)
 	return err == nil && u.Query().Has("max_retries")
+}
+
+// refuseRetries refuses (queue.ErrInvalidOptions) a URL whose
+// max_retries makes the client send a command again after its connection
+// dropped (above 0; 0 is go-redis's default of 3) for a command that
+// changes the queue: redisq.Open refuses such a client too, but its error
+// names Options.AcceptDoubleRuns, which walq-redis has no flag for; this
+// one says what to change in the URL. A command that only reads (inspect)
+// opens a ReadOnly handle, which takes any client.
+func refuseRetries(rdb *redis.Client, target string, inspect bool) error {
+	n := rdb.Options().MaxRetries // as NewClient holds it: 0 none, the default 3
+	if inspect || n <= 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: max_retries gives the client %d retries (max_retries=0 means go-redis's default, 3): "+
+		"a command whose connection dropped after the server ran it would run again and report the second run's "+
+		"outcome (a message enqueued twice, an ack that happened failing as a lost lease); drop max_retries from the "+
+		"URL, or give max_retries=-1", queue.ErrInvalidOptions, cli.Redacted(target), n)
 }
 
 // unreadPassword reports whether server parses as a URL with no
@@ -109,6 +129,9 @@ func (engine) Open(ctx context.Context, target string, o cli.EngineOptions) (que
 	rdb, name, err := client(target)
 	if err != nil {
 		return nil, err
+	}
+	if err := refuseRetries(rdb, target, o.Inspect); err != nil {
+		return nil, errors.Join(err, rdb.Close())
 	}
 	if err := refuseSorted(ctx, rdb, target, name); err != nil {
 		return nil, errors.Join(err, rdb.Close())
@@ -223,6 +246,9 @@ func (engine) OpenSorted(ctx context.Context, target string, o cli.EngineOptions
 	rdb, name, err := client(target)
 	if err != nil {
 		return nil, err
+	}
+	if err := refuseRetries(rdb, target, o.Inspect); err != nil {
+		return nil, errors.Join(err, rdb.Close())
 	}
 	x, err := openSorted(ctx, rdb, name, o)
 	if err != nil || x == nil {

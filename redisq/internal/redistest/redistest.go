@@ -43,7 +43,7 @@ func Start(t testing.TB, extra ...string) *Server {
 
 // Client returns a client of the server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	s.t.Cleanup(func() { _ = c.Close() })
 	return c
 }
