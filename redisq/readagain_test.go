@@ -44,6 +44,23 @@ func (c *dropOn) Read(p []byte) (int, error) {
 	return 0, io.EOF // as after CLIENT KILL
 }
 
+// dropOnClient is a client of addr that does not retry, whose connections
+// drop the reply of the next command holding word while armed is set.
+func dropOnClient(t *testing.T, addr, word string, armed *atomic.Bool) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &dropOn{Conn: c, word: []byte(word), armed: armed}, nil
+		}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // TestReadAgainAfterDrop: on a client that does not retry, what only
 // reads is sent again by the handle when its connection drops: Open's
 // CONFIG GET (which would otherwise fail Open with advice to set
@@ -53,19 +70,7 @@ func TestReadAgainAfterDrop(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	var armed atomic.Bool
-	client := func(word string) *redis.Client {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var d net.Dialer
-				c, err := d.DialContext(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				return &dropOn{Conn: c, word: []byte(word), armed: &armed}, nil
-			}})
-		t.Cleanup(func() { _ = rdb.Close() })
-		return rdb
-	}
+	client := func(word string) *redis.Client { return dropOnClient(t, srv.Addr, word, &armed) }
 
 	armed.Store(true)
 	q, err := redisq.Open(ctx, client("config"), "again", nil)
@@ -106,19 +111,7 @@ func TestOpenAgainAfterDrop(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	var armed atomic.Bool
-	client := func(t *testing.T, word string) *redis.Client {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var d net.Dialer
-				c, err := d.DialContext(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				return &dropOn{Conn: c, word: []byte(word), armed: &armed}, nil
-			}})
-		t.Cleanup(func() { _ = rdb.Close() })
-		return rdb
-	}
+	client := func(t *testing.T, word string) *redis.Client { return dropOnClient(t, srv.Addr, word, &armed) }
 	type open func(rdb redis.UniversalClient, name string) (interface{ Close() error }, error)
 	ack := func(rdb redis.UniversalClient, name string) (interface{ Close() error }, error) {
 		return redisq.Open(ctx, rdb, name, nil)
@@ -171,16 +164,7 @@ func TestLoadAgainInCall(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	var armed atomic.Bool
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &dropOn{Conn: c, word: []byte("$7\r\nreplace\r\n"), armed: &armed}, nil
-		}})
-	defer rdb.Close()
+	rdb := dropOnClient(t, srv.Addr, "$7\r\nreplace\r\n", &armed)
 	q, err := redisq.Open(ctx, rdb, "load-again", nil)
 	require.NoError(t, err)
 	defer q.Close()
@@ -202,16 +186,7 @@ func TestSubscribeAgainWakes(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	var armed atomic.Bool
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &dropOn{Conn: c, word: []byte("subscribe"), armed: &armed}, nil
-		}})
-	defer rdb.Close()
+	rdb := dropOnClient(t, srv.Addr, "subscribe", &armed)
 	armed.Store(true)
 	q, err := redisq.Open(ctx, rdb, "subscribe-again", nil)
 	require.NoError(t, err)
