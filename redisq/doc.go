@@ -318,7 +318,8 @@
 // subscription reconnects by itself. A cluster client of MaxRedirects -1
 // does not follow a moved slot: a call that meets MOVED or ASK (during a
 // resharding or after a failover) fails with it, having run nothing, and
-// the client looks up the slots again for the next call.
+// the client looks up the slots again in the background: calls go to the
+// new owner once it has, and fail the same way until then.
 //
 // A handle applies its own MaxDeliveries whenever it would deliver, as
 // the embedded queue does: a ready message (a sorted queue's pending
