@@ -56,6 +56,33 @@ func TestOpenChecksServer(t *testing.T) {
 	}
 }
 
+// TestOpenServerUnreadable: Open advises TrustServer only when the
+// server refuses to show its configuration (a user not allowed CONFIG);
+// a server it cannot reach fails Open with the connection's error,
+// without that advice, which would not help.
+func TestOpenServerUnreadable(t *testing.T) {
+	ctx := context.Background()
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer down.Close()
+	_, err := redisq.Open(ctx, down, "unreadable", nil)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, queue.ErrInvalidOptions, "server down")
+	require.NotContains(t, err.Error(), "TrustServer", "server down")
+	require.ErrorContains(t, err, "appendonly", "server down: the error names what Open was reading")
+
+	srv := redistest.Start(t)
+	require.NoError(t, srv.Client().Do(ctx, "ACL", "SETUSER", "noconfig", "reset", "on", ">pw", "~*", "&*",
+		"+@all", "-config").Err())
+	denied := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Username: "noconfig", Password: "pw"})
+	defer denied.Close()
+	_, err = redisq.Open(ctx, denied, "unreadable", nil)
+	require.ErrorIs(t, err, queue.ErrInvalidOptions, "CONFIG refused")
+	require.ErrorContains(t, err, "TrustServer", "CONFIG refused")
+	q, err := redisq.Open(ctx, denied, "unreadable", &redisq.Options{TrustServer: true})
+	require.NoError(t, err, "CONFIG refused, trusted")
+	require.NoError(t, q.Close())
+}
+
 // TestKillServer kills redis-server (SIGKILL) under traffic with
 // appendfsync always, restarts it on its files, and checks that no
 // enqueue and no ack that returned success was lost.
