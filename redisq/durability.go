@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -15,9 +16,13 @@ func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) erro
 	for _, p := range []string{"appendonly", "appendfsync", "maxmemory-policy"} {
 		var v map[string]string
 		err := sendAgain(ctx, func() (err error) { v, err = c.ConfigGet(ctx, p).Result(); return err })
-		if err != nil {
+		var refused redis.Error
+		switch {
+		case err != nil && errors.As(err, &refused): // the server answered: CONFIG not allowed
 			return fmt.Errorf("%w: redisq: cannot read the server's %s (%w); set Options.TrustServer "+
 				"if the server is known to keep Options.Sync", queue.ErrInvalidOptions, p, err)
+		case err != nil: // not reached, or the connection failed: TrustServer would not help
+			return fmt.Errorf("redisq: read the server's %s: %w", p, err)
 		}
 		cfg[p] = v[p]
 	}
