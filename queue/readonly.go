@@ -105,6 +105,9 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	if err != nil && !o.Salvage { // as Open: a marker a repair refuses first
 		err = frontBeside(o.FS, dir, o.logSegmentSize(), err)
 	}
+	if err == nil && o.Salvage { // as the salvage: a marker from a later moment refused before the log opens
+		err = salvageFront(o.FS, dir, o.logSegmentSize(), st, snapLSN+1, max(snapLSN, lost.LSN))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +151,8 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 // moment than that snapshot: Open refuses it before it finishes it
 // (checkFront), and so does a read-only open, with Open's error, not as
 // the missing or damaged log it reads as. It returns err otherwise, and
-// for a preview, which shows the salvage that finishes the marker. Such a
+// for a preview, which refused such a marker before it opened the log, as
+// the salvage does (salvageFront). Such a
 // marker always makes the log's read-only open or its coverage
 // (recovery.Coverage) fail, since both see the log from the marker on:
 // so the directory is read for a marker only then, and a clean read-only
