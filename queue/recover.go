@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
@@ -101,7 +100,7 @@ func (r *recoverer) checkFront(dir string, start, reach uint64) error {
 	case o.Salvage:
 		return salvageFront(o.FS, r.q.dir, o.logSegmentSize(), r.loaded, start, reach)
 	}
-	switch marker, removes := frontMarker(o.fs(), dir); {
+	switch marker, removes := frontMarker(o.FS, dir); {
 	case marker == "": // a clean open reads the directory once here
 		return nil
 	case removes:
@@ -126,7 +125,7 @@ func (r *recoverer) checkFront(dir string, start, reach uint64) error {
 // fsys and segSize are laterFront's.
 func salvageFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start, reach uint64) error {
 	logPath := filepath.Join(dir, logDir)
-	if _, removes := frontMarker((&Options{FS: fsys}).fs(), logPath); !removes {
+	if _, removes := frontMarker(fsys, logPath); !removes {
 		return nil
 	}
 	if reach >= start { // a damaged newest snapshot set aside
@@ -176,7 +175,7 @@ func frontDone(fsys wal.FS, dir string, segSize int64, st recovery.State, start 
 // read-only Open (laterFrontOr), Verify and Repair (examine) refuse the
 // marker by it.
 func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64, from loadedFrom) error {
-	marker, removes := frontMarker((&Options{FS: fsys}).fs(), dir)
+	marker, removes := frontMarker(fsys, dir)
 	if !removes {
 		return nil
 	}
@@ -243,42 +242,15 @@ func (f loadedFrom) then() string {
 		"finishing the truncation would lose the records)"
 }
 
-// frontMarker returns the name of the highest NAME.FRONT marker in the
-// log directory, "" when it holds none, and whether a segment lies
-// before it: one that finishing the truncation it marks would remove.
+// frontMarker returns wal.FrontMarker's marker and whether it removes a
+// segment for the log directory dir; a directory it cannot read holds
+// none here: the caller's open of the log reports that.
 func frontMarker(fsys wal.FS, dir string) (string, bool) {
-	des, err := fsys.ReadDir(dir)
+	marker, removes, err := wal.FrontMarker(fsys, dir)
 	if err != nil {
 		return "", false
 	}
-	var marker string
-	var front uint64
-	first := uint64(math.MaxUint64) // the lowest segment's index
-	for _, de := range des {
-		name := de.Name()
-		index, ok := segmentIndex(name)
-		switch {
-		case !ok || de.IsDir():
-		case len(name) == segmentDigits:
-			first = min(first, index)
-		case name[segmentDigits:] == ".FRONT" && index > front:
-			marker, front = name, index
-		}
-	}
-	return marker, marker != "" && first < front
-}
-
-// segmentDigits is how many digits name a log segment: its index.
-const segmentDigits = 20
-
-// segmentIndex parses the 20-digit index a log file's name starts with,
-// as the log names its segments and markers.
-func segmentIndex(name string) (uint64, bool) {
-	if len(name) < segmentDigits {
-		return 0, false
-	}
-	i, err := strconv.ParseUint(name[:segmentDigits], 10, 64)
-	return i, err == nil && i > 0
+	return marker, removes
 }
 
 // Install makes st the queue's state and points the cursor's reader at
