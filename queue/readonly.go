@@ -106,7 +106,7 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 		err = frontBeside(o.FS, dir, o.logSegmentSize(), err)
 	}
 	if err == nil && o.Salvage { // as the salvage: a marker from a later moment refused before the log opens
-		err = salvageFront(o.FS, dir, o.logSegmentSize(), st, snapLSN+1, max(snapLSN, lost.LSN))
+		err = salvageFront(o.FS, dir, o.logSegmentSize(), decoder{&o}, st, snapLSN+1, max(snapLSN, lost.LSN))
 	}
 	if err != nil {
 		return nil, err

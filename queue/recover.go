@@ -98,7 +98,7 @@ func (r *recoverer) checkFront(dir string, start, reach uint64) error {
 	case r.loaded == nil:
 		return nil
 	case o.Salvage:
-		return salvageFront(o.FS, r.q.dir, o.logSegmentSize(), r.loaded, start, reach)
+		return salvageFront(o.FS, r.q.dir, o.logSegmentSize(), r.decoder, r.loaded, start, reach)
 	}
 	switch marker, removes := frontMarker(o.FS, dir); {
 	case marker == "": // a clean open reads the directory once here
@@ -120,18 +120,27 @@ func (r *recoverer) checkFront(dir string, start, reach uint64) error {
 // (recovery.Recover), past start-1 only when the salvage set a damaged
 // newest snapshot aside: the marker is then compared with what the
 // salvage falls back to, as Verify and Repair compare it (examineFront).
+// The older snapshot is read as the salvage reads it, with d: when it
+// cannot be read (an I/O error, not damage), that error is returned, since
+// the marker cannot then be compared and the salvage fails on the same
+// read once the log is open, after its Open finished the marker.
 // A marker that removes nothing returns nil: the records it marks are
 // gone already, and the salvage reports them (Recovery.LostBefore).
 // fsys and segSize are laterFront's.
-func salvageFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start, reach uint64) error {
+func salvageFront(fsys wal.FS, dir string, segSize int64, d recovery.Decoder, st recovery.State, start, reach uint64) error {
 	logPath := filepath.Join(dir, logDir)
 	if _, removes := frontMarker(fsys, logPath); !removes {
 		return nil
 	}
+	from := loadedFrom{lsn: start - 1}
 	if reach >= start { // a damaged newest snapshot set aside
-		return examineFront(fsys, dir, segSize, nil, 0, true, reach)
+		older, lsn, err := recovery.LoadOlder(fsys, dir, d, recovery.Info{LSN: reach})
+		if err != nil {
+			return fmt.Errorf("queue: salvage: load the snapshot to fall back to: %w", err)
+		}
+		st, start, from = older, lsn+1, loadedFrom{lsn: lsn, fallback: true}
 	}
-	return laterFront(fsys, logPath, segSize, st, start, loadedFrom{lsn: start - 1})
+	return laterFront(fsys, logPath, segSize, st, start, from)
 }
 
 // frontDone returns the error an open gives for a log that lacks records
