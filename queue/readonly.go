@@ -47,7 +47,8 @@ func openInspect(dir string, o Options, want Identity) (*Queue, error) {
 // last try reports as it reads it): up to liveTries times, not counting the tries a
 // compaction of the running queue overtook (a newer snapshot appeared
 // while it read, so the log it read may have been cut past the snapshot
-// it loaded), of which up to liveOvertaken are taken. A queue that
+// it loaded; a salvage preview then shows the front cut as lost,
+// Recovery.LostBefore), of which up to liveOvertaken are taken. A queue that
 // compacts under every try of those is busy, not damaged: the error then
 // wraps ErrLocked, never ErrCorrupt, whose advice (repair) is wrong for a
 // healthy queue.
@@ -62,6 +63,13 @@ func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error
 			// a write in flight there reads as a torn tail. Its writer
 			// cut any torn tail when it opened the log.
 			err = errInFlight
+			q.closeReadOnly() // read-only: nothing to lose; err is the try's outcome
+		}
+		if err == nil && inUse && q.recovery.LostBefore != 0 && newestSnapshot(o.FS, dir) != before {
+			// A salvage preview that loaded a snapshot, then read a log
+			// a newer compaction had cut past it: the front it misses
+			// is the running queue's truncation, not a loss.
+			err = errOvertaken
 			q.closeReadOnly() // read-only: nothing to lose; err is the try's outcome
 		}
 		if err == nil || !inUse || errors.Is(err, ErrWrongKind) {
@@ -82,6 +90,10 @@ func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error
 
 // errInFlight is a try of replayLive that read a torn tail, retried.
 var errInFlight = errors.New("queue: the log's tail was being written")
+
+// errOvertaken is a try of replayLive whose log a compaction of the
+// running queue cut past the snapshot it loaded, retried.
+var errOvertaken = errors.New("queue: the running queue compacted the log under the read")
 
 // newestSnapshot returns the LSN of dir's newest snapshot, 0 when it has
 // none or cannot be listed (a try that fails then is counted as one).
