@@ -314,10 +314,13 @@ const drainTimeout = 30 * time.Second
 
 // drainSorted opens the sorted queue in dir and pulls every value; it
 // returns their tokens.
-func drainSorted(dir string) (drained, error) {
+func drainSorted(dir string) (drained, error) { return drainSortedWith(dir, drainOptions()) }
+
+// drainSortedWith is drainSorted with the options o.
+func drainSortedWith(dir string, o queue.Options) (drained, error) {
 	var d drained
 	start := time.Now()
-	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: drainOptions()})
+	s, err := queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: o})
 	if err != nil {
 		return d, err
 	}
@@ -338,6 +341,7 @@ func drainSorted(dir string) (drained, error) {
 		for _, b := range bs {
 			for _, v := range b.Values {
 				d.tokens = append(d.tokens, tokenOf(v.Payload))
+				d.payloads = append(d.payloads, v.Payload)
 			}
 		}
 	}

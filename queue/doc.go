@@ -269,18 +269,21 @@
 // Check.Foreign: move it out. A FRONT file of walq's own whose truncation
 // would remove records the snapshot loaded needs (a marker from a later
 // moment than the snapshot: a directory put back from copies made at
-// different times) is refused by an open without Salvage, a read-only one
-// included, changing nothing, with an error wrapping ErrLaterFront: moved
-// out, every segment is kept (a salvage finishes it and reports the loss).
+// different times) is refused by every open, a read-only one and a
+// salvaging one (Salvage, and its read-only preview) included, changing
+// nothing, with an error wrapping ErrLaterFront: moved out, every segment
+// is kept. A salvage skips damaged entries; it destroys no intact one,
+// and finishing the truncation would remove intact segments for good.
 // Verify reports it in Check.Front with the open's advice, and Repair
-// refuses it before its backup, since its salvage would finish the
-// truncation; beside a damaged newest snapshot, they compare it with what
-// the salvage falls back to (the newest valid older snapshot, or the log
-// alone), and an open refusing that snapshot names the marker first. A
-// marker with no segment left before it removes nothing and is
-// finished, unless the log lacks records the snapshot needs all the same:
-// an open without Salvage then refuses it as a missing segment, before
-// the marker is removed. A roll a crash tore on an entry boundary
+// refuses it before its backup, as its salvage does; beside a damaged
+// newest snapshot, they and a salvage compare it with what the salvage
+// falls back to (the newest valid older snapshot, or the log alone), and
+// an open refusing that snapshot names the marker first. A marker with no
+// segment left before it removes nothing and is finished, unless the log
+// lacks records the snapshot needs all the same: an open without Salvage
+// then refuses it as a missing segment, before the marker is removed; a
+// salvage finishes it and reports the records already gone
+// (Recovery.LostBefore). A roll a crash tore on an entry boundary
 // looks like missing segments to an open that does not know the writer's
 // SegmentSize (a read-only or salvaging Open without it, Verify without
 // VerifyOptions.SegmentSize, Repair without Options.SegmentSize): it

@@ -48,7 +48,8 @@ var (
 	// than the snapshot (or than what a repair falls back to beside a
 	// damaged one): finishing the truncation would remove records the
 	// queue needs, so nothing was changed. Moving the marker out of the
-	// log directory keeps every segment; a repair refuses it too, since
-	// its salvage would finish the truncation. The error names the marker.
+	// log directory keeps every segment; a salvage (Options.Salvage) and a
+	// repair refuse it too, since finishing the truncation would remove
+	// intact records for good. The error names the marker.
 	ErrLaterFront = errors.New("queue: truncation marker from a later moment than the snapshot")
 )

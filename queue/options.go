@@ -75,9 +75,15 @@ type Options struct {
 	// instead of failing; Recovery reports what was skipped. It then reads
 	// the record of every indexed message and sorted value to drop those
 	// whose record is another's; a read that fails there for a reason
-	// other than damage (an I/O error) fails the Open. With ReadOnly it
-	// changes the state in memory only, as the salvage would (see the
-	// package documentation).
+	// other than damage (an I/O error) fails the Open. It skips damage
+	// and destroys nothing intact: a NAME.FRONT truncation marker from a
+	// later moment than the snapshot it replays from (or than the older
+	// snapshot it falls back to beside a damaged newest one), which would
+	// remove intact segments that state needs, it refuses as an Open
+	// without Salvage does (ErrLaterFront), changing nothing; moved out of
+	// the log directory, every segment is kept. With ReadOnly it changes
+	// the state in memory only, as the salvage would, and refuses what the
+	// salvage refuses (see the package documentation).
 	Salvage bool
 	// Clock is the source of time. Default the system clock.
 	Clock Clock

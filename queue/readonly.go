@@ -47,7 +47,8 @@ func openInspect(dir string, o Options, want Identity) (*Queue, error) {
 // last try reports as it reads it): up to liveTries times, not counting the tries a
 // compaction of the running queue overtook (a newer snapshot appeared
 // while it read, so the log it read may have been cut past the snapshot
-// it loaded), of which up to liveOvertaken are taken. A queue that
+// it loaded; a salvage preview then shows the front cut as lost,
+// Recovery.LostBefore), of which up to liveOvertaken are taken. A queue that
 // compacts under every try of those is busy, not damaged: the error then
 // wraps ErrLocked, never ErrCorrupt, whose advice (repair) is wrong for a
 // healthy queue.
@@ -62,6 +63,13 @@ func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error
 			// a write in flight there reads as a torn tail. Its writer
 			// cut any torn tail when it opened the log.
 			err = errInFlight
+			q.closeReadOnly() // read-only: nothing to lose; err is the try's outcome
+		}
+		if err == nil && inUse && q.recovery.LostBefore != 0 && newestSnapshot(o.FS, dir) != before {
+			// A salvage preview that loaded a snapshot, then read a log
+			// a newer compaction had cut past it: the front it misses
+			// is the running queue's truncation, not a loss.
+			err = errOvertaken
 			q.closeReadOnly() // read-only: nothing to lose; err is the try's outcome
 		}
 		if err == nil || !inUse || errors.Is(err, ErrWrongKind) {
@@ -82,6 +90,10 @@ func replayLive(dir string, o Options, want Identity, inUse bool) (*Queue, error
 
 // errInFlight is a try of replayLive that read a torn tail, retried.
 var errInFlight = errors.New("queue: the log's tail was being written")
+
+// errOvertaken is a try of replayLive whose log a compaction of the
+// running queue cut past the snapshot it loaded, retried.
+var errOvertaken = errors.New("queue: the running queue compacted the log under the read")
 
 // newestSnapshot returns the LSN of dir's newest snapshot, 0 when it has
 // none or cannot be listed (a try that fails then is counted as one).
@@ -104,6 +116,9 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 	st, snapLSN, lost, err := loadInspected(dir, &o)
 	if err != nil && !o.Salvage { // as Open: a marker a repair refuses first
 		err = frontBeside(o.FS, dir, o.logSegmentSize(), err)
+	}
+	if err == nil && o.Salvage { // as the salvage: a marker from a later moment refused before the log opens
+		err = salvageFront(o.FS, dir, o.logSegmentSize(), decoder{&o}, st, snapLSN+1, max(snapLSN, lost.LSN))
 	}
 	if err != nil {
 		return nil, err
@@ -148,7 +163,8 @@ func replayReadOnly(dir string, o Options, want Identity, inUse bool) (*Queue, e
 // moment than that snapshot: Open refuses it before it finishes it
 // (checkFront), and so does a read-only open, with Open's error, not as
 // the missing or damaged log it reads as. It returns err otherwise, and
-// for a preview, which shows the salvage that finishes the marker. Such a
+// for a preview, which refused such a marker before it opened the log, as
+// the salvage does (salvageFront). Such a
 // marker always makes the log's read-only open or its coverage
 // (recovery.Coverage) fail, since both see the log from the marker on:
 // so the directory is read for a marker only then, and a clean read-only

@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/recovery"
@@ -71,7 +70,7 @@ func (r *recoverer) DecodeState(body []byte) (recovery.State, error) {
 // OpenLog opens the queue's log, which becomes q.log.
 func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 	dir := filepath.Join(r.q.dir, logDir)
-	if err := r.checkFront(dir, start); err != nil {
+	if err := r.checkFront(dir, start, reach); err != nil {
 		return nil, err
 	}
 	log, err := wal.Open(dir, r.q.walOptions(start, reach))
@@ -84,26 +83,64 @@ func (r *recoverer) OpenLog(start, reach uint64) (*wal.Log, error) {
 
 // checkFront refuses, before the log's Open finishes it, an interrupted
 // truncation (a NAME.FRONT marker) that would remove records the state
-// loaded needs (laterFront). A marker with no segment left before it
-// removes nothing, but the log's Open removes the marker itself: when the
-// log lacks records the state needs all the same (the truncation of a
-// later moment done, the marker not yet removed), the open is refused
-// here, with the error it gives after the log's Open (recovery.Coverage),
-// so that the refusal leaves the marker in place as every refusal leaves
-// the directory. A salvage finishes it, reporting the loss
-// (Recovery.LostBefore).
-func (r *recoverer) checkFront(dir string, start uint64) error {
+// loaded needs (laterFront); a salvage refuses it too (salvageFront).
+// A marker with no segment left before it removes nothing, but the log's
+// Open removes the marker itself: when the log lacks records the state
+// needs all the same (the truncation of a later moment done, the marker
+// not yet removed), an open without Salvage is refused here, with the
+// error it gives after the log's Open (recovery.Coverage), so that the
+// refusal leaves the marker in place as every refusal leaves the
+// directory. A salvage finishes such a marker, reporting the records
+// already gone (Recovery.LostBefore). start and reach are OpenLog's.
+func (r *recoverer) checkFront(dir string, start, reach uint64) error {
 	o := r.q.opts
-	if o.Salvage || r.loaded == nil {
+	switch {
+	case r.loaded == nil:
 		return nil
+	case o.Salvage:
+		return salvageFront(o.FS, r.q.dir, o.logSegmentSize(), r.decoder, r.loaded, start, reach)
 	}
-	switch marker, removes := frontMarker(o.fs(), dir); {
+	switch marker, removes := frontMarker(o.FS, dir); {
 	case marker == "": // a clean open reads the directory once here
 		return nil
 	case removes:
 		return laterFront(o.FS, dir, o.logSegmentSize(), r.loaded, start, loadedFrom{lsn: start - 1})
 	}
 	return frontDone(o.FS, dir, o.logSegmentSize(), r.loaded, start)
+}
+
+// salvageFront is checkFront for a salvage, and for its read-only preview
+// (replayReadOnly): it returns laterFront's error, as an open without
+// Salvage does, for a marker in the log directory of the queue in dir
+// whose truncation would remove records that the state the salvage
+// replays needs. A salvage skips damaged entries; it destroys none that
+// is intact, and finishing such a marker would remove intact segments for
+// good, where moving it out keeps every one. st is the state loaded, whose
+// records end at start-1; reach is the LSN the log must reach
+// (recovery.Recover), past start-1 only when the salvage set a damaged
+// newest snapshot aside: the marker is then compared with what the
+// salvage falls back to, as Verify and Repair compare it (examineFront).
+// The older snapshot is read as the salvage reads it, with d: when it
+// cannot be read (an I/O error, not damage), that error is returned, since
+// the marker cannot then be compared and the salvage fails on the same
+// read once the log is open, after its Open finished the marker.
+// A marker that removes nothing returns nil: the records it marks are
+// gone already, and the salvage reports them (Recovery.LostBefore).
+// fsys and segSize are laterFront's.
+func salvageFront(fsys wal.FS, dir string, segSize int64, d recovery.Decoder, st recovery.State, start, reach uint64) error {
+	logPath := filepath.Join(dir, logDir)
+	if _, removes := frontMarker(fsys, logPath); !removes {
+		return nil
+	}
+	from := loadedFrom{lsn: start - 1}
+	if reach >= start { // a damaged newest snapshot set aside
+		older, lsn, err := recovery.LoadOlder(fsys, dir, d, recovery.Info{LSN: reach})
+		if err != nil {
+			return fmt.Errorf("queue: salvage: load the snapshot to fall back to: %w", err)
+		}
+		st, start, from = older, lsn+1, loadedFrom{lsn: lsn, fallback: true}
+	}
+	return laterFront(fsys, logPath, segSize, st, start, from)
 }
 
 // frontDone returns the error an open gives for a log that lacks records
@@ -136,16 +173,18 @@ func frontDone(fsys wal.FS, dir string, segSize int64, st recovery.State, start 
 // copies made at different times, the newer snapshot not among them, or
 // the newer one damaged); finishing it would remove the records the
 // replay needs, and the open would then refuse the log as missing them,
-// or a salvage lose them, with nothing left to restore. It returns nil
+// or a salvage lose them, with nothing left to restore: a salvage refuses
+// it too (salvageFront). It returns nil
 // when there is no marker, when no segment lies before it (the
 // truncation removed them all already: finishing it removes nothing),
 // when the marker removes nothing st needs, and when the log cannot be
 // read (the caller's own open reports that). fsys is the file system
 // (nil: the real one), segSize the writer's SegmentSize (0: unknown).
-// Open (checkFront), a read-only Open (laterFrontOr), Verify and
-// Repair (examine) refuse the marker by it.
+// Open (checkFront), a salvage and its preview (salvageFront), a
+// read-only Open (laterFrontOr), Verify and Repair (examine) refuse the
+// marker by it.
 func laterFront(fsys wal.FS, dir string, segSize int64, st recovery.State, start uint64, from loadedFrom) error {
-	marker, removes := frontMarker((&Options{FS: fsys}).fs(), dir)
+	marker, removes := frontMarker(fsys, dir)
 	if !removes {
 		return nil
 	}
@@ -206,47 +245,21 @@ func (f loadedFrom) what() string {
 func (f loadedFrom) then() string {
 	if f.fallback {
 		return "run 'walq repair DIR', which sets the damaged snapshot aside and keeps those records " +
-			"(with the marker in place, a repair would finish the truncation and lose them)"
+			"(with the marker in place, a repair or a salvage refuses it: finishing the truncation would lose them)"
 	}
-	return "open again (or put back the snapshot taken with it; 'walq repair DIR' would finish the truncation and lose the records)"
+	return "open again (or put back the snapshot taken with it; 'walq repair DIR' and a salvage refuse the marker too: " +
+		"finishing the truncation would lose the records)"
 }
 
-// frontMarker returns the name of the highest NAME.FRONT marker in the
-// log directory, "" when it holds none, and whether a segment lies
-// before it: one that finishing the truncation it marks would remove.
+// frontMarker returns wal.FrontMarker's marker and whether it removes a
+// segment for the log directory dir; a directory it cannot read holds
+// none here: the caller's open of the log reports that.
 func frontMarker(fsys wal.FS, dir string) (string, bool) {
-	des, err := fsys.ReadDir(dir)
+	marker, removes, err := wal.FrontMarker(fsys, dir)
 	if err != nil {
 		return "", false
 	}
-	var marker string
-	var front uint64
-	first := uint64(math.MaxUint64) // the lowest segment's index
-	for _, de := range des {
-		name := de.Name()
-		index, ok := segmentIndex(name)
-		switch {
-		case !ok || de.IsDir():
-		case len(name) == segmentDigits:
-			first = min(first, index)
-		case name[segmentDigits:] == ".FRONT" && index > front:
-			marker, front = name, index
-		}
-	}
-	return marker, marker != "" && first < front
-}
-
-// segmentDigits is how many digits name a log segment: its index.
-const segmentDigits = 20
-
-// segmentIndex parses the 20-digit index a log file's name starts with,
-// as the log names its segments and markers.
-func segmentIndex(name string) (uint64, bool) {
-	if len(name) < segmentDigits {
-		return 0, false
-	}
-	i, err := strconv.ParseUint(name[:segmentDigits], 10, 64)
-	return i, err == nil && i > 0
+	return marker, removes
 }
 
 // Install makes st the queue's state and points the cursor's reader at

@@ -128,8 +128,9 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // truncation marker when its truncation would remove records the snapshot
 // needs, or, beside a damaged newest snapshot, records of what the salvage
 // falls back to (Check.Front, a marker from a later moment; the error
-// wraps ErrLaterFront): the salvage would finish it and lose those
-// records, where moving it out of the log directory keeps every segment.
+// wraps ErrLaterFront), as the salvage refuses it (Options.Salvage):
+// finishing it would lose those records, where moving it out of the log
+// directory keeps every segment.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	var o RepairOptions
 	if opts != nil {

@@ -33,8 +33,8 @@ type Check struct {
 	// Repair's salvage falls back to instead: the newest valid older
 	// snapshot, or the log alone. It names the marker and what to do:
 	// move it out of the log directory, and every segment is kept. Repair
-	// refuses it, before its backup: its salvage would finish the
-	// truncation and lose those records.
+	// refuses it, before its backup, as its salvage does: finishing the
+	// truncation would lose those records.
 	Front string
 	// sizeUnknown is set when the log's open refused it with an error
 	// wrapping wal.ErrSegmentSizeUnknown, the problem Problems lists last.
@@ -122,7 +122,7 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 	}
 	//    A truncation marker that would remove what that snapshot needs
 	//    is refused as Open refuses it: moved out, every segment is kept,
-	//    where a repair would finish the truncation. Beside a damaged
+	//    where finishing the truncation would lose them. Beside a damaged
 	//    snapshot, it is compared with what the repair's salvage falls
 	//    back to: the newest valid older snapshot, or the log alone.
 	if ferr := examineFront(fsys, dir, segSize, st, snapLSN, err != nil, reach); ferr != nil {

@@ -60,6 +60,20 @@ func listDir(fsys FS, dir string) (dirListing, error) {
 	return d, nil
 }
 
+// FrontMarker reports an interrupted truncation in the log directory dir:
+// the file name of the highest NAME.FRONT marker, "" when there is none,
+// and whether a segment lies before it, one that a writable Open, which
+// finishes the truncation (removeFront), would remove. It changes
+// nothing. fsys nil means the real file system. Other files are ignored,
+// as Open ignores them.
+func FrontMarker(fsys FS, dir string) (name string, removes bool, err error) {
+	d, err := listDir(orOS(fsys), dir)
+	if err != nil || d.front == 0 {
+		return "", false, err
+	}
+	return filepath.Base(frontPath(d, d.front)), len(d.segs) > 0 && d.segs[0].index < d.front, nil
+}
+
 // parseIndex parses the 20-digit index a segment file name starts with.
 func parseIndex(name string) (uint64, bool) {
 	if len(name) < nameDigits {

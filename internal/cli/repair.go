@@ -38,8 +38,8 @@ name, a tidwall/wal END file, or a START file without a valid entry) is
 never changed: repair stops and names it (END and START files before any
 backup). So is walq's own NAME.FRONT truncation marker from a later moment
 than the snapshot (see 'walq help verify'): repair refuses it before any
-backup, since its salvage would finish the truncation and lose the
-records the snapshot needs; move it out of the log directory instead.
+backup, as its salvage does, since finishing the truncation would lose
+the records the snapshot needs; move it out of the log directory instead.
 
 A torn roll that only the queue's segment size tells from missing
 segments (see 'walq help verify') is refused, before any backup, unless

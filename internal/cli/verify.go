@@ -35,8 +35,9 @@ when the truncation it marks would remove records the snapshot needs (a
 marker from a later moment than the snapshot: a directory put back from
 copies made at different times; beside a damaged newest snapshot, than
 the older snapshot a repair falls back to, or the log alone): moved out
-of the log directory, every segment is kept, where a repair would finish
-the truncation and lose those records.
+of the log directory, every segment is kept; a repair and
+Options.Salvage refuse it, since finishing the truncation would lose
+those records.
 
 A crash during a segment roll can lose the sealed segment's last entries
 whole under the roll's new, empty segment: a torn roll, which the next
@@ -145,7 +146,7 @@ func printResult(w io.Writer, dir string, c queue.Check) {
 		fmt.Fprint(w, "result: corrupt; no repair changes a file walq never writes: move the foreign file out of the log directory, then verify again\n")
 	case c.Front != "":
 		fmt.Fprint(w, "result: corrupt; a truncation marker from a later moment than the snapshot: move the marker named out of the log directory "+
-			"(every segment is then kept), then verify again; a repair would finish the truncation and lose the records the snapshot needs\n")
+			"(every segment is then kept), then verify again; a repair refuses it, since finishing the truncation would lose the records the snapshot needs\n")
 	case c.SizeUnknown():
 		fmt.Fprintf(w, "result: a torn roll or missing segments; only the queue's segment size tells which: "+
 			"run 'walq verify --segment-size BYTES %s' with the application's Options.SegmentSize (4MiB when it sets none); "+

@@ -1,0 +1,68 @@
+package fuzz_test
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
+)
+
+// snapshotReadErrFS is the real file system, except that opening the file
+// named fail fails with EIO: a disk that cannot read it.
+type snapshotReadErrFS struct {
+	wal.OSFS
+	fail string // base name of the file that cannot be read
+}
+
+func (f snapshotReadErrFS) Open(name string) (wal.File, error) {
+	if filepath.Base(name) == f.fail {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EIO}
+	}
+	return f.OSFS.Open(name)
+}
+
+// TestSalvageFrontOlderSnapshotUnreadable: beside a damaged newest
+// snapshot and walq's marker from a later moment, a salvaging Open that
+// cannot read the older snapshot it falls back to (an I/O error, not
+// damage) must fail with that error and change no file. It cannot tell
+// whether the marker would remove records that snapshot needs, so it must
+// not finish the truncation: the segments before the marker hold intact,
+// never-delivered messages.
+func TestSalvageFrontOlderSnapshotUnreadable(t *testing.T) {
+	img, _ := fallbackFrontImage(t)
+	snaps := snapshotFiles(img)
+	if len(snaps) != 2 {
+		t.Fatalf("snapshots %v, want the older and the newer", snaps)
+	}
+	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
+	segs := segmentFiles(img)
+	img[segs[len(segs)-2]+".FRONT"] = nil
+	dir := writeImage(t, "q", img)
+	o := drainOptions()
+	o.Salvage, o.FS = true, snapshotReadErrFS{fail: filepath.Base(snaps[0])}
+	for _, ro := range []bool{true, false} {
+		o.ReadOnly = ro
+		q, err := queue.Open(dir, &o)
+		if err == nil {
+			q.Close()
+			t.Errorf("salvaging Open (ReadOnly %v) with the older snapshot unreadable succeeded", ro)
+		} else if !errors.Is(err, syscall.EIO) {
+			t.Errorf("salvaging Open (ReadOnly %v): %v; want the read error, EIO", ro, err)
+		}
+		after, rerr := readDir(dir)
+		if rerr != nil || !sameFiles(img, after) {
+			var gone []string
+			for name := range img {
+				if _, ok := after[name]; !ok {
+					gone = append(gone, name)
+				}
+			}
+			t.Fatalf("a failed salvaging Open (ReadOnly %v) changed the directory: %d files before, %d after, removed %v (%v)",
+				ro, len(img), len(after), gone, rerr)
+		}
+	}
+}
