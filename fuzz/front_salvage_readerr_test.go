@@ -66,3 +66,39 @@ func TestSalvageFrontOlderSnapshotUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairFrontOlderSnapshotUnreadable: the same directory, through
+// Verify and Repair. Neither can tell whether the marker would remove
+// records the older snapshot needs, so both fail with the read error, and
+// Repair fails before its backup and before any change: a repair that
+// backs up, then fails on the same read, leaves the operator a backup and
+// an error about something else than the disk.
+func TestRepairFrontOlderSnapshotUnreadable(t *testing.T) {
+	img, _ := fallbackFrontImage(t)
+	snaps := snapshotFiles(img)
+	if len(snaps) != 2 {
+		t.Fatalf("snapshots %v, want the older and the newer", snaps)
+	}
+	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
+	segs := segmentFiles(img)
+	img[segs[len(segs)-2]+".FRONT"] = nil
+	dir := writeImage(t, "q", img)
+	fsys := snapshotReadErrFS{fail: filepath.Base(snaps[0])}
+
+	if _, err := queue.Verify(dir, &queue.VerifyOptions{FS: fsys}); !errors.Is(err, syscall.EIO) {
+		t.Errorf("Verify with the older snapshot unreadable: %v; want the read error, EIO", err)
+	}
+	o := drainOptions()
+	o.FS = fsys
+	backedUp := false
+	_, err := queue.Repair(dir, &queue.RepairOptions{Options: &o, Backup: func() error { backedUp = true; return nil }})
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("Repair with the older snapshot unreadable: %v; want the read error, EIO", err)
+	}
+	if backedUp {
+		t.Errorf("Repair backed up before failing on a read its checks made first")
+	}
+	if after, rerr := readDir(dir); rerr != nil || !sameFiles(img, after) {
+		t.Fatalf("a failed Repair changed the directory: %d files before, %d after (%v)", len(img), len(after), rerr)
+	}
+}
