@@ -125,7 +125,10 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 	//    where finishing the truncation would lose them. Beside a damaged
 	//    snapshot, it is compared with what the repair's salvage falls
 	//    back to: the newest valid older snapshot, or the log alone.
-	if ferr := examineFront(fsys, dir, segSize, st, snapLSN, err != nil, reach); ferr != nil {
+	switch ferr := examineFront(fsys, dir, segSize, st, snapLSN, err != nil, reach); {
+	case ferr != nil && !errors.Is(ferr, ErrLaterFront): // the older snapshot could not be read
+		return c, ferr
+	case ferr != nil:
 		c.Front = ferr.Error()
 	}
 	// 2. The log, entry by entry; it must reach the snapshot.
@@ -171,18 +174,25 @@ func examine(fsys wal.FS, dir string, segSize int64) (Check, error) {
 // loaded from the snapshot at snapLSN; when the newest snapshot, at
 // lostLSN, is damaged, with what a salvage falls back to instead
 // (recovery.LoadOlder): the newest valid older snapshot, or the empty
-// state from which the log alone is replayed. An older snapshot that
-// cannot be read leaves the marker to the checks that follow.
+// state from which the log alone is replayed. When a marker would remove
+// a segment and that older snapshot cannot be read (an I/O error, not
+// damage), it returns the read error, which wraps no ErrLaterFront: the
+// marker cannot be compared, and a repair would fail on the same read
+// after its backup (salvageFront).
 func examineFront(fsys wal.FS, dir string, segSize int64, st *state, snapLSN uint64, damaged bool, lostLSN uint64) error {
+	logPath := filepath.Join(dir, logDir)
+	if _, removes := frontMarker(fsys, logPath); !removes {
+		return nil
+	}
 	from := loadedFrom{lsn: snapLSN}
 	if damaged {
 		older, lsn, err := recovery.LoadOlder(fsys, dir, decoder{&Options{FS: fsys}}, recovery.Info{LSN: lostLSN})
 		if err != nil {
-			return nil
+			return fmt.Errorf("queue: load the snapshot a salvage falls back to: %w", err)
 		}
 		st, from = older.(*state), loadedFrom{lsn: lsn, fallback: true}
 	}
-	return laterFront(fsys, filepath.Join(dir, logDir), segSize, st, from.lsn+1, from)
+	return laterFront(fsys, logPath, segSize, st, from.lsn+1, from)
 }
 
 // frontBeside returns, for err, an open's refusal of dir's damaged newest
