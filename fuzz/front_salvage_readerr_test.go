@@ -33,17 +33,9 @@ func (f snapshotReadErrFS) Open(name string) (wal.File, error) {
 // not finish the truncation: the segments before the marker hold intact,
 // never-delivered messages.
 func TestSalvageFrontOlderSnapshotUnreadable(t *testing.T) {
-	img, _ := fallbackFrontImage(t)
-	snaps := snapshotFiles(img)
-	if len(snaps) != 2 {
-		t.Fatalf("snapshots %v, want the older and the newer", snaps)
-	}
-	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
-	segs := segmentFiles(img)
-	img[segs[len(segs)-2]+".FRONT"] = nil
-	dir := writeImage(t, "q", img)
+	img, dir, fsys := olderUnreadableImage(t)
 	o := drainOptions()
-	o.Salvage, o.FS = true, snapshotReadErrFS{fail: filepath.Base(snaps[0])}
+	o.Salvage, o.FS = true, fsys
 	for _, ro := range []bool{true, false} {
 		o.ReadOnly = ro
 		q, err := queue.Open(dir, &o)
@@ -74,16 +66,7 @@ func TestSalvageFrontOlderSnapshotUnreadable(t *testing.T) {
 // backs up, then fails on the same read, leaves the operator a backup and
 // an error about something else than the disk.
 func TestRepairFrontOlderSnapshotUnreadable(t *testing.T) {
-	img, _ := fallbackFrontImage(t)
-	snaps := snapshotFiles(img)
-	if len(snaps) != 2 {
-		t.Fatalf("snapshots %v, want the older and the newer", snaps)
-	}
-	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
-	segs := segmentFiles(img)
-	img[segs[len(segs)-2]+".FRONT"] = nil
-	dir := writeImage(t, "q", img)
-	fsys := snapshotReadErrFS{fail: filepath.Base(snaps[0])}
+	img, dir, fsys := olderUnreadableImage(t)
 
 	if _, err := queue.Verify(dir, &queue.VerifyOptions{FS: fsys}); !errors.Is(err, syscall.EIO) {
 		t.Errorf("Verify with the older snapshot unreadable: %v; want the read error, EIO", err)
@@ -101,4 +84,21 @@ func TestRepairFrontOlderSnapshotUnreadable(t *testing.T) {
 	if after, rerr := readDir(dir); rerr != nil || !sameFiles(img, after) {
 		t.Fatalf("a failed Repair changed the directory: %d files before, %d after (%v)", len(img), len(after), rerr)
 	}
+}
+
+// olderUnreadableImage writes a directory beside a damaged newest snapshot
+// and walq's marker from a later moment, and returns its image, its path
+// and a file system that cannot read the older snapshot (EIO).
+func olderUnreadableImage(t *testing.T) (map[string][]byte, string, snapshotReadErrFS) {
+	t.Helper()
+	img, _ := fallbackFrontImage(t)
+	snaps := snapshotFiles(img)
+	if len(snaps) != 2 {
+		t.Fatalf("snapshots %v, want the older and the newer", snaps)
+	}
+	img = damaged(img, damageCase{file: snaps[1], damage: flipBit(int64(len(img[snaps[1]])/2), 2)})
+	segs := segmentFiles(img)
+	img[segs[len(segs)-2]+".FRONT"] = nil
+	dir := writeImage(t, "q", img)
+	return img, dir, snapshotReadErrFS{fail: filepath.Base(snaps[0])}
 }
