@@ -106,6 +106,34 @@ func TestOpenServerUnauthenticated(t *testing.T) {
 	}
 }
 
+// TestOpenServerBusy: a server busy running a script answers CONFIG GET
+// with BUSY, which says nothing of CONFIG: Open fails with that reply,
+// without advice to set TrustServer.
+func TestOpenServerBusy(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	require.NoError(t, admin.ConfigSet(ctx, "busy-reply-threshold", "50").Err())
+	looper := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: -1})
+	defer looper.Close()
+	looping := make(chan struct{})
+	go func() { defer close(looping); _ = looper.Eval(ctx, "while true do end", nil).Err() }()
+	defer func() { <-looping }()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer c.Close()
+	defer func() { require.NoError(t, c.Do(ctx, "SCRIPT", "KILL").Err()) }()
+	var err error
+	for range 100 { // until the script has run past busy-reply-threshold
+		if _, err = redisq.Open(ctx, c, "busy", nil); redis.HasErrorPrefix(err, "BUSY ") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.True(t, redis.HasErrorPrefix(err, "BUSY "), "%v", err)
+	require.NotErrorIs(t, err, queue.ErrInvalidOptions)
+	require.NotContains(t, err.Error(), "TrustServer")
+}
+
 // TestKillServer kills redis-server (SIGKILL) under traffic with
 // appendfsync always, restarts it on its files, and checks that no
 // enqueue and no ack that returned success was lost.
