@@ -102,3 +102,29 @@ func olderUnreadableImage(t *testing.T) (map[string][]byte, string, snapshotRead
 	dir := writeImage(t, "q", img)
 	return img, dir, snapshotReadErrFS{fail: filepath.Base(snaps[0])}
 }
+
+// TestOpenFrontOlderSnapshotUnreadable: the same directory, opened without
+// Salvage (a writer and a read-only handle). The newest snapshot is
+// damaged, which the Open's error must still say (ErrCorrupt, from which
+// an application decides on a repair or a salvage), along with the read
+// error that kept the marker from being compared with the older snapshot.
+// Nothing changes.
+func TestOpenFrontOlderSnapshotUnreadable(t *testing.T) {
+	img, dir, fsys := olderUnreadableImage(t)
+	o := drainOptions()
+	o.FS = fsys
+	for _, ro := range []bool{true, false} {
+		o.ReadOnly = ro
+		q, err := queue.Open(dir, &o)
+		if err == nil {
+			q.Close()
+			t.Fatalf("Open (ReadOnly %v) beside a damaged newest snapshot succeeded", ro)
+		}
+		if !errors.Is(err, queue.ErrCorrupt) || !errors.Is(err, syscall.EIO) {
+			t.Errorf("Open (ReadOnly %v): %v; want the damaged snapshot (ErrCorrupt) and the read error (EIO)", ro, err)
+		}
+		if after, rerr := readDir(dir); rerr != nil || !sameFiles(img, after) {
+			t.Fatalf("a failed Open (ReadOnly %v) changed the directory: %d files before, %d after (%v)", ro, len(img), len(after), rerr)
+		}
+	}
+}

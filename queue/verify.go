@@ -200,12 +200,16 @@ func examineFront(fsys wal.FS, dir string, segSize int64, st *state, snapLSN uin
 // directory holds a truncation marker from a later moment than what
 // Repair's salvage falls back to (examineFront), as Verify and Repair
 // name it first: moving it out comes before the repair, which refuses it.
-// It returns err otherwise.
+// When that check cannot read the older snapshot, err with the read error
+// (both wrapped: the damage stays the Open's error); err otherwise.
 func frontBeside(fsys wal.FS, dir string, segSize int64, err error) error {
 	if !errors.Is(err, recovery.ErrCorrupt) {
 		return err
 	}
-	if ferr := examineFront(fsys, dir, segSize, nil, 0, true, lostSnapshotLSN(fsys, dir)); ferr != nil {
+	switch ferr := examineFront(fsys, dir, segSize, nil, 0, true, lostSnapshotLSN(fsys, dir)); {
+	case ferr != nil && !errors.Is(ferr, ErrLaterFront): // the damage stays the Open's error
+		return fmt.Errorf("%w; the log's truncation marker could not be checked against what a repair falls back to: %w", err, ferr)
+	case ferr != nil:
 		return ferr
 	}
 	return err

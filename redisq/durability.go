@@ -16,12 +16,11 @@ func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) erro
 	for _, p := range []string{"appendonly", "appendfsync", "maxmemory-policy"} {
 		var v map[string]string
 		err := sendAgain(ctx, func() (err error) { v, err = c.ConfigGet(ctx, p).Result(); return err })
-		var refused redis.Error
 		switch {
-		case err != nil && errors.As(err, &refused): // the server answered: CONFIG not allowed
+		case refusesConfig(err):
 			return fmt.Errorf("%w: redisq: cannot read the server's %s (%w); set Options.TrustServer "+
 				"if the server is known to keep Options.Sync", queue.ErrInvalidOptions, p, err)
-		case err != nil: // not reached, or the connection failed: TrustServer would not help
+		case err != nil: // not reached, not let in, or busy: TrustServer would not help
 			return fmt.Errorf("redisq: read the server's %s: %w", p, err)
 		}
 		cfg[p] = v[p]
@@ -44,4 +43,21 @@ func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) erro
 			"redis.conf), or open with Sync: queue.SyncNever or TrustServer", queue.ErrInvalidOptions, aof, fsync)
 	}
 	return nil
+}
+
+// refusesConfig reports whether err is the server's reply refusing
+// CONFIG GET itself (NOPERM from the ACL, a renamed or disabled command,
+// a proxy that does not pass it on), which Options.TrustServer works
+// around. A reply that refuses the client (NOAUTH, WRONGPASS, too many
+// clients) or says the server cannot serve now (LOADING, BUSY,
+// MASTERDOWN, CLUSTERDOWN, TRYAGAIN) would refuse the commands after it
+// too; it is not one, nor is a connection's or the context's error.
+func refusesConfig(err error) bool {
+	var reply redis.Error
+	if err == nil || !errors.As(err, &reply) {
+		return false
+	}
+	return !redis.IsAuthError(err) && !redis.IsMaxClientsError(err) && !redis.IsLoadingError(err) &&
+		!redis.HasErrorPrefix(err, "BUSY ") && !redis.IsMasterDownError(err) && !redis.IsClusterDownError(err) &&
+		!redis.IsTryAgainError(err)
 }

@@ -83,6 +83,57 @@ func TestOpenServerUnreadable(t *testing.T) {
 	require.NoError(t, q.Close())
 }
 
+// TestOpenServerUnauthenticated: a client the server does not
+// authenticate (a wrong password, none where one is required) fails Open
+// with the server's error and no advice to set TrustServer, which would
+// not help: every command after CONFIG GET is refused the same way.
+func TestOpenServerUnauthenticated(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "u", "on", ">pw", "~*", "&*", "+@all").Err())
+	wrong := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Username: "u", Password: "bad"})
+	defer wrong.Close()
+	require.NoError(t, admin.ConfigSet(ctx, "requirepass", "sekret").Err())
+	none := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer none.Close()
+	for name, c := range map[string]*redis.Client{"wrong password": wrong, "no password": none} {
+		_, err := redisq.Open(ctx, c, "unauthenticated", nil)
+		require.True(t, redis.IsAuthError(err), "%s: %v", name, err)
+		require.NotErrorIs(t, err, queue.ErrInvalidOptions, name)
+		require.NotContains(t, err.Error(), "TrustServer", name)
+		require.ErrorContains(t, err, "appendonly", "%s: the error names what Open was reading", name)
+	}
+}
+
+// TestOpenServerBusy: a server busy running a script answers CONFIG GET
+// with BUSY, which says nothing of CONFIG: Open fails with that reply,
+// without advice to set TrustServer.
+func TestOpenServerBusy(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	require.NoError(t, admin.ConfigSet(ctx, "busy-reply-threshold", "50").Err())
+	looper := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: -1})
+	defer looper.Close()
+	looping := make(chan struct{})
+	go func() { defer close(looping); _ = looper.Eval(ctx, "while true do end", nil).Err() }()
+	defer func() { <-looping }()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer c.Close()
+	defer func() { require.NoError(t, c.Do(ctx, "SCRIPT", "KILL").Err()) }()
+	var err error
+	for range 100 { // until the script has run past busy-reply-threshold
+		if _, err = redisq.Open(ctx, c, "busy", nil); redis.HasErrorPrefix(err, "BUSY ") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.True(t, redis.HasErrorPrefix(err, "BUSY "), "%v", err)
+	require.NotErrorIs(t, err, queue.ErrInvalidOptions)
+	require.NotContains(t, err.Error(), "TrustServer")
+}
+
 // TestKillServer kills redis-server (SIGKILL) under traffic with
 // appendfsync always, restarts it on its files, and checks that no
 // enqueue and no ack that returned success was lost.

@@ -63,8 +63,8 @@ func dropOnClient(t *testing.T, addr, word string, armed *atomic.Bool) *redis.Cl
 
 // TestReadAgainAfterDrop: on a client that does not retry, what only
 // reads is sent again by the handle when its connection drops: Open's
-// CONFIG GET (which would otherwise fail Open with advice to set
-// TrustServer), its GET of an older layout's key, and Stats (a no-writes function); a call that writes is
+// CONFIG GET (which would otherwise fail Open with the dropped
+// connection's error), its GET of an older layout's key, and Stats (a no-writes function); a call that writes is
 // not (TestReplyLostAfterRun).
 func TestReadAgainAfterDrop(t *testing.T) {
 	srv := redistest.Start(t)
