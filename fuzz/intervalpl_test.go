@@ -85,28 +85,13 @@ func TestSyncIntervalPowerLossKeepsOlderCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			states := scaled(24, 4)
-			for v := range states {
-				dst := filepath.Join(scratchDir(t), "state")
-				st, err := fsys.Materialize(dst, rand.New(rand.NewPCG(47, uint64(v))))
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, err := drainQueue(filepath.Join(dst, "q"))
-				refusable := holeRefusable(dst, st)
-				os.RemoveAll(dst)
-				if err != nil && refusable && errors.Is(err, queue.ErrCorrupt) {
-					continue // a hole: refused, never opened wrong
-				}
-				if err != nil {
-					t.Fatalf("state %d (%s): %v", v, st.Desc, err)
-				}
-				got := slices.Sorted(slices.Values(d.tokens))
+			drainStates(t, fsys, func(v int, st crashfs.State, tokens []string) {
+				got := slices.Sorted(slices.Values(tokens))
 				if !slices.Equal(got, want) {
 					t.Fatalf("state %d (%s): drained %v, want %v: a call returned at least %v before the power loss and its record was not fsynced",
 						v, st.Desc, got, want, 15*interval)
 				}
-			}
+			})
 		})
 	}
 }
@@ -240,6 +225,30 @@ func TestSyncNeverPowerLossKeepsCallsBeforeRoll(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls, %d covered by %d roll-overs", len(returned), covered, rolls)
+	drainStates(t, fs, func(v int, st crashfs.State, tokens []string) {
+		got := map[string]bool{}
+		for _, tok := range tokens {
+			got[tok] = true
+		}
+		for tok := range want {
+			if !got[tok] {
+				t.Fatalf("state %d (%s): %s, enqueued before a roll-over, lost", v, st.Desc, tok)
+			}
+		}
+		for tok := range acked {
+			if got[tok] {
+				t.Fatalf("state %d (%s): %s, acked before a roll-over, delivered again", v, st.Desc, tok)
+			}
+		}
+	})
+}
+
+// drainStates materializes the power-loss states of fs's image (24, 4
+// under -race), drains the queue "q" of each and calls check with the
+// tokens drained; a state with a hole may be refused with ErrCorrupt
+// (holeRefusable), any other error fails the test.
+func drainStates(t *testing.T, fs *crashfs.FS, check func(v int, st crashfs.State, tokens []string)) {
+	t.Helper()
 	for v := range scaled(24, 4) {
 		dst := filepath.Join(scratchDir(t), "state")
 		st, err := fs.Materialize(dst, rand.New(rand.NewPCG(47, uint64(v))))
@@ -255,20 +264,7 @@ func TestSyncNeverPowerLossKeepsCallsBeforeRoll(t *testing.T) {
 		if err != nil {
 			t.Fatalf("state %d (%s): %v", v, st.Desc, err)
 		}
-		got := map[string]bool{}
-		for _, tok := range d.tokens {
-			got[tok] = true
-		}
-		for tok := range want {
-			if !got[tok] {
-				t.Fatalf("state %d (%s): %s, enqueued before a roll-over, lost", v, st.Desc, tok)
-			}
-		}
-		for tok := range acked {
-			if got[tok] {
-				t.Fatalf("state %d (%s): %s, acked before a roll-over, delivered again", v, st.Desc, tok)
-			}
-		}
+		check(v, st, d.tokens)
 	}
 }
 
