@@ -4,7 +4,7 @@
 // # Basics
 //
 //	go run . -quick                      # about two minutes
-//	go run .                             # the full matrix, 20 to 25 minutes
+//	go run .                             # the full matrix, about 30 minutes
 //	go run . -systems walq,bbolt -workloads cycle -n 50000
 //	go run . -json results.json -chart results.svg
 //

@@ -486,7 +486,8 @@
 // gone, and messages that would pin old segments (a sorted queue's values
 // too, leased ones included) are copied forward, so
 // the log stays within about twice the live bytes plus two segments;
-// except that more than 16,384 never-delivered messages are not copied:
+// except that more than 16,384 never-delivered messages, or records of
+// theirs holding more than 16 MiB, are not copied:
 // the lease and ack records written behind them are freed as the cursor
 // passes them, not before. The bound holds after each compaction, which
 // runs in the background each time a segment's worth of records has been
