@@ -17,21 +17,22 @@ import (
 )
 
 // TestFullDiskDrainAfterFreeing: the backlog of a queue that filled its
-// disk drains once the operator frees a little space (a quarter of what
-// the log writes ahead of its tail under SyncAlways), and a compaction
-// then makes room for new enqueues. Every message whose Enqueue returned
-// nil comes back, with its payload, once; the one whose Enqueue failed
-// may come back too (its record may have been written).
+// disk (SyncAlways) drains once the operator frees a quarter of a
+// segment, less than the zeros the log writes ahead of its tail, with a
+// Compact every 100 acks to free the drained segments; new enqueues then
+// fit again. Every message whose Enqueue returned nil comes back, with its
+// payload, once; the one whose Enqueue failed may come back too (its
+// record may have been written).
 func TestFullDiskDrainAfterFreeing(t *testing.T) {
 	mnt := mountTmpfs(t, "size=3m")
 	filler := filepath.Join(mnt, "filler")
-	require.NoError(t, os.WriteFile(filler, make([]byte, 256<<10), 0o600))
+	require.NoError(t, os.WriteFile(filler, make([]byte, 128<<10), 0o600))
 	dir := filepath.Join(mnt, "q")
 	ctx := context.Background()
 	payload := func(i int) string { return fmt.Sprintf("%06d-%0994d", i, i) }
 
 	// Fill the disk.
-	o := &queue.Options{}
+	o := &queue.Options{SegmentSize: 512 << 10}
 	q := open(t, dir, o)
 	t.Cleanup(func() { _ = q.Close() }) // before the unmount: a failed check leaves it open
 	n := 0
@@ -52,6 +53,9 @@ func TestFullDiskDrainAfterFreeing(t *testing.T) {
 		require.NoError(t, err, "message %d of %d", i, n)
 		require.Equal(t, payload(i), string(m.Payload))
 		require.NoError(t, m.Ack(), "ack of message %d of %d", i, n)
+		if i%100 == 99 { // drained segments make room
+			require.NoError(t, q.Compact(), "compaction after message %d of %d", i, n)
+		}
 	}
 	if m, err := q.TryDequeue(); err == nil { // the failed enqueue, written
 		require.Equal(t, payload(n), string(m.Payload))
