@@ -179,7 +179,23 @@
 //     the log cannot be read back, the calls' state, and a read of a
 //     record whose write failed answers the log's error).
 //
-// Close and reopen to go on. What a call checks before the queue's state
+// Close and reopen to go on.
+//
+// A full disk is such a failure: the call whose record does not fit fails
+// with an error wrapping ENOSPC (errors.Is(err, syscall.ENOSPC); EDQUOT
+// for a quota), and the queue is poisoned as above. The queue cannot free
+// space by itself: every delivery and every settle appends a record (about
+// 160 bytes per message delivered and acked), and a compaction writes a
+// snapshot before it removes the segments drained. A queue reopened on the
+// still-full disk opens when it has nothing to write (after a crash it
+// appends the records that end the leases the crash left, which need
+// space too), but its deliveries and acks soon fail with ENOSPC again. The way
+// out is to free space outside the queue, reopen, and drain with a Compact
+// every few hundred acks so that the segments drained are removed; the log
+// writes no zeros ahead of its tail that do not fit (it then appends
+// alone), so the space freed is all for records.
+//
+// What a call checks before the queue's state
 // it answers in every state: a DequeueBatch, Pull or TryPull of fewer
 // than one message is ErrInvalidOptions, and a delivery, enqueue or
 // publish whose context has ended returns the context's error.
