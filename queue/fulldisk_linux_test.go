@@ -4,6 +4,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -94,4 +95,77 @@ func mountTmpfs(t *testing.T, opts string) string {
 		}
 	})
 	return dir
+}
+
+// TestFullDiskDrainAfterFreeingSorted is TestFullDiskDrainAfterFreeing
+// for a sorted queue: every value whose Publish returned nil is pulled
+// once, under its key, with its payload, after 128 KiB are freed, and new
+// publishes fit after the drain. A compaction whose snapshot does not
+// fit yet fails with ENOSPC and poisons nothing.
+func TestFullDiskDrainAfterFreeingSorted(t *testing.T) {
+	mnt := mountTmpfs(t, "size=3m")
+	filler := filepath.Join(mnt, "filler")
+	require.NoError(t, os.WriteFile(filler, make([]byte, 128<<10), 0o600))
+	dir := filepath.Join(mnt, "q")
+	ctx := context.Background()
+	payload := func(i int64) string { return fmt.Sprintf("%06d-%0994d", i, i) }
+	key := func(i int64) string { return fmt.Sprintf("k%02d", i%40) }
+	o := &queue.SortedOptions{Options: queue.Options{SegmentSize: 512 << 10}}
+	s, err := queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() }) // before the unmount
+	var n int64
+	for ; ; n++ {
+		if err = s.Publish(ctx, n, key(n), []byte(payload(n))); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.Error(t, s.Close())
+
+	// drain pulls every value, checks it and acks its batch; it returns
+	// the sort keys seen.
+	compactsFull := 0 // compactions whose snapshot did not fit
+	drain := func() map[int64]bool {
+		seen := map[int64]bool{}
+		for pulls := 1; ; pulls++ {
+			bs, err := s.TryPull(1)
+			if errors.Is(err, queue.ErrEmpty) {
+				return seen
+			}
+			require.NoError(t, err, "pull %d, %d values seen", pulls, len(seen))
+			for _, v := range bs[0].Values {
+				require.False(t, seen[v.Sort], "value %d pulled twice", v.Sort)
+				seen[v.Sort] = true
+				require.Equal(t, key(v.Sort), bs[0].Key)
+				require.Equal(t, payload(v.Sort), string(v.Payload))
+			}
+			require.NoError(t, bs[0].Ack(), "ack of pull %d", pulls)
+			if pulls%10 == 0 { // its snapshot indexes every pending value: it fits once enough are drained
+				if err := s.Compact(); err != nil {
+					require.ErrorIs(t, err, syscall.ENOSPC, "compaction after pull %d", pulls)
+					compactsFull++
+				}
+			}
+		}
+	}
+	require.NoError(t, os.Remove(filler))
+	s, err = queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	seen := drain()
+	for i := int64(0); i < n; i++ {
+		require.True(t, seen[i], "value %d of %d not pulled", i, n)
+	}
+	require.LessOrEqual(t, len(seen), int(n)+1) // the failed publish may have been written
+	t.Logf("%d values drained, %d compactions whose snapshot did not fit", len(seen), compactsFull)
+
+	require.NoError(t, s.Compact())
+	for i := n + 1; i < n+1+n/2; i++ {
+		require.NoError(t, s.Publish(ctx, i, key(i), []byte(payload(i))))
+	}
+	require.NoError(t, s.Close())
+	s, err = queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	require.Len(t, drain(), int(n/2))
+	require.NoError(t, s.Close())
 }
