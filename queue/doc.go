@@ -193,7 +193,10 @@
 // out is to free space outside the queue, reopen, and drain with a Compact
 // every few hundred acks so that the segments drained are removed; the log
 // writes no zeros ahead of its tail that do not fit (it then appends
-// alone), so the space freed is all for records.
+// alone), so the space freed is all for records. A compaction whose
+// snapshot does not fit (its size grows with what is still live: a sorted
+// queue's has an entry per pending value) fails with ENOSPC and poisons
+// nothing; it fits once enough is drained.
 //
 // What a call checks before the queue's state
 // it answers in every state: a DequeueBatch, Pull or TryPull of fewer
