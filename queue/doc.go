@@ -20,7 +20,11 @@
 // a lease that ran out fails with ErrLeaseLost, so a slow consumer cannot
 // ack a message that another consumer now owns. The deadline is judged by
 // the queue's clock when the call is made, whether or not the message has
-// been requeued yet; a settle that was written stands when the log is
+// been requeued yet; the refusal does not requeue it: the housekeeper does,
+// once it has written the record that ends the lease (as durable as the
+// sync mode promises), so a TryDequeue made right after an ErrLeaseLost
+// may find nothing for a moment (with ManualRequeue, until
+// RequeueExpired); a settle that was written stands when the log is
 // replayed, whatever the clock says then. A lease that runs out
 // makes the message ready again; the delivery count is kept, and after
 // MaxDeliveries the message goes to the dead-letter set instead, where it
