@@ -57,8 +57,12 @@ import (
 // fsynced without them. The zeros hold no record, and a disk too full for
 // a megabyte of them may still hold the next records: a queue that
 // filled its disk drains once a little space is freed, instead of
-// refusing every write until the zeros fit. A record's own write that
-// finds the disk full fails and poisons the Log.
+// refusing every write until the zeros fit. That tail then appends alone
+// until it rolls (extender.full): zeros tried again at every fsync would
+// each time take all the space left, which a compaction's snapshot or
+// another program may be writing into, only to be cut back. The next tail
+// tries again. A record's own write that finds the disk full fails and
+// poisons the Log.
 
 // extendChunk is how far past the written end the tail's zeros reach
 // after an extension; extendLow is how close the written end comes to
@@ -77,6 +81,7 @@ type extender struct {
 	path    string     // f's path
 	end     int64      // the file's size once pending is written: zeros from the written end (committer.tailBytes) to here when end > tailBytes
 	pending *zeroWrite // SyncAlways: zeros an fsync job writes, not yet known written; nil when none
+	full    bool       // a write of zeros into f found the disk full: f takes no more until the next tail
 }
 
 // zeroWrite is zeros, from from to to, that an fsync job writes into the
@@ -130,6 +135,9 @@ func (c *committer) extension() (from, target int64, err error) {
 		if err := c.releaseExtender(); err != nil {
 			return 0, 0, err
 		}
+	}
+	if x.f != nil && x.full {
+		return 0, 0, nil // this tail appends alone (see above)
 	}
 	from = max(x.end, c.tailBytes)
 	if x.f == nil {
@@ -188,10 +196,10 @@ func diskFull(err error) bool {
 }
 
 // landed takes back a zeroWrite that is done: when the disk was full, the
-// file ends where the zeros would have begun.
+// file ends where the zeros would have begun, and takes no more zeros.
 func (c *committer) landed(z *zeroWrite) {
 	if z.full && c.ext.f == z.f {
-		c.ext.end = z.from
+		c.ext.end, c.ext.full = z.from, true
 	}
 }
 
@@ -257,7 +265,7 @@ func (c *committer) releaseExtender() error {
 		return werr
 	}
 	err, path := x.f.Close(), x.path
-	x.f, x.path, x.end = nil, "", 0
+	x.f, x.path, x.end, x.full = nil, "", 0, false
 	if err != nil {
 		err = fmt.Errorf("wal: close %s: %w", path, err)
 	}
