@@ -20,7 +20,11 @@
 // a lease that ran out fails with ErrLeaseLost, so a slow consumer cannot
 // ack a message that another consumer now owns. The deadline is judged by
 // the queue's clock when the call is made, whether or not the message has
-// been requeued yet; a settle that was written stands when the log is
+// been requeued yet; the refusal does not requeue it: the housekeeper does,
+// once it has written the record that ends the lease (as durable as the
+// sync mode promises), so a TryDequeue made right after an ErrLeaseLost
+// may find nothing for a moment (with ManualRequeue, until
+// RequeueExpired); a settle that was written stands when the log is
 // replayed, whatever the clock says then. A lease that runs out
 // makes the message ready again; the delivery count is kept, and after
 // MaxDeliveries the message goes to the dead-letter set instead, where it
@@ -179,7 +183,26 @@
 //     the log cannot be read back, the calls' state, and a read of a
 //     record whose write failed answers the log's error).
 //
-// Close and reopen to go on. What a call checks before the queue's state
+// Close and reopen to go on.
+//
+// A full disk is such a failure: the call whose record does not fit fails
+// with an error wrapping ENOSPC (errors.Is(err, syscall.ENOSPC); EDQUOT
+// for a quota), and the queue is poisoned as above. The queue cannot free
+// space by itself: every delivery and every settle appends a record (about
+// 160 bytes per message delivered and acked), and a compaction writes a
+// snapshot before it removes the segments drained. A queue reopened on the
+// still-full disk opens when it has nothing to write (after a crash it
+// appends the records that end the leases the crash left, which need
+// space too), but its deliveries and acks soon fail with ENOSPC again. The way
+// out is to free space outside the queue, reopen, and drain with a Compact
+// every few hundred acks so that the segments drained are removed; the log
+// writes no zeros ahead of its tail that do not fit (it then appends
+// alone), so the space freed is all for records. A compaction whose
+// snapshot does not fit (its size grows with what is still live: a sorted
+// queue's has an entry per pending value) fails with ENOSPC and poisons
+// nothing; it fits once enough is drained.
+//
+// What a call checks before the queue's state
 // it answers in every state: a DequeueBatch, Pull or TryPull of fewer
 // than one message is ErrInvalidOptions, and a delivery, enqueue or
 // publish whose context has ended returns the context's error.

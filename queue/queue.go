@@ -339,7 +339,10 @@ func (q *Queue) wakeHousekeeper() {
 // Close stops the queue: it wakes blocked consumers with ErrClosed, records
 // a clean shutdown, takes a snapshot, and closes the log and the directory
 // lock. Leases held at Close keep running after the next Open until their
-// deadline, so a receipt can still be acked by the next process. On a
+// deadline, so a receipt can still be acked by the next process. A
+// snapshot that fails at Close (a full disk) is returned after the log
+// and the lock are closed: the clean shutdown is recorded, the next Open
+// replays from the previous snapshot and the leases keep running. On a
 // poisoned log Close records nothing and takes no snapshot: it closes the
 // log and the lock and returns the error that poisoned the log, and the
 // next Open recovers the directory as after a crash. Either way a Compact

@@ -349,7 +349,11 @@
 //
 // Over the zeros a power loss tears writes by sector, in any order; "Torn
 // writes past a hole" above says how Open tells such a tear from damage.
-// A failed write, fdatasync or cut of the zeros poisons the Log.
+// A failed write, fdatasync or cut of the zeros poisons the Log, except a
+// write of zeros that finds the disk full (ENOSPC, EDQUOT): the file is
+// cut back to where they began, the records are fsynced without them and
+// that tail takes no more zeros until it rolls, so the space left is for
+// records (a record's own failed write poisons).
 //
 // # Sync modes and what a crash can lose
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // Under SyncAlways the committer keeps the tail segment's file longer
@@ -50,7 +51,18 @@ import (
 //     reopens tidwall/wal (reopenFront).
 //
 // A write, fdatasync or truncate of the extender that fails poisons the
-// Log, as every failed write does.
+// Log, as every failed write does, with one exception: a write of zeros
+// that finds the disk full (ENOSPC, EDQUOT) is taken back (the file cut
+// to where the zeros began, freeing what they took) and the records are
+// fsynced without them. The zeros hold no record, and a disk too full for
+// a megabyte of them may still hold the next records: a queue that
+// filled its disk drains once a little space is freed, instead of
+// refusing every write until the zeros fit. That tail then appends alone
+// until it rolls (extender.full): zeros tried again at every fsync would
+// each time take all the space left, which a compaction's snapshot or
+// another program may be writing into, only to be cut back. The next tail
+// tries again. A record's own write that finds the disk full fails and
+// poisons the Log.
 
 // extendChunk is how far past the written end the tail's zeros reach
 // after an extension; extendLow is how close the written end comes to
@@ -69,6 +81,7 @@ type extender struct {
 	path    string     // f's path
 	end     int64      // the file's size once pending is written: zeros from the written end (committer.tailBytes) to here when end > tailBytes
 	pending *zeroWrite // SyncAlways: zeros an fsync job writes, not yet known written; nil when none
+	full    bool       // a write of zeros into f found the disk full: f takes no more until the next tail
 }
 
 // zeroWrite is zeros, from from to to, that an fsync job writes into the
@@ -82,6 +95,7 @@ type zeroWrite struct {
 	from, to int64         // the zeros' offsets
 	done     chan struct{} // closed once they are written, or failed
 	err      error         // the write's outcome; read after done is closed
+	full     bool          // the disk was full: none written, the file cut back to from; read after done is closed
 }
 
 // zeroPiece is the zeros every extender writes from, a piece at a time;
@@ -122,6 +136,9 @@ func (c *committer) extension() (from, target int64, err error) {
 			return 0, 0, err
 		}
 	}
+	if x.f != nil && x.full {
+		return 0, 0, nil // this tail appends alone (see above)
+	}
 	from = max(x.end, c.tailBytes)
 	if x.f == nil {
 		from = c.tailBytes // a new tail holds no zeros
@@ -158,8 +175,32 @@ func (c *committer) planZeros() (*zeroWrite, error) {
 // write writes the zeros and marks them done; it runs outside mu.
 func (z *zeroWrite) write() error {
 	z.err = writeZeros(z.f, z.path, z.from, z.to)
+	if z.err != nil && diskFull(z.err) {
+		// Take back the part written, which may hold the space the next
+		// records need; the committer writes nothing at or past from
+		// before done is closed.
+		if err := z.f.Truncate(z.from); err != nil {
+			z.err = errors.Join(z.err, fmt.Errorf("wal: cut %s back to %d bytes: %w", z.path, z.from, err))
+		} else {
+			z.err, z.full = nil, true
+		}
+	}
 	close(z.done)
 	return z.err
+}
+
+// diskFull reports whether err says the disk (or the user's quota) is
+// full.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// landed takes back a zeroWrite that is done: when the disk was full, the
+// file ends where the zeros would have begun, and takes no more zeros.
+func (c *committer) landed(z *zeroWrite) {
+	if z.full && c.ext.f == z.f {
+		c.ext.end, c.ext.full = z.from, true
+	}
 }
 
 // awaitZeros waits until the zeros handed to an fsync job are written,
@@ -173,6 +214,7 @@ func (c *committer) awaitZeros() error {
 	}
 	<-z.done
 	c.ext.pending = nil
+	c.landed(z)
 	return z.err
 }
 
@@ -223,7 +265,7 @@ func (c *committer) releaseExtender() error {
 		return werr
 	}
 	err, path := x.f.Close(), x.path
-	x.f, x.path, x.end = nil, "", 0
+	x.f, x.path, x.end, x.full = nil, "", 0, false
 	if err != nil {
 		err = fmt.Errorf("wal: close %s: %w", path, err)
 	}

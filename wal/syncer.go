@@ -139,6 +139,7 @@ func (c *committer) synced(job *syncJob) {
 	c.syncing.Store(false)
 	if job.zeros != nil && c.ext.pending == job.zeros {
 		c.ext.pending = nil // written: runSync wrote them before the fsync
+		c.landed(job.zeros)
 	}
 	err := job.err
 	if err == nil {

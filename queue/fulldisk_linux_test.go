@@ -1,0 +1,175 @@
+//go:build linux
+
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walq/walq/queue"
+)
+
+// TestFullDiskDrainAfterFreeing: the backlog of a queue that filled its
+// disk (SyncAlways) drains once the operator frees a quarter of a
+// segment, less than the zeros the log writes ahead of its tail, with a
+// Compact every 100 acks to free the drained segments; new enqueues then
+// fit again. Every message whose Enqueue returned nil comes back, with its
+// payload, once; the one whose Enqueue failed may come back too (its
+// record may have been written).
+func TestFullDiskDrainAfterFreeing(t *testing.T) {
+	mnt := mountTmpfs(t, "size=3m")
+	filler := filepath.Join(mnt, "filler")
+	require.NoError(t, os.WriteFile(filler, make([]byte, 128<<10), 0o600))
+	dir := filepath.Join(mnt, "q")
+	ctx := context.Background()
+	payload := func(i int) string { return fmt.Sprintf("%06d-%0994d", i, i) }
+
+	// Fill the disk.
+	o := &queue.Options{SegmentSize: 512 << 10}
+	q := open(t, dir, o)
+	t.Cleanup(func() { _ = q.Close() }) // before the unmount: a failed check leaves it open
+	n := 0
+	var err error
+	for ; ; n++ {
+		if _, err = q.Enqueue(ctx, []byte(payload(n))); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.Error(t, q.Close())
+
+	// Free the filler and drain.
+	require.NoError(t, os.Remove(filler))
+	q = open(t, dir, o)
+	for i := 0; i < n; i++ {
+		m, err := q.TryDequeue()
+		require.NoError(t, err, "message %d of %d", i, n)
+		require.Equal(t, payload(i), string(m.Payload))
+		require.NoError(t, m.Ack(), "ack of message %d of %d", i, n)
+		if i%100 == 99 { // drained segments make room
+			require.NoError(t, q.Compact(), "compaction after message %d of %d", i, n)
+		}
+	}
+	if m, err := q.TryDequeue(); err == nil { // the failed enqueue, written
+		require.Equal(t, payload(n), string(m.Payload))
+		require.NoError(t, m.Ack())
+	}
+	requireEmpty(t, q)
+
+	// The compaction frees the log; new enqueues fit again.
+	require.NoError(t, q.Compact())
+	for i := 0; i < n/2; i++ {
+		enqueue(t, q, payload(n+1+i))
+	}
+	require.NoError(t, q.Close())
+	q = open(t, dir, o)
+	for i := 0; i < n/2; i++ {
+		m := tryDequeue(t, q)
+		require.Equal(t, payload(n+1+i), string(m.Payload))
+		require.NoError(t, m.Ack())
+	}
+	requireEmpty(t, q)
+	require.NoError(t, q.Close())
+}
+
+// mountTmpfs mounts a tmpfs with opts for the test, or skips the test
+// with the reason when it cannot (mount(2) needs root). Under CI (CI set)
+// it fails instead: a full-disk test that CI skips guards nothing.
+func mountTmpfs(t *testing.T, opts string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput()
+	if err != nil && os.Getenv("CI") != "" {
+		t.Fatalf("cannot mount a tmpfs (%s), which CI needs: %v: %s", opts, err, out)
+	}
+	if err != nil {
+		t.Skipf("cannot mount a tmpfs (%s): %v: %s", opts, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestFullDiskDrainAfterFreeingSorted is TestFullDiskDrainAfterFreeing
+// for a sorted queue: every value whose Publish returned nil is pulled
+// once, under its key, with its payload, after 128 KiB are freed, and new
+// publishes fit after the drain. A compaction whose snapshot does not
+// fit yet fails with ENOSPC and poisons nothing.
+func TestFullDiskDrainAfterFreeingSorted(t *testing.T) {
+	mnt := mountTmpfs(t, "size=3m")
+	filler := filepath.Join(mnt, "filler")
+	require.NoError(t, os.WriteFile(filler, make([]byte, 128<<10), 0o600))
+	dir := filepath.Join(mnt, "q")
+	ctx := context.Background()
+	payload := func(i int64) string { return fmt.Sprintf("%06d-%0994d", i, i) }
+	key := func(i int64) string { return fmt.Sprintf("k%02d", i%40) }
+	o := &queue.SortedOptions{Options: queue.Options{SegmentSize: 512 << 10}}
+	s, err := queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() }) // before the unmount
+	var n int64
+	for ; ; n++ {
+		if err = s.Publish(ctx, n, key(n), []byte(payload(n))); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.Error(t, s.Close())
+
+	// drain pulls every value, checks it and acks its batch; it returns
+	// the sort keys seen.
+	compactsFull := 0 // compactions whose snapshot did not fit
+	drain := func() map[int64]bool {
+		seen := map[int64]bool{}
+		for pulls := 1; ; pulls++ {
+			bs, err := s.TryPull(1)
+			if errors.Is(err, queue.ErrEmpty) {
+				return seen
+			}
+			require.NoError(t, err, "pull %d, %d values seen", pulls, len(seen))
+			for _, v := range bs[0].Values {
+				require.False(t, seen[v.Sort], "value %d pulled twice", v.Sort)
+				seen[v.Sort] = true
+				require.Equal(t, key(v.Sort), bs[0].Key)
+				require.Equal(t, payload(v.Sort), string(v.Payload))
+			}
+			require.NoError(t, bs[0].Ack(), "ack of pull %d", pulls)
+			if pulls%10 == 0 { // its snapshot indexes every pending value: it fits once enough are drained
+				if err := s.Compact(); err != nil {
+					require.ErrorIs(t, err, syscall.ENOSPC, "compaction after pull %d", pulls)
+					compactsFull++
+				}
+			}
+		}
+	}
+	require.NoError(t, os.Remove(filler))
+	s, err = queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	seen := drain()
+	for i := int64(0); i < n; i++ {
+		require.True(t, seen[i], "value %d of %d not pulled", i, n)
+	}
+	require.LessOrEqual(t, len(seen), int(n)+1) // the failed publish may have been written
+	t.Logf("%d values drained, %d compactions whose snapshot did not fit", len(seen), compactsFull)
+
+	require.NoError(t, s.Compact())
+	for i := n + 1; i < n+1+n/2; i++ {
+		require.NoError(t, s.Publish(ctx, i, key(i), []byte(payload(i))))
+	}
+	require.NoError(t, s.Close())
+	s, err = queue.OpenSorted[int64](dir, o)
+	require.NoError(t, err)
+	require.Len(t, drain(), int(n/2))
+	require.NoError(t, s.Close())
+}
