@@ -1,0 +1,69 @@
+package redisq_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestSeqKeyLost: an operator deletes the sequence counter of a queue that
+// holds messages (DEL, or an EXPIRE that ran out). The counter starts again
+// at 1, and an enqueue given a seq that a live message holds would write
+// over that message's record and body: the message lost, its id still
+// naming the new one. The enqueue must fail instead, and every message
+// stays as it was.
+func TestSeqKeyLost(t *testing.T) {
+	ctx := context.Background()
+	seqKey := "walq:{seqlost}:2:seq"
+	for _, c := range []struct {
+		name    string
+		enqueue func(q *redisq.Queue) error
+	}{
+		{"lone", func(q *redisq.Queue) error { _, err := q.Enqueue(ctx, []byte("new")); return err }},
+		{"batch of generated ids", func(q *redisq.Queue) error {
+			_, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("new")}, {Payload: []byte("new")}})
+			return err
+		}},
+		{"producer id", func(q *redisq.Queue) error {
+			_, err := q.Enqueue(ctx, []byte("new"), queue.WithID("p-new"))
+			return err
+		}},
+		{"delayed", func(q *redisq.Queue) error {
+			_, err := q.Enqueue(ctx, []byte("new"), queue.WithDelay(time.Millisecond))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client()
+			q, err := redisq.Open(ctx, rdb, "seqlost", &redisq.Options{AckTimeout: time.Minute})
+			require.NoError(t, err)
+			defer q.Close()
+			_, err = q.Enqueue(ctx, []byte("first"), queue.WithID("p-first"))
+			require.NoError(t, err)
+			_, err = q.Enqueue(ctx, []byte("second"))
+			require.NoError(t, err)
+			require.NoError(t, rdb.Del(ctx, seqKey).Err())
+
+			err = c.enqueue(q)
+			require.Error(t, err, "an enqueue after the counter was lost reused the seqs of live messages")
+			require.ErrorIs(t, err, queue.ErrCorrupt)
+			require.Contains(t, err.Error(), seqKey)
+
+			// Both messages are as they were, in order.
+			for _, want := range []string{"first", "second"} {
+				m, err := q.TryDequeue()
+				require.NoError(t, err)
+				require.Equal(t, want, string(m.Payload))
+				require.NoError(t, m.Ack())
+			}
+			_, err = q.TryDequeue()
+			require.ErrorIs(t, err, queue.ErrEmpty)
+		})
+	}
+}
