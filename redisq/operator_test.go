@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestSeqKeyLost(t *testing.T) {
 			return err
 		}},
 		{"delayed", func(q *redisq.Queue) error {
-			_, err := q.Enqueue(ctx, []byte("new"), queue.WithDelay(time.Millisecond))
+			_, err := q.Enqueue(ctx, []byte("new"), queue.WithDelay(time.Hour))
 			return err
 		}},
 	} {
@@ -55,15 +56,28 @@ func TestSeqKeyLost(t *testing.T) {
 			require.ErrorIs(t, err, queue.ErrCorrupt)
 			require.Contains(t, err.Error(), seqKey)
 
-			// Both messages are as they were, in order.
+			// The counter is left at 0: the next enqueue is refused too,
+			// until the operator sets it back.
+			require.ErrorIs(t, c.enqueue(q), queue.ErrCorrupt)
+			require.NoError(t, rdb.Set(ctx, seqKey, 2, 0).Err())
+			require.NoError(t, c.enqueue(q))
+
+			// Both messages are as they were, in order, then the new ones.
 			for _, want := range []string{"first", "second"} {
 				m, err := q.TryDequeue()
 				require.NoError(t, err)
 				require.Equal(t, want, string(m.Payload))
 				require.NoError(t, m.Ack())
 			}
-			_, err = q.TryDequeue()
-			require.ErrorIs(t, err, queue.ErrEmpty)
+			for {
+				m, err := q.TryDequeue()
+				if errors.Is(err, queue.ErrEmpty) {
+					break
+				}
+				require.NoError(t, err)
+				require.Equal(t, "new", string(m.Payload))
+				require.NoError(t, m.Ack())
+			}
 		})
 	}
 }
