@@ -81,3 +81,39 @@ func TestSeqKeyLost(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedSeqKeyLost: the same for a sorted queue, whose publish would
+// write a new value over the stored value of the live one with its seq.
+func TestSortedSeqKeyLost(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	s, err := redisq.OpenSorted[int64](ctx, rdb, "sseqlost", &redisq.SortedOptions{Options: redisq.Options{AckTimeout: time.Minute}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, 1, "a", []byte("first")))
+	require.NoError(t, s.Publish(ctx, 2, "b", []byte("second")))
+	seqKey := "walq:{sseqlost}:s:seq"
+	n, err := rdb.Del(ctx, seqKey).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the counter's key")
+
+	err = s.Publish(ctx, 3, "c", []byte("new"))
+	require.Error(t, err, "a publish after the counter was lost reused the seq of a live value")
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.Contains(t, err.Error(), seqKey)
+	require.ErrorIs(t, s.Publish(ctx, 3, "c", []byte("new")), queue.ErrCorrupt)
+	require.NoError(t, rdb.Set(ctx, seqKey, 2, 0).Err())
+	require.NoError(t, s.Publish(ctx, 3, "c", []byte("new")))
+
+	got := map[string]string{}
+	bs, err := s.TryPull(10)
+	require.NoError(t, err)
+	for _, b := range bs {
+		for _, m := range b.Values {
+			got[b.Key] = string(m.Payload)
+		}
+		require.NoError(t, b.Ack())
+	}
+	require.Equal(t, map[string]string{"a": "first", "b": "second", "c": "new"}, got)
+}
