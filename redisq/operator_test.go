@@ -3,9 +3,14 @@ package redisq_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
@@ -116,4 +121,119 @@ func TestSortedSeqKeyLost(t *testing.T) {
 		require.NoError(t, b.Ack())
 	}
 	require.Equal(t, map[string]string{"a": "first", "b": "second", "c": "new"}, got)
+}
+
+// TestFunctionFlushUnderTraffic: an operator flushes the server's
+// functions (FUNCTION FLUSH, FUNCTION DELETE of the library, SCRIPT
+// FLUSH) again and again while producers and consumers run. A call that
+// finds the library gone loads it and runs; one that finds it gone again
+// fails with the server's reply that it ran nothing. No enqueue that
+// returned is lost, none is delivered that was not enqueued, and no
+// message is acked twice.
+func TestFunctionFlushUnderTraffic(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ops := srv.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q, err := redisq.Open(ctx, rdb, "flushfn", &redisq.Options{AckTimeout: time.Minute})
+	require.NoError(t, err)
+	defer q.Close()
+	libs, err := ops.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	require.NoError(t, err)
+	require.Len(t, libs, 1)
+	lib := libs[0].Name
+
+	var (
+		mu              sync.Mutex
+		enqueued, acked = map[string]bool{}, map[string]int{}
+		tried           = map[string]bool{}
+		otherErrs       []error
+		next            atomic.Int64
+		wg              sync.WaitGroup
+	)
+	fail := func(err error) {
+		if ctx.Err() == nil && !strings.Contains(err.Error(), "ERR Function not found") {
+			mu.Lock()
+			otherErrs = append(otherErrs, err)
+			mu.Unlock()
+		}
+	}
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				id := fmt.Sprint("f", next.Add(1))
+				mu.Lock()
+				tried[id] = true
+				mu.Unlock()
+				if _, err := q.Enqueue(ctx, []byte(id), queue.WithID(id)); err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				enqueued[id] = true
+				mu.Unlock()
+			}
+		})
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				m, err := q.Dequeue(ctx)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				require.Equal(t, m.ID, string(m.Payload))
+				if err := m.Ack(); err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				acked[m.ID]++
+				mu.Unlock()
+			}
+		})
+	}
+	flushes := 0
+	for end := time.Now().Add(time.Second); time.Now().Before(end); flushes++ {
+		switch flushes % 3 {
+		case 0:
+			require.NoError(t, ops.FunctionFlush(ctx).Err())
+		case 1:
+			if err := ops.FunctionDelete(ctx, lib).Err(); err != nil {
+				require.ErrorContains(t, err, "Library not found")
+			}
+		case 2:
+			require.NoError(t, ops.ScriptFlush(ctx).Err())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+
+	// Drain what is left, leases of the stopped consumers included.
+	later := &shiftedClock{d: time.Hour}
+	q2, err := redisq.Open(context.Background(), rdb, "flushfn", &redisq.Options{Clock: later, ManualRequeue: true})
+	require.NoError(t, err)
+	defer q2.Close()
+	_, err = q2.RequeueExpired()
+	require.NoError(t, err)
+	for {
+		m, err := q2.TryDequeue()
+		if errors.Is(err, queue.ErrEmpty) {
+			break
+		}
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+		acked[m.ID]++
+	}
+	t.Logf("%d flushes; %d enqueues returned, %d acks", flushes, len(enqueued), len(acked))
+	require.Empty(t, otherErrs)
+	require.NotEmpty(t, enqueued)
+	for id := range enqueued {
+		require.Equal(t, 1, acked[id], "message %s acked", id)
+	}
+	for id, n := range acked {
+		require.True(t, tried[id], "message %s delivered, never enqueued", id)
+		require.Equal(t, 1, n, "message %s acked", id)
+	}
 }
