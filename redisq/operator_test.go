@@ -237,3 +237,33 @@ func TestFunctionFlushUnderTraffic(t *testing.T) {
 		require.Equal(t, 1, n, "message %s acked", id)
 	}
 }
+
+// TestFlushDBFencesReceipts: FLUSHDB empties the queue (documented: what
+// it held is lost). A receipt handed out before it must not settle the
+// message that takes its seq after it.
+func TestFlushDBFencesReceipts(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	q, err := redisq.Open(ctx, rdb, "flushdb", &redisq.Options{AckTimeout: time.Minute})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("before"))
+	require.NoError(t, err)
+	old, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, rdb.FlushDB(ctx).Err())
+	require.ErrorIs(t, old.Ack(), queue.ErrLeaseLost)
+
+	_, err = q.Enqueue(ctx, []byte("after"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, "after", string(m.Payload))
+	require.Equal(t, old.Receipt.String()[:2], m.Receipt.String()[:2], "the same seq")
+	require.ErrorIs(t, old.Ack(), queue.ErrLeaseLost)
+	require.ErrorIs(t, old.Nack(0), queue.ErrLeaseLost)
+	require.NoError(t, m.Ack())
+	_, err = q.TryDequeue()
+	require.ErrorIs(t, err, queue.ErrEmpty)
+}
