@@ -508,8 +508,9 @@
 //     across a kill -9 after them (TestKillServerAfterOperator).
 //   - CLIENT PAUSE WRITE holds the calls that may write until it ends or
 //     their wait ends (the context, OpTimeout with a client that ends a
-//     command's wait with its context, else the client's ReadTimeout;
-//     such a call's outcome is unknown); reads (Stats, DeadLetters) run.
+//     command's wait with its context, else the client's ReadTimeout: see
+//     Options.OpTimeout; such a call's outcome is unknown); reads (Stats,
+//     DeadLetters) run.
 //   - Deleting or expiring the queue's sequence counter
 //     (walq:{NAME}:2:seq, walq:{NAME}:s:seq) while the queue holds
 //     messages, or did, makes every enqueue or publish fail with
