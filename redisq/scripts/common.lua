@@ -240,16 +240,21 @@ local function keep()
 end
 
 -- newcount runs when the counter seq gave an enqueue the queue's first
--- seq: it writes the placeholders (keep), unless msg holds its
--- placeholder already. Then the queue had enqueued before and its
--- counter was deleted (DEL, FLUSHDB of it alone, an EXPIRE that ran
--- out): counting again from 1 would give new messages the seqs of live
--- ones, writing over their records and bodies. So it returns an error
--- reply, and the caller takes back its seq, which leaves the counter at
--- 0: every enqueue is refused until the operator restores it. A msg of
--- the wrong type reads as no placeholder; keep then refuses it.
+-- seq: it writes the placeholders (keep), unless msg and lease hold
+-- theirs already. Then the queue had enqueued before and its counter
+-- was deleted (DEL, FLUSHDB of it alone, an EXPIRE that ran out):
+-- counting again from 1 would give new messages the seqs of live ones,
+-- writing over their records and bodies. So it returns an error reply,
+-- and the caller takes back its seq, which leaves the counter at 0:
+-- every enqueue is refused until the operator restores it. msg's
+-- placeholder alone proves nothing: the releases before this check
+-- wrote it first, and when ready's or lease's then failed (a key of the
+-- wrong type) they took the seq back to 0 with msg's placeholder left
+-- and lease's never written, on a queue that never held a message. A
+-- msg or lease of the wrong type reads as no placeholder; keep then
+-- refuses it.
 local function newcount()
-  if redis.pcall('HGET', K_MSG, '') == KEEP then
+  if redis.pcall('HGET', K_MSG, '') == KEEP and type(redis.pcall('ZSCORE', K_LEASE, KEEP)) == 'string' then
     return redis.error_reply('LOSTSEQ queue key ' .. K_SEQ .. ' was deleted, but the queue holds messages ' ..
       'or did (key ' .. K_MSG .. '): an enqueue would reuse their seqs; restore it with SET to at least the ' ..
       'largest numeric field of ' .. K_MSG .. ' (or delete every key of the queue)')
