@@ -61,3 +61,34 @@ func TestFirstEnqueueAfterUnguardedRefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestSeqKeyLostDrained: a queue that held messages, all acked, whose
+// counter is then deleted still refuses an enqueue (doc.go: "holds
+// messages, or did"), the lone and the batched alike: what tells a lost
+// counter from a new queue must not be a live message.
+func TestSeqKeyLostDrained(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	q, err := Open(ctx, rdb, "seqlost-drained", &Options{ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("a"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.Ack())
+	require.NoError(t, rdb.Del(ctx, q.keys[0]).Err())
+
+	_, err = q.Enqueue(ctx, []byte("b"))
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("b")}, {Payload: []byte("c")}})
+	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.NoError(t, rdb.Set(ctx, q.keys[0], 1, 0).Err())
+	_, err = q.Enqueue(ctx, []byte("b"))
+	require.NoError(t, err)
+	m, err = q.TryDequeue()
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), m.Receipt.Seq)
+	require.NoError(t, m.Ack())
+}
