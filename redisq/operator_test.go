@@ -267,3 +267,31 @@ func TestFlushDBFencesReceipts(t *testing.T) {
 	_, err = q.TryDequeue()
 	require.ErrorIs(t, err, queue.ErrEmpty)
 }
+
+// TestClientPauseWrite: while an operator holds the server's writes
+// (CLIENT PAUSE WRITE), reads run (Stats, DeadLetters) and an Enqueue
+// waits for the pause to end, then runs (doc.go).
+func TestClientPauseWrite(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	q, err := redisq.Open(ctx, srv.Client(), "paused", nil)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = q.Enqueue(ctx, []byte("before"))
+	require.NoError(t, err)
+
+	const pause = 1500 * time.Millisecond
+	start := time.Now()
+	require.NoError(t, srv.Client().Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err())
+	st, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Ready)
+	_, err = q.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), pause/2, "reads run during the pause")
+
+	_, err = q.Enqueue(ctx, []byte("during"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), pause-100*time.Millisecond, "the enqueue waited for the pause")
+	require.EqualValues(t, 2, q.Stats().Ready)
+}
