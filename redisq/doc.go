@@ -515,8 +515,10 @@
 //     (walq:{NAME}:2:seq, walq:{NAME}:s:seq) while the queue holds
 //     messages, or did, makes every enqueue or publish fail with
 //     queue.ErrCorrupt naming the key, rather than give a new message the
-//     seq of a live one (TestSeqKeyLost, TestSortedSeqKeyLost): SET it to
-//     at least the largest seq the queue holds. A handle of an earlier
+//     seq of a live one (TestSeqKeyLost, TestSeqKeyLostDrained,
+//     TestSortedSeqKeyLost): SET it to at least the largest seq the queue
+//     holds and at least 1, a sorted queue's also to at least its count
+//     of publishes, which the error gives. A handle of an earlier
 //     release does not check this. FLUSHDB, or deleting every key of a
 //     queue, leaves an empty queue: what it held is lost and receipts
 //     handed out before fail with queue.ErrLeaseLost. Deleting or expiring

@@ -107,6 +107,7 @@ func TestSortedSeqKeyLost(t *testing.T) {
 	require.Error(t, err, "a publish after the counter was lost reused the seq of a live value")
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 	require.Contains(t, err.Error(), seqKey)
+	require.Contains(t, err.Error(), "SET to at least 2 and", "the count of publishes: the value to restore")
 	require.ErrorIs(t, s.Publish(ctx, 3, "c", []byte("new")), queue.ErrCorrupt)
 	require.NoError(t, rdb.Set(ctx, seqKey, 2, 0).Err())
 	require.NoError(t, s.Publish(ctx, 3, "c", []byte("new")))

@@ -82,6 +82,7 @@ func TestSeqKeyLostDrained(t *testing.T) {
 
 	_, err = q.Enqueue(ctx, []byte("b"))
 	require.ErrorIs(t, err, queue.ErrCorrupt)
+	require.ErrorContains(t, err, "and to at least 1 ", "msg holds no seq: the value to restore")
 	_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("b")}, {Payload: []byte("c")}})
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 	require.NoError(t, rdb.Set(ctx, q.keys[0], 1, 0).Err())

@@ -257,7 +257,7 @@ local function newcount()
   if redis.pcall('HGET', K_MSG, '') == KEEP and type(redis.pcall('ZSCORE', K_LEASE, KEEP)) == 'string' then
     return redis.error_reply('LOSTSEQ queue key ' .. K_SEQ .. ' was deleted, but the queue holds messages ' ..
       'or did (key ' .. K_MSG .. '): an enqueue would reuse their seqs; restore it with SET to at least the ' ..
-      'largest numeric field of ' .. K_MSG .. ' (or delete every key of the queue)')
+      'largest numeric field of ' .. K_MSG .. ', and to at least 1 (or delete every key of the queue)')
   end
   return keep()
 end

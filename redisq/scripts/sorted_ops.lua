@@ -20,7 +20,7 @@ if op == 'publish' then
       redis.call('DECR', K_SEQ)
       return redis.error_reply('LOSTSEQ queue key ' .. K_SEQ .. ' was deleted, but ' .. n ..
         ' values were published (key ' .. K_STATS .. '): a publish would reuse their seqs; restore it with SET ' ..
-        'to at least the largest field of ' .. K_VAL .. ' (or delete every key of the queue)')
+        'to at least ' .. n .. ' and the largest field of ' .. K_VAL .. ' (or delete every key of the queue)')
     end
   end
   local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
