@@ -513,9 +513,10 @@
 //     DeadLetters) run.
 //   - Deleting or expiring the queue's sequence counter
 //     (walq:{NAME}:2:seq, walq:{NAME}:s:seq) while the queue holds
-//     messages, or did, makes every enqueue or publish fail with
-//     queue.ErrCorrupt naming the key, rather than give a new message the
-//     seq of a live one (TestSeqKeyLost, TestSeqKeyLostDrained,
+//     messages, or did (an ack queue's lease set kept: see below), makes
+//     every enqueue or publish fail with queue.ErrCorrupt naming the key,
+//     rather than give a new message the seq of a live one
+//     (TestSeqKeyLost, TestSeqKeyLostDrained,
 //     TestSortedSeqKeyLost): SET it to at least the largest seq the queue
 //     holds and at least 1, a sorted queue's also to at least its count
 //     of publishes, which the error gives. A handle of an earlier
