@@ -493,4 +493,39 @@
 // commands that take a queue directory also take the URL of a queue,
 // redis://host:port[/db]/NAME, whose NAME is %-unescaped (team%2Fjobs
 // names team/jobs; a literal '%' is written %25).
+//
+// What an operator's command on a live server does to the open handles:
+//
+//   - The durability check is Open's alone: a CONFIG SET of appendonly,
+//     appendfsync or maxmemory-policy after it is not seen, and the
+//     handles' calls then keep only what the new setting keeps.
+//   - FUNCTION FLUSH, or FUNCTION DELETE of a library: the next call that
+//     finds its library gone loads it again and runs; one that finds it
+//     gone again after that load fails with the server's "ERR Function
+//     not found", having run nothing (TestFunctionFlushUnderTraffic).
+//     SCRIPT FLUSH touches no function.
+//   - BGREWRITEAOF and DEBUG RELOAD keep every call that returned, also
+//     across a kill -9 after them (TestKillServerAfterOperator).
+//   - CLIENT PAUSE WRITE holds the calls that may write until it ends or
+//     their wait ends (the context, OpTimeout with a client that ends a
+//     command's wait with its context, else the client's ReadTimeout: see
+//     Options.OpTimeout; such a call's outcome is unknown); reads (Stats,
+//     DeadLetters) run.
+//   - Deleting or expiring the queue's sequence counter
+//     (walq:{NAME}:2:seq, walq:{NAME}:s:seq) while the queue holds
+//     messages, or did (an ack queue's lease set kept: see below), makes
+//     every enqueue or publish fail with queue.ErrCorrupt naming the key,
+//     rather than give a new message the seq of a live one
+//     (TestSeqKeyLost, TestSeqKeyLostDrained,
+//     TestSortedSeqKeyLost): SET it to at least the largest seq the queue
+//     holds and at least 1, a sorted queue's also to at least its count
+//     of publishes, which the error gives. A handle of an earlier
+//     release does not check this. FLUSHDB, or deleting every key of a
+//     queue, leaves an empty queue: what it held is lost and receipts
+//     handed out before fail with queue.ErrLeaseLost. Deleting or expiring
+//     any other one of a queue's keys loses what it held without an error:
+//     the ready set (those messages are never delivered), the lease set
+//     (those leases never end: their messages are never delivered again),
+//     the dead set, the dedup stamps (their ids are taken again) or the
+//     counters. Never set a TTL on walq:{NAME}*.
 package redisq

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,7 +139,38 @@ func TestOpenServerBusy(t *testing.T) {
 // appendfsync always, restarts it on its files, and checks that no
 // enqueue and no ack that returned success was lost.
 func TestKillServer(t *testing.T) {
-	srv := redistest.Start(t)
+	killUnderTraffic(t, redistest.Start(t), nil)
+}
+
+// TestKillServerAfterOperator: the same, the operator having rewritten
+// the AOF (BGREWRITEAOF, which folds the history into a new base file
+// while the writes go on) or reloaded the data set (DEBUG RELOAD, which
+// saves an RDB snapshot and loads it back) mid-traffic: the restart
+// from the AOF still holds every enqueue and ack that returned.
+func TestKillServerAfterOperator(t *testing.T) {
+	t.Run("BGREWRITEAOF", func(t *testing.T) {
+		killUnderTraffic(t, redistest.Start(t), func(ctx context.Context, c *redis.Client) {
+			require.NoError(t, c.BgRewriteAOF(ctx).Err())
+			require.Eventually(t, func() bool {
+				info, err := c.Info(ctx, "persistence").Result()
+				return err == nil && strings.Contains(info, "aof_rewrite_in_progress:0") &&
+					strings.Contains(info, "aof_rewrite_scheduled:0") && strings.Contains(info, "aof_rewrites:1")
+			}, 5*time.Second, 10*time.Millisecond)
+		})
+	})
+	t.Run("DEBUG RELOAD", func(t *testing.T) {
+		srv := redistest.Start(t, append(redistest.Durable, "--enable-debug-command", "yes")...)
+		killUnderTraffic(t, srv, func(ctx context.Context, c *redis.Client) {
+			require.NoError(t, c.Do(ctx, "DEBUG", "RELOAD").Err())
+		})
+	})
+}
+
+// killUnderTraffic runs producers and consumers on srv, calls midway
+// (when given) on its own client half way, kills srv (SIGKILL), restarts
+// it on its files, and checks that no enqueue and no ack that returned
+// success was lost.
+func killUnderTraffic(t *testing.T, srv *redistest.Server, midway func(context.Context, *redis.Client)) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	defer rdb.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,7 +211,11 @@ func TestKillServer(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(750 * time.Millisecond)
+	if midway != nil {
+		midway(context.Background(), srv.Client())
+	}
+	time.Sleep(750 * time.Millisecond)
 	srv.Kill()
 	time.Sleep(100 * time.Millisecond) // calls in flight fail
 	cancel()

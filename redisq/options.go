@@ -58,7 +58,12 @@ type Options struct {
 	// Stats, ...), and each call to the server of a Dequeue or Pull,
 	// which its context does not end (what the server leased is the
 	// caller's). Default 5s. With Replicas, a call may take OpTimeout
-	// and WaitTimeout.
+	// and WaitTimeout. It ends the wait for a reply only with a client
+	// that ends a command's wait with its context (go-redis's
+	// ContextTimeoutEnabled); with go-redis's default the client's
+	// ReadTimeout bounds it instead, so while the server holds writes
+	// (CLIENT PAUSE WRITE, a failover) a call waits up to that long
+	// whatever OpTimeout.
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still

@@ -100,6 +100,9 @@ func scriptErr(op string, err error) error {
 	if why, ok := replyAfter(err, "KEYTYPE"); ok {
 		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrInvalidOptions, op, why)
 	}
+	if why, ok := replyAfter(err, "LOSTSEQ"); ok {
+		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrCorrupt, op, why)
+	}
 	if id, ok := replyAfter(err, "DUPLICATE"); ok {
 		return fmt.Errorf("%w: %q", queue.ErrDuplicate, id)
 	}

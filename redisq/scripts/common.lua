@@ -227,14 +227,39 @@ local FRESH = 4503599627370496 -- 2^52: never-delivered messages sort after ever
 -- keep returns an error reply when one of those keys holds the wrong
 -- type; what it wrote before stays (placeholders only), and the caller
 -- takes back its seq, so that the next first enqueue writes them again.
+-- It writes msg's last: msg holds it only once all three do, that is
+-- once a first enqueue took its seq for good (see newcount).
 local function keep()
-  local r = redis.pcall('HSET', K_MSG, '', KEEP)
-  if type(r) == 'table' then return r end
   for _, k in ipairs({K_READY, K_LEASE}) do
-    r = redis.pcall('ZADD', k, 'inf', KEEP)
+    local r = redis.pcall('ZADD', k, 'inf', KEEP)
     if type(r) == 'table' then return r end
   end
+  local r = redis.pcall('HSET', K_MSG, '', KEEP)
+  if type(r) == 'table' then return r end
   return nil
+end
+
+-- newcount runs when the counter seq gave an enqueue the queue's first
+-- seq: it writes the placeholders (keep), unless msg and lease hold
+-- theirs already. Then the queue had enqueued before and its counter
+-- was deleted (DEL, FLUSHDB of it alone, an EXPIRE that ran out):
+-- counting again from 1 would give new messages the seqs of live ones,
+-- writing over their records and bodies. So it returns an error reply,
+-- and the caller takes back its seq, which leaves the counter at 0:
+-- every enqueue is refused until the operator restores it. msg's
+-- placeholder alone proves nothing: the releases before this check
+-- wrote it first, and when ready's or lease's then failed (a key of the
+-- wrong type) they took the seq back to 0 with msg's placeholder left
+-- and lease's never written, on a queue that never held a message. A
+-- msg or lease of the wrong type reads as no placeholder; keep then
+-- refuses it.
+local function newcount()
+  if redis.pcall('HGET', K_MSG, '') == KEEP and type(redis.pcall('ZSCORE', K_LEASE, KEEP)) == 'string' then
+    return redis.error_reply('LOSTSEQ queue key ' .. K_SEQ .. ' was deleted, but the queue holds messages ' ..
+      'or did (key ' .. K_MSG .. '): an enqueue would reuse their seqs; restore it with SET to at least the ' ..
+      'largest numeric field of ' .. K_MSG .. ', and to at least 1 (or delete every key of the queue)')
+  end
+  return keep()
 end
 
 -- card is the number of messages in the zset key.
@@ -883,7 +908,7 @@ local function enqueuemany(ARGV, at, old)
   local n = (#ARGV - at) / 2
   local seq = redis.call('INCRBY', K_SEQ, n) - n
   if seq == 0 then
-    local bad = keep()
+    local bad = newcount()
     if bad then
       redis.call('INCRBY', K_SEQ, -n)
       return bad

@@ -68,7 +68,7 @@ end
 if m > 0 then
   seq = redis.call('INCRBY', K_SEQ, m) - m
   if seq == 0 then
-    local bad = keep()
+    local bad = newcount()
     if bad then
       redis.call('INCRBY', K_SEQ, -m)
       return bad

@@ -30,7 +30,7 @@ if #ARGV > at + 2 then return enqueuemany(ARGV, at, old) end
 local id = ARGV[at + 1]
 local seq = redis.call('INCR', K_SEQ)
 if seq == 1 then
-  local bad = keep()
+  local bad = newcount()
   if bad then
     redis.call('DECR', K_SEQ)
     return bad

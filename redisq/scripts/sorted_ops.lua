@@ -10,6 +10,19 @@ if op == 'publish' then
   -- the writes before it are taken back, in reverse, so that a publish is
   -- whole or not at all without a check.
   local seq = redis.call('INCR', K_SEQ)
+  -- A counter that starts again while stats counts publishes was
+  -- deleted (DEL, an EXPIRE that ran out): its seqs would be those of
+  -- live values, written over. Refused, the counter left at 0, until the
+  -- operator restores it.
+  if seq == 1 then
+    local n = redis.pcall('HGET', K_STATS, 'published')
+    if type(n) == 'string' and n ~= '0' then
+      redis.call('DECR', K_SEQ)
+      return redis.error_reply('LOSTSEQ queue key ' .. K_SEQ .. ' was deleted, but ' .. n ..
+        ' values were published (key ' .. K_STATS .. '): a publish would reuse their seqs; restore it with SET ' ..
+        'to at least ' .. n .. ' and the largest field of ' .. K_VAL .. ' (or delete every key of the queue)')
+    end
+  end
   local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
   local undo = {{'DECR', K_SEQ}}
   local function step(cmd, key, a, b, back, x)
