@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/fuzz"
+	"github.com/walq/walq/internal/tmpfs"
 	"github.com/walq/walq/queue"
 )
 
@@ -67,7 +67,7 @@ func TestIOErrors(t *testing.T) {
 			for i := 0; i < runs; i++ {
 				dir := t.TempDir()
 				if c.mount != "" {
-					dir = mountTmpfs(t, c.mount)
+					dir = filepath.Join(tmpfs.Mount(t, c.mount), "q")
 				}
 				cfg := childConfig{Mode: "ioerror", Dir: dir, Seed: rng.Uint64(), Limit: c.limit(), Once: c.once,
 					Segment: c.segment, Lifetime: time.Minute}
@@ -77,27 +77,6 @@ func TestIOErrors(t *testing.T) {
 		})
 	}
 	t.Logf("SUMMARY ioerror: runs=%d %s", runs*len(cases), total)
-}
-
-// mountTmpfs mounts a small tmpfs for one run, or skips the test with the
-// reason. Under CI (CI set) it fails instead: the full and inode cases are
-// the only ones where a write fails with ENOSPC.
-func mountTmpfs(t *testing.T, opts string) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput()
-	if err != nil && os.Getenv("CI") != "" {
-		t.Fatalf("cannot mount a tmpfs (%s), which CI needs: %v: %s", opts, err, out)
-	}
-	if err != nil {
-		t.Skipf("cannot mount a tmpfs (%s): %v: %s; the RLIMIT_FSIZE cases cover write failures", opts, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return filepath.Join(dir, "q")
 }
 
 // runIOErrorCase runs one child to its end and checks its report and the

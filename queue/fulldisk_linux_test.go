@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/walq/walq/internal/tmpfs"
 	"github.com/walq/walq/queue"
 )
 
@@ -25,7 +25,7 @@ import (
 // payload, once; the one whose Enqueue failed may come back too (its
 // record may have been written).
 func TestFullDiskDrainAfterFreeing(t *testing.T) {
-	mnt := mountTmpfs(t, "size=3m")
+	mnt := tmpfs.Mount(t, "size=3m")
 	filler := filepath.Join(mnt, "filler")
 	require.NoError(t, os.WriteFile(filler, make([]byte, 128<<10), 0o600))
 	dir := filepath.Join(mnt, "q")
@@ -80,34 +80,13 @@ func TestFullDiskDrainAfterFreeing(t *testing.T) {
 	require.NoError(t, q.Close())
 }
 
-// mountTmpfs mounts a tmpfs with opts for the test, or skips the test
-// with the reason when it cannot (mount(2) needs root). Under CI (CI set)
-// it fails instead: a full-disk test that CI skips guards nothing.
-func mountTmpfs(t *testing.T, opts string) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput()
-	if err != nil && os.Getenv("CI") != "" {
-		t.Fatalf("cannot mount a tmpfs (%s), which CI needs: %v: %s", opts, err, out)
-	}
-	if err != nil {
-		t.Skipf("cannot mount a tmpfs (%s): %v: %s", opts, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
 // TestFullDiskDrainAfterFreeingSorted is TestFullDiskDrainAfterFreeing
 // for a sorted queue: every value whose Publish returned nil is pulled
 // once, under its key, with its payload, after 128 KiB are freed, and new
 // publishes fit after the drain. A compaction whose snapshot does not
 // fit yet fails with ENOSPC and poisons nothing.
 func TestFullDiskDrainAfterFreeingSorted(t *testing.T) {
-	mnt := mountTmpfs(t, "size=3m")
+	mnt := tmpfs.Mount(t, "size=3m")
 	filler := filepath.Join(mnt, "filler")
 	require.NoError(t, os.WriteFile(filler, make([]byte, 128<<10), 0o600))
 	dir := filepath.Join(mnt, "q")
