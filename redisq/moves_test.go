@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -221,6 +222,25 @@ func (t *tally) add(what string, err error) {
 	t.n[what+" "+kind]++
 }
 
+// refusalHook counts the cluster client's commands that the server
+// refused without running them.
+type refusalHook struct{ t *tally }
+
+func (refusalHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h refusalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		var re redis.Error
+		if errors.As(err, &re) && err != redis.Nil {
+			h.t.add(cmd.Name(), err)
+		}
+		return err
+	}
+}
+func (refusalHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 func (t *tally) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -252,6 +272,8 @@ func TestClusterMoves(t *testing.T) {
 	key := "walq:{" + name + "}:seq"
 	slot, err := mc.nodes[0].ClusterKeySlot(ctx, key).Result()
 	require.NoError(t, err)
+	var refusals tally // what the servers answered, by kind
+	mc.cc.AddHook(refusalHook{&refusals})
 	q, err := redisq.Open(ctx, mc.cc, name, &redisq.Options{AckTimeout: time.Minute})
 	require.NoError(t, err)
 	defer q.Close()
@@ -343,8 +365,10 @@ func TestClusterMoves(t *testing.T) {
 	close(done)
 	cwg.Wait()
 
-	fmt.Printf("TestClusterMoves: %d enqueued, %d acked; errors: %s\n", len(enqueued), len(acked), errs.String())
+	fmt.Printf("TestClusterMoves: %d enqueued, %d acked; errors: %s; refusals sent again: %s\n",
+		len(enqueued), len(acked), errs.String(), refusals.String())
 	require.Empty(t, errs.String(), "no call failed while the slot moved")
+	require.NotEmpty(t, refusals.String(), "the servers refused calls while the slot moved")
 	require.Empty(t, again, "delivered more than once")
 	for id := range enqueued {
 		require.Equal(t, 1, acked[id], "message %s acked once", id)
@@ -380,3 +404,146 @@ func TestClusterMoves(t *testing.T) {
 		t.Fatal("a Dequeue blocked after the moves did not wake for a new message")
 	}
 }
+
+// TestClusterMoveWait holds a queue's slot in migration (SETSLOT
+// MIGRATING on its owner, so that every call of the queue is refused
+// with TRYAGAIN or ASK) and checks how the handle's wait to send again
+// ends: a call whose context ends returns the context's error at once,
+// a Dequeue's included; a call without a context returns the refusal
+// after OpTimeout; Close ends the wait with queue.ErrClosed; and a call
+// waiting when the migration is called off (SETSLOT STABLE) runs, once.
+// The refused calls left the queue as it was.
+func TestClusterMoveWait(t *testing.T) {
+	cc := startCluster(t)
+	ctx := context.Background()
+	const name = "movewait"
+	open := func(opTimeout time.Duration) *redisq.Queue {
+		q, err := redisq.Open(ctx, cc, name, &redisq.Options{OpTimeout: opTimeout, AckTimeout: time.Minute})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = q.Close() })
+		return q
+	}
+	opTimeout := time.Second
+	q, closing, patient := open(opTimeout), open(time.Minute), open(time.Minute)
+	_, err := q.Enqueue(ctx, []byte("first"), queue.WithID("first"))
+	require.NoError(t, err)
+
+	key := "walq:{" + name + "}:seq"
+	owner, err := cc.MasterForKey(ctx, key)
+	require.NoError(t, err)
+	slot, err := owner.ClusterKeySlot(ctx, key).Result()
+	require.NoError(t, err)
+	var other string
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		if c.Options().Addr == owner.Options().Addr {
+			return nil
+		}
+		other, err = c.Do(ctx, "CLUSTER", "MYID").Text()
+		return err
+	})
+	require.NoError(t, err)
+	require.NoError(t, owner.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", other).Err())
+	refusedCall := func(err error) bool {
+		return err != nil && (strings.Contains(err.Error(), "TRYAGAIN ") || strings.Contains(err.Error(), "ASK "))
+	}
+
+	t.Run("ContextEnds", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			call func(ctx context.Context) error
+		}{
+			{"Enqueue", func(ctx context.Context) error { _, err := q.Enqueue(ctx, []byte("x"), queue.WithID("x")); return err }},
+			{"Dequeue", func(ctx context.Context) error { _, err := q.Dequeue(ctx); return err }},
+			{"StatsContext", func(ctx context.Context) error { _, err := q.StatsContext(ctx); return err }},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				err := c.call(cctx)
+				took := time.Since(start)
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.True(t, refusedCall(err), "the error names the refusal: %v", err)
+				require.Less(t, took, 300*time.Millisecond+rideSlack, "returns when its context ends")
+			})
+		}
+	})
+	t.Run("OpTimeout", func(t *testing.T) {
+		start := time.Now()
+		_, err := q.TryDequeue() // takes no context: bounded by OpTimeout
+		took := time.Since(start)
+		require.True(t, refusedCall(err), "the last refusal: %v", err)
+		require.GreaterOrEqual(t, took, opTimeout/2, "it waited for the slot")
+		require.Less(t, took, opTimeout+rideSlack)
+	})
+	t.Run("Close", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() { _, err := closing.Enqueue(ctx, []byte("y"), queue.WithID("y")); done <- err }()
+		time.Sleep(300 * time.Millisecond)
+		start := time.Now()
+		require.NoError(t, closing.Close())
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, queue.ErrClosed)
+			require.Less(t, time.Since(start), rideSlack, "the wait ends at Close")
+		case <-time.After(5 * time.Second):
+			t.Fatal("Enqueue waited on after Close")
+		}
+	})
+	t.Run("RunsOnceAfter", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() { _, err := patient.Enqueue(ctx, []byte("late"), queue.WithID("late")); done <- err }()
+		time.Sleep(500 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("Enqueue returned while the slot migrated: %v", err)
+		default:
+		}
+		require.NoError(t, owner.Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE").Err())
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Enqueue still waits after the migration was called off")
+		}
+	})
+	require.NoError(t, owner.Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE").Err())
+	t.Run("ClusterDown", func(t *testing.T) {
+		// The owner gives the slot up: it answers CLUSTERDOWN (the
+		// cluster no longer covers every slot) until it takes it back.
+		var seen tally
+		cc.AddHook(refusalHook{&seen})
+		require.NoError(t, owner.Do(ctx, "CLUSTER", "DELSLOTS", slot).Err())
+		done := make(chan error, 1)
+		go func() { _, err := patient.Enqueue(ctx, []byte("down"), queue.WithID("down")); done <- err }()
+		time.Sleep(500 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("Enqueue returned while the slot was not served: %v", err)
+		default:
+		}
+		require.NoError(t, owner.Do(ctx, "CLUSTER", "ADDSLOTS", slot).Err())
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Enqueue still waits after the slot is served again")
+		}
+		require.Contains(t, seen.String(), "CLUSTERDOWN", "the server answered CLUSTERDOWN")
+		fmt.Printf("TestClusterMoveWait/ClusterDown: refusals sent again: %s\n", seen.String())
+	})
+	s, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), s.Ready, "the enqueues that waited ran once; the refused ones not at all")
+	for _, id := range []string{"first", "late", "down"} {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, id, m.ID)
+		require.Equal(t, 1, m.Deliveries)
+		require.NoError(t, m.Ack())
+	}
+}
+
+// rideSlack is what a call may take beyond the end of its wait: its last
+// send and a loaded machine's scheduling.
+const rideSlack = 700 * time.Millisecond
