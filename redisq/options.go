@@ -58,7 +58,11 @@ type Options struct {
 	// Stats, ...), and each call to the server of a Dequeue or Pull,
 	// which its context does not end (what the server leased is the
 	// caller's). Default 5s. With Replicas, a call may take OpTimeout
-	// and WaitTimeout.
+	// and WaitTimeout. It also bounds how long a call the server refused
+	// without running it (a cluster's MOVED, ASK, TRYAGAIN, CLUSTERDOWN
+	// during a failover or a migration of the queue's slot; READONLY;
+	// LOADING) is sent again, whatever its context: after that the call
+	// returns the last refusal (see the package doc).
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still
@@ -76,7 +80,10 @@ type Options struct {
 	// generated id enqueues its message twice, an Ack or a settle that
 	// happened fails with queue.ErrLeaseLost, an Enqueue WithID that
 	// happened fails with queue.ErrDuplicate, and a Dequeue's first lease
-	// is held by no one until it runs out. See the package doc.
+	// is held by no one until it runs out. See the package doc. A call
+	// the server refused without running it (MOVED, ASK, TRYAGAIN,
+	// CLUSTERDOWN, READONLY, LOADING) needs no retrying client: the
+	// handle sends it again itself (OpTimeout).
 	AcceptDoubleRuns bool
 	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
 	// changes nothing on the queue: it starts no housekeeper, so it ends
