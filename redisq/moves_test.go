@@ -126,11 +126,24 @@ func (mc *movesCluster) replicaOf(t *testing.T, addr string) *redis.Client {
 // failover makes the replica of the primary at addr take over its slots
 // (CLUSTER FAILOVER, the coordinated failover: the primary stops taking
 // writes until the replica has all of them) and waits until every node
-// sees it as the owner of slot.
+// sees it as the owner of slot. A coordinated failover gives up silently
+// when the replica has not caught up within 5s, as on a loaded machine:
+// it is asked again until the replica is a primary.
 func (mc *movesCluster) failover(t *testing.T, addr string, slot int) string {
 	t.Helper()
+	ctx := context.Background()
 	r := mc.replicaOf(t, addr)
-	require.NoError(t, r.Do(context.Background(), "CLUSTER", "FAILOVER").Err())
+	promoted := func() bool {
+		role, err := r.Do(ctx, "ROLE").Slice()
+		return err == nil && role[0] == "master"
+	}
+	for try := 0; !promoted(); try++ {
+		require.Less(t, try, 6, "the replica of %s is not promoted", addr)
+		require.NoError(t, r.Do(ctx, "CLUSTER", "FAILOVER").Err())
+		for end := time.Now().Add(10 * time.Second); !promoted() && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	to := r.Options().Addr
 	for _, c := range mc.nodes {
 		require.Eventually(t, func() bool { return mc.owner(t, c, slot) == to }, time.Minute, 20*time.Millisecond,
