@@ -446,15 +446,29 @@ func TestClusterMoveWait(t *testing.T) {
 	require.NoError(t, err)
 	slot, err := owner.ClusterKeySlot(ctx, key).Result()
 	require.NoError(t, err)
-	var other string
+	// ForEachMaster calls the function on every primary at once: the
+	// other primaries' ids are gathered under a lock, and one is picked.
+	var (
+		idMu   sync.Mutex
+		others []string
+	)
 	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		if c.Options().Addr == owner.Options().Addr {
 			return nil
 		}
-		other, err = c.Do(ctx, "CLUSTER", "MYID").Text()
-		return err
+		id, err := c.Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			return err
+		}
+		idMu.Lock()
+		defer idMu.Unlock()
+		others = append(others, id)
+		return nil
 	})
 	require.NoError(t, err)
+	require.NotEmpty(t, others)
+	sort.Strings(others)
+	other := others[0]
 	require.NoError(t, owner.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", other).Err())
 	refusedCall := func(err error) bool {
 		return err != nil && (strings.Contains(err.Error(), "TRYAGAIN ") || strings.Contains(err.Error(), "ASK "))
