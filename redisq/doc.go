@@ -338,6 +338,11 @@
 // after which the call returns the last refusal; it ends sooner when the call's context ends (a Dequeue's
 // or Pull's too, since it leased nothing), with the context's error
 // wrapping the refusal, or when the handle closes (queue.ErrClosed).
+// Concurrent Enqueues, Acks and lone Dequeues of a handle go to the
+// server together, one call at a time: an Enqueue or Dequeue queued
+// behind a call that waits leaves when its context ends, but one sent
+// together with others waits with them, up to OpTimeout, as what the
+// server runs then is theirs too.
 // A call whose server dropped the connection or died under it is not
 // sent again (its outcome is unknown, as above), nor one that failed any
 // other way: after a primary died, a call sent while the client still
