@@ -21,7 +21,7 @@ func TestClusterMoveWaitQueued(t *testing.T) {
 	cc := startCluster(t)
 	ctx := context.Background()
 	const name = "movequeued"
-	opTimeout := 4 * time.Second
+	opTimeout := 2500 * time.Millisecond
 	q, err := redisq.Open(ctx, cc, name, &redisq.Options{OpTimeout: opTimeout, AckTimeout: time.Minute})
 	require.NoError(t, err)
 	defer q.Close()

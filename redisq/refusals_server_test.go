@@ -86,14 +86,14 @@ func TestRefusalsOneServer(t *testing.T) {
 		_, err = q.Enqueue(ctx, []byte("a"), queue.WithID("a"))
 		require.NoError(t, err)
 		pipe := ctl.Pipeline()
-		for i := range 20000 {
+		for i := range 10000 {
 			pipe.Set(ctx, fmt.Sprint("filler:", i), "v", 0)
 		}
 		_, err = pipe.Exec(ctx)
 		require.NoError(t, err)
-		// Loading 20000 keys at 200µs each takes 4s; the server answers
-		// others between reads of 1KB.
-		require.NoError(t, ctl.ConfigSet(ctx, "key-load-delay", "200").Err())
+		// Loading 10000 keys at 150µs each takes 1.5s; the server
+		// answers others between reads of 1KB.
+		require.NoError(t, ctl.ConfigSet(ctx, "key-load-delay", "150").Err())
 		require.NoError(t, ctl.ConfigSet(ctx, "loading-process-events-interval-bytes", "1024").Err())
 		reloaded := make(chan error, 1)
 		go func() { reloaded <- ctl.Do(context.Background(), "DEBUG", "RELOAD").Err() }()
