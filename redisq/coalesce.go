@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -40,6 +41,14 @@ type coalesced[T any] struct {
 // others, has returned; run returns one error per item. If that call
 // panics, do panics with the same value.
 func (c *coalescer[T]) do(v T, run func([]T) []error) error {
+	return c.doCtx(nil, v, run)
+}
+
+// doCtx is do for a caller with a context: while v waits for the call
+// ahead of it (which may take until OpTimeout, sending again what the
+// server refused), ctx's end takes v back and returns ctx's error, as no
+// call has carried v. Once a call carries v, its caller waits for it.
+func (c *coalescer[T]) doCtx(ctx context.Context, v T, run func([]T) []error) error {
 	req := &coalesced[T]{v: v, done: make(chan struct{})}
 	c.mu.Lock()
 	if !c.busy {
@@ -54,7 +63,18 @@ func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 	} else {
 		c.pending = append(c.pending, req)
 		c.mu.Unlock()
-		<-req.done
+		var end <-chan struct{}
+		if ctx != nil {
+			end = ctx.Done()
+		}
+		select {
+		case <-req.done:
+		case <-end:
+			if c.withdraw(req) {
+				return ctx.Err()
+			}
+			<-req.done // taken by a call meanwhile: its outcome is req's
+		}
 		if req.batch == nil { // run by another caller
 			if req.panicked != nil {
 				panic(req.panicked)
@@ -66,6 +86,19 @@ func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 	defer c.handOn()
 	req.runBatch(run)
 	return req.err
+}
+
+// withdraw takes req out of the queue and reports whether it was still
+// there: no call has taken it (gather, handOn take it under mu).
+func (c *coalescer[T]) withdraw(req *coalesced[T]) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.pending, req)
+	if i < 0 {
+		return false
+	}
+	c.pending = slices.Delete(c.pending, i, i+1)
+	return true
 }
 
 // gather adds to req's batch the callers queued since it was made, in

@@ -1,12 +1,15 @@
 package redisq
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // gatedRun is a coalescer's run whose calls each report their batch on
@@ -319,4 +322,60 @@ func TestCoalescerHandedOnCallerTakesLateCallers(t *testing.T) {
 	if took < rounds/2 {
 		t.Fatalf("a handed-on caller took the caller queued while it was woken in %d of %d rounds, want most", took, rounds)
 	}
+}
+
+// TestCoalescerQueuedCallerLeavesAtContextEnd: a caller queued behind a
+// running call whose context ends returns its context's error at once,
+// and its item is in no call; a caller whose item a call already took
+// gets that call's outcome.
+func TestCoalescerQueuedCallerLeavesAtContextEnd(t *testing.T) {
+	var c coalescer[int]
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []int
+	run := func(vs []int) []error {
+		mu.Lock()
+		ran = append(ran, vs...)
+		mu.Unlock()
+		if vs[0] == 0 {
+			<-release
+		}
+		return make([]error, len(vs))
+	}
+	ranNow := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ran)
+	}
+	queued := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.pending)
+	}
+	first := make(chan error, 1)
+	go func() { first <- c.do(0, run) }()
+	require.Eventually(t, func() bool { return len(ranNow()) == 1 }, 5*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() { second <- c.doCtx(ctx, 1, run) }()
+	require.Eventually(t, func() bool { return queued() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-second:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the queued caller waits on after its context ended")
+	}
+	close(release)
+	require.NoError(t, <-first)
+	require.Equal(t, []int{0}, ranNow(), "the withdrawn item ran in no call")
+	c.mu.Lock()
+	require.False(t, c.busy)
+	c.mu.Unlock()
+
+	// Taken by a call before its context ended: the call's outcome.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, c.doCtx(ctx, 2, func(vs []int) []error { cancel(); return run(vs) }))
+	require.Equal(t, []int{0, 2}, ranNow())
 }

@@ -103,7 +103,7 @@ func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.
 		return ms, due, err
 	}
 	r := &leaseReq{ctx: ctx}
-	if err := q.leases.do(r, q.leaseEach); err != nil {
+	if err := q.leases.doCtx(ctx, r, q.leaseEach); err != nil {
 		return nil, time.Time{}, err
 	}
 	if r.m == nil {

@@ -315,11 +315,45 @@
 // checks and subscription (a sorted queue's HSETNX of its kind, form and
 // SingleFlight, each read back after it); its own
 // housekeeping retries its failed pass every second, and its wake-up
-// subscription reconnects by itself. A cluster client of MaxRedirects -1
-// does not follow a moved slot: a call that meets MOVED or ASK (during a
-// resharding or after a failover) fails with it, having run nothing, and
-// the client looks up the slots again in the background: calls go to the
-// new owner once it has, and fail the same way until then.
+// subscription reconnects by itself.
+//
+// # Failovers and moved slots
+//
+// A cluster client of MaxRedirects -1 does not follow a moved slot; the
+// handle does, for every call, writes included. Redis answers some
+// errors before it runs a command (processCommand, and in a cluster
+// getNodeByQuery): MOVED (the slot is another node's: after a failover,
+// from the demoted primary too, or once a migration ended), ASK and
+// TRYAGAIN (the queue's slot is migrating: the handle waits for the
+// migration to end rather than follow ASK with ASKING, which the
+// importing node answers with TRYAGAIN as long as any of a call's keys
+// is missing there, as some of a queue's always are), CLUSTERDOWN (the
+// cluster settles), READONLY (a primary demoted to a replica) and LOADING
+// (a restarted server reads its data). Such a reply proves the call did
+// not run, so the handle sends it again, after asking a cluster client to
+// look up the slots again, waiting 5ms, then twice as long each time up to
+// 200ms: a call rides through a coordinated failover (CLUSTER FAILOVER)
+// or a resharding with no error, run once. The wait lasts at most
+// OpTimeout (with Replicas, plus WaitTimeout) from the first refusal,
+// after which the call returns the last refusal; it ends sooner when the call's context ends (a Dequeue's
+// or Pull's too, since it leased nothing), with the context's error
+// wrapping the refusal, or when the handle closes (queue.ErrClosed).
+// Concurrent Enqueues, Acks and lone Dequeues of a handle go to the
+// server together, one call at a time: an Enqueue or Dequeue queued
+// behind a call that waits leaves when its context ends, but one sent
+// together with others waits with them, up to OpTimeout, as what the
+// server runs then is theirs too.
+// A call whose server dropped the connection or died under it is not
+// sent again (its outcome is unknown, as above), nor one that failed any
+// other way: after a primary died, a call sent while the client still
+// names it as the slot's owner fails with the connection's error, until
+// the client's slot map names the promoted replica. The handle's wake-up
+// subscription needs nothing for a move: Redis Cluster sends every
+// PUBLISH to every node, so the subscription hears the new owner's
+// wake-ups wherever it is, and one whose node died subscribes again
+// (go-redis), after which every blocked consumer looks again. A call sent
+// again runs with the time it was first made: a Dequeue's lease counts
+// from then.
 //
 // A handle applies its own MaxDeliveries whenever it would deliver, as
 // the embedded queue does: a ready message (a sorted queue's pending

@@ -39,7 +39,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.Enque
 	if err != nil {
 		return "", err
 	}
-	err = q.enqs.do(enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach)
+	err = q.enqs.doCtx(ctx, enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach)
 	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
 		return "", err
 	}

@@ -122,9 +122,10 @@ func (h *handle) callTimeout() time.Duration {
 // reply when the command's context ends (go-redis ContextTimeoutEnabled)
 // would drop the reply of a call the server ran, leaving its messages
 // leased, unseen, until their deadline. The caller checks ctx before
-// each call instead.
+// each call instead, and a call waiting to send again what the server
+// refused (rideMoves), which leased nothing, stops when ctx ends.
 func (h *handle) leaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), h.callTimeout())
+	return context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), callerKey{}, ctx), h.callTimeout())
 }
 
 // primary returns what talks to the server holding the queue's keys: a
@@ -147,7 +148,10 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 
 // call runs a function over the queue's keys, loading its library first
 // where the server lacks it, and with Options.Replicas waits for the
-// replicas on the same connection after a function that may write.
+// replicas on the same connection after a function that may write. A
+// call the server refused without running it (a cluster's MOVED, ASK,
+// TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) is sent again until the
+// server takes it (rideMoves).
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() {
 		return nil, queue.ErrClosed
@@ -155,21 +159,24 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	if h.o.ReadOnly && f.writes {
 		return nil, queue.ErrReadOnly
 	}
+	v, err := h.rideMoves(ctx, func() (any, error) { return h.callOnce(ctx, f, argv) })
+	return v, h.wrongType(ctx, timedOut(ctx, err))
+}
+
+// callOnce is one run of call: a refusal (refused) comes back as it is,
+// for call to send it again.
+func (h *handle) callOnce(ctx context.Context, f function, argv []any) (any, error) {
 	load := func(c redis.Cmdable) error { return f.lib.load(ctx, c) }
 	if h.o.Replicas > 0 && f.writes { // a read changes nothing to wait for
-		v, err := h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
+		return h.runWait(ctx, func(p redis.Pipeliner) *redis.Cmd { return h.send(ctx, p, f, argv) },
 			missing, load)
-		return v, h.wrongType(ctx, timedOut(ctx, err))
 	}
 	var v any
 	do := func() (err error) { v, err = h.fcall(ctx, f, argv); return err }
-	var err error
-	if f.writes {
-		err = do()
-	} else { // a read runs twice harmlessly
-		err = sendAgain(ctx, do)
+	if !f.writes { // a read runs twice harmlessly
+		return v, sendAgain(ctx, do)
 	}
-	return v, h.wrongType(ctx, timedOut(ctx, err))
+	return v, do()
 }
 
 // timedOut returns err, wrapping ctx's error as well where ctx ended and

@@ -21,7 +21,7 @@ func (h *handle) housekeep(sweep sweepFunc) {
 	for {
 		wait := idleRecheck
 		h.armed.Store(unarmed)
-		n, next, err := sweep(!h.o.ManualRequeue)
+		n, next, err := h.sweepPasses(sweep)
 		if err != nil && h.isClosed() { // cut short by Close: no failure
 			return
 		}
@@ -37,6 +37,22 @@ func (h *handle) housekeep(sweep sweepFunc) {
 			return
 		}
 	}
+}
+
+// sweepPasses runs sweep, and again at once, up to sendTries passes in all,
+// while its connection drops: with a client that sends nothing again,
+// each stale connection of the pool fails the pass that draws it, which
+// is no outage to log, and a pass may run again whenever (the next finds
+// done what the last did). It returns the leases the passes that replied
+// ended.
+func (h *handle) sweepPasses(sweep sweepFunc) (int, time.Duration, error) {
+	ended, next, err := sweep(!h.o.ManualRequeue)
+	for try := 1; try < sendTries && dropped(err) && !h.isClosed(); try++ {
+		var n int
+		n, next, err = sweep(!h.o.ManualRequeue)
+		ended += n
+	}
+	return ended, next, err
 }
 
 // rest waits until the housekeeper's next pass is due: wait has passed

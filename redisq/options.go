@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -63,7 +64,11 @@ type Options struct {
 	// ContextTimeoutEnabled); with go-redis's default the client's
 	// ReadTimeout bounds it instead, so while the server holds writes
 	// (CLIENT PAUSE WRITE, a failover) a call waits up to that long
-	// whatever OpTimeout.
+	// whatever OpTimeout. It also bounds how long a call the server
+	// refused without running it (a cluster's MOVED, ASK, TRYAGAIN,
+	// CLUSTERDOWN during a failover or a migration of the queue's slot;
+	// READONLY; LOADING) is sent again, whatever its context: after that
+	// the call returns the last refusal (see the package doc).
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still
@@ -74,14 +79,19 @@ type Options struct {
 	// dropped (go-redis's MaxRetries above 0; its default, 0, means 3; a
 	// ClusterClient's MaxRedirects above 0, likewise), or on a client
 	// whose retries Open cannot read (not a *redis.Client,
-	// *redis.ClusterClient or *redis.Ring). Open refuses such a client
-	// otherwise (queue.ErrInvalidOptions). What it costs: a call whose
+	// *redis.ClusterClient or *redis.Ring), or on a ClusterClient or
+	// Ring whose NewClient hook built node clients with MaxRetries above
+	// 0 (Open reads the node clients it holds then). Open refuses such a
+	// client otherwise (queue.ErrInvalidOptions). What it costs: a call whose
 	// reply is lost after the server ran it runs again, and its caller
 	// gets the second run's outcome with no error: an Enqueue of a
 	// generated id enqueues its message twice, an Ack or a settle that
 	// happened fails with queue.ErrLeaseLost, an Enqueue WithID that
 	// happened fails with queue.ErrDuplicate, and a Dequeue's first lease
-	// is held by no one until it runs out. See the package doc.
+	// is held by no one until it runs out. See the package doc. A call
+	// the server refused without running it (MOVED, ASK, TRYAGAIN,
+	// CLUSTERDOWN, READONLY, LOADING) needs no retrying client: the
+	// handle sends it again itself (OpTimeout).
 	AcceptDoubleRuns bool
 	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
 	// changes nothing on the queue: it starts no housekeeper, so it ends
@@ -104,7 +114,9 @@ type Options struct {
 	// leases that ran out (one line per pass that ended any), a sorted
 	// queue's batches whose lease ended with their record unreadable
 	// (Warn, naming them; see Sorted.RequeueExpired), a housekeeping
-	// failure and its recovery (the pass is retried every second), and,
+	// failure and its recovery (the pass is retried every second; a pass
+	// whose connection dropped is passed again at once first, so a stale
+	// pooled connection logs nothing), and,
 	// apart from those, passes that did their work but fell short of
 	// Replicas (ErrNotDurable) and the pass that reached them again, each
 	// once.
@@ -246,4 +258,40 @@ func maxRetries(rdb redis.UniversalClient) (int, bool) {
 		return c.Options().MaxRetries, true
 	}
 	return 0, false
+}
+
+// checkNodeRetries refuses, as checkRetries does, a cluster client or
+// Ring whose NewClient hook builds node clients that send a command
+// again after their connection dropped (MaxRetries above 0): the node
+// client runs the call again whatever its cluster or ring client's
+// options say. It reads the node clients the client holds at Open: a
+// cluster's masters and replicas, once it has looked them up, a Ring's
+// shards that are up; a node that joins later is not read.
+func (o *Options) checkNodeRetries(ctx context.Context, rdb redis.UniversalClient) error {
+	if o.AcceptDoubleRuns || o.ReadOnly {
+		return nil
+	}
+	var each func(context.Context, func(context.Context, *redis.Client) error) error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		if c.Options().NewClient != nil {
+			each = c.ForEachShard
+		}
+	case *redis.Ring:
+		if c.Options().NewClient != nil {
+			each = c.ForEachShard
+		}
+	}
+	if each == nil {
+		return nil
+	}
+	return each(ctx, func(_ context.Context, n *redis.Client) error {
+		if r := n.Options().MaxRetries; r > 0 {
+			return fmt.Errorf("%w: redisq: the client's NewClient hook built a node client for %s that sends a command "+
+				"again after its connection dropped (%d retries), so a call that ran before the drop runs twice and "+
+				"its caller gets the second run's outcome; build node clients with MaxRetries: -1, or set "+
+				"Options.AcceptDoubleRuns to accept it", queue.ErrInvalidOptions, n.Options().Addr, r)
+		}
+		return nil
+	})
 }

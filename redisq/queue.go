@@ -45,6 +45,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	if err := o.checkRetries(rdb); err != nil {
 		return nil, err
 	}
+	if err := o.checkNodeRetries(ctx, rdb); err != nil {
+		return nil, err
+	}
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, fmt.Errorf("%w: redisq: queue name %q is empty or holds a brace", queue.ErrInvalidOptions, name)
 	}

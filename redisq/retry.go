@@ -3,8 +3,13 @@ package redisq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/walq/walq/queue"
 )
 
 // sendTries is how many times a command is sent when its connection
@@ -34,4 +39,89 @@ func sendAgain(ctx context.Context, send func() error) error {
 		err = send()
 	}
 	return err
+}
+
+// refusals are the codes of the server's error replies that prove the
+// command did not run: Redis 7 answers them in processCommand, before it
+// calls the command. MOVED, ASK, TRYAGAIN and CLUSTERDOWN come from the
+// cluster's routing of the command's keys (cluster.c getNodeByQuery):
+// the slot is another node's, is migrating and lacks some or all of the
+// keys, or the cluster is down. READONLY is a replica refusing a command
+// flagged as a write (a function without the no-writes flag is one: its
+// flags are read before it runs), as a demoted primary does. LOADING is a
+// server still reading its data after a restart.
+var refusals = [...]string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "LOADING"}
+
+// refused reports whether err is one of the server's refusals: the
+// command did not run, so sending it again is safe whatever it does.
+func refused(err error) bool {
+	for _, code := range refusals {
+		if refusedFor(err, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// The wait before a refused call is sent again: rideFirst, doubling up to
+// rideMost. A cluster settles in tens or hundreds of milliseconds after
+// a failover or once a slot's keys moved.
+const (
+	rideFirst = 5 * time.Millisecond
+	rideMost  = 200 * time.Millisecond
+)
+
+// callerKey is the context key under which a lease call's context
+// (leaseContext) carries its caller's context.
+type callerKey struct{}
+
+// rideMoves runs send, and again while the server refuses it (refused):
+// after a failover or while the queue's slot migrates, until the cluster
+// settles. Before each wait it asks a cluster client to reload its map of
+// the slots (go-redis reloads it in the background, at most once every
+// 200ms), and sends to whatever owns the slot then. An ASK is waited out
+// too instead of followed with ASKING: the importing node runs a command
+// of several keys only if it holds all of them (else TRYAGAIN), and the
+// queue's functions name keys that do not exist (an empty lease set, no
+// dead letters), so the call could only run once the migration ends.
+// It sends again for at most callTimeout from the first refusal, and
+// stops as soon as ctx ends, the caller's context of a lease call ends
+// (nothing was leased) or the handle closes (queue.ErrClosed); the
+// result is then the last refusal, or the context's error with it.
+func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
+	v, err := send()
+	if !refused(err) {
+		return v, err
+	}
+	caller, _ := ctx.Value(callerKey{}).(context.Context)
+	if caller == nil {
+		caller = ctx
+	}
+	end := time.Now().Add(h.callTimeout())
+	for wait := rideFirst; refused(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
+		h.reloadSlots()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", ctx.Err(), err)
+		case <-caller.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", caller.Err(), err)
+		case <-h.closed:
+			t.Stop()
+			return nil, queue.ErrClosed
+		}
+		v, err = send()
+	}
+	return v, err
+}
+
+// reloadSlots asks a cluster client to read the cluster's map of slots
+// again, in the background.
+func (h *handle) reloadSlots() {
+	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }
