@@ -67,8 +67,9 @@ type Options struct {
 	// whatever OpTimeout. It also bounds how long a call the server
 	// refused without running it (a cluster's MOVED, ASK, TRYAGAIN,
 	// CLUSTERDOWN during a failover or a migration of the queue's slot;
-	// READONLY; LOADING) is sent again, whatever its context: after that
-	// the call returns the last refusal (see the package doc).
+	// READONLY; LOADING) is sent again, when its context does not end it
+	// sooner: after that the call returns the last refusal (see the
+	// package doc for calls sent together with others).
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still
