@@ -1,0 +1,66 @@
+package redisq_test
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestCloseEndsRide: Close ends the calls that ride through refusals (a
+// server turned replica of a primary that never answers refuses every
+// write with READONLY), the one sent and those queued behind it, with
+// queue.ErrClosed, long before OpTimeout, and leaves none of the handle's
+// goroutines or timers running.
+func TestCloseEndsRide(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	require.NoError(t, rdb.Ping(ctx).Err())
+	base := runtime.NumGoroutine()
+	q, err := redisq.Open(ctx, rdb, "closeride", &redisq.Options{OpTimeout: time.Minute, AckTimeout: time.Minute})
+	require.NoError(t, err)
+	// A primary that is not there: the replica keeps refusing writes.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	require.NoError(t, rdb.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(port)).Err())
+	defer rdb.Do(ctx, "REPLICAOF", "NO", "ONE")
+
+	const n = 4
+	done := make(chan error, n)
+	for i := range n {
+		go func() { _, err := q.Enqueue(ctx, []byte("m"), queue.WithID(strconv.Itoa(i))); done <- err }()
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("an Enqueue returned while the server refused writes: %v", err)
+	default:
+	}
+	start := time.Now()
+	require.NoError(t, q.Close())
+	for range n {
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, queue.ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("an Enqueue still rides 5s after Close")
+		}
+	}
+	require.Less(t, time.Since(start), 2*time.Second, "Close and the calls it ended")
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > base; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines 5s after Close, %d before Open:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
