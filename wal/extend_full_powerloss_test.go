@@ -3,8 +3,6 @@ package wal_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -84,36 +82,8 @@ func TestPowerLossAfterZerosCutBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		for s := range states {
-			dst := filepath.Join(t.TempDir(), "state")
-			st, err := cfs.Materialize(dst, rand.New(rand.NewPCG(uint64(crashAt), uint64(s))))
-			if err != nil {
-				t.Fatal(err)
-			}
-			where := fmt.Sprintf("crash at durable op %d, state %d (%s), %d records durable", crashAt, s, st.Desc, durable)
-			state := filepath.Join(dst, "log")
-			if _, err := os.Stat(state); err != nil {
-				if durable > 0 {
-					t.Fatalf("%s: the log directory was lost", where)
-				}
-				continue
-			}
-			l, err := wal.Open(state, &wal.Options{SegmentSize: opts.SegmentSize})
-			if err != nil && errors.Is(err, wal.ErrCorrupt) && holeRefusable(state, st) {
+			if checkZeroState(t, cfs, crashAt, s, opts.SegmentSize, durable).refused {
 				refused++
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", where, err)
-			}
-			_, got := readAll(t, l, 1)
-			closeLog(t, l)
-			if len(got) < durable {
-				t.Fatalf("%s: %d records read", where, len(got))
-			}
-			for i := range got {
-				if !bytes.Equal(got[i], zeroRecord(i)) {
-					t.Fatalf("%s: record %d of %d read is not the one appended", where, i+1, len(got))
-				}
 			}
 		}
 	}

@@ -105,42 +105,62 @@ func powerLossSpanningRoll(t *testing.T, opts wal.Options) {
 			t.Fatal(err)
 		}
 		for s := range states {
-			dst := filepath.Join(t.TempDir(), "state")
-			st, err := cfs.Materialize(dst, rand.New(rand.NewPCG(uint64(crashAt), uint64(s))))
-			if err != nil {
-				t.Fatal(err)
-			}
-			where := fmt.Sprintf("crash at durable op %d, state %d (%s), %d records durable", crashAt, s, st.Desc, durable)
-			state := filepath.Join(dst, "log")
-			if _, err := os.Stat(state); err != nil {
-				if durable > 0 {
-					t.Fatalf("%s: the log directory was lost", where)
-				}
-				continue // no record was durable
-			}
-			l, err := wal.Open(state, &wal.Options{SegmentSize: opts.SegmentSize})
-			if err != nil && errors.Is(err, wal.ErrCorrupt) && holeRefusable(state, st) {
+			got := checkZeroState(t, cfs, crashAt, s, opts.SegmentSize, durable)
+			if got.refused {
 				refused++
-				continue
 			}
-			if err != nil {
-				t.Fatalf("%s: %v", where, err)
-			}
-			if l.Report().Torn != nil {
+			if got.torn {
 				torn++
-			}
-			_, got := readAll(t, l, 1)
-			closeLog(t, l)
-			if len(got) < durable {
-				t.Fatalf("%s: %d records read", where, len(got))
-			}
-			for i := range got {
-				if !bytes.Equal(got[i], zeroRecord(i)) {
-					t.Fatalf("%s: record %d of %d read is not the one appended", where, i+1, len(got))
-				}
 			}
 		}
 	}
+}
+
+// zeroState is what checkZeroState found in one crash state.
+type zeroState struct {
+	refused bool // Open refused it with ErrCorrupt for a hole it holds
+	torn    bool // Open cut a torn tail or roll
+}
+
+// checkZeroState materializes state s of cfs's image (crashed at durable
+// operation crashAt), opens its log with segSize, and fails t unless the
+// log reads at least the first durable records zeroRecord(0), ... in
+// order, and nothing else; a missing log directory passes only when no
+// record was durable.
+func checkZeroState(t *testing.T, cfs *crashfs.FS, crashAt, s int, segSize int64, durable int) zeroState {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "state")
+	st, err := cfs.Materialize(dst, rand.New(rand.NewPCG(uint64(crashAt), uint64(s))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := fmt.Sprintf("crash at durable op %d, state %d (%s), %d records durable", crashAt, s, st.Desc, durable)
+	state := filepath.Join(dst, "log")
+	if _, err := os.Stat(state); err != nil {
+		if durable > 0 {
+			t.Fatalf("%s: the log directory was lost", where)
+		}
+		return zeroState{} // no record was durable
+	}
+	l, err := wal.Open(state, &wal.Options{SegmentSize: segSize})
+	if err != nil && errors.Is(err, wal.ErrCorrupt) && holeRefusable(state, st) {
+		return zeroState{refused: true}
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	torn := l.Report().Torn != nil
+	_, got := readAll(t, l, 1)
+	closeLog(t, l)
+	if len(got) < durable {
+		t.Fatalf("%s: %d records read", where, len(got))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], zeroRecord(i)) {
+			t.Fatalf("%s: record %d of %d read is not the one appended", where, i+1, len(got))
+		}
+	}
+	return zeroState{torn: torn}
 }
 
 // holeRefusable reports whether Open may refuse the crash state of the
