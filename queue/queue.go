@@ -94,8 +94,14 @@ type Recovery struct {
 	Log          wal.Report    // torn tail cut, damage salvaged
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
 	SnapshotLost recovery.Info // salvage: the damaged newest snapshot set aside (the state was rebuilt from the older snapshot at SnapshotLSN, or from the log alone when 0); zero when none
-	Dropped      []Lost        // salvage: messages dropped because their records were lost, then because they are another's, each by Seq
-	Duration     time.Duration // time Open took
+	// Dropped lists, for a salvage, the messages the index held
+	// (delivered, delayed, dead or leased; a sorted queue's values, by
+	// key) that it dropped because their records were lost, then because
+	// they are another's, each by Seq. A never-delivered message whose
+	// enqueue record was lost is not in it: nothing left holds its id.
+	// Its Seq is among the LSNs lost (Log, LostBefore; RepairReport.LostLSNs).
+	Dropped  []Lost
+	Duration time.Duration // time Open took
 }
 
 // Recovery returns what Open found and did.

@@ -12,10 +12,11 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// Lost names a message a salvage dropped because its record was lost.
+// Lost names a message the index held that a salvage dropped because its
+// record was lost or is another's (Recovery.Dropped).
 type Lost struct {
-	Seq uint64 // its sequence number (the LSN of its enqueue record)
-	ID  string // its id
+	Seq uint64 // its sequence number (the LSN of its enqueue or publish record)
+	ID  string // its id; a sorted queue's value: its message key
 }
 
 // RepairOptions tunes Repair. A nil *RepairOptions means the defaults.
