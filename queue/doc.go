@@ -377,7 +377,8 @@
 // indexed message's record as the salvage does: its Recovery.Dropped
 // lists the indexed messages the salvage drops (records lost, then
 // records that are another's, each by Seq; a never-delivered message whose
-// record was lost is not named, only its LSN is lost), those messages are
+// enqueue record was lost is not named, only its LSN is lost, while one a
+// compaction copied forward is named when its copy was lost), those messages are
 // gone from its counts, its
 // Recovery.LostBefore says where a log that lost its front starts, and
 // over a damaged log (damaged entries or a lost front) it counts the

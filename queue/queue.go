@@ -95,11 +95,15 @@ type Recovery struct {
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
 	SnapshotLost recovery.Info // salvage: the damaged newest snapshot set aside (the state was rebuilt from the older snapshot at SnapshotLSN, or from the log alone when 0); zero when none
 	// Dropped lists, for a salvage, the messages the index held
-	// (delivered, delayed, dead or leased; a sorted queue's values, by
-	// key) that it dropped because their records were lost, then because
-	// they are another's, each by Seq. A never-delivered message whose
-	// enqueue record was lost is not in it: nothing left holds its id.
-	// Its Seq is among the LSNs lost (Log, LostBefore; RepairReport.LostLSNs).
+	// (delivered, delayed, dead or leased, and never-delivered ones a
+	// compaction copied forward; a sorted queue's values, by key) that it
+	// dropped because their records were lost, then because they are
+	// another's, each by Seq. A never-delivered message still at the
+	// record of its enqueue is not in it when that record was lost:
+	// nothing left holds its id. Its Seq is among the LSNs lost (Log,
+	// LostBefore; RepairReport.LostLSNs). One copied forward is named here
+	// when its copy was lost, and its Seq is not among the LSNs lost: the
+	// copy's LSN is.
 	Dropped  []Lost
 	Duration time.Duration // time Open took
 }

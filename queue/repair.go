@@ -48,7 +48,9 @@ type RepairReport struct {
 
 // LostLSNs returns the LSN ranges the salvage lost, first and last of each
 // (a message's sequence number is the LSN of its enqueue record, so the
-// never-delivered messages lost are among them), in order, each LSN in one
+// never-delivered messages whose enqueue record was lost are among them;
+// one a compaction copied forward is named in Recovery.Dropped instead),
+// in order, each LSN in one
 // range only: ranges that overlap or touch are one. A range whose last LSN
 // is unknown (a torn write's, which ends the log) has 0 there and takes in
 // every range after its first; one whose bounds are both unknown is
