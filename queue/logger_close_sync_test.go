@@ -37,7 +37,7 @@ func TestLoggerCloseOnHousekeeperRefused(t *testing.T) {
 	tryDequeue(t, qq)
 	select {
 	case err := <-got:
-		require.Error(t, err, "Close on the housekeeping goroutine cannot wait for it")
+		require.ErrorIs(t, err, queue.ErrHousekeeper, "Close on the housekeeping goroutine cannot wait for it")
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close from the handler of a background event has not returned in 10 s: it waits for the goroutine it runs on")
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestLoggerHandlerCallsReturn(t *testing.T) {
 			return q
 		},
 		"compacted": func(t *testing.T, h slog.Handler) *queue.Queue {
-			q := open(t, t.TempDir(), &queue.Options{SnapshotBytes: 1, Logger: slog.New(h)})
+			q := open(t, t.TempDir(), &queue.Options{SnapshotBytes: 1, SegmentSize: 4096, Logger: slog.New(h)})
 			enqueue(t, q, "a")
 			enqueue(t, q, "b")
 			return q
@@ -68,6 +69,7 @@ func TestLoggerHandlerCallsReturn(t *testing.T) {
 		for name, call := range calls {
 			t.Run(ev+"/"+name, func(t *testing.T) {
 				var once sync.Once
+				var fired atomic.Bool
 				var mu sync.Mutex
 				var q *queue.Queue
 				done := make(chan error, 1)
@@ -81,13 +83,18 @@ func TestLoggerHandlerCallsReturn(t *testing.T) {
 					if qq == nil {
 						return
 					}
-					once.Do(func() { done <- call(qq) })
+					once.Do(func() { fired.Store(true); done <- call(qq) })
 				}}
 				qq := start(t, h)
 				mu.Lock()
 				q = qq
 				mu.Unlock()
-				_, _ = qq.Enqueue(context.Background(), []byte("poke")) // an event logged before q was set is not missed
+				// An event logged before q was set is not missed: the
+				// housekeeper compacts again after more writes.
+				for i := 0; i < 100 && !fired.Load(); i++ {
+					_, _ = qq.Enqueue(context.Background(), make([]byte, 1000))
+					time.Sleep(10 * time.Millisecond)
+				}
 				select {
 				case err := <-done:
 					t.Logf("%s from the handler of %q: %v", name, ev, err)
