@@ -375,8 +375,11 @@
 // snapshot's LSN (or the damaged one's) shows as the same loss in
 // Recovery.Log. It reads each
 // indexed message's record as the salvage does: its Recovery.Dropped
-// lists what the salvage drops (records lost, then records that are
-// another's, each by Seq), those messages are gone from its counts, its
+// lists the indexed messages the salvage drops (records lost, then
+// records that are another's, each by Seq; a never-delivered message whose
+// enqueue record was lost is not named, only its LSN is lost, while one a
+// compaction copied forward is named when its copy was lost), those messages are
+// gone from its counts, its
 // Recovery.LostBefore says where a log that lost its front starts, and
 // over a damaged log (damaged entries or a lost front) it counts the
 // never-delivered messages again from the log, as the salvage does.

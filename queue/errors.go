@@ -52,4 +52,9 @@ var (
 	// repair refuse it too, since finishing the truncation would remove
 	// intact records for good. The error names the marker.
 	ErrLaterFront = errors.New("queue: truncation marker from a later moment than the snapshot")
+	// ErrHousekeeper is returned by Close when it is called on the
+	// queue's housekeeping goroutine, by a Logger handler of a background
+	// event: Close waits for that goroutine, so it would wait for ever.
+	// The queue stays open; start Close on a goroutine of its own.
+	ErrHousekeeper = errors.New("queue: Close called on the housekeeping goroutine, which it waits for")
 )

@@ -16,6 +16,7 @@ import (
 // Close stops it and waits for it.
 func (q *Queue) housekeep() {
 	defer q.wg.Done()
+	q.hkID.Store(goroutineID())
 	for {
 		// Failures are retried with backoff, kept in Stats and logged
 		// (events.go).

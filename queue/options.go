@@ -106,7 +106,13 @@ type Options struct {
 	// the background events (leases that ran out, background failures,
 	// the sticky write error, compactions) are logged by the queue's
 	// housekeeping goroutine, which Close waits for. A handler that
-	// closes the queue starts Close on a goroutine of its own.
+	// closes the queue starts Close on a goroutine of its own (Close on
+	// the housekeeping goroutine returns ErrHousekeeper at once). The
+	// housekeeping goroutine ends leases and compacts, and does neither
+	// while a handler of a background event runs: a call the handler makes that
+	// waits for a lease to run out (a Dequeue or Pull while the messages
+	// are leased) waits until its context ends or Close, which ends it
+	// with ErrClosed.
 	// Default nil: no logging.
 	Logger *slog.Logger
 	// MaxPending bounds the records of asynchronous calls (EnqueueAsync,

@@ -48,12 +48,13 @@ type Queue struct {
 	kick      chan struct{} // wakes the housekeeper; buffered, one slot
 	stop      chan struct{} // closed by Close to stop the housekeeper
 	wg        sync.WaitGroup
-	compactMu sync.Mutex // one snapshot, or one whole compaction pass (compact), at a time
-	moveMu    sync.Mutex // one copy-forward pass at a time
-	obs       observer   // histograms, background errors (metrics.go, events.go)
-	written   written    // the log as written, read back for Stats once it is poisoned (written.go)
-	encBufs   encBufs    // buffers for records encoded outside mu (Enqueue)
-	wall      *wallClock // reads the system clock for now; nil when Options.Clock is not the default
+	hkID      atomic.Uint64 // the housekeeper's goroutine id (goroutineID); 0 until it starts
+	compactMu sync.Mutex    // one snapshot, or one whole compaction pass (compact), at a time
+	moveMu    sync.Mutex    // one copy-forward pass at a time
+	obs       observer      // histograms, background errors (metrics.go, events.go)
+	written   written       // the log as written, read back for Stats once it is poisoned (written.go)
+	encBufs   encBufs       // buffers for records encoded outside mu (Enqueue)
+	wall      *wallClock    // reads the system clock for now; nil when Options.Clock is not the default
 
 	// foundNothing, when set (white-box tests only), is called under q.mu
 	// by a blocking consumer that found nothing to deliver, before it goes
@@ -94,8 +95,18 @@ type Recovery struct {
 	Log          wal.Report    // torn tail cut, damage salvaged
 	LostBefore   uint64        // salvage: the log starts here, records the snapshot needed before it are lost; 0 when none
 	SnapshotLost recovery.Info // salvage: the damaged newest snapshot set aside (the state was rebuilt from the older snapshot at SnapshotLSN, or from the log alone when 0); zero when none
-	Dropped      []Lost        // salvage: messages dropped because their records were lost, then because they are another's, each by Seq
-	Duration     time.Duration // time Open took
+	// Dropped lists, for a salvage, the messages the index held
+	// (delivered, delayed, dead or leased, and never-delivered ones a
+	// compaction copied forward; a sorted queue's values, by key) that it
+	// dropped because their records were lost, then because they are
+	// another's, each by Seq. A never-delivered message still at the
+	// record of its enqueue is not in it when that record was lost:
+	// nothing left holds its id. Its Seq is among the LSNs lost (Log,
+	// LostBefore; RepairReport.LostLSNs). One copied forward is named here
+	// when its copy was lost, and its Seq is not among the LSNs lost: the
+	// copy's LSN is.
+	Dropped  []Lost
+	Duration time.Duration // time Open took
 }
 
 // Recovery returns what Open found and did.
@@ -352,10 +363,15 @@ func (q *Queue) wakeHousekeeper() {
 // error that poisoned it; a call still blocked on the MaxPending window
 // returns ErrClosed and appends nothing. A second Close returns ErrClosed
 // at once, also while the first is still running (before the Pendings
-// are complete).
+// are complete). Called on the housekeeping goroutine (by a Logger
+// handler of a background event), which it would wait for, it returns
+// ErrHousekeeper at once and changes nothing.
 func (q *Queue) Close() error {
 	if q.opts.ReadOnly {
 		return q.closeReadOnly()
+	}
+	if id := q.hkID.Load(); id != 0 && id == goroutineID() {
+		return ErrHousekeeper
 	}
 	q.mu.Lock()
 	if q.mu.closed {

@@ -12,10 +12,11 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// Lost names a message a salvage dropped because its record was lost.
+// Lost names a message the index held that a salvage dropped because its
+// record was lost or is another's (Recovery.Dropped).
 type Lost struct {
-	Seq uint64 // its sequence number (the LSN of its enqueue record)
-	ID  string // its id
+	Seq uint64 // its sequence number (the LSN of its enqueue or publish record)
+	ID  string // its id; a sorted queue's value: its message key
 }
 
 // RepairOptions tunes Repair. A nil *RepairOptions means the defaults.
@@ -47,7 +48,9 @@ type RepairReport struct {
 
 // LostLSNs returns the LSN ranges the salvage lost, first and last of each
 // (a message's sequence number is the LSN of its enqueue record, so the
-// never-delivered messages lost are among them), in order, each LSN in one
+// never-delivered messages whose enqueue record was lost are among them;
+// one a compaction copied forward is named in Recovery.Dropped instead),
+// in order, each LSN in one
 // range only: ranges that overlap or touch are one. A range whose last LSN
 // is unknown (a torn write's, which ends the log) has 0 there and takes in
 // every range after its first; one whose bounds are both unknown is
