@@ -1,0 +1,76 @@
+//go:build linux
+
+package main_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walq/walq/internal/tmpfs"
+)
+
+// TestRepairFullDisk: walq repair of a torn queue on a full disk fails at
+// its backup, before anything changes: it exits 1, says the disk is full
+// and what to do, leaves the queue directory as it was (verify still finds
+// the torn tail) and no partial backup taking the space. Given a backup
+// on another disk, the salvage fails for want of room for its snapshot
+// and leaves a directory that opens; once space is freed, repair leaves
+// every message ready.
+func TestRepairFullDisk(t *testing.T) {
+	mnt := tmpfs.Mount(t, "size=1m")
+	dir := filepath.Join(mnt, "q")
+	copyTree(t, tornQueue(t), dir)
+	filler := filepath.Join(mnt, "filler")
+	fillDisk(t, filler)
+	before := treeDigest(t, dir)
+
+	r := mustWalq(t, 1, "", "repair", dir)
+	require.Contains(t, r.stderr, "no space left on device")
+	require.Contains(t, r.stderr, dir+" was not changed")
+	require.Contains(t, r.stderr, "--backup", "it names the way out: a backup on another disk")
+	require.Equal(t, before, treeDigest(t, dir), "the directory is unchanged")
+	backups, err := filepath.Glob(dir + ".bak-*")
+	require.NoError(t, err)
+	require.Empty(t, backups, "the partial backup is removed")
+	mustWalq(t, 7, "", "verify", dir) // still torn: nothing was changed
+
+	// A backup on another disk, as the message says, is made; the salvage
+	// then needs room for its snapshot and fails with ENOSPC too.
+	elsewhere := filepath.Join(t.TempDir(), "saved")
+	r = mustWalq(t, 1, "", "repair", "--backup", elsewhere, dir)
+	require.Contains(t, r.stderr, "no space left on device")
+	require.Equal(t, before, treeDigest(t, elsewhere), "the backup is the directory before the repair")
+	// What it wrote before it failed (the torn tail cut, the crash's
+	// leases ended) leaves a directory that opens: clean, or torn still.
+	v := walq(t, "", "verify", dir)
+	require.Contains(t, []int{0, 7}, v.code, "verify after the failed salvage:\n%s", v.stdout)
+	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.NoError(t, err)
+	require.Empty(t, tmps, "the snapshot that did not fit is not left behind")
+
+	// Once space is freed, repair succeeds and every message is there.
+	require.NoError(t, os.Remove(filler))
+	r = mustWalq(t, 0, "", "repair", dir)
+	mustWalq(t, 0, "", "verify", dir)
+	require.EqualValues(t, 40, stats(t, dir).Ready)
+}
+
+// fillDisk writes path until its file system is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err = f.Write(buf); err != nil {
+			break
+		}
+	}
+	require.True(t, errors.Is(err, syscall.ENOSPC), "filling %s: %v", path, err)
+}
