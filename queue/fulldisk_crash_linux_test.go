@@ -331,23 +331,18 @@ func testFullDiskCrashReopen(t *testing.T, kind string) {
 	require.NoError(t, q.Close())
 }
 
-// fillUp writes path until its file system is full.
+// fillUp writes path until its file system is full: pages, then the
+// last bytes of the page it holds.
 func fillUp(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	require.NoError(t, err)
 	defer f.Close()
 	buf := make([]byte, 4096)
-	for err == nil {
-		_, err = f.Write(buf)
-	}
-	require.ErrorIs(t, err, syscall.ENOSPC, "filling %s", path)
-	for err == nil || errors.Is(err, syscall.ENOSPC) { // the last bytes, less than a page
-		if _, err = f.Write(buf[:1]); err != nil && !errors.Is(err, syscall.ENOSPC) {
-			require.NoError(t, err)
+	for _, size := range []int{len(buf), 1} {
+		for err = nil; err == nil; {
+			_, err = f.Write(buf[:size])
 		}
-		if err != nil {
-			break
-		}
+		require.ErrorIs(t, err, syscall.ENOSPC, "filling %s", path)
 	}
 }
