@@ -307,6 +307,10 @@ func testFullDiskCrashReopen(t *testing.T, kind string) {
 		t.Logf("open %d on the full disk: opened; %d acked after the crash, then %v; close: %v", round, len(consumed), err, q.Close())
 	}
 
+	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.NoError(t, err)
+	require.Empty(t, tmps, "a snapshot that did not fit is left behind")
+
 	// 2. Space freed: everything comes back once.
 	require.NoError(t, os.Remove(filler))
 	require.NoError(t, os.Remove(topUp))
