@@ -44,6 +44,8 @@ func TestRepairFullDisk(t *testing.T) {
 	elsewhere := filepath.Join(t.TempDir(), "saved")
 	r = mustWalq(t, 1, "", "repair", "--backup", elsewhere, dir)
 	require.Contains(t, r.stderr, "no space left on device")
+	require.Contains(t, r.stderr, "free space on it and run repair again")
+	require.Contains(t, r.stderr, "(the backup is "+elsewhere+")")
 	require.Equal(t, before, treeDigest(t, elsewhere), "the backup is the directory before the repair")
 	// What it wrote before it failed (the torn tail cut, the crash's
 	// leases ended) leaves a directory that opens: clean, or torn still.

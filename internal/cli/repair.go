@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/walq/walq/internal/twin"
@@ -95,6 +96,9 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		return err
 	}})
 	sp.done()
+	if err != nil && copied >= 0 && diskFull(err) {
+		err = fmt.Errorf("%w: %s's disk is full; free space on it and run repair again", err, dir)
+	}
 	if copied < 0 {
 		backup = ""
 		if err != nil && !errors.Is(err, queue.ErrCorrupt) {
@@ -112,6 +116,12 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		return fmt.Errorf("%w (the backup is %s)", err, backup)
 	}
 	return err
+}
+
+// diskFull reports whether err says the disk (or the user's quota) is
+// full.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // defaultBackup returns the default backup path of dir: DIR.bak-<time>
