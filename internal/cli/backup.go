@@ -44,8 +44,12 @@ func backupDir(e *env, src, dst string) (int64, error) {
 		if rerr := os.RemoveAll(dst); rerr != nil {
 			return n, fmt.Errorf("%w; removing the partial backup: %v", err, rerr)
 		}
+		err = fmt.Errorf("%w (the partial backup was removed)", err)
 	}
-	return n, fmt.Errorf("%w (the partial backup was removed: free space, or give --backup PATH on another disk)", err)
+	if diskFull(err) {
+		err = fmt.Errorf("%w: free space, or give --backup PATH on another disk", err)
+	}
+	return n, err
 }
 
 // copyTree copies the tree at root to the new directory dst, reporting
