@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -158,7 +159,7 @@ func TestFullDiskDrainAfterFreeingSorted(t *testing.T) {
 // (with batches pulled along the way, one left leased). The publish that
 // does not fit fails with an error wrapping ENOSPC, and the handle is
 // poisoned as the package doc says: the next publish, pull and ack fail
-// with it, and Close returns it. Reopened after 256 KiB are freed and
+// with it even once 256 KiB are freed, and Close returns it. Reopened and
 // drained with a Compact every 10 pulls (one whose snapshot does not fit
 // yet fails with ENOSPC and poisons nothing), it delivers every value
 // whose publish returned nil once, with its payload; new publishes then
@@ -201,16 +202,25 @@ func TestFullDiskWindowed(t *testing.T) {
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	require.NotNil(t, leased)
 
-	// Poisoned: every later write, delivery and settle fails with it.
-	require.ErrorIs(t, w.Publish(ctx, "k", []byte("x")), syscall.ENOSPC, "publish after the failure")
+	// Poisoned: every later write, delivery and settle fails with it, also
+	// once space is freed (on the still-full disk each write would fail
+	// with ENOSPC of its own, poisoned or not).
+	require.NoError(t, os.Remove(filler))
+	_, cause, ok := strings.Cut(err.Error(), "wal: ")
+	require.True(t, ok, "the failed publish names the log's write: %v", err)
+	sticky := func(what string, err error) {
+		t.Helper()
+		require.ErrorIs(t, err, syscall.ENOSPC, what)
+		require.ErrorContains(t, err, cause, what+": not the error that poisoned the log")
+	}
+	sticky("publish after the failure", w.Publish(ctx, "k", []byte("x")))
 	time.Sleep(2 * time.Millisecond)
 	_, err = w.TryPull(1)
-	require.ErrorIs(t, err, syscall.ENOSPC, "pull after the failure")
-	require.ErrorIs(t, leased.Ack(), syscall.ENOSPC, "ack after the failure")
-	require.ErrorIs(t, w.Close(), syscall.ENOSPC)
+	sticky("pull after the failure", err)
+	sticky("ack after the failure", leased.Ack())
+	sticky("close after the failure", w.Close())
 
-	// Free space, reopen, drain.
-	require.NoError(t, os.Remove(filler))
+	// Reopen on the freed disk, drain.
 	w, err = queue.OpenWindowed(dir, o)
 	require.NoError(t, err)
 	seen := map[int]bool{}
