@@ -3,15 +3,19 @@
 package main_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/walq/walq/internal/tmpfs"
+	"github.com/walq/walq/queue"
 )
 
 // TestRepairFullDisk: walq repair of a torn queue on a full disk fails at
@@ -75,4 +79,82 @@ func fillDisk(t *testing.T, path string) {
 		}
 	}
 	require.True(t, errors.Is(err, syscall.ENOSPC), "filling %s: %v", path, err)
+}
+
+// TestRepairFullDiskSalvageLeft: what a salvage that failed on the full
+// disk leaves (its backup made elsewhere) is a queue that loses nothing
+// and brings back nothing acked: opened once space is freed, it delivers
+// every message not acked before the crash once, with its payload, and
+// none that was; a repair run again then finishes with those ready.
+func TestRepairFullDiskSalvageLeft(t *testing.T) {
+	mnt := tmpfs.Mount(t, "size=1m")
+	dir := filepath.Join(mnt, "q")
+	payload := func(i int) string { return fmt.Sprintf("payload %03d %s", i, strings.Repeat("z", 80)) }
+
+	// A process enqueues 40, acks the first 10, leases 2 and dies; the
+	// last entry (the second lease) is torn.
+	src := filepath.Join(t.TempDir(), "q")
+	q, err := queue.Open(src, fixtureOptions())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	ctx := context.Background()
+	for i := range 40 {
+		_, err := q.Enqueue(ctx, []byte(payload(i)), queue.WithID(fmt.Sprintf("msg-%03d", i)))
+		require.NoError(t, err)
+	}
+	for i := range 12 {
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("msg-%03d", i), m.ID)
+		if i < 10 {
+			require.NoError(t, m.Ack())
+		}
+	}
+	copyTree(t, src, dir) // what a kill -9 leaves
+	last := segments(t, dir)[len(segments(t, dir))-1]
+	ends, _ := frames(t, last)
+	require.NotEmpty(t, ends)
+	require.NoError(t, os.Truncate(last, ends[len(ends)-1]-5))
+	filler := filepath.Join(mnt, "filler")
+	fillDisk(t, filler)
+
+	elsewhere := filepath.Join(t.TempDir(), "saved")
+	r := mustWalq(t, 1, "", "repair", "--backup", elsewhere, dir)
+	require.Contains(t, r.stderr, "no space left on device")
+	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.NoError(t, err)
+	require.Empty(t, tmps, "the snapshot that did not fit is not left behind")
+
+	// Freed, the queue as the failed salvage left it (a copy, opened by
+	// the application).
+	require.NoError(t, os.Remove(filler))
+	probe := filepath.Join(t.TempDir(), "q")
+	copyTree(t, dir, probe)
+	p, err := queue.Open(probe, fixtureOptions())
+	require.NoError(t, err, "the queue the failed salvage left opens")
+	seen := map[string]int{}
+	for {
+		m, err := p.TryDequeue()
+		if errors.Is(err, queue.ErrEmpty) {
+			break
+		}
+		require.NoError(t, err)
+		seen[m.ID]++
+		var i int
+		_, err = fmt.Sscanf(m.ID, "msg-%03d", &i)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, i, 10, "%s delivered after its ack returned nil", m.ID)
+		require.Equal(t, payload(i), string(m.Payload))
+		require.NoError(t, m.Ack())
+	}
+	require.NoError(t, p.Close())
+	for i := 10; i < 40; i++ {
+		require.Equal(t, 1, seen[fmt.Sprintf("msg-%03d", i)], "msg-%03d delivered %d times", i, seen[fmt.Sprintf("msg-%03d", i)])
+	}
+	require.Len(t, seen, 30)
+
+	// And the repair, run again, finishes.
+	mustWalq(t, 0, "", "repair", dir)
+	mustWalq(t, 0, "", "verify", dir)
+	require.EqualValues(t, 30, stats(t, dir).Ready)
 }
