@@ -27,6 +27,10 @@ import (
 // fills the disk and is killed; its value is the JSON of a fullCrashChild.
 const fullCrashChildEnv = "WALQ_TEST_FULLCRASH"
 
+// fullChildDeadline is how long the child may take to fill the disk (a
+// few seconds under the race detector on a loaded machine).
+const fullChildDeadline = time.Minute
+
 // fullCrashChild is what the parent tells the child.
 type fullCrashChild struct {
 	Dir  string
@@ -199,7 +203,12 @@ func runFullChild(t *testing.T, c fullCrashChild) fullOracle {
 	require.NoError(t, err)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	// The child dies with the test process (a timeout's panic runs no
+	// cleanup), and one that hangs is killed: the test then fails, rather
+	// than hangs, and no child is left holding the mount.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
+	hung := time.AfterFunc(fullChildDeadline, func() { _ = cmd.Process.Kill() })
 	o := fullOracle{put: map[int]bool{}, failed: map[int]bool{}, acking: map[int]bool{}, acked: map[int]bool{}}
 	sc := bufio.NewScanner(out)
 	ready := false
@@ -223,9 +232,11 @@ func runFullChild(t *testing.T, c fullCrashChild) fullOracle {
 			ready = true
 		}
 	}
-	require.NoError(t, cmd.Process.Kill())
+	hung.Stop()
+	kerr := cmd.Process.Kill()
 	err = cmd.Wait()
-	require.True(t, ready, "the child ended before it was ready: %v\n%s", err, stderr.String())
+	require.True(t, ready, "the child ended, or hung %v, before it was ready: %v\n%s", fullChildDeadline, err, stderr.String())
+	require.NoError(t, kerr)
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL, "child: %v", err)
 	return o
