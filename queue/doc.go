@@ -193,8 +193,10 @@
 // snapshot before it removes the segments drained. A queue reopened on the
 // still-full disk opens when it has nothing to write (after a crash it
 // appends the records that end the leases the crash left, which need
-// space too), but its deliveries and acks soon fail with ENOSPC again. The way
-// out is to free space outside the queue, reopen, and drain with a Compact
+// space too), but its deliveries and acks soon fail with ENOSPC again.
+// After a crash on the full disk, Open opens or fails with an error
+// wrapping ENOSPC; neither loses a message or brings back an acked one.
+// The way out is to free space outside the queue, reopen, and drain with a Compact
 // every few hundred acks so that the segments drained are removed; the log
 // writes no zeros ahead of its tail that do not fit (it then appends
 // alone), so the space freed is all for records. A compaction whose

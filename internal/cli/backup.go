@@ -27,9 +27,37 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	if inside(root, dst) {
 		return 0, fmt.Errorf("backup %s is inside %s", dst, src)
 	}
+	n, made, err := copyTree(e, root, dst)
+	if err == nil {
+		err = syncTree(dst)
+	}
+	if err == nil {
+		err = wal.SyncDir(filepath.Dir(dst))
+	}
+	if err == nil {
+		return n, nil
+	}
+	// A partial copy (a full disk, most often) is of no use and holds the
+	// space that the next attempt, or the service, needs.
+	err = fmt.Errorf("backup %s to %s: %w", src, dst, err)
+	if made {
+		if rerr := os.RemoveAll(dst); rerr != nil {
+			return n, fmt.Errorf("%w; removing the partial backup: %v", err, rerr)
+		}
+		err = fmt.Errorf("%w (the partial backup was removed)", err)
+	}
+	if diskFull(err) {
+		err = fmt.Errorf("%w: free space, or give --backup PATH on another disk", err)
+	}
+	return n, err
+}
+
+// copyTree copies the tree at root to the new directory dst, reporting
+// progress. made says whether it created dst (to be removed if the copy
+// fails; a dst made by another process is left alone).
+func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
 	bar := e.bytesBar(treeBytes(root), "backup")
 	defer bar.done()
-	var n int64
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -40,7 +68,9 @@ func backupDir(e *env, src, dst string) (int64, error) {
 		}
 		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.Mkdir(target, 0o700)
+			err := os.Mkdir(target, 0o700)
+			made = made || (err == nil && rel == ".")
+			return err
 		}
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("backup: %s is not a regular file", path)
@@ -50,13 +80,7 @@ func backupDir(e *env, src, dst string) (int64, error) {
 		bar.add(c)
 		return err
 	})
-	if err != nil {
-		return n, fmt.Errorf("backup %s to %s: %w", src, dst, err)
-	}
-	if err := syncTree(dst); err != nil {
-		return n, err
-	}
-	return n, wal.SyncDir(filepath.Dir(dst))
+	return n, made, err
 }
 
 // copyFile copies the regular file src to the new file dst with src's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/walq/walq/internal/twin"
@@ -21,7 +22,8 @@ var repairCmd = &command{
 lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
 next to DIR unless --backup names another path; the copy is fsynced
-before anything else happens), then opens the queue with salvage on,
+before anything else happens; a copy that fails, on a full disk say, is
+removed and DIR is left unchanged), then opens the queue with salvage on,
 keeping every acked id and dead-lettering no message (as every command
 that changes a queue: it does not know the application's DedupWindow and
 MaxDeliveries): a torn tail is cut, damaged log entries are skipped, a damaged or missing snapshot is rebuilt
@@ -94,6 +96,9 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		return err
 	}})
 	sp.done()
+	if err != nil && copied >= 0 && diskFull(err) {
+		err = fmt.Errorf("%w: %s's disk is full; free space on it and run repair again", err, dir)
+	}
 	if copied < 0 {
 		backup = ""
 		if err != nil && !errors.Is(err, queue.ErrCorrupt) {
@@ -111,6 +116,12 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		return fmt.Errorf("%w (the backup is %s)", err, backup)
 	}
 	return err
+}
+
+// diskFull reports whether err says the disk (or the user's quota) is
+// full.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // defaultBackup returns the default backup path of dir: DIR.bak-<time>

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBackupRemovesOnlyItsPartialCopy: a backup that fails removes the
+// directory it created, and nothing else: not a directory that was there
+// before, not what a link names, not the queue directory.
+func TestBackupRemovesOnlyItsPartialCopy(t *testing.T) {
+	e := &env{}
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside") // a user's directory
+	require.NoError(t, os.Mkdir(outside, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "keep"), []byte("mine"), 0o600))
+	src := filepath.Join(base, "q")
+	require.NoError(t, os.Mkdir(src, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "a"), []byte("log"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(src, "z-link"))) // refused, after "a" is copied
+
+	requireKept := func() {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(outside, "keep"))
+		require.NoError(t, err, "the user's file")
+		require.Equal(t, "mine", string(b))
+		b, err = os.ReadFile(filepath.Join(src, "a"))
+		require.NoError(t, err, "the queue's file")
+		require.Equal(t, "log", string(b))
+		_, err = os.Lstat(filepath.Join(src, "z-link"))
+		require.NoError(t, err, "the queue's link")
+	}
+
+	t.Run("copy fails", func(t *testing.T) {
+		dst := filepath.Join(base, "bak")
+		_, err := backupDir(e, src, dst)
+		require.ErrorContains(t, err, "is not a regular file")
+		require.ErrorContains(t, err, "(the partial backup was removed)")
+		require.NotContains(t, err.Error(), "--backup", "the disk is not full: no way out named for it")
+		_, serr := os.Lstat(dst)
+		require.ErrorIs(t, serr, os.ErrNotExist, "the partial copy is removed")
+		requireKept()
+	})
+	t.Run("a directory there before", func(t *testing.T) {
+		_, err := backupDir(e, src, outside)
+		require.ErrorContains(t, err, "already exists")
+		require.NotContains(t, err.Error(), "removed")
+		requireKept()
+	})
+	t.Run("a link to a directory", func(t *testing.T) {
+		link := filepath.Join(base, "link")
+		require.NoError(t, os.Symlink(outside, link))
+		_, err := backupDir(e, src, link)
+		require.ErrorContains(t, err, "already exists")
+		requireKept()
+	})
+	t.Run("inside the queue directory", func(t *testing.T) {
+		_, err := backupDir(e, src, filepath.Join(src, "bak"))
+		require.ErrorContains(t, err, "is inside")
+		requireKept()
+	})
+}
