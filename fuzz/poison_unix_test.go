@@ -33,6 +33,8 @@ import (
 // variants with a hook, a tool opens the queue before each child as walq's
 // writing commands do (MaxDeliveries -1: it ends the crashed child's lease
 // without dead-lettering), compacts and closes it: the limit still holds.
+// The variants, each in a directory of its own, run side by side: most of
+// their time is the start of a child process.
 
 const poisonEnv = "WALQ_POISON_CHILD"
 
@@ -137,11 +139,13 @@ func TestPoisonCrashLoop(t *testing.T) {
 			for _, compact := range []bool{false, true} {
 				name := fmt.Sprintf("%s/sync=%d/compact=%v", kind, sync, compact)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					c := poisonConfig{Dir: t.TempDir(), Kind: kind, Sync: int(sync), Compact: compact}
 					poisonCrashLoop(t, c)
 				})
 			}
 			t.Run(fmt.Sprintf("%s/sync=%d/hook", kind, sync), func(t *testing.T) {
+				t.Parallel()
 				c := poisonConfig{Dir: t.TempDir(), Kind: kind, Sync: int(sync), Hook: true}
 				poisonCrashLoop(t, c)
 			})
