@@ -1,6 +1,8 @@
 package fuzz_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -366,4 +368,18 @@ func openedView(t *testing.T, q *queue.Queue) string {
 	}
 	slices.Sort(lines)
 	return fmt.Sprintf("%+v lostBefore=%d\n%s", v, rec.LostBefore, strings.Join(lines, "\n"))
+}
+
+// TestRandomHistoryClosesItsQueue: a history's queue is closed when its
+// test ends, even when the caller stops before closing it (a t.Fatal in a
+// later history of the batch, or a directory that kept changing), so that
+// a failing batch leaves no open queue, goroutine or lock behind.
+func TestRandomHistoryClosesItsQueue(t *testing.T) {
+	var q *queue.Queue
+	t.Run("history", func(t *testing.T) {
+		_, q = randomHistory(t, rand.New(rand.NewSource(1)))
+	})
+	if _, err := q.Enqueue(context.Background(), []byte("after")); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("Enqueue after the history's test ended: %v, want ErrClosed", err)
+	}
 }
