@@ -159,7 +159,9 @@ func damagedHistories(t *testing.T, from int64, n int) []damagedRun {
 			t.Fatal(err)
 		}
 		for i, q := range qs {
-			q.Close()
+			if err := q.Close(); err != nil {
+				t.Fatalf("closing the history of seed %d: %v", from+int64(len(out)), err)
+			}
 			img, what := damageAtRandom(rngs[i], imgs[i])
 			out = append(out, damagedRun{seed: from + int64(len(out)), img: img, what: what})
 		}
@@ -176,6 +178,13 @@ func randomHistory(t *testing.T, rng *rand.Rand) (string, *queue.Queue) {
 	dir := scratchDir(t)
 	compacts := rng.Intn(2) == 0
 	q := mustOpen(t, dir, &queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, AckTimeout: time.Hour, ManualRequeue: true})
+	// Closed when the test ends whatever stops the caller first; after
+	// the caller's own Close, the second says ErrClosed.
+	t.Cleanup(func() {
+		if err := q.Close(); err != nil && !errors.Is(err, queue.ErrClosed) {
+			t.Errorf("closing the history in %s: %v", dir, err)
+		}
+	})
 	var held []*queue.Message
 	n := 0
 	for range 60 {
