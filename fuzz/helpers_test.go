@@ -160,27 +160,51 @@ func readDir(dir string) (map[string][]byte, error) {
 // (128 ms) after a busy spell ends (wal/witness.go). The files must stay
 // the same for quietSpan, read every 10ms, within 5s.
 func quietDir(dir string) (map[string][]byte, error) {
+	imgs, err := quietDirs([]string{dir})
+	if err != nil {
+		return nil, err
+	}
+	return imgs[0], nil
+}
+
+// quietDirs is quietDir for several directories at once, each of its own
+// open queue: they are read in turn every 10ms until each has stayed the
+// same for quietSpan, so that the queues' quiet spans pass together.
+func quietDirs(dirs []string) ([]map[string][]byte, error) {
 	const quietSpan = 300 * time.Millisecond
-	prev, err := readDir(dir)
-	same := time.Now()
-	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); {
+	prev := make([]map[string][]byte, len(dirs)) // the first read of each directory's current quiet spell
+	cur := make([]map[string][]byte, len(dirs))  // the last read of each directory
+	same := make([]time.Time, len(dirs))         // when each directory's quiet spell began
+	for i, d := range dirs {
+		var err error
+		if prev[i], err = readDir(d); err != nil {
+			return nil, err
+		}
+		same[i] = time.Now()
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
-		var cur map[string][]byte
-		if cur, err = readDir(dir); err != nil {
-			break
+		quiet := true
+		for i, d := range dirs {
+			var err error
+			if cur[i], err = readDir(d); err != nil {
+				return nil, err
+			}
+			if !sameFiles(prev[i], cur[i]) {
+				prev[i], same[i] = cur[i], time.Now()
+			}
+			quiet = quiet && time.Since(same[i]) >= quietSpan
 		}
-		if !sameFiles(prev, cur) {
-			prev, same = cur, time.Now()
-			continue
-		}
-		if time.Since(same) >= quietSpan {
+		if quiet {
 			return cur, nil
 		}
 	}
-	if err == nil {
-		err = fmt.Errorf("%s kept changing for 5s", dir)
+	for i, d := range dirs {
+		if time.Since(same[i]) < quietSpan {
+			return nil, fmt.Errorf("%s kept changing for 5s", d)
+		}
 	}
-	return nil, err
+	return nil, fmt.Errorf("%d directories kept changing for 5s", len(dirs))
 }
 
 func sameFiles(a, b map[string][]byte) bool {

@@ -1,6 +1,8 @@
 package fuzz_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -33,8 +35,8 @@ func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
 	seeds = envInt(t, "WALQ_PREVIEW_SEEDS", seeds)
 	from := int64(envInt(t, "WALQ_PREVIEW_FROM", 1))
 	compared, snaps := 0, 0
-	for seed := from; seed < from+int64(seeds); seed++ {
-		if ran, snap := previewAgainstSalvage(t, seed, false); ran {
+	for _, h := range damagedHistories(t, from, seeds) {
+		if ran, snap := previewAgainstSalvage(t, h, false); ran {
 			compared++
 			if snap {
 				snaps++
@@ -52,7 +54,7 @@ func TestSalvagePreviewMatchesTheSalvage(t *testing.T) {
 // LostBefore.
 func TestSalvagePreviewAfterLostFront(t *testing.T) {
 	for _, seed := range []int64{649, 852, 920, 964, 1416} {
-		previewAgainstSalvage(t, seed, false)
+		previewAgainstSalvage(t, damagedHistories(t, seed, 1)[0], false)
 	}
 }
 
@@ -62,21 +64,20 @@ func TestSalvagePreviewAfterLostFront(t *testing.T) {
 // the preview, showing what the salvage gives.
 func TestSalvagePreviewOpensWhereTheSalvageOpens(t *testing.T) {
 	for _, seed := range []int64{2, 4, 6} {
-		if ran, _ := previewAgainstSalvage(t, seed, true); !ran {
+		if ran, _ := previewAgainstSalvage(t, damagedHistories(t, seed, 1)[0], true); !ran {
 			t.Errorf("seed %d: not compared", seed)
 		}
 	}
 }
 
-// previewAgainstSalvage builds and damages the history of seed, opens one
-// copy read-only salvaging and another salvaging, and fails t where they
-// differ; with opens set, or after damage to the snapshot, also where one
-// opens and the other does not. It reports whether it compared two open
-// queues, and whether the damage took the snapshot.
-func previewAgainstSalvage(t *testing.T, seed int64, opens bool) (bool, bool) {
+// previewAgainstSalvage opens one copy of a damaged history read-only
+// salvaging and another salvaging, and fails t where they differ; with
+// opens set, or after damage to the snapshot, also where one opens and the
+// other does not. It reports whether it compared two open queues, and
+// whether the damage took the snapshot.
+func previewAgainstSalvage(t *testing.T, h damagedRun, opens bool) (bool, bool) {
 	t.Helper()
-	rng := rand.New(rand.NewSource(seed))
-	img, what := damagedHistory(t, rng)
+	seed, img, what := h.seed, h.img, h.what
 	if img == nil {
 		return false, false
 	}
@@ -122,14 +123,68 @@ func snapshotHarmed(what []string) bool {
 	return slices.ContainsFunc(what, func(w string) bool { return strings.HasPrefix(w, "snapshot ") })
 }
 
-// damagedHistory runs a random history of enqueues (some delayed, some
-// with ids), deliveries, acks, dead-letters, nacks and compactions, closes
-// the queue and returns its files with random damage and what the damage
-// was; nil when the log is too short to damage.
-func damagedHistory(t *testing.T, rng *rand.Rand) (map[string][]byte, []string) {
+// A damagedRun is the damaged files of the random history of seed
+// (damagedHistories), nil when its log was too short to damage, and what
+// the damage was.
+type damagedRun struct {
+	seed int64
+	img  map[string][]byte
+	what []string
+}
+
+// historyBatch is how many histories damagedHistories keeps open while
+// their directories settle.
+const historyBatch = 20
+
+// damagedHistories returns the damaged histories of the seeds from, ...,
+// from+n-1, each from its own generator seeded with its seed. A history
+// takes milliseconds to run and its directory 300ms to settle (quietDir),
+// so they run historyBatch at a time, each queue left open, and their
+// directories settle together.
+func damagedHistories(t *testing.T, from int64, n int) []damagedRun {
+	out := make([]damagedRun, 0, n)
+	for len(out) < n {
+		var (
+			rngs []*rand.Rand
+			dirs []string
+			qs   []*queue.Queue
+		)
+		for seed := from + int64(len(out)); len(rngs) < historyBatch && seed < from+int64(n); seed++ {
+			rng := rand.New(rand.NewSource(seed))
+			dir, q := randomHistory(t, rng)
+			rngs, dirs, qs = append(rngs, rng), append(dirs, dir), append(qs, q)
+		}
+		imgs, err := quietDirs(dirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range qs {
+			if err := q.Close(); err != nil {
+				t.Fatalf("closing the history of seed %d: %v", from+int64(len(out)), err)
+			}
+			img, what := damageAtRandom(rngs[i], imgs[i])
+			out = append(out, damagedRun{seed: from + int64(len(out)), img: img, what: what})
+		}
+	}
+	return out
+}
+
+// randomHistory runs a random history of enqueues (some delayed, some
+// with ids), deliveries, acks, dead-letters, nacks and compactions in a
+// new directory, and returns the directory and the queue, still open: its
+// files, read once they settle, are a crash image (Close would write a
+// snapshot).
+func randomHistory(t *testing.T, rng *rand.Rand) (string, *queue.Queue) {
 	dir := scratchDir(t)
 	compacts := rng.Intn(2) == 0
 	q := mustOpen(t, dir, &queue.Options{SegmentSize: 4096, SnapshotBytes: 1 << 30, AckTimeout: time.Hour, ManualRequeue: true})
+	// Closed when the test ends whatever stops the caller first; after
+	// the caller's own Close, the second says ErrClosed.
+	t.Cleanup(func() {
+		if err := q.Close(); err != nil && !errors.Is(err, queue.ErrClosed) {
+			t.Errorf("closing the history in %s: %v", dir, err)
+		}
+	})
 	var held []*queue.Message
 	n := 0
 	for range 60 {
@@ -171,12 +226,7 @@ func damagedHistory(t *testing.T, rng *rand.Rand) (map[string][]byte, []string) 
 			}
 		}
 	}
-	img, err := quietDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Close()
-	return damageAtRandom(rng, img)
+	return dir, q
 }
 
 // damageAtRandom damages img at random (see damagedHistory).
@@ -327,4 +377,18 @@ func openedView(t *testing.T, q *queue.Queue) string {
 	}
 	slices.Sort(lines)
 	return fmt.Sprintf("%+v lostBefore=%d\n%s", v, rec.LostBefore, strings.Join(lines, "\n"))
+}
+
+// TestRandomHistoryClosesItsQueue: a history's queue is closed when its
+// test ends, even when the caller stops before closing it (a t.Fatal in a
+// later history of the batch, or a directory that kept changing), so that
+// a failing batch leaves no open queue, goroutine or lock behind.
+func TestRandomHistoryClosesItsQueue(t *testing.T) {
+	var q *queue.Queue
+	t.Run("history", func(t *testing.T) {
+		_, q = randomHistory(t, rand.New(rand.NewSource(1)))
+	})
+	if _, err := q.Enqueue(context.Background(), []byte("after")); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("Enqueue after the history's test ended: %v, want ErrClosed", err)
+	}
 }

@@ -2,7 +2,6 @@ package fuzz_test
 
 import (
 	"fmt"
-	"math/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -16,24 +15,23 @@ import (
 // with MaxDeliveries set so that some crashed leases end in the dead set.
 func TestSalvagePreviewEndsLeasesAsTheSalvage(t *testing.T) {
 	seeds := envInt(t, "WALQ_PREVIEW_SEEDS", 100)
+	hs := damagedHistories(t, 1, seeds)
 	for _, maxDel := range []int{-1, 2} {
 		compared, deadOpen := 0, 0
-		for seed := int64(1); seed <= int64(seeds); seed++ {
-			rng := rand.New(rand.NewSource(seed))
-			img, what := damagedHistory(t, rng)
-			if img == nil {
+		for _, h := range hs {
+			if h.img == nil {
 				continue
 			}
 			o := drainOptions()
 			o.MaxDeliveries = maxDel
-			qr, qw, rerr, werr := openBoth(t, img, o)
+			qr, qw, rerr, werr := openBoth(t, h.img, o)
 			if rerr == nil && werr == nil {
 				compared++
 				if qw.Recovery().DeadOnOpen > 0 {
 					deadOpen++
 				}
 				if got, want := strictView(t, qr), strictView(t, qw); got != want {
-					t.Errorf("max %d seed %d, damage %v:\npreview:\n%s\nsalvage:\n%s", maxDel, seed, what, got, want)
+					t.Errorf("max %d seed %d, damage %v:\npreview:\n%s\nsalvage:\n%s", maxDel, h.seed, h.what, got, want)
 				}
 			}
 			if qr != nil {

@@ -33,10 +33,15 @@ import (
 // intermediate states are built from the copies before and after it. Power-loss variants: the temporary snapshot cut
 // short (not fsynced), the rename undone (directory not fsynced yet), the
 // old snapshot back (its removal not fsynced).
+//
+// The two queues, each with its own directory, clock and generator, run
+// side by side: most of a run is waiting for the directory to settle
+// before and after each compaction (quietDir), which takes no core.
 func TestSnapshotStepCrash(t *testing.T) {
 	for _, sorted := range []bool{false, true} {
 		name := map[bool]string{false: "ack queue", true: "sorted queue"}[sorted]
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			rng, _ := testRand(t)
 			s := &stepRun{t: t, rng: rng, dir: scratchDir(t), clock: newManualClock(), sorted: sorted}
 			s.run()

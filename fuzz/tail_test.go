@@ -27,10 +27,13 @@ import (
 //
 // Two logs: one whose last entry is a single record, one whose last entry
 // is (almost always: see byEntry) a batch of three (an entry is a commit
-// group: all or nothing).
+// group: all or nothing). The two run side by side: each case opens,
+// writes and drains a queue of its own, one at a time, so that one log
+// keeps one core busy.
 func TestTailEveryOffset(t *testing.T) {
 	for _, lastBatch := range []int{1, 3} {
 		t.Run(fmt.Sprintf("last entry of %d", lastBatch), func(t *testing.T) {
+			t.Parallel()
 			rng, _ := testRand(t)
 			img, toks := tailLog(t, rng, lastBatch)
 			seg := segmentFiles(img)[0]
