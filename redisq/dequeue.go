@@ -153,19 +153,22 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 	var sent []int // index in reqs of each request in the last send
 	var ms []*queue.Message
 	var due time.Time
+	var lerr error // the last send's error
 	_, err := q.rideMoves(ctx, func() (any, error) {
 		sent = takeLive(reqs, leasePresence)
 		if len(sent) == 0 {
 			return nil, nil
 		}
-		var err error
-		ms, due, err = q.lease(ridden(ctx), len(sent), true)
+		ms, due, lerr = q.lease(ridden(ctx), len(sent), true)
 		if len(ms) > 0 { // leased: the messages are the callers', whatever came after
 			return nil, nil
 		}
-		unsend(reqs, sent, err, leasePresence)
-		return nil, err
+		unsend(reqs, sent, lerr, leasePresence)
+		return nil, lerr
 	})
+	if len(ms) > 0 {
+		err = lerr // for the callers the call leased nothing for
+	}
 	errs := make([]error, len(reqs))
 	for i, r := range reqs {
 		errs[i] = r.p.ctx.Err() // left out of the last send

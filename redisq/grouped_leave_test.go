@@ -40,7 +40,7 @@ func refuseWrites(t *testing.T, rdb *redis.Client) func() {
 //
 // A lone call rides first until its context ends (1s), while the two
 // queue behind it; then those two ride together (until OpTimeout, 3s),
-// the leaving caller's deadline comes 0.4s later, between two sends, and
+// the leaving caller's deadline comes 0.6s later, between two sends, and
 // the server takes writes again 0.3s after that.
 func TestGroupedCallerLeaves(t *testing.T) {
 	const opTimeout = 3 * time.Second
@@ -98,7 +98,7 @@ func TestGroupedCallerLeaves(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			stays := make(chan error, 1)
 			go func() { stays <- c.call(ctx, q, "b") }()
-			deadline := start.Add(1400 * time.Millisecond) // while b and c ride together
+			deadline := start.Add(1615 * time.Millisecond) // while b and c ride together, between sends
 			lctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			left := make(chan error, 1)
