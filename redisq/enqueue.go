@@ -128,10 +128,9 @@ func takeLive[T any](reqs []T, p func(T) *presence) []int {
 }
 
 // unsend marks the callers of a send (sent, indexes in reqs) as not sent
-// when it did not run (err: refused, or never dialed): nothing of
-// theirs ran.
+// when the server refused it (err): it ran nothing of theirs.
 func unsend[T any](reqs []T, sent []int, err error, p func(T) *presence) {
-	if unrun(err) {
+	if refused(err) {
 		for _, i := range sent {
 			p(reqs[i]).back()
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"syscall"
 	"time"
 
@@ -64,20 +63,6 @@ func refused(err error) bool {
 	return false
 }
 
-// undialed reports whether err is a connection that could not be made
-// (a dial error: the address of a primary that died, until the client's
-// map of the slots names its replica): the call was never written, so
-// sending it again is safe whatever it does. An error of a connection
-// that was made (reset, EOF) is not one: the call may have run.
-func undialed(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
-}
-
-// unrun reports whether err proves the call did not run: the server
-// refused it (refused), or no connection reached a server (undialed).
-func unrun(err error) bool { return refused(err) || undialed(err) }
-
 // The wait before a refused call is sent again: rideFirst, doubling up to
 // rideMost. A cluster settles in tens or hundreds of milliseconds after
 // a failover or once a slot's keys moved.
@@ -101,11 +86,9 @@ func ridden(ctx context.Context) context.Context {
 	return context.WithValue(ctx, rideOnceKey{}, true)
 }
 
-// rideMoves runs send, and again while the server refuses it (refused)
-// or no connection to the slot's owner can be made (undialed): after a
-// failover (a primary that died too, until the client learns its
-// replica took over) or while the queue's slot migrates, until the
-// cluster settles. Before each wait it asks a cluster client to reload its map of
+// rideMoves runs send, and again while the server refuses it (refused):
+// after a failover or while the queue's slot migrates, until the cluster
+// settles. Before each wait it asks a cluster client to reload its map of
 // the slots (go-redis reloads it in the background, at most once every
 // 200ms), and sends to whatever owns the slot then. An ASK is waited out
 // too instead of followed with ASKING: the importing node runs a command
@@ -118,7 +101,7 @@ func ridden(ctx context.Context) context.Context {
 // result is then the last refusal, or the context's error with it.
 func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
 	v, err := send()
-	if !unrun(err) || ctx.Value(rideOnceKey{}) != nil {
+	if !refused(err) || ctx.Value(rideOnceKey{}) != nil {
 		return v, err
 	}
 	caller, _ := ctx.Value(callerKey{}).(context.Context)
@@ -126,17 +109,17 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 		caller = ctx
 	}
 	end := time.Now().Add(h.callTimeout())
-	for wait := rideFirst; unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
+	for wait := rideFirst; refused(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
 		h.reloadSlots()
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (the call did not run: %w)", ctx.Err(), err)
+			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", ctx.Err(), err)
 		case <-caller.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (the call did not run: %w)", caller.Err(), err)
+			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", caller.Err(), err)
 		case <-h.closed:
 			t.Stop()
 			return nil, queue.ErrClosed
