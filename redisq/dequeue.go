@@ -141,9 +141,9 @@ func leaveLease(r *leaseReq, err error) error {
 // may cancel the call for the others), for the Dequeues whose callers
 // are still there, and rides the server's refusals itself (rideMoves),
 // so that each send again leaves out those that left meanwhile. A
-// message leased for a caller that left meanwhile is given back (a nack
-// without delay; should that fail, its lease runs out), and delivered
-// again. A lone Dequeue runs under its own context.
+// message leased for a caller that left meanwhile is given back, not
+// counted as a delivery (giveBack; should that fail, its lease runs
+// out), and delivered again. A lone Dequeue runs under its own context.
 func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 	if len(reqs) == 1 {
 		return []error{q.leaseFor(reqs)}
@@ -204,17 +204,20 @@ func (q *Queue) leaseFor(reqs []*leaseReq) error {
 	return err
 }
 
-// giveBack makes the messages of the deliveries rs ready again at once
-// (a nack without delay, counted as a delivery as a lease that ran out
-// is): they were leased for callers that had left. Should that fail, it
-// is logged (Options.Logger), and the messages are delivered again once
-// their leases run out.
+// giveBack makes the messages of the deliveries rs ready again at once,
+// where a nacked message goes: they were leased for callers that had
+// left, so no consumer got them, and the settle function's release takes
+// their delivery back (it counts neither towards MaxDeliveries nor in
+// Stats' Delivered or Nacked). Should that fail, it is logged
+// (Options.Logger), and the messages are delivered again once their
+// leases run out, which counts that delivery as a lease that ran out
+// does.
 func (q *Queue) giveBack(rs []queue.Receipt) {
 	if len(rs) == 0 {
 		return
 	}
 	now := q.o.Clock.Now()
-	for i, err := range q.settleAt(now, "nack", span(now, 0), rs) {
+	for i, err := range q.settleAt(now, "release", "", rs) {
 		if err != nil && !errors.Is(err, ErrNotDurable) && q.o.Logger != nil {
 			q.o.Logger.Warn("redisq: a lease taken for a Dequeue that left was not given back; it runs out",
 				"seq", rs[i].Seq, "err", err)

@@ -351,9 +351,11 @@
 // that carries its message is in flight returns ErrMayHaveRun, wrapping
 // the context's error, with the message's id: the server may run it
 // (send it again only WithID). A message leased for a Dequeue that left
-// is given back at once (a nack without delay, counted as a delivery,
-// as a lease that ran out is), or, should that fail, when its lease runs
-// out, and delivered again.
+// is given back at once, ready again where a nacked message goes but
+// counted neither as a delivery (MaxDeliveries, Message.Deliveries,
+// Stats.Delivered) nor as a nack, since no consumer got it; should that
+// fail, it is delivered again when its lease runs out, which counts that
+// delivery as a lease that ran out does.
 // A call whose server dropped the connection or died under it is not
 // sent again (its outcome is unknown, as above), nor one that failed any
 // other way: after a primary died, a call sent while the client still
