@@ -24,6 +24,43 @@ type coalescer[T any] struct {
 	mu      sync.Mutex
 	pending []*coalesced[T] // queued, not yet sent; empty unless busy
 	busy    bool            // a caller is running a call
+	calls   running         // the calls run in goroutines of their own (doCtx)
+}
+
+// running counts the calls a coalescer runs in goroutines of their own,
+// which may outlive their callers, so that the handle's Close can wait
+// for them (wait) and none sends anything after Close returned.
+type running struct {
+	mu   sync.Mutex
+	n    int        // calls under way
+	idle *sync.Cond // on mu, signalled when n falls to 0; made by wait
+}
+
+func (r *running) add() {
+	r.mu.Lock()
+	r.n++
+	r.mu.Unlock()
+}
+
+func (r *running) done() {
+	r.mu.Lock()
+	r.n--
+	if r.n == 0 && r.idle != nil {
+		r.idle.Broadcast()
+	}
+	r.mu.Unlock()
+}
+
+// wait returns once no call is under way.
+func (r *running) wait() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.idle == nil {
+		r.idle = sync.NewCond(&r.mu)
+	}
+	for r.n > 0 {
+		r.idle.Wait()
+	}
 }
 
 // maxCoalesce is the most items one call carries.
@@ -87,7 +124,9 @@ func (c *coalescer[T]) doCtx(ctx context.Context, v T, run func([]T) []error, le
 		req.runBatch(run, true)
 		return req.err
 	}
+	c.calls.add()
 	go func() {
+		defer c.calls.done()
 		defer c.handOn()
 		req.runBatch(run, false)
 	}()
