@@ -12,7 +12,9 @@ var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 // run, the call that carried its change: an Enqueue sent together with
 // others (its id comes with the error) whose message may be enqueued.
 // A change that the server refused, or that was never sent, is reported
-// by the context's error alone.
+// by the context's error alone. The embedded queue has no such error:
+// once it appended a change's record it waits for its write and fsync
+// whatever the context, and reports the change as made.
 var ErrMayHaveRun = errors.New("redisq: the context ended while the call that carried the change was in flight: it may have run")
 
 // ErrLayout is returned by Open when the queue's keys hold a stored
