@@ -152,7 +152,7 @@ func TestManyLeaseAnnounced(t *testing.T) {
 			return len(ms)
 		}},
 		{"gathered", func(t *testing.T, q *Queue) int {
-			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}}
+			reqs := []*leaseReq{{p: newPresence(ctx)}, {p: newPresence(ctx)}}
 			n := 0
 			for i, err := range q.leaseEach(reqs) {
 				require.NoError(t, err)

@@ -357,7 +357,7 @@ func TestCoalescerQueuedCallerLeavesAtContextEnd(t *testing.T) {
 	require.Eventually(t, func() bool { return len(ranNow()) == 1 }, 5*time.Second, time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	second := make(chan error, 1)
-	go func() { second <- c.doCtx(ctx, 1, run) }()
+	go func() { second <- c.doCtx(ctx, 1, run, nil) }()
 	require.Eventually(t, func() bool { return queued() == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
 	select {
@@ -376,6 +376,6 @@ func TestCoalescerQueuedCallerLeavesAtContextEnd(t *testing.T) {
 	// Taken by a call before its context ended: the call's outcome.
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	require.NoError(t, c.doCtx(ctx, 2, func(vs []int) []error { cancel(); return run(vs) }))
+	require.NoError(t, c.doCtx(ctx, 2, func(vs []int) []error { cancel(); return run(vs) }, nil))
 	require.Equal(t, []int{0, 2}, ranNow())
 }

@@ -73,7 +73,7 @@ func TestCorruptRecordDequeue(t *testing.T) {
 			return ms
 		}},
 		{"gathered", func(t *testing.T, q *Queue) []*queue.Message {
-			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}, {ctx: ctx}}
+			reqs := []*leaseReq{{p: newPresence(ctx)}, {p: newPresence(ctx)}, {p: newPresence(ctx)}}
 			for _, err := range q.leaseEach(reqs) {
 				require.NoError(t, err)
 			}
@@ -340,7 +340,7 @@ func TestCorruptThenDuePromoted(t *testing.T) {
 	}{
 		{"lone", func(q *Queue) (*queue.Message, error) { return q.TryDequeue() }},
 		{"gathered", func(q *Queue) (*queue.Message, error) { // the batch script, not waiting
-			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}}
+			reqs := []*leaseReq{{p: newPresence(ctx)}, {p: newPresence(ctx)}}
 			errs := q.leaseEach(reqs)
 			if reqs[0].m == nil {
 				return nil, errors.Join(errs[0], queue.ErrEmpty)
@@ -493,7 +493,7 @@ func TestCorruptManyBuriedGathered(t *testing.T) {
 	enqueueNumbered(t, q, 1102)
 	garbleRecords(t, rdb, q, 2, 1101) // 1 and 1102 stay sound
 
-	reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}} // two lone Dequeues, gathered
+	reqs := []*leaseReq{{p: newPresence(ctx)}, {p: newPresence(ctx)}} // two lone Dequeues, gathered
 	for _, err := range q.leaseEach(reqs) {
 		require.NoError(t, err)
 	}

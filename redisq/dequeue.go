@@ -102,8 +102,8 @@ func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.
 		}
 		return ms, due, err
 	}
-	r := &leaseReq{ctx: ctx}
-	if err := q.leases.doCtx(ctx, r, q.leaseEach); err != nil {
+	r := &leaseReq{p: newPresence(ctx)}
+	if err := q.leases.doCtx(ctx, r, q.leaseEach, leaveLease); err != nil {
 		return nil, time.Time{}, err
 	}
 	if r.m == nil {
@@ -114,47 +114,115 @@ func (q *Queue) leaseMany(ctx context.Context, max int) ([]*queue.Message, time.
 
 // leaseReq is a lone Dequeue waiting for the call that leases for it.
 type leaseReq struct {
-	ctx context.Context
+	p   *presence      // the caller's context, and whether it is still there; guards m and due
 	m   *queue.Message // leased for it; nil when none was ready
 	due time.Time      // with none: when the earliest delayed message is due, if known
 }
 
+func leasePresence(r *leaseReq) *presence { return r.p }
+
+// leaveLease is what a lone Dequeue whose context ended with err while a
+// call carried it returns: nil when the call already leased it a message
+// (the caller takes it), else err; a message leased for it later is
+// given back (leaseEach).
+func leaveLease(r *leaseReq, err error) error {
+	r.p.leave()
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	if r.m != nil {
+		return nil
+	}
+	return err
+}
+
 // leaseEach leases one message each for concurrent lone Dequeues in one
 // call, in the order they came, as far as messages are ready; those that
-// get none wait for a wake-up. It leaves out those whose context ended
-// while they waited and runs under OpTimeout (no one caller may cancel
-// the call for the others); a lone Dequeue runs under its own context.
+// get none wait for a wake-up. It runs under OpTimeout (no one caller
+// may cancel the call for the others), for the Dequeues whose callers
+// are still there, and rides the server's refusals itself (rideMoves),
+// so that each send again leaves out those that left meanwhile. A
+// message leased for a caller that left meanwhile is given back, not
+// counted as a delivery (giveBack; should that fail, its lease runs
+// out), and delivered again. A lone Dequeue runs under its own context.
 func (q *Queue) leaseEach(reqs []*leaseReq) []error {
-	errs := make([]error, len(reqs))
-	ctx := reqs[0].ctx
-	if len(reqs) > 1 {
-		c, cancel := q.opContext()
-		defer cancel()
-		ctx = c
+	if len(reqs) == 1 {
+		return []error{q.leaseFor(reqs)}
 	}
-	var live []int // index in reqs of each request leased for
+	ctx, cancel := q.opContext()
+	defer cancel()
+	var sent []int // index in reqs of each request in the last send
+	var ms []*queue.Message
+	var due time.Time
+	var lerr error // the last send's error
+	_, err := q.rideMoves(ctx, func() (any, error) {
+		sent = takeLive(reqs, leasePresence)
+		if len(sent) == 0 {
+			return nil, nil
+		}
+		ms, due, lerr = q.lease(ridden(ctx), len(sent), true)
+		if len(ms) > 0 { // leased: the messages are the callers', whatever came after
+			return nil, nil
+		}
+		unsend(reqs, sent, lerr, leasePresence)
+		return nil, lerr
+	})
+	if len(ms) > 0 {
+		err = lerr // for the callers the call leased nothing for
+	}
+	errs := make([]error, len(reqs))
 	for i, r := range reqs {
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
+		errs[i] = r.p.ctx.Err() // left out of the last send
+	}
+	var back []queue.Receipt // leased for callers that left
+	for j, i := range sent {
+		errs[i] = nil
+		if j < len(ms) {
+			if reqs[i].p.gone(func() { reqs[i].m = ms[j] }) {
+				back = append(back, ms[j].Receipt)
+			}
 			continue
 		}
-		live = append(live, i)
+		reqs[i].p.gone(func() { reqs[i].due = due })
+		errs[i] = err
 	}
-	if len(live) == 0 {
-		return errs
+	q.giveBack(back)
+	return errs
+}
+
+// leaseFor leases for a lone Dequeue (reqs[0]) under its own context.
+func (q *Queue) leaseFor(reqs []*leaseReq) error {
+	r := reqs[0]
+	if err := r.p.ctx.Err(); err != nil {
+		return err
 	}
-	ms, due, err := q.lease(ctx, len(live), true)
-	for j, i := range live {
-		switch {
-		case j < len(ms):
-			reqs[i].m = ms[j]
-		case err != nil:
-			errs[i] = err
-		default:
-			reqs[i].due = due
+	ms, due, err := q.lease(r.p.ctx, 1, true)
+	if len(ms) > 0 {
+		r.m = ms[0]
+		return nil
+	}
+	r.due = due
+	return err
+}
+
+// giveBack makes the messages of the deliveries rs ready again at once,
+// where a nacked message goes: they were leased for callers that had
+// left, so no consumer got them, and the settle function's release takes
+// their delivery back (it counts neither towards MaxDeliveries nor in
+// Stats' Delivered or Nacked). Should that fail, it is logged
+// (Options.Logger), and the messages are delivered again once their
+// leases run out, which counts that delivery as a lease that ran out
+// does.
+func (q *Queue) giveBack(rs []queue.Receipt) {
+	if len(rs) == 0 {
+		return
+	}
+	now := q.o.Clock.Now()
+	for i, err := range q.settleAt(now, "release", "", rs) {
+		if err != nil && !errors.Is(err, ErrNotDurable) && q.o.Logger != nil {
+			q.o.Logger.Warn("redisq: a lease taken for a Dequeue that left was not given back; it runs out",
+				"seq", rs[i].Seq, "err", err)
 		}
 	}
-	return errs
 }
 
 // leaseTokens is the most messages one call of the dequeue function

@@ -98,9 +98,11 @@
 // handle), also a dequeue that promoted due delays and then failed on a
 // key of the wrong type, so no goroutine polls and no goroutine holds a connection
 // while it waits; a cancelled context or Close returns at once. A call
-// to the server it has sent is waited for, bounded by Options.OpTimeout
-// rather than the context, so that what the server leased reaches the
-// caller (also with a client that ends a command's wait when its context
+// to the server it has sent alone is waited for, bounded by
+// Options.OpTimeout rather than the context, so that what the server
+// leased reaches the caller (one sent together with other Dequeues
+// leaves at its context's end, and what was leased for it is given
+// back: see below) (also with a client that ends a command's wait when its context
 // ends, go-redis's ContextTimeoutEnabled); the same holds for Pull,
 // whose waiters a call that makes keys pullable wakes as a run of
 // enqueues wakes Dequeues: once, each Pull woken that leases waking the
@@ -339,10 +341,24 @@
 // or Pull's too, since it leased nothing), with the context's error
 // wrapping the refusal, or when the handle closes (queue.ErrClosed).
 // Concurrent Enqueues, Acks and lone Dequeues of a handle go to the
-// server together, one call at a time: an Enqueue or Dequeue queued
-// behind a call that waits leaves when its context ends, but one sent
-// together with others waits with them, up to OpTimeout, as what the
-// server runs then is theirs too.
+// server together, one call at a time, and an Enqueue or Dequeue leaves
+// when its context ends wherever it is: queued behind a call that waits
+// (its context's error: nothing carried it), or sent together with
+// others, whose call runs on for them under OpTimeout and, when it is
+// refused, is sent again with only the callers still there. An Enqueue
+// that leaves between a refusal and the next send returns its context's
+// error (its message is in no later send); one that leaves while a send
+// that carries its message is in flight returns ErrMayHaveRun, wrapping
+// the context's error, with the message's id: the server may run it
+// (send it again only WithID). A message leased for a Dequeue that left
+// is given back at once, ready again where a nacked message goes but
+// counted neither as a delivery (MaxDeliveries, Message.Deliveries,
+// Stats.Delivered) nor as a nack, since no consumer got it; should that
+// fail, it is delivered again when its lease runs out, which counts that
+// delivery as a lease that ran out does. Close waits for such a call
+// still under way (no more sends once Close began; at most the reply to
+// the one in flight, within OpTimeout), so that the handle sends nothing
+// after Close returned.
 // A call whose server dropped the connection or died under it is not
 // sent again (its outcome is unknown, as above), nor one that failed any
 // other way: after a primary died, a call sent while the client still

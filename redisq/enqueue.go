@@ -25,7 +25,11 @@ type body struct {
 // has run the enqueue (and, with Replicas, once the replicas have it; an
 // ErrNotDurable comes with the id, as the message was enqueued).
 // Concurrent Enqueues of one handle go to the server together in one
-// call; each succeeds or fails (ErrDuplicate) on its own.
+// call; each succeeds or fails (ErrDuplicate) on its own. One whose
+// context ends returns at once: with the context's error when its
+// message went in no call the server may have run, else with
+// ErrMayHaveRun and the id (the message may be enqueued; an enqueue sent
+// again should name the id, WithID).
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
 	if q.isClosed() {
 		return "", queue.ErrClosed
@@ -39,56 +43,98 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.Enque
 	if err != nil {
 		return "", err
 	}
-	err = q.enqs.doCtx(ctx, enqueueReq{ctx: ctx, now: now, args: args}, q.enqueueEach)
-	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
-		return "", err
+	req := enqueueReq{p: newPresence(ctx), now: now, args: args}
+	err = q.enqs.doCtx(ctx, req, q.enqueueEach, leaveEnqueue)
+	if err != nil && !errors.Is(err, ErrNotDurable) && !errors.Is(err, ErrMayHaveRun) {
+		return "", err // not durable, or may have run: the id may be the queue's
 	}
 	return it.ID, err
 }
 
 // enqueueReq is one Enqueue waiting to go to the server.
 type enqueueReq struct {
-	ctx  context.Context
+	p    *presence // the caller's context, and whether it is still there
 	now  time.Time
 	args [4]any // id, producer, due, body
 }
 
+func enqueuePresence(r enqueueReq) *presence { return r.p }
+
+// leaveEnqueue is what an Enqueue whose context ended with err while a
+// call carried it returns: err alone if the server refused whatever
+// carried it (or it was never sent), else ErrMayHaveRun.
+func leaveEnqueue(r enqueueReq, err error) error {
+	if r.p.leave() {
+		return fmt.Errorf("%w: %w", ErrMayHaveRun, err)
+	}
+	return err
+}
+
 // enqueueEach runs concurrent Enqueues in one call ('each': a duplicate
-// fails alone), without those whose context ended while they waited,
-// under OpTimeout: no one caller may cancel the call for the others. A
-// lone Enqueue runs as a batch of one, under its own context.
+// fails alone), under OpTimeout: no one caller may cancel the call for
+// the others. It sends only the Enqueues whose callers are still there,
+// and rides the server's refusals itself (rideMoves), so that each send
+// again leaves out those that left meanwhile. A lone Enqueue runs as a
+// batch of one, under its own context.
 func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	if len(reqs) == 1 {
-		_, err := q.enqueue(reqs[0].ctx, reqs[0].now, "all", reqs[0].args[:]...)
+		_, err := q.enqueue(reqs[0].p.ctx, reqs[0].now, "all", reqs[0].args[:]...)
 		return []error{err}
 	}
-	errs := make([]error, len(reqs))
 	ctx, cancel := q.opContext()
 	defer cancel()
 	now := reqs[0].now
-	args := make([]any, 0, 4*len(reqs))
-	var sent []int // index in reqs of each item sent
-	for i, r := range reqs {
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
-			continue
+	var sent []int // index in reqs of each item in the last send
+	var codes []int64
+	_, err := q.rideMoves(ctx, func() (any, error) {
+		sent = takeLive(reqs, enqueuePresence)
+		if len(sent) == 0 {
+			return nil, nil
 		}
-		sent = append(sent, i)
-		args = append(args, r.args[:]...)
+		args := make([]any, 0, 4*len(sent))
+		for _, i := range sent {
+			args = append(args, reqs[i].args[:]...)
+		}
+		var err error
+		codes, err = q.enqueue(ridden(ctx), now, "each", args...)
+		unsend(reqs, sent, err, enqueuePresence)
+		return nil, err
+	})
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		errs[i] = r.p.ctx.Err() // left out of the last send: refused or never sent
 	}
-	if len(sent) == 0 {
-		return errs
-	}
-	codes, err := q.enqueue(ctx, now, "each", args...)
 	for j, i := range sent {
 		switch {
 		case codes != nil && codes[j] != 1: // refused, whatever the WAIT after it
 			errs[i] = fmt.Errorf("%w: %q", queue.ErrDuplicate, reqs[i].args[0])
-		case err != nil:
+		default:
 			errs[i] = err
 		}
 	}
 	return errs
+}
+
+// takeLive returns the indexes in reqs of the callers still there
+// (presence.take), marked as sent, for the next send to carry.
+func takeLive[T any](reqs []T, p func(T) *presence) []int {
+	var sent []int
+	for i, r := range reqs {
+		if p(r).take() {
+			sent = append(sent, i)
+		}
+	}
+	return sent
+}
+
+// unsend marks the callers of a send (sent, indexes in reqs) as not sent
+// when the server refused it (err): it ran nothing of theirs.
+func unsend[T any](reqs []T, sent []int, err error, p func(T) *presence) {
+	if refused(err) {
+		for _, i := range sent {
+			p(reqs[i]).back()
+		}
+	}
 }
 
 // EnqueueBatch adds the items in order in one call and returns their

@@ -7,6 +7,16 @@ import "errors"
 // and may survive; it is not known to be on the replicas.
 var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 
+// ErrMayHaveRun is returned, wrapping the context's error, when a
+// caller's context ended while the server may be running, or may have
+// run, the call that carried its change: an Enqueue sent together with
+// others (its id comes with the error) whose message may be enqueued.
+// A change that the server refused, or that was never sent, is reported
+// by the context's error alone. The embedded queue has no such error:
+// once it appended a change's record it waits for its write and fsync
+// whatever the context, and reports the change as made.
+var ErrMayHaveRun = errors.New("redisq: the context ended while the call that carried the change was in flight: it may have run")
+
 // ErrLayout is returned by Open when the queue's keys hold a stored
 // layout other than this version's (see the package documentation):
 // handles of different layouts must never share a queue.

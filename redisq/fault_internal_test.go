@@ -115,7 +115,7 @@ func TestLeaseKeepsLeased(t *testing.T) {
 			return ms
 		}},
 		{"gathered", func(t *testing.T, q *Queue) []*queue.Message {
-			reqs := []*leaseReq{{ctx: ctx}, {ctx: ctx}, {ctx: ctx}}
+			reqs := []*leaseReq{{p: newPresence(ctx)}, {p: newPresence(ctx)}, {p: newPresence(ctx)}}
 			errs := q.leaseEach(reqs)
 			var out []*queue.Message
 			for i, r := range reqs {

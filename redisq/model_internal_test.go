@@ -160,7 +160,7 @@ func (m *queueModel) dequeue() {
 		want = 1 + m.rnd.IntN(4)
 		reqs := make([]*leaseReq, want)
 		for i := range reqs {
-			reqs[i] = &leaseReq{ctx: context.Background()}
+			reqs[i] = &leaseReq{p: newPresence(context.Background())}
 		}
 		for _, err := range m.q.leaseEach(reqs) {
 			require.NoError(m.t, err)

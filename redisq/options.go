@@ -120,7 +120,8 @@ type Options struct {
 	// pooled connection logs nothing), and,
 	// apart from those, passes that did their work but fell short of
 	// Replicas (ErrNotDurable) and the pass that reached them again, each
-	// once.
+	// once; a message leased for a Dequeue whose context ended
+	// meanwhile that could not be given back (Warn).
 	// Nothing else is logged per message. Default nil: no logging.
 	Logger *slog.Logger
 

@@ -27,6 +27,22 @@ type Queue struct {
 
 var _ queue.AckQueue = (*Queue)(nil)
 
+// Close stops the handle. It returns once the calls that carry
+// concurrent Enqueues and Dequeues together have ended: such a call runs
+// on for its callers that stay after others left (see the package
+// documentation), and it must send nothing once Close returned (a lease
+// it took then could not be given back). A call waits no more for a
+// refusal to pass once Close began, so Close waits at most for one
+// call's reply, within OpTimeout.
+func (q *Queue) Close() error {
+	err := q.handle.Close()
+	if !errors.Is(err, queue.ErrClosed) { // the first Close
+		q.enqs.calls.wait()
+		q.leases.calls.wait()
+	}
+	return err
+}
+
 // Open returns a handle on the queue called name in the server rdb talks
 // to, creating nothing until the first enqueue. Unless opts.TrustServer is set it first checks that the server
 // keeps the durability opts.Sync asks for; it refuses a read-only replica

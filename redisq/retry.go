@@ -75,6 +75,17 @@ const (
 // (leaseContext) carries its caller's context.
 type callerKey struct{}
 
+// rideOnceKey is the context key of a call that its caller sends again
+// itself when the server refuses it (ridden): a grouped call, which
+// rebuilds its arguments between sends from the callers still there.
+type rideOnceKey struct{}
+
+// ridden returns ctx marked for rideMoves to send once, the refusal
+// coming back to ctx's owner, which rides it.
+func ridden(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rideOnceKey{}, true)
+}
+
 // rideMoves runs send, and again while the server refuses it (refused):
 // after a failover or while the queue's slot migrates, until the cluster
 // settles. Before each wait it asks a cluster client to reload its map of
@@ -90,7 +101,7 @@ type callerKey struct{}
 // result is then the last refusal, or the context's error with it.
 func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
 	v, err := send()
-	if !refused(err) {
+	if !refused(err) || ctx.Value(rideOnceKey{}) != nil {
 		return v, err
 	}
 	caller, _ := ctx.Value(callerKey{}).(context.Context)

@@ -207,7 +207,7 @@ local ENQ_ALL, ENQ_IDS = {2, 3, 4}, {2, 3, 4, 7, 8} -- an enqueue but a lone one
 -- which the dequeue promotes: it reads delayed, so BURY checks it too.
 local DELAYED, BURY = {4}, {4, 5, 6, 8} -- see dequeue.lua
 local BURIES = 1000 -- burials and kills (see atlimit) after which a dequeue returns: a batch checks after each round of pops, so may move BURIES - 1 + max
-local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
+local SETTLE = {ack = {7, 8}, nack = {3, 4, 6, 8}, release = {3, 6, 8}, extend = {}, dead = {6, 8}, corrupt = {6, 8}}
 -- Housekeeping writes msg, ready, delayed, lease, dead and stats, never
 -- seq or the dedup stamps: a wrong type there must not stop lease
 -- expiry. The dead-letter ops may write the stamps too (a purge).

@@ -1,4 +1,5 @@
--- settle: ARGV[5] = op (ack, nack, extend, dead, corrupt: dead, not delivered), ARGV[6] = its argument
+-- settle: ARGV[5] = op (ack, nack, extend, dead, corrupt: dead, not delivered; release: ready
+-- again at once, not delivered: leased for a Dequeue that left), ARGV[6] = its argument
 -- (nack delay µs, extension µs, dead-letter reason), ARGV[7] = how
 -- deliveries are named: 'r' pairs of seq and lease token, 'i' message ids
 -- (whichever delivery is in flight). Returns one code per delivery:
@@ -72,6 +73,13 @@ local function apply(seq, r)
       nacked = nacked + 1
       if f then earlier(K_DELAYED, now + delay, f) end
     end
+  elseif op == 'release' then
+    -- leased for a Dequeue whose caller had left: no consumer got it, so
+    -- its delivery is taken back (as corrupt's below), and it is ready
+    -- again at once, where a nacked message goes, but counts no nack. A
+    -- count that does not read is buried by giveback, as a nack's is.
+    if r[3] > 0 and r[3] <= COUNT then r[3], undelivered = r[3] - 1, undelivered + 1 end
+    giveback(seq, r, 0, 'released')
   elseif op == 'extend' then
     local dl = now + tonumber(arg)
     earlier(K_LEASE, dl)
@@ -118,7 +126,8 @@ end
 drop(g[1], g[2], g[3], g[4], true)
 count('nacked', nacked)
 count('dead', dead)
--- The lease of a corrupt body counted a delivery ('#d') no consumer got.
+-- The lease of a corrupt body, or of a released one, counted a delivery
+-- ('#d') no consumer got.
 -- A '#d' that is no number (garbled by hand) is left: every dequeue reads
 -- it as none and writes it anew; an error here would come after the
 -- dead-lettering.

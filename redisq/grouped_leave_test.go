@@ -1,0 +1,265 @@
+package redisq_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// refuseWrites makes the server a replica of a primary that is not
+// there: it refuses every write (READONLY), keeping its data, until the
+// returned func makes it a primary again.
+func refuseWrites(t *testing.T, rdb *redis.Client) func() {
+	t.Helper()
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	require.NoError(t, rdb.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(port)).Err())
+	return func() { require.NoError(t, rdb.Do(ctx, "REPLICAOF", "NO", "ONE").Err()) }
+}
+
+// TestGroupedCallerLeaves: an Enqueue or a lone Dequeue sent together
+// with another of its kind, the server refusing their call (READONLY),
+// returns within its own context's deadline, not when the call gives up
+// (OpTimeout) or is let through; the other caller of the group succeeds
+// once the server takes writes again, and the one that left is in no
+// later send: its message is not enqueued, no message is leased for it.
+//
+// A lone call rides first until its context ends (1s), while the two
+// queue behind it; then those two ride together (until OpTimeout, 3s),
+// the leaving caller's deadline comes 0.6s later, between two sends, and
+// the server takes writes again 0.3s after that.
+func TestGroupedCallerLeaves(t *testing.T) {
+	const opTimeout = 3 * time.Second
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, q *redisq.Queue)
+		call  func(ctx context.Context, q *redisq.Queue, id string) error
+		check func(t *testing.T, s queue.Stats)
+	}{
+		{
+			name:  "Enqueue",
+			setup: func(*testing.T, *redisq.Queue) {},
+			call: func(ctx context.Context, q *redisq.Queue, id string) error {
+				_, err := q.Enqueue(ctx, []byte(id), queue.WithID(id))
+				return err
+			},
+			check: func(t *testing.T, s queue.Stats) {
+				require.Equal(t, int64(1), s.Ready, "only the caller that stayed enqueued")
+			},
+		},
+		{
+			name: "Dequeue",
+			setup: func(t *testing.T, q *redisq.Queue) {
+				for i := range 3 {
+					_, err := q.Enqueue(context.Background(), []byte("m"), queue.WithID(fmt.Sprint("m", i)))
+					require.NoError(t, err)
+				}
+			},
+			call: func(ctx context.Context, q *redisq.Queue, _ string) error {
+				_, err := q.Dequeue(ctx)
+				return err
+			},
+			check: func(t *testing.T, s queue.Stats) {
+				require.Equal(t, int64(1), s.InFlight, "only the caller that stayed leased")
+				require.Equal(t, int64(2), s.Ready)
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			rdb := srv.Client()
+			q, err := redisq.Open(ctx, rdb, "groupleave", &redisq.Options{OpTimeout: opTimeout, AckTimeout: time.Minute})
+			require.NoError(t, err)
+			defer q.Close()
+			c.setup(t, q)
+			allow := refuseWrites(t, rdb)
+			defer rdb.Do(ctx, "REPLICAOF", "NO", "ONE")
+
+			start := time.Now()
+			actx, acancel := context.WithDeadline(ctx, start.Add(time.Second))
+			defer acancel()
+			ahead := make(chan error, 1)
+			go func() { ahead <- c.call(actx, q, "a") }()
+			time.Sleep(100 * time.Millisecond)
+			stays := make(chan error, 1)
+			go func() { stays <- c.call(ctx, q, "b") }()
+			deadline := start.Add(1615 * time.Millisecond) // while b and c ride together, between sends
+			lctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			left := make(chan error, 1)
+			var leftAt time.Time
+			go func() { err := c.call(lctx, q, "c"); leftAt = time.Now(); left <- err }()
+
+			require.ErrorIs(t, <-ahead, context.DeadlineExceeded, "the lone call ahead rides until its context ends")
+			time.Sleep(time.Until(deadline.Add(300 * time.Millisecond)))
+			select {
+			case err := <-left:
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.NotErrorIs(t, err, redisq.ErrMayHaveRun, "it left while the server refused its call")
+				require.Less(t, leftAt.Sub(deadline), 100*time.Millisecond, "returns within its deadline")
+			default:
+				t.Fatalf("the grouped caller still waits %v past its deadline", time.Since(deadline))
+			}
+			allow()
+			select {
+			case err := <-stays:
+				require.NoError(t, err, "the caller that stayed in the group")
+			case <-time.After(time.Second):
+				t.Fatal("the caller that stayed still waits after the server took writes again")
+			}
+			s, err := q.StatsContext(ctx)
+			require.NoError(t, err)
+			c.check(t, s)
+		})
+	}
+}
+
+// TestGroupedDequeueLeftAckedOnce: lone Dequeues with short contexts,
+// sent together while CLIENT PAUSE WRITE holds their calls, leave when
+// their contexts end; a message the held call leased for a caller that
+// left is given back, not kept leased until its lease (a minute) runs
+// out: every message is acked exactly once, soon.
+func TestGroupedDequeueLeftAckedOnce(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	q, err := redisq.Open(ctx, rdb, "groupleaveack",
+		&redisq.Options{AckTimeout: time.Minute, MaxDeliveries: 1000})
+	require.NoError(t, err)
+	defer q.Close()
+	const n = 300
+	for i := range n {
+		_, err := q.Enqueue(ctx, []byte("m"), queue.WithID(strconv.Itoa(i)))
+		require.NoError(t, err)
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	done := make(chan struct{})
+	var pauses sync.WaitGroup
+	pauses.Add(1)
+	go func() { // holds the writes 20ms out of every 40ms
+		defer pauses.Done()
+		ctl := srv.Client()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			ctl.Do(ctx, "CLIENT", "PAUSE", 20, "WRITE")
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	defer func() { close(done); pauses.Wait() }()
+
+	var mu sync.Mutex
+	acked := map[string]int{}
+	left := 0
+	var wg sync.WaitGroup
+	stop := time.Now().Add(30 * time.Second)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for time.Now().Before(stop) {
+				mu.Lock()
+				all := len(acked) == n
+				mu.Unlock()
+				if all {
+					return
+				}
+				cctx, cancel := context.WithTimeout(ctx, time.Duration(1+rng.IntN(30))*time.Millisecond)
+				m, err := q.Dequeue(cctx)
+				cancel()
+				if err != nil {
+					require.ErrorIs(t, err, context.DeadlineExceeded)
+					mu.Lock()
+					left++
+					mu.Unlock()
+					continue
+				}
+				require.NoError(t, m.Ack())
+				mu.Lock()
+				acked[m.ID]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, n, len(acked), "every message acked within 30s, well before a lease of a minute runs out")
+	for id, k := range acked {
+		require.Equal(t, 1, k, "message %s acked %d times", id, k)
+	}
+	s, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, s.Ready+s.InFlight+s.Dead)
+	t.Logf("%d Dequeues left at their context's end", left)
+}
+
+// TestGroupedEnqueueLeavesInFlight: an Enqueue sent together with
+// another, whose call the server holds (CLIENT PAUSE WRITE), returns at
+// once when its context ends, with ErrMayHaveRun and its id, not with
+// its context's error alone: the held call runs once the pause ends, and
+// its message is in the queue.
+func TestGroupedEnqueueLeavesInFlight(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	q, err := redisq.Open(ctx, rdb, "groupinflight", &redisq.Options{OpTimeout: 5 * time.Second, AckTimeout: time.Minute})
+	require.NoError(t, err)
+	defer q.Close()
+	allow := refuseWrites(t, rdb)
+	defer rdb.Do(ctx, "REPLICAOF", "NO", "ONE")
+	// A lone Enqueue rides the refusals until its context ends, while b
+	// and c queue behind it; they go together, into the pause.
+	start := time.Now()
+	actx, acancel := context.WithDeadline(ctx, start.Add(500*time.Millisecond))
+	defer acancel()
+	ahead := make(chan error, 1)
+	go func() { _, err := q.Enqueue(actx, []byte("a"), queue.WithID("a")); ahead <- err }()
+	time.Sleep(100 * time.Millisecond)
+	stays := make(chan error, 1)
+	go func() { _, err := q.Enqueue(ctx, []byte("b"), queue.WithID("b")); stays <- err }()
+	deadline := start.Add(900 * time.Millisecond)
+	cctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	type result struct {
+		id  string
+		err error
+		at  time.Time
+	}
+	left := make(chan result, 1)
+	go func() {
+		id, err := q.Enqueue(cctx, []byte("c"), queue.WithID("c"))
+		left <- result{id, err, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, srv.Client().Do(ctx, "CLIENT", "PAUSE", 2000, "WRITE").Err())
+	allow()
+	require.ErrorIs(t, <-ahead, context.DeadlineExceeded)
+	r := <-left
+	require.ErrorIs(t, r.err, redisq.ErrMayHaveRun, "its call was held by the server")
+	require.ErrorIs(t, r.err, context.DeadlineExceeded)
+	require.Equal(t, "c", r.id, "the id comes with ErrMayHaveRun")
+	require.Less(t, r.at.Sub(deadline), 100*time.Millisecond, "returns within its deadline")
+	require.NoError(t, <-stays, "the caller that stayed, once the pause ended")
+	s, err := q.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), s.Ready, "the held call ran, with c's message")
+}
