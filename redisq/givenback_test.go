@@ -2,14 +2,10 @@ package redisq_test
 
 import (
 	"context"
-	"math/rand/v2"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -29,77 +25,17 @@ func TestGivenBackNotDelivered(t *testing.T) {
 	require.NoError(t, err)
 	defer q.Close()
 	const n = 200
-	for i := range n {
-		_, err := q.Enqueue(ctx, []byte("m"), queue.WithID(strconv.Itoa(i)))
-		require.NoError(t, err)
-	}
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	done := make(chan struct{})
-	var pauses sync.WaitGroup
-	pauses.Add(1)
-	go func() { // holds the writes 20ms out of every 40ms
-		defer pauses.Done()
-		ctl := srv.Client()
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			ctl.Do(ctx, "CLIENT", "PAUSE", 20, "WRITE")
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	defer func() { close(done); pauses.Wait() }()
-
-	var mu sync.Mutex
-	got := map[string]int{} // id -> deliveries the message said it had
-	left := 0
-	var wg sync.WaitGroup
-	stop := time.Now().Add(30 * time.Second)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			for time.Now().Before(stop) {
-				mu.Lock()
-				all := len(got) == n
-				mu.Unlock()
-				if all {
-					return
-				}
-				if s, err := q.StatsContext(ctx); err == nil && s.Dead > 0 {
-					return // dead-lettered: reported below
-				}
-				cctx, cancel := context.WithTimeout(ctx, time.Duration(1+rng.IntN(30))*time.Millisecond)
-				m, err := q.Dequeue(cctx)
-				cancel()
-				if err != nil {
-					require.ErrorIs(t, err, context.DeadlineExceeded)
-					mu.Lock()
-					left++
-					mu.Unlock()
-					continue
-				}
-				require.NoError(t, m.Ack())
-				mu.Lock()
-				got[m.ID] = m.Deliveries
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	t.Logf("%d Dequeues left at their context's end", left)
+	enqueueNumbered(t, q, n)
+	holdWrites(t, srv)
+	got := leavingConsumers(t, q, n)
 	s, err := q.StatsContext(ctx)
 	require.NoError(t, err)
 	require.Zero(t, s.Dead, "dead-lettered, though no consumer got them: %+v", s)
 	require.Zero(t, s.DeadLettered, "%+v", s)
 	require.Zero(t, s.Nacked, "no consumer nacked: %+v", s)
 	require.Equal(t, n, len(got), "every message acked within 30s: %+v", s)
-	for id, d := range got {
-		require.Equal(t, 1, d, "message %s: its first receipt by a consumer said %d deliveries", id, d)
+	for id, ds := range got {
+		require.Equal(t, []int{1}, ds, "message %s: the deliveries each consumer's receipt said", id)
 	}
 	require.Equal(t, uint64(n), s.Delivered, "deliveries counted: one per message a consumer got")
 }

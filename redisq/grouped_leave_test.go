@@ -3,10 +3,8 @@ package redisq_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,73 +141,16 @@ func TestGroupedDequeueLeftAckedOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer q.Close()
 	const n = 300
-	for i := range n {
-		_, err := q.Enqueue(ctx, []byte("m"), queue.WithID(strconv.Itoa(i)))
-		require.NoError(t, err)
-	}
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	done := make(chan struct{})
-	var pauses sync.WaitGroup
-	pauses.Add(1)
-	go func() { // holds the writes 20ms out of every 40ms
-		defer pauses.Done()
-		ctl := srv.Client()
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			ctl.Do(ctx, "CLIENT", "PAUSE", 20, "WRITE")
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	defer func() { close(done); pauses.Wait() }()
-
-	var mu sync.Mutex
-	acked := map[string]int{}
-	left := 0
-	var wg sync.WaitGroup
-	stop := time.Now().Add(30 * time.Second)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			for time.Now().Before(stop) {
-				mu.Lock()
-				all := len(acked) == n
-				mu.Unlock()
-				if all {
-					return
-				}
-				cctx, cancel := context.WithTimeout(ctx, time.Duration(1+rng.IntN(30))*time.Millisecond)
-				m, err := q.Dequeue(cctx)
-				cancel()
-				if err != nil {
-					require.ErrorIs(t, err, context.DeadlineExceeded)
-					mu.Lock()
-					left++
-					mu.Unlock()
-					continue
-				}
-				require.NoError(t, m.Ack())
-				mu.Lock()
-				acked[m.ID]++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	enqueueNumbered(t, q, n)
+	holdWrites(t, srv)
+	acked := leavingConsumers(t, q, n)
 	require.Equal(t, n, len(acked), "every message acked within 30s, well before a lease of a minute runs out")
-	for id, k := range acked {
-		require.Equal(t, 1, k, "message %s acked %d times", id, k)
+	for id, ds := range acked {
+		require.Len(t, ds, 1, "message %s acked %d times", id, len(ds))
 	}
 	s, err := q.StatsContext(ctx)
 	require.NoError(t, err)
 	require.Zero(t, s.Ready+s.InFlight+s.Dead)
-	t.Logf("%d Dequeues left at their context's end", left)
 }
 
 // TestGroupedEnqueueLeavesInFlight: an Enqueue sent together with
