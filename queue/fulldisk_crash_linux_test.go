@@ -273,7 +273,7 @@ func testFullDiskCrashReopen(t *testing.T, kind string) {
 	require.NotEmpty(t, o.acked)
 	t.Logf("%s: %d put, %d acked, %d acks cut, the child's failure: %s", kind, len(o.put), len(o.acked), len(o.acking), o.fail)
 	topUp := filepath.Join(mnt, "topup") // the zeros ahead cut back, the disk is still full
-	fillUp(t, topUp)
+	tmpfs.Fill(t, topUp)
 
 	consumed := map[int]int{} // delivered and acked, after the crash
 	// take delivers one key's values (one message) and acks them; it
@@ -344,20 +344,4 @@ func testFullDiskCrashReopen(t *testing.T, kind string) {
 		}
 	}
 	require.NoError(t, q.Close())
-}
-
-// fillUp writes path until its file system is full: pages, then the
-// last bytes of the page it holds.
-func fillUp(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	require.NoError(t, err)
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for _, size := range []int{len(buf), 1} {
-		for err = nil; err == nil; {
-			_, err = f.Write(buf[:size])
-		}
-		require.ErrorIs(t, err, syscall.ENOSPC, "filling %s", path)
-	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,7 +29,7 @@ func TestRepairFullDisk(t *testing.T) {
 	dir := filepath.Join(mnt, "q")
 	copyTree(t, tornQueue(t), dir)
 	filler := filepath.Join(mnt, "filler")
-	fillDisk(t, filler)
+	tmpfs.Fill(t, filler)
 	before := treeDigest(t, dir)
 
 	r := mustWalq(t, 1, "", "repair", dir)
@@ -64,21 +63,6 @@ func TestRepairFullDisk(t *testing.T) {
 	r = mustWalq(t, 0, "", "repair", dir)
 	mustWalq(t, 0, "", "verify", dir)
 	require.EqualValues(t, 40, stats(t, dir).Ready)
-}
-
-// fillDisk writes path until its file system is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	require.NoError(t, err)
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err = f.Write(buf); err != nil {
-			break
-		}
-	}
-	require.True(t, errors.Is(err, syscall.ENOSPC), "filling %s: %v", path, err)
 }
 
 // TestRepairFullDiskSalvageLeft: what a salvage that failed on the full
@@ -116,7 +100,7 @@ func TestRepairFullDiskSalvageLeft(t *testing.T) {
 	require.NotEmpty(t, ends)
 	require.NoError(t, os.Truncate(last, ends[len(ends)-1]-5))
 	filler := filepath.Join(mnt, "filler")
-	fillDisk(t, filler)
+	tmpfs.Fill(t, filler)
 
 	elsewhere := filepath.Join(t.TempDir(), "saved")
 	r := mustWalq(t, 1, "", "repair", "--backup", elsewhere, dir)

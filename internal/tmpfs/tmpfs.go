@@ -5,8 +5,10 @@
 package tmpfs
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 )
 
@@ -29,4 +31,25 @@ func Mount(t testing.TB, opts string) string {
 		}
 	})
 	return dir
+}
+
+// Fill creates the file path and writes it until its file system is
+// full: pages, then the last bytes of the page it holds. It fails the
+// test unless the writes end with ENOSPC.
+func Fill(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for _, size := range []int{len(buf), 1} {
+		for err = nil; err == nil; {
+			_, err = f.Write(buf[:size])
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("filling %s: %v, want ENOSPC", path, err)
+		}
+	}
 }
