@@ -208,7 +208,9 @@ func (q *Queue) leaseFor(reqs []*leaseReq) error {
 // where a nacked message goes: they were leased for callers that had
 // left, so no consumer got them, and the settle function's release takes
 // their delivery back (it counts neither towards MaxDeliveries nor in
-// Stats' Delivered or Nacked). Should that fail, it is logged
+// Stats' Delivered or Nacked). It runs in the grouped call that leased
+// them, which Close waits for, so it runs even once Close began
+// (awaited), and Close returns after it. Should it fail, that is logged
 // (Options.Logger), and the messages are delivered again once their
 // leases run out, which counts that delivery as a lease that ran out
 // does.
@@ -217,7 +219,7 @@ func (q *Queue) giveBack(rs []queue.Receipt) {
 		return
 	}
 	now := q.o.Clock.Now()
-	for i, err := range q.settleAt(now, "release", "", rs) {
+	for i, err := range q.settleIn(awaited(context.Background()), now, "release", "", rs) {
 		if err != nil && !errors.Is(err, ErrNotDurable) && q.o.Logger != nil {
 			q.o.Logger.Warn("redisq: a lease taken for a Dequeue that left was not given back; it runs out",
 				"seq", rs[i].Seq, "err", err)
