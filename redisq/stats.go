@@ -18,7 +18,9 @@ import (
 // error it returns only the handle's configuration (Sync, AckTimeout),
 // At, and Closed, set once Close has begun: a closed handle reads
 // nothing, so its counts are then zero; StatsContext reports the error
-// (queue.ErrClosed).
+// (queue.ErrClosed). A lifetime counter that reads below zero on the
+// server (Acked once the sequence counter was deleted or lowered by
+// hand) is reported as 0 (toTotal).
 func (q *Queue) Stats() queue.Stats {
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -47,11 +49,18 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	for i := 7; i+1 < len(r); i += 2 {
 		name, _ := r[i].(string)
 		if p := counters[name]; p != nil {
-			*p = uint64(toInt(r[i+1]))
+			*p = toTotal(r[i+1])
 		}
 	}
 	return s, nil
 }
+
+// toTotal reads a lifetime counter of the stats reply: 0 for one below
+// zero, never wrapped to a count near 2^64. Acked, derived from the
+// sequence counter less the live and purged messages
+// (scripts/inspect.lua), is below zero once an operator deleted or
+// lowered the sequence counter; another only where written by hand.
+func toTotal(v any) uint64 { return uint64(max(0, toInt(v))) }
 
 // oldestAt returns the enqueue time in raw, the stored body of message
 // seq, the oldest live one (seq 0: there is none), or an error wrapping
