@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
 )
@@ -99,6 +100,13 @@ func TestGivenBackDuringClose(t *testing.T) {
 	}
 	time.Sleep(time.Until(start.Add(1800 * time.Millisecond)))
 	require.NoError(t, q.Close())
+	// The give-back alone ran past Close: any other settle is refused.
+	r := queue.Receipt{Seq: 1, Lease: 1}
+	require.ErrorIs(t, q.Nack(r, 0), queue.ErrClosed)
+	require.ErrorIs(t, q.Extend(r, time.Minute), queue.ErrClosed)
+	require.ErrorIs(t, q.DeadLetter(r, "x"), queue.ErrClosed)
+	require.ErrorIs(t, q.AckID("0"), queue.ErrClosed)
+	require.ErrorIs(t, q.NackID("0", 0), queue.ErrClosed)
 
 	q2, err := redisq.Open(ctx, rdb, "closegiveback", o)
 	require.NoError(t, err)
