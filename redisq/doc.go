@@ -218,7 +218,10 @@
 //     is zero, where the embedded queue still gives the age of the other
 //     messages it holds in memory. A closed handle reads nothing: its
 //     Stats has Closed set and zero counts, where the embedded queue
-//     keeps the last ones. StatsContext reports errors.
+//     keeps the last ones. StatsContext reports errors. Acked is derived
+//     (the sequence counter less the live and purged messages): once an
+//     operator deleted or lowered the sequence counter it would be below
+//     zero, and reads 0, as any counter below zero does, never wrapped.
 //   - A sorted or windowed queue's OldestEnqueuedAt is, as on the embedded
 //     queue, the publish time of its oldest pending or leased value (dead
 //     values left out, whatever their sort key), read from a set of those
