@@ -165,7 +165,7 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 // TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) is sent again until the
 // server takes it (rideMoves). Once Close began it sends nothing
 // (queue.ErrClosed), unless ctx marks a call Close waits for (awaited),
-// which it sends once more at most: a refusal then is not waited out.
+// which it sends, and sends again while refused, as before Close.
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() && ctx.Value(awaitedKey{}) == nil {
 		return nil, queue.ErrClosed

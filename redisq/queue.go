@@ -33,8 +33,9 @@ var _ queue.AckQueue = (*Queue)(nil)
 // documentation), and it must send nothing once Close returned (a lease
 // it took then could not be given back). A call waits no more for a
 // refusal to pass once Close began; what the call in flight leased for
-// Dequeues that left is still given back (giveBack), so Close waits at
-// most for one call's reply and one give-back, each within OpTimeout.
+// Dequeues that left is still given back (giveBack), riding refusals as
+// before Close, so Close waits at most for one call's reply and one
+// give-back, each within OpTimeout (plus WaitTimeout with Replicas).
 func (q *Queue) Close() error {
 	err := q.handle.Close()
 	if !errors.Is(err, queue.ErrClosed) { // the first Close

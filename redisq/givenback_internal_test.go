@@ -1,0 +1,167 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// refusal is an error reply of the server's that refused a call
+// without running it (refused).
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+func (refusal) RedisError()     {}
+
+// leaseGate holds the FCALLs of the lease1 function until a test lets
+// them through, or their caller's context ends, and refuses the first give-back
+// (the settle function's op "release") with READONLY, as a primary
+// demoted between the lease and the give-back would.
+type leaseGate struct {
+	held chan struct{} // a lease1 call is held: one send per call held
+	open chan struct{} // closed to let the held calls through
+
+	mu       sync.Mutex
+	refused  int // give-backs refused
+	releases int // give-backs sent on to the server
+}
+
+func newLeaseGate() *leaseGate {
+	return &leaseGate{held: make(chan struct{}, 8), open: make(chan struct{})}
+}
+
+func (g *leaseGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *leaseGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if cmd.Name() != "fcall" || len(args) < 2 {
+			return next(ctx, cmd)
+		}
+		fn := fmt.Sprint(args[1])
+		switch {
+		case strings.HasSuffix(fn, "_lease1"):
+			g.held <- struct{}{}
+			// A lease call runs on past its caller's context, which it
+			// carries (leaseContext): the held call of a lone Dequeue
+			// fails as that caller leaves.
+			caller, _ := ctx.Value(callerKey{}).(context.Context)
+			if caller == nil {
+				caller = ctx
+			}
+			select {
+			case <-g.open:
+			case <-caller.Done():
+				cmd.SetErr(caller.Err())
+				return caller.Err()
+			}
+		case isCall(fn, args, "settle", "release"):
+			g.mu.Lock()
+			first := g.refused == 0
+			if first {
+				g.refused++
+			} else {
+				g.releases++
+			}
+			g.mu.Unlock()
+			if first {
+				err := refusal("READONLY You can't write against a read only replica.")
+				cmd.SetErr(err)
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (g *leaseGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestGiveBackRidesRefusalAfterClose: the give-back of a grouped call
+// that Close waits for rides a refusal of the server's (READONLY) as
+// it would on an open handle, within OpTimeout, instead of ending at
+// Close's start: else its leases, taken for callers that left, run out
+// and each counts a delivery no consumer got, which with MaxDeliveries 1
+// dead-letters a message never seen.
+//
+// Dequeue a's lone call is held until a leaves; b and c, queued behind
+// it meanwhile, go in one call, which is held in turn while both leave
+// and Close begins; then it leases two messages, and their give-back is
+// refused once.
+func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	o := &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
+	q, err := Open(ctx, rdb, "rideback", o)
+	require.NoError(t, err)
+	enqueueNumbered(t, q, 3)
+	g := newLeaseGate()
+	rdb.AddHook(g)
+
+	dequeue := func(dctx context.Context) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			m, err := q.Dequeue(dctx)
+			if err == nil {
+				err = fmt.Errorf("got message %s", m.ID)
+			}
+			out <- err
+		}()
+		return out
+	}
+	actx, aleave := context.WithCancel(ctx)
+	a := dequeue(actx)
+	<-g.held // a's lone call
+	bctx, bleave := context.WithCancel(ctx)
+	b, c := dequeue(bctx), dequeue(bctx)
+	require.Eventually(t, func() bool {
+		q.leases.mu.Lock()
+		defer q.leases.mu.Unlock()
+		return len(q.leases.pending) == 2
+	}, 10*time.Second, time.Millisecond, "b and c queued behind a")
+	aleave()
+	require.ErrorIs(t, <-a, context.Canceled)
+	<-g.held // b and c's call
+	bleave()
+	require.ErrorIs(t, <-b, context.Canceled)
+	require.ErrorIs(t, <-c, context.Canceled)
+
+	closed := make(chan error, 1)
+	go func() { closed <- q.Close() }()
+	require.Eventually(t, q.isClosed, 10*time.Second, time.Millisecond, "Close began")
+	close(g.open)
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(2 * o.OpTimeout):
+		t.Fatal("Close still waits, twice OpTimeout on")
+	}
+	g.mu.Lock()
+	require.Equal(t, 1, g.refused, "the give-back was refused once")
+	require.Equal(t, 1, g.releases, "and then sent again, though Close had begun")
+	g.mu.Unlock()
+
+	q2, err := Open(ctx, srv.Client(), "rideback", o)
+	require.NoError(t, err)
+	defer q2.Close()
+	s, err := q2.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, s.InFlight, "leased for callers that left, not given back: %+v", s)
+	require.Zero(t, s.Delivered, "deliveries counted, though no consumer got one: %+v", s)
+	require.Equal(t, int64(3), s.Ready, "%+v", s)
+	for range 3 {
+		m, err := q2.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, 1, m.Deliveries, "message %s", m.ID)
+		require.NoError(t, m.Ack())
+	}
+}
