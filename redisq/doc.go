@@ -221,7 +221,10 @@
 //     keeps the last ones. StatsContext reports errors. Acked is derived
 //     (the sequence counter less the live and purged messages): once an
 //     operator deleted or lowered the sequence counter it would be below
-//     zero, and reads 0, as any counter below zero does, never wrapped.
+//     zero, and reads 0, as any counter below zero does, never wrapped;
+//     CountsErr, wrapping queue.ErrCorrupt, then names the counter (a
+//     lowered sequence counter gives the next enqueue a live message's
+//     seq).
 //   - A sorted or windowed queue's OldestEnqueuedAt is, as on the embedded
 //     queue, the publish time of its oldest pending or leased value (dead
 //     values left out, whatever their sort key), read from a set of those

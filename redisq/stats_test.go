@@ -80,8 +80,10 @@ func TestStatsCounters(t *testing.T) {
 // when an operator deleted that counter or lowered it by hand, or wrote
 // another counter below zero, the difference is below zero. A counter
 // that reads below zero is reported as 0, never as a count near 2^64
-// that a dashboard or a rate() would take at its word; the other counts
-// stay as they are.
+// that a dashboard or a rate() would take at its word, and CountsErr,
+// wrapping queue.ErrCorrupt, names the damage (a lowered counter gives
+// the next enqueue the seq of a live message); the other counts stay as
+// they are.
 func TestStatsCountersNeverWrap(t *testing.T) {
 	ctx := context.Background()
 	const pre = "walq:{nowrap}:2:"
@@ -89,25 +91,26 @@ func TestStatsCountersNeverWrap(t *testing.T) {
 		name   string
 		damage func(rdb *redis.Client) error
 		want   func(t *testing.T, s queue.Stats)
+		key    string // what CountsErr names
 	}{
 		{"sequence counter deleted", func(rdb *redis.Client) error { return rdb.Del(ctx, pre+"seq").Err() },
 			func(t *testing.T, s queue.Stats) {
 				require.Zero(t, s.Acked, "%+v", s)
 				require.Zero(t, s.Enqueued)
 				require.Equal(t, uint64(1), s.Delivered)
-			}},
+			}, pre + "seq"},
 		{"sequence counter lowered", func(rdb *redis.Client) error { return rdb.Set(ctx, pre+"seq", 1, 0).Err() },
 			func(t *testing.T, s queue.Stats) {
 				require.Zero(t, s.Acked, "%+v", s)
 				require.Equal(t, uint64(1), s.Enqueued)
 				require.Equal(t, uint64(1), s.Delivered)
-			}},
+			}, pre + "seq"},
 		{"deliveries counter below zero", func(rdb *redis.Client) error { return rdb.HSet(ctx, pre+"msg", "#d", -5).Err() },
 			func(t *testing.T, s queue.Stats) {
 				require.Zero(t, s.Delivered, "%+v", s)
 				require.Equal(t, uint64(3), s.Enqueued)
 				require.Equal(t, uint64(1), s.Acked)
-			}},
+			}, "delivered reads -5"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -122,11 +125,16 @@ func TestStatsCountersNeverWrap(t *testing.T) {
 			m, err := q.TryDequeue()
 			require.NoError(t, err)
 			require.NoError(t, m.Ack())
-			require.NoError(t, c.damage(rdb))
 			s, err := q.StatsContext(ctx)
+			require.NoError(t, err)
+			require.NoError(t, s.CountsErr, "before the damage")
+			require.NoError(t, c.damage(rdb))
+			s, err = q.StatsContext(ctx)
 			require.NoError(t, err)
 			require.Equal(t, int64(2), s.Ready, "%+v", s)
 			c.want(t, s)
+			require.ErrorIs(t, s.CountsErr, queue.ErrCorrupt, "%+v", s)
+			require.ErrorContains(t, s.CountsErr, c.key)
 		})
 	}
 }
