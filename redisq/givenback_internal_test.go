@@ -165,3 +165,79 @@ func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
 		require.NoError(t, m.Ack())
 	}
 }
+
+// TestCloseWaitsForGroupedCallOfEndlessCaller: a grouped Dequeues' call
+// whose runner's context never ends (context.Background, whose Done is
+// nil) runs in that caller's goroutine, not in one of its own; Close
+// waits for it all the same, and for its give-back of what it leased for
+// the callers that left, so nothing is sent after Close returned.
+//
+// Dequeue x's lone call is held until x leaves; r (context.Background)
+// and b queue behind it meanwhile and go in one call, which r runs and
+// which is held in turn while b leaves and Close begins.
+func TestCloseWaitsForGroupedCallOfEndlessCaller(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	o := &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
+	q, err := Open(ctx, rdb, "endless", o)
+	require.NoError(t, err)
+	enqueueNumbered(t, q, 3)
+	g := newLeaseGate()
+	rdb.AddHook(g)
+	queued := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			q.leases.mu.Lock()
+			defer q.leases.mu.Unlock()
+			return len(q.leases.pending) == n
+		}, 10*time.Second, time.Millisecond, "%d Dequeues queued", n)
+	}
+
+	xctx, xleave := context.WithCancel(ctx)
+	x := make(chan error, 1)
+	go func() { _, err := q.Dequeue(xctx); x <- err }()
+	<-g.held // x's lone call
+	r := make(chan error, 1)
+	go func() {
+		m, err := q.Dequeue(ctx)
+		if err == nil && m.Deliveries != 1 {
+			err = fmt.Errorf("r's message %s: delivery %d", m.ID, m.Deliveries)
+		}
+		r <- err
+	}()
+	queued(1)
+	bctx, bleave := context.WithCancel(ctx)
+	b := make(chan error, 1)
+	go func() { _, err := q.Dequeue(bctx); b <- err }()
+	queued(2)
+	xleave()
+	require.ErrorIs(t, <-x, context.Canceled)
+	<-g.held // r and b's call, run by r
+	bleave()
+	require.ErrorIs(t, <-b, context.Canceled)
+
+	closed := make(chan error, 1)
+	go func() { closed <- q.Close() }()
+	require.Eventually(t, q.isClosed, 10*time.Second, time.Millisecond, "Close began")
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a grouped call it must wait for was held", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(g.open)
+	require.NoError(t, <-closed)
+	g.mu.Lock()
+	require.Equal(t, 1, g.releases, "b's lease given back before Close returned")
+	g.mu.Unlock()
+	require.NoError(t, <-r)
+
+	q2, err := Open(ctx, srv.Client(), "endless", o)
+	require.NoError(t, err)
+	defer q2.Close()
+	s, err := q2.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.InFlight, "r's message alone: %+v", s)
+	require.Equal(t, uint64(1), s.Delivered, "r's delivery alone: %+v", s)
+	require.Equal(t, int64(2), s.Ready, "%+v", s)
+}
