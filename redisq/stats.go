@@ -51,8 +51,12 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	for i := 7; i+1 < len(r); i += 2 {
 		name, _ := r[i].(string)
 		if p := counters[name]; p != nil {
+			why := "written by hand"
+			if name == "acked" {
+				why = "key " + q.keys[0] + ", the sequence counter, was deleted or lowered below the messages the queue holds and purged"
+			}
 			var err error
-			*p, err = q.total(name, toInt(r[i+1]))
+			*p, err = total(name, toInt(r[i+1]), why)
 			damage = append(damage, err)
 		}
 	}
@@ -60,20 +64,17 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	return s, nil
 }
 
-// total reads the lifetime counter name, n in the stats reply: one below
+// total reads the lifetime total name, n in a stats reply: one below
 // zero is reported as 0, never wrapped to a count near 2^64, with an
-// error wrapping queue.ErrCorrupt. Acked, derived from the sequence
-// counter less the live and purged messages (scripts/inspect.lua), is
-// below zero once an operator deleted or lowered the sequence counter,
-// and an enqueue would then reuse the seq of a live message; another
+// error wrapping queue.ErrCorrupt that says why (the damage that made
+// it so). An ack queue's Acked, derived from the sequence counter less
+// the live and purged messages (scripts/inspect.lua), is below zero
+// once an operator deleted or lowered the sequence counter, and an
+// enqueue would then reuse the seq of a live message; a stored total
 // only where written by hand.
-func (q *Queue) total(name string, n int64) (uint64, error) {
+func total(name string, n int64, why string) (uint64, error) {
 	if n >= 0 {
 		return uint64(n), nil
-	}
-	why := "written by hand"
-	if name == "acked" {
-		why = "key " + q.keys[0] + ", the sequence counter, was deleted or lowered below the messages the queue holds and purged"
 	}
 	return 0, fmt.Errorf("%w: redisq: stats: %s reads %d, below zero: %s", queue.ErrCorrupt, name, n, why)
 }
