@@ -297,7 +297,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
-			err := q.settleOne("corrupt", corruptReason+"payload undecodable: "+err.Error(), r)
+			err := q.bury(ctx, r, "payload undecodable: "+err.Error())
 			if err != nil && !errors.Is(err, ErrNotDurable) { // ErrNotDurable: it was buried
 				failed = fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
 				continue
@@ -309,6 +309,19 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 		out = append(out, queue.NewMessage(q, *m))
 	}
 	return out, due, buried, failed
+}
+
+// bury dead-letters the leased message of r, whose body does not decode,
+// as a corrupt record. Under a grouped Dequeues' call (ctx ridden, see
+// leaseEach), which Close waits for, it runs even once Close began
+// (awaited), as giveBack does: else the body stayed leased until its
+// lease ran out, which counts a delivery.
+func (q *Queue) bury(ctx context.Context, r queue.Receipt, why string) error {
+	sctx := context.Background()
+	if ctx.Value(rideOnceKey{}) != nil {
+		sctx = awaited(sctx)
+	}
+	return q.settleIn(sctx, q.o.Clock.Now(), "corrupt", corruptReason+why, []queue.Receipt{r})[0]
 }
 
 // leaseCall runs the dequeue function with args (leaseArgs) at now and

@@ -90,12 +90,9 @@ func (g *leaseGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // it would on an open handle, within OpTimeout, instead of ending at
 // Close's start: else its leases, taken for callers that left, run out
 // and each counts a delivery no consumer got, which with MaxDeliveries 1
-// dead-letters a message never seen.
-//
-// Dequeue a's lone call is held until a leaves; b and c, queued behind
-// it meanwhile, go in one call, which is held in turn while both leave
-// and Close begins; then it leases two messages, and their give-back is
-// refused once.
+// dead-letters a message never seen. The grouped call is held while its
+// callers leave and Close begins (closeDuringGroupedCall); then it
+// leases two messages, and their give-back is refused once.
 func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
@@ -107,6 +104,68 @@ func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
 	g := newLeaseGate()
 	rdb.AddHook(g)
 
+	closeDuringGroupedCall(t, q, g)
+	g.mu.Lock()
+	require.Equal(t, 1, g.refused, "the give-back was refused once")
+	require.Equal(t, 1, g.releases, "and then sent again, though Close had begun")
+	g.mu.Unlock()
+
+	q2, err := Open(ctx, srv.Client(), "rideback", o)
+	require.NoError(t, err)
+	defer q2.Close()
+	s, err := q2.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, s.InFlight, "leased for callers that left, not given back: %+v", s)
+	require.Zero(t, s.Delivered, "deliveries counted, though no consumer got one: %+v", s)
+	require.Equal(t, int64(3), s.Ready, "%+v", s)
+	for range 3 {
+		m, err := q2.TryDequeue()
+		require.NoError(t, err)
+		require.Equal(t, 1, m.Deliveries, "message %s", m.ID)
+		require.NoError(t, m.Ack())
+	}
+}
+
+// TestGroupedCallBuriesAfterClose: a grouped call that Close waits for
+// and that leased an undecodable body buries it (dead-letters it as a
+// corrupt record), as it would on an open handle; before, that
+// dead-lettering failed with queue.ErrClosed, and the body stayed
+// leased until its lease ran out, when with MaxDeliveries 1 the expiry
+// dead-lettered it as a message delivered too often, hiding the damage.
+func TestGroupedCallBuriesAfterClose(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	o := &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
+	q, err := Open(ctx, rdb, "buryclose", o)
+	require.NoError(t, err)
+	enqueueNumbered(t, q, 3)
+	require.NoError(t, rdb.HSet(ctx, q.keys[1], "b1", "\xc1").Err()) // the first message's body
+	g := newLeaseGate()
+	rdb.AddHook(g)
+
+	closeDuringGroupedCall(t, q, g)
+	q2, err := Open(ctx, srv.Client(), "buryclose", o)
+	require.NoError(t, err)
+	defer q2.Close()
+	s, err := q2.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, s.InFlight, "left leased after Close: %+v", s)
+	require.Equal(t, int64(1), s.Dead, "%+v", s)
+	dead, err := q2.DeadLetters(0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Contains(t, dead[0].Reason, corruptReason)
+}
+
+// closeDuringGroupedCall makes a grouped Dequeues' call (two callers)
+// that g holds until both callers left and Close began, then lets it
+// through and returns once Close returned. Dequeue a's lone call is
+// held until a leaves; b and c, queued behind it meanwhile, go in one
+// call.
+func closeDuringGroupedCall(t *testing.T, q *Queue, g *leaseGate) {
+	t.Helper()
+	ctx := context.Background()
 	dequeue := func(dctx context.Context) <-chan error {
 		out := make(chan error, 1)
 		go func() {
@@ -142,27 +201,8 @@ func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
 	select {
 	case err := <-closed:
 		require.NoError(t, err)
-	case <-time.After(2 * o.OpTimeout):
+	case <-time.After(2 * q.o.OpTimeout):
 		t.Fatal("Close still waits, twice OpTimeout on")
-	}
-	g.mu.Lock()
-	require.Equal(t, 1, g.refused, "the give-back was refused once")
-	require.Equal(t, 1, g.releases, "and then sent again, though Close had begun")
-	g.mu.Unlock()
-
-	q2, err := Open(ctx, srv.Client(), "rideback", o)
-	require.NoError(t, err)
-	defer q2.Close()
-	s, err := q2.StatsContext(ctx)
-	require.NoError(t, err)
-	require.Zero(t, s.InFlight, "leased for callers that left, not given back: %+v", s)
-	require.Zero(t, s.Delivered, "deliveries counted, though no consumer got one: %+v", s)
-	require.Equal(t, int64(3), s.Ready, "%+v", s)
-	for range 3 {
-		m, err := q2.TryDequeue()
-		require.NoError(t, err)
-		require.Equal(t, 1, m.Deliveries, "message %s", m.ID)
-		require.NoError(t, m.Ack())
 	}
 }
 

@@ -100,10 +100,12 @@ func (h *handle) isClosed() bool {
 }
 
 // awaitedKey is the context key of a call that Close waits for and so
-// lets run after it began (call): the give-back of the leases a grouped
-// Dequeues' call took for callers that left (giveBack), which runs in
-// that call, counted by the coalescer's running calls. No other call
-// carries it: anything else finds the handle closed.
+// lets run after it began (call): the settles a grouped Dequeues' call
+// makes of what it leased, the give-back of the leases it took for
+// callers that left (giveBack) and the burial of an undecodable body
+// (bury), which run in that call, counted by the coalescer's running
+// calls. No other call carries it: anything else finds the handle
+// closed.
 type awaitedKey struct{}
 
 // awaited returns ctx marked as a call Close waits for.
