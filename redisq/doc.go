@@ -364,10 +364,11 @@
 // delivery as a lease that ran out does. Close waits for such a call
 // still under way (no more sends once Close began but the give-back of
 // what the send in flight leased for callers that left, which waits out
-// a refusal as it would before Close: at most that send's reply and one
-// give-back, each within OpTimeout, plus WaitTimeout with Replicas), so
-// that the handle sends nothing after Close returned, and a Dequeue that
-// left while Close ran costs no delivery either.
+// a refusal as it would before Close, and the burial of a body it leased
+// that does not decode: at most that send's reply, one give-back and
+// one burial per such body, each within OpTimeout, plus WaitTimeout with
+// Replicas), so that the handle sends nothing after Close returned, and
+// a Dequeue that left while Close ran costs no delivery either.
 // A call whose server dropped the connection or died under it is not
 // sent again (its outcome is unknown, as above), nor one that failed any
 // other way: after a primary died, a call sent while the client still

@@ -34,8 +34,10 @@ var _ queue.AckQueue = (*Queue)(nil)
 // it took then could not be given back). A call waits no more for a
 // refusal to pass once Close began; what the call in flight leased for
 // Dequeues that left is still given back (giveBack), riding refusals as
-// before Close, so Close waits at most for one call's reply and one
-// give-back, each within OpTimeout (plus WaitTimeout with Replicas).
+// before Close, and a body it leased that does not decode is still
+// buried (bury), so Close waits at most for one call's reply, one
+// give-back and one burial per such body, each within OpTimeout (plus
+// WaitTimeout with Replicas).
 func (q *Queue) Close() error {
 	err := q.handle.Close()
 	if !errors.Is(err, queue.ErrClosed) { // the first Close
