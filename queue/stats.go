@@ -93,7 +93,10 @@ type Stats struct {
 	// write failed included. An error wrapping ErrCorrupt names the
 	// damage that a reopen meets too (walq verify lists it, walq repair
 	// salvages what is left); another is the read's I/O error. Nil on a
-	// healthy log, on a poisoned one read back, and on the Redis engine.
+	// healthy log and on a poisoned one read back. The Redis engine
+	// (redisq) sets it, wrapping ErrCorrupt, when a lifetime total reads
+	// below zero on the server (a key of the queue deleted or written by
+	// hand): that total is then reported as 0.
 	CountsErr error
 }
 

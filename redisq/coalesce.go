@@ -24,12 +24,14 @@ type coalescer[T any] struct {
 	mu      sync.Mutex
 	pending []*coalesced[T] // queued, not yet sent; empty unless busy
 	busy    bool            // a caller is running a call
-	calls   running         // the calls run in goroutines of their own (doCtx)
+	calls   running         // the calls of several items under way (doCtx)
 }
 
-// running counts the calls a coalescer runs in goroutines of their own,
-// which may outlive their callers, so that the handle's Close can wait
-// for them (wait) and none sends anything after Close returned.
+// running counts the calls of several items a coalescer runs, in
+// goroutines of their own, which may outlive their callers, or in the
+// goroutine of a caller whose context never ends (doCtx), so that the
+// handle's Close can wait for them (wait) and none sends anything after
+// Close returned.
 type running struct {
 	mu   sync.Mutex
 	n    int        // calls under way
@@ -91,7 +93,9 @@ func (c *coalescer[T]) do(v T, run func([]T) []error) error {
 // may know of it (run must then leave v out of what it sends next, see
 // presence); with leave nil the caller waits for the call's outcome. A
 // call of v alone runs in the caller's goroutine, under the caller's own
-// context.
+// context, as does one whose caller cannot leave (leave nil, or a ctx
+// that never ends, such as context.Background); a call of several items
+// is counted in calls wherever it runs.
 func (c *coalescer[T]) doCtx(ctx context.Context, v T, run func([]T) []error, leave func(T, error) error) error {
 	req := &coalesced[T]{v: v, done: make(chan struct{}), out: make(chan struct{})}
 	var end <-chan struct{}
@@ -120,6 +124,10 @@ func (c *coalescer[T]) doCtx(ctx context.Context, v T, run func([]T) []error, le
 	}
 	c.gather(req)
 	if len(req.batch) == 1 || end == nil {
+		if len(req.batch) > 1 { // others' items too: Close waits for it
+			c.calls.add()
+			defer c.calls.done()
+		}
 		defer c.handOn()
 		req.runBatch(run, true)
 		return req.err

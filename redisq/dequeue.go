@@ -208,7 +208,9 @@ func (q *Queue) leaseFor(reqs []*leaseReq) error {
 // where a nacked message goes: they were leased for callers that had
 // left, so no consumer got them, and the settle function's release takes
 // their delivery back (it counts neither towards MaxDeliveries nor in
-// Stats' Delivered or Nacked). Should that fail, it is logged
+// Stats' Delivered or Nacked). It runs in the grouped call that leased
+// them, which Close waits for, so it runs even once Close began
+// (awaited), and Close returns after it. Should it fail, that is logged
 // (Options.Logger), and the messages are delivered again once their
 // leases run out, which counts that delivery as a lease that ran out
 // does.
@@ -217,7 +219,7 @@ func (q *Queue) giveBack(rs []queue.Receipt) {
 		return
 	}
 	now := q.o.Clock.Now()
-	for i, err := range q.settleAt(now, "release", "", rs) {
+	for i, err := range q.settleIn(awaited(context.Background()), now, "release", "", rs) {
 		if err != nil && !errors.Is(err, ErrNotDurable) && q.o.Logger != nil {
 			q.o.Logger.Warn("redisq: a lease taken for a Dequeue that left was not given back; it runs out",
 				"seq", rs[i].Seq, "err", err)
@@ -295,7 +297,7 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 		r := queue.Receipt{Seq: uint64(toInt(reply[i])), Lease: tok}
 		m, err := decodeMessage(reply[i+2], r)
 		if err != nil {
-			err := q.settleOne("corrupt", corruptReason+"payload undecodable: "+err.Error(), r)
+			err := q.bury(ctx, r, "payload undecodable: "+err.Error())
 			if err != nil && !errors.Is(err, ErrNotDurable) { // ErrNotDurable: it was buried
 				failed = fmt.Errorf("redisq: message %d: dead-letter its undecodable body: %w", r.Seq, err)
 				continue
@@ -307,6 +309,19 @@ func (q *Queue) leaseOnce(ctx context.Context, max int, gathered bool) ([]*queue
 		out = append(out, queue.NewMessage(q, *m))
 	}
 	return out, due, buried, failed
+}
+
+// bury dead-letters the leased message of r, whose body does not decode,
+// as a corrupt record. Under a grouped Dequeues' call (ctx ridden, see
+// leaseEach), which Close waits for, it runs even once Close began
+// (awaited), as giveBack does: else the body stayed leased until its
+// lease ran out, which counts a delivery.
+func (q *Queue) bury(ctx context.Context, r queue.Receipt, why string) error {
+	sctx := context.Background()
+	if ctx.Value(rideOnceKey{}) != nil {
+		sctx = awaited(sctx)
+	}
+	return q.settleIn(sctx, q.o.Clock.Now(), "corrupt", corruptReason+why, []queue.Receipt{r})[0]
 }
 
 // leaseCall runs the dequeue function with args (leaseArgs) at now and

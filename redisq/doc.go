@@ -218,7 +218,13 @@
 //     is zero, where the embedded queue still gives the age of the other
 //     messages it holds in memory. A closed handle reads nothing: its
 //     Stats has Closed set and zero counts, where the embedded queue
-//     keeps the last ones. StatsContext reports errors.
+//     keeps the last ones. StatsContext reports errors. Acked is derived
+//     (the sequence counter less the live and purged messages): once an
+//     operator deleted or lowered the sequence counter it would be below
+//     zero, and reads 0, as any counter below zero does, never wrapped;
+//     CountsErr, wrapping queue.ErrCorrupt, then names the counter (a
+//     lowered sequence counter gives the next enqueue a live message's
+//     seq).
 //   - A sorted or windowed queue's OldestEnqueuedAt is, as on the embedded
 //     queue, the publish time of its oldest pending or leased value (dead
 //     values left out, whatever their sort key), read from a set of those
@@ -356,9 +362,13 @@
 // Stats.Delivered) nor as a nack, since no consumer got it; should that
 // fail, it is delivered again when its lease runs out, which counts that
 // delivery as a lease that ran out does. Close waits for such a call
-// still under way (no more sends once Close began; at most the reply to
-// the one in flight, within OpTimeout), so that the handle sends nothing
-// after Close returned.
+// still under way (no more sends once Close began but the give-back of
+// what the send in flight leased for callers that left, which waits out
+// a refusal as it would before Close, and the burial of a body it leased
+// that does not decode: at most that send's reply, one give-back and
+// one burial per such body, each within OpTimeout, plus WaitTimeout with
+// Replicas), so that the handle sends nothing after Close returned, and
+// a Dequeue that left while Close ran costs no delivery either.
 // A call whose server dropped the connection or died under it is not
 // sent again (its outcome is unknown, as above), nor one that failed any
 // other way: after a primary died, a call sent while the client still

@@ -99,6 +99,20 @@ func (h *handle) isClosed() bool {
 	}
 }
 
+// awaitedKey is the context key of a call that Close waits for and so
+// lets run after it began (call): the settles a grouped Dequeues' call
+// makes of what it leased, the give-back of the leases it took for
+// callers that left (giveBack) and the burial of an undecodable body
+// (bury), which run in that call, counted by the coalescer's running
+// calls. No other call carries it: anything else finds the handle
+// closed.
+type awaitedKey struct{}
+
+// awaited returns ctx marked as a call Close waits for.
+func awaited(ctx context.Context) context.Context {
+	return context.WithValue(ctx, awaitedKey{}, true)
+}
+
 // opContext bounds a call that takes no context by callTimeout.
 func (h *handle) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), h.callTimeout())
@@ -151,9 +165,11 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 // replicas on the same connection after a function that may write. A
 // call the server refused without running it (a cluster's MOVED, ASK,
 // TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) is sent again until the
-// server takes it (rideMoves).
+// server takes it (rideMoves). Once Close began it sends nothing
+// (queue.ErrClosed), unless ctx marks a call Close waits for (awaited),
+// which it sends, and sends again while refused, as before Close.
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
-	if h.isClosed() {
+	if h.isClosed() && ctx.Value(awaitedKey{}) == nil {
 		return nil, queue.ErrClosed
 	}
 	if h.o.ReadOnly && f.writes {

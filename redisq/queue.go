@@ -32,8 +32,12 @@ var _ queue.AckQueue = (*Queue)(nil)
 // on for its callers that stay after others left (see the package
 // documentation), and it must send nothing once Close returned (a lease
 // it took then could not be given back). A call waits no more for a
-// refusal to pass once Close began, so Close waits at most for one
-// call's reply, within OpTimeout.
+// refusal to pass once Close began; what the call in flight leased for
+// Dequeues that left is still given back (giveBack), riding refusals as
+// before Close, and a body it leased that does not decode is still
+// buried (bury), so Close waits at most for one call's reply, one
+// give-back and one burial per such body, each within OpTimeout (plus
+// WaitTimeout with Replicas).
 func (q *Queue) Close() error {
 	err := q.handle.Close()
 	if !errors.Is(err, queue.ErrClosed) { // the first Close

@@ -97,8 +97,10 @@ func ridden(ctx context.Context) context.Context {
 // dead letters), so the call could only run once the migration ends.
 // It sends again for at most callTimeout from the first refusal, and
 // stops as soon as ctx ends, the caller's context of a lease call ends
-// (nothing was leased) or the handle closes (queue.ErrClosed); the
-// result is then the last refusal, or the context's error with it.
+// (nothing was leased) or the handle closes (queue.ErrClosed), unless
+// ctx marks a call Close waits for (awaited), which rides on as on an
+// open handle; the result is then the last refusal, or the context's
+// error with it.
 func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
 	v, err := send()
 	if !refused(err) || ctx.Value(rideOnceKey{}) != nil {
@@ -107,6 +109,10 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 	caller, _ := ctx.Value(callerKey{}).(context.Context)
 	if caller == nil {
 		caller = ctx
+	}
+	closed := h.closed
+	if ctx.Value(awaitedKey{}) != nil { // Close waits for it: it rides on, within callTimeout
+		closed = nil
 	}
 	end := time.Now().Add(h.callTimeout())
 	for wait := rideFirst; refused(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
@@ -120,7 +126,7 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 		case <-caller.Done():
 			t.Stop()
 			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", caller.Err(), err)
-		case <-h.closed:
+		case <-closed:
 			t.Stop()
 			return nil, queue.ErrClosed
 		}

@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,6 +87,12 @@ func (q *Queue) settle(op, arg string, rs []queue.Receipt) []error {
 // settleAt is settle at the time now, which an argument that ends a time
 // after now (span) was computed from.
 func (q *Queue) settleAt(now time.Time, op, arg string, rs []queue.Receipt) []error {
+	return q.settleIn(context.Background(), now, op, arg, rs)
+}
+
+// settleIn is settleAt with the context its calls run under, each bounded
+// by callTimeout from there: giveBack's marks a call Close waits for.
+func (q *Queue) settleIn(ctx context.Context, now time.Time, op, arg string, rs []queue.Receipt) []error {
 	args := make([]any, 0, 3+2*len(rs))
 	args = append(args, op, arg, "r")
 	for _, r := range rs {
@@ -95,10 +102,10 @@ func (q *Queue) settleAt(now time.Time, op, arg string, rs []queue.Receipt) []er
 	var err error
 	lean := op == "ack" && len(rs) <= maxCoalesce
 	if lean {
-		codes, err = q.runAck1(args[3:])
+		codes, err = q.runAck1(ctx, args[3:])
 	}
 	if !lean || err == nil && codes == nil {
-		codes, err = q.runSettle(now, op, args)
+		codes, err = q.runSettle(ctx, now, op, args)
 	}
 	errs := make([]error, len(rs))
 	for i, r := range rs {
@@ -113,7 +120,7 @@ func (q *Queue) settleAt(now time.Time, op, arg string, rs []queue.Receipt) []er
 }
 
 func (q *Queue) settleID(now time.Time, op, arg, id string) error {
-	codes, err := q.runSettle(now, op, []any{op, arg, "i", id})
+	codes, err := q.runSettle(context.Background(), now, op, []any{op, arg, "i", id})
 	if codes == nil {
 		return err
 	}
@@ -126,9 +133,10 @@ func (q *Queue) settleID(now time.Time, op, arg, id string) error {
 // runSettle runs the settle function over args (settle's) and returns
 // its code per item; when only the WAIT after the call failed, the codes
 // with ErrNotDurable, so that an item the call did not settle (a stale
-// receipt, an id not in flight) is reported as such.
-func (q *Queue) runSettle(now time.Time, op string, args []any) ([]int64, error) {
-	ctx, cancel := q.opContext()
+// receipt, an id not in flight) is reported as such. The call runs under
+// parent, bounded by callTimeout.
+func (q *Queue) runSettle(parent context.Context, now time.Time, op string, args []any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(parent, q.callTimeout())
 	defer cancel()
 	v, err := q.run(ctx, fnSettle, now, args...)
 	if !replied(v, err) {
@@ -154,9 +162,10 @@ func (q *Queue) runSettle(now time.Time, op string, args []any) ([]int64, error)
 // (nil, nil) when ack1 leaves them to settle: one of them names a
 // message a producer named, and more than one were gathered. As
 // runSettle, it returns the codes with ErrNotDurable when only the WAIT
-// after the call failed.
-func (q *Queue) runAck1(receipts []any) ([]int64, error) {
-	ctx, cancel := q.opContext()
+// after the call failed. The call runs under parent, bounded by
+// callTimeout.
+func (q *Queue) runAck1(parent context.Context, receipts []any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(parent, q.callTimeout())
 	defer cancel()
 	v, err := q.call(ctx, fnAck1, append([]any{unixMicros(q.o.Clock.Now()), windowMicros(q.o.DedupWindow)}, receipts...))
 	if !replied(v, err) {

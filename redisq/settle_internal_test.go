@@ -330,7 +330,7 @@ func TestGatheredAcksTakeAck1(t *testing.T) {
 	ms, err = q.DequeueBatch(ctx, 2)
 	require.NoError(t, err)
 	require.Len(t, ms, 2)
-	codes, err := q.runAck1([]any{strconv.FormatUint(ms[0].Receipt.Seq, 10), strconv.FormatUint(ms[0].Receipt.Lease, 10),
+	codes, err := q.runAck1(context.Background(), []any{strconv.FormatUint(ms[0].Receipt.Seq, 10), strconv.FormatUint(ms[0].Receipt.Lease, 10),
 		strconv.FormatUint(ms[1].Receipt.Seq, 10), strconv.FormatUint(ms[1].Receipt.Lease, 10)})
 	require.NoError(t, err)
 	require.Nil(t, codes, "a producer's id: the call is settle's")

@@ -596,7 +596,11 @@ func (s *Sorted[K]) StatsContext(ctx context.Context) (queue.Stats, error) {
 		return st, fmt.Errorf("redisq: stats: unexpected reply %v", v)
 	}
 	st.SortedPending, st.SortedKeys, st.SortedBatches, st.SortedDead = int(toInt(r[0])), int(toInt(r[1])), int(toInt(r[2])), int(toInt(r[3]))
-	st.Published, st.Pulled, st.BatchesAcked = uint64(toInt(r[4])), uint64(toInt(r[5])), uint64(toInt(r[6]))
+	var damage [3]error
+	st.Published, damage[0] = total("published", toInt(r[4]), "written by hand")
+	st.Pulled, damage[1] = total("pulled", toInt(r[5]), "written by hand")
+	st.BatchesAcked, damage[2] = total("acked", toInt(r[6]), "written by hand")
+	st.CountsErr = errors.Join(damage[:]...)
 	st.SortedLeased = int(toInt(r[7]))
 	st.OldestEnqueuedAt, st.OldestErr = sortedOldest(r[8])
 	return st, nil

@@ -311,3 +311,33 @@ func TestSortedFlightCountMax(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedStatsTotalsNeverWrap: a sorted queue's lifetime total that
+// reads below zero (written by hand) is reported as 0, never as a count
+// near 2^64, and CountsErr, wrapping queue.ErrCorrupt, names it; the
+// other totals stay as they are.
+func TestSortedStatsTotalsNeverWrap(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	s, err := OpenSorted[int64](ctx, rdb, "nowrap-sorted", &SortedOptions{Options: Options{ManualRequeue: true}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Publish(ctx, 1, "k1", []byte("a")))
+	require.NoError(t, s.Publish(ctx, 2, "k2", []byte("b")))
+	bs, err := s.TryPull(1)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.NoError(t, bs[0].Ack())
+	st, err := s.StatsContext(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.CountsErr, "before the damage")
+	require.Equal(t, "walq:{nowrap-sorted}:s:stats", s.keys[12])
+	require.NoError(t, rdb.HSet(ctx, s.keys[12], "published", -5).Err())
+	st, err = s.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.Published, "%+v", st)
+	require.Equal(t, [2]uint64{1, 1}, [2]uint64{st.Pulled, st.BatchesAcked}, "%+v", st)
+	require.ErrorIs(t, st.CountsErr, queue.ErrCorrupt)
+	require.ErrorContains(t, st.CountsErr, "published reads -5")
+}

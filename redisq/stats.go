@@ -18,7 +18,10 @@ import (
 // error it returns only the handle's configuration (Sync, AckTimeout),
 // At, and Closed, set once Close has begun: a closed handle reads
 // nothing, so its counts are then zero; StatsContext reports the error
-// (queue.ErrClosed).
+// (queue.ErrClosed). A lifetime counter that reads below zero on the
+// server (Acked once the sequence counter was deleted or lowered by
+// hand) is reported as 0, and CountsErr, wrapping queue.ErrCorrupt,
+// names it (total).
 func (q *Queue) Stats() queue.Stats {
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -44,13 +47,36 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	s.OldestEnqueuedAt, s.OldestErr = oldestAt(r[5], uint64(toInt(r[6])))
 	counters := map[string]*uint64{"enqueued": &s.Enqueued, "delivered": &s.Delivered, "acked": &s.Acked,
 		"nacked": &s.Nacked, "expired": &s.Expired, "dead": &s.DeadLettered}
+	var damage []error
 	for i := 7; i+1 < len(r); i += 2 {
 		name, _ := r[i].(string)
 		if p := counters[name]; p != nil {
-			*p = uint64(toInt(r[i+1]))
+			why := "written by hand"
+			if name == "acked" {
+				why = "key " + q.keys[0] + ", the sequence counter, was deleted or lowered below the messages the queue holds and purged"
+			}
+			var err error
+			*p, err = total(name, toInt(r[i+1]), why)
+			damage = append(damage, err)
 		}
 	}
+	s.CountsErr = errors.Join(damage...)
 	return s, nil
+}
+
+// total reads the lifetime total name, n in a stats reply: one below
+// zero is reported as 0, never wrapped to a count near 2^64, with an
+// error wrapping queue.ErrCorrupt that says why (the damage that made
+// it so). An ack queue's Acked, derived from the sequence counter less
+// the live and purged messages (scripts/inspect.lua), is below zero
+// once an operator deleted or lowered the sequence counter, and an
+// enqueue would then reuse the seq of a live message; a stored total
+// only where written by hand.
+func total(name string, n int64, why string) (uint64, error) {
+	if n >= 0 {
+		return uint64(n), nil
+	}
+	return 0, fmt.Errorf("%w: redisq: stats: %s reads %d, below zero: %s", queue.ErrCorrupt, name, n, why)
 }
 
 // oldestAt returns the enqueue time in raw, the stored body of message
