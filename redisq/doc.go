@@ -361,9 +361,10 @@
 // after Close returned.
 // A call whose server dropped the connection or died under it is not
 // sent again (its outcome is unknown, as above), nor one that failed any
-// other way: after a primary died, a call sent while the client still
-// names it as the slot's owner fails with the connection's error, until
-// the client's slot map names the promoted replica. The handle's wake-up
+// other way, except one whose connection could not be made (a dial
+// error: nothing was sent): after a primary died, a call sent while the
+// client still names it as the slot's owner is sent again as a refused
+// one is, until the client's slot map names the promoted replica. The handle's wake-up
 // subscription needs nothing for a move: Redis Cluster sends every
 // PUBLISH to every node, so the subscription hears the new owner's
 // wake-ups wherever it is, and one whose node died subscribes again

@@ -128,9 +128,10 @@ func takeLive[T any](reqs []T, p func(T) *presence) []int {
 }
 
 // unsend marks the callers of a send (sent, indexes in reqs) as not sent
-// when the server refused it (err): it ran nothing of theirs.
+// when it did not run (err: refused, or never sent, unrun): nothing of
+// theirs ran.
 func unsend[T any](reqs []T, sent []int, err error, p func(T) *presence) {
-	if refused(err) {
+	if unrun(err) {
 		for _, i := range sent {
 			p(reqs[i]).back()
 		}
