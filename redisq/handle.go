@@ -150,8 +150,9 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 // where the server lacks it, and with Options.Replicas waits for the
 // replicas on the same connection after a function that may write. A
 // call the server refused without running it (a cluster's MOVED, ASK,
-// TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) is sent again until the
-// server takes it (rideMoves).
+// TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) or that was never sent (a
+// dial error, the pool's timeout) is sent again until the server takes
+// it (rideMoves).
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() {
 		return nil, queue.ErrClosed

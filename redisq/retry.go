@@ -115,10 +115,11 @@ func ridden(ctx context.Context) context.Context {
 // of several keys only if it holds all of them (else TRYAGAIN), and the
 // queue's functions name keys that do not exist (an empty lease set, no
 // dead letters), so the call could only run once the migration ends.
-// It sends again for at most callTimeout from the first refusal, and
-// stops as soon as ctx ends, the caller's context of a lease call ends
-// (nothing was leased) or the handle closes (queue.ErrClosed); the
-// result is then the last refusal, or the context's error with it.
+// It sends again for at most callTimeout from the first refusal (or
+// unsent failure), and stops as soon as ctx ends, the caller's context
+// of a lease call ends (nothing was leased) or the handle closes
+// (queue.ErrClosed); the result is then the last refusal or failure, or
+// the context's error with it.
 func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
 	v, err := send()
 	if !unrun(err) || ctx.Value(rideOnceKey{}) != nil {
