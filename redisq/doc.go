@@ -372,7 +372,12 @@
 // broken pipe, a timeout waiting for the reply) is not sent again, since
 // it may have run (its outcome is unknown, as above; each injected
 // after the write, TestUnsentSentAgain: the error returned, run once),
-// nor one that failed any other way. A primary killed (kill -9) under traffic in a cluster of three
+// nor one that failed any other way. On a client that sends a command
+// again itself (AcceptDoubleRuns), a dial's error or the pool's timeout
+// is only that of the client's last send, which may follow a send that
+// ran: such a call is not sent again, and a caller that left a group
+// meanwhile gets ErrMayHaveRun (TestResendingClientDialNotSentAgain).
+// A primary killed (kill -9) under traffic in a cluster of three
 // primaries with a replica each (TestClusterPrimaryKilled, Replicas 1
 // and 0): no call returned a dial error, and with Replicas 1 every
 // Enqueue that returned nil was delivered and no message was delivered

@@ -23,6 +23,10 @@ type handle struct {
 	wake  string                // its pub/sub channel: 'r' ready, 't<µs>' an earlier deadline
 	types []string              // the Redis type of each key (wrongtype.go)
 	o     Options               // with defaults filled in
+	// resends: the client may send a command again itself
+	// (Options.clientResends), so a dial's error does not prove that
+	// nothing of the call was written (unrun). Set by Open.
+	resends bool
 
 	ready  notifier      // blocked consumers
 	kick   chan struct{} // one slot: a deadline earlier than the housekeeper's timer was set

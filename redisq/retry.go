@@ -78,8 +78,11 @@ func unsent(err error) bool {
 }
 
 // unrun reports whether err proves the call did not run: the server
-// refused it (refused), or it was never sent (unsent).
-func unrun(err error) bool { return refused(err) || unsent(err) }
+// refused it (refused), or it was never sent (unsent). A dial's error or
+// the pool's timeout proves it only where the client sends nothing again
+// itself: a client that does (h.resends) returns the error of its last
+// send, which may follow one written that ran and lost its reply.
+func (h *handle) unrun(err error) bool { return refused(err) || !h.resends && unsent(err) }
 
 // The wait before a refused call is sent again: rideFirst, doubling up to
 // rideMost. A cluster settles in tens or hundreds of milliseconds after
@@ -122,7 +125,7 @@ func ridden(ctx context.Context) context.Context {
 // the context's error with it.
 func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
 	v, err := send()
-	if !unrun(err) || ctx.Value(rideOnceKey{}) != nil {
+	if !h.unrun(err) || ctx.Value(rideOnceKey{}) != nil {
 		return v, err
 	}
 	caller, _ := ctx.Value(callerKey{}).(context.Context)
@@ -130,7 +133,7 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 		caller = ctx
 	}
 	end := time.Now().Add(h.callTimeout())
-	for wait := rideFirst; unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
+	for wait := rideFirst; h.unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
 		h.reloadSlots()
 		t := time.NewTimer(wait)
 		select {

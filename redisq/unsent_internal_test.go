@@ -299,3 +299,81 @@ func TestPoolTimeoutSentAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.Ready, "the enqueue ran once")
 }
+
+// afterFirst is a client hook that runs f once, after the first FCALL of
+// the library function op returned.
+type afterFirst struct {
+	op   string
+	once sync.Once
+	f    func()
+}
+
+func (a *afterFirst) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (a *afterFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if cmd.Name() == "fcall" && len(args) >= 2 && strings.HasSuffix(fmt.Sprint(args[1]), "_"+a.op) {
+			a.once.Do(a.f)
+		}
+		return err
+	}
+}
+
+func (a *afterFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestResendingClientDialNotSentAgain: a client that sends a command
+// again itself (MaxRetries above 0, opened with AcceptDoubleRuns)
+// returns the error of its last send, so a dial's error proves nothing
+// of the sends before it. Two Enqueues sent together: the client's first
+// send runs them and loses the reply (EOF), its next two fail to dial.
+// The handle does not send them again (the one still there gets the
+// error, not ErrDuplicate), and the caller that left once that call
+// returned is told its message may be enqueued (ErrMayHaveRun), not that
+// nothing ran: both messages are enqueued, once.
+func TestResendingClientDialNotSentAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	f := &faultNet{dialErr: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	// One connection (PoolSize 1), which the first send uses; the
+	// client's two sends after it each dial once (DialerRetries 1).
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 2, MinRetryBackoff: time.Millisecond,
+		MaxRetryBackoff: time.Millisecond, PoolSize: 1, DialerRetries: 1, Dialer: f.dial})
+	t.Cleanup(func() { _ = rdb.Close() })
+	left, leave := context.WithCancel(ctx)
+	defer leave()
+	enqs := &fcallLog{op: "enqueue", f: f}
+	rdb.AddHook(enqs)
+	rdb.AddHook(&afterFirst{op: "enqueue", f: leave})
+	q, err := Open(ctx, rdb, "resending", &Options{AcceptDoubleRuns: true, ManualRequeue: true,
+		AckTimeout: time.Hour, OpTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer q.Close()
+
+	now := q.o.Clock.Now()
+	var reqs []enqueueReq
+	for i, c := range []context.Context{left, ctx} {
+		it := queue.Item{ID: fmt.Sprint("r", i), Payload: []byte("r")}
+		args, err := q.itemArgs(now, &it)
+		require.NoError(t, err)
+		reqs = append(reqs, enqueueReq{p: newPresence(c), now: now, args: args})
+	}
+	f.mu.Lock()
+	f.failAfter = io.EOF
+	f.mu.Unlock()
+	f.failDials.Store(2)
+	errs := q.enqueueEach(reqs)
+	require.Error(t, errs[1], "the call's outcome is unknown")
+	require.NotErrorIs(t, errs[1], queue.ErrDuplicate, "sent again after the client's send that ran")
+	require.Len(t, enqs.sends(), 1, "the handle sent the call once")
+	require.ErrorIs(t, leaveEnqueue(reqs[0], left.Err()), ErrMayHaveRun, "the caller that left")
+	check, err := Open(ctx, srv.Client(), "resending", &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer check.Close()
+	st, err := check.StatsContext(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), st.Ready, "both enqueued, once")
+}
