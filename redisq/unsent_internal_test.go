@@ -62,6 +62,15 @@ func TestUnsent(t *testing.T) {
 	}
 }
 
+// firstPass waits until the housekeeper of h ended its first pass (it
+// then sleeps: AckTimeout an hour), so that no call of its draws a
+// failure a test injects for the call it makes.
+func firstPass(t *testing.T, h *handle) {
+	t.Helper()
+	require.Eventually(t, func() bool { return h.armed.Load() != unarmed }, 10*time.Second, time.Millisecond,
+		"the housekeeper's first pass ended")
+}
+
 // faultNet is a client's network that fails on demand: the next dials
 // made while a watched FCALL is under way (failDials of them, with
 // dialErr) before any byte goes out, or the next FCALL written (failAfter,
@@ -213,6 +222,7 @@ func TestUnsentSentAgain(t *testing.T) {
 			q, err := Open(ctx, rdb, name, &Options{ManualRequeue: true, AckTimeout: time.Hour, OpTimeout: 5 * time.Second})
 			require.NoError(t, err)
 			defer q.Close()
+			firstPass(t, q.handle)
 			check, err := Open(ctx, srv.Client(), name, &Options{ReadOnly: true})
 			require.NoError(t, err)
 			defer check.Close()
@@ -276,19 +286,34 @@ func TestPoolTimeoutSentAgain(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	enqs := &fcallLog{op: "enqueue"}
 	rdb.AddHook(enqs)
-	q, err := Open(ctx, rdb, "pooltimeout", &Options{ManualRequeue: true, OpTimeout: 5 * time.Second})
+	q, err := Open(ctx, rdb, "pooltimeout", &Options{ManualRequeue: true, AckTimeout: time.Hour, OpTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer q.Close()
+	firstPass(t, q.handle)
 
 	held := make(chan error, 1)
-	go func() { held <- rdb.BLPop(ctx, time.Second, "pooltimeout-hold").Err() }()
+	go func() { held <- rdb.BLPop(ctx, 0, "pooltimeout-hold").Err() }()
 	require.Eventually(t, func() bool {
 		n, err := srv.Client().Do(ctx, "CLIENT", "LIST").Text()
 		return err == nil && bytes.Contains([]byte(n), []byte("cmd=blpop"))
 	}, 5*time.Second, time.Millisecond, "the pool's connection is held")
+	// The connection comes free once the Enqueue's first send timed out
+	// in the pool.
+	go func() {
+		for {
+			enqs.mu.Lock()
+			n := len(enqs.errs)
+			enqs.mu.Unlock()
+			if n > 0 {
+				_ = srv.Client().RPush(ctx, "pooltimeout-hold", "free").Err()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	_, err = q.Enqueue(ctx, []byte("p"), queue.WithID("p"))
 	require.NoError(t, err, "a call that found no connection is sent again")
-	require.ErrorIs(t, <-held, redis.Nil)
+	require.NoError(t, <-held)
 	sends := enqs.sends()
 	require.Greater(t, len(sends), 1, "the pool timed out first: %v", sends)
 	for _, e := range sends[:len(sends)-1] {
@@ -352,6 +377,7 @@ func TestResendingClientDialNotSentAgain(t *testing.T) {
 		AckTimeout: time.Hour, OpTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer q.Close()
+	firstPass(t, q.handle)
 
 	now := q.o.Clock.Now()
 	var reqs []enqueueReq
