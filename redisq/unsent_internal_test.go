@@ -135,6 +135,12 @@ func (c *faultConn) Read(p []byte) (int, error) {
 	return 0, c.fail
 }
 
+// fcallOf reports whether cmd is an FCALL of the library function op.
+func fcallOf(cmd redis.Cmder, op string) bool {
+	args := cmd.Args()
+	return cmd.Name() == "fcall" && len(args) >= 2 && strings.HasSuffix(fmt.Sprint(args[1]), "_"+op)
+}
+
 // fcallLog is a client hook that records the outcome of every FCALL of
 // the library function op sent by the client (a failed dial included),
 // and marks f watching while one is under way.
@@ -149,8 +155,7 @@ func (l *fcallLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (l *fcallLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if cmd.Name() != "fcall" || len(args) < 2 || !strings.HasSuffix(fmt.Sprint(args[1]), "_"+l.op) {
+		if !fcallOf(cmd, l.op) {
 			return next(ctx, cmd)
 		}
 		if l.f != nil {
@@ -338,8 +343,7 @@ func (a *afterFirst) DialHook(next redis.DialHook) redis.DialHook { return next 
 func (a *afterFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		args := cmd.Args()
-		if cmd.Name() == "fcall" && len(args) >= 2 && strings.HasSuffix(fmt.Sprint(args[1]), "_"+a.op) {
+		if fcallOf(cmd, a.op) {
 			a.once.Do(a.f)
 		}
 		return err
