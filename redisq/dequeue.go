@@ -163,7 +163,7 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 		if len(ms) > 0 { // leased: the messages are the callers', whatever came after
 			return nil, nil
 		}
-		unsend(reqs, sent, lerr, leasePresence)
+		unsend(reqs, sent, q.unrun(lerr), leasePresence)
 		return nil, lerr
 	})
 	if len(ms) > 0 {

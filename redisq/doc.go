@@ -369,11 +369,29 @@
 // one burial per such body, each within OpTimeout, plus WaitTimeout with
 // Replicas), so that the handle sends nothing after Close returned, and
 // a Dequeue that left while Close ran costs no delivery either.
-// A call whose server dropped the connection or died under it is not
-// sent again (its outcome is unknown, as above), nor one that failed any
-// other way: after a primary died, a call sent while the client still
-// names it as the slot's owner fails with the connection's error, until
-// the client's slot map names the promoted replica. The handle's wake-up
+// A call that was never written is sent again as a refused one is: one
+// whose connection could not be made (the dial's *net.OpError: refused,
+// no route, the dial's timeout), as when a primary died and the client
+// still names it as the slot's owner, until the client's slot map names
+// the promoted replica; and one that found no connection of the
+// client's pool free within its PoolTimeout (redis.ErrPoolTimeout).
+// Tested by injecting them: a dial's error under an Enqueue and an Ack
+// (TestUnsentSentAgain), the pool's timeout under an Enqueue
+// (TestPoolTimeoutSentAgain): sent again, and run once.
+// A call whose connection was made and then failed (EOF, a reset, a
+// broken pipe, a timeout waiting for the reply) is not sent again, since
+// it may have run (its outcome is unknown, as above; each injected
+// after the write, TestUnsentSentAgain: the error returned, run once),
+// nor one that failed any other way. On a client that sends a command
+// again itself (AcceptDoubleRuns), a dial's error or the pool's timeout
+// is only that of the client's last send, which may follow a send that
+// ran: such a call is not sent again, and a caller that left a group
+// meanwhile gets ErrMayHaveRun (TestResendingClientDialNotSentAgain).
+// A primary killed (kill -9) under traffic in a cluster of three
+// primaries with a replica each (TestClusterPrimaryKilled, Replicas 1
+// and 0): no call returned a dial error, and with Replicas 1 every
+// Enqueue that returned nil was delivered and no message was delivered
+// after an Ack of it returned nil. The handle's wake-up
 // subscription needs nothing for a move: Redis Cluster sends every
 // PUBLISH to every node, so the subscription hears the new owner's
 // wake-ups wherever it is, and one whose node died subscribes again

@@ -97,7 +97,7 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 		}
 		var err error
 		codes, err = q.enqueue(ridden(ctx), now, "each", args...)
-		unsend(reqs, sent, err, enqueuePresence)
+		unsend(reqs, sent, q.unrun(err), enqueuePresence)
 		return nil, err
 	})
 	errs := make([]error, len(reqs))
@@ -128,9 +128,10 @@ func takeLive[T any](reqs []T, p func(T) *presence) []int {
 }
 
 // unsend marks the callers of a send (sent, indexes in reqs) as not sent
-// when the server refused it (err): it ran nothing of theirs.
-func unsend[T any](reqs []T, sent []int, err error, p func(T) *presence) {
-	if refused(err) {
+// when it did not run (unrun: refused, or never sent): nothing of theirs
+// ran.
+func unsend[T any](reqs []T, sent []int, unrun bool, p func(T) *presence) {
+	if unrun {
 		for _, i := range sent {
 			p(reqs[i]).back()
 		}

@@ -23,6 +23,10 @@ type handle struct {
 	wake  string                // its pub/sub channel: 'r' ready, 't<µs>' an earlier deadline
 	types []string              // the Redis type of each key (wrongtype.go)
 	o     Options               // with defaults filled in
+	// resends: the client may send a command again itself
+	// (Options.clientResends), so a dial's error does not prove that
+	// nothing of the call was written (unrun). Set by Open.
+	resends bool
 
 	ready  notifier      // blocked consumers
 	kick   chan struct{} // one slot: a deadline earlier than the housekeeper's timer was set
@@ -164,10 +168,11 @@ func (h *handle) primary(ctx context.Context) redis.Cmdable {
 // where the server lacks it, and with Options.Replicas waits for the
 // replicas on the same connection after a function that may write. A
 // call the server refused without running it (a cluster's MOVED, ASK,
-// TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) is sent again until the
-// server takes it (rideMoves). Once Close began it sends nothing
-// (queue.ErrClosed), unless ctx marks a call Close waits for (awaited),
-// which it sends, and sends again while refused, as before Close.
+// TRYAGAIN or CLUSTERDOWN, READONLY, LOADING) or that was never sent (a
+// dial error, the pool's timeout) is sent again until the server takes
+// it (rideMoves). Once Close began it sends nothing (queue.ErrClosed),
+// unless ctx marks a call Close waits for (awaited), which it sends, and
+// sends again while refused or unsent, as before Close.
 func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) {
 	if h.isClosed() && ctx.Value(awaitedKey{}) == nil {
 		return nil, queue.ErrClosed

@@ -23,8 +23,9 @@ import (
 // movesCluster is a cluster of three primaries, each with one replica,
 // and a client of every node.
 type movesCluster struct {
-	cc    *redis.ClusterClient // MaxRetries -1, MaxRedirects -1
-	nodes []*redis.Client      // one per node, MaxRetries -1
+	cc      *redis.ClusterClient // MaxRetries -1, MaxRedirects -1
+	nodes   []*redis.Client      // one per node, MaxRetries -1
+	servers []*redistest.Server  // the nodes' processes, in the order of nodes
 }
 
 // startReplicatedCluster starts six redis-server nodes with cluster mode
@@ -32,20 +33,31 @@ type movesCluster struct {
 // three primaries splitting the slots, each with a replica.
 func startReplicatedCluster(t *testing.T) *movesCluster {
 	t.Helper()
+	return startReplicatedClusterTimeout(t, 3000)
+}
+
+// startReplicatedClusterTimeout is startReplicatedCluster with the
+// nodes' cluster-node-timeout in milliseconds: how long a primary may
+// be unreachable before its replica takes over.
+func startReplicatedClusterTimeout(t *testing.T, nodeTimeoutMs int) *movesCluster {
+	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatal("redis-cli is not on PATH; it comes with redis-server (redis-tools)")
 	}
 	args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "3000", "--repl-diskless-sync-delay", "0"}, redistest.Durable...)
+		"--cluster-node-timeout", fmt.Sprint(nodeTimeoutMs), "--repl-diskless-sync-delay", "0"}, redistest.Durable...)
 	var addrs []string
+	var servers []*redistest.Server
 	for range 6 {
-		addrs = append(addrs, redistest.Start(t, args...).Addr)
+		srv := redistest.Start(t, args...)
+		servers = append(servers, srv)
+		addrs = append(addrs, srv.Addr)
 	}
 	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...),
 		"--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
 	require.NoError(t, err, "redis-cli --cluster create: %s", out)
-	mc := &movesCluster{}
+	mc := &movesCluster{servers: servers}
 	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })

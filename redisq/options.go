@@ -67,9 +67,12 @@ type Options struct {
 	// whatever OpTimeout. It also bounds how long a call the server
 	// refused without running it (a cluster's MOVED, ASK, TRYAGAIN,
 	// CLUSTERDOWN during a failover or a migration of the queue's slot;
-	// READONLY; LOADING) is sent again, when its context does not end it
-	// sooner: after that the call returns the last refusal (see the
-	// package doc for calls sent together with others).
+	// READONLY; LOADING), or that was never sent (no connection could be
+	// made for it, as to a primary that died, or none of the client's
+	// pool came free within PoolTimeout), is sent again, when its context
+	// does not end it sooner: after that the call returns the last
+	// refusal or failure (see the package doc for calls sent together
+	// with others).
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still
@@ -91,8 +94,11 @@ type Options struct {
 	// happened fails with queue.ErrDuplicate, and a Dequeue's first lease
 	// is held by no one until it runs out. See the package doc. A call
 	// the server refused without running it (MOVED, ASK, TRYAGAIN,
-	// CLUSTERDOWN, READONLY, LOADING) needs no retrying client: the
-	// handle sends it again itself (OpTimeout).
+	// CLUSTERDOWN, READONLY, LOADING), or that was never sent (a dial
+	// error, the pool's timeout), needs no retrying client: the handle
+	// sends it again itself (OpTimeout). On a client that retries, the
+	// handle does not send again a call whose last send failed to dial or
+	// timed out in the pool: the client's send before it may have run.
 	AcceptDoubleRuns bool
 	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
 	// changes nothing on the queue: it starts no housekeeper, so it ends
@@ -246,6 +252,22 @@ func (o *Options) checkRetries(rdb redis.UniversalClient) error {
 			queue.ErrInvalidOptions, n)
 	}
 	return nil
+}
+
+// clientResends reports whether a handle of these options on rdb sends
+// its calls through a client that may send a command again itself after
+// its connection dropped: one Open let through only because
+// AcceptDoubleRuns is set (the retries checkRetries and
+// checkNodeRetries refuse, or retries they cannot read). Such a client's
+// error is that of its last send only: a dial's error then may follow
+// an earlier send that was written and ran.
+func (o *Options) clientResends(ctx context.Context, rdb redis.UniversalClient) bool {
+	if !o.AcceptDoubleRuns || o.ReadOnly {
+		return false
+	}
+	strict := *o
+	strict.AcceptDoubleRuns = false
+	return strict.checkRetries(rdb) != nil || strict.checkNodeRetries(ctx, rdb) != nil
 }
 
 // maxRetries returns how many times the client sends a command again

@@ -73,6 +73,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	}
 	k := newKeys(name)
 	q := &Queue{handle: newHandle(rdb, k.all, k.wake, o), name: name}
+	q.resends = o.clientResends(ctx, rdb)
 	q.types = ackTypes
 	if !o.TrustServer && !o.ReadOnly {
 		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {

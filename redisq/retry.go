@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"syscall"
 	"time"
 
@@ -63,6 +64,26 @@ func refused(err error) bool {
 	return false
 }
 
+// unsent reports whether err proves the call was never written to a
+// server: no connection could be made for it (a dial error: refused, no
+// route, the dial's timeout; the address of a primary that died, until
+// the client's map of the slots names its replica), or none of the
+// client's pool came free in time (redis.ErrPoolTimeout). Sending it
+// again is then safe whatever it does. An error of a connection that
+// was made (reset, EOF, broken pipe, a timeout waiting for the reply) is
+// not one, however it is wrapped: the call may have run.
+func unsent(err error) bool {
+	var oe *net.OpError
+	return errors.Is(err, redis.ErrPoolTimeout) || (errors.As(err, &oe) && oe.Op == "dial")
+}
+
+// unrun reports whether err proves the call did not run: the server
+// refused it (refused), or it was never sent (unsent). A dial's error or
+// the pool's timeout proves it only where the client sends nothing again
+// itself: a client that does (h.resends) returns the error of its last
+// send, which may follow one written that ran and lost its reply.
+func (h *handle) unrun(err error) bool { return refused(err) || !h.resends && unsent(err) }
+
 // The wait before a refused call is sent again: rideFirst, doubling up to
 // rideMost. A cluster settles in tens or hundreds of milliseconds after
 // a failover or once a slot's keys moved.
@@ -86,24 +107,26 @@ func ridden(ctx context.Context) context.Context {
 	return context.WithValue(ctx, rideOnceKey{}, true)
 }
 
-// rideMoves runs send, and again while the server refuses it (refused):
-// after a failover or while the queue's slot migrates, until the cluster
-// settles. Before each wait it asks a cluster client to reload its map of
-// the slots (go-redis reloads it in the background, at most once every
+// rideMoves runs send, and again while the server refuses it (refused)
+// or it could not be sent (unsent: no connection to the slot's owner):
+// after a failover (a primary that died too, until the client learns
+// its replica took over) or while the queue's slot migrates, until the
+// cluster settles. Before each wait it asks a cluster client to reload
+// its map of the slots (go-redis reloads it in the background, at most once every
 // 200ms), and sends to whatever owns the slot then. An ASK is waited out
 // too instead of followed with ASKING: the importing node runs a command
 // of several keys only if it holds all of them (else TRYAGAIN), and the
 // queue's functions name keys that do not exist (an empty lease set, no
 // dead letters), so the call could only run once the migration ends.
-// It sends again for at most callTimeout from the first refusal, and
-// stops as soon as ctx ends, the caller's context of a lease call ends
-// (nothing was leased) or the handle closes (queue.ErrClosed), unless
-// ctx marks a call Close waits for (awaited), which rides on as on an
-// open handle; the result is then the last refusal, or the context's
-// error with it.
+// It sends again for at most callTimeout from the first refusal (or
+// unsent failure), and stops as soon as ctx ends, the caller's context
+// of a lease call ends (nothing was leased) or the handle closes
+// (queue.ErrClosed), unless ctx marks a call Close waits for (awaited),
+// which rides on as on an open handle; the result is then the last
+// refusal or failure, or the context's error with it.
 func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
 	v, err := send()
-	if !refused(err) || ctx.Value(rideOnceKey{}) != nil {
+	if !h.unrun(err) || ctx.Value(rideOnceKey{}) != nil {
 		return v, err
 	}
 	caller, _ := ctx.Value(callerKey{}).(context.Context)
@@ -115,17 +138,17 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 		closed = nil
 	}
 	end := time.Now().Add(h.callTimeout())
-	for wait := rideFirst; refused(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
+	for wait := rideFirst; h.unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
 		h.reloadSlots()
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", ctx.Err(), err)
+			return nil, fmt.Errorf("%w (the call did not run: %w)", ctx.Err(), err)
 		case <-caller.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (the server refused the call, which did not run: %w)", caller.Err(), err)
+			return nil, fmt.Errorf("%w (the call did not run: %w)", caller.Err(), err)
 		case <-closed:
 			t.Stop()
 			return nil, queue.ErrClosed

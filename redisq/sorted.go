@@ -87,6 +87,7 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		ks = append(ks, p+k)
 	}
 	s := &Sorted[K]{handle: newHandle(rdb, ks, p+"wake", o), single: so.SingleFlight, fixed: isFixed[K](), window: window}
+	s.resends = o.clientResends(ctx, rdb)
 	s.types = sortedTypes
 	if !o.TrustServer && !o.ReadOnly {
 		if err := checkServer(ctx, s.primary(ctx), o.Sync); err != nil {
