@@ -61,6 +61,16 @@ type Options struct {
 	SegmentSize int64
 	// SnapshotBytes is how many log bytes written since the last snapshot
 	// make the queue take another one, bounding replay time. Default 64 MiB.
+	// The append that brings the count to SnapshotBytes wakes the
+	// background goroutine, which then compacts as Compact does (the
+	// snapshot, then copies forward if the log is still over its bound),
+	// unless a failed compaction is waiting out its backoff (250ms,
+	// doubling up to a minute). Bytes appended while a compaction runs
+	// count towards the next one, which starts as soon as this one ends if
+	// they already reach SnapshotBytes. The queue also compacts, before
+	// SnapshotBytes, on each append that passes a multiple of SegmentSize
+	// since the last snapshot while the log holds more than twice the live
+	// bytes plus two segments; and Close takes a snapshot.
 	SnapshotBytes int64
 	// ManualRequeue turns off the automatic return of expired leases; call
 	// RequeueExpired instead.

@@ -267,8 +267,10 @@ func (q *Queue) appendFailed(o op, err error) error {
 }
 
 // appliedLocked applies r, appended at lsn in n bytes, to the state, and
-// counts its bytes towards the next snapshot, waking the housekeeper at
-// each SegmentSize passed. e is as for appendableLocked.
+// counts its bytes towards the next snapshot, waking the housekeeper when
+// the count reaches SnapshotBytes (a snapshot is due) and at each
+// SegmentSize passed (a compaction may be due to keep the log within its
+// bound: compactDue). e is as for appendableLocked.
 func (q *Queue) appliedLocked(lsn uint64, r *record, n int, e *index.Entry) {
 	if e != nil {
 		q.mu.st.changeOf(lsn, r, *e, true)
@@ -277,7 +279,8 @@ func (q *Queue) appliedLocked(lsn uint64, r *record, n int, e *index.Entry) {
 	}
 	before := q.mu.sinceSnap
 	q.mu.sinceSnap += int64(n)
-	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {
+	if (before < q.opts.SnapshotBytes && q.mu.sinceSnap >= q.opts.SnapshotBytes) ||
+		before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {
 		q.wakeHousekeeper()
 	}
 }
