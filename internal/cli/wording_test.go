@@ -40,7 +40,7 @@ func TestRepairPrintsEachLostRangeOnce(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Log: tt.log}})
+			printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Log: tt.log}}, queue.KindAck)
 			var got []string
 			for _, l := range strings.Split(b.String(), "\n") {
 				if strings.HasPrefix(l, "lost LSNs:") {
@@ -70,7 +70,7 @@ func TestDamageCounts(t *testing.T) {
 // lease" and "1 message" for one.
 func TestRepairCounts(t *testing.T) {
 	var b bytes.Buffer
-	printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Replayed: 1, Requeued: 1, Skipped: 1, Rewritten: 1}})
+	printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Replayed: 1, Requeued: 1, Skipped: 1, Rewritten: 1}}, queue.KindAck)
 	require.Equal(t, "replayed 1 record after snapshot LSN 0; 1 lease ready again; 1 record no longer applied and was skipped\n"+
 		"rewritten: 1 message copied past the damage (or dropped where its record was lost); damaged segments removed\n", b.String())
 }
@@ -123,4 +123,22 @@ func TestDamageLostNoLSN(t *testing.T) {
 	d := wal.Damage{Segment: "log/1", Offset: 74, Bytes: 23, Entries: 1, FirstLSN: 4, LastLSN: 3, Reason: "torn write"}
 	require.Equal(t, "segment log/1 offset 74: 23 bytes, 1 entry, no LSN (torn write)", describeDamage(d))
 	require.Equal(t, "log/1 offset 74: 23 bytes, 1 entry, no LSN: torn write", d.String())
+}
+
+// TestDroppedLine: repair names a dropped ack message by its id, a sorted
+// or windowed queue's value by its key, and says "id or key" when the
+// queue's kind is unknown.
+func TestDroppedLine(t *testing.T) {
+	m := queue.Lost{Seq: 7, ID: "K"}
+	for _, tt := range []struct {
+		kind queue.Kind
+		want string
+	}{
+		{queue.KindAck, `dropped message: seq 7 id "K"`},
+		{queue.KindSorted, `dropped value: seq 7 key "K"`},
+		{queue.KindWindowed, `dropped value: seq 7 key "K"`},
+		{0, `dropped: seq 7 id or key "K"`},
+	} {
+		t.Run(tt.kind.String(), func(t *testing.T) { require.Equal(t, tt.want, droppedLine(tt.kind, m)) })
+	}
 }
