@@ -81,6 +81,9 @@ func TestSnapshotDueAgainAfterSlowOne(t *testing.T) {
 	})
 	q := open(t, t.TempDir(), &o)
 	defer q.Close()
+	var released sync.Once
+	letGo := func() { released.Do(func() { close(release) }) }
+	defer letGo() // before Close, whose own snapshot would wait for it when none ran before
 	payload := strings.Repeat("h", 1000)
 	for i := 0; i < 9; i++ { // past SnapshotBytes: the first snapshot starts, and is held
 		enqueue(t, q, payload)
@@ -94,7 +97,7 @@ func TestSnapshotDueAgainAfterSlowOne(t *testing.T) {
 		enqueue(t, q, payload)
 	}
 	last := q.Stats().LastLSN
-	close(release)
+	letGo()
 	require.Eventually(t, func() bool { return q.Stats().SnapshotLSN == last }, 30*time.Second, 5*time.Millisecond,
 		"the bytes written during the first snapshot make another due")
 }
