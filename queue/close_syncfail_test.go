@@ -1,60 +1,14 @@
 package queue_test
 
 import (
-	"errors"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/faultfs"
 	"github.com/walq/walq/queue"
-	"github.com/walq/walq/wal"
 )
-
-var errSyncFail = errors.New("injected fsync failure")
-
-// syncFailFS is the OS file system whose files' fsyncs fail once it is
-// armed; writes still reach the files.
-type syncFailFS struct {
-	wal.OSFS
-	armed atomic.Bool
-}
-
-func (s *syncFailFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	f, err := s.OSFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &syncFailFile{File: f, fs: s}, nil
-}
-
-func (s *syncFailFS) Open(name string) (wal.File, error) {
-	f, err := s.OSFS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return &syncFailFile{File: f, fs: s}, nil
-}
-
-type syncFailFile struct {
-	wal.File
-	fs *syncFailFS
-}
-
-func (f *syncFailFile) Sync() error {
-	if f.fs.armed.Load() {
-		return errSyncFail
-	}
-	return f.File.Sync()
-}
-
-func (f *syncFailFile) Datasync() error {
-	if f.fs.armed.Load() {
-		return errSyncFail
-	}
-	return f.File.Datasync()
-}
 
 // closeSyncFailed leaves in a new directory a queue with a message "a"
 // leased for an hour and "b" ready, closed by a
@@ -64,7 +18,7 @@ func (f *syncFailFile) Datasync() error {
 func closeSyncFailed(t *testing.T, mode queue.SyncMode) (dir string, a queue.Receipt, seg string, at int64) {
 	t.Helper()
 	dir = t.TempDir()
-	fsys := &syncFailFS{}
+	fsys := faultfs.New(0)
 	q := open(t, dir, &queue.Options{FS: fsys, AckTimeout: time.Hour, ManualRequeue: true, Sync: mode})
 	enqueue(t, q, "a")
 	m := tryDequeue(t, q)
@@ -73,8 +27,11 @@ func closeSyncFailed(t *testing.T, mode queue.SyncMode) (dir string, a queue.Rec
 	st := q.Stats()
 	require.Len(t, st.Segments, 1)
 	seg, at = st.Segments[0].Path, st.Segments[0].Bytes
-	fsys.armed.Store(true)
-	require.ErrorIs(t, q.Close(), errSyncFail)
+	fsys.FailNext("fsync")
+	require.ErrorIs(t, q.Close(), faultfs.ErrInjected)
+	hit, ok := fsys.Hit()
+	require.True(t, ok)
+	require.Equal(t, faultfs.Op{Kind: "fsync", Path: seg}, hit, "the fsync that failed is the log's, after the close record")
 	return dir, m.Receipt, seg, at
 }
 
