@@ -198,11 +198,26 @@ func printLost(w io.Writer, rep queue.RepairReport, kind queue.Kind) {
 		fmt.Fprintf(w, "; %d records no longer applied and were skipped", r.Skipped)
 	}
 	fmt.Fprintln(w)
-	if r.Rewritten == 1 {
-		fmt.Fprint(w, "rewritten: 1 message copied past the damage (or dropped where its record was lost); damaged segments removed\n")
-	} else if r.Rewritten > 1 {
-		fmt.Fprintf(w, "rewritten: %d messages copied past the damage (or dropped where their record was lost); damaged segments removed\n", r.Rewritten)
+	if r.Rewritten > 0 {
+		fmt.Fprintln(w, rewrittenLine(kind, r.Rewritten))
 	}
+}
+
+// rewrittenLine counts the n entries a salvage copied past the damage as a
+// queue of kind calls them: an ack queue's messages, a sorted or windowed
+// queue's values; "messages or values" when the kind is unknown.
+func rewrittenLine(kind queue.Kind, n int) string {
+	one, many := "message or value", "messages or values"
+	switch kind {
+	case queue.KindAck:
+		one, many = "message", "messages"
+	case queue.KindSorted, queue.KindWindowed:
+		one, many = "value", "values"
+	}
+	if n == 1 {
+		return "rewritten: 1 " + one + " copied past the damage (or dropped where its record was lost); damaged segments removed"
+	}
+	return fmt.Sprintf("rewritten: %d %s copied past the damage (or dropped where their record was lost); damaged segments removed", n, many)
 }
 
 // droppedLine names a dropped entry as a queue of kind calls it: an ack

@@ -75,6 +75,31 @@ func TestRepairCounts(t *testing.T) {
 		"rewritten: 1 message copied past the damage (or dropped where its record was lost); damaged segments removed\n", b.String())
 }
 
+// TestRepairRewrittenNamesKind: the rewritten line of a repair counts a
+// sorted or windowed queue's values as values, as its dropped lines name
+// them, and an ack queue's messages as messages.
+func TestRepairRewrittenNamesKind(t *testing.T) {
+	for _, tt := range []struct {
+		kind queue.Kind
+		want string
+	}{
+		{queue.KindAck, "rewritten: 2 messages copied past the damage (or dropped where their record was lost); damaged segments removed\n"},
+		{queue.KindSorted, "rewritten: 2 values copied past the damage (or dropped where their record was lost); damaged segments removed\n"},
+		{queue.KindWindowed, "rewritten: 1 value copied past the damage (or dropped where its record was lost); damaged segments removed\n"},
+		{0, "rewritten: 2 messages or values copied past the damage (or dropped where their record was lost); damaged segments removed\n"},
+	} {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			n := 2
+			if tt.kind == queue.KindWindowed {
+				n = 1
+			}
+			var b bytes.Buffer
+			printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Rewritten: n}}, tt.kind)
+			require.Equal(t, "replayed 0 records after snapshot LSN 0\n"+tt.want, b.String())
+		})
+	}
+}
+
 // TestUsageLineOfCommandWithoutArguments: the usage line of a command that
 // takes no argument ends at its name.
 func TestUsageLineOfCommandWithoutArguments(t *testing.T) {
