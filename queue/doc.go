@@ -218,7 +218,10 @@
 // Close, leases keep running until their deadline, so a receipt can be
 // acked by the next process; so do they when that process crashed before
 // anything it wrote reached the disk (a power loss), as the log then ends
-// with the clean Close. An Extend that returned under SyncAlways is in
+// with the clean Close. A Close whose fsync of the clean shutdown failed
+// (it returns the error) wrote the record all the same: an Open that reads
+// it back keeps the leases running, one that finds it lost ends them at
+// once (see Queue.Close). An Extend that returned under SyncAlways is in
 // the log, and a crash after it ends the lease all the same: a crash
 // never keeps a lease for its extended deadline. The procedure is package recovery's
 // (recovery.Recover); the queue gives it its state and appends the

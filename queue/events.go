@@ -266,11 +266,25 @@ func (q *Queue) compactInBackground() {
 	if err != nil {
 		return
 	}
+	q.snapshotStillDue()
 	took := q.opts.Clock.Now().Sub(start)
 	q.logger().Debug("queue: compacted", "dir", q.dir, "duration", took,
 		"log_bytes_before", before, "log_bytes_after", q.log.Size(), "snapshot_lsn", q.snapshotLSN())
 	if n := q.movedCount() - moved; n > 0 {
 		q.logger().Debug("queue: copied old messages forward", "dir", q.dir, "messages", n)
+	}
+}
+
+// snapshotStillDue wakes the housekeeper again when the records appended
+// while a compaction ran already make SnapshotBytes: appliedLocked wakes
+// it only as the count reaches SnapshotBytes, which it had before the
+// snapshot took off the bytes it covers.
+func (q *Queue) snapshotStillDue() {
+	q.mu.Lock()
+	due := q.mu.sinceSnap >= q.opts.SnapshotBytes
+	q.mu.Unlock()
+	if due {
+		q.wakeHousekeeper()
 	}
 }
 

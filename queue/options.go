@@ -61,6 +61,20 @@ type Options struct {
 	SegmentSize int64
 	// SnapshotBytes is how many log bytes written since the last snapshot
 	// make the queue take another one, bounding replay time. Default 64 MiB.
+	// The append that brings the count to SnapshotBytes wakes the
+	// background goroutine, which then compacts as Compact does (the
+	// snapshot, then copies forward if the log is still over its bound);
+	// after a failed compaction, not before its backoff (250ms, doubling
+	// up to a minute) has passed. Bytes appended while a compaction runs
+	// count towards the next one, which starts as soon as this one ends if
+	// they already reach SnapshotBytes. The queue also compacts, before
+	// SnapshotBytes, on each append that passes a multiple of SegmentSize
+	// since the last snapshot while the log holds more than twice the live
+	// bytes plus two segments; and Close takes a snapshot. A snapshot
+	// holds the index entry of every live message, however few bytes were
+	// written since the last: when the writes fill SnapshotBytes faster
+	// than the backlog's snapshot is written, the background goroutine
+	// compacts back to back, writing the whole index each time.
 	SnapshotBytes int64
 	// ManualRequeue turns off the automatic return of expired leases; call
 	// RequeueExpired instead.

@@ -267,8 +267,10 @@ func (q *Queue) appendFailed(o op, err error) error {
 }
 
 // appliedLocked applies r, appended at lsn in n bytes, to the state, and
-// counts its bytes towards the next snapshot, waking the housekeeper at
-// each SegmentSize passed. e is as for appendableLocked.
+// counts its bytes towards the next snapshot, waking the housekeeper when
+// the count reaches SnapshotBytes (a snapshot is due) and at each
+// SegmentSize passed (a compaction may be due to keep the log within its
+// bound: compactDue). e is as for appendableLocked.
 func (q *Queue) appliedLocked(lsn uint64, r *record, n int, e *index.Entry) {
 	if e != nil {
 		q.mu.st.changeOf(lsn, r, *e, true)
@@ -277,7 +279,8 @@ func (q *Queue) appliedLocked(lsn uint64, r *record, n int, e *index.Entry) {
 	}
 	before := q.mu.sinceSnap
 	q.mu.sinceSnap += int64(n)
-	if before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {
+	if (before < q.opts.SnapshotBytes && q.mu.sinceSnap >= q.opts.SnapshotBytes) ||
+		before/q.opts.SegmentSize != q.mu.sinceSnap/q.opts.SegmentSize {
 		q.wakeHousekeeper()
 	}
 }
@@ -356,7 +359,15 @@ func (q *Queue) wakeHousekeeper() {
 // replays from the previous snapshot and the leases keep running. On a
 // poisoned log Close records nothing and takes no snapshot: it closes the
 // log and the lock and returns the error that poisoned the log, and the
-// next Open recovers the directory as after a crash. Either way a Compact
+// next Open recovers the directory as after a crash. When the fsync that
+// covers the clean shutdown's record fails (its commit's under SyncAlways;
+// else the flush of the log before Close's snapshot, or a SyncInterval
+// tick's), Close returns that error, but the record was written: the
+// next Open that reads it back (the operating system still holds the page,
+// or it reached the disk) sees a clean shutdown and the leases keep
+// running; one that finds it gone (the page was dropped, a power loss)
+// recovers as after a crash. Nothing marks the failure: a mark would have
+// to be written to the disk that just failed an fsync. Either way a Compact
 // under way ends before the log is closed and the directory released, and
 // the Pending of every asynchronous call appended before Close is
 // complete when it returns: with success on a healthy log, else with the

@@ -31,8 +31,9 @@ by replaying the log (what the log no longer holds is lost), the live
 messages in damaged segments are copied past them and those segments
 removed, and messages whose records were lost, or are another's, are
 dropped. It prints exactly what was lost (LSN ranges, and the sequence
-and id of each dropped message), compacts, and runs the checks again: it succeeds when the queue
-then opens clean.
+and id of each dropped message; a sorted or windowed queue's dropped
+value is named by its sequence and key), compacts, and runs the checks
+again: it succeeds when the queue then opens clean.
 
 The lost messages are gone; the backup keeps the bytes for forensics. A
 file in the log directory that walq did not write (it only has a segment's
@@ -52,7 +53,8 @@ larger than the application's lets missing segments pass for a torn roll.
 
 With --json it prints one JSON object: dir, before, backup, repaired,
 lost_lsns, dropped, after and result ("clean", "repaired" or "corrupt").
-A dropped message's id that is not valid UTF-8 is printed in base64
+Each of dropped has seq and id: a message's id, or a sorted or windowed
+queue's value's key. An id that is not valid UTF-8 is printed in base64
 (standard, padded) in id_base64 instead of id.`,
 	example: `walq repair /var/lib/app/jobs
 walq repair --backup /srv/backups/jobs-before-repair /var/lib/app/jobs`,
@@ -110,7 +112,8 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 			return jerr
 		}
 	} else {
-		printRepair(e.stdout, dir, backup, copied, rep, err)
+		id, _ := queue.ReadIdentity(dir) // names a dropped entry; an unreadable one leaves the kind unknown (0)
+		printRepair(e.stdout, dir, backup, copied, rep, id.Kind, err)
 	}
 	if err != nil && backup != "" {
 		return fmt.Errorf("%w (the backup is %s)", err, backup)
@@ -135,8 +138,9 @@ func defaultBackup(dir string) (string, error) {
 	return abs + ".bak-" + time.Now().Format("20060102-150405"), nil
 }
 
-// printRepair prints what repair found, lost and left.
-func printRepair(w io.Writer, dir, backup string, copied int64, rep queue.RepairReport, err error) {
+// printRepair prints what repair found, lost and left; kind is the
+// queue's, which names what a dropped entry is.
+func printRepair(w io.Writer, dir, backup string, copied int64, rep queue.RepairReport, kind queue.Kind, err error) {
 	printCheck(w, dir, rep.Before)
 	switch {
 	case err == nil && rep.Before.Clean():
@@ -146,7 +150,7 @@ func printRepair(w io.Writer, dir, backup string, copied int64, rep queue.Repair
 		fmt.Fprintf(w, "backup: copied %s to %s\n", sizeText(copied), backup)
 	}
 	if rep.Repaired {
-		printLost(w, rep)
+		printLost(w, rep, kind)
 	}
 	switch {
 	case err == nil:
@@ -159,8 +163,9 @@ func printRepair(w io.Writer, dir, backup string, copied int64, rep queue.Repair
 	}
 }
 
-// printLost prints what the salvage cut, skipped, dropped and rewrote.
-func printLost(w io.Writer, rep queue.RepairReport) {
+// printLost prints what the salvage cut, skipped, dropped and rewrote, in
+// the words of a queue of kind.
+func printLost(w io.Writer, rep queue.RepairReport, kind queue.Kind) {
 	r := rep.Recovery
 	if r.Log.Torn != nil {
 		fmt.Fprintf(w, "cut torn tail: %s\n", describeDamage(*r.Log.Torn))
@@ -181,7 +186,7 @@ func printLost(w io.Writer, rep queue.RepairReport) {
 		fmt.Fprintf(w, "lost LSNs: %s\n", lsnRange(l))
 	}
 	for _, m := range r.Dropped {
-		fmt.Fprintf(w, "dropped message: seq %d id %q\n", m.Seq, m.ID)
+		fmt.Fprintln(w, droppedLine(kind, m))
 	}
 	fmt.Fprintf(w, "replayed %s after snapshot LSN %d", plural(r.Replayed, "record"), r.SnapshotLSN)
 	if r.Requeued > 0 {
@@ -193,11 +198,39 @@ func printLost(w io.Writer, rep queue.RepairReport) {
 		fmt.Fprintf(w, "; %d records no longer applied and were skipped", r.Skipped)
 	}
 	fmt.Fprintln(w)
-	if r.Rewritten == 1 {
-		fmt.Fprint(w, "rewritten: 1 message copied past the damage (or dropped where its record was lost); damaged segments removed\n")
-	} else if r.Rewritten > 1 {
-		fmt.Fprintf(w, "rewritten: %d messages copied past the damage (or dropped where their record was lost); damaged segments removed\n", r.Rewritten)
+	if r.Rewritten > 0 {
+		fmt.Fprintln(w, rewrittenLine(kind, r.Rewritten))
 	}
+}
+
+// rewrittenLine counts the n entries a salvage copied past the damage as a
+// queue of kind calls them: an ack queue's messages, a sorted or windowed
+// queue's values; "messages or values" when the kind is unknown.
+func rewrittenLine(kind queue.Kind, n int) string {
+	one, many := "message or value", "messages or values"
+	switch kind {
+	case queue.KindAck:
+		one, many = "message", "messages"
+	case queue.KindSorted, queue.KindWindowed:
+		one, many = "value", "values"
+	}
+	if n == 1 {
+		return "rewritten: 1 " + one + " copied past the damage (or dropped where its record was lost); damaged segments removed"
+	}
+	return fmt.Sprintf("rewritten: %d %s copied past the damage (or dropped where their record was lost); damaged segments removed", n, many)
+}
+
+// droppedLine names a dropped entry as a queue of kind calls it: an ack
+// queue's message by its id, a sorted or windowed queue's value by its key
+// (Lost.ID holds either); "id or key" when the kind is unknown.
+func droppedLine(kind queue.Kind, m queue.Lost) string {
+	switch kind {
+	case queue.KindAck:
+		return fmt.Sprintf("dropped message: seq %d id %q", m.Seq, m.ID)
+	case queue.KindSorted, queue.KindWindowed:
+		return fmt.Sprintf("dropped value: seq %d key %q", m.Seq, m.ID)
+	}
+	return fmt.Sprintf("dropped: seq %d id or key %q", m.Seq, m.ID)
 }
 
 // lsnRange prints an LSN range as RepairReport.LostLSNs gives it: FIRST,

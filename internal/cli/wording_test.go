@@ -40,7 +40,7 @@ func TestRepairPrintsEachLostRangeOnce(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Log: tt.log}})
+			printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Log: tt.log}}, queue.KindAck)
 			var got []string
 			for _, l := range strings.Split(b.String(), "\n") {
 				if strings.HasPrefix(l, "lost LSNs:") {
@@ -70,9 +70,34 @@ func TestDamageCounts(t *testing.T) {
 // lease" and "1 message" for one.
 func TestRepairCounts(t *testing.T) {
 	var b bytes.Buffer
-	printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Replayed: 1, Requeued: 1, Skipped: 1, Rewritten: 1}})
+	printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Replayed: 1, Requeued: 1, Skipped: 1, Rewritten: 1}}, queue.KindAck)
 	require.Equal(t, "replayed 1 record after snapshot LSN 0; 1 lease ready again; 1 record no longer applied and was skipped\n"+
 		"rewritten: 1 message copied past the damage (or dropped where its record was lost); damaged segments removed\n", b.String())
+}
+
+// TestRepairRewrittenNamesKind: the rewritten line of a repair counts a
+// sorted or windowed queue's values as values, as its dropped lines name
+// them, and an ack queue's messages as messages.
+func TestRepairRewrittenNamesKind(t *testing.T) {
+	for _, tt := range []struct {
+		kind queue.Kind
+		want string
+	}{
+		{queue.KindAck, "rewritten: 2 messages copied past the damage (or dropped where their record was lost); damaged segments removed\n"},
+		{queue.KindSorted, "rewritten: 2 values copied past the damage (or dropped where their record was lost); damaged segments removed\n"},
+		{queue.KindWindowed, "rewritten: 1 value copied past the damage (or dropped where its record was lost); damaged segments removed\n"},
+		{0, "rewritten: 2 messages or values copied past the damage (or dropped where their record was lost); damaged segments removed\n"},
+	} {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			n := 2
+			if tt.kind == queue.KindWindowed {
+				n = 1
+			}
+			var b bytes.Buffer
+			printLost(&b, queue.RepairReport{Repaired: true, Recovery: queue.Recovery{Rewritten: n}}, tt.kind)
+			require.Equal(t, "replayed 0 records after snapshot LSN 0\n"+tt.want, b.String())
+		})
+	}
 }
 
 // TestUsageLineOfCommandWithoutArguments: the usage line of a command that
@@ -123,4 +148,22 @@ func TestDamageLostNoLSN(t *testing.T) {
 	d := wal.Damage{Segment: "log/1", Offset: 74, Bytes: 23, Entries: 1, FirstLSN: 4, LastLSN: 3, Reason: "torn write"}
 	require.Equal(t, "segment log/1 offset 74: 23 bytes, 1 entry, no LSN (torn write)", describeDamage(d))
 	require.Equal(t, "log/1 offset 74: 23 bytes, 1 entry, no LSN: torn write", d.String())
+}
+
+// TestDroppedLine: repair names a dropped ack message by its id, a sorted
+// or windowed queue's value by its key, and says "id or key" when the
+// queue's kind is unknown.
+func TestDroppedLine(t *testing.T) {
+	m := queue.Lost{Seq: 7, ID: "K"}
+	for _, tt := range []struct {
+		kind queue.Kind
+		want string
+	}{
+		{queue.KindAck, `dropped message: seq 7 id "K"`},
+		{queue.KindSorted, `dropped value: seq 7 key "K"`},
+		{queue.KindWindowed, `dropped value: seq 7 key "K"`},
+		{0, `dropped: seq 7 id or key "K"`},
+	} {
+		t.Run(tt.kind.String(), func(t *testing.T) { require.Equal(t, tt.want, droppedLine(tt.kind, m)) })
+	}
 }
