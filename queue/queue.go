@@ -88,7 +88,7 @@ type Recovery struct {
 	SnapshotLSN  uint64        // LSN of the snapshot loaded; 0 when none
 	Replayed     int           // log records replayed after it
 	Skipped      int           // records a salvaging open could not apply (others were lost)
-	Rewritten    int           // messages a salvaging open copied past the damage or dropped
+	Rewritten    int           // messages (a sorted queue's values) a salvaging open copied past the damage or dropped
 	Requeued     int           // leases of a crashed process made ready again (a sorted queue's batch is one)
 	DeadOnOpen   int           // of those, messages that reached MaxDeliveries (batches with a value that did)
 	Clean        bool          // the previous process closed the queue cleanly
