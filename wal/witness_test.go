@@ -1,7 +1,9 @@
 package wal_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,22 @@ func awaitGrowth(l *wal.Log, n int64) bool {
 		}
 	}
 	return false
+}
+
+// firstFrameEnd returns where the first entry of the log in dir ends,
+// reading only that entry's frame, which must be written whole: a write
+// after it may be in progress.
+func firstFrameEnd(t *testing.T, dir string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(segmentFiles(t, dir)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || k+int(n) > len(b) {
+		t.Fatalf("no whole entry at the start of the log in %s", dir)
+	}
+	return int64(k) + int64(n)
 }
 
 // witnessCount returns how many witnesses (entries of no record) the
