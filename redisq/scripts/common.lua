@@ -262,6 +262,69 @@ local function newcount()
   return keep()
 end
 
+-- intact tells whether the keys of the call that hold a placeholder
+-- (msg, ready and lease: see keep) are all there, before the call
+-- writes anything. Those placeholders are written together at a queue's
+-- first enqueue and never removed, so one of them absent while another
+-- is present means that its key was deleted (DEL, FLUSHDB of it alone,
+-- an EXPIRE that ran out, an eviction): the messages it held are gone,
+-- and going on would lose them without a word (a deleted ready set
+-- leaves its messages undelivered for good, a deleted lease set their
+-- leases unending, a deleted msg hash their records and bodies). So
+-- the call is refused with an error reply naming the key, and every
+-- call after it, until the operator decides (see the reply). None of
+-- them present while the counter says the queue enqueued means that
+-- all three were deleted. Only the first enqueue of a queue finds none
+-- and no counter. One pattern is no loss: msg's and ready's
+-- placeholders without lease's, on a queue that never leased (no
+-- counter or a zero one, or no lifetime count of deliveries '#d'),
+-- which the releases before the check of a lost counter left when
+-- they refused a first enqueue on a lease key of the wrong type (see
+-- newcount); this version's first enqueue writes lease's then.
+-- msg's placeholder is also the layout's mark: a release that changes
+-- what layout 2's keys hold writes another value there (256 bytes
+-- whose tail after the '~' names its layout), and this one refuses the
+-- queue with an error reply (LAYOUT) naming both layouts, rather than
+-- misread it. The checks cost a call one read per key it carries among
+-- the three: no round trip. A key of the wrong type reads as absent
+-- here (pcall); the call's own checks name it.
+local function intact()
+  local keep = KEEP or string.rep('~', 256)
+  local have, lost = 0, nil
+  local m = false
+  if K_MSG then
+    m = redis.pcall('HGET', K_MSG, '')
+    if type(m) ~= 'string' then m = false end
+    if m and m ~= keep then
+      return redis.error_reply('LAYOUT queue key ' .. K_MSG .. ' holds the mark of layout ' ..
+        (string.match(m, '^~*(.*)$') or '') .. ' (field \'\'), this version handles layout 2 only: ' ..
+        'open the queue with a version of redisq that handles that layout')
+    end
+    if m then have = have + 1 else lost = K_MSG end
+  end
+  for _, k in ipairs({K_READY or false, K_LEASE or false}) do
+    if k then
+      if type(redis.pcall('ZSCORE', k, keep)) == 'string' then have = have + 1 else lost = lost or k end
+    end
+  end
+  if not lost then return nil end
+  local fresh = false -- whether the queue never enqueued (no placeholder) or never leased (lease's alone)
+  if have == 0 or (m and lost == K_LEASE and have == 2) then
+    if K_SEQ then
+      local s = redis.pcall('GET', K_SEQ)
+      fresh = not (type(s) == 'string' and (tonumber(s) or 0) > 0)
+    elseif have > 0 then
+      fresh = not redis.call('HGET', K_MSG, '#d')
+    else
+      fresh = true -- no counter to tell by: the next call that carries it does
+    end
+  end
+  if fresh then return nil end
+  return redis.error_reply('LOSTKEY queue key ' .. lost .. ' was deleted, but the queue holds messages or did: ' ..
+    'what it held is lost. Delete every key of the queue to start it again, or, to go on with what is left, ' ..
+    'write its placeholder back (HSET ' .. (K_MSG or 'msg') .. ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease)')
+end
+
 -- card is the number of messages in the zset key.
 local function card(key)
   local n = redis.call('ZCARD', key)
