@@ -2,11 +2,13 @@ package redisq
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq/internal/redistest"
@@ -92,7 +94,8 @@ func TestDowngrade(t *testing.T) {
 }
 
 // TestNewerLayoutRefused: a release that changes what layout 2's keys
-// hold writes another mark into msg's placeholder (see intact); this
+// hold writes another mark in place of their placeholders (see intact:
+// msg's field ”, the member of ready and lease); this
 // version then refuses the queue, at Open and at every call of a handle
 // already open, with ErrLayout naming both layouts, and writes nothing:
 // it would misread what that release wrote.
@@ -105,8 +108,12 @@ func TestNewerLayoutRefused(t *testing.T) {
 	defer q.Close()
 	_, err = q.Enqueue(ctx, []byte("a"))
 	require.NoError(t, err)
-	msg := q.keys[1]
-	require.NoError(t, rdb.HSet(ctx, msg, "", strings.Repeat("~", 253)+"3.1").Err())
+	msg, keep, mark := q.keys[1], strings.Repeat("~", 256), strings.Repeat("~", 253)+"3.1"
+	require.NoError(t, rdb.HSet(ctx, msg, "", mark).Err())
+	for _, set := range []string{q.keys[2], q.keys[4]} { // ready, lease
+		require.NoError(t, rdb.ZRem(ctx, set, keep).Err())
+		require.NoError(t, rdb.ZAdd(ctx, set, redis.Z{Score: math.Inf(1), Member: mark}).Err())
+	}
 	before, err := rdb.HGetAll(ctx, msg).Result()
 	require.NoError(t, err)
 
@@ -120,8 +127,12 @@ func TestNewerLayoutRefused(t *testing.T) {
 	refused(err, "Open")
 	_, err = q.Enqueue(ctx, []byte("b"))
 	refused(err, "an enqueue")
+	_, err = q.EnqueueBatch(ctx, []queue.Item{{ID: "p", Payload: []byte("c")}})
+	refused(err, "a batch")
 	_, err = q.TryDequeue()
 	refused(err, "a dequeue")
+	_, err = q.DequeueBatch(ctx, 5)
+	refused(err, "a batch dequeue")
 	_, err = q.StatsContext(ctx)
 	refused(err, "stats")
 	after, err := rdb.HGetAll(ctx, msg).Result()

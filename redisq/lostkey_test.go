@@ -45,21 +45,22 @@ func lostKeyQueue(t *testing.T, name string) (*redistest.Server, *redisq.Queue, 
 // word: the next call of every kind (enqueue, dequeue, nack, stats, the
 // dead letters, Open) fails with queue.ErrCorrupt, naming the key, and
 // writes nothing. The calls that run for one message carry only the keys
-// they touch, and look at those: a lone dequeue (no counter) and a lone
-// ack (neither ready nor the counter), which a lost ready set leaves
-// right, as it leaves right any leased message's ack.
+// they touch, and look at those: a lone enqueue (not lease, which it
+// leaves right), a lone dequeue (no counter) and a lone ack (neither
+// ready nor the counter), which a lost ready set leaves right.
 func TestLostKey(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name    string
 		deleted []string // key names after walq:{NAME}:2:
+		enqueue bool     // an enqueue of generated ids, which writes seq, msg and ready, tells too
 		dequeue bool     // a lone dequeue, which carries no counter, tells too
 		ack     bool     // a lone ack, which carries msg and lease alone, tells too
 	}{
-		{"msg", []string{"msg"}, true, true},
-		{"ready", []string{"ready"}, true, false},
-		{"lease", []string{"lease"}, true, true},
-		{"msg, ready and lease", []string{"msg", "ready", "lease"}, false, false},
+		{"msg", []string{"msg"}, true, true, true},
+		{"ready", []string{"ready"}, true, true, false},
+		{"lease", []string{"lease"}, false, true, true},
+		{"msg, ready and lease", []string{"msg", "ready", "lease"}, true, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := "lostkey-" + strings.ReplaceAll(c.name, " ", "")
@@ -72,10 +73,16 @@ func TestLostKey(t *testing.T) {
 			require.NoError(t, rdb.Del(ctx, keys...).Err())
 			before := dump(t, rdb, name)
 
-			_, err := q.Enqueue(ctx, []byte("new"))
-			requireLost(t, err, keys, "a lone enqueue")
-			_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {ID: "p", Payload: []byte("b"), Delay: time.Hour}})
+			if c.enqueue {
+				_, err := q.Enqueue(ctx, []byte("new"))
+				requireLost(t, err, keys, "a lone enqueue")
+			}
+			_, err := q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {ID: "p", Payload: []byte("b"), Delay: time.Hour}})
 			requireLost(t, err, keys, "a batch")
+			if c.enqueue {
+				_, err = q.EnqueueBatch(ctx, []queue.Item{{Payload: []byte("a")}, {Payload: []byte("b")}})
+				requireLost(t, err, keys, "a batch of generated ids")
+			}
 			if c.dequeue {
 				_, err = q.TryDequeue()
 				requireLost(t, err, keys, "a lone dequeue")
@@ -98,7 +105,7 @@ func TestLostKey(t *testing.T) {
 }
 
 // TestLostKeyDrainedQueue: a queue whose every message was acked still
-// refuses a call once its lease set is deleted: what tells a lost key
+// refuses a dequeue once its lease set is deleted: what tells a lost key
 // from a new queue is the placeholders, not a live message; the
 // operator's way out, writing the placeholder back as the error says,
 // makes the queue work again.
@@ -116,14 +123,14 @@ func TestLostKeyDrainedQueue(t *testing.T) {
 	require.NoError(t, m.Ack())
 	lease := "walq:{lostkey-drained}:2:lease"
 	require.NoError(t, rdb.Del(ctx, lease).Err())
-	_, err = q.Enqueue(ctx, []byte("b"))
-	requireLost(t, err, []string{lease}, "an enqueue")
+	_, err = q.Enqueue(ctx, []byte("b")) // writes no lease
+	require.NoError(t, err)
 	_, err = q.TryDequeue()
 	requireLost(t, err, []string{lease}, "a dequeue")
+	_, err = q.StatsContext(ctx)
+	requireLost(t, err, []string{lease}, "stats")
 
 	require.NoError(t, rdb.ZAdd(ctx, lease, redis.Z{Score: math.Inf(1), Member: strings.Repeat("~", 256)}).Err())
-	_, err = q.Enqueue(ctx, []byte("b"))
-	require.NoError(t, err)
 	m, err = q.TryDequeue()
 	require.NoError(t, err)
 	require.Equal(t, "b", string(m.Payload))

@@ -283,11 +283,23 @@ end
 -- newcount); this version's first enqueue writes lease's then.
 -- msg's placeholder is also the layout's mark: a release that changes
 -- what layout 2's keys hold writes another value there (256 bytes
--- whose tail after the '~' names its layout), and this one refuses the
--- queue with an error reply (LAYOUT) naming both layouts, rather than
--- misread it. The checks cost a call one read per key it carries among
+-- whose tail after the '~' names its layout) and another member in
+-- place of those of ready and lease, and this one refuses the queue
+-- with an error reply (LAYOUT) naming both layouts, rather than misread
+-- it. The checks cost a call one read per key it carries among
 -- the three: no round trip. A key of the wrong type reads as absent
--- here (pcall); the call's own checks name it.
+-- here (pcall); the call's own checks name it. The functions that run
+-- for each message (lone enqueues, leases and acks) do not call it
+-- first: they tell the placeholders from the replies of the commands
+-- they run anyway (see leaseone, enqueue1.lua, ack1.lua), and call it
+-- only where a reply says one is missing, before their first write or
+-- after taking it back. lostkey is the error reply for key.
+local function lostkey(key)
+  return redis.error_reply('LOSTKEY queue key ' .. key .. ' was deleted, but the queue holds messages or did: ' ..
+    'what it held is lost. Delete every key of the queue to start it again, or, to go on with what is left, ' ..
+    'write its placeholder back (HSET ' .. (K_MSG or 'msg') .. ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease)')
+end
+
 local function intact()
   local keep = KEEP or string.rep('~', 256)
   local have, lost = 0, nil
@@ -302,10 +314,11 @@ local function intact()
     end
     if m then have = have + 1 else lost = K_MSG end
   end
-  for _, k in ipairs({K_READY or false, K_LEASE or false}) do
-    if k then
-      if type(redis.pcall('ZSCORE', k, keep)) == 'string' then have = have + 1 else lost = lost or k end
-    end
+  if K_READY then
+    if type(redis.pcall('ZSCORE', K_READY, keep)) == 'string' then have = have + 1 else lost = lost or K_READY end
+  end
+  if K_LEASE then
+    if type(redis.pcall('ZSCORE', K_LEASE, keep)) == 'string' then have = have + 1 else lost = lost or K_LEASE end
   end
   if not lost then return nil end
   local fresh = false -- whether the queue never enqueued (no placeholder) or never leased (lease's alone)
@@ -320,9 +333,7 @@ local function intact()
     end
   end
   if fresh then return nil end
-  return redis.error_reply('LOSTKEY queue key ' .. lost .. ' was deleted, but the queue holds messages or did: ' ..
-    'what it held is lost. Delete every key of the queue to start it again, or, to go on with what is left, ' ..
-    'write its placeholder back (HSET ' .. (K_MSG or 'msg') .. ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease)')
+  return lostkey(lost)
 end
 
 -- card is the number of messages in the zset key.
@@ -547,13 +558,15 @@ local function first(key)
   return -1
 end
 
--- popone takes the first ready message: its seq and score, nil when none.
+-- popone takes the first ready message: its seq and score, nil when none;
+-- then also true when ready held not even its placeholder (see intact).
 local function popone()
   local p = redis.call('ZPOPMIN', K_READY)
   if p[1] == KEEP then
     redis.call('ZADD', K_READY, 'inf', KEEP)
     return nil
   end
+  if not p[1] then return nil, nil, true end
   return p[1], p[2]
 end
 
@@ -753,8 +766,12 @@ end
 -- hear of them: the housekeeping pass at their due time finds nothing
 -- left to promote.
 local function leaseone(dls, tok, full)
-  local seq, score = popone()
+  local seq, score, bare = popone()
   if not seq then
+    if bare then -- ready has no placeholder: lost, or a new queue
+      local bad = intact()
+      if bad then return bad end
+    end
     local n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
     if n == 0 then
       waiting()
@@ -763,11 +780,16 @@ local function leaseone(dls, tok, full)
     end
     seq, score = popone()
   end
-  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t', '')
   if got.err then
     redis.call('ZADD', K_READY, score, seq)
     wake()
     return got
+  end
+  if got[6] ~= KEEP then -- msg lost, or another layout's mark (intact)
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return intact() or lostkey(K_MSG)
   end
   local w = memo(M_W, got[4])
   if not w or w <= now then
@@ -823,11 +845,17 @@ local function leaseone(dls, tok, full)
   local ds = SUCC[d] or string.format(INT, d + 1)
   local rec = head .. ds .. ':' .. tok .. tail
   local dn = counted((memo(M_D, got[3]) or 0) + 1)
-  local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
+  local bad = redis.pcall('ZADD', K_LEASE, dls, seq, 'inf', KEEP)
   if type(bad) == 'table' then
     redis.call('ZADD', K_READY, score, seq)
     wake()
     return bad
+  end
+  if bad == 2 then -- lease had no placeholder: lost, or another layout's mark (intact)
+    redis.call('ZREM', K_LEASE, seq, KEEP)
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return intact() or lostkey(K_LEASE)
   end
   if w_unset then -- rare: the fields made whole in a table
     local fields = {seq, rec, '#d', dn}
@@ -987,18 +1015,34 @@ local function enqueuemany(ARGV, at, old)
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
   end
   fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'
+  scores[2 * n + 1], scores[2 * n + 2] = 'inf', KEEP -- tells a ready set without it (intact)
   local added = redis.pcall('ZADD', K_READY, unpack(scores))
   if type(added) == 'table' then
     redis.call('INCRBY', K_SEQ, -n)
     return added
   end
+  local seqs = {}
+  for i = 1, n do seqs[i] = scores[2 * i] end
+  if added > n then
+    seqs[n + 1] = KEEP
+    redis.call('ZREM', K_READY, unpack(seqs))
+    redis.call('INCRBY', K_SEQ, -n)
+    return intact() or lostkey(K_READY)
+  end
   added = redis.pcall('HSET', K_MSG, unpack(fields))
   if type(added) == 'table' then
-    local seqs = {}
-    for i = 1, n do seqs[i] = scores[2 * i] end
     redis.call('ZREM', K_READY, unpack(seqs))
     redis.call('INCRBY', K_SEQ, -n)
     return added
+  end
+  -- '#q' added: maybe with all of msg, lost since the last call (intact)
+  if added > 3 * n and redis.call('HGET', K_MSG, '') ~= KEEP then
+    local f = {}
+    for i = 1, #fields, 2 do f[#f + 1] = fields[i] end
+    redis.call('HDEL', K_MSG, unpack(f))
+    redis.call('ZREM', K_READY, unpack(seqs))
+    redis.call('INCRBY', K_SEQ, -n)
+    return intact() or lostkey(K_MSG)
   end
   if old and #old > 0 then many('ZREM', K_ACKED, old) end
   if added > 3 * n then publish('r') end
