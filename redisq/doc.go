@@ -93,11 +93,13 @@
 // message hash's placeholder field (the empty field name, holding 256 '~': see the operator's
 // list below) is layout 2's mark. A later release that changes what
 // these keys hold without renaming them writes its own mark there (its
-// layout's name after the '~'), and one that renames them writes it
-// into walq:{name}:2:msg too; every function of this version reads the
-// mark first, so its handles refuse such a queue, at Open and at every
-// call, with ErrLayout naming both layouts, writing nothing, rather than
-// misread it (TestNewerLayoutRefused).
+// layout's name after the '~') and in place of the ready and lease
+// sets' placeholders, and one that renames them writes those into
+// walq:{name}:2:* too; the functions of this version look at the marks
+// as at the placeholders, so its handles refuse such a queue, at Open
+// and at every call but an ack that finds its lease (an ack looks only
+// when it fails), with ErrLayout naming both layouts, writing nothing,
+// rather than misread it (TestNewerLayoutRefused).
 //
 // A receipt is the message's sequence number and a random 64-bit token
 // drawn by the client for that delivery; an ack, nack, extend or dead
@@ -595,13 +597,18 @@
 //     housekeepers (which log it every second) included, having written
 //     nothing (TestLostKey, TestLostKeyDrainedQueue); what the key held
 //     is lost, where going on would lose it without a word (messages
-//     never delivered, leases never ended). Each function first reads the
+//     never delivered, leases never ended). Each function looks at the
 //     placeholders those keys keep from the first enqueue on (the hash's
-//     empty field name and the sets' member of 256 '~', scored +inf): one read
-//     per key it carries, no round trip. A lone Dequeue carries no
-//     counter, and a lone Ack neither the ready set nor the counter: they
-//     check what they carry (an ack a lost ready set leaves right), and
-//     any other call reports the rest. Delete every key of the queue to
+//     empty field name and the sets' member of 256 '~', scored +inf),
+//     with no round trip: the functions that run for each message tell
+//     them from the replies of the commands they run anyway (an enqueue
+//     adds ready's placeholder with its message, a lease adds lease's
+//     and reads msg's with the record, an ack looks only when it fails),
+//     the others read them first. An enqueue of generated ids does not
+//     look at lease, which it does not write; a lone Dequeue carries no
+//     counter, and a lone Ack neither the ready set nor the counter
+//     (an ack a lost ready set leaves right): any other call reports
+//     the rest. Delete every key of the queue to
 //     start again, or write the placeholder back, as the error says, to
 //     go on with what is left: the messages whose records a lost message
 //     hash held then go to the dead letters, reason "corrupt record:
