@@ -287,8 +287,8 @@ end
 -- place of those of ready and lease, and this one refuses the queue
 -- with an error reply (LAYOUT) naming both layouts, rather than misread
 -- it. The checks cost a call one read per key it carries among
--- the three: no round trip. A key of the wrong type reads as absent
--- here (pcall); the call's own checks name it. The functions that run
+-- the three: no round trip. A key of the wrong type is no lost key
+-- here (there): the call's own checks name it, when it uses the key. The functions that run
 -- for each message (lone enqueues, leases and acks) do not call it
 -- first: they tell the placeholders from the replies of the commands
 -- they run anyway (see leaseone, enqueue1.lua, ack1.lua), and call it
@@ -300,25 +300,31 @@ local function lostkey(key)
     'write its placeholder back (HSET ' .. (K_MSG or 'msg') .. ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease)')
 end
 
+-- there tells whether r, the reply of a read of a placeholder under
+-- pcall, finds it or finds its key of the wrong type.
+local function there(r)
+  return type(r) == 'string' or (type(r) == 'table' and r.err ~= nil)
+end
+
 local function intact()
   local keep = KEEP or string.rep('~', 256)
   local have, lost = 0, nil
   local m = false
   if K_MSG then
-    m = redis.pcall('HGET', K_MSG, '')
-    if type(m) ~= 'string' then m = false end
-    if m and m ~= keep then
+    local r = redis.pcall('HGET', K_MSG, '')
+    m = there(r)
+    if type(r) == 'string' and r ~= keep then
       return redis.error_reply('LAYOUT queue key ' .. K_MSG .. ' holds the mark of layout ' ..
-        (string.match(m, '^~*(.*)$') or '') .. ' (field \'\'), this version handles layout 2 only: ' ..
+        (string.match(r, '^~*(.*)$') or '') .. ' (field \'\'), this version handles layout 2 only: ' ..
         'open the queue with a version of redisq that handles that layout')
     end
     if m then have = have + 1 else lost = K_MSG end
   end
   if K_READY then
-    if type(redis.pcall('ZSCORE', K_READY, keep)) == 'string' then have = have + 1 else lost = lost or K_READY end
+    if there(redis.pcall('ZSCORE', K_READY, keep)) then have = have + 1 else lost = lost or K_READY end
   end
   if K_LEASE then
-    if type(redis.pcall('ZSCORE', K_LEASE, keep)) == 'string' then have = have + 1 else lost = lost or K_LEASE end
+    if there(redis.pcall('ZSCORE', K_LEASE, keep)) then have = have + 1 else lost = lost or K_LEASE end
   end
   if not lost then return nil end
   local fresh = false -- whether the queue never enqueued (no placeholder) or never leased (lease's alone)
@@ -327,7 +333,7 @@ local function intact()
       local s = redis.pcall('GET', K_SEQ)
       fresh = not (type(s) == 'string' and (tonumber(s) or 0) > 0)
     elseif have > 0 then
-      fresh = not redis.call('HGET', K_MSG, '#d')
+      fresh = type(redis.pcall('HGET', K_MSG, '#d')) ~= 'string'
     else
       fresh = true -- no counter to tell by: the next call that carries it does
     end
