@@ -608,11 +608,20 @@
 //     look at lease, which it does not write; a lone Dequeue carries no
 //     counter, and a lone Ack neither the ready set nor the counter
 //     (an ack a lost ready set leaves right): any other call reports
-//     the rest. Delete every key of the queue to
-//     start again, or write the placeholder back, as the error says, to
-//     go on with what is left: the messages whose records a lost message
-//     hash held then go to the dead letters, reason "corrupt record:
-//     missing". A handle of an earlier release does not check this.
+//     the rest. Write the placeholder back, as the error says, to go on
+//     with what is left (the messages whose records a lost message hash
+//     held then go to the dead letters, reason "corrupt record:
+//     missing"), or delete every key of the queue to start again. Some
+//     placeholders without the others on a queue whose counter is 0 or
+//     absent and whose keys hold no message are no loss: a first enqueue
+//     refused on a key of the wrong type leaves that, and once the key
+//     is mended the queue runs (TestRefusedFirstEnqueueLeavesNoLostKey).
+//     A release before 5a7e6e2 that refused a queue's first enqueue that
+//     way kept its seq, so the queue, once mended, ran on without the
+//     lease set's placeholder (or the ready set's): this version reports
+//     that key as lost although it may lose nothing; write its
+//     placeholder back, never delete the queue's keys for it. A handle
+//     of an earlier release does not check this.
 //   - Deleting or expiring an ack queue's delayed set, dead set, dedup
 //     stamps or stats hash, or a sorted queue's keys but its counter,
 //     still loses what they held without an error: delayed messages never

@@ -275,12 +275,16 @@ end
 -- call after it, until the operator decides (see the reply). None of
 -- them present while the counter says the queue enqueued means that
 -- all three were deleted. Only the first enqueue of a queue finds none
--- and no counter. One pattern is no loss: msg's and ready's
--- placeholders without lease's, on a queue that never leased (no
--- counter or a zero one, or no lifetime count of deliveries '#d'),
--- which the releases before the check of a lost counter left when
--- they refused a first enqueue on a lease key of the wrong type (see
--- newcount); this version's first enqueue writes lease's then.
+-- and no counter. Some but not all of them present is no loss either on
+-- a queue whose counter is 0 or absent (or not carried) and whose keys
+-- hold no message and never leased one (untouched): a first enqueue
+-- refused on a key of the wrong type leaves that (keep writes them one
+-- by one; the releases before the check of a lost counter wrote msg's
+-- first), and the next first enqueue writes them all (newcount). The
+-- releases before 5a7e6e2 kept the seq of such a refused enqueue (1):
+-- a queue they refused that way, once repaired, runs without lease's
+-- placeholder (or ready's), and this version reports that key as lost
+-- until the operator writes the placeholder back (doc.go).
 -- msg's placeholder is also the layout's mark: a release that changes
 -- what layout 2's keys hold writes another value there (256 bytes
 -- whose tail after the '~' names its layout) and another member in
@@ -296,14 +300,34 @@ end
 -- after taking it back. lostkey is the error reply for key.
 local function lostkey(key)
   return redis.error_reply('LOSTKEY queue key ' .. key .. ' was deleted, but the queue holds messages or did: ' ..
-    'what it held is lost. Delete every key of the queue to start it again, or, to go on with what is left, ' ..
-    'write its placeholder back (HSET ' .. (K_MSG or 'msg') .. ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease)')
+    'what it held is lost. To go on with what is left, write its placeholder back (HSET ' .. (K_MSG or 'msg') ..
+    ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease); or delete every key of the queue to start it again')
 end
 
 -- there tells whether r, the reply of a read of a placeholder under
 -- pcall, finds it or finds its key of the wrong type.
 local function there(r)
   return type(r) == 'string' or (type(r) == 'table' and r.err ~= nil)
+end
+
+-- untouched tells whether the call's keys hold no message and never
+-- leased one: no member but the placeholder (+inf) in ready, delayed,
+-- lease and dead, no lifetime count of deliveries ('#d') in msg. With
+-- a counter at 0 or absent, that is a queue whose first enqueue was
+-- refused on a key of the wrong type after some placeholders were
+-- written (keep writes them one by one, and the releases before
+-- newcount in another order), not one that lost a key: no message can
+-- be lost. A key of the wrong type is passed over: the call's own
+-- checks name it.
+local function holds(key) -- a member below +inf in the zset key, if the call carries it
+  if not key then return false end
+  local r = redis.pcall('ZRANGEBYSCORE', key, '-inf', '(inf', 'LIMIT', 0, 1)
+  return type(r) == 'table' and r[1] ~= nil
+end
+
+local function untouched()
+  if holds(K_READY) or holds(K_DELAYED) or holds(K_LEASE) or holds(K_DEAD) then return false end
+  return not K_MSG or type(redis.pcall('HGET', K_MSG, '#d')) ~= 'string'
 end
 
 local function intact()
@@ -327,18 +351,11 @@ local function intact()
     if there(redis.pcall('ZSCORE', K_LEASE, keep)) then have = have + 1 else lost = lost or K_LEASE end
   end
   if not lost then return nil end
-  local fresh = false -- whether the queue never enqueued (no placeholder) or never leased (lease's alone)
-  if have == 0 or (m and lost == K_LEASE and have == 2) then
-    if K_SEQ then
-      local s = redis.pcall('GET', K_SEQ)
-      fresh = not (type(s) == 'string' and (tonumber(s) or 0) > 0)
-    elseif have > 0 then
-      fresh = type(redis.pcall('HGET', K_MSG, '#d')) ~= 'string'
-    else
-      fresh = true -- no counter to tell by: the next call that carries it does
-    end
+  if K_SEQ then
+    local s = redis.pcall('GET', K_SEQ)
+    if type(s) == 'string' and (tonumber(s) or 0) > 0 then return lostkey(lost) end
   end
-  if fresh then return nil end
+  if untouched() then return nil end
   return lostkey(lost)
 end
 
