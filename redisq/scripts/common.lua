@@ -791,11 +791,14 @@ end
 local function leaseone(dls, tok, full)
   local seq, score, bare = popone()
   if not seq then
-    if bare then -- ready has no placeholder: lost, or a new queue
+    -- ready has no placeholder, or msg none (lost, another layout's, or
+    -- a new queue): intact tells, before promote writes
+    local h = redis.call('HMGET', K_MSG, '#w', '')
+    if bare or h[2] ~= KEEP then
       local bad = intact()
       if bad then return bad end
     end
-    local n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+    local n, hint = promote(128, tonumber(h[1]))
     if n == 0 then
       waiting()
       wake()
