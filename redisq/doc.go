@@ -596,7 +596,7 @@
 //     carries the key fail with queue.ErrCorrupt naming it, Open and the
 //     housekeepers (which log it every second) included, having written
 //     nothing (TestLostKey, TestLostKeyDrainedQueue,
-//     TestLostMsgNotPromoted); what the key held
+//     TestLostMsgNotPromoted, TestLostLeaseNotPromoted); what the key held
 //     is lost, where going on would lose it without a word (messages
 //     never delivered, leases never ended). Each function looks at the
 //     placeholders those keys keep from the first enqueue on (the hash's

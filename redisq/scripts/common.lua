@@ -825,6 +825,13 @@ local function leaseone(dls, tok, full)
       wake()
       return bad
     end
+    -- lease's placeholder, which the ZADD below tells, is looked at
+    -- here before promote writes (intact)
+    if not there(redis.pcall('ZSCORE', K_LEASE, KEEP)) then
+      redis.call('ZADD', K_READY, score, seq)
+      wake()
+      return intact() or lostkey(K_LEASE)
+    end
     if promote(128, w) > 0 then
       redis.call('ZADD', K_READY, score, seq)
       seq, score = popone()
