@@ -31,6 +31,13 @@ func (h *handle) checkACL(ctx context.Context, f function, argv []any, reads boo
 	}
 	var v any
 	err := sendAgain(ctx, func() (err error) { v, err = h.fcall(ctx, f, argv); return err }) // no-writes
+	// The ack queue's probe looks for lost keys and another layout's
+	// mark once the ACL passes (intact, scripts/common.lua).
+	for _, code := range []string{"LOSTKEY", "LAYOUT"} {
+		if _, ok := replyAfter(err, code); ok {
+			return scriptErr("open", err)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("redisq: check the ACL with %s: %w", f.name, err)
 	}

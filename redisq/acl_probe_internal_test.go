@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -417,6 +418,14 @@ func TestACLProbeCounterAtMax(t *testing.T) {
 	ctx := context.Background()
 	rdb := srv.Client()
 	require.NoError(t, rdb.Set(ctx, "walq:{full}:2:seq", "9223372036854775807", 0).Err())
+	// The placeholders a queue that enqueued holds (see intact): without
+	// them, Open would take the counter for the last key left of a queue
+	// whose others were deleted.
+	keep := strings.Repeat("~", 256)
+	require.NoError(t, rdb.HSet(ctx, "walq:{full}:2:msg", "", keep).Err())
+	for _, k := range []string{"walq:{full}:2:ready", "walq:{full}:2:lease"} {
+		require.NoError(t, rdb.ZAdd(ctx, k, redis.Z{Score: math.Inf(1), Member: keep}).Err())
+	}
 	q, err := Open(ctx, rdb, "full", &Options{TrustServer: true})
 	require.NoError(t, err)
 	require.NoError(t, q.Close())

@@ -81,8 +81,25 @@
 // of one hash (record, body, id), so that one command writes, reads or
 // removes it. Handles of different layouts never touch each other's keys,
 // and Open refuses a queue that still holds the keys of layout 1
-// (ErrLayout, naming the keys to delete once it is drained); a handle of
-// an older version opened on a queue of this layout sees it empty.
+// (ErrLayout, naming the keys to delete once it is drained). A handle of
+// a release of layout 1 opened on a queue of layout 2 sees it empty: it
+// neither reads nor writes these keys, so it loses none of their
+// messages; what it enqueues goes to layout 1's keys, where handles of
+// this version never look and for which their Open refuses the queue
+// (drain it with that release). A handle of an earlier release of
+// layout 2 (back to d5d54b0) shares the queue, or takes it over as it
+// stands, with the caveats of mixed versions below: this version writes
+// nothing those releases do not read (TestDowngrade). The value of the
+// message hash's placeholder field (the empty field name, holding 256 '~': see the operator's
+// list below) is layout 2's mark. A later release that changes what
+// these keys hold without renaming them writes its own mark there (its
+// layout's name after the '~') and in place of the ready and lease
+// sets' placeholders, and one that renames them writes those into
+// walq:{name}:2:* too; the functions of this version look at the marks
+// as at the placeholders, so its handles refuse such a queue, at Open
+// and at every call but an ack that finds its lease (an ack looks only
+// when it fails), with ErrLayout naming both layouts, writing nothing,
+// rather than misread it (TestNewerLayoutRefused).
 //
 // A receipt is the message's sequence number and a random 64-bit token
 // drawn by the client for that delivery; an ack, nack, extend or dead
@@ -600,10 +617,45 @@
 //     of publishes, which the error gives. A handle of an earlier
 //     release does not check this. FLUSHDB, or deleting every key of a
 //     queue, leaves an empty queue: what it held is lost and receipts
-//     handed out before fail with queue.ErrLeaseLost. Deleting or expiring
-//     any other one of a queue's keys loses what it held without an error:
-//     the ready set (those messages are never delivered), the lease set
-//     (those leases never end: their messages are never delivered again),
-//     the dead set, the dedup stamps (their ids are taken again) or the
-//     counters. Never set a TTL on walq:{NAME}*.
+//     handed out before fail with queue.ErrLeaseLost.
+//   - Deleting or expiring an ack queue's message hash, ready set or
+//     lease set (walq:{NAME}:2:msg, :ready, :lease) once it enqueued, one
+//     of them or all three with the counter left, makes every call that
+//     carries the key fail with queue.ErrCorrupt naming it, Open and the
+//     housekeepers (which log it every second) included, having written
+//     nothing (TestLostKey, TestLostKeyDrainedQueue,
+//     TestLostMsgNotPromoted, TestLostLeaseNotPromoted); what the key held
+//     is lost, where going on would lose it without a word (messages
+//     never delivered, leases never ended). Each function looks at the
+//     placeholders those keys keep from the first enqueue on (the hash's
+//     empty field name and the sets' member of 256 '~', scored +inf),
+//     with no round trip: the functions that run for each message tell
+//     them from the replies of the commands they run anyway (an enqueue
+//     adds ready's placeholder with its message, a lease adds lease's
+//     and reads msg's with the record, an ack looks only when it fails),
+//     the others read them first. An enqueue of generated ids does not
+//     look at lease, which it does not write; a lone Dequeue carries no
+//     counter, and a lone Ack neither the ready set nor the counter
+//     (an ack a lost ready set leaves right): any other call reports
+//     the rest. Write the placeholder back, as the error says, to go on
+//     with what is left (the messages whose records a lost message hash
+//     held then go to the dead letters, reason "corrupt record:
+//     missing"), or delete every key of the queue to start again. Some
+//     placeholders without the others on a queue whose counter is 0 or
+//     absent and whose keys hold no message are no loss: a first enqueue
+//     refused on a key of the wrong type leaves that, and once the key
+//     is mended the queue runs (TestRefusedFirstEnqueueLeavesNoLostKey).
+//     A release before 5a7e6e2 that refused a queue's first enqueue that
+//     way kept its seq, so the queue, once mended, ran on without the
+//     lease set's placeholder (or the ready set's): this version reports
+//     that key as lost although it may lose nothing; write its
+//     placeholder back, never delete the queue's keys for it. A handle
+//     of an earlier release does not check this.
+//   - Deleting or expiring an ack queue's delayed set, dead set, dedup
+//     stamps or stats hash, or a sorted queue's keys but its counter,
+//     still loses what they held without an error: delayed messages never
+//     delivered, dead letters never listed, ids taken again, counters
+//     reset. Those keys hold no placeholder: one would be counted by the
+//     Stats, and listed among the dead letters, of the handles of earlier
+//     releases that share the queue. Never set a TTL on walq:{NAME}*.
 package redisq

@@ -18,8 +18,10 @@ var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 var ErrMayHaveRun = errors.New("redisq: the context ended while the call that carried the change was in flight: it may have run")
 
 // ErrLayout is returned by Open when the queue's keys hold a stored
-// layout other than this version's (see the package documentation):
-// handles of different layouts must never share a queue.
+// layout other than this version's, and by any call of an ack queue's
+// handle once a later release marked the queue as its own (see the
+// package documentation): handles of different layouts must never
+// share a queue.
 var ErrLayout = errors.New("redisq: the queue's keys hold another layout")
 
 // replied tells whether a call that returned v and err has a reply to

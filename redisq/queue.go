@@ -124,8 +124,13 @@ func scriptErr(op string, err error) error {
 	if why, ok := replyAfter(err, "KEYTYPE"); ok {
 		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrInvalidOptions, op, why)
 	}
-	if why, ok := replyAfter(err, "LOSTSEQ"); ok {
-		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrCorrupt, op, why)
+	for _, code := range []string{"LOSTSEQ", "LOSTKEY"} {
+		if why, ok := replyAfter(err, code); ok {
+			return fmt.Errorf("%w: redisq: %s: %s", queue.ErrCorrupt, op, why)
+		}
+	}
+	if why, ok := replyAfter(err, "LAYOUT"); ok {
+		return fmt.Errorf("%w: redisq: %s: %s", ErrLayout, op, why)
 	}
 	if id, ok := replyAfter(err, "DUPLICATE"); ok {
 		return fmt.Errorf("%w: %q", queue.ErrDuplicate, id)

@@ -8,7 +8,10 @@
 -- in their order, '0' or '1' (a string costs the server less to reply
 -- than a table), or -3, "call settle", before anything is written, when
 -- one of them names a message a producer named. The call carries only
--- the keys this touches: msg, lease, acked and stats.
+-- the keys this touches: msg, lease, acked and stats. A receipt's ack
+-- needs its record in msg and its lease in lease, so a lost one of those
+-- keys fails it: only then, before anything is written, does the call
+-- look for the keys' placeholders (intact), and report a lost one.
 bindargs(nil, ARGV[1], '0', ARGV[2])
 -- The fence (owner) wants the lease's deadline ahead. While no lease has
 -- run out (none at or before now: ZCOUNT, whose integer reply is cheaper
@@ -18,19 +21,19 @@ bindargs(nil, ARGV[1], '0', ARGV[2])
 if #ARGV == 4 then
   local seq = ARGV[3]
   local raw = redis.call('HGET', K_MSG, seq)
-  if not raw then return 1 end
+  if not raw then return intact() or 1 end
   local assumed = redis.call('ZCOUNT', K_LEASE, '-inf', NOW) == 0
   local dl = NONE
   if not assumed then dl = redis.call('ZSCORE', K_LEASE, seq) end
   local id, pid = owner(raw, dl, ARGV[4])
-  if not id then return 1 end
+  if not id then return intact() or 1 end
   if pid then
-    if assumed and not redis.call('ZSCORE', K_LEASE, seq) then return 1 end
+    if assumed and not redis.call('ZSCORE', K_LEASE, seq) then return intact() or 1 end
     local stamps = nil
     if window > 0 then stamps = {NOW, id} end
     return drop({seq}, {seq, 'b' .. seq, 'i' .. id}, stamps, 1, true) or 0
   end
-  if redis.call('ZREM', K_LEASE, seq) == 0 then return 1 end
+  if redis.call('ZREM', K_LEASE, seq) == 0 then return intact() or 1 end
   redis.call('HDEL', K_MSG, seq, 'b' .. seq, 'i' .. id)
   return 0
 end
@@ -62,6 +65,10 @@ for i = 1, n do
   else
     codes[i] = '1'
   end
+end
+if #fields == 0 then -- nothing acked, nothing written: a lost key may be why (intact)
+  local bad = intact()
+  if bad then return bad end
 end
 if #fields > 0 then many('HDEL', K_MSG, fields) end
 return table.concat(codes)

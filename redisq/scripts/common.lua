@@ -262,6 +262,103 @@ local function newcount()
   return keep()
 end
 
+-- intact tells whether the keys of the call that hold a placeholder
+-- (msg, ready and lease: see keep) are all there, before the call
+-- writes anything. Those placeholders are written together at a queue's
+-- first enqueue and never removed, so one of them absent while another
+-- is present means that its key was deleted (DEL, FLUSHDB of it alone,
+-- an EXPIRE that ran out, an eviction): the messages it held are gone,
+-- and going on would lose them without a word (a deleted ready set
+-- leaves its messages undelivered for good, a deleted lease set their
+-- leases unending, a deleted msg hash their records and bodies). So
+-- the call is refused with an error reply naming the key, and every
+-- call after it, until the operator decides (see the reply). None of
+-- them present while the counter says the queue enqueued means that
+-- all three were deleted. Only the first enqueue of a queue finds none
+-- and no counter. Some but not all of them present is no loss either on
+-- a queue whose counter is 0 or absent (or not carried) and whose keys
+-- hold no message and never leased one (untouched): a first enqueue
+-- refused on a key of the wrong type leaves that (keep writes them one
+-- by one; the releases before the check of a lost counter wrote msg's
+-- first), and the next first enqueue writes them all (newcount). The
+-- releases before 5a7e6e2 kept the seq of such a refused enqueue (1):
+-- a queue they refused that way, once repaired, runs without lease's
+-- placeholder (or ready's), and this version reports that key as lost
+-- until the operator writes the placeholder back (doc.go).
+-- msg's placeholder is also the layout's mark: a release that changes
+-- what layout 2's keys hold writes another value there (256 bytes
+-- whose tail after the '~' names its layout) and another member in
+-- place of those of ready and lease, and this one refuses the queue
+-- with an error reply (LAYOUT) naming both layouts, rather than misread
+-- it. The checks cost a call one read per key it carries among
+-- the three: no round trip. A key of the wrong type is no lost key
+-- here (there): the call's own checks name it, when it uses the key. The functions that run
+-- for each message (lone enqueues, leases and acks) do not call it
+-- first: they tell the placeholders from the replies of the commands
+-- they run anyway (see leaseone, enqueue1.lua, ack1.lua), and call it
+-- only where a reply says one is missing, before their first write or
+-- after taking it back. lostkey is the error reply for key.
+local function lostkey(key)
+  return redis.error_reply('LOSTKEY queue key ' .. key .. ' was deleted, but the queue holds messages or did: ' ..
+    'what it held is lost. To go on with what is left, write its placeholder back (HSET ' .. (K_MSG or 'msg') ..
+    ' "" <256 ~> for msg, ZADD <key> +inf <256 ~> for ready and lease); or delete every key of the queue to start it again')
+end
+
+-- there tells whether r, the reply of a read of a placeholder under
+-- pcall, finds it or finds its key of the wrong type.
+local function there(r)
+  return type(r) == 'string' or (type(r) == 'table' and r.err ~= nil)
+end
+
+-- untouched tells whether the call's keys hold no message and never
+-- leased one: no member but the placeholder (+inf) in ready, delayed,
+-- lease and dead, no lifetime count of deliveries ('#d') in msg. With
+-- a counter at 0 or absent, that is a queue whose first enqueue was
+-- refused on a key of the wrong type after some placeholders were
+-- written (keep writes them one by one, and the releases before
+-- newcount in another order), not one that lost a key: no message can
+-- be lost. A key of the wrong type is passed over: the call's own
+-- checks name it.
+local function holds(key) -- a member below +inf in the zset key, if the call carries it
+  if not key then return false end
+  local r = redis.pcall('ZRANGEBYSCORE', key, '-inf', '(inf', 'LIMIT', 0, 1)
+  return type(r) == 'table' and r[1] ~= nil
+end
+
+local function untouched()
+  if holds(K_READY) or holds(K_DELAYED) or holds(K_LEASE) or holds(K_DEAD) then return false end
+  return not K_MSG or type(redis.pcall('HGET', K_MSG, '#d')) ~= 'string'
+end
+
+local function intact()
+  local keep = KEEP or string.rep('~', 256)
+  local have, lost = 0, nil
+  local m = false
+  if K_MSG then
+    local r = redis.pcall('HGET', K_MSG, '')
+    m = there(r)
+    if type(r) == 'string' and r ~= keep then
+      return redis.error_reply('LAYOUT queue key ' .. K_MSG .. ' holds the mark of layout ' ..
+        (string.match(r, '^~*(.*)$') or '') .. ' (field \'\'), this version handles layout 2 only: ' ..
+        'open the queue with a version of redisq that handles that layout')
+    end
+    if m then have = have + 1 else lost = K_MSG end
+  end
+  if K_READY then
+    if there(redis.pcall('ZSCORE', K_READY, keep)) then have = have + 1 else lost = lost or K_READY end
+  end
+  if K_LEASE then
+    if there(redis.pcall('ZSCORE', K_LEASE, keep)) then have = have + 1 else lost = lost or K_LEASE end
+  end
+  if not lost then return nil end
+  if K_SEQ then
+    local s = redis.pcall('GET', K_SEQ)
+    if type(s) == 'string' and (tonumber(s) or 0) > 0 then return lostkey(lost) end
+  end
+  if untouched() then return nil end
+  return lostkey(lost)
+end
+
 -- card is the number of messages in the zset key.
 local function card(key)
   local n = redis.call('ZCARD', key)
@@ -484,13 +581,15 @@ local function first(key)
   return -1
 end
 
--- popone takes the first ready message: its seq and score, nil when none.
+-- popone takes the first ready message: its seq and score, nil when none;
+-- then also true when ready held not even its placeholder (see intact).
 local function popone()
   local p = redis.call('ZPOPMIN', K_READY)
   if p[1] == KEEP then
     redis.call('ZADD', K_READY, 'inf', KEEP)
     return nil
   end
+  if not p[1] then return nil, nil, true end
   return p[1], p[2]
 end
 
@@ -690,9 +789,16 @@ end
 -- hear of them: the housekeeping pass at their due time finds nothing
 -- left to promote.
 local function leaseone(dls, tok, full)
-  local seq, score = popone()
+  local seq, score, bare = popone()
   if not seq then
-    local n, hint = promote(128, tonumber(redis.call('HGET', K_MSG, '#w')))
+    -- ready has no placeholder, or msg none (lost, another layout's, or
+    -- a new queue): intact tells, before promote writes
+    local h = redis.call('HMGET', K_MSG, '#w', '')
+    if bare or h[2] ~= KEEP then
+      local bad = intact()
+      if bad then return bad end
+    end
+    local n, hint = promote(128, tonumber(h[1]))
     if n == 0 then
       waiting()
       wake()
@@ -700,11 +806,16 @@ local function leaseone(dls, tok, full)
     end
     seq, score = popone()
   end
-  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t')
+  local got = redis.pcall('HMGET', K_MSG, seq, 'b' .. seq, '#d', '#w', '#t', '')
   if got.err then
     redis.call('ZADD', K_READY, score, seq)
     wake()
     return got
+  end
+  if got[6] ~= KEEP then -- msg lost, or another layout's mark (intact)
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return intact() or lostkey(K_MSG)
   end
   local w = memo(M_W, got[4])
   if not w or w <= now then
@@ -713,6 +824,13 @@ local function leaseone(dls, tok, full)
       redis.call('ZADD', K_READY, score, seq)
       wake()
       return bad
+    end
+    -- lease's placeholder, which the ZADD below tells, is looked at
+    -- here before promote writes (intact)
+    if not there(redis.pcall('ZSCORE', K_LEASE, KEEP)) then
+      redis.call('ZADD', K_READY, score, seq)
+      wake()
+      return intact() or lostkey(K_LEASE)
     end
     if promote(128, w) > 0 then
       redis.call('ZADD', K_READY, score, seq)
@@ -760,11 +878,17 @@ local function leaseone(dls, tok, full)
   local ds = SUCC[d] or string.format(INT, d + 1)
   local rec = head .. ds .. ':' .. tok .. tail
   local dn = counted((memo(M_D, got[3]) or 0) + 1)
-  local bad = redis.pcall('ZADD', K_LEASE, dls, seq)
+  local bad = redis.pcall('ZADD', K_LEASE, dls, seq, 'inf', KEEP)
   if type(bad) == 'table' then
     redis.call('ZADD', K_READY, score, seq)
     wake()
     return bad
+  end
+  if bad == 2 then -- lease had no placeholder: lost, or another layout's mark (intact)
+    redis.call('ZREM', K_LEASE, seq, KEEP)
+    redis.call('ZADD', K_READY, score, seq)
+    wake()
+    return intact() or lostkey(K_LEASE)
   end
   if w_unset then -- rare: the fields made whole in a table
     local fields = {seq, rec, '#d', dn}
@@ -924,18 +1048,34 @@ local function enqueuemany(ARGV, at, old)
     fields[f + 5], fields[f + 6] = 'i' .. id, sq
   end
   fields[6 * n + 1], fields[6 * n + 2] = '#q', '1'
+  scores[2 * n + 1], scores[2 * n + 2] = 'inf', KEEP -- tells a ready set without it (intact)
   local added = redis.pcall('ZADD', K_READY, unpack(scores))
   if type(added) == 'table' then
     redis.call('INCRBY', K_SEQ, -n)
     return added
   end
+  local seqs = {}
+  for i = 1, n do seqs[i] = scores[2 * i] end
+  if added > n then
+    seqs[n + 1] = KEEP
+    redis.call('ZREM', K_READY, unpack(seqs))
+    redis.call('INCRBY', K_SEQ, -n)
+    return intact() or lostkey(K_READY)
+  end
   added = redis.pcall('HSET', K_MSG, unpack(fields))
   if type(added) == 'table' then
-    local seqs = {}
-    for i = 1, n do seqs[i] = scores[2 * i] end
     redis.call('ZREM', K_READY, unpack(seqs))
     redis.call('INCRBY', K_SEQ, -n)
     return added
+  end
+  -- '#q' added: maybe with all of msg, lost since the last call (intact)
+  if added > 3 * n and redis.call('HGET', K_MSG, '') ~= KEEP then
+    local f = {}
+    for i = 1, #fields, 2 do f[#f + 1] = fields[i] end
+    redis.call('HDEL', K_MSG, unpack(f))
+    redis.call('ZREM', K_READY, unpack(seqs))
+    redis.call('INCRBY', K_SEQ, -n)
+    return intact() or lostkey(K_MSG)
   end
   if old and #old > 0 then many('ZREM', K_ACKED, old) end
   if added > 3 * n then publish('r') end

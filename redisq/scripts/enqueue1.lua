@@ -39,16 +39,32 @@ end
 local sq = string.format(INT, seq) -- exact, where seq .. '' turns 1e14 and above into floats
 -- Four new fields when '#q' was absent (see waiting): the message's
 -- three (a generated id is new) and '#q'.
-local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq)
+-- The placeholder of ready goes with the message: added again, it tells
+-- a ready set that lost it, or a queue a later layout marked (see
+-- intact, which tells which). A msg hash that lost its own lost '#q'
+-- too: the HGET that tells runs only when '#q' was added. lease, which
+-- this does not write but at a queue's first enqueue, is not looked at.
+local added = redis.pcall('ZADD', K_READY, string.format(INT, FRESH + seq), sq, 'inf', KEEP)
 if type(added) == 'table' then
   redis.call('DECR', K_SEQ)
   return added
+end
+if added == 2 then
+  redis.call('ZREM', K_READY, sq, KEEP)
+  redis.call('DECR', K_SEQ)
+  return intact() or lostkey(K_READY)
 end
 added = redis.pcall('HSET', K_MSG, sq, freshrec(id), 'b' .. sq, ARGV[at + 2], 'i' .. id, sq, '#q', '1')
 if type(added) == 'table' then
   redis.call('ZREM', K_READY, sq)
   redis.call('DECR', K_SEQ)
   return added
+end
+if added == 4 and redis.call('HGET', K_MSG, '') ~= KEEP then
+  redis.call('HDEL', K_MSG, sq, 'b' .. sq, 'i' .. id, '#q')
+  redis.call('ZREM', K_READY, sq)
+  redis.call('DECR', K_SEQ)
+  return intact() or lostkey(K_MSG)
 end
 if old and #old > 0 then many('ZREM', K_ACKED, old) end
 if added == 4 then publish('r') end

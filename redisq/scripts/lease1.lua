@@ -8,4 +8,8 @@
 -- message to bury or kill, with nothing leased.
 bindargs(nil, ARGV[1], ARGV[2], '0')
 if #ARGV == 4 then return leaseone(ARGV[3], ARGV[4], false) end
+do -- leaseone tells lost keys from its commands' replies; leasemany looks first (intact)
+  local bad = intact()
+  if bad then return bad end
+end
 return leasemany(ARGV, ARGV[3], #ARGV - 3, 3, false)
