@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq/internal/redistest"
@@ -27,11 +26,11 @@ func TestLostMsgNotPromoted(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rdb.Del(ctx, q.keys[1]).Err())
 	time.Sleep(400 * time.Millisecond)
-	before := contents(t, rdb, q.keys)
+	before := keyContents(t, rdb, q.keys)
 	_, err = q.TryDequeue()
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 	require.ErrorContains(t, err, "queue key "+q.keys[1]+" was deleted")
-	require.Equal(t, before, contents(t, rdb, q.keys), "the refused dequeue wrote nothing")
+	require.Equal(t, before, keyContents(t, rdb, q.keys), "the refused dequeue wrote nothing")
 }
 
 // TestLostLeaseNotPromoted: the lease set of a queue holding a ready
@@ -52,30 +51,9 @@ func TestLostLeaseNotPromoted(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rdb.Del(ctx, q.keys[4]).Err())
 	time.Sleep(400 * time.Millisecond)
-	before := contents(t, rdb, q.keys)
+	before := keyContents(t, rdb, q.keys)
 	_, err = q.TryDequeue()
 	require.ErrorIs(t, err, queue.ErrCorrupt)
 	require.ErrorContains(t, err, "queue key "+q.keys[4]+" was deleted")
-	require.Equal(t, before, contents(t, rdb, q.keys), "the refused dequeue wrote nothing")
-}
-
-// contents returns what each of keys holds, by value: unlike DUMP, not
-// changed by the order a read's rehashing leaves a hash in.
-func contents(t *testing.T, rdb redis.UniversalClient, keys []string) map[string]any {
-	t.Helper()
-	ctx := context.Background()
-	out := map[string]any{}
-	for _, k := range keys {
-		switch typ := rdb.Type(ctx, k).Val(); typ {
-		case "hash":
-			out[k] = rdb.HGetAll(ctx, k).Val()
-		case "zset":
-			out[k] = rdb.ZRangeWithScores(ctx, k, 0, -1).Val()
-		case "string":
-			out[k] = rdb.Get(ctx, k).Val()
-		default:
-			out[k] = typ
-		}
-	}
-	return out
+	require.Equal(t, before, keyContents(t, rdb, q.keys), "the refused dequeue wrote nothing")
 }

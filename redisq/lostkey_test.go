@@ -71,7 +71,7 @@ func TestLostKey(t *testing.T) {
 				keys = append(keys, "walq:{"+name+"}:2:"+k)
 			}
 			require.NoError(t, rdb.Del(ctx, keys...).Err())
-			before := dump(t, rdb, name)
+			before := keyContents(t, rdb, "walq:{"+name+"}*")
 
 			if c.enqueue {
 				_, err := q.Enqueue(ctx, []byte("new"))
@@ -99,7 +99,7 @@ func TestLostKey(t *testing.T) {
 			requireLost(t, err, keys, "the dead-letter listing")
 			_, err = redisq.Open(ctx, rdb, name, nil)
 			requireLost(t, err, keys, "Open")
-			require.Equal(t, before, dump(t, rdb, name), "a refused call wrote nothing")
+			require.Equal(t, before, keyContents(t, rdb, "walq:{"+name+"}*"), "a refused call wrote nothing")
 		})
 	}
 }
@@ -147,19 +147,4 @@ func requireLost(t *testing.T, err error, keys []string, what string) {
 		}
 	}
 	t.Fatalf("%s: the error %q names none of the deleted keys %v", what, err, keys)
-}
-
-// dump returns every key of the queue name with what it holds.
-func dump(t *testing.T, rdb *redis.Client, name string) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "walq:{"+name+"}*").Result()
-	require.NoError(t, err)
-	out := map[string]string{}
-	for _, k := range keys {
-		v, err := rdb.Dump(ctx, k).Result()
-		require.NoError(t, err)
-		out[k] = v
-	}
-	return out
 }
