@@ -33,6 +33,21 @@ type leaseGate struct {
 	releases int // give-backs sent on to the server
 }
 
+// gatedQueue opens the queue name with three messages, MaxDeliveries 1,
+// and a leaseGate hooked into its client; o reopens it.
+func gatedQueue(t *testing.T, name string) (srv *redistest.Server, q *Queue, g *leaseGate, o *Options) {
+	t.Helper()
+	srv = redistest.Start(t)
+	rdb := srv.Client()
+	o = &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
+	q, err := Open(context.Background(), rdb, name, o)
+	require.NoError(t, err)
+	enqueueNumbered(t, q, 3)
+	g = newLeaseGate()
+	rdb.AddHook(g)
+	return srv, q, g, o
+}
+
 func newLeaseGate() *leaseGate {
 	return &leaseGate{held: make(chan struct{}, 8), open: make(chan struct{})}
 }
@@ -95,14 +110,7 @@ func (g *leaseGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // leases two messages, and their give-back is refused once.
 func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	o := &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
-	q, err := Open(ctx, rdb, "rideback", o)
-	require.NoError(t, err)
-	enqueueNumbered(t, q, 3)
-	g := newLeaseGate()
-	rdb.AddHook(g)
+	srv, q, g, o := gatedQueue(t, "rideback")
 
 	closeDuringGroupedCall(t, q, g)
 	g.mu.Lock()
@@ -134,15 +142,8 @@ func TestGiveBackRidesRefusalAfterClose(t *testing.T) {
 // dead-lettered it as a message delivered too often, hiding the damage.
 func TestGroupedCallBuriesAfterClose(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	o := &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
-	q, err := Open(ctx, rdb, "buryclose", o)
-	require.NoError(t, err)
-	enqueueNumbered(t, q, 3)
-	require.NoError(t, rdb.HSet(ctx, q.keys[1], "b1", "\xc1").Err()) // the first message's body
-	g := newLeaseGate()
-	rdb.AddHook(g)
+	srv, q, g, o := gatedQueue(t, "buryclose")
+	require.NoError(t, srv.Client().HSet(ctx, q.keys[1], "b1", "\xc1").Err()) // the first message's body
 
 	closeDuringGroupedCall(t, q, g)
 	q2, err := Open(ctx, srv.Client(), "buryclose", o)
@@ -217,14 +218,7 @@ func closeDuringGroupedCall(t *testing.T, q *Queue, g *leaseGate) {
 // which is held in turn while b leaves and Close begins.
 func TestCloseWaitsForGroupedCallOfEndlessCaller(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	o := &Options{OpTimeout: 10 * time.Second, AckTimeout: time.Minute, MaxDeliveries: 1}
-	q, err := Open(ctx, rdb, "endless", o)
-	require.NoError(t, err)
-	enqueueNumbered(t, q, 3)
-	g := newLeaseGate()
-	rdb.AddHook(g)
+	srv, q, g, o := gatedQueue(t, "endless")
 	queued := func(n int) {
 		t.Helper()
 		require.Eventually(t, func() bool {

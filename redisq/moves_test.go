@@ -222,6 +222,32 @@ func (mc *movesCluster) otherPrimary(t *testing.T, addr string) string {
 	return ""
 }
 
+// produce starts two producers of numbered messages (ids m1, m2, …,
+// enqueued WithID, 2 ms apart) that run until stop; each id whose
+// Enqueue returned nil goes into enqueued under mu, each error to fail.
+// wg counts the producers.
+func produce(ctx context.Context, q *redisq.Queue, stop *atomic.Bool, wg *sync.WaitGroup, mu *sync.Mutex,
+	enqueued map[string]bool, fail func(what string, err error)) {
+	var next atomic.Int64
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				id := fmt.Sprint("m", next.Add(1))
+				if _, err := q.Enqueue(ctx, []byte(id), queue.WithID(id)); err != nil {
+					fail("enqueue", err)
+					continue
+				}
+				mu.Lock()
+				enqueued[id] = true
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+}
+
 // tally counts outcomes by kind, for the test's report.
 type tally struct {
 	mu sync.Mutex
@@ -306,30 +332,13 @@ func TestClusterMoves(t *testing.T) {
 	var (
 		errs     tally
 		stop     atomic.Bool
-		next     atomic.Int64
 		mu       sync.Mutex
 		enqueued = map[string]bool{}
 		acked    = map[string]int{}
 		again    []string // delivered more than once
 		wg       sync.WaitGroup
 	)
-	for range 2 { // producers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				id := fmt.Sprint("m", next.Add(1))
-				if _, err := q.Enqueue(ctx, []byte(id), queue.WithID(id)); err != nil {
-					errs.add("enqueue", err)
-					continue
-				}
-				mu.Lock()
-				enqueued[id] = true
-				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
-			}
-		}()
-	}
+	produce(ctx, q, &stop, &wg, &mu, enqueued, errs.add)
 	done := make(chan struct{})
 	var cwg sync.WaitGroup
 	for range 3 { // consumers, blocked while the queue is empty

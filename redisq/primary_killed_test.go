@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 )
 
@@ -52,7 +51,6 @@ func primaryKilled(t *testing.T, replicas int) {
 		errs     tally
 		dials    atomic.Int64 // dial errors returned to a caller
 		stop     atomic.Bool
-		next     atomic.Int64
 		mu       sync.Mutex
 		enqueued = map[string]bool{} // Enqueue returned nil
 		got      = map[string]bool{} // delivered
@@ -67,23 +65,7 @@ func primaryKilled(t *testing.T, replicas int) {
 		}
 		errs.add(what, err)
 	}
-	for range 2 { // producers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				id := fmt.Sprint("m", next.Add(1))
-				if _, err := q.Enqueue(ctx, []byte(id), queue.WithID(id)); err != nil {
-					note("enqueue", err)
-					continue
-				}
-				mu.Lock()
-				enqueued[id] = true
-				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
-			}
-		}()
-	}
+	produce(ctx, q, &stop, &wg, &mu, enqueued, note)
 	done := make(chan struct{})
 	var cwg sync.WaitGroup
 	for range 3 { // consumers
