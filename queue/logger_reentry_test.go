@@ -42,22 +42,27 @@ func TestLoggerHandlerCallsReturn(t *testing.T) {
 		"RequeueExpired": func(q *queue.Queue) error { _, err := q.RequeueExpired(); return err },
 		"Compact":        func(q *queue.Queue) error { return q.Compact() },
 	}
-	events := map[string]func(t *testing.T, h slog.Handler) *queue.Queue{
-		"leases ran out": func(t *testing.T, h slog.Handler) *queue.Queue {
+	// Each event's start opens the queue, hands it to set before it does
+	// what makes the event, and returns it.
+	events := map[string]func(t *testing.T, h slog.Handler, set func(*queue.Queue)) *queue.Queue{
+		"leases ran out": func(t *testing.T, h slog.Handler, set func(*queue.Queue)) *queue.Queue {
 			q := open(t, t.TempDir(), &queue.Options{AckTimeout: 50 * time.Millisecond, Logger: slog.New(h)})
+			set(q)
 			enqueue(t, q, "a")
 			tryDequeue(t, q)
 			return q
 		},
-		"compacted": func(t *testing.T, h slog.Handler) *queue.Queue {
+		"compacted": func(t *testing.T, h slog.Handler, set func(*queue.Queue)) *queue.Queue {
 			q := open(t, t.TempDir(), &queue.Options{SnapshotBytes: 1, SegmentSize: 4096, Logger: slog.New(h)})
+			set(q)
 			enqueue(t, q, "a")
 			enqueue(t, q, "b")
 			return q
 		},
-		"refuses writes": func(t *testing.T, h slog.Handler) *queue.Queue {
+		"refuses writes": func(t *testing.T, h slog.Handler, set func(*queue.Queue)) *queue.Queue {
 			fsys := faultfs.New(0)
 			q := open(t, t.TempDir(), &queue.Options{FS: fsys, AckTimeout: 50 * time.Millisecond, Logger: slog.New(h)})
+			set(q) // the event is logged once, maybe before Enqueue returns
 			enqueue(t, q, "leased")
 			tryDequeue(t, q)
 			fsys.FailNext(wal.StoreWriteBatch)
@@ -85,12 +90,12 @@ func TestLoggerHandlerCallsReturn(t *testing.T) {
 					}
 					once.Do(func() { fired.Store(true); done <- call(qq) })
 				}}
-				qq := start(t, h)
-				mu.Lock()
-				q = qq
-				mu.Unlock()
-				// An event logged before q was set is not missed: the
-				// housekeeper compacts again after more writes.
+				qq := start(t, h, func(qq *queue.Queue) {
+					mu.Lock()
+					q = qq
+					mu.Unlock()
+				})
+				// More writes, for an event logged again on them.
 				for i := 0; i < 100 && !fired.Load(); i++ {
 					_, _ = qq.Enqueue(context.Background(), make([]byte, 1000))
 					time.Sleep(10 * time.Millisecond)
