@@ -200,8 +200,8 @@ func (c *committer) writeFor(cm *Commit) {
 		if !cm.urgent.Load() && (c.syncing.Load() || c.gathering.held()) {
 			return
 		}
-		turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)
-		if turn == nil {
+		follower, turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)
+		if !follower {
 			c.leadWrite(cm, yield)
 			return
 		}
@@ -218,19 +218,14 @@ func (c *committer) writeFor(cm *Commit) {
 // turn, more than the write itself. The goroutines run meanwhile append
 // what the next leader writes with this follower's group, if the leader
 // did not take it. A stale look is harmless: writeFor looks again.
-func (c *committer) follow(cm *Commit, turn <-chan struct{}) {
+func (c *committer) follow(cm *Commit, turn uint64) {
 	for range followYields {
 		runtime.Gosched()
-		if cm.isWritten() {
+		if cm.isWritten() || c.lead.ended(turn) {
 			return
-		}
-		select {
-		case <-turn:
-			return
-		default:
 		}
 	}
-	<-turn // the leader marks what it wrote before it is done
+	c.lead.wait(turn) // the leader marks what it wrote before it is done
 }
 
 // followYields is how many times a follower yields before it blocks.
