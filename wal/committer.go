@@ -200,8 +200,8 @@ func (c *committer) writeFor(cm *Commit) {
 		if !cm.urgent.Load() && (c.syncing.Load() || c.gathering.held()) {
 			return
 		}
-		follower, turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)
-		if !follower {
+		turn, yield := c.lead.take(c.l.opts.Sync != SyncAlways)
+		if turn == nil {
 			c.leadWrite(cm, yield)
 			return
 		}
@@ -218,14 +218,19 @@ func (c *committer) writeFor(cm *Commit) {
 // turn, more than the write itself. The goroutines run meanwhile append
 // what the next leader writes with this follower's group, if the leader
 // did not take it. A stale look is harmless: writeFor looks again.
-func (c *committer) follow(cm *Commit, turn uint64) {
+func (c *committer) follow(cm *Commit, turn <-chan struct{}) {
 	for range followYields {
 		runtime.Gosched()
-		if cm.isWritten() || c.lead.ended(turn) {
+		if cm.isWritten() {
 			return
 		}
+		select {
+		case <-turn:
+			return
+		default:
+		}
 	}
-	c.lead.wait(turn) // the leader marks what it wrote before it is done
+	<-turn // the leader marks what it wrote before it is done
 }
 
 // followYields is how many times a follower yields before it blocks.

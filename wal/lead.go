@@ -49,13 +49,8 @@ const (
 type lead struct {
 	state atomic.Int64 // leadBusy while a caller leads, plus 2 per follower; 0 when nobody leads
 
-	// ends counts the turns that ended with followers. It changes under
-	// mu, with turn, so that a follower that finds it unchanged under mu
-	// gets the channel the leader will close.
-	ends atomic.Uint64
-
-	mu   sync.Mutex    // guards turn, and the followers' changes of state and ends
-	turn chan struct{} // closed when the leader is done; made by the first follower that blocks, nil until then
+	mu   sync.Mutex    // guards turn, and the followers' changes of state
+	turn chan struct{} // closed when the leader is done; nil while no follower waits
 
 	// Read and written only by the leader (they pass from one leader to
 	// the next with state's CASes).
@@ -68,15 +63,13 @@ type lead struct {
 // about to take, committer.mu to write. The followers are counted above it.
 const leadBusy = 1
 
-// take makes the caller the leader and returns follower false, or, if
-// another caller leads, returns follower true and the leader's turn, which
-// ended tells the end of and wait waits for. A new leader learns whether
-// it should yield before it writes (see above; only asked when gather is
-// set). A follower allocates nothing here: most find the turn over after
-// a yield (committer.follow), and only one that blocks makes the channel.
-func (d *lead) take(gather bool) (follower bool, turn uint64, yield bool) {
+// take makes the caller the leader and returns nil, or, if another caller
+// leads, returns a channel closed when that leader is done. A new leader
+// learns whether it should yield before it writes (see above; only
+// asked when gather is set).
+func (d *lead) take(gather bool) (turn <-chan struct{}, yield bool) {
 	if d.state.CompareAndSwap(0, leadBusy) {
-		return false, 0, d.yield(gather)
+		return nil, d.yield(gather)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -84,32 +77,17 @@ func (d *lead) take(gather bool) (follower bool, turn uint64, yield bool) {
 		s := d.state.Load()
 		if s == 0 {
 			if d.state.CompareAndSwap(0, leadBusy) {
-				return false, 0, d.yield(gather)
+				return nil, d.yield(gather)
 			}
 			continue
 		}
 		if d.state.CompareAndSwap(s, s+2) { // a leader cannot leave without mu now
-			return true, d.ends.Load(), false
+			if d.turn == nil {
+				d.turn = make(chan struct{})
+			}
+			return d.turn, false
 		}
 	}
-}
-
-// ended reports whether the turn a follower got from take is over.
-func (d *lead) ended(turn uint64) bool { return d.ends.Load() != turn }
-
-// wait blocks until the turn a follower got from take is over.
-func (d *lead) wait(turn uint64) {
-	d.mu.Lock()
-	if d.ended(turn) {
-		d.mu.Unlock()
-		return
-	}
-	if d.turn == nil {
-		d.turn = make(chan struct{})
-	}
-	done := d.turn
-	d.mu.Unlock()
-	<-done
 }
 
 // yield says whether the new leader yields before its write.
@@ -138,7 +116,6 @@ func (d *lead) release(yielded bool) {
 	d.count(yielded, true)
 	turn := d.turn
 	d.turn = nil
-	d.ends.Add(1)
 	d.state.Store(0)
 	d.mu.Unlock()
 	if turn != nil {

@@ -7,8 +7,8 @@ import "testing"
 func leadWrites(d *lead, n int) int {
 	yields := 0
 	for range n {
-		follower, _, yield := d.take(true)
-		if follower {
+		turn, yield := d.take(true)
+		if turn != nil {
 			panic("a lone caller found a leader")
 		}
 		if yield {
@@ -22,11 +22,11 @@ func leadWrites(d *lead, n int) int {
 // leadWithFollower runs one write during which another caller arrives.
 func leadWithFollower(t *testing.T, d *lead) {
 	t.Helper()
-	follower, _, yield := d.take(true)
-	if follower {
+	turn, yield := d.take(true)
+	if turn != nil {
 		t.Fatal("the leader found a leader")
 	}
-	if follower, _, _ := d.take(true); !follower {
+	if follow, _ := d.take(true); follow == nil {
 		t.Fatal("a caller arriving during a write became a second leader")
 	}
 	d.release(yield)
