@@ -16,23 +16,35 @@ import (
 // before the caller changes src. It returns the bytes copied. A src that
 // is a symbolic link (a queue directory on a volume mounted elsewhere) is
 // copied as the directory it names; a link inside the tree is refused.
+//
+// The copy is made under the name dst + partialSuffix and renamed to dst
+// once it is complete and synced, so that dst never names a part of the
+// queue: a backup killed half-way (kill -9, a power loss) leaves a
+// ".partial" directory, never one that opens as the queue with its newest
+// segments missing, which delivers acknowledged messages again and lacks
+// acknowledged enqueues.
 func backupDir(e *env, src, dst string) (int64, error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return 0, fmt.Errorf("backup %s already exists", dst)
+	}
+	part := dst + partialSuffix
+	if _, err := os.Lstat(part); err == nil {
+		return 0, fmt.Errorf("backup %s: %s already exists, left by a backup that did not finish; remove it", dst, part)
 	}
 	root, err := filepath.EvalSymlinks(src)
 	if err != nil {
 		return 0, fmt.Errorf("backup %s: %w", src, err)
 	}
-	if inside(root, dst) {
+	if inside(root, dst) || inside(root, part) {
 		return 0, fmt.Errorf("backup %s is inside %s", dst, src)
 	}
-	n, made, err := copyTree(e, root, dst)
+	n, made, err := copyTree(e, root, part)
 	if err == nil {
-		err = syncTree(dst)
+		err = syncTree(part)
 	}
+	renamed := false
 	if err == nil {
-		err = wal.SyncDir(filepath.Dir(dst))
+		renamed, err = publishBackup(part, dst)
 	}
 	if err == nil {
 		return n, nil
@@ -40,9 +52,9 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	// A partial copy (a full disk, most often) is of no use and holds the
 	// space that the next attempt, or the service, needs.
 	err = fmt.Errorf("backup %s to %s: %w", src, dst, err)
-	if made {
-		if rerr := os.RemoveAll(dst); rerr != nil {
-			return n, fmt.Errorf("%w; removing the partial backup: %v", err, rerr)
+	if made && !renamed {
+		if rerr := os.RemoveAll(part); rerr != nil {
+			return n, fmt.Errorf("%w; removing the partial backup %s: %v", err, part, rerr)
 		}
 		err = fmt.Errorf("%w (the partial backup was removed)", err)
 	}
@@ -50,6 +62,23 @@ func backupDir(e *env, src, dst string) (int64, error) {
 		err = fmt.Errorf("%w: free space, or give --backup PATH on another disk", err)
 	}
 	return n, err
+}
+
+// partialSuffix ends the name of a backup being copied (backupDir).
+const partialSuffix = ".partial"
+
+// publishBackup gives the complete, synced copy at part its name dst and
+// makes the rename durable; renamed says whether part is now dst (a
+// failed fsync of the parent leaves the whole copy there, not to be
+// removed). A dst made meanwhile is refused, not replaced.
+func publishBackup(part, dst string) (renamed bool, err error) {
+	if _, err := os.Lstat(dst); err == nil {
+		return false, fmt.Errorf("%s appeared during the copy", dst)
+	}
+	if err := os.Rename(part, dst); err != nil {
+		return false, err
+	}
+	return true, wal.SyncDir(filepath.Dir(dst))
 }
 
 // copyTree copies the tree at root to the new directory dst, reporting
@@ -78,6 +107,9 @@ func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
 		c, err := copyFile(path, target)
 		n += c
 		bar.add(c)
+		if err == nil && e.backupCopied != nil {
+			e.backupCopied(rel)
+		}
 		return err
 	})
 	return n, made, err

@@ -37,6 +37,9 @@ type env struct {
 	// trustServer is --trust-server: the engine skips its check of the
 	// server's configuration (EngineOptions.TrustServer).
 	trustServer bool
+	// backupCopied, when set (by tests), is called with each file's path
+	// relative to the queue directory once the backup has copied it.
+	backupCopied func(rel string)
 }
 
 // run runs the command named by args and returns the exit status.
