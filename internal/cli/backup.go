@@ -24,6 +24,7 @@ import (
 // segments missing, which delivers acknowledged messages again and lacks
 // acknowledged enqueues.
 func backupDir(e *env, src, dst string) (int64, error) {
+	dst = filepath.Clean(dst) // "bak/" is named "bak", its copy "bak.partial"
 	if _, err := os.Lstat(dst); err == nil {
 		return 0, fmt.Errorf("backup %s already exists", dst)
 	}

@@ -75,6 +75,12 @@ func TestBackupKilledLeavesNoBackup(t *testing.T) {
 	_, err = backupDir(&env{}, src, dst)
 	require.NoError(t, err)
 	require.Zero(t, redelivered(t, dst, acked), "the complete backup delivers no acknowledged message")
+
+	// A --backup given with a trailing slash names the same directory.
+	slashed := filepath.Join(base, "q.bak2") + string(filepath.Separator)
+	_, err = backupDir(&env{}, src, slashed)
+	require.NoError(t, err)
+	require.Zero(t, redelivered(t, slashed, acked))
 }
 
 // backupKillChild backs SRC up and stops for good after copying FILE.
