@@ -40,8 +40,10 @@ func TestBackupRemovesOnlyItsPartialCopy(t *testing.T) {
 		require.ErrorContains(t, err, "is not a regular file")
 		require.ErrorContains(t, err, "(the partial backup was removed)")
 		require.NotContains(t, err.Error(), "--backup", "the disk is not full: no way out named for it")
-		_, serr := os.Lstat(dst)
-		require.ErrorIs(t, serr, os.ErrNotExist, "the partial copy is removed")
+		for _, p := range []string{dst, dst + partialSuffix} {
+			_, serr := os.Lstat(p)
+			require.ErrorIs(t, serr, os.ErrNotExist, "the partial copy is removed: %s", p)
+		}
 		requireKept()
 	})
 	t.Run("a directory there before", func(t *testing.T) {
