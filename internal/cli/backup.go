@@ -39,13 +39,17 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	if inside(root, dst) || inside(root, part) {
 		return 0, fmt.Errorf("backup %s is inside %s", dst, src)
 	}
-	n, made, err := copyTree(e, root, part)
+	fsys := e.backupFS
+	if fsys == nil {
+		fsys = wal.OSFS{}
+	}
+	n, made, err := copyTree(e, fsys, root, part)
 	if err == nil {
-		err = syncTree(part)
+		err = syncTree(fsys, part)
 	}
 	renamed := false
 	if err == nil {
-		renamed, err = publishBackup(part, dst)
+		renamed, err = publishBackup(fsys, part, dst)
 	}
 	if err == nil {
 		return n, nil
@@ -72,20 +76,21 @@ const partialSuffix = ".partial"
 // makes the rename durable; renamed says whether part is now dst (a
 // failed fsync of the parent leaves the whole copy there, not to be
 // removed). A dst made meanwhile is refused, not replaced.
-func publishBackup(part, dst string) (renamed bool, err error) {
+func publishBackup(fsys wal.FS, part, dst string) (renamed bool, err error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return false, fmt.Errorf("%s appeared during the copy", dst)
 	}
-	if err := os.Rename(part, dst); err != nil {
+	if err := fsys.Rename(part, dst); err != nil {
 		return false, err
 	}
-	return true, wal.SyncDir(filepath.Dir(dst))
+	return true, wal.SyncDirFS(fsys, filepath.Dir(dst))
 }
 
-// copyTree copies the tree at root to the new directory dst, reporting
-// progress. made says whether it created dst (to be removed if the copy
-// fails; a dst made by another process is left alone).
-func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
+// copyTree copies the tree at root to the new directory dst, writing the
+// files through fsys and reporting progress. made says whether it created
+// dst (to be removed if the copy fails; a dst made by another process is
+// left alone).
+func copyTree(e *env, fsys wal.FS, root, dst string) (n int64, made bool, err error) {
 	bar := e.bytesBar(treeBytes(root), "backup")
 	defer bar.done()
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -105,7 +110,7 @@ func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("backup: %s is not a regular file", path)
 		}
-		c, err := copyFile(path, target)
+		c, err := copyFile(fsys, path, target)
 		n += c
 		bar.add(c)
 		if err == nil && e.backupCopied != nil {
@@ -116,9 +121,9 @@ func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
 	return n, made, err
 }
 
-// copyFile copies the regular file src to the new file dst with src's
-// permissions, and fsyncs it.
-func copyFile(src, dst string) (int64, error) {
+// copyFile copies the regular file src to the new file dst, written
+// through fsys, with src's permissions, and fsyncs it.
+func copyFile(fsys wal.FS, src, dst string) (int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, err
@@ -128,7 +133,7 @@ func copyFile(src, dst string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
+	out, err := fsys.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
 	if err != nil {
 		return 0, err
 	}
@@ -142,14 +147,14 @@ func copyFile(src, dst string) (int64, error) {
 	return n, err
 }
 
-// syncTree fsyncs every directory under root, root included, so that the
-// names of the copied files are durable too.
-func syncTree(root string) error {
+// syncTree fsyncs, through fsys, every directory under root, root
+// included, so that the names of the copied files are durable too.
+func syncTree(fsys wal.FS, root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		return wal.SyncDir(path)
+		return wal.SyncDirFS(fsys, path)
 	})
 }
 
