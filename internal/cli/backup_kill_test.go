@@ -43,7 +43,9 @@ func TestBackupKilledLeavesNoBackup(t *testing.T) {
 	first := filepath.Join("log", segs[0].Name())
 
 	dst := filepath.Join(base, "q.bak")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupKilledLeavesNoBackup$", "-test.count=1")
+	// The child blocks until it is killed; its own timeout ends it should
+	// this test die first.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupKilledLeavesNoBackup$", "-test.count=1", "-test.timeout=2m")
 	cmd.Env = append(os.Environ(), backupKillEnv+"="+src+"|"+dst+"|"+first)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -56,9 +58,11 @@ func TestBackupKilledLeavesNoBackup(t *testing.T) {
 			break
 		}
 	}
+	if !stopped {
+		t.Fatalf("the child ended without stopping mid-backup: %v", cmd.Wait())
+	}
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait() // killed: its error says so
-	require.True(t, stopped, "the child stopped mid-backup")
 
 	if _, err := os.Lstat(dst); err == nil {
 		again := redelivered(t, dst, acked)
