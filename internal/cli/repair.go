@@ -21,9 +21,12 @@ var repairCmd = &command{
 	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
 lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
-next to DIR unless --backup names another path; the copy is fsynced
-before anything else happens; a copy that fails, on a full disk say, is
-removed and DIR is left unchanged), then opens the queue with salvage on,
+next to DIR unless --backup names another path; the copy is made as
+PATH.partial, fsynced, and renamed to PATH before anything else happens,
+so that a repair killed during its backup leaves only PATH.partial, which
+a later run with the same --backup refuses until it is removed; a copy
+that fails, on a full disk say, is removed and DIR is left unchanged),
+then opens the queue with salvage on,
 keeping every acked id and dead-lettering no message (as every command
 that changes a queue: it does not know the application's DedupWindow and
 MaxDeliveries): a torn tail is cut, damaged log entries are skipped, a damaged or missing snapshot is rebuilt
