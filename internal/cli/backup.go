@@ -57,7 +57,10 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	// A partial copy (a full disk, most often) is of no use and holds the
 	// space that the next attempt, or the service, needs.
 	err = fmt.Errorf("backup %s to %s: %w", src, dst, err)
-	if made && !renamed {
+	switch {
+	case renamed: // only its name's fsync failed
+		err = fmt.Errorf("%w (the whole copy is kept as %s)", err, dst)
+	case made:
 		if rerr := os.RemoveAll(part); rerr != nil {
 			return n, fmt.Errorf("%w; removing the partial backup %s: %v", err, part, rerr)
 		}
