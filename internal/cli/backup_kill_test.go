@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -153,4 +154,25 @@ func redelivered(t *testing.T, dir string, acked map[string]bool) int {
 		}
 		require.NoError(t, m.Ack())
 	}
+}
+
+// TestRepairNamesUnfinishedBackups: the copy a repair killed during its
+// default backup leaves (DIR.bak-<time>.partial) is named by the next
+// repair, whose own default backup has another time and would not meet it.
+func TestRepairNamesUnfinishedBackups(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "q")
+	q, err := queue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	left := filepath.Join(base, "q.bak-20260101-000000"+partialSuffix)
+	require.NoError(t, os.Mkdir(left, 0o700))
+	for _, other := range []string{"q2.bak-20260101-000000" + partialSuffix, "q.bak-20260101-000000"} {
+		require.NoError(t, os.Mkdir(filepath.Join(base, other), 0o700)) // another queue's, a finished backup
+	}
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	require.Equal(t, exitOK, run(e, []string{"repair", dir}), "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	require.Equal(t, 1, strings.Count(errOut.String(), "walq: note:"), errOut.String())
+	require.Contains(t, errOut.String(), left+" is left by a repair that did not finish its backup")
 }
