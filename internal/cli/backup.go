@@ -16,23 +16,40 @@ import (
 // before the caller changes src. It returns the bytes copied. A src that
 // is a symbolic link (a queue directory on a volume mounted elsewhere) is
 // copied as the directory it names; a link inside the tree is refused.
+//
+// The copy is made under the name dst + partialSuffix and renamed to dst
+// once it is complete and synced, so that dst never names a part of the
+// queue: a backup killed half-way (kill -9, a power loss) leaves a
+// ".partial" directory, never one that opens as the queue with its newest
+// segments missing, which delivers acknowledged messages again and lacks
+// acknowledged enqueues.
 func backupDir(e *env, src, dst string) (int64, error) {
+	dst = filepath.Clean(dst) // "bak/" is named "bak", its copy "bak.partial"
 	if _, err := os.Lstat(dst); err == nil {
 		return 0, fmt.Errorf("backup %s already exists", dst)
+	}
+	part := dst + partialSuffix
+	if _, err := os.Lstat(part); err == nil {
+		return 0, fmt.Errorf("backup %s: %s already exists, left by a backup that did not finish; remove it", dst, part)
 	}
 	root, err := filepath.EvalSymlinks(src)
 	if err != nil {
 		return 0, fmt.Errorf("backup %s: %w", src, err)
 	}
-	if inside(root, dst) {
+	if inside(root, dst) || inside(root, part) {
 		return 0, fmt.Errorf("backup %s is inside %s", dst, src)
 	}
-	n, made, err := copyTree(e, root, dst)
-	if err == nil {
-		err = syncTree(dst)
+	fsys := e.backupFS
+	if fsys == nil {
+		fsys = wal.OSFS{}
 	}
+	n, made, err := copyTree(e, fsys, root, part)
 	if err == nil {
-		err = wal.SyncDir(filepath.Dir(dst))
+		err = syncTree(fsys, part)
+	}
+	renamed := false
+	if err == nil {
+		renamed, err = publishBackup(fsys, part, dst)
 	}
 	if err == nil {
 		return n, nil
@@ -40,9 +57,12 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	// A partial copy (a full disk, most often) is of no use and holds the
 	// space that the next attempt, or the service, needs.
 	err = fmt.Errorf("backup %s to %s: %w", src, dst, err)
-	if made {
-		if rerr := os.RemoveAll(dst); rerr != nil {
-			return n, fmt.Errorf("%w; removing the partial backup: %v", err, rerr)
+	switch {
+	case renamed: // only its name's fsync failed
+		err = fmt.Errorf("%w (the whole copy is kept as %s)", err, dst)
+	case made:
+		if rerr := os.RemoveAll(part); rerr != nil {
+			return n, fmt.Errorf("%w; removing the partial backup %s: %v", err, part, rerr)
 		}
 		err = fmt.Errorf("%w (the partial backup was removed)", err)
 	}
@@ -52,10 +72,28 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	return n, err
 }
 
-// copyTree copies the tree at root to the new directory dst, reporting
-// progress. made says whether it created dst (to be removed if the copy
-// fails; a dst made by another process is left alone).
-func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
+// partialSuffix ends the name of a backup being copied (backupDir).
+const partialSuffix = ".partial"
+
+// publishBackup gives the complete, synced copy at part its name dst and
+// makes the rename durable; renamed says whether part is now dst (a
+// failed fsync of the parent leaves the whole copy there, not to be
+// removed). A dst made meanwhile is refused, not replaced.
+func publishBackup(fsys wal.FS, part, dst string) (renamed bool, err error) {
+	if _, err := os.Lstat(dst); err == nil {
+		return false, fmt.Errorf("%s appeared during the copy", dst)
+	}
+	if err := fsys.Rename(part, dst); err != nil {
+		return false, err
+	}
+	return true, wal.SyncDirFS(fsys, filepath.Dir(dst))
+}
+
+// copyTree copies the tree at root to the new directory dst, writing the
+// files through fsys and reporting progress. made says whether it created
+// dst (to be removed if the copy fails; a dst made by another process is
+// left alone).
+func copyTree(e *env, fsys wal.FS, root, dst string) (n int64, made bool, err error) {
 	bar := e.bytesBar(treeBytes(root), "backup")
 	defer bar.done()
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -75,17 +113,20 @@ func copyTree(e *env, root, dst string) (n int64, made bool, err error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("backup: %s is not a regular file", path)
 		}
-		c, err := copyFile(path, target)
+		c, err := copyFile(fsys, path, target)
 		n += c
 		bar.add(c)
+		if err == nil && e.backupCopied != nil {
+			e.backupCopied(rel)
+		}
 		return err
 	})
 	return n, made, err
 }
 
-// copyFile copies the regular file src to the new file dst with src's
-// permissions, and fsyncs it.
-func copyFile(src, dst string) (int64, error) {
+// copyFile copies the regular file src to the new file dst, written
+// through fsys, with src's permissions, and fsyncs it.
+func copyFile(fsys wal.FS, src, dst string) (int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, err
@@ -95,7 +136,7 @@ func copyFile(src, dst string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
+	out, err := fsys.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
 	if err != nil {
 		return 0, err
 	}
@@ -109,14 +150,14 @@ func copyFile(src, dst string) (int64, error) {
 	return n, err
 }
 
-// syncTree fsyncs every directory under root, root included, so that the
-// names of the copied files are durable too.
-func syncTree(root string) error {
+// syncTree fsyncs, through fsys, every directory under root, root
+// included, so that the names of the copied files are durable too.
+func syncTree(fsys wal.FS, root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		return wal.SyncDir(path)
+		return wal.SyncDirFS(fsys, path)
 	})
 }
 

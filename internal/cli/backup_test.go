@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walq/walq/internal/faultfs"
 )
 
 // TestBackupRemovesOnlyItsPartialCopy: a backup that fails removes the
@@ -40,8 +43,10 @@ func TestBackupRemovesOnlyItsPartialCopy(t *testing.T) {
 		require.ErrorContains(t, err, "is not a regular file")
 		require.ErrorContains(t, err, "(the partial backup was removed)")
 		require.NotContains(t, err.Error(), "--backup", "the disk is not full: no way out named for it")
-		_, serr := os.Lstat(dst)
-		require.ErrorIs(t, serr, os.ErrNotExist, "the partial copy is removed")
+		for _, p := range []string{dst, dst + partialSuffix} {
+			_, serr := os.Lstat(p)
+			require.ErrorIs(t, serr, os.ErrNotExist, "the partial copy is removed: %s", p)
+		}
 		requireKept()
 	})
 	t.Run("a directory there before", func(t *testing.T) {
@@ -62,4 +67,44 @@ func TestBackupRemovesOnlyItsPartialCopy(t *testing.T) {
 		require.ErrorContains(t, err, "is inside")
 		requireKept()
 	})
+}
+
+// TestBackupFailsAtEachStep: a backup whose any one write, fsync or rename
+// fails returns the failure and leaves the queue directory as it was, and
+// under the backup's names either nothing (the partial copy removed), or,
+// when only the fsync of the name after the rename failed, the whole copy,
+// which the error says is kept.
+func TestBackupFailsAtEachStep(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "q")
+	makeAckedQueue(t, src)
+	want := treeFiles(t, src)
+	failed := map[string]bool{} // the kinds of operation failed
+	for n := 1; ; n++ {
+		fsys := faultfs.New(n)
+		dst := filepath.Join(t.TempDir(), "q.bak")
+		_, err := backupDir(&env{backupFS: fsys}, src, dst)
+		op, hit := fsys.Hit()
+		if !hit {
+			require.NoError(t, err)
+			require.Equal(t, want, treeFiles(t, dst))
+			require.True(t, failed["rename"] && failed["name's dirsync"], "the rename and its fsync were failed: %v", failed)
+			t.Logf("%d operations, each failed once", n-1)
+			return
+		}
+		failed[op.Kind] = true
+		at := fmt.Sprintf("operation %d (%s %s) failed", n, op.Kind, op.Path)
+		require.ErrorIs(t, err, faultfs.ErrInjected, at)
+		require.Equal(t, want, treeFiles(t, src), "%s: the queue directory changed", at)
+		_, perr := os.Lstat(dst + partialSuffix)
+		require.ErrorIs(t, perr, os.ErrNotExist, "%s: the partial copy is left", at)
+		if op.Kind == "dirsync" && op.Path == filepath.Dir(dst) {
+			failed["name's dirsync"] = true
+			require.Equal(t, want, treeFiles(t, dst), "%s: the renamed copy is not whole", at)
+			require.ErrorContains(t, err, "the whole copy is kept as "+dst, at)
+			continue
+		}
+		_, derr := os.Lstat(dst)
+		require.ErrorIs(t, derr, os.ErrNotExist, "%s: something is left under the backup's name", at)
+		require.ErrorContains(t, err, "(the partial backup was removed)", at)
+	}
 }

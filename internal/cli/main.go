@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/walq/walq/wal"
 )
 
 // Main runs the command named by os.Args and returns its exit status.
@@ -37,6 +39,13 @@ type env struct {
 	// trustServer is --trust-server: the engine skips its check of the
 	// server's configuration (EngineOptions.TrustServer).
 	trustServer bool
+	// backupCopied, when set (by tests), is called with each file's path
+	// relative to the queue directory once the backup has copied it.
+	backupCopied func(rel string)
+	// backupFS is the file system the backup writes, fsyncs and renames
+	// its copy through; nil is the real one (tests: one that loses what
+	// was not made durable, package crashfs).
+	backupFS wal.FS
 }
 
 // run runs the command named by args and returns the exit status.

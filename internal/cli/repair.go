@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,9 +23,13 @@ var repairCmd = &command{
 	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
 lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
-next to DIR unless --backup names another path; the copy is fsynced
-before anything else happens; a copy that fails, on a full disk say, is
-removed and DIR is left unchanged), then opens the queue with salvage on,
+next to DIR unless --backup names another path; the copy is made as
+PATH.partial, fsynced, and renamed to PATH before anything else happens,
+so that a repair killed during its backup leaves only PATH.partial, which
+a later run with the same --backup refuses until it is removed, and a
+later run with the default backup names, to be removed; a copy
+that fails, on a full disk say, is removed and DIR is left unchanged),
+then opens the queue with salvage on,
 keeping every acked id and dead-lettering no message (as every command
 that changes a queue: it does not know the application's DedupWindow and
 MaxDeliveries): a torn tail is cut, damaged log entries are skipped, a damaged or missing snapshot is rebuilt
@@ -87,6 +93,7 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		if backup, err = defaultBackup(dir); err != nil {
 			return err
 		}
+		noteUnfinishedBackups(e.stderr, backup)
 	}
 	var copied int64 = -1 // bytes backed up; -1 when no backup was made
 	sp := e.spinner("repairing " + dir)
@@ -135,7 +142,31 @@ func defaultBackup(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("backup path of %s: %w", dir, err)
 	}
-	return abs + ".bak-" + time.Now().Format("20060102-150405"), nil
+	return abs + backupInfix + time.Now().Format("20060102-150405"), nil
+}
+
+// backupInfix joins a queue directory's name and the time in the name of
+// its default backup.
+const backupInfix = ".bak-"
+
+// noteUnfinishedBackups names the copies that repairs killed during their
+// default backup left beside the queue directory (DIR.bak-<time>.partial,
+// backup being this run's default): each is a partial copy, of no use,
+// that holds disk space, and no later run with a default backup, named by
+// another time, would otherwise see it.
+func noteUnfinishedBackups(w io.Writer, backup string) {
+	parent, base := filepath.Split(backup)
+	prefix := base[:strings.LastIndex(base, backupInfix)+len(backupInfix)] // "DIR.bak-"
+	des, err := os.ReadDir(parent)
+	if err != nil {
+		fmt.Fprintf(w, "walq: note: looking for unfinished backups in %s: %v\n", parent, err)
+		return
+	}
+	for _, de := range des {
+		if n := de.Name(); strings.HasPrefix(n, prefix) && strings.HasSuffix(n, partialSuffix) {
+			fmt.Fprintf(w, "walq: note: %s is left by a repair that did not finish its backup: a partial copy, not a backup; remove it to free its space\n", filepath.Join(parent, n))
+		}
+	}
 }
 
 // printRepair prints what repair found, lost and left; kind is the

@@ -1,7 +1,10 @@
 // Package crashfs is a wal.FS for crash tests that keeps exactly what was
 // made durable, as a power loss would: a file's data by an fsync or
 // fdatasync of that file (its content is read, from the real directory, at
-// the moment the sync is called), a name by an fsync of its directory.
+// the moment the sync is called), a name by an fsync of its directory. The
+// names a directory's fsync made durable are the directory's own: renamed,
+// it keeps them under its new name, and under its old one in a state that
+// loses the rename.
 // Everything else (writes not synced since, names created, renamed or
 // removed since the directory's last fsync) may be lost, kept, torn at any
 // byte (appends) or sector (overwrites) or zeroed, as the test's seeded
@@ -88,9 +91,14 @@ type FS struct {
 		crashed bool                         // the crash happened
 		known   []*inode                     // files seen in the last look at the tree, or opened since
 		durable map[string]map[string]*inode // directory (relative) -> name -> file, as its last fsync left it
-		image   map[string]map[string]*inode // at the crash (or at Image): directory -> name -> file
-		content map[*inode][]byte            // at the crash: every file's bytes
-		kinds   map[string]int               // durable operations made, by kind, for coverage
+		// dirNames is durable by directory: its names as its last fsync
+		// left them, wherever it is now. A renamed directory keeps them
+		// (they are its content, not its parent's), under either name.
+		dirNames map[*inode]map[string]*inode
+		image    map[string]map[string]*inode // at the crash (or at Image): directory -> name -> file
+		imageDir map[string]*inode            // at the crash: directory (relative) -> the directory
+		content  map[*inode][]byte            // at the crash: every file's bytes
+		kinds    map[string]int               // durable operations made, by kind, for coverage
 	}
 }
 
@@ -107,13 +115,15 @@ type inode struct {
 func New(root string, crashAt int) (*FS, error) {
 	fsys := &FS{root: filepath.Clean(root), crashAt: crashAt}
 	fsys.mu.durable = make(map[string]map[string]*inode)
+	fsys.mu.dirNames = make(map[*inode]map[string]*inode)
 	fsys.mu.kinds = make(map[string]int)
-	tree, err := fsys.look()
+	tree, dirs, err := fsys.look()
 	if err != nil {
 		return nil, err
 	}
 	for dir, names := range tree {
 		fsys.mu.durable[dir] = names
+		fsys.mu.dirNames[dirs[dir]] = names
 		for name, ino := range names {
 			if ino.dir {
 				continue
@@ -194,13 +204,19 @@ func (fsys *FS) durableOp(kind string, record func() error) error {
 }
 
 // look walks the real tree and returns, per directory, each name's file,
-// matched to the files the FS knows by identity (new ones are added); the
-// files not found are forgotten (they have no name left, so they cannot
-// be seen again, and their inode may be reused). The caller holds mu, or
-// owns the FS.
-func (fsys *FS) look() (map[string]map[string]*inode, error) {
+// matched to the files the FS knows by identity (new ones are added), and
+// each directory's own file (the root's under "."); the files not found
+// are forgotten (they have no name left, so they cannot be seen again, and
+// their inode may be reused). The caller holds mu, or owns the FS.
+func (fsys *FS) look() (map[string]map[string]*inode, map[string]*inode, error) {
 	tree := make(map[string]map[string]*inode)
-	var found []*inode
+	rootInfo, err := os.Lstat(fsys.root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("crashfs: look at %s: %w", fsys.root, err)
+	}
+	root := fsys.identify(rootInfo)
+	dirs := map[string]*inode{".": root}
+	found := []*inode{root}
 	var walk func(rel string) error
 	walk = func(rel string) error {
 		des, err := os.ReadDir(fsys.abs(rel))
@@ -221,6 +237,7 @@ func (fsys *FS) look() (map[string]map[string]*inode, error) {
 			ino := fsys.identify(fi)
 			names[de.Name()], found = ino, append(found, ino)
 			if ino.dir {
+				dirs[p] = ino
 				if err := walk(p); err != nil {
 					return err
 				}
@@ -229,10 +246,10 @@ func (fsys *FS) look() (map[string]map[string]*inode, error) {
 		return nil
 	}
 	if err := walk("."); err != nil {
-		return nil, fmt.Errorf("crashfs: look at %s: %w", fsys.root, err)
+		return nil, nil, fmt.Errorf("crashfs: look at %s: %w", fsys.root, err)
 	}
 	fsys.mu.known = found
-	return tree, nil
+	return tree, dirs, nil
 }
 
 // identify returns the known file fi is, or a new one; the caller holds mu.
@@ -250,11 +267,11 @@ func (fsys *FS) identify(fi os.FileInfo) *inode {
 // takeImageLocked records every name and every byte of the real tree: what
 // the disk's cache held when the power went.
 func (fsys *FS) takeImageLocked() error {
-	tree, err := fsys.look()
+	tree, dirs, err := fsys.look()
 	if err != nil {
 		return err
 	}
-	fsys.mu.image = tree
+	fsys.mu.image, fsys.mu.imageDir = tree, dirs
 	fsys.mu.content = make(map[*inode][]byte)
 	for dir, names := range tree {
 		for name, ino := range names {
@@ -378,7 +395,7 @@ func (fsys *FS) SyncDir(name string) error {
 		return err
 	}
 	return fsys.durableOp("dirsync", func() error {
-		tree, err := fsys.look()
+		tree, dirs, err := fsys.look()
 		if err != nil {
 			return err
 		}
@@ -387,6 +404,7 @@ func (fsys *FS) SyncDir(name string) error {
 			return fmt.Errorf("crashfs: fsync directory %s: %w", name, os.ErrNotExist)
 		}
 		fsys.mu.durable[rel] = names
+		fsys.mu.dirNames[dirs[rel]] = names
 		return nil
 	})
 }

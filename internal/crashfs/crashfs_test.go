@@ -141,3 +141,47 @@ func mustNil(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestRenamedDirectoryKeepsItsNames: a directory's names, once it is
+// fsynced, are its own: renamed, it keeps them under either name, whether
+// the rename survives (its parent fsynced after it) or not.
+func TestRenamedDirectoryKeepsItsNames(t *testing.T) {
+	for _, syncRoot := range []bool{false, true} {
+		root := t.TempDir()
+		fsys, err := crashfs.New(root, 0)
+		mustNil(t, err)
+		mustNil(t, os.Mkdir(filepath.Join(root, "old"), 0o700))
+		f := mustCreate(t, fsys, filepath.Join(root, "old", "f"))
+		write(t, f, "data")
+		mustNil(t, f.Sync())
+		mustNil(t, fsys.SyncDir(filepath.Join(root, "old"))) // f is a durable name in the directory
+		mustNil(t, fsys.SyncDir(root))                       // old is a durable name in the root
+		mustNil(t, fsys.Rename(filepath.Join(root, "old"), filepath.Join(root, "new")))
+		if syncRoot {
+			mustNil(t, fsys.SyncDir(root))
+		}
+		mustNil(t, fsys.Image())
+		seen := map[string]int{}
+		for i := range 50 {
+			dst := filepath.Join(t.TempDir(), "s")
+			st, err := fsys.Materialize(dst, rand.New(rand.NewPCG(2, uint64(i))))
+			mustNil(t, err)
+			for _, name := range []string{"old", "new"} {
+				if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+					continue
+				}
+				seen[name]++
+				got, err := os.ReadFile(filepath.Join(dst, name, "f"))
+				if err != nil || string(got) != "data" {
+					t.Fatalf("state %d (%s; root fsynced after the rename: %v): %s/f = %q, %v; want its synced bytes", i, st.Desc, syncRoot, name, got, err)
+				}
+			}
+			if syncRoot && seen["old"] > 0 {
+				t.Fatalf("state %d (%s): the rename was made durable, yet the old name is back", i, st.Desc)
+			}
+		}
+		if seen["new"] == 0 || !syncRoot && seen["old"] == 0 {
+			t.Errorf("root fsynced after the rename: %v: states seen by name: %v", syncRoot, seen)
+		}
+	}
+}

@@ -60,8 +60,11 @@ func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 	if !fsys.mu.crashed {
 		return State{}, errors.New("crashfs: Materialize before the crash")
 	}
-	m := &materializer{fsys: fsys, rng: rng, names: rng.IntN(3)}
-	if err := m.dir(".", dst); err != nil {
+	m := &materializer{fsys: fsys, rng: rng, names: rng.IntN(3), cached: make(map[*inode]map[string]*inode)}
+	for rel, d := range fsys.mu.imageDir {
+		m.cached[d] = fsys.mu.image[rel]
+	}
+	if err := m.dir(".", fsys.mu.imageDir["."], dst); err != nil {
 		return State{}, err
 	}
 	return State{Holes: m.holes, OverZeros: m.holes && !m.otherHoles, Holed: m.holed, Lost: m.lost, Kept: m.kept, Desc: fmt.Sprintf("names %s; %s",
@@ -75,6 +78,10 @@ type materializer struct {
 	names int      // namesSynced, namesCached or namesMixed
 	holes bool     // a file got a hole
 	holed []string // the files that got a hole
+	// cached holds each directory's names at the crash, by directory
+	// (mu.image is by path, and a directory renamed since its parent's
+	// fsync may be materialized under its old name)
+	cached map[*inode]map[string]*inode
 	// otherHoles: a file got a hole that is not a lost overwrite of
 	// zeros with the file ending in zeros past it (State.OverZeros)
 	otherHoles bool
@@ -83,12 +90,14 @@ type materializer struct {
 	desc       []string // what was chosen where it mattered
 }
 
-// dir writes directory rel of the crash state at dst.
-func (m *materializer) dir(rel, dst string) error {
+// dir writes directory self, named rel in the crash state, at dst: its
+// names as its last fsync left them and as they were at the crash, where
+// ever it was then (a directory keeps its names when renamed).
+func (m *materializer) dir(rel string, self *inode, dst string) error {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return err
 	}
-	durable, image := m.fsys.mu.durable[rel], m.fsys.mu.image[rel]
+	durable, image := m.fsys.mu.dirNames[self], m.cached[self]
 	all := make(map[string]*inode, len(image))
 	for n, ino := range durable {
 		all[n] = ino
@@ -103,7 +112,7 @@ func (m *materializer) dir(rel, dst string) error {
 		}
 		var err error
 		if ino.dir {
-			err = m.dir(filepath.Join(rel, name), filepath.Join(dst, name))
+			err = m.dir(filepath.Join(rel, name), ino, filepath.Join(dst, name))
 		} else {
 			b := m.content(filepath.Join(rel, name), ino)
 			if cur, ok := m.fsys.mu.content[ino]; ok && !bytes.Equal(b, cur) {
