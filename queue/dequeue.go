@@ -18,10 +18,11 @@ import (
 // poisoned it, at once, and a Dequeue asleep when the log is poisoned,
 // whatever poisoned it, wakes to return it. The lease record is written when
 // Dequeue returns, so a crash of the process while the message is being
-// processed counts as a delivery; it is fsynced with the next commit (the
-// ack's, at the latest), so Dequeue does not wait for an fsync of its own.
-// A power loss before that fsync can only make the delivery count one
-// lower.
+// processed counts as a delivery. Dequeue does not wait for an fsync of
+// its own: under SyncAlways the lease is fsynced with the next commit (the
+// settle's of the message, at the latest). A power loss before that fsync
+// takes the delivery back: the message is ready again with the delivery
+// not counted, and its receipt is refused with ErrLeaseLost.
 func (q *Queue) Dequeue(ctx context.Context) (*Message, error) {
 	return q.dequeueOne(ctx, true)
 }

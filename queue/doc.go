@@ -112,7 +112,9 @@
 // record gathered while the previous fsync ran, so acks and leases cost
 // no fsync of their own. Dequeue and Pull return once their lease is
 // written, without waiting for its fsync: a crash of the process keeps it,
-// and the ack that follows waits for the fsync that covers both.
+// and under SyncAlways the ack that follows waits for the fsync that
+// covers both; a power loss before that fsync takes the delivery back,
+// uncounted (see Dequeue).
 //
 //   - SyncAlways (default): a call returns after the fsync that covers its
 //     record. Nothing that returned success is lost by a crash or a power

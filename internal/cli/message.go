@@ -246,7 +246,7 @@ var ackCmd = &command{
 'walq dequeue'), or of the delivery of message --id, from the queue in
 DIR. It fails with exit status 5 if the lease ran out (the message is
 ready again, maybe delivered to another consumer) or was already acked.`,
-	example: `walq ack /var/lib/app/jobs 17.42
+	example: `walq ack /var/lib/app/jobs 17.42.1796129517081275306
 walq ack --id order-1234 /var/lib/app/jobs`,
 	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
 	serverWrites: true,
@@ -269,8 +269,8 @@ to the queue in DIR: ready again after --delay. walq does not know the
 application's MaxDeliveries and dead-letters nothing itself: a message
 past that limit goes to the dead set when the application would next
 deliver it. Exit status 5 if the lease was lost.`,
-	example: `walq nack /var/lib/app/jobs 17.42
-walq nack --delay 1m /var/lib/app/jobs 17.42`,
+	example: `walq nack /var/lib/app/jobs 17.42.1796129517081275306
+walq nack --delay 1m /var/lib/app/jobs 17.42.1796129517081275306`,
 	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
 	serverWrites: true,
 	nargs:        [2]int{1, 2},
@@ -292,7 +292,7 @@ var extendCmd = &command{
 message --id) in the queue in DIR to run out --for from now, so that a
 consumer still at work keeps its message. Exit status 5 if the lease was
 already lost.`,
-	example: `walq extend /var/lib/app/jobs 17.42
+	example: `walq extend /var/lib/app/jobs 17.42.1796129517081275306
 walq extend --for 10m --id order-1234 /var/lib/app/jobs`,
 	exits:        []int{exitOK, exitFailure, exitCorrupt, exitLocked, exitNotFound},
 	serverWrites: true,
