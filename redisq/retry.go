@@ -124,11 +124,20 @@ func ridden(ctx context.Context) context.Context {
 // (queue.ErrClosed), unless ctx marks a call Close waits for (awaited),
 // which rides on as on an open handle; the result is then the last
 // refusal or failure, or the context's error with it.
-func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
-	v, err := send()
+// The first send runs under ctx; each send after it under ctx ended at
+// that bound too, so that a dial that hangs (an address that drops what
+// is sent to it) or a wait for the pool ends there: a call whose ctx has
+// no deadline takes at most one send and callTimeout. (A lease call's
+// ctx, leaseContext, ends at callTimeout from the call's start, never
+// later than that bound, so the bound cuts no wait for a lease's reply.)
+// A send that the bound ended (go-redis returns the context's error of a
+// wait for a connection) returns its error with the first failure's.
+func (h *handle) rideMoves(ctx context.Context, send func(context.Context) (any, error)) (any, error) {
+	v, err := send(ctx)
 	if !h.unrun(err) || ctx.Value(rideOnceKey{}) != nil {
 		return v, err
 	}
+	first := err
 	caller, _ := ctx.Value(callerKey{}).(context.Context)
 	if caller == nil {
 		caller = ctx
@@ -138,6 +147,8 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 		closed = nil
 	}
 	end := time.Now().Add(h.callTimeout())
+	bounded, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
 	for wait := rideFirst; h.unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
 		h.reloadSlots()
 		t := time.NewTimer(wait)
@@ -153,9 +164,59 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 			t.Stop()
 			return nil, queue.ErrClosed
 		}
-		v, err = send()
+		v, err = send(bounded)
+	}
+	if err != nil && ctx.Err() == nil && bounded.Err() != nil { // the bound, not ctx, ended the last send
+		err = fmt.Errorf("%w (sent again within %v, Options.OpTimeout, after the first send failed: %v)",
+			err, h.callTimeout(), first)
 	}
 	return v, err
+}
+
+// passing reports whether err is a failure that a failover or a
+// migration of the queue's slot shows and that passes once the cluster
+// settles: no connection could be made (unsent) or the server refused
+// the command (refused), but for READONLY, which Open reports as the
+// answer of a replica (a server that stays one).
+func passing(err error) bool {
+	return unsent(err) || (refused(err) && !refusedFor(err, "READONLY"))
+}
+
+// rideAgain runs send, a command whose second run leaves the server as
+// its first left it and replies as the first would have (sendAgain's),
+// as sendAgain does, and sends it again after a wait while its failure
+// is passing: Open's checks, its loading of the library and its
+// subscription ride a failover so. As rideMoves, it asks a cluster client
+// to reload its map of the slots before each wait, and sends again for at
+// most callTimeout from the first such failure, each send after the first
+// under ctx ended at that bound; it stops when ctx ends. send gets the
+// context to send under, and looks up again whatever server it talks to.
+// An error after the bound says what the command waited for.
+func (h *handle) rideAgain(ctx context.Context, send func(context.Context) error) error {
+	err := sendAgain(ctx, func() error { return send(ctx) })
+	if !passing(err) {
+		return err
+	}
+	budget := h.callTimeout()
+	end := time.Now().Add(budget)
+	bounded, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	for wait := rideFirst; passing(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
+		h.reloadSlots()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (while waiting to send again what failed with: %w)", ctx.Err(), err)
+		}
+		err = sendAgain(bounded, func() error { return send(bounded) })
+	}
+	if err != nil && ctx.Err() == nil && (passing(err) || bounded.Err() != nil) {
+		return fmt.Errorf("%w (sent again within %v, Options.OpTimeout, while no connection could be made "+
+			"for it or the cluster refused it, as during a failover)", err, budget)
+	}
+	return err
 }
 
 // reloadSlots asks a cluster client to read the cluster's map of slots
