@@ -102,7 +102,9 @@ func TestOpenRidesDialErrors(t *testing.T) {
 	}{
 		{name: "config get", fail: has("config get"), want: 3},
 		{name: "layout get", fail: has("get walq:{"), want: 1},
-		{name: "function list", fail: has("function list"), want: 1},
+		// FUNCTION LIST alone failing is no case: Open then loads the
+		// library without reading the list. Both failing is.
+		{name: "function list and load", fail: has("function l"), want: 2},
 		{name: "function load", fail: has("function load"), want: 1},
 		{name: "writable fcall", fail: has("_writable "), want: 1},
 		{name: "acl probe fcall", fail: has("_probe "), want: 1},
