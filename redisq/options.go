@@ -80,7 +80,11 @@ type Options struct {
 	// packets is tried DialerRetries (5) times for DialTimeout (5s), with
 	// 100ms between, 25.4s, so such a call returns after 30.4s with the
 	// default OpTimeout. A send the bound ended returns the context's
-	// error with the first send's failure. Open's commands that are safe
+	// error with the first send's failure. On a client that ends a
+	// command's wait with its context (ContextTimeoutEnabled) the bound
+	// ends the wait for the reply of a send after the first as well: one
+	// that got a connection just before it may have run though the call
+	// returns a timeout. Open's commands that are safe
 	// to send again (CONFIG GET, the GET of an older layout's key, FUNCTION
 	// LIST and LOAD, the functions of its checks that write nothing, a
 	// sorted queue's HGET and HSETNX of its records, SUBSCRIBE) ride a

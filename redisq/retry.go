@@ -130,8 +130,13 @@ func ridden(ctx context.Context) context.Context {
 // no deadline takes at most one send and callTimeout. (A lease call's
 // ctx, leaseContext, ends at callTimeout from the call's start, never
 // later than that bound, so the bound cuts no wait for a lease's reply.)
-// A send that the bound ended (go-redis returns the context's error of a
-// wait for a connection) returns its error with the first failure's.
+// On a client that ends a command's wait for its reply with its context
+// (go-redis ContextTimeoutEnabled) the bound ends that wait too: a send
+// after the first that got a connection just before the bound may run
+// and still return the bound's timeout, as any call whose context ends
+// while it waits. A send that the bound ended (go-redis returns the
+// context's error of a wait for a connection) returns its error with the
+// first failure's.
 func (h *handle) rideMoves(ctx context.Context, send func(context.Context) (any, error)) (any, error) {
 	v, err := send(ctx)
 	if !h.unrun(err) || ctx.Value(rideOnceKey{}) != nil {
@@ -146,31 +151,55 @@ func (h *handle) rideMoves(ctx context.Context, send func(context.Context) (any,
 	if ctx.Value(awaitedKey{}) != nil { // Close waits for it: it rides on, within callTimeout
 		closed = nil
 	}
-	end := time.Now().Add(h.callTimeout())
-	bounded, cancel := context.WithDeadline(ctx, end)
-	defer cancel()
-	for wait := rideFirst; h.unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
-		h.reloadSlots()
-		t := time.NewTimer(wait)
+	wait := func(t *time.Timer, err error) error {
 		select {
 		case <-t.C:
+			return nil
 		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (the call did not run: %w)", ctx.Err(), err)
+			return fmt.Errorf("%w (the call did not run: %w)", ctx.Err(), err)
 		case <-caller.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (the call did not run: %w)", caller.Err(), err)
+			return fmt.Errorf("%w (the call did not run: %w)", caller.Err(), err)
 		case <-closed:
-			t.Stop()
-			return nil, queue.ErrClosed
+			return queue.ErrClosed
 		}
-		v, err = send(bounded)
 	}
-	if err != nil && ctx.Err() == nil && bounded.Err() != nil { // the bound, not ctx, ended the last send
+	err, bound, stopped := h.rideOn(ctx, err, h.unrun, wait, func(ctx context.Context) (err error) {
+		v, err = send(ctx)
+		return err
+	})
+	switch {
+	case stopped != nil:
+		return nil, stopped
+	case bound: // the bound, not ctx, ended the last send
 		err = fmt.Errorf("%w (sent again within %v, Options.OpTimeout, after the first send failed: %v)",
 			err, h.callTimeout(), first)
 	}
 	return v, err
+}
+
+// rideOn sends again (send) what failed with err, after a wait, while
+// again(err) holds: the loop of rideMoves and rideAgain. Before each
+// wait it asks a cluster client to reload its map of the slots; the
+// waits start at rideFirst and double up to rideMost; it sends again for
+// at most callTimeout from now, each send under ctx ended there too.
+// wait waits out its timer, or returns the error to stop with (stopped).
+// bound tells whether that end, not ctx, ended the last send, which
+// failed.
+func (h *handle) rideOn(ctx context.Context, err error, again func(error) bool,
+	wait func(*time.Timer, error) error, send func(context.Context) error) (last error, bound bool, stopped error) {
+	end := time.Now().Add(h.callTimeout())
+	bounded, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	for pause := rideFirst; again(err) && time.Now().Add(pause).Before(end); pause = min(2*pause, rideMost) {
+		h.reloadSlots()
+		t := time.NewTimer(pause)
+		if stopped := wait(t, err); stopped != nil {
+			t.Stop()
+			return err, false, stopped
+		}
+		err = send(bounded)
+	}
+	return err, err != nil && ctx.Err() == nil && bounded.Err() != nil, nil
 }
 
 // passing reports whether err is a failure that a failover or a
@@ -193,28 +222,27 @@ func passing(err error) bool {
 // context to send under, and looks up again whatever server it talks to.
 // An error after the bound says what the command waited for.
 func (h *handle) rideAgain(ctx context.Context, send func(context.Context) error) error {
-	err := sendAgain(ctx, func() error { return send(ctx) })
+	again := func(ctx context.Context) error { return sendAgain(ctx, func() error { return send(ctx) }) }
+	err := again(ctx)
 	if !passing(err) {
 		return err
 	}
-	budget := h.callTimeout()
-	end := time.Now().Add(budget)
-	bounded, cancel := context.WithDeadline(ctx, end)
-	defer cancel()
-	for wait := rideFirst; passing(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
-		h.reloadSlots()
-		t := time.NewTimer(wait)
+	first := err
+	wait := func(t *time.Timer, err error) error {
 		select {
 		case <-t.C:
+			return nil
 		case <-ctx.Done():
-			t.Stop()
 			return fmt.Errorf("%w (while waiting to send again what failed with: %w)", ctx.Err(), err)
 		}
-		err = sendAgain(bounded, func() error { return send(bounded) })
 	}
-	if err != nil && ctx.Err() == nil && (passing(err) || bounded.Err() != nil) {
+	err, bound, stopped := h.rideOn(ctx, err, passing, wait, again)
+	switch {
+	case stopped != nil:
+		return stopped
+	case bound || err != nil && ctx.Err() == nil && passing(err):
 		return fmt.Errorf("%w (sent again within %v, Options.OpTimeout, while no connection could be made "+
-			"for it or the cluster refused it, as during a failover)", err, budget)
+			"for it or the cluster refused it, as during a failover; the first send failed: %v)", err, h.callTimeout(), first)
 	}
 	return err
 }
