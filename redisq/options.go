@@ -129,7 +129,8 @@ type Options struct {
 	// queue.ErrLeaseLost, an Enqueue WithID with queue.ErrDuplicate, and
 	// a Dequeue's or Pull's first lease is held by no one until it runs
 	// out (the message counts one more delivery). Reads, and Open's
-	// commands, run twice harmlessly.
+	// commands, run twice harmlessly: Open sends its commands again after
+	// a dial error or the pool's timeout on such a client too.
 	AcceptDoubleRuns bool
 	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
 	// changes nothing on the queue: it starts no housekeeper, so it ends
