@@ -30,7 +30,7 @@ func (h *handle) checkACL(ctx context.Context, f function, argv []any, reads boo
 		argv = append(argv[:len(argv):len(argv)], "r")
 	}
 	var v any
-	err := sendAgain(ctx, func() (err error) { v, err = h.fcall(ctx, f, argv); return err }) // no-writes
+	err := h.rideAgain(ctx, func(ctx context.Context) (err error) { v, err = h.fcall(ctx, f, argv); return err }) // no-writes
 	// The ack queue's probe looks for lost keys and another layout's
 	// mark once the ACL passes (intact, scripts/common.lua).
 	for _, code := range []string{"LOSTKEY", "LAYOUT"} {

@@ -154,7 +154,7 @@ func (q *Queue) leaseEach(reqs []*leaseReq) []error {
 	var ms []*queue.Message
 	var due time.Time
 	var lerr error // the last send's error
-	_, err := q.rideMoves(ctx, func() (any, error) {
+	_, err := q.rideMoves(ctx, func(ctx context.Context) (any, error) {
 		sent = takeLive(reqs, leasePresence)
 		if len(sent) == 0 {
 			return nil, nil

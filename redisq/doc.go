@@ -404,6 +404,22 @@
 // is only that of the client's last send, which may follow a send that
 // ran: such a call is not sent again, and a caller that left a group
 // meanwhile gets ErrMayHaveRun (TestResendingClientDialNotSentAgain).
+// A refusal on such a client is sent again, though it too proves only
+// that the client's last send did not run: a call that may write can
+// then run twice (see Options.AcceptDoubleRuns for what that costs).
+// The sends after the first wait for a connection no longer than
+// OpTimeout after the first failed: a call whose context has no
+// deadline returns within one send and OpTimeout, where a second whole
+// send could start before (against an address that drops packets, with
+// go-redis's defaults: 30.4s, from 50.9s, as measured; TestBlackholeCallBound
+// checks each send's deadline against the bound).
+// Open rides a failover as a call does, for its commands that are safe
+// to send again (its checks' reads and no-writes functions, the
+// library's load, a sorted queue's records, SUBSCRIBE), each within
+// OpTimeout, looking up the queue's master again for each send; it does
+// not ride READONLY, which it reports as a replica's
+// (TestOpenRidesDialErrors: a dial error injected under each;
+// TestOpenOnReplicaNotRidden).
 // A primary killed (kill -9) under traffic in a cluster of three
 // primaries with a replica each (TestClusterPrimaryKilled, Replicas 1
 // and 0): no call returned a dial error, and with Replicas 1 every

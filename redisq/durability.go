@@ -10,12 +10,17 @@ import (
 )
 
 // checkServer refuses a server that cannot keep the durability mode asks
-// for, saying what to change.
-func checkServer(ctx context.Context, c redis.Cmdable, mode queue.SyncMode) error {
+// for, saying what to change. It reads the queue's master (primary),
+// looked up again for each send: a read that meets a failover rides it
+// (rideAgain) and reads the replica that took over.
+func (h *handle) checkServer(ctx context.Context, mode queue.SyncMode) error {
 	cfg := map[string]string{}
 	for _, p := range []string{"appendonly", "appendfsync", "maxmemory-policy"} {
 		var v map[string]string
-		err := sendAgain(ctx, func() (err error) { v, err = c.ConfigGet(ctx, p).Result(); return err })
+		err := h.rideAgain(ctx, func(ctx context.Context) (err error) {
+			v, err = h.primary(ctx).ConfigGet(ctx, p).Result()
+			return err
+		})
 		switch {
 		case refusesConfig(err):
 			return fmt.Errorf("%w: redisq: cannot read the server's %s (%w); set Options.TrustServer "+

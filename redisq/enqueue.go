@@ -86,7 +86,7 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	now := reqs[0].now
 	var sent []int // index in reqs of each item in the last send
 	var codes []int64
-	_, err := q.rideMoves(ctx, func() (any, error) {
+	_, err := q.rideMoves(ctx, func(ctx context.Context) (any, error) {
 		sent = takeLive(reqs, enqueuePresence)
 		if len(sent) == 0 {
 			return nil, nil

@@ -58,9 +58,11 @@ func newHandle(rdb redis.UniversalClient, ks []string, wake string, o Options) *
 // unless the handle is ReadOnly, the housekeeper.
 func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 	h.ps = h.rdb.Subscribe(ctx, h.wake)
-	// A subscription whose connection dropped subscribes again on the
-	// next (go-redis's PubSub reconnects); subscribing twice changes nothing.
-	if err := sendAgain(ctx, func() error { _, err := h.ps.Receive(ctx); return err }); err != nil {
+	// A subscription whose connection dropped, or that could not connect,
+	// subscribes again on the next (go-redis's PubSub reconnects, and a
+	// cluster client's looks up the channel's node again); subscribing
+	// twice changes nothing.
+	if err := h.rideAgain(ctx, func(ctx context.Context) error { _, err := h.ps.Receive(ctx); return err }); err != nil {
 		_ = h.ps.Close()
 		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
 	}
@@ -180,7 +182,7 @@ func (h *handle) call(ctx context.Context, f function, argv []any) (any, error) 
 	if h.o.ReadOnly && f.writes {
 		return nil, queue.ErrReadOnly
 	}
-	v, err := h.rideMoves(ctx, func() (any, error) { return h.callOnce(ctx, f, argv) })
+	v, err := h.rideMoves(ctx, func(ctx context.Context) (any, error) { return h.callOnce(ctx, f, argv) })
 	return v, h.wrongType(ctx, timedOut(ctx, err))
 }
 

@@ -41,8 +41,8 @@ func newKeys(name string) keys {
 // checkLayout refuses a queue that holds layout 1: its messages would be
 // invisible to this handle, and a handle of the older version would not
 // see the messages of this one.
-func (k keys) checkLayout(ctx context.Context, c redis.Cmdable, name string) error {
-	found, err := present(ctx, c, k.old)
+func (k keys) checkLayout(ctx context.Context, h *handle, name string) error {
+	found, err := h.present(ctx, k.old)
 	if err != nil {
 		return fmt.Errorf("redisq: queue %q: look for an older layout: %w", name, err)
 	}
@@ -56,9 +56,11 @@ func (k keys) checkLayout(ctx context.Context, c redis.Cmdable, name string) err
 // present tells whether the string key exists. It reads it with GET, not
 // EXISTS: a user whose ACL grants the data commands by category
 // (+@string +@hash ...) may lack @keyspace. A key of another type
-// exists too. A dropped connection's GET is sent again (sendAgain).
-func present(ctx context.Context, c redis.Cmdable, key string) (bool, error) {
-	err := sendAgain(ctx, func() error { return c.Get(ctx, key).Err() })
+// exists too. It reads the queue's master (primary), looked up again for
+// each send; a GET that meets a dropped connection or a failover is sent
+// again (rideAgain).
+func (h *handle) present(ctx context.Context, key string) (bool, error) {
+	err := h.rideAgain(ctx, func(ctx context.Context) error { return h.primary(ctx).Get(ctx, key).Err() })
 	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil

@@ -72,7 +72,27 @@ type Options struct {
 	// pool came free within PoolTimeout), is sent again, when its context
 	// does not end it sooner: after that the call returns the last
 	// refusal or failure (see the package doc for calls sent together
-	// with others).
+	// with others). Each send after the first waits for a connection
+	// (a dial, the pool) under a context that ends there, so a call whose
+	// context has no deadline returns within one send and OpTimeout (with
+	// Replicas, and WaitTimeout); one send takes what the client allows
+	// it: with go-redis's defaults a dial to an address that drops
+	// packets is tried DialerRetries (5) times for DialTimeout (5s), with
+	// 100ms between, 25.4s, so such a call returns after 30.4s with the
+	// default OpTimeout. A send the bound ended returns the context's
+	// error with the first send's failure. On a client that ends a
+	// command's wait with its context (ContextTimeoutEnabled) the bound
+	// ends the wait for the reply of a send after the first as well: one
+	// that got a connection just before it may have run though the call
+	// returns a timeout. Open's commands that are safe
+	// to send again (CONFIG GET, the GET of an older layout's key, FUNCTION
+	// LIST and LOAD, the functions of its checks that write nothing, a
+	// sorted queue's HGET and HSETNX of its records, SUBSCRIBE) ride a
+	// failover so too, each for at most OpTimeout from its first failure,
+	// looking up the queue's master again for each send; READONLY is not
+	// ridden there (Open reports a read-only replica). An Open that never
+	// got through fails with the last failure, saying it was sent again
+	// within OpTimeout.
 	OpTimeout time.Duration
 	// ManualRequeue turns off the automatic return of expired leases by
 	// this handle; call RequeueExpired instead. Other handles may still
@@ -99,6 +119,18 @@ type Options struct {
 	// sends it again itself (OpTimeout). On a client that retries, the
 	// handle does not send again a call whose last send failed to dial or
 	// timed out in the pool: the client's send before it may have run.
+	// It does send again a refused call, on such a client too, and there
+	// the refusal proves only that the client's last send did not run: a
+	// send of it before, whose connection dropped after the server ran
+	// it, was retried by the client and refused (a failover or a slot
+	// that moved between the two). Any call that may write can then run
+	// twice, with the costs above: an Enqueue of a generated id enqueues
+	// twice, an Ack, Nack or settle that happened fails with
+	// queue.ErrLeaseLost, an Enqueue WithID with queue.ErrDuplicate, and
+	// a Dequeue's or Pull's first lease is held by no one until it runs
+	// out (the message counts one more delivery). Reads, and Open's
+	// commands, run twice harmlessly: Open sends its commands again after
+	// a dial error or the pool's timeout on such a client too.
 	AcceptDoubleRuns bool
 	// ReadOnly opens a handle that only reads (Stats, DeadLetters) and
 	// changes nothing on the queue: it starts no housekeeper, so it ends

@@ -76,14 +76,14 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts *Opt
 	q.resends = o.clientResends(ctx, rdb)
 	q.types = ackTypes
 	if !o.TrustServer && !o.ReadOnly {
-		if err := checkServer(ctx, q.primary(ctx), o.Sync); err != nil {
+		if err := q.checkServer(ctx, o.Sync); err != nil {
 			return nil, err
 		}
 	}
-	if err := k.checkLayout(ctx, rdb, name); err != nil {
+	if err := k.checkLayout(ctx, q.handle, name); err != nil {
 		return nil, err
 	}
-	if err := library.loadAll(ctx, rdb); err != nil {
+	if err := q.loadAll(ctx, library); err != nil {
 		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
 			return nil, onReplica(err, o.ReadOnly)
 		}

@@ -124,11 +124,25 @@ func ridden(ctx context.Context) context.Context {
 // (queue.ErrClosed), unless ctx marks a call Close waits for (awaited),
 // which rides on as on an open handle; the result is then the last
 // refusal or failure, or the context's error with it.
-func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, error) {
-	v, err := send()
+// The first send runs under ctx; each send after it under ctx ended at
+// that bound too, so that a dial that hangs (an address that drops what
+// is sent to it) or a wait for the pool ends there: a call whose ctx has
+// no deadline takes at most one send and callTimeout. (A lease call's
+// ctx, leaseContext, ends at callTimeout from the call's start, never
+// later than that bound, so the bound cuts no wait for a lease's reply.)
+// On a client that ends a command's wait for its reply with its context
+// (go-redis ContextTimeoutEnabled) the bound ends that wait too: a send
+// after the first that got a connection just before the bound may run
+// and still return the bound's timeout, as any call whose context ends
+// while it waits. A send that the bound ended (go-redis returns the
+// context's error of a wait for a connection) returns its error with the
+// first failure's.
+func (h *handle) rideMoves(ctx context.Context, send func(context.Context) (any, error)) (any, error) {
+	v, err := send(ctx)
 	if !h.unrun(err) || ctx.Value(rideOnceKey{}) != nil {
 		return v, err
 	}
+	first := err
 	caller, _ := ctx.Value(callerKey{}).(context.Context)
 	if caller == nil {
 		caller = ctx
@@ -137,25 +151,100 @@ func (h *handle) rideMoves(ctx context.Context, send func() (any, error)) (any, 
 	if ctx.Value(awaitedKey{}) != nil { // Close waits for it: it rides on, within callTimeout
 		closed = nil
 	}
-	end := time.Now().Add(h.callTimeout())
-	for wait := rideFirst; h.unrun(err) && time.Now().Add(wait).Before(end); wait = min(2*wait, rideMost) {
-		h.reloadSlots()
-		t := time.NewTimer(wait)
+	wait := func(t *time.Timer, err error) error {
 		select {
 		case <-t.C:
+			return nil
 		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (the call did not run: %w)", ctx.Err(), err)
+			return fmt.Errorf("%w (the call did not run: %w)", ctx.Err(), err)
 		case <-caller.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (the call did not run: %w)", caller.Err(), err)
+			return fmt.Errorf("%w (the call did not run: %w)", caller.Err(), err)
 		case <-closed:
-			t.Stop()
-			return nil, queue.ErrClosed
+			return queue.ErrClosed
 		}
-		v, err = send()
+	}
+	err, bound, stopped := h.rideOn(ctx, err, h.unrun, wait, func(ctx context.Context) (err error) {
+		v, err = send(ctx)
+		return err
+	})
+	switch {
+	case stopped != nil:
+		return nil, stopped
+	case bound: // the bound, not ctx, ended the last send
+		err = fmt.Errorf("%w (sent again within %v, Options.OpTimeout, after the first send failed: %v)",
+			err, h.callTimeout(), first)
 	}
 	return v, err
+}
+
+// rideOn sends again (send) what failed with err, after a wait, while
+// again(err) holds: the loop of rideMoves and rideAgain. Before each
+// wait it asks a cluster client to reload its map of the slots; the
+// waits start at rideFirst and double up to rideMost; it sends again for
+// at most callTimeout from now, each send under ctx ended there too.
+// wait waits out its timer, or returns the error to stop with (stopped).
+// bound tells whether that end, not ctx, ended the last send, which
+// failed.
+func (h *handle) rideOn(ctx context.Context, err error, again func(error) bool,
+	wait func(*time.Timer, error) error, send func(context.Context) error) (last error, bound bool, stopped error) {
+	end := time.Now().Add(h.callTimeout())
+	bounded, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	for pause := rideFirst; again(err) && time.Now().Add(pause).Before(end); pause = min(2*pause, rideMost) {
+		h.reloadSlots()
+		t := time.NewTimer(pause)
+		if stopped := wait(t, err); stopped != nil {
+			t.Stop()
+			return err, false, stopped
+		}
+		err = send(bounded)
+	}
+	return err, err != nil && ctx.Err() == nil && bounded.Err() != nil, nil
+}
+
+// passing reports whether err is a failure that a failover or a
+// migration of the queue's slot shows and that passes once the cluster
+// settles: no connection could be made (unsent) or the server refused
+// the command (refused), but for READONLY, which Open reports as the
+// answer of a replica (a server that stays one).
+func passing(err error) bool {
+	return unsent(err) || (refused(err) && !refusedFor(err, "READONLY"))
+}
+
+// rideAgain runs send, a command whose second run leaves the server as
+// its first left it and replies as the first would have (sendAgain's),
+// as sendAgain does, and sends it again after a wait while its failure
+// is passing: Open's checks, its loading of the library and its
+// subscription ride a failover so. As rideMoves, it asks a cluster client
+// to reload its map of the slots before each wait, and sends again for at
+// most callTimeout from the first such failure, each send after the first
+// under ctx ended at that bound; it stops when ctx ends. send gets the
+// context to send under, and looks up again whatever server it talks to.
+// An error after the bound says what the command waited for.
+func (h *handle) rideAgain(ctx context.Context, send func(context.Context) error) error {
+	again := func(ctx context.Context) error { return sendAgain(ctx, func() error { return send(ctx) }) }
+	err := again(ctx)
+	if !passing(err) {
+		return err
+	}
+	first := err
+	wait := func(t *time.Timer, err error) error {
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while waiting to send again what failed with: %w)", ctx.Err(), err)
+		}
+	}
+	err, bound, stopped := h.rideOn(ctx, err, passing, wait, again)
+	switch {
+	case stopped != nil:
+		return stopped
+	case bound || err != nil && ctx.Err() == nil && passing(err):
+		return fmt.Errorf("%w (sent again within %v, Options.OpTimeout, while no connection could be made "+
+			"for it or the cluster refused it, as during a failover; the first send failed: %v)", err, h.callTimeout(), first)
+	}
+	return err
 }
 
 // reloadSlots asks a cluster client to read the cluster's map of slots

@@ -216,6 +216,14 @@ func (l *lib) load(ctx context.Context, c redis.Cmdable) error {
 	return nil
 }
 
+// loadAll loads the library l into every master the handle's client
+// reaches, unless it is there already; a load that meets a failover
+// (a master that died, until the client's map of the slots names its
+// replica) is done again, over the masters of the map then (rideAgain).
+func (h *handle) loadAll(ctx context.Context, l *lib) error {
+	return h.rideAgain(ctx, func(ctx context.Context) error { return l.loadAll(ctx, h.rdb) })
+}
+
 // loadAll loads the library into every master rdb reaches, unless it is
 // there already.
 func (l *lib) loadAll(ctx context.Context, rdb redis.UniversalClient) error {

@@ -90,11 +90,11 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 	s.resends = o.clientResends(ctx, rdb)
 	s.types = sortedTypes
 	if !o.TrustServer && !o.ReadOnly {
-		if err := checkServer(ctx, s.primary(ctx), o.Sync); err != nil {
+		if err := s.checkServer(ctx, o.Sync); err != nil {
 			return nil, err
 		}
 	}
-	if err := sortedLibrary.loadAll(ctx, rdb); err != nil {
+	if err := s.loadAll(ctx, sortedLibrary); err != nil {
 		if refusedFor(err, "READONLY") { // a replica whose master has not loaded this version
 			return nil, onReplica(err, o.ReadOnly)
 		}
@@ -106,11 +106,11 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 			return nil, err
 		}
 	}
-	if err := checkKind(ctx, s.primary(ctx), name, ks[0], ks[12], sortKind[K](), formOf(window), o.ReadOnly); err != nil {
+	if err := checkKind(ctx, s.handle, name, ks[0], ks[12], sortKind[K](), formOf(window), o.ReadOnly); err != nil {
 		return nil, err
 	}
 	if !o.ReadOnly {
-		if err := checkSingle(ctx, s.primary(ctx), name, ks[12], so.SingleFlight); err != nil {
+		if err := checkSingle(ctx, s.handle, name, ks[12], so.SingleFlight); err != nil {
 			return nil, err
 		}
 	}

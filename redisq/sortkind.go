@@ -20,13 +20,13 @@ import (
 // It then checks the form (checkForm). A reader (a ReadOnly handle)
 // records nothing: on a queue that records no kind it checks the form
 // alone.
-func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, kind, form string, reader bool) error {
-	got, err := hget(ctx, rdb, statsKey, "kind")
+func checkKind(ctx context.Context, h *handle, name, seqKey, statsKey, kind, form string, reader bool) error {
+	got, err := h.hget(ctx, statsKey, "kind")
 	if errors.Is(err, redis.Nil) && reader {
-		return checkForm(ctx, rdb, name, statsKey, form)
+		return checkForm(ctx, h, name, statsKey, form)
 	}
 	if errors.Is(err, redis.Nil) {
-		found, xerr := present(ctx, rdb, seqKey)
+		found, xerr := h.present(ctx, seqKey)
 		if xerr != nil {
 			return fmt.Errorf("redisq: sorted queue %q: look for its values: %w", name, xerr)
 		}
@@ -34,13 +34,13 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 			return nil
 		}
 		// The form first: a handle that finds the kind finds the form.
-		if err := hsetnx(ctx, rdb, statsKey, "form", form); err != nil {
+		if err := h.hsetnx(ctx, statsKey, "form", form); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its form: %w", name, err)
 		}
-		if err := hsetnx(ctx, rdb, statsKey, "kind", kind); err != nil {
+		if err := h.hsetnx(ctx, statsKey, "kind", kind); err != nil {
 			return fmt.Errorf("redisq: sorted queue %q: record its sort key kind: %w", name, err)
 		}
-		got, err = hget(ctx, rdb, statsKey, "kind")
+		got, err = h.hget(ctx, statsKey, "kind")
 	}
 	if err != nil {
 		return fmt.Errorf("redisq: sorted queue %q: read its sort key kind: %w", name, err)
@@ -49,7 +49,7 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 		return fmt.Errorf("%w: redisq: sorted queue %q holds sort keys of kind %s, this handle's are %s",
 			queue.ErrInvalidOptions, name, got, kind)
 	}
-	return checkForm(ctx, rdb, name, statsKey, form)
+	return checkForm(ctx, h, name, statsKey, form)
 }
 
 // checkForm refuses a handle whose form ("sorted" or "windowed") is not
@@ -58,8 +58,8 @@ func checkKind(ctx context.Context, rdb redis.Cmdable, name, seqKey, statsKey, k
 // handle on a windowed queue would pull keys before their window
 // closes. A queue made by an earlier version records none, and takes
 // either.
-func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form string) error {
-	got, err := hget(ctx, rdb, statsKey, "form")
+func checkForm(ctx context.Context, h *handle, name, statsKey, form string) error {
+	got, err := h.hget(ctx, statsKey, "form")
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
@@ -88,23 +88,23 @@ func checkForm(ctx context.Context, rdb redis.Cmdable, name, statsKey, form stri
 // scripts/sorted.lua): a handle without SingleFlight that opened before
 // one with it recorded it keeps a key with a batch out out of the pull
 // order too. A reader (a ReadOnly handle) neither records nor checks it.
-func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, single bool) error {
+func checkSingle(ctx context.Context, h *handle, name, statsKey string, single bool) error {
 	want := "0"
 	if single {
 		want = "1"
 	}
-	got, err := hget(ctx, rdb, statsKey, "single")
+	got, err := h.hget(ctx, statsKey, "single")
 	if errors.Is(err, redis.Nil) {
 		if !single {
 			return nil
 		}
-		if err := hsetnx(ctx, rdb, statsKey, "single", want); err != nil {
+		if err := h.hsetnx(ctx, statsKey, "single", want); err != nil {
 			if refusedFor(err, "OOM") || refusedFor(err, "NOREPLICAS") {
 				return nil
 			}
 			return fmt.Errorf("redisq: sorted queue %q: record its SingleFlight: %w", name, err)
 		}
-		got, err = hget(ctx, rdb, statsKey, "single")
+		got, err = h.hget(ctx, statsKey, "single")
 	}
 	if err != nil {
 		return fmt.Errorf("redisq: sorted queue %q: read its SingleFlight: %w", name, err)
@@ -120,18 +120,23 @@ func checkSingle(ctx context.Context, rdb redis.Cmdable, name, statsKey string, 
 	return nil
 }
 
-// hget reads a field of the stats hash key; a read whose connection
-// dropped is sent again (sendAgain).
-func hget(ctx context.Context, rdb redis.Cmdable, key, field string) (string, error) {
+// hget reads a field of the stats hash key on the queue's master
+// (primary, looked up again for each send); a read that meets a dropped
+// connection or a failover is sent again (rideAgain).
+func (h *handle) hget(ctx context.Context, key, field string) (string, error) {
 	var v string
-	err := sendAgain(ctx, func() (err error) { v, err = rdb.HGet(ctx, key, field).Result(); return err })
+	err := h.rideAgain(ctx, func(ctx context.Context) (err error) {
+		v, err = h.primary(ctx).HGet(ctx, key, field).Result()
+		return err
+	})
 	return v, err
 }
 
-// hsetnx sets field of the hash key unless it is set. One whose
-// connection dropped is sent again (sendAgain): a second run after a
-// first that set the field sets nothing, and the callers read the field
-// back (hget) rather than trust the reply.
-func hsetnx(ctx context.Context, rdb redis.Cmdable, key, field, v string) error {
-	return sendAgain(ctx, func() error { return rdb.HSetNX(ctx, key, field, v).Err() })
+// hsetnx sets field of the hash key unless it is set, on the queue's
+// master as hget. One that meets a dropped connection or a failover is
+// sent again (rideAgain): a second run after a first that set the field
+// sets nothing, and the callers read the field back (hget) rather than
+// trust the reply.
+func (h *handle) hsetnx(ctx context.Context, key, field, v string) error {
+	return h.rideAgain(ctx, func(ctx context.Context) error { return h.primary(ctx).HSetNX(ctx, key, field, v).Err() })
 }

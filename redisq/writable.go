@@ -26,7 +26,7 @@ import (
 // the call names for writing) is refused, saying what to grant and that a
 // ReadOnly handle reads the queue.
 func (h *handle) checkWritable(ctx context.Context, f function, argv []any) error {
-	err := sendAgain(ctx, func() error { _, err := h.fcall(ctx, f, argv); return err }) // it writes nothing
+	err := h.rideAgain(ctx, func(ctx context.Context) error { _, err := h.fcall(ctx, f, argv); return err }) // it writes nothing
 	switch {
 	case err == nil, refusedFor(err, "MISCONF"), refusedFor(err, "NOREPLICAS"):
 		return nil

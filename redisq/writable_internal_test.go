@@ -2,10 +2,12 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq/internal/redistest"
@@ -124,4 +126,38 @@ func TestOpenWhileMasterLacksReplicas(t *testing.T) {
 	s, err = OpenSorted[string](ctx, rdb, "snorep", &SortedOptions{SingleFlight: true, Options: *opts})
 	require.NoError(t, err, "a single-flight handle the master cannot record yet")
 	require.NoError(t, s.Close())
+}
+
+// TestOpenOnReplicaNotRidden: a replica's READONLY is no failover to
+// wait out at Open: the load of the library and the check that the
+// server takes writes are each sent once, and Open says the server is a
+// replica, not after OpTimeout of sends again.
+func TestOpenOnReplicaNotRidden(t *testing.T) {
+	master := redistest.Start(t)
+	ctx := context.Background()
+	host, port, _ := strings.Cut(master.Addr, ":")
+	rc := redistest.Start(t, "--replicaof", host, port).Client()
+	require.Eventually(t, func() bool {
+		return strings.Contains(rc.Info(ctx, "replication").Val(), "master_link_status:up")
+	}, 10*time.Second, 20*time.Millisecond)
+	sends := &sendLog{pick: func(c redis.Cmder) bool {
+		args := fmt.Sprint(c.Args())
+		return strings.HasPrefix(args, "[function load") || strings.Contains(args, "_writable ")
+	}}
+	rc.AddHook(sends)
+	_, err := Open(ctx, rc, "rep", &Options{TrustServer: true}) // the replica lacks the library: its load is refused
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "read-only replica")
+	require.Equal(t, 1, len(sends.take()), "the refused load is sent once")
+	q, err := Open(ctx, master.Client(), "rep", &Options{TrustServer: true})
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	require.Eventually(t, func() bool {
+		return len(rc.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: library.name}).Val()) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	sends.take()
+	_, err = Open(ctx, rc, "rep", &Options{TrustServer: true}) // it holds the library: the writable check is refused
+	require.ErrorIs(t, err, queue.ErrInvalidOptions)
+	require.ErrorContains(t, err, "read-only replica")
+	require.Equal(t, 1, len(sends.take()), "the refused check is sent once")
 }
