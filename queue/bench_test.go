@@ -22,6 +22,17 @@ import (
 // reportCPU), after resetting the timer with allocations reported.
 func openTimed(b *testing.B, o *queue.Options) (*queue.Queue, []byte, int64) {
 	b.Helper()
+	q := openBench(b, o)
+	payload := make([]byte, benchPayload())
+	b.ReportAllocs()
+	b.ResetTimer()
+	return q, payload, processCPU()
+}
+
+// openBench opens a queue with o in a temporary directory, closed when the
+// benchmark function returns.
+func openBench(b *testing.B, o *queue.Options) *queue.Queue {
+	b.Helper()
 	q, err := queue.Open(b.TempDir(), o)
 	if err != nil {
 		b.Fatal(err)
@@ -31,10 +42,7 @@ func openTimed(b *testing.B, o *queue.Options) (*queue.Queue, []byte, int64) {
 			b.Error(err)
 		}
 	})
-	payload := make([]byte, benchPayload())
-	b.ReportAllocs()
-	b.ResetTimer()
-	return q, payload, processCPU()
+	return q
 }
 
 // BenchmarkEnqueue measures durable enqueues per second by producer count
@@ -401,15 +409,7 @@ func BenchmarkDrainSingles(b *testing.B) {
 // one at a time (payloads of benchPayload bytes), closed when b ends.
 func singlesBacklog(b *testing.B) *queue.Queue {
 	ctx := context.Background()
-	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := q.Close(); err != nil {
-			b.Error(err)
-		}
-	})
+	q := openBench(b, &queue.Options{Sync: queue.SyncNever})
 	payload := make([]byte, benchPayload())
 	for range b.N {
 		if _, err := q.Enqueue(ctx, payload); err != nil {
