@@ -16,17 +16,29 @@ import (
 	"github.com/walq/walq/queue"
 )
 
-// openTimed opens a queue with o in a temporary directory, closed when the
-// benchmark function returns, and starts the measure: it returns the queue,
-// a payload of benchPayload bytes and the process's CPU time (for
-// reportCPU), after resetting the timer with allocations reported.
+// openTimed opens a queue with o in a temporary directory and starts the
+// measure: it returns the queue, a payload of benchPayload bytes and the
+// process's CPU time (for reportCPU), after resetting the timer with
+// allocations reported. The caller defers closeTimed: the queue's Close
+// (its last snapshot and fsync) is part of the timed run, which a
+// b.Cleanup, run after the timer stops, would leave out.
 func openTimed(b *testing.B, o *queue.Options) (*queue.Queue, []byte, int64) {
 	b.Helper()
-	q := openBench(b, o)
+	q, err := queue.Open(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
 	payload := make([]byte, benchPayload())
 	b.ReportAllocs()
 	b.ResetTimer()
 	return q, payload, processCPU()
+}
+
+// closeTimed closes a queue of openTimed, within the timed run.
+func closeTimed(b *testing.B, q *queue.Queue) {
+	if err := q.Close(); err != nil {
+		b.Error(err)
+	}
 }
 
 // openBench opens a queue with o in a temporary directory, closed when the
@@ -58,6 +70,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		for _, producers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/producers=%d", mode.name, producers), func(b *testing.B) {
 				q, payload, cpu := openTimed(b, &queue.Options{Sync: mode.sync})
+				defer closeTimed(b, q)
 				if producers == 1 {
 					for range b.N {
 						if _, err := q.Enqueue(context.Background(), payload); err != nil {

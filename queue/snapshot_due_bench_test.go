@@ -31,6 +31,7 @@ func BenchmarkSnapshotBytes(b *testing.B) {
 				}
 			})
 			q, payload, cpu := openTimed(b, &o)
+			defer closeTimed(b, q)
 			for range b.N {
 				if _, err := q.Enqueue(context.Background(), payload); err != nil {
 					b.Fatal(err)
