@@ -1,23 +1,9 @@
-// Package leakcheck fails a test binary whose tests leave goroutines of the
-// code under test running: a queue or log that a test opened and never
-// closed keeps its background goroutines (housekeeper, committer, syncer)
-// alive, and they go on using the CPU, the disk and the test's temporary
-// directory while the next tests run.
-//
-// A package's TestMain calls Main with the import paths whose functions
-// count as its own:
-//
-//	func TestMain(m *testing.M) {
-//		leakcheck.Main(m, "github.com/walq/walq/queue", "github.com/walq/walq/wal")
-//	}
-//
-// It reads the stacks of every goroutine (runtime.Stack), so it needs no
-// dependency and works under -race.
 package leakcheck
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -25,10 +11,11 @@ import (
 	"time"
 )
 
-// Grace is how long Main waits, after the tests, for the goroutines of
-// closed objects to finish: Close waits for the goroutines it stops, but a
-// goroutine a test started itself (a consumer that saw ErrClosed) may still
-// be returning, and a loaded machine schedules it late.
+// Grace is how long Main waits, after the tests, for goroutines that are
+// ending to end: a log's syncer, which returns just after the Log's Close
+// does (Close waits for the committer, which stops it), or a goroutine a
+// test started itself (a consumer that saw ErrClosed). A loaded machine
+// may schedule them late. A passing run waits only as long as one runs.
 const Grace = 10 * time.Second
 
 // Main runs the tests of m and exits with their status. When they passed, it
@@ -38,15 +25,23 @@ const Grace = 10 * time.Second
 // their stacks. When the tests failed it does not look: a failed test may
 // stop before its Close, and the failure is what the reader needs.
 func Main(m *testing.M, pkgs ...string) {
-	code := m.Run()
-	if code == 0 {
-		if left := Wait(Grace, pkgs...); left != "" {
-			fmt.Fprintf(os.Stderr, "leakcheck: goroutines of %s still running %v after the tests ended (a test did not close what it opened):\n%s",
-				strings.Join(pkgs, ", "), Grace, left)
-			code = 1
-		}
+	os.Exit(verdict(m.Run(), Grace, os.Stderr, pkgs))
+}
+
+// verdict returns the exit status of a test binary whose tests returned
+// code: code if they failed, else 1 if goroutines of pkgs are still
+// running after grace (it names them on w), else 0.
+func verdict(code int, grace time.Duration, w io.Writer, pkgs []string) int {
+	if code != 0 {
+		return code
 	}
-	os.Exit(code)
+	left := Wait(grace, pkgs...)
+	if left == "" {
+		return 0
+	}
+	fmt.Fprintf(w, "leakcheck: goroutines of %s still running %v after the tests ended (a test did not close what it opened):\n%s",
+		strings.Join(pkgs, ", "), grace, left)
+	return 1
 }
 
 // Wait waits up to grace for the goroutines with a frame of pkgs (other
