@@ -42,3 +42,27 @@ func TestVerdict(t *testing.T) {
 		t.Fatalf("the goroutine ended: exit status %d, want 0:\n%s", code, w.String())
 	}
 }
+
+// A frame is the package's when its function is in the package or in its
+// external test package, not in one whose path merely starts alike (a
+// subpackage, a sibling, a dependency of the same name).
+func TestInPackage(t *testing.T) {
+	const wal = "github.com/walq/walq/wal"
+	for _, c := range []struct {
+		fn   string
+		want bool
+	}{
+		{"github.com/walq/walq/wal.(*committer).run(0xc0002ea588)", true},
+		{"github.com/walq/walq/wal_test.TestAppendLazy.func1()", true},
+		{"github.com/walq/walq/wal.Open[...](...)", true},
+		{"github.com/tidwall/wal.(*Log).Write(0xc000010000, 0x1)", false},
+		{"github.com/walq/walq/walx.F()", false},
+		{"github.com/walq/walq/wal/internal/seg.F()", false},
+		{"github.com/walq/walq/wal_testing.F()", false},
+		{"testing.tRunner(0xc000003500, 0x5b8a40)", false},
+	} {
+		if got := inPackage(c.fn, wal); got != c.want {
+			t.Errorf("inPackage(%q, wal) = %v, want %v", c.fn, got, c.want)
+		}
+	}
+}
