@@ -15,7 +15,7 @@ func BenchmarkStream(b *testing.B) {
 	payload := make([]byte, 100)
 	ctx := context.Background()
 	b.Run("enqueue/per-call", func(b *testing.B) {
-		q := openBench(b)
+		q := openBench(b, nil)
 		for range b.N {
 			if _, err := q.Enqueue(ctx, payload); err != nil {
 				b.Fatal(err)
@@ -24,7 +24,7 @@ func BenchmarkStream(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
 	b.Run("enqueue/async", func(b *testing.B) {
-		q := openBench(b)
+		q := openBench(b, nil)
 		for range b.N {
 			if _, err := q.EnqueueAsync(ctx, payload); err != nil {
 				b.Fatal(err)
@@ -37,7 +37,7 @@ func BenchmarkStream(b *testing.B) {
 	})
 	for _, mode := range []string{"per-call", "batch", "async"} {
 		b.Run("ack/"+mode, func(b *testing.B) {
-			q := openBench(b)
+			q := openBench(b, nil)
 			fill(b, q, payload)
 			b.ResetTimer()
 			for done := 0; done < b.N; {
@@ -56,16 +56,6 @@ func BenchmarkStream(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "acks/s")
 		})
 	}
-}
-
-func openBench(b *testing.B) *queue.Queue {
-	b.Helper()
-	q, err := queue.Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { q.Close() })
-	return q
 }
 
 // fill enqueues b.N messages in batches.

@@ -16,6 +16,47 @@ import (
 	"github.com/walq/walq/queue"
 )
 
+// openTimed opens a queue with o in a temporary directory and starts the
+// measure: it returns the queue, a payload of benchPayload bytes and the
+// process's CPU time (for reportCPU), after resetting the timer with
+// allocations reported. The caller defers closeTimed: the queue's Close
+// (its last snapshot and fsync) is part of the timed run, which a
+// b.Cleanup, run after the timer stops, would leave out.
+func openTimed(b *testing.B, o *queue.Options) (*queue.Queue, []byte, int64) {
+	b.Helper()
+	q, err := queue.Open(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := make([]byte, benchPayload())
+	b.ReportAllocs()
+	b.ResetTimer()
+	return q, payload, processCPU()
+}
+
+// closeTimed closes a queue of openTimed, within the timed run.
+func closeTimed(b *testing.B, q *queue.Queue) {
+	if err := q.Close(); err != nil {
+		b.Error(err)
+	}
+}
+
+// openBench opens a queue with o in a temporary directory, closed when the
+// benchmark function returns.
+func openBench(b *testing.B, o *queue.Options) *queue.Queue {
+	b.Helper()
+	q, err := queue.Open(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := q.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return q
+}
+
 // BenchmarkEnqueue measures durable enqueues per second by producer count
 // and sync mode, and the process's CPU time per enqueue beside the wall
 // time; 100-byte payloads, WALQ_BENCH_PAYLOAD if set (bench/'s 1 KiB rows:
@@ -28,15 +69,8 @@ func BenchmarkEnqueue(b *testing.B) {
 	}{{"always", queue.SyncAlways}, {"never", queue.SyncNever}} {
 		for _, producers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/producers=%d", mode.name, producers), func(b *testing.B) {
-				q, err := queue.Open(b.TempDir(), &queue.Options{Sync: mode.sync})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer q.Close()
-				payload := make([]byte, benchPayload())
-				b.ReportAllocs()
-				b.ResetTimer()
-				cpu := processCPU()
+				q, payload, cpu := openTimed(b, &queue.Options{Sync: mode.sync})
+				defer closeTimed(b, q)
 				if producers == 1 {
 					for range b.N {
 						if _, err := q.Enqueue(context.Background(), payload); err != nil {
@@ -388,15 +422,7 @@ func BenchmarkDrainSingles(b *testing.B) {
 // one at a time (payloads of benchPayload bytes), closed when b ends.
 func singlesBacklog(b *testing.B) *queue.Queue {
 	ctx := context.Background()
-	q, err := queue.Open(b.TempDir(), &queue.Options{Sync: queue.SyncNever})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := q.Close(); err != nil {
-			b.Error(err)
-		}
-	})
+	q := openBench(b, &queue.Options{Sync: queue.SyncNever})
 	payload := make([]byte, benchPayload())
 	for range b.N {
 		if _, err := q.Enqueue(ctx, payload); err != nil {

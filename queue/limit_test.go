@@ -139,6 +139,7 @@ func TestDeliveryLimitAtPull(t *testing.T) {
 
 			s, err = queue.OpenSorted[int64](dir, o(3)) // the dead-lettering replays
 			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, s.Close()) })
 			dead, err = s.DeadValues(0, 0)
 			require.NoError(t, err)
 			require.Len(t, dead, 1)

@@ -30,15 +30,8 @@ func BenchmarkSnapshotBytes(b *testing.B) {
 					snapshots.Add(1)
 				}
 			})
-			q, err := queue.Open(b.TempDir(), &o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer q.Close()
-			payload := make([]byte, benchPayload())
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := processCPU()
+			q, payload, cpu := openTimed(b, &o)
+			defer closeTimed(b, q)
 			for range b.N {
 				if _, err := q.Enqueue(context.Background(), payload); err != nil {
 					b.Fatal(err)

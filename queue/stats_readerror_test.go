@@ -53,10 +53,11 @@ func (c *readErrorFile) ReadAt(p []byte, off int64) (int, error) {
 
 // poisonedWithReadErrors fills a queue with 1200 messages, poisons its log
 // with an enqueue whose write fails, and makes the next failReads reads
-// fail with EIO.
+// fail with EIO. The queue is closed when the test ends.
 func poisonedWithReadErrors(t *testing.T, failReads int64) (*queue.Queue, *readErrorFS) {
 	fs := &readErrorFS{}
 	q := open(t, t.TempDir(), &queue.Options{FS: fs, ManualRequeue: true, SegmentSize: 4096, Sync: queue.SyncNever})
+	t.Cleanup(func() { require.ErrorIs(t, q.Close(), errWriteFails, "Close returns the poison") })
 	items := make([]queue.Item, 30)
 	for i := range items {
 		items[i].Payload = bytes.Repeat([]byte("x"), 100)

@@ -62,10 +62,8 @@ func (c *fcallCount) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (c *fcallCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); cmd.Name() == "fcall" && len(args) > 1 {
-			if name, _ := args[1].(string); strings.HasSuffix(name, c.suffix) {
-				c.n.Add(1)
-			}
+		if name, ok := fcallName(cmd); ok && strings.HasSuffix(name, c.suffix) {
+			c.n.Add(1)
 		}
 		return next(ctx, cmd)
 	}

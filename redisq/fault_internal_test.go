@@ -34,11 +34,10 @@ func (f *fcallFaults) DialHook(next redis.DialHook) redis.DialHook { return next
 
 func (f *fcallFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if cmd.Name() != "fcall" || len(args) < 2 {
+		fn, args, ok := fcallFunc(cmd)
+		if !ok {
 			return next(ctx, cmd)
 		}
-		fn := fmt.Sprint(args[1])
 		f.mu.Lock()
 		fail := f.fail != nil && f.fail(fn, args)
 		f.mu.Unlock()

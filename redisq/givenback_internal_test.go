@@ -56,11 +56,10 @@ func (g *leaseGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (g *leaseGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if cmd.Name() != "fcall" || len(args) < 2 {
+		fn, args, ok := fcallFunc(cmd)
+		if !ok {
 			return next(ctx, cmd)
 		}
-		fn := fmt.Sprint(args[1])
 		switch {
 		case strings.HasSuffix(fn, "_lease1"):
 			g.held <- struct{}{}

@@ -150,7 +150,7 @@ func (c *dequeueCalls) DialHook(next redis.DialHook) redis.DialHook { return nex
 
 func (c *dequeueCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); cmd.Name() == "fcall" && len(a) > 1 && strings.HasSuffix(fmt.Sprint(a[1]), "_dequeue") {
+		if name, ok := fcallName(cmd); ok && strings.HasSuffix(name, "_dequeue") {
 			c.n.Add(1)
 		}
 		return next(ctx, cmd)

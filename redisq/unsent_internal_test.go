@@ -137,8 +137,18 @@ func (c *faultConn) Read(p []byte) (int, error) {
 
 // fcallOf reports whether cmd is an FCALL of the library function op.
 func fcallOf(cmd redis.Cmder, op string) bool {
-	args := cmd.Args()
-	return cmd.Name() == "fcall" && len(args) >= 2 && strings.HasSuffix(fmt.Sprint(args[1]), "_"+op)
+	fn, _, ok := fcallFunc(cmd)
+	return ok && strings.HasSuffix(fn, "_"+op)
+}
+
+// fcallFunc returns the name of the library function cmd calls, with the
+// command's arguments, and whether cmd is an FCALL at all.
+func fcallFunc(cmd redis.Cmder) (fn string, args []any, ok bool) {
+	args = cmd.Args()
+	if cmd.Name() != "fcall" || len(args) < 2 {
+		return "", args, false
+	}
+	return fmt.Sprint(args[1]), args, true
 }
 
 // fcallLog is a client hook that records the outcome of every FCALL of

@@ -176,15 +176,24 @@ func (c *scriptCounter) check() {
 	close(c.reached)
 }
 
+// fcallName returns the name of the library function cmd calls, and
+// whether cmd is an FCALL at all.
+func fcallName(cmd redis.Cmder) (string, bool) {
+	args := cmd.Args()
+	if cmd.Name() != "fcall" || len(args) < 2 {
+		return "", false
+	}
+	return fmt.Sprint(args[1]), true
+}
+
 // operation is the library's operation a script call runs: its
 // function's name after the last '_' for an FCALL, "" for any other; a
 // lean function counts as the operation it runs (lease1 as a dequeue).
 func operation(cmd redis.Cmder) string {
-	args := cmd.Args()
-	if cmd.Name() != "fcall" || len(args) < 2 {
+	name, ok := fcallName(cmd)
+	if !ok {
 		return ""
 	}
-	name := fmt.Sprint(args[1])
 	op := name[strings.LastIndex(name, "_")+1:]
 	switch op {
 	case "enqueue1", "enqueue1w":

@@ -295,6 +295,7 @@ func randomReads(t *testing.T, l *wal.Log, stop *atomic.Bool, seed uint64) {
 // fsync under SyncAlways.
 func TestWaitWritten(t *testing.T) {
 	l := openLog(t, t.TempDir(), nil)
+	t.Cleanup(func() { closeLog(t, l) })
 	for i := range 50 {
 		lsn, c, err := l.Append([]byte{byte(i)})
 		if err != nil {
@@ -323,6 +324,7 @@ func TestWaitWritten(t *testing.T) {
 // becomes durable with the next Append's.
 func TestAppendLazy(t *testing.T) {
 	l := openLog(t, t.TempDir(), nil)
+	t.Cleanup(func() { closeLog(t, l) })
 	lazy, c, err := l.AppendLazy([]byte("lease"))
 	if err != nil {
 		t.Fatal(err)
