@@ -67,9 +67,9 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12, 14}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 8, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12, 14}},
   {'ZRANGE', {6, 9, 11, 14}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
-  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10}},
+  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10, 13}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
@@ -98,6 +98,66 @@ local COUNTERS = {[13] = {'published', 'pulled', 'acked', 'leased'}}
 -- need runs the checks of op (NEED, checks.lua).
 local function need(op)
   return checks(NEED[op] or {}, CALLKEYS, TYPES, COUNTERS)
+end
+
+-- KEEP is the placeholder (256 '~') that the hashes val, vinfo, vreason,
+-- batch and stats hold under the field '', which no seq, lease token or
+-- counter is: written together when a queue first publishes (or, on a
+-- queue an earlier release published to, by the first call that may
+-- write), and never removed. So one of them absent while another is there
+-- means that its key was deleted (DEL, FLUSHDB of some keys, an EXPIRE
+-- that ran out, an eviction): what it held is lost (payloads, delivery
+-- counts, dead letters' reasons and places, leased batches, the lifetime
+-- counters), and going on would lose it without a word. Its length, past
+-- Redis's default hash-max-listpack-value, gives those hashes the
+-- hashtable encoding from the start. No earlier release reads a hash's
+-- every field, so none counts or lists it. The zsets hold none: an
+-- earlier release counts (ZCARD) or lists every member of pend, order,
+-- bdue and dead, drops a stray member of order and prunes age; nor do
+-- pos and flight, whose fields are the queue's keys, which may be any
+-- string ('' included).
+local KEEP
+
+-- lostkey is the error reply for key, a hash whose placeholder is gone.
+local function lostkey(key)
+  return redis.error_reply('LOSTKEY queue key ' .. key .. ' was deleted, but the queue holds values or did: ' ..
+    'what it held is lost. To go on with what is left, write its placeholder back (HSET ' .. key ..
+    ' "" <256 ~>); or delete every key of the queue to start it again')
+end
+
+-- mark writes the placeholders. The keys are hashes or absent (held
+-- counts one of another type as holding its placeholder), so no write
+-- fails.
+local function mark()
+  for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do redis.call('HSET', k, '', KEEP) end
+end
+
+-- READS are the operations that never write (the read function runs them).
+local READS = {stats = true, deadlist = true, held = true}
+
+-- held returns an error reply naming a hash whose placeholder (KEEP) is
+-- gone, else nil, before the call writes anything; it writes them where
+-- a queue has none yet and op may write. It reads one field a hash: no
+-- round trip. None there is a new queue (no publish counted, the counter
+-- absent or 0: a publish writes them), a queue that an earlier release
+-- published to (stats counts its publishes: they are written), or one
+-- whose five hashes were all deleted with the counter kept (its stats
+-- too, which counts every publish). A hash of another type counts as
+-- there: the call's checks (need) name it where the call uses it.
+local function held(op)
+  if not KEEP then KEEP = string.rep('~', 256) end
+  local have, lost = 0, nil
+  for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do
+    local r = redis.pcall('HGET', k, '')
+    if type(r) == 'string' or (type(r) == 'table' and r.err) then have = have + 1 else lost = lost or k end
+  end
+  if not lost then return nil end
+  if have > 0 then return lostkey(lost) end
+  local n = redis.pcall('HGET', K_STATS, 'published')
+  local s = redis.pcall('GET', K_SEQ)
+  if type(n) ~= 'string' and type(s) == 'string' and s ~= '0' then return lostkey(K_VAL) end
+  if not READS[op] and (op == 'publish' or (type(n) == 'string' and n ~= '0')) then mark() end
+  return nil
 end
 
 local IDLE = 1000 -- the most order members a pull takes without leasing them (sorted_ops.lua)

@@ -1,6 +1,6 @@
 -- The operations of the sorted queue (the head is sorted.lua).
 do
-  local bad = need(op)
+  local bad = need(op) or held(op)
   if bad then return bad end
 end
 local result
@@ -230,6 +230,8 @@ elseif op == 'reviveall' or op == 'purgeall' then
     if c == 0 then n = n + 1 elseif c == -4 then left[#left + 1] = seqs[i] end
   end
   result = {n, seqs[1001] or '', left}
+elseif op == 'held' then
+  result = 0 -- Open's look at the placeholders (held), before its first write
 else
   return redis.error_reply('unknown operation ' .. op)
 end
