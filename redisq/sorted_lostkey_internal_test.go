@@ -105,3 +105,21 @@ func TestSortedUpgradeAdoptsQueue(t *testing.T) {
 	_, err = s2.TryPull(1)
 	require.ErrorContains(t, err, "queue key "+s.keys[3]+" was deleted")
 }
+
+// storedFields is the number of fields of the hash key but its
+// placeholder (the field '', see held in scripts/sorted.lua).
+func storedFields(ctx context.Context, rdb redis.UniversalClient, key string) (int64, error) {
+	n, err := rdb.HLen(ctx, key).Result()
+	if err != nil {
+		return 0, err
+	}
+	held, err := rdb.HExists(ctx, key, "").Result()
+	if held {
+		n--
+	}
+	return n, err
+}
+
+// heldReads are the HGETs of every call of a sorted queue that looks at
+// its placeholders (held, scripts/sorted.lua): one per hash that holds one.
+const heldReads = 5

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
@@ -162,4 +163,18 @@ func TestSortedNewQueueNotLost(t *testing.T) {
 		require.NoError(t, err, "a drained queue opens")
 		require.NoError(t, s.Close())
 	}
+}
+
+// storedFields is the number of fields of the hash key but its
+// placeholder (the field '', see held in scripts/sorted.lua).
+func storedFields(ctx context.Context, rdb redis.UniversalClient, key string) (int64, error) {
+	n, err := rdb.HLen(ctx, key).Result()
+	if err != nil {
+		return 0, err
+	}
+	held, err := rdb.HExists(ctx, key, "").Result()
+	if held {
+		n--
+	}
+	return n, err
 }
