@@ -107,7 +107,7 @@ func TestSortedUpgradeAdoptsQueue(t *testing.T) {
 }
 
 // storedFields is the number of fields of the hash key but its
-// placeholder (the field '', see held in scripts/sorted.lua).
+// placeholder (the field ”, see held in scripts/sorted.lua).
 func storedFields(ctx context.Context, rdb redis.UniversalClient, key string) (int64, error) {
 	n, err := rdb.HLen(ctx, key).Result()
 	if err != nil {
