@@ -165,8 +165,41 @@ func TestSortedNewQueueNotLost(t *testing.T) {
 	}
 }
 
+// TestSortedStrayKeyNotLost: a new queue one of whose hashes is held by a
+// key of another type (a stray key of another program under the same
+// name) has lost nothing: Open and a publish run, and the calls that use
+// that key are refused naming it as of the wrong type, not as deleted.
+// Once the stray key is gone the queue takes its placeholders, and a key
+// deleted after that is reported again.
+func TestSortedStrayKeyNotLost(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	for _, form := range []string{"sorted", "windowed"} {
+		name := "stray-" + form
+		vreason := "walq:{" + name + "}:s:vreason"
+		require.NoError(t, rdb.Set(ctx, vreason, "another program's", 0).Err())
+		s, publish, err := openLostForm(ctx, srv, form, name)
+		require.NoError(t, err, "Open of a queue that never published")
+		require.NoError(t, publish("k"), "a publish, which does not use vreason")
+		time.Sleep(time.Millisecond) // past the window
+		_, err = s.TryPull(1)
+		require.ErrorContains(t, err, "WRONGTYPE queue key "+vreason)
+		require.NotContains(t, err.Error(), "was deleted")
+		require.NoError(t, rdb.Del(ctx, vreason).Err())
+		bs, err := s.TryPull(1)
+		require.NoError(t, err)
+		require.Equal(t, "k", bs[0].Key)
+		require.NoError(t, bs[0].Ack())
+		vinfo := "walq:{" + name + "}:s:vinfo"
+		require.NoError(t, rdb.Del(ctx, vinfo).Err())
+		requireLost(t, publish("after"), []string{vinfo}, "a publish")
+		require.NoError(t, s.Close())
+	}
+}
+
 // storedFields is the number of fields of the hash key but its
-// placeholder (the field ”, see held in scripts/sorted.lua).
+// placeholder (the field "", see held in scripts/sorted.lua).
 func storedFields(ctx context.Context, rdb redis.UniversalClient, key string) (int64, error) {
 	n, err := rdb.HLen(ctx, key).Result()
 	if err != nil {

@@ -125,9 +125,8 @@ local function lostkey(key)
     ' "" <256 ~>); or delete every key of the queue to start it again')
 end
 
--- mark writes the placeholders. The keys are hashes or absent (held
--- counts one of another type as holding its placeholder), so no write
--- fails.
+-- mark writes the placeholders. held calls it only where the five keys
+-- are hashes or absent, so no write fails.
 local function mark()
   for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do redis.call('HSET', k, '', KEEP) end
 end
@@ -142,17 +141,27 @@ local READS = {stats = true, deadlist = true, held = true}
 -- absent or 0: a publish writes them), a queue that an earlier release
 -- published to (stats counts its publishes: they are written), or one
 -- whose five hashes were all deleted with the counter kept (its stats
--- too, which counts every publish). A hash of another type counts as
--- there: the call's checks (need) name it where the call uses it.
+-- too, which counts every publish). A key of another type is neither
+-- there nor lost: the call's checks (need) name it where the call uses it.
 local function held(op)
   if not KEEP then KEEP = string.rep('~', 256) end
-  local have, lost = 0, nil
+  local have, wrong, lost = 0, 0, nil
   for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do
     local r = redis.pcall('HGET', k, '')
-    if type(r) == 'string' or (type(r) == 'table' and r.err) then have = have + 1 else lost = lost or k end
+    if type(r) == 'string' then
+      have = have + 1
+    elseif type(r) == 'table' and r.err then
+      wrong = wrong + 1
+    else
+      lost = lost or k
+    end
   end
   if not lost then return nil end
   if have > 0 then return lostkey(lost) end
+  -- No placeholder and a key of the wrong type: nothing tells a lost key
+  -- (a queue whose first call met a stray key, say), and none can be
+  -- written: the call's checks name that key where it uses it.
+  if wrong > 0 then return nil end
   local n = redis.pcall('HGET', K_STATS, 'published')
   local s = redis.pcall('GET', K_SEQ)
   if type(n) ~= 'string' and type(s) == 'string' and s ~= '0' then return lostkey(K_VAL) end
