@@ -45,6 +45,7 @@ local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
 local recorded -- stats' 'single' is '1', read once a call (singleFlight); nil: not read yet
 local CALLKEYS -- the call's KEYS, for need
+local KEEP -- the placeholder (see held), made by the first call: a library's load has no string
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -53,6 +54,7 @@ local function bind(KEYS, ARGV)
   single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
   woke, timers, recorded = false, nil, nil
   CALLKEYS = KEYS
+  if not KEEP then KEEP = string.rep('~', 256) end
 end
 
 -- TYPES are the types of the keys, in their order. A key overwritten
@@ -69,7 +71,7 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 local USES = {
   {'GET', {1}}, {'HGET', {2, 3, 4, 7, 8, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12, 14}},
   {'ZRANGE', {6, 9, 11, 14}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
-  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10, 13}},
+  {'HDEL', {2, 3, 4, 7, 8, 10, 13}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10, 13}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
@@ -95,9 +97,10 @@ local NEED = {
 -- them in the probe of stats and checks them too.
 local COUNTERS = {[13] = {'published', 'pulled', 'acked', 'leased'}}
 
--- need runs the checks of op (NEED, checks.lua).
-local function need(op)
-  return checks(NEED[op] or {}, CALLKEYS, TYPES, COUNTERS)
+-- need runs the checks of op (NEED, checks.lua); seen, when given,
+-- gets the placeholders they read (see held).
+local function need(op, seen)
+  return checks(NEED[op] or {}, CALLKEYS, TYPES, COUNTERS, seen)
 end
 
 -- KEEP is the placeholder (256 '~') that the hashes val, vinfo, vreason,
@@ -115,8 +118,7 @@ end
 -- earlier release counts (ZCARD) or lists every member of pend, order,
 -- bdue and dead, drops a stray member of order and prunes age; nor do
 -- pos and flight, whose fields are the queue's keys, which may be any
--- string ('' included).
-local KEEP
+-- string ('' included). (KEEP is declared at the top, for bind.)
 
 -- lostkey is the error reply for key, a hash whose placeholder is gone.
 local function lostkey(key)
@@ -136,18 +138,20 @@ local READS = {stats = true, deadlist = true, held = true}
 
 -- held returns an error reply naming a hash whose placeholder (KEEP) is
 -- gone, else nil, before the call writes anything; it writes them where
--- a queue has none yet and op may write. It reads one field a hash: no
--- round trip. None there is a new queue (no publish counted, the counter
+-- a queue has none yet and op may write. seen holds, by key, the
+-- placeholders that the call's checks (need) read already; it reads the
+-- others, one field a hash: no round trip (a pull reads none: its checks
+-- read all five). None there is a new queue (no publish counted, the counter
 -- absent or 0: a publish writes them), a queue that an earlier release
 -- published to (stats counts its publishes: they are written), or one
 -- whose five hashes were all deleted with the counter kept (its stats
 -- too, which counts every publish). A key of another type is neither
 -- there nor lost: the call's checks (need) name it where the call uses it.
-local function held(op)
-  if not KEEP then KEEP = string.rep('~', 256) end
+local function held(op, seen)
   local have, wrong, lost = 0, 0, nil
   for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do
-    local r = redis.pcall('HGET', k, '')
+    local r = seen[k]
+    if r == nil then r = redis.pcall('HGET', k, '') end
     if type(r) == 'string' then
       have = have + 1
     elseif type(r) == 'table' and r.err then
