@@ -168,7 +168,9 @@ func TestSortedUnreadableBatchEnds(t *testing.T) {
 			require.NoError(t, got[0].Ack())
 			st := s.Stats()
 			require.Equal(t, [2]int{0, 0}, [2]int{st.SortedBatches, st.SortedLeased}, "no batch or value counted leased")
-			require.Zero(t, rdb.HLen(ctx, "walq:{unread}:s:batch").Val(), "nothing of the batch left")
+			left, err := storedFields(ctx, rdb, "walq:{unread}:s:batch")
+			require.NoError(t, err)
+			require.Zero(t, left, "nothing of the batch left")
 
 			if end == "housekeeper" {
 				require.True(t, logs.has("redisq: batch records unreadable; their leases ended"))

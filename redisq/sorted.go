@@ -106,6 +106,14 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 			return nil, err
 		}
 	}
+	if err := s.checkACL(ctx, fnSortedProbe, argv, o.ReadOnly); err != nil {
+		return nil, err
+	}
+	// A hash deleted since the queue's first publish (scripts/sorted.lua,
+	// held) refuses the handle before checkKind may write.
+	if _, err := s.run(ctx, o.Clock.Now(), "held"); err != nil {
+		return nil, err
+	}
 	if err := checkKind(ctx, s.handle, name, ks[0], ks[12], sortKind[K](), formOf(window), o.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -113,9 +121,6 @@ func openSorted[K queue.SortKey](ctx context.Context, rdb redis.UniversalClient,
 		if err := checkSingle(ctx, s.handle, name, ks[12], so.SingleFlight); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.checkACL(ctx, fnSortedProbe, argv, o.ReadOnly); err != nil {
-		return nil, err
 	}
 	if err := s.start(ctx, s.sweep); err != nil {
 		return nil, err
@@ -146,7 +151,7 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 	switch op {
 	case "publish", "pull":
 		f = fnSortedGrow
-	case "stats", "deadlist":
+	case "stats", "deadlist", "held":
 		f = fnSortedRead
 	}
 	v, err := s.call(ctx, f, argv)
@@ -590,7 +595,7 @@ func (s *Sorted[K]) StatsContext(ctx context.Context) (queue.Stats, error) {
 	v, err := s.run(ctx, now, "stats")
 	if err != nil {
 		st.Closed = st.Closed || errors.Is(err, queue.ErrClosed)
-		return st, err
+		return st, statsErr(err)
 	}
 	r, _ := v.([]any)
 	if len(r) != 9 {

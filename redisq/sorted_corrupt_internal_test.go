@@ -126,7 +126,8 @@ func testSortedDamagedCount(t *testing.T, rdb *redis.Client, damage, count strin
 	before := hgets(t, rdb)
 	require.NoError(t, bs[0].Nack(0))
 	if maxd < 0 {
-		require.Less(t, hgets(t, rdb)-before, int64(5), "an HGET per value given back")
+		// heldReads: the call's look at the placeholders (held, scripts/sorted.lua).
+		require.Less(t, hgets(t, rdb)-before, int64(heldReads+5), "an HGET per value given back")
 	}
 	st := s.Stats()
 	require.Equal(t, [2]int{5, 0}, [2]int{st.SortedPending, st.SortedDead}, "every value is back at its key")

@@ -73,7 +73,7 @@ func TestDeadValueOfPreviousVersion(t *testing.T) {
 	require.Equal(t, [2]int{1, 1}, [2]int{st.SortedDead, st.SortedPending})
 	require.NoError(t, s.PurgeDeadValue(ds[0]))
 	require.Zero(t, s.Stats().SortedDead)
-	kept, err := rdb.HLen(ctx, s.keys[1]).Result()
+	kept, err := storedFields(ctx, rdb, s.keys[1])
 	require.NoError(t, err)
 	require.EqualValues(t, 1, kept, "only the pending value's payload is left")
 }
@@ -204,7 +204,7 @@ func TestSortedDeadWrongTypeKey(t *testing.T) {
 					require.NoError(t, b.Ack())
 				}
 			}
-			stored, err := rdb.HLen(ctx, s.keys[1]).Result()
+			stored, err := storedFields(ctx, rdb, s.keys[1])
 			require.NoError(t, err)
 			for _, p := range payloads {
 				require.LessOrEqual(t, seen[p], 1, "%s both dead and pending", p)

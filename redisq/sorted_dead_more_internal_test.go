@@ -255,7 +255,7 @@ func TestRequeueAllDeadPaging(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(old), p)
 	for _, k := range []int{1, 2, 3} {
-		l, err := rdb.HLen(ctx, s.keys[k]).Result()
+		l, err := storedFields(ctx, rdb, s.keys[k])
 		require.NoError(t, err)
 		require.Zero(t, l, s.keys[k])
 	}
@@ -349,7 +349,7 @@ func TestRequeueAllDeadWhileDying(t *testing.T) {
 	<-done
 	st := s.Stats()
 	require.Equal(t, n, st.SortedPending+st.SortedDead+st.SortedLeased, "%+v", st)
-	vr, err := rdb.HLen(ctx, s.keys[3]).Result()
+	vr, err := storedFields(ctx, rdb, s.keys[3])
 	require.NoError(t, err)
 	require.EqualValues(t, 2*st.SortedDead, vr, "reason and key per dead value")
 	killAll()
@@ -357,7 +357,7 @@ func TestRequeueAllDeadWhileDying(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n, p)
 	for _, k := range []int{1, 2, 3} {
-		l, err := rdb.HLen(ctx, s.keys[k]).Result()
+		l, err := storedFields(ctx, rdb, s.keys[k])
 		require.NoError(t, err)
 		require.Zero(t, l, s.keys[k])
 	}

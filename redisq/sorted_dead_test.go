@@ -36,7 +36,7 @@ func TestSortedDeadFreesPayloads(t *testing.T) {
 			if typ == "zset" {
 				out[i], err = rdb.ZCard(ctx, key).Result()
 			} else {
-				out[i], err = rdb.HLen(ctx, key).Result()
+				out[i], err = storedFields(ctx, rdb, key)
 			}
 			require.NoError(t, err)
 		}

@@ -286,7 +286,7 @@ func (m *sortedModel) checkCounts(when string) {
 	// Each leased batch keeps its record, the record's copy and its
 	// lease (key and count), and nothing is left of a settled or expired
 	// one.
-	n, err := m.s.rdb.HLen(context.Background(), m.s.keys[7]).Result()
+	n, err := storedFields(context.Background(), m.s.rdb, m.s.keys[7])
 	require.NoError(m.t, err)
 	require.Equal(m.t, int64(3*batches), n, "batch fields at %s", when)
 	m.checkAge(when, st)

@@ -16,9 +16,9 @@ local PROBES = {
 -- in vals (HMGET's reply) is no count, else nil. A count is what
 -- HINCRBY reads as an integer, of at most 18 digits so that no addition
 -- overflows it (Lua's tonumber takes more: '1e3', 'inf', ' 1').
-local function counters(key, fields, vals)
+local function counters(key, fields, vals, at)
   for j, f in ipairs(fields) do
-    local v = vals[j]
+    local v = vals[j + (at or 0)]
     local digits = v and string.match(v, '^%-?([1-9]%d*)$')
     if v and v ~= '0' and not (digits and #digits <= 18) then
       return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' .. string.format('%q', string.sub(v, 1, 40)) ..
@@ -34,19 +34,29 @@ end
 -- or the first counter (the fields counts lists for its position) that
 -- is no count, else nil; keys are the call's keys by position. Any other
 -- error of a probe (an ACL refusal) is returned as it is, also before
--- the first write.
-local function checks(list, keys, types, counts)
+-- the first write. With seen, the read of a hash also reads its field ''
+-- (a hash's probe reads only that one; a read of counters reads it
+-- first), and seen[key] is set to its value (false when absent): the
+-- sorted queue's placeholders (held, sorted.lua), read at no cost.
+local function checks(list, keys, types, counts, seen)
   for _, i in ipairs(list) do
     local fields = counts[i]
     local r
-    if fields then r = redis.pcall('HMGET', keys[i], unpack(fields)) else r = PROBES[types[i]](keys[i]) end
+    if fields and seen then
+      r = redis.pcall('HMGET', keys[i], '', unpack(fields))
+    elseif fields then
+      r = redis.pcall('HMGET', keys[i], unpack(fields))
+    else
+      r = PROBES[types[i]](keys[i])
+    end
     if type(r) == 'table' and r.err then
       if not string.find(r.err, 'WRONGTYPE', 1, true) then return r end -- a refusal, before any write
       return redis.error_reply('WRONGTYPE queue key ' .. keys[i] .. ' holds another type, not a ' ..
         types[i] .. ': the queue is left as it was; restore the key to go on')
     end
+    if seen and types[i] == 'hash' then seen[keys[i]] = r[1] end
     if fields then
-      local bad = counters(keys[i], fields, r)
+      local bad = counters(keys[i], fields, r, seen and 1 or 0)
       if bad then return bad end
     end
   end

@@ -13,6 +13,13 @@ if ARGV[5] == 'dead' then
   end
   return out
 end
+-- A counter this reply reads, of stats or msg's count of deliveries
+-- ('#d'), that is no count (written by hand) refuses the stats with an
+-- error naming its key and field (checks.lua), rather than fail on it.
+do
+  local bad = need({8}) or checks({2}, CALLKEYS, TYPES, {[2] = {'#d'}})
+  if bad then return bad end
+end
 -- The oldest live message that is not dead: the lowest seq among the
 -- ready, delayed and leased ones (the last two scanned up to 1000).
 local oldest = nil

@@ -45,6 +45,7 @@ local CHAN, now, maxd, single, ackto, fixed, op
 local woke, timers = false, nil
 local recorded -- stats' 'single' is '1', read once a call (singleFlight); nil: not read yet
 local CALLKEYS -- the call's KEYS, for need
+local KEEP -- the placeholder (see held), made by the first call: a library's load has no string
 
 local function bind(KEYS, ARGV)
   K_SEQ, K_VAL, K_VINFO, K_VREASON, K_PEND, K_ORDER, K_POS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -53,6 +54,7 @@ local function bind(KEYS, ARGV)
   single, ackto, fixed, op = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
   woke, timers, recorded = false, nil, nil
   CALLKEYS = KEYS
+  if not KEEP then KEEP = string.rep('~', 256) end
 end
 
 -- TYPES are the types of the keys, in their order. A key overwritten
@@ -67,9 +69,9 @@ local TYPES = {'string', 'hash', 'hash', 'hash', 'zset', 'zset', 'hash', 'hash',
 -- the keys it runs them on (PUBLISH: the channel), for probe (probe.lua);
 -- TestACLUsesFromSource derives them from the scripts and compares.
 local USES = {
-  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12, 14}},
+  {'GET', {1}}, {'HGET', {2, 3, 4, 7, 8, 10, 13}}, {'HMGET', {2, 3, 4, 7, 8, 10, 13}}, {'ZCARD', {5, 6, 9, 11, 12, 14}},
   {'ZRANGE', {6, 9, 11, 14}}, {'ZRANGEBYLEX', {5}}, {'ZRANGEBYSCORE', {9, 11, 12}}, {'ZSCORE', {9, 11, 12}},
-  {'HDEL', {2, 3, 4, 7, 8, 10}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10}},
+  {'HDEL', {2, 3, 4, 7, 8, 10, 13}}, {'ZREM', {5, 6, 9, 11, 12, 14}}, {'ZADD', {5, 6, 9, 11, 12, 14}}, {'HSET', {2, 3, 4, 7, 8, 10, 13}},
   {'HINCRBY', {3, 10, 13}}, {'INCR', {1}}, {'DECR', {1}}, {'PUBLISH'},
 }
 
@@ -81,7 +83,7 @@ local NEED = {
   extend = {},
   dead = {4, 5, 6, 7, 10, 11, 12, 13, 14},
   housekeep = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, -- not val, which it only reads (stored)
-  stats = {},
+  stats = {13}, -- its counters: read as numbers
   deadlist = {},
   revive = {2, 3, 4, 5, 6, 7, 10, 11, 12, 14},
   purge = {2, 3, 4, 12},
@@ -95,9 +97,80 @@ local NEED = {
 -- them in the probe of stats and checks them too.
 local COUNTERS = {[13] = {'published', 'pulled', 'acked', 'leased'}}
 
--- need runs the checks of op (NEED, checks.lua).
-local function need(op)
-  return checks(NEED[op] or {}, CALLKEYS, TYPES, COUNTERS)
+-- need runs the checks of op (NEED, checks.lua); seen, when given,
+-- gets the placeholders they read (see held).
+local function need(op, seen)
+  return checks(NEED[op] or {}, CALLKEYS, TYPES, COUNTERS, seen)
+end
+
+-- KEEP is the placeholder (256 '~') that the hashes val, vinfo, vreason,
+-- batch and stats hold under the field '', which no seq, lease token or
+-- counter is: written together when a queue first publishes (or, on a
+-- queue an earlier release published to, by the first call that may
+-- write), and never removed. So one of them absent while another is there
+-- means that its key was deleted (DEL, FLUSHDB of some keys, an EXPIRE
+-- that ran out, an eviction): what it held is lost (payloads, delivery
+-- counts, dead letters' reasons and places, leased batches, the lifetime
+-- counters), and going on would lose it without a word. Its length, past
+-- Redis's default hash-max-listpack-value, gives those hashes the
+-- hashtable encoding from the start. No earlier release reads a hash's
+-- every field, so none counts or lists it. The zsets hold none: an
+-- earlier release counts (ZCARD) or lists every member of pend, order,
+-- bdue and dead, drops a stray member of order and prunes age; nor do
+-- pos and flight, whose fields are the queue's keys, which may be any
+-- string ('' included). (KEEP is declared at the top, for bind.)
+
+-- lostkey is the error reply for key, a hash whose placeholder is gone.
+local function lostkey(key)
+  return redis.error_reply('LOSTKEY queue key ' .. key .. ' was deleted, but the queue holds values or did: ' ..
+    'what it held is lost. To go on with what is left, write its placeholder back (HSET ' .. key ..
+    ' "" <256 ~>); or delete every key of the queue to start it again')
+end
+
+-- mark writes the placeholders. held calls it only where the five keys
+-- are hashes or absent, so no write fails.
+local function mark()
+  for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do redis.call('HSET', k, '', KEEP) end
+end
+
+-- READS are the operations that never write (the read function runs them).
+local READS = {stats = true, deadlist = true, held = true}
+
+-- held returns an error reply naming a hash whose placeholder (KEEP) is
+-- gone, else nil, before the call writes anything; it writes them where
+-- a queue has none yet and op may write. seen holds, by key, the
+-- placeholders that the call's checks (need) read already; it reads the
+-- others, one field a hash: no round trip (a pull reads none: its checks
+-- read all five). None there is a new queue (no publish counted, the counter
+-- absent or 0: a publish writes them), a queue that an earlier release
+-- published to (stats counts its publishes: they are written), or one
+-- whose five hashes were all deleted with the counter kept (its stats
+-- too, which counts every publish). A key of another type is neither
+-- there nor lost: the call's checks (need) name it where the call uses it.
+local function held(op, seen)
+  local have, wrong, lost = 0, 0, nil
+  for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH, K_STATS}) do
+    local r = seen[k]
+    if r == nil then r = redis.pcall('HGET', k, '') end
+    if type(r) == 'string' then
+      have = have + 1
+    elseif type(r) == 'table' and r.err then
+      wrong = wrong + 1
+    else
+      lost = lost or k
+    end
+  end
+  if not lost then return nil end
+  if have > 0 then return lostkey(lost) end
+  -- No placeholder and a key of the wrong type: nothing tells a lost key
+  -- (a queue whose first call met a stray key, say), and none can be
+  -- written: the call's checks name that key where it uses it.
+  if wrong > 0 then return nil end
+  local n = redis.pcall('HGET', K_STATS, 'published')
+  local s = redis.pcall('GET', K_SEQ)
+  if type(n) ~= 'string' and type(s) == 'string' and s ~= '0' then return lostkey(K_VAL) end
+  if not READS[op] and (op == 'publish' or (type(n) == 'string' and n ~= '0')) then mark() end
+  return nil
 end
 
 local IDLE = 1000 -- the most order members a pull takes without leasing them (sorted_ops.lua)

@@ -1,6 +1,7 @@
 -- The operations of the sorted queue (the head is sorted.lua).
 do
-  local bad = need(op)
+  local seen = {}
+  local bad = need(op, seen) or (op ~= 'publish' and held(op, seen))
   if bad then return bad end
 end
 local result
@@ -9,6 +10,18 @@ if op == 'publish' then
   -- a counter of stats that is no count, fails the first command on it;
   -- the writes before it are taken back, in reverse, so that a publish is
   -- whole or not at all without a check.
+  -- The placeholders (held): those of val, vinfo, vreason and batch are
+  -- read first; all there, that of stats is told by the reply of the
+  -- count of publishes (at 1: none before, or 0; then it is read). Else
+  -- held looks at all five, as every other operation does.
+  local fast = true
+  for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH}) do
+    if redis.pcall('HGET', k, '') ~= KEEP then fast = false end
+  end
+  if not fast then
+    local bad = held(op, {})
+    if bad then return bad end
+  end
   local seq = redis.call('INCR', K_SEQ)
   -- A counter that starts again while stats counts publishes was
   -- deleted (DEL, an EXPIRE that ran out): its seqs would be those of
@@ -25,16 +38,26 @@ if op == 'publish' then
   end
   local m = keyprefix(ARGV[8]) .. ARGV[9] .. seq8(seq)
   local undo = {{'DECR', K_SEQ}}
+  local counted -- the reply of the count of publishes
   local function step(cmd, key, a, b, back, x)
     local r = redis.pcall(cmd, key, a, b)
     if type(r) == 'table' then return r end
     undo[#undo + 1] = {back, key, x}
+    counted = r
     return nil
   end
   local am = ageMember(seq, ARGV[10])
   local bad = step('ZADD', K_PEND, 0, m, 'ZREM', m) or step('HSET', K_VAL, seq, ARGV[10], 'HDEL', seq) or
     step('ZADD', K_AGE, 0, am, 'ZREM', am) or
     step('HSET', K_VINFO, seq, 0, 'HDEL', seq) or step('HINCRBY', K_STATS, 'published', 1, 'HINCRBY', 'published')
+  -- A count of publishes at 1 with the placeholder of stats gone: stats
+  -- was deleted; the count is taken back whole, as a deleted stats had
+  -- none (0 and none read the same).
+  if not bad and fast and counted == 1 and redis.call('HGET', K_STATS, '') ~= KEEP then
+    undo[#undo] = nil -- the last step, stats'
+    redis.call('HDEL', K_STATS, 'published')
+    bad = lostkey(K_STATS)
+  end
   if not bad then
     local ok, e = pcall(place, ARGV[8])
     if not ok then bad = type(e) == 'table' and e or redis.error_reply(tostring(e)) end
@@ -230,6 +253,8 @@ elseif op == 'reviveall' or op == 'purgeall' then
     if c == 0 then n = n + 1 elseif c == -4 then left[#left + 1] = seqs[i] end
   end
   result = {n, seqs[1001] or '', left}
+elseif op == 'held' then
+  result = 0 -- Open's look at the placeholders (held), before its first write
 else
   return redis.error_reply('unknown operation ' .. op)
 end
