@@ -49,6 +49,7 @@ func (b *blackhole) dial(ctx context.Context, network, addr string) (net.Conn, e
 // it picks, when it returned, its error and the deadline of the context
 // it was sent under (zero: none).
 type sendLog struct {
+	redistest.Hook
 	pick  func(redis.Cmder) bool
 	mu    sync.Mutex
 	sends []sent
@@ -58,8 +59,6 @@ type sent struct {
 	end, deadline time.Time
 	err           error
 }
-
-func (l *sendLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (l *sendLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -72,10 +71,6 @@ func (l *sendLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-
-func (l *sendLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func (l *sendLog) take() []sent {

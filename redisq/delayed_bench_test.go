@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
 )
 
 // BenchmarkCycleDelayed is BenchmarkCycleBatch (everysec) with delayed
@@ -54,11 +55,10 @@ func BenchmarkCycleDelayed(b *testing.B) {
 // fcallCount counts the FCALLs of the library functions whose name ends
 // with suffix.
 type fcallCount struct {
+	redistest.Hook
 	suffix string
 	n      atomic.Int64
 }
-
-func (c *fcallCount) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *fcallCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -67,8 +67,4 @@ func (c *fcallCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func (c *fcallCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

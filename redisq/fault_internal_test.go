@@ -25,12 +25,11 @@ var errInjected = errors.New("injected connection failure")
 // every FCALL sent and whether it succeeded. Both get the function's
 // name and the call's arguments.
 type fcallFaults struct {
+	redistest.Hook
 	mu   sync.Mutex
 	fail func(fn string, args []any) bool
 	seen func(fn string, args []any, err error)
 }
-
-func (f *fcallFaults) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *fcallFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -53,10 +52,6 @@ func (f *fcallFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		f.mu.Unlock()
 		return err
 	}
-}
-
-func (f *fcallFaults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // isCall tells whether the FCALL of fn with args is the library

@@ -25,6 +25,7 @@ func (refusal) RedisError()     {}
 // (the settle function's op "release") with READONLY, as a primary
 // demoted between the lease and the give-back would.
 type leaseGate struct {
+	redistest.Hook
 	held chan struct{} // a lease1 call is held: one send per call held
 	open chan struct{} // closed to let the held calls through
 
@@ -51,8 +52,6 @@ func gatedQueue(t *testing.T, name string) (srv *redistest.Server, q *Queue, g *
 func newLeaseGate() *leaseGate {
 	return &leaseGate{held: make(chan struct{}, 8), open: make(chan struct{})}
 }
-
-func (g *leaseGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (g *leaseGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -93,10 +92,6 @@ func (g *leaseGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func (g *leaseGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestGiveBackRidesRefusalAfterClose: the give-back of a grouped call

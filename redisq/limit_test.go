@@ -144,9 +144,10 @@ func TestLimitAtDequeueBounded(t *testing.T) {
 }
 
 // dequeueCalls counts the dequeue script calls of a client.
-type dequeueCalls struct{ n atomic.Int64 }
-
-func (c *dequeueCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+type dequeueCalls struct {
+	redistest.Hook
+	n atomic.Int64
+}
 
 func (c *dequeueCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -155,8 +156,4 @@ func (c *dequeueCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func (c *dequeueCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

@@ -275,9 +275,11 @@ func (t *tally) add(what string, err error) {
 
 // refusalHook counts the cluster client's commands that the server
 // refused without running them.
-type refusalHook struct{ t *tally }
+type refusalHook struct {
+	redistest.Hook
+	t *tally
+}
 
-func (refusalHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h refusalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
@@ -287,9 +289,6 @@ func (h refusalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-func (refusalHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func (t *tally) String() string {
@@ -324,7 +323,7 @@ func TestClusterMoves(t *testing.T) {
 	slot, err := mc.nodes[0].ClusterKeySlot(ctx, key).Result()
 	require.NoError(t, err)
 	var refusals tally // what the servers answered, by kind
-	mc.cc.AddHook(refusalHook{&refusals})
+	mc.cc.AddHook(refusalHook{t: &refusals})
 	q, err := redisq.Open(ctx, mc.cc, name, &redisq.Options{AckTimeout: time.Minute})
 	require.NoError(t, err)
 	defer q.Close()
@@ -560,7 +559,7 @@ func TestClusterMoveWait(t *testing.T) {
 		// The owner gives the slot up: it answers CLUSTERDOWN (the
 		// cluster no longer covers every slot) until it takes it back.
 		var seen tally
-		cc.AddHook(refusalHook{&seen})
+		cc.AddHook(refusalHook{t: &seen})
 		require.NoError(t, owner.Do(ctx, "CLUSTER", "DELSLOTS", slot).Err())
 		done := make(chan error, 1)
 		go func() { _, err := patient.Enqueue(ctx, []byte("down"), queue.WithID("down")); done <- err }()

@@ -26,6 +26,7 @@ import (
 // last command before the subscription), the next subDials dials fail,
 // which are the subscription's (the pool's connection is made by then).
 type openDials struct {
+	redistest.Hook
 	fail     func(args string) bool // args: the command's arguments, fmt.Sprint
 	times    int                    // how many sends of each picked command fail; 0: all
 	subDials atomic.Int32           // dials still to fail once armed
@@ -67,10 +68,6 @@ func (o *openDials) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-
-func (o *openDials) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestOpenRidesDialErrors: each command Open sends that is safe to send

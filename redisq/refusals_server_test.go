@@ -36,7 +36,7 @@ func TestRefusalsOneServer(t *testing.T) {
 		srv, other := redistest.Start(t), redistest.Start(t)
 		rdb := srv.Client()
 		var seen tally
-		rdb.AddHook(refusalHook{&seen})
+		rdb.AddHook(refusalHook{t: &seen})
 		q, err := redisq.Open(ctx, rdb, "ro", &redisq.Options{OpTimeout: time.Minute, AckTimeout: time.Minute})
 		require.NoError(t, err)
 		defer q.Close()
@@ -79,7 +79,7 @@ func TestRefusalsOneServer(t *testing.T) {
 		ctl := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
 		defer ctl.Close()
 		var seen tally
-		rdb.AddHook(refusalHook{&seen})
+		rdb.AddHook(refusalHook{t: &seen})
 		q, err := redisq.Open(ctx, rdb, "loading", &redisq.Options{OpTimeout: time.Minute, AckTimeout: time.Minute})
 		require.NoError(t, err)
 		defer q.Close()

@@ -155,13 +155,12 @@ func fcallFunc(cmd redis.Cmder) (fn string, args []any, ok bool) {
 // the library function op sent by the client (a failed dial included),
 // and marks f watching while one is under way.
 type fcallLog struct {
+	redistest.Hook
 	op   string
 	f    *faultNet // nil: none to mark
 	mu   sync.Mutex
 	errs []error
 }
-
-func (l *fcallLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (l *fcallLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -178,10 +177,6 @@ func (l *fcallLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		l.mu.Unlock()
 		return err
 	}
-}
-
-func (l *fcallLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // sends returns the outcomes recorded since the last call, and forgets them.
@@ -343,12 +338,11 @@ func TestPoolTimeoutSentAgain(t *testing.T) {
 // afterFirst is a client hook that runs f once, after the first FCALL of
 // the library function op returned.
 type afterFirst struct {
+	redistest.Hook
 	op   string
 	once sync.Once
 	f    func()
 }
-
-func (a *afterFirst) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (a *afterFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -358,10 +352,6 @@ func (a *afterFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-
-func (a *afterFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestResendingClientDialNotSentAgain: a client that sends a command

@@ -94,6 +94,7 @@ func waitersHoldNoConnection(t *testing.T, lateHousekeeper bool) {
 // and closes reached once every operation in want was counted that many
 // times.
 type scriptCounter struct {
+	redistest.Hook
 	mu      sync.Mutex
 	by      map[string]int // scripts run by operation, dequeues weighed by their max; guarded by mu
 	want    map[string]int // counts at which reached is closed; read only
@@ -134,8 +135,6 @@ func (c *scriptCounter) counts() map[string]int {
 	defer c.mu.Unlock()
 	return maps.Clone(c.by)
 }
-
-func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -210,11 +209,10 @@ func operation(cmd redis.Cmder) string {
 // operation op for the duration by before sending them, as a loaded
 // machine may hold the goroutine that makes them.
 type delayOp struct {
+	redistest.Hook
 	op string
 	by time.Duration
 }
-
-func (d delayOp) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (d delayOp) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -223,10 +221,6 @@ func (d delayOp) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func (d delayOp) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // weight is how much a script call counts: for the ack queue's dequeue

@@ -55,3 +55,19 @@ func (s *Server) Restart() {
 		s.t.Fatal(err)
 	}
 }
+
+// Hook is a go-redis hook that passes every dial, command and pipeline
+// through unchanged. A test's hook embeds it and defines only the
+// methods it needs (most often ProcessHook).
+type Hook struct{}
+
+// DialHook passes the dial through.
+func (Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook passes the command through.
+func (Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook passes the pipeline through.
+func (Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
