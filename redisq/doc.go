@@ -432,6 +432,15 @@
 // again runs with the time it was first made: a Dequeue's lease counts
 // from then.
 //
+// A Ring gives a queue no failover: once go-redis's Ring finds a shard
+// down it maps that shard's keys to the shards left, so the queue's
+// calls run there, on another, empty queue of the same name. What the
+// down shard holds is not delivered meanwhile (its receipts fail with
+// ErrLeaseLost until it is back), and what is enqueued meanwhile stays
+// on the other shard, hidden once the shard is back
+// (TestRingShardDownHidesQueue). Give a queue that must outlive a host a
+// ClusterClient or a Sentinel client.
+//
 // A handle applies its own MaxDeliveries whenever it would deliver, as
 // the embedded queue does: a ready message (a sorted queue's pending
 // value) that had that many deliveries already, given back by a handle
