@@ -54,6 +54,14 @@ func BenchmarkAgainstPrevious(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	reportAgainst(b, res, "msg")
+}
+
+// reportAgainst reports what a benchmark against the previous library
+// measured, res ("<version> <phase> <cmd|cpu>" -> one figure per block):
+// for each phase the median of this ÷ prev over the blocks, and each
+// version's median FCALL time in µs per what (a message, a value).
+func reportAgainst(b *testing.B, res map[string][]float64, what string) {
 	for k, prev := range res {
 		phase, ok := strings.CutPrefix(k, "prev ")
 		if !ok {
@@ -66,8 +74,8 @@ func BenchmarkAgainstPrevious(b *testing.B) {
 		}
 		unit := strings.ReplaceAll(phase, " ", "-")
 		if strings.HasSuffix(phase, " cmd") {
-			b.ReportMetric(median(prev), unit+"-prev-µs/msg")
-			b.ReportMetric(median(this), unit+"-this-µs/msg")
+			b.ReportMetric(median(prev), unit+"-prev-µs/"+what)
+			b.ReportMetric(median(this), unit+"-this-µs/"+what)
 		}
 		b.ReportMetric(median(ratios), unit+"-this/prev")
 	}

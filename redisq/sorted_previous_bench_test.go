@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,23 +59,7 @@ func BenchmarkSortedAgainstPrevious(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	for k, prev := range res {
-		phase, ok := strings.CutPrefix(k, "prev ")
-		if !ok {
-			continue
-		}
-		this := res["this "+phase]
-		ratios := make([]float64, len(prev))
-		for i := range prev {
-			ratios[i] = this[i] / prev[i]
-		}
-		unit := strings.ReplaceAll(phase, " ", "-")
-		if strings.HasSuffix(phase, " cmd") {
-			b.ReportMetric(median(prev), unit+"-prev-µs/value")
-			b.ReportMetric(median(this), unit+"-this-µs/value")
-		}
-		b.ReportMetric(median(ratios), unit+"-this/prev")
-	}
+	reportAgainst(b, res, "value")
 }
 
 // sortedCycleAgainst publishes againstBlock values on s through the
