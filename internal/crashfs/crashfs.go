@@ -336,9 +336,17 @@ func (fsys *FS) wrap(f *os.File) (wal.File, error) {
 	return &file{File: f, fsys: fsys, ino: ino}, nil
 }
 
-// Rename implements wal.FS.
+// Rename implements wal.FS. It renames under mu, so that no walk of the
+// tree (look, at a directory sync or the crash) runs meanwhile: a walk
+// that listed the old name, then found it gone, and never listed the new
+// one would forget the file, and with it what its syncs made durable.
 func (fsys *FS) Rename(oldpath, newpath string) error {
 	if err := fsys.bothInside(oldpath, newpath); err != nil {
+		return err
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if err := fsys.checkLocked(); err != nil {
 		return err
 	}
 	return os.Rename(oldpath, newpath)
