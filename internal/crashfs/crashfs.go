@@ -20,8 +20,9 @@
 // name. A rename through the FS never meets a walk of the tree (at a
 // directory fsync or the crash); one behind its back may land between the
 // walk's listing of the directory and its look at the name, and then the
-// file is forgotten: its synced bytes are taken for never synced, which
-// can fail a test wrongly but never let one pass.
+// file is forgotten: its synced bytes are taken for never synced. Such a
+// state holds less than the disk would, never more: a test may fail
+// wrongly on it, or spend a state on one no disk leaves.
 //
 // It crashes at the Nth durable operation (file sync or directory sync,
 // counted from 1): that operation and every later call of the FS, the
