@@ -282,6 +282,7 @@ func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(s
 func (h *deadParent) drainAck(dir string) (deadDrain, error) {
 	d := deadDrain{dead: make(map[string]bool), why: make(map[string]string)}
 	o := drainOptions()
+	o.SegmentSize = deadSegmentSize // the children's, as their application reopens with
 	q, err := queue.Open(dir, &o)
 	if err != nil {
 		return d, err
@@ -334,7 +335,9 @@ func (h *deadParent) drainAck(dir string) (deadDrain, error) {
 // drainWindowed does for the windowed queue in dir what drainAck does.
 func (h *deadParent) drainWindowed(dir string) (deadDrain, error) {
 	d := deadDrain{dead: make(map[string]bool), why: make(map[string]string)}
-	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{SortedOptions: queue.SortedOptions{Options: drainOptions()}, Window: deadWindow})
+	o := drainOptions()
+	o.SegmentSize = deadSegmentSize // the children's, as their application reopens with
+	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{SortedOptions: queue.SortedOptions{Options: o}, Window: deadWindow})
 	if err != nil {
 		return d, err
 	}
@@ -434,6 +437,9 @@ func deadPayloadErr(tok string, p []byte) error {
 // deadWindow is the windowed queue's window.
 const deadWindow = 3 * time.Millisecond
 
+// deadSegmentSize is the children's SegmentSize: small, so that they roll.
+const deadSegmentSize = 16 << 10
+
 // deadChild is the child side of TestKill9Dead.
 type deadChild struct {
 	cfg *childConfig
@@ -453,7 +459,7 @@ func runDeadChild(cfg *childConfig) {
 		time.Sleep(cfg.Lifetime)
 		os.Exit(0)
 	}()
-	o := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: 16 << 10, SnapshotBytes: 48 << 10,
+	o := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: deadSegmentSize, SnapshotBytes: 48 << 10,
 		AckTimeout: time.Minute, MaxDeliveries: 2}
 	testhook.SetSnapshotStep(&o, (&kill9Child{cfg: cfg, rep: c.rep}).step)
 	var err error

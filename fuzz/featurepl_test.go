@@ -817,8 +817,11 @@ func (w *fpWorkload) observe(dir string, window time.Duration, end fpEnd, counts
 	clock := newManualClock()
 	now := w.clock.Now()
 	clock.Advance(now.Sub(clock.Now()))
+	// The workload's SegmentSize, as its application reopens with: the
+	// default, larger one would take states for torn rolls that it refuses.
 	q, err := queue.Open(dir, &queue.Options{Sync: queue.SyncNever, Clock: clock, ManualRequeue: true,
-		MaxDeliveries: -1, AckTimeout: time.Hour, SnapshotBytes: 1 << 30, DedupWindow: window})
+		MaxDeliveries: -1, AckTimeout: time.Hour, SnapshotBytes: 1 << 30, DedupWindow: window,
+		SegmentSize: w.options().SegmentSize})
 	if err != nil {
 		return 0, err
 	}

@@ -85,7 +85,7 @@ func TestSyncIntervalPowerLossKeepsOlderCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			drainStates(t, fsys, func(v int, st crashfs.State, tokens []string) {
+			drainStates(t, fsys, 0, func(v int, st crashfs.State, tokens []string) {
 				got := slices.Sorted(slices.Values(tokens))
 				if !slices.Equal(got, want) {
 					t.Fatalf("state %d (%s): drained %v, want %v: a call returned at least %v before the power loss and its record was not fsynced",
@@ -172,7 +172,8 @@ func TestSyncNeverPowerLossKeepsCallsBeforeRoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "q")
-	q, err := queue.Open(dir, &queue.Options{Sync: queue.SyncNever, SegmentSize: 4 << 10,
+	const segSize = 4 << 10
+	q, err := queue.Open(dir, &queue.Options{Sync: queue.SyncNever, SegmentSize: segSize,
 		SnapshotBytes: 1 << 30, FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +226,7 @@ func TestSyncNeverPowerLossKeepsCallsBeforeRoll(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls, %d covered by %d roll-overs", len(returned), covered, rolls)
-	drainStates(t, fs, func(v int, st crashfs.State, tokens []string) {
+	drainStates(t, fs, segSize, func(v int, st crashfs.State, tokens []string) {
 		got := map[string]bool{}
 		for _, tok := range tokens {
 			got[tok] = true
@@ -244,10 +245,11 @@ func TestSyncNeverPowerLossKeepsCallsBeforeRoll(t *testing.T) {
 }
 
 // drainStates materializes the power-loss states of fs's image (24, 4
-// under -race), drains the queue "q" of each and calls check with the
-// tokens drained; a state with a hole may be refused with ErrCorrupt
-// (holeRefusable), any other error fails the test.
-func drainStates(t *testing.T, fs *crashfs.FS, check func(v int, st crashfs.State, tokens []string)) {
+// under -race), drains the queue "q" of each with the writer's SegmentSize
+// segSize (0: the default), as its application reopens it, and calls
+// check with the tokens drained; a state with a hole may be refused with
+// ErrCorrupt (holeRefusable), any other error fails the test.
+func drainStates(t *testing.T, fs *crashfs.FS, segSize int64, check func(v int, st crashfs.State, tokens []string)) {
 	t.Helper()
 	for v := range scaled(24, 4) {
 		dst := filepath.Join(scratchDir(t), "state")
@@ -255,7 +257,9 @@ func drainStates(t *testing.T, fs *crashfs.FS, check func(v int, st crashfs.Stat
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := drainQueue(filepath.Join(dst, "q"))
+		o := drainOptions()
+		o.SegmentSize = segSize
+		d, err := drainWith(filepath.Join(dst, "q"), o)
 		refusable := holeRefusable(dst, st)
 		os.RemoveAll(dst)
 		if err != nil && refusable && errors.Is(err, queue.ErrCorrupt) {

@@ -106,8 +106,8 @@ func (h *kill9Parent) cycle(n int) {
 		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
 	}
 	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
-	h.check(what+" ack queue", h.oa, h.dirA, drainQueue, true)
-	h.check(what+" sorted queue", h.ob, h.dirB, drainSorted, true)
+	h.check(what+" ack queue", h.oa, h.dirA, kill9DrainQueue, true)
+	h.check(what+" sorted queue", h.ob, h.dirB, kill9DrainSorted, true)
 }
 
 // apply feeds one report line to the oracles.
@@ -196,8 +196,27 @@ func (h *kill9Parent) check(what string, o *fuzz.Oracle, dir string, drain func(
 // finalDrain drains the directories themselves, then checks that they are
 // empty.
 func (h *kill9Parent) finalDrain() {
-	h.check("final drain, ack queue", h.oa, h.dirA, drainQueue, false)
-	h.check("final drain, sorted queue", h.ob, h.dirB, drainSorted, false)
+	h.check("final drain, ack queue", h.oa, h.dirA, kill9DrainQueue, false)
+	h.check("final drain, sorted queue", h.ob, h.dirB, kill9DrainSorted, false)
+}
+
+// kill9SegmentSize is the children's SegmentSize: small, so that they roll.
+const kill9SegmentSize = 32 << 10
+
+// kill9DrainQueue is drainQueue with the children's SegmentSize, as their
+// application reopens with: the default, larger one would take states for
+// torn rolls that it refuses.
+func kill9DrainQueue(dir string) (drained, error) {
+	o := drainOptions()
+	o.SegmentSize = kill9SegmentSize
+	return drainWith(dir, o)
+}
+
+// kill9DrainSorted is drainSorted with the children's SegmentSize.
+func kill9DrainSorted(dir string) (drained, error) {
+	o := drainOptions()
+	o.SegmentSize = kill9SegmentSize
+	return drainSortedWith(dir, o)
 }
 
 func (h *kill9Parent) summary(cycles int, took time.Duration) {
@@ -283,7 +302,7 @@ func runKill9Child(cfg *childConfig) {
 		time.Sleep(cfg.Lifetime)
 		os.Exit(0) // the parent is gone
 	}()
-	common := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: 32 << 10, SnapshotBytes: 128 << 10,
+	common := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: kill9SegmentSize, SnapshotBytes: 128 << 10,
 		AckTimeout: 400 * time.Millisecond}
 	testhook.SetSnapshotStep(&common, c.step)
 	o := common

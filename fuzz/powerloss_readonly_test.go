@@ -92,8 +92,9 @@ func salvageCopy(dir string, segSize int64) (drained, error, error) {
 // repairCopy copies the queue directory dir/q to dir/qr, repairs the copy
 // with queue.Repair given the writer's SegmentSize (and, as 'walq repair',
 // every acked id kept and nothing dead-lettered), and drains it with a
-// plain open. It returns the drain and the repair's (or the drain's)
-// error, and an error of its own when the copy fails.
+// plain open given that SegmentSize too. It returns the drain and the
+// repair's (or the drain's) error, and an error of its own when the copy
+// fails.
 func repairCopy(dir string, segSize int64) (drained, error, error) {
 	if err := copyDir(filepath.Join(dir, "q"), filepath.Join(dir, "qr")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return drained{}, nil, err
@@ -102,7 +103,9 @@ func repairCopy(dir string, segSize int64) (drained, error, error) {
 	if _, err := queue.Repair(filepath.Join(dir, "qr"), &queue.RepairOptions{Options: o}); err != nil {
 		return drained{}, fmt.Errorf("repair: %w", err), nil
 	}
-	d, err := drainWith(filepath.Join(dir, "qr"), drainOptions())
+	do := drainOptions()
+	do.SegmentSize = segSize // the writer's: the repaired log must open as its application reopens it
+	d, err := drainWith(filepath.Join(dir, "qr"), do)
 	return d, err, nil
 }
 

@@ -233,6 +233,13 @@ func deadOf[K queue.SortKey](s *queue.Sorted[K], sortOf func(K) int64) ([]splVal
 
 func splToken(body string) string { tok, _, _ := strings.Cut(body, "|"); return tok }
 
+// splOptions are the workload's options, on the clock clock and the file
+// system fsys.
+func splOptions(cfg splConfig, clock queue.Clock, fsys *crashfs.FS) queue.Options {
+	return queue.Options{Sync: cfg.mode, SegmentSize: splSegmentSize, SnapshotBytes: 6000, ManualRequeue: true,
+		MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
+}
+
 // runSortedWorkload runs the workload on a crash file system that crashes
 // at durable operation crashAt (0: never) and takes the image.
 func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error) {
@@ -245,9 +252,7 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 	}
 	run := &splRun{fsys: fsys, values: map[string]splValue{}}
 	clock := newManualClock()
-	o := queue.Options{Sync: cfg.mode, SegmentSize: splSegmentSize, SnapshotBytes: 6000, ManualRequeue: true,
-		MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
-	q, err := openSplQueue(filepath.Join(root, "q"), cfg, o)
+	q, err := openSplQueue(filepath.Join(root, "q"), cfg, splOptions(cfg, clock, fsys))
 	if err == nil {
 		rng := rand.New(rand.NewPCG(cfg.seed, 11))
 		var held []splBatch
@@ -336,7 +341,11 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 func (run *splRun) check(dir string, cfg splConfig) error {
 	_, vErr := queue.Verify(dir, nil)
 	shown, roErr := splReadOnlyCount(dir, cfg)
-	q, err := openSplQueue(dir, cfg, drainOptions())
+	// The workload's SegmentSize, as its application reopens with: the
+	// default, larger one would take states for torn rolls that it refuses.
+	o := drainOptions()
+	o.SegmentSize = splSegmentSize
+	q, err := openSplQueue(dir, cfg, o)
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func TestPowerLossAfterWitnessAndRoll(t *testing.T) {
 		if st.Holes {
 			holes++
 		}
-		l2, err := wal.Open(filepath.Join(dst, "log"), nil)
+		l2, err := wal.Open(filepath.Join(dst, "log"), &wal.Options{SegmentSize: 4096}) // the writer's
 		if err != nil {
 			if !st.Holes || !errors.Is(err, wal.ErrCorrupt) {
 				t.Fatalf("state %d (%s): Open: %v", i, st.Desc, err)

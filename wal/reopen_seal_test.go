@@ -124,7 +124,7 @@ func TestPowerLossAfterReopenOverUnsyncedSeal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := wal.Open(filepath.Join(dst, "log"), nil)
+		l, err := wal.Open(filepath.Join(dst, "log"), &wal.Options{SegmentSize: opts.SegmentSize}) // the writer's
 		if err != nil {
 			t.Fatalf("state %d (%s): Open: %v", i, st.Desc, err)
 		}

@@ -14,8 +14,15 @@
 // go to the real files (tidwall/wal writes its segments there with package
 // os, out of the FS's sight), and the FS records, at each sync, what that
 // sync made durable. Files are told apart by identity (os.SameFile), so
-// that a rename behind the FS's back (tidwall/wal's TruncateFront) is
-// seen for what it is: a new file under an old name.
+// that a rename behind the FS's back (tidwall/wal's TruncateFront, or its
+// Open finishing one; walq calls the first never and finishes the second
+// itself, through the FS) is seen for what it is: a new file under an old
+// name. A rename through the FS never meets a walk of the tree (at a
+// directory fsync or the crash); one behind its back may land between the
+// walk's listing of the directory and its look at the name, and then the
+// file is forgotten: its synced bytes are taken for never synced. Such a
+// state holds less than the disk would, never more: a test may fail
+// wrongly on it, or spend a state on one no disk leaves.
 //
 // It crashes at the Nth durable operation (file sync or directory sync,
 // counted from 1): that operation and every later call of the FS, the
@@ -84,6 +91,12 @@ var ErrCrashed = errors.New("crashfs: crashed")
 type FS struct {
 	root    string // the real directory the FS works in; itself always exists
 	crashAt int    // the durable operation that crashes, from 1; 0: never
+	// Set by tests only (export_test.go), to hold a rename and a walk of
+	// the tree in their worst gaps: listed is called by look, with mu
+	// held, between the listing of directory rel and the Lstat of its
+	// names; renaming by Rename just before the real rename.
+	listed   func(rel string)
+	renaming func()
 
 	mu struct {
 		sync.Mutex
@@ -223,6 +236,9 @@ func (fsys *FS) look() (map[string]map[string]*inode, map[string]*inode, error) 
 		if err != nil {
 			return err
 		}
+		if fsys.listed != nil {
+			fsys.listed(rel)
+		}
 		names := make(map[string]*inode, len(des))
 		tree[rel] = names
 		for _, de := range des {
@@ -336,10 +352,21 @@ func (fsys *FS) wrap(f *os.File) (wal.File, error) {
 	return &file{File: f, fsys: fsys, ino: ino}, nil
 }
 
-// Rename implements wal.FS.
+// Rename implements wal.FS. It renames under mu, so that no walk of the
+// tree (look, at a directory sync or the crash) runs meanwhile: a walk
+// that listed the old name, then found it gone, and never listed the new
+// one would forget the file, and with it what its syncs made durable.
 func (fsys *FS) Rename(oldpath, newpath string) error {
 	if err := fsys.bothInside(oldpath, newpath); err != nil {
 		return err
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if err := fsys.checkLocked(); err != nil {
+		return err
+	}
+	if fsys.renaming != nil {
+		fsys.renaming()
 	}
 	return os.Rename(oldpath, newpath)
 }
