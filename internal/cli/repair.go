@@ -95,6 +95,8 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		}
 		noteUnfinishedBackups(e.stderr, backup)
 	}
+	backup = filepath.Clean(backup) // the name backupDir gives the copy: "bak/" is "bak"
+
 	var copied int64 = -1 // bytes backed up; -1 when no backup was made
 	sp := e.spinner("repairing " + dir)
 	rep, err := queue.Repair(dir, &queue.RepairOptions{Options: ownerOptions(&queue.Options{SegmentSize: segSize}), Backup: func() error {
