@@ -18,8 +18,8 @@ type SyncMode = wal.SyncMode
 const (
 	// SyncAlways: every call returns after the fsync that covers its record.
 	SyncAlways = wal.SyncAlways
-	// SyncInterval: calls return after the write; fsync at most every
-	// Options.SyncInterval.
+	// SyncInterval: calls return after the write; an fsync within
+	// Options.SyncInterval of the write covers their records.
 	SyncInterval = wal.SyncInterval
 	// SyncNever: calls return after the write; fsync only at segment
 	// roll-over, snapshots and Close.

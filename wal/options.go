@@ -15,7 +15,7 @@ type SyncMode uint8
 
 const (
 	SyncAlways   SyncMode = iota // fsync every group before its Wait returns
-	SyncInterval                 // write at once, fsync at most every Options.SyncInterval
+	SyncInterval                 // write at once; an fsync within Options.SyncInterval of the write covers it
 	SyncNever                    // fsync only at segment roll-over and Close
 )
 
