@@ -23,8 +23,9 @@ var repairCmd = &command{
 	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
 lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
-next to DIR unless --backup names another path; the copy is made as
-PATH.partial, fsynced, and renamed to PATH before anything else happens,
+next to DIR unless --backup names another path, which must not exist; the
+copy is made as PATH.partial, fsynced, and renamed to PATH before anything
+else happens (on Linux a PATH made meanwhile is refused, not replaced),
 so that a repair killed during its backup leaves only PATH.partial, which
 a later run with the same --backup refuses until it is removed, and a
 later run with the default backup names, to be removed; a copy
