@@ -16,7 +16,7 @@ import (
 // without the flag (ENOSYS, EINVAL) gets os.Rename, and only the
 // caller's check beforehand.
 func (b backupOS) RenameNoReplace(oldpath, newpath string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+	err := renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
 	switch {
 	case err == nil:
 		return nil
@@ -25,3 +25,7 @@ func (b backupOS) RenameNoReplace(oldpath, newpath string) error {
 	}
 	return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
 }
+
+// renameat2 is unix.Renameat2; a test replaces it to play a kernel or a
+// file system that refuses the flag.
+var renameat2 = unix.Renameat2
