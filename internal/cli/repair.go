@@ -25,7 +25,9 @@ lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
 next to DIR unless --backup names another path, which must not exist; the
 copy is made as PATH.partial, fsynced, and renamed to PATH before anything
-else happens (on Linux a PATH made meanwhile is refused, not replaced),
+else happens (a PATH made meanwhile is refused, not replaced; only on
+Linux, on a file system with renameat2's RENAME_NOREPLACE, is an empty
+directory made at PATH just before the rename refused too),
 so that a repair killed during its backup leaves only PATH.partial, which
 a later run with the same --backup refuses until it is removed, and a
 later run with the default backup names, to be removed; a copy
