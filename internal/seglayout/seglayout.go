@@ -1,12 +1,3 @@
-// Package seglayout lists the entries of a log's segment files as the
-// README's on-disk format draws them, without package wal's code, for
-// tests that check what is on disk or damage it at exact places:
-//
-//	frame: | uvarint(len(entry)) | entry |
-//	entry: | CRC-32C (4B LE) | Version (1B) | First LSN (8B LE) | Count (4B LE) | ...
-//
-// It reads the framing and the entry header's LSN fields, and checks no
-// CRC. Its functions are safe for concurrent use.
 package seglayout
 
 import (
@@ -42,6 +33,19 @@ const headerMin = 17
 // index, zero-padded to 20 digits, so that the names sort in log order.
 const segmentNameLen = 20
 
+// isSegmentName reports whether name is a segment file's: 20 digits.
+func isSegmentName(name string) bool {
+	if len(name) != segmentNameLen {
+		return false
+	}
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // Dir returns the entries of every segment file in dir, in log order.
 func Dir(dir string) ([]Entry, error) {
 	segs, err := Segments(dir)
@@ -67,7 +71,7 @@ func Segments(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, de := range des {
-		if len(de.Name()) == segmentNameLen {
+		if isSegmentName(de.Name()) {
 			out = append(out, filepath.Join(dir, de.Name()))
 		}
 	}
