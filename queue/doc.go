@@ -119,9 +119,12 @@
 //   - SyncAlways (default): a call returns after the fsync that covers its
 //     record. Nothing that returned success is lost by a crash or a power
 //     loss.
-//   - SyncInterval: a call returns after the write; fsync at most every
-//     SyncInterval. A process crash loses nothing that returned; a power
-//     loss may lose the last interval.
+//   - SyncInterval: a call returns after the write; the fsync that covers
+//     its record starts at most SyncInterval after the write (later while
+//     an earlier fsync runs), shared with the other writes of that time
+//     rather than one per write. A process crash
+//     loses nothing that returned; a power loss may lose the last
+//     interval.
 //   - SyncNever: fsync only at segment roll-over, snapshots and Close. A
 //     process crash loses nothing that returned; a power loss may lose
 //     everything since the last of those.

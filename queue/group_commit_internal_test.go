@@ -1,17 +1,16 @@
 package queue
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walq/walq/internal/seglayout"
 )
 
 // The README's group commit: enqueues of concurrent callers, made while
@@ -59,43 +58,17 @@ func TestConcurrentEnqueuesShareOneEntry(t *testing.T) {
 	}
 	require.NoError(t, q.Close())
 
+	// The segments parsed as the README draws them, `uvarint(len) | entry`,
+	// an entry starting with CRC (4B), version (1B), first LSN (8B LE) and
+	// count (4B LE); witnesses, count 0, are left out.
+	entries, err := seglayout.Dir(filepath.Join(dir, "log"))
+	require.NoError(t, err)
 	var counts []int
-	for _, e := range logEntries(t, filepath.Join(dir, "log")) {
-		if e.first > base {
-			counts = append(counts, e.count)
+	for _, e := range entries {
+		if e.First > base && e.Count > 0 {
+			counts = append(counts, e.Count)
 		}
 	}
 	require.NotEmpty(t, counts)
 	require.Equal(t, callers, counts[0], "the entries after the held one hold %v records", counts)
-}
-
-// logEntry is one entry of a segment: its first LSN and record count.
-type logEntry struct {
-	first uint64
-	count int
-}
-
-// logEntries parses the segments in dir as the README's on-disk format
-// draws them, `uvarint(len) | entry`, an entry starting with CRC (4B),
-// version (1B), first LSN (8B LE) and count (4B LE), and returns its
-// entries with records, in order (witnesses, count 0, are left out).
-func logEntries(t *testing.T, dir string) []logEntry {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var out []logEntry
-	for _, de := range des { // names are zero-padded: ReadDir's order is the log's
-		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
-		require.NoError(t, err)
-		for off := 0; off < len(b) && bytes.ContainsFunc(b[off:], func(r rune) bool { return r != 0 }); {
-			n, k := binary.Uvarint(b[off:])
-			require.True(t, k > 0 && n >= 17 && off+k+int(n) <= len(b), "bad frame in %s at %d", de.Name(), off)
-			e := b[off+k : off+k+int(n)]
-			if c := int(binary.LittleEndian.Uint32(e[13:])); c > 0 {
-				out = append(out, logEntry{first: binary.LittleEndian.Uint64(e[5:]), count: c})
-			}
-			off += k + int(n)
-		}
-	}
-	return out
 }

@@ -18,8 +18,8 @@ type SyncMode = wal.SyncMode
 const (
 	// SyncAlways: every call returns after the fsync that covers its record.
 	SyncAlways = wal.SyncAlways
-	// SyncInterval: calls return after the write; fsync at most every
-	// Options.SyncInterval.
+	// SyncInterval: calls return after the write; the fsync that covers
+	// their records starts at most Options.SyncInterval after the write.
 	SyncInterval = wal.SyncInterval
 	// SyncNever: calls return after the write; fsync only at segment
 	// roll-over, snapshots and Close.
@@ -42,7 +42,8 @@ type Options struct {
 	MaxDeliveries int
 	// Sync is the fsync policy. Default SyncAlways.
 	Sync SyncMode
-	// SyncInterval is SyncInterval's period. Default 50ms.
+	// SyncInterval is, under SyncInterval, the longest a write waits for
+	// the fsync that covers it to start. Default 50ms.
 	SyncInterval time.Duration
 	// DedupWindow is how long the id of an acked message with a
 	// producer-given id keeps refusing duplicates. Default 0: only live

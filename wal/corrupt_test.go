@@ -1,18 +1,16 @@
 package wal_test
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/walq/walq/internal/seglayout"
 	"github.com/walq/walq/wal"
 )
 
@@ -30,25 +28,13 @@ type entryPos struct {
 // layoutOf parses every segment of dir with the documented format.
 func layoutOf(t testing.TB, dir string) []entryPos {
 	t.Helper()
-	var out []entryPos
-	for _, seg := range segmentFiles(t, dir) {
-		b, err := os.ReadFile(seg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for off := 0; off < len(b); {
-			if !bytes.ContainsFunc(b[off:], func(r rune) bool { return r != 0 }) {
-				break // zeros ahead of the tail: no entry
-			}
-			n, k := binary.Uvarint(b[off:])
-			if k <= 0 || off+k+int(n) > len(b) {
-				t.Fatalf("layoutOf: bad frame in %s at %d", seg, off)
-			}
-			e := b[off+k : off+k+int(n)]
-			out = append(out, entryPos{seg: seg, off: int64(off), size: int64(k) + int64(n), hdr: int64(k),
-				first: binary.LittleEndian.Uint64(e[5:]), count: int(binary.LittleEndian.Uint32(e[13:]))})
-			off += k + int(n)
-		}
+	es, err := seglayout.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]entryPos, len(es))
+	for i, e := range es {
+		out[i] = entryPos{seg: e.Seg, off: e.Off, size: e.Size, hdr: e.Hdr, first: e.First, count: e.Count}
 	}
 	return out
 }
@@ -56,18 +42,11 @@ func layoutOf(t testing.TB, dir string) []entryPos {
 // segmentFiles lists the segment files of dir in order.
 func segmentFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	des, err := os.ReadDir(dir)
+	segs, err := seglayout.Segments(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, de := range des {
-		if len(de.Name()) == 20 {
-			out = append(out, filepath.Join(dir, de.Name()))
-		}
-	}
-	sort.Strings(out)
-	return out
+	return segs
 }
 
 // copyDir copies a flat directory.

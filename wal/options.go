@@ -15,7 +15,7 @@ type SyncMode uint8
 
 const (
 	SyncAlways   SyncMode = iota // fsync every group before its Wait returns
-	SyncInterval                 // write at once, fsync at most every Options.SyncInterval
+	SyncInterval                 // write at once; the fsync that covers it starts at most Options.SyncInterval after the write
 	SyncNever                    // fsync only at segment roll-over and Close
 )
 
@@ -40,7 +40,7 @@ const (
 type Options struct {
 	SegmentSize   int64         // target bytes per segment; default 4 MiB; 64 B to 1 GiB; unset, a salvaging or read-only Open takes no torn roll at an entry boundary (doc.go)
 	Sync          SyncMode      // default SyncAlways
-	SyncInterval  time.Duration // SyncInterval's period; default 50ms
+	SyncInterval  time.Duration // SyncInterval's longest wait from a write to the start of its fsync; default 50ms
 	MaxGroupBytes int           // records gathered into one entry; default 4 MiB; at most 1 GiB
 	MaxRecordSize int           // largest record accepted; default 64 MiB; at most 1 GiB
 	Salvage       bool          // skip damaged entries in sealed segments instead of failing Open/reads

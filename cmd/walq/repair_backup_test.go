@@ -2,9 +2,12 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +50,31 @@ func TestRepairBackupOddPaths(t *testing.T) {
 	}
 	require.NoDirExists(t, filepath.Join(dir, "x"))
 	mustWalq(t, 7, "", "verify", dir) // still torn: nothing was changed
+}
+
+// TestRepairPrintsBackupAsMade: a --backup path given with a trailing
+// slash or a "." in it is copied to the path it names, and repair prints
+// that path, in its text and in its JSON, where the copy can be found by
+// the printed name, not the one typed.
+func TestRepairPrintsBackupAsMade(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
+			dir := tornQueue(t)
+			made := filepath.Join(filepath.Dir(dir), "bak")
+			typed := filepath.Dir(dir) + "/./bak/"
+			args := []string{"repair", "--backup", typed, dir}
+			if asJSON {
+				args = append(args[:1], append([]string{"--json"}, args[1:]...)...)
+			}
+			r := mustWalq(t, 0, "", args...)
+			require.DirExists(t, filepath.Join(made, "log"))
+			if !asJSON {
+				require.Regexp(t, `(?m)^backup: copied .* to `+regexp.QuoteMeta(made)+`$`, r.stdout)
+				return
+			}
+			var got struct{ Backup string }
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+			require.Equal(t, made, got.Backup)
+		})
+	}
 }

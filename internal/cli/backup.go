@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,7 +42,7 @@ func backupDir(e *env, src, dst string) (int64, error) {
 	}
 	fsys := e.backupFS
 	if fsys == nil {
-		fsys = wal.OSFS{}
+		fsys = backupOS{}
 	}
 	n, made, err := copyTree(e, fsys, root, part)
 	if err == nil {
@@ -78,16 +79,45 @@ const partialSuffix = ".partial"
 // publishBackup gives the complete, synced copy at part its name dst and
 // makes the rename durable; renamed says whether part is now dst (a
 // failed fsync of the parent leaves the whole copy there, not to be
-// removed). A dst made meanwhile is refused, not replaced.
+// removed). A dst made meanwhile is refused, not replaced: where fsys can
+// rename without replacing (exclusiveRenamer), even one made between the
+// check and the rename. Elsewhere an empty directory made there in that
+// gap is replaced by rename(2): os.Rename checks for a directory at the
+// new name, but with the same gap before its rename(2).
 func publishBackup(fsys wal.FS, part, dst string) (renamed bool, err error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return false, fmt.Errorf("%s appeared during the copy", dst)
 	}
-	if err := fsys.Rename(part, dst); err != nil {
+	if err := renameExclusive(fsys, part, dst); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, fmt.Errorf("%s appeared during the copy: %w", dst, err)
+		}
 		return false, err
 	}
 	return true, wal.SyncDirFS(fsys, filepath.Dir(dst))
 }
+
+// exclusiveRenamer is a wal.FS that can rename without replacing what the
+// new name holds, in one step: RenameNoReplace fails with an error that
+// is fs.ErrExist when newpath exists.
+type exclusiveRenamer interface {
+	RenameNoReplace(oldpath, newpath string) error
+}
+
+// renameExclusive renames oldpath to newpath through fsys, without
+// replacing newpath where fsys can (exclusiveRenamer); elsewhere it is
+// fsys.Rename, and the caller's check that newpath does not exist is all
+// there is.
+func renameExclusive(fsys wal.FS, oldpath, newpath string) error {
+	if r, ok := fsys.(exclusiveRenamer); ok {
+		return r.RenameNoReplace(oldpath, newpath)
+	}
+	return fsys.Rename(oldpath, newpath)
+}
+
+// backupOS is the real file system the backup writes through: wal.OSFS,
+// with RenameNoReplace where the platform has it (rename_linux.go).
+type backupOS struct{ wal.OSFS }
 
 // copyTree copies the tree at root to the new directory dst, writing the
 // files through fsys and reporting progress. made says whether it created

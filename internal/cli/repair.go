@@ -23,8 +23,11 @@ var repairCmd = &command{
 	long: `Repair is the explicit salvage of a damaged queue. It holds the directory
 lock from start to end. It runs the checks of verify; if DIR is clean it
 does nothing. Otherwise it first copies DIR to a backup (DIR.bak-<time>
-next to DIR unless --backup names another path; the copy is made as
-PATH.partial, fsynced, and renamed to PATH before anything else happens,
+next to DIR unless --backup names another path, which must not exist; the
+copy is made as PATH.partial, fsynced, and renamed to PATH before anything
+else happens (a PATH made meanwhile is refused, not replaced; only on
+Linux, on a file system with renameat2's RENAME_NOREPLACE, is an empty
+directory made at PATH just before the rename refused too),
 so that a repair killed during its backup leaves only PATH.partial, which
 a later run with the same --backup refuses until it is removed, and a
 later run with the default backup names, to be removed; a copy
@@ -95,6 +98,8 @@ func runRepair(e *env, dir, backup string, segSize int64, asJSON bool) error {
 		}
 		noteUnfinishedBackups(e.stderr, backup)
 	}
+	backup = filepath.Clean(backup) // the name backupDir gives the copy: "bak/" is "bak"
+
 	var copied int64 = -1 // bytes backed up; -1 when no backup was made
 	sp := e.spinner("repairing " + dir)
 	rep, err := queue.Repair(dir, &queue.RepairOptions{Options: ownerOptions(&queue.Options{SegmentSize: segSize}), Backup: func() error {
