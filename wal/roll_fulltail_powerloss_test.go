@@ -1,0 +1,374 @@
+package wal_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/walq/walq/wal"
+)
+
+// errPowerLoss is what lossFS returns for the durable operation the power
+// loss comes at, and for every later one.
+var errPowerLoss = errors.New("power loss")
+
+// lossFS is the real file system with a power loss at its crashAt-th
+// durable operation (a file or directory fsync, 0: never): that one and
+// every later one fail. It keeps, for the log directory, what each fsync
+// made durable: a file's bytes, as its last fsync saw them, and the
+// directory's names, as its last fsync saw them; what the directory held
+// when it was made (the state of an earlier crash) counts as durable. From
+// these, state builds the two states the loss can leave in which no byte
+// written since its file's last fsync reached the disk: with the names the
+// directory had at the loss (the kernel wrote the directory back), or with
+// the names of its last fsync.
+type lossFS struct {
+	wal.OSFS
+	dir     string
+	crashAt int
+	mu      struct {
+		sync.Mutex
+		ops     int               // durable operations tried
+		content map[string][]byte // file name → its bytes as its last fsync left them
+		names   []string          // the directory's names as its last fsync left them
+		atLoss  []string          // the directory's names at the loss; nil before it
+	}
+}
+
+func newLossFS(t *testing.T, dir string, crashAt int) *lossFS {
+	t.Helper()
+	f := &lossFS{dir: filepath.Clean(dir), crashAt: crashAt}
+	f.mu.content = make(map[string][]byte)
+	names, err := dirNames(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.names = names
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(f.dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.mu.content[n] = b
+	}
+	return f
+}
+
+// dirNames returns the names in dir, sorted.
+func dirNames(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(des))
+	for i, de := range des {
+		names[i] = de.Name()
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// durable makes durable operation number ops+1: it fails at and after the
+// loss; otherwise record, run under mu, takes what the operation made
+// durable.
+func (f *lossFS) durable(op func() error, record func() error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.ops++
+	if f.mu.atLoss == nil && f.crashAt > 0 && f.mu.ops >= f.crashAt {
+		names, err := dirNames(f.dir)
+		if err != nil {
+			return err
+		}
+		f.mu.atLoss = names
+	}
+	if f.mu.atLoss != nil {
+		return errPowerLoss
+	}
+	if err := op(); err != nil {
+		return err
+	}
+	return record()
+}
+
+// crashed reports whether the power loss came.
+func (f *lossFS) crashed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.atLoss != nil
+}
+
+func (f *lossFS) SyncDir(name string) error {
+	return f.durable(func() error { return f.OSFS.SyncDir(name) }, func() error {
+		if filepath.Clean(name) != f.dir {
+			return nil
+		}
+		names, err := dirNames(f.dir)
+		f.mu.names = names
+		return err
+	})
+}
+
+func (f *lossFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &lossFile{File: file, fs: f, path: filepath.Clean(name)}, nil
+}
+
+func (f *lossFS) Open(name string) (wal.File, error) { return f.OpenFile(name, os.O_RDONLY, 0) }
+
+// lossFile is a file of a lossFS: its fsyncs are durable operations.
+type lossFile struct {
+	wal.File
+	fs   *lossFS
+	path string
+}
+
+func (f *lossFile) Sync() error     { return f.sync(f.File.Sync) }
+func (f *lossFile) Datasync() error { return f.sync(f.File.Datasync) }
+
+func (f *lossFile) sync(op func() error) error {
+	return f.fs.durable(op, func() error {
+		if filepath.Dir(f.path) != f.fs.dir {
+			return nil
+		}
+		b, err := os.ReadFile(f.path)
+		f.fs.mu.content[filepath.Base(f.path)] = b
+		return err
+	})
+}
+
+// state writes into dst the state the loss left with the names the
+// directory had at the loss (cached) or at its last fsync, each file with
+// the bytes of its last fsync (none if it had none), and describes it.
+func (f *lossFS) state(t *testing.T, dst string, cached bool) string {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names, how := f.mu.names, "names as last fsynced"
+	if cached {
+		names, how = f.mu.atLoss, "names as at the loss"
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	desc := how + ", unsynced bytes lost:"
+	for _, n := range names {
+		b := f.mu.content[n]
+		if err := os.WriteFile(filepath.Join(dst, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		desc += fmt.Sprintf(" %s (%d bytes)", n, len(b))
+	}
+	return desc
+}
+
+// probeEntries returns the bytes that records 0 to n-1, one entry each,
+// take in a segment.
+func probeEntries(t *testing.T, n int) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	l := openLog(t, dir, &wal.Options{Sync: wal.SyncNever, MaxGroupBytes: 1})
+	appendN(t, l, 0, n)
+	closeLog(t, l)
+	segs := segmentFiles(t, dir)
+	if len(segs) != 1 {
+		t.Fatalf("%d segments, want 1", len(segs))
+	}
+	b, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fullTailLog writes into dir the state a power loss leaves after the
+// entry of record n-1 took the first segment to exactly opts.SegmentSize:
+// the segment was fsynced whole, and the name of the segment its roll
+// created, n+1, was lost with the directory fsync that would have made it
+// durable. The segment is the tail then, full.
+func fullTailLog(t *testing.T, dir string, opts *wal.Options, n int) {
+	t.Helper()
+	l := openLog(t, dir, opts)
+	appendN(t, l, 0, n)
+	closeLog(t, l)
+	segs := segmentFiles(t, dir)
+	if len(segs) != 2 || filepath.Base(segs[1]) != fmt.Sprintf("%020d", n+1) {
+		t.Fatalf("segments %v; want the first, full, and the empty %020d its roll created", segs, n+1)
+	}
+	if fi, err := os.Stat(segs[0]); err != nil || fi.Size() != opts.SegmentSize {
+		t.Fatalf("the first segment: %v, %v; want %d bytes", fi.Size(), err, opts.SegmentSize)
+	}
+	if err := os.Remove(segs[1]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPowerLossTwiceOverFullTail: a power loss can leave the last segment
+// whole at exactly SegmentSize (the entry that took it there sealed it,
+// and the name of the segment its roll created was lost). The Open after
+// it, and the appends after that Open, must not write into that full
+// segment: tidwall/wal only rolls a tail past SegmentSize before a write,
+// so the next entry would land in it and its roll create a segment named
+// past it, and a second power loss could keep that name and lose the
+// entry, leaving a full segment, whole, under an empty tail named past it:
+// to Open, a segment missing between them, refused with ErrCorrupt
+// though no record lost was acknowledged. A repair can leave such a tail
+// too, cutting zeros after it, or an entry torn after it (which an
+// earlier release, writing into the full segment, could leave under its
+// roll's empty tail). At every durable operation of the reopen, an
+// append, a Flush and the Close, the states a power loss leaves when no
+// unsynced byte reached the disk, with the directory's names as at the
+// loss or as last fsynced, must open read-only, plainly and salvaging,
+// all with the writer's SegmentSize, and hold the same records: the first
+// ones, and the appended one if the Flush returned nil; and the plain
+// Open must take an append that a reopen reads back.
+func TestPowerLossTwiceOverFullTail(t *testing.T) {
+	const records = 6
+	entries := probeEntries(t, records+1)
+	next := probeEntries(t, records)
+	size := int64(len(next))
+	torn := entries[size : size+int64(len(entries)-len(next))/2] // half of record 6's entry
+	for _, c := range []struct {
+		name  string
+		after []byte // bytes after the full segment's last entry
+		tail  int    // the empty tail after it, by index; 0 for none
+	}{
+		{"roll's name lost", nil, 0},
+		{"zeros after the full segment's end", make([]byte, 100), 0},
+		{"entry torn after the full segment's end, under its roll's empty tail", torn, records + 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			powerLossOverFullTail(t, size, records, func(dir string) error {
+				return damageFullTail(dir, c.after, c.tail)
+			})
+		})
+	}
+}
+
+// damageFullTail appends after to the log's only segment and creates an
+// empty segment of index tail (0: none).
+func damageFullTail(dir string, after []byte, tail int) error {
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%020d", 1)), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(after); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil || tail == 0 {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", tail)), nil, 0o600)
+}
+
+// powerLossOverFullTail builds the state after the first power loss
+// (fullTailLog, then damage), and loses power again at each durable
+// operation of a reopen that appends a record and flushes.
+func powerLossOverFullTail(t *testing.T, size int64, records int, damage func(dir string) error) {
+	// Under SyncNever no witness comes from a timer, so the durable
+	// operations are the same at every run, and a segment is only
+	// appended to (no zeros ahead of its end).
+	opts := wal.Options{SegmentSize: size, Sync: wal.SyncNever, MaxGroupBytes: 1, Locked: true}
+	for crashAt := 1; ; crashAt++ {
+		dir := filepath.Join(t.TempDir(), "log")
+		fullTailLog(t, dir, &opts, records)
+		if err := damage(dir); err != nil {
+			t.Fatal(err)
+		}
+		fsys := newLossFS(t, dir, crashAt)
+		o := opts
+		o.FS = fsys
+		acked := appendAfterReopen(dir, &o, records)
+		if !fsys.crashed() {
+			if !acked {
+				t.Fatal("no power loss, and the append was not acknowledged")
+			}
+			t.Logf("%d durable operations, 2 states each", crashAt-1)
+			return
+		}
+		for _, cached := range []bool{true, false} {
+			state := filepath.Join(t.TempDir(), "state")
+			desc := fsys.state(t, state, cached)
+			where := fmt.Sprintf("power loss at durable operation %d, %s", crashAt, desc)
+			checkFullTailState(t, where, state, opts, records, acked)
+		}
+	}
+}
+
+// appendAfterReopen opens the log, appends record n, flushes and closes
+// the log; it reports whether the Flush acknowledged the record.
+func appendAfterReopen(dir string, opts *wal.Options, n int) bool {
+	l, err := wal.Open(dir, opts)
+	if err != nil {
+		return false
+	}
+	defer l.Close() // after the power loss it fails, and nothing it does counts
+	if _, _, err := l.Append(record(n)); err != nil {
+		return false
+	}
+	return l.Flush() == nil
+}
+
+// checkFullTailState opens the state read-only and plainly, with the
+// writer's options, and checks that both hold records 0 to n-1, then
+// record n if acked (and nothing else, it being optional otherwise); then
+// appends a record and reads it back after a reopen.
+func checkFullTailState(t *testing.T, where, dir string, opts wal.Options, n int, acked bool) {
+	t.Helper()
+	ro := opts
+	ro.ReadOnly = true
+	l, err := wal.Open(dir, &ro)
+	if err != nil {
+		t.Fatalf("%s: read-only Open: %v", where, err)
+	}
+	_, seen := readAll(t, l, 1)
+	closeLog(t, l)
+	salvaged := readSalvaged(t, where, dir, opts)
+	l, err = wal.Open(dir, &opts)
+	if err != nil {
+		t.Fatalf("%s: Open: %v", where, err)
+	}
+	_, got := readAll(t, l, 1)
+	if len(got) < n || len(got) > n+1 || acked && len(got) != n+1 {
+		t.Fatalf("%s: %d records, want %d (and the appended one, acknowledged: %v)", where, len(got), n, acked)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], record(i)) {
+			t.Fatalf("%s: record %d is not what was written", where, i)
+		}
+	}
+	if len(seen) != len(got) || len(salvaged) != len(got) {
+		t.Fatalf("%s: a read-only Open shows %d records, a salvaging one %d, the Open %d", where, len(seen), len(salvaged), len(got))
+	}
+	lsn := appendN(t, l, len(got), 1)[0]
+	closeLog(t, l)
+	l = openLog(t, dir, &opts)
+	defer closeLog(t, l)
+	if rec, err := l.Read(lsn); err != nil || !bytes.Equal(rec, record(len(got))) {
+		t.Fatalf("%s: the record appended after the repair, at LSN %d: %q, %v", where, lsn, rec, err)
+	}
+}
+
+// readSalvaged opens a copy of dir with Salvage and returns its records.
+func readSalvaged(t *testing.T, where, dir string, opts wal.Options) [][]byte {
+	t.Helper()
+	cp := t.TempDir()
+	copyDir(t, dir, cp)
+	opts.Salvage = true
+	l, err := wal.Open(cp, &opts)
+	if err != nil {
+		t.Fatalf("%s: salvaging Open: %v", where, err)
+	}
+	defer closeLog(t, l)
+	_, recs := readAll(t, l, 1)
+	return recs
+}
