@@ -83,8 +83,8 @@ func salvageCopy(dir string, segSize int64) (drained, error, error) {
 	if err := copyDir(filepath.Join(dir, "q"), filepath.Join(dir, "qs")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return drained{}, nil, err
 	}
-	o := drainOptions()
-	o.Salvage, o.SegmentSize = true, segSize
+	o := drainOptionsAs(segSize)
+	o.Salvage = true
 	d, err := drainWith(filepath.Join(dir, "qs"), o)
 	return d, err, nil
 }
@@ -102,7 +102,7 @@ func repairCopy(dir string, segSize int64) (drained, error, error) {
 	if _, err := queue.Repair(filepath.Join(dir, "qr"), &queue.RepairOptions{Options: o}); err != nil {
 		return drained{}, fmt.Errorf("repair: %w", err), nil
 	}
-	d, err := drainWith(filepath.Join(dir, "qr"), drainOptions())
+	d, err := drainWith(filepath.Join(dir, "qr"), drainOptionsAs(segSize))
 	return d, err, nil
 }
 
