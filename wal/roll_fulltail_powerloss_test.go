@@ -90,11 +90,16 @@ func TestPowerLossTwiceOverFullTail(t *testing.T) {
 		{"zeros after the full segment's end", make([]byte, 100), 0},
 		{"entry torn after the full segment's end, under its roll's empty tail", torn, records + 2},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			powerLossOverFullTail(t, size, records, func(dir string) error {
-				return damageFullTail(dir, c.after, c.tail)
+		for _, mode := range []struct {
+			name string
+			sync wal.SyncMode
+		}{{"never", wal.SyncNever}, {"always", wal.SyncAlways}} {
+			t.Run(c.name+"/"+mode.name, func(t *testing.T) {
+				powerLossOverFullTail(t, size, mode.sync, records, func(dir string) error {
+					return damageFullTail(dir, c.after, c.tail)
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -117,13 +122,14 @@ func damageFullTail(dir string, after []byte, tail int) error {
 
 // powerLossOverFullTail builds the state after the first power loss
 // (fullTailLog, then damage), and loses power again at each durable
-// operation of a reopen that appends a record and flushes; from each,
-// fullTailStates states are built (crashfs) and checked.
-func powerLossOverFullTail(t *testing.T, size int64, records int, damage func(dir string) error) {
+// operation of a reopen that appends a record and flushes, under sync;
+// from each, fullTailStates states are built (crashfs) and checked.
+func powerLossOverFullTail(t *testing.T, size int64, sync wal.SyncMode, records int, damage func(dir string) error) {
 	// Under SyncNever no witness comes from a timer, so the durable
 	// operations are the same at every run, and a segment is only
-	// appended to (no zeros ahead of its end).
-	opts := wal.Options{SegmentSize: size, Sync: wal.SyncNever, MaxGroupBytes: 1, Locked: true}
+	// appended to; under SyncAlways the tail is extended with zeros ahead
+	// of the records that overwrite them, and fsynced so.
+	opts := wal.Options{SegmentSize: size, Sync: sync, MaxGroupBytes: 1, Locked: true}
 	for crashAt := 1; ; crashAt++ {
 		root := t.TempDir()
 		dir := filepath.Join(root, "log")
@@ -159,7 +165,7 @@ func powerLossOverFullTail(t *testing.T, size int64, records int, damage func(di
 
 // fullTailStates is how many crash states are built at each durable
 // operation of the reopen.
-const fullTailStates = 40
+const fullTailStates = 24
 
 // appendAfterReopen opens the log, appends record n, flushes and closes
 // the log; it reports whether the Flush acknowledged the record.
