@@ -281,8 +281,7 @@ func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(s
 // checking payloads and counts.
 func (h *deadParent) drainAck(dir string) (deadDrain, error) {
 	d := deadDrain{dead: make(map[string]bool), why: make(map[string]string)}
-	o := drainOptions()
-	o.SegmentSize = deadSegmentSize // the children's, as their application reopens with
+	o := drainOptionsAs(deadSegmentSize) // the children's, as their application reopens with
 	q, err := queue.Open(dir, &o)
 	if err != nil {
 		return d, err
@@ -335,8 +334,7 @@ func (h *deadParent) drainAck(dir string) (deadDrain, error) {
 // drainWindowed does for the windowed queue in dir what drainAck does.
 func (h *deadParent) drainWindowed(dir string) (deadDrain, error) {
 	d := deadDrain{dead: make(map[string]bool), why: make(map[string]string)}
-	o := drainOptions()
-	o.SegmentSize = deadSegmentSize // the children's, as their application reopens with
+	o := drainOptionsAs(deadSegmentSize) // the children's, as their application reopens with
 	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{SortedOptions: queue.SortedOptions{Options: o}, Window: deadWindow})
 	if err != nil {
 		return d, err

@@ -281,6 +281,19 @@ func drainOptions() queue.Options {
 	}
 }
 
+// drainOptionsAs are drainOptions with the SegmentSize of the application
+// that wrote the directory: the drain then judges a crash state as that
+// application's own Open does, as strictly as a read-only open given the
+// size (a torn roll at an entry boundary is told from a missing segment
+// by it: wal/tornroll.go). Under the default 4 MiB, a full segment of a
+// workload with small segments looks short, and a state its own Open
+// refuses would be opened.
+func drainOptionsAs(segSize int64) queue.Options {
+	o := drainOptions()
+	o.SegmentSize = segSize
+	return o
+}
+
 // drained is what a full drain of a queue directory returned.
 type drained struct {
 	tokens   []string       // every message, dead letters included, in delivery order

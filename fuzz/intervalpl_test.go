@@ -257,8 +257,7 @@ func drainStates(t *testing.T, fs *crashfs.FS, segSize int64, check func(v int, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := drainOptions()
-		o.SegmentSize = segSize
+		o := drainOptionsAs(segSize)
 		d, err := drainWith(filepath.Join(dst, "q"), o)
 		refusable := holeRefusable(dst, st)
 		os.RemoveAll(dst)

@@ -207,15 +207,13 @@ const kill9SegmentSize = 32 << 10
 // application reopens with: the default, larger one would take states for
 // torn rolls that it refuses.
 func kill9DrainQueue(dir string) (drained, error) {
-	o := drainOptions()
-	o.SegmentSize = kill9SegmentSize
+	o := drainOptionsAs(kill9SegmentSize)
 	return drainWith(dir, o)
 }
 
 // kill9DrainSorted is drainSorted with the children's SegmentSize.
 func kill9DrainSorted(dir string) (drained, error) {
-	o := drainOptions()
-	o.SegmentSize = kill9SegmentSize
+	o := drainOptionsAs(kill9SegmentSize)
 	return drainSortedWith(dir, o)
 }
 

@@ -83,8 +83,8 @@ func salvageCopy(dir string, segSize int64) (drained, error, error) {
 	if err := copyDir(filepath.Join(dir, "q"), filepath.Join(dir, "qs")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return drained{}, nil, err
 	}
-	o := drainOptions()
-	o.Salvage, o.SegmentSize = true, segSize
+	o := drainOptionsAs(segSize)
+	o.Salvage = true
 	d, err := drainWith(filepath.Join(dir, "qs"), o)
 	return d, err, nil
 }
@@ -103,9 +103,7 @@ func repairCopy(dir string, segSize int64) (drained, error, error) {
 	if _, err := queue.Repair(filepath.Join(dir, "qr"), &queue.RepairOptions{Options: o}); err != nil {
 		return drained{}, fmt.Errorf("repair: %w", err), nil
 	}
-	do := drainOptions()
-	do.SegmentSize = segSize // the writer's: the repaired log must open as its application reopens it
-	d, err := drainWith(filepath.Join(dir, "qr"), do)
+	d, err := drainWith(filepath.Join(dir, "qr"), drainOptionsAs(segSize))
 	return d, err, nil
 }
 

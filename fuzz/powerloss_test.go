@@ -25,8 +25,8 @@ import (
 // durable. From each crash, several states a power loss can leave are
 // built in fresh directories (names as last fsynced, as cached, or mixed;
 // unsynced bytes dropped, kept in part, torn, zeroed, or with a hole), and
-// each is opened with the real file system, drained and judged by the
-// Oracle.
+// each is opened with the real file system and the workload's
+// SegmentSize, drained and judged by the Oracle.
 //
 // The Oracle is fed with what the callers were told, never with walq's own
 // durability accounting: under SyncAlways every call that returned nil
@@ -439,7 +439,8 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 	return o
 }
 
-// check drains the crash state in dir and judges it. A state with a hole
+// check drains the crash state in dir, opened with the workload's
+// SegmentSize as the application's own Open would, and judges it. A state with a hole
 // or with writes reordered across segments (reordered) may be refused
 // with ErrCorrupt; refused says so. Verify, run first, must accept a state
 // the open opens (verifyAgrees); a read-only open of the state, made
@@ -460,7 +461,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 	}
 	_, vErr := queue.Verify(filepath.Join(dir, "q"), nil)
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
-	d, err := drainQueue(filepath.Join(dir, "q"))
+	d, err := drainWith(filepath.Join(dir, "q"), drainOptionsAs(plSegmentSize))
 	if err != nil {
 		if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(dir, st) || reordered(st)) {
 			return fuzz.Result{}, plRecovery{refused: true}, nil

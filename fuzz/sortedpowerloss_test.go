@@ -160,8 +160,8 @@ type splBatch struct {
 // writes nothing), given the workload's SegmentSize, and returns how many
 // values it holds: pending, leased and dead.
 func splReadOnlyCount(dir string, cfg splConfig) (int, error) {
-	o := drainOptions()
-	o.ReadOnly, o.SegmentSize = true, splSegmentSize
+	o := drainOptionsAs(splSegmentSize)
+	o.ReadOnly = true
 	q, err := openSplQueue(dir, cfg, o)
 	if err != nil {
 		return 0, err
@@ -333,19 +333,17 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 	return run, nil
 }
 
-// check opens the state in dir, drains it and holds it to what the
-// callers were told. Verify, run first, must accept a state the open
+// check opens the state in dir with the workload's SegmentSize, as the
+// application's own open would (under the default 4 MiB a full 4 KiB
+// segment looks short), drains it and holds it to what the callers were
+// told. Verify, run first, must accept a state the open
 // opens (verifyAgrees), and a read-only open, made first, must open
 // where the writable open opens (unless the crash came before the queue
 // held anything) and hold as many values as the drain finds.
 func (run *splRun) check(dir string, cfg splConfig) error {
 	_, vErr := queue.Verify(dir, nil)
 	shown, roErr := splReadOnlyCount(dir, cfg)
-	// The workload's SegmentSize, as its application reopens with: the
-	// default, larger one would take states for torn rolls that it refuses.
-	o := drainOptions()
-	o.SegmentSize = splSegmentSize
-	q, err := openSplQueue(dir, cfg, o)
+	q, err := openSplQueue(dir, cfg, drainOptionsAs(splSegmentSize))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 )
 
@@ -349,23 +348,5 @@ func (l *Log) resumeAfterGap() error {
 	if tail.size == 0 {
 		return nil // the empty tail takes the next record
 	}
-	index := tail.firstIndex + uint64(tail.entries)
-	path := filepath.Join(l.dir, segmentName(index))
-	f, err := l.opts.FS.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, l.opts.FileMode)
-	if err != nil {
-		return fmt.Errorf("wal: start a segment after the lost records: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("wal: start a segment after the lost records: %w", err)
-	}
-	if err := SyncDirFS(l.opts.FS, l.dir); err != nil {
-		return err
-	}
-	file, err := openSegFile(l.opts.FS, path)
-	if err != nil {
-		return err
-	}
-	tail.sealed = true
-	l.seg.list = append(l.seg.list, &segment{path: path, firstIndex: index, file: file, indexed: true})
-	return nil
+	return l.startSegment("start a segment after the lost records")
 }

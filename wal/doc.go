@@ -54,6 +54,25 @@
 //     a segment walq created, and fsynced the directory for, before that
 //     write.) So a power loss cannot keep entries of the new segment and
 //     lose the sealed one's end, whatever tidwall/wal fsyncs at its roll.
+//   - No entry is written into a segment that reached SegmentSize. A
+//     power loss that takes the name of the segment a roll created leaves
+//     the sealed segment the tail; one that the entry sealing it filled to
+//     exactly SegmentSize, tidwall/wal would append to. So a writable Open
+//     that leaves the tail at exactly SegmentSize (as the crash left it,
+//     or cut to it: zeros or a torn entry after it, a torn roll) fsyncs
+//     it, then creates the next segment, empty, and fsyncs the directory,
+//     before anything is written (seal.go: rollFullTail). A second power
+//     loss, during that Open or after, then leaves the full segment under
+//     the segment named after its last entry, or as the tail again, never
+//     under a tail named past it with its last entries lost: that is a
+//     missing segment, and Open refuses it (ErrCorrupt). A log an earlier
+//     release left so (it appended the reopen's first entry into the full
+//     segment, and a second power loss kept the name of the segment the
+//     entry's roll created but not the entry) is refused as well, by a
+//     salvaging Open too: nothing on disk tells it from a missing
+//     segment. The empty tail holds nothing: moving it out of the
+//     directory lets the log open with every record, the lost entry's
+//     unacknowledged ones aside.
 //   - A power loss during a roll can keep the new segment, empty, and lose
 //     the sealed segment's last bytes (nothing past them was acknowledged:
 //     they wait for the roll's fsync). Open repairs it as a torn tail one segment
@@ -447,6 +466,10 @@
 // than Options.SegmentSize bytes, and after any entry that brings it to at
 // least SegmentSize; so a segment exceeds SegmentSize by less than one
 // entry, and a batch that fills a segment exactly leaves an empty tail.
+// (A tail of exactly SegmentSize bytes that Open finds is rolled by Open
+// itself: see Guarantees. An earlier release appended one more entry to
+// it, so a segment it wrote can exceed SegmentSize by that entry and
+// less than one more; Open reads such segments as any other.)
 // TruncateFront removes the front segments itself: it fsyncs the first
 // segment kept if its records are not durable yet (the tail, under
 // SyncNever or SyncInterval), creates an empty NAME.FRONT for it, fsyncs

@@ -196,8 +196,8 @@ func (l *Log) load() error {
 
 // repair runs the checks on the whole log (a tail without entries is one
 // walq wrote, the log reaches MustReach) and then, unless read-only, cuts
-// the torn tail and, after a salvaged loss, starts the segment the log
-// resumes in.
+// the torn tail and, after a salvaged loss or when the tail is full,
+// starts the segment the log resumes in.
 func (l *Log) repair() error {
 	if n := len(l.seg.list); n > 0 && l.seg.list[n-1].entries == 0 {
 		if err := l.checkTailName(l.seg.list[n-1]); err != nil {
@@ -221,7 +221,10 @@ func (l *Log) repair() error {
 			return err
 		}
 	}
-	return l.resumeAfterGap()
+	if err := l.resumeAfterGap(); err != nil {
+		return err
+	}
+	return l.rollFullTail()
 }
 
 // readFirstHeaders learns each sealed segment's first LSN from the header

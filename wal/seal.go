@@ -31,6 +31,66 @@ func (c *committer) createPreRolled() error {
 	return nil
 }
 
+// rollFullTail starts the next segment, at a writable Open, when the
+// tail the repair left ends at exactly SegmentSize, before tidwall/wal
+// opens the directory: it fsyncs the tail, then creates the segment that
+// takes the next entry, empty, and fsyncs the directory (startSegment).
+//
+// tidwall/wal rolls a tail past SegmentSize itself, before the first
+// entry of the next write (createPreRolled makes that segment's name
+// durable first), but appends to one at exactly SegmentSize, which a
+// power loss leaves when it takes the name of the segment a roll created
+// after the entry that filled the sealed one to the byte. The next entry
+// would then go into the full segment, and its roll create a segment
+// named after that entry; a second power loss before the roll's fsyncs
+// could keep the new name and lose the entry, leaving a whole segment of
+// SegmentSize bytes under an empty tail named one past its end: what a
+// missing segment leaves (tornroll.go: endsShort), which Open refuses
+// with ErrCorrupt though nothing lost was acknowledged. Rolled here, no
+// entry is ever written into a segment that reached SegmentSize, and the
+// segment after it is named durably before anything is written there.
+//
+// The tail is fsynced first, as a roll fsyncs the segment it seals before
+// the directory (syncRolled): its last entries may be a crashed process's,
+// in the page cache alone.
+func (l *Log) rollFullTail() error {
+	n := len(l.seg.list)
+	if n == 0 || l.seg.list[n-1].size != l.opts.SegmentSize {
+		return nil // a tail past it is rolled by the first write (createPreRolled)
+	}
+	tail := l.seg.list[n-1]
+	if err := tail.file.f.Datasync(); err != nil {
+		return fmt.Errorf("wal: fsync %s before starting the next segment: %w", tail.path, err)
+	}
+	return l.startSegment("start the segment after a full tail")
+}
+
+// startSegment creates, at Open, the segment that takes the next entry,
+// empty, and fsyncs the directory; the tail before it becomes a sealed
+// segment. what says why, for an error.
+func (l *Log) startSegment(what string) error {
+	tail := l.seg.list[len(l.seg.list)-1]
+	index := tail.firstIndex + uint64(tail.entries)
+	path := filepath.Join(l.dir, segmentName(index))
+	f, err := l.opts.FS.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, l.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("wal: %s: %w", what, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: %s: %w", what, err)
+	}
+	if err := SyncDirFS(l.opts.FS, l.dir); err != nil {
+		return err
+	}
+	file, err := openSegFile(l.opts.FS, path)
+	if err != nil {
+		return err
+	}
+	tail.sealed = true
+	l.seg.list = append(l.seg.list, &segment{path: path, firstIndex: index, file: file, indexed: true})
+	return nil
+}
+
 // syncRolled fsyncs, through the Log's FS, each segment sealed by a roll
 // (first, then the one before each later new segment in segs), then the
 // directory, whose new names tidwall/wal does not fsync. The records of a

@@ -27,7 +27,10 @@ import (
 //     WriteBatch before the first entry of a part; walq creates the file
 //     it rolls to first, empty, and fsyncs the directory
 //     (committer.createPreRolled): the create opens with
-//     O_CREATE|O_TRUNC, so it takes that file for its own.
+//     O_CREATE|O_TRUNC, so it takes that file for its own. A tail of
+//     exactly the segment size it does not roll before a write, but
+//     appends to; Open rolls such a tail itself, before it opens
+//     tidwall/wal (Log.rollFullTail).
 //   - Open creates the first segment in an empty directory; walq fsyncs
 //     the directory and that file through FS.
 //

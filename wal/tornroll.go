@@ -106,7 +106,10 @@ func (l *Log) tornRoll() error {
 // endsShort reports whether s, whole, ends short of the size at which the
 // log's writer sealed its segments: tidwall/wal seals a segment at the
 // entry that takes it to SegmentSize, so a roll torn at an entry boundary
-// leaves it shorter, and a whole sealed segment is not. A salvaging or
+// leaves it shorter, and a whole sealed segment is not; and no entry is
+// written into a segment that reached it (a writable Open rolls a tail of
+// exactly SegmentSize itself: rollFullTail), so an empty tail named past a
+// whole segment that is not short names a missing segment. A salvaging or
 // read-only Open without Options.SegmentSize (a tool reading a log that
 // another program wrote) does not know that size: no segment is short to
 // it, or a missing segment after it would be taken for a torn roll, and
