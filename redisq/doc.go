@@ -727,10 +727,11 @@
 //     time while a batch of it is out. Never set a TTL on walq:{NAME}*.
 //   - A counter that Stats reads holding text (or a number HINCRBY
 //     cannot add to), set by hand or by other software (an ack queue's
-//     stats fields nacked, expired, dead, purged, pids and its message
-//     hash's '#d'; a sorted queue's published, pulled, acked, leased),
-//     makes Stats fail with queue.ErrCorrupt naming the key, the field
-//     and the HSET that mends it, not with a Lua error
-//     (TestStatsCounterText); the calls that add to it refuse it the
-//     same way, with the server's COUNTER reply.
+//     stats fields nacked, expired, dead, purged, pids, its message
+//     hash's '#d' and its sequence counter, key :seq; a sorted queue's
+//     published, pulled, acked, leased), makes Stats fail with
+//     queue.ErrCorrupt naming the key, the field and the HSET (or SET)
+//     that mends it, not with a Lua error (TestStatsCounterText); the
+//     calls that add to a stats field refuse it the same way, having
+//     written nothing (TestWriteCounterText).
 package redisq

@@ -55,6 +55,21 @@ func TestStatsCounterText(t *testing.T) {
 				require.EqualValues(t, 1, st.Ready)
 			})
 		}
+		// The sequence counter, a string key, gives Stats its Enqueued.
+		t.Run("seq", func(t *testing.T) {
+			seq := "walq:{text-counter}:2:seq"
+			old, err := rdb.Get(ctx, seq).Result()
+			require.NoError(t, err)
+			require.NoError(t, rdb.Set(ctx, seq, "many", 0).Err())
+			_, err = q.StatsContext(ctx)
+			require.ErrorIs(t, err, queue.ErrCorrupt)
+			require.ErrorContains(t, err, "queue key "+seq+` holds "many", not a count`)
+			require.ErrorContains(t, err, "SET "+seq)
+			require.NoError(t, rdb.Set(ctx, seq, old, 0).Err())
+			st, err := q.StatsContext(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, st.Enqueued)
+		})
 	})
 	for _, form := range []string{"sorted", "windowed"} {
 		t.Run(form, func(t *testing.T) {
@@ -82,6 +97,59 @@ func TestStatsCounterText(t *testing.T) {
 					require.Equal(t, 1, st.SortedBatches)
 				})
 			}
+		})
+	}
+}
+
+// TestWriteCounterText: a call that adds to a counter holding text is
+// refused with queue.ErrCorrupt naming the key and the field, having
+// written nothing (the nacked message stays leased, the published value
+// is not there), and goes on once the counter is mended.
+func TestWriteCounterText(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	t.Run("ack queue nack", func(t *testing.T) {
+		q, err := redisq.Open(ctx, rdb, "text-nacked", &redisq.Options{ManualRequeue: true})
+		require.NoError(t, err)
+		defer q.Close()
+		_, err = q.Enqueue(ctx, []byte("a"))
+		require.NoError(t, err)
+		m, err := q.TryDequeue()
+		require.NoError(t, err)
+		stats := "walq:{text-nacked}:2:stats"
+		require.NoError(t, rdb.HSet(ctx, stats, "nacked", "many").Err())
+		err = m.Nack(0)
+		requireTextCounter(t, err, stats, "nacked")
+		require.NoError(t, rdb.HSet(ctx, stats, "nacked", "0").Err())
+		st, err := q.StatsContext(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, st.InFlight, "the refused nack gave nothing back")
+		require.NoError(t, m.Nack(0))
+		st, err = q.StatsContext(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, st.Ready)
+		require.EqualValues(t, 1, st.Nacked)
+	})
+	for _, form := range []string{"sorted", "windowed"} {
+		t.Run(form+" publish", func(t *testing.T) {
+			name := "text-published-" + form
+			s, publish, err := openLostForm(ctx, srv, form, name)
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, publish("k"))
+			stats := "walq:{" + name + "}:s:stats"
+			require.NoError(t, rdb.HSet(ctx, stats, "published", "many").Err())
+			requireTextCounter(t, publish("j"), stats, "published")
+			require.NoError(t, rdb.HSet(ctx, stats, "published", "1").Err())
+			st, err := s.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, st.SortedPending, "the refused publish wrote nothing")
+			require.NoError(t, publish("j"))
+			st, err = s.StatsContext(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, st.SortedPending)
+			require.EqualValues(t, 2, st.Published)
 		})
 	}
 }
