@@ -411,8 +411,9 @@
 // OpTimeout after the first failed: a call whose context has no
 // deadline returns within one send and OpTimeout, where a second whole
 // send could start before (against an address that drops packets, with
-// go-redis's defaults: 30.4s, from 50.9s, as measured; TestBlackholeCallBound
-// checks each send's deadline against the bound).
+// go-redis's defaults: about 30.5s, from about 51s before the bound, as
+// TestBlackholeDefaults measures, bench/results/redisq-blackhole-2026-12-06.txt;
+// TestBlackholeCallBound checks each send's deadline against the bound).
 // Open rides a failover as a call does, for its commands that are safe
 // to send again (its checks' reads and no-writes functions, the
 // library's load, a sorted queue's records, SUBSCRIBE), each within
