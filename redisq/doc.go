@@ -734,5 +734,8 @@
 //     queue.ErrCorrupt naming the key, the field and the HSET (or SET)
 //     that mends it, not with a Lua error (TestStatsCounterText); the
 //     calls that add to a stats field refuse it the same way, having
-//     written nothing (TestWriteCounterText).
+//     written nothing (TestWriteCounterText), and so do an enqueue and a
+//     publish on a queue whose sequence counter (:seq, of either kind)
+//     holds text, naming the key and the SET that mends it
+//     (TestEnqueueSeqText).
 package redisq

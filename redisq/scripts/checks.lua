@@ -27,6 +27,16 @@ local function nocount(where, v, mend)
     ', not a count: the queue is left as it was; ' .. mend .. ' to go on')
 end
 
+-- seqerr returns the error reply of r, the error of an INCR or INCRBY
+-- of the counter key (a string key), which wrote nothing: COUNTER naming
+-- key (nocount), mend saying how to go on, where it holds no count (set
+-- by hand or by other software); else it raises r as the server gave it.
+local function seqerr(key, r, mend)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'string' and not iscount(v) then return nocount(key, v, mend) end
+  error(r)
+end
+
 -- counters returns an error reply naming the first of fields whose value
 -- in vals (HMGET's reply) is no count, else nil.
 local function counters(key, fields, vals, at)

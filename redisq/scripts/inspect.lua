@@ -24,8 +24,7 @@ do
   if bad then return bad end
   enqueued = redis.call('GET', K_SEQ) or '0'
   if not iscount(enqueued) then
-    return nocount(K_SEQ, enqueued, 'set it (SET ' .. K_SEQ .. ') to at least the largest numeric field of ' ..
-      K_MSG .. ', and to at least 1')
+    return nocount(K_SEQ, enqueued, seqmend())
   end
   enqueued = tonumber(enqueued)
 end
