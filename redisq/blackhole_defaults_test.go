@@ -21,10 +21,12 @@ const defaultDialTimeout = 5 * time.Second
 
 // darkAddr is a client's network whose address goes dark at once: the
 // connections it made are closed (as a dead primary's are reset) and
-// every dial after that waits until its context ends or for
-// defaultDialTimeout, as go-redis's default dialer's connect to an
-// address that answers no SYN waits out the dial's timeout.
+// every dial after that waits until its context ends or for hold, as
+// go-redis's default dialer's connect to an address that answers no SYN
+// waits out the dial's timeout (hold defaultDialTimeout), or a dialer
+// that takes no timeout of its own waits on its context alone (hold 0).
 type darkAddr struct {
+	hold  time.Duration // how long a dark dial waits at most; 0: until its context ends
 	mu    sync.Mutex
 	dark  bool
 	conns []net.Conn
@@ -37,12 +39,16 @@ func (d *darkAddr) dial(ctx context.Context, network, addr string) (net.Conn, er
 	if d.dark {
 		d.dials++
 		d.mu.Unlock()
-		t := time.NewTimer(defaultDialTimeout)
-		defer t.Stop()
+		var held <-chan time.Time // nil, never ready, without hold
+		if d.hold > 0 {
+			t := time.NewTimer(d.hold)
+			defer t.Stop()
+			held = t.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil, &net.OpError{Op: "dial", Net: network, Err: ctx.Err()}
-		case <-t.C:
+		case <-held:
 			return nil, &net.OpError{Op: "dial", Net: network, Err: os.ErrDeadlineExceeded}
 		case <-d.gone:
 			return nil, &net.OpError{Op: "dial", Net: network, Err: net.ErrClosed}
@@ -129,7 +135,7 @@ func TestBlackholeDefaults(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	d := &darkAddr{gone: make(chan struct{})}
+	d := &darkAddr{hold: defaultDialTimeout, gone: make(chan struct{})}
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Dialer: d.dial})
 	t.Cleanup(func() { _ = rdb.Close() })
 	log := &sendTimes{}
@@ -139,7 +145,7 @@ func TestBlackholeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	defer close(d.gone) // before Close, which waits for the subscription's dial
+	defer close(d.gone) // ends the subscription's held redial, so that its close ends too
 	if _, err := q.Enqueue(ctx, []byte("before")); err != nil {
 		t.Fatal(err)
 	}
