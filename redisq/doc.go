@@ -411,8 +411,15 @@
 // OpTimeout after the first failed: a call whose context has no
 // deadline returns within one send and OpTimeout, where a second whole
 // send could start before (against an address that drops packets, with
-// go-redis's defaults: 30.4s, from 50.9s, as measured; TestBlackholeCallBound
-// checks each send's deadline against the bound).
+// go-redis's defaults: about 30.5s, from about 51s before the bound, as
+// TestBlackholeDefaults measures, bench/results/redisq-blackhole-2026-12-06.txt;
+// TestBlackholeCallBound checks each send's deadline against the bound).
+// Close there waits for the subscription's close no longer than
+// OpTimeout: go-redis dials a subscription again with no deadline,
+// holding the lock its close takes, so a client's Dialer that waits on
+// its context alone would hold Close for ever; past OpTimeout Close
+// returns an error saying so, and the subscription closes once that
+// dial ends (TestCloseDarkAddress).
 // Open rides a failover as a call does, for its commands that are safe
 // to send again (its checks' reads and no-writes functions, the
 // library's load, a sorted queue's records, SUBSCRIBE), each within
@@ -727,10 +734,14 @@
 //     time while a batch of it is out. Never set a TTL on walq:{NAME}*.
 //   - A counter that Stats reads holding text (or a number HINCRBY
 //     cannot add to), set by hand or by other software (an ack queue's
-//     stats fields nacked, expired, dead, purged, pids and its message
-//     hash's '#d'; a sorted queue's published, pulled, acked, leased),
-//     makes Stats fail with queue.ErrCorrupt naming the key, the field
-//     and the HSET that mends it, not with a Lua error
-//     (TestStatsCounterText); the calls that add to it refuse it the
-//     same way, with the server's COUNTER reply.
+//     stats fields nacked, expired, dead, purged, pids, its message
+//     hash's '#d' and its sequence counter, key :seq; a sorted queue's
+//     published, pulled, acked, leased), makes Stats fail with
+//     queue.ErrCorrupt naming the key, the field and the HSET (or SET)
+//     that mends it, not with a Lua error (TestStatsCounterText); the
+//     calls that add to a stats field refuse it the same way, having
+//     written nothing (TestWriteCounterText), and so do an enqueue and a
+//     publish on a queue whose sequence counter (:seq, of either kind)
+//     holds text, naming the key and the SET that mends it
+//     (TestEnqueueSeqText).
 package redisq

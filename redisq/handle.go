@@ -79,6 +79,11 @@ func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 // stops the housekeeper and the subscription, and waits for them. The
 // client stays open. Leases held through this handle keep running on the
 // server until their deadline, so they can be settled elsewhere.
+// go-redis's PubSub dials its connection again holding the lock its
+// Close takes, with no deadline of its own (a client's Dialer that waits
+// on its context alone waits for ever on an address that drops
+// packets), so Close waits for the subscription's close no longer than
+// OpTimeout (closeSubscription).
 func (h *handle) Close() error {
 	first := false
 	h.once.Do(func() {
@@ -88,12 +93,29 @@ func (h *handle) Close() error {
 	if !first {
 		return queue.ErrClosed
 	}
-	err := h.ps.Close()
+	err := h.closeSubscription()
 	h.wg.Wait()
-	if err != nil {
-		return fmt.Errorf("redisq: close subscription: %w", err)
+	return err
+}
+
+// closeSubscription closes the subscription, waiting for that no longer
+// than OpTimeout: past it, the close goes on by itself once the
+// subscription's dial ends, and the error says so.
+func (h *handle) closeSubscription() error {
+	done := make(chan error, 1)
+	go func() { done <- h.ps.Close() }()
+	t := time.NewTimer(h.o.OpTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("redisq: close subscription: %w", err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("redisq: close subscription: not closed within %v (Options.OpTimeout): its connection is "+
+			"being dialled again and closes once that dial ends: %w", h.o.OpTimeout, context.DeadlineExceeded)
 	}
-	return nil
 }
 
 func (h *handle) isClosed() bool {

@@ -70,10 +70,22 @@ func (n *notifier) notifyAll() {
 // listen turns the subscription's messages into local wake-ups: 'r' a
 // message may be ready, 't' a deadline was set earlier than any known.
 // Pub/sub is at most once: after every (re)subscription everything
-// wakes and looks again.
+// wakes and looks again. It ends when the subscription's channel closes
+// or the handle does (Close need not wait for the subscription's close,
+// closeSubscription).
 func (h *handle) listen(ch <-chan any) {
 	defer h.wg.Done()
-	for m := range ch {
+	for {
+		var m any
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return
+			}
+			m = v
+		case <-h.closed:
+			return
+		}
 		switch v := m.(type) {
 		case *redis.Message:
 			if v.Payload == "r" {

@@ -79,7 +79,8 @@ type Options struct {
 	// it: with go-redis's defaults a dial to an address that drops
 	// packets is tried DialerRetries (5) times for DialTimeout (5s), with
 	// 100ms between, 25.4s, so such a call returns after 30.4s with the
-	// default OpTimeout. A send the bound ended returns the context's
+	// default OpTimeout (measured: about 30.5s, TestBlackholeDefaults,
+	// bench/results/redisq-blackhole-2026-12-06.txt). A send the bound ended returns the context's
 	// error with the first send's failure. On a client that ends a
 	// command's wait with its context (ContextTimeoutEnabled) the bound
 	// ends the wait for the reply of a send after the first as well: one

@@ -113,7 +113,10 @@ func (q *Queue) run(ctx context.Context, f function, now time.Time, args ...any)
 	return q.call(ctx, f, argv)
 }
 
-// scriptErr maps a script's error replies onto walq's sentinels.
+// scriptErr maps a script's error replies onto walq's sentinels: a
+// lost key (LOSTSEQ, LOSTKEY) or a counter holding no count (COUNTER,
+// scripts/checks.lua: set by hand or by other software; the reply names
+// its key, its field and how to mend it) onto queue.ErrCorrupt.
 // An error is told by the code its reply starts with (replyAfter), never
 // by words found elsewhere in its text: a queue's name in a key that an
 // error names, or a producer's id in a DUPLICATE, may hold any words.
@@ -124,7 +127,7 @@ func scriptErr(op string, err error) error {
 	if why, ok := replyAfter(err, "KEYTYPE"); ok {
 		return fmt.Errorf("%w: redisq: %s: %s", queue.ErrInvalidOptions, op, why)
 	}
-	for _, code := range []string{"LOSTSEQ", "LOSTKEY"} {
+	for _, code := range []string{"LOSTSEQ", "LOSTKEY", "COUNTER"} {
 		if why, ok := replyAfter(err, code); ok {
 			return fmt.Errorf("%w: redisq: %s: %s", queue.ErrCorrupt, op, why)
 		}

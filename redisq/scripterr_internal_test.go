@@ -33,7 +33,9 @@ func TestScriptErrByCode(t *testing.T) {
 		{fmt.Errorf("call: %w", reply("DUPLICATE id-1")), queue.ErrDuplicate, `"id-1"`},
 		{reply("KEYTYPE the queue holds sort keys of another type than this handle's"), queue.ErrInvalidOptions, "another type than this handle's"},
 		{reply("WRONGTYPE queue key walq:{KEYTYPE DUPLICATE}:2:ready holds another type, not a zset"), nil, "WRONGTYPE"},
-		{reply(`COUNTER queue key walq:{DUPLICATE}:2:stats field ready holds "x"`), nil, "COUNTER"},
+		{reply(`COUNTER queue key walq:{DUPLICATE}:2:stats field nacked holds "x", not a count`), queue.ErrCorrupt,
+			`queue key walq:{DUPLICATE}:2:stats field nacked holds "x", not a count`},
+		{fmt.Errorf("call: %w", reply(`COUNTER queue key walq:{q}:2:seq holds "x"`)), queue.ErrCorrupt, `walq:{q}:2:seq holds "x"`},
 		{reply("OOM command not allowed when used memory > 'maxmemory'."), nil, "OOM"},
 		{reply("NOSCRIPT No matching script."), nil, "NOSCRIPT"},
 		{reply("READONLY You can't write against a read only replica."), nil, "READONLY"},
@@ -53,6 +55,7 @@ func TestScriptErrByCode(t *testing.T) {
 			}
 			require.NotErrorIs(t, err, queue.ErrDuplicate)
 			require.NotErrorIs(t, err, queue.ErrInvalidOptions)
+			require.NotErrorIs(t, err, queue.ErrCorrupt)
 			require.ErrorIs(t, err, c.err, "wrapped")
 			var re redis.Error
 			if errors.As(c.err, &re) {

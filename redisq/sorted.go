@@ -595,7 +595,7 @@ func (s *Sorted[K]) StatsContext(ctx context.Context) (queue.Stats, error) {
 	v, err := s.run(ctx, now, "stats")
 	if err != nil {
 		st.Closed = st.Closed || errors.Is(err, queue.ErrClosed)
-		return st, statsErr(err)
+		return st, err
 	}
 	r, _ := v.([]any)
 	if len(r) != 9 {

@@ -36,7 +36,7 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	v, err := q.run(ctx, fnInspect, now, "stats")
 	if err != nil {
 		s.Closed = s.Closed || errors.Is(err, queue.ErrClosed)
-		return s, statsErr(scriptErr("stats", err))
+		return s, scriptErr("stats", err)
 	}
 	r, _ := v.([]any)
 	if len(r) < 7 {
@@ -62,17 +62,6 @@ func (q *Queue) StatsContext(ctx context.Context) (queue.Stats, error) {
 	}
 	s.CountsErr = errors.Join(damage...)
 	return s, nil
-}
-
-// statsErr maps the error reply of a stats call that found a counter
-// holding no count (COUNTER, scripts/checks.lua: set by hand or by other
-// software) onto queue.ErrCorrupt; the reply names the key and field and
-// how to mend it. Any other error is returned as it is.
-func statsErr(err error) error {
-	if why, ok := replyAfter(err, "COUNTER"); ok {
-		return fmt.Errorf("%w: redisq: stats: %s", queue.ErrCorrupt, why)
-	}
-	return err
 }
 
 // total reads the lifetime total name, n in a stats reply: one below

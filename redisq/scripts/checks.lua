@@ -12,18 +12,38 @@ local PROBES = {
   zset = function(k) return redis.pcall('ZCARD', k) end,
 }
 
--- counters returns an error reply naming the first of fields whose value
--- in vals (HMGET's reply) is no count, else nil. A count is what
--- HINCRBY reads as an integer, of at most 18 digits so that no addition
+-- iscount reports whether the string v is a count: what HINCRBY and
+-- INCR read as an integer, of at most 18 digits so that no addition
 -- overflows it (Lua's tonumber takes more: '1e3', 'inf', ' 1').
+local function iscount(v)
+  local digits = string.match(v, '^%-?([1-9]%d*)$')
+  return v == '0' or (digits ~= nil and #digits <= 18)
+end
+
+-- nocount returns the error reply of a counter, at where (a key, or a
+-- key and its field), that holds v, no count; mend says how to go on.
+local function nocount(where, v, mend)
+  return redis.error_reply('COUNTER queue key ' .. where .. ' holds ' .. string.format('%q', string.sub(v, 1, 40)) ..
+    ', not a count: the queue is left as it was; ' .. mend .. ' to go on')
+end
+
+-- seqerr returns the error reply of r, the error of an INCR or INCRBY
+-- of the counter key (a string key), which wrote nothing: COUNTER naming
+-- key (nocount), mend saying how to go on, where it holds no count (set
+-- by hand or by other software); else it raises r as the server gave it.
+local function seqerr(key, r, mend)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'string' and not iscount(v) then return nocount(key, v, mend) end
+  error(r)
+end
+
+-- counters returns an error reply naming the first of fields whose value
+-- in vals (HMGET's reply) is no count, else nil.
 local function counters(key, fields, vals, at)
   for j, f in ipairs(fields) do
     local v = vals[j + (at or 0)]
-    local digits = v and string.match(v, '^%-?([1-9]%d*)$')
-    if v and v ~= '0' and not (digits and #digits <= 18) then
-      return redis.error_reply('COUNTER queue key ' .. key .. ' field ' .. f .. ' holds ' .. string.format('%q', string.sub(v, 1, 40)) ..
-        ', not a count: the queue is left as it was; set the field to a number (HSET ' .. key .. ' ' .. f ..
-        ' 0) to go on')
+    if v and not iscount(v) then
+      return nocount(key .. ' field ' .. f, v, 'set the field to a number (HSET ' .. key .. ' ' .. f .. ' 0)')
     end
   end
   return nil

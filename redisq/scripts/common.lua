@@ -1023,6 +1023,12 @@ local function leasemany(ARGV, dls, max, at, full)
   return out
 end
 
+-- seqmend says how to mend the sequence counter K_SEQ holding no count
+-- (seqerr, checks.lua).
+local function seqmend()
+  return 'set it (SET ' .. K_SEQ .. ') to at least the largest numeric field of ' .. K_MSG .. ', and to at least 1'
+end
+
 -- enqueuemany enqueues the messages of a call of enqueue1 that carries
 -- more than one (enqueue1.lua: the layout, the keys, the undoing on a
 -- key of the wrong type), in one command per key; the pairs of id and
@@ -1030,7 +1036,9 @@ end
 -- the caller. Returns 1.
 local function enqueuemany(ARGV, at, old)
   local n = (#ARGV - at) / 2
-  local seq = redis.call('INCRBY', K_SEQ, n) - n
+  local seq = redis.pcall('INCRBY', K_SEQ, n)
+  if type(seq) ~= 'number' then return seqerr(K_SEQ, seq, seqmend()) end
+  seq = seq - n
   if seq == 0 then
     local bad = newcount()
     if bad then

@@ -66,7 +66,9 @@ do -- stats only counts producer ids; with a window, the read of the old stamps 
   if bad then return bad end
 end
 if m > 0 then
-  seq = redis.call('INCRBY', K_SEQ, m) - m
+  seq = redis.pcall('INCRBY', K_SEQ, m)
+  if type(seq) ~= 'number' then return seqerr(K_SEQ, seq, seqmend()) end
+  seq = seq - m
   if seq == 0 then
     local bad = newcount()
     if bad then

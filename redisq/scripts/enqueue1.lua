@@ -28,7 +28,8 @@ else
 end
 if #ARGV > at + 2 then return enqueuemany(ARGV, at, old) end
 local id = ARGV[at + 1]
-local seq = redis.call('INCR', K_SEQ)
+local seq = redis.pcall('INCR', K_SEQ)
+if type(seq) ~= 'number' then return seqerr(K_SEQ, seq, seqmend()) end
 if seq == 1 then
   local bad = newcount()
   if bad then

@@ -15,10 +15,18 @@ if ARGV[5] == 'dead' then
 end
 -- A counter this reply reads, of stats or msg's count of deliveries
 -- ('#d'), that is no count (written by hand) refuses the stats with an
--- error naming its key and field (checks.lua), rather than fail on it.
+-- error naming its key and field (checks.lua), rather than fail on it;
+-- so does the sequence counter seq, a string key, the count of every
+-- message enqueued.
+local enqueued
 do
   local bad = need({8}) or checks({2}, CALLKEYS, TYPES, {[2] = {'#d'}})
   if bad then return bad end
+  enqueued = redis.call('GET', K_SEQ) or '0'
+  if not iscount(enqueued) then
+    return nocount(K_SEQ, enqueued, seqmend())
+  end
+  enqueued = tonumber(enqueued)
 end
 -- The oldest live message that is not dead: the lowest seq among the
 -- ready, delayed and leased ones (the last two scanned up to 1000).
@@ -47,7 +55,6 @@ local out = {card(K_READY) + due, redis.call('ZCARD', K_DELAYED) - due, card(K_L
 for _, v in ipairs(counters) do out[#out + 1] = v end
 -- The counters no operation writes (see common.lua): every message ever
 -- enqueued is live (ready, delayed, in flight, dead), acked or purged.
-local enqueued = tonumber(redis.call('GET', K_SEQ) or '0')
 local purged = tonumber(redis.call('HGET', K_STATS, 'purged') or '0')
 local live = out[1] + out[2] + out[3] + out[4]
 out[#out + 1] = 'enqueued'

@@ -22,7 +22,11 @@ if op == 'publish' then
     local bad = held(op, {})
     if bad then return bad end
   end
-  local seq = redis.call('INCR', K_SEQ)
+  local seq = redis.pcall('INCR', K_SEQ)
+  if type(seq) ~= 'number' then
+    return seqerr(K_SEQ, seq, 'set it (SET ' .. K_SEQ .. ') to at least the largest field of ' .. K_VAL ..
+      ' and the count of values published (' .. K_STATS .. ' published)')
+  end
   -- A counter that starts again while stats counts publishes was
   -- deleted (DEL, an EXPIRE that ran out): its seqs would be those of
   -- live values, written over. Refused, the counter left at 0, until the
