@@ -309,7 +309,7 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	}
 	c := &committer{l: l, st: st, f: f, tail: tail, tailBytes: tail.size,
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
-		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
+		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1), syncerExited: make(chan struct{})}
 	c.timer.Stop()
 	if ts, ok := st.(*tidwallStore); ok {
 		ts.beforeReopen = c.cutBeforeReopen

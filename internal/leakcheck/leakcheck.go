@@ -12,9 +12,8 @@ import (
 )
 
 // Grace is how long Main waits, after the tests, for goroutines that are
-// ending to end: a log's syncer, which returns just after the Log's Close
-// does (Close waits for the committer, which stops it), or a goroutine a
-// test started itself (a consumer that saw ErrClosed). A loaded machine
+// ending to end: a goroutine a test started itself (a consumer that saw
+// ErrClosed), which returns just after the Close that ended its call. A loaded machine
 // may schedule them late. A passing run waits only as long as one runs.
 const Grace = 10 * time.Second
 
