@@ -114,6 +114,11 @@ type Options struct {
 	// kept from it ("queue: value dead-lettered", with its key and seq);
 	// a value that a batch's lease running out dead-letters is not
 	// logged one by one.
+	// A delivery logs the messages it dead-lettered once their records are
+	// as durable as Sync promises, after its own messages are delivered,
+	// and none when that write or fsync failed (the queue is then
+	// poisoned): under SyncAlways a power loss never undoes a
+	// dead-lettering so logged.
 	// Nothing else is logged per message on the enqueue and delivery paths.
 	// Every event is logged without the queue's lock held: the handler
 	// may call the queue, but not Close on the goroutine that called it:
