@@ -21,8 +21,7 @@ const walPkg = "github.com/walq/walq/wal"
 func logGoroutines() string {
 	var b strings.Builder
 	for _, g := range leakcheck.Running(walPkg) {
-		rest := strings.TrimPrefix(g.Func, walPkg)
-		if strings.HasPrefix(rest, "_test.") || strings.HasPrefix(rest, ".Test") || returning(g) {
+		if leakcheck.InTest(g) || returning(g) {
 			continue
 		}
 		b.WriteString("--- " + g.Func + "\n" + g.Stack + "\n\n")
