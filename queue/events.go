@@ -79,8 +79,9 @@ type deadNote struct {
 	reason     string // the dead-letter reason its record holds
 }
 
-// deadNotes are the dead-letterings at MaxDeliveries that a delivery made
-// on its way (leaseOneLocked), and the commit of the last one's record.
+// deadNotes are the dead-letterings at MaxDeliveries that a delivery or a
+// sorted queue's pull made on its way (leaseOneLocked,
+// killPastLimitLocked), and the commit of the last one's record.
 type deadNotes struct {
 	notes []deadNote
 	last  *wal.Commit // nil when notes is empty
