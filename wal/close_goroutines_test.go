@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,5 +161,55 @@ func poisonBy(t *testing.T, l *Log, kind string) {
 	case <-l.Poisoned():
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the failing %s did not poison the log (%v)", kind, err)
+	}
+}
+
+// TestSecondCloseWaitsForGoroutines: a Close called while another Close
+// is still shutting the Log down (here, blocked in its last fsync)
+// returns ErrClosed only once every goroutine of the Log has returned, as
+// the first one does.
+func TestSecondCloseWaitsForGoroutines(t *testing.T) {
+	awaitNoLogGoroutines(t)
+	var hold atomic.Bool
+	var once sync.Once
+	entered, release := make(chan struct{}), make(chan struct{})
+	f := faults{datasync: func(file File) error {
+		if hold.Load() {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+		return file.Sync()
+	}}
+	l, err := open(t.TempDir(), &Options{Sync: SyncNever}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKiB(l, 8); err != nil {
+		t.Fatal(err)
+	}
+	hold.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- l.Close() }()
+	<-entered // the first Close's last fsync is running
+	time.AfterFunc(50*time.Millisecond, func() { close(release) })
+	if err := l.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close = %v, want ErrClosed", err)
+	}
+	var left strings.Builder
+	for _, g := range leakcheck.Running(walPkg) {
+		// The committer blocked in the fsync has the test's fault as its
+		// innermost frame: the Log's goroutines are told by their
+		// committer frames. The first Close's caller may still be
+		// finishing its call: it is not a goroutine of the Log.
+		if !strings.Contains(g.Stack, walPkg+".(*committer).") || returning(g) {
+			continue
+		}
+		left.WriteString("--- " + g.Func + "\n" + g.Stack + "\n\n")
+	}
+	if left.Len() > 0 {
+		t.Fatalf("goroutines of the log still running right after the second Close returned:\n%s", left.String())
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first Close = %v", err)
 	}
 }

@@ -494,11 +494,13 @@ func (l *Log) Flush() error {
 // Close flushes, stops the committer, closes tidwall/wal and the segment
 // files, and returns the sticky error if the Log was poisoned. Readers
 // still open keep their segment file open until their own Close. A second
-// Close returns ErrClosed.
+// Close returns ErrClosed, once the Log's goroutines have returned: also
+// one called while the first runs.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
+		<-l.exited // the first Close's shutdown may still be running
 		return ErrClosed
 	}
 	l.mu.closed = true
