@@ -2,11 +2,11 @@ package queue_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/leakcheck"
 	"github.com/walq/walq/queue"
 )
 
@@ -17,7 +17,6 @@ import (
 // theirs is left.
 func TestCloseLeavesNoGoroutine(t *testing.T) {
 	ctx := context.Background()
-	before := runtime.NumGoroutine()
 	for _, sync := range []queue.SyncMode{queue.SyncAlways, queue.SyncInterval, queue.SyncNever} {
 		o := queue.Options{Sync: sync, AckTimeout: time.Hour}
 		q := open(t, t.TempDir(), &o)
@@ -48,12 +47,9 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		require.NoError(t, w.Close())
 		require.ErrorIs(t, <-puller, queue.ErrClosed)
 	}
-	deadline := time.Now().Add(10 * time.Second) // goroutines of other tests may still be ending
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines before, %d after every queue was closed:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	// Goroutines of earlier tests may still be ending: each one of the
+	// queue's or the log's is given leakcheck.Grace.
+	if left := leakcheck.WaitInTest(leakcheck.Grace, ownPackages...); left != "" {
+		t.Fatalf("goroutines of the queue or its log still running after every queue was closed:\n%s", left)
 	}
 }

@@ -156,14 +156,13 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var dead []deadNote // dead-letterings at the limit, logged without q.mu
+		var dead deadNotes // dead-letterings at the limit, logged without q.mu once durable
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
 		ds, c, err := q.leaseLocked(max, buf, now, &dead)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
-			q.logDead(dead)
-			return q.delivered(ds, c, err)
+			return q.deliveredDead(ds, c, err, &dead)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing() // the gap before the count is raised
@@ -177,8 +176,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			q.logDead(dead)
-			return q.delivered(ds, c, err)
+			return q.deliveredDead(ds, c, err, &dead)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing()
@@ -186,7 +184,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		changed, due := q.mu.changed, q.untilDueLocked(now)
 		timed := q.noteSleepLocked(now, due)
 		q.mu.Unlock()
-		q.logDead(dead)
+		q.logDurableDead(&dead)
 		err = q.sleepFor(ctx, changed, written, due)
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
@@ -194,6 +192,14 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			return nil, err
 		}
 	}
+}
+
+// deliveredDead is delivered, followed by the logging of the
+// dead-letterings the look made on its way (logDurableDead).
+func (q *Queue) deliveredDead(ds []delivery, c *wal.Commit, err error, dead *deadNotes) ([]delivery, error) {
+	out, err := q.delivered(ds, c, err)
+	q.logDurableDead(dead)
+	return out, err
 }
 
 // delivered ends a look that leased ds under c, and failed with err after
@@ -260,8 +266,8 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // cursor) returns them with the error: they are leased, and are the
 // caller's to deliver. The ready messages that MaxDeliveries dead-letters
 // on the way (leaseOneLocked) are added to dead, for the caller to log
-// once q.mu is released (logDead).
-func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *[]deadNote) ([]delivery, *wal.Commit, error) {
+// once q.mu is released and their records are durable (logDurableDead).
+func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *deadNotes) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -321,15 +327,17 @@ func (q *Queue) usableLocked(op string) error {
 // the cursor. A ready message that has had MaxDeliveries is not delivered
 // again: it goes to the dead set (pastLimit), is added to dead, and the
 // next one is looked at.
-func (q *Queue) leaseOneLocked(now int64, dead *[]deadNote) (delivery, *wal.Commit, error) {
+func (q *Queue) leaseOneLocked(now int64, dead *deadNotes) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
 	for ok && q.pastLimit(e.Deliveries) {
 		rec := q.deadAtLimit(e, now)
-		if _, _, err := q.appendOfLocked(rec, nil, &e); err != nil {
+		_, c, err := q.appendOfLocked(rec, nil, &e)
+		if err != nil {
 			return delivery{}, nil, err
 		}
-		*dead = append(*dead, deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason})
+		dead.last = c
+		dead.notes = append(dead.notes, deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason})
 		e, ok = q.mu.st.table.FirstReady()
 	}
 	if ok {

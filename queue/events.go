@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // discard is the logger of a queue opened without Options.Logger.
@@ -76,6 +77,30 @@ type deadNote struct {
 	seq        uint64 // its sequence number
 	deliveries uint32 // deliveries it had
 	reason     string // the dead-letter reason its record holds
+}
+
+// deadNotes are the dead-letterings at MaxDeliveries that a delivery or a
+// sorted queue's pull made on its way (leaseOneLocked,
+// killPastLimitLocked), and the commit of the last one's record.
+type deadNotes struct {
+	notes []deadNote
+	last  *wal.Commit // nil when notes is empty
+}
+
+// logDurableDead logs the dead-letterings of d once the commit of their
+// records is as durable as the sync mode promises (the last one's commit
+// covers the records appended before it), and empties d. It logs none
+// when that write or fsync failed: the log is poisoned and a power loss
+// may undo them, so that the reopened queue holds every message logged as
+// dead-lettered in its dead set. It runs without q.mu (see logDead).
+func (q *Queue) logDurableDead(d *deadNotes) {
+	if len(d.notes) == 0 {
+		return
+	}
+	if wait(d.last) == nil {
+		q.logDead(d.notes)
+	}
+	*d = deadNotes{}
 }
 
 // logDead logs the dead-letterings of a settle, or of a delivery that

@@ -20,9 +20,9 @@ func (q *Queue) pastLimit(n uint32) bool {
 
 // killPastLimitLocked dead-letters the pending values of key that have
 // had MaxDeliveries (pastLimit), which a pull would deliver again, keeps
-// them in dead to be logged without q.mu, and reports whether there were
-// any.
-func (q *Queue) killPastLimitLocked(key string, now int64, dead *[]deadNote) (bool, error) {
+// them in dead to be logged without q.mu once durable (logDurableDead),
+// and reports whether there were any.
+func (q *Queue) killPastLimitLocked(key string, now int64, dead *deadNotes) (bool, error) {
 	if q.opts.MaxDeliveries <= 0 {
 		return false, nil
 	}
@@ -36,10 +36,12 @@ func (q *Queue) killPastLimitLocked(key string, now int64, dead *[]deadNote) (bo
 	for _, v := range past {
 		r := &record{Op: opValueDead, Seq: v.Seq, Key: v.Key, Sort: v.Sort, At: now,
 			Reason: limitReason(v.Deliveries, q.opts.MaxDeliveries)}
-		if _, err := q.appendLocked(r, nil); err != nil {
+		c, err := q.appendLocked(r, nil)
+		if err != nil {
 			return false, err
 		}
-		*dead = append(*dead, valueDeadNote(v, r.Reason))
+		dead.last = c
+		dead.notes = append(dead.notes, valueDeadNote(v, r.Reason))
 	}
 	return len(past) > 0, nil
 }

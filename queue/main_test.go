@@ -12,5 +12,8 @@ import (
 // what it opens. The conformance suite's goroutines (queuetest) count as
 // the tests' own.
 func TestMain(m *testing.M) {
-	leakcheck.Main(m, "github.com/walq/walq/queue", "github.com/walq/walq/queue/queuetest", "github.com/walq/walq/wal")
+	leakcheck.Main(m, ownPackages...)
 }
+
+// ownPackages are the packages whose goroutines a closed queue leaves none of.
+var ownPackages = []string{"github.com/walq/walq/queue", "github.com/walq/walq/queue/queuetest", "github.com/walq/walq/wal"}

@@ -115,6 +115,16 @@ type Options struct {
 	// kept from it ("queue: value dead-lettered", with its key and seq);
 	// a value that a batch's lease running out dead-letters is not
 	// logged one by one.
+	// A Settle (Ack, Nack, DeadLetter and their batches), a batch's
+	// DeadLetter or Nack, and a delivery or pull log the messages or values
+	// they dead-lettered once their records are as durable as Sync
+	// promises, and none when that write or fsync failed (the queue is
+	// then poisoned): under SyncAlways a power loss never undoes a
+	// dead-lettering so logged. A delivery or pull that dead-lettered on
+	// its way therefore returns only after that wait (an fsync under
+	// SyncAlways). SettleAsync logs its dead-letterings at once, before
+	// its Pending completes: a crash may undo them, as it may undo the
+	// settle.
 	// Nothing else is logged per message on the enqueue and delivery paths.
 	// Every event is logged without the queue's lock held: the handler
 	// may call the queue, but not Close on the goroutine that called it:

@@ -80,18 +80,20 @@ func (e *BatchError) Unwrap() []error {
 // yet is undone, which only means a redelivery. Once the queue is
 // poisoned every settle fails with its error, also one whose settlements
 // would have been refused, and one with none (which is nil on a healthy
-// queue, ErrClosed on a closed one).
+// queue, ErrClosed on a closed one). Its dead-letterings are logged
+// (Options.Logger) once the commit is as durable as the sync mode
+// promises, and not at all when it failed.
 func (q *Queue) Settle(ss ...Settlement) error {
 	q.mu.Lock()
 	res, err := q.settleLocked(ss)
 	q.mu.Unlock()
-	q.logDead(res.dead)
 	if err != nil {
 		return err
 	}
 	if err := wait(res.last); err != nil {
 		return err // the log is poisoned, which wakes the consumers asleep (sleepFor)
 	}
+	q.logDead(res.dead) // once durable: a power loss may undo a commit that failed
 	if res.ready {
 		q.signal()
 	}

@@ -79,13 +79,13 @@ func (q *Queue) changeBatch(lease uint64, mk func(b index.Batch, now int64) *rec
 		q.noteBatchDead(b, rec, &dead)
 	}
 	q.mu.Unlock()
-	q.logDead(dead)
 	if err != nil {
 		return err
 	}
 	if err := wait(c); err != nil {
 		return err // the log is poisoned, which wakes the consumers asleep (sleepFor)
 	}
+	q.logDead(dead) // once durable, as Settle does
 	if rec.Op != opBatchExtend {
 		q.signal()
 	}

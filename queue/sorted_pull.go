@@ -46,17 +46,18 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 			return nil, err
 		}
 		q.waiters.Add(1)
-		var dead []deadNote // values MaxDeliveries kept from the pull, logged without q.mu
+		var dead deadNotes // values MaxDeliveries kept from the pull, logged without q.mu once durable
 		q.mu.Lock()
 		bs, c, err := q.pullLocked(max, s.bound(), &dead)
 		if err != nil || len(bs) > 0 || !block {
 			q.mu.Unlock()
-			q.logDead(dead)
 			q.waiters.Add(-1)
 			if len(bs) == 0 {
+				q.logDurableDead(&dead)
 				return nil, cmp.Or(err, ErrEmpty)
 			}
 			out, derr := s.deliver(bs, c)
+			q.logDurableDead(&dead)
 			return out, joinErrors(err, derr)
 		}
 		if q.foundNothing != nil {
@@ -65,7 +66,7 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
 		timed := q.noteSleepLocked(q.now(), d)
 		q.mu.Unlock()
-		q.logDead(dead)
+		q.logDurableDead(&dead)
 		err = q.sleep(ctx, changed, d)
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
@@ -95,8 +96,9 @@ type pulled struct {
 // failed append after some keys were pulled returns them with the error:
 // they are leased, and are the caller's to deliver, as in leaseLocked.
 // The values MaxDeliveries kept from the pull are added to dead, for the
-// caller to log once q.mu is released.
-func (q *Queue) pullLocked(max int, bound []byte, dead *[]deadNote) ([]pulled, *wal.Commit, error) {
+// caller to log once q.mu is released and their records are durable
+// (logDurableDead).
+func (q *Queue) pullLocked(max int, bound []byte, dead *deadNotes) ([]pulled, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}

@@ -3,12 +3,13 @@ package redisq_test
 import (
 	"context"
 	"net"
-	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/internal/leakcheck"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 	"github.com/walq/walq/redisq/internal/redistest"
@@ -24,7 +25,7 @@ func TestCloseEndsRide(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	require.NoError(t, rdb.Ping(ctx).Err())
-	base := runtime.NumGoroutine()
+	before := redisqGoroutines()
 	q, err := redisq.Open(ctx, rdb, "closeride", &redisq.Options{OpTimeout: time.Minute, AckTimeout: time.Minute})
 	require.NoError(t, err)
 	// A primary that is not there: the replica keeps refusing writes.
@@ -57,10 +58,37 @@ func TestCloseEndsRide(t *testing.T) {
 		}
 	}
 	require.Less(t, time.Since(start), 2*time.Second, "Close and the calls it ended")
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > base; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines 5s after Close, %d before Open:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+	if left := newGoroutines(before, 5*time.Second); left != "" {
+		t.Fatalf("goroutines of the handle still running 5s after Close:\n%s", left)
+	}
+}
+
+// redisqGoroutines returns the goroutines running in package redisq that
+// are not the tests' own, by their stack's header ("goroutine N [...]").
+func redisqGoroutines() map[string]leakcheck.Goroutine {
+	out := make(map[string]leakcheck.Goroutine)
+	for _, g := range leakcheck.Running("github.com/walq/walq/redisq") {
+		if !leakcheck.InTest(g) {
+			id, _, _ := strings.Cut(g.Stack, " [")
+			out[id] = g
+		}
+	}
+	return out
+}
+
+// newGoroutines waits up to grace for the goroutines of package redisq
+// that were not in before (redisqGoroutines) to end, and returns the
+// stacks of those still running, or "".
+func newGoroutines(before map[string]leakcheck.Goroutine, grace time.Duration) string {
+	for deadline := time.Now().Add(grace); ; time.Sleep(20 * time.Millisecond) {
+		var b strings.Builder
+		for id, g := range redisqGoroutines() {
+			if _, ok := before[id]; !ok {
+				b.WriteString("--- " + g.Func + "\n" + g.Stack + "\n\n")
+			}
+		}
+		if b.Len() == 0 || time.Now().After(deadline) {
+			return b.String()
 		}
 	}
 }

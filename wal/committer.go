@@ -73,19 +73,20 @@ type committer struct {
 	tail      *segment // the tail segment (also the last of Log.seg.list)
 	ext       extender // the zeros ahead of the tail's written end (extend.go)
 
-	dirty          bool        // entries written since the last fsync
-	hints          hints       // SyncNever, SyncInterval: write-back of the tail (writeback.go)
-	waiting        []*Commit   // SyncAlways: written, waiting for the next fsync
-	waitingRecords int         // records of the waiting commits
-	gathering      gathering   // SyncAlways: holding an fsync back for the callers to come (gather.go)
-	late           lateWakes   // AppendLate's wake-ups (late.go); its atomics are shared with appending callers
-	inflight       *syncJob    // SyncAlways: the fsync the syncer is running; nil when idle
-	spare          *syncJob    // the last job, synced, reused by the next one; nil when none
-	syncing        atomic.Bool // inflight != nil; read without mu by writeFor
-	syncJobs       chan *syncJob
-	syncDone       chan *syncJob
-	lastSync       time.Time   // time of the last fsync
-	timer          *time.Timer // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
+	dirty          bool          // entries written since the last fsync
+	hints          hints         // SyncNever, SyncInterval: write-back of the tail (writeback.go)
+	waiting        []*Commit     // SyncAlways: written, waiting for the next fsync
+	waitingRecords int           // records of the waiting commits
+	gathering      gathering     // SyncAlways: holding an fsync back for the callers to come (gather.go)
+	late           lateWakes     // AppendLate's wake-ups (late.go); its atomics are shared with appending callers
+	inflight       *syncJob      // SyncAlways: the fsync the syncer is running; nil when idle
+	spare          *syncJob      // the last job, synced, reused by the next one; nil when none
+	syncing        atomic.Bool   // inflight != nil; read without mu by writeFor
+	syncJobs       chan *syncJob // to the syncer; closed at shutdown (stopSyncer)
+	syncDone       chan *syncJob // capacity 1: back from the syncer, or from a caller that ran the fsync itself
+	syncerExited   chan struct{} // closed when the syncer returns
+	lastSync       time.Time     // time of the last fsync
+	timer          *time.Timer   // SyncInterval's deadline, or SyncAlways's gathering; armed when timerOn
 	timerOn        bool
 	named          atomic.Uint64 // the highest Synced LSN of an entry written, a witness's included (witness.go); stored under mu, loaded without it by the witness timer
 	witnessTimer   *time.Timer   // fires when a witness may be due (witness.go); armed when witnessOn
@@ -99,8 +100,7 @@ type committer struct {
 
 func (c *committer) run() {
 	defer close(c.l.exited)
-	go c.syncer(c.syncJobs, c.syncDone)
-	defer close(c.syncJobs)
+	go c.syncer(c.syncJobs, c.syncDone, c.syncerExited)
 	if c.hints.jobs != nil {
 		go c.hinter(c.hints.jobs, c.hints.exited)
 	}
@@ -638,6 +638,7 @@ func (c *committer) shutdown() {
 	c.witnessTimer.Stop()
 	c.late.timer.Stop()
 	c.stopHinter()
+	c.stopSyncer()
 	err := c.l.Err()
 	if err == nil {
 		err = c.cutTail()

@@ -562,9 +562,10 @@
 // SyncAlways's fsyncs: syncer.go) and, under SyncNever and
 // SyncInterval on Linux, the write-back goroutine (hints on the tail's read-only
 // handle, which it pins, and the tail's flush on a handle of its own,
-// holding no lock: writeback.go); Close stops the
-// write-back goroutine and waits for it, and for the syncer's fsync in
-// flight, before the last fsync. The segment list and each segment's size and index are
+// holding no lock: writeback.go); Close waits for the syncer's fsync in
+// flight, stops the write-back goroutine and the syncer and waits for
+// them, before the last fsync: when Close returns, no goroutine of the
+// Log runs. The segment list and each segment's size and index are
 // guarded by an RWMutex (Log.seg): the committer publishes a write under it
 // only after WriteBatch returned, so readers see only whole entries.
 // Readers never call tidwall/wal's Read (it mutates a shared cache under a

@@ -312,7 +312,7 @@ func (l *Log) newCommitter(st store, f faults) (*committer, error) {
 	}
 	c := &committer{l: l, st: st, f: f, tail: tail, tailBytes: tail.size,
 		nextIndex: tail.firstIndex + uint64(tail.entries), lastSync: time.Now(), timer: time.NewTimer(time.Hour),
-		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1)}
+		syncJobs: make(chan *syncJob), syncDone: make(chan *syncJob, 1), syncerExited: make(chan struct{})}
 	c.timer.Stop()
 	if ts, ok := st.(*tidwallStore); ok {
 		ts.beforeReopen = c.cutBeforeReopen
@@ -497,11 +497,13 @@ func (l *Log) Flush() error {
 // Close flushes, stops the committer, closes tidwall/wal and the segment
 // files, and returns the sticky error if the Log was poisoned. Readers
 // still open keep their segment file open until their own Close. A second
-// Close returns ErrClosed.
+// Close returns ErrClosed, once the Log's goroutines have returned: also
+// one called while the first runs.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
+		<-l.exited // the first Close's shutdown may still be running
 		return ErrClosed
 	}
 	l.mu.closed = true

@@ -34,13 +34,32 @@ type syncJob struct {
 	err      error         // the fsync's outcome, set by the syncer
 }
 
-// syncer runs fsync jobs until jobs is closed. It completes the job's
-// commits itself, so that a waiter wakes one hand-off sooner, then hands
-// the job back to the committer.
-func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob) {
+// syncer runs fsync jobs until jobs is closed, then closes exited. It
+// completes the job's commits itself, so that a waiter wakes one hand-off
+// sooner, then hands the job back to the committer.
+func (c *committer) syncer(jobs <-chan *syncJob, done chan<- *syncJob, exited chan<- struct{}) {
+	defer close(exited)
 	for job := range jobs {
 		c.runSync(job)
 		done <- job
+	}
+}
+
+// stopSyncer stops the syncer and waits for it to return, so that Close
+// returns only once every goroutine of the Log has. shutdown calls it after
+// drainSyncs, under mu: no job is in flight, so the syncer waits for the
+// next one and has nothing to hand back. Should a job come back all the
+// same, it is taken back here rather than left to block the syncer's
+// send, which would keep Close waiting for ever.
+func (c *committer) stopSyncer() {
+	close(c.syncJobs)
+	for {
+		select {
+		case job := <-c.syncDone:
+			c.synced(job)
+		case <-c.syncerExited:
+			return
+		}
 	}
 }
 

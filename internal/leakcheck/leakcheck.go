@@ -6,15 +6,15 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // Grace is how long Main waits, after the tests, for goroutines that are
-// ending to end: a log's syncer, which returns just after the Log's Close
-// does (Close waits for the committer, which stops it), or a goroutine a
-// test started itself (a consumer that saw ErrClosed). A loaded machine
+// ending to end: a goroutine a test started itself (a consumer that saw
+// ErrClosed), which returns just after the Close that ended its call. A loaded machine
 // may schedule them late. A passing run waits only as long as one runs.
 const Grace = 10 * time.Second
 
@@ -49,9 +49,33 @@ func verdict(code int, grace time.Duration, w io.Writer, pkgs []string) int {
 // of those still running, each headed by a line naming its top frame of
 // pkgs.
 func Wait(grace time.Duration, pkgs ...string) string {
+	return wait(grace, pkgs, func(Goroutine) bool { return false })
+}
+
+// WaitInTest is Wait for a test, called while the tests run: it ignores
+// the goroutines whose innermost frame of pkgs is a test's (see InTest),
+// such as the test binary's main goroutine, in TestMain, and a test
+// waiting for its subtests.
+func WaitInTest(grace time.Duration, pkgs ...string) string {
+	return wait(grace, pkgs, InTest)
+}
+
+// InTest reports whether g's innermost frame of the packages looked for is
+// a test function of the external test package or a Test function (or a
+// closure of one) of the package itself: a goroutine of the tests rather
+// than of the code under test. A goroutine a test started that is in the
+// code under test (a consumer blocked in a call) is not.
+func InTest(g Goroutine) bool {
+	fn, _, _ := strings.Cut(g.Func, "(")
+	i := strings.LastIndex(fn, "/")
+	pkg, name, _ := strings.Cut(fn[i+1:], ".")
+	return strings.HasSuffix(pkg, "_test") || strings.HasPrefix(name, "Test")
+}
+
+func wait(grace time.Duration, pkgs []string, ignore func(Goroutine) bool) string {
 	deadline := time.Now().Add(grace)
 	for {
-		left := Running(pkgs...)
+		left := slices.DeleteFunc(Running(pkgs...), ignore)
 		if len(left) == 0 {
 			return ""
 		}

@@ -66,3 +66,25 @@ func TestInPackage(t *testing.T) {
 		}
 	}
 }
+
+// A goroutine is the tests' when its innermost frame of the packages is
+// in the external test package or a Test function of the package (or a
+// closure of one); one in the code under test is not, whoever started it.
+func TestInTest(t *testing.T) {
+	for _, c := range []struct {
+		fn   string
+		want bool
+	}{
+		{"github.com/walq/walq/wal_test.TestMain(...)", true},
+		{"github.com/walq/walq/wal_test.helper(0x1)", true},
+		{"github.com/walq/walq/wal.TestCloseWaitsForGoroutines(0xc000102000)", true},
+		{"github.com/walq/walq/wal.TestCloseWaitsForGoroutines.func1()", true},
+		{"github.com/walq/walq/wal.(*committer).syncer(...)", false},
+		{"github.com/walq/walq/queue.(*Queue).Dequeue(0xc0001, {0x2, 0x3})", false},
+		{"github.com/walq/walq/queue.testHook(0x1)", false},
+	} {
+		if got := InTest(Goroutine{Func: c.fn}); got != c.want {
+			t.Errorf("InTest(%q) = %v, want %v", c.fn, got, c.want)
+		}
+	}
+}
