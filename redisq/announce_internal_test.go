@@ -24,7 +24,7 @@ func TestLeaseAnnouncedAfterPassedDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	clock := queuetest.NewClock()
-	const ackTimeout = 800 * time.Millisecond
+	const ackTimeout = 2 * time.Second // the redelivered leases must outlive a loaded machine's Ack
 	q, err := Open(ctx, srv.Client(), "passed", &Options{Clock: clock, AckTimeout: ackTimeout, ManualRequeue: true})
 	require.NoError(t, err)
 	defer q.Close()
@@ -141,7 +141,7 @@ func waitFor(t *testing.T, ch <-chan *redis.Message, want string) {
 func TestManyLeaseAnnounced(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	const ackTimeout = 800 * time.Millisecond
+	const ackTimeout = 2 * time.Second // the redelivered leases must outlive a loaded machine's Ack
 	takes := []struct {
 		name string
 		take func(t *testing.T, q *Queue) int
