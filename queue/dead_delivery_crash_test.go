@@ -3,7 +3,6 @@ package queue_test
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -50,18 +49,7 @@ func TestDeliveryDeadLogFollowsDisk(t *testing.T) {
 			t.Logf("%d durable operations, %d crash states each", crashAt-1, states)
 			return
 		}
-		require.NoError(t, fsys.Image())
-		for s := range states {
-			seed := uint64(crashAt*100 + s)
-			dst := filepath.Join(t.TempDir(), "q")
-			_, err := fsys.Materialize(dst, rand.New(rand.NewPCG(seed, 23)))
-			require.NoError(t, err)
-			dead := deadIDs(t, filepath.Join(dst, "q"))
-			for _, id := range logged {
-				require.Contains(t, dead, id, "crash at durable op %d, state seed %d: %q logged as dead-lettered, not dead after the reopen (dead: %v)",
-					crashAt, seed, id, dead)
-			}
-		}
+		requireLoggedDeadKept(t, fsys, crashAt, states, 23, logged, deadIDs)
 	}
 }
 

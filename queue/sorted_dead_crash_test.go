@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -89,18 +88,7 @@ func crashSorted(t *testing.T, src string, limit int, run func(s *queue.Sorted[i
 			t.Logf("%d durable operations, %d crash states each", crashAt-1, states)
 			return
 		}
-		require.NoError(t, fsys.Image())
-		for st := range states {
-			seed := uint64(crashAt*100 + st)
-			dst := filepath.Join(t.TempDir(), "q")
-			_, err := fsys.Materialize(dst, rand.New(rand.NewPCG(seed, 31)))
-			require.NoError(t, err)
-			dead := deadSeqs(t, filepath.Join(dst, "q"))
-			for _, seq := range logged {
-				require.Contains(t, dead, seq, "crash at durable op %d, state seed %d: value %d logged as dead-lettered, not dead after the reopen (dead: %v)",
-					crashAt, seed, seq, dead)
-			}
-		}
+		requireLoggedDeadKept(t, fsys, crashAt, states, 31, logged, deadSeqs)
 	}
 }
 
