@@ -171,6 +171,14 @@ func (c *committer) tick() {
 		c.startSync(false)
 		return
 	}
+	// An fsync made on a write once the interval had passed (afterWrite)
+	// covers what this deadline was armed for: the writes since wait for
+	// the interval to pass from that fsync, not for a second one now.
+	if since := time.Since(c.lastSync); c.dirty && since < c.l.opts.SyncInterval {
+		c.timer.Reset(c.l.opts.SyncInterval - since)
+		c.timerOn = true
+		return
+	}
 	if c.syncIfDirty() == nil { // a failure poisons the Log
 		_ = c.witness()
 	}
