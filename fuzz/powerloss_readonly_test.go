@@ -151,16 +151,13 @@ func sameSalvage(s drained, sErr error, d drained) error {
 // verifyAgrees compares queue.Verify of a crash state, run before the
 // writable open that found rec, with that open: Verify returns ErrCorrupt
 // only where Open would, so a state Open opens (holding anything) must
-// verify with a nil error, its torn tail in Check.Log.Torn. Except a roll
-// a crash tore at an entry boundary (the sealed segment whole, short of the
-// empty tail's name): Verify is not told the writer's SegmentSize, and
-// without it a read-only open cannot tell that from a missing segment
-// (wal/tornroll.go), which it refuses.
+// verify with a nil error, its torn tail in Check.Log.Torn. Verify is
+// given the writer's SegmentSize, as the open is, so a roll a crash tore
+// at an entry boundary (the sealed segment whole, short of the empty
+// tail's name) is a torn roll to both, never a missing segment
+// (wal/tornroll.go).
 func verifyAgrees(err error, rec queue.Recovery) error {
 	if err == nil || rec.SnapshotLSN == 0 && rec.Replayed == 0 {
-		return nil
-	}
-	if t := rec.Log.Torn; t != nil && strings.Contains(t.Reason, "segment roll") && strings.Contains(err.Error(), "cannot tell which") {
 		return nil
 	}
 	return fmt.Errorf("Verify fails where the open opens (its torn tail: %v): %w", rec.Log.Torn, err)

@@ -442,8 +442,9 @@ func (run *plCrashRun) oracle(mode queue.SyncMode) *fuzz.Oracle {
 // check drains the crash state in dir, opened with the workload's
 // SegmentSize as the application's own Open would, and judges it. A state with a hole
 // or with writes reordered across segments (reordered) may be refused
-// with ErrCorrupt; refused says so. Verify, run first, must accept a state
-// the open opens (verifyAgrees); a read-only open of the state, made
+// with ErrCorrupt; refused says so. Verify, run first with the
+// workload's SegmentSize, must accept a state the open opens
+// (verifyAgrees); a read-only open of the state, made
 // first, must show what the drain delivers (sameView), and so must, with
 // salvage set, a salvaging open of a copy (sameSalvage) and a repair of
 // another (sameRepair).
@@ -459,7 +460,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 			return fuzz.Result{}, plRecovery{}, err
 		}
 	}
-	_, vErr := queue.Verify(filepath.Join(dir, "q"), nil)
+	_, vErr := queue.Verify(filepath.Join(dir, "q"), &queue.VerifyOptions{SegmentSize: plSegmentSize})
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainWith(filepath.Join(dir, "q"), drainOptionsAs(plSegmentSize))
 	if err != nil {

@@ -336,12 +336,12 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 // check opens the state in dir with the workload's SegmentSize, as the
 // application's own open would (under the default 4 MiB a full 4 KiB
 // segment looks short), drains it and holds it to what the callers were
-// told. Verify, run first, must accept a state the open
-// opens (verifyAgrees), and a read-only open, made first, must open
+// told. Verify, run first with the same SegmentSize, must accept a state
+// the open opens (verifyAgrees), and a read-only open, made first, must open
 // where the writable open opens (unless the crash came before the queue
 // held anything) and hold as many values as the drain finds.
 func (run *splRun) check(dir string, cfg splConfig) error {
-	_, vErr := queue.Verify(dir, nil)
+	_, vErr := queue.Verify(dir, &queue.VerifyOptions{SegmentSize: splSegmentSize})
 	shown, roErr := splReadOnlyCount(dir, cfg)
 	q, err := openSplQueue(dir, cfg, drainOptionsAs(splSegmentSize))
 	if err != nil {
