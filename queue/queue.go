@@ -377,6 +377,14 @@ func (q *Queue) wakeHousekeeper() {
 // are complete). Called on the housekeeping goroutine (by a Logger
 // handler of a background event), which it would wait for, it returns
 // ErrHousekeeper at once and changes nothing.
+//
+// Close has no time limit: it returns once the log's write or fsync under
+// way has, so on a device whose fsync never returns (a hung disk, an
+// unreachable network file system) Close never returns. It cannot give up sooner without releasing the
+// directory lock while a write may still land in the log, or leaving the
+// outcome of the calls that fsync covers unknown. A process that must
+// exit regardless can: the next Open finds the directory as a crash
+// leaves it.
 func (q *Queue) Close() error {
 	if q.opts.ReadOnly {
 		return q.closeReadOnly()

@@ -498,7 +498,12 @@ func (l *Log) Flush() error {
 // files, and returns the sticky error if the Log was poisoned. Readers
 // still open keep their segment file open until their own Close. A second
 // Close returns ErrClosed, once the Log's goroutines have returned: also
-// one called while the first runs.
+// one called while the first runs. Close has no time limit: it returns
+// once the write or fsync under way has, so on a device whose fsync never
+// returns (a hung disk, an unreachable network file system) it does not
+// return either. Giving up sooner would report the records that fsync
+// covers as neither durable nor failed, and would let the caller release
+// the directory to another writer while a write may still land in it.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
