@@ -67,3 +67,30 @@ func TestReadmeNamesEveryResult(t *testing.T) {
 			len(missing), len(entries), strings.Join(missing, "\n  "))
 	}
 }
+
+// reportCommand matches the command the project's README gives for its
+// performance tables: go run . -report results/NAME.jsonl.
+var reportCommand = regexp.MustCompile("`go run \\. -report (results/[\\w.-]+\\.jsonl)`")
+
+// TestReadmeTablesAreTheReport checks that the project's README shows the
+// tables of the results file it names as -report prints them, unedited:
+// a figure changed by hand, or a table left from another run, fails it.
+func TestReadmeTablesAreTheReport(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := reportCommand.FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("../README.md names no `go run . -report results/….jsonl` for its tables")
+	}
+	var report strings.Builder
+	if err := reportFile(&report, string(m[1])); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range strings.Split(strings.TrimSpace(report.String()), "\n\n") {
+		if !strings.Contains(string(readme), table) {
+			t.Errorf("../README.md lacks this part of `go run . -report %s`, or shows it edited:\n%s", m[1], table)
+		}
+	}
+}
