@@ -17,7 +17,8 @@ import (
 // checkQueueDir returns an error unless dir holds a queue, so that a typo
 // does not make a command create an empty queue. It names dir as Redacted
 // shows it: a queue URL given to a walq that links no engine for it is
-// taken for a directory, and its password must not be shown.
+// taken for a directory, and its password must not be shown; where no
+// such directory exists, the error says which build opens it.
 func checkQueueDir(dir string) error {
 	shown := Redacted(dir)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -27,6 +28,9 @@ func checkQueueDir(dir string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, derr := os.Stat(dir); derr != nil {
+			if looksLikeURL(dir) {
+				return fmt.Errorf("%s: no such directory, and this walq opens no queue by URL (walq-redis opens redis:// queues)", shown)
+			}
 			return fmt.Errorf("%s: no such directory", shown)
 		}
 		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", shown)

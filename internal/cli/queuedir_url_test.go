@@ -58,3 +58,29 @@ func chdir(t *testing.T, dir string) {
 	require.NoError(t, os.Chdir(dir))
 	t.Cleanup(func() { require.NoError(t, os.Chdir(old)) })
 }
+
+// A queue URL given to a walq that links no engine for it, to a command
+// that opens an existing queue, says that walq-redis opens it, not only
+// that no such directory exists, and shows no password.
+func TestURLNamesTheBuildThatOpensIt(t *testing.T) {
+	const url = "redis://app:s3cret@host:6379/0/jobs"
+	for _, args := range [][]string{
+		{"stats", url}, {"dump", url}, {"verify", url}, {"compact", url},
+		{"dlq", "list", url}, {"dlq", "show", url, "id-1"}, {"dlq", "requeue", "--all", url}, {"dlq", "purge", "--all", url},
+		{"dequeue", url}, {"ack", url, "1.2"}, {"nack", url, "1.2"}, {"extend", url, "1.2"}, {"requeue-expired", url},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			chdir(t, t.TempDir())
+			var out, errOut bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+			code := run(e, args)
+			shown := out.String() + errOut.String()
+			assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
+			assert.Contains(t, shown, "walq-redis opens redis:// queues")
+			assert.NotContains(t, shown, "s3cret")
+			des, err := os.ReadDir(".")
+			require.NoError(t, err)
+			assert.Empty(t, des, "the command created files from the URL")
+		})
+	}
+}
