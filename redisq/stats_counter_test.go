@@ -251,6 +251,14 @@ func TestFirstPublishSeqRefusedFirst(t *testing.T) {
 			func(seq string) string { return "queue key " + seq + ` holds "many", not a count` }, queue.ErrCorrupt},
 		{"hash", func(string) error { return nil }, func(seq string) error { return rdb.HSet(ctx, seq, "f", "v").Err() },
 			func(seq string) string { return "WRONGTYPE queue key " + seq + " holds another type, not a string" }, nil},
+		// 19 digits that INCR refuses: past the int64 range, or at its
+		// end (the INCR would overflow).
+		{"out of range", func(string) error { return nil }, func(seq string) error { return rdb.Set(ctx, seq, "9999999999999999999", 0).Err() },
+			func(seq string) string { return "queue key " + seq + ` holds "9999999999999999999", not a count` }, queue.ErrCorrupt},
+		{"at the end of the range counted 0", func(stats string) error { return rdb.HSet(ctx, stats, "published", "0").Err() }, func(seq string) error { return rdb.Set(ctx, seq, "9223372036854775807", 0).Err() },
+			func(seq string) string { return "queue key " + seq + ` holds "9223372036854775807", not a count` }, queue.ErrCorrupt},
+		{"below the range", func(string) error { return nil }, func(seq string) error { return rdb.Set(ctx, seq, "-9223372036854775809", 0).Err() },
+			func(seq string) string { return "queue key " + seq + ` holds "-9223372036854775809", not a count` }, queue.ErrCorrupt},
 	}
 	for _, form := range []string{"sorted", "windowed"} {
 		for _, c := range cases {

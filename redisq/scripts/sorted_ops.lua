@@ -27,13 +27,17 @@ if op == 'publish' then
   if not fast then
     -- held may write the placeholders (a queue's first publish), which
     -- the INCR below, refused, would leave behind: a counter that INCR
-    -- refuses is refused first, having written nothing. (Of 19 digits
-    -- it may be out of range: the INCR tells.)
+    -- refuses (no integer, or one it cannot add 1 to) is refused first,
+    -- having written nothing. Digit strings of one length compare as
+    -- their numbers; INCR takes -9223372036854775808 up to one below
+    -- 9223372036854775807.
     local bad = checks({1}, CALLKEYS, TYPES, COUNTERS) -- its type
     if not bad then
       local s = redis.call('GET', K_SEQ)
-      local digits = s and string.match(s, '^%-?([1-9]%d*)$')
-      if s and s ~= '0' and not (digits and #digits <= 19) then bad = nocount(K_SEQ, s, seqmend()) end
+      local minus, digits = string.match(s or '', '^(%-?)([1-9]%d*)$')
+      local ok = not s or s == '0' or (digits and (#digits < 19 or (#digits == 19 and
+        ((minus == '' and digits < '9223372036854775807') or (minus == '-' and digits <= '9223372036854775808')))))
+      if not ok then bad = nocount(K_SEQ, s, seqmend()) end
     end
     bad = bad or held(op, {})
     if bad then return bad end
