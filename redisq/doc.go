@@ -742,6 +742,8 @@
 //     calls that add to a stats field refuse it the same way, having
 //     written nothing (TestWriteCounterText), and so do an enqueue and a
 //     publish on a queue whose sequence counter (:seq, of either kind)
-//     holds text, naming the key and the SET that mends it
-//     (TestEnqueueSeqText).
+//     holds text (or a number INCR cannot add 1 to), naming the key and
+//     the SET that mends it (TestEnqueueSeqText); a sorted queue's first
+//     publish refuses it before it writes the placeholders of its hashes
+//     (TestFirstPublishSeqRefusedFirst).
 package redisq

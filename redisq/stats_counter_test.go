@@ -2,10 +2,12 @@ package redisq_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
@@ -222,4 +224,79 @@ func TestEnqueueSeqText(t *testing.T) {
 			require.Equal(t, 2, st.SortedPending)
 		})
 	}
+}
+
+// TestFirstPublishSeqRefusedFirst: the first publish of a sorted or
+// windowed queue writes the placeholders of its hashes before its INCR
+// of the counter; on a queue that never published whose counter holds
+// text, or another type, it is refused naming the counter and leaves
+// the queue's keys as they were (no placeholder behind, no misleading
+// report of a deleted key); mended, it goes on.
+func TestFirstPublishSeqRefusedFirst(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	type spoil struct {
+		name  string
+		stats func(stats string) error // what stats holds beside
+		seq   func(seq string) error
+		want  func(seq string) string
+		bad   error // the sentinel of the refusal, nil: none (a WRONGTYPE)
+	}
+	text := func(seq string) error { return rdb.Set(ctx, seq, "many", 0).Err() }
+	cases := []spoil{
+		{"text", func(string) error { return nil }, text,
+			func(seq string) string { return "queue key " + seq + ` holds "many", not a count` }, queue.ErrCorrupt},
+		{"text counted 0", func(stats string) error { return rdb.HSet(ctx, stats, "published", "0").Err() }, text,
+			func(seq string) string { return "queue key " + seq + ` holds "many", not a count` }, queue.ErrCorrupt},
+		{"hash", func(string) error { return nil }, func(seq string) error { return rdb.HSet(ctx, seq, "f", "v").Err() },
+			func(seq string) string { return "WRONGTYPE queue key " + seq + " holds another type, not a string" }, nil},
+		// 19 digits that INCR refuses: past the int64 range, or at its
+		// end (the INCR would overflow).
+		{"out of range", func(string) error { return nil }, func(seq string) error { return rdb.Set(ctx, seq, "9999999999999999999", 0).Err() },
+			func(seq string) string { return "queue key " + seq + ` holds "9999999999999999999", not a count` }, queue.ErrCorrupt},
+		{"at the end of the range counted 0", func(stats string) error { return rdb.HSet(ctx, stats, "published", "0").Err() }, func(seq string) error { return rdb.Set(ctx, seq, "9223372036854775807", 0).Err() },
+			func(seq string) string { return "queue key " + seq + ` holds "9223372036854775807", not a count` }, queue.ErrCorrupt},
+		{"below the range", func(string) error { return nil }, func(seq string) error { return rdb.Set(ctx, seq, "-9223372036854775809", 0).Err() },
+			func(seq string) string { return "queue key " + seq + ` holds "-9223372036854775809", not a count` }, queue.ErrCorrupt},
+	}
+	for _, form := range []string{"sorted", "windowed"} {
+		for _, c := range cases {
+			t.Run(form+" "+c.name, func(t *testing.T) {
+				name := "first-seq-" + form + "-" + strings.ReplaceAll(c.name, " ", "-")
+				s, publish, err := openLostForm(ctx, srv, form, name)
+				require.NoError(t, err)
+				defer s.Close()
+				seq, stats := "walq:{"+name+"}:s:seq", "walq:{"+name+"}:s:stats"
+				require.NoError(t, c.seq(seq))
+				require.NoError(t, c.stats(stats))
+				before := queueKeys(t, rdb, name)
+				err = publish("k")
+				if c.bad != nil {
+					require.ErrorIs(t, err, c.bad)
+				}
+				require.ErrorContains(t, err, c.want(seq))
+				require.Equal(t, before, queueKeys(t, rdb, name), "the refused publish wrote no key")
+				require.NoError(t, rdb.Del(ctx, seq).Err())
+				require.NoError(t, publish("k"), "the first publish once the counter is mended")
+				st, err := s.StatsContext(ctx)
+				require.NoError(t, err)
+				require.Equal(t, 1, st.SortedPending)
+			})
+		}
+	}
+}
+
+// queueKeys returns the keys of the queue name (its hash tag), sorted,
+// each with its type.
+func queueKeys(t *testing.T, rdb redis.UniversalClient, name string) []string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "walq:{"+name+"}:*").Result()
+	require.NoError(t, err)
+	for i, k := range keys {
+		keys[i] = k + " " + rdb.Type(ctx, k).Val()
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -14,10 +14,16 @@ import (
 	"github.com/walq/walq/queue"
 )
 
+// urlNotOpened says of a target that looks like a URL that no engine of
+// this build opens it; true of walq, which links none, and of a build
+// whose engine owns other URLs.
+const urlNotOpened = "nor a queue URL that this build opens (walq-redis opens redis:// and rediss:// queues)"
+
 // checkQueueDir returns an error unless dir holds a queue, so that a typo
 // does not make a command create an empty queue. It names dir as Redacted
 // shows it: a queue URL given to a walq that links no engine for it is
-// taken for a directory, and its password must not be shown.
+// taken for a directory, and its password must not be shown; where no
+// such directory exists, the error says which build opens it.
 func checkQueueDir(dir string) error {
 	shown := Redacted(dir)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -27,6 +33,9 @@ func checkQueueDir(dir string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, derr := os.Stat(dir); derr != nil {
+			if looksLikeURL(dir) {
+				return fmt.Errorf("%s: no such directory, %s", shown, urlNotOpened)
+			}
 			return fmt.Errorf("%s: no such directory", shown)
 		}
 		return fmt.Errorf("%s is not a walq queue directory (it has no log/)", shown)
@@ -55,7 +64,7 @@ func openQueue(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 func openAny(e *env, dir string, o *queue.Options) (*queue.Queue, error) {
 	if err := checkQueueDir(dir); err != nil {
 		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) && looksLikeURL(dir) {
-			return nil, usagef("%s is a URL, and this walq opens no queue by URL: it would create a directory of that name (walq-redis opens redis:// queues)", Redacted(dir))
+			return nil, usagef("%s is no queue directory, %s: this command would create a directory of that name", Redacted(dir), urlNotOpened)
 		}
 		des, rerr := os.ReadDir(dir)
 		if (rerr == nil && len(des) > 0) || (rerr != nil && !errors.Is(rerr, fs.ErrNotExist)) {

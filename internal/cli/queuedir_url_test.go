@@ -58,3 +58,51 @@ func chdir(t *testing.T, dir string) {
 	require.NoError(t, os.Chdir(dir))
 	t.Cleanup(func() { require.NoError(t, os.Chdir(old)) })
 }
+
+// A queue URL given to a walq that links no engine for it, to a command
+// that opens an existing queue, says that walq-redis opens it, not only
+// that no such directory exists, and shows no password.
+func TestURLNamesTheBuildThatOpensIt(t *testing.T) {
+	const url = "redis://app:s3cret@host:6379/0/jobs"
+	for _, args := range [][]string{
+		{"stats", url}, {"dump", url}, {"verify", url}, {"compact", url},
+		{"dlq", "list", url}, {"dlq", "show", url, "id-1"}, {"dlq", "requeue", "--all", url}, {"dlq", "purge", "--all", url},
+		{"dequeue", url}, {"ack", url, "1.2"}, {"nack", url, "1.2"}, {"extend", url, "1.2"}, {"requeue-expired", url},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			chdir(t, t.TempDir())
+			var out, errOut bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+			code := run(e, args)
+			shown := out.String() + errOut.String()
+			assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
+			assert.Contains(t, shown, "walq-redis opens redis:// and rediss:// queues")
+			assert.NotContains(t, shown, "s3cret")
+			des, err := os.ReadDir(".")
+			require.NoError(t, err)
+			assert.Empty(t, des, "the command created files from the URL")
+		})
+	}
+}
+
+// A build that opens queues by URL (an engine linked in) given a URL its
+// engine does not own says no such queue, and not that it opens none by
+// URL, which would send its user to look for another build.
+func TestURLNotOwnedByTheEngine(t *testing.T) {
+	const url = "http://host/jobs"
+	for _, args := range [][]string{{"stats", url}, {"dequeue", url}, {"enqueue", url, "x"}} {
+		t.Run(args[0], func(t *testing.T) {
+			chdir(t, t.TempDir())
+			var out, errOut bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, engine: passwordEngine{dir: t.TempDir()}}
+			code := run(e, args)
+			shown := out.String() + errOut.String()
+			assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
+			assert.NotContains(t, shown, "opens no queue by URL")
+			assert.Contains(t, shown, "rediss://")
+			des, err := os.ReadDir(".")
+			require.NoError(t, err)
+			assert.Empty(t, des, "the command created files from the URL")
+		})
+	}
+}

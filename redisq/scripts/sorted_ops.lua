@@ -18,15 +18,32 @@ if op == 'publish' then
   for _, k in ipairs({K_VAL, K_VINFO, K_VREASON, K_BATCH}) do
     if redis.pcall('HGET', k, '') ~= KEEP then fast = false end
   end
+  -- seqmend says how to mend the counter holding no count (seqerr,
+  -- checks.lua); local here: the head is at the limit of upvalues.
+  local function seqmend()
+    return 'set it (SET ' .. K_SEQ .. ') to at least the largest field of ' .. K_VAL ..
+      ' and the count of values published (' .. K_STATS .. ' published)'
+  end
   if not fast then
-    local bad = held(op, {})
+    -- held may write the placeholders (a queue's first publish), which
+    -- the INCR below, refused, would leave behind: a counter that INCR
+    -- refuses (no integer, or one it cannot add 1 to) is refused first,
+    -- having written nothing. Digit strings of one length compare as
+    -- their numbers; INCR takes -9223372036854775808 up to one below
+    -- 9223372036854775807.
+    local bad = checks({1}, CALLKEYS, TYPES, COUNTERS) -- its type
+    if not bad then
+      local s = redis.call('GET', K_SEQ)
+      local minus, digits = string.match(s or '', '^(%-?)([1-9]%d*)$')
+      local ok = not s or s == '0' or (digits and (#digits < 19 or (#digits == 19 and
+        ((minus == '' and digits < '9223372036854775807') or (minus == '-' and digits <= '9223372036854775808')))))
+      if not ok then bad = nocount(K_SEQ, s, seqmend()) end
+    end
+    bad = bad or held(op, {})
     if bad then return bad end
   end
   local seq = redis.pcall('INCR', K_SEQ)
-  if type(seq) ~= 'number' then
-    return seqerr(K_SEQ, seq, 'set it (SET ' .. K_SEQ .. ') to at least the largest field of ' .. K_VAL ..
-      ' and the count of values published (' .. K_STATS .. ' published)')
-  end
+  if type(seq) ~= 'number' then return seqerr(K_SEQ, seq, seqmend()) end
   -- A counter that starts again while stats counts publishes was
   -- deleted (DEL, an EXPIRE that ran out): its seqs would be those of
   -- live values, written over. Refused, the counter left at 0, until the
