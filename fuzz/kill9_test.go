@@ -34,13 +34,18 @@ var snapshotSteps = []string{"written", "synced", "renamed", "dir-synced", "remo
 //
 //	WALQ_CRASH_CYCLES=1000 go test ./fuzz -run '^TestKill9$' -timeout 2h -v
 func TestKill9(t *testing.T) {
+	runKill9(t, "TestKill9", kill9Defaults, envInt(t, "WALQ_CRASH_CYCLES", scaled(100, 3)))
+}
+
+// runKill9 runs TestKill9's loop for cycles cycles, the children (the
+// test named test, run again) opening their queues with opts.
+func runKill9(t *testing.T, test string, opts kill9Options, cycles int) {
 	if cfg := childConfigFromEnv(t, "kill9"); cfg != nil {
 		runKill9Child(cfg)
 		return
 	}
-	cycles := envInt(t, "WALQ_CRASH_CYCLES", scaled(100, 3))
 	rng, _ := testRand(t)
-	h := &kill9Parent{t: t, rng: rng, dirA: t.TempDir(), dirB: t.TempDir(),
+	h := &kill9Parent{t: t, rng: rng, test: test, opts: opts, dirA: t.TempDir(), dirB: t.TempDir(),
 		oa: fuzz.NewOracle(), ob: fuzz.NewOracle(), stepKills: make(map[string]int), syncs: make(map[int]int)}
 	start := time.Now()
 	for cycle := 1; cycle <= cycles; cycle++ {
@@ -54,6 +59,8 @@ func TestKill9(t *testing.T) {
 type kill9Parent struct {
 	t          *testing.T
 	rng        *rand.Rand
+	test       string       // the test whose children these are
+	opts       kill9Options // the children's options
 	dirA, dirB string       // the ack queue's and the sorted queue's directories
 	oa, ob     *fuzz.Oracle // their oracles
 	recA, recB []time.Duration
@@ -69,7 +76,7 @@ var maxRun = time.Duration(scaled(1, 1)) * 350 * time.Millisecond
 func (h *kill9Parent) cycle(n int) {
 	t := h.t
 	cfg := childConfig{Mode: "kill9", Dir: h.dirA, Sorted: h.dirB, Cycle: n, Seed: h.rng.Uint64(),
-		Sync: pickSync(h.rng), Lifetime: time.Minute}
+		Sync: pickSync(h.rng), Lifetime: time.Minute, Kill9: &h.opts}
 	if h.rng.IntN(4) == 0 {
 		cfg.DieAt = snapshotSteps[h.rng.IntN(len(snapshotSteps))]
 	}
@@ -79,7 +86,7 @@ func (h *kill9Parent) cycle(n int) {
 	if raceEnabled {
 		run *= 3
 	}
-	c := startChild(t, "TestKill9", cfg)
+	c := startChild(t, h.test, cfg)
 	timer := time.NewTimer(run)
 	defer timer.Stop()
 	lines := c.lines
@@ -106,8 +113,8 @@ func (h *kill9Parent) cycle(n int) {
 		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
 	}
 	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
-	h.check(what+" ack queue", h.oa, h.dirA, kill9DrainQueue, true)
-	h.check(what+" sorted queue", h.ob, h.dirB, kill9DrainSorted, true)
+	h.check(what+" ack queue", h.oa, h.dirA, h.drainQueue, true)
+	h.check(what+" sorted queue", h.ob, h.dirB, h.drainSorted, true)
 }
 
 // apply feeds one report line to the oracles.
@@ -196,25 +203,20 @@ func (h *kill9Parent) check(what string, o *fuzz.Oracle, dir string, drain func(
 // finalDrain drains the directories themselves, then checks that they are
 // empty.
 func (h *kill9Parent) finalDrain() {
-	h.check("final drain, ack queue", h.oa, h.dirA, kill9DrainQueue, false)
-	h.check("final drain, sorted queue", h.ob, h.dirB, kill9DrainSorted, false)
+	h.check("final drain, ack queue", h.oa, h.dirA, h.drainQueue, false)
+	h.check("final drain, sorted queue", h.ob, h.dirB, h.drainSorted, false)
 }
 
-// kill9SegmentSize is the children's SegmentSize: small, so that they roll.
-const kill9SegmentSize = 32 << 10
-
-// kill9DrainQueue is drainQueue with the children's SegmentSize, as their
+// drainQueue is drainQueue with the children's SegmentSize, as their
 // application reopens with: the default, larger one would take states for
 // torn rolls that it refuses.
-func kill9DrainQueue(dir string) (drained, error) {
-	o := drainOptionsAs(kill9SegmentSize)
-	return drainWith(dir, o)
+func (h *kill9Parent) drainQueue(dir string) (drained, error) {
+	return drainWith(dir, drainOptionsAs(h.opts.SegmentSize))
 }
 
-// kill9DrainSorted is drainSorted with the children's SegmentSize.
-func kill9DrainSorted(dir string) (drained, error) {
-	o := drainOptionsAs(kill9SegmentSize)
-	return drainSortedWith(dir, o)
+// drainSorted is drainSorted with the children's SegmentSize.
+func (h *kill9Parent) drainSorted(dir string) (drained, error) {
+	return drainSortedWith(dir, drainOptionsAs(h.opts.SegmentSize))
 }
 
 func (h *kill9Parent) summary(cycles int, took time.Duration) {
@@ -300,17 +302,18 @@ func runKill9Child(cfg *childConfig) {
 		time.Sleep(cfg.Lifetime)
 		os.Exit(0) // the parent is gone
 	}()
-	common := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: kill9SegmentSize, SnapshotBytes: 128 << 10,
-		AckTimeout: 400 * time.Millisecond}
+	ko := cfg.Kill9
+	common := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: ko.SegmentSize, SnapshotBytes: ko.SnapshotBytes,
+		AckTimeout: ko.AckTimeout, DedupWindow: ko.DedupWindow}
 	testhook.SetSnapshotStep(&common, c.step)
 	o := common
-	o.MaxDeliveries = 4
+	o.MaxDeliveries = ko.MaxDeliveries
 	var err error
 	if c.q, err = queue.Open(cfg.Dir, &o); err != nil {
 		c.rep.failf("open ack queue after a crash: %v", err)
 		os.Exit(2)
 	}
-	so := &queue.SortedOptions{Options: common, SingleFlight: true}
+	so := &queue.SortedOptions{Options: common, SingleFlight: !ko.ManyFlights}
 	so.MaxDeliveries = -1 // a sorted queue's dead values cannot be listed for the drain
 	if c.s, err = queue.OpenSorted[int64](cfg.Sorted, so); err != nil {
 		c.rep.failf("open sorted queue after a crash: %v", err)
