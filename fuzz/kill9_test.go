@@ -34,18 +34,35 @@ var snapshotSteps = []string{"written", "synced", "renamed", "dir-synced", "remo
 //
 //	WALQ_CRASH_CYCLES=1000 go test ./fuzz -run '^TestKill9$' -timeout 2h -v
 func TestKill9(t *testing.T) {
-	runKill9(t, "TestKill9", kill9Defaults, envInt(t, "WALQ_CRASH_CYCLES", scaled(100, 3)))
+	runKill9(t, kill9Defaults, envInt(t, "WALQ_CRASH_CYCLES", scaled(100, 3)))
 }
 
+// kill9Options are the options the kill -9 children open their queues
+// with.
+type kill9Options struct {
+	SegmentSize   int64         // bytes; also the drains' and Verify's
+	SnapshotBytes int64         // log bytes between automatic snapshots
+	AckTimeout    time.Duration // a lease's length
+	DedupWindow   time.Duration // how long a producer id is remembered (0: not at all)
+	MaxDeliveries int           // the ack queue's (the sorted queue has none)
+	ManyFlights   bool          // the sorted queue without SingleFlight
+}
+
+// kill9Defaults are TestKill9's: segments small enough to roll, a
+// snapshot every 128 KiB, and leases longer than a child lives (maxRun;
+// not under -race), which the open after the kill ends.
+var kill9Defaults = kill9Options{SegmentSize: 32 << 10, SnapshotBytes: 128 << 10,
+	AckTimeout: 400 * time.Millisecond, MaxDeliveries: 4}
+
 // runKill9 runs TestKill9's loop for cycles cycles, the children (the
-// test named test, run again) opening their queues with opts.
-func runKill9(t *testing.T, test string, opts kill9Options, cycles int) {
+// test t, run again) opening their queues with opts.
+func runKill9(t *testing.T, opts kill9Options, cycles int) {
 	if cfg := childConfigFromEnv(t, "kill9"); cfg != nil {
 		runKill9Child(cfg)
 		return
 	}
 	rng, _ := testRand(t)
-	h := &kill9Parent{t: t, rng: rng, test: test, opts: opts, dirA: t.TempDir(), dirB: t.TempDir(),
+	h := &kill9Parent{t: t, rng: rng, opts: opts, dirA: t.TempDir(), dirB: t.TempDir(),
 		oa: fuzz.NewOracle(), ob: fuzz.NewOracle(), stepKills: make(map[string]int), syncs: make(map[int]int)}
 	start := time.Now()
 	for cycle := 1; cycle <= cycles; cycle++ {
@@ -59,7 +76,6 @@ func runKill9(t *testing.T, test string, opts kill9Options, cycles int) {
 type kill9Parent struct {
 	t          *testing.T
 	rng        *rand.Rand
-	test       string       // the test whose children these are
 	opts       kill9Options // the children's options
 	dirA, dirB string       // the ack queue's and the sorted queue's directories
 	oa, ob     *fuzz.Oracle // their oracles
@@ -86,7 +102,7 @@ func (h *kill9Parent) cycle(n int) {
 	if raceEnabled {
 		run *= 3
 	}
-	c := startChild(t, h.test, cfg)
+	c := startChild(t, t.Name(), cfg)
 	timer := time.NewTimer(run)
 	defer timer.Stop()
 	lines := c.lines
@@ -207,14 +223,15 @@ func (h *kill9Parent) finalDrain() {
 	h.check("final drain, sorted queue", h.ob, h.dirB, h.drainSorted, false)
 }
 
-// drainQueue is drainQueue with the children's SegmentSize, as their
-// application reopens with: the default, larger one would take states for
-// torn rolls that it refuses.
+// drainQueue drains dir as the package's drainQueue does, with the
+// children's SegmentSize, as their application reopens with: the default,
+// larger one would take states for torn rolls that it refuses.
 func (h *kill9Parent) drainQueue(dir string) (drained, error) {
 	return drainWith(dir, drainOptionsAs(h.opts.SegmentSize))
 }
 
-// drainSorted is drainSorted with the children's SegmentSize.
+// drainSorted drains dir as the package's drainSorted does, with the
+// children's SegmentSize.
 func (h *kill9Parent) drainSorted(dir string) (drained, error) {
 	return drainSortedWith(dir, drainOptionsAs(h.opts.SegmentSize))
 }
