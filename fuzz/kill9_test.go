@@ -40,7 +40,7 @@ func TestKill9(t *testing.T) {
 // kill9Options are the options the kill -9 children open their queues
 // with.
 type kill9Options struct {
-	SegmentSize   int64         // bytes; also the drains' and Verify's
+	SegmentSize   int64         // bytes; the drains open with it too
 	SnapshotBytes int64         // log bytes between automatic snapshots
 	AckTimeout    time.Duration // a lease's length
 	DedupWindow   time.Duration // how long a producer id is remembered (0: not at all)
