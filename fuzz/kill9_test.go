@@ -84,6 +84,7 @@ type kill9Parent struct {
 	syncs      map[int]int       // cycles by sync mode
 	violations []string          // "!" lines
 	hist       map[string]string // this cycle's report codes by token, to explain a failure
+	ackedAt    map[string]int64  // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
 }
 
 // maxRun is how long after its start a child is killed at the latest.
@@ -97,7 +98,7 @@ func (h *kill9Parent) cycle(n int) {
 		cfg.DieAt = snapshotSteps[h.rng.IntN(len(snapshotSteps))]
 	}
 	h.syncs[cfg.Sync]++
-	h.hist = make(map[string]string)
+	h.hist, h.ackedAt = make(map[string]string), make(map[string]int64)
 	run := time.Duration(h.rng.Int64N(int64(maxRun)))
 	if raceEnabled {
 		run *= 3
@@ -129,6 +130,8 @@ func (h *kill9Parent) cycle(n int) {
 		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
 	}
 	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
+	h.checkLive(what+" ack queue", h.oa)
+	h.checkLive(what+" sorted queue", h.ob)
 	h.check(what+" ack queue", h.oa, h.dirA, h.drainQueue, true)
 	h.check(what+" sorted queue", h.ob, h.dirB, h.drainSorted, true)
 }
@@ -139,6 +142,10 @@ func (h *kill9Parent) apply(l string) {
 		return
 	}
 	code, arg := l[0], l[2:]
+	var at int64
+	if strings.IndexByte("dkKxR", code) >= 0 {
+		arg, at = splitDelivery(arg)
+	}
 	h.hist[arg] += string(code)
 	switch code {
 	case 'a':
@@ -146,11 +153,18 @@ func (h *kill9Parent) apply(l string) {
 	case 'e':
 		h.oa.Enqueued(arg)
 	case 'd':
-		h.oa.Delivered(arg)
+		// A consumer stalled between its dequeue and this line may report
+		// a delivery whose lease ran out, and whose message another
+		// consumer then received and acked, after that ack: it began
+		// before the acked one and is no redelivery.
+		if at > h.ackedAt[arg] {
+			h.oa.Delivered(arg)
+		}
 	case 'k':
 		h.oa.AckAttempt(arg)
 	case 'K':
 		h.oa.Acked(arg)
+		h.ackedAt[arg] = at
 	case 'x':
 		h.oa.AckFailed(arg)
 	case 'R':
@@ -179,6 +193,35 @@ func (h *kill9Parent) apply(l string) {
 	case '!':
 		h.violations = append(h.violations, arg)
 	}
+}
+
+// checkLive fails the test when o counted a violation in the child's
+// reports themselves (a delivery after an ack returned, of a message never
+// enqueued): the drains fail at once on theirs, so the totals were clean
+// before this cycle's reports.
+func (h *kill9Parent) checkLive(what string, o *fuzz.Oracle) {
+	if r := o.Result(); !r.OK() {
+		tok, _, _ := strings.Cut(r.Examples[0], ":")
+		h.t.Fatalf("%s: %s; this cycle's report codes of %s: %q", what, r, tok, h.hist[tok])
+	}
+}
+
+// splitDelivery splits a report's argument into its token and, for an
+// ack-queue delivery (token@DeliveredAt in unix ns), the delivery's start
+// (0 for anything else).
+func splitDelivery(arg string) (string, int64) {
+	tok, at, ok := strings.Cut(arg, "@")
+	if !ok {
+		return arg, 0
+	}
+	n, _ := strconv.ParseInt(at, 10, 64)
+	return tok, n
+}
+
+// deliveryTag names one delivery of m in the reports: its token and when
+// the delivery began.
+func deliveryTag(m *queue.Message) string {
+	return tokenOf(m.Payload) + "@" + strconv.FormatInt(m.DeliveredAt.UnixNano(), 10)
 }
 
 // check drains a copy of dir (or dir itself when copy is false) and feeds
@@ -472,7 +515,7 @@ func (c *kill9Child) consume(i int) {
 		}
 		toks := make([]string, len(ms))
 		for j, m := range ms {
-			toks[j] = tokenOf(m.Payload)
+			toks[j] = deliveryTag(m)
 		}
 		c.rep.line('d', toks...)
 		switch r := rng.IntN(100); {
@@ -481,16 +524,16 @@ func (c *kill9Child) consume(i int) {
 		case r < 35:
 			c.ackAsync(rng, ms, toks)
 		default:
-			for _, m := range ms {
-				c.handle(rng, m)
+			for j, m := range ms {
+				c.handle(rng, m, toks[j])
 			}
 		}
 	}
 }
 
-// handle acks, nacks, extends, dead-letters or forgets a delivery.
-func (c *kill9Child) handle(rng *rand.Rand, m *queue.Message) {
-	tok := tokenOf(m.Payload)
+// handle acks, nacks, extends, dead-letters or forgets a delivery (tok
+// is its deliveryTag).
+func (c *kill9Child) handle(rng *rand.Rand, m *queue.Message, tok string) {
 	switch r := rng.IntN(100); {
 	case r < 72:
 		c.ack(m, tok)
