@@ -130,8 +130,8 @@ func (h *kill9Parent) cycle(n int) {
 		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
 	}
 	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
-	h.checkLive(what+" ack queue", h.oa)
-	h.checkLive(what+" sorted queue", h.ob)
+	checkLive(t, what+" ack queue", h.oa, h.hist)
+	checkLive(t, what+" sorted queue", h.ob, h.hist)
 	h.check(what+" ack queue", h.oa, h.dirA, h.drainQueue, true)
 	h.check(what+" sorted queue", h.ob, h.dirB, h.drainSorted, true)
 }
@@ -195,14 +195,16 @@ func (h *kill9Parent) apply(l string) {
 	}
 }
 
-// checkLive fails the test when o counted a violation in the child's
+// checkLive fails the test when o counted a violation in a child's
 // reports themselves (a delivery after an ack returned, of a message never
 // enqueued): the drains fail at once on theirs, so the totals were clean
-// before this cycle's reports.
-func (h *kill9Parent) checkLive(what string, o *fuzz.Oracle) {
+// before this cycle's reports. hist is the cycle's report codes by token
+// (nil: none kept).
+func checkLive(t *testing.T, what string, o *fuzz.Oracle, hist map[string]string) {
+	t.Helper()
 	if r := o.Result(); !r.OK() {
 		tok, _, _ := strings.Cut(r.Examples[0], ":")
-		h.t.Fatalf("%s: %s; this cycle's report codes of %s: %q", what, r, tok, h.hist[tok])
+		t.Fatalf("%s: %s; this cycle's report codes of %s: %q", what, r, tok, hist[tok])
 	}
 }
 
