@@ -85,6 +85,7 @@ type kill9Parent struct {
 	violations []string          // "!" lines
 	hist       map[string]string // this cycle's report codes by token, to explain a failure
 	ackedAt    map[string]int64  // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
+	late       int               // deliveries reported after a later delivery's ack, not fed to the oracle
 }
 
 // maxRun is how long after its start a child is killed at the latest.
@@ -159,6 +160,8 @@ func (h *kill9Parent) apply(l string) {
 		// before the acked one and is no redelivery.
 		if at > h.ackedAt[arg] {
 			h.oa.Delivered(arg)
+		} else {
+			h.late++
 		}
 	case 'k':
 		h.oa.AckAttempt(arg)
@@ -292,6 +295,7 @@ func (h *kill9Parent) summary(cycles int, took time.Duration) {
 	t.Logf("recovery (Open) ack queue p50 %v p99 %v max %v; sorted p50 %v p99 %v (%d samples)",
 		percentile(h.recA, 50), percentile(h.recA, 99), percentile(h.recA, 100),
 		percentile(h.recB, 50), percentile(h.recB, 99), len(h.recA))
+	t.Logf("ack-queue deliveries reported after the ack of a later delivery (a stalled consumer; not fed to the oracle): %d", h.late)
 	t.Logf("SUMMARY kill9: cycles=%d enqueued=%d acked=%d lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d recovery-p50=%v recovery-p99=%v in %v",
 		cycles, ra.Enqueued+rb.Enqueued, ra.Acked+rb.Acked, ra.Lost+rb.Lost, ra.Unexpected+rb.Unexpected,
 		ra.RedeliveredAfterAck+rb.RedeliveredAfterAck, ra.Duplicates+rb.Duplicates,
