@@ -55,6 +55,7 @@ type childConfig struct {
 	Limit    int64         // ioerror: RLIMIT_FSIZE in bytes (0: none)
 	Once     bool          // ioerror: lift the limit after the first failure
 	Segment  int64         // ioerror: segment size
+	Kill9    *kill9Options // kill9: the queues' options
 }
 
 // childConfigFromEnv returns the configuration when this process is a

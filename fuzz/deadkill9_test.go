@@ -134,6 +134,8 @@ func (h *deadParent) cycle(n int) {
 	if r := c.raceReport(); r != "" {
 		t.Fatalf("%s: data race in the child:\n%s", what, r)
 	}
+	checkLive(t, what+", ack queue", h.oa, nil)
+	checkLive(t, what+", windowed queue", h.ow, nil)
 	h.check(what+", ack queue", h.oa, h.dirA, h.drainAck)
 	h.check(what+", windowed queue", h.ow, h.dirW, h.drainWindowed)
 }

@@ -9,6 +9,7 @@
 //
 //	oracle.go              the checker: lost, unexpected, redelivered after ack, duplicates
 //	kill9_test.go          a child process SIGKILLed at random moments, hundreds of times
+//	kill9compact_test.go   the same with 4 KiB segments and a compaction wanted after every append
 //	deadkill9_test.go      the same around the dead-letter sets: requeues, purges, MaxDeliveries
 //	readers_test.go        Peek, DeadLetters, DeadValues, Browse beside compactions that cut the log
 //	powerloss_test.go      power loss on a crash file system at every durable operation, 10,000+ states
