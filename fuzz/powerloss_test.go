@@ -110,6 +110,9 @@ type plConfig struct {
 	// a bug planted only in the Open and Close that
 	// TestPowerLossDuringRecovery crashes again; "" for none
 	reopenBug string
+	// settle after each call (waiting for an asynchronous one first), no
+	// background compaction: the same crash points in every run
+	serial bool
 }
 
 // plOps is the workload's length: short, so that every crash point is
@@ -241,9 +244,12 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	if cfg.bug != "" {
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.bug) })
 	}
+	if cfg.serial {
+		testhook.SetManualCompaction(opts)
+	}
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
 	if err == nil {
-		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock}
+		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock, serial: cfg.serial}
 		run.crashed = w.run(run)
 		err = q.Close()
 		if err == nil {
@@ -271,6 +277,7 @@ type plWorkload struct {
 	held   []*queue.Message // delivered, not acked or given back
 	n      int              // tokens made
 	flying []plFlight       // asynchronous calls not yet reported done
+	serial bool             // settle after each call: plConfig.serial
 }
 
 // plFlight is an asynchronous call and the op that records it.
@@ -287,10 +294,18 @@ func (w *plWorkload) run(run *plCrashRun) string {
 		run.ops = append(run.ops, op)
 		if p != nil {
 			w.flying = append(w.flying, plFlight{p: p, op: len(run.ops) - 1})
+			if w.serial {
+				<-p.Done()
+			}
 		}
 		w.reap(run)
 		if op.failed {
 			return op.kind
+		}
+		if w.serial {
+			if err := settle(w.q); err != nil {
+				return "flush after " + op.kind
+			}
 		}
 		if op.kind == "compact" {
 			run.flushed = len(run.ops) // a snapshot of everything so far
