@@ -1,6 +1,7 @@
 package fuzz_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,7 +130,10 @@ func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error)
 		testhook.SetManualCompaction(opts)
 	}
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
-	if err == nil {
+	if err == nil && cfg.serial {
+		err = settle(q) // the witness Open arms is written now, not only if Close comes late
+		err = errors.Join(err, q.Close())
+	} else if err == nil {
 		err = q.Close()
 	}
 	if err != nil && !fsys.Crashed() {

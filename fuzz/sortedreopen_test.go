@@ -89,7 +89,10 @@ func splReopenCrashing(root string, cfg splConfig, k int, bug string) (*crashfs.
 		testhook.SetLogOptions(&o, func(lo any) { testhook.PlantLogBug(lo, bug) })
 	}
 	q, err := openSplQueue(filepath.Join(root, "q"), cfg, o)
-	if err == nil {
+	if err == nil && cfg.serial {
+		err = settle(q.owner()) // the witness Open arms is written now, not only if Close comes late
+		err = errors.Join(err, q.close())
+	} else if err == nil {
 		err = q.close()
 	}
 	if err != nil && !fsys.Crashed() {
