@@ -324,15 +324,16 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 			if cfg.windowed {
 				clock.Advance(300 * time.Millisecond)
 			}
-			if err == nil && cfg.serial {
-				err = settle(q.owner())
-			}
 			op.ok = err == nil
 			run.ops = append(run.ops, op)
+			if err == nil && op.kind == "compact" {
+				run.flushed = len(run.ops)
+			}
+			if err == nil && cfg.serial {
+				err = settle(q.owner()) // a crash here ends the run; the call's outcome stands
+			}
 			if err != nil {
 				crashed = true
-			} else if op.kind == "compact" {
-				run.flushed = len(run.ops)
 			}
 		}
 		err = q.close()
