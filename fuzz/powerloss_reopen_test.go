@@ -23,9 +23,10 @@ import (
 // queue is the state after some operation of the workload. A repair that
 // is not itself crash-safe (a cut made durable before the removal it
 // rests on, a record written after a cut that is not durable) leaves a
-// state this finds. The workload runs one call at a time (plConfig.serial),
-// so that a seed gives the same first-crash states in every run, and a
-// planted bug is caught in every run or in none.
+// state this finds. The workload runs one call at a time (plConfig.serial;
+// under SyncAlways each call's records fsynced before the next, under
+// SyncNever not: settlesEach), so that a seed gives the same first-crash
+// states in every run.
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 150, 30 under -race), each crashed again at every durable operation of its Open.

@@ -110,8 +110,9 @@ type plConfig struct {
 	// a bug planted only in the Open and Close that
 	// TestPowerLossDuringRecovery crashes again; "" for none
 	reopenBug string
-	// settle after each call (waiting for an asynchronous one first), no
-	// background compaction: the same crash points in every run
+	// one call at a time (an asynchronous one awaited), no background
+	// compaction, and under SyncAlways a settle after each call
+	// (settlesEach): the same crash points in every run
 	serial bool
 }
 
@@ -249,7 +250,8 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	}
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
 	if err == nil {
-		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock, serial: cfg.serial}
+		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock,
+			serial: cfg.serial, settleEach: settlesEach(cfg.serial, cfg.mode)}
 		run.crashed = w.run(run)
 		err = q.Close()
 		if err == nil {
@@ -271,13 +273,14 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 
 // plWorkload drives the queue from one goroutine.
 type plWorkload struct {
-	q      *queue.Queue
-	rng    *rand.Rand
-	clock  interface{ Advance(time.Duration) }
-	held   []*queue.Message // delivered, not acked or given back
-	n      int              // tokens made
-	flying []plFlight       // asynchronous calls not yet reported done
-	serial bool             // settle after each call: plConfig.serial
+	q          *queue.Queue
+	rng        *rand.Rand
+	clock      interface{ Advance(time.Duration) }
+	held       []*queue.Message // delivered, not acked or given back
+	n          int              // tokens made
+	flying     []plFlight       // asynchronous calls not yet reported done
+	serial     bool             // one call at a time: plConfig.serial
+	settleEach bool             // settle after each call: settlesEach
 }
 
 // plFlight is an asynchronous call and the op that records it.
@@ -302,7 +305,7 @@ func (w *plWorkload) run(run *plCrashRun) string {
 		if op.failed {
 			return op.kind
 		}
-		if w.serial {
+		if w.settleEach {
 			if err := settle(w.q); err != nil {
 				return "flush after " + op.kind
 			}

@@ -1,6 +1,9 @@
 package fuzz_test
 
-import "github.com/walq/walq/internal/testhook"
+import (
+	"github.com/walq/walq/internal/testhook"
+	"github.com/walq/walq/queue"
+)
 
 // settle makes everything the queue q (a *queue.Queue, *queue.Sorted or
 // *queue.Windowed) has written durable, with a witness of it, so that a
@@ -21,4 +24,16 @@ func settle(q any) error {
 		return err
 	}
 	return testhook.FlushLog(q)
+}
+
+// settlesEach reports whether a serial workload under mode settles after
+// each call: under SyncAlways only. Under SyncNever a settle would fsync
+// every call, leaving a crash one call's records to lose, where the
+// workload's own states hold many calls' unsynced records, over several
+// segments; the repair an Open makes of those is what a second crash
+// must be tested in. Without background compaction and with each
+// asynchronous call awaited, nothing fsyncs there but the workload's own
+// Compact calls, the segment rolls and Close.
+func settlesEach(serial bool, mode queue.SyncMode) bool {
+	return serial && mode == queue.SyncAlways
 }

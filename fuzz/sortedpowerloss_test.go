@@ -59,7 +59,7 @@ type splConfig struct {
 	windowed bool
 	seed     uint64
 	states   int
-	serial   bool // settle after each call, no background compaction: the same crash points in every run
+	serial   bool // one call at a time, no background compaction, settlesEach: the same crash points in every run
 }
 
 // splOps is the workload's length.
@@ -329,7 +329,7 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 			if err == nil && op.kind == "compact" {
 				run.flushed = len(run.ops)
 			}
-			if err == nil && cfg.serial {
+			if err == nil && settlesEach(cfg.serial, cfg.mode) {
 				err = settle(q.owner()) // a crash here ends the run; the call's outcome stands
 			}
 			if err != nil {

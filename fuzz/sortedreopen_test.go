@@ -19,8 +19,8 @@ import (
 // TestSortedPowerLoss judges the first: a state with a hole or with
 // writes reordered across segments may be refused with ErrCorrupt, never
 // opened wrong. A first state the open refuses for one is skipped. The
-// workload runs one call at a time (splConfig.serial), so that a seed gives
-// the same first-crash states in every run.
+// workload runs one call at a time (splConfig.serial, settlesEach), so
+// that a seed gives the same first-crash states in every run.
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 40, 8 under -race); WALQ_REOPEN_BUG, prefixed with "reopen:", plants a
