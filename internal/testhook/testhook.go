@@ -30,7 +30,7 @@ var SetLogOptions func(opts any, edit func(walOpts any))
 
 // FlushLog makes everything the log of q holds durable and writes a
 // witness of it, as wal.Log.Flush does; q must be a *queue.Queue,
-// *queue.Sorted or *queue.Windowed. A crash test that calls it after each
+// *queue.Sorted[K] or *queue.Windowed. A crash test that calls it after each
 // call of its workload gives the fsyncs, and the witness entries, a place
 // that timing does not move: without it, records a call leaves unsynced
 // (a dequeue's lease) may be fsynced in the background or with the next
