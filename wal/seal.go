@@ -2,7 +2,6 @@ package wal
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -18,28 +17,10 @@ import (
 // takes the empty file for its own (tidwall.go).
 func (c *committer) createPreRolled() error {
 	path := filepath.Join(c.l.dir, segmentName(c.nextIndex))
-	if err := createSegment(c.l.opts.FS, path, false, c.l.opts.FileMode); err != nil {
+	if err := createEmpty(c.l.opts.FS, path, false, c.l.opts.FileMode); err != nil {
 		return fmt.Errorf("%w (before segment roll), log poisoned", err)
 	}
 	return nil
-}
-
-// createSegment creates the segment file path, empty, and fsyncs its
-// directory, so that the name is durable before anything is written to
-// the file. excl refuses a file already there.
-func createSegment(fsys FS, path string, excl bool, mode os.FileMode) error {
-	flag := os.O_CREATE | os.O_WRONLY
-	if excl {
-		flag |= os.O_EXCL
-	}
-	f, err := fsys.OpenFile(path, flag, mode)
-	if err != nil {
-		return fmt.Errorf("wal: create segment %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("wal: close new segment %s: %w", path, err)
-	}
-	return SyncDirFS(fsys, filepath.Dir(path))
 }
 
 // rollFullTail starts the next segment, at a writable Open, when the
@@ -83,7 +64,7 @@ func (l *Log) startSegment(what string) error {
 	tail := l.seg.list[len(l.seg.list)-1]
 	index := tail.firstIndex + uint64(tail.entries)
 	path := filepath.Join(l.dir, segmentName(index))
-	if err := createSegment(l.opts.FS, path, true, l.opts.FileMode); err != nil {
+	if err := createEmpty(l.opts.FS, path, true, l.opts.FileMode); err != nil {
 		return fmt.Errorf("%w (%s)", err, what)
 	}
 	file, err := openSegFile(l.opts.FS, path)
