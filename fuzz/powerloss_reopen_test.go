@@ -2,8 +2,6 @@ package fuzz_test
 
 import (
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +23,10 @@ import (
 // queue is the state after some operation of the workload. A repair that
 // is not itself crash-safe (a cut made durable before the removal it
 // rests on, a record written after a cut that is not durable) leaves a
-// state this finds.
+// state this finds. The workload runs one call at a time (plConfig.serial;
+// under SyncAlways each call's records fsynced before the next, under
+// SyncNever not: settlesEach), so that a seed gives the same first-crash
+// states in every run.
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 150, 30 under -race), each crashed again at every durable operation of its Open.
@@ -74,7 +75,8 @@ func TestPowerLossDuringRecovery(t *testing.T) {
 	}{{"always", queue.SyncAlways}, {"never", queue.SyncNever}} {
 		t.Run(c.name, func(t *testing.T) {
 			_, seed := testRand(t)
-			n, err := powerLossTwice(t, plConfig{mode: c.mode, seed: seed, bug: bug, reopenBug: reopenBug}, firsts)
+			cfg := plConfig{mode: c.mode, seed: seed, bug: bug, reopenBug: reopenBug, serial: true}
+			n, err := reopenTwice(t, ackReopenWorkload(cfg), firsts)
 			t.Logf("SUMMARY reopen-%s: %d second-crash states checked", c.name, n)
 			if err != nil {
 				t.Fatalf("%v\n(replay: WALQ_SEED=%d)", err, seed)
@@ -92,80 +94,22 @@ func plantedBugs(v string) (workload, reopen string) {
 	return v, ""
 }
 
-// powerLossTwice builds firsts states of the workload's crashes, spread
-// over its crash points, and crashes the Open of each again; it returns
-// how many second-crash states it checked.
-func powerLossTwice(t *testing.T, cfg plConfig, firsts int) (int, error) {
-	base := scratchDir(t)
-	dry, err := runCrashWorkload(filepath.Join(base, "dry"), cfg, 0)
-	if err != nil {
-		return 0, err
+// ackReopenWorkload is TestPowerLoss's workload for reopenTwice: each
+// second-crash state is judged as TestPowerLoss judges a first one.
+func ackReopenWorkload(cfg plConfig) reopenWorkload {
+	run := func(root string, crashAt int) (*reopenFirst, error) {
+		r, err := runCrashWorkload(root, cfg, crashAt)
+		if err != nil {
+			return nil, err
+		}
+		judge := func(dir string, st crashfs.State) error {
+			_, _, err := r.check(dir, cfg.mode, st, false)
+			return err
+		}
+		return &reopenFirst{fsys: r.fsys, durable: r.durable, crashed: r.crashed, judge: judge}, nil
 	}
-	rng := rand.New(rand.NewPCG(cfg.seed, 11))
-	checked := 0
-	for i := range firsts {
-		n := 1 + rng.IntN(dry.durable+1)
-		root := filepath.Join(base, fmt.Sprint("run-", i))
-		run, err := runCrashWorkload(root, cfg, n)
-		if err != nil {
-			return checked, err
-		}
-		first := filepath.Join(base, fmt.Sprint("first-", i))
-		st, err := run.fsys.Materialize(first, rng)
-		os.RemoveAll(root)
-		if err != nil {
-			return checked, err
-		}
-		what := fmt.Sprintf("first crash at durable operation %d (%s): %s", n, run.crashed, st.Desc)
-		k, err := crashReopen(base, first, run, cfg, st, rng)
-		checked += k
-		os.RemoveAll(first)
-		if err != nil {
-			return checked, fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	return checked, nil
-}
-
-// crashReopen opens the first-crash state in first with the workload's
-// options on a crash file system that crashes at each durable operation
-// of the Open and the Close in turn, and judges two states each crash can
-// leave. A first state the real open refuses (a hole, or writes reordered
-// across segments) is skipped.
-func crashReopen(base, first string, run *plCrashRun, cfg plConfig, st crashfs.State, rng *rand.Rand) (int, error) {
-	checked := 0
-	for k := 1; ; k++ {
-		root := filepath.Join(base, "second")
-		os.RemoveAll(root)
-		if err := copyDir(first, root); err != nil {
-			return checked, err
-		}
-		fsys, done, err := reopenCrashing(root, cfg, k)
-		if err != nil {
-			os.RemoveAll(root)
-			if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(first, st) || reordered(st)) {
-				return checked, nil
-			}
-			return checked, fmt.Errorf("reopen (crash at its durable operation %d): %w", k, err)
-		}
-		for v := range 2 {
-			dst := filepath.Join(base, fmt.Sprint("state-", k, "-", v))
-			st2, err := fsys.Materialize(dst, rng)
-			if err != nil {
-				return checked, err
-			}
-			_, _, err = run.check(dst, cfg.mode, st2, false)
-			os.RemoveAll(dst)
-			checked++
-			if err != nil {
-				return checked, fmt.Errorf("second crash at durable operation %d of the reopen, state %d: %s: %w", k, v, st2.Desc, err)
-			}
-		}
-		os.RemoveAll(root)
-		if done {
-			return checked, nil
-		}
-	}
+	reopen := func(root string, k int) (*crashfs.FS, bool, error) { return reopenCrashing(root, cfg, k) }
+	return reopenWorkload{seed: cfg.seed, stream: 11, run: run, reopen: reopen}
 }
 
 // reopenCrashing opens and closes the queue under root on a crash file
@@ -183,8 +127,14 @@ func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error)
 	if cfg.reopenBug != "" {
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.reopenBug) })
 	}
+	if cfg.serial {
+		testhook.SetManualCompaction(opts)
+	}
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
-	if err == nil {
+	if err == nil && cfg.serial {
+		err = settle(q) // the witness Open arms is written now, not only if Close comes late
+		err = errors.Join(err, q.Close())
+	} else if err == nil {
 		err = q.Close()
 	}
 	if err != nil && !fsys.Crashed() {

@@ -110,6 +110,10 @@ type plConfig struct {
 	// a bug planted only in the Open and Close that
 	// TestPowerLossDuringRecovery crashes again; "" for none
 	reopenBug string
+	// one call at a time (an asynchronous one awaited), no background
+	// compaction, and under SyncAlways a settle after each call
+	// (settlesEach): the same crash points in every run
+	serial bool
 }
 
 // plOps is the workload's length: short, so that every crash point is
@@ -241,9 +245,13 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	if cfg.bug != "" {
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.bug) })
 	}
+	if cfg.serial {
+		testhook.SetManualCompaction(opts)
+	}
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
 	if err == nil {
-		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock}
+		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock,
+			serial: cfg.serial, settleEach: settlesEach(cfg.serial, cfg.mode)}
 		run.crashed = w.run(run)
 		err = q.Close()
 		if err == nil {
@@ -265,12 +273,14 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 
 // plWorkload drives the queue from one goroutine.
 type plWorkload struct {
-	q      *queue.Queue
-	rng    *rand.Rand
-	clock  interface{ Advance(time.Duration) }
-	held   []*queue.Message // delivered, not acked or given back
-	n      int              // tokens made
-	flying []plFlight       // asynchronous calls not yet reported done
+	q          *queue.Queue
+	rng        *rand.Rand
+	clock      interface{ Advance(time.Duration) }
+	held       []*queue.Message // delivered, not acked or given back
+	n          int              // tokens made
+	flying     []plFlight       // asynchronous calls not yet reported done
+	serial     bool             // one call at a time: plConfig.serial
+	settleEach bool             // settle after each call: settlesEach
 }
 
 // plFlight is an asynchronous call and the op that records it.
@@ -287,10 +297,18 @@ func (w *plWorkload) run(run *plCrashRun) string {
 		run.ops = append(run.ops, op)
 		if p != nil {
 			w.flying = append(w.flying, plFlight{p: p, op: len(run.ops) - 1})
+			if w.serial {
+				<-p.Done()
+			}
 		}
 		w.reap(run)
 		if op.failed {
 			return op.kind
+		}
+		if w.settleEach {
+			if err := settle(w.q); err != nil {
+				return "flush after " + op.kind
+			}
 		}
 		if op.kind == "compact" {
 			run.flushed = len(run.ops) // a snapshot of everything so far

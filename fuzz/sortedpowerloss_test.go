@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/walq/walq/internal/crashfs"
+	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
 )
 
@@ -58,6 +59,7 @@ type splConfig struct {
 	windowed bool
 	seed     uint64
 	states   int
+	serial   bool // one call at a time, no background compaction, settlesEach: the same crash points in every run
 }
 
 // splOps is the workload's length.
@@ -145,6 +147,14 @@ type splQueue struct {
 
 // splSegmentSize is the workload's SegmentSize: small, so that it rolls.
 const splSegmentSize = 4096
+
+// owner returns the queue itself, a *queue.Sorted or a *queue.Windowed.
+func (q *splQueue) owner() any {
+	if q.w != nil {
+		return q.w
+	}
+	return q.s
+}
 
 // splBatch is a pulled batch, of either queue.
 type splBatch struct {
@@ -236,8 +246,12 @@ func splToken(body string) string { tok, _, _ := strings.Cut(body, "|"); return 
 // splOptions are the workload's options, on the clock clock and the file
 // system fsys.
 func splOptions(cfg splConfig, clock queue.Clock, fsys *crashfs.FS) queue.Options {
-	return queue.Options{Sync: cfg.mode, SegmentSize: splSegmentSize, SnapshotBytes: 6000, ManualRequeue: true,
+	o := queue.Options{Sync: cfg.mode, SegmentSize: splSegmentSize, SnapshotBytes: 6000, ManualRequeue: true,
 		MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: clock, FS: fsys}
+	if cfg.serial {
+		testhook.SetManualCompaction(&o)
+	}
+	return o
 }
 
 // runSortedWorkload runs the workload on a crash file system that crashes
@@ -312,10 +326,14 @@ func runSortedWorkload(root string, cfg splConfig, crashAt int) (*splRun, error)
 			}
 			op.ok = err == nil
 			run.ops = append(run.ops, op)
+			if err == nil && op.kind == "compact" {
+				run.flushed = len(run.ops)
+			}
+			if err == nil && settlesEach(cfg.serial, cfg.mode) {
+				err = settle(q.owner()) // a crash here ends the run; the call's outcome stands
+			}
 			if err != nil {
 				crashed = true
-			} else if op.kind == "compact" {
-				run.flushed = len(run.ops)
 			}
 		}
 		err = q.close()

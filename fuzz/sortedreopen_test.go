@@ -2,8 +2,6 @@ package fuzz_test
 
 import (
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,7 +18,9 @@ import (
 // included), and two states each second crash can leave are judged as
 // TestSortedPowerLoss judges the first: a state with a hole or with
 // writes reordered across segments may be refused with ErrCorrupt, never
-// opened wrong. A first state the open refuses for one is skipped.
+// opened wrong. A first state the open refuses for one is skipped. The
+// workload runs one call at a time (splConfig.serial, settlesEach), so
+// that a seed gives the same first-crash states in every run.
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 40, 8 under -race); WALQ_REOPEN_BUG, prefixed with "reopen:", plants a
@@ -40,8 +40,8 @@ func TestSortedPowerLossDuringRecovery(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, seed := testRand(t)
-			cfg := splConfig{mode: c.mode, windowed: c.windowed, seed: seed}
-			n, err := splPowerLossTwice(t, cfg, firsts, reopenBug)
+			cfg := splConfig{mode: c.mode, windowed: c.windowed, seed: seed, serial: true}
+			n, err := reopenTwice(t, sortedReopenWorkload(cfg, reopenBug), firsts)
 			t.Logf("SUMMARY sorted-reopen-%s: %d second-crash states checked", c.name, n)
 			if err != nil {
 				t.Fatalf("%v\n(replay: WALQ_SEED=%d)", err, seed)
@@ -50,81 +50,28 @@ func TestSortedPowerLossDuringRecovery(t *testing.T) {
 	}
 }
 
-// splPowerLossTwice builds firsts states of the workload's crashes, spread
-// over its crash points, and crashes the Open of each again; it returns
-// how many second-crash states it checked.
-func splPowerLossTwice(t *testing.T, cfg splConfig, firsts int, bug string) (int, error) {
-	base := scratchDir(t)
-	dry, err := runSortedWorkload(filepath.Join(base, "dry"), cfg, 0)
-	if err != nil {
-		return 0, err
-	}
-	rng := rand.New(rand.NewPCG(cfg.seed, 13))
-	checked := 0
-	for i := range firsts {
-		n := 1 + rng.IntN(dry.durable+1)
-		root := filepath.Join(base, fmt.Sprint("run-", i))
-		run, err := runSortedWorkload(root, cfg, n)
+// sortedReopenWorkload is TestSortedPowerLoss's workload for
+// reopenTwice, bug planted in the reopen's log: each second-crash state is
+// judged as TestSortedPowerLoss judges a first one, a hole or writes
+// reordered across segments refusable with ErrCorrupt.
+func sortedReopenWorkload(cfg splConfig, bug string) reopenWorkload {
+	run := func(root string, crashAt int) (*reopenFirst, error) {
+		r, err := runSortedWorkload(root, cfg, crashAt)
 		if err != nil {
-			return checked, err
+			return nil, err
 		}
-		first := filepath.Join(base, fmt.Sprint("first-", i))
-		st, err := run.fsys.Materialize(first, rng)
-		os.RemoveAll(root)
-		if err != nil {
-			return checked, err
-		}
-		k, err := run.crashReopen(base, first, cfg, st, rng, bug)
-		checked += k
-		os.RemoveAll(first)
-		if err != nil {
-			return checked, fmt.Errorf("first crash at durable operation %d: %s: %w", n, st.Desc, err)
-		}
-	}
-	return checked, nil
-}
-
-// crashReopen opens the first-crash state in first on a crash file system
-// that crashes at each durable operation of the Open and the Close in
-// turn, and judges two states each crash can leave.
-func (run *splRun) crashReopen(base, first string, cfg splConfig, st crashfs.State, rng *rand.Rand, bug string) (int, error) {
-	checked := 0
-	for k := 1; ; k++ {
-		root := filepath.Join(base, "second")
-		os.RemoveAll(root)
-		if err := copyDir(first, root); err != nil {
-			return checked, err
-		}
-		fsys, done, err := splReopenCrashing(root, cfg, k, bug)
-		if err != nil {
-			os.RemoveAll(root)
-			if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(first, st) || reordered(st)) {
-				return checked, nil
-			}
-			return checked, fmt.Errorf("reopen (crash at its durable operation %d): %w", k, err)
-		}
-		for v := range 2 {
-			dst := filepath.Join(base, fmt.Sprint("state-", k, "-", v))
-			st2, err := fsys.Materialize(dst, rng)
-			if err != nil {
-				return checked, err
-			}
-			excused := holeRefusable(dst, st2) || reordered(st2)
-			err = run.check(filepath.Join(dst, "q"), cfg)
-			os.RemoveAll(dst)
-			checked++
+		judge := func(dir string, st crashfs.State) error {
+			excused := holeRefusable(dir, st) || reordered(st)
+			err := r.check(filepath.Join(dir, "q"), cfg)
 			if err != nil && excused && errors.Is(err, queue.ErrCorrupt) {
-				continue // a hole, or writes reordered across segments: refusable, as in TestSortedPowerLoss
+				return nil // a hole, or writes reordered across segments: refusable, as in TestSortedPowerLoss
 			}
-			if err != nil {
-				return checked, fmt.Errorf("second crash at durable operation %d of the reopen, state %d: %s: %w", k, v, st2.Desc, err)
-			}
+			return err
 		}
-		os.RemoveAll(root)
-		if done {
-			return checked, nil
-		}
+		return &reopenFirst{fsys: r.fsys, durable: r.durable, judge: judge}, nil
 	}
+	reopen := func(root string, k int) (*crashfs.FS, bool, error) { return splReopenCrashing(root, cfg, k, bug) }
+	return reopenWorkload{seed: cfg.seed, stream: 13, run: run, reopen: reopen}
 }
 
 // splReopenCrashing opens and closes the queue under root with the
@@ -142,7 +89,10 @@ func splReopenCrashing(root string, cfg splConfig, k int, bug string) (*crashfs.
 		testhook.SetLogOptions(&o, func(lo any) { testhook.PlantLogBug(lo, bug) })
 	}
 	q, err := openSplQueue(filepath.Join(root, "q"), cfg, o)
-	if err == nil {
+	if err == nil && cfg.serial {
+		err = settle(q.owner()) // the witness Open arms is written now, not only if Close comes late
+		err = errors.Join(err, q.close())
+	} else if err == nil {
 		err = q.close()
 	}
 	if err != nil && !fsys.Crashed() {

@@ -205,7 +205,15 @@ func init() {
 	testhook.SetSnapshotStep = func(o any, step func(string)) { o.(*Options).snapshotStep = step }
 	testhook.SetManualCompaction = func(o any) { o.(*Options).manualCompact = true }
 	testhook.SetLogOptions = func(o any, edit func(any)) { o.(*Options).logOptions = edit }
+	testhook.FlushLog = func(q any) error { return q.(logOwner).logOf().Flush() }
 }
+
+// logOwner is a queue of any form (Queue, Sorted, Windowed), whose log a
+// crash test reaches through testhook.FlushLog.
+type logOwner interface{ logOf() *wal.Log }
+
+func (q *Queue) logOf() *wal.Log     { return q.log }
+func (s *Sorted[K]) logOf() *wal.Log { return s.q.log }
 
 // MaxMessageSizeLimit is the largest MaxMessageSize accepted, by every
 // engine alike (the Redis engine's too), so that a size one accepts the

@@ -23,6 +23,20 @@ func requireTextCounter(t *testing.T, err error, key, field string) {
 	require.ErrorContains(t, err, "HSET "+key+" "+field+" 0")
 }
 
+// openOneLeased opens the ack queue name (ManualRequeue, closed when t
+// ends), enqueues one message and dequeues it: the queue holds it leased.
+func openOneLeased(ctx context.Context, t *testing.T, rdb *redis.Client, name string) (*redisq.Queue, *queue.Message) {
+	t.Helper()
+	q, err := redisq.Open(ctx, rdb, name, &redisq.Options{ManualRequeue: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	_, err = q.Enqueue(ctx, []byte("a"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	return q, m
+}
+
 // TestStatsCounterText: a counter that Stats reads, set to text by hand
 // or by other software, makes Stats fail with queue.ErrCorrupt naming its
 // key and field, not with the server's Lua error; mended, Stats reads
@@ -32,13 +46,7 @@ func TestStatsCounterText(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	t.Run("ack queue", func(t *testing.T) {
-		q, err := redisq.Open(ctx, rdb, "text-counter", &redisq.Options{ManualRequeue: true})
-		require.NoError(t, err)
-		defer q.Close()
-		_, err = q.Enqueue(ctx, []byte("a"))
-		require.NoError(t, err)
-		m, err := q.TryDequeue()
-		require.NoError(t, err)
+		q, m := openOneLeased(ctx, t, rdb, "text-counter")
 		require.NoError(t, m.Nack(0))
 		stats, msg := "walq:{text-counter}:2:stats", "walq:{text-counter}:2:msg"
 		for _, c := range []struct{ key, field string }{
@@ -113,16 +121,10 @@ func TestWriteCounterText(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	t.Run("ack queue nack", func(t *testing.T) {
-		q, err := redisq.Open(ctx, rdb, "text-nacked", &redisq.Options{ManualRequeue: true})
-		require.NoError(t, err)
-		defer q.Close()
-		_, err = q.Enqueue(ctx, []byte("a"))
-		require.NoError(t, err)
-		m, err := q.TryDequeue()
-		require.NoError(t, err)
+		q, m := openOneLeased(ctx, t, rdb, "text-nacked")
 		stats := "walq:{text-nacked}:2:stats"
 		require.NoError(t, rdb.HSet(ctx, stats, "nacked", "many").Err())
-		err = m.Nack(0)
+		err := m.Nack(0)
 		requireTextCounter(t, err, stats, "nacked")
 		require.NoError(t, rdb.HSet(ctx, stats, "nacked", "0").Err())
 		st, err := q.StatsContext(ctx)

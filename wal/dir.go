@@ -281,15 +281,8 @@ func removeFront(fsys FS, dir string, index uint64) error {
 	}
 	if d.front < index {
 		p := filepath.Join(dir, segmentName(index)+frontSuffix)
-		f, err := fsys.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("wal: truncate front: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("wal: truncate front: %w", err)
-		}
-		if err := SyncDirFS(fsys, dir); err != nil {
-			return err
+		if err := createEmpty(fsys, p, false, 0o600); err != nil {
+			return fmt.Errorf("%w (truncate front)", err)
 		}
 		d.fronts = append(d.fronts, p)
 	}
@@ -310,4 +303,22 @@ func removeFront(fsys FS, dir string, index uint64) error {
 		}
 	}
 	return SyncDirFS(fsys, dir)
+}
+
+// createEmpty creates the file path, empty, and fsyncs its directory, so
+// that the name is durable before anything is written to the file or
+// depends on it. excl refuses a file already there.
+func createEmpty(fsys FS, path string, excl bool, mode os.FileMode) error {
+	flag := os.O_CREATE | os.O_WRONLY
+	if excl {
+		flag |= os.O_EXCL
+	}
+	f, err := fsys.OpenFile(path, flag, mode)
+	if err != nil {
+		return fmt.Errorf("wal: create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: close new file %s: %w", path, err)
+	}
+	return SyncDirFS(fsys, filepath.Dir(path))
 }

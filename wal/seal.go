@@ -2,7 +2,6 @@ package wal
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -18,14 +17,7 @@ import (
 // takes the empty file for its own (tidwall.go).
 func (c *committer) createPreRolled() error {
 	path := filepath.Join(c.l.dir, segmentName(c.nextIndex))
-	f, err := c.l.opts.FS.OpenFile(path, os.O_CREATE|os.O_WRONLY, c.l.opts.FileMode)
-	if err != nil {
-		return fmt.Errorf("wal: segment roll: %w; log poisoned", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("wal: segment roll: close %s: %w; log poisoned", path, err)
-	}
-	if err := SyncDirFS(c.l.opts.FS, c.l.dir); err != nil {
+	if err := createEmpty(c.l.opts.FS, path, false, c.l.opts.FileMode); err != nil {
 		return fmt.Errorf("%w (before segment roll), log poisoned", err)
 	}
 	return nil
@@ -72,15 +64,8 @@ func (l *Log) startSegment(what string) error {
 	tail := l.seg.list[len(l.seg.list)-1]
 	index := tail.firstIndex + uint64(tail.entries)
 	path := filepath.Join(l.dir, segmentName(index))
-	f, err := l.opts.FS.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, l.opts.FileMode)
-	if err != nil {
-		return fmt.Errorf("wal: %s: %w", what, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("wal: %s: %w", what, err)
-	}
-	if err := SyncDirFS(l.opts.FS, l.dir); err != nil {
-		return err
+	if err := createEmpty(l.opts.FS, path, true, l.opts.FileMode); err != nil {
+		return fmt.Errorf("%w (%s)", err, what)
 	}
 	file, err := openSegFile(l.opts.FS, path)
 	if err != nil {

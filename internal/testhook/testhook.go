@@ -27,3 +27,14 @@ var PlantLogBug func(opts any, name string)
 // that a crash test can plant a bug there (PlantLogBug). Package queue sets
 // this function when it is initialized.
 var SetLogOptions func(opts any, edit func(walOpts any))
+
+// FlushLog makes everything the log of q holds durable and writes a
+// witness of it, as wal.Log.Flush does; q must be a *queue.Queue,
+// *queue.Sorted[K] or *queue.Windowed. A crash test that calls it after each
+// call of its workload gives the fsyncs, and the witness entries, a place
+// that timing does not move: without it, records a call leaves unsynced
+// (a dequeue's lease) may be fsynced in the background or with the next
+// call's, and a witness is written only if the log stays idle for a
+// moment after an fsync. Package queue sets this function when it is
+// initialized.
+var FlushLog func(q any) error
