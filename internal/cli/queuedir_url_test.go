@@ -18,20 +18,27 @@ func TestURLNotCreatedAsDirectory(t *testing.T) {
 		{"enqueue", "redis://app:s3cret@host:6379/0/jobs", "x"},
 		{"enqueue", "rediss://host/0/jobs", "x"},
 	} {
-		t.Run(args[1], func(t *testing.T) {
-			chdir(t, t.TempDir())
-			var out, errOut bytes.Buffer
-			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
-			code := run(e, args)
-			shown := out.String() + errOut.String()
-			assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
-			assert.Contains(t, shown, "walq-redis")
-			assert.NotContains(t, shown, "s3cret")
-			des, err := os.ReadDir(".")
-			require.NoError(t, err)
-			assert.Empty(t, des, "the command created files from the URL")
-		})
+		t.Run(args[1], func(t *testing.T) { requireURLRefused(t, args, "walq-redis") })
 	}
+}
+
+// requireURLRefused runs args, given a queue URL with a password, in an
+// empty working directory of a walq that links no engine, and requires
+// that the command fails, says want, shows no password and creates no
+// file.
+func requireURLRefused(t *testing.T, args []string, want string) {
+	t.Helper()
+	chdir(t, t.TempDir())
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	code := run(e, args)
+	shown := out.String() + errOut.String()
+	assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
+	assert.Contains(t, shown, want)
+	assert.NotContains(t, shown, "s3cret")
+	des, err := os.ReadDir(".")
+	require.NoError(t, err)
+	assert.Empty(t, des, "the command created files from the URL")
 }
 
 func TestLooksLikeURL(t *testing.T) {
@@ -70,17 +77,7 @@ func TestURLNamesTheBuildThatOpensIt(t *testing.T) {
 		{"dequeue", url}, {"ack", url, "1.2"}, {"nack", url, "1.2"}, {"extend", url, "1.2"}, {"requeue-expired", url},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			chdir(t, t.TempDir())
-			var out, errOut bytes.Buffer
-			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
-			code := run(e, args)
-			shown := out.String() + errOut.String()
-			assert.NotEqual(t, 0, code, "the command reported success: %s", shown)
-			assert.Contains(t, shown, "walq-redis opens redis:// and rediss:// queues")
-			assert.NotContains(t, shown, "s3cret")
-			des, err := os.ReadDir(".")
-			require.NoError(t, err)
-			assert.Empty(t, des, "the command created files from the URL")
+			requireURLRefused(t, args, "walq-redis opens redis:// and rediss:// queues")
 		})
 	}
 }
