@@ -57,6 +57,7 @@ type childConfig struct {
 	Segment  int64         // ioerror: segment size
 	Kill9    *kill9Options // kill9: the queues' options
 	Lease    time.Duration // kill9dead: AckTimeout (0: a minute)
+	Manual   bool          // kill9dead: ManualRequeue; the child ends expired leases itself
 }
 
 // childConfigFromEnv returns the configuration when this process is a

@@ -104,8 +104,8 @@ func runKill9Dead(t *testing.T, name string, expiry bool) {
 		cycles, ra.Enqueued+rw.Enqueued, ra.Acked+rw.Acked, h.deadSeen, h.deadDrained, h.requeued, h.cutOff, h.purged,
 		ra.Lost+rw.Lost, time.Since(start).Round(time.Second))
 	if expiry {
-		t.Logf("SUMMARY kill9dead expiry: leases=%v..%v settles-refused-lease-lost=%d (at MaxDeliveries: %d) deliveries-at-MaxDeliveries=%d expired-dead-checked-after-kill=%d late-reports=%d",
-			minDeadLease, maxDeadLease, h.lostSettles, h.expiredDead, h.atLimit, h.expiryChecked, h.late)
+		t.Logf("SUMMARY kill9dead expiry: leases=%v..%v settles-refused-lease-lost=%d (at MaxDeliveries: %d) deliveries-at-MaxDeliveries=%d expired-dead-checks-after-kill=%d (of which dead-lettered by the open: %d) late-reports=%d",
+			minDeadLease, maxDeadLease, h.lostSettles, h.expiredDead, h.atLimit, h.expiryChecked, h.expiryByOpen, h.late)
 	}
 }
 
@@ -164,6 +164,9 @@ type deadParent struct {
 	// MaxDeliveries; 'E' tokens a recovery showed dead; deliveries
 	// reported after a later one.
 	lostSettles, expiredDead, atLimit, expiryChecked, late int
+	// expiryByOpen counts the 'E' tokens that the kill left leased, which
+	// the open after it dead-lettered.
+	expiryByOpen int
 }
 
 func (h *deadParent) cycle(n int) {
@@ -178,6 +181,10 @@ func (h *deadParent) cycle(n int) {
 	if h.expiry {
 		h.lease = minDeadLease + time.Duration(h.rng.Int64N(int64(maxDeadLease-minDeadLease)))
 		cfg.Lease = h.lease
+		// Half the children end expired leases themselves, now and
+		// then: a lease that ran out then often meets the kill before
+		// its expiry is written, and the open after it must end it.
+		cfg.Manual = h.rng.IntN(2) == 0
 		longest += 4 * h.lease // time for a lease or two to run out
 	}
 	run := time.Duration(h.rng.Int64N(int64(longest)))
@@ -200,7 +207,7 @@ func (h *deadParent) cycle(n int) {
 		}
 	}
 	<-c.done
-	what := fmt.Sprintf("cycle %d (sync %d, die at %q, lease %v, killed after %v)", n, cfg.Sync, cfg.DieAt, h.lease, run)
+	what := fmt.Sprintf("cycle %d (sync %d, die at %q, lease %v, manual requeue %v, killed after %v)", n, cfg.Sync, cfg.DieAt, h.lease, cfg.Manual, run)
 	if !c.killed() {
 		t.Fatalf("%s: the child was not killed but exited (%v); its output:\n%s", what, c.err, c.output())
 	}
@@ -411,6 +418,9 @@ func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(s
 			t.Fatalf("%s: the lease of %s ran out at MaxDeliveries (a settle after its deadline was refused) but the open after the kill left it out of the dead set", what, tok)
 		case f == 'E' && appDead[tok]:
 			h.expiryChecked++
+			if !d.dead[tok] {
+				h.expiryByOpen++
+			}
 		}
 	}
 	if r := o.Recovered(d.tokens); !r.OK() {
@@ -451,9 +461,7 @@ func (h *deadParent) anyFate(f byte) bool {
 // with, save that nothing expires by the clock: the open's own ending of
 // the leases the kill left is what is checked.
 func (h *deadParent) appOptions() queue.Options {
-	o := deadOptions(int(queue.SyncNever), h.lease)
-	o.ManualRequeue = true
-	return o
+	return deadOptions(int(queue.SyncNever), h.lease, true)
 }
 
 // deadAfterOpen opens the ack queue in dir with the children's options
@@ -666,10 +674,11 @@ type deadChild struct {
 	lease        time.Duration // AckTimeout: a delivery's deadline is its time plus lease
 }
 
-// deadOptions are the children's queue options: lease is AckTimeout.
-func deadOptions(sync int, lease time.Duration) queue.Options {
+// deadOptions are the children's queue options: lease is AckTimeout;
+// manual is ManualRequeue.
+func deadOptions(sync int, lease time.Duration, manual bool) queue.Options {
 	return queue.Options{Sync: queue.SyncMode(sync), SegmentSize: deadSegmentSize, SnapshotBytes: 48 << 10,
-		AckTimeout: lease, MaxDeliveries: deadMaxDeliveries}
+		AckTimeout: lease, MaxDeliveries: deadMaxDeliveries, ManualRequeue: manual}
 }
 
 // lateMargin is how long after a delivery's deadline a settle must start
@@ -687,7 +696,7 @@ func runDeadChild(cfg *childConfig) {
 		time.Sleep(cfg.Lifetime)
 		os.Exit(0)
 	}()
-	o := deadOptions(cfg.Sync, c.lease)
+	o := deadOptions(cfg.Sync, c.lease, cfg.Manual)
 	testhook.SetSnapshotStep(&o, (&kill9Child{cfg: cfg, rep: c.rep}).step)
 	var err error
 	if c.q, err = queue.Open(cfg.Dir, &o); err != nil {
@@ -899,6 +908,7 @@ func (c *deadChild) housekeepAck() {
 	rng := c.rng(40)
 	for {
 		time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
+		c.requeueExpired(rng, "ack queue", c.q.RequeueExpired)
 		switch r := rng.IntN(100); {
 		case r < 45:
 			c.requeueOrPurge(rng)
@@ -909,6 +919,18 @@ func (c *deadChild) housekeepAck() {
 				c.rep.failf("compact ack queue: %v", err)
 			}
 		}
+	}
+}
+
+// requeueExpired ends, now and then, the leases that ran out, when the
+// queues leave that to the child (ManualRequeue): until then a lease that
+// ran out stays in the log, its settles refused, for a kill to find.
+func (c *deadChild) requeueExpired(rng *rand.Rand, what string, requeue func() (int, error)) {
+	if !c.cfg.Manual || rng.IntN(3) != 0 {
+		return
+	}
+	if _, err := requeue(); err != nil {
+		c.rep.failf("requeue expired, %s: %v", what, err)
 	}
 }
 
@@ -1097,6 +1119,7 @@ func (c *deadChild) housekeepWindowed() {
 	rng := c.rng(41)
 	for {
 		time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
+		c.requeueExpired(rng, "windowed queue", c.w.RequeueExpired)
 		switch r := rng.IntN(100); {
 		case r < 50:
 			c.requeueOrPurgeValues(rng)
