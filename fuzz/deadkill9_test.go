@@ -129,9 +129,9 @@ const deadMaxDeliveries = 2
 //	Q  it returned success
 //	u  a purge from the dead set started    U  it returned success (an ack, to the oracle)
 //	L  "L <token> <n> <at>": a settle of the delivery made at at, the
-//	   n-th, was refused with ErrLeaseLost, as it started past the
-//	   deadline: the lease ran out, and at MaxDeliveries the message is
-//	   dead until its next delivery or requeue
+//	   n-th, was refused with ErrLeaseLost (started late enough for it:
+//	   see judge): the lease ran out, and at MaxDeliveries the message
+//	   is dead until its next delivery or requeue
 
 // deadParent is the parent side of TestKill9Dead.
 type deadParent struct {
@@ -293,7 +293,7 @@ func splitAt(s string) (string, int64) {
 }
 
 // leaseLost handles an "L" line: a settle of tok's delivery made at at,
-// its n-th, started past the deadline and was refused. When that
+// its n-th, was refused with ErrLeaseLost. When that
 // delivery is tok's last word (nothing reported since: no later delivery,
 // no requeue), its lease ran out: at MaxDeliveries tok is dead from then
 // on (fate 'E': the expiry, or the open after a kill that came first,
@@ -934,6 +934,20 @@ func (c *deadChild) requeueExpired(rng *rand.Rand, what string, requeue func() (
 	}
 }
 
+// endExpired ends, with short leases, the leases that ran out, before a
+// listing of the dead set that a call taking all of it must match. The
+// consumers are held off then, so every lease left ran out (its settle
+// was refused); ended now, none dead-letters its message between the
+// listing and the call, as the queue's own expiry could.
+func (c *deadChild) endExpired(what string, requeue func() (int, error)) {
+	if c.cfg.Lease == 0 {
+		return
+	}
+	if _, err := requeue(); err != nil {
+		c.rep.failf("requeue expired, %s: %v", what, err)
+	}
+}
+
 // listDead lists the ack queue's dead letters and checks them.
 func (c *deadChild) listDead() []queue.DeadLetter {
 	dls, err := c.q.DeadLetters(0, 0)
@@ -981,6 +995,7 @@ func (c *deadChild) requeueOrPurge(rng *rand.Rand) {
 func (c *deadChild) allDead(purge bool) {
 	c.gateQ.Lock()
 	defer c.gateQ.Unlock()
+	c.endExpired("ack queue", c.q.RequeueExpired)
 	dls := c.listDead()
 	toks := make([]string, len(dls))
 	for i, dl := range dls {
@@ -1173,6 +1188,7 @@ func (c *deadChild) requeueOrPurgeValues(rng *rand.Rand) {
 func (c *deadChild) allDeadValues(purge bool) {
 	c.gateW.Lock()
 	defer c.gateW.Unlock()
+	c.endExpired("windowed queue", c.w.RequeueExpired)
 	dvs := c.listDeadValues()
 	toks := make([]string, len(dvs))
 	for i, dv := range dvs {
