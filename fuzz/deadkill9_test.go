@@ -142,6 +142,8 @@ type deadParent struct {
 	name         string        // the test, which the children run
 	expiry       bool          // short leases (TestKill9DeadExpiry)
 	lease        time.Duration // this cycle's AckTimeout
+	sync         int           // this cycle's queue.SyncMode
+	manual       bool          // this cycle's ManualRequeue
 	rng          *rand.Rand
 	dirA, dirW   string       // the ack queue's and the windowed queue's directories
 	oa, ow       *fuzz.Oracle // their oracles
@@ -190,6 +192,7 @@ func (h *deadParent) cycle(n int) {
 		cfg.Manual = h.rng.IntN(2) == 0
 		longest += 4 * h.lease // time for a lease or two to run out
 	}
+	h.sync, h.manual = cfg.Sync, cfg.Manual
 	run := time.Duration(h.rng.Int64N(int64(longest)))
 	if raceEnabled {
 		run *= 3
@@ -460,11 +463,12 @@ func (h *deadParent) anyFate(f byte) bool {
 	return false
 }
 
-// appOptions are the children's options, as their application reopens
-// with, save that nothing expires by the clock: the open's own ending of
-// the leases the kill left is what is checked.
+// appOptions are the options of this cycle's child, which its
+// application reopens with: the same sync mode, lease and ManualRequeue.
+// The open ends every lease the kill left, whatever ManualRequeue says,
+// so nothing is leased after it for the clock to expire.
 func (h *deadParent) appOptions() queue.Options {
-	return deadOptions(int(queue.SyncNever), h.lease, true)
+	return deadOptions(h.sync, h.lease, h.manual)
 }
 
 // deadAfterOpen opens the ack queue in dir with the children's options
