@@ -939,11 +939,8 @@ func (c *deadChild) housekeepAck() {
 // queues leave that to the child (ManualRequeue): until then a lease that
 // ran out stays in the log, its settles refused, for a kill to find.
 func (c *deadChild) requeueExpired(rng *rand.Rand, what string, requeue func() (int, error)) {
-	if !c.cfg.Manual || rng.IntN(3) != 0 {
-		return
-	}
-	if _, err := requeue(); err != nil {
-		c.rep.failf("requeue expired, %s: %v", what, err)
+	if c.cfg.Manual && rng.IntN(3) == 0 {
+		c.endExpired(what, requeue)
 	}
 }
 
