@@ -75,7 +75,7 @@ func TestKill9Dead(t *testing.T) { runKill9Dead(t, "TestKill9Dead", false) }
 // against the limit only, and counted in the summary as late.
 //
 // Short run: 12 cycles (40 without -short); with -short 4 to 7 s on a
-// busy 2-core machine, 6 to 15 s under -race. Long run:
+// busy 2-core machine, 6 to 19 s under -race. Long run:
 //
 //	WALQ_DEAD_CYCLES=400 go test ./fuzz -run '^TestKill9DeadExpiry$' -timeout 1h -v
 func TestKill9DeadExpiry(t *testing.T) { runKill9Dead(t, "TestKill9DeadExpiry", true) }
