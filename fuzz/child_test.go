@@ -56,6 +56,8 @@ type childConfig struct {
 	Once     bool          // ioerror: lift the limit after the first failure
 	Segment  int64         // ioerror: segment size
 	Kill9    *kill9Options // kill9: the queues' options
+	Lease    time.Duration // kill9dead: AckTimeout (0: a minute)
+	Manual   bool          // kill9dead: ManualRequeue; the child ends expired leases itself
 }
 
 // childConfigFromEnv returns the configuration when this process is a

@@ -30,18 +30,59 @@ import (
 //   - every payload, delivered or dead, is the exact payload its token
 //     was published with;
 //   - a message's delivery count never goes down, except through a
-//     requeue from the dead set, and each delivery counts one more;
+//     requeue from the dead set, each delivery counts one more, and no
+//     delivery counts more than MaxDeliveries;
 //   - a dead-lettering that returned keeps the message dead, and a
 //     requeue from the dead set that returned keeps it out of the dead
 //     set, until its next delivery (one the kill kept the child from
 //     reporting included: see cutOffCheck);
 //   - a consumer never holds a message another consumer holds (leases
-//     run for a minute: none runs out in a child's life).
+//     run for a minute: none runs out in a child's life, and a settle
+//     refused with ErrLeaseLost is a violation).
+//
+// TestKill9DeadExpiry runs the same child with short leases instead.
 //
 // Short run: 12 cycles (40 without -short). Long run:
 //
 //	WALQ_DEAD_CYCLES=1000 go test ./fuzz -run '^TestKill9Dead$' -timeout 2h -v
-func TestKill9Dead(t *testing.T) {
+func TestKill9Dead(t *testing.T) { runKill9Dead(t, "TestKill9Dead", false) }
+
+// TestKill9DeadExpiry is TestKill9Dead with leases of 25 to 100 ms, drawn
+// per cycle, that the consumers let run out on purpose: some hold a
+// delivery until past its deadline (then try Extend and a settle), some
+// settle it about when it runs out. A message whose lease runs out is
+// ready again with its delivery counted, or dead once it has had
+// MaxDeliveries (2), so that the second lease that runs out dead-letters
+// it. On top of TestKill9Dead's checks:
+//
+//   - a settle or Extend started more than lateMargin (5 ms) after the
+//     deadline must fail with ErrLeaseLost; one that returned more than
+//     lateMargin before the deadline must not (the child judges both by
+//     the delivery's time plus the lease, the queue's own deadline, and
+//     the queue reads its clock between the call's start and its return:
+//     see judge);
+//   - a delivery of a message whose lease did not run out yet by that
+//     delivery's time is a violation (the child's check of overlapping
+//     holds);
+//   - a message whose lease ran out at MaxDeliveries (a settle after
+//     the deadline was refused) is dead, after the kill too: the open of
+//     a copy with the children's options lists it as dead, unless it was
+//     requeued from the dead set or purged since; and it is never
+//     delivered a third time.
+//
+// A delivery reported after a later one of the same message (a consumer
+// stalled between its Dequeue and its report, past the lease) is checked
+// against the limit only, and counted in the summary as late.
+//
+// Short run: 12 cycles (40 without -short); with -short 4 to 7 s on a
+// busy 2-core machine, 6 to 19 s under -race. Long run:
+//
+//	WALQ_DEAD_CYCLES=400 go test ./fuzz -run '^TestKill9DeadExpiry$' -timeout 1h -v
+func TestKill9DeadExpiry(t *testing.T) { runKill9Dead(t, "TestKill9DeadExpiry", true) }
+
+// runKill9Dead runs the cycles of TestKill9Dead (name), with short leases
+// when expiry is set, or the child when this process is one.
+func runKill9Dead(t *testing.T, name string, expiry bool) {
 	if cfg := childConfigFromEnv(t, "kill9dead"); cfg != nil {
 		runDeadChild(cfg)
 		return
@@ -52,9 +93,9 @@ func TestKill9Dead(t *testing.T) {
 	}
 	cycles := envInt(t, "WALQ_DEAD_CYCLES", def)
 	rng, _ := testRand(t)
-	h := &deadParent{t: t, rng: rng, dirA: t.TempDir(), dirW: t.TempDir(),
+	h := &deadParent{t: t, name: name, expiry: expiry, rng: rng, dirA: t.TempDir(), dirW: t.TempDir(),
 		oa: fuzz.NewOracle(), ow: fuzz.NewOracle(),
-		lastDelivery: make(map[string]int), fate: make(map[string]byte)}
+		lastDelivery: make(map[string]int), lastAt: make(map[string]int64), fate: make(map[string]byte)}
 	start := time.Now()
 	for cycle := 1; cycle <= cycles; cycle++ {
 		h.cycle(cycle)
@@ -65,24 +106,52 @@ func TestKill9Dead(t *testing.T) {
 	t.Logf("SUMMARY kill9dead: cycles=%d enqueued=%d acked=%d dead-seen=%d dead-checked-in-drains=%d requeued-from-dead=%d delivered-unreported-after-requeue=%d purged=%d lost=%d violations=0 in %v",
 		cycles, ra.Enqueued+rw.Enqueued, ra.Acked+rw.Acked, h.deadSeen, h.deadDrained, h.requeued, h.cutOff, h.purged,
 		ra.Lost+rw.Lost, time.Since(start).Round(time.Second))
+	if expiry {
+		t.Logf("SUMMARY kill9dead expiry: leases=%v..%v settles-refused-lease-lost=%d (at MaxDeliveries: %d) deliveries-at-MaxDeliveries=%d expired-dead-checks-after-kill=%d (of which dead-lettered by the open: %d) late-reports=%d",
+			minDeadLease, maxDeadLease, h.lostSettles, h.expiredDead, h.atLimit, h.expiryChecked, h.expiryByOpen, h.late)
+	}
 }
 
+// minDeadLease and maxDeadLease bound the leases of TestKill9DeadExpiry.
+const (
+	minDeadLease = 25 * time.Millisecond
+	maxDeadLease = 100 * time.Millisecond
+)
+
+// deadMaxDeliveries is the children's MaxDeliveries.
+const deadMaxDeliveries = 2
+
 // Report codes of this test's child, beside child_test.go's ("d" and "l"
-// carry the delivery count: "d <token> <n>"):
+// carry the delivery count and the delivery's time, unix ns by the
+// queue's clock: "d <token> <n> <at>"):
 //
 //	D  "D <token> <n>": listed in the dead set with n deliveries, payload checked
 //	z  a call that dead-letters started (DeadLetter, or a nack at MaxDeliveries)
 //	X  it returned: dead until its next delivery or requeue
-//	q  requeue from the dead set started    Q  it returned success
+//	q  "q <token> <at>": requeue from the dead set started at at (unix ns)
+//	Q  it returned success
 //	u  a purge from the dead set started    U  it returned success (an ack, to the oracle)
+//	L  "L <token> <n> <at>": a settle of the delivery made at at, the
+//	   n-th, was refused with ErrLeaseLost (started late enough for it:
+//	   see judge): the lease ran out, and at MaxDeliveries the message
+//	   is dead until its next delivery or requeue
 
 // deadParent is the parent side of TestKill9Dead.
 type deadParent struct {
 	t            *testing.T
+	name         string        // the test, which the children run
+	expiry       bool          // short leases (TestKill9DeadExpiry)
+	lease        time.Duration // this cycle's AckTimeout
+	sync         int           // this cycle's queue.SyncMode
+	manual       bool          // this cycle's ManualRequeue
 	rng          *rand.Rand
 	dirA, dirW   string       // the ack queue's and the windowed queue's directories
 	oa, ow       *fuzz.Oracle // their oracles
 	lastDelivery map[string]int
+	// lastAt is the time (unix ns) of a token's last delivery reported in
+	// order, or of a later requeue of it from the dead set: a delivery
+	// made before it is reported late.
+	lastAt map[string]int64
 	// fate is what a token's last returned call promises of its place:
 	// 'X' dead, 'Q' not dead; 0 none (delivered since, or never).
 	fate       map[string]byte
@@ -95,6 +164,14 @@ type deadParent struct {
 	// cutOff counts the requeued tokens a drain found delivered since
 	// with no report of it (see cutOffCheck).
 	cutOff int
+	// Short leases: settles refused because the lease ran out ("L"
+	// lines); of those, at MaxDeliveries (fate 'E'); deliveries at
+	// MaxDeliveries; 'E' tokens a recovery showed dead; deliveries
+	// reported after a later one.
+	lostSettles, expiredDead, atLimit, expiryChecked, late int
+	// expiryByOpen counts the 'E' tokens that the kill left leased, which
+	// the open after it dead-lettered.
+	expiryByOpen int
 }
 
 func (h *deadParent) cycle(n int) {
@@ -104,11 +181,23 @@ func (h *deadParent) cycle(n int) {
 	if h.rng.IntN(5) == 0 {
 		cfg.DieAt = snapshotSteps[h.rng.IntN(len(snapshotSteps))]
 	}
-	run := time.Duration(h.rng.Int64N(int64(maxRun)))
+	longest := maxRun
+	h.lease = time.Minute
+	if h.expiry {
+		h.lease = minDeadLease + time.Duration(h.rng.Int64N(int64(maxDeadLease-minDeadLease)))
+		cfg.Lease = h.lease
+		// Half the children end expired leases themselves, now and
+		// then: a lease that ran out then often meets the kill before
+		// its expiry is written, and the open after it must end it.
+		cfg.Manual = h.rng.IntN(2) == 0
+		longest += 4 * h.lease // time for a lease or two to run out
+	}
+	h.sync, h.manual = cfg.Sync, cfg.Manual
+	run := time.Duration(h.rng.Int64N(int64(longest)))
 	if raceEnabled {
 		run *= 3
 	}
-	c := startChild(t, "TestKill9Dead", cfg)
+	c := startChild(t, h.name, cfg)
 	timer := time.NewTimer(run)
 	defer timer.Stop()
 	for lines := c.lines; lines != nil; {
@@ -124,7 +213,7 @@ func (h *deadParent) cycle(n int) {
 		}
 	}
 	<-c.done
-	what := fmt.Sprintf("cycle %d (sync %d, die at %q, killed after %v)", n, cfg.Sync, cfg.DieAt, run)
+	what := fmt.Sprintf("cycle %d (sync %d, die at %q, lease %v, manual requeue %v, killed after %v)", n, cfg.Sync, cfg.DieAt, h.lease, cfg.Manual, run)
 	if !c.killed() {
 		t.Fatalf("%s: the child was not killed but exited (%v); its output:\n%s", what, c.err, c.output())
 	}
@@ -136,8 +225,8 @@ func (h *deadParent) cycle(n int) {
 	}
 	checkLive(t, what+", ack queue", h.oa, nil)
 	checkLive(t, what+", windowed queue", h.ow, nil)
-	h.check(what+", ack queue", h.oa, h.dirA, h.drainAck)
-	h.check(what+", windowed queue", h.ow, h.dirW, h.drainWindowed)
+	h.check(what+", ack queue", h.oa, h.dirA, h.drainAck, h.deadAfterOpen)
+	h.check(what+", windowed queue", h.ow, h.dirW, h.drainWindowed, h.deadValuesAfterOpen)
 }
 
 // apply feeds one report line to the oracles and to the checks of delivery
@@ -148,6 +237,7 @@ func (h *deadParent) apply(l string) {
 	}
 	code, arg := l[0], l[2:]
 	tok, count, _ := strings.Cut(arg, " ")
+	count, at := splitAt(count)
 	o := h.oa
 	if strings.HasPrefix(tok, "W") {
 		o = h.ow
@@ -158,8 +248,7 @@ func (h *deadParent) apply(l string) {
 	case 'e', 'P':
 		o.Enqueued(tok)
 	case 'd', 'l':
-		o.Delivered(tok)
-		h.delivered(tok, count)
+		h.delivered(o, tok, count, at)
 	case 'k', 'b':
 		o.AckAttempt(tok)
 	case 'K', 'B':
@@ -184,11 +273,50 @@ func (h *deadParent) apply(l string) {
 	case 'q':
 		h.fate[tok] = 'q'
 		h.lastDelivery[tok] = 0 // a requeue resets the count; its outcome is open
+		// Its next delivery comes after count (here its start); one made
+		// before and not reported yet is late.
+		if at, _ := strconv.ParseInt(count, 10, 64); at > h.lastAt[tok] {
+			h.lastAt[tok] = at
+		}
 	case 'Q':
 		h.promise(tok, 'q', 'Q')
 		h.requeued++
+	case 'L':
+		h.leaseLost(o, tok, count, at)
 	case '!':
 		h.violations = append(h.violations, arg)
+	}
+}
+
+// splitAt splits "<n> <at>" into n and at (unix ns; 0 when absent).
+func splitAt(s string) (string, int64) {
+	n, rest, ok := strings.Cut(s, " ")
+	if !ok {
+		return s, 0
+	}
+	at, _ := strconv.ParseInt(rest, 10, 64)
+	return n, at
+}
+
+// leaseLost handles an "L" line: a settle of tok's delivery made at at,
+// its n-th, was refused with ErrLeaseLost. When that
+// delivery is tok's last word (nothing reported since: no later delivery,
+// no requeue), its lease ran out: at MaxDeliveries tok is dead from then
+// on (fate 'E': the expiry, or the open after a kill that came first,
+// dead-letters it), until its next delivery or requeue.
+func (h *deadParent) leaseLost(o *fuzz.Oracle, tok, count string, at int64) {
+	n, _ := strconv.Atoi(count)
+	h.lostSettles++
+	last := h.lastAt[tok] == at && h.lastDelivery[tok] == n
+	if last {
+		o.Released(tok)
+	}
+	switch f := h.fate[tok]; {
+	case last && n >= deadMaxDeliveries && (f == 0 || f == 'z'):
+		h.fate[tok] = 'E'
+		h.expiredDead++
+	case f == 'z':
+		h.fate[tok] = 0 // the dead-lettering was refused
 	}
 }
 
@@ -205,13 +333,30 @@ func (h *deadParent) promise(tok string, start, f byte) {
 	h.fate[tok] = 0
 }
 
-// delivered checks a delivery's count: one more than the last one seen.
-func (h *deadParent) delivered(tok, count string) {
+// delivered checks a delivery's count: at most MaxDeliveries, and more
+// than the last one seen. A delivery made (at) before the last one
+// reported, or before a requeue of tok, is one whose consumer stalled
+// past its lease before reporting it: it is checked against the limit
+// only, and not fed to the oracle (an ack of the later delivery may have
+// been reported already).
+func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	n, _ := strconv.Atoi(count)
+	if n > deadMaxDeliveries {
+		h.violate("%s delivered with count %d, past MaxDeliveries %d", tok, n, deadMaxDeliveries)
+	}
+	if n == deadMaxDeliveries {
+		h.atLimit++
+	}
+	if at < h.lastAt[tok] {
+		h.late++
+		return
+	}
+	o.Delivered(tok)
 	if last := h.lastDelivery[tok]; n <= last {
-		h.violations = append(h.violations, fmt.Sprintf("%s delivered with count %d after a delivery with count %d", tok, n, last))
+		h.violate("%s delivered with count %d after a delivery with count %d", tok, n, last)
 	}
 	h.lastDelivery[tok] = n
+	h.lastAt[tok] = at
 	h.fate[tok] = 0
 }
 
@@ -232,8 +377,10 @@ type deadDrain struct {
 }
 
 // check drains a copy of dir with drain, feeds the oracle and checks the
-// fates.
-func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(string) (deadDrain, error)) {
+// fates; the fates 'E' against what opened (the dead set of a copy opened
+// as the children open it).
+func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(string) (deadDrain, error),
+	opened func(string) (map[string]bool, error)) {
 	t := h.t
 	img := scratchDir(t)
 	defer os.RemoveAll(img)
@@ -251,6 +398,7 @@ func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(s
 	if err := copyDir(img, before); err != nil {
 		t.Fatal(err)
 	}
+	appDead := h.expiredDeadAfterOpen(what, img, opened)
 	d, err := drain(img)
 	if err != nil {
 		t.Fatalf("%s: drain: %v", what, err)
@@ -271,11 +419,90 @@ func (h *deadParent) check(what string, o *fuzz.Oracle, dir string, drain func(s
 		case f == 'Q' && d.dead[tok]:
 			t.Logf("log records of %s:\n%s", tok, explainToken(before, tok))
 			t.Fatalf("%s: %s was requeued from the dead set (the call returned) but is dead again (%s)", what, tok, d.why[tok])
+		case f == 'E' && drainedSet[tok] && !appDead[tok]:
+			t.Logf("log records of %s:\n%s", tok, explainToken(before, tok))
+			t.Fatalf("%s: the lease of %s ran out at MaxDeliveries (a settle after its deadline was refused) but the open after the kill left it out of the dead set", what, tok)
+		case f == 'E' && appDead[tok]:
+			h.expiryChecked++
+			if !d.dead[tok] {
+				h.expiryByOpen++
+			}
 		}
 	}
 	if r := o.Recovered(d.tokens); !r.OK() {
 		t.Fatalf("%s: %s", what, r)
 	}
+}
+
+// expiredDeadAfterOpen returns the dead set that opened finds in a copy
+// of img, when a token has fate 'E' (nil otherwise).
+func (h *deadParent) expiredDeadAfterOpen(what, img string, opened func(string) (map[string]bool, error)) map[string]bool {
+	t := h.t
+	if !h.anyFate('E') {
+		return nil
+	}
+	app := scratchDir(t)
+	defer os.RemoveAll(app)
+	if err := copyDir(img, app); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := opened(app)
+	if err != nil {
+		t.Fatalf("%s: open as the children do: %v", what, err)
+	}
+	return dead
+}
+
+// anyFate reports whether a token has fate f.
+func (h *deadParent) anyFate(f byte) bool {
+	for _, g := range h.fate {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// appOptions are the options of this cycle's child, which its
+// application reopens with: the same sync mode, lease and ManualRequeue.
+// The open ends every lease the kill left, whatever ManualRequeue says,
+// so nothing is leased after it for the clock to expire.
+func (h *deadParent) appOptions() queue.Options {
+	return deadOptions(h.sync, h.lease, h.manual)
+}
+
+// deadAfterOpen opens the ack queue in dir with the children's options
+// and returns its dead letters' tokens.
+func (h *deadParent) deadAfterOpen(dir string) (map[string]bool, error) {
+	o := h.appOptions()
+	q, err := queue.Open(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	dls, err := q.DeadLetters(0, 0)
+	dead := make(map[string]bool, len(dls))
+	for _, dl := range dls {
+		dead[tokenOf(dl.Payload)] = true
+	}
+	return dead, errors.Join(err, q.Close())
+}
+
+// deadValuesAfterOpen does for the windowed queue in dir what
+// deadAfterOpen does.
+func (h *deadParent) deadValuesAfterOpen(dir string) (map[string]bool, error) {
+	o := h.appOptions()
+	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{SortedOptions: queue.SortedOptions{Options: o}, Window: deadWindow})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	dvs, err := w.DeadValues(0, 0)
+	dead := make(map[string]bool, len(dvs))
+	for _, dv := range dvs {
+		dead[tokenOf(dv.Payload)] = true
+	}
+	return dead, errors.Join(err, w.Close())
 }
 
 // drainAck opens the ack queue in dir as drainQueue does, checks every
@@ -450,17 +677,34 @@ type deadChild struct {
 	// (deliveries and settles) and exclusively by PurgeAllDead and
 	// RequeueAllDead, so that the child knows which letters those take.
 	gateQ, gateW sync.RWMutex
-	leased       sync.Map // token -> struct{}: delivered and not settled
+	leased       sync.Map      // token -> int64: the time (unix ns) of its delivery not settled yet
+	lease        time.Duration // AckTimeout: a delivery's deadline is its time plus lease
 }
 
+// deadOptions are the children's queue options: lease is AckTimeout;
+// manual is ManualRequeue.
+func deadOptions(sync int, lease time.Duration, manual bool) queue.Options {
+	return queue.Options{Sync: queue.SyncMode(sync), SegmentSize: deadSegmentSize, SnapshotBytes: 48 << 10,
+		AckTimeout: lease, MaxDeliveries: deadMaxDeliveries, ManualRequeue: manual}
+}
+
+// lateMargin is how long after a delivery's deadline a settle must start
+// for the child to require ErrLeaseLost of it, and how long before the
+// deadline a settle must return for the child to forbid it: room for the
+// queue's reading of the clock (a wall-clock base at most a millisecond
+// old plus the monotonic time since) to differ from time.Now.
+const lateMargin = 5 * time.Millisecond
+
 func runDeadChild(cfg *childConfig) {
-	c := &deadChild{cfg: cfg, rep: newReporter()}
+	c := &deadChild{cfg: cfg, rep: newReporter(), lease: time.Minute}
+	if cfg.Lease > 0 {
+		c.lease = cfg.Lease
+	}
 	go func() {
 		time.Sleep(cfg.Lifetime)
 		os.Exit(0)
 	}()
-	o := queue.Options{Sync: queue.SyncMode(cfg.Sync), SegmentSize: deadSegmentSize, SnapshotBytes: 48 << 10,
-		AckTimeout: time.Minute, MaxDeliveries: 2}
+	o := deadOptions(cfg.Sync, c.lease, cfg.Manual)
 	testhook.SetSnapshotStep(&o, (&kill9Child{cfg: cfg, rep: c.rep}).step)
 	var err error
 	if c.q, err = queue.Open(cfg.Dir, &o); err != nil {
@@ -483,11 +727,101 @@ func runDeadChild(cfg *childConfig) {
 
 func (c *deadChild) rng(i int) *rand.Rand { return rand.New(rand.NewPCG(c.cfg.Seed, uint64(i))) }
 
-// lease notes that tok was delivered; a token delivered while held is a
-// violation.
-func (c *deadChild) lease(tok string) {
-	if _, held := c.leased.LoadOrStore(tok, struct{}{}); held {
-		c.rep.failf("%s delivered while its lease is held", tok)
+// hold notes that tok was delivered at at (unix ns). Two deliveries of
+// tok whose leases overlap are a violation: the later one must be made at
+// or after the earlier one's deadline. The later one is kept; the other
+// may be reported after it, by a consumer that stalled past its lease.
+func (c *deadChild) hold(tok string, at int64) {
+	for {
+		v, held := c.leased.LoadOrStore(tok, at)
+		if !held {
+			return
+		}
+		other := v.(int64)
+		if first, second := min(at, other), max(at, other); second < first+int64(c.lease) {
+			c.rep.failf("%s delivered at %d while the lease of its delivery at %d (until %d) is held", tok, second, first, first+int64(c.lease))
+		}
+		if at <= other || c.leased.CompareAndSwap(tok, other, at) {
+			return
+		}
+	}
+}
+
+// release ends the hold of tok's delivery at at, when no later one
+// replaced it.
+func (c *deadChild) release(tok string, at int64) { c.leased.CompareAndDelete(tok, at) }
+
+// outcome is what became of a settle, as judged by judge.
+type outcome int
+
+const (
+	settled outcome = iota // it returned nil: a settle of record
+	lost                   // refused with ErrLeaseLost, started late enough for it
+	failed                 // anything else, reported as a violation
+)
+
+// judge runs a settle (or Extend) of a delivery whose lease runs out at
+// due (unix ns) and judges its outcome by the queue's reading of the
+// clock, which it takes inside the call, so between the call's start and
+// its return: a call started more than lateMargin after the deadline
+// must fail with ErrLeaseLost, and one that returned more than lateMargin
+// before the deadline must not. A call that waits (for the queue's lock,
+// or for a CPU under load) may start before the deadline and read the
+// clock after it; judged by its return it is never a false violation.
+func (c *deadChild) judge(due int64, what string, call func() error) outcome {
+	start := time.Now().UnixNano()
+	err := call()
+	end := time.Now().UnixNano()
+	switch {
+	case err == nil && start > due+int64(lateMargin):
+		c.rep.failf("%s started %v after its lease ran out, and returned nil", what, time.Duration(start-due))
+		return failed
+	case err == nil:
+		return settled
+	case !errors.Is(err, queue.ErrLeaseLost):
+		c.rep.failf("%s: %v", what, err)
+		return failed
+	case end < due-int64(lateMargin):
+		c.rep.failf("%s returned %v before its lease runs out (it took %v): %v", what, time.Duration(due-end), time.Duration(end-start), err)
+		return failed
+	}
+	return lost
+}
+
+// leaseLost reports settles of toks refused with ErrLeaseLost: their
+// deliveries, the n-th, made at at.
+func (c *deadChild) leaseLost(at int64, toks []string, counts []int) {
+	lines := make([]string, len(toks))
+	for i, tok := range toks {
+		lines[i] = fmt.Sprintf("%s %d %d", tok, counts[i], at)
+	}
+	c.rep.line('L', lines...)
+}
+
+// overstay decides, with short leases only, whether a consumer holds
+// deliveries made at at past their deadline (it then sleeps until after
+// it and reports true) or about until it (a settle then may or may not
+// beat the expiry), or settles them at once.
+func (c *deadChild) overstay(rng *rand.Rand, at int64) bool {
+	if c.cfg.Lease == 0 {
+		return false
+	}
+	due := time.Unix(0, at+int64(c.lease))
+	switch r := rng.IntN(100); {
+	case r < 15:
+		time.Sleep(time.Until(due) + lateMargin + time.Duration(rng.IntN(5000))*time.Microsecond)
+		return true
+	case r < 30:
+		time.Sleep(time.Until(due) + time.Duration(rng.Int64N(int64(c.lease))) - c.lease/2)
+	}
+	return false
+}
+
+// extendLate tries, after the deadline, to extend a lease that ran out:
+// it must fail with ErrLeaseLost.
+func (c *deadChild) extendLate(rng *rand.Rand, due int64, what string, extend func(time.Duration) error) {
+	if rng.IntN(3) == 0 && time.Now().UnixNano() > due+int64(lateMargin) {
+		c.judge(due, "extend of "+what, func() error { return extend(c.lease) })
 	}
 }
 
@@ -521,7 +855,11 @@ func (c *deadChild) consume(i int) {
 		for _, m := range ms {
 			c.deliveredMessage(m)
 		}
+		late := len(ms) > 0 && c.overstay(rng, ms[0].DeliveredAt.UnixNano())
 		for _, m := range ms {
+			if late {
+				c.extendLate(rng, c.due(m.DeliveredAt), m.ID, m.Extend)
+			}
 			c.handle(rng, m)
 		}
 		c.gateQ.RUnlock()
@@ -536,39 +874,44 @@ func (c *deadChild) deliveredMessage(m *queue.Message) {
 	if m.ID != tok {
 		c.rep.failf("%s delivered with id %q", tok, m.ID)
 	}
-	c.lease(tok)
-	c.rep.line('d', fmt.Sprintf("%s %d", tok, m.Deliveries))
+	at := m.DeliveredAt.UnixNano()
+	c.hold(tok, at)
+	c.rep.line('d', fmt.Sprintf("%s %d %d", tok, m.Deliveries, at))
 }
+
+// due returns the deadline (unix ns) of a delivery made at at.
+func (c *deadChild) due(at time.Time) int64 { return at.UnixNano() + int64(c.lease) }
 
 // handle acks, nacks or dead-letters a delivery; with MaxDeliveries 2 a
 // second nack dead-letters too.
 func (c *deadChild) handle(rng *rand.Rand, m *queue.Message) {
-	tok := tokenOf(m.Payload)
-	c.leased.Delete(tok)
+	tok, at, due := tokenOf(m.Payload), m.DeliveredAt.UnixNano(), c.due(m.DeliveredAt)
+	c.release(tok, at)
+	var what byte // the line of a settle of record
+	var o outcome
 	switch r := rng.IntN(100); {
 	case r < 30:
 		c.rep.line('k', tok)
-		if err := m.Ack(); err != nil {
-			c.rep.failf("ack %s: %v", tok, err)
-			return
+		if o = c.judge(due, "ack "+tok, m.Ack); o == lost {
+			c.rep.line('x', tok)
 		}
-		c.rep.line('K', tok)
+		what = 'K'
 	case r < 75:
 		if m.Deliveries >= 2 {
 			c.rep.line('z', tok)
 		}
-		if err := m.Nack(0); err != nil {
-			c.rep.failf("nack %s: %v", tok, err)
-			return
-		}
-		c.rep.line(map[bool]byte{true: 'X', false: 'R'}[m.Deliveries >= 2], tok)
+		o = c.judge(due, "nack "+tok, func() error { return m.Nack(0) })
+		what = map[bool]byte{true: 'X', false: 'R'}[m.Deliveries >= 2]
 	default:
 		c.rep.line('z', tok)
-		if err := m.DeadLetter("kill9 dead test"); err != nil {
-			c.rep.failf("dead-letter %s: %v", tok, err)
-			return
-		}
-		c.rep.line('X', tok)
+		o = c.judge(due, "dead-letter "+tok, func() error { return m.DeadLetter("kill9 dead test") })
+		what = 'X'
+	}
+	switch o {
+	case settled:
+		c.rep.line(what, tok)
+	case lost:
+		c.leaseLost(at, []string{tok}, []int{m.Deliveries})
 	}
 }
 
@@ -578,6 +921,7 @@ func (c *deadChild) housekeepAck() {
 	rng := c.rng(40)
 	for {
 		time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
+		c.requeueExpired(rng, "ack queue", c.q.RequeueExpired)
 		switch r := rng.IntN(100); {
 		case r < 45:
 			c.requeueOrPurge(rng)
@@ -588,6 +932,29 @@ func (c *deadChild) housekeepAck() {
 				c.rep.failf("compact ack queue: %v", err)
 			}
 		}
+	}
+}
+
+// requeueExpired ends, now and then, the leases that ran out, when the
+// queues leave that to the child (ManualRequeue): until then a lease that
+// ran out stays in the log, its settles refused, for a kill to find.
+func (c *deadChild) requeueExpired(rng *rand.Rand, what string, requeue func() (int, error)) {
+	if c.cfg.Manual && rng.IntN(3) == 0 {
+		c.endExpired(what, requeue)
+	}
+}
+
+// endExpired ends, with short leases, the leases that ran out, before a
+// listing of the dead set that a call taking all of it must match. The
+// consumers are held off then, so every lease left ran out (its settle
+// was refused); ended now, none dead-letters its message between the
+// listing and the call, as the queue's own expiry could.
+func (c *deadChild) endExpired(what string, requeue func() (int, error)) {
+	if c.cfg.Lease == 0 {
+		return
+	}
+	if _, err := requeue(); err != nil {
+		c.rep.failf("requeue expired, %s: %v", what, err)
 	}
 }
 
@@ -616,7 +983,7 @@ func (c *deadChild) requeueOrPurge(rng *rand.Rand) {
 	for _, dl := range dls {
 		switch rng.IntN(3) {
 		case 0:
-			c.rep.line('q', dl.ID)
+			c.rep.line('q', stamped(dl.ID)...)
 			if err := c.q.RequeueDead(dl.ID); err != nil {
 				c.rep.failf("requeue dead %s: %v", dl.ID, err)
 				continue
@@ -638,6 +1005,7 @@ func (c *deadChild) requeueOrPurge(rng *rand.Rand) {
 func (c *deadChild) allDead(purge bool) {
 	c.gateQ.Lock()
 	defer c.gateQ.Unlock()
+	c.endExpired("ack queue", c.q.RequeueExpired)
 	dls := c.listDead()
 	toks := make([]string, len(dls))
 	for i, dl := range dls {
@@ -650,17 +1018,28 @@ func (c *deadChild) allDead(purge bool) {
 // toks as listed, reporting them before and after the call, which must
 // take all of them.
 func (c *deadChild) takeAllDead(toks []string, purge bool, purgeAll, requeueAll func() (int, error)) {
-	name, call, before, after := "RequeueAllDead", requeueAll, byte('q'), byte('Q')
+	name, call, before, after, starts := "RequeueAllDead", requeueAll, byte('q'), byte('Q'), stamped(toks...)
 	if purge {
-		name, call, before, after = "PurgeAllDead", purgeAll, 'u', 'U'
+		name, call, before, after, starts = "PurgeAllDead", purgeAll, 'u', 'U', toks
 	}
-	c.rep.line(before, toks...)
+	c.rep.line(before, starts...)
 	n, err := call()
 	if err != nil || n != len(toks) {
 		c.rep.failf("%s = %d, %v; %d listed", name, n, err, len(toks))
 		return
 	}
 	c.rep.line(after, toks...)
+}
+
+// stamped returns toks with the time (unix ns) appended to each: the
+// arguments of "q" lines.
+func stamped(toks ...string) []string {
+	now := time.Now().UnixNano()
+	out := make([]string, len(toks))
+	for i, tok := range toks {
+		out[i] = fmt.Sprintf("%s %d", tok, now)
+	}
+	return out
 }
 
 func (c *deadChild) publish() {
@@ -691,57 +1070,71 @@ func (c *deadChild) pull() {
 			c.rep.failf("pull: %v", err)
 		}
 		for _, b := range bs {
+			c.pulledBatch(b)
+		}
+		late := len(bs) > 0 && c.overstay(rng, bs[0].PulledAt.UnixNano())
+		for _, b := range bs {
+			if late {
+				c.extendLate(rng, c.due(b.PulledAt), "batch "+b.Key, b.Extend)
+			}
 			c.settleBatch(rng, b)
 		}
 		c.gateW.RUnlock()
 	}
 }
 
-// settleBatch checks a pulled batch and acks, nacks or dead-letters it.
-func (c *deadChild) settleBatch(rng *rand.Rand, b *queue.Batch[time.Time]) {
-	toks := make([]string, len(b.Values))
-	var dead []string // what a nack sends to the dead set
-	for j, v := range b.Values {
-		toks[j] = tokenOf(v.Payload)
-		if err := deadPayloadErr(toks[j], v.Payload); err != nil {
+// pulledBatch checks a pulled batch and reports its values' deliveries.
+func (c *deadChild) pulledBatch(b *queue.Batch[time.Time]) {
+	at := b.PulledAt.UnixNano()
+	for _, v := range b.Values {
+		tok := tokenOf(v.Payload)
+		if err := deadPayloadErr(tok, v.Payload); err != nil {
 			c.rep.failf("pulled: %v", err)
 		}
-		c.lease(toks[j])
-		c.rep.line('l', fmt.Sprintf("%s %d", toks[j], v.Deliveries))
+		c.hold(tok, at)
+		c.rep.line('l', fmt.Sprintf("%s %d %d", tok, v.Deliveries, at))
+	}
+}
+
+// settleBatch acks, nacks or dead-letters a pulled batch.
+func (c *deadChild) settleBatch(rng *rand.Rand, b *queue.Batch[time.Time]) {
+	at, due := b.PulledAt.UnixNano(), c.due(b.PulledAt)
+	toks, counts := make([]string, len(b.Values)), make([]int, len(b.Values))
+	var dead []string // what a nack sends to the dead set
+	for j, v := range b.Values {
+		toks[j], counts[j] = tokenOf(v.Payload), v.Deliveries
+		c.release(toks[j], at)
 		if v.Deliveries >= 2 {
 			dead = append(dead, toks[j])
 		}
 	}
-	for _, tok := range toks {
-		c.leased.Delete(tok)
-	}
+	var o outcome
 	switch r := rng.IntN(100); {
 	case r < 35:
 		c.rep.line('b', toks...)
-		if err := b.Ack(); err != nil {
-			c.rep.failf("batch ack: %v", err)
-			return
+		if o = c.judge(due, "batch ack", b.Ack); o == settled {
+			c.rep.line('B', toks...)
+		} else if o == lost {
+			c.rep.line('y', toks...)
 		}
-		c.rep.line('B', toks...)
 	case r < 80:
 		if len(dead) > 0 {
 			c.rep.line('z', dead...)
 		}
-		if err := b.Nack(0); err != nil {
-			c.rep.failf("batch nack: %v", err)
-			return
-		}
-		c.rep.line('M', toks...)
-		if len(dead) > 0 {
-			c.rep.line('X', dead...)
+		if o = c.judge(due, "batch nack", func() error { return b.Nack(0) }); o == settled {
+			c.rep.line('M', toks...)
+			if len(dead) > 0 {
+				c.rep.line('X', dead...)
+			}
 		}
 	default:
 		c.rep.line('z', toks...)
-		if err := b.DeadLetter("kill9 dead test"); err != nil {
-			c.rep.failf("batch dead-letter: %v", err)
-			return
+		if o = c.judge(due, "batch dead-letter", func() error { return b.DeadLetter("kill9 dead test") }); o == settled {
+			c.rep.line('X', toks...)
 		}
-		c.rep.line('X', toks...)
+	}
+	if o == lost {
+		c.leaseLost(at, toks, counts)
 	}
 }
 
@@ -751,6 +1144,7 @@ func (c *deadChild) housekeepWindowed() {
 	rng := c.rng(41)
 	for {
 		time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
+		c.requeueExpired(rng, "windowed queue", c.w.RequeueExpired)
 		switch r := rng.IntN(100); {
 		case r < 50:
 			c.requeueOrPurgeValues(rng)
@@ -784,7 +1178,7 @@ func (c *deadChild) requeueOrPurgeValues(rng *rand.Rand) {
 		tok := tokenOf(dv.Payload)
 		switch rng.IntN(3) {
 		case 0:
-			c.rep.line('q', tok)
+			c.rep.line('q', stamped(tok)...)
 			if err := c.w.RequeueDeadValue(dv); err != nil {
 				c.rep.failf("requeue dead value %s: %v", tok, err)
 				continue
@@ -804,6 +1198,7 @@ func (c *deadChild) requeueOrPurgeValues(rng *rand.Rand) {
 func (c *deadChild) allDeadValues(purge bool) {
 	c.gateW.Lock()
 	defer c.gateW.Unlock()
+	c.endExpired("windowed queue", c.w.RequeueExpired)
 	dvs := c.listDeadValues()
 	toks := make([]string, len(dvs))
 	for i, dv := range dvs {
