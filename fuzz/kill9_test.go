@@ -85,7 +85,9 @@ type kill9Parent struct {
 	violations []string          // "!" lines
 	hist       map[string]string // this cycle's report codes by token, to explain a failure
 	ackedAt    map[string]int64  // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
-	late       int               // deliveries reported after a later delivery's ack, not fed to the oracle
+	late       int               // deliveries reported after a later delivery's ack, not fed to the oracle (lateDelivery)
+	lateGaps   []time.Duration   // for each late one: how long before the acked delivery it began
+	lateStalls []time.Duration   // for each late one: from its start to its report line
 }
 
 // maxRun is how long after its start a child is killed at the latest.
@@ -144,6 +146,10 @@ func (h *kill9Parent) apply(l string) {
 	}
 	code, arg := l[0], l[2:]
 	var at int64
+	var times deliveryTimes
+	if code == 'd' {
+		arg, times = splitDeliveryTimes(arg)
+	}
 	if strings.IndexByte("dkKxR", code) >= 0 {
 		arg, at = splitDelivery(arg)
 	}
@@ -154,15 +160,7 @@ func (h *kill9Parent) apply(l string) {
 	case 'e':
 		h.oa.Enqueued(arg)
 	case 'd':
-		// A consumer stalled between its dequeue and this line may report
-		// a delivery whose lease ran out, and whose message another
-		// consumer then received and acked, after that ack: it began
-		// before the acked one and is no redelivery.
-		if at > h.ackedAt[arg] {
-			h.oa.Delivered(arg)
-		} else {
-			h.late++
-		}
+		h.delivered(arg, at, times)
 	case 'k':
 		h.oa.AckAttempt(arg)
 	case 'K':
@@ -295,7 +293,11 @@ func (h *kill9Parent) summary(cycles int, took time.Duration) {
 	t.Logf("recovery (Open) ack queue p50 %v p99 %v max %v; sorted p50 %v p99 %v (%d samples)",
 		percentile(h.recA, 50), percentile(h.recA, 99), percentile(h.recA, 100),
 		percentile(h.recB, 50), percentile(h.recB, 99), len(h.recA))
-	t.Logf("ack-queue deliveries reported after the ack of a later delivery (a stalled consumer; not fed to the oracle): %d", h.late)
+	slices.Sort(h.lateGaps)
+	slices.Sort(h.lateStalls)
+	t.Logf("ack-queue deliveries reported after the ack of a later delivery begun at least AckTimeout after them (a stalled consumer; not fed to the oracle): %d; "+
+		"their start before the acked one's: min %v max %v; their start to their report: min %v max %v",
+		h.late, percentile(h.lateGaps, 0), percentile(h.lateGaps, 100), percentile(h.lateStalls, 0), percentile(h.lateStalls, 100))
 	t.Logf("SUMMARY kill9: cycles=%d enqueued=%d acked=%d lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d recovery-p50=%v recovery-p99=%v in %v",
 		cycles, ra.Enqueued+rb.Enqueued, ra.Acked+rb.Acked, ra.Lost+rb.Lost, ra.Unexpected+rb.Unexpected,
 		ra.RedeliveredAfterAck+rb.RedeliveredAfterAck, ra.Duplicates+rb.Duplicates,
@@ -519,11 +521,12 @@ func (c *kill9Child) consume(i int) {
 			}
 			continue
 		}
+		ret := time.Now()
 		toks := make([]string, len(ms))
 		for j, m := range ms {
 			toks[j] = deliveryTag(m)
 		}
-		c.rep.line('d', toks...)
+		c.rep.line('d', withDeliveryTimes(toks, ret)...)
 		switch r := rng.IntN(100); {
 		case r < 20:
 			c.settleBatch(rng, ms, toks)
