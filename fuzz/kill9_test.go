@@ -80,14 +80,16 @@ type kill9Parent struct {
 	dirA, dirB string       // the ack queue's and the sorted queue's directories
 	oa, ob     *fuzz.Oracle // their oracles
 	recA, recB []time.Duration
-	stepKills  map[string]int    // cycles that ended at a snapshot step, by step
-	syncs      map[int]int       // cycles by sync mode
-	violations []string          // "!" lines
-	hist       map[string]string // this cycle's report codes by token, to explain a failure
-	ackedAt    map[string]int64  // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
-	late       int               // deliveries reported after a later delivery's ack, not fed to the oracle (lateDelivery)
-	lateGaps   []time.Duration   // for each late one: how long before the acked delivery it began
-	lateStalls []time.Duration   // for each late one: from its start to its report line
+	stepKills  map[string]int            // cycles that ended at a snapshot step, by step
+	syncs      map[int]int               // cycles by sync mode
+	violations []string                  // "!" lines
+	hist       map[string]string         // this cycle's report codes by token, to explain a failure
+	ackedAt    map[string]int64          // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
+	late       int                       // deliveries reported after a later delivery's ack, not fed to the oracle (lateDelivery)
+	lateGaps   []time.Duration           // for each late one: how long before the acked delivery it began
+	lateStalls []time.Duration           // for each late one: from its start to its report line
+	starts     map[string]deliveryStarts // this cycle's ack-queue delivery starts by token (kill9overlap_test.go)
+	overlaps   []string                  // deliveries begun inside an acked delivery's lease
 }
 
 // maxRun is how long after its start a child is killed at the latest.
@@ -101,7 +103,7 @@ func (h *kill9Parent) cycle(n int) {
 		cfg.DieAt = snapshotSteps[h.rng.IntN(len(snapshotSteps))]
 	}
 	h.syncs[cfg.Sync]++
-	h.hist, h.ackedAt = make(map[string]string), make(map[string]int64)
+	h.newCycle()
 	run := time.Duration(h.rng.Int64N(int64(maxRun)))
 	if raceEnabled {
 		run *= 3
@@ -129,6 +131,9 @@ func (h *kill9Parent) cycle(n int) {
 	if len(h.violations) > 0 {
 		t.Fatalf("cycle %d: the child saw: %s\nits output:\n%s", n, strings.Join(h.violations, "; "), c.output())
 	}
+	if len(h.overlaps) > 0 {
+		t.Fatalf("cycle %d: leases of one message overlapped: %s", n, strings.Join(h.overlaps, "; "))
+	}
 	if r := c.raceReport(); r != "" {
 		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
 	}
@@ -137,6 +142,11 @@ func (h *kill9Parent) cycle(n int) {
 	checkLive(t, what+" sorted queue", h.ob, h.hist)
 	h.check(what+" ack queue", h.oa, h.dirA, h.drainQueue, true)
 	h.check(what+" sorted queue", h.ob, h.dirB, h.drainSorted, true)
+}
+
+// newCycle empties what the parent keeps of one cycle's reports.
+func (h *kill9Parent) newCycle() {
+	h.hist, h.ackedAt, h.starts = make(map[string]string), make(map[string]int64), make(map[string]deliveryStarts)
 }
 
 // apply feeds one report line to the oracles.
@@ -160,8 +170,10 @@ func (h *kill9Parent) apply(l string) {
 	case 'e':
 		h.oa.Enqueued(arg)
 	case 'd':
+		h.noteDelivery(arg, at)
 		h.delivered(arg, at, times)
 	case 'k':
+		h.noteAckAttempt(arg, at)
 		h.oa.AckAttempt(arg)
 	case 'K':
 		h.oa.Acked(arg)

@@ -32,11 +32,11 @@ func TestKill9LateFilter(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := &kill9Parent{t: t, opts: kill9Options{AckTimeout: lease}, oa: fuzz.NewOracle(),
-				hist: make(map[string]string), ackedAt: make(map[string]int64)}
+			h := &kill9Parent{t: t, opts: kill9Options{AckTimeout: lease}, oa: fuzz.NewOracle()}
+			h.newCycle()
 			tag := fmt.Sprintf("A1.0.0@%d", acked)
 			for _, l := range []string{"a A1.0.0", "e A1.0.0",
-				fmt.Sprintf("d %s %d %d", tag, acked+1000, acked+2000), "k " + tag, "K " + tag,
+				"d " + withDeliveryTimes([]string{tag}, time.Unix(0, acked+1000))[0], "k " + tag, "K " + tag,
 				fmt.Sprintf("d A1.0.0@%d %d %d", c.began, acked+3000, acked+4000)} {
 				h.apply(l)
 			}
