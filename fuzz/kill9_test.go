@@ -90,6 +90,8 @@ type kill9Parent struct {
 	lateStalls []time.Duration           // for each late one: from its start to its report line
 	starts     map[string]deliveryStarts // this cycle's ack-queue delivery starts by token (kill9overlap_test.go)
 	overlaps   []string                  // deliveries begun inside an acked delivery's lease
+	judged     int                       // deliveries judged against the lease of an earlier one that was acked (judge)
+	closest    time.Duration             // the least start-to-start gap judged
 }
 
 // maxRun is how long after its start a child is killed at the latest.
@@ -310,6 +312,8 @@ func (h *kill9Parent) summary(cycles int, took time.Duration) {
 	t.Logf("ack-queue deliveries reported after the ack of a later delivery begun at least AckTimeout after them (a stalled consumer; not fed to the oracle): %d; "+
 		"their start before the acked one's: min %v max %v; their start to their report: min %v max %v",
 		h.late, percentile(h.lateGaps, 0), percentile(h.lateGaps, 100), percentile(h.lateStalls, 0), percentile(h.lateStalls, 100))
+	t.Logf("ack-queue deliveries begun after one whose consumer tried to ack it (none may begin within AckTimeout %v of it): %d; closest %v",
+		h.opts.AckTimeout, h.judged, h.closest)
 	t.Logf("SUMMARY kill9: cycles=%d enqueued=%d acked=%d lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d recovery-p50=%v recovery-p99=%v in %v",
 		cycles, ra.Enqueued+rb.Enqueued, ra.Acked+rb.Acked, ra.Lost+rb.Lost, ra.Unexpected+rb.Unexpected,
 		ra.RedeliveredAfterAck+rb.RedeliveredAfterAck, ra.Duplicates+rb.Duplicates,

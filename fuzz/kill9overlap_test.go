@@ -32,28 +32,28 @@ type deliveryStarts struct {
 	acking []int64 // those whose consumer tried to ack them ('k' lines)
 }
 
-// overlapping returns a start in others that falls inside the lease of
-// length lease begun at at, strictly after at and before its deadline,
-// and whether there is one.
-func overlapping(at int64, others []int64, lease time.Duration) (int64, bool) {
+// nextStart returns the earliest start in others after at, and whether
+// there is one.
+func nextStart(at int64, others []int64) (int64, bool) {
+	next, ok := int64(0), false
 	for _, o := range others {
-		if o > at && o < at+int64(lease) {
-			return o, true
+		if o > at && (!ok || o < next) {
+			next, ok = o, true
 		}
 	}
-	return 0, false
+	return next, ok
 }
 
-// noteDelivery records a delivery of tok begun at at, and records a
-// violation when it began while an acked delivery's lease still ran.
+// noteDelivery records a delivery of tok begun at at, and judges it
+// against the leases of the deliveries whose consumer tried to ack them.
 func (h *kill9Parent) noteDelivery(tok string, at int64) {
 	if at == 0 || h.opts.AckTimeout <= 0 {
 		return
 	}
 	s := h.starts[tok]
 	for _, e := range s.acking {
-		if _, ok := overlapping(e, []int64{at}, h.opts.AckTimeout); ok {
-			h.overlap(tok, e, at)
+		if at > e {
+			h.judge(tok, e, at)
 		}
 	}
 	s.all = append(s.all, at)
@@ -61,18 +61,32 @@ func (h *kill9Parent) noteDelivery(tok string, at int64) {
 }
 
 // noteAckAttempt records that the consumer of the delivery of tok begun
-// at at tried to ack it, and records a violation when another delivery
-// began while its lease still ran.
+// at at tried to ack it, and judges against its lease the next delivery
+// of tok reported so far.
 func (h *kill9Parent) noteAckAttempt(tok string, at int64) {
 	if at == 0 || h.opts.AckTimeout <= 0 {
 		return
 	}
 	s := h.starts[tok]
-	if o, ok := overlapping(at, s.all, h.opts.AckTimeout); ok {
-		h.overlap(tok, at, o)
+	if next, ok := nextStart(at, s.all); ok {
+		h.judge(tok, at, next)
 	}
 	s.acking = append(s.acking, at)
 	h.starts[tok] = s
+}
+
+// judge checks a delivery of tok begun at next against the lease of a
+// delivery begun at at, whose consumer tried to ack it: next must not
+// begin before that lease's deadline, AckTimeout after at.
+func (h *kill9Parent) judge(tok string, at, next int64) {
+	gap := time.Duration(next - at)
+	if h.judged == 0 || gap < h.closest {
+		h.closest = gap
+	}
+	h.judged++
+	if gap < h.opts.AckTimeout {
+		h.overlap(tok, at, next)
+	}
 }
 
 // overlap records the violation: a delivery of tok began at next, inside
