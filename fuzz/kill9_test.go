@@ -162,7 +162,7 @@ func (h *kill9Parent) apply(l string) {
 	if code == 'd' {
 		arg, times = splitDeliveryTimes(arg)
 	}
-	if strings.IndexByte("dkKxR", code) >= 0 {
+	if strings.IndexByte("dEkKxR", code) >= 0 {
 		arg, at = splitDelivery(arg)
 	}
 	h.hist[arg] += string(code)
@@ -174,6 +174,8 @@ func (h *kill9Parent) apply(l string) {
 	case 'd':
 		h.noteDelivery(arg, at)
 		h.delivered(arg, at, times)
+	case 'E':
+		h.noteExtend(arg, at)
 	case 'k':
 		h.noteAckAttempt(arg, at)
 		h.oa.AckAttempt(arg)
@@ -565,6 +567,7 @@ func (c *kill9Child) handle(rng *rand.Rand, m *queue.Message, tok string) {
 	case r < 80:
 		c.release(m.Nack(time.Duration(rng.IntN(3)*rng.IntN(60))*time.Millisecond), "nack", tok)
 	case r < 85:
+		c.rep.line('E', tok)
 		if err := m.Extend(300 * time.Millisecond); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 			c.rep.failf("extend %s: %v", tok, err)
 		}

@@ -2,6 +2,7 @@ package fuzz_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +16,11 @@ import (
 //
 // A consumer of a kill -9 child that writes an ack attempt ('k') for a
 // delivery settles it in no other way: it acks it, after an Extend at
-// most, which only moves the deadline later. Its lease ends by that ack,
+// most. An Extend sets the deadline to its own reading plus its length,
+// which may be sooner than AckTimeout after the start (the child extends
+// by 300 ms, TestKill9's leases are 400 ms), so a delivery whose consumer
+// wrote an extend attempt ('E') is not judged. Any other one's lease ends
+// by that ack,
 // after which no delivery of the message may begin, or by its deadline,
 // its start plus AckTimeout or later (see kill9late_test.go for why the
 // next delivery begins no earlier). So while a delivery whose consumer
@@ -29,7 +34,8 @@ import (
 // clock) of the ack-queue deliveries of one message.
 type deliveryStarts struct {
 	all    []int64 // every delivery reported ('d' lines, late ones too)
-	acking []int64 // those whose consumer tried to ack them ('k' lines)
+	acking []int64 // those whose consumer tried to ack them ('k' lines), not to extend them
+	extend []int64 // those whose consumer tried to extend them ('E' lines)
 }
 
 // nextStart returns the earliest start in others after at, and whether
@@ -68,10 +74,21 @@ func (h *kill9Parent) noteAckAttempt(tok string, at int64) {
 		return
 	}
 	s := h.starts[tok]
+	if slices.Contains(s.extend, at) {
+		return
+	}
 	if next, ok := nextStart(at, s.all); ok {
 		h.judge(tok, at, next)
 	}
 	s.acking = append(s.acking, at)
+	h.starts[tok] = s
+}
+
+// noteExtend records that the consumer of the delivery of tok begun at at
+// tried to extend its lease: its deadline may have moved sooner.
+func (h *kill9Parent) noteExtend(tok string, at int64) {
+	s := h.starts[tok]
+	s.extend = append(s.extend, at)
 	h.starts[tok] = s
 }
 
@@ -117,6 +134,8 @@ func TestKill9LeaseOverlap(t *testing.T) {
 		{"second reported after the first's ack attempt", []string{d(first), tag("k", first), d(inside)}, true},
 		{"second acked before the first's ack attempt", []string{d(first), d(first + 1), tag("k", first+1), tag("K", first+1), tag("k", first)}, true},
 		{"second began at the first's deadline", []string{d(first), tag("k", first), tag("x", first), d(atDeadline), tag("k", atDeadline)}, false},
+		{"first extended to less than AckTimeout", []string{d(first), tag("E", first), tag("k", first), tag("x", first), d(inside), tag("k", inside)}, false},
+		{"second extended, first not", []string{d(first), d(inside), tag("E", inside), tag("k", inside), tag("k", first)}, true},
 		{"first nacked", []string{d(first), d(first + 1), tag("k", first+1), tag("R", first)}, false},
 		{"first late, after the second's ack", []string{d(atDeadline), tag("k", atDeadline), tag("K", atDeadline), d(first), tag("k", first), tag("x", first)}, false},
 	}
