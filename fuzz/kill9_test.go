@@ -80,12 +80,18 @@ type kill9Parent struct {
 	dirA, dirB string       // the ack queue's and the sorted queue's directories
 	oa, ob     *fuzz.Oracle // their oracles
 	recA, recB []time.Duration
-	stepKills  map[string]int    // cycles that ended at a snapshot step, by step
-	syncs      map[int]int       // cycles by sync mode
-	violations []string          // "!" lines
-	hist       map[string]string // this cycle's report codes by token, to explain a failure
-	ackedAt    map[string]int64  // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
-	late       int               // deliveries reported after a later delivery's ack, not fed to the oracle
+	stepKills  map[string]int            // cycles that ended at a snapshot step, by step
+	syncs      map[int]int               // cycles by sync mode
+	violations []string                  // "!" lines
+	hist       map[string]string         // this cycle's report codes by token, to explain a failure
+	ackedAt    map[string]int64          // this cycle's acked ack-queue deliveries: token to DeliveredAt (unix ns)
+	late       int                       // deliveries reported after a later delivery's ack, not fed to the oracle (lateDelivery)
+	lateGaps   []time.Duration           // for each late one: how long before the acked delivery it began
+	lateStalls []time.Duration           // for each late one: from its start to its report line
+	starts     map[string]deliveryStarts // this cycle's ack-queue delivery starts by token (kill9overlap_test.go)
+	overlaps   []string                  // deliveries begun inside an acked delivery's lease
+	judged     int                       // deliveries judged against the lease of an earlier one that was acked (judge)
+	closest    time.Duration             // the least start-to-start gap judged
 }
 
 // maxRun is how long after its start a child is killed at the latest.
@@ -99,7 +105,7 @@ func (h *kill9Parent) cycle(n int) {
 		cfg.DieAt = snapshotSteps[h.rng.IntN(len(snapshotSteps))]
 	}
 	h.syncs[cfg.Sync]++
-	h.hist, h.ackedAt = make(map[string]string), make(map[string]int64)
+	h.newCycle()
 	run := time.Duration(h.rng.Int64N(int64(maxRun)))
 	if raceEnabled {
 		run *= 3
@@ -127,6 +133,9 @@ func (h *kill9Parent) cycle(n int) {
 	if len(h.violations) > 0 {
 		t.Fatalf("cycle %d: the child saw: %s\nits output:\n%s", n, strings.Join(h.violations, "; "), c.output())
 	}
+	if len(h.overlaps) > 0 {
+		t.Fatalf("cycle %d: leases of one message overlapped: %s", n, strings.Join(h.overlaps, "; "))
+	}
 	if r := c.raceReport(); r != "" {
 		t.Fatalf("cycle %d: the race detector found a data race in the child:\n%s", n, r)
 	}
@@ -137,6 +146,11 @@ func (h *kill9Parent) cycle(n int) {
 	h.check(what+" sorted queue", h.ob, h.dirB, h.drainSorted, true)
 }
 
+// newCycle empties what the parent keeps of one cycle's reports.
+func (h *kill9Parent) newCycle() {
+	h.hist, h.ackedAt, h.starts = make(map[string]string), make(map[string]int64), make(map[string]deliveryStarts)
+}
+
 // apply feeds one report line to the oracles.
 func (h *kill9Parent) apply(l string) {
 	if len(l) < 2 {
@@ -144,7 +158,11 @@ func (h *kill9Parent) apply(l string) {
 	}
 	code, arg := l[0], l[2:]
 	var at int64
-	if strings.IndexByte("dkKxR", code) >= 0 {
+	var times deliveryTimes
+	if code == 'd' {
+		arg, times = splitDeliveryTimes(arg)
+	}
+	if strings.IndexByte("dEkKxR", code) >= 0 {
 		arg, at = splitDelivery(arg)
 	}
 	h.hist[arg] += string(code)
@@ -154,16 +172,12 @@ func (h *kill9Parent) apply(l string) {
 	case 'e':
 		h.oa.Enqueued(arg)
 	case 'd':
-		// A consumer stalled between its dequeue and this line may report
-		// a delivery whose lease ran out, and whose message another
-		// consumer then received and acked, after that ack: it began
-		// before the acked one and is no redelivery.
-		if at > h.ackedAt[arg] {
-			h.oa.Delivered(arg)
-		} else {
-			h.late++
-		}
+		h.noteDelivery(arg, at)
+		h.delivered(arg, at, times)
+	case 'E':
+		h.noteExtend(arg, at)
 	case 'k':
+		h.noteAckAttempt(arg, at)
 		h.oa.AckAttempt(arg)
 	case 'K':
 		h.oa.Acked(arg)
@@ -295,7 +309,13 @@ func (h *kill9Parent) summary(cycles int, took time.Duration) {
 	t.Logf("recovery (Open) ack queue p50 %v p99 %v max %v; sorted p50 %v p99 %v (%d samples)",
 		percentile(h.recA, 50), percentile(h.recA, 99), percentile(h.recA, 100),
 		percentile(h.recB, 50), percentile(h.recB, 99), len(h.recA))
-	t.Logf("ack-queue deliveries reported after the ack of a later delivery (a stalled consumer; not fed to the oracle): %d", h.late)
+	slices.Sort(h.lateGaps)
+	slices.Sort(h.lateStalls)
+	t.Logf("ack-queue deliveries reported after the ack of a later delivery begun at least AckTimeout after them (a stalled consumer; not fed to the oracle): %d; "+
+		"their start before the acked one's: min %v max %v; their start to their report: min %v max %v",
+		h.late, percentile(h.lateGaps, 0), percentile(h.lateGaps, 100), percentile(h.lateStalls, 0), percentile(h.lateStalls, 100))
+	t.Logf("ack-queue deliveries begun after one whose consumer tried to ack it (none may begin within AckTimeout %v of it): %d; closest %v",
+		h.opts.AckTimeout, h.judged, h.closest)
 	t.Logf("SUMMARY kill9: cycles=%d enqueued=%d acked=%d lost=%d unexpected=%d redelivered-after-ack=%d duplicates(allowed)=%d recovery-p50=%v recovery-p99=%v in %v",
 		cycles, ra.Enqueued+rb.Enqueued, ra.Acked+rb.Acked, ra.Lost+rb.Lost, ra.Unexpected+rb.Unexpected,
 		ra.RedeliveredAfterAck+rb.RedeliveredAfterAck, ra.Duplicates+rb.Duplicates,
@@ -519,11 +539,12 @@ func (c *kill9Child) consume(i int) {
 			}
 			continue
 		}
+		ret := time.Now()
 		toks := make([]string, len(ms))
 		for j, m := range ms {
 			toks[j] = deliveryTag(m)
 		}
-		c.rep.line('d', toks...)
+		c.rep.line('d', withDeliveryTimes(toks, ret)...)
 		switch r := rng.IntN(100); {
 		case r < 20:
 			c.settleBatch(rng, ms, toks)
@@ -546,6 +567,7 @@ func (c *kill9Child) handle(rng *rand.Rand, m *queue.Message, tok string) {
 	case r < 80:
 		c.release(m.Nack(time.Duration(rng.IntN(3)*rng.IntN(60))*time.Millisecond), "nack", tok)
 	case r < 85:
+		c.rep.line('E', tok)
 		if err := m.Extend(300 * time.Millisecond); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 			c.rep.failf("extend %s: %v", tok, err)
 		}
