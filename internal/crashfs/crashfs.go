@@ -112,7 +112,16 @@ type FS struct {
 		imageDir map[string]*inode            // at the crash: directory (relative) -> the directory
 		content  map[*inode][]byte            // at the crash: every file's bytes
 		kinds    map[string]int               // durable operations made, by kind, for coverage
+		log      []Op                         // durable operations made, in order (not counting the crash)
 	}
+}
+
+// Op is one durable operation the FS made: its kind ("fsync",
+// "fdatasync", "dirsync") and the name it was made on, relative to the
+// root, as it was called (a file renamed since keeps its old name here).
+type Op struct {
+	Kind string
+	Name string
 }
 
 // inode is one file (or directory) the FS knows.
@@ -193,9 +202,19 @@ func (fsys *FS) check() error {
 	return fsys.checkLocked()
 }
 
-// durableOp runs one durable operation: the crash if it is the crashAt-th,
-// else record (under mu). kind is counted for coverage.
-func (fsys *FS) durableOp(kind string, record func() error) error {
+// Log returns the durable operations made so far, in order: Log()[i] is
+// durable operation i+1, the one a crashAt of i+1 crashes. A test reads
+// where a run's segment rolls fell from it, to choose crash points.
+func (fsys *FS) Log() []Op {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	return append([]Op(nil), fsys.mu.log...)
+}
+
+// durableOp runs one durable operation on name (relative to the root):
+// the crash if it is the crashAt-th, else record (under mu). kind is
+// counted for coverage.
+func (fsys *FS) durableOp(kind, name string, record func() error) error {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	if err := fsys.checkLocked(); err != nil {
@@ -213,6 +232,7 @@ func (fsys *FS) durableOp(kind string, record func() error) error {
 	}
 	fsys.mu.ops++
 	fsys.mu.kinds[kind]++
+	fsys.mu.log = append(fsys.mu.log, Op{Kind: kind, Name: name})
 	return nil
 }
 
@@ -421,7 +441,7 @@ func (fsys *FS) SyncDir(name string) error {
 	if err != nil {
 		return err
 	}
-	return fsys.durableOp("dirsync", func() error {
+	return fsys.durableOp("dirsync", rel, func() error {
 		tree, dirs, err := fsys.look()
 		if err != nil {
 			return err
@@ -498,7 +518,11 @@ func (f *file) Sync() error { return f.sync("fsync") }
 func (f *file) Datasync() error { return f.sync("fdatasync") }
 
 func (f *file) sync(kind string) error {
-	return f.fsys.durableOp(kind, func() error {
+	name, err := f.fsys.rel(f.Name())
+	if err != nil {
+		return err
+	}
+	return f.fsys.durableOp(kind, name, func() error {
 		fi, err := f.File.Stat()
 		if err != nil {
 			return err

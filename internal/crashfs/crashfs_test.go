@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/walq/walq/internal/crashfs"
@@ -183,5 +184,29 @@ func TestRenamedDirectoryKeepsItsNames(t *testing.T) {
 		if seen["new"] == 0 || !syncRoot && seen["old"] == 0 {
 			t.Errorf("root fsynced after the rename: %v: states seen by name: %v", syncRoot, seen)
 		}
+	}
+}
+
+// TestLogNamesDurableOperations checks that Log gives each durable
+// operation made, in order, with its kind and the name it was made on,
+// and not the one that crashed: a test finds a run's segment rolls in it.
+func TestLogNamesDurableOperations(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := crashfs.New(root, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustNil(t, fsys.MkdirAll(filepath.Join(root, "d"), 0o700))
+	a := mustCreate(t, fsys, filepath.Join(root, "d", "a"))
+	write(t, a, "x")
+	mustNil(t, a.Datasync())                           // 1
+	mustNil(t, fsys.SyncDir(filepath.Join(root, "d"))) // 2
+	mustNil(t, a.Sync())                               // 3
+	if err := fsys.SyncDir(root); !errors.Is(err, crashfs.ErrCrashed) {
+		t.Fatalf("the crashing operation returned %v", err)
+	}
+	want := []crashfs.Op{{Kind: "fdatasync", Name: "d/a"}, {Kind: "dirsync", Name: "d"}, {Kind: "fsync", Name: "d/a"}}
+	if got := fsys.Log(); !slices.Equal(got, want) {
+		t.Fatalf("Log = %v, want %v", got, want)
 	}
 }
