@@ -29,15 +29,7 @@ import (
 func TestSortedPowerLossDuringRecovery(t *testing.T) {
 	firsts := envInt(t, "WALQ_REOPEN_STATES", scaled(40, 5))
 	_, reopenBug := plantedBugs(os.Getenv("WALQ_REOPEN_BUG"))
-	for _, c := range []struct {
-		name     string
-		mode     queue.SyncMode
-		windowed bool
-	}{
-		{"sorted-always", queue.SyncAlways, false},
-		{"sorted-never", queue.SyncNever, false},
-		{"windowed-always", queue.SyncAlways, true},
-	} {
+	for _, c := range sortedModes {
 		t.Run(c.name, func(t *testing.T) {
 			_, seed := testRand(t)
 			cfg := splConfig{mode: c.mode, windowed: c.windowed, seed: seed, serial: true}
