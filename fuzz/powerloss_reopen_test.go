@@ -108,16 +108,19 @@ func ackReopenWorkload(cfg plConfig) reopenWorkload {
 		}
 		return &reopenFirst{fsys: r.fsys, durable: r.durable, crashed: r.crashed, judge: judge}, nil
 	}
-	reopen := func(root string, k int) (*crashfs.FS, bool, error) { return reopenCrashing(root, cfg, k) }
+	reopen := func(root string, k int, compact bool) (*crashfs.FS, bool, error) {
+		return reopenCrashing(root, cfg, k, compact)
+	}
 	return reopenWorkload{seed: cfg.seed, stream: 11, run: run, reopen: reopen}
 }
 
 // reopenCrashing opens and closes the queue under root on a crash file
 // system that crashes at durable operation k, and takes its image; done
 // says the Open and Close made fewer than k durable operations (the image
-// is then of a clean close). An error is an Open that failed before the
+// is then of a clean close). With compact, a Compact runs between them
+// (reopenWorkload.reopen). An error is an Open that failed before the
 // crash.
-func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error) {
+func reopenCrashing(root string, cfg plConfig, k int, compact bool) (*crashfs.FS, bool, error) {
 	fsys, err := crashfs.New(root, k)
 	if err != nil {
 		return nil, false, err
@@ -133,6 +136,9 @@ func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error)
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
 	if err == nil && cfg.serial {
 		err = settle(q) // the witness Open arms is written now, not only if Close comes late
+		if err == nil && compact {
+			err = q.Compact()
+		}
 		err = errors.Join(err, q.Close())
 	} else if err == nil {
 		err = q.Close()

@@ -24,9 +24,13 @@ type reopenWorkload struct {
 	run func(root string, crashAt int) (*reopenFirst, error)
 	// reopen opens and closes the queue under root on a crash file system
 	// that crashes at durable operation k, and takes its image; done says
-	// the Open and Close made fewer than k durable operations. An error
-	// is an Open that failed before the crash.
-	reopen func(root string, k int) (fsys *crashfs.FS, done bool, err error)
+	// the Open and Close made fewer than k durable operations. With
+	// compact, a Compact runs between the Open and the Close: the pass the
+	// background compaction makes once a reopened queue's log has grown,
+	// called in the foreground so that its durable operations fall at the
+	// same place in every run. An error is an Open that failed before the
+	// crash.
+	reopen func(root string, k int, compact bool) (fsys *crashfs.FS, done bool, err error)
 }
 
 // reopenFirst is a run of the workload that reopenTwice crashes again.
@@ -42,17 +46,26 @@ type reopenFirst struct {
 // reopenTwice builds firsts states of the workload's crashes, spread over
 // its crash points, and crashes the Open and Close of each again at each
 // of their durable operations; it returns how many second-crash states it
-// checked.
+// checked. Every other first crash is drawn near a segment roll of the
+// run without a crash (nearRolls): there the tail a crash leaves is
+// nearly full, so that the records the Open appends (the returns of the
+// crashed leases) and Close's can fill it and roll, and the reopen must
+// seal a segment it wrote to, as a crash drawn anywhere rarely makes it.
+// Every third first state is reopened with a compaction (reopenCompacts).
 func reopenTwice(t *testing.T, w reopenWorkload, firsts int) (int, error) {
 	base := scratchDir(t)
 	dry, err := w.run(filepath.Join(base, "dry"), 0)
 	if err != nil {
 		return 0, err
 	}
+	near := nearRolls(dry.fsys.Log())
 	pick := rand.New(rand.NewPCG(w.seed, w.stream))
 	checked := 0
 	for i := range firsts {
 		n := 1 + pick.IntN(dry.durable+1)
+		if i%2 == 1 && len(near) > 0 {
+			n = near[pick.IntN(len(near))]
+		}
 		// Each first state draws its states from a generator of its own,
 		// so that one state that timing changed changes no other.
 		rng := rand.New(rand.NewPCG(w.seed, w.stream<<32|uint64(i+1)))
@@ -67,14 +80,55 @@ func reopenTwice(t *testing.T, w reopenWorkload, firsts int) (int, error) {
 		if err != nil {
 			return checked, err
 		}
-		k, err := w.crashReopen(base, first, run, st, rng)
+		k, err := w.crashReopen(base, first, run, st, rng, reopenCompacts(i))
 		checked += k
 		os.RemoveAll(first)
 		if err != nil {
-			return checked, fmt.Errorf("%s: %w", firstCrash(n, run.crashed, st), err)
+			return checked, fmt.Errorf("%s%s: %w", firstCrash(n, run.crashed, st), compactNote(reopenCompacts(i)), err)
 		}
 	}
 	return checked, nil
+}
+
+// rollReach is how many durable operations before a segment roll's
+// directory fsync a first crash drawn near that roll may fall: under
+// SyncAlways each call of the workload fsyncs its records once, so that
+// the last calls before the roll leave the tail within a few records of
+// full.
+const rollReach = 6
+
+// nearRolls returns the crash points (durable operations, from 1) at most
+// rollReach before each segment roll in log (a run's crashfs.Log), the
+// roll's directory fsync included. A roll is a directory fsync that
+// follows the fsync of a file in that directory: wal fsyncs the segment
+// it seals, then the directory that holds the next one's name
+// (wal/seal.go syncRolled). Each point appears once, in order.
+func nearRolls(log []crashfs.Op) []int {
+	var out []int
+	for i, op := range log {
+		if op.Kind != "dirsync" || i == 0 || filepath.Dir(log[i-1].Name) != op.Name {
+			continue // not after the fsync of a segment it holds (the one a roll seals)
+		}
+		for n := max(i+1-rollReach, 1); n <= i+1; n++ {
+			if len(out) == 0 || n > out[len(out)-1] {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// reopenCompacts says whether the reopen of first state i runs a
+// compaction: every third one does, so that a second crash falls in its
+// snapshot, its copies forward and its truncation of the log front, and
+// the other two keep the repair itself as the only thing the reopen does.
+func reopenCompacts(i int) bool { return i%3 == 2 }
+
+func compactNote(compact bool) string {
+	if compact {
+		return " (reopened with a compaction)"
+	}
+	return ""
 }
 
 // firstCrash describes a first crash at durable operation n.
@@ -90,7 +144,7 @@ func firstCrash(n int, crashed string, st crashfs.State) string {
 // turn, and judges two states each crash can leave. A first state the
 // real open refuses (a hole, or writes reordered across segments) is
 // skipped.
-func (w reopenWorkload) crashReopen(base, first string, run *reopenFirst, st crashfs.State, rng *rand.Rand) (int, error) {
+func (w reopenWorkload) crashReopen(base, first string, run *reopenFirst, st crashfs.State, rng *rand.Rand, compact bool) (int, error) {
 	checked := 0
 	for k := 1; ; k++ {
 		root := filepath.Join(base, "second")
@@ -98,7 +152,7 @@ func (w reopenWorkload) crashReopen(base, first string, run *reopenFirst, st cra
 		if err := copyDir(first, root); err != nil {
 			return checked, err
 		}
-		fsys, done, err := w.reopen(root, k)
+		fsys, done, err := w.reopen(root, k, compact)
 		if err != nil {
 			os.RemoveAll(root)
 			if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(first, st) || reordered(st)) {

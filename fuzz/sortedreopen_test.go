@@ -62,16 +62,19 @@ func sortedReopenWorkload(cfg splConfig, bug string) reopenWorkload {
 		}
 		return &reopenFirst{fsys: r.fsys, durable: r.durable, judge: judge}, nil
 	}
-	reopen := func(root string, k int) (*crashfs.FS, bool, error) { return splReopenCrashing(root, cfg, k, bug) }
+	reopen := func(root string, k int, compact bool) (*crashfs.FS, bool, error) {
+		return splReopenCrashing(root, cfg, k, bug, compact)
+	}
 	return reopenWorkload{seed: cfg.seed, stream: 13, run: run, reopen: reopen}
 }
 
 // splReopenCrashing opens and closes the queue under root with the
 // workload's options on a crash file system that crashes at durable
 // operation k, and takes its image; done says the Open and Close made
-// fewer than k durable operations. An error is an Open that failed
-// before the crash.
-func splReopenCrashing(root string, cfg splConfig, k int, bug string) (*crashfs.FS, bool, error) {
+// fewer than k durable operations; with compact, a Compact runs between
+// the Open and the Close (reopenWorkload.reopen). An error is an Open
+// that failed before the crash.
+func splReopenCrashing(root string, cfg splConfig, k int, bug string, compact bool) (*crashfs.FS, bool, error) {
 	fsys, err := crashfs.New(root, k)
 	if err != nil {
 		return nil, false, err
@@ -83,6 +86,9 @@ func splReopenCrashing(root string, cfg splConfig, k int, bug string) (*crashfs.
 	q, err := openSplQueue(filepath.Join(root, "q"), cfg, o)
 	if err == nil && cfg.serial {
 		err = settle(q.owner()) // the witness Open arms is written now, not only if Close comes late
+		if err == nil && compact {
+			err = q.compact()
+		}
 		err = errors.Join(err, q.close())
 	} else if err == nil {
 		err = q.close()
