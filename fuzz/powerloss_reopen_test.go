@@ -26,7 +26,11 @@ import (
 // state this finds. The workload runs one call at a time (plConfig.serial;
 // under SyncAlways each call's records fsynced before the next, under
 // SyncNever not: settlesEach), so that a seed gives the same first-crash
-// states in every run.
+// states in every run; under SyncAlways it makes bursts of asynchronous
+// enqueues whose records share one fsync (plWorkload.burst), the one way
+// a crash leaves several callers' records in one unsynced group. Every
+// other first crash is drawn near a segment roll, and every third reopen
+// compacts (reopenTwice).
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 150, 30 under -race), each crashed again at every durable operation of its Open.

@@ -79,6 +79,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/walq/walq/wal"
@@ -113,7 +114,15 @@ type FS struct {
 		content  map[*inode][]byte            // at the crash: every file's bytes
 		kinds    map[string]int               // durable operations made, by kind, for coverage
 		log      []Op                         // durable operations made, in order (not counting the crash)
+		hold     *hold                        // the next durable operation it matches waits; nil: none
 	}
+}
+
+// hold is a durable operation held back (HoldNext).
+type hold struct {
+	prefix  string        // names it matches, relative to the root
+	reached chan struct{} // closed when the held operation arrives
+	release chan struct{} // closed to let it run
 }
 
 // Op is one durable operation the FS made: its kind ("fsync",
@@ -211,10 +220,59 @@ func (fsys *FS) Log() []Op {
 	return append([]Op(nil), fsys.mu.log...)
 }
 
+// HoldNext holds the return of the next durable operation on a name
+// (relative to the root) that begins with prefix until release is called:
+// the operation itself is made when it is called (a sync makes durable
+// what the file holds then), and reached is closed once it is. A test uses
+// it to place other calls' writes between two syncs deterministically
+// (several callers' records written while one fsync is in flight, so that
+// the next one takes them all). Other calls run meanwhile as usual. An
+// operation that crashes is not held. release may be called more than
+// once, and before the operation arrives (it then does not wait).
+func (fsys *FS) HoldNext(prefix string) (reached <-chan struct{}, release func()) {
+	h := &hold{prefix: prefix, reached: make(chan struct{}), release: make(chan struct{})}
+	fsys.mu.Lock()
+	fsys.mu.hold = h
+	fsys.mu.Unlock()
+	var once sync.Once
+	return h.reached, func() {
+		once.Do(func() {
+			fsys.mu.Lock()
+			if fsys.mu.hold == h {
+				fsys.mu.hold = nil
+			}
+			fsys.mu.Unlock()
+			close(h.release)
+		})
+	}
+}
+
+// waitHold waits, if a hold matches name, until it is released.
+func (fsys *FS) waitHold(name string) {
+	fsys.mu.Lock()
+	h := fsys.mu.hold
+	if h == nil || !strings.HasPrefix(name, h.prefix) {
+		fsys.mu.Unlock()
+		return
+	}
+	fsys.mu.hold = nil
+	fsys.mu.Unlock()
+	close(h.reached)
+	<-h.release
+}
+
 // durableOp runs one durable operation on name (relative to the root):
 // the crash if it is the crashAt-th, else record (under mu). kind is
 // counted for coverage.
 func (fsys *FS) durableOp(kind, name string, record func() error) error {
+	if err := fsys.runDurableOp(kind, name, record); err != nil {
+		return err
+	}
+	fsys.waitHold(name)
+	return nil
+}
+
+func (fsys *FS) runDurableOp(kind, name string, record func() error) error {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	if err := fsys.checkLocked(); err != nil {

@@ -210,3 +210,35 @@ func TestLogNamesDurableOperations(t *testing.T) {
 		t.Fatalf("Log = %v, want %v", got, want)
 	}
 }
+
+// TestHoldNextHoldsOneSync checks that HoldNext holds the return of the
+// next durable operation on a matching name, made at its call, until
+// release, and only that one: a sync of another name runs meanwhile, and
+// so does the next matching one.
+func TestHoldNextHoldsOneSync(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := crashfs.New(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustCreate(t, fsys, filepath.Join(root, "a"))
+	reached, release := fsys.HoldNext("a")
+	synced := make(chan error)
+	go func() { synced <- a.Sync() }()
+	<-reached
+	mustNil(t, fsys.SyncDir(root)) // not held
+	select {
+	case err := <-synced:
+		t.Fatalf("the held sync returned %v before release", err)
+	default:
+	}
+	if got := fsys.Log(); len(got) != 2 || got[0].Name != "a" || got[1].Kind != "dirsync" {
+		t.Fatalf("Log while held = %v, want the held sync made, then the directory sync", got)
+	}
+	release()
+	mustNil(t, <-synced)
+	mustNil(t, a.Sync()) // the hold is spent
+	if n, _ := fsys.Ops(); n != 3 {
+		t.Fatalf("Ops = %d, want 3", n)
+	}
+}
