@@ -225,7 +225,11 @@ func TestHoldNextHoldsOneSync(t *testing.T) {
 	reached, release := fsys.HoldNext("a")
 	synced := make(chan error)
 	go func() { synced <- a.Sync() }()
-	<-reached
+	select {
+	case <-reached:
+	case err := <-synced:
+		t.Fatalf("the sync returned %v, never held", err)
+	}
 	mustNil(t, fsys.SyncDir(root)) // not held
 	select {
 	case err := <-synced:
