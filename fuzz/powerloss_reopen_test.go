@@ -29,8 +29,8 @@ import (
 // states in every run; under SyncAlways it makes bursts of asynchronous
 // enqueues whose records share one fsync (plWorkload.burst), the one way
 // a crash leaves several callers' records in one unsynced group. Every
-// other first crash is drawn near a segment roll, and every third reopen
-// compacts (reopenTwice).
+// other first crash is drawn near a segment roll, and under SyncAlways
+// every third reopen compacts (reopenTwice).
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 150, 30 under -race), each crashed again at every durable operation of its Open.
@@ -115,7 +115,7 @@ func ackReopenWorkload(cfg plConfig) reopenWorkload {
 	reopen := func(root string, k int, compact bool) (*crashfs.FS, bool, error) {
 		return reopenCrashing(root, cfg, k, compact)
 	}
-	return reopenWorkload{seed: cfg.seed, stream: 11, run: run, reopen: reopen}
+	return reopenWorkload{seed: cfg.seed, stream: 11, compacts: cfg.mode == queue.SyncAlways, run: run, reopen: reopen}
 }
 
 // reopenCrashing opens and closes the queue under root on a crash file

@@ -19,6 +19,9 @@ import (
 type reopenWorkload struct {
 	seed   uint64 // the test's seed
 	stream uint64 // the PCG stream of the first-crash choices, one per workload
+	// compacts: every third reopen runs a compaction (reopenCompacts);
+	// false under SyncNever, whose runs are not to grow
+	compacts bool
 	// run runs the workload in root on a crash file system that crashes
 	// at durable operation crashAt (0: never) and takes its image.
 	run func(root string, crashAt int) (*reopenFirst, error)
@@ -51,7 +54,8 @@ type reopenFirst struct {
 // nearly full, so that the records the Open appends (the returns of the
 // crashed leases) and Close's can fill it and roll, and the reopen must
 // seal a segment it wrote to, as a crash drawn anywhere rarely makes it.
-// Every third first state is reopened with a compaction (reopenCompacts).
+// Under SyncAlways every third first state is reopened with a compaction
+// (reopenCompacts).
 func reopenTwice(t *testing.T, w reopenWorkload, firsts int) (int, error) {
 	base := scratchDir(t)
 	dry, err := w.run(filepath.Join(base, "dry"), 0)
@@ -80,11 +84,12 @@ func reopenTwice(t *testing.T, w reopenWorkload, firsts int) (int, error) {
 		if err != nil {
 			return checked, err
 		}
-		k, err := w.crashReopen(base, first, run, st, rng, reopenCompacts(i))
+		compact := w.compacts && reopenCompacts(i)
+		k, err := w.crashReopen(base, first, run, st, rng, compact)
 		checked += k
 		os.RemoveAll(first)
 		if err != nil {
-			return checked, fmt.Errorf("%s%s: %w", firstCrash(n, run.crashed, st), compactNote(reopenCompacts(i)), err)
+			return checked, fmt.Errorf("%s%s: %w", firstCrash(n, run.crashed, st), compactNote(compact), err)
 		}
 	}
 	return checked, nil

@@ -65,7 +65,7 @@ func sortedReopenWorkload(cfg splConfig, bug string) reopenWorkload {
 	reopen := func(root string, k int, compact bool) (*crashfs.FS, bool, error) {
 		return splReopenCrashing(root, cfg, k, bug, compact)
 	}
-	return reopenWorkload{seed: cfg.seed, stream: 13, run: run, reopen: reopen}
+	return reopenWorkload{seed: cfg.seed, stream: 13, compacts: cfg.mode == queue.SyncAlways, run: run, reopen: reopen}
 }
 
 // splReopenCrashing opens and closes the queue under root with the
