@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/walq/walq/internal/crashfs"
@@ -104,15 +105,17 @@ const rollReach = 6
 
 // nearRolls returns the crash points (durable operations, from 1) at most
 // rollReach before each segment roll in log (a run's crashfs.Log), the
-// roll's directory fsync included. A roll is a directory fsync that
-// follows the fsync of a file in that directory: wal fsyncs the segment
-// it seals, then the directory that holds the next one's name
-// (wal/seal.go syncRolled). Each point appears once, in order.
+// roll's directory fsync included. A roll is a directory fsync of the
+// log directory (q/log) that follows the fsync of a segment in it: wal
+// fsyncs the segment it seals, then the directory that holds the next
+// one's name (wal/seal.go syncRolled). The other directory fsyncs that
+// follow a file's (the queue's identity file, a snapshot's rename) are
+// not rolls. Each point appears once, in order.
 func nearRolls(log []crashfs.Op) []int {
 	var out []int
-	for i, op := range log {
-		if op.Kind != "dirsync" || i == 0 || filepath.Dir(log[i-1].Name) != op.Name {
-			continue // not after the fsync of a segment it holds (the one a roll seals)
+	for i := range log {
+		if !isRoll(log, i) {
+			continue
 		}
 		for n := max(i+1-rollReach, 1); n <= i+1; n++ {
 			if len(out) == 0 || n > out[len(out)-1] {
@@ -121,6 +124,13 @@ func nearRolls(log []crashfs.Op) []int {
 		}
 	}
 	return out
+}
+
+// isRoll reports whether log[i] is the directory fsync of a segment roll:
+// of the log directory, right after the fsync of a segment it holds (the
+// one the roll seals).
+func isRoll(log []crashfs.Op, i int) bool {
+	return i > 0 && log[i].Kind == "dirsync" && log[i].Name == filepath.Join("q", "log") && isLogSegment(log[i-1].Name)
 }
 
 // reopenCompacts says whether the reopen of first state i runs a
@@ -182,5 +192,34 @@ func (w reopenWorkload) crashReopen(base, first string, run *reopenFirst, st cra
 		if done {
 			return checked, nil
 		}
+	}
+}
+
+// TestNearRollsOnlyNearSegmentRolls checks that the first crashes drawn
+// near rolls are drawn near segment rolls alone: the directory fsyncs
+// that follow the identity file's fsync at creation and a snapshot's
+// before its rename are not rolls, and a draw near them would spend the
+// near-roll crashes where the tail is not full.
+func TestNearRollsOnlyNearSegmentRolls(t *testing.T) {
+	seg := func(n int) string { return filepath.Join("q", "log", fmt.Sprintf("%020d", n)) }
+	log := []crashfs.Op{
+		{Kind: "dirsync", Name: "."},
+		{Kind: "fsync", Name: "q/IDENTITY.tmp"},
+		{Kind: "dirsync", Name: "q"}, // 3: the identity file's name
+		{Kind: "dirsync", Name: "q/log"},
+	}
+	for range 8 {
+		log = append(log, crashfs.Op{Kind: "fdatasync", Name: seg(1)}) // 5-12
+	}
+	log = append(log,
+		crashfs.Op{Kind: "fsync", Name: "q/snapshot-00000000000000000007.snap.tmp"},
+		crashfs.Op{Kind: "dirsync", Name: "q"}, // 14: the snapshot's rename
+		crashfs.Op{Kind: "fdatasync", Name: seg(1)},
+		crashfs.Op{Kind: "dirsync", Name: "q/log"}, // 16: the roll that seals segment 1
+		crashfs.Op{Kind: "fdatasync", Name: seg(9)},
+	)
+	want := []int{10, 11, 12, 13, 14, 15, 16}
+	if got := nearRolls(log); !slices.Equal(got, want) {
+		t.Fatalf("nearRolls = %v, want %v (the 6 operations before the roll at 16, and the roll)", got, want)
 	}
 }
