@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/walq/walq/internal/crashfs"
 	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // TestPowerLossDuringRecovery loses power a second time while a queue
@@ -40,7 +42,10 @@ import (
 // (reopen:no-roll-dir-sync) it plants the bug only in the log of the
 // second run, the Open and Close that crash again, so that the test is
 // seen to catch a repair that is not crash-safe, which TestPowerLoss does
-// not run.
+// not run. reopen:compact-no-snap-sync (SyncAlways) leaves the snapshot
+// file of the reopen's Compact unsynced before its rename, and the log
+// truncated after it: only the reopens that compact can show it (Close's
+// own snapshot is still fsynced).
 //
 // reopen:early-durable is not reported, and cannot matter here. It
 // completes the commits of an fsync job, and raises DurableLSN, just
@@ -131,7 +136,12 @@ func reopenCrashing(root string, cfg plConfig, k int, compact bool) (*crashfs.FS
 	}
 	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: plSegmentSize, SnapshotBytes: 8000,
 		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: newManualClock(), FS: fsys}
-	if cfg.reopenBug != "" {
+	var compacting atomic.Bool
+	switch cfg.reopenBug {
+	case "":
+	case compactNoSnapSync:
+		opts.FS = unsyncedCompactSnapshots{FS: fsys, compacting: &compacting}
+	default:
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.reopenBug) })
 	}
 	if cfg.serial {
@@ -141,7 +151,9 @@ func reopenCrashing(root string, cfg plConfig, k int, compact bool) (*crashfs.FS
 	if err == nil && cfg.serial {
 		err = settle(q) // the witness Open arms is written now, not only if Close comes late
 		if err == nil && compact {
+			compacting.Store(true)
 			err = q.Compact()
+			compacting.Store(false)
 		}
 		err = errors.Join(err, q.Close())
 	} else if err == nil {
@@ -153,3 +165,29 @@ func reopenCrashing(root string, cfg plConfig, k int, compact bool) (*crashfs.FS
 	done := !fsys.Crashed()
 	return fsys, done, fsys.Image()
 }
+
+// compactNoSnapSync names the planted bug unsyncedCompactSnapshots makes.
+const compactNoSnapSync = "compact-no-snap-sync"
+
+// unsyncedCompactSnapshots plants compactNoSnapSync in the reopen: while
+// compacting is set (the reopen's Compact runs), the fsync of a snapshot
+// file written before its rename does nothing, so that the rename, the
+// directory fsync and the log's truncation that follow it rest on bytes
+// that never reached the disk. Everything else is the crash file system's.
+type unsyncedCompactSnapshots struct {
+	*crashfs.FS
+	compacting *atomic.Bool
+}
+
+func (u unsyncedCompactSnapshots) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := u.FS.OpenFile(name, flag, perm)
+	if err != nil || !u.compacting.Load() || !strings.HasSuffix(name, ".snap.tmp") {
+		return f, err
+	}
+	return unsyncedFile{f}, nil
+}
+
+// unsyncedFile is a file whose fsync is planted away.
+type unsyncedFile struct{ wal.File }
+
+func (unsyncedFile) Sync() error { return nil }
