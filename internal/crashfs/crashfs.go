@@ -228,7 +228,10 @@ func (fsys *FS) Log() []Op {
 // (several callers' records written while one fsync is in flight, so that
 // the next one takes them all). Other calls run meanwhile as usual. An
 // operation that crashes is not held. release may be called more than
-// once, and before the operation arrives (it then does not wait).
+// once, and before the operation arrives (it then does not wait). The
+// hold is taken by the first matching operation to return after the
+// call, so a test calls it while none is in flight: one made before the
+// call and not yet returned would take it.
 func (fsys *FS) HoldNext(prefix string) (reached <-chan struct{}, release func()) {
 	h := &hold{prefix: prefix, reached: make(chan struct{}), release: make(chan struct{})}
 	fsys.mu.Lock()
