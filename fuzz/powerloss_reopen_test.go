@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/walq/walq/internal/crashfs"
 	"github.com/walq/walq/internal/testhook"
 	"github.com/walq/walq/queue"
+	"github.com/walq/walq/wal"
 )
 
 // TestPowerLossDuringRecovery loses power a second time while a queue
@@ -26,7 +28,11 @@ import (
 // state this finds. The workload runs one call at a time (plConfig.serial;
 // under SyncAlways each call's records fsynced before the next, under
 // SyncNever not: settlesEach), so that a seed gives the same first-crash
-// states in every run.
+// states in every run; under SyncAlways it makes bursts of asynchronous
+// enqueues whose records share one fsync (plWorkload.burst), the one way
+// a crash leaves several callers' records in one unsynced group. Every
+// other first crash is drawn near a segment roll, and under SyncAlways
+// every third reopen compacts (reopenTwice).
 //
 // WALQ_REOPEN_STATES sets how many first-crash states are taken (default
 // 150, 30 under -race), each crashed again at every durable operation of its Open.
@@ -36,7 +42,10 @@ import (
 // (reopen:no-roll-dir-sync) it plants the bug only in the log of the
 // second run, the Open and Close that crash again, so that the test is
 // seen to catch a repair that is not crash-safe, which TestPowerLoss does
-// not run.
+// not run. reopen:compact-no-snap-sync (SyncAlways) leaves the snapshot
+// file of the reopen's Compact unsynced before its rename, and the log
+// truncated after it: only the reopens that compact can show it (Close's
+// own snapshot is still fsynced).
 //
 // reopen:early-durable is not reported, and cannot matter here. It
 // completes the commits of an fsync job, and raises DurableLSN, just
@@ -108,23 +117,31 @@ func ackReopenWorkload(cfg plConfig) reopenWorkload {
 		}
 		return &reopenFirst{fsys: r.fsys, durable: r.durable, crashed: r.crashed, judge: judge}, nil
 	}
-	reopen := func(root string, k int) (*crashfs.FS, bool, error) { return reopenCrashing(root, cfg, k) }
-	return reopenWorkload{seed: cfg.seed, stream: 11, run: run, reopen: reopen}
+	reopen := func(root string, k int, compact bool) (*crashfs.FS, bool, error) {
+		return reopenCrashing(root, cfg, k, compact)
+	}
+	return reopenWorkload{seed: cfg.seed, stream: 11, compacts: cfg.mode == queue.SyncAlways, run: run, reopen: reopen}
 }
 
 // reopenCrashing opens and closes the queue under root on a crash file
 // system that crashes at durable operation k, and takes its image; done
 // says the Open and Close made fewer than k durable operations (the image
-// is then of a clean close). An error is an Open that failed before the
+// is then of a clean close). With compact, a Compact runs between them
+// (reopenWorkload.reopen). An error is an Open that failed before the
 // crash.
-func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error) {
+func reopenCrashing(root string, cfg plConfig, k int, compact bool) (*crashfs.FS, bool, error) {
 	fsys, err := crashfs.New(root, k)
 	if err != nil {
 		return nil, false, err
 	}
 	opts := &queue.Options{Sync: cfg.mode, SyncInterval: time.Millisecond, SegmentSize: plSegmentSize, SnapshotBytes: 8000,
 		ManualRequeue: true, MaxDeliveries: 3, AckTimeout: 5 * time.Second, Clock: newManualClock(), FS: fsys}
-	if cfg.reopenBug != "" {
+	var compacting atomic.Bool
+	switch cfg.reopenBug {
+	case "":
+	case compactNoSnapSync:
+		opts.FS = unsyncedCompactSnapshots{FS: fsys, compacting: &compacting}
+	default:
 		testhook.SetLogOptions(opts, func(o any) { testhook.PlantLogBug(o, cfg.reopenBug) })
 	}
 	if cfg.serial {
@@ -133,6 +150,11 @@ func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error)
 	q, err := queue.Open(filepath.Join(root, "q"), opts)
 	if err == nil && cfg.serial {
 		err = settle(q) // the witness Open arms is written now, not only if Close comes late
+		if err == nil && compact {
+			compacting.Store(true)
+			err = q.Compact()
+			compacting.Store(false)
+		}
 		err = errors.Join(err, q.Close())
 	} else if err == nil {
 		err = q.Close()
@@ -143,3 +165,29 @@ func reopenCrashing(root string, cfg plConfig, k int) (*crashfs.FS, bool, error)
 	done := !fsys.Crashed()
 	return fsys, done, fsys.Image()
 }
+
+// compactNoSnapSync names the planted bug unsyncedCompactSnapshots makes.
+const compactNoSnapSync = "compact-no-snap-sync"
+
+// unsyncedCompactSnapshots plants compactNoSnapSync in the reopen: while
+// compacting is set (the reopen's Compact runs), the fsync of a snapshot
+// file written before its rename does nothing, so that the rename, the
+// directory fsync and the log's truncation that follow it rest on bytes
+// that never reached the disk. Everything else is the crash file system's.
+type unsyncedCompactSnapshots struct {
+	*crashfs.FS
+	compacting *atomic.Bool
+}
+
+func (u unsyncedCompactSnapshots) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := u.FS.OpenFile(name, flag, perm)
+	if err != nil || !u.compacting.Load() || !strings.HasSuffix(name, ".snap.tmp") {
+		return f, err
+	}
+	return unsyncedFile{f}, nil
+}
+
+// unsyncedFile is a file whose fsync is planted away.
+type unsyncedFile struct{ wal.File }
+
+func (unsyncedFile) Sync() error { return nil }

@@ -252,6 +252,9 @@ func runCrashWorkload(root string, cfg plConfig, crashAt int) (*plCrashRun, erro
 	if err == nil {
 		w := &plWorkload{q: q, rng: rand.New(rand.NewPCG(cfg.seed, 7)), clock: clock,
 			serial: cfg.serial, settleEach: settlesEach(cfg.serial, cfg.mode)}
+		if w.settleEach {
+			w.fsys = fsys // bursts: several callers' records in one fsync
+		}
 		run.crashed = w.run(run)
 		err = q.Close()
 		if err == nil {
@@ -281,6 +284,10 @@ type plWorkload struct {
 	flying     []plFlight       // asynchronous calls not yet reported done
 	serial     bool             // one call at a time: plConfig.serial
 	settleEach bool             // settle after each call: settlesEach
+	// the crash file system, when the workload makes bursts (burst): a
+	// serial one under SyncAlways, whose calls' records otherwise never
+	// share an fsync
+	fsys *crashfs.FS
 }
 
 // plFlight is an asynchronous call and the op that records it.
@@ -293,6 +300,12 @@ type plFlight struct {
 // returns the call the crash came during ("" when none did).
 func (w *plWorkload) run(run *plCrashRun) string {
 	for range plOps {
+		if w.fsys != nil && w.rng.IntN(10) == 0 {
+			if crashed := w.burst(run); crashed != "" {
+				return crashed
+			}
+			continue
+		}
 		op, p := w.step()
 		run.ops = append(run.ops, op)
 		if p != nil {
@@ -313,6 +326,53 @@ func (w *plWorkload) run(run *plCrashRun) string {
 		if op.kind == "compact" {
 			run.flushed = len(run.ops) // a snapshot of everything so far
 		}
+	}
+	return ""
+}
+
+// burstCallers is how many asynchronous enqueues a burst makes.
+const burstCallers = 4
+
+// burst makes burstCallers asynchronous enqueues whose records the log
+// writes while the fsync of the first is held (crashfs.HoldNext), so that
+// the next fsync covers the other callers' records together, at the same
+// durable operation in every run: a crash there leaves several callers'
+// records in one unsynced group, a tail a serial workload under
+// SyncAlways leaves no other way. It waits for every caller, then settles,
+// and returns the call the crash came during ("" when none did).
+func (w *plWorkload) burst(run *plCrashRun) string {
+	ctx := context.Background()
+	reached, release := w.fsys.HoldNext("q/log/")
+	defer release()
+	for i := range burstCallers {
+		tok := w.token()
+		p, err := w.q.EnqueueAsync(ctx, payload(tok, 100+w.rng.IntN(200)))
+		op := done(plOp{kind: "burst-enqueue", enq: []string{tok}}, err)
+		op.ok = false // once its Pending reports done
+		run.ops = append(run.ops, op)
+		if err != nil {
+			return op.kind
+		}
+		w.flying = append(w.flying, plFlight{p: p, op: len(run.ops) - 1})
+		if i == 0 {
+			select { // the first caller's fsync is held; the others write meanwhile
+			case <-reached:
+			case <-p.Done():
+			}
+		}
+	}
+	release()
+	for _, f := range w.flying {
+		<-f.p.Done()
+	}
+	w.reap(run)
+	for _, op := range run.ops[len(run.ops)-burstCallers:] {
+		if !op.ok {
+			return "burst-enqueue"
+		}
+	}
+	if err := settle(w.q); err != nil {
+		return "flush after burst-enqueue"
 	}
 	return ""
 }

@@ -33,15 +33,7 @@ import (
 // or reordered writes may be refused with ErrCorrupt, never opened wrong.
 func TestSortedPowerLoss(t *testing.T) {
 	states := envInt(t, "WALQ_POWERLOSS_STATES", 3000)
-	for _, c := range []struct {
-		name     string
-		mode     queue.SyncMode
-		windowed bool
-	}{
-		{"sorted-always", queue.SyncAlways, false},
-		{"sorted-never", queue.SyncNever, false},
-		{"windowed-always", queue.SyncAlways, true},
-	} {
+	for _, c := range sortedModes {
 		t.Run(c.name, func(t *testing.T) {
 			_, seed := testRand(t)
 			cfg := splConfig{mode: c.mode, windowed: c.windowed, seed: seed, states: scaled(states/3, 4)}
@@ -52,6 +44,18 @@ func TestSortedPowerLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sortedModes are the queues and sync modes TestSortedPowerLoss and
+// TestSortedPowerLossDuringRecovery run their workload in, by subtest name.
+var sortedModes = []struct {
+	name     string
+	mode     queue.SyncMode
+	windowed bool
+}{
+	{"sorted-always", queue.SyncAlways, false},
+	{"sorted-never", queue.SyncNever, false},
+	{"windowed-always", queue.SyncAlways, true},
 }
 
 type splConfig struct {

@@ -29,15 +29,7 @@ import (
 func TestSortedPowerLossDuringRecovery(t *testing.T) {
 	firsts := envInt(t, "WALQ_REOPEN_STATES", scaled(40, 5))
 	_, reopenBug := plantedBugs(os.Getenv("WALQ_REOPEN_BUG"))
-	for _, c := range []struct {
-		name     string
-		mode     queue.SyncMode
-		windowed bool
-	}{
-		{"sorted-always", queue.SyncAlways, false},
-		{"sorted-never", queue.SyncNever, false},
-		{"windowed-always", queue.SyncAlways, true},
-	} {
+	for _, c := range sortedModes {
 		t.Run(c.name, func(t *testing.T) {
 			_, seed := testRand(t)
 			cfg := splConfig{mode: c.mode, windowed: c.windowed, seed: seed, serial: true}
@@ -70,16 +62,19 @@ func sortedReopenWorkload(cfg splConfig, bug string) reopenWorkload {
 		}
 		return &reopenFirst{fsys: r.fsys, durable: r.durable, judge: judge}, nil
 	}
-	reopen := func(root string, k int) (*crashfs.FS, bool, error) { return splReopenCrashing(root, cfg, k, bug) }
-	return reopenWorkload{seed: cfg.seed, stream: 13, run: run, reopen: reopen}
+	reopen := func(root string, k int, compact bool) (*crashfs.FS, bool, error) {
+		return splReopenCrashing(root, cfg, k, bug, compact)
+	}
+	return reopenWorkload{seed: cfg.seed, stream: 13, compacts: cfg.mode == queue.SyncAlways, run: run, reopen: reopen}
 }
 
 // splReopenCrashing opens and closes the queue under root with the
 // workload's options on a crash file system that crashes at durable
 // operation k, and takes its image; done says the Open and Close made
-// fewer than k durable operations. An error is an Open that failed
-// before the crash.
-func splReopenCrashing(root string, cfg splConfig, k int, bug string) (*crashfs.FS, bool, error) {
+// fewer than k durable operations; with compact, a Compact runs between
+// the Open and the Close (reopenWorkload.reopen). An error is an Open
+// that failed before the crash.
+func splReopenCrashing(root string, cfg splConfig, k int, bug string, compact bool) (*crashfs.FS, bool, error) {
 	fsys, err := crashfs.New(root, k)
 	if err != nil {
 		return nil, false, err
@@ -91,6 +86,9 @@ func splReopenCrashing(root string, cfg splConfig, k int, bug string) (*crashfs.
 	q, err := openSplQueue(filepath.Join(root, "q"), cfg, o)
 	if err == nil && cfg.serial {
 		err = settle(q.owner()) // the witness Open arms is written now, not only if Close comes late
+		if err == nil && compact {
+			err = q.compact()
+		}
 		err = errors.Join(err, q.close())
 	} else if err == nil {
 		err = q.close()

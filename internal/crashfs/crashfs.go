@@ -79,6 +79,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/walq/walq/wal"
@@ -112,7 +113,24 @@ type FS struct {
 		imageDir map[string]*inode            // at the crash: directory (relative) -> the directory
 		content  map[*inode][]byte            // at the crash: every file's bytes
 		kinds    map[string]int               // durable operations made, by kind, for coverage
+		log      []Op                         // durable operations made, in order (not counting the crash)
+		hold     *hold                        // the next durable operation it matches waits; nil: none
 	}
+}
+
+// hold is a durable operation held back (HoldNext).
+type hold struct {
+	prefix  string        // names it matches, relative to the root
+	reached chan struct{} // closed when the held operation arrives
+	release chan struct{} // closed to let it run
+}
+
+// Op is one durable operation the FS made: its kind ("fsync",
+// "fdatasync", "dirsync") and the name it was made on, relative to the
+// root, as it was called (a file renamed since keeps its old name here).
+type Op struct {
+	Kind string
+	Name string
 }
 
 // inode is one file (or directory) the FS knows.
@@ -193,9 +211,71 @@ func (fsys *FS) check() error {
 	return fsys.checkLocked()
 }
 
-// durableOp runs one durable operation: the crash if it is the crashAt-th,
-// else record (under mu). kind is counted for coverage.
-func (fsys *FS) durableOp(kind string, record func() error) error {
+// Log returns the durable operations made so far, in order: Log()[i] is
+// durable operation i+1, the one a crashAt of i+1 crashes. A test reads
+// where a run's segment rolls fell from it, to choose crash points.
+func (fsys *FS) Log() []Op {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	return append([]Op(nil), fsys.mu.log...)
+}
+
+// HoldNext holds the return of the next durable operation on a name
+// (relative to the root) that begins with prefix until release is called:
+// the operation itself is made when it is called (a sync makes durable
+// what the file holds then), and reached is closed once it is. A test uses
+// it to place other calls' writes between two syncs deterministically
+// (several callers' records written while one fsync is in flight, so that
+// the next one takes them all). Other calls run meanwhile as usual. An
+// operation that crashes is not held. release may be called more than
+// once, and before the operation arrives (it then does not wait). The
+// hold is taken by the first matching operation to return after the
+// call, so a test calls it while none is in flight: one made before the
+// call and not yet returned would take it.
+func (fsys *FS) HoldNext(prefix string) (reached <-chan struct{}, release func()) {
+	h := &hold{prefix: prefix, reached: make(chan struct{}), release: make(chan struct{})}
+	fsys.mu.Lock()
+	fsys.mu.hold = h
+	fsys.mu.Unlock()
+	var once sync.Once
+	return h.reached, func() {
+		once.Do(func() {
+			fsys.mu.Lock()
+			if fsys.mu.hold == h {
+				fsys.mu.hold = nil
+			}
+			fsys.mu.Unlock()
+			close(h.release)
+		})
+	}
+}
+
+// waitHold waits, if a hold matches name, until it is released.
+func (fsys *FS) waitHold(name string) {
+	fsys.mu.Lock()
+	h := fsys.mu.hold
+	if h == nil || !strings.HasPrefix(name, h.prefix) {
+		fsys.mu.Unlock()
+		return
+	}
+	fsys.mu.hold = nil
+	fsys.mu.Unlock()
+	close(h.reached)
+	<-h.release
+}
+
+// durableOp runs one durable operation on name (relative to the root):
+// the crash if it is the crashAt-th, else record (under mu). kind is
+// counted for coverage.
+func (fsys *FS) durableOp(kind, name string, record func() error) error {
+	if err := fsys.runDurableOp(kind, name, record); err != nil {
+		return err
+	}
+	fsys.waitHold(name)
+	return nil
+}
+
+func (fsys *FS) runDurableOp(kind, name string, record func() error) error {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	if err := fsys.checkLocked(); err != nil {
@@ -213,6 +293,7 @@ func (fsys *FS) durableOp(kind string, record func() error) error {
 	}
 	fsys.mu.ops++
 	fsys.mu.kinds[kind]++
+	fsys.mu.log = append(fsys.mu.log, Op{Kind: kind, Name: name})
 	return nil
 }
 
@@ -421,7 +502,7 @@ func (fsys *FS) SyncDir(name string) error {
 	if err != nil {
 		return err
 	}
-	return fsys.durableOp("dirsync", func() error {
+	return fsys.durableOp("dirsync", rel, func() error {
 		tree, dirs, err := fsys.look()
 		if err != nil {
 			return err
@@ -498,7 +579,11 @@ func (f *file) Sync() error { return f.sync("fsync") }
 func (f *file) Datasync() error { return f.sync("fdatasync") }
 
 func (f *file) sync(kind string) error {
-	return f.fsys.durableOp(kind, func() error {
+	name, err := f.fsys.rel(f.Name())
+	if err != nil {
+		return err
+	}
+	return f.fsys.durableOp(kind, name, func() error {
 		fi, err := f.File.Stat()
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/walq/walq/internal/crashfs"
@@ -183,5 +184,65 @@ func TestRenamedDirectoryKeepsItsNames(t *testing.T) {
 		if seen["new"] == 0 || !syncRoot && seen["old"] == 0 {
 			t.Errorf("root fsynced after the rename: %v: states seen by name: %v", syncRoot, seen)
 		}
+	}
+}
+
+// TestLogNamesDurableOperations checks that Log gives each durable
+// operation made, in order, with its kind and the name it was made on,
+// and not the one that crashed: a test finds a run's segment rolls in it.
+func TestLogNamesDurableOperations(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := crashfs.New(root, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustNil(t, fsys.MkdirAll(filepath.Join(root, "d"), 0o700))
+	a := mustCreate(t, fsys, filepath.Join(root, "d", "a"))
+	write(t, a, "x")
+	mustNil(t, a.Datasync())                           // 1
+	mustNil(t, fsys.SyncDir(filepath.Join(root, "d"))) // 2
+	mustNil(t, a.Sync())                               // 3
+	if err := fsys.SyncDir(root); !errors.Is(err, crashfs.ErrCrashed) {
+		t.Fatalf("the crashing operation returned %v", err)
+	}
+	want := []crashfs.Op{{Kind: "fdatasync", Name: "d/a"}, {Kind: "dirsync", Name: "d"}, {Kind: "fsync", Name: "d/a"}}
+	if got := fsys.Log(); !slices.Equal(got, want) {
+		t.Fatalf("Log = %v, want %v", got, want)
+	}
+}
+
+// TestHoldNextHoldsOneSync checks that HoldNext holds the return of the
+// next durable operation on a matching name, made at its call, until
+// release, and only that one: a sync of another name runs meanwhile, and
+// so does the next matching one.
+func TestHoldNextHoldsOneSync(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := crashfs.New(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustCreate(t, fsys, filepath.Join(root, "a"))
+	reached, release := fsys.HoldNext("a")
+	synced := make(chan error)
+	go func() { synced <- a.Sync() }()
+	select {
+	case <-reached:
+	case err := <-synced:
+		t.Fatalf("the sync returned %v, never held", err)
+	}
+	mustNil(t, fsys.SyncDir(root)) // not held
+	select {
+	case err := <-synced:
+		t.Fatalf("the held sync returned %v before release", err)
+	default:
+	}
+	if got := fsys.Log(); len(got) != 2 || got[0].Name != "a" || got[1].Kind != "dirsync" {
+		t.Fatalf("Log while held = %v, want the held sync made, then the directory sync", got)
+	}
+	release()
+	mustNil(t, <-synced)
+	mustNil(t, a.Sync()) // the hold is spent
+	if n, _ := fsys.Ops(); n != 3 {
+		t.Fatalf("Ops = %d, want 3", n)
 	}
 }
