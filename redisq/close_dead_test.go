@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func TestCloseDeadServer(t *testing.T) {
 	select {
 	case err = <-closed:
 	case <-time.After(15 * time.Second):
-		t.Fatal("Close still waits for the subscription's dial after 15s")
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close still waits after 15s:\n%s", buf[:runtime.Stack(buf, true)])
 	}
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 2*time.Second, "Close ends the subscription's dial")

@@ -34,9 +34,11 @@ type handle struct {
 	closed chan struct{} // closed by Close
 	once   sync.Once     // guards close(closed)
 	ps     *redis.PubSub // the handle's one subscription
-	// unsubscribe ends the context the subscription receives, pings and
-	// dials again under (listen); Close calls it first. listened is
+	// life is the context the subscription receives, pings and dials
+	// again under (listen) and the housekeeper's passes run under
+	// (passContext); unsubscribe ends it, Close first. listened is
 	// closed when listen returns.
+	life        context.Context
 	unsubscribe context.CancelFunc
 	listened    chan struct{}
 	wg          sync.WaitGroup // the housekeeper
@@ -71,9 +73,9 @@ func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 		_ = h.ps.Close()
 		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	h.unsubscribe, h.listened = cancel, make(chan struct{})
-	go h.listen(lctx)
+	h.life, h.unsubscribe = context.WithCancel(context.Background())
+	h.listened = make(chan struct{})
+	go h.listen(h.life)
 	if !h.o.ReadOnly {
 		h.wg.Add(1)
 		go h.housekeep(sweep)
@@ -155,6 +157,14 @@ type awaitedKey struct{}
 // awaited returns ctx marked as a call Close waits for.
 func awaited(ctx context.Context) context.Context {
 	return context.WithValue(ctx, awaitedKey{}, true)
+}
+
+// passContext bounds a housekeeper's pass by callTimeout and ends it at
+// Close, so that Close does not wait for a pass stuck in a dial to a
+// dead address (a pass may run again whenever, so one cut short is
+// harmless).
+func (h *handle) passContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(h.life, h.callTimeout())
 }
 
 // opContext bounds a call that takes no context by callTimeout.
