@@ -88,14 +88,13 @@ func (h *handle) listen(ctx context.Context) {
 	defer close(h.listened)
 	for pause := time.Duration(0); ; {
 		m, err := h.ps.ReceiveTimeout(ctx, subscriptionCheck)
-		var ne net.Error
 		switch {
 		case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
 			return
 		case err == nil:
 			pause = 0
 			h.received(m)
-		case errors.As(err, &ne) && ne.Timeout():
+		case quiet(err):
 			// Quiet for subscriptionCheck: a PING that fails to be
 			// written dials again; its Pong comes through the next
 			// receive. Its error is the next receive's to see.
@@ -111,6 +110,15 @@ func (h *handle) listen(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// quiet reports whether err is a receive that waited subscriptionCheck
+// for a message in vain: a read's timeout. A dial's timeout is not one
+// (unsent): it is a failure, paused after as any other, so that a
+// Dialer whose timeouts are short does not dial in a loop.
+func quiet(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() && !unsent(err)
 }
 
 // received acts on one message of the subscription.

@@ -123,3 +123,31 @@ func TestResubscribeWakesAll(t *testing.T) {
 		}
 	}
 }
+
+// TestListenPausesOnDialTimeouts: while the subscription's server is
+// unreachable and every dial fails at once with a timeout (a Dialer with
+// a short timeout of its own), the handle dials again after a pause that
+// grows, not in a loop.
+func TestListenPausesOnDialTimeouts(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	d := &darkAddr{gone: make(chan struct{}), hold: time.Millisecond}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Dialer: d.dial})
+	t.Cleanup(func() { _ = rdb.Close() })
+	t.Cleanup(func() { close(d.gone) })
+	q, err := redisq.Open(ctx, rdb, "dial-timeouts", &redisq.Options{ReadOnly: true}) // no housekeeper: the dials are the subscription's
+	require.NoError(t, err)
+	defer q.Close()
+
+	d.goDark()
+	require.Eventually(t, func() bool { return d.darkDials() > 0 }, 10*time.Second, time.Millisecond,
+		"the subscription dials again")
+	from := d.darkDials()
+	const span = 2 * time.Second
+	time.Sleep(span)
+	n := d.darkDials() - from
+	t.Logf("%d dials in %v", n, span)
+	// Pauses of 5ms doubling to 200ms: about 15 dials in 2s. A loop
+	// without pause dials hundreds of times.
+	require.Less(t, n, 40, "dials again after a pause")
+}
