@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,53 @@ func TestCloseDeadServer(t *testing.T) {
 	}
 	_, err = q.Enqueue(ctx, []byte("x"))
 	require.ErrorIs(t, err, queue.ErrClosed)
+}
+
+// TestCloseDeafDialer: as TestCloseDeadServer, with a client's Dialer
+// that ignores its context, so that nothing ends the subscription's
+// redial: Close returns within OpTimeout all the same, with an error
+// saying the subscription closes once that dial ends, the handle is
+// closed, and once the dial ends no goroutine of the handle or of its
+// subscription is left.
+func TestCloseDeafDialer(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	d := &darkAddr{gone: make(chan struct{}), deaf: true}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Dialer: d.dial})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ended := sync.OnceFunc(func() { close(d.gone) })
+	t.Cleanup(ended) // first: ends any dial still held
+	require.NoError(t, rdb.Ping(ctx).Err())
+	before := clientGoroutines()
+	const opTimeout = time.Second
+	q, err := redisq.Open(ctx, rdb, "close-deaf", &redisq.Options{ManualRequeue: true, OpTimeout: opTimeout})
+	require.NoError(t, err)
+
+	srv.Kill()
+	d.goDark()
+	require.Eventually(t, func() bool { return d.darkDials() > 0 }, 10*time.Second, 10*time.Millisecond,
+		"the subscription dials again")
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- q.Close() }()
+	select {
+	case err = <-closed:
+	case <-time.After(15 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close still waits after 15s (OpTimeout %v):\n%s", opTimeout, buf[:runtime.Stack(buf, true)])
+	}
+	took := time.Since(start)
+	t.Logf("Close returned after %v: %v", took.Round(time.Millisecond), err)
+	require.ErrorContains(t, err, "redisq: close subscription")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, took, opTimeout+2*time.Second, "Close returns within OpTimeout")
+	_, err = q.Enqueue(ctx, []byte("x"))
+	require.ErrorIs(t, err, queue.ErrClosed)
+
+	ended() // the dial ends: the subscription's close goes on
+	if left := newClientGoroutines(before, 5*time.Second); left != "" {
+		t.Fatalf("goroutines of the handle or its subscription still running 5s after its dial ended:\n%s", left)
+	}
 }
 
 // clientGoroutines returns the running goroutines of package redisq and

@@ -421,7 +421,7 @@
 // leaves no goroutine of the subscription (TestCloseDeadServer). Only a
 // Dialer that ignores its context is not ended so: Close waits for the
 // subscription no longer than OpTimeout, returns an error saying so,
-// and the subscription closes once that dial ends.
+// and the subscription closes once that dial ends (TestCloseDeafDialer).
 // Open rides a failover as a call does, for its commands that are safe
 // to send again (its checks' reads and no-writes functions, the
 // library's load, a sorted queue's records, SUBSCRIBE), each within
