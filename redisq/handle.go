@@ -159,10 +159,13 @@ func awaited(ctx context.Context) context.Context {
 	return context.WithValue(ctx, awaitedKey{}, true)
 }
 
-// passContext bounds a housekeeper's pass by callTimeout and ends it at
-// Close, so that Close does not wait for a pass stuck in a dial to a
-// dead address (a pass may run again whenever, so one cut short is
-// harmless).
+// passContext bounds a housekeeping pass (the housekeeper's, or
+// RequeueExpired's) by callTimeout and ends it at Close, so that Close
+// does not wait for a pass stuck waiting for a connection to a dead
+// address (a pass may run again whenever, so one cut short is
+// harmless). A call already written is not cut short: go-redis ends its
+// wait for the reply at the context's deadline, not at its cancel, so
+// Close, waiting for the housekeeper, learns what such a call did.
 func (h *handle) passContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(h.life, h.callTimeout())
 }
