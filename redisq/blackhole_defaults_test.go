@@ -27,6 +27,7 @@ const defaultDialTimeout = 5 * time.Second
 // that takes no timeout of its own waits on its context alone (hold 0).
 type darkAddr struct {
 	hold  time.Duration // how long a dark dial waits at most; 0: until its context ends
+	deaf  bool          // a dark dial ignores its context: it waits for hold or gone alone
 	mu    sync.Mutex
 	dark  bool
 	conns []net.Conn
@@ -40,13 +41,17 @@ func (d *darkAddr) dial(ctx context.Context, network, addr string) (net.Conn, er
 		d.dials++
 		d.mu.Unlock()
 		var held <-chan time.Time // nil, never ready, without hold
+		ended := ctx.Done()
+		if d.deaf {
+			ended = nil
+		}
 		if d.hold > 0 {
 			t := time.NewTimer(d.hold)
 			defer t.Stop()
 			held = t.C
 		}
 		select {
-		case <-ctx.Done():
+		case <-ended:
 			return nil, &net.OpError{Op: "dial", Net: network, Err: ctx.Err()}
 		case <-held:
 			return nil, &net.OpError{Op: "dial", Net: network, Err: os.ErrDeadlineExceeded}

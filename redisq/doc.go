@@ -414,12 +414,14 @@
 // go-redis's defaults: about 30.5s, from about 51s before the bound, as
 // TestBlackholeDefaults measures, bench/results/redisq-blackhole-2026-12-06.txt;
 // TestBlackholeCallBound checks each send's deadline against the bound).
-// Close there waits for the subscription's close no longer than
-// OpTimeout: go-redis dials a subscription again with no deadline,
-// holding the lock its close takes, so a client's Dialer that waits on
-// its context alone would hold Close for ever; past OpTimeout Close
-// returns an error saying so, and the subscription closes once that
-// dial ends (TestCloseDarkAddress).
+// Close there ends the subscription's redial: go-redis dials a
+// subscription again under the context of the receive that found it
+// broken, holding the lock its close takes, and the handle receives
+// under a context that Close ends first, so Close returns at once and
+// leaves no goroutine of the subscription (TestCloseDeadServer). Only a
+// Dialer that ignores its context is not ended so: Close waits for the
+// subscription no longer than OpTimeout, returns an error saying so,
+// and the subscription closes once that dial ends (TestCloseDeafDialer).
 // Open rides a failover as a call does, for its commands that are safe
 // to send again (its checks' reads and no-writes functions, the
 // library's load, a sorted queue's records, SUBSCRIBE), each within

@@ -34,7 +34,14 @@ type handle struct {
 	closed chan struct{} // closed by Close
 	once   sync.Once     // guards close(closed)
 	ps     *redis.PubSub // the handle's one subscription
-	wg     sync.WaitGroup
+	// life is the context the subscription receives, pings and dials
+	// again under (listen) and the housekeeper's passes run under
+	// (passContext); unsubscribe ends it, Close first. listened is
+	// closed when listen returns.
+	life        context.Context
+	unsubscribe context.CancelFunc
+	listened    chan struct{}
+	wg          sync.WaitGroup // the housekeeper
 }
 
 // unarmed is the housekeeper's timer while a pass runs: any deadline
@@ -66,8 +73,9 @@ func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 		_ = h.ps.Close()
 		return fmt.Errorf("redisq: subscribe to %s: %w", h.wake, err)
 	}
-	h.wg.Add(1)
-	go h.listen(h.ps.ChannelWithSubscriptions())
+	h.life, h.unsubscribe = context.WithCancel(context.Background())
+	h.listened = make(chan struct{})
+	go h.listen(h.life)
 	if !h.o.ReadOnly {
 		h.wg.Add(1)
 		go h.housekeep(sweep)
@@ -80,10 +88,13 @@ func (h *handle) start(ctx context.Context, sweep sweepFunc) error {
 // client stays open. Leases held through this handle keep running on the
 // server until their deadline, so they can be settled elsewhere.
 // go-redis's PubSub dials its connection again holding the lock its
-// Close takes, with no deadline of its own (a client's Dialer that waits
-// on its context alone waits for ever on an address that drops
-// packets), so Close waits for the subscription's close no longer than
-// OpTimeout (closeSubscription).
+// Close takes, under the context of the call that found it broken: the
+// handle's receive loop (listen) runs under a context that Close ends
+// first, which ends such a dial (a client's Dialer that waits on its
+// context alone would otherwise wait for ever on an address that drops
+// packets). A Dialer that ignores its context is not ended so: Close
+// waits for the subscription's close no longer than OpTimeout
+// (closeSubscription).
 func (h *handle) Close() error {
 	first := false
 	h.once.Do(func() {
@@ -98,12 +109,19 @@ func (h *handle) Close() error {
 	return err
 }
 
-// closeSubscription closes the subscription, waiting for that no longer
-// than OpTimeout: past it, the close goes on by itself once the
+// closeSubscription ends the receive loop's context, which ends a dial
+// of the subscription's reconnection, closes the subscription and waits
+// for the loop to return, no longer than OpTimeout: past it (a Dialer
+// that ignores its context), the close goes on by itself once the
 // subscription's dial ends, and the error says so.
 func (h *handle) closeSubscription() error {
+	h.unsubscribe()
 	done := make(chan error, 1)
-	go func() { done <- h.ps.Close() }()
+	go func() {
+		err := h.ps.Close()
+		<-h.listened
+		done <- err
+	}()
 	t := time.NewTimer(h.o.OpTimeout)
 	defer t.Stop()
 	select {
@@ -139,6 +157,17 @@ type awaitedKey struct{}
 // awaited returns ctx marked as a call Close waits for.
 func awaited(ctx context.Context) context.Context {
 	return context.WithValue(ctx, awaitedKey{}, true)
+}
+
+// passContext bounds a housekeeping pass (the housekeeper's, or
+// RequeueExpired's) by callTimeout and ends it at Close, so that Close
+// does not wait for a pass stuck waiting for a connection to a dead
+// address (a pass may run again whenever, so one cut short is
+// harmless). A call already written is not cut short: go-redis ends its
+// wait for the reply at the context's deadline, not at its cancel, so
+// Close, waiting for the housekeeper, learns what such a call did.
+func (h *handle) passContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(h.life, h.callTimeout())
 }
 
 // opContext bounds a call that takes no context by callTimeout.

@@ -122,7 +122,7 @@ func (q *Queue) sweep(expire bool) (int, time.Duration, error) {
 	total := 0
 	var short error
 	for {
-		ctx, cancel := q.opContext()
+		ctx, cancel := q.passContext()
 		now := q.o.Clock.Now()
 		v, err := q.run(ctx, fnHousekeep, now, flag, limit)
 		cancel()

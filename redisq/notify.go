@@ -1,9 +1,13 @@
 package redisq
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -67,36 +71,68 @@ func (n *notifier) notifyAll() {
 	n.waiting = nil
 }
 
-// listen turns the subscription's messages into local wake-ups: 'r' a
-// message may be ready, 't' a deadline was set earlier than any known.
-// Pub/sub is at most once: after every (re)subscription everything
-// wakes and looks again. It ends when the subscription's channel closes
-// or the handle does (Close need not wait for the subscription's close,
-// closeSubscription).
-func (h *handle) listen(ch <-chan any) {
-	defer h.wg.Done()
-	for {
-		var m any
-		select {
-		case v, ok := <-ch:
-			if !ok {
+// subscriptionCheck is how long the receive loop (listen) waits for a
+// message before it pings the subscription's server: a PING that cannot
+// be written makes go-redis dial the subscription again.
+const subscriptionCheck = 3 * time.Second
+
+// listen receives the subscription's messages under ctx, which Close
+// ends (unsubscribe), and turns them into local wake-ups: 'r' a message
+// may be ready, 't' a deadline was set earlier than any known. Pub/sub
+// is at most once: after every (re)subscription everything wakes and
+// looks again. A receive that fails (a dropped connection) is tried
+// again after a pause; go-redis dials the subscription again, under
+// ctx, within the next receive. It returns when ctx ends or the
+// subscription or its client is closed.
+func (h *handle) listen(ctx context.Context) {
+	defer close(h.listened)
+	for pause := time.Duration(0); ; {
+		m, err := h.ps.ReceiveTimeout(ctx, subscriptionCheck)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
+			return
+		case err == nil:
+			pause = 0
+			h.received(m)
+		case quiet(err):
+			// Quiet for subscriptionCheck: a PING that fails to be
+			// written dials again; its Pong comes through the next
+			// receive. Its error is the next receive's to see.
+			_ = h.ps.Ping(ctx)
+		default:
+			pause = min(max(2*pause, rideFirst), rideMost)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
 				return
 			}
-			m = v
-		case <-h.closed:
-			return
 		}
-		switch v := m.(type) {
-		case *redis.Message:
-			if v.Payload == "r" {
-				h.ready.notifyOne()
-			} else {
-				h.announced(v.Payload)
-			}
-		case *redis.Subscription:
-			h.ready.notifyAll()
-			h.kickHousekeeper()
+	}
+}
+
+// quiet reports whether err is a receive that waited subscriptionCheck
+// for a message in vain: a read's timeout. A dial's timeout is not one
+// (unsent): it is a failure, paused after as any other, so that a
+// Dialer whose timeouts are short does not dial in a loop.
+func quiet(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() && !unsent(err)
+}
+
+// received acts on one message of the subscription.
+func (h *handle) received(m any) {
+	switch v := m.(type) {
+	case *redis.Message:
+		if v.Payload == "r" {
+			h.ready.notifyOne()
+		} else {
+			h.announced(v.Payload)
 		}
+	case *redis.Subscription:
+		h.ready.notifyAll()
+		h.kickHousekeeper()
 	}
 }
 

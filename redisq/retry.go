@@ -197,9 +197,23 @@ func (h *handle) rideOn(ctx context.Context, err error, again func(error) bool,
 			t.Stop()
 			return err, false, stopped
 		}
-		err = send(bounded)
+		err = kept(ctx, send(bounded), err, again)
 	}
 	return err, err != nil && ctx.Err() == nil && bounded.Err() != nil, nil
+}
+
+// kept returns next, the error of a send again, naming prev, the
+// failure that send answered, where ctx ended and next is no such
+// failure itself (again): a send that ctx ended, before it got a
+// connection or while it waited for its reply, returns ctx's error
+// alone, and the caller is told what the call waited for. prev is named
+// as text, not wrapped: next's send may have run (a wait for the reply
+// ended), so the error must not pass for a refusal.
+func kept(ctx context.Context, next, prev error, again func(error) bool) error {
+	if next == nil || ctx.Err() == nil || again(next) {
+		return next
+	}
+	return fmt.Errorf("%w (ended while sending again what failed with: %v)", next, prev)
 }
 
 // passing reports whether err is a failure that a failover or a

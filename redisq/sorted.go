@@ -518,7 +518,7 @@ func (s *Sorted[K]) expire(expire bool) (n int, next time.Duration, unread []any
 	}
 	var short error // ErrNotDurable of a call that did its work: the pass goes on
 	for {
-		ctx, cancel := s.opContext()
+		ctx, cancel := s.passContext()
 		now := s.o.Clock.Now()
 		v, err := s.run(ctx, now, "housekeep", flag)
 		cancel()
