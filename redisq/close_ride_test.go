@@ -25,7 +25,7 @@ func TestCloseEndsRide(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	require.NoError(t, rdb.Ping(ctx).Err())
-	before := redisqGoroutines()
+	before := goroutinesOf(redisqPkg)
 	q, err := redisq.Open(ctx, rdb, "closeride", &redisq.Options{OpTimeout: time.Minute, AckTimeout: time.Minute})
 	require.NoError(t, err)
 	// A primary that is not there: the replica keeps refusing writes.
@@ -58,16 +58,16 @@ func TestCloseEndsRide(t *testing.T) {
 		}
 	}
 	require.Less(t, time.Since(start), 2*time.Second, "Close and the calls it ended")
-	if left := newGoroutines(before, 5*time.Second); left != "" {
+	if left := newGoroutines(before, 5*time.Second, redisqPkg); left != "" {
 		t.Fatalf("goroutines of the handle still running 5s after Close:\n%s", left)
 	}
 }
 
-// redisqGoroutines returns the goroutines running in package redisq that
+// goroutinesOf returns the running goroutines of the packages given that
 // are not the tests' own, by their stack's header ("goroutine N [...]").
-func redisqGoroutines() map[string]leakcheck.Goroutine {
+func goroutinesOf(pkgs ...string) map[string]leakcheck.Goroutine {
 	out := make(map[string]leakcheck.Goroutine)
-	for _, g := range leakcheck.Running("github.com/walq/walq/redisq") {
+	for _, g := range leakcheck.Running(pkgs...) {
 		if !leakcheck.InTest(g) {
 			id, _, _ := strings.Cut(g.Stack, " [")
 			out[id] = g
@@ -76,13 +76,13 @@ func redisqGoroutines() map[string]leakcheck.Goroutine {
 	return out
 }
 
-// newGoroutines waits up to grace for the goroutines of package redisq
-// that were not in before (redisqGoroutines) to end, and returns the
-// stacks of those still running, or "".
-func newGoroutines(before map[string]leakcheck.Goroutine, grace time.Duration) string {
+// newGoroutines waits up to grace for the goroutines of pkgs that were
+// not in before (goroutinesOf) to end, and returns the stacks of those
+// still running, or "".
+func newGoroutines(before map[string]leakcheck.Goroutine, grace time.Duration, pkgs ...string) string {
 	for deadline := time.Now().Add(grace); ; time.Sleep(20 * time.Millisecond) {
 		var b strings.Builder
-		for id, g := range redisqGoroutines() {
+		for id, g := range goroutinesOf(pkgs...) {
 			if _, ok := before[id]; !ok {
 				b.WriteString("--- " + g.Func + "\n" + g.Stack + "\n\n")
 			}
