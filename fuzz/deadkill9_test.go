@@ -70,9 +70,10 @@ func TestKill9Dead(t *testing.T) { runKill9Dead(t, "TestKill9Dead", false) }
 //     requeued from the dead set or purged since; and it is never
 //     delivered a third time.
 //
-// A delivery reported after a later one of the same message (a consumer
-// stalled between its Dequeue and its report, past the lease) is checked
-// against the limit only, and counted in the summary as late.
+// A delivery reported after a later one of the same message, or whose
+// lease ran out before a purge of the message from the dead set started
+// (a consumer stalled between its Dequeue and its report, past the lease),
+// is checked against the limit only, and counted in the summary as late.
 //
 // Short run: 12 cycles (40 without -short); with -short 4 to 7 s on a
 // busy 2-core machine, 6 to 19 s under -race. Long run:
@@ -95,7 +96,7 @@ func runKill9Dead(t *testing.T, name string, expiry bool) {
 	rng, _ := testRand(t)
 	h := &deadParent{t: t, name: name, expiry: expiry, rng: rng, dirA: t.TempDir(), dirW: t.TempDir(),
 		oa: fuzz.NewOracle(), ow: fuzz.NewOracle(),
-		lastDelivery: make(map[string]int), lastAt: make(map[string]int64), fate: make(map[string]byte)}
+		lastDelivery: make(map[string]int), lastAt: make(map[string]int64), purgeAt: make(map[string]int64), fate: make(map[string]byte)}
 	start := time.Now()
 	for cycle := 1; cycle <= cycles; cycle++ {
 		h.cycle(cycle)
@@ -130,7 +131,8 @@ const deadMaxDeliveries = 2
 //	X  it returned: dead until its next delivery or requeue
 //	q  "q <token> <at>": requeue from the dead set started at at (unix ns)
 //	Q  it returned success
-//	u  a purge from the dead set started    U  it returned success (an ack, to the oracle)
+//	u  "u <token> <at>": a purge from the dead set started at at (unix ns)
+//	U  it returned success (an ack, to the oracle)
 //	L  "L <token> <n> <at>": a settle of the delivery made at at, the
 //	   n-th, was refused with ErrLeaseLost (started late enough for it:
 //	   see judge): the lease ran out, and at MaxDeliveries the message
@@ -152,6 +154,10 @@ type deadParent struct {
 	// order, or of a later requeue of it from the dead set: a delivery
 	// made before it is reported late.
 	lastAt map[string]int64
+	// purgeAt is the start (unix ns) of the last purge of a token from
+	// the dead set: a delivery whose lease ran out before it is reported
+	// late (see delivered).
+	purgeAt map[string]int64
 	// fate is what a token's last returned call promises of its place:
 	// 'X' dead, 'Q' not dead; 0 none (delivered since, or never).
 	fate       map[string]byte
@@ -255,6 +261,9 @@ func (h *deadParent) apply(l string) {
 		o.Acked(tok)
 	case 'u':
 		o.AckAttempt(tok)
+		if at, _ := strconv.ParseInt(count, 10, 64); at > h.purgeAt[tok] {
+			h.purgeAt[tok] = at
+		}
 	case 'U':
 		o.Acked(tok)
 		h.purged++
@@ -335,10 +344,11 @@ func (h *deadParent) promise(tok string, start, f byte) {
 
 // delivered checks a delivery's count: at most MaxDeliveries, and more
 // than the last one seen. A delivery made (at) before the last one
-// reported, or before a requeue of tok, is one whose consumer stalled
+// reported, or before a requeue of tok, or whose lease ran out before a
+// purge of tok started (ranOutBeforePurge), is one whose consumer stalled
 // past its lease before reporting it: it is checked against the limit
-// only, and not fed to the oracle (an ack of the later delivery may have
-// been reported already).
+// only, and not fed to the oracle (an ack of the later delivery, or the
+// purge, may have been reported already).
 func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	n, _ := strconv.Atoi(count)
 	if n > deadMaxDeliveries {
@@ -347,7 +357,7 @@ func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	if n == deadMaxDeliveries {
 		h.atLimit++
 	}
-	if at < h.lastAt[tok] {
+	if at < h.lastAt[tok] || h.ranOutBeforePurge(tok, at) {
 		h.late++
 		return
 	}
@@ -358,6 +368,21 @@ func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	h.lastDelivery[tok] = n
 	h.lastAt[tok] = at
 	h.fate[tok] = 0
+}
+
+// ranOutBeforePurge reports whether the lease of tok's delivery made at
+// at ran out before a purge of tok from the dead set started. Such a
+// delivery was reported late: its consumer stalled between its Dequeue
+// (or Pull) and its report past the lease, the queue's expiry
+// dead-lettered the message at MaxDeliveries, which writes no line, and
+// the purge took it; the report then comes after the purge returned.
+// A delivery made after the purge returned is made after the purge
+// started, so its lease (25 ms at least) runs out long after that start,
+// lateMargin (the room for the queue's clock and the child's to differ)
+// included: it is never excused.
+func (h *deadParent) ranOutBeforePurge(tok string, at int64) bool {
+	p := h.purgeAt[tok]
+	return p != 0 && at+int64(h.lease) <= p+int64(lateMargin)
 }
 
 // deadListed checks a dead letter's count against its last delivery's.
@@ -990,7 +1015,7 @@ func (c *deadChild) requeueOrPurge(rng *rand.Rand) {
 			}
 			c.rep.line('Q', dl.ID)
 		case 1:
-			c.rep.line('u', dl.ID)
+			c.rep.line('u', stamped(dl.ID)...)
 			if err := c.q.PurgeDead(dl.ID); err != nil {
 				c.rep.failf("purge dead %s: %v", dl.ID, err)
 				continue
@@ -1018,11 +1043,11 @@ func (c *deadChild) allDead(purge bool) {
 // toks as listed, reporting them before and after the call, which must
 // take all of them.
 func (c *deadChild) takeAllDead(toks []string, purge bool, purgeAll, requeueAll func() (int, error)) {
-	name, call, before, after, starts := "RequeueAllDead", requeueAll, byte('q'), byte('Q'), stamped(toks...)
+	name, call, before, after := "RequeueAllDead", requeueAll, byte('q'), byte('Q')
 	if purge {
-		name, call, before, after, starts = "PurgeAllDead", purgeAll, 'u', 'U', toks
+		name, call, before, after = "PurgeAllDead", purgeAll, 'u', 'U'
 	}
-	c.rep.line(before, starts...)
+	c.rep.line(before, stamped(toks...)...)
 	n, err := call()
 	if err != nil || n != len(toks) {
 		c.rep.failf("%s = %d, %v; %d listed", name, n, err, len(toks))
@@ -1032,7 +1057,7 @@ func (c *deadChild) takeAllDead(toks []string, purge bool, purgeAll, requeueAll 
 }
 
 // stamped returns toks with the time (unix ns) appended to each: the
-// arguments of "q" lines.
+// arguments of "q" and "u" lines.
 func stamped(toks ...string) []string {
 	now := time.Now().UnixNano()
 	out := make([]string, len(toks))
@@ -1185,7 +1210,7 @@ func (c *deadChild) requeueOrPurgeValues(rng *rand.Rand) {
 			}
 			c.rep.line('Q', tok)
 		case 1:
-			c.rep.line('u', tok)
+			c.rep.line('u', stamped(tok)...)
 			if err := c.w.PurgeDeadValue(dv); err != nil {
 				c.rep.failf("purge dead value %s: %v", tok, err)
 				continue
