@@ -243,7 +243,7 @@ func (h *deadParent) apply(l string) {
 	}
 	code, arg := l[0], l[2:]
 	tok, count, _ := strings.Cut(arg, " ")
-	count, at := splitAt(count)
+	count, at := cutInt(count, " ")
 	o := h.oa
 	if strings.HasPrefix(tok, "W") {
 		o = h.ow
@@ -295,16 +295,6 @@ func (h *deadParent) apply(l string) {
 	case '!':
 		h.violations = append(h.violations, arg)
 	}
-}
-
-// splitAt splits "<n> <at>" into n and at (unix ns; 0 when absent).
-func splitAt(s string) (string, int64) {
-	n, rest, ok := strings.Cut(s, " ")
-	if !ok {
-		return s, 0
-	}
-	at, _ := strconv.ParseInt(rest, 10, 64)
-	return n, at
 }
 
 // leaseLost handles an "L" line: a settle of tok's delivery made at at,

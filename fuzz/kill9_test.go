@@ -163,7 +163,7 @@ func (h *kill9Parent) apply(l string) {
 		arg, times = splitDeliveryTimes(arg)
 	}
 	if strings.IndexByte("dEkKxR", code) >= 0 {
-		arg, at = splitDelivery(arg)
+		arg, at = cutInt(arg, "@")
 	}
 	h.hist[arg] += string(code)
 	switch code {
@@ -225,16 +225,17 @@ func checkLive(t *testing.T, what string, o *fuzz.Oracle, hist map[string]string
 	}
 }
 
-// splitDelivery splits a report's argument into its token and, for an
-// ack-queue delivery (token@DeliveredAt in unix ns), the delivery's start
-// (0 for anything else).
-func splitDelivery(arg string) (string, int64) {
-	tok, at, ok := strings.Cut(arg, "@")
+// cutInt splits s at its first sep into the part before it and the
+// integer after it (unix ns in the reports), 0 when s has no sep. An
+// ack-queue delivery's argument is token@DeliveredAt; a dead-letter
+// report's count is "<n> <at>".
+func cutInt(s, sep string) (string, int64) {
+	head, tail, ok := strings.Cut(s, sep)
 	if !ok {
-		return arg, 0
+		return s, 0
 	}
-	n, _ := strconv.ParseInt(at, 10, 64)
-	return tok, n
+	n, _ := strconv.ParseInt(tail, 10, 64)
+	return head, n
 }
 
 // deliveryTag names one delivery of m in the reports: its token and when
