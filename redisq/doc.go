@@ -114,7 +114,16 @@
 // announcement; each consumer woken that leases wakes the next one of its
 // handle), also a dequeue that promoted due delays and then failed on a
 // key of the wrong type, so no goroutine polls and no goroutine holds a connection
-// while it waits; a cancelled context or Close returns at once. A call
+// while it waits; a cancelled context or Close returns at once. The
+// subscription pings its server after 3s without a message and drops a
+// connection that answers nothing within 3s more (a host gone without a
+// reset, a NAT or firewall that forgot the flow, a failover by DNS or
+// VIP: the kernel would report the fault only once it gave up
+// retransmitting, minutes later); it subscribes again on a new
+// connection, and every waiter of the handle looks again, so a wake-up
+// lost to a silent connection reaches the waiters about 6s after the
+// connection fell silent, once the new connection subscribed
+// (TestSilentSubscriptionRedialed). A call
 // to the server it has sent alone is waited for, bounded by
 // Options.OpTimeout rather than the context, so that what the server
 // leased reaches the caller (one sent together with other Dequeues
