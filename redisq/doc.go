@@ -382,7 +382,12 @@
 // error (its message is in no later send); one that leaves while a send
 // that carries its message is in flight returns ErrMayHaveRun, wrapping
 // the context's error, with the message's id: the server may run it
-// (send it again only WithID). A message leased for a Dequeue that left
+// (send it again only WithID). An Enqueue sent alone runs in its
+// caller's goroutine under its own context and waits for its reply as
+// long as the client does (go-redis: its ReadTimeout, or the context's
+// deadline with ContextTimeoutEnabled); when its context ended and the
+// client stopped waiting, it too returns ErrMayHaveRun with the id
+// (TestLoneEnqueueLeavesInFlight). A message leased for a Dequeue that left
 // is given back at once, ready again where a nacked message goes but
 // counted neither as a delivery (MaxDeliveries, Message.Deliveries,
 // Stats.Delivered) nor as a nack, since no consumer got it; should that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -25,11 +26,15 @@ type body struct {
 // has run the enqueue (and, with Replicas, once the replicas have it; an
 // ErrNotDurable comes with the id, as the message was enqueued).
 // Concurrent Enqueues of one handle go to the server together in one
-// call; each succeeds or fails (ErrDuplicate) on its own. One whose
-// context ends returns at once: with the context's error when its
-// message went in no call the server may have run, else with
-// ErrMayHaveRun and the id (the message may be enqueued; an enqueue sent
-// again should name the id, WithID).
+// call; each succeeds or fails (ErrDuplicate) on its own. One sent
+// together with others whose context ends returns at once: with the
+// context's error when its message went in no call the server may have
+// run, else with ErrMayHaveRun and the id (the message may be enqueued;
+// an enqueue sent again should name the id, WithID). One sent alone
+// waits for its reply as long as the client does (go-redis: its
+// ReadTimeout, or the context's deadline with ContextTimeoutEnabled),
+// and returns ErrMayHaveRun and the id as well when its context ended
+// and the client stopped waiting (sentAlone).
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
 	if q.isClosed() {
 		return "", queue.ErrClosed
@@ -75,11 +80,11 @@ func leaveEnqueue(r enqueueReq, err error) error {
 // the others. It sends only the Enqueues whose callers are still there,
 // and rides the server's refusals itself (rideMoves), so that each send
 // again leaves out those that left meanwhile. A lone Enqueue runs as a
-// batch of one, under its own context.
+// batch of one, under its own context (see sentAlone).
 func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	if len(reqs) == 1 {
 		_, err := q.enqueue(reqs[0].p.ctx, reqs[0].now, "all", reqs[0].args[:]...)
-		return []error{err}
+		return []error{sentAlone(err)}
 	}
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -113,6 +118,23 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 		}
 	}
 	return errs
+}
+
+// sentAlone returns the error of a lone Enqueue's call, err, as
+// ErrMayHaveRun where its context ended while the call waited for its
+// reply: the client stopped waiting (a read's timeout, at the context's
+// deadline with go-redis's ContextTimeoutEnabled, else at its
+// ReadTimeout) after a send the server may run, and timedOut has
+// wrapped the context's error in err. A call that was never sent (a
+// dial's error, the pool's timeout) or that the server refused, whose
+// rides ended with the context, is no timeout of a read.
+func sentAlone(err error) error {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || unsent(err) ||
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrMayHaveRun, err)
 }
 
 // takeLive returns the indexes in reqs of the callers still there

@@ -204,3 +204,69 @@ func TestGroupedEnqueueLeavesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), s.Ready, "the held call ran, with c's message")
 }
+
+// TestLoneEnqueueLeavesInFlight: an Enqueue alone, which the server runs
+// but whose reply comes late (a proxy drops it), and whose client stops
+// waiting for it once the Enqueue's context ended (a client that ends
+// the wait at the context's deadline, ContextTimeoutEnabled; or the
+// client's ReadTimeout after a cancel), returns ErrMayHaveRun and its
+// id, as one sent together with others does, not its context's error
+// alone: its message is in the queue.
+func TestLoneEnqueueLeavesInFlight(t *testing.T) {
+	cases := []struct {
+		name string
+		opt  redis.Options
+		end  error
+	}{
+		{"deadline, ContextTimeoutEnabled", redis.Options{ContextTimeoutEnabled: true}, context.DeadlineExceeded},
+		{"cancel, ReadTimeout", redis.Options{ReadTimeout: 300 * time.Millisecond}, context.Canceled},
+	}
+	for _, c := range cases {
+		for _, id := range []string{"", "given"} { // enqueue1 (a generated id), and enqueue
+			t.Run(c.name+", id="+id, func(t *testing.T) { loneEnqueueLeaves(t, c.opt, c.end, id) })
+		}
+	}
+}
+
+func loneEnqueueLeaves(t *testing.T, opt redis.Options, end error, id string) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	p := startDarkProxy(t, srv.Addr)
+	opt.Addr, opt.MaxRetries = p.addr(), -1
+	rdb := redis.NewClient(&opt)
+	defer rdb.Close()
+	q, err := redisq.Open(ctx, rdb, "loneinflight", &redisq.Options{ManualRequeue: true})
+	require.NoError(t, err)
+	defer q.Close()
+	var opts []queue.EnqueueOption
+	if id != "" {
+		opts = append(opts, queue.WithID(id))
+	}
+	// A connection of the pool made and greeted (HELLO), for the Enqueue
+	// to draw, and the housekeeper's first pass done: the server's reply
+	// is all the proxy drops.
+	_, err = q.Enqueue(ctx, []byte("before"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.Ack())
+	time.Sleep(200 * time.Millisecond)
+	p.muted.Store(true)
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if end == context.Canceled {
+		time.AfterFunc(100*time.Millisecond, cancel)
+	}
+	got, err := q.Enqueue(cctx, []byte("ran"), opts...)
+	p.muted.Store(false)
+	t.Logf("Enqueue returned %q: %v", got, err)
+	require.ErrorIs(t, err, redisq.ErrMayHaveRun, "the server ran its call")
+	require.ErrorIs(t, err, end)
+	require.NotEmpty(t, got, "the id comes with ErrMayHaveRun")
+	if id != "" {
+		require.Equal(t, id, got)
+	}
+	m, err = q.TryDequeue()
+	require.NoError(t, err, "the message is in the queue")
+	require.Equal(t, got, m.ID)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,9 +20,12 @@ import (
 // either side sends is read and dropped, as by a host that vanished
 // without a reset, a NAT or firewall that forgot the flow, or a VIP moved
 // elsewhere. The connections accepted after that are forwarded again.
+// While muted, it forwards what clients send and drops what the server
+// answers, on every connection: a server whose replies come late.
 type darkProxy struct {
 	ln     net.Listener
 	target string
+	muted  atomic.Bool
 	mu     sync.Mutex
 	epoch  int        // goDark's count; a connection of an earlier epoch is dark
 	conns  []net.Conn // every socket of the proxy, closed by stop
@@ -66,19 +70,19 @@ func (p *darkProxy) accept() {
 		epoch := p.epoch
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.copy(s, c, epoch)
-		go p.copy(c, s, epoch)
+		go p.copy(s, c, epoch, nil)
+		go p.copy(c, s, epoch, &p.muted)
 	}
 }
 
 // copy forwards from src to dst while the connection's epoch is the
-// current one; past it, it reads and drops.
-func (p *darkProxy) copy(dst, src net.Conn, epoch int) {
+// current one and mute (nil: never) is unset; else it reads and drops.
+func (p *darkProxy) copy(dst, src net.Conn, epoch int, mute *atomic.Bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.isDark(epoch) {
+		if n > 0 && !p.isDark(epoch) && (mute == nil || !mute.Load()) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
