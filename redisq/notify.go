@@ -130,7 +130,7 @@ func (h *handle) listen(ctx context.Context) {
 // that the next receive dials again and subscribes. This is where the
 // handle relies on that rule of go-redis's PubSub (pubsub.go,
 // releaseConn: isBadConn with allowTimeout only for a timeout of its
-// own), TestSilentSubscriptionRedialed checks it.
+// own); TestSilentSubscriptionRedialed checks it.
 func (h *handle) receive(ctx context.Context, pinged bool) (any, error) {
 	if !pinged {
 		return h.ps.ReceiveTimeout(ctx, subscriptionCheck)
