@@ -387,8 +387,10 @@
 // long as the client does (go-redis: its ReadTimeout, or the context's
 // deadline with ContextTimeoutEnabled); when its context ended and the
 // client stopped waiting, it too returns ErrMayHaveRun with the id
-// (TestLoneEnqueueLeavesInFlight). A message leased for a Dequeue that left
-// is given back at once, ready again where a nacked message goes but
+// (TestLoneEnqueueLeavesInFlight), and so does an EnqueueBatch, with
+// every id (TestEnqueueBatchLeavesInFlight). A message leased for a
+// Dequeue that left is given back at once, ready again where a nacked
+// message goes but
 // counted neither as a delivery (MaxDeliveries, Message.Deliveries,
 // Stats.Delivered) nor as a nack, since no consumer got it; should that
 // fail, it is delivered again when its lease runs out, which counts that

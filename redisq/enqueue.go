@@ -120,9 +120,10 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	return errs
 }
 
-// sentAlone returns the error of a lone Enqueue's call, err, as
-// ErrMayHaveRun where its context ended while the call waited for its
-// reply: the client stopped waiting (a read's timeout, at the context's
+// sentAlone returns the error of a call run under its caller's context
+// (a lone Enqueue's, an EnqueueBatch's), err, as ErrMayHaveRun where
+// its context ended while the call waited for its reply: the client
+// stopped waiting (a read's timeout, at the context's
 // deadline with go-redis's ContextTimeoutEnabled, else at its
 // ReadTimeout) after a send the server may run, and timedOut has
 // wrapped the context's error in err. A call that was never sent (a
@@ -163,7 +164,9 @@ func unsend[T any](reqs []T, sent []int, unrun bool, p func(T) *presence) {
 // EnqueueBatch adds the items in order in one call and returns their
 // ids. If any id is a duplicate (ErrDuplicate) or any item is invalid,
 // none is enqueued; the batch is all or nothing, also across a crash of
-// the server.
+// the server. It waits for its reply as a lone Enqueue does, and returns
+// ErrMayHaveRun with the ids when its context ended and the client
+// stopped waiting (sentAlone): all of the batch or none may be enqueued.
 func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -181,7 +184,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		args = append(args, a[:]...)
 	}
 	_, err := q.enqueue(ctx, now, "all", args...)
-	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
+	err = sentAlone(err)
+	// Not durable, or may have run: the ids may be the queue's.
+	if err != nil && !errors.Is(err, ErrNotDurable) && !errors.Is(err, ErrMayHaveRun) {
 		return nil, err
 	}
 	return ids, err

@@ -213,6 +213,42 @@ func TestGroupedEnqueueLeavesInFlight(t *testing.T) {
 // id, as one sent together with others does, not its context's error
 // alone: its message is in the queue.
 func TestLoneEnqueueLeavesInFlight(t *testing.T) {
+	for _, id := range []string{"", "given"} { // enqueue1 (a generated id), and enqueue
+		leavesInFlight(t, "id="+id, func(ctx context.Context, q *redisq.Queue) ([]string, error) {
+			var opts []queue.EnqueueOption
+			if id != "" {
+				opts = append(opts, queue.WithID(id))
+			}
+			got, err := q.Enqueue(ctx, []byte("ran"), opts...)
+			if id != "" && got != "" {
+				require.Equal(t, id, got)
+			}
+			return []string{got}, err
+		})
+	}
+}
+
+// TestEnqueueBatchLeavesInFlight: the same for an EnqueueBatch, one call
+// too: it returns ErrMayHaveRun with every id, not its context's error
+// and no id, and its messages are in the queue.
+func TestEnqueueBatchLeavesInFlight(t *testing.T) {
+	batches := map[string][]queue.Item{
+		"generated ids": {{Payload: []byte("a")}, {Payload: []byte("b")}}, // enqueue1
+		"a given id":    {{Payload: []byte("a")}, {ID: "given", Payload: []byte("b")}},
+	}
+	for name, items := range batches {
+		leavesInFlight(t, name, func(ctx context.Context, q *redisq.Queue) ([]string, error) {
+			return q.EnqueueBatch(ctx, items)
+		})
+	}
+}
+
+// leavesInFlight runs enqueue, one call to the server, through a proxy
+// that drops the server's replies, with its context ended (at its
+// deadline, with ContextTimeoutEnabled; cancelled, with a short
+// ReadTimeout), and checks that it returned ErrMayHaveRun and the id of
+// every message, each in the queue.
+func leavesInFlight(t *testing.T, name string, enqueue func(context.Context, *redisq.Queue) ([]string, error)) {
 	cases := []struct {
 		name string
 		opt  redis.Options
@@ -222,13 +258,11 @@ func TestLoneEnqueueLeavesInFlight(t *testing.T) {
 		{"cancel, ReadTimeout", redis.Options{ReadTimeout: 300 * time.Millisecond}, context.Canceled},
 	}
 	for _, c := range cases {
-		for _, id := range []string{"", "given"} { // enqueue1 (a generated id), and enqueue
-			t.Run(c.name+", id="+id, func(t *testing.T) { loneEnqueueLeaves(t, c.opt, c.end, id) })
-		}
+		t.Run(c.name+", "+name, func(t *testing.T) { leaveInFlight(t, c.opt, c.end, enqueue) })
 	}
 }
 
-func loneEnqueueLeaves(t *testing.T, opt redis.Options, end error, id string) {
+func leaveInFlight(t *testing.T, opt redis.Options, end error, enqueue func(context.Context, *redisq.Queue) ([]string, error)) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	p := startDarkProxy(t, srv.Addr)
@@ -238,13 +272,9 @@ func loneEnqueueLeaves(t *testing.T, opt redis.Options, end error, id string) {
 	q, err := redisq.Open(ctx, rdb, "loneinflight", &redisq.Options{ManualRequeue: true})
 	require.NoError(t, err)
 	defer q.Close()
-	var opts []queue.EnqueueOption
-	if id != "" {
-		opts = append(opts, queue.WithID(id))
-	}
-	// A connection of the pool made and greeted (HELLO), for the Enqueue
-	// to draw, and the housekeeper's first pass done: the server's reply
-	// is all the proxy drops.
+	// A connection of the pool made and greeted (HELLO), for the call to
+	// draw, and the housekeeper's first pass done: the server's reply is
+	// all the proxy drops.
 	_, err = q.Enqueue(ctx, []byte("before"))
 	require.NoError(t, err)
 	m, err := q.TryDequeue()
@@ -257,16 +287,18 @@ func loneEnqueueLeaves(t *testing.T, opt redis.Options, end error, id string) {
 	if end == context.Canceled {
 		time.AfterFunc(100*time.Millisecond, cancel)
 	}
-	got, err := q.Enqueue(cctx, []byte("ran"), opts...)
+	ids, err := enqueue(cctx, q)
 	p.muted.Store(false)
-	t.Logf("Enqueue returned %q: %v", got, err)
+	t.Logf("returned %q: %v", ids, err)
 	require.ErrorIs(t, err, redisq.ErrMayHaveRun, "the server ran its call")
 	require.ErrorIs(t, err, end)
-	require.NotEmpty(t, got, "the id comes with ErrMayHaveRun")
-	if id != "" {
-		require.Equal(t, id, got)
+	require.NotEmpty(t, ids, "the ids come with ErrMayHaveRun")
+	for _, id := range ids {
+		require.NotEmpty(t, id, "the ids come with ErrMayHaveRun")
 	}
-	m, err = q.TryDequeue()
-	require.NoError(t, err, "the message is in the queue")
-	require.Equal(t, got, m.ID)
+	for _, id := range ids {
+		m, err = q.TryDequeue()
+		require.NoError(t, err, "the message is in the queue")
+		require.Equal(t, id, m.ID)
+	}
 }
