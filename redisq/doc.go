@@ -388,7 +388,10 @@
 // deadline with ContextTimeoutEnabled); when its context ended and the
 // client stopped waiting, it too returns ErrMayHaveRun with the id
 // (TestLoneEnqueueLeavesInFlight), and so does an EnqueueBatch, with
-// every id (TestEnqueueBatchLeavesInFlight). A message leased for a
+// every id (TestEnqueueBatchLeavesInFlight); on a client that sends a
+// command again itself (AcceptDoubleRuns) also when its context ended
+// the client's wait to send it again, which returns the context's error
+// alone. A message leased for a
 // Dequeue that left is given back at once, ready again where a nacked
 // message goes but
 // counted neither as a delivery (MaxDeliveries, Message.Deliveries,

@@ -84,7 +84,7 @@ func leaveEnqueue(r enqueueReq, err error) error {
 func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	if len(reqs) == 1 {
 		_, err := q.enqueue(reqs[0].p.ctx, reqs[0].now, "all", reqs[0].args[:]...)
-		return []error{sentAlone(err)}
+		return []error{q.sentAlone(reqs[0].p.ctx, err)}
 	}
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -120,22 +120,30 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	return errs
 }
 
-// sentAlone returns the error of a call run under its caller's context
-// (a lone Enqueue's, an EnqueueBatch's), err, as ErrMayHaveRun where
-// its context ended while the call waited for its reply: the client
-// stopped waiting (a read's timeout, at the context's
-// deadline with go-redis's ContextTimeoutEnabled, else at its
-// ReadTimeout) after a send the server may run, and timedOut has
-// wrapped the context's error in err. A call that was never sent (a
-// dial's error, the pool's timeout) or that the server refused, whose
-// rides ended with the context, is no timeout of a read.
-func sentAlone(err error) error {
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || unsent(err) ||
-		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+// sentAlone returns the error, err, of a call run under its caller's
+// context ctx (a lone Enqueue's, an EnqueueBatch's) as ErrMayHaveRun
+// where ctx ended while the call waited for its reply: the client
+// stopped waiting after a send the server may run (readTimedOut). On a
+// client that sends again itself (h.resends) also where ctx ended the
+// client's wait before its next send, which returns ctx's error alone:
+// its last send may have run. A call that the server refused or that was
+// never sent (unrun: a dial's error, the pool's timeout), whose rides
+// ended with ctx, did not run.
+func (q *Queue) sentAlone(ctx context.Context, err error) error {
+	if err == nil || q.unrun(err) || !readTimedOut(err) && !(q.resends && errors.Is(err, ctx.Err())) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrMayHaveRun, err)
+}
+
+// readTimedOut reports whether err is a wait for a reply that the
+// client ended once the call's context ended: a read's timeout (at the
+// context's deadline with go-redis's ContextTimeoutEnabled, else at its
+// ReadTimeout), in which timedOut has wrapped the context's error.
+func readTimedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
 }
 
 // takeLive returns the indexes in reqs of the callers still there
@@ -184,7 +192,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		args = append(args, a[:]...)
 	}
 	_, err := q.enqueue(ctx, now, "all", args...)
-	err = sentAlone(err)
+	err = q.sentAlone(ctx, err)
 	// Not durable, or may have run: the ids may be the queue's.
 	if err != nil && !errors.Is(err, ErrNotDurable) && !errors.Is(err, ErrMayHaveRun) {
 		return nil, err

@@ -209,9 +209,11 @@ func TestGroupedEnqueueLeavesInFlight(t *testing.T) {
 // but whose reply comes late (a proxy drops it), and whose client stops
 // waiting for it once the Enqueue's context ended (a client that ends
 // the wait at the context's deadline, ContextTimeoutEnabled; or the
-// client's ReadTimeout after a cancel), returns ErrMayHaveRun and its
-// id, as one sent together with others does, not its context's error
-// alone: its message is in the queue.
+// client's ReadTimeout after a cancel; or a client that would send it
+// again itself, AcceptDoubleRuns, and whose wait before that send ends
+// with the context), returns ErrMayHaveRun and its id, as one sent
+// together with others does, not its context's error alone: its message
+// is in the queue.
 func TestLoneEnqueueLeavesInFlight(t *testing.T) {
 	for _, id := range []string{"", "given"} { // enqueue1 (a generated id), and enqueue
 		leavesInFlight(t, "id="+id, func(ctx context.Context, q *redisq.Queue) ([]string, error) {
@@ -246,8 +248,9 @@ func TestEnqueueBatchLeavesInFlight(t *testing.T) {
 // leavesInFlight runs enqueue, one call to the server, through a proxy
 // that drops the server's replies, with its context ended (at its
 // deadline, with ContextTimeoutEnabled; cancelled, with a short
-// ReadTimeout), and checks that it returned ErrMayHaveRun and the id of
-// every message, each in the queue.
+// ReadTimeout; cancelled, on a client that sends again itself), and
+// checks that it returned ErrMayHaveRun and the id of every message,
+// each in the queue.
 func leavesInFlight(t *testing.T, name string, enqueue func(context.Context, *redisq.Queue) ([]string, error)) {
 	cases := []struct {
 		name string
@@ -256,6 +259,11 @@ func leavesInFlight(t *testing.T, name string, enqueue func(context.Context, *re
 	}{
 		{"deadline, ContextTimeoutEnabled", redis.Options{ContextTimeoutEnabled: true}, context.DeadlineExceeded},
 		{"cancel, ReadTimeout", redis.Options{ReadTimeout: 300 * time.Millisecond}, context.Canceled},
+		// A client that sends again itself (Options.AcceptDoubleRuns)
+		// returns its context's error alone: its wait before the next
+		// send ended with the context.
+		{"cancel, ReadTimeout, client retries", redis.Options{ReadTimeout: 300 * time.Millisecond, MaxRetries: 2},
+			context.Canceled},
 	}
 	for _, c := range cases {
 		t.Run(c.name+", "+name, func(t *testing.T) { leaveInFlight(t, c.opt, c.end, enqueue) })
@@ -266,10 +274,14 @@ func leaveInFlight(t *testing.T, opt redis.Options, end error, enqueue func(cont
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	p := startDarkProxy(t, srv.Addr)
-	opt.Addr, opt.MaxRetries = p.addr(), -1
+	resends := opt.MaxRetries > 0
+	opt.Addr = p.addr()
+	if !resends {
+		opt.MaxRetries = -1
+	}
 	rdb := redis.NewClient(&opt)
 	defer rdb.Close()
-	q, err := redisq.Open(ctx, rdb, "loneinflight", &redisq.Options{ManualRequeue: true})
+	q, err := redisq.Open(ctx, rdb, "loneinflight", &redisq.Options{ManualRequeue: true, AcceptDoubleRuns: resends})
 	require.NoError(t, err)
 	defer q.Close()
 	// A connection of the pool made and greeted (HELLO), for the call to
