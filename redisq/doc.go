@@ -391,10 +391,9 @@
 // every id (TestEnqueueBatchLeavesInFlight); on a client that sends a
 // command again itself (AcceptDoubleRuns) also when its context ended
 // the client's wait to send it again, which returns the context's error
-// alone. A message leased for a
-// Dequeue that left is given back at once, ready again where a nacked
-// message goes but
-// counted neither as a delivery (MaxDeliveries, Message.Deliveries,
+// alone. A message leased for a Dequeue that left is given back at once,
+// ready again where a nacked message goes but counted neither as a
+// delivery (MaxDeliveries, Message.Deliveries,
 // Stats.Delivered) nor as a nack, since no consumer got it; should that
 // fail, it is delivered again when its lease runs out, which counts that
 // delivery as a lease that ran out does. Close waits for such a call
