@@ -114,7 +114,16 @@
 // announcement; each consumer woken that leases wakes the next one of its
 // handle), also a dequeue that promoted due delays and then failed on a
 // key of the wrong type, so no goroutine polls and no goroutine holds a connection
-// while it waits; a cancelled context or Close returns at once. A call
+// while it waits; a cancelled context or Close returns at once. The
+// subscription pings its server after 3s without a message and drops a
+// connection that answers nothing within 3s more (a host gone without a
+// reset, a NAT or firewall that forgot the flow, a failover by DNS or
+// VIP: the kernel would report the fault only once it gave up
+// retransmitting, minutes later); it subscribes again on a new
+// connection, and every waiter of the handle looks again, so a wake-up
+// lost to a silent connection reaches the waiters about 6s after the
+// connection fell silent, once the new connection subscribed
+// (TestSilentSubscriptionRedialed). A call
 // to the server it has sent alone is waited for, bounded by
 // Options.OpTimeout rather than the context, so that what the server
 // leased reaches the caller (one sent together with other Dequeues
@@ -373,9 +382,18 @@
 // error (its message is in no later send); one that leaves while a send
 // that carries its message is in flight returns ErrMayHaveRun, wrapping
 // the context's error, with the message's id: the server may run it
-// (send it again only WithID). A message leased for a Dequeue that left
-// is given back at once, ready again where a nacked message goes but
-// counted neither as a delivery (MaxDeliveries, Message.Deliveries,
+// (send it again only WithID). An Enqueue sent alone runs in its
+// caller's goroutine under its own context and waits for its reply as
+// long as the client does (go-redis: its ReadTimeout, or the context's
+// deadline with ContextTimeoutEnabled); when its context ended and the
+// client stopped waiting, it too returns ErrMayHaveRun with the id
+// (TestLoneEnqueueLeavesInFlight), and so does an EnqueueBatch, with
+// every id (TestEnqueueBatchLeavesInFlight); on a client that sends a
+// command again itself (AcceptDoubleRuns) also when its context ended
+// the client's wait to send it again, which returns the context's error
+// alone. A message leased for a Dequeue that left is given back at once,
+// ready again where a nacked message goes but counted neither as a
+// delivery (MaxDeliveries, Message.Deliveries,
 // Stats.Delivered) nor as a nack, since no consumer got it; should that
 // fail, it is delivered again when its lease runs out, which counts that
 // delivery as a lease that ran out does. Close waits for such a call

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -25,11 +26,15 @@ type body struct {
 // has run the enqueue (and, with Replicas, once the replicas have it; an
 // ErrNotDurable comes with the id, as the message was enqueued).
 // Concurrent Enqueues of one handle go to the server together in one
-// call; each succeeds or fails (ErrDuplicate) on its own. One whose
-// context ends returns at once: with the context's error when its
-// message went in no call the server may have run, else with
-// ErrMayHaveRun and the id (the message may be enqueued; an enqueue sent
-// again should name the id, WithID).
+// call; each succeeds or fails (ErrDuplicate) on its own. One sent
+// together with others whose context ends returns at once: with the
+// context's error when its message went in no call the server may have
+// run, else with ErrMayHaveRun and the id (the message may be enqueued;
+// an enqueue sent again should name the id, WithID). One sent alone
+// waits for its reply as long as the client does (go-redis: its
+// ReadTimeout, or the context's deadline with ContextTimeoutEnabled),
+// and returns ErrMayHaveRun and the id as well when its context ended
+// and the client stopped waiting (sentAlone).
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...queue.EnqueueOption) (string, error) {
 	if q.isClosed() {
 		return "", queue.ErrClosed
@@ -75,11 +80,11 @@ func leaveEnqueue(r enqueueReq, err error) error {
 // the others. It sends only the Enqueues whose callers are still there,
 // and rides the server's refusals itself (rideMoves), so that each send
 // again leaves out those that left meanwhile. A lone Enqueue runs as a
-// batch of one, under its own context.
+// batch of one, under its own context (see sentAlone).
 func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	if len(reqs) == 1 {
 		_, err := q.enqueue(reqs[0].p.ctx, reqs[0].now, "all", reqs[0].args[:]...)
-		return []error{err}
+		return []error{q.sentAlone(reqs[0].p.ctx, err)}
 	}
 	ctx, cancel := q.opContext()
 	defer cancel()
@@ -115,6 +120,32 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 	return errs
 }
 
+// sentAlone returns the error, err, of a call run under its caller's
+// context ctx (a lone Enqueue's, an EnqueueBatch's) as ErrMayHaveRun
+// where ctx ended while the call waited for its reply: the client
+// stopped waiting after a send the server may run (readTimedOut). On a
+// client that sends again itself (h.resends) also where ctx ended the
+// client's wait before its next send, which returns ctx's error alone:
+// its last send may have run. A call that the server refused or that was
+// never sent (unrun: a dial's error, the pool's timeout), whose rides
+// ended with ctx, did not run.
+func (q *Queue) sentAlone(ctx context.Context, err error) error {
+	if err == nil || q.unrun(err) || !readTimedOut(err) && !(q.resends && errors.Is(err, ctx.Err())) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrMayHaveRun, err)
+}
+
+// readTimedOut reports whether err is a wait for a reply that the
+// client ended once the call's context ended: a read's timeout (at the
+// context's deadline with go-redis's ContextTimeoutEnabled, else at its
+// ReadTimeout), in which timedOut has wrapped the context's error.
+func readTimedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+}
+
 // takeLive returns the indexes in reqs of the callers still there
 // (presence.take), marked as sent, for the next send to carry.
 func takeLive[T any](reqs []T, p func(T) *presence) []int {
@@ -141,7 +172,9 @@ func unsend[T any](reqs []T, sent []int, unrun bool, p func(T) *presence) {
 // EnqueueBatch adds the items in order in one call and returns their
 // ids. If any id is a duplicate (ErrDuplicate) or any item is invalid,
 // none is enqueued; the batch is all or nothing, also across a crash of
-// the server.
+// the server. It waits for its reply as a lone Enqueue does, and returns
+// ErrMayHaveRun with the ids when its context ended and the client
+// stopped waiting (sentAlone): all of the batch or none may be enqueued.
 func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -159,7 +192,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, items []queue.Item) ([]string,
 		args = append(args, a[:]...)
 	}
 	_, err := q.enqueue(ctx, now, "all", args...)
-	if err != nil && !errors.Is(err, ErrNotDurable) { // not durable: enqueued all the same
+	err = q.sentAlone(ctx, err)
+	// Not durable, or may have run: the ids may be the queue's.
+	if err != nil && !errors.Is(err, ErrNotDurable) && !errors.Is(err, ErrMayHaveRun) {
 		return nil, err
 	}
 	return ids, err

@@ -9,8 +9,13 @@ var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 
 // ErrMayHaveRun is returned, wrapping the context's error, when a
 // caller's context ended while the server may be running, or may have
-// run, the call that carried its change: an Enqueue sent together with
-// others (its id comes with the error) whose message may be enqueued.
+// run, the call that carried its change: an Enqueue (its id comes with
+// the error) whose message may be enqueued, sent together with others
+// and left while their call was in flight, or sent alone and its client
+// stopped waiting for the reply once its context ended (or, on a client
+// that sends a command again itself, its context ended the client's wait
+// to send it again); an EnqueueBatch (its ids come with the error) that
+// ended so, all of whose messages may be enqueued, or none.
 // A change that the server refused, or that was never sent, is reported
 // by the context's error alone. The embedded queue has no such error:
 // once it appended a change's record it waits for its write and fsync

@@ -204,3 +204,113 @@ func TestGroupedEnqueueLeavesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), s.Ready, "the held call ran, with c's message")
 }
+
+// TestLoneEnqueueLeavesInFlight: an Enqueue alone, which the server runs
+// but whose reply comes late (a proxy drops it), and whose client stops
+// waiting for it once the Enqueue's context ended (a client that ends
+// the wait at the context's deadline, ContextTimeoutEnabled; or the
+// client's ReadTimeout after a cancel; or a client that would send it
+// again itself, AcceptDoubleRuns, and whose wait before that send ends
+// with the context), returns ErrMayHaveRun and its id, as one sent
+// together with others does, not its context's error alone: its message
+// is in the queue.
+func TestLoneEnqueueLeavesInFlight(t *testing.T) {
+	for _, id := range []string{"", "given"} { // enqueue1 (a generated id), and enqueue
+		leavesInFlight(t, "id="+id, func(ctx context.Context, q *redisq.Queue) ([]string, error) {
+			var opts []queue.EnqueueOption
+			if id != "" {
+				opts = append(opts, queue.WithID(id))
+			}
+			got, err := q.Enqueue(ctx, []byte("ran"), opts...)
+			if id != "" && got != "" {
+				require.Equal(t, id, got)
+			}
+			return []string{got}, err
+		})
+	}
+}
+
+// TestEnqueueBatchLeavesInFlight: the same for an EnqueueBatch, one call
+// too: it returns ErrMayHaveRun with every id, not its context's error
+// and no id, and its messages are in the queue.
+func TestEnqueueBatchLeavesInFlight(t *testing.T) {
+	batches := map[string][]queue.Item{
+		"generated ids": {{Payload: []byte("a")}, {Payload: []byte("b")}}, // enqueue1
+		"a given id":    {{Payload: []byte("a")}, {ID: "given", Payload: []byte("b")}},
+	}
+	for name, items := range batches {
+		leavesInFlight(t, name, func(ctx context.Context, q *redisq.Queue) ([]string, error) {
+			return q.EnqueueBatch(ctx, items)
+		})
+	}
+}
+
+// leavesInFlight runs enqueue, one call to the server, through a proxy
+// that drops the server's replies, with its context ended (at its
+// deadline, with ContextTimeoutEnabled; cancelled, with a short
+// ReadTimeout; cancelled, on a client that sends again itself), and
+// checks that it returned ErrMayHaveRun and the id of every message,
+// each in the queue.
+func leavesInFlight(t *testing.T, name string, enqueue func(context.Context, *redisq.Queue) ([]string, error)) {
+	cases := []struct {
+		name string
+		opt  redis.Options
+		end  error
+	}{
+		{"deadline, ContextTimeoutEnabled", redis.Options{ContextTimeoutEnabled: true}, context.DeadlineExceeded},
+		{"cancel, ReadTimeout", redis.Options{ReadTimeout: 300 * time.Millisecond}, context.Canceled},
+		// A client that sends again itself (Options.AcceptDoubleRuns)
+		// returns its context's error alone: its wait before the next
+		// send ended with the context.
+		{"cancel, ReadTimeout, client retries", redis.Options{ReadTimeout: 300 * time.Millisecond, MaxRetries: 2},
+			context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name+", "+name, func(t *testing.T) { leaveInFlight(t, c.opt, c.end, enqueue) })
+	}
+}
+
+func leaveInFlight(t *testing.T, opt redis.Options, end error, enqueue func(context.Context, *redisq.Queue) ([]string, error)) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	p := startDarkProxy(t, srv.Addr)
+	resends := opt.MaxRetries > 0
+	opt.Addr = p.addr()
+	if !resends {
+		opt.MaxRetries = -1
+	}
+	rdb := redis.NewClient(&opt)
+	defer rdb.Close()
+	q, err := redisq.Open(ctx, rdb, "loneinflight", &redisq.Options{ManualRequeue: true, AcceptDoubleRuns: resends})
+	require.NoError(t, err)
+	defer q.Close()
+	// A connection of the pool made and greeted (HELLO), for the call to
+	// draw, and the housekeeper's first pass done: the server's reply is
+	// all the proxy drops.
+	_, err = q.Enqueue(ctx, []byte("before"))
+	require.NoError(t, err)
+	m, err := q.TryDequeue()
+	require.NoError(t, err)
+	require.NoError(t, m.Ack())
+	time.Sleep(200 * time.Millisecond)
+	p.muted.Store(true)
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if end == context.Canceled {
+		time.AfterFunc(100*time.Millisecond, cancel)
+	}
+	ids, err := enqueue(cctx, q)
+	p.muted.Store(false)
+	t.Logf("returned %q: %v", ids, err)
+	require.ErrorIs(t, err, redisq.ErrMayHaveRun, "the server ran its call")
+	require.ErrorIs(t, err, end)
+	require.NotEmpty(t, ids, "the ids come with ErrMayHaveRun")
+	for _, id := range ids {
+		require.NotEmpty(t, id, "the ids come with ErrMayHaveRun")
+	}
+	for _, id := range ids {
+		m, err = q.TryDequeue()
+		require.NoError(t, err, "the message is in the queue")
+		require.Equal(t, id, m.ID)
+	}
+}

@@ -72,8 +72,14 @@ func (n *notifier) notifyAll() {
 }
 
 // subscriptionCheck is how long the receive loop (listen) waits for a
-// message before it pings the subscription's server: a PING that cannot
-// be written makes go-redis dial the subscription again.
+// message before it pings the subscription's server (a PING that cannot
+// be written makes go-redis dial the subscription again), and how long
+// it then waits for the Pong, or any message, before it drops the
+// connection as silent: a server whose host vanished without a reset
+// (power lost, a cable, a NAT or firewall that dropped the flow, a
+// failover by DNS or VIP) leaves the PING in the kernel's send buffer
+// and the receive without an error until the kernel gives up
+// retransmitting, minutes later.
 const subscriptionCheck = 3 * time.Second
 
 // listen receives the subscription's messages under ctx, which Close
@@ -82,33 +88,77 @@ const subscriptionCheck = 3 * time.Second
 // is at most once: after every (re)subscription everything wakes and
 // looks again. A receive that fails (a dropped connection) is tried
 // again after a pause; go-redis dials the subscription again, under
-// ctx, within the next receive. It returns when ctx ends or the
-// subscription or its client is closed.
+// ctx, within the next receive. A PING written after subscriptionCheck
+// of quiet must be answered within subscriptionCheck: the receive that
+// waits for it drops a connection that stays silent (receive), and the
+// next receive dials again and subscribes, which wakes every waiter. It
+// returns when ctx ends or the subscription or its client is closed.
 func (h *handle) listen(ctx context.Context) {
 	defer close(h.listened)
+	pinged := false // a PING was written and nothing received since
 	for pause := time.Duration(0); ; {
-		m, err := h.ps.ReceiveTimeout(ctx, subscriptionCheck)
+		m, err := h.receive(ctx, pinged)
 		switch {
 		case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
 			return
 		case err == nil:
-			pause = 0
+			pause, pinged = 0, false
 			h.received(m)
+		case quiet(err) && pinged:
+			pinged = false
+			h.silent()
 		case quiet(err):
 			// Quiet for subscriptionCheck: a PING that fails to be
-			// written dials again; its Pong comes through the next
-			// receive. Its error is the next receive's to see.
-			_ = h.ps.Ping(ctx)
+			// written dials again (its error is the next receive's to
+			// see); one written must be answered.
+			pinged = h.ps.Ping(ctx) == nil
 		default:
+			pinged = false
 			pause = min(max(2*pause, rideFirst), rideMost)
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+			if !sleep(ctx, pause) {
 				return
 			}
 		}
+	}
+}
+
+// receive waits for the subscription's next message, subscriptionCheck
+// at most. After a PING (pinged) it waits under a deadline of its
+// context rather than ReceiveTimeout's timeout: go-redis keeps a
+// connection whose ReceiveTimeout timed out (a quiet channel is no
+// fault) but closes one whose read outlived its context's deadline, so
+// that the next receive dials again and subscribes. This is where the
+// handle relies on that rule of go-redis's PubSub (pubsub.go,
+// releaseConn: isBadConn with allowTimeout only for a timeout of its
+// own); TestSilentSubscriptionRedialed checks it.
+func (h *handle) receive(ctx context.Context, pinged bool) (any, error) {
+	if !pinged {
+		return h.ps.ReceiveTimeout(ctx, subscriptionCheck)
+	}
+	rctx, cancel := context.WithTimeout(ctx, subscriptionCheck)
+	defer cancel()
+	return h.ps.Receive(rctx)
+}
+
+// silent logs that the subscription's PING went unanswered for
+// subscriptionCheck: receive has dropped its connection, and the next
+// receive dials again.
+func (h *handle) silent() {
+	if h.o.Logger != nil {
+		h.o.Logger.Warn("redisq: wake-up subscription silent: PING unanswered; connecting again",
+			"channel", h.wake, "waited", subscriptionCheck)
+	}
+}
+
+// sleep waits for d, and reports false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
