@@ -156,13 +156,12 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var dead deadNotes // dead-letterings at the limit, logged without q.mu once durable
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
-		ds, c, err := q.leaseLocked(max, buf, now, &dead)
+		ds, c, err := q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
-			return q.deliveredDead(ds, c, err, &dead)
+			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing() // the gap before the count is raised
@@ -172,11 +171,11 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
-		ds, c, err = q.leaseLocked(max, buf, now, &dead)
+		ds, c, err = q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			return q.deliveredDead(ds, c, err, &dead)
+			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing()
@@ -184,7 +183,6 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		changed, due := q.mu.changed, q.untilDueLocked(now)
 		timed := q.noteSleepLocked(now, due)
 		q.mu.Unlock()
-		q.logDurableDead(&dead)
 		err = q.sleepFor(ctx, changed, written, due)
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
@@ -192,14 +190,6 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 			return nil, err
 		}
 	}
-}
-
-// deliveredDead is delivered, followed by the logging of the
-// dead-letterings the look made on its way (logDurableDead).
-func (q *Queue) deliveredDead(ds []delivery, c *wal.Commit, err error, dead *deadNotes) ([]delivery, error) {
-	out, err := q.delivered(ds, c, err)
-	q.logDurableDead(dead)
-	return out, err
 }
 
 // delivered ends a look that leased ds under c, and failed with err after
@@ -265,9 +255,10 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // them to out. A failure after some were leased (damage met at the
 // cursor) returns them with the error: they are leased, and are the
 // caller's to deliver. The ready messages that MaxDeliveries dead-letters
-// on the way (leaseOneLocked) are added to dead, for the caller to log
-// once q.mu is released and their records are durable (logDurableDead).
-func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *deadNotes) ([]delivery, *wal.Commit, error) {
+// on the way (leaseOneLocked) are left to the housekeeper to log once
+// their records are durable (appendAtLimitLocked): the caller does not
+// wait for that.
+func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -277,7 +268,7 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *deadNotes)
 	for len(out) < max {
 		var d delivery
 		var c *wal.Commit
-		d, c, err = q.leaseOneLocked(now, dead)
+		d, c, err = q.leaseOneLocked(now)
 		if err != nil || d.m == nil {
 			break
 		}
@@ -325,19 +316,17 @@ func (q *Queue) usableLocked(op string) error {
 
 // leaseOneLocked leases the first ready message, or else the next one at
 // the cursor. A ready message that has had MaxDeliveries is not delivered
-// again: it goes to the dead set (pastLimit), is added to dead, and the
-// next one is looked at.
-func (q *Queue) leaseOneLocked(now int64, dead *deadNotes) (delivery, *wal.Commit, error) {
+// again: it goes to the dead set (pastLimit, appendAtLimitLocked), and
+// the next one is looked at.
+func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
 	for ok && q.pastLimit(e.Deliveries) {
 		rec := q.deadAtLimit(e, now)
-		_, c, err := q.appendOfLocked(rec, nil, &e)
-		if err != nil {
+		note := deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason}
+		if err := q.appendAtLimitLocked(rec, &e, note); err != nil {
 			return delivery{}, nil, err
 		}
-		dead.last = c
-		dead.notes = append(dead.notes, deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason})
 		e, ok = q.mu.st.table.FirstReady()
 	}
 	if ok {
