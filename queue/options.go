@@ -121,8 +121,10 @@ type Options struct {
 	// promises, and none when that write or fsync failed (the queue is
 	// then poisoned): under SyncAlways a power loss never undoes a
 	// dead-lettering so logged. A delivery or pull that dead-lettered on
-	// its way therefore returns only after that wait (an fsync under
-	// SyncAlways). SettleAsync logs its dead-letterings at once, before
+	// its way does not wait for that: it returns once its leases are
+	// written, and the housekeeping goroutine logs those dead-letterings
+	// once durable (under SyncAlways it runs the fsync if no other call's
+	// did), or Close, which waits for it. SettleAsync logs its dead-letterings at once, before
 	// its Pending completes: a crash may undo them, as it may undo the
 	// settle.
 	// Nothing else is logged per message on the enqueue and delivery paths.
