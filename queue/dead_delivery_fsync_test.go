@@ -249,3 +249,81 @@ func TestDeliveryDeadNotLoggedWhenFsyncFails(t *testing.T) {
 	default:
 	}
 }
+
+// A look that only dead-letters (every ready message or value past
+// MaxDeliveries, nothing left to lease) returns once its dead-letterings
+// are written, as every call's change is before it returns: a kill -9
+// after that keeps them. While the write of their records is held,
+// TryDequeue and TryPull do not return ErrEmpty, nor Dequeue and Pull
+// the end of their context (one that ended while they looked).
+func TestDeadOnlyLookReturnsOnceWritten(t *testing.T) {
+	dequeuer := func(t *testing.T, dir string, g *writeGate) *queue.Queue {
+		q := open(t, dir, &queue.Options{MaxDeliveries: -1, ManualRequeue: true})
+		enqueue(t, q, "pa")
+		require.NoError(t, tryDequeue(t, q).Nack(0))
+		require.NoError(t, q.Close())
+		q = open(t, dir, &queue.Options{FS: g, MaxDeliveries: 1, ManualRequeue: true})
+		t.Cleanup(func() { q.Close() })
+		return q
+	}
+	puller := func(t *testing.T, dir string, g *writeGate) *queue.Sorted[int64] {
+		s, err := queue.OpenSorted[int64](dir, nil)
+		require.NoError(t, err)
+		nackedOnce(t, s.Publish, s.TryPull, 1, 2)
+		require.NoError(t, s.Close())
+		s, err = queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{
+			FS: g, MaxDeliveries: 1, ManualRequeue: true}})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	cases := []struct {
+		name string
+		look func(t *testing.T, dir string, g *writeGate) func() error
+		want error
+	}{
+		{"TryDequeue", func(t *testing.T, dir string, g *writeGate) func() error {
+			q := dequeuer(t, dir, g)
+			return func() error { _, err := q.TryDequeue(); return err }
+		}, queue.ErrEmpty},
+		{"Dequeue", func(t *testing.T, dir string, g *writeGate) func() error {
+			q := dequeuer(t, dir, g)
+			return func() error { _, err := q.Dequeue(newEndedCtx()); return err }
+		}, context.Canceled},
+		{"TryPull", func(t *testing.T, dir string, g *writeGate) func() error {
+			s := puller(t, dir, g)
+			return func() error { _, err := s.TryPull(10); return err }
+		}, queue.ErrEmpty},
+		{"Pull", func(t *testing.T, dir string, g *writeGate) func() error {
+			s := puller(t, dir, g)
+			return func() error { _, err := s.Pull(newEndedCtx(), 10); return err }
+		}, context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newWriteGate(nil)
+			look := c.look(t, t.TempDir(), g)
+			g.arm()
+			done := make(chan error, 1)
+			go func() { done <- look() }()
+			select {
+			case <-g.held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the dead-lettering was not written in 10 s")
+			}
+			select {
+			case err := <-done:
+				close(g.freed)
+				t.Fatalf("the look returned (%v) while the write of its dead-lettering was held", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(g.freed)
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, c.want)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the look did not return once its dead-lettering was written")
+			}
+		})
+	}
+}

@@ -171,8 +171,9 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
+		dead := c // the first look's dead-letterings, if any
 		ds, c, err = q.leaseLocked(max, buf, now)
-		if err != nil || len(ds) > 0 {
+		if c = cmp.Or(c, dead); err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
 			return q.delivered(ds, c, err)
@@ -183,7 +184,10 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		changed, due := q.mu.changed, q.untilDueLocked(now)
 		timed := q.noteSleepLocked(now, due)
 		q.mu.Unlock()
-		err = q.sleepFor(ctx, changed, written, due)
+		err = waitWritten(c) // the looks' dead-letterings, before the call may return
+		if err == nil {
+			err = q.sleepFor(ctx, changed, written, due)
+		}
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
 		if err != nil {
@@ -197,8 +201,8 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 // their delivery if that fails too), or reports err, or ErrEmpty, when
 // there were none.
 func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
-	if len(ds) == 0 {
-		return nil, cmp.Or(err, ErrEmpty)
+	if len(ds) == 0 { // c: the dead-letterings the look made, if any
+		return nil, cmp.Or(err, waitWritten(c), ErrEmpty)
 	}
 	out, rerr := q.deliver(ds, c)
 	return out, joinErrors(err, rerr)
@@ -257,7 +261,8 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // caller's to deliver. The ready messages that MaxDeliveries dead-letters
 // on the way (leaseOneLocked) are left to the housekeeper to log once
 // their records are durable (appendAtLimitLocked): the caller does not
-// wait for that.
+// wait for that. The commit returned is that of the last record appended,
+// lease or dead-lettering: the caller waits for its write.
 func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
@@ -269,10 +274,11 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wa
 		var d delivery
 		var c *wal.Commit
 		d, c, err = q.leaseOneLocked(now)
+		last = cmp.Or(c, last)
 		if err != nil || d.m == nil {
 			break
 		}
-		out, last = append(out, d), c
+		out = append(out, d)
 	}
 	if len(out) > 0 {
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
@@ -321,18 +327,21 @@ func (q *Queue) usableLocked(op string) error {
 func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
+	var dead *wal.Commit // the last dead-lettering's, returned unless a lease follows it
 	for ok && q.pastLimit(e.Deliveries) {
 		rec := q.deadAtLimit(e, now)
 		note := deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason}
-		if err := q.appendAtLimitLocked(rec, &e, note); err != nil {
-			return delivery{}, nil, err
+		c, err := q.appendAtLimitLocked(rec, &e, note)
+		if err != nil {
+			return delivery{}, dead, err
 		}
+		dead = c
 		e, ok = q.mu.st.table.FirstReady()
 	}
 	if ok {
 		lsn, c, err := q.appendOfLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil, &e)
 		if err != nil {
-			return delivery{}, nil, err
+			return delivery{}, dead, err
 		}
 		q.obs.noteDelivery(e.Deliveries)
 		m := &Message{ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt), DeliveredAt: time.Unix(0, now),
@@ -342,13 +351,13 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	var er record
 	seq, size, err := q.cursorNextLocked(&er)
 	if err != nil || seq == 0 {
-		return delivery{}, nil, err
+		return delivery{}, dead, err
 	}
 	m := newMessage(er.Payload) // copied before the cursor reads on
 	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
-		return delivery{}, nil, err
+		return delivery{}, dead, err
 	}
 	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
 	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // pastLimit reports whether a message or sorted value delivered n times
@@ -20,10 +21,11 @@ func (q *Queue) pastLimit(n uint32) bool {
 
 // killPastLimitLocked dead-letters the pending values of key that have
 // had MaxDeliveries (pastLimit), which a pull would deliver again
-// (appendAtLimitLocked), and reports whether there were any.
-func (q *Queue) killPastLimitLocked(key string, now int64) (bool, error) {
+// (appendAtLimitLocked), and returns the commit of the last one's
+// record: nil when there were none.
+func (q *Queue) killPastLimitLocked(key string, now int64) (*wal.Commit, error) {
 	if q.opts.MaxDeliveries <= 0 {
-		return false, nil
+		return nil, nil
 	}
 	var past []index.SortedValue
 	q.mu.st.sorted.PendingOf(key, func(v index.SortedValue) bool {
@@ -32,14 +34,17 @@ func (q *Queue) killPastLimitLocked(key string, now int64) (bool, error) {
 		}
 		return true
 	})
+	var last *wal.Commit
 	for _, v := range past {
 		r := &record{Op: opValueDead, Seq: v.Seq, Key: v.Key, Sort: v.Sort, At: now,
 			Reason: limitReason(v.Deliveries, q.opts.MaxDeliveries)}
-		if err := q.appendAtLimitLocked(r, nil, valueDeadNote(v, r.Reason)); err != nil {
-			return false, err
+		c, err := q.appendAtLimitLocked(r, nil, valueDeadNote(v, r.Reason))
+		if err != nil {
+			return last, err
 		}
+		last = c
 	}
-	return len(past) > 0, nil
+	return last, nil
 }
 
 // limitReason is the dead-letter reason of a message or value that
@@ -64,16 +69,18 @@ func (q *Queue) deadAtLimit(e index.Entry, now int64) *record {
 // to be written, neither waits for one nor runs one for it. A power loss
 // before the next fsync may take the dead-lettering back with the
 // lease; the message or value is then at the limit again, and the next
-// delivery or pull dead-letters it again.
-func (q *Queue) appendAtLimitLocked(r *record, e *index.Entry, note deadNote) error {
+// delivery or pull dead-letters it again. It returns the record's commit:
+// the call waits for its write before it returns (a lease's wait covers
+// it), so that a kill -9 keeps it, as every call's change.
+func (q *Queue) appendAtLimitLocked(r *record, e *index.Entry, note deadNote) (*wal.Commit, error) {
 	q.mu.lazy = true
 	lsn, c, err := q.appendOfLocked(r, nil, e)
 	q.mu.lazy = false
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := &q.mu.dead
 	d.notes, d.last, d.lsn = append(d.notes, note), c, lsn
 	q.wakeHousekeeper()
-	return nil
+	return c, nil
 }

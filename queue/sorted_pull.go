@@ -51,8 +51,8 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 		if err != nil || len(bs) > 0 || !block {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			if len(bs) == 0 {
-				return nil, cmp.Or(err, ErrEmpty)
+			if len(bs) == 0 { // c: the dead-letterings the pull made, if any
+				return nil, cmp.Or(err, waitWritten(c), ErrEmpty)
 			}
 			out, derr := s.deliver(bs, c)
 			return out, joinErrors(err, derr)
@@ -63,7 +63,10 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
 		timed := q.noteSleepLocked(q.now(), d)
 		q.mu.Unlock()
-		err = q.sleep(ctx, changed, d)
+		err = waitWritten(c) // the pull's dead-letterings, before the call may return
+		if err == nil {
+			err = q.sleep(ctx, changed, d)
+		}
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
 		if err != nil {
@@ -92,7 +95,9 @@ type pulled struct {
 // failed append after some keys were pulled returns them with the error:
 // they are leased, and are the caller's to deliver, as in leaseLocked.
 // The values MaxDeliveries kept from the pull are left to the housekeeper
-// to log once their records are durable (appendAtLimitLocked).
+// to log once their records are durable (appendAtLimitLocked). The commit
+// returned is that of the last record appended, pull or dead-lettering:
+// the caller waits for its write.
 func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
@@ -109,7 +114,8 @@ func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error)
 		if !ok || (bound != nil && bytes.Compare(sort, bound) > 0) {
 			break
 		}
-		if killed, err := q.killPastLimitLocked(key, now); err != nil || killed {
+		if dead, err := q.killPastLimitLocked(key, now); err != nil || dead != nil {
+			last = cmp.Or(dead, last) // a later group: its write covers the pulls before it
 			if err != nil {
 				failed = err
 				break
