@@ -327,3 +327,58 @@ func TestDeadOnlyLookReturnsOnceWritten(t *testing.T) {
 		})
 	}
 }
+
+// Close logs the dead-letterings that deliveries left to the housekeeper
+// and that it had not logged when it stopped: each line once, in order.
+// Here the handler holds the housekeeper in the first line ("a") while a
+// second delivery dead-letters "b" and Close starts; once let go, the
+// housekeeper may stop before it looks again (its select picks the stop
+// or the kick at random), so the test runs the race 20 times.
+func TestCloseLogsTheDeadLetteringsLeft(t *testing.T) {
+	for i := range 20 {
+		dir := t.TempDir()
+		clk := newFakeClock()
+		q := open(t, dir, &queue.Options{MaxDeliveries: -1, ManualRequeue: true, Clock: clk})
+		enqueue(t, q, "pa", queue.WithID("a"))
+		enqueue(t, q, "pb", queue.WithID("b"))
+		ma, mb := tryDequeue(t, q), tryDequeue(t, q)
+		require.NoError(t, ma.Nack(0))
+		require.NoError(t, mb.Nack(time.Hour)) // b is due an hour later
+		require.NoError(t, q.Close())
+		var mu sync.Mutex
+		var logged []string
+		inA, letA := make(chan struct{}), make(chan struct{})
+		h := funcHandler{func(r slog.Record) {
+			if r.Message != "queue: message dead-lettered" {
+				return
+			}
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "id" {
+					mu.Lock()
+					logged = append(logged, a.Value.String())
+					mu.Unlock()
+					if a.Value.String() == "a" {
+						close(inA)
+						<-letA
+					}
+				}
+				return true
+			})
+		}}
+		q = open(t, dir, &queue.Options{MaxDeliveries: 1, ManualRequeue: true, Clock: clk, Logger: slog.New(h)})
+		_, err := q.TryDequeue()
+		require.ErrorIs(t, err, queue.ErrEmpty, "a is dead-lettered, b not due")
+		<-inA // the housekeeper logs a, and waits
+		clk.Advance(time.Hour)
+		_, err = q.TryDequeue()
+		require.ErrorIs(t, err, queue.ErrEmpty, "b is dead-lettered")
+		closed := make(chan error, 1)
+		go func() { closed <- q.Close() }()
+		time.Sleep(5 * time.Millisecond) // Close waits for the housekeeper
+		close(letA)
+		require.NoError(t, <-closed)
+		mu.Lock()
+		require.Equal(t, []string{"a", "b"}, logged, "run %d", i)
+		mu.Unlock()
+	}
+}
