@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,85 +12,10 @@ import (
 
 	"github.com/walq/walq/internal/fakeclock"
 	"github.com/walq/walq/queue"
-	"github.com/walq/walq/wal"
 )
 
-// errHeldSync is the failure a heldSync's held fsync may return.
+// errHeldSync is the failure a syncGate's held fsync returns when told to.
 var errHeldSync = errors.New("held fsync failed")
-
-// heldSync is the real file system, but it can hold the next fsync of a
-// log segment until released, then let it succeed or fail.
-type heldSync struct {
-	wal.OSFS
-	mu    sync.Mutex
-	armed bool          // the next segment fsync is held
-	fail  error         // what the held fsync returns; nil: its real outcome
-	held  chan struct{} // closed once the held fsync waits
-	freed chan struct{} // closed to let it go on
-}
-
-// hold arms the gate: the next fsync of a log segment waits for release,
-// then returns fail, or its own outcome when fail is nil.
-func (g *heldSync) hold(fail error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.armed, g.fail, g.held, g.freed = true, fail, make(chan struct{}), make(chan struct{})
-}
-
-func (g *heldSync) release() { close(g.freed) }
-
-// wait holds the fsync if it is the armed one, and returns the failure
-// to report instead of fsyncing, if any.
-func (g *heldSync) wait() error {
-	g.mu.Lock()
-	hold, fail, held, freed := g.armed, g.fail, g.held, g.freed
-	g.armed = false
-	g.mu.Unlock()
-	if !hold {
-		return nil
-	}
-	close(held)
-	<-freed
-	return fail
-}
-
-func (g *heldSync) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	f, err := g.OSFS.OpenFile(name, flag, perm)
-	return g.wrap(name, f, err)
-}
-
-func (g *heldSync) Open(name string) (wal.File, error) {
-	f, err := g.OSFS.Open(name)
-	return g.wrap(name, f, err)
-}
-
-// wrap gates the fsyncs of f, opened as name, if it is a log segment.
-func (g *heldSync) wrap(name string, f wal.File, err error) (wal.File, error) {
-	if err != nil || filepath.Base(filepath.Dir(name)) != "log" {
-		return f, err
-	}
-	return heldSyncFile{File: f, g: g}, nil
-}
-
-// heldSyncFile is a segment file whose next fsync the gate may hold.
-type heldSyncFile struct {
-	wal.File
-	g *heldSync
-}
-
-func (f heldSyncFile) Sync() error {
-	if err := f.g.wait(); err != nil {
-		return err
-	}
-	return f.File.Sync()
-}
-
-func (f heldSyncFile) Datasync() error {
-	if err := f.g.wait(); err != nil {
-		return err
-	}
-	return f.File.Datasync()
-}
 
 // deadLines is a Logger that sends the id of each "queue: message
 // dead-lettered" line to the channel it returns.
@@ -115,7 +38,7 @@ func deadLines() (*slog.Logger, <-chan string) {
 // deadOnNextLook opens a queue under SyncAlways with MaxDeliveries 1 in
 // which "a" was delivered and nacked (the next look dead-letters it) and
 // "b" was never delivered (the next look leases it).
-func deadOnNextLook(t *testing.T, g *heldSync, clk *fakeclock.Clock, logger *slog.Logger) *queue.Queue {
+func deadOnNextLook(t *testing.T, g *syncGate, clk *fakeclock.Clock, logger *slog.Logger) *queue.Queue {
 	t.Helper()
 	dir := t.TempDir()
 	q := open(t, dir, &queue.Options{MaxDeliveries: -1, ManualRequeue: true, Clock: clk})
@@ -152,11 +75,11 @@ func dequeueAsync(q *queue.Queue) <-chan dequeued {
 // hears of the dead-lettering only once the fsync returns, so that a
 // power loss cannot undo a dead-lettering it was told of.
 func TestDeliveryDeadLoggedAfterFsyncWithoutWaiting(t *testing.T) {
-	g := &heldSync{}
+	g := newSyncGate()
 	clk := newFakeClock()
 	logger, lines := deadLines()
 	q := deadOnNextLook(t, g, clk, logger)
-	g.hold(nil)
+	g.armSync(nil)
 	d := dequeueWhileHeld(t, g, clk, dequeueAsync(q))
 	require.NoError(t, d.err)
 	require.Equal(t, "b", d.m.ID)
@@ -166,7 +89,7 @@ func TestDeliveryDeadLoggedAfterFsyncWithoutWaiting(t *testing.T) {
 		t.Fatalf("dead-lettering of %s logged before its fsync returned", id)
 	case <-time.After(50 * time.Millisecond):
 	}
-	g.release()
+	close(g.syncFreed)
 	select {
 	case id := <-lines:
 		require.Equal(t, "a", id)
@@ -187,17 +110,17 @@ func TestDeliveryDeadLoggedAfterFsyncWithoutWaiting(t *testing.T) {
 // fsync hangs. It fails the test if Dequeue waits for that fsync: it then
 // moves clk past the lease time, as a hang would, and releases the
 // fsync, to tell what such a Dequeue hands over.
-func dequeueWhileHeld(t *testing.T, g *heldSync, clk *fakeclock.Clock, got <-chan dequeued) dequeued {
+func dequeueWhileHeld(t *testing.T, g *syncGate, clk *fakeclock.Clock, got <-chan dequeued) dequeued {
 	t.Helper()
 	var d dequeued
 	select {
 	case d = <-got:
-	case <-g.held:
+	case <-g.syncHeld:
 		select {
 		case d = <-got:
 		case <-time.After(5 * time.Second):
 			clk.Advance(2 * time.Minute)
-			g.release()
+			close(g.syncFreed)
 			d = <-got
 			var ack error
 			if d.m != nil {
@@ -208,7 +131,7 @@ func dequeueWhileHeld(t *testing.T, g *heldSync, clk *fakeclock.Clock, got <-cha
 		}
 	}
 	select {
-	case <-g.held:
+	case <-g.syncHeld:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no fsync covered the dead-lettering in 10 s")
 	}
@@ -230,15 +153,15 @@ func leaseLeft(m *queue.Message, clk *fakeclock.Clock) string {
 // message all the same (its lease was written), and the queue is
 // poisoned: the next delivery returns the fsync's error, and Close too.
 func TestDeliveryDeadNotLoggedWhenFsyncFails(t *testing.T) {
-	g := &heldSync{}
+	g := newSyncGate()
 	clk := newFakeClock()
 	logger, lines := deadLines()
 	q := deadOnNextLook(t, g, clk, logger)
-	g.hold(errHeldSync)
+	g.armSync(errHeldSync)
 	d := dequeueWhileHeld(t, g, clk, dequeueAsync(q))
 	require.NoError(t, d.err)
 	require.Equal(t, "b", d.m.ID)
-	g.release()
+	close(g.syncFreed)
 	require.ErrorIs(t, d.m.Ack(), errHeldSync, "the ack waits for the fsync after the one that failed")
 	_, err := q.TryDequeue()
 	require.ErrorIs(t, err, errHeldSync, "the queue is poisoned")
