@@ -96,7 +96,7 @@ func runKill9Dead(t *testing.T, name string, expiry bool) {
 	rng, _ := testRand(t)
 	h := &deadParent{t: t, name: name, expiry: expiry, rng: rng, dirA: t.TempDir(), dirW: t.TempDir(),
 		oa: fuzz.NewOracle(), ow: fuzz.NewOracle(),
-		lastDelivery: make(map[string]int), lastAt: make(map[string]int64), purgeAt: make(map[string]int64), fate: make(map[string]byte)}
+		lastDelivery: make(map[string]int), lastAt: make(map[string]int64), requeueAt: make(map[string]int64), purgeAt: make(map[string]int64), fate: make(map[string]byte)}
 	start := time.Now()
 	for cycle := 1; cycle <= cycles; cycle++ {
 		h.cycle(cycle)
@@ -154,6 +154,9 @@ type deadParent struct {
 	// order, or of a later requeue of it from the dead set: a delivery
 	// made before it is reported late.
 	lastAt map[string]int64
+	// requeueAt is the start (unix ns) of the last requeue of a token
+	// from the dead set, which resets its count; 0 when none (lateCount).
+	requeueAt map[string]int64
 	// purgeAt is the start (unix ns) of the last purge of a token from
 	// the dead set: a delivery whose lease ran out before it is reported
 	// late (see delivered).
@@ -287,6 +290,9 @@ func (h *deadParent) apply(l string) {
 		if at, _ := strconv.ParseInt(count, 10, 64); at > h.lastAt[tok] {
 			h.lastAt[tok] = at
 		}
+		if at, _ := strconv.ParseInt(count, 10, 64); at > h.requeueAt[tok] {
+			h.requeueAt[tok] = at
+		}
 	case 'Q':
 		h.promise(tok, 'q', 'Q')
 		h.requeued++
@@ -336,9 +342,10 @@ func (h *deadParent) promise(tok string, start, f byte) {
 // than the last one seen. A delivery made (at) before the last one
 // reported, or before a requeue of tok, or whose lease ran out before a
 // purge of tok started (ranOutBeforePurge), is one whose consumer stalled
-// past its lease before reporting it: it is checked against the limit
-// only, and not fed to the oracle (an ack of the later delivery, or the
-// purge, may have been reported already).
+// past its lease before reporting it: it is not fed to the oracle (an ack
+// of the later delivery, or the purge, may have been reported already),
+// and its count is checked against the limit and against the deliveries
+// reported in order (lateCount).
 func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	n, _ := strconv.Atoi(count)
 	if n > deadMaxDeliveries {
@@ -349,6 +356,7 @@ func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	}
 	if at < h.lastAt[tok] || h.ranOutBeforePurge(tok, at) {
 		h.late++
+		h.lateCount(tok, n, at)
 		return
 	}
 	o.Delivered(tok)
@@ -358,6 +366,27 @@ func (h *deadParent) delivered(o *fuzz.Oracle, tok, count string, at int64) {
 	h.lastDelivery[tok] = n
 	h.lastAt[tok] = at
 	h.fate[tok] = 0
+}
+
+// lateCount checks the count n of tok's delivery made at at and reported
+// late against the last delivery reported in order (lastDelivery, made at
+// lastAt), when both are known to count in the same run of deliveries:
+// one made after it (ranOutBeforePurge) has a larger count (a requeue
+// from the dead set since resets lastDelivery to 0, and its "q" line
+// comes before the report of any delivery made after it took effect);
+// one made before it, a smaller count, if tok was never requeued from the
+// dead set. Once it was, a requeue may take effect between the two
+// deliveries, after the time its "q" line gives (its start), and the
+// child reports no time of its end: such a late delivery is not compared.
+// lateCount changes nothing: the late delivery is not tok's last word.
+func (h *deadParent) lateCount(tok string, n int, at int64) {
+	last := h.lastDelivery[tok]
+	switch {
+	case at >= h.lastAt[tok] && n <= last:
+		h.violate("%s delivered with count %d after a delivery with count %d", tok, n, last)
+	case at < h.lastAt[tok] && h.requeueAt[tok] == 0 && n >= last:
+		h.violate("%s delivered with count %d before a delivery with count %d", tok, n, last)
+	}
 }
 
 // ranOutBeforePurge reports whether the lease of tok's delivery made at

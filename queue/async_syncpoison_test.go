@@ -12,13 +12,28 @@ import (
 )
 
 // syncGate is a writeGate whose files, once the gate is armed for it, hold
-// their next Datasync until the test releases it; the fsync is then made.
+// their next Datasync until the test releases it; the fsync is then made,
+// or fails with syncErr when that is set.
 type syncGate struct {
 	*writeGate
 	smu       sync.Mutex
 	syncArmed bool
+	syncErr   error         // what the armed fsync returns instead of being made; nil: it is made
 	syncHeld  chan struct{} // closed once the armed fsync waits
 	syncFreed chan struct{} // closed to let it go on
+}
+
+// newSyncGate returns a syncGate whose writes are made, not armed yet.
+func newSyncGate() *syncGate {
+	return &syncGate{writeGate: newWriteGate(nil), syncHeld: make(chan struct{}), syncFreed: make(chan struct{})}
+}
+
+// armSync holds the next fsync until syncFreed is closed; it then fails
+// with fail, or is made when fail is nil.
+func (g *syncGate) armSync(fail error) {
+	g.smu.Lock()
+	g.syncArmed, g.syncErr = true, fail
+	g.smu.Unlock()
 }
 
 func (g *syncGate) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
@@ -44,12 +59,15 @@ type gatedFile struct {
 
 func (f *gatedFile) Datasync() error {
 	f.g.smu.Lock()
-	hold := f.g.syncArmed
+	hold, fail := f.g.syncArmed, f.g.syncErr
 	f.g.syncArmed = false
 	f.g.smu.Unlock()
 	if hold {
 		close(f.g.syncHeld)
 		<-f.g.syncFreed
+		if fail != nil {
+			return fail
+		}
 	}
 	return f.File.Datasync()
 }

@@ -156,13 +156,12 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var dead deadNotes // dead-letterings at the limit, logged without q.mu once durable
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
-		ds, c, err := q.leaseLocked(max, buf, now, &dead)
+		ds, c, err := q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
-			return q.deliveredDead(ds, c, err, &dead)
+			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing() // the gap before the count is raised
@@ -172,11 +171,12 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// then readable at the cursor: what to wait for is taken before
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
-		ds, c, err = q.leaseLocked(max, buf, now, &dead)
-		if err != nil || len(ds) > 0 {
+		dead := c // the first look's dead-letterings, if any
+		ds, c, err = q.leaseLocked(max, buf, now)
+		if c = cmp.Or(c, dead); err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			return q.deliveredDead(ds, c, err, &dead)
+			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
 			q.foundNothing()
@@ -184,8 +184,10 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		changed, due := q.mu.changed, q.untilDueLocked(now)
 		timed := q.noteSleepLocked(now, due)
 		q.mu.Unlock()
-		q.logDurableDead(&dead)
-		err = q.sleepFor(ctx, changed, written, due)
+		err = waitWritten(c) // the looks' dead-letterings, before the call may return
+		if err == nil {
+			err = q.sleepFor(ctx, changed, written, due)
+		}
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
 		if err != nil {
@@ -194,21 +196,13 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 	}
 }
 
-// deliveredDead is delivered, followed by the logging of the
-// dead-letterings the look made on its way (logDurableDead).
-func (q *Queue) deliveredDead(ds []delivery, c *wal.Commit, err error, dead *deadNotes) ([]delivery, error) {
-	out, err := q.delivered(ds, c, err)
-	q.logDurableDead(dead)
-	return out, err
-}
-
 // delivered ends a look that leased ds under c, and failed with err after
 // them if err is set: it delivers them (with err, and with the error of
 // their delivery if that fails too), or reports err, or ErrEmpty, when
 // there were none.
 func (q *Queue) delivered(ds []delivery, c *wal.Commit, err error) ([]delivery, error) {
-	if len(ds) == 0 {
-		return nil, cmp.Or(err, ErrEmpty)
+	if len(ds) == 0 { // c: the dead-letterings the look made, if any
+		return nil, cmp.Or(err, waitWritten(c), ErrEmpty)
 	}
 	out, rerr := q.deliver(ds, c)
 	return out, joinErrors(err, rerr)
@@ -265,9 +259,11 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // them to out. A failure after some were leased (damage met at the
 // cursor) returns them with the error: they are leased, and are the
 // caller's to deliver. The ready messages that MaxDeliveries dead-letters
-// on the way (leaseOneLocked) are added to dead, for the caller to log
-// once q.mu is released and their records are durable (logDurableDead).
-func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *deadNotes) ([]delivery, *wal.Commit, error) {
+// on the way (leaseOneLocked) are left to the housekeeper to log once
+// their records are durable (appendAtLimitLocked): the caller does not
+// wait for that. The commit returned is that of the last record appended,
+// lease or dead-lettering: the caller waits for its write.
+func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -277,11 +273,12 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, dead *deadNotes)
 	for len(out) < max {
 		var d delivery
 		var c *wal.Commit
-		d, c, err = q.leaseOneLocked(now, dead)
+		d, c, err = q.leaseOneLocked(now)
+		last = cmp.Or(c, last)
 		if err != nil || d.m == nil {
 			break
 		}
-		out, last = append(out, d), c
+		out = append(out, d)
 	}
 	if len(out) > 0 {
 		q.noteLeaseLocked(later(now, q.opts.AckTimeout))
@@ -325,25 +322,26 @@ func (q *Queue) usableLocked(op string) error {
 
 // leaseOneLocked leases the first ready message, or else the next one at
 // the cursor. A ready message that has had MaxDeliveries is not delivered
-// again: it goes to the dead set (pastLimit), is added to dead, and the
-// next one is looked at.
-func (q *Queue) leaseOneLocked(now int64, dead *deadNotes) (delivery, *wal.Commit, error) {
+// again: it goes to the dead set (pastLimit, appendAtLimitLocked), and
+// the next one is looked at.
+func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
+	var dead *wal.Commit // the last dead-lettering's, returned unless a lease follows it
 	for ok && q.pastLimit(e.Deliveries) {
 		rec := q.deadAtLimit(e, now)
-		_, c, err := q.appendOfLocked(rec, nil, &e)
+		note := deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason}
+		c, err := q.appendAtLimitLocked(rec, &e, note)
 		if err != nil {
-			return delivery{}, nil, err
+			return delivery{}, dead, err
 		}
-		dead.last = c
-		dead.notes = append(dead.notes, deadNote{id: e.ID, seq: e.Seq, deliveries: e.Deliveries, reason: rec.Reason})
+		dead = c
 		e, ok = q.mu.st.table.FirstReady()
 	}
 	if ok {
 		lsn, c, err := q.appendOfLocked(&record{Op: opLease, Seq: e.Seq, At: now, Due: deadline}, nil, &e)
 		if err != nil {
-			return delivery{}, nil, err
+			return delivery{}, dead, err
 		}
 		q.obs.noteDelivery(e.Deliveries)
 		m := &Message{ID: e.ID, EnqueuedAt: time.Unix(0, e.EnqueuedAt), DeliveredAt: time.Unix(0, now),
@@ -353,13 +351,13 @@ func (q *Queue) leaseOneLocked(now int64, dead *deadNotes) (delivery, *wal.Commi
 	var er record
 	seq, size, err := q.cursorNextLocked(&er)
 	if err != nil || seq == 0 {
-		return delivery{}, nil, err
+		return delivery{}, dead, err
 	}
 	m := newMessage(er.Payload) // copied before the cursor reads on
 	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
-		return delivery{}, nil, err
+		return delivery{}, dead, err
 	}
 	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
 	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q

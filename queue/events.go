@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -79,28 +80,50 @@ type deadNote struct {
 	reason     string // the dead-letter reason its record holds
 }
 
-// deadNotes are the dead-letterings at MaxDeliveries that a delivery or a
-// sorted queue's pull made on its way (leaseOneLocked,
-// killPastLimitLocked), and the commit of the last one's record.
+// deadNotes are the dead-letterings at MaxDeliveries that deliveries and
+// sorted queues' pulls made on their way (appendAtLimitLocked), in LSN
+// order, and the commit and LSN of the last one's record.
 type deadNotes struct {
 	notes []deadNote
 	last  *wal.Commit // nil when notes is empty
+	lsn   uint64      // the last one's record; 0 when notes is empty
 }
 
-// logDurableDead logs the dead-letterings of d once the commit of their
-// records is as durable as the sync mode promises (the last one's commit
-// covers the records appended before it), and empties d. It logs none
-// when that write or fsync failed: the log is poisoned and a power loss
-// may undo them, so that the reopened queue holds every message logged as
-// dead-lettered in its dead set. It runs without q.mu (see logDead).
-func (q *Queue) logDurableDead(d *deadNotes) {
-	if len(d.notes) == 0 {
-		return
-	}
-	if wait(d.last) == nil {
+// logPendingDead logs the dead-letterings that deliveries and pulls left
+// to it (q.mu.dead), in order, once their records are as durable as the
+// sync mode promises (makeDurable: the last one's covers those before it). It
+// logs none of them when that write or fsync failed: the log is poisoned
+// and a power loss may undo them, so that the reopened queue holds every
+// message logged as dead-lettered in its dead set. The housekeeper runs
+// it, and Close once the housekeeper has returned: one at a time, so
+// each note is logged once, or dropped once, in order. It runs without
+// q.mu (see logDead).
+func (q *Queue) logPendingDead() {
+	q.mu.Lock()
+	d := q.mu.dead
+	q.mu.dead = deadNotes{}
+	q.mu.Unlock()
+	if len(d.notes) > 0 && q.makeDurable(d.last, d.lsn) == nil {
 		q.logDead(d.notes)
 	}
-	*d = deadNotes{}
+}
+
+// makeDurable waits until the record at lsn, appended lazily under
+// commit c, is as durable as the sync mode promises (durable): written,
+// and under SyncAlways covered by an fsync, which it runs (wal.Log.Flush)
+// unless one already did, as nobody else may: a lazy record starts none
+// of its own.
+func (q *Queue) makeDurable(c *wal.Commit, lsn uint64) error {
+	if err := wait(c); err != nil {
+		return err
+	}
+	if q.durable(lsn) {
+		return nil
+	}
+	if err := q.log.Flush(); err != nil {
+		return fmt.Errorf("queue: flush: %w", err)
+	}
+	return nil
 }
 
 // logDead logs the dead-letterings of a settle, or of a delivery that

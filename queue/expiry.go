@@ -7,10 +7,12 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// housekeep is the queue's background goroutine. It owns three jobs:
+// housekeep is the queue's background goroutine. It owns four jobs:
 // ending leases whose deadline passed (unless ManualRequeue), compacting
-// the log when it has grown, and waking the blocked calls whose due time
-// passed by the clock (wakeSleepers). It sleeps until the next lease
+// the log when it has grown, waking the blocked calls whose due time
+// passed by the clock (wakeSleepers), and logging the dead-letterings
+// that deliveries and pulls made on their way once durable
+// (logPendingDead). It sleeps until the next lease
 // deadline or due time (reading the clock again at least every
 // clockRecheck) or a kick;
 // Close stops it and waits for it.
@@ -21,6 +23,7 @@ func (q *Queue) housekeep() {
 		// Failures are retried with backoff, kept in Stats and logged
 		// (events.go).
 		q.checkWriteError()
+		q.logPendingDead()
 		q.requeueInBackground()
 		q.compactInBackground()
 		var timer <-chan time.Time

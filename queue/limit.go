@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/walq/walq/index"
+	"github.com/walq/walq/wal"
 )
 
 // pastLimit reports whether a message or sorted value delivered n times
@@ -19,12 +20,12 @@ func (q *Queue) pastLimit(n uint32) bool {
 }
 
 // killPastLimitLocked dead-letters the pending values of key that have
-// had MaxDeliveries (pastLimit), which a pull would deliver again, keeps
-// them in dead to be logged without q.mu once durable (logDurableDead),
-// and reports whether there were any.
-func (q *Queue) killPastLimitLocked(key string, now int64, dead *deadNotes) (bool, error) {
+// had MaxDeliveries (pastLimit), which a pull would deliver again
+// (appendAtLimitLocked), and returns the commit of the last one's
+// record: nil when there were none.
+func (q *Queue) killPastLimitLocked(key string, now int64) (*wal.Commit, error) {
 	if q.opts.MaxDeliveries <= 0 {
-		return false, nil
+		return nil, nil
 	}
 	var past []index.SortedValue
 	q.mu.st.sorted.PendingOf(key, func(v index.SortedValue) bool {
@@ -33,17 +34,17 @@ func (q *Queue) killPastLimitLocked(key string, now int64, dead *deadNotes) (boo
 		}
 		return true
 	})
+	var last *wal.Commit
 	for _, v := range past {
 		r := &record{Op: opValueDead, Seq: v.Seq, Key: v.Key, Sort: v.Sort, At: now,
 			Reason: limitReason(v.Deliveries, q.opts.MaxDeliveries)}
-		c, err := q.appendLocked(r, nil)
+		c, err := q.appendAtLimitLocked(r, nil, valueDeadNote(v, r.Reason))
 		if err != nil {
-			return false, err
+			return last, err
 		}
-		dead.last = c
-		dead.notes = append(dead.notes, valueDeadNote(v, r.Reason))
+		last = c
 	}
-	return len(past) > 0, nil
+	return last, nil
 }
 
 // limitReason is the dead-letter reason of a message or value that
@@ -57,4 +58,29 @@ func limitReason(deliveries uint32, limit int) string {
 func (q *Queue) deadAtLimit(e index.Entry, now int64) *record {
 	return &record{Op: opDead, Seq: e.Seq, At: now,
 		Reason: limitReason(e.Deliveries, q.opts.MaxDeliveries)}
+}
+
+// appendAtLimitLocked appends r, the dead-lettering of a message (its
+// table entry e) or sorted value (e nil) that pastLimit keeps from a
+// delivery or pull, and keeps note for the housekeeper, which logs it
+// once the record is as durable as Sync promises (logPendingDead). The
+// record is appended lazily, as the delivery's lease is: under SyncAlways
+// it starts no fsync, and the delivery, which only waits for its lease
+// to be written, neither waits for one nor runs one for it. A power loss
+// before the next fsync may take the dead-lettering back with the
+// lease; the message or value is then at the limit again, and the next
+// delivery or pull dead-letters it again. It returns the record's commit:
+// the call waits for its write before it returns (a lease's wait covers
+// it), so that a kill -9 keeps it, as every call's change.
+func (q *Queue) appendAtLimitLocked(r *record, e *index.Entry, note deadNote) (*wal.Commit, error) {
+	q.mu.lazy = true
+	lsn, c, err := q.appendOfLocked(r, nil, e)
+	q.mu.lazy = false
+	if err != nil {
+		return nil, err
+	}
+	d := &q.mu.dead
+	d.notes, d.last, d.lsn = append(d.notes, note), c, lsn
+	q.wakeHousekeeper()
+	return c, nil
 }

@@ -121,15 +121,18 @@ type Options struct {
 	// promises, and none when that write or fsync failed (the queue is
 	// then poisoned): under SyncAlways a power loss never undoes a
 	// dead-lettering so logged. A delivery or pull that dead-lettered on
-	// its way therefore returns only after that wait (an fsync under
-	// SyncAlways). SettleAsync logs its dead-letterings at once, before
-	// its Pending completes: a crash may undo them, as it may undo the
-	// settle.
+	// its way does not wait for that: it returns once its leases and
+	// those dead-letterings are written, and the housekeeping goroutine
+	// logs them once durable (under SyncAlways it runs the fsync if no
+	// other call's did), or Close, which waits for it. SettleAsync logs
+	// its dead-letterings at once, before its Pending completes: a crash
+	// may undo them, as it may undo the settle.
 	// Nothing else is logged per message on the enqueue and delivery paths.
 	// Every event is logged without the queue's lock held: the handler
 	// may call the queue, but not Close on the goroutine that called it:
 	// the background events (leases that ran out, background failures,
-	// the sticky write error, compactions) are logged by the queue's
+	// the sticky write error, compactions, the dead-letterings of
+	// deliveries and pulls) are logged by the queue's
 	// housekeeping goroutine, which Close waits for. A handler that
 	// closes the queue starts Close on a goroutine of its own (Close on
 	// the housekeeping goroutine returns ErrHousekeeper at once). The

@@ -40,6 +40,8 @@ type Queue struct {
 		enc        []byte        // appendLSNLocked's encoding buffer; the log copies what it appends
 		noWait     bool          // set by an asynchronous call around its appends: nobody waits for them, so the committer must be woken
 		late       bool          // set with noWait by SettleAsync: the committer may be woken late (wal.Log.AppendLate), as the next delivery's write usually takes its records
+		lazy       bool          // set around a dead-lettering at MaxDeliveries that a delivery or pull makes (appendAtLimitLocked): its record is appended lazily, as the lease is
+		dead       deadNotes     // those dead-letterings, in LSN order, for the housekeeper to log once durable (logPendingDead)
 		idCommit   *wal.Commit   // the commit of the group holding the last enqueue record with a producer-given id appended; nil before the first (see heldID)
 	}
 
@@ -172,7 +174,7 @@ func (q *Queue) appendOfLocked(r *record, enc []byte, e *index.Entry) (uint64, *
 			return 0, nil, err
 		}
 	}
-	lazy := lazyOp(r.Op)
+	lazy := lazyOp(r.Op) || q.mu.lazy
 	var lsn uint64
 	var c *wal.Commit
 	var err error
@@ -404,6 +406,7 @@ func (q *Queue) Close() error {
 	close(q.stop)
 	q.wg.Wait()
 	err := wait(c)
+	q.logPendingDead() // what the housekeeper left: no delivery adds to it once closed is set
 	if appendErr != nil {
 		err = appendErr
 	}

@@ -55,8 +55,10 @@ func (h *deadLogHandler) logged() []map[string]any {
 
 // A sorted queue logs each value it dead-letters, as the ack queue logs
 // each message: a consumer's batch dead-letter, a nack past MaxDeliveries,
-// and a pull that MaxDeliveries keeps from a value. It logs with the
-// queue's lock released: a handler that calls the queue does not hang it.
+// and a pull that MaxDeliveries keeps from a value (that one from the
+// housekeeping goroutine, once durable, after the pull returned). It logs
+// with the queue's lock released: a handler that calls the queue does not
+// hang it.
 func TestSortedDeadLetteringIsLogged(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -99,7 +101,7 @@ func TestSortedDeadLetteringIsLogged(t *testing.T) {
 				c.before(s)
 			}
 			require.NoError(t, s.Close())
-			h := &deadLogHandler{}
+			h := &deadLogHandler{two: make(chan struct{})}
 			s, err = queue.OpenSorted[int64](dir, &queue.SortedOptions{Options: queue.Options{
 				MaxDeliveries: c.limit, Logger: slog.New(h)}})
 			require.NoError(t, err)
@@ -118,6 +120,7 @@ func TestSortedDeadLetteringIsLogged(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the call that logged hangs: its log handler could not take the queue's lock")
 			}
+			waitTwoLogged(t, h) // a pull's are logged by the housekeeper, after it returned
 			logged := h.logged()
 			require.Len(t, logged, 2, "one line per value dead-lettered")
 			for _, a := range logged {
@@ -169,7 +172,7 @@ func TestSortedDeadLetteringIsLoggedByPullAndWindowed(t *testing.T) {
 		publish := func(ctx context.Context, _ time.Time, key string, p []byte) error { return w.Publish(ctx, key, p) }
 		nackedOnce(t, publish, w.TryPull, time.Time{}, time.Time{})
 		require.NoError(t, w.Close())
-		h := &deadLogHandler{}
+		h := &deadLogHandler{two: make(chan struct{})}
 		o.MaxDeliveries, o.Logger = 1, slog.New(h)
 		w, err = queue.OpenWindowed(dir, o)
 		require.NoError(t, err)
@@ -177,8 +180,19 @@ func TestSortedDeadLetteringIsLoggedByPullAndWindowed(t *testing.T) {
 		h.setStats(w.Stats)
 		_, err = w.TryPull(10)
 		require.ErrorIs(t, err, queue.ErrEmpty)
+		waitTwoLogged(t, h)
 		requireDeadLogged(t, h, reason)
 	})
+}
+
+// waitTwoLogged waits until h logged two dead-letterings.
+func waitTwoLogged(t *testing.T, h *deadLogHandler) {
+	t.Helper()
+	select {
+	case <-h.two:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d dead-letterings logged in 10 s, want 2", len(h.logged()))
+	}
 }
 
 // nackedOnce publishes two values under key k and nacks their batch once.

@@ -31,7 +31,7 @@ func TestSortedPullFollowsLeasedCopy(t *testing.T) {
 	}
 	q := s.q
 	q.mu.Lock()
-	pulled, c, err := q.pullLocked(1, nil, new(deadNotes))
+	pulled, c, err := q.pullLocked(1, nil)
 	q.mu.Unlock()
 	require.NoError(t, err)
 	require.NoError(t, waitWritten(c))

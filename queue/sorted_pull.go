@@ -46,18 +46,15 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 			return nil, err
 		}
 		q.waiters.Add(1)
-		var dead deadNotes // values MaxDeliveries kept from the pull, logged without q.mu once durable
 		q.mu.Lock()
-		bs, c, err := q.pullLocked(max, s.bound(), &dead)
+		bs, c, err := q.pullLocked(max, s.bound())
 		if err != nil || len(bs) > 0 || !block {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
-			if len(bs) == 0 {
-				q.logDurableDead(&dead)
-				return nil, cmp.Or(err, ErrEmpty)
+			if len(bs) == 0 { // c: the dead-letterings the pull made, if any
+				return nil, cmp.Or(err, waitWritten(c), ErrEmpty)
 			}
 			out, derr := s.deliver(bs, c)
-			q.logDurableDead(&dead)
 			return out, joinErrors(err, derr)
 		}
 		if q.foundNothing != nil {
@@ -66,8 +63,10 @@ func (s *Sorted[K]) pull(ctx context.Context, max int, block bool) ([]*Batch[K],
 		changed, d := q.mu.changed, q.untilPullableLocked(s.window)
 		timed := q.noteSleepLocked(q.now(), d)
 		q.mu.Unlock()
-		q.logDurableDead(&dead)
-		err = q.sleep(ctx, changed, d)
+		err = waitWritten(c) // the pull's dead-letterings, before the call may return
+		if err == nil {
+			err = q.sleep(ctx, changed, d)
+		}
 		q.sleptTimed(timed)
 		q.waiters.Add(-1)
 		if err != nil {
@@ -95,10 +94,11 @@ type pulled struct {
 // pullLocked leases whole keys, in order, until max values are taken. A
 // failed append after some keys were pulled returns them with the error:
 // they are leased, and are the caller's to deliver, as in leaseLocked.
-// The values MaxDeliveries kept from the pull are added to dead, for the
-// caller to log once q.mu is released and their records are durable
-// (logDurableDead).
-func (q *Queue) pullLocked(max int, bound []byte, dead *deadNotes) ([]pulled, *wal.Commit, error) {
+// The values MaxDeliveries kept from the pull are left to the housekeeper
+// to log once their records are durable (appendAtLimitLocked). The commit
+// returned is that of the last record appended, pull or dead-lettering:
+// the caller waits for its write.
+func (q *Queue) pullLocked(max int, bound []byte) ([]pulled, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -114,7 +114,8 @@ func (q *Queue) pullLocked(max int, bound []byte, dead *deadNotes) ([]pulled, *w
 		if !ok || (bound != nil && bytes.Compare(sort, bound) > 0) {
 			break
 		}
-		if killed, err := q.killPastLimitLocked(key, now, dead); err != nil || killed {
+		if dead, err := q.killPastLimitLocked(key, now); err != nil || dead != nil {
+			last = cmp.Or(dead, last) // a later group: its write covers the pulls before it
 			if err != nil {
 				failed = err
 				break

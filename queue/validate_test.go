@@ -79,7 +79,7 @@ func newValidateFixture(t *testing.T) *validateFixture {
 	f.leased, f.lease, f.ready, f.dead = m1.Receipt.Seq, m1.Receipt.Lease, m2.Receipt.Seq, m3.Receipt.Seq
 	require.NoError(t, q.publish(ctx, []byte{1}, "k", []byte("v"), q.now()))
 	q.mu.Lock()
-	bs, _, err := q.pullLocked(1, nil, new(deadNotes))
+	bs, _, err := q.pullLocked(1, nil)
 	q.mu.Unlock()
 	require.NoError(t, err)
 	require.Len(t, bs, 1)
