@@ -58,7 +58,8 @@ func powerRecord(id int) []byte {
 // overlapWorkload fills four 4 KiB segments (acknowledged by a Flush),
 // then truncates below the last sealed one with its first unlink held
 // while 20 more records are appended and waited for one by one (two rolls
-// or more), then lets the truncation go on and closes the log.
+// or more), then lets the truncation go on, appends 5 more once it has
+// returned and closes the log.
 func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun {
 	defer g.goOn()
 	run := overlapRun{acked: map[int]wal.LSN{}}
@@ -96,7 +97,17 @@ func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun 
 		run.truncated = err == nil
 		return run
 	}
-	for range 20 {
+	id = appendWaited(l, run.acked, id, 20)
+	g.goOn()
+	run.truncated = <-res == nil
+	appendWaited(l, run.acked, id, 5) // crash points after TruncateFront returned
+	return run
+}
+
+// appendWaited appends n records from id on, waiting for each, records
+// those reported durable in acked, and returns the next id.
+func appendWaited(l *wal.Log, acked map[int]wal.LSN, id, n int) int {
+	for range n {
 		lsn, c, err := l.Append(powerRecord(id))
 		if err == nil {
 			err = c.Wait()
@@ -104,12 +115,10 @@ func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun 
 		if err != nil {
 			break
 		}
-		run.acked[id] = lsn
+		acked[id] = lsn
 		id++
 	}
-	g.goOn()
-	run.truncated = <-res == nil
-	return run
+	return id
 }
 
 // TestPowerLossInOverlappedTruncation: a truncation whose unlinks and
@@ -119,7 +128,7 @@ func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun 
 // order; FirstLSN never passes the cut, and is the cut once TruncateFront
 // returned nil.
 func TestPowerLossInOverlappedTruncation(t *testing.T) {
-	const states = 12
+	const states = 40
 	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
 	for crashAt := 1; ; crashAt++ {
 		root := t.TempDir()
@@ -132,7 +141,7 @@ func TestPowerLossInOverlappedTruncation(t *testing.T) {
 		o.FS = g
 		run := overlapWorkload(filepath.Join(root, "log"), &o, g)
 		if !cfs.Crashed() {
-			if !run.truncated || len(run.acked) < 25 {
+			if !run.truncated || len(run.acked) < 30 {
 				t.Fatalf("no crash, truncated %v, %d records acknowledged", run.truncated, len(run.acked))
 			}
 			t.Logf("%d durable operations, %d states each", crashAt-1, states)
