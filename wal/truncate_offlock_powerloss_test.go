@@ -15,7 +15,11 @@ import (
 )
 
 // unlinkGateFS is a crash file system that holds the first removal of a
-// segment file, once armed, until the test lets it go.
+// segment file, once armed, until the test lets it go. With steps set, it
+// then takes the power away (crashfs.FS.Image) just before the left-th
+// removal or directory fsync made after the release, the held removal
+// counted first, or, when fewer are made, just after TruncateFront
+// returned (crashAtReturn).
 type unlinkGateFS struct {
 	*crashfs.FS
 	mu      sync.Mutex
@@ -23,6 +27,10 @@ type unlinkGateFS struct {
 	reached chan struct{}
 	let     sync.Once
 	release chan struct{}
+
+	steps    bool // crash at a step of the truncation, not at a durable operation
+	counting bool // the held removal was let go: count the steps
+	left     int  // steps to let run before the crash; -1 once crashed
 }
 
 func (g *unlinkGateFS) Remove(name string) error {
@@ -36,10 +44,51 @@ func (g *unlinkGateFS) Remove(name string) error {
 		close(g.reached)
 		<-g.release
 	}
+	g.step()
 	return g.FS.Remove(name)
 }
 
-func (g *unlinkGateFS) goOn() { g.let.Do(func() { close(g.release) }) }
+func (g *unlinkGateFS) SyncDir(name string) error {
+	g.step()
+	return g.FS.SyncDir(name)
+}
+
+// step counts one removal or directory fsync after the release and takes
+// the power away before the left-th; the call then fails.
+func (g *unlinkGateFS) step() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.counting || g.left < 0 {
+		return
+	}
+	if g.left == 0 {
+		_ = g.FS.Image()
+		g.left = -1
+		return
+	}
+	g.left--
+}
+
+// goOn lets the held removal go, and from then on counts the steps.
+func (g *unlinkGateFS) goOn() {
+	g.mu.Lock()
+	g.counting = g.steps
+	g.mu.Unlock()
+	g.let.Do(func() { close(g.release) })
+}
+
+// crashAtReturn takes the power away just after TruncateFront returned
+// when steps is set and no step crashed; it reports whether the run ends
+// here (steps set).
+func (g *unlinkGateFS) crashAtReturn() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.steps && g.left >= 0 {
+		_ = g.FS.Image()
+		g.left = -2 // crashed at the return
+	}
+	return g.steps
+}
 
 // overlapRun is what the overlapped truncation's workload saw before the
 // crash.
@@ -100,6 +149,9 @@ func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun 
 	id = appendWaited(l, run.acked, id, 20)
 	g.goOn()
 	run.truncated = <-res == nil
+	if g.crashAtReturn() {
+		return run
+	}
 	appendWaited(l, run.acked, id, 5) // crash points after TruncateFront returned
 	return run
 }
@@ -151,22 +203,66 @@ func TestPowerLossInOverlappedTruncation(t *testing.T) {
 			t.Fatal(err)
 		}
 		for s := range states {
-			checkOverlapState(t, cfs, crashAt, s, opts.SegmentSize, run)
+			checkOverlapState(t, cfs, fmt.Sprintf("crash at durable op %d", crashAt), uint64(crashAt), s, opts.SegmentSize, run)
+		}
+	}
+}
+
+// TestPowerLossAtEachTruncationStep: the overlapped truncation of
+// TestPowerLossInOverlappedTruncation, with the power taken away at a
+// chosen moment rather than at a durable operation, so that each moment
+// is met in every run: just before each removal and directory fsync the
+// truncation makes once the writes and rolls during its hold are done
+// (the unlinks, their fsync, the marker's removal, its fsync), and just
+// after TruncateFront returned. Each state a power loss there can leave
+// opens with every acknowledged record at or above the cut, once, and
+// FirstLSN at the cut after the return.
+func TestPowerLossAtEachTruncationStep(t *testing.T) {
+	const states = 150
+	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
+	for step := 0; ; step++ {
+		root := t.TempDir()
+		cfs, err := crashfs.New(root, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &unlinkGateFS{FS: cfs, reached: make(chan struct{}), release: make(chan struct{}), steps: true, left: step}
+		o := opts
+		o.FS = g
+		run := overlapWorkload(filepath.Join(root, "log"), &o, g)
+		if !cfs.Crashed() {
+			t.Fatalf("step %d: no crash: TruncateFront returned (nil: %v) before its first segment removal was let go", step, run.truncated)
+		}
+		returned := g.left == -2
+		if returned && (!run.truncated || step < 5) {
+			t.Fatalf("TruncateFront returned (nil: %v) after %d steps; want nil after 5 or more "+
+				"(2 unlinks or more, fsync, marker removal, fsync)", run.truncated, step)
+		}
+		at := fmt.Sprintf("power lost before step %d of the truncation", step)
+		if returned {
+			at = fmt.Sprintf("power lost after TruncateFront returned (%d steps)", step)
+		}
+		for s := range states {
+			checkOverlapState(t, cfs, at, uint64(1000+step), s, opts.SegmentSize, run)
+		}
+		if returned {
+			t.Logf("%d steps, %d states each, and after the return", step, states)
+			return
 		}
 	}
 }
 
 // checkOverlapState materializes state s of cfs's image and checks it
 // against run (see TestPowerLossInOverlappedTruncation).
-func checkOverlapState(t *testing.T, cfs *crashfs.FS, crashAt, s int, segSize int64, run overlapRun) {
+func checkOverlapState(t *testing.T, cfs *crashfs.FS, at string, seed uint64, s int, segSize int64, run overlapRun) {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "state")
-	st, err := cfs.Materialize(dst, rand.New(rand.NewPCG(uint64(crashAt), uint64(s))))
+	st, err := cfs.Materialize(dst, rand.New(rand.NewPCG(seed, uint64(s))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	where := fmt.Sprintf("crash at durable op %d, state %d (%s), cut %d, truncated %v, %d acknowledged",
-		crashAt, s, st.Desc, run.cut, run.truncated, len(run.acked))
+	where := fmt.Sprintf("%s, state %d (%s), cut %d, truncated %v, %d acknowledged",
+		at, s, st.Desc, run.cut, run.truncated, len(run.acked))
 	state := filepath.Join(dst, "log")
 	if _, err := os.Stat(state); err != nil {
 		if len(run.acked) > 0 {
