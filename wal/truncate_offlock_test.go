@@ -232,3 +232,48 @@ func TestCloseWaitsForTruncation(t *testing.T) {
 		t.Fatalf("Close: %v, want the truncation's failure", err)
 	}
 }
+
+// TestReadBelowCutDuringTruncation: while a truncation is held after its
+// unlinks (in its directory fsync), the records below the cut are still
+// listed: Read and a Reader return each one appended there, at its LSN,
+// from the handles the Log holds open, or ErrNotFound; never an error of
+// another kind nor another record. Once TruncateFront returned, they get
+// ErrNotFound.
+func TestReadBelowCutDuringTruncation(t *testing.T) {
+	for _, mode := range syncModes {
+		t.Run(mode.name, func(t *testing.T) {
+			l, g, cut, res := heldTruncation(t, mode.sync, "dirsync")
+			defer closeLog(t, l)
+			r := l.NewReader(1)
+			for lsn := wal.LSN(1); lsn < cut; lsn++ {
+				got, err := l.Read(lsn)
+				if err != nil && !errors.Is(err, wal.ErrNotFound) {
+					t.Fatalf("Read(%d) during the truncation: %v", lsn, err)
+				}
+				if err == nil && string(got) != string(record(int(lsn)-1)) {
+					t.Fatalf("Read(%d) during the truncation returned %.20q, want %.20q", lsn, got, record(int(lsn)-1))
+				}
+				at, rec, err := r.Next()
+				if err != nil && !errors.Is(err, wal.ErrNotFound) {
+					t.Fatalf("Reader.Next at %d during the truncation: %v", lsn, err)
+				}
+				if err == nil && (at != lsn || string(rec) != string(record(int(lsn)-1))) {
+					t.Fatalf("Reader.Next during the truncation returned %.20q at LSN %d, want %.20q at %d", rec, at, record(int(lsn)-1), lsn)
+				}
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			g.release(nil)
+			if err := <-res; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Read(cut - 1); !errors.Is(err, wal.ErrNotFound) {
+				t.Fatalf("Read(%d) below the cut %d after TruncateFront: %v, want ErrNotFound", cut-1, cut, err)
+			}
+			if _, _, err := l.NewReader(1).Next(); !errors.Is(err, wal.ErrNotFound) {
+				t.Fatalf("Reader from 1 after TruncateFront(%d): %v, want ErrNotFound", cut, err)
+			}
+		})
+	}
+}
