@@ -28,9 +28,11 @@ type unlinkGateFS struct {
 	let     sync.Once
 	release chan struct{}
 
-	steps    bool // crash at a step of the truncation, not at a durable operation
-	counting bool // the held removal was let go: count the steps
-	left     int  // steps to let run before the crash; -1 once crashed
+	steps    bool   // crash at a step of the truncation, not at a durable operation
+	rolls    bool   // with steps: write and roll just before the crash
+	counting bool   // the held removal was let go: count the steps
+	left     int    // steps to let run before the crash; -1 once crashed
+	between  func() // run at the step that crashes, before the crash
 }
 
 func (g *unlinkGateFS) Remove(name string) error {
@@ -54,19 +56,26 @@ func (g *unlinkGateFS) SyncDir(name string) error {
 }
 
 // step counts one removal or directory fsync after the release and takes
-// the power away before the left-th; the call then fails.
+// the power away before the left-th, after between ran (writes and rolls
+// the truncation's caller does not wait for); the call then fails.
 func (g *unlinkGateFS) step() {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if !g.counting || g.left < 0 {
+		g.mu.Unlock()
 		return
 	}
-	if g.left == 0 {
-		_ = g.FS.Image()
-		g.left = -1
+	if g.left > 0 {
+		g.left--
+		g.mu.Unlock()
 		return
 	}
-	g.left--
+	g.left = -1
+	between := g.between
+	g.mu.Unlock()
+	if between != nil {
+		between()
+	}
+	_ = g.FS.Image()
 }
 
 // goOn lets the held removal go, and from then on counts the steps.
@@ -147,6 +156,9 @@ func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun 
 		return run
 	}
 	id = appendWaited(l, run.acked, id, 20)
+	if g.rolls {
+		g.between = func() { id = appendWaited(l, run.acked, id, 10) }
+	}
 	g.goOn()
 	run.truncated = <-res == nil
 	if g.crashAtReturn() {
@@ -214,42 +226,58 @@ func TestPowerLossInOverlappedTruncation(t *testing.T) {
 // is met in every run: just before each removal and directory fsync the
 // truncation makes once the writes and rolls during its hold are done
 // (the unlinks, their fsync, the marker's removal, its fsync), and just
-// after TruncateFront returned. Each state a power loss there can leave
-// opens with every acknowledged record at or above the cut, once, and
-// FirstLSN at the cut after the return.
+// after TruncateFront returned; with rolls, other callers first write and
+// roll there (the roll's directory fsync makes the unlinks before it
+// durable). Each state a power loss there can leave opens with every
+// acknowledged record at or above the cut, once, and FirstLSN at the cut
+// after the return.
 func TestPowerLossAtEachTruncationStep(t *testing.T) {
+	for _, rolls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rolls=%v", rolls), func(t *testing.T) {
+			for step := 0; ; step++ {
+				if powerLossAtStep(t, step, rolls) {
+					return
+				}
+			}
+		})
+	}
+}
+
+// powerLossAtStep runs the overlapped truncation with the power taken
+// away at step (TestPowerLossAtEachTruncationStep) and checks the states
+// it leaves. It reports whether the power went after TruncateFront
+// returned, the last step.
+func powerLossAtStep(t *testing.T, step int, rolls bool) bool {
 	const states = 150
 	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
-	for step := 0; ; step++ {
-		root := t.TempDir()
-		cfs, err := crashfs.New(root, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := &unlinkGateFS{FS: cfs, reached: make(chan struct{}), release: make(chan struct{}), steps: true, left: step}
-		o := opts
-		o.FS = g
-		run := overlapWorkload(filepath.Join(root, "log"), &o, g)
-		if !cfs.Crashed() {
-			t.Fatalf("step %d: no crash: TruncateFront returned (nil: %v) before its first segment removal was let go", step, run.truncated)
-		}
-		returned := g.left == -2
-		if returned && (!run.truncated || step < 5) {
-			t.Fatalf("TruncateFront returned (nil: %v) after %d steps; want nil after 5 or more "+
-				"(2 unlinks or more, fsync, marker removal, fsync)", run.truncated, step)
-		}
-		at := fmt.Sprintf("power lost before step %d of the truncation", step)
-		if returned {
-			at = fmt.Sprintf("power lost after TruncateFront returned (%d steps)", step)
-		}
-		for s := range states {
-			checkOverlapState(t, cfs, at, uint64(1000+step), s, opts.SegmentSize, run)
-		}
-		if returned {
-			t.Logf("%d steps, %d states each, and after the return", step, states)
-			return
-		}
+	root := t.TempDir()
+	cfs, err := crashfs.New(root, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	g := &unlinkGateFS{FS: cfs, reached: make(chan struct{}), release: make(chan struct{}), steps: true, rolls: rolls, left: step}
+	o := opts
+	o.FS = g
+	run := overlapWorkload(filepath.Join(root, "log"), &o, g)
+	if !cfs.Crashed() {
+		t.Fatalf("step %d: no crash: TruncateFront returned (nil: %v) before its first segment removal was let go", step, run.truncated)
+	}
+	returned := g.left == -2
+	if returned && (!run.truncated || step < 5) {
+		t.Fatalf("TruncateFront returned (nil: %v) after %d steps; want nil after 5 or more "+
+			"(2 unlinks or more, fsync, marker removal, fsync)", run.truncated, step)
+	}
+	at := fmt.Sprintf("power lost before step %d of the truncation", step)
+	if returned {
+		at = fmt.Sprintf("power lost after TruncateFront returned (%d steps)", step)
+	}
+	for s := range states {
+		checkOverlapState(t, cfs, at, uint64(1000+step), s, opts.SegmentSize, run)
+	}
+	if returned {
+		t.Logf("%d steps, %d states each, and after the return; %d records acknowledged", step, states, len(run.acked))
+	}
+	return returned
 }
 
 // checkOverlapState materializes state s of cfs's image and checks it
