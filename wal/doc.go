@@ -478,9 +478,9 @@
 // finishes a truncation a crash interrupted. The marker, once durable, is
 // what commits the truncation, so the removals and fsyncs after it run
 // while other callers write and roll (a roll only creates files after
-// the tail); TruncateFront returns once they are done. (An older walq truncated with tidwall/wal,
-// which leaves NAME.START and NAME.START.TEMP files; Open finishes those
-// too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
+// the tail); TruncateFront returns once they are done. (An older walq
+// truncated with tidwall/wal, which leaves NAME.START and NAME.START.TEMP
+// files; Open finishes those too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
 // marker, which walq never writes), a NAME.START file that holds no
 // valid entry, or whose first entry is not the log's entry at index NAME
 // as the segments left tell it (not the copy of a kept segment a
@@ -552,9 +552,9 @@
 // fsyncs, rolls and truncates segments (TruncateFront and Flush are
 // requests to it; a truncation's caller then removes the files and fsyncs
 // the directory itself, outside the committer's mutex, one truncation at
-// a time, and Close waits for it: truncate.go). A caller blocked in Wait or WaitWritten writes the
-// gathered groups itself under the committer's mutex, one caller at a
-// time: the others wait for its write, and one of them writes whatever
+// a time, and Close waits for it: truncate.go). A caller blocked in Wait
+// or WaitWritten writes the gathered groups itself under the committer's
+// mutex, one caller at a time: the others wait for its write, and one of them writes whatever
 // gathered meanwhile (lead.go). Under SyncNever and SyncInterval a
 // record of AppendLate, whose caller does not wait, wakes the committer
 // at once only while such records are left for it to write; while other
