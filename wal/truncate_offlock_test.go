@@ -277,3 +277,40 @@ func TestReadBelowCutDuringTruncation(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncationsDoNotOverlap: a second TruncateFront called while a
+// first is held in its unlink waits for it, rather than removing the
+// files the first is about to remove (whose unlink would then fail and
+// poison the Log); both succeed, and the log then starts at the second
+// cut with no error.
+func TestTruncationsDoNotOverlap(t *testing.T) {
+	l, g, cut, res := heldTruncation(t, wal.SyncNever, "unlink")
+	defer closeLog(t, l)
+	segs := l.Segments()
+	cut2 := segs[len(segs)-1].FirstLSN
+	if cut2 <= cut {
+		t.Fatalf("tail starts at %d, not after the cut %d", cut2, cut)
+	}
+	second := make(chan error, 1)
+	go func() { second <- l.TruncateFront(cut2) }()
+	time.Sleep(100 * time.Millisecond) // the second is then waiting, or done
+	g.release(nil)
+	if err := <-res; err != nil {
+		t.Fatalf("first TruncateFront(%d): %v", cut, err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second TruncateFront(%d): %v", cut2, err)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("Err after both truncations: %v", err)
+	}
+	if got := l.FirstLSN(); got != cut2 {
+		t.Fatalf("FirstLSN %d after TruncateFront(%d)", got, cut2)
+	}
+	if got := l.Segments()[0].FirstLSN; got != cut2 {
+		t.Fatalf("first segment starts at %d after TruncateFront(%d)", got, cut2)
+	}
+	if got, err := l.Read(cut2); err != nil || string(got) != string(record(int(cut2)-1)) {
+		t.Fatalf("Read(%d): %.20q, %v; want %.20q", cut2, got, err, record(int(cut2)-1))
+	}
+}
