@@ -12,7 +12,8 @@ import (
 // removed. The removal is durable, and so is the first segment kept: when
 // its records are not yet (the tail under SyncNever or SyncInterval), it
 // is fsynced first, so that a power loss never leaves a log of no record.
-// A failure poisons the Log.
+// A failed fsync, store call, unlink or directory fsync poisons the Log; on a
+// poisoned Log it returns the poison and removes nothing.
 //
 // The committer goroutine (it owns the store) chooses the segments and
 // forgets them in the store, so that part waits for the groups being
