@@ -42,6 +42,7 @@ func (f *faults) fill() {
 type request struct {
 	truncate bool       // TruncateFront(lsn) rather than Flush
 	lsn      LSN        // TruncateFront's argument
+	cut      *frontCut  // TruncateFront's: what is left for its caller to do
 	done     chan error // capacity 1; receives the outcome
 }
 
@@ -286,7 +287,7 @@ func (c *committer) syncedOwn(job *syncJob) {
 
 func (c *committer) serve(req request) error {
 	if req.truncate {
-		return c.truncateFront(req.lsn)
+		return c.truncateFront(req.lsn, req.cut)
 	}
 	if err := c.syncIfDirty(); err != nil {
 		return err

@@ -475,10 +475,12 @@
 // SyncNever or SyncInterval), creates an empty NAME.FRONT for it, fsyncs
 // the directory, removes the older segments, fsyncs, and removes the
 // marker, so that a power loss never leaves a log of no record; Open
-// finishes a
-// truncation a crash interrupted. (An older walq truncated with tidwall/wal,
-// which leaves NAME.START and NAME.START.TEMP files; Open finishes those
-// too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
+// finishes a truncation a crash interrupted. The marker, once durable, is
+// what commits the truncation, so the removals and fsyncs after it run
+// while other callers write and roll (a roll only creates files after
+// the tail); TruncateFront returns once they are done. (An older walq
+// truncated with tidwall/wal, which leaves NAME.START and NAME.START.TEMP
+// files; Open finishes those too and removes temp files.) A NAME.END file (tidwall/wal's TruncateBack
 // marker, which walq never writes), a NAME.START file that holds no
 // valid entry, or whose first entry is not the log's entry at index NAME
 // as the segments left tell it (not the copy of a kept segment a
@@ -548,9 +550,11 @@
 // holding their own lock, which is how they fix the order of their records.
 // One committer goroutine owns the store (tidwall/wal); it writes groups,
 // fsyncs, rolls and truncates segments (TruncateFront and Flush are
-// requests to it). A caller blocked in Wait or WaitWritten writes the
-// gathered groups itself under the committer's mutex, one caller at a
-// time: the others wait for its write, and one of them writes whatever
+// requests to it; a truncation's caller then removes the files and fsyncs
+// the directory itself, outside the committer's mutex, one truncation at
+// a time, and Close waits for it: truncate.go). A caller blocked in Wait
+// or WaitWritten writes the gathered groups itself under the committer's
+// mutex, one caller at a time: the others wait for its write, and one of them writes whatever
 // gathered meanwhile (lead.go). Under SyncNever and SyncInterval a
 // record of AppendLate, whose caller does not wait, wakes the committer
 // at once only while such records are left for it to write; while other

@@ -64,6 +64,11 @@ type Log struct {
 	c      *committer    // nil when read-only; owned by its goroutine
 	lock   *dirlock.Lock // the directory's lock; nil when read-only or Options.Locked
 
+	// truncating is held by TruncateFront for the whole truncation, so
+	// that two never overlap, and by Close, which waits for a running one
+	// before it stops the committer (truncate.go).
+	truncating sync.Mutex
+
 	metrics syncMetrics // fsync latencies and sizes, bumped by the syncer (metrics.go)
 }
 
@@ -517,8 +522,12 @@ func (l *Log) Close() error {
 	l.closed.Store(true)
 	var err error
 	if l.c != nil {
+		// A running truncation ends first: its failure poisons the Log,
+		// and shutdown returns the poison.
+		l.truncating.Lock()
 		close(l.stop)
 		<-l.exited
+		l.truncating.Unlock()
 		err = l.c.closeErr
 	}
 	l.releaseAll()

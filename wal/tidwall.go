@@ -68,9 +68,12 @@ type store interface {
 	// writeBatch appends the batch's entries, rolling to new segment
 	// files as planRolls predicts; it does not fsync.
 	writeBatch(b *storeBatch) error
-	// truncateFront removes every segment before the one that starts at
-	// index, durably.
-	truncateFront(index uint64) error
+	// truncateFront forgets every segment before the one that starts at
+	// index. It returns remove, which removes their files durably and
+	// touches nothing the store keeps in memory, so that the caller may
+	// run it without the committer's mutex; remove is nil when the files
+	// are already removed, durably (reopenFront).
+	truncateFront(index uint64) (remove func() error, err error)
 	firstIndex() (uint64, error)
 	lastIndex() (uint64, error)
 	// dropCache forgets sealed segments the store kept in memory.
@@ -176,26 +179,27 @@ func (s *tidwallStore) reserveTail() {
 	s.reserved = true
 }
 
-// truncateFront removes the front segments through the FS (removeFront).
-// When tidwall/wal's list of segments can be reached (findSegmentList)
-// it then drops them from that list, leaving tidwall/wal open with its
-// copy of the tail as it was; otherwise it closes tidwall/wal first and
-// reopens it after (reopenFront), which reads the whole tail segment back
-// from the file. After a failure the Log is poisoned anyway.
-func (s *tidwallStore) truncateFront(index uint64) error {
+// truncateFront drops the front segments from tidwall/wal's list of
+// segments, when it can be reached (findSegmentList), leaving tidwall/wal
+// open with its copy of the tail as it was, and returns the removal of
+// their files (removeFront) for the caller to run. tidwall/wal reads no
+// segment but its tail once the list is dropped, and a roll only creates
+// files after the tail, so the removal may run while the committer writes
+// and rolls. Otherwise it closes tidwall/wal, removes the files and
+// reopens it (reopenFront), which reads the whole tail segment back from
+// the file. After a failure the Log is poisoned anyway.
+func (s *tidwallStore) truncateFront(index uint64) (func() error, error) {
 	if err := s.observe(StoreTruncateFront); err != nil {
-		return err
+		return nil, err
 	}
 	list := findSegmentList(s.tw)
 	k := list.find(index)
 	if k < 0 {
-		return s.reopenFront(index)
-	}
-	if err := removeFront(s.opts.FS, s.dir, index); err != nil {
-		return err
+		return nil, s.reopenFront(index)
 	}
 	list.dropFront(k)
-	return nil
+	fsys, dir := s.opts.FS, s.dir
+	return func() error { return removeFront(fsys, dir, index) }, nil
 }
 
 // reopenFront is truncateFront for a tidwall/wal whose segment list is not
