@@ -103,10 +103,12 @@ func deadLetterBatch(s *queue.Sorted[int64]) error {
 
 // deadSeqs opens the sorted queue in dir and returns the Seq of each of
 // its dead values.
-func deadSeqs(t *testing.T, dir string) []uint64 {
+func deadSeqs(t *testing.T, dir string) ([]uint64, error) {
 	t.Helper()
 	s, err := queue.OpenSorted[int64](dir, nil)
-	require.NoError(t, err, "reopen of %s", dir)
+	if err != nil {
+		return nil, err
+	}
 	defer func() { require.NoError(t, s.Close()) }()
 	ds, err := s.DeadValues(0, 0)
 	require.NoError(t, err)
@@ -114,5 +116,5 @@ func deadSeqs(t *testing.T, dir string) []uint64 {
 	for _, d := range ds {
 		seqs = append(seqs, d.Seq)
 	}
-	return seqs
+	return seqs, nil
 }
