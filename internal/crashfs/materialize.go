@@ -83,6 +83,8 @@ func (fsys *FS) MaterializeSynced(dst string) (State, error) {
 	if !fsys.mu.crashed {
 		return State{}, errors.New("crashfs: MaterializeSynced before the crash")
 	}
+	// No rng and no names at the crash (cached): pick keeps each durable
+	// name, content each file's synced bytes.
 	m := &materializer{fsys: fsys, synced: true, names: namesSynced}
 	if err := m.dir(".", fsys.mu.imageDir["."], dst); err != nil {
 		return State{}, err
