@@ -20,7 +20,12 @@ import (
 // of that open, delivery and close leaves a directory whose reopened queue
 // holds every message so logged in its dead set: the log never claims a
 // move that the disk may not keep, also when the fsync of the
-// dead-letter's record is the one that fails.
+// dead-letter's record is the one that fails. The records of those
+// dead-letterings start no fsync of their own: one durable operation
+// (the first fsync after the delivery) covers them, and at it only a
+// state that loses them tells a note logged before that fsync from one
+// logged after; the judge builds that state at every crash point
+// (requireLoggedDeadKept), not by chance among the sampled ones.
 func TestDeliveryDeadLogFollowsDisk(t *testing.T) {
 	const states = 3
 	src := filepath.Join(t.TempDir(), "q")

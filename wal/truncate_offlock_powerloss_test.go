@@ -14,86 +14,71 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// unlinkGateFS is a crash file system that holds the first removal of a
-// segment file, once armed, until the test lets it go. With steps set, it
-// then takes the power away (crashfs.FS.Image) just before the left-th
-// removal or directory fsync made after the release, the held removal
-// counted first, or, when fewer are made, just after TruncateFront
+// unlinkGateFS is a gate over a crash file system that holds the first
+// removal of a segment file, once armed, until the test lets it go. With
+// steps set, it then takes the power away (crashfs.FS.Image) just before
+// the left-th removal or directory fsync made after the release, the held
+// removal counted first, or, when fewer are made, just after TruncateFront
 // returned (crashAtReturn).
 type unlinkGateFS struct {
-	*crashfs.FS
-	mu      sync.Mutex
-	armed   bool
-	reached chan struct{}
-	let     sync.Once
-	release chan struct{}
+	*gateFS
+	cfs *crashfs.FS
 
-	steps    bool   // crash at a step of the truncation, not at a durable operation
-	rolls    bool   // with steps: write and roll just before the crash
-	counting bool   // the held removal was let go: count the steps
-	left     int    // steps to let run before the crash; -1 once crashed
-	between  func() // run at the step that crashes, before the crash
+	smu      sync.Mutex // guards the fields below
+	steps    bool       // crash at a step of the truncation, not at a durable operation
+	rolls    bool       // with steps: write and roll just before the crash
+	counting bool       // the held removal was let go: count the steps
+	left     int        // steps to let run before the crash; -1 once crashed
+	between  func()     // run at the step that crashes, before the crash
 }
 
-func (g *unlinkGateFS) Remove(name string) error {
-	g.mu.Lock()
-	held := g.armed && !strings.Contains(filepath.Base(name), ".")
-	if held {
-		g.armed = false
-	}
-	g.mu.Unlock()
-	if held {
-		close(g.reached)
-		<-g.release
-	}
-	g.step()
-	return g.FS.Remove(name)
-}
-
-func (g *unlinkGateFS) SyncDir(name string) error {
-	g.step()
-	return g.FS.SyncDir(name)
+// newUnlinkGateFS returns the gate over cfs; steps, rolls and left as in
+// unlinkGateFS.
+func newUnlinkGateFS(cfs *crashfs.FS, steps, rolls bool, left int) *unlinkGateFS {
+	g := &unlinkGateFS{gateFS: newGateFS(cfs, "unlink"), cfs: cfs, steps: steps, rolls: rolls, left: left}
+	g.before = g.step
+	return g
 }
 
 // step counts one removal or directory fsync after the release and takes
 // the power away before the left-th, after between ran (writes and rolls
 // the truncation's caller does not wait for); the call then fails.
 func (g *unlinkGateFS) step() {
-	g.mu.Lock()
+	g.smu.Lock()
 	if !g.counting || g.left < 0 {
-		g.mu.Unlock()
+		g.smu.Unlock()
 		return
 	}
 	if g.left > 0 {
 		g.left--
-		g.mu.Unlock()
+		g.smu.Unlock()
 		return
 	}
 	g.left = -1
 	between := g.between
-	g.mu.Unlock()
+	g.smu.Unlock()
 	if between != nil {
 		between()
 	}
-	_ = g.FS.Image()
+	_ = g.cfs.Image()
 }
 
 // goOn lets the held removal go, and from then on counts the steps.
 func (g *unlinkGateFS) goOn() {
-	g.mu.Lock()
+	g.smu.Lock()
 	g.counting = g.steps
-	g.mu.Unlock()
-	g.let.Do(func() { close(g.release) })
+	g.smu.Unlock()
+	g.release(nil)
 }
 
 // crashAtReturn takes the power away just after TruncateFront returned
 // when steps is set and no step crashed; it reports whether the run ends
 // here (steps set).
 func (g *unlinkGateFS) crashAtReturn() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.smu.Lock()
+	defer g.smu.Unlock()
 	if g.steps && g.left >= 0 {
-		_ = g.FS.Image()
+		_ = g.cfs.Image()
 		g.left = -2 // crashed at the return
 	}
 	return g.steps
@@ -144,9 +129,7 @@ func overlapWorkload(dir string, opts *wal.Options, g *unlinkGateFS) overlapRun 
 	run.acked = pending
 	segs := l.Segments()
 	run.cut = segs[len(segs)-2].FirstLSN
-	g.mu.Lock()
-	g.armed = true
-	g.mu.Unlock()
+	g.arm()
 	res := make(chan error, 1)
 	go func() { res <- l.TruncateFront(run.cut) }()
 	select {
@@ -200,7 +183,7 @@ func TestPowerLossInOverlappedTruncation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &unlinkGateFS{FS: cfs, reached: make(chan struct{}), release: make(chan struct{})}
+		g := newUnlinkGateFS(cfs, false, false, 0)
 		o := opts
 		o.FS = g
 		run := overlapWorkload(filepath.Join(root, "log"), &o, g)
@@ -255,7 +238,7 @@ func powerLossAtStep(t *testing.T, step int, rolls bool) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &unlinkGateFS{FS: cfs, reached: make(chan struct{}), release: make(chan struct{}), steps: true, rolls: rolls, left: step}
+	g := newUnlinkGateFS(cfs, true, rolls, step)
 	o := opts
 	o.FS = g
 	run := overlapWorkload(filepath.Join(root, "log"), &o, g)

@@ -2,93 +2,11 @@ package wal_test
 
 import (
 	"errors"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/walq/walq/wal"
 )
-
-// gateFS is the real file system with one gate: the first Remove of a
-// segment file, or the first SyncDir after one (at picks which), waits
-// until the test opens the gate, then fails with fail (nil: it is made).
-type gateFS struct {
-	wal.OSFS
-	at      string // "unlink" or "dirsync"
-	reached chan struct{}
-	open    chan struct{}
-
-	mu      sync.Mutex
-	armed   bool
-	removed bool  // a segment was removed since armed
-	fail    error // what the gated operation returns once opened
-}
-
-func newGateFS(at string) *gateFS {
-	return &gateFS{at: at, reached: make(chan struct{}), open: make(chan struct{})}
-}
-
-// arm makes the next matching operation the gated one.
-func (g *gateFS) arm() {
-	g.mu.Lock()
-	g.armed = true
-	g.mu.Unlock()
-}
-
-// gated reports whether the operation of kind is the gated one, and
-// disarms the gate if so.
-func (g *gateFS) gated(kind, name string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.armed {
-		return false
-	}
-	segment := kind == "unlink" && !strings.Contains(filepath.Base(name), ".")
-	if segment {
-		g.removed = true
-	}
-	if (g.at == "unlink" && segment) || (g.at == "dirsync" && kind == "dirsync" && g.removed) {
-		g.armed = false
-		return true
-	}
-	return false
-}
-
-func (g *gateFS) wait() error {
-	close(g.reached)
-	<-g.open
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.fail
-}
-
-func (g *gateFS) Remove(name string) error {
-	if g.gated("unlink", name) {
-		if err := g.wait(); err != nil {
-			return err
-		}
-	}
-	return g.OSFS.Remove(name)
-}
-
-func (g *gateFS) SyncDir(name string) error {
-	if g.gated("dirsync", name) {
-		if err := g.wait(); err != nil {
-			return err
-		}
-	}
-	return g.OSFS.SyncDir(name)
-}
-
-// release opens the gate; the gated operation then returns fail.
-func (g *gateFS) release(fail error) {
-	g.mu.Lock()
-	g.fail = fail
-	g.mu.Unlock()
-	close(g.open)
-}
 
 var syncModes = []struct {
 	name string
@@ -105,13 +23,13 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	}
 }
 
-// heldTruncation opens a log on a gateFS with three segments or more,
+// heldTruncation opens a log on a gateFS over the real file system with three segments or more,
 // arms the gate and starts TruncateFront at the last sealed segment's
 // first LSN, in a goroutine, once it is held at the gate. It returns the
 // log, the gate and TruncateFront's result.
 func heldTruncation(t *testing.T, sync wal.SyncMode, at string) (*wal.Log, *gateFS, wal.LSN, <-chan error) {
 	t.Helper()
-	g := newGateFS(at)
+	g := newGateFS(wal.OSFS{}, at)
 	l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 4 << 10, Sync: sync, FS: g})
 	for i := 0; ; i++ {
 		appendN(t, l, i, 1)

@@ -29,7 +29,8 @@
 // StoreOp notices included, fail with ErrCrashed, so nothing more becomes
 // durable; at that moment the FS takes an image of the real tree (every
 // name and every byte written). Materialize then builds, in a fresh
-// directory, one state a power loss at that moment can leave.
+// directory, one state a power loss at that moment can leave;
+// MaterializeSynced the one that keeps only what was made durable.
 //
 // The FS is safe for concurrent use. It is test code: it holds every
 // synced version of every file in memory.

@@ -71,13 +71,35 @@ func (fsys *FS) Materialize(dst string, rng *rand.Rand) (State, error) {
 		[]string{"as last fsynced", "as cached", "mixed"}[m.names], strings.Join(m.desc, "; "))}, nil
 }
 
+// MaterializeSynced writes into dst, which must not exist, the crash
+// state that keeps exactly what was made durable and nothing else: each
+// directory's names as its last fsync left them, each file's content at
+// its last fsync, every byte written since lost. It is the state a
+// sampled Materialize reaches only by chance, and the one that undoes
+// every write no fsync covered. It fails before the crash (or Image).
+func (fsys *FS) MaterializeSynced(dst string) (State, error) {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if !fsys.mu.crashed {
+		return State{}, errors.New("crashfs: MaterializeSynced before the crash")
+	}
+	// No rng and no names at the crash (cached): pick keeps each durable
+	// name, content each file's synced bytes.
+	m := &materializer{fsys: fsys, synced: true, names: namesSynced}
+	if err := m.dir(".", fsys.mu.imageDir["."], dst); err != nil {
+		return State{}, err
+	}
+	return State{Lost: m.lost, Desc: "names as last fsynced; every unsynced byte lost"}, nil
+}
+
 // materializer builds one crash state.
 type materializer struct {
-	fsys  *FS
-	rng   *rand.Rand
-	names int      // namesSynced, namesCached or namesMixed
-	holes bool     // a file got a hole
-	holed []string // the files that got a hole
+	fsys   *FS
+	rng    *rand.Rand // nil when synced
+	synced bool       // keep only what was made durable (MaterializeSynced)
+	names  int        // namesSynced, namesCached or namesMixed
+	holes  bool       // a file got a hole
+	holed  []string   // the files that got a hole
 	// cached holds each directory's names at the crash, by directory
 	// (mu.image is by path, and a directory renamed since its parent's
 	// fsync may be materialized under its old name)
@@ -157,7 +179,7 @@ func (m *materializer) pick(name string, d, c *inode) *inode {
 func (m *materializer) content(name string, ino *inode) []byte {
 	base := append([]byte(nil), ino.synced...)
 	cur, ok := m.fsys.mu.content[ino]
-	if !ok {
+	if !ok || m.synced {
 		return base
 	}
 	n := min(len(cur), len(base))
