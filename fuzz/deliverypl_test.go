@@ -87,9 +87,10 @@ func plDeliveryStates(t *testing.T, run plDeliveryRun, ack bool, states int) plO
 		st, err := fsys.Materialize(dst, rand.New(rand.NewPCG(uint64(v), 7)))
 		must(t, err)
 		got, err := check(filepath.Join(dst, "q"), o2)
+		refusable := st.MayRefuse(dst)
 		os.RemoveAll(dst)
 		switch {
-		case err != nil && st.Holes && errors.Is(err, queue.ErrCorrupt):
+		case err != nil && refusable && errors.Is(err, queue.ErrCorrupt):
 			n.damaged++
 		case err != nil:
 			t.Fatalf("state %d (%s): %v", v, st.Desc, err)

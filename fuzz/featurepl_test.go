@@ -125,7 +125,7 @@ func fpCheckPoint(scratch string, seed uint64, n, perPoint int) (fpSummary, erro
 			return s, err
 		}
 		window := []time.Duration{0, 3 * time.Second, fpWindow, 60 * time.Second}[rng.IntN(4)]
-		excused := holeRefusable(dst, st) || reordered(st)
+		excused := st.MayRefuse(dst) || reordered(st)
 		probes, err := run.w.observe(filepath.Join(dst, "q"), window, run.end(), s.classes)
 		os.RemoveAll(dst)
 		s.states++

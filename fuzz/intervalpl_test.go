@@ -248,7 +248,7 @@ func TestSyncNeverPowerLossKeepsCallsBeforeRoll(t *testing.T) {
 // under -race), drains the queue "q" of each with the writer's SegmentSize
 // segSize (0: the default), as its application reopens it, and calls
 // check with the tokens drained; a state with a hole may be refused with
-// ErrCorrupt (holeRefusable), any other error fails the test.
+// ErrCorrupt (State.MayRefuse), any other error fails the test.
 func drainStates(t *testing.T, fs *crashfs.FS, segSize int64, check func(v int, st crashfs.State, tokens []string)) {
 	t.Helper()
 	for v := range scaled(24, 4) {
@@ -259,7 +259,7 @@ func drainStates(t *testing.T, fs *crashfs.FS, segSize int64, check func(v int, 
 		}
 		o := drainOptionsAs(segSize)
 		d, err := drainWith(filepath.Join(dst, "q"), o)
-		refusable := holeRefusable(dst, st)
+		refusable := st.MayRefuse(dst)
 		os.RemoveAll(dst)
 		if err != nil && refusable && errors.Is(err, queue.ErrCorrupt) {
 			continue // a hole: refused, never opened wrong

@@ -542,7 +542,7 @@ func (run *plCrashRun) check(dir string, mode queue.SyncMode, st crashfs.State, 
 	ro, roErr := readOnlyView(filepath.Join(dir, "q"), plSegmentSize)
 	d, err := drainWith(filepath.Join(dir, "q"), drainOptionsAs(plSegmentSize))
 	if err != nil {
-		if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(dir, st) || reordered(st)) {
+		if errors.Is(err, queue.ErrCorrupt) && (st.MayRefuse(dir) || reordered(st)) {
 			return fuzz.Result{}, plRecovery{refused: true}, nil
 		}
 		return fuzz.Result{}, plRecovery{}, fmt.Errorf("open and drain: %w", err)
@@ -589,33 +589,6 @@ func reordered(st crashfs.State) bool {
 	for _, p := range st.Kept {
 		if first != "" && isLogSegment(p) && p > first {
 			return true
-		}
-	}
-	return false
-}
-
-// holeRefusable reports whether Open may refuse a crash state, rooted at
-// root, for a hole it holds: one a lost overwrite of the zeros ahead of a
-// tail leaves (State.OverZeros) is a torn write Open must cut, except in
-// a segment another one follows in the state, a sealed segment under a
-// torn roll, where valid entries after damage make it ErrCorrupt
-// (wal/tornroll.go).
-func holeRefusable(root string, st crashfs.State) bool {
-	if !st.Holes {
-		return false
-	}
-	if !st.OverZeros {
-		return true
-	}
-	for _, h := range st.Holed {
-		if !isLogSegment(h) {
-			continue
-		}
-		des, _ := os.ReadDir(filepath.Join(root, filepath.Dir(h)))
-		for _, de := range des {
-			if len(de.Name()) == 20 && de.Name() > filepath.Base(h) {
-				return true
-			}
 		}
 	}
 	return false

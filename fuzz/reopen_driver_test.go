@@ -170,7 +170,7 @@ func (w reopenWorkload) crashReopen(base, first string, run *reopenFirst, st cra
 		fsys, done, err := w.reopen(root, k, compact)
 		if err != nil {
 			os.RemoveAll(root)
-			if errors.Is(err, queue.ErrCorrupt) && (holeRefusable(first, st) || reordered(st)) {
+			if errors.Is(err, queue.ErrCorrupt) && (st.MayRefuse(first) || reordered(st)) {
 				return checked, nil
 			}
 			return checked, fmt.Errorf("reopen (crash at its durable operation %d): %w", k, err)

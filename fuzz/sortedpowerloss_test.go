@@ -118,7 +118,7 @@ func sortedPowerLoss(t *testing.T, cfg splConfig) (int, int, error) {
 				return n, refused, err
 			}
 			n++
-			excused := holeRefusable(dst, st) || reordered(st)
+			excused := st.MayRefuse(dst) || reordered(st)
 			err = run.check(filepath.Join(dst, "q"), cfg)
 			os.RemoveAll(dst)
 			if err != nil && excused && errors.Is(err, queue.ErrCorrupt) {

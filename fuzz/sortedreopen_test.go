@@ -53,7 +53,7 @@ func sortedReopenWorkload(cfg splConfig, bug string) reopenWorkload {
 			return nil, err
 		}
 		judge := func(dir string, st crashfs.State) error {
-			excused := holeRefusable(dir, st) || reordered(st)
+			excused := st.MayRefuse(dir) || reordered(st)
 			err := r.check(filepath.Join(dir, "q"), cfg)
 			if err != nil && excused && errors.Is(err, queue.ErrCorrupt) {
 				return nil // a hole, or writes reordered across segments: refusable, as in TestSortedPowerLoss

@@ -274,7 +274,7 @@ func wdCheckPoint(root string, seed uint64, n, perPoint int) (int, error) {
 		if err != nil {
 			return v, err
 		}
-		excused := holeRefusable(dst, st) || reordered(st)
+		excused := st.MayRefuse(dst) || reordered(st)
 		err = run.observe(filepath.Join(dst, "q"))
 		os.RemoveAll(dst)
 		if errors.Is(err, queue.ErrCorrupt) && excused {

@@ -20,10 +20,9 @@ import (
 // (the PCG's second word is stream). It requires every value logged as
 // dead-lettered to be in the dead set that dead reads from each reopened
 // queue directory: the log never claims a move the disk may not keep. A
-// state with a hole that is not a torn write over the zeros ahead of the
-// tail (later bytes kept after lost ones) may be refused with ErrCorrupt
-// instead: nothing tells such a hole from damage, and a refused queue
-// delivers nothing.
+// state with a hole that Open may refuse (crashfs.State.MayRefuse) may be
+// refused with ErrCorrupt instead: nothing tells such a hole from damage,
+// and a refused queue delivers nothing.
 func requireLoggedDeadKept[T comparable](t *testing.T, fsys *crashfs.FS, crashAt, states int, stream uint64,
 	logged []T, dead func(t *testing.T, dir string) ([]T, error)) {
 	t.Helper()
@@ -49,7 +48,7 @@ func requireDeadIn[T comparable](t *testing.T, st crashfs.State, where string, l
 	t.Helper()
 	got, err := dead(t, filepath.Join(dst, "q"))
 	if err != nil {
-		require.True(t, st.Holes && !st.OverZeros && errors.Is(err, queue.ErrCorrupt),
+		require.True(t, st.MayRefuse(dst) && errors.Is(err, queue.ErrCorrupt),
 			"%s (%s): reopen: %v", where, st.Desc, err)
 		return
 	}

@@ -143,7 +143,7 @@ func checkZeroState(t *testing.T, cfs *crashfs.FS, crashAt, s int, segSize int64
 		return zeroState{} // no record was durable
 	}
 	l, err := wal.Open(state, &wal.Options{SegmentSize: segSize})
-	if err != nil && errors.Is(err, wal.ErrCorrupt) && holeRefusable(state, st) {
+	if err != nil && errors.Is(err, wal.ErrCorrupt) && st.MayRefuse(dst) {
 		return zeroState{refused: true}
 	}
 	if err != nil {
@@ -161,37 +161,6 @@ func checkZeroState(t *testing.T, cfs *crashfs.FS, crashAt, s int, segSize int64
 		}
 	}
 	return zeroState{torn: torn}
-}
-
-// holeRefusable reports whether Open may refuse the crash state of the
-// log in dir for a hole it holds: bytes written after lost ones kept
-// (State.Holes), unless the hole is one a lost overwrite of the zeros
-// ahead of the tail leaves (State.OverZeros), a torn write Open cuts, in
-// the last segment of the state (another segment after it makes damage
-// followed by valid entries ErrCorrupt: tornroll.go).
-func holeRefusable(dir string, st crashfs.State) bool {
-	if !st.Holes {
-		return false
-	}
-	if !st.OverZeros {
-		return true
-	}
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	last := ""
-	for _, de := range des {
-		if len(de.Name()) == 20 {
-			last = max(last, de.Name())
-		}
-	}
-	for _, h := range st.Holed {
-		if filepath.Base(h) < last {
-			return true
-		}
-	}
-	return false
 }
 
 // spanRollWorkload opens a log in dir, appends records without waiting,
