@@ -349,39 +349,34 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 		return delivery{m: m, loc: e.Loc}, c, nil
 	}
 	var er record
-	seq, size, id, err := q.cursorNextLocked(&er)
+	seq, size, err := q.cursorNextLocked(&er)
 	if err != nil || seq == 0 {
 		return delivery{}, dead, err
 	}
-	m := newMessage(er.Payload, id) // both copied, in one allocation, before the cursor reads on
-	if id == nil {
-		m.ID = er.ID
-	}
-	r := &record{Op: opLease, Seq: seq, ID: m.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
+	m := newMessage(er.Payload) // copied before the cursor reads on
+	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
 		return delivery{}, dead, err
 	}
-	m.Headers, m.EnqueuedAt, m.DeliveredAt = er.Headers, time.Unix(0, er.At), time.Unix(0, now)
+	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
 	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q
 	return delivery{m: m}, c, nil
 }
 
 // cursorNextLocked reads the log from the cursor to the next enqueue record
 // that the cursor owns (not delayed), decodes it into r, and returns its
-// LSN, its size and its ID's bytes; LSN 0 when the written log holds none.
-// r.Payload and the ID's bytes are views into the cursor's buffer
-// (decodeRecordAliasedID), valid until the cursor reads on; the caller
-// copies the ID where it keeps the payload. The ID's bytes are nil when
-// the record was decoded another way: r.ID then holds it.
-func (q *Queue) cursorNextLocked(r *record) (uint64, int, []byte, error) {
+// LSN and its size; LSN 0 when the written log holds none. r.Payload is a
+// view into the cursor's buffer (decodeRecordAliased): valid until the
+// cursor reads on.
+func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
 	st := q.mu.st
 	reset := false
 	for {
 		lsn, b, err := q.mu.cursor.Next()
 		if err != nil { // looked into only when set: this runs per record
 			if errors.Is(err, io.EOF) {
-				return 0, 0, nil, nil
+				return 0, 0, nil
 			}
 			if errors.Is(err, wal.ErrNotFound) && !reset {
 				// A compaction cut the log past the reader's position: it
@@ -392,7 +387,7 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, []byte, error) {
 				reset = true
 				continue
 			}
-			return 0, 0, nil, wrapCorrupt("read at cursor", err)
+			return 0, 0, wrapCorrupt("read at cursor", err)
 		}
 		if lsn < st.cursor {
 			continue // the cursor passed it: a copy forward took it (applyCursorMove)
@@ -401,11 +396,11 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, []byte, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		// The ID stays a view: a delayed one skipped costs no string, and
-		// the one delivered is copied with its payload.
+		// The ID stays a view until the record is kept: a delayed one
+		// skipped costs no string.
 		id, err := decodeRecordAliasedID(b, r)
 		if err != nil {
-			return 0, 0, nil, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
 		}
 		if r.Due != 0 {
 			// Enqueued with a delay: the table owns it (applyEnqueue), and
@@ -414,7 +409,10 @@ func (q *Queue) cursorNextLocked(r *record) (uint64, int, []byte, error) {
 			st.cursor = lsn + 1
 			continue
 		}
-		return lsn, len(b), id, nil
+		if id != nil {
+			r.ID = string(id)
+		}
+		return lsn, len(b), nil
 	}
 }
 

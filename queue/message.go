@@ -143,53 +143,42 @@ type withPayload[B any] struct {
 }
 
 // newMessage returns a new Message whose Payload is a copy of p (nil when
-// p is nil, empty when p is empty) and whose ID is a copy of id. A payload
-// and an id of up to maxRoom bytes together share the Message's
-// allocation (carry); the payload is never appended to in place (its
-// capacity is its length), so it never writes past its room, nor into the
-// id's bytes that follow it. Otherwise the payload, or the id, costs an
-// allocation of its own.
-func newMessage(p, id []byte) *Message {
-	switch n := uintptr(len(p) + len(id)); {
-	case len(p) == 0:
-		m := &Message{}
-		if p != nil {
-			m.Payload = []byte{}
-		}
-		m.ID = string(id)
-		return m
+// p is nil, empty when p is empty). A payload up to maxRoom bytes (1888 on 64-bit) shares the
+// Message's allocation; it is never appended to in place (its capacity
+// is its length), so it never writes past its room.
+func newMessage(p []byte) *Message {
+	switch n := uintptr(len(p)); {
+	case p == nil:
+		return &Message{}
+	case n == 0:
+		return &Message{Payload: []byte{}}
 	case n <= 192-messageSize:
-		return carry(new(withPayload[[192 - messageSize]byte]), p, id)
+		return carry(new(withPayload[[192 - messageSize]byte]), p)
 	case n <= 256-messageSize:
-		return carry(new(withPayload[[256 - messageSize]byte]), p, id)
-	case n <= 288-messageSize:
-		return carry(new(withPayload[[288 - messageSize]byte]), p, id)
-	case n <= 384-messageSize:
-		return carry(new(withPayload[[384 - messageSize]byte]), p, id)
+		return carry(new(withPayload[[256 - messageSize]byte]), p)
 	case n <= 512-messageSize:
-		return carry(new(withPayload[[512 - messageSize]byte]), p, id)
+		return carry(new(withPayload[[512 - messageSize]byte]), p)
 	case n <= 1024-messageSize-mallocHeader:
-		return carry(new(withPayload[[1024 - messageSize - mallocHeader]byte]), p, id)
+		return carry(new(withPayload[[1024 - messageSize - mallocHeader]byte]), p)
 	case n <= 1152-messageSize-mallocHeader:
-		return carry(new(withPayload[[1152 - messageSize - mallocHeader]byte]), p, id)
+		return carry(new(withPayload[[1152 - messageSize - mallocHeader]byte]), p)
 	case n <= 1280-messageSize-mallocHeader:
-		return carry(new(withPayload[[1280 - messageSize - mallocHeader]byte]), p, id)
+		return carry(new(withPayload[[1280 - messageSize - mallocHeader]byte]), p)
 	case n <= 1536-messageSize-mallocHeader:
-		return carry(new(withPayload[[1536 - messageSize - mallocHeader]byte]), p, id)
+		return carry(new(withPayload[[1536 - messageSize - mallocHeader]byte]), p)
 	case n <= 1792-messageSize-mallocHeader:
-		return carry(new(withPayload[[1792 - messageSize - mallocHeader]byte]), p, id)
+		return carry(new(withPayload[[1792 - messageSize - mallocHeader]byte]), p)
 	case n <= maxRoom:
-		return carry(new(withPayload[[maxRoom]byte]), p, id)
+		return carry(new(withPayload[[maxRoom]byte]), p)
 	}
 	b := make([]byte, len(p))
 	copy(b, p)
-	return &Message{Payload: b, ID: string(id)}
+	return &Message{Payload: b}
 }
 
-// messageSize is the size of a Message; maxRoom the most bytes of payload
-// and id that share its allocation. Each room makes the whole an allocator
-// size class (192, 256, 288, 384, 512, 1024, 1152, 1280, 1536, 1792 or
-// 2048 bytes; above 512 bytes
+// messageSize is the size of a Message; maxRoom the largest payload that
+// shares its allocation. Each room makes the whole an allocator size class
+// (192, 256, 512, 1024, 1152, 1280, 1536, 1792 or 2048 bytes; above 512 bytes
 // with the allocator's header, mallocHeader, which an object holding
 // pointers carries there): the rooms past 1 KiB are at most a quarter of
 // a kilobyte apart, so a payload of 1 to 2 KiB wastes at most 256 bytes
@@ -200,17 +189,9 @@ const (
 	maxRoom      = 2048 - messageSize - mallocHeader
 )
 
-// carry copies p, then id, into w's room and returns w's Message holding
-// them: its Payload the first bytes, its ID a string over the next ones.
-// The ID's bytes lie past the Payload's capacity, so nothing writes them
-// once carry returns: the string stays immutable. A caller that keeps
-// only the ID keeps the whole allocation alive, payload included.
-func carry[B any](w *withPayload[B], p, id []byte) *Message {
+// carry copies p into w's room and returns w's Message holding it.
+func carry[B any](w *withPayload[B], p []byte) *Message {
 	room := unsafe.Slice((*byte)(unsafe.Pointer(&w.b)), unsafe.Sizeof(w.b))
-	n := copy(room, p)
-	w.m.Payload = room[:n:n]
-	if k := copy(room[n:], id); k > 0 {
-		w.m.ID = unsafe.String(&room[n], k)
-	}
+	w.m.Payload = room[:copy(room, p):len(p)]
 	return &w.m
 }

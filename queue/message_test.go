@@ -22,7 +22,7 @@ func TestNewMessage(t *testing.T) {
 			if n >= 0 {
 				p = bytes.Repeat([]byte{0xa5}, n)
 			}
-			m := newMessage(p, nil)
+			m := newMessage(p)
 			require.Equal(t, p == nil, m.Payload == nil, "nil and empty stay apart")
 			require.Equal(t, p, m.Payload)
 			require.Equal(t, len(p), cap(m.Payload), "no room to grow in place")
@@ -37,40 +37,7 @@ func TestNewMessage(t *testing.T) {
 			if n > int(maxRoom) {
 				want = 2
 			}
-			require.Equal(t, want, testing.AllocsPerRun(100, func() { newMessage(p, nil) }))
-		})
-	}
-}
-
-// TestNewMessageID checks that a delivery's ID is a copy of the id's bytes
-// that shares the payload's allocation while both fit in maxRoom, that
-// neither the input nor a write or append to the Payload changes it, and
-// that an id past the room, or beside an empty payload, is copied apart.
-func TestNewMessageID(t *testing.T) {
-	id := []byte("0b8e4d7c-9f31-4a2e-8c55-3d1f6a0e2b77")
-	for _, n := range []int{-1, 0, 1, 100, int(288-messageSize) - len(id), int(288-messageSize) - len(id) + 1, 1024, int(maxRoom) - len(id), int(maxRoom) - len(id) + 1, 4096} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			var p []byte
-			if n >= 0 {
-				p = bytes.Repeat([]byte{0xa5}, n)
-			}
-			in := bytes.Clone(id)
-			m := newMessage(p, in)
-			require.Equal(t, string(id), m.ID)
-			require.Equal(t, p, m.Payload)
-			require.Equal(t, len(p), cap(m.Payload), "no room to grow in place")
-			in[0] = 'x'
-			require.Equal(t, string(id), m.ID, "a copy, not a view")
-			if n > 0 {
-				m.Payload[len(m.Payload)-1] = 0
-				_ = append(m.Payload, 'y')
-				require.Equal(t, string(id), m.ID, "the payload cannot reach the id")
-			}
-			want := 1.0
-			if n <= 0 || n+len(id) > int(maxRoom) {
-				want = 2
-			}
-			require.Equal(t, want, testing.AllocsPerRun(100, func() { newMessage(p, id) }))
+			require.Equal(t, want, testing.AllocsPerRun(100, func() { newMessage(p) }))
 		})
 	}
 }
@@ -83,8 +50,6 @@ func TestNewMessageRooms(t *testing.T) {
 	}
 	require.Equal(t, uintptr(192), unsafe.Sizeof(withPayload[[192 - messageSize]byte]{}))
 	require.Equal(t, uintptr(256), unsafe.Sizeof(withPayload[[256 - messageSize]byte]{}))
-	require.Equal(t, uintptr(288), unsafe.Sizeof(withPayload[[288 - messageSize]byte]{}))
-	require.Equal(t, uintptr(384), unsafe.Sizeof(withPayload[[384 - messageSize]byte]{}))
 	require.Equal(t, uintptr(512), unsafe.Sizeof(withPayload[[512 - messageSize]byte]{}))
 	require.Equal(t, uintptr(1024-8), unsafe.Sizeof(withPayload[[1024 - messageSize - mallocHeader]byte]{}))
 	require.Equal(t, uintptr(1152-8), unsafe.Sizeof(withPayload[[1152 - messageSize - mallocHeader]byte]{}))
@@ -95,7 +60,7 @@ func TestNewMessageRooms(t *testing.T) {
 	require.Equal(t, uintptr(0), messageSize%8, "Message keeps the rooms aligned")
 	// What the allocator takes: the class, not the next one up (an
 	// object above 512 bytes that holds pointers carries a header).
-	for _, class := range []int{192, 256, 288, 384, 512, 1024, 1152, 1280, 1536, 1792, 2048} {
+	for _, class := range []int{192, 256, 512, 1024, 1152, 1280, 1536, 1792, 2048} {
 		room := class - int(messageSize)
 		if class > 512 {
 			room -= int(mallocHeader)
@@ -105,7 +70,7 @@ func TestNewMessageRooms(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for range n {
-			newMessage(p, nil)
+			newMessage(p)
 		}
 		runtime.ReadMemStats(&after)
 		require.Less(t, int(after.TotalAlloc-before.TotalAlloc)/n, class+16, "bytes per Message with %d bytes of payload", room)
