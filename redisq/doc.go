@@ -418,25 +418,28 @@
 // client set it up, before it wrote the call: go-redis first sends HELLO
 // (AUTH after a refused HELLO) and CLIENT SETINFO on a new connection,
 // and writes the call only once they succeed. Such a call whose context
-// ended returns the context's error, never ErrMayHaveRun.
+// ended returns the context's error, not ErrMayHaveRun (but on a client
+// that sends a command again itself, below).
 // Tested by injecting them: a dial's error under an Enqueue and an Ack
 // (TestUnsentSentAgain), the pool's timeout under an Enqueue
 // (TestPoolTimeoutSentAgain): sent again, and run once; a new
 // connection whose HELLO reply a proxy holds, under a lone Enqueue, an
 // EnqueueBatch and a Publish (TestSetupStallNotInFlight): the context's
 // error, and nothing run. go-redis tells a setup's failure apart only by
-// its shape (setupFailed): a timeout of the pipeline it sends after
-// HELLO for Options.DB, ClientName or a cluster's ReadOnly, and an EOF
-// during setup, still count as a call that may have run.
+// its shape (setupFailed): a timeout of an AUTH sent after a refused
+// HELLO or of the pipeline sent after HELLO for Options.DB, ClientName
+// or a cluster's ReadOnly, and an EOF during setup, still count as a
+// call that may have run.
 // A call written to its connection that then failed (EOF, a reset, a
 // broken pipe, a timeout waiting for the reply) is not sent again, since
 // it may have run (its outcome is unknown, as above; each injected
 // after the write, TestUnsentSentAgain: the error returned, run once),
 // nor one that failed any other way. On a client that sends a command
-// again itself (AcceptDoubleRuns), a dial's error or the pool's timeout
-// is only that of the client's last send, which may follow a send that
-// ran: such a call is not sent again, and a caller that left a group
-// meanwhile gets ErrMayHaveRun (TestResendingClientDialNotSentAgain).
+// again itself (AcceptDoubleRuns), a dial's error, the pool's timeout or
+// a failed setup is only that of the client's last send, which may
+// follow a send that ran: such a call is not sent again, and a caller
+// that left a group meanwhile gets ErrMayHaveRun
+// (TestResendingClientDialNotSentAgain, TestUnrunResending).
 // A refusal on such a client is sent again, though it too proves only
 // that the client's last send did not run: a call that may write can
 // then run twice (see Options.AcceptDoubleRuns for what that costs).

@@ -20,7 +20,7 @@ var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 // no id: a Publish sent again publishes it twice if the first ran).
 // A change that the server refused, or that was never sent (its
 // connection could not be made, or failed while the client set it up:
-// HELLO, AUTH, CLIENT SETINFO), is reported by the context's error
+// HELLO, CLIENT SETINFO), is reported by the context's error
 // alone. The embedded queue has no such error:
 // once it appended a change's record it waits for its write and fsync
 // whatever the context, and reports the change as made.

@@ -82,21 +82,23 @@ func unsent(err error) bool {
 // setupFailed reports whether err is the failure, a timeout or a
 // system call's error (a reset, a broken pipe), of a read or write of
 // the commands go-redis sends on a new connection before it hands the
-// connection to the call: HELLO (or AUTH after a refused HELLO), CLIENT
-// SETINFO, and the client's Options.OnConnect where it returns its
-// command's error as it came. The call's own
-// command was never written: go-redis sends it only on a connection
-// whose setup succeeded. go-redis (initPooledConn) returns such a
-// failure with its outer error taken off, so that the *net.OpError of
-// the read or write is gone and the error under it comes alone
-// (os.ErrDeadlineExceeded, an *os.SyscallError), where a read or write
-// of the call's own command returns the *net.OpError itself. Not told
-// apart so: a timeout of the pipeline go-redis sends after HELLO for
-// Options.DB, ClientName or a cluster's ReadOnly, which comes in its
-// *net.OpError (counted as a call that may have run), and an EOF, which
-// is bare either way. A Dialer whose connections return their errors
-// without a *net.OpError would make a call's own failed read look like
-// a setup's: go-redis's dialer and crypto/tls keep it.
+// connection to the call: HELLO, CLIENT SETINFO (and CLIENT
+// MAINT_NOTIFICATIONS where it sends it), and the client's
+// Options.OnConnect where it returns its command's error as it came.
+// The call's own command was never written: go-redis sends it only on
+// a connection whose setup succeeded. go-redis (initPooledConn) returns
+// such a failure with its outer error taken off, so that the
+// *net.OpError of the read or write is gone and the error under it
+// comes alone (os.ErrDeadlineExceeded, an *os.SyscallError), where a
+// read or write of the call's own command returns the *net.OpError
+// itself. Not told apart so: a timeout of the AUTH go-redis sends after
+// a refused HELLO (a server before Redis 6, a proxy), or of the pipeline
+// it sends after HELLO for Options.DB, ClientName or a cluster's
+// ReadOnly, which both come in their *net.OpError (counted as a call
+// that may have run), and an EOF, which is bare either way. A Dialer
+// whose connections return their errors without a *net.OpError would
+// make a call's own failed read look like a setup's: go-redis's dialer
+// and crypto/tls keep it. TestUnsent pins both shapes.
 func setupFailed(err error) bool {
 	var oe *net.OpError
 	var se *os.SyscallError
