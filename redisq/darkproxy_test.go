@@ -22,10 +22,10 @@ type darkProxy struct {
 	ln     net.Listener
 	target string
 	muted  atomic.Bool
-	mu     sync.Mutex
+	mu     sync.Mutex   // guards epoch, conns, said and closed
 	epoch  int          // goDark's count; a connection of an earlier epoch is dark
 	conns  []net.Conn   // every socket of the proxy, closed by stop
-	muteHd bytes.Buffer // what clients sent while muted, on any connection
+	said   bytes.Buffer // what clients sent while muted, on any connection (heard)
 	closed bool
 	wg     sync.WaitGroup // the accept loop and the copies
 }
@@ -97,14 +97,14 @@ func (p *darkProxy) copy(dst, src net.Conn, epoch int, mute *atomic.Bool) {
 func (p *darkProxy) hear(b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.muteHd.Write(b)
+	p.said.Write(b)
 }
 
 // heard returns what clients sent while the proxy was muted.
 func (p *darkProxy) heard() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.muteHd.String()
+	return p.said.String()
 }
 
 func (p *darkProxy) isDark(epoch int) bool {
