@@ -425,7 +425,9 @@
 // (TestPoolTimeoutSentAgain): sent again, and run once; a new
 // connection whose HELLO reply a proxy holds, under a lone Enqueue, an
 // EnqueueBatch and a Publish (TestSetupStallNotInFlight): the context's
-// error, and nothing run. go-redis tells a setup's failure apart only by
+// error, and nothing run; so too a call whose context ended before it
+// was written, its deadline past or passed while it waited for a
+// connection of the pool (TestEndedContextNotInFlight). go-redis tells a setup's failure apart only by
 // its shape (setupFailed): a timeout of an AUTH sent after a refused
 // HELLO or of the pipeline sent after HELLO for Options.DB, ClientName
 // or a cluster's ReadOnly, and an EOF during setup, still count as a

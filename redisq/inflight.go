@@ -30,7 +30,27 @@ func (h *handle) sentAlone(ctx context.Context, err error) error {
 // context's deadline with go-redis's ContextTimeoutEnabled, else at its
 // ReadTimeout), in which timedOut has wrapped the context's error.
 func readTimedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() &&
-		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+	return connTimedOut(err) && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+}
+
+// connTimedOut reports whether err holds a timeout of a connection's
+// read or write: a net.Error that timed out, other than the context's
+// own DeadlineExceeded (a net.Error too), which go-redis returns alone
+// for a wait that the context ended before the call was written (for a
+// connection of the pool, for its dial).
+func connTimedOut(err error) bool {
+	if ne, ok := err.(net.Error); ok && ne.Timeout() && err != context.DeadlineExceeded {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return connTimedOut(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if connTimedOut(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

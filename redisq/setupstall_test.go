@@ -70,3 +70,62 @@ func TestSetupStallNotInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedContextNotInFlight: a call that carries a change, sent alone
+// under a context that ended before go-redis wrote it (a deadline
+// already past; a deadline that passed while the call waited for the
+// one connection of the pool, which another command held), returns its
+// context's error, not ErrMayHaveRun: go-redis returns the context's
+// DeadlineExceeded alone, before it writes anything, and that error is
+// a net.Error that timed out too, as a read's timeout is. Reported as
+// may have run, a caller told to count a Publish as maybe lost would
+// lose a value never published.
+func TestEndedContextNotInFlight(t *testing.T) {
+	srv := redistest.Start(t)
+	waits := []struct {
+		name string
+		hold bool // another command holds the pool's one connection
+	}{
+		{"deadline past", false},
+		{"deadline passed waiting for the pool", true},
+	}
+	n := 0
+	for _, c := range changeCalls {
+		for _, w := range waits {
+			n++
+			name := fmt.Sprint("endedctx-", n)
+			t.Run(c.name+", "+w.name, func(t *testing.T) {
+				p := startDarkProxy(t, srv.Addr)
+				rdb := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1, PoolSize: 1,
+					PoolTimeout: 5 * time.Second})
+				t.Cleanup(func() { _ = rdb.Close() })
+				call, changed := c.open(t, rdb, name, redisq.Options{ManualRequeue: true})
+				time.Sleep(200 * time.Millisecond) // the housekeeper's first pass done
+
+				d := time.Now().Add(-time.Second)
+				if w.hold {
+					held := make(chan struct{})
+					go func() {
+						defer close(held)
+						_ = rdb.BLPop(context.Background(), 500*time.Millisecond, name+":none").Err()
+					}()
+					t.Cleanup(func() { <-held })
+					time.Sleep(50 * time.Millisecond) // BLPOP holds the connection
+					d = time.Now().Add(100 * time.Millisecond)
+				}
+				ctx, cancel := context.WithDeadline(context.Background(), d)
+				defer cancel()
+				p.muted.Store(true)
+				err := call(ctx)
+				heard := strings.ToLower(p.heard())
+				p.muted.Store(false)
+				t.Logf("returned %v; the proxy heard %q", err, heard)
+				require.NotContains(t, heard, "fcall", "the call was never written")
+				require.Error(t, err)
+				require.NotErrorIs(t, err, redisq.ErrMayHaveRun, "a call never written cannot have run")
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.Zero(t, changed(), "nothing ran")
+			})
+		}
+	}
+}

@@ -75,6 +75,34 @@ func TestUnsent(t *testing.T) {
 	}
 }
 
+// TestReadTimedOut: a call whose client stopped waiting for its reply
+// once its context ended holds a connection's timeout (a read's, a
+// setup's) and the context's error; the context's DeadlineExceeded
+// alone, which go-redis returns for a wait that ended before anything
+// was written, is a net.Error that timed out too, and is not one.
+func TestReadTimedOut(t *testing.T) {
+	read := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"read timeout, deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded, read), true},
+		{"read timeout, cancel", fmt.Errorf("redisq: publish: %w", fmt.Errorf("%w (%w)", context.Canceled, read)), true},
+		{"setup timeout, deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded, os.ErrDeadlineExceeded), true},
+		{"read timeout, context alive", read, false},
+		{"deadline alone", context.DeadlineExceeded, false},
+		{"deadline wrapped", fmt.Errorf("redisq: enqueue: %w", context.DeadlineExceeded), false},
+		{"cancel alone", context.Canceled, false},
+		{"reset, deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded,
+			&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, readTimedOut(c.err), "%v", c.err)
+		})
+	}
+}
+
 // TestUnrunResending: on a client that sends a command again itself
 // (resends) an unsent failure, a dial's error, the pool's timeout or a
 // failed setup, is that of the client's last send only, which may follow
