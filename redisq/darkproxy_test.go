@@ -1,6 +1,7 @@
 package redisq_test
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,14 +16,16 @@ import (
 // without a reset, a NAT or firewall that forgot the flow, or a VIP moved
 // elsewhere. The connections accepted after that are forwarded again.
 // While muted, it forwards what clients send and drops what the server
-// answers, on every connection: a server whose replies come late.
+// answers, on every connection: a server whose replies come late; and
+// it keeps what the clients sent meanwhile (heard).
 type darkProxy struct {
 	ln     net.Listener
 	target string
 	muted  atomic.Bool
-	mu     sync.Mutex
-	epoch  int        // goDark's count; a connection of an earlier epoch is dark
-	conns  []net.Conn // every socket of the proxy, closed by stop
+	mu     sync.Mutex   // guards epoch, conns, said and closed
+	epoch  int          // goDark's count; a connection of an earlier epoch is dark
+	conns  []net.Conn   // every socket of the proxy, closed by stop
+	said   bytes.Buffer // what clients sent while muted, on any connection (heard)
 	closed bool
 	wg     sync.WaitGroup // the accept loop and the copies
 }
@@ -76,6 +79,9 @@ func (p *darkProxy) copy(dst, src net.Conn, epoch int, mute *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && mute == nil && p.muted.Load() {
+			p.hear(buf[:n])
+		}
 		if n > 0 && !p.isDark(epoch) && (mute == nil || !mute.Load()) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -85,6 +91,20 @@ func (p *darkProxy) copy(dst, src net.Conn, epoch int, mute *atomic.Bool) {
 			return
 		}
 	}
+}
+
+// hear keeps b, sent by a client while the proxy was muted.
+func (p *darkProxy) hear(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.said.Write(b)
+}
+
+// heard returns what clients sent while the proxy was muted.
+func (p *darkProxy) heard() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.said.String()
 }
 
 func (p *darkProxy) isDark(epoch int) bool {

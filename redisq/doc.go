@@ -388,7 +388,11 @@
 // deadline with ContextTimeoutEnabled); when its context ended and the
 // client stopped waiting, it too returns ErrMayHaveRun with the id
 // (TestLoneEnqueueLeavesInFlight), and so does an EnqueueBatch, with
-// every id (TestEnqueueBatchLeavesInFlight); on a client that sends a
+// every id (TestEnqueueBatchLeavesInFlight), and a sorted or windowed
+// Publish, with no id (TestPublishLeavesInFlight): a sorted queue keeps
+// no id per value, so a Publish sent again after ErrMayHaveRun publishes
+// its value twice if the first ran, and a batch of its key holds it
+// twice; on a client that sends a
 // command again itself (AcceptDoubleRuns) also when its context ended
 // the client's wait to send it again, which returns the context's error
 // alone. A message leased for a Dequeue that left is given back at once,
@@ -409,19 +413,35 @@
 // no route, the dial's timeout), as when a primary died and the client
 // still names it as the slot's owner, until the client's slot map names
 // the promoted replica; and one that found no connection of the
-// client's pool free within its PoolTimeout (redis.ErrPoolTimeout).
+// client's pool free within its PoolTimeout (redis.ErrPoolTimeout);
+// and one whose new connection failed (a timeout, a reset) while the
+// client set it up, before it wrote the call: go-redis first sends HELLO
+// (AUTH after a refused HELLO) and CLIENT SETINFO on a new connection,
+// and writes the call only once they succeed. Such a call whose context
+// ended returns the context's error, not ErrMayHaveRun (but on a client
+// that sends a command again itself, below).
 // Tested by injecting them: a dial's error under an Enqueue and an Ack
 // (TestUnsentSentAgain), the pool's timeout under an Enqueue
-// (TestPoolTimeoutSentAgain): sent again, and run once.
-// A call whose connection was made and then failed (EOF, a reset, a
+// (TestPoolTimeoutSentAgain): sent again, and run once; a new
+// connection whose HELLO reply a proxy holds, under a lone Enqueue, an
+// EnqueueBatch and a Publish (TestSetupStallNotInFlight): the context's
+// error, and nothing run; so too a call whose context ended before it
+// was written, its deadline past or passed while it waited for a
+// connection of the pool (TestEndedContextNotInFlight). go-redis tells a setup's failure apart only by
+// its shape (setupFailed): a timeout of an AUTH sent after a refused
+// HELLO or of the pipeline sent after HELLO for Options.DB, ClientName
+// or a cluster's ReadOnly, and an EOF during setup, still count as a
+// call that may have run.
+// A call written to its connection that then failed (EOF, a reset, a
 // broken pipe, a timeout waiting for the reply) is not sent again, since
 // it may have run (its outcome is unknown, as above; each injected
 // after the write, TestUnsentSentAgain: the error returned, run once),
 // nor one that failed any other way. On a client that sends a command
-// again itself (AcceptDoubleRuns), a dial's error or the pool's timeout
-// is only that of the client's last send, which may follow a send that
-// ran: such a call is not sent again, and a caller that left a group
-// meanwhile gets ErrMayHaveRun (TestResendingClientDialNotSentAgain).
+// again itself (AcceptDoubleRuns), a dial's error, the pool's timeout or
+// a failed setup is only that of the client's last send, which may
+// follow a send that ran: such a call is not sent again, and a caller
+// that left a group meanwhile gets ErrMayHaveRun
+// (TestResendingClientDialNotSentAgain, TestUnrunResending).
 // A refusal on such a client is sent again, though it too proves only
 // that the client's last send did not run: a call that may write can
 // then run twice (see Options.AcceptDoubleRuns for what that costs).

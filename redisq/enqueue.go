@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -118,32 +117,6 @@ func (q *Queue) enqueueEach(reqs []enqueueReq) []error {
 		}
 	}
 	return errs
-}
-
-// sentAlone returns the error, err, of a call run under its caller's
-// context ctx (a lone Enqueue's, an EnqueueBatch's) as ErrMayHaveRun
-// where ctx ended while the call waited for its reply: the client
-// stopped waiting after a send the server may run (readTimedOut). On a
-// client that sends again itself (h.resends) also where ctx ended the
-// client's wait before its next send, which returns ctx's error alone:
-// its last send may have run. A call that the server refused or that was
-// never sent (unrun: a dial's error, the pool's timeout), whose rides
-// ended with ctx, did not run.
-func (q *Queue) sentAlone(ctx context.Context, err error) error {
-	if err == nil || q.unrun(err) || !readTimedOut(err) && !(q.resends && errors.Is(err, ctx.Err())) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrMayHaveRun, err)
-}
-
-// readTimedOut reports whether err is a wait for a reply that the
-// client ended once the call's context ended: a read's timeout (at the
-// context's deadline with go-redis's ContextTimeoutEnabled, else at its
-// ReadTimeout), in which timedOut has wrapped the context's error.
-func readTimedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() &&
-		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
 }
 
 // takeLive returns the indexes in reqs of the callers still there

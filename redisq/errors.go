@@ -15,9 +15,13 @@ var ErrNotDurable = errors.New("redisq: not acknowledged by enough replicas")
 // stopped waiting for the reply once its context ended (or, on a client
 // that sends a command again itself, its context ended the client's wait
 // to send it again); an EnqueueBatch (its ids come with the error) that
-// ended so, all of whose messages may be enqueued, or none.
-// A change that the server refused, or that was never sent, is reported
-// by the context's error alone. The embedded queue has no such error:
+// ended so, all of whose messages may be enqueued, or none; a sorted or
+// windowed Publish that ended so, whose value may be published (it has
+// no id: a Publish sent again publishes it twice if the first ran).
+// A change that the server refused, or that was never sent (its
+// connection could not be made, or failed while the client set it up:
+// HELLO, CLIENT SETINFO), is reported by the context's error
+// alone. The embedded queue has no such error:
 // once it appended a change's record it waits for its write and fsync
 // whatever the context, and reports the change as made.
 var ErrMayHaveRun = errors.New("redisq: the context ended while the call that carried the change was in flight: it may have run")

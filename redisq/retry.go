@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -67,14 +68,41 @@ func refused(err error) bool {
 // unsent reports whether err proves the call was never written to a
 // server: no connection could be made for it (a dial error: refused, no
 // route, the dial's timeout; the address of a primary that died, until
-// the client's map of the slots names its replica), or none of the
-// client's pool came free in time (redis.ErrPoolTimeout). Sending it
-// again is then safe whatever it does. An error of a connection that
-// was made (reset, EOF, broken pipe, a timeout waiting for the reply) is
-// not one, however it is wrapped: the call may have run.
+// the client's map of the slots names its replica), none of the client's
+// pool came free in time (redis.ErrPoolTimeout), or the new connection
+// drawn for it failed while the client set it up (setupFailed). Sending
+// it again is then safe whatever it does. An error of the call's own
+// write or read (reset, EOF, broken pipe, a timeout waiting for the
+// reply) is not one, however it is wrapped: the call may have run.
 func unsent(err error) bool {
 	var oe *net.OpError
-	return errors.Is(err, redis.ErrPoolTimeout) || (errors.As(err, &oe) && oe.Op == "dial")
+	return errors.Is(err, redis.ErrPoolTimeout) || (errors.As(err, &oe) && oe.Op == "dial") || setupFailed(err)
+}
+
+// setupFailed reports whether err is the failure, a timeout or a
+// system call's error (a reset, a broken pipe), of a read or write of
+// the commands go-redis sends on a new connection before it hands the
+// connection to the call: HELLO, CLIENT SETINFO (and CLIENT
+// MAINT_NOTIFICATIONS where it sends it), and the client's
+// Options.OnConnect where it returns its command's error as it came.
+// The call's own command was never written: go-redis sends it only on
+// a connection whose setup succeeded. go-redis (initPooledConn) returns
+// such a failure with its outer error taken off, so that the
+// *net.OpError of the read or write is gone and the error under it
+// comes alone (os.ErrDeadlineExceeded, an *os.SyscallError), where a
+// read or write of the call's own command returns the *net.OpError
+// itself. Not told apart so: a timeout of the AUTH go-redis sends after
+// a refused HELLO (a server before Redis 6, a proxy), or of the pipeline
+// it sends after HELLO for Options.DB, ClientName or a cluster's
+// ReadOnly, which both come in their *net.OpError (counted as a call
+// that may have run), and an EOF, which is bare either way. A Dialer
+// whose connections return their errors without a *net.OpError would
+// make a call's own failed read look like a setup's: go-redis's dialer
+// and crypto/tls keep it. TestUnsent pins both shapes.
+func setupFailed(err error) bool {
+	var oe *net.OpError
+	var se *os.SyscallError
+	return !errors.As(err, &oe) && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &se))
 }
 
 // unrun reports whether err proves the call did not run: the server

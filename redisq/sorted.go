@@ -163,6 +163,22 @@ func (s *Sorted[K]) run(ctx context.Context, now time.Time, op string, args ...a
 // refused with queue.ErrInvalidOptions, and so is a key of 65,535 bytes
 // or more, which the embedded queue takes (the server's members carry a
 // key's length in two bytes).
+//
+// Publish runs under ctx and waits for its reply as long as the client
+// does (go-redis: its ReadTimeout, or the context's deadline with
+// ContextTimeoutEnabled). When ctx ended and the client stopped waiting
+// after the call was sent, it returns ErrMayHaveRun, wrapping the
+// context's error: the value may be published, or not. A sorted queue
+// keeps no id per value, so nothing tells which: a Publish sent again
+// after ErrMayHaveRun publishes the value a second time if the first
+// ran, and a batch of its key then holds it twice. Publish again only a
+// value whose consumer takes a repeat harmlessly; else count it as
+// maybe lost. A Publish whose ctx ended and that returns the context's
+// error without ErrMayHaveRun did not run: the server refused it, or it
+// was never sent (its connection could not be made, or failed while the
+// client set it up). A connection that failed after the call was sent
+// (EOF, a reset) leaves its outcome unknown, as for any call (see the
+// package documentation).
 func (s *Sorted[K]) Publish(ctx context.Context, sort K, key string, payload []byte) error {
 	part, err := sortPart(sort)
 	if err != nil {
@@ -183,7 +199,7 @@ func (s *Sorted[K]) publish(ctx context.Context, now time.Time, part []byte, key
 		return fmt.Errorf("redisq: encode value: %w", err)
 	}
 	_, err = s.run(ctx, now, "publish", key, part, b)
-	return err
+	return s.sentAlone(ctx, err)
 }
 
 // Pull returns the batches of up to about max values, keys in order of
@@ -664,7 +680,9 @@ func OpenWindowed(ctx context.Context, rdb redis.UniversalClient, name string, o
 
 // Publish adds a value under key, stamped with the current time: its sort
 // key and its PublishedAt are one reading of the clock, so that its key is
-// due Window after its PublishedAt.
+// due Window after its PublishedAt. Its errors are those of
+// Sorted.Publish: ErrMayHaveRun when ctx ended while its call was in
+// flight, and a Publish sent again then may publish the value twice.
 func (w *Windowed) Publish(ctx context.Context, key string, payload []byte) error {
 	now := w.o.Clock.Now()
 	part, err := sortPart(now)

@@ -23,9 +23,13 @@ import (
 
 // TestUnsent: only an error that proves the call was never written
 // counts as unsent: a dial's error (refused, no route, the dial's
-// timeout) or the pool's timeout, however wrapped. An error of a
-// connection that was made (reset, EOF, broken pipe, a read's timeout),
-// the pool's other errors and an ended context are not.
+// timeout), the pool's timeout, or a failed setup of a new connection (a
+// read's timeout or a system call's error that go-redis returns without
+// its *net.OpError, setupFailed), however wrapped. An error of the
+// call's own read or write (reset, EOF, broken pipe, a read's timeout,
+// which keep their *net.OpError, also under the context's error that
+// timedOut puts on them), the pool's other errors and an ended context
+// are not.
 func TestUnsent(t *testing.T) {
 	dial := func(err error) error {
 		return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}
@@ -44,9 +48,18 @@ func TestUnsent(t *testing.T) {
 		{"dial wrapped", fmt.Errorf("redisq: enqueue: %w", dial(syscall.ECONNREFUSED)), true},
 		{"pool timeout", redis.ErrPoolTimeout, true},
 		{"pool timeout wrapped", fmt.Errorf("redisq: ack: %w", redis.ErrPoolTimeout), true},
+		{"setup timeout", os.ErrDeadlineExceeded, true},
+		{"setup reset", os.NewSyscallError("read", syscall.ECONNRESET), true},
+		{"setup broken pipe", fmt.Errorf("redisq: enqueue: %w", os.NewSyscallError("write", syscall.EPIPE)), true},
+		{"setup timeout, ride ended", fmt.Errorf("%w (the call did not run: %w)", context.Canceled,
+			fmt.Errorf("redisq: publish: %w", os.ErrDeadlineExceeded)), true},
 		{"read reset", conn("read", syscall.ECONNRESET), false},
 		{"write broken pipe", conn("write", syscall.EPIPE), false},
 		{"read timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, false},
+		{"read timeout, context ended", fmt.Errorf("%w (%w)", context.DeadlineExceeded,
+			&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), false},
+		{"read timeout, ride ended", fmt.Errorf("%w (ended while sending again what failed with: %v)",
+			&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, os.ErrDeadlineExceeded), false},
 		{"EOF", io.EOF, false},
 		{"unexpected EOF", fmt.Errorf("redisq: enqueue: %w", io.ErrUnexpectedEOF), false},
 		{"pool exhausted", redis.ErrPoolExhausted, false},
@@ -58,6 +71,61 @@ func TestUnsent(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, unsent(c.err), "%v", c.err)
+		})
+	}
+}
+
+// TestReadTimedOut: a call whose client stopped waiting for its reply
+// once its context ended holds a connection's timeout (a read's, a
+// setup's) and the context's error; the context's DeadlineExceeded
+// alone, which go-redis returns for a wait that ended before anything
+// was written, is a net.Error that timed out too, and is not one.
+func TestReadTimedOut(t *testing.T) {
+	read := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"read timeout, deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded, read), true},
+		{"read timeout, cancel", fmt.Errorf("redisq: publish: %w", fmt.Errorf("%w (%w)", context.Canceled, read)), true},
+		{"setup timeout, deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded, os.ErrDeadlineExceeded), true},
+		{"read timeout, context alive", read, false},
+		{"deadline alone", context.DeadlineExceeded, false},
+		{"deadline wrapped", fmt.Errorf("redisq: enqueue: %w", context.DeadlineExceeded), false},
+		{"cancel alone", context.Canceled, false},
+		{"reset, deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded,
+			&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, readTimedOut(c.err), "%v", c.err)
+		})
+	}
+}
+
+// TestUnrunResending: on a client that sends a command again itself
+// (resends) an unsent failure, a dial's error, the pool's timeout or a
+// failed setup, is that of the client's last send only, which may follow
+// a send that was written and ran: it does not prove the call did not
+// run. A refusal still does (the doc of Options.AcceptDoubleRuns says
+// what that costs).
+func TestUnrunResending(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	for _, c := range []struct {
+		name             string
+		err              error
+		alone, resending bool // unrun on a client that sends once, on one that sends again
+	}{
+		{"dial", dial, true, false},
+		{"pool timeout", redis.ErrPoolTimeout, true, false},
+		{"setup timeout", os.ErrDeadlineExceeded, true, false},
+		{"setup reset", os.NewSyscallError("read", syscall.ECONNRESET), true, false},
+		{"refusal", reply("MOVED 3999 127.0.0.1:7001"), true, true},
+		{"read timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.alone, (&handle{}).unrun(c.err), "a client that sends once: %v", c.err)
+			require.Equal(t, c.resending, (&handle{resends: true}).unrun(c.err), "a client that sends again: %v", c.err)
 		})
 	}
 }
