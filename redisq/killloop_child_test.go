@@ -161,18 +161,13 @@ func runKillChild(s string) int {
 		os.Exit(0)
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, MaxRetries: -1})
-	q, err := redisq.Open(context.Background(), rdb, c.Queue, &redisq.Options{
-		AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, DedupWindow: c.Dedup, OpTimeout: time.Second})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kill-loop child open:", err)
-		return 3
-	}
-	k := &killChild{c: c, q: q, j: &journal{f: f}}
+	k := &killChild{c: c, j: &journal{f: f}}
+	k.q = openUntil(func() (*redisq.Queue, error) {
+		return redisq.Open(context.Background(), rdb, c.Queue, &redisq.Options{
+			AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, DedupWindow: c.Dedup, OpTimeout: time.Second})
+	})
 	if c.Sorted > 0 {
-		if k.s, err = openKillSorted(rdb, c); err != nil {
-			fmt.Fprintln(os.Stderr, "kill-loop child open sorted:", err)
-			return 3
-		}
+		k.s = openUntil(func() (*redisq.Sorted[int64], error) { return openKillSorted(rdb, c) })
 	}
 	var wg sync.WaitGroup
 	for n := range c.Sorted {
@@ -187,6 +182,19 @@ func runKillChild(s string) int {
 	}
 	wg.Wait() // never: the parent kills the process
 	return 0
+}
+
+// openUntil opens a handle, again and again while the server is down or
+// loading its files (the parent kills it as it likes, Opens included).
+func openUntil[T any](open func() (T, error)) T {
+	for {
+		h, err := open()
+		if err == nil {
+			return h
+		}
+		fmt.Fprintln(os.Stderr, "kill-loop child open (tried again):", err)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // killChild is one child process's traffic.
