@@ -55,6 +55,7 @@ func TestKillLoop(t *testing.T) {
 		l.deadSet()
 		if c%every == 0 || c == cycles {
 			l.drain()
+			t.Logf("drained after cycle %d: %s", c, l.o.counts)
 		}
 		require.Zero(t, l.o.counts.violations(), "after cycle %d (seed %d): %s\n%v", c, seed, l.o.counts, l.o.bad)
 	}
