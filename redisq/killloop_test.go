@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -162,7 +163,11 @@ func (l *killLoop) start(cfg killChildConfig) *killChildProc {
 	require.NoError(l.t, err)
 	defer errf.Close()
 	k.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	k.cmd.Env = append(os.Environ(), killLoopEnv+"="+cfg.encode())
+	// Under -race a data race in a child ends it (and so fails the
+	// test, as a child that exited by itself) rather than going to a
+	// stderr file nobody reads.
+	k.cmd.Env = append(os.Environ(), killLoopEnv+"="+cfg.encode(),
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" halt_on_error=1"))
 	k.cmd.Stderr = errf
 	k.stdin, err = k.cmd.StdinPipe()
 	require.NoError(l.t, err)
