@@ -186,17 +186,31 @@ func (o *killOracle) line(f []string) error {
 	return nil
 }
 
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
+// nums parses the number fields of a journal line. A field that is not a
+// number is an error, not a 0 that would turn a check off (an ack at time
+// 0 is no ack).
+func nums(fs ...string) ([]int64, error) {
+	ns := make([]int64, len(fs))
+	for i, f := range fs {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", f, err)
+		}
+		ns[i] = n
+	}
+	return ns, nil
 }
 
 func (o *killOracle) acked(tok string, k *killTok, f []string) error {
 	if len(f) != 3 {
 		return fmt.Errorf("ack line of %d fields", len(f))
 	}
+	n, err := nums(f[1], f[2])
+	if err != nil {
+		return err
+	}
 	o.counts.Acked++
-	k.ackedAt, k.ackedN = atoi(f[2]), int(atoi(f[1]))
+	k.ackedAt, k.ackedN = n[1], int(n[0])
 	o.checkAcked(tok, k)
 	return nil
 }
@@ -205,8 +219,12 @@ func (o *killOracle) delivery(tok string, k *killTok, f []string) error {
 	if len(f) != 5 {
 		return fmt.Errorf("delivery line of %d fields", len(f))
 	}
+	n, err := nums(f[2], f[3], f[4])
+	if err != nil {
+		return err
+	}
 	o.counts.Delivered++
-	d := killDelivery{id: f[0], n: int(atoi(f[2])), t0: atoi(f[3]), t1: atoi(f[4])}
+	d := killDelivery{id: f[0], n: int(n[0]), t0: n[1], t1: n[2]}
 	o.observed(tok, k, "delivered")
 	o.checkID(tok, k, d.id)
 	for _, e := range k.deliveries {
@@ -320,7 +338,10 @@ func (o *killOracle) checkpoint(held map[string]bool) {
 // enqueuedBefore reports whether an attempt of id before tok returned nil
 // or was seen in the queue.
 func (o *killOracle) enqueuedBefore(id, tok string) bool {
-	n := int(atoi(strings.TrimPrefix(tok[len(id):], ".a")))
+	n, err := strconv.Atoi(strings.TrimPrefix(tok[len(id):], ".a"))
+	if err != nil {
+		return false // not a token of this id: the refusal stays unfounded
+	}
 	for a := 0; a < n; a++ {
 		if k := o.toks[fmt.Sprintf("%s.a%d", id, a)]; k != nil && (k.enqueued || k.seen) {
 			return true
