@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ type darkAddr struct {
 	dark  bool
 	conns []net.Conn
 	dials int           // dials made while dark
+	subs  int           // of dials, those made for a subscription (subscriptionDial)
 	gone  chan struct{} // closed when the test ends: a dial ends then too
 }
 
@@ -39,6 +41,9 @@ func (d *darkAddr) dial(ctx context.Context, network, addr string) (net.Conn, er
 	d.mu.Lock()
 	if d.dark {
 		d.dials++
+		if subscriptionDial() {
+			d.subs++
+		}
 		d.mu.Unlock()
 		var held <-chan time.Time // nil, never ready, without hold
 		ended := ctx.Done()
@@ -70,6 +75,24 @@ func (d *darkAddr) dial(ctx context.Context, network, addr string) (net.Conn, er
 	return c, err
 }
 
+// subscriptionDial reports whether the dial under way is a
+// subscription's: go-redis dials a PubSub's connection on the goroutine
+// of the PubSub's call, where a pooled command's dial runs on a
+// goroutine of the pool's own.
+func subscriptionDial() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, goRedisPkg+".(*PubSub).") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
 // goDark closes every connection made so far and holds every dial after.
 func (d *darkAddr) goDark() {
 	d.mu.Lock()
@@ -84,6 +107,13 @@ func (d *darkAddr) darkDials() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.dials
+}
+
+// subscriptionDials is how many of darkDials a subscription made.
+func (d *darkAddr) subscriptionDials() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.subs
 }
 
 // sendTimes is a client hook that logs, for each send of an enqueue

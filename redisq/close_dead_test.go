@@ -66,7 +66,7 @@ type darkClose struct {
 // closeInTheDark opens a queue named name with opTimeout on a server of
 // its own, through a client whose dials go to a darkAddr (deaf: one that
 // ignores their context), kills the server and takes its address away,
-// waits for the subscription to dial again, and closes the queue. It
+// waits for the subscription itself to dial again, and closes the queue. It
 // fails the test when Close has not returned after 15s; before holds the
 // goroutines of redisq and go-redis running before Open.
 func closeInTheDark(t *testing.T, name string, deaf bool, opTimeout time.Duration) darkClose {
@@ -86,7 +86,9 @@ func closeInTheDark(t *testing.T, name string, deaf bool, opTimeout time.Duratio
 
 	srv.Kill()
 	d.goDark()
-	require.Eventually(t, func() bool { return d.darkDials() > 0 }, 10*time.Second, 10*time.Millisecond,
+	// The subscription's own dial: the housekeeper's calls dial on the
+	// pool's goroutines, which Close does not wait for.
+	require.Eventually(t, func() bool { return d.subscriptionDials() > 0 }, 10*time.Second, 10*time.Millisecond,
 		"the subscription dials again")
 	start := time.Now()
 	closed := make(chan error, 1)
