@@ -10,7 +10,7 @@ go vet ./...
 # The platforms the README names: the library and the CLI build and vet on
 # each (the crash suite in fuzz/ kills and limits processes the unix way,
 # so Windows vets everything else), and bench/ builds where its peers do.
-for target in windows/amd64 darwin/arm64 linux/386 linux/arm; do
+for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/386 linux/arm; do
 	pkgs=./...
 	if [[ $target == windows/* ]]; then
 		pkgs=$(go list ./... | grep -v '/fuzz$')

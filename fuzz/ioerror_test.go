@@ -217,7 +217,7 @@ func runIOErrorChild(cfg *childConfig) {
 const noLimit = ^uint64(0)
 
 func setFileLimit(rep *reporter, n uint64) {
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: noLimit}); err != nil {
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, fileLimit(n)); err != nil {
 		rep.failf("setrlimit: %v", err)
 		os.Exit(0)
 	}
