@@ -50,6 +50,9 @@ func TestSortedKillOracle(t *testing.T) {
 			func(c sortedCounts) int { return c.WrongSort }, 1},
 		{"equal sort keys out of publish order", "B s 200 210 0 | 7 key1 c1.k0.s0.n2:5:125:1 c1.k0.s0.n1:5:100:1\n", -1,
 			func(c sortedCounts) int { return c.Order }, 1},
+		{"equal sort keys out of the order of an unknown publish", "P? c1.k0.s0.n5 s key1 5 160\nP! c1.k0.s0.n5\n" +
+			"P? c1.k0.s0.n6 s key1 5 170\nP+ c1.k0.s0.n6 180\nB s 200 210 0 | 7 key1 c1.k0.s0.n6:5:175:1 c1.k0.s0.n5:5:190:1\n", -1,
+			func(c sortedCounts) int { return c.Order }, 0},
 		{"keys out of order in a Pull", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 | 8 key0 c1.k0.s0.n3:1:145:1\n", -1,
 			func(c sortedCounts) int { return c.Order }, 1},
 		{"keys out of order under MaxDeliveries", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 | 8 key0 c1.k0.s0.n3:1:145:1\n", 2,
