@@ -80,6 +80,13 @@ func TestSortedKillOracle(t *testing.T) {
 			func(c sortedCounts) int { return c.CountDown }, 1},
 		{"pulled, never published", "B s 200 210 0 | 7 key1 c1.k0.s0.n9:5:100:1\n", -1,
 			func(c sortedCounts) int { return c.Unexpected }, 1},
+		{"a payload not one published", "X payload of s key key1 lease 7 is not one published: \"junk\"\n", -1,
+			func(c sortedCounts) int { return c.Payload }, 1},
+		{"a windowed sort key not its PublishedAt", "B w 600001100 600001200 500000000 | 9 key1 c1.k0.w0.n1:1005:1006:1\n", -1,
+			func(c sortedCounts) int { return c.WrongSort }, 1},
+		{"a later delivery of a value whose ack returned", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"B s 205 215 0 | 8 key1 c1.k0.s0.n1:5:100:2\nS? s ack 7 220 0\nS+ s ack 7 230\n", -1,
+			func(c sortedCounts) int { return c.RedeliveredAfterAck }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := sortedOracleOf(t, published+tc.journal, tc.maxDel)
@@ -99,6 +106,15 @@ func TestSortedKillOracle(t *testing.T) {
 		require.NoError(t, err)
 		o.held("s", killPayload("c1.k0.s0.n1"), "key1", "dead")
 		require.Equal(t, 1, o.counts.RedeliveredAfterAck, o.bad)
+	})
+	t.Run("dead after a checkpoint drained it", func(t *testing.T) {
+		o, err := sortedOracleOf(t, published, -1)
+		require.NoError(t, err)
+		o.checkpoint(map[string]bool{"c1.k0.s0.n1": true, "c1.k0.s0.n2": true, "c1.k0.s0.n3": true, "c1.k0.w0.n1": true})
+		require.Zero(t, o.counts.violations(), o.bad)
+		o.held("s", killPayload("c1.k0.s0.n3"), "key0", "dead")
+		require.Equal(t, 1, o.counts.Unexpected, o.bad)
+		require.Equal(t, 1, o.counts.violations(), o.bad)
 	})
 	t.Run("a journal it cannot read", func(t *testing.T) {
 		_, err := sortedOracleOf(t, published+"S? s ack 7 220 0\n", -1)
