@@ -81,6 +81,9 @@ type sortedKillChild struct {
 	j *journal
 }
 
+// runSortedKillChild runs a sorted kill-loop child with the settings in
+// env (sortedKillConfig as JSON) until it is killed; it returns the exit
+// code only when it cannot start.
 func runSortedKillChild(env string) int {
 	var c sortedKillConfig
 	if err := json.Unmarshal([]byte(env), &c); err != nil {

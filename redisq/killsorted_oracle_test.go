@@ -74,9 +74,9 @@ type sortedTok struct {
 
 // sortedDelivery is one pull of a token.
 type sortedDelivery struct {
-	n      int
-	t0, t1 int64
-	lease  uint64
+	n      int    // its delivery count
+	t0, t1 int64  // the Pull called, returned (Unix ns)
+	lease  uint64 // the batch's lease
 }
 
 // sortedBatch is one batch a child pulled.
@@ -115,6 +115,7 @@ type sortedCounts struct {
 	OrderChecks, OverlapChecks, EarlyChecks, HoldChecks      int
 }
 
+// String is the counts on one line, as the test logs them.
 func (c sortedCounts) String() string {
 	return fmt.Sprintf("cycles=%d server-kills=%d child-kills=%d sent=%d published=%d unknown=%d "+
 		"pulls=%d batches=%d delivered=%d acked=%d nacked=%d dead-lettered=%d settle-lease-lost=%d settle-unknown=%d "+
@@ -128,11 +129,13 @@ func (c sortedCounts) String() string {
 		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.WrongKey, c.WrongSort, c.Order, c.Overlap, c.Early, c.CountDown)
 }
 
+// violations is the number of violations of every kind.
 func (c sortedCounts) violations() int {
 	return c.Lost + c.Unexpected + c.RedeliveredAfterAck + c.Payload + c.WrongKey + c.WrongSort +
 		c.Order + c.Overlap + c.Early + c.CountDown
 }
 
+// newSortedOracle returns an oracle that has read nothing.
 func newSortedOracle() *sortedOracle {
 	return &sortedOracle{toks: map[string]*sortedTok{}, closed: map[string]bool{}, badSeen: map[string]bool{}}
 }
@@ -150,6 +153,7 @@ func (o *sortedOracle) violate(counter *int, format string, args ...any) {
 	}
 }
 
+// tok returns what is known of token t, made empty on its first mention.
 func (o *sortedOracle) tok(t string) *sortedTok {
 	k := o.toks[t]
 	if k == nil {
@@ -194,6 +198,7 @@ func (o *sortedOracle) readJournals(paths []string, maxDeliveries int) error {
 	return nil
 }
 
+// line takes in one journal line of cycle cy, split into fields f.
 func (o *sortedOracle) line(cy *sortedCycle, f []string) error {
 	switch f[0] {
 	case "X":
