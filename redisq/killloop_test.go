@@ -122,6 +122,19 @@ func (l *killLoop) cycle(c int) {
 		cfg.Child, cfg.Seed = i, l.r.Uint64()>>1
 		kids[i] = l.start(cfg)
 	}
+	l.kill(way, kids)
+	l.o.counts.Cycles++
+	paths := make([]string, len(kids))
+	for i, k := range kids {
+		paths[i] = k.journal
+	}
+	require.NoError(l.t, l.o.readJournals(paths))
+}
+
+// kill lets the children run a while, then kills the server, children,
+// or both, in one of four ways (way), restarting the server; it returns
+// with every child dead and the server up.
+func (l *killLoop) kill(way string, kids []*killChildProc) {
 	time.Sleep(l.ms(300, 1200))
 	switch way {
 	case "server": // the server dies; the children see it down, then die
@@ -147,18 +160,23 @@ func (l *killLoop) cycle(c int) {
 		time.Sleep(l.ms(200, 800))
 		l.killChildren(kids[1:]...)
 	}
-	l.o.counts.Cycles++
-	paths := make([]string, len(kids))
-	for i, k := range kids {
-		paths[i] = k.journal
-	}
-	require.NoError(l.t, l.o.readJournals(paths))
 }
 
 func (l *killLoop) start(cfg killChildConfig) *killChildProc {
-	k := &killChildProc{journal: filepath.Join(l.dir, fmt.Sprintf("c%d.k%d.journal", cfg.Cycle, cfg.Child)),
-		stderr: filepath.Join(l.dir, fmt.Sprintf("c%d.k%d.stderr", cfg.Cycle, cfg.Child))}
-	cfg.Journal = k.journal
+	cfg.Journal = l.journalPath(cfg.Cycle, cfg.Child)
+	return l.startChild(cfg.Journal, killLoopEnv+"="+cfg.encode())
+}
+
+// journalPath is where the child of a cycle writes its journal.
+func (l *killLoop) journalPath(cycle, child int) string {
+	return filepath.Join(l.dir, fmt.Sprintf("c%d.k%d.journal", cycle, child))
+}
+
+// startChild starts a child writing journal: the test binary again, with
+// env (the variable that makes it a child, and its settings) and GORACE
+// set, its stderr beside its journal.
+func (l *killLoop) startChild(journal, env string) *killChildProc {
+	k := &killChildProc{journal: journal, stderr: strings.TrimSuffix(journal, ".journal") + ".stderr"}
 	errf, err := os.Create(k.stderr)
 	require.NoError(l.t, err)
 	defer errf.Close()
@@ -166,7 +184,7 @@ func (l *killLoop) start(cfg killChildConfig) *killChildProc {
 	// Under -race a data race in a child ends it (and so fails the
 	// test, as a child that exited by itself) rather than going to a
 	// stderr file nobody reads.
-	k.cmd.Env = append(os.Environ(), killLoopEnv+"="+cfg.encode(),
+	k.cmd.Env = append(os.Environ(), env,
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" halt_on_error=1"))
 	k.cmd.Stderr = errf
 	k.stdin, err = k.cmd.StdinPipe()

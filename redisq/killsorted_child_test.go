@@ -1,0 +1,234 @@
+package redisq_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+)
+
+// The sorted kill loop's children (TestKillLoopSorted) publish to and pull
+// from a single-flight sorted queue (int64 sort keys) and a windowed
+// queue until the parent kills them, journaling what each call returned
+// as the ack loop's children do (one write(2) per line, before the result
+// is used). The lines, fields separated by spaces, times in Unix
+// nanoseconds:
+//
+//	P? tok q key sort t0    a publish of tok under key to queue q ("s" or "w") is about
+//	                        to be sent at t0 (sort: its sort key; windowed: 0)
+//	P+ tok t1               it returned nil at t1
+//	P! tok                  it returned another error (it may have run)
+//	B q t0 t1 win [| lease key v...]...
+//	                        a Pull of q called at t0 returned at t1 with the batches
+//	                        listed in order, each value v as tok:sort:publishedAt:deliveries
+//	                        (windowed: sort in Unix ns); win is the puller's Window (0: sorted)
+//	X text                  a value whose payload is not one published
+//	S? q op lease t arg     a settle (ack, nack, dead) of a batch is about to be sent at t
+//	                        (arg: a nack's delay, else 0)
+//	S+ q op lease t         it returned nil at t
+//	SL q op lease           it returned ErrLeaseLost
+//	S! q op lease           it returned another error (it may have run)
+//
+// A token is "c<cycle>.k<child>.<q><publisher>.n<number>": the numbers of
+// one publisher rise, each publish returned before the next was sent.
+
+// sortedKillEnv makes the test binary a sorted kill-loop child; its value
+// is the child's settings (sortedKillConfig, as JSON).
+const sortedKillEnv = "WALQ_REDISQ_KILLSORTED_CHILD"
+
+// The sorted kill loop's queues: single-flight sorted, and windowed
+// without SingleFlight (so both settings go through the loop).
+const (
+	killSortedLoopQueue   = "killsorted"
+	killWindowedLoopQueue = "killwindowed"
+)
+
+// init runs the test binary as a sorted kill-loop child when the parent
+// re-executed it so.
+func init() {
+	if cfg := os.Getenv(sortedKillEnv); cfg != "" {
+		os.Exit(runSortedKillChild(cfg))
+	}
+}
+
+// sortedKillConfig is what a sorted kill-loop child does, chosen by the
+// parent per cycle.
+type sortedKillConfig struct {
+	Addr, Journal       string
+	Cycle, Child        int
+	Seed                uint64
+	AckTimeout, Window  time.Duration
+	MaxDeliveries       int
+	Publishers, Pullers int // per queue
+	NackPct, AbandonPct int // percent of batches nacked; left to run out
+	DeadPct, ShortPct   int // percent of batches dead-lettered; of calls under a short context
+	SortRange, KeyRange int // sort keys drawn in [0, SortRange), keys key0..key<KeyRange-1>
+}
+
+// sortedKillChild is one sorted kill-loop child's traffic.
+type sortedKillChild struct {
+	c sortedKillConfig
+	j *journal
+}
+
+// runSortedKillChild runs a sorted kill-loop child with the settings in
+// env (sortedKillConfig as JSON) until it is killed; it returns the exit
+// code only when it cannot start.
+func runSortedKillChild(env string) int {
+	var c sortedKillConfig
+	if err := json.Unmarshal([]byte(env), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "sorted kill-loop child config:", err)
+		return 2
+	}
+	f, err := os.OpenFile(c.Journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	go func() { // the parent gone (stdin closed): leave
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		os.Exit(0)
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, MaxRetries: -1})
+	o := redisq.Options{AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, OpTimeout: time.Second}
+	s := openUntil(func() (*redisq.Sorted[int64], error) {
+		return redisq.OpenSorted[int64](context.Background(), rdb, killSortedLoopQueue,
+			&redisq.SortedOptions{Options: o, SingleFlight: true})
+	})
+	w := openUntil(func() (*redisq.Windowed, error) {
+		return redisq.OpenWindowed(context.Background(), rdb, killWindowedLoopQueue,
+			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o}, Window: c.Window})
+	})
+	k := &sortedKillChild{c: c, j: &journal{f: f}}
+	var wg sync.WaitGroup
+	for p := range c.Publishers {
+		wg.Go(func() { k.publish("s", p, s.Publish) })
+		wg.Go(func() {
+			k.publish("w", p, func(ctx context.Context, _ int64, key string, payload []byte) error {
+				return w.Publish(ctx, key, payload)
+			})
+		})
+	}
+	for n := range c.Pullers {
+		wg.Go(func() {
+			pullKill(k, "s", 0, rand.New(rand.NewPCG(c.Seed, uint64(300+n))), s.Pull, func(v int64) int64 { return v })
+		})
+		wg.Go(func() {
+			pullKill(k, "w", c.Window, rand.New(rand.NewPCG(c.Seed, uint64(400+n))), w.Pull, time.Time.UnixNano)
+		})
+	}
+	wg.Wait() // never: the parent kills the process
+	return 0
+}
+
+// callContext is a call's context: now and then one that ends within a
+// few milliseconds, so that calls leave while in flight.
+func (k *sortedKillChild) callContext(r *rand.Rand) (context.Context, context.CancelFunc) {
+	if r.IntN(100) < k.c.ShortPct {
+		return context.WithTimeout(context.Background(), time.Duration(1+r.IntN(20))*time.Millisecond)
+	}
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}
+
+// publish publishes values to queue q (publisher p of this child) until
+// the process is killed. A publish whose outcome is unknown is not sent
+// again (a sorted value has no id: it would be published twice).
+func (k *sortedKillChild) publish(q string, p int, publish func(context.Context, int64, string, []byte) error) {
+	r := rand.New(rand.NewPCG(k.c.Seed, uint64(map[string]int{"s": 100, "w": 200}[q]+p)))
+	for n := 1; ; n++ {
+		tok := fmt.Sprintf("c%d.k%d.%s%d.n%d", k.c.Cycle, k.c.Child, q, p, n)
+		key := fmt.Sprint("key", r.IntN(k.c.KeyRange))
+		var sort int64
+		if q == "s" {
+			sort = r.Int64N(int64(k.c.SortRange))
+		}
+		ctx, cancel := k.callContext(r)
+		k.j.log("P? %s %s %s %d %d", tok, q, key, sort, time.Now().UnixNano())
+		err := publish(ctx, sort, key, killPayload(tok))
+		t1 := time.Now().UnixNano()
+		cancel()
+		if err == nil {
+			k.j.log("P+ %s %d", tok, t1)
+			continue
+		}
+		k.j.log("P! %s", tok)
+		pause(err)
+	}
+}
+
+// pullKill pulls batches from queue q until the process is killed,
+// journaling each Pull whole in one line, and settles each batch.
+func pullKill[K queue.SortKey](k *sortedKillChild, q string, win time.Duration, r *rand.Rand,
+	pull func(context.Context, int) ([]*queue.Batch[K], error), sortNs func(K) int64) {
+	for {
+		ctx, cancel := k.callContext(r)
+		t0 := time.Now().UnixNano()
+		bs, err := pull(ctx, 1+r.IntN(8))
+		cancel()
+		t1 := time.Now().UnixNano()
+		if err != nil {
+			pause(err)
+			continue
+		}
+		var line strings.Builder
+		fmt.Fprintf(&line, "B %s %d %d %d", q, t0, t1, win)
+		for _, b := range bs {
+			fmt.Fprintf(&line, " | %d %s", b.Receipt.Lease, b.Key)
+			for _, v := range b.Values {
+				tok, intact := killToken(v.Payload)
+				if !intact {
+					k.j.log("X payload of %s key %s lease %d is not one published: %q", q, b.Key, b.Receipt.Lease, v.Payload)
+					tok = "?"
+				}
+				fmt.Fprintf(&line, " %s:%d:%d:%d", tok, sortNs(v.Sort), v.PublishedAt.UnixNano(), v.Deliveries)
+			}
+		}
+		k.j.log("%s", line.String())
+		for _, b := range bs {
+			settleKill(k, q, r, b)
+		}
+	}
+}
+
+// settleKill acks, nacks, dead-letters or abandons a batch.
+func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
+	n := r.IntN(100)
+	op, arg := "ack", time.Duration(0)
+	switch {
+	case n < k.c.AbandonPct:
+		return // its lease runs out
+	case n < k.c.AbandonPct+k.c.NackPct:
+		op, arg = "nack", time.Duration(r.IntN(3))*50*time.Millisecond
+	case n < k.c.AbandonPct+k.c.NackPct+k.c.DeadPct:
+		op = "dead"
+	}
+	k.j.log("S? %s %s %d %d %d", q, op, b.Receipt.Lease, time.Now().UnixNano(), arg)
+	var err error
+	switch op {
+	case "ack":
+		err = b.Ack()
+	case "nack":
+		err = b.Nack(arg)
+	case "dead":
+		err = b.DeadLetter("kill loop")
+	}
+	switch {
+	case err == nil:
+		k.j.log("S+ %s %s %d %d", q, op, b.Receipt.Lease, time.Now().UnixNano())
+	case errors.Is(err, queue.ErrLeaseLost):
+		k.j.log("SL %s %s %d", q, op, b.Receipt.Lease)
+	default:
+		k.j.log("S! %s %s %d", q, op, b.Receipt.Lease)
+		pause(err)
+	}
+}

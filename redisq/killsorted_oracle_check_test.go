@@ -1,0 +1,129 @@
+package redisq_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sortedOracleOf returns a sorted kill-loop oracle that has read the given
+// journal, of a cycle run with maxDeliveries.
+func sortedOracleOf(t *testing.T, journal string, maxDeliveries int) (*sortedOracle, error) {
+	path := filepath.Join(t.TempDir(), "journal")
+	require.NoError(t, os.WriteFile(path, []byte(journal), 0o644))
+	o := newSortedOracle()
+	return o, o.readJournals([]string{path}, maxDeliveries)
+}
+
+// TestSortedKillOracle holds the sorted kill loop's oracle to hand-written
+// journals: each violation it must count is counted (and once), what the
+// queues may do is not counted, and a journal it cannot read is an error
+// rather than a check passed.
+func TestSortedKillOracle(t *testing.T) {
+	// Two values of key1 at sort key 5, one of key0 at 1, published in
+	// this order by one publisher; a windowed value published at 1000.
+	const published = "P? c1.k0.s0.n1 s key1 5 100\nP+ c1.k0.s0.n1 110\n" +
+		"P? c1.k0.s0.n2 s key1 5 120\nP+ c1.k0.s0.n2 130\n" +
+		"P? c1.k0.s0.n3 s key0 1 140\nP+ c1.k0.s0.n3 150\n" +
+		"P? c1.k0.w0.n1 w key1 0 1000\nP+ c1.k0.w0.n1 1010\n"
+	const pulled = "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 c1.k0.s0.n2:5:125:1\n"
+	for _, tc := range []struct {
+		name    string
+		journal string
+		maxDel  int
+		count   func(sortedCounts) int
+		want    int
+	}{
+		{"acked then pulled again", pulled + "S? s ack 7 220 0\nS+ s ack 7 230\nB s 240 250 0 | 8 key1 c1.k0.s0.n1:5:100:2\n", -1,
+			func(c sortedCounts) int { return c.RedeliveredAfterAck }, 1},
+		{"acked", pulled + "S? s ack 7 220 0\nS+ s ack 7 230\n", -1,
+			func(c sortedCounts) int { return c.violations() }, 0},
+		{"a value in a batch of another key", "B s 200 210 0 | 7 key2 c1.k0.s0.n1:5:100:1\n", -1,
+			func(c sortedCounts) int { return c.WrongKey }, 1},
+		{"a value in a batch of the other queue", "B w 200 210 0 | 7 key1 c1.k0.s0.n1:5:5:1\n", -1,
+			func(c sortedCounts) int { return c.WrongKey }, 1},
+		{"a sort key not the published one", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:6:100:1\n", -1,
+			func(c sortedCounts) int { return c.WrongSort }, 1},
+		{"a windowed stamp outside its Publish", "B w 600001100 600001200 500000000 | 9 key1 c1.k0.w0.n1:1020:1020:1\n", -1,
+			func(c sortedCounts) int { return c.WrongSort }, 1},
+		{"equal sort keys out of publish order", "B s 200 210 0 | 7 key1 c1.k0.s0.n2:5:125:1 c1.k0.s0.n1:5:100:1\n", -1,
+			func(c sortedCounts) int { return c.Order }, 1},
+		{"equal sort keys out of the order of an unknown publish", "P? c1.k0.s0.n5 s key1 5 160\nP! c1.k0.s0.n5\n" +
+			"P? c1.k0.s0.n6 s key1 5 170\nP+ c1.k0.s0.n6 180\nB s 200 210 0 | 7 key1 c1.k0.s0.n6:5:175:1 c1.k0.s0.n5:5:190:1\n", -1,
+			func(c sortedCounts) int { return c.Order }, 0},
+		{"keys out of order in a Pull", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 | 8 key0 c1.k0.s0.n3:1:145:1\n", -1,
+			func(c sortedCounts) int { return c.Order }, 1},
+		{"keys out of order under MaxDeliveries", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 | 8 key0 c1.k0.s0.n3:1:145:1\n", 2,
+			func(c sortedCounts) int { return c.Order }, 0},
+		{"a single-flight key pulled while leased", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"B s 220 230 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nS+ s ack 7 250\n", -1,
+			func(c sortedCounts) int { return c.Overlap }, 1},
+		{"a single-flight key pulled after its lease was lost", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"B s 220 230 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nSL s ack 7\n", -1,
+			func(c sortedCounts) int { return c.violations() }, 0},
+		{"a windowed value pulled twice at once", "B w 600001100 600001200 500000000 | 9 key1 c1.k0.w0.n1:1005:1005:1\n" +
+			"B w 600001300 600001400 500000000 | 10 key1 c1.k0.w0.n1:1005:1005:2\nS? w ack 9 600001500 0\nS+ w ack 9 600001600\n", -1,
+			func(c sortedCounts) int { return c.Overlap }, 1},
+		{"a windowed batch before its window closed", "B w 1100 1200 500000000 | 9 key1 c1.k0.w0.n1:1005:1005:1\n", -1,
+			func(c sortedCounts) int { return c.Early }, 1},
+		{"a windowed batch once its window closed", "B w 500001100 500001200 500000000 | 9 key1 c1.k0.w0.n1:1005:1005:1\n", -1,
+			func(c sortedCounts) int { return c.violations() }, 0},
+		{"a key pulled before its nack's delay", pulled + "S? s nack 7 220 100000000\nS+ s nack 7 230\n" +
+			"B s 240 250 0 | 8 key1 c1.k0.s0.n1:5:100:2 c1.k0.s0.n2:5:125:2\n", -1,
+			func(c sortedCounts) int { return c.Early }, 1},
+		{"a key pulled early when its nacked values went dead", pulled + "S? s nack 7 220 100000000\nS+ s nack 7 230\n" +
+			"P? c1.k0.s0.n4 s key1 9 231\nP+ c1.k0.s0.n4 232\nB s 240 250 0 | 8 key1 c1.k0.s0.n4:9:231:1\n", 1,
+			func(c sortedCounts) int { return c.violations() }, 0},
+		{"delivery count not rising", pulled + "B s 240 250 0 | 8 key1 c1.k0.s0.n1:5:100:1\n", -1,
+			func(c sortedCounts) int { return c.CountDown }, 1},
+		{"pulled, never published", "B s 200 210 0 | 7 key1 c1.k0.s0.n9:5:100:1\n", -1,
+			func(c sortedCounts) int { return c.Unexpected }, 1},
+		{"a payload not one published", "X payload of s key key1 lease 7 is not one published: \"junk\"\n", -1,
+			func(c sortedCounts) int { return c.Payload }, 1},
+		{"a windowed sort key not its PublishedAt", "B w 600001100 600001200 500000000 | 9 key1 c1.k0.w0.n1:1005:1006:1\n", -1,
+			func(c sortedCounts) int { return c.WrongSort }, 1},
+		{"a later delivery of a value whose ack returned", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"B s 205 215 0 | 8 key1 c1.k0.s0.n1:5:100:2\nS? s ack 7 220 0\nS+ s ack 7 230\n", -1,
+			func(c sortedCounts) int { return c.RedeliveredAfterAck }, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := sortedOracleOf(t, published+tc.journal, tc.maxDel)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, tc.count(o.counts), "%s\n%v", o.counts, o.bad)
+		})
+	}
+	t.Run("published, not acked, not held", func(t *testing.T) {
+		o, err := sortedOracleOf(t, published+pulled+"S? s ack 7 220 0\nS+ s ack 7 230\n", -1)
+		require.NoError(t, err)
+		o.checkpoint(map[string]bool{"c1.k0.s0.n3": true})
+		require.Equal(t, 1, o.counts.Lost, o.bad) // the windowed value
+		require.Equal(t, 1, o.counts.violations(), o.bad)
+	})
+	t.Run("acked, then dead", func(t *testing.T) {
+		o, err := sortedOracleOf(t, published+pulled+"S? s ack 7 220 0\nS+ s ack 7 230\n", -1)
+		require.NoError(t, err)
+		o.held("s", killPayload("c1.k0.s0.n1"), "key1", "dead")
+		require.Equal(t, 1, o.counts.RedeliveredAfterAck, o.bad)
+	})
+	t.Run("dead after a checkpoint drained it", func(t *testing.T) {
+		o, err := sortedOracleOf(t, published, -1)
+		require.NoError(t, err)
+		o.checkpoint(map[string]bool{"c1.k0.s0.n1": true, "c1.k0.s0.n2": true, "c1.k0.s0.n3": true, "c1.k0.w0.n1": true})
+		require.Zero(t, o.counts.violations(), o.bad)
+		o.held("s", killPayload("c1.k0.s0.n3"), "key0", "dead")
+		require.Equal(t, 1, o.counts.Unexpected, o.bad)
+		require.Equal(t, 1, o.counts.violations(), o.bad)
+	})
+	t.Run("a journal it cannot read", func(t *testing.T) {
+		_, err := sortedOracleOf(t, published+"S? s ack 7 220 0\n", -1)
+		require.Error(t, err, "a settle of a batch never pulled")
+		_, err = sortedOracleOf(t, published+"B s 200 2x0 0 | 7 key1 c1.k0.s0.n1:5:100:1\n", -1)
+		require.Error(t, err)
+		_, err = sortedOracleOf(t, published+"B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100\n", -1)
+		require.Error(t, err)
+		_, err = sortedOracleOf(t, published+pulled+"S+ s ack 7 230\n", -1)
+		require.Error(t, err, "a settle returned that was never sent")
+	})
+}

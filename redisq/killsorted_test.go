@@ -1,0 +1,220 @@
+package redisq_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/queue"
+	"github.com/walq/walq/redisq"
+	"github.com/walq/walq/redisq/internal/redistest"
+)
+
+// TestKillLoopSorted is TestKillLoop for the sorted and windowed queues:
+// one single-flight sorted queue (int64 sort keys) and one windowed queue
+// (without SingleFlight) on one redis-server (appendonly yes, appendfsync
+// always) go through cycles in which child processes publish and pull
+// (options drawn per cycle: short leases that run out, MaxDeliveries 2
+// and the dead set, windows of 50 ms to 500 ms, nacks with delays,
+// dead-letters, calls whose context ends in flight) until the test kills
+// (SIGKILL) the server, a child, or both, mid-traffic, restarts the server
+// and goes on, with the ack loop's four ways of killing. Between cycles it
+// lists the dead values and requeues some; every few cycles, and at the
+// end, it drains both queues. The oracle (sortedOracle) holds the queues
+// to what the children's journals say their calls returned: nothing that
+// was published lost, nothing pulled that was not published, nothing
+// pulled again after its ack returned, payloads intact, one key per batch
+// with the published sort keys in order, batches of a Pull in their keys'
+// order, a single-flight key (and any value) leased to one batch at a
+// time, no key pulled before its window closed or its nack's delay
+// passed (within sortedKillMargin), delivery counts rising.
+//
+// WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 3),
+// WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
+// WALQ_REDISQ_KILL_CHECKPOINT the cycles between drains (default 25), as
+// for TestKillLoop.
+func TestKillLoopSorted(t *testing.T) {
+	cycles, every := envInt(t, "WALQ_REDISQ_KILL_CYCLES", 3), envInt(t, "WALQ_REDISQ_KILL_CHECKPOINT", 25)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("WALQ_REDISQ_KILL_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "WALQ_REDISQ_KILL_SEED")
+		seed = v
+	}
+	t.Logf("seed %d (WALQ_REDISQ_KILL_SEED=%d replays it), %d cycles, a drain every %d", seed, seed, cycles, every)
+	l := &sortedKillLoop{k: &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle(), seed: seed},
+		o: newSortedOracle()}
+	for c := 1; c <= cycles; c++ {
+		l.k.r = rand.New(rand.NewPCG(seed, uint64(c))) // a cycle's choices depend on the seed and the cycle alone
+		l.cycle(c)
+		l.deadValues()
+		if c%every == 0 || c == cycles {
+			l.drain()
+			t.Logf("drained after cycle %d: %s", c, l.o.counts)
+		}
+		require.Zero(t, l.o.counts.violations(), "after cycle %d (seed %d): %s\n%v", c, seed, l.o.counts, l.o.bad)
+	}
+	t.Logf("%s", l.o.counts)
+	c := l.o.counts
+	require.NotZero(t, c.Acked, "the children acked batches")
+	require.NotZero(t, c.ServerKills+c.ChildKills, "something was killed")
+	require.NotZero(t, c.EarlyChecks, "windowed batches were checked against their windows")
+}
+
+// sortedKillLoop is the state of TestKillLoopSorted: the ack loop's
+// server and children (k, whose oracle only counts kills) and its own
+// oracle.
+type sortedKillLoop struct {
+	k *killLoop
+	o *sortedOracle
+}
+
+// cycle runs one cycle: children with options drawn for it, killed in one
+// of the ack loop's four ways, the server restarted, the journals read.
+func (l *sortedKillLoop) cycle(c int) {
+	r := l.k.r
+	cfg := sortedKillConfig{Addr: l.k.srv.Addr, Cycle: c,
+		AckTimeout:    pick(r, 100*time.Millisecond, 300*time.Millisecond, time.Second, 5*time.Second),
+		MaxDeliveries: pick(r, 2, 2, 10, -1),
+		Window:        pick(r, 50*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond),
+		Publishers:    1 + r.IntN(2), Pullers: 1 + r.IntN(3),
+		NackPct: pick(r, 0, 10, 20), AbandonPct: pick(r, 0, 5, 15), DeadPct: pick(r, 0, 2),
+		ShortPct: pick(r, 0, 20), SortRange: pick(r, 5, 50, 1000), KeyRange: pick(r, 3, 8, 30)}
+	kids := make([]*killChildProc, 2+r.IntN(2))
+	way := pick(r, "server", "server-live", "child", "both")
+	l.k.t.Logf("cycle %d: %d children, kill %s; %+v", c, len(kids), way, cfg)
+	paths := make([]string, len(kids))
+	for i := range kids {
+		cfg.Child, cfg.Seed = i, r.Uint64()>>1
+		cfg.Journal = l.k.journalPath(c, i)
+		env, err := json.Marshal(cfg)
+		require.NoError(l.k.t, err)
+		kids[i], paths[i] = l.k.startChild(cfg.Journal, sortedKillEnv+"="+string(env)), cfg.Journal
+	}
+	l.k.kill(way, kids)
+	l.o.counts.Cycles++
+	l.o.counts.ServerKills, l.o.counts.ChildKills = l.k.o.counts.ServerKills, l.k.o.counts.ChildKills
+	require.NoError(l.k.t, l.o.readJournals(paths, cfg.MaxDeliveries))
+}
+
+// open opens the parent's handles on both queues (with clock, when not
+// nil, and then no MaxDeliveries), on a client of their own; done closes
+// them.
+func (l *sortedKillLoop) open(clock queue.Clock) (s *redisq.Sorted[int64], w *redisq.Windowed, done func()) {
+	t := l.k.t
+	rdb := redis.NewClient(&redis.Options{Addr: l.k.srv.Addr, MaxRetries: -1})
+	o := redisq.Options{ManualRequeue: true}
+	if clock != nil {
+		o.Clock, o.MaxDeliveries = clock, -1
+	}
+	s, err := redisq.OpenSorted[int64](context.Background(), rdb, killSortedLoopQueue,
+		&redisq.SortedOptions{Options: o, SingleFlight: true})
+	require.NoError(t, err)
+	w, err = redisq.OpenWindowed(context.Background(), rdb, killWindowedLoopQueue,
+		&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o}, Window: time.Minute})
+	require.NoError(t, err)
+	return s, w, func() {
+		require.NoError(t, s.Close())
+		require.NoError(t, w.Close())
+		require.NoError(t, rdb.Close())
+	}
+}
+
+// deadValues lists both queues' dead values (each one's payload intact,
+// its key the published one, no ack of it returned) and requeues some of
+// them, recording when.
+func (l *sortedKillLoop) deadValues() {
+	s, w, done := l.open(nil)
+	defer done()
+	requeue := l.k.r.IntN(3) // 0: none, 1: by seq, half of them, 2: all
+	toks := deadKill(l, "s", requeue, s)
+	toks = append(toks, deadKill(l, "w", requeue, w.Sorted)...)
+	now := time.Now().UnixNano()
+	for _, tok := range toks {
+		k := l.o.tok(tok)
+		k.requeued = append(k.requeued, now)
+		l.o.counts.Requeued++
+	}
+}
+
+// deadKill lists queue q's dead values and requeues some (requeue as for
+// deadValues), returning the tokens requeued.
+func deadKill[K queue.SortKey](l *sortedKillLoop, q string, requeue int, s *redisq.Sorted[K]) []string {
+	t := l.k.t
+	values, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	var toks []string
+	for _, d := range values {
+		tok := l.o.held(q, d.Payload, d.Key, "dead")
+		l.o.counts.Dead++
+		if tok == "" || requeue == 0 || requeue == 1 && l.k.r.IntN(2) == 0 {
+			continue
+		}
+		if requeue == 1 {
+			require.NoError(t, s.RequeueDead(d.Seq))
+		}
+		toks = append(toks, tok)
+	}
+	if requeue == 2 {
+		n, err := s.RequeueAllDead()
+		require.NoError(t, err)
+		require.Equal(t, len(values), n, "RequeueAllDead requeued every value listed")
+	}
+	return toks
+}
+
+// drain empties both queues: with a clock an hour ahead every lease has
+// run out, every hold and window has ended, so a drain reaches every
+// value; the dead sets are listed and purged; then the oracle checks that
+// every publish that returned nil is accounted for.
+func (l *sortedKillLoop) drain() {
+	s, w, done := l.open(&shiftedClock{d: time.Hour})
+	defer done()
+	held := map[string]bool{}
+	drainKill(l, "s", s, held)
+	drainKill(l, "w", w.Sorted, held)
+	l.o.checkpoint(held)
+}
+
+// drainKill drains queue q, adding what it held to held.
+func drainKill[K queue.SortKey](l *sortedKillLoop, q string, s *redisq.Sorted[K], held map[string]bool) {
+	t := l.k.t
+	_, err := s.RequeueExpired()
+	require.NoError(t, err)
+	for {
+		bs, err := s.TryPull(100)
+		if errors.Is(err, queue.ErrEmpty) {
+			break
+		}
+		require.NoError(t, err)
+		for _, b := range bs {
+			for _, v := range b.Values {
+				if tok := l.o.held(q, v.Payload, b.Key, "drained"); tok != "" {
+					require.False(t, held[tok], "%s drained twice", tok)
+					held[tok] = true
+				}
+				l.o.counts.Drained++
+			}
+			require.NoError(t, b.Ack())
+		}
+	}
+	values, err := s.DeadValues(0, 0)
+	require.NoError(t, err)
+	for _, d := range values {
+		if tok := l.o.held(q, d.Payload, d.Key, "dead at the drain"); tok != "" {
+			held[tok] = true
+		}
+	}
+	_, err = s.PurgeAllDead()
+	require.NoError(t, err)
+	st, err := s.StatsContext(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, st.SortedPending+st.SortedBatches+st.SortedDead, "the drained %s queue is empty: %+v", q, st)
+}
