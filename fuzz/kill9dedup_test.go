@@ -82,8 +82,8 @@ func runKill9Dedup(t *testing.T, window time.Duration) {
 	for cycle := 1; cycle <= cycles; cycle++ {
 		h.cycle(cycle)
 	}
-	t.Logf("SUMMARY kill9dedup window=%v: cycles=%d ids=%d enqueued=%d acked=%d refused-probes=%d accepted-probes=%d resolved-present=%d resolved-absent=%d retried-absent=%d child-retries=%d violations=0 in %v",
-		window, cycles, len(h.ids), h.enqueued, h.acked, h.refused, h.accepted, h.present, h.absent, h.retried, h.childRetries, time.Since(start).Round(time.Millisecond))
+	t.Logf("SUMMARY kill9dedup window=%v: cycles=%d ids=%d enqueued=%d acked=%d refused-probes=%d accepted-probes=%d resolved-present=%d resolved-absent=%d retried-absent=%d child-retries=%d read-only-views=%d (refused %d) violations=0 in %v",
+		window, cycles, len(h.ids), h.enqueued, h.acked, h.refused, h.accepted, h.present, h.absent, h.retried, h.childRetries, h.views, h.viewsRefused, time.Since(start).Round(time.Millisecond))
 	if h.refused == 0 || (h.childRetries == 0 && h.accepted == 0) {
 		t.Fatal("no probe was judged: the test no longer covers dedup")
 	}
@@ -130,9 +130,10 @@ type dedupParent struct {
 	window    time.Duration       // the children's DedupWindow
 	dir, side string              // the queue's directory; where the id files go
 	ids       map[string]*dedupID // every id a child reported
+	opened    func()              // called at the child's "o" line, once it opened the queue
 	bad       []string            // violations reported by the child or found by the checks
 
-	enqueued, acked, refused, accepted, present, absent, retried, childRetries int // the summary's counts
+	enqueued, acked, refused, accepted, present, absent, retried, childRetries, views, viewsRefused int // the summary's counts
 }
 
 func (h *dedupParent) cycle(n int) {
@@ -145,6 +146,9 @@ func (h *dedupParent) cycle(n int) {
 		run *= 3
 	}
 	c := startChild(t, t.Name(), cfg)
+	viewed, opened := make(chan []string, 1), make(chan struct{})
+	h.opened = func() { close(opened) }
+	go func() { viewed <- h.viewBeside(opened, c.done) }()
 	timer := time.NewTimer(run)
 	defer timer.Stop()
 	for lines := c.lines; lines != nil; {
@@ -160,6 +164,7 @@ func (h *dedupParent) cycle(n int) {
 		}
 	}
 	<-c.done
+	h.bad = append(h.bad, <-viewed...)
 	what := fmt.Sprintf("cycle %d (sync %d, SnapshotBytes %d, killed after %v)", n, cfg.Sync, cfg.Snapshot, run)
 	if !c.killed() {
 		t.Fatalf("%s: the child was not killed but exited (%v); its output:\n%s", what, c.err, c.output())
@@ -176,6 +181,80 @@ func (h *dedupParent) cycle(n int) {
 	if len(h.bad) > 0 {
 		t.Fatalf("%s: %s", what, strings.Join(h.bad, "; "))
 	}
+}
+
+// viewBeside opens the queue read-only, again and again, once the child
+// has opened it (opened is closed: a view before would keep it out with
+// its shared lock) while it writes, compacts and is killed (until done
+// is closed, and once after), and checks every message a view shows: Browse of each state,
+// Peek of what it lists, DeadLetters. A view may refuse to read (the
+// writer removed a file under it), never with ErrCorrupt (a kill -9 leaves
+// a torn tail at most), and never shows a payload that is not its id's. It
+// returns what it found wrong.
+func (h *dedupParent) viewBeside(opened, done <-chan struct{}) []string {
+	var bad []string
+	select {
+	case <-opened:
+	case <-done:
+	}
+	for last := false; !last; {
+		select {
+		case <-done:
+			last = true
+		default:
+		}
+		err := dedupView(h.dir)
+		switch {
+		case errors.Is(err, queue.ErrCorrupt) || errors.Is(err, errWrongPayload):
+			bad = append(bad, fmt.Sprintf("read-only view beside the child (last %v): %v", last, err))
+		case err != nil:
+			h.viewsRefused++
+		default:
+			h.views++
+		}
+	}
+	return bad
+}
+
+// errWrongPayload marks a view that showed a message with a payload that
+// is not its id's.
+var errWrongPayload = errors.New("wrong payload")
+
+// dedupView opens dir read-only and checks what it shows.
+func dedupView(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "log")); err != nil {
+		return nil // the first child has not made the queue yet
+	}
+	r, err := queue.Open(dir, &queue.Options{ReadOnly: true, SegmentSize: 4096})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for st := queue.StateReady; st <= queue.StateDead; st++ {
+		infos, err := r.Browse(st, 0, 64)
+		if err != nil {
+			return fmt.Errorf("browse %s: %w", st, err)
+		}
+		for _, info := range infos {
+			m, err := r.Peek(info.Seq)
+			if err != nil {
+				return fmt.Errorf("peek %d: %w", info.Seq, err)
+			}
+			if m.ID != info.ID || string(m.Payload) != string(payload(info.ID, dedupPad)) {
+				return fmt.Errorf("%w: peek %d (%s, %s): id %s, payload %.40q", errWrongPayload, info.Seq, info.ID, st, m.ID, m.Payload)
+			}
+		}
+	}
+	dead, err := r.DeadLetters(0, 64)
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
+	for _, d := range dead {
+		if string(d.Payload) != string(payload(d.ID, dedupPad)) {
+			return fmt.Errorf("%w: dead letter %s: payload %.40q", errWrongPayload, d.ID, d.Payload)
+		}
+	}
+	return nil
 }
 
 // writeIDs writes the ids the next child retries: a sample of those known
@@ -209,6 +288,7 @@ func (h *dedupParent) writeIDs(n int) string {
 //	d  the id's message was delivered  k  "k ID NS": an ack or purge started after NS
 //	K  "K ID NS": the ack or purge returned before NS (unix ns)
 //	n  "n N": N retries refused as they must be
+//	o  the child opened the queue (no argument)
 //	!  a violation the child saw
 func (h *dedupParent) apply(l string) {
 	if len(l) < 2 {
@@ -242,6 +322,8 @@ func (h *dedupParent) apply(l string) {
 		s, ns := cutInt(arg, " ")
 		h.get(s).acked = ns
 		h.acked++
+	case 'o':
+		h.opened()
 	case 'n':
 		var k int
 		fmt.Sscan(arg, &k)
@@ -453,6 +535,7 @@ func runDedupChild(cfg *childConfig) {
 		c.rep.failf("open after a crash: %v", err)
 		os.Exit(2)
 	}
+	c.rep.line('o', "")
 	for _, id := range absent {
 		c.rep.line('a', id)
 		if err := dedupEnqueue(c.q, id); err != nil {
