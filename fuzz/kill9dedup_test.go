@@ -24,10 +24,10 @@ import (
 // with ErrDuplicate, a batch with a fresh id beside a known one as a whole),
 // consumes (ack, nack, dead-letter then PurgeDead, leases left to run out)
 // with 4 KiB segments, a DedupWindow of an hour, MaxDeliveries 2 and,
-// drawn per cycle, SnapshotBytes 1 (compactions back to back, which keep
-// most calls waiting before their append) or 16 KiB (most calls the kill
-// cuts are appended, many written). The parent SIGKILLs it at a random moment, then opens a
-// copy of the directory and checks:
+// drawn per cycle, SnapshotBytes 1 (compactions back to back) or 16 KiB.
+// While the child runs, the parent opens the queue read-only again and
+// again (viewBeside). It SIGKILLs the child at a random moment, then opens
+// a copy of the directory and checks:
 //
 //   - every id whose enqueue returned is refused (ErrDuplicate), live,
 //     dead or acked (the window never passes in the test);
