@@ -328,7 +328,13 @@ func (h *dedupParent) apply(l string) {
 		h.get(arg).fate = fatePresent
 		h.enqueued++
 	case 'd': // a delivery reported late (kill9_test.go's lateDelivery) is no violation here
-		h.get(arg).fate = fatePresent
+		// Its enqueue's "a" line came first (one pipe, written in order):
+		// an id without one (a retry's fresh "x…" id) was never enqueued.
+		if id := h.ids[arg]; id == nil || id.fate == fateAbsent {
+			h.bad = append(h.bad, fmt.Sprintf("%s delivered, never enqueued (or after a recovery showed it absent)", arg))
+		} else {
+			id.fate = fatePresent
+		}
 	case 'k':
 		s, ns := cutInt(arg, " ")
 		if id := h.get(s); id.ackStart == 0 {
