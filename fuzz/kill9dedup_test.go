@@ -44,7 +44,8 @@ import (
 // featurepl_test.go retries them on a crash file system one call at a
 // time: this test adds concurrent producers, consumers and compactions.
 //
-// Short run: 12 cycles (4 under -race). Long run:
+// Short run: 12 cycles (4 under -race; more while none judged a probe,
+// see dedupExtraCycles). Long run:
 //
 //	WALQ_DEDUP_CYCLES=500 go test ./fuzz -run '^TestKill9Dedup$' -timeout 1h -v
 func TestKill9Dedup(t *testing.T) { runKill9Dedup(t, time.Hour) }
@@ -58,7 +59,8 @@ func TestKill9Dedup(t *testing.T) { runKill9Dedup(t, time.Hour) }
 // compactions and kills came between. Its children retry no id (a retry
 // could meet the window's end).
 //
-// Short run: 12 cycles (4 under -race). Long run:
+// Short run: 12 cycles (4 under -race; more while none judged a probe,
+// see dedupExtraCycles). Long run:
 //
 //	WALQ_DEDUP_CYCLES=500 go test ./fuzz -run '^TestKill9DedupWindow$' -timeout 1h -v
 func TestKill9DedupWindow(t *testing.T) { runKill9Dedup(t, time.Second) }
