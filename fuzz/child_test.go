@@ -58,6 +58,9 @@ type childConfig struct {
 	Kill9    *kill9Options // kill9: the queues' options
 	Lease    time.Duration // kill9dead: AckTimeout (0: a minute)
 	Manual   bool          // kill9dead: ManualRequeue; the child ends expired leases itself
+	IDs      string        // kill9dedup: file of producer ids, one "known ID" or "absent ID" a line
+	Window   time.Duration // kill9dedup: DedupWindow
+	Snapshot int64         // kill9dedup: SnapshotBytes
 }
 
 // childConfigFromEnv returns the configuration when this process is a
