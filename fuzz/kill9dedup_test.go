@@ -94,6 +94,9 @@ func runKill9Dedup(t *testing.T, window time.Duration) {
 	if !h.judged() {
 		t.Fatal("no probe was judged: the test no longer covers dedup")
 	}
+	if h.views == 0 { // each cycle views once after its kill, with no writer
+		t.Fatalf("every one of %d read-only views refused to read: the views were not checked", h.viewsRefused)
+	}
 }
 
 // dedupExtraCycles is how many times the cycles asked for runKill9Dedup
