@@ -41,14 +41,7 @@ import (
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
 // WALQ_REDISQ_KILL_CHECKPOINT the cycles between drains (default 25).
 func TestKillLoop(t *testing.T) {
-	cycles, every := envInt(t, "WALQ_REDISQ_KILL_CYCLES", 4), envInt(t, "WALQ_REDISQ_KILL_CHECKPOINT", 25)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WALQ_REDISQ_KILL_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "WALQ_REDISQ_KILL_SEED")
-		seed = v
-	}
-	t.Logf("seed %d (WALQ_REDISQ_KILL_SEED=%d replays it), %d cycles, a drain every %d", seed, seed, cycles, every)
+	cycles, every, seed := killLoopRun(t, 4)
 	l := &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle(), seed: seed}
 	for c := 1; c <= cycles; c++ {
 		l.r = rand.New(rand.NewPCG(seed, uint64(c))) // a cycle's choices depend on the seed and the cycle alone
@@ -63,6 +56,23 @@ func TestKillLoop(t *testing.T) {
 	t.Logf("%s", l.o.counts)
 	require.NotZero(t, l.o.counts.Acked, "the children acked messages")
 	require.NotZero(t, l.o.counts.ServerKills+l.o.counts.ChildKills, "something was killed")
+}
+
+// killLoopRun reads a kill loop's environment, logged: the cycles
+// (WALQ_REDISQ_KILL_CYCLES, default def), the cycles between drains
+// (WALQ_REDISQ_KILL_CHECKPOINT, default 25) and the seed
+// (WALQ_REDISQ_KILL_SEED, default from the clock).
+func killLoopRun(t *testing.T, def int) (cycles, every int, seed uint64) {
+	t.Helper()
+	cycles, every = envInt(t, "WALQ_REDISQ_KILL_CYCLES", def), envInt(t, "WALQ_REDISQ_KILL_CHECKPOINT", 25)
+	seed = uint64(time.Now().UnixNano())
+	if s := os.Getenv("WALQ_REDISQ_KILL_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "WALQ_REDISQ_KILL_SEED")
+		seed = v
+	}
+	t.Logf("seed %d (WALQ_REDISQ_KILL_SEED=%d replays it), %d cycles, a drain every %d", seed, seed, cycles, every)
+	return cycles, every, seed
 }
 
 func envInt(t *testing.T, name string, def int) int {

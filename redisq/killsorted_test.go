@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -41,14 +39,7 @@ import (
 // WALQ_REDISQ_KILL_CHECKPOINT the cycles between drains (default 25), as
 // for TestKillLoop.
 func TestKillLoopSorted(t *testing.T) {
-	cycles, every := envInt(t, "WALQ_REDISQ_KILL_CYCLES", 3), envInt(t, "WALQ_REDISQ_KILL_CHECKPOINT", 25)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WALQ_REDISQ_KILL_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "WALQ_REDISQ_KILL_SEED")
-		seed = v
-	}
-	t.Logf("seed %d (WALQ_REDISQ_KILL_SEED=%d replays it), %d cycles, a drain every %d", seed, seed, cycles, every)
+	cycles, every, seed := killLoopRun(t, 3)
 	l := &sortedKillLoop{k: &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle(), seed: seed},
 		o: newSortedOracle()}
 	for c := 1; c <= cycles; c++ {
