@@ -31,7 +31,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if err := wal.MkdirAll(o.FS, dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
 	}
-	lock, err := lockDir(dir, o.FileMode, true)
+	lock, err := lockDir(dir, o.FileMode, true, o.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
