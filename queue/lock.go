@@ -33,10 +33,19 @@ func lockDir(dir string, mode os.FileMode, exclusive bool, wait time.Duration) (
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+			return nil, lockedErr(dir, wait)
 		}
 		time.Sleep(min(pause, left))
 	}
+}
+
+// lockedErr is lockDir's error when another still holds dir's lock after
+// wait: ErrLocked, naming dir and how long the open waited, if at all.
+func lockedErr(dir string, wait time.Duration) error {
+	if wait > 0 {
+		return fmt.Errorf("%w: %s (waited %v)", ErrLocked, dir, wait)
+	}
+	return fmt.Errorf("%w: %s", ErrLocked, dir)
 }
 
 // lockShared takes the directory's lock shared without creating the lock

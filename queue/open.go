@@ -16,7 +16,7 @@ const logDir = "log"
 
 // Open opens the queue in dir, creating it if needed. A nil opts means the
 // defaults. Open takes the directory's lock (ErrLocked if another process
-// holds it), loads the newest snapshot, repairs a torn log tail, replays
+// holds it, at once or once Options.LockTimeout has passed), loads the newest snapshot, repairs a torn log tail, replays
 // the log after the snapshot and, if the previous process crashed, makes
 // every message it had leased ready again.
 func Open(dir string, opts *Options) (*Queue, error) {
