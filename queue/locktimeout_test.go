@@ -62,14 +62,13 @@ func TestLockTimeoutWaitsOutAReader(t *testing.T) {
 }
 
 // A writer that closes the queue hands it over to an Open that waits for
-// it: a new process started before the old one finished its Close.
+// it: a new process started before the old one finished its Close. What
+// the old one did while the new one waited (an ack, an enqueue) is kept.
 func TestLockTimeoutWaitsOutAWriter(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	old, err := queue.Open(dir, nil)
-	require.NoError(t, err)
-	_, err = old.Enqueue(ctx, []byte("handed over"))
-	require.NoError(t, err)
+	old := open(t, dir, nil)
+	enqueue(t, old, "acked while waiting")
+	enqueue(t, old, "handed over")
 
 	done := openAfter(dir, &queue.Options{LockTimeout: time.Minute})
 	select {
@@ -77,13 +76,18 @@ func TestLockTimeoutWaitsOutAWriter(t *testing.T) {
 		t.Fatalf("Open returned (%v) while another queue had the directory open", r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
+	m := tryDequeue(t, old)
+	require.Equal(t, "acked while waiting", string(m.Payload))
+	require.NoError(t, m.Ack())
+	enqueue(t, old, "enqueued while waiting")
 	require.NoError(t, old.Close())
 	r := <-done
 	require.NoError(t, r.err)
 	defer r.q.Close()
-	m, err := r.q.Dequeue(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "handed over", string(m.Payload))
+	for _, want := range []string{"handed over", "enqueued while waiting"} {
+		require.Equal(t, want, string(tryDequeue(t, r.q).Payload))
+	}
+	requireEmpty(t, r.q)
 }
 
 // An Open whose LockTimeout runs out fails with ErrLocked, no sooner;
@@ -99,6 +103,7 @@ func TestLockTimeoutRunsOut(t *testing.T) {
 	_, err = queue.Open(dir, &queue.Options{LockTimeout: wait})
 	took := time.Since(start)
 	require.ErrorIs(t, err, queue.ErrLocked)
+	require.ErrorContains(t, err, "waited 150ms", "the error says how long it waited")
 	require.GreaterOrEqual(t, took, wait, "gave up before LockTimeout")
 
 	start = time.Now()
