@@ -509,7 +509,8 @@
 // fails with ErrWrongKind. Options.ReadOnly opens a queue for inspection
 // without writing a byte, beside a process that has it open if need be;
 // opened while none has, it holds the directory's lock shared until
-// Close, and an Open for writing meanwhile fails with ErrLocked.
+// Close, and an Open for writing meanwhile fails with ErrLocked, or waits
+// for the Close up to its Options.LockTimeout.
 //
 // # Memory and disk
 //

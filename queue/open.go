@@ -16,7 +16,7 @@ const logDir = "log"
 
 // Open opens the queue in dir, creating it if needed. A nil opts means the
 // defaults. Open takes the directory's lock (ErrLocked if another process
-// holds it), loads the newest snapshot, repairs a torn log tail, replays
+// holds it, at once or once Options.LockTimeout has passed), loads the newest snapshot, repairs a torn log tail, replays
 // the log after the snapshot and, if the previous process crashed, makes
 // every message it had leased ready again.
 func Open(dir string, opts *Options) (*Queue, error) {
@@ -31,7 +31,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 	if err := wal.MkdirAll(o.FS, dir, o.DirMode); err != nil {
 		return nil, fmt.Errorf("queue: create %s: %w", dir, err)
 	}
-	lock, err := lockDir(dir, o.FileMode, true)
+	lock, err := lockDir(dir, o.FileMode, true, o.LockTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -165,10 +165,20 @@ type Options struct {
 	// ErrCorrupt. Opened while no process has the queue open, it holds
 	// the directory's lock shared until Close, so that no queue starts
 	// writing under its reads: an Open for writing meanwhile, from any
-	// process, fails with ErrLocked (close a long-lived handle, or open it
-	// after the writer). It takes a queue of any kind unless opened
-	// through OpenSorted or OpenWindowed.
+	// process, fails with ErrLocked unless its LockTimeout outlasts the
+	// read (close a long-lived handle, or open it after the writer). It
+	// takes a queue of any kind unless opened through OpenSorted or
+	// OpenWindowed.
 	ReadOnly bool
+	// LockTimeout is how long an Open for writing (and Repair) waits for
+	// the directory's lock while another holds it: a process that has the
+	// queue open and is closing it, or a read-only handle, ReadLog, Verify
+	// or a walq command that took it shared while it reads. Default 0:
+	// the open fails with ErrLocked at once. A service that may restart
+	// while an operator's `walq stats` or `walq dump` reads its queue
+	// gives it a few seconds. A read-only open never waits: it reads
+	// beside the holder.
+	LockTimeout time.Duration
 	// FS is the file system the queue works through (see wal.FS); nil
 	// means the real one. Crash and fault tests pass their own. The
 	// snapshots and the identity file are written and read through it,
@@ -281,6 +291,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: MaxPending %d is negative", ErrInvalidOptions, o.MaxPending)
 	case o.SnapshotBytes < 0:
 		return fmt.Errorf("%w: SnapshotBytes %d is negative", ErrInvalidOptions, o.SnapshotBytes)
+	case o.LockTimeout < 0:
+		return fmt.Errorf("%w: LockTimeout %v is negative", ErrInvalidOptions, o.LockTimeout)
 	}
 	return nil
 }

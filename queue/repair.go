@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/walq/walq/index"
 	"github.com/walq/walq/wal"
@@ -34,7 +35,8 @@ type RepairOptions struct {
 	// still holds or dead-lettering messages its limit lets through.
 	// Pass the application's own options to apply them instead. Their
 	// FS is the one the checks before and after the salvage read
-	// through too.
+	// through too, and their LockTimeout is how long Repair waits for
+	// the directory's lock.
 	Options *Options
 }
 
@@ -145,7 +147,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 			return rep, err
 		}
 	}
-	lock, err := lockDir(dir, 0o600, true)
+	lock, err := lockDir(dir, 0o600, true, lockTimeout(o.Options))
 	if err != nil {
 		return rep, err
 	}
@@ -241,6 +243,15 @@ func repairFS(o *Options) wal.FS {
 		return nil
 	}
 	return o.FS
+}
+
+// lockTimeout returns how long Repair waits for the directory's lock:
+// o's LockTimeout, or no wait without options.
+func lockTimeout(o *Options) time.Duration {
+	if o == nil {
+		return 0
+	}
+	return o.LockTimeout
 }
 
 // salvageOptions returns the options of Repair's salvaging open: o, or
