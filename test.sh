@@ -5,6 +5,32 @@
 # Long runs: README.md, "Crash safety" and "Performance".
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# Each step ends with a line "step <name>: <wall> s wall, <cpu> s cpu", so
+# that any CI log shows where the time goes: the CPU figure (user + system
+# time of every process the step waited for, test binaries and their
+# children included) barely moves with the machine's load, the wall one
+# does. A step that fails prints its line too, marked failed.
+step_name='' step_wall0='' step_cpu0=''
+step_times=$(mktemp /tmp/walq-test-times.XXXXXX)
+# step ends the step under way, printing its line, and starts the one
+# named $1 (none if $1 is empty); $2 is appended to the line.
+step() {
+	local cpu
+	# times prints the shell's own line, then its children's ("1m2.345s
+	# 0m0.678s"); it runs here, not in a $(...) subshell, which has none.
+	times >"$step_times"
+	cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } print t }' "$step_times")
+	if [[ -n $step_name ]]; then
+		printf 'step %s: %.1f s wall, %.1f s cpu%s\n' "$step_name" \
+			"$(awk -v a="$step_wall0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" \
+			"$(awk -v a="$step_cpu0" -v b="$cpu" 'BEGIN { print b - a }')" "${2:-}"
+	fi
+	step_name=$1 step_wall0=$EPOCHREALTIME step_cpu0=$cpu
+}
+trap 'rc=$?; if ((rc)); then step "" " (failed)"; else step ""; fi; rm -f "$step_times"' EXIT
+
+step vet
 go vet ./...
 
 # The platforms the README names: the library, the CLI and their tests
@@ -14,6 +40,7 @@ go vet ./...
 # package of the library, compiles and links, and bench/ vets on 32-bit
 # arm, where its peers build (one 32-bit target: its peers' dependencies,
 # modernc.org/sqlite above all, cost minutes to compile for each).
+step vet-platforms
 for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/386 linux/arm; do
 	pkgs=./...
 	if [[ $target == windows/* ]]; then
@@ -25,21 +52,29 @@ for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/386 linux/arm; do
 done
 (cd bench && GOOS=linux GOARCH=arm go vet ./...)
 
+step race
 go test -race -count=1 -timeout 30m ./...
+step fuzz-ci
 ./fuzz/ci.sh
 # The modules of their own: the Prometheus collector, and the dashboard
 # driven in a headless Chromium (it fails under CI=true without one).
+step prom
 (cd prom && go vet ./... && go test -race -count=1 ./...)
+step browsertest
 (cd dashboard/browsertest && go vet ./... && go test -count=1 -timeout 10m ./...)
+step bench
 cd bench
 go vet ./...
 go test -count=1 -timeout 20m ./...
+step bench-quick
 go run . -quick -n 2000 -q
 # The Redis backend, its own module: its tests start their own
 # redis-server and, under CI, fail when there is none.
+step redisq-vet
 cd "$(git rev-parse --show-toplevel)/redisq"
 go vet ./...
 for target in linux/386 linux/arm; do
 	GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
 done
+step redisq-race
 go test -race -count=1 -timeout 30m ./...

@@ -171,6 +171,15 @@ func quietDir(dir string) (map[string][]byte, error) {
 // open queue: they are read in turn every 10ms until each has stayed the
 // same for quietSpan, so that the queues' quiet spans pass together.
 func quietDirs(dirs []string) ([]map[string][]byte, error) {
+	return quietDirsWithin(dirs, quietDeadline)
+}
+
+// quietDeadline is how long quietDirs waits for its directories to settle.
+const quietDeadline = 5 * time.Second
+
+// quietDirsWithin is quietDirs failing after deadline instead of
+// quietDeadline.
+func quietDirsWithin(dirs []string, deadline time.Duration) ([]map[string][]byte, error) {
 	const quietSpan = 300 * time.Millisecond
 	prev := make([]map[string][]byte, len(dirs)) // the first read of each directory's current quiet spell
 	cur := make([]map[string][]byte, len(dirs))  // the last read of each directory
@@ -182,7 +191,7 @@ func quietDirs(dirs []string) ([]map[string][]byte, error) {
 		}
 		same[i] = time.Now()
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for end := time.Now().Add(deadline); time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
 		quiet := true
 		for i, d := range dirs {
@@ -201,10 +210,10 @@ func quietDirs(dirs []string) ([]map[string][]byte, error) {
 	}
 	for i, d := range dirs {
 		if time.Since(same[i]) < quietSpan {
-			return nil, fmt.Errorf("%s kept changing for 5s", d)
+			return nil, fmt.Errorf("%s kept changing for %v", d, deadline)
 		}
 	}
-	return nil, fmt.Errorf("%d directories kept changing for 5s", len(dirs))
+	return nil, fmt.Errorf("%d directories kept changing for %v", len(dirs), deadline)
 }
 
 func sameFiles(a, b map[string][]byte) bool {

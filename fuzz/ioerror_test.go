@@ -44,7 +44,7 @@ func TestIOErrors(t *testing.T) {
 		return
 	}
 	rng, _ := testRand(t)
-	runs := scaled(4, 2)
+	runs := scaled(4, 4)
 	cases := []struct {
 		name     string
 		limit    func() int64

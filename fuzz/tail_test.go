@@ -115,7 +115,13 @@ func tailLog(t *testing.T, rng *rand.Rand, lastBatch int) (map[string][]byte, []
 }
 
 // tailCases lists the damage for every offset of the last three entries
-// (every third offset under the race detector for the earlier two).
+// and of the zeros after them. Under the race detector (fuzz/ci.sh runs
+// every offset without it) it takes every third offset of the earlier two
+// entries; every offset of the last entry and of the first 512 zeros
+// after it; and beyond those, every seventh offset and the three around
+// each sector boundary. So every cut within the last entry, every count
+// of zeros below a sector before garbage, and every offset within a
+// sector (7 and 512 are coprime) still get their cases.
 func tailCases(rng *rand.Rand, b []byte, ents []entryInfo) []tailCase {
 	var cs []tailCase
 	keepBefore := func(off int64) int {
@@ -130,6 +136,9 @@ func tailCases(rng *rand.Rand, b []byte, ents []entryInfo) []tailCase {
 	last := ents[len(ents)-1]
 	for off := ents[len(ents)-3].off; off < int64(len(b)); off++ {
 		if raceEnabled && off < last.off && off%3 != 0 {
+			continue
+		}
+		if raceEnabled && off >= last.end+512 && off%7 != 0 && (off+1)%512 > 2 {
 			continue
 		}
 		cut, k := b[:off:off], keepBefore(off)
