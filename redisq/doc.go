@@ -120,7 +120,8 @@
 // reset, a NAT or firewall that forgot the flow, a failover by DNS or
 // VIP: the kernel would report the fault only once it gave up
 // retransmitting, minutes later); it subscribes again on a new
-// connection, and every waiter of the handle looks again, so a wake-up
+// connection, and a waiter of the handle looks again, each that leases
+// waking the next as for an announcement, so a wake-up
 // lost to a silent connection reaches the waiters about 6s after the
 // connection fell silent, once the new connection subscribed
 // (TestSilentSubscriptionRedialed). A call
