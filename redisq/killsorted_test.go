@@ -33,9 +33,9 @@ import (
 // pulled again after its ack returned, payloads intact, one key per batch
 // with the published sort keys in order, batches of a Pull in their keys'
 // order, a single-flight key (and any value) leased to one batch at a
-// time (a single-flight key to one batch; a lease held until its settle
-// or an extend's deadline), no key pulled before its window closed or its nack's delay
-// passed (within sortedKillMargin), delivery counts rising.
+// time, a lease held until its settle or the deadline an Extend set, no
+// key pulled before its window closed or its nack's delay passed (within
+// sortedKillMargin), delivery counts rising.
 //
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 3),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
