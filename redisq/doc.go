@@ -476,7 +476,8 @@
 // subscription needs nothing for a move: Redis Cluster sends every
 // PUBLISH to every node, so the subscription hears the new owner's
 // wake-ups wherever it is, and one whose node died subscribes again
-// (go-redis), after which every blocked consumer looks again. A call sent
+// (go-redis), after which a blocked consumer looks again, each that
+// leases waking the next (TestResubscribeWakesOne). A call sent
 // again runs with the time it was first made: a Dequeue's lease counts
 // from then.
 //
