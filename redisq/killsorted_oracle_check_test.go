@@ -121,6 +121,8 @@ func TestSortedKillOracle(t *testing.T) {
 			"E? s 7 220 100000000\nE+ s 7 230\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 1, 1},
 		{"pulled once an extended lease ran out", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
 			"E? s 7 220 100000000\nE+ s 7 230\nB s 240 100000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 1, 0},
+		{"pulled within the margin before an extended lease runs out", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nB s 90000220 90000300 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
 		{"pulled during an extended lease, after a settle was sent", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
 			"E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 235 0\nS! s ack 7\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
 		{"pulled during an extend of unknown outcome", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +

@@ -570,12 +570,17 @@ func (o *sortedOracle) checkKey(cy *sortedCycle, bs []*sortedBatch) {
 // ran), or until the deadline an Extend of a that returned nil set
 // (extendedTo; another process's clock read it, so sortedKillMargin
 // applies). It counts the pairs it could judge: b's pull begun after a's
-// returned and before a's hold ended, where a queue that leased b at once
-// would be seen doing so; a pull begun later, or while a's was under way,
-// shows nothing either way.
+// returned and before a's hold ended (an Extend's deadline less
+// sortedKillMargin), where a queue that leased b at once would be seen
+// doing so; a pull begun later, or while a's was under way, shows nothing
+// either way.
 func (o *sortedOracle) checkOverlap(a, b *sortedBatch) {
 	ext := a.extendedTo()
-	if b.t0 <= a.t1 || b.t0 >= max(a.heldTo, ext) {
+	end := a.heldTo
+	if ext != 0 {
+		end = max(end, ext-int64(sortedKillMargin))
+	}
+	if b.t0 <= a.t1 || b.t0 >= end {
 		return
 	}
 	o.counts.OverlapChecks++
