@@ -120,7 +120,8 @@
 // reset, a NAT or firewall that forgot the flow, a failover by DNS or
 // VIP: the kernel would report the fault only once it gave up
 // retransmitting, minutes later); it subscribes again on a new
-// connection, and every waiter of the handle looks again, so a wake-up
+// connection, and a waiter of the handle looks again, each that leases
+// waking the next as for an announcement, so a wake-up
 // lost to a silent connection reaches the waiters about 6s after the
 // connection fell silent, once the new connection subscribed
 // (TestSilentSubscriptionRedialed). A call
@@ -475,7 +476,8 @@
 // subscription needs nothing for a move: Redis Cluster sends every
 // PUBLISH to every node, so the subscription hears the new owner's
 // wake-ups wherever it is, and one whose node died subscribes again
-// (go-redis), after which every blocked consumer looks again. A call sent
+// (go-redis), after which a blocked consumer looks again, each that
+// leases waking the next (TestResubscribeWakesOne). A call sent
 // again runs with the time it was first made: a Dequeue's lease counts
 // from then.
 //

@@ -18,8 +18,9 @@ import (
 )
 
 // The sorted kill loop's children (TestKillLoopSorted) publish to and pull
-// from a single-flight sorted queue (int64 sort keys) and a windowed
-// queue until the parent kills them, journaling what each call returned
+// from a sorted queue (int64 sort keys) and a windowed queue, each with
+// or without SingleFlight as the parent drew for the cycle, until the
+// parent kills them, journaling what each call returned
 // as the ack loop's children do (one write(2) per line, before the result
 // is used). The lines, fields separated by spaces, times in Unix
 // nanoseconds:
@@ -38,6 +39,11 @@ import (
 //	S+ q op lease t         it returned nil at t
 //	SL q op lease           it returned ErrLeaseLost
 //	S! q op lease           it returned another error (it may have run)
+//	E? q lease t d          an Extend of a batch's lease by d (ns) is about to be sent at t,
+//	                        before the batch is settled or left to run out
+//	E+ q lease t            it returned nil at t
+//	EL q lease              it returned ErrLeaseLost
+//	E! q lease              it returned another error (it may have run)
 //
 // A token is "c<cycle>.k<child>.<q><publisher>.n<number>": the numbers of
 // one publisher rise, each publish returned before the next was sent.
@@ -46,8 +52,11 @@ import (
 // is the child's settings (sortedKillConfig, as JSON).
 const sortedKillEnv = "WALQ_REDISQ_KILLSORTED_CHILD"
 
-// The sorted kill loop's queues: single-flight sorted, and windowed
-// without SingleFlight (so both settings go through the loop).
+// The sorted kill loop's queues. Each cycle draws SingleFlight for each
+// (sortedKillConfig), and the parent records it in the queue while no
+// handle is open (setSingle), so both settings go through the loop on
+// both queues, and a queue switched from one to the other with batches
+// out of the cycle before.
 const (
 	killSortedLoopQueue   = "killsorted"
 	killWindowedLoopQueue = "killwindowed"
@@ -73,6 +82,10 @@ type sortedKillConfig struct {
 	NackPct, AbandonPct int // percent of batches nacked; left to run out
 	DeadPct, ShortPct   int // percent of batches dead-lettered; of calls under a short context
 	SortRange, KeyRange int // sort keys drawn in [0, SortRange), keys key0..key<KeyRange-1>
+	ExtendPct           int // percent of batches whose lease is extended before their settle (or abandon)
+	// SortedSingle and WindowedSingle are the queues' SingleFlight this
+	// cycle, recorded in the queues by the parent before the children start.
+	SortedSingle, WindowedSingle bool
 }
 
 // sortedKillChild is one sorted kill-loop child's traffic.
@@ -103,11 +116,11 @@ func runSortedKillChild(env string) int {
 	o := redisq.Options{AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, OpTimeout: time.Second}
 	s := openUntil(func() (*redisq.Sorted[int64], error) {
 		return redisq.OpenSorted[int64](context.Background(), rdb, killSortedLoopQueue,
-			&redisq.SortedOptions{Options: o, SingleFlight: true})
+			&redisq.SortedOptions{Options: o, SingleFlight: c.SortedSingle})
 	})
 	w := openUntil(func() (*redisq.Windowed, error) {
 		return redisq.OpenWindowed(context.Background(), rdb, killWindowedLoopQueue,
-			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o}, Window: c.Window})
+			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o, SingleFlight: c.WindowedSingle}, Window: c.Window})
 	})
 	k := &sortedKillChild{c: c, j: &journal{f: f}}
 	var wg sync.WaitGroup
@@ -200,8 +213,15 @@ func pullKill[K queue.SortKey](k *sortedKillChild, q string, win time.Duration, 
 	}
 }
 
-// settleKill acks, nacks, dead-letters or abandons a batch.
+// settleKill acks, nacks, dead-letters or abandons a batch, some after
+// extending its lease.
 func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
+	if r.IntN(100) < k.c.ExtendPct {
+		extendKill(k, q, r, b)
+		if r.IntN(3) == 0 {
+			return // held to the extend's deadline, then runs out
+		}
+	}
 	n := r.IntN(100)
 	op, arg := "ack", time.Duration(0)
 	switch {
@@ -229,6 +249,25 @@ func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *
 		k.j.log("SL %s %s %d", q, op, b.Receipt.Lease)
 	default:
 		k.j.log("S! %s %s %d", q, op, b.Receipt.Lease)
+		pause(err)
+	}
+}
+
+// extendKill sets a batch's lease to run out one to three AckTimeouts
+// (500ms at most each) from now: mostly past its first deadline, so that a
+// batch left to run out afterwards is held longer; under a long
+// AckTimeout, sooner.
+func extendKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
+	d := time.Duration(1+r.IntN(3)) * min(k.c.AckTimeout, 500*time.Millisecond)
+	k.j.log("E? %s %d %d %d", q, b.Receipt.Lease, time.Now().UnixNano(), d)
+	err := b.Extend(d)
+	switch {
+	case err == nil:
+		k.j.log("E+ %s %d %d", q, b.Receipt.Lease, time.Now().UnixNano())
+	case errors.Is(err, queue.ErrLeaseLost):
+		k.j.log("EL %s %d", q, b.Receipt.Lease)
+	default:
+		k.j.log("E! %s %d", q, b.Receipt.Lease)
 		pause(err)
 	}
 }

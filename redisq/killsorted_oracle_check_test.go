@@ -9,12 +9,19 @@ import (
 )
 
 // sortedOracleOf returns a sorted kill-loop oracle that has read the given
-// journal, of a cycle run with maxDeliveries.
+// journal, of a cycle run with maxDeliveries, the sorted queue with
+// SingleFlight and the windowed one without.
 func sortedOracleOf(t *testing.T, journal string, maxDeliveries int) (*sortedOracle, error) {
+	return sortedOracleSingle(t, journal, maxDeliveries, map[string]bool{"s": true})
+}
+
+// sortedOracleSingle is sortedOracleOf with SingleFlight on the queues
+// single names.
+func sortedOracleSingle(t *testing.T, journal string, maxDeliveries int, single map[string]bool) (*sortedOracle, error) {
 	path := filepath.Join(t.TempDir(), "journal")
 	require.NoError(t, os.WriteFile(path, []byte(journal), 0o644))
 	o := newSortedOracle()
-	return o, o.readJournals([]string{path}, maxDeliveries)
+	return o, o.readJournals([]string{path}, maxDeliveries, single)
 }
 
 // TestSortedKillOracle holds the sorted kill loop's oracle to hand-written
@@ -56,7 +63,9 @@ func TestSortedKillOracle(t *testing.T) {
 		{"keys out of order in a Pull", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 | 8 key0 c1.k0.s0.n3:1:145:1\n", -1,
 			func(c sortedCounts) int { return c.Order }, 1},
 		{"keys out of order under MaxDeliveries", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1 | 8 key0 c1.k0.s0.n3:1:145:1\n", 2,
-			func(c sortedCounts) int { return c.Order }, 0},
+			func(c sortedCounts) int { return c.Order }, 1},
+		{"keys in order under MaxDeliveries, checked", "B s 200 210 0 | 8 key0 c1.k0.s0.n3:1:145:1 | 7 key1 c1.k0.s0.n1:5:100:1\n", 2,
+			func(c sortedCounts) int { return c.OrderChecks }, 1},
 		{"a single-flight key pulled while leased", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
 			"B s 220 230 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nS+ s ack 7 250\n", -1,
 			func(c sortedCounts) int { return c.Overlap }, 1},
@@ -94,6 +103,52 @@ func TestSortedKillOracle(t *testing.T) {
 			require.Equal(t, tc.want, tc.count(o.counts), "%s\n%v", o.counts, o.bad)
 		})
 	}
+	// Pairs of batches of a single-flight key: judged (OverlapChecks)
+	// when the second pull began after the first returned and before its
+	// lease was shown to end, a violation when it also returned before.
+	for _, tc := range []struct {
+		name             string
+		journal          string
+		judged, overlaps int
+	}{
+		{"pulled after the settle was sent", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"S? s ack 7 220 0\nS+ s ack 7 250\nB s 230 240 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+		{"pulled while held, returned once the settle ran", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"B s 215 260 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nS+ s ack 7 250\n", 1, 0},
+		{"a pull under way as the lease was taken", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"B s 205 260 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nS+ s ack 7 250\n", 0, 0},
+		{"pulled during an extended lease", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 1, 1},
+		{"pulled once an extended lease ran out", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nB s 240 100000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 1, 0},
+		{"pulled within the margin before an extended lease runs out", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nB s 90000220 90000300 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+		{"pulled during an extended lease, after a settle was sent", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 235 0\nS! s ack 7\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+		{"pulled during an extend of unknown outcome", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE! s 7\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+		{"pulled during an extend that found the lease lost", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nEL s 7\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := sortedOracleOf(t, published+tc.journal, -1)
+			require.NoError(t, err)
+			require.Equal(t, tc.judged, o.counts.OverlapChecks, "judged\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.overlaps, o.counts.Overlap, "overlaps\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.overlaps, o.counts.violations(), o.bad)
+		})
+	}
+	t.Run("a single-flight windowed key pulled while leased", func(t *testing.T) {
+		const j = "P? c1.k0.w0.n2 w key1 0 1020\nP+ c1.k0.w0.n2 1030\n" +
+			"B w 600001100 600001200 500000000 | 9 key1 c1.k0.w0.n1:1005:1005:1\n" +
+			"B w 600001300 600001400 500000000 | 10 key1 c1.k0.w0.n2:1025:1025:1\nS? w ack 9 600001500 0\nS+ w ack 9 600001600\n"
+		o, err := sortedOracleSingle(t, published+j, -1, map[string]bool{"w": true})
+		require.NoError(t, err)
+		require.Equal(t, 1, o.counts.Overlap, "%s\n%v", o.counts, o.bad)
+		o, err = sortedOracleSingle(t, published+j, -1, map[string]bool{"s": true})
+		require.NoError(t, err)
+		require.Zero(t, o.counts.Overlap+o.counts.OverlapChecks, "without SingleFlight, batches of other values: %s\n%v", o.counts, o.bad)
+	})
 	t.Run("published, not acked, not held", func(t *testing.T) {
 		o, err := sortedOracleOf(t, published+pulled+"S? s ack 7 220 0\nS+ s ack 7 230\n", -1)
 		require.NoError(t, err)
@@ -125,5 +180,9 @@ func TestSortedKillOracle(t *testing.T) {
 		require.Error(t, err)
 		_, err = sortedOracleOf(t, published+pulled+"S+ s ack 7 230\n", -1)
 		require.Error(t, err, "a settle returned that was never sent")
+		_, err = sortedOracleOf(t, published+pulled+"E+ s 7 230\n", -1)
+		require.Error(t, err, "an extend returned that was never sent")
+		_, err = sortedOracleOf(t, published+"E? s 7 220 100\n", -1)
+		require.Error(t, err, "an extend of a batch never pulled")
 	})
 }

@@ -36,13 +36,14 @@ const sortedKillMargin = 20 * time.Millisecond
 //     a windowed value whose sort key is not its PublishedAt, or whose
 //     PublishedAt is outside its Publish call;
 //   - order: a batch's values not in sort order (equal sort keys of one
-//     publisher not in publish order); in cycles without MaxDeliveries, a
-//     Pull's batches not in the order of their first sort keys (then key
-//     names);
+//     publisher not in publish order); a Pull's batches not in the order
+//     of their first sort keys (then key names);
 //   - overlap: a batch pulled while another batch holding one of its
 //     values was leased (its lease shown held by a settle that returned
-//     nil later), or, on the single-flight sorted queue, while another
-//     batch of its key was so leased;
+//     nil later, or by an Extend that returned nil, until the deadline it
+//     set, judged with sortedKillMargin), or, on a queue with
+//     SingleFlight that cycle, while another batch of its key was so
+//     leased;
 //   - early: a windowed batch pulled before its oldest value's window
 //     closed, or a batch of a key pulled before the delay of a nack of
 //     the key passed (unless every nacked value went to the dead set),
@@ -92,6 +93,23 @@ type sortedBatch struct {
 	nackRet   int64
 	nackDelay int64
 	op        string // the settle sent last
+	extSent   int64  // the last Extend sent (E?), and its d in ns
+	extD      int64
+	extTo     int64 // an Extend that returned nil: sent + d, the deadline it set at the earliest (0: none)
+}
+
+// extendedTo is when an Extend of b that returned nil shows its lease
+// held until: the deadline it set, measured from no earlier than its
+// send, or the send of a settle after it, which may have ended the lease
+// sooner; 0 when none shows it.
+func (b *sortedBatch) extendedTo() int64 {
+	if b.extTo == 0 {
+		return 0
+	}
+	if b.sentAt > b.extSent {
+		return min(b.extTo, b.sentAt)
+	}
+	return b.extTo
 }
 
 // sortedVal is one value of a batch, as pulled.
@@ -109,6 +127,7 @@ type sortedCounts struct {
 	Sent, Published, Unknown                                 int
 	Pulls, Batches, Delivered                                int
 	Acked, Nacked, DeadLettered, SettleLost, SettleUnknown   int
+	Extended, ExtendLost, ExtendUnknown                      int
 	Dead, Requeued, Drained                                  int
 	Lost, Unexpected, RedeliveredAfterAck, Payload, WrongKey int
 	WrongSort, Order, Overlap, Early, CountDown              int
@@ -119,11 +138,13 @@ type sortedCounts struct {
 func (c sortedCounts) String() string {
 	return fmt.Sprintf("cycles=%d server-kills=%d child-kills=%d sent=%d published=%d unknown=%d "+
 		"pulls=%d batches=%d delivered=%d acked=%d nacked=%d dead-lettered=%d settle-lease-lost=%d settle-unknown=%d "+
+		"extended=%d extend-lease-lost=%d extend-unknown=%d "+
 		"dead-seen=%d requeued-from-dead=%d drained=%d "+
 		"checked: pull-orders=%d lease-pairs=%d windows=%d nack-holds=%d | "+
 		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d wrong-key=%d wrong-sort=%d order=%d overlap=%d early=%d count-down=%d",
 		c.Cycles, c.ServerKills, c.ChildKills, c.Sent, c.Published, c.Unknown,
 		c.Pulls, c.Batches, c.Delivered, c.Acked, c.Nacked, c.DeadLettered, c.SettleLost, c.SettleUnknown,
+		c.Extended, c.ExtendLost, c.ExtendUnknown,
 		c.Dead, c.Requeued, c.Drained,
 		c.OrderChecks, c.OverlapChecks, c.EarlyChecks, c.HoldChecks,
 		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.WrongKey, c.WrongSort, c.Order, c.Overlap, c.Early, c.CountDown)
@@ -166,15 +187,17 @@ func (o *sortedOracle) tok(t string) *sortedTok {
 // sortedCycle is what one cycle's journals hold, read in three passes.
 type sortedCycle struct {
 	maxDeliveries int
+	single        map[string]bool         // the queues ("s", "w") with SingleFlight this cycle
 	batches       map[string]*sortedBatch // by queue and lease
 	pulls         [][]*sortedBatch        // each Pull's batches, in order
 }
 
 // readJournals takes in the journals of a cycle's children, all dead, run
-// with maxDeliveries: publishes first, then pulls, then settles, so that a
-// line finds what another journal says happened before it; then it runs
-// the checks. A line a kill cut short (no newline) is dropped.
-func (o *sortedOracle) readJournals(paths []string, maxDeliveries int) error {
+// with maxDeliveries and SingleFlight on the queues single names:
+// publishes first, then pulls, then settles and extends, so that a line
+// finds what another journal says happened before it; then it runs the
+// checks. A line a kill cut short (no newline) is dropped.
+func (o *sortedOracle) readJournals(paths []string, maxDeliveries int, single map[string]bool) error {
 	var all [][]string
 	for _, path := range paths {
 		lines, err := journalLines(path)
@@ -183,8 +206,8 @@ func (o *sortedOracle) readJournals(paths []string, maxDeliveries int) error {
 		}
 		all = append(all, lines...)
 	}
-	cy := &sortedCycle{maxDeliveries: maxDeliveries, batches: map[string]*sortedBatch{}}
-	for pass, kinds := range []string{"P? P+ P! X", "B", "S? S+ SL S!"} {
+	cy := &sortedCycle{maxDeliveries: maxDeliveries, single: single, batches: map[string]*sortedBatch{}}
+	for pass, kinds := range []string{"P? P+ P! X", "B", "S? S+ SL S! E? E+ EL E!"} {
 		for _, f := range all {
 			if !slices.Contains(strings.Fields(kinds), f[0]) {
 				continue
@@ -226,6 +249,8 @@ func (o *sortedOracle) line(cy *sortedCycle, f []string) error {
 		o.counts.Published++
 	case "P!":
 		o.counts.Unknown++
+	case "E?", "E+", "EL", "E!":
+		return o.extended(cy, f)
 	default:
 		return o.settled(cy, f)
 	}
@@ -354,6 +379,40 @@ func (o *sortedOracle) settled(cy *sortedCycle, f []string) error {
 	return nil
 }
 
+// extended takes in "E? q lease t d", "E+ q lease t", "EL q lease", "E! q
+// lease".
+func (o *sortedOracle) extended(cy *sortedCycle, f []string) error {
+	if len(f) < 3 {
+		return fmt.Errorf("extend line of %d fields", len(f))
+	}
+	b := cy.batches[f[1]+f[2]]
+	if b == nil {
+		return fmt.Errorf("extend of a batch no pull of this cycle journaled")
+	}
+	switch f[0] {
+	case "E?":
+		if len(f) != 5 {
+			return fmt.Errorf("extend line of %d fields", len(f))
+		}
+		n, err := nums(f[3], f[4])
+		if err != nil {
+			return err
+		}
+		b.extSent, b.extD = n[0], n[1]
+	case "E+":
+		if b.extSent == 0 {
+			return fmt.Errorf("an extend returned that was not sent")
+		}
+		b.extTo = b.extSent + b.extD
+		o.counts.Extended++
+	case "EL":
+		o.counts.ExtendLost++
+	default:
+		o.counts.ExtendUnknown++
+	}
+	return nil
+}
+
 // settledNil takes in a settle of b that returned nil at t.
 func (o *sortedOracle) settledNil(b *sortedBatch, op string, t int64) error {
 	if b.sentAt == 0 || b.op != op {
@@ -384,7 +443,7 @@ func (o *sortedOracle) check(cy *sortedCycle) {
 		byKey[b.q+" "+b.key] = append(byKey[b.q+" "+b.key], b)
 	}
 	for _, pull := range cy.pulls {
-		o.checkPullOrder(cy, pull)
+		o.checkPullOrder(pull)
 	}
 	for _, bs := range byKey {
 		o.checkKey(cy, bs)
@@ -466,13 +525,15 @@ func (o *sortedOracle) checkWindow(b *sortedBatch) {
 }
 
 // checkPullOrder checks that a Pull's batches come in the order of their
-// keys' places (first sort key, then key name), in cycles without
-// MaxDeliveries: with it, a value past the limit goes to the dead set at
-// the pull, and the batch's first value no longer shows its key's place.
-func (o *sortedOracle) checkPullOrder(cy *sortedCycle, pull []*sortedBatch) {
-	if cy.maxDeliveries > 0 {
-		return
-	}
+// keys' places (first sort key, then key name), under MaxDeliveries too:
+// a key's place is the smallest sort key of its pending values
+// (queue.Sorted), and a value that a pull sends to the dead set at the
+// limit is no longer pending, so the key's place is that of the values
+// left, which its batch shows; the pull puts the key there before it
+// takes it (killPastLimit, scripts/sorted.lua), meeting it behind the
+// keys placed before that. A Pull of the loop (at most 8 values) is one
+// call to the server, so its batches are of one moment's order.
+func (o *sortedOracle) checkPullOrder(pull []*sortedBatch) {
 	for i := 1; i < len(pull); i++ {
 		a, b := pull[i-1], pull[i]
 		if len(a.vals) == 0 || len(b.vals) == 0 {
@@ -495,15 +556,41 @@ func (o *sortedOracle) checkKey(cy *sortedCycle, bs []*sortedBatch) {
 			if a == b {
 				continue
 			}
-			if a.heldTo != 0 && b.t0 > a.t1 && b.t1 < a.heldTo && (a.q == "s" || shareValue(a, b)) {
-				o.violate(&o.counts.Overlap, "%s batch of %s (lease %d) pulled from %d to %d while lease %d, pulled by %d, was held (settled %d)",
-					b.q, b.key, b.lease, b.t0, b.t1, a.lease, a.t1, a.heldTo)
-			}
-			if a.heldTo != 0 && b.t0 > a.t1 && (a.q == "s" || shareValue(a, b)) {
-				o.counts.OverlapChecks++
+			if cy.single[a.q] || shareValue(a, b) {
+				o.checkOverlap(a, b)
 			}
 			o.checkHold(cy, a, b)
 		}
+	}
+}
+
+// checkOverlap checks that b, which must not be leased while a is, was
+// not pulled while a's lease was shown held: from a's pull until the
+// send of a settle of a that returned nil (the lease was live when it
+// ran), or until the deadline an Extend of a that returned nil set
+// (extendedTo; another process's clock read it, so sortedKillMargin
+// applies). It counts the pairs it could judge: b's pull begun after a's
+// returned and before a's hold ended (an Extend's deadline less
+// sortedKillMargin), where a queue that leased b at once would be seen
+// doing so; a pull begun later, or while a's was under way, shows nothing
+// either way.
+func (o *sortedOracle) checkOverlap(a, b *sortedBatch) {
+	ext := a.extendedTo()
+	end := a.heldTo
+	if ext != 0 {
+		end = max(end, ext-int64(sortedKillMargin))
+	}
+	if b.t0 <= a.t1 || b.t0 >= end {
+		return
+	}
+	o.counts.OverlapChecks++
+	switch {
+	case b.t1 < a.heldTo:
+		o.violate(&o.counts.Overlap, "%s batch of %s (lease %d) pulled from %d to %d while lease %d, pulled by %d, was held (settled %d)",
+			b.q, b.key, b.lease, b.t0, b.t1, a.lease, a.t1, a.heldTo)
+	case b.t1+int64(sortedKillMargin) < ext:
+		o.violate(&o.counts.Overlap, "%s batch of %s (lease %d) pulled from %d to %d while lease %d, pulled by %d, was extended (extend sent %d, to %d)",
+			b.q, b.key, b.lease, b.t0, b.t1, a.lease, a.t1, a.extSent, ext)
 	}
 }
 

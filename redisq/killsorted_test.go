@@ -16,12 +16,14 @@ import (
 )
 
 // TestKillLoopSorted is TestKillLoop for the sorted and windowed queues:
-// one single-flight sorted queue (int64 sort keys) and one windowed queue
-// (without SingleFlight) on one redis-server (appendonly yes, appendfsync
-// always) go through cycles in which child processes publish and pull
-// (options drawn per cycle: short leases that run out, MaxDeliveries 2
-// and the dead set, windows of 50 ms to 500 ms, nacks with delays,
-// dead-letters, calls whose context ends in flight) until the test kills
+// one sorted queue (int64 sort keys) and one windowed queue on one
+// redis-server (appendonly yes, appendfsync always) go through cycles in
+// which child processes publish and pull (options drawn per cycle:
+// SingleFlight on each queue, switched between cycles as the docs say,
+// with no handle open; short leases that run out, MaxDeliveries 2 and
+// the dead set, windows of 50 ms to 500 ms, nacks with delays,
+// dead-letters, leases extended before a settle or before running out,
+// calls whose context ends in flight) until the test kills
 // (SIGKILL) the server, a child, or both, mid-traffic, restarts the server
 // and goes on, with the ack loop's four ways of killing. Between cycles it
 // lists the dead values and requeues some; every few cycles, and at the
@@ -31,8 +33,9 @@ import (
 // pulled again after its ack returned, payloads intact, one key per batch
 // with the published sort keys in order, batches of a Pull in their keys'
 // order, a single-flight key (and any value) leased to one batch at a
-// time, no key pulled before its window closed or its nack's delay
-// passed (within sortedKillMargin), delivery counts rising.
+// time, a lease held until its settle or the deadline an Extend set, no
+// key pulled before its window closed or its nack's delay passed (within
+// sortedKillMargin), delivery counts rising.
 //
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 3),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
@@ -57,14 +60,18 @@ func TestKillLoopSorted(t *testing.T) {
 	require.NotZero(t, c.Acked, "the children acked batches")
 	require.NotZero(t, c.ServerKills+c.ChildKills, "something was killed")
 	require.NotZero(t, c.EarlyChecks, "windowed batches were checked against their windows")
+	if cycles >= 3 {
+		require.NotZero(t, c.Extended, "leases were extended")
+	}
 }
 
 // sortedKillLoop is the state of TestKillLoopSorted: the ack loop's
 // server and children (k, whose oracle only counts kills) and its own
 // oracle.
 type sortedKillLoop struct {
-	k *killLoop
-	o *sortedOracle
+	k      *killLoop
+	o      *sortedOracle
+	single map[string]bool // the queues ("s", "w") with SingleFlight this cycle, as recorded in them
 }
 
 // cycle runs one cycle: children with options drawn for it, killed in one
@@ -77,7 +84,9 @@ func (l *sortedKillLoop) cycle(c int) {
 		Window:        pick(r, 50*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond),
 		Publishers:    1 + r.IntN(2), Pullers: 1 + r.IntN(3),
 		NackPct: pick(r, 0, 10, 20), AbandonPct: pick(r, 0, 5, 15), DeadPct: pick(r, 0, 2),
-		ShortPct: pick(r, 0, 20), SortRange: pick(r, 5, 50, 1000), KeyRange: pick(r, 3, 8, 30)}
+		ShortPct: pick(r, 0, 20), SortRange: pick(r, 5, 50, 1000), KeyRange: pick(r, 3, 8, 30),
+		ExtendPct: pick(r, 10, 30), SortedSingle: r.IntN(2) == 0, WindowedSingle: r.IntN(2) == 0}
+	l.setSingle(cfg.SortedSingle, cfg.WindowedSingle)
 	kids := make([]*killChildProc, 2+r.IntN(2))
 	way := pick(r, "server", "server-live", "child", "both")
 	l.k.t.Logf("cycle %d: %d children, kill %s; %+v", c, len(kids), way, cfg)
@@ -92,7 +101,22 @@ func (l *sortedKillLoop) cycle(c int) {
 	l.k.kill(way, kids)
 	l.o.counts.Cycles++
 	l.o.counts.ServerKills, l.o.counts.ChildKills = l.k.o.counts.ServerKills, l.k.o.counts.ChildKills
-	require.NoError(l.k.t, l.o.readJournals(paths, cfg.MaxDeliveries))
+	require.NoError(l.k.t, l.o.readJournals(paths, cfg.MaxDeliveries, l.single))
+}
+
+// setSingle records each queue's SingleFlight for the cycle, while no
+// handle is open (the children of the cycle before are dead, the
+// parent's handles closed), as the docs tell an operator to change it:
+// the field "single" of the queue's stats hash, 1 or 0.
+func (l *sortedKillLoop) setSingle(sorted, windowed bool) {
+	l.single = map[string]bool{"s": sorted, "w": windowed}
+	for q, name := range map[string]string{"s": killSortedLoopQueue, "w": killWindowedLoopQueue} {
+		v := "0"
+		if l.single[q] {
+			v = "1"
+		}
+		require.NoError(l.k.t, l.k.srv.Client().HSet(context.Background(), "walq:{"+name+"}:s:stats", "single", v).Err())
+	}
 }
 
 // open opens the parent's handles on both queues (with clock, when not
@@ -106,10 +130,10 @@ func (l *sortedKillLoop) open(clock queue.Clock) (s *redisq.Sorted[int64], w *re
 		o.Clock, o.MaxDeliveries = clock, -1
 	}
 	s, err := redisq.OpenSorted[int64](context.Background(), rdb, killSortedLoopQueue,
-		&redisq.SortedOptions{Options: o, SingleFlight: true})
+		&redisq.SortedOptions{Options: o, SingleFlight: l.single["s"]})
 	require.NoError(t, err)
 	w, err = redisq.OpenWindowed(context.Background(), rdb, killWindowedLoopQueue,
-		&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o}, Window: time.Minute})
+		&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o, SingleFlight: l.single["w"]}, Window: time.Minute})
 	require.NoError(t, err)
 	return s, w, func() {
 		require.NoError(t, s.Close())

@@ -13,11 +13,17 @@ import (
 )
 
 // notifier wakes blocked consumers one at a time: each 'r' means at
-// least one message became ready, so it wakes one waiter; a waiter that
-// was woken and leased something wakes the next (more may be ready), and
-// so does one that failed or whose context ended; one that looked and
-// found nothing ends the chain. Waking every waiter for every
-// message would cost a script call per waiter.
+// least one message became ready, and each (re)subscription that
+// announcements may have been missed, so either wakes one waiter; a
+// waiter that was woken and leased something wakes the next (more may be
+// ready), and so does one that failed or whose context ended, or that
+// leaves (pass) holding a wake-up; one that looked and found nothing
+// ends the chain. A wake-up is a buffered send to the waiter's channel,
+// taken only after the waiter's look (the select of dequeue and pull) or
+// handed on when it leaves: so the look it causes starts after it was
+// sent, and a woken waiter never ends the chain on a look older than the
+// wake-up. Waking every waiter for every message, or for every
+// resubscription, would cost a script call per waiter, all at once.
 type notifier struct {
 	mu      sync.Mutex
 	waiting []chan struct{} // registered waiters, oldest first; one-slot channels
@@ -61,16 +67,6 @@ func (n *notifier) notifyOne() {
 	}
 }
 
-// notifyAll wakes every waiter.
-func (n *notifier) notifyAll() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, w := range n.waiting {
-		w <- struct{}{}
-	}
-	n.waiting = nil
-}
-
 // subscriptionCheck is how long the receive loop (listen) waits for a
 // message before it pings the subscription's server (a PING that cannot
 // be written makes go-redis dial the subscription again), and how long
@@ -85,13 +81,14 @@ const subscriptionCheck = 3 * time.Second
 // listen receives the subscription's messages under ctx, which Close
 // ends (unsubscribe), and turns them into local wake-ups: 'r' a message
 // may be ready, 't' a deadline was set earlier than any known. Pub/sub
-// is at most once: after every (re)subscription everything wakes and
-// looks again. A receive that fails (a dropped connection) is tried
+// is at most once: after every (re)subscription one waiter looks again,
+// and the chain (notifier) wakes the others while there is work, and the
+// housekeeper runs a pass. A receive that fails (a dropped connection) is tried
 // again after a pause; go-redis dials the subscription again, under
 // ctx, within the next receive. A PING written after subscriptionCheck
 // of quiet must be answered within subscriptionCheck: the receive that
 // waits for it drops a connection that stays silent (receive), and the
-// next receive dials again and subscribes, which wakes every waiter. It
+// next receive dials again and subscribes, which wakes a waiter. It
 // returns when ctx ends or the subscription or its client is closed.
 func (h *handle) listen(ctx context.Context) {
 	defer close(h.listened)
@@ -181,7 +178,11 @@ func (h *handle) received(m any) {
 			h.announced(v.Payload)
 		}
 	case *redis.Subscription:
-		h.ready.notifyAll()
+		// Announcements may have been missed while unsubscribed: one
+		// waiter looks, and wakes the next only if it leased (notifier),
+		// so a server back from a fault is not met by a script call from
+		// every blocked consumer at once.
+		h.ready.notifyOne()
 		h.kickHousekeeper()
 	}
 }
