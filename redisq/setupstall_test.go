@@ -53,7 +53,7 @@ func TestSetupStallNotInFlight(t *testing.T) {
 // setupStallOnce runs one attempt of TestSetupStallNotInFlight with its
 // durations times scale: the call, under a context that ends (end) after
 // 200ms (a deadline) or 100ms (a cancel, read ended by a ReadTimeout of
-// 300ms), on a connection whose setup stalls. It returns false when the
+// 1s), on a connection whose setup stalls. It returns false when the
 // proxy heard nothing of the call, which then did not stall in setup.
 func setupStallOnce(t *testing.T, addr string, c changeCall, opt redis.Options, end error, name string, scale time.Duration) bool {
 	t.Helper()
@@ -61,7 +61,9 @@ func setupStallOnce(t *testing.T, addr string, c changeCall, opt redis.Options, 
 	opt.Addr = p.addr()
 	opt.MaxRetries = -1
 	if end == context.Canceled {
-		opt.ReadTimeout = 300 * time.Millisecond * scale
+		// Open's reads run under it too: long enough for a loaded
+		// machine's, as the call's read ends at it after the cancel.
+		opt.ReadTimeout = time.Second * scale
 	}
 	// A connection idle this long is closed when the pool would hand it
 	// out: the call draws a new one.
@@ -130,8 +132,10 @@ func TestEndedContextNotInFlight(t *testing.T) {
 				rdb := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1, PoolSize: 1,
 					PoolTimeout: 5 * time.Second})
 				t.Cleanup(func() { _ = rdb.Close() })
+				var pw poolWatch
+				rdb.AddHook(&pw)
 				call, changed := c.open(t, rdb, name, redisq.Options{ManualRequeue: true})
-				time.Sleep(200 * time.Millisecond) // the housekeeper's first pass done
+				pw.waitStale(t, 0) // the housekeeper's first pass done: its FCALL is not heard below
 
 				d := time.Now().Add(-time.Second)
 				if w.hold {
