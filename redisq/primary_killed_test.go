@@ -119,9 +119,7 @@ func primaryKilled(t *testing.T, replicas int) {
 		}
 	}
 	start := time.Now()
-	require.Eventually(t, func() bool {
-		return mc.owner(t, mc.node(t, replica), int(slot)) == replica
-	}, 30*time.Second, 20*time.Millisecond, "the replica takes over")
+	mc.waitOwner(t, mc.node(t, replica), int(slot), replica, 30*time.Second) // the replica takes over
 	t.Logf("killed %s; %s took over slot %d after %v", primary, replica, slot, time.Since(start))
 	time.Sleep(2 * time.Second)
 	stop.Store(true)
