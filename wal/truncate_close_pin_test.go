@@ -84,6 +84,7 @@ func TestTruncateFrontClosesRemovedFilesOnce(t *testing.T) {
 	}
 	g := h.closeGateFS
 	g.arm()
+	defer g.release() // a failure below must not leave the truncation held
 	res := make(chan error, 1)
 	go func() { res <- l.TruncateFront(segs[len(segs)-2].FirstLSN) }()
 	within(t, g.reached, 10*time.Second, "truncation reaching the close of an unpinned removed segment")
