@@ -571,7 +571,11 @@
 // them, before the last fsync: when Close returns, no goroutine of the
 // Log runs. The segment list and each segment's size and index are
 // guarded by an RWMutex (Log.seg): the committer publishes a write under it
-// only after WriteBatch returned, so readers see only whole entries.
+// only after WriteBatch returned, so readers see only whole entries. A
+// truncation takes the removed segments' files out of the list under
+// Log.seg's write lock and closes them after it: the last close of a
+// removed file frees its cached pages in the kernel, which would hold up
+// every write's publish and every Reader meanwhile (truncate.go, dropFront).
 // Readers never call tidwall/wal's Read (it mutates a shared cache under a
 // read lock): they pread the segment files themselves through read-only
 // handles that are reference counted. A Reader less than 64 KiB behind

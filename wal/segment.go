@@ -100,10 +100,21 @@ func (s *segment) pin() *segFile {
 // drop releases the list's reference on a segment that leaves the list;
 // the caller holds Log.seg for writing. Pinned handles stay open.
 func (s *segment) drop() {
-	if s.file != nil {
-		_ = s.file.release() // read-only handle: a close error loses nothing
-		s.file = nil
+	if f := s.detach(); f != nil {
+		_ = f.release() // read-only handle: a close error loses nothing
 	}
+}
+
+// detach takes the list's reference on the segment's file away from the
+// segment, for the caller to release once it has let go of Log.seg, which
+// it holds for writing: no pin can reach the file after detach, and the
+// last close of a removed segment's file, where the kernel frees the
+// file's cached pages and blocks, need not hold up the writes and reads
+// that wait for Log.seg (dropFront). nil when the segment has no file.
+func (s *segment) detach() *segFile {
+	f := s.file
+	s.file = nil
+	return f
 }
 
 // info returns the public description; the caller holds Log.seg.
