@@ -150,8 +150,9 @@ func (h handoverFile) Close() error {
 // directory: its final snapshot written, the log cut before it and
 // closed. Released any sooner, the new writer would replay a directory
 // that the old one still rewrites under it. The same holds for each kind
-// of queue, for Repair, and for a read-only handle, whose shared lock
-// keeps writers out while it still has the log's files open.
+// of queue, for Repair, and for a read-only handle and Verify, whose
+// shared lock keeps writers out while they still have the log's files
+// open.
 func TestCloseHoldsTheLockToTheEnd(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -232,6 +233,16 @@ func TestCloseHoldsTheLockToTheEnd(t *testing.T) {
 			q = open(t, dir, nil)
 			defer q.Close()
 			require.Equal(t, "kept", string(tryDequeue(t, q).Payload))
+		}},
+		{"verify", func(t *testing.T, dir string, fs *handoverFS) {
+			q := open(t, dir, nil)
+			enqueue(t, q, "kept")
+			require.NoError(t, q.Close())
+			fs.watch(true)
+			c, err := queue.Verify(dir, &queue.VerifyOptions{FS: fs})
+			fs.watch(false)
+			require.NoError(t, err)
+			require.True(t, c.Clean())
 		}},
 		{"repair", func(t *testing.T, dir string, fs *handoverFS) {
 			q := open(t, dir, nil)
