@@ -108,6 +108,9 @@ func checkReadLogPayloads(t *testing.T, dir string, want map[string][]byte) int 
 	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("ReadLog: %v", err)
 	}
+	if n == 0 {
+		t.Fatalf("ReadLog showed no enqueue record (%v): nothing was checked", err)
+	}
 	return n
 }
 
@@ -159,6 +162,9 @@ func checkSortedReadLog(t *testing.T, dir string, want map[string][]byte) int {
 	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("ReadLog: %v", err)
 	}
+	if n == 0 {
+		t.Fatalf("ReadLog showed no publish record (%v): nothing was checked", err)
+	}
 	return n
 }
 
@@ -189,6 +195,9 @@ func checkSortedDeadValues(t *testing.T, dir string, o queue.Options, want map[s
 	ds, err := s.DeadValues(0, 0)
 	if err != nil {
 		t.Fatalf("DeadValues: %v", err)
+	}
+	if len(ds) == 0 {
+		t.Fatal("no dead value listed: nothing was checked")
 	}
 	seen := map[string]bool{}
 	for _, d := range ds {
