@@ -163,6 +163,27 @@ func (c *child) read(r io.ReadCloser) {
 	}
 }
 
+// runFor hands each report line of the child to apply, in order, until
+// the child's reports end, and kills the child with SIGKILL once run has
+// passed; it returns once the child has ended.
+func (c *child) runFor(run time.Duration, apply func(line string)) {
+	timer := time.NewTimer(run)
+	defer timer.Stop()
+	for lines := c.lines; lines != nil; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			apply(l)
+		case <-timer.C:
+			c.kill()
+		}
+	}
+	<-c.done
+}
+
 // kill sends SIGKILL (the child may be gone already) and waits for it.
 func (c *child) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)

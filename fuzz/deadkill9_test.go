@@ -210,21 +210,7 @@ func (h *deadParent) cycle(n int) {
 		run *= 3
 	}
 	c := startChild(t, h.name, cfg)
-	timer := time.NewTimer(run)
-	defer timer.Stop()
-	for lines := c.lines; lines != nil; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil
-				continue
-			}
-			h.apply(l)
-		case <-timer.C:
-			c.kill()
-		}
-	}
-	<-c.done
+	c.runFor(run, h.apply)
 	what := fmt.Sprintf("cycle %d (sync %d, die at %q, lease %v, manual requeue %v, killed after %v)", n, cfg.Sync, cfg.DieAt, h.lease, cfg.Manual, run)
 	if !c.killed() {
 		t.Fatalf("%s: the child was not killed but exited (%v); its output:\n%s", what, c.err, c.output())

@@ -111,22 +111,7 @@ func (h *kill9Parent) cycle(n int) {
 		run *= 3
 	}
 	c := startChild(t, t.Name(), cfg)
-	timer := time.NewTimer(run)
-	defer timer.Stop()
-	lines := c.lines
-	for lines != nil {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil
-				continue
-			}
-			h.apply(l)
-		case <-timer.C:
-			c.kill()
-		}
-	}
-	<-c.done
+	c.runFor(run, h.apply)
 	if !c.killed() {
 		t.Fatalf("cycle %d: the child was not killed but exited (%v); its output:\n%s", n, c.err, c.output())
 	}

@@ -170,21 +170,7 @@ func (h *dedupParent) cycle(n int) {
 	viewed, opened := make(chan []string, 1), make(chan struct{})
 	h.opened = func() { close(opened) }
 	go func() { viewed <- h.viewBeside(opened, c.done) }()
-	timer := time.NewTimer(run)
-	defer timer.Stop()
-	for lines := c.lines; lines != nil; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil
-				continue
-			}
-			h.apply(l)
-		case <-timer.C:
-			c.kill()
-		}
-	}
-	<-c.done
+	c.runFor(run, h.apply)
 	h.bad = append(h.bad, <-viewed...)
 	what := fmt.Sprintf("cycle %d (sync %d, SnapshotBytes %d, killed after %v)", n, cfg.Sync, cfg.Snapshot, run)
 	if !c.killed() {
