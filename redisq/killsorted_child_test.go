@@ -1,7 +1,6 @@
 package redisq_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 )
@@ -103,16 +101,11 @@ func runSortedKillChild(env string) int {
 		fmt.Fprintln(os.Stderr, "sorted kill-loop child config:", err)
 		return 2
 	}
-	f, err := os.OpenFile(c.Journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	j, rdb, err := startKillChild(c.Journal, c.Addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	go func() { // the parent gone (stdin closed): leave
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		os.Exit(0)
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, MaxRetries: -1})
 	o := redisq.Options{AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, OpTimeout: time.Second}
 	s := openUntil(func() (*redisq.Sorted[int64], error) {
 		return redisq.OpenSorted[int64](context.Background(), rdb, killSortedLoopQueue,
@@ -122,7 +115,7 @@ func runSortedKillChild(env string) int {
 		return redisq.OpenWindowed(context.Background(), rdb, killWindowedLoopQueue,
 			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o, SingleFlight: c.WindowedSingle}, Window: c.Window})
 	})
-	k := &sortedKillChild{c: c, j: &journal{f: f}}
+	k := &sortedKillChild{c: c, j: j}
 	var wg sync.WaitGroup
 	for p := range c.Publishers {
 		wg.Go(func() { k.publish("s", p, s.Publish) })

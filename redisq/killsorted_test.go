@@ -42,20 +42,9 @@ import (
 // WALQ_REDISQ_KILL_CHECKPOINT the cycles between drains (default 25), as
 // for TestKillLoop.
 func TestKillLoopSorted(t *testing.T) {
-	cycles, every, seed := killLoopRun(t, 3)
-	l := &sortedKillLoop{k: &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle(), seed: seed},
+	l := &sortedKillLoop{k: &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle()},
 		o: newSortedOracle()}
-	for c := 1; c <= cycles; c++ {
-		l.k.r = rand.New(rand.NewPCG(seed, uint64(c))) // a cycle's choices depend on the seed and the cycle alone
-		l.cycle(c)
-		l.deadValues()
-		if c%every == 0 || c == cycles {
-			l.drain()
-			t.Logf("drained after cycle %d: %s", c, l.o.counts)
-		}
-		require.Zero(t, l.o.counts.violations(), "after cycle %d (seed %d): %s\n%v", c, seed, l.o.counts, l.o.bad)
-	}
-	t.Logf("%s", l.o.counts)
+	cycles := runKillCycles(t, 3, l)
 	c := l.o.counts
 	require.NotZero(t, c.Acked, "the children acked batches")
 	require.NotZero(t, c.ServerKills+c.ChildKills, "something was killed")
@@ -74,10 +63,11 @@ type sortedKillLoop struct {
 	single map[string]bool // the queues ("s", "w") with SingleFlight this cycle, as recorded in them
 }
 
-// cycle runs one cycle: children with options drawn for it, killed in one
-// of the ack loop's four ways, the server restarted, the journals read.
-func (l *sortedKillLoop) cycle(c int) {
-	r := l.k.r
+// cycle runs one cycle: children with options drawn for it from r,
+// killed in one of the ack loop's four ways, the server restarted, the
+// journals read.
+func (l *sortedKillLoop) cycle(c int, r *rand.Rand) {
+	l.k.r = r
 	cfg := sortedKillConfig{Addr: l.k.srv.Addr, Cycle: c,
 		AckTimeout:    pick(r, 100*time.Millisecond, 300*time.Millisecond, time.Second, 5*time.Second),
 		MaxDeliveries: pick(r, 2, 2, 10, -1),
@@ -140,6 +130,14 @@ func (l *sortedKillLoop) open(clock queue.Clock) (s *redisq.Sorted[int64], w *re
 		require.NoError(t, w.Close())
 		require.NoError(t, rdb.Close())
 	}
+}
+
+// between is deadValues, as runKillCycles calls it.
+func (l *sortedKillLoop) between() { l.deadValues() }
+
+// verdict is the oracle's violations, counts and first violations.
+func (l *sortedKillLoop) verdict() (int, string, []string) {
+	return l.o.counts.violations(), l.o.counts.String(), l.o.bad
 }
 
 // deadValues lists both queues' dead values (each one's payload intact,
