@@ -121,6 +121,9 @@ type killLoop struct {
 	dir string // the children's journals and stderr
 	o   *killOracle
 	r   *rand.Rand // draws the cycle's choices
+	// serverKills is when (Unix ns, before the SIGKILL) each kill of
+	// the server was sent, in order.
+	serverKills []int64
 }
 
 const killQueue = "killloop"
@@ -233,6 +236,7 @@ func (l *killLoop) startChild(journal, env string) *killChildProc {
 }
 
 func (l *killLoop) killServer() {
+	l.serverKills = append(l.serverKills, time.Now().UnixNano())
 	l.srv.Kill()
 	l.o.counts.ServerKills++
 }
