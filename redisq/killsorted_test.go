@@ -80,7 +80,7 @@ func (l *sortedKillLoop) cycle(c int, r *rand.Rand) {
 		Publishers: 1 + r.IntN(2), Pullers: 2 + r.IntN(3),
 		NackPct: pick(r, 0, 10, 20), AbandonPct: pick(r, 0, 5, 15), DeadPct: pick(r, 0, 2),
 		ShortPct: pick(r, 0, 20), SortRange: pick(r, 5, 50, 1000), KeyRange: pick(r, 2, 3, 8, 30),
-		ExtendPct: pick(r, 10, 30), DoomPct: pick(r, 0, 30, 60), HoldPct: pick(r, 20, 50),
+		ExtendPct: pick(r, 10, 30), DoomPct: pick(r, 30, 60), HoldPct: pick(r, 20, 50),
 		SortedSingle: r.IntN(2) == 0, WindowedSingle: r.IntN(2) == 0}
 	l.setSingle(cfg.SortedSingle, cfg.WindowedSingle)
 	kids := make([]*killChildProc, 2+r.IntN(2))
@@ -91,7 +91,12 @@ func (l *sortedKillLoop) cycle(c int, r *rand.Rand) {
 		// Each child its own limit: a value one child gave back with
 		// more deliveries than another's limit goes dead at that one's
 		// pull (killPastLimit, scripts/sorted.lua).
+		// Child 0 has no limit or a high one, child 1 a low one, so that
+		// every cycle has both.
 		cfg.Child, cfg.Seed, cfg.MaxDeliveries = i, r.Uint64()>>1, pick(r, 1, 2, 2, 10, -1)
+		if i < 2 {
+			cfg.MaxDeliveries = [][]int{{10, -1}, {1, 2}}[i][r.IntN(2)]
+		}
 		cfg.Journal = l.k.journalPath(c, i)
 		env, err := json.Marshal(cfg)
 		require.NoError(l.k.t, err)
