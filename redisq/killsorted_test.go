@@ -85,7 +85,7 @@ func (l *sortedKillLoop) cycle(c int, r *rand.Rand) {
 	l.setSingle(cfg.SortedSingle, cfg.WindowedSingle)
 	kids := make([]*killChildProc, 2+r.IntN(2))
 	way := pick(r, "server", "server-live", "child", "both")
-	l.k.t.Logf("cycle %d: %d children, kill %s; %+v", c, len(kids), way, cfg)
+	l.k.t.Logf("cycle %d: %d children, kill %s; %+v (MaxDeliveries: each child's own, below)", c, len(kids), way, cfg)
 	js := make([]sortedJournal, len(kids))
 	for i := range kids {
 		// Each child its own limit: a value one child gave back with
