@@ -145,23 +145,34 @@ func (j *journal) log(format string, args ...any) {
 	}
 }
 
+// startKillChild is how every kill-loop child starts: it opens its
+// journal (path) for appending, leaves as soon as the parent is gone (its
+// stdin closed) and returns a client of the server at addr that never
+// retries a command by itself (a child journals each call once).
+func startKillChild(path, addr string) (*journal, *redis.Client, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kill-loop child journal: %w", err)
+	}
+	go func() { // the parent gone (stdin closed): leave
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		os.Exit(0)
+	}()
+	return &journal{f: f}, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}), nil
+}
+
 func runKillChild(s string) int {
 	c, err := decodeKillChildConfig(s)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	f, err := os.OpenFile(c.Journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	j, rdb, err := startKillChild(c.Journal, c.Addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	go func() { // the parent gone (stdin closed): leave
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		os.Exit(0)
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, MaxRetries: -1})
-	k := &killChild{c: c, j: &journal{f: f}}
+	k := &killChild{c: c, j: j}
 	k.q = openUntil(func() (*redisq.Queue, error) {
 		return redisq.Open(context.Background(), rdb, c.Queue, &redisq.Options{
 			AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, DedupWindow: c.Dedup, OpTimeout: time.Second})

@@ -41,19 +41,8 @@ import (
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
 // WALQ_REDISQ_KILL_CHECKPOINT the cycles between drains (default 25).
 func TestKillLoop(t *testing.T) {
-	cycles, every, seed := killLoopRun(t, 4)
-	l := &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle(), seed: seed}
-	for c := 1; c <= cycles; c++ {
-		l.r = rand.New(rand.NewPCG(seed, uint64(c))) // a cycle's choices depend on the seed and the cycle alone
-		l.cycle(c)
-		l.deadSet()
-		if c%every == 0 || c == cycles {
-			l.drain()
-			t.Logf("drained after cycle %d: %s", c, l.o.counts)
-		}
-		require.Zero(t, l.o.counts.violations(), "after cycle %d (seed %d): %s\n%v", c, seed, l.o.counts, l.o.bad)
-	}
-	t.Logf("%s", l.o.counts)
+	l := &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle()}
+	runKillCycles(t, 4, l, nil)
 	require.NotZero(t, l.o.counts.Acked, "the children acked messages")
 	require.NotZero(t, l.o.counts.ServerKills+l.o.counts.ChildKills, "something was killed")
 }
@@ -75,6 +64,52 @@ func killLoopRun(t *testing.T, def int) (cycles, every int, seed uint64) {
 	return cycles, every, seed
 }
 
+// killCycles is a kill loop as runKillCycles drives it.
+type killCycles interface {
+	// cycle runs cycle c, drawing its choices (and those of between)
+	// from r.
+	cycle(c int, r *rand.Rand)
+	// between lists the dead after a cycle and requeues some.
+	between()
+	// drain empties the queues; the oracle then accounts for every
+	// enqueue or publish that returned nil.
+	drain()
+	// verdict is the oracle's violations so far, its counts on one line,
+	// and the first violations.
+	verdict() (violations int, counts string, bad []string)
+}
+
+// runKillCycles runs a kill loop's cycles (killLoopRun: how many, def by
+// default, and the seed): each with choices drawn from the seed and the
+// cycle alone, then between; a drain every few cycles and after the last.
+// Any violation fails the test at the cycle that showed it, with the seed
+// that replays it. While starved (nil: never) says the cycles run left the
+// test without something it must see, which a starved machine can do
+// (leases too short for its latency, say), it runs one more cycle, def
+// more at most, each drained. It returns the number of cycles run.
+func runKillCycles(t *testing.T, def int, l killCycles, starved func() bool) int {
+	t.Helper()
+	cycles, every, seed := killLoopRun(t, def)
+	c := 1
+	for ; c <= cycles || (c <= cycles+def && starved != nil && starved()); c++ {
+		if c > cycles {
+			t.Logf("cycle %d: one more, the cycles so far left the test short of what it checks", c)
+		}
+		l.cycle(c, rand.New(rand.NewPCG(seed, uint64(c))))
+		l.between()
+		if c%every == 0 || c >= cycles {
+			l.drain()
+			_, counts, _ := l.verdict()
+			t.Logf("drained after cycle %d: %s", c, counts)
+		}
+		n, counts, bad := l.verdict()
+		require.Zero(t, n, "after cycle %d (seed %d): %s\n%v", c, seed, counts, bad)
+	}
+	_, counts, _ := l.verdict()
+	t.Logf("%s", counts)
+	return c - 1
+}
+
 func envInt(t *testing.T, name string, def int) int {
 	s := os.Getenv(name)
 	if s == "" {
@@ -88,12 +123,14 @@ func envInt(t *testing.T, name string, def int) int {
 
 // killLoop is the state of TestKillLoop.
 type killLoop struct {
-	t    *testing.T
-	srv  *redistest.Server
-	dir  string // the children's journals and stderr
-	o    *killOracle
-	r    *rand.Rand // draws the cycle's choices
-	seed uint64
+	t   *testing.T
+	srv *redistest.Server
+	dir string // the children's journals and stderr
+	o   *killOracle
+	r   *rand.Rand // draws the cycle's choices
+	// serverKills is when (Unix ns, before the SIGKILL) each kill of
+	// the server was sent, in order.
+	serverKills []int64
 }
 
 const killQueue = "killloop"
@@ -114,9 +151,10 @@ type killChildProc struct {
 	stderr  string
 }
 
-// cycle runs one cycle: children with options drawn for it, killed in one
-// of four ways, the server restarted, the journals read.
-func (l *killLoop) cycle(c int) {
+// cycle runs one cycle: children with options drawn for it from r, killed
+// in one of four ways, the server restarted, the journals read.
+func (l *killLoop) cycle(c int, r *rand.Rand) {
+	l.r = r
 	cfg := killChildConfig{Addr: l.srv.Addr, Queue: killQueue, Cycle: c,
 		AckTimeout:    pick(l.r, 100*time.Millisecond, 300*time.Millisecond, time.Second, 5*time.Second),
 		MaxDeliveries: pick(l.r, 2, 2, 10, -1),
@@ -205,6 +243,7 @@ func (l *killLoop) startChild(journal, env string) *killChildProc {
 }
 
 func (l *killLoop) killServer() {
+	l.serverKills = append(l.serverKills, time.Now().UnixNano())
 	l.srv.Kill()
 	l.o.counts.ServerKills++
 }
@@ -234,6 +273,14 @@ func (l *killLoop) open(o *redisq.Options) (q *redisq.Queue, done func()) {
 		require.NoError(l.t, q.Close())
 		require.NoError(l.t, rdb.Close())
 	}
+}
+
+// between is deadSet, as runKillCycles calls it.
+func (l *killLoop) between() { l.deadSet() }
+
+// verdict is the oracle's violations, counts and first violations.
+func (l *killLoop) verdict() (int, string, []string) {
+	return l.o.counts.violations(), l.o.counts.String(), l.o.bad
 }
 
 // deadSet lists the dead set (each letter's payload intact, its token

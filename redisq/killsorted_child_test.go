@@ -1,7 +1,6 @@
 package redisq_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/walq/walq/queue"
 	"github.com/walq/walq/redisq"
 )
@@ -37,7 +35,7 @@ import (
 //	S? q op lease t arg     a settle (ack, nack, dead) of a batch is about to be sent at t
 //	                        (arg: a nack's delay, else 0)
 //	S+ q op lease t         it returned nil at t
-//	SL q op lease           it returned ErrLeaseLost
+//	SL q op lease t         it returned ErrLeaseLost at t
 //	S! q op lease           it returned another error (it may have run)
 //	E? q lease t d          an Extend of a batch's lease by d (ns) is about to be sent at t,
 //	                        before the batch is settled or left to run out
@@ -77,12 +75,21 @@ type sortedKillConfig struct {
 	Cycle, Child        int
 	Seed                uint64
 	AckTimeout, Window  time.Duration
-	MaxDeliveries       int
+	MaxDeliveries       int // this child's own, drawn per child: handles of one queue apply different limits
 	Publishers, Pullers int // per queue
 	NackPct, AbandonPct int // percent of batches nacked; left to run out
 	DeadPct, ShortPct   int // percent of batches dead-lettered; of calls under a short context
 	SortRange, KeyRange int // sort keys drawn in [0, SortRange), keys key0..key<KeyRange-1>
 	ExtendPct           int // percent of batches whose lease is extended before their settle (or abandon)
+	// DoomPct is the percent of batches of key0 given back at once (a
+	// nack without delay) or left to run out, so that key0's values
+	// gather deliveries under the children without a limit (or a higher
+	// one) and reach the limit of another child at its pull.
+	DoomPct int
+	// HoldPct is the percent of the other batches held a while (up to
+	// half the lease, 300 ms at most) before their settle, so that pulls
+	// of other children run while a lease is held.
+	HoldPct int
 	// SortedSingle and WindowedSingle are the queues' SingleFlight this
 	// cycle, recorded in the queues by the parent before the children start.
 	SortedSingle, WindowedSingle bool
@@ -103,16 +110,11 @@ func runSortedKillChild(env string) int {
 		fmt.Fprintln(os.Stderr, "sorted kill-loop child config:", err)
 		return 2
 	}
-	f, err := os.OpenFile(c.Journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	j, rdb, err := startKillChild(c.Journal, c.Addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	go func() { // the parent gone (stdin closed): leave
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		os.Exit(0)
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, MaxRetries: -1})
 	o := redisq.Options{AckTimeout: c.AckTimeout, MaxDeliveries: c.MaxDeliveries, OpTimeout: time.Second}
 	s := openUntil(func() (*redisq.Sorted[int64], error) {
 		return redisq.OpenSorted[int64](context.Background(), rdb, killSortedLoopQueue,
@@ -122,7 +124,7 @@ func runSortedKillChild(env string) int {
 		return redisq.OpenWindowed(context.Background(), rdb, killWindowedLoopQueue,
 			&redisq.WindowOptions{SortedOptions: redisq.SortedOptions{Options: o, SingleFlight: c.WindowedSingle}, Window: c.Window})
 	})
-	k := &sortedKillChild{c: c, j: &journal{f: f}}
+	k := &sortedKillChild{c: c, j: j}
 	var wg sync.WaitGroup
 	for p := range c.Publishers {
 		wg.Go(func() { k.publish("s", p, s.Publish) })
@@ -213,25 +215,78 @@ func pullKill[K queue.SortKey](k *sortedKillChild, q string, win time.Duration, 
 	}
 }
 
-// settleKill acks, nacks, dead-letters or abandons a batch, some after
-// extending its lease.
-func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
+// settlePlan is what a puller does with one batch, drawn from the
+// puller's generator before any of it is done, so that a batch held a
+// while is settled by a goroutine of its own while the puller pulls on.
+type settlePlan struct {
+	hold    time.Duration // held before anything is sent (the sleep holds a lease as a slow consumer does)
+	extend  bool          // its lease extended (extendKill) before its settle or abandon
+	extD    time.Duration // the Extend's d
+	extHold int           // percent of extD held after an Extend that returned nil, before the settle (0: none)
+	op      string        // the settle: "ack", "nack", "dead"; "" leaves the lease to run out
+	arg     time.Duration // a nack's delay
+}
+
+// drawSettle draws what a puller does with a batch of key: a batch of
+// key0, DoomPct of the time, given back at once (a nack without delay)
+// or left to run out; else an Extend (ExtendPct), a third of those left
+// to run out and half the rest settled within the extended lease, often
+// past its first deadline, or a hold (HoldPct) of up to half the lease
+// (300 ms at most); then an ack, nack, dead-letter or abandon.
+func drawSettle(k *sortedKillChild, r *rand.Rand, key string) settlePlan {
+	if key == "key0" && r.IntN(100) < k.c.DoomPct {
+		return settlePlan{op: pick(r, "", "nack")}
+	}
+	var p settlePlan
 	if r.IntN(100) < k.c.ExtendPct {
-		extendKill(k, q, r, b)
+		p.extend, p.extD = true, time.Duration(1+r.IntN(3))*min(k.c.AckTimeout, 500*time.Millisecond)
 		if r.IntN(3) == 0 {
-			return // held to the extend's deadline, then runs out
+			return p // held to the extend's deadline, then runs out
 		}
+		if r.IntN(2) == 0 {
+			p.extHold = 40 + r.IntN(50)
+		}
+	} else if r.IntN(100) < k.c.HoldPct {
+		p.hold = time.Duration(1 + r.Int64N(int64(min(k.c.AckTimeout/2, 300*time.Millisecond))))
 	}
 	n := r.IntN(100)
-	op, arg := "ack", time.Duration(0)
+	p.op = "ack"
 	switch {
 	case n < k.c.AbandonPct:
-		return // its lease runs out
+		p.op = "" // its lease runs out
 	case n < k.c.AbandonPct+k.c.NackPct:
-		op, arg = "nack", time.Duration(r.IntN(3))*50*time.Millisecond
+		p.op, p.arg = "nack", time.Duration(r.IntN(3))*50*time.Millisecond
 	case n < k.c.AbandonPct+k.c.NackPct+k.c.DeadPct:
-		op = "dead"
+		p.op = "dead"
 	}
+	return p
+}
+
+// settleKill does with a batch what drawSettle drew: in the puller's
+// goroutine, or, when it holds the batch a while, in one of its own.
+func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
+	p := drawSettle(k, r, b.Key)
+	if p.hold > 0 || p.extHold > 0 {
+		go runSettle(k, q, b, p)
+		return
+	}
+	runSettle(k, q, b, p)
+}
+
+// runSettle holds, extends and settles a batch as p says.
+func runSettle[K queue.SortKey](k *sortedKillChild, q string, b *queue.Batch[K], p settlePlan) {
+	time.Sleep(p.hold)
+	if p.extend && extendKill(k, q, b, p.extD) && p.op != "" {
+		time.Sleep(p.extD * time.Duration(p.extHold) / 100)
+	}
+	if p.op != "" {
+		settleOp(k, q, b, p.op, p.arg)
+	}
+}
+
+// settleOp sends one settle of a batch (op ack, nack with delay arg, or
+// dead), journaled.
+func settleOp[K queue.SortKey](k *sortedKillChild, q string, b *queue.Batch[K], op string, arg time.Duration) {
 	k.j.log("S? %s %s %d %d %d", q, op, b.Receipt.Lease, time.Now().UnixNano(), arg)
 	var err error
 	switch op {
@@ -246,28 +301,30 @@ func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *
 	case err == nil:
 		k.j.log("S+ %s %s %d %d", q, op, b.Receipt.Lease, time.Now().UnixNano())
 	case errors.Is(err, queue.ErrLeaseLost):
-		k.j.log("SL %s %s %d", q, op, b.Receipt.Lease)
+		k.j.log("SL %s %s %d %d", q, op, b.Receipt.Lease, time.Now().UnixNano())
 	default:
 		k.j.log("S! %s %s %d", q, op, b.Receipt.Lease)
 		pause(err)
 	}
 }
 
-// extendKill sets a batch's lease to run out one to three AckTimeouts
-// (500ms at most each) from now: mostly past its first deadline, so that a
-// batch left to run out afterwards is held longer; under a long
-// AckTimeout, sooner.
-func extendKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
-	d := time.Duration(1+r.IntN(3)) * min(k.c.AckTimeout, 500*time.Millisecond)
+// extendKill sets a batch's lease to run out d from now (drawSettle: one
+// to three AckTimeouts, 500ms at most each): mostly past its first
+// deadline, so that a batch left to run out afterwards is held longer;
+// under a long AckTimeout, sooner. It reports whether the Extend returned
+// nil.
+func extendKill[K queue.SortKey](k *sortedKillChild, q string, b *queue.Batch[K], d time.Duration) bool {
 	k.j.log("E? %s %d %d %d", q, b.Receipt.Lease, time.Now().UnixNano(), d)
 	err := b.Extend(d)
 	switch {
 	case err == nil:
 		k.j.log("E+ %s %d %d", q, b.Receipt.Lease, time.Now().UnixNano())
+		return true
 	case errors.Is(err, queue.ErrLeaseLost):
 		k.j.log("EL %s %d", q, b.Receipt.Lease)
 	default:
 		k.j.log("E! %s %d", q, b.Receipt.Lease)
 		pause(err)
 	}
+	return false
 }

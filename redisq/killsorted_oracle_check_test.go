@@ -4,13 +4,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // sortedOracleOf returns a sorted kill-loop oracle that has read the given
-// journal, of a cycle run with maxDeliveries, the sorted queue with
-// SingleFlight and the windowed one without.
+// journal, of a child run with maxDeliveries and an AckTimeout of a
+// second, the sorted queue with SingleFlight and the windowed one
+// without, no kill of the server.
 func sortedOracleOf(t *testing.T, journal string, maxDeliveries int) (*sortedOracle, error) {
 	return sortedOracleSingle(t, journal, maxDeliveries, map[string]bool{"s": true})
 }
@@ -21,7 +23,7 @@ func sortedOracleSingle(t *testing.T, journal string, maxDeliveries int, single 
 	path := filepath.Join(t.TempDir(), "journal")
 	require.NoError(t, os.WriteFile(path, []byte(journal), 0o644))
 	o := newSortedOracle()
-	return o, o.readJournals([]string{path}, maxDeliveries, single)
+	return o, o.readJournals([]sortedJournal{{path: path, maxDeliveries: maxDeliveries, ackTimeout: time.Second}}, single, nil)
 }
 
 // TestSortedKillOracle holds the sorted kill loop's oracle to hand-written
@@ -70,7 +72,7 @@ func TestSortedKillOracle(t *testing.T) {
 			"B s 220 230 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nS+ s ack 7 250\n", -1,
 			func(c sortedCounts) int { return c.Overlap }, 1},
 		{"a single-flight key pulled after its lease was lost", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
-			"B s 220 230 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 240 0\nSL s ack 7\n", -1,
+			"B s 220 1000000230 0 | 8 key1 c1.k0.s0.n2:5:125:1\nS? s ack 7 1000000240 0\nSL s ack 7 1000000250\n", -1,
 			func(c sortedCounts) int { return c.violations() }, 0},
 		{"a windowed value pulled twice at once", "B w 600001100 600001200 500000000 | 9 key1 c1.k0.w0.n1:1005:1005:1\n" +
 			"B w 600001300 600001400 500000000 | 10 key1 c1.k0.w0.n1:1005:1005:2\nS? w ack 9 600001500 0\nS+ w ack 9 600001600\n", -1,
@@ -136,6 +138,47 @@ func TestSortedKillOracle(t *testing.T) {
 			require.Equal(t, tc.judged, o.counts.OverlapChecks, "judged\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.overlaps, o.counts.Overlap, "overlaps\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.overlaps, o.counts.violations(), o.bad)
+		})
+	}
+	// Settles that returned ErrLeaseLost (AckTimeout 1s): before the
+	// lease's deadline a violation, where the oracle can judge it.
+	for _, tc := range []struct {
+		name                   string
+		journal                string
+		kills                  []int64
+		judged, unjudged, flag int
+	}{
+		{"acked within an extended lease", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 50000000 0\nS+ s ack 7 50000100\n",
+			nil, 1, 0, 0},
+		{"acked past an extended lease's deadline", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 100000300 0\nS+ s ack 7 100000400\n",
+			nil, 0, 0, 0},
+		{"lost before an extended lease's deadline", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
+			nil, 1, 0, 1},
+		{"lost once an extended lease ran out", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 100000300 0\nSL s ack 7 100000400\n",
+			nil, 0, 1, 0},
+		{"lost within the margin of an extended lease's deadline", "E? s 7 220 100000000\nE+ s 7 230\nS? s nack 7 90000000 0\nSL s nack 7 90000300\n",
+			nil, 0, 1, 0},
+		{"lost before the pull's deadline", "S? s dead 7 500000000 0\nSL s dead 7 500000100\n", nil, 1, 0, 1},
+		{"lost once the pull's lease ran out", "S? s ack 7 1000000300 0\nSL s ack 7 1000000400\n", nil, 0, 1, 0},
+		{"lost after an extend of unknown outcome", "E? s 7 220 100000000\nE! s 7\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
+			nil, 0, 1, 0},
+		{"lost after an extend found the lease lost", "E? s 7 220 100000000\nEL s 7\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
+			nil, 0, 1, 0},
+		{"lost with a kill of the server after the extend", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
+			[]int64{40000000}, 0, 1, 0},
+		{"lost with a kill of the server before the extend", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
+			[]int64{215}, 1, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal")
+			require.NoError(t, os.WriteFile(path, []byte(published+pulled+tc.journal), 0o644))
+			o := newSortedOracle()
+			require.NoError(t, o.readJournals([]sortedJournal{{path: path, maxDeliveries: -1, ackTimeout: time.Second}},
+				map[string]bool{"s": true}, tc.kills))
+			require.Equal(t, tc.judged, o.counts.LostJudged, "judged\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.unjudged, o.counts.LostUnjudged, "unjudged\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.flag, o.counts.LostEarly, "%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.flag, o.counts.violations(), o.bad)
 		})
 	}
 	t.Run("a single-flight windowed key pulled while leased", func(t *testing.T) {

@@ -50,7 +50,12 @@ const sortedKillMargin = 20 * time.Millisecond
 //     judged with sortedKillMargin;
 //   - count down: two pulls of a token, one begun after the other
 //     returned and no requeue from the dead set between, whose delivery
-//     counts do not increase; or two with the same count.
+//     counts do not increase; or two with the same count;
+//   - lost early: a settle that returned ErrLeaseLost before the lease's
+//     deadline (the one an Extend that returned nil set, else the pull's
+//     call plus AckTimeout), judged with sortedKillMargin, when no kill of
+//     the server was sent between the lease's last setting and the
+//     settle's return and no Extend of unknown outcome may have moved it.
 type sortedOracle struct {
 	toks    map[string]*sortedTok
 	closed  map[string]bool // tokens settled by a checkpoint drain
@@ -82,20 +87,24 @@ type sortedDelivery struct {
 
 // sortedBatch is one batch a child pulled.
 type sortedBatch struct {
-	q, key    string
-	lease     uint64
-	t0, t1    int64 // the Pull called, returned
-	win       time.Duration
-	vals      []sortedVal
-	sentAt    int64 // the last settle sent (S?)
-	heldTo    int64 // the send of the last settle that returned nil: the lease held from t1 to then (0: not shown)
-	nackSent  int64 // a nack that returned nil: sent, returned, its delay (0: none)
-	nackRet   int64
-	nackDelay int64
-	op        string // the settle sent last
-	extSent   int64  // the last Extend sent (E?), and its d in ns
-	extD      int64
-	extTo     int64 // an Extend that returned nil: sent + d, the deadline it set at the earliest (0: none)
+	q, key     string
+	lease      uint64
+	t0, t1     int64 // the Pull called, returned
+	win        time.Duration
+	vals       []sortedVal
+	sentAt     int64 // the last settle sent (S?)
+	heldTo     int64 // the send of the last settle that returned nil: the lease held from t1 to then (0: not shown)
+	nackSent   int64 // a nack that returned nil: sent, returned, its delay (0: none)
+	nackRet    int64
+	nackDelay  int64
+	op         string        // the settle sent last
+	lostAt     int64         // a settle returned ErrLeaseLost at (0: none)
+	settledAt  int64         // a settle returned nil at (0: none)
+	maxd       int           // the MaxDeliveries of the child that pulled it
+	ackTimeout time.Duration // its AckTimeout
+	extSent    int64         // the last Extend sent (E?), and its d in ns
+	extD       int64
+	extTo      int64 // an Extend that returned nil: sent + d, the deadline it set at the earliest (0: none)
 }
 
 // extendedTo is when an Extend of b that returned nil shows its lease
@@ -132,6 +141,13 @@ type sortedCounts struct {
 	Lost, Unexpected, RedeliveredAfterAck, Payload, WrongKey int
 	WrongSort, Order, Overlap, Early, CountDown              int
 	OrderChecks, OverlapChecks, EarlyChecks, HoldChecks      int
+	// DeadAtPull counts the dead values (listed between cycles) that a
+	// pull found at its limit. LostJudged counts the settles (returned
+	// nil or ErrLeaseLost) the lost-early check could judge, LostExtended
+	// those of them after an Extend that returned nil, LostUnjudged the
+	// settles that returned ErrLeaseLost it could not judge; LostEarly is
+	// its violations.
+	DeadAtPull, LostJudged, LostExtended, LostUnjudged, LostEarly int
 }
 
 // String is the counts on one line, as the test logs them.
@@ -140,20 +156,22 @@ func (c sortedCounts) String() string {
 		"pulls=%d batches=%d delivered=%d acked=%d nacked=%d dead-lettered=%d settle-lease-lost=%d settle-unknown=%d "+
 		"extended=%d extend-lease-lost=%d extend-unknown=%d "+
 		"dead-seen=%d requeued-from-dead=%d drained=%d "+
-		"checked: pull-orders=%d lease-pairs=%d windows=%d nack-holds=%d | "+
-		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d wrong-key=%d wrong-sort=%d order=%d overlap=%d early=%d count-down=%d",
+		"dead-at-pull=%d checked: pull-orders=%d lease-pairs=%d windows=%d nack-holds=%d lease-deadlines=%d (extended %d; lease-lost unjudged %d) | "+
+		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d wrong-key=%d wrong-sort=%d order=%d overlap=%d early=%d count-down=%d "+
+		"lost-early=%d",
 		c.Cycles, c.ServerKills, c.ChildKills, c.Sent, c.Published, c.Unknown,
 		c.Pulls, c.Batches, c.Delivered, c.Acked, c.Nacked, c.DeadLettered, c.SettleLost, c.SettleUnknown,
 		c.Extended, c.ExtendLost, c.ExtendUnknown,
 		c.Dead, c.Requeued, c.Drained,
-		c.OrderChecks, c.OverlapChecks, c.EarlyChecks, c.HoldChecks,
-		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.WrongKey, c.WrongSort, c.Order, c.Overlap, c.Early, c.CountDown)
+		c.DeadAtPull, c.OrderChecks, c.OverlapChecks, c.EarlyChecks, c.HoldChecks, c.LostJudged, c.LostExtended, c.LostUnjudged,
+		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.WrongKey, c.WrongSort, c.Order, c.Overlap, c.Early, c.CountDown,
+		c.LostEarly)
 }
 
 // violations is the number of violations of every kind.
 func (c sortedCounts) violations() int {
 	return c.Lost + c.Unexpected + c.RedeliveredAfterAck + c.Payload + c.WrongKey + c.WrongSort +
-		c.Order + c.Overlap + c.Early + c.CountDown
+		c.Order + c.Overlap + c.Early + c.CountDown + c.LostEarly
 }
 
 // newSortedOracle returns an oracle that has read nothing.
@@ -186,34 +204,48 @@ func (o *sortedOracle) tok(t string) *sortedTok {
 
 // sortedCycle is what one cycle's journals hold, read in three passes.
 type sortedCycle struct {
-	maxDeliveries int
-	single        map[string]bool         // the queues ("s", "w") with SingleFlight this cycle
-	batches       map[string]*sortedBatch // by queue and lease
-	pulls         [][]*sortedBatch        // each Pull's batches, in order
+	single      map[string]bool         // the queues ("s", "w") with SingleFlight this cycle
+	batches     map[string]*sortedBatch // by queue and lease
+	pulls       [][]*sortedBatch        // each Pull's batches, in order
+	serverKills []int64                 // when each kill of the server in the cycle was sent
 }
 
-// readJournals takes in the journals of a cycle's children, all dead, run
-// with maxDeliveries and SingleFlight on the queues single names:
-// publishes first, then pulls, then settles and extends, so that a line
-// finds what another journal says happened before it; then it runs the
-// checks. A line a kill cut short (no newline) is dropped.
-func (o *sortedOracle) readJournals(paths []string, maxDeliveries int, single map[string]bool) error {
-	var all [][]string
-	for _, path := range paths {
-		lines, err := journalLines(path)
+// sortedJournal is one child's journal and the settings its lines are
+// judged by.
+type sortedJournal struct {
+	path          string
+	maxDeliveries int           // the child's MaxDeliveries
+	ackTimeout    time.Duration // the child's AckTimeout
+}
+
+// readJournals takes in the journals of a cycle's children, all dead,
+// run with SingleFlight on the queues single names, the server killed at
+// serverKills: publishes first, then pulls, then settles and extends, so
+// that a line finds what another journal says happened before it; then
+// it runs the checks. A line a kill cut short (no newline) is dropped.
+func (o *sortedOracle) readJournals(js []sortedJournal, single map[string]bool, serverKills []int64) error {
+	type line struct {
+		f []string
+		j sortedJournal
+	}
+	var all []line
+	for _, j := range js {
+		lines, err := journalLines(j.path)
 		if err != nil {
 			return err
 		}
-		all = append(all, lines...)
+		for _, f := range lines {
+			all = append(all, line{f, j})
+		}
 	}
-	cy := &sortedCycle{maxDeliveries: maxDeliveries, single: single, batches: map[string]*sortedBatch{}}
+	cy := &sortedCycle{single: single, batches: map[string]*sortedBatch{}, serverKills: serverKills}
 	for pass, kinds := range []string{"P? P+ P! X", "B", "S? S+ SL S! E? E+ EL E!"} {
-		for _, f := range all {
-			if !slices.Contains(strings.Fields(kinds), f[0]) {
+		for _, l := range all {
+			if !slices.Contains(strings.Fields(kinds), l.f[0]) {
 				continue
 			}
-			if err := o.line(cy, f); err != nil {
-				return fmt.Errorf("pass %d, %q: %w", pass, f, err)
+			if err := o.line(cy, l.f, l.j); err != nil {
+				return fmt.Errorf("pass %d, %q: %w", pass, l.f, err)
 			}
 		}
 	}
@@ -221,8 +253,9 @@ func (o *sortedOracle) readJournals(paths []string, maxDeliveries int, single ma
 	return nil
 }
 
-// line takes in one journal line of cycle cy, split into fields f.
-func (o *sortedOracle) line(cy *sortedCycle, f []string) error {
+// line takes in one journal line of cycle cy, split into fields f, from
+// journal j.
+func (o *sortedOracle) line(cy *sortedCycle, f []string, j sortedJournal) error {
 	switch f[0] {
 	case "X":
 		o.violate(&o.counts.Payload, "%s", strings.Join(f[1:], " "))
@@ -230,7 +263,7 @@ func (o *sortedOracle) line(cy *sortedCycle, f []string) error {
 	case "P?":
 		return o.publishSent(f)
 	case "B":
-		return o.pulled(cy, f)
+		return o.pulled(cy, f, j)
 	}
 	if len(f) < 2 {
 		return fmt.Errorf("short line")
@@ -272,8 +305,9 @@ func (o *sortedOracle) publishSent(f []string) error {
 	return nil
 }
 
-// pulled takes in "B q t0 t1 win [| lease key tok:sort:at:n ...]...".
-func (o *sortedOracle) pulled(cy *sortedCycle, f []string) error {
+// pulled takes in "B q t0 t1 win [| lease key tok:sort:at:n ...]...",
+// from journal j.
+func (o *sortedOracle) pulled(cy *sortedCycle, f []string, j sortedJournal) error {
 	if len(f) < 5 {
 		return fmt.Errorf("pull line of %d fields", len(f))
 	}
@@ -288,6 +322,7 @@ func (o *sortedOracle) pulled(cy *sortedCycle, f []string) error {
 		if err != nil {
 			return err
 		}
+		b.maxd, b.ackTimeout = j.maxDeliveries, j.ackTimeout
 		pull = append(pull, b)
 		cy.batches[fmt.Sprint(b.q, b.lease)] = b
 		o.counts.Batches++
@@ -327,7 +362,7 @@ func parseSortedBatch(q string, t0, t1 int64, win time.Duration, f []string) (*s
 }
 
 // settled takes in "S? q op lease t arg", "S+ q op lease t", "SL q op
-// lease", "S! q op lease".
+// lease t", "S! q op lease".
 func (o *sortedOracle) settled(cy *sortedCycle, f []string) error {
 	if len(f) < 4 {
 		return fmt.Errorf("settle line of %d fields", len(f))
@@ -365,6 +400,14 @@ func (o *sortedOracle) settled(cy *sortedCycle, f []string) error {
 		}
 		return o.settledNil(b, op, n[0])
 	case "SL":
+		if len(f) != 5 {
+			return fmt.Errorf("settle line of %d fields", len(f))
+		}
+		n, err := nums(f[4])
+		if err != nil {
+			return err
+		}
+		b.lostAt = n[0]
 		o.counts.SettleLost++
 		if op == "ack" {
 			for _, v := range b.vals {
@@ -418,7 +461,7 @@ func (o *sortedOracle) settledNil(b *sortedBatch, op string, t int64) error {
 	if b.sentAt == 0 || b.op != op {
 		return fmt.Errorf("a settle returned that was not sent")
 	}
-	b.heldTo = b.sentAt
+	b.heldTo, b.settledAt = b.sentAt, t
 	switch op {
 	case "ack":
 		o.counts.Acked++
@@ -440,6 +483,7 @@ func (o *sortedOracle) check(cy *sortedCycle) {
 	byKey := map[string][]*sortedBatch{}
 	for _, b := range cy.batches {
 		o.checkBatch(b)
+		o.checkLostEarly(cy, b)
 		byKey[b.q+" "+b.key] = append(byKey[b.q+" "+b.key], b)
 	}
 	for _, pull := range cy.pulls {
@@ -596,18 +640,56 @@ func (o *sortedOracle) checkOverlap(a, b *sortedBatch) {
 
 // checkHold checks b against a's nack: b not pulled after the nack ran
 // and before its delay passed, unless every nacked value went to the
-// dead set (its delivery count at MaxDeliveries).
+// dead set (its delivery count at the MaxDeliveries of the child that
+// nacked it).
 func (o *sortedOracle) checkHold(cy *sortedCycle, a, b *sortedBatch) {
 	if a.nackRet == 0 || a.nackDelay == 0 || b.t0 <= a.nackRet {
 		return
 	}
-	if cy.maxDeliveries > 0 && !slices.ContainsFunc(a.vals, func(v sortedVal) bool { return v.n < cy.maxDeliveries }) {
+	if a.maxd > 0 && !slices.ContainsFunc(a.vals, func(v sortedVal) bool { return v.n < a.maxd }) {
 		return
 	}
 	o.counts.HoldChecks++
 	if due := a.nackSent + a.nackDelay; b.t1+int64(sortedKillMargin) < due {
 		o.violate(&o.counts.Early, "%s batch of %s (lease %d) pulled by %d, %v before the delay %v of the nack of lease %d (sent %d) passed",
 			b.q, b.key, b.lease, b.t1, time.Duration(due-b.t1), time.Duration(a.nackDelay), a.lease, a.nackSent)
+	}
+}
+
+// checkLostEarly checks the settle of b that returned (nil or
+// ErrLeaseLost): ErrLeaseLost only once the lease ran to its deadline.
+// That deadline is the one an Extend that returned nil set (no earlier
+// than its send plus its d), else the pull's call plus the child's
+// AckTimeout (the pull ran no earlier). It judges a settle that returned
+// sortedKillMargin before that deadline, with no kill of the server sent
+// between the lease's last setting and the settle's return and no Extend
+// of unknown outcome (or that found the lease lost) before it, and counts
+// it; ErrLeaseLost there is a violation. It counts the settles that
+// returned ErrLeaseLost it cannot judge: returned later (the script may
+// have run past the deadline), after a kill, after such an Extend.
+func (o *sortedOracle) checkLostEarly(cy *sortedCycle, b *sortedBatch) {
+	ret := max(b.lostAt, b.settledAt)
+	if ret == 0 {
+		return
+	}
+	from, deadline := b.t0, b.t0+int64(b.ackTimeout)
+	if b.extTo != 0 {
+		from, deadline = b.extSent, b.extTo
+	}
+	killed := slices.ContainsFunc(cy.serverKills, func(k int64) bool { return k >= from && k <= ret })
+	if b.extSent != 0 && b.extTo == 0 || killed || ret+int64(sortedKillMargin) >= deadline {
+		if b.lostAt != 0 {
+			o.counts.LostUnjudged++
+		}
+		return
+	}
+	o.counts.LostJudged++
+	if b.extTo != 0 {
+		o.counts.LostExtended++
+	}
+	if b.lostAt != 0 {
+		o.violate(&o.counts.LostEarly, "%s batch of %s (lease %d, pulled from %d): %s returned ErrLeaseLost at %d, %v before its deadline %d (extend sent %d)",
+			b.q, b.key, b.lease, b.t0, b.op, b.lostAt, time.Duration(deadline-b.lostAt), deadline, b.extSent)
 	}
 }
 
