@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test suite: vet, every test under the race detector, the crash suite
-# at full size and a short run of every fuzz target (fuzz/ci.sh), and the
+# The test suite: vet, every test under the race detector, wal's and
+# queue's tests at full size without it, the crash suite at full size and
+# a short run of every fuzz target (fuzz/ci.sh), and the
 # benchmark harness's own tests plus a quick run, so that it cannot rot.
 # Long runs: README.md, "Crash safety" and "Performance".
 set -euo pipefail
@@ -80,6 +81,13 @@ done
 
 step race
 go test -race -count=1 -timeout 30m ./...
+# The tests of wal/ and queue/ that run scaled down under -race (their
+# raceEnabled: fewer crash states, seeds or rounds at each crash point),
+# at full size without the race detector, which makes them several times
+# slower; with them the rest of those packages, whose plain build costs
+# little once vet has compiled their dependencies.
+step plain
+go test -count=1 -timeout 20m ./wal ./queue
 step fuzz-ci
 ./fuzz/ci.sh
 # The modules of their own: the Prometheus collector, and the dashboard
