@@ -3,6 +3,6 @@
 package queue
 
 // raceEnabled scales long tests down under the race detector, which makes
-// every operation several times slower; the plain run of test.sh (step
-// plain) runs them at full size.
+// every operation slower; test.sh's step plain runs each test scaled by
+// it at full size without the detector, and names every one.
 const raceEnabled = true

@@ -2,7 +2,8 @@
 
 package wal_test
 
-// raceEnabled scales the power-loss tests' states down under the race
-// detector, which makes every operation several times slower; the plain
-// run of test.sh (step plain) runs them at full size.
+// raceEnabled scales the power-loss tests' crash states down under the
+// race detector, which makes every operation slower; test.sh's step plain
+// runs each test scaled by it at full size without the detector, and
+// names every one.
 const raceEnabled = true
