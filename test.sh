@@ -29,12 +29,46 @@ step() {
 	fi
 	step_name=$1 step_wall0=$EPOCHREALTIME step_cpu0=$cpu
 }
-# browser_pid is the process group of the browser test while it runs in
-# the background (below), which the exit trap ends if a step failed.
-browser_pid='' browser_log=$(mktemp /tmp/walq-browsertest.XXXXXX)
+# Steps that mostly wait (on a browser, on redis-server, on timers) run
+# in the background beside steps that mostly compile or compute: bg NAME
+# DIR CMD... starts one, in its own process group, its output in a file;
+# bg_wait NAME waits for it in a step of its own, prints its output and
+# fails if it failed; the exit trap ends those still running.
+declare -A bg_pid=() bg_log=()
 trap 'rc=$?; if ((rc)); then step "" " (failed)"; else step ""; fi
-if [[ -n $browser_pid ]]; then kill -- "-$browser_pid" 2>/dev/null || true; fi
-rm -f "$step_times" "$browser_log"' EXIT
+for p in "${bg_pid[@]}"; do kill -- "-$p" 2>/dev/null || true; done
+rm -f "$step_times" "${bg_log[@]}"' EXIT
+# bg_body runs CMD in DIR and prints its wall and CPU: bash reaps a
+# background job as soon as it ends, so its CPU counts in the step under
+# way then, not in the one that waits for it.
+bg_body() {
+	local name=$1 dir=$2 w0=$EPOCHREALTIME rc=0 t
+	shift 2
+	(cd "$dir" && "$@") || rc=$?
+	t=$(mktemp /tmp/walq-bgtimes.XXXXXX)
+	times >"$t" # this shell's children: CMD and what it started
+	printf '%s ran in the background: %.1f s wall, %s s cpu (in the cpu of the step it ended in)\n' "$name" \
+		"$(awk -v a="$w0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" \
+		"$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.1f", t }' "$t")"
+	rm -f "$t"
+	return "$rc"
+}
+export -f bg_body
+bg() {
+	bg_log[$1]=$(mktemp /tmp/walq-bg.XXXXXX)
+	setsid bash -c 'bg_body "$@"' _ "$@" >"${bg_log[$1]}" 2>&1 &
+	bg_pid[$1]=$!
+}
+bg_wait() {
+	local rc=0
+	wait "${bg_pid[$1]}" || rc=$?
+	unset 'bg_pid[$1]'
+	cat "${bg_log[$1]}"
+	if ((rc)); then
+		echo "$1 failed (exit $rc)" >&2
+		exit 1
+	fi
+}
 
 step vet
 go vet ./...
@@ -72,24 +106,6 @@ same_files_32bit() {
 	fi
 	rm -f "$step_times.386" "$step_times.arm"
 }
-# The dashboard's browser test, driven in a headless Chromium (it fails
-# under CI=true without one), mostly waits on the browser and the page's
-# timers (about 100 s of wall for 25 CPU-s), so it runs in the background
-# beside vet-platforms, which only compiles; step browsertest waits for
-# it, prints its output and fails if it failed. It passed three runs in a
-# row beside CPU-bound jobs on 2 cores loaded 18 to 20.
-browser_run() {
-	local w0=$EPOCHREALTIME rc=0 t
-	(cd dashboard/browsertest && go vet ./... && go test -count=1 -timeout 10m ./...) || rc=$?
-	t=$(mktemp /tmp/walq-browsertimes.XXXXXX)
-	times >"$t" # this shell's children: the vet and the test, Chromium included
-	printf 'browsertest ran beside vet-platforms: %.1f s wall, %s s cpu (in the cpu of the step it ended in)\n' \
-		"$(awk -v a="$w0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" \
-		"$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.1f", t }' "$t")"
-	rm -f "$t"
-	return "$rc"
-}
-export -f browser_run
 # The targets compile without optimizations or inlining (-N -l), which
 # cuts their compiling by a quarter (freebsd/amd64 from an empty cache:
 # 119 CPU-s against 157): vet's findings come from the source and the
@@ -97,9 +113,11 @@ export -f browser_run
 # and the CLI links (nothing runs there). redisq-vet uses the same flags,
 # to find linux/arm's standard library compiled.
 cross_gcflags='all=-N -l'
+# The dashboard's browser test, driven in a headless Chromium (it fails
+# under CI=true without one), mostly waits on the browser and the page's
+# timers (about 100 s of wall for 25 CPU-s): it runs beside vet-platforms.
 step vet-platforms
-setsid bash -c browser_run >"$browser_log" 2>&1 &
-browser_pid=$!
+bg browsertest dashboard/browsertest bash -c 'go vet ./... && go test -count=1 -timeout 10m ./...'
 same_files_32bit
 for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/arm; do
 	pkgs=./...
@@ -110,18 +128,8 @@ for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/arm; do
 	GOOS=${target%/*} GOARCH=${target#*/} go vet -gcflags="$cross_gcflags" $pkgs
 	GOOS=${target%/*} GOARCH=${target#*/} go build -gcflags="$cross_gcflags" -o /dev/null ./cmd/walq
 done
-# This step's wall is the wait for it; its own wall and CPU are in the
-# line it prints. bash reaps a background job as soon as it ends, so its
-# CPU counts in the step it ended in (vet-platforms, mostly), not here.
 step browsertest
-browser_rc=0
-wait "$browser_pid" || browser_rc=$?
-browser_pid=''
-cat "$browser_log"
-if ((browser_rc)); then
-	echo "the browser test failed (exit $browser_rc)" >&2
-	exit 1
-fi
+bg_wait browsertest
 
 step race
 go test -race -count=1 -timeout 30m ./...
@@ -150,6 +158,11 @@ for t in "${plain_tests[@]}"; do
 	plain_names+=("${t#*:}")
 done
 go test -count=1 -timeout 20m ./wal ./queue -run "^($(IFS='|' && echo "${plain_names[*]}"))\$"
+# The Redis backend, its own module: its tests start their own
+# redis-server and, under CI, fail when there is none. They mostly wait
+# on the servers and on timers (383 s of wall for 266 CPU-s from an
+# empty cache), so they run beside the steps up to redisq-vet.
+bg redisq-race redisq go test -race -count=1 -timeout 30m ./...
 step fuzz-ci
 ./fuzz/ci.sh
 # The Prometheus collector, a module of its own (the dashboard's browser
@@ -162,13 +175,12 @@ go vet ./...
 go test -count=1 -timeout 20m ./...
 step bench-quick
 go run . -quick -n 2000 -q
-# The Redis backend, its own module: its tests start their own
-# redis-server and, under CI, fail when there is none. 32-bit Linux is
-# vetted as linux/arm, for linux/386 too, as in vet-platforms above.
+# The Redis backend's vet; 32-bit Linux is vetted as linux/arm, for
+# linux/386 too, as in vet-platforms above.
 step redisq-vet
 cd "$(git rev-parse --show-toplevel)/redisq"
 same_files_32bit
 go vet ./...
 GOOS=linux GOARCH=arm go vet -gcflags="$cross_gcflags" ./...
 step redisq-race
-go test -race -count=1 -timeout 30m ./...
+bg_wait redisq-race
