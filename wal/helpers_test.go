@@ -10,6 +10,18 @@ import (
 	"github.com/walq/walq/wal"
 )
 
+// raceScaled returns n, or n/div under the race detector (at least 1): a
+// test's count of crash states or rounds, cut where the detector makes
+// each several times slower. The cut keeps every crash point, sync mode
+// and case, and so every interleaving of the log's goroutines the test
+// drives; only the random states checked at each are fewer.
+func raceScaled(n, div int) int {
+	if raceEnabled {
+		return max(1, n/div)
+	}
+	return n
+}
+
 // openLog opens a log in dir and fails the test on error.
 func openLog(t testing.TB, dir string, opts *wal.Options) *wal.Log {
 	t.Helper()

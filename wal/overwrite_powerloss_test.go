@@ -12,7 +12,8 @@ import (
 	"github.com/walq/walq/wal"
 )
 
-// TestPowerLossOverZerosAheadOfTail (1000 states over 3 seeds) is the acceptance test of writing
+// TestPowerLossOverZerosAheadOfTail (1000 states over 3 seeds, 250 under
+// the race detector) is the acceptance test of writing
 // zeros ahead of the tail: one record is durable; the tail is then
 // extended with zeros and fsynced, as the extender would; two more
 // records are written over the zeros and never synced. Every state a
@@ -56,8 +57,8 @@ func TestPowerLossOverZerosAheadOfTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	refused := 0
-	for i := range 1000 {
+	refused, states := 0, raceScaled(1000, 4)
+	for i := range states {
 		dst := filepath.Join(t.TempDir(), "s")
 		st, err := fsys.Materialize(dst, rand.New(rand.NewPCG(5+uint64(i%3), uint64(i/3))))
 		if err != nil {
@@ -81,7 +82,7 @@ func TestPowerLossOverZerosAheadOfTail(t *testing.T) {
 		}
 	}
 	if refused > 0 {
-		t.Logf("%d of 1000 states refused", refused)
+		t.Logf("%d of %d states refused", refused, states)
 	}
 }
 
@@ -112,7 +113,7 @@ func extend(t *testing.T, fsys *crashfs.FS, path string, n int) {
 // must keep the flushed records and a prefix of the others, and open,
 // but for a hole in appended bytes before bytes that were kept, which is
 // refused (ErrCorrupt), as a closed log's damage is: the witness must
-// change none of this.
+// change none of this. 600 states, 150 under the race detector.
 func TestPowerLossAfterWitnessAndRoll(t *testing.T) {
 	root := t.TempDir()
 	fsys, err := crashfs.New(root, 0)
@@ -156,8 +157,8 @@ func TestPowerLossAfterWitnessAndRoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	holes, refused := 0, 0
-	for i := range 600 {
+	holes, refused, states := 0, 0, raceScaled(600, 4)
+	for i := range states {
 		dst := filepath.Join(t.TempDir(), "s")
 		st, err := fsys.Materialize(dst, rand.New(rand.NewPCG(11+uint64(i%3), uint64(i/3))))
 		if err != nil {
@@ -185,5 +186,5 @@ func TestPowerLossAfterWitnessAndRoll(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of 600 states had a hole, %d refused", holes, refused)
+	t.Logf("%d of %d states had a hole, %d refused", holes, states, refused)
 }

@@ -195,8 +195,8 @@ func powerLossOverFullTail(t *testing.T, size int64, sync wal.SyncMode, records 
 }
 
 // fullTailStates is how many crash states are built at each durable
-// operation of the reopen.
-const fullTailStates = 24
+// operation of the reopen: 24, 6 under the race detector.
+var fullTailStates = raceScaled(24, 4)
 
 // appendAfterReopen opens the log, appends record n, flushes and closes
 // the log; it reports whether the Flush acknowledged the record.

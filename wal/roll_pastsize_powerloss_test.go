@@ -41,10 +41,10 @@ func TestPowerLossRollingTailPastSegmentSize(t *testing.T) {
 
 func powerLossRollingPastSize(t *testing.T, opts wal.Options) {
 	const (
-		states  = 40
 		prefill = 3 // records in the tail before the reopen: 4.5 KiB
 		records = prefill + 4
 	)
+	states := raceScaled(40, 4) // at each durable operation, 10 under -race
 	for crashAt := 1; ; crashAt++ {
 		root := t.TempDir()
 		dir := filepath.Join(root, "log")

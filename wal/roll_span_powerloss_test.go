@@ -78,11 +78,9 @@ func TestPowerLossInGroupSpanningRoll(t *testing.T) {
 // powerLossSpanningRoll runs TestPowerLossInGroupSpanningRoll's workload
 // under opts, crashing it at each durable operation in turn.
 func powerLossSpanningRoll(t *testing.T, opts wal.Options) {
-	const (
-		states  = 40
-		records = 8
-	)
-	torn, refused := 0, 0 // states whose Open cut a torn tail or roll; that it refused for a hole
+	const records = 8
+	states := raceScaled(40, 4) // at each durable operation, 10 under -race
+	torn, refused := 0, 0       // states whose Open cut a torn tail or roll; that it refused for a hole
 	for crashAt := 1; ; crashAt++ {
 		root := t.TempDir()
 		cfs, err := crashfs.New(root, crashAt)
