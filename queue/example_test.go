@@ -142,7 +142,7 @@ func ExampleOpenSorted() {
 func ExampleOpenWindowed() {
 	dir, _ := os.MkdirTemp("", "walq-example")
 	defer os.RemoveAll(dir)
-	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{Window: 50 * time.Millisecond})
+	w, err := queue.OpenWindowed(dir, &queue.WindowOptions{Window: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
