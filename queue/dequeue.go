@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/walq/walq/wal"
@@ -155,14 +156,11 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		q.cur.Lock()
-		q.readAhead() // before q.mu: see cursor.go
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
 		ds, c, err := q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
-			q.cur.Unlock()
 			return q.delivered(ds, c, err)
 		}
 		if q.foundNothing != nil {
@@ -177,7 +175,6 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		ds, c, err = q.leaseLocked(max, buf, now)
 		if c = cmp.Or(c, dead); err != nil || len(ds) > 0 {
 			q.mu.Unlock()
-			q.cur.Unlock()
 			q.waiters.Add(-1)
 			return q.delivered(ds, c, err)
 		}
@@ -187,7 +184,6 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		changed, due := q.mu.changed, q.untilDueLocked(now)
 		timed := q.noteSleepLocked(now, due)
 		q.mu.Unlock()
-		q.cur.Unlock()
 		err = waitWritten(c) // the looks' dead-letterings, before the call may return
 		if err == nil {
 			err = q.sleepFor(ctx, changed, written, due)
@@ -352,12 +348,13 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn, At: now}, q: q}
 		return delivery{m: m, loc: e.Loc}, c, nil
 	}
-	cm, err := q.takeCursorLocked()
-	if err != nil || cm.lsn == 0 {
+	var er record
+	seq, size, err := q.cursorNextLocked(&er)
+	if err != nil || seq == 0 {
 		return delivery{}, dead, err
 	}
-	seq, er, m := cm.lsn, &cm.r, cm.m
-	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(cm.size), At: now, Due: deadline}
+	m := newMessage(er.Payload) // copied before the cursor reads on
+	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
 		return delivery{}, dead, err
@@ -365,6 +362,58 @@ func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
 	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q
 	return delivery{m: m}, c, nil
+}
+
+// cursorNextLocked reads the log from the cursor to the next enqueue record
+// that the cursor owns (not delayed), decodes it into r, and returns its
+// LSN and its size; LSN 0 when the written log holds none. r.Payload is a
+// view into the cursor's buffer (decodeRecordAliased): valid until the
+// cursor reads on.
+func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
+	st := q.mu.st
+	reset := false
+	for {
+		lsn, b, err := q.mu.cursor.Next()
+		if err != nil { // looked into only when set: this runs per record
+			if errors.Is(err, io.EOF) {
+				return 0, 0, nil
+			}
+			if errors.Is(err, wal.ErrNotFound) && !reset {
+				// A compaction cut the log past the reader's position: it
+				// cuts only what the cursor no longer needs
+				// (cursorNeedLocked). Read on from the cursor, or from the
+				// log's start.
+				q.resetCursorLocked()
+				reset = true
+				continue
+			}
+			return 0, 0, wrapCorrupt("read at cursor", err)
+		}
+		if lsn < st.cursor {
+			continue // the cursor passed it: a copy forward took it (applyCursorMove)
+		}
+		if peekOp(b) != opEnqueue {
+			st.cursor = lsn + 1
+			continue
+		}
+		// The ID stays a view until the record is kept: a delayed one
+		// skipped costs no string.
+		id, err := decodeRecordAliasedID(b, r)
+		if err != nil {
+			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		if r.Due != 0 {
+			// Enqueued with a delay: the table owns it (applyEnqueue), and
+			// still does or did until it was acked or purged. Asking the
+			// table instead would deliver an acked one a second time.
+			st.cursor = lsn + 1
+			continue
+		}
+		if id != nil {
+			r.ID = string(id)
+		}
+		return lsn, len(b), nil
+	}
 }
 
 // deliver waits until the leases are written and reads the payloads that

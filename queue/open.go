@@ -107,34 +107,17 @@ func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 
 // resetCursorLocked points the cursor's reader at the cursor. The log may
 // start after the cursor: compaction cuts past it when nothing after it is
-// live, so reading starts where the log does. q.mu must be held. When a
-// dequeuer holds q.cur (it reads ahead, or waits for q.mu to look), the
-// reader is repositioned by the next read of the cursor under both locks
-// instead (takeCursorLocked): cur is never waited for under q.mu.
+// live, so reading starts where the log does.
 func (q *Queue) resetCursorLocked() {
-	if !q.cur.TryLock() {
-		q.mu.stale = true
-		return
-	}
-	q.resetCursorHeld()
-	q.cur.Unlock()
-}
-
-// resetCursorHeld is resetCursorLocked with q.cur held too. What was read
-// ahead with the reader it replaces is dropped.
-func (q *Queue) resetCursorHeld() {
 	if q.mu.cursor != nil {
 		q.mu.cursor.Close()
 	}
 	q.mu.cursor = q.log.NewReader(max(q.mu.st.cursor, q.log.FirstLSN()))
-	q.mu.stale, q.cur.ahead = false, cursorRead{}
 }
 
 // closeCursor releases the cursor's reader and the segment file it pins;
 // Close calls it once nothing reads at the cursor any more.
 func (q *Queue) closeCursor() {
-	q.cur.Lock()
-	defer q.cur.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.mu.cursor != nil {

@@ -27,8 +27,7 @@ type Queue struct {
 	mu struct {
 		sync.Mutex
 		st         *state        // the indexes
-		cursor     *wal.Reader   // reads enqueue records from st.cursor on; reading it needs cur too, replacing it both (cursor.go)
-		stale      bool          // resetCursorLocked found cur held: the next read under both locks repositions cursor (takeCursorLocked)
+		cursor     *wal.Reader   // reads enqueue records from st.cursor on
 		closed     bool          // Close has begun
 		changed    chan struct{} // closed and replaced when a message may have become ready
 		sinceSnap  int64         // log bytes appended since the last snapshot
@@ -44,13 +43,6 @@ type Queue struct {
 		lazy       bool          // set around a dead-lettering at MaxDeliveries that a delivery or pull makes (appendAtLimitLocked): its record is appended lazily, as the lease is
 		dead       deadNotes     // those dead-letterings, in LSN order, for the housekeeper to log once durable (logPendingDead)
 		idCommit   *wal.Commit   // the commit of the group holding the last enqueue record with a producer-given id appended; nil before the first (see heldID)
-	}
-
-	// cur guards the reads of the cursor's reader (cursor.go). It is
-	// taken before mu, never after it.
-	cur struct {
-		sync.Mutex
-		ahead cursorRead // read ahead of the next look under mu (readAhead); empty when none
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting

@@ -281,8 +281,6 @@ func (q *Queue) InUse() bool { return q.inUse }
 // closeReadOnly closes a read-only queue: the log's files and the shared
 // lock; nothing is written.
 func (q *Queue) closeReadOnly() error {
-	q.cur.Lock() // the cursor's reader is closed below
-	defer q.cur.Unlock()
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
