@@ -38,6 +38,18 @@ type RepairOptions struct {
 	// through too, and their LockTimeout is how long Repair waits for
 	// the directory's lock.
 	Options *Options
+
+	// unlock, when set (white-box tests only), releases the directory's
+	// lock in place of unlockDir, so that a test can make it fail.
+	unlock func(*dirLock) error
+}
+
+// release releases the directory's lock that Repair took.
+func (o *RepairOptions) release(l *dirLock) error {
+	if o.unlock != nil {
+		return o.unlock(l)
+	}
+	return unlockDir(l)
 }
 
 // RepairReport says what Repair found, did and left.
@@ -151,7 +163,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	defer unlockDir(lock)
+	defer o.release(lock)
 	// 1. What is wrong, changing nothing.
 	if rep.Before, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, err
