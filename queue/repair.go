@@ -132,7 +132,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // segments removed, and messages whose records were lost or are another
 // message's are dropped), compacts, closes, and runs the checks again. It
 // returns an error wrapping ErrCorrupt if damage remains;
-// the report says what was lost either way.
+// the report says what was lost either way. A failure to release the
+// directory's lock at the end is joined with whatever it returns.
 //
 // With no opts.Options the salvaging open keeps every acked id and
 // dead-letters nothing, whatever window and limit the application's
@@ -148,7 +149,7 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // wraps ErrLaterFront), as the salvage refuses it (Options.Salvage):
 // finishing it would lose those records, where moving it out of the log
 // directory keeps every segment.
-func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
+func Repair(dir string, opts *RepairOptions) (_ RepairReport, err error) {
 	var o RepairOptions
 	if opts != nil {
 		o = *opts
@@ -163,7 +164,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	defer o.release(lock)
+	defer func() { err = errors.Join(err, o.release(lock)) }() // a lock still held is no repair the caller may build on
 	// 1. What is wrong, changing nothing.
 	if rep.Before, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, err
