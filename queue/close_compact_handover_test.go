@@ -142,6 +142,7 @@ func TestCloseWaitsForCompaction(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				for k := 1; ; k++ {
 					if !closeAtCompactionChange(t, kind, auto, k) {
+						require.Greater(t, k, 1, "no change was seen as a compaction's: nothing was checked")
 						t.Logf("Close tried at each of the %d changes of a compaction", k-1)
 						return
 					}
