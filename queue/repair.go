@@ -38,18 +38,6 @@ type RepairOptions struct {
 	// through too, and their LockTimeout is how long Repair waits for
 	// the directory's lock.
 	Options *Options
-
-	// unlock, when set (white-box tests only), releases the directory's
-	// lock in place of unlockDir, so that a test can make it fail.
-	unlock func(*dirLock) error
-}
-
-// release releases the directory's lock that Repair took.
-func (o *RepairOptions) release(l *dirLock) error {
-	if o.unlock != nil {
-		return o.unlock(l)
-	}
-	return unlockDir(l)
 }
 
 // RepairReport says what Repair found, did and left.
@@ -149,7 +137,13 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // wraps ErrLaterFront), as the salvage refuses it (Options.Salvage):
 // finishing it would lose those records, where moving it out of the log
 // directory keeps every segment.
-func Repair(dir string, opts *RepairOptions) (_ RepairReport, err error) {
+func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
+	return repair(dir, opts, unlockDir)
+}
+
+// repair is Repair, releasing the directory's lock with release
+// (unlockDir; a white-box test's seam where it fails).
+func repair(dir string, opts *RepairOptions, release func(*dirLock) error) (_ RepairReport, err error) {
 	var o RepairOptions
 	if opts != nil {
 		o = *opts
@@ -164,7 +158,7 @@ func Repair(dir string, opts *RepairOptions) (_ RepairReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	defer func() { err = errors.Join(err, o.release(lock)) }() // a lock still held is no repair the caller may build on
+	defer func() { err = errors.Join(err, release(lock)) }() // a lock still held is no repair the caller may build on
 	// 1. What is wrong, changing nothing.
 	if rep.Before, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, err

@@ -41,14 +41,15 @@ func TestRepairReportsUnlockFailure(t *testing.T) {
 				tc.damage(t, dir)
 			}
 			released := false
-			opts := &RepairOptions{unlock: func(l *dirLock) error {
+			release := func(l *dirLock) error {
 				released = true
 				return errors.Join(unlockDir(l), errUnlockInjected)
-			}}
+			}
+			opts := &RepairOptions{}
 			if tc.backup != nil {
 				opts.Backup = func() error { return tc.backup }
 			}
-			rep, err := Repair(dir, opts)
+			rep, err := repair(dir, opts, release)
 			require.Equal(t, tc.repaired, rep.Repaired)
 			require.True(t, released, "Repair released the lock through its seam")
 			require.ErrorIs(t, err, errUnlockInjected)
