@@ -243,6 +243,8 @@ type ackWorkload struct {
 	q   *queue.Queue
 }
 
+// newAckWorkload opens an ack queue in dir with opts; fs's probes open it
+// as one.
 func newAckWorkload(t *testing.T, dir string, fs *handoverFS, opts *queue.Options) *ackWorkload {
 	fs.open = func() (io.Closer, error) { return queue.Open(dir, nil) }
 	return &ackWorkload{dir: dir, q: open(t, dir, opts)}
@@ -290,6 +292,8 @@ type sortedWorkload struct {
 	sort int // the next value's sort key
 }
 
+// newSortedWorkload opens a sorted queue in dir with opts; fs's probes
+// open it as one.
 func newSortedWorkload(t *testing.T, dir string, fs *handoverFS, opts *queue.Options) *sortedWorkload {
 	fs.open = func() (io.Closer, error) { return queue.OpenSorted[int](dir, nil) }
 	s, err := queue.OpenSorted[int](dir, &queue.SortedOptions{Options: *opts})

@@ -158,6 +158,8 @@ type handleCountFS struct {
 	open atomic.Int64 // read-only handles opened and not closed
 }
 
+// Open opens name read-only through the real file system and counts the
+// handle until it is closed.
 func (f *handleCountFS) Open(name string) (wal.File, error) {
 	file, err := f.OSFS.Open(name)
 	if err != nil {
@@ -174,6 +176,7 @@ type countedHandle struct {
 	closed atomic.Bool // set by the first Close
 }
 
+// Close closes the handle, uncounting it the first time.
 func (h *countedHandle) Close() error {
 	if !h.closed.Swap(true) {
 		h.fs.open.Add(-1)
