@@ -145,7 +145,7 @@ plain_tests=(
 	queue:TestReplayOwnsWhatItKeeps queue:TestAckQueueReplaysAsLive
 	queue:TestEncodeRecordMatchesMsgpack queue:TestAppendEntryMatchesMsgpack
 	queue:TestOldestEnqueuedAtModel queue:TestSettleRacesExpiry
-	queue:TestSortedSettleRacesExpiry
+	queue:TestSortedSettleRacesExpiry queue:TestCloseWaitsForCompaction
 )
 step plain
 plain_names=()

@@ -27,6 +27,7 @@ type handoverFS struct {
 	wal.OSFS
 	dir      string                    // the queue directory the probes open
 	open     func() (io.Closer, error) // opens dir for writing as its kind of queue; nil: queue.Open
+	before   func(op string)           // called before each change, watching or not; nil: none. Set before use
 	watching atomic.Bool               // probes are made only while set
 	mu       sync.Mutex                // guards probes and intruded
 	probes   int                       // Opens tried while watching
@@ -39,6 +40,9 @@ func (f *handoverFS) watch(on bool) { f.watching.Store(on) }
 // probe tries a writing Open of dir before the change op, if watching.
 // An Open that succeeds is closed again at once.
 func (f *handoverFS) probe(op string) {
+	if f.before != nil {
+		f.before(op)
+	}
 	if !f.watching.Load() {
 		return
 	}

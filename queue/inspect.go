@@ -39,13 +39,21 @@ type Record struct {
 // the real file system: it takes no Options, and so no Options.FS (the
 // segment files are on the real disk whatever the FS, as tidwall/wal
 // writes them with package os). Verify and Repair take an FS; to read a
-// queue's messages through one, open it with ReadOnly and that FS.
+// queue's messages through one, open it with ReadOnly and that FS. A
+// failure to release the directory's lock at the end is joined with
+// whatever it returns.
 func ReadLog(dir string, from uint64, fn func(Record) error) error {
+	return readLog(dir, from, fn, unlockDir)
+}
+
+// readLog is ReadLog, releasing the directory's lock with release
+// (unlockDir; a white-box test's seam where it fails).
+func readLog(dir string, from uint64, fn func(Record) error, release func(*dirLock) error) (err error) {
 	lock, err := lockShared(dir)
 	if err != nil && !errors.Is(err, ErrLocked) {
 		return err
 	}
-	defer unlockDir(lock)
+	defer func() { err = errors.Join(err, release(lock)) }() // a lock still held keeps a writer out
 	log, err := openReadOnly(dir)
 	if err != nil {
 		return err

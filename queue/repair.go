@@ -120,7 +120,8 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // segments removed, and messages whose records were lost or are another
 // message's are dropped), compacts, closes, and runs the checks again. It
 // returns an error wrapping ErrCorrupt if damage remains;
-// the report says what was lost either way.
+// the report says what was lost either way. A failure to release the
+// directory's lock at the end is joined with whatever it returns.
 //
 // With no opts.Options the salvaging open keeps every acked id and
 // dead-letters nothing, whatever window and limit the application's
@@ -137,6 +138,12 @@ func mergeRanges(rs [][2]uint64) [][2]uint64 {
 // finishing it would lose those records, where moving it out of the log
 // directory keeps every segment.
 func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
+	return repair(dir, opts, unlockDir)
+}
+
+// repair is Repair, releasing the directory's lock with release
+// (unlockDir; a white-box test's seam where it fails).
+func repair(dir string, opts *RepairOptions, release func(*dirLock) error) (_ RepairReport, err error) {
 	var o RepairOptions
 	if opts != nil {
 		o = *opts
@@ -151,7 +158,7 @@ func Repair(dir string, opts *RepairOptions) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	defer unlockDir(lock)
+	defer func() { err = errors.Join(err, release(lock)) }() // a lock still held is no repair the caller may build on
 	// 1. What is wrong, changing nothing.
 	if rep.Before, err = examine(repairFS(o.Options), dir, segmentSize(o.Options)); err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, err

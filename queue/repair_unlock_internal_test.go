@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// errUnlockInjected is the failure TestRepairReportsUnlockFailure injects
+// into the release of the directory's lock.
+var errUnlockInjected = errors.New("injected unlock failure")
+
+// TestRepairReportsUnlockFailure: a failure to release the directory's
+// lock at the end of Repair reaches the caller, joined with what Repair
+// returns otherwise, whether the directory was clean, repaired, or the
+// repair failed: a caller told all went well would take the directory
+// for free while it may still be locked.
+func TestRepairReportsUnlockFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		damage   func(t *testing.T, dir string) // makes dir need a repair; nil: clean
+		backup   error                          // Backup's error; nil: none
+		repaired bool                           // the salvage runs
+	}{
+		{"clean", nil, nil, false},
+		{"repaired", tornTail, nil, true},
+		{"failed", tornTail, errors.New("backup refused"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			q, err := Open(dir, nil)
+			require.NoError(t, err)
+			_, err = q.Enqueue(context.Background(), []byte("kept"))
+			require.NoError(t, err)
+			require.NoError(t, q.Close())
+			if tc.damage != nil {
+				tc.damage(t, dir)
+			}
+			released := false
+			release := func(l *dirLock) error {
+				released = true
+				return errors.Join(unlockDir(l), errUnlockInjected)
+			}
+			opts := &RepairOptions{}
+			if tc.backup != nil {
+				opts.Backup = func() error { return tc.backup }
+			}
+			rep, err := repair(dir, opts, release)
+			require.Equal(t, tc.repaired, rep.Repaired)
+			require.True(t, released, "Repair released the lock through its seam")
+			require.ErrorIs(t, err, errUnlockInjected)
+			if tc.backup != nil {
+				require.ErrorIs(t, err, tc.backup, "the repair's own failure is kept beside the unlock's")
+			}
+		})
+	}
+}
+
+// tornTail appends bytes that are no record to the log's last segment.
+func tornTail(t *testing.T, dir string) {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "0*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("a torn tail, not a record"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// failingRelease returns a release of the directory's lock that releases
+// it and then fails, and reports whether it was called.
+func failingRelease() (func(*dirLock) error, *bool) {
+	released := new(bool)
+	return func(l *dirLock) error {
+		*released = true
+		return errors.Join(unlockDir(l), errUnlockInjected)
+	}, released
+}
+
+// closedQueueDir returns a directory holding a closed queue with one
+// message.
+func closedQueueDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	q, err := Open(dir, nil)
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), []byte("kept"))
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	return dir
+}
+
+// TestReadLogReportsUnlockFailure: a failure to release the directory's
+// lock at the end of ReadLog reaches the caller, beside fn's error when
+// fn failed: a caller told the read went well would take the directory
+// for writing while it may still be locked.
+func TestReadLogReportsUnlockFailure(t *testing.T) {
+	fnErr := errors.New("fn refused")
+	for _, tc := range []struct {
+		name string
+		fn   error // fn's error; nil: none
+	}{{"read", nil}, {"fn failed", fnErr}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := closedQueueDir(t)
+			release, released := failingRelease()
+			n := 0
+			err := readLog(dir, 0, func(Record) error { n++; return tc.fn }, release)
+			require.True(t, *released, "ReadLog released the lock through its seam")
+			require.NotZero(t, n, "ReadLog read the log")
+			require.ErrorIs(t, err, errUnlockInjected)
+			if tc.fn != nil {
+				require.ErrorIs(t, err, tc.fn, "fn's failure is kept beside the unlock's")
+			}
+		})
+	}
+}
+
+// TestVerifyReportsUnlockFailure: a failure to release the directory's
+// lock at the end of Verify reaches the caller, with the check, beside
+// ErrCorrupt when the directory is damaged.
+func TestVerifyReportsUnlockFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		damage  func(t *testing.T, dir string) // nil: clean
+		corrupt bool                           // Verify finds damage it returns ErrCorrupt for
+	}{{"clean", nil, false}, {"torn", tornTail, false}, {"corrupt", corruptSnapshot, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := closedQueueDir(t)
+			if tc.damage != nil {
+				tc.damage(t, dir)
+			}
+			release, released := failingRelease()
+			c, err := verify(dir, nil, release)
+			require.True(t, *released, "Verify released the lock through its seam")
+			require.ErrorIs(t, err, errUnlockInjected)
+			require.Equal(t, tc.corrupt, errors.Is(err, ErrCorrupt), "Verify's own verdict is kept beside the unlock's: %v", err)
+			require.Equal(t, tc.damage == nil, c.Clean(), "the check is returned too")
+		})
+	}
+}
+
+// corruptSnapshot flips a byte in the middle of the directory's newest
+// snapshot.
+func corruptSnapshot(t *testing.T, dir string) {
+	t.Helper()
+	snaps, err := filepath.Glob(filepath.Join(dir, "snapshot-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, snaps)
+	b, err := os.ReadFile(snaps[len(snaps)-1])
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(snaps[len(snaps)-1], b, 0o600))
+}
