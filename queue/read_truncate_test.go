@@ -39,7 +39,10 @@ func TestReadsThroughCompactions(t *testing.T) {
 		n = 200
 	}
 	errs := make(chan error, 16)
+	ctx, stop := context.WithCancel(context.Background()) // a failure stops every goroutine
+	defer stop()
 	fail := func(err error) {
+		stop()
 		select {
 		case errs <- err:
 		default:
@@ -52,7 +55,7 @@ func TestReadsThroughCompactions(t *testing.T) {
 		defer wg.Done()
 		for i := range n {
 			id := fmt.Sprintf("m%d", i)
-			if _, err := q.Enqueue(context.Background(), []byte(payloadOf(id)), queue.WithID(id)); err != nil {
+			if _, err := q.Enqueue(ctx, []byte(payloadOf(id)), queue.WithID(id)); err != nil {
 				fail(fmt.Errorf("Enqueue %s: %w", id, err))
 				return
 			}
@@ -63,7 +66,7 @@ func TestReadsThroughCompactions(t *testing.T) {
 		defer wg.Done()
 		defer close(done)
 		for got := 0; got < n; got++ {
-			m, err := q.Dequeue(context.Background())
+			m, err := q.Dequeue(ctx)
 			if err == nil && string(m.Payload) != payloadOf(m.ID) {
 				err = fmt.Errorf("delivered %s with payload %.20q", m.ID, m.Payload)
 			}
@@ -86,7 +89,7 @@ func TestReadsThroughCompactions(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !isClosed(done) {
+			for !isClosed(done) && ctx.Err() == nil {
 				if err := read(); err != nil {
 					fail(err)
 					return
