@@ -70,24 +70,15 @@ func TestTruncateFrontClosesRemovedFilesOnce(t *testing.T) {
 	h := &handleFS{closeGateFS: newCloseGateFS(), open: map[string]int{}}
 	l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 4 << 10, Sync: wal.SyncNever, FS: h})
 	first := l.FirstLSN()
-	for i := 0; ; i++ {
-		appendN(t, l, i, 1)
-		if segs := l.Segments(); len(segs) >= 4 && segs[len(segs)-1].FirstLSN != 0 {
-			break
-		}
-	}
-	segs := l.Segments()
+	segs := fillSegments(t, l, 4)
 	r := l.NewReader(first)
 	defer r.Close()
 	if _, _, err := r.Next(); err != nil { // pins the first segment's file
 		t.Fatal(err)
 	}
 	g := h.closeGateFS
-	g.arm()
 	defer g.release() // a failure below must not leave the truncation held
-	res := make(chan error, 1)
-	go func() { res <- l.TruncateFront(segs[len(segs)-2].FirstLSN) }()
-	within(t, g.reached, 10*time.Second, "truncation reaching the close of an unpinned removed segment")
+	res := truncateHeld(t, l, g, segs[len(segs)-2].FirstLSN, "the close of an unpinned removed segment")
 	// The Reader still reads the rest of its removed segment meanwhile.
 	for lsn := first + 1; lsn < segs[1].FirstLSN; lsn++ {
 		got, rec, err := r.Next()
