@@ -133,22 +133,26 @@ bg_wait browsertest
 
 step race
 go test -race -count=1 -timeout 30m ./...
-# The tests of wal/ and queue/ that run scaled down under -race (fewer
-# crash states, seeds or rounds: raceEnabled in their race_test.go and
-# race_internal_test.go), named one by one, at full size without the race
-# detector; the race step ran the rest of those packages.
+# The tests of wal/, queue/ and index/ that run scaled down under -race
+# (fewer crash states, seeds, rounds or steps: raceEnabled in their
+# race_test.go and race_internal_test.go), named one by one, at full size
+# without the race detector; the race step ran the rest of those packages.
+# (fuzz/ci.sh runs every test of fuzz/ at full size.)
 plain_tests=(
 	wal:TestPowerLossTwiceOverFullTail wal:TestPowerLossInGroupSpanningRoll
 	wal:TestPowerLossRollingTailPastSegmentSize wal:TestTruncateFrontRounds
 	wal:TestPowerLossOverZerosAheadOfTail wal:TestPowerLossAfterWitnessAndRoll
 	wal:TestPowerLossWrittenDuringFsync
+	wal:TestPowerLossInOverlappedTruncation wal:TestPowerLossAtEachTruncationStep
 	queue:TestReplayOwnsWhatItKeeps queue:TestAckQueueReplaysAsLive
 	queue:TestEncodeRecordMatchesMsgpack queue:TestAppendEntryMatchesMsgpack
 	queue:TestOldestEnqueuedAtModel queue:TestSettleRacesExpiry
-	queue:TestSortedSettleRacesExpiry
+	queue:TestSortedSettleRacesExpiry queue:TestSortedReplaysAsLive
+	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
+	index:TestAgesInvariants index:TestAgesOfBigLists
 )
 step plain
-plain_names=()
+plain_names=() plain_pkgs=()
 for t in "${plain_tests[@]}"; do
 	# -run passes over a name that matches nothing (a test renamed, say)
 	if ! grep -q "^func ${t#*:}(" "${t%%:*}"/*_test.go; then
@@ -156,8 +160,9 @@ for t in "${plain_tests[@]}"; do
 		exit 1
 	fi
 	plain_names+=("${t#*:}")
+	[[ " ${plain_pkgs[*]} " == *" ./${t%%:*} "* ]] || plain_pkgs+=("./${t%%:*}")
 done
-go test -count=1 -timeout 20m ./wal ./queue -run "^($(IFS='|' && echo "${plain_names[*]}"))\$"
+go test -count=1 -timeout 20m "${plain_pkgs[@]}" -run "^($(IFS='|' && echo "${plain_names[*]}"))\$"
 # The Redis backend, its own module: its tests start their own
 # redis-server and, under CI, fail when there is none. They mostly wait
 # on the servers and on timers (383 s of wall for 266 CPU-s from an
