@@ -154,7 +154,6 @@ plain_tests=(
 	wal:TestPowerLossRollingTailPastSegmentSize wal:TestTruncateFrontRounds
 	wal:TestPowerLossOverZerosAheadOfTail wal:TestPowerLossAfterWitnessAndRoll
 	wal:TestPowerLossWrittenDuringFsync
-	wal:TestPowerLossInOverlappedTruncation wal:TestPowerLossAtEachTruncationStep
 	queue:TestReplayOwnsWhatItKeeps queue:TestAckQueueReplaysAsLive
 	queue:TestEncodeRecordMatchesMsgpack queue:TestAppendEntryMatchesMsgpack
 	queue:TestOldestEnqueuedAtModel queue:TestSettleRacesExpiry

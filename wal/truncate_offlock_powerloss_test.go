@@ -173,9 +173,9 @@ func appendWaited(l *wal.Log, acked map[int]wal.LSN, id, n int) int {
 // durable operation, every state a power loss can leave opens with every
 // record reported durable at or above the cut, each once, at its LSN, in
 // order; FirstLSN never passes the cut, and is the cut once TruncateFront
-// returned nil. 40 states at each, 10 under the race detector.
+// returned nil.
 func TestPowerLossInOverlappedTruncation(t *testing.T) {
-	states := raceScaled(40, 4)
+	const states = 40
 	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
 	for crashAt := 1; ; crashAt++ {
 		root := t.TempDir()
@@ -213,8 +213,7 @@ func TestPowerLossInOverlappedTruncation(t *testing.T) {
 // roll there (the roll's directory fsync makes the unlinks before it
 // durable). Each state a power loss there can leave opens with every
 // acknowledged record at or above the cut, once, and FirstLSN at the cut
-// after the return. 150 states at each moment, 37 under the race
-// detector.
+// after the return.
 func TestPowerLossAtEachTruncationStep(t *testing.T) {
 	for _, rolls := range []bool{false, true} {
 		t.Run(fmt.Sprintf("rolls=%v", rolls), func(t *testing.T) {
@@ -232,7 +231,7 @@ func TestPowerLossAtEachTruncationStep(t *testing.T) {
 // it leaves. It reports whether the power went after TruncateFront
 // returned, the last step.
 func powerLossAtStep(t *testing.T, step int, rolls bool) bool {
-	states := raceScaled(150, 4)
+	const states = 150
 	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
 	root := t.TempDir()
 	cfs, err := crashfs.New(root, 0)
