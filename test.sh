@@ -134,8 +134,8 @@ bg_wait browsertest
 step race
 # The Redis backend, its own module: its tests start their own
 # redis-server and, under CI, fail when there is none. They mostly wait
-# on the servers and on timers (558 s of wall for 373 CPU-s from an empty
-# cache), so they run in the background beside this step's tests, which
+# on the servers and on timers (their own line below gives their wall and
+# CPU), so they run in the background beside this step's tests, which
 # leave a core idle for minutes (fuzz/'s crash tests wait on their
 # children and timers), and beside the steps after it. They start once
 # the library's packages and the standard library are compiled with the
