@@ -132,11 +132,23 @@ step browsertest
 bg_wait browsertest
 
 step race
+# The Redis backend, its own module: its tests start their own
+# redis-server and, under CI, fail when there is none. They mostly wait
+# on the servers and on timers (their own line below gives their wall and
+# CPU), so they run in the background beside this step's tests, which
+# leave a core idle for minutes (fuzz/'s crash tests wait on their
+# children and timers), and beside the steps after it. They start once
+# the library's packages and the standard library are compiled with the
+# race detector, which they import too: two go commands would compile
+# them twice at once.
+go build -race ./...
+bg redisq-race redisq go test -race -count=1 -timeout 30m ./...
 go test -race -count=1 -timeout 30m ./...
-# The tests of wal/ and queue/ that run scaled down under -race (fewer
-# crash states, seeds or rounds: raceEnabled in their race_test.go and
-# race_internal_test.go), named one by one, at full size without the race
-# detector; the race step ran the rest of those packages.
+# The tests of wal/, queue/ and index/ that run scaled down under -race
+# (fewer crash states, seeds, rounds or steps: raceEnabled in their
+# race_test.go and race_internal_test.go), named one by one, at full size
+# without the race detector; the race step ran the rest of those packages.
+# (fuzz/ci.sh runs every test of fuzz/ at full size.)
 plain_tests=(
 	wal:TestPowerLossTwiceOverFullTail wal:TestPowerLossInGroupSpanningRoll
 	wal:TestPowerLossRollingTailPastSegmentSize wal:TestTruncateFrontRounds
@@ -146,9 +158,12 @@ plain_tests=(
 	queue:TestEncodeRecordMatchesMsgpack queue:TestAppendEntryMatchesMsgpack
 	queue:TestOldestEnqueuedAtModel queue:TestSettleRacesExpiry
 	queue:TestSortedSettleRacesExpiry queue:TestCloseWaitsForCompaction
+	queue:TestSortedReplaysAsLive
+	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
+	index:TestAgesInvariants index:TestAgesOfBigLists
 )
 step plain
-plain_names=()
+plain_names=() plain_pkgs=()
 for t in "${plain_tests[@]}"; do
 	# -run passes over a name that matches nothing (a test renamed, say)
 	if ! grep -q "^func ${t#*:}(" "${t%%:*}"/*_test.go; then
@@ -156,13 +171,9 @@ for t in "${plain_tests[@]}"; do
 		exit 1
 	fi
 	plain_names+=("${t#*:}")
+	[[ " ${plain_pkgs[*]} " == *" ./${t%%:*} "* ]] || plain_pkgs+=("./${t%%:*}")
 done
-go test -count=1 -timeout 20m ./wal ./queue -run "^($(IFS='|' && echo "${plain_names[*]}"))\$"
-# The Redis backend, its own module: its tests start their own
-# redis-server and, under CI, fail when there is none. They mostly wait
-# on the servers and on timers (383 s of wall for 266 CPU-s from an
-# empty cache), so they run beside the steps up to redisq-vet.
-bg redisq-race redisq go test -race -count=1 -timeout 30m ./...
+go test -count=1 -timeout 20m "${plain_pkgs[@]}" -run "^($(IFS='|' && echo "${plain_names[*]}"))\$"
 step fuzz-ci
 ./fuzz/ci.sh
 # The Prometheus collector, a module of its own (the dashboard's browser

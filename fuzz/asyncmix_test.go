@@ -47,7 +47,7 @@ func TestAsyncMixFault(t *testing.T) {
 			}
 			total := len(dry.fsys.Ops())
 			var res fuzz.Result
-			runs := scaled(100, 5)
+			runs := scaled(100, 10)
 			for i := range runs {
 				n := 1 + rng.IntN(total)
 				dir := filepath.Join(base, fmt.Sprint(i))

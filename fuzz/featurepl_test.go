@@ -45,7 +45,7 @@ import (
 //
 // Long run: WALQ_FEATURES_STATES=100000 WALQ_FEATURES_RUNS=10 go test ./fuzz -run '^TestFeaturesPowerLoss$' -timeout 1h -v
 func TestFeaturesPowerLoss(t *testing.T) {
-	states := envInt(t, "WALQ_FEATURES_STATES", scaled(3000, 4))
+	states := envInt(t, "WALQ_FEATURES_STATES", scaled(3000, 12))
 	runs := envInt(t, "WALQ_FEATURES_RUNS", scaled(2, 2))
 	_, seed := testRand(t)
 	var total fpSummary

@@ -28,6 +28,30 @@ func scaled(n, div int) int {
 	return n
 }
 
+// raceThinned returns cases, or under the race detector every third of
+// the cases confined to one entry (five kinds per entry, which a stride of
+// three takes in turn) and every case that damages a sector or a whole
+// segment (a few per sealed segment, each of its own kind): a damage
+// sweep's cases each run the same code at another offset, and fuzz/ci.sh
+// runs them all without the detector.
+func raceThinned(cases []damageCase) []damageCase {
+	if !raceEnabled {
+		return cases
+	}
+	var kept []damageCase
+	entries := 0
+	for _, c := range cases {
+		if c.lost != ([2]uint64{}) {
+			entries++
+			if entries%3 != 1 {
+				continue
+			}
+		}
+		kept = append(kept, c)
+	}
+	return kept
+}
+
 // envInt returns the integer in the environment variable name, or def.
 func envInt(t testing.TB, name string, def int) int {
 	s := os.Getenv(name)

@@ -37,7 +37,7 @@ func TestLogEndsBeforeSnapshotViews(t *testing.T) {
 				t.Fatalf("read-only Open of a log that ends before its snapshot: %v; want ErrCorrupt", err)
 			}
 			shown := checkPreviewPayloads(t, dir, want)
-			records := checkReadLogPayloads(t, dir, want)
+			records := checkReadLog(t, dir, "enqueue", want)
 			t.Logf("preview showed %d payloads, ReadLog %d enqueue records", shown, records)
 		})
 	}
@@ -93,23 +93,29 @@ func checkPreviewPayloads(t *testing.T, dir string, want map[string][]byte) int 
 	return len(seen)
 }
 
-// checkReadLogPayloads reads dir's log with ReadLog and checks the
-// payload of every enqueue record; it returns how many there were.
-func checkReadLogPayloads(t *testing.T, dir string, want map[string][]byte) int {
+// checkReadLog reads dir's log with ReadLog and checks the payload of
+// every record of kind: "enqueue" (an ack queue's) or "publish" (a sorted
+// queue's, its copies forward included); it returns how many there were.
+func checkReadLog(t *testing.T, dir, kind string, want map[string][]byte) int {
 	t.Helper()
 	n := 0
 	err := queue.ReadLog(dir, 0, func(r queue.Record) error {
-		if r.Op == "enqueue" {
+		switch {
+		case kind == "enqueue" && r.Op == "enqueue":
 			checkPayload(t, "ReadLog", r.Payload, want)
-			n++
+		case kind == "publish" && (r.Op == "publish" || (r.Op == "move" && r.Payload != nil)):
+			checkSortedPayload(t, "ReadLog "+r.Op, r.Key, nil, r.Payload, want)
+		default:
+			return nil
 		}
+		n++
 		return nil
 	})
 	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
 		t.Fatalf("ReadLog: %v", err)
 	}
 	if n == 0 {
-		t.Fatalf("ReadLog showed no enqueue record (%v): nothing was checked", err)
+		t.Fatalf("ReadLog showed no %s record (%v): nothing was checked", kind, err)
 	}
 	return n
 }
@@ -132,7 +138,7 @@ func TestSortedLogEndsBeforeSnapshotViews(t *testing.T) {
 			if err := writeDir(dir, cut); err != nil {
 				t.Fatal(err)
 			}
-			before := checkSortedReadLog(t, dir, want)
+			before := checkReadLog(t, dir, "publish", want)
 			preview := queue.Options{ReadOnly: true, Salvage: true, SegmentSize: 4096}
 			dead := checkSortedDeadValues(t, dir, preview, want)
 			salvage := drainOptions()
@@ -140,32 +146,10 @@ func TestSortedLogEndsBeforeSnapshotViews(t *testing.T) {
 			if n := checkSortedDeadValues(t, dir, salvage, want); n != dead {
 				t.Errorf("the preview listed %d dead values, the salvage %d", dead, n)
 			}
-			after := checkSortedReadLog(t, dir, want)
+			after := checkReadLog(t, dir, "publish", want)
 			t.Logf("%d dead values; ReadLog: %d values' records before the salvage, %d after", dead, before, after)
 		})
 	}
-}
-
-// checkSortedReadLog reads dir's log with ReadLog and checks the payload
-// of every publish record and copy forward; it returns how many there
-// were.
-func checkSortedReadLog(t *testing.T, dir string, want map[string][]byte) int {
-	t.Helper()
-	n := 0
-	err := queue.ReadLog(dir, 0, func(r queue.Record) error {
-		if r.Op == "publish" || (r.Op == "move" && r.Payload != nil) {
-			checkSortedPayload(t, "ReadLog "+r.Op, r.Key, nil, r.Payload, want)
-			n++
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, queue.ErrCorrupt) {
-		t.Fatalf("ReadLog: %v", err)
-	}
-	if n == 0 {
-		t.Fatalf("ReadLog showed no publish record (%v): nothing was checked", err)
-	}
-	return n
 }
 
 // checkSortedPayload fails t unless p is the whole payload of the value

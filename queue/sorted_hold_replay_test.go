@@ -15,10 +15,14 @@ import (
 // (with delays), Stats and clock steps forward and back, then compares
 // the keys a pull takes from the live queue, from its crash image, and
 // from the crash image of the queue after a Compact, with and without
-// single flight.
+// single flight. 60 seeds of each, 15 under the race detector.
 func TestSortedHoldsReplayAsLive(t *testing.T) {
+	seeds := uint64(60)
+	if raceEnabled {
+		seeds = 15
+	}
 	for _, single := range []bool{false, true} {
-		for seed := range uint64(60) {
+		for seed := range seeds {
 			t.Run(fmt.Sprintf("single=%v/seed=%d", single, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 7))
 				dir := t.TempDir()

@@ -18,13 +18,18 @@ import (
 // back, stopped at a random point; then the live queue, its crash image
 // and the crash image of the queue after a Compact (the snapshot path)
 // must show the same counts, keys and dead values, and pull the same
-// batches now, once the clock has moved on, and after a step back.
+// batches now, once the clock has moved on, and after a step back. 40
+// seeds of each form, 10 under the race detector.
 func TestSortedReplaysAsLive(t *testing.T) {
+	seeds := uint64(40)
+	if raceEnabled {
+		seeds = 10
+	}
 	for _, form := range []struct {
 		name             string
 		windowed, single bool
 	}{{"sorted", false, false}, {"sorted-single", false, true}, {"windowed", true, false}, {"windowed-single", true, true}} {
-		for seed := range uint64(40) {
+		for seed := range seeds {
 			t.Run(fmt.Sprintf("%s/seed=%d", form.name, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 13))
 				clk := newFakeClock()

@@ -42,6 +42,9 @@ func (g *gateFS) arm() {
 	g.mu.Unlock()
 }
 
+// reachedCh returns the channel closed when the gated operation arrives.
+func (g *gateFS) reachedCh() <-chan struct{} { return g.reached }
+
 // gated reports whether the operation of kind is the gated one, and
 // disarms the gate if so.
 func (g *gateFS) gated(kind, name string) bool {

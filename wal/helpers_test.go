@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/walq/walq/wal"
 )
@@ -102,4 +103,37 @@ func checkRecords(t testing.TB, l *wal.Log, firstLSN wal.LSN, firstRec, n int) {
 			t.Fatalf("Read(%d) = %q, %v; want %q", lsns[i], got, err, record(firstRec+i))
 		}
 	}
+}
+
+// fillSegments appends records to l until it has n segments or more and
+// its last (the tail) holds a record, and returns its segments.
+func fillSegments(t testing.TB, l *wal.Log, n int) []wal.SegmentInfo {
+	t.Helper()
+	for i := 0; ; i++ {
+		appendN(t, l, i, 1)
+		if segs := l.Segments(); len(segs) >= n && segs[len(segs)-1].FirstLSN != 0 {
+			return segs
+		}
+	}
+}
+
+// truncationGate is a test file system that can hold one call of a
+// truncation: once armed, the next call it gates waits, and the channel
+// reachedCh returns is closed when that call arrives.
+type truncationGate interface {
+	arm()
+	reachedCh() <-chan struct{}
+}
+
+// truncateHeld arms g, starts l.TruncateFront(cut) in a goroutine and
+// returns once the truncation is held at g's gate (failing the test after
+// 10 s), with the channel that receives TruncateFront's result; what
+// names the gated call in that failure.
+func truncateHeld(t *testing.T, l *wal.Log, g truncationGate, cut wal.LSN, what string) <-chan error {
+	t.Helper()
+	g.arm()
+	res := make(chan error, 1)
+	go func() { res <- l.TruncateFront(cut) }()
+	within(t, g.reachedCh(), 10*time.Second, "truncation reaching "+what)
+	return res
 }

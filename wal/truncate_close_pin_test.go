@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -70,30 +71,27 @@ func TestTruncateFrontClosesRemovedFilesOnce(t *testing.T) {
 	h := &handleFS{closeGateFS: newCloseGateFS(), open: map[string]int{}}
 	l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 4 << 10, Sync: wal.SyncNever, FS: h})
 	first := l.FirstLSN()
-	for i := 0; ; i++ {
-		appendN(t, l, i, 1)
-		if segs := l.Segments(); len(segs) >= 4 && segs[len(segs)-1].FirstLSN != 0 {
-			break
-		}
-	}
-	segs := l.Segments()
+	segs := fillSegments(t, l, 4)
 	r := l.NewReader(first)
 	defer r.Close()
 	if _, _, err := r.Next(); err != nil { // pins the first segment's file
 		t.Fatal(err)
 	}
 	g := h.closeGateFS
-	g.arm()
 	defer g.release() // a failure below must not leave the truncation held
-	res := make(chan error, 1)
-	go func() { res <- l.TruncateFront(segs[len(segs)-2].FirstLSN) }()
-	within(t, g.reached, 10*time.Second, "truncation reaching the close of an unpinned removed segment")
+	res := truncateHeld(t, l, g, segs[len(segs)-2].FirstLSN, "the close of an unpinned removed segment")
 	// The Reader still reads the rest of its removed segment meanwhile.
-	for lsn := first + 1; lsn < segs[1].FirstLSN; lsn++ {
-		got, rec, err := r.Next()
-		if err != nil || got != lsn || !bytes.Equal(rec, record(int(lsn-first))) {
-			t.Fatalf("Reader in a removed segment: LSN %d (want %d), %q, %v", got, lsn, rec, err)
+	read := make(chan error, 1)
+	go func() { read <- readRemoved(r, first, segs[1].FirstLSN) }()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
 		}
+	case <-time.After(10 * time.Second):
+		g.release() // the Reader, blocked by the held close, can go on
+		<-read
+		t.Fatal("Reader in a removed segment blocked for 10 s by the close of another removed segment")
 	}
 	closed := make(chan int, 1)
 	go func() {
@@ -117,4 +115,17 @@ func TestTruncateFrontClosesRemovedFilesOnce(t *testing.T) {
 	if len(h.doubles) != 0 {
 		t.Fatalf("closed twice: %v", h.doubles)
 	}
+}
+
+// readRemoved reads with r, positioned at first+1, the records up to end
+// (excluded), which appendN wrote from record 1 on, and returns the first
+// that is not the one written.
+func readRemoved(r *wal.Reader, first, end wal.LSN) error {
+	for lsn := first + 1; lsn < end; lsn++ {
+		got, rec, err := r.Next()
+		if err != nil || got != lsn || !bytes.Equal(rec, record(int(lsn-first))) {
+			return fmt.Errorf("reader in a removed segment: LSN %d (want %d), %q, %v", got, lsn, rec, err)
+		}
+	}
+	return nil
 }

@@ -35,6 +35,9 @@ func (g *closeGateFS) arm() {
 	g.mu.Unlock()
 }
 
+// reachedCh returns the channel closed when the gated Close arrives.
+func (g *closeGateFS) reachedCh() <-chan struct{} { return g.reached }
+
 // release lets the gated Close, and every one after it, through.
 func (g *closeGateFS) release() { g.once.Do(func() { close(g.open) }) }
 
@@ -93,18 +96,9 @@ func TestTruncateFrontCloseLetsWritersWrite(t *testing.T) {
 			g := newCloseGateFS()
 			l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 4 << 10, Sync: mode.sync, FS: g})
 			defer closeLog(t, l)
-			for i := 0; ; i++ {
-				appendN(t, l, i, 1)
-				if segs := l.Segments(); len(segs) >= 3 && segs[len(segs)-1].FirstLSN != 0 {
-					break
-				}
-			}
-			segs := l.Segments()
+			segs := fillSegments(t, l, 3)
 			cut := segs[len(segs)-2].FirstLSN
-			g.arm()
-			res := make(chan error, 1)
-			go func() { res <- l.TruncateFront(cut) }()
-			within(t, g.reached, 10*time.Second, "truncation reaching the close of a removed segment")
+			res := truncateHeld(t, l, g, cut, "the close of a removed segment")
 			done := make(chan struct{})
 			var err error
 			go func() {

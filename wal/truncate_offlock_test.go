@@ -31,19 +31,9 @@ func heldTruncation(t *testing.T, sync wal.SyncMode, at string) (*wal.Log, *gate
 	t.Helper()
 	g := newGateFS(wal.OSFS{}, at)
 	l := openLog(t, t.TempDir(), &wal.Options{SegmentSize: 4 << 10, Sync: sync, FS: g})
-	for i := 0; ; i++ {
-		appendN(t, l, i, 1)
-		if segs := l.Segments(); len(segs) >= 3 && segs[len(segs)-1].FirstLSN != 0 {
-			break
-		}
-	}
-	segs := l.Segments()
+	segs := fillSegments(t, l, 3)
 	cut := segs[len(segs)-2].FirstLSN
-	g.arm()
-	res := make(chan error, 1)
-	go func() { res <- l.TruncateFront(cut) }()
-	within(t, g.reached, 10*time.Second, "truncation reaching the gate")
-	return l, g, cut, res
+	return l, g, cut, truncateHeld(t, l, g, cut, "the gate")
 }
 
 // TestTruncateFrontLetsWritersWrite: a truncation held inside its unlink
