@@ -281,6 +281,8 @@ func (q *Queue) InUse() bool { return q.inUse }
 // closeReadOnly closes a read-only queue: the log's files and the shared
 // lock; nothing is written.
 func (q *Queue) closeReadOnly() error {
+	q.rd.Lock() // the cursor's reader is closed below
+	defer q.rd.Unlock()
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
@@ -290,8 +292,9 @@ func (q *Queue) closeReadOnly() error {
 	if q.mu.changed != nil {
 		q.broadcastLocked()
 	}
-	if q.mu.cursor != nil {
-		q.mu.cursor.Close()
+	if q.rd.cursor != nil {
+		q.rd.cursor.Close()
+		q.rd.cursor = nil
 	}
 	q.mu.Unlock()
 	err := q.log.Close()

@@ -1,0 +1,231 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walq/walq/internal/seed"
+	"github.com/walq/walq/internal/testhook"
+	"github.com/walq/walq/queue"
+)
+
+// TestReadAheadBesideSettlesAndCompactions: consumers Dequeue, TryDequeue
+// and DequeueBatch (each reads the cursor's next messages ahead of the
+// queue's lock), then ack, nack, or dead-letter and purge what they get,
+// while producers write, compactions copy the never-delivered backlog
+// forward (a message leased for the whole run holds the log's front) and
+// finally Close ends the run under them. No message is delivered twice at
+// once, none after it was acked or purged, none again unless it was given
+// back; every payload is whole; and after Close every call says
+// ErrClosed.
+func TestReadAheadBesideSettlesAndCompactions(t *testing.T) {
+	s := seed.Take(t, "./queue")
+	rng := rand.New(rand.NewPCG(s, 61))
+	o := queue.Options{SegmentSize: 4096, AckTimeout: time.Hour, Sync: queue.SyncNever}
+	testhook.SetManualCompaction(&o)
+	q := open(t, t.TempDir(), &o)
+	enqueue(t, q, "anchor")
+	anchor := tryDequeue(t, q)
+	const producers, each, consumers = 2, 1500, 3
+	payloads := make([][][]byte, producers) // made before the run: rand.Rand is not safe for concurrent use
+	for p := range payloads {
+		for i := range each {
+			payloads[p] = append(payloads[p], stamped(p*each+i, rng))
+		}
+	}
+	l := &aheadLedger{state: map[int]string{}, left: producers * each, stop: make(chan struct{})}
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, b := range payloads[p] {
+				if _, err := q.Enqueue(context.Background(), b); err != nil {
+					l.fail(err)
+					return
+				}
+			}
+		}()
+	}
+	for c := range consumers {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.consume(q, c, rand.New(rand.NewPCG(s, uint64(c)))) }()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !l.stopped() {
+			if err := q.Compact(); err != nil {
+				l.fail(err)
+				return
+			}
+		}
+	}()
+	<-l.stop // all settled, or a failure
+	wg.Wait()
+	if err := l.first(); err != nil {
+		t.Fatal(err)
+	}
+	if err := anchor.Ack(); err != nil {
+		t.Fatal(err)
+	}
+	// Close under consumers, the queue empty: each returns ErrClosed.
+	var closing sync.WaitGroup
+	for range consumers {
+		closing.Add(1)
+		go func() {
+			defer closing.Done()
+			m, err := q.Dequeue(context.Background())
+			if m != nil || !errors.Is(err, queue.ErrClosed) {
+				l.fail(fmt.Errorf("Dequeue across Close: %v, %v", m, err))
+			}
+		}()
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closing.Wait()
+	if _, err := q.TryDequeue(); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("TryDequeue after Close: %v", err)
+	}
+	t.Logf("moved %d", q.Stats().Moved)
+}
+
+// aheadLedger is what the consumers of TestReadAheadBesideSettlesAndCompactions saw.
+type aheadLedger struct {
+	mu    sync.Mutex
+	state map[int]string // token -> "leased", "ready" (given back), "done" (acked or purged)
+	left  int            // tokens not done
+	errs  []error
+	stop  chan struct{} // closed when left reaches 0, or on the first failure
+	once  sync.Once
+}
+
+// fail records err and stops the run.
+func (l *aheadLedger) fail(err error) {
+	l.mu.Lock()
+	l.errs = append(l.errs, err)
+	l.mu.Unlock()
+	l.once.Do(func() { close(l.stop) })
+}
+
+// first returns the first failure, or nil.
+func (l *aheadLedger) first() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) == 0 {
+		return nil
+	}
+	return l.errs[0]
+}
+
+// stopped reports whether the run stopped.
+func (l *aheadLedger) stopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// leased notes the delivery of tok and fails if tok is leased already or
+// done.
+func (l *aheadLedger) leased(tok int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.state[tok]; s == "leased" || s == "done" {
+		return fmt.Errorf("token %d delivered while %s", tok, s)
+	}
+	l.state[tok] = "leased"
+	return nil
+}
+
+// settled notes that tok is given back (done false) or acked or purged.
+func (l *aheadLedger) settled(tok int, done bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !done {
+		l.state[tok] = "ready"
+		return
+	}
+	l.state[tok] = "done"
+	if l.left--; l.left == 0 {
+		l.once.Do(func() { close(l.stop) })
+	}
+}
+
+// consume takes messages in one of three ways and settles each until the
+// run stops.
+func (l *aheadLedger) consume(q *queue.Queue, c int, rng *rand.Rand) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-l.stop; cancel() }()
+	for !l.stopped() {
+		var ms queue.Messages
+		var err error
+		switch c {
+		case 0:
+			var m *queue.Message
+			if m, err = q.Dequeue(ctx); m != nil {
+				ms = queue.Messages{m}
+			}
+		case 1:
+			var m *queue.Message
+			if m, err = q.TryDequeue(); m != nil {
+				ms = queue.Messages{m}
+			}
+			if errors.Is(err, queue.ErrEmpty) {
+				err = nil
+			}
+		default:
+			ms, err = q.DequeueBatch(ctx, 3)
+		}
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		if err == nil {
+			err = l.settleAll(q, ms, rng)
+		}
+		if err != nil {
+			l.fail(err)
+			return
+		}
+	}
+}
+
+// settleAll checks each message and acks it, gives it back, or
+// dead-letters and purges it.
+func (l *aheadLedger) settleAll(q *queue.Queue, ms queue.Messages, rng *rand.Rand) error {
+	for _, m := range ms {
+		tok, err := unstamp(m.Payload)
+		if err == nil {
+			err = l.leased(tok)
+		}
+		if err != nil {
+			return fmt.Errorf("message %s: %w", m.ID, err)
+		}
+		switch n := rng.IntN(10); {
+		case n == 0 && m.Deliveries < 3:
+			l.settled(tok, false) // before the nack: a consumer may have it at once
+			err = m.Nack(0)
+		case n == 1:
+			if err = m.DeadLetter("test"); err == nil {
+				err = q.PurgeDead(m.ID)
+			}
+			l.settled(tok, true)
+		default:
+			err = m.Ack()
+			l.settled(tok, true)
+		}
+		if err != nil {
+			return fmt.Errorf("message %s: %w", m.ID, err)
+		}
+	}
+	return nil
+}
