@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/walq/walq/wal"
@@ -155,10 +156,9 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		q.readAhead() // before q.mu: see cursor.go
 		q.mu.Lock()
 		now := q.now() // one reading for both looks and the wait
-		ds, c, err := q.lookLocked(max, buf, now)
+		ds, c, err := q.leaseLocked(max, buf, now)
 		if err != nil || len(ds) > 0 || !block {
 			q.mu.Unlock()
 			return q.delivered(ds, c, err)
@@ -172,7 +172,7 @@ func (q *Queue) dequeue(ctx context.Context, max int, block bool, buf []delivery
 		// looking, so a write that lands while we look still wakes us.
 		written := q.asyncWrittenLocked()
 		dead := c // the first look's dead-letterings, if any
-		ds, c, err = q.lookLocked(max, buf, now)
+		ds, c, err = q.leaseLocked(max, buf, now)
 		if c = cmp.Or(c, dead); err != nil || len(ds) > 0 {
 			q.mu.Unlock()
 			q.waiters.Add(-1)
@@ -262,11 +262,8 @@ func (q *Queue) sleepFor(ctx context.Context, changed, written <-chan struct{}, 
 // on the way (leaseOneLocked) are left to the housekeeper to log once
 // their records are durable (appendAtLimitLocked): the caller does not
 // wait for that. The commit returned is that of the last record appended,
-// lease or dead-lettering: the caller waits for its write. held says that
-// q.rd is held too; without it a look that needs the cursor's reader while
-// a read ahead holds it ends there, with errAheadBusy when it leased
-// nothing (see lookLocked).
-func (q *Queue) leaseLocked(max int, out []delivery, now int64, held bool) ([]delivery, *wal.Commit, error) {
+// lease or dead-lettering: the caller waits for its write.
+func (q *Queue) leaseLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
 	if q.mu.closed {
 		return nil, nil, ErrClosed
 	}
@@ -276,11 +273,8 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, held bool) ([]de
 	for len(out) < max {
 		var d delivery
 		var c *wal.Commit
-		d, c, err = q.leaseOneLocked(now, held)
+		d, c, err = q.leaseOneLocked(now)
 		last = cmp.Or(c, last)
-		if err == errAheadBusy && len(out) > 0 {
-			err = nil // a look that leased some ends here, as at the log's end
-		}
 		if err != nil || d.m == nil {
 			break
 		}
@@ -293,24 +287,6 @@ func (q *Queue) leaseLocked(max int, out []delivery, now int64, held bool) ([]de
 		err = q.poisonErr("dequeue")
 	}
 	return out, last, err
-}
-
-// lookLocked is leaseLocked made conclusive: when it finds the read-ahead
-// FIFO empty and a read ahead holding the cursor's reader, it lets q.mu
-// go, takes q.rd then q.mu, and looks again with both held, so that a
-// message the FIFO or the cursor holds is always seen. q.mu is held on
-// return as on entry.
-func (q *Queue) lookLocked(max int, out []delivery, now int64) ([]delivery, *wal.Commit, error) {
-	ds, c, err := q.leaseLocked(max, out, now, false)
-	if err != errAheadBusy {
-		return ds, c, err
-	}
-	q.mu.Unlock()
-	q.rd.Lock()
-	q.mu.Lock()
-	defer q.rd.Unlock()
-	ds, c2, err := q.leaseLocked(max, out, now, true)
-	return ds, cmp.Or(c2, c), err
 }
 
 // poisonErr returns the error that poisoned the log, wrapped as op's, or
@@ -347,9 +323,8 @@ func (q *Queue) usableLocked(op string) error {
 // leaseOneLocked leases the first ready message, or else the next one at
 // the cursor. A ready message that has had MaxDeliveries is not delivered
 // again: it goes to the dead set (pastLimit, appendAtLimitLocked), and
-// the next one is looked at. held says that q.rd is held too
-// (takeCursorLocked).
-func (q *Queue) leaseOneLocked(now int64, held bool) (delivery, *wal.Commit, error) {
+// the next one is looked at.
+func (q *Queue) leaseOneLocked(now int64) (delivery, *wal.Commit, error) {
 	deadline := later(now, q.opts.AckTimeout)
 	e, ok := q.mu.st.table.FirstReady()
 	var dead *wal.Commit // the last dead-lettering's, returned unless a lease follows it
@@ -373,12 +348,13 @@ func (q *Queue) leaseOneLocked(now int64, held bool) (delivery, *wal.Commit, err
 			Deliveries: int(e.Deliveries) + 1, Receipt: Receipt{Seq: e.Seq, Lease: lsn, At: now}, q: q}
 		return delivery{m: m, loc: e.Loc}, c, nil
 	}
-	cm, err := q.takeCursorLocked(held)
-	if err != nil || cm.lsn == 0 {
+	var er record
+	seq, size, err := q.cursorNextLocked(&er)
+	if err != nil || seq == 0 {
 		return delivery{}, dead, err
 	}
-	seq, er, m := cm.lsn, &cm.r, cm.m
-	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(cm.size), At: now, Due: deadline}
+	m := newMessage(er.Payload) // copied before the cursor reads on
+	r := &record{Op: opLease, Seq: seq, ID: er.ID, Enq: er.At, Size: uint32(size), At: now, Due: deadline}
 	lsn, c, err := q.appendLSNLocked(r, nil)
 	if err != nil {
 		return delivery{}, dead, err
@@ -386,6 +362,58 @@ func (q *Queue) leaseOneLocked(now int64, held bool) (delivery, *wal.Commit, err
 	m.ID, m.Headers, m.EnqueuedAt, m.DeliveredAt = er.ID, er.Headers, time.Unix(0, er.At), time.Unix(0, now)
 	m.Deliveries, m.Receipt, m.q = 1, Receipt{Seq: seq, Lease: lsn, At: now}, q
 	return delivery{m: m}, c, nil
+}
+
+// cursorNextLocked reads the log from the cursor to the next enqueue record
+// that the cursor owns (not delayed), decodes it into r, and returns its
+// LSN and its size; LSN 0 when the written log holds none. r.Payload is a
+// view into the cursor's buffer (decodeRecordAliased): valid until the
+// cursor reads on.
+func (q *Queue) cursorNextLocked(r *record) (uint64, int, error) {
+	st := q.mu.st
+	reset := false
+	for {
+		lsn, b, err := q.mu.cursor.Next()
+		if err != nil { // looked into only when set: this runs per record
+			if errors.Is(err, io.EOF) {
+				return 0, 0, nil
+			}
+			if errors.Is(err, wal.ErrNotFound) && !reset {
+				// A compaction cut the log past the reader's position: it
+				// cuts only what the cursor no longer needs
+				// (cursorNeedLocked). Read on from the cursor, or from the
+				// log's start.
+				q.resetCursorLocked()
+				reset = true
+				continue
+			}
+			return 0, 0, wrapCorrupt("read at cursor", err)
+		}
+		if lsn < st.cursor {
+			continue // the cursor passed it: a copy forward took it (applyCursorMove)
+		}
+		if peekOp(b) != opEnqueue {
+			st.cursor = lsn + 1
+			continue
+		}
+		// The ID stays a view until the record is kept: a delayed one
+		// skipped costs no string.
+		id, err := decodeRecordAliasedID(b, r)
+		if err != nil {
+			return 0, 0, fmt.Errorf("queue: record at LSN %d: %w", lsn, err)
+		}
+		if r.Due != 0 {
+			// Enqueued with a delay: the table owns it (applyEnqueue), and
+			// still does or did until it was acked or purged. Asking the
+			// table instead would deliver an acked one a second time.
+			st.cursor = lsn + 1
+			continue
+		}
+		if id != nil {
+			r.ID = string(id)
+		}
+		return lsn, len(b), nil
+	}
 }
 
 // deliver waits until the leases are written and reads the payloads that

@@ -105,6 +105,26 @@ func (q *Queue) walOptions(start, reach uint64) *wal.Options {
 	return o
 }
 
+// resetCursorLocked points the cursor's reader at the cursor. The log may
+// start after the cursor: compaction cuts past it when nothing after it is
+// live, so reading starts where the log does.
+func (q *Queue) resetCursorLocked() {
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
+	}
+	q.mu.cursor = q.log.NewReader(max(q.mu.st.cursor, q.log.FirstLSN()))
+}
+
+// closeCursor releases the cursor's reader and the segment file it pins;
+// Close calls it once nothing reads at the cursor any more.
+func (q *Queue) closeCursor() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
+	}
+}
+
 // endLease returns the record that ends the lease of e without an ack:
 // expire, or dead once e has had MaxDeliveries (pastLimit).
 func (q *Queue) endLease(e index.Entry, why string) *record {

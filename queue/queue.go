@@ -27,6 +27,7 @@ type Queue struct {
 	mu struct {
 		sync.Mutex
 		st         *state        // the indexes
+		cursor     *wal.Reader   // reads enqueue records from st.cursor on
 		closed     bool          // Close has begun
 		changed    chan struct{} // closed and replaced when a message may have become ready
 		sinceSnap  int64         // log bytes appended since the last snapshot
@@ -42,24 +43,6 @@ type Queue struct {
 		lazy       bool          // set around a dead-lettering at MaxDeliveries that a delivery or pull makes (appendAtLimitLocked): its record is appended lazily, as the lease is
 		dead       deadNotes     // those dead-letterings, in LSN order, for the housekeeper to log once durable (logPendingDead)
 		idCommit   *wal.Commit   // the commit of the group holding the last enqueue record with a producer-given id appended; nil before the first (see heldID)
-	}
-
-	// rd guards the cursor's reader (cursor.go). It is taken before mu,
-	// and never waited for under mu.
-	rd struct {
-		sync.Mutex
-		cursor *wal.Reader // reads enqueue records from st.cursor on; replaced or closed with mu held too; nil once closed
-	}
-
-	// ahead is the FIFO of messages read ahead at the cursor (cursor.go).
-	// A leaf: nothing is locked while it is held.
-	ahead struct {
-		sync.Mutex
-		msgs   []cursorMsg // in LSN order, read on from the reader's position of generation gen; at most aheadMax
-		bytes  int         // payload bytes in msgs; a push stops at aheadMaxBytes
-		passed uint64      // 1 + the last LSN the reads passed over after msgs' last; 0 when none
-		gen    uint64      // bumped by each reposition of the reader: a read begun before is not pushed
-		stale  bool        // the reader was to be repositioned while a read ahead held rd: nothing is read ahead until a read under rd and mu repositions it
 	}
 
 	waiters   atomic.Int32  // consumers between looking for a message and waiting

@@ -281,8 +281,6 @@ func (q *Queue) InUse() bool { return q.inUse }
 // closeReadOnly closes a read-only queue: the log's files and the shared
 // lock; nothing is written.
 func (q *Queue) closeReadOnly() error {
-	q.rd.Lock() // the cursor's reader is closed below
-	defer q.rd.Unlock()
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
@@ -292,9 +290,8 @@ func (q *Queue) closeReadOnly() error {
 	if q.mu.changed != nil {
 		q.broadcastLocked()
 	}
-	if q.rd.cursor != nil {
-		q.rd.cursor.Close()
-		q.rd.cursor = nil
+	if q.mu.cursor != nil {
+		q.mu.cursor.Close()
 	}
 	q.mu.Unlock()
 	err := q.log.Close()

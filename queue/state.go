@@ -296,7 +296,7 @@ func (s *state) applyEnqueue(lsn uint64, r *record, size int) {
 	if r.Flags&flagProducerID != 0 {
 		s.dedup.Put(index.DedupItem{ID: r.ID, Seq: lsn})
 	}
-	if r.Due != 0 { // delayed, as the cursor takes it (readCursor); negative before 1970
+	if r.Due != 0 { // delayed, as the cursor takes it (cursorNextLocked); negative before 1970
 		s.table.Put(index.Entry{
 			Seq: lsn, Loc: lsn, ID: r.ID, Size: uint32(size), EnqueuedAt: r.At,
 			State: index.Delayed, Due: r.Due,

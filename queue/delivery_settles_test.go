@@ -14,16 +14,16 @@ import (
 	"github.com/walq/walq/queue"
 )
 
-// TestReadAheadBesideSettlesAndCompactions: consumers Dequeue, TryDequeue
-// and DequeueBatch (each reads the cursor's next messages ahead of the
-// queue's lock), then ack, nack, or dead-letter and purge what they get,
+// TestDeliveryBesideSettlesAndCompactions: consumers Dequeue, TryDequeue
+// and DequeueBatch, then ack, nack, or dead-letter and purge what they get,
 // while producers write, compactions copy the never-delivered backlog
 // forward (a message leased for the whole run holds the log's front) and
 // finally Close ends the run under them. No message is delivered twice at
 // once, none after it was acked or purged, none again unless it was given
 // back; every payload is whole; and after Close every call says
-// ErrClosed.
-func TestReadAheadBesideSettlesAndCompactions(t *testing.T) {
+// ErrClosed. A delivery that reads at the cursor ahead of the queue's lock
+// (tried in 0cef80a) must keep all of it.
+func TestDeliveryBesideSettlesAndCompactions(t *testing.T) {
 	s := seed.Take(t, "./queue")
 	rng := rand.New(rand.NewPCG(s, 61))
 	o := queue.Options{SegmentSize: 4096, AckTimeout: time.Hour, Sync: queue.SyncNever}
@@ -38,7 +38,7 @@ func TestReadAheadBesideSettlesAndCompactions(t *testing.T) {
 			payloads[p] = append(payloads[p], stamped(p*each+i, rng))
 		}
 	}
-	l := &aheadLedger{state: map[int]string{}, left: producers * each, stop: make(chan struct{})}
+	l := &deliveryLedger{state: map[int]string{}, left: producers * each, stop: make(chan struct{})}
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Add(1)
@@ -96,8 +96,8 @@ func TestReadAheadBesideSettlesAndCompactions(t *testing.T) {
 	t.Logf("moved %d", q.Stats().Moved)
 }
 
-// aheadLedger is what the consumers of TestReadAheadBesideSettlesAndCompactions saw.
-type aheadLedger struct {
+// deliveryLedger is what the consumers of TestDeliveryBesideSettlesAndCompactions saw.
+type deliveryLedger struct {
 	mu    sync.Mutex
 	state map[int]string // token -> "leased", "ready" (given back), "done" (acked or purged)
 	left  int            // tokens not done
@@ -107,7 +107,7 @@ type aheadLedger struct {
 }
 
 // fail records err and stops the run.
-func (l *aheadLedger) fail(err error) {
+func (l *deliveryLedger) fail(err error) {
 	l.mu.Lock()
 	l.errs = append(l.errs, err)
 	l.mu.Unlock()
@@ -115,7 +115,7 @@ func (l *aheadLedger) fail(err error) {
 }
 
 // first returns the first failure, or nil.
-func (l *aheadLedger) first() error {
+func (l *deliveryLedger) first() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.errs) == 0 {
@@ -125,7 +125,7 @@ func (l *aheadLedger) first() error {
 }
 
 // stopped reports whether the run stopped.
-func (l *aheadLedger) stopped() bool {
+func (l *deliveryLedger) stopped() bool {
 	select {
 	case <-l.stop:
 		return true
@@ -136,7 +136,7 @@ func (l *aheadLedger) stopped() bool {
 
 // leased notes the delivery of tok and fails if tok is leased already or
 // done.
-func (l *aheadLedger) leased(tok int) error {
+func (l *deliveryLedger) leased(tok int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s := l.state[tok]; s == "leased" || s == "done" {
@@ -147,7 +147,7 @@ func (l *aheadLedger) leased(tok int) error {
 }
 
 // settled notes that tok is given back (done false) or acked or purged.
-func (l *aheadLedger) settled(tok int, done bool) {
+func (l *deliveryLedger) settled(tok int, done bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !done {
@@ -162,7 +162,7 @@ func (l *aheadLedger) settled(tok int, done bool) {
 
 // consume takes messages in one of three ways and settles each until the
 // run stops.
-func (l *aheadLedger) consume(q *queue.Queue, c int, rng *rand.Rand) {
+func (l *deliveryLedger) consume(q *queue.Queue, c int, rng *rand.Rand) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-l.stop; cancel() }()
@@ -201,7 +201,7 @@ func (l *aheadLedger) consume(q *queue.Queue, c int, rng *rand.Rand) {
 
 // settleAll checks each message and acks it, gives it back, or
 // dead-letters and purges it.
-func (l *aheadLedger) settleAll(q *queue.Queue, ms queue.Messages, rng *rand.Rand) error {
+func (l *deliveryLedger) settleAll(q *queue.Queue, ms queue.Messages, rng *rand.Rand) error {
 	for _, m := range ms {
 		tok, err := unstamp(m.Payload)
 		if err == nil {
