@@ -22,7 +22,8 @@ import (
 // once, none after it was acked or purged, none again unless it was given
 // back; every payload is whole; and after Close every call says
 // ErrClosed. A delivery that reads at the cursor ahead of the queue's lock
-// (tried in 0cef80a) must keep all of it.
+// (tried in 0cef80a) must keep all of it. 3,000 messages, 900 under the
+// race detector (test.sh runs the full size without it).
 func TestDeliveryBesideSettlesAndCompactions(t *testing.T) {
 	s := seed.Take(t, "./queue")
 	rng := rand.New(rand.NewPCG(s, 61))
@@ -31,7 +32,11 @@ func TestDeliveryBesideSettlesAndCompactions(t *testing.T) {
 	q := open(t, t.TempDir(), &o)
 	enqueue(t, q, "anchor")
 	anchor := tryDequeue(t, q)
-	const producers, each, consumers = 2, 1500, 3
+	const producers, consumers = 2, 3
+	each := 1500
+	if raceEnabled {
+		each = 450
+	}
 	payloads := make([][][]byte, producers) // made before the run: rand.Rand is not safe for concurrent use
 	for p := range payloads {
 		for i := range each {
@@ -93,7 +98,11 @@ func TestDeliveryBesideSettlesAndCompactions(t *testing.T) {
 	if _, err := q.TryDequeue(); !errors.Is(err, queue.ErrClosed) {
 		t.Fatalf("TryDequeue after Close: %v", err)
 	}
-	t.Logf("moved %d", q.Stats().Moved)
+	moved := q.Stats().Moved
+	if moved == 0 {
+		t.Fatal("no compaction copied a message forward: the cursor was never overtaken")
+	}
+	t.Logf("moved %d", moved)
 }
 
 // deliveryLedger is what the consumers of TestDeliveryBesideSettlesAndCompactions saw.
@@ -175,13 +184,13 @@ func (l *deliveryLedger) consume(q *queue.Queue, c int, rng *rand.Rand) {
 			if m, err = q.Dequeue(ctx); m != nil {
 				ms = queue.Messages{m}
 			}
-		case 1:
+		case 1: // TryDequeue, and on ErrEmpty a Dequeue that waits rather than spins
 			var m *queue.Message
-			if m, err = q.TryDequeue(); m != nil {
-				ms = queue.Messages{m}
+			if m, err = q.TryDequeue(); errors.Is(err, queue.ErrEmpty) {
+				m, err = q.Dequeue(ctx)
 			}
-			if errors.Is(err, queue.ErrEmpty) {
-				err = nil
+			if m != nil {
+				ms = queue.Messages{m}
 			}
 		default:
 			ms, err = q.DequeueBatch(ctx, 3)
