@@ -71,7 +71,11 @@ func TestDeliveryBesideSettlesAndCompactions(t *testing.T) {
 			}
 		}
 	}()
-	<-l.stop // all settled, or a failure
+	select {
+	case <-l.stop: // all settled, or a failure
+	case <-time.After(2 * time.Minute): // a bound on a lost message, not a wait for one: runs take seconds
+		l.fail(fmt.Errorf("%d messages never settled", l.unsettled()))
+	}
 	wg.Wait()
 	if err := l.first(); err != nil {
 		t.Fatal(err)
@@ -131,6 +135,13 @@ func (l *deliveryLedger) first() error {
 		return nil
 	}
 	return l.errs[0]
+}
+
+// unsettled returns how many tokens are not done yet.
+func (l *deliveryLedger) unsettled() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.left
 }
 
 // stopped reports whether the run stopped.
