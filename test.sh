@@ -149,6 +149,7 @@ plain_tests=(
 	queue:TestSortedSettleRacesExpiry queue:TestCloseWaitsForCompaction
 	queue:TestSortedReplaysAsLive
 	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
+	queue:TestDeliveryBesideSettlesAndCompactions
 	index:TestAgesInvariants index:TestAgesOfBigLists
 )
 step plain
