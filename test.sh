@@ -185,7 +185,8 @@ go test -count=1 -timeout 20m ./...
 # The harness's quick run keeps one core of two busy at most (118 CPU-s
 # in 142 s of wall in a cold run): it runs in the background beside prom
 # and redisq-vet, which mostly compile. Its figures mean nothing here;
-# that it runs every system to the end without an error does.
+# that it runs every system to the end, and that walq's rows report no
+# error (it exits non-zero then), does.
 bg bench-quick . go run . -quick -n 2000 -q
 # The Prometheus collector, a module of its own (the dashboard's browser
 # test, another, ran beside vet-platforms).
