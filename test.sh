@@ -149,6 +149,8 @@ plain_tests=(
 	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
 	index:TestAgesInvariants index:TestAgesOfBigLists
 )
+# The check of the names runs before any test, in step race.
+step race
 plain_names=() plain_pkgs=()
 for t in "${plain_tests[@]}"; do
 	# -run passes over a name that matches nothing (a test renamed, say)
@@ -159,12 +161,10 @@ for t in "${plain_tests[@]}"; do
 	plain_names+=("${t#*:}")
 	[[ " ${plain_pkgs[*]} " == *" ./${t%%:*} "* ]] || plain_pkgs+=("./${t%%:*}")
 done
-# The race step leaves a core idle much of the time (931 CPU-s in 627 s
-# of wall in a cold run): its longest package, fuzz/ (375 s), mostly waits
-# on its children and timers. So the plain tests (146 CPU-s in 124 s of
-# wall when they ran after it) run beside it, in the background, and step
-# plain only waits for them.
-step race
+# The race step keeps about 1.5 cores of 2 busy (931 CPU-s in 627 s of
+# wall in a cold run), so the plain tests (146 CPU-s in 124 s of wall when
+# they ran after it) run beside it, in the background, and step plain only
+# waits for them.
 bg plain . go test -count=1 -timeout 20m "${plain_pkgs[@]}" -run "^($(IFS='|' && echo "${plain_names[*]}"))\$"
 go test -race -count=1 -timeout 30m ./...
 step plain
@@ -182,11 +182,11 @@ step bench
 cd bench
 go vet ./...
 go test -count=1 -timeout 20m ./...
-# The harness's quick run keeps one core of two busy at most (118 CPU-s
-# in 142 s of wall in a cold run): it runs in the background beside prom
-# and redisq-vet, which mostly compile. Its figures mean nothing here;
-# that it runs every system to the end, and that walq's rows report no
-# error (it exits non-zero then), does.
+# The harness's quick run keeps less than one core of two busy on
+# average (118 CPU-s in 142 s of wall in a cold run): it runs in the
+# background beside prom and redisq-vet, which mostly compile. Its
+# figures mean nothing here; that it runs every system to the end, and
+# that walq's rows report no error (it exits non-zero then), does.
 bg bench-quick . go run . -quick -n 2000 -q
 # The Prometheus collector, a module of its own (the dashboard's browser
 # test, another, ran beside vet-platforms).
