@@ -16,11 +16,12 @@ cd "$(dirname "$0")/.."
 # below mostly compile (every package again, instrumented for coverage)
 # and then fuzz: the two run beside each other, the crash tests in the
 # background, in a process group of their own that the exit trap ends if
-# a fuzz target fails first. Their lines print after the targets'.
-crash_log=$(mktemp /tmp/walq-fuzz-ci.XXXXXX)
+# a fuzz target fails first. Their lines print after the targets'; their
+# log is kept only when they failed.
+crash_log=$(mktemp /tmp/walq-fuzz-ci.XXXXXX) crash_keep=''
 setsid go test -count=1 -timeout 20m -v ./fuzz >"$crash_log" 2>&1 &
 crash_pid=$!
-trap 'kill -- "-$crash_pid" 2>/dev/null || true' EXIT
+trap 'kill -- "-$crash_pid" 2>/dev/null || true; [[ -n $crash_keep ]] || rm -f "$crash_log"' EXIT
 
 # target:executions
 targets=(
@@ -54,6 +55,6 @@ if ((crash_rc)) || ! grep -q '^ok' "$crash_log"; then
 	# CI shows only this output: print every line but the passing ones.
 	grep -v -E '^(=== (RUN|PAUSE|CONT)|\s*--- PASS)' "$crash_log" >&2
 	echo "crash tests failed; the full log is in $crash_log" >&2
+	crash_keep=1
 	exit 1
 fi
-rm -f "$crash_log"
