@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/wal"
 )
 
 // errUnlockInjected is the failure TestRepairReportsUnlockFailure injects
@@ -31,27 +33,18 @@ func TestRepairReportsUnlockFailure(t *testing.T) {
 		{"failed", tornTail, errors.New("backup refused"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			q, err := Open(dir, nil)
-			require.NoError(t, err)
-			_, err = q.Enqueue(context.Background(), []byte("kept"))
-			require.NoError(t, err)
-			require.NoError(t, q.Close())
+			dir := closedQueueDir(t)
 			if tc.damage != nil {
 				tc.damage(t, dir)
 			}
-			released := false
-			release := func(l *dirLock) error {
-				released = true
-				return errors.Join(unlockDir(l), errUnlockInjected)
-			}
+			release, released := failingRelease()
 			opts := &RepairOptions{}
 			if tc.backup != nil {
 				opts.Backup = func() error { return tc.backup }
 			}
 			rep, err := repair(dir, opts, release)
 			require.Equal(t, tc.repaired, rep.Repaired)
-			require.True(t, released, "Repair released the lock through its seam")
+			require.True(t, *released, "Repair released the lock through its seam")
 			require.ErrorIs(t, err, errUnlockInjected)
 			if tc.backup != nil {
 				require.ErrorIs(t, err, tc.backup, "the repair's own failure is kept beside the unlock's")
@@ -156,4 +149,37 @@ func corruptSnapshot(t *testing.T, dir string) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0xff
 	require.NoError(t, os.WriteFile(snaps[len(snaps)-1], b, 0o600))
+}
+
+// errSnapshotRefused is the failure snapshotRefusingFS injects.
+var errSnapshotRefused = errors.New("injected snapshot failure")
+
+// snapshotRefusingFS is the real file system, on which no snapshot can
+// be put in place.
+type snapshotRefusingFS struct{ wal.OSFS }
+
+// Rename fails for a snapshot.
+func (fs snapshotRefusingFS) Rename(oldpath, newpath string) error {
+	if strings.HasSuffix(newpath, ".snap") {
+		return errSnapshotRefused
+	}
+	return fs.OSFS.Rename(oldpath, newpath)
+}
+
+// TestRepairReportsCloseFailure: when a repair's compaction fails and
+// the Close after it fails too, the caller learns of both, the second
+// (here a snapshot Close could not write either) kept beside the first.
+func TestRepairReportsCloseFailure(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{FS: snapshotRefusingFS{}}
+	q, err := Open(dir, o)
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), []byte("kept"))
+	require.NoError(t, err)
+	require.ErrorIs(t, q.Close(), errSnapshotRefused, "the records stay after the last snapshot")
+	tornTail(t, dir)
+	_, err = Repair(dir, &RepairOptions{Options: o})
+	require.ErrorIs(t, err, errSnapshotRefused)
+	require.Equal(t, 2, strings.Count(err.Error(), errSnapshotRefused.Error()),
+		"the compaction's failure and Close's: %v", err)
 }
