@@ -183,3 +183,50 @@ func TestRepairReportsCloseFailure(t *testing.T) {
 	require.Equal(t, 2, strings.Count(err.Error(), errSnapshotRefused.Error()),
 		"the compaction's failure and Close's: %v", err)
 }
+
+// errSegmentRemoveRefused is the failure segmentRemoveRefusingFS injects.
+var errSegmentRemoveRefused = errors.New("injected segment remove failure")
+
+// segmentRemoveRefusingFS is the real file system, on which no log
+// segment can be removed: a truncation of the log's front fails, which
+// poisons the log.
+type segmentRemoveRefusingFS struct{ wal.OSFS }
+
+// Remove fails for a file in the log's directory.
+func (fs segmentRemoveRefusingFS) Remove(name string) error {
+	if filepath.Base(filepath.Dir(name)) == logDir {
+		return errSegmentRemoveRefused
+	}
+	return fs.OSFS.Remove(name)
+}
+
+// TestRepairReportsPoisonOnce: when a repair's compaction poisons the
+// log, the Close after it returns that poison again; the caller is told
+// of it once, not as two failures.
+func TestRepairReportsPoisonOnce(t *testing.T) {
+	dir := t.TempDir()
+	// Acked messages over many segments and no snapshot to cut them:
+	// the repair's compaction has segments to remove.
+	o := &Options{FS: snapshotRefusingFS{}, SegmentSize: 4096}
+	q, err := Open(dir, o)
+	require.NoError(t, err)
+	for range 200 {
+		_, err = q.Enqueue(context.Background(), make([]byte, 200))
+		require.NoError(t, err)
+	}
+	for {
+		m, err := q.TryDequeue()
+		if errors.Is(err, ErrEmpty) {
+			break
+		}
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	require.ErrorIs(t, q.Close(), errSnapshotRefused)
+	tornTail(t, dir)
+	o = &Options{FS: segmentRemoveRefusingFS{}, SegmentSize: 4096}
+	_, err = Repair(dir, &RepairOptions{Options: o})
+	require.ErrorIs(t, err, errSegmentRemoveRefused)
+	require.Equal(t, 1, strings.Count(err.Error(), errSegmentRemoveRefused.Error()),
+		"the poison once: %v", err)
+}
