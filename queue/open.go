@@ -41,8 +41,7 @@ func Open(dir string, opts *Options) (*Queue, error) {
 		q, err = open(dir, o, lock)
 	}
 	if err != nil {
-		unlockDir(lock)
-		return nil, wayOutFor(o, err)
+		return nil, errors.Join(wayOutFor(o, err), o.unlock(lock))
 	}
 	q.ident = id
 	return q, nil

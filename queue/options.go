@@ -211,6 +211,10 @@ type Options struct {
 	logOptions         func(walOpts any) // edits the log's wal.Options; see internal/testhook
 	segmentSizeDefault bool              // SegmentSize was not given: the default filled in (logSegmentSize)
 	wallResync         time.Duration     // how long the system clock's base is used; 0: wallResync (white-box tests hold a stepped base)
+
+	// release releases the directory's lock; nil: unlockDir (white-box
+	// tests make it fail).
+	release func(*dirLock) error
 }
 
 // The crash tests' way to snapshotStep, which is not part of the API.
@@ -295,6 +299,15 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: LockTimeout %v is negative", ErrInvalidOptions, o.LockTimeout)
 	}
 	return nil
+}
+
+// unlock releases the directory's lock l the way o says: with
+// o.release, else unlockDir. A nil l (none taken) is released at once.
+func (o *Options) unlock(l *dirLock) error {
+	if o.release != nil {
+		return o.release(l)
+	}
+	return unlockDir(l)
 }
 
 // fs returns the file system the queue works through.

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -427,8 +428,7 @@ func (q *Queue) Close() error {
 	if err == nil && cerr != nil {
 		err = fmt.Errorf("queue: close log: %w", cerr)
 	}
-	if uerr := unlockDir(q.lockFile); err == nil {
-		err = uerr
-	}
-	return err
+	// A lock still held is no hand-over a next Open may count on: its
+	// failure is reported beside whatever else Close returns.
+	return errors.Join(err, q.opts.unlock(q.lockFile))
 }

@@ -35,8 +35,7 @@ func openInspect(dir string, o Options, want Identity) (*Queue, error) {
 	}
 	q, err := replayLive(dir, o, want, inUse)
 	if err != nil {
-		unlockDir(lock)
-		return nil, err
+		return nil, errors.Join(err, o.unlock(lock))
 	}
 	q.lockFile = lock
 	return q, nil
@@ -294,9 +293,5 @@ func (q *Queue) closeReadOnly() error {
 		q.mu.cursor.Close()
 	}
 	q.mu.Unlock()
-	err := q.log.Close()
-	if uerr := unlockDir(q.lockFile); err == nil {
-		err = uerr
-	}
-	return err
+	return errors.Join(q.log.Close(), q.opts.unlock(q.lockFile))
 }

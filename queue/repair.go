@@ -287,10 +287,11 @@ func salvageLocked(dir string, opts *Options, salvage bool) (Recovery, error) {
 	}
 	rec := q.Recovery()
 	err = q.Compact()
-	if cerr := q.Close(); err == nil {
-		err = cerr
+	cerr := q.Close()
+	if p := q.log.Err(); p != nil && errors.Is(err, p) && errors.Is(cerr, p) {
+		cerr = nil // the poison Compact reported, which Close returns again
 	}
-	return rec, err
+	return rec, errors.Join(err, cerr)
 }
 
 // lostBelow returns the indexed messages and sorted values whose record,

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/walq/walq/wal"
 )
 
 // errUnlockInjected is the failure TestRepairReportsUnlockFailure injects
@@ -31,27 +33,18 @@ func TestRepairReportsUnlockFailure(t *testing.T) {
 		{"failed", tornTail, errors.New("backup refused"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			q, err := Open(dir, nil)
-			require.NoError(t, err)
-			_, err = q.Enqueue(context.Background(), []byte("kept"))
-			require.NoError(t, err)
-			require.NoError(t, q.Close())
+			dir := closedQueueDir(t)
 			if tc.damage != nil {
 				tc.damage(t, dir)
 			}
-			released := false
-			release := func(l *dirLock) error {
-				released = true
-				return errors.Join(unlockDir(l), errUnlockInjected)
-			}
+			release, released := failingRelease()
 			opts := &RepairOptions{}
 			if tc.backup != nil {
 				opts.Backup = func() error { return tc.backup }
 			}
 			rep, err := repair(dir, opts, release)
 			require.Equal(t, tc.repaired, rep.Repaired)
-			require.True(t, released, "Repair released the lock through its seam")
+			require.True(t, *released, "Repair released the lock through its seam")
 			require.ErrorIs(t, err, errUnlockInjected)
 			if tc.backup != nil {
 				require.ErrorIs(t, err, tc.backup, "the repair's own failure is kept beside the unlock's")
@@ -156,4 +149,84 @@ func corruptSnapshot(t *testing.T, dir string) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0xff
 	require.NoError(t, os.WriteFile(snaps[len(snaps)-1], b, 0o600))
+}
+
+// errSnapshotRefused is the failure snapshotRefusingFS injects.
+var errSnapshotRefused = errors.New("injected snapshot failure")
+
+// snapshotRefusingFS is the real file system, on which no snapshot can
+// be put in place.
+type snapshotRefusingFS struct{ wal.OSFS }
+
+// Rename fails for a snapshot.
+func (fs snapshotRefusingFS) Rename(oldpath, newpath string) error {
+	if strings.HasSuffix(newpath, ".snap") {
+		return errSnapshotRefused
+	}
+	return fs.OSFS.Rename(oldpath, newpath)
+}
+
+// TestRepairReportsCloseFailure: when a repair's compaction fails and
+// the Close after it fails too, the caller learns of both, the second
+// (here a snapshot Close could not write either) kept beside the first.
+func TestRepairReportsCloseFailure(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{FS: snapshotRefusingFS{}}
+	q, err := Open(dir, o)
+	require.NoError(t, err)
+	_, err = q.Enqueue(context.Background(), []byte("kept"))
+	require.NoError(t, err)
+	require.ErrorIs(t, q.Close(), errSnapshotRefused, "the records stay after the last snapshot")
+	tornTail(t, dir)
+	_, err = Repair(dir, &RepairOptions{Options: o})
+	require.ErrorIs(t, err, errSnapshotRefused)
+	require.Equal(t, 2, strings.Count(err.Error(), errSnapshotRefused.Error()),
+		"the compaction's failure and Close's: %v", err)
+}
+
+// errSegmentRemoveRefused is the failure segmentRemoveRefusingFS injects.
+var errSegmentRemoveRefused = errors.New("injected segment remove failure")
+
+// segmentRemoveRefusingFS is the real file system, on which no log
+// segment can be removed: a truncation of the log's front fails, which
+// poisons the log.
+type segmentRemoveRefusingFS struct{ wal.OSFS }
+
+// Remove fails for a file in the log's directory.
+func (fs segmentRemoveRefusingFS) Remove(name string) error {
+	if filepath.Base(filepath.Dir(name)) == logDir {
+		return errSegmentRemoveRefused
+	}
+	return fs.OSFS.Remove(name)
+}
+
+// TestRepairReportsPoisonOnce: when a repair's compaction poisons the
+// log, the Close after it returns that poison again; the caller is told
+// of it once, not as two failures.
+func TestRepairReportsPoisonOnce(t *testing.T) {
+	dir := t.TempDir()
+	// Acked messages over many segments and no snapshot to cut them:
+	// the repair's compaction has segments to remove.
+	o := &Options{FS: snapshotRefusingFS{}, SegmentSize: 4096}
+	q, err := Open(dir, o)
+	require.NoError(t, err)
+	for range 200 {
+		_, err = q.Enqueue(context.Background(), make([]byte, 200))
+		require.NoError(t, err)
+	}
+	for {
+		m, err := q.TryDequeue()
+		if errors.Is(err, ErrEmpty) {
+			break
+		}
+		require.NoError(t, err)
+		require.NoError(t, m.Ack())
+	}
+	require.ErrorIs(t, q.Close(), errSnapshotRefused)
+	tornTail(t, dir)
+	o = &Options{FS: segmentRemoveRefusingFS{}, SegmentSize: 4096}
+	_, err = Repair(dir, &RepairOptions{Options: o})
+	require.ErrorIs(t, err, errSegmentRemoveRefused)
+	require.Equal(t, 1, strings.Count(err.Error(), errSegmentRemoveRefused.Error()),
+		"the poison once: %v", err)
 }

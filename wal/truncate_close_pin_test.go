@@ -100,7 +100,14 @@ func TestTruncateFrontClosesRemovedFilesOnce(t *testing.T) {
 		}
 		closed <- h.openHandles()
 	}()
-	time.Sleep(50 * time.Millisecond) // a chance for Close to return early; the count below is the check
+	// Close waits for the held close of a removed segment: returning
+	// within 50 ms is a failure (a slower early return the count below
+	// catches).
+	select {
+	case n := <-closed:
+		t.Fatalf("Close returned with %d read-only handles open while a removed segment's close was held", n)
+	case <-time.After(50 * time.Millisecond):
+	}
 	g.release()
 	if err := <-res; err != nil {
 		t.Fatal(err)
