@@ -170,13 +170,14 @@ func (l *killLoop) cycle(c int, r *rand.Rand) {
 		cfg.Child, cfg.Seed = i, l.r.Uint64()>>1
 		kids[i] = l.start(cfg)
 	}
+	from := len(l.serverKills)
 	l.kill(way, kids)
 	l.o.counts.Cycles++
 	paths := make([]string, len(kids))
 	for i, k := range kids {
 		paths[i] = k.journal
 	}
-	require.NoError(l.t, l.o.readJournals(paths))
+	require.NoError(l.t, l.o.readJournals(paths, cfg.AckTimeout, l.serverKills[from:]))
 }
 
 // kill lets the children run a while, then kills the server, children,
