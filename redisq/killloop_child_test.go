@@ -381,7 +381,7 @@ func (k *killChild) settle(r *rand.Rand, m *queue.Message, tok string) {
 	case n < k.c.AbandonPct+k.c.NackPct+2:
 		_ = m.DeadLetter("kill loop")
 		return
-	case n < k.c.AbandonPct+k.c.NackPct+5:
+	case n < k.c.AbandonPct+k.c.NackPct+10:
 		// extended late in its lease (half to 95 % of it held first), then
 		// acked within the extended lease, or after it
 		time.Sleep(k.c.AckTimeout * time.Duration(50+r.IntN(46)) / 100)
