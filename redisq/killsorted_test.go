@@ -40,8 +40,8 @@ import (
 // order, a single-flight key (and any value) leased to one batch at a
 // time, a lease held until its settle or the deadline an Extend set, no
 // key pulled before its window closed or its nack's delay passed (within
-// sortedKillMargin), delivery counts rising, no settle refused with
-// ErrLeaseLost before its lease's deadline.
+// sortedKillMargin), delivery counts rising, no settle or Extend refused
+// with ErrLeaseLost before its lease's deadline.
 //
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 3),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
