@@ -383,11 +383,22 @@ func (k *killChild) settle(r *rand.Rand, m *queue.Message, tok string) {
 		return
 	case n < k.c.AbandonPct+k.c.NackPct+10:
 		// extended late in its lease (half to 95 % of it held first), then
-		// acked within the extended lease, or after it
-		time.Sleep(k.c.AckTimeout * time.Duration(50+r.IntN(46)) / 100)
-		k.extend(m, tok)
-		time.Sleep(k.c.AckTimeout / 2)
+		// acked within the extended lease, or after it: in a goroutine of
+		// its own, so that the consumer goes on dequeuing meanwhile
+		hold := k.c.AckTimeout * time.Duration(50+r.IntN(46)) / 100
+		go func() {
+			time.Sleep(hold)
+			k.extend(m, tok)
+			time.Sleep(k.c.AckTimeout / 2)
+			k.ack(m, tok)
+		}()
+		return
 	}
+	k.ack(m, tok)
+}
+
+// ack acks a delivery, journaled.
+func (k *killChild) ack(m *queue.Message, tok string) {
 	k.j.log("A? %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
 	err := m.Ack()
 	switch {
