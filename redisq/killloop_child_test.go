@@ -36,6 +36,10 @@ import (
 //	A+ tok seq n t1      it returned nil at t1
 //	AL tok seq n         it returned ErrLeaseLost
 //	A! tok seq n         it returned another error (it may have run)
+//	L? tok seq n t d     an Extend of that delivery's lease by d (ns) is about to be sent at t
+//	L+ tok seq n t       it returned nil at t
+//	LL tok seq n t       it returned ErrLeaseLost at t
+//	L! tok seq n         it returned another error (it may have run)
 //
 // A token names one enqueue attempt: "c<cycle>.k<child>.n<number>" is the
 // message's id (for producer-given ids) and ".a<attempt>" the attempt
@@ -377,11 +381,24 @@ func (k *killChild) settle(r *rand.Rand, m *queue.Message, tok string) {
 	case n < k.c.AbandonPct+k.c.NackPct+2:
 		_ = m.DeadLetter("kill loop")
 		return
-	case n < k.c.AbandonPct+k.c.NackPct+5:
-		time.Sleep(k.c.AckTimeout / 2) // ack near the lease's end, or after it
-		_ = m.Extend(k.c.AckTimeout)
-		time.Sleep(k.c.AckTimeout / 2)
+	case n < k.c.AbandonPct+k.c.NackPct+10:
+		// extended late in its lease (half to 95 % of it held first), then
+		// acked within the extended lease, or after it: in a goroutine of
+		// its own, so that the consumer goes on dequeuing meanwhile
+		hold := k.c.AckTimeout * time.Duration(50+r.IntN(46)) / 100
+		go func() {
+			time.Sleep(hold)
+			k.extend(m, tok)
+			time.Sleep(k.c.AckTimeout / 2)
+			k.ack(m, tok)
+		}()
+		return
 	}
+	k.ack(m, tok)
+}
+
+// ack acks a delivery, journaled.
+func (k *killChild) ack(m *queue.Message, tok string) {
 	k.j.log("A? %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
 	err := m.Ack()
 	switch {
@@ -391,6 +408,21 @@ func (k *killChild) settle(r *rand.Rand, m *queue.Message, tok string) {
 		k.j.log("AL %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
 	default:
 		k.j.log("A! %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
+		pause(err)
+	}
+}
+
+// extend extends a delivery's lease by an AckTimeout, journaled.
+func (k *killChild) extend(m *queue.Message, tok string) {
+	k.j.log("L? %s %d %d %d %d", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano(), k.c.AckTimeout)
+	err := m.Extend(k.c.AckTimeout)
+	switch {
+	case err == nil:
+		k.j.log("L+ %s %d %d %d", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
+	case errors.Is(err, queue.ErrLeaseLost):
+		k.j.log("LL %s %d %d %d", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
+	default:
+		k.j.log("L! %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
 		pause(err)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // killOracle holds what the kill loop's children were told (their
@@ -27,7 +29,18 @@ import (
 //     returned and no requeue from the dead set between, whose delivery
 //     counts do not increase; or two with the same count;
 //   - duplicate unfounded: an enqueue refused as a duplicate whose id no
-//     earlier attempt was shown to enqueue (returned nil, or seen since).
+//     earlier attempt was shown to enqueue (returned nil, or seen since);
+//   - extend lost early: an Extend of a delivery that returned
+//     ErrLeaseLost sortedKillMargin or more before the lease's deadline
+//     (the dequeue's call plus the cycle's AckTimeout, or an earlier
+//     Extend's that returned nil), with no kill of the server sent
+//     between the lease's last setting and the Extend's return and no
+//     Extend of unknown outcome between;
+//   - overlap: a delivery of a token begun after an extended delivery of
+//     it returned and returned before the deadline an Extend of that
+//     delivery that returned nil set (its send plus its d, less
+//     sortedKillMargin): the child acks an extended delivery or leaves it,
+//     so nothing of its own ends that lease sooner.
 type killOracle struct {
 	toks   map[string]*killTok
 	dupIDs map[string]string // id refused as duplicate → the refused token
@@ -45,13 +58,24 @@ type killTok struct {
 	ackedN         int   // the delivery count of that ack
 	requeued       []int64
 	deliveries     []killDelivery
-	seen           bool // delivered, dead or drained
+	extends        []killExtend // in the order sent, each after its delivery
+	seen           bool         // delivered, dead or drained
 }
 
 type killDelivery struct {
-	id     string
-	n      int
-	t0, t1 int64
+	id, seq string // its id; its receipt's seq (a sorted value's: its batch's lease)
+	n       int
+	t0, t1  int64
+}
+
+// killExtend is one Extend of a delivery's lease.
+type killExtend struct {
+	seq     string // the delivery's receipt seq and count
+	n       int
+	sent, d int64 // sent at (L?), its d in ns
+	ret     int64 // returned nil or ErrLeaseLost at (0: no such line)
+	outcome byte  // '+' nil, 'L' ErrLeaseLost, '!' another error, '?' no return journaled
+	checked bool  // judged at the end of its cycle, by that cycle's AckTimeout and kills
 }
 
 // killCounts are the kill loop's figures.
@@ -62,19 +86,29 @@ type killCounts struct {
 	Drained                                               int
 	Lost, Unexpected, RedeliveredAfterAck, Payload        int
 	CountDown, DupUnfounded                               int
+	// Extended, ExtendLost and ExtendUnknown count the Extends that
+	// returned nil, ErrLeaseLost, another error; ExtJudged those (nil or
+	// ErrLeaseLost) the extend-lost-early check could judge, ExtUnjudged
+	// those that returned ErrLeaseLost it could not; OverlapChecks the
+	// deliveries the overlap check could judge against an extended one.
+	Extended, ExtendLost, ExtendUnknown, ExtJudged, ExtUnjudged, OverlapChecks int
+	ExtLostEarly, Overlap                                                      int
 }
 
 func (c killCounts) String() string {
 	return fmt.Sprintf("cycles=%d server-kills=%d child-kills=%d sent=%d enqueued=%d unknown=%d dup-refused=%d "+
-		"delivered=%d acked=%d ack-lease-lost=%d ack-unknown=%d dead-seen=%d requeued-from-dead=%d drained=%d | "+
-		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d count-down=%d dup-unfounded=%d",
+		"delivered=%d acked=%d ack-lease-lost=%d ack-unknown=%d dead-seen=%d requeued-from-dead=%d drained=%d "+
+		"extended=%d extend-lease-lost=%d extend-unknown=%d checked: extend-deadlines=%d (lease-lost unjudged %d) extended-pairs=%d | "+
+		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d count-down=%d dup-unfounded=%d extend-lost-early=%d overlap=%d",
 		c.Cycles, c.ServerKills, c.ChildKills, c.Sent, c.Enqueued, c.Unknown, c.DupRefused,
 		c.Delivered, c.Acked, c.AckLost, c.AckUnknown, c.Dead, c.Requeued, c.Drained,
-		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.CountDown, c.DupUnfounded)
+		c.Extended, c.ExtendLost, c.ExtendUnknown, c.ExtJudged, c.ExtUnjudged, c.OverlapChecks,
+		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.CountDown, c.DupUnfounded, c.ExtLostEarly, c.Overlap)
 }
 
 func (c killCounts) violations() int {
-	return c.Lost + c.Unexpected + c.RedeliveredAfterAck + c.Payload + c.CountDown + c.DupUnfounded
+	return c.Lost + c.Unexpected + c.RedeliveredAfterAck + c.Payload + c.CountDown + c.DupUnfounded +
+		c.ExtLostEarly + c.Overlap
 }
 
 func newKillOracle() *killOracle {
@@ -97,11 +131,12 @@ func (o *killOracle) tok(t string) *killTok {
 	return k
 }
 
-// readJournals takes in the journals of a cycle's children, all dead: the
-// enqueues sent first, so that a delivery read from one journal finds the
-// enqueue another one sent. A line a kill cut short (no newline) is
-// dropped.
-func (o *killOracle) readJournals(paths []string) error {
+// readJournals takes in the journals of a cycle's children, all dead, run
+// with ackTimeout, the server killed at serverKills: the enqueues sent
+// first, so that a delivery read from one journal finds the enqueue
+// another one sent; then it checks the cycle's Extends. A line a kill cut
+// short (no newline) is dropped.
+func (o *killOracle) readJournals(paths []string, ackTimeout time.Duration, serverKills []int64) error {
 	var rest [][]string
 	for _, path := range paths {
 		lines, err := journalLines(path)
@@ -117,10 +152,18 @@ func (o *killOracle) readJournals(paths []string) error {
 			rest = append(rest, f)
 		}
 	}
+	var extended []string // the tokens with Extends this cycle
 	for _, f := range rest {
 		if err := o.line(f); err != nil {
 			return fmt.Errorf("%q: %w", f, err)
 		}
+		if f[0] == "L?" {
+			extended = append(extended, f[1])
+		}
+	}
+	slices.Sort(extended)
+	for _, tok := range slices.Compact(extended) {
+		o.checkExtends(tok, o.toks[tok], ackTimeout, serverKills)
 	}
 	return nil
 }
@@ -180,6 +223,8 @@ func (o *killOracle) line(f []string) error {
 		return o.acked(f[1], k, f[2:])
 	case "D":
 		return o.delivery(f[1], k, f[2:])
+	case "L?", "L+", "LL", "L!":
+		return o.extendLine(k, f)
 	default:
 		return fmt.Errorf("unknown line kind")
 	}
@@ -224,7 +269,7 @@ func (o *killOracle) delivery(tok string, k *killTok, f []string) error {
 		return err
 	}
 	o.counts.Delivered++
-	d := killDelivery{id: f[0], n: int(n[0]), t0: n[1], t1: n[2]}
+	d := killDelivery{id: f[0], seq: f[1], n: int(n[0]), t0: n[1], t1: n[2]}
 	o.observed(tok, k, "delivered")
 	o.checkID(tok, k, d.id)
 	for _, e := range k.deliveries {
@@ -233,6 +278,129 @@ func (o *killOracle) delivery(tok string, k *killTok, f []string) error {
 	k.deliveries = append(k.deliveries, d)
 	o.checkAcked(tok, k)
 	return nil
+}
+
+// extendLine takes in "L? tok seq n t d", "L+ tok seq n t", "LL tok seq n
+// t", "L! tok seq n" of token k.
+func (o *killOracle) extendLine(k *killTok, f []string) error {
+	if len(f) < 4 {
+		return fmt.Errorf("extend line of %d fields", len(f))
+	}
+	n, err := strconv.Atoi(f[3])
+	if err != nil {
+		return fmt.Errorf("field %q: %w", f[3], err)
+	}
+	if f[0] == "L?" {
+		if len(f) != 6 {
+			return fmt.Errorf("extend line of %d fields", len(f))
+		}
+		v, err := nums(f[4], f[5])
+		if err != nil {
+			return err
+		}
+		k.extends = append(k.extends, killExtend{seq: f[2], n: n, sent: v[0], d: v[1], outcome: '?'})
+		return nil
+	}
+	i := slices.IndexFunc(k.extends, func(e killExtend) bool { return e.seq == f[2] && e.n == n && e.outcome == '?' })
+	if i < 0 {
+		return fmt.Errorf("an extend returned that was not sent")
+	}
+	e := &k.extends[i]
+	switch f[0] {
+	case "L+", "LL":
+		if len(f) != 5 {
+			return fmt.Errorf("extend line of %d fields", len(f))
+		}
+		v, err := nums(f[4])
+		if err != nil {
+			return err
+		}
+		e.ret, e.outcome = v[0], f[0][1]
+		if f[0] == "L+" {
+			o.counts.Extended++
+		} else {
+			o.counts.ExtendLost++
+		}
+	default:
+		e.outcome = '!'
+		o.counts.ExtendUnknown++
+	}
+	return nil
+}
+
+// checkExtends checks the Extends of token k sent this cycle (run with
+// ackTimeout, the server killed at kills), each against the delivery it
+// extends (the last of its seq and count returned before it was sent):
+// ErrLeaseLost not before the lease's deadline as it stood, and no other
+// delivery of the token while the deadline an Extend that returned nil
+// set lay ahead.
+func (o *killOracle) checkExtends(tok string, k *killTok, ackTimeout time.Duration, kills []int64) {
+	for i := range k.extends {
+		e := &k.extends[i]
+		if e.checked {
+			continue // of an earlier cycle
+		}
+		e.checked = true
+		d := k.extended(*e)
+		if d == nil || e.ret == 0 {
+			continue
+		}
+		from, deadline, doubt := d.t0, d.t0+int64(ackTimeout), false
+		for _, p := range k.extends[:i] {
+			if p.seq != e.seq || p.n != e.n || p.sent < d.t1 {
+				continue // another delivery's
+			}
+			if p.outcome == '+' {
+				from, deadline, doubt = p.sent, p.sent+p.d, false
+			} else {
+				doubt = true
+			}
+		}
+		killed := slices.ContainsFunc(kills, func(t int64) bool { return t >= from && t <= e.ret })
+		switch {
+		case doubt || killed || e.ret+int64(sortedKillMargin) >= deadline:
+			if e.outcome == 'L' {
+				o.counts.ExtUnjudged++
+			}
+		case e.outcome == 'L':
+			o.counts.ExtJudged++
+			o.violate(&o.counts.ExtLostEarly, "%s delivery %d (seq %s, dequeued from %d): an Extend sent %d returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
+				tok, d.n, d.seq, d.t0, e.sent, e.ret, time.Duration(deadline-e.ret), deadline, from)
+		default:
+			o.counts.ExtJudged++
+		}
+		if e.outcome == '+' {
+			o.checkExtendedHeld(tok, k, d, e.sent+e.d)
+		}
+	}
+}
+
+// extended returns the delivery of k that Extend e extends: the last of
+// its seq and count returned before e was sent; nil when none is known.
+func (k *killTok) extended(e killExtend) *killDelivery {
+	for i := len(k.deliveries) - 1; i >= 0; i-- {
+		if d := &k.deliveries[i]; d.seq == e.seq && d.n == e.n && d.t1 <= e.sent {
+			return d
+		}
+	}
+	return nil
+}
+
+// checkExtendedHeld checks that no delivery of the token began after
+// delivery d returned and returned before to (an Extend of d that
+// returned nil set its lease to run out then, at the earliest), less
+// sortedKillMargin. A delivery begun later shows nothing.
+func (o *killOracle) checkExtendedHeld(tok string, k *killTok, d *killDelivery, to int64) {
+	for _, e := range k.deliveries {
+		if e.t0 <= d.t1 || e.t0 >= to-int64(sortedKillMargin) {
+			continue
+		}
+		o.counts.OverlapChecks++
+		if e.t1+int64(sortedKillMargin) < to {
+			o.violate(&o.counts.Overlap, "%s delivered (delivery %d, from %d to %d) while delivery %d (seq %s) was extended to %d",
+				tok, e.n, e.t0, e.t1, d.n, d.seq, to)
+		}
+	}
 }
 
 // checkID checks that a token enqueued under an id is delivered under it.

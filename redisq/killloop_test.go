@@ -35,7 +35,8 @@ import (
 // their calls returned: nothing that was enqueued lost, nothing delivered
 // that was not enqueued, nothing delivered again after its ack returned,
 // payloads intact, delivery counts rising, duplicates refused only for
-// ids enqueued before.
+// ids enqueued before, no Extend refused with ErrLeaseLost before its
+// lease's deadline, no delivery taken while an Extend holds its lease.
 //
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 4),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
@@ -170,13 +171,14 @@ func (l *killLoop) cycle(c int, r *rand.Rand) {
 		cfg.Child, cfg.Seed = i, l.r.Uint64()>>1
 		kids[i] = l.start(cfg)
 	}
+	from := len(l.serverKills)
 	l.kill(way, kids)
 	l.o.counts.Cycles++
 	paths := make([]string, len(kids))
 	for i, k := range kids {
 		paths[i] = k.journal
 	}
-	require.NoError(l.t, l.o.readJournals(paths))
+	require.NoError(l.t, l.o.readJournals(paths, cfg.AckTimeout, l.serverKills[from:]))
 }
 
 // kill lets the children run a while, then kills the server, children,

@@ -38,9 +38,10 @@ import (
 //	SL q op lease t         it returned ErrLeaseLost at t
 //	S! q op lease           it returned another error (it may have run)
 //	E? q lease t d          an Extend of a batch's lease by d (ns) is about to be sent at t,
-//	                        before the batch is settled or left to run out
+//	                        before the batch is settled or left to run out (one or two
+//	                        of them, in order)
 //	E+ q lease t            it returned nil at t
-//	EL q lease              it returned ErrLeaseLost
+//	EL q lease t            it returned ErrLeaseLost at t
 //	E! q lease              it returned another error (it may have run)
 //
 // A token is "c<cycle>.k<child>.<q><publisher>.n<number>": the numbers of
@@ -223,8 +224,12 @@ type settlePlan struct {
 	extend  bool          // its lease extended (extendKill) before its settle or abandon
 	extD    time.Duration // the Extend's d
 	extHold int           // percent of extD held after an Extend that returned nil, before the settle (0: none)
-	op      string        // the settle: "ack", "nack", "dead"; "" leaves the lease to run out
-	arg     time.Duration // a nack's delay
+	// extAgain is a second Extend by extD, sent once extAgain percent of
+	// the first one's d has passed (0: none), near the deadline the
+	// first set; extHold then follows the second.
+	extAgain int
+	op       string        // the settle: "ack", "nack", "dead"; "" leaves the lease to run out
+	arg      time.Duration // a nack's delay
 }
 
 // drawSettle draws what a puller does with a batch of key: a batch of
@@ -232,7 +237,12 @@ type settlePlan struct {
 // or left to run out; else an Extend (ExtendPct), a third of those left
 // to run out and half the rest settled within the extended lease, often
 // past its first deadline, or a hold (HoldPct) of up to half the lease
-// (300 ms at most); then an ack, nack, dead-letter or abandon.
+// (300 ms at most); then an ack, nack, dead-letter or abandon. Under a
+// lease of 300 ms or less, half the Extends are sent late in the lease
+// (50 to 95 % of it held first); under any, half of them are followed by
+// a second Extend as late in the first one's d (1.5 s at most), so that
+// Extends meet a deadline close ahead, where a lease wrongly judged lost
+// or a deadline written short shows.
 func drawSettle(k *sortedKillChild, r *rand.Rand, key string) settlePlan {
 	if key == "key0" && r.IntN(100) < k.c.DoomPct {
 		return settlePlan{op: pick(r, "", "nack")}
@@ -240,6 +250,12 @@ func drawSettle(k *sortedKillChild, r *rand.Rand, key string) settlePlan {
 	var p settlePlan
 	if r.IntN(100) < k.c.ExtendPct {
 		p.extend, p.extD = true, time.Duration(1+r.IntN(3))*min(k.c.AckTimeout, 500*time.Millisecond)
+		if k.c.AckTimeout <= 300*time.Millisecond && r.IntN(2) == 0 {
+			p.hold = k.c.AckTimeout * time.Duration(50+r.IntN(46)) / 100
+		}
+		if r.IntN(2) == 0 {
+			p.extAgain = 50 + r.IntN(46)
+		}
 		if r.IntN(3) == 0 {
 			return p // held to the extend's deadline, then runs out
 		}
@@ -266,7 +282,7 @@ func drawSettle(k *sortedKillChild, r *rand.Rand, key string) settlePlan {
 // goroutine, or, when it holds the batch a while, in one of its own.
 func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *queue.Batch[K]) {
 	p := drawSettle(k, r, b.Key)
-	if p.hold > 0 || p.extHold > 0 {
+	if p.hold > 0 || p.extHold > 0 || p.extAgain > 0 {
 		go runSettle(k, q, b, p)
 		return
 	}
@@ -276,7 +292,12 @@ func settleKill[K queue.SortKey](k *sortedKillChild, q string, r *rand.Rand, b *
 // runSettle holds, extends and settles a batch as p says.
 func runSettle[K queue.SortKey](k *sortedKillChild, q string, b *queue.Batch[K], p settlePlan) {
 	time.Sleep(p.hold)
-	if p.extend && extendKill(k, q, b, p.extD) && p.op != "" {
+	extended := p.extend && extendKill(k, q, b, p.extD)
+	if extended && p.extAgain > 0 {
+		time.Sleep(p.extD * time.Duration(p.extAgain) / 100)
+		extended = extendKill(k, q, b, p.extD)
+	}
+	if extended && p.op != "" {
 		time.Sleep(p.extD * time.Duration(p.extHold) / 100)
 	}
 	if p.op != "" {
@@ -321,7 +342,7 @@ func extendKill[K queue.SortKey](k *sortedKillChild, q string, b *queue.Batch[K]
 		k.j.log("E+ %s %d %d", q, b.Receipt.Lease, time.Now().UnixNano())
 		return true
 	case errors.Is(err, queue.ErrLeaseLost):
-		k.j.log("EL %s %d", q, b.Receipt.Lease)
+		k.j.log("EL %s %d %d", q, b.Receipt.Lease, time.Now().UnixNano())
 	default:
 		k.j.log("E! %s %d", q, b.Receipt.Lease)
 		pause(err)

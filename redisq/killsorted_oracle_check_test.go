@@ -130,7 +130,13 @@ func TestSortedKillOracle(t *testing.T) {
 		{"pulled during an extend of unknown outcome", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
 			"E? s 7 220 100000000\nE! s 7\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
 		{"pulled during an extend that found the lease lost", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
-			"E? s 7 220 100000000\nEL s 7\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+			"E? s 7 220 100000000\nEL s 7 1000000300\nB s 240 50000250 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
+		{"pulled after a second extend, within the first one's lease", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nE? s 7 90000000 100000000\nE+ s 7 90000100\n" +
+			"B s 95000000 150000000 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 1, 1},
+		{"pulled after a second extend of unknown outcome, within the first one's lease", "B s 200 210 0 | 7 key1 c1.k0.s0.n1:5:100:1\n" +
+			"E? s 7 220 100000000\nE+ s 7 230\nE? s 7 30000000 10000000\nE! s 7\n" +
+			"B s 35000000 50000000 0 | 8 key1 c1.k0.s0.n2:5:125:1\n", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := sortedOracleOf(t, published+tc.journal, -1)
@@ -162,7 +168,7 @@ func TestSortedKillOracle(t *testing.T) {
 		{"lost once the pull's lease ran out", "S? s ack 7 1000000300 0\nSL s ack 7 1000000400\n", nil, 0, 1, 0},
 		{"lost after an extend of unknown outcome", "E? s 7 220 100000000\nE! s 7\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
 			nil, 0, 1, 0},
-		{"lost after an extend found the lease lost", "E? s 7 220 100000000\nEL s 7\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
+		{"lost after an extend found the lease lost", "E? s 7 1000000220 100000000\nEL s 7 1000000230\nS? s ack 7 1000000240 0\nSL s ack 7 1000000250\n",
 			nil, 0, 1, 0},
 		{"lost with a kill of the server after the extend", "E? s 7 220 100000000\nE+ s 7 230\nS? s ack 7 50000000 0\nSL s ack 7 50000100\n",
 			[]int64{40000000}, 0, 1, 0},
@@ -179,6 +185,45 @@ func TestSortedKillOracle(t *testing.T) {
 			require.Equal(t, tc.unjudged, o.counts.LostUnjudged, "unjudged\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.flag, o.counts.LostEarly, "%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.flag, o.counts.violations(), o.bad)
+		})
+	}
+	// Extends that returned ErrLeaseLost (AckTimeout 1s): before the
+	// lease's deadline as it stood (the pull's, or an earlier Extend's
+	// that returned nil) a violation, where the oracle can judge it.
+	for _, tc := range []struct {
+		name                          string
+		journal                       string
+		kills                         []int64
+		judged, again, unjudged, flag int
+	}{
+		{"extended within the pull's lease", "E? s 7 500000000 100000000\nE+ s 7 500000100\n", nil, 1, 0, 0, 0},
+		{"lost within the pull's lease", "E? s 7 500000000 100000000\nEL s 7 500000100\n", nil, 1, 0, 0, 1},
+		{"lost within the pull's lease, then a settle lost", "E? s 7 500000000 100000000\nEL s 7 500000100\n" +
+			"S? s ack 7 500000200 0\nSL s ack 7 500000300\n", nil, 1, 0, 0, 1},
+		{"lost once the pull's lease ran out", "E? s 7 1000000300 100000000\nEL s 7 1000000400\n", nil, 0, 0, 1, 0},
+		{"lost within the margin of the pull's deadline", "E? s 7 990000000 100000000\nEL s 7 990000300\n", nil, 0, 0, 1, 0},
+		{"lost within an extended lease", "E? s 7 900000000 500000000\nE+ s 7 900000100\n" +
+			"E? s 7 1300000000 500000000\nEL s 7 1300000100\n", nil, 2, 1, 0, 1},
+		{"lost once an extended lease ran out", "E? s 7 900000000 100000000\nE+ s 7 900000100\n" +
+			"E? s 7 1000000100 500000000\nEL s 7 1000000200\n", nil, 1, 0, 1, 0},
+		{"lost after an extend of unknown outcome", "E? s 7 220 100000000\nE! s 7\n" +
+			"E? s 7 50000000 100000000\nEL s 7 50000100\n", nil, 0, 0, 1, 0},
+		{"lost with a kill of the server since the pull", "E? s 7 500000000 100000000\nEL s 7 500000100\n",
+			[]int64{300000000}, 0, 0, 1, 0},
+		{"lost with a kill of the server before the pull", "E? s 7 500000000 100000000\nEL s 7 500000100\n",
+			[]int64{150}, 1, 0, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal")
+			require.NoError(t, os.WriteFile(path, []byte(published+pulled+tc.journal), 0o644))
+			o := newSortedOracle()
+			require.NoError(t, o.readJournals([]sortedJournal{{path: path, maxDeliveries: -1, ackTimeout: time.Second}},
+				map[string]bool{"s": true}, tc.kills))
+			require.Equal(t, tc.judged, o.counts.ExtJudged, "judged\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.again, o.counts.ExtAgain, "after an extend\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.unjudged, o.counts.ExtUnjudged, "unjudged\n%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.flag, o.counts.ExtLostEarly, "%s\n%v", o.counts, o.bad)
+			require.Equal(t, tc.flag, o.counts.violations()-o.counts.LostEarly, o.bad)
 		})
 	}
 	t.Run("a single-flight windowed key pulled while leased", func(t *testing.T) {
@@ -227,5 +272,9 @@ func TestSortedKillOracle(t *testing.T) {
 		require.Error(t, err, "an extend returned that was never sent")
 		_, err = sortedOracleOf(t, published+"E? s 7 220 100\n", -1)
 		require.Error(t, err, "an extend of a batch never pulled")
+		_, err = sortedOracleOf(t, published+pulled+"E? s 7 220 100\nEL s 7\n", -1)
+		require.Error(t, err, "an extend refused with no time")
+		_, err = sortedOracleOf(t, published+pulled+"E? s 7 220 100\nE+ s 7 230\nE+ s 7 240\n", -1)
+		require.Error(t, err, "an extend returned twice")
 	})
 }

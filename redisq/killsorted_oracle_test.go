@@ -55,7 +55,11 @@ const sortedKillMargin = 20 * time.Millisecond
 //     deadline (the one an Extend that returned nil set, else the pull's
 //     call plus AckTimeout), judged with sortedKillMargin, when no kill of
 //     the server was sent between the lease's last setting and the
-//     settle's return and no Extend of unknown outcome may have moved it.
+//     settle's return and no Extend of unknown outcome may have moved it;
+//   - extend lost early: an Extend that returned ErrLeaseLost before the
+//     lease's deadline as it stood when it was sent (the pull's call plus
+//     AckTimeout, or an earlier Extend's that returned nil), judged as a
+//     settle is.
 type sortedOracle struct {
 	toks    map[string]*sortedTok
 	closed  map[string]bool // tokens settled by a checkpoint drain
@@ -97,28 +101,66 @@ type sortedBatch struct {
 	nackSent   int64 // a nack that returned nil: sent, returned, its delay (0: none)
 	nackRet    int64
 	nackDelay  int64
-	op         string        // the settle sent last
-	lostAt     int64         // a settle returned ErrLeaseLost at (0: none)
-	settledAt  int64         // a settle returned nil at (0: none)
-	maxd       int           // the MaxDeliveries of the child that pulled it
-	ackTimeout time.Duration // its AckTimeout
-	extSent    int64         // the last Extend sent (E?), and its d in ns
-	extD       int64
-	extTo      int64 // an Extend that returned nil: sent + d, the deadline it set at the earliest (0: none)
+	op         string         // the settle sent last
+	lostAt     int64          // a settle returned ErrLeaseLost at (0: none)
+	settledAt  int64          // a settle returned nil at (0: none)
+	maxd       int            // the MaxDeliveries of the child that pulled it
+	ackTimeout time.Duration  // its AckTimeout
+	extends    []sortedExtend // its Extends, in the order sent (one child goroutine sends them)
 }
 
-// extendedTo is when an Extend of b that returned nil shows its lease
-// held until: the deadline it set, measured from no earlier than its
-// send, or the send of a settle after it, which may have ended the lease
-// sooner; 0 when none shows it.
-func (b *sortedBatch) extendedTo() int64 {
-	if b.extTo == 0 {
-		return 0
+// sortedExtend is one Extend of a batch's lease.
+type sortedExtend struct {
+	sent, d int64 // sent at (E?), its d in ns
+	ret     int64 // it returned nil or ErrLeaseLost at (0: no such line)
+	outcome byte  // '+' nil, 'L' ErrLeaseLost, '!' another error, '?' no return journaled
+}
+
+// leaseBefore is what b's journal shows of its lease's deadline when its
+// i-th Extend (or, i = len(extends), anything after them) was sent: the
+// lease was last set at from, to run out no earlier than deadline (the
+// pull's call plus the AckTimeout, or the last Extend that returned nil,
+// its send plus its d), and doubt when an Extend since may have moved it
+// (outcome unknown) or found it lost.
+func (b *sortedBatch) leaseBefore(i int) (from, deadline int64, doubt bool) {
+	from, deadline = b.t0, b.t0+int64(b.ackTimeout)
+	for _, e := range b.extends[:i] {
+		if e.outcome == '+' {
+			from, deadline, doubt = e.sent, e.sent+e.d, false
+		} else {
+			doubt = true
+		}
 	}
-	if b.sentAt > b.extSent {
-		return min(b.extTo, b.sentAt)
+	return from, deadline, doubt
+}
+
+// extendedTo is when the Extends of b that returned nil show its lease
+// held until: the deadline the last of them set, measured from no
+// earlier than its send, or less when a later Extend of unknown outcome
+// may have set a sooner one (no earlier than its send plus its d), or the
+// send of a settle after them, which may have ended the lease sooner; 0
+// when none shows it. It returns the send of that last Extend too.
+func (b *sortedBatch) extendedTo() (to, sent int64) {
+	for _, e := range b.extends {
+		switch {
+		case e.outcome == '+':
+			to, sent = e.sent+e.d, e.sent
+		case to != 0 && e.outcome != 'L':
+			to = min(to, e.sent+e.d)
+		}
 	}
-	return b.extTo
+	if to != 0 && b.sentAt > sent {
+		to = min(to, b.sentAt)
+	}
+	return to, sent
+}
+
+// lastExtend is b's last Extend sent, nil when none.
+func (b *sortedBatch) lastExtend() *sortedExtend {
+	if len(b.extends) == 0 {
+		return nil
+	}
+	return &b.extends[len(b.extends)-1]
 }
 
 // sortedVal is one value of a batch, as pulled.
@@ -148,6 +190,12 @@ type sortedCounts struct {
 	// settles that returned ErrLeaseLost it could not judge; LostEarly is
 	// its violations.
 	DeadAtPull, LostJudged, LostExtended, LostUnjudged, LostEarly int
+	// ExtJudged counts the Extends (returned nil or ErrLeaseLost) the
+	// extend-lost-early check could judge, ExtAgain those of them after
+	// an earlier Extend of the batch that returned nil, ExtUnjudged the
+	// Extends that returned ErrLeaseLost it could not judge; ExtLostEarly
+	// is its violations.
+	ExtJudged, ExtAgain, ExtUnjudged, ExtLostEarly int
 }
 
 // String is the counts on one line, as the test logs them.
@@ -156,22 +204,24 @@ func (c sortedCounts) String() string {
 		"pulls=%d batches=%d delivered=%d acked=%d nacked=%d dead-lettered=%d settle-lease-lost=%d settle-unknown=%d "+
 		"extended=%d extend-lease-lost=%d extend-unknown=%d "+
 		"dead-seen=%d requeued-from-dead=%d drained=%d "+
-		"dead-at-pull=%d checked: pull-orders=%d lease-pairs=%d windows=%d nack-holds=%d lease-deadlines=%d (extended %d; lease-lost unjudged %d) | "+
+		"dead-at-pull=%d checked: pull-orders=%d lease-pairs=%d windows=%d nack-holds=%d lease-deadlines=%d (extended %d; lease-lost unjudged %d) "+
+		"extend-deadlines=%d (after an extend %d; lease-lost unjudged %d) | "+
 		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d wrong-key=%d wrong-sort=%d order=%d overlap=%d early=%d count-down=%d "+
-		"lost-early=%d",
+		"lost-early=%d extend-lost-early=%d",
 		c.Cycles, c.ServerKills, c.ChildKills, c.Sent, c.Published, c.Unknown,
 		c.Pulls, c.Batches, c.Delivered, c.Acked, c.Nacked, c.DeadLettered, c.SettleLost, c.SettleUnknown,
 		c.Extended, c.ExtendLost, c.ExtendUnknown,
 		c.Dead, c.Requeued, c.Drained,
 		c.DeadAtPull, c.OrderChecks, c.OverlapChecks, c.EarlyChecks, c.HoldChecks, c.LostJudged, c.LostExtended, c.LostUnjudged,
+		c.ExtJudged, c.ExtAgain, c.ExtUnjudged,
 		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.WrongKey, c.WrongSort, c.Order, c.Overlap, c.Early, c.CountDown,
-		c.LostEarly)
+		c.LostEarly, c.ExtLostEarly)
 }
 
 // violations is the number of violations of every kind.
 func (c sortedCounts) violations() int {
 	return c.Lost + c.Unexpected + c.RedeliveredAfterAck + c.Payload + c.WrongKey + c.WrongSort +
-		c.Order + c.Overlap + c.Early + c.CountDown + c.LostEarly
+		c.Order + c.Overlap + c.Early + c.CountDown + c.LostEarly + c.ExtLostEarly
 }
 
 // newSortedOracle returns an oracle that has read nothing.
@@ -422,8 +472,8 @@ func (o *sortedOracle) settled(cy *sortedCycle, f []string) error {
 	return nil
 }
 
-// extended takes in "E? q lease t d", "E+ q lease t", "EL q lease", "E! q
-// lease".
+// extended takes in "E? q lease t d", "E+ q lease t", "EL q lease t",
+// "E! q lease".
 func (o *sortedOracle) extended(cy *sortedCycle, f []string) error {
 	if len(f) < 3 {
 		return fmt.Errorf("extend line of %d fields", len(f))
@@ -441,16 +491,30 @@ func (o *sortedOracle) extended(cy *sortedCycle, f []string) error {
 		if err != nil {
 			return err
 		}
-		b.extSent, b.extD = n[0], n[1]
-	case "E+":
-		if b.extSent == 0 {
-			return fmt.Errorf("an extend returned that was not sent")
+		b.extends = append(b.extends, sortedExtend{sent: n[0], d: n[1], outcome: '?'})
+		return nil
+	}
+	e := b.lastExtend()
+	if e == nil || e.outcome != '?' {
+		return fmt.Errorf("an extend returned that was not sent")
+	}
+	switch f[0] {
+	case "E+", "EL":
+		if len(f) != 4 {
+			return fmt.Errorf("extend line of %d fields", len(f))
 		}
-		b.extTo = b.extSent + b.extD
-		o.counts.Extended++
-	case "EL":
-		o.counts.ExtendLost++
+		n, err := nums(f[3])
+		if err != nil {
+			return err
+		}
+		e.ret, e.outcome = n[0], f[0][1]
+		if f[0] == "E+" {
+			o.counts.Extended++
+		} else {
+			o.counts.ExtendLost++
+		}
 	default:
+		e.outcome = '!'
 		o.counts.ExtendUnknown++
 	}
 	return nil
@@ -484,6 +548,7 @@ func (o *sortedOracle) check(cy *sortedCycle) {
 	for _, b := range cy.batches {
 		o.checkBatch(b)
 		o.checkLostEarly(cy, b)
+		o.checkExtendLostEarly(cy, b)
 		byKey[b.q+" "+b.key] = append(byKey[b.q+" "+b.key], b)
 	}
 	for _, pull := range cy.pulls {
@@ -619,7 +684,7 @@ func (o *sortedOracle) checkKey(cy *sortedCycle, bs []*sortedBatch) {
 // doing so; a pull begun later, or while a's was under way, shows nothing
 // either way.
 func (o *sortedOracle) checkOverlap(a, b *sortedBatch) {
-	ext := a.extendedTo()
+	ext, extSent := a.extendedTo()
 	end := a.heldTo
 	if ext != 0 {
 		end = max(end, ext-int64(sortedKillMargin))
@@ -634,7 +699,7 @@ func (o *sortedOracle) checkOverlap(a, b *sortedBatch) {
 			b.q, b.key, b.lease, b.t0, b.t1, a.lease, a.t1, a.heldTo)
 	case b.t1+int64(sortedKillMargin) < ext:
 		o.violate(&o.counts.Overlap, "%s batch of %s (lease %d) pulled from %d to %d while lease %d, pulled by %d, was extended (extend sent %d, to %d)",
-			b.q, b.key, b.lease, b.t0, b.t1, a.lease, a.t1, a.extSent, ext)
+			b.q, b.key, b.lease, b.t0, b.t1, a.lease, a.t1, extSent, ext)
 	}
 }
 
@@ -672,25 +737,60 @@ func (o *sortedOracle) checkLostEarly(cy *sortedCycle, b *sortedBatch) {
 	if ret == 0 {
 		return
 	}
-	from, deadline := b.t0, b.t0+int64(b.ackTimeout)
-	if b.extTo != 0 {
-		from, deadline = b.extSent, b.extTo
-	}
-	killed := slices.ContainsFunc(cy.serverKills, func(k int64) bool { return k >= from && k <= ret })
-	if b.extSent != 0 && b.extTo == 0 || killed || ret+int64(sortedKillMargin) >= deadline {
+	from, deadline, doubt := b.leaseBefore(len(b.extends))
+	if doubt || cy.killedBetween(from, ret) || ret+int64(sortedKillMargin) >= deadline {
 		if b.lostAt != 0 {
 			o.counts.LostUnjudged++
 		}
 		return
 	}
 	o.counts.LostJudged++
-	if b.extTo != 0 {
+	if from != b.t0 {
 		o.counts.LostExtended++
 	}
 	if b.lostAt != 0 {
-		o.violate(&o.counts.LostEarly, "%s batch of %s (lease %d, pulled from %d): %s returned ErrLeaseLost at %d, %v before its deadline %d (extend sent %d)",
-			b.q, b.key, b.lease, b.t0, b.op, b.lostAt, time.Duration(deadline-b.lostAt), deadline, b.extSent)
+		o.violate(&o.counts.LostEarly, "%s batch of %s (lease %d, pulled from %d): %s returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
+			b.q, b.key, b.lease, b.t0, b.op, b.lostAt, time.Duration(deadline-b.lostAt), deadline, from)
 	}
+}
+
+// checkExtendLostEarly checks b's Extends as checkLostEarly checks its
+// settle: an Extend that returned (nil or ErrLeaseLost) sortedKillMargin
+// or more before the lease's deadline as it stood (leaseBefore: the
+// pull's call plus the AckTimeout, or the deadline an earlier Extend that
+// returned nil set), with no kill of the server sent between the lease's
+// last setting and the Extend's return and no Extend of unknown outcome
+// (or that found the lease lost) before it, is judged and counted; one
+// of them that returned ErrLeaseLost is a violation: a consumer that
+// extends in time keeps its batch. It counts the Extends that returned
+// ErrLeaseLost it cannot judge.
+func (o *sortedOracle) checkExtendLostEarly(cy *sortedCycle, b *sortedBatch) {
+	for i, e := range b.extends {
+		if e.ret == 0 {
+			continue
+		}
+		from, deadline, doubt := b.leaseBefore(i)
+		if doubt || cy.killedBetween(from, e.ret) || e.ret+int64(sortedKillMargin) >= deadline {
+			if e.outcome == 'L' {
+				o.counts.ExtUnjudged++
+			}
+			continue
+		}
+		o.counts.ExtJudged++
+		if from != b.t0 {
+			o.counts.ExtAgain++
+		}
+		if e.outcome == 'L' {
+			o.violate(&o.counts.ExtLostEarly, "%s batch of %s (lease %d, pulled from %d): an Extend sent %d returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
+				b.q, b.key, b.lease, b.t0, e.sent, e.ret, time.Duration(deadline-e.ret), deadline, from)
+		}
+	}
+}
+
+// killedBetween reports whether a kill of the server was sent between
+// two times of the cycle.
+func (cy *sortedCycle) killedBetween(from, to int64) bool {
+	return slices.ContainsFunc(cy.serverKills, func(k int64) bool { return k >= from && k <= to })
 }
 
 // shareValue reports whether two batches hold a token in common.

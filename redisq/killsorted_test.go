@@ -40,8 +40,8 @@ import (
 // order, a single-flight key (and any value) leased to one batch at a
 // time, a lease held until its settle or the deadline an Extend set, no
 // key pulled before its window closed or its nack's delay passed (within
-// sortedKillMargin), delivery counts rising, no settle refused with
-// ErrLeaseLost before its lease's deadline.
+// sortedKillMargin), delivery counts rising, no settle or Extend refused
+// with ErrLeaseLost before its lease's deadline.
 //
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 3),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
@@ -83,7 +83,7 @@ func (l *sortedKillLoop) cycle(c int, r *rand.Rand) {
 		Publishers: 1 + r.IntN(2), Pullers: 2 + r.IntN(3),
 		NackPct: pick(r, 0, 10, 20), AbandonPct: pick(r, 0, 5, 15), DeadPct: pick(r, 0, 2),
 		ShortPct: pick(r, 0, 20), SortRange: pick(r, 5, 50, 1000), KeyRange: pick(r, 2, 3, 8, 30),
-		ExtendPct: pick(r, 10, 30), DoomPct: pick(r, 30, 60), HoldPct: pick(r, 20, 50),
+		ExtendPct: pick(r, 20, 40), DoomPct: pick(r, 30, 60), HoldPct: pick(r, 20, 50),
 		SortedSingle: r.IntN(2) == 0, WindowedSingle: r.IntN(2) == 0}
 	l.setSingle(cfg.SortedSingle, cfg.WindowedSingle)
 	kids := make([]*killChildProc, 2+r.IntN(2))
