@@ -287,7 +287,7 @@ type gapChild struct {
 // the compaction never reached the point.
 func runGapChild(cfg *childConfig) {
 	c := &gapChild{cfg: cfg, rep: newReporter()}
-	opts := queue.Options{Sync: queue.SyncAlways, SegmentSize: gapSegment, SnapshotBytes: 1 << 30,
+	opts := queue.Options{Sync: queue.SyncNever, SegmentSize: gapSegment, SnapshotBytes: 1 << 30,
 		AckTimeout: time.Hour, ManualRequeue: true}
 	testhook.SetManualCompaction(&opts)
 	testhook.SetCompactStep(&opts, c.compactStep)
