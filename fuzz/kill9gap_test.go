@@ -139,6 +139,8 @@ func checkGap(t *testing.T, dir, kind string, p gapPoint) error {
 	case !c.killed() || g.reached != p.name:
 		return fmt.Errorf("%s: the child never reached the point (reported %q, exit %v); its output:\n%s",
 			what, g.reached, c.err, c.output())
+	case c.raceReport() != "":
+		return fmt.Errorf("%s: the race detector found a data race in the child:\n%s", what, c.raceReport())
 	}
 	d, dead, err := drainGap(dir, kind)
 	if err != nil {
