@@ -79,7 +79,7 @@ func (h *handoverParent) cycle(rng *rand.Rand, dir string, n int) {
 		}()
 	}
 	victim := rng.IntN(2)
-	first := time.Duration(rng.Int64N(int64(scaled(1, 1)) * int64(400*time.Millisecond)))
+	first := time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
 	if raceEnabled {
 		first *= 3
 	}
