@@ -85,6 +85,7 @@ func (h *handoverParent) cycle(rng *rand.Rand, dir string, n int) {
 	}
 	killAt := time.After(first)
 	var second <-chan time.Time
+	tookOver := false           // the survivor reported an open after the kill
 	open := [2]bool{true, true} // report streams not ended
 	for open[0] || open[1] {
 		select {
@@ -92,7 +93,8 @@ func (h *handoverParent) cycle(rng *rand.Rand, dir string, n int) {
 			switch {
 			case l.line == "":
 				open[l.from] = false
-			case l.line[0] == 'o' && second == nil && killAt == nil && l.from != victim:
+			case l.line[0] == 'o' && !tookOver && killAt == nil && l.from != victim:
+				tookOver = true
 				h.takeovers++
 				second = time.After(time.Duration(rng.Int64N(int64(100 * time.Millisecond))))
 			}
