@@ -141,7 +141,16 @@ func (q *Queue) takeSnapshot() error {
 	if err := q.log.TruncateFront(min(low, f.last+1)); err != nil {
 		return fmt.Errorf("queue: truncate log: %w", err)
 	}
+	q.compactPoint("truncated")
 	return nil
+}
+
+// compactPoint calls the crash tests' compaction hook, when set
+// (internal/testhook), at the named point.
+func (q *Queue) compactPoint(name string) {
+	if q.opts.compactStep != nil {
+		q.opts.compactStep(name)
+	}
 }
 
 // writeSnapshot makes the log durable up to f and writes f's file.

@@ -70,6 +70,9 @@ func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
 		}
 	}
 	n, ierr := q.moveIndexed(target, !recount)
+	if ierr == nil {
+		q.compactPoint("indexed")
+	}
 	var left *damageLeft
 	if !errors.As(ierr, &left) {
 		if ierr != nil {
@@ -83,6 +86,7 @@ func (q *Queue) movePinned(target uint64, recount bool) (int, error) {
 		err = q.log.Flush()
 	}
 	if err == nil {
+		q.compactPoint("flushed")
 		err = damage
 	}
 	return n + m, err
@@ -256,6 +260,7 @@ func (q *Queue) appendPaced(rec *record, p *pacer) (bool, error) {
 		return false, err
 	}
 	q.mu.Unlock()
+	q.compactPoint("copy")
 	err = p.add(c, len(rec.Payload))
 	q.mu.Lock()
 	return err == nil, err
@@ -334,7 +339,11 @@ func (q *Queue) moveCursorRegion(target uint64, recount bool) (int, error) {
 		}
 		from = next
 	}
-	return moved, q.advanceCursor(target, recount)
+	if err := q.advanceCursor(target, recount); err != nil {
+		return moved, err
+	}
+	q.compactPoint("advanced")
+	return moved, nil
 }
 
 // readCandidates reads enqueue records from from up to target, about
@@ -406,10 +415,12 @@ func (q *Queue) moveCandidates(cs []candidate, next uint64) (int, *wal.Commit, e
 		}
 		last = cm
 		moved++
+		q.compactPoint("cursor-copy")
 	}
 	if next <= st.cursor {
 		return moved, last, nil
 	}
+	q.compactPoint("copied")
 	cm, err := q.appendLocked(&record{Op: opAdvance, Seq: next, At: q.now()}, nil)
 	if err != nil {
 		return moved, nil, err

@@ -207,6 +207,7 @@ type Options struct {
 	singleFlight       bool              // sorted queues: set from SortedOptions
 	cacheBytes         int64             // sorted queues: set from SortedOptions
 	snapshotStep       func(step string) // called after each step of writing a snapshot; see internal/testhook
+	compactStep        func(step string) // called at each point of a compaction's copies; see internal/testhook
 	manualCompact      bool              // no background compaction, only Compact; see internal/testhook
 	logOptions         func(walOpts any) // edits the log's wal.Options; see internal/testhook
 	segmentSizeDefault bool              // SegmentSize was not given: the default filled in (logSegmentSize)
@@ -220,6 +221,7 @@ type Options struct {
 // The crash tests' way to snapshotStep, which is not part of the API.
 func init() {
 	testhook.SetSnapshotStep = func(o any, step func(string)) { o.(*Options).snapshotStep = step }
+	testhook.SetCompactStep = func(o any, step func(string)) { o.(*Options).compactStep = step }
 	testhook.SetManualCompaction = func(o any) { o.(*Options).manualCompact = true }
 	testhook.SetLogOptions = func(o any, edit func(any)) { o.(*Options).logOptions = edit }
 	testhook.FlushLog = func(q any) error { return q.(logOwner).logOf().Flush() }

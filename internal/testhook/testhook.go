@@ -10,6 +10,18 @@ package testhook
 // function when it is initialized; it is never changed after that.
 var SetSnapshotStep func(opts any, step func(string))
 
+// SetCompactStep installs step on opts, which must be a *queue.Options:
+// a compaction calls step at each point of copying live messages forward
+// ("copy" after each indexed message's copy is appended, "indexed" once
+// they all are, "cursor-copy" after each never-delivered message's copy
+// and "copied" after the last of a chunk, both with the queue's lock held
+// and before the record that advances the cursor past them, "advanced"
+// once that record is appended, "flushed" once the copies are durable)
+// and "truncated" after any snapshot's front truncation, so that a crash
+// test can stop the process between the copies, the advance and the
+// truncation. Package queue sets this function when it is initialized.
+var SetCompactStep func(opts any, step func(string))
+
 // SetManualCompaction turns off the background compaction of opts, which
 // must be a *queue.Options: the queue compacts only when Compact is
 // called, so that a crash test's own compactions are the ones that
