@@ -306,26 +306,40 @@ func (o *killOracle) extendLine(k *killTok, f []string) error {
 		return fmt.Errorf("an extend returned that was not sent")
 	}
 	e := &k.extends[i]
-	switch f[0] {
-	case "L+", "LL":
-		if len(f) != 5 {
-			return fmt.Errorf("extend line of %d fields", len(f))
-		}
-		v, err := nums(f[4])
-		if err != nil {
-			return err
-		}
-		e.ret, e.outcome = v[0], f[0][1]
-		if f[0] == "L+" {
-			o.counts.Extended++
-		} else {
-			o.counts.ExtendLost++
-		}
-	default:
-		e.outcome = '!'
-		o.counts.ExtendUnknown++
+	e.ret, e.outcome, err = extendEnd(f, 5)
+	countExtend(e.outcome, &o.counts.Extended, &o.counts.ExtendLost, &o.counts.ExtendUnknown)
+	return err
+}
+
+// extendEnd reads the line f that journals how an Extend ended, of
+// either kill loop ("L+"/"E+" nil, "LL"/"EL" ErrLeaseLost, both with
+// fields fields, the last its return time; anything else another error):
+// its return time and outcome ('+', 'L' or '!').
+func extendEnd(f []string, fields int) (int64, byte, error) {
+	if k := f[0][1]; k != '+' && k != 'L' {
+		return 0, '!', nil
 	}
-	return nil
+	if len(f) != fields {
+		return 0, '?', fmt.Errorf("extend line of %d fields", len(f))
+	}
+	v, err := nums(f[fields-1])
+	if err != nil {
+		return 0, '?', err
+	}
+	return v[0], f[0][1], nil
+}
+
+// countExtend counts an Extend's outcome ('+', 'L', '!'; '?' not at
+// all: a line that could not be read) in a kill loop's figures.
+func countExtend(outcome byte, extended, lost, unknown *int) {
+	switch outcome {
+	case '+':
+		*extended++
+	case 'L':
+		*lost++
+	case '!':
+		*unknown++
+	}
 }
 
 // checkExtends checks the Extends of token k sent this cycle (run with

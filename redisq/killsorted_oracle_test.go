@@ -498,26 +498,10 @@ func (o *sortedOracle) extended(cy *sortedCycle, f []string) error {
 	if e == nil || e.outcome != '?' {
 		return fmt.Errorf("an extend returned that was not sent")
 	}
-	switch f[0] {
-	case "E+", "EL":
-		if len(f) != 4 {
-			return fmt.Errorf("extend line of %d fields", len(f))
-		}
-		n, err := nums(f[3])
-		if err != nil {
-			return err
-		}
-		e.ret, e.outcome = n[0], f[0][1]
-		if f[0] == "E+" {
-			o.counts.Extended++
-		} else {
-			o.counts.ExtendLost++
-		}
-	default:
-		e.outcome = '!'
-		o.counts.ExtendUnknown++
-	}
-	return nil
+	var err error
+	e.ret, e.outcome, err = extendEnd(f, 4)
+	countExtend(e.outcome, &o.counts.Extended, &o.counts.ExtendLost, &o.counts.ExtendUnknown)
+	return err
 }
 
 // settledNil takes in a settle of b that returned nil at t.
