@@ -56,6 +56,7 @@ func TestKillLoopSorted(t *testing.T) {
 	l := &sortedKillLoop{k: &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle()},
 		o: newSortedOracle()}
 	keepOnFailure(t, "WALQ_REDISQ_KILL_KEEP", l.k.srv.Dir, l.k.dir)
+	logAOFCuts(t, l.k.srv)
 	c := &l.o.counts
 	// A machine too loaded for a cycle's shortest leases can see every
 	// Extend of a run come too late, refused: then more cycles, until one
