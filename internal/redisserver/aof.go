@@ -214,7 +214,7 @@ func bulk(data []byte, off int) (string, int, error) {
 	if err != nil {
 		return "", -1, err
 	}
-	if len(data)-next < n+2 {
+	if n > len(data)-next-2 { // n+2 would overflow for a huge n
 		return "", -1, nil
 	}
 	if string(data[next+n:next+n+2]) != "\r\n" {

@@ -47,6 +47,7 @@ func TestOpenMulti(t *testing.T) {
 		{"two blocks, only the last open", sel + multi + set + exec + set + multi + set, len(sel + multi + set + exec + set)},
 		{"annotations", "#TS:1733600000\r\n" + multi + set + "#TS:1733600001\r\n" + exec + "#TS:17", -1},
 		{"annotation inside an open block", sel + multi + "#TS:1733600000\r\n" + set, len(sel)},
+		{"argument length past any file", sel + multi + "*1\r\n$9223372036854775807\r\nSET", len(sel)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := openMulti([]byte(tc.aof))
