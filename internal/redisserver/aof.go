@@ -87,17 +87,18 @@ func (s *Server) arg(flag, def string) string {
 }
 
 // lastIncr returns the name of the last incr file ("type i") a manifest
-// lists, "" when it lists none.
+// lists, "" when it lists none. As the server's reader does, it skips
+// lines that begin with '#' and takes keys in any case.
 func lastIncr(manifest []byte) (string, error) {
 	last := ""
 	for n, line := range strings.Split(string(manifest), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 {
+		if len(f) == 0 || strings.HasPrefix(line, "#") {
 			continue
 		}
 		kv := map[string]string{}
 		for i := 0; i+1 < len(f); i += 2 {
-			kv[f[i]] = f[i+1]
+			kv[strings.ToLower(f[i])] = f[i+1]
 		}
 		name := kv["file"]
 		if len(f)%2 != 0 || name == "" || kv["type"] == "" || strings.ContainsAny(name, `"'/`) {

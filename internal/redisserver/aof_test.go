@@ -171,6 +171,14 @@ func TestRepairAOF(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, cut)
 	})
+	t.Run("comment lines and keys in capitals", func(t *testing.T) {
+		m := "# written by hand\nFILE appendonly.aof.3.incr.aof SEQ 3 TYPE i\n"
+		s := aofDir(t, m, map[string]string{"appendonly.aof.3.incr.aof": kept + open})
+		cut, err := s.repairAOF()
+		require.NoError(t, err)
+		require.True(t, cut)
+		require.Equal(t, kept, read(s, "appendonly.aof.3.incr.aof"))
+	})
 	t.Run("no AOF", func(t *testing.T) {
 		cut, err := (&Server{Dir: t.TempDir()}).repairAOF()
 		require.NoError(t, err)
