@@ -20,8 +20,11 @@ import (
 // block, instead of before its MULTI (its loader cuts back to before the
 // MULTI only when the block ends on a complete command). The start that
 // truncates drops the half block, but appends its own commands after the
-// open MULTI; the start after that replays the half block, merged into
-// the next one, onto a state that has moved on. Valkey fixed its loader
+// open MULTI. If one of them is a later block, the next start
+// replays the half block, merged into it, onto a state that has moved
+// on; if only single commands follow, the next start finds the file ending
+// inside the open block and reverts them with it, acknowledged writes
+// and all (TestRestartKeepsWritesAfterATornBlock). Valkey fixed its loader
 // in valkey-io/valkey PR #4342 "Fix malformed AOF after a short read in
 // MULTI". The harness judges walq against a correct server, so before it
 // starts a server again it does what the fixed loader does: it cuts the
