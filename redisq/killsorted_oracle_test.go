@@ -837,8 +837,19 @@ func (o *sortedOracle) observed(tok string, k *sortedTok, how string) {
 // payload intact, its key the published one, no ack of it returned. It
 // returns its token, "" when the payload is not one published.
 func (o *sortedOracle) held(q string, payload []byte, key, how string) string {
+	return o.heldWhy(q, payload, key, how, "")
+}
+
+// heldWhy is held of a dead value listed with reason, which a violation
+// of its payload quotes: the listing says there why it could not read
+// the value's stored record.
+func (o *sortedOracle) heldWhy(q string, payload []byte, key, how, reason string) string {
 	tok, intact := killToken(payload)
 	if !intact {
+		if reason != "" {
+			o.violate(&o.counts.Payload, "%s %s value of key %s: payload %q is not one published (reason %q)", q, how, key, payload, reason)
+			return ""
+		}
 		o.violate(&o.counts.Payload, "%s %s value of key %s: payload %q is not one published", q, how, key, payload)
 		return ""
 	}

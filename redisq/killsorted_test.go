@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,10 +50,13 @@ import (
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 3),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),
 // WALQ_REDISQ_KILL_CHECKPOINT the cycles between drains (default 25), as
-// for TestKillLoop.
+// for TestKillLoop; WALQ_REDISQ_KILL_KEEP a directory where a failed run
+// leaves a copy of the server's files and the children's journals.
 func TestKillLoopSorted(t *testing.T) {
 	l := &sortedKillLoop{k: &killLoop{t: t, srv: redistest.Start(t), dir: t.TempDir(), o: newKillOracle()},
 		o: newSortedOracle()}
+	keepOnFailure(t, "WALQ_REDISQ_KILL_KEEP", l.k.srv.Dir, l.k.dir)
+	logAOFCuts(t, l.k.srv)
 	c := &l.o.counts
 	// A machine too loaded for a cycle's shortest leases can see every
 	// Extend of a run come too late, refused: then more cycles, until one
@@ -152,6 +159,33 @@ func (l *sortedKillLoop) open(clock queue.Clock) (s *redisq.Sorted[int64], w *re
 	}
 }
 
+// keepOnFailure copies dirs (the server's files, the children's
+// journals) under the directory that the environment variable env names,
+// when set, if the test fails: its temporary directories are removed as
+// it ends, and a failure that shows once in many runs is read from them.
+// It runs before the server is killed (cleanups run last first), so the
+// copy of its AOF holds every write it acknowledged.
+func keepOnFailure(t *testing.T, env string, dirs ...string) {
+	to := os.Getenv(env)
+	if to == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dst := filepath.Join(to, fmt.Sprintf("%s-%d", t.Name(), os.Getpid()))
+		for i, d := range dirs {
+			out, err := exec.Command("cp", "-a", d, fmt.Sprintf("%s-%d", dst, i)).CombinedOutput()
+			if err != nil {
+				t.Logf("%s: keep %s: %v: %s", env, d, err, out)
+				continue
+			}
+			t.Logf("%s: %s kept as %s-%d", env, d, dst, i)
+		}
+	})
+}
+
 // between is deadValues, as runKillCycles calls it.
 func (l *sortedKillLoop) between() { l.deadValues() }
 
@@ -185,7 +219,7 @@ func deadKill[K queue.SortKey](l *sortedKillLoop, q string, requeue int, s *redi
 	require.NoError(t, err)
 	var toks []string
 	for _, d := range values {
-		tok := l.o.held(q, d.Payload, d.Key, "dead")
+		tok := l.o.heldWhy(q, d.Payload, d.Key, "dead", d.Reason)
 		l.o.counts.Dead++
 		if strings.HasSuffix(d.Reason, "; not delivered again") { // killPastLimit's reason
 			l.o.counts.DeadAtPull++
@@ -244,7 +278,7 @@ func drainKill[K queue.SortKey](l *sortedKillLoop, q string, s *redisq.Sorted[K]
 	values, err := s.DeadValues(0, 0)
 	require.NoError(t, err)
 	for _, d := range values {
-		if tok := l.o.held(q, d.Payload, d.Key, "dead at the drain"); tok != "" {
+		if tok := l.o.heldWhy(q, d.Payload, d.Key, "dead at the drain", d.Reason); tok != "" {
 			held[tok] = true
 		}
 	}
