@@ -228,6 +228,25 @@
 // the library into a server (the first Open of a version) is a write: it
 // fails while the server refuses writes.
 //
+// Two crashes of the server in a row can break a call's atomicity on a
+// server whose AOF loader cuts a torn MULTI/EXEC block inside the block
+// rather than before its MULTI, as Redis 7.0.15 does with
+// aof-load-truncated yes (its default; Valkey fixed its loader in
+// valkey-io/valkey#4342). The first restart drops the torn call's writes
+// but leaves its MULTI open at the end of the AOF, and the server appends
+// after it. The second restart then either applies the torn call's first
+// half, with everything written after it, as one transaction closed by
+// the EXEC of the next call that made several writes, on a state that
+// has moved on; or, when no such call came before the second crash,
+// reverts everything the server acknowledged since the first restart.
+// Messages are lost, delivered twice, under another key or out of order,
+// and dead values have no record (DeadLetters gives their reason as
+// "corrupt record: missing"). No function can guard against it:
+// it happens as the server loads. Run a server with the fixed loader, or
+// set aof-load-truncated no and, when the server then refuses to start on
+// a torn AOF, run redis-check-aof --fix on its manifest, which cuts the
+// file before the open MULTI (see the README's failure table).
+//
 // # Differences from the embedded queue
 //
 //   - A receipt is lost at its deadline, before any housekeeper has ended
