@@ -50,7 +50,7 @@ import (
 //     of it returned and returned sortedKillMargin or more before that
 //     one's lease surely still held (its dequeue's call plus its cycle's
 //     AckTimeout, or the send of a nack or dead-letter of it if sooner),
-//     with no kill of the server sent between the two.
+//     server kills between the two or not.
 type killOracle struct {
 	toks   map[string]*killTok
 	dupIDs map[string]string // id refused as duplicate → the refused token
@@ -58,10 +58,8 @@ type killOracle struct {
 	counts killCounts
 	bad    []string // the first violations, for the failure message
 	// ackTimeout is the AckTimeout of the cycle whose journals are
-	// being read (readJournals), given to its deliveries; kills is
-	// when each kill of the server was sent, every cycle so far.
+	// being read (readJournals), given to its deliveries.
 	ackTimeout time.Duration
-	kills      []int64
 }
 
 // killTok is what is known of one token.
@@ -125,23 +123,22 @@ type killCounts struct {
 	// AckJudged counts the acks (nil or ErrLeaseLost) the ack-lost-early
 	// check could judge, AckUnjudged those that returned ErrLeaseLost it
 	// could not; HeldChecks the pairs of deliveries (one begun after the
-	// other returned) the lease-overlap check compared, HeldUnjudged
-	// those it would have flagged but for a kill of the server between.
-	AckJudged, AckUnjudged, HeldChecks, HeldUnjudged int
-	AckLostEarly, LeaseOverlap                       int
+	// other returned) the lease-overlap check compared.
+	AckJudged, AckUnjudged, HeldChecks int
+	AckLostEarly, LeaseOverlap         int
 }
 
 func (c killCounts) String() string {
 	return fmt.Sprintf("cycles=%d server-kills=%d child-kills=%d sent=%d enqueued=%d unknown=%d dup-refused=%d "+
 		"delivered=%d acked=%d ack-lease-lost=%d ack-unknown=%d dead-seen=%d requeued-from-dead=%d drained=%d "+
 		"extended=%d extend-lease-lost=%d extend-unknown=%d checked: extend-deadlines=%d (lease-lost unjudged %d) extended-pairs=%d "+
-		"ack-deadlines=%d (lease-lost unjudged %d) lease-pairs=%d (unjudged %d) | "+
+		"ack-deadlines=%d (lease-lost unjudged %d) lease-pairs=%d | "+
 		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d count-down=%d dup-unfounded=%d extend-lost-early=%d overlap=%d "+
 		"ack-lost-early=%d lease-overlap=%d",
 		c.Cycles, c.ServerKills, c.ChildKills, c.Sent, c.Enqueued, c.Unknown, c.DupRefused,
 		c.Delivered, c.Acked, c.AckLost, c.AckUnknown, c.Dead, c.Requeued, c.Drained,
 		c.Extended, c.ExtendLost, c.ExtendUnknown, c.ExtJudged, c.ExtUnjudged, c.OverlapChecks,
-		c.AckJudged, c.AckUnjudged, c.HeldChecks, c.HeldUnjudged,
+		c.AckJudged, c.AckUnjudged, c.HeldChecks,
 		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.CountDown, c.DupUnfounded, c.ExtLostEarly, c.Overlap,
 		c.AckLostEarly, c.LeaseOverlap)
 }
@@ -177,7 +174,7 @@ func (o *killOracle) tok(t string) *killTok {
 // another one sent; then it checks the cycle's Extends, acks and
 // deliveries. A line a kill cut short (no newline) is dropped.
 func (o *killOracle) readJournals(paths []string, ackTimeout time.Duration, serverKills []int64) error {
-	o.ackTimeout, o.kills = ackTimeout, append(o.kills, serverKills...)
+	o.ackTimeout = ackTimeout
 	var rest [][]string
 	for _, path := range paths {
 		lines, err := journalLines(path)
@@ -569,9 +566,11 @@ func (k *killTok) heldTo(d *killDelivery) int64 {
 // checkHeld checks each delivery of token k not checked yet against the
 // token's other deliveries: one begun after another returned must not
 // return sortedKillMargin or more before the other's lease surely still
-// held (heldTo). It counts the pairs compared, and apart those that would
-// be a violation but for a kill of the server between the two. A token a
-// checkpoint drained is left out: any delivery after it is unexpected.
+// held (heldTo). A kill of the server between the two excuses nothing:
+// under appendfsync always the lease a dequeue returned is on disk, and
+// the restarted server holds it to the same deadline. It counts the pairs
+// compared. A token a checkpoint drained is left out: any delivery after
+// it is unexpected.
 func (o *killOracle) checkHeld(tok string, k *killTok) {
 	if o.closed[tok] {
 		return
@@ -589,8 +588,6 @@ func (o *killOracle) checkHeld(tok string, k *killTok) {
 			case j == i || b.t0 <= a.t1:
 			case b.t1+int64(sortedKillMargin) >= to:
 				o.counts.HeldChecks++
-			case slices.ContainsFunc(o.kills, func(t int64) bool { return t >= a.t0 && t <= b.t1 }):
-				o.counts.HeldUnjudged++
 			default:
 				o.counts.HeldChecks++
 				o.violate(&o.counts.LeaseOverlap, "%s delivered (delivery %d, from %d to %d) while delivery %d (seq %s, dequeued from %d) held its lease until %d at least",
