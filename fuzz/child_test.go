@@ -118,16 +118,27 @@ type child struct {
 }
 
 // startChild runs the test binary again with only the named test, as the
-// child described by cfg.
+// child described by cfg; a failure to start it fails t. Call it from the
+// test's own goroutine (t.Fatal); elsewhere call launchChild.
 func startChild(t *testing.T, testName string, cfg childConfig) *child {
 	t.Helper()
-	js, err := json.Marshal(cfg)
+	c, err := launchChild(testName, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// launchChild is startChild for any goroutine: it returns the failure to
+// start the child instead of failing a test.
+func launchChild(testName string, cfg childConfig) (*child, error) {
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("child config: %w", err)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("child report pipe: %w", err)
 	}
 	c := &child{lines: make(chan string, 4096), done: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^"+testName+"$", "-test.count=1", "-test.timeout=0")
@@ -137,7 +148,9 @@ func startChild(t *testing.T, testName string, cfg childConfig) *child {
 	dieWithParent(c.cmd)
 	c.start = time.Now()
 	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("start child: %w", err)
 	}
 	pw.Close()
 	go c.read(pr)
@@ -145,7 +158,7 @@ func startChild(t *testing.T, testName string, cfg childConfig) *child {
 		c.err = c.cmd.Wait()
 		close(c.done)
 	}()
-	return c
+	return c, nil
 }
 
 // read forwards whole lines from the report pipe; a line cut by the kill

@@ -329,10 +329,11 @@ func drainOptionsAs(segSize int64) queue.Options {
 
 // drained is what a full drain of a queue directory returned.
 type drained struct {
-	tokens   []string       // every message, dead letters included, in delivery order
-	payloads [][]byte       // their payloads, in the same order
-	recovery queue.Recovery // what Open found
-	open     time.Duration  // wall time of Open
+	tokens   []string            // every message, dead letters included, in delivery order
+	payloads [][]byte            // their payloads, in the same order
+	headers  []map[string]string // their headers, in the same order, where a drain reads them
+	recovery queue.Recovery      // what Open found
+	open     time.Duration       // wall time of Open
 }
 
 // drainQueue opens the ack queue in dir, ends its leases, requeues its dead

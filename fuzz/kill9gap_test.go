@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,7 +74,7 @@ func TestKill9CompactionGaps(t *testing.T) {
 			defer os.RemoveAll(base)
 			_, err := checkCrashPoints(base, len(points), 0, gapCount(0), func(scratch string, n int) (gapCount, error) {
 				defer os.RemoveAll(scratch)
-				return 1, checkGap(t, filepath.Join(scratch, "q"), kind, points[n-1])
+				return 1, checkGap(t.Name(), filepath.Join(scratch, "q"), kind, points[n-1])
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -93,6 +94,7 @@ type gapReport struct {
 	live    map[string]bool // enqueued, not acked, not dead-lettered
 	dead    map[string]bool // dead-lettered
 	reached string          // the point the child reported ("" if none)
+	segs    []string        // the log's segment files when the compaction began ("f" lines)
 	fails   []string        // "!" lines
 }
 
@@ -120,18 +122,25 @@ func (g *gapReport) apply(l string) {
 		g.dead[tok] = true
 	case 's':
 		g.reached = tok
+	case 'f':
+		g.segs = append(g.segs, tok)
 	case '!':
 		g.fails = append(g.fails, tok)
 	}
 }
 
-// checkGap runs one child that kills itself at p in a compaction of the
-// queue of the given kind in dir, then checks the reopened queue.
-func checkGap(t *testing.T, dir, kind string, p gapPoint) error {
+// checkGap runs one child of the test named testName that kills itself at
+// p in a compaction of the queue of the given kind in dir, then checks the
+// reopened queue. It runs on checkCrashPoints' workers, so it returns its
+// failures instead of failing a test.
+func checkGap(testName, dir, kind string, p gapPoint) error {
 	what := fmt.Sprintf("%s queue killed at %s #%d", kind, p.name, p.at)
 	g := &gapReport{o: fuzz.NewOracle(), live: make(map[string]bool), dead: make(map[string]bool)}
-	c := startChild(t, t.Name(), childConfig{Mode: "kill9gap", Dir: dir, Sorted: kind, DieAt: p.name,
+	c, err := launchChild(testName, childConfig{Mode: "kill9gap", Dir: dir, Sorted: kind, DieAt: p.name,
 		Cycle: p.at, Lifetime: time.Minute})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	c.runFor(time.Minute, g.apply)
 	switch {
 	case len(g.fails) > 0:
@@ -142,14 +151,19 @@ func checkGap(t *testing.T, dir, kind string, p gapPoint) error {
 	case c.raceReport() != "":
 		return fmt.Errorf("%s: the race detector found a data race in the child:\n%s", what, c.raceReport())
 	}
+	if p.name == "truncated" {
+		if err := checkFrontCut(dir, g.segs); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
 	d, dead, err := drainGap(dir, kind)
 	if err != nil {
 		return fmt.Errorf("%s: reopen: %w", what, err)
 	}
-	if err := sameTokens(d, g.live); err != nil {
+	if err := sameTokens(d, g.live, kind == "ack"); err != nil {
 		return fmt.Errorf("%s: the messages not acked: %w", what, err)
 	}
-	if err := sameTokens(dead, g.dead); err != nil {
+	if err := sameTokens(dead, g.dead, kind == "ack"); err != nil {
 		return fmt.Errorf("%s: the dead letters: %w", what, err)
 	}
 	if r := g.o.Recovered(append(d.tokens, dead.tokens...)); !r.OK() {
@@ -159,8 +173,12 @@ func checkGap(t *testing.T, dir, kind string, p gapPoint) error {
 }
 
 // sameTokens checks that d holds each token of want once, nothing else,
-// each with the payload it was enqueued with.
-func sameTokens(d drained, want map[string]bool) error {
+// each with the payload it was enqueued with and, when headers is set (an
+// ack queue's messages; a sorted value has none), its headers.
+func sameTokens(d drained, want map[string]bool, headers bool) error {
+	if headers && len(d.headers) != len(d.tokens) {
+		return fmt.Errorf("headers of %d of %d messages read", len(d.headers), len(d.tokens))
+	}
 	seen := make(map[string]bool, len(d.tokens))
 	for i, tok := range d.tokens {
 		switch {
@@ -170,6 +188,8 @@ func sameTokens(d drained, want map[string]bool) error {
 			return fmt.Errorf("%q came back twice", tok)
 		case !bytes.Equal(d.payloads[i], gapPayload(tok)):
 			return fmt.Errorf("%q came back with a wrong payload: %q", tok, d.payloads[i])
+		case headers && !reflect.DeepEqual(d.headers[i], gapHeaders(tok)):
+			return fmt.Errorf("%q came back with wrong headers: %q", tok, d.headers[i])
 		}
 		seen[tok] = true
 	}
@@ -190,6 +210,57 @@ func gapPayload(tok string) []byte {
 		n = n*31 + int(b)
 	}
 	return payload(tok, 40+n%120)
+}
+
+// gapHeaders are the headers of the ack-queue message carrying tok: keys
+// and values whose lengths depend on the token, so that headers read from
+// another message's record, or cut, differ.
+func gapHeaders(tok string) map[string]string {
+	n := len(gapPayload(tok))
+	return map[string]string{"tok": tok, "pad": strings.Repeat("h", n%23), strings.Repeat("k", 1+n%5): fmt.Sprint(n)}
+}
+
+// checkFrontCut checks, after a kill at "truncated", that the front
+// truncation removed from the log folder of the queue in dir every segment
+// that held something when the compaction began (before, oldest first)
+// but the newest, which holds the last record then: a compaction copies
+// forward every live message below the start of that segment (its target
+// when the never-delivered messages are few, as the workload's are:
+// moveTargetLocked), and the copies made the originals dead. It assumes
+// that newest segment holds a record, not only a witness (which the wal
+// writes on a Flush or after an idle spell; the workload does neither
+// before the compaction).
+func checkFrontCut(dir string, before []string) error {
+	if len(before) < 2 {
+		return fmt.Errorf("the log held %d segments when the compaction began; the workload must fill more", len(before))
+	}
+	after, err := logSegments(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range after {
+		if s < before[len(before)-1] {
+			return fmt.Errorf("segment %s is still there after the front truncation (before the compaction: %s; after: %s)",
+				s, strings.Join(before, " "), strings.Join(after, " "))
+		}
+	}
+	return nil
+}
+
+// logSegments returns the names of the log segment files of the queue in
+// dir, oldest first.
+func logSegments(dir string) ([]string, error) {
+	des, err := os.ReadDir(filepath.Join(dir, "log"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if isSegment(filepath.Join("log", de.Name())) {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil // ReadDir sorts by name; the names are zero-padded indexes
 }
 
 // drainGap opens the queue of the given kind in dir as its application
@@ -231,6 +302,7 @@ func drainGapAck(dir string, o queue.Options) (live, dead drained, err error) {
 	}
 	for _, dl := range ds {
 		dead.tokens, dead.payloads = append(dead.tokens, tokenOf(dl.Payload)), append(dead.payloads, dl.Payload)
+		dead.headers = append(dead.headers, dl.Headers)
 	}
 	if _, err := q.RequeueExpired(); err != nil {
 		return live, dead, err
@@ -244,6 +316,7 @@ func drainGapAck(dir string, o queue.Options) (live, dead drained, err error) {
 			return live, dead, err
 		}
 		live.tokens, live.payloads = append(live.tokens, tokenOf(m.Payload)), append(live.payloads, m.Payload)
+		live.headers = append(live.headers, m.Headers)
 	}
 }
 
@@ -324,10 +397,17 @@ func runGapChild(cfg *childConfig) {
 	os.Exit(0)
 }
 
-// compactStep is the compaction hook.
+// compactStep is the compaction hook. A compaction snapshots before its
+// copies too, and that snapshot's front truncation (which finds every
+// original live and cuts nothing) reaches "truncated" first: the point
+// aimed at is the truncation after the copies, so it counts only once
+// they are durable.
 func (c *gapChild) compactStep(name string) {
 	if name == "flushed" {
 		c.moved = true
+	}
+	if name == "truncated" && !c.moved {
+		return
 	}
 	c.point(name)
 }
@@ -353,6 +433,29 @@ func (c *gapChild) point(name string) {
 	select {}
 }
 
+// reportSegments reports the log's segment files that hold something,
+// oldest first ("f" lines), as the compaction is about to begin. It
+// leaves out an empty one: a roll that fills a segment exactly opens the
+// next one empty, and the last record is then in the one before it.
+func (c *gapChild) reportSegments() error {
+	segs, err := logSegments(c.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("segments before the compaction: %w", err)
+	}
+	var held []string
+	for _, s := range segs {
+		fi, err := os.Stat(filepath.Join(c.cfg.Dir, "log", s))
+		if err != nil {
+			return fmt.Errorf("segments before the compaction: %w", err)
+		}
+		if fi.Size() > 0 {
+			held = append(held, s)
+		}
+	}
+	c.rep.line('f', held...)
+	return nil
+}
+
 // ackWorkload builds the ack queue's state and compacts it: acked,
 // dead-lettered, nacked, leased and delayed messages in the first
 // segments, never-delivered ones after them, and a long log of extends.
@@ -364,7 +467,7 @@ func (c *gapChild) ackWorkload(opts queue.Options) error {
 	c.flush = func() error { return testhook.FlushLog(q) }
 	ctx := context.Background()
 	enqueue := func(tok string, o ...queue.EnqueueOption) error {
-		if _, err := q.Enqueue(ctx, gapPayload(tok), o...); err != nil {
+		if _, err := q.Enqueue(ctx, gapPayload(tok), append(o, queue.WithHeaders(gapHeaders(tok)))...); err != nil {
 			return err
 		}
 		c.rep.line('e', tok)
@@ -414,6 +517,9 @@ func (c *gapChild) ackWorkload(opts queue.Options) error {
 		if err := held.Extend(time.Hour); err != nil {
 			return err
 		}
+	}
+	if err := c.reportSegments(); err != nil {
+		return err
 	}
 	return q.Compact()
 }
@@ -472,6 +578,9 @@ func sortedWorkload[K queue.SortKey](c *gapChild, s *queue.Sorted[K], publish fu
 		if err := held.Extend(time.Hour); err != nil {
 			return err
 		}
+	}
+	if err := c.reportSegments(); err != nil {
+		return err
 	}
 	return s.Compact()
 }

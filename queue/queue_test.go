@@ -3,8 +3,6 @@ package queue_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -409,14 +407,7 @@ func TestRepairKeepsDedupIDs(t *testing.T) {
 	ctx := context.Background()
 	clk, dir := newFakeClock(), t.TempDir()
 	ackUnderWindow(t, clk, dir, "x")
-	segs, err := filepath.Glob(filepath.Join(dir, "log", "*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, segs)
-	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.Write([]byte("a torn tail, not a record"))
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	queue.TornTail(t, dir)
 	rep, err := queue.Repair(dir, nil)
 	require.NoError(t, err)
 	require.True(t, rep.Repaired)

@@ -32,10 +32,11 @@ import (
 //	E! tok               it returned another error (it may have run)
 //	D tok id seq n t0 t1 a delivery of tok (its n-th), the dequeue called at t0, returned at t1
 //	X text               a delivery whose payload or id is not what was enqueued
-//	A? tok seq n         an ack of that delivery is about to be sent
+//	A? tok seq n t       an ack of that delivery is about to be sent at t
 //	A+ tok seq n t1      it returned nil at t1
-//	AL tok seq n         it returned ErrLeaseLost
+//	AL tok seq n t1      it returned ErrLeaseLost at t1
 //	A! tok seq n         it returned another error (it may have run)
+//	S? tok seq n t how   a nack (how "nack") or dead-letter ("dead") of that delivery is about to be sent at t
 //	L? tok seq n t d     an Extend of that delivery's lease by d (ns) is about to be sent at t
 //	L+ tok seq n t       it returned nil at t
 //	LL tok seq n t       it returned ErrLeaseLost at t
@@ -376,9 +377,11 @@ func (k *killChild) settle(r *rand.Rand, m *queue.Message, tok string) {
 	case n < k.c.AbandonPct:
 		return // its lease runs out
 	case n < k.c.AbandonPct+k.c.NackPct:
+		k.j.log("S? %s %d %d %d nack", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
 		_ = m.Nack(time.Duration(r.IntN(3)) * 50 * time.Millisecond)
 		return
 	case n < k.c.AbandonPct+k.c.NackPct+2:
+		k.j.log("S? %s %d %d %d dead", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
 		_ = m.DeadLetter("kill loop")
 		return
 	case n < k.c.AbandonPct+k.c.NackPct+10:
@@ -399,13 +402,13 @@ func (k *killChild) settle(r *rand.Rand, m *queue.Message, tok string) {
 
 // ack acks a delivery, journaled.
 func (k *killChild) ack(m *queue.Message, tok string) {
-	k.j.log("A? %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
+	k.j.log("A? %s %d %d %d", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
 	err := m.Ack()
 	switch {
 	case err == nil:
 		k.j.log("A+ %s %d %d %d", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
 	case errors.Is(err, queue.ErrLeaseLost):
-		k.j.log("AL %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
+		k.j.log("AL %s %d %d %d", tok, m.Receipt.Seq, m.Deliveries, time.Now().UnixNano())
 	default:
 		k.j.log("A! %s %d %d", tok, m.Receipt.Seq, m.Deliveries)
 		pause(err)
@@ -507,14 +510,17 @@ func (k *killChild) settleBatch(r *rand.Rand, b *queue.Batch[int64], toks []stri
 	case n < k.c.AbandonPct:
 		return
 	case n < k.c.AbandonPct+k.c.NackPct:
+		k.settlingBatch(b, toks, "nack")
 		_ = b.Nack(time.Duration(r.IntN(3)) * 50 * time.Millisecond)
 		return
 	case n < k.c.AbandonPct+k.c.NackPct+2:
+		k.settlingBatch(b, toks, "dead")
 		_ = b.DeadLetter("kill loop")
 		return
 	}
+	sent := time.Now().UnixNano()
 	for i, tok := range toks {
-		k.j.log("A? %s %d %d", tok, b.Receipt.Lease, b.Values[i].Deliveries)
+		k.j.log("A? %s %d %d %d", tok, b.Receipt.Lease, b.Values[i].Deliveries, sent)
 	}
 	err := b.Ack()
 	at := time.Now().UnixNano()
@@ -523,10 +529,19 @@ func (k *killChild) settleBatch(r *rand.Rand, b *queue.Batch[int64], toks []stri
 		case err == nil:
 			k.j.log("A+ %s %d %d %d", tok, b.Receipt.Lease, b.Values[i].Deliveries, at)
 		case errors.Is(err, queue.ErrLeaseLost):
-			k.j.log("AL %s %d %d", tok, b.Receipt.Lease, b.Values[i].Deliveries)
+			k.j.log("AL %s %d %d %d", tok, b.Receipt.Lease, b.Values[i].Deliveries, at)
 		default:
 			k.j.log("A! %s %d %d", tok, b.Receipt.Lease, b.Values[i].Deliveries)
 		}
 	}
 	pause(err)
+}
+
+// settlingBatch journals, for each value of a batch, a nack or
+// dead-letter (how) about to be sent.
+func (k *killChild) settlingBatch(b *queue.Batch[int64], toks []string, how string) {
+	sent := time.Now().UnixNano()
+	for i, tok := range toks {
+		k.j.log("S? %s %d %d %d %s", tok, b.Receipt.Lease, b.Values[i].Deliveries, sent, how)
+	}
 }

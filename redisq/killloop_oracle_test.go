@@ -40,13 +40,26 @@ import (
 //     it returned and returned before the deadline an Extend of that
 //     delivery that returned nil set (its send plus its d, less
 //     sortedKillMargin): the child acks an extended delivery or leaves it,
-//     so nothing of its own ends that lease sooner.
+//     so nothing of its own ends that lease sooner;
+//   - ack lost early: an ack that returned ErrLeaseLost sortedKillMargin or
+//     more before its lease's deadline as it stood when the ack was sent
+//     (as for an Extend), with no kill of the server sent between the
+//     lease's last setting and the ack's return, no Extend of unknown
+//     outcome and no nack or dead-letter of the delivery sent before it;
+//   - lease overlap: a delivery of a token begun after another delivery
+//     of it returned and returned sortedKillMargin or more before that
+//     one's lease surely still held (its dequeue's call plus its cycle's
+//     AckTimeout, or the send of a nack or dead-letter of it if sooner),
+//     server kills between the two or not.
 type killOracle struct {
 	toks   map[string]*killTok
 	dupIDs map[string]string // id refused as duplicate → the refused token
 	closed map[string]bool   // tokens settled by a checkpoint drain
 	counts killCounts
 	bad    []string // the first violations, for the failure message
+	// ackTimeout is the AckTimeout of the cycle whose journals are
+	// being read (readJournals), given to its deliveries.
+	ackTimeout time.Duration
 }
 
 // killTok is what is known of one token.
@@ -59,13 +72,27 @@ type killTok struct {
 	requeued       []int64
 	deliveries     []killDelivery
 	extends        []killExtend // in the order sent, each after its delivery
+	settles        []killSettle // in the order sent, each after its delivery
 	seen           bool         // delivered, dead or drained
 }
 
 type killDelivery struct {
-	id, seq string // its id; its receipt's seq (a sorted value's: its batch's lease)
+	id, seq    string // its id; its receipt's seq (a sorted value's: its batch's lease)
+	n          int
+	t0, t1     int64
+	ackTimeout int64 // ns: the AckTimeout of the child that dequeued it
+	checked    bool  // checked against the token's other deliveries (checkHeld)
+}
+
+// killSettle is one ack, nack or dead-letter of a delivery.
+type killSettle struct {
+	seq     string // the delivery's receipt seq and count
 	n       int
-	t0, t1  int64
+	how     string // "ack", "nack", "dead"
+	sent    int64  // sent at (A?, S?)
+	ret     int64  // an ack's: returned nil or ErrLeaseLost at (0: no such line)
+	outcome byte   // an ack's: '+' nil, 'L' ErrLeaseLost, '!' another error, '?' no return journaled
+	checked bool   // an ack's: judged at the end of its cycle (checkAcks)
 }
 
 // killExtend is one Extend of a delivery's lease.
@@ -93,22 +120,32 @@ type killCounts struct {
 	// deliveries the overlap check could judge against an extended one.
 	Extended, ExtendLost, ExtendUnknown, ExtJudged, ExtUnjudged, OverlapChecks int
 	ExtLostEarly, Overlap                                                      int
+	// AckJudged counts the acks (nil or ErrLeaseLost) the ack-lost-early
+	// check could judge, AckUnjudged those that returned ErrLeaseLost it
+	// could not; HeldChecks the pairs of deliveries (one begun after the
+	// other returned) the lease-overlap check compared.
+	AckJudged, AckUnjudged, HeldChecks int
+	AckLostEarly, LeaseOverlap         int
 }
 
 func (c killCounts) String() string {
 	return fmt.Sprintf("cycles=%d server-kills=%d child-kills=%d sent=%d enqueued=%d unknown=%d dup-refused=%d "+
 		"delivered=%d acked=%d ack-lease-lost=%d ack-unknown=%d dead-seen=%d requeued-from-dead=%d drained=%d "+
-		"extended=%d extend-lease-lost=%d extend-unknown=%d checked: extend-deadlines=%d (lease-lost unjudged %d) extended-pairs=%d | "+
-		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d count-down=%d dup-unfounded=%d extend-lost-early=%d overlap=%d",
+		"extended=%d extend-lease-lost=%d extend-unknown=%d checked: extend-deadlines=%d (lease-lost unjudged %d) extended-pairs=%d "+
+		"ack-deadlines=%d (lease-lost unjudged %d) lease-pairs=%d | "+
+		"lost=%d unexpected=%d redelivered-after-ack=%d payload=%d count-down=%d dup-unfounded=%d extend-lost-early=%d overlap=%d "+
+		"ack-lost-early=%d lease-overlap=%d",
 		c.Cycles, c.ServerKills, c.ChildKills, c.Sent, c.Enqueued, c.Unknown, c.DupRefused,
 		c.Delivered, c.Acked, c.AckLost, c.AckUnknown, c.Dead, c.Requeued, c.Drained,
 		c.Extended, c.ExtendLost, c.ExtendUnknown, c.ExtJudged, c.ExtUnjudged, c.OverlapChecks,
-		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.CountDown, c.DupUnfounded, c.ExtLostEarly, c.Overlap)
+		c.AckJudged, c.AckUnjudged, c.HeldChecks,
+		c.Lost, c.Unexpected, c.RedeliveredAfterAck, c.Payload, c.CountDown, c.DupUnfounded, c.ExtLostEarly, c.Overlap,
+		c.AckLostEarly, c.LeaseOverlap)
 }
 
 func (c killCounts) violations() int {
 	return c.Lost + c.Unexpected + c.RedeliveredAfterAck + c.Payload + c.CountDown + c.DupUnfounded +
-		c.ExtLostEarly + c.Overlap
+		c.ExtLostEarly + c.Overlap + c.AckLostEarly + c.LeaseOverlap
 }
 
 func newKillOracle() *killOracle {
@@ -134,9 +171,10 @@ func (o *killOracle) tok(t string) *killTok {
 // readJournals takes in the journals of a cycle's children, all dead, run
 // with ackTimeout, the server killed at serverKills: the enqueues sent
 // first, so that a delivery read from one journal finds the enqueue
-// another one sent; then it checks the cycle's Extends. A line a kill cut
-// short (no newline) is dropped.
+// another one sent; then it checks the cycle's Extends, acks and
+// deliveries. A line a kill cut short (no newline) is dropped.
 func (o *killOracle) readJournals(paths []string, ackTimeout time.Duration, serverKills []int64) error {
+	o.ackTimeout = ackTimeout
 	var rest [][]string
 	for _, path := range paths {
 		lines, err := journalLines(path)
@@ -152,18 +190,21 @@ func (o *killOracle) readJournals(paths []string, ackTimeout time.Duration, serv
 			rest = append(rest, f)
 		}
 	}
-	var extended []string // the tokens with Extends this cycle
+	var touched []string // the tokens delivered, extended or settled this cycle
 	for _, f := range rest {
 		if err := o.line(f); err != nil {
 			return fmt.Errorf("%q: %w", f, err)
 		}
-		if f[0] == "L?" {
-			extended = append(extended, f[1])
+		if f[0] == "L?" || f[0] == "D" || f[0] == "A?" || f[0] == "S?" {
+			touched = append(touched, f[1])
 		}
 	}
-	slices.Sort(extended)
-	for _, tok := range slices.Compact(extended) {
-		o.checkExtends(tok, o.toks[tok], ackTimeout, serverKills)
+	slices.Sort(touched)
+	for _, tok := range slices.Compact(touched) {
+		k := o.toks[tok]
+		o.checkExtends(tok, k, ackTimeout, serverKills)
+		o.checkAcks(tok, k, serverKills)
+		o.checkHeld(tok, k)
 	}
 	return nil
 }
@@ -212,15 +253,20 @@ func (o *killOracle) line(f []string) error {
 	case "ED":
 		o.dupIDs[f[2]] = f[1]
 		o.counts.DupRefused++
-	case "A?":
-		k.acks++
+	case "A?", "S?":
+		return o.settleLine(k, f)
 	case "AL":
 		k.lost++
 		o.counts.AckLost++
+		return k.ackEnd(f)
 	case "A!":
 		o.counts.AckUnknown++
+		return k.ackEnd(f)
 	case "A+":
-		return o.acked(f[1], k, f[2:])
+		if err := o.acked(f[1], k, f[2:]); err != nil {
+			return err
+		}
+		return k.ackEnd(f)
 	case "D":
 		return o.delivery(f[1], k, f[2:])
 	case "L?", "L+", "LL", "L!":
@@ -229,6 +275,52 @@ func (o *killOracle) line(f []string) error {
 		return fmt.Errorf("unknown line kind")
 	}
 	return nil
+}
+
+// settleLine takes in "A? tok seq n t" and "S? tok seq n t how" of token
+// k: an ack, nack or dead-letter about to be sent.
+func (o *killOracle) settleLine(k *killTok, f []string) error {
+	how, want := "ack", 5
+	if f[0] == "S?" {
+		want = 6
+	}
+	if len(f) != want {
+		return fmt.Errorf("settle line of %d fields", len(f))
+	}
+	if f[0] == "S?" {
+		if how = f[5]; how != "nack" && how != "dead" {
+			return fmt.Errorf("settle %q", how)
+		}
+	} else {
+		k.acks++
+	}
+	v, err := nums(f[3], f[4])
+	if err != nil {
+		return err
+	}
+	k.settles = append(k.settles, killSettle{seq: f[2], n: int(v[0]), how: how, sent: v[1], outcome: '?'})
+	return nil
+}
+
+// ackEnd takes in how an ack of token k ended ("A+", "AL" with their
+// return times, "A!").
+func (k *killTok) ackEnd(f []string) error {
+	if len(f) < 4 {
+		return fmt.Errorf("ack line of %d fields", len(f))
+	}
+	n, err := strconv.Atoi(f[3])
+	if err != nil {
+		return fmt.Errorf("field %q: %w", f[3], err)
+	}
+	i := slices.IndexFunc(k.settles, func(s killSettle) bool {
+		return s.how == "ack" && s.seq == f[2] && s.n == n && s.outcome == '?'
+	})
+	if i < 0 {
+		return fmt.Errorf("an ack returned that was not sent")
+	}
+	s := &k.settles[i]
+	s.ret, s.outcome, err = extendEnd(f, 5)
+	return err
 }
 
 // nums parses the number fields of a journal line. A field that is not a
@@ -269,7 +361,7 @@ func (o *killOracle) delivery(tok string, k *killTok, f []string) error {
 		return err
 	}
 	o.counts.Delivered++
-	d := killDelivery{id: f[0], seq: f[1], n: int(n[0]), t0: n[1], t1: n[2]}
+	d := killDelivery{id: f[0], seq: f[1], n: int(n[0]), t0: n[1], t1: n[2], ackTimeout: int64(o.ackTimeout)}
 	o.observed(tok, k, "delivered")
 	o.checkID(tok, k, d.id)
 	for _, e := range k.deliveries {
@@ -391,13 +483,118 @@ func (o *killOracle) checkExtends(tok string, k *killTok, ackTimeout time.Durati
 
 // extended returns the delivery of k that Extend e extends: the last of
 // its seq and count returned before e was sent; nil when none is known.
-func (k *killTok) extended(e killExtend) *killDelivery {
+func (k *killTok) extended(e killExtend) *killDelivery { return k.deliveryOf(e.seq, e.n, e.sent) }
+
+// deliveryOf returns the delivery of k with receipt seq seq and count n
+// that a call sent at sent acts on: the last of them returned before it;
+// nil when none is known.
+func (k *killTok) deliveryOf(seq string, n int, sent int64) *killDelivery {
 	for i := len(k.deliveries) - 1; i >= 0; i-- {
-		if d := &k.deliveries[i]; d.seq == e.seq && d.n == e.n && d.t1 <= e.sent {
+		if d := &k.deliveries[i]; d.seq == seq && d.n == n && d.t1 <= sent {
 			return d
 		}
 	}
 	return nil
+}
+
+// checkAcks checks the acks of token k sent this cycle (the server killed
+// at kills) that returned nil or ErrLeaseLost, as checkExtends checks an
+// Extend: the lease's deadline as it stood when the ack was sent is the
+// dequeue's call plus the AckTimeout, or the last earlier Extend's of the
+// delivery that returned nil (its send plus its d); an Extend of unknown
+// outcome, one refused, or a nack or dead-letter sent before leaves it in
+// doubt. One that returned ErrLeaseLost sortedKillMargin or more before
+// that deadline, no kill of the server between the lease's last setting
+// and its return, is a violation: a consumer that acks in time keeps
+// its message.
+func (o *killOracle) checkAcks(tok string, k *killTok, kills []int64) {
+	for i := range k.settles {
+		a := &k.settles[i]
+		if a.checked || a.how != "ack" {
+			continue
+		}
+		a.checked = true
+		d := k.deliveryOf(a.seq, a.n, a.sent)
+		if d == nil || a.ret == 0 {
+			continue
+		}
+		from, deadline, doubt := d.t0, d.t0+d.ackTimeout, false
+		for _, p := range k.extends {
+			if p.seq != a.seq || p.n != a.n || p.sent < d.t1 || p.sent > a.sent {
+				continue // another delivery's, or sent after the ack
+			}
+			if p.outcome == '+' {
+				from, deadline, doubt = p.sent, p.sent+p.d, false
+			} else {
+				doubt = true
+			}
+		}
+		for _, s := range k.settles[:i] {
+			doubt = doubt || s.how != "ack" && s.seq == a.seq && s.n == a.n
+		}
+		killed := slices.ContainsFunc(kills, func(t int64) bool { return t >= from && t <= a.ret })
+		switch {
+		case doubt || killed || a.ret+int64(sortedKillMargin) >= deadline:
+			if a.outcome == 'L' {
+				o.counts.AckUnjudged++
+			}
+		case a.outcome == 'L':
+			o.counts.AckJudged++
+			o.violate(&o.counts.AckLostEarly, "%s delivery %d (seq %s, dequeued from %d): an ack sent %d returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
+				tok, d.n, d.seq, d.t0, a.sent, a.ret, time.Duration(deadline-a.ret), deadline, from)
+		default:
+			o.counts.AckJudged++
+		}
+	}
+}
+
+// heldTo is when delivery d's lease surely still held: its dequeue's
+// call plus its AckTimeout (the script set the deadline from a later
+// reading of the same clock), or, if sooner, the send of a nack or
+// dead-letter of it, which may have ended it then. An Extend only moves
+// the deadline later; an ack that ran leaves no message to deliver.
+func (k *killTok) heldTo(d *killDelivery) int64 {
+	to := d.t0 + d.ackTimeout
+	for _, s := range k.settles {
+		if s.how != "ack" && s.seq == d.seq && s.n == d.n {
+			to = min(to, s.sent)
+		}
+	}
+	return to
+}
+
+// checkHeld checks each delivery of token k not checked yet against the
+// token's other deliveries: one begun after another returned must not
+// return sortedKillMargin or more before the other's lease surely still
+// held (heldTo). A kill of the server between the two excuses nothing:
+// under appendfsync always the lease a dequeue returned is on disk, and
+// the restarted server holds it to the same deadline. It counts the pairs
+// compared. A token a checkpoint drained is left out: any delivery after
+// it is unexpected.
+func (o *killOracle) checkHeld(tok string, k *killTok) {
+	if o.closed[tok] {
+		return
+	}
+	for i := range k.deliveries {
+		b := &k.deliveries[i]
+		if b.checked {
+			continue
+		}
+		b.checked = true
+		for j := range k.deliveries {
+			a := &k.deliveries[j]
+			to := k.heldTo(a)
+			switch {
+			case j == i || b.t0 <= a.t1:
+			case b.t1+int64(sortedKillMargin) >= to:
+				o.counts.HeldChecks++
+			default:
+				o.counts.HeldChecks++
+				o.violate(&o.counts.LeaseOverlap, "%s delivered (delivery %d, from %d to %d) while delivery %d (seq %s, dequeued from %d) held its lease until %d at least",
+					tok, b.n, b.t0, b.t1, a.n, a.seq, a.t0, to)
+			}
+		}
+	}
 }
 
 // checkExtendedHeld checks that no delivery of the token began after

@@ -35,8 +35,10 @@ import (
 // their calls returned: nothing that was enqueued lost, nothing delivered
 // that was not enqueued, nothing delivered again after its ack returned,
 // payloads intact, delivery counts rising, duplicates refused only for
-// ids enqueued before, no Extend refused with ErrLeaseLost before its
-// lease's deadline, no delivery taken while an Extend holds its lease.
+// ids enqueued before, no Extend or ack refused with ErrLeaseLost before
+// its lease's deadline, no delivery taken while an Extend holds its
+// lease, and none while another delivery's lease (its dequeue plus the
+// AckTimeout, unless a nack or dead-letter of it was sent sooner) holds.
 //
 // WALQ_REDISQ_KILL_CYCLES sets the number of cycles (default 4),
 // WALQ_REDISQ_KILL_SEED the seed (default: from the clock; logged),

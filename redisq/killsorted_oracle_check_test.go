@@ -20,10 +20,16 @@ func sortedOracleOf(t *testing.T, journal string, maxDeliveries int) (*sortedOra
 // sortedOracleSingle is sortedOracleOf with SingleFlight on the queues
 // single names.
 func sortedOracleSingle(t *testing.T, journal string, maxDeliveries int, single map[string]bool) (*sortedOracle, error) {
+	return sortedOracleKilled(t, journal, maxDeliveries, single, nil)
+}
+
+// sortedOracleKilled is sortedOracleSingle with the server killed at the
+// given times (unix ns).
+func sortedOracleKilled(t *testing.T, journal string, maxDeliveries int, single map[string]bool, kills []int64) (*sortedOracle, error) {
 	path := filepath.Join(t.TempDir(), "journal")
 	require.NoError(t, os.WriteFile(path, []byte(journal), 0o644))
 	o := newSortedOracle()
-	return o, o.readJournals([]sortedJournal{{path: path, maxDeliveries: maxDeliveries, ackTimeout: time.Second}}, single, nil)
+	return o, o.readJournals([]sortedJournal{{path: path, maxDeliveries: maxDeliveries, ackTimeout: time.Second}}, single, kills)
 }
 
 // TestSortedKillOracle holds the sorted kill loop's oracle to hand-written
@@ -176,11 +182,8 @@ func TestSortedKillOracle(t *testing.T) {
 			[]int64{215}, 1, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "journal")
-			require.NoError(t, os.WriteFile(path, []byte(published+pulled+tc.journal), 0o644))
-			o := newSortedOracle()
-			require.NoError(t, o.readJournals([]sortedJournal{{path: path, maxDeliveries: -1, ackTimeout: time.Second}},
-				map[string]bool{"s": true}, tc.kills))
+			o, err := sortedOracleKilled(t, published+pulled+tc.journal, -1, map[string]bool{"s": true}, tc.kills)
+			require.NoError(t, err)
 			require.Equal(t, tc.judged, o.counts.LostJudged, "judged\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.unjudged, o.counts.LostUnjudged, "unjudged\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.flag, o.counts.LostEarly, "%s\n%v", o.counts, o.bad)
@@ -214,11 +217,8 @@ func TestSortedKillOracle(t *testing.T) {
 			[]int64{150}, 1, 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "journal")
-			require.NoError(t, os.WriteFile(path, []byte(published+pulled+tc.journal), 0o644))
-			o := newSortedOracle()
-			require.NoError(t, o.readJournals([]sortedJournal{{path: path, maxDeliveries: -1, ackTimeout: time.Second}},
-				map[string]bool{"s": true}, tc.kills))
+			o, err := sortedOracleKilled(t, published+pulled+tc.journal, -1, map[string]bool{"s": true}, tc.kills)
+			require.NoError(t, err)
 			require.Equal(t, tc.judged, o.counts.ExtJudged, "judged\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.again, o.counts.ExtAgain, "after an extend\n%s\n%v", o.counts, o.bad)
 			require.Equal(t, tc.unjudged, o.counts.ExtUnjudged, "unjudged\n%s\n%v", o.counts, o.bad)
