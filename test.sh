@@ -131,10 +131,11 @@ done
 step browsertest
 bg_wait browsertest
 
-# The tests of wal/, queue/ and index/ that run scaled down under -race
-# (fewer crash states, seeds, rounds or steps: raceEnabled in their
-# race_test.go and race_internal_test.go), named one by one, at full size
-# without the race detector; the race step ran the rest of those packages.
+# The tests of wal/, queue/, index/ and internal/crashfs/ that run scaled
+# down under -race (fewer crash states, seeds, rounds, steps or sweep
+# points: raceEnabled in their race*_test.go), named one by one, at full
+# size without the race detector; the race step ran the rest of those
+# packages.
 # (fuzz/ci.sh runs every test of fuzz/ at full size.)
 plain_tests=(
 	wal:TestPowerLossTwiceOverFullTail wal:TestPowerLossInGroupSpanningRoll
@@ -147,8 +148,14 @@ plain_tests=(
 	queue:TestSortedSettleRacesExpiry queue:TestCloseWaitsForCompaction
 	queue:TestSortedReplaysAsLive
 	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
+	wal:TestSalvageRotSweepBeforeTornRoll wal:TestSalvageTornRollSweep
+	wal:TestCloseWaitsForGoroutines wal:TestPowerLossInOverlappedTruncation
+	wal:TestPowerLossAtEachTruncationStep
 	queue:TestDeliveryBesideSettlesAndCompactions
 	index:TestAgesInvariants index:TestAgesOfBigLists
+	index:TestSortedAgainstNaiveModel index:TestSortedAgainstModel
+	index:TestKeySetAgainstMap
+	internal/crashfs:TestAppendsAsBefore
 )
 # The check of the names runs before any test, in step race.
 step race
