@@ -165,8 +165,7 @@ plain_tests=(
 	queue:TestSortedReplaysAsLive
 	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
 	wal:TestSalvageRotSweepBeforeTornRoll wal:TestSalvageTornRollSweep
-	wal:TestCloseWaitsForGoroutines wal:TestPowerLossInOverlappedTruncation
-	wal:TestPowerLossAtEachTruncationStep
+	wal:TestPowerLossInOverlappedTruncation wal:TestPowerLossAtEachTruncationStep
 	queue:TestDeliveryBesideSettlesAndCompactions
 	index:TestAgesInvariants index:TestAgesOfBigLists
 	index:TestSortedAgainstNaiveModel index:TestSortedAgainstModel

@@ -69,14 +69,8 @@ func requireNoLogGoroutines(t *testing.T, after string) {
 	}
 }
 
-// closeRounds returns how many logs each case opens and closes: 10, or 3
-// under the race detector (test.sh's step plain runs the 10).
-func closeRounds() int {
-	if raceEnabled {
-		return 3
-	}
-	return 10
-}
+// closeRounds is how many logs each case opens and closes.
+const closeRounds = 10
 
 // TestCloseWaitsForGoroutines: when Close returns, every goroutine the
 // Log started (the committer, the syncer, the write-back goroutine) has
@@ -103,7 +97,7 @@ func TestCloseWaitsForGoroutines(t *testing.T) {
 		{name: "SyncNever write-back fails", opts: Options{Sync: SyncNever, SegmentSize: 1 << 20}, kind: "write-back"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for range closeRounds() {
+			for range closeRounds {
 				closeAndCheck(t, c.opts, c.kind)
 			}
 		})
