@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test suite: vet, every test under the race detector, the wal and
-# queue tests it runs scaled down at full size without it, the crash suite
-# at full size and a short run of every fuzz target (fuzz/ci.sh), and the
-# benchmark harness's own tests plus a quick run, so that it cannot rot.
+# The test suite: vet, every test under the race detector, the tests of
+# wal, queue, index and internal/crashfs it runs scaled down at full size
+# without it, the crash suite at full size and a short run of every fuzz
+# target (fuzz/ci.sh), and the benchmark harness's own tests plus a quick
+# run, so that it cannot rot.
 # Long runs: README.md, "Crash safety" and "Performance".
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -167,6 +168,7 @@ plain_tests=(
 	wal:TestSalvageRotSweepBeforeTornRoll wal:TestSalvageTornRollSweep
 	wal:TestPowerLossInOverlappedTruncation wal:TestPowerLossAtEachTruncationStep
 	queue:TestDeliveryBesideSettlesAndCompactions
+	wal:TestReadersThroughTruncations queue:TestReadsThroughCompactions
 	index:TestAgesInvariants index:TestAgesOfBigLists
 	index:TestSortedAgainstNaiveModel index:TestSortedAgainstModel
 	index:TestKeySetAgainstMap
