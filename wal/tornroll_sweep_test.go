@@ -98,8 +98,9 @@ func TestSalvageRotSweepBeforeTornRoll(t *testing.T) {
 
 // A genuine torn roll: E2 (maybe the log's first, maybe a batch) cut at
 // every length; a salvage repairs it as a torn roll. Under the race
-// detector at every third of those lengths, a different third for each
-// case (test.sh's step plain cuts at all of them).
+// detector the cases of 31-byte steps cut at every third of their lengths,
+// the third that the case's index modulo 3 picks (test.sh's step plain
+// cuts at all of them).
 func TestSalvageTornRollSweep(t *testing.T) {
 	for ci, c := range []struct{ e1, n2, size2 int }{{0, 1, 5000}, {20, 1, 5000}, {0, 60, 90}, {20, 60, 90}, {0, 1, 200000}} {
 		dir0 := t.TempDir()
