@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test suite: vet, every test under the race detector, the wal and
-# queue tests it runs scaled down at full size without it, the crash suite
-# at full size and a short run of every fuzz target (fuzz/ci.sh), and the
-# benchmark harness's own tests plus a quick run, so that it cannot rot.
+# The test suite: vet, every test under the race detector, the tests of
+# wal, queue, index and internal/crashfs it runs scaled down at full size
+# without it, the crash suite at full size and a short run of every fuzz
+# target (fuzz/ci.sh), and the benchmark harness's own tests plus a quick
+# run, so that it cannot rot.
 # Long runs: README.md, "Crash safety" and "Performance".
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -28,6 +29,20 @@ step() {
 			"$(awk -v a="$step_cpu0" -v b="$cpu" 'BEGIN { print b - a }')" "${2:-}"
 	fi
 	step_name=$1 step_wall0=$EPOCHREALTIME step_cpu0=$cpu
+	part_wall0=$EPOCHREALTIME part_cpu0=$cpu
+}
+# part prints a line "part <name>: <wall> s wall, <cpu> s cpu" for what
+# the step under way did since it or its previous part began, so that a
+# step of several parts (vet-platforms' targets) shows each one's cost.
+part_wall0='' part_cpu0=''
+part() {
+	local cpu
+	times >"$step_times"
+	cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } print t }' "$step_times")
+	printf 'part %s: %.1f s wall, %.1f s cpu\n' "$1" \
+		"$(awk -v a="$part_wall0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" \
+		"$(awk -v a="$part_cpu0" -v b="$cpu" 'BEGIN { print b - a }')"
+	part_wall0=$EPOCHREALTIME part_cpu0=$cpu
 }
 # Steps that mostly wait (on a browser, on redis-server, on timers) run
 # in the background beside steps that mostly compile or compute: bg NAME
@@ -119,6 +134,7 @@ cross_gcflags='all=-N -l'
 step vet-platforms
 bg browsertest dashboard/browsertest bash -c 'go vet ./... && go test -count=1 -timeout 10m ./...'
 same_files_32bit
+part same-files-32bit
 for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/arm; do
 	pkgs=./...
 	if [[ $target == windows/* ]]; then
@@ -127,14 +143,16 @@ for target in windows/amd64 darwin/arm64 freebsd/amd64 linux/arm; do
 	# shellcheck disable=SC2086 # pkgs is a list of packages
 	GOOS=${target%/*} GOARCH=${target#*/} go vet -gcflags="$cross_gcflags" $pkgs
 	GOOS=${target%/*} GOARCH=${target#*/} go build -gcflags="$cross_gcflags" -o /dev/null ./cmd/walq
+	part "$target"
 done
 step browsertest
 bg_wait browsertest
 
-# The tests of wal/, queue/ and index/ that run scaled down under -race
-# (fewer crash states, seeds, rounds or steps: raceEnabled in their
-# race_test.go and race_internal_test.go), named one by one, at full size
-# without the race detector; the race step ran the rest of those packages.
+# The tests of wal/, queue/, index/ and internal/crashfs/ that run scaled
+# down under -race (fewer crash states, seeds, rounds, steps or sweep
+# points: raceEnabled in their race*_test.go), named one by one, at full
+# size without the race detector; the race step ran the rest of those
+# packages.
 # (fuzz/ci.sh runs every test of fuzz/ at full size.)
 plain_tests=(
 	wal:TestPowerLossTwiceOverFullTail wal:TestPowerLossInGroupSpanningRoll
@@ -147,8 +165,14 @@ plain_tests=(
 	queue:TestSortedSettleRacesExpiry queue:TestCloseWaitsForCompaction
 	queue:TestSortedReplaysAsLive
 	queue:TestSortedHoldsReplayAsLive queue:TestSortedDeadLogFollowsDisk
+	wal:TestSalvageRotSweepBeforeTornRoll wal:TestSalvageTornRollSweep
+	wal:TestPowerLossInOverlappedTruncation wal:TestPowerLossAtEachTruncationStep
 	queue:TestDeliveryBesideSettlesAndCompactions
+	wal:TestReadersThroughTruncations queue:TestReadsThroughCompactions
 	index:TestAgesInvariants index:TestAgesOfBigLists
+	index:TestSortedAgainstNaiveModel index:TestSortedAgainstModel
+	index:TestKeySetAgainstMap
+	internal/crashfs:TestAppendsAsBefore
 )
 # The check of the names runs before any test, in step race.
 step race

@@ -175,7 +175,7 @@ func appendWaited(l *wal.Log, acked map[int]wal.LSN, id, n int) int {
 // order; FirstLSN never passes the cut, and is the cut once TruncateFront
 // returned nil.
 func TestPowerLossInOverlappedTruncation(t *testing.T) {
-	const states = 40
+	states := raceScaled(40, 4)
 	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
 	for crashAt := 1; ; crashAt++ {
 		root := t.TempDir()
@@ -231,7 +231,7 @@ func TestPowerLossAtEachTruncationStep(t *testing.T) {
 // it leaves. It reports whether the power went after TruncateFront
 // returned, the last step.
 func powerLossAtStep(t *testing.T, step int, rolls bool) bool {
-	const states = 150
+	states := raceScaled(150, 5)
 	opts := wal.Options{Sync: wal.SyncAlways, SegmentSize: 4 << 10, Locked: true}
 	root := t.TempDir()
 	cfs, err := crashfs.New(root, 0)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package index_test
+
+const raceEnabled = false

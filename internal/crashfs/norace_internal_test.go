@@ -1,0 +1,5 @@
+//go:build !race
+
+package crashfs
+
+const raceEnabled = false
