@@ -39,23 +39,9 @@ const manyWrites = "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'k' .. i, 
 // it is asserted on 7.0.15 only, and logged elsewhere (a fixed server,
 // valkey-io/valkey PR #4342, drops the half block itself).
 func TestRestartCutsATornBlock(t *testing.T) {
-	realServer(t)
-	s, err := redisserver.Start(t.TempDir())
-	require.NoError(t, err)
+	s, complete, control := tornServer(t)
 	defer s.Kill()
-	call(t, s.Addr, "SET", "before", "1")
-	call(t, s.Addr, "EVAL", manyWrites, "0", "40")
-	require.NoError(t, s.Stop())
-	complete := tearBlock(t, s.Dir)
-	control := t.TempDir()
-	require.NoError(t, os.CopyFS(control, os.DirFS(s.Dir)))
-
-	require.NoError(t, s.Restart())
-	require.Equal(t, 1, s.AOFCuts(), "the restart cut the open block")
-	writeAfter(t, s.Addr)
-	s.Kill()
-	require.NoError(t, s.Restart())
-	require.Equal(t, 1, s.AOFCuts(), "a file the server truncated itself is clean")
+	restartAroundKill(t, s, writeAfter)
 	want := []string{"a1", "a2", "after", "before"}
 	require.Equal(t, want, keys(t, s.Addr), "the torn call left nothing, the later writes are all there")
 
@@ -83,22 +69,9 @@ func TestRestartCutsATornBlock(t *testing.T) {
 // lost. That is asserted on 7.0.15 only and logged elsewhere; the
 // repaired run must keep it on any server.
 func TestRestartKeepsWritesAfterATornBlock(t *testing.T) {
-	realServer(t)
-	s, err := redisserver.Start(t.TempDir())
-	require.NoError(t, err)
+	s, _, control := tornServer(t)
 	defer s.Kill()
-	call(t, s.Addr, "SET", "before", "1")
-	call(t, s.Addr, "EVAL", manyWrites, "0", "40")
-	require.NoError(t, s.Stop())
-	tearBlock(t, s.Dir)
-	control := t.TempDir()
-	require.NoError(t, os.CopyFS(control, os.DirFS(s.Dir)))
-
-	require.NoError(t, s.Restart())
-	require.Equal(t, 1, s.AOFCuts(), "the restart cut the open block")
-	setC(t, s.Addr)
-	s.Kill()
-	require.NoError(t, s.Restart())
+	restartAroundKill(t, s, setC)
 	require.Equal(t, []string{"before", "c"}, keys(t, s.Addr), "the SET acknowledged after the torn call survived the kill")
 	require.Equal(t, "3", call(t, s.Addr, "GET", "c"))
 
@@ -108,6 +81,38 @@ func TestRestartKeepsWritesAfterATornBlock(t *testing.T) {
 	} else {
 		t.Logf("Redis %s without the repair: keys %v (7.0.15 gives [before])", v, lost)
 	}
+}
+
+// tornServer starts a server in a new directory, writes "before" and a
+// script's block of 40 SETs, stops it and tears the block mid-SET
+// (tearBlock). It returns the stopped server, how many of the block's
+// SETs stayed whole, and a copy of the torn directory for a run without
+// the repair.
+func tornServer(t *testing.T) (*redisserver.Server, int, string) {
+	t.Helper()
+	realServer(t)
+	s, err := redisserver.Start(t.TempDir())
+	require.NoError(t, err)
+	call(t, s.Addr, "SET", "before", "1")
+	call(t, s.Addr, "EVAL", manyWrites, "0", "40")
+	require.NoError(t, s.Stop())
+	complete := tearBlock(t, s.Dir)
+	control := t.TempDir()
+	require.NoError(t, os.CopyFS(control, os.DirFS(s.Dir)))
+	return s, complete, control
+}
+
+// restartAroundKill restarts the torn server s, whose repair must cut the
+// open block, makes the writes of write, kills it and restarts it again,
+// which must find the file clean.
+func restartAroundKill(t *testing.T, s *redisserver.Server, write func(*testing.T, string)) {
+	t.Helper()
+	require.NoError(t, s.Restart())
+	require.Equal(t, 1, s.AOFCuts(), "the restart cut the open block")
+	write(t, s.Addr)
+	s.Kill()
+	require.NoError(t, s.Restart())
+	require.Equal(t, 1, s.AOFCuts(), "a file the server truncated itself is clean")
 }
 
 // setC writes one plain key, c, acknowledged once the AOF is fsynced
@@ -122,16 +127,10 @@ func setC(t *testing.T, addr string) {
 // its MULTI: the directory it fixed loads without any of the block, and
 // the writes made after it survive a kill.
 func TestCheckAOFFixCutsATornBlock(t *testing.T) {
-	realServer(t)
 	bin, err := exec.LookPath("redis-check-aof")
 	require.NoError(t, err, "redis-check-aof comes with redis-server")
-	s, err := redisserver.Start(t.TempDir())
-	require.NoError(t, err)
+	s, _, _ := tornServer(t)
 	defer s.Kill()
-	call(t, s.Addr, "SET", "before", "1")
-	call(t, s.Addr, "EVAL", manyWrites, "0", "40")
-	require.NoError(t, s.Stop())
-	tearBlock(t, s.Dir)
 
 	fix := exec.Command(bin, "--fix", filepath.Join(s.Dir, "appendonlydir", "appendonly.aof.manifest"))
 	fix.Stdin = strings.NewReader("y\n")
