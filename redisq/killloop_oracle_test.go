@@ -462,19 +462,9 @@ func (o *killOracle) checkExtends(tok string, k *killTok, ackTimeout time.Durati
 				doubt = true
 			}
 		}
-		killed := slices.ContainsFunc(kills, func(t int64) bool { return t >= from && t <= e.ret })
-		switch {
-		case doubt || killed || e.ret+int64(sortedKillMargin) >= deadline:
-			if e.outcome == 'L' {
-				o.counts.ExtUnjudged++
-			}
-		case e.outcome == 'L':
-			o.counts.ExtJudged++
-			o.violate(&o.counts.ExtLostEarly, "%s delivery %d (seq %s, dequeued from %d): an Extend sent %d returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
-				tok, d.n, d.seq, d.t0, e.sent, e.ret, time.Duration(deadline-e.ret), deadline, from)
-		default:
-			o.counts.ExtJudged++
-		}
+		o.judgeLeaseCall(leaseCall{tok: tok, d: d, what: "an Extend", refused: e.outcome == 'L', doubt: doubt,
+			from: from, sent: e.sent, ret: e.ret, deadline: deadline},
+			kills, &o.counts.ExtJudged, &o.counts.ExtUnjudged, &o.counts.ExtLostEarly)
 		if e.outcome == '+' {
 			o.checkExtendedHeld(tok, k, d, e.sent+e.d)
 		}
@@ -495,6 +485,37 @@ func (k *killTok) deliveryOf(seq string, n int, sent int64) *killDelivery {
 		}
 	}
 	return nil
+}
+
+// leaseCall is an Extend or an ack of delivery d of token tok, sent and
+// returned at those times, against the lease's deadline as it stood when
+// it was sent (last set at from; doubt: not known).
+type leaseCall struct {
+	tok                       string
+	d                         *killDelivery
+	what                      string // "an Extend", "an ack"
+	refused, doubt            bool   // returned ErrLeaseLost; deadline unknown
+	from, sent, ret, deadline int64
+}
+
+// judgeLeaseCall counts c in judged, or in unjudged if refused but in
+// doubt, with a server kill between its lease's last setting and its
+// return, or returned within sortedKillMargin of the deadline; a refusal
+// judged is a violation counted in lost: a lease ended before its time.
+func (o *killOracle) judgeLeaseCall(c leaseCall, kills []int64, judged, unjudged, lost *int) {
+	killed := slices.ContainsFunc(kills, func(t int64) bool { return t >= c.from && t <= c.ret })
+	switch {
+	case c.doubt || killed || c.ret+int64(sortedKillMargin) >= c.deadline:
+		if c.refused {
+			*unjudged++
+		}
+	case c.refused:
+		*judged++
+		o.violate(lost, "%s delivery %d (seq %s, dequeued from %d): %s sent %d returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
+			c.tok, c.d.n, c.d.seq, c.d.t0, c.what, c.sent, c.ret, time.Duration(c.deadline-c.ret), c.deadline, c.from)
+	default:
+		*judged++
+	}
 }
 
 // checkAcks checks the acks of token k sent this cycle (the server killed
@@ -532,19 +553,9 @@ func (o *killOracle) checkAcks(tok string, k *killTok, kills []int64) {
 		for _, s := range k.settles[:i] {
 			doubt = doubt || s.how != "ack" && s.seq == a.seq && s.n == a.n
 		}
-		killed := slices.ContainsFunc(kills, func(t int64) bool { return t >= from && t <= a.ret })
-		switch {
-		case doubt || killed || a.ret+int64(sortedKillMargin) >= deadline:
-			if a.outcome == 'L' {
-				o.counts.AckUnjudged++
-			}
-		case a.outcome == 'L':
-			o.counts.AckJudged++
-			o.violate(&o.counts.AckLostEarly, "%s delivery %d (seq %s, dequeued from %d): an ack sent %d returned ErrLeaseLost at %d, %v before its deadline %d (lease last set %d)",
-				tok, d.n, d.seq, d.t0, a.sent, a.ret, time.Duration(deadline-a.ret), deadline, from)
-		default:
-			o.counts.AckJudged++
-		}
+		o.judgeLeaseCall(leaseCall{tok: tok, d: d, what: "an ack", refused: a.outcome == 'L', doubt: doubt,
+			from: from, sent: a.sent, ret: a.ret, deadline: deadline},
+			kills, &o.counts.AckJudged, &o.counts.AckUnjudged, &o.counts.AckLostEarly)
 	}
 }
 
